@@ -1,0 +1,21 @@
+//! The subcommand tree: one file per subcommand, each with its own arguments and `run`.
+
+mod sessions;
+
+use std::process::ExitCode;
+
+use clap::Subcommand;
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List the agent sessions on disk, or resolve one by id or exact name.
+    Sessions(sessions::SessionsArgs),
+}
+
+impl Command {
+    pub fn run(self) -> anyhow::Result<ExitCode> {
+        match self {
+            Command::Sessions(args) => args.run(),
+        }
+    }
+}

@@ -1,0 +1,43 @@
+//! The `cross-agent` command tree. Each subcommand lives in its own file under `commands/`; this
+//! module only parses arguments, sets up logging on stderr and dispatches.
+
+mod commands;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::commands::Command;
+
+/// Lets the coding agents you already run (Claude Code, Codex, Grok Build, Copilot) message each
+/// other live, hand a session over, and cross-review each other's work.
+#[derive(Debug, Parser)]
+#[command(name = "cross-agent", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Parses the process arguments and runs the chosen subcommand. Errors are printed on stderr and
+/// turned into a non-zero exit code.
+pub fn run() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging();
+    match cli.command.run() {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("cross-agent: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Logs go to stderr so stdout stays free for output other programs parse.
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("CROSS_AGENT_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}

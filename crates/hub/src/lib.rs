@@ -1,0 +1,3 @@
+//! The engine: session resolution rules, guards, deliveries, replies, recovery, late answers and
+//! the decisions log, over SQLite state. Filled in by the messaging issues; the crate exists now
+//! so the dependency direction (`protocol` ← `stores` ← `hub` ← `daemon`) is fixed from the start.

@@ -1,0 +1,5 @@
+//! Wire and record types shared by every cross-agent process: daemon RPC params and responses,
+//! MCP tool arguments and receipts, delivery records, envelopes and decision events.
+//!
+//! Types only — no I/O and no behaviour beyond (de)serialisation, so the thin processes (`mcp`,
+//! shims, CLI) can link it without pulling in the engine.

@@ -1,0 +1,126 @@
+//! The one model every agent's store is read into, and the incremental-read contract the index
+//! relies on.
+//!
+//! A transcript is folded line by line into a small serialisable state. The index persists that
+//! state with the byte offset of the last complete line, so when a file grows it resumes the fold
+//! from the offset and reads only the appended bytes — a `custom-title` record appended anywhere
+//! is still seen, because every line after the offset passes through the fold.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+/// Which agent program a session belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Agent {
+    Claude,
+    Codex,
+    Grok,
+}
+
+impl Agent {
+    pub const ALL: [Agent; 3] = [Agent::Claude, Agent::Codex, Agent::Grok];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Agent::Claude => "claude",
+            Agent::Codex => "codex",
+            Agent::Grok => "grok",
+        }
+    }
+}
+
+impl fmt::Display for Agent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Milliseconds since the Unix epoch, UTC. Transcripts record RFC 3339 strings; comparing and
+/// storing integers keeps the index small and sorting cheap.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
+)]
+#[serde(transparent)]
+pub struct UnixMillis(pub i64);
+
+/// One agent session found on disk.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Session {
+    pub agent: Agent,
+    pub session_id: String,
+    /// The directory the session works in, as the agent recorded it (never guessed from a
+    /// folder name that loses information).
+    pub cwd: Option<PathBuf>,
+    pub title: Option<String>,
+    /// True when a person named the session (Claude `custom-title`, a Codex thread name, a Grok
+    /// manual title or GUI tab name); false for a title generated from the first message.
+    pub title_is_assigned: bool,
+    pub first_activity: Option<UnixMillis>,
+    pub last_activity: Option<UnixMillis>,
+    /// A turn is running (e.g. Claude's last assistant record stopped on `tool_use`).
+    pub is_working: bool,
+    /// The transcript (or, for Grok, the session folder) this was read from.
+    pub path: PathBuf,
+}
+
+/// Something wrong with one file or line that was skipped; the rest of the listing goes on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoreWarning {
+    pub path: PathBuf,
+    /// 1-based line number, where it helps.
+    pub line: Option<u64>,
+    pub message: String,
+}
+
+impl fmt::Display for StoreWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            Some(line) => write!(f, "{}:{line}: {}", self.path.display(), self.message),
+            None => write!(f, "{}: {}", self.path.display(), self.message),
+        }
+    }
+}
+
+/// Collects warnings while a store is read.
+#[derive(Debug, Default)]
+pub struct Warnings {
+    pub items: Vec<StoreWarning>,
+}
+
+impl Warnings {
+    pub fn push(&mut self, path: &Path, line: Option<u64>, message: impl Into<String>) {
+        let warning = StoreWarning {
+            path: path.to_path_buf(),
+            line,
+            message: message.into(),
+        };
+        tracing::warn!("{warning}");
+        self.items.push(warning);
+    }
+}
+
+/// Where one line sits, so a fold can name it in a warning.
+#[derive(Debug, Clone, Copy)]
+pub struct LineContext<'a> {
+    pub path: &'a Path,
+    /// 1-based line number within the file.
+    pub line: u64,
+}
+
+/// The incremental-read contract: a transcript's lines folded into a state that can be persisted
+/// and resumed when the file grows.
+///
+/// Implementations must accept any bytes (non-JSON, unknown record types, garbage) without
+/// panicking: a bad line becomes a warning and the fold goes on.
+pub trait TranscriptFold: Default + Serialize + DeserializeOwned {
+    /// Folds one complete line (without its trailing newline).
+    fn feed_line(&mut self, line: &[u8], at: LineContext<'_>, warnings: &mut Warnings);
+
+    /// The session this file describes so far, or `None` when it is not one to list (no user
+    /// message yet, sidechain-only, a sub-agent thread, …).
+    fn session(&self, path: &Path) -> Option<Session>;
+}
