@@ -2,3 +2,8 @@
 //! and helpers that run the real Claude Code and Codex CLIs offline in a temporary HOME.
 
 pub mod agents;
+pub mod endpoint;
+
+pub use endpoint::{
+    Api, EndpointConfig, InputKind, ModelEndpoint, RecordedRequest, Reply, Rule, ToolCall,
+};
