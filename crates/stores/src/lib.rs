@@ -1,6 +1,20 @@
 //! Read-only readers of every agent's own session store (Claude Code, Codex, Grok Build) into one
 //! model. The agents' files are the source of truth and are never written.
+//!
+//! - [`roots`]: where each store is, and the (size, mtime) stamps discovery lists without reading;
+//! - [`lines`]: reading complete lines from a byte offset, so a fold resumes where it stopped;
+//! - [`claude`], [`codex`], [`grok`]: each agent's discovery, listing fold and side names;
+//! - [`turns`]: one session's turns, messages, tool calls and results, for recovering answers.
 
+pub mod claude;
+pub mod codex;
+pub mod error;
+pub mod grok;
+pub mod lines;
 pub mod model;
+pub mod roots;
+pub mod turns;
 
+pub use error::{Result, StoreError};
 pub use model::{Agent, LineContext, Session, StoreWarning, TranscriptFold, UnixMillis, Warnings};
+pub use roots::{FileStamp, Sidecar, SourceFile, StoreRoots};

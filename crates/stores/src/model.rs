@@ -123,4 +123,11 @@ pub trait TranscriptFold: Default + Serialize + DeserializeOwned {
     /// The session this file describes so far, or `None` when it is not one to list (no user
     /// message yet, sidechain-only, a sub-agent thread, …).
     fn session(&self, path: &Path) -> Option<Session>;
+
+    /// Folds a small side file read whole beside the transcript, each time its own stamp
+    /// changes (Grok's `summary.json`, which Grok rewrites rather than appends to). The default
+    /// ignores it: Claude and Codex have none.
+    fn feed_sidecar(&mut self, bytes: &[u8], path: &Path, warnings: &mut Warnings) {
+        let _ = (bytes, path, warnings);
+    }
 }

@@ -1,0 +1,329 @@
+//! Reading a JSON-lines transcript from a byte offset, one complete line at a time.
+//!
+//! Agents append to their transcripts while we read them, so the last line may be half-written.
+//! [`read_complete_lines`] feeds only lines that end in a newline and returns the position just
+//! after the last one: the index stores it with the fold state and resumes there next time, so
+//! the half-written line is read once it is finished, and no byte is read twice.
+//!
+//! Lines longer than [`MAX_LINE_BYTES`] are skipped with a warning instead of being held in
+//! memory whole (one base64 image in a tool result can be tens of MB); nothing the listing needs
+//! lives in such a line.
+
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Result, StoreError};
+use crate::model::{LineContext, TranscriptFold, UnixMillis, Warnings};
+
+/// Lines longer than this are skipped with a warning rather than buffered.
+pub const MAX_LINE_BYTES: usize = 32 << 20;
+
+/// The read buffer: large enough that a typical transcript takes few system calls.
+const CHUNK: usize = 256 << 10;
+
+/// Where a reader stopped: the byte offset just after the last complete line, and how many lines
+/// (1-based numbering continues from here) came before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+pub struct Position {
+    pub offset: u64,
+    pub line: u64,
+}
+
+/// Anything lines can be fed to: every [`TranscriptFold`], and side files such as Codex's
+/// `session_index.jsonl` names.
+pub trait LineSink {
+    /// One complete line, without its newline (and without a trailing `\r`). Never empty.
+    fn feed_line(&mut self, line: &[u8], at: LineContext<'_>, warnings: &mut Warnings);
+}
+
+impl<T: TranscriptFold> LineSink for T {
+    fn feed_line(&mut self, line: &[u8], at: LineContext<'_>, warnings: &mut Warnings) {
+        TranscriptFold::feed_line(self, line, at, warnings)
+    }
+}
+
+/// Feeds every complete line of `path` after `from` to `sink` and returns the position after the
+/// last complete line. A half-written last line is left for the next call.
+///
+/// If the file is now shorter than `from.offset` it was replaced or truncated: the caller should
+/// start again from [`Position::default`] with a fresh fold (this function just reads nothing).
+pub fn read_complete_lines<S: LineSink + ?Sized>(
+    path: &Path,
+    from: Position,
+    sink: &mut S,
+    warnings: &mut Warnings,
+) -> Result<Position> {
+    let mut file = File::open(path).map_err(|e| StoreError::io(path, e))?;
+    if from.offset > 0 {
+        file.seek(SeekFrom::Start(from.offset))
+            .map_err(|e| StoreError::io(path, e))?;
+    }
+    feed_lines(
+        &mut file, path, from, /*consume_tail*/ false, sink, warnings,
+    )
+    .map_err(|e| StoreError::io(path, e))
+}
+
+/// Feeds every line of a whole `.jsonl.zst` file to `sink`. A compressed rollout is complete
+/// when written, so an unterminated last line is fed too. A corrupt stream is an error naming
+/// the file; the lines before the damage have been fed.
+pub fn read_zstd_lines<S: LineSink + ?Sized>(
+    path: &Path,
+    sink: &mut S,
+    warnings: &mut Warnings,
+) -> Result<Position> {
+    let file = File::open(path).map_err(|e| StoreError::io(path, e))?;
+    let mut decoder = zstd::stream::read::Decoder::new(file).map_err(|e| StoreError::Zstd {
+        path: path.to_path_buf(),
+        source: e,
+    })?;
+    feed_lines(
+        &mut decoder,
+        path,
+        Position::default(),
+        /*consume_tail*/ true,
+        sink,
+        warnings,
+    )
+    .map_err(|e| StoreError::Zstd {
+        path: path.to_path_buf(),
+        source: e,
+    })
+}
+
+/// Feeds every line of a whole file, plain or `.zst` by its name, including an unterminated last
+/// line: for readers that look at a finished file once (the turns of one session).
+pub fn read_all_lines<S: LineSink + ?Sized>(
+    path: &Path,
+    sink: &mut S,
+    warnings: &mut Warnings,
+) -> Result<Position> {
+    if is_zstd_path(path) {
+        return read_zstd_lines(path, sink, warnings);
+    }
+    let mut file = File::open(path).map_err(|e| StoreError::io(path, e))?;
+    feed_lines(
+        &mut file,
+        path,
+        Position::default(),
+        /*consume_tail*/ true,
+        sink,
+        warnings,
+    )
+    .map_err(|e| StoreError::io(path, e))
+}
+
+/// True for a `.zst`-compressed transcript name.
+pub fn is_zstd_path(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "zst")
+}
+
+/// The line splitter shared by the plain and compressed readers.
+fn feed_lines<R: Read + ?Sized, S: LineSink + ?Sized>(
+    reader: &mut R,
+    path: &Path,
+    from: Position,
+    consume_tail: bool,
+    sink: &mut S,
+    warnings: &mut Warnings,
+) -> io::Result<Position> {
+    let mut buf = vec![0u8; CHUNK];
+    // The start of a line that did not end inside the previous chunk.
+    let mut carry: Vec<u8> = Vec::new();
+    // True while the current line is past MAX_LINE_BYTES and being thrown away.
+    let mut skipping = false;
+    let mut skipped_len: u64 = 0;
+    let mut done = from;
+
+    loop {
+        let n = match reader.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        let chunk = &buf[..n];
+        let mut start = 0;
+        for nl in memchr::memchr_iter(b'\n', chunk) {
+            let piece = &chunk[start..nl];
+            let consumed = (nl + 1 - start) as u64;
+            let line_no = done.line + 1;
+            if skipping {
+                // `skipped_len` counts the pieces of this line seen in earlier chunks.
+                let total = skipped_len + piece.len() as u64;
+                warnings.push(
+                    path,
+                    Some(line_no),
+                    format!("line of {total} bytes is longer than {MAX_LINE_BYTES}; skipped"),
+                );
+                done.offset += total + 1;
+                skipping = false;
+                skipped_len = 0;
+            } else if carry.is_empty() {
+                emit(piece, path, line_no, sink, warnings);
+                done.offset += consumed;
+            } else {
+                let carried = carry.len() as u64;
+                carry.extend_from_slice(piece);
+                emit(&carry, path, line_no, sink, warnings);
+                carry.clear();
+                done.offset += carried + consumed;
+            }
+            done.line = line_no;
+            start = nl + 1;
+        }
+        let rest = &chunk[start..];
+        if skipping {
+            skipped_len += rest.len() as u64;
+        } else if carry.len() + rest.len() > MAX_LINE_BYTES {
+            skipping = true;
+            skipped_len = (carry.len() + rest.len()) as u64;
+            carry = Vec::new();
+        } else {
+            carry.extend_from_slice(rest);
+        }
+    }
+
+    if consume_tail && (!carry.is_empty() || skipping) {
+        let line_no = done.line + 1;
+        if skipping {
+            warnings.push(
+                path,
+                Some(line_no),
+                format!("line of {skipped_len} bytes is longer than {MAX_LINE_BYTES}; skipped"),
+            );
+            done.offset += skipped_len;
+        } else {
+            emit(&carry, path, line_no, sink, warnings);
+            done.offset += carry.len() as u64;
+        }
+        done.line = line_no;
+    }
+    Ok(done)
+}
+
+fn emit<S: LineSink + ?Sized>(
+    line: &[u8],
+    path: &Path,
+    line_no: u64,
+    sink: &mut S,
+    warnings: &mut Warnings,
+) {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return;
+    }
+    sink.feed_line(
+        line,
+        LineContext {
+            path,
+            line: line_no,
+        },
+        warnings,
+    );
+}
+
+/// Parses an RFC 3339 timestamp (`2026-11-29T23:16:44.123Z`, or with a `+hh:mm` offset) into
+/// milliseconds since the epoch. Hand-written because it runs on every transcript line.
+pub fn parse_timestamp(s: &str) -> Option<UnixMillis> {
+    let b = s.as_bytes();
+    if b.len() < 19 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
+        return None;
+    }
+    if b[13] != b':' || b[16] != b':' {
+        return None;
+    }
+    let num = |range: std::ops::Range<usize>| -> Option<i64> {
+        let mut v: i64 = 0;
+        for &c in b.get(range)? {
+            if !c.is_ascii_digit() {
+                return None;
+            }
+            v = v * 10 + i64::from(c - b'0');
+        }
+        Some(v)
+    };
+    let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (hour, minute, second) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1..=12).contains(&month) || !(1..=31).contains(&day) || hour > 23 || minute > 59 {
+        return None;
+    }
+    if second > 60 {
+        return None;
+    }
+    let mut i = 19;
+    let mut millis = 0i64;
+    if b.get(i) == Some(&b'.') {
+        i += 1;
+        let mut digits = 0;
+        while let Some(c) = b.get(i).filter(|c| c.is_ascii_digit()) {
+            if digits < 3 {
+                millis = millis * 10 + i64::from(c - b'0');
+            }
+            digits += 1;
+            i += 1;
+        }
+        if digits == 0 {
+            return None;
+        }
+        for _ in digits..3 {
+            millis *= 10;
+        }
+    }
+    let offset_secs = match b.get(i) {
+        Some(b'Z' | b'z') if i + 1 == b.len() => 0,
+        Some(&sign @ (b'+' | b'-')) if b.len() == i + 6 && b[i + 3] == b':' => {
+            let h = num(i + 1..i + 3)?;
+            let m = num(i + 4..i + 6)?;
+            let v = h * 3600 + m * 60;
+            if sign == b'+' { v } else { -v }
+        }
+        None => 0,
+        _ => return None,
+    };
+    let days = days_from_civil(year, month, day);
+    let secs = days * 86_400 + hour * 3600 + minute * 60 + second - offset_secs;
+    Some(UnixMillis(secs * 1000 + millis))
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// Formats milliseconds since the epoch as RFC 3339 UTC with milliseconds.
+pub fn format_timestamp(t: UnixMillis) -> String {
+    let ms = t.0.rem_euclid(1000);
+    let secs = t.0.div_euclid(1000);
+    let days = secs.div_euclid(86_400);
+    let sod = secs.rem_euclid(86_400);
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{ms:03}Z",
+        sod / 3600,
+        sod / 60 % 60,
+        sod % 60
+    )
+}
+
+fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}

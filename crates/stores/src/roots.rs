@@ -1,0 +1,311 @@
+//! Where each agent keeps its sessions, and the file walk every discovery uses.
+//!
+//! Discovery lists candidate files with their (size, mtime) stamp without reading them, so the
+//! index can tell which files changed since its last look before opening anything. The walk never
+//! aborts: an unreadable folder, a dangling link or a symlink loop is a warning naming the path,
+//! and the rest of the tree is still listed.
+
+use std::collections::HashSet;
+use std::ffi::OsString;
+use std::fs::{self, Metadata};
+use std::path::{Path, PathBuf};
+use std::time::UNIX_EPOCH;
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::{Agent, Warnings};
+
+/// The roots of the three agents' own stores. `None` means that agent's store is not looked at.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct StoreRoots {
+    /// Claude Code's config folder: `CLAUDE_CONFIG_DIR`, else `~/.claude`, else
+    /// `~/.config/claude` (whichever exists). Transcripts are under `projects/`.
+    pub claude_config: Option<PathBuf>,
+    /// `CODEX_HOME`, else `~/.codex`. Rollouts are under `sessions/` and `archived_sessions/`.
+    pub codex_home: Option<PathBuf>,
+    /// `GROK_HOME`, else `~/.grok`. Sessions are under `sessions/`.
+    pub grok_home: Option<PathBuf>,
+    /// The editor `state.vscdb` files the Grok Build GUI extension keeps its tab names in:
+    /// `CROSS_AGENT_GROK_NAMES_DB` (`:`-separated), else VS Code's Linux and macOS locations.
+    pub grok_names_dbs: Vec<PathBuf>,
+    /// True when `grok_names_dbs` came from `CROSS_AGENT_GROK_NAMES_DB`: a missing file is then
+    /// worth a warning, while a missing default location just means no VS Code here.
+    pub grok_names_dbs_explicit: bool,
+}
+
+/// The variable that overrides where Grok GUI tab names are read from.
+pub const GROK_NAMES_DB_VAR: &str = "CROSS_AGENT_GROK_NAMES_DB";
+
+impl StoreRoots {
+    /// The roots this process would use, from its environment and `HOME`.
+    pub fn from_env() -> Self {
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        Self::from_vars(home.as_deref(), |name| std::env::var_os(name))
+    }
+
+    /// The roots for a given home folder and variable lookup; [`StoreRoots::from_env`] with the
+    /// process's own. Split out so tests can drive it without touching the real environment.
+    pub fn from_vars(home: Option<&Path>, var: impl Fn(&str) -> Option<OsString>) -> Self {
+        let non_empty = |name: &str| var(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+
+        let claude_config = non_empty("CLAUDE_CONFIG_DIR").or_else(|| {
+            let home = home?;
+            let dot = home.join(".claude");
+            let xdg = home.join(".config").join("claude");
+            // Prefer whichever exists; `~/.claude` when neither does, so a later first run of
+            // Claude Code is picked up without restarting.
+            Some(if !dot.exists() && xdg.exists() {
+                xdg
+            } else {
+                dot
+            })
+        });
+        let codex_home = non_empty("CODEX_HOME").or_else(|| home.map(|h| h.join(".codex")));
+        let grok_home = non_empty("GROK_HOME").or_else(|| home.map(|h| h.join(".grok")));
+
+        let (grok_names_dbs, grok_names_dbs_explicit) = match var(GROK_NAMES_DB_VAR) {
+            Some(list) if !list.is_empty() => (
+                std::env::split_paths(&list)
+                    .filter(|p| !p.as_os_str().is_empty())
+                    .collect(),
+                true,
+            ),
+            _ => (home.map(default_vscdb_paths).unwrap_or_default(), false),
+        };
+
+        StoreRoots {
+            claude_config,
+            codex_home,
+            grok_home,
+            grok_names_dbs,
+            grok_names_dbs_explicit,
+        }
+    }
+
+    /// Every store under one home folder, ignoring the environment: what tests use.
+    pub fn under_home(home: &Path) -> Self {
+        StoreRoots {
+            claude_config: Some(home.join(".claude")),
+            codex_home: Some(home.join(".codex")),
+            grok_home: Some(home.join(".grok")),
+            grok_names_dbs: default_vscdb_paths(home),
+            grok_names_dbs_explicit: false,
+        }
+    }
+
+    /// The store root of one agent.
+    pub fn root(&self, agent: Agent) -> Option<&Path> {
+        match agent {
+            Agent::Claude => self.claude_config.as_deref(),
+            Agent::Codex => self.codex_home.as_deref(),
+            Agent::Grok => self.grok_home.as_deref(),
+        }
+    }
+}
+
+/// VS Code's global state database on Linux and on macOS (both listed: only one exists).
+fn default_vscdb_paths(home: &Path) -> Vec<PathBuf> {
+    let tail = Path::new("Code/User/globalStorage/state.vscdb");
+    vec![
+        home.join(".config").join(tail),
+        home.join("Library/Application Support").join(tail),
+    ]
+}
+
+/// A file's size and modification time: when both match what the index saw, the file is unchanged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+pub struct FileStamp {
+    pub size: u64,
+    /// Nanoseconds since the Unix epoch; `None` where the platform does not say.
+    pub mtime_ns: Option<i64>,
+}
+
+impl FileStamp {
+    pub fn of(meta: &Metadata) -> Self {
+        let mtime_ns = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+            .and_then(|d| i64::try_from(d.as_nanos()).ok());
+        FileStamp {
+            size: meta.len(),
+            mtime_ns,
+        }
+    }
+
+    /// The stamp of a path, following links; `None` when it cannot be stat'ed.
+    pub fn read(path: &Path) -> Option<Self> {
+        fs::metadata(path).ok().map(|m| Self::of(&m))
+    }
+}
+
+/// One candidate transcript found by discovery, not yet read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceFile {
+    pub agent: Agent,
+    /// The file whose lines feed the agent's fold: a Claude transcript, a Codex rollout, a Grok
+    /// session's `updates.jsonl` (which may not exist yet: then its stamp is all zero).
+    pub path: PathBuf,
+    pub stamp: FileStamp,
+    /// A `.jsonl.zst` rollout: it cannot be resumed at a byte offset, so it is read whole (with
+    /// [`crate::lines::read_zstd_lines`]) whenever its stamp changes.
+    pub compressed: bool,
+    /// A small file read whole beside the transcript whenever its own stamp changes (Grok's
+    /// `summary.json`); feed it with [`crate::TranscriptFold::feed_sidecar`].
+    pub sidecar: Option<Sidecar>,
+    /// The directory the session works in when it is known without opening the transcript
+    /// (Grok files sessions under a folder named for it). Used to decide a scope cheaply.
+    pub scope_cwd: Option<PathBuf>,
+}
+
+/// A whole-file companion of a transcript.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sidecar {
+    pub path: PathBuf,
+    pub stamp: FileStamp,
+}
+
+/// Options of [`walk_files`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Walk {
+    /// Folder levels below the root to descend into (0: the root's own entries only).
+    pub max_depth: usize,
+}
+
+/// Lists the regular files under `root` (following symlinks, each real folder visited once) for
+/// which `keep(path)` holds, with their metadata. A missing root is no warning — that agent is
+/// simply not installed — but anything unreadable below it is.
+pub(crate) fn walk_files(
+    root: &Path,
+    walk: Walk,
+    keep: &mut dyn FnMut(&Path) -> bool,
+    warnings: &mut Warnings,
+) -> Vec<(PathBuf, Metadata)> {
+    let mut out = Vec::new();
+    let mut seen = VisitedDirs::default();
+    match fs::metadata(root) {
+        Ok(meta) if meta.is_dir() => {
+            seen.first_visit(&meta);
+            walk_dir(root, 0, walk, keep, &mut seen, &mut out, warnings);
+        }
+        Ok(_) => warnings.push(root, None, "expected a folder, found a file"),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => warnings.push(root, None, format!("cannot read folder: {e}")),
+    }
+    out
+}
+
+fn walk_dir(
+    dir: &Path,
+    depth: usize,
+    walk: Walk,
+    keep: &mut dyn FnMut(&Path) -> bool,
+    seen: &mut VisitedDirs,
+    out: &mut Vec<(PathBuf, Metadata)>,
+    warnings: &mut Warnings,
+) {
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) => {
+            warnings.push(dir, None, format!("cannot list folder: {e}"));
+            return;
+        }
+    };
+    for entry in entries {
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(e) => {
+                warnings.push(dir, None, format!("cannot list folder: {e}"));
+                continue;
+            }
+        };
+        let path = entry.path();
+        let file_type = match entry.file_type() {
+            Ok(t) => t,
+            Err(e) => {
+                warnings.push(&path, None, format!("cannot stat: {e}"));
+                continue;
+            }
+        };
+        // Follow links with a stat; a plain entry's own metadata is enough.
+        let meta = if file_type.is_symlink() {
+            match fs::metadata(&path) {
+                Ok(m) => m,
+                Err(e) => {
+                    warnings.push(&path, None, format!("broken or looping symlink: {e}"));
+                    continue;
+                }
+            }
+        } else {
+            match entry.metadata() {
+                Ok(m) => m,
+                Err(e) => {
+                    warnings.push(&path, None, format!("cannot stat: {e}"));
+                    continue;
+                }
+            }
+        };
+        if meta.is_dir() {
+            if depth >= walk.max_depth {
+                continue;
+            }
+            if !seen.first_visit(&meta) {
+                warnings.push(
+                    &path,
+                    None,
+                    "folder already visited (symlink loop or duplicate link); skipped",
+                );
+                continue;
+            }
+            walk_dir(&path, depth + 1, walk, keep, seen, out, warnings);
+        } else if meta.is_file() && keep(&path) {
+            out.push((path, meta));
+        }
+    }
+}
+
+/// Real folders already walked, so a symlink loop or a second link to the same folder is
+/// listed once. Keyed by (device, inode) where the platform has them.
+#[derive(Default)]
+struct VisitedDirs {
+    seen: HashSet<(u64, u64)>,
+}
+
+impl VisitedDirs {
+    #[cfg(unix)]
+    fn first_visit(&mut self, meta: &Metadata) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        self.seen.insert((meta.dev(), meta.ino()))
+    }
+
+    /// Without inode numbers, depth limits are what stop a loop.
+    #[cfg(not(unix))]
+    fn first_visit(&mut self, _meta: &Metadata) -> bool {
+        let _ = &self.seen;
+        true
+    }
+}
+
+/// The entries of one folder that are folders themselves (following links), sorted by name.
+/// Unreadable folders are a warning and an empty list.
+pub(crate) fn subdirs(dir: &Path, warnings: &mut Warnings) -> Vec<PathBuf> {
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Vec::new(),
+        Err(e) => {
+            warnings.push(dir, None, format!("cannot list folder: {e}"));
+            return Vec::new();
+        }
+    };
+    let mut out = Vec::new();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        match fs::metadata(&path) {
+            Ok(m) if m.is_dir() => out.push(path),
+            Ok(_) => {}
+            Err(e) => warnings.push(&path, None, format!("cannot stat: {e}")),
+        }
+    }
+    out.sort();
+    out
+}
