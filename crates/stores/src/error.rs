@@ -9,6 +9,8 @@
 
 use std::path::PathBuf;
 
+use crate::model::Agent;
+use crate::resolve::{Candidate, Scope, SimilarTitle};
 
 /// An operation on one store file that could not be done.
 #[derive(Debug, thiserror::Error)]
@@ -37,6 +39,62 @@ pub enum StoreError {
         what: &'static str,
         message: String,
     },
+    /// A setting (an environment variable or an option) has a value that means nothing.
+    #[error("{name}={value:?} is not valid: expected {expected}")]
+    InvalidSetting {
+        name: &'static str,
+        value: String,
+        expected: &'static str,
+    },
+    /// A name two or more sessions answer to: refused rather than guessed.
+    #[error(
+        "{} {agent} sessions answer to the name {name:?}, so it is refused rather than guessed; \
+         address the one you mean by its id (or rename the others):\n{}",
+        candidates.len(),
+        crate::resolve::candidate_lines(candidates)
+    )]
+    AmbiguousName {
+        agent: Agent,
+        name: String,
+        candidates: Vec<Candidate>,
+    },
+    /// A name matched once, but by a lookup that stopped at a configured bound, so it cannot be
+    /// shown to be unique.
+    #[error(
+        "the name {name:?} matched one {agent} session among the {reached} most recently active, \
+         but the lookup stopped there ({bound_setting}; {total} sessions in all), so it cannot be \
+         shown to be unique and is refused; address it by its id:\n{}",
+        crate::resolve::candidate_lines(std::slice::from_ref(candidate.as_ref()))
+    )]
+    NameUnproven {
+        agent: Agent,
+        name: String,
+        candidate: Box<Candidate>,
+        reached: usize,
+        total: usize,
+        bound_setting: &'static str,
+    },
+    /// Neither an id nor an exact name matched.
+    #[error(
+        "no {agent} session has the id or the exact name {query:?} (scope {scope}){}{}",
+        crate::resolve::reached_note(reached),
+        crate::resolve::similar_lines(similar)
+    )]
+    NoSuchSession {
+        agent: Agent,
+        query: String,
+        scope: Scope,
+        /// Titles close to the query: shown, never chosen.
+        similar: Vec<SimilarTitle>,
+        /// `(reached, total, setting)` when a configured bound stopped the lookup.
+        reached: Option<(usize, usize, &'static str)>,
+    },
+    /// The session cache could not be written (reading a bad one is only a warning).
+    #[error("session cache {}: {message}", path.display())]
+    Cache { path: PathBuf, message: String },
+    /// `CROSS_AGENT_HOME` points somewhere cross-agent must not keep its state.
+    #[error("refusing to keep cross-agent state in {}: {why}", path.display())]
+    UnsafeHome { path: PathBuf, why: String },
 }
 
 impl StoreError {
@@ -53,7 +111,13 @@ impl StoreError {
             StoreError::Io { path, .. }
             | StoreError::Zstd { path, .. }
             | StoreError::Sqlite { path, .. }
-            | StoreError::Format { path, .. } => Some(path),
+            | StoreError::Format { path, .. }
+            | StoreError::Cache { path, .. }
+            | StoreError::UnsafeHome { path, .. } => Some(path),
+            StoreError::InvalidSetting { .. }
+            | StoreError::AmbiguousName { .. }
+            | StoreError::NameUnproven { .. }
+            | StoreError::NoSuchSession { .. } => None,
         }
     }
 }

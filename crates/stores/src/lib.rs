@@ -10,9 +10,12 @@ pub mod claude;
 pub mod codex;
 pub mod error;
 pub mod grok;
+pub mod index;
 pub mod lines;
 pub mod model;
+pub mod resolve;
 pub mod roots;
+pub mod scan;
 pub mod turns;
 
 pub use error::{Result, StoreError};

@@ -1,0 +1,655 @@
+//! The incremental session index: a cache of every transcript's fold, keyed by (path, size,
+//! mtime), that re-reads only the bytes appended since it last looked.
+//!
+//! Each entry keeps the file's stamp, the [`Position`] after its last complete line, the agent's
+//! fold state at that position (as JSON, so any serde shape a reader chooses round-trips), the
+//! session the fold described, and a check of the file's head. On a refresh:
+//!
+//! - same stamp → nothing is opened;
+//! - grown, mtime not earlier, head unchanged → the fold resumes at the stored position and sees
+//!   every appended line (a `custom-title` appended anywhere is picked up);
+//! - shrunk, mtime gone back, head changed, or the fold state no longer loads → read from 0;
+//! - compressed (`.jsonl.zst`) → read whole whenever its stamp changes;
+//! - new files are read; files that vanished drop out.
+//!
+//! Changed files are read on a few threads (cold listings read everything). The whole index is
+//! persisted in one file (see [`crate::index::cache`]), so a new process starts warm.
+
+pub mod cache;
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde::{Deserialize, Serialize};
+
+use crate::claude::ClaudeFold;
+use crate::codex::{CodexFold, ThreadNames, session_index_path};
+use crate::grok::GrokFold;
+use crate::lines::{Position, read_complete_lines, read_zstd_lines};
+use crate::model::{
+    Agent, LineContext, Session, StoreWarning, TranscriptFold, UnixMillis, Warnings,
+};
+use crate::roots::{FileStamp, SourceFile, StoreRoots};
+
+/// How much of a file's first line the head check covers. A file replaced by another whose first
+/// line differs within this many bytes is re-read from the start.
+pub const HEAD_CHECK_BYTES: usize = 4096;
+
+/// What one refresh did, counted by the index itself. `bytes_read` is every byte the index read
+/// from the agents' stores (transcripts, head checks, side files), which is what shows that a
+/// warm refresh reads nothing and an append reads about what was appended.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IndexStats {
+    /// Candidate files discovery found.
+    pub files_seen: usize,
+    /// Files whose stamp had not changed: not opened.
+    pub files_unchanged: usize,
+    /// Files that grew and were read from their stored position.
+    pub files_appended: usize,
+    /// Files read from the start although the index knew them (shrunk, rewritten, compressed).
+    pub files_reread: usize,
+    /// Files the index had not seen before.
+    pub files_new: usize,
+    /// Files the index knew that are gone.
+    pub files_dropped: usize,
+    pub bytes_read: u64,
+}
+
+/// A file's head: the length and hash of the start of its first line.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Head {
+    pub len: u32,
+    pub hash: u64,
+}
+
+/// The stamp of a side file read whole (Grok's `summary.json`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct SidecarSeen {
+    pub path: PathBuf,
+    pub size: u64,
+    pub mtime_ns: Option<i64>,
+}
+
+/// One indexed file. Stored as-is in the cache file, so every field is a plain type that a
+/// non-self-describing format round-trips; the agents' fold states go in as JSON text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Entry {
+    pub kind: FoldKind,
+    pub path: PathBuf,
+    pub size: u64,
+    pub mtime_ns: Option<i64>,
+    pub compressed: bool,
+    pub head: Head,
+    pub position: Position,
+    pub sidecar: Option<SidecarSeen>,
+    /// The agent fold at `position`, as JSON.
+    pub fold: String,
+    pub session: Option<IndexedSession>,
+}
+
+impl Entry {
+    fn stamp(&self) -> FileStamp {
+        FileStamp {
+            size: self.size,
+            mtime_ns: self.mtime_ns,
+        }
+    }
+
+    fn sidecar_matches(&self, source: &SourceFile) -> bool {
+        match (&self.sidecar, &source.sidecar) {
+            (None, None) => true,
+            (Some(seen), Some(now)) => {
+                seen.path == now.path
+                    && seen.size == now.stamp.size
+                    && seen.mtime_ns == now.stamp.mtime_ns
+            }
+            (Some(_), None) | (None, Some(_)) => false,
+        }
+    }
+}
+
+/// Which fold reads a file: an agent's transcript fold, or the fold of a names side file that is
+/// appended to like a transcript (Codex's `session_index.jsonl`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub(crate) enum FoldKind {
+    Claude,
+    Codex,
+    Grok,
+    CodexNames,
+}
+
+impl FoldKind {
+    fn of(agent: Agent) -> FoldKind {
+        match agent {
+            Agent::Claude => FoldKind::Claude,
+            Agent::Codex => FoldKind::Codex,
+            Agent::Grok => FoldKind::Grok,
+        }
+    }
+}
+
+/// The names file as a fold: it describes no session itself, the listing applies its names.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(transparent)]
+struct NamesFold(ThreadNames);
+
+impl TranscriptFold for NamesFold {
+    fn feed_line(&mut self, line: &[u8], at: LineContext<'_>, warnings: &mut Warnings) {
+        crate::lines::LineSink::feed_line(&mut self.0, line, at, warnings);
+    }
+
+    fn session(&self, _path: &Path) -> Option<Session> {
+        None
+    }
+}
+
+/// [`Session`] as the cache stores it: the same fields in a shape of our own, so a change to the
+/// shared model's serde attributes cannot break the binary cache.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct IndexedSession {
+    pub agent: Agent,
+    pub session_id: String,
+    pub cwd: Option<PathBuf>,
+    pub title: Option<String>,
+    pub title_is_assigned: bool,
+    pub first_activity: Option<i64>,
+    pub last_activity: Option<i64>,
+    pub is_working: bool,
+    pub path: PathBuf,
+}
+
+impl From<Session> for IndexedSession {
+    fn from(s: Session) -> Self {
+        IndexedSession {
+            agent: s.agent,
+            session_id: s.session_id,
+            cwd: s.cwd,
+            title: s.title,
+            title_is_assigned: s.title_is_assigned,
+            first_activity: s.first_activity.map(|t| t.0),
+            last_activity: s.last_activity.map(|t| t.0),
+            is_working: s.is_working,
+            path: s.path,
+        }
+    }
+}
+
+impl From<&IndexedSession> for Session {
+    fn from(s: &IndexedSession) -> Self {
+        Session {
+            agent: s.agent,
+            session_id: s.session_id.clone(),
+            cwd: s.cwd.clone(),
+            title: s.title.clone(),
+            title_is_assigned: s.title_is_assigned,
+            first_activity: s.first_activity.map(UnixMillis),
+            last_activity: s.last_activity.map(UnixMillis),
+            is_working: s.is_working,
+            path: s.path.clone(),
+        }
+    }
+}
+
+/// The index in memory: every known file by path.
+#[derive(Debug, Default)]
+pub struct SessionIndex {
+    pub(crate) entries: HashMap<PathBuf, Entry>,
+    /// True when something changed since the index was loaded, so it is worth saving.
+    pub(crate) dirty: bool,
+}
+
+/// Options of [`SessionIndex::refresh`].
+#[derive(Debug, Clone, Copy)]
+pub struct RefreshOptions {
+    /// Threads reading changed files (and running the three discoveries).
+    pub threads: usize,
+}
+
+impl Default for RefreshOptions {
+    fn default() -> Self {
+        RefreshOptions {
+            threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
+        }
+    }
+}
+
+/// How a file was (or was not) read this time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ReadKind {
+    Appended,
+    Reread,
+    New,
+}
+
+impl SessionIndex {
+    /// An empty index: the first refresh reads every file.
+    pub fn new() -> Self {
+        SessionIndex::default()
+    }
+
+    /// How many files the index knows.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Whether the index changed since it was loaded or last saved.
+    pub fn is_dirty(&self) -> bool {
+        self.dirty
+    }
+
+    /// Brings the index up to date with the stores under `roots`, reading only what changed.
+    /// Never fails: whatever cannot be read is a warning naming the file.
+    pub fn refresh(
+        &mut self,
+        roots: &StoreRoots,
+        options: RefreshOptions,
+        warnings: &mut Warnings,
+    ) -> IndexStats {
+        let mut sources: Vec<(FoldKind, SourceFile)> =
+            discover_all(roots, options.threads, warnings)
+                .into_iter()
+                .map(|source| (FoldKind::of(source.agent), source))
+                .collect();
+        if let Some(names) = codex_names_source(roots) {
+            sources.push((FoldKind::CodexNames, names));
+        }
+        self.refresh_sources(sources, options, warnings)
+    }
+
+    /// [`SessionIndex::refresh`] over an already discovered list of candidate files.
+    pub(crate) fn refresh_sources(
+        &mut self,
+        sources: Vec<(FoldKind, SourceFile)>,
+        options: RefreshOptions,
+        warnings: &mut Warnings,
+    ) -> IndexStats {
+        let mut stats = IndexStats {
+            files_seen: sources.len(),
+            ..IndexStats::default()
+        };
+        let mut old = std::mem::take(&mut self.entries);
+        let mut kept = HashMap::with_capacity(sources.len());
+        let mut jobs = Vec::new();
+        for (kind, source) in sources {
+            match old.remove(&source.path) {
+                Some(entry)
+                    if entry.kind == kind
+                        && entry.stamp() == source.stamp
+                        && entry.sidecar_matches(&source) =>
+                {
+                    stats.files_unchanged += 1;
+                    kept.insert(source.path, entry);
+                }
+                // A file now read by another fold is a different file to us.
+                Some(entry) if entry.kind != kind => jobs.push(Job {
+                    kind,
+                    source,
+                    old: None,
+                    known: true,
+                }),
+                previous => {
+                    let known = previous.is_some();
+                    jobs.push(Job {
+                        kind,
+                        source,
+                        old: previous,
+                        known,
+                    });
+                }
+            }
+        }
+        stats.files_dropped = old.len();
+
+        let results = run_jobs(jobs, options.threads);
+        for result in results {
+            match result.read {
+                ReadKind::Appended => stats.files_appended += 1,
+                ReadKind::Reread => stats.files_reread += 1,
+                ReadKind::New => stats.files_new += 1,
+            }
+            stats.bytes_read += result.bytes_read;
+            warnings.items.extend(result.warnings);
+            kept.insert(result.entry.path.clone(), result.entry);
+        }
+
+        self.dirty |= stats.files_dropped > 0
+            || stats.files_appended > 0
+            || stats.files_reread > 0
+            || stats.files_new > 0;
+        self.entries = kept;
+        stats
+    }
+
+    /// The Codex thread names the index has read from `session_index.jsonl`.
+    pub fn codex_names(&self) -> ThreadNames {
+        self.entries
+            .values()
+            .filter(|entry| entry.kind == FoldKind::CodexNames)
+            .filter_map(|entry| serde_json::from_str::<NamesFold>(&entry.fold).ok())
+            .map(|names| names.0)
+            .next()
+            .unwrap_or_default()
+    }
+
+    /// Every session the index knows, as each file's fold describes it (names from side
+    /// files and duplicate Codex rollouts are handled by [`crate::scan`]).
+    pub fn sessions(&self) -> Vec<Session> {
+        self.entries
+            .values()
+            .filter_map(|entry| entry.session.as_ref().map(Session::from))
+            .collect()
+    }
+}
+
+/// `session_index.jsonl` as a source the index folds like a transcript, when it exists.
+fn codex_names_source(roots: &StoreRoots) -> Option<SourceFile> {
+    let path = session_index_path(roots.codex_home.as_deref()?);
+    let stamp = FileStamp::read(&path)?;
+    Some(SourceFile {
+        agent: Agent::Codex,
+        path,
+        stamp,
+        compressed: false,
+        sidecar: None,
+        scope_cwd: None,
+    })
+}
+
+/// Runs the three agents' discoveries side by side: each is mostly `stat` calls, and the two big
+/// stores (Claude and Codex) then take one core each.
+pub fn discover_all(
+    roots: &StoreRoots,
+    threads: usize,
+    warnings: &mut Warnings,
+) -> Vec<SourceFile> {
+    type Discover = fn(&StoreRoots, &mut Warnings) -> Vec<SourceFile>;
+    let discoveries: [Discover; 3] = [
+        crate::claude::discover,
+        crate::codex::discover,
+        crate::grok::discover,
+    ];
+    let mut found: Vec<(Vec<SourceFile>, Warnings)> = Vec::new();
+    if threads <= 1 {
+        for discover in discoveries {
+            let mut own = Warnings::default();
+            let files = discover(roots, &mut own);
+            found.push((files, own));
+        }
+    } else {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = discoveries
+                .into_iter()
+                .map(|discover| {
+                    scope.spawn(move || {
+                        let mut own = Warnings::default();
+                        let files = discover(roots, &mut own);
+                        (files, own)
+                    })
+                })
+                .collect();
+            for handle in handles {
+                match handle.join() {
+                    Ok(result) => found.push(result),
+                    // A reader bug must not take the whole listing down; say so and go on.
+                    Err(_) => warnings.push(
+                        Path::new("<discovery>"),
+                        None,
+                        "a store discovery thread panicked; its sessions are missing",
+                    ),
+                }
+            }
+        });
+    }
+    let mut sources = Vec::new();
+    for (files, own) in found {
+        sources.extend(files);
+        warnings.items.extend(own.items);
+    }
+    sources
+}
+
+/// One changed file to read, with what the index knew of it.
+struct Job {
+    kind: FoldKind,
+    source: SourceFile,
+    /// The entry to resume from, if any.
+    old: Option<Entry>,
+    /// Whether the index knew the path at all (a re-read rather than a new file).
+    known: bool,
+}
+
+struct JobResult {
+    entry: Entry,
+    read: ReadKind,
+    bytes_read: u64,
+    warnings: Vec<StoreWarning>,
+}
+
+/// Reads the changed files on up to `threads` threads. Work is handed out one file at a time
+/// from a shared counter, so one 50 MB transcript does not leave the other thread idle.
+fn run_jobs(jobs: Vec<Job>, threads: usize) -> Vec<JobResult> {
+    let threads = threads.clamp(1, jobs.len().max(1));
+    if threads == 1 {
+        return jobs.into_iter().map(read_file).collect();
+    }
+    let slots: Vec<Mutex<Option<Job>>> =
+        jobs.into_iter().map(|job| Mutex::new(Some(job))).collect();
+    let next = AtomicUsize::new(0);
+    let results = Mutex::new(Vec::with_capacity(slots.len()));
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                let mut local = Vec::new();
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(slot) = slots.get(i) else { break };
+                    let job = slot.lock().map(|mut job| job.take()).ok().flatten();
+                    if let Some(job) = job {
+                        local.push(read_file(job));
+                    }
+                }
+                if let Ok(mut all) = results.lock() {
+                    all.extend(local);
+                }
+            });
+        }
+    });
+    results.into_inner().unwrap_or_default()
+}
+
+/// Reads one changed file with its agent's fold.
+fn read_file(job: Job) -> JobResult {
+    match job.kind {
+        FoldKind::Claude => read_with::<ClaudeFold>(job),
+        FoldKind::Codex => read_with::<CodexFold>(job),
+        FoldKind::Grok => read_with::<GrokFold>(job),
+        FoldKind::CodexNames => read_with::<NamesFold>(job),
+    }
+}
+
+fn read_with<F: TranscriptFold>(job: Job) -> JobResult {
+    let Job {
+        kind,
+        source,
+        old,
+        known,
+    } = job;
+    let mut warnings = Warnings::default();
+    let mut bytes_read = 0u64;
+
+    // Resume only a plain file that grew, whose mtime did not go back and whose head is the one
+    // seen before; anything else is a different file under the same name.
+    let resumable = old.filter(|entry| {
+        !source.compressed
+            && !entry.compressed
+            && source.stamp.size >= entry.size
+            && source.stamp.size >= entry.position.offset
+            && match (source.stamp.mtime_ns, entry.mtime_ns) {
+                (Some(now), Some(before)) => now >= before,
+                _ => true,
+            }
+    });
+    let mut resumed: Option<(F, Entry)> = None;
+    if let Some(entry) = resumable {
+        let (same_head, read) = head_matches(&source.path, entry.head);
+        bytes_read += read;
+        if same_head && let Ok(fold) = serde_json::from_str::<F>(&entry.fold) {
+            resumed = Some((fold, entry));
+        }
+    }
+
+    let (mut fold, from, mut head, mut sidecar_seen, read_kind) = match resumed {
+        Some((fold, entry)) => (
+            fold,
+            entry.position,
+            entry.head,
+            entry.sidecar,
+            ReadKind::Appended,
+        ),
+        None => (
+            F::default(),
+            Position::default(),
+            Head::default(),
+            None,
+            if known {
+                ReadKind::Reread
+            } else {
+                ReadKind::New
+            },
+        ),
+    };
+
+    // The side file is small and rewritten in place, so it is read whole whenever it changed.
+    if let Some(sidecar) = &source.sidecar {
+        let unchanged = sidecar_seen.as_ref().is_some_and(|seen| {
+            seen.path == sidecar.path
+                && seen.size == sidecar.stamp.size
+                && seen.mtime_ns == sidecar.stamp.mtime_ns
+        });
+        if !unchanged {
+            match std::fs::read(&sidecar.path) {
+                Ok(bytes) => {
+                    bytes_read += bytes.len() as u64;
+                    fold.feed_sidecar(&bytes, &sidecar.path, &mut warnings);
+                }
+                Err(e) => warnings.push(&sidecar.path, None, format!("cannot read: {e}")),
+            }
+            sidecar_seen = Some(SidecarSeen {
+                path: sidecar.path.clone(),
+                size: sidecar.stamp.size,
+                mtime_ns: sidecar.stamp.mtime_ns,
+            });
+        }
+    } else {
+        sidecar_seen = None;
+    }
+
+    let mut position = from;
+    // A transcript that does not exist yet (a Grok session with no updates) has an all-zero stamp.
+    let has_bytes = source.stamp.size > 0;
+    if source.compressed || (has_bytes && source.stamp.size != from.offset) {
+        let mut sink = HeadTap {
+            fold: &mut fold,
+            head: (from.offset == 0 && !source.compressed).then_some(&mut head),
+        };
+        let read = if source.compressed {
+            read_zstd_lines(&source.path, &mut sink, &mut warnings)
+        } else {
+            read_complete_lines(&source.path, from, &mut sink, &mut warnings)
+        };
+        match read {
+            Ok(end) => {
+                // The reader reads to the end of the file; a half-written last line is read
+                // but not consumed, and will be read again once it is finished.
+                bytes_read += source.stamp.size.saturating_sub(from.offset);
+                position = end;
+            }
+            Err(e) => warnings.push(&source.path, None, e.to_string()),
+        }
+    }
+
+    let session = fold.session(&source.path).map(IndexedSession::from);
+    let fold_json = match serde_json::to_string(&fold) {
+        Ok(json) => json,
+        Err(e) => {
+            // Without a stored state the next change re-reads the file from the start.
+            warnings.push(
+                &source.path,
+                None,
+                format!("cannot store the fold state: {e}"),
+            );
+            position = Position::default();
+            String::new()
+        }
+    };
+    JobResult {
+        entry: Entry {
+            kind,
+            path: source.path,
+            size: source.stamp.size,
+            mtime_ns: source.stamp.mtime_ns,
+            compressed: source.compressed,
+            head,
+            position,
+            sidecar: sidecar_seen,
+            fold: fold_json,
+            session,
+        },
+        read: read_kind,
+        bytes_read,
+        warnings: warnings.items,
+    }
+}
+
+/// Passes lines on to the fold and, on a read from the start, records the head of the first one.
+struct HeadTap<'a, F> {
+    fold: &'a mut F,
+    head: Option<&'a mut Head>,
+}
+
+impl<F: TranscriptFold> crate::lines::LineSink for HeadTap<'_, F> {
+    fn feed_line(&mut self, line: &[u8], at: LineContext<'_>, warnings: &mut Warnings) {
+        if let Some(head) = self.head.take() {
+            let len = line.len().min(HEAD_CHECK_BYTES);
+            *head = Head {
+                len: u32::try_from(len).unwrap_or(0),
+                hash: fnv1a(&line[..len]),
+            };
+        }
+        self.fold.feed_line(line, at, warnings);
+    }
+}
+
+/// Whether the file still starts with the head seen before, and how many bytes that took.
+fn head_matches(path: &Path, head: Head) -> (bool, u64) {
+    let len = head.len as usize;
+    if len == 0 {
+        // Nothing was consumed before (an empty or still half-written file): nothing to compare.
+        return (true, 0);
+    }
+    let mut buf = vec![0u8; len];
+    let read = File::open(path).and_then(|mut file| file.read_exact(&mut buf));
+    match read {
+        Ok(()) => (fnv1a(&buf) == head.hash, len as u64),
+        Err(_) => (false, 0),
+    }
+}
+
+/// FNV-1a, 64 bits: stable across Rust versions (unlike `DefaultHasher`), which a persisted
+/// cache needs, and plenty for telling two file heads apart.
+pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        hash ^= u64::from(b);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    hash
+}
