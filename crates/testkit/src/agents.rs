@@ -313,7 +313,10 @@ impl Claude {
         let mut env = home.base_env();
         env.insert("ANTHROPIC_BASE_URL".into(), anthropic_base_url.into());
         env.insert("ANTHROPIC_API_KEY".into(), "test-key".into());
-        env.insert("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".into(), "1".into());
+        env.insert(
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".into(),
+            "1".into(),
+        );
         env.insert("DISABLE_AUTOUPDATER".into(), "1".into());
         env.insert("DISABLE_TELEMETRY".into(), "1".into());
         Ok(Self {
@@ -583,7 +586,10 @@ impl Codex {
                     .join(", ")
             ));
             if !server.env.is_empty() {
-                config.push_str(&format!("[mcp_servers.{}.env]\n", toml_string(&server.name)));
+                config.push_str(&format!(
+                    "[mcp_servers.{}.env]\n",
+                    toml_string(&server.name)
+                ));
                 for (key, value) in &server.env {
                     config.push_str(&format!("{} = {}\n", toml_string(key), toml_string(value)));
                 }

@@ -55,12 +55,15 @@ fn main() {
                     .and_then(Value::as_str)
                     .unwrap_or("");
                 if let Some(log_path) = &log_path {
-                    append(log_path, &json!({
-                        "call": params.get("name"),
-                        "arguments": params.get("arguments"),
-                        "meta": params.get("_meta"),
-                        "env": caller_env(),
-                    }));
+                    append(
+                        log_path,
+                        &json!({
+                            "call": params.get("name"),
+                            "arguments": params.get("arguments"),
+                            "meta": params.get("_meta"),
+                            "env": caller_env(),
+                        }),
+                    );
                 }
                 json!({ "jsonrpc": "2.0", "id": id, "result": {
                     "content": [{ "type": "text", "text": format!("echoed:{text}") }],
@@ -71,7 +74,10 @@ fn main() {
                 "code": -32601, "message": format!("method not found: {other}"),
             }}),
         };
-        if writeln!(stdout, "{reply}").and_then(|()| stdout.flush()).is_err() {
+        if writeln!(stdout, "{reply}")
+            .and_then(|()| stdout.flush())
+            .is_err()
+        {
             break;
         }
     }
@@ -79,7 +85,11 @@ fn main() {
 
 fn caller_env() -> Value {
     std::env::vars()
-        .filter(|(key, _)| REPORTED_ENV_PREFIXES.iter().any(|prefix| key.starts_with(prefix)))
+        .filter(|(key, _)| {
+            REPORTED_ENV_PREFIXES
+                .iter()
+                .any(|prefix| key.starts_with(prefix))
+        })
         .map(|(key, value)| (key, Value::String(value)))
         .collect::<serde_json::Map<_, _>>()
         .into()
@@ -92,6 +102,9 @@ fn append(path: &std::ffi::OsStr, record: &Value) {
         .open(path)
         .and_then(|mut file| writeln!(file, "{record}"));
     if let Err(error) = written {
-        eprintln!("mcp-probe: cannot append to {}: {error}", path.to_string_lossy());
+        eprintln!(
+            "mcp-probe: cannot append to {}: {error}",
+            path.to_string_lossy()
+        );
     }
 }
