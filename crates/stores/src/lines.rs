@@ -116,6 +116,20 @@ pub fn read_all_lines<S: LineSink + ?Sized>(
     .map_err(|e| StoreError::io(path, e))
 }
 
+/// Feeds the complete lines `reader` yields to `sink`, numbering them from `from` and naming
+/// `path` in warnings; with `consume_tail`, an unterminated last line is fed too. The in-memory
+/// form of [`read_complete_lines`], for callers that already hold the bytes (and for tests).
+pub fn read_lines_from<R: Read + ?Sized, S: LineSink + ?Sized>(
+    reader: &mut R,
+    path: &Path,
+    from: Position,
+    consume_tail: bool,
+    sink: &mut S,
+    warnings: &mut Warnings,
+) -> io::Result<Position> {
+    feed_lines(reader, path, from, consume_tail, sink, warnings)
+}
+
 /// True for a `.zst`-compressed transcript name.
 pub fn is_zstd_path(path: &Path) -> bool {
     path.extension().is_some_and(|e| e == "zst")
@@ -165,6 +179,15 @@ fn feed_lines<R: Read + ?Sized, S: LineSink + ?Sized>(
             } else if carry.is_empty() {
                 emit(piece, path, line_no, sink, warnings);
                 done.offset += consumed;
+            } else if carry.len() + piece.len() > MAX_LINE_BYTES {
+                let total = (carry.len() + piece.len()) as u64;
+                warnings.push(
+                    path,
+                    Some(line_no),
+                    format!("line of {total} bytes is longer than {MAX_LINE_BYTES}; skipped"),
+                );
+                carry = Vec::new();
+                done.offset += total + 1;
             } else {
                 let carried = carry.len() as u64;
                 carry.extend_from_slice(piece);

@@ -1,0 +1,243 @@
+//! The turns reader: messages, tool calls and results with exit codes, finished turns, and the
+//! closing-line rule for request ids — on the hand-written fixtures of all three agents and on
+//! transcripts the real Claude Code and Codex write in a temp HOME during the test.
+
+use std::path::PathBuf;
+
+use cross_agent_stores::claude::{self, ClaudeFold};
+use cross_agent_stores::codex::{self, CodexFold};
+use cross_agent_stores::turns::{
+    Role, ToolResult, Turn, TurnItem, closing_line, read_turns, request_ids,
+};
+use cross_agent_stores::{Agent, TranscriptFold, Warnings};
+use cross_agent_testkit::agents::{AgentHome, Claude, Codex};
+use cross_agent_testkit::{Api, ModelEndpoint, Rule, ToolCall};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use super::reader_support::{FixtureHome, fold_file, ms};
+
+const REQ: &str = "req_1795990000000_k3Xz9Q";
+
+fn results(turn: &Turn) -> Vec<&ToolResult> {
+    turn.items
+        .iter()
+        .filter_map(|i| match i {
+            TurnItem::ToolResult(r) => Some(r),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn request_ids_are_whole_tokens() {
+    assert_eq!(
+        request_ids("done req_1795990000000_k3Xz9Q, see req_1795990000001_AAAAAA."),
+        vec!["req_1795990000000_k3Xz9Q", "req_1795990000001_AAAAAA"]
+    );
+    // Too short, too long, glued to a word: not ids.
+    assert!(request_ids("req_123_abcdef xreq_1795990000000_k3Xz9Q").is_empty());
+    assert!(request_ids("req_1795990000000_k3Xz9Qz req_1795990000000_k3X").is_empty());
+}
+
+#[test]
+fn the_closing_line_is_the_last_line_naming_any_request_id() {
+    let text =
+        "Answering req_1795990000000_AAAAAA as asked.\nAlso saw req_1795990000000_BBBBBB.\nDone.";
+    assert_eq!(
+        closing_line(text),
+        Some("Also saw req_1795990000000_BBBBBB.")
+    );
+    assert_eq!(closing_line("no ids here"), None);
+}
+
+#[test]
+fn codex_turns_with_exit_codes_and_a_closing_request_id() {
+    let home = FixtureHome::new();
+    let path = home.path().join(
+        ".codex/sessions/2026/11/20/rollout-2026-11-20T10-00-00-019a0000-0000-7000-8000-000000000001.jsonl",
+    );
+    let mut warnings = Warnings::default();
+    let t = read_turns(Agent::Codex, &path, &mut warnings).unwrap();
+    assert!(warnings.items.is_empty(), "{:#?}", warnings.items);
+    assert_eq!(t.turns.len(), 1);
+    let turn = &t.turns[0];
+    assert!(turn.finished);
+    assert_eq!(results(turn)[0].exit_code, Some(101));
+    assert_eq!(
+        turn.final_text(),
+        Some("The test fails on rounding. Fixed it.\nreq_1795990000000_k3Xz9Q")
+    );
+    assert!(turn.answers(REQ));
+    assert!(!turn.answers("req_1795990000000_zzzzzz"));
+    assert_eq!(
+        t.finished_turn_answering(REQ, ms("2026-11-20T09:00:00.000Z")),
+        Some(turn)
+    );
+    assert_eq!(
+        t.finished_turn_answering(REQ, ms("2026-11-20T11:00:00.000Z")),
+        None
+    );
+    let last = t
+        .last_assistant_message_after(ms("2026-11-20T10:00:05.000Z").unwrap())
+        .unwrap();
+    assert_eq!(last.role, Role::Assistant);
+    assert!(t.is_idle());
+
+    // The older JSON output shape carries the exit code in metadata.
+    let old = home.path().join(
+        ".codex/archived_sessions/rollout-2026-10-01T08-00-00-019a0000-0000-7000-8000-000000000005.jsonl",
+    );
+    let t = read_turns(Agent::Codex, &old, &mut warnings).unwrap();
+    let r = results(&t.turns[0])[0];
+    assert_eq!((r.output.as_str(), r.exit_code), ("syslog\n", Some(0)));
+}
+
+#[test]
+fn a_codex_turn_without_task_complete_is_running() {
+    let home = FixtureHome::new();
+    let path = home.path().join(
+        ".codex/sessions/2026/11/21/rollout-2026-11-21T11-00-00-019a0000-0000-7000-8000-000000000002.jsonl",
+    );
+    let t = read_turns(Agent::Codex, &path, &mut Warnings::default()).unwrap();
+    assert!(t.running_turn().is_some());
+    assert!(!t.is_idle());
+}
+
+#[test]
+fn claude_turns_join_blocks_and_follow_tool_use() {
+    let home = FixtureHome::new();
+    let dir = home.path().join(".claude/projects/-home-u-billing");
+    let working = dir.join("66666666-6666-4666-8666-666666666666.jsonl");
+    let t = read_turns(Agent::Claude, &working, &mut Warnings::default()).unwrap();
+    assert_eq!(t.turns.len(), 1);
+    let turn = &t.turns[0];
+    assert!(!turn.finished, "stopped on tool_use");
+    assert_eq!(
+        turn.items[0],
+        TurnItem::Message(cross_agent_stores::turns::Message {
+            role: Role::User,
+            text: "Run the tests".to_owned(),
+            timestamp: ms("2026-11-23T12:00:00.000Z"),
+        })
+    );
+    let r = results(turn)[0];
+    assert_eq!((r.is_error, r.exit_code), (Some(false), Some(0)));
+
+    let renamed = dir.join("11111111-1111-4111-8111-111111111111.jsonl");
+    let t = read_turns(Agent::Claude, &renamed, &mut Warnings::default()).unwrap();
+    assert_eq!(t.turns.len(), 2);
+    assert!(t.turns.iter().all(|t| t.finished));
+    assert_eq!(t.turns[1].final_text(), Some("Added."));
+}
+
+#[test]
+fn grok_turns_join_chunks_and_record_failures() {
+    let home = FixtureHome::new();
+    let dir = home
+        .path()
+        .join(".grok/sessions/%2Fhome%2Fu%2Fbilling/01a0630c-9370-72e0-87ad-000000000001");
+    let t = read_turns(Agent::Grok, &dir, &mut Warnings::default()).unwrap();
+    assert_eq!(t.turns.len(), 1);
+    let turn = &t.turns[0];
+    assert!(turn.finished);
+    match &turn.items[0] {
+        TurnItem::Message(m) => assert_eq!(m.text, "Fix invoice totals in the PDF export"),
+        other => panic!("{other:?}"),
+    }
+    let r = results(turn)[0];
+    assert_eq!((r.is_error, r.exit_code), (Some(true), Some(101)));
+    assert_eq!(
+        turn.final_text(),
+        Some("Fixed the rounding.\nreq_1795990000000_Gr0k01")
+    );
+    assert!(turn.answers("req_1795990000000_Gr0k01"));
+}
+
+/// A real Claude Code run: a Bash call that exits 3, then an answer carrying a request id.
+#[test]
+fn real_claude_transcript_lists_and_reads_back() {
+    let endpoint = ModelEndpoint::start().unwrap();
+    endpoint.script([
+        Rule::on_user_text("run the check")
+            .tool_call(ToolCall::new(
+                "Bash",
+                json!({"command": "echo checked; exit 3", "description": "check"}),
+            ))
+            .for_api(Api::Anthropic)
+            .once(),
+        Rule::on_any_tool_result().reply_text(format!("The check failed.\n{REQ}")),
+    ]);
+    let home = AgentHome::new().unwrap();
+    let project = home.project("checks").unwrap();
+    let claude_cli = Claude::new(&home, &endpoint.anthropic_base_url()).unwrap();
+    let run = claude_cli
+        .turn(&project, "please run the check")
+        .allow_tool("Bash")
+        .run()
+        .unwrap()
+        .expect_success()
+        .unwrap();
+    let id = run.session_id().unwrap().to_owned();
+
+    let roots = cross_agent_stores::StoreRoots::under_home(home.path());
+    let mut warnings = Warnings::default();
+    let files = claude::discover(&roots, &mut warnings);
+    assert_eq!(files.len(), 1, "{files:#?}");
+    let (fold, _, _) = fold_file::<ClaudeFold>(&files[0].path);
+    let session = fold.session(&files[0].path).unwrap();
+    assert_eq!(session.session_id, id);
+    assert_eq!(session.cwd, Some(project.canonicalize().unwrap()));
+    assert_eq!(session.title.as_deref(), Some("please run the check"));
+    assert!(!session.is_working);
+
+    let t = read_turns(Agent::Claude, &files[0].path, &mut warnings).unwrap();
+    let turn = t.turns.last().unwrap();
+    assert!(turn.finished);
+    let r = results(turn)[0];
+    assert_eq!((r.is_error, r.exit_code), (Some(true), Some(3)));
+    assert!(turn.answers(REQ), "{turn:#?}");
+}
+
+/// A real Codex run: `exec_command` exits 3, then an answer carrying a request id.
+#[test]
+fn real_codex_rollout_lists_and_reads_back() {
+    let endpoint = ModelEndpoint::start().unwrap();
+    endpoint.script([
+        Rule::on_user_text("run the check")
+            .tool_call(ToolCall::new(
+                "exec_command",
+                json!({"cmd": "echo checked; exit 3"}),
+            ))
+            .for_api(Api::Responses)
+            .once(),
+        Rule::on_any_tool_result().reply_text(format!("The check failed.\n{REQ}")),
+    ]);
+    let home = AgentHome::new().unwrap();
+    let project = home.project("checks").unwrap();
+    let codex_cli = Codex::new(&home, &endpoint.openai_base_url()).unwrap();
+    let run = codex_cli
+        .turn(&project, "please run the check")
+        .arg("--dangerously-bypass-approvals-and-sandbox")
+        .run()
+        .unwrap()
+        .expect_success()
+        .unwrap();
+    let thread = run.thread_id().unwrap().to_owned();
+
+    let roots = cross_agent_stores::StoreRoots::under_home(home.path());
+    let mut warnings = Warnings::default();
+    let files = codex::discover(&roots, &mut warnings);
+    assert_eq!(files.len(), 1, "{files:#?}");
+    let path: PathBuf = files[0].path.clone();
+    let session = fold_file::<CodexFold>(&path).0.session(&path).unwrap();
+    assert_eq!(session.session_id, thread);
+    assert_eq!(session.title.as_deref(), Some("please run the check"));
+    assert!(!session.is_working);
+
+    let t = read_turns(Agent::Codex, &path, &mut warnings).unwrap();
+    let turn = t.turns.last().unwrap();
+    assert!(turn.finished);
+    assert_eq!(results(turn)[0].exit_code, Some(3));
+    assert!(turn.answers(REQ), "{turn:#?}");
+}
