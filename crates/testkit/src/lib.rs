@@ -3,6 +3,7 @@
 
 pub mod agents;
 pub mod endpoint;
+pub mod synthetic_stores;
 
 pub use endpoint::{
     Api, EndpointConfig, InputKind, ModelEndpoint, RecordedRequest, Reply, Rule, ToolCall,

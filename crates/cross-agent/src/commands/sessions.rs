@@ -1,15 +1,483 @@
 //! `cross-agent sessions`: list the sessions every agent keeps on disk, or resolve one by id or
 //! exact name.
+//!
+//! The listing defaults to scope `any`: it is an inventory, and a person running it wants to see
+//! what exists, not only what a send from this directory would pick (that is `--scope cwd`).
+//! `resolve` defaults to `any` too, because an explicit id or name addresses a session wherever
+//! it works; `--scope` narrows it. Both read the stores through the persisted index
+//! (`$CROSS_AGENT_HOME/cache/sessions-index.bin`), so a warm run opens only files that changed.
+//! Skipped files are reported on stderr, one line each naming the file; stdout carries only the
+//! listing (or the JSON), so it can be piped.
 
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::Args;
+use anyhow::Context;
+use clap::{Args, Subcommand, ValueEnum};
+use cross_agent_stores::index::RefreshOptions;
+use cross_agent_stores::lines::format_timestamp;
+use cross_agent_stores::resolve::{
+    self, ActiveWindow, Candidate, Lookup, MatchedBy, ScanBound, Scope,
+};
+use cross_agent_stores::scan::{self, Listing, ScanOptions};
+use cross_agent_stores::{Agent, Session, StoreError, StoreRoots};
+use serde_json::{Value, json};
 
 #[derive(Debug, Args)]
-pub struct SessionsArgs {}
+#[command(args_conflicts_with_subcommands = true)]
+pub struct SessionsArgs {
+    #[command(subcommand)]
+    action: Option<SessionsAction>,
+
+    #[command(flatten)]
+    list: ListArgs,
+}
+
+#[derive(Debug, Subcommand)]
+enum SessionsAction {
+    /// Print the one session an id or exact name resolves to, or why it does not resolve.
+    Resolve(ResolveArgs),
+}
+
+#[derive(Debug, Args)]
+struct ListArgs {
+    /// Which agent's sessions to list.
+    #[arg(long, value_enum, default_value_t = AgentChoice::All)]
+    agent: AgentChoice,
+    /// Which sessions relative to --cwd: `cwd` (that directory), `tree` (also its
+    /// subdirectories and parents) or `any`.
+    #[arg(long, value_enum, default_value_t = ScopeArg::Any)]
+    scope: ScopeArg,
+    /// The directory scopes are relative to (default: the current directory).
+    #[arg(long)]
+    cwd: Option<PathBuf>,
+    /// At most this many sessions per agent, newest first.
+    #[arg(long)]
+    limit: Option<usize>,
+    /// An object keyed by agent instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+struct ResolveArgs {
+    /// The agent whose sessions to search.
+    #[arg(value_enum)]
+    agent: OneAgent,
+    /// A session id, or a session's exact name (no partial matching).
+    query: String,
+    /// Only sessions in this scope relative to --cwd.
+    #[arg(long, value_enum, default_value_t = ScopeArg::Any)]
+    scope: ScopeArg,
+    /// The directory scopes are relative to (default: the current directory).
+    #[arg(long)]
+    cwd: Option<PathBuf>,
+    /// The session (or the refusal) as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum AgentChoice {
+    Claude,
+    Codex,
+    Grok,
+    All,
+}
+
+impl AgentChoice {
+    fn agents(self) -> Vec<Agent> {
+        match self {
+            AgentChoice::Claude => vec![Agent::Claude],
+            AgentChoice::Codex => vec![Agent::Codex],
+            AgentChoice::Grok => vec![Agent::Grok],
+            AgentChoice::All => Agent::ALL.to_vec(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum OneAgent {
+    Claude,
+    Codex,
+    Grok,
+}
+
+impl From<OneAgent> for Agent {
+    fn from(agent: OneAgent) -> Agent {
+        match agent {
+            OneAgent::Claude => Agent::Claude,
+            OneAgent::Codex => Agent::Codex,
+            OneAgent::Grok => Agent::Grok,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ScopeArg {
+    Cwd,
+    Tree,
+    Any,
+}
+
+impl From<ScopeArg> for Scope {
+    fn from(scope: ScopeArg) -> Scope {
+        match scope {
+            ScopeArg::Cwd => Scope::Cwd,
+            ScopeArg::Tree => Scope::Tree,
+            ScopeArg::Any => Scope::Any,
+        }
+    }
+}
 
 impl SessionsArgs {
     pub fn run(self) -> anyhow::Result<ExitCode> {
-        anyhow::bail!("`cross-agent sessions` is not built yet (issue 3)")
+        match self.action {
+            Some(SessionsAction::Resolve(args)) => args.run(),
+            None => self.list.run(),
+        }
+    }
+}
+
+/// Lists every session through the persisted index and reports skipped files on stderr.
+fn load() -> anyhow::Result<Listing> {
+    let roots = StoreRoots::from_env();
+    let cache_file = match scan::cache_file_from_env(&roots) {
+        Ok(path) => Some(path),
+        Err(e) => {
+            // Listing still works without a cache; it is just cold every time.
+            eprintln!("warning: {e}; listing without the session cache");
+            None
+        }
+    };
+    let listing = scan::list_sessions(
+        &roots,
+        &ScanOptions {
+            cache_file,
+            refresh: RefreshOptions::default(),
+        },
+    );
+    let mut stderr = std::io::stderr().lock();
+    for warning in &listing.warnings {
+        let _ = writeln!(stderr, "warning: {warning}");
+    }
+    Ok(listing)
+}
+
+fn cwd_or_current(cwd: Option<PathBuf>) -> anyhow::Result<PathBuf> {
+    match cwd {
+        Some(cwd) => Ok(cwd),
+        None => std::env::current_dir().context("cannot tell the current directory; pass --cwd"),
+    }
+}
+
+impl ListArgs {
+    fn run(self) -> anyhow::Result<ExitCode> {
+        let window = ActiveWindow::from_env()?;
+        let cwd = cwd_or_current(self.cwd)?;
+        let scope = Scope::from(self.scope);
+        let listing = load()?;
+        let now = resolve::now();
+
+        let mut chosen: Vec<(Agent, Vec<&Session>)> = Vec::new();
+        for agent in self.agent.agents() {
+            let mut sessions: Vec<&Session> = listing
+                .of(agent)
+                .filter(|s| resolve::scope_rank(scope, s, &cwd).is_some())
+                .collect();
+            if let Some(limit) = self.limit {
+                sessions.truncate(limit);
+            }
+            chosen.push((agent, sessions));
+        }
+
+        let mut stdout = std::io::stdout().lock();
+        if self.json {
+            let mut object = serde_json::Map::new();
+            for (agent, sessions) in &chosen {
+                let entries: Vec<Value> = sessions
+                    .iter()
+                    .map(|s| session_json(s, window, now))
+                    .collect();
+                object.insert(agent.as_str().to_owned(), Value::Array(entries));
+            }
+            serde_json::to_writer_pretty(&mut stdout, &Value::Object(object))?;
+            writeln!(stdout)?;
+        } else {
+            let mut rows: Vec<&Session> = chosen.into_iter().flat_map(|(_, s)| s).collect();
+            scan_order(&mut rows);
+            write_table(&mut stdout, &rows, window, now)?;
+        }
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+/// Newest first across agents, as the listing is.
+fn scan_order(rows: &mut [&Session]) {
+    rows.sort_by(|a, b| {
+        b.last_activity
+            .cmp(&a.last_activity)
+            .then_with(|| a.agent.cmp(&b.agent))
+            .then_with(|| a.session_id.cmp(&b.session_id))
+    });
+}
+
+impl ResolveArgs {
+    fn run(self) -> anyhow::Result<ExitCode> {
+        let agent = Agent::from(self.agent);
+        let window = ActiveWindow::from_env()?;
+        let bound = ScanBound::from_env(agent)?;
+        let cwd = cwd_or_current(self.cwd)?;
+        let listing = load()?;
+        let now = resolve::now();
+        let lookup = Lookup {
+            agent,
+            scope: Scope::from(self.scope),
+            cwd: &cwd,
+            bound,
+        };
+        let mut stdout = std::io::stdout().lock();
+        match resolve::lookup(&listing.sessions, &self.query, lookup) {
+            Ok(found) => {
+                if self.json {
+                    let mut value = session_json(found.session, window, now);
+                    if let Value::Object(map) = &mut value {
+                        map.insert("agent".to_owned(), json!(agent.as_str()));
+                        map.insert("matched_by".to_owned(), json!(found.matched_by));
+                    }
+                    serde_json::to_writer_pretty(&mut stdout, &value)?;
+                    writeln!(stdout)?;
+                } else {
+                    write_resolved(&mut stdout, found.session, found.matched_by, window, now)?;
+                }
+                Ok(ExitCode::SUCCESS)
+            }
+            Err(refusal) => {
+                if self.json {
+                    serde_json::to_writer_pretty(&mut stdout, &refusal_json(&refusal))?;
+                    writeln!(stdout)?;
+                }
+                eprintln!("cross-agent: {refusal}");
+                Ok(ExitCode::FAILURE)
+            }
+        }
+    }
+}
+
+/// One session as `--json` shows it.
+fn session_json(s: &Session, window: ActiveWindow, now: cross_agent_stores::UnixMillis) -> Value {
+    json!({
+        "session_id": s.session_id,
+        "title": s.title,
+        "title_is_assigned": s.title_is_assigned,
+        "cwd": s.cwd.as_deref().map(|p| p.display().to_string()),
+        "last_activity": s.last_activity.map(format_timestamp),
+        "is_active": window.is_active(s.last_activity, now),
+        "is_working": s.is_working,
+        "path": s.path.display().to_string(),
+    })
+}
+
+/// A refusal as `--json` shows it: the kind, the message, and the candidates or similar titles.
+fn refusal_json(error: &StoreError) -> Value {
+    let (kind, details) = match error {
+        StoreError::AmbiguousName { candidates, .. } => (
+            "ambiguous_name",
+            json!({ "candidates": candidates.iter().map(candidate_json).collect::<Vec<_>>() }),
+        ),
+        StoreError::NameUnproven {
+            candidate,
+            reached,
+            total,
+            bound_setting,
+            ..
+        } => (
+            "name_unproven",
+            json!({
+                "candidates": [candidate_json(candidate)],
+                "reached": reached,
+                "total": total,
+                "bound_setting": bound_setting,
+            }),
+        ),
+        StoreError::NoSuchSession {
+            similar, reached, ..
+        } => (
+            "not_found",
+            json!({
+                "similar_titles": similar.iter().map(|t| json!({
+                    "title": t.title,
+                    "title_is_assigned": t.title_is_assigned,
+                    "session_id": t.session_id,
+                    "last_activity": t.last_activity.map(format_timestamp),
+                })).collect::<Vec<_>>(),
+                "reached": reached.map(|(reached, _, _)| reached),
+                "total": reached.map(|(_, total, _)| total),
+            }),
+        ),
+        StoreError::Io { .. }
+        | StoreError::Zstd { .. }
+        | StoreError::Sqlite { .. }
+        | StoreError::Format { .. }
+        | StoreError::InvalidSetting { .. }
+        | StoreError::Cache { .. }
+        | StoreError::UnsafeHome { .. } => ("error", json!({})),
+    };
+    let mut value = json!({ "error": kind, "message": error.to_string() });
+    if let (Value::Object(map), Value::Object(extra)) = (&mut value, details) {
+        map.extend(extra);
+    }
+    value
+}
+
+/// A candidate of a refused name, shaped like a listing entry.
+fn candidate_json(c: &Candidate) -> Value {
+    json!({
+        "session_id": c.session_id,
+        "title": c.title,
+        "title_is_assigned": c.title_is_assigned,
+        "cwd": c.cwd.as_deref().map(|p| p.display().to_string()),
+        "last_activity": c.last_activity.map(format_timestamp),
+        "path": c.path.display().to_string(),
+    })
+}
+
+fn write_resolved(
+    out: &mut impl Write,
+    s: &Session,
+    matched_by: MatchedBy,
+    window: ActiveWindow,
+    now: cross_agent_stores::UnixMillis,
+) -> std::io::Result<()> {
+    let how = match matched_by {
+        MatchedBy::SessionId => "by id",
+        MatchedBy::AssignedName => "by its assigned name",
+        MatchedBy::GeneratedTitle => "by its generated title",
+    };
+    writeln!(out, "{} {} (matched {how})", s.agent, s.session_id)?;
+    writeln!(out, "  title:       {}", title_cell(s))?;
+    writeln!(out, "  cwd:         {}", cwd_cell(s.cwd.as_deref()))?;
+    writeln!(
+        out,
+        "  last active: {} ({})",
+        s.last_activity
+            .map_or_else(|| "never".to_owned(), format_timestamp),
+        relative(s.last_activity, now)
+    )?;
+    writeln!(out, "  state:       {}", flags(s, window, now))?;
+    writeln!(out, "  path:        {}", s.path.display())?;
+    Ok(())
+}
+
+const TITLE_WIDTH: usize = 48;
+const CWD_WIDTH: usize = 40;
+
+fn write_table(
+    out: &mut impl Write,
+    rows: &[&Session],
+    window: ActiveWindow,
+    now: cross_agent_stores::UnixMillis,
+) -> std::io::Result<()> {
+    if rows.is_empty() {
+        writeln!(out, "no sessions found")?;
+        return Ok(());
+    }
+    let id_width = rows
+        .iter()
+        .map(|s| s.session_id.chars().count())
+        .max()
+        .unwrap_or(2)
+        .max(2);
+    writeln!(
+        out,
+        "{:<6}  {:<id_width$}  {:<TITLE_WIDTH$}  {:<CWD_WIDTH$}  {:<12}  STATE",
+        "AGENT", "ID", "TITLE", "CWD", "LAST ACTIVE"
+    )?;
+    for s in rows {
+        writeln!(
+            out,
+            "{:<6}  {:<id_width$}  {:<TITLE_WIDTH$}  {:<CWD_WIDTH$}  {:<12}  {}",
+            s.agent.as_str(),
+            s.session_id,
+            fit(&title_cell(s), TITLE_WIDTH),
+            fit_left(&cwd_cell(s.cwd.as_deref()), CWD_WIDTH),
+            relative(s.last_activity, now),
+            flags(s, window, now),
+        )?;
+    }
+    writeln!(
+        out,
+        "{} session(s). Titles: [name] was assigned by a person; [gen] was generated from the first message.",
+        rows.len()
+    )?;
+    Ok(())
+}
+
+/// The title with its kind: `[name] billing-api` or `[gen] fix the failing tests…`.
+fn title_cell(s: &Session) -> String {
+    match (&s.title, s.title_is_assigned) {
+        (Some(title), true) => format!("[name] {title}"),
+        (Some(title), false) => format!("[gen] {title}"),
+        (None, _) => "-".to_owned(),
+    }
+}
+
+fn cwd_cell(cwd: Option<&Path>) -> String {
+    cwd.map_or_else(|| "-".to_owned(), |p| p.display().to_string())
+}
+
+fn flags(s: &Session, window: ActiveWindow, now: cross_agent_stores::UnixMillis) -> String {
+    let mut flags = Vec::new();
+    if window.is_active(s.last_activity, now) {
+        flags.push("active");
+    }
+    if s.is_working {
+        flags.push("working");
+    }
+    if flags.is_empty() {
+        "-".to_owned()
+    } else {
+        flags.join(",")
+    }
+}
+
+/// Cuts `text` to `width` characters, marking the cut with `…`.
+fn fit(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_owned();
+    }
+    let mut out: String = text.chars().take(width.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// Like [`fit`], but keeps the end: the last folders of a path say the most.
+fn fit_left(text: &str, width: usize) -> String {
+    let count = text.chars().count();
+    if count <= width {
+        return text.to_owned();
+    }
+    let tail: String = text.chars().skip(count - width.saturating_sub(1)).collect();
+    format!("…{tail}")
+}
+
+/// "3 min ago", "5 h ago", "2 d ago".
+fn relative(
+    at: Option<cross_agent_stores::UnixMillis>,
+    now: cross_agent_stores::UnixMillis,
+) -> String {
+    let Some(at) = at else {
+        return "never".to_owned();
+    };
+    let secs = (now.0 - at.0) / 1000;
+    if secs < 0 {
+        return "in the future".to_owned();
+    }
+    match secs {
+        0..60 => format!("{secs} s ago"),
+        60..3_600 => format!("{} min ago", secs / 60),
+        3_600..86_400 => format!("{} h ago", secs / 3_600),
+        _ => format!("{} d ago", secs / 86_400),
     }
 }

@@ -1,0 +1,461 @@
+//! The session index benchmark: figures printed beside the targets, never asserted.
+//!
+//! Generates (once, then reuses) a synthetic store shaped like the real ones and measures:
+//! cold full listing, warm listing, exact-name resolution over all sessions warm, bytes read
+//! after 1 MB is appended to one transcript, and the peak memory of a cold scan (measured in a
+//! child process from `/proc/self/status` `VmHWM`, so the parent's own allocations do not count).
+//!
+//! Size by environment, so CI can run a small version quickly:
+//! - `CROSS_AGENT_BENCH_SESSIONS=claude,codex,grok` (default `10000,10000,2000`, about 1 GB);
+//! - `CROSS_AGENT_BENCH_SIZE_SCALE` multiplies every session's size (default 1);
+//! - `CROSS_AGENT_BENCH_DIR` where the store lives (default `/tmp/cross-agent-bench-…`, named
+//!   for the spec so different sizes do not clobber each other);
+//! - `CROSS_AGENT_BENCH_RUNS` warm repetitions (default 5; the median is shown).
+//!
+//! "Cold" means no session cache: every file is read and parsed. The files themselves are
+//! usually in the OS page cache (they were just generated or read by the previous run); the raw
+//! read of every byte is printed beside the cold listing, so the ratio shows the parsing cost.
+
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use cross_agent_stores::index::RefreshOptions;
+use cross_agent_stores::resolve::{self, Lookup, Scope};
+use cross_agent_stores::scan::{Listing, ScanOptions, list_sessions};
+use cross_agent_stores::{Agent, StoreRoots};
+use cross_agent_testkit::synthetic_stores::{SyntheticSpec, generate};
+
+const CHILD_ENV: &str = "CROSS_AGENT_BENCH_CHILD";
+
+fn main() -> Result<()> {
+    if let Ok(role) = std::env::var(CHILD_ENV) {
+        return child(&role);
+    }
+    let spec = spec_from_env()?;
+    let dir = bench_dir(&spec);
+    let home = dir.join("home");
+    let (generated, gen_time) = ensure_store(&home, &spec)?;
+    let roots = StoreRoots::under_home(&home);
+    let cache = dir.join("xa-home/cache/sessions-index.bin");
+    let runs: usize = env_or("CROSS_AGENT_BENCH_RUNS", 5)?;
+
+    println!("session index benchmark");
+    println!(
+        "  store: {} ({} Claude + {} Codex + {} Grok sessions, {} files, {:.1} MB{})",
+        home.display(),
+        spec.claude,
+        spec.codex,
+        spec.grok,
+        generated.files,
+        generated.bytes as f64 / 1e6,
+        gen_time.map_or_else(
+            || ", reused".to_owned(),
+            |t| format!(", generated in {:.1} s", t.as_secs_f64())
+        ),
+    );
+    println!("  threads: {}", RefreshOptions::default().threads);
+
+    // Raw read of every byte, for scale.
+    let raw_started = Instant::now();
+    let raw_bytes = read_everything(&home)?;
+    let raw = raw_started.elapsed();
+
+    // Cold: no cache file.
+    let _ = fs::remove_file(&cache);
+    let (cold_listing, cold) = timed(|| list(&roots, Some(&cache)));
+    let sessions = cold_listing.sessions.len();
+
+    // Warm: a fresh load of the cache each time, as a new process would.
+    let mut warm_times = Vec::new();
+    let mut warm_listing = Listing::default();
+    for _ in 0..runs {
+        let (listing, took) = timed(|| list(&roots, Some(&cache)));
+        warm_times.push(took);
+        warm_listing = listing;
+    }
+    let warm = median(&mut warm_times);
+
+    // Exact-name resolution warm: a warm listing plus the lookup, as `sessions resolve` does.
+    let target = generated
+        .named
+        .iter()
+        .find(|n| n.agent == "claude")
+        .context("the generated store has no named Claude session")?;
+    let cwd = PathBuf::from("/");
+    let lookup = Lookup {
+        agent: Agent::Claude,
+        scope: Scope::Any,
+        cwd: &cwd,
+        bound: None,
+    };
+    let mut resolve_times = Vec::new();
+    let mut lookup_times = Vec::new();
+    for _ in 0..runs {
+        let started = Instant::now();
+        let listing = list(&roots, Some(&cache));
+        let lookup_started = Instant::now();
+        let found = resolve::lookup(&listing.sessions, &target.name, lookup)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        lookup_times.push(lookup_started.elapsed());
+        resolve_times.push(started.elapsed());
+        if found.session.session_id != target.session_id {
+            bail!("{} resolved to the wrong session", target.name);
+        }
+    }
+    let resolve_warm = median(&mut resolve_times);
+    let lookup_only = median(&mut lookup_times);
+
+    // Append 1 MB (with a rename at the end) to the largest Claude transcript.
+    let appended = generated
+        .largest_claude
+        .clone()
+        .context("the generated store has no Claude transcript")?;
+    let original_len = fs::metadata(&appended)?.len();
+    let new_name = "bench-appended-name";
+    let appended_bytes = append_megabyte(&appended, new_name)?;
+    let (after_append, append_time) = timed(|| list(&roots, Some(&cache)));
+    let renamed = resolve::lookup(&after_append.sessions, new_name, lookup).is_ok();
+    // Put the file back so the next run starts from the same store.
+    fs::OpenOptions::new()
+        .write(true)
+        .open(&appended)?
+        .set_len(original_len)?;
+
+    // Peak memory of a cold scan, in a child process.
+    let peak_kb = cold_child_peak(&home)?;
+
+    let ok = |good: bool| if good { "ok" } else { "MISSED" };
+    println!();
+    println!("  {:<46} {:>14}   {:>12}", "figure", "measured", "target");
+    println!(
+        "  {:<46} {:>11.0} ms   {:>12}",
+        format!(
+            "raw read of every byte ({:.0} MB, no parsing)",
+            raw_bytes as f64 / 1e6
+        ),
+        ms(raw),
+        "(for scale)"
+    );
+    println!(
+        "  {:<46} {:>11.0} ms   {:>9} {}",
+        format!("cold full listing ({sessions} sessions)"),
+        ms(cold),
+        "≤ 2000 ms",
+        ok(cold <= Duration::from_secs(2))
+    );
+    println!(
+        "  {:<46} {:>11.1} ms   {:>9} {}",
+        format!("warm listing (median of {runs})"),
+        ms(warm),
+        "≤ 100 ms",
+        ok(warm <= Duration::from_millis(100))
+    );
+    println!(
+        "  {:<46} {:>11.1} ms   {:>9} {}",
+        "exact-name resolution, warm (listing + lookup)",
+        ms(resolve_warm),
+        "≤ 50 ms",
+        ok(resolve_warm <= Duration::from_millis(50))
+    );
+    println!(
+        "  {:<46} {:>11.2} ms   {:>12}",
+        "  of which the lookup over all sessions",
+        ms(lookup_only),
+        ""
+    );
+    println!(
+        "  {:<46} {:>11.2} MB   {:>9} {}",
+        format!(
+            "bytes read after appending {:.2} MB",
+            appended_bytes as f64 / 1e6
+        ),
+        after_append.stats.bytes_read as f64 / 1e6,
+        "≈ 1 MB",
+        ok(after_append.stats.bytes_read <= appended_bytes + 64 * 1024)
+    );
+    println!(
+        "  {:<46} {:>11.1} ms   {:>12}",
+        "  listing time after that append",
+        ms(append_time),
+        ""
+    );
+    println!(
+        "  {:<46} {:>14}   {:>12}",
+        "  appended custom-title resolves",
+        if renamed { "yes" } else { "NO" },
+        "yes"
+    );
+    println!(
+        "  {:<46} {:>11.1} MB   {:>9} {}",
+        "peak memory of a cold scan (VmHWM, child)",
+        peak_kb as f64 / 1024.0,
+        "≤ 150 MB",
+        ok(peak_kb <= 150 * 1024)
+    );
+    println!();
+    println!(
+        "  cold: {} files read, {:.1} MB; warm: {} unchanged, {} bytes read; cache {:.1} MB",
+        cold_listing.stats.files_new + cold_listing.stats.files_reread,
+        cold_listing.stats.bytes_read as f64 / 1e6,
+        warm_listing.stats.files_unchanged,
+        warm_listing.stats.bytes_read,
+        fs::metadata(&cache).map_or(0.0, |m| m.len() as f64 / 1e6),
+    );
+    let t = warm_listing.timings;
+    println!(
+        "  warm breakdown (last run): load cache {:.1} ms, refresh (stat) {:.1} ms, names {:.1} ms, save {:.1} ms",
+        ms(t.load_cache),
+        ms(t.refresh),
+        ms(t.names),
+        ms(t.save_cache)
+    );
+    if !cold_listing.warnings.is_empty() {
+        println!(
+            "  warnings on the cold listing: {}",
+            cold_listing.warnings.len()
+        );
+        for w in cold_listing.warnings.iter().take(5) {
+            println!("    {w}");
+        }
+    }
+    Ok(())
+}
+
+fn list(roots: &StoreRoots, cache: Option<&Path>) -> Listing {
+    list_sessions(
+        roots,
+        &ScanOptions {
+            cache_file: cache.map(Path::to_path_buf),
+            refresh: RefreshOptions::default(),
+        },
+    )
+}
+
+/// The child's job: one cold listing without a cache, then report the peak resident memory.
+fn child(role: &str) -> Result<()> {
+    if role != "cold" {
+        bail!("unknown bench child role {role:?}");
+    }
+    let home = PathBuf::from(std::env::var("CROSS_AGENT_BENCH_HOME")?);
+    let listing = list(&StoreRoots::under_home(&home), None);
+    let status = fs::read_to_string("/proc/self/status")?;
+    let hwm = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .map(|v| v.trim().trim_end_matches("kB").trim().to_owned())
+        .context("no VmHWM in /proc/self/status")?;
+    println!("{hwm} {}", listing.sessions.len());
+    Ok(())
+}
+
+fn cold_child_peak(home: &Path) -> Result<u64> {
+    let out = Command::new(std::env::current_exe()?)
+        .env(CHILD_ENV, "cold")
+        .env("CROSS_AGENT_BENCH_HOME", home)
+        .output()?;
+    if !out.status.success() {
+        bail!(
+            "the cold-scan child failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let kb = text
+        .split_whitespace()
+        .next()
+        .context("the cold-scan child printed nothing")?
+        .parse::<u64>()?;
+    Ok(kb)
+}
+
+fn spec_from_env() -> Result<SyntheticSpec> {
+    let mut spec = SyntheticSpec::full(0);
+    if let Ok(counts) = std::env::var("CROSS_AGENT_BENCH_SESSIONS") {
+        let parts: Vec<usize> = counts
+            .split(',')
+            .map(|p| p.trim().parse::<usize>())
+            .collect::<Result<_, _>>()
+            .context("CROSS_AGENT_BENCH_SESSIONS must be claude,codex,grok counts")?;
+        let [claude, codex, grok] = parts[..] else {
+            bail!("CROSS_AGENT_BENCH_SESSIONS must be three counts: claude,codex,grok");
+        };
+        (spec.claude, spec.codex, spec.grok) = (claude, codex, grok);
+    }
+    spec.size_scale = env_or("CROSS_AGENT_BENCH_SIZE_SCALE", 1.0)?;
+    Ok(spec)
+}
+
+fn env_or<T: std::str::FromStr>(name: &str, default: T) -> Result<T> {
+    match std::env::var(name) {
+        Ok(v) if !v.trim().is_empty() => v
+            .trim()
+            .parse()
+            .map_err(|_| anyhow::anyhow!("{name}={v:?} is not valid")),
+        _ => Ok(default),
+    }
+}
+
+fn bench_dir(spec: &SyntheticSpec) -> PathBuf {
+    match std::env::var_os("CROSS_AGENT_BENCH_DIR") {
+        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+        _ => PathBuf::from(format!(
+            "/tmp/cross-agent-bench-{}-{}-{}-x{}",
+            spec.claude, spec.codex, spec.grok, spec.size_scale
+        )),
+    }
+}
+
+/// Generates the store unless a complete one for the same spec is already there. "Now" is
+/// fixed at generation and stored, so a reused store keeps its shape.
+fn ensure_store(
+    home: &Path,
+    spec: &SyntheticSpec,
+) -> Result<(
+    cross_agent_testkit::synthetic_stores::Generated,
+    Option<Duration>,
+)> {
+    let marker = home.with_file_name("generated.txt");
+    let key = format!(
+        "{} {} {} {} {}",
+        spec.claude, spec.codex, spec.grok, spec.size_scale, spec.seed
+    );
+    if let Ok(text) = fs::read_to_string(&marker)
+        && let Some((stored_key, _generated_at)) = text.trim().rsplit_once(' ')
+        && stored_key == key
+    {
+        // What `generate` reported is recovered by listing the store once, without a cache.
+        let generated = describe_store(home)?;
+        return Ok((generated, None));
+    }
+    if home.exists() {
+        fs::remove_dir_all(home).with_context(|| home.display().to_string())?;
+    }
+    let now = cross_agent_testkit::synthetic_stores::now_millis();
+    let spec = SyntheticSpec {
+        now,
+        ..spec.clone()
+    };
+    let started = Instant::now();
+    let generated = generate(home, &spec)?;
+    let took = started.elapsed();
+    fs::write(&marker, format!("{key} {now}\n"))?;
+    Ok((generated, Some(took)))
+}
+
+/// What a reused store holds: the named sessions and the largest Claude transcript, found by
+/// listing it once (which also warms the page cache like a fresh generation would).
+fn describe_store(home: &Path) -> Result<cross_agent_testkit::synthetic_stores::Generated> {
+    use cross_agent_testkit::synthetic_stores::{Generated, NamedSession};
+    let listing = list(&StoreRoots::under_home(home), None);
+    let mut generated = Generated::default();
+    let mut largest = 0u64;
+    for session in &listing.sessions {
+        let size = if session.agent == Agent::Grok {
+            dir_size(&session.path)
+        } else {
+            fs::metadata(&session.path).map_or(0, |m| m.len())
+        };
+        generated.bytes += size;
+        generated.files += if session.agent == Agent::Grok { 2 } else { 1 };
+        if session.agent == Agent::Claude && size > largest {
+            largest = size;
+            generated.largest_claude = Some(session.path.clone());
+        }
+        if session.title_is_assigned
+            && let Some(name) = &session.title
+        {
+            generated.named.push(NamedSession {
+                agent: match session.agent {
+                    Agent::Claude => "claude",
+                    Agent::Codex => "codex",
+                    Agent::Grok => "grok",
+                },
+                session_id: session.session_id.clone(),
+                name: name.clone(),
+                path: session.path.clone(),
+                size,
+            });
+        }
+    }
+    Ok(generated)
+}
+
+fn dir_size(dir: &Path) -> u64 {
+    fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter_map(|e| e.metadata().ok())
+                .map(|m| m.len())
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+/// Appends about 1 MB of real-shaped records and a final `custom-title` to a transcript.
+fn append_megabyte(path: &Path, name: &str) -> Result<u64> {
+    use cross_agent_testkit::synthetic_stores::{ClaudeTranscript, append_raw, now_millis};
+    let mut t = ClaudeTranscript::new(Path::new("/"), "/home/dev/appended", "appended");
+    let now = now_millis();
+    let output = "x".repeat(4_000);
+    let size = |t: &ClaudeTranscript| t.lines().iter().map(|l| l.len() + 1).sum::<usize>();
+    while size(&t) < 1_000_000 {
+        t.user("keep going", now)
+            .tool_use("ls", now)
+            .tool_result(&output, now)
+            .assistant_text("done", now);
+    }
+    t.custom_title(name);
+    let mut text = String::with_capacity(size(&t));
+    for line in t.lines() {
+        text.push_str(line);
+        text.push('\n');
+    }
+    append_raw(path, text.as_bytes())?;
+    Ok(text.len() as u64)
+}
+
+/// Reads every file under `dir` once, to time the bare I/O.
+fn read_everything(dir: &Path) -> Result<u64> {
+    let mut total = 0u64;
+    let mut stack = vec![dir.to_path_buf()];
+    let mut buf = vec![0u8; 256 << 10];
+    while let Some(dir) = stack.pop() {
+        for entry in fs::read_dir(&dir)? {
+            let entry = entry?;
+            let kind = entry.file_type()?;
+            if kind.is_dir() {
+                stack.push(entry.path());
+            } else if kind.is_file() {
+                let mut file = fs::File::open(entry.path())?;
+                loop {
+                    let n = file.read(&mut buf)?;
+                    if n == 0 {
+                        break;
+                    }
+                    total += n as u64;
+                }
+            }
+        }
+    }
+    Ok(total)
+}
+
+fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
+    let started = Instant::now();
+    let value = f();
+    (value, started.elapsed())
+}
+
+fn median(times: &mut [Duration]) -> Duration {
+    times.sort();
+    times.get(times.len() / 2).copied().unwrap_or_default()
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
