@@ -1,2 +1,22 @@
 //! The per-user daemon: process lifecycle, the RPC server, autostart and watchers. Everything
-//! stateful lives behind it. Filled in by the messaging issue.
+//! stateful lives behind it.
+//!
+//! - [`Daemon`] is the server à la mini-redis: [`Daemon::bind`] takes the home's pidfile lock,
+//!   opens `hub.db` (recording this start's generation) and binds `daemon.sock`;
+//!   [`Daemon::run`] serves until the shutdown future passed in resolves or a client asks it to
+//!   stop, then drains and records its stop. Tests run it in-process with a future of their own.
+//! - [`entry::run_process`] is what `cross-agent daemon run` calls: umask, logging, signals,
+//!   runtime, then the two steps above.
+//! - [`logging`] writes `logs/daemon.log.<date>` (rotated daily, two weeks kept).
+
+pub mod entry;
+mod error;
+pub mod logging;
+mod server;
+pub mod signals;
+
+pub use error::{Error, Result};
+pub use server::{Daemon, DaemonInfo};
+
+/// This daemon's cross-agent version.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

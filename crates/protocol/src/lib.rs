@@ -3,3 +3,5 @@
 //!
 //! Types only — no I/O and no behaviour beyond (de)serialisation, so the thin processes (`mcp`,
 //! shims, CLI) can link it without pulling in the engine.
+
+pub mod rpc;

@@ -1,0 +1,64 @@
+//! The daemon as a process: what `cross-agent daemon run` does, end to end.
+//!
+//! Order matters: leave the terminal's session (when autostarted), set umask 077 before any
+//! file is created, check the home, open the log, install the signal handlers, then take the
+//! home ([`Daemon::bind`]) and serve until SIGTERM/SIGINT/SIGHUP or a `shutdown` call.
+
+use cross_agent_ipc::Home;
+
+use crate::error::{Error, Result};
+use crate::server::Daemon;
+
+/// How `daemon run` was started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// By a person, in a terminal: logs also go to stderr.
+    Foreground,
+    /// By a client's autostart: stdio is the console log; the process leaves the client's
+    /// session so the client's terminal closing or its Ctrl-C never reaches it.
+    Detached,
+}
+
+/// Worker threads of the daemon's runtime. Its work is waiting on sockets and child processes;
+/// two threads keep one slow request from holding up the rest without paying for a thread per
+/// core in idle memory.
+const WORKER_THREADS: usize = 2;
+
+/// Runs the daemon on `home` until it is told to stop. Returns once it has stopped cleanly.
+pub fn run_process(home: Home, mode: Mode) -> Result<()> {
+    if mode == Mode::Detached {
+        cross_agent_ipc::process::detach_session();
+    }
+    cross_agent_ipc::home::restrict_umask();
+    home.ensure_root()?;
+    let (dispatch, _log_guard) = crate::logging::dispatch(&home, mode == Mode::Foreground)?;
+
+    let thread_dispatch = dispatch.clone();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(WORKER_THREADS)
+        .thread_name("cross-agent-daemon")
+        .enable_all()
+        .on_thread_start(move || {
+            // The guard would restore the previous default when dropped; runtime threads live
+            // as long as the runtime, so it is kept for good.
+            std::mem::forget(tracing::dispatcher::set_default(&thread_dispatch));
+        })
+        .build()
+        .map_err(Error::Runtime)?;
+    let _main_default = tracing::dispatcher::set_default(&dispatch);
+
+    let result = runtime.block_on(async {
+        let signal = crate::signals::termination()?;
+        let daemon = Daemon::bind(home)?;
+        daemon
+            .run(async move {
+                let name = signal.await;
+                tracing::info!(signal = name, "received a termination signal");
+            })
+            .await
+    });
+    if let Err(error) = &result {
+        tracing::error!(%error, "daemon failed");
+    }
+    result
+}

@@ -1,0 +1,334 @@
+//! `hub.db`: the daemon's SQLite store (WAL), and its schema history.
+//!
+//! The schema is a list of migrations applied in order and recorded in `schema_migrations`.
+//! The list is append-only: never edit or reorder a migration once it has shipped — add a new
+//! one. A test pins each shipped migration's text so an edit fails the build's tests instead of
+//! silently diverging from the stores already on users' disks. A store whose recorded version
+//! is higher than this build knows was written by a newer cross-agent and is refused rather
+//! than guessed at.
+//!
+//! Migration 1 holds only the daemon's own run history (`daemon_runs`), which gives each daemon
+//! start its *generation*. Deliveries, pins, conversations and locks arrive as later migrations
+//! with the issues that need them.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use crate::error::{Error, Result};
+
+/// One step of the schema.
+#[derive(Debug, Clone, Copy)]
+pub struct Migration {
+    /// Position in the history, from 1, without gaps.
+    pub version: i64,
+    /// A short name, recorded with it.
+    pub name: &'static str,
+    /// The SQL, run in one transaction.
+    pub sql: &'static str,
+}
+
+/// The schema history. Append only.
+pub const MIGRATIONS: &[Migration] = &[Migration {
+    version: 1,
+    name: "daemon_runs",
+    sql: "CREATE TABLE daemon_runs (
+    generation INTEGER PRIMARY KEY AUTOINCREMENT,
+    pid        INTEGER NOT NULL,
+    version    TEXT    NOT NULL,
+    started_at TEXT    NOT NULL,
+    stopped_at TEXT
+);",
+}];
+
+/// How long a writer waits for another connection's lock before failing.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A daemon start that never recorded its stop (it crashed or was killed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UncleanRun {
+    /// Its generation.
+    pub generation: u64,
+    /// Its pid.
+    pub pid: u32,
+    /// When it started.
+    pub started_at: String,
+}
+
+/// An open `hub.db`, migrated to the current schema.
+#[derive(Debug)]
+pub struct HubDb {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl HubDb {
+    /// Opens (creating if needed) the store at `path` in WAL mode and applies pending migrations.
+    pub fn open(path: &Path) -> Result<HubDb> {
+        let db_err = |action: &'static str| {
+            let path = path.to_owned();
+            move |source| Error::Db {
+                path,
+                action,
+                source,
+            }
+        };
+        let conn = Connection::open(path).map_err(db_err("open it"))?;
+        conn.busy_timeout(BUSY_TIMEOUT)
+            .map_err(db_err("set its busy timeout"))?;
+        // WAL lets readers (a future `cross-agent status` reading directly, backups) run beside
+        // the daemon's writes; NORMAL sync is durable across a process crash, which is the
+        // failure that matters here.
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(db_err("switch it to WAL"))?;
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(db_err("set synchronous"))?;
+        conn.pragma_update(None, "foreign_keys", "ON")
+            .map_err(db_err("enable foreign keys"))?;
+        let mut db = HubDb {
+            conn,
+            path: path.to_owned(),
+        };
+        db.migrate()?;
+        Ok(db)
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The schema version recorded in the store.
+    pub fn schema_version(&self) -> Result<i64> {
+        self.conn
+            .query_row(
+                "SELECT COALESCE(MAX(version), 0) FROM schema_migrations",
+                [],
+                |row| row.get(0),
+            )
+            .map_err(|source| self.err("read its schema version", source))
+    }
+
+    fn err(&self, action: &'static str, source: rusqlite::Error) -> Error {
+        Error::Db {
+            path: self.path.clone(),
+            action,
+            source,
+        }
+    }
+
+    fn migrate(&mut self) -> Result<()> {
+        self.conn
+            .execute_batch(
+                "CREATE TABLE IF NOT EXISTS schema_migrations (
+                    version    INTEGER PRIMARY KEY,
+                    name       TEXT    NOT NULL,
+                    applied_at TEXT    NOT NULL
+                );",
+            )
+            .map_err(|source| self.err("create schema_migrations", source))?;
+        let current = self.schema_version()?;
+        let known = MIGRATIONS.last().map_or(0, |m| m.version);
+        if current > known {
+            return Err(Error::SchemaTooNew {
+                path: self.path.clone(),
+                found: current,
+                known,
+            });
+        }
+        for migration in MIGRATIONS.iter().filter(|m| m.version > current) {
+            let path = self.path.clone();
+            let fail = |source| Error::Migration {
+                path: path.clone(),
+                version: migration.version,
+                name: migration.name,
+                source,
+            };
+            let tx = self.conn.transaction().map_err(fail)?;
+            tx.execute_batch(migration.sql).map_err(fail)?;
+            tx.execute(
+                "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?1, ?2, ?3)",
+                params![migration.version, migration.name, now_rfc3339()],
+            )
+            .map_err(fail)?;
+            tx.commit().map_err(fail)?;
+            tracing::info!(
+                db = %self.path.display(),
+                version = migration.version,
+                name = migration.name,
+                "applied a store migration"
+            );
+        }
+        Ok(())
+    }
+
+    /// Records a daemon start and returns its generation: one more than any before it on this
+    /// store (AUTOINCREMENT never reuses a number, even if old rows are pruned).
+    pub fn begin_run(&mut self, pid: u32, version: &str, started_at: &str) -> Result<u64> {
+        self.conn
+            .execute(
+                "INSERT INTO daemon_runs (pid, version, started_at) VALUES (?1, ?2, ?3)",
+                params![pid, version, started_at],
+            )
+            .map_err(|source| self.err("record the daemon's start", source))?;
+        let generation = self.conn.last_insert_rowid();
+        Ok(u64::try_from(generation).unwrap_or(0))
+    }
+
+    /// Earlier runs that never recorded a stop: they crashed or were killed.
+    pub fn unclean_runs_before(&self, generation: u64) -> Result<Vec<UncleanRun>> {
+        let read = |source| self.err("read earlier daemon runs", source);
+        let generation = i64::try_from(generation).unwrap_or(i64::MAX);
+        let mut statement = self
+            .conn
+            .prepare(
+                "SELECT generation, pid, started_at FROM daemon_runs
+                 WHERE stopped_at IS NULL AND generation < ?1 ORDER BY generation",
+            )
+            .map_err(read)?;
+        let rows = statement
+            .query_map(params![generation], |row| {
+                Ok(UncleanRun {
+                    generation: u64::try_from(row.get::<_, i64>(0)?).unwrap_or(0),
+                    pid: row.get(1)?,
+                    started_at: row.get(2)?,
+                })
+            })
+            .map_err(read)?;
+        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(read)
+    }
+
+    /// Records a daemon's clean stop.
+    pub fn end_run(&mut self, generation: u64, stopped_at: &str) -> Result<()> {
+        let generation = i64::try_from(generation).unwrap_or(i64::MAX);
+        self.conn
+            .execute(
+                "UPDATE daemon_runs SET stopped_at = ?1 WHERE generation = ?2",
+                params![stopped_at, generation],
+            )
+            .map_err(|source| self.err("record the daemon's stop", source))?;
+        Ok(())
+    }
+
+    /// The stop time recorded for a generation, if any (tests and diagnostics).
+    pub fn stopped_at(&self, generation: u64) -> Result<Option<String>> {
+        let generation = i64::try_from(generation).unwrap_or(i64::MAX);
+        self.conn
+            .query_row(
+                "SELECT stopped_at FROM daemon_runs WHERE generation = ?1",
+                params![generation],
+                |row| row.get::<_, Option<String>>(0),
+            )
+            .optional()
+            .map(Option::flatten)
+            .map_err(|source| self.err("read a daemon run", source))
+    }
+}
+
+/// Now, RFC 3339 UTC, the format every timestamp in the store uses.
+pub fn now_rfc3339() -> String {
+    rfc3339(time::OffsetDateTime::now_utc())
+}
+
+/// A time as RFC 3339 UTC.
+pub fn rfc3339(at: time::OffsetDateTime) -> String {
+    at.format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_else(|_| at.unix_timestamp().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use pretty_assertions::assert_eq;
+
+    use super::*;
+
+    /// FNV-1a, enough to notice an edited migration.
+    fn fingerprint(text: &str) -> u64 {
+        text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        })
+    }
+
+    #[test]
+    fn shipped_migrations_are_never_edited() {
+        // Append a line here when you append a migration; never change an existing one.
+        let shipped: &[(i64, &str, u64)] = &[(1, "daemon_runs", 0xd122_fae6_3b7c_2239)];
+        let actual: Vec<(i64, &str, u64)> = MIGRATIONS
+            .iter()
+            .map(|m| (m.version, m.name, fingerprint(m.sql)))
+            .collect();
+        assert_eq!(actual, shipped.to_vec());
+    }
+
+    #[test]
+    fn versions_run_from_one_without_gaps() {
+        for (i, m) in MIGRATIONS.iter().enumerate() {
+            assert_eq!(m.version, i as i64 + 1);
+        }
+    }
+
+    #[test]
+    fn open_migrates_once_and_uses_wal() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("hub.db");
+        let db = HubDb::open(&path).unwrap();
+        assert_eq!(db.schema_version().unwrap(), 1);
+        let mode: String = db
+            .conn
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(mode, "wal");
+        drop(db);
+        let db = HubDb::open(&path).unwrap();
+        let applied: i64 = db
+            .conn
+            .query_row("SELECT COUNT(*) FROM schema_migrations", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(applied, 1);
+    }
+
+    #[test]
+    fn generations_increase_and_unclean_runs_are_found() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("hub.db");
+        let mut db = HubDb::open(&path).unwrap();
+        let first = db.begin_run(10, "0.1.0", "2026-01-01T00:00:00Z").unwrap();
+        db.end_run(first, "2026-01-01T01:00:00Z").unwrap();
+        let second = db.begin_run(11, "0.1.0", "2026-01-01T02:00:00Z").unwrap();
+        drop(db);
+        let mut db = HubDb::open(&path).unwrap();
+        let third = db.begin_run(12, "0.1.0", "2026-01-01T03:00:00Z").unwrap();
+        assert_eq!((first, second, third), (1, 2, 3));
+        assert_eq!(
+            db.unclean_runs_before(third).unwrap(),
+            vec![UncleanRun {
+                generation: 2,
+                pid: 11,
+                started_at: "2026-01-01T02:00:00Z".into()
+            }]
+        );
+        assert_eq!(
+            db.stopped_at(first).unwrap().as_deref(),
+            Some("2026-01-01T01:00:00Z")
+        );
+    }
+
+    #[test]
+    fn a_store_from_a_newer_build_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("hub.db");
+        let db = HubDb::open(&path).unwrap();
+        db.conn
+            .execute(
+                "INSERT INTO schema_migrations VALUES (99, 'future', 'x')",
+                [],
+            )
+            .unwrap();
+        drop(db);
+        match HubDb::open(&path) {
+            Err(Error::SchemaTooNew { found, known, .. }) => assert_eq!((found, known), (99, 1)),
+            other => panic!("expected SchemaTooNew, got {other:?}"),
+        }
+    }
+}

@@ -1,0 +1,53 @@
+//! The one error type of the engine crate. Messages name the file involved.
+
+use std::path::PathBuf;
+
+/// Everything the engine can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// SQLite failed on the store.
+    #[error("the cross-agent store {path} failed while trying to {action}: {source}")]
+    Db {
+        /// `hub.db`.
+        path: PathBuf,
+        /// What was being done.
+        action: &'static str,
+        /// SQLite's error.
+        #[source]
+        source: rusqlite::Error,
+    },
+
+    /// The store was written by a newer cross-agent.
+    #[error(
+        "the cross-agent store {path} has schema version {found}, newer than the {known} this \
+         build knows; it was written by a newer cross-agent. Run that version, or move the file \
+         away to start afresh"
+    )]
+    SchemaTooNew {
+        /// `hub.db`.
+        path: PathBuf,
+        /// The version found in `schema_migrations`.
+        found: i64,
+        /// The highest version this build has.
+        known: i64,
+    },
+
+    /// Applying a migration failed.
+    #[error(
+        "cannot upgrade the cross-agent store {path} to schema version {version} ({name}): {source}"
+    )]
+    Migration {
+        /// `hub.db`.
+        path: PathBuf,
+        /// The migration's version.
+        version: i64,
+        /// The migration's name.
+        name: &'static str,
+        /// SQLite's error.
+        #[source]
+        source: rusqlite::Error,
+    },
+}
+
+/// This crate's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

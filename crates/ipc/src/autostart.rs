@@ -1,0 +1,259 @@
+//! Reaching the daemon, starting it when nothing answers.
+//!
+//! [`connect_or_start`] connects and says `hello`. When nothing listens it takes the home's
+//! `autostart.lock` (so of ten clients starting at once only one spawns a daemon and the rest
+//! find it answering), spawns `cross-agent daemon run --detached` with its output going to
+//! `logs/daemon-console.log`, and retries with backoff until the daemon answers or the deadline
+//! passes. The daemon's own pidfile lock is what guarantees one daemon; the autostart lock only
+//! saves pointless spawns.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::{ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use cross_agent_protocol::rpc::{ClientKind, HelloResponse};
+
+use crate::client::Client;
+use crate::error::{Error, Result};
+use crate::home::{Home, open_private_append, open_private_rw};
+use crate::pidfile::{self, Holder};
+
+/// Overrides the program started as the daemon (tests point it at the built binary).
+pub const DAEMON_BIN_VAR: &str = "CROSS_AGENT_DAEMON_BIN";
+
+/// Variables naming *who is calling*. A daemon serves every session of the user, so the first
+/// client to start it must not hand down its own identity: it is removed from the daemon's
+/// environment.
+const CALLER_IDENTITY_VARS: &[&str] = &[
+    "CLAUDE_CODE_SESSION_ID",
+    "GROK_SESSION_ID",
+    "COPILOT_AGENT_SESSION_ID",
+    "CROSS_AGENT_SELF",
+    "CROSS_AGENT_SELF_SESSION",
+    "CROSS_AGENT_CONVERSATION_ID",
+];
+
+/// How a client connects.
+#[derive(Debug, Clone)]
+pub struct ConnectOptions {
+    /// What kind of process this is, sent in `hello`.
+    pub client_kind: ClientKind,
+    /// The daemon program; `None` means `CROSS_AGENT_DAEMON_BIN`, else this executable.
+    pub daemon_bin: Option<PathBuf>,
+    /// How long to wait for an autostarted daemon to answer.
+    pub start_timeout: Duration,
+    /// How long a `hello` may take on a live socket before the daemon counts as hung.
+    pub hello_timeout: Duration,
+}
+
+impl ConnectOptions {
+    /// Defaults: 10 s to start, 5 s for `hello`.
+    pub fn new(client_kind: ClientKind) -> Self {
+        Self {
+            client_kind,
+            daemon_bin: None,
+            start_timeout: Duration::from_secs(10),
+            hello_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+/// A connection that has completed the handshake.
+#[derive(Debug)]
+pub struct Connection {
+    /// The client, ready for calls.
+    pub client: Client,
+    /// What the daemon said in `hello`.
+    pub hello: HelloResponse,
+    /// True when this call started the daemon.
+    pub started: bool,
+}
+
+/// Connects and says `hello`, without starting anything. [`Error::NotRunning`] when nothing
+/// answers.
+pub async fn connect(home: &Home, options: &ConnectOptions) -> Result<Connection> {
+    let socket = home.socket();
+    let client = Client::connect(&socket).await?;
+    let hello = tokio::time::timeout(options.hello_timeout, client.hello(options.client_kind))
+        .await
+        .map_err(|_| Error::Timeout {
+            what: "the daemon's hello",
+            socket: socket.clone(),
+            waited: options.hello_timeout,
+        })??;
+    Ok(Connection {
+        client,
+        hello,
+        started: false,
+    })
+}
+
+/// Connects and says `hello`, starting the daemon first when nothing answers.
+pub async fn connect_or_start(home: &Home, options: &ConnectOptions) -> Result<Connection> {
+    match connect(home, options).await {
+        Err(Error::NotRunning { .. }) => {}
+        other => return other,
+    }
+
+    home.ensure_root()?;
+    let deadline = Instant::now() + options.start_timeout;
+    let _guard = take_autostart_lock(home, deadline, options.start_timeout).await?;
+
+    // Whoever held the lock before us may have started it.
+    match connect(home, options).await {
+        Err(Error::NotRunning { .. }) => {}
+        other => return other,
+    }
+
+    let bin = daemon_bin(options)?;
+    let mut child = spawn_daemon(home, &bin)?;
+    let mut spawns = 1;
+    let mut pause = Duration::from_millis(5);
+    loop {
+        match connect(home, options).await {
+            Ok(mut connection) => {
+                connection.started = true;
+                reap_later(child);
+                return Ok(connection);
+            }
+            Err(Error::NotRunning { .. }) => {}
+            Err(other) => return Err(other),
+        }
+
+        if let Ok(Some(status)) = child.try_wait() {
+            if !status.success() {
+                return Err(did_not_start(
+                    home,
+                    options.start_timeout,
+                    format!("{} exited with {}", bin.display(), describe(status)),
+                ));
+            }
+            // It exited cleanly: it found another daemon holding the lock. If that one has
+            // gone since (it was stopping), start ours again, a bounded number of times.
+            if pidfile::probe(&home.pidfile())? == Holder::Free {
+                if spawns >= 3 {
+                    return Err(did_not_start(
+                        home,
+                        options.start_timeout,
+                        format!("started it {spawns} times and each found the home locked"),
+                    ));
+                }
+                child = spawn_daemon(home, &bin)?;
+                spawns += 1;
+            }
+        }
+
+        if Instant::now() >= deadline {
+            reap_later(child);
+            return Err(did_not_start(
+                home,
+                options.start_timeout,
+                format!("nothing answers on {}", home.socket().display()),
+            ));
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_millis(200));
+    }
+}
+
+fn did_not_start(home: &Home, waited: Duration, detail: String) -> Error {
+    let log = home.console_log();
+    let tail = std::fs::read_to_string(&log).ok().and_then(|text| {
+        text.lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .map(str::to_owned)
+    });
+    let detail = match tail {
+        Some(line) => format!("{detail}; it last said: {line}"),
+        None => detail,
+    };
+    Error::DaemonDidNotStart {
+        waited,
+        log,
+        detail,
+    }
+}
+
+fn describe(status: ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exit code {code}"),
+        (None, Some(signal)) => format!("signal {signal}"),
+        (None, None) => status.to_string(),
+    }
+}
+
+/// Takes `autostart.lock`, polling: std's blocking `lock()` could not honour the deadline.
+async fn take_autostart_lock(
+    home: &Home,
+    deadline: Instant,
+    waited: Duration,
+) -> Result<std::fs::File> {
+    let path = home.autostart_lock();
+    let file = open_private_rw(&path)?;
+    let mut pause = Duration::from_millis(2);
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(file),
+            Err(std::fs::TryLockError::WouldBlock) => {}
+            Err(std::fs::TryLockError::Error(e)) => return Err(Error::io("lock", &path, e)),
+        }
+        if Instant::now() >= deadline {
+            return Err(Error::Timeout {
+                what: "another client starting the daemon",
+                socket: home.socket(),
+                waited,
+            });
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_millis(100));
+    }
+}
+
+fn daemon_bin(options: &ConnectOptions) -> Result<PathBuf> {
+    if let Some(bin) = &options.daemon_bin {
+        return Ok(bin.clone());
+    }
+    if let Some(bin) = std::env::var_os(DAEMON_BIN_VAR).filter(|v| !v.is_empty()) {
+        return Ok(PathBuf::from(bin));
+    }
+    std::env::current_exe().map_err(|e| Error::io("find", "the current executable", e))
+}
+
+/// Starts `BIN daemon run --detached` with the home pinned in its environment, stdio on the
+/// console log, and the root as its directory so it never holds a mount or a deleted directory
+/// busy. The child puts itself in its own session (see `process::detach_session`).
+fn spawn_daemon(home: &Home, bin: &PathBuf) -> Result<tokio::process::Child> {
+    let log_path = home.console_log();
+    let stdout = open_private_append(&log_path)?;
+    let stderr = stdout
+        .try_clone()
+        .map_err(|e| Error::io("open", &log_path, e))?;
+    let mut command = tokio::process::Command::new(bin);
+    command
+        .args(["daemon", "run", "--detached"])
+        .env(crate::home::HOME_VAR, OsString::from(home.root()))
+        .current_dir("/")
+        .stdin(Stdio::null())
+        .stdout(stdout)
+        .stderr(stderr)
+        .kill_on_drop(false);
+    for var in CALLER_IDENTITY_VARS {
+        command.env_remove(var);
+    }
+    tracing::debug!(bin = %bin.display(), home = %home.root().display(), "starting the daemon");
+    command.spawn().map_err(|source| Error::Spawn {
+        bin: bin.clone(),
+        source,
+    })
+}
+
+/// The spawned daemon is our child until we exit; waiting on it in the background keeps it from
+/// lingering as a zombie if it stops while this client still runs.
+fn reap_later(mut child: tokio::process::Child) {
+    tokio::spawn(async move {
+        let _ = child.wait().await;
+    });
+}

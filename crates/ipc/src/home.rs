@@ -1,0 +1,642 @@
+//! The state directory, `CROSS_AGENT_HOME` (default `~/.cross-agent`): where it is, what lives
+//! in it, and the rules that keep it owner-only (spec 004 §7, "The bridge keeps its own state
+//! owner-only").
+//!
+//! - It must be a directory of cross-agent's own: `/`, `$HOME` (or anything above it) and any
+//!   agent's own directory (`~/.claude`, `~/.config/claude`, `~/.codex`, `~/.grok`, and wherever
+//!   `CLAUDE_CONFIG_DIR` / `CODEX_HOME` / `GROK_HOME` point), or anything inside one, are refused.
+//!   Symlinks are resolved first, so a link into `~/.claude` is refused like the path itself.
+//! - Directories are `0700` and files `0600`. [`Home::ensure_root`] makes the directory and its
+//!   `logs/`; [`Home::tighten_tree`] (run by the daemon at start) repairs an older install made
+//!   with looser modes, stepping around (not into) an agent store that happens to sit inside.
+//! - A filesystem that cannot keep those modes is an error naming the path, never a warning:
+//!   the directory holds session ids, working directories and message summaries.
+//!
+//! Thin clients use this too, because they create files here (an autostarted daemon's console
+//! log) and must refuse an unsafe home before writing anything.
+
+use std::ffi::OsString;
+use std::fs::{self, DirBuilder, File, OpenOptions};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Component, Path, PathBuf};
+
+use crate::error::{Error, Result};
+
+/// The variable naming the state directory.
+pub const HOME_VAR: &str = "CROSS_AGENT_HOME";
+
+/// The state directory's name under `$HOME` when `CROSS_AGENT_HOME` is not set.
+pub const DEFAULT_DIR_NAME: &str = ".cross-agent";
+
+/// Mode of every directory cross-agent creates or repairs.
+pub const DIR_MODE: u32 = 0o700;
+/// Mode of every file cross-agent creates.
+pub const FILE_MODE: u32 = 0o600;
+
+/// How many entries [`Home::tighten_tree`] visits at most. The home is small (a database, logs,
+/// panel registrations); a huge tree means it was pointed at something else, and walking it all
+/// would stall every start.
+const TIGHTEN_WALK_LIMIT: usize = 100_000;
+
+/// A validated state directory. Constructing one checks the refusal rules but creates nothing;
+/// [`Home::ensure_root`] creates it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Home {
+    /// Absolute, with symlinks resolved as far as the path exists.
+    root: PathBuf,
+    /// The agents' own directories (as given and as resolved), stepped around by the repair walk.
+    agent_dirs: Vec<PathBuf>,
+}
+
+/// What [`Home::tighten_tree`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Tightened {
+    /// Paths whose mode was changed, with the mode they had.
+    pub changed: Vec<(PathBuf, u32)>,
+    /// Agent stores inside the home that were left alone.
+    pub stepped_around: Vec<PathBuf>,
+    /// True when the walk stopped at its entry limit.
+    pub truncated: bool,
+}
+
+impl Home {
+    /// The home this process would use, from its environment.
+    pub fn from_env() -> Result<Home> {
+        Home::from_vars(|name| std::env::var_os(name))
+    }
+
+    /// The home for a given variable lookup (`CROSS_AGENT_HOME`, `HOME`, `CLAUDE_CONFIG_DIR`,
+    /// `CODEX_HOME`, `GROK_HOME`); [`Home::from_env`] with the process's own. Relative paths are
+    /// taken from the current directory.
+    pub fn from_vars(var: impl Fn(&str) -> Option<OsString>) -> Result<Home> {
+        let non_empty = |name: &str| var(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+        let user_home = non_empty("HOME");
+        let cwd = std::env::current_dir().map_err(|e| Error::io("read", ".", e))?;
+        let absolute = |p: PathBuf| -> PathBuf {
+            let p = expand_tilde(p, user_home.as_deref());
+            if p.is_absolute() { p } else { cwd.join(p) }
+        };
+
+        let given = match non_empty(HOME_VAR) {
+            Some(p) => absolute(p),
+            None => user_home
+                .as_ref()
+                .map(|h| absolute(h.join(DEFAULT_DIR_NAME)))
+                .ok_or(Error::NoHome)?,
+        };
+
+        let mut agents: Vec<(&str, PathBuf)> = Vec::new();
+        if let Some(h) = &user_home {
+            let h = absolute(h.clone());
+            agents.push(("Claude Code's", h.join(".claude")));
+            agents.push(("Claude Code's", h.join(".config").join("claude")));
+            agents.push(("Codex's", h.join(".codex")));
+            agents.push(("Grok's", h.join(".grok")));
+        }
+        for (name, who) in [
+            ("CLAUDE_CONFIG_DIR", "Claude Code's"),
+            ("CODEX_HOME", "Codex's"),
+            ("GROK_HOME", "Grok's"),
+        ] {
+            if let Some(p) = non_empty(name) {
+                agents.push((who, absolute(p)));
+            }
+        }
+
+        let root = resolve(&given);
+        let user_home_abs = user_home.clone().map(absolute);
+        refuse_unsafe(&given, &root, user_home_abs.as_deref(), &agents)?;
+
+        let mut agent_dirs = Vec::new();
+        for (_, dir) in agents {
+            let resolved = resolve(&dir);
+            if resolved != dir {
+                agent_dirs.push(resolved);
+            }
+            agent_dirs.push(dir);
+        }
+        Ok(Home { root, agent_dirs })
+    }
+
+    /// A home at an explicit directory, checked against the rules of this process's `HOME` and
+    /// agent variables. Tests use it with a temporary directory.
+    pub fn at(path: impl Into<PathBuf>) -> Result<Home> {
+        let path = path.into();
+        Home::from_vars(|name| {
+            if name == HOME_VAR {
+                Some(path.clone().into_os_string())
+            } else {
+                std::env::var_os(name)
+            }
+        })
+    }
+
+    /// The directory itself.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The daemon's socket, `daemon.sock`.
+    pub fn socket(&self) -> PathBuf {
+        self.root.join("daemon.sock")
+    }
+
+    /// The daemon's pidfile lock, `daemon.pid`.
+    pub fn pidfile(&self) -> PathBuf {
+        self.root.join("daemon.pid")
+    }
+
+    /// The lock clients take so that only one of them starts a daemon at a time.
+    pub fn autostart_lock(&self) -> PathBuf {
+        self.root.join("autostart.lock")
+    }
+
+    /// The daemon's SQLite store, `hub.db`.
+    pub fn hub_db(&self) -> PathBuf {
+        self.root.join("hub.db")
+    }
+
+    /// `logs/`.
+    pub fn logs_dir(&self) -> PathBuf {
+        self.root.join("logs")
+    }
+
+    /// The file an autostarted daemon's stdout and stderr go to: what it says before its own log
+    /// is open (a refused home, a lost race for the lock, a panic).
+    pub fn console_log(&self) -> PathBuf {
+        self.logs_dir().join("daemon-console.log")
+    }
+
+    /// Creates the directory and `logs/` owner-only (or tightens them if they exist), and checks
+    /// the filesystem kept the modes. Cheap: clients call it before writing anything here.
+    pub fn ensure_root(&self) -> Result<()> {
+        ensure_private_dir(&self.root)?;
+        ensure_private_dir(&self.logs_dir())
+    }
+
+    /// Makes everything under the home owner-only: directories lose group/other bits and gain
+    /// owner `rwx`, files lose group/other bits. Symlinks are never followed or changed, and an
+    /// agent store found inside is stepped around. The daemon runs it once at start, which is
+    /// how an install made before modes were enforced is repaired.
+    pub fn tighten_tree(&self) -> Result<Tightened> {
+        self.ensure_root()?;
+        let mut report = Tightened::default();
+        let mut stack = vec![self.root.clone()];
+        let mut visited = 0usize;
+        while let Some(dir) = stack.pop() {
+            let entries = fs::read_dir(&dir).map_err(|e| Error::io("read", &dir, e))?;
+            for entry in entries {
+                let entry = entry.map_err(|e| Error::io("read", &dir, e))?;
+                visited += 1;
+                if visited > TIGHTEN_WALK_LIMIT {
+                    report.truncated = true;
+                    return Ok(report);
+                }
+                let path = entry.path();
+                if self.agent_dirs.iter().any(|a| a == &path) {
+                    report.stepped_around.push(path);
+                    continue;
+                }
+                let meta =
+                    fs::symlink_metadata(&path).map_err(|e| Error::io("inspect", &path, e))?;
+                let file_type = meta.file_type();
+                if file_type.is_symlink() {
+                    // chmod would act on the link's target, which may not be ours.
+                    continue;
+                }
+                let mode = meta.permissions().mode() & 0o7777;
+                let wanted = if file_type.is_dir() {
+                    (mode & !0o077) | DIR_MODE
+                } else {
+                    mode & !0o077
+                };
+                if wanted != mode {
+                    set_mode_checked(&path, wanted)?;
+                    report.changed.push((path.clone(), mode));
+                }
+                if file_type.is_dir() {
+                    stack.push(path);
+                }
+            }
+        }
+        Ok(report)
+    }
+}
+
+/// Sets this process's umask to `077`, so every file and socket it creates from now on is
+/// owner-only even where a path forgets to pass a mode. The daemon calls it first thing; thin
+/// clients don't, because they also write files that belong to the user (agent configs), and
+/// pass explicit modes instead.
+pub fn restrict_umask() {
+    rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o077));
+}
+
+/// Creates `path` (and missing parents) as `0700`, or tightens an existing directory to `0700`,
+/// then checks the mode held.
+pub fn ensure_private_dir(path: &Path) -> Result<()> {
+    match fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_dir() => {}
+        Ok(meta) if meta.file_type().is_symlink() => {
+            // A home given through a link was resolved already; a link *inside* the home
+            // standing where a directory should be is followed only if it leads to a directory.
+            let target = fs::metadata(path).map_err(|e| Error::io("inspect", path, e))?;
+            if !target.is_dir() {
+                return Err(not_a_directory(path));
+            }
+        }
+        Ok(_) => return Err(not_a_directory(path)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            DirBuilder::new()
+                .recursive(true)
+                .mode(DIR_MODE)
+                .create(path)
+                .map_err(|e| Error::io("create", path, e))?;
+        }
+        Err(e) => return Err(Error::io("inspect", path, e)),
+    }
+    let mode = fs::metadata(path)
+        .map_err(|e| Error::io("inspect", path, e))?
+        .permissions()
+        .mode()
+        & 0o7777;
+    if mode != DIR_MODE {
+        set_mode_checked(path, DIR_MODE)?;
+    }
+    Ok(())
+}
+
+/// Opens `path` for appending, creating it `0600`, and checks an existing one is owner-only.
+pub fn open_private_append(path: &Path) -> Result<File> {
+    let file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(FILE_MODE)
+        .open(path)
+        .map_err(|e| Error::io("open", path, e))?;
+    tighten_file(path, &file)?;
+    Ok(file)
+}
+
+/// Opens `path` for reading and writing without truncating it, creating it `0600`.
+pub fn open_private_rw(path: &Path) -> Result<File> {
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .mode(FILE_MODE)
+        .open(path)
+        .map_err(|e| Error::io("open", path, e))?;
+    tighten_file(path, &file)?;
+    Ok(file)
+}
+
+fn tighten_file(path: &Path, file: &File) -> Result<()> {
+    let mode = file
+        .metadata()
+        .map_err(|e| Error::io("inspect", path, e))?
+        .permissions()
+        .mode()
+        & 0o7777;
+    if mode & 0o077 != 0 {
+        set_mode_checked(path, mode & !0o077)?;
+    }
+    Ok(())
+}
+
+/// chmod, then read the mode back: some filesystems (FAT, some network mounts) accept the call
+/// and keep their own idea of the mode.
+fn set_mode_checked(path: &Path, mode: u32) -> Result<()> {
+    fs::set_permissions(path, fs::Permissions::from_mode(mode)).map_err(|e| Error::NotPrivate {
+        path: path.to_owned(),
+        detail: format!("chmod {mode:o} failed: {e}"),
+    })?;
+    let now = fs::symlink_metadata(path)
+        .map_err(|e| Error::io("inspect", path, e))?
+        .permissions()
+        .mode()
+        & 0o7777;
+    if now & 0o077 != 0 {
+        return Err(Error::NotPrivate {
+            path: path.to_owned(),
+            detail: format!("chmod {mode:o} left it {now:o}"),
+        });
+    }
+    Ok(())
+}
+
+fn not_a_directory(path: &Path) -> Error {
+    Error::io(
+        "use",
+        path,
+        std::io::Error::new(
+            std::io::ErrorKind::NotADirectory,
+            "it exists and is not a directory",
+        ),
+    )
+}
+
+/// `~` and `~/x` as a shell would expand them: registrations pass variables verbatim, so a
+/// `CROSS_AGENT_HOME=~/state` in an agent's JSON config arrives with the tilde.
+fn expand_tilde(path: PathBuf, user_home: Option<&Path>) -> PathBuf {
+    let Some(home) = user_home else { return path };
+    match path.strip_prefix("~") {
+        Ok(rest) => home.join(rest),
+        Err(_) => path,
+    }
+}
+
+/// Resolves symlinks in the longest existing prefix of `path` and normalises the rest
+/// lexically, so a home that does not exist yet still resolves through a linked parent.
+fn resolve(path: &Path) -> PathBuf {
+    let mut existing = path.to_path_buf();
+    let mut rest: Vec<OsString> = Vec::new();
+    loop {
+        if let Ok(canonical) = fs::canonicalize(&existing) {
+            let mut out = canonical;
+            for part in rest.iter().rev() {
+                out.push(part);
+            }
+            return normalize(&out);
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_owned());
+                existing = parent.to_path_buf();
+            }
+            _ => return normalize(path),
+        }
+    }
+}
+
+/// Removes `.` and resolves `..` lexically.
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+/// The refusal rules. Checks both the path as given and as resolved, against the forbidden
+/// directories both as given and as resolved, so neither a link to a store nor a store that is
+/// itself a link slips through.
+fn refuse_unsafe(
+    given: &Path,
+    resolved: &Path,
+    user_home: Option<&Path>,
+    agents: &[(&str, PathBuf)],
+) -> Result<()> {
+    let refuse = |reason: String| Error::HomeRefused {
+        path: given.to_owned(),
+        reason,
+    };
+    let candidates = [normalize(given), resolved.to_path_buf()];
+
+    for candidate in &candidates {
+        if candidate.parent().is_none() {
+            return Err(refuse("it is the root directory /".to_owned()));
+        }
+    }
+
+    if let Some(home) = user_home {
+        for home_form in [normalize(home), resolve(home)] {
+            for candidate in &candidates {
+                if *candidate == home_form {
+                    return Err(refuse(format!(
+                        "it is your home directory {}",
+                        home_form.display()
+                    )));
+                }
+                if home_form.starts_with(candidate) {
+                    return Err(refuse(format!(
+                        "it contains your home directory {}",
+                        home_form.display()
+                    )));
+                }
+            }
+        }
+    }
+
+    for (who, dir) in agents {
+        for dir_form in [normalize(dir), resolve(dir)] {
+            for candidate in &candidates {
+                if candidate.starts_with(&dir_form) {
+                    let place = if *candidate == dir_form {
+                        "it is"
+                    } else {
+                        "it is inside"
+                    };
+                    return Err(refuse(format!(
+                        "{place} {who} own directory {}",
+                        dir_form.display()
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+    use std::os::unix::fs::symlink;
+
+    use pretty_assertions::assert_eq;
+
+    use super::*;
+
+    fn home_with(vars: &[(&str, &Path)]) -> Result<Home> {
+        let vars: HashMap<String, OsString> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.as_os_str().to_owned()))
+            .collect();
+        Home::from_vars(|name| vars.get(name).cloned())
+    }
+
+    fn refused(result: Result<Home>) -> String {
+        match result {
+            Err(Error::HomeRefused { reason, .. }) => reason,
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn default_is_dot_cross_agent_under_home() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = home_with(&[("HOME", tmp.path())]).unwrap();
+        assert_eq!(
+            home.root(),
+            fs::canonicalize(tmp.path()).unwrap().join(".cross-agent")
+        );
+        assert_eq!(home.socket(), home.root().join("daemon.sock"));
+    }
+
+    #[test]
+    fn no_home_at_all_is_an_error() {
+        assert!(matches!(home_with(&[]), Err(Error::NoHome)));
+    }
+
+    #[test]
+    fn tilde_is_expanded() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = home_with(&[("HOME", tmp.path()), (HOME_VAR, Path::new("~/state"))]).unwrap();
+        assert_eq!(
+            home.root(),
+            fs::canonicalize(tmp.path()).unwrap().join("state")
+        );
+    }
+
+    #[test]
+    fn root_home_and_ancestors_are_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let user = tmp.path().join("user");
+        fs::create_dir(&user).unwrap();
+        let r = refused(home_with(&[("HOME", &user), (HOME_VAR, Path::new("/"))]));
+        assert!(r.contains("root directory"), "{r}");
+        let r = refused(home_with(&[("HOME", &user), (HOME_VAR, &user)]));
+        assert!(r.contains("your home directory"), "{r}");
+        let r = refused(home_with(&[("HOME", &user), (HOME_VAR, tmp.path())]));
+        assert!(r.contains("contains your home"), "{r}");
+        // A trailing `/.` or `x/..` is the same directory.
+        let r = refused(home_with(&[
+            ("HOME", &user),
+            (HOME_VAR, &user.join("x/..")),
+        ]));
+        assert!(r.contains("your home directory"), "{r}");
+    }
+
+    #[test]
+    fn agent_directories_and_their_insides_are_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let user = tmp.path();
+        for dir in [".claude", ".config/claude", ".codex", ".grok"] {
+            let r = refused(home_with(&[("HOME", user), (HOME_VAR, &user.join(dir))]));
+            assert!(r.starts_with("it is "), "{r}");
+            let r = refused(home_with(&[
+                ("HOME", user),
+                (HOME_VAR, &user.join(dir).join("bridge")),
+            ]));
+            assert!(r.starts_with("it is inside"), "{r}");
+        }
+        let custom = tmp.path().join("elsewhere/codex-home");
+        let r = refused(home_with(&[
+            ("HOME", user),
+            ("CODEX_HOME", &custom),
+            (HOME_VAR, &custom.join("x")),
+        ]));
+        assert!(r.contains("Codex's own directory"), "{r}");
+    }
+
+    #[test]
+    fn a_symlink_into_an_agent_directory_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let user = tmp.path().join("user");
+        fs::create_dir_all(user.join(".claude")).unwrap();
+        symlink(user.join(".claude"), tmp.path().join("innocent")).unwrap();
+        let r = refused(home_with(&[
+            ("HOME", &user),
+            (HOME_VAR, &tmp.path().join("innocent")),
+        ]));
+        assert!(r.contains("Claude Code's own directory"), "{r}");
+        // Through a linked parent, for a home that does not exist yet.
+        let r = refused(home_with(&[
+            ("HOME", &user),
+            (HOME_VAR, &tmp.path().join("innocent/new")),
+        ]));
+        assert!(r.contains("inside Claude Code's"), "{r}");
+        // A link to the home directory itself.
+        symlink(&user, tmp.path().join("me")).unwrap();
+        let r = refused(home_with(&[
+            ("HOME", &user),
+            (HOME_VAR, &tmp.path().join("me")),
+        ]));
+        assert!(r.contains("your home directory"), "{r}");
+    }
+
+    #[test]
+    fn a_directory_beside_the_stores_is_fine() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = home_with(&[
+            ("HOME", tmp.path()),
+            (HOME_VAR, &tmp.path().join(".config/cross-agent")),
+        ])
+        .unwrap();
+        assert!(home.root().ends_with(".config/cross-agent"));
+    }
+
+    fn mode(path: &Path) -> u32 {
+        fs::symlink_metadata(path).unwrap().permissions().mode() & 0o7777
+    }
+
+    #[test]
+    fn ensure_root_creates_owner_only_and_tightens() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = home_with(&[("HOME", tmp.path())]).unwrap();
+        home.ensure_root().unwrap();
+        assert_eq!(mode(home.root()), 0o700);
+        assert_eq!(mode(&home.logs_dir()), 0o700);
+        fs::set_permissions(home.root(), fs::Permissions::from_mode(0o755)).unwrap();
+        home.ensure_root().unwrap();
+        assert_eq!(mode(home.root()), 0o700);
+    }
+
+    #[test]
+    fn tighten_tree_repairs_an_old_install_and_steps_around_stores() {
+        let tmp = tempfile::tempdir().unwrap();
+        let user = tmp.path().join("user");
+        let root = tmp.path().join("state");
+        let store = root.join("codex-store");
+        fs::create_dir_all(root.join("panels")).unwrap();
+        fs::create_dir_all(&store).unwrap();
+        fs::write(root.join("hub.db"), b"x").unwrap();
+        fs::write(root.join("panels/p.json"), b"{}").unwrap();
+        fs::write(store.join("rollout.jsonl"), b"{}").unwrap();
+        fs::write(tmp.path().join("outside"), b"x").unwrap();
+        symlink(tmp.path().join("outside"), root.join("link")).unwrap();
+        for p in [&root, &root.join("panels"), &store] {
+            fs::set_permissions(p, fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        for p in [
+            root.join("hub.db"),
+            root.join("panels/p.json"),
+            store.join("rollout.jsonl"),
+            tmp.path().join("outside"),
+        ] {
+            fs::set_permissions(p, fs::Permissions::from_mode(0o644)).unwrap();
+        }
+
+        let home =
+            home_with(&[("HOME", &user), ("CODEX_HOME", &store), (HOME_VAR, &root)]).unwrap();
+        let report = home.tighten_tree().unwrap();
+
+        assert_eq!(mode(&root), 0o700);
+        assert_eq!(mode(&root.join("panels")), 0o700);
+        assert_eq!(mode(&root.join("hub.db")), 0o600);
+        assert_eq!(mode(&root.join("panels/p.json")), 0o600);
+        // The agent store inside and the link's target are not ours to change.
+        assert_eq!(mode(&store), 0o755);
+        assert_eq!(mode(&store.join("rollout.jsonl")), 0o644);
+        assert_eq!(mode(&tmp.path().join("outside")), 0o644);
+        assert_eq!(report.stepped_around.len(), 1);
+        assert!(!report.truncated);
+    }
+
+    #[test]
+    fn private_files_are_0600() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("f.log");
+        drop(open_private_append(&path).unwrap());
+        assert_eq!(mode(&path), 0o600);
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).unwrap();
+        drop(open_private_rw(&path).unwrap());
+        assert_eq!(mode(&path), 0o600);
+    }
+}

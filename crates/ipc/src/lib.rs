@@ -1,0 +1,28 @@
+//! How the thin cross-agent processes (CLI subcommands, `cross-agent mcp`, the shims) reach the
+//! per-user daemon, without linking the engine.
+//!
+//! - [`home`]: where the state lives (`CROSS_AGENT_HOME`) and the rules that keep it owner-only.
+//!   It lives here, not in the engine, because every client must refuse an unsafe home *before*
+//!   it creates anything there (an autostart writes a log), and clients may not link `hub`.
+//! - [`transport`]: the local socket (a Unix socket; Windows named pipes would be a sibling of
+//!   it behind the same functions).
+//! - [`frame`]: newline-delimited JSON with a size limit, shared by client and server.
+//! - [`client`]: the request/response client with request ids, multiplexed on one connection.
+//! - [`autostart`]: [`connect_or_start`], which starts the daemon when nothing answers.
+//! - [`pidfile`]: the `daemon.pid` lock that makes the daemon one per home.
+//! - [`blocking`]: a small synchronous wrapper for CLI commands.
+
+pub mod autostart;
+pub mod blocking;
+pub mod client;
+mod error;
+pub mod frame;
+pub mod home;
+pub mod pidfile;
+pub mod process;
+pub mod transport;
+
+pub use autostart::{ConnectOptions, Connection, connect, connect_or_start};
+pub use client::Client;
+pub use error::{Error, Result};
+pub use home::Home;

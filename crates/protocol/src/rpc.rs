@@ -1,0 +1,396 @@
+//! The daemon RPC: what the thin processes (CLI, `cross-agent mcp`, shims) say to the per-user
+//! daemon over its local socket, and what it answers.
+//!
+//! On the wire each message is one JSON object on one line (the framing lives in the `ipc`
+//! crate). A client sends [`Request`]s, `{"id":7,"method":"status","params":{}}`; the daemon
+//! answers each with a [`ServerMessage`] carrying the same id, either a `response` with the
+//! method's result or an `error` with an [`ErrorCode`] and a message a person can act on.
+//!
+//! Every connection starts with `hello`: the client names its [`PROTOCOL_VERSION`] and the daemon
+//! refuses a different one with [`ErrorCode::ProtocolMismatch`], naming both versions, so an old
+//! daemon and a new client never talk past each other.
+//!
+//! Methods are declared once, in the table at the bottom of this file ([`rpc_methods!`]), which
+//! pairs each method name with its `*Params` and `*Response`. Later issues add their methods
+//! (`send`, `bridge_status`, `pin`, …) to that table and nowhere else.
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+/// The version of this RPC. Bump it whenever a change to the types in this module would make an
+/// older daemon misread a newer client or the other way round; adding a method is such a change.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// Correlates a response with its request. Chosen by the client, unique per connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct RequestId(pub u64);
+
+impl std::fmt::Display for RequestId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// One request from a client: its id, and the method with its params, flattened so the frame
+/// reads `{"id":1,"method":"hello","params":{…}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Request {
+    /// Echoed in the answer.
+    pub id: RequestId,
+    /// The method and its params.
+    #[serde(flatten)]
+    pub call: ClientRequest,
+}
+
+/// Everything the daemon writes to a client, tagged by `type`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ServerMessage {
+    /// The request with this id succeeded; `result` is the method's `*Response`.
+    Response {
+        /// The id of the request answered.
+        id: RequestId,
+        /// The method's `*Response`, as JSON; the client knows which type from the method it called.
+        result: serde_json::Value,
+    },
+    /// The request with this id failed. `id` is absent when the frame was so broken that its id
+    /// could not be read (not JSON, or too long).
+    Error {
+        /// The id of the request answered, when it could be read.
+        id: Option<RequestId>,
+        /// What went wrong.
+        error: RpcError,
+    },
+}
+
+/// A failed request: a machine-readable code and a message a person can act on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RpcError {
+    /// What kind of failure this is.
+    pub code: ErrorCode,
+    /// What happened and what to do about it, naming the path, pid or id involved.
+    pub message: String,
+    /// Structured detail for some codes (see [`ProtocolMismatchData`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<serde_json::Value>,
+}
+
+impl RpcError {
+    /// An error without structured detail.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+}
+
+impl std::fmt::Display for RpcError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.message, self.code.as_str())
+    }
+}
+
+/// Why a request failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// The frame was not a JSON object.
+    ParseError,
+    /// The frame was longer than the daemon accepts; it was skipped up to its newline.
+    FrameTooLarge,
+    /// The frame was JSON but not a request (no id, no method).
+    InvalidRequest,
+    /// The daemon does not know this method (it may be older than the client).
+    MethodNotFound,
+    /// The method is known but its params do not fit.
+    InvalidParams,
+    /// A request other than `hello` came before the handshake.
+    HandshakeRequired,
+    /// Client and daemon speak different protocol versions; `data` is [`ProtocolMismatchData`].
+    ProtocolMismatch,
+    /// The daemon is stopping and takes no new work.
+    ShuttingDown,
+    /// The daemon failed for a reason of its own; the message and its log say which.
+    Internal,
+    /// A code this build does not know, sent by a newer peer.
+    #[serde(other)]
+    Unknown,
+}
+
+impl ErrorCode {
+    /// The code as it is spelled on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::ParseError => "parse_error",
+            ErrorCode::FrameTooLarge => "frame_too_large",
+            ErrorCode::InvalidRequest => "invalid_request",
+            ErrorCode::MethodNotFound => "method_not_found",
+            ErrorCode::InvalidParams => "invalid_params",
+            ErrorCode::HandshakeRequired => "handshake_required",
+            ErrorCode::ProtocolMismatch => "protocol_mismatch",
+            ErrorCode::ShuttingDown => "shutting_down",
+            ErrorCode::Internal => "internal",
+            ErrorCode::Unknown => "unknown",
+        }
+    }
+}
+
+/// The `data` of a [`ErrorCode::ProtocolMismatch`] error.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProtocolMismatchData {
+    /// The version the daemon speaks.
+    pub daemon_protocol_version: u32,
+    /// The version the client asked for.
+    pub client_protocol_version: u32,
+    /// The daemon's process id, so the person can stop it.
+    pub daemon_pid: u32,
+    /// The daemon's cross-agent version.
+    pub daemon_version: String,
+}
+
+/// Which kind of process is talking to the daemon; used in logs and, later, to decide what a
+/// connection may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClientKind {
+    /// A `cross-agent` CLI subcommand.
+    Cli,
+    /// A `cross-agent mcp` server registered in an agent.
+    Mcp,
+    /// A `cross-agent shim` between an editor extension and an agent binary.
+    Shim,
+    /// Anything else (benchmarks, tests, a future kind).
+    #[serde(other)]
+    Other,
+}
+
+/// A method of the RPC: its name, its params type (the type implementing this trait) and its
+/// response type. Implemented by the table in [`rpc_methods!`] only.
+pub trait Method: Serialize + DeserializeOwned + Send + 'static {
+    /// The method's name on the wire.
+    const NAME: &'static str;
+    /// What the daemon answers on success.
+    type Response: Serialize + DeserializeOwned + Send + 'static;
+    /// Wraps these params into the request enum.
+    fn into_request(self) -> ClientRequest;
+}
+
+/// `hello`: the first request on every connection.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HelloParams {
+    /// The [`PROTOCOL_VERSION`] the client was built with.
+    pub protocol_version: u32,
+    /// What kind of process the client is.
+    pub client_kind: ClientKind,
+    /// The client's process id, for logs.
+    pub client_pid: u32,
+    /// The client's cross-agent version, for logs and error messages.
+    pub client_version: String,
+}
+
+/// The daemon's answer to `hello`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HelloResponse {
+    /// The version the daemon speaks (equal to the client's, or `hello` would have failed).
+    pub protocol_version: u32,
+    /// The daemon's process id.
+    pub daemon_pid: u32,
+    /// The daemon's cross-agent version.
+    pub daemon_version: String,
+    /// Counts daemon starts for this home, so a client can tell a restarted daemon from the one
+    /// it talked to before.
+    pub generation: u64,
+    /// When this daemon started, RFC 3339 UTC.
+    pub started_at: String,
+}
+
+/// `status`: how the daemon is doing.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatusParams {}
+
+/// The daemon's answer to `status`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatusResponse {
+    /// The daemon's process id.
+    pub daemon_pid: u32,
+    /// The daemon's cross-agent version.
+    pub daemon_version: String,
+    /// The RPC version it speaks.
+    pub protocol_version: u32,
+    /// Which start of the daemon for this home this is.
+    pub generation: u64,
+    /// When it started, RFC 3339 UTC.
+    pub started_at: String,
+    /// Whole seconds since it started.
+    pub uptime_seconds: u64,
+    /// Its state directory (`CROSS_AGENT_HOME`).
+    pub home: String,
+    /// The socket it listens on.
+    pub socket: String,
+}
+
+/// `shutdown`: stop the daemon. It answers first, then stops taking requests, finishes the ones
+/// in hand and exits.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShutdownParams {
+    /// Why, for the daemon's log (`"cross-agent daemon stop"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// The daemon's answer to `shutdown`, sent before it stops.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShutdownResponse {
+    /// The process that is stopping; wait for it to exit.
+    pub daemon_pid: u32,
+    /// Its generation.
+    pub generation: u64,
+}
+
+/// Declares the methods: the [`ClientRequest`] enum, [`METHODS`], and a [`Method`] impl per
+/// params type. One line per method: `Variant => "name" (Params) -> Response`.
+macro_rules! rpc_methods {
+    ($( $(#[$doc:meta])* $variant:ident => $name:literal ($params:ty) -> $response:ty ),* $(,)?) => {
+        /// Every request a client can make, tagged by `method` with its `params`.
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        #[serde(tag = "method", content = "params")]
+        pub enum ClientRequest {
+            $(
+                $(#[$doc])*
+                #[serde(rename = $name)]
+                $variant($params),
+            )*
+        }
+
+        impl ClientRequest {
+            /// The method's name on the wire.
+            pub fn method(&self) -> &'static str {
+                match self {
+                    $( ClientRequest::$variant(_) => $name, )*
+                }
+            }
+        }
+
+        /// Every method name, in table order.
+        pub const METHODS: &[&str] = &[$($name),*];
+
+        $(
+            impl Method for $params {
+                const NAME: &'static str = $name;
+                type Response = $response;
+                fn into_request(self) -> ClientRequest {
+                    ClientRequest::$variant(self)
+                }
+            }
+        )*
+    };
+}
+
+rpc_methods! {
+    /// Handshake: versions and identities. Must be the first request on a connection.
+    Hello => "hello" (HelloParams) -> HelloResponse,
+    /// The daemon's pid, generation, uptime, home and version.
+    Status => "status" (StatusParams) -> StatusResponse,
+    /// Stop the daemon after answering.
+    Shutdown => "shutdown" (ShutdownParams) -> ShutdownResponse,
+}
+
+#[cfg(test)]
+mod tests {
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn request_frame_reads_id_method_params() {
+        let request = Request {
+            id: RequestId(7),
+            call: HelloParams {
+                protocol_version: PROTOCOL_VERSION,
+                client_kind: ClientKind::Mcp,
+                client_pid: 42,
+                client_version: "0.1.0".into(),
+            }
+            .into_request(),
+        };
+        let wire = serde_json::to_value(&request).unwrap();
+        assert_eq!(
+            wire,
+            json!({
+                "id": 7,
+                "method": "hello",
+                "params": {
+                    "protocol_version": 1,
+                    "client_kind": "mcp",
+                    "client_pid": 42,
+                    "client_version": "0.1.0"
+                }
+            })
+        );
+        assert_eq!(serde_json::from_value::<Request>(wire).unwrap(), request);
+    }
+
+    #[test]
+    fn empty_params_round_trip() {
+        let wire = json!({"id": 1, "method": "status", "params": {}});
+        let request: Request = serde_json::from_value(wire.clone()).unwrap();
+        assert_eq!(request.call, ClientRequest::Status(StatusParams {}));
+        assert_eq!(serde_json::to_value(&request).unwrap(), wire);
+
+        let shutdown: Request =
+            serde_json::from_value(json!({"id": 2, "method": "shutdown", "params": {}})).unwrap();
+        assert_eq!(
+            shutdown.call,
+            ClientRequest::Shutdown(ShutdownParams { reason: None })
+        );
+    }
+
+    #[test]
+    fn unknown_method_is_an_error_not_a_panic() {
+        let wire = json!({"id": 1, "method": "teleport", "params": {}});
+        assert!(serde_json::from_value::<Request>(wire).is_err());
+    }
+
+    #[test]
+    fn server_messages_are_tagged_by_type() {
+        let ok = ServerMessage::Response {
+            id: RequestId(3),
+            result: json!({"daemon_pid": 1, "generation": 2}),
+        };
+        assert_eq!(
+            serde_json::to_value(&ok).unwrap(),
+            json!({"type": "response", "id": 3, "result": {"daemon_pid": 1, "generation": 2}})
+        );
+        let err = ServerMessage::Error {
+            id: None,
+            error: RpcError::new(ErrorCode::ParseError, "not JSON"),
+        };
+        assert_eq!(
+            serde_json::to_value(&err).unwrap(),
+            json!({"type": "error", "id": null, "error": {"code": "parse_error", "message": "not JSON"}})
+        );
+    }
+
+    #[test]
+    fn unknown_error_codes_and_client_kinds_are_tolerated() {
+        let error: RpcError =
+            serde_json::from_value(json!({"code": "brand_new", "message": "m"})).unwrap();
+        assert_eq!(error.code, ErrorCode::Unknown);
+        let kind: ClientKind = serde_json::from_value(json!("desktop_app")).unwrap();
+        assert_eq!(kind, ClientKind::Other);
+    }
+
+    #[test]
+    fn the_table_lists_every_method() {
+        assert_eq!(METHODS, &["hello", "status", "shutdown"]);
+        assert_eq!(<StatusParams as Method>::NAME, "status");
+        assert_eq!(
+            ShutdownParams::default().into_request().method(),
+            "shutdown"
+        );
+    }
+}
