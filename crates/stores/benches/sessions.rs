@@ -237,10 +237,25 @@ fn list(roots: &StoreRoots, cache: Option<&Path>) -> Listing {
 
 /// The child's job: one cold listing without a cache, then report the peak resident memory.
 fn child(role: &str) -> Result<()> {
+    let home = PathBuf::from(std::env::var("CROSS_AGENT_BENCH_HOME")?);
+    if let Some(cache) = role.strip_prefix("warm:") {
+        // For profiling: repeated warm listings against an existing cache.
+        for _ in 0..20 {
+            let listing = list(&StoreRoots::under_home(&home), Some(Path::new(cache)));
+            let t = listing.timings;
+            println!(
+                "load {:.1} refresh {:.1} names {:.1} save {:.1}",
+                ms(t.load_cache),
+                ms(t.refresh),
+                ms(t.names),
+                ms(t.save_cache)
+            );
+        }
+        return Ok(());
+    }
     if role != "cold" {
         bail!("unknown bench child role {role:?}");
     }
-    let home = PathBuf::from(std::env::var("CROSS_AGENT_BENCH_HOME")?);
     let listing = list(&StoreRoots::under_home(&home), None);
     let status = fs::read_to_string("/proc/self/status")?;
     let hwm = status

@@ -5,3 +5,6 @@ mod grok;
 mod properties;
 mod reader_support;
 mod turns;
+mod index;
+mod resolve;
+mod scan;

@@ -1,0 +1,447 @@
+//! The incremental index: a warm refresh reads nothing, an append reads only what was appended
+//! (checked with the index's own byte counters), a rewrite is read again, the persisted cache
+//! survives a new process and is rebuilt when missing or corrupt.
+//!
+//! Transcripts are written with the testkit builders in the shapes the real programs write
+//! (Claude Code 2.1.332, Codex 0.171.0, Grok Build from its public descriptions).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use cross_agent_stores::index::{HEAD_CHECK_BYTES, IndexStats, RefreshOptions, SessionIndex};
+use cross_agent_stores::scan::{ScanOptions, list_sessions};
+use cross_agent_stores::{Agent, Session, StoreRoots, Warnings};
+use cross_agent_testkit::synthetic_stores::{
+    ClaudeTranscript, CodexRollout, GrokSession, append_raw, codex_thread_name, now_millis,
+};
+use pretty_assertions::assert_eq;
+use tempfile::TempDir;
+
+const THREADS: RefreshOptions = RefreshOptions { threads: 2 };
+
+fn refresh(index: &mut SessionIndex, roots: &StoreRoots) -> IndexStats {
+    let mut warnings = Warnings::default();
+    index.refresh(roots, THREADS, &mut warnings)
+}
+
+fn by_id<'a>(sessions: &'a [Session], id: &str) -> &'a Session {
+    sessions
+        .iter()
+        .find(|s| s.session_id == id)
+        .unwrap_or_else(|| panic!("no session {id} in {sessions:#?}"))
+}
+
+/// A Claude session with one finished turn.
+fn claude_session(home: &Path, id: &str, prompt: &str) -> ClaudeTranscript {
+    let now = now_millis();
+    let mut t = ClaudeTranscript::new(home, "/work/proj", id);
+    t.user(prompt, now - 5_000)
+        .tool_use("ls", now - 4_000)
+        .tool_result("Cargo.toml\nsrc", now - 3_000)
+        .assistant_text("Done.", now - 2_000);
+    t.write().unwrap();
+    t
+}
+
+/// Moves a file's mtime forward, so a rewrite within the same clock tick still looks changed.
+fn bump_mtime(path: &Path, seconds: u64) {
+    let file = fs::OpenOptions::new().write(true).open(path).unwrap();
+    let modified = fs::metadata(path).unwrap().modified().unwrap();
+    file.set_modified(modified + std::time::Duration::from_secs(seconds))
+        .unwrap();
+}
+
+#[test]
+fn a_warm_refresh_reads_nothing_when_nothing_changed() {
+    let home = TempDir::new().unwrap();
+    claude_session(home.path(), "c1", "first");
+    claude_session(home.path(), "c2", "second");
+    let roots = StoreRoots::under_home(home.path());
+
+    let mut index = SessionIndex::new();
+    let cold = refresh(&mut index, &roots);
+    assert_eq!((cold.files_new, cold.files_seen), (2, 2));
+    assert!(cold.bytes_read > 0);
+
+    let warm = refresh(&mut index, &roots);
+    assert_eq!(
+        warm,
+        IndexStats {
+            files_seen: 2,
+            files_unchanged: 2,
+            ..IndexStats::default()
+        }
+    );
+    assert!(!index.sessions().is_empty());
+}
+
+#[test]
+fn an_append_reads_only_the_appended_bytes_and_sees_a_custom_title() {
+    let home = TempDir::new().unwrap();
+    let mut t = claude_session(home.path(), "c1", "fix the failing tests");
+    claude_session(home.path(), "c2", "other");
+    let roots = StoreRoots::under_home(home.path());
+    let mut index = SessionIndex::new();
+    refresh(&mut index, &roots);
+    assert_eq!(
+        by_id(&index.sessions(), "c1").title.as_deref(),
+        Some("fix the failing tests")
+    );
+
+    // Append a turn, a rename, and another turn after it: the rename is in the middle.
+    let before = fs::metadata(&t.path).unwrap().len();
+    let written = t.len();
+    let now = now_millis();
+    t.user("and now the docs", now)
+        .custom_title("billing-api")
+        .assistant_text("Docs updated.", now + 1);
+    t.append_since(written).unwrap();
+    let appended = fs::metadata(&t.path).unwrap().len() - before;
+    bump_mtime(&t.path, 1);
+
+    let stats = refresh(&mut index, &roots);
+    assert_eq!((stats.files_appended, stats.files_unchanged), (1, 1));
+    // The appended bytes, plus at most the head check of the first line.
+    assert!(
+        stats.bytes_read >= appended && stats.bytes_read <= appended + HEAD_CHECK_BYTES as u64,
+        "read {} bytes for {appended} appended",
+        stats.bytes_read
+    );
+    let s = by_id(&index.sessions(), "c1").clone();
+    assert_eq!(s.title.as_deref(), Some("billing-api"));
+    assert!(s.title_is_assigned);
+}
+
+#[test]
+fn renamed_twice_the_last_name_wins_across_appends() {
+    let home = TempDir::new().unwrap();
+    let mut t = claude_session(home.path(), "c1", "start");
+    let roots = StoreRoots::under_home(home.path());
+    let mut index = SessionIndex::new();
+
+    let n = t.len();
+    t.custom_title("first-name");
+    t.append_since(n).unwrap();
+    bump_mtime(&t.path, 1);
+    refresh(&mut index, &roots);
+    assert_eq!(
+        by_id(&index.sessions(), "c1").title.as_deref(),
+        Some("first-name")
+    );
+
+    let n = t.len();
+    t.user("more", now_millis()).custom_title("second-name");
+    t.append_since(n).unwrap();
+    bump_mtime(&t.path, 2);
+    let stats = refresh(&mut index, &roots);
+    assert_eq!(stats.files_appended, 1);
+    assert_eq!(
+        by_id(&index.sessions(), "c1").title.as_deref(),
+        Some("second-name")
+    );
+}
+
+#[test]
+fn a_half_written_last_line_is_read_once_it_is_finished() {
+    let home = TempDir::new().unwrap();
+    let t = claude_session(home.path(), "c1", "start");
+    let roots = StoreRoots::under_home(home.path());
+    let mut index = SessionIndex::new();
+    refresh(&mut index, &roots);
+
+    let line = r#"{"type":"custom-title","customTitle":"half-done","sessionId":"c1"}"#;
+    let (head, tail) = line.split_at(20);
+    append_raw(&t.path, head.as_bytes()).unwrap();
+    bump_mtime(&t.path, 1);
+    refresh(&mut index, &roots);
+    assert_eq!(
+        by_id(&index.sessions(), "c1").title.as_deref(),
+        Some("start")
+    );
+
+    append_raw(&t.path, format!("{tail}\n").as_bytes()).unwrap();
+    bump_mtime(&t.path, 2);
+    let stats = refresh(&mut index, &roots);
+    assert_eq!(stats.files_appended, 1);
+    assert_eq!(
+        by_id(&index.sessions(), "c1").title.as_deref(),
+        Some("half-done")
+    );
+}
+
+#[test]
+fn a_truncated_or_rewritten_file_is_read_again_from_the_start() {
+    let home = TempDir::new().unwrap();
+    let mut t = claude_session(home.path(), "c1", "original prompt");
+    let n = t.len();
+    t.custom_title("keep-me");
+    t.append_since(n).unwrap();
+    let roots = StoreRoots::under_home(home.path());
+    let mut index = SessionIndex::new();
+    refresh(&mut index, &roots);
+    assert_eq!(
+        by_id(&index.sessions(), "c1").title.as_deref(),
+        Some("keep-me")
+    );
+
+    // Shrunk: the rename is gone with the truncation.
+    let fresh = claude_session(home.path(), "c1", "rewritten prompt");
+    bump_mtime(&fresh.path, 1);
+    let stats = refresh(&mut index, &roots);
+    assert_eq!(stats.files_reread, 1);
+    let s = by_id(&index.sessions(), "c1").clone();
+    assert_eq!(s.title.as_deref(), Some("rewritten prompt"));
+    assert!(!s.title_is_assigned);
+
+    // Grown, but with another first line: a different file under the same name.
+    let mut other = ClaudeTranscript::new(home.path(), "/elsewhere", "c1");
+    other.path = fresh.path.clone();
+    let now = now_millis();
+    other
+        .user(
+            "a completely different session with a longer first prompt",
+            now,
+        )
+        .assistant_text("Sure.", now + 1)
+        .user("and a second turn to make it longer than before", now + 2)
+        .assistant_text("Done.", now + 3);
+    other.write().unwrap();
+    bump_mtime(&other.path, 2);
+    let stats = refresh(&mut index, &roots);
+    assert_eq!((stats.files_reread, stats.files_appended), (1, 0));
+    let s = by_id(&index.sessions(), "c1").clone();
+    assert_eq!(s.cwd, Some(PathBuf::from("/elsewhere")));
+}
+
+#[test]
+fn an_mtime_that_went_back_means_a_full_read() {
+    let home = TempDir::new().unwrap();
+    let mut t = claude_session(home.path(), "c1", "start");
+    let roots = StoreRoots::under_home(home.path());
+    let mut index = SessionIndex::new();
+    refresh(&mut index, &roots);
+
+    let n = t.len();
+    t.user("more", now_millis());
+    t.append_since(n).unwrap();
+    let file = fs::OpenOptions::new().write(true).open(&t.path).unwrap();
+    file.set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000))
+        .unwrap();
+    let stats = refresh(&mut index, &roots);
+    assert_eq!((stats.files_reread, stats.files_appended), (1, 0));
+}
+
+#[test]
+fn new_files_are_read_and_vanished_files_drop_out() {
+    let home = TempDir::new().unwrap();
+    let gone = claude_session(home.path(), "c1", "one");
+    let roots = StoreRoots::under_home(home.path());
+    let mut index = SessionIndex::new();
+    refresh(&mut index, &roots);
+
+    fs::remove_file(&gone.path).unwrap();
+    claude_session(home.path(), "c2", "two");
+    let stats = refresh(&mut index, &roots);
+    assert_eq!((stats.files_new, stats.files_dropped), (1, 1));
+    let ids: Vec<String> = index.sessions().into_iter().map(|s| s.session_id).collect();
+    assert_eq!(ids, vec!["c2".to_owned()]);
+}
+
+#[test]
+fn codex_names_appended_to_session_index_are_picked_up_incrementally() {
+    let home = TempDir::new().unwrap();
+    let now = now_millis();
+    let mut r = CodexRollout::new(
+        home.path(),
+        "/work/proj",
+        "019a0000-0000-7000-8000-000000000001",
+        now - 60_000,
+    );
+    r.user("port the parser", now - 50_000)
+        .answer("Ported.", now - 40_000);
+    r.write().unwrap();
+    codex_thread_name(home.path(), &r.thread_id, "parser-port", now - 30_000).unwrap();
+    let cache = home.path().join("xa/cache/sessions-index.bin");
+    let options = ScanOptions {
+        cache_file: Some(cache.clone()),
+        refresh: THREADS,
+    };
+    let roots = StoreRoots::under_home(home.path());
+    let listing = list_sessions(&roots, &options);
+    assert_eq!(
+        by_id(&listing.sessions, &r.thread_id).title.as_deref(),
+        Some("parser-port")
+    );
+
+    let names = home.path().join(".codex/session_index.jsonl");
+    let before = fs::metadata(&names).unwrap().len();
+    codex_thread_name(home.path(), &r.thread_id, "parser-port-v2", now - 20_000).unwrap();
+    let appended = fs::metadata(&names).unwrap().len() - before;
+    bump_mtime(&names, 1);
+    let listing = list_sessions(&roots, &options);
+    assert_eq!(listing.stats.files_appended, 1);
+    assert!(listing.stats.bytes_read <= appended + HEAD_CHECK_BYTES as u64);
+    let s = by_id(&listing.sessions, &r.thread_id);
+    assert_eq!(s.title.as_deref(), Some("parser-port-v2"));
+    assert!(s.title_is_assigned);
+}
+
+#[test]
+fn a_grok_rename_in_a_rewritten_summary_is_picked_up() {
+    let home = TempDir::new().unwrap();
+    let now = now_millis();
+    let mut g = GrokSession::new(home.path(), "/work/proj", "grok-1", now - 60_000);
+    g.user("review the diff", now - 50_000)
+        .agent_chunk("Looks fine.", now - 40_000)
+        .turn_completed(now - 39_000);
+    g.write().unwrap();
+    let roots = StoreRoots::under_home(home.path());
+    let mut index = SessionIndex::new();
+    refresh(&mut index, &roots);
+    let s = by_id(&index.sessions(), "grok-1").clone();
+    assert!(!s.title_is_assigned);
+
+    g.rename("reviewer");
+    let summary = g.dir.join("summary.json");
+    fs::write(&summary, g.summary_json()).unwrap();
+    bump_mtime(&summary, 1);
+    let stats = refresh(&mut index, &roots);
+    // Only the summary changed; updates.jsonl was not read again.
+    assert_eq!(stats.bytes_read, fs::metadata(&summary).unwrap().len());
+    let s = by_id(&index.sessions(), "grok-1").clone();
+    assert_eq!(s.title.as_deref(), Some("reviewer"));
+    assert!(s.title_is_assigned);
+}
+
+fn cached_options(home: &Path) -> (ScanOptions, PathBuf) {
+    let cache = home.join("xa/cache/sessions-index.bin");
+    (
+        ScanOptions {
+            cache_file: Some(cache.clone()),
+            refresh: THREADS,
+        },
+        cache,
+    )
+}
+
+#[test]
+fn the_cache_makes_a_new_process_start_warm() {
+    let home = TempDir::new().unwrap();
+    claude_session(home.path(), "c1", "one");
+    claude_session(home.path(), "c2", "two");
+    let roots = StoreRoots::under_home(home.path());
+    let (options, cache) = cached_options(home.path());
+
+    let cold = list_sessions(&roots, &options);
+    assert_eq!(cold.stats.files_new, 2);
+    assert!(cache.exists());
+
+    // A second listing loads the file afresh, as another process would.
+    let warm = list_sessions(&roots, &options);
+    assert_eq!(warm.stats.bytes_read, 0);
+    assert_eq!(warm.stats.files_unchanged, 2);
+    assert_eq!(warm.sessions, cold.sessions);
+    assert!(warm.warnings.is_empty(), "{:?}", warm.warnings);
+
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let file_mode = fs::metadata(&cache).unwrap().permissions().mode() & 0o777;
+        let dir_mode = fs::metadata(cache.parent().unwrap())
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!((file_mode, dir_mode), (0o600, 0o700));
+    }
+}
+
+#[test]
+fn a_corrupt_cache_is_rebuilt_with_a_warning() {
+    let home = TempDir::new().unwrap();
+    claude_session(home.path(), "c1", "one");
+    let roots = StoreRoots::under_home(home.path());
+    let (options, cache) = cached_options(home.path());
+    let first = list_sessions(&roots, &options);
+
+    // Flip bytes in the middle of the payload.
+    let mut bytes = fs::read(&cache).unwrap();
+    let middle = bytes.len() / 2;
+    for b in &mut bytes[middle..middle + 4] {
+        *b ^= 0xff;
+    }
+    fs::write(&cache, &bytes).unwrap();
+    let rebuilt = list_sessions(&roots, &options);
+    assert_eq!(rebuilt.sessions, first.sessions);
+    assert_eq!(rebuilt.stats.files_new, 1);
+    assert_eq!(rebuilt.warnings.len(), 1, "{:?}", rebuilt.warnings);
+    assert_eq!(rebuilt.warnings[0].path, cache);
+    assert!(rebuilt.warnings[0].message.contains("rebuilding"));
+
+    // Truncated, and plain garbage: the same.
+    fs::write(&cache, &bytes[..bytes.len() / 3]).unwrap();
+    assert_eq!(list_sessions(&roots, &options).sessions, first.sessions);
+    fs::write(&cache, b"not a cache at all").unwrap();
+    let again = list_sessions(&roots, &options);
+    assert_eq!(again.sessions, first.sessions);
+    assert_eq!(again.warnings.len(), 1);
+
+    // And the rebuilt cache is good again.
+    let warm = list_sessions(&roots, &options);
+    assert_eq!((warm.stats.bytes_read, warm.warnings.len()), (0, 0));
+}
+
+#[test]
+fn a_missing_cache_is_rebuilt_silently() {
+    let home = TempDir::new().unwrap();
+    claude_session(home.path(), "c1", "one");
+    let roots = StoreRoots::under_home(home.path());
+    let (options, cache) = cached_options(home.path());
+    list_sessions(&roots, &options);
+    fs::remove_file(&cache).unwrap();
+    let listing = list_sessions(&roots, &options);
+    assert!(listing.warnings.is_empty(), "{:?}", listing.warnings);
+    assert_eq!(listing.stats.files_new, 1);
+    assert!(cache.exists());
+}
+
+#[test]
+fn every_agent_is_indexed_and_each_codex_thread_listed_once() {
+    let home = TempDir::new().unwrap();
+    let now = now_millis();
+    claude_session(home.path(), "c1", "claude prompt");
+    let thread = "019a0000-0000-7000-8000-0000000000aa";
+    let mut older = CodexRollout::new(home.path(), "/work/proj", thread, now - 7_200_000);
+    older
+        .user("codex prompt", now - 7_100_000)
+        .answer("ok", now - 7_000_000);
+    older.write().unwrap();
+    // The same thread resumed into a newer rollout: the newer one wins.
+    let mut newer = CodexRollout::new(home.path(), "/work/proj", thread, now - 60_000);
+    newer
+        .user("codex prompt", now - 50_000)
+        .answer("ok again", now - 40_000);
+    newer.write().unwrap();
+    let mut g = GrokSession::new(home.path(), "/work/proj", "grok-1", now - 30_000);
+    g.user("grok prompt", now - 20_000)
+        .turn_completed(now - 10_000);
+    g.write().unwrap();
+
+    let roots = StoreRoots::under_home(home.path());
+    let (options, _) = cached_options(home.path());
+    let listing = list_sessions(&roots, &options);
+    let agents: Vec<(Agent, String)> = listing
+        .sessions
+        .iter()
+        .map(|s| (s.agent, s.session_id.clone()))
+        .collect();
+    assert_eq!(
+        agents,
+        vec![
+            (Agent::Claude, "c1".to_owned()),
+            (Agent::Grok, "grok-1".to_owned()),
+            (Agent::Codex, thread.to_owned()),
+        ]
+    );
+    assert_eq!(by_id(&listing.sessions, thread).path, newer.path);
+}
