@@ -609,7 +609,13 @@ async fn handle(
             .body(sse::body(
                 vec![bytes::Bytes::from(whole.to_string())],
                 Duration::ZERO,
-                cut,
+                // A whole message is one chunk: a server that breaks mid-answer breaks it
+                // before any of it, or a client falling back from streaming would get the
+                // full answer from a reply scripted to fail.
+                cut.map(|cut| match cut {
+                    Cut::Drop(_) => Cut::Drop(0),
+                    Cut::Hang(_) => Cut::Hang(0),
+                }),
             ))
     };
     Ok(response.unwrap_or_else(|error| plain(500, json!({ "error": error.to_string() }))))
