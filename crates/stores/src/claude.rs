@@ -15,11 +15,11 @@ use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
 
 use crate::lines::parse_timestamp;
 use crate::model::{Agent, LineContext, Session, TranscriptFold, UnixMillis, Warnings};
 use crate::roots::{FileStamp, SourceFile, StoreRoots, Walk, walk_files};
+use crate::skim;
 
 /// Longest generated title kept from a first prompt, in characters.
 pub const PROMPT_TITLE_CHARS: usize = 120;
@@ -85,129 +85,149 @@ pub struct ClaudeFold {
     pub last_activity: Option<UnixMillis>,
 }
 
-/// The fields of a record the listing needs; everything else is skipped unparsed.
-#[derive(Deserialize)]
+/// The fields of a record the listing needs, as raw JSON; everything else is stepped over.
+#[derive(Default)]
 struct Record<'a> {
-    #[serde(rename = "type", borrow, default)]
     kind: Option<Cow<'a, str>>,
-    #[serde(rename = "isSidechain", default)]
-    is_sidechain: Option<bool>,
-    #[serde(rename = "isMeta", default)]
-    is_meta: Option<bool>,
-    #[serde(borrow, default)]
-    cwd: Option<Cow<'a, str>>,
-    #[serde(rename = "sessionId", borrow, default)]
-    session_id: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    timestamp: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    message: Option<&'a RawValue>,
-    #[serde(rename = "customTitle", borrow, default)]
-    custom_title: Option<Cow<'a, str>>,
-    #[serde(rename = "aiTitle", borrow, default)]
-    ai_title: Option<Cow<'a, str>>,
-    #[serde(rename = "relocatedCwd", borrow, default)]
-    relocated_cwd: Option<Cow<'a, str>>,
+    is_sidechain: bool,
+    is_meta: bool,
+    cwd: Option<&'a [u8]>,
+    session_id: Option<&'a [u8]>,
+    timestamp: Option<&'a [u8]>,
+    message: Option<&'a [u8]>,
+    custom_title: Option<&'a [u8]>,
+    ai_title: Option<&'a [u8]>,
+    relocated_cwd: Option<&'a [u8]>,
 }
 
-/// The parts of `message` the listing looks at.
-#[derive(Deserialize)]
-struct Message<'a> {
-    #[serde(borrow, default)]
-    stop_reason: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    content: Option<&'a RawValue>,
+impl<'a> Record<'a> {
+    fn skim(line: &'a [u8]) -> Result<Self, skim::SkimError> {
+        let mut r = Record::default();
+        skim::for_each_field(line, |key, value| {
+            match key {
+                b"type" => r.kind = skim::string(value),
+                b"isSidechain" => r.is_sidechain = skim::boolean(value) == Some(true),
+                b"isMeta" => r.is_meta = skim::boolean(value) == Some(true),
+                b"cwd" => r.cwd = Some(value),
+                b"sessionId" => r.session_id = Some(value),
+                b"timestamp" => r.timestamp = Some(value),
+                b"message" => r.message = Some(value),
+                b"customTitle" => r.custom_title = Some(value),
+                b"aiTitle" => r.ai_title = Some(value),
+                b"relocatedCwd" => r.relocated_cwd = Some(value),
+                _ => {}
+            }
+            true
+        })?;
+        Ok(r)
+    }
 }
 
-#[derive(Deserialize)]
-struct BlockKind<'a> {
-    #[serde(rename = "type", borrow, default)]
-    kind: Option<Cow<'a, str>>,
+/// A raw string value, owned and non-empty.
+fn owned(raw: Option<&[u8]>) -> Option<String> {
+    raw.and_then(skim::string)
+        .filter(|s| !s.is_empty())
+        .map(Cow::into_owned)
 }
 
-#[derive(Deserialize)]
-struct TextBlock<'a> {
-    #[serde(rename = "type", borrow, default)]
-    kind: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    text: Option<Cow<'a, str>>,
+/// The `type` of each block of a content array (`None` for content that is a plain string).
+fn block_kinds(content: &[u8]) -> Option<Vec<Option<Cow<'_, str>>>> {
+    if !content.starts_with(b"[") {
+        return None;
+    }
+    Some(
+        skim::items(content)
+            .into_iter()
+            .map(|item| skim::field(item, b"type").and_then(skim::string))
+            .collect(),
+    )
 }
 
 impl TranscriptFold for ClaudeFold {
     fn feed_line(&mut self, line: &[u8], at: LineContext<'_>, warnings: &mut Warnings) {
-        let record: Record<'_> = match serde_json::from_slice(line) {
+        let record = match Record::skim(line) {
             Ok(r) => r,
             Err(e) => {
                 warnings.push(at.path, Some(at.line), format!("not a JSON record: {e}"));
                 return;
             }
         };
-        if self.session_id.is_none()
-            && let Some(id) = record.session_id.as_deref().filter(|s| !s.is_empty())
-        {
-            self.session_id = Some(id.to_owned());
+        if self.session_id.is_none() {
+            self.session_id = owned(record.session_id);
         }
-        if self.cwd.is_none()
-            && let Some(cwd) = record.cwd.as_deref().filter(|s| !s.is_empty())
-        {
-            self.cwd = Some(cwd.to_owned());
+        if self.cwd.is_none() {
+            self.cwd = owned(record.cwd);
         }
-        if let Some(ts) = record.timestamp.as_deref().and_then(parse_timestamp) {
+        if let Some(ts) = record
+            .timestamp
+            .and_then(skim::string)
+            .as_deref()
+            .and_then(parse_timestamp)
+        {
             self.first_activity = Some(self.first_activity.map_or(ts, |t| t.min(ts)));
             self.last_activity = Some(self.last_activity.map_or(ts, |t| t.max(ts)));
         }
-        let sidechain = record.is_sidechain == Some(true);
         match record.kind.as_deref() {
             Some("custom-title") => {
-                self.custom_title = Some(record.custom_title.unwrap_or_default().trim().to_owned());
+                let title = record
+                    .custom_title
+                    .and_then(skim::string)
+                    .unwrap_or_default();
+                self.custom_title = Some(title.trim().to_owned());
             }
             Some("ai-title") => {
-                if let Some(t) = record.ai_title.as_deref().map(str::trim) {
+                if let Some(t) = record.ai_title.and_then(skim::string) {
+                    let t = t.trim();
                     self.ai_title = (!t.is_empty()).then(|| t.to_owned());
                 }
             }
             Some("relocated") => {
-                if let Some(cwd) = record.relocated_cwd.as_deref().filter(|s| !s.is_empty()) {
-                    self.relocated_cwd = Some(cwd.to_owned());
+                if let Some(cwd) = owned(record.relocated_cwd) {
+                    self.relocated_cwd = Some(cwd);
                 }
             }
-            Some("user") if !sidechain => {
+            Some("user") if !record.is_sidechain => {
                 self.has_main_chain = true;
-                if record.is_meta == Some(true) {
+                if record.is_meta {
                     return;
                 }
                 self.has_user_message = true;
-                let Some(content) = record
-                    .message
-                    .and_then(|m| serde_json::from_str::<Message<'_>>(m.get()).ok())
-                    .and_then(|m| m.content)
-                else {
+                let Some(content) = record.message.and_then(|m| skim::field(m, b"content")) else {
                     return;
                 };
                 // A tool's result continues the running turn; anything a person typed (or
                 // Claude's "[Request interrupted by user]" marker) means the turn is over.
-                if !is_tool_result_only(content) {
+                let tool_results_only = block_kinds(content).is_some_and(|kinds| {
+                    !kinds.is_empty() && kinds.iter().all(|k| k.as_deref() == Some("tool_result"))
+                });
+                if !tool_results_only {
                     self.pending_tool_use = false;
                     if self.first_prompt.is_none() {
                         self.first_prompt = prompt_title(content);
                     }
                 }
             }
-            Some("assistant") if !sidechain => {
+            Some("assistant") if !record.is_sidechain => {
                 self.has_main_chain = true;
-                let Some(message) = record
-                    .message
-                    .and_then(|m| serde_json::from_str::<Message<'_>>(m.get()).ok())
-                else {
+                let Some(message) = record.message else {
                     return;
                 };
-                let last_block_is_tool_use = message
-                    .content
-                    .and_then(|c| serde_json::from_str::<Vec<BlockKind<'_>>>(c.get()).ok())
-                    .and_then(|blocks| blocks.into_iter().last())
-                    .is_some_and(|b| b.kind.as_deref() == Some("tool_use"));
+                let mut stop_reason = None;
+                let mut content = None;
+                let _ = skim::for_each_field(message, |k, v| {
+                    match k {
+                        b"stop_reason" => stop_reason = skim::string(v),
+                        b"content" => content = Some(v),
+                        _ => {}
+                    }
+                    true
+                });
+                let last_block_is_tool_use = content
+                    .and_then(block_kinds)
+                    .and_then(|kinds| kinds.into_iter().last())
+                    .is_some_and(|k| k.as_deref() == Some("tool_use"));
                 self.pending_tool_use =
-                    message.stop_reason.as_deref() == Some("tool_use") || last_block_is_tool_use;
+                    stop_reason.as_deref() == Some("tool_use") || last_block_is_tool_use;
             }
             _ => {}
         }
@@ -249,40 +269,18 @@ impl TranscriptFold for ClaudeFold {
     }
 }
 
-/// True when a user record's content is only tool results. Claude writes compact JSON, so the
-/// structural `"type":"tool_result"` can be looked for without parsing (inside a string its
-/// quotes would be escaped).
-fn is_tool_result_only(content: &RawValue) -> bool {
-    let raw = content.get().as_bytes();
-    if raw.first() != Some(&b'[') {
-        return false;
-    }
-    if memchr::memmem::find(raw, b"\"tool_result\"").is_none() {
-        return false;
-    }
-    match serde_json::from_str::<Vec<BlockKind<'_>>>(content.get()) {
-        Ok(blocks) => {
-            !blocks.is_empty()
-                && blocks
-                    .iter()
-                    .all(|b| b.kind.as_deref() == Some("tool_result"))
-        }
-        Err(_) => false,
-    }
-}
-
 /// The generated title a prompt gives: its first meaningful line, cut to
 /// [`PROMPT_TITLE_CHARS`]. `None` for command echoes and injected context.
-fn prompt_title(content: &RawValue) -> Option<String> {
-    let text: String = match serde_json::from_str::<Cow<'_, str>>(content.get()) {
-        Ok(s) => s.into_owned(),
-        Err(_) => serde_json::from_str::<Vec<TextBlock<'_>>>(content.get())
-            .ok()?
+fn prompt_title(content: &[u8]) -> Option<String> {
+    let text = match skim::string(content) {
+        Some(s) => s,
+        None => skim::items(content)
             .into_iter()
-            .filter(|b| b.kind.as_deref() == Some("text"))
-            .filter_map(|b| b.text)
-            .find(|t| !is_injected(t))?
-            .into_owned(),
+            .filter(|item| {
+                skim::field(item, b"type").and_then(skim::string).as_deref() == Some("text")
+            })
+            .filter_map(|item| skim::field(item, b"text").and_then(skim::string))
+            .find(|t| !is_injected(t))?,
     };
     if is_injected(&text) {
         return None;

@@ -23,6 +23,7 @@ use crate::claude::title_from_text;
 use crate::lines::{LineSink, parse_timestamp};
 use crate::model::{Agent, LineContext, Session, TranscriptFold, UnixMillis, Warnings};
 use crate::roots::{FileStamp, SourceFile, StoreRoots, Walk, walk_files};
+use crate::skim;
 
 /// `$CODEX_HOME/session_index.jsonl`, the thread names.
 pub fn session_index_path(codex_home: &Path) -> PathBuf {
@@ -86,16 +87,6 @@ pub struct CodexFold {
 }
 
 #[derive(Deserialize)]
-struct Line<'a> {
-    #[serde(borrow, default)]
-    timestamp: Option<Cow<'a, str>>,
-    #[serde(rename = "type", borrow, default)]
-    kind: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    payload: Option<&'a RawValue>,
-}
-
-#[derive(Deserialize)]
 struct Meta<'a> {
     #[serde(borrow, default)]
     id: Option<Cow<'a, str>>,
@@ -111,75 +102,88 @@ struct Meta<'a> {
     originator: Option<Cow<'a, str>>,
 }
 
-#[derive(Deserialize)]
+/// The fields of one payload the fold reads, as raw JSON.
+#[derive(Default)]
 struct Payload<'a> {
-    #[serde(rename = "type", borrow, default)]
     kind: Option<Cow<'a, str>>,
     /// `event_msg` `user_message` (older Codex).
-    #[serde(borrow, default)]
-    message: Option<Cow<'a, str>>,
+    message: Option<&'a [u8]>,
     /// `response_item` `message`.
-    #[serde(borrow, default)]
     role: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    content: Option<&'a RawValue>,
+    content: Option<&'a [u8]>,
     /// `event_msg` `item_completed` (current Codex).
-    #[serde(borrow, default)]
-    item: Option<&'a RawValue>,
+    item: Option<&'a [u8]>,
 }
 
-#[derive(Deserialize)]
-struct Item<'a> {
-    #[serde(rename = "type", borrow, default)]
-    kind: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    content: Option<&'a RawValue>,
-}
-
-#[derive(Deserialize)]
-struct TextPart<'a> {
-    #[serde(borrow, default)]
-    text: Option<Cow<'a, str>>,
+impl<'a> Payload<'a> {
+    fn skim(raw: &'a [u8]) -> Self {
+        let mut p = Payload::default();
+        let _ = skim::for_each_field(raw, |k, v| {
+            match k {
+                b"type" => p.kind = skim::string(v),
+                b"message" => p.message = Some(v),
+                b"role" => p.role = skim::string(v),
+                b"content" => p.content = Some(v),
+                b"item" => p.item = Some(v),
+                _ => {}
+            }
+            true
+        });
+        p
+    }
 }
 
 impl TranscriptFold for CodexFold {
     fn feed_line(&mut self, line: &[u8], at: LineContext<'_>, warnings: &mut Warnings) {
-        let rec: Line<'_> = match serde_json::from_slice(line) {
-            Ok(r) => r,
-            Err(e) => {
-                warnings.push(at.path, Some(at.line), format!("not a JSON record: {e}"));
-                return;
+        let mut timestamp = None;
+        let mut kind = None;
+        let mut payload = None;
+        let skimmed = skim::for_each_field(line, |k, v| {
+            match k {
+                b"timestamp" => timestamp = Some(v),
+                b"type" => kind = skim::string(v),
+                b"payload" => payload = Some(v),
+                _ => {}
             }
-        };
-        if let Some(ts) = rec.timestamp.as_deref().and_then(parse_timestamp) {
+            true
+        });
+        if let Err(e) = skimmed {
+            warnings.push(at.path, Some(at.line), format!("not a JSON record: {e}"));
+            return;
+        }
+        if let Some(ts) = timestamp
+            .and_then(skim::string)
+            .as_deref()
+            .and_then(parse_timestamp)
+        {
             self.first_activity = Some(self.first_activity.map_or(ts, |t| t.min(ts)));
             self.last_activity = Some(self.last_activity.map_or(ts, |t| t.max(ts)));
         }
-        let Some(payload) = rec.payload else {
+        let Some(payload) = payload else {
             return;
         };
-        match rec.kind.as_deref() {
+        match kind.as_deref() {
             Some("session_meta") => self.fold_meta(payload, at, warnings),
             Some("event_msg") => {
-                let Ok(p) = serde_json::from_str::<Payload<'_>>(payload.get()) else {
-                    return;
-                };
+                let p = Payload::skim(payload);
                 match p.kind.as_deref() {
                     Some("task_started") => self.turn_open = true,
                     Some("task_complete" | "turn_aborted") => self.turn_open = false,
                     Some("user_message") => {
                         self.has_user_message = true;
                         if self.first_prompt.is_none() {
-                            self.first_prompt = p.message.as_deref().and_then(title_from_text);
+                            self.first_prompt = p
+                                .message
+                                .and_then(skim::string)
+                                .as_deref()
+                                .and_then(title_from_text);
                         }
                     }
                     Some("item_completed") => {
-                        let Some(item) = p
-                            .item
-                            .and_then(|i| serde_json::from_str::<Item<'_>>(i.get()).ok())
-                        else {
+                        let Some(item) = p.item else {
                             return;
                         };
+                        let item = Payload::skim(item);
                         if item.kind.as_deref() == Some("UserMessage") {
                             self.has_user_message = true;
                             if self.first_prompt.is_none() {
@@ -197,9 +201,7 @@ impl TranscriptFold for CodexFold {
             Some("response_item") if self.first_prompt.is_none() => {
                 // Older rollouts without event_msg user messages: a user-role message that is
                 // not context Codex injected.
-                let Ok(p) = serde_json::from_str::<Payload<'_>>(payload.get()) else {
-                    return;
-                };
+                let p = Payload::skim(payload);
                 if p.kind.as_deref() == Some("message") && p.role.as_deref() == Some("user") {
                     let text = p.content.and_then(first_text);
                     if let Some(text) = text.filter(|t| !is_injected_context(t)) {
@@ -232,8 +234,8 @@ impl TranscriptFold for CodexFold {
 }
 
 impl CodexFold {
-    fn fold_meta(&mut self, payload: &RawValue, at: LineContext<'_>, warnings: &mut Warnings) {
-        let meta: Meta<'_> = match serde_json::from_str(payload.get()) {
+    fn fold_meta(&mut self, payload: &[u8], at: LineContext<'_>, warnings: &mut Warnings) {
+        let meta: Meta<'_> = match serde_json::from_slice(payload) {
             Ok(m) => m,
             Err(e) => {
                 warnings.push(at.path, Some(at.line), format!("bad session_meta: {e}"));
@@ -282,11 +284,10 @@ fn is_injected_context(text: &str) -> bool {
 }
 
 /// The first non-empty `text` of a content array.
-fn first_text(content: &RawValue) -> Option<String> {
-    serde_json::from_str::<Vec<TextPart<'_>>>(content.get())
-        .ok()?
+fn first_text(content: &[u8]) -> Option<String> {
+    skim::items(content)
         .into_iter()
-        .filter_map(|p| p.text)
+        .filter_map(|item| skim::field(item, b"text").and_then(skim::string))
         .find(|t| !t.trim().is_empty())
         .map(Cow::into_owned)
 }

@@ -26,13 +26,13 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use serde_json::value::RawValue;
 
 use crate::claude::title_from_text;
 use crate::error::StoreError;
 use crate::lines::parse_timestamp;
 use crate::model::{Agent, LineContext, Session, TranscriptFold, UnixMillis, Warnings};
 use crate::roots::{FileStamp, Sidecar, SourceFile, StoreRoots, subdirs};
+use crate::skim;
 
 /// The `ItemTable` key the Grok Build GUI extension keeps its state under.
 pub const GUI_STATE_KEY: &str = "sahilrakhaiya.grok-build-gui";
@@ -269,94 +269,85 @@ pub struct GrokFold {
     pub last_activity: Option<UnixMillis>,
 }
 
-#[derive(Deserialize)]
-struct UpdateLine<'a> {
-    /// Seconds since the epoch, when the line was written.
-    #[serde(default)]
-    timestamp: Option<f64>,
-    #[serde(borrow, default)]
-    method: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    params: Option<UpdateParams<'a>>,
-    #[serde(rename = "_meta", default)]
-    meta: Option<LineMeta>,
-}
-
-#[derive(Deserialize)]
-struct LineMeta {
-    #[serde(rename = "agentTimestampMs", default)]
-    agent_timestamp_ms: Option<i64>,
-}
-
-#[derive(Deserialize)]
-struct UpdateParams<'a> {
-    #[serde(rename = "sessionId", borrow, default)]
-    session_id: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    update: Option<Update<'a>>,
-}
-
-#[derive(Deserialize)]
-struct Update<'a> {
-    #[serde(rename = "sessionUpdate", borrow, default)]
-    kind: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    content: Option<&'a RawValue>,
-}
-
-#[derive(Deserialize)]
-struct TextContent<'a> {
-    #[serde(borrow, default)]
-    text: Option<Cow<'a, str>>,
-}
-
-/// When an `updates.jsonl` line was written: `_meta.agentTimestampMs`, else `timestamp` seconds.
-fn line_time(line: &UpdateLine<'_>) -> Option<UnixMillis> {
-    if let Some(ms) = line.meta.as_ref().and_then(|m| m.agent_timestamp_ms) {
-        return Some(UnixMillis(ms));
+/// When an `updates.jsonl` line was written: `_meta.agentTimestampMs` when a writer adds it,
+/// else the envelope's `timestamp` (seconds).
+fn line_time(timestamp: Option<&[u8]>, meta: Option<&[u8]>) -> Option<UnixMillis> {
+    let parse = |raw: &[u8]| std::str::from_utf8(raw).ok()?.parse::<f64>().ok();
+    if let Some(ms) = meta
+        .and_then(|m| skim::field(m, b"agentTimestampMs"))
+        .and_then(parse)
+        .filter(|ms| ms.is_finite() && *ms > 0.0 && *ms < 1e16)
+    {
+        return Some(UnixMillis(ms as i64));
     }
-    let secs = line.timestamp.filter(|s| s.is_finite() && *s > 0.0)?;
+    let secs = timestamp
+        .and_then(parse)
+        .filter(|s| s.is_finite() && *s > 0.0 && *s < 1e13)?;
     Some(UnixMillis((secs * 1000.0) as i64))
 }
 
 impl TranscriptFold for GrokFold {
     fn feed_line(&mut self, line: &[u8], at: LineContext<'_>, warnings: &mut Warnings) {
-        let rec: UpdateLine<'_> = match serde_json::from_slice(line) {
-            Ok(r) => r,
-            Err(e) => {
-                warnings.push(at.path, Some(at.line), format!("not a JSON record: {e}"));
-                return;
+        let (mut timestamp, mut method, mut params, mut meta) = (None, None, None, None);
+        let skimmed = skim::for_each_field(line, |k, v| {
+            match k {
+                b"timestamp" => timestamp = Some(v),
+                b"method" => method = skim::string(v),
+                b"params" => params = Some(v),
+                b"_meta" => meta = Some(v),
+                _ => {}
             }
-        };
-        if let Some(ts) = line_time(&rec) {
+            true
+        });
+        if let Err(e) = skimmed {
+            warnings.push(at.path, Some(at.line), format!("not a JSON record: {e}"));
+            return;
+        }
+        if let Some(ts) = line_time(timestamp, meta) {
             self.first_activity = Some(self.first_activity.map_or(ts, |t| t.min(ts)));
             self.last_activity = Some(self.last_activity.map_or(ts, |t| t.max(ts)));
         }
-        let method = rec.method.as_deref().unwrap_or("");
-        let Some(params) = rec.params else {
+        let Some(params) = params else {
             return;
         };
+        let (mut session_id, mut update) = (None, None);
+        let _ = skim::for_each_field(params, |k, v| {
+            match k {
+                b"sessionId" => session_id = skim::string(v),
+                b"update" => update = Some(v),
+                _ => {}
+            }
+            true
+        });
         if self.session_id.is_none()
-            && let Some(id) = params.session_id.as_deref().filter(|s| !s.is_empty())
+            && let Some(id) = session_id.filter(|s| !s.is_empty())
         {
-            self.session_id = Some(id.to_owned());
+            self.session_id = Some(id.into_owned());
         }
-        if method == "_x.ai/session/prompt_complete" {
+        if method.as_deref() == Some("_x.ai/session/prompt_complete") {
             self.turn_open = false;
             return;
         }
-        let Some(update) = params.update else {
+        let Some(update) = update else {
             return;
         };
-        match update.kind.as_deref() {
+        let (mut kind, mut content) = (None, None);
+        let _ = skim::for_each_field(update, |k, v| {
+            match k {
+                b"sessionUpdate" => kind = skim::string(v),
+                b"content" => content = Some(v),
+                _ => {}
+            }
+            true
+        });
+        match kind.as_deref() {
             Some("user_message_chunk") => {
                 self.has_user_message = true;
                 self.turn_open = true;
                 if self.first_prompt.is_none() {
-                    self.first_prompt = update
-                        .content
-                        .and_then(|c| serde_json::from_str::<TextContent<'_>>(c.get()).ok())
-                        .and_then(|c| c.text)
+                    self.first_prompt = content
+                        .and_then(|c| skim::field(c, b"text"))
+                        .and_then(skim::string)
                         .as_deref()
                         .and_then(title_from_text);
                 }

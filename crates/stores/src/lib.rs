@@ -16,6 +16,7 @@ pub mod model;
 pub mod resolve;
 pub mod roots;
 pub mod scan;
+pub mod skim;
 pub mod turns;
 
 pub use error::{Result, StoreError};

@@ -13,6 +13,7 @@ use cross_agent_stores::{Agent, TranscriptFold, Warnings};
 use proptest::prelude::*;
 
 use super::reader_support::fixture;
+use cross_agent_stores::skim;
 
 /// Every fixture transcript of one agent, with the path a fold is asked about.
 fn transcripts(agent: Agent) -> Vec<(PathBuf, Vec<u8>)> {
@@ -249,9 +250,45 @@ proptest! {
     }
 
     #[test]
+    fn skimmer_never_panics(bytes in jsonish()) {
+        let _ = skim::for_each_field(&bytes, |_, v| {
+            let _ = (skim::items(v), skim::string(v), skim::field(v, b"type"));
+            true
+        });
+        let _ = skim::items(&bytes);
+    }
+
+    #[test]
     fn timestamps_round_trip(ms in -62_135_596_800_000i64..253_402_300_799_999i64) {
         let t = cross_agent_stores::UnixMillis(ms);
         let text = cross_agent_stores::lines::format_timestamp(t);
         prop_assert_eq!(cross_agent_stores::lines::parse_timestamp(&text), Some(t));
     }
+}
+
+/// The skimmer agrees with serde on every line of every fixture: the same keys, and each raw
+/// value parses to the same JSON.
+#[test]
+fn skimmer_agrees_with_serde_on_fixtures() {
+    for agent in Agent::ALL {
+        for (path, bytes) in transcripts(agent) {
+            for line in bytes.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+                let value: serde_json::Value = serde_json::from_slice(line).unwrap();
+                let mut seen = Vec::new();
+                skim::for_each_field(line, |k, v| {
+                    let key = std::str::from_utf8(k).unwrap().to_owned();
+                    let parsed: serde_json::Value = serde_json::from_slice(v).unwrap();
+                    assert_eq!(Some(&parsed), value.get(&key), "{}: {key}", path.display());
+                    seen.push(key);
+                    true
+                })
+                .unwrap();
+                assert_eq!(seen.len(), value.as_object().unwrap().len());
+            }
+        }
+    }
+    assert!(skim::for_each_field(b"{\"a\":1} x", |_, _| true).is_err());
+    assert!(skim::for_each_field(b"{\"a\":1,}", |_, _| true).is_err());
+    assert!(skim::for_each_field(b"not json", |_, _| true).is_err());
+    assert_eq!(skim::string(br#""a\"b""#).as_deref(), Some("a\"b"));
 }
