@@ -75,11 +75,17 @@ impl DaemonArgs {
         match self.command {
             DaemonCommand::Run(args) => run(args),
             DaemonCommand::Start(args) => start(&home()?, args.json),
-            DaemonCommand::Stop => stop(&home()?).map(|()| ExitCode::SUCCESS),
+            DaemonCommand::Stop => stop(&home()?, Report::Stdout).map(|()| ExitCode::SUCCESS),
             DaemonCommand::Status(args) => status(&home()?, args.json),
             DaemonCommand::Restart(args) => {
                 let home = home()?;
-                stop(&home)?;
+                // With --json, stdout carries only the one JSON object of the start.
+                let report = if args.json {
+                    Report::Stderr
+                } else {
+                    Report::Stdout
+                };
+                stop(&home, report)?;
                 start(&home, args.json)
             }
         }
@@ -142,8 +148,24 @@ fn start(home: &Home, json: bool) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Where `stop` says what it did.
+#[derive(Debug, Clone, Copy)]
+enum Report {
+    Stdout,
+    Stderr,
+}
+
+impl Report {
+    fn say(self, line: &str) {
+        match self {
+            Report::Stdout => println!("{line}"),
+            Report::Stderr => eprintln!("{line}"),
+        }
+    }
+}
+
 /// Stops the daemon: asks it, waits for the process to exit, falls back to SIGTERM.
-fn stop(home: &Home) -> anyhow::Result<()> {
+fn stop(home: &Home, report: Report) -> anyhow::Result<()> {
     let pid = match BlockingClient::connect(home, &options()) {
         Ok(client) => {
             let pid = client.hello().daemon_pid;
@@ -156,7 +178,7 @@ fn stop(home: &Home) -> anyhow::Result<()> {
             drop(client);
             match asked {
                 Ok(_) if wait_for_exit(pid, STOP_WAIT) => {
-                    println!("stopped the cross-agent daemon (pid {pid})");
+                    report.say(&format!("stopped the cross-agent daemon (pid {pid})"));
                     return Ok(());
                 }
                 Ok(_) => eprintln!(
@@ -174,10 +196,10 @@ fn stop(home: &Home) -> anyhow::Result<()> {
         Err(IpcError::NotRunning { .. } | IpcError::Timeout { .. } | IpcError::Closed { .. }) => {
             match pidfile::probe(&home.pidfile())? {
                 Holder::Free => {
-                    println!(
+                    report.say(&format!(
                         "the cross-agent daemon is not running (home {})",
                         home.root().display()
-                    );
+                    ));
                     return Ok(());
                 }
                 Holder::Held(Some(pid)) => {
@@ -197,7 +219,9 @@ fn stop(home: &Home) -> anyhow::Result<()> {
 
     process::terminate(pid)?;
     if wait_for_exit(pid, STOP_WAIT) {
-        println!("stopped the cross-agent daemon (pid {pid}) with SIGTERM");
+        report.say(&format!(
+            "stopped the cross-agent daemon (pid {pid}) with SIGTERM"
+        ));
         Ok(())
     } else {
         anyhow::bail!(
