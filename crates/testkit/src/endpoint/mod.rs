@@ -20,6 +20,23 @@
 //! - Codex `exec`: one `POST /v1/responses` per model call, streaming, with the
 //!   `x-codex-turn-metadata` (JSON), `session-id` and `thread-id` headers; its `input` holds
 //!   developer messages, a user `<environment_context>` message, then the prompt.
+//! - Neither sent a title, summary or quota side request in these modes (`claude -p`, Claude's
+//!   stream-json panel protocol, `codex exec`); side requests are still recognised (see
+//!   [`RecordedRequest::side_request`]) so one that quotes the prompt cannot use up a rule.
+//! - Claude 2.1.332 defers MCP tools behind `ToolSearch`: they are *named* in a system
+//!   message, not listed in `tools`, unless the agent runs with `ENABLE_TOOL_SEARCH=false`.
+//!   A scripted `tool_use` of a deferred MCP tool still reaches the server.
+//!
+//! How the failures look to the real CLIs:
+//! - Claude retries an HTTP 5xx or a dropped connection 10 times (about three minutes; it
+//!   ignores `x-should-retry: false`) unless `CLAUDE_CODE_MAX_RETRIES=0`; after a streaming
+//!   failure it retries once without streaming. A [`Reply::hang`] fails after `API_TIMEOUT_MS`;
+//!   a stream that goes silent ([`Reply::hang_after_events`]) is only cut after at least five
+//!   minutes (its idle timeout is clamped to ≥ 300 s).
+//! - Codex retries per its provider's `request_max_retries` / `stream_max_retries` (set both to
+//!   0 in tests); a silent stream fails after `stream_idle_timeout_ms`, but a [`Reply::hang`]
+//!   before the status line is waited on indefinitely. It reports any 500 as "We’re currently
+//!   experiencing high demand…", not the scripted message.
 
 mod anthropic;
 mod record;

@@ -70,8 +70,9 @@ pub struct RecordedRequest {
     pub tools: Vec<String>,
     /// All text blocks of the last user message, joined by newlines.
     pub last_user_text: Option<String>,
-    /// The text of the newest tool result(s): Anthropic `tool_result` blocks of the latest user
-    /// message that has any; Responses the latest `function_call_output`.
+    /// The text of the newest tool result(s), joined by newlines: Anthropic `tool_result`
+    /// blocks of the latest user message that has any; Responses the last run of adjacent
+    /// `function_call_output` items (the results of parallel calls).
     pub last_tool_result: Option<String>,
     /// Whether the newest input is user text or a tool result.
     pub newest_input: InputKind,
@@ -271,16 +272,25 @@ fn parse_responses(body: &Value, parsed: &mut Parsed) {
         Some(join(content_blocks(item).iter().filter_map(block_text)))
     };
     parsed.last_user_text = input.iter().rev().find_map(user_text);
-    parsed.last_tool_result = input
+    // The newest tool results: the last run of adjacent outputs, so the results of parallel
+    // calls (Codex sends all the calls, then all the outputs) read as one, while an earlier
+    // step's result cannot match again in a later step of the same loop.
+    let mut outputs: Vec<String> = input
         .iter()
         .rev()
-        .find(|item| is_tool_output(item))
+        .skip_while(|item| !is_tool_output(item))
+        .take_while(|item| is_tool_output(item))
         .map(|item| match item.get("output") {
             Some(Value::String(text)) => text.clone(),
             Some(Value::Array(parts)) => join(parts.iter().filter_map(block_text)),
             Some(other) => other.to_string(),
             None => String::new(),
-        });
+        })
+        .collect();
+    outputs.reverse();
+    if !outputs.is_empty() {
+        parsed.last_tool_result = Some(join(outputs));
+    }
     // The newest input is the last user message or tool output; developer/system messages and
     // the model's own items (function calls, reasoning) between them are not input.
     parsed.newest_input = input

@@ -1010,3 +1010,44 @@ async fn post_result(url: String) -> Result<reqwest::Response, reqwest::Error> {
         .send()
         .await
 }
+
+#[tokio::test]
+async fn parallel_tool_results_read_as_one_and_earlier_steps_do_not_rematch() {
+    let endpoint = ModelEndpoint::start().unwrap();
+    let mut parallel = responses_request("go");
+    let input = parallel["input"].as_array_mut().unwrap();
+    for call in ["call_1", "call_2"] {
+        input.push(
+            json!({ "type": "function_call", "call_id": call, "name": "exec_command",
+                           "arguments": "{}" }),
+        );
+    }
+    for (call, output) in [("call_1", "first-result"), ("call_2", "second-result")] {
+        input.push(json!({ "type": "function_call_output", "call_id": call, "output": output }));
+    }
+    // Two sequential steps: the first step's result is history by the second.
+    let mut sequential = responses_tool_result_request("go", "step-one-result");
+    let input = sequential["input"].as_array_mut().unwrap();
+    input.push(
+        json!({ "type": "function_call", "call_id": "call_2", "name": "exec_command",
+                       "arguments": "{}" }),
+    );
+    input.push(json!({ "type": "function_call_output", "call_id": "call_2",
+                       "output": [{ "type": "input_text", "text": "step-two-result" }] }));
+
+    post_sse(responses_url(&endpoint), &parallel).await;
+    post_sse(responses_url(&endpoint), &sequential).await;
+
+    let results: Vec<_> = endpoint
+        .model_requests()
+        .into_iter()
+        .map(|request| request.last_tool_result)
+        .collect();
+    assert_eq!(
+        results,
+        [
+            Some("first-result\nsecond-result".to_owned()),
+            Some("step-two-result".to_owned()),
+        ]
+    );
+}
