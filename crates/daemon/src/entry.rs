@@ -58,7 +58,12 @@ pub fn run_process(home: Home, mode: Mode) -> Result<()> {
             .await
     });
     if let Err(error) = &result {
-        tracing::error!(%error, "daemon failed");
+        if error.already_running().is_some() {
+            tracing::info!(%error, "not starting");
+        } else if mode == Mode::Detached {
+            // A foreground caller prints the error itself; logging it too would show it twice.
+            tracing::error!(%error, "daemon failed");
+        }
     }
     result
 }

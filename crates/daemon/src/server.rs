@@ -8,7 +8,10 @@
 //!
 //! Stopping (the shutdown future resolves, or a client calls `shutdown`): stop accepting, remove
 //! the socket (if it is still ours), let every connection finish the request in hand, record the
-//! stop in `hub.db`, release the pidfile lock last.
+//! stop in `hub.db`, release the pidfile lock last. The delivery work of later issues stops in
+//! that same sequence, before the lock is released: spec 004 §6 item 4 wants the process groups
+//! of in-flight deliveries stopped with the daemon, since a turn left running after it would
+//! write to a session no lock protects any more.
 
 use std::future::Future;
 use std::path::PathBuf;

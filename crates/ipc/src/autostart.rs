@@ -92,7 +92,7 @@ pub async fn connect(home: &Home, options: &ConnectOptions) -> Result<Connection
 /// Connects and says `hello`, starting the daemon first when nothing answers.
 pub async fn connect_or_start(home: &Home, options: &ConnectOptions) -> Result<Connection> {
     match connect(home, options).await {
-        Err(Error::NotRunning { .. }) => {}
+        Err(error) if answers_nothing(&error) => {}
         other => return other,
     }
 
@@ -102,7 +102,7 @@ pub async fn connect_or_start(home: &Home, options: &ConnectOptions) -> Result<C
 
     // Whoever held the lock before us may have started it.
     match connect(home, options).await {
-        Err(Error::NotRunning { .. }) => {}
+        Err(error) if answers_nothing(&error) => {}
         other => return other,
     }
 
@@ -117,7 +117,7 @@ pub async fn connect_or_start(home: &Home, options: &ConnectOptions) -> Result<C
                 reap_later(child);
                 return Ok(connection);
             }
-            Err(Error::NotRunning { .. }) => {}
+            Err(error) if answers_nothing(&error) => {}
             Err(other) => return Err(other),
         }
 
@@ -155,6 +155,15 @@ pub async fn connect_or_start(home: &Home, options: &ConnectOptions) -> Result<C
         tokio::time::sleep(pause).await;
         pause = (pause * 2).min(Duration::from_millis(200));
     }
+}
+
+/// Nothing is there to talk to: no socket, nobody listening, or a daemon that dropped the
+/// connection because it is stopping (its successor is then ours to start).
+fn answers_nothing(error: &Error) -> bool {
+    matches!(
+        error,
+        Error::NotRunning { .. } | Error::Closed { .. } | Error::Transport { .. }
+    )
 }
 
 fn did_not_start(home: &Home, waited: Duration, detail: String) -> Error {

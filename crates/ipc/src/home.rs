@@ -71,14 +71,28 @@ impl Home {
     pub fn from_vars(var: impl Fn(&str) -> Option<OsString>) -> Result<Home> {
         let non_empty = |name: &str| var(name).filter(|v| !v.is_empty()).map(PathBuf::from);
         let user_home = non_empty("HOME");
-        let cwd = std::env::current_dir().map_err(|e| Error::io("read", ".", e))?;
+        // Only a relative path needs the current directory, which may have been deleted.
+        let cwd = std::env::current_dir();
         let absolute = |p: PathBuf| -> PathBuf {
             let p = expand_tilde(p, user_home.as_deref());
-            if p.is_absolute() { p } else { cwd.join(p) }
+            match &cwd {
+                Ok(cwd) if p.is_relative() => cwd.join(p),
+                _ => p,
+            }
         };
 
         let given = match non_empty(HOME_VAR) {
-            Some(p) => absolute(p),
+            Some(p) => {
+                let p = absolute(p);
+                if p.is_relative() {
+                    return Err(Error::HomeRefused {
+                        path: p,
+                        reason: "it is relative and the current directory cannot be read"
+                            .to_owned(),
+                    });
+                }
+                p
+            }
             None => user_home
                 .as_ref()
                 .map(|h| absolute(h.join(DEFAULT_DIR_NAME)))
