@@ -151,6 +151,7 @@ fn start_status_stop_through_the_binary() {
     let (code, json) = env.status_json();
     assert_eq!(code, 3, "status exits 3 when not running");
     assert_eq!(json["state"], "stopped");
+    assert!(!env.state.exists(), "status alone creates nothing");
 
     let out = env.run(&["daemon", "start"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -496,4 +497,32 @@ fn an_old_install_is_tightened_on_first_run() {
         let path = entry.unwrap().path();
         assert_eq!(mode(&path) & 0o077, 0, "{} is owner-only", path.display());
     }
+}
+
+#[test]
+fn a_daemon_program_that_fails_is_reported_with_its_log() {
+    let env = Env::new();
+    let fake = env.dir.path().join("fake-daemon");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\necho \"cannot open hub.db: disk full\" >&2\nexit 4\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = env
+        .command(&["daemon", "start"])
+        .env("CROSS_AGENT_DAEMON_BIN", &fake)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    let log = env.state.join("logs/daemon-console.log");
+    assert!(
+        stderr.contains("the cross-agent daemon did not come up")
+            && stderr.contains("exit code 4")
+            && stderr.contains("cannot open hub.db: disk full")
+            && stderr.contains(&log.display().to_string()),
+        "{stderr}"
+    );
+    assert_eq!(mode(&log), 0o600);
 }
