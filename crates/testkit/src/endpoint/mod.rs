@@ -74,7 +74,7 @@ use sse::{Cut, Event};
 pub struct EndpointConfig {
     /// The reply to a model request no rule matches.
     pub fallback: Reply,
-    /// The reply to a side request (no tools offered, or `max_tokens` ≤ 1) no rule opted in to.
+    /// The reply to a side request (see [`RecordedRequest::side_request`]) no rule opted in to.
     pub side_reply: Reply,
     /// Regular expression of a request token, for [`Reply::echo_token`].
     pub token_pattern: String,
@@ -501,12 +501,7 @@ async fn handle(
     };
     let api = record::classify(&method, &path);
     let parsed = record::parse(api, &body);
-    let side_request = match api {
-        Api::Anthropic | Api::Responses => {
-            parsed.tools.is_empty() || parsed.max_tokens.is_some_and(|max| max <= 1)
-        }
-        Api::CountTokens | Api::Other => false,
-    };
+    let side_request = record::is_side_request(api, &parsed);
     let input_tokens = (bytes.len() as u64 / 4).max(1);
 
     // Record first, so a test sees the request even if the script then hangs on it.

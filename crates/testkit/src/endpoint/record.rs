@@ -77,8 +77,10 @@ pub struct RecordedRequest {
     /// Whether the newest input is user text or a tool result.
     pub newest_input: InputKind,
     /// True for a request the endpoint takes to be an agent's side request rather than a turn:
-    /// one that offers no tools (title generation, summaries) or asks for at most one token
-    /// (a quota probe). Rules skip these unless they opt in.
+    /// a quota probe (`max_tokens` ≤ 1), an Anthropic request that offers no tools and asks for
+    /// at most 8192 tokens (title generation, summaries), or a Responses request that offers no
+    /// tools. Rules skip these unless they opt in, so a side request quoting the user's prompt
+    /// cannot use up the rule meant for the turn.
     pub side_request: bool,
     /// Which script entry answered, once one was chosen: `rule #N` (with its label, if any),
     /// `fallback`, `side-request default`, or the fixed answer of a non-model route.
@@ -120,6 +122,30 @@ pub(crate) fn classify(method: &str, path: &str) -> Api {
         Api::Responses
     } else {
         Api::Other
+    }
+}
+
+/// The largest `max_tokens` of an Anthropic request without tools still taken for a side
+/// request. Claude's agent turns ask for far more (32 000 to 128 000, with or without
+/// `--tools ""`); a title or summary asks for a few hundred.
+const SIDE_REQUEST_MAX_TOKENS: u64 = 8192;
+
+/// Whether a model request is an agent's side request rather than a turn of the conversation:
+/// a quota probe (`max_tokens` ≤ 1), an Anthropic request that offers no tools and asks for a
+/// short answer (title generation, summaries), or a Responses request that offers no tools
+/// (Codex offers tools on every turn). A side request can quote the user's prompt, and must
+/// not use up the rule meant for the turn.
+pub(crate) fn is_side_request(api: Api, parsed: &Parsed) -> bool {
+    let tiny = parsed.max_tokens.is_some_and(|max| max <= 1);
+    match api {
+        Api::Anthropic => {
+            tiny || (parsed.tools.is_empty()
+                && parsed
+                    .max_tokens
+                    .is_none_or(|max| max <= SIDE_REQUEST_MAX_TOKENS))
+        }
+        Api::Responses => tiny || parsed.tools.is_empty(),
+        Api::CountTokens | Api::Other => false,
     }
 }
 

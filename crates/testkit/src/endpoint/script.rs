@@ -386,7 +386,7 @@ impl Rule {
         self
     }
 
-    /// Also match side requests (no tools offered, or `max_tokens` ≤ 1), which rules skip by
+    /// Also match side requests (see [`RecordedRequest::side_request`]), which rules skip by
     /// default so a title-generation request quoting the user's prompt does not use them up.
     pub fn include_side_requests(mut self) -> Self {
         self.side_requests = true;

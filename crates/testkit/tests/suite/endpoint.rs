@@ -579,19 +579,20 @@ async fn side_requests_skip_rules_unless_they_opt_in() {
             .reply_text("turn answer")
             .once(),
     );
-    // A title request quotes the prompt but offers no tools; a quota probe asks for one token.
+    // A title request quotes the prompt but offers no tools and wants a short answer; a quota
+    // probe asks for one token.
     let mut title = anthropic_request("Write a title for: fix the bug", true);
     title.as_object_mut().unwrap().remove("tools");
+    title["max_tokens"] = json!(512);
     let mut quota = anthropic_request("fix the bug", true);
     quota["max_tokens"] = json!(1);
+    // `claude -p --tools ""` offers no tools either, but asks for a turn's worth of tokens.
+    let mut toolless_turn = anthropic_request("fix the bug", true);
+    toolless_turn.as_object_mut().unwrap().remove("tools");
 
     let title_events = post_sse(messages_url(&endpoint), &title).await;
     let quota_events = post_sse(messages_url(&endpoint), &quota).await;
-    let turn = post_sse(
-        messages_url(&endpoint),
-        &anthropic_request("fix the bug", true),
-    )
-    .await;
+    let turn = post_sse(messages_url(&endpoint), &toolless_turn).await;
 
     assert_eq!(anthropic_text(&title_events), "scripted side reply");
     assert_eq!(anthropic_text(&quota_events), "scripted side reply");
