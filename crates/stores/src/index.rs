@@ -19,6 +19,7 @@ pub mod cache;
 
 use std::collections::HashMap;
 use std::fs::File;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -30,10 +31,8 @@ use crate::claude::ClaudeFold;
 use crate::codex::{CodexFold, ThreadNames, session_index_path};
 use crate::grok::GrokFold;
 use crate::lines::{Position, read_complete_lines, read_zstd_lines};
-use crate::model::{
-    Agent, LineContext, Session, StoreWarning, TranscriptFold, UnixMillis, Warnings,
-};
-use crate::roots::{FileStamp, SourceFile, StoreRoots};
+use crate::model::{Agent, LineContext, Session, StoreWarning, TranscriptFold, Warnings};
+use crate::roots::{FileStamp, Sidecar, SourceFile, StoreRoots};
 
 /// How much of a file's first line the head check covers. A file replaced by another whose first
 /// line differs within this many bytes is re-read from the start.
@@ -74,9 +73,21 @@ pub(crate) struct SidecarSeen {
     pub mtime_ns: Option<i64>,
 }
 
-/// One indexed file. Stored as-is in the cache file, so every field is a plain type that a
-/// non-self-describing format round-trips; the agents' fold states go in as JSON text.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// Where an entry's fold state (JSON text) is. A warm listing never needs a fold — only a file
+/// that changed does — so folds loaded from the cache stay as bytes in one shared buffer and are
+/// decoded on demand, after checking their hash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum FoldState {
+    /// In [`SessionIndex::blob`] at `at..at + len`.
+    Stored { at: usize, len: usize, hash: u64 },
+    /// Produced by this process.
+    Fresh(String),
+    /// Could not be stored: the next change re-reads the file from the start.
+    Missing,
+}
+
+/// One indexed file.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Entry {
     pub kind: FoldKind,
     pub path: PathBuf,
@@ -86,9 +97,8 @@ pub(crate) struct Entry {
     pub head: Head,
     pub position: Position,
     pub sidecar: Option<SidecarSeen>,
-    /// The agent fold at `position`, as JSON.
-    pub fold: String,
-    pub session: Option<IndexedSession>,
+    pub fold: FoldState,
+    pub session: Option<Session>,
 }
 
 impl Entry {
@@ -102,13 +112,15 @@ impl Entry {
     fn sidecar_matches(&self, source: &SourceFile) -> bool {
         match (&self.sidecar, &source.sidecar) {
             (None, None) => true,
-            (Some(seen), Some(now)) => {
-                seen.path == now.path
-                    && seen.size == now.stamp.size
-                    && seen.mtime_ns == now.stamp.mtime_ns
-            }
+            (Some(seen), Some(now)) => seen.matches(now),
             (Some(_), None) | (None, Some(_)) => false,
         }
+    }
+}
+
+impl SidecarSeen {
+    fn matches(&self, now: &Sidecar) -> bool {
+        self.path == now.path && self.size == now.stamp.size && self.mtime_ns == now.stamp.mtime_ns
     }
 }
 
@@ -147,57 +159,12 @@ impl TranscriptFold for NamesFold {
     }
 }
 
-/// [`Session`] as the cache stores it: the same fields in a shape of our own, so a change to the
-/// shared model's serde attributes cannot break the binary cache.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct IndexedSession {
-    pub agent: Agent,
-    pub session_id: String,
-    pub cwd: Option<PathBuf>,
-    pub title: Option<String>,
-    pub title_is_assigned: bool,
-    pub first_activity: Option<i64>,
-    pub last_activity: Option<i64>,
-    pub is_working: bool,
-    pub path: PathBuf,
-}
-
-impl From<Session> for IndexedSession {
-    fn from(s: Session) -> Self {
-        IndexedSession {
-            agent: s.agent,
-            session_id: s.session_id,
-            cwd: s.cwd,
-            title: s.title,
-            title_is_assigned: s.title_is_assigned,
-            first_activity: s.first_activity.map(|t| t.0),
-            last_activity: s.last_activity.map(|t| t.0),
-            is_working: s.is_working,
-            path: s.path,
-        }
-    }
-}
-
-impl From<&IndexedSession> for Session {
-    fn from(s: &IndexedSession) -> Self {
-        Session {
-            agent: s.agent,
-            session_id: s.session_id.clone(),
-            cwd: s.cwd.clone(),
-            title: s.title.clone(),
-            title_is_assigned: s.title_is_assigned,
-            first_activity: s.first_activity.map(UnixMillis),
-            last_activity: s.last_activity.map(UnixMillis),
-            is_working: s.is_working,
-            path: s.path.clone(),
-        }
-    }
-}
-
-/// The index in memory: every known file by path.
+/// The index in memory: every known file, and the fold states loaded from the cache.
 #[derive(Debug, Default)]
 pub struct SessionIndex {
-    pub(crate) entries: HashMap<PathBuf, Entry>,
+    pub(crate) entries: Vec<Entry>,
+    /// The fold states of entries loaded from the cache ([`FoldState::Stored`]).
+    pub(crate) blob: Vec<u8>,
     /// True when something changed since the index was loaded, so it is worth saving.
     pub(crate) dirty: bool,
 }
@@ -253,14 +220,7 @@ impl SessionIndex {
         options: RefreshOptions,
         warnings: &mut Warnings,
     ) -> IndexStats {
-        let mut sources: Vec<(FoldKind, SourceFile)> =
-            discover_all(roots, options.threads, warnings)
-                .into_iter()
-                .map(|source| (FoldKind::of(source.agent), source))
-                .collect();
-        if let Some(names) = codex_names_source(roots) {
-            sources.push((FoldKind::CodexNames, names));
-        }
+        let sources = discover_sources(roots, options.threads, warnings);
         self.refresh_sources(sources, options, warnings)
     }
 
@@ -275,18 +235,18 @@ impl SessionIndex {
             files_seen: sources.len(),
             ..IndexStats::default()
         };
-        let mut old = std::mem::take(&mut self.entries);
-        let mut kept = HashMap::with_capacity(sources.len());
+        let mut old = PathTable::new(std::mem::take(&mut self.entries));
+        let mut kept = Vec::with_capacity(sources.len());
         let mut jobs = Vec::new();
         for (kind, source) in sources {
-            match old.remove(&source.path) {
+            match old.take(&source.path) {
                 Some(entry)
                     if entry.kind == kind
                         && entry.stamp() == source.stamp
                         && entry.sidecar_matches(&source) =>
                 {
                     stats.files_unchanged += 1;
-                    kept.insert(source.path, entry);
+                    kept.push(entry);
                 }
                 // A file now read by another fold is a different file to us.
                 Some(entry) if entry.kind != kind => jobs.push(Job {
@@ -306,9 +266,9 @@ impl SessionIndex {
                 }
             }
         }
-        stats.files_dropped = old.len();
+        stats.files_dropped = old.remaining();
 
-        let results = run_jobs(jobs, options.threads);
+        let results = run_jobs(jobs, options.threads, &self.blob);
         for result in results {
             match result.read {
                 ReadKind::Appended => stats.files_appended += 1,
@@ -317,7 +277,7 @@ impl SessionIndex {
             }
             stats.bytes_read += result.bytes_read;
             warnings.items.extend(result.warnings);
-            kept.insert(result.entry.path.clone(), result.entry);
+            kept.push(result.entry);
         }
 
         self.dirty |= stats.files_dropped > 0
@@ -328,12 +288,24 @@ impl SessionIndex {
         stats
     }
 
+    /// The JSON text of an entry's fold state, if it is intact.
+    pub(crate) fn fold_text<'a>(blob: &'a [u8], fold: &'a FoldState) -> Option<&'a [u8]> {
+        match fold {
+            FoldState::Stored { at, len, hash } => blob
+                .get(*at..at.checked_add(*len)?)
+                .filter(|bytes| fast_hash(bytes) == *hash),
+            FoldState::Fresh(text) => Some(text.as_bytes()),
+            FoldState::Missing => None,
+        }
+    }
+
     /// The Codex thread names the index has read from `session_index.jsonl`.
     pub fn codex_names(&self) -> ThreadNames {
         self.entries
-            .values()
+            .iter()
             .filter(|entry| entry.kind == FoldKind::CodexNames)
-            .filter_map(|entry| serde_json::from_str::<NamesFold>(&entry.fold).ok())
+            .filter_map(|entry| SessionIndex::fold_text(&self.blob, &entry.fold))
+            .filter_map(|text| serde_json::from_slice::<NamesFold>(text).ok())
             .map(|names| names.0)
             .next()
             .unwrap_or_default()
@@ -343,10 +315,108 @@ impl SessionIndex {
     /// files and duplicate Codex rollouts are handled by [`crate::scan`]).
     pub fn sessions(&self) -> Vec<Session> {
         self.entries
-            .values()
-            .filter_map(|entry| entry.session.as_ref().map(Session::from))
+            .iter()
+            .filter_map(|entry| entry.session.clone())
             .collect()
     }
+
+    /// [`SessionIndex::sessions`] without copying: the index is used up.
+    pub fn into_sessions(self) -> Vec<Session> {
+        self.entries
+            .into_iter()
+            .filter_map(|entry| entry.session)
+            .collect()
+    }
+}
+
+/// The previous entries by path, taken out one by one as discovery finds their files.
+///
+/// Keyed by a hash of the path's bytes rather than by `PathBuf`: `Path`'s own `Hash` walks
+/// components and is several times slower, and the warm listing does this for every file. Two
+/// paths with the same hash are told apart by comparing them; the loser is simply read again.
+struct PathTable {
+    slots: Vec<Option<Entry>>,
+    by_hash: FastMap<u64, usize>,
+}
+
+impl PathTable {
+    fn new(entries: Vec<Entry>) -> PathTable {
+        let mut by_hash =
+            HashMap::with_capacity_and_hasher(entries.len(), BuildHasherDefault::default());
+        for (i, entry) in entries.iter().enumerate() {
+            by_hash.insert(path_hash(&entry.path), i);
+        }
+        PathTable {
+            slots: entries.into_iter().map(Some).collect(),
+            by_hash,
+        }
+    }
+
+    fn take(&mut self, path: &Path) -> Option<Entry> {
+        let i = *self.by_hash.get(&path_hash(path))?;
+        let slot = self.slots.get_mut(i)?;
+        // Compare bytes: `Path`'s own equality walks components, several times slower.
+        if slot
+            .as_ref()
+            .is_some_and(|entry| entry.path.as_os_str() == path.as_os_str())
+        {
+            slot.take()
+        } else {
+            None
+        }
+    }
+
+    fn remaining(&self) -> usize {
+        self.slots.iter().filter(|slot| slot.is_some()).count()
+    }
+}
+
+fn path_hash(path: &Path) -> u64 {
+    fast_hash(path.as_os_str().as_encoded_bytes())
+}
+
+/// A hasher for in-memory tables of this crate: a `u64` key is taken as already hashed, bytes
+/// (a `str` key) go through [`fast_hash`]. SipHash's protection against chosen keys is not
+/// needed for paths and ids read from the user's own disk, and it showed up in profiles.
+#[derive(Default)]
+pub(crate) struct FastHasher(u64);
+
+impl Hasher for FastHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        self.0 = fast_hash(bytes) ^ self.0.rotate_left(5);
+    }
+
+    fn write_u8(&mut self, n: u8) {
+        // `str` keys end with a 0xff marker byte; fold it in cheaply.
+        self.0 = self.0.rotate_left(8) ^ u64::from(n);
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 ^= n;
+    }
+}
+
+/// A `HashMap` with [`FastHasher`].
+pub(crate) type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHasher>>;
+
+/// Every file the index folds: the agents' transcripts and Codex's names file.
+pub(crate) fn discover_sources(
+    roots: &StoreRoots,
+    threads: usize,
+    warnings: &mut Warnings,
+) -> Vec<(FoldKind, SourceFile)> {
+    let mut sources: Vec<(FoldKind, SourceFile)> = discover_all(roots, threads, warnings)
+        .into_iter()
+        .map(|source| (FoldKind::of(source.agent), source))
+        .collect();
+    if let Some(names) = codex_names_source(roots) {
+        sources.push((FoldKind::CodexNames, names));
+    }
+    sources
 }
 
 /// `session_index.jsonl` as a source the index folds like a transcript, when it exists.
@@ -435,10 +505,10 @@ struct JobResult {
 
 /// Reads the changed files on up to `threads` threads. Work is handed out one file at a time
 /// from a shared counter, so one 50 MB transcript does not leave the other thread idle.
-fn run_jobs(jobs: Vec<Job>, threads: usize) -> Vec<JobResult> {
+fn run_jobs(jobs: Vec<Job>, threads: usize, blob: &[u8]) -> Vec<JobResult> {
     let threads = threads.clamp(1, jobs.len().max(1));
     if threads == 1 {
-        return jobs.into_iter().map(read_file).collect();
+        return jobs.into_iter().map(|job| read_file(job, blob)).collect();
     }
     let slots: Vec<Mutex<Option<Job>>> =
         jobs.into_iter().map(|job| Mutex::new(Some(job))).collect();
@@ -453,7 +523,7 @@ fn run_jobs(jobs: Vec<Job>, threads: usize) -> Vec<JobResult> {
                     let Some(slot) = slots.get(i) else { break };
                     let job = slot.lock().map(|mut job| job.take()).ok().flatten();
                     if let Some(job) = job {
-                        local.push(read_file(job));
+                        local.push(read_file(job, blob));
                     }
                 }
                 if let Ok(mut all) = results.lock() {
@@ -466,16 +536,16 @@ fn run_jobs(jobs: Vec<Job>, threads: usize) -> Vec<JobResult> {
 }
 
 /// Reads one changed file with its agent's fold.
-fn read_file(job: Job) -> JobResult {
+fn read_file(job: Job, blob: &[u8]) -> JobResult {
     match job.kind {
-        FoldKind::Claude => read_with::<ClaudeFold>(job),
-        FoldKind::Codex => read_with::<CodexFold>(job),
-        FoldKind::Grok => read_with::<GrokFold>(job),
-        FoldKind::CodexNames => read_with::<NamesFold>(job),
+        FoldKind::Claude => read_with::<ClaudeFold>(job, blob),
+        FoldKind::Codex => read_with::<CodexFold>(job, blob),
+        FoldKind::Grok => read_with::<GrokFold>(job, blob),
+        FoldKind::CodexNames => read_with::<NamesFold>(job, blob),
     }
 }
 
-fn read_with<F: TranscriptFold>(job: Job) -> JobResult {
+fn read_with<F: TranscriptFold>(job: Job, blob: &[u8]) -> JobResult {
     let Job {
         kind,
         source,
@@ -506,7 +576,9 @@ fn read_with<F: TranscriptFold>(job: Job) -> JobResult {
             head_matches(&source.path, entry.head)
         };
         bytes_read += read;
-        if same_head && let Ok(fold) = serde_json::from_str::<F>(&entry.fold) {
+        let stored = SessionIndex::fold_text(blob, &entry.fold)
+            .and_then(|text| serde_json::from_slice::<F>(text).ok());
+        if same_head && let Some(fold) = stored {
             resumed = Some((fold, entry));
         }
     }
@@ -534,11 +606,9 @@ fn read_with<F: TranscriptFold>(job: Job) -> JobResult {
 
     // The side file is small and rewritten in place, so it is read whole whenever it changed.
     if let Some(sidecar) = &source.sidecar {
-        let unchanged = sidecar_seen.as_ref().is_some_and(|seen| {
-            seen.path == sidecar.path
-                && seen.size == sidecar.stamp.size
-                && seen.mtime_ns == sidecar.stamp.mtime_ns
-        });
+        let unchanged = sidecar_seen
+            .as_ref()
+            .is_some_and(|seen| seen.matches(sidecar));
         if !unchanged {
             match std::fs::read(&sidecar.path) {
                 Ok(bytes) => {
@@ -581,9 +651,9 @@ fn read_with<F: TranscriptFold>(job: Job) -> JobResult {
         }
     }
 
-    let session = fold.session(&source.path).map(IndexedSession::from);
-    let fold_json = match serde_json::to_string(&fold) {
-        Ok(json) => json,
+    let session = fold.session(&source.path);
+    let fold_state = match serde_json::to_string(&fold) {
+        Ok(json) => FoldState::Fresh(json),
         Err(e) => {
             // Without a stored state the next change re-reads the file from the start.
             warnings.push(
@@ -592,7 +662,7 @@ fn read_with<F: TranscriptFold>(job: Job) -> JobResult {
                 format!("cannot store the fold state: {e}"),
             );
             position = Position::default();
-            String::new()
+            FoldState::Missing
         }
     };
     JobResult {
@@ -605,7 +675,7 @@ fn read_with<F: TranscriptFold>(job: Job) -> JobResult {
             head,
             position,
             sidecar: sidecar_seen,
-            fold: fold_json,
+            fold: fold_state,
             session,
         },
         read: read_kind,
@@ -646,6 +716,41 @@ fn head_matches(path: &Path, head: Head) -> (bool, u64) {
         Ok(()) => (fnv1a(&buf) == head.hash, len as u64),
         Err(_) => (false, 0),
     }
+}
+
+/// A fast 64-bit hash, eight bytes at a time in four independent lanes: stable across Rust
+/// versions (unlike `DefaultHasher`), which a persisted cache needs. Used for the cache
+/// checksum, fold integrity and path keys; not for anything an adversary controls.
+pub(crate) fn fast_hash(bytes: &[u8]) -> u64 {
+    const K: [u64; 4] = [
+        0x9e37_79b9_7f4a_7c15,
+        0xc2b2_ae3d_27d4_eb4f,
+        0x1656_67b1_9e37_79f9,
+        0x85eb_ca77_c2b2_ae63,
+    ];
+    let mut lanes = K;
+    let mut blocks = bytes.chunks_exact(32);
+    for block in &mut blocks {
+        for (lane, word) in lanes.iter_mut().zip(block.chunks_exact(8)) {
+            let mut buf = [0u8; 8];
+            buf.copy_from_slice(word);
+            *lane = (*lane ^ u64::from_le_bytes(buf))
+                .wrapping_mul(0xff51_afd7_ed55_8ccd)
+                .rotate_left(31);
+        }
+    }
+    let mut hash = (bytes.len() as u64)
+        ^ lanes[0]
+        ^ lanes[1].rotate_left(17)
+        ^ lanes[2].rotate_left(34)
+        ^ lanes[3].rotate_left(51);
+    for &b in blocks.remainder() {
+        hash = (hash ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    // Final avalanche, so nearby inputs land far apart in a hash table.
+    hash ^= hash >> 33;
+    hash = hash.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    hash ^ (hash >> 33)
 }
 
 /// FNV-1a, 64 bits: stable across Rust versions (unlike `DefaultHasher`), which a persisted

@@ -14,11 +14,13 @@ use std::cmp::Reverse;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::codex::newest_per_thread;
+use std::collections::hash_map::Entry;
+
+use crate::codex::ThreadNames;
 use crate::error::{Result, StoreError};
-use crate::grok::read_gui_names;
+use crate::grok::{GuiNames, read_gui_names};
 use crate::index::cache::{self, CACHE_FILE_NAME, CacheLoad};
-use crate::index::{IndexStats, RefreshOptions, SessionIndex};
+use crate::index::{FastMap, IndexStats, RefreshOptions, SessionIndex, discover_sources};
 use crate::model::{Agent, Session, StoreWarning, Warnings};
 use crate::roots::StoreRoots;
 
@@ -47,7 +49,9 @@ pub struct Listing {
 /// Where a listing spent its time, for the benchmark and `--verbose`-style diagnostics.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Timings {
+    /// Reading and decoding the cache (on its own thread, overlapping `refresh`).
     pub load_cache: Duration,
+    /// Discovering every file and reading the changed ones.
     pub refresh: Duration,
     pub names: Duration,
     pub save_cache: Duration,
@@ -66,26 +70,44 @@ pub fn list_sessions(roots: &StoreRoots, options: &ScanOptions) -> Listing {
     let mut warnings = Warnings::default();
     let mut timings = Timings::default();
 
+    // Loading the cache and walking the stores do not depend on each other: the walk is mostly
+    // waiting on `stat` calls, so the cache is decoded meanwhile on a thread of its own.
     let started = Instant::now();
-    let mut index = match &options.cache_file {
-        Some(path) => match cache::load(path) {
-            CacheLoad::Loaded(index) => index,
-            CacheLoad::Missing | CacheLoad::Outdated => SessionIndex::new(),
-            CacheLoad::Corrupt(why) => {
-                warnings.push(path, None, format!("{why}; rebuilding it"));
-                SessionIndex::new()
-            }
-        },
-        None => SessionIndex::new(),
+    let (loaded, sources, load_time) = std::thread::scope(|scope| {
+        let loader = options.cache_file.as_deref().map(|path| {
+            scope.spawn(move || {
+                let started = Instant::now();
+                (cache::load(path), started.elapsed())
+            })
+        });
+        let sources = discover_sources(roots, options.refresh.threads, &mut warnings);
+        let (loaded, load_time) = match loader.map(|handle| handle.join()) {
+            Some(Ok((loaded, took))) => (Some(loaded), took),
+            Some(Err(_)) => (
+                Some(CacheLoad::Corrupt("loading it panicked".to_owned())),
+                Duration::ZERO,
+            ),
+            None => (None, Duration::ZERO),
+        };
+        (loaded, sources, load_time)
+    });
+    let discovered = started.elapsed();
+    timings.load_cache = load_time;
+    let mut index = match (loaded, &options.cache_file) {
+        (Some(CacheLoad::Loaded(index)), _) => index,
+        (Some(CacheLoad::Corrupt(why)), Some(path)) => {
+            warnings.push(path, None, format!("{why}; rebuilding it"));
+            SessionIndex::new()
+        }
+        _ => SessionIndex::new(),
     };
-    timings.load_cache = started.elapsed();
 
     let started = Instant::now();
-    let stats = index.refresh(roots, options.refresh, &mut warnings);
-    timings.refresh = started.elapsed();
+    let stats = index.refresh_sources(sources, options.refresh, &mut warnings);
+    timings.refresh = discovered + started.elapsed();
 
     let started = Instant::now();
-    let sessions = named_sessions(&index, roots, &mut warnings);
+    let codex_names = index.codex_names();
     timings.names = started.elapsed();
 
     let started = Instant::now();
@@ -96,6 +118,10 @@ pub fn list_sessions(roots: &StoreRoots, options: &ScanOptions) -> Listing {
         warnings.push(path, None, format!("cannot save the session cache: {e}"));
     }
     timings.save_cache = started.elapsed();
+
+    let started = Instant::now();
+    let sessions = named_sessions(index.into_sessions(), &codex_names, roots, &mut warnings);
+    timings.names += started.elapsed();
 
     Listing {
         sessions,
@@ -108,33 +134,53 @@ pub fn list_sessions(roots: &StoreRoots, options: &ScanOptions) -> Listing {
 /// The index's sessions with the names kept outside the transcripts applied (Codex thread names,
 /// Grok GUI tab names), one per Codex thread, newest first.
 fn named_sessions(
-    index: &SessionIndex,
+    mut sessions: Vec<Session>,
+    codex_names: &ThreadNames,
     roots: &StoreRoots,
     warnings: &mut Warnings,
 ) -> Vec<Session> {
-    let mut sessions = index.sessions();
-
-    let codex_names = index.codex_names();
-    let mut codex = Vec::new();
-    let mut others = Vec::with_capacity(sessions.len());
-    for mut session in sessions.drain(..) {
-        if session.agent == Agent::Codex {
-            codex_names.apply(&mut session);
-            codex.push(session);
-        } else {
-            others.push(session);
+    let gui_names = if sessions.iter().any(|s| s.agent == Agent::Grok) {
+        read_gui_names(roots, warnings)
+    } else {
+        GuiNames::default()
+    };
+    for session in &mut sessions {
+        match session.agent {
+            Agent::Codex => codex_names.apply(session),
+            Agent::Grok => gui_names.apply(session),
+            Agent::Claude => {}
         }
     }
-    others.extend(newest_per_thread(codex));
-    let mut sessions = others;
 
-    if sessions.iter().any(|s| s.agent == Agent::Grok) {
-        let gui_names = read_gui_names(roots, warnings);
-        if !gui_names.by_session.is_empty() {
-            for session in sessions.iter_mut().filter(|s| s.agent == Agent::Grok) {
-                gui_names.apply(session);
+    // One session per Codex thread: the newest rollout, by the rule of
+    // `codex::newest_per_thread` (last activity, then the file name, which starts with the
+    // rollout's creation time). Done on indices, so no session is moved or copied for it.
+    let mut keep = vec![true; sessions.len()];
+    let mut newest: FastMap<&str, usize> = FastMap::default();
+    let recency = |s: &Session| (s.last_activity, s.path.file_name().map(|n| n.to_owned()));
+    for (i, session) in sessions.iter().enumerate() {
+        if session.agent != Agent::Codex {
+            continue;
+        }
+        match newest.entry(session.session_id.as_str()) {
+            Entry::Vacant(slot) => {
+                slot.insert(i);
+            }
+            Entry::Occupied(mut slot) => {
+                let current = *slot.get();
+                if recency(&sessions[current]) >= recency(session) {
+                    keep[i] = false;
+                } else {
+                    keep[current] = false;
+                    slot.insert(i);
+                }
             }
         }
+    }
+    drop(newest);
+    if keep.iter().any(|k| !k) {
+        let mut keep = keep.into_iter();
+        sessions.retain(|_| keep.next().unwrap_or(true));
     }
 
     sort_newest_first(&mut sessions);
@@ -142,13 +188,25 @@ fn named_sessions(
 }
 
 /// Newest first; ties (and sessions without activity) in a stable order by agent, then id.
-pub fn sort_newest_first(sessions: &mut [Session]) {
-    sessions.sort_by(|a, b| {
+///
+/// Sorts small keys and then moves each session once: sorting the sessions themselves would
+/// move every one of them about log2(n) times, which is most of the cost at 22,000 sessions.
+pub fn sort_newest_first(sessions: &mut Vec<Session>) {
+    let mut order: Vec<usize> = (0..sessions.len()).collect();
+    order.sort_unstable_by(|&a, &b| {
+        let (a, b) = (&sessions[a], &sessions[b]);
         Reverse(a.last_activity)
             .cmp(&Reverse(b.last_activity))
             .then_with(|| a.agent.cmp(&b.agent))
             .then_with(|| a.session_id.cmp(&b.session_id))
+            .then_with(|| a.path.as_os_str().cmp(b.path.as_os_str()))
     });
+    let mut slots: Vec<Option<Session>> = std::mem::take(sessions).into_iter().map(Some).collect();
+    sessions.extend(
+        order
+            .into_iter()
+            .filter_map(|i| slots.get_mut(i).and_then(Option::take)),
+    );
 }
 
 /// `CROSS_AGENT_HOME`, else `~/.cross-agent`.

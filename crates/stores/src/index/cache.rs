@@ -8,11 +8,16 @@
 //! this module. The agents' fold states are stored as JSON text inside it, because a fold may use
 //! serde attributes a non-self-describing format cannot round-trip.
 //!
-//! Layout: `MAGIC`, format version (u32 LE), schema fingerprint (u64 LE), payload length (u64
-//! LE), payload checksum (u64 LE), then the postcard payload. The fingerprint covers this crate's
-//! version and the JSON shape of every fold's default state, so a build whose folds changed starts
-//! afresh instead of resuming a state it would misread. A cache that is missing, from another
-//! version, or whose checksum or decoding fails is rebuilt: a cache is never worth an error.
+//! Layout: `MAGIC`, then little-endian format version (u32), schema fingerprint, entry count,
+//! entries length, entries checksum and folds length (u64 each); then the entries (postcard, one
+//! after another) and the folds section (every entry's fold JSON, back to back). A warm listing
+//! decodes the entries only: the folds section is kept as one buffer and an entry's fold is
+//! decoded — after checking its own hash — only when its file changed.
+//!
+//! The fingerprint covers this crate's version and the JSON shape of every fold's default state,
+//! so a build whose folds changed starts afresh instead of resuming a state it would misread. A
+//! cache that is missing, from another version, or whose checksum or decoding fails is rebuilt:
+//! a cache is never worth an error.
 //!
 //! Written atomically (a temp file in the same folder, then rename), the folder `0700` and the
 //! file `0600`: it holds session ids, working directories and titles.
@@ -27,21 +32,63 @@ use crate::claude::ClaudeFold;
 use crate::codex::CodexFold;
 use crate::error::{Result, StoreError};
 use crate::grok::GrokFold;
-use crate::index::{Entry, SessionIndex, fnv1a};
-use crate::model::TranscriptFold;
+use crate::index::{Entry, FoldKind, FoldState, Head, SessionIndex, SidecarSeen, fast_hash, fnv1a};
+use crate::lines::Position;
+use crate::model::{Agent, Session, TranscriptFold, UnixMillis};
 
 /// The cache file's name inside `$CROSS_AGENT_HOME/cache/`.
 pub const CACHE_FILE_NAME: &str = "sessions-index.bin";
 
-const MAGIC: &[u8; 8] = b"XAGIDX\x00\x01";
-/// Bump when the layout or [`Entry`] changes.
-const FORMAT_VERSION: u32 = 1;
-const HEADER_LEN: usize = 8 + 4 + 8 + 8 + 8;
+const MAGIC: &[u8; 8] = b"XAGIDX\x00\x02";
+/// Bump when the layout or a stored type changes.
+const FORMAT_VERSION: u32 = 2;
+/// Magic, version, fingerprint, entry count, entries length, entries checksum, folds length.
+const HEADER_LEN: usize = 8 + 4 + 8 + 8 + 8 + 8 + 8;
 
-/// The persisted payload.
-#[derive(Debug, Default, Serialize, Deserialize)]
-struct Body {
-    entries: Vec<Entry>,
+/// One entry as stored: plain types of this module only, the fold state as a range of the
+/// folds section with its own hash.
+#[derive(Debug, Serialize, Deserialize)]
+struct StoredEntry {
+    kind: FoldKind,
+    path: PathBuf,
+    size: u64,
+    mtime_ns: Option<i64>,
+    compressed: bool,
+    head: Head,
+    offset: u64,
+    line: u64,
+    sidecar: Option<SidecarSeen>,
+    /// `fold_len == 0`: no fold state was stored.
+    fold_at: u64,
+    fold_len: u64,
+    fold_hash: u64,
+    session: Option<StoredSession>,
+}
+
+/// [`Session`] as stored, in a shape of our own so a change to the shared model's serde
+/// attributes cannot break the binary cache.
+#[derive(Debug, Serialize, Deserialize)]
+struct StoredSession {
+    agent: Agent,
+    session_id: String,
+    cwd: Option<PathBuf>,
+    title: Option<String>,
+    title_is_assigned: bool,
+    first_activity: Option<i64>,
+    last_activity: Option<i64>,
+    is_working: bool,
+    path: SessionPath,
+}
+
+/// A session's path relative to its entry's file, which it nearly always is: stored whole only
+/// when it is neither.
+#[derive(Debug, Serialize, Deserialize)]
+enum SessionPath {
+    /// The transcript itself (Claude, Codex).
+    File,
+    /// The transcript's folder (a Grok session folder).
+    Parent,
+    Other(PathBuf),
 }
 
 /// What loading found.
@@ -77,24 +124,6 @@ fn fold_shape<F: TranscriptFold>() -> String {
     serde_json::to_string(&F::default()).unwrap_or_default()
 }
 
-/// A fast checksum over the payload, eight bytes at a time: it only has to catch a torn or
-/// damaged file, and it runs on every warm start.
-fn checksum(bytes: &[u8]) -> u64 {
-    let mut hash: u64 = 0x9e37_79b9_7f4a_7c15 ^ bytes.len() as u64;
-    let mut words = bytes.chunks_exact(8);
-    for word in &mut words {
-        let mut buf = [0u8; 8];
-        buf.copy_from_slice(word);
-        hash = (hash ^ u64::from_le_bytes(buf))
-            .wrapping_mul(0xff51_afd7_ed55_8ccd)
-            .rotate_left(31);
-    }
-    for &b in words.remainder() {
-        hash = (hash ^ u64::from(b)).wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    }
-    hash
-}
-
 /// Reads the cache at `path`.
 pub fn load(path: &Path) -> CacheLoad {
     let bytes = match fs::read(path) {
@@ -102,62 +131,173 @@ pub fn load(path: &Path) -> CacheLoad {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return CacheLoad::Missing,
         Err(e) => return CacheLoad::Corrupt(format!("cannot read the session cache: {e}")),
     };
-    decode(&bytes)
+    decode(bytes)
 }
 
-fn decode(bytes: &[u8]) -> CacheLoad {
+fn u64_at(bytes: &[u8], at: usize) -> u64 {
+    let mut buf = [0u8; 8];
+    buf.copy_from_slice(&bytes[at..at + 8]);
+    u64::from_le_bytes(buf)
+}
+
+fn decode(mut bytes: Vec<u8>) -> CacheLoad {
     if bytes.len() < HEADER_LEN || &bytes[..8] != MAGIC {
         return CacheLoad::Corrupt("not a session cache (bad header)".to_owned());
     }
-    let u32_at = |at: usize| {
-        let mut buf = [0u8; 4];
-        buf.copy_from_slice(&bytes[at..at + 4]);
-        u32::from_le_bytes(buf)
-    };
-    let u64_at = |at: usize| {
-        let mut buf = [0u8; 8];
-        buf.copy_from_slice(&bytes[at..at + 8]);
-        u64::from_le_bytes(buf)
-    };
-    if u32_at(8) != FORMAT_VERSION || u64_at(12) != fingerprint() {
+    let mut version = [0u8; 4];
+    version.copy_from_slice(&bytes[8..12]);
+    if u32::from_le_bytes(version) != FORMAT_VERSION || u64_at(&bytes, 12) != fingerprint() {
         return CacheLoad::Outdated;
     }
-    let payload = &bytes[HEADER_LEN..];
-    if u64_at(20) != payload.len() as u64 {
+    let count = u64_at(&bytes, 20);
+    let entries_len = u64_at(&bytes, 28);
+    let entries_sum = u64_at(&bytes, 36);
+    let folds_len = u64_at(&bytes, 44);
+    let expected = (HEADER_LEN as u64)
+        .checked_add(entries_len)
+        .and_then(|n| n.checked_add(folds_len));
+    if expected != Some(bytes.len() as u64) {
         return CacheLoad::Corrupt("session cache is truncated".to_owned());
     }
-    if u64_at(28) != checksum(payload) {
+    let entries_end = HEADER_LEN + entries_len as usize;
+    let mut rest = &bytes[HEADER_LEN..entries_end];
+    // Only the entries are checked here; each fold is checked by its own hash when a changed
+    // file needs it, so a warm start does not hash every fold.
+    if fast_hash(rest) != entries_sum {
         return CacheLoad::Corrupt("session cache checksum does not match".to_owned());
     }
-    match postcard::from_bytes::<Body>(payload) {
-        Ok(body) => CacheLoad::Loaded(SessionIndex {
-            entries: body
-                .entries
-                .into_iter()
-                .map(|entry| (entry.path.clone(), entry))
-                .collect(),
-            dirty: false,
-        }),
-        Err(e) => CacheLoad::Corrupt(format!("session cache does not decode: {e}")),
+    let count = usize::try_from(count).unwrap_or(usize::MAX);
+    let mut entries = Vec::with_capacity(count.min(rest.len()));
+    for _ in 0..count {
+        match postcard::take_from_bytes::<StoredEntry>(rest) {
+            Ok((stored, tail)) => {
+                entries.push(from_stored(stored));
+                rest = tail;
+            }
+            Err(e) => return CacheLoad::Corrupt(format!("session cache does not decode: {e}")),
+        }
+    }
+    if !rest.is_empty() {
+        return CacheLoad::Corrupt("session cache has trailing bytes".to_owned());
+    }
+    // Keep only the folds section, in place: no second copy.
+    bytes.drain(..entries_end);
+    CacheLoad::Loaded(SessionIndex {
+        entries,
+        blob: bytes,
+        dirty: false,
+    })
+}
+
+fn from_stored(stored: StoredEntry) -> Entry {
+    let session = stored.session.map(|s| Session {
+        agent: s.agent,
+        session_id: s.session_id,
+        cwd: s.cwd,
+        title: s.title,
+        title_is_assigned: s.title_is_assigned,
+        first_activity: s.first_activity.map(UnixMillis),
+        last_activity: s.last_activity.map(UnixMillis),
+        is_working: s.is_working,
+        path: match s.path {
+            SessionPath::File => stored.path.clone(),
+            SessionPath::Parent => stored
+                .path
+                .parent()
+                .map_or_else(|| stored.path.clone(), Path::to_path_buf),
+            SessionPath::Other(path) => path,
+        },
+    });
+    let fold = match (
+        usize::try_from(stored.fold_at),
+        usize::try_from(stored.fold_len),
+    ) {
+        (Ok(at), Ok(len)) if len > 0 => FoldState::Stored {
+            at,
+            len,
+            hash: stored.fold_hash,
+        },
+        _ => FoldState::Missing,
+    };
+    Entry {
+        kind: stored.kind,
+        path: stored.path,
+        size: stored.size,
+        mtime_ns: stored.mtime_ns,
+        compressed: stored.compressed,
+        head: stored.head,
+        position: Position {
+            offset: stored.offset,
+            line: stored.line,
+        },
+        sidecar: stored.sidecar,
+        fold,
+        session,
+    }
+}
+
+fn to_stored(entry: &Entry, fold_at: u64, fold: &[u8]) -> StoredEntry {
+    let session = entry.session.as_ref().map(|s| StoredSession {
+        agent: s.agent,
+        session_id: s.session_id.clone(),
+        cwd: s.cwd.clone(),
+        title: s.title.clone(),
+        title_is_assigned: s.title_is_assigned,
+        first_activity: s.first_activity.map(|t| t.0),
+        last_activity: s.last_activity.map(|t| t.0),
+        is_working: s.is_working,
+        path: if s.path == entry.path {
+            SessionPath::File
+        } else if Some(s.path.as_path()) == entry.path.parent() {
+            SessionPath::Parent
+        } else {
+            SessionPath::Other(s.path.clone())
+        },
+    });
+    StoredEntry {
+        kind: entry.kind,
+        path: entry.path.clone(),
+        size: entry.size,
+        mtime_ns: entry.mtime_ns,
+        compressed: entry.compressed,
+        head: entry.head,
+        offset: entry.position.offset,
+        line: entry.position.line,
+        sidecar: entry.sidecar.clone(),
+        fold_at,
+        fold_len: fold.len() as u64,
+        fold_hash: fast_hash(fold),
+        session,
     }
 }
 
 /// Writes `index` to `path` atomically, creating its folder `0700` and the file `0600`.
 pub fn save(path: &Path, index: &SessionIndex) -> Result<()> {
-    let mut entries: Vec<&Entry> = index.entries.values().collect();
-    // A stable order makes the file reproducible, which keeps tests and debugging simple.
-    entries.sort_by(|a, b| a.path.cmp(&b.path));
-    let payload = postcard::to_stdvec(&BodyRef { entries }).map_err(|e| StoreError::Cache {
+    let encode_error = |e: postcard::Error| StoreError::Cache {
         path: path.to_path_buf(),
         message: format!("cannot encode: {e}"),
-    })?;
-    let mut bytes = Vec::with_capacity(HEADER_LEN + payload.len());
+    };
+    let mut entries = Vec::with_capacity(index.entries.len() * 256);
+    let mut folds = Vec::with_capacity(index.blob.len());
+    for entry in &index.entries {
+        // A stored fold whose bytes no longer check out is dropped: that file is re-read from
+        // the start when it next changes.
+        let fold = SessionIndex::fold_text(&index.blob, &entry.fold).unwrap_or_default();
+        let at = folds.len() as u64;
+        folds.extend_from_slice(fold);
+        entries =
+            postcard::to_extend(&to_stored(entry, at, fold), entries).map_err(encode_error)?;
+    }
+    let mut bytes = Vec::with_capacity(HEADER_LEN + entries.len() + folds.len());
     bytes.extend_from_slice(MAGIC);
     bytes.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
     bytes.extend_from_slice(&fingerprint().to_le_bytes());
-    bytes.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-    bytes.extend_from_slice(&checksum(&payload).to_le_bytes());
-    bytes.extend_from_slice(&payload);
+    bytes.extend_from_slice(&(index.entries.len() as u64).to_le_bytes());
+    bytes.extend_from_slice(&(entries.len() as u64).to_le_bytes());
+    bytes.extend_from_slice(&fast_hash(&entries).to_le_bytes());
+    bytes.extend_from_slice(&(folds.len() as u64).to_le_bytes());
+    bytes.extend_from_slice(&entries);
+    bytes.extend_from_slice(&folds);
 
     let dir = path.parent().ok_or_else(|| StoreError::Cache {
         path: path.to_path_buf(),
@@ -171,12 +311,6 @@ pub fn save(path: &Path, index: &SessionIndex) -> Result<()> {
         return Err(StoreError::io(path, e));
     }
     Ok(())
-}
-
-/// The same payload as [`Body`], borrowed, so saving does not clone every entry.
-#[derive(Serialize)]
-struct BodyRef<'a> {
-    entries: Vec<&'a Entry>,
 }
 
 fn temp_path(path: &Path) -> PathBuf {
@@ -228,22 +362,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn checksum_sees_one_changed_byte() {
+    fn the_hash_sees_one_changed_byte() {
         let a = vec![7u8; 1001];
         let mut b = a.clone();
         b[500] = 8;
-        assert_ne!(checksum(&a), checksum(&b));
+        assert_ne!(fast_hash(&a), fast_hash(&b));
     }
 
     #[test]
     fn garbage_is_corrupt_not_a_panic() {
-        assert!(matches!(decode(b"nonsense"), CacheLoad::Corrupt(_)));
+        assert!(matches!(
+            decode(b"nonsense".to_vec()),
+            CacheLoad::Corrupt(_)
+        ));
         let mut header = MAGIC.to_vec();
         header.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
         header.extend_from_slice(&fingerprint().to_le_bytes());
+        header.extend_from_slice(&5u64.to_le_bytes());
         header.extend_from_slice(&3u64.to_le_bytes());
-        header.extend_from_slice(&checksum(b"abc").to_le_bytes());
+        header.extend_from_slice(&fast_hash(b"abc").to_le_bytes());
+        header.extend_from_slice(&0u64.to_le_bytes());
         header.extend_from_slice(b"abc");
-        assert!(matches!(decode(&header), CacheLoad::Corrupt(_)));
+        assert!(matches!(decode(header), CacheLoad::Corrupt(_)));
     }
 }

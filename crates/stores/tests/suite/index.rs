@@ -364,10 +364,9 @@ fn a_corrupt_cache_is_rebuilt_with_a_warning() {
     let (options, cache) = cached_options(home.path());
     let first = list_sessions(&roots, &options);
 
-    // Flip bytes in the middle of the payload.
+    // Flip bytes in the entries, just after the 52-byte header.
     let mut bytes = fs::read(&cache).unwrap();
-    let middle = bytes.len() / 2;
-    for b in &mut bytes[middle..middle + 4] {
+    for b in &mut bytes[60..64] {
         *b ^= 0xff;
     }
     fs::write(&cache, &bytes).unwrap();
@@ -389,6 +388,36 @@ fn a_corrupt_cache_is_rebuilt_with_a_warning() {
     // And the rebuilt cache is good again.
     let warm = list_sessions(&roots, &options);
     assert_eq!((warm.stats.bytes_read, warm.warnings.len()), (0, 0));
+}
+
+#[test]
+fn a_damaged_fold_state_is_caught_when_its_file_changes() {
+    let home = TempDir::new().unwrap();
+    let mut t = claude_session(home.path(), "c1", "one");
+    let roots = StoreRoots::under_home(home.path());
+    let (options, cache) = cached_options(home.path());
+    list_sessions(&roots, &options);
+
+    // The fold states are the end of the file; damage the last one.
+    let mut bytes = fs::read(&cache).unwrap();
+    let end = bytes.len();
+    for b in &mut bytes[end - 8..end - 4] {
+        *b ^= 0xff;
+    }
+    fs::write(&cache, &bytes).unwrap();
+
+    // Nothing changed: the listing does not need the fold and is served as before.
+    let warm = list_sessions(&roots, &options);
+    assert_eq!(warm.stats.files_unchanged, 1);
+
+    // The file grows: the damaged state is not resumed; the file is read from the start.
+    let n = t.len();
+    t.custom_title("after-damage");
+    t.append_since(n).unwrap();
+    bump_mtime(&t.path, 1);
+    let listing = list_sessions(&roots, &options);
+    assert_eq!((listing.stats.files_reread, listing.stats.files_appended), (1, 0));
+    assert_eq!(by_id(&listing.sessions, "c1").title.as_deref(), Some("after-damage"));
 }
 
 #[test]
