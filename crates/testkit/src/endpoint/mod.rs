@@ -20,9 +20,14 @@
 //! - Codex `exec`: one `POST /v1/responses` per model call, streaming, with the
 //!   `x-codex-turn-metadata` (JSON), `session-id` and `thread-id` headers; its `input` holds
 //!   developer messages, a user `<environment_context>` message, then the prompt.
-//! - Neither sent a title, summary or quota side request in these modes (`claude -p`, Claude's
-//!   stream-json panel protocol, `codex exec`); side requests are still recognised (see
-//!   [`RecordedRequest::side_request`]) so one that quotes the prompt cannot use up a rule.
+//! - Neither sent a side request in `claude -p`, Claude's stream-json panel protocol or
+//!   `codex exec`. Interactive Claude names the session with an extra streamed, tool-less
+//!   `/v1/messages` request (same model, `max_tokens` 128 000, system prompt "You are naming a
+//!   coding session…", the session quoted in its user message); it is recognised as a side
+//!   request (see [`RecordedRequest::side_request`]) so it cannot use up the turn's rule.
+//! - Claude wraps context in `<system-reminder>` blocks (git status, commit attribution, the
+//!   date) that contain common words; user-text rules match on
+//!   [`RecordedRequest::last_user_prompt`], which leaves them out.
 //! - Claude 2.1.332 defers MCP tools behind `ToolSearch`: they are *named* in a system
 //!   message, not listed in `tools`, unless the agent runs with `ENABLE_TOOL_SEARCH=false`.
 //!   A scripted `tool_use` of a deferred MCP tool still reaches the server.
@@ -522,6 +527,7 @@ async fn handle(
             messages: parsed.messages,
             tools: parsed.tools,
             last_user_text: parsed.last_user_text,
+            last_user_prompt: parsed.last_user_prompt,
             last_tool_result: parsed.last_tool_result,
             newest_input: parsed.newest_input,
             side_request,

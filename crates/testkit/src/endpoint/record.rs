@@ -70,6 +70,11 @@ pub struct RecordedRequest {
     pub tools: Vec<String>,
     /// All text blocks of the last user message, joined by newlines.
     pub last_user_text: Option<String>,
+    /// [`RecordedRequest::last_user_text`] without its `<system-reminder>…</system-reminder>`
+    /// spans, trimmed: what the user (or the bridge) typed. User-text rules match on this, so
+    /// the context Claude Code wraps around a prompt (git status, attribution rules, dates)
+    /// cannot set off a rule by accident. `None` when nothing is left.
+    pub last_user_prompt: Option<String>,
     /// The text of the newest tool result(s), joined by newlines: Anthropic `tool_result`
     /// blocks of the latest user message that has any; Responses the last run of adjacent
     /// `function_call_output` items (the results of parallel calls).
@@ -77,9 +82,9 @@ pub struct RecordedRequest {
     /// Whether the newest input is user text or a tool result.
     pub newest_input: InputKind,
     /// True for a request the endpoint takes to be an agent's side request rather than a turn:
-    /// a quota probe (`max_tokens` ≤ 1), an Anthropic request that offers no tools and asks for
-    /// at most 8192 tokens (title generation, summaries), or a Responses request that offers no
-    /// tools. Rules skip these unless they opt in, so a side request quoting the user's prompt
+    /// a quota probe (`max_tokens` ≤ 1), an Anthropic request that offers no tools and either
+    /// asks for at most 8192 tokens or has a known side-request system prompt (Claude Code's
+    /// session-title request), or a Responses request that offers no tools. Rules skip these unless they opt in, so a side request quoting the user's prompt
     /// cannot use up the rule meant for the turn.
     pub side_request: bool,
     /// Which script entry answered, once one was chosen: `rule #N` (with its label, if any),
@@ -130,19 +135,31 @@ pub(crate) fn classify(method: &str, path: &str) -> Api {
 /// `--tools ""`); a title or summary asks for a few hundred.
 const SIDE_REQUEST_MAX_TOKENS: u64 = 8192;
 
+/// Words of the system prompt of a side request an agent was seen to make with a turn's
+/// `max_tokens`. Claude Code 2.1.332 names an interactive session with a streamed, tool-less
+/// request for 128 000 tokens whose user message quotes the whole session.
+const SIDE_REQUEST_SYSTEM_MARKERS: [&str; 1] = ["You are naming a coding session"];
+
 /// Whether a model request is an agent's side request rather than a turn of the conversation:
 /// a quota probe (`max_tokens` ≤ 1), an Anthropic request that offers no tools and asks for a
-/// short answer (title generation, summaries), or a Responses request that offers no tools
+/// short answer or has a known side-request system prompt (title generation, summaries), or a
+/// Responses request that offers no tools
 /// (Codex offers tools on every turn). A side request can quote the user's prompt, and must
 /// not use up the rule meant for the turn.
 pub(crate) fn is_side_request(api: Api, parsed: &Parsed) -> bool {
     let tiny = parsed.max_tokens.is_some_and(|max| max <= 1);
     match api {
         Api::Anthropic => {
+            let known = parsed.system.as_deref().is_some_and(|system| {
+                SIDE_REQUEST_SYSTEM_MARKERS
+                    .iter()
+                    .any(|marker| system.contains(marker))
+            });
             tiny || (parsed.tools.is_empty()
-                && parsed
-                    .max_tokens
-                    .is_none_or(|max| max <= SIDE_REQUEST_MAX_TOKENS))
+                && (known
+                    || parsed
+                        .max_tokens
+                        .is_none_or(|max| max <= SIDE_REQUEST_MAX_TOKENS)))
         }
         Api::Responses => tiny || parsed.tools.is_empty(),
         Api::CountTokens | Api::Other => false,
@@ -159,6 +176,7 @@ pub(crate) struct Parsed {
     pub messages: Vec<Value>,
     pub tools: Vec<String>,
     pub last_user_text: Option<String>,
+    pub last_user_prompt: Option<String>,
     pub last_tool_result: Option<String>,
     pub newest_input: InputKind,
 }
@@ -175,7 +193,30 @@ pub(crate) fn parse(api: Api, body: &Value) -> Parsed {
         Api::Responses => parse_responses(body, &mut parsed),
         Api::Other => {}
     }
+    parsed.last_user_prompt = parsed
+        .last_user_text
+        .as_deref()
+        .map(strip_system_reminders)
+        .filter(|prompt| !prompt.is_empty());
     parsed
+}
+
+/// `text` without `<system-reminder>…</system-reminder>` spans (an unclosed one runs to the
+/// end), trimmed.
+fn strip_system_reminders(text: &str) -> String {
+    const OPEN: &str = "<system-reminder>";
+    const CLOSE: &str = "</system-reminder>";
+    let mut kept = String::new();
+    let mut rest = text;
+    while let Some(start) = rest.find(OPEN) {
+        kept.push_str(&rest[..start]);
+        rest = match rest[start..].find(CLOSE) {
+            Some(end) => &rest[start + end + CLOSE.len()..],
+            None => "",
+        };
+    }
+    kept.push_str(rest);
+    kept.trim().to_owned()
 }
 
 fn parse_anthropic(body: &Value, parsed: &mut Parsed) {

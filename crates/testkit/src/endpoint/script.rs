@@ -182,7 +182,7 @@ impl Reply {
 
     /// Answer with `prefix`, then a newline and the request token found in the prompt as the
     /// last line (`no request token` when none is found). The token is searched in the last
-    /// user text first, then anywhere in the request body; the last occurrence wins.
+    /// user prompt first, then anywhere in the request body; the last occurrence wins.
     pub fn echo_token(prefix: impl Into<String>) -> Self {
         Self::with_blocks(vec![Block::EchoToken(prefix.into())])
     }
@@ -272,7 +272,8 @@ impl Reply {
 pub enum Matcher {
     /// Any model request (user text, tool result, or neither).
     Any,
-    /// The newest input is user text containing every one of these substrings.
+    /// The newest input is user text whose prompt (without `<system-reminder>` spans)
+    /// contains every one of these substrings.
     UserText(Vec<String>),
     /// The newest input is a tool result whose text contains every one of these substrings
     /// (an empty list matches any tool result).
@@ -323,7 +324,8 @@ pub struct Rule {
 }
 
 impl Rule {
-    /// Match when the newest input is user text containing `needle`.
+    /// Match when the newest input is user text whose prompt (the text without
+    /// `<system-reminder>` spans, [`RecordedRequest::last_user_prompt`]) contains `needle`.
     pub fn on_user_text(needle: impl Into<String>) -> RuleBuilder {
         RuleBuilder {
             matcher: Matcher::UserText(vec![needle.into()]),
@@ -427,7 +429,7 @@ impl Rule {
             Matcher::Any => true,
             Matcher::UserText(needles) => {
                 request.newest_input == InputKind::UserText
-                    && contains_all(request.last_user_text.as_ref(), needles)
+                    && contains_all(request.last_user_prompt.as_ref(), needles)
             }
             Matcher::ToolResult(needles) => {
                 request.newest_input == InputKind::ToolResult
@@ -473,7 +475,7 @@ impl Script {
     }
 }
 
-/// Finds a request token for [`Block::EchoToken`]: the last match in the user text, else the
+/// Finds a request token for [`Block::EchoToken`]: the last match in the user prompt, else the
 /// last in the whole body.
 pub(crate) fn find_token(pattern: &regex::Regex, request: &RecordedRequest) -> Option<String> {
     let last_in = |text: &str| {
@@ -483,7 +485,7 @@ pub(crate) fn find_token(pattern: &regex::Regex, request: &RecordedRequest) -> O
             .map(|m| m.as_str().to_owned())
     };
     request
-        .last_user_text
+        .last_user_prompt
         .as_deref()
         .and_then(last_in)
         .or_else(|| last_in(&request.body.to_string()))

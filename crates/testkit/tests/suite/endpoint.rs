@@ -860,6 +860,7 @@ async fn anthropic_requests_are_recorded_with_what_tests_assert_on() {
         request.last_user_text.as_deref(),
         Some("<system-reminder>\ncontext here\n</system-reminder>\nthe real prompt")
     );
+    assert_eq!(request.last_user_prompt.as_deref(), Some("the real prompt"));
     assert_eq!(request.newest_input, InputKind::UserText);
     assert_eq!(request.last_tool_result, None);
     assert_eq!(request.messages.len(), 2);
@@ -1050,5 +1051,63 @@ async fn parallel_tool_results_read_as_one_and_earlier_steps_do_not_rematch() {
             Some("first-result\nsecond-result".to_owned()),
             Some("step-two-result".to_owned()),
         ]
+    );
+}
+
+#[tokio::test]
+async fn user_text_rules_ignore_words_in_system_reminders() {
+    let endpoint = ModelEndpoint::start().unwrap();
+    // "context" is only in the `<system-reminder>` block Claude puts before the prompt.
+    endpoint.push(Rule::on_user_text("context").reply_text("wrongly matched"));
+    let mut inline = anthropic_request("", true);
+    inline["messages"][0]["content"] = json!(
+        "<system-reminder>context</system-reminder>\nreal words <system-reminder>more context"
+    );
+
+    let events = post_sse(messages_url(&endpoint), &anthropic_request("hello", true)).await;
+    post_sse(messages_url(&endpoint), &inline).await;
+
+    assert_eq!(anthropic_text(&events), "scripted: no rule matched");
+    let prompts: Vec<_> = endpoint
+        .model_requests()
+        .into_iter()
+        .map(|request| request.last_user_prompt)
+        .collect();
+    assert_eq!(
+        prompts,
+        [Some("hello".to_owned()), Some("real words".to_owned())]
+    );
+}
+
+/// Interactive Claude Code names a session with a request shaped like a turn (streamed, same
+/// model, 128 000 tokens) but without tools, quoting the session in its user message.
+#[tokio::test]
+async fn claudes_session_title_request_is_a_side_request() {
+    let endpoint = ModelEndpoint::start().unwrap();
+    endpoint.push(
+        Rule::on_user_text("fix the login bug")
+            .tool_call(ToolCall::new("Bash", json!({})))
+            .once(),
+    );
+    let title = json!({
+        "model": "claude-opus-5-5",
+        "max_tokens": 128000,
+        "stream": true,
+        "system": [
+            { "type": "text", "text": "You are Claude Code, Anthropic's official CLI for Claude." },
+            { "type": "text", "text": "You are naming a coding session so the user can pick it out." },
+        ],
+        "messages": [{ "role": "user", "content":
+            "<session>\nuser: fix the login bug\n</session>\n\nWrite the title." }],
+    });
+
+    let events = post_sse(messages_url(&endpoint), &title).await;
+
+    assert_eq!(anthropic_text(&events), "scripted side reply");
+    assert!(endpoint.model_requests()[0].side_request);
+    assert_eq!(
+        endpoint.rules()[0].remaining(),
+        Some(1),
+        "the turn's rule is still there"
     );
 }
