@@ -335,8 +335,13 @@ fn ensure_store(
 )> {
     let marker = home.with_file_name("generated.txt");
     let key = format!(
-        "{} {} {} {} {}",
-        spec.claude, spec.codex, spec.grok, spec.size_scale, spec.seed
+        "v{} {} {} {} {} {}",
+        cross_agent_testkit::synthetic_stores::GENERATOR_VERSION,
+        spec.claude,
+        spec.codex,
+        spec.grok,
+        spec.size_scale,
+        spec.seed
     );
     if let Ok(text) = fs::read_to_string(&marker)
         && let Some((stored_key, _generated_at)) = text.trim().rsplit_once(' ')

@@ -92,9 +92,6 @@ pub enum StoreError {
     /// The session cache could not be written (reading a bad one is only a warning).
     #[error("session cache {}: {message}", path.display())]
     Cache { path: PathBuf, message: String },
-    /// `CROSS_AGENT_HOME` points somewhere cross-agent must not keep its state.
-    #[error("refusing to keep cross-agent state in {}: {why}", path.display())]
-    UnsafeHome { path: PathBuf, why: String },
 }
 
 impl StoreError {
@@ -112,8 +109,7 @@ impl StoreError {
             | StoreError::Zstd { path, .. }
             | StoreError::Sqlite { path, .. }
             | StoreError::Format { path, .. }
-            | StoreError::Cache { path, .. }
-            | StoreError::UnsafeHome { path, .. } => Some(path),
+            | StoreError::Cache { path, .. } => Some(path),
             StoreError::InvalidSetting { .. }
             | StoreError::AmbiguousName { .. }
             | StoreError::NameUnproven { .. }

@@ -5,10 +5,9 @@
 //! session of every agent, newest first — no cap: resolution over it is a scan of a `Vec` in
 //! memory, and the index makes producing it cheap (see [`crate::index`]).
 //!
-//! The cache lives at `$CROSS_AGENT_HOME/cache/sessions-index.bin` (`CROSS_AGENT_HOME` defaults
-//! to `~/.cross-agent`). A home that is `/`, the user's home itself, or inside one of the agents'
-//! own stores is refused, as the spec asks of `CROSS_AGENT_HOME`: the listing still works, it just
-//! starts cold every time and says why.
+//! The cache lives at `$CROSS_AGENT_HOME/cache/sessions-index.bin` ([`cache_file`]); the caller
+//! decides whether that home is safe to write (the CLI uses `ipc::Home`, which refuses `/`,
+//! `$HOME` and the agents' own stores). Without a cache file the listing still works, cold.
 
 use std::cmp::Reverse;
 use std::path::{Path, PathBuf};
@@ -17,15 +16,11 @@ use std::time::{Duration, Instant};
 use std::collections::hash_map::Entry;
 
 use crate::codex::ThreadNames;
-use crate::error::{Result, StoreError};
 use crate::grok::{GuiNames, read_gui_names};
 use crate::index::cache::{self, CACHE_FILE_NAME, CacheLoad};
 use crate::index::{FastMap, IndexStats, RefreshOptions, SessionIndex, discover_sources};
 use crate::model::{Agent, Session, StoreWarning, Warnings};
 use crate::roots::StoreRoots;
-
-/// `CROSS_AGENT_HOME`: where cross-agent keeps its own state.
-pub const HOME_ENV: &str = "CROSS_AGENT_HOME";
 
 /// Options of [`list_sessions`].
 #[derive(Debug, Clone, Default)]
@@ -209,74 +204,8 @@ pub fn sort_newest_first(sessions: &mut Vec<Session>) {
     );
 }
 
-/// `CROSS_AGENT_HOME`, else `~/.cross-agent`.
-pub fn cross_agent_home() -> Option<PathBuf> {
-    match std::env::var_os(HOME_ENV) {
-        Some(home) if !home.is_empty() => Some(PathBuf::from(home)),
-        _ => std::env::var_os("HOME")
-            .filter(|home| !home.is_empty())
-            .map(|home| PathBuf::from(home).join(".cross-agent")),
-    }
-}
-
-/// The cache file under `home`, once `home` is known to be safe to keep state in: not `/`, not
-/// the user's home folder, not inside (or equal to) any agent's own store, following symlinks.
-pub fn cache_file_in(home: &Path, roots: &StoreRoots) -> Result<PathBuf> {
-    let resolved = resolve_existing(home);
-    let unsafe_home = |why: String| StoreError::UnsafeHome {
-        path: home.to_path_buf(),
-        why,
-    };
-    if resolved.parent().is_none() {
-        return Err(unsafe_home("it is the filesystem root".to_owned()));
-    }
-    if let Some(user_home) = std::env::var_os("HOME").filter(|h| !h.is_empty())
-        && resolved == resolve_existing(Path::new(&user_home))
-    {
-        return Err(unsafe_home("it is your home folder".to_owned()));
-    }
-    for agent in Agent::ALL {
-        if let Some(root) = roots.root(agent) {
-            let root = resolve_existing(root);
-            if resolved.starts_with(&root) {
-                return Err(unsafe_home(format!(
-                    "it is inside {agent}'s own store {}",
-                    root.display()
-                )));
-            }
-        }
-    }
-    Ok(home.join("cache").join(CACHE_FILE_NAME))
-}
-
-/// The cache file this process should use, from `CROSS_AGENT_HOME` / `HOME`.
-pub fn cache_file_from_env(roots: &StoreRoots) -> Result<PathBuf> {
-    let home = cross_agent_home().ok_or_else(|| StoreError::UnsafeHome {
-        path: PathBuf::from("~/.cross-agent"),
-        why: "neither CROSS_AGENT_HOME nor HOME is set".to_owned(),
-    })?;
-    cache_file_in(&home, roots)
-}
-
-/// `path` with symlinks resolved as far as it exists, the rest appended as written: a home that
-/// does not exist yet can still be compared with the stores.
-fn resolve_existing(path: &Path) -> PathBuf {
-    let mut missing = Vec::new();
-    let mut existing = path;
-    loop {
-        if let Ok(real) = existing.canonicalize() {
-            let mut out = real;
-            for part in missing.iter().rev() {
-                out.push(part);
-            }
-            return out;
-        }
-        match (existing.parent(), existing.file_name()) {
-            (Some(parent), Some(name)) => {
-                missing.push(name.to_os_string());
-                existing = parent;
-            }
-            _ => return path.to_path_buf(),
-        }
-    }
+/// The cache file inside a state directory (`$CROSS_AGENT_HOME`). Which directory is safe to
+/// keep state in is the caller's rule to apply (`ipc::Home`): this crate only reads stores.
+pub fn cache_file(home: &Path) -> PathBuf {
+    home.join("cache").join(CACHE_FILE_NAME)
 }

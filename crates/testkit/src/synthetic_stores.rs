@@ -547,6 +547,10 @@ pub fn append_raw(path: &Path, bytes: &[u8]) -> Result<()> {
 // The generator.
 // ---------------------------------------------------------------------------------------------
 
+/// Changes whenever [`generate`] writes something different for the same spec, so a store kept
+/// on disk between benchmark runs is regenerated rather than reused stale.
+pub const GENERATOR_VERSION: u32 = 2;
+
 /// What to generate.
 #[derive(Debug, Clone)]
 pub struct SyntheticSpec {
@@ -700,18 +704,32 @@ fn filler(rng: &mut Rng, len: usize) -> String {
 }
 
 /// A target size in bytes from the mix (2 KB to 50 MB): mostly small transcripts, a
-/// long tail of big ones, about 45 KB on average.
+/// long tail of big ones, about 45 KB on average (so 22,000 sessions make about 1 GB).
 fn target_size(rng: &mut Rng, scale: f64) -> u64 {
     let tier = rng.below(10_000);
     let (lo, hi): (f64, f64) = match tier {
+        // 80 %: 2–12 KB, a few turns.
         0..=7_999 => (2e3, 12e3),
+        // 17 %: 12–200 KB.
         8_000..=9_699 => (12e3, 200e3),
-        9_700..=9_994 => (200e3, 3e6),
+        // 2.95 %: 200 KB – 2 MB.
+        9_700..=9_994 => (200e3, 2e6),
+        // 0.05 %: 10–50 MB, the long sessions that dominate a real store's bytes.
         _ => (10e6, 50e6),
     };
     // Log-uniform within the tier.
     let size = (lo.ln() + rng.unit() * (hi.ln() - lo.ln())).exp() * scale;
     size.max(600.0) as u64
+}
+
+/// The length of one tool output: usually a short log, now and then (in sessions big enough to
+/// hold one) a long line — a file dump or a build log — of up to a tenth of the session.
+fn tool_output_len(rng: &mut Rng, target: u64) -> usize {
+    if target >= 200_000 && rng.below(200) == 0 {
+        (rng.below(target / 10) + 20_000) as usize
+    } else {
+        (rng.below(1_200) + 80) as usize
+    }
 }
 
 fn cwd_for(rng: &mut Rng) -> String {
@@ -824,11 +842,7 @@ fn generate_claude(
             let command = COMMANDS[rng.below(COMMANDS.len() as u64) as usize];
             t.tool_use(command, at + 1);
             // Now and then a big tool output line (a long log, a file dump).
-            let out_len = if rng.below(200) == 0 {
-                (rng.below(400_000) + 20_000) as usize
-            } else {
-                (rng.below(1_200) + 80) as usize
-            };
+            let out_len = tool_output_len(rng, target);
             let output = filler(rng, out_len);
             t.tool_result(&output, at + 2);
         }
@@ -915,11 +929,7 @@ fn generate_codex(
         r.user(&text, at);
         for _ in 0..rng.below(3) {
             let command = COMMANDS[rng.below(COMMANDS.len() as u64) as usize];
-            let out_len = if rng.below(200) == 0 {
-                (rng.below(400_000) + 20_000) as usize
-            } else {
-                (rng.below(1_200) + 80) as usize
-            };
+            let out_len = tool_output_len(rng, target);
             let output = filler(rng, out_len);
             r.tool_call(command, &output, at + 1);
         }

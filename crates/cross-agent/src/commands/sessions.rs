@@ -15,6 +15,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
+use cross_agent_ipc::Home;
 use cross_agent_stores::index::RefreshOptions;
 use cross_agent_stores::lines::format_timestamp;
 use cross_agent_stores::resolve::{
@@ -141,12 +142,15 @@ impl SessionsArgs {
 }
 
 /// Lists every session through the persisted index and reports skipped files on stderr.
-fn load() -> anyhow::Result<Listing> {
+///
+/// The cache lives in the state directory, validated by the same rules as every other piece of
+/// cross-agent state (`ipc::Home`: never `/`, `$HOME` or an agent's own store). A home that is
+/// refused does not stop the listing: it just runs without a cache, and says why.
+fn load() -> Listing {
     let roots = StoreRoots::from_env();
-    let cache_file = match scan::cache_file_from_env(&roots) {
-        Ok(path) => Some(path),
+    let cache_file = match Home::from_env() {
+        Ok(home) => Some(scan::cache_file(home.root())),
         Err(e) => {
-            // Listing still works without a cache; it is just cold every time.
             eprintln!("warning: {e}; listing without the session cache");
             None
         }
@@ -162,7 +166,7 @@ fn load() -> anyhow::Result<Listing> {
     for warning in &listing.warnings {
         let _ = writeln!(stderr, "warning: {warning}");
     }
-    Ok(listing)
+    listing
 }
 
 fn cwd_or_current(cwd: Option<PathBuf>) -> anyhow::Result<PathBuf> {
@@ -177,7 +181,7 @@ impl ListArgs {
         let window = ActiveWindow::from_env()?;
         let cwd = cwd_or_current(self.cwd)?;
         let scope = Scope::from(self.scope);
-        let listing = load()?;
+        let listing = load();
         let now = resolve::now();
 
         let mut chosen: Vec<(Agent, Vec<&Session>)> = Vec::new();
@@ -229,7 +233,7 @@ impl ResolveArgs {
         let window = ActiveWindow::from_env()?;
         let bound = ScanBound::from_env(agent)?;
         let cwd = cwd_or_current(self.cwd)?;
-        let listing = load()?;
+        let listing = load();
         let now = resolve::now();
         let lookup = Lookup {
             agent,
@@ -321,8 +325,7 @@ fn refusal_json(error: &StoreError) -> Value {
         | StoreError::Sqlite { .. }
         | StoreError::Format { .. }
         | StoreError::InvalidSetting { .. }
-        | StoreError::Cache { .. }
-        | StoreError::UnsafeHome { .. } => ("error", json!({})),
+        | StoreError::Cache { .. } => ("error", json!({})),
     };
     let mut value = json!({ "error": kind, "message": error.to_string() });
     if let (Value::Object(map), Value::Object(extra)) = (&mut value, details) {

@@ -407,3 +407,25 @@ fn a_second_run_is_served_from_the_cache() {
     let second = store.json(&["sessions", "--json"]);
     assert_eq!(first, second);
 }
+
+#[test]
+fn an_unsafe_state_directory_is_refused_and_the_listing_goes_on_uncached() {
+    let store = Store::new();
+    // CROSS_AGENT_HOME inside Claude's own store: nothing may be written there.
+    let inside = store.path().join(".claude/xa");
+    let out = store
+        .cmd()
+        .env("CROSS_AGENT_HOME", &inside)
+        .args(["sessions", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let listing: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(ids(&listing["claude"]).len(), 4);
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains("listing without the session cache"),
+        "{stderr}"
+    );
+    assert!(!inside.exists());
+}
