@@ -2,8 +2,6 @@
 //! sockets, signals, each test on its own temporary `CROSS_AGENT_HOME` and `HOME` (never the
 //! real ones). Every test stops what it started, even when it fails.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
