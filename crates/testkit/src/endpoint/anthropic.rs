@@ -123,6 +123,12 @@ pub(crate) fn error(status: u16, message: &str) -> Value {
     json!({ "type": "error", "error": { "type": kind, "message": message } })
 }
 
+/// The in-stream `error` event the real API sends when it fails mid-answer (typically
+/// overloaded).
+pub(crate) fn error_event(message: &str) -> Event {
+    Event::new("error", error(529, message))
+}
+
 fn stop_reason(answer: &Answer) -> &'static str {
     if answer
         .parts

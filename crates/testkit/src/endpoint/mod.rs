@@ -38,6 +38,9 @@
 //!   failure it retries once without streaming. A [`Reply::hang`] fails after `API_TIMEOUT_MS`;
 //!   a stream that goes silent ([`Reply::hang_after_events`]) is only cut after at least five
 //!   minutes (its idle timeout is clamped to ≥ 300 s).
+//! - An in-stream error ([`Reply::error_after_events`]) shows in Claude as "API Error: 529
+//!   <message>" (after one non-streaming retry) and in Codex as "stream disconnected before
+//!   completion: <message>".
 //! - Codex retries per its provider's `request_max_retries` / `stream_max_retries` (set both to
 //!   0 in tests); a silent stream fails after `stream_idle_timeout_ms`, but a [`Reply::hang`]
 //!   before the status line is waited on indefinitely. It reports any 500 as "We’re currently
@@ -568,7 +571,11 @@ async fn handle(
         }) => return Ok(http_error(api, *status, message, *retry)),
         Some(Failure::DropAfterEvents(n)) => Some(Cut::Drop(*n)),
         Some(Failure::HangAfterEvents(n)) => Some(Cut::Hang(*n)),
-        None => None,
+        Some(Failure::ErrorEventAfter { message, .. }) if !recorded.stream => {
+            let status = if api == Api::Responses { 500 } else { 529 };
+            return Ok(http_error(api, status, message, true));
+        }
+        Some(Failure::ErrorEventAfter { .. }) | None => None,
     };
 
     let token = script::find_token(&shared.token_pattern, &recorded);
@@ -604,10 +611,21 @@ async fn handle(
     };
 
     let response = if recorded.stream {
-        let events: Vec<Event> = match api {
+        let mut events: Vec<Event> = match api {
             Api::Responses => responses::stream(&answer),
             _ => anthropic::stream(&answer),
         };
+        if let Some(Failure::ErrorEventAfter {
+            events: after,
+            message,
+        }) = &reply.failure
+        {
+            events.truncate(*after);
+            events.push(match api {
+                Api::Responses => responses::failed(&answer, events.len(), message),
+                _ => anthropic::error_event(message),
+            });
+        }
         let chunks = events.iter().map(Event::encode).collect();
         Response::builder()
             .status(StatusCode::OK)

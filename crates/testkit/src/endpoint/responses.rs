@@ -118,6 +118,20 @@ pub(crate) fn error(status: u16, message: &str) -> Value {
     json!({ "error": { "message": message, "type": kind, "param": null, "code": code } })
 }
 
+/// The `response.failed` event that ends a stream the server gave up on.
+pub(crate) fn failed(answer: &Answer, sequence_number: usize, message: &str) -> Event {
+    let mut response = response(answer, "failed", Vec::new());
+    response["error"] = json!({ "code": "server_error", "message": message });
+    Event::new(
+        "response.failed",
+        json!({
+            "type": "response.failed",
+            "sequence_number": sequence_number,
+            "response": response,
+        }),
+    )
+}
+
 fn item(answer: &Answer, index: usize, part: &Part) -> Value {
     match part {
         Part::Text(text) => json!({

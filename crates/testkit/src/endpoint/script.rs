@@ -130,14 +130,23 @@ pub enum Failure {
     DropAfterEvents(usize),
     /// Send the status, headers and the first `n` events, then send nothing more, forever.
     HangAfterEvents(usize),
+    /// Send the first `events` events, then the API's in-stream error event (Anthropic
+    /// `error` with an `overloaded_error`; Responses `response.failed`) and end the stream. A
+    /// non-streamed request gets an HTTP 529 (Anthropic) or 500 (Responses) instead.
+    ErrorEventAfter {
+        /// How many events come before the error.
+        events: usize,
+        /// The error's message.
+        message: String,
+    },
     /// Answer with this HTTP status and an error body shaped for the API.
     HttpError {
         /// HTTP status code.
         status: u16,
         /// The error's message.
         message: String,
-        /// When false, tell the client not to retry (`x-should-retry: false`, which the
-        /// Anthropic SDK honours); real APIs leave that out, so clients retry 5xx.
+        /// When false, send `x-should-retry: false` (the Anthropic SDK's hint; Claude Code
+        /// 2.1.332 was seen to retry regardless — set `CLAUDE_CODE_MAX_RETRIES=0` instead).
         retry: bool,
     },
 }
@@ -245,6 +254,15 @@ impl Reply {
     /// Start streaming, then go silent forever after `events` SSE events.
     pub fn hang_after_events(mut self, events: usize) -> Self {
         self.failure = Some(Failure::HangAfterEvents(events));
+        self
+    }
+
+    /// Start streaming, then after `events` SSE events send the API's error event and end.
+    pub fn error_after_events(mut self, events: usize, message: impl Into<String>) -> Self {
+        self.failure = Some(Failure::ErrorEventAfter {
+            events,
+            message: message.into(),
+        });
         self
     }
 

@@ -1111,3 +1111,32 @@ async fn claudes_session_title_request_is_a_side_request() {
         "the turn's rule is still there"
     );
 }
+
+#[tokio::test]
+async fn an_error_event_ends_the_stream_the_way_each_api_fails_mid_answer() {
+    let endpoint = ModelEndpoint::start().unwrap();
+    endpoint.push(
+        Rule::on_user_text("fail")
+            .reply(Reply::text("cut short").error_after_events(1, "overloaded now")),
+    );
+
+    let claude = post_sse(messages_url(&endpoint), &anthropic_request("fail", true)).await;
+    let codex = post_sse(responses_url(&endpoint), &responses_request("fail")).await;
+    let whole = post(messages_url(&endpoint), &anthropic_request("fail", false)).await;
+
+    assert_eq!(names(&claude), ["message_start", "error"]);
+    assert_eq!(
+        claude[1].1,
+        json!({ "type": "error", "error": { "type": "overloaded_error", "message": "overloaded now" } })
+    );
+    assert_eq!(names(&codex), ["response.created", "response.failed"]);
+    let failed = &codex[1].1;
+    assert_eq!(failed["sequence_number"], 1);
+    assert_eq!(failed["response"]["status"], "failed");
+    assert_eq!(failed["response"]["id"], codex[0].1["response"]["id"]);
+    assert_eq!(
+        failed["response"]["error"],
+        json!({ "code": "server_error", "message": "overloaded now" })
+    );
+    assert_eq!(whole.status(), 529);
+}
