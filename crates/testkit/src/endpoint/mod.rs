@@ -38,9 +38,9 @@
 //!   failure it retries once without streaming. A [`Reply::hang`] fails after `API_TIMEOUT_MS`;
 //!   a stream that goes silent ([`Reply::hang_after_events`]) is only cut after at least five
 //!   minutes (its idle timeout is clamped to ≥ 300 s).
-//! - An in-stream error ([`Reply::error_after_events`]) shows in Claude as "API Error: 529
-//!   <message>" (after one non-streaming retry) and in Codex as "stream disconnected before
-//!   completion: <message>".
+//! - An in-stream error ([`Reply::error_after_events`]) shows in Claude as `API Error: 529
+//!   <message>` (after one non-streaming retry) and in Codex as `stream disconnected before
+//!   completion: <message>`.
 //! - Codex retries per its provider's `request_max_retries` / `stream_max_retries` (set both to
 //!   0 in tests); a silent stream fails after `stream_idle_timeout_ms`, but a [`Reply::hang`]
 //!   before the status line is waited on indefinitely. It reports any 500 as "We’re currently
