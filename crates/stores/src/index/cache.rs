@@ -236,37 +236,82 @@ fn from_stored(stored: StoredEntry) -> Entry {
     }
 }
 
-fn to_stored(entry: &Entry, fold_at: u64, fold: &[u8]) -> StoredEntry {
-    let session = entry.session.as_ref().map(|s| StoredSession {
+/// [`StoredEntry`] borrowed from an [`Entry`], so saving copies no strings. Same fields in the
+/// same order with the same wire types: postcard writes a `&str`/`&Path` as it writes a
+/// `String`/`PathBuf`, and [`SessionPathRef`] mirrors [`SessionPath`] variant for variant.
+#[derive(Serialize)]
+struct StoredEntryRef<'a> {
+    kind: FoldKind,
+    path: &'a Path,
+    size: u64,
+    mtime_ns: Option<i64>,
+    compressed: bool,
+    head: Head,
+    offset: u64,
+    line: u64,
+    sidecar: Option<&'a SidecarSeen>,
+    fold_at: u64,
+    fold_len: u64,
+    fold_hash: u64,
+    session: Option<StoredSessionRef<'a>>,
+}
+
+#[derive(Serialize)]
+struct StoredSessionRef<'a> {
+    agent: Agent,
+    session_id: &'a str,
+    cwd: Option<&'a Path>,
+    title: Option<&'a str>,
+    title_is_assigned: bool,
+    first_activity: Option<i64>,
+    last_activity: Option<i64>,
+    is_working: bool,
+    path: SessionPathRef<'a>,
+}
+
+#[derive(Serialize)]
+enum SessionPathRef<'a> {
+    File,
+    Parent,
+    Other(&'a Path),
+}
+
+fn to_stored<'a>(
+    entry: &'a Entry,
+    fold_at: u64,
+    fold_len: u64,
+    fold_hash: u64,
+) -> StoredEntryRef<'a> {
+    let session = entry.session.as_ref().map(|s| StoredSessionRef {
         agent: s.agent,
-        session_id: s.session_id.clone(),
-        cwd: s.cwd.clone(),
-        title: s.title.clone(),
+        session_id: &s.session_id,
+        cwd: s.cwd.as_deref(),
+        title: s.title.as_deref(),
         title_is_assigned: s.title_is_assigned,
         first_activity: s.first_activity.map(|t| t.0),
         last_activity: s.last_activity.map(|t| t.0),
         is_working: s.is_working,
-        path: if s.path == entry.path {
-            SessionPath::File
+        path: if s.path.as_os_str() == entry.path.as_os_str() {
+            SessionPathRef::File
         } else if Some(s.path.as_path()) == entry.path.parent() {
-            SessionPath::Parent
+            SessionPathRef::Parent
         } else {
-            SessionPath::Other(s.path.clone())
+            SessionPathRef::Other(&s.path)
         },
     });
-    StoredEntry {
+    StoredEntryRef {
         kind: entry.kind,
-        path: entry.path.clone(),
+        path: &entry.path,
         size: entry.size,
         mtime_ns: entry.mtime_ns,
         compressed: entry.compressed,
         head: entry.head,
         offset: entry.position.offset,
         line: entry.position.line,
-        sidecar: entry.sidecar.clone(),
+        sidecar: entry.sidecar.as_ref(),
         fold_at,
-        fold_len: fold.len() as u64,
-        fold_hash: fast_hash(fold),
+        fold_len,
+        fold_hash,
         session,
     }
 }
@@ -280,13 +325,23 @@ pub fn save(path: &Path, index: &SessionIndex) -> Result<()> {
     let mut entries = Vec::with_capacity(index.entries.len() * 256);
     let mut folds = Vec::with_capacity(index.blob.len());
     for entry in &index.entries {
-        // A stored fold whose bytes no longer check out is dropped: that file is re-read from
-        // the start when it next changes.
-        let fold = SessionIndex::fold_text(&index.blob, &entry.fold).unwrap_or_default();
+        // A stored fold keeps its hash: a damaged one is caught when it is next used, as on
+        // load. A stored range that is not in the buffer any more is dropped.
+        let (fold, hash): (&[u8], u64) = match &entry.fold {
+            FoldState::Stored { at, len, hash } => match at
+                .checked_add(*len)
+                .and_then(|end| index.blob.get(*at..end))
+            {
+                Some(bytes) => (bytes, *hash),
+                None => (&[], 0),
+            },
+            FoldState::Fresh(text) => (text.as_bytes(), fast_hash(text.as_bytes())),
+            FoldState::Missing => (&[], 0),
+        };
         let at = folds.len() as u64;
         folds.extend_from_slice(fold);
-        entries =
-            postcard::to_extend(&to_stored(entry, at, fold), entries).map_err(encode_error)?;
+        entries = postcard::to_extend(&to_stored(entry, at, fold.len() as u64, hash), entries)
+            .map_err(encode_error)?;
     }
     let mut bytes = Vec::with_capacity(HEADER_LEN + entries.len() + folds.len());
     bytes.extend_from_slice(MAGIC);

@@ -357,6 +357,38 @@ fn the_cache_makes_a_new_process_start_warm() {
 }
 
 #[test]
+fn the_cache_round_trips_through_several_saves() {
+    let home = TempDir::new().unwrap();
+    let mut a = claude_session(home.path(), "c1", "one");
+    claude_session(home.path(), "c2", "two");
+    let roots = StoreRoots::under_home(home.path());
+    let (options, _) = cached_options(home.path());
+    list_sessions(&roots, &options);
+
+    // Each round saves a mix of folds loaded from the previous cache and fresh ones.
+    for round in 1..=3u64 {
+        let n = a.len();
+        a.custom_title(&format!("name-{round}"));
+        a.append_since(n).unwrap();
+        bump_mtime(&a.path, round);
+        let listing = list_sessions(&roots, &options);
+        assert_eq!(
+            (listing.stats.files_appended, listing.stats.files_unchanged),
+            (1, 1)
+        );
+        let expected = format!("name-{round}");
+        assert_eq!(
+            by_id(&listing.sessions, "c1").title.as_deref(),
+            Some(expected.as_str())
+        );
+    }
+    let warm = list_sessions(&roots, &options);
+    let uncached = list_sessions(&roots, &ScanOptions::default());
+    assert_eq!(warm.stats.bytes_read, 0);
+    assert_eq!(warm.sessions, uncached.sessions);
+}
+
+#[test]
 fn a_corrupt_cache_is_rebuilt_with_a_warning() {
     let home = TempDir::new().unwrap();
     claude_session(home.path(), "c1", "one");
@@ -416,8 +448,14 @@ fn a_damaged_fold_state_is_caught_when_its_file_changes() {
     t.append_since(n).unwrap();
     bump_mtime(&t.path, 1);
     let listing = list_sessions(&roots, &options);
-    assert_eq!((listing.stats.files_reread, listing.stats.files_appended), (1, 0));
-    assert_eq!(by_id(&listing.sessions, "c1").title.as_deref(), Some("after-damage"));
+    assert_eq!(
+        (listing.stats.files_reread, listing.stats.files_appended),
+        (1, 0)
+    );
+    assert_eq!(
+        by_id(&listing.sessions, "c1").title.as_deref(),
+        Some("after-damage")
+    );
 }
 
 #[test]
