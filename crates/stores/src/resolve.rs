@@ -340,12 +340,10 @@ pub fn lookup<'a>(
     let mut by_recency = admitted;
     by_recency.sort_by_key(|session| (Reverse(session.last_activity), session.session_id.as_str()));
     let total = by_recency.len();
-    let reached = lookup
-        .bound
-        .filter(|bound| total > bound.limit)
-        .map(|bound| (bound, bound.limit));
+    // The bound counts as reached only when there are more sessions than it admits.
+    let reached = lookup.bound.filter(|bound| total > bound.limit);
     let considered = match reached {
-        Some((_, limit)) => &by_recency[..limit],
+        Some(bound) => &by_recency[..bound.limit],
         None => &by_recency[..],
     };
 
@@ -364,11 +362,11 @@ pub fn lookup<'a>(
                 MatchedBy::GeneratedTitle
             },
         }),
-        ([only], Some((bound, reached))) => Err(StoreError::NameUnproven {
+        ([only], Some(bound)) => Err(StoreError::NameUnproven {
             agent: lookup.agent,
             name: query.to_owned(),
             candidate: Box::new(Candidate::of(only)),
-            reached,
+            reached: bound.limit,
             total,
             bound_setting: bound.source,
         }),
@@ -377,7 +375,7 @@ pub fn lookup<'a>(
             query: query.to_owned(),
             scope: lookup.scope,
             similar: similar_titles(query, considered),
-            reached: reached.map(|(bound, reached)| (reached, total, bound.source)),
+            reached: reached.map(|bound| (bound.limit, total, bound.source)),
         }),
         (many, _) => Err(StoreError::AmbiguousName {
             agent: lookup.agent,
