@@ -135,6 +135,15 @@ pub(crate) enum FoldKind {
 }
 
 impl FoldKind {
+    /// The agent whose store the file belongs to.
+    fn agent(self) -> Agent {
+        match self {
+            FoldKind::Claude => Agent::Claude,
+            FoldKind::Codex | FoldKind::CodexNames => Agent::Codex,
+            FoldKind::Grok => Agent::Grok,
+        }
+    }
+
     fn of(agent: Agent) -> FoldKind {
         match agent {
             Agent::Claude => FoldKind::Claude,
@@ -220,14 +229,18 @@ impl SessionIndex {
         options: RefreshOptions,
         warnings: &mut Warnings,
     ) -> IndexStats {
-        let sources = discover_sources(roots, options.threads, warnings);
-        self.refresh_sources(sources, options, warnings)
+        let sources = discover_sources(roots, options.threads, &Agent::ALL, warnings);
+        self.refresh_sources(sources, &Agent::ALL, options, warnings)
     }
 
     /// [`SessionIndex::refresh`] over an already discovered list of candidate files.
+    ///
+    /// `agents` are the agents whose stores `sources` covers: entries of the others were not
+    /// looked at, so they are kept as they are rather than dropped.
     pub(crate) fn refresh_sources(
         &mut self,
         sources: Vec<(FoldKind, SourceFile)>,
+        agents: &[Agent],
         options: RefreshOptions,
         warnings: &mut Warnings,
     ) -> IndexStats {
@@ -266,7 +279,13 @@ impl SessionIndex {
                 }
             }
         }
-        stats.files_dropped = old.remaining();
+        for entry in old.into_remaining() {
+            if agents.contains(&entry.kind.agent()) {
+                stats.files_dropped += 1;
+            } else {
+                kept.push(entry);
+            }
+        }
 
         let results = run_jobs(jobs, options.threads, &self.blob);
         for result in results {
@@ -320,11 +339,13 @@ impl SessionIndex {
             .collect()
     }
 
-    /// [`SessionIndex::sessions`] without copying: the index is used up.
-    pub fn into_sessions(self) -> Vec<Session> {
+    /// The sessions of `agents`, as [`SessionIndex::sessions`] but without copying: the index
+    /// is used up.
+    pub fn into_sessions(self, agents: &[Agent]) -> Vec<Session> {
         self.entries
             .into_iter()
             .filter_map(|entry| entry.session)
+            .filter(|session| agents.contains(&session.agent))
             .collect()
     }
 }
@@ -366,8 +387,8 @@ impl PathTable {
         }
     }
 
-    fn remaining(&self) -> usize {
-        self.slots.iter().filter(|slot| slot.is_some()).count()
+    fn into_remaining(self) -> impl Iterator<Item = Entry> {
+        self.slots.into_iter().flatten()
     }
 }
 
@@ -407,13 +428,16 @@ pub(crate) type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHasher>>;
 pub(crate) fn discover_sources(
     roots: &StoreRoots,
     threads: usize,
+    agents: &[Agent],
     warnings: &mut Warnings,
 ) -> Vec<(FoldKind, SourceFile)> {
-    let mut sources: Vec<(FoldKind, SourceFile)> = discover_all(roots, threads, warnings)
+    let mut sources: Vec<(FoldKind, SourceFile)> = discover_all(roots, threads, agents, warnings)
         .into_iter()
         .map(|source| (FoldKind::of(source.agent), source))
         .collect();
-    if let Some(names) = codex_names_source(roots) {
+    if agents.contains(&Agent::Codex)
+        && let Some(names) = codex_names_source(roots)
+    {
         sources.push((FoldKind::CodexNames, names));
     }
     sources
@@ -438,16 +462,22 @@ fn codex_names_source(roots: &StoreRoots) -> Option<SourceFile> {
 pub fn discover_all(
     roots: &StoreRoots,
     threads: usize,
+    agents: &[Agent],
     warnings: &mut Warnings,
 ) -> Vec<SourceFile> {
     type Discover = fn(&StoreRoots, &mut Warnings) -> Vec<SourceFile>;
-    let discoveries: [Discover; 3] = [
-        crate::claude::discover,
-        crate::codex::discover,
-        crate::grok::discover,
-    ];
+    let discoveries: Vec<Discover> = agents
+        .iter()
+        .map(|agent| -> Discover {
+            match agent {
+                Agent::Claude => crate::claude::discover,
+                Agent::Codex => crate::codex::discover,
+                Agent::Grok => crate::grok::discover,
+            }
+        })
+        .collect();
     let mut found: Vec<(Vec<SourceFile>, Warnings)> = Vec::new();
-    if threads <= 1 {
+    if threads <= 1 || discoveries.len() <= 1 {
         for discover in discoveries {
             let mut own = Warnings::default();
             let files = discover(roots, &mut own);

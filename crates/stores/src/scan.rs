@@ -28,6 +28,10 @@ pub struct ScanOptions {
     /// The cache file to start from and save to; `None` reads every file every time.
     pub cache_file: Option<PathBuf>,
     pub refresh: RefreshOptions,
+    /// Only these agents' stores are looked at and listed; empty means all. The cache keeps the
+    /// other agents' entries as they were, so resolving a Claude name does not walk Codex's
+    /// rollouts (every file of a store costs a `stat`, which dominates a warm listing).
+    pub agents: Vec<Agent>,
 }
 
 /// Every session on disk, and what it took to list them.
@@ -64,6 +68,11 @@ impl Listing {
 pub fn list_sessions(roots: &StoreRoots, options: &ScanOptions) -> Listing {
     let mut warnings = Warnings::default();
     let mut timings = Timings::default();
+    let agents: &[Agent] = if options.agents.is_empty() {
+        &Agent::ALL
+    } else {
+        &options.agents
+    };
 
     // Loading the cache and walking the stores do not depend on each other: the walk is mostly
     // waiting on `stat` calls, so the cache is decoded meanwhile on a thread of its own.
@@ -75,7 +84,7 @@ pub fn list_sessions(roots: &StoreRoots, options: &ScanOptions) -> Listing {
                 (cache::load(path), started.elapsed())
             })
         });
-        let sources = discover_sources(roots, options.refresh.threads, &mut warnings);
+        let sources = discover_sources(roots, options.refresh.threads, agents, &mut warnings);
         let (loaded, load_time) = match loader.map(|handle| handle.join()) {
             Some(Ok((loaded, took))) => (Some(loaded), took),
             Some(Err(_)) => (
@@ -98,11 +107,15 @@ pub fn list_sessions(roots: &StoreRoots, options: &ScanOptions) -> Listing {
     };
 
     let started = Instant::now();
-    let stats = index.refresh_sources(sources, options.refresh, &mut warnings);
+    let stats = index.refresh_sources(sources, agents, options.refresh, &mut warnings);
     timings.refresh = discovered + started.elapsed();
 
     let started = Instant::now();
-    let codex_names = index.codex_names();
+    let codex_names = if agents.contains(&Agent::Codex) {
+        index.codex_names()
+    } else {
+        ThreadNames::default()
+    };
     timings.names = started.elapsed();
 
     let started = Instant::now();
@@ -115,7 +128,12 @@ pub fn list_sessions(roots: &StoreRoots, options: &ScanOptions) -> Listing {
     timings.save_cache = started.elapsed();
 
     let started = Instant::now();
-    let sessions = named_sessions(index.into_sessions(), &codex_names, roots, &mut warnings);
+    let sessions = named_sessions(
+        index.into_sessions(agents),
+        &codex_names,
+        roots,
+        &mut warnings,
+    );
     timings.names += started.elapsed();
 
     Listing {

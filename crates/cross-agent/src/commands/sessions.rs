@@ -146,7 +146,7 @@ impl SessionsArgs {
 /// The cache lives in the state directory, validated by the same rules as every other piece of
 /// cross-agent state (`ipc::Home`: never `/`, `$HOME` or an agent's own store). A home that is
 /// refused does not stop the listing: it just runs without a cache, and says why.
-fn load() -> Listing {
+fn load(agents: Vec<Agent>) -> Listing {
     let roots = StoreRoots::from_env();
     let cache_file = match Home::from_env() {
         Ok(home) => Some(scan::cache_file(home.root())),
@@ -160,6 +160,7 @@ fn load() -> Listing {
         &ScanOptions {
             cache_file,
             refresh: RefreshOptions::default(),
+            agents,
         },
     );
     let mut stderr = std::io::stderr().lock();
@@ -181,7 +182,7 @@ impl ListArgs {
         let window = ActiveWindow::from_env()?;
         let cwd = cwd_or_current(self.cwd)?;
         let scope = Scope::from(self.scope);
-        let listing = load();
+        let listing = load(self.agent.agents());
         let now = resolve::now();
 
         let mut chosen: Vec<(Agent, Vec<&Session>)> = Vec::new();
@@ -233,7 +234,8 @@ impl ResolveArgs {
         let window = ActiveWindow::from_env()?;
         let bound = ScanBound::from_env(agent)?;
         let cwd = cwd_or_current(self.cwd)?;
-        let listing = load();
+        // Only this agent's store is walked: a name is looked up among one agent's sessions.
+        let listing = load(vec![agent]);
         let now = resolve::now();
         let lookup = Lookup {
             agent,

@@ -265,6 +265,7 @@ fn codex_names_appended_to_session_index_are_picked_up_incrementally() {
     let options = ScanOptions {
         cache_file: Some(cache.clone()),
         refresh: THREADS,
+        agents: Vec::new(),
     };
     let roots = StoreRoots::under_home(home.path());
     let listing = list_sessions(&roots, &options);
@@ -319,6 +320,7 @@ fn cached_options(home: &Path) -> (ScanOptions, PathBuf) {
         ScanOptions {
             cache_file: Some(cache.clone()),
             refresh: THREADS,
+            agents: Vec::new(),
         },
         cache,
     )
@@ -511,4 +513,38 @@ fn every_agent_is_indexed_and_each_codex_thread_listed_once() {
         ]
     );
     assert_eq!(by_id(&listing.sessions, thread).path, newer.path);
+}
+
+#[test]
+fn a_listing_of_one_agent_walks_only_its_store_and_keeps_the_others_cached() {
+    let home = TempDir::new().unwrap();
+    let now = now_millis();
+    claude_session(home.path(), "c1", "claude prompt");
+    let mut r = CodexRollout::new(
+        home.path(),
+        "/work/proj",
+        "019a0000-0000-7000-8000-0000000000bb",
+        now - 60_000,
+    );
+    r.user("codex prompt", now - 50_000)
+        .answer("ok", now - 40_000);
+    r.write().unwrap();
+    let roots = StoreRoots::under_home(home.path());
+    let (all, _) = cached_options(home.path());
+    list_sessions(&roots, &all);
+
+    let only_claude = ScanOptions {
+        agents: vec![Agent::Claude],
+        ..all.clone()
+    };
+    let claude = list_sessions(&roots, &only_claude);
+    assert_eq!(claude.stats.files_seen, 1);
+    assert_eq!(claude.stats.files_dropped, 0);
+    let agents: Vec<Agent> = claude.sessions.iter().map(|s| s.agent).collect();
+    assert_eq!(agents, vec![Agent::Claude]);
+
+    // The Codex entry is still in the cache: the next full listing reads nothing.
+    let warm = list_sessions(&roots, &all);
+    assert_eq!((warm.stats.bytes_read, warm.stats.files_unchanged), (0, 2));
+    assert_eq!(warm.sessions.len(), 2);
 }
