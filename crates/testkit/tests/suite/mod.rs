@@ -1,1 +1,4 @@
 mod endpoint;
+mod real_claude;
+mod real_codex;
+mod real_support;
