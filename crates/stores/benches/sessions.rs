@@ -213,6 +213,14 @@ fn main() -> Result<()> {
         ms(t.names),
         ms(t.save_cache)
     );
+    let t = after_append.timings;
+    println!(
+        "  after the append: load cache {:.1} ms, refresh {:.1} ms, names {:.1} ms, save {:.1} ms",
+        ms(t.load_cache),
+        ms(t.refresh),
+        ms(t.names),
+        ms(t.save_cache)
+    );
     if !cold_listing.warnings.is_empty() {
         println!(
             "  warnings on the cold listing: {}",

@@ -296,7 +296,7 @@ impl SessionIndex {
             }
             stats.bytes_read += result.bytes_read;
             warnings.items.extend(result.warnings);
-            kept.push(result.entry);
+            kept.extend(result.entry);
         }
 
         self.dirty |= stats.files_dropped > 0
@@ -527,7 +527,8 @@ struct Job {
 }
 
 struct JobResult {
-    entry: Entry,
+    /// `None` when the file could not be read at all.
+    entry: Option<Entry>,
     read: ReadKind,
     bytes_read: u64,
     warnings: Vec<StoreWarning>,
@@ -538,7 +539,10 @@ struct JobResult {
 fn run_jobs(jobs: Vec<Job>, threads: usize, blob: &[u8]) -> Vec<JobResult> {
     let threads = threads.clamp(1, jobs.len().max(1));
     if threads == 1 {
-        return jobs.into_iter().map(|job| read_file(job, blob)).collect();
+        return jobs
+            .into_iter()
+            .map(|job| read_file_guarded(job, blob))
+            .collect();
     }
     let slots: Vec<Mutex<Option<Job>>> =
         jobs.into_iter().map(|job| Mutex::new(Some(job))).collect();
@@ -553,7 +557,7 @@ fn run_jobs(jobs: Vec<Job>, threads: usize, blob: &[u8]) -> Vec<JobResult> {
                     let Some(slot) = slots.get(i) else { break };
                     let job = slot.lock().map(|mut job| job.take()).ok().flatten();
                     if let Some(job) = job {
-                        local.push(read_file(job, blob));
+                        local.push(read_file_guarded(job, blob));
                     }
                 }
                 if let Ok(mut all) = results.lock() {
@@ -563,6 +567,35 @@ fn run_jobs(jobs: Vec<Job>, threads: usize, blob: &[u8]) -> Vec<JobResult> {
         }
     });
     results.into_inner().unwrap_or_default()
+}
+
+/// [`read_file`], but a reader that panics on some input costs only that file: it becomes a
+/// warning naming the file, is left out of the index (so it is tried again next time), and the
+/// listing goes on.
+fn read_file_guarded(job: Job, blob: &[u8]) -> JobResult {
+    let path = job.source.path.clone();
+    let read = if job.known {
+        ReadKind::Reread
+    } else {
+        ReadKind::New
+    };
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| read_file(job, blob))) {
+        Ok(result) => result,
+        Err(_) => {
+            let mut warnings = Warnings::default();
+            warnings.push(
+                &path,
+                None,
+                "the reader failed on this file (a bug); skipped",
+            );
+            JobResult {
+                entry: None,
+                read,
+                bytes_read: 0,
+                warnings: warnings.items,
+            }
+        }
+    }
 }
 
 /// Reads one changed file with its agent's fold.
@@ -696,7 +729,7 @@ fn read_with<F: TranscriptFold>(job: Job, blob: &[u8]) -> JobResult {
         }
     };
     JobResult {
-        entry: Entry {
+        entry: Some(Entry {
             kind,
             path: source.path,
             size: source.stamp.size,
@@ -707,7 +740,7 @@ fn read_with<F: TranscriptFold>(job: Job, blob: &[u8]) -> JobResult {
             sidecar: sidecar_seen,
             fold: fold_state,
             session,
-        },
+        }),
         read: read_kind,
         bytes_read,
         warnings: warnings.items,
