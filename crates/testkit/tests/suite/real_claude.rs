@@ -137,8 +137,7 @@ fn claude_resume_sends_the_first_turn_with_the_second() -> anyhow::Result<()> {
         .endpoint
         .model_requests()
         .into_iter()
-        .filter(|request| !request.side_request)
-        .next_back()
+        .rfind(|request| !request.side_request)
         .expect("a model request for the second turn");
     let history = json!(last.messages);
     assert!(
