@@ -170,9 +170,15 @@ fn load(agents: Vec<Agent>) -> Listing {
     listing
 }
 
+/// `--cwd` made absolute (a relative one is taken from the current directory, as a shell
+/// would), or the current directory. Not canonicalised: sessions record the path their agent
+/// was started in, and a scope compares paths as written.
 fn cwd_or_current(cwd: Option<PathBuf>) -> anyhow::Result<PathBuf> {
     match cwd {
-        Some(cwd) => Ok(cwd),
+        Some(cwd) if cwd.is_absolute() => Ok(cwd),
+        Some(cwd) => Ok(std::env::current_dir()
+            .context("cannot tell the current directory to resolve --cwd against")?
+            .join(cwd)),
         None => std::env::current_dir().context("cannot tell the current directory; pass --cwd"),
     }
 }
