@@ -4,4 +4,7 @@
 //! Types only — no I/O and no behaviour beyond (de)serialisation, so the thin processes (`mcp`,
 //! shims, CLI) can link it without pulling in the engine.
 
+pub mod bridge;
 pub mod rpc;
+
+pub use bridge::Agent;

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 /// The version of this RPC. Bump it whenever a change to the types in this module would make an
 /// older daemon misread a newer client or the other way round; adding a method is such a change.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// Correlates a response with its request. Chosen by the client, unique per connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -296,6 +296,14 @@ rpc_methods! {
     Status => "status" (StatusParams) -> StatusResponse,
     /// Stop the daemon after answering.
     Shutdown => "shutdown" (ShutdownParams) -> ShutdownResponse,
+    /// `send_to_*`: queue a message for a peer session; answers with a receipt or a refusal.
+    Send => "send" (crate::bridge::SendParams) -> crate::bridge::SendResponse,
+    /// `list_agent_sessions`.
+    ListSessions => "list_sessions" (crate::bridge::ListSessionsParams) -> crate::bridge::ListSessionsResponse,
+    /// `pin_agent_session`.
+    Pin => "pin" (crate::bridge::PinParams) -> crate::bridge::PinResponse,
+    /// `bridge_status`, optionally for one delivery.
+    BridgeStatus => "bridge_status" (crate::bridge::BridgeStatusParams) -> crate::bridge::BridgeStatusResponse,
 }
 
 #[cfg(test)]
@@ -386,7 +394,18 @@ mod tests {
 
     #[test]
     fn the_table_lists_every_method() {
-        assert_eq!(METHODS, &["hello", "status", "shutdown"]);
+        assert_eq!(
+            METHODS,
+            &[
+                "hello",
+                "status",
+                "shutdown",
+                "send",
+                "list_sessions",
+                "pin",
+                "bridge_status"
+            ]
+        );
         assert_eq!(<StatusParams as Method>::NAME, "status");
         assert_eq!(
             ShutdownParams::default().into_request().method(),

@@ -12,32 +12,9 @@ use std::path::{Path, PathBuf};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-/// Which agent program a session belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Agent {
-    Claude,
-    Codex,
-    Grok,
-}
-
-impl Agent {
-    pub const ALL: [Agent; 3] = [Agent::Claude, Agent::Codex, Agent::Grok];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Agent::Claude => "claude",
-            Agent::Codex => "codex",
-            Agent::Grok => "grok",
-        }
-    }
-}
-
-impl fmt::Display for Agent {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+/// Which agent program a session belongs to: the protocol's type, so a session read here is
+/// named the same way on the wire.
+pub use cross_agent_protocol::bridge::Agent;
 
 /// Milliseconds since the Unix epoch, UTC. Transcripts record RFC 3339 strings; comparing and
 /// storing integers keeps the index small and sorting cheap.

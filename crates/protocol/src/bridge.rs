@@ -1,0 +1,474 @@
+//! The messaging contract: what a thin client (`cross-agent mcp`, `cross-agent send`, …) sends
+//! the daemon for the MCP tools `send_to_*`, `list_agent_sessions`, `bridge_status` and
+//! `pin_agent_session`, and what it gets back — receipts, refusals, delivery records.
+//!
+//! Field names are the spec's (004 §4 and §6): agents and people already read them, so they are
+//! the interface. Types only; the engine that fills them is the `hub` crate.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Which agent program a session belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Agent {
+    Claude,
+    Codex,
+    Grok,
+}
+
+impl Agent {
+    pub const ALL: [Agent; 3] = [Agent::Claude, Agent::Codex, Agent::Grok];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Agent::Claude => "claude",
+            Agent::Codex => "codex",
+            Agent::Grok => "grok",
+        }
+    }
+
+    /// The product name used in envelopes (`from: Claude Code (peer AI agent, …)`).
+    pub fn product_name(self) -> &'static str {
+        match self {
+            Agent::Claude => "Claude Code",
+            Agent::Codex => "Codex",
+            Agent::Grok => "Grok Build",
+        }
+    }
+
+    /// The MCP tool that sends to this agent.
+    pub fn send_tool(self) -> &'static str {
+        match self {
+            Agent::Claude => "send_to_claude",
+            Agent::Codex => "send_to_codex",
+            Agent::Grok => "send_to_grok",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Agent> {
+        Agent::ALL
+            .into_iter()
+            .find(|agent| agent.as_str().eq_ignore_ascii_case(text.trim()))
+    }
+}
+
+impl fmt::Display for Agent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Which sessions discovery considers, relative to a working directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scope {
+    /// The directory and its subdirectories.
+    #[default]
+    Cwd,
+    /// Also parent directories.
+    Tree,
+    /// Every session.
+    Any,
+}
+
+/// One process in the caller's ancestry, nearest first (the `mcp` process's parent is first).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AncestorProcess {
+    pub pid: u32,
+    /// The executable's file name (`/proc/<pid>/comm` or the exe's base name).
+    pub name: String,
+    /// The command line, arguments joined by spaces, trimmed to a few hundred characters.
+    pub cmdline: String,
+}
+
+/// Who is calling and with which settings, gathered by the thin process that received the
+/// call. The daemon decides the reply address from it (004 "Reply address"); a pin never
+/// stands in for it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CallerContext {
+    /// The caller's working directory (the MCP server's cwd, which the agent sets to the
+    /// session's directory).
+    pub cwd: Option<String>,
+    /// The thin process's own pid.
+    pub pid: u32,
+    /// The process chain above the thin process, nearest first.
+    #[serde(default)]
+    pub ancestry: Vec<AncestorProcess>,
+    /// `clientInfo.name` from the MCP handshake (`claude-code`, `codex-mcp-client`, …).
+    pub client_name: Option<String>,
+    /// `CLAUDE_CODE_SESSION_ID` — a Claude caller's exact session.
+    pub claude_code_session_id: Option<String>,
+    /// `GROK_SESSION_ID` — counts only for a Grok caller.
+    pub grok_session_id: Option<String>,
+    /// `CROSS_AGENT_SELF_SESSION=<agent>:<id>`, as given, for turns the bridge started.
+    pub self_session: Option<String>,
+    /// `CROSS_AGENT_SELF`, as given: forces the caller's agent.
+    pub self_agent: Option<String>,
+    /// `CROSS_AGENT_CONVERSATION_ID` inherited from a bridge-started turn.
+    pub conversation_id: Option<String>,
+    /// Codex's per-call `_meta["x-codex-turn-metadata"]`, exactly as received (an object, or a
+    /// string holding JSON); the daemon parses it defensively.
+    pub codex_turn_metadata: Option<Value>,
+    /// Every `CROSS_AGENT_*` variable of this registration: each registration guards its own
+    /// side, whatever the daemon itself was started with.
+    #[serde(default)]
+    pub settings: BTreeMap<String, String>,
+    /// The environment a spawned peer CLI may inherit from this caller: the spec's baseline
+    /// (004 "What a spawned agent CLI inherits") plus the names in `CROSS_AGENT_CHILD_ENV`,
+    /// filtered by the thin process. Used for the child only; never stored or logged.
+    #[serde(default)]
+    pub child_env: BTreeMap<String, String>,
+    /// Names the thin process withheld from `child_env` (credential-bearing proxy URLs, auth
+    /// variables not opted in), so an auth failure can name what was probably needed.
+    #[serde(default)]
+    pub withheld_env: Vec<String>,
+}
+
+/// `send`: the common `send_to_*` parameters (004 §4), plus the target agent and the caller.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SendParams {
+    pub agent: Agent,
+    pub message: String,
+    /// Session id or exact conversation name.
+    #[serde(default)]
+    pub session_id: Option<String>,
+    #[serde(default)]
+    pub new_session: bool,
+    #[serde(default)]
+    pub scope: Option<Scope>,
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// CLI inactivity limit in seconds (`timeout`, default `CROSS_AGENT_TIMEOUT` or 600).
+    #[serde(default)]
+    pub timeout: Option<u64>,
+    #[serde(default)]
+    pub conversation_id: Option<String>,
+    #[serde(default)]
+    pub raw: bool,
+    /// `send_to_claude` / `send_to_grok` only; `send_to_codex` has no such flag.
+    #[serde(default)]
+    pub allow_same_agent: bool,
+    pub caller: CallerContext,
+}
+
+/// How the target session was chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TargetSelectedBy {
+    /// The caller named it (`session_id`).
+    Caller,
+    /// A pin (`pin_agent_session`, or one the bridge made for a session it created).
+    Pin,
+    /// The active session on disk.
+    Discovery,
+    /// Nothing existed (or `new_session`): a new session will be created.
+    NewSession,
+}
+
+/// The state of the target session's queue, as the receipt reports it (`peer_queue`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PeerQueue {
+    /// Deliveries any daemon generation has queued ahead for that session.
+    pub queued_ahead: u32,
+    /// How long the oldest of them has waited, in seconds.
+    pub oldest_waiting_seconds: Option<u64>,
+    /// `running`, `paused_on_approval` or `idle`, when known.
+    pub peer_turn: Option<String>,
+}
+
+/// The receipt `send_to_*` returns at once: not an answer (004 §4 "receipt").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SendReceipt {
+    pub delivery_id: String,
+    pub accepted: bool,
+    /// Says there is no response yet, and where it will appear.
+    pub note: String,
+    pub target_agent: Agent,
+    /// `None` only when a new session will be created and its id is not known yet.
+    pub target_session_id: Option<String>,
+    pub target_title: Option<String>,
+    pub target_selected_by: TargetSelectedBy,
+    /// The `session_id` argument exactly as the caller gave it.
+    pub caller_supplied_session_id: Option<String>,
+    pub will_create_session: bool,
+    pub target_last_activity_seconds_ago: Option<u64>,
+    /// Deliveries already waiting ahead of this one for the same target session.
+    pub queue_depth: u32,
+    pub peer_queue: PeerQueue,
+    /// The return address: the sender session the answer is aimed at; `None` = nowhere.
+    pub reply_lands_in_session: Option<String>,
+    /// Whether the sender has a live return route now (false until panels exist).
+    pub return_panel_available_now: bool,
+    pub conversation_id: String,
+    /// This request's hop number and the budget (`hop n/N`).
+    pub hop: u32,
+    pub max_hops: u32,
+    /// `req_<epoch ms>_<6 chars>`: the peer is asked to end its finished answer with it.
+    pub request_id: String,
+    /// The headless idle policy (`inactivity timeout 600 s, reset by CLI output or transcript
+    /// writes; no wall-clock limit`).
+    pub idle_policy: String,
+    #[serde(default)]
+    pub warnings: Vec<String>,
+}
+
+/// Which rule refused a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RefusalReason {
+    /// Arguments that contradict each other or are malformed (`session_id` with `new_session`).
+    InvalidArguments,
+    /// `CROSS_AGENT_MAX_HOPS` spent for this conversation.
+    HopBudget,
+    /// Same-agent relay without `allow_same_agent` or an explicit `session_id`.
+    SelfCall,
+    /// `CROSS_AGENT_REQUIRE_EXPLICIT_TARGET` and no `session_id` / `new_session`.
+    RequireExplicitTarget,
+    /// `CROSS_AGENT_DISABLE_HEADLESS` and no panel holds the session.
+    DisableHeadless,
+    /// A name two or more sessions answer to.
+    AmbiguousName,
+    /// No session has that id or exact name.
+    NoSuchSession,
+    /// A configured scan bound was reached before the name could be shown unique.
+    ScanBoundReached,
+}
+
+/// A session offered as a candidate in a refusal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionCandidate {
+    pub agent: Agent,
+    pub session_id: String,
+    pub title: Option<String>,
+    pub title_is_assigned: bool,
+    pub cwd: Option<String>,
+    /// RFC 3339.
+    pub last_activity: Option<String>,
+}
+
+/// Why a call was refused, in words that name the thing, with what was compared.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Refusal {
+    pub reason: RefusalReason,
+    pub message: String,
+    #[serde(default)]
+    pub candidates: Vec<SessionCandidate>,
+    /// The values the guard compared (hop count and budget, caller and target, …).
+    #[serde(default)]
+    pub details: Value,
+}
+
+/// What `send` answers: a receipt, or a refusal (a refusal is an answer, not an RPC failure).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum SendResponse {
+    Accepted(SendReceipt),
+    Refused(Refusal),
+}
+
+/// Which agents `list_agent_sessions` covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AgentFilter {
+    Claude,
+    Codex,
+    Grok,
+    /// Claude and Codex.
+    Both,
+    #[default]
+    All,
+}
+
+/// `list_sessions`: the `list_agent_sessions` tool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ListSessionsParams {
+    #[serde(default)]
+    pub agent: AgentFilter,
+    #[serde(default)]
+    pub scope: Option<Scope>,
+    #[serde(default)]
+    pub cwd: Option<String>,
+    #[serde(default)]
+    pub limit: Option<u32>,
+    pub caller: CallerContext,
+}
+
+/// One session as listed (the same fields as `cross-agent sessions --json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionEntry {
+    pub session_id: String,
+    pub title: Option<String>,
+    pub title_is_assigned: bool,
+    pub cwd: Option<String>,
+    /// RFC 3339.
+    pub last_activity: Option<String>,
+    pub is_active: bool,
+    pub is_working: bool,
+    pub path: String,
+    /// The caller's own session.
+    #[serde(default)]
+    pub is_caller: bool,
+    /// Pinned for this agent.
+    #[serde(default)]
+    pub is_pinned: bool,
+}
+
+/// Sessions keyed by agent name (`{"claude": [...], "codex": [...], "grok": [...]}`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ListSessionsResponse {
+    pub sessions: BTreeMap<String, Vec<SessionEntry>>,
+    /// Files skipped while reading the stores, one line each naming the file.
+    #[serde(default)]
+    pub warnings: Vec<String>,
+}
+
+/// `pin`: the `pin_agent_session` tool. An empty or absent `session_id` unpins.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PinParams {
+    pub agent: Agent,
+    #[serde(default)]
+    pub session_id: Option<String>,
+    #[serde(default)]
+    pub cwd: Option<String>,
+    pub caller: CallerContext,
+}
+
+/// A pin as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Pin {
+    pub agent: Agent,
+    pub session_id: String,
+    pub title: Option<String>,
+    pub cwd: Option<String>,
+    /// Set with `pin_agent_session`: never expires. Automatic pins (a session the bridge
+    /// created) hold only within the active window.
+    pub sticky: bool,
+    /// RFC 3339.
+    pub pinned_at: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum PinResponse {
+    Pinned { pin: Pin, previous: Option<Pin> },
+    Unpinned { previous: Option<Pin> },
+    Refused(Refusal),
+}
+
+/// Where a delivery stands (004 §9: queued → delivering → awaiting-peer → delivered / failed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DeliveryState {
+    Queued,
+    Delivering,
+    AwaitingPeer,
+    Delivered,
+    Failed,
+}
+
+impl DeliveryState {
+    pub fn is_finished(self) -> bool {
+        match self {
+            DeliveryState::Delivered | DeliveryState::Failed => true,
+            DeliveryState::Queued | DeliveryState::Delivering | DeliveryState::AwaitingPeer => {
+                false
+            }
+        }
+    }
+}
+
+/// One delivery as recorded in `hub.db`. Never the payload, never the child's environment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeliveryRecord {
+    pub delivery_id: String,
+    pub request_id: String,
+    pub state: DeliveryState,
+    pub from_agent: Option<Agent>,
+    pub from_session: Option<String>,
+    pub target_agent: Agent,
+    pub target_session_id: Option<String>,
+    pub target_cwd: Option<String>,
+    pub target_selected_by: TargetSelectedBy,
+    pub will_create_session: bool,
+    pub conversation_id: String,
+    pub hop: u32,
+    pub max_hops: u32,
+    /// How the message enters the session (`headless-cli` now; `panel` later).
+    pub transport: String,
+    /// RFC 3339 timestamps.
+    pub created_at: String,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+    /// The lease of an in-flight record; past it the record is orphaned.
+    pub expires_at: Option<String>,
+    /// The daemon generation carrying it, and the peer process's pid while it runs.
+    pub carrier_generation: Option<u64>,
+    pub peer_pid: Option<u32>,
+    pub error: Option<String>,
+    #[serde(default)]
+    pub is_killed_by_timeout: bool,
+    #[serde(default)]
+    pub is_stopped_with_carrier: bool,
+    #[serde(default)]
+    pub is_reply_recovered: bool,
+    #[serde(default)]
+    pub is_undelivered: bool,
+    /// The answer's first 2,000 characters.
+    pub reply_preview: Option<String>,
+    pub late_reply_delivery_id: Option<String>,
+    pub return_delivery_id: Option<String>,
+    /// The message's length, for diagnostics (the text itself is never stored).
+    pub message_chars: u64,
+}
+
+/// `bridge_status`: diagnostics, or one delivery re-read from the peer's transcript.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BridgeStatusParams {
+    #[serde(default)]
+    pub cwd: Option<String>,
+    #[serde(default)]
+    pub scope: Option<Scope>,
+    #[serde(default)]
+    pub delivery_id: Option<String>,
+    pub caller: CallerContext,
+}
+
+/// What the peer's transcript says now about one delivery.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PeerTranscript {
+    pub path: Option<String>,
+    pub is_working: bool,
+    /// The answer read fresh from the transcript, if one exists after the delivery started.
+    pub answer: Option<String>,
+    /// Whether that answer's closing line carries this delivery's request id.
+    pub answer_carries_request_id: bool,
+    pub error: Option<String>,
+}
+
+/// `bridge_status`'s answer. Sections are JSON objects so later issues can add fields without
+/// breaking older readers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BridgeStatusResponse {
+    /// `pid`, `generation`, `started_at`, `version`.
+    pub server_process: Value,
+    /// Who is calling, as resolved (agent, session, how it was decided).
+    pub caller: Value,
+    /// The settings in effect for this caller's registration.
+    pub settings: Value,
+    /// Per agent: the session a send would reach now, and how.
+    pub resolved_sessions: Value,
+    pub pins: Vec<Pin>,
+    /// Busy locks held (session, owner, since).
+    pub locks: Value,
+    /// `pending`, `in_flight`, `recent`, `in_flight_elsewhere`, `watching_for_late_answers`.
+    pub deliveries: Value,
+    /// Set when `delivery_id` was given.
+    pub delivery: Option<DeliveryRecord>,
+    pub peer_transcript: Option<PeerTranscript>,
+    #[serde(default)]
+    pub warnings: Vec<String>,
+}
