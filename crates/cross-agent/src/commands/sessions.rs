@@ -9,7 +9,8 @@
 //! Skipped files are reported on stderr, one line each naming the file; stdout carries only the
 //! listing (or the JSON), so it can be piped.
 
-use std::io::Write;
+use std::borrow::Cow;
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -22,7 +23,8 @@ use cross_agent_stores::resolve::{
     self, ActiveWindow, Candidate, Lookup, MatchedBy, ScanBound, Scope,
 };
 use cross_agent_stores::scan::{self, Listing, ScanOptions};
-use cross_agent_stores::{Agent, Session, StoreError, StoreRoots};
+use cross_agent_stores::{Agent, Session, StoreError, StoreRoots, UnixMillis};
+use serde::Serialize;
 use serde_json::{Value, json};
 
 #[derive(Debug, Args)]
@@ -203,23 +205,27 @@ impl ListArgs {
             chosen.push((agent, sessions));
         }
 
-        let mut stdout = std::io::stdout().lock();
+        // Buffered: stdout is line-buffered, and 22,000 sessions are 200,000 lines of JSON.
+        let mut stdout = BufWriter::new(std::io::stdout().lock());
         if self.json {
-            let mut object = serde_json::Map::new();
-            for (agent, sessions) in &chosen {
-                let entries: Vec<Value> = sessions
-                    .iter()
-                    .map(|s| session_json(s, window, now))
-                    .collect();
-                object.insert(agent.as_str().to_owned(), Value::Array(entries));
-            }
-            serde_json::to_writer_pretty(&mut stdout, &Value::Object(object))?;
+            let by_agent: Vec<(Agent, Vec<SessionEntry<'_>>)> = chosen
+                .iter()
+                .map(|(agent, sessions)| {
+                    let entries = sessions
+                        .iter()
+                        .map(|s| SessionEntry::new(s, window, now))
+                        .collect();
+                    (*agent, entries)
+                })
+                .collect();
+            serde_json::to_writer_pretty(&mut stdout, &ByAgent(&by_agent))?;
             writeln!(stdout)?;
         } else {
             let mut rows: Vec<&Session> = chosen.into_iter().flat_map(|(_, s)| s).collect();
             scan_order(&mut rows);
             write_table(&mut stdout, &rows, window, now)?;
         }
+        stdout.flush()?;
         Ok(ExitCode::SUCCESS)
     }
 }
@@ -249,7 +255,7 @@ impl ResolveArgs {
             cwd: &cwd,
             bound,
         };
-        let mut stdout = std::io::stdout().lock();
+        let mut stdout = BufWriter::new(std::io::stdout().lock());
         match resolve::lookup(&listing.sessions, &self.query, lookup) {
             Ok(found) => {
                 if self.json {
@@ -263,12 +269,14 @@ impl ResolveArgs {
                 } else {
                     write_resolved(&mut stdout, found.session, found.matched_by, window, now)?;
                 }
+                stdout.flush()?;
                 Ok(ExitCode::SUCCESS)
             }
             Err(refusal) => {
                 if self.json {
                     serde_json::to_writer_pretty(&mut stdout, &refusal_json(&refusal))?;
                     writeln!(stdout)?;
+                    stdout.flush()?;
                 }
                 eprintln!("cross-agent: {refusal}");
                 Ok(ExitCode::FAILURE)
@@ -278,17 +286,51 @@ impl ResolveArgs {
 }
 
 /// One session as `--json` shows it.
-fn session_json(s: &Session, window: ActiveWindow, now: cross_agent_stores::UnixMillis) -> Value {
-    json!({
-        "session_id": s.session_id,
-        "title": s.title,
-        "title_is_assigned": s.title_is_assigned,
-        "cwd": s.cwd.as_deref().map(|p| p.display().to_string()),
-        "last_activity": s.last_activity.map(format_timestamp),
-        "is_active": window.is_active(s.last_activity, now),
-        "is_working": s.is_working,
-        "path": s.path.display().to_string(),
-    })
+#[derive(Debug, Serialize)]
+struct SessionEntry<'a> {
+    session_id: &'a str,
+    title: Option<&'a str>,
+    title_is_assigned: bool,
+    cwd: Option<Cow<'a, str>>,
+    /// RFC 3339, UTC.
+    last_activity: Option<String>,
+    is_active: bool,
+    is_working: bool,
+    path: Cow<'a, str>,
+}
+
+impl<'a> SessionEntry<'a> {
+    fn new(s: &'a Session, window: ActiveWindow, now: UnixMillis) -> Self {
+        SessionEntry {
+            session_id: &s.session_id,
+            title: s.title.as_deref(),
+            title_is_assigned: s.title_is_assigned,
+            cwd: s.cwd.as_deref().map(Path::to_string_lossy),
+            last_activity: s.last_activity.map(format_timestamp),
+            is_active: window.is_active(s.last_activity, now),
+            is_working: s.is_working,
+            path: s.path.to_string_lossy(),
+        }
+    }
+}
+
+/// `{"claude": [...], "codex": [...], "grok": [...]}` in this order, without building a tree.
+struct ByAgent<'a>(&'a [(Agent, Vec<SessionEntry<'a>>)]);
+
+impl Serialize for ByAgent<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (agent, entries) in self.0 {
+            map.serialize_entry(agent.as_str(), entries)?;
+        }
+        map.end()
+    }
+}
+
+/// One session as `--json` shows it, as a JSON value (to add fields to).
+fn session_json(s: &Session, window: ActiveWindow, now: UnixMillis) -> Value {
+    serde_json::to_value(SessionEntry::new(s, window, now)).unwrap_or(Value::Null)
 }
 
 /// A refusal as `--json` shows it: the kind, the message, and the candidates or similar titles.
@@ -359,7 +401,7 @@ fn write_resolved(
     s: &Session,
     matched_by: MatchedBy,
     window: ActiveWindow,
-    now: cross_agent_stores::UnixMillis,
+    now: UnixMillis,
 ) -> std::io::Result<()> {
     let how = match matched_by {
         MatchedBy::SessionId => "by id",
@@ -388,7 +430,7 @@ fn write_table(
     out: &mut impl Write,
     rows: &[&Session],
     window: ActiveWindow,
-    now: cross_agent_stores::UnixMillis,
+    now: UnixMillis,
 ) -> std::io::Result<()> {
     if rows.is_empty() {
         writeln!(out, "no sessions found")?;
@@ -438,7 +480,7 @@ fn cwd_cell(cwd: Option<&Path>) -> String {
     cwd.map_or_else(|| "-".to_owned(), |p| p.display().to_string())
 }
 
-fn flags(s: &Session, window: ActiveWindow, now: cross_agent_stores::UnixMillis) -> String {
+fn flags(s: &Session, window: ActiveWindow, now: UnixMillis) -> String {
     let mut flags = Vec::new();
     if window.is_active(s.last_activity, now) {
         flags.push("active");
@@ -474,10 +516,7 @@ fn fit_left(text: &str, width: usize) -> String {
 }
 
 /// "3 min ago", "5 h ago", "2 d ago".
-fn relative(
-    at: Option<cross_agent_stores::UnixMillis>,
-    now: cross_agent_stores::UnixMillis,
-) -> String {
+fn relative(at: Option<UnixMillis>, now: UnixMillis) -> String {
     let Some(at) = at else {
         return "never".to_owned();
     };
