@@ -318,7 +318,7 @@ mod tests {
         let request = Request {
             id: RequestId(7),
             call: HelloParams {
-                protocol_version: PROTOCOL_VERSION,
+                protocol_version: 1,
                 client_kind: ClientKind::Mcp,
                 client_pid: 42,
                 client_version: "0.1.0".into(),
