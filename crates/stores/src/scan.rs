@@ -68,11 +68,15 @@ impl Listing {
 pub fn list_sessions(roots: &StoreRoots, options: &ScanOptions) -> Listing {
     let mut warnings = Warnings::default();
     let mut timings = Timings::default();
-    let agents: &[Agent] = if options.agents.is_empty() {
-        &Agent::ALL
+    let mut agents: Vec<Agent> = if options.agents.is_empty() {
+        Agent::ALL.to_vec()
     } else {
-        &options.agents
+        options.agents.clone()
     };
+    // Each store is walked once, whatever the caller passed.
+    agents.sort();
+    agents.dedup();
+    let agents = agents.as_slice();
 
     // Loading the cache and walking the stores do not depend on each other: the walk is mostly
     // waiting on `stat` calls, so the cache is decoded meanwhile on a thread of its own.
