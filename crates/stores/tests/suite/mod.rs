@@ -5,6 +5,7 @@ mod grok;
 mod index;
 mod properties;
 mod reader_support;
+mod recorded;
 mod resolve;
 mod scan;
 mod turns;

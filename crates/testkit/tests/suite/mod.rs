@@ -1,4 +1,5 @@
 mod endpoint;
+mod fixtures;
 mod real_claude;
 mod real_codex;
 mod real_support;
