@@ -1,7 +1,13 @@
 //! The subcommand tree: one file per subcommand, each with its own arguments and `run`.
 
+mod bridge_client;
+mod check;
 mod daemon;
+mod mcp;
+mod pin;
+mod send;
 mod sessions;
+mod status;
 
 use std::process::ExitCode;
 
@@ -13,6 +19,17 @@ pub enum Command {
     Sessions(sessions::SessionsArgs),
     /// Run, start, stop or inspect the per-user daemon that carries all cross-agent state.
     Daemon(daemon::DaemonArgs),
+    /// Serve MCP on stdin/stdout: the server you register in Claude Code, Codex or Grok.
+    Mcp(mcp::McpArgs),
+    /// Send a message to a Claude, Codex or Grok session (what send_to_<agent> does) and print
+    /// the receipt.
+    Send(send::SendArgs),
+    /// Show the bridge's status (bridge_status), or one delivery's.
+    Status(status::StatusArgs),
+    /// Pin the session sends to an agent go to; without a session, unpin.
+    Pin(pin::PinArgs),
+    /// Print who runs this, the agent CLIs found, resolved sessions and the settings in effect.
+    Check(check::CheckArgs),
 }
 
 impl Command {
@@ -20,6 +37,11 @@ impl Command {
         match self {
             Command::Sessions(args) => args.run(),
             Command::Daemon(args) => args.run(),
+            Command::Mcp(args) => args.run(),
+            Command::Send(args) => args.run(),
+            Command::Status(args) => args.run(),
+            Command::Pin(args) => args.run(),
+            Command::Check(args) => args.run(),
         }
     }
 }

@@ -1,0 +1,245 @@
+//! The environment rules: which variables are this registration's settings, and which a spawned
+//! peer CLI may inherit (004 "What a spawned agent CLI inherits").
+//!
+//! A peer CLI does not get the caller's environment: an editor hands every MCP server all it
+//! has collected (API keys, cloud credentials, an ssh-agent socket), and forwarding that would
+//! give it to the peer and to every command the peer runs. The child gets a named baseline,
+//! plus what `CROSS_AGENT_CHILD_ENV` names. Names of obvious credentials that were present but
+//! withheld are reported, so an auth failure can say which one was probably needed.
+
+use std::collections::BTreeMap;
+
+/// The settings prefix: every such variable is a setting of this registration.
+pub const SETTINGS_PREFIX: &str = "CROSS_AGENT_";
+/// `CROSS_AGENT_CHILD_ENV`: extra names, comma-separated, a child may inherit.
+pub const CHILD_ENV_VAR: &str = "CROSS_AGENT_CHILD_ENV";
+
+/// Named baseline: finding and running the binary, locale and terminal, where the CLIs keep
+/// state, reaching the network through a proxy and trusting its CA, macOS Core Foundation, and
+/// the session stores the bridge resolves against.
+const BASELINE: &[&str] = &[
+    "PATH",
+    "HOME",
+    "SHELL",
+    "USER",
+    "LOGNAME",
+    "LANG",
+    "TERM",
+    "COLORTERM",
+    "TZ",
+    "TMPDIR",
+    "TEMP",
+    "TMP",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "NO_PROXY",
+    "no_proxy",
+    "ALL_PROXY",
+    "all_proxy",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "REQUESTS_CA_BUNDLE",
+    "NODE_EXTRA_CA_CERTS",
+    "__CF_USER_TEXT_ENCODING",
+    "CLAUDE_CONFIG_DIR",
+    "CODEX_HOME",
+    "GROK_HOME",
+];
+
+/// Baseline families: `LC_*` (locale) and `XDG_*` (state roots).
+const BASELINE_PREFIXES: &[&str] = &["LC_", "XDG_"];
+
+/// Proxy variables whose value is a URL that may carry a username and password.
+const PROXY_VARS: &[&str] = &[
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "ALL_PROXY",
+    "all_proxy",
+];
+
+/// `CROSS_AGENT_*` names that say who the caller *is*, not how the bridge is configured. A
+/// child must work out its own identity (004: `CROSS_AGENT_SELF` is deliberately not
+/// inherited); the bridge sets the self-session and conversation of a turn it starts itself.
+const IDENTITY_SETTINGS: &[&str] = &[
+    "CROSS_AGENT_SELF",
+    "CROSS_AGENT_SELF_SESSION",
+    "CROSS_AGENT_CONVERSATION_ID",
+];
+
+/// Obvious credentials, by exact name. Reported when present and withheld.
+const AUTH_NAMES: &[&str] = &[
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "OPENAI_API_KEY",
+    "XAI_API_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "SSH_AUTH_SOCK",
+    "CLAUDE_CODE_OAUTH_TOKEN",
+    "COPILOT_AGENT_SESSION_ID",
+];
+
+/// Obvious credential families, by prefix.
+const AUTH_PREFIXES: &[&str] = &["AWS_", "AZURE_"];
+
+/// Obvious credential families, by suffix (`GITHUB_TOKEN`, `NPM_TOKEN`, `FOO_API_KEY`, …).
+const AUTH_SUFFIXES: &[&str] = &[
+    "_TOKEN",
+    "_API_KEY",
+    "_APIKEY",
+    "_SECRET",
+    "_SECRET_KEY",
+    "_PASSWORD",
+    "_CREDENTIALS",
+];
+
+/// Every `CROSS_AGENT_*` variable: this registration's settings. Each registration guards its
+/// own side, whatever the daemon was started with, so all of them travel with every call.
+pub fn settings(vars: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    vars.iter()
+        .filter(|(name, _)| name.starts_with(SETTINGS_PREFIX))
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect()
+}
+
+/// The environment a spawned peer CLI may inherit, and the names withheld from it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ChildEnv {
+    /// Name → value, for the child only.
+    pub vars: BTreeMap<String, String>,
+    /// Names present here but not passed: credential-bearing proxies and obvious auth
+    /// variables not opted in. Sorted.
+    pub withheld: Vec<String>,
+}
+
+/// Applies the baseline, the credential-proxy rule and the `CROSS_AGENT_CHILD_ENV` opt-in.
+pub fn child_env(vars: &BTreeMap<String, String>) -> ChildEnv {
+    let opted_in = opted_in(vars);
+    let mut child = ChildEnv::default();
+    for (name, value) in vars {
+        if opted_in.iter().any(|wanted| wanted == name) {
+            // Named knowingly: passed as it is, even a credential or a proxy with a password.
+            child.vars.insert(name.clone(), value.clone());
+        } else if in_baseline(name) {
+            if PROXY_VARS.contains(&name.as_str()) && proxy_has_credentials(value) {
+                // Withheld whole, never rewritten without its credentials: a CLI handed a proxy
+                // it cannot authenticate to would fail as if the proxy were broken.
+                child.withheld.push(name.clone());
+            } else {
+                child.vars.insert(name.clone(), value.clone());
+            }
+        } else if looks_like_auth(name) {
+            child.withheld.push(name.clone());
+        }
+    }
+    child.withheld.sort();
+    child
+}
+
+/// The names in `CROSS_AGENT_CHILD_ENV`, trimmed, blanks dropped.
+fn opted_in(vars: &BTreeMap<String, String>) -> Vec<String> {
+    vars.get(CHILD_ENV_VAR)
+        .map(|list| {
+            list.split(',')
+                .map(str::trim)
+                .filter(|name| !name.is_empty())
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn in_baseline(name: &str) -> bool {
+    if name.starts_with(SETTINGS_PREFIX) {
+        return !IDENTITY_SETTINGS.contains(&name);
+    }
+    BASELINE.contains(&name) || BASELINE_PREFIXES.iter().any(|p| name.starts_with(p))
+}
+
+/// Whether a name is an obvious credential, reported when withheld.
+pub fn looks_like_auth(name: &str) -> bool {
+    AUTH_NAMES.contains(&name)
+        || AUTH_PREFIXES.iter().any(|p| name.starts_with(p))
+        || AUTH_SUFFIXES.iter().any(|s| name.ends_with(s))
+}
+
+/// Whether a proxy URL carries credentials: `https://alice:s3cret@proxy:3128`, or scheme-less
+/// `user:pass@host:8080`. Any userinfo counts, a lone token as user (`https://tok@proxy`)
+/// included: it authenticates just the same.
+pub fn proxy_has_credentials(value: &str) -> bool {
+    let value = value.trim();
+    let rest = match value.find("://") {
+        Some(at) => &value[at + 3..],
+        None => value,
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let authority = &rest[..authority_end];
+    match authority.rfind('@') {
+        Some(at) => at > 0,
+        None => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use pretty_assertions::assert_eq;
+
+    use super::*;
+
+    fn vars(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn proxy_credentials_are_seen_with_and_without_scheme() {
+        assert!(proxy_has_credentials(
+            "https://alice:s3cret@proxy.corp:3128"
+        ));
+        assert!(proxy_has_credentials("user:pass@host:8080"));
+        assert!(proxy_has_credentials("http://token@proxy:3128/"));
+        assert!(!proxy_has_credentials("http://proxy.corp:3128"));
+        assert!(!proxy_has_credentials("proxy.corp:3128"));
+        assert!(!proxy_has_credentials("http://proxy:3128/path@x"));
+        assert!(!proxy_has_credentials(""));
+    }
+
+    #[test]
+    fn settings_are_every_cross_agent_variable() {
+        let env = vars(&[
+            ("CROSS_AGENT_MAX_HOPS", "2"),
+            ("CROSS_AGENT_SELF", "claude"),
+            ("PATH", "/bin"),
+        ]);
+        assert_eq!(
+            settings(&env),
+            vars(&[
+                ("CROSS_AGENT_MAX_HOPS", "2"),
+                ("CROSS_AGENT_SELF", "claude")
+            ])
+        );
+    }
+
+    #[test]
+    fn auth_names_are_recognised() {
+        for name in [
+            "ANTHROPIC_API_KEY",
+            "GITHUB_TOKEN",
+            "AWS_SECRET_ACCESS_KEY",
+            "SSH_AUTH_SOCK",
+            "XAI_API_KEY",
+        ] {
+            assert!(looks_like_auth(name), "{name}");
+        }
+        for name in ["PATH", "EDITOR", "TOKENIZERS_PARALLELISM"] {
+            assert!(!looks_like_auth(name), "{name}");
+        }
+    }
+}

@@ -1,0 +1,148 @@
+//! What the messaging subcommands (`send`, `status`, `pin`, `check`) share: the caller context
+//! they forward (gathered by the same rules as `cross-agent mcp`), the daemon connection, and a
+//! readable rendering of the daemon's JSON sections.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use cross_agent_caller::{PerCall, Snapshot};
+use cross_agent_ipc::blocking::BlockingClient;
+use cross_agent_ipc::{ConnectOptions, Error as IpcError, Home};
+use cross_agent_protocol::bridge::{CallerContext, Scope};
+use cross_agent_protocol::rpc::{ClientKind, ErrorCode};
+use serde_json::Value;
+
+/// The client name a CLI caller reports in place of an MCP `clientInfo.name`.
+pub const CLI_CLIENT_NAME: &str = "cross-agent-cli";
+
+/// This process as a caller: its environment, cwd, ancestry and settings.
+pub fn caller() -> CallerContext {
+    cross_agent_caller::context(
+        &Snapshot::from_process(),
+        PerCall {
+            client_name: Some(CLI_CLIENT_NAME.to_owned()),
+            codex_turn_metadata: None,
+        },
+    )
+}
+
+/// Connects to the daemon, starting it when nothing answers.
+pub fn connect() -> anyhow::Result<(Home, BlockingClient)> {
+    let home = Home::from_env()?;
+    let client = BlockingClient::connect_or_start(&home, &ConnectOptions::new(ClientKind::Cli))
+        .with_context(|| {
+            format!(
+                "cannot reach the cross-agent daemon; its log is in {}",
+                home.logs_dir().display()
+            )
+        })?;
+    Ok((home, client))
+}
+
+/// A daemon error in words: a method the daemon does not serve yet says so.
+pub fn explain(method: &str, error: IpcError) -> anyhow::Error {
+    match error {
+        IpcError::Rpc {
+            code: ErrorCode::MethodNotFound,
+            message,
+            ..
+        } => anyhow::anyhow!(
+            "the cross-agent daemon does not serve `{method}` yet ({message}); it may be older \
+             than this command: `cross-agent daemon restart` starts the current one"
+        ),
+        other => anyhow::Error::new(other),
+    }
+}
+
+/// An absolute `--cwd`, relative ones taken from the current directory.
+pub fn absolute_cwd(cwd: Option<PathBuf>) -> anyhow::Result<Option<String>> {
+    let Some(cwd) = cwd else { return Ok(None) };
+    let cwd = if cwd.is_absolute() {
+        cwd
+    } else {
+        std::env::current_dir()
+            .context("reading the current directory")?
+            .join(cwd)
+    };
+    Ok(Some(cwd.to_string_lossy().into_owned()))
+}
+
+/// `--scope` values.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum ScopeArg {
+    /// The directory and its subdirectories.
+    Cwd,
+    /// Also its parent directories.
+    Tree,
+    /// Every session.
+    Any,
+}
+
+impl From<ScopeArg> for Scope {
+    fn from(scope: ScopeArg) -> Scope {
+        match scope {
+            ScopeArg::Cwd => Scope::Cwd,
+            ScopeArg::Tree => Scope::Tree,
+            ScopeArg::Any => Scope::Any,
+        }
+    }
+}
+
+/// Prints a JSON value pretty on stdout.
+pub fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer_pretty(&mut out, value)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// Writes a JSON value as indented `key: value` lines: the daemon's status sections are open
+/// objects that grow, so they are rendered by shape rather than field by field.
+pub fn write_value(out: &mut impl Write, indent: usize, value: &Value) -> std::io::Result<()> {
+    let pad = "  ".repeat(indent);
+    match value {
+        Value::Object(map) if map.is_empty() => writeln!(out, "{pad}(none)"),
+        Value::Object(map) => {
+            for (key, item) in map {
+                if is_scalar(item) {
+                    writeln!(out, "{pad}{key}: {}", scalar(item))?;
+                } else {
+                    writeln!(out, "{pad}{key}:")?;
+                    write_value(out, indent + 1, item)?;
+                }
+            }
+            Ok(())
+        }
+        Value::Array(items) if items.is_empty() => writeln!(out, "{pad}(none)"),
+        Value::Array(items) => {
+            for item in items {
+                if is_scalar(item) {
+                    writeln!(out, "{pad}- {}", scalar(item))?;
+                } else {
+                    writeln!(out, "{pad}-")?;
+                    write_value(out, indent + 1, item)?;
+                }
+            }
+            Ok(())
+        }
+        scalar_value => writeln!(out, "{pad}{}", scalar(scalar_value)),
+    }
+}
+
+fn is_scalar(value: &Value) -> bool {
+    match value {
+        Value::Object(map) => map.is_empty(),
+        Value::Array(items) => items.is_empty(),
+        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => true,
+    }
+}
+
+fn scalar(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        Value::Null => "-".to_owned(),
+        Value::Object(_) | Value::Array(_) if is_scalar(value) => "(none)".to_owned(),
+        other => other.to_string(),
+    }
+}

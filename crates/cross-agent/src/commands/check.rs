@@ -1,0 +1,144 @@
+//! `cross-agent check`: the spec's `--check` — who runs it (the caller as the daemon resolves
+//! it), the agent CLIs found (honouring `CROSS_AGENT_{CLAUDE,CODEX,GROK}_BIN`), the session a
+//! send would reach per agent, and the settings in effect; then it exits.
+//!
+//! The local half (paths, what this process gathered about its caller) is printed even when the
+//! daemon cannot answer, so a broken install can still be diagnosed; the exit code is non-zero
+//! then. Values of the child environment are never printed, only its names: a variable opted in
+//! with `CROSS_AGENT_CHILD_ENV` may be a credential.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Args;
+use cross_agent_protocol::bridge::{Agent, BridgeStatusParams, CallerContext};
+use serde_json::{Value, json};
+
+use super::bridge_client;
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+impl CheckArgs {
+    pub fn run(self) -> anyhow::Result<ExitCode> {
+        let caller = bridge_client::caller();
+        let local = local_report(&caller);
+        let daemon = daemon_report(&caller);
+        let ok = daemon.get("error").is_none();
+        if self.json {
+            bridge_client::print_json(&json!({"local": local, "daemon": daemon}))?;
+        } else {
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "who runs it (as the daemon resolves it):")?;
+            bridge_client::write_value(&mut out, 1, daemon.get("caller").unwrap_or(&daemon))?;
+            writeln!(out, "agent CLIs:")?;
+            bridge_client::write_value(&mut out, 1, &local["cli_paths"])?;
+            writeln!(out, "resolved sessions:")?;
+            bridge_client::write_value(
+                &mut out,
+                1,
+                daemon.get("resolved_sessions").unwrap_or(&Value::Null),
+            )?;
+            writeln!(out, "settings in effect:")?;
+            bridge_client::write_value(
+                &mut out,
+                1,
+                daemon.get("settings").unwrap_or(&local["settings"]),
+            )?;
+            writeln!(out, "gathered here:")?;
+            bridge_client::write_value(&mut out, 1, &local["gathered"])?;
+        }
+        Ok(if ok {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        })
+    }
+}
+
+/// What this process can tell alone: the CLI paths and what it gathered about its caller.
+fn local_report(caller: &CallerContext) -> Value {
+    let cli_paths: serde_json::Map<String, Value> = Agent::ALL
+        .into_iter()
+        .map(|agent| (agent.as_str().to_owned(), cli_path(agent, caller)))
+        .collect();
+    json!({
+        "cli_paths": cli_paths,
+        "settings": caller.settings,
+        "gathered": {
+            "cwd": caller.cwd,
+            "pid": caller.pid,
+            "claude_code_session_id": caller.claude_code_session_id,
+            "grok_session_id": caller.grok_session_id,
+            "self_session": caller.self_session,
+            "self_agent": caller.self_agent,
+            "conversation_id": caller.conversation_id,
+            "ancestry": caller.ancestry.iter().take(6)
+                .map(|p| format!("{} {}", p.pid, p.name)).collect::<Vec<_>>(),
+            "child_env_names": caller.child_env.keys().collect::<Vec<_>>(),
+            "withheld_env": caller.withheld_env,
+        },
+    })
+}
+
+/// `bridge_status` for this caller, or `{"error": …}`.
+fn daemon_report(caller: &CallerContext) -> Value {
+    let answer = bridge_client::connect().and_then(|(_home, client)| {
+        client
+            .call(BridgeStatusParams {
+                cwd: None,
+                scope: None,
+                delivery_id: None,
+                caller: caller.clone(),
+            })
+            .map_err(|error| bridge_client::explain("bridge_status", error))
+    });
+    match answer {
+        Ok(status) => serde_json::to_value(&status)
+            .unwrap_or_else(|error| json!({"error": error.to_string()})),
+        Err(error) => json!({"error": format!("{error:#}")}),
+    }
+}
+
+/// Where an agent's CLI is: `CROSS_AGENT_<AGENT>_BIN` or its name, looked up on `PATH`; Grok
+/// also in `~/.grok/bin/grok` (an editor started from the Dock has no shell profile's PATH).
+fn cli_path(agent: Agent, caller: &CallerContext) -> Value {
+    let var = format!("CROSS_AGENT_{}_BIN", agent.as_str().to_ascii_uppercase());
+    let configured = caller.settings.get(&var).filter(|v| !v.trim().is_empty());
+    let wanted = configured
+        .cloned()
+        .unwrap_or_else(|| agent.as_str().to_owned());
+    let mut found = find_program(&wanted);
+    if found.is_none() && agent == Agent::Grok && configured.is_none() {
+        found = std::env::var_os("HOME")
+            .map(|home| PathBuf::from(home).join(".grok/bin/grok"))
+            .filter(|path| is_executable(path));
+    }
+    json!({
+        "path": found.map(|path| path.to_string_lossy().into_owned()),
+        "from": if configured.is_some() { var } else { "PATH".to_owned() },
+        "wanted": wanted,
+    })
+}
+
+fn find_program(program: &str) -> Option<PathBuf> {
+    if program.contains('/') {
+        let path = PathBuf::from(program);
+        return is_executable(&path).then_some(path);
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join(program))
+        .find(|path| is_executable(path))
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .map(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
+}

@@ -1,0 +1,191 @@
+//! `cross-agent send <agent> MESSAGE`: what `send_to_<agent>` does, from a shell. It forwards
+//! this process's caller context (the same rules as `cross-agent mcp`: identity variables,
+//! ancestry, `CROSS_AGENT_*` settings, the filtered child environment), prints the receipt and
+//! exits non-zero with the refusal's message when the daemon refuses.
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::{Args, ValueEnum};
+use cross_agent_protocol::bridge::{Agent, Refusal, SendParams, SendReceipt, SendResponse};
+
+use super::bridge_client::{self, ScopeArg};
+
+/// Exit code of a refused send (an answer, not a failure to ask).
+pub const EXIT_REFUSED: u8 = 2;
+
+#[derive(Debug, Args)]
+pub struct SendArgs {
+    /// The agent to send to.
+    #[arg(value_enum)]
+    agent: AgentArg,
+    /// The message; `-` reads it from stdin. The peer cannot see your conversation, so make it
+    /// self-contained.
+    message: String,
+    /// The target session: its id or exact name (default: the pin, else the active session).
+    #[arg(long, value_name = "ID|NAME")]
+    session: Option<String>,
+    /// Open a new conversation even if one is active (the last resort: no context).
+    #[arg(long = "new", conflicts_with = "session")]
+    new_session: bool,
+    /// Where the active session is looked for (default: CROSS_AGENT_SCOPE, else cwd).
+    #[arg(long, value_enum)]
+    scope: Option<ScopeArg>,
+    /// Basis for discovery and where a new session is created (default: here).
+    #[arg(long, value_name = "DIR")]
+    cwd: Option<PathBuf>,
+    /// Continue a bridge conversation, sharing its hop budget.
+    #[arg(long, value_name = "ID")]
+    conversation: Option<String>,
+    /// Deliver the text without the bridge header.
+    #[arg(long)]
+    raw: bool,
+    /// Allow reaching another session of the caller's own agent (claude and grok only).
+    #[arg(long)]
+    allow_same_agent: bool,
+    /// CLI inactivity limit in seconds (default: CROSS_AGENT_TIMEOUT, else 600).
+    #[arg(long, value_name = "S")]
+    timeout: Option<u64>,
+    /// Print the receipt (or refusal) as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum AgentArg {
+    Claude,
+    Codex,
+    Grok,
+}
+
+impl From<AgentArg> for Agent {
+    fn from(agent: AgentArg) -> Agent {
+        match agent {
+            AgentArg::Claude => Agent::Claude,
+            AgentArg::Codex => Agent::Codex,
+            AgentArg::Grok => Agent::Grok,
+        }
+    }
+}
+
+impl SendArgs {
+    pub fn run(self) -> anyhow::Result<ExitCode> {
+        let agent = Agent::from(self.agent);
+        if self.allow_same_agent && agent == Agent::Codex {
+            anyhow::bail!(
+                "send to codex has no --allow-same-agent: another Codex thread is reached only \
+                 by naming it with --session"
+            );
+        }
+        let message = if self.message == "-" {
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .context("reading the message from stdin")?;
+            text
+        } else {
+            self.message
+        };
+        let params = SendParams {
+            agent,
+            message,
+            session_id: self.session,
+            new_session: self.new_session,
+            scope: self.scope.map(Into::into),
+            cwd: bridge_client::absolute_cwd(self.cwd)?,
+            timeout: self.timeout.filter(|&seconds| seconds > 0),
+            conversation_id: self.conversation,
+            raw: self.raw,
+            allow_same_agent: self.allow_same_agent,
+            caller: bridge_client::caller(),
+        };
+        let (_home, client) = bridge_client::connect()?;
+        let response = client
+            .call(params)
+            .map_err(|error| bridge_client::explain("send", error))?;
+        if self.json {
+            bridge_client::print_json(&response)?;
+        }
+        match response {
+            SendResponse::Accepted(receipt) => {
+                if !self.json {
+                    write_receipt(&mut std::io::stdout().lock(), &receipt)?;
+                }
+                Ok(ExitCode::SUCCESS)
+            }
+            SendResponse::Refused(refusal) => {
+                write_refusal(&mut std::io::stderr().lock(), &refusal)?;
+                Ok(ExitCode::from(EXIT_REFUSED))
+            }
+        }
+    }
+}
+
+/// The receipt in a few readable lines.
+pub fn write_receipt(out: &mut impl Write, receipt: &SendReceipt) -> std::io::Result<()> {
+    let target = match (&receipt.target_session_id, receipt.will_create_session) {
+        (Some(id), _) => format!("{} session {id}", receipt.target_agent),
+        (None, true) => format!("a new {} session", receipt.target_agent),
+        (None, false) => format!("a {} session", receipt.target_agent),
+    };
+    let title = receipt
+        .target_title
+        .as_deref()
+        .map(|title| format!(" \"{title}\""))
+        .unwrap_or_default();
+    writeln!(
+        out,
+        "accepted: delivery {} to {target}{title} (selected by {})",
+        receipt.delivery_id,
+        serde_json::to_value(receipt.target_selected_by)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default()
+    )?;
+    writeln!(
+        out,
+        "request {}  conversation {}  hop {}/{}",
+        receipt.request_id, receipt.conversation_id, receipt.hop, receipt.max_hops
+    )?;
+    if let Some(seconds) = receipt.target_last_activity_seconds_ago {
+        writeln!(out, "target last active {seconds} s ago")?;
+    }
+    writeln!(
+        out,
+        "queue depth {}; reply lands in {}; return panel available now: {}",
+        receipt.queue_depth,
+        receipt
+            .reply_lands_in_session
+            .as_deref()
+            .unwrap_or("(nowhere)"),
+        if receipt.return_panel_available_now {
+            "yes"
+        } else {
+            "no"
+        }
+    )?;
+    writeln!(out, "note: {}", receipt.note)?;
+    for warning in &receipt.warnings {
+        writeln!(out, "warning: {warning}")?;
+    }
+    Ok(())
+}
+
+/// A refusal: its message, then the candidates it offers.
+pub fn write_refusal(out: &mut impl Write, refusal: &Refusal) -> std::io::Result<()> {
+    writeln!(out, "cross-agent: refused: {}", refusal.message)?;
+    for candidate in &refusal.candidates {
+        writeln!(
+            out,
+            "  {} {}  {}  {}  last active {}",
+            candidate.agent,
+            candidate.session_id,
+            candidate.title.as_deref().unwrap_or("(untitled)"),
+            candidate.cwd.as_deref().unwrap_or("-"),
+            candidate.last_activity.as_deref().unwrap_or("-")
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,78 @@
+//! `cross-agent status [DELIVERY_ID]`: `bridge_status` from a shell — who is calling as the
+//! daemon resolves it, the settings in effect, the session a send would reach per agent, pins,
+//! locks and deliveries; with a delivery id, that delivery and its peer's transcript.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use cross_agent_protocol::bridge::{BridgeStatusParams, BridgeStatusResponse};
+use serde_json::Value;
+
+use super::bridge_client::{self, ScopeArg};
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// One delivery to report on (from a send receipt).
+    delivery_id: Option<String>,
+    /// The directory sessions are resolved for (default: here).
+    #[arg(long, value_name = "DIR")]
+    cwd: Option<PathBuf>,
+    /// Where sessions are resolved (default: CROSS_AGENT_SCOPE, else cwd).
+    #[arg(long, value_enum)]
+    scope: Option<ScopeArg>,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+impl StatusArgs {
+    pub fn run(self) -> anyhow::Result<ExitCode> {
+        let params = BridgeStatusParams {
+            cwd: bridge_client::absolute_cwd(self.cwd)?,
+            scope: self.scope.map(Into::into),
+            delivery_id: self.delivery_id,
+            caller: bridge_client::caller(),
+        };
+        let (_home, client) = bridge_client::connect()?;
+        let status = client
+            .call(params)
+            .map_err(|error| bridge_client::explain("bridge_status", error))?;
+        if self.json {
+            bridge_client::print_json(&status)?;
+        } else {
+            write_status(&mut std::io::stdout().lock(), &status)?;
+        }
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+/// Every section of the status, titled, in the order a person reads them.
+pub fn write_status(out: &mut impl Write, status: &BridgeStatusResponse) -> anyhow::Result<()> {
+    let sections: [(&str, Value); 7] = [
+        ("server", status.server_process.clone()),
+        ("caller", status.caller.clone()),
+        ("settings", status.settings.clone()),
+        ("resolved sessions", status.resolved_sessions.clone()),
+        ("pins", serde_json::to_value(&status.pins)?),
+        ("locks", status.locks.clone()),
+        ("deliveries", status.deliveries.clone()),
+    ];
+    for (title, value) in &sections {
+        writeln!(out, "{title}:")?;
+        bridge_client::write_value(out, 1, value)?;
+    }
+    if let Some(delivery) = &status.delivery {
+        writeln!(out, "delivery:")?;
+        bridge_client::write_value(out, 1, &serde_json::to_value(delivery)?)?;
+    }
+    if let Some(transcript) = &status.peer_transcript {
+        writeln!(out, "peer transcript:")?;
+        bridge_client::write_value(out, 1, &serde_json::to_value(transcript)?)?;
+    }
+    for warning in &status.warnings {
+        writeln!(out, "warning: {warning}")?;
+    }
+    Ok(())
+}

@@ -1,0 +1,176 @@
+//! The server's one connection to the daemon: opened on the first call (starting the daemon
+//! when nothing answers), kept for the next ones, and reopened when the daemon was restarted in
+//! between.
+//!
+//! Every failure is turned into a [`LinkFailure`] whose message says what happened and where the
+//! daemon's log is, because the agent shows it to a person who has to act on it.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use cross_agent_ipc::{ConnectOptions, Error as IpcError, Home, connect_or_start};
+use cross_agent_protocol::rpc::{ClientKind, ErrorCode, Method, StatusParams};
+use tokio::sync::Mutex;
+
+use cross_agent_ipc::Client;
+
+/// A call the daemon did not answer, in words for the agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinkFailure {
+    pub message: String,
+    /// `daemon_unreachable`, `not_served`, `daemon_error`.
+    pub kind: &'static str,
+}
+
+/// The daemon connection, shared by concurrent calls.
+#[derive(Debug)]
+pub struct DaemonLink {
+    home: Result<Home, String>,
+    options: ConnectOptions,
+    client: Mutex<Option<Arc<Client>>>,
+}
+
+impl DaemonLink {
+    /// A link for `CROSS_AGENT_HOME` (or `~/.cross-agent`). A home that is refused is reported
+    /// on each call rather than stopping the server: the agent should see why.
+    pub fn from_env() -> DaemonLink {
+        DaemonLink {
+            home: Home::from_env().map_err(|error| error.to_string()),
+            options: ConnectOptions::new(ClientKind::Mcp),
+            client: Mutex::new(None),
+        }
+    }
+
+    /// A link for an explicit home (tests, benchmarks).
+    pub fn with_home(home: Home) -> DaemonLink {
+        DaemonLink {
+            home: Ok(home),
+            options: ConnectOptions::new(ClientKind::Mcp),
+            client: Mutex::new(None),
+        }
+    }
+
+    /// Calls `params` on the daemon. A call that only reads (or, like a pin, can be repeated)
+    /// is retried once on a fresh connection when the kept one turns out to be closed. A send
+    /// is never retried — the daemon may have queued it before the connection broke — so a
+    /// kept connection is checked with a cheap `status` first instead.
+    pub async fn call<M: Method + Clone>(
+        &self,
+        params: M,
+        repeatable: bool,
+    ) -> Result<M::Response, LinkFailure> {
+        let home = self.home.as_ref().map_err(|message| LinkFailure {
+            message: message.clone(),
+            kind: "daemon_unreachable",
+        })?;
+        let (client, fresh) = self.client(home).await?;
+        let client = if !repeatable && !fresh {
+            match client.call(StatusParams {}).await {
+                Ok(_) => client,
+                Err(error) if is_closed(&error) => self.reconnect(home, &client).await?,
+                Err(error) => return Err(self.failure(home, M::NAME, error)),
+            }
+        } else {
+            client
+        };
+        match client.call(params.clone()).await {
+            Ok(response) => Ok(response),
+            Err(error) if repeatable && !fresh && is_closed(&error) => {
+                let client = self.reconnect(home, &client).await?;
+                client
+                    .call(params)
+                    .await
+                    .map_err(|error| self.failure(home, M::NAME, error))
+            }
+            Err(error) => Err(self.failure(home, M::NAME, error)),
+        }
+    }
+
+    /// The kept client, or a new one; `true` when it was just made.
+    async fn client(&self, home: &Home) -> Result<(Arc<Client>, bool), LinkFailure> {
+        let mut slot = self.client.lock().await;
+        if let Some(client) = slot.as_ref() {
+            return Ok((Arc::clone(client), false));
+        }
+        let client = self.open(home).await?;
+        *slot = Some(Arc::clone(&client));
+        Ok((client, true))
+    }
+
+    /// Replaces `stale` (unless another call already did) with a new connection.
+    async fn reconnect(
+        &self,
+        home: &Home,
+        stale: &Arc<Client>,
+    ) -> Result<Arc<Client>, LinkFailure> {
+        let mut slot = self.client.lock().await;
+        if let Some(current) = slot.as_ref()
+            && !Arc::ptr_eq(current, stale)
+        {
+            return Ok(Arc::clone(current));
+        }
+        *slot = None;
+        let client = self.open(home).await?;
+        *slot = Some(Arc::clone(&client));
+        Ok(client)
+    }
+
+    async fn open(&self, home: &Home) -> Result<Arc<Client>, LinkFailure> {
+        match connect_or_start(home, &self.options).await {
+            Ok(connection) => {
+                if connection.started {
+                    tracing::info!(pid = connection.hello.daemon_pid, "started the daemon");
+                }
+                Ok(Arc::new(connection.client))
+            }
+            Err(error) => Err(LinkFailure {
+                message: format!(
+                    "cross-agent could not reach its daemon: {error}. The daemon's log is in {} \
+                     (start-up messages in {}); `cross-agent daemon status` tells whether it runs",
+                    home.logs_dir().display(),
+                    home.console_log().display()
+                ),
+                kind: "daemon_unreachable",
+            }),
+        }
+    }
+
+    fn failure(&self, home: &Home, method: &str, error: IpcError) -> LinkFailure {
+        let logs: PathBuf = home.logs_dir();
+        match &error {
+            IpcError::Rpc {
+                code: ErrorCode::MethodNotFound,
+                message,
+                ..
+            } => LinkFailure {
+                message: format!(
+                    "the cross-agent daemon does not serve `{method}` yet ({message}); it may be \
+                     older than this server: `cross-agent daemon restart` starts the current one"
+                ),
+                kind: "not_served",
+            },
+            IpcError::Rpc { .. }
+            | IpcError::Malformed { .. }
+            | IpcError::ProtocolMismatch { .. } => LinkFailure {
+                message: format!("{error}. The daemon's log is in {}", logs.display()),
+                kind: "daemon_error",
+            },
+            _ => LinkFailure {
+                message: format!(
+                    "cross-agent lost its daemon during `{method}`: {error}. The daemon's log is \
+                     in {} (start-up messages in {})",
+                    logs.display(),
+                    home.console_log().display()
+                ),
+                kind: "daemon_unreachable",
+            },
+        }
+    }
+}
+
+fn is_closed(error: &IpcError) -> bool {
+    matches!(
+        error,
+        IpcError::Closed { .. } | IpcError::Transport { .. } | IpcError::NotRunning { .. }
+    )
+}

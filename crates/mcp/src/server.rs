@@ -1,0 +1,271 @@
+//! The MCP handler: lists the tools, gathers the caller for each call, forwards it to the
+//! daemon and renders the answer. No business logic lives here; every decision (resolution,
+//! guards, hops) is the daemon's.
+//!
+//! Both protocol eras reach this handler through rmcp: the `initialize` handshake (2025-06-18
+//! and its predecessors) and the 2026-07-28 lifecycle, where a client opens with
+//! `server/discover` and every request carries its own `_meta` (protocol version, client
+//! capabilities, client info). rmcp routes both; the caller's client name is read from
+//! whichever the session used.
+
+use std::sync::Arc;
+
+use cross_agent_caller::{PerCall, Snapshot};
+use cross_agent_protocol::bridge::{PinResponse, SendResponse};
+use rmcp::ErrorData as McpError;
+use rmcp::handler::server::ServerHandler;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::link::{DaemonLink, LinkFailure};
+use crate::tools::{self, BadArguments, Call, Defaults};
+
+/// `CROSS_AGENT_REQUIRE_EXPLICIT_TARGET`.
+pub const REQUIRE_EXPLICIT_TARGET_VAR: &str = "CROSS_AGENT_REQUIRE_EXPLICIT_TARGET";
+/// `CROSS_AGENT_DISABLE_HEADLESS`.
+pub const DISABLE_HEADLESS_VAR: &str = "CROSS_AGENT_DISABLE_HEADLESS";
+
+/// The sentence the instructions carry under strict mode.
+pub const STRICT_SENTENCE: &str = "This registration sets CROSS_AGENT_REQUIRE_EXPLICIT_TARGET: \
+    a send_to_* call that names neither session_id nor new_session=true is refused before any \
+    lookup (a pin does not count), so always name the target.";
+
+/// The MCP server: cheap to clone, one per stdio session.
+#[derive(Debug, Clone)]
+pub struct Bridge {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    snapshot: Snapshot,
+    tools: Vec<Tool>,
+    instructions: String,
+    link: DaemonLink,
+}
+
+impl Bridge {
+    /// A server for this process: its environment, cwd and ancestry, and the daemon of
+    /// `CROSS_AGENT_HOME`.
+    pub fn from_process() -> Bridge {
+        Bridge::new(Snapshot::from_process(), DaemonLink::from_env())
+    }
+
+    /// A server over an explicit snapshot and daemon link (tests, benchmarks).
+    pub fn new(snapshot: Snapshot, link: DaemonLink) -> Bridge {
+        let settings = cross_agent_caller::settings(&snapshot.vars);
+        let defaults = Defaults::from_settings(&settings);
+        Bridge {
+            inner: Arc::new(Inner {
+                tools: tools::all(&defaults),
+                instructions: instructions(&settings),
+                snapshot,
+                link,
+            }),
+        }
+    }
+
+    /// The tools this server lists.
+    pub fn tools(&self) -> &[Tool] {
+        &self.inner.tools
+    }
+
+    /// The server instructions sent in the handshake.
+    pub fn instructions(&self) -> &str {
+        &self.inner.instructions
+    }
+
+    async fn forward(&self, call: Call) -> CallToolResult {
+        let link = &self.inner.link;
+        match call {
+            Call::Send(params) => match link.call(params, /*repeatable*/ false).await {
+                Ok(response @ SendResponse::Accepted(_)) => success(&response),
+                Ok(response @ SendResponse::Refused(_)) => refusal(&response),
+                Err(failure) => link_failure(failure),
+            },
+            Call::ListSessions(params) => match link.call(params, /*repeatable*/ true).await {
+                Ok(response) => success(&response),
+                Err(failure) => link_failure(failure),
+            },
+            Call::BridgeStatus(params) => match link.call(params, /*repeatable*/ true).await {
+                Ok(response) => success(&response),
+                Err(failure) => link_failure(failure),
+            },
+            Call::Pin(params) => match link.call(params, /*repeatable*/ true).await {
+                Ok(response @ (PinResponse::Pinned { .. } | PinResponse::Unpinned { .. })) => {
+                    success(&response)
+                }
+                Ok(response @ PinResponse::Refused(_)) => refusal(&response),
+                Err(failure) => link_failure(failure),
+            },
+        }
+    }
+}
+
+/// Whether a boolean setting is on: the spec's rule, where `0` / `false` / `no` / `off` (and an
+/// empty value) leave it off and any other value turns it on.
+pub fn is_on(value: Option<&String>) -> bool {
+    match value.map(|v| v.trim().to_ascii_lowercase()) {
+        None => false,
+        Some(v) => !matches!(v.as_str(), "" | "0" | "false" | "no" | "off"),
+    }
+}
+
+/// The server instructions: how to address sessions, and what this registration's settings
+/// change about it.
+pub fn instructions(settings: &std::collections::BTreeMap<String, String>) -> String {
+    let mut text = String::from(
+        "cross-agent relays messages between coding-agent sessions (Claude Code, Codex, Grok \
+         Build) so each keeps its own context. send_to_claude / send_to_codex / send_to_grok \
+         queue a message for a peer session and return a receipt at once, not the answer: the \
+         answer arrives as a new message in this session when it is open in a panel, otherwise \
+         read it with bridge_status(delivery_id=...). The peer cannot see this conversation, so \
+         write each message self-contained.\n\
+         \n\
+         Addressing: name the target in session_id, by session id or by its exact name (no \
+         partial matches; an unknown or ambiguous name is refused, never replaced by a new \
+         conversation). Without session_id a send goes to the session pinned with \
+         pin_agent_session, else to the active session in this directory (scope cwd, tree or \
+         any). A new conversation is the last resort: its peer starts with no context, so use \
+         new_session=true only when that is what you mean. Name your sessions: give every \
+         session another one will send to a unique name of its own (a generated title is a \
+         description, not an address), and rename a retired session before giving its name to \
+         the replacement. list_agent_sessions shows the candidates; bridge_status shows who you \
+         are, the settings in effect and the deliveries in flight.\n\
+         \n\
+         Reaching another session of your own agent needs an explicit session_id (or \
+         allow_same_agent=true on send_to_claude / send_to_grok); discovery never picks your own \
+         session.",
+    );
+    if is_on(settings.get(REQUIRE_EXPLICIT_TARGET_VAR)) {
+        text.push_str("\n\n");
+        text.push_str(STRICT_SENTENCE);
+    }
+    if is_on(settings.get(DISABLE_HEADLESS_VAR)) {
+        text.push_str(
+            "\n\nThis registration sets CROSS_AGENT_DISABLE_HEADLESS: a send reaches only a \
+             session an editor panel holds; anything else is refused with nothing sent.",
+        );
+    }
+    text
+}
+
+fn pretty(value: &impl Serialize) -> (String, Value) {
+    match serde_json::to_value(value) {
+        Ok(json) => {
+            let text = serde_json::to_string_pretty(&json).unwrap_or_else(|_| json.to_string());
+            (text, json)
+        }
+        // Serializing the contract's own types cannot fail; should it, say so rather than panic.
+        Err(error) => {
+            let json =
+                json!({"outcome": "error", "error": "internal", "message": error.to_string()});
+            (json.to_string(), json)
+        }
+    }
+}
+
+/// A result as JSON text and `structuredContent` (the same object).
+fn success(value: &impl Serialize) -> CallToolResult {
+    let (text, json) = pretty(value);
+    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+    result.structured_content = Some(json);
+    result
+}
+
+/// A refusal: `isError`, its message first (what an agent reads), then the details.
+fn refusal(value: &impl Serialize) -> CallToolResult {
+    let (text, json) = pretty(value);
+    let message = json
+        .get("message")
+        .and_then(Value::as_str)
+        .unwrap_or("refused")
+        .to_owned();
+    let mut result =
+        CallToolResult::error(vec![ContentBlock::text(format!("{message}\n\n{text}"))]);
+    result.structured_content = Some(json);
+    result
+}
+
+fn tool_error(kind: &str, message: String) -> CallToolResult {
+    let mut result = CallToolResult::error(vec![ContentBlock::text(message.clone())]);
+    result.structured_content =
+        Some(json!({"outcome": "error", "error": kind, "message": message}));
+    result
+}
+
+fn link_failure(failure: LinkFailure) -> CallToolResult {
+    tool_error(failure.kind, failure.message)
+}
+
+impl ServerHandler for Bridge {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(
+                Implementation::new("cross-agent", env!("CARGO_PKG_VERSION"))
+                    .with_title("cross-agent bridge"),
+            )
+            .with_instructions(self.inner.instructions.clone())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(self.inner.tools.clone()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.inner
+            .tools
+            .iter()
+            .find(|tool| tool.name == name)
+            .cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        // rmcp moves the request's `_meta` into the context; the request's own copy is read too
+        // in case a path leaves it there.
+        let codex_turn_metadata = cross_agent_caller::codex_turn_metadata(Some(&context.meta.0.0))
+            .or_else(|| {
+                cross_agent_caller::codex_turn_metadata(request.meta.as_ref().map(|meta| &meta.0.0))
+            });
+        let per_call = PerCall {
+            client_name: context.client_info().map(|info| info.name),
+            codex_turn_metadata,
+        };
+        let caller = cross_agent_caller::context(&self.inner.snapshot, per_call);
+        let empty = JsonObject::new();
+        let arguments = request.arguments.as_ref().unwrap_or(&empty);
+        let result = match tools::parse(&request.name, arguments, caller) {
+            None => {
+                return Err(McpError::invalid_params(
+                    format!(
+                        "no tool named `{}`; this server has {}",
+                        request.name,
+                        tools::TOOL_NAMES.join(", ")
+                    ),
+                    None,
+                ));
+            }
+            Some(Err(BadArguments(message))) => {
+                tool_error("invalid_arguments", format!("{}: {message}", request.name))
+            }
+            Some(Ok(call)) => {
+                tracing::debug!(tool = %request.name, "forwarding to the daemon");
+                self.forward(call).await
+            }
+        };
+        Ok(result.into())
+    }
+}
