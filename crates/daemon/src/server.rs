@@ -8,10 +8,13 @@
 //!
 //! Stopping (the shutdown future resolves, or a client calls `shutdown`): stop accepting, remove
 //! the socket (if it is still ours), let every connection finish the request in hand, record the
-//! stop in `hub.db`, release the pidfile lock last. The delivery work of later issues stops in
-//! that same sequence, before the lock is released: spec 004 §6 item 4 wants the process groups
-//! of in-flight deliveries stopped with the daemon, since a turn left running after it would
-//! write to a session no lock protects any more.
+//! stop in `hub.db`, release the pidfile lock last. The messaging engine's turns stop in that
+//! same sequence, before the lock is released: spec 004 §6 item 4 wants the process groups of
+//! in-flight deliveries stopped with the daemon, since a turn left running after it would write
+//! to a session no lock protects any more.
+//!
+//! `send`, `list_sessions`, `pin` and `bridge_status` are answered by the engine
+//! ([`cross_agent_hub::Engine`]) on a blocking thread, since they read the agents' stores.
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -19,10 +22,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cross_agent_hub::db::{HubDb, now_rfc3339};
+use cross_agent_hub::{Engine, EngineInfo};
 use cross_agent_ipc::Home;
 use cross_agent_ipc::frame::{self, FrameReader, ReadError};
 use cross_agent_ipc::pidfile::PidLock;
 use cross_agent_ipc::transport::{self, Listener, Stream};
+use cross_agent_protocol::bridge::{BridgeStatusParams, ListSessionsParams, PinParams, SendParams};
 use cross_agent_protocol::rpc::{
     ClientRequest, ErrorCode, HelloParams, HelloResponse, METHODS, Method, PROTOCOL_VERSION,
     ProtocolMismatchData, Request, RequestId, RpcError, ServerMessage, ShutdownResponse,
@@ -63,6 +68,7 @@ pub struct Daemon {
     listener: Listener,
     socket_identity: Option<(u64, u64)>,
     db: HubDb,
+    engine: Engine,
     // Dropped last (fields drop in order after `run` is done with the others): the lock is what
     // tells the next daemon the home is free.
     lock: PidLock,
@@ -100,6 +106,23 @@ impl Daemon {
             );
         }
 
+        let engine = match Engine::open(
+            &home.hub_db(),
+            EngineInfo {
+                pid,
+                generation,
+                started_at: started_at.clone(),
+                version: crate::VERSION.to_owned(),
+                state_root: home.root().to_owned(),
+            },
+        ) {
+            Ok(engine) => engine,
+            Err(error) => {
+                let _ = db.end_run(generation, &now_rfc3339());
+                return Err(error.into());
+            }
+        };
+
         let socket = home.socket();
         let listener = match transport::bind(&socket) {
             Ok(listener) => listener,
@@ -132,6 +155,7 @@ impl Daemon {
             listener,
             socket_identity,
             db,
+            engine,
             lock,
         })
     }
@@ -148,12 +172,17 @@ impl Daemon {
             listener,
             socket_identity,
             mut db,
+            engine,
             lock,
         } = self;
         let (stop_tx, mut stop_rx) = watch::channel(false);
+        // Queued deliveries — this start's and those an earlier daemon accepted but never
+        // handed over — start going out now.
+        engine.start();
         let shared = Arc::new(Shared {
             info,
             stop: stop_tx,
+            engine: engine.clone(),
         });
         let mut connections = JoinSet::new();
         tokio::pin!(shutdown);
@@ -201,6 +230,10 @@ impl Daemon {
             connections.shutdown().await;
         }
 
+        // Spec 004 §6 item 4: the turns this daemon started stop with it (their process groups
+        // killed, their deliveries recorded failed with `is_stopped_with_carrier`) before the
+        // lock that protects their sessions goes.
+        engine.shutdown().await;
         db.end_run(shared.info.generation, &now_rfc3339())?;
         tracing::info!(
             pid = shared.info.pid,
@@ -219,6 +252,8 @@ struct Shared {
     info: DaemonInfo,
     /// Set to true to stop the daemon; connections watch it too.
     stop: watch::Sender<bool>,
+    /// The messaging engine.
+    engine: Engine,
 }
 
 /// What to do after answering.
@@ -248,7 +283,7 @@ async fn serve(stream: Stream, shared: Arc<Shared>) {
             frame = frames.next_frame() => frame,
         };
         let (reply, after) = match frame {
-            Ok(Some(bytes)) => handle_frame(&bytes, &shared, &mut session),
+            Ok(Some(bytes)) => handle_frame(&bytes, &shared, &mut session).await,
             Ok(None) => break,
             Err(ReadError::TooLarge { limit }) => (
                 error(
@@ -304,7 +339,11 @@ fn respond<M: Method>(id: RequestId, response: M::Response) -> ServerMessage {
 
 /// Reads one frame in two steps — first as any JSON, then as a request — so a broken request
 /// is answered with the most precise error and, whenever it can be read, its own id.
-fn handle_frame(bytes: &[u8], shared: &Shared, session: &mut Session) -> (ServerMessage, After) {
+async fn handle_frame(
+    bytes: &[u8],
+    shared: &Shared,
+    session: &mut Session,
+) -> (ServerMessage, After) {
     let value: serde_json::Value = match serde_json::from_slice(bytes) {
         Ok(value) => value,
         Err(e) => {
@@ -369,10 +408,35 @@ fn handle_frame(bytes: &[u8], shared: &Shared, session: &mut Session) -> (Server
             );
         }
     };
-    dispatch(request, shared, session)
+    dispatch(request, shared, session).await
 }
 
-fn dispatch(request: Request, shared: &Shared, session: &mut Session) -> (ServerMessage, After) {
+/// Runs one engine call off the async threads: it reads the agents' stores and `hub.db`.
+async fn engine_call<M: Method>(
+    id: RequestId,
+    shared: &Shared,
+    call: impl FnOnce(Engine) -> cross_agent_hub::Result<M::Response> + Send + 'static,
+) -> ServerMessage {
+    let engine = shared.engine.clone();
+    match tokio::task::spawn_blocking(move || call(engine)).await {
+        Ok(Ok(response)) => respond::<M>(id, response),
+        Ok(Err(e)) => {
+            tracing::error!(method = M::NAME, error = %e, "engine call failed");
+            error(Some(id), ErrorCode::Internal, e.to_string())
+        }
+        Err(e) => error(
+            Some(id),
+            ErrorCode::Internal,
+            format!("the daemon failed while answering `{}`: {e}", M::NAME),
+        ),
+    }
+}
+
+async fn dispatch(
+    request: Request,
+    shared: &Shared,
+    session: &mut Session,
+) -> (ServerMessage, After) {
     let id = request.id;
     let info = &shared.info;
     if session.hello.is_none() && !matches!(request.call, ClientRequest::Hello(_)) {
@@ -479,17 +543,26 @@ fn dispatch(request: Request, shared: &Shared, session: &mut Session) -> (Server
                 After::Stop,
             )
         }
-        // The messaging engine (issue 4) answers these; until it is wired in they are refused
-        // by name rather than left unmatched.
-        call @ (ClientRequest::Send(_)
-        | ClientRequest::ListSessions(_)
-        | ClientRequest::Pin(_)
-        | ClientRequest::BridgeStatus(_)) => (
-            error(
-                Some(id),
-                ErrorCode::MethodNotFound,
-                format!("`{}` is not served by this daemon yet", call.method()),
-            ),
+        ClientRequest::Send(params) => (
+            engine_call::<SendParams>(id, shared, move |engine| engine.send(params)).await,
+            After::Continue,
+        ),
+        ClientRequest::ListSessions(params) => (
+            engine_call::<ListSessionsParams>(id, shared, move |engine| {
+                engine.list_sessions(params)
+            })
+            .await,
+            After::Continue,
+        ),
+        ClientRequest::Pin(params) => (
+            engine_call::<PinParams>(id, shared, move |engine| engine.pin(params)).await,
+            After::Continue,
+        ),
+        ClientRequest::BridgeStatus(params) => (
+            engine_call::<BridgeStatusParams>(id, shared, move |engine| {
+                engine.bridge_status(params)
+            })
+            .await,
             After::Continue,
         ),
     }

@@ -7,9 +7,9 @@
 //! is higher than this build knows was written by a newer cross-agent and is refused rather
 //! than guessed at.
 //!
-//! Migration 1 holds only the daemon's own run history (`daemon_runs`), which gives each daemon
-//! start its *generation*. Deliveries, pins, conversations and locks arrive as later migrations
-//! with the issues that need them.
+//! Migration 1 holds the daemon's own run history (`daemon_runs`), which gives each daemon start
+//! its *generation*. Migration 2 adds the messaging state of issue 4: deliveries, pending
+//! payloads, pins, conversations and busy locks (read and written in [`crate::records`]).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -30,17 +30,69 @@ pub struct Migration {
 }
 
 /// The schema history. Append only.
-pub const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "daemon_runs",
-    sql: "CREATE TABLE daemon_runs (
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "daemon_runs",
+        sql: "CREATE TABLE daemon_runs (
     generation INTEGER PRIMARY KEY AUTOINCREMENT,
     pid        INTEGER NOT NULL,
     version    TEXT    NOT NULL,
     started_at TEXT    NOT NULL,
     stopped_at TEXT
 );",
-}];
+    },
+    Migration {
+        version: 2,
+        name: "messaging",
+        sql: MESSAGING_SQL,
+    },
+];
+
+/// Migration 2: deliveries and their hand-over payloads, pins, conversations (hop counts) and
+/// per-session busy locks (issue 4). A delivery's `record` is its `DeliveryRecord` as JSON —
+/// never the message or the child's environment. The message waits in `pending_payloads` only
+/// until its turn starts, so a queued delivery survives a restart; the row is deleted in the
+/// same transaction that hands the delivery over.
+const MESSAGING_SQL: &str = "CREATE TABLE deliveries (
+    delivery_id  TEXT    PRIMARY KEY,
+    state        TEXT    NOT NULL,
+    target_agent TEXT    NOT NULL,
+    target_key   TEXT    NOT NULL,
+    created_ms   INTEGER NOT NULL,
+    record       TEXT    NOT NULL
+);
+CREATE INDEX deliveries_by_state ON deliveries (state, created_ms);
+CREATE INDEX deliveries_by_target ON deliveries (target_key, state);
+CREATE TABLE pending_payloads (
+    delivery_id TEXT PRIMARY KEY REFERENCES deliveries (delivery_id) ON DELETE CASCADE,
+    job         TEXT NOT NULL
+);
+CREATE TABLE pins (
+    agent      TEXT    NOT NULL,
+    cwd_key    TEXT    NOT NULL,
+    session_id TEXT    NOT NULL,
+    title      TEXT,
+    cwd        TEXT,
+    sticky     INTEGER NOT NULL,
+    pinned_at  TEXT    NOT NULL,
+    pinned_ms  INTEGER NOT NULL,
+    PRIMARY KEY (agent, cwd_key)
+);
+CREATE TABLE conversations (
+    conversation_id TEXT    PRIMARY KEY,
+    hops            INTEGER NOT NULL,
+    created_at      TEXT    NOT NULL,
+    updated_at      TEXT    NOT NULL
+);
+CREATE TABLE busy_locks (
+    target_key     TEXT    PRIMARY KEY,
+    owner_token    TEXT    NOT NULL,
+    owner_pid      INTEGER NOT NULL,
+    delivery_id    TEXT,
+    acquired_at    TEXT    NOT NULL,
+    lease_until_ms INTEGER NOT NULL
+);";
 
 /// How long a writer waits for another connection's lock before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -59,7 +111,7 @@ pub struct UncleanRun {
 /// An open `hub.db`, migrated to the current schema.
 #[derive(Debug)]
 pub struct HubDb {
-    conn: Connection,
+    pub(crate) conn: Connection,
     path: PathBuf,
 }
 
@@ -110,7 +162,7 @@ impl HubDb {
             .map_err(|source| self.err("read its schema version", source))
     }
 
-    fn err(&self, action: &'static str, source: rusqlite::Error) -> Error {
+    pub(crate) fn err(&self, action: &'static str, source: rusqlite::Error) -> Error {
         Error::Db {
             path: self.path.clone(),
             action,
@@ -253,7 +305,10 @@ mod tests {
     #[test]
     fn shipped_migrations_are_never_edited() {
         // Append a line here when you append a migration; never change an existing one.
-        let shipped: &[(i64, &str, u64)] = &[(1, "daemon_runs", 0xd122_fae6_3b7c_2239)];
+        let shipped: &[(i64, &str, u64)] = &[
+            (1, "daemon_runs", 0xd122_fae6_3b7c_2239),
+            (2, "messaging", 0x302d_f266_e9ae_a66a),
+        ];
         let actual: Vec<(i64, &str, u64)> = MIGRATIONS
             .iter()
             .map(|m| (m.version, m.name, fingerprint(m.sql)))
@@ -273,7 +328,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("hub.db");
         let db = HubDb::open(&path).unwrap();
-        assert_eq!(db.schema_version().unwrap(), 1);
+        assert_eq!(db.schema_version().unwrap(), 2);
         let mode: String = db
             .conn
             .query_row("PRAGMA journal_mode", [], |r| r.get(0))
@@ -285,7 +340,7 @@ mod tests {
             .conn
             .query_row("SELECT COUNT(*) FROM schema_migrations", [], |r| r.get(0))
             .unwrap();
-        assert_eq!(applied, 1);
+        assert_eq!(applied, 2);
     }
 
     #[test]
@@ -327,7 +382,7 @@ mod tests {
             .unwrap();
         drop(db);
         match HubDb::open(&path) {
-            Err(Error::SchemaTooNew { found, known, .. }) => assert_eq!((found, known), (99, 1)),
+            Err(Error::SchemaTooNew { found, known, .. }) => assert_eq!((found, known), (99, 2)),
             other => panic!("expected SchemaTooNew, got {other:?}"),
         }
     }

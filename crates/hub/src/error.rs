@@ -47,6 +47,10 @@ pub enum Error {
         #[source]
         source: rusqlite::Error,
     },
+
+    /// A record or payload could not be encoded or decoded as JSON.
+    #[error("a delivery record in the cross-agent store does not read back: {0}")]
+    Encode(String),
 }
 
 /// This crate's result type.

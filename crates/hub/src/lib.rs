@@ -1,10 +1,20 @@
-//! The engine: session resolution rules, guards, deliveries, replies, recovery, late answers and
-//! the decisions log, over SQLite state. Filled in by the messaging issues; the crate exists now
-//! so the dependency direction (`protocol` ← `stores` ← `hub` ← `daemon`) is fixed from the start.
+//! The engine: who is calling, session resolution, guards, deliveries and their workers, over
+//! SQLite state. The daemon serves it; the thin clients never link it.
 //!
-//! So far it holds the store itself ([`db`]): `hub.db` with its append-only migrations.
+//! - [`db`]: `hub.db` with its append-only migrations; [`records`]: the messaging tables.
+//! - [`caller`]: the reply address (who is calling).
+//! - [`settings`]: the caller registration's settings in effect for one call.
+//! - [`envelope`]: the text a peer receives.
+//! - [`engine`]: `send`, `pin`, `list_sessions`, `bridge_status`, and the worker pool.
 
+pub mod caller;
 pub mod db;
+pub mod engine;
+pub mod envelope;
 mod error;
+pub mod records;
+pub mod settings;
 
+pub use cross_agent_protocol::bridge::Agent;
+pub use engine::{Engine, EngineInfo};
 pub use error::{Error, Result};

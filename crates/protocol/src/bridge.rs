@@ -426,6 +426,16 @@ pub struct DeliveryRecord {
     pub return_delivery_id: Option<String>,
     /// The message's length, for diagnostics (the text itself is never stored).
     pub message_chars: u64,
+    /// The daemon carrying it disappeared without closing it; it is never re-sent.
+    #[serde(default)]
+    pub is_orphaned: bool,
+    /// The answer (or failure) was never put into the sender's session, for want of a live
+    /// return route: read it here and from the peer's transcript.
+    #[serde(default)]
+    pub is_return_status_only: bool,
+    /// The target's transcript, when known, for re-reading the answer.
+    #[serde(default)]
+    pub target_transcript: Option<String>,
 }
 
 /// `bridge_status`: diagnostics, or one delivery re-read from the peer's transcript.

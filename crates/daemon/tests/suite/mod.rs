@@ -113,11 +113,11 @@ impl Raw {
     }
 
     pub async fn hello(&mut self) {
-        self.send(
-            br#"{"id":1,"method":"hello","params":{"protocol_version":1,"client_kind":"other","client_pid":1,"client_version":"test"}}
-"#,
-        )
-        .await;
+        let hello = format!(
+            "{{\"id\":1,\"method\":\"hello\",\"params\":{{\"protocol_version\":{},\"client_kind\":\"other\",\"client_pid\":1,\"client_version\":\"test\"}}}}\n",
+            cross_agent_protocol::rpc::PROTOCOL_VERSION
+        );
+        self.send(hello.as_bytes()).await;
         let answer = self.recv().await.unwrap();
         assert_eq!(answer["type"], "response", "{answer}");
     }

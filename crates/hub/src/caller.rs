@@ -1,0 +1,196 @@
+//! Who is calling: the reply address (spec 004 "Reply address"). A pin never stands in for it —
+//! a pin says where to *send*, not who *I am*.
+//!
+//! In order of trust:
+//! 1. **A turn the daemon started itself.** A call whose process ancestry holds the pid of a
+//!    headless turn the daemon runs, or whose Codex `_meta` names that turn's thread, comes from
+//!    that turn: its agent, session and conversation are known exactly. This matters for Codex,
+//!    which passes no environment to its MCP servers, so `CROSS_AGENT_CONVERSATION_ID` never
+//!    reaches them.
+//! 2. **The agent.** `CROSS_AGENT_SELF` forces it; else the MCP client's name, the nearest agent
+//!    program in the ancestry, Codex's `_meta`, `CROSS_AGENT_SELF_SESSION`'s prefix, and last the
+//!    agents' own variables.
+//! 3. **The session, per agent.** Codex: the thread id Codex declares in
+//!    `_meta["x-codex-turn-metadata"]` (an object, or a string holding JSON — read defensively;
+//!    it wins over inference, since one Codex MCP server serves every thread of a window).
+//!    Claude: `CLAUDE_CODE_SESSION_ID`. Grok: `GROK_SESSION_ID` — only for a Grok caller, since
+//!    everything Grok runs inherits it. Else `CROSS_AGENT_SELF_SESSION` when it names the same
+//!    agent.
+
+use cross_agent_protocol::bridge::CallerContext;
+use serde_json::{Value, json};
+
+use crate::Agent;
+
+/// A headless turn the daemon is running.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StartedTurn {
+    /// The CLI's pid (also its process group).
+    pub pid: u32,
+    pub agent: Agent,
+    /// The session the turn runs in, once known (a new Codex thread's comes later).
+    pub session_id: Option<String>,
+    pub conversation_id: String,
+    pub delivery_id: String,
+}
+
+/// The caller, as decided.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Caller {
+    pub agent: Option<Agent>,
+    pub session_id: Option<String>,
+    /// How the agent and session were decided, for `bridge_status` and refusals.
+    pub how: String,
+    /// The conversation the call continues, when the caller is inside one.
+    pub conversation_id: Option<String>,
+    /// The call comes from a turn the daemon started.
+    pub started_turn: Option<String>,
+}
+
+impl Caller {
+    pub fn to_json(&self) -> Value {
+        json!({
+            "agent": self.agent.map(Agent::as_str),
+            "session_id": self.session_id,
+            "how": self.how,
+            "conversation_id": self.conversation_id,
+            "bridge_started_turn": self.started_turn,
+        })
+    }
+}
+
+/// The thread id Codex declares in `x-codex-turn-metadata`, read defensively: the value may be
+/// an object or a string holding JSON, and either `thread_id` or `session_id` may carry it.
+pub fn codex_thread_id(meta: Option<&Value>) -> Option<String> {
+    let meta = meta?;
+    let parsed;
+    let object = match meta {
+        Value::String(text) => {
+            parsed = serde_json::from_str::<Value>(text).ok()?;
+            &parsed
+        }
+        other => other,
+    };
+    ["thread_id", "threadId", "session_id", "sessionId"]
+        .iter()
+        .find_map(|key| object.get(*key).and_then(Value::as_str))
+        .map(str::trim)
+        .filter(|id| !id.is_empty())
+        .map(str::to_owned)
+}
+
+/// The agent a process name or MCP client name points at.
+fn agent_of_name(name: &str) -> Option<Agent> {
+    let name = name.to_ascii_lowercase();
+    if name.contains("claude") {
+        Some(Agent::Claude)
+    } else if name.contains("codex") {
+        Some(Agent::Codex)
+    } else if name.contains("grok") {
+        Some(Agent::Grok)
+    } else {
+        None
+    }
+}
+
+/// `CROSS_AGENT_SELF_SESSION=<agent>:<id>`.
+pub fn parse_self_session(text: &str) -> Option<(Agent, String)> {
+    let (agent, id) = text.trim().split_once(':')?;
+    let id = id.trim();
+    (!id.is_empty())
+        .then(|| Agent::parse(agent))
+        .flatten()
+        .map(|a| (a, id.to_owned()))
+}
+
+fn non_blank(value: Option<&String>) -> Option<String> {
+    value
+        .map(|v| v.trim())
+        .filter(|v| !v.is_empty())
+        .map(str::to_owned)
+}
+
+/// Decides who is calling. `turns` are the headless turns the daemon runs now.
+pub fn identify(context: &CallerContext, turns: &[StartedTurn]) -> Caller {
+    let codex_thread = codex_thread_id(context.codex_turn_metadata.as_ref());
+    let env_conversation = non_blank(context.conversation_id.as_ref());
+
+    // 1. A turn the daemon started.
+    let by_pid = turns
+        .iter()
+        .find(|turn| context.pid == turn.pid || context.ancestry.iter().any(|a| a.pid == turn.pid));
+    let by_thread = codex_thread.as_deref().and_then(|thread| {
+        turns
+            .iter()
+            .find(|turn| turn.agent == Agent::Codex && turn.session_id.as_deref() == Some(thread))
+    });
+    if let Some(turn) = by_thread.or(by_pid) {
+        let session_id = match turn.agent {
+            Agent::Codex => codex_thread.clone().or_else(|| turn.session_id.clone()),
+            Agent::Claude | Agent::Grok => turn.session_id.clone(),
+        };
+        return Caller {
+            agent: Some(turn.agent),
+            session_id,
+            how: format!(
+                "a turn the bridge started (delivery {}, pid {})",
+                turn.delivery_id, turn.pid
+            ),
+            conversation_id: env_conversation.or_else(|| Some(turn.conversation_id.clone())),
+            started_turn: Some(turn.delivery_id.clone()),
+        };
+    }
+
+    // 2. The agent.
+    let self_session = context.self_session.as_deref().and_then(parse_self_session);
+    let forced = context.self_agent.as_deref().and_then(Agent::parse);
+    let (agent, agent_how) = if let Some(agent) = forced {
+        (Some(agent), "CROSS_AGENT_SELF")
+    } else if let Some(agent) = context.client_name.as_deref().and_then(agent_of_name) {
+        (Some(agent), "the MCP client's name")
+    } else if let Some(agent) = context.ancestry.iter().find_map(|p| agent_of_name(&p.name)) {
+        (Some(agent), "process ancestry")
+    } else if codex_thread.is_some() {
+        (Some(Agent::Codex), "Codex turn metadata")
+    } else if let Some((agent, _)) = &self_session {
+        (Some(*agent), "CROSS_AGENT_SELF_SESSION")
+    } else if context.claude_code_session_id.is_some() {
+        (Some(Agent::Claude), "CLAUDE_CODE_SESSION_ID")
+    } else if context.grok_session_id.is_some() {
+        (Some(Agent::Grok), "GROK_SESSION_ID")
+    } else {
+        (None, "nothing identified it")
+    };
+
+    // 3. The session, by the agent's own rule.
+    let from_self_session = |agent: Agent| {
+        self_session
+            .as_ref()
+            .filter(|(a, _)| *a == agent)
+            .map(|(_, id)| (id.clone(), "CROSS_AGENT_SELF_SESSION"))
+    };
+    let session = match agent {
+        Some(Agent::Codex) => codex_thread
+            .clone()
+            .map(|id| (id, "Codex x-codex-turn-metadata"))
+            .or_else(|| from_self_session(Agent::Codex)),
+        Some(Agent::Claude) => non_blank(context.claude_code_session_id.as_ref())
+            .map(|id| (id, "CLAUDE_CODE_SESSION_ID"))
+            .or_else(|| from_self_session(Agent::Claude)),
+        Some(Agent::Grok) => non_blank(context.grok_session_id.as_ref())
+            .map(|id| (id, "GROK_SESSION_ID"))
+            .or_else(|| from_self_session(Agent::Grok)),
+        None => None,
+    };
+    let how = match &session {
+        Some((_, session_how)) => format!("agent from {agent_how}, session from {session_how}"),
+        None => format!("agent from {agent_how}; session unknown"),
+    };
+    Caller {
+        agent,
+        session_id: session.map(|(id, _)| id),
+        how,
+        conversation_id: env_conversation,
+        started_turn: None,
+    }
+}

@@ -1,0 +1,1465 @@
+//! The messaging engine the daemon serves: `send` (guards, resolution, the record, the
+//! receipt), `pin`, `list_sessions`, `bridge_status`, and the worker pool that hands queued
+//! deliveries to their peers over the agents' headless CLIs.
+//!
+//! **Order of a send** (spec 004 §5, §6, "Never starting a headless CLI"): contradicting
+//! arguments are refused; then strict mode (`CROSS_AGENT_REQUIRE_EXPLICIT_TARGET`) before any
+//! lookup; then the self-call guard; then the target is resolved — `session_id` → pin → the
+//! active session on disk (never the caller's own) → a new session; then the no-headless switch
+//! (there are no panels yet, so with it on every send is refused, naming the session); then the
+//! hop budget. Only an accepted send writes anything: its record, its payload and its hop, in
+//! one transaction.
+//!
+//! **Queue and lock.** The dispatcher takes queued deliveries oldest first, first come first
+//! served per target session, up to [`MAX_WORKERS`] at once. Taking one takes the session's busy
+//! lock (owner token + pid + lease) and deletes the payload in the same transaction: that is the
+//! hand-over, after which a delivery is never sent again. A busy session is a reason to wait in
+//! line, never to refuse. Locks of dead owners (or expired leases) are reclaimed; a lock is
+//! released only with the token that took it.
+//!
+//! **Stopping.** [`Engine::shutdown`] signals every running turn: each kills its CLI's process
+//! group and records its delivery `failed` with `is_stopped_with_carrier`. Deliveries still
+//! queued keep their payload and go out after the next start. A delivery an earlier daemon
+//! handed over but never closed (a crash) is marked orphaned at start, never re-sent.
+
+use std::collections::{BTreeMap, HashSet};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use cross_agent_protocol::bridge::{
+    AgentFilter, BridgeStatusParams, BridgeStatusResponse, CallerContext, DeliveryRecord,
+    DeliveryState, ListSessionsParams, ListSessionsResponse, PeerQueue, PeerTranscript, Pin,
+    PinParams, PinResponse, Refusal, RefusalReason, SendParams, SendReceipt, SendResponse,
+    SessionCandidate, SessionEntry, TargetSelectedBy,
+};
+use cross_agent_stores::resolve::{self, Lookup};
+use cross_agent_stores::scan::{self, ScanOptions};
+use cross_agent_stores::{Session, StoreError, StoreRoots, UnixMillis};
+use cross_agent_transports::headless::{Target, TurnRequest};
+use cross_agent_transports::run::{Ended, RunOptions, TurnOutcome, run_turn};
+use cross_agent_transports::settings::TurnSettings;
+use serde_json::{Value, json};
+use tokio::sync::{Notify, watch};
+use tokio::task::JoinSet;
+
+use crate::Agent;
+use crate::caller::{Caller, StartedTurn, identify};
+use crate::db::{HubDb, now_rfc3339, rfc3339};
+use crate::envelope::{self, EnvelopeFields};
+use crate::error::Result;
+use crate::records::{Claimed, Job};
+use crate::settings::{CallSettings, store_scope};
+
+/// Headless turns running at once.
+pub const MAX_WORKERS: usize = 4;
+/// A busy lock's lease; renewed every [`LEASE_RENEW`] while its turn runs.
+const LEASE_MS: i64 = 120_000;
+const LEASE_RENEW: Duration = Duration::from_secs(30);
+/// How often the dispatcher looks at the queue without being woken.
+const POLL: Duration = Duration::from_secs(1);
+/// The answer's first characters kept on the record.
+pub const REPLY_PREVIEW_CHARS: usize = 2000;
+/// A target idle longer than this gets a warning: resuming it starts a turn nobody watches.
+const IDLE_WARNING_SECS: u64 = 24 * 60 * 60;
+/// How many finished deliveries `bridge_status` lists.
+const RECENT: u32 = 20;
+
+/// Who runs the engine, for records and `bridge_status`.
+#[derive(Debug, Clone)]
+pub struct EngineInfo {
+    pub pid: u32,
+    pub generation: u64,
+    pub started_at: String,
+    pub version: String,
+    /// `CROSS_AGENT_HOME`, where the session index cache lives.
+    pub state_root: PathBuf,
+}
+
+/// A cheap cloneable handle over the engine's shared state.
+#[derive(Clone)]
+pub struct Engine {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("generation", &self.inner.info.generation)
+            .finish_non_exhaustive()
+    }
+}
+
+struct Inner {
+    info: EngineInfo,
+    db: Mutex<HubDb>,
+    /// One store scan at a time: they share the index cache file.
+    scan: Mutex<()>,
+    turns: Mutex<Vec<StartedTurn>>,
+    wake: Notify,
+    stop: watch::Sender<bool>,
+    dispatcher: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn now_ms() -> i64 {
+    resolve::now().0
+}
+
+fn non_blank(value: Option<&str>) -> Option<&str> {
+    value.map(str::trim).filter(|v| !v.is_empty())
+}
+
+fn refusal(reason: RefusalReason, message: impl Into<String>, details: Value) -> Refusal {
+    Refusal {
+        reason,
+        message: message.into(),
+        candidates: Vec::new(),
+        details,
+    }
+}
+
+fn rfc3339_ms(ms: UnixMillis) -> String {
+    let at = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms.0) * 1_000_000)
+        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    rfc3339(at)
+}
+
+fn parse_ms(text: &str) -> Option<i64> {
+    let at =
+        time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()?;
+    i64::try_from(at.unix_timestamp_nanos() / 1_000_000).ok()
+}
+
+/// The first `limit` characters.
+fn preview(text: &str, limit: usize) -> String {
+    text.chars().take(limit).collect()
+}
+
+/// Where the agents' stores are for this caller: the HOME and store variables of the
+/// environment its spawned CLIs get, so the bridge resolves against the stores its turns write
+/// to. A caller that sent no environment falls back to the daemon's own.
+fn roots_for(context: &CallerContext) -> StoreRoots {
+    let env = &context.child_env;
+    if env.contains_key("HOME") {
+        let home = env.get("HOME").map(PathBuf::from);
+        StoreRoots::from_vars(home.as_deref(), |name| {
+            env.get(name)
+                .or_else(|| context.settings.get(name))
+                .map(OsString::from)
+        })
+    } else {
+        StoreRoots::from_env()
+    }
+}
+
+fn candidate(session: &resolve::Candidate, agent: Agent) -> SessionCandidate {
+    SessionCandidate {
+        agent,
+        session_id: session.session_id.clone(),
+        title: session.title.clone(),
+        title_is_assigned: session.title_is_assigned,
+        cwd: session
+            .cwd
+            .as_ref()
+            .map(|p| p.to_string_lossy().into_owned()),
+        last_activity: session.last_activity.map(rfc3339_ms),
+    }
+}
+
+/// A store lookup's refusal, with candidates where it has them.
+fn lookup_refusal(error: StoreError, agent: Agent) -> Refusal {
+    let message = error.to_string();
+    match error {
+        StoreError::AmbiguousName { candidates, .. } => Refusal {
+            reason: RefusalReason::AmbiguousName,
+            message,
+            candidates: candidates.iter().map(|c| candidate(c, agent)).collect(),
+            details: Value::Null,
+        },
+        StoreError::NameUnproven { candidate: c, .. } => Refusal {
+            reason: RefusalReason::ScanBoundReached,
+            message,
+            candidates: vec![candidate(&c, agent)],
+            details: Value::Null,
+        },
+        StoreError::NoSuchSession { similar, .. } => Refusal {
+            reason: RefusalReason::NoSuchSession,
+            message,
+            candidates: similar
+                .iter()
+                .map(|s| SessionCandidate {
+                    agent,
+                    session_id: s.session_id.clone(),
+                    title: Some(s.title.clone()),
+                    title_is_assigned: s.title_is_assigned,
+                    cwd: None,
+                    last_activity: s.last_activity.map(rfc3339_ms),
+                })
+                .collect(),
+            details: Value::Null,
+        },
+        other => refusal(RefusalReason::NoSuchSession, other.to_string(), Value::Null),
+    }
+}
+
+/// The session a send goes to.
+#[derive(Debug, Clone)]
+struct Resolved {
+    selected_by: TargetSelectedBy,
+    /// `None` for a new session whose id the agent chooses (Codex).
+    session_id: Option<String>,
+    cwd: PathBuf,
+    title: Option<String>,
+    transcript: Option<PathBuf>,
+    last_activity: Option<UnixMillis>,
+    is_working: bool,
+    /// Why a new session is created.
+    new_reason: Option<String>,
+}
+
+impl Resolved {
+    fn of(session: &Session, selected_by: TargetSelectedBy, fallback_cwd: &Path) -> Resolved {
+        Resolved {
+            selected_by,
+            session_id: Some(session.session_id.clone()),
+            cwd: session
+                .cwd
+                .clone()
+                .unwrap_or_else(|| fallback_cwd.to_owned()),
+            title: session.title.clone(),
+            transcript: Some(session.path.clone()),
+            last_activity: session.last_activity,
+            is_working: session.is_working,
+            new_reason: None,
+        }
+    }
+}
+
+/// The pin key of a directory: pins are per agent and per directory (`""`: every directory).
+fn cwd_key(cwd: Option<&str>) -> String {
+    cwd.map(|c| c.trim_end_matches('/').to_owned())
+        .filter(|c| !c.is_empty())
+        .unwrap_or_default()
+}
+
+impl Engine {
+    /// Opens the engine's state in `hub_db` and closes what an earlier daemon left open. Start
+    /// the worker pool with [`Engine::start`].
+    pub fn open(hub_db: &Path, info: EngineInfo) -> Result<Engine> {
+        let db = HubDb::open(hub_db)?;
+        let orphaned = db.orphan_unfinished(info.generation, &now_rfc3339())?;
+        if orphaned > 0 {
+            tracing::warn!(
+                orphaned,
+                "deliveries an earlier daemon handed over but never closed were marked orphaned"
+            );
+        }
+        let (stop, _) = watch::channel(false);
+        Ok(Engine {
+            inner: Arc::new(Inner {
+                info,
+                db: Mutex::new(db),
+                scan: Mutex::new(()),
+                turns: Mutex::new(Vec::new()),
+                wake: Notify::new(),
+                stop,
+                dispatcher: Mutex::new(None),
+            }),
+        })
+    }
+
+    pub fn info(&self) -> &EngineInfo {
+        &self.inner.info
+    }
+
+    fn db(&self) -> MutexGuard<'_, HubDb> {
+        lock(&self.inner.db)
+    }
+
+    /// Starts the dispatcher (inside a tokio runtime). Queued deliveries — including those an
+    /// earlier daemon accepted but never handed over — start going out.
+    pub fn start(&self) {
+        let engine = self.clone();
+        let handle = tokio::spawn(async move { engine.dispatch_loop().await });
+        *lock(&self.inner.dispatcher) = Some(handle);
+    }
+
+    /// Stops every running turn (killing its process group, recording it `failed` with
+    /// `is_stopped_with_carrier`) and waits for the workers to finish. Queued deliveries stay
+    /// queued with their payloads.
+    pub async fn shutdown(&self) {
+        self.inner.stop.send_replace(true);
+        let handle = lock(&self.inner.dispatcher).take();
+        if let Some(handle) = handle {
+            let _ = handle.await;
+        }
+    }
+
+    /// The headless turns running now.
+    pub fn started_turns(&self) -> Vec<StartedTurn> {
+        lock(&self.inner.turns).clone()
+    }
+
+    fn list(&self, context: &CallerContext, agents: &[Agent]) -> (Vec<Session>, Vec<String>) {
+        let roots = roots_for(context);
+        let _scan = lock(&self.inner.scan);
+        let listing = scan::list_sessions(
+            &roots,
+            &ScanOptions {
+                cache_file: Some(scan::cache_file(&self.inner.info.state_root)),
+                refresh: Default::default(),
+                agents: agents.to_vec(),
+            },
+        );
+        (
+            listing.sessions,
+            listing.warnings.iter().map(ToString::to_string).collect(),
+        )
+    }
+
+    /// `send_to_*`: refuses, or records the delivery and answers with a receipt at once.
+    pub fn send(&self, params: SendParams) -> Result<SendResponse> {
+        match self.try_send(params)? {
+            Ok(receipt) => Ok(SendResponse::Accepted(receipt)),
+            Err(refusal) => Ok(SendResponse::Refused(refusal)),
+        }
+    }
+
+    fn try_send(&self, params: SendParams) -> Result<Result<SendReceipt, Refusal>> {
+        let agent = params.agent;
+        let settings = CallSettings::from_settings(&params.caller.settings);
+        let explicit = non_blank(params.session_id.as_deref()).map(str::to_owned);
+
+        // 1. Arguments.
+        if params.message.trim().is_empty() {
+            return Ok(Err(refusal(
+                RefusalReason::InvalidArguments,
+                "the message is empty; write the request for the peer in `message`",
+                Value::Null,
+            )));
+        }
+        if explicit.is_some() && params.new_session {
+            return Ok(Err(refusal(
+                RefusalReason::InvalidArguments,
+                "session_id and new_session=true cannot be used together: one names an existing \
+                 session, the other asks for a new one. Pass one of them",
+                json!({"session_id": params.session_id, "new_session": true}),
+            )));
+        }
+        // 2. Strict mode, before any lookup: nothing sent, no hop spent.
+        if settings.require_explicit_target && explicit.is_none() && !params.new_session {
+            return Ok(Err(refusal(
+                RefusalReason::RequireExplicitTarget,
+                format!(
+                    "CROSS_AGENT_REQUIRE_EXPLICIT_TARGET is set for this registration, so a send \
+                     must say where it goes: pass session_id (a session id or an exact \
+                     conversation name) or new_session=true to {}. A pin does not count. Nothing \
+                     was sent and no hop was spent",
+                    agent.send_tool()
+                ),
+                json!({"session_id": params.session_id, "new_session": params.new_session}),
+            )));
+        }
+        // 3. Who is calling, and the self-call guard.
+        let caller = identify(&params.caller, &self.started_turns());
+        if caller.agent == Some(agent) {
+            let allowed = match agent {
+                Agent::Claude | Agent::Grok => explicit.is_some() || params.allow_same_agent,
+                Agent::Codex => explicit.is_some(),
+            };
+            if !allowed {
+                let elsewhere: Vec<&str> = Agent::ALL
+                    .iter()
+                    .filter(|a| **a != agent)
+                    .map(|a| a.send_tool())
+                    .collect();
+                let how = match agent {
+                    Agent::Claude | Agent::Grok => {
+                        "name the session with session_id, or pass allow_same_agent=true"
+                    }
+                    Agent::Codex => {
+                        "name the thread with session_id (send_to_codex has no allow_same_agent)"
+                    }
+                };
+                return Ok(Err(refusal(
+                    RefusalReason::SelfCall,
+                    format!(
+                        "this call comes from a {} session, and {} would relay into another \
+                         session of the same agent. The peer tools cross from one product to \
+                         another: use {} to reach another agent. To reach another {agent} \
+                         session on purpose, {how}",
+                        agent.product_name(),
+                        agent.send_tool(),
+                        elsewhere.join(" or "),
+                    ),
+                    json!({"caller": caller.to_json(), "target_agent": agent}),
+                )));
+            }
+        }
+
+        // 4. The target.
+        let cwd_text = non_blank(params.cwd.as_deref())
+            .or(non_blank(params.caller.cwd.as_deref()))
+            .map(str::to_owned);
+        let Some(cwd_text) = cwd_text else {
+            return Ok(Err(refusal(
+                RefusalReason::InvalidArguments,
+                "no working directory: pass cwd (the caller's directory was not sent either)",
+                Value::Null,
+            )));
+        };
+        let cwd = PathBuf::from(&cwd_text);
+        let scope = params.scope.unwrap_or(settings.scope);
+        let own_session = caller
+            .session_id
+            .clone()
+            .filter(|_| caller.agent == Some(agent));
+        let resolved = match self.resolve(
+            agent,
+            &params,
+            explicit.as_deref(),
+            &cwd,
+            scope,
+            &settings,
+            own_session.as_deref(),
+        )? {
+            Ok(resolved) => resolved,
+            Err(refusal) => return Ok(Err(refusal)),
+        };
+        if let (Some(own), Some(target)) = (&own_session, &resolved.session_id)
+            && own == target
+        {
+            return Ok(Err(refusal(
+                RefusalReason::SelfCall,
+                format!(
+                    "{agent} session {own} is the calling session itself; a session cannot send \
+                     to itself. Name another session with session_id"
+                ),
+                json!({"caller": caller.to_json()}),
+            )));
+        }
+
+        // 5. No headless CLI: there are no panels yet, so nothing can be reached.
+        if settings.disable_headless {
+            let which = resolved.session_id.as_deref().map_or_else(
+                || format!("the new {agent} session it would create"),
+                |id| format!("{agent} session {id}"),
+            );
+            return Ok(Err(refusal(
+                RefusalReason::DisableHeadless,
+                format!(
+                    "CROSS_AGENT_DISABLE_HEADLESS is set for this registration, so a send must \
+                     reach a session an editor panel holds, and no panel holds {which} (panel \
+                     delivery is not available in this build, so every send is refused while \
+                     the setting is on). Nothing was sent, queued or spent"
+                ),
+                json!({"target_session_id": resolved.session_id}),
+            )));
+        }
+
+        // 6. The hop budget.
+        let conversation_given = non_blank(params.conversation_id.as_deref())
+            .map(str::to_owned)
+            .or(caller.conversation_id.clone());
+        let conversation_id = conversation_given
+            .clone()
+            .unwrap_or_else(envelope::conversation_id);
+        let spent = self.db().conversation_hops(&conversation_id)?;
+        if spent >= settings.max_hops {
+            return Ok(Err(refusal(
+                RefusalReason::HopBudget,
+                format!(
+                    "conversation {conversation_id} has used all {} of its hops \
+                     (CROSS_AGENT_MAX_HOPS); this relay would be hop {}. Keep the result in your \
+                     own final message instead of relaying it",
+                    settings.max_hops,
+                    spent + 1
+                ),
+                json!({"conversation_id": conversation_id, "hops_spent": spent, "max_hops": settings.max_hops}),
+            )));
+        }
+        let hop = spent + 1;
+
+        // 7. Accept.
+        Ok(Ok(self.accept(
+            &params,
+            &caller,
+            resolved,
+            &settings,
+            conversation_id,
+            conversation_given.is_none(),
+            hop,
+            &cwd_text,
+        )?))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn resolve(
+        &self,
+        agent: Agent,
+        params: &SendParams,
+        explicit: Option<&str>,
+        cwd: &Path,
+        scope: cross_agent_protocol::bridge::Scope,
+        settings: &CallSettings,
+        own_session: Option<&str>,
+    ) -> Result<Result<Resolved, Refusal>> {
+        let new_session = |reason: String, by: TargetSelectedBy| Resolved {
+            selected_by: by,
+            session_id: match agent {
+                Agent::Claude | Agent::Grok => Some(uuid::Uuid::new_v4().to_string()),
+                Agent::Codex => None,
+            },
+            cwd: cwd.to_owned(),
+            title: None,
+            transcript: None,
+            last_activity: None,
+            is_working: false,
+            new_reason: Some(reason),
+        };
+        if params.new_session {
+            return Ok(Ok(new_session(
+                "new_session=true was passed".to_owned(),
+                TargetSelectedBy::NewSession,
+            )));
+        }
+        let (sessions, _) = self.list(&params.caller, &[agent]);
+        if let Some(query) = explicit {
+            return Ok(
+                match resolve::lookup(
+                    &sessions,
+                    query,
+                    Lookup {
+                        agent,
+                        scope: cross_agent_stores::resolve::Scope::Any,
+                        cwd,
+                        bound: settings.name_bound(agent),
+                    },
+                ) {
+                    Ok(found) => Ok(Resolved::of(found.session, TargetSelectedBy::Caller, cwd)),
+                    Err(error) => Err(lookup_refusal(error, agent)),
+                },
+            );
+        }
+        let now = resolve::now();
+        if let Some((pin, pinned_ms)) = self.current_pin(agent, cwd)? {
+            let on_disk = sessions
+                .iter()
+                .find(|s| s.agent == agent && s.session_id == pin.session_id);
+            let recent = on_disk
+                .and_then(|s| s.last_activity)
+                .map_or(pinned_ms, |last| last.0.max(pinned_ms));
+            if pin.sticky
+                || settings
+                    .active_window
+                    .is_active(Some(UnixMillis(recent)), now)
+            {
+                return Ok(Ok(match on_disk {
+                    Some(session) => Resolved::of(session, TargetSelectedBy::Pin, cwd),
+                    // A session the bridge just created may not be on disk yet.
+                    None => Resolved {
+                        selected_by: TargetSelectedBy::Pin,
+                        session_id: Some(pin.session_id.clone()),
+                        cwd: pin
+                            .cwd
+                            .as_deref()
+                            .map_or_else(|| cwd.to_owned(), PathBuf::from),
+                        title: pin.title.clone(),
+                        transcript: None,
+                        last_activity: None,
+                        is_working: false,
+                        new_reason: None,
+                    },
+                }));
+            }
+        }
+        if let Some(session) = resolve::best_active(
+            &sessions,
+            agent,
+            store_scope(scope),
+            cwd,
+            settings.active_window,
+            now,
+            own_session,
+        ) {
+            return Ok(Ok(Resolved::of(session, TargetSelectedBy::Discovery, cwd)));
+        }
+        Ok(Ok(new_session(
+            format!(
+                "no {agent} session active in the last {} minutes was found in scope `{}` of {}",
+                settings.active_window.minutes(),
+                store_scope(scope),
+                cwd.display()
+            ),
+            TargetSelectedBy::NewSession,
+        )))
+    }
+
+    /// The pin for `cwd`, else the pin for every directory.
+    fn current_pin(&self, agent: Agent, cwd: &Path) -> Result<Option<(Pin, i64)>> {
+        let db = self.db();
+        let key = cwd_key(Some(&cwd.to_string_lossy()));
+        if let Some(found) = db.pin(agent, &key)? {
+            return Ok(Some(found));
+        }
+        db.pin(agent, "")
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn accept(
+        &self,
+        params: &SendParams,
+        caller: &Caller,
+        resolved: Resolved,
+        settings: &CallSettings,
+        conversation_id: String,
+        conversation_is_new: bool,
+        hop: u32,
+        cwd_text: &str,
+    ) -> Result<SendReceipt> {
+        let agent = params.agent;
+        let now_ms = now_ms();
+        let now = now_rfc3339();
+        let delivery_id = envelope::delivery_id();
+        let request_id = envelope::request_id(now_ms);
+        let timeout_secs = params
+            .timeout
+            .filter(|t| *t > 0)
+            .unwrap_or(settings.timeout_secs);
+        let will_create = resolved.new_reason.is_some();
+        let target_key = match &resolved.session_id {
+            Some(id) => format!("{agent}:{id}"),
+            None => format!("{agent}:new:{delivery_id}"),
+        };
+        let body = if params.raw {
+            params.message.clone()
+        } else {
+            envelope::body(
+                &EnvelopeFields {
+                    from_agent: caller.agent,
+                    from_session: caller.session_id.as_deref(),
+                    conversation_id: &conversation_id,
+                    hop,
+                    max_hops: settings.max_hops,
+                    request_id: &request_id,
+                },
+                &params.message,
+            )
+        };
+        // The child runs a bridge configured like the caller's: its settings (never
+        // CROSS_AGENT_SELF), the conversation, and who it is.
+        let mut bridge_env: BTreeMap<String, String> = params
+            .caller
+            .settings
+            .iter()
+            .filter(|(k, _)| k.starts_with("CROSS_AGENT_") && k.as_str() != "CROSS_AGENT_SELF")
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        bridge_env.insert(
+            "CROSS_AGENT_CONVERSATION_ID".into(),
+            conversation_id.clone(),
+        );
+        bridge_env.remove("CROSS_AGENT_SELF_SESSION");
+        if let Some(id) = &resolved.session_id {
+            bridge_env.insert("CROSS_AGENT_SELF_SESSION".into(), format!("{agent}:{id}"));
+        }
+        let transcript = resolved.transcript.clone().or_else(|| match agent {
+            Agent::Claude => {
+                let roots = roots_for(&params.caller);
+                let id = resolved.session_id.as_deref()?;
+                Some(
+                    cross_agent_stores::claude::projects_dir(roots.claude_config.as_deref()?)
+                        .join(cross_agent_stores::claude::project_slug(&resolved.cwd))
+                        .join(format!("{id}.jsonl")),
+                )
+            }
+            Agent::Codex | Agent::Grok => None,
+        });
+        let pin_cwd_key = cwd_key(Some(cwd_text));
+        let job = Job {
+            body,
+            raw: params.raw,
+            settings: params.caller.settings.clone(),
+            child_env: params.caller.child_env.clone(),
+            bridge_env,
+            cwd: resolved.cwd.to_string_lossy().into_owned(),
+            new_session_id: resolved.session_id.clone().filter(|_| will_create),
+            timeout_secs,
+            withheld_env: params.caller.withheld_env.clone(),
+            pin_cwd_key: pin_cwd_key.clone(),
+        };
+        let record = DeliveryRecord {
+            delivery_id: delivery_id.clone(),
+            request_id: request_id.clone(),
+            state: DeliveryState::Queued,
+            from_agent: caller.agent,
+            from_session: caller.session_id.clone(),
+            target_agent: agent,
+            target_session_id: resolved.session_id.clone(),
+            target_cwd: Some(resolved.cwd.to_string_lossy().into_owned()),
+            target_selected_by: resolved.selected_by,
+            will_create_session: will_create,
+            conversation_id: conversation_id.clone(),
+            hop,
+            max_hops: settings.max_hops,
+            transport: "headless-cli".into(),
+            created_at: now.clone(),
+            started_at: None,
+            finished_at: None,
+            expires_at: None,
+            carrier_generation: Some(self.inner.info.generation),
+            peer_pid: None,
+            error: None,
+            is_killed_by_timeout: false,
+            is_stopped_with_carrier: false,
+            is_reply_recovered: false,
+            is_undelivered: false,
+            reply_preview: None,
+            late_reply_delivery_id: None,
+            return_delivery_id: None,
+            message_chars: u64::try_from(params.message.chars().count()).unwrap_or(u64::MAX),
+            is_orphaned: false,
+            // No panel route back exists yet: the answer stays on the record.
+            is_return_status_only: true,
+            target_transcript: transcript.map(|p| p.to_string_lossy().into_owned()),
+        };
+        let queue = {
+            let mut db = self.db();
+            let queue = db.queue_info(&target_key)?;
+            db.insert_delivery(&record, &target_key, now_ms, &job, true)?;
+            // A created Claude or Grok session has its id now: pin it at once, so the next send
+            // queues behind this one instead of creating another.
+            if will_create && let Some(id) = &resolved.session_id {
+                db.set_pin(
+                    &Pin {
+                        agent,
+                        session_id: id.clone(),
+                        title: None,
+                        cwd: Some(resolved.cwd.to_string_lossy().into_owned()),
+                        sticky: false,
+                        pinned_at: now.clone(),
+                    },
+                    &pin_cwd_key,
+                    now_ms,
+                )?;
+            }
+            queue
+        };
+        self.inner.wake.notify_one();
+
+        let idle_secs = resolved
+            .last_activity
+            .map(|last| u64::try_from((now_ms - last.0).max(0) / 1000).unwrap_or(0));
+        let mut warnings = Vec::new();
+        match resolved.selected_by {
+            TargetSelectedBy::Discovery => warnings.push(format!(
+                "unaddressed relay: nobody named the target, so the most recently active {agent} \
+                 session in scope was chosen ({}). Check target_session_id is the conversation \
+                 you meant; pass session_id every time for anything automated or continuing",
+                resolved.session_id.as_deref().unwrap_or("?")
+            )),
+            TargetSelectedBy::Caller | TargetSelectedBy::Pin | TargetSelectedBy::NewSession => {}
+        }
+        if let Some(reason) = &resolved.new_reason {
+            warnings.push(format!(
+                "a new {agent} session is opened in {}: {reason}. It starts with no context; it \
+                 is pinned, so later sends from here reach it",
+                resolved.cwd.display()
+            ));
+        }
+        if idle_secs.is_some_and(|s| s > IDLE_WARNING_SECS) {
+            warnings.push(format!(
+                "the target session has been idle for {} hours; resuming it starts a turn \
+                 nobody is watching",
+                idle_secs.unwrap_or(0) / 3600
+            ));
+        }
+        if queue.queued + queue.running > 0 || resolved.is_working {
+            warnings.push(format!(
+                "the peer session is busy ({} delivery(ies) ahead); this message waits in line \
+                 and goes out when the session is free",
+                queue.queued + queue.running
+            ));
+        }
+        if conversation_is_new && caller.started_turn.is_some() {
+            warnings.push(
+                "a new conversation was opened although this call comes from a turn the bridge \
+                 started; pass conversation_id to share the hop budget"
+                    .to_owned(),
+            );
+        }
+        warnings.push(format!(
+            "return_panel_available_now is false: the sender has no open panel for the answer \
+             to arrive in, so it will not come back as a message here. Read it with \
+             bridge_status(delivery_id=\"{delivery_id}\")"
+        ));
+        let note = format!(
+            "Accepted; no answer yet. The peer's turn runs in the background (headless {agent} \
+             CLI). Its answer stays on the delivery record: read it with \
+             bridge_status(delivery_id=\"{delivery_id}\")."
+        );
+        Ok(SendReceipt {
+            delivery_id,
+            accepted: true,
+            note,
+            target_agent: agent,
+            target_session_id: resolved.session_id.clone(),
+            target_title: resolved.title.clone(),
+            target_selected_by: resolved.selected_by,
+            caller_supplied_session_id: params.session_id.clone(),
+            will_create_session: will_create,
+            target_last_activity_seconds_ago: idle_secs,
+            queue_depth: queue.queued + queue.running,
+            peer_queue: PeerQueue {
+                queued_ahead: queue.queued,
+                oldest_waiting_seconds: queue
+                    .oldest_queued_ms
+                    .map(|t| u64::try_from((now_ms - t).max(0) / 1000).unwrap_or(0)),
+                peer_turn: Some(
+                    if queue.running > 0 || resolved.is_working {
+                        "running"
+                    } else {
+                        "idle"
+                    }
+                    .to_owned(),
+                ),
+            },
+            reply_lands_in_session: caller.session_id.clone(),
+            return_panel_available_now: false,
+            conversation_id,
+            hop,
+            max_hops: settings.max_hops,
+            request_id,
+            idle_policy: format!(
+                "inactivity timeout {timeout_secs} s, reset by CLI output or transcript writes; \
+                 no wall-clock limit"
+            ),
+            warnings,
+        })
+    }
+
+    /// `pin_agent_session`: pins a session by id or exact name (sticky, never expires), or
+    /// unpins with an empty `session_id`.
+    pub fn pin(&self, params: PinParams) -> Result<PinResponse> {
+        let cwd_text = non_blank(params.cwd.as_deref()).or(non_blank(params.caller.cwd.as_deref()));
+        let key = cwd_key(cwd_text);
+        let previous = self.db().pin(params.agent, &key)?.map(|(pin, _)| pin);
+        let Some(query) = non_blank(params.session_id.as_deref()) else {
+            self.db().remove_pin(params.agent, &key)?;
+            return Ok(PinResponse::Unpinned { previous });
+        };
+        let (sessions, _) = self.list(&params.caller, &[params.agent]);
+        let settings = CallSettings::from_settings(&params.caller.settings);
+        let cwd = PathBuf::from(cwd_text.unwrap_or("/"));
+        let found = match resolve::lookup(
+            &sessions,
+            query,
+            Lookup {
+                agent: params.agent,
+                scope: cross_agent_stores::resolve::Scope::Any,
+                cwd: &cwd,
+                bound: settings.name_bound(params.agent),
+            },
+        ) {
+            Ok(found) => found.session,
+            Err(error) => return Ok(PinResponse::Refused(lookup_refusal(error, params.agent))),
+        };
+        let pin = Pin {
+            agent: params.agent,
+            session_id: found.session_id.clone(),
+            title: found.title.clone(),
+            cwd: found.cwd.as_ref().map(|p| p.to_string_lossy().into_owned()),
+            sticky: true,
+            pinned_at: now_rfc3339(),
+        };
+        self.db().set_pin(&pin, &key, now_ms())?;
+        Ok(PinResponse::Pinned { pin, previous })
+    }
+
+    /// `list_agent_sessions`.
+    pub fn list_sessions(&self, params: ListSessionsParams) -> Result<ListSessionsResponse> {
+        let agents: Vec<Agent> = match params.agent {
+            AgentFilter::Claude => vec![Agent::Claude],
+            AgentFilter::Codex => vec![Agent::Codex],
+            AgentFilter::Grok => vec![Agent::Grok],
+            AgentFilter::Both => vec![Agent::Claude, Agent::Codex],
+            AgentFilter::All => Agent::ALL.to_vec(),
+        };
+        let settings = CallSettings::from_settings(&params.caller.settings);
+        let caller = identify(&params.caller, &self.started_turns());
+        let (sessions, warnings) = self.list(&params.caller, &agents);
+        let cwd = non_blank(params.cwd.as_deref())
+            .or(non_blank(params.caller.cwd.as_deref()))
+            .map(PathBuf::from);
+        let scope = match (&cwd, params.scope) {
+            (None, _) => cross_agent_protocol::bridge::Scope::Any,
+            (Some(_), Some(scope)) => scope,
+            (Some(_), None) => settings.scope,
+        };
+        let limit = params.limit.map_or(50, |l| l as usize);
+        let pins: HashSet<(Agent, String)> = self
+            .db()
+            .pins()?
+            .into_iter()
+            .map(|p| (p.agent, p.session_id))
+            .collect();
+        let now = resolve::now();
+        let root = PathBuf::from("/");
+        let mut out = BTreeMap::new();
+        for agent in agents {
+            let ranked = resolve::ranked(
+                &sessions,
+                agent,
+                store_scope(scope),
+                cwd.as_deref().unwrap_or(&root),
+            );
+            let mut list: Vec<&Session> = ranked;
+            list.sort_by_key(|s| std::cmp::Reverse(s.last_activity));
+            let entries = list
+                .into_iter()
+                .take(limit)
+                .map(|s| SessionEntry {
+                    session_id: s.session_id.clone(),
+                    title: s.title.clone(),
+                    title_is_assigned: s.title_is_assigned,
+                    cwd: s.cwd.as_ref().map(|p| p.to_string_lossy().into_owned()),
+                    last_activity: s.last_activity.map(rfc3339_ms),
+                    is_active: settings.active_window.is_active(s.last_activity, now),
+                    is_working: s.is_working,
+                    path: s.path.to_string_lossy().into_owned(),
+                    is_caller: caller.agent == Some(agent)
+                        && caller.session_id.as_deref() == Some(s.session_id.as_str()),
+                    is_pinned: pins.contains(&(agent, s.session_id.clone())),
+                })
+                .collect();
+            out.insert(agent.as_str().to_owned(), entries);
+        }
+        Ok(ListSessionsResponse {
+            sessions: out,
+            warnings,
+        })
+    }
+
+    /// `bridge_status`, optionally re-reading one delivery's answer from the peer's transcript.
+    pub fn bridge_status(&self, params: BridgeStatusParams) -> Result<BridgeStatusResponse> {
+        let info = &self.inner.info;
+        let settings = CallSettings::from_settings(&params.caller.settings);
+        let caller = identify(&params.caller, &self.started_turns());
+        let cwd = non_blank(params.cwd.as_deref())
+            .or(non_blank(params.caller.cwd.as_deref()))
+            .map(PathBuf::from);
+        let mut warnings = Vec::new();
+
+        let mut resolved_sessions = serde_json::Map::new();
+        if let Some(cwd) = &cwd {
+            let (sessions, store_warnings) = self.list(&params.caller, &Agent::ALL);
+            warnings.extend(store_warnings);
+            let scope = params.scope.unwrap_or(settings.scope);
+            for agent in Agent::ALL {
+                let pin = self.current_pin(agent, cwd)?;
+                let own = caller
+                    .session_id
+                    .as_deref()
+                    .filter(|_| caller.agent == Some(agent));
+                let value = if let Some((pin, _)) = pin {
+                    json!({"session_id": pin.session_id, "selected_by": "pin", "sticky": pin.sticky})
+                } else if let Some(s) = resolve::best_active(
+                    &sessions,
+                    agent,
+                    store_scope(scope),
+                    cwd,
+                    settings.active_window,
+                    resolve::now(),
+                    own,
+                ) {
+                    json!({"session_id": s.session_id, "selected_by": "discovery", "title": s.title})
+                } else {
+                    json!({"session_id": null, "selected_by": "new_session"})
+                };
+                resolved_sessions.insert(agent.as_str().to_owned(), value);
+            }
+        }
+
+        let (pins, locks, pending, running, recent) = {
+            let db = self.db();
+            (
+                db.pins()?,
+                db.locks()?,
+                db.deliveries_in(&[DeliveryState::Queued], 200)?,
+                db.deliveries_in(
+                    &[DeliveryState::Delivering, DeliveryState::AwaitingPeer],
+                    200,
+                )?,
+                db.deliveries_in(&[DeliveryState::Delivered, DeliveryState::Failed], RECENT)?,
+            )
+        };
+        let (in_flight, elsewhere): (Vec<_>, Vec<_>) = running
+            .into_iter()
+            .partition(|r| r.carrier_generation == Some(info.generation));
+
+        let (delivery, peer_transcript) = match non_blank(params.delivery_id.as_deref()) {
+            Some(id) => match self.db().delivery(id)? {
+                Some(record) => {
+                    let transcript = self.peer_transcript(&params.caller, &record);
+                    (Some(record), Some(transcript))
+                }
+                None => {
+                    warnings.push(format!("no delivery has the id {id}"));
+                    (None, None)
+                }
+            },
+            None => (None, None),
+        };
+
+        Ok(BridgeStatusResponse {
+            server_process: json!({
+                "pid": info.pid,
+                "generation": info.generation,
+                "started_at": info.started_at,
+                "version": info.version,
+            }),
+            caller: caller.to_json(),
+            settings: settings.to_json(),
+            resolved_sessions: Value::Object(resolved_sessions),
+            pins,
+            locks: serde_json::to_value(locks).unwrap_or(Value::Null),
+            deliveries: json!({
+                "pending": pending,
+                "in_flight": in_flight,
+                "in_flight_elsewhere": elsewhere,
+                "recent": recent,
+                "watching_for_late_answers": [],
+            }),
+            delivery,
+            peer_transcript,
+            warnings,
+        })
+    }
+
+    /// Reads one delivery's answer fresh from the peer's transcript: the finished turn whose
+    /// closing line carries the request id, else the last assistant message written after the
+    /// delivery started (never text from before it).
+    fn peer_transcript(&self, context: &CallerContext, record: &DeliveryRecord) -> PeerTranscript {
+        let mut out = PeerTranscript::default();
+        let path = match (&record.target_transcript, &record.target_session_id) {
+            (Some(path), _) if Path::new(path).exists() => Some(PathBuf::from(path)),
+            (_, Some(id)) => {
+                let (sessions, _) = self.list(context, &[record.target_agent]);
+                sessions
+                    .into_iter()
+                    .find(|s| s.agent == record.target_agent && &s.session_id == id)
+                    .map(|s| s.path)
+            }
+            (_, None) => None,
+        };
+        let Some(path) = path else {
+            out.error = Some("the peer's transcript was not found".into());
+            return out;
+        };
+        out.path = Some(path.to_string_lossy().into_owned());
+        if record.state == DeliveryState::Queued {
+            return out;
+        }
+        let mut warnings = cross_agent_stores::Warnings::default();
+        match cross_agent_stores::turns::read_turns(record.target_agent, &path, &mut warnings) {
+            Ok(transcript) => {
+                let started = record
+                    .started_at
+                    .as_deref()
+                    .and_then(parse_ms)
+                    .map(UnixMillis);
+                out.is_working = transcript.running_turn().is_some()
+                    && !record.is_killed_by_timeout
+                    && !record.state.is_finished();
+                if let Some(turn) = transcript.finished_turn_answering(&record.request_id, started)
+                {
+                    out.answer = turn.final_text().map(str::to_owned);
+                    out.answer_carries_request_id = true;
+                } else if let Some(started) = started
+                    && let Some(message) = transcript.last_assistant_message_after(started)
+                {
+                    out.answer = Some(message.text.clone());
+                }
+            }
+            Err(error) => out.error = Some(error.to_string()),
+        }
+        out
+    }
+
+    async fn dispatch_loop(self) {
+        let mut stop = self.inner.stop.subscribe();
+        let mut running = JoinSet::new();
+        loop {
+            let free = MAX_WORKERS.saturating_sub(running.len());
+            let claimed = self.db().claim_runnable(
+                free,
+                self.inner.info.pid,
+                self.inner.info.generation,
+                LEASE_MS,
+                now_ms(),
+                &now_rfc3339(),
+            );
+            match claimed {
+                Ok(claimed) => {
+                    for job in claimed {
+                        let engine = self.clone();
+                        running.spawn(async move { engine.run_delivery(job).await });
+                    }
+                }
+                Err(error) => tracing::error!(%error, "could not take queued deliveries"),
+            }
+            tokio::select! {
+                () = async { let _ = stop.wait_for(|s| *s).await; } => break,
+                () = self.inner.wake.notified() => {}
+                Some(_) = running.join_next(), if !running.is_empty() => {}
+                () = tokio::time::sleep(POLL) => {}
+            }
+        }
+        while running.join_next().await.is_some() {}
+    }
+
+    async fn run_delivery(self, claimed: Claimed) {
+        let Claimed {
+            mut record,
+            job,
+            created_ms,
+            mut target_key,
+            lock_token,
+        } = claimed;
+        let agent = record.target_agent;
+        let message = if job.raw {
+            job.body.clone()
+        } else {
+            envelope::assemble(&job.body, created_ms, now_ms())
+        };
+        let target = match (&job.new_session_id, &record.target_session_id) {
+            (Some(id), _) => Target::New {
+                session_id: Some(id.clone()),
+            },
+            (None, Some(id)) if !record.will_create_session => Target::Resume {
+                session_id: id.clone(),
+            },
+            (None, _) => Target::New { session_id: None },
+        };
+        let request = TurnRequest {
+            agent,
+            target,
+            cwd: PathBuf::from(&job.cwd),
+            message,
+            settings: TurnSettings::from_settings(&job.settings),
+            child_env: job.child_env.clone(),
+            bridge_env: job.bridge_env.clone(),
+        };
+        // The one place a peer CLI is started: `build` refuses again under no-headless.
+        let outcome = match cross_agent_transports::headless::build(&request) {
+            Ok(spec) => {
+                let renew = self.spawn_lease_renewal(target_key.clone(), lock_token.clone());
+                let engine = self.clone();
+                let delivery_id = record.delivery_id.clone();
+                let conversation_id = record.conversation_id.clone();
+                let session_id = record.target_session_id.clone();
+                let result = run_turn(
+                    agent,
+                    &spec,
+                    RunOptions {
+                        inactivity: Duration::from_secs(job.timeout_secs),
+                        transcript: record.target_transcript.as_ref().map(PathBuf::from),
+                        stop: self.inner.stop.subscribe(),
+                    },
+                    |pid| {
+                        engine.turn_started(StartedTurn {
+                            pid,
+                            agent,
+                            session_id,
+                            conversation_id,
+                            delivery_id,
+                        })
+                    },
+                )
+                .await;
+                renew.abort();
+                result
+            }
+            Err(error) => Err(error),
+        };
+        if let Some(pid) = outcome.as_ref().ok().map(|o| o.pid) {
+            lock(&self.inner.turns).retain(|t| t.pid != pid);
+        }
+        record.finished_at = Some(now_rfc3339());
+        match outcome {
+            Ok(outcome) => {
+                self.created_session(&mut record, &outcome, &job, &mut target_key, &lock_token);
+                self.settle(&mut record, outcome, &job);
+            }
+            Err(error) => {
+                record.state = DeliveryState::Failed;
+                record.is_undelivered = true;
+                record.error = Some(error.to_string());
+            }
+        }
+        if record.state == DeliveryState::Failed
+            && record.will_create_session
+            && let Some(id) = &record.target_session_id
+        {
+            self.drop_auto_pin(agent, &job.pin_cwd_key, id);
+        }
+        let db = self.db();
+        if let Err(error) = db.update_delivery(&record) {
+            tracing::error!(%error, delivery = %record.delivery_id, "could not record a finished delivery");
+        }
+        if let Err(error) = db.release_lock(&target_key, &lock_token) {
+            tracing::error!(%error, target_key, "could not release a busy lock");
+        }
+        drop(db);
+        tracing::info!(delivery = %record.delivery_id, state = ?record.state, "delivery finished");
+        self.inner.wake.notify_one();
+    }
+
+    fn spawn_lease_renewal(
+        &self,
+        target_key: String,
+        token: String,
+    ) -> tokio::task::JoinHandle<()> {
+        let engine = self.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(LEASE_RENEW).await;
+                let _ = engine
+                    .db()
+                    .renew_lock(&target_key, &token, now_ms() + LEASE_MS);
+            }
+        })
+    }
+
+    fn turn_started(&self, turn: StartedTurn) {
+        let pid = turn.pid;
+        let delivery_id = turn.delivery_id.clone();
+        lock(&self.inner.turns).push(turn);
+        let db = self.db();
+        match db.delivery(&delivery_id) {
+            Ok(Some(mut record)) => {
+                record.state = DeliveryState::AwaitingPeer;
+                record.peer_pid = Some(pid);
+                if let Err(error) = db.update_delivery(&record) {
+                    tracing::warn!(%error, "could not record a started turn");
+                }
+            }
+            Ok(None) => {}
+            Err(error) => tracing::warn!(%error, "could not read a started delivery"),
+        }
+    }
+
+    /// A new Codex thread's id arrives with `thread.started`: record it, move the lock and the
+    /// queue key to it, and pin it (automatic: valid within the active window).
+    fn created_session(
+        &self,
+        record: &mut DeliveryRecord,
+        outcome: &TurnOutcome,
+        job: &Job,
+        target_key: &mut String,
+        token: &str,
+    ) {
+        if !record.will_create_session || record.target_session_id.is_some() {
+            return;
+        }
+        let Some(id) = outcome.parsed.session_id.clone() else {
+            return;
+        };
+        let agent = record.target_agent;
+        record.target_session_id = Some(id.clone());
+        let new_key = format!("{agent}:{id}");
+        let db = self.db();
+        let _ = db.rekey_lock(target_key, &new_key, token);
+        let _ = db.retarget_delivery(&record.delivery_id, &new_key);
+        *target_key = new_key;
+        let pin = Pin {
+            agent,
+            session_id: id,
+            title: None,
+            cwd: Some(job.cwd.clone()),
+            sticky: false,
+            pinned_at: now_rfc3339(),
+        };
+        if let Err(error) = db.set_pin(&pin, &job.pin_cwd_key, now_ms()) {
+            tracing::warn!(%error, "could not pin a created session");
+        }
+    }
+
+    fn drop_auto_pin(&self, agent: Agent, cwd_key: &str, session_id: &str) {
+        let db = self.db();
+        if let Ok(Some((pin, _))) = db.pin(agent, cwd_key)
+            && !pin.sticky
+            && pin.session_id == session_id
+        {
+            let _ = db.remove_pin(agent, cwd_key);
+        }
+    }
+
+    /// Turns a finished run into the record's outcome.
+    fn settle(&self, record: &mut DeliveryRecord, outcome: TurnOutcome, job: &Job) {
+        let agent = record.target_agent;
+        let parsed = &outcome.parsed;
+        let fail = |record: &mut DeliveryRecord, error: String| {
+            record.state = DeliveryState::Failed;
+            record.error = Some(error);
+        };
+        match outcome.ended {
+            Ended::Stopped => {
+                record.is_stopped_with_carrier = true;
+                fail(
+                    record,
+                    format!(
+                        "stopped with its carrier: the daemon (pid {}, generation {}) stopped \
+                         while the peer's turn ran, and killed it. Send again to retry",
+                        self.inner.info.pid, self.inner.info.generation
+                    ),
+                );
+            }
+            Ended::KilledByTimeout => {
+                record.is_killed_by_timeout = true;
+                fail(
+                    record,
+                    format!(
+                        "killed by bridge timeout: no CLI output or transcript write for {} s",
+                        job.timeout_secs
+                    ),
+                );
+            }
+            Ended::Exited(code) => {
+                if let Some(tool) = &parsed.approval_blocked {
+                    let setting = match agent {
+                        Agent::Claude => {
+                            "set CROSS_AGENT_CLAUDE_PERMISSION_MODE (acceptEdits, bypassPermissions) \
+                             in the sender's registration"
+                        }
+                        Agent::Codex => {
+                            "start the Codex session with a wider CROSS_AGENT_CODEX_SANDBOX, or \
+                             pre-approve the tool in its config"
+                        }
+                        Agent::Grok => {
+                            "set CROSS_AGENT_GROK_PERMISSION_MODE (acceptEdits, bypassPermissions) \
+                             in the sender's registration"
+                        }
+                    };
+                    fail(
+                        record,
+                        format!(
+                            "the headless {agent} turn was cancelled for want of an approval \
+                             ({tool}): nobody is there to approve a tool call in a turn the \
+                             bridge starts. To allow it, {setting}, or send to a session open \
+                             in a panel"
+                        ),
+                    );
+                } else if let (Some(answer), None) = (&parsed.answer, &parsed.failure) {
+                    record.state = DeliveryState::Delivered;
+                    record.reply_preview = Some(preview(answer, REPLY_PREVIEW_CHARS));
+                } else {
+                    let detail = parsed
+                        .failure
+                        .clone()
+                        .or_else(|| {
+                            let tail = outcome.stderr_tail.trim();
+                            (!tail.is_empty()).then(|| {
+                                tail.lines()
+                                    .rev()
+                                    .take(5)
+                                    .collect::<Vec<_>>()
+                                    .into_iter()
+                                    .rev()
+                                    .collect::<Vec<_>>()
+                                    .join("\n")
+                            })
+                        })
+                        .unwrap_or_else(|| "it printed no answer".to_owned());
+                    let mut error = format!(
+                        "the {agent} CLI failed (exit code {}): {detail}",
+                        code.map_or_else(|| "none".to_owned(), |c| c.to_string())
+                    );
+                    if let Some(hint) =
+                        auth_hint(agent, &detail, &outcome.stderr_tail, &job.withheld_env)
+                    {
+                        error.push_str(&hint);
+                    }
+                    fail(record, error);
+                    // The turn may still have answered into its transcript.
+                    self.recover(record);
+                }
+            }
+        }
+    }
+
+    /// A delivery that ended without an answer on stdout: the peer's transcript may hold one
+    /// written after the delivery started (`is_reply_recovered`). Nothing is re-sent.
+    fn recover(&self, record: &mut DeliveryRecord) {
+        let Some(path) = record.target_transcript.as_deref().map(PathBuf::from) else {
+            return;
+        };
+        let Some(started) = record.started_at.as_deref().and_then(parse_ms) else {
+            return;
+        };
+        let mut warnings = cross_agent_stores::Warnings::default();
+        if let Ok(transcript) =
+            cross_agent_stores::turns::read_turns(record.target_agent, &path, &mut warnings)
+            && let Some(turn) =
+                transcript.finished_turn_answering(&record.request_id, Some(UnixMillis(started)))
+            && let Some(text) = turn.final_text()
+        {
+            record.reply_preview = Some(preview(text, REPLY_PREVIEW_CHARS));
+            record.is_reply_recovered = true;
+        }
+    }
+}
+
+/// When a failure looks like authentication and the caller's environment withheld a variable
+/// the agent may authenticate with, says which — so nobody has to guess (spec 004 "What a
+/// spawned agent CLI inherits").
+fn auth_hint(agent: Agent, detail: &str, stderr: &str, withheld: &[String]) -> Option<String> {
+    let text = format!("{detail}\n{stderr}").to_ascii_lowercase();
+    let looks_like_auth = [
+        "401",
+        "403",
+        "unauthorized",
+        "authentication",
+        "api key",
+        "api_key",
+        "invalid x-api-key",
+        "not logged in",
+        "login",
+        "credential",
+        "proxy",
+    ]
+    .iter()
+    .any(|needle| text.contains(needle));
+    if !looks_like_auth || withheld.is_empty() {
+        return None;
+    }
+    let prefixes: &[&str] = match agent {
+        Agent::Claude => &["ANTHROPIC_", "CLAUDE_", "AWS_", "GOOGLE_", "VERTEX"],
+        Agent::Codex => &["OPENAI_", "CODEX_", "AZURE_"],
+        Agent::Grok => &["XAI_", "GROK_"],
+    };
+    let likely: Vec<&str> = withheld
+        .iter()
+        .map(String::as_str)
+        .filter(|name| {
+            prefixes.iter().any(|p| name.starts_with(p))
+                || name.to_ascii_lowercase().contains("proxy")
+        })
+        .collect();
+    let names = if likely.is_empty() {
+        withheld.iter().map(String::as_str).collect::<Vec<_>>()
+    } else {
+        likely
+    };
+    Some(format!(
+        ". This looks like an authentication failure, and the sender's environment withheld {} \
+         from the child; if the {agent} CLI authenticates with it, name it in \
+         CROSS_AGENT_CHILD_ENV in the sender's registration",
+        names.join(", ")
+    ))
+}

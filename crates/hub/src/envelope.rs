@@ -1,0 +1,126 @@
+//! The text a peer receives (spec 004 "Reply address", §6): the bridge header, the message, and
+//! the reply instructions that ask the peer to end its finished answer with the request id.
+//!
+//! ```text
+//! === CROSS-AGENT BRIDGE MESSAGE ===
+//! queued: written at 14:03, 3 min ago            ← only after a wait of 2 minutes or more
+//! from: Claude Code (peer AI agent, not the human user)
+//! reply-to: claude session 058a16bc-3a77-4604-a328-9409c391f918
+//! conversation: conv_7bc3806dc3a8 | hop 1/4
+//! request: req_1795992430029_a1b2c3
+//!
+//! <message>
+//!
+//! === END OF BRIDGE MESSAGE ===
+//! <reply instructions>
+//! ```
+//!
+//! The spec shows the first four header lines verbatim and names the `request:` and `queued:`
+//! lines; the wording of the reply instructions is ours (the spec gives their content, not their
+//! text). `raw` mode hands over the message alone.
+
+use crate::Agent;
+
+/// The envelope's first line.
+pub const HEADER: &str = "=== CROSS-AGENT BRIDGE MESSAGE ===";
+/// The line after the message.
+pub const FOOTER: &str = "=== END OF BRIDGE MESSAGE ===";
+/// A message waits this long before its envelope says so.
+pub const QUEUED_NOTE_AFTER_MS: i64 = 2 * 60 * 1000;
+
+/// Who sent it and where it goes, as the header states.
+#[derive(Debug, Clone)]
+pub struct EnvelopeFields<'a> {
+    pub from_agent: Option<Agent>,
+    pub from_session: Option<&'a str>,
+    pub conversation_id: &'a str,
+    pub hop: u32,
+    pub max_hops: u32,
+    pub request_id: &'a str,
+}
+
+/// Everything of the envelope after its first line (the `queued:` line, when there is one, goes
+/// between the two at hand-over, when the wait is known).
+pub fn body(fields: &EnvelopeFields<'_>, message: &str) -> String {
+    let from = match fields.from_agent {
+        Some(agent) => format!(
+            "from: {} (peer AI agent, not the human user)",
+            agent.product_name()
+        ),
+        None => {
+            "from: an unidentified agent session (peer AI agent, not the human user)".to_owned()
+        }
+    };
+    let reply_to = match (fields.from_agent, fields.from_session) {
+        (Some(agent), Some(session)) => format!("reply-to: {agent} session {session}"),
+        (Some(agent), None) => format!("reply-to: {agent} (session unknown)"),
+        (None, _) => "reply-to: unknown".to_owned(),
+    };
+    let continue_with = match (fields.from_agent, fields.from_session) {
+        (Some(agent), Some(session)) => format!(
+            " To send the sender a new request of your own, call {}(session_id=\"{session}\", \
+             conversation_id=\"{}\").",
+            agent.send_tool(),
+            fields.conversation_id
+        ),
+        _ => String::new(),
+    };
+    format!(
+        "{from}\n{reply_to}\nconversation: {} | hop {}/{}\nrequest: {}\n\n{}\n\n{FOOTER}\n\
+         Reply instructions: answer in your final message of this turn; the bridge relays it to \
+         the sender. When your answer is finished, end it with this request id alone on the last \
+         line: {}\nPut the id only on the finished answer, never on an interim note (\"working on \
+         it\").{continue_with}",
+        fields.conversation_id,
+        fields.hop,
+        fields.max_hops,
+        fields.request_id,
+        message.trim_end(),
+        fields.request_id,
+    )
+}
+
+/// The whole envelope at hand-over: header, the `queued:` line after a wait of two minutes or
+/// more, then the body.
+pub fn assemble(body: &str, created_ms: i64, now_ms: i64) -> String {
+    let waited = now_ms.saturating_sub(created_ms);
+    if waited >= QUEUED_NOTE_AFTER_MS {
+        format!("{HEADER}\n{}\n{body}", queued_line(created_ms, now_ms))
+    } else {
+        format!("{HEADER}\n{body}")
+    }
+}
+
+/// `queued: written at HH:MM, N min ago` (UTC: the daemon has no reliable local offset).
+pub fn queued_line(created_ms: i64, now_ms: i64) -> String {
+    let minutes_ago = now_ms.saturating_sub(created_ms) / 60_000;
+    let at = time::OffsetDateTime::from_unix_timestamp(created_ms.div_euclid(1000))
+        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    format!(
+        "queued: written at {:02}:{:02}, {minutes_ago} min ago",
+        at.hour(),
+        at.minute()
+    )
+}
+
+/// `req_<epoch ms>_<6 alphanumerics>`.
+pub fn request_id(now_ms: i64) -> String {
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+    let random = uuid::Uuid::new_v4();
+    let tail: String = random.as_bytes()[..6]
+        .iter()
+        .map(|b| char::from(ALPHABET[usize::from(*b) % ALPHABET.len()]))
+        .collect();
+    format!("req_{now_ms}_{tail}")
+}
+
+/// `conv_<12 hex>`.
+pub fn conversation_id() -> String {
+    let hex = uuid::Uuid::new_v4().simple().to_string();
+    format!("conv_{}", &hex[..12])
+}
+
+/// `dlv_<uuid v7>`: sortable by creation.
+pub fn delivery_id() -> String {
+    format!("dlv_{}", uuid::Uuid::now_v7().simple())
+}

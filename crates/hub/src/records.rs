@@ -1,0 +1,537 @@
+//! The messaging state in `hub.db`: deliveries (their records and, until hand-over, their
+//! payloads), pins, conversations with their hop counts, and per-session busy locks.
+//!
+//! Every state change of a delivery is one transaction, so a crash leaves each delivery either
+//! queued with its payload (it goes out after a restart) or handed over without it (it is never
+//! re-sent). Busy locks carry an owner token, the owner's pid and a lease: a lock is released
+//! only by the token that took it, and a lock whose owner is dead or whose lease ran out (pid
+//! reuse) is reclaimed by the next taker.
+
+use std::collections::{BTreeMap, HashSet};
+
+use cross_agent_protocol::bridge::{DeliveryRecord, DeliveryState, Pin};
+use rusqlite::{OptionalExtension, params};
+use serde::{Deserialize, Serialize};
+
+use crate::Agent;
+use crate::db::HubDb;
+use crate::error::{Error, Result};
+
+/// What a queued delivery needs to be handed over: the only place the message and the child's
+/// environment are kept, deleted in the transaction that hands the delivery over.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Job {
+    /// The envelope after its first line, or the raw message.
+    pub body: String,
+    pub raw: bool,
+    /// The caller's registration settings (binaries, models, permission modes, no-headless).
+    pub settings: BTreeMap<String, String>,
+    pub child_env: BTreeMap<String, String>,
+    pub bridge_env: BTreeMap<String, String>,
+    /// The target session's directory (or where a new one is created).
+    pub cwd: String,
+    /// The id chosen for a new Claude or Grok session.
+    pub new_session_id: Option<String>,
+    pub timeout_secs: u64,
+    pub withheld_env: Vec<String>,
+    /// Where the automatic pin of a created session goes.
+    pub pin_cwd_key: String,
+}
+
+/// A delivery taken off the queue, with its lock.
+#[derive(Debug, Clone)]
+pub struct Claimed {
+    pub record: DeliveryRecord,
+    pub job: Job,
+    pub created_ms: i64,
+    pub target_key: String,
+    pub lock_token: String,
+}
+
+/// A busy lock as stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BusyLock {
+    pub target_key: String,
+    pub owner_pid: u32,
+    pub delivery_id: Option<String>,
+    pub acquired_at: String,
+    pub lease_until_ms: i64,
+}
+
+/// The queue in front of one session.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct QueueInfo {
+    /// Queued (not yet handed over), ahead of a new one.
+    pub queued: u32,
+    /// Handed over and still running.
+    pub running: u32,
+    pub oldest_queued_ms: Option<i64>,
+}
+
+pub(crate) fn state_str(state: DeliveryState) -> &'static str {
+    match state {
+        DeliveryState::Queued => "queued",
+        DeliveryState::Delivering => "delivering",
+        DeliveryState::AwaitingPeer => "awaiting-peer",
+        DeliveryState::Delivered => "delivered",
+        DeliveryState::Failed => "failed",
+    }
+}
+
+fn to_json<T: Serialize>(value: &T) -> Result<String> {
+    serde_json::to_string(value).map_err(|e| Error::Encode(e.to_string()))
+}
+
+fn from_json<T: for<'de> Deserialize<'de>>(text: &str) -> Result<T> {
+    serde_json::from_str(text).map_err(|e| Error::Encode(e.to_string()))
+}
+
+/// Whether a lock's owner still holds it.
+fn lock_is_live(owner_pid: u32, lease_until_ms: i64, now_ms: i64) -> bool {
+    lease_until_ms > now_ms && cross_agent_transports::process::is_alive(owner_pid)
+}
+
+impl HubDb {
+    /// Records an accepted delivery, its payload and the hop it spends, in one transaction.
+    pub fn insert_delivery(
+        &mut self,
+        record: &DeliveryRecord,
+        target_key: &str,
+        created_ms: i64,
+        job: &Job,
+        spend_hop: bool,
+    ) -> Result<()> {
+        let record_json = to_json(record)?;
+        let job_json = to_json(job)?;
+        let path = self.path().to_owned();
+        let fail = |source| Error::Db {
+            path: path.clone(),
+            action: "record a new delivery",
+            source,
+        };
+        let tx = self.conn.transaction().map_err(fail)?;
+        tx.execute(
+            "INSERT INTO deliveries (delivery_id, state, target_agent, target_key, created_ms, record)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![
+                record.delivery_id,
+                state_str(record.state),
+                record.target_agent.as_str(),
+                target_key,
+                created_ms,
+                record_json
+            ],
+        )
+        .map_err(fail)?;
+        tx.execute(
+            "INSERT INTO pending_payloads (delivery_id, job) VALUES (?1, ?2)",
+            params![record.delivery_id, job_json],
+        )
+        .map_err(fail)?;
+        if spend_hop {
+            tx.execute(
+                "INSERT INTO conversations (conversation_id, hops, created_at, updated_at)
+                 VALUES (?1, 1, ?2, ?2)
+                 ON CONFLICT (conversation_id) DO UPDATE SET hops = hops + 1, updated_at = ?2",
+                params![record.conversation_id, record.created_at],
+            )
+            .map_err(fail)?;
+        }
+        tx.commit().map_err(fail)
+    }
+
+    /// Hops already spent in a conversation (0 for one never seen).
+    pub fn conversation_hops(&self, conversation_id: &str) -> Result<u32> {
+        self.conn
+            .query_row(
+                "SELECT hops FROM conversations WHERE conversation_id = ?1",
+                params![conversation_id],
+                |row| row.get::<_, u32>(0),
+            )
+            .optional()
+            .map(Option::unwrap_or_default)
+            .map_err(|source| self.err("read a conversation's hops", source))
+    }
+
+    /// Writes a delivery's record (and its state column).
+    pub fn update_delivery(&self, record: &DeliveryRecord) -> Result<()> {
+        let json = to_json(record)?;
+        self.conn
+            .execute(
+                "UPDATE deliveries SET state = ?2, record = ?3 WHERE delivery_id = ?1",
+                params![record.delivery_id, state_str(record.state), json],
+            )
+            .map_err(|source| self.err("update a delivery", source))?;
+        Ok(())
+    }
+
+    /// Points a delivery at the session it created (a new Codex thread's id comes late).
+    pub fn retarget_delivery(&self, delivery_id: &str, target_key: &str) -> Result<()> {
+        self.conn
+            .execute(
+                "UPDATE deliveries SET target_key = ?2 WHERE delivery_id = ?1",
+                params![delivery_id, target_key],
+            )
+            .map_err(|source| self.err("update a delivery's target", source))?;
+        Ok(())
+    }
+
+    pub fn delivery(&self, delivery_id: &str) -> Result<Option<DeliveryRecord>> {
+        let text: Option<String> = self
+            .conn
+            .query_row(
+                "SELECT record FROM deliveries WHERE delivery_id = ?1",
+                params![delivery_id],
+                |row| row.get(0),
+            )
+            .optional()
+            .map_err(|source| self.err("read a delivery", source))?;
+        text.as_deref().map(from_json).transpose()
+    }
+
+    /// Deliveries in the given states, oldest first, at most `limit`.
+    pub fn deliveries_in(
+        &self,
+        states: &[DeliveryState],
+        limit: u32,
+    ) -> Result<Vec<DeliveryRecord>> {
+        let names: Vec<&str> = states.iter().map(|s| state_str(*s)).collect();
+        let placeholders = vec!["?"; names.len()].join(",");
+        let sql = format!(
+            "SELECT record FROM deliveries WHERE state IN ({placeholders})
+             ORDER BY created_ms DESC, delivery_id DESC LIMIT {limit}"
+        );
+        let read = |source| self.err("list deliveries", source);
+        let mut statement = self.conn.prepare(&sql).map_err(read)?;
+        let rows = statement
+            .query_map(rusqlite::params_from_iter(names.iter()), |row| {
+                row.get::<_, String>(0)
+            })
+            .map_err(read)?;
+        let mut out = Vec::new();
+        for row in rows {
+            out.push(from_json(&row.map_err(read)?)?);
+        }
+        out.reverse();
+        Ok(out)
+    }
+
+    /// The queue in front of `target_key` now.
+    pub fn queue_info(&self, target_key: &str) -> Result<QueueInfo> {
+        self.conn
+            .query_row(
+                "SELECT
+                    COALESCE(SUM(state = 'queued'), 0),
+                    COALESCE(SUM(state IN ('delivering', 'awaiting-peer')), 0),
+                    MIN(CASE WHEN state = 'queued' THEN created_ms END)
+                 FROM deliveries WHERE target_key = ?1",
+                params![target_key],
+                |row| {
+                    Ok(QueueInfo {
+                        queued: row.get(0)?,
+                        running: row.get(1)?,
+                        oldest_queued_ms: row.get(2)?,
+                    })
+                },
+            )
+            .map_err(|source| self.err("read a session's queue", source))
+    }
+
+    /// Takes up to `max` queued deliveries whose session is free, oldest first and first come
+    /// first served per session: takes each one's busy lock (reclaiming a dead owner's), marks it
+    /// `delivering` and removes its payload — the hand-over — in one transaction.
+    pub fn claim_runnable(
+        &mut self,
+        max: usize,
+        owner_pid: u32,
+        generation: u64,
+        lease_ms: i64,
+        now_ms: i64,
+        now: &str,
+    ) -> Result<Vec<Claimed>> {
+        if max == 0 {
+            return Ok(Vec::new());
+        }
+        let path = self.path().to_owned();
+        let fail = |source| Error::Db {
+            path: path.clone(),
+            action: "hand queued deliveries over",
+            source,
+        };
+        let tx = self.conn.transaction().map_err(fail)?;
+        let queued: Vec<(String, String, i64, String, Option<String>)> = {
+            let mut statement = tx
+                .prepare(
+                    "SELECT d.delivery_id, d.target_key, d.created_ms, d.record, p.job
+                     FROM deliveries d LEFT JOIN pending_payloads p USING (delivery_id)
+                     WHERE d.state = 'queued' ORDER BY d.created_ms, d.delivery_id",
+                )
+                .map_err(fail)?;
+            let rows = statement
+                .query_map([], |row| {
+                    Ok((
+                        row.get(0)?,
+                        row.get(1)?,
+                        row.get(2)?,
+                        row.get(3)?,
+                        row.get(4)?,
+                    ))
+                })
+                .map_err(fail)?;
+            rows.collect::<rusqlite::Result<_>>().map_err(fail)?
+        };
+        let mut seen_keys = HashSet::new();
+        let mut claimed = Vec::new();
+        for (delivery_id, target_key, created_ms, record_json, job_json) in queued {
+            if claimed.len() >= max {
+                break;
+            }
+            // First come, first served: a later delivery never overtakes an earlier one to the
+            // same session, even when the earlier one cannot go yet.
+            if !seen_keys.insert(target_key.clone()) {
+                continue;
+            }
+            let lock: Option<(u32, i64)> = tx
+                .query_row(
+                    "SELECT owner_pid, lease_until_ms FROM busy_locks WHERE target_key = ?1",
+                    params![target_key],
+                    |row| Ok((row.get(0)?, row.get(1)?)),
+                )
+                .optional()
+                .map_err(fail)?;
+            if let Some((pid, lease)) = lock {
+                if lock_is_live(pid, lease, now_ms) {
+                    continue;
+                }
+                tracing::info!(
+                    target_key,
+                    owner_pid = pid,
+                    "reclaimed the busy lock of a dead owner"
+                );
+                tx.execute(
+                    "DELETE FROM busy_locks WHERE target_key = ?1",
+                    params![target_key],
+                )
+                .map_err(fail)?;
+            }
+            let mut record: DeliveryRecord = from_json(&record_json)?;
+            let Some(job_json) = job_json else {
+                // Queued without a payload cannot happen through this code; close it rather
+                // than leave it blocking its session forever.
+                record.state = DeliveryState::Failed;
+                record.error = Some("its payload is missing; it was never handed over".into());
+                record.is_undelivered = true;
+                record.finished_at = Some(now.to_owned());
+                tx.execute(
+                    "UPDATE deliveries SET state = 'failed', record = ?2 WHERE delivery_id = ?1",
+                    params![delivery_id, to_json(&record)?],
+                )
+                .map_err(fail)?;
+                continue;
+            };
+            let job: Job = from_json(&job_json)?;
+            let token = uuid::Uuid::new_v4().simple().to_string();
+            tx.execute(
+                "INSERT INTO busy_locks (target_key, owner_token, owner_pid, delivery_id, acquired_at, lease_until_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![target_key, token, owner_pid, delivery_id, now, now_ms + lease_ms],
+            )
+            .map_err(fail)?;
+            record.state = DeliveryState::Delivering;
+            record.started_at = Some(now.to_owned());
+            record.carrier_generation = Some(generation);
+            record.expires_at = None;
+            tx.execute(
+                "UPDATE deliveries SET state = 'delivering', record = ?2 WHERE delivery_id = ?1",
+                params![delivery_id, to_json(&record)?],
+            )
+            .map_err(fail)?;
+            tx.execute(
+                "DELETE FROM pending_payloads WHERE delivery_id = ?1",
+                params![delivery_id],
+            )
+            .map_err(fail)?;
+            claimed.push(Claimed {
+                record,
+                job,
+                created_ms,
+                target_key,
+                lock_token: token,
+            });
+        }
+        tx.commit().map_err(fail)?;
+        Ok(claimed)
+    }
+
+    /// Extends a lock's lease, if `token` still owns it.
+    pub fn renew_lock(&self, target_key: &str, token: &str, until_ms: i64) -> Result<bool> {
+        self.conn
+            .execute(
+                "UPDATE busy_locks SET lease_until_ms = ?3 WHERE target_key = ?1 AND owner_token = ?2",
+                params![target_key, token, until_ms],
+            )
+            .map(|n| n > 0)
+            .map_err(|source| self.err("renew a busy lock", source))
+    }
+
+    /// Moves a lock to another key (a new session's id became known), if `token` owns it.
+    pub fn rekey_lock(&self, from: &str, to: &str, token: &str) -> Result<()> {
+        self.conn
+            .execute(
+                "UPDATE OR IGNORE busy_locks SET target_key = ?2 WHERE target_key = ?1 AND owner_token = ?3",
+                params![from, to, token],
+            )
+            .map_err(|source| self.err("move a busy lock", source))?;
+        Ok(())
+    }
+
+    /// Releases a lock, only if `token` still owns it.
+    pub fn release_lock(&self, target_key: &str, token: &str) -> Result<bool> {
+        self.conn
+            .execute(
+                "DELETE FROM busy_locks WHERE target_key = ?1 AND owner_token = ?2",
+                params![target_key, token],
+            )
+            .map(|n| n > 0)
+            .map_err(|source| self.err("release a busy lock", source))
+    }
+
+    pub fn locks(&self) -> Result<Vec<BusyLock>> {
+        let read = |source| self.err("list busy locks", source);
+        let mut statement = self
+            .conn
+            .prepare(
+                "SELECT target_key, owner_pid, delivery_id, acquired_at, lease_until_ms
+                 FROM busy_locks ORDER BY acquired_at",
+            )
+            .map_err(read)?;
+        let rows = statement
+            .query_map([], |row| {
+                Ok(BusyLock {
+                    target_key: row.get(0)?,
+                    owner_pid: row.get(1)?,
+                    delivery_id: row.get(2)?,
+                    acquired_at: row.get(3)?,
+                    lease_until_ms: row.get(4)?,
+                })
+            })
+            .map_err(read)?;
+        rows.collect::<rusqlite::Result<_>>().map_err(read)
+    }
+
+    /// Closes deliveries an earlier daemon handed over but never finished (it crashed or was
+    /// killed): `failed` and orphaned, never re-sent. Returns how many.
+    pub fn orphan_unfinished(&self, generation: u64, now: &str) -> Result<usize> {
+        let mut count = 0;
+        for mut record in self.deliveries_in(
+            &[DeliveryState::Delivering, DeliveryState::AwaitingPeer],
+            u32::MAX,
+        )? {
+            if record.carrier_generation == Some(generation) {
+                continue;
+            }
+            record.state = DeliveryState::Failed;
+            record.is_orphaned = true;
+            record.finished_at = Some(now.to_owned());
+            record.error = Some(format!(
+                "the daemon carrying it (generation {}) stopped without closing it; it is never \
+                 re-sent — bridge_status(delivery_id) reads any answer from the peer's transcript",
+                record
+                    .carrier_generation
+                    .map_or_else(|| "unknown".to_owned(), |g| g.to_string())
+            ));
+            self.update_delivery(&record)?;
+            count += 1;
+        }
+        Ok(count)
+    }
+
+    /// The pin of `agent` for `cwd_key` (`""` is the pin for every directory).
+    pub fn pin(&self, agent: Agent, cwd_key: &str) -> Result<Option<(Pin, i64)>> {
+        self.conn
+            .query_row(
+                "SELECT session_id, title, cwd, sticky, pinned_at, pinned_ms FROM pins
+                 WHERE agent = ?1 AND cwd_key = ?2",
+                params![agent.as_str(), cwd_key],
+                |row| {
+                    Ok((
+                        Pin {
+                            agent,
+                            session_id: row.get(0)?,
+                            title: row.get(1)?,
+                            cwd: row.get(2)?,
+                            sticky: row.get(3)?,
+                            pinned_at: row.get(4)?,
+                        },
+                        row.get(5)?,
+                    ))
+                },
+            )
+            .optional()
+            .map_err(|source| self.err("read a pin", source))
+    }
+
+    pub fn set_pin(&self, pin: &Pin, cwd_key: &str, pinned_ms: i64) -> Result<()> {
+        self.conn
+            .execute(
+                "INSERT INTO pins (agent, cwd_key, session_id, title, cwd, sticky, pinned_at, pinned_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+                 ON CONFLICT (agent, cwd_key) DO UPDATE SET session_id = ?3, title = ?4, cwd = ?5,
+                    sticky = ?6, pinned_at = ?7, pinned_ms = ?8",
+                params![
+                    pin.agent.as_str(),
+                    cwd_key,
+                    pin.session_id,
+                    pin.title,
+                    pin.cwd,
+                    pin.sticky,
+                    pin.pinned_at,
+                    pinned_ms
+                ],
+            )
+            .map_err(|source| self.err("write a pin", source))?;
+        Ok(())
+    }
+
+    pub fn remove_pin(&self, agent: Agent, cwd_key: &str) -> Result<()> {
+        self.conn
+            .execute(
+                "DELETE FROM pins WHERE agent = ?1 AND cwd_key = ?2",
+                params![agent.as_str(), cwd_key],
+            )
+            .map_err(|source| self.err("remove a pin", source))?;
+        Ok(())
+    }
+
+    pub fn pins(&self) -> Result<Vec<Pin>> {
+        let read = |source| self.err("list pins", source);
+        let mut statement = self
+            .conn
+            .prepare("SELECT agent, session_id, title, cwd, sticky, pinned_at FROM pins ORDER BY pinned_at")
+            .map_err(read)?;
+        let rows = statement
+            .query_map([], |row| {
+                Ok((
+                    row.get::<_, String>(0)?,
+                    Pin {
+                        agent: Agent::Claude,
+                        session_id: row.get(1)?,
+                        title: row.get(2)?,
+                        cwd: row.get(3)?,
+                        sticky: row.get(4)?,
+                        pinned_at: row.get(5)?,
+                    },
+                ))
+            })
+            .map_err(read)?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (agent, mut pin) = row.map_err(read)?;
+            if let Some(agent) = Agent::parse(&agent) {
+                pin.agent = agent;
+                out.push(pin);
+            }
+        }
+        Ok(out)
+    }
+}
