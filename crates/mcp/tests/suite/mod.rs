@@ -1,0 +1,5 @@
+mod caller;
+mod python;
+mod real_agents;
+mod stdio;
+mod support;
