@@ -2,6 +2,9 @@
 //! sending frames no well-behaved client would send.
 
 mod autostart;
+mod bridge_guards;
+mod bridge_real;
+mod bridge_support;
 mod framing;
 mod handshake;
 mod lifecycle;

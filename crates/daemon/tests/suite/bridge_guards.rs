@@ -1,0 +1,399 @@
+//! The guards of a send, decided before anything runs: argument conflicts, strict mode, the
+//! self-call guard both ways, no-headless mode and the hop budget; and what a spawned CLI's
+//! environment holds. Sessions are synthetic transcripts shaped like the real ones
+//! (`testkit::synthetic_stores`); accepted sends run a stand-in `claude` script, since what is
+//! tested is the decision and the child's environment, not the agent.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use cross_agent_protocol::bridge::{Agent, DeliveryState, RefusalReason, SendParams};
+use cross_agent_testkit::synthetic_stores::{ClaudeTranscript, CodexRollout, now_millis};
+use pretty_assertions::assert_eq;
+
+use super::bridge_support::Bridge;
+
+const CLAUDE_A: &str = "aaaaaaaa-0000-4000-8000-00000000000a";
+const CLAUDE_B: &str = "bbbbbbbb-0000-4000-8000-00000000000b";
+const THREAD_A: &str = "019a0000-0000-7000-8000-0000000000a1";
+const THREAD_B: &str = "019a0000-0000-7000-8000-0000000000b2";
+
+/// A stand-in `claude -p` that records its environment and answers like the real one.
+fn fake_claude(dir: &Path) -> PathBuf {
+    let path = dir.join("fake-claude");
+    std::fs::write(
+        &path,
+        format!(
+            "#!/bin/sh\nenv > {}/child-env.$$\n\
+             echo '{{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"result\":\"fake answer\",\"session_id\":\"x\",\"permission_denials\":[]}}'\n",
+            dir.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+async fn bench() -> Bridge {
+    let bridge = Bridge::start().await;
+    let now = now_millis();
+    let cwd = bridge.project.to_string_lossy().into_owned();
+    for id in [CLAUDE_A, CLAUDE_B] {
+        let mut transcript = ClaudeTranscript::new(bridge.agents.path(), &cwd, id);
+        transcript
+            .user("hello", now - 60_000)
+            .assistant_text("hi", now - 59_000);
+        transcript.write().unwrap();
+    }
+    for id in [THREAD_A, THREAD_B] {
+        let mut rollout = CodexRollout::new(bridge.agents.path(), &cwd, id, now - 60_000);
+        rollout.user("hello", now - 59_000);
+        rollout.write().unwrap();
+    }
+    bridge
+}
+
+fn with_fake(bridge: &Bridge, mut params: SendParams) -> SendParams {
+    let fake = fake_claude(bridge.agents.path());
+    params.caller.settings.insert(
+        "CROSS_AGENT_CLAUDE_BIN".into(),
+        fake.to_string_lossy().into_owned(),
+    );
+    params
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn contradicting_arguments_and_strict_mode_are_refused_before_any_lookup() {
+    let bridge = bench().await;
+    let caller = bridge.codex_caller(THREAD_A);
+    let mut params = bridge.send_params(Agent::Claude, "m", caller.clone());
+    params.session_id = Some(CLAUDE_A.into());
+    params.new_session = true;
+    assert_eq!(
+        bridge.refused(params).await.reason,
+        RefusalReason::InvalidArguments
+    );
+
+    let mut strict = caller.clone();
+    strict
+        .settings
+        .insert("CROSS_AGENT_REQUIRE_EXPLICIT_TARGET".into(), "1".into());
+    // A blank id counts as none; a pin does not count either.
+    bridge
+        .conn
+        .client
+        .call(cross_agent_protocol::bridge::PinParams {
+            agent: Agent::Claude,
+            session_id: Some(CLAUDE_A.into()),
+            cwd: None,
+            caller: caller.clone(),
+        })
+        .await
+        .unwrap();
+    let mut params = bridge.send_params(Agent::Claude, "m", strict.clone());
+    params.session_id = Some("   ".into());
+    let refusal = bridge.refused(params).await;
+    assert_eq!(refusal.reason, RefusalReason::RequireExplicitTarget);
+    assert!(
+        refusal.message.contains("session_id"),
+        "{}",
+        refusal.message
+    );
+    assert!(refusal.message.contains("new_session=true"));
+    // Off values leave it off: the pin is used.
+    strict
+        .settings
+        .insert("CROSS_AGENT_REQUIRE_EXPLICIT_TARGET".into(), "off".into());
+    let receipt = bridge
+        .accepted(with_fake(
+            &bridge,
+            bridge.send_params(Agent::Claude, "m", strict),
+        ))
+        .await;
+    assert_eq!(receipt.target_session_id.as_deref(), Some(CLAUDE_A));
+    assert_eq!(
+        receipt.target_selected_by,
+        cross_agent_protocol::bridge::TargetSelectedBy::Pin
+    );
+    assert_eq!(receipt.caller_supplied_session_id, None);
+    let status = bridge.status(None).await;
+    assert_eq!(
+        status.deliveries["pending"]
+            .as_array()
+            .map(Vec::len)
+            .unwrap_or(0)
+            + status.deliveries["in_flight"]
+                .as_array()
+                .map(Vec::len)
+                .unwrap_or(0)
+            + status.deliveries["recent"]
+                .as_array()
+                .map(Vec::len)
+                .unwrap_or(0),
+        1,
+        "only the accepted send was recorded"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_self_call_guard_both_ways() {
+    let bridge = bench().await;
+    // Claude → Claude: refused unaddressed, naming the tools that lead elsewhere.
+    let claude = bridge.claude_caller(CLAUDE_A);
+    let refusal = bridge
+        .refused(bridge.send_params(Agent::Claude, "m", claude.clone()))
+        .await;
+    assert_eq!(refusal.reason, RefusalReason::SelfCall);
+    assert!(
+        refusal.message.contains("send_to_codex or send_to_grok"),
+        "{}",
+        refusal.message
+    );
+    assert!(refusal.message.contains("allow_same_agent=true"));
+    // allow_same_agent discovers another session, never the caller's own.
+    let mut allowed = with_fake(
+        &bridge,
+        bridge.send_params(Agent::Claude, "m", claude.clone()),
+    );
+    allowed.allow_same_agent = true;
+    let receipt = bridge.accepted(allowed).await;
+    assert_eq!(receipt.target_session_id.as_deref(), Some(CLAUDE_B));
+    // Naming its own session is refused.
+    let mut own = bridge.send_params(Agent::Claude, "m", claude);
+    own.session_id = Some(CLAUDE_A.into());
+    assert_eq!(bridge.refused(own).await.reason, RefusalReason::SelfCall);
+
+    // Codex → Codex: allow_same_agent does not exist for it; only an explicit id passes.
+    let codex = bridge.codex_caller(THREAD_A);
+    let mut params = bridge.send_params(Agent::Codex, "m", codex.clone());
+    params.allow_same_agent = true;
+    let refusal = bridge.refused(params).await;
+    assert_eq!(refusal.reason, RefusalReason::SelfCall);
+    assert!(
+        refusal.message.contains("send_to_claude or send_to_grok"),
+        "{}",
+        refusal.message
+    );
+    assert!(
+        refusal
+            .message
+            .contains("send_to_codex has no allow_same_agent")
+    );
+    // Forced agent: CROSS_AGENT_SELF makes a caller Claude whatever else says.
+    let mut forced = codex;
+    forced.self_agent = Some("claude".into());
+    let refusal = bridge
+        .refused(bridge.send_params(Agent::Claude, "m", forced))
+        .await;
+    assert_eq!(refusal.reason, RefusalReason::SelfCall);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_headless_refuses_every_send_with_nothing_sent() {
+    let bridge = bench().await;
+    let mut caller = bridge.codex_caller(THREAD_A);
+    caller
+        .settings
+        .insert("CROSS_AGENT_DISABLE_HEADLESS".into(), "1".into());
+    let mut params = bridge.send_params(Agent::Claude, "m", caller.clone());
+    params.session_id = Some(CLAUDE_B.into());
+    let refusal = bridge.refused(with_fake(&bridge, params)).await;
+    assert_eq!(refusal.reason, RefusalReason::DisableHeadless);
+    assert!(refusal.message.contains(CLAUDE_B), "{}", refusal.message);
+    assert!(
+        refusal
+            .message
+            .contains("Nothing was sent, queued or spent")
+    );
+    let mut params = bridge.send_params(Agent::Claude, "m", caller);
+    params.new_session = true;
+    assert_eq!(
+        bridge.refused(with_fake(&bridge, params)).await.reason,
+        RefusalReason::DisableHeadless
+    );
+    let status = bridge.status(None).await;
+    assert_eq!(status.deliveries["recent"], serde_json::json!([]));
+    assert_eq!(status.deliveries["pending"], serde_json::json!([]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_hop_budget_is_per_conversation() {
+    let bridge = bench().await;
+    let mut caller = bridge.codex_caller(THREAD_A);
+    caller
+        .settings
+        .insert("CROSS_AGENT_MAX_HOPS".into(), "2".into());
+    let send = |conversation: Option<&str>| {
+        let mut params = with_fake(
+            &bridge,
+            bridge.send_params(Agent::Claude, "m", caller.clone()),
+        );
+        params.session_id = Some(CLAUDE_B.into());
+        params.conversation_id = conversation.map(str::to_owned);
+        params
+    };
+    let first = bridge.accepted(send(None)).await;
+    assert_eq!((first.hop, first.max_hops), (1, 2));
+    let conversation = first.conversation_id.clone();
+    assert!(
+        conversation.starts_with("conv_") && conversation.len() == 17,
+        "{conversation}"
+    );
+    let second = bridge.accepted(send(Some(&conversation))).await;
+    assert_eq!(second.hop, 2);
+    let refusal = bridge.refused(send(Some(&conversation))).await;
+    assert_eq!(refusal.reason, RefusalReason::HopBudget);
+    assert_eq!(refusal.details["hops_spent"], 2);
+    // The conversation id a bridge-started turn inherits counts the same.
+    let mut inherited = send(None);
+    inherited.caller.conversation_id = Some(conversation.clone());
+    assert_eq!(
+        bridge.refused(inherited).await.reason,
+        RefusalReason::HopBudget
+    );
+    // Another conversation has its own budget.
+    assert_eq!(bridge.accepted(send(None)).await.hop, 1);
+}
+
+/// The daemon as a process of its own, with a secret in its environment (the test binary
+/// re-executes itself into [`daemon_process_entry`]).
+struct DaemonProcess {
+    child: std::process::Child,
+}
+
+impl Drop for DaemonProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+const ENTRY_VAR: &str = "CROSS_AGENT_TEST_DAEMON_ENTRY";
+
+/// Runs only when re-executed by [`a_child_sees_nothing_of_the_daemons_environment`].
+#[test]
+#[ignore = "entry point of a re-executed daemon process"]
+fn daemon_process_entry() {
+    let Some(root) = std::env::var_os(ENTRY_VAR) else {
+        return;
+    };
+    let home = cross_agent_ipc::Home::at(PathBuf::from(root)).unwrap();
+    cross_agent_daemon::entry::run_process(home, cross_agent_daemon::entry::Mode::Foreground)
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_sees_nothing_of_the_daemons_environment() {
+    let bridge = bench().await;
+    let root = bridge.state.dir.path().join("state2");
+    let exe = std::env::current_exe().unwrap();
+    let child = std::process::Command::new(exe)
+        .args([
+            "suite::bridge_guards::daemon_process_entry",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+        ])
+        .env(ENTRY_VAR, &root)
+        .env("CROSS_AGENT_HOME", &root)
+        .env("HOME", bridge.state.dir.path().join("user"))
+        .env("DAEMON_ONLY_SECRET", "hunter2-daemon")
+        .env("CROSS_AGENT_MAX_HOPS", "1")
+        .spawn()
+        .unwrap();
+    let _daemon = DaemonProcess { child };
+    let home = cross_agent_ipc::Home::at(&root).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let conn = loop {
+        match cross_agent_ipc::connect(&home, &super::options()).await {
+            Ok(conn) => break conn,
+            Err(_) if Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(100)).await
+            }
+            Err(error) => panic!("the daemon process did not answer: {error}"),
+        }
+    };
+    let mut params = with_fake(
+        &bridge,
+        bridge.send_params(Agent::Claude, "m", bridge.codex_caller(THREAD_A)),
+    );
+    params.session_id = Some(CLAUDE_B.into());
+    // The caller has a secret of its own that is not in its child baseline.
+    params.caller.withheld_env = vec!["CALLER_ONLY_SECRET".into()];
+    params
+        .caller
+        .settings
+        .insert("CROSS_AGENT_SELF".into(), "codex".into());
+    let receipt = match conn.client.call(params.clone()).await.unwrap() {
+        cross_agent_protocol::bridge::SendResponse::Accepted(receipt) => receipt,
+        other => panic!("{other:?}"),
+    };
+    // The daemon's own CROSS_AGENT_MAX_HOPS=1 is not the caller's: the default 4 applies.
+    assert_eq!(receipt.max_hops, 4);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let env_file = loop {
+        let found = std::fs::read_dir(bridge.agents.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with("child-env.")
+            });
+        if let Some(found) = found {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            break found;
+        }
+        assert!(Instant::now() < deadline, "the fake CLI never ran");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let text = std::fs::read_to_string(env_file).unwrap();
+    let env: BTreeMap<&str, &str> = text.lines().filter_map(|l| l.split_once('=')).collect();
+    assert!(
+        !text.contains("hunter2-daemon"),
+        "the daemon's secret leaked:\n{text}"
+    );
+    assert!(!env.contains_key("DAEMON_ONLY_SECRET"));
+    assert!(!env.contains_key("CALLER_ONLY_SECRET"));
+    assert!(
+        !env.contains_key("CROSS_AGENT_SELF"),
+        "CROSS_AGENT_SELF is never inherited"
+    );
+    assert_eq!(
+        env.get("CROSS_AGENT_SELF_SESSION"),
+        Some(&format!("claude:{CLAUDE_B}").as_str())
+    );
+    assert_eq!(
+        env.get("CROSS_AGENT_CONVERSATION_ID"),
+        Some(&receipt.conversation_id.as_str())
+    );
+    assert_eq!(
+        env.get("HOME"),
+        Some(&bridge.agents.path().to_string_lossy().as_ref())
+    );
+    let mut names: Vec<&str> = env.keys().copied().collect();
+    names.retain(|n| !["PWD", "SHLVL", "_", "OLDPWD"].contains(n));
+    let mut expected: Vec<String> = bridge.child_env().keys().cloned().collect();
+    expected.extend([
+        "CROSS_AGENT_CLAUDE_BIN".to_owned(),
+        "CROSS_AGENT_CODEX_BIN".to_owned(),
+        "CROSS_AGENT_CONVERSATION_ID".to_owned(),
+        "CROSS_AGENT_SELF_SESSION".to_owned(),
+    ]);
+    expected.sort();
+    assert_eq!(names, expected);
+    let status = conn
+        .client
+        .call(cross_agent_protocol::bridge::BridgeStatusParams {
+            cwd: None,
+            scope: None,
+            delivery_id: Some(receipt.delivery_id.clone()),
+            caller: params.caller.clone(),
+        });
+    let status = status.await.unwrap();
+    assert_ne!(status.delivery.unwrap().state, DeliveryState::Queued);
+}

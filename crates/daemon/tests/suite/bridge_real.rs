@@ -1,0 +1,367 @@
+//! Deliveries through the daemon into real Claude Code and Codex sessions (scripted model):
+//! the envelope the peer's model receives, the record's life, the answer re-read from the
+//! transcript, new sessions pinned and reused, names, serialisation, timeouts, and stopping.
+
+use std::time::Duration;
+
+use cross_agent_protocol::bridge::{Agent, DeliveryState, RefusalReason, TargetSelectedBy};
+use cross_agent_testkit::endpoint::{Reply, Rule};
+use pretty_assertions::assert_eq;
+
+use super::bridge_support::{Bridge, append_line};
+
+/// The turn requests (not side requests) whose prompt carries `needle`.
+fn prompts_with(bridge: &Bridge, needle: &str) -> Vec<String> {
+    bridge
+        .endpoint
+        .model_requests()
+        .into_iter()
+        .filter(|r| !r.side_request)
+        .filter_map(|r| r.last_user_prompt)
+        .filter(|p| p.contains(needle))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_to_codex_resumes_the_thread_with_the_envelope() {
+    let bridge = Bridge::start().await;
+    let claude_id = bridge.claude_session("seed claude c2x");
+    let thread = bridge.codex_session("seed codex c2x");
+    bridge.endpoint.push(
+        Rule::on_user_text("review the plan c2x").reply(Reply::echo_token("codex reviewed it")),
+    );
+
+    let mut params = bridge.send_params(
+        Agent::Codex,
+        "review the plan c2x",
+        bridge.claude_caller(&claude_id),
+    );
+    params.session_id = Some(thread.clone());
+    let receipt = bridge.accepted(params).await;
+    assert_eq!(receipt.target_session_id.as_deref(), Some(thread.as_str()));
+    assert_eq!(receipt.target_selected_by, TargetSelectedBy::Caller);
+    assert_eq!(
+        receipt.reply_lands_in_session.as_deref(),
+        Some(claude_id.as_str())
+    );
+    assert!(!receipt.return_panel_available_now);
+    assert_eq!((receipt.hop, receipt.max_hops), (1, 4));
+    assert!(
+        receipt
+            .warnings
+            .iter()
+            .any(|w| w.contains("bridge_status(delivery_id="))
+    );
+
+    let record = bridge.wait_finished(&receipt.delivery_id).await;
+    assert_eq!(record.state, DeliveryState::Delivered, "{record:#?}");
+    let preview = record.reply_preview.clone().unwrap();
+    assert!(preview.starts_with("codex reviewed it"), "{preview}");
+    assert!(preview.ends_with(&receipt.request_id), "{preview}");
+    assert_eq!(record.from_agent, Some(Agent::Claude));
+    assert_eq!(record.from_session.as_deref(), Some(claude_id.as_str()));
+
+    let prompt = prompts_with(&bridge, "review the plan c2x").pop().unwrap();
+    let expected_head = format!(
+        "=== CROSS-AGENT BRIDGE MESSAGE ===\n\
+         from: Claude Code (peer AI agent, not the human user)\n\
+         reply-to: claude session {claude_id}\n\
+         conversation: {} | hop 1/4\n\
+         request: {}\n\nreview the plan c2x\n\n=== END OF BRIDGE MESSAGE ===\n",
+        receipt.conversation_id, receipt.request_id
+    );
+    assert!(prompt.starts_with(&expected_head), "{prompt}");
+    assert!(prompt.contains("end it with this request id alone on the last line"));
+
+    let status = bridge.status(Some(&receipt.delivery_id)).await;
+    let transcript = status.peer_transcript.unwrap();
+    assert!(transcript.answer_carries_request_id, "{transcript:?}");
+    assert_eq!(transcript.answer.as_deref(), Some(preview.as_str()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_to_claude_resumes_the_session_and_names_the_thread() {
+    let bridge = Bridge::start().await;
+    let claude_id = bridge.claude_session("seed claude x2c");
+    let thread = "019a0000-0000-7000-8000-00000000c0de";
+    bridge.endpoint.push(
+        Rule::on_user_text("explain the bug x2c").reply(Reply::echo_token("claude explains")),
+    );
+    // No session_id: the active Claude session in the project is discovered.
+    let receipt = bridge
+        .accepted(bridge.send_params(
+            Agent::Claude,
+            "explain the bug x2c",
+            bridge.codex_caller(thread),
+        ))
+        .await;
+    assert_eq!(receipt.target_selected_by, TargetSelectedBy::Discovery);
+    assert_eq!(
+        receipt.target_session_id.as_deref(),
+        Some(claude_id.as_str())
+    );
+    assert!(
+        receipt
+            .warnings
+            .iter()
+            .any(|w| w.starts_with("unaddressed relay"))
+    );
+    let record = bridge.wait_finished(&receipt.delivery_id).await;
+    assert_eq!(record.state, DeliveryState::Delivered, "{record:#?}");
+    assert!(record.reply_preview.unwrap().starts_with("claude explains"));
+    let prompt = prompts_with(&bridge, "explain the bug x2c").pop().unwrap();
+    assert!(
+        prompt.contains(&format!(
+            "from: Codex (peer AI agent, not the human user)\nreply-to: codex session {thread}\n"
+        )),
+        "{prompt}"
+    );
+    // The turn ran in the existing session: its transcript holds the envelope.
+    let text = std::fs::read_to_string(bridge.claude_transcript(&claude_id)).unwrap();
+    assert!(text.contains(&receipt.request_id));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_codex_session_is_created_pinned_and_reused() {
+    let bridge = Bridge::start().await;
+    bridge
+        .endpoint
+        .push(Rule::on_user_text("first new").reply(Reply::echo_token("made")));
+    bridge
+        .endpoint
+        .push(Rule::on_user_text("second new").reply(Reply::echo_token("again")));
+    let caller = bridge.claude_caller("11111111-2222-3333-4444-555555555555");
+
+    let first = bridge
+        .accepted(bridge.send_params(Agent::Codex, "first new", caller.clone()))
+        .await;
+    assert!(first.will_create_session);
+    assert_eq!(first.target_selected_by, TargetSelectedBy::NewSession);
+    assert_eq!(first.target_session_id, None, "Codex chooses the id itself");
+    assert!(
+        first
+            .warnings
+            .iter()
+            .any(|w| w.contains("a new codex session is opened"))
+    );
+    let record = bridge.wait_finished(&first.delivery_id).await;
+    assert_eq!(record.state, DeliveryState::Delivered, "{record:#?}");
+    let created = record.target_session_id.clone().unwrap();
+
+    let second = bridge
+        .accepted(bridge.send_params(Agent::Codex, "second new", caller))
+        .await;
+    assert_eq!(second.target_selected_by, TargetSelectedBy::Pin);
+    assert_eq!(second.target_session_id.as_deref(), Some(created.as_str()));
+    assert!(!second.will_create_session);
+    let record = bridge.wait_finished(&second.delivery_id).await;
+    assert_eq!(record.state, DeliveryState::Delivered, "{record:#?}");
+    let status = bridge.status(None).await;
+    assert!(
+        status
+            .pins
+            .iter()
+            .any(|p| p.session_id == created && !p.sticky)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn names_address_exactly_and_an_ambiguous_one_is_refused() {
+    let bridge = Bridge::start().await;
+    let a = bridge.claude_session("seed name a");
+    let b = bridge.claude_session("seed name b");
+    let c = bridge.claude_session("seed name c");
+    // What Claude Code appends on `/rename` (observed: `{"type":"custom-title",…}`).
+    let rename = |id: &str, title: &str| {
+        append_line(
+            &bridge.claude_transcript(id),
+            &serde_json::json!({"type": "custom-title", "customTitle": title, "sessionId": id})
+                .to_string(),
+        )
+    };
+    rename(&a, "billing-api");
+    rename(&b, "twin");
+    rename(&c, "twin");
+    bridge
+        .endpoint
+        .push(Rule::on_user_text("by name").reply(Reply::echo_token("named ok")));
+    let caller = bridge.codex_caller("019a0000-0000-7000-8000-0000000000aa");
+
+    let mut params = bridge.send_params(Agent::Claude, "by name", caller.clone());
+    params.session_id = Some("billing-api".into());
+    let receipt = bridge.accepted(params).await;
+    assert_eq!(receipt.target_session_id.as_deref(), Some(a.as_str()));
+    assert_eq!(
+        receipt.caller_supplied_session_id.as_deref(),
+        Some("billing-api")
+    );
+
+    let mut params = bridge.send_params(Agent::Claude, "to the twins", caller.clone());
+    params.session_id = Some("twin".into());
+    let refusal = bridge.refused(params).await;
+    assert_eq!(refusal.reason, RefusalReason::AmbiguousName);
+    let mut ids: Vec<_> = refusal
+        .candidates
+        .iter()
+        .map(|c| c.session_id.clone())
+        .collect();
+    ids.sort();
+    let mut expected = vec![b.clone(), c.clone()];
+    expected.sort();
+    assert_eq!(ids, expected);
+
+    let mut params = bridge.send_params(Agent::Claude, "nobody", caller);
+    params.session_id = Some("billing".into());
+    let refusal = bridge.refused(params).await;
+    assert_eq!(refusal.reason, RefusalReason::NoSuchSession);
+    assert!(
+        refusal
+            .candidates
+            .iter()
+            .any(|c| c.title.as_deref() == Some("billing-api"))
+    );
+    let record = bridge.wait_finished(&receipt.delivery_id).await;
+    assert_eq!(record.state, DeliveryState::Delivered, "{record:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_sends_to_one_session_never_overlap() {
+    let bridge = Bridge::start().await;
+    let target = bridge.claude_session("seed serial");
+    bridge.endpoint.push(
+        Rule::on_user_text("serial one")
+            .reply(Reply::echo_token("one done").delay(Duration::from_secs(4))),
+    );
+    bridge
+        .endpoint
+        .push(Rule::on_user_text("serial two").reply(Reply::echo_token("two done")));
+    let caller = bridge.codex_caller("019a0000-0000-7000-8000-0000000000bb");
+    let mut one = bridge.send_params(Agent::Claude, "serial one", caller.clone());
+    one.session_id = Some(target.clone());
+    let mut two = bridge.send_params(Agent::Claude, "serial two", caller);
+    two.session_id = Some(target.clone());
+    let first = bridge.accepted(one).await;
+    let second = bridge.accepted(two).await;
+    assert_eq!(second.queue_depth, 1, "{second:#?}");
+    assert!(second.warnings.iter().any(|w| w.contains("busy")));
+
+    // While the first turn's model call is held, the second never reaches the model.
+    bridge
+        .wait_record(&first.delivery_id, Duration::from_secs(120), |r| {
+            r.state == DeliveryState::AwaitingPeer
+        })
+        .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(prompts_with(&bridge, "serial two").is_empty());
+    let queued = bridge
+        .status(Some(&second.delivery_id))
+        .await
+        .delivery
+        .unwrap();
+    assert_eq!(queued.state, DeliveryState::Queued);
+
+    let one = bridge.wait_finished(&first.delivery_id).await;
+    let two = bridge.wait_finished(&second.delivery_id).await;
+    assert_eq!(
+        (one.state, two.state),
+        (DeliveryState::Delivered, DeliveryState::Delivered)
+    );
+    assert!(
+        one.finished_at.unwrap() <= two.started_at.unwrap(),
+        "the second turn started only after the first ended"
+    );
+    let order: Vec<_> = bridge
+        .endpoint
+        .model_requests()
+        .into_iter()
+        .filter(|r| !r.side_request)
+        .filter_map(|r| r.last_user_prompt)
+        .filter(|p| p.contains("serial "))
+        .map(|p| if p.contains("serial one") { 1 } else { 2 })
+        .collect();
+    assert_eq!(order, [1, 2]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_turn_is_killed_by_the_bridge_timeout() {
+    let bridge = Bridge::start().await;
+    let target = bridge.claude_session("seed silent");
+    bridge
+        .endpoint
+        .push(Rule::on_user_text("go silent").reply(Reply::text("partial").hang_after_events(2)));
+    let mut params = bridge.send_params(
+        Agent::Claude,
+        "go silent",
+        bridge.codex_caller("019a0000-0000-7000-8000-0000000000cc"),
+    );
+    params.session_id = Some(target);
+    params.timeout = Some(3);
+    let receipt = bridge.accepted(params).await;
+    assert!(receipt.idle_policy.starts_with("inactivity timeout 3 s"));
+    let record = bridge.wait_finished(&receipt.delivery_id).await;
+    assert_eq!(record.state, DeliveryState::Failed);
+    assert!(record.is_killed_by_timeout, "{record:#?}");
+    assert!(
+        record
+            .error
+            .unwrap()
+            .starts_with("killed by bridge timeout")
+    );
+    let pid = record.peer_pid.unwrap();
+    assert!(!cross_agent_transports::process::group_alive(pid));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stopping_the_daemon_stops_its_turns_and_a_queued_delivery_goes_out_once_after_restart() {
+    let mut bridge = Bridge::start().await;
+    let target = bridge.claude_session("seed restart");
+    bridge
+        .endpoint
+        .push(Rule::on_user_text("long job").reply(Reply::hang()).once());
+    bridge
+        .endpoint
+        .push(Rule::on_user_text("after restart").reply(Reply::echo_token("came through")));
+    let caller = bridge.codex_caller("019a0000-0000-7000-8000-0000000000dd");
+    let mut long = bridge.send_params(Agent::Claude, "long job", caller.clone());
+    long.session_id = Some(target.clone());
+    let mut queued = bridge.send_params(Agent::Claude, "after restart", caller);
+    queued.session_id = Some(target.clone());
+    let long = bridge.accepted(long).await;
+    let queued = bridge.accepted(queued).await;
+    let running = bridge
+        .wait_record(&long.delivery_id, Duration::from_secs(120), |r| {
+            r.state == DeliveryState::AwaitingPeer
+        })
+        .await;
+    let pid = running.peer_pid.unwrap();
+    bridge
+        .endpoint
+        .wait_for_requests(1, Duration::from_secs(60))
+        .ok();
+
+    bridge.restart_daemon().await;
+    assert!(
+        !cross_agent_transports::process::group_alive(pid),
+        "no orphan process of the stopped turn"
+    );
+    let stopped = bridge
+        .status(Some(&long.delivery_id))
+        .await
+        .delivery
+        .unwrap();
+    assert_eq!(stopped.state, DeliveryState::Failed);
+    assert!(stopped.is_stopped_with_carrier, "{stopped:#?}");
+    assert!(
+        stopped
+            .error
+            .unwrap()
+            .starts_with("stopped with its carrier")
+    );
+
+    let record = bridge.wait_finished(&queued.delivery_id).await;
+    assert_eq!(record.state, DeliveryState::Delivered, "{record:#?}");
+    assert!(record.carrier_generation.unwrap() > running.carrier_generation.unwrap());
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let handed_over = prompts_with(&bridge, &queued.request_id);
+    assert_eq!(handed_over.len(), 1, "exactly once: {handed_over:#?}");
+}
