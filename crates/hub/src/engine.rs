@@ -1193,6 +1193,7 @@ impl Engine {
         record.finished_at = Some(now_rfc3339());
         match outcome {
             Ok(outcome) => {
+                record.peer_pid = Some(outcome.pid);
                 self.created_session(&mut record, &outcome, &job, &mut target_key, &lock_token);
                 self.settle(&mut record, outcome, &job);
             }
