@@ -19,7 +19,7 @@ fn the_python_sdk_client_sees_the_schemas_annotations_and_results() -> anyhow::R
     assert!(
         python.exists(),
         "{} is missing: run `python3 -m venv .tools/mcp-venv && .tools/mcp-venv/bin/pip install \
-         'mcp>=1.10'` (scripts/test does)",
+         'mcp==2.3.0'` (scripts/test does)",
         python.display()
     );
     let scratch = Scratch::new()?;
