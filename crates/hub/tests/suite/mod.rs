@@ -1,0 +1,5 @@
+//! Engine unit tests: caller identification, the envelope, and the delivery queue's locks.
+
+mod caller;
+mod envelope;
+mod records;

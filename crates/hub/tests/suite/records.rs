@@ -1,0 +1,159 @@
+//! The queue: hand-over takes the lock and the payload in one step, first come first served per
+//! session; locks are released only by their owner, and a dead owner's is reclaimed.
+
+use std::collections::BTreeMap;
+
+use cross_agent_hub::Agent;
+use cross_agent_hub::db::HubDb;
+use cross_agent_hub::records::Job;
+use cross_agent_protocol::bridge::{DeliveryRecord, DeliveryState, TargetSelectedBy};
+use pretty_assertions::assert_eq;
+
+fn record(id: &str) -> DeliveryRecord {
+    DeliveryRecord {
+        delivery_id: id.into(),
+        request_id: format!("req_1795992430029_{id:0>6}"),
+        state: DeliveryState::Queued,
+        from_agent: Some(Agent::Codex),
+        from_session: None,
+        target_agent: Agent::Claude,
+        target_session_id: Some("s".into()),
+        target_cwd: None,
+        target_selected_by: TargetSelectedBy::Caller,
+        will_create_session: false,
+        conversation_id: "conv_000000000001".into(),
+        hop: 1,
+        max_hops: 4,
+        transport: "headless-cli".into(),
+        created_at: "2026-11-29T00:00:00Z".into(),
+        started_at: None,
+        finished_at: None,
+        expires_at: None,
+        carrier_generation: Some(1),
+        peer_pid: None,
+        error: None,
+        is_killed_by_timeout: false,
+        is_stopped_with_carrier: false,
+        is_reply_recovered: false,
+        is_undelivered: false,
+        reply_preview: None,
+        late_reply_delivery_id: None,
+        return_delivery_id: None,
+        message_chars: 1,
+        is_orphaned: false,
+        is_return_status_only: true,
+        target_transcript: None,
+    }
+}
+
+fn job() -> Job {
+    Job {
+        body: "secret payload".into(),
+        raw: false,
+        settings: BTreeMap::new(),
+        child_env: BTreeMap::from([("API_KEY".into(), "k".into())]),
+        bridge_env: BTreeMap::new(),
+        cwd: "/".into(),
+        new_session_id: None,
+        timeout_secs: 600,
+        withheld_env: Vec::new(),
+        pin_cwd_key: String::new(),
+    }
+}
+
+#[test]
+fn hand_over_is_first_come_first_served_and_locks_are_owned() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut db = HubDb::open(&tmp.path().join("hub.db")).unwrap();
+    let me = std::process::id();
+    for (n, id) in ["a1", "a2", "b1"].iter().enumerate() {
+        let mut r = record(id);
+        if id.starts_with('b') {
+            r.target_session_id = Some("t".into());
+        }
+        let key = if id.starts_with('a') {
+            "claude:s"
+        } else {
+            "claude:t"
+        };
+        db.insert_delivery(&r, key, 1000 + n as i64, &job(), true)
+            .unwrap();
+    }
+    assert_eq!(db.conversation_hops("conv_000000000001").unwrap(), 3);
+
+    let claimed = db.claim_runnable(4, me, 1, 60_000, 10_000, "now").unwrap();
+    let ids: Vec<_> = claimed
+        .iter()
+        .map(|c| c.record.delivery_id.as_str())
+        .collect();
+    assert_eq!(ids, ["a1", "b1"], "a2 waits behind a1 on the same session");
+    assert_eq!(claimed[0].job, job());
+    // Handed over: a second look finds nothing more to send.
+    assert_eq!(
+        db.claim_runnable(4, me, 1, 60_000, 10_001, "now")
+            .unwrap()
+            .len(),
+        0
+    );
+
+    // Only the owner's token releases a lock.
+    assert!(!db.release_lock("claude:s", "not-the-token").unwrap());
+    assert!(db.release_lock("claude:s", &claimed[0].lock_token).unwrap());
+    let next = db.claim_runnable(4, me, 1, 60_000, 10_002, "now").unwrap();
+    assert_eq!(next[0].record.delivery_id, "a2");
+    assert_eq!(next[0].record.state, DeliveryState::Delivering);
+}
+
+#[test]
+fn a_dead_owners_lock_and_an_expired_lease_are_reclaimed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut db = HubDb::open(&tmp.path().join("hub.db")).unwrap();
+    db.insert_delivery(&record("x1"), "claude:s", 1, &job(), true)
+        .unwrap();
+    db.insert_delivery(&record("x2"), "claude:s", 2, &job(), true)
+        .unwrap();
+    // Taken by a process that no longer exists.
+    let dead_pid = 0x3fff_fff0;
+    let first = db
+        .claim_runnable(1, dead_pid, 1, 60_000, 100, "then")
+        .unwrap();
+    assert_eq!(first.len(), 1);
+    let second = db
+        .claim_runnable(1, std::process::id(), 2, 60_000, 200, "now")
+        .unwrap();
+    assert_eq!(
+        second[0].record.delivery_id, "x2",
+        "the dead owner's lock was reclaimed"
+    );
+
+    db.insert_delivery(&record("x3"), "claude:s", 3, &job(), true)
+        .unwrap();
+    // A live owner whose lease ran out (pid reuse guard).
+    let later = 200 + 60_001;
+    let third = db
+        .claim_runnable(1, std::process::id(), 2, 60_000, later, "later")
+        .unwrap();
+    assert_eq!(third[0].record.delivery_id, "x3");
+}
+
+#[test]
+fn deliveries_an_earlier_daemon_never_closed_are_orphaned_not_resent() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut db = HubDb::open(&tmp.path().join("hub.db")).unwrap();
+    db.insert_delivery(&record("o1"), "claude:s", 1, &job(), true)
+        .unwrap();
+    db.insert_delivery(&record("q1"), "claude:t", 2, &job(), true)
+        .unwrap();
+    db.claim_runnable(1, std::process::id(), 1, 60_000, 10, "now")
+        .unwrap();
+    assert_eq!(db.orphan_unfinished(2, "later").unwrap(), 1);
+    let orphan = db.delivery("o1").unwrap().unwrap();
+    assert_eq!(orphan.state, DeliveryState::Failed);
+    assert!(orphan.is_orphaned);
+    let queued = db.delivery("q1").unwrap().unwrap();
+    assert_eq!(
+        queued.state,
+        DeliveryState::Queued,
+        "never handed over: it still goes out"
+    );
+}
