@@ -1,4 +1,5 @@
 mod caller;
+mod cli;
 mod python;
 mod real_agents;
 mod stdio;

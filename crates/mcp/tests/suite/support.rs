@@ -13,8 +13,8 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use cross_agent_ipc::frame::{FrameReader, write_frame};
 use cross_agent_protocol::bridge::{
-    BridgeStatusResponse, ListSessionsResponse, PeerQueue, PinResponse, SendReceipt, SendResponse,
-    TargetSelectedBy,
+    BridgeStatusResponse, ListSessionsResponse, PeerQueue, PinResponse, Refusal, RefusalReason,
+    SendReceipt, SendResponse, TargetSelectedBy,
 };
 use cross_agent_protocol::rpc::{
     ClientRequest, HelloResponse, PROTOCOL_VERSION, Request, ServerMessage, StatusResponse,
@@ -358,6 +358,14 @@ fn answer(call: &ClientRequest) -> Value {
         }),
         ClientRequest::Shutdown(_) => {
             Ok(json!({"daemon_pid": std::process::id(), "generation": 1}))
+        }
+        ClientRequest::Send(params) if params.message.contains("refuse-me") => {
+            serde_json::to_value(SendResponse::Refused(Refusal {
+                reason: RefusalReason::RequireExplicitTarget,
+                message: "refused: name the target".into(),
+                candidates: vec![],
+                details: json!({"setting": "CROSS_AGENT_REQUIRE_EXPLICIT_TARGET"}),
+            }))
         }
         ClientRequest::Send(params) => serde_json::to_value(SendResponse::Accepted(SendReceipt {
             delivery_id: "dlv_fake".into(),
