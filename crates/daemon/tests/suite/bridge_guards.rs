@@ -397,3 +397,102 @@ async fn a_child_sees_nothing_of_the_daemons_environment() {
     let status = status.await.unwrap();
     assert_ne!(status.delivery.unwrap().state, DeliveryState::Queued);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_auth_failure_names_the_withheld_variable() {
+    let bridge = bench().await;
+    let script = bridge.agents.path().join("auth-fails");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\necho '{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":true,\"result\":\"Invalid API key · Please run /login\",\"session_id\":\"x\"}'\nexit 1\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut params = bridge.send_params(Agent::Claude, "m", bridge.codex_caller(THREAD_A));
+    params.session_id = Some(CLAUDE_B.into());
+    params.caller.settings.insert(
+        "CROSS_AGENT_CLAUDE_BIN".into(),
+        script.to_string_lossy().into_owned(),
+    );
+    params.caller.withheld_env = vec!["GITHUB_TOKEN".into(), "ANTHROPIC_AUTH_TOKEN".into()];
+    let receipt = bridge.accepted(params).await;
+    let record = bridge.wait_finished(&receipt.delivery_id).await;
+    assert_eq!(record.state, DeliveryState::Failed);
+    let error = record.error.unwrap();
+    assert!(error.contains("Invalid API key"), "{error}");
+    assert!(
+        error.contains("withheld ANTHROPIC_AUTH_TOKEN from the child"),
+        "{error}"
+    );
+    assert!(error.contains("CROSS_AGENT_CHILD_ENV"));
+    assert!(
+        !error.contains("GITHUB_TOKEN"),
+        "only the likely one is named: {error}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pins_listing_and_status() {
+    use cross_agent_protocol::bridge::{
+        AgentFilter, ListSessionsParams, ListSessionsResponse, PinParams, PinResponse,
+    };
+    let bridge = bench().await;
+    let caller = bridge.codex_caller(THREAD_A);
+    let pin = |session: Option<&str>| PinParams {
+        agent: Agent::Claude,
+        session_id: session.map(str::to_owned),
+        cwd: None,
+        caller: caller.clone(),
+    };
+    let pinned: PinResponse = bridge.conn.client.call(pin(Some(CLAUDE_B))).await.unwrap();
+    match pinned {
+        PinResponse::Pinned { pin, previous } => {
+            assert_eq!(pin.session_id, CLAUDE_B);
+            assert!(pin.sticky, "pin_agent_session pins never expire");
+            assert_eq!(previous, None);
+        }
+        other => panic!("{other:?}"),
+    }
+    let missing: PinResponse = bridge.conn.client.call(pin(Some("no-such"))).await.unwrap();
+    assert!(matches!(missing, PinResponse::Refused(r) if r.reason == RefusalReason::NoSuchSession));
+
+    let listed: ListSessionsResponse = bridge
+        .conn
+        .client
+        .call(ListSessionsParams {
+            agent: AgentFilter::Both,
+            scope: None,
+            cwd: None,
+            limit: None,
+            caller: caller.clone(),
+        })
+        .await
+        .unwrap();
+    let claude = &listed.sessions["claude"];
+    assert_eq!(claude.len(), 2);
+    assert!(
+        claude
+            .iter()
+            .any(|s| s.session_id == CLAUDE_B && s.is_pinned)
+    );
+    let codex = &listed.sessions["codex"];
+    assert!(
+        codex
+            .iter()
+            .any(|s| s.session_id == THREAD_A && s.is_caller)
+    );
+
+    let status = bridge.status(None).await;
+    assert_eq!(status.server_process["pid"], std::process::id());
+    assert_eq!(status.resolved_sessions["claude"]["session_id"], CLAUDE_B);
+    assert_eq!(status.resolved_sessions["claude"]["selected_by"], "pin");
+    assert_eq!(status.settings["max_hops"], 4);
+    assert_eq!(status.settings["disable_headless"], false);
+
+    let unpinned: PinResponse = bridge.conn.client.call(pin(Some("  "))).await.unwrap();
+    assert!(
+        matches!(unpinned, PinResponse::Unpinned { previous: Some(p) } if p.session_id == CLAUDE_B)
+    );
+    let status = bridge.status(None).await;
+    assert!(status.pins.is_empty());
+}

@@ -365,3 +365,114 @@ async fn stopping_the_daemon_stops_its_turns_and_a_queued_delivery_goes_out_once
     let handed_over = prompts_with(&bridge, &queued.request_id);
     assert_eq!(handed_over.len(), 1, "exactly once: {handed_over:#?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_claude_session_takes_the_bridges_id_and_is_pinned_at_once() {
+    let bridge = Bridge::start().await;
+    bridge
+        .endpoint
+        .push(Rule::on_user_text("open claude").reply(Reply::echo_token("opened")));
+    bridge
+        .endpoint
+        .push(Rule::on_user_text("follow up").reply(Reply::echo_token("followed")));
+    let caller = bridge.codex_caller("019a0000-0000-7000-8000-0000000000ee");
+    let mut params = bridge.send_params(Agent::Claude, "open claude", caller.clone());
+    params.new_session = true;
+    let first = bridge.accepted(params).await;
+    assert!(first.will_create_session);
+    let created = first.target_session_id.clone().unwrap();
+    // Pinned before it even ran: the next send queues behind it instead of creating another.
+    let second = bridge
+        .accepted(bridge.send_params(Agent::Claude, "follow up", caller))
+        .await;
+    assert_eq!(second.target_selected_by, TargetSelectedBy::Pin);
+    assert_eq!(second.target_session_id.as_deref(), Some(created.as_str()));
+    for id in [&first.delivery_id, &second.delivery_id] {
+        let record = bridge.wait_finished(id).await;
+        assert_eq!(record.state, DeliveryState::Delivered, "{record:#?}");
+    }
+    let text = std::fs::read_to_string(bridge.claude_transcript(&created)).unwrap();
+    assert!(text.contains(&first.request_id) && text.contains(&second.request_id));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_headless_turn_stopped_for_want_of_an_approval_fails_saying_so() {
+    let bridge = Bridge::start().await;
+    let target = bridge.claude_session("seed approval");
+    let marker = bridge.project.join("written-by-peer");
+    bridge.endpoint.push(
+        Rule::on_user_text("please write").tool_call(cross_agent_testkit::endpoint::ToolCall::new(
+            "Bash",
+            serde_json::json!({"command": format!("touch {}", marker.display()), "description": "write"}),
+        )),
+    );
+    bridge
+        .endpoint
+        .push(Rule::on_any_tool_result().reply_text("let me run that another way"));
+    let mut params = bridge.send_params(
+        Agent::Claude,
+        "please write",
+        bridge.codex_caller("019a0000-0000-7000-8000-0000000000ff"),
+    );
+    params.session_id = Some(target);
+    let receipt = bridge.accepted(params).await;
+    let record = bridge.wait_finished(&receipt.delivery_id).await;
+    assert_eq!(record.state, DeliveryState::Failed, "{record:#?}");
+    let error = record.error.unwrap();
+    assert!(
+        error.contains("cancelled for want of an approval (Bash)"),
+        "{error}"
+    );
+    assert!(error.contains("CROSS_AGENT_CLAUDE_PERMISSION_MODE"));
+    assert!(!marker.exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_from_inside_a_bridge_started_turn_continues_its_conversation() {
+    let bridge = Bridge::start().await;
+    let target = bridge.claude_session("seed inner");
+    bridge.endpoint.push(
+        Rule::on_user_text("outer request")
+            .reply(Reply::echo_token("outer done").delay(Duration::from_secs(4))),
+    );
+    let mut params = bridge.send_params(
+        Agent::Claude,
+        "outer request",
+        bridge.codex_caller("019a0000-0000-7000-8000-000000000111"),
+    );
+    params.session_id = Some(target.clone());
+    let outer = bridge.accepted(params).await;
+    let running = bridge
+        .wait_record(&outer.delivery_id, Duration::from_secs(120), |r| {
+            r.state == DeliveryState::AwaitingPeer
+        })
+        .await;
+    // What the MCP server of that turn would send: its ancestry holds the turn's CLI, and no
+    // environment tells it the conversation (as with Codex, which passes none).
+    let inner_caller = cross_agent_protocol::bridge::CallerContext {
+        pid: 999_999,
+        ancestry: vec![cross_agent_protocol::bridge::AncestorProcess {
+            pid: running.peer_pid.unwrap(),
+            name: "claude".into(),
+            cmdline: "claude -p".into(),
+        }],
+        client_name: None,
+        claude_code_session_id: None,
+        ..bridge.codex_caller("unused")
+    };
+    let mut inner_caller = inner_caller;
+    inner_caller.codex_turn_metadata = None;
+    let mut params = bridge.send_params(Agent::Codex, "inner request", inner_caller);
+    params.new_session = true;
+    let inner = bridge.accepted(params).await;
+    assert_eq!(inner.conversation_id, outer.conversation_id);
+    assert_eq!(inner.hop, 2);
+    assert_eq!(
+        inner.reply_lands_in_session.as_deref(),
+        Some(target.as_str())
+    );
+    let status = bridge.status(Some(&inner.delivery_id)).await;
+    assert_eq!(status.delivery.unwrap().from_agent, Some(Agent::Claude));
+    bridge.wait_finished(&outer.delivery_id).await;
+    bridge.wait_finished(&inner.delivery_id).await;
+}
