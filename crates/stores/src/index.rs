@@ -339,8 +339,18 @@ impl SessionIndex {
             .collect()
     }
 
-    /// The sessions of `agents`, as [`SessionIndex::sessions`] but without copying: the index
-    /// is used up.
+    /// The sessions of `agents` (copies; the index stays).
+    pub fn sessions_of(&self, agents: &[Agent]) -> Vec<Session> {
+        self.entries
+            .iter()
+            .filter_map(|entry| entry.session.as_ref())
+            .filter(|session| agents.contains(&session.agent))
+            .cloned()
+            .collect()
+    }
+
+    /// The sessions of `agents`, as [`SessionIndex::sessions_of`] but without copying: the
+    /// index is used up.
     pub fn into_sessions(self, agents: &[Agent]) -> Vec<Session> {
         self.entries
             .into_iter()

@@ -65,18 +65,14 @@ impl Listing {
 
 /// Lists every session under `roots`, starting from and updating the cache in `options`.
 /// Never fails: a store or cache problem is a warning, and the listing goes on without it.
+///
+/// For one listing in a short-lived process (the CLI). A long-lived one (the daemon) keeps a
+/// [`Scanner`], which holds the index in memory between listings instead of loading the cache
+/// file each time.
 pub fn list_sessions(roots: &StoreRoots, options: &ScanOptions) -> Listing {
+    let agents = wanted_agents(options);
     let mut warnings = Warnings::default();
     let mut timings = Timings::default();
-    let mut agents: Vec<Agent> = if options.agents.is_empty() {
-        Agent::ALL.to_vec()
-    } else {
-        options.agents.clone()
-    };
-    // Each store is walked once, whatever the caller passed.
-    agents.sort();
-    agents.dedup();
-    let agents = agents.as_slice();
 
     // Loading the cache and walking the stores do not depend on each other: the walk is mostly
     // waiting on `stat` calls, so the cache is decoded meanwhile on a thread of its own.
@@ -88,7 +84,7 @@ pub fn list_sessions(roots: &StoreRoots, options: &ScanOptions) -> Listing {
                 (cache::load(path), started.elapsed())
             })
         });
-        let sources = discover_sources(roots, options.refresh.threads, agents, &mut warnings);
+        let sources = discover_sources(roots, options.refresh.threads, &agents, &mut warnings);
         let (loaded, load_time) = match loader.map(|handle| handle.join()) {
             Some(Ok((loaded, took))) => (Some(loaded), took),
             Some(Err(_)) => (
@@ -101,39 +97,21 @@ pub fn list_sessions(roots: &StoreRoots, options: &ScanOptions) -> Listing {
     });
     let discovered = started.elapsed();
     timings.load_cache = load_time;
-    let mut index = match (loaded, &options.cache_file) {
-        (Some(CacheLoad::Loaded(index)), _) => index,
-        (Some(CacheLoad::Corrupt(why)), Some(path)) => {
-            warnings.push(path, None, format!("{why}; rebuilding it"));
-            SessionIndex::new()
-        }
-        _ => SessionIndex::new(),
-    };
+    let mut index = loaded_index(loaded, options.cache_file.as_deref(), &mut warnings);
 
-    let started = Instant::now();
-    let stats = index.refresh_sources(sources, agents, options.refresh, &mut warnings);
-    timings.refresh = discovered + started.elapsed();
-
-    let started = Instant::now();
-    let codex_names = if agents.contains(&Agent::Codex) {
-        index.codex_names()
-    } else {
-        ThreadNames::default()
-    };
-    timings.names = started.elapsed();
-
-    let started = Instant::now();
-    if let Some(path) = &options.cache_file
-        && index.is_dirty()
-        && let Err(e) = cache::save(path, &index)
-    {
-        warnings.push(path, None, format!("cannot save the session cache: {e}"));
-    }
-    timings.save_cache = started.elapsed();
+    let (stats, codex_names) = refresh_and_save(
+        &mut index,
+        sources,
+        &agents,
+        options,
+        &mut warnings,
+        &mut timings,
+    );
+    timings.refresh += discovered;
 
     let started = Instant::now();
     let sessions = named_sessions(
-        index.into_sessions(agents),
+        index.into_sessions(&agents),
         &codex_names,
         roots,
         &mut warnings,
@@ -146,6 +124,143 @@ pub fn list_sessions(roots: &StoreRoots, options: &ScanOptions) -> Listing {
         stats,
         timings,
     }
+}
+
+/// A session index kept in memory between listings, for a long-lived process: the cache file is
+/// read once, then each listing only walks the stores and reads what changed, and saves the
+/// cache when something did.
+#[derive(Debug)]
+pub struct Scanner {
+    options: ScanOptions,
+    index: Option<SessionIndex>,
+}
+
+impl Scanner {
+    pub fn new(options: ScanOptions) -> Scanner {
+        Scanner {
+            options,
+            index: None,
+        }
+    }
+
+    /// Lists the sessions of the agents in the options (all when empty), as [`list_sessions`].
+    pub fn list(&mut self, roots: &StoreRoots) -> Listing {
+        self.list_agents(roots, &self.options.agents.clone())
+    }
+
+    /// Lists the sessions of `agents` only (all when empty): a lookup of one agent's name walks
+    /// only that agent's store.
+    pub fn list_agents(&mut self, roots: &StoreRoots, agents: &[Agent]) -> Listing {
+        let options = ScanOptions {
+            agents: agents.to_vec(),
+            ..self.options.clone()
+        };
+        let agents = wanted_agents(&options);
+        let mut warnings = Warnings::default();
+        let mut timings = Timings::default();
+
+        let mut index = match self.index.take() {
+            Some(index) => index,
+            None => {
+                let started = Instant::now();
+                let loaded = options.cache_file.as_deref().map(cache::load);
+                timings.load_cache = started.elapsed();
+                loaded_index(loaded, options.cache_file.as_deref(), &mut warnings)
+            }
+        };
+        let started = Instant::now();
+        let sources = discover_sources(roots, options.refresh.threads, &agents, &mut warnings);
+        let discovered = started.elapsed();
+        let (stats, codex_names) = refresh_and_save(
+            &mut index,
+            sources,
+            &agents,
+            &options,
+            &mut warnings,
+            &mut timings,
+        );
+        timings.refresh += discovered;
+
+        let started = Instant::now();
+        let sessions = named_sessions(
+            index.sessions_of(&agents),
+            &codex_names,
+            roots,
+            &mut warnings,
+        );
+        timings.names += started.elapsed();
+        self.index = Some(index);
+
+        Listing {
+            sessions,
+            warnings: warnings.items,
+            stats,
+            timings,
+        }
+    }
+}
+
+/// The agents a listing covers, each once.
+fn wanted_agents(options: &ScanOptions) -> Vec<Agent> {
+    let mut agents: Vec<Agent> = if options.agents.is_empty() {
+        Agent::ALL.to_vec()
+    } else {
+        options.agents.clone()
+    };
+    agents.sort();
+    agents.dedup();
+    agents
+}
+
+/// The index a cache load gave, or an empty one (with a warning when the cache was damaged).
+fn loaded_index(
+    loaded: Option<CacheLoad>,
+    cache_file: Option<&Path>,
+    warnings: &mut Warnings,
+) -> SessionIndex {
+    match (loaded, cache_file) {
+        (Some(CacheLoad::Loaded(index)), _) => index,
+        (Some(CacheLoad::Corrupt(why)), Some(path)) => {
+            warnings.push(path, None, format!("{why}; rebuilding it"));
+            SessionIndex::new()
+        }
+        _ => SessionIndex::new(),
+    }
+}
+
+/// Brings `index` up to date with `sources`, reads the Codex names, and saves the cache when
+/// anything changed.
+fn refresh_and_save(
+    index: &mut SessionIndex,
+    sources: Vec<(crate::index::FoldKind, crate::roots::SourceFile)>,
+    agents: &[Agent],
+    options: &ScanOptions,
+    warnings: &mut Warnings,
+    timings: &mut Timings,
+) -> (IndexStats, ThreadNames) {
+    let started = Instant::now();
+    let stats = index.refresh_sources(sources, agents, options.refresh, warnings);
+    timings.refresh = started.elapsed();
+
+    let started = Instant::now();
+    let codex_names = if agents.contains(&Agent::Codex) {
+        index.codex_names()
+    } else {
+        ThreadNames::default()
+    };
+    timings.names = started.elapsed();
+
+    let started = Instant::now();
+    if let Some(path) = &options.cache_file
+        && index.is_dirty()
+    {
+        match cache::save(path, index) {
+            Ok(()) => index.dirty = false,
+            Err(e) => warnings.push(path, None, format!("cannot save the session cache: {e}")),
+        }
+    }
+    timings.save_cache = started.elapsed();
+    (stats, codex_names)
 }
 
 /// The index's sessions with the names kept outside the transcripts applied (Codex thread names,

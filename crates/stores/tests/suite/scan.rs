@@ -20,3 +20,48 @@ fn listing_without_a_cache_still_works() {
     assert!(listing.sessions.is_empty());
     assert!(listing.warnings.is_empty(), "{:?}", listing.warnings);
 }
+
+#[test]
+fn a_scanner_keeps_the_index_in_memory_between_listings() {
+    use cross_agent_stores::index::RefreshOptions;
+    use cross_agent_stores::scan::Scanner;
+    use cross_agent_testkit::synthetic_stores::{ClaudeTranscript, now_millis};
+
+    let tmp = TempDir::new().unwrap();
+    let now = now_millis();
+    let mut t = ClaudeTranscript::new(tmp.path(), "/work/p", "c1");
+    t.user("start", now - 2_000)
+        .assistant_text("ok", now - 1_000);
+    t.write().unwrap();
+    let roots = StoreRoots::under_home(tmp.path());
+    let cache = cache_file(&tmp.path().join("xa"));
+    let options = ScanOptions {
+        cache_file: Some(cache.clone()),
+        refresh: RefreshOptions { threads: 2 },
+        agents: Vec::new(),
+    };
+    let mut scanner = Scanner::new(options.clone());
+    let first = scanner.list(&roots);
+    assert_eq!(first.stats.files_new, 1);
+    assert!(cache.exists());
+
+    let n = t.len();
+    t.custom_title("renamed");
+    t.append_since(n).unwrap();
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&t.path)
+        .unwrap();
+    let mtime = std::fs::metadata(&t.path).unwrap().modified().unwrap();
+    file.set_modified(mtime + std::time::Duration::from_secs(1))
+        .unwrap();
+    let second = scanner.list_agents(&roots, &[cross_agent_stores::Agent::Claude]);
+    assert_eq!(second.stats.files_appended, 1);
+    assert_eq!(second.timings.load_cache, std::time::Duration::ZERO);
+    assert_eq!(second.sessions[0].title.as_deref(), Some("renamed"));
+
+    // What the scanner saved is what a fresh process starts from.
+    let fresh = list_sessions(&roots, &options);
+    assert_eq!(fresh.stats.bytes_read, 0);
+    assert_eq!(fresh.sessions, second.sessions);
+}
