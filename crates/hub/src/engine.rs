@@ -63,6 +63,22 @@ const POLL: Duration = Duration::from_secs(1);
 pub const REPLY_PREVIEW_CHARS: usize = 2000;
 /// A target idle longer than this gets a warning: resuming it starts a turn nobody watches.
 const IDLE_WARNING_SECS: u64 = 24 * 60 * 60;
+/// How often finished deliveries past their TTL are pruned.
+const PRUNE_EVERY: Duration = Duration::from_secs(3600);
+/// `CROSS_AGENT_DELIVERY_TTL`'s default: 7 days.
+const DEFAULT_DELIVERY_TTL_SECS: i64 = 604_800;
+
+/// How long finished records are kept. Pruning is store-wide rather than per call, so this one
+/// setting is read from the daemon's own environment.
+fn delivery_ttl_ms() -> i64 {
+    std::env::var("CROSS_AGENT_DELIVERY_TTL")
+        .ok()
+        .and_then(|v| v.trim().parse::<i64>().ok())
+        .filter(|v| *v > 0)
+        .unwrap_or(DEFAULT_DELIVERY_TTL_SECS)
+        .saturating_mul(1000)
+}
+
 /// How many finished deliveries `bridge_status` lists.
 const RECENT: u32 = 20;
 
@@ -203,7 +219,13 @@ fn lookup_refusal(error: StoreError, agent: Agent) -> Refusal {
                 .collect(),
             details: Value::Null,
         },
-        other => refusal(RefusalReason::NoSuchSession, other.to_string(), Value::Null),
+        // Reading the store failed rather than the lookup: nothing can be shown to exist.
+        StoreError::Io { .. }
+        | StoreError::Zstd { .. }
+        | StoreError::Sqlite { .. }
+        | StoreError::Format { .. }
+        | StoreError::InvalidSetting { .. }
+        | StoreError::Cache { .. } => refusal(RefusalReason::NoSuchSession, message, Value::Null),
     }
 }
 
@@ -1094,7 +1116,19 @@ impl Engine {
     async fn dispatch_loop(self) {
         let mut stop = self.inner.stop.subscribe();
         let mut running = JoinSet::new();
+        let mut last_prune: Option<std::time::Instant> = None;
         loop {
+            if last_prune.is_none_or(|at| at.elapsed() > PRUNE_EVERY) {
+                last_prune = Some(std::time::Instant::now());
+                let before = now_ms().saturating_sub(delivery_ttl_ms());
+                match self.db().prune_finished(before) {
+                    Ok(0) => {}
+                    Ok(pruned) => {
+                        tracing::info!(pruned, "pruned finished deliveries past their TTL")
+                    }
+                    Err(error) => tracing::warn!(%error, "could not prune old deliveries"),
+                }
+            }
             let free = MAX_WORKERS.saturating_sub(running.len());
             let claimed = self.db().claim_runnable(
                 free,

@@ -446,6 +446,17 @@ impl HubDb {
         Ok(count)
     }
 
+    /// Deletes finished deliveries created before `before_ms` (`CROSS_AGENT_DELIVERY_TTL`).
+    /// Unfinished ones are never pruned: their answer may still come.
+    pub fn prune_finished(&self, before_ms: i64) -> Result<usize> {
+        self.conn
+            .execute(
+                "DELETE FROM deliveries WHERE state IN ('delivered', 'failed') AND created_ms < ?1",
+                params![before_ms],
+            )
+            .map_err(|source| self.err("prune old deliveries", source))
+    }
+
     /// The pin of `agent` for `cwd_key` (`""` is the pin for every directory).
     pub fn pin(&self, agent: Agent, cwd_key: &str) -> Result<Option<(Pin, i64)>> {
         self.conn

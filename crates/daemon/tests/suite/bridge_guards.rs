@@ -26,14 +26,34 @@ fn fake_claude(dir: &Path) -> PathBuf {
     std::fs::write(
         &path,
         format!(
-            "#!/bin/sh\nenv > {}/child-env.$$\n\
+            "#!/bin/sh\nenv > {dir}/child-env.$$\nprintf '%s\\0' \"$@\" > {dir}/child-args.$$\n\
              echo '{{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"result\":\"fake answer\",\"session_id\":\"x\",\"permission_denials\":[]}}'\n",
-            dir.display()
+            dir = dir.display()
         ),
     )
     .unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
     path
+}
+
+/// The argv of every run of the stand-in `claude`, NUL-separated arguments per run.
+fn fake_runs(dir: &Path) -> Vec<Vec<String>> {
+    let mut runs: Vec<(std::time::SystemTime, Vec<String>)> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("child-args."))
+        .map(|e| {
+            let text = std::fs::read_to_string(e.path()).unwrap();
+            let args = text
+                .split('\0')
+                .filter(|a| !a.is_empty())
+                .map(str::to_owned)
+                .collect();
+            (e.metadata().unwrap().modified().unwrap(), args)
+        })
+        .collect();
+    runs.sort();
+    runs.into_iter().map(|(_, args)| args).collect()
 }
 
 async fn bench() -> Bridge {
@@ -495,4 +515,36 @@ async fn pins_listing_and_status() {
     );
     let status = bridge.status(None).await;
     assert!(status.pins.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn raw_mode_hands_over_the_message_alone() {
+    let bridge = bench().await;
+    let mut params = with_fake(
+        &bridge,
+        bridge.send_params(
+            Agent::Claude,
+            "-just the text",
+            bridge.codex_caller(THREAD_A),
+        ),
+    );
+    params.session_id = Some(CLAUDE_B.into());
+    params.raw = true;
+    let receipt = bridge.accepted(params).await;
+    let record = bridge.wait_finished(&receipt.delivery_id).await;
+    assert_eq!(record.state, DeliveryState::Delivered, "{record:#?}");
+    assert_eq!(record.reply_preview.as_deref(), Some("fake answer"));
+    let runs = fake_runs(bridge.agents.path());
+    assert_eq!(
+        runs.last().unwrap(),
+        &[
+            "-p",
+            "--output-format",
+            "json",
+            "--resume",
+            CLAUDE_B,
+            "--",
+            "-just the text"
+        ]
+    );
 }

@@ -157,3 +157,18 @@ fn deliveries_an_earlier_daemon_never_closed_are_orphaned_not_resent() {
         "never handed over: it still goes out"
     );
 }
+
+#[test]
+fn finished_deliveries_past_their_ttl_are_pruned_unfinished_ones_never() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = &mut HubDb::open(&tmp.path().join("hub.db")).unwrap();
+    let mut done = record("old");
+    done.state = DeliveryState::Delivered;
+    db.insert_delivery(&done, "claude:s", 10, &job(), false)
+        .unwrap();
+    db.insert_delivery(&record("waiting"), "claude:t", 10, &job(), false)
+        .unwrap();
+    assert_eq!(db.prune_finished(11).unwrap(), 1);
+    assert!(db.delivery("old").unwrap().is_none());
+    assert!(db.delivery("waiting").unwrap().is_some());
+}
