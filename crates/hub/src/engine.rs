@@ -35,7 +35,7 @@ use cross_agent_protocol::bridge::{
     SessionCandidate, SessionEntry, TargetSelectedBy,
 };
 use cross_agent_stores::resolve::{self, Lookup};
-use cross_agent_stores::scan::{self, ScanOptions};
+use cross_agent_stores::scan::{self, ScanOptions, Scanner};
 use cross_agent_stores::{Session, StoreError, StoreRoots, UnixMillis};
 use cross_agent_transports::headless::{Target, TurnRequest};
 use cross_agent_transports::run::{Ended, RunOptions, TurnOutcome, run_turn};
@@ -110,8 +110,9 @@ impl std::fmt::Debug for Engine {
 struct Inner {
     info: EngineInfo,
     db: Mutex<HubDb>,
-    /// One store scan at a time: they share the index cache file.
-    scan: Mutex<()>,
+    /// The session index, held in memory between listings (one listing at a time: it also
+    /// saves the cache file).
+    scan: Mutex<Scanner>,
     turns: Mutex<Vec<StartedTurn>>,
     wake: Notify,
     stop: watch::Sender<bool>,
@@ -282,11 +283,16 @@ impl Engine {
             );
         }
         let (stop, _) = watch::channel(false);
+        let state_root = info.state_root.clone();
         Ok(Engine {
             inner: Arc::new(Inner {
                 info,
                 db: Mutex::new(db),
-                scan: Mutex::new(()),
+                scan: Mutex::new(Scanner::new(ScanOptions {
+                    cache_file: Some(scan::cache_file(&state_root)),
+                    refresh: Default::default(),
+                    agents: Vec::new(),
+                })),
                 turns: Mutex::new(Vec::new()),
                 wake: Notify::new(),
                 stop,
@@ -329,15 +335,7 @@ impl Engine {
 
     fn list(&self, context: &CallerContext, agents: &[Agent]) -> (Vec<Session>, Vec<String>) {
         let roots = roots_for(context);
-        let _scan = lock(&self.inner.scan);
-        let listing = scan::list_sessions(
-            &roots,
-            &ScanOptions {
-                cache_file: Some(scan::cache_file(&self.inner.info.state_root)),
-                refresh: Default::default(),
-                agents: agents.to_vec(),
-            },
-        );
+        let listing = lock(&self.inner.scan).list_agents(&roots, agents);
         (
             listing.sessions,
             listing.warnings.iter().map(ToString::to_string).collect(),
