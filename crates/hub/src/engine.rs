@@ -276,11 +276,20 @@ impl Engine {
     pub fn open(hub_db: &Path, info: EngineInfo) -> Result<Engine> {
         let db = HubDb::open(hub_db)?;
         let orphaned = db.orphan_unfinished(info.generation, &now_rfc3339())?;
-        if orphaned > 0 {
+        for record in &orphaned {
             tracing::warn!(
-                orphaned,
-                "deliveries an earlier daemon handed over but never closed were marked orphaned"
+                delivery = %record.delivery_id,
+                "a delivery an earlier daemon handed over but never closed was marked orphaned"
             );
+            // A daemon killed outright could not stop its turns; one still running writes to a
+            // session no lock protects any more. Its group is stopped now — only when the
+            // process is still the agent's CLI, so a reused pid is never touched.
+            if let Some(pid) = record.peer_pid
+                && is_agent_process(pid, record.target_agent)
+            {
+                tracing::warn!(pid, "stopping the turn of an orphaned delivery");
+                cross_agent_transports::process::kill_group(pid);
+            }
         }
         let (stop, _) = watch::channel(false);
         let state_root = info.state_root.clone();
@@ -1446,6 +1455,14 @@ impl Engine {
             record.is_reply_recovered = true;
         }
     }
+}
+
+/// Whether `pid` runs `agent`'s CLI (its command line names it).
+fn is_agent_process(pid: u32, agent: Agent) -> bool {
+    cross_agent_transports::process::is_alive(pid)
+        && std::fs::read(format!("/proc/{pid}/cmdline"))
+            .map(|cmdline| String::from_utf8_lossy(&cmdline).contains(agent.as_str()))
+            .unwrap_or(false)
 }
 
 /// When a failure looks like authentication and the caller's environment withheld a variable

@@ -420,9 +420,9 @@ impl HubDb {
     }
 
     /// Closes deliveries an earlier daemon handed over but never finished (it crashed or was
-    /// killed): `failed` and orphaned, never re-sent. Returns how many.
-    pub fn orphan_unfinished(&self, generation: u64, now: &str) -> Result<usize> {
-        let mut count = 0;
+    /// killed): `failed` and orphaned, never re-sent. Returns them.
+    pub fn orphan_unfinished(&self, generation: u64, now: &str) -> Result<Vec<DeliveryRecord>> {
+        let mut orphaned = Vec::new();
         for mut record in self.deliveries_in(
             &[DeliveryState::Delivering, DeliveryState::AwaitingPeer],
             u32::MAX,
@@ -441,9 +441,9 @@ impl HubDb {
                     .map_or_else(|| "unknown".to_owned(), |g| g.to_string())
             ));
             self.update_delivery(&record)?;
-            count += 1;
+            orphaned.push(record);
         }
-        Ok(count)
+        Ok(orphaned)
     }
 
     /// Deletes finished deliveries created before `before_ms` (`CROSS_AGENT_DELIVERY_TTL`).

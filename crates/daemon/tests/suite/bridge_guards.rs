@@ -13,7 +13,7 @@ use cross_agent_protocol::bridge::{Agent, DeliveryState, RefusalReason, SendPara
 use cross_agent_testkit::synthetic_stores::{ClaudeTranscript, CodexRollout, now_millis};
 use pretty_assertions::assert_eq;
 
-use super::bridge_support::Bridge;
+use super::bridge_support::{Bridge, ENTRY_VAR, spawn_daemon_process};
 
 const CLAUDE_A: &str = "aaaaaaaa-0000-4000-8000-00000000000a";
 const CLAUDE_B: &str = "bbbbbbbb-0000-4000-8000-00000000000b";
@@ -277,21 +277,6 @@ async fn the_hop_budget_is_per_conversation() {
     assert_eq!(bridge.accepted(send(None)).await.hop, 1);
 }
 
-/// The daemon as a process of its own, with a secret in its environment (the test binary
-/// re-executes itself into [`daemon_process_entry`]).
-struct DaemonProcess {
-    child: std::process::Child,
-}
-
-impl Drop for DaemonProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-const ENTRY_VAR: &str = "CROSS_AGENT_TEST_DAEMON_ENTRY";
-
 /// Runs only when re-executed by [`a_child_sees_nothing_of_the_daemons_environment`].
 #[test]
 #[ignore = "entry point of a re-executed daemon process"]
@@ -308,33 +293,15 @@ fn daemon_process_entry() {
 async fn a_child_sees_nothing_of_the_daemons_environment() {
     let bridge = bench().await;
     let root = bridge.state.dir.path().join("state2");
-    let exe = std::env::current_exe().unwrap();
-    let child = std::process::Command::new(exe)
-        .args([
-            "suite::bridge_guards::daemon_process_entry",
-            "--exact",
-            "--ignored",
-            "--nocapture",
-        ])
-        .env(ENTRY_VAR, &root)
-        .env("CROSS_AGENT_HOME", &root)
-        .env("HOME", bridge.state.dir.path().join("user"))
-        .env("DAEMON_ONLY_SECRET", "hunter2-daemon")
-        .env("CROSS_AGENT_MAX_HOPS", "1")
-        .spawn()
-        .unwrap();
-    let _daemon = DaemonProcess { child };
-    let home = cross_agent_ipc::Home::at(&root).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let conn = loop {
-        match cross_agent_ipc::connect(&home, &super::options()).await {
-            Ok(conn) => break conn,
-            Err(_) if Instant::now() < deadline => {
-                tokio::time::sleep(Duration::from_millis(100)).await
-            }
-            Err(error) => panic!("the daemon process did not answer: {error}"),
-        }
-    };
+    let (_daemon, conn) = spawn_daemon_process(
+        &root,
+        &bridge.state.dir.path().join("user"),
+        &[
+            ("DAEMON_ONLY_SECRET", "hunter2-daemon"),
+            ("CROSS_AGENT_MAX_HOPS", "1"),
+        ],
+    )
+    .await;
     let mut params = with_fake(
         &bridge,
         bridge.send_params(Agent::Claude, "m", bridge.codex_caller(THREAD_A)),

@@ -476,3 +476,56 @@ async fn a_call_from_inside_a_bridge_started_turn_continues_its_conversation() {
     bridge.wait_finished(&outer.delivery_id).await;
     bridge.wait_finished(&inner.delivery_id).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_daemon_killed_outright_leaves_an_orphan_that_the_next_one_closes_and_stops() {
+    let mut bridge = Bridge::start().await;
+    let target = bridge.claude_session("seed crash");
+    bridge
+        .endpoint
+        .push(Rule::on_user_text("crash job").reply(Reply::hang()));
+    bridge.stop_daemon().await;
+    let root = bridge.state.root().to_owned();
+    let (mut process, conn) = super::bridge_support::spawn_daemon_process(
+        &root,
+        &bridge.state.dir.path().join("user"),
+        &[],
+    )
+    .await;
+    let mut params = bridge.send_params(
+        Agent::Claude,
+        "crash job",
+        bridge.codex_caller("019a0000-0000-7000-8000-000000000222"),
+    );
+    params.session_id = Some(target);
+    let receipt = match conn.client.call(params).await.unwrap() {
+        cross_agent_protocol::bridge::SendResponse::Accepted(receipt) => receipt,
+        other => panic!("{other:?}"),
+    };
+    while prompts_with(&bridge, "crash job").is_empty() {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    drop(conn);
+    process.child.kill().unwrap();
+    process.child.wait().unwrap();
+
+    bridge.restart_daemon().await;
+    let record = bridge
+        .status(Some(&receipt.delivery_id))
+        .await
+        .delivery
+        .unwrap();
+    assert_eq!(record.state, DeliveryState::Failed);
+    assert!(record.is_orphaned, "{record:#?}");
+    let pid = record.peer_pid.unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while cross_agent_transports::process::group_alive(pid) && std::time::Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        !cross_agent_transports::process::group_alive(pid),
+        "the orphaned turn was stopped"
+    );
+    assert_eq!(prompts_with(&bridge, "crash job").len(), 1, "never re-sent");
+}

@@ -275,3 +275,56 @@ pub fn append_line(path: &Path, line: &str) {
     let mut file = std::fs::OpenOptions::new().append(true).open(path).unwrap();
     writeln!(file, "{line}").unwrap();
 }
+
+/// A daemon as a process of its own (the test binary re-executes itself into
+/// `bridge_guards::daemon_process_entry`), so its environment and its death are its own.
+pub struct DaemonProcess {
+    pub child: std::process::Child,
+}
+
+impl Drop for DaemonProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub const ENTRY_VAR: &str = "CROSS_AGENT_TEST_DAEMON_ENTRY";
+
+/// Starts a daemon process on `root` with `env` added, and connects to it.
+pub async fn spawn_daemon_process(
+    root: &Path,
+    user_home: &Path,
+    env: &[(&str, &str)],
+) -> (DaemonProcess, Connection) {
+    let exe = std::env::current_exe().unwrap();
+    let mut command = std::process::Command::new(exe);
+    command
+        .args([
+            "suite::bridge_guards::daemon_process_entry",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+        ])
+        .env(ENTRY_VAR, root)
+        .env("CROSS_AGENT_HOME", root)
+        .env("HOME", user_home);
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    let process = DaemonProcess {
+        child: command.spawn().unwrap(),
+    };
+    let home = cross_agent_ipc::Home::at(root).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let conn = loop {
+        match cross_agent_ipc::connect(&home, &super::options()).await {
+            Ok(conn) => break conn,
+            Err(_) if Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(100)).await
+            }
+            Err(error) => panic!("the daemon process did not answer: {error}"),
+        }
+    };
+    (process, conn)
+}
