@@ -1,0 +1,271 @@
+//! The messaging engine under load, printed as figures (`cargo bench -p cross-agent-daemon
+//! --bench bridge`). No assertions beyond "nothing lost, nothing overlapped": targets are read
+//! off the output.
+//!
+//! The daemon runs in a child process (this bench re-executed with `CROSS_AGENT_BENCH_DAEMON=1`,
+//! the same `entry::run_process` as `cross-agent daemon run`). The peer is a fast stand-in
+//! `claude` (a shell script that prints a `result` object), so what is measured is the bridge:
+//!
+//! - the `send` receipt on a warm connection (the peer's turn not counted), 500 times;
+//! - 500 sends to 20 sessions delivered: none lost, no two turns overlapping on one session
+//!   (from each record's hand-over and finish times), total time and overhead per send beside
+//!   the stand-in run directly, one after another, as a baseline;
+//! - the daemon's resident memory idle, and after the load.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::{BTreeMap, HashMap};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use cross_agent_daemon::entry::{Mode, run_process};
+use cross_agent_ipc::blocking::BlockingClient;
+use cross_agent_ipc::{ConnectOptions, Home};
+use cross_agent_protocol::bridge::{
+    Agent, BridgeStatusParams, CallerContext, DeliveryRecord, SendParams, SendResponse,
+};
+use cross_agent_protocol::rpc::{ClientKind, ShutdownParams};
+use cross_agent_testkit::synthetic_stores::{ClaudeTranscript, now_millis};
+
+const CHILD_VAR: &str = "CROSS_AGENT_BENCH_DAEMON";
+const SENDS: usize = 500;
+const SESSIONS: usize = 20;
+
+fn main() {
+    if std::env::var_os(CHILD_VAR).is_some() {
+        run_process(Home::from_env().unwrap(), Mode::Detached).unwrap();
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let user = tmp.path().join("user");
+    let project = user.join("work/proj");
+    std::fs::create_dir_all(&project).unwrap();
+    let state = tmp.path().join("state");
+    let home = Home::from_vars(|name| match name {
+        "CROSS_AGENT_HOME" => Some(state.clone().into_os_string()),
+        "HOME" => Some(user.clone().into_os_string()),
+        _ => None,
+    })
+    .unwrap();
+    let cwd = project.to_string_lossy().into_owned();
+    let now = now_millis();
+    let sessions: Vec<String> = (0..SESSIONS)
+        .map(|n| {
+            let id = format!("00000000-0000-4000-8000-{n:012}");
+            let mut transcript = ClaudeTranscript::new(&user, &cwd, &id);
+            transcript
+                .user("hello", now - 60_000)
+                .assistant_text("hi", now - 59_000);
+            transcript.write().unwrap();
+            id
+        })
+        .collect();
+    let peer = stand_in(tmp.path());
+
+    let options = ConnectOptions::new(ClientKind::Other);
+    let mut child = spawn(&home);
+    let client = wait_for_daemon(&home, &options);
+    std::thread::sleep(Duration::from_secs(2));
+    let idle = rss_kib(child.id());
+
+    let caller = CallerContext {
+        cwd: Some(cwd.clone()),
+        pid: std::process::id(),
+        client_name: Some("codex-mcp-client".into()),
+        codex_turn_metadata: Some(serde_json::json!({"thread_id": "bench-thread"})),
+        settings: BTreeMap::from([(
+            "CROSS_AGENT_CLAUDE_BIN".to_owned(),
+            peer.to_string_lossy().into_owned(),
+        )]),
+        child_env: BTreeMap::from([
+            ("HOME".to_owned(), user.to_string_lossy().into_owned()),
+            ("PATH".to_owned(), "/usr/bin:/bin".to_owned()),
+        ]),
+        ..CallerContext::default()
+    };
+
+    let began = Instant::now();
+    let mut receipts = Vec::with_capacity(SENDS);
+    let mut latencies = Vec::with_capacity(SENDS);
+    for n in 0..SENDS {
+        let params = SendParams {
+            agent: Agent::Claude,
+            message: format!("message {n}"),
+            session_id: Some(sessions[n % SESSIONS].clone()),
+            new_session: false,
+            scope: None,
+            cwd: None,
+            timeout: None,
+            conversation_id: None,
+            raw: false,
+            allow_same_agent: false,
+            caller: caller.clone(),
+        };
+        let sent = Instant::now();
+        match client.call(params).unwrap() {
+            SendResponse::Accepted(receipt) => receipts.push(receipt.delivery_id),
+            SendResponse::Refused(refusal) => panic!("refused: {refusal:?}"),
+        }
+        latencies.push(sent.elapsed());
+    }
+    report("send receipt (warm connection, 20 sessions)", &latencies);
+
+    let mut records: Vec<DeliveryRecord> = Vec::with_capacity(SENDS);
+    let deadline = Instant::now() + Duration::from_secs(600);
+    for id in &receipts {
+        loop {
+            let status = client
+                .call(BridgeStatusParams {
+                    cwd: None,
+                    scope: None,
+                    delivery_id: Some(id.clone()),
+                    caller: caller.clone(),
+                })
+                .unwrap();
+            let record = status.delivery.unwrap();
+            if record.state.is_finished() {
+                records.push(record);
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "deliveries did not finish: {record:?}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    let total = began.elapsed();
+    let loaded = rss_kib(child.id());
+
+    let lost: Vec<_> = records
+        .iter()
+        .filter(|r| r.reply_preview.as_deref() != Some("stand-in answer"))
+        .collect();
+    assert!(lost.is_empty(), "lost or failed: {lost:#?}");
+    let overlaps = overlaps(&records);
+    assert_eq!(overlaps, 0, "turns overlapped on a session");
+
+    let baseline_began = Instant::now();
+    for _ in 0..SENDS {
+        let status = Command::new(&peer)
+            .current_dir(&project)
+            .stdout(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+    let baseline = baseline_began.elapsed();
+
+    println!(
+        "{SENDS} sends to {SESSIONS} sessions: all delivered, 0 overlaps; {:.2?} in all, \
+         {:.2?} per send end to end",
+        total,
+        total / SENDS as u32
+    );
+    println!(
+        "stand-in peer run directly {SENDS} times one after another: {:.2?} ({:.2?} each); the \
+         bridge runs up to 4 turns at once",
+        baseline,
+        baseline / SENDS as u32
+    );
+    if let (Some((idle, _)), Some((rss, hwm))) = (idle, loaded) {
+        println!(
+            "daemon resident memory: idle {:.1} MiB, after the load {:.1} MiB (peak {:.1} MiB)",
+            idle as f64 / 1024.0,
+            rss as f64 / 1024.0,
+            hwm as f64 / 1024.0
+        );
+    }
+    let _ = client.call(ShutdownParams {
+        reason: Some("bench done".into()),
+    });
+    let _ = child.wait();
+}
+
+/// A `claude -p` stand-in: answers at once, like the real one's `--output-format json`.
+fn stand_in(dir: &Path) -> PathBuf {
+    let path = dir.join("claude-stand-in");
+    std::fs::write(
+        &path,
+        "#!/bin/sh\necho '{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"result\":\"stand-in answer\",\"session_id\":\"x\",\"permission_denials\":[]}'\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+/// Pairs of turns on one session whose [hand-over, finish] intervals intersect.
+fn overlaps(records: &[DeliveryRecord]) -> usize {
+    let parse = |t: &Option<String>| {
+        time::OffsetDateTime::parse(
+            t.as_deref().unwrap(),
+            &time::format_description::well_known::Rfc3339,
+        )
+        .unwrap()
+    };
+    let mut by_session: HashMap<&str, Vec<(time::OffsetDateTime, time::OffsetDateTime)>> =
+        HashMap::new();
+    for r in records {
+        by_session
+            .entry(r.target_session_id.as_deref().unwrap())
+            .or_default()
+            .push((parse(&r.started_at), parse(&r.finished_at)));
+    }
+    by_session
+        .values_mut()
+        .map(|spans| {
+            spans.sort();
+            spans.windows(2).filter(|w| w[1].0 < w[0].1).count()
+        })
+        .sum()
+}
+
+fn spawn(home: &Home) -> Child {
+    Command::new(std::env::current_exe().unwrap())
+        .env(CHILD_VAR, "1")
+        .env("CROSS_AGENT_HOME", home.root())
+        .env_remove("CROSS_AGENT_DEBUG")
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+fn wait_for_daemon(home: &Home, options: &ConnectOptions) -> BlockingClient {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Ok(client) = BlockingClient::connect(home, options) {
+            return client;
+        }
+        assert!(Instant::now() < deadline, "the daemon did not come up");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn report(label: &str, samples: &[Duration]) {
+    let mut sorted = samples.to_vec();
+    sorted.sort();
+    let at = |p: f64| sorted[((sorted.len() - 1) as f64 * p) as usize];
+    println!(
+        "{label}: median {:.2?}, p90 {:.2?}, max {:.2?} ({} samples)",
+        at(0.5),
+        at(0.9),
+        sorted[sorted.len() - 1],
+        sorted.len()
+    );
+}
+
+fn rss_kib(pid: u32) -> Option<(u64, u64)> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let field = |name: &str| -> Option<u64> {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))?
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()
+    };
+    Some((field("VmRSS:")?, field("VmHWM:")?))
+}
