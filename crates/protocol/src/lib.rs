@@ -5,6 +5,7 @@
 //! shims, CLI) can link it without pulling in the engine.
 
 pub mod bridge;
+pub mod decisions;
 pub mod rpc;
 
 pub use bridge::Agent;
