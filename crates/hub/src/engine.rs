@@ -571,6 +571,25 @@ impl Engine {
                     },
                 ) {
                     Ok(found) => Ok(Resolved::of(found.session, TargetSelectedBy::Caller, cwd)),
+                    // A session the bridge is creating right now is not on disk yet, but its id
+                    // is on the receipt the caller holds: follow-ups may name it.
+                    Err(StoreError::NoSuchSession { .. })
+                        if let Some(pending) = self.session_being_created(agent, query)? =>
+                    {
+                        Ok(Resolved {
+                            selected_by: TargetSelectedBy::Caller,
+                            session_id: Some(query.to_owned()),
+                            cwd: pending
+                                .target_cwd
+                                .as_deref()
+                                .map_or_else(|| cwd.to_owned(), PathBuf::from),
+                            title: None,
+                            transcript: pending.target_transcript.as_deref().map(PathBuf::from),
+                            last_activity: None,
+                            is_working: true,
+                            new_reason: None,
+                        })
+                    }
                     Err(error) => Err(lookup_refusal(error, agent)),
                 },
             );
@@ -627,6 +646,30 @@ impl Engine {
             ),
             TargetSelectedBy::NewSession,
         )))
+    }
+
+    /// An unfinished delivery creating `agent` session `session_id`.
+    fn session_being_created(
+        &self,
+        agent: Agent,
+        session_id: &str,
+    ) -> Result<Option<DeliveryRecord>> {
+        Ok(self
+            .db()
+            .deliveries_in(
+                &[
+                    DeliveryState::Queued,
+                    DeliveryState::Delivering,
+                    DeliveryState::AwaitingPeer,
+                ],
+                1000,
+            )?
+            .into_iter()
+            .find(|r| {
+                r.will_create_session
+                    && r.target_agent == agent
+                    && r.target_session_id.as_deref() == Some(session_id)
+            }))
     }
 
     /// The pin for `cwd`, else the pin for every directory.

@@ -369,9 +369,10 @@ async fn stopping_the_daemon_stops_its_turns_and_a_queued_delivery_goes_out_once
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_claude_session_takes_the_bridges_id_and_is_pinned_at_once() {
     let bridge = Bridge::start().await;
-    bridge
-        .endpoint
-        .push(Rule::on_user_text("open claude").reply(Reply::echo_token("opened")));
+    bridge.endpoint.push(
+        Rule::on_user_text("open claude")
+            .reply(Reply::echo_token("opened").delay(Duration::from_secs(3))),
+    );
     bridge
         .endpoint
         .push(Rule::on_user_text("follow up").reply(Reply::echo_token("followed")));
@@ -387,7 +388,17 @@ async fn a_new_claude_session_takes_the_bridges_id_and_is_pinned_at_once() {
         .await;
     assert_eq!(second.target_selected_by, TargetSelectedBy::Pin);
     assert_eq!(second.target_session_id.as_deref(), Some(created.as_str()));
-    for id in [&first.delivery_id, &second.delivery_id] {
+    // The id on the receipt can be named at once, before the session exists on disk.
+    let mut third = bridge.send_params(
+        Agent::Claude,
+        "follow up by id",
+        bridge.codex_caller("019a0000-0000-7000-8000-0000000000ee"),
+    );
+    third.session_id = Some(created.clone());
+    let third = bridge.accepted(third).await;
+    assert_eq!(third.target_selected_by, TargetSelectedBy::Caller);
+    assert_eq!(third.target_session_id.as_deref(), Some(created.as_str()));
+    for id in [&first.delivery_id, &second.delivery_id, &third.delivery_id] {
         let record = bridge.wait_finished(id).await;
         assert_eq!(record.state, DeliveryState::Delivered, "{record:#?}");
     }
