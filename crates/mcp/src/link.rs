@@ -7,12 +7,18 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use cross_agent_ipc::{ConnectOptions, Error as IpcError, Home, connect_or_start};
 use cross_agent_protocol::rpc::{ClientKind, ErrorCode, Method, StatusParams};
 use tokio::sync::Mutex;
 
 use cross_agent_ipc::Client;
+
+/// How long one call may wait for the daemon's answer. Every method answers at once (a send
+/// returns a receipt, not the peer's answer), so a call this slow means a hung daemon, and the
+/// agent is better told so than left waiting on its own tool timeout.
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A call the daemon did not answer, in words for the agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,7 +71,7 @@ impl DaemonLink {
         })?;
         let (client, fresh) = self.client(home).await?;
         let client = if !repeatable && !fresh {
-            match client.call(StatusParams {}).await {
+            match timed(&client, StatusParams {}).await {
                 Ok(_) => client,
                 Err(error) if is_closed(&error) => self.reconnect(home, &client).await?,
                 Err(error) => return Err(self.failure(home, M::NAME, error)),
@@ -73,12 +79,11 @@ impl DaemonLink {
         } else {
             client
         };
-        match client.call(params.clone()).await {
+        match timed(&client, params.clone()).await {
             Ok(response) => Ok(response),
             Err(error) if repeatable && !fresh && is_closed(&error) => {
                 let client = self.reconnect(home, &client).await?;
-                client
-                    .call(params)
+                timed(&client, params)
                     .await
                     .map_err(|error| self.failure(home, M::NAME, error))
             }
@@ -155,6 +160,14 @@ impl DaemonLink {
                 message: format!("{error}. The daemon's log is in {}", logs.display()),
                 kind: "daemon_error",
             },
+            IpcError::Timeout { .. } => LinkFailure {
+                message: format!(
+                    "the cross-agent daemon did not answer `{method}`: {error}. It may be hung: \
+                     its log is in {}; `cross-agent daemon restart` replaces it",
+                    logs.display()
+                ),
+                kind: "daemon_unreachable",
+            },
             _ => LinkFailure {
                 message: format!(
                     "cross-agent lost its daemon during `{method}`: {error}. The daemon's log is \
@@ -165,6 +178,18 @@ impl DaemonLink {
                 kind: "daemon_unreachable",
             },
         }
+    }
+}
+
+/// One call, bounded by [`CALL_TIMEOUT`].
+async fn timed<M: Method>(client: &Client, params: M) -> Result<M::Response, IpcError> {
+    match tokio::time::timeout(CALL_TIMEOUT, client.call(params)).await {
+        Ok(answer) => answer,
+        Err(_) => Err(IpcError::Timeout {
+            what: M::NAME,
+            socket: client.socket().to_owned(),
+            waited: CALL_TIMEOUT,
+        }),
     }
 }
 

@@ -107,6 +107,14 @@ fn discover_era_answers_without_initialize() -> anyhow::Result<()> {
         "the 2026 era's client name comes from the request _meta"
     );
 
+    // Subscriptions are not offered yet (tools/list_changed comes with reloads): an error, and
+    // the session goes on.
+    let listen = server.request(
+        "subscriptions/listen",
+        json!({"_meta": modern_meta("modern-client"), "notifications": {}}),
+    )?;
+    assert!(listen.get("error").is_some(), "{listen}");
+
     // A request of the 2026 era without its required _meta is an error, not a crash.
     let bare = server.request("tools/list", json!({}))?;
     assert!(
