@@ -23,6 +23,10 @@ const THREAD_B: &str = "019a0000-0000-7000-8000-0000000000b2";
 /// A stand-in `claude -p` that records its environment and answers like the real one.
 fn fake_claude(dir: &Path) -> PathBuf {
     let path = dir.join("fake-claude");
+    // Written once: rewriting it while a delivery runs it fails with "text file busy".
+    if path.exists() {
+        return path;
+    }
     std::fs::write(
         &path,
         format!(
