@@ -15,8 +15,8 @@ use cross_agent_transports::run::{Ended, RunOptions, run_turn};
 use cross_agent_transports::settings::TurnSettings;
 use pretty_assertions::assert_eq;
 
-fn write_script(dir: &Path, body: &str) -> std::path::PathBuf {
-    let path = dir.join("grok");
+fn write_script(dir: &Path, name: &str, body: &str) -> std::path::PathBuf {
+    let path = dir.join(name);
     std::fs::write(&path, format!("#!/bin/sh\n{body}")).unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
     path
@@ -55,6 +55,7 @@ async fn a_fake_grok_run_passes_argv_cwd_and_env_and_cuts_at_the_last_tool() {
     let log = tmp.path().join("seen");
     let script = write_script(
         tmp.path(),
+        "grok",
         &format!(
             "printf '%s\\n' \"$@\" > {log}.args\npwd > {log}.cwd\nenv | sort > {log}.env\n\
              echo '{{\"type\":\"text\",\"sessionId\":\"g-42\",\"text\":\"let me look\"}}'\n\
@@ -101,6 +102,7 @@ async fn a_cancelled_approval_and_a_silent_turn() {
     let tmp = tempfile::tempdir().unwrap();
     let script = write_script(
         tmp.path(),
+        "grok-cancelled",
         "echo '{\"type\":\"text\",\"text\":\"let me run that\"}'\n\
          echo '{\"type\":\"done\",\"stopReason\":\"cancelled\"}'\n",
     );
@@ -113,7 +115,7 @@ async fn a_cancelled_approval_and_a_silent_turn() {
         Some("a tool call")
     );
 
-    let silent = write_script(tmp.path(), "sleep 30 &\nsleep 60\n");
+    let silent = write_script(tmp.path(), "grok-silent", "sleep 30 &\nsleep 60\n");
     let spec = build(&grok_request(&silent, tmp.path())).unwrap();
     let mut pid = 0;
     let outcome = run_turn(Agent::Grok, &spec, options(Duration::from_secs(1)), |p| {
