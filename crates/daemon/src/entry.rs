@@ -49,7 +49,13 @@ pub fn run_process(home: Home, mode: Mode) -> Result<()> {
 
     let result = runtime.block_on(async {
         let signal = crate::signals::termination()?;
-        let daemon = Daemon::bind(home)?;
+        // A successor started by a restart binds over the live socket of the daemon it replaces.
+        let replacing = std::env::var_os(crate::handover::REPLACING_VAR).is_some_and(|v| v == "1");
+        let daemon = if replacing {
+            Daemon::bind_replacing(home)?
+        } else {
+            Daemon::bind(home)?
+        };
         daemon
             .run(async move {
                 let name = signal.await;

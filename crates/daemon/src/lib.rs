@@ -7,16 +7,19 @@
 //!   stop, then drains and records its stop. Tests run it in-process with a future of their own.
 //! - [`entry::run_process`] is what `cross-agent daemon run` calls: umask, logging, signals,
 //!   runtime, then the two steps above.
+//! - [`handover`] replaces a running daemon with a new one without cutting anything off
+//!   (`cross-agent daemon restart`, `cross-agent reload`).
 //! - [`logging`] writes `logs/daemon.log.<date>` (rotated daily, two weeks kept).
 
 pub mod entry;
 mod error;
+pub mod handover;
 pub mod logging;
 mod server;
 pub mod signals;
 
 pub use error::{Error, Result};
-pub use server::{Daemon, DaemonInfo};
+pub use server::{Daemon, DaemonInfo, MAX_DRAIN, TOOLS_VERSION_VAR};
 
 /// This daemon's cross-agent version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -15,6 +15,13 @@
 //!
 //! `send`, `list_sessions`, `pin` and `bridge_status` are answered by the engine
 //! ([`cross_agent_hub::Engine`]) on a blocking thread, since they read the agents' stores.
+//!
+//! Being replaced (`handover`, see [`crate::handover`] for the whole protocol): `release` pauses
+//! the dispatcher, takes `draining-<generation>.lock` and lets go of `daemon.pid`; `abort` undoes
+//! that; `drain` ends the accept loop without touching the socket path (the successor's by
+//! then), answers every further request on open connections with `shutting_down` so their
+//! clients move to the successor, and waits for what this daemon carries to finish (at most
+//! [`MAX_DRAIN`]) before the ordinary stop below.
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -22,6 +29,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cross_agent_hub::db::{HubDb, now_rfc3339};
+use cross_agent_ipc::draining::{self, DrainLock};
 use cross_agent_hub::{Engine, EngineInfo};
 use cross_agent_ipc::Home;
 use cross_agent_ipc::frame::{self, FrameReader, ReadError};
@@ -29,10 +37,11 @@ use cross_agent_ipc::pidfile::PidLock;
 use cross_agent_ipc::transport::{self, Listener, Stream};
 use cross_agent_protocol::bridge::{BridgeStatusParams, ListSessionsParams, PinParams, SendParams};
 use cross_agent_protocol::rpc::{
-    ClientRequest, ErrorCode, HelloParams, HelloResponse, METHODS, Method, PROTOCOL_VERSION,
-    ProtocolMismatchData, Request, RequestId, RpcError, ServerMessage, ShutdownResponse,
-    StatusResponse,
+    CarriedCounts, ClientRequest, ErrorCode, HandoverParams, HandoverResponse, HandoverStep,
+    HelloParams, HelloResponse, METHODS, Method, PROTOCOL_VERSION, ProtocolMismatchData, Request,
+    RequestId, RpcError, ServerMessage, ShutdownResponse, StatusResponse,
 };
+use cross_agent_protocol::bridge::DeliveryState;
 use tokio::io::BufReader;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -42,6 +51,37 @@ use crate::error::Result;
 /// How long connections get to finish the request in hand once the daemon stops.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// The longest a replaced daemon stays to finish what it carries (spec 004 §3: "at most 24
+/// hours"); past it, its turns are stopped as on any stop.
+pub const MAX_DRAIN: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// How often a draining daemon looks at what it still carries.
+const DRAIN_POLL: Duration = Duration::from_millis(500);
+
+/// Overrides the tools version `hello` reports (by default this build's version): for a build
+/// that changed the tool surface without a version bump, and for tests.
+pub const TOOLS_VERSION_VAR: &str = "CROSS_AGENT_TOOLS_VERSION";
+
+fn tools_version() -> String {
+    std::env::var(TOOLS_VERSION_VAR)
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+        .unwrap_or_else(|| crate::VERSION.to_owned())
+}
+
+/// Where a daemon is in its handover.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// The one daemon of its home.
+    Serving,
+    /// Told to `release`: the pidfile lock is let go and a successor is starting. Still serves.
+    Released,
+    /// Replaced: answers nothing new, finishes what it carries, exits.
+    Draining {
+        successor_pid: u32,
+        successor_generation: u64,
+    },
+}
 /// Who this daemon is; what `hello` and `status` report.
 #[derive(Debug, Clone)]
 pub struct DaemonInfo {
@@ -59,12 +99,15 @@ pub struct DaemonInfo {
     pub home: PathBuf,
     /// The socket.
     pub socket: PathBuf,
+    /// The tool surface's version, reported in `hello`.
+    pub tools_version: String,
 }
 
 /// A daemon that holds its home: lock taken, store open, socket bound. [`Daemon::run`] serves.
 #[derive(Debug)]
 pub struct Daemon {
     info: DaemonInfo,
+    home: Home,
     listener: Listener,
     socket_identity: Option<(u64, u64)>,
     db: HubDb,
@@ -80,6 +123,17 @@ impl Daemon {
     /// records a new generation, then binds `daemon.sock`, replacing a stale one. Must be called
     /// inside a tokio runtime.
     pub fn bind(home: Home) -> Result<Daemon> {
+        Daemon::bind_as(home, false)
+    }
+
+    /// [`Daemon::bind`] for a successor during a handover: the socket that answers belongs to
+    /// the daemon being replaced (which has let go of the pidfile lock), and this one's socket is
+    /// renamed over it ([`transport::bind_replacing`]).
+    pub fn bind_replacing(home: Home) -> Result<Daemon> {
+        Daemon::bind_as(home, true)
+    }
+
+    fn bind_as(home: Home, replacing: bool) -> Result<Daemon> {
         cross_agent_ipc::home::restrict_umask();
         let tightened = home.tighten_tree()?;
         for (path, mode) in &tightened.changed {
@@ -124,7 +178,12 @@ impl Daemon {
         };
 
         let socket = home.socket();
-        let listener = match transport::bind(&socket) {
+        let bound = if replacing {
+            transport::bind_replacing(&socket)
+        } else {
+            transport::bind(&socket)
+        };
+        let listener = match bound {
             Ok(listener) => listener,
             Err(error) => {
                 // Not a crash: record the stop so the next start does not report one.
@@ -141,6 +200,7 @@ impl Daemon {
             version: crate::VERSION.to_owned(),
             home: home.root().to_owned(),
             socket,
+            tools_version: tools_version(),
         };
         tracing::info!(
             pid,
@@ -152,6 +212,7 @@ impl Daemon {
         );
         Ok(Daemon {
             info,
+            home,
             listener,
             socket_identity,
             db,
@@ -169,30 +230,59 @@ impl Daemon {
     pub async fn run(self, shutdown: impl Future<Output = ()>) -> Result<()> {
         let Daemon {
             info,
-            listener,
-            socket_identity,
-            mut db,
+            home,
+            mut listener,
+            mut socket_identity,
+            db,
             engine,
             lock,
         } = self;
         let (stop_tx, mut stop_rx) = watch::channel(false);
+        let (phase_tx, mut phase_rx) = watch::channel(Phase::Serving);
         // Queued deliveries — this start's and those an earlier daemon accepted but never
         // handed over — start going out now.
         engine.start();
         let shared = Arc::new(Shared {
             info,
+            home,
             stop: stop_tx,
+            phase: phase_tx,
             engine: engine.clone(),
+            db: std::sync::Mutex::new(db),
+            lock: std::sync::Mutex::new(Some(lock)),
+            drain_lock: std::sync::Mutex::new(None),
         });
         let mut connections = JoinSet::new();
         tokio::pin!(shutdown);
 
+        let mut signalled = false;
         let reason = loop {
             tokio::select! {
-                () = &mut shutdown => break "asked by its owner (signal)",
+                () = &mut shutdown => { signalled = true; break "asked by its owner (signal)" }
                 // Mapped to `()` so the watch guard it returns is not held across the awaits below.
                 () = async { let _ = stop_rx.wait_for(|stop| *stop).await; } => {
                     break "asked by a client (shutdown)"
+                }
+                changed = phase_rx.changed() => {
+                    let phase = *phase_rx.borrow_and_update();
+                    match (changed, phase) {
+                        (Ok(()), Phase::Draining { .. }) => break "replaced (handover)",
+                        (Ok(()), Phase::Serving) => {
+                            // An aborted handover: a successor that died after moving its
+                            // socket into place left the path pointing at nothing.
+                            if transport::socket_identity(&shared.info.socket) != socket_identity {
+                                match transport::bind_replacing(&shared.info.socket) {
+                                    Ok(rebound) => {
+                                        listener = rebound;
+                                        socket_identity = transport::socket_identity(&shared.info.socket);
+                                        tracing::info!("took the socket back after a failed handover");
+                                    }
+                                    Err(error) => tracing::error!(%error, "could not take the socket back after a failed handover"),
+                                }
+                            }
+                        }
+                        (Ok(()), Phase::Released) | (Err(_), _) => {}
+                    }
                 }
                 accepted = listener.accept() => match accepted {
                     Ok((stream, _)) => {
@@ -209,12 +299,16 @@ impl Daemon {
         };
         tracing::info!(reason, "daemon stopping");
 
-        // New clients now find nothing and start a successor, which will wait for our lock.
+        // New clients now find nothing and start a successor, which will wait for our lock —
+        // or, after a handover, find the successor already on the path.
         drop(listener);
         if socket_identity.is_some()
             && transport::socket_identity(&shared.info.socket) == socket_identity
         {
             let _ = std::fs::remove_file(&shared.info.socket);
+        }
+        if !signalled && matches!(*shared.phase.borrow(), Phase::Draining { .. }) {
+            drain(&shared, &mut shutdown).await;
         }
         shared.stop.send_replace(true);
 
@@ -234,15 +328,80 @@ impl Daemon {
         // killed, their deliveries recorded failed with `is_stopped_with_carrier`) before the
         // lock that protects their sessions goes.
         engine.shutdown().await;
-        db.end_run(shared.info.generation, &now_rfc3339())?;
+        lock_std(&shared.db).end_run(shared.info.generation, &now_rfc3339())?;
         tracing::info!(
             pid = shared.info.pid,
             generation = shared.info.generation,
             "daemon stopped"
         );
-        drop(db);
-        drop(lock);
+        // The pidfile lock (if this daemon still holds it) and the drain record go last.
+        lock_std(&shared.lock).take();
+        lock_std(&shared.drain_lock).take();
         Ok(())
+    }
+}
+
+fn lock_std<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// What this daemon still carries: the turns it watches and the deliveries it handed over whose
+/// answer is not recorded yet.
+fn carried(shared: &Shared) -> CarriedCounts {
+    let turns_running = shared.engine.started_turns().len() as u64;
+    let answers_pending = lock_std(&shared.db)
+        .deliveries_in(
+            &[DeliveryState::Delivering, DeliveryState::AwaitingPeer],
+            u32::MAX,
+        )
+        .map(|records| {
+            records
+                .iter()
+                .filter(|r| r.carrier_generation == Some(shared.info.generation))
+                .count() as u64
+        })
+        .unwrap_or_else(|error| {
+            tracing::warn!(%error, "could not count the deliveries this daemon carries");
+            // Unknown counts as carrying: exiting early could cut an answer off.
+            1
+        });
+    CarriedCounts {
+        turns_running,
+        answers_pending,
+        // Late-answer watches are leased in `hub.db` and taken over by the successor, so a
+        // replaced daemon does not wait for them.
+        late_answer_watches: 0,
+    }
+}
+
+/// A replaced daemon: waits until it carries nothing (recording its counts in its drain record
+/// as they change), at most [`MAX_DRAIN`], or until a signal stops it.
+async fn drain(shared: &Shared, shutdown: &mut std::pin::Pin<&mut impl Future<Output = ()>>) {
+    let started = Instant::now();
+    loop {
+        let counts = carried(shared);
+        if let Some(record) = lock_std(&shared.drain_lock).as_mut()
+            && let Err(error) = record.update(counts)
+        {
+            tracing::warn!(%error, "could not update the drain record");
+        }
+        if counts.is_empty() {
+            tracing::info!("drained: nothing left to carry");
+            return;
+        }
+        if started.elapsed() >= MAX_DRAIN {
+            tracing::warn!(?counts, "still carrying work after the longest drain; stopping it");
+            return;
+        }
+        tokio::select! {
+            () = shutdown.as_mut() => {
+                tracing::info!(?counts, "stopped by a signal while draining");
+                return;
+            }
+            () = tokio::time::sleep(DRAIN_POLL) => {}
+        }
     }
 }
 
@@ -250,10 +409,19 @@ impl Daemon {
 #[derive(Debug)]
 struct Shared {
     info: DaemonInfo,
+    home: Home,
     /// Set to true to stop the daemon; connections watch it too.
     stop: watch::Sender<bool>,
+    /// Where this daemon is in a handover.
+    phase: watch::Sender<Phase>,
     /// The messaging engine.
     engine: Engine,
+    /// The daemon's own handle on `hub.db` (its run record, the counts of what it carries).
+    db: std::sync::Mutex<HubDb>,
+    /// `daemon.pid`, held except between a handover's `release` and its end.
+    lock: std::sync::Mutex<Option<PidLock>>,
+    /// `draining-<generation>.lock`, held from a handover's `release` to the exit.
+    drain_lock: std::sync::Mutex<Option<DrainLock>>,
 }
 
 /// What to do after answering.
@@ -452,6 +620,27 @@ async fn dispatch(
             After::Continue,
         );
     }
+    if let Phase::Draining {
+        successor_pid,
+        successor_generation,
+    } = *shared.phase.borrow()
+    {
+        // Nothing on this connection reaches the replaced daemon any more: the refusal says
+        // the request was not taken, so the client may send it again to the successor.
+        return (
+            error(
+                Some(id),
+                ErrorCode::ShuttingDown,
+                format!(
+                    "this daemon (pid {}, generation {}) was replaced by pid {successor_pid} \
+                     (generation {successor_generation}) and only finishes what it carries; \
+                     connect again",
+                    info.pid, info.generation
+                ),
+            ),
+            After::Continue,
+        );
+    }
     match request.call {
         ClientRequest::Hello(params) => {
             if params.protocol_version != PROTOCOL_VERSION {
@@ -504,6 +693,7 @@ async fn dispatch(
                         daemon_version: info.version.clone(),
                         generation: info.generation,
                         started_at: info.started_at.clone(),
+                        tools_version: Some(info.tools_version.clone()),
                     },
                 ),
                 After::Continue,
@@ -521,6 +711,7 @@ async fn dispatch(
                     uptime_seconds: info.started.elapsed().as_secs(),
                     home: info.home.to_string_lossy().into_owned(),
                     socket: info.socket.to_string_lossy().into_owned(),
+                    draining: others_draining(shared),
                 },
             ),
             After::Continue,
@@ -558,12 +749,105 @@ async fn dispatch(
             engine_call::<PinParams>(id, shared, move |engine| engine.pin(params)).await,
             After::Continue,
         ),
-        ClientRequest::BridgeStatus(params) => (
-            engine_call::<BridgeStatusParams>(id, shared, move |engine| {
-                engine.bridge_status(params)
-            })
-            .await,
-            After::Continue,
+        ClientRequest::BridgeStatus(params) => {
+            let draining = others_draining(shared);
+            (
+                engine_call::<BridgeStatusParams>(id, shared, move |engine| {
+                    let mut response = engine.bridge_status(params)?;
+                    // The engine names this process; the daemon knows the replaced ones still
+                    // finishing their deliveries.
+                    if let Some(process) = response.server_process.as_object_mut() {
+                        process.insert(
+                            "draining".to_owned(),
+                            serde_json::to_value(&draining).unwrap_or_default(),
+                        );
+                    }
+                    Ok(response)
+                })
+                .await,
+                After::Continue,
+            )
+        }
+        ClientRequest::Handover(params) => (handover(id, params, shared), After::Continue),
+    }
+}
+
+/// The replaced daemons of this home still draining, other than this one.
+fn others_draining(shared: &Shared) -> Vec<cross_agent_protocol::rpc::DrainingDaemon> {
+    draining::list(&shared.home)
+        .into_iter()
+        .filter(|d| d.generation != shared.info.generation)
+        .collect()
+}
+
+/// One step of a handover (see [`crate::handover`]).
+fn handover(id: RequestId, params: HandoverParams, shared: &Shared) -> ServerMessage {
+    let info = &shared.info;
+    let phase = *shared.phase.borrow();
+    let outcome: std::result::Result<(), String> = match (params.step, phase) {
+        (HandoverStep::Release, Phase::Serving) => {
+            shared.engine.pause_dispatch(true);
+            match DrainLock::acquire(&shared.home, info.generation, &now_rfc3339()) {
+                Ok(record) => {
+                    *lock_std(&shared.drain_lock) = Some(record);
+                    lock_std(&shared.lock).take();
+                    shared.phase.send_replace(Phase::Released);
+                    tracing::info!("handover: let go of the pidfile lock for a successor");
+                    Ok(())
+                }
+                Err(e) => {
+                    shared.engine.pause_dispatch(false);
+                    Err(format!("could not record this daemon as draining: {e}"))
+                }
+            }
+        }
+        (HandoverStep::Abort { reason }, Phase::Released) => {
+            match PidLock::acquire(&shared.home.pidfile()) {
+                Ok(lock) => {
+                    *lock_std(&shared.lock) = Some(lock);
+                    lock_std(&shared.drain_lock).take();
+                    shared.engine.pause_dispatch(false);
+                    shared.phase.send_replace(Phase::Serving);
+                    tracing::warn!(%reason, "handover aborted; serving on");
+                    Ok(())
+                }
+                Err(e) => Err(format!(
+                    "the handover was aborted ({reason}) but the pidfile lock could not be \
+                     taken back: {e}"
+                )),
+            }
+        }
+        (
+            HandoverStep::Drain {
+                successor_pid,
+                successor_generation,
+            },
+            Phase::Released,
+        ) => {
+            tracing::info!(
+                successor_pid,
+                successor_generation,
+                "handover: replaced; draining"
+            );
+            shared.phase.send_replace(Phase::Draining {
+                successor_pid,
+                successor_generation,
+            });
+            Ok(())
+        }
+        (step, phase) => Err(format!(
+            "handover step {step:?} does not fit this daemon's state ({phase:?})"
+        )),
+    };
+    match outcome {
+        Ok(()) => respond::<HandoverParams>(
+            id,
+            HandoverResponse {
+                daemon_pid: info.pid,
+                generation: info.generation,
+                carried: carried(shared),
+            },
         ),
+        Err(message) => error(Some(id), ErrorCode::InvalidParams, message),
     }
 }

@@ -117,6 +117,8 @@ struct Inner {
     wake: Notify,
     stop: watch::Sender<bool>,
     dispatcher: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// Set while this daemon is being replaced: queued deliveries are left for the successor.
+    paused: std::sync::atomic::AtomicBool,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -306,6 +308,7 @@ impl Engine {
                 wake: Notify::new(),
                 stop,
                 dispatcher: Mutex::new(None),
+                paused: std::sync::atomic::AtomicBool::new(false),
             }),
         })
     }
@@ -335,6 +338,15 @@ impl Engine {
         if let Some(handle) = handle {
             let _ = handle.await;
         }
+    }
+
+    /// Stops (or, with `false`, resumes) taking queued deliveries, leaving running turns alone:
+    /// a daemon being replaced leaves its queue in `hub.db` for the successor.
+    pub fn pause_dispatch(&self, paused: bool) {
+        self.inner
+            .paused
+            .store(paused, std::sync::atomic::Ordering::SeqCst);
+        self.inner.wake.notify_one();
     }
 
     /// The headless turns running now.
@@ -1179,7 +1191,11 @@ impl Engine {
                     Err(error) => tracing::warn!(%error, "could not prune old deliveries"),
                 }
             }
-            let free = MAX_WORKERS.saturating_sub(running.len());
+            let free = if self.inner.paused.load(std::sync::atomic::Ordering::SeqCst) {
+                0
+            } else {
+                MAX_WORKERS.saturating_sub(running.len())
+            };
             let claimed = self.db().claim_runnable(
                 free,
                 self.inner.info.pid,

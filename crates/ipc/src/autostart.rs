@@ -158,11 +158,18 @@ pub async fn connect_or_start(home: &Home, options: &ConnectOptions) -> Result<C
 }
 
 /// Nothing is there to talk to: no socket, nobody listening, or a daemon that dropped the
-/// connection because it is stopping (its successor is then ours to start).
+/// connection because it is stopping (its successor is then ours to start), or one that was
+/// replaced and refuses new work (`shutting_down`: its successor holds the socket by now).
 fn answers_nothing(error: &Error) -> bool {
     matches!(
         error,
-        Error::NotRunning { .. } | Error::Closed { .. } | Error::Transport { .. }
+        Error::NotRunning { .. }
+            | Error::Closed { .. }
+            | Error::Transport { .. }
+            | Error::Rpc {
+                code: cross_agent_protocol::rpc::ErrorCode::ShuttingDown,
+                ..
+            }
     )
 }
 

@@ -10,11 +10,13 @@
 //! - [`client`]: the request/response client with request ids, multiplexed on one connection.
 //! - [`autostart`]: [`connect_or_start`], which starts the daemon when nothing answers.
 //! - [`pidfile`]: the `daemon.pid` lock that makes the daemon one per home.
+//! - [`draining`]: the lock and record a replaced daemon keeps while it finishes its work.
 //! - [`blocking`]: a small synchronous wrapper for CLI commands.
 
 pub mod autostart;
 pub mod blocking;
 pub mod client;
+pub mod draining;
 mod error;
 pub mod frame;
 pub mod home;

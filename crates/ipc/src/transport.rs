@@ -91,3 +91,28 @@ pub fn socket_identity(path: &Path) -> Option<(u64, u64)> {
         .ok()
         .map(|m| (m.dev(), m.ino()))
 }
+
+/// Binds the daemon's socket *over* a live one, for a successor taking the home during a
+/// handover: binds a fresh socket beside it (`daemon.sock.<pid>`), then renames it onto the
+/// path in one step. Clients connecting at any moment reach either the old daemon or the new
+/// one, never nothing; connections already open to the old one are untouched (they are bound
+/// to its socket, not to the path). Call it only while holding the pidfile lock.
+/// Must be called inside a tokio runtime.
+pub fn bind_replacing(path: &Path) -> Result<Listener> {
+    check_length(path)?;
+    let mut temp = path.as_os_str().to_owned();
+    temp.push(format!(".{}", std::process::id()));
+    let temp = std::path::PathBuf::from(temp);
+    check_length(&temp)?;
+    match std::fs::remove_file(&temp) {
+        Ok(()) => {}
+        Err(e) if e.kind() == ErrorKind::NotFound => {}
+        Err(e) => return Err(Error::io("remove", &temp, e)),
+    }
+    let listener = Listener::bind(&temp).map_err(|e| Error::io("listen on", &temp, e))?;
+    if let Err(e) = std::fs::rename(&temp, path) {
+        let _ = std::fs::remove_file(&temp);
+        return Err(Error::io("move into place", path, e));
+    }
+    Ok(listener)
+}

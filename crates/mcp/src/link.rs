@@ -2,11 +2,21 @@
 //! when nothing answers), kept for the next ones, and reopened when the daemon was restarted in
 //! between.
 //!
+//! Across a daemon restart (`cross-agent daemon restart` / `reload`): a call already in hand on
+//! the old connection is answered by the old daemon, which stays until it has finished what it
+//! carries; any later call on it is refused `shutting_down`, which means *not taken*, so the link
+//! connects again (reaching the successor) and sends that call once more — a send included,
+//! since the refusal proves it was never queued. A call whose connection simply broke is retried
+//! only when it is repeatable (a send might have been queued). Each new connection's `hello`
+//! names the daemon's tools version; a change is remembered so the server can tell its client
+//! `notifications/tools/list_changed`.
+//!
 //! Every failure is turned into a [`LinkFailure`] whose message says what happened and where the
 //! daemon's log is, because the agent shows it to a person who has to act on it.
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use cross_agent_ipc::{ConnectOptions, Error as IpcError, Home, connect_or_start};
@@ -34,6 +44,10 @@ pub struct DaemonLink {
     home: Result<Home, String>,
     options: ConnectOptions,
     client: Mutex<Option<Arc<Client>>>,
+    /// The tools version the last daemon reported, and whether it changed since it was last
+    /// announced.
+    tools: std::sync::Mutex<Option<String>>,
+    tools_changed: AtomicBool,
 }
 
 impl DaemonLink {
@@ -44,6 +58,8 @@ impl DaemonLink {
             home: Home::from_env().map_err(|error| error.to_string()),
             options: ConnectOptions::new(ClientKind::Mcp),
             client: Mutex::new(None),
+            tools: std::sync::Mutex::new(None),
+            tools_changed: AtomicBool::new(false),
         }
     }
 
@@ -53,6 +69,8 @@ impl DaemonLink {
             home: Ok(home),
             options: ConnectOptions::new(ClientKind::Mcp),
             client: Mutex::new(None),
+            tools: std::sync::Mutex::new(None),
+            tools_changed: AtomicBool::new(false),
         }
     }
 
@@ -73,7 +91,9 @@ impl DaemonLink {
         let client = if !repeatable && !fresh {
             match timed(&client, StatusParams {}).await {
                 Ok(_) => client,
-                Err(error) if is_closed(&error) => self.reconnect(home, &client).await?,
+                Err(error) if is_closed(&error) || is_replaced(&error) => {
+                    self.reconnect(home, &client).await?
+                }
                 Err(error) => return Err(self.failure(home, M::NAME, error)),
             }
         } else {
@@ -81,6 +101,13 @@ impl DaemonLink {
         };
         match timed(&client, params.clone()).await {
             Ok(response) => Ok(response),
+            // Refused untaken by a replaced daemon: safe to send again, whatever the call.
+            Err(error) if is_replaced(&error) => {
+                let client = self.reconnect(home, &client).await?;
+                timed(&client, params)
+                    .await
+                    .map_err(|error| self.failure(home, M::NAME, error))
+            }
             Err(error) if repeatable && !fresh && is_closed(&error) => {
                 let client = self.reconnect(home, &client).await?;
                 timed(&client, params)
@@ -126,6 +153,7 @@ impl DaemonLink {
                 if connection.started {
                     tracing::info!(pid = connection.hello.daemon_pid, "started the daemon");
                 }
+                self.saw_tools_version(connection.hello.tools_version.clone());
                 Ok(Arc::new(connection.client))
             }
             Err(error) => Err(LinkFailure {
@@ -138,6 +166,24 @@ impl DaemonLink {
                 kind: "daemon_unreachable",
             }),
         }
+    }
+
+    fn saw_tools_version(&self, version: Option<String>) {
+        let mut seen = self
+            .tools
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if seen.is_some() && *seen != version {
+            tracing::info!(from = ?*seen, to = ?version, "the daemon's tools version changed");
+            self.tools_changed.store(true, Ordering::SeqCst);
+        }
+        *seen = version;
+    }
+
+    /// True once after a reconnect found a daemon with another tools version than before: the
+    /// server then tells its client `notifications/tools/list_changed`.
+    pub fn take_tools_changed(&self) -> bool {
+        self.tools_changed.swap(false, Ordering::SeqCst)
     }
 
     fn failure(&self, home: &Home, method: &str, error: IpcError) -> LinkFailure {
@@ -191,6 +237,17 @@ async fn timed<M: Method>(client: &Client, params: M) -> Result<M::Response, Ipc
             waited: CALL_TIMEOUT,
         }),
     }
+}
+
+/// A replaced daemon refused the call without taking it.
+fn is_replaced(error: &IpcError) -> bool {
+    matches!(
+        error,
+        IpcError::Rpc {
+            code: ErrorCode::ShuttingDown,
+            ..
+        }
+    )
 }
 
 fn is_closed(error: &IpcError) -> bool {

@@ -205,7 +205,14 @@ fn link_failure(failure: LinkFailure) -> CallToolResult {
 
 impl ServerHandler for Bridge {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        ServerConfig::new(
+            // `listChanged`: after a daemon restart with another tool surface the client is
+            // told to fetch the list again.
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
             .with_server_info(
                 Implementation::new("cross-agent", env!("CARGO_PKG_VERSION"))
                     .with_title("cross-agent bridge"),
@@ -266,6 +273,13 @@ impl ServerHandler for Bridge {
                 self.forward(call).await
             }
         };
+        // The daemon was replaced by one with another tool surface (spec 004 §3: after a
+        // reload the client is told the tool list may have changed; Claude Code refetches it).
+        if self.inner.link.take_tools_changed()
+            && let Err(error) = context.peer.notify_tool_list_changed().await
+        {
+            tracing::debug!(%error, "could not announce the changed tool list");
+        }
         Ok(result.into())
     }
 }

@@ -19,6 +19,12 @@ use serde::{Deserialize, Serialize};
 
 /// The version of this RPC. Bump it whenever a change to the types in this module would make an
 /// older daemon misread a newer client or the other way round; adding a method is such a change.
+///
+/// `handover` (and the optional `tools_version` / `draining` fields) were added without a bump
+/// on purpose: a restart exists to replace an *older* daemon, so the new client must still be
+/// able to say `hello` to it. An older daemon answers `handover` with
+/// [`ErrorCode::MethodNotFound`], which the restart reads as "replace it the old way" (stop, then
+/// start); nothing is misread.
 pub const PROTOCOL_VERSION: u32 = 2;
 
 /// Correlates a response with its request. Chosen by the client, unique per connection.
@@ -205,6 +211,11 @@ pub struct HelloResponse {
     pub generation: u64,
     /// When this daemon started, RFC 3339 UTC.
     pub started_at: String,
+    /// The version of the tool surface this daemon serves. An MCP server that reconnects to a
+    /// daemon reporting another one tells its client `notifications/tools/list_changed`.
+    /// Absent from daemons older than the handover.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools_version: Option<String>,
 }
 
 /// `status`: how the daemon is doing.
@@ -230,6 +241,84 @@ pub struct StatusResponse {
     pub home: String,
     /// The socket it listens on.
     pub socket: String,
+    /// Earlier daemons of this home that were replaced and still finish what they carry.
+    #[serde(default)]
+    pub draining: Vec<DrainingDaemon>,
+}
+
+/// A replaced daemon that is still finishing the deliveries it carries (spec 004 §3, "reload").
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DrainingDaemon {
+    /// Its process id.
+    pub pid: u32,
+    /// Its generation.
+    pub generation: u64,
+    /// When it was told to drain, RFC 3339 UTC.
+    pub since: String,
+    /// What it still carries.
+    pub carried: CarriedCounts,
+}
+
+/// What a daemon still carries: the work a replaced daemon waits for before it exits.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CarriedCounts {
+    /// Peer turns (CLI processes) it started and still watches.
+    pub turns_running: u64,
+    /// Deliveries it handed over whose answer is not recorded yet.
+    pub answers_pending: u64,
+    /// Late-answer watches it keeps on peer transcripts.
+    pub late_answer_watches: u64,
+}
+
+impl CarriedCounts {
+    /// Nothing left: a draining daemon may exit.
+    pub fn is_empty(&self) -> bool {
+        self.turns_running == 0 && self.answers_pending == 0 && self.late_answer_watches == 0
+    }
+}
+
+/// `handover`: the steps by which `cross-agent daemon restart` / `cross-agent reload` move a
+/// home from this daemon to a successor started from the current binary, without cutting off
+/// what this one carries. The protocol is described in the daemon crate's `handover` module.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HandoverParams {
+    /// Which step.
+    pub step: HandoverStep,
+}
+
+/// One step of the handover, tagged by `type`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum HandoverStep {
+    /// Stop dispatching queued deliveries, record this daemon as draining and let go of the
+    /// pidfile lock so a successor can take the home. Keeps serving.
+    Release,
+    /// The successor did not come up: take the pidfile lock back, dispatch again, serve as
+    /// before.
+    Abort {
+        /// Why, for the log.
+        reason: String,
+    },
+    /// The successor answers on the socket: stop accepting, answer every further request on
+    /// the connections already open with [`ErrorCode::ShuttingDown`] (so clients move), finish
+    /// what it carries, then exit.
+    Drain {
+        /// The successor's pid, for messages and the log.
+        successor_pid: u32,
+        /// The successor's generation.
+        successor_generation: u64,
+    },
+}
+
+/// The answer to each `handover` step.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HandoverResponse {
+    /// The daemon answering (the one being replaced).
+    pub daemon_pid: u32,
+    /// Its generation.
+    pub generation: u64,
+    /// What it carries at this moment.
+    pub carried: CarriedCounts,
 }
 
 /// `shutdown`: stop the daemon. It answers first, then stops taking requests, finishes the ones
@@ -304,6 +393,8 @@ rpc_methods! {
     Pin => "pin" (crate::bridge::PinParams) -> crate::bridge::PinResponse,
     /// `bridge_status`, optionally for one delivery.
     BridgeStatus => "bridge_status" (crate::bridge::BridgeStatusParams) -> crate::bridge::BridgeStatusResponse,
+    /// One step of replacing this daemon with a successor (`cross-agent daemon restart`).
+    Handover => "handover" (HandoverParams) -> HandoverResponse,
 }
 
 #[cfg(test)]
@@ -403,7 +494,8 @@ mod tests {
                 "send",
                 "list_sessions",
                 "pin",
-                "bridge_status"
+                "bridge_status",
+                "handover"
             ]
         );
         assert_eq!(<StatusParams as Method>::NAME, "status");

@@ -49,10 +49,10 @@ enum DaemonCommand {
     /// Show whether the daemon runs: pid, generation, uptime, home, socket, version.
     /// Exit code 0 running, 3 not running, 1 running but not answering.
     Status(OutputArgs),
-    /// Stop the daemon, then start it again.
-    // For now this is stop-then-start, so requests arriving in between find no daemon and start
-    // one themselves. Issue 5 turns it into a zero-downtime handover: the new daemon takes the
-    // socket while the old one drains what it carries, then exits.
+    /// Replace the daemon with one started from this binary without cutting anything off: the
+    /// new one takes the socket, the old one finishes what it carries, then exits (same as
+    /// `cross-agent reload`). Exits non-zero when the new one does not start; the old one then
+    /// keeps serving.
     Restart(OutputArgs),
 }
 
@@ -77,17 +77,7 @@ impl DaemonArgs {
             DaemonCommand::Start(args) => start(&home()?, args.json),
             DaemonCommand::Stop => stop(&home()?, Report::Stdout).map(|()| ExitCode::SUCCESS),
             DaemonCommand::Status(args) => status(&home()?, args.json),
-            DaemonCommand::Restart(args) => {
-                let home = home()?;
-                // With --json, stdout carries only the one JSON object of the start.
-                let report = if args.json {
-                    Report::Stderr
-                } else {
-                    Report::Stdout
-                };
-                stop(&home, report)?;
-                start(&home, args.json)
-            }
+            DaemonCommand::Restart(args) => super::reload::reload(&home()?, args.json),
         }
     }
 }
@@ -231,6 +221,14 @@ fn stop(home: &Home, report: Report) -> anyhow::Result<()> {
     }
 }
 
+/// Replaces a daemon too old to hand over: stop it, start this build's. Says what it did on
+/// stderr, so stdout keeps the caller's one report.
+pub(super) fn stop_then_start(home: &Home) -> anyhow::Result<()> {
+    stop(home, Report::Stderr)?;
+    BlockingClient::connect_or_start(home, &options())?;
+    Ok(())
+}
+
 fn wait_for_exit(pid: u32, limit: Duration) -> bool {
     let deadline = Instant::now() + limit;
     while process::is_alive(pid) {
@@ -303,6 +301,7 @@ fn print_running(status: &StatusResponse, json: bool) {
                 "protocol_version": status.protocol_version,
                 "home": status.home,
                 "socket": status.socket,
+                "draining": status.draining,
             })
         );
         return;
@@ -321,6 +320,18 @@ fn print_running(status: &StatusResponse, json: bool) {
     );
     println!("  home        {}", status.home);
     println!("  socket      {}", status.socket);
+    for old in &status.draining {
+        println!(
+            "  draining    pid {} (generation {}) since {}: {} turns running, {} answers pending, \
+             {} late-answer watches",
+            old.pid,
+            old.generation,
+            old.since,
+            old.carried.turns_running,
+            old.carried.answers_pending,
+            old.carried.late_answer_watches
+        );
+    }
 }
 
 fn human_duration(seconds: u64) -> String {

@@ -5,6 +5,7 @@ mod check;
 mod daemon;
 mod mcp;
 mod pin;
+mod reload;
 mod send;
 mod sessions;
 mod status;
@@ -28,6 +29,8 @@ pub enum Command {
     Status(status::StatusArgs),
     /// Pin the session sends to an agent go to; without a session, unpin.
     Pin(pin::PinArgs),
+    /// Replace the daemon with this binary's without cutting anything off (= daemon restart).
+    Reload(reload::ReloadArgs),
     /// Print who runs this, the agent CLIs found, resolved sessions and the settings in effect.
     Check(check::CheckArgs),
 }
@@ -42,6 +45,7 @@ impl Command {
             Command::Status(args) => args.run(),
             Command::Pin(args) => args.run(),
             Command::Check(args) => args.run(),
+            Command::Reload(args) => args.run(),
         }
     }
 }

@@ -33,6 +33,7 @@ async fn hello_then_status_reports_the_daemon() {
             uptime_seconds: 0,
             home: temp.root().to_string_lossy().into_owned(),
             socket: temp.home.socket().to_string_lossy().into_owned(),
+            draining: vec![],
         }
     );
     daemon.stop().await;

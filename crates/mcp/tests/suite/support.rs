@@ -345,6 +345,7 @@ fn answer(call: &ClientRequest) -> Value {
             daemon_version: "fake".into(),
             generation: 1,
             started_at: "2026-01-01T00:00:00Z".into(),
+            tools_version: None,
         }),
         ClientRequest::Status(_) => serde_json::to_value(StatusResponse {
             daemon_pid: std::process::id(),
@@ -355,6 +356,7 @@ fn answer(call: &ClientRequest) -> Value {
             uptime_seconds: 1,
             home: String::new(),
             socket: String::new(),
+            draining: vec![],
         }),
         ClientRequest::Shutdown(_) => {
             Ok(json!({"daemon_pid": std::process::id(), "generation": 1}))
