@@ -29,19 +29,19 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cross_agent_hub::db::{HubDb, now_rfc3339};
-use cross_agent_ipc::draining::{self, DrainLock};
 use cross_agent_hub::{Engine, EngineInfo};
 use cross_agent_ipc::Home;
+use cross_agent_ipc::draining::{self, DrainLock};
 use cross_agent_ipc::frame::{self, FrameReader, ReadError};
 use cross_agent_ipc::pidfile::PidLock;
 use cross_agent_ipc::transport::{self, Listener, Stream};
+use cross_agent_protocol::bridge::DeliveryState;
 use cross_agent_protocol::bridge::{BridgeStatusParams, ListSessionsParams, PinParams, SendParams};
 use cross_agent_protocol::rpc::{
     CarriedCounts, ClientRequest, ErrorCode, HandoverParams, HandoverResponse, HandoverStep,
     HelloParams, HelloResponse, METHODS, Method, PROTOCOL_VERSION, ProtocolMismatchData, Request,
     RequestId, RpcError, ServerMessage, ShutdownResponse, StatusResponse,
 };
-use cross_agent_protocol::bridge::DeliveryState;
 use tokio::io::BufReader;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -392,7 +392,10 @@ async fn drain(shared: &Shared, shutdown: &mut std::pin::Pin<&mut impl Future<Ou
             return;
         }
         if started.elapsed() >= MAX_DRAIN {
-            tracing::warn!(?counts, "still carrying work after the longest drain; stopping it");
+            tracing::warn!(
+                ?counts,
+                "still carrying work after the longest drain; stopping it"
+            );
             return;
         }
         tokio::select! {

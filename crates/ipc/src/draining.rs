@@ -86,7 +86,9 @@ impl DrainLock {
     fn write(&mut self) -> Result<()> {
         let text = serde_json::to_vec(&self.record)
             .map_err(|e| Error::io("encode", &self.info, std::io::Error::other(e)))?;
-        let temp = self.info.with_extension(format!("json.{}", self.record.pid));
+        let temp = self
+            .info
+            .with_extension(format!("json.{}", self.record.pid));
         let mut file = crate::home::open_private_rw(&temp)?;
         file.set_len(0)
             .and_then(|()| file.write_all(&text))

@@ -213,11 +213,11 @@ impl ServerHandler for Bridge {
                 .enable_tool_list_changed()
                 .build(),
         )
-            .with_server_info(
-                Implementation::new("cross-agent", env!("CARGO_PKG_VERSION"))
-                    .with_title("cross-agent bridge"),
-            )
-            .with_instructions(self.inner.instructions.clone())
+        .with_server_info(
+            Implementation::new("cross-agent", env!("CARGO_PKG_VERSION"))
+                .with_title("cross-agent bridge"),
+        )
+        .with_instructions(self.inner.instructions.clone())
     }
 
     async fn list_tools(

@@ -48,7 +48,9 @@ fn successor() -> anyhow::Result<std::process::Command> {
         None => std::env::current_exe()?,
     };
     let mut command = std::process::Command::new(bin);
-    command.args(["daemon", "run", "--detached"]).current_dir("/");
+    command
+        .args(["daemon", "run", "--detached"])
+        .current_dir("/");
     Ok(command)
 }
 
@@ -117,9 +119,7 @@ pub fn reload(home: &Home, json: bool) -> anyhow::Result<ExitCode> {
         Outcome::NotRunning => {
             let client = cross_agent_ipc::blocking::BlockingClient::connect_or_start(
                 home,
-                &cross_agent_ipc::ConnectOptions::new(
-                    cross_agent_protocol::rpc::ClientKind::Cli,
-                ),
+                &cross_agent_ipc::ConnectOptions::new(cross_agent_protocol::rpc::ClientKind::Cli),
             )?;
             let hello = client.hello();
             (
@@ -145,9 +145,7 @@ pub fn reload(home: &Home, json: bool) -> anyhow::Result<ExitCode> {
             super::daemon::stop_then_start(home)?;
             let client = cross_agent_ipc::blocking::BlockingClient::connect(
                 home,
-                &cross_agent_ipc::ConnectOptions::new(
-                    cross_agent_protocol::rpc::ClientKind::Cli,
-                ),
+                &cross_agent_ipc::ConnectOptions::new(cross_agent_protocol::rpc::ClientKind::Cli),
             )?;
             let hello = client.hello();
             (
@@ -167,7 +165,10 @@ pub fn reload(home: &Home, json: bool) -> anyhow::Result<ExitCode> {
         }
     };
     if json {
-        println!("{}", json!({"ok": ok, "home": home.root(), "daemons": [value]}));
+        println!(
+            "{}",
+            json!({"ok": ok, "home": home.root(), "daemons": [value]})
+        );
     } else {
         println!("reload: the daemon of {}", home.root().display());
         println!("{line}");

@@ -8,6 +8,7 @@ mod bridge_support;
 mod framing;
 mod handshake;
 mod lifecycle;
+mod upgrade;
 
 use std::path::{Path, PathBuf};
 

@@ -35,7 +35,10 @@ fn initialize_era_handshake_lists_the_six_tools() -> anyhow::Result<()> {
     let result = &init["result"];
     assert_eq!(result["protocolVersion"], json!("2025-06-18"));
     assert_eq!(result["serverInfo"]["name"], json!("cross-agent"));
-    assert_eq!(result["capabilities"]["tools"], json!({"listChanged": true}));
+    assert_eq!(
+        result["capabilities"]["tools"],
+        json!({"listChanged": true})
+    );
     let instructions = result["instructions"].as_str().expect("instructions");
     assert!(instructions.contains("exact name"), "{instructions}");
     assert!(instructions.contains("last resort"), "{instructions}");
@@ -75,7 +78,10 @@ fn discover_era_answers_without_initialize() -> anyhow::Result<()> {
         .collect();
     assert!(versions.contains("2026-07-28"), "{versions:?}");
     assert!(versions.contains("2025-06-18"), "{versions:?}");
-    assert_eq!(result["capabilities"]["tools"], json!({"listChanged": true}));
+    assert_eq!(
+        result["capabilities"]["tools"],
+        json!({"listChanged": true})
+    );
     assert_eq!(
         result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
         json!("cross-agent")

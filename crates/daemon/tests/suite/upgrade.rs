@@ -1,0 +1,274 @@
+//! Replacing the daemon without cutting anything off (issue 5 item 7): real daemon processes on
+//! one home, a real `claude -p` turn held by the scripted endpoint while the restart happens.
+//! The old daemon finishes what it carries and exits; the queue behind it goes out from the new
+//! one, once; new calls reach the new one; a successor that cannot start leaves the old one
+//! serving.
+
+use std::time::{Duration, Instant};
+
+use cross_agent_daemon::handover::{self, Outcome, Who};
+use cross_agent_ipc::pidfile::{self, Holder};
+use cross_agent_ipc::{Error as IpcError, Home};
+use cross_agent_protocol::bridge::{Agent, DeliveryState};
+use cross_agent_protocol::rpc::{CarriedCounts, ErrorCode, StatusParams};
+use cross_agent_testkit::endpoint::{Reply, Rule};
+use pretty_assertions::assert_eq;
+
+use super::bridge_support::{Bridge, ENTRY_VAR, spawn_daemon_process};
+use super::{Running, TempHome, connect};
+
+/// The turn requests whose prompt carries `needle`.
+fn prompts_with(bridge: &Bridge, needle: &str) -> usize {
+    bridge
+        .endpoint
+        .model_requests()
+        .into_iter()
+        .filter(|r| !r.side_request)
+        .filter_map(|r| r.last_user_prompt)
+        .filter(|p| p.contains(needle))
+        .count()
+}
+
+/// `daemon run` of this test binary on `bridge`'s home (see `bridge_guards::daemon_process_entry`).
+fn successor(bridge: &Bridge) -> std::process::Command {
+    let mut command = std::process::Command::new(std::env::current_exe().unwrap());
+    command
+        .args([
+            "suite::bridge_guards::daemon_process_entry",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+        ])
+        .env(ENTRY_VAR, bridge.state.root())
+        .env("CROSS_AGENT_HOME", bridge.state.root())
+        .env("HOME", bridge.state.dir.path().join("user"));
+    command
+}
+
+async fn wait_gone(pid: u32, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    while cross_agent_ipc::process::is_alive(pid) {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    true
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_drains_the_old_daemon_while_a_delivery_is_in_flight_and_nothing_is_lost_or_sent_twice()
+ {
+    let mut bridge = Bridge::start().await;
+    let target = bridge.claude_session("seed upgrade");
+    bridge.endpoint.push(
+        Rule::on_user_text("slow upgrade job")
+            .reply(Reply::echo_token("slow job done").delay(Duration::from_secs(8))),
+    );
+    bridge
+        .endpoint
+        .push(Rule::on_user_text("queued behind it").reply(Reply::echo_token("queued done")));
+    bridge
+        .endpoint
+        .push(Rule::on_user_text("sent during the drain").reply(Reply::echo_token("drain done")));
+    bridge.stop_daemon().await;
+    let root = bridge.state.root().to_owned();
+    let home = Home::at(&root).unwrap();
+    let (mut old_process, old_conn) =
+        spawn_daemon_process(&root, &bridge.state.dir.path().join("user"), &[]).await;
+    let old = Who::from(&old_conn.hello);
+    bridge.conn = old_conn;
+
+    let caller = bridge.codex_caller("019a0000-0000-7000-8000-000000000777");
+    let mut slow = bridge.send_params(Agent::Claude, "slow upgrade job", caller.clone());
+    slow.session_id = Some(target.clone());
+    let mut behind = bridge.send_params(Agent::Claude, "queued behind it", caller.clone());
+    behind.session_id = Some(target.clone());
+    let slow = bridge.accepted(slow).await;
+    let behind = bridge.accepted(behind).await;
+    bridge
+        .wait_record(&slow.delivery_id, Duration::from_secs(120), |r| {
+            r.state == DeliveryState::AwaitingPeer
+        })
+        .await;
+    // The model holds the slow turn's answer: the delivery is in flight.
+    while prompts_with(&bridge, "slow upgrade job") == 0 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    let outcome = handover::replace(&home, successor(&bridge), Duration::from_secs(30))
+        .await
+        .unwrap();
+    let (new, carried) = match outcome {
+        Outcome::Replaced {
+            old: o,
+            new,
+            carried,
+        } => {
+            assert_eq!(o, old);
+            (new, carried)
+        }
+        other => panic!("expected a replacement, got {other:?}"),
+    };
+    assert_ne!(new.pid, old.pid);
+    assert_eq!(new.generation, old.generation + 1);
+    assert_eq!(
+        carried,
+        CarriedCounts {
+            turns_running: 1,
+            answers_pending: 1,
+            late_answer_watches: 0
+        }
+    );
+
+    // A call on the old connection after the drain began is refused untaken ...
+    let refused = bridge.conn.client.call(StatusParams {}).await;
+    match refused {
+        Err(IpcError::Rpc {
+            code: ErrorCode::ShuttingDown,
+            message,
+            ..
+        }) => assert!(message.contains(&new.pid.to_string()), "{message}"),
+        other => panic!("expected shutting_down, got {other:?}"),
+    }
+    // ... and a new connection reaches the new daemon, which lists the old one as draining.
+    bridge.conn = connect(&home).await;
+    assert_eq!(Who::from(&bridge.conn.hello), new);
+    let status = bridge.conn.client.call(StatusParams {}).await.unwrap();
+    assert_eq!(status.generation, new.generation);
+    assert_eq!(
+        status
+            .draining
+            .iter()
+            .map(|d| (d.pid, d.generation))
+            .collect::<Vec<_>>(),
+        vec![(old.pid, old.generation)]
+    );
+    let bridge_status = bridge.status(None).await;
+    assert_eq!(bridge_status.server_process["pid"], new.pid);
+    assert_eq!(bridge_status.server_process["generation"], new.generation);
+    assert_eq!(
+        bridge_status.server_process["draining"][0]["generation"],
+        old.generation
+    );
+    let mut during = bridge.send_params(Agent::Claude, "sent during the drain", caller);
+    during.session_id = Some(target.clone());
+    let during = bridge.accepted(during).await;
+    assert!(
+        old_process.child.try_wait().unwrap().is_none(),
+        "the old daemon still drains"
+    );
+
+    // The old daemon finishes its turn and exits; the queue goes out from the new one.
+    let slow = bridge.wait_finished(&slow.delivery_id).await;
+    assert_eq!(slow.state, DeliveryState::Delivered, "{slow:#?}");
+    assert_eq!(slow.carrier_generation, Some(old.generation));
+    assert!(
+        slow.reply_preview
+            .as_deref()
+            .is_some_and(|r| r.contains("slow job done")),
+        "{slow:#?}"
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while old_process.child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "the drained daemon did not exit");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(old_process.child.try_wait().unwrap().unwrap().success());
+    for id in [&behind.delivery_id, &during.delivery_id] {
+        let record = bridge.wait_finished(id).await;
+        assert_eq!(record.state, DeliveryState::Delivered, "{record:#?}");
+        assert_eq!(record.carrier_generation, Some(new.generation));
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    for request_id in [&slow.request_id, &behind.request_id, &during.request_id] {
+        assert_eq!(
+            prompts_with(&bridge, request_id),
+            1,
+            "exactly once: {request_id}"
+        );
+    }
+    let status = bridge.conn.client.call(StatusParams {}).await.unwrap();
+    assert_eq!(status.draining, vec![]);
+
+    cross_agent_ipc::process::terminate(new.pid).unwrap();
+    assert!(wait_gone(new.pid, Duration::from_secs(20)).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_whose_new_daemon_fails_is_refused_and_the_old_one_keeps_serving() {
+    let temp = TempHome::new();
+    let daemon = Running::start(&temp.home);
+    let before = connect(&temp.home).await;
+    let mut broken = std::process::Command::new("/bin/sh");
+    broken.args(["-c", "echo 'cannot open hub.db: disk full' >&2; exit 3"]);
+
+    let outcome = handover::replace(&temp.home, broken, Duration::from_secs(10))
+        .await
+        .unwrap();
+    match outcome {
+        Outcome::Failed {
+            old,
+            detail,
+            old_kept,
+        } => {
+            assert_eq!(old, Who::from(&before.hello));
+            assert!(old_kept);
+            assert!(
+                detail.contains("exit status: 3") && detail.contains("disk full"),
+                "{detail}"
+            );
+        }
+        other => panic!("expected a failure, got {other:?}"),
+    }
+
+    // The old one still holds the home and answers old and new connections.
+    assert_eq!(
+        pidfile::probe(&temp.home.pidfile()).unwrap(),
+        Holder::Held(Some(std::process::id()))
+    );
+    let status = before.client.call(StatusParams {}).await.unwrap();
+    assert_eq!(status.generation, daemon.info.generation);
+    assert_eq!(status.draining, vec![]);
+    let after = connect(&temp.home).await;
+    assert_eq!(after.hello.generation, daemon.info.generation);
+    assert!(cross_agent_ipc::draining::list(&temp.home).is_empty());
+    daemon.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_successor_that_never_answers_is_stopped_and_the_old_one_keeps_serving() {
+    let temp = TempHome::new();
+    let daemon = Running::start(&temp.home);
+    let mut silent = std::process::Command::new("/bin/sh");
+    silent.args(["-c", "sleep 60"]);
+    let outcome = handover::replace(&temp.home, silent, Duration::from_secs(1))
+        .await
+        .unwrap();
+    match outcome {
+        Outcome::Failed {
+            detail, old_kept, ..
+        } => {
+            assert!(old_kept);
+            assert!(detail.contains("did not answer within"), "{detail}");
+        }
+        other => panic!("expected a failure, got {other:?}"),
+    }
+    let after = connect(&temp.home).await;
+    assert_eq!(after.hello.generation, daemon.info.generation);
+    daemon.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nothing_running_is_nothing_to_replace() {
+    let temp = TempHome::new();
+    temp.home.ensure_root().unwrap();
+    let outcome = handover::replace(
+        &temp.home,
+        std::process::Command::new("/bin/false"),
+        Duration::from_secs(1),
+    )
+    .await
+    .unwrap();
+    assert_eq!(outcome, Outcome::NotRunning);
+}
