@@ -10,6 +10,7 @@
 //! Migration 1 holds the daemon's own run history (`daemon_runs`), which gives each daemon start
 //! its *generation*. Migration 2 adds the messaging state of issue 4: deliveries, pending
 //! payloads, pins, conversations and busy locks (read and written in [`crate::records`]).
+//! Migration 3 adds delivery leases, finish times and late-answer watches (issue 5).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -47,7 +48,27 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "messaging",
         sql: MESSAGING_SQL,
     },
+    Migration {
+        version: 3,
+        name: "answers",
+        sql: ANSWERS_SQL,
+    },
 ];
+
+/// Migration 3 (issue 5): the lease of an in-flight delivery (renewed with its busy lock; past
+/// it the record is orphaned even if its pid lives on), when a record finished (the TTL runs
+/// from there), and the late-answer watches, which outlive the daemon that started them: each
+/// has an owner lease, so a daemon that stops (or drains for a restart) leaves them to the next.
+const ANSWERS_SQL: &str = "ALTER TABLE deliveries ADD COLUMN carrier_pid INTEGER;
+ALTER TABLE deliveries ADD COLUMN lease_until_ms INTEGER;
+ALTER TABLE deliveries ADD COLUMN finished_ms INTEGER;
+CREATE TABLE late_answer_watches (
+    delivery_id    TEXT    PRIMARY KEY REFERENCES deliveries (delivery_id) ON DELETE CASCADE,
+    since_ms       INTEGER NOT NULL,
+    until_ms       INTEGER NOT NULL,
+    owner_pid      INTEGER,
+    lease_until_ms INTEGER NOT NULL DEFAULT 0
+);";
 
 /// Migration 2: deliveries and their hand-over payloads, pins, conversations (hop counts) and
 /// per-session busy locks (issue 4). A delivery's `record` is its `DeliveryRecord` as JSON —
@@ -308,6 +329,7 @@ mod tests {
         let shipped: &[(i64, &str, u64)] = &[
             (1, "daemon_runs", 0xd122_fae6_3b7c_2239),
             (2, "messaging", 0x302d_f266_e9ae_a66a),
+            (3, "answers", 0xfbef_bf82_1ec5_669a),
         ];
         let actual: Vec<(i64, &str, u64)> = MIGRATIONS
             .iter()
@@ -328,7 +350,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("hub.db");
         let db = HubDb::open(&path).unwrap();
-        assert_eq!(db.schema_version().unwrap(), 2);
+        assert_eq!(db.schema_version().unwrap(), 3);
         let mode: String = db
             .conn
             .query_row("PRAGMA journal_mode", [], |r| r.get(0))
@@ -340,7 +362,7 @@ mod tests {
             .conn
             .query_row("SELECT COUNT(*) FROM schema_migrations", [], |r| r.get(0))
             .unwrap();
-        assert_eq!(applied, 2);
+        assert_eq!(applied, 3);
     }
 
     #[test]
@@ -382,7 +404,7 @@ mod tests {
             .unwrap();
         drop(db);
         match HubDb::open(&path) {
-            Err(Error::SchemaTooNew { found, known, .. }) => assert_eq!((found, known), (99, 2)),
+            Err(Error::SchemaTooNew { found, known, .. }) => assert_eq!((found, known), (99, 3)),
             other => panic!("expected SchemaTooNew, got {other:?}"),
         }
     }

@@ -22,7 +22,7 @@
 //! queued keep their payload and go out after the next start. A delivery an earlier daemon
 //! handed over but never closed (a crash) is marked orphaned at start, never re-sent.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -47,9 +47,10 @@ use tokio::task::JoinSet;
 use crate::Agent;
 use crate::caller::{Caller, StartedTurn, identify};
 use crate::db::{HubDb, now_rfc3339, rfc3339};
+use crate::envelope::AnswerKind;
 use crate::envelope::{self, EnvelopeFields};
 use crate::error::Result;
-use crate::records::{Claimed, Job};
+use crate::records::{Claimed, Job, Watch};
 use crate::settings::{CallSettings, store_scope};
 
 /// Headless turns running at once.
@@ -77,6 +78,65 @@ fn delivery_ttl_ms() -> i64 {
         .filter(|v| *v > 0)
         .unwrap_or(DEFAULT_DELIVERY_TTL_SECS)
         .saturating_mul(1000)
+}
+
+/// `CROSS_AGENT_LATE_ANSWER_WATCH`'s default: 3 h.
+const DEFAULT_LATE_ANSWER_WATCH_SECS: u64 = 10_800;
+/// How often a late-answer watch reads the peer's transcript (spec 004 §6: every 20 s).
+const LATE_ANSWER_POLL: Duration = Duration::from_secs(20);
+/// A test knob, not a user setting: `CROSS_AGENT_LATE_ANSWER_POLL_MS` shortens the late-answer
+/// poll so a test need not wait 20 s per look. Read from the daemon's own environment.
+const LATE_ANSWER_POLL_ENV: &str = "CROSS_AGENT_LATE_ANSWER_POLL_MS";
+/// While the transport waits, the peer's transcript is read this often for a finished turn
+/// that echoed the request id (spec 004 §9: the wait is broken into 30-second chunks).
+const TRANSCRIPT_CHECK: Duration = Duration::from_secs(30);
+/// `CROSS_AGENT_PANEL_PATIENCE`'s default: 1 h.
+const DEFAULT_PANEL_PATIENCE_SECS: u64 = 3600;
+/// A session whose last turn is open but whose transcript has not been written for this long
+/// is not counted as mid-turn: a CLI that died mid-turn leaves an open turn behind forever.
+const STALE_OPEN_TURN: Duration = Duration::from_secs(600);
+
+fn late_answer_poll() -> Duration {
+    std::env::var(LATE_ANSWER_POLL_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|v| *v > 0)
+        .map_or(LATE_ANSWER_POLL, Duration::from_millis)
+}
+
+fn setting_secs(settings: &BTreeMap<String, String>, name: &str, default: u64) -> u64 {
+    settings
+        .get(name)
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .unwrap_or(default)
+}
+
+/// What a draining daemon still carries (issue 5 item 7: a restart lets the old daemon finish
+/// it before it exits).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct CarriedWork {
+    /// Deliveries handed to a peer whose turn this daemon still watches.
+    pub turns_running: usize,
+    /// Turns that ended whose answer is still being read, paired and recorded.
+    pub answers_pending: usize,
+    /// Late-answer watches this daemon holds. They live in `hub.db`: [`Engine::drain`] hands
+    /// them over (the next daemon resumes them) instead of waiting hours for them.
+    pub late_answer_watches: usize,
+}
+
+impl CarriedWork {
+    /// Nothing that would be lost if the daemon exited now.
+    pub fn is_empty(&self) -> bool {
+        self.turns_running == 0 && self.answers_pending == 0 && self.late_answer_watches == 0
+    }
+}
+
+/// The delivery ids this daemon carries, by stage.
+#[derive(Debug, Default)]
+struct Carried {
+    turns: HashSet<String>,
+    answers: HashSet<String>,
+    watches: HashSet<String>,
 }
 
 /// How many finished deliveries `bridge_status` lists.
@@ -119,6 +179,10 @@ struct Inner {
     dispatcher: Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// Set while this daemon is being replaced: queued deliveries are left for the successor.
     paused: std::sync::atomic::AtomicBool,
+    carried: Mutex<Carried>,
+    /// When each queued delivery was first seen waiting on someone else's turn.
+    waiting_since: Mutex<HashMap<String, i64>>,
+    watcher: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -277,7 +341,9 @@ impl Engine {
     /// the worker pool with [`Engine::start`].
     pub fn open(hub_db: &Path, info: EngineInfo) -> Result<Engine> {
         let db = HubDb::open(hub_db)?;
-        let orphaned = db.orphan_unfinished(info.generation, &now_rfc3339())?;
+        // Another daemon may still carry some (a restart's old daemon draining): only records
+        // whose lease ran out or whose carrier is gone are orphaned.
+        let orphaned = db.orphan_stale(info.generation, now_ms(), &now_rfc3339())?;
         for record in &orphaned {
             tracing::warn!(
                 delivery = %record.delivery_id,
@@ -295,7 +361,7 @@ impl Engine {
         }
         let (stop, _) = watch::channel(false);
         let state_root = info.state_root.clone();
-        Ok(Engine {
+        let engine = Engine {
             inner: Arc::new(Inner {
                 info,
                 db: Mutex::new(db),
@@ -309,8 +375,18 @@ impl Engine {
                 stop,
                 dispatcher: Mutex::new(None),
                 paused: std::sync::atomic::AtomicBool::new(false),
+                carried: Mutex::new(Carried::default()),
+                waiting_since: Mutex::new(HashMap::new()),
+                watcher: Mutex::new(None),
             }),
-        })
+        };
+        for mut record in orphaned {
+            // The answer may be on disk already: read it back now (never re-sent).
+            if engine.recover(&mut record, "the daemon carrying it disappeared") {
+                let _ = engine.db().update_delivery(&record);
+            }
+        }
+        Ok(engine)
     }
 
     pub fn info(&self) -> &EngineInfo {
@@ -327,6 +403,53 @@ impl Engine {
         let engine = self.clone();
         let handle = tokio::spawn(async move { engine.dispatch_loop().await });
         *lock(&self.inner.dispatcher) = Some(handle);
+        let engine = self.clone();
+        let handle = tokio::spawn(async move { engine.watch_loop().await });
+        *lock(&self.inner.watcher) = Some(handle);
+    }
+
+    /// What this daemon still carries.
+    pub fn carried(&self) -> CarriedWork {
+        let carried = lock(&self.inner.carried);
+        CarriedWork {
+            turns_running: carried.turns.len(),
+            answers_pending: carried.answers.len(),
+            late_answer_watches: carried.watches.len(),
+        }
+    }
+
+    /// Whether dispatch is paused ([`Engine::pause_dispatch`], [`Engine::drain`]).
+    pub fn is_draining(&self) -> bool {
+        self.inner.paused.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Stops taking new work and resolves when everything carried is done: no queued delivery
+    /// is taken any more (they stay queued in `hub.db`, with their payloads, for the daemon
+    /// that shares it), the running turns are watched to their end and their answers recorded,
+    /// and the late-answer watches are handed over — released in `hub.db`, where the next
+    /// daemon resumes them at its next look. The busy locks of the running turns stay renewed
+    /// until each ends, so no other daemon takes those sessions meanwhile. Returns what was
+    /// carried when draining began. Call [`Engine::shutdown`] afterwards.
+    pub async fn drain(&self) -> CarriedWork {
+        let at_start = self.carried();
+        self.pause_dispatch(true);
+        let watcher = lock(&self.inner.watcher).take();
+        if let Some(watcher) = watcher {
+            watcher.abort();
+            let _ = watcher.await;
+        }
+        if let Err(error) = self.db().release_watches(self.inner.info.pid) {
+            tracing::warn!(%error, "could not hand late-answer watches over");
+        }
+        lock(&self.inner.carried).watches.clear();
+        loop {
+            let now = self.carried();
+            if now.turns_running == 0 && now.answers_pending == 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        at_start
     }
 
     /// Stops every running turn (killing its process group, recording it `failed` with
@@ -338,6 +461,13 @@ impl Engine {
         if let Some(handle) = handle {
             let _ = handle.await;
         }
+        let watcher = lock(&self.inner.watcher).take();
+        if let Some(watcher) = watcher {
+            watcher.abort();
+            let _ = watcher.await;
+        }
+        // Watches live on in hub.db: the next daemon resumes them without waiting for a lease.
+        let _ = self.db().release_watches(self.inner.info.pid);
     }
 
     /// Stops (or, with `false`, resumes) taking queued deliveries, leaving running turns alone:
@@ -811,6 +941,7 @@ impl Engine {
             // No panel route back exists yet: the answer stays on the record.
             is_return_status_only: true,
             target_transcript: transcript.map(|p| p.to_string_lossy().into_owned()),
+            answer: Default::default(),
         };
         let queue = {
             let mut db = self.db();
@@ -1069,8 +1200,23 @@ impl Engine {
             }
         }
 
-        let (pins, locks, pending, running, recent) = {
+        let (pins, locks, pending, running, recent, watching) = {
             let db = self.db();
+            let watching: Vec<Value> = db
+                .watches()?
+                .into_iter()
+                .map(|(delivery_id, until_ms, owner_pid)| {
+                    let record = db.delivery(&delivery_id).ok().flatten();
+                    json!({
+                        "delivery_id": delivery_id,
+                        "request_id": record.as_ref().map(|r| r.request_id.clone()),
+                        "target_agent": record.as_ref().map(|r| r.target_agent),
+                        "target_session_id": record.as_ref().and_then(|r| r.target_session_id.clone()),
+                        "until": crate::records::ms_rfc3339(until_ms),
+                        "owner_pid": owner_pid,
+                    })
+                })
+                .collect();
             (
                 db.pins()?,
                 db.locks()?,
@@ -1080,6 +1226,7 @@ impl Engine {
                     200,
                 )?,
                 db.deliveries_in(&[DeliveryState::Delivered, DeliveryState::Failed], RECENT)?,
+                watching,
             )
         };
         let (in_flight, elsewhere): (Vec<_>, Vec<_>) = running
@@ -1117,7 +1264,7 @@ impl Engine {
                 "in_flight": in_flight,
                 "in_flight_elsewhere": elsewhere,
                 "recent": recent,
-                "watching_for_late_answers": [],
+                "watching_for_late_answers": watching,
             }),
             delivery,
             peer_transcript,
@@ -1142,11 +1289,17 @@ impl Engine {
             (_, None) => None,
         };
         let Some(path) = path else {
-            out.error = Some("the peer's transcript was not found".into());
+            out.error = Some(
+                "the peer's transcript was not found (gone, or never written); the record's \
+                 reply_preview holds what remains of the answer"
+                    .into(),
+            );
             return out;
         };
         out.path = Some(path.to_string_lossy().into_owned());
-        if record.state == DeliveryState::Queued {
+        // Never handed over (still queued, or failed before hand-over): the peer never saw it,
+        // so nothing in its transcript can be this delivery's answer.
+        if record.state == DeliveryState::Queued || record.started_at.is_none() {
             return out;
         }
         let mut warnings = cross_agent_stores::Warnings::default();
@@ -1179,7 +1332,14 @@ impl Engine {
         let mut stop = self.inner.stop.subscribe();
         let mut running = JoinSet::new();
         let mut last_prune: Option<std::time::Instant> = None;
+        let mut last_sweep = std::time::Instant::now();
         loop {
+            // Leases of other carriers run out while this daemon runs (a crashed peer daemon,
+            // a restart's old one killed): their records are orphaned here, never re-sent.
+            if last_sweep.elapsed() > LEASE_RENEW {
+                last_sweep = std::time::Instant::now();
+                self.sweep_orphans();
+            }
             if last_prune.is_none_or(|at| at.elapsed() > PRUNE_EVERY) {
                 last_prune = Some(std::time::Instant::now());
                 let before = now_ms().saturating_sub(delivery_ttl_ms());
@@ -1196,17 +1356,26 @@ impl Engine {
             } else {
                 MAX_WORKERS.saturating_sub(running.len())
             };
-            let claimed = self.db().claim_runnable(
+            let busy = if free > 0 {
+                self.busy_elsewhere()
+            } else {
+                HashSet::new()
+            };
+            let claimed = self.db().claim_runnable_except(
                 free,
                 self.inner.info.pid,
                 self.inner.info.generation,
                 LEASE_MS,
                 now_ms(),
                 &now_rfc3339(),
+                &busy,
             );
             match claimed {
                 Ok(claimed) => {
                     for job in claimed {
+                        lock(&self.inner.carried)
+                            .turns
+                            .insert(job.record.delivery_id.clone());
                         let engine = self.clone();
                         running.spawn(async move { engine.run_delivery(job).await });
                     }
@@ -1232,6 +1401,7 @@ impl Engine {
             lock_token,
         } = claimed;
         let agent = record.target_agent;
+        let confirmed: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
         let message = if job.raw {
             job.body.clone()
         } else {
@@ -1258,7 +1428,13 @@ impl Engine {
         // The one place a peer CLI is started: `build` refuses again under no-headless.
         let outcome = match cross_agent_transports::headless::build(&request) {
             Ok(spec) => {
-                let renew = self.spawn_lease_renewal(target_key.clone(), lock_token.clone());
+                let renew = self.spawn_lease_renewal(
+                    target_key.clone(),
+                    lock_token.clone(),
+                    record.delivery_id.clone(),
+                );
+                let (turn_stop, turn_stopped) = watch::channel(false);
+                let checker = self.spawn_transcript_check(&record, turn_stop, confirmed.clone());
                 let engine = self.clone();
                 let delivery_id = record.delivery_id.clone();
                 let conversation_id = record.conversation_id.clone();
@@ -1269,7 +1445,7 @@ impl Engine {
                     RunOptions {
                         inactivity: Duration::from_secs(job.timeout_secs),
                         transcript: record.target_transcript.as_ref().map(PathBuf::from),
-                        stop: self.inner.stop.subscribe(),
+                        stop: turn_stopped,
                     },
                     |pid| {
                         engine.turn_started(StartedTurn {
@@ -1283,6 +1459,7 @@ impl Engine {
                 )
                 .await;
                 renew.abort();
+                checker.abort();
                 result
             }
             Err(error) => Err(error),
@@ -1290,12 +1467,26 @@ impl Engine {
         if let Some(pid) = outcome.as_ref().ok().map(|o| o.pid) {
             lock(&self.inner.turns).retain(|t| t.pid != pid);
         }
+        {
+            let mut carried = lock(&self.inner.carried);
+            carried.turns.remove(&record.delivery_id);
+            carried.answers.insert(record.delivery_id.clone());
+        }
         record.finished_at = Some(now_rfc3339());
+        let confirmed = lock(&confirmed).take();
         match outcome {
             Ok(outcome) => {
                 record.peer_pid = Some(outcome.pid);
                 self.created_session(&mut record, &outcome, &job, &mut target_key, &lock_token);
-                self.settle(&mut record, outcome, &job);
+                match confirmed {
+                    // The transcript showed the finished answer while the CLI still ran: that
+                    // settles it (the CLI was stopped for it, not for the carrier).
+                    Some(text) if outcome.ended == Ended::Stopped => {
+                        record.answer.is_reply_confirmed_by_transcript = true;
+                        self.pair_answer(&mut record, &text, None, watch_secs(&job));
+                    }
+                    Some(_) | None => self.settle(&mut record, outcome, &job),
+                }
             }
             Err(error) => {
                 record.state = DeliveryState::Failed;
@@ -1317,24 +1508,321 @@ impl Engine {
             tracing::error!(%error, target_key, "could not release a busy lock");
         }
         drop(db);
+        lock(&self.inner.carried)
+            .answers
+            .remove(&record.delivery_id);
         tracing::info!(delivery = %record.delivery_id, state = ?record.state, "delivery finished");
         self.inner.wake.notify_one();
     }
 
+    /// Renews the busy lock and the delivery's lease (`expires_at`) together while its turn
+    /// runs: when this worker disappears both lapse, and the record is orphaned.
     fn spawn_lease_renewal(
         &self,
         target_key: String,
         token: String,
+        delivery_id: String,
     ) -> tokio::task::JoinHandle<()> {
         let engine = self.clone();
         tokio::spawn(async move {
             loop {
                 tokio::time::sleep(LEASE_RENEW).await;
-                let _ = engine
-                    .db()
-                    .renew_lock(&target_key, &token, now_ms() + LEASE_MS);
+                if let Err(error) =
+                    engine
+                        .db()
+                        .renew_lease(&target_key, &token, &delivery_id, now_ms() + LEASE_MS)
+                {
+                    tracing::warn!(%error, delivery = %delivery_id, "could not renew a lease");
+                }
             }
         })
+    }
+
+    /// Breaks the wait for a turn into [`TRANSCRIPT_CHECK`] chunks and reads the peer's
+    /// transcript in between: a finished turn whose closing line echoes the request id settles
+    /// the delivery there and then (`is_reply_confirmed_by_transcript`), even if the CLI has
+    /// not exited. Also forwards the carrier's stop to this turn.
+    fn spawn_transcript_check(
+        &self,
+        record: &DeliveryRecord,
+        turn_stop: watch::Sender<bool>,
+        confirmed: Arc<Mutex<Option<String>>>,
+    ) -> tokio::task::JoinHandle<()> {
+        let mut stop = self.inner.stop.subscribe();
+        let agent = record.target_agent;
+        let request_id = record.request_id.clone();
+        let path = record.target_transcript.as_ref().map(PathBuf::from);
+        let started = record
+            .started_at
+            .as_deref()
+            .and_then(parse_ms)
+            .map(UnixMillis);
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    changed = stop.wait_for(|s| *s) => {
+                        if changed.is_ok() {
+                            turn_stop.send_replace(true);
+                        }
+                        return;
+                    }
+                    () = tokio::time::sleep(TRANSCRIPT_CHECK) => {}
+                }
+                let Some(path) = &path else { continue };
+                let mut warnings = cross_agent_stores::Warnings::default();
+                let found = cross_agent_stores::turns::read_turns(agent, path, &mut warnings)
+                    .ok()
+                    .and_then(|t| {
+                        t.finished_turn_answering(&request_id, started)
+                            .and_then(|turn| turn.final_text().map(str::to_owned))
+                    });
+                if let Some(text) = found {
+                    *lock(&confirmed) = Some(text);
+                    turn_stop.send_replace(true);
+                    return;
+                }
+            }
+        })
+    }
+
+    /// Orphans the in-flight records nobody carries any more (lease run out, carrier gone),
+    /// stops their turns if still running, and reads their answers back.
+    fn sweep_orphans(&self) {
+        let orphaned =
+            match self
+                .db()
+                .orphan_stale(self.inner.info.generation, now_ms(), &now_rfc3339())
+            {
+                Ok(orphaned) => orphaned,
+                Err(error) => {
+                    tracing::warn!(%error, "could not look for orphaned deliveries");
+                    return;
+                }
+            };
+        for mut record in orphaned {
+            tracing::warn!(delivery = %record.delivery_id, "a delivery nobody carries any more was marked orphaned");
+            if let Some(pid) = record.peer_pid
+                && is_agent_process(pid, record.target_agent)
+            {
+                cross_agent_transports::process::kill_group(pid);
+            }
+            if self.recover(&mut record, "the daemon carrying it disappeared") {
+                let _ = self.db().update_delivery(&record);
+            }
+        }
+    }
+
+    /// The sessions queued deliveries wait on because someone else's turn holds them: another
+    /// daemon's live busy lock, or a turn open on disk (a person typing in a panel, a CLI run
+    /// by hand). Waiting is bounded by the larger of the job timeout and
+    /// `CROSS_AGENT_PANEL_PATIENCE`; past it the delivery fails as not delivered.
+    fn busy_elsewhere(&self) -> HashSet<String> {
+        let (queued, locks) = {
+            let db = self.db();
+            match (db.deliveries_in(&[DeliveryState::Queued], 500), db.locks()) {
+                (Ok(queued), Ok(locks)) => (queued, locks),
+                (Err(error), _) | (_, Err(error)) => {
+                    tracing::warn!(%error, "could not read the queue");
+                    return HashSet::new();
+                }
+            }
+        };
+        let now = now_ms();
+        let mut busy = HashSet::new();
+        let mut seen = HashSet::new();
+        let mut waiting = HashSet::new();
+        for record in queued {
+            let Some(session) = &record.target_session_id else {
+                continue;
+            };
+            let key = format!("{}:{session}", record.target_agent);
+            if !seen.insert(key.clone()) {
+                continue;
+            }
+            let held = locks.iter().find(|l| l.target_key == key);
+            let reason = match held {
+                Some(l) if l.owner_pid == self.inner.info.pid => None,
+                Some(l) => (l.lease_until_ms > now
+                    && cross_agent_transports::process::is_alive(l.owner_pid))
+                .then(|| {
+                    format!(
+                        "another cross-agent daemon (pid {}) runs a turn on it",
+                        l.owner_pid
+                    )
+                }),
+                None => record
+                    .target_transcript
+                    .as_deref()
+                    .filter(|p| mid_turn_on_disk(record.target_agent, Path::new(p)))
+                    .map(|_| {
+                        "a turn is open in its transcript (someone else is working in it)"
+                            .to_owned()
+                    }),
+            };
+            let Some(reason) = reason else { continue };
+            busy.insert(key);
+            waiting.insert(record.delivery_id.clone());
+            let since = *lock(&self.inner.waiting_since)
+                .entry(record.delivery_id.clone())
+                .or_insert(now);
+            let job = self.db().job(&record.delivery_id).ok().flatten();
+            let (timeout, patience) = job.as_ref().map_or(
+                (
+                    crate::settings::DEFAULT_TIMEOUT_SECS,
+                    DEFAULT_PANEL_PATIENCE_SECS,
+                ),
+                |job| {
+                    (
+                        job.timeout_secs,
+                        setting_secs(
+                            &job.settings,
+                            "CROSS_AGENT_PANEL_PATIENCE",
+                            DEFAULT_PANEL_PATIENCE_SECS,
+                        ),
+                    )
+                },
+            );
+            let bound = timeout.max(patience);
+            let waited = u64::try_from((now - since).max(0) / 1000).unwrap_or(0);
+            if waited >= bound {
+                let error = format!(
+                    "not delivered: {} session {session} stayed busy — {reason} — for {waited} s, \
+                     past the wait bound ({bound} s: the larger of the timeout, {timeout} s, and \
+                     CROSS_AGENT_PANEL_PATIENCE, {patience} s). The peer never received the \
+                     message, so there is no answer to watch for; sending again is safe",
+                    record.target_agent
+                );
+                match self
+                    .db()
+                    .fail_queued(&record.delivery_id, &error, &now_rfc3339())
+                {
+                    Ok(true) => {
+                        tracing::warn!(delivery = %record.delivery_id, "not delivered: the peer stayed busy")
+                    }
+                    Ok(false) => {}
+                    Err(error) => tracing::warn!(%error, "could not close an undelivered delivery"),
+                }
+            }
+        }
+        lock(&self.inner.waiting_since).retain(|id, _| waiting.contains(id));
+        busy
+    }
+
+    /// Starts the late-answer watch on a request whose answer did not carry its id.
+    fn start_watch(&self, record: &mut DeliveryRecord, watch_secs: u64) {
+        if watch_secs == 0 || record.target_transcript.is_none() {
+            return;
+        }
+        let Some(since) = record.started_at.as_deref().and_then(parse_ms) else {
+            return;
+        };
+        let until = now_ms()
+            .saturating_add(i64::try_from(watch_secs.saturating_mul(1000)).unwrap_or(i64::MAX));
+        record.answer.late_answer_watch_until = Some(crate::records::ms_rfc3339(until));
+        match self.db().add_watch(&record.delivery_id, since, until) {
+            Ok(()) => {
+                lock(&self.inner.carried)
+                    .watches
+                    .insert(record.delivery_id.clone());
+            }
+            Err(error) => tracing::warn!(%error, "could not start a late-answer watch"),
+        }
+    }
+
+    /// Reads the watched transcripts every 20 s (`CROSS_AGENT_LATE_ANSWER_POLL_MS` in tests).
+    async fn watch_loop(self) {
+        let poll = late_answer_poll();
+        loop {
+            if !self.is_draining() {
+                self.watch_once(poll);
+            }
+            tokio::time::sleep(poll).await;
+        }
+    }
+
+    fn watch_once(&self, poll: Duration) {
+        let now = now_ms();
+        let lease = i64::try_from(poll.as_millis())
+            .unwrap_or(LEASE_MS)
+            .saturating_mul(3)
+            .max(LEASE_MS);
+        let watches = match self
+            .db()
+            .claim_watches(self.inner.info.pid, now, now + lease)
+        {
+            Ok(watches) => watches,
+            Err(error) => {
+                tracing::warn!(%error, "could not read late-answer watches");
+                return;
+            }
+        };
+        let mut held = HashSet::new();
+        for watch in watches {
+            let id = watch.record.delivery_id.clone();
+            if now > watch.until_ms {
+                let _ = self.db().end_watch(&id);
+                continue;
+            }
+            match late_answer(&watch) {
+                Some(text) => self.record_late_answer(&id, &text),
+                None => {
+                    held.insert(id);
+                }
+            }
+        }
+        lock(&self.inner.carried).watches = held;
+    }
+
+    /// A watched request's real answer arrived: it becomes its own delivery record (a
+    /// `LATE ANSWER` naming the request), and the request's record points at it.
+    fn record_late_answer(&self, request_delivery_id: &str, text: &str) {
+        let mut db = self.db();
+        let Ok(Some(mut request)) = db.delivery(request_delivery_id) else {
+            let _ = db.end_watch(request_delivery_id);
+            return;
+        };
+        let now = now_rfc3339();
+        let mut late = request.clone();
+        late.delivery_id = envelope::delivery_id();
+        late.state = DeliveryState::Delivered;
+        late.created_at = now.clone();
+        late.started_at = None;
+        late.finished_at = Some(now);
+        late.expires_at = None;
+        late.error = None;
+        late.is_killed_by_timeout = false;
+        late.is_stopped_with_carrier = false;
+        late.is_reply_recovered = false;
+        late.is_undelivered = false;
+        late.is_orphaned = false;
+        late.late_reply_delivery_id = None;
+        late.reply_preview = Some(preview(text, REPLY_PREVIEW_CHARS));
+        late.answer = cross_agent_protocol::bridge::AnswerMarks {
+            reply_carries_request_id: true,
+            reply_header: Some(envelope::reply_header(
+                request.target_agent,
+                request.target_session_id.as_deref(),
+                &request.request_id,
+                true,
+                AnswerKind::Late {
+                    request_delivery_id,
+                },
+            )),
+            answers_delivery_id: Some(request_delivery_id.to_owned()),
+            ..Default::default()
+        };
+        request.late_reply_delivery_id = Some(late.delivery_id.clone());
+        let key = format!(
+            "{}:{}",
+            request.target_agent,
+            request.target_session_id.as_deref().unwrap_or("?")
+        );
+        match db.insert_late_answer(&late, &key, now_ms(), &request) {
+            Ok(()) => {
+                tracing::info!(request = %request_delivery_id, late = %late.delivery_id, "a late answer arrived")
+            }
+            Err(error) => tracing::warn!(%error, "could not record a late answer"),
+        }
     }
 
     fn turn_started(&self, turn: StartedTurn) {
@@ -1409,6 +1897,7 @@ impl Engine {
             record.state = DeliveryState::Failed;
             record.error = Some(error);
         };
+        let watch = watch_secs(job);
         match outcome.ended {
             Ended::Stopped => {
                 record.is_stopped_with_carrier = true;
@@ -1420,6 +1909,7 @@ impl Engine {
                         self.inner.info.pid, self.inner.info.generation
                     ),
                 );
+                self.recover(record, "the daemon stopped and killed the peer's turn");
             }
             Ended::KilledByTimeout => {
                 record.is_killed_by_timeout = true;
@@ -1430,6 +1920,11 @@ impl Engine {
                         job.timeout_secs
                     ),
                 );
+                let why = format!(
+                    "killed by bridge timeout after {} s without CLI output or transcript writes",
+                    job.timeout_secs
+                );
+                self.recover(record, &why);
             }
             Ended::Exited(code) => {
                 if let Some(tool) = &parsed.approval_blocked {
@@ -1457,8 +1952,7 @@ impl Engine {
                         ),
                     );
                 } else if let (Some(answer), None) = (&parsed.answer, &parsed.failure) {
-                    record.state = DeliveryState::Delivered;
-                    record.reply_preview = Some(preview(answer, REPLY_PREVIEW_CHARS));
+                    self.pair_answer(record, answer, None, watch);
                 } else {
                     let detail = parsed
                         .failure
@@ -1486,34 +1980,155 @@ impl Engine {
                     {
                         error.push_str(&hint);
                     }
+                    let why = error.clone();
                     fail(record, error);
                     // The turn may still have answered into its transcript.
-                    self.recover(record);
+                    self.recover(record, &why);
                 }
             }
         }
     }
 
-    /// A delivery that ended without an answer on stdout: the peer's transcript may hold one
-    /// written after the delivery started (`is_reply_recovered`). Nothing is re-sent.
-    fn recover(&self, record: &mut DeliveryRecord) {
-        let Some(path) = record.target_transcript.as_deref().map(PathBuf::from) else {
-            return;
+    /// Takes `text` as the request's answer, paired by its closing line (the last line that
+    /// names any request id): this request's id makes it the answer whenever it was written;
+    /// another request's id makes it that request's answer, and it is rejected; no id at all
+    /// takes it by timing, marked `NO REQUEST ID … possibly interim`, with a late-answer watch.
+    /// `recovered` names why the transport failed when the text was read back from the
+    /// transcript. Returns whether the text was taken.
+    fn pair_answer(
+        &self,
+        record: &mut DeliveryRecord,
+        text: &str,
+        recovered: Option<&str>,
+        watch_secs: u64,
+    ) -> bool {
+        let ids = cross_agent_stores::turns::closing_line(text)
+            .map(cross_agent_stores::turns::request_ids)
+            .unwrap_or_default();
+        let carries = ids.contains(&record.request_id.as_str());
+        if !carries && !ids.is_empty() {
+            let note = format!(
+                "the peer's answer ends with another request's id ({}), so it answers that \
+                 request, not {}; it was not taken",
+                ids.join(", "),
+                record.request_id
+            );
+            record.state = DeliveryState::Failed;
+            record.error = Some(match (&record.error, recovered) {
+                (Some(error), Some(_)) => format!("{error}; {note}"),
+                (Some(_) | None, None) | (None, Some(_)) => note,
+            });
+            self.start_watch(record, watch_secs);
+            return false;
+        }
+        record.reply_preview = Some(preview(text, REPLY_PREVIEW_CHARS));
+        record.answer.reply_carries_request_id = carries;
+        record.answer.is_reply_possibly_interim = !carries;
+        let kind = match recovered {
+            Some(why) => {
+                // The transport failed: the state says so, the answer is labelled as read back.
+                record.is_reply_recovered = true;
+                record.answer.transport_failure = Some(why.to_owned());
+                AnswerKind::Recovered {
+                    transport_failure: why,
+                }
+            }
+            None => {
+                record.state = DeliveryState::Delivered;
+                if carries {
+                    AnswerKind::Confirmed
+                } else {
+                    AnswerKind::NoRequestId
+                }
+            }
         };
+        record.answer.reply_header = Some(envelope::reply_header(
+            record.target_agent,
+            record.target_session_id.as_deref(),
+            &record.request_id,
+            carries,
+            kind,
+        ));
+        if !carries {
+            self.start_watch(record, watch_secs);
+        }
+        true
+    }
+
+    /// A delivery that ended without an answer on stdout: the peer's transcript may hold one
+    /// (`is_reply_recovered`) — a finished turn carrying the request id, else the last
+    /// assistant message written after the hand-over, never anything from before it. Nothing is
+    /// re-sent. A delivery never handed over looks nothing up. Returns whether one was found.
+    fn recover(&self, record: &mut DeliveryRecord, why: &str) -> bool {
         let Some(started) = record.started_at.as_deref().and_then(parse_ms) else {
-            return;
+            return false;
+        };
+        let Some(path) = record.target_transcript.as_deref().map(PathBuf::from) else {
+            return false;
         };
         let mut warnings = cross_agent_stores::Warnings::default();
-        if let Ok(transcript) =
+        let Ok(transcript) =
             cross_agent_stores::turns::read_turns(record.target_agent, &path, &mut warnings)
-            && let Some(turn) =
-                transcript.finished_turn_answering(&record.request_id, Some(UnixMillis(started)))
-            && let Some(text) = turn.final_text()
-        {
-            record.reply_preview = Some(preview(text, REPLY_PREVIEW_CHARS));
-            record.is_reply_recovered = true;
+        else {
+            return false;
+        };
+        let started = UnixMillis(started);
+        let text = match transcript.finished_turn_answering(&record.request_id, Some(started)) {
+            Some(turn) => turn.final_text().map(str::to_owned),
+            None => transcript
+                .last_assistant_message_after(started)
+                .map(|m| m.text.clone()),
+        };
+        match text {
+            Some(text) => self.pair_answer(record, &text, Some(why), default_watch_secs()),
+            None => false,
         }
     }
+}
+
+/// `CROSS_AGENT_LATE_ANSWER_WATCH` of the caller's registration.
+fn watch_secs(job: &Job) -> u64 {
+    setting_secs(
+        &job.settings,
+        "CROSS_AGENT_LATE_ANSWER_WATCH",
+        default_watch_secs(),
+    )
+}
+
+/// `CROSS_AGENT_LATE_ANSWER_WATCH` where no registration is at hand (an orphan): the daemon's.
+fn default_watch_secs() -> u64 {
+    std::env::var("CROSS_AGENT_LATE_ANSWER_WATCH")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .unwrap_or(DEFAULT_LATE_ANSWER_WATCH_SECS)
+}
+
+/// The finished turn that carries a watched request's id, started after the request did.
+fn late_answer(watch: &Watch) -> Option<String> {
+    let path = PathBuf::from(watch.record.target_transcript.as_deref()?);
+    let mut warnings = cross_agent_stores::Warnings::default();
+    let transcript =
+        cross_agent_stores::turns::read_turns(watch.record.target_agent, &path, &mut warnings)
+            .ok()?;
+    transcript
+        .finished_turn_answering(&watch.record.request_id, Some(UnixMillis(watch.since_ms)))
+        .and_then(|turn| turn.final_text().map(str::to_owned))
+}
+
+/// Whether a session is mid-turn on disk: its last turn is open and its transcript was written
+/// recently (an open turn left by a CLI that died is not anyone's work).
+fn mid_turn_on_disk(agent: Agent, path: &Path) -> bool {
+    let fresh = std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|at| at.elapsed().ok())
+        .is_some_and(|age| age < STALE_OPEN_TURN);
+    if !fresh {
+        return false;
+    }
+    let mut warnings = cross_agent_stores::Warnings::default();
+    cross_agent_stores::turns::read_turns(agent, path, &mut warnings)
+        .is_ok_and(|t| t.running_turn().is_some())
 }
 
 /// Whether `pid` runs `agent`'s CLI (its command line names it).

@@ -124,3 +124,79 @@ pub fn conversation_id() -> String {
 pub fn delivery_id() -> String {
     format!("dlv_{}", uuid::Uuid::now_v7().simple())
 }
+
+/// How an answer came back, for the header its relay carries (spec 004 §6 "Interim answers and
+/// late answers", §9 "A recovered answer is labeled as such").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AnswerKind<'a> {
+    /// Its closing line carried the request id.
+    Confirmed,
+    /// It named no request id: taken by timing only, and maybe only an interim note.
+    NoRequestId,
+    /// Read back from the peer's transcript after the transport failed, for this reason.
+    Recovered { transport_failure: &'a str },
+    /// A later turn that carried the request id, found by the late-answer watch.
+    Late { request_delivery_id: &'a str },
+}
+
+/// The `NO REQUEST ID … possibly interim` warning line.
+pub fn no_request_id_line(request_id: &str) -> String {
+    format!(
+        "NO REQUEST ID: the answer did not end with {request_id}, so it was taken by timing \
+         alone and is possibly interim (a note that work is under way, not the finished \
+         report); a later turn that carries the id is relayed as a LATE ANSWER"
+    )
+}
+
+/// The header lines a relayed answer carries before its text:
+///
+/// ```text
+/// === BRIDGE REPLY === from: codex session <id> | request: req_… [| recovered from transcript]
+/// WARNING: RECOVERED, NOT RECEIVED — …          ← recovered
+/// transport failure: <why>                       ← recovered
+/// NO REQUEST ID: … possibly interim …            ← no id on the closing line
+/// LATE ANSWER to request req_… (delivery dlv_…) ← found by the late-answer watch
+/// ```
+pub fn reply_header(
+    from_agent: Agent,
+    from_session: Option<&str>,
+    request_id: &str,
+    carries_request_id: bool,
+    kind: AnswerKind<'_>,
+) -> String {
+    let session = from_session.unwrap_or("(new session)");
+    let mut first = format!(
+        "=== BRIDGE REPLY === from: {from_agent} session {session} | request: {request_id}"
+    );
+    let mut lines = Vec::new();
+    match kind {
+        AnswerKind::Confirmed => {}
+        AnswerKind::NoRequestId => {}
+        AnswerKind::Recovered { transport_failure } => {
+            first.push_str(" | recovered from transcript");
+            lines.push(
+                "WARNING: RECOVERED, NOT RECEIVED — this is the peer's last message read back \
+                 from its transcript after the transport failed, not an answer the bridge \
+                 received; the peer may still have been working when it was written"
+                    .to_owned(),
+            );
+            lines.push(format!("transport failure: {transport_failure}"));
+        }
+        AnswerKind::Late {
+            request_delivery_id,
+        } => {
+            first.push_str(" | late answer");
+            lines.push(format!(
+                "LATE ANSWER to request {request_id} (delivery {request_delivery_id}): the \
+                 earlier reply did not carry the request id; this later turn does"
+            ));
+        }
+    }
+    if !carries_request_id {
+        lines.push(no_request_id_line(request_id));
+    }
+    std::iter::once(first)
+        .chain(lines)
+        .collect::<Vec<_>>()
+        .join("\n")
+}

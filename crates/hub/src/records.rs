@@ -58,6 +58,15 @@ pub struct BusyLock {
     pub lease_until_ms: i64,
 }
 
+/// A late-answer watch this daemon holds.
+#[derive(Debug, Clone)]
+pub struct Watch {
+    /// The request's record.
+    pub record: DeliveryRecord,
+    pub since_ms: i64,
+    pub until_ms: i64,
+}
+
 /// The queue in front of one session.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct QueueInfo {
@@ -76,6 +85,20 @@ pub(crate) fn state_str(state: DeliveryState) -> &'static str {
         DeliveryState::Delivered => "delivered",
         DeliveryState::Failed => "failed",
     }
+}
+
+/// Milliseconds since the epoch as RFC 3339 UTC.
+pub(crate) fn ms_rfc3339(ms: i64) -> String {
+    let at = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
+        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    crate::db::rfc3339(at)
+}
+
+/// RFC 3339 as milliseconds since the epoch.
+pub(crate) fn parse_rfc3339_ms(text: &str) -> Option<i64> {
+    let at =
+        time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()?;
+    i64::try_from(at.unix_timestamp_nanos() / 1_000_000).ok()
 }
 
 fn to_json<T: Serialize>(value: &T) -> Result<String> {
@@ -156,10 +179,22 @@ impl HubDb {
     /// Writes a delivery's record (and its state column).
     pub fn update_delivery(&self, record: &DeliveryRecord) -> Result<()> {
         let json = to_json(record)?;
+        // The TTL runs from the finish (an orphan's: its lease's expiry).
+        let finished_ms = record
+            .state
+            .is_finished()
+            .then(|| record.finished_at.as_deref().and_then(parse_rfc3339_ms))
+            .flatten();
         self.conn
             .execute(
-                "UPDATE deliveries SET state = ?2, record = ?3 WHERE delivery_id = ?1",
-                params![record.delivery_id, state_str(record.state), json],
+                "UPDATE deliveries SET state = ?2, record = ?3,
+                 finished_ms = COALESCE(?4, finished_ms) WHERE delivery_id = ?1",
+                params![
+                    record.delivery_id,
+                    state_str(record.state),
+                    json,
+                    finished_ms
+                ],
             )
             .map_err(|source| self.err("update a delivery", source))?;
         Ok(())
@@ -249,6 +284,30 @@ impl HubDb {
         now_ms: i64,
         now: &str,
     ) -> Result<Vec<Claimed>> {
+        self.claim_runnable_except(
+            max,
+            owner_pid,
+            generation,
+            lease_ms,
+            now_ms,
+            now,
+            &HashSet::new(),
+        )
+    }
+
+    /// [`HubDb::claim_runnable`], leaving alone the sessions in `busy`: those mid-turn with
+    /// someone else's work (a person typing in a panel), which a delivery waits out in line.
+    #[allow(clippy::too_many_arguments)]
+    pub fn claim_runnable_except(
+        &mut self,
+        max: usize,
+        owner_pid: u32,
+        generation: u64,
+        lease_ms: i64,
+        now_ms: i64,
+        now: &str,
+        busy: &HashSet<String>,
+    ) -> Result<Vec<Claimed>> {
         if max == 0 {
             return Ok(Vec::new());
         }
@@ -288,7 +347,7 @@ impl HubDb {
             }
             // First come, first served: a later delivery never overtakes an earlier one to the
             // same session, even when the earlier one cannot go yet.
-            if !seen_keys.insert(target_key.clone()) {
+            if !seen_keys.insert(target_key.clone()) || busy.contains(&target_key) {
                 continue;
             }
             let lock: Option<(u32, i64)> = tx
@@ -340,10 +399,11 @@ impl HubDb {
             record.state = DeliveryState::Delivering;
             record.started_at = Some(now.to_owned());
             record.carrier_generation = Some(generation);
-            record.expires_at = None;
+            record.expires_at = Some(ms_rfc3339(now_ms + lease_ms));
             tx.execute(
-                "UPDATE deliveries SET state = 'delivering', record = ?2 WHERE delivery_id = ?1",
-                params![delivery_id, to_json(&record)?],
+                "UPDATE deliveries SET state = 'delivering', record = ?2, carrier_pid = ?3,
+                 lease_until_ms = ?4 WHERE delivery_id = ?1",
+                params![delivery_id, to_json(&record)?, owner_pid, now_ms + lease_ms],
             )
             .map_err(fail)?;
             tx.execute(
@@ -361,6 +421,97 @@ impl HubDb {
         }
         tx.commit().map_err(fail)?;
         Ok(claimed)
+    }
+
+    /// A queued delivery's payload.
+    pub fn job(&self, delivery_id: &str) -> Result<Option<Job>> {
+        let text: Option<String> = self
+            .conn
+            .query_row(
+                "SELECT job FROM pending_payloads WHERE delivery_id = ?1",
+                params![delivery_id],
+                |row| row.get(0),
+            )
+            .optional()
+            .map_err(|source| self.err("read a queued payload", source))?;
+        text.as_deref().map(from_json).transpose()
+    }
+
+    /// Closes a delivery that is still queued as **not delivered** (`is_undelivered`): the
+    /// peer never received it. Its payload goes with it. False when it was no longer queued.
+    pub fn fail_queued(&mut self, delivery_id: &str, error: &str, now: &str) -> Result<bool> {
+        let path = self.path().to_owned();
+        let fail = |source| Error::Db {
+            path: path.clone(),
+            action: "close an undelivered delivery",
+            source,
+        };
+        let tx = self.conn.transaction().map_err(fail)?;
+        let json: Option<String> = tx
+            .query_row(
+                "SELECT record FROM deliveries WHERE delivery_id = ?1 AND state = 'queued'",
+                params![delivery_id],
+                |row| row.get(0),
+            )
+            .optional()
+            .map_err(fail)?;
+        let Some(json) = json else {
+            return Ok(false);
+        };
+        let mut record: DeliveryRecord = from_json(&json)?;
+        record.state = DeliveryState::Failed;
+        record.is_undelivered = true;
+        record.error = Some(error.to_owned());
+        record.finished_at = Some(now.to_owned());
+        tx.execute(
+            "UPDATE deliveries SET state = 'failed', record = ?2, finished_ms = ?3
+             WHERE delivery_id = ?1",
+            params![delivery_id, to_json(&record)?, parse_rfc3339_ms(now)],
+        )
+        .map_err(fail)?;
+        tx.execute(
+            "DELETE FROM pending_payloads WHERE delivery_id = ?1",
+            params![delivery_id],
+        )
+        .map_err(fail)?;
+        tx.commit().map_err(fail)?;
+        Ok(true)
+    }
+
+    /// Extends a lock's lease and its delivery's (`expires_at`) together, if `token` still owns
+    /// the lock: one worker keeps both alive, so both lapse together when it disappears.
+    pub fn renew_lease(
+        &mut self,
+        target_key: &str,
+        token: &str,
+        delivery_id: &str,
+        until_ms: i64,
+    ) -> Result<bool> {
+        let path = self.path().to_owned();
+        let fail = |source| Error::Db {
+            path: path.clone(),
+            action: "renew a delivery's lease",
+            source,
+        };
+        let tx = self.conn.transaction().map_err(fail)?;
+        let owned = tx
+            .execute(
+                "UPDATE busy_locks SET lease_until_ms = ?3 WHERE target_key = ?1 AND owner_token = ?2",
+                params![target_key, token, until_ms],
+            )
+            .map_err(fail)?
+            > 0;
+        if owned {
+            tx.execute(
+                "UPDATE deliveries SET lease_until_ms = ?2,
+                 record = json_set(record, '$.expires_at', ?3)
+                 WHERE delivery_id = ?1 AND state IN ('delivering', 'awaiting-peer')",
+                params![delivery_id, until_ms, ms_rfc3339(until_ms)],
+            )
+            .map_err(fail)?;
+        }
+        tx.commit().map_err(fail)?;
+        Ok(owned)
     }
 
     /// Extends a lock's lease, if `token` still owns it.
@@ -420,22 +571,70 @@ impl HubDb {
     }
 
     /// Closes deliveries an earlier daemon handed over but never finished (it crashed or was
-    /// killed): `failed` and orphaned, never re-sent. Returns them.
+    /// killed): `failed` and orphaned, never re-sent. Returns them. See
+    /// [`HubDb::orphan_stale`]; this one judges leases against the clock now.
     pub fn orphan_unfinished(&self, generation: u64, now: &str) -> Result<Vec<DeliveryRecord>> {
+        let now_ms = parse_rfc3339_ms(&crate::db::now_rfc3339()).unwrap_or(i64::MAX);
+        self.orphan_stale(generation, now_ms, now)
+    }
+
+    /// Closes in-flight deliveries nobody carries any more: their lease (`expires_at`, renewed
+    /// by the worker with its busy lock) ran out, or the daemon that took them is gone — the
+    /// lease alone decides even when that pid is alive again, since a pid may be reused. A
+    /// delivery another live daemon still carries (a restart's old daemon draining) is left
+    /// alone. Records from before leases existed fall back to "another generation took it".
+    /// Each is `failed` and `is_orphaned`, never re-sent.
+    pub fn orphan_stale(
+        &self,
+        generation: u64,
+        now_ms: i64,
+        now: &str,
+    ) -> Result<Vec<DeliveryRecord>> {
+        let read = |source| self.err("list in-flight deliveries", source);
+        let rows: Vec<(String, Option<u32>, Option<i64>)> = {
+            let mut statement = self
+                .conn
+                .prepare(
+                    "SELECT record, carrier_pid, lease_until_ms FROM deliveries
+                     WHERE state IN ('delivering', 'awaiting-peer')",
+                )
+                .map_err(read)?;
+            let rows = statement
+                .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+                .map_err(read)?;
+            rows.collect::<rusqlite::Result<_>>().map_err(read)?
+        };
         let mut orphaned = Vec::new();
-        for mut record in self.deliveries_in(
-            &[DeliveryState::Delivering, DeliveryState::AwaitingPeer],
-            u32::MAX,
-        )? {
-            if record.carrier_generation == Some(generation) {
-                continue;
-            }
+        for (json, carrier_pid, lease) in rows {
+            let mut record: DeliveryRecord = from_json(&json)?;
+            let why = match (carrier_pid, lease) {
+                (Some(pid), Some(lease)) => {
+                    if lease <= now_ms {
+                        format!("its lease ran out at {}", ms_rfc3339(lease))
+                    } else if !cross_agent_transports::process::is_alive(pid) {
+                        format!("the daemon carrying it (pid {pid}) is gone")
+                    } else {
+                        continue;
+                    }
+                }
+                (None, _) | (_, None) => {
+                    if record.carrier_generation == Some(generation) {
+                        continue;
+                    }
+                    "the daemon carrying it stopped without closing it".to_owned()
+                }
+            };
             record.state = DeliveryState::Failed;
             record.is_orphaned = true;
-            record.finished_at = Some(now.to_owned());
+            // The TTL runs from the expiry.
+            record.finished_at = Some(
+                lease
+                    .filter(|l| *l <= now_ms)
+                    .map_or_else(|| now.to_owned(), ms_rfc3339),
+            );
             record.error = Some(format!(
-                "the daemon carrying it (generation {}) stopped without closing it; it is never \
-                 re-sent — bridge_status(delivery_id) reads any answer from the peer's transcript",
+                "orphaned: {why} (generation {}); it is never re-sent — bridge_status(delivery_id) \
+                 reads any answer from the peer's transcript",
                 record
                     .carrier_generation
                     .map_or_else(|| "unknown".to_owned(), |g| g.to_string())
@@ -446,15 +645,170 @@ impl HubDb {
         Ok(orphaned)
     }
 
-    /// Deletes finished deliveries created before `before_ms` (`CROSS_AGENT_DELIVERY_TTL`).
-    /// Unfinished ones are never pruned: their answer may still come.
+    /// Deletes finished deliveries whose TTL (`CROSS_AGENT_DELIVERY_TTL`) ran out: finished
+    /// (or, for an orphan, expired) before `before_ms`. Unfinished ones are never pruned: their
+    /// answer may still come.
     pub fn prune_finished(&self, before_ms: i64) -> Result<usize> {
         self.conn
             .execute(
-                "DELETE FROM deliveries WHERE state IN ('delivered', 'failed') AND created_ms < ?1",
+                "DELETE FROM deliveries WHERE state IN ('delivered', 'failed')
+                 AND COALESCE(finished_ms, created_ms) < ?1",
                 params![before_ms],
             )
             .map_err(|source| self.err("prune old deliveries", source))
+    }
+
+    /// Starts a late-answer watch on a delivery, running until `until_ms`.
+    pub fn add_watch(&self, delivery_id: &str, since_ms: i64, until_ms: i64) -> Result<()> {
+        self.conn
+            .execute(
+                "INSERT OR REPLACE INTO late_answer_watches (delivery_id, since_ms, until_ms)
+                 VALUES (?1, ?2, ?3)",
+                params![delivery_id, since_ms, until_ms],
+            )
+            .map_err(|source| self.err("start a late-answer watch", source))?;
+        Ok(())
+    }
+
+    /// Takes (or keeps) the watches nobody else holds — this owner's, unowned ones, and those
+    /// whose owner's lease ran out or whose owner is gone — until `lease_until_ms`. Returns
+    /// them with their records.
+    pub fn claim_watches(
+        &mut self,
+        owner_pid: u32,
+        now_ms: i64,
+        lease_until_ms: i64,
+    ) -> Result<Vec<Watch>> {
+        let path = self.path().to_owned();
+        let fail = |source| Error::Db {
+            path: path.clone(),
+            action: "take late-answer watches",
+            source,
+        };
+        let tx = self.conn.transaction().map_err(fail)?;
+        let rows: Vec<(String, i64, i64, Option<u32>, i64, String)> = {
+            let mut statement = tx
+                .prepare(
+                    "SELECT w.delivery_id, w.since_ms, w.until_ms, w.owner_pid, w.lease_until_ms,
+                     d.record FROM late_answer_watches w JOIN deliveries d USING (delivery_id)
+                     ORDER BY w.since_ms",
+                )
+                .map_err(fail)?;
+            let rows = statement
+                .query_map([], |row| {
+                    Ok((
+                        row.get(0)?,
+                        row.get(1)?,
+                        row.get(2)?,
+                        row.get(3)?,
+                        row.get(4)?,
+                        row.get(5)?,
+                    ))
+                })
+                .map_err(fail)?;
+            rows.collect::<rusqlite::Result<_>>().map_err(fail)?
+        };
+        let mut out = Vec::new();
+        for (delivery_id, since_ms, until_ms, owner, lease, record) in rows {
+            let held_elsewhere =
+                owner.is_some_and(|pid| pid != owner_pid && lock_is_live(pid, lease, now_ms));
+            if held_elsewhere {
+                continue;
+            }
+            tx.execute(
+                "UPDATE late_answer_watches SET owner_pid = ?2, lease_until_ms = ?3
+                 WHERE delivery_id = ?1",
+                params![delivery_id, owner_pid, lease_until_ms],
+            )
+            .map_err(fail)?;
+            out.push(Watch {
+                record: from_json(&record)?,
+                since_ms,
+                until_ms,
+            });
+        }
+        tx.commit().map_err(fail)?;
+        Ok(out)
+    }
+
+    /// Ends a watch (found, or past its time).
+    pub fn end_watch(&self, delivery_id: &str) -> Result<()> {
+        self.conn
+            .execute(
+                "DELETE FROM late_answer_watches WHERE delivery_id = ?1",
+                params![delivery_id],
+            )
+            .map_err(|source| self.err("end a late-answer watch", source))?;
+        Ok(())
+    }
+
+    /// Lets go of this owner's watches, so the next daemon resumes them at once.
+    pub fn release_watches(&self, owner_pid: u32) -> Result<()> {
+        self.conn
+            .execute(
+                "UPDATE late_answer_watches SET owner_pid = NULL, lease_until_ms = 0
+                 WHERE owner_pid = ?1",
+                params![owner_pid],
+            )
+            .map_err(|source| self.err("release late-answer watches", source))?;
+        Ok(())
+    }
+
+    /// Every watch, for `bridge_status`: (delivery id, until, owner pid).
+    pub fn watches(&self) -> Result<Vec<(String, i64, Option<u32>)>> {
+        let read = |source| self.err("list late-answer watches", source);
+        let mut statement = self
+            .conn
+            .prepare(
+                "SELECT delivery_id, until_ms, owner_pid FROM late_answer_watches ORDER BY since_ms",
+            )
+            .map_err(read)?;
+        let rows = statement
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+            .map_err(read)?;
+        rows.collect::<rusqlite::Result<_>>().map_err(read)
+    }
+
+    /// Records a late answer as its own delivery (finished), and points the request's record at
+    /// it, in one transaction.
+    pub fn insert_late_answer(
+        &mut self,
+        late: &DeliveryRecord,
+        target_key: &str,
+        created_ms: i64,
+        request: &DeliveryRecord,
+    ) -> Result<()> {
+        let path = self.path().to_owned();
+        let fail = |source| Error::Db {
+            path: path.clone(),
+            action: "record a late answer",
+            source,
+        };
+        let tx = self.conn.transaction().map_err(fail)?;
+        tx.execute(
+            "INSERT INTO deliveries (delivery_id, state, target_agent, target_key, created_ms,
+             record, finished_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?5)",
+            params![
+                late.delivery_id,
+                state_str(late.state),
+                late.target_agent.as_str(),
+                target_key,
+                created_ms,
+                to_json(late)?
+            ],
+        )
+        .map_err(fail)?;
+        tx.execute(
+            "UPDATE deliveries SET record = ?2 WHERE delivery_id = ?1",
+            params![request.delivery_id, to_json(request)?],
+        )
+        .map_err(fail)?;
+        tx.execute(
+            "DELETE FROM late_answer_watches WHERE delivery_id = ?1",
+            params![request.delivery_id],
+        )
+        .map_err(fail)?;
+        tx.commit().map_err(fail)
     }
 
     /// The pin of `agent` for `cwd_key` (`""` is the pin for every directory).

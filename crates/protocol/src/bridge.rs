@@ -436,6 +436,40 @@ pub struct DeliveryRecord {
     /// The target's transcript, when known, for re-reading the answer.
     #[serde(default)]
     pub target_transcript: Option<String>,
+    /// How the answer was paired with the request, and what a relay of it says about that.
+    #[serde(flatten, default)]
+    pub answer: AnswerMarks,
+}
+
+/// How an answer was paired with its request (spec 004 §6 "Interim answers and late answers",
+/// §9 "Every request carries a unique token"), and the header a relay of it carries.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AnswerMarks {
+    /// The answer's closing line carries this request's id: it is this request's answer,
+    /// whenever it was written.
+    #[serde(default)]
+    pub reply_carries_request_id: bool,
+    /// The answer named no request id: taken by timing only, relayed marked
+    /// `NO REQUEST ID … possibly interim`, and a late-answer watch may follow.
+    #[serde(default)]
+    pub is_reply_possibly_interim: bool,
+    /// A finished turn that echoed the request id was found in the peer's transcript while the
+    /// transport was still waiting, and settled the delivery.
+    #[serde(default)]
+    pub is_reply_confirmed_by_transcript: bool,
+    /// Why the transport failed, for a recovered answer (`transport failure:` line).
+    #[serde(default)]
+    pub transport_failure: Option<String>,
+    /// The header lines a relay of this answer carries before the answer text
+    /// (`=== BRIDGE REPLY …`, `LATE ANSWER …`, warnings).
+    #[serde(default)]
+    pub reply_header: Option<String>,
+    /// Set on a late answer's own record: the request it answers.
+    #[serde(default)]
+    pub answers_delivery_id: Option<String>,
+    /// The late-answer watch on this request runs until then (RFC 3339), if one was started.
+    #[serde(default)]
+    pub late_answer_watch_until: Option<String>,
 }
 
 /// `bridge_status`: diagnostics, or one delivery re-read from the peer's transcript.

@@ -43,6 +43,7 @@ fn record(id: &str) -> DeliveryRecord {
         is_orphaned: false,
         is_return_status_only: true,
         target_transcript: None,
+        answer: Default::default(),
     }
 }
 
