@@ -65,9 +65,13 @@ impl Default for LogConfig {
 impl LogConfig {
     /// The defaults, with `CROSS_AGENT_DECISIONS_MAX_BYTES` when it is a positive number.
     pub fn from_env() -> LogConfig {
+        LogConfig::from_vars(|name| std::env::var(name).ok())
+    }
+
+    /// [`LogConfig::from_env`] over a given variable lookup.
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> LogConfig {
         let mut config = LogConfig::default();
-        if let Some(max) = std::env::var(MAX_BYTES_VAR)
-            .ok()
+        if let Some(max) = var(MAX_BYTES_VAR)
             .and_then(|v| v.trim().parse::<u64>().ok())
             .filter(|v| *v > 0)
         {

@@ -3,6 +3,7 @@
 mod bridge_client;
 mod check;
 mod daemon;
+mod decisions;
 mod mcp;
 mod pin;
 mod reload;
@@ -33,6 +34,8 @@ pub enum Command {
     Reload(reload::ReloadArgs),
     /// Print who runs this, the agent CLIs found, resolved sessions and the settings in effect.
     Check(check::CheckArgs),
+    /// Ask the decisions log: the decisions in a window, or counts by any field (--by).
+    Decisions(decisions::DecisionsArgs),
 }
 
 impl Command {
@@ -46,6 +49,7 @@ impl Command {
             Command::Pin(args) => args.run(),
             Command::Check(args) => args.run(),
             Command::Reload(args) => args.run(),
+            Command::Decisions(args) => args.run(),
         }
     }
 }

@@ -1,2 +1,3 @@
 mod daemon;
+mod decisions;
 mod sessions;
