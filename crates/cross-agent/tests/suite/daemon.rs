@@ -216,11 +216,19 @@ fn the_generation_increments_across_restarts() {
 
     let out = env.run(&["daemon", "restart", "--json"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    // With --json, stdout is exactly one JSON object; the stop's report goes to stderr.
+    // With --json, stdout is exactly one JSON object: per daemon, what happened.
     let second: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert!(text(&out.stderr).contains("stopped the cross-agent daemon"));
-    assert_eq!(second["generation"], 2);
-    assert_ne!(second["pid"], first["pid"]);
+    assert_eq!(second["ok"], true);
+    let replaced = &second["daemons"][0];
+    assert_eq!(replaced["outcome"], "ok");
+    assert_eq!(replaced["old_pid"], first["pid"]);
+    assert_eq!(replaced["new_generation"], 2);
+    assert_ne!(replaced["new_pid"], first["pid"]);
+    // Nothing was in flight: the old one exits at once.
+    let old_pid = u32::try_from(first["pid"].as_u64().unwrap()).unwrap();
+    assert!(wait_until(Duration::from_secs(10), || {
+        !cross_agent_ipc::process::is_alive(old_pid)
+    }));
 
     assert!(env.run(&["daemon", "stop"]).status.success());
     assert_eq!(env.start_json()["generation"], 3);
@@ -523,4 +531,73 @@ fn a_daemon_program_that_fails_is_reported_with_its_log() {
         "{stderr}"
     );
     assert_eq!(mode(&log), 0o600);
+}
+
+#[test]
+fn reload_replaces_the_daemon_and_reports_it_per_daemon() {
+    let env = Env::new();
+    let first = env.start_json();
+    let old_pid = first["pid"].as_u64().unwrap();
+    let out = env.run(&["reload"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.starts_with("reload: the daemon of ")
+            && stdout.contains(&format!("  ok      daemon {old_pid} -> "))
+            && stdout.contains("(generation 2); ")
+            && stdout.contains("had nothing in flight and exits"),
+        "{stdout}"
+    );
+    let (code, status) = env.status_json();
+    assert_eq!((code, &status["generation"]), (0, &Value::from(2)));
+    assert!(wait_until(Duration::from_secs(10), || {
+        !cross_agent_ipc::process::is_alive(u32::try_from(old_pid).unwrap())
+    }));
+    assert_eq!(daemons_on(&env.state).len(), 1);
+
+    // With nothing running, a reload starts one.
+    assert!(env.run(&["daemon", "stop"]).status.success());
+    let out = env.run(&["reload"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("no daemon was running; started pid"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+#[test]
+fn a_restart_whose_new_daemon_fails_exits_non_zero_and_the_old_one_keeps_serving() {
+    let env = Env::new();
+    let first = env.start_json();
+    let fake = env.dir.path().join("broken-daemon");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\necho \"cannot open hub.db: disk full\" >&2\nexit 4\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = env
+        .command(&["daemon", "restart"])
+        .env("CROSS_AGENT_DAEMON_BIN", &fake)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains(&format!("  FAILED  daemon {}: ", first["pid"]))
+            && stdout.contains("exited with exit status: 4")
+            && stdout.contains("disk full")
+            && stdout.contains("the old one keeps serving"),
+        "{stdout}"
+    );
+    let (code, status) = env.status_json();
+    assert_eq!(code, 0);
+    assert_eq!(
+        (&status["pid"], &status["generation"], &status["draining"]),
+        (&first["pid"], &first["generation"], &serde_json::json!([]))
+    );
+    // It still holds the home: a second daemon is refused.
+    let second = env.run(&["daemon", "run"]);
+    assert!(!second.status.success());
 }
