@@ -440,6 +440,9 @@ enum After {
 #[derive(Default)]
 struct Session {
     hello: Option<HelloParams>,
+    /// This connection's `handover {release}` let go of the home: if it goes away before
+    /// `drain` or `abort`, the handover is aborted (the restart that drove it died).
+    released: bool,
 }
 
 async fn serve(stream: Stream, shared: Arc<Shared>) {
@@ -481,6 +484,18 @@ async fn serve(stream: Stream, shared: Arc<Shared>) {
                 break;
             }
         }
+    }
+    if session.released && *shared.phase.borrow() == Phase::Released {
+        tracing::warn!("the restart that asked for a handover went away before finishing it");
+        let _ = handover(
+            RequestId(0),
+            HandoverParams {
+                step: HandoverStep::Abort {
+                    reason: "the restart that asked for it went away".to_owned(),
+                },
+            },
+            &shared,
+        );
     }
     if let Some(hello) = session.hello {
         tracing::debug!(client_kind = ?hello.client_kind, client_pid = hello.client_pid, "client disconnected");
@@ -771,7 +786,14 @@ async fn dispatch(
                 After::Continue,
             )
         }
-        ClientRequest::Handover(params) => (handover(id, params, shared), After::Continue),
+        ClientRequest::Handover(params) => {
+            let releasing = matches!(params.step, HandoverStep::Release);
+            let reply = handover(id, params, shared);
+            if releasing && matches!(reply, ServerMessage::Response { .. }) {
+                session.released = true;
+            }
+            (reply, After::Continue)
+        }
     }
 }
 

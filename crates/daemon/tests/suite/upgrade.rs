@@ -78,6 +78,13 @@ async fn a_restart_drains_the_old_daemon_while_a_delivery_is_in_flight_and_nothi
         spawn_daemon_process(&root, &bridge.state.dir.path().join("user"), &[]).await;
     let old = Who::from(&old_conn.hello);
     bridge.conn = old_conn;
+    // What a `cross-agent mcp` holds: one kept connection, opened now, to the old daemon.
+    let link = cross_agent_mcp::link::DaemonLink::with_home(home.clone());
+    let seen = link
+        .call(StatusParams {}, /*repeatable*/ true)
+        .await
+        .unwrap();
+    assert_eq!(seen.daemon_pid, old.pid);
 
     let caller = bridge.codex_caller("019a0000-0000-7000-8000-000000000777");
     let mut slow = bridge.send_params(Agent::Claude, "slow upgrade job", caller.clone());
@@ -151,9 +158,18 @@ async fn a_restart_drains_the_old_daemon_while_a_delivery_is_in_flight_and_nothi
         bridge_status.server_process["draining"][0]["generation"],
         old.generation
     );
+    // The MCP link's kept connection is to the draining daemon: its send is refused untaken
+    // there and goes to the new daemon, once.
     let mut during = bridge.send_params(Agent::Claude, "sent during the drain", caller);
     during.session_id = Some(target.clone());
-    let during = bridge.accepted(during).await;
+    let during = match link.call(during, /*repeatable*/ false).await.unwrap() {
+        cross_agent_protocol::bridge::SendResponse::Accepted(receipt) => receipt,
+        other => panic!("{other:?}"),
+    };
+    assert!(
+        !link.take_tools_changed(),
+        "the same build: same tools version"
+    );
     assert!(
         old_process.child.try_wait().unwrap().is_none(),
         "the old daemon still drains"
@@ -271,4 +287,38 @@ async fn nothing_running_is_nothing_to_replace() {
     .await
     .unwrap();
     assert_eq!(outcome, Outcome::NotRunning);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_that_goes_away_after_release_leaves_the_old_daemon_holding_its_home() {
+    let temp = TempHome::new();
+    let daemon = Running::start(&temp.home);
+    let driver = connect(&temp.home).await;
+    driver
+        .client
+        .call(cross_agent_protocol::rpc::HandoverParams {
+            step: cross_agent_protocol::rpc::HandoverStep::Release,
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        pidfile::probe(&temp.home.pidfile()).unwrap(),
+        Holder::Free,
+        "released for a successor"
+    );
+    assert_eq!(
+        cross_agent_ipc::draining::live_generations(&temp.home),
+        vec![daemon.info.generation]
+    );
+    drop(driver);
+
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while pidfile::probe(&temp.home.pidfile()).unwrap() == Holder::Free {
+        assert!(Instant::now() < deadline, "the lock was never taken back");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(cross_agent_ipc::draining::list(&temp.home).is_empty());
+    let after = connect(&temp.home).await;
+    assert_eq!(after.hello.generation, daemon.info.generation);
+    daemon.stop().await;
 }
