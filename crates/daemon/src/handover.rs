@@ -22,8 +22,9 @@
 //!    every further request on its open connections with `shutting_down` — a refusal that
 //!    says the request was not taken, so a client (the MCP server's link) sends it again to `B`
 //!    without any risk of a double send — while the requests already in hand are answered by
-//!    `A` itself. It renews the busy locks and leases of the turns it carries, waits until it
-//!    carries nothing (turns running, answers not yet recorded), at most
+//!    `A` itself. It hands its late-answer watches over (they live in `hub.db`; `B` resumes
+//!    them rather than `A` staying for hours), renews the busy locks and leases of the turns it
+//!    carries, waits until it carries nothing (turns running, answers being recorded), at most
 //!    [`crate::server::MAX_DRAIN`] (24 h), recording its counts in `draining-<generation>.json`
 //!    for `daemon status` / `bridge_status`, then stops as any daemon stops and exits. A signal
 //!    stops it at once (its turns with it, as spec 004 §6 item 4 wants).

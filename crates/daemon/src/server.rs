@@ -35,7 +35,6 @@ use cross_agent_ipc::draining::{self, DrainLock};
 use cross_agent_ipc::frame::{self, FrameReader, ReadError};
 use cross_agent_ipc::pidfile::PidLock;
 use cross_agent_ipc::transport::{self, Listener, Stream};
-use cross_agent_protocol::bridge::DeliveryState;
 use cross_agent_protocol::bridge::{BridgeStatusParams, ListSessionsParams, PinParams, SendParams};
 use cross_agent_protocol::rpc::{
     CarriedCounts, ClientRequest, ErrorCode, HandoverParams, HandoverResponse, HandoverStep,
@@ -347,63 +346,49 @@ fn lock_std<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// What this daemon still carries: the turns it watches and the deliveries it handed over whose
-/// answer is not recorded yet.
+/// What this daemon still carries ([`Engine::carried`]), in the RPC's terms.
 fn carried(shared: &Shared) -> CarriedCounts {
-    let turns_running = shared.engine.started_turns().len() as u64;
-    let answers_pending = lock_std(&shared.db)
-        .deliveries_in(
-            &[DeliveryState::Delivering, DeliveryState::AwaitingPeer],
-            u32::MAX,
-        )
-        .map(|records| {
-            records
-                .iter()
-                .filter(|r| r.carrier_generation == Some(shared.info.generation))
-                .count() as u64
-        })
-        .unwrap_or_else(|error| {
-            tracing::warn!(%error, "could not count the deliveries this daemon carries");
-            // Unknown counts as carrying: exiting early could cut an answer off.
-            1
-        });
+    let work = shared.engine.carried();
     CarriedCounts {
-        turns_running,
-        answers_pending,
-        // Late-answer watches are leased in `hub.db` and taken over by the successor, so a
-        // replaced daemon does not wait for them.
-        late_answer_watches: 0,
+        turns_running: work.turns_running as u64,
+        answers_pending: work.answers_pending as u64,
+        late_answer_watches: work.late_answer_watches as u64,
     }
 }
 
-/// A replaced daemon: waits until it carries nothing (recording its counts in its drain record
-/// as they change), at most [`MAX_DRAIN`], or until a signal stops it.
+/// A replaced daemon: [`Engine::drain`] (queue left for the successor, late-answer watches
+/// handed over in `hub.db`, running turns watched to their end with their locks renewed),
+/// recording the counts in the drain record as they change; at most [`MAX_DRAIN`], or until a
+/// signal stops it.
 async fn drain(shared: &Shared, shutdown: &mut std::pin::Pin<&mut impl Future<Output = ()>>) {
-    let started = Instant::now();
+    let engine = shared.engine.clone();
+    let drained = engine.drain();
+    tokio::pin!(drained);
+    let longest = tokio::time::sleep(MAX_DRAIN);
+    tokio::pin!(longest);
+    let mut look = tokio::time::interval(DRAIN_POLL);
     loop {
-        let counts = carried(shared);
-        if let Some(record) = lock_std(&shared.drain_lock).as_mut()
-            && let Err(error) = record.update(counts)
-        {
-            tracing::warn!(%error, "could not update the drain record");
-        }
-        if counts.is_empty() {
-            tracing::info!("drained: nothing left to carry");
-            return;
-        }
-        if started.elapsed() >= MAX_DRAIN {
-            tracing::warn!(
-                ?counts,
-                "still carrying work after the longest drain; stopping it"
-            );
-            return;
-        }
         tokio::select! {
-            () = shutdown.as_mut() => {
-                tracing::info!(?counts, "stopped by a signal while draining");
+            at_start = &mut drained => {
+                tracing::info!(?at_start, "drained: nothing left to carry");
                 return;
             }
-            () = tokio::time::sleep(DRAIN_POLL) => {}
+            () = &mut longest => {
+                tracing::warn!(carried = ?carried(shared), "still carrying work after the longest drain; stopping it");
+                return;
+            }
+            () = shutdown.as_mut() => {
+                tracing::info!(carried = ?carried(shared), "stopped by a signal while draining");
+                return;
+            }
+            _ = look.tick() => {
+                let counts = carried(shared);
+                if let Some(record) = lock_std(&shared.drain_lock).as_mut()
+                    && let Err(error) = record.update(counts)
+                {
+                    tracing::warn!(%error, "could not update the drain record");
+                }
+            }
         }
     }
 }

@@ -123,7 +123,7 @@ async fn a_restart_drains_the_old_daemon_while_a_delivery_is_in_flight_and_nothi
         carried,
         CarriedCounts {
             turns_running: 1,
-            answers_pending: 1,
+            answers_pending: 0,
             late_answer_watches: 0
         }
     );
