@@ -336,6 +336,10 @@ struct ClaudeRecord<'a> {
     message: Option<ClaudeMessage>,
     #[serde(rename = "toolUseResult", default)]
     tool_use_result: Option<Value>,
+    /// Claude Code's own note of a failed API call ("API Error: 400 …"), written as an
+    /// assistant record: the model never said it, so it is no one's answer.
+    #[serde(rename = "isApiErrorMessage", default)]
+    is_api_error: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -346,6 +350,9 @@ struct ClaudeMessage {
     stop_reason: Option<String>,
     #[serde(default)]
     content: Option<Value>,
+    /// `<synthetic>` on records Claude Code writes itself rather than the model.
+    #[serde(default)]
+    model: Option<String>,
 }
 
 impl TurnReader {
@@ -361,6 +368,14 @@ impl TurnReader {
         match rec.kind.as_deref() {
             Some("user") if rec.is_meta != Some(true) => {
                 self.claude_user(message, rec.tool_use_result.as_ref(), at)
+            }
+            // A synthetic error record ends the turn without saying anything: taking it as the
+            // peer's answer would relay the bridge's own failure back as if the peer wrote it.
+            Some("assistant")
+                if rec.is_api_error == Some(true)
+                    || message.model.as_deref() == Some("<synthetic>") =>
+            {
+                self.finish(at)
             }
             Some("assistant") => self.claude_assistant(message, at),
             _ => {}

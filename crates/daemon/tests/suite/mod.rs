@@ -1,6 +1,7 @@
 //! Shared helpers: a daemon running in-process on a temporary home, and a raw socket for
 //! sending frames no well-behaved client would send.
 
+mod answers;
 mod autostart;
 mod bridge_guards;
 mod bridge_real;

@@ -1,5 +1,6 @@
 //! Engine unit tests: caller identification, the envelope, and the delivery queue's locks.
 
+mod answers;
 mod caller;
 mod envelope;
 mod records;

@@ -9,7 +9,7 @@ use cross_agent_hub::records::Job;
 use cross_agent_protocol::bridge::{DeliveryRecord, DeliveryState, TargetSelectedBy};
 use pretty_assertions::assert_eq;
 
-fn record(id: &str) -> DeliveryRecord {
+pub(super) fn record(id: &str) -> DeliveryRecord {
     DeliveryRecord {
         delivery_id: id.into(),
         request_id: format!("req_1795992430029_{id:0>6}"),
@@ -47,7 +47,7 @@ fn record(id: &str) -> DeliveryRecord {
     }
 }
 
-fn job() -> Job {
+pub(super) fn job() -> Job {
     Job {
         body: "secret payload".into(),
         raw: false,

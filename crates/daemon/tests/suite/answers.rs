@@ -1,0 +1,581 @@
+//! Answers that are never lost or misattributed (issue 5), against real Claude Code sessions and
+//! the scripted model: text from before a delivery is never its answer, an answer without its
+//! request id is marked and watched for a late one, a daemon killed mid-turn leaves an orphan
+//! that is never re-sent and whose answer is read back, a silent turn is killed by inactivity
+//! while a slow one that keeps writing is not, and a session busy with someone else's turn is
+//! waited out — or, past the bound, the request fails as not delivered. The endpoint's request
+//! log shows what the peer's model actually received, so "never sent twice" is asserted there.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use cross_agent_protocol::bridge::{Agent, DeliveryState};
+use cross_agent_testkit::endpoint::{Reply, Rule, ToolCall};
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+use super::bridge_support::{Bridge, DaemonProcess, append_line, spawn_daemon_process};
+
+/// The turn requests (not side requests) whose prompt carries `needle`.
+fn prompts_with(bridge: &Bridge, needle: &str) -> Vec<String> {
+    bridge
+        .endpoint
+        .model_requests()
+        .into_iter()
+        .filter(|r| !r.side_request)
+        .filter_map(|r| r.last_user_prompt)
+        .filter(|p| p.contains(needle))
+        .collect()
+}
+
+/// A real Claude session whose only answer is `answer`.
+fn claude_session_answering(bridge: &Bridge, prompt: &str, answer: &str) -> String {
+    bridge
+        .endpoint
+        .push(Rule::on_user_text(prompt).reply_text(answer).once());
+    let run = bridge
+        .claude()
+        .turn(&bridge.project, prompt)
+        .run()
+        .unwrap()
+        .expect_success()
+        .unwrap();
+    run.session_id().unwrap().to_owned()
+}
+
+/// Replaces the bridge's in-process daemon with a daemon process of its own (so it can be
+/// killed outright, and so daemon-wide knobs reach only it).
+async fn daemon_process(bridge: &mut Bridge, env: &[(&str, &str)]) -> DaemonProcess {
+    bridge.stop_daemon().await;
+    let (process, conn) = spawn_daemon_process(
+        bridge.state.root(),
+        &bridge.state.dir.path().join("user"),
+        env,
+    )
+    .await;
+    bridge.conn = conn;
+    process
+}
+
+/// Waits until `done` holds for the file's text.
+fn wait_file(path: &Path, limit: Duration, done: impl Fn(&str) -> bool) {
+    let deadline = Instant::now() + limit;
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if done(&text) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "timed out; file:\n{text}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Leaves a real Claude transcript mid-turn, as a person typing in a panel would: a prompt and
+/// an assistant tool call still waiting for its result. Built from the session's own last
+/// lines so the format is the one Claude Code writes.
+fn open_a_turn(transcript: &Path, marker: &str) -> (Value, Value) {
+    let text = std::fs::read_to_string(transcript).unwrap();
+    let lines: Vec<Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let user = lines
+        .iter()
+        .rev()
+        .find(|l| l["type"] == "user")
+        .unwrap()
+        .clone();
+    let assistant = lines
+        .iter()
+        .rev()
+        .find(|l| l["type"] == "assistant")
+        .unwrap()
+        .clone();
+    let now = time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap();
+    let user_uuid = uuid::Uuid::new_v4().to_string();
+    let mut prompt = user.clone();
+    prompt["uuid"] = json!(user_uuid);
+    prompt["parentUuid"] = assistant["uuid"].clone();
+    prompt["timestamp"] = json!(now);
+    prompt["message"] = json!({"role": "user", "content": format!("person typing {marker}")});
+    let mut call = assistant.clone();
+    call["uuid"] = json!(uuid::Uuid::new_v4().to_string());
+    call["parentUuid"] = json!(user_uuid);
+    call["timestamp"] = json!(now);
+    call["message"]["id"] = json!(format!("msg_{}", uuid::Uuid::new_v4().simple()));
+    call["message"]["stop_reason"] = json!("tool_use");
+    call["message"]["content"] = json!([{
+        "type": "tool_use",
+        "id": format!("toolu_{marker}"),
+        "name": "Bash",
+        "input": {"command": "sleep 600"}
+    }]);
+    append_line(transcript, &prompt.to_string());
+    append_line(transcript, &call.to_string());
+    (call, user)
+}
+
+/// Finishes the turn [`open_a_turn`] left open: the tool's result and a final answer.
+fn close_the_turn(transcript: &Path, marker: &str, call: &Value, user: &Value) {
+    let now = time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap();
+    let result_uuid = uuid::Uuid::new_v4().to_string();
+    let mut result = user.clone();
+    result["uuid"] = json!(result_uuid);
+    result["parentUuid"] = call["uuid"].clone();
+    result["timestamp"] = json!(now);
+    result["message"] = json!({"role": "user", "content": [{
+        "type": "tool_result", "tool_use_id": format!("toolu_{marker}"), "content": "done"
+    }]});
+    let mut answer = call.clone();
+    answer["uuid"] = json!(uuid::Uuid::new_v4().to_string());
+    answer["parentUuid"] = json!(result_uuid);
+    answer["timestamp"] = json!(now);
+    answer["message"]["id"] = json!(format!("msg_{}", uuid::Uuid::new_v4().simple()));
+    answer["message"]["stop_reason"] = json!("end_turn");
+    answer["message"]["content"] = json!([{"type": "text", "text": "the person's turn is done"}]);
+    append_line(transcript, &result.to_string());
+    append_line(transcript, &answer.to_string());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paragraph_written_before_the_delivery_is_never_taken_as_its_answer() {
+    let bridge = Bridge::start().await;
+    // The session's last words predate the delivery: the paragraph that was once delivered as
+    // the answer to two different questions.
+    let target = claude_session_answering(
+        &bridge,
+        "seed earlier",
+        "EARLIER PARAGRAPH: I am about to refactor the parser",
+    );
+    bridge.endpoint.push(
+        Rule::on_user_text("question after the paragraph")
+            .reply(Reply::http_error(400, "scripted refusal").no_retry()),
+    );
+    let mut params = bridge.send_params(
+        Agent::Claude,
+        "question after the paragraph",
+        bridge.codex_caller("019a0000-0000-7000-8000-0000000005a1"),
+    );
+    params.session_id = Some(target.clone());
+    params
+        .caller
+        .child_env
+        .insert("CLAUDE_CODE_MAX_RETRIES".into(), "0".into());
+    let receipt = bridge.accepted(params).await;
+    let record = bridge.wait_finished(&receipt.delivery_id).await;
+
+    assert_eq!(record.state, DeliveryState::Failed, "{record:#?}");
+    assert!(!record.is_reply_recovered, "{record:#?}");
+    assert_eq!(record.reply_preview, None);
+    let transcript = bridge
+        .status(Some(&receipt.delivery_id))
+        .await
+        .peer_transcript
+        .unwrap();
+    assert!(
+        !transcript
+            .answer
+            .as_deref()
+            .unwrap_or_default()
+            .contains("EARLIER PARAGRAPH"),
+        "{transcript:?}"
+    );
+    // Handed over once (Claude Code retries the failed API call itself within that one turn;
+    // the bridge never starts another).
+    let text = std::fs::read_to_string(bridge.claude_transcript(&target)).unwrap();
+    let prompts = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|l| l["type"] == "user" && l.to_string().contains(&receipt.request_id))
+        .count();
+    assert_eq!(prompts, 1, "sent once, never re-sent to find an answer");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_without_the_request_id_is_marked_possibly_interim_and_watched() {
+    let bridge = Bridge::start().await;
+    let target = claude_session_answering(&bridge, "seed interim", "ready");
+    bridge.endpoint.push(
+        Rule::on_user_text("delegate the audit")
+            .reply_text("My subagents are on it; I will report when they are done.")
+            .once(),
+    );
+    let mut params = bridge.send_params(
+        Agent::Claude,
+        "delegate the audit",
+        bridge.codex_caller("019a0000-0000-7000-8000-0000000005a2"),
+    );
+    params.session_id = Some(target);
+    let receipt = bridge.accepted(params).await;
+    let record = bridge.wait_finished(&receipt.delivery_id).await;
+
+    assert_eq!(record.state, DeliveryState::Delivered, "{record:#?}");
+    assert!(record.answer.is_reply_possibly_interim);
+    assert!(!record.answer.reply_carries_request_id);
+    let header = record.answer.reply_header.clone().unwrap();
+    assert_eq!(
+        header.lines().next().unwrap(),
+        format!(
+            "=== BRIDGE REPLY === from: claude session {} | request: {}",
+            record.target_session_id.as_deref().unwrap(),
+            receipt.request_id
+        )
+    );
+    assert!(
+        header.contains(&format!(
+            "NO REQUEST ID: the answer did not end with {}",
+            receipt.request_id
+        )) && header.contains("possibly interim"),
+        "{header}"
+    );
+    assert!(record.answer.late_answer_watch_until.is_some());
+    let status = bridge.status(None).await;
+    let watching = status.deliveries["watching_for_late_answers"]
+        .as_array()
+        .unwrap();
+    assert!(
+        watching
+            .iter()
+            .any(|w| w["delivery_id"] == receipt.delivery_id.as_str()
+                && w["request_id"] == receipt.request_id.as_str()),
+        "{watching:#?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_later_turn_carrying_the_request_id_becomes_a_late_answer() {
+    let mut bridge = Bridge::start().await;
+    let _daemon = daemon_process(&mut bridge, &[("CROSS_AGENT_LATE_ANSWER_POLL_MS", "300")]).await;
+    let target = claude_session_answering(&bridge, "seed late", "ready");
+    bridge.endpoint.push(
+        Rule::on_user_text("run the long review")
+            .reply_text("Started the reviewers; I will report back.")
+            .once(),
+    );
+    let mut params = bridge.send_params(
+        Agent::Claude,
+        "run the long review",
+        bridge.codex_caller("019a0000-0000-7000-8000-0000000005a3"),
+    );
+    params.session_id = Some(target.clone());
+    let receipt = bridge.accepted(params).await;
+    let first = bridge.wait_finished(&receipt.delivery_id).await;
+    assert!(first.answer.is_reply_possibly_interim, "{first:#?}");
+
+    // The subagents report back: a later turn of the same session, which ends with the id
+    // (echo_token finds it in the conversation the request is part of).
+    bridge.endpoint.push(
+        Rule::on_user_text("the reviewers reported")
+            .reply(Reply::echo_token("FINAL REVIEW: two bugs found"))
+            .once(),
+    );
+    bridge
+        .claude()
+        .turn(&bridge.project, "the reviewers reported")
+        .resume(&target)
+        .run()
+        .unwrap()
+        .expect_success()
+        .unwrap();
+
+    let request = bridge
+        .wait_record(&receipt.delivery_id, Duration::from_secs(60), |r| {
+            r.late_reply_delivery_id.is_some()
+        })
+        .await;
+    let late_id = request.late_reply_delivery_id.clone().unwrap();
+    let late = bridge.status(Some(&late_id)).await.delivery.unwrap();
+    assert_eq!(late.state, DeliveryState::Delivered);
+    assert_eq!(
+        late.answer.answers_delivery_id.as_deref(),
+        Some(receipt.delivery_id.as_str())
+    );
+    assert!(late.answer.reply_carries_request_id);
+    let preview = late.reply_preview.clone().unwrap();
+    assert!(
+        preview.starts_with("FINAL REVIEW: two bugs found"),
+        "{preview}"
+    );
+    assert!(preview.ends_with(&receipt.request_id), "{preview}");
+    let header = late.answer.reply_header.clone().unwrap();
+    assert!(
+        header.contains(&format!(
+            "LATE ANSWER to request {} (delivery {})",
+            receipt.request_id, receipt.delivery_id
+        )),
+        "{header}"
+    );
+    // The watch ended with the find.
+    let status = bridge.status(None).await;
+    assert_eq!(
+        status.deliveries["watching_for_late_answers"],
+        json!([]),
+        "{:#?}",
+        status.deliveries
+    );
+    assert_eq!(prompts_with(&bridge, "run the long review").len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_daemon_killed_mid_turn_leaves_an_orphan_never_resent_whose_answer_is_recovered() {
+    let mut bridge = Bridge::start().await;
+    let mut daemon = daemon_process(&mut bridge, &[]).await;
+    let target = claude_session_answering(&bridge, "seed orphan", "ready");
+    // The answer comes only after the daemon is gone.
+    bridge.endpoint.push(
+        Rule::on_user_text("orphaned job")
+            .reply(Reply::echo_token("ORPHAN ANSWER").delay(Duration::from_secs(4)))
+            .once(),
+    );
+    let mut params = bridge.send_params(
+        Agent::Claude,
+        "orphaned job",
+        bridge.codex_caller("019a0000-0000-7000-8000-0000000005a4"),
+    );
+    params.session_id = Some(target.clone());
+    let receipt = bridge.accepted(params).await;
+    let running = bridge
+        .wait_record(&receipt.delivery_id, Duration::from_secs(60), |r| {
+            r.state == DeliveryState::AwaitingPeer
+        })
+        .await;
+    assert!(
+        running.expires_at.is_some(),
+        "an in-flight record has a lease"
+    );
+    bridge
+        .endpoint
+        .wait_until(Duration::from_secs(60), |requests| {
+            requests.iter().any(|r| {
+                r.last_user_prompt
+                    .as_deref()
+                    .is_some_and(|p| p.contains("orphaned job"))
+            })
+        })
+        .unwrap();
+
+    // Killed outright: nothing closes the record, the turn runs on in its own group.
+    daemon.child.kill().unwrap();
+    daemon.child.wait().unwrap();
+    let transcript = bridge.claude_transcript(&target);
+    wait_file(&transcript, Duration::from_secs(60), |t| {
+        t.contains("ORPHAN ANSWER")
+    });
+
+    bridge.daemon = Some(super::Running::start(&bridge.state.home));
+    bridge.conn = super::connect(&bridge.state.home).await;
+    let record = bridge
+        .status(Some(&receipt.delivery_id))
+        .await
+        .delivery
+        .unwrap();
+    assert_eq!(record.state, DeliveryState::Failed, "{record:#?}");
+    assert!(record.is_orphaned, "{record:#?}");
+    assert!(record.is_reply_recovered, "{record:#?}");
+    assert!(record.answer.reply_carries_request_id);
+    let preview = record.reply_preview.clone().unwrap();
+    assert!(preview.starts_with("ORPHAN ANSWER"), "{preview}");
+    let header = record.answer.reply_header.clone().unwrap();
+    let mut lines = header.lines();
+    assert!(
+        lines.next().unwrap().ends_with(&format!(
+            "request: {} | recovered from transcript",
+            receipt.request_id
+        )),
+        "{header}"
+    );
+    assert!(
+        lines
+            .next()
+            .unwrap()
+            .starts_with("WARNING: RECOVERED, NOT RECEIVED")
+    );
+    assert_eq!(
+        lines.next().unwrap(),
+        "transport failure: the daemon carrying it disappeared"
+    );
+
+    // Never re-sent: the new daemon runs a while and the model saw the request once.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(prompts_with(&bridge, "orphaned job").len(), 1);
+    let fresh = bridge
+        .status(Some(&receipt.delivery_id))
+        .await
+        .peer_transcript
+        .unwrap();
+    assert!(fresh.answer_carries_request_id, "{fresh:?}");
+    assert!(fresh.answer.unwrap().starts_with("ORPHAN ANSWER"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hanging_model_is_killed_by_inactivity_while_a_slow_but_talking_one_is_not() {
+    let bridge = Bridge::start().await;
+    let silent = claude_session_answering(&bridge, "seed silent one", "ready");
+    let talking = claude_session_answering(&bridge, "seed talking one", "ready");
+    std::fs::write(bridge.project.join("notes.txt"), "NOTES step\n").unwrap();
+    let notes = bridge
+        .project
+        .join("notes.txt")
+        .to_string_lossy()
+        .into_owned();
+    let read = || ToolCall::new("Read", json!({"file_path": notes}));
+    let step = Duration::from_millis(2500);
+    bridge
+        .endpoint
+        .push(Rule::on_user_text("hang forever").reply(Reply::hang()));
+    // Four model answers 2.5 s apart: 10 s in all against a 5 s limit, but every answer
+    // writes to the transcript well within it.
+    bridge.endpoint.push(
+        Rule::on_user_text("talk slowly")
+            .reply(Reply::tool_call(read()).delay(step))
+            .once(),
+    );
+    bridge.endpoint.push(
+        Rule::on_tool_result("NOTES step")
+            .reply(Reply::tool_call(read()).delay(step))
+            .times(2),
+    );
+    bridge.endpoint.push(
+        Rule::on_tool_result("NOTES step")
+            .reply(Reply::echo_token("slow but finished").delay(step))
+            .once(),
+    );
+    let caller = bridge.codex_caller("019a0000-0000-7000-8000-0000000005a5");
+    let mut hang = bridge.send_params(Agent::Claude, "hang forever", caller.clone());
+    hang.session_id = Some(silent);
+    hang.timeout = Some(5);
+    let mut slow = bridge.send_params(Agent::Claude, "talk slowly", caller);
+    slow.session_id = Some(talking);
+    slow.timeout = Some(5);
+    let hang = bridge.accepted(hang).await;
+    let slow = bridge.accepted(slow).await;
+    assert!(
+        hang.idle_policy.starts_with("inactivity timeout 5 s"),
+        "{}",
+        hang.idle_policy
+    );
+
+    let killed = bridge.wait_finished(&hang.delivery_id).await;
+    assert_eq!(killed.state, DeliveryState::Failed);
+    assert!(killed.is_killed_by_timeout, "{killed:#?}");
+    assert!(
+        killed
+            .error
+            .as_deref()
+            .unwrap()
+            .starts_with("killed by bridge timeout")
+    );
+    assert!(!cross_agent_transports::process::group_alive(
+        killed.peer_pid.unwrap()
+    ));
+    let status = bridge.status(Some(&hang.delivery_id)).await;
+    assert!(!status.peer_transcript.unwrap().is_working);
+
+    let done = bridge.wait_finished(&slow.delivery_id).await;
+    assert_eq!(done.state, DeliveryState::Delivered, "{done:#?}");
+    assert!(!done.is_killed_by_timeout);
+    assert!(done.answer.reply_carries_request_id);
+    let started = time::OffsetDateTime::parse(
+        done.started_at.as_deref().unwrap(),
+        &time::format_description::well_known::Rfc3339,
+    )
+    .unwrap();
+    let finished = time::OffsetDateTime::parse(
+        done.finished_at.as_deref().unwrap(),
+        &time::format_description::well_known::Rfc3339,
+    )
+    .unwrap();
+    assert!(
+        finished - started > time::Duration::seconds(5),
+        "the turn ran past the limit: {started} → {finished}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_busy_with_someone_elses_turn_is_waited_out() {
+    let bridge = Bridge::start().await;
+    let target = claude_session_answering(&bridge, "seed busy", "ready");
+    let transcript = bridge.claude_transcript(&target);
+    let (call, user) = open_a_turn(&transcript, "wait1");
+    bridge.endpoint.push(
+        Rule::on_user_text("after the person")
+            .reply(Reply::echo_token("answered after the person"))
+            .once(),
+    );
+    let mut params = bridge.send_params(
+        Agent::Claude,
+        "after the person",
+        bridge.codex_caller("019a0000-0000-7000-8000-0000000005a6"),
+    );
+    params.session_id = Some(target);
+    params.timeout = Some(60);
+    let receipt = bridge.accepted(params).await;
+    assert_eq!(receipt.peer_queue.peer_turn.as_deref(), Some("running"));
+    assert!(
+        receipt
+            .warnings
+            .iter()
+            .any(|w| w.starts_with("the peer session is busy")),
+        "{:#?}",
+        receipt.warnings
+    );
+
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let waiting = bridge
+        .status(Some(&receipt.delivery_id))
+        .await
+        .delivery
+        .unwrap();
+    assert_eq!(waiting.state, DeliveryState::Queued, "it waits in line");
+    assert!(prompts_with(&bridge, "after the person").is_empty());
+
+    close_the_turn(&transcript, "wait1", &call, &user);
+    let record = bridge.wait_finished(&receipt.delivery_id).await;
+    assert_eq!(record.state, DeliveryState::Delivered, "{record:#?}");
+    assert!(
+        record
+            .reply_preview
+            .unwrap()
+            .starts_with("answered after the person")
+    );
+    assert_eq!(prompts_with(&bridge, "after the person").len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_busy_past_the_bound_fails_as_not_delivered() {
+    let bridge = Bridge::start().await;
+    let target = claude_session_answering(&bridge, "seed busy long", "ready");
+    let transcript = bridge.claude_transcript(&target);
+    open_a_turn(&transcript, "wait2");
+    let mut params = bridge.send_params(
+        Agent::Claude,
+        "never gets in",
+        bridge.codex_caller("019a0000-0000-7000-8000-0000000005a7"),
+    );
+    params.session_id = Some(target);
+    params.timeout = Some(2);
+    params
+        .caller
+        .settings
+        .insert("CROSS_AGENT_PANEL_PATIENCE".into(), "1".into());
+    let receipt = bridge.accepted(params).await;
+    let record = bridge.wait_finished(&receipt.delivery_id).await;
+
+    assert_eq!(record.state, DeliveryState::Failed, "{record:#?}");
+    assert!(record.is_undelivered, "{record:#?}");
+    assert_eq!(record.started_at, None, "never handed over");
+    let error = record.error.clone().unwrap();
+    assert!(
+        error.starts_with("not delivered: claude session"),
+        "{error}"
+    );
+    assert!(error.contains("the larger of the timeout, 2 s"), "{error}");
+    assert!(prompts_with(&bridge, "never gets in").is_empty());
+    let status = bridge.status(Some(&receipt.delivery_id)).await;
+    assert_eq!(status.deliveries["watching_for_late_answers"], json!([]));
+    assert_eq!(status.peer_transcript.unwrap().answer, None);
+}
