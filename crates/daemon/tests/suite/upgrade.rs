@@ -322,3 +322,75 @@ async fn a_restart_that_goes_away_after_release_leaves_the_old_daemon_holding_it
     assert_eq!(after.hello.generation, daemon.info.generation);
     daemon.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signal_stops_a_draining_daemon_and_its_turn_with_it() {
+    let mut bridge = Bridge::start().await;
+    let target = bridge.claude_session("seed drain signal");
+    bridge.endpoint.push(
+        Rule::on_user_text("never ending job")
+            .reply(Reply::hang())
+            .once(),
+    );
+    bridge.stop_daemon().await;
+    let root = bridge.state.root().to_owned();
+    let home = Home::at(&root).unwrap();
+    let (mut old_process, old_conn) =
+        spawn_daemon_process(&root, &bridge.state.dir.path().join("user"), &[]).await;
+    let old = Who::from(&old_conn.hello);
+    bridge.conn = old_conn;
+    let mut params = bridge.send_params(
+        Agent::Claude,
+        "never ending job",
+        bridge.codex_caller("019a0000-0000-7000-8000-000000000778"),
+    );
+    params.session_id = Some(target);
+    let receipt = bridge.accepted(params).await;
+    let running = bridge
+        .wait_record(&receipt.delivery_id, Duration::from_secs(120), |r| {
+            r.state == DeliveryState::AwaitingPeer
+        })
+        .await;
+    let peer = running.peer_pid.unwrap();
+
+    let new = match handover::replace(&home, successor(&bridge), Duration::from_secs(30))
+        .await
+        .unwrap()
+    {
+        Outcome::Replaced { new, .. } => new,
+        other => panic!("expected a replacement, got {other:?}"),
+    };
+    bridge.conn = connect(&home).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(
+        old_process.child.try_wait().unwrap().is_none(),
+        "still draining"
+    );
+
+    cross_agent_ipc::process::terminate(old.pid).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while old_process.child.try_wait().unwrap().is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "the signal did not stop the drain"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let record = bridge.wait_finished(&receipt.delivery_id).await;
+    assert_eq!(record.state, DeliveryState::Failed);
+    assert!(record.is_stopped_with_carrier, "{record:#?}");
+    assert!(!cross_agent_transports::process::group_alive(peer));
+    assert_eq!(
+        bridge
+            .conn
+            .client
+            .call(StatusParams {})
+            .await
+            .unwrap()
+            .draining,
+        vec![]
+    );
+
+    cross_agent_ipc::process::terminate(new.pid).unwrap();
+    assert!(wait_gone(new.pid, Duration::from_secs(20)).await);
+}
