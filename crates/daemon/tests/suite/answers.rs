@@ -233,6 +233,26 @@ async fn an_answer_without_the_request_id_is_marked_possibly_interim_and_watched
         "{header}"
     );
     assert!(record.answer.late_answer_watch_until.is_some());
+    // What remains if the transcript is gone: the record's preview, and a fresh read that
+    // says so.
+    let transcript = bridge.claude_transcript(record.target_session_id.as_deref().unwrap());
+    std::fs::remove_file(&transcript).unwrap();
+    let gone = bridge.status(Some(&receipt.delivery_id)).await;
+    assert!(
+        gone.delivery
+            .unwrap()
+            .reply_preview
+            .unwrap()
+            .starts_with("My subagents are on it")
+    );
+    let fresh = gone.peer_transcript.unwrap();
+    assert_eq!(fresh.answer, None);
+    assert!(
+        fresh
+            .error
+            .unwrap()
+            .contains("reply_preview holds what remains")
+    );
     let status = bridge.status(None).await;
     let watching = status.deliveries["watching_for_late_answers"]
         .as_array()
@@ -578,4 +598,62 @@ async fn a_peer_busy_past_the_bound_fails_as_not_delivered() {
     let status = bridge.status(Some(&receipt.delivery_id)).await;
     assert_eq!(status.deliveries["watching_for_late_answers"], json!([]));
     assert_eq!(status.peer_transcript.unwrap().answer, None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_closing_with_another_requests_id_is_rejected_and_one_quoted_higher_up_does_not_count()
+ {
+    let bridge = Bridge::start().await;
+    let other = "req_1795992430029_zz9zz9";
+    let first = claude_session_answering(&bridge, "seed pairing one", "ready");
+    let second = claude_session_answering(&bridge, "seed pairing two", "ready");
+    // Closing line names another sender's request: that request's answer, not this one's.
+    bridge.endpoint.push(
+        Rule::on_user_text("pairing closes with another id")
+            .reply_text(format!("Here is the schema you asked for.\n{other}"))
+            .once(),
+    );
+    // Another request quoted in passing, higher up; the closing line names this one.
+    bridge.endpoint.push(
+        Rule::on_user_text("pairing quotes another id")
+            .reply(Reply::echo_token(format!(
+                "As I told the sender of {other}, the cache is cold.\nThe fix is in parser.rs."
+            )))
+            .once(),
+    );
+    let caller = bridge.codex_caller("019a0000-0000-7000-8000-0000000005a8");
+    let mut closes = bridge.send_params(
+        Agent::Claude,
+        "pairing closes with another id",
+        caller.clone(),
+    );
+    closes.session_id = Some(first);
+    let mut quotes = bridge.send_params(Agent::Claude, "pairing quotes another id", caller);
+    quotes.session_id = Some(second);
+    let closes = bridge.accepted(closes).await;
+    let quotes = bridge.accepted(quotes).await;
+
+    let rejected = bridge.wait_finished(&closes.delivery_id).await;
+    assert_eq!(rejected.state, DeliveryState::Failed, "{rejected:#?}");
+    assert_eq!(rejected.reply_preview, None);
+    let error = rejected.error.unwrap();
+    assert!(
+        error.starts_with(&format!(
+            "the peer's answer ends with another request's id ({other}), so it answers that \
+             request, not {}",
+            closes.request_id
+        )),
+        "{error}"
+    );
+
+    let taken = bridge.wait_finished(&quotes.delivery_id).await;
+    assert_eq!(taken.state, DeliveryState::Delivered, "{taken:#?}");
+    assert!(taken.answer.reply_carries_request_id, "{taken:#?}");
+    assert!(!taken.answer.is_reply_possibly_interim);
+    assert!(
+        taken
+            .reply_preview
+            .unwrap()
+            .ends_with(&format!("The fix is in parser.rs.\n{}", quotes.request_id))
+    );
 }
