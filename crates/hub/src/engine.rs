@@ -90,6 +90,9 @@ const LATE_ANSWER_POLL_ENV: &str = "CROSS_AGENT_LATE_ANSWER_POLL_MS";
 /// While the transport waits, the peer's transcript is read this often for a finished turn
 /// that echoed the request id (spec 004 §9: the wait is broken into 30-second chunks).
 const TRANSCRIPT_CHECK: Duration = Duration::from_secs(30);
+/// A test knob, not a user setting: `CROSS_AGENT_TRANSCRIPT_CHECK_MS` shortens
+/// [`TRANSCRIPT_CHECK`]. Read from the daemon's own environment.
+const TRANSCRIPT_CHECK_ENV: &str = "CROSS_AGENT_TRANSCRIPT_CHECK_MS";
 /// `CROSS_AGENT_PANEL_PATIENCE`'s default: 1 h.
 const DEFAULT_PANEL_PATIENCE_SECS: u64 = 3600;
 /// A session whose last turn is open but whose transcript has not been written for this long
@@ -97,11 +100,19 @@ const DEFAULT_PANEL_PATIENCE_SECS: u64 = 3600;
 const STALE_OPEN_TURN: Duration = Duration::from_secs(600);
 
 fn late_answer_poll() -> Duration {
-    std::env::var(LATE_ANSWER_POLL_ENV)
+    millis_from_env(LATE_ANSWER_POLL_ENV).unwrap_or(LATE_ANSWER_POLL)
+}
+
+fn transcript_check() -> Duration {
+    millis_from_env(TRANSCRIPT_CHECK_ENV).unwrap_or(TRANSCRIPT_CHECK)
+}
+
+fn millis_from_env(name: &str) -> Option<Duration> {
+    std::env::var(name)
         .ok()
         .and_then(|v| v.trim().parse::<u64>().ok())
         .filter(|v| *v > 0)
-        .map_or(LATE_ANSWER_POLL, Duration::from_millis)
+        .map(Duration::from_millis)
 }
 
 fn setting_secs(settings: &BTreeMap<String, String>, name: &str, default: u64) -> u64 {
@@ -1557,6 +1568,7 @@ impl Engine {
             .as_deref()
             .and_then(parse_ms)
             .map(UnixMillis);
+        let every = transcript_check();
         tokio::spawn(async move {
             loop {
                 tokio::select! {
@@ -1566,7 +1578,7 @@ impl Engine {
                         }
                         return;
                     }
-                    () = tokio::time::sleep(TRANSCRIPT_CHECK) => {}
+                    () = tokio::time::sleep(every) => {}
                 }
                 let Some(path) = &path else { continue };
                 let mut warnings = cross_agent_stores::Warnings::default();

@@ -657,3 +657,73 @@ async fn an_answer_closing_with_another_requests_id_is_rejected_and_one_quoted_h
             .ends_with(&format!("The fix is in parser.rs.\n{}", quotes.request_id))
     );
 }
+
+/// A stand-in `claude` that writes the finished answer — ending with the request id found in
+/// its prompt — into the session's transcript, then never exits: the case of a transport that
+/// keeps waiting although the answer is complete on disk.
+fn write_answer_then_hang(dir: &Path, transcript: &Path) -> std::path::PathBuf {
+    let script = dir.join("claude-answers-then-hangs");
+    let body = format!(
+        r#"#!/bin/sh
+prompt=""
+while [ $# -gt 0 ]; do
+  if [ "$1" = "--" ]; then prompt="$2"; break; fi
+  shift
+done
+id=$(printf '%s' "$prompt" | grep -o 'req_[0-9]*_[a-z0-9]\{{6\}}' | head -n 1)
+now=$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)
+printf '{{"type":"user","uuid":"u-confirm","parentUuid":null,"timestamp":"%s","message":{{"role":"user","content":"request: %s"}}}}\n' "$now" "$id" >> '{t}'
+sleep 1
+now=$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)
+printf '{{"type":"assistant","uuid":"a-confirm","parentUuid":"u-confirm","timestamp":"%s","message":{{"id":"msg_confirm","role":"assistant","model":"scripted","stop_reason":"end_turn","content":[{{"type":"text","text":"CONFIRMED ON DISK\\n%s"}}]}}}}\n' "$now" "$id" >> '{t}'
+exec sleep 600
+"#,
+        t = transcript.display()
+    );
+    std::fs::write(&script, body).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    script
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_finished_turn_that_echoed_the_token_settles_the_wait_from_the_transcript() {
+    let mut bridge = Bridge::start().await;
+    let _daemon = daemon_process(&mut bridge, &[("CROSS_AGENT_TRANSCRIPT_CHECK_MS", "300")]).await;
+    let target = claude_session_answering(&bridge, "seed confirm", "ready");
+    let transcript = bridge.claude_transcript(&target);
+    let fake = write_answer_then_hang(bridge.agents.path(), &transcript);
+    let mut params = bridge.send_params(
+        Agent::Claude,
+        "confirm from disk",
+        bridge.codex_caller("019a0000-0000-7000-8000-0000000005a9"),
+    );
+    params.session_id = Some(target);
+    params.timeout = Some(120);
+    params.caller.settings.insert(
+        "CROSS_AGENT_CLAUDE_BIN".into(),
+        fake.to_string_lossy().into_owned(),
+    );
+    let receipt = bridge.accepted(params).await;
+    let record = bridge
+        .wait_record(&receipt.delivery_id, Duration::from_secs(30), |r| {
+            r.state.is_finished()
+        })
+        .await;
+
+    assert_eq!(record.state, DeliveryState::Delivered, "{record:#?}");
+    assert!(
+        record.answer.is_reply_confirmed_by_transcript,
+        "{record:#?}"
+    );
+    assert!(record.answer.reply_carries_request_id);
+    assert!(!record.is_stopped_with_carrier && !record.is_killed_by_timeout);
+    assert_eq!(
+        record.reply_preview.as_deref(),
+        Some(format!("CONFIRMED ON DISK\n{}", receipt.request_id).as_str())
+    );
+    assert!(
+        !cross_agent_transports::process::group_alive(record.peer_pid.unwrap()),
+        "the CLI that never exited was stopped once its answer was settled"
+    );
+}
