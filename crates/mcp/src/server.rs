@@ -7,6 +7,11 @@
 //! `server/discover` and every request carries its own `_meta` (protocol version, client
 //! capabilities, client info). rmcp routes both; the caller's client name is read from
 //! whichever the session used.
+//!
+//! After the daemon was replaced by one reporting another tools version (see [`crate::link`]),
+//! the client is told `notifications/tools/list_changed`: on its `subscriptions/listen` stream
+//! when it holds one (the 2026-07-28 era, where that stream is the one place a server speaks
+//! unasked), else as a plain notification (the `initialize` era).
 
 use std::sync::Arc;
 
@@ -16,9 +21,10 @@ use rmcp::ErrorData as McpError;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    SubscriptionFilter, Tool,
 };
-use rmcp::service::{RequestContext, RoleServer};
+use rmcp::service::{Peer, RequestContext, RoleServer, SubscriptionContext, SubscriptionSink};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -47,6 +53,8 @@ struct Inner {
     tools: Vec<Tool>,
     instructions: String,
     link: DaemonLink,
+    /// The client's open `subscriptions/listen` streams.
+    listeners: std::sync::Mutex<Vec<SubscriptionSink>>,
 }
 
 impl Bridge {
@@ -66,6 +74,7 @@ impl Bridge {
                 instructions: instructions(&settings),
                 snapshot,
                 link,
+                listeners: std::sync::Mutex::new(Vec::new()),
             }),
         }
     }
@@ -78,6 +87,30 @@ impl Bridge {
     /// The server instructions sent in the handshake.
     pub fn instructions(&self) -> &str {
         &self.inner.instructions
+    }
+
+    fn listeners(&self) -> std::sync::MutexGuard<'_, Vec<SubscriptionSink>> {
+        self.inner
+            .listeners
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Tells the client the tool list may have changed: on every open `subscriptions/listen`
+    /// stream, or as a plain notification when there is none.
+    async fn announce_tools_changed(&self, peer: &Peer<RoleServer>) {
+        let sinks = self.listeners().clone();
+        if sinks.is_empty() {
+            if let Err(error) = peer.notify_tool_list_changed().await {
+                tracing::debug!(%error, "could not announce the changed tool list");
+            }
+            return;
+        }
+        for sink in sinks {
+            if let Err(error) = sink.notify_tool_list_changed().await {
+                tracing::debug!(%error, "could not announce the changed tool list on a stream");
+            }
+        }
     }
 
     async fn forward(&self, call: Call) -> CallToolResult {
@@ -220,6 +253,23 @@ impl ServerHandler for Bridge {
         .with_instructions(self.inner.instructions.clone())
     }
 
+    /// `subscriptions/listen` (2026-07-28): the one notification this server sends is
+    /// `notifications/tools/list_changed`.
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        let id = context.sink().id().clone();
+        self.listeners().push(context.sink().clone());
+        context.cancelled().await;
+        self.listeners().retain(|sink| *sink.id() != id);
+        Ok(())
+    }
+
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
@@ -275,10 +325,8 @@ impl ServerHandler for Bridge {
         };
         // The daemon was replaced by one with another tool surface (spec 004 §3: after a
         // reload the client is told the tool list may have changed; Claude Code refetches it).
-        if self.inner.link.take_tools_changed()
-            && let Err(error) = context.peer.notify_tool_list_changed().await
-        {
-            tracing::debug!(%error, "could not announce the changed tool list");
+        if self.inner.link.take_tools_changed() {
+            self.announce_tools_changed(&context.peer).await;
         }
         Ok(result.into())
     }

@@ -10,7 +10,7 @@ use anyhow::{Context, Result, ensure};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use super::support::{McpProcess, Scratch, cross_agent_bin};
+use super::support::{McpProcess, Scratch, cross_agent_bin, modern_meta};
 
 /// Runs `cross-agent daemon <args>` on the scratch home with the daemon's tools version set.
 fn daemon(scratch: &Scratch, args: &[&str], tools_version: &str) -> Result<std::process::Output> {
@@ -24,18 +24,25 @@ fn daemon(scratch: &Scratch, args: &[&str], tools_version: &str) -> Result<std::
         .context("running cross-agent daemon")
 }
 
-/// `bridge_status` through the server: its `server_process`, and whether a
-/// `notifications/tools/list_changed` came before the answer.
-fn bridge_status(server: &mut McpProcess, id: u64) -> Result<(Value, bool)> {
+/// `bridge_status` through the server: its `server_process`, and the
+/// `notifications/tools/list_changed` that came before the answer, if any.
+fn bridge_status_with(
+    server: &mut McpProcess,
+    id: u64,
+    meta: Option<Value>,
+) -> Result<(Value, Option<Value>)> {
+    let mut params = json!({"name": "bridge_status", "arguments": {}});
+    if let Some(meta) = meta {
+        params["_meta"] = meta;
+    }
     server.send(&json!({
-        "jsonrpc": "2.0", "id": id, "method": "tools/call",
-        "params": {"name": "bridge_status", "arguments": {}},
+        "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params,
     }))?;
-    let mut announced = false;
+    let mut announced = None;
     loop {
         let message = server.recv()?;
         if message["method"] == "notifications/tools/list_changed" {
-            announced = true;
+            announced = Some(message);
         } else if message["id"] == json!(id) {
             ensure!(
                 message["result"]["isError"] == json!(false),
@@ -47,6 +54,12 @@ fn bridge_status(server: &mut McpProcess, id: u64) -> Result<(Value, bool)> {
             ));
         }
     }
+}
+
+/// [`bridge_status_with`] in the `initialize` era: whether the change was announced.
+fn bridge_status(server: &mut McpProcess, id: u64) -> Result<(Value, bool)> {
+    let (process, announced) = bridge_status_with(server, id, None)?;
+    Ok((process, announced.is_some()))
 }
 
 fn wait_gone(pid: u32) -> bool {
@@ -99,5 +112,44 @@ fn an_mcp_server_keeps_answering_across_a_restart_and_announces_a_new_tool_list(
     let (third, announced) = bridge_status(&mut server, 102)?;
     assert_eq!(third["generation"], json!(3));
     assert!(!announced, "same tools version, nothing to announce");
+    Ok(())
+}
+
+#[test]
+fn under_the_2026_protocol_the_change_is_announced_on_the_subscription_stream() -> Result<()> {
+    let scratch = Scratch::new()?;
+    std::fs::create_dir_all(scratch.home())?;
+    let started = daemon(&scratch, &["start"], "tools-1")?;
+    ensure!(started.status.success(), "{started:?}");
+    let mut server = McpProcess::spawn(&scratch, &scratch.env(), scratch.dir.path())?;
+    server.request(
+        "server/discover",
+        json!({"_meta": modern_meta("modern-client")}),
+    )?;
+    server.send(&json!({
+        "jsonrpc": "2.0", "id": 900, "method": "subscriptions/listen",
+        "params": {"_meta": modern_meta("modern-client"), "notifications": {"toolsListChanged": true}},
+    }))?;
+    let ack = server.recv()?;
+    assert_eq!(
+        ack["method"],
+        json!("notifications/subscriptions/acknowledged")
+    );
+
+    let (first, announced) =
+        bridge_status_with(&mut server, 1, Some(modern_meta("modern-client")))?;
+    assert_eq!(first["generation"], json!(1));
+    assert_eq!(announced, None);
+
+    let restart = daemon(&scratch, &["restart"], "tools-2")?;
+    ensure!(restart.status.success(), "{restart:?}");
+    let (second, announced) =
+        bridge_status_with(&mut server, 2, Some(modern_meta("modern-client")))?;
+    assert_eq!(second["generation"], json!(2));
+    let announced = announced.context("the change was announced")?;
+    assert!(
+        announced["params"]["_meta"].to_string().contains("900"),
+        "sent on the listen stream (id 900): {announced}"
+    );
     Ok(())
 }

@@ -113,13 +113,26 @@ fn discover_era_answers_without_initialize() -> anyhow::Result<()> {
         "the 2026 era's client name comes from the request _meta"
     );
 
-    // Subscriptions are not offered yet (tools/list_changed comes with reloads): an error, and
-    // the session goes on.
-    let listen = server.request(
-        "subscriptions/listen",
-        json!({"_meta": modern_meta("modern-client"), "notifications": {}}),
-    )?;
-    assert!(listen.get("error").is_some(), "{listen}");
+    // A subscription stream is acknowledged with what it will carry (the tool list changing
+    // after a daemon restart) and stays open while the session goes on.
+    server.send(&json!({
+        "jsonrpc": "2.0", "id": 900, "method": "subscriptions/listen",
+        "params": {
+            "_meta": modern_meta("modern-client"),
+            "notifications": {"toolsListChanged": true, "promptsListChanged": true},
+        },
+    }))?;
+    let ack = server.recv()?;
+    assert_eq!(
+        ack["method"],
+        json!("notifications/subscriptions/acknowledged"),
+        "{ack}"
+    );
+    assert_eq!(
+        ack["params"]["notifications"],
+        json!({"toolsListChanged": true}),
+        "{ack}"
+    );
 
     // A request of the 2026 era without its required _meta is an error, not a crash.
     let bare = server.request("tools/list", json!({}))?;
