@@ -727,3 +727,96 @@ async fn a_finished_turn_that_echoed_the_token_settles_the_wait_from_the_transcr
         "the CLI that never exited was stopped once its answer was settled"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_answer_watch_outlives_the_daemon_that_started_it() {
+    let mut bridge = Bridge::start().await;
+    let knob = [("CROSS_AGENT_LATE_ANSWER_POLL_MS", "300")];
+    let first = daemon_process(&mut bridge, &knob).await;
+    let target = claude_session_answering(&bridge, "seed survive", "ready");
+    bridge.endpoint.push(
+        Rule::on_user_text("survive the restart")
+            .reply_text("On it; I will report.")
+            .once(),
+    );
+    let mut params = bridge.send_params(
+        Agent::Claude,
+        "survive the restart",
+        bridge.codex_caller("019a0000-0000-7000-8000-0000000005aa"),
+    );
+    params.session_id = Some(target.clone());
+    let receipt = bridge.accepted(params).await;
+    let interim = bridge.wait_finished(&receipt.delivery_id).await;
+    assert!(interim.answer.is_reply_possibly_interim, "{interim:#?}");
+
+    // The daemon holding the watch dies outright; another starts on the same hub.db.
+    drop(first);
+    let (_second, conn) = spawn_daemon_process(
+        bridge.state.root(),
+        &bridge.state.dir.path().join("user"),
+        &knob,
+    )
+    .await;
+    bridge.conn = conn;
+    bridge.endpoint.push(
+        Rule::on_user_text("report after the restart")
+            .reply(Reply::echo_token("REPORT: done"))
+            .once(),
+    );
+    bridge
+        .claude()
+        .turn(&bridge.project, "report after the restart")
+        .resume(&target)
+        .run()
+        .unwrap()
+        .expect_success()
+        .unwrap();
+
+    let request = bridge
+        .wait_record(&receipt.delivery_id, Duration::from_secs(60), |r| {
+            r.late_reply_delivery_id.is_some()
+        })
+        .await;
+    let late = bridge
+        .status(request.late_reply_delivery_id.as_deref())
+        .await
+        .delivery
+        .unwrap();
+    assert!(late.reply_preview.unwrap().starts_with("REPORT: done"));
+    assert_eq!(prompts_with(&bridge, "survive the restart").len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_codex_turn_is_killed_by_inactivity() {
+    let bridge = Bridge::start().await;
+    let thread = bridge.codex_session("seed codex silent");
+    // Codex waits forever on a hang before headers; one event, then silence.
+    bridge.endpoint.push(
+        Rule::on_user_text("codex goes quiet").reply(Reply::text("partial").hang_after_events(1)),
+    );
+    let mut params = bridge.send_params(
+        Agent::Codex,
+        "codex goes quiet",
+        bridge.claude_caller("11111111-2222-3333-4444-5555555555aa"),
+    );
+    params.session_id = Some(thread);
+    params.timeout = Some(4);
+    let receipt = bridge.accepted(params).await;
+    assert_eq!(
+        receipt.idle_policy,
+        "inactivity timeout 4 s, reset by CLI output or transcript writes; no wall-clock limit"
+    );
+    let record = bridge.wait_finished(&receipt.delivery_id).await;
+    assert_eq!(record.state, DeliveryState::Failed, "{record:#?}");
+    assert!(record.is_killed_by_timeout, "{record:#?}");
+    assert_eq!(
+        record.error.as_deref(),
+        Some("killed by bridge timeout: no CLI output or transcript write for 4 s")
+    );
+    assert!(!cross_agent_transports::process::group_alive(
+        record.peer_pid.unwrap()
+    ));
+    let status = bridge.status(Some(&receipt.delivery_id)).await;
+    assert!(!status.peer_transcript.unwrap().is_working);
+    assert_eq!(prompts_with(&bridge, "codex goes quiet").len(), 1);
+}
