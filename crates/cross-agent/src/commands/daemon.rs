@@ -44,7 +44,8 @@ enum DaemonCommand {
     /// Start the daemon in the background unless it already runs; print its pid and generation.
     Start(OutputArgs),
     /// Stop the daemon and wait for it to exit (asks it over its socket, then falls back to
-    /// SIGTERM). Exits non-zero if it is still running afterwards.
+    /// SIGTERM), and any replaced daemon still draining (their turns stop with them). Exits
+    /// non-zero if one is still running afterwards.
     Stop,
     /// Show whether the daemon runs: pid, generation, uptime, home, socket, version.
     /// Exit code 0 running, 3 not running, 1 running but not answering.
@@ -75,7 +76,12 @@ impl DaemonArgs {
         match self.command {
             DaemonCommand::Run(args) => run(args),
             DaemonCommand::Start(args) => start(&home()?, args.json),
-            DaemonCommand::Stop => stop(&home()?, Report::Stdout).map(|()| ExitCode::SUCCESS),
+            DaemonCommand::Stop => {
+                let home = home()?;
+                stop(&home, Report::Stdout)?;
+                stop_draining(&home)?;
+                Ok(ExitCode::SUCCESS)
+            }
             DaemonCommand::Status(args) => status(&home()?, args.json),
             DaemonCommand::Restart(args) => super::reload::reload(&home()?, args.json),
         }
@@ -219,6 +225,31 @@ fn stop(home: &Home, report: Report) -> anyhow::Result<()> {
              stop it with `kill -9 {pid}`"
         )
     }
+}
+
+/// Stops the replaced daemons still finishing their deliveries (they no longer listen, so a
+/// signal is the only way to reach them); their turns stop with them, recorded as such.
+fn stop_draining(home: &Home) -> anyhow::Result<()> {
+    for old in cross_agent_ipc::draining::list(home) {
+        if old.pid == 0 {
+            continue;
+        }
+        process::terminate(old.pid)?;
+        if !wait_for_exit(old.pid, STOP_WAIT) {
+            anyhow::bail!(
+                "the draining daemon (pid {}, generation {}) is still running {STOP_WAIT:?} after \
+                 SIGTERM; stop it with `kill -9 {}`",
+                old.pid,
+                old.generation,
+                old.pid
+            );
+        }
+        println!(
+            "stopped the draining daemon (pid {}, generation {}); what it carried stopped with it",
+            old.pid, old.generation
+        );
+    }
+    Ok(())
 }
 
 /// Replaces a daemon too old to hand over: stop it, start this build's. Says what it did on
