@@ -129,6 +129,37 @@ impl DaemonLink {
         Ok((client, true))
     }
 
+    /// Checks the kept connection without starting anything: when its daemon was replaced (it
+    /// refuses `status`) or is gone, connects to whichever daemon answers now and notes its
+    /// tools version. Used while the client holds a `subscriptions/listen` stream, so a restart
+    /// is announced without waiting for the next call. Returns [`Self::take_tools_changed`].
+    pub async fn refresh(&self) -> bool {
+        let Ok(home) = self.home.as_ref() else {
+            return false;
+        };
+        let kept = self.client.lock().await.clone();
+        let Some(kept) = kept else {
+            // Never connected: the first call will, and nothing was seen to change from.
+            return false;
+        };
+        match timed(&kept, StatusParams {}).await {
+            Err(error) if is_closed(&error) || is_replaced(&error) => {
+                if let Ok(connection) = cross_agent_ipc::connect(home, &self.options).await {
+                    let mut slot = self.client.lock().await;
+                    if slot
+                        .as_ref()
+                        .is_some_and(|current| Arc::ptr_eq(current, &kept))
+                    {
+                        self.saw_tools_version(connection.hello.tools_version.clone());
+                        *slot = Some(Arc::new(connection.client));
+                    }
+                }
+            }
+            Ok(_) | Err(_) => {}
+        }
+        self.take_tools_changed()
+    }
+
     /// Replaces `stale` (unless another call already did) with a new connection.
     async fn reconnect(
         &self,

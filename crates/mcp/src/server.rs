@@ -41,6 +41,10 @@ pub const STRICT_SENTENCE: &str = "This registration sets CROSS_AGENT_REQUIRE_EX
     a send_to_* call that names neither session_id nor new_session=true is refused before any \
     lookup (a pin does not count), so always name the target.";
 
+/// How often a server whose client holds a `subscriptions/listen` stream checks whether its
+/// daemon was replaced. A `status` on a local socket; cheap.
+const WATCH_DAEMON_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// The MCP server: cheap to clone, one per stdio session.
 #[derive(Debug, Clone)]
 pub struct Bridge {
@@ -265,7 +269,20 @@ impl ServerHandler for Bridge {
     async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
         let id = context.sink().id().clone();
         self.listeners().push(context.sink().clone());
-        context.cancelled().await;
+        // While the stream is open, look at the daemon now and then, so a restart is announced
+        // without waiting for the next tool call (Claude Code holds this stream all session).
+        let mut look = tokio::time::interval(WATCH_DAEMON_EVERY);
+        look.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                () = context.cancelled() => break,
+                _ = look.tick() => {
+                    if self.inner.link.refresh().await {
+                        self.announce_tools_changed(&context.request_context().peer).await;
+                    }
+                }
+            }
+        }
         self.listeners().retain(|sink| *sink.id() != id);
         Ok(())
     }

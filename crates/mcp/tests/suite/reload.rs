@@ -1,7 +1,8 @@
 //! A `cross-agent mcp` an editor holds keeps working across `cross-agent daemon restart`: the
 //! real daemon is replaced under it, its next call reaches the new one (and says so in
 //! `server_process`), and a new tools version is announced with
-//! `notifications/tools/list_changed` — only when the version changed.
+//! `notifications/tools/list_changed` — only when the version changed; under the 2026 protocol
+//! on the client's `subscriptions/listen` stream, without waiting for a call.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -141,15 +142,22 @@ fn under_the_2026_protocol_the_change_is_announced_on_the_subscription_stream() 
     assert_eq!(first["generation"], json!(1));
     assert_eq!(announced, None);
 
+    // No call is needed: the open stream is told on its own once the daemon was replaced.
     let restart = daemon(&scratch, &["restart"], "tools-2")?;
     ensure!(restart.status.success(), "{restart:?}");
-    let (second, announced) =
-        bridge_status_with(&mut server, 2, Some(modern_meta("modern-client")))?;
-    assert_eq!(second["generation"], json!(2));
-    let announced = announced.context("the change was announced")?;
+    let announced = server.recv()?;
+    assert_eq!(
+        announced["method"],
+        json!("notifications/tools/list_changed"),
+        "{announced}"
+    );
     assert!(
         announced["params"]["_meta"].to_string().contains("900"),
         "sent on the listen stream (id 900): {announced}"
     );
+    let (second, announced) =
+        bridge_status_with(&mut server, 2, Some(modern_meta("modern-client")))?;
+    assert_eq!(second["generation"], json!(2));
+    assert_eq!(announced, None, "announced once");
     Ok(())
 }
