@@ -2,6 +2,7 @@
 //! and helpers that run the real Claude Code and Codex CLIs offline in a temporary HOME.
 
 pub mod agents;
+pub mod binaries;
 pub mod endpoint;
 pub mod synthetic_stores;
 

@@ -276,8 +276,8 @@ pub fn append_line(path: &Path, line: &str) {
     writeln!(file, "{line}").unwrap();
 }
 
-/// A daemon as a process of its own (the test binary re-executes itself into
-/// `bridge_guards::daemon_process_entry`), so its environment and its death are its own.
+/// A daemon as a process of its own (the real `cross-agent daemon run`), so its environment and
+/// its death are its own.
 pub struct DaemonProcess {
     pub child: std::process::Child,
 }
@@ -297,16 +297,11 @@ pub async fn spawn_daemon_process(
     user_home: &Path,
     env: &[(&str, &str)],
 ) -> (DaemonProcess, Connection) {
-    let exe = std::env::current_exe().unwrap();
+    // The real binary's `daemon run`, so the process's environment and death are its own.
+    let exe = cross_agent_testkit::binaries::cross_agent_bin().unwrap();
     let mut command = std::process::Command::new(exe);
     command
-        .args([
-            "suite::bridge_guards::daemon_process_entry",
-            "--exact",
-            "--ignored",
-            "--nocapture",
-        ])
-        .env(ENTRY_VAR, root)
+        .args(["daemon", "run"])
         .env("CROSS_AGENT_HOME", root)
         .env("HOME", user_home);
     for (k, v) in env {

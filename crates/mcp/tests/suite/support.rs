@@ -7,7 +7,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
@@ -21,39 +21,9 @@ use cross_agent_protocol::rpc::{
 };
 use serde_json::{Value, json};
 
-/// The `cross-agent` binary, built once per test run. This crate's tests cannot name another
-/// package's binary through `CARGO_BIN_EXE_*`, so they ask cargo for it; when the workspace was
-/// just built for the tests this is a no-op check.
+/// The `cross-agent` binary (see `cross_agent_testkit::binaries`).
 pub fn cross_agent_bin() -> PathBuf {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        if let Some(bin) = std::env::var_os("CROSS_AGENT_TEST_BIN") {
-            return PathBuf::from(bin);
-        }
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let output = Command::new(cargo)
-            .args([
-                "build",
-                "-p",
-                "cross-agent",
-                "--bin",
-                "cross-agent",
-                "--message-format=json-render-diagnostics",
-            ])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .stderr(Stdio::inherit())
-            .output()
-            .expect("cargo build -p cross-agent");
-        assert!(output.status.success(), "building cross-agent failed");
-        String::from_utf8_lossy(&output.stdout)
-            .lines()
-            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-            .filter(|message| message["reason"] == "compiler-artifact")
-            .filter(|message| message["target"]["name"] == "cross-agent")
-            .find_map(|message| message["executable"].as_str().map(PathBuf::from))
-            .expect("cargo named the cross-agent executable")
-    })
-    .clone()
+    cross_agent_testkit::binaries::cross_agent_bin().expect("the cross-agent binary")
 }
 
 /// A scratch HOME with a `CROSS_AGENT_HOME` inside; stops any daemon started there on drop.
