@@ -19,8 +19,29 @@
 //!
 //! **Stopping.** [`Engine::shutdown`] signals every running turn: each kills its CLI's process
 //! group and records its delivery `failed` with `is_stopped_with_carrier`. Deliveries still
-//! queued keep their payload and go out after the next start. A delivery an earlier daemon
-//! handed over but never closed (a crash) is marked orphaned at start, never re-sent.
+//! queued keep their payload and go out after the next start. [`Engine::drain`] (a restart)
+//! instead stops taking queued work and lets the running turns finish; [`Engine::carried`]
+//! says what is still carried.
+//!
+//! **Answers** (issue 5; spec 004 §6 "Interim answers and late answers", §9 "Delivery queue
+//! execution…"). An answer is paired with its request by its closing line (the last line
+//! naming any request id): this request's id makes it the answer whenever it was written,
+//! another request's id rejects it, no id takes it by timing — only text written after the
+//! hand-over — marked `NO REQUEST ID … possibly interim`, and starts a late-answer watch that
+//! reads the peer's transcript every 20 s for a finished turn carrying the id (a `LATE ANSWER`,
+//! recorded as a delivery of its own). Watches live in `hub.db` and outlive the daemon. When
+//! the transport fails, the answer is read back from the transcript, never re-sent, and
+//! labelled `RECOVERED, NOT RECEIVED` with its `transport failure:`. While a turn runs, its
+//! transcript is read every 30 s: a finished turn echoing the id settles it
+//! (`is_reply_confirmed_by_transcript`).
+//!
+//! **Leases and orphans.** An in-flight record has a lease (`expires_at`) renewed with its busy
+//! lock; one whose lease ran out or whose carrier is gone is orphaned — at start and every 30 s
+//! — even if its pid lives again (pid reuse), never re-sent, and its answer read back. A
+//! session mid-turn with someone else's work (another daemon's lock, an open turn on disk) is
+//! waited for, up to the larger of the job timeout and `CROSS_AGENT_PANEL_PATIENCE`; past it
+//! the delivery fails as not delivered (`is_undelivered`). Records are pruned
+//! `CROSS_AGENT_DELIVERY_TTL` after they finished (an orphan: after its lease ran out).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ffi::OsString;
@@ -1572,10 +1593,8 @@ impl Engine {
         tokio::spawn(async move {
             loop {
                 tokio::select! {
-                    changed = stop.wait_for(|s| *s) => {
-                        if changed.is_ok() {
-                            turn_stop.send_replace(true);
-                        }
+                    () = carrier_stopped(&mut stop) => {
+                        turn_stop.send_replace(true);
                         return;
                     }
                     () = tokio::time::sleep(every) => {}
@@ -1732,6 +1751,8 @@ impl Engine {
             .saturating_add(i64::try_from(watch_secs.saturating_mul(1000)).unwrap_or(i64::MAX));
         record.answer.late_answer_watch_until = Some(crate::records::ms_rfc3339(until));
         match self.db().add_watch(&record.delivery_id, since, until) {
+            // A draining daemon leaves the new watch unowned in hub.db, for its successor.
+            Ok(()) if self.is_draining() => {}
             Ok(()) => {
                 lock(&self.inner.carried)
                     .watches
@@ -2095,6 +2116,13 @@ impl Engine {
             Some(text) => self.pair_answer(record, &text, Some(why), default_watch_secs()),
             None => false,
         }
+    }
+}
+
+/// Resolves when the carrier stops; never, if nobody can stop it any more.
+async fn carrier_stopped(stop: &mut watch::Receiver<bool>) {
+    if stop.wait_for(|stopped| *stopped).await.is_err() {
+        std::future::pending::<()>().await;
     }
 }
 
