@@ -18,8 +18,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::lines::parse_timestamp;
 use crate::model::{Agent, LineContext, Session, TranscriptFold, UnixMillis, Warnings};
-use crate::roots::{FileStamp, SourceFile, StoreRoots, Walk, walk_files};
+use crate::roots::{SourceFile, StoreRoots};
 use crate::skim;
+use crate::walk::{DirCache, Found, Rule, WalkRoot, walk};
 
 /// Longest generated title kept from a first prompt, in characters.
 pub const PROMPT_TITLE_CHARS: usize = 120;
@@ -41,17 +42,34 @@ pub fn project_slug(cwd: &Path) -> String {
 /// Every `projects/<slug>/*.jsonl` under the Claude config root, with its stamp, unread.
 /// Sub-agent transcripts Claude keeps in deeper folders (`<session>/subagents/…`) are not listed.
 pub fn discover(roots: &StoreRoots, warnings: &mut Warnings) -> Vec<SourceFile> {
-    let Some(config) = roots.claude_config.as_deref() else {
+    let Some(root) = walk_root(roots) else {
         return Vec::new();
     };
-    let projects = projects_dir(config);
-    let mut keep = |p: &Path| p.extension().is_some_and(|e| e == "jsonl");
-    walk_files(&projects, Walk { max_depth: 1 }, &mut keep, warnings)
+    let (mut found, _, _) = walk(&[root], 1, DirCache::default(), warnings);
+    sources(found.pop().unwrap_or_default())
+}
+
+/// Where discovery walks: `projects/`, one level of project folders below it.
+pub(crate) fn walk_root(roots: &StoreRoots) -> Option<WalkRoot> {
+    Some(WalkRoot {
+        root: projects_dir(roots.claude_config.as_deref()?),
+        rule: Rule::Claude,
+        max_depth: 1,
+        // Files directly in `projects/` are not transcripts.
+        min_file_depth: 1,
+        keep: |name| Path::new(name).extension().is_some_and(|e| e == "jsonl"),
+        probes: &[],
+    })
+}
+
+/// The transcripts a walk of [`walk_root`] found.
+pub(crate) fn sources(found: Found) -> Vec<SourceFile> {
+    found
+        .files
         .into_iter()
-        .filter(|(path, _)| path.parent() != Some(projects.as_path()))
-        .map(|(path, meta)| SourceFile {
+        .map(|(path, stamp)| SourceFile {
             agent: Agent::Claude,
-            stamp: FileStamp::of(&meta),
+            stamp,
             path,
             compressed: false,
             sidecar: None,

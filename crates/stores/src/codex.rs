@@ -22,8 +22,9 @@ use serde_json::value::RawValue;
 use crate::claude::title_from_text;
 use crate::lines::{LineSink, parse_timestamp};
 use crate::model::{Agent, LineContext, Session, TranscriptFold, UnixMillis, Warnings};
-use crate::roots::{FileStamp, SourceFile, StoreRoots, Walk, walk_files};
+use crate::roots::{SourceFile, StoreRoots};
 use crate::skim;
+use crate::walk::{DirCache, Found, Rule, WalkRoot, walk};
 
 /// `$CODEX_HOME/session_index.jsonl`, the thread names.
 pub fn session_index_path(codex_home: &Path) -> PathBuf {
@@ -33,28 +34,43 @@ pub fn session_index_path(codex_home: &Path) -> PathBuf {
 /// Every rollout under `sessions/` and `archived_sessions/`, plain or `.zst`, with its stamp,
 /// unread.
 pub fn discover(roots: &StoreRoots, warnings: &mut Warnings) -> Vec<SourceFile> {
+    let (found, _, _) = walk(&walk_roots(roots), 1, DirCache::default(), warnings);
+    found.into_iter().flat_map(sources).collect()
+}
+
+/// Where discovery walks: `sessions/YYYY/MM/DD/rollout-*`; `archived_sessions` is flat in
+/// current Codex, dated in some versions: depth 3 covers both.
+pub(crate) fn walk_roots(roots: &StoreRoots) -> Vec<WalkRoot> {
     let Some(home) = roots.codex_home.as_deref() else {
         return Vec::new();
     };
-    let mut out = Vec::new();
-    for sub in ["sessions", "archived_sessions"] {
-        let mut keep = |p: &Path| is_rollout_name(p);
-        // sessions/YYYY/MM/DD/rollout-*; archived_sessions is flat in current Codex, dated in
-        // some versions: depth 3 covers both.
-        for (path, meta) in walk_files(&home.join(sub), Walk { max_depth: 3 }, &mut keep, warnings)
-        {
-            let compressed = crate::lines::is_zstd_path(&path);
-            out.push(SourceFile {
-                agent: Agent::Codex,
-                stamp: FileStamp::of(&meta),
-                path,
-                compressed,
-                sidecar: None,
-                scope_cwd: None,
-            });
-        }
-    }
-    out
+    ["sessions", "archived_sessions"]
+        .into_iter()
+        .map(|sub| WalkRoot {
+            root: home.join(sub),
+            rule: Rule::Codex,
+            max_depth: 3,
+            min_file_depth: 0,
+            keep: |name| is_rollout_name(Path::new(name)),
+            probes: &[],
+        })
+        .collect()
+}
+
+/// The rollouts a walk of one of [`walk_roots`] found.
+pub(crate) fn sources(found: Found) -> Vec<SourceFile> {
+    found
+        .files
+        .into_iter()
+        .map(|(path, stamp)| SourceFile {
+            agent: Agent::Codex,
+            compressed: crate::lines::is_zstd_path(&path),
+            stamp,
+            path,
+            sidecar: None,
+            scope_cwd: None,
+        })
+        .collect()
 }
 
 fn is_rollout_name(path: &Path) -> bool {

@@ -31,8 +31,9 @@ use crate::claude::title_from_text;
 use crate::error::StoreError;
 use crate::lines::parse_timestamp;
 use crate::model::{Agent, LineContext, Session, TranscriptFold, UnixMillis, Warnings};
-use crate::roots::{FileStamp, Sidecar, SourceFile, StoreRoots, subdirs};
+use crate::roots::{Sidecar, SourceFile, StoreRoots};
 use crate::skim;
+use crate::walk::{DirCache, Found, Rule, WalkRoot, walk};
 
 /// The `ItemTable` key the Grok Build GUI extension keeps its state under.
 pub const GUI_STATE_KEY: &str = "sahilrakhaiya.grok-build-gui";
@@ -113,38 +114,64 @@ fn bytes_to_path(bytes: Vec<u8>) -> Option<PathBuf> {
 /// `updates.jsonl` and whose sidecar is `summary.json`, with the cwd from the folder name.
 /// Sub-agent sessions Grok files under `<session>/subagents/` are not listed.
 pub fn discover(roots: &StoreRoots, warnings: &mut Warnings) -> Vec<SourceFile> {
-    let Some(home) = roots.grok_home.as_deref() else {
+    let Some(root) = walk_root(roots) else {
         return Vec::new();
     };
-    let mut out = Vec::new();
-    for cwd_dir in subdirs(&sessions_dir(home), warnings) {
-        let scope_cwd = folder_cwd(&cwd_dir);
-        if scope_cwd.is_none() {
-            warnings.push(
-                &cwd_dir,
-                None,
-                "cannot tell which directory this folder is for (no .cwd file)",
-            );
+    let (mut found, _, _) = walk(&[root], 1, DirCache::default(), warnings);
+    sources(found.pop().unwrap_or_default(), warnings)
+}
+
+/// The two files of a session folder, looked up by name: a session folder is never listed, so
+/// a session costs two `stat` calls.
+const SESSION_FILES: &[&str] = &["summary.json", "updates.jsonl"];
+
+/// Where discovery walks: `sessions/<cwd folder>/<session folder>`.
+pub(crate) fn walk_root(roots: &StoreRoots) -> Option<WalkRoot> {
+    Some(WalkRoot {
+        root: sessions_dir(roots.grok_home.as_deref()?),
+        rule: Rule::Grok,
+        max_depth: 1,
+        min_file_depth: usize::MAX,
+        keep: |_| false,
+        probes: SESSION_FILES,
+    })
+}
+
+/// The sessions a walk of [`walk_root`] found: every session folder with a `summary.json`.
+pub(crate) fn sources(found: Found, warnings: &mut Warnings) -> Vec<SourceFile> {
+    let mut out = Vec::with_capacity(found.probed.len());
+    // Session folders come grouped by their cwd folder: its cwd is worked out once.
+    let mut current: Option<(PathBuf, Option<PathBuf>)> = None;
+    for (session_dir, stamps) in found.probed {
+        let [Some(summary_stamp), updates_stamp] = stamps[..] else {
+            continue;
+        };
+        let Some(cwd_dir) = session_dir.parent() else {
+            continue;
+        };
+        if current.as_ref().is_none_or(|(dir, _)| dir != cwd_dir) {
+            let scope_cwd = folder_cwd(cwd_dir);
+            if scope_cwd.is_none() {
+                warnings.push(
+                    cwd_dir,
+                    None,
+                    "cannot tell which directory this folder is for (no .cwd file)",
+                );
+            }
+            current = Some((cwd_dir.to_path_buf(), scope_cwd));
         }
-        for session_dir in subdirs(&cwd_dir, warnings) {
-            let summary = session_dir.join("summary.json");
-            let Some(summary_stamp) = FileStamp::read(&summary) else {
-                continue;
-            };
-            let updates = session_dir.join("updates.jsonl");
-            let stamp = FileStamp::read(&updates).unwrap_or_default();
-            out.push(SourceFile {
-                agent: Agent::Grok,
-                path: updates,
-                stamp,
-                compressed: false,
-                sidecar: Some(Sidecar {
-                    path: summary,
-                    stamp: summary_stamp,
-                }),
-                scope_cwd: scope_cwd.clone(),
-            });
-        }
+        let scope_cwd = current.as_ref().and_then(|(_, cwd)| cwd.clone());
+        out.push(SourceFile {
+            agent: Agent::Grok,
+            path: session_dir.join(SESSION_FILES[1]),
+            stamp: updates_stamp.unwrap_or_default(),
+            compressed: false,
+            sidecar: Some(Sidecar {
+                path: session_dir.join(SESSION_FILES[0]),
+                stamp: summary_stamp,
+            }),
+            scope_cwd,
+        });
     }
     out
 }

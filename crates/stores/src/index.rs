@@ -33,6 +33,7 @@ use crate::grok::GrokFold;
 use crate::lines::{Position, read_complete_lines, read_zstd_lines};
 use crate::model::{Agent, LineContext, Session, StoreWarning, TranscriptFold, Warnings};
 use crate::roots::{FileStamp, Sidecar, SourceFile, StoreRoots};
+use crate::walk::{DirCache, WalkRoot, WalkStats};
 
 /// How much of a file's first line the head check covers. A file replaced by another whose first
 /// line differs within this many bytes is re-read from the start.
@@ -229,7 +230,13 @@ impl SessionIndex {
         options: RefreshOptions,
         warnings: &mut Warnings,
     ) -> IndexStats {
-        let sources = discover_sources(roots, options.threads, &Agent::ALL, warnings);
+        let (sources, _, _) = discover_sources(
+            roots,
+            options.threads,
+            &Agent::ALL,
+            DirCache::default(),
+            warnings,
+        );
         self.refresh_sources(sources, &Agent::ALL, options, warnings)
     }
 
@@ -434,14 +441,18 @@ impl Hasher for FastHasher {
 /// A `HashMap` with [`FastHasher`].
 pub(crate) type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHasher>>;
 
-/// Every file the index folds: the agents' transcripts and Codex's names file.
+/// Every file the index folds: the agents' transcripts and Codex's names file, found by one
+/// walk of the agents' stores reusing the folder listings in `dirs`. Returns the listings to
+/// keep for next time and what the walk did.
 pub(crate) fn discover_sources(
     roots: &StoreRoots,
     threads: usize,
     agents: &[Agent],
+    dirs: DirCache,
     warnings: &mut Warnings,
-) -> Vec<(FoldKind, SourceFile)> {
-    let mut sources: Vec<(FoldKind, SourceFile)> = discover_all(roots, threads, agents, warnings)
+) -> (Vec<(FoldKind, SourceFile)>, DirCache, WalkStats) {
+    let (found, dirs, stats) = discover_cached(roots, threads, agents, dirs, warnings);
+    let mut sources: Vec<(FoldKind, SourceFile)> = found
         .into_iter()
         .map(|source| (FoldKind::of(source.agent), source))
         .collect();
@@ -450,7 +461,7 @@ pub(crate) fn discover_sources(
     {
         sources.push((FoldKind::CodexNames, names));
     }
-    sources
+    (sources, dirs, stats)
 }
 
 /// `session_index.jsonl` as a source the index folds like a transcript, when it exists.
@@ -467,63 +478,50 @@ fn codex_names_source(roots: &StoreRoots) -> Option<SourceFile> {
     })
 }
 
-/// Runs the three agents' discoveries side by side: each is mostly `stat` calls, and the two big
-/// stores (Claude and Codex) then take one core each.
+/// Every candidate transcript of `agents`, their stores walked together on `threads` threads
+/// (the walk is mostly `stat` calls; see [`crate::walk`]).
 pub fn discover_all(
     roots: &StoreRoots,
     threads: usize,
     agents: &[Agent],
     warnings: &mut Warnings,
 ) -> Vec<SourceFile> {
-    type Discover = fn(&StoreRoots, &mut Warnings) -> Vec<SourceFile>;
-    let discoveries: Vec<Discover> = agents
-        .iter()
-        .map(|agent| -> Discover {
-            match agent {
-                Agent::Claude => crate::claude::discover,
-                Agent::Codex => crate::codex::discover,
-                Agent::Grok => crate::grok::discover,
+    discover_cached(roots, threads, agents, DirCache::default(), warnings).0
+}
+
+fn discover_cached(
+    roots: &StoreRoots,
+    threads: usize,
+    agents: &[Agent],
+    dirs: DirCache,
+    warnings: &mut Warnings,
+) -> (Vec<SourceFile>, DirCache, WalkStats) {
+    let mut walk_roots: Vec<(Agent, WalkRoot)> = Vec::new();
+    for agent in agents {
+        match agent {
+            Agent::Claude => {
+                walk_roots.extend(crate::claude::walk_root(roots).map(|r| (*agent, r)))
             }
-        })
-        .collect();
-    let mut found: Vec<(Vec<SourceFile>, Warnings)> = Vec::new();
-    if threads <= 1 || discoveries.len() <= 1 {
-        for discover in discoveries {
-            let mut own = Warnings::default();
-            let files = discover(roots, &mut own);
-            found.push((files, own));
+            Agent::Codex => walk_roots.extend(
+                crate::codex::walk_roots(roots)
+                    .into_iter()
+                    .map(|r| (*agent, r)),
+            ),
+            Agent::Grok => walk_roots.extend(crate::grok::walk_root(roots).map(|r| (*agent, r))),
         }
-    } else {
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = discoveries
-                .into_iter()
-                .map(|discover| {
-                    scope.spawn(move || {
-                        let mut own = Warnings::default();
-                        let files = discover(roots, &mut own);
-                        (files, own)
-                    })
-                })
-                .collect();
-            for handle in handles {
-                match handle.join() {
-                    Ok(result) => found.push(result),
-                    // A reader bug must not take the whole listing down; say so and go on.
-                    Err(_) => warnings.push(
-                        Path::new("<discovery>"),
-                        None,
-                        "a store discovery thread panicked; its sessions are missing",
-                    ),
-                }
-            }
-        });
     }
-    let mut sources = Vec::new();
-    for (files, own) in found {
-        sources.extend(files);
-        warnings.items.extend(own.items);
+    let just_roots: Vec<WalkRoot> = walk_roots.iter().map(|(_, r)| r.clone()).collect();
+    let (found, dirs, stats) = crate::walk::walk(&just_roots, threads, dirs, warnings);
+    let mut sources =
+        Vec::with_capacity(found.iter().map(|f| f.files.len() + f.probed.len()).sum());
+    for ((agent, _), found) in walk_roots.into_iter().zip(found) {
+        match agent {
+            Agent::Claude => sources.extend(crate::claude::sources(found)),
+            Agent::Codex => sources.extend(crate::codex::sources(found)),
+            Agent::Grok => sources.extend(crate::grok::sources(found, warnings)),
+        }
     }
-    sources
+    (sources, dirs, stats)
 }
 
 /// One changed file to read, with what the index knew of it.

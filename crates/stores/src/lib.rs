@@ -18,6 +18,7 @@ pub mod roots;
 pub mod scan;
 pub mod skim;
 pub mod turns;
+pub mod walk;
 
 pub use error::{Result, StoreError};
 pub use model::{Agent, LineContext, Session, StoreWarning, TranscriptFold, UnixMillis, Warnings};

@@ -1,11 +1,10 @@
 //! Where each agent keeps its sessions, and the file walk every discovery uses.
 //!
 //! Discovery lists candidate files with their (size, mtime) stamp without reading them, so the
-//! index can tell which files changed since its last look before opening anything. The walk never
-//! aborts: an unreadable folder, a dangling link or a symlink loop is a warning naming the path,
-//! and the rest of the tree is still listed.
+//! index can tell which files changed since its last look before opening anything. The walk
+//! itself is [`crate::walk`]: it never aborts — an unreadable folder, a dangling link or a
+//! symlink loop is a warning naming the path, and the rest of the tree is still listed.
 
-use std::collections::HashSet;
 use std::ffi::OsString;
 use std::fs::{self, Metadata};
 use std::path::{Path, PathBuf};
@@ -13,7 +12,7 @@ use std::time::UNIX_EPOCH;
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{Agent, Warnings};
+use crate::model::Agent;
 
 /// The roots of the three agents' own stores. `None` means that agent's store is not looked at.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -163,149 +162,4 @@ pub struct SourceFile {
 pub struct Sidecar {
     pub path: PathBuf,
     pub stamp: FileStamp,
-}
-
-/// Options of [`walk_files`].
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Walk {
-    /// Folder levels below the root to descend into (0: the root's own entries only).
-    pub max_depth: usize,
-}
-
-/// Lists the regular files under `root` (following symlinks, each real folder visited once) for
-/// which `keep(path)` holds, with their metadata. A missing root is no warning — that agent is
-/// simply not installed — but anything unreadable below it is.
-pub(crate) fn walk_files(
-    root: &Path,
-    walk: Walk,
-    keep: &mut dyn FnMut(&Path) -> bool,
-    warnings: &mut Warnings,
-) -> Vec<(PathBuf, Metadata)> {
-    let mut out = Vec::new();
-    let mut seen = VisitedDirs::default();
-    match fs::metadata(root) {
-        Ok(meta) if meta.is_dir() => {
-            seen.first_visit(&meta);
-            walk_dir(root, 0, walk, keep, &mut seen, &mut out, warnings);
-        }
-        Ok(_) => warnings.push(root, None, "expected a folder, found a file"),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => warnings.push(root, None, format!("cannot read folder: {e}")),
-    }
-    out
-}
-
-fn walk_dir(
-    dir: &Path,
-    depth: usize,
-    walk: Walk,
-    keep: &mut dyn FnMut(&Path) -> bool,
-    seen: &mut VisitedDirs,
-    out: &mut Vec<(PathBuf, Metadata)>,
-    warnings: &mut Warnings,
-) {
-    let entries = match fs::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(e) => {
-            warnings.push(dir, None, format!("cannot list folder: {e}"));
-            return;
-        }
-    };
-    for entry in entries {
-        let entry = match entry {
-            Ok(entry) => entry,
-            Err(e) => {
-                warnings.push(dir, None, format!("cannot list folder: {e}"));
-                continue;
-            }
-        };
-        let path = entry.path();
-        let file_type = match entry.file_type() {
-            Ok(t) => t,
-            Err(e) => {
-                warnings.push(&path, None, format!("cannot stat: {e}"));
-                continue;
-            }
-        };
-        // Follow links with a stat; a plain entry's own metadata is enough.
-        let meta = if file_type.is_symlink() {
-            match fs::metadata(&path) {
-                Ok(m) => m,
-                Err(e) => {
-                    warnings.push(&path, None, format!("broken or looping symlink: {e}"));
-                    continue;
-                }
-            }
-        } else {
-            match entry.metadata() {
-                Ok(m) => m,
-                Err(e) => {
-                    warnings.push(&path, None, format!("cannot stat: {e}"));
-                    continue;
-                }
-            }
-        };
-        if meta.is_dir() {
-            if depth >= walk.max_depth {
-                continue;
-            }
-            if !seen.first_visit(&meta) {
-                warnings.push(
-                    &path,
-                    None,
-                    "folder already visited (symlink loop or duplicate link); skipped",
-                );
-                continue;
-            }
-            walk_dir(&path, depth + 1, walk, keep, seen, out, warnings);
-        } else if meta.is_file() && keep(&path) {
-            out.push((path, meta));
-        }
-    }
-}
-
-/// Real folders already walked, so a symlink loop or a second link to the same folder is
-/// listed once. Keyed by (device, inode) where the platform has them.
-#[derive(Default)]
-struct VisitedDirs {
-    seen: HashSet<(u64, u64)>,
-}
-
-impl VisitedDirs {
-    #[cfg(unix)]
-    fn first_visit(&mut self, meta: &Metadata) -> bool {
-        use std::os::unix::fs::MetadataExt;
-        self.seen.insert((meta.dev(), meta.ino()))
-    }
-
-    /// Without inode numbers, depth limits are what stop a loop.
-    #[cfg(not(unix))]
-    fn first_visit(&mut self, _meta: &Metadata) -> bool {
-        let _ = &self.seen;
-        true
-    }
-}
-
-/// The entries of one folder that are folders themselves (following links), sorted by name.
-/// Unreadable folders are a warning and an empty list.
-pub(crate) fn subdirs(dir: &Path, warnings: &mut Warnings) -> Vec<PathBuf> {
-    let entries = match fs::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Vec::new(),
-        Err(e) => {
-            warnings.push(dir, None, format!("cannot list folder: {e}"));
-            return Vec::new();
-        }
-    };
-    let mut out = Vec::new();
-    for entry in entries.flatten() {
-        let path = entry.path();
-        match fs::metadata(&path) {
-            Ok(m) if m.is_dir() => out.push(path),
-            Ok(_) => {}
-            Err(e) => warnings.push(&path, None, format!("cannot stat: {e}")),
-        }
-    }
-    out.sort();
-    out
 }

@@ -21,6 +21,7 @@ use crate::index::cache::{self, CACHE_FILE_NAME, CacheLoad};
 use crate::index::{FastMap, IndexStats, RefreshOptions, SessionIndex, discover_sources};
 use crate::model::{Agent, Session, StoreWarning, Warnings};
 use crate::roots::StoreRoots;
+use crate::walk::{DirCache, WalkStats, dir_cache_file};
 
 /// Options of [`list_sessions`].
 #[derive(Debug, Clone, Default)]
@@ -42,6 +43,8 @@ pub struct Listing {
     /// Files and lines that were skipped, each naming the file.
     pub warnings: Vec<StoreWarning>,
     pub stats: IndexStats,
+    /// What the walk of the stores did (folders listed or remembered, files `stat`ed).
+    pub walk: WalkStats,
     pub timings: Timings,
 }
 
@@ -77,14 +80,18 @@ pub fn list_sessions(roots: &StoreRoots, options: &ScanOptions) -> Listing {
     // Loading the cache and walking the stores do not depend on each other: the walk is mostly
     // waiting on `stat` calls, so the cache is decoded meanwhile on a thread of its own.
     let started = Instant::now();
-    let (loaded, sources, load_time) = std::thread::scope(|scope| {
+    // The folder listings are needed before the walk (they are small).
+    let dirs_file = options.cache_file.as_deref().map(dir_cache_file);
+    let dirs = dirs_file.as_deref().map(DirCache::load).unwrap_or_default();
+    let (loaded, (sources, mut dirs, walk), load_time) = std::thread::scope(|scope| {
         let loader = options.cache_file.as_deref().map(|path| {
             scope.spawn(move || {
                 let started = Instant::now();
                 (cache::load(path), started.elapsed())
             })
         });
-        let sources = discover_sources(roots, options.refresh.threads, &agents, &mut warnings);
+        let sources =
+            discover_sources(roots, options.refresh.threads, &agents, dirs, &mut warnings);
         let (loaded, load_time) = match loader.map(|handle| handle.join()) {
             Some(Ok((loaded, took))) => (Some(loaded), took),
             Some(Err(_)) => (
@@ -98,6 +105,7 @@ pub fn list_sessions(roots: &StoreRoots, options: &ScanOptions) -> Listing {
     let discovered = started.elapsed();
     timings.load_cache = load_time;
     let mut index = loaded_index(loaded, options.cache_file.as_deref(), &mut warnings);
+    save_dirs(&mut dirs, dirs_file.as_deref(), &mut warnings);
 
     let (stats, codex_names) = refresh_and_save(
         &mut index,
@@ -122,7 +130,19 @@ pub fn list_sessions(roots: &StoreRoots, options: &ScanOptions) -> Listing {
         sessions,
         warnings: warnings.items,
         stats,
+        walk,
         timings,
+    }
+}
+
+/// Saves the folder listings when they changed. A failure is a warning: the next walk lists
+/// the folders again.
+fn save_dirs(dirs: &mut DirCache, path: Option<&Path>, warnings: &mut Warnings) {
+    if let Some(path) = path
+        && dirs.is_changed()
+        && let Err(e) = dirs.save(path)
+    {
+        warnings.push(path, None, format!("cannot save the folder cache: {e}"));
     }
 }
 
@@ -133,6 +153,7 @@ pub fn list_sessions(roots: &StoreRoots, options: &ScanOptions) -> Listing {
 pub struct Scanner {
     options: ScanOptions,
     index: Option<SessionIndex>,
+    dirs: Option<DirCache>,
 }
 
 impl Scanner {
@@ -140,6 +161,7 @@ impl Scanner {
         Scanner {
             options,
             index: None,
+            dirs: None,
         }
     }
 
@@ -169,7 +191,15 @@ impl Scanner {
             }
         };
         let started = Instant::now();
-        let sources = discover_sources(roots, options.refresh.threads, &agents, &mut warnings);
+        let dirs_file = options.cache_file.as_deref().map(dir_cache_file);
+        let dirs = match self.dirs.take() {
+            Some(dirs) => dirs,
+            None => dirs_file.as_deref().map(DirCache::load).unwrap_or_default(),
+        };
+        let (sources, mut dirs, walk) =
+            discover_sources(roots, options.refresh.threads, &agents, dirs, &mut warnings);
+        save_dirs(&mut dirs, dirs_file.as_deref(), &mut warnings);
+        self.dirs = Some(dirs);
         let discovered = started.elapsed();
         let (stats, codex_names) = refresh_and_save(
             &mut index,
@@ -195,6 +225,7 @@ impl Scanner {
             sessions,
             warnings: warnings.items,
             stats,
+            walk,
             timings,
         }
     }

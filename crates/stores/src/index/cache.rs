@@ -354,13 +354,19 @@ pub fn save(path: &Path, index: &SessionIndex) -> Result<()> {
     bytes.extend_from_slice(&entries);
     bytes.extend_from_slice(&folds);
 
+    write_atomically(path, &bytes)
+}
+
+/// Writes `bytes` to `path` through a temp file in the same folder and a rename, creating the
+/// folder `0700` and the file `0600`.
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = path.parent().ok_or_else(|| StoreError::Cache {
         path: path.to_path_buf(),
         message: "has no parent folder".to_owned(),
     })?;
     private_dir(dir)?;
     let tmp = temp_path(path);
-    let written = write_private(&tmp, &bytes).and_then(|()| fs::rename(&tmp, path));
+    let written = write_private(&tmp, bytes).and_then(|()| fs::rename(&tmp, path));
     if let Err(e) = written {
         let _ = fs::remove_file(&tmp);
         return Err(StoreError::io(path, e));

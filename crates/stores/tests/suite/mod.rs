@@ -9,3 +9,4 @@ mod recorded;
 mod resolve;
 mod scan;
 mod turns;
+mod walk;

@@ -1,0 +1,855 @@
+//! The store walk every discovery uses: every agent's folders listed level by level on a few
+//! threads, every candidate file `stat`ed, and folder listings remembered between walks.
+//!
+//! A warm listing is bounded by system calls, not by parsing: one `stat` per transcript is
+//! unavoidable (a file that is appended to changes neither its folder nor anything else a
+//! cheaper call could see), but listing every folder again is not. A folder's entries change
+//! only when an entry is created, removed or renamed in it, and each of those sets the folder's
+//! mtime (and ctime). So a [`DirCache`] keeps each folder's listing with the folder's identity
+//! (device, inode, mtime, ctime), and a folder whose `stat` still shows that identity is not
+//! listed again — its remembered candidates are `stat`ed as they would have been.
+//!
+//! Why that is sound:
+//! - an entry added, removed or renamed sets the folder's mtime to the current time, so a
+//!   remembered mtime differs from it — provided the remembered one was not itself "now". File
+//!   systems stamp times from a coarse clock (one tick of up to 10 ms; a few seconds on FAT), so
+//!   two changes in one tick carry the same mtime. A listing is therefore remembered only once
+//!   its folder's mtime is [`SETTLE`] older than the moment the listing started (git's "racily
+//!   clean" rule); a younger folder is listed again next time;
+//! - a folder replaced by another (moved away, deleted and re-created) has another inode, and
+//!   the remembered one is kept by the old folder while it exists; a changed mtime set back by
+//!   hand still moves the ctime, which cannot be set;
+//! - files are `stat`ed every time, so an append (which changes only the file) is always seen;
+//!   symbolic links are followed every time, so a link pointed elsewhere is seen.
+//!
+//! The walk is breadth-first: each level's folders are `stat`ed and listed on the threads, then
+//! checked in a fixed order for folders already visited (symlink loops, duplicate links — the
+//! first in walk order wins, so the result does not depend on thread timing); once every level
+//! is done, all candidate files are `stat`ed on the threads. The result is in a fixed order too.
+
+use std::collections::HashSet;
+use std::ffi::OsStr;
+use std::fs::{self, Metadata};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::index::{FastMap, fast_hash};
+use crate::model::{StoreWarning, Warnings};
+use crate::roots::FileStamp;
+
+/// How much older than the start of a listing a folder's mtime must be for the listing to be
+/// remembered: comfortably more than any file system's timestamp granularity.
+pub const SETTLE: Duration = Duration::from_secs(3);
+
+/// Whose rules a root is walked by. A listing remembered for one set of rules keeps only what
+/// those rules look at, so another walk of the same folder does not reuse it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub(crate) enum Rule {
+    Claude = 1,
+    Codex = 2,
+    Grok = 3,
+}
+
+impl Rule {
+    fn from_u8(n: u8) -> Option<Rule> {
+        match n {
+            1 => Some(Rule::Claude),
+            2 => Some(Rule::Codex),
+            3 => Some(Rule::Grok),
+            _ => None,
+        }
+    }
+}
+
+/// One folder tree to walk.
+#[derive(Debug, Clone)]
+pub(crate) struct WalkRoot {
+    pub root: PathBuf,
+    pub rule: Rule,
+    /// Folder levels below the root to list (0: the root's own entries only).
+    pub max_depth: usize,
+    /// Files shallower than this are not candidates (1: none directly in the root).
+    pub min_file_depth: usize,
+    /// Which file names are candidates.
+    pub keep: fn(&OsStr) -> bool,
+    /// Names looked up with one `stat` each, without listing, in every folder found at
+    /// `max_depth` (Grok's session folders hold exactly two files of known names).
+    pub probes: &'static [&'static str],
+}
+
+/// What a walk found under one root, in walk order.
+#[derive(Debug, Default)]
+pub(crate) struct Found {
+    /// Candidate regular files (links followed) with their stamps.
+    pub files: Vec<(PathBuf, FileStamp)>,
+    /// Folders at `max_depth`, with the stamp of each probe name (`None`: no such file).
+    pub probed: Vec<(PathBuf, Vec<Option<FileStamp>>)>,
+}
+
+/// What a walk did, for the benchmark and the tests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WalkStats {
+    /// Folders whose entries were read from disk.
+    pub dirs_listed: usize,
+    /// Folders whose remembered listing was still good.
+    pub dirs_reused: usize,
+    /// Files `stat`ed (candidates and probes).
+    pub files_stated: usize,
+}
+
+/// A folder's identity: while its `stat` shows the same, its entries are the same.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct DirStamp {
+    dev: u64,
+    ino: u64,
+    mtime_ns: i64,
+    ctime_ns: i64,
+}
+
+impl DirStamp {
+    #[cfg(unix)]
+    fn of(meta: &Metadata) -> DirStamp {
+        use std::os::unix::fs::MetadataExt;
+        DirStamp {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            mtime_ns: meta.mtime().saturating_mul(1_000_000_000) + meta.mtime_nsec(),
+            ctime_ns: meta.ctime().saturating_mul(1_000_000_000) + meta.ctime_nsec(),
+        }
+    }
+
+    /// Without inode numbers and ctimes nothing proves a folder unchanged: never remembered.
+    #[cfg(not(unix))]
+    fn of(_meta: &Metadata) -> DirStamp {
+        DirStamp {
+            dev: 0,
+            ino: 0,
+            mtime_ns: i64::MAX,
+            ctime_ns: i64::MAX,
+        }
+    }
+
+    /// Whether a listing that started at `started` may be remembered with this stamp.
+    fn settled(&self, started: SystemTime) -> bool {
+        let Ok(since_epoch) = started.duration_since(UNIX_EPOCH) else {
+            return false;
+        };
+        let limit = since_epoch.saturating_sub(SETTLE).as_nanos();
+        i128::from(self.mtime_ns) < limit as i128
+    }
+}
+
+/// What a folder entry is, as its listing says (links are followed at each walk).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[repr(u8)]
+enum Kind {
+    File = 1,
+    Dir = 2,
+    Symlink = 3,
+}
+
+impl Kind {
+    fn from_u8(n: u8) -> Option<Kind> {
+        match n {
+            1 => Some(Kind::File),
+            2 => Some(Kind::Dir),
+            3 => Some(Kind::Symlink),
+            _ => None,
+        }
+    }
+}
+
+/// One folder's listing: the entries the walk's rules look at (candidate files, folders and
+/// links), sorted, their names back to back in one buffer (one allocation per folder, not one
+/// per name, when the cache is loaded).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Listed {
+    names: Vec<u8>,
+    /// End of each name in `names`, and its kind.
+    entries: Vec<(u32, Kind)>,
+}
+
+impl Listed {
+    fn iter(&self) -> impl Iterator<Item = (&OsStr, Kind)> {
+        let mut start = 0usize;
+        self.entries.iter().filter_map(move |&(end, kind)| {
+            let end = end as usize;
+            let name = self.names.get(start..end);
+            start = end;
+            name.map(|name| (os_str(name), kind))
+        })
+    }
+}
+
+/// A name's bytes as stored. On Unix any name; elsewhere UTF-8 names only.
+#[cfg(unix)]
+fn name_bytes(name: &OsStr) -> Option<&[u8]> {
+    use std::os::unix::ffi::OsStrExt;
+    Some(name.as_bytes())
+}
+
+#[cfg(not(unix))]
+fn name_bytes(name: &OsStr) -> Option<&[u8]> {
+    name.to_str().map(str::as_bytes)
+}
+
+#[cfg(unix)]
+fn os_str(bytes: &[u8]) -> &OsStr {
+    use std::os::unix::ffi::OsStrExt;
+    OsStr::from_bytes(bytes)
+}
+
+#[cfg(not(unix))]
+fn os_str(bytes: &[u8]) -> &OsStr {
+    std::str::from_utf8(bytes)
+        .map(OsStr::new)
+        .unwrap_or_default()
+}
+
+/// A remembered folder listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct CachedDir {
+    path: PathBuf,
+    rule: Rule,
+    stamp: DirStamp,
+    listed: Listed,
+}
+
+/// Folder listings remembered between walks (see the module notes for why reusing them is
+/// sound). Persisted beside the session index by [`crate::scan`].
+#[derive(Debug, Default)]
+pub struct DirCache {
+    dirs: Vec<CachedDir>,
+    by_path: FastMap<u64, usize>,
+    /// Differs from what was loaded or last saved.
+    changed: bool,
+}
+
+impl DirCache {
+    /// How many folders are remembered.
+    pub fn len(&self) -> usize {
+        self.dirs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.dirs.is_empty()
+    }
+
+    /// Whether the cache changed since it was loaded or saved.
+    pub fn is_changed(&self) -> bool {
+        self.changed
+    }
+
+    fn from_dirs(dirs: Vec<CachedDir>) -> DirCache {
+        let mut cache = DirCache {
+            dirs: Vec::with_capacity(dirs.len()),
+            by_path: FastMap::default(),
+            changed: false,
+        };
+        for dir in dirs {
+            let Some(bytes) = name_bytes(dir.path.as_os_str()) else {
+                continue;
+            };
+            let hash = fast_hash(bytes);
+            // Two paths with one hash: the second is simply listed every time.
+            if let std::collections::hash_map::Entry::Vacant(slot) = cache.by_path.entry(hash) {
+                slot.insert(cache.dirs.len());
+                cache.dirs.push(dir);
+            }
+        }
+        cache
+    }
+
+    /// The index of the remembered listing of `dir` under `rule`, if it is still good.
+    fn lookup(&self, dir: &Path, rule: Rule, stamp: &DirStamp) -> Option<usize> {
+        let i = *self.by_path.get(&fast_hash(name_bytes(dir.as_os_str())?))?;
+        let cached = self.dirs.get(i)?;
+        (cached.path.as_os_str() == dir.as_os_str()
+            && cached.rule == rule
+            && cached.stamp == *stamp)
+            .then_some(i)
+    }
+}
+
+/// The file a [`DirCache`] is kept in: beside the session cache, `<name>-dirs.<ext>`.
+pub fn dir_cache_file(index_cache: &Path) -> PathBuf {
+    let stem = index_cache
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let name = match index_cache.extension() {
+        Some(ext) => format!("{stem}-dirs.{}", ext.to_string_lossy()),
+        None => format!("{stem}-dirs"),
+    };
+    index_cache.with_file_name(name)
+}
+
+const DIRS_MAGIC: &[u8; 8] = b"XAGDIRS\x01";
+/// Bump when the layout changes.
+const DIRS_VERSION: u32 = 1;
+/// Magic, version, folder count, body length, body checksum.
+const DIRS_HEADER_LEN: usize = 8 + 4 + 8 + 8 + 8;
+
+impl DirCache {
+    /// Reads the cache at `path`. Missing, from another version or damaged: an empty cache,
+    /// silently — it only saves system calls, and the walk rebuilds it.
+    pub fn load(path: &Path) -> DirCache {
+        fs::read(path)
+            .ok()
+            .and_then(|bytes| DirCache::decode(&bytes))
+            .map(DirCache::from_dirs)
+            .unwrap_or_default()
+    }
+
+    fn decode(bytes: &[u8]) -> Option<Vec<CachedDir>> {
+        let mut header = Reader(bytes.get(..DIRS_HEADER_LEN)?);
+        if header.take(8)? != DIRS_MAGIC || header.u32()? != DIRS_VERSION {
+            return None;
+        }
+        let count = usize::try_from(header.u64()?).ok()?;
+        let body_len = usize::try_from(header.u64()?).ok()?;
+        let sum = header.u64()?;
+        let body = bytes.get(DIRS_HEADER_LEN..)?;
+        if body.len() != body_len || fast_hash(body) != sum {
+            return None;
+        }
+        let mut r = Reader(body);
+        let mut dirs = Vec::with_capacity(count.min(body.len() / 40));
+        for _ in 0..count {
+            let path_len = r.u32()? as usize;
+            let path = os_str(r.take(path_len)?).to_owned();
+            let rule = Rule::from_u8(r.u8()?)?;
+            let stamp = DirStamp {
+                dev: r.u64()?,
+                ino: r.u64()?,
+                mtime_ns: r.u64()? as i64,
+                ctime_ns: r.u64()? as i64,
+            };
+            let names_len = r.u32()? as usize;
+            let names = r.take(names_len)?.to_vec();
+            let n = r.u32()? as usize;
+            let mut entries = Vec::with_capacity(n.min(names_len));
+            let mut last = 0u32;
+            for _ in 0..n {
+                let end = r.u32()?;
+                let kind = Kind::from_u8(r.u8()?)?;
+                if end < last || end as usize > names.len() {
+                    return None;
+                }
+                last = end;
+                entries.push((end, kind));
+            }
+            dirs.push(CachedDir {
+                path: PathBuf::from(path),
+                rule,
+                stamp,
+                listed: Listed { names, entries },
+            });
+        }
+        r.0.is_empty().then_some(dirs)
+    }
+
+    /// Writes the cache to `path` atomically (owner-only, as the session cache), and marks it
+    /// saved.
+    pub fn save(&mut self, path: &Path) -> crate::Result<()> {
+        let mut body = Vec::with_capacity(
+            self.dirs
+                .iter()
+                .map(|d| {
+                    64 + d.path.as_os_str().len()
+                        + d.listed.names.len()
+                        + 5 * d.listed.entries.len()
+                })
+                .sum(),
+        );
+        let mut count = 0u64;
+        for dir in &self.dirs {
+            let Some(path) = name_bytes(dir.path.as_os_str()) else {
+                continue;
+            };
+            let (Ok(path_len), Ok(names_len), Ok(n)) = (
+                u32::try_from(path.len()),
+                u32::try_from(dir.listed.names.len()),
+                u32::try_from(dir.listed.entries.len()),
+            ) else {
+                continue;
+            };
+            count += 1;
+            body.extend_from_slice(&path_len.to_le_bytes());
+            body.extend_from_slice(path);
+            body.push(dir.rule as u8);
+            body.extend_from_slice(&dir.stamp.dev.to_le_bytes());
+            body.extend_from_slice(&dir.stamp.ino.to_le_bytes());
+            body.extend_from_slice(&dir.stamp.mtime_ns.to_le_bytes());
+            body.extend_from_slice(&dir.stamp.ctime_ns.to_le_bytes());
+            body.extend_from_slice(&names_len.to_le_bytes());
+            body.extend_from_slice(&dir.listed.names);
+            body.extend_from_slice(&n.to_le_bytes());
+            for &(end, kind) in &dir.listed.entries {
+                body.extend_from_slice(&end.to_le_bytes());
+                body.push(kind as u8);
+            }
+        }
+        let mut bytes = Vec::with_capacity(DIRS_HEADER_LEN + body.len());
+        bytes.extend_from_slice(DIRS_MAGIC);
+        bytes.extend_from_slice(&DIRS_VERSION.to_le_bytes());
+        bytes.extend_from_slice(&count.to_le_bytes());
+        bytes.extend_from_slice(&(body.len() as u64).to_le_bytes());
+        bytes.extend_from_slice(&fast_hash(&body).to_le_bytes());
+        bytes.extend_from_slice(&body);
+        crate::index::cache::write_atomically(path, &bytes)?;
+        self.changed = false;
+        Ok(())
+    }
+}
+
+/// Little-endian fields off the front of a byte slice.
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let (head, tail) = self.0.split_at_checked(n)?;
+        self.0 = tail;
+        Some(head)
+    }
+
+    fn u8(&mut self) -> Option<u8> {
+        self.take(1).map(|b| b[0])
+    }
+
+    fn u32(&mut self) -> Option<u32> {
+        self.take(4)?.try_into().ok().map(u32::from_le_bytes)
+    }
+
+    fn u64(&mut self) -> Option<u64> {
+        self.take(8)?.try_into().ok().map(u64::from_le_bytes)
+    }
+}
+
+/// One folder as the walk saw it.
+struct Visit {
+    /// The folder's `stat` (links followed); `None` when it could not be read.
+    stamp: Option<DirStamp>,
+    listing: Listing,
+    /// Each link entry followed: its index in the listing, and what it points to.
+    links: Vec<(usize, Option<Metadata>)>,
+    warnings: Vec<StoreWarning>,
+}
+
+enum Listing {
+    /// Not listed (unreadable, not a folder).
+    None,
+    /// The remembered listing at this index of the old cache.
+    Reused(usize),
+    /// Listed now; `remember` when it is settled and its names can be stored.
+    Fresh { listed: Listed, remember: bool },
+}
+
+impl Listing {
+    fn listed<'a>(&'a self, cache: &'a DirCache) -> Option<&'a Listed> {
+        match self {
+            Listing::None => None,
+            Listing::Reused(i) => cache.dirs.get(*i).map(|dir| &dir.listed),
+            Listing::Fresh { listed, .. } => Some(listed),
+        }
+    }
+}
+
+/// A folder waiting to be visited.
+struct Pending {
+    dir: PathBuf,
+    depth: usize,
+    root: usize,
+}
+
+/// A file to `stat` once the folders are walked.
+struct Candidate {
+    path: PathBuf,
+    root: usize,
+    /// Known already (a followed link) or still to `stat`.
+    stat: ToStat,
+}
+
+enum ToStat {
+    Known(FileStamp),
+    /// A plain file from a listing: `lstat`, and it must still be a regular file.
+    Plain,
+    /// A probe: `stat` (following links), any error means no such file.
+    Probe {
+        of: usize,
+        slot: usize,
+    },
+}
+
+/// Walks `roots` on up to `threads` threads, reusing the listings in `cache`. Returns what was
+/// found under each root (same order as `roots`), the cache to keep (these roots' folders as
+/// they are now, other rules' folders as they were), and what the walk did.
+pub(crate) fn walk(
+    roots: &[WalkRoot],
+    threads: usize,
+    cache: DirCache,
+    warnings: &mut Warnings,
+) -> (Vec<Found>, DirCache, WalkStats) {
+    let threads = threads.max(1);
+    let started = SystemTime::now();
+    let mut stats = WalkStats::default();
+    let mut found: Vec<Found> = roots.iter().map(|_| Found::default()).collect();
+    let mut seen: HashSet<(usize, u64, u64)> = HashSet::new();
+    let mut candidates: Vec<Candidate> = Vec::new();
+    let mut reused: Vec<usize> = Vec::new();
+    let mut fresh: Vec<CachedDir> = Vec::new();
+
+    let mut level: Vec<Pending> = roots
+        .iter()
+        .enumerate()
+        .map(|(i, root)| Pending {
+            dir: root.root.clone(),
+            depth: 0,
+            root: i,
+        })
+        .collect();
+    while !level.is_empty() {
+        let visits = parallel_map(&level, threads, 4, |pending| {
+            let root = &roots[pending.root];
+            visit(&pending.dir, pending.depth == 0, root, &cache, started)
+        });
+        let mut next = Vec::new();
+        for (pending, visit) in level.into_iter().zip(visits) {
+            warnings.items.extend(visit.warnings);
+            let Some(stamp) = visit.stamp else { continue };
+            if !seen.insert((pending.root, stamp.dev, stamp.ino)) && cfg!(unix) {
+                warnings.push(
+                    &pending.dir,
+                    None,
+                    "folder already visited (symlink loop or duplicate link); skipped",
+                );
+                continue;
+            }
+            let root = &roots[pending.root];
+            match &visit.listing {
+                Listing::None => continue,
+                Listing::Reused(i) => {
+                    stats.dirs_reused += 1;
+                    reused.push(*i);
+                }
+                Listing::Fresh { .. } => stats.dirs_listed += 1,
+            }
+            let Some(listed) = visit.listing.listed(&cache) else {
+                continue;
+            };
+            let mut links = visit.links.iter().peekable();
+            for (n, (name, kind)) in listed.iter().enumerate() {
+                let path = pending.dir.join(name);
+                let kind = match kind {
+                    Kind::Symlink => {
+                        let target = links
+                            .next_if(|(at, _)| *at == n)
+                            .and_then(|(_, m)| m.as_ref());
+                        match target {
+                            Some(meta) if meta.is_dir() => Kind::Dir,
+                            Some(meta) if meta.is_file() => {
+                                if pending.depth >= root.min_file_depth && (root.keep)(name) {
+                                    candidates.push(Candidate {
+                                        path,
+                                        root: pending.root,
+                                        stat: ToStat::Known(FileStamp::of(meta)),
+                                    });
+                                }
+                                continue;
+                            }
+                            // Broken links were warned about by the visit.
+                            _ => continue,
+                        }
+                    }
+                    other => other,
+                };
+                match kind {
+                    Kind::File => {
+                        if pending.depth >= root.min_file_depth && (root.keep)(name) {
+                            candidates.push(Candidate {
+                                path,
+                                root: pending.root,
+                                stat: ToStat::Plain,
+                            });
+                        }
+                    }
+                    Kind::Dir if pending.depth < root.max_depth => next.push(Pending {
+                        dir: path,
+                        depth: pending.depth + 1,
+                        root: pending.root,
+                    }),
+                    Kind::Dir if !root.probes.is_empty() => {
+                        let of = found[pending.root].probed.len();
+                        for (slot, probe) in root.probes.iter().enumerate() {
+                            candidates.push(Candidate {
+                                path: path.join(probe),
+                                root: pending.root,
+                                stat: ToStat::Probe { of, slot },
+                            });
+                        }
+                        found[pending.root]
+                            .probed
+                            .push((path, vec![None; root.probes.len()]));
+                    }
+                    Kind::Dir | Kind::Symlink => {}
+                }
+            }
+            if let Listing::Fresh {
+                listed,
+                remember: true,
+            } = visit.listing
+            {
+                fresh.push(CachedDir {
+                    path: pending.dir,
+                    rule: root.rule,
+                    stamp,
+                    listed,
+                });
+            }
+        }
+        level = next;
+    }
+
+    // Every candidate's stamp, on the threads.
+    stats.files_stated = candidates
+        .iter()
+        .filter(|c| !matches!(c.stat, ToStat::Known(_)))
+        .count();
+    let stamps = parallel_map(&candidates, threads, 64, |candidate| match candidate.stat {
+        ToStat::Known(stamp) => Ok(Some(stamp)),
+        ToStat::Plain => match fs::symlink_metadata(&candidate.path) {
+            Ok(meta) if meta.is_file() => Ok(Some(FileStamp::of(&meta))),
+            Ok(_) => Ok(None),
+            // Gone since its folder was listed: as if it had not been there.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(format!("cannot stat: {e}")),
+        },
+        ToStat::Probe { .. } => Ok(FileStamp::read(&candidate.path)),
+    });
+    for (candidate, stamp) in candidates.into_iter().zip(stamps) {
+        match (candidate.stat, stamp) {
+            (ToStat::Probe { of, slot }, Ok(stamp)) => {
+                if let Some(slot) = found[candidate.root]
+                    .probed
+                    .get_mut(of)
+                    .and_then(|(_, stamps)| stamps.get_mut(slot))
+                {
+                    *slot = stamp;
+                }
+            }
+            (_, Ok(Some(stamp))) => found[candidate.root].files.push((candidate.path, stamp)),
+            (_, Ok(None)) => {}
+            (_, Err(message)) => warnings.push(&candidate.path, None, message),
+        }
+    }
+
+    let cache = next_cache(cache, roots, reused, fresh);
+    (found, cache, stats)
+}
+
+/// The cache after a walk: these roots' folders as the walk saw them (reused listings moved
+/// over, settled fresh ones added), and the folders of rules that were not walked as they were.
+fn next_cache(
+    old: DirCache,
+    roots: &[WalkRoot],
+    reused: Vec<usize>,
+    fresh: Vec<CachedDir>,
+) -> DirCache {
+    let walked: Vec<Rule> = roots.iter().map(|r| r.rule).collect();
+    let old_walked = old.dirs.iter().filter(|d| walked.contains(&d.rule)).count();
+    let changed = old.changed || !fresh.is_empty() || reused.len() != old_walked;
+    let mut keep = vec![false; old.dirs.len()];
+    for i in reused {
+        if let Some(k) = keep.get_mut(i) {
+            *k = true;
+        }
+    }
+    let mut dirs: Vec<CachedDir> = old
+        .dirs
+        .into_iter()
+        .zip(keep)
+        .filter(|(dir, reused)| *reused || !walked.contains(&dir.rule))
+        .map(|(dir, _)| dir)
+        .collect();
+    dirs.extend(fresh);
+    let mut cache = DirCache::from_dirs(dirs);
+    cache.changed = changed;
+    cache
+}
+
+/// `stat`s one folder and lists it, or takes its remembered listing.
+fn visit(
+    dir: &Path,
+    is_root: bool,
+    root: &WalkRoot,
+    cache: &DirCache,
+    started: SystemTime,
+) -> Visit {
+    let mut warnings = Warnings::default();
+    let mut out = Visit {
+        stamp: None,
+        listing: Listing::None,
+        links: Vec::new(),
+        warnings: Vec::new(),
+    };
+    let meta = match fs::metadata(dir) {
+        Ok(meta) if meta.is_dir() => meta,
+        Ok(_) => {
+            if is_root {
+                warnings.push(dir, None, "expected a folder, found a file");
+            }
+            out.warnings = warnings.items;
+            return out;
+        }
+        // A missing root: that agent is not installed. A missing folder below it: gone since
+        // its parent was listed.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return out,
+        Err(e) => {
+            let what = if is_root {
+                "cannot read folder"
+            } else {
+                "cannot stat"
+            };
+            warnings.push(dir, None, format!("{what}: {e}"));
+            out.warnings = warnings.items;
+            return out;
+        }
+    };
+    let stamp = DirStamp::of(&meta);
+    out.stamp = Some(stamp);
+    out.listing = match cache.lookup(dir, root.rule, &stamp) {
+        Some(i) => Listing::Reused(i),
+        None => match list_dir(dir, root, &mut warnings) {
+            Some((listed, storable)) => Listing::Fresh {
+                listed,
+                remember: storable && stamp.settled(started),
+            },
+            None => Listing::None,
+        },
+    };
+    let Some(listed) = out.listing.listed(cache) else {
+        out.warnings = warnings.items;
+        return out;
+    };
+    // Links are followed every time: where a link points is not part of its folder's stamp.
+    for (n, (name, kind)) in listed.iter().enumerate() {
+        if kind != Kind::Symlink {
+            continue;
+        }
+        let path = dir.join(name);
+        match fs::metadata(&path) {
+            Ok(meta) => out.links.push((n, Some(meta))),
+            Err(e) => {
+                warnings.push(&path, None, format!("broken or looping symlink: {e}"));
+                out.links.push((n, None));
+            }
+        }
+    }
+    out.warnings = warnings.items;
+    out
+}
+
+/// Lists one folder: the entries `root`'s rules look at, sorted by name. The second value says
+/// whether the listing is complete and storable (an entry that could not be read, or on some
+/// platforms a name that is not UTF-8, means it is used this time and never remembered).
+fn list_dir(dir: &Path, root: &WalkRoot, warnings: &mut Warnings) -> Option<(Listed, bool)> {
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) => {
+            warnings.push(dir, None, format!("cannot list folder: {e}"));
+            return None;
+        }
+    };
+    let mut storable = true;
+    let mut kept: Vec<(std::ffi::OsString, Kind)> = Vec::new();
+    for entry in entries {
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(e) => {
+                warnings.push(dir, None, format!("cannot list folder: {e}"));
+                storable = false;
+                continue;
+            }
+        };
+        let file_type = match entry.file_type() {
+            Ok(t) => t,
+            Err(e) => {
+                warnings.push(&entry.path(), None, format!("cannot stat: {e}"));
+                storable = false;
+                continue;
+            }
+        };
+        let name = entry.file_name();
+        let kind = if file_type.is_symlink() {
+            Kind::Symlink
+        } else if file_type.is_dir() {
+            Kind::Dir
+        } else if file_type.is_file() && (root.keep)(&name) {
+            Kind::File
+        } else {
+            continue;
+        };
+        kept.push((name, kind));
+    }
+    kept.sort_unstable();
+    let mut listed = Listed {
+        names: Vec::with_capacity(kept.iter().map(|(n, _)| n.len()).sum()),
+        entries: Vec::with_capacity(kept.len()),
+    };
+    for (name, kind) in kept {
+        let Some(bytes) = name_bytes(&name) else {
+            warnings.push(&dir.join(&name), None, "the name is not UTF-8; skipped");
+            storable = false;
+            continue;
+        };
+        listed.names.extend_from_slice(bytes);
+        let Ok(end) = u32::try_from(listed.names.len()) else {
+            return Some((Listed::default(), false));
+        };
+        listed.entries.push((end, kind));
+    }
+    Some((listed, storable))
+}
+
+/// `f` over `items` on up to `threads` threads, `chunk` items at a time from a shared counter;
+/// the results in the items' order.
+fn parallel_map<T: Sync, R: Send>(
+    items: &[T],
+    threads: usize,
+    chunk: usize,
+    f: impl Fn(&T) -> R + Sync,
+) -> Vec<R> {
+    let chunk = chunk.max(1);
+    let threads = threads.min(items.len().div_ceil(chunk)).max(1);
+    if threads == 1 {
+        return items.iter().map(&f).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let done: Mutex<Vec<(usize, Vec<R>)>> = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                let mut local = Vec::new();
+                loop {
+                    let start = next.fetch_add(chunk, Ordering::Relaxed);
+                    let Some(part) = items.get(start..(start + chunk).min(items.len())) else {
+                        break;
+                    };
+                    if part.is_empty() {
+                        break;
+                    }
+                    local.push((start, part.iter().map(&f).collect::<Vec<R>>()));
+                }
+                if let Ok(mut all) = done.lock() {
+                    all.extend(local);
+                }
+            });
+        }
+    });
+    let mut parts = done.into_inner().unwrap_or_default();
+    parts.sort_unstable_by_key(|(start, _)| *start);
+    parts.into_iter().flat_map(|(_, part)| part).collect()
+}
