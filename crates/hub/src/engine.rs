@@ -101,8 +101,6 @@ fn delivery_ttl_ms() -> i64 {
         .saturating_mul(1000)
 }
 
-/// `CROSS_AGENT_LATE_ANSWER_WATCH`'s default: 3 h.
-const DEFAULT_LATE_ANSWER_WATCH_SECS: u64 = 10_800;
 /// How often a late-answer watch reads the peer's transcript (spec 004 §6: every 20 s).
 const LATE_ANSWER_POLL: Duration = Duration::from_secs(20);
 /// A test knob, not a user setting: `CROSS_AGENT_LATE_ANSWER_POLL_MS` shortens the late-answer
@@ -114,8 +112,6 @@ const TRANSCRIPT_CHECK: Duration = Duration::from_secs(30);
 /// A test knob, not a user setting: `CROSS_AGENT_TRANSCRIPT_CHECK_MS` shortens
 /// [`TRANSCRIPT_CHECK`]. Read from the daemon's own environment.
 const TRANSCRIPT_CHECK_ENV: &str = "CROSS_AGENT_TRANSCRIPT_CHECK_MS";
-/// `CROSS_AGENT_PANEL_PATIENCE`'s default: 1 h.
-const DEFAULT_PANEL_PATIENCE_SECS: u64 = 3600;
 /// A session whose last turn is open but whose transcript has not been written for this long
 /// is not counted as mid-turn: a CLI that died mid-turn leaves an open turn behind forever.
 const STALE_OPEN_TURN: Duration = Duration::from_secs(600);
@@ -134,13 +130,6 @@ fn millis_from_env(name: &str) -> Option<Duration> {
         .and_then(|v| v.trim().parse::<u64>().ok())
         .filter(|v| *v > 0)
         .map(Duration::from_millis)
-}
-
-fn setting_secs(settings: &BTreeMap<String, String>, name: &str, default: u64) -> u64 {
-    settings
-        .get(name)
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .unwrap_or(default)
 }
 
 /// What a draining daemon still carries (issue 5 item 7: a restart lets the old daemon finish
@@ -1700,16 +1689,12 @@ impl Engine {
             let (timeout, patience) = job.as_ref().map_or(
                 (
                     crate::settings::DEFAULT_TIMEOUT_SECS,
-                    DEFAULT_PANEL_PATIENCE_SECS,
+                    crate::settings::DEFAULT_PANEL_PATIENCE_SECS,
                 ),
                 |job| {
                     (
                         job.timeout_secs,
-                        setting_secs(
-                            &job.settings,
-                            "CROSS_AGENT_PANEL_PATIENCE",
-                            DEFAULT_PANEL_PATIENCE_SECS,
-                        ),
+                        CallSettings::from_settings(&job.settings).panel_patience_secs,
                     )
                 },
             );
@@ -1894,6 +1879,19 @@ impl Engine {
         };
         let agent = record.target_agent;
         record.target_session_id = Some(id.clone());
+        // The new thread's transcript: where its answer is re-read, recovered and watched for.
+        if record.target_transcript.is_none() {
+            let context = CallerContext {
+                child_env: job.child_env.clone(),
+                settings: job.settings.clone(),
+                ..CallerContext::default()
+            };
+            let (sessions, _) = self.list(&context, &[agent]);
+            record.target_transcript = sessions
+                .into_iter()
+                .find(|s| s.agent == agent && s.session_id == id)
+                .map(|s| s.path.to_string_lossy().into_owned());
+        }
         let new_key = format!("{agent}:{id}");
         let db = self.db();
         let _ = db.rekey_lock(target_key, &new_key, token);
@@ -2128,19 +2126,15 @@ async fn carrier_stopped(stop: &mut watch::Receiver<bool>) {
 
 /// `CROSS_AGENT_LATE_ANSWER_WATCH` of the caller's registration.
 fn watch_secs(job: &Job) -> u64 {
-    setting_secs(
-        &job.settings,
-        "CROSS_AGENT_LATE_ANSWER_WATCH",
-        default_watch_secs(),
-    )
+    CallSettings::from_settings(&job.settings).late_answer_watch_secs
 }
 
 /// `CROSS_AGENT_LATE_ANSWER_WATCH` where no registration is at hand (an orphan): the daemon's.
 fn default_watch_secs() -> u64 {
-    std::env::var("CROSS_AGENT_LATE_ANSWER_WATCH")
+    std::env::var(crate::settings::LATE_ANSWER_WATCH)
         .ok()
         .and_then(|v| v.trim().parse::<u64>().ok())
-        .unwrap_or(DEFAULT_LATE_ANSWER_WATCH_SECS)
+        .unwrap_or(crate::settings::DEFAULT_LATE_ANSWER_WATCH_SECS)
 }
 
 /// The finished turn that carries a watched request's id, started after the request did.

@@ -22,6 +22,14 @@ pub const TIMEOUT: &str = "CROSS_AGENT_TIMEOUT";
 /// The spec's defaults.
 pub const DEFAULT_MAX_HOPS: u32 = 4;
 pub const DEFAULT_TIMEOUT_SECS: u64 = 600;
+/// `CROSS_AGENT_LATE_ANSWER_WATCH`.
+pub const LATE_ANSWER_WATCH: &str = "CROSS_AGENT_LATE_ANSWER_WATCH";
+/// `CROSS_AGENT_LATE_ANSWER_WATCH`'s default: 3 h.
+pub const DEFAULT_LATE_ANSWER_WATCH_SECS: u64 = 10_800;
+/// `CROSS_AGENT_PANEL_PATIENCE`.
+pub const PANEL_PATIENCE: &str = "CROSS_AGENT_PANEL_PATIENCE";
+/// `CROSS_AGENT_PANEL_PATIENCE`'s default: 1 h.
+pub const DEFAULT_PANEL_PATIENCE_SECS: u64 = 3600;
 
 /// The guards and discovery settings of one call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,6 +40,11 @@ pub struct CallSettings {
     pub disable_headless: bool,
     pub scope: Scope,
     pub active_window: ActiveWindow,
+    /// `CROSS_AGENT_LATE_ANSWER_WATCH`: how long an answer without its request id is followed
+    /// by a watch for a later one (0: no watch).
+    pub late_answer_watch_secs: u64,
+    /// `CROSS_AGENT_PANEL_PATIENCE`: with the timeout, bounds the wait for a busy peer.
+    pub panel_patience_secs: u64,
     name_scan_limit: Option<usize>,
     codex_scan_limit: Option<usize>,
 }
@@ -59,6 +72,10 @@ impl CallSettings {
             active_window: number(settings, "CROSS_AGENT_ACTIVE_WINDOW_MIN")
                 .map(ActiveWindow::from_minutes)
                 .unwrap_or_default(),
+            late_answer_watch_secs: number(settings, LATE_ANSWER_WATCH)
+                .unwrap_or(DEFAULT_LATE_ANSWER_WATCH_SECS),
+            panel_patience_secs: number(settings, PANEL_PATIENCE)
+                .unwrap_or(DEFAULT_PANEL_PATIENCE_SECS),
             name_scan_limit: number(settings, NAME_SCAN_LIMIT_ENV).filter(|n| *n > 0),
             codex_scan_limit: number(settings, CODEX_SCAN_LIMIT_ENV).filter(|n| *n > 0),
         }
@@ -92,6 +109,8 @@ impl CallSettings {
             "disable_headless": self.disable_headless,
             "scope": match self.scope { Scope::Cwd => "cwd", Scope::Tree => "tree", Scope::Any => "any" },
             "active_window_minutes": self.active_window.minutes(),
+            "late_answer_watch_seconds": self.late_answer_watch_secs,
+            "panel_patience_seconds": self.panel_patience_secs,
             "ui_hook": "off (panels are not available yet)",
         })
     }

@@ -829,3 +829,30 @@ async fn a_silent_codex_turn_is_killed_by_inactivity() {
     assert!(!status.peer_transcript.unwrap().is_working);
     assert_eq!(prompts_with(&bridge, "codex goes quiet").len(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_codex_threads_interim_answer_is_watched_in_its_rollout() {
+    let bridge = Bridge::start().await;
+    bridge.endpoint.push(
+        Rule::on_user_text("new thread interim")
+            .reply_text("Looking into it; more soon.")
+            .once(),
+    );
+    let mut params = bridge.send_params(
+        Agent::Codex,
+        "new thread interim",
+        bridge.claude_caller("11111111-2222-3333-4444-5555555555ab"),
+    );
+    params.new_session = true;
+    let receipt = bridge.accepted(params).await;
+    let record = bridge.wait_finished(&receipt.delivery_id).await;
+    assert_eq!(record.state, DeliveryState::Delivered, "{record:#?}");
+    let thread = record.target_session_id.clone().unwrap();
+    let rollout = record.target_transcript.clone().unwrap();
+    assert!(rollout.ends_with(&format!("{thread}.jsonl")), "{rollout}");
+    assert!(record.answer.is_reply_possibly_interim);
+    assert!(
+        record.answer.late_answer_watch_until.is_some(),
+        "{record:#?}"
+    );
+}
