@@ -135,6 +135,32 @@ pub fn is_zstd_path(path: &Path) -> bool {
     path.extension().is_some_and(|e| e == "zst")
 }
 
+thread_local! {
+    /// Each thread's read buffer, kept between files: a fresh zeroed 256 KB per file costs more
+    /// than reading a small transcript.
+    static CHUNK_BUF: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// The thread's read buffer while a file is read; given back when dropped (also on an error).
+struct ChunkBuf(Vec<u8>);
+
+impl ChunkBuf {
+    fn take() -> ChunkBuf {
+        let buf = CHUNK_BUF.take();
+        ChunkBuf(if buf.len() == CHUNK {
+            buf
+        } else {
+            vec![0u8; CHUNK]
+        })
+    }
+}
+
+impl Drop for ChunkBuf {
+    fn drop(&mut self) {
+        CHUNK_BUF.set(std::mem::take(&mut self.0));
+    }
+}
+
 /// The line splitter shared by the plain and compressed readers.
 fn feed_lines<R: Read + ?Sized, S: LineSink + ?Sized>(
     reader: &mut R,
@@ -144,7 +170,8 @@ fn feed_lines<R: Read + ?Sized, S: LineSink + ?Sized>(
     sink: &mut S,
     warnings: &mut Warnings,
 ) -> io::Result<Position> {
-    let mut buf = vec![0u8; CHUNK];
+    let mut buf = ChunkBuf::take();
+    let buf = &mut buf.0;
     // The start of a line that did not end inside the previous chunk.
     let mut carry: Vec<u8> = Vec::new();
     // True while the current line is past MAX_LINE_BYTES and being thrown away.
@@ -153,7 +180,7 @@ fn feed_lines<R: Read + ?Sized, S: LineSink + ?Sized>(
     let mut done = from;
 
     loop {
-        let n = match reader.read(&mut buf) {
+        let n = match reader.read(buf) {
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,

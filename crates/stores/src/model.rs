@@ -75,7 +75,9 @@ impl Warnings {
             line,
             message: message.into(),
         };
-        tracing::warn!("{warning}");
+        // Debug, not warn: every caller reports the collected warnings itself (the CLI prints
+        // them), so a `warn!` here would show each one twice.
+        tracing::debug!("{warning}");
         self.items.push(warning);
     }
 }
