@@ -267,18 +267,7 @@ impl Daemon {
                     match (changed, phase) {
                         (Ok(()), Phase::Draining { .. }) => break "replaced (handover)",
                         (Ok(()), Phase::Serving) => {
-                            // An aborted handover: a successor that died after moving its
-                            // socket into place left the path pointing at nothing.
-                            if transport::socket_identity(&shared.info.socket) != socket_identity {
-                                match transport::bind_replacing(&shared.info.socket) {
-                                    Ok(rebound) => {
-                                        listener = rebound;
-                                        socket_identity = transport::socket_identity(&shared.info.socket);
-                                        tracing::info!("took the socket back after a failed handover");
-                                    }
-                                    Err(error) => tracing::error!(%error, "could not take the socket back after a failed handover"),
-                                }
-                            }
+                            take_socket_back(&shared.info.socket, &mut listener, &mut socket_identity);
                         }
                         (Ok(()), Phase::Released) | (Err(_), _) => {}
                     }
@@ -337,6 +326,28 @@ impl Daemon {
         lock_std(&shared.lock).take();
         lock_std(&shared.drain_lock).take();
         Ok(())
+    }
+}
+
+/// After an aborted handover: a successor that died after moving its socket into place left
+/// the path pointing at nothing, so this daemon binds it again.
+fn take_socket_back(
+    socket: &std::path::Path,
+    listener: &mut Listener,
+    identity: &mut Option<(u64, u64)>,
+) {
+    if transport::socket_identity(socket) == *identity {
+        return;
+    }
+    match transport::bind_replacing(socket) {
+        Ok(rebound) => {
+            *listener = rebound;
+            *identity = transport::socket_identity(socket);
+            tracing::info!("took the socket back after a failed handover");
+        }
+        Err(error) => {
+            tracing::error!(%error, "could not take the socket back after a failed handover")
+        }
     }
 }
 

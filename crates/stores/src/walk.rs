@@ -469,6 +469,11 @@ struct Pending {
 struct Candidate {
     path: PathBuf,
     root: usize,
+    /// The listed folder it was found in (an index into the walk's folders), and the length of
+    /// that folder's path in `path`: on Linux the file is `stat`ed relative to the folder, which
+    /// spares the kernel the lookup of every leading component.
+    base: usize,
+    rel_start: usize,
     /// Known already (a followed link) or still to `stat`.
     stat: ToStat,
 }
@@ -501,6 +506,8 @@ pub(crate) fn walk(
     let mut candidates: Vec<Candidate> = Vec::new();
     let mut reused: Vec<usize> = Vec::new();
     let mut fresh: Vec<CachedDir> = Vec::new();
+    // Every folder listed or remembered, for the relative `stat`s.
+    let mut bases: Vec<PathBuf> = Vec::new();
 
     let mut level: Vec<Pending> = roots
         .iter()
@@ -540,6 +547,9 @@ pub(crate) fn walk(
             let Some(listed) = visit.listing.listed(&cache) else {
                 continue;
             };
+            let base = bases.len();
+            bases.push(pending.dir.clone());
+            let rel_start = pending.dir.as_os_str().len();
             let mut links = visit.links.iter().peekable();
             for (n, (name, kind)) in listed.iter().enumerate() {
                 let path = pending.dir.join(name);
@@ -555,6 +565,8 @@ pub(crate) fn walk(
                                     candidates.push(Candidate {
                                         path,
                                         root: pending.root,
+                                        base,
+                                        rel_start,
                                         stat: ToStat::Known(FileStamp::of(meta)),
                                     });
                                 }
@@ -572,6 +584,8 @@ pub(crate) fn walk(
                             candidates.push(Candidate {
                                 path,
                                 root: pending.root,
+                                base,
+                                rel_start,
                                 stat: ToStat::Plain,
                             });
                         }
@@ -587,6 +601,8 @@ pub(crate) fn walk(
                             candidates.push(Candidate {
                                 path: path.join(probe),
                                 root: pending.root,
+                                base,
+                                rel_start,
                                 stat: ToStat::Probe { of, slot },
                             });
                         }
@@ -618,17 +634,29 @@ pub(crate) fn walk(
         .iter()
         .filter(|c| !matches!(c.stat, ToStat::Known(_)))
         .count();
-    let stamps = parallel_map(&candidates, threads, 64, |candidate| match candidate.stat {
-        ToStat::Known(stamp) => Ok(Some(stamp)),
-        ToStat::Plain => match fs::symlink_metadata(&candidate.path) {
-            Ok(meta) if meta.is_file() => Ok(Some(FileStamp::of(&meta))),
-            Ok(_) => Ok(None),
-            // Gone since its folder was listed: as if it had not been there.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(format!("cannot stat: {e}")),
+    let stamps = parallel_map_with(
+        &candidates,
+        threads,
+        64,
+        BaseDir::default,
+        |base_dir, candidate| {
+            let follow = match candidate.stat {
+                ToStat::Known(stamp) => return Ok(Some(stamp)),
+                ToStat::Plain => false,
+                ToStat::Probe { .. } => true,
+            };
+            match (base_dir.stat(candidate, &bases, follow), follow) {
+                (Ok(stat), true) => Ok(Some(stat.stamp)),
+                (Ok(stat), false) if stat.is_file => Ok(Some(stat.stamp)),
+                (Ok(_), false) => Ok(None),
+                // A probe that is not there: no such file, whatever the reason.
+                (Err(_), true) => Ok(None),
+                // Gone since its folder was listed: as if it had not been there.
+                (Err(e), false) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                (Err(e), false) => Err(format!("cannot stat: {e}")),
+            }
         },
-        ToStat::Probe { .. } => Ok(FileStamp::read(&candidate.path)),
-    });
+    );
     for (candidate, stamp) in candidates.into_iter().zip(stamps) {
         match (candidate.stat, stamp) {
             (ToStat::Probe { of, slot }, Ok(stamp)) => {
@@ -814,6 +842,100 @@ fn list_dir(dir: &Path, root: &WalkRoot, warnings: &mut Warnings) -> Option<(Lis
     Some((listed, storable))
 }
 
+/// A file's stamp and whether it is a regular file.
+struct Stat {
+    stamp: FileStamp,
+    is_file: bool,
+}
+
+/// One thread's open handle on the folder its current candidates are in (Linux), so each is
+/// `stat`ed by its name alone.
+#[derive(Default)]
+struct BaseDir {
+    #[cfg(target_os = "linux")]
+    open: Option<(usize, rustix::fd::OwnedFd)>,
+}
+
+impl BaseDir {
+    #[cfg(target_os = "linux")]
+    fn stat(
+        &mut self,
+        candidate: &Candidate,
+        bases: &[PathBuf],
+        follow: bool,
+    ) -> std::io::Result<Stat> {
+        use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+        if self
+            .open
+            .as_ref()
+            .is_none_or(|(base, _)| *base != candidate.base)
+        {
+            self.open = bases.get(candidate.base).and_then(|dir| {
+                rustix::fs::open(
+                    dir,
+                    OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                    Mode::empty(),
+                )
+                .ok()
+                .map(|fd| (candidate.base, fd))
+            });
+        }
+        // The part after the folder, without the separator `join` put there (none when the
+        // folder's path already ended in one).
+        let rel = candidate
+            .path
+            .as_os_str()
+            .as_encoded_bytes()
+            .get(candidate.rel_start..)
+            .map(|rel| rel.strip_prefix(b"/").unwrap_or(rel))
+            .filter(|rel| !rel.is_empty());
+        let (Some((_, fd)), Some(rel)) = (&self.open, rel) else {
+            return std_stat(&candidate.path, follow);
+        };
+        let flags = if follow {
+            AtFlags::empty()
+        } else {
+            AtFlags::SYMLINK_NOFOLLOW
+        };
+        let st = rustix::fs::statat(fd, rel, flags).map_err(std::io::Error::from)?;
+        // As `FileStamp::of` has it: no mtime before the epoch or past `i64` nanoseconds.
+        let mtime_ns = u64::try_from(st.st_mtime)
+            .ok()
+            .and_then(|secs| i64::try_from(secs).ok())
+            .and_then(|secs| secs.checked_mul(1_000_000_000))
+            .and_then(|ns| ns.checked_add(i64::try_from(st.st_mtime_nsec).ok()?));
+        Ok(Stat {
+            stamp: FileStamp {
+                size: u64::try_from(st.st_size).unwrap_or(0),
+                mtime_ns,
+            },
+            is_file: FileType::from_raw_mode(st.st_mode) == FileType::RegularFile,
+        })
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn stat(
+        &mut self,
+        candidate: &Candidate,
+        _bases: &[PathBuf],
+        follow: bool,
+    ) -> std::io::Result<Stat> {
+        std_stat(&candidate.path, follow)
+    }
+}
+
+fn std_stat(path: &Path, follow: bool) -> std::io::Result<Stat> {
+    let meta = if follow {
+        fs::metadata(path)
+    } else {
+        fs::symlink_metadata(path)
+    }?;
+    Ok(Stat {
+        stamp: FileStamp::of(&meta),
+        is_file: meta.is_file(),
+    })
+}
+
 /// `f` over `items` on up to `threads` threads, `chunk` items at a time from a shared counter;
 /// the results in the items' order.
 fn parallel_map<T: Sync, R: Send>(
@@ -822,16 +944,29 @@ fn parallel_map<T: Sync, R: Send>(
     chunk: usize,
     f: impl Fn(&T) -> R + Sync,
 ) -> Vec<R> {
+    parallel_map_with(items, threads, chunk, || (), |(), item| f(item))
+}
+
+/// [`parallel_map`] with a state each thread makes with `init` and passes to `f`.
+fn parallel_map_with<T: Sync, R: Send, S>(
+    items: &[T],
+    threads: usize,
+    chunk: usize,
+    init: impl Fn() -> S + Sync,
+    f: impl Fn(&mut S, &T) -> R + Sync,
+) -> Vec<R> {
     let chunk = chunk.max(1);
     let threads = threads.min(items.len().div_ceil(chunk)).max(1);
     if threads == 1 {
-        return items.iter().map(&f).collect();
+        let mut state = init();
+        return items.iter().map(|item| f(&mut state, item)).collect();
     }
     let next = AtomicUsize::new(0);
     let done: Mutex<Vec<(usize, Vec<R>)>> = Mutex::new(Vec::new());
     std::thread::scope(|scope| {
         for _ in 0..threads {
             scope.spawn(|| {
+                let mut state = init();
                 let mut local = Vec::new();
                 loop {
                     let start = next.fetch_add(chunk, Ordering::Relaxed);
@@ -841,7 +976,8 @@ fn parallel_map<T: Sync, R: Send>(
                     if part.is_empty() {
                         break;
                     }
-                    local.push((start, part.iter().map(&f).collect::<Vec<R>>()));
+                    let results: Vec<R> = part.iter().map(|item| f(&mut state, item)).collect();
+                    local.push((start, results));
                 }
                 if let Ok(mut all) = done.lock() {
                     all.extend(local);

@@ -399,3 +399,46 @@ async fn a_signal_stops_a_draining_daemon_and_its_turn_with_it() {
     cross_agent_ipc::process::terminate(new.pid).unwrap();
     assert!(wait_gone(new.pid, Duration::from_secs(20)).await);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_successor_that_dies_after_taking_the_socket_gives_it_back_to_the_old_one() {
+    let temp = TempHome::new();
+    let daemon = Running::start(&temp.home);
+    // Binds a socket beside the path, moves it over `daemon.sock` as a successor does, and
+    // dies: the path now leads nowhere.
+    let script = "import os, socket, sys\n\
+                  path = os.environ['CROSS_AGENT_HOME'] + '/daemon.sock'\n\
+                  s = socket.socket(socket.AF_UNIX)\n\
+                  s.bind(path + '.dying')\n\
+                  os.rename(path + '.dying', path)\n\
+                  sys.exit(5)\n";
+    let mut dying = std::process::Command::new("python3");
+    dying.args(["-c", script]);
+    let outcome = handover::replace(&temp.home, dying, Duration::from_secs(10))
+        .await
+        .unwrap();
+    match outcome {
+        Outcome::Failed {
+            detail, old_kept, ..
+        } => {
+            assert!(old_kept);
+            assert!(detail.contains("exit status: 5"), "{detail}");
+        }
+        other => panic!("expected a failure, got {other:?}"),
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let after = loop {
+        match cross_agent_ipc::connect(&temp.home, &super::options()).await {
+            Ok(connection) => break connection,
+            Err(error) => {
+                assert!(
+                    Instant::now() < deadline,
+                    "the socket was not taken back: {error}"
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    };
+    assert_eq!(after.hello.generation, daemon.info.generation);
+    daemon.stop().await;
+}
