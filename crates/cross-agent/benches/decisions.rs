@@ -65,8 +65,9 @@ fn main() -> Result<()> {
         gen_time.as_secs_f64()
     );
     println!(
-        "  threads: {}",
-        std::thread::available_parallelism().map_or(1, usize::from)
+        "  threads: {}; load average before: {}",
+        std::thread::available_parallelism().map_or(1, usize::from),
+        load_average()
     );
 
     let (raw_bytes, raw) = timed(|| read_everything(&dir));
@@ -204,6 +205,7 @@ fn main() -> Result<()> {
     if lib_total != check_total {
         bail!("the library counted {lib_total} and the binary {check_total} since {since}");
     }
+    println!("  load average after: {}", load_average());
     let (median, _) = stats(&bin_times);
     println!(
         "  target: ≤ {:.0} ms through the binary — {}",
@@ -417,6 +419,19 @@ fn read_everything(dir: &Path) -> Result<u64> {
         total += File::open(entry?.path())?.read_to_end(&mut buf)? as u64;
     }
     Ok(total)
+}
+
+/// `/proc/loadavg`'s first three figures: on a shared machine the timings mean little without it.
+fn load_average() -> String {
+    fs::read_to_string("/proc/loadavg")
+        .ok()
+        .map(|text| {
+            text.split_whitespace()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_else(|| "unknown".to_owned())
 }
 
 fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {

@@ -105,8 +105,8 @@ impl fmt::Display for DecisionKind {
     }
 }
 
-/// What came of a decision. An open set like [`DecisionKind`].
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+/// What came of a decision. An open set like [`DecisionKind`]; empty when a record has none.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct Outcome(Cow<'static, str>);
 
@@ -157,6 +157,8 @@ pub struct Decision {
     /// RFC 3339 UTC with milliseconds (`2026-05-01T12:00:00.123Z`). Empty until written.
     pub at: String,
     pub kind: DecisionKind,
+    /// Read as empty when absent, so a later kind that has no outcome still reads.
+    #[serde(default)]
     pub outcome: Outcome,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<String>,
