@@ -483,7 +483,7 @@ async fn serve(stream: Stream, shared: Arc<Shared>) {
     }
     if session.released && *shared.phase.borrow() == Phase::Released {
         tracing::warn!("the restart that asked for a handover went away before finishing it");
-        let _ = handover(
+        let aborted = handover(
             RequestId(0),
             HandoverParams {
                 step: HandoverStep::Abort {
@@ -492,6 +492,25 @@ async fn serve(stream: Stream, shared: Arc<Shared>) {
             },
             &shared,
         );
+        if let ServerMessage::Error { .. } = aborted {
+            // The successor took the home before the restart went away: it serves, so this
+            // daemon drains rather than stay beside it without a lock.
+            let successor_pid = match cross_agent_ipc::pidfile::probe(&shared.home.pidfile()) {
+                Ok(cross_agent_ipc::pidfile::Holder::Held(Some(pid))) => pid,
+                Ok(_) | Err(_) => 0,
+            };
+            let _ = handover(
+                RequestId(0),
+                HandoverParams {
+                    step: HandoverStep::Drain {
+                        successor_pid,
+                        // For messages only: the successor is the next start.
+                        successor_generation: shared.info.generation + 1,
+                    },
+                },
+                &shared,
+            );
+        }
     }
     if let Some(hello) = session.hello {
         tracing::debug!(client_kind = ?hello.client_kind, client_pid = hello.client_pid, "client disconnected");

@@ -442,3 +442,38 @@ async fn a_successor_that_dies_after_taking_the_socket_gives_it_back_to_the_old_
     assert_eq!(after.hello.generation, daemon.info.generation);
     daemon.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_that_goes_away_after_the_successor_took_the_home_leaves_the_old_one_draining() {
+    let temp = TempHome::new();
+    let old = Running::start(&temp.home);
+    let driver = connect(&temp.home).await;
+    driver
+        .client
+        .call(cross_agent_protocol::rpc::HandoverParams {
+            step: cross_agent_protocol::rpc::HandoverStep::Release,
+        })
+        .await
+        .unwrap();
+    let successor = cross_agent_daemon::Daemon::bind_replacing(temp.home.clone()).unwrap();
+    let new_generation = successor.info().generation;
+    let (stop_new, stopped) = tokio::sync::oneshot::channel::<()>();
+    let new = tokio::spawn(successor.run(async move {
+        let _ = stopped.await;
+    }));
+    drop(driver);
+
+    // Nothing carried: the old one drains at once and returns; the successor keeps the home.
+    tokio::time::timeout(Duration::from_secs(10), old.join())
+        .await
+        .expect("the old daemon drained and stopped");
+    let after = connect(&temp.home).await;
+    assert_eq!(after.hello.generation, new_generation);
+    assert_eq!(
+        pidfile::probe(&temp.home.pidfile()).unwrap(),
+        Holder::Held(Some(std::process::id()))
+    );
+    drop(after);
+    stop_new.send(()).unwrap();
+    new.await.unwrap().unwrap();
+}
