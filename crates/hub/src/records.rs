@@ -618,7 +618,11 @@ impl HubDb {
                     }
                 }
                 (None, _) | (_, None) => {
-                    if record.carrier_generation == Some(generation) {
+                    // Taken by a build without leases (an upgrade's old daemon may still be
+                    // draining it): its carrier's run, if still open and alive, carries it.
+                    if record.carrier_generation == Some(generation)
+                        || self.run_alive(record.carrier_generation)?
+                    {
                         continue;
                     }
                     "the daemon carrying it stopped without closing it".to_owned()
@@ -643,6 +647,23 @@ impl HubDb {
             orphaned.push(record);
         }
         Ok(orphaned)
+    }
+
+    /// Whether the daemon run of `generation` never recorded its stop and its pid is alive.
+    fn run_alive(&self, generation: Option<u64>) -> Result<bool> {
+        let Some(generation) = generation.and_then(|g| i64::try_from(g).ok()) else {
+            return Ok(false);
+        };
+        let pid: Option<u32> = self
+            .conn
+            .query_row(
+                "SELECT pid FROM daemon_runs WHERE generation = ?1 AND stopped_at IS NULL",
+                params![generation],
+                |row| row.get(0),
+            )
+            .optional()
+            .map_err(|source| self.err("read a daemon run", source))?;
+        Ok(pid.is_some_and(cross_agent_transports::process::is_alive))
     }
 
     /// Deletes finished deliveries whose TTL (`CROSS_AGENT_DELIVERY_TTL`) ran out: finished

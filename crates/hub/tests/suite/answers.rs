@@ -209,3 +209,29 @@ fn the_reply_header_says_how_the_answer_came_back() {
          request id; this later turn does"
     )));
 }
+
+#[test]
+fn a_record_from_a_build_without_leases_stays_with_its_live_carrier() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut db = HubDb::open(&tmp.path().join("hub.db")).unwrap();
+    // An older daemon (no lease columns written) is still running and carries it.
+    let old = db
+        .begin_run(std::process::id(), "0.0.9", "2026-11-30T00:00:00Z")
+        .unwrap();
+    let new = db
+        .begin_run(std::process::id(), "0.1.0", "2026-11-30T00:01:00Z")
+        .unwrap();
+    db.insert_delivery(&record("legacy"), "claude:s", 1, &job(), false)
+        .unwrap();
+    let mut r = db.delivery("legacy").unwrap().unwrap();
+    r.state = DeliveryState::AwaitingPeer;
+    r.carrier_generation = Some(old);
+    db.update_delivery(&r).unwrap();
+
+    assert!(db.orphan_stale(new, 0, "t1").unwrap().is_empty());
+    // Once that daemon's run is over, the record is nobody's.
+    db.end_run(old, "2026-11-30T00:02:00Z").unwrap();
+    let orphaned = db.orphan_stale(new, 0, "t2").unwrap();
+    assert_eq!(orphaned.len(), 1);
+    assert!(orphaned[0].is_orphaned);
+}
