@@ -285,13 +285,23 @@ fn status(home: &Home, json: bool) -> anyhow::Result<ExitCode> {
                 .with_context(|| format!("cannot read {}", home.pidfile().display()))?;
             match holder {
                 Holder::Free => {
+                    // A replaced daemon may still be finishing its deliveries with no successor
+                    // left serving (it died): not running, but not idle either.
+                    let draining = cross_agent_ipc::draining::list(home);
                     if json {
                         println!(
                             "{}",
-                            json!({"state": "stopped", "running": false, "home": home.root(), "socket": socket})
+                            json!({"state": "stopped", "running": false, "home": home.root(), "socket": socket, "draining": draining})
                         );
                     } else {
                         println!("not running (home {})", home.root().display());
+                        for old in &draining {
+                            println!(
+                                "  draining    pid {} (generation {}) since {}: still finishing \
+                                 what it carried; `cross-agent daemon stop` stops it",
+                                old.pid, old.generation, old.since
+                            );
+                        }
                     }
                     Ok(ExitCode::from(EXIT_NOT_RUNNING))
                 }
