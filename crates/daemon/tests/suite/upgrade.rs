@@ -14,7 +14,7 @@ use cross_agent_protocol::rpc::{CarriedCounts, ErrorCode, StatusParams};
 use cross_agent_testkit::endpoint::{Reply, Rule};
 use pretty_assertions::assert_eq;
 
-use super::bridge_support::{Bridge, ENTRY_VAR, spawn_daemon_process};
+use super::bridge_support::{Bridge, spawn_daemon_process};
 use super::{Running, TempHome, connect};
 
 /// The turn requests whose prompt carries `needle`.
@@ -29,17 +29,12 @@ fn prompts_with(bridge: &Bridge, needle: &str) -> usize {
         .count()
 }
 
-/// `daemon run` of this test binary on `bridge`'s home (see `bridge_guards::daemon_process_entry`).
+/// The real binary's `daemon run` on `bridge`'s home: what a restart starts.
 fn successor(bridge: &Bridge) -> std::process::Command {
-    let mut command = std::process::Command::new(std::env::current_exe().unwrap());
+    let mut command =
+        std::process::Command::new(cross_agent_testkit::binaries::cross_agent_bin().unwrap());
     command
-        .args([
-            "suite::bridge_guards::daemon_process_entry",
-            "--exact",
-            "--ignored",
-            "--nocapture",
-        ])
-        .env(ENTRY_VAR, bridge.state.root())
+        .args(["daemon", "run"])
         .env("CROSS_AGENT_HOME", bridge.state.root())
         .env("HOME", bridge.state.dir.path().join("user"));
     command
