@@ -13,7 +13,7 @@ use cross_agent_protocol::bridge::{Agent, DeliveryState, RefusalReason, SendPara
 use cross_agent_testkit::synthetic_stores::{ClaudeTranscript, CodexRollout, now_millis};
 use pretty_assertions::assert_eq;
 
-use super::bridge_support::{Bridge, ENTRY_VAR, spawn_daemon_process};
+use super::bridge_support::{Bridge, spawn_daemon_process};
 
 const CLAUDE_A: &str = "aaaaaaaa-0000-4000-8000-00000000000a";
 const CLAUDE_B: &str = "bbbbbbbb-0000-4000-8000-00000000000b";
@@ -279,18 +279,6 @@ async fn the_hop_budget_is_per_conversation() {
     );
     // Another conversation has its own budget.
     assert_eq!(bridge.accepted(send(None)).await.hop, 1);
-}
-
-/// Runs only when re-executed by [`a_child_sees_nothing_of_the_daemons_environment`].
-#[test]
-#[ignore = "entry point of a re-executed daemon process"]
-fn daemon_process_entry() {
-    let Some(root) = std::env::var_os(ENTRY_VAR) else {
-        return;
-    };
-    let home = cross_agent_ipc::Home::at(PathBuf::from(root)).unwrap();
-    cross_agent_daemon::entry::run_process(home, cross_agent_daemon::entry::Mode::Foreground)
-        .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -289,8 +289,6 @@ impl Drop for DaemonProcess {
     }
 }
 
-pub const ENTRY_VAR: &str = "CROSS_AGENT_TEST_DAEMON_ENTRY";
-
 /// Starts a daemon process on `root` with `env` added, and connects to it.
 pub async fn spawn_daemon_process(
     root: &Path,
