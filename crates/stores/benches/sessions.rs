@@ -312,10 +312,22 @@ fn list_agents(roots: &StoreRoots, cache: Option<&Path>, agents: Vec<Agent>) -> 
 /// The child's job: one cold listing without a cache, then report the peak resident memory.
 fn child(role: &str) -> Result<()> {
     let home = PathBuf::from(std::env::var("CROSS_AGENT_BENCH_HOME")?);
-    if let Some(cache) = role.strip_prefix("warm:") {
-        // For profiling: repeated warm listings against an existing cache.
+    if let Some((agents, cache)) = role
+        .strip_prefix("warm:")
+        .map(|cache| (Vec::new(), cache))
+        .or_else(|| {
+            role.strip_prefix("claude:")
+                .map(|cache| (vec![Agent::Claude], cache))
+        })
+    {
+        // For profiling: repeated warm listings (all agents, or Claude's as a resolution does)
+        // against an existing cache.
         for _ in 0..20 {
-            let listing = list(&StoreRoots::under_home(&home), Some(Path::new(cache)));
+            let listing = list_agents(
+                &StoreRoots::under_home(&home),
+                Some(Path::new(cache)),
+                agents.clone(),
+            );
             let t = listing.timings;
             println!(
                 "load {:.1} refresh {:.1} names {:.1} save {:.1}",

@@ -173,10 +173,38 @@ impl TranscriptFold for NamesFold {
 #[derive(Debug, Default)]
 pub struct SessionIndex {
     pub(crate) entries: Vec<Entry>,
-    /// The fold states of entries loaded from the cache ([`FoldState::Stored`]).
+    /// The fold states of entries loaded from the cache ([`FoldState::Stored`]), once read.
     pub(crate) blob: Vec<u8>,
+    /// Until then, where they are: the cache file, kept open (a cache written meanwhile by
+    /// another process replaces the name, not this file).
+    pub(crate) folds_file: Option<FoldsFile>,
     /// True when something changed since the index was loaded, so it is worth saving.
     pub(crate) dirty: bool,
+}
+
+/// The folds section of the cache file an index was loaded from.
+#[derive(Debug)]
+pub(crate) struct FoldsFile {
+    pub file: File,
+    /// Where the section starts in the file, and its length.
+    pub at: u64,
+    pub len: usize,
+}
+
+impl FoldsFile {
+    /// `len` bytes at `at` within the section.
+    fn read_range(&self, at: usize, len: usize) -> std::io::Result<Vec<u8>> {
+        use std::io::{Seek, SeekFrom};
+        let mut buf = vec![0u8; len];
+        let mut file = &self.file;
+        file.seek(SeekFrom::Start(self.at + at as u64))?;
+        file.read_exact(&mut buf)?;
+        Ok(buf)
+    }
+
+    pub(crate) fn read_all(&self) -> std::io::Result<Vec<u8>> {
+        self.read_range(0, self.len)
+    }
 }
 
 /// Options of [`SessionIndex::refresh`].
@@ -294,6 +322,14 @@ impl SessionIndex {
             }
         }
 
+        // A file that changed may resume from its stored fold: the folds are read now, once.
+        if jobs.iter().any(|job| {
+            job.old
+                .as_ref()
+                .is_some_and(|entry| matches!(entry.fold, FoldState::Stored { .. }))
+        }) {
+            self.load_folds();
+        }
         let results = run_jobs(jobs, options.threads, &self.blob);
         for result in results {
             match result.read {
@@ -314,6 +350,14 @@ impl SessionIndex {
         stats
     }
 
+    /// Reads the folds section from the cache file, if it was not read yet. A file that cannot
+    /// be read leaves no folds: the files that need one are read from the start.
+    pub(crate) fn load_folds(&mut self) {
+        if let Some(source) = self.folds_file.take() {
+            self.blob = source.read_all().unwrap_or_default();
+        }
+    }
+
     /// The JSON text of an entry's fold state, if it is intact.
     pub(crate) fn fold_text<'a>(blob: &'a [u8], fold: &'a FoldState) -> Option<&'a [u8]> {
         match fold {
@@ -330,8 +374,18 @@ impl SessionIndex {
         self.entries
             .iter()
             .filter(|entry| entry.kind == FoldKind::CodexNames)
-            .filter_map(|entry| SessionIndex::fold_text(&self.blob, &entry.fold))
-            .filter_map(|text| serde_json::from_slice::<NamesFold>(text).ok())
+            .filter_map(|entry| match (&entry.fold, &self.folds_file) {
+                // Only this fold is read from the file, not the whole section.
+                (FoldState::Stored { at, len, hash }, Some(source)) => source
+                    .read_range(*at, *len)
+                    .ok()
+                    .filter(|bytes| fast_hash(bytes) == *hash)
+                    .map(std::borrow::Cow::Owned),
+                (fold, _) => {
+                    SessionIndex::fold_text(&self.blob, fold).map(std::borrow::Cow::Borrowed)
+                }
+            })
+            .filter_map(|text| serde_json::from_slice::<NamesFold>(&text).ok())
             .map(|names| names.0)
             .next()
             .unwrap_or_default()

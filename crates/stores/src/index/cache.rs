@@ -23,7 +23,7 @@
 //! file `0600`: it holds session ids, working directories and titles.
 
 use std::fs::{self, OpenOptions};
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -32,7 +32,9 @@ use crate::claude::ClaudeFold;
 use crate::codex::CodexFold;
 use crate::error::{Result, StoreError};
 use crate::grok::GrokFold;
-use crate::index::{Entry, FoldKind, FoldState, Head, SessionIndex, SidecarSeen, fast_hash, fnv1a};
+use crate::index::{
+    Entry, FoldKind, FoldState, FoldsFile, Head, SessionIndex, SidecarSeen, fast_hash, fnv1a,
+};
 use crate::lines::Position;
 use crate::model::{Agent, Session, TranscriptFold, UnixMillis};
 
@@ -124,14 +126,43 @@ fn fold_shape<F: TranscriptFold>() -> String {
     serde_json::to_string(&F::default()).unwrap_or_default()
 }
 
-/// Reads the cache at `path`.
+/// Reads the cache at `path`: the header and the entries. The folds section is left in the
+/// file (kept open) until a changed file needs a fold: a warm listing reads only the entries.
 pub fn load(path: &Path) -> CacheLoad {
-    let bytes = match fs::read(path) {
-        Ok(bytes) => bytes,
+    let mut file = match fs::File::open(path) {
+        Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return CacheLoad::Missing,
         Err(e) => return CacheLoad::Corrupt(format!("cannot read the session cache: {e}")),
     };
-    decode(bytes)
+    let file_len = match file.metadata() {
+        Ok(meta) => meta.len(),
+        Err(e) => return CacheLoad::Corrupt(format!("cannot read the session cache: {e}")),
+    };
+    let mut header = [0u8; HEADER_LEN];
+    if file.read_exact(&mut header).is_err() {
+        return CacheLoad::Corrupt("not a session cache (bad header)".to_owned());
+    }
+    let header = match Header::parse(&header, file_len) {
+        Ok(header) => header,
+        Err(load) => return load,
+    };
+    let mut entries = vec![0u8; header.entries_len];
+    if let Err(e) = file.read_exact(&mut entries) {
+        return CacheLoad::Corrupt(format!("cannot read the session cache: {e}"));
+    }
+    match decode_entries(&entries, &header) {
+        Ok(entries) => CacheLoad::Loaded(SessionIndex {
+            entries,
+            blob: Vec::new(),
+            folds_file: Some(FoldsFile {
+                file,
+                at: (HEADER_LEN + header.entries_len) as u64,
+                len: header.folds_len,
+            }),
+            dirty: false,
+        }),
+        Err(load) => load,
+    }
 }
 
 fn u64_at(bytes: &[u8], at: usize) -> u64 {
@@ -140,33 +171,73 @@ fn u64_at(bytes: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(buf)
 }
 
-fn decode(mut bytes: Vec<u8>) -> CacheLoad {
-    if bytes.len() < HEADER_LEN || &bytes[..8] != MAGIC {
-        return CacheLoad::Corrupt("not a session cache (bad header)".to_owned());
+/// What the header says.
+struct Header {
+    count: u64,
+    entries_len: usize,
+    entries_sum: u64,
+    folds_len: usize,
+}
+
+impl Header {
+    /// Checks the header of a cache file of `file_len` bytes.
+    fn parse(bytes: &[u8], file_len: u64) -> Result<Header, CacheLoad> {
+        if bytes.len() < HEADER_LEN || &bytes[..8] != MAGIC {
+            return Err(CacheLoad::Corrupt(
+                "not a session cache (bad header)".to_owned(),
+            ));
+        }
+        let mut version = [0u8; 4];
+        version.copy_from_slice(&bytes[8..12]);
+        if u32::from_le_bytes(version) != FORMAT_VERSION || u64_at(bytes, 12) != fingerprint() {
+            return Err(CacheLoad::Outdated);
+        }
+        let entries_len = u64_at(bytes, 28);
+        let folds_len = u64_at(bytes, 44);
+        let expected = (HEADER_LEN as u64)
+            .checked_add(entries_len)
+            .and_then(|n| n.checked_add(folds_len));
+        let truncated = || CacheLoad::Corrupt("session cache is truncated".to_owned());
+        if expected != Some(file_len) {
+            return Err(truncated());
+        }
+        Ok(Header {
+            count: u64_at(bytes, 20),
+            entries_len: usize::try_from(entries_len).map_err(|_| truncated())?,
+            entries_sum: u64_at(bytes, 36),
+            folds_len: usize::try_from(folds_len).map_err(|_| truncated())?,
+        })
     }
-    let mut version = [0u8; 4];
-    version.copy_from_slice(&bytes[8..12]);
-    if u32::from_le_bytes(version) != FORMAT_VERSION || u64_at(&bytes, 12) != fingerprint() {
-        return CacheLoad::Outdated;
+}
+
+/// A whole cache file already in memory (the tests' way in).
+#[cfg(test)]
+fn decode(bytes: Vec<u8>) -> CacheLoad {
+    let header = match Header::parse(&bytes, bytes.len() as u64) {
+        Ok(header) => header,
+        Err(load) => return load,
+    };
+    let entries_end = HEADER_LEN + header.entries_len;
+    match decode_entries(&bytes[HEADER_LEN..entries_end], &header) {
+        Ok(entries) => CacheLoad::Loaded(SessionIndex {
+            entries,
+            blob: bytes[entries_end..].to_vec(),
+            folds_file: None,
+            dirty: false,
+        }),
+        Err(load) => load,
     }
-    let count = u64_at(&bytes, 20);
-    let entries_len = u64_at(&bytes, 28);
-    let entries_sum = u64_at(&bytes, 36);
-    let folds_len = u64_at(&bytes, 44);
-    let expected = (HEADER_LEN as u64)
-        .checked_add(entries_len)
-        .and_then(|n| n.checked_add(folds_len));
-    if expected != Some(bytes.len() as u64) {
-        return CacheLoad::Corrupt("session cache is truncated".to_owned());
-    }
-    let entries_end = HEADER_LEN + entries_len as usize;
-    let mut rest = &bytes[HEADER_LEN..entries_end];
+}
+
+fn decode_entries(mut rest: &[u8], header: &Header) -> Result<Vec<Entry>, CacheLoad> {
     // Only the entries are checked here; each fold is checked by its own hash when a changed
     // file needs it, so a warm start does not hash every fold.
-    if fast_hash(rest) != entries_sum {
-        return CacheLoad::Corrupt("session cache checksum does not match".to_owned());
+    if fast_hash(rest) != header.entries_sum {
+        return Err(CacheLoad::Corrupt(
+            "session cache checksum does not match".to_owned(),
+        ));
     }
-    let count = usize::try_from(count).unwrap_or(usize::MAX);
+    let count = usize::try_from(header.count).unwrap_or(usize::MAX);
     let mut entries = Vec::with_capacity(count.min(rest.len()));
     for _ in 0..count {
         match postcard::take_from_bytes::<StoredEntry>(rest) {
@@ -174,19 +245,19 @@ fn decode(mut bytes: Vec<u8>) -> CacheLoad {
                 entries.push(from_stored(stored));
                 rest = tail;
             }
-            Err(e) => return CacheLoad::Corrupt(format!("session cache does not decode: {e}")),
+            Err(e) => {
+                return Err(CacheLoad::Corrupt(format!(
+                    "session cache does not decode: {e}"
+                )));
+            }
         }
     }
     if !rest.is_empty() {
-        return CacheLoad::Corrupt("session cache has trailing bytes".to_owned());
+        return Err(CacheLoad::Corrupt(
+            "session cache has trailing bytes".to_owned(),
+        ));
     }
-    // Keep only the folds section, in place: no second copy.
-    bytes.drain(..entries_end);
-    CacheLoad::Loaded(SessionIndex {
-        entries,
-        blob: bytes,
-        dirty: false,
-    })
+    Ok(entries)
 }
 
 fn from_stored(stored: StoredEntry) -> Entry {
@@ -322,19 +393,27 @@ pub fn save(path: &Path, index: &SessionIndex) -> Result<()> {
         path: path.to_path_buf(),
         message: format!("cannot encode: {e}"),
     };
+    // Folds still in the file this index was loaded from are read now: they are written again.
+    let from_file;
+    let blob: &[u8] = match &index.folds_file {
+        Some(source) => {
+            from_file = source.read_all().unwrap_or_default();
+            &from_file
+        }
+        None => &index.blob,
+    };
     let mut entries = Vec::with_capacity(index.entries.len() * 256);
-    let mut folds = Vec::with_capacity(index.blob.len());
+    let mut folds = Vec::with_capacity(blob.len());
     for entry in &index.entries {
         // A stored fold keeps its hash: a damaged one is caught when it is next used, as on
         // load. A stored range that is not in the buffer any more is dropped.
         let (fold, hash): (&[u8], u64) = match &entry.fold {
-            FoldState::Stored { at, len, hash } => match at
-                .checked_add(*len)
-                .and_then(|end| index.blob.get(*at..end))
-            {
-                Some(bytes) => (bytes, *hash),
-                None => (&[], 0),
-            },
+            FoldState::Stored { at, len, hash } => {
+                match at.checked_add(*len).and_then(|end| blob.get(*at..end)) {
+                    Some(bytes) => (bytes, *hash),
+                    None => (&[], 0),
+                }
+            }
             FoldState::Fresh(text) => (text.as_bytes(), fast_hash(text.as_bytes())),
             FoldState::Missing => (&[], 0),
         };

@@ -548,3 +548,44 @@ fn a_listing_of_one_agent_walks_only_its_store_and_keeps_the_others_cached() {
     assert_eq!((warm.stats.bytes_read, warm.stats.files_unchanged), (0, 2));
     assert_eq!(warm.sessions.len(), 2);
 }
+
+#[test]
+fn folds_are_read_from_the_cache_file_as_loaded_even_after_another_process_replaced_it() {
+    use cross_agent_stores::scan::Scanner;
+
+    let home = TempDir::new().unwrap();
+    let mut mine = claude_session(home.path(), "c1", "one");
+    let mut theirs = claude_session(home.path(), "c2", "two");
+    let roots = StoreRoots::under_home(home.path());
+    let (options, _) = cached_options(home.path());
+    list_sessions(&roots, &options);
+    // Loaded; a warm listing reads the entries only, the folds stay in the file.
+    let mut scanner = Scanner::new(options.clone());
+    assert_eq!(scanner.list(&roots).stats.files_unchanged, 2);
+
+    // Another process sees c2 grow and saves a new cache over the old one.
+    let n = theirs.len();
+    theirs.custom_title("theirs");
+    theirs.append_since(n).unwrap();
+    bump_mtime(&theirs.path, 1);
+    list_sessions(&roots, &options);
+
+    // Then c1 grows: the scanner resumes both from the folds of the file it loaded.
+    let n = mine.len();
+    mine.custom_title("mine");
+    mine.append_since(n).unwrap();
+    bump_mtime(&mine.path, 1);
+    let listing = scanner.list(&roots);
+    assert_eq!(
+        (listing.stats.files_appended, listing.stats.files_reread),
+        (2, 0)
+    );
+    assert_eq!(
+        by_id(&listing.sessions, "c1").title.as_deref(),
+        Some("mine")
+    );
+    assert_eq!(
+        by_id(&listing.sessions, "c2").title.as_deref(),
+        Some("theirs")
+    );
+}
