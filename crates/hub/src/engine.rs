@@ -55,6 +55,7 @@ use cross_agent_protocol::bridge::{
     PinParams, PinResponse, Refusal, RefusalReason, SendParams, SendReceipt, SendResponse,
     SessionCandidate, SessionEntry, TargetSelectedBy,
 };
+use cross_agent_decisions::{DecisionLog, events};
 use cross_agent_stores::resolve::{self, Lookup};
 use cross_agent_stores::scan::{self, ScanOptions, Scanner};
 use cross_agent_stores::{Session, StoreError, StoreRoots, UnixMillis};
@@ -152,6 +153,9 @@ impl CarriedWork {
     }
 }
 
+/// A transcript's (size, mtime) when last read, and whether its last turn was open.
+type DiskTurn = ((u64, Option<std::time::SystemTime>), bool);
+
 /// The delivery ids this daemon carries, by stage.
 #[derive(Debug, Default)]
 struct Carried {
@@ -203,7 +207,11 @@ struct Inner {
     carried: Mutex<Carried>,
     /// When each queued delivery was first seen waiting on someone else's turn.
     waiting_since: Mutex<HashMap<String, i64>>,
+    /// Transcripts last read for an open turn: their size and mtime then, and the answer.
+    disk_turns: Mutex<HashMap<PathBuf, DiskTurn>>,
     watcher: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// `$CROSS_AGENT_HOME/decisions.jsonl`: every send, refusal, outcome, orphan and recovery.
+    decisions: DecisionLog,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -365,7 +373,9 @@ impl Engine {
         // Another daemon may still carry some (a restart's old daemon draining): only records
         // whose lease ran out or whose carrier is gone are orphaned.
         let orphaned = db.orphan_stale(info.generation, now_ms(), &now_rfc3339())?;
+        let decisions = DecisionLog::new(&info.state_root);
         for record in &orphaned {
+            decisions.record(events::orphan(record));
             tracing::warn!(
                 delivery = %record.delivery_id,
                 "a delivery an earlier daemon handed over but never closed was marked orphaned"
@@ -398,7 +408,9 @@ impl Engine {
                 paused: std::sync::atomic::AtomicBool::new(false),
                 carried: Mutex::new(Carried::default()),
                 waiting_since: Mutex::new(HashMap::new()),
+                disk_turns: Mutex::new(HashMap::new()),
                 watcher: Mutex::new(None),
+                decisions,
             }),
         };
         for mut record in orphaned {
@@ -516,10 +528,15 @@ impl Engine {
 
     /// `send_to_*`: refuses, or records the delivery and answers with a receipt at once.
     pub fn send(&self, params: SendParams) -> Result<SendResponse> {
-        match self.try_send(params)? {
-            Ok(receipt) => Ok(SendResponse::Accepted(receipt)),
-            Err(refusal) => Ok(SendResponse::Refused(refusal)),
-        }
+        let agent = params.agent;
+        let response = match self.try_send(params)? {
+            Ok(receipt) => SendResponse::Accepted(receipt),
+            Err(refusal) => SendResponse::Refused(refusal),
+        };
+        self.inner
+            .decisions
+            .record_all(events::send(agent, &response));
+        Ok(response)
     }
 
     fn try_send(&self, params: SendParams) -> Result<Result<SendReceipt, Refusal>> {
@@ -1082,6 +1099,13 @@ impl Engine {
     /// `pin_agent_session`: pins a session by id or exact name (sticky, never expires), or
     /// unpins with an empty `session_id`.
     pub fn pin(&self, params: PinParams) -> Result<PinResponse> {
+        let agent = params.agent;
+        let response = self.answer_pin(params)?;
+        self.inner.decisions.record(events::pin(agent, &response));
+        Ok(response)
+    }
+
+    fn answer_pin(&self, params: PinParams) -> Result<PinResponse> {
         let cwd_text = non_blank(params.cwd.as_deref()).or(non_blank(params.caller.cwd.as_deref()));
         let key = cwd_key(cwd_text);
         let previous = self.db().pin(params.agent, &key)?.map(|(pin, _)| pin);
@@ -1521,6 +1545,9 @@ impl Engine {
         {
             self.drop_auto_pin(agent, &job.pin_cwd_key, id);
         }
+        self.inner
+            .decisions
+            .record_all(events::delivery_finished(&record));
         let db = self.db();
         if let Err(error) = db.update_delivery(&record) {
             tracing::error!(%error, delivery = %record.delivery_id, "could not record a finished delivery");
@@ -1621,6 +1648,7 @@ impl Engine {
             };
         for mut record in orphaned {
             tracing::warn!(delivery = %record.delivery_id, "a delivery nobody carries any more was marked orphaned");
+            self.inner.decisions.record(events::orphan(&record));
             if let Some(pid) = record.peer_pid
                 && is_agent_process(pid, record.target_agent)
             {
@@ -1637,10 +1665,10 @@ impl Engine {
     /// by hand). Waiting is bounded by the larger of the job timeout and
     /// `CROSS_AGENT_PANEL_PATIENCE`; past it the delivery fails as not delivered.
     fn busy_elsewhere(&self) -> HashSet<String> {
-        let (queued, locks) = {
+        let (heads, locks) = {
             let db = self.db();
-            match (db.deliveries_in(&[DeliveryState::Queued], 500), db.locks()) {
-                (Ok(queued), Ok(locks)) => (queued, locks),
+            match (db.queue_heads(), db.locks()) {
+                (Ok(heads), Ok(locks)) => (heads, locks),
                 (Err(error), _) | (_, Err(error)) => {
                     tracing::warn!(%error, "could not read the queue");
                     return HashSet::new();
@@ -1649,16 +1677,9 @@ impl Engine {
         };
         let now = now_ms();
         let mut busy = HashSet::new();
-        let mut seen = HashSet::new();
         let mut waiting = HashSet::new();
-        for record in queued {
-            let Some(session) = &record.target_session_id else {
-                continue;
-            };
-            let key = format!("{}:{session}", record.target_agent);
-            if !seen.insert(key.clone()) {
-                continue;
-            }
+        for head in heads {
+            let key = head.target_key.clone();
             let held = locks.iter().find(|l| l.target_key == key);
             let reason = match held {
                 Some(l) if l.owner_pid == self.inner.info.pid => None,
@@ -1670,22 +1691,22 @@ impl Engine {
                         l.owner_pid
                     )
                 }),
-                None => record
+                None => head
                     .target_transcript
                     .as_deref()
-                    .filter(|p| mid_turn_on_disk(record.target_agent, Path::new(p)))
+                    .filter(|p| self.mid_turn_on_disk(head.target_agent, Path::new(p)))
                     .map(|_| {
                         "a turn is open in its transcript (someone else is working in it)"
                             .to_owned()
                     }),
             };
             let Some(reason) = reason else { continue };
-            busy.insert(key);
-            waiting.insert(record.delivery_id.clone());
+            busy.insert(key.clone());
+            waiting.insert(head.delivery_id.clone());
             let since = *lock(&self.inner.waiting_since)
-                .entry(record.delivery_id.clone())
+                .entry(head.delivery_id.clone())
                 .or_insert(now);
-            let job = self.db().job(&record.delivery_id).ok().flatten();
+            let job = self.db().job(&head.delivery_id).ok().flatten();
             let (timeout, patience) = job.as_ref().map_or(
                 (
                     crate::settings::DEFAULT_TIMEOUT_SECS,
@@ -1702,18 +1723,19 @@ impl Engine {
             let waited = u64::try_from((now - since).max(0) / 1000).unwrap_or(0);
             if waited >= bound {
                 let error = format!(
-                    "not delivered: {} session {session} stayed busy — {reason} — for {waited} s, \
+                    "not delivered: {} session {} stayed busy — {reason} — for {waited} s, \
                      past the wait bound ({bound} s: the larger of the timeout, {timeout} s, and \
                      CROSS_AGENT_PANEL_PATIENCE, {patience} s). The peer never received the \
                      message, so there is no answer to watch for; sending again is safe",
-                    record.target_agent
+                    head.target_agent,
+                    key.split_once(':').map_or(key.as_str(), |(_, id)| id)
                 );
                 match self
                     .db()
-                    .fail_queued(&record.delivery_id, &error, &now_rfc3339())
+                    .fail_queued(&head.delivery_id, &error, &now_rfc3339())
                 {
                     Ok(true) => {
-                        tracing::warn!(delivery = %record.delivery_id, "not delivered: the peer stayed busy")
+                        tracing::warn!(delivery = %head.delivery_id, "not delivered: the peer stayed busy")
                     }
                     Ok(false) => {}
                     Err(error) => tracing::warn!(%error, "could not close an undelivered delivery"),
@@ -1722,6 +1744,39 @@ impl Engine {
         }
         lock(&self.inner.waiting_since).retain(|id, _| waiting.contains(id));
         busy
+    }
+
+    /// Whether a session is mid-turn on disk: its last turn is open and its transcript was
+    /// written recently (an open turn left by a CLI that died is not anyone's work). The
+    /// dispatcher asks on each of its turns, so a transcript is re-read only when its size or
+    /// modification time changed.
+    fn mid_turn_on_disk(&self, agent: Agent, path: &Path) -> bool {
+        let Ok(meta) = std::fs::metadata(path) else {
+            return false;
+        };
+        let modified = meta.modified().ok();
+        let fresh = modified
+            .and_then(|at| at.elapsed().ok())
+            .is_some_and(|age| age < STALE_OPEN_TURN);
+        if !fresh {
+            return false;
+        }
+        let stamp = (meta.len(), modified);
+        let mut seen = lock(&self.inner.disk_turns);
+        if let Some((known, open)) = seen.get(path)
+            && *known == stamp
+        {
+            return *open;
+        }
+        let mut warnings = cross_agent_stores::Warnings::default();
+        let open = cross_agent_stores::turns::read_turns(agent, path, &mut warnings)
+            .is_ok_and(|t| t.running_turn().is_some());
+        // Bounded: one entry per transcript a queue has waited on.
+        if seen.len() > 1024 {
+            seen.clear();
+        }
+        seen.insert(path.to_owned(), (stamp, open));
+        open
     }
 
     /// Starts the late-answer watch on a request whose answer did not carry its id.
@@ -1837,6 +1892,9 @@ impl Engine {
         );
         match db.insert_late_answer(&late, &key, now_ms(), &request) {
             Ok(()) => {
+                self.inner
+                    .decisions
+                    .record(events::late_answer(&request, &late.delivery_id));
                 tracing::info!(request = %request_delivery_id, late = %late.delivery_id, "a late answer arrived")
             }
             Err(error) => tracing::warn!(%error, "could not record a late answer"),
@@ -1915,8 +1973,13 @@ impl Engine {
         if let Ok(Some((pin, _))) = db.pin(agent, cwd_key)
             && !pin.sticky
             && pin.session_id == session_id
+            && db.remove_pin(agent, cwd_key).is_ok()
         {
-            let _ = db.remove_pin(agent, cwd_key);
+            self.inner.decisions.record(events::pin_dropped(
+                agent,
+                session_id,
+                "automatic pin dropped: the session it was made for failed to start",
+            ));
         }
     }
 
@@ -2110,10 +2173,14 @@ impl Engine {
                 .last_assistant_message_after(started)
                 .map(|m| m.text.clone()),
         };
-        match text {
+        let found = match text {
             Some(text) => self.pair_answer(record, &text, Some(why), default_watch_secs()),
             None => false,
-        }
+        };
+        self.inner
+            .decisions
+            .record(events::recovery(record, found));
+        found
     }
 }
 
@@ -2147,22 +2214,6 @@ fn late_answer(watch: &Watch) -> Option<String> {
     transcript
         .finished_turn_answering(&watch.record.request_id, Some(UnixMillis(watch.since_ms)))
         .and_then(|turn| turn.final_text().map(str::to_owned))
-}
-
-/// Whether a session is mid-turn on disk: its last turn is open and its transcript was written
-/// recently (an open turn left by a CLI that died is not anyone's work).
-fn mid_turn_on_disk(agent: Agent, path: &Path) -> bool {
-    let fresh = std::fs::metadata(path)
-        .and_then(|m| m.modified())
-        .ok()
-        .and_then(|at| at.elapsed().ok())
-        .is_some_and(|age| age < STALE_OPEN_TURN);
-    if !fresh {
-        return false;
-    }
-    let mut warnings = cross_agent_stores::Warnings::default();
-    cross_agent_stores::turns::read_turns(agent, path, &mut warnings)
-        .is_ok_and(|t| t.running_turn().is_some())
 }
 
 /// Whether `pid` runs `agent`'s CLI (its command line names it).

@@ -58,6 +58,15 @@ pub struct BusyLock {
     pub lease_until_ms: i64,
 }
 
+/// The first queued delivery of one session: the one that goes next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueHead {
+    pub delivery_id: String,
+    pub target_key: String,
+    pub target_agent: Agent,
+    pub target_transcript: Option<String>,
+}
+
 /// A late-answer watch this daemon holds.
 #[derive(Debug, Clone)]
 pub struct Watch {
@@ -421,6 +430,44 @@ impl HubDb {
         }
         tx.commit().map_err(fail)?;
         Ok(claimed)
+    }
+
+    /// The delivery next in line for each session with a queue — read without decoding every
+    /// queued record, since the dispatcher asks on each of its turns.
+    pub fn queue_heads(&self) -> Result<Vec<QueueHead>> {
+        let read = |source| self.err("read the heads of the queues", source);
+        let mut statement = self
+            .conn
+            .prepare(
+                "SELECT delivery_id, target_key, target_agent,
+                        json_extract(record, '$.target_transcript'), MIN(created_ms)
+                 FROM deliveries WHERE state = 'queued' GROUP BY target_key",
+            )
+            .map_err(read)?;
+        let rows = statement
+            .query_map([], |row| {
+                Ok((
+                    row.get::<_, String>(0)?,
+                    row.get::<_, String>(1)?,
+                    row.get::<_, String>(2)?,
+                    row.get::<_, Option<String>>(3)?,
+                ))
+            })
+            .map_err(read)?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (delivery_id, target_key, agent, target_transcript) = row.map_err(read)?;
+            let Some(target_agent) = Agent::parse(&agent) else {
+                continue;
+            };
+            out.push(QueueHead {
+                delivery_id,
+                target_key,
+                target_agent,
+                target_transcript,
+            });
+        }
+        Ok(out)
     }
 
     /// A queued delivery's payload.
