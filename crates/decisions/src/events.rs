@@ -6,6 +6,7 @@
 //! | decision point (in `hub::engine`)         | call                                         |
 //! |-------------------------------------------|----------------------------------------------|
 //! | `send` answered (accepted or refused)     | `log.record_all(events::send(agent, &resp))`  |
+//! | a queued delivery waits on a busy session | `log.record(events::busy_held(&record, why, bound))` |
 //! | a delivery settled                        | `log.record_all(events::delivery_finished(&record))` |
 //! | the transcript searched for an answer     | `log.record(events::recovery(&record, found))` |
 //! | orphans marked at start                   | `log.record(events::orphans_marked(n, generation))` |
@@ -187,12 +188,38 @@ pub fn delivery_finished(record: &DeliveryRecord) -> Vec<Decision> {
     .detail("is_stopped_with_carrier", record.is_stopped_with_carrier)
     .detail("is_reply_recovered", record.is_reply_recovered)
     .detail("is_undelivered", record.is_undelivered)
-    .detail("is_return_status_only", record.is_return_status_only);
+    .detail("is_return_status_only", record.is_return_status_only)
+    .detail(
+        "reply_carries_request_id",
+        record.answer.reply_carries_request_id,
+    )
+    .detail(
+        "is_reply_possibly_interim",
+        record.answer.is_reply_possibly_interim,
+    )
+    .detail(
+        "is_reply_confirmed_by_transcript",
+        record.answer.is_reply_confirmed_by_transcript,
+    )
+    .detail(
+        "late_answer_watch",
+        record.answer.late_answer_watch_until.is_some(),
+    );
     if let Some(error) = &record.error {
         outcome = outcome.reason(first_line(error));
     }
     out.push(outcome);
     out
+}
+
+/// A queued delivery found its target session busy with someone else's turn (another daemon's,
+/// or a person's open in the transcript) and waits — at most `bound_secs`, then it fails as
+/// not delivered. `why` is the engine's own sentence naming the holder.
+pub fn busy_held(record: &DeliveryRecord, why: &str, bound_secs: u64) -> Decision {
+    about(record, DecisionKind::BUSY_WAIT, Outcome::WAITING)
+        .guard("session_busy")
+        .reason(first_line(why))
+        .detail("wait_bound_seconds", bound_secs)
 }
 
 /// The peer's transcript was searched for an answer the CLI did not print.
