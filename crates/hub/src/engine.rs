@@ -1703,9 +1703,12 @@ impl Engine {
             let Some(reason) = reason else { continue };
             busy.insert(key.clone());
             waiting.insert(head.delivery_id.clone());
-            let since = *lock(&self.inner.waiting_since)
+            let (since, first_seen) = match lock(&self.inner.waiting_since)
                 .entry(head.delivery_id.clone())
-                .or_insert(now);
+            {
+                std::collections::hash_map::Entry::Occupied(at) => (*at.get(), false),
+                std::collections::hash_map::Entry::Vacant(at) => (*at.insert(now), true),
+            };
             let job = self.db().job(&head.delivery_id).ok().flatten();
             let (timeout, patience) = job.as_ref().map_or(
                 (
@@ -1720,6 +1723,11 @@ impl Engine {
                 },
             );
             let bound = timeout.max(patience);
+            if first_seen && let Ok(Some(record)) = self.db().delivery(&head.delivery_id) {
+                self.inner
+                    .decisions
+                    .record(events::busy_held(&record, &reason, bound));
+            }
             let waited = u64::try_from((now - since).max(0) / 1000).unwrap_or(0);
             if waited >= bound {
                 let error = format!(
@@ -1735,7 +1743,12 @@ impl Engine {
                     .fail_queued(&head.delivery_id, &error, &now_rfc3339())
                 {
                     Ok(true) => {
-                        tracing::warn!(delivery = %head.delivery_id, "not delivered: the peer stayed busy")
+                        tracing::warn!(delivery = %head.delivery_id, "not delivered: the peer stayed busy");
+                        if let Ok(Some(record)) = self.db().delivery(&head.delivery_id) {
+                            self.inner
+                                .decisions
+                                .record_all(events::delivery_finished(&record));
+                        }
                     }
                     Ok(false) => {}
                     Err(error) => tracing::warn!(%error, "could not close an undelivered delivery"),
