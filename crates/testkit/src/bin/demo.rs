@@ -1,45 +1,69 @@
-//! The bench's own demo, and the README's main command (`scripts/demo`): a real Claude Code
-//! session and a real Codex session, each answering a scripted model on loopback.
+//! The README's main command (`scripts/demo`): a real Claude Code session hands a message to a
+//! real Codex session through cross-agent, and the Codex thread answers.
 //!
-//! It starts the scripted model endpoint, scripts a small exchange (each agent runs one real
-//! shell command in a scratch project folder and answers), runs the pinned CLIs in a temporary
-//! HOME, and prints what happened: each CLI's version, the session or thread id, the answer, the
-//! requests the endpoint received, and where the transcript landed with the conversation read
-//! back from it. No account, key or network beyond loopback is needed. Any step that does not go
-//! as scripted ends the demo with a message saying which, and a non-zero exit.
+//! It starts the scripted model endpoint on loopback and, in a scratch HOME and project folder:
+//! 1. creates a Codex session (`codex exec`; it runs one real shell command and answers);
+//! 2. creates a Claude Code session (`claude -p`; likewise);
+//! 3. resumes the Claude session with `cross-agent mcp` registered as its MCP server `cross-agent`
+//!    (its own daemon home, the pinned Codex binary), and the scripted model has Claude call
+//!    `send_to_codex` naming the Codex thread. The daemon resumes that thread headlessly and the
+//!    Codex turn answers.
 //!
-//! `--keep` leaves the scratch folder in place so the transcripts can be looked at afterwards.
+//! It prints the ids, the tool call Claude made, the receipt it got back, the envelope exactly as
+//! Codex received it (from the endpoint's request log), the delivery record's final state with
+//! the delivered answer (`cross-agent status <id> --json`), and the timing. No account, key or
+//! network beyond loopback is needed. Any step that does not go as scripted ends the demo with a
+//! message naming the step, and a non-zero exit. The daemon it started is stopped at the end.
+//!
+//! `--keep` leaves the scratch folder in place so the transcripts and the daemon's home can be
+//! looked at afterwards.
 
 use std::fs;
-use std::path::Path;
-use std::process::{Command, ExitCode};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Output};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 use cross_agent_testkit::agents::{
-    AgentHome, AgentKind, Claude, Codex, agent_binary, run_with_timeout,
+    AgentHome, AgentKind, Claude, Codex, McpServer, agent_binary, run_with_timeout,
 };
-use cross_agent_testkit::endpoint::{
-    Api, InputKind, ModelEndpoint, RecordedRequest, Rule, ToolCall,
-};
+use cross_agent_testkit::binaries::cross_agent_bin;
+use cross_agent_testkit::endpoint::{Api, ModelEndpoint, Reply, Rule, ToolCall};
 use serde_json::{Value, json};
 
 const NOTES: &str = "cross-agent demo notes\nsecond line\nthird line\n";
-
-const CLAUDE_PROMPT: &str = "What is in this project folder? Have a look with the shell.";
-const CLAUDE_COMMAND: &str = "ls";
-const CLAUDE_ANSWER: &str = "The folder holds one file, notes.txt.";
 
 const CODEX_PROMPT: &str = "What does the first line of notes.txt say?";
 const CODEX_COMMAND: &str = "head -n 1 notes.txt";
 const CODEX_ANSWER: &str = "The first line of notes.txt reads: cross-agent demo notes.";
 
+const CLAUDE_PROMPT: &str = "What is in this project folder? Have a look with the shell.";
+const CLAUDE_COMMAND: &str = "ls";
+const CLAUDE_ANSWER: &str = "The folder holds one file, notes.txt.";
+
+/// The prompt of the Claude turn that calls `send_to_codex`.
+const BRIDGE_PROMPT: &str = "Ask Codex, in the session it already has open here, how many lines \
+                             notes.txt has.";
+/// The message Claude sends; the scripted Codex answers what carries [`BRIDGE_MARKER`].
+const BRIDGE_MESSAGE: &str = "Hi Codex, Claude here. How many lines does notes.txt have?";
+const BRIDGE_MARKER: &str = "Claude here";
+/// Codex's scripted answer; the endpoint appends the request id the envelope asked for.
+const BRIDGE_ANSWER: &str =
+    "notes.txt has three lines; the first reads \"cross-agent demo notes\".";
+/// What the scripted Claude says once it has the receipt.
+const CLAUDE_AFTER_SEND: &str = "Sent to Codex; its answer will be on the delivery record.";
+
 /// What the scripted model says when a command's output is not what the script expects; the
 /// demo then fails, showing the output.
 const UNEXPECTED_OUTPUT: &str = "The command did not print what the script expected.";
 
-/// Longest excerpt of a transcript record printed, in characters.
-const EXCERPT_CHARS: usize = 90;
+/// The MCP server name `cross-agent mcp` is registered under in Claude.
+const SERVER_NAME: &str = "cross-agent";
+/// The dummy variable Codex's provider config reads its key from, forwarded to the peer.
+const CODEX_KEY_VAR: &str = "SCRIPTED_KEY";
+
+/// How long the delivery may take once the receipt is out.
+const DELIVERY_LIMIT: Duration = Duration::from_secs(180);
 
 fn main() -> ExitCode {
     let mut keep = false;
@@ -49,8 +73,9 @@ fn main() -> ExitCode {
             "-h" | "--help" => {
                 println!(
                     "usage: demo [--keep]\n\n\
-                     Runs a real Claude Code session and a real Codex session against a scripted\n\
-                     model on loopback and shows what they did. --keep leaves the scratch folder."
+                     A real Claude Code session calls send_to_codex through its cross-agent MCP\n\
+                     registration and a real Codex session answers, both against a scripted\n\
+                     model on loopback. --keep leaves the scratch folder."
                 );
                 return ExitCode::SUCCESS;
             }
@@ -64,7 +89,8 @@ fn main() -> ExitCode {
     match run(keep) {
         Ok(()) => {
             println!(
-                "\nDone in {:.1}s: both agents answered the scripted model for real.",
+                "\nDone in {:.1}s: Claude handed a message to Codex's session through cross-agent, \
+                 and Codex answered in it.",
                 started.elapsed().as_secs_f64()
             );
             ExitCode::SUCCESS
@@ -76,15 +102,123 @@ fn main() -> ExitCode {
     }
 }
 
+/// The `cross-agent` binary run against the demo's own daemon home; stops that daemon when
+/// dropped, so a failed step does not leave it running.
+struct CrossAgent {
+    bin: PathBuf,
+    home: PathBuf,
+    state: PathBuf,
+    stopped: bool,
+}
+
+impl CrossAgent {
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(&self.bin);
+        command
+            .args(args)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &self.home)
+            .env("CROSS_AGENT_HOME", &self.state);
+        command
+    }
+
+    fn run(&self, args: &[&str]) -> Result<Output> {
+        self.command(args)
+            .output()
+            .with_context(|| format!("running {} {}", self.bin.display(), args.join(" ")))
+    }
+
+    /// `cross-agent mcp`, registered as [`SERVER_NAME`] on this daemon home.
+    fn mcp_server(&self) -> McpServer {
+        McpServer::new(SERVER_NAME, self.bin.clone())
+            .arg("mcp")
+            .env("CROSS_AGENT_HOME", self.state.to_string_lossy())
+            .env("HOME", self.home.to_string_lossy())
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+    }
+
+    /// `cross-agent daemon stop`; what it printed.
+    fn stop(&mut self) -> Result<String> {
+        self.stopped = true;
+        if !self.state.join("daemon.pid").exists() {
+            return Ok("no daemon was running".to_owned());
+        }
+        let output = self.run(&["daemon", "stop"])?;
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout).trim(),
+            String::from_utf8_lossy(&output.stderr).trim()
+        );
+        if !output.status.success() {
+            bail!(
+                "`cross-agent daemon stop` failed ({}): {said}",
+                output.status
+            );
+        }
+        Ok(said)
+    }
+}
+
+impl Drop for CrossAgent {
+    fn drop(&mut self) {
+        if !self.stopped {
+            let _ = self.stop();
+        }
+    }
+}
+
 fn run(keep: bool) -> Result<()> {
-    let endpoint = ModelEndpoint::start()?;
+    let bin = cross_agent_bin().context(
+        "step 0 (setup): finding the cross-agent binary (scripts/demo builds it and sets \
+         CROSS_AGENT_TEST_BIN)",
+    )?;
+    // Claude starts the MCP server from the project folder: a relative path would not resolve.
+    let bin = fs::canonicalize(&bin)
+        .with_context(|| format!("step 0 (setup): resolving {}", bin.display()))?;
+    let home = AgentHome::new().context("step 0 (setup): creating the scratch HOME")?;
+    let mut cross_agent = CrossAgent {
+        bin,
+        home: home.path().to_path_buf(),
+        state: home.path().join("cross-agent-state"),
+        stopped: false,
+    };
+    let outcome = steps(&home, &cross_agent);
+
+    heading("Cleaning up");
+    println!(
+        "  $ cross-agent daemon stop   (CROSS_AGENT_HOME={})",
+        cross_agent.state.display()
+    );
+    let stopped = cross_agent.stop();
+    match &stopped {
+        Ok(said) => said.lines().for_each(|line| println!("    {line}")),
+        Err(error) => println!("    failed: {error:#}"),
+    }
+    let path = home.path().to_path_buf();
+    if keep {
+        // Forgetting the handle skips the removal its drop would do; that is what --keep asks.
+        std::mem::forget(home);
+        println!("  The scratch folder is kept: {}", path.display());
+    } else {
+        drop(home);
+        println!("  The scratch folder is removed (run with --keep to look around).");
+    }
+    outcome?;
+    stopped
+        .map(|_| ())
+        .context("cleaning up: stopping the demo's daemon")
+}
+
+/// The steps, in the scratch HOME, with `cross-agent` on its own daemon home.
+fn steps(home: &AgentHome, cross_agent: &CrossAgent) -> Result<()> {
+    let endpoint = ModelEndpoint::start().context("step 0 (setup): starting the model endpoint")?;
     endpoint.script(script());
-    let home = AgentHome::new()?;
     let project = home.project("demo")?;
     let notes = project.join("notes.txt");
     fs::write(&notes, NOTES).with_context(|| format!("writing {}", notes.display()))?;
 
-    println!("cross-agent demo: real Claude Code and Codex sessions against a scripted model");
+    println!("cross-agent demo: Claude Code → cross-agent → Codex, against a scripted model");
     println!();
     println!(
         "  model endpoint  {} (scripted, loopback only)",
@@ -92,35 +226,39 @@ fn run(keep: bool) -> Result<()> {
     );
     println!("  scratch HOME    {}", home.path().display());
     println!("  project folder  {} (holds notes.txt)", project.display());
+    println!("  cross-agent     {}", cross_agent.bin.display());
+    println!(
+        "  daemon home     {} (CROSS_AGENT_HOME)",
+        cross_agent.state.display()
+    );
 
-    claude_part(&home, &endpoint, &project)?;
-    codex_part(&home, &endpoint, &project)?;
-
-    if keep {
-        let path = home.path().to_path_buf();
-        // Forgetting the handle skips the removal its drop would do; that is what --keep asks.
-        std::mem::forget(home);
-        println!("\nThe scratch folder is kept: {}", path.display());
-    } else {
-        println!("\nThe scratch folder is removed now (run with --keep to look around).");
-    }
-    Ok(())
+    let codex = Codex::new(home, &endpoint.openai_base_url())?;
+    let (thread_id, codex_records) =
+        codex_part(home, &codex, &project).context("step 1 (a Codex session exists) failed")?;
+    let claude = Claude::new(home, &endpoint.anthropic_base_url())?;
+    let session_id = claude_part(home, &claude, &project)
+        .context("step 2 (a Claude Code session exists) failed")?;
+    bridge_part(&Bridge {
+        endpoint: &endpoint,
+        cross_agent,
+        codex: &codex,
+        claude: &claude,
+        project: &project,
+        thread_id: &thread_id,
+        session_id: &session_id,
+        codex_records,
+    })
 }
 
-/// The exchange: each agent is asked about the folder, runs one command, and answers.
+/// The setup exchanges (each agent runs one command and answers), the bridge turn's reply once
+/// the receipt is in, and the Codex thread's answer to the bridge message. The `send_to_codex`
+/// call itself is pushed once the Codex thread id is known.
 fn script() -> Vec<Rule> {
     vec![
-        Rule::on_user_text("What is in this project folder")
-            .tool_call(ToolCall::new(
-                "Bash",
-                json!({ "command": CLAUDE_COMMAND, "description": "List the project folder" }),
-            ))
-            .for_api(Api::Anthropic)
-            .label("Claude: run ls"),
-        Rule::on_tool_result("notes.txt")
-            .reply_text(CLAUDE_ANSWER)
-            .for_api(Api::Anthropic)
-            .label("Claude: answer from the listing"),
+        Rule::on_user_text(BRIDGE_MARKER)
+            .reply(Reply::echo_token(BRIDGE_ANSWER))
+            .for_api(Api::Responses)
+            .label("Codex: answer the bridge message"),
         Rule::on_user_text("first line of notes.txt")
             .tool_call(ToolCall::new(
                 "exec_command",
@@ -132,70 +270,45 @@ fn script() -> Vec<Rule> {
             .reply_text(CODEX_ANSWER)
             .for_api(Api::Responses)
             .label("Codex: answer from the file"),
+        Rule::on_user_text("What is in this project folder")
+            .tool_call(ToolCall::new(
+                "Bash",
+                json!({ "command": CLAUDE_COMMAND, "description": "List the project folder" }),
+            ))
+            .for_api(Api::Anthropic)
+            .label("Claude: run ls"),
+        Rule::on_tool_result("delivery_id")
+            .reply_text(CLAUDE_AFTER_SEND)
+            .for_api(Api::Anthropic)
+            .label("Claude: the receipt is in"),
+        Rule::on_tool_result("notes.txt")
+            .reply_text(CLAUDE_ANSWER)
+            .for_api(Api::Anthropic)
+            .label("Claude: answer from the listing"),
         Rule::on_any_tool_result()
             .reply_text(UNEXPECTED_OUTPUT)
-            .label("unexpected command output"),
+            .label("unexpected tool output"),
     ]
 }
 
-fn claude_part(home: &AgentHome, endpoint: &ModelEndpoint, project: &Path) -> Result<()> {
-    let version = cli_version(AgentKind::Claude, home)?;
-    heading(&format!("Claude Code {version}"));
-    println!("  $ claude -p {CLAUDE_PROMPT:?} --allowedTools Bash");
-    let first_request = endpoint.requests().len();
-    let claude = Claude::new(home, &endpoint.anthropic_base_url())?;
-    let started = Instant::now();
-    let run = claude
-        .turn(project, CLAUDE_PROMPT)
-        .allow_tool("Bash")
-        .run()?
-        .expect_success()
-        .context("Claude Code's turn did not complete")?;
-    let took = started.elapsed();
-    let session_id = run
-        .session_id()
-        .ok_or_else(|| anyhow!("Claude Code printed no session id"))?
-        .to_owned();
-    let answer = run.result_text().unwrap_or_default().to_owned();
-
-    println!("  session id      {session_id}");
-    println!("  answer          {answer:?}");
-    println!("  took            {:.1}s", took.as_secs_f64());
-    print_requests(&endpoint.requests()[first_request..]);
-
-    let transcript = claude.transcript_path(project, &session_id);
-    let records = read_records(&transcript)?;
-    print_transcript(&transcript, &records, claude_excerpt(&records));
-    if answer != CLAUDE_ANSWER {
-        bail!(
-            "Claude Code answered {answer:?}, not the scripted {CLAUDE_ANSWER:?}: its `{CLAUDE_COMMAND}` \
-             did not print notes.txt (see the transcript above)"
-        );
-    }
-    Ok(())
-}
-
-fn codex_part(home: &AgentHome, endpoint: &ModelEndpoint, project: &Path) -> Result<()> {
+/// Step 1: a Codex session in the project folder. Its thread id and how many records its
+/// rollout held afterwards.
+fn codex_part(home: &AgentHome, codex: &Codex, project: &Path) -> Result<(String, usize)> {
     let version = cli_version(AgentKind::Codex, home)?;
-    heading(&format!("Codex {version}"));
+    heading(&format!("1. A Codex session exists (Codex {version})"));
     println!("  $ codex exec --json {CODEX_PROMPT:?}");
-    let first_request = endpoint.requests().len();
-    let codex = Codex::new(home, &endpoint.openai_base_url())?;
     let started = Instant::now();
     let run = codex
         .turn(project, CODEX_PROMPT)
         .run()?
         .expect_success()
         .context("Codex's turn did not complete")?;
-    let took = started.elapsed();
     let thread_id = run
         .thread_id()
         .ok_or_else(|| anyhow!("Codex printed no thread id"))?
         .to_owned();
     let answer = run.final_message().unwrap_or_default().to_owned();
-
     println!("  thread id       {thread_id}");
-    println!("  answer          {answer:?}");
     for item in run.items_of("command_execution") {
         println!(
             "  ran             {} → exit {}",
@@ -204,63 +317,346 @@ fn codex_part(home: &AgentHome, endpoint: &ModelEndpoint, project: &Path) -> Res
                 .map_or("?".to_owned(), Value::to_string),
         );
     }
-    println!("  took            {:.1}s", took.as_secs_f64());
-    print_requests(&endpoint.requests()[first_request..]);
-
+    println!("  answer          {answer:?}");
+    println!("  took            {:.1}s", started.elapsed().as_secs_f64());
     let rollout = codex.rollout_of(&thread_id)?;
     let records = read_records(&rollout)?;
-    print_transcript(&rollout, &records, codex_excerpt(&records));
+    println!(
+        "  transcript      {} ({} records)",
+        rollout.display(),
+        records.len()
+    );
     if answer != CODEX_ANSWER {
         bail!(
             "Codex answered {answer:?}, not the scripted {CODEX_ANSWER:?}: its `{CODEX_COMMAND}` \
-             did not print the first line of notes.txt (see the transcript above; a sandbox \
-             failure shows there)"
+             did not print the first line of notes.txt (a sandbox failure shows in {})",
+            rollout.display()
         );
     }
+    Ok((thread_id, records.len()))
+}
+
+/// Step 2: a Claude Code session in the project folder; its session id.
+fn claude_part(home: &AgentHome, claude: &Claude, project: &Path) -> Result<String> {
+    let version = cli_version(AgentKind::Claude, home)?;
+    heading(&format!(
+        "2. A Claude Code session exists (Claude Code {version})"
+    ));
+    println!("  $ claude -p {CLAUDE_PROMPT:?} --allowedTools Bash");
+    let started = Instant::now();
+    let run = claude
+        .turn(project, CLAUDE_PROMPT)
+        .allow_tool("Bash")
+        .run()?
+        .expect_success()
+        .context("Claude Code's turn did not complete")?;
+    let session_id = run
+        .session_id()
+        .ok_or_else(|| anyhow!("Claude Code printed no session id"))?
+        .to_owned();
+    let answer = run.result_text().unwrap_or_default().to_owned();
+    println!("  session id      {session_id}");
+    println!("  ran             {CLAUDE_COMMAND}");
+    println!("  answer          {answer:?}");
+    println!("  took            {:.1}s", started.elapsed().as_secs_f64());
+    let transcript = claude.transcript_path(project, &session_id);
+    println!("  transcript      {}", transcript.display());
+    if answer != CLAUDE_ANSWER {
+        bail!(
+            "Claude Code answered {answer:?}, not the scripted {CLAUDE_ANSWER:?}: its \
+             `{CLAUDE_COMMAND}` did not list notes.txt (see {})",
+            transcript.display()
+        );
+    }
+    Ok(session_id)
+}
+
+struct Bridge<'a> {
+    endpoint: &'a ModelEndpoint,
+    cross_agent: &'a CrossAgent,
+    codex: &'a Codex,
+    claude: &'a Claude,
+    project: &'a Path,
+    thread_id: &'a str,
+    session_id: &'a str,
+    codex_records: usize,
+}
+
+/// Step 3: the Claude session calls `send_to_codex`; the Codex thread answers.
+fn bridge_part(bridge: &Bridge<'_>) -> Result<()> {
+    heading("3. Claude calls send_to_codex through cross-agent mcp");
+    let tool = format!("mcp__{SERVER_NAME}__send_to_codex");
+    println!(
+        "  $ claude -p {BRIDGE_PROMPT:?} --resume {} --mcp-config <{SERVER_NAME}: cross-agent mcp> \
+         --allowedTools {tool}",
+        bridge.session_id
+    );
+    bridge.endpoint.push(
+        Rule::on_user_text("Ask Codex")
+            .tool_call(ToolCall::mcp(
+                SERVER_NAME,
+                "send_to_codex",
+                json!({ "message": BRIDGE_MESSAGE, "session_id": bridge.thread_id }),
+            ))
+            .for_api(Api::Anthropic)
+            .label("Claude: call send_to_codex"),
+    );
+    let codex_bin = agent_binary(AgentKind::Codex)?;
+    let server = bridge
+        .cross_agent
+        .mcp_server()
+        .env("CROSS_AGENT_CODEX_BIN", codex_bin.to_string_lossy())
+        .env("CODEX_HOME", bridge.codex.codex_home().to_string_lossy())
+        .env(CODEX_KEY_VAR, "scripted-dummy-key")
+        .env("CROSS_AGENT_CHILD_ENV", CODEX_KEY_VAR);
+
+    let started = Instant::now();
+    let run = bridge
+        .claude
+        .turn(bridge.project, BRIDGE_PROMPT)
+        .resume(bridge.session_id)
+        .mcp_server(server)
+        .allow_tool(&tool)
+        .run()
+        .context("step 3 (Claude calls send_to_codex): running claude")?
+        .expect_success()
+        .context("step 3 (Claude calls send_to_codex): Claude Code's turn did not complete")?;
+    let turn_took = started.elapsed();
+    let receipt_at = Instant::now();
+    let answer = run.result_text().unwrap_or_default().to_owned();
+    if run.session_id() != Some(bridge.session_id) {
+        bail!(
+            "step 3 (Claude calls send_to_codex): the resumed turn ran in session {:?}, not {}",
+            run.session_id(),
+            bridge.session_id
+        );
+    }
+
+    let transcript = bridge
+        .claude
+        .transcript_path(bridge.project, bridge.session_id);
+    let call = send_call(&transcript, &tool).context(
+        "step 3 (Claude calls send_to_codex): finding the tool call in Claude's transcript",
+    )?;
+    println!("  Claude session  {} (resumed)", bridge.session_id);
+    println!("  tool call       {tool}");
+    print_json_indented(&call, "                  ");
+
+    let receipt = receipt(bridge.endpoint).context(
+        "step 4 (the receipt): no send_to_codex result reached the model; Claude Code's MCP \
+         server may have failed to start or refused the call",
+    )?;
+    heading("4. The receipt Claude got back (the tool result)");
+    if let Some(refusal) = receipt
+        .get("reason")
+        .filter(|_| receipt.get("accepted").is_none())
+    {
+        bail!("step 4 (the receipt): send_to_codex refused ({refusal}): {receipt}");
+    }
+    for key in [
+        "delivery_id",
+        "accepted",
+        "target_agent",
+        "target_session_id",
+        "target_selected_by",
+        "reply_lands_in_session",
+        "return_panel_available_now",
+        "conversation_id",
+        "hop",
+        "max_hops",
+        "request_id",
+        "warnings",
+        "note",
+    ] {
+        println!(
+            "  {key:<27} {}",
+            receipt.get(key).map_or("-".to_owned(), Value::to_string)
+        );
+    }
+    println!(
+        "  Claude then said {answer:?} (its turn took {:.1}s)",
+        turn_took.as_secs_f64()
+    );
+    if receipt.get("accepted") != Some(&json!(true)) {
+        bail!("step 4 (the receipt): the send was not accepted: {receipt}");
+    }
+    if receipt.get("target_session_id").and_then(Value::as_str) != Some(bridge.thread_id) {
+        bail!(
+            "step 4 (the receipt): the target is not the Codex thread {}: {receipt}",
+            bridge.thread_id
+        );
+    }
+    let delivery_id = receipt
+        .get("delivery_id")
+        .and_then(Value::as_str)
+        .ok_or_else(|| anyhow!("step 4 (the receipt): no delivery_id in {receipt}"))?;
+    let request_id = receipt
+        .get("request_id")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+
+    heading("5. The delivery");
+    println!("  $ cross-agent status {delivery_id} --json   (polled until it is finished)");
+    let status = wait_for_delivery(bridge.cross_agent, delivery_id)
+        .context("step 5 (the delivery to Codex)")?;
+    let delivered_after = receipt_at.elapsed();
+    let delivery = status.get("delivery").cloned().unwrap_or(Value::Null);
+    for key in [
+        "state",
+        "from_agent",
+        "from_session",
+        "target_session_id",
+        "transport",
+        "created_at",
+        "started_at",
+        "finished_at",
+        "reply_carries_request_id",
+        "error",
+    ] {
+        println!(
+            "  {key:<27} {}",
+            delivery.get(key).map_or("-".to_owned(), Value::to_string)
+        );
+    }
+    let state = delivery.get("state").and_then(Value::as_str).unwrap_or("");
+    if state != "delivered" {
+        bail!("step 5 (the delivery to Codex): it ended {state:?}: {delivery}");
+    }
+
+    let envelope = bridge
+        .endpoint
+        .model_requests()
+        .into_iter()
+        .filter(|request| request.api == Api::Responses)
+        .filter_map(|request| request.last_user_text)
+        .find(|text| text.contains(BRIDGE_MARKER))
+        .ok_or_else(|| {
+            anyhow!(
+                "step 6 (the envelope): the delivery says delivered, yet no Codex request \
+                 carried the message"
+            )
+        })?;
+    heading("6. The envelope exactly as Codex received it (endpoint request log)");
+    for line in envelope.lines() {
+        println!("  │ {line}");
+    }
+    if !envelope.contains(request_id) {
+        bail!("step 6 (the envelope): it does not carry the request id {request_id}");
+    }
+
+    heading("7. The delivered answer");
+    let reply = delivery
+        .get("reply_preview")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    println!("  reply_preview (the delivery record):");
+    for line in reply.lines() {
+        println!("  │ {line}");
+    }
+    if let Some(peer) = status
+        .pointer("/peer_transcript/answer")
+        .and_then(Value::as_str)
+    {
+        println!("  peer_transcript.answer (re-read from Codex's rollout):");
+        for line in peer.lines() {
+            println!("  │ {line}");
+        }
+    }
+    if !reply.contains(BRIDGE_ANSWER) {
+        bail!("step 7 (the delivered answer): the reply is not Codex's scripted answer: {reply:?}");
+    }
+    let rollout = bridge.codex.rollout_of(bridge.thread_id)?;
+    let records = read_records(&rollout)?;
+    println!(
+        "  Codex's thread {} now holds {} records (it had {} before): the answer is in the \
+         session Codex already had.",
+        bridge.thread_id,
+        records.len(),
+        bridge.codex_records
+    );
+
+    heading("Timing");
+    println!(
+        "  Claude's turn, send_to_codex included   {:.1}s",
+        turn_took.as_secs_f64()
+    );
+    println!(
+        "  receipt → delivered (Codex's turn)      {:.1}s",
+        delivered_after.as_secs_f64()
+    );
     Ok(())
+}
+
+/// The `send_to_codex` call in Claude's transcript: its arguments.
+fn send_call(transcript: &Path, tool: &str) -> Result<Value> {
+    read_records(transcript)?
+        .iter()
+        .filter(|record| record.get("type").and_then(Value::as_str) == Some("assistant"))
+        .filter_map(|record| record.pointer("/message/content").and_then(Value::as_array))
+        .flatten()
+        .filter(|block| block.get("type").and_then(Value::as_str) == Some("tool_use"))
+        .find(|block| block.get("name").and_then(Value::as_str) == Some(tool))
+        .and_then(|block| block.get("input").cloned())
+        .ok_or_else(|| anyhow!("no {tool} call in {}", transcript.display()))
+}
+
+/// The receipt: the `send_to_codex` result as the endpoint saw it handed back to the model.
+fn receipt(endpoint: &ModelEndpoint) -> Result<Value> {
+    let text = endpoint
+        .model_requests()
+        .into_iter()
+        .filter(|request| request.api == Api::Anthropic)
+        .filter_map(|request| request.last_tool_result)
+        .find(|text| text.contains("delivery_id") || text.contains("\"reason\""))
+        .ok_or_else(|| anyhow!("no tool result with a delivery_id"))?;
+    let start = text.find('{');
+    let end = text.rfind('}');
+    match (start, end) {
+        (Some(start), Some(end)) if start < end => serde_json::from_str(&text[start..=end])
+            .with_context(|| format!("the tool result is not a JSON receipt: {text}")),
+        _ => bail!("the tool result holds no JSON: {text}"),
+    }
+}
+
+/// Polls `cross-agent status <id> --json` until the delivery is finished.
+fn wait_for_delivery(cross_agent: &CrossAgent, delivery_id: &str) -> Result<Value> {
+    let started = Instant::now();
+    loop {
+        let output = cross_agent.run(&["status", delivery_id, "--json"])?;
+        if output.status.success() {
+            let status: Value = serde_json::from_slice(&output.stdout)
+                .context("`cross-agent status --json` printed something that is not JSON")?;
+            let state = status
+                .pointer("/delivery/state")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            if state == "delivered" || state == "failed" {
+                return Ok(status);
+            }
+        }
+        if started.elapsed() > DELIVERY_LIMIT {
+            bail!(
+                "delivery {delivery_id} did not finish within {}s; last status: {}{}",
+                DELIVERY_LIMIT.as_secs(),
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
 }
 
 fn heading(title: &str) {
     println!(
         "\n── {title} {}",
-        "─".repeat(60usize.saturating_sub(title.len()))
+        "─".repeat(72usize.saturating_sub(title.chars().count()))
     );
 }
 
-/// One line per request the endpoint received during an agent's turn.
-fn print_requests(requests: &[RecordedRequest]) {
-    println!("  model endpoint received {} request(s):", requests.len());
-    for request in requests {
-        let path = match &request.query {
-            Some(query) => format!("{}?{query}", request.path),
-            None => request.path.clone(),
-        };
-        let input = match request.newest_input {
-            InputKind::UserText => "the prompt",
-            InputKind::ToolResult => "a tool result",
-            InputKind::None => "no input",
-        };
-        println!(
-            "    {}. {} {path}  model {}{}, carrying {input} → {}",
-            request.seq + 1,
-            request.method,
-            request.model.as_deref().unwrap_or("-"),
-            if request.stream { ", streamed" } else { "" },
-            request.answered_by.as_deref().unwrap_or("not answered"),
-        );
-    }
-}
-
-fn print_transcript(path: &Path, records: &[Value], excerpt: Vec<(usize, String)>) {
-    let size = fs::metadata(path).map(|m| m.len()).unwrap_or_default();
-    println!("  transcript      {}", path.display());
-    println!(
-        "                  {} records, {:.1} KB; the conversation in it:",
-        records.len(),
-        size as f64 / 1024.0
-    );
-    for (line, text) in excerpt {
-        println!("    line {line:>3}  {text}");
+fn print_json_indented(value: &Value, indent: &str) {
+    let text = serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string());
+    for line in text.lines() {
+        println!("{indent}{line}");
     }
 }
 
@@ -275,114 +671,6 @@ fn read_records(path: &Path) -> Result<Vec<Value>> {
                 .with_context(|| format!("{}:{} is not JSON", path.display(), n + 1))
         })
         .collect()
-}
-
-/// The conversation of a Claude transcript: prompts, replies, tool calls and results, each with
-/// the line it is on.
-fn claude_excerpt(records: &[Value]) -> Vec<(usize, String)> {
-    let mut out = Vec::new();
-    for (index, record) in records.iter().enumerate() {
-        let kind = record.get("type").and_then(Value::as_str).unwrap_or("");
-        if !matches!(kind, "user" | "assistant") || record.get("isMeta") == Some(&json!(true)) {
-            continue;
-        }
-        let content = record.pointer("/message/content");
-        if let Some(text) = content.and_then(Value::as_str) {
-            out.push((index + 1, format!("{kind:<10} {}", short(text))));
-            continue;
-        }
-        for block in content.and_then(Value::as_array).into_iter().flatten() {
-            let line = match block.get("type").and_then(Value::as_str) {
-                Some("text") => format!("{kind:<10} {}", short(str_of(block, "text"))),
-                Some("tool_use") => format!(
-                    "tool call  {} {}",
-                    str_of(block, "name"),
-                    block.get("input").map(Value::to_string).unwrap_or_default()
-                ),
-                Some("tool_result") => format!(
-                    "result     {}{}",
-                    short(&content_text(block.get("content"))),
-                    if block.get("is_error") == Some(&json!(true)) {
-                        " (error)"
-                    } else {
-                        ""
-                    }
-                ),
-                _ => continue,
-            };
-            out.push((index + 1, line));
-        }
-    }
-    out
-}
-
-/// The conversation of a Codex rollout, without the context Codex injects as user messages.
-fn codex_excerpt(records: &[Value]) -> Vec<(usize, String)> {
-    let mut out = Vec::new();
-    for (index, record) in records.iter().enumerate() {
-        if record.get("type").and_then(Value::as_str) != Some("response_item") {
-            continue;
-        }
-        let Some(payload) = record.get("payload") else {
-            continue;
-        };
-        let line = match payload.get("type").and_then(Value::as_str) {
-            Some("message") => {
-                let role = str_of(payload, "role");
-                let text = content_text(payload.get("content"));
-                if !matches!(role, "user" | "assistant") || text.trim_start().starts_with('<') {
-                    continue;
-                }
-                format!("{role:<10} {}", short(&text))
-            }
-            Some("function_call") => format!(
-                "tool call  {} {}",
-                str_of(payload, "name"),
-                str_of(payload, "arguments")
-            ),
-            Some("function_call_output") => {
-                // The output opens with bookkeeping (chunk id, wall time); the exit code line
-                // and what the command printed are what matter.
-                let output = content_text(payload.get("output"));
-                let useful: Vec<&str> = output
-                    .lines()
-                    .filter(|l| !l.starts_with("Chunk ID") && !l.starts_with("Wall time"))
-                    .filter(|l| !l.starts_with("Original token count") && *l != "Output:")
-                    .collect();
-                format!("result     {}", short(&useful.join("\n")))
-            }
-            _ => continue,
-        };
-        out.push((index + 1, line));
-    }
-    out
-}
-
-fn str_of<'a>(value: &'a Value, key: &str) -> &'a str {
-    value.get(key).and_then(Value::as_str).unwrap_or("")
-}
-
-/// The text of a string or of an array of text blocks.
-fn content_text(content: Option<&Value>) -> String {
-    match content {
-        Some(Value::String(text)) => text.clone(),
-        Some(Value::Array(blocks)) => blocks
-            .iter()
-            .filter_map(|block| block.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
-}
-
-/// A quoted one-line excerpt, cut to [`EXCERPT_CHARS`].
-fn short(text: &str) -> String {
-    let quoted = format!("{text:?}");
-    if quoted.chars().count() <= EXCERPT_CHARS {
-        return quoted;
-    }
-    let cut: String = quoted.chars().take(EXCERPT_CHARS - 1).collect();
-    format!("{cut}…")
 }
 
 /// `<cli> --version`, run in the scratch HOME so nothing touches the user's own.
