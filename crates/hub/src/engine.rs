@@ -49,13 +49,13 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use cross_agent_decisions::{DecisionLog, events};
 use cross_agent_protocol::bridge::{
     AgentFilter, BridgeStatusParams, BridgeStatusResponse, CallerContext, DeliveryRecord,
     DeliveryState, ListSessionsParams, ListSessionsResponse, PeerQueue, PeerTranscript, Pin,
     PinParams, PinResponse, Refusal, RefusalReason, SendParams, SendReceipt, SendResponse,
     SessionCandidate, SessionEntry, TargetSelectedBy,
 };
-use cross_agent_decisions::{DecisionLog, events};
 use cross_agent_stores::resolve::{self, Lookup};
 use cross_agent_stores::scan::{self, ScanOptions, Scanner};
 use cross_agent_stores::{Session, StoreError, StoreRoots, UnixMillis};
@@ -1703,12 +1703,11 @@ impl Engine {
             let Some(reason) = reason else { continue };
             busy.insert(key.clone());
             waiting.insert(head.delivery_id.clone());
-            let (since, first_seen) = match lock(&self.inner.waiting_since)
-                .entry(head.delivery_id.clone())
-            {
-                std::collections::hash_map::Entry::Occupied(at) => (*at.get(), false),
-                std::collections::hash_map::Entry::Vacant(at) => (*at.insert(now), true),
-            };
+            let (since, first_seen) =
+                match lock(&self.inner.waiting_since).entry(head.delivery_id.clone()) {
+                    std::collections::hash_map::Entry::Occupied(at) => (*at.get(), false),
+                    std::collections::hash_map::Entry::Vacant(at) => (*at.insert(now), true),
+                };
             let job = self.db().job(&head.delivery_id).ok().flatten();
             let (timeout, patience) = job.as_ref().map_or(
                 (
@@ -1843,13 +1842,29 @@ impl Engine {
             }
         };
         let mut held = HashSet::new();
+        // Many watches may follow one session: each transcript is read once per look.
+        let mut transcripts: HashMap<PathBuf, Option<cross_agent_stores::turns::Transcript>> =
+            HashMap::new();
         for watch in watches {
             let id = watch.record.delivery_id.clone();
             if now > watch.until_ms {
                 let _ = self.db().end_watch(&id);
                 continue;
             }
-            match late_answer(&watch) {
+            let Some(path) = watch.record.target_transcript.as_deref().map(PathBuf::from) else {
+                let _ = self.db().end_watch(&id);
+                continue;
+            };
+            let transcript = transcripts.entry(path).or_insert_with_key(|path| {
+                let mut warnings = cross_agent_stores::Warnings::default();
+                cross_agent_stores::turns::read_turns(
+                    watch.record.target_agent,
+                    path,
+                    &mut warnings,
+                )
+                .ok()
+            });
+            match transcript.as_ref().and_then(|t| late_answer(t, &watch)) {
                 Some(text) => self.record_late_answer(&id, &text),
                 None => {
                     held.insert(id);
@@ -2190,9 +2205,7 @@ impl Engine {
             Some(text) => self.pair_answer(record, &text, Some(why), default_watch_secs()),
             None => false,
         };
-        self.inner
-            .decisions
-            .record(events::recovery(record, found));
+        self.inner.decisions.record(events::recovery(record, found));
         found
     }
 }
@@ -2218,12 +2231,10 @@ fn default_watch_secs() -> u64 {
 }
 
 /// The finished turn that carries a watched request's id, started after the request did.
-fn late_answer(watch: &Watch) -> Option<String> {
-    let path = PathBuf::from(watch.record.target_transcript.as_deref()?);
-    let mut warnings = cross_agent_stores::Warnings::default();
-    let transcript =
-        cross_agent_stores::turns::read_turns(watch.record.target_agent, &path, &mut warnings)
-            .ok()?;
+fn late_answer(
+    transcript: &cross_agent_stores::turns::Transcript,
+    watch: &Watch,
+) -> Option<String> {
     transcript
         .finished_turn_answering(&watch.record.request_id, Some(UnixMillis(watch.since_ms)))
         .and_then(|turn| turn.final_text().map(str::to_owned))
