@@ -175,6 +175,9 @@ pub struct McpServer {
     pub command: PathBuf,
     pub args: Vec<String>,
     pub env: BTreeMap<String, String>,
+    /// Codex only: pre-approve the server's tools (`default_tools_approval_mode = "approve"`),
+    /// since `codex exec` cannot ask anyone. Off, every call needs an approval nobody gives.
+    pub approve_tools: bool,
 }
 
 impl McpServer {
@@ -184,7 +187,14 @@ impl McpServer {
             command: command.into(),
             args: Vec::new(),
             env: BTreeMap::new(),
+            approve_tools: true,
         }
+    }
+
+    /// Leaves the server's tools needing an approval (Codex), as a default registration does.
+    pub fn requiring_approval(mut self) -> Self {
+        self.approve_tools = false;
+        self
     }
 
     pub fn arg(mut self, arg: impl Into<String>) -> Self {
@@ -535,7 +545,8 @@ impl Codex {
 
     /// Registers an MCP server in `config.toml`. It is `required`, so `codex exec` waits for it
     /// before the first model request (otherwise the first request goes out without its tools),
-    /// and its tools are pre-approved, since `codex exec` cannot ask anyone.
+    /// and its tools are pre-approved (unless [`McpServer::requiring_approval`]), since
+    /// `codex exec` cannot ask anyone.
     pub fn with_mcp_server(mut self, server: McpServer) -> Result<Self> {
         self.mcp_servers.push(server);
         self.write_config()?;
@@ -575,7 +586,7 @@ impl Codex {
         for server in &self.mcp_servers {
             config.push_str(&format!(
                 "\n[mcp_servers.{}]\ncommand = {}\nargs = [{}]\nrequired = true\n\
-                 startup_timeout_sec = 60\ndefault_tools_approval_mode = \"approve\"\n",
+                 startup_timeout_sec = 60\n{}",
                 toml_string(&server.name),
                 toml_string(&server.command.to_string_lossy()),
                 server
@@ -583,7 +594,12 @@ impl Codex {
                     .iter()
                     .map(|arg| toml_string(arg))
                     .collect::<Vec<_>>()
-                    .join(", ")
+                    .join(", "),
+                if server.approve_tools {
+                    "default_tools_approval_mode = \"approve\"\n"
+                } else {
+                    ""
+                }
             ));
             if !server.env.is_empty() {
                 config.push_str(&format!(

@@ -1,53 +1,70 @@
-//! Finds the workspace's own `cross-agent` binary for tests in other packages, which cannot name
-//! it through `CARGO_BIN_EXE_*`. `scripts/test` builds it once and exports
-//! `CROSS_AGENT_TEST_BIN`; without that (a bare `cargo test -p …`) it is built here, once per test
-//! process, so a test never runs a stale binary.
+//! Finds the workspace's own binaries (`cross-agent`, the `mcp-probe` test server) for tests in
+//! other packages, which cannot name them through `CARGO_BIN_EXE_*`. `scripts/test` builds
+//! them once and exports `CROSS_AGENT_TEST_BIN` / `CROSS_AGENT_TEST_MCP_PROBE`; without that (a
+//! bare `cargo test -p …`) each is built here, once per test process, so a test never runs a
+//! stale binary.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
+use std::sync::{Mutex, PoisonError};
 
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
-/// The path of the `cross-agent` binary, building it if `CROSS_AGENT_TEST_BIN` is not set.
+/// The path of the `cross-agent` binary.
 pub fn cross_agent_bin() -> Result<PathBuf> {
-    static BIN: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    BIN.get_or_init(|| locate().map_err(|error| format!("{error:#}")))
+    workspace_bin("cross-agent", "cross-agent", "CROSS_AGENT_TEST_BIN")
+}
+
+/// The path of the `mcp-probe` test MCP server (testkit's own binary).
+pub fn mcp_probe_bin() -> Result<PathBuf> {
+    workspace_bin(
+        "cross-agent-testkit",
+        "mcp-probe",
+        "CROSS_AGENT_TEST_MCP_PROBE",
+    )
+}
+
+/// A binary of a workspace package: from `override_var` when set, else built by cargo once per
+/// process.
+fn workspace_bin(package: &str, bin: &str, override_var: &str) -> Result<PathBuf> {
+    static FOUND: Mutex<BTreeMap<String, Result<PathBuf, String>>> = Mutex::new(BTreeMap::new());
+    let mut found = FOUND.lock().unwrap_or_else(PoisonError::into_inner);
+    found
+        .entry(bin.to_owned())
+        .or_insert_with(|| locate(package, bin, override_var).map_err(|e| format!("{e:#}")))
         .clone()
         .map_err(anyhow::Error::msg)
 }
 
-fn locate() -> Result<PathBuf> {
-    if let Some(bin) = std::env::var_os("CROSS_AGENT_TEST_BIN") {
-        let bin = PathBuf::from(bin);
-        if bin.is_file() {
-            return Ok(bin);
+fn locate(package: &str, bin: &str, override_var: &str) -> Result<PathBuf> {
+    if let Some(path) = std::env::var_os(override_var) {
+        let path = PathBuf::from(path);
+        if path.is_file() {
+            return Ok(path);
         }
-        bail!("CROSS_AGENT_TEST_BIN points at {}, which is not a file", bin.display());
+        bail!(
+            "{override_var} points at {}, which is not a file",
+            path.display()
+        );
     }
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let output = Command::new(cargo)
-        .args([
-            "build",
-            "-p",
-            "cross-agent",
-            "--bin",
-            "cross-agent",
-            "--message-format=json-render-diagnostics",
-        ])
+        .args(["build", "-p", package, "--bin", bin])
+        .arg("--message-format=json-render-diagnostics")
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .stderr(Stdio::inherit())
         .output()
-        .context("running cargo build -p cross-agent")?;
+        .with_context(|| format!("running cargo build -p {package} --bin {bin}"))?;
     if !output.status.success() {
-        bail!("cargo build -p cross-agent failed");
+        bail!("cargo build -p {package} --bin {bin} failed");
     }
     String::from_utf8_lossy(&output.stdout)
         .lines()
         .filter_map(|line| serde_json::from_str::<Value>(line).ok())
         .filter(|message| message["reason"] == "compiler-artifact")
-        .filter(|message| message["target"]["name"] == "cross-agent")
+        .filter(|message| message["target"]["name"] == bin)
         .find_map(|message| message["executable"].as_str().map(PathBuf::from))
-        .context("cargo did not name the cross-agent executable")
+        .with_context(|| format!("cargo did not name the {bin} executable"))
 }

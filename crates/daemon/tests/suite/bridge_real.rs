@@ -439,6 +439,55 @@ async fn a_headless_turn_stopped_for_want_of_an_approval_fails_saying_so() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_codex_turn_whose_tool_call_needs_an_approval_fails_saying_so() {
+    let bridge = Bridge::start().await;
+    let target = bridge.codex_session("seed codex approval");
+    // A registration without `default_tools_approval_mode` and a tool not marked read-only:
+    // under `codex exec` nobody can approve the call, and Codex 0.171.0 fails it ("requires
+    // approval") and goes on with the turn.
+    let log = bridge.agents.path().join("probe-calls.jsonl");
+    let probe = cross_agent_testkit::agents::McpServer::new(
+        "probe",
+        cross_agent_testkit::binaries::mcp_probe_bin().unwrap(),
+    )
+    .env("MCP_PROBE_LOG", log.to_string_lossy())
+    .requiring_approval();
+    bridge.codex().with_mcp_server(probe).unwrap();
+    bridge
+        .endpoint
+        .push(Rule::on_user_text("please probe").tool_call(
+            cross_agent_testkit::endpoint::ToolCall::mcp(
+                "probe",
+                "record",
+                serde_json::json!({"text": "needs approval"}),
+            ),
+        ));
+    bridge
+        .endpoint
+        .push(Rule::on_any_tool_result().reply_text("let me run that another way"));
+    let mut params = bridge.send_params(
+        Agent::Codex,
+        "please probe",
+        bridge.claude_caller("cccccccc-0000-4000-8000-0000000000aa"),
+    );
+    params.session_id = Some(target);
+    let receipt = bridge.accepted(params).await;
+    let record = bridge.wait_finished(&receipt.delivery_id).await;
+    assert_eq!(record.state, DeliveryState::Failed, "{record:#?}");
+    let error = record.error.unwrap();
+    assert!(
+        error.contains("cancelled for want of an approval"),
+        "{error}"
+    );
+    assert!(
+        !std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains("\"call\""),
+        "the tool never ran"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_from_inside_a_bridge_started_turn_continues_its_conversation() {
     let bridge = Bridge::start().await;
     let target = bridge.claude_session("seed inner");

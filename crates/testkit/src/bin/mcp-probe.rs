@@ -1,6 +1,8 @@
 //! A small MCP server (stdio, newline-delimited JSON-RPC) that the real agents call in tests.
 //!
-//! It offers one tool, `echo`, answers `echoed:<text>`, and appends one JSON line per call to the
+//! It offers two tools that both answer `echoed:<text>`: `echo`, marked read-only, and `record`,
+//! which is not (so an agent asks before calling it — Codex approves read-only tools itself),
+//! and appends one JSON line per call to the
 //! file named by `MCP_PROBE_LOG`: the tool, its arguments, the call's `_meta`, and the agent
 //! variables it was started with (`CLAUDE_CODE_SESSION_ID`, …) — so a test can see exactly what
 //! reached an MCP server and who the caller said it was. Hand-rolled rather than built on an SDK
@@ -48,6 +50,15 @@ fn main() {
                     "required": ["text"],
                 },
                 "annotations": { "readOnlyHint": true },
+            }, {
+                "name": "record",
+                "description": "Record the given text (not read-only: needs an approval).",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": { "text": { "type": "string" } },
+                    "required": ["text"],
+                },
+                "annotations": { "readOnlyHint": false, "destructiveHint": false },
             }]}}),
             "tools/call" => {
                 let text = params

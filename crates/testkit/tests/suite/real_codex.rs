@@ -212,3 +212,39 @@ fn codex_reports_an_http_500() -> anyhow::Result<()> {
     assert!(text.contains("experiencing high demand"), "{text}");
     Ok(())
 }
+
+#[test]
+fn codex_exec_fails_an_mcp_call_nobody_can_approve_and_goes_on() -> anyhow::Result<()> {
+    let bench = Bench::new()?;
+    let (probe, log) = bench.probe("probe");
+    bench.endpoint.script([
+        Rule::on_user_text("record this").tool_call(ToolCall::mcp(
+            "probe",
+            "record",
+            json!({ "text": "x" }),
+        )),
+        Rule::on_any_tool_result().reply_text("let me try another way"),
+    ]);
+    // No `default_tools_approval_mode`, and `record` is not read-only (Codex approves
+    // read-only tools itself).
+    let codex = Codex::new(&bench.home, &bench.endpoint.openai_base_url())?
+        .with_mcp_server(probe.requiring_approval())?;
+
+    let run = codex.turn(&bench.project, "record this").run()?;
+
+    let calls = run.items_of("mcp_tool_call");
+    assert_eq!(calls.len(), 1, "{}", run.output.stdout);
+    assert_eq!(calls[0]["status"], json!("failed"));
+    assert_eq!(
+        calls[0]["error"]["message"],
+        json!("MCP tool call requires approval, but approval policy is never")
+    );
+    assert!(
+        probe_calls(&log)?.is_empty(),
+        "the server never got the call"
+    );
+    // The turn goes on and completes with whatever the model says next.
+    assert!(run.turn_completed());
+    assert_eq!(run.final_message(), Some("let me try another way"));
+    Ok(())
+}
