@@ -173,6 +173,8 @@ impl TranscriptFold for NamesFold {
 #[derive(Debug, Default)]
 pub struct SessionIndex {
     pub(crate) entries: Vec<Entry>,
+    /// Entries loaded from the cache but not decoded yet (other agents than those listed).
+    pub(crate) pending: Option<Pending>,
     /// The fold states of entries loaded from the cache ([`FoldState::Stored`]), once read.
     pub(crate) blob: Vec<u8>,
     /// Until then, where they are: the cache file, kept open (a cache written meanwhile by
@@ -180,6 +182,13 @@ pub struct SessionIndex {
     pub(crate) folds_file: Option<FoldsFile>,
     /// True when something changed since the index was loaded, so it is worth saving.
     pub(crate) dirty: bool,
+}
+
+/// Entries of the cache not decoded yet: the entries section, and each one's kind and range.
+#[derive(Debug)]
+pub(crate) struct Pending {
+    pub bytes: Vec<u8>,
+    pub ranges: Vec<(FoldKind, usize, usize)>,
 }
 
 /// The folds section of the cache file an index was loaded from.
@@ -238,11 +247,39 @@ impl SessionIndex {
 
     /// How many files the index knows.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.entries.len() + self.pending.as_ref().map_or(0, |p| p.ranges.len())
     }
 
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.len() == 0
+    }
+
+    /// The not yet decoded entries of `agents`, decoded (copies; they stay pending).
+    pub(crate) fn pending_entries(&self, agents: &[Agent]) -> Vec<Entry> {
+        let Some(pending) = &self.pending else {
+            return Vec::new();
+        };
+        pending
+            .ranges
+            .iter()
+            .filter(|(kind, _, _)| agents.contains(&kind.agent()))
+            .filter_map(|&(_, start, end)| pending.bytes.get(start..end))
+            .filter_map(cache::decode_pending)
+            .collect()
+    }
+
+    /// Decodes the pending entries of `agents` into the index.
+    fn decode_pending(&mut self, agents: &[Agent]) {
+        let decoded = self.pending_entries(agents);
+        self.entries.extend(decoded);
+        if let Some(pending) = &mut self.pending {
+            pending
+                .ranges
+                .retain(|(kind, _, _)| !agents.contains(&kind.agent()));
+            if pending.ranges.is_empty() {
+                self.pending = None;
+            }
+        }
     }
 
     /// Whether the index changed since it was loaded or last saved.
@@ -283,6 +320,7 @@ impl SessionIndex {
             files_seen: sources.len(),
             ..IndexStats::default()
         };
+        self.decode_pending(agents);
         let mut old = PathTable::new(std::mem::take(&mut self.entries));
         let mut kept = Vec::with_capacity(sources.len());
         let mut jobs = Vec::new();
@@ -397,6 +435,11 @@ impl SessionIndex {
         self.entries
             .iter()
             .filter_map(|entry| entry.session.clone())
+            .chain(
+                self.pending_entries(&Agent::ALL)
+                    .into_iter()
+                    .filter_map(|entry| entry.session),
+            )
             .collect()
     }
 
@@ -407,12 +450,18 @@ impl SessionIndex {
             .filter_map(|entry| entry.session.as_ref())
             .filter(|session| agents.contains(&session.agent))
             .cloned()
+            .chain(
+                self.pending_entries(agents)
+                    .into_iter()
+                    .filter_map(|entry| entry.session),
+            )
             .collect()
     }
 
     /// The sessions of `agents`, as [`SessionIndex::sessions_of`] but without copying: the
     /// index is used up.
-    pub fn into_sessions(self, agents: &[Agent]) -> Vec<Session> {
+    pub fn into_sessions(mut self, agents: &[Agent]) -> Vec<Session> {
+        self.decode_pending(agents);
         self.entries
             .into_iter()
             .filter_map(|entry| entry.session)

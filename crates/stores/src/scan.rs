@@ -83,15 +83,15 @@ pub fn list_sessions(roots: &StoreRoots, options: &ScanOptions) -> Listing {
     // The folder listings are needed before the walk (they are small).
     let dirs_file = options.cache_file.as_deref().map(dir_cache_file);
     let dirs = dirs_file.as_deref().map(DirCache::load).unwrap_or_default();
+    let wanted = agents.as_slice();
     let (loaded, (sources, mut dirs, walk), load_time) = std::thread::scope(|scope| {
         let loader = options.cache_file.as_deref().map(|path| {
             scope.spawn(move || {
                 let started = Instant::now();
-                (cache::load(path), started.elapsed())
+                (cache::load_for(path, wanted), started.elapsed())
             })
         });
-        let sources =
-            discover_sources(roots, options.refresh.threads, &agents, dirs, &mut warnings);
+        let sources = discover_sources(roots, options.refresh.threads, wanted, dirs, &mut warnings);
         let (loaded, load_time) = match loader.map(|handle| handle.join()) {
             Some(Ok((loaded, took))) => (Some(loaded), took),
             Some(Err(_)) => (
@@ -185,7 +185,10 @@ impl Scanner {
             Some(index) => index,
             None => {
                 let started = Instant::now();
-                let loaded = options.cache_file.as_deref().map(cache::load);
+                let loaded = options
+                    .cache_file
+                    .as_deref()
+                    .map(|path| cache::load_for(path, &agents));
                 timings.load_cache = started.elapsed();
                 loaded_index(loaded, options.cache_file.as_deref(), &mut warnings)
             }

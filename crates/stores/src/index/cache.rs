@@ -33,7 +33,8 @@ use crate::codex::CodexFold;
 use crate::error::{Result, StoreError};
 use crate::grok::GrokFold;
 use crate::index::{
-    Entry, FoldKind, FoldState, FoldsFile, Head, SessionIndex, SidecarSeen, fast_hash, fnv1a,
+    Entry, FoldKind, FoldState, FoldsFile, Head, Pending, SessionIndex, SidecarSeen, fast_hash,
+    fnv1a,
 };
 use crate::lines::Position;
 use crate::model::{Agent, Session, TranscriptFold, UnixMillis};
@@ -93,6 +94,56 @@ enum SessionPath {
     Other(PathBuf),
 }
 
+/// [`StoredEntry`] read without copying anything out: what an entry of an agent not asked for
+/// is stepped over with (its kind and its length are all that is kept). Same fields in the same
+/// order with the same wire types.
+#[derive(Deserialize)]
+struct StoredEntrySkim<'a> {
+    kind: FoldKind,
+    _path: &'a str,
+    _size: u64,
+    _mtime_ns: Option<i64>,
+    _compressed: bool,
+    _head: Head,
+    _offset: u64,
+    _line: u64,
+    #[serde(borrow)]
+    _sidecar: Option<SidecarSkim<'a>>,
+    _fold_at: u64,
+    _fold_len: u64,
+    _fold_hash: u64,
+    #[serde(borrow)]
+    _session: Option<StoredSessionSkim<'a>>,
+}
+
+#[derive(Deserialize)]
+struct SidecarSkim<'a> {
+    _path: &'a str,
+    _size: u64,
+    _mtime_ns: Option<i64>,
+}
+
+#[derive(Deserialize)]
+struct StoredSessionSkim<'a> {
+    _agent: Agent,
+    _session_id: &'a str,
+    _cwd: Option<&'a str>,
+    _title: Option<&'a str>,
+    _title_is_assigned: bool,
+    _first_activity: Option<i64>,
+    _last_activity: Option<i64>,
+    _is_working: bool,
+    #[serde(borrow)]
+    _path: SessionPathSkim<'a>,
+}
+
+#[derive(Deserialize)]
+enum SessionPathSkim<'a> {
+    File,
+    Parent,
+    Other(#[allow(dead_code)] &'a str),
+}
+
 /// What loading found.
 #[derive(Debug)]
 pub enum CacheLoad {
@@ -129,6 +180,13 @@ fn fold_shape<F: TranscriptFold>() -> String {
 /// Reads the cache at `path`: the header and the entries. The folds section is left in the
 /// file (kept open) until a changed file needs a fold: a warm listing reads only the entries.
 pub fn load(path: &Path) -> CacheLoad {
+    load_for(path, &Agent::ALL)
+}
+
+/// [`load`], decoding only the entries of `agents` now: the others are kept as bytes and
+/// decoded if they are ever needed (a listing of one agent, as a resolution does, then
+/// allocates nothing for the others).
+pub fn load_for(path: &Path, agents: &[Agent]) -> CacheLoad {
     let mut file = match fs::File::open(path) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return CacheLoad::Missing,
@@ -144,15 +202,19 @@ pub fn load(path: &Path) -> CacheLoad {
     }
     let header = match Header::parse(&header, file_len) {
         Ok(header) => header,
-        Err(load) => return load,
+        Err(refused) => return refused.into(),
     };
     let mut entries = vec![0u8; header.entries_len];
     if let Err(e) = file.read_exact(&mut entries) {
         return CacheLoad::Corrupt(format!("cannot read the session cache: {e}"));
     }
-    match decode_entries(&entries, &header) {
-        Ok(entries) => CacheLoad::Loaded(SessionIndex {
-            entries,
+    match decode_entries(&entries, &header, agents) {
+        Ok((decoded, pending)) => CacheLoad::Loaded(SessionIndex {
+            entries: decoded,
+            pending: (!pending.is_empty()).then_some(Pending {
+                bytes: entries,
+                ranges: pending,
+            }),
             blob: Vec::new(),
             folds_file: Some(FoldsFile {
                 file,
@@ -161,7 +223,7 @@ pub fn load(path: &Path) -> CacheLoad {
             }),
             dirty: false,
         }),
-        Err(load) => load,
+        Err(refused) => refused.into(),
     }
 }
 
@@ -170,6 +232,24 @@ fn u64_at(bytes: &[u8], at: usize) -> u64 {
     buf.copy_from_slice(&bytes[at..at + 8]);
     u64::from_le_bytes(buf)
 }
+
+/// Why a cache is not used (the [`CacheLoad`] cases without an index).
+enum Refused {
+    Outdated,
+    Corrupt(String),
+}
+
+impl From<Refused> for CacheLoad {
+    fn from(refused: Refused) -> CacheLoad {
+        match refused {
+            Refused::Outdated => CacheLoad::Outdated,
+            Refused::Corrupt(why) => CacheLoad::Corrupt(why),
+        }
+    }
+}
+
+/// The decoded entries, and the kind and range of each entry kept as bytes.
+type Decoded = (Vec<Entry>, Vec<(FoldKind, usize, usize)>);
 
 /// What the header says.
 struct Header {
@@ -181,23 +261,23 @@ struct Header {
 
 impl Header {
     /// Checks the header of a cache file of `file_len` bytes.
-    fn parse(bytes: &[u8], file_len: u64) -> Result<Header, CacheLoad> {
+    fn parse(bytes: &[u8], file_len: u64) -> Result<Header, Refused> {
         if bytes.len() < HEADER_LEN || &bytes[..8] != MAGIC {
-            return Err(CacheLoad::Corrupt(
+            return Err(Refused::Corrupt(
                 "not a session cache (bad header)".to_owned(),
             ));
         }
         let mut version = [0u8; 4];
         version.copy_from_slice(&bytes[8..12]);
         if u32::from_le_bytes(version) != FORMAT_VERSION || u64_at(bytes, 12) != fingerprint() {
-            return Err(CacheLoad::Outdated);
+            return Err(Refused::Outdated);
         }
         let entries_len = u64_at(bytes, 28);
         let folds_len = u64_at(bytes, 44);
         let expected = (HEADER_LEN as u64)
             .checked_add(entries_len)
             .and_then(|n| n.checked_add(folds_len));
-        let truncated = || CacheLoad::Corrupt("session cache is truncated".to_owned());
+        let truncated = || Refused::Corrupt("session cache is truncated".to_owned());
         if expected != Some(file_len) {
             return Err(truncated());
         }
@@ -215,49 +295,59 @@ impl Header {
 fn decode(bytes: Vec<u8>) -> CacheLoad {
     let header = match Header::parse(&bytes, bytes.len() as u64) {
         Ok(header) => header,
-        Err(load) => return load,
+        Err(refused) => return refused.into(),
     };
     let entries_end = HEADER_LEN + header.entries_len;
-    match decode_entries(&bytes[HEADER_LEN..entries_end], &header) {
-        Ok(entries) => CacheLoad::Loaded(SessionIndex {
+    match decode_entries(&bytes[HEADER_LEN..entries_end], &header, &Agent::ALL) {
+        Ok((entries, _)) => CacheLoad::Loaded(SessionIndex {
             entries,
+            pending: None,
             blob: bytes[entries_end..].to_vec(),
             folds_file: None,
             dirty: false,
         }),
-        Err(load) => load,
+        Err(refused) => refused.into(),
     }
 }
 
-fn decode_entries(mut rest: &[u8], header: &Header) -> Result<Vec<Entry>, CacheLoad> {
+/// The entries of `agents`, decoded, and where the others are in `all`.
+fn decode_entries(all: &[u8], header: &Header, agents: &[Agent]) -> Result<Decoded, Refused> {
     // Only the entries are checked here; each fold is checked by its own hash when a changed
     // file needs it, so a warm start does not hash every fold.
-    if fast_hash(rest) != header.entries_sum {
-        return Err(CacheLoad::Corrupt(
+    if fast_hash(all) != header.entries_sum {
+        return Err(Refused::Corrupt(
             "session cache checksum does not match".to_owned(),
         ));
     }
     let count = usize::try_from(header.count).unwrap_or(usize::MAX);
-    let mut entries = Vec::with_capacity(count.min(rest.len()));
+    let mut entries = Vec::with_capacity(count.min(all.len()));
+    let mut pending = Vec::new();
+    let mut rest = all;
+    let bad = |e: postcard::Error| Refused::Corrupt(format!("session cache does not decode: {e}"));
     for _ in 0..count {
-        match postcard::take_from_bytes::<StoredEntry>(rest) {
-            Ok((stored, tail)) => {
-                entries.push(from_stored(stored));
-                rest = tail;
-            }
-            Err(e) => {
-                return Err(CacheLoad::Corrupt(format!(
-                    "session cache does not decode: {e}"
-                )));
-            }
+        let start = all.len() - rest.len();
+        let (skim, tail) = postcard::take_from_bytes::<StoredEntrySkim<'_>>(rest).map_err(bad)?;
+        if agents.contains(&skim.kind.agent()) {
+            let (stored, _) = postcard::take_from_bytes::<StoredEntry>(rest).map_err(bad)?;
+            entries.push(from_stored(stored));
+        } else {
+            pending.push((skim.kind, start, all.len() - tail.len()));
         }
+        rest = tail;
     }
     if !rest.is_empty() {
-        return Err(CacheLoad::Corrupt(
+        return Err(Refused::Corrupt(
             "session cache has trailing bytes".to_owned(),
         ));
     }
-    Ok(entries)
+    Ok((entries, pending))
+}
+
+/// Decodes one entry kept as bytes by [`load_for`] (checked when it was loaded).
+pub(crate) fn decode_pending(bytes: &[u8]) -> Option<Entry> {
+    postcard::take_from_bytes::<StoredEntry>(bytes)
+        .ok()
+        .map(|(stored, _)| from_stored(stored))
 }
 
 fn from_stored(stored: StoredEntry) -> Entry {
@@ -402,9 +492,10 @@ pub fn save(path: &Path, index: &SessionIndex) -> Result<()> {
         }
         None => &index.blob,
     };
-    let mut entries = Vec::with_capacity(index.entries.len() * 256);
+    let mut entries = Vec::with_capacity(index.len() * 256);
     let mut folds = Vec::with_capacity(blob.len());
-    for entry in &index.entries {
+    let undecoded = index.pending_entries(&Agent::ALL);
+    for entry in index.entries.iter().chain(&undecoded) {
         // A stored fold keeps its hash: a damaged one is caught when it is next used, as on
         // load. A stored range that is not in the buffer any more is dropped.
         let (fold, hash): (&[u8], u64) = match &entry.fold {
@@ -426,7 +517,7 @@ pub fn save(path: &Path, index: &SessionIndex) -> Result<()> {
     bytes.extend_from_slice(MAGIC);
     bytes.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
     bytes.extend_from_slice(&fingerprint().to_le_bytes());
-    bytes.extend_from_slice(&(index.entries.len() as u64).to_le_bytes());
+    bytes.extend_from_slice(&((index.entries.len() + undecoded.len()) as u64).to_le_bytes());
     bytes.extend_from_slice(&(entries.len() as u64).to_le_bytes());
     bytes.extend_from_slice(&fast_hash(&entries).to_le_bytes());
     bytes.extend_from_slice(&(folds.len() as u64).to_le_bytes());

@@ -589,3 +589,69 @@ fn folds_are_read_from_the_cache_file_as_loaded_even_after_another_process_repla
         Some("theirs")
     );
 }
+
+#[test]
+fn a_listing_of_one_agent_that_saves_keeps_the_other_agents_entries_it_did_not_decode() {
+    use cross_agent_stores::scan::Scanner;
+
+    let home = TempDir::new().unwrap();
+    let now = now_millis();
+    let mut c = claude_session(home.path(), "c1", "claude prompt");
+    let mut r = CodexRollout::new(
+        home.path(),
+        "/work/proj",
+        "019a0000-0000-7000-8000-0000000000cc",
+        now - 60_000,
+    );
+    r.user("codex prompt", now - 50_000)
+        .answer("ok", now - 40_000);
+    r.write().unwrap();
+    let mut g = GrokSession::new(home.path(), "/work/proj", "grok-1", now - 30_000);
+    g.user("grok prompt", now - 20_000);
+    g.write().unwrap();
+    let roots = StoreRoots::under_home(home.path());
+    let (all, _) = cached_options(home.path());
+    let first = list_sessions(&roots, &all);
+
+    // Claude's transcript grows: a Claude-only listing saves the cache, the Codex and Grok
+    // entries going through it without ever being decoded.
+    let n = c.len();
+    c.custom_title("claude-name");
+    c.append_since(n).unwrap();
+    bump_mtime(&c.path, 1);
+    let only_claude = ScanOptions {
+        agents: vec![Agent::Claude],
+        ..all.clone()
+    };
+    assert_eq!(list_sessions(&roots, &only_claude).stats.files_appended, 1);
+
+    let warm = list_sessions(&roots, &all);
+    assert_eq!((warm.stats.bytes_read, warm.stats.files_unchanged), (0, 3));
+    assert_eq!(warm.sessions.len(), first.sessions.len());
+    assert_eq!(
+        by_id(&warm.sessions, "c1").title.as_deref(),
+        Some("claude-name")
+    );
+
+    // A scanner loaded for Claude decodes the others when it is asked for them; their appends
+    // resume from the stored folds.
+    let mut scanner = Scanner::new(only_claude);
+    scanner.list(&roots);
+    let n = r.len();
+    r.answer("more", now - 1_000);
+    r.append_since(n).unwrap();
+    bump_mtime(&r.path, 1);
+    let listing = scanner.list_agents(&roots, &Agent::ALL);
+    assert_eq!(
+        (
+            listing.stats.files_appended,
+            listing.stats.files_unchanged,
+            listing.stats.files_new
+        ),
+        (1, 2, 0)
+    );
+    assert_eq!(
+        listing.sessions,
+        list_sessions(&roots, &ScanOptions::default()).sessions
+    );
+}
