@@ -12,8 +12,10 @@
 //! - compressed (`.jsonl.zst`) → read whole whenever its stamp changes;
 //! - new files are read; files that vanished drop out.
 //!
-//! Changed files are read on a few threads (cold listings read everything). The whole index is
-//! persisted in one file (see [`crate::index::cache`]), so a new process starts warm.
+//! Candidate files are found by [`crate::walk`], which remembers folder listings (persisted
+//! beside the index) so a warm walk is one `stat` per file. Changed files are read on a few
+//! threads (cold listings read everything). The whole index is persisted in one file (see
+//! [`crate::index::cache`]), so a new process starts warm.
 
 pub mod cache;
 
@@ -75,11 +77,12 @@ pub(crate) struct SidecarSeen {
 }
 
 /// Where an entry's fold state (JSON text) is. A warm listing never needs a fold — only a file
-/// that changed does — so folds loaded from the cache stay as bytes in one shared buffer and are
-/// decoded on demand, after checking their hash.
+/// that changed does — so folds loaded from the cache stay in the cache file, are read into one
+/// shared buffer when a changed file first needs one, and are decoded on demand, after checking
+/// their hash.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum FoldState {
-    /// In [`SessionIndex::blob`] at `at..at + len`.
+    /// In the folds section ([`SessionIndex::blob`] once read) at `at..at + len`.
     Stored { at: usize, len: usize, hash: u64 },
     /// Produced by this process.
     Fresh(String),

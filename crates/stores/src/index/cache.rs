@@ -11,8 +11,10 @@
 //! Layout: `MAGIC`, then little-endian format version (u32), schema fingerprint, entry count,
 //! entries length, entries checksum and folds length (u64 each); then the entries (postcard, one
 //! after another) and the folds section (every entry's fold JSON, back to back). A warm listing
-//! decodes the entries only: the folds section is kept as one buffer and an entry's fold is
-//! decoded — after checking its own hash — only when its file changed.
+//! reads the header and the entries only: the folds section stays in the file (kept open) until
+//! a changed file needs a fold, and an entry's fold is decoded — after checking its own hash —
+//! only then. Entries of agents a listing does not cover are stepped over without allocating
+//! and kept as bytes ([`load_for`]).
 //!
 //! The fingerprint covers this crate's version and the JSON shape of every fold's default state,
 //! so a build whose folds changed starts afresh instead of resuming a state it would misread. A
