@@ -1737,10 +1737,12 @@ impl Engine {
                     head.target_agent,
                     key.split_once(':').map_or(key.as_str(), |(_, id)| id)
                 );
-                match self
+                // A statement of its own: the store's lock is released before the match, whose
+                // arm reads the closed record back.
+                let closed = self
                     .db()
-                    .fail_queued(&head.delivery_id, &error, &now_rfc3339())
-                {
+                    .fail_queued(&head.delivery_id, &error, &now_rfc3339());
+                match closed {
                     Ok(true) => {
                         tracing::warn!(delivery = %head.delivery_id, "not delivered: the peer stayed busy");
                         if let Ok(Some(record)) = self.db().delivery(&head.delivery_id) {
