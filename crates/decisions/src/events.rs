@@ -116,10 +116,19 @@ pub fn send_refused(agent: Agent, refusal: &Refusal) -> Decision {
         | RefusalReason::NoSuchSession
         | RefusalReason::ScanBoundReached => DecisionKind::SEND_REFUSED,
     };
+    // An ambiguous name's sentence quotes the name, which is the candidates' title: the count
+    // and their ids say the same without it.
+    let reason = match refusal.reason {
+        RefusalReason::AmbiguousName => format!(
+            "{} {agent} sessions answer to the name given, so it was refused rather than guessed",
+            refusal.candidates.len()
+        ),
+        _ => first_line(&refusal.message),
+    };
     let mut decision = Decision::new(kind, Outcome::REFUSED)
         .agent(agent.as_str())
         .guard(wire_name(&refusal.reason))
-        .reason(first_line(&refusal.message));
+        .reason(reason);
     decision = match &refusal.details {
         Value::Object(_) => decision.details_from(refusal.details.clone()),
         Value::Null => decision,
@@ -253,7 +262,8 @@ pub fn orphan(record: &DeliveryRecord) -> Decision {
 /// An answer to `record` arrived after it was closed, and was delivered as `late_delivery_id`.
 pub fn late_answer(record: &DeliveryRecord, late_delivery_id: &str) -> Decision {
     about(record, DecisionKind::LATE_ANSWER, Outcome::ANSWERED)
-        .detail("late_reply_delivery_id", late_delivery_id.to_owned())
+        // Not `late_reply_…`: a key naming a reply is withheld as a payload would be.
+        .detail("late_delivery_id", late_delivery_id.to_owned())
         .detail("state", wire_name(&record.state))
 }
 

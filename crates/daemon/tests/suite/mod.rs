@@ -6,6 +6,7 @@ mod autostart;
 mod bridge_guards;
 mod bridge_real;
 mod bridge_support;
+mod decisions;
 mod framing;
 mod handshake;
 mod lifecycle;

@@ -139,6 +139,11 @@ fn a_refusal_names_its_guard_and_values() {
         d.details["candidate_session_ids"],
         json!(["c-dup-1", "c-dup-2"])
     );
+    // The name asked for is the candidates' title: the sentence leaves it out.
+    assert!(
+        !serde_json::to_string(&d).unwrap().contains("dup\""),
+        "{d:?}"
+    );
 }
 
 #[test]
@@ -167,7 +172,7 @@ fn a_timed_out_delivery_is_a_kill_and_an_outcome_without_the_answer() {
     assert_eq!(events::orphan(&record()).kind, DecisionKind::ORPHAN);
     assert_eq!(events::orphans_marked(3, 7).details["count"], 3);
     assert_eq!(
-        events::late_answer(&record(), "dlv_2").details["late_reply_delivery_id"],
+        events::late_answer(&record(), "dlv_2").details["late_delivery_id"],
         "dlv_2"
     );
 }
