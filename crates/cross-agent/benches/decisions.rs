@@ -337,7 +337,7 @@ fn decision(rng: &mut Rng, sessions: &[String]) -> Decision {
             .detail("sticky", true)
             .detail("cwd", "/home/user/work/api"),
         930..940 => base(DecisionKind::LATE_ANSWER, Outcome::ANSWERED)
-            .detail("late_reply_delivery_id", rng.id("dlv_")),
+            .detail("late_delivery_id", rng.id("dlv_")),
         940..945 => base(DecisionKind::ORPHAN, Outcome::ORPHANED).detail("carrier_generation", 2),
         // Later features' kinds, as they will appear.
         945..975 => Decision::new(DecisionKind::new("approval"), Outcome::new("approved"))
