@@ -114,7 +114,9 @@ pub fn send_refused(agent: Agent, refusal: &Refusal) -> Decision {
         | RefusalReason::RequireExplicitTarget
         | RefusalReason::DisableHeadless
         | RefusalReason::NoSuchSession
-        | RefusalReason::ScanBoundReached => DecisionKind::SEND_REFUSED,
+        | RefusalReason::ScanBoundReached
+        | RefusalReason::InvalidSetting
+        | RefusalReason::UiHookRequire => DecisionKind::SEND_REFUSED,
     };
     // An ambiguous name's sentence quotes the name, which is the candidates' title: the count
     // and their ids say the same without it.

@@ -73,7 +73,7 @@ use crate::envelope::AnswerKind;
 use crate::envelope::{self, EnvelopeFields};
 use crate::error::Result;
 use crate::records::{Claimed, Job, Watch};
-use crate::settings::{CallSettings, store_scope};
+use crate::settings::{CallSettings, UiHook, store_scope};
 
 /// Headless turns running at once.
 pub const MAX_WORKERS: usize = 4;
@@ -544,6 +544,20 @@ impl Engine {
         let settings = CallSettings::from_settings(&params.caller.settings);
         let explicit = non_blank(params.session_id.as_deref()).map(str::to_owned);
 
+        // 0. Settings: a guard spelled wrong must not quietly stop guarding.
+        if !settings.invalid.is_empty() {
+            return Ok(Err(refusal(
+                RefusalReason::InvalidSetting,
+                format!(
+                    "this registration's settings cannot all be read: {}. Fix the value in the \
+                     MCP registration (or the environment of `cross-agent send`). Nothing was \
+                     sent and no hop was spent",
+                    settings.invalid.join("; ")
+                ),
+                json!({"invalid": settings.invalid}),
+            )));
+        }
+
         // 1. Arguments.
         if params.message.trim().is_empty() {
             return Ok(Err(refusal(
@@ -574,6 +588,17 @@ impl Engine {
                 json!({"session_id": params.session_id, "new_session": params.new_session}),
             )));
         }
+        // 2b. Panels off and headless off: no route is left, so refuse before any lookup.
+        if settings.disable_headless && settings.ui_hook == UiHook::Off {
+            return Ok(Err(refusal(
+                RefusalReason::DisableHeadless,
+                "CROSS_AGENT_UI_HOOK=off and CROSS_AGENT_DISABLE_HEADLESS are both set for this \
+                 registration: the first rules out editor panels, the second a headless CLI, so \
+                 every send is refused. Unset one of them. Nothing was sent, queued or spent",
+                json!({"ui_hook": settings.ui_hook.as_str(), "disable_headless": true}),
+            )));
+        }
+
         // 3. Who is calling, and the self-call guard.
         let caller = identify(&params.caller, &self.started_turns());
         if caller.agent == Some(agent) {
@@ -653,7 +678,39 @@ impl Engine {
             )));
         }
 
-        // 5. No headless CLI: there are no panels yet, so nothing can be reached.
+        // 5a. A panel required: without panel shims none is ever found, so only a send that
+        // names its session (by id, name or pin) may go on, over the CLI as the spec says.
+        if settings.ui_hook == UiHook::Require
+            && matches!(
+                resolved.selected_by,
+                TargetSelectedBy::Discovery | TargetSelectedBy::NewSession
+            )
+        {
+            let what = match (&resolved.selected_by, &resolved.session_id) {
+                (TargetSelectedBy::Discovery, Some(id)) => format!(
+                    "names no session (discovery picked {agent} session {id} in {})",
+                    resolved.cwd.display()
+                ),
+                _ => format!("would open a new {agent} conversation"),
+            };
+            return Ok(Err(refusal(
+                RefusalReason::UiHookRequire,
+                format!(
+                    "CROSS_AGENT_UI_HOOK=require is set for this registration, and this send \
+                     {what}, which only an editor panel may take; no panel was found (panel \
+                     delivery is not available in this build). Name the session with session_id \
+                     or pin_agent_session to reach it over its CLI, or set CROSS_AGENT_UI_HOOK to \
+                     auto. Nothing was sent, queued or spent"
+                ),
+                json!({
+                    "ui_hook": settings.ui_hook.as_str(),
+                    "target_selected_by": resolved.selected_by,
+                    "target_session_id": resolved.session_id,
+                }),
+            )));
+        }
+
+        // 5b. No headless CLI: there are no panels yet, so nothing can be reached.
         if settings.disable_headless {
             let which = resolved.session_id.as_deref().map_or_else(
                 || format!("the new {agent} session it would create"),
@@ -747,7 +804,7 @@ impl Engine {
                         agent,
                         scope: cross_agent_stores::resolve::Scope::Any,
                         cwd,
-                        bound: settings.name_bound(agent),
+                        bound: settings.name_bound(agent, scope),
                     },
                 ) {
                     Ok(found) => Ok(Resolved::of(found.session, TargetSelectedBy::Caller, cwd)),
@@ -1123,7 +1180,7 @@ impl Engine {
                 agent: params.agent,
                 scope: cross_agent_stores::resolve::Scope::Any,
                 cwd: &cwd,
-                bound: settings.name_bound(params.agent),
+                bound: settings.name_bound(params.agent, settings.scope),
             },
         ) {
             Ok(found) => found.session,

@@ -30,6 +30,44 @@ pub const DEFAULT_LATE_ANSWER_WATCH_SECS: u64 = 10_800;
 pub const PANEL_PATIENCE: &str = "CROSS_AGENT_PANEL_PATIENCE";
 /// `CROSS_AGENT_PANEL_PATIENCE`'s default: 1 h.
 pub const DEFAULT_PANEL_PATIENCE_SECS: u64 = 3600;
+/// `CROSS_AGENT_UI_HOOK`.
+pub const UI_HOOK: &str = "CROSS_AGENT_UI_HOOK";
+/// `CROSS_AGENT_SCOPE`.
+pub const SCOPE: &str = "CROSS_AGENT_SCOPE";
+/// `CROSS_AGENT_ACTIVE_WINDOW_MIN`.
+pub const ACTIVE_WINDOW_MIN: &str = "CROSS_AGENT_ACTIVE_WINDOW_MIN";
+
+/// `CROSS_AGENT_UI_HOOK`: whether a send goes into an editor panel that holds the session.
+///
+/// No panel shim exists in this build, so no panel is ever found: `auto` and `off` deliver over
+/// the CLI, `require` refuses what only a panel could take (a send naming no session, or a new
+/// conversation), and `off` with `CROSS_AGENT_DISABLE_HEADLESS` refuses every send.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum UiHook {
+    /// Use a panel when one holds the session, else the CLI (the default).
+    #[default]
+    Auto,
+    /// Always the CLI.
+    Off,
+    /// Fail rather than fall back when the send does not name its session.
+    Require,
+}
+
+impl UiHook {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UiHook::Auto => "auto",
+            UiHook::Off => "off",
+            UiHook::Require => "require",
+        }
+    }
+
+    fn parse(value: &str) -> Option<UiHook> {
+        [UiHook::Auto, UiHook::Off, UiHook::Require]
+            .into_iter()
+            .find(|hook| value.eq_ignore_ascii_case(hook.as_str()))
+    }
+}
 
 /// The guards and discovery settings of one call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,51 +83,105 @@ pub struct CallSettings {
     pub late_answer_watch_secs: u64,
     /// `CROSS_AGENT_PANEL_PATIENCE`: with the timeout, bounds the wait for a busy peer.
     pub panel_patience_secs: u64,
+    pub ui_hook: UiHook,
     name_scan_limit: Option<usize>,
     codex_scan_limit: Option<usize>,
+    /// Settings whose value could not be read, each said in words naming the variable. They take
+    /// their defaults, and a send is refused while any is listed: a guard spelled wrong must not
+    /// quietly stop guarding.
+    pub invalid: Vec<String>,
 }
 
-fn number<T: std::str::FromStr>(settings: &BTreeMap<String, String>, name: &str) -> Option<T> {
-    value(settings, name).and_then(|v| v.parse().ok())
+/// Reads the settings of one registration, noting each value it cannot read.
+struct Reader<'a> {
+    settings: &'a BTreeMap<String, String>,
+    invalid: Vec<String>,
+}
+
+impl Reader<'_> {
+    fn parsed<T>(
+        &mut self,
+        name: &str,
+        expected: &str,
+        parse: impl FnOnce(&str) -> Option<T>,
+    ) -> Option<T> {
+        let text = value(self.settings, name)?;
+        let parsed = parse(text);
+        if parsed.is_none() {
+            self.invalid
+                .push(format!("{name} is {text:?}; expected {expected}"));
+        }
+        parsed
+    }
+
+    fn number<T: std::str::FromStr>(&mut self, name: &str) -> Option<T> {
+        self.parsed(name, "a whole number", |text| text.parse().ok())
+    }
+
+    fn positive(&mut self, name: &str) -> Option<usize> {
+        self.parsed(name, "a positive whole number", |text| {
+            text.parse().ok().filter(|n| *n > 0)
+        })
+    }
 }
 
 impl CallSettings {
-    /// Reads the registration's settings; a value that does not parse counts as unset.
+    /// Reads the registration's settings; a value that does not parse takes the default and is
+    /// listed in `invalid`.
     pub fn from_settings(settings: &BTreeMap<String, String>) -> CallSettings {
-        let scope = match value(settings, "CROSS_AGENT_SCOPE") {
-            Some("tree") => Scope::Tree,
-            Some("any") => Scope::Any,
-            _ => Scope::Cwd,
+        let mut read = Reader {
+            settings,
+            invalid: Vec::new(),
         };
+        let scope = read
+            .parsed(SCOPE, "cwd, tree or any", |text| {
+                match text.to_ascii_lowercase().as_str() {
+                    "cwd" => Some(Scope::Cwd),
+                    "tree" => Some(Scope::Tree),
+                    "any" => Some(Scope::Any),
+                    _ => None,
+                }
+            })
+            .unwrap_or(Scope::Cwd);
         CallSettings {
-            max_hops: number(settings, MAX_HOPS).unwrap_or(DEFAULT_MAX_HOPS),
-            timeout_secs: number(settings, TIMEOUT)
+            max_hops: read.number(MAX_HOPS).unwrap_or(DEFAULT_MAX_HOPS),
+            // 0 keeps the default: a turn with no time at all could never answer.
+            timeout_secs: read
+                .number(TIMEOUT)
                 .filter(|t| *t > 0)
                 .unwrap_or(DEFAULT_TIMEOUT_SECS),
             require_explicit_target: flag(settings, REQUIRE_EXPLICIT_TARGET),
             disable_headless: flag(settings, DISABLE_HEADLESS),
             scope,
-            active_window: number(settings, "CROSS_AGENT_ACTIVE_WINDOW_MIN")
+            active_window: read
+                .number(ACTIVE_WINDOW_MIN)
                 .map(ActiveWindow::from_minutes)
                 .unwrap_or_default(),
-            late_answer_watch_secs: number(settings, LATE_ANSWER_WATCH)
+            late_answer_watch_secs: read
+                .number(LATE_ANSWER_WATCH)
                 .unwrap_or(DEFAULT_LATE_ANSWER_WATCH_SECS),
-            panel_patience_secs: number(settings, PANEL_PATIENCE)
+            panel_patience_secs: read
+                .number(PANEL_PATIENCE)
                 .unwrap_or(DEFAULT_PANEL_PATIENCE_SECS),
-            name_scan_limit: number(settings, NAME_SCAN_LIMIT_ENV).filter(|n| *n > 0),
-            codex_scan_limit: number(settings, CODEX_SCAN_LIMIT_ENV).filter(|n| *n > 0),
+            ui_hook: read
+                .parsed(UI_HOOK, "auto, off or require", UiHook::parse)
+                .unwrap_or_default(),
+            name_scan_limit: read.positive(NAME_SCAN_LIMIT_ENV),
+            codex_scan_limit: read.positive(CODEX_SCAN_LIMIT_ENV),
+            invalid: read.invalid,
         }
     }
 
-    /// The bound on name lookups for `agent` (none by default).
-    pub fn name_bound(&self, agent: Agent) -> Option<ScanBound> {
+    /// The bound on name lookups for `agent` in `scope` (none by default). The Codex rollout
+    /// bound applies only to scope `any`, as the spec's table says.
+    pub fn name_bound(&self, agent: Agent, scope: Scope) -> Option<ScanBound> {
         let general = self.name_scan_limit.map(|limit| ScanBound {
             limit,
             source: NAME_SCAN_LIMIT_ENV,
         });
         let codex = self
             .codex_scan_limit
-            .filter(|_| agent == Agent::Codex)
+            .filter(|_| agent == Agent::Codex && scope == Scope::Any)
             .map(|limit| ScanBound {
                 limit,
                 source: CODEX_SCAN_LIMIT_ENV,
@@ -111,7 +203,9 @@ impl CallSettings {
             "active_window_minutes": self.active_window.minutes(),
             "late_answer_watch_seconds": self.late_answer_watch_secs,
             "panel_patience_seconds": self.panel_patience_secs,
-            "ui_hook": "off (panels are not available yet)",
+            "ui_hook": self.ui_hook.as_str(),
+            "panels_available": false,
+            "invalid": self.invalid,
         })
     }
 }

@@ -35,11 +35,19 @@ use crate::tools::{self, BadArguments, Call, Defaults};
 pub const REQUIRE_EXPLICIT_TARGET_VAR: &str = "CROSS_AGENT_REQUIRE_EXPLICIT_TARGET";
 /// `CROSS_AGENT_DISABLE_HEADLESS`.
 pub const DISABLE_HEADLESS_VAR: &str = "CROSS_AGENT_DISABLE_HEADLESS";
+/// `CROSS_AGENT_UI_HOOK`.
+pub const UI_HOOK_VAR: &str = "CROSS_AGENT_UI_HOOK";
 
 /// The sentence the instructions carry under strict mode.
 pub const STRICT_SENTENCE: &str = "This registration sets CROSS_AGENT_REQUIRE_EXPLICIT_TARGET: \
     a send_to_* call that names neither session_id nor new_session=true is refused before any \
     lookup (a pin does not count), so always name the target.";
+
+/// The sentence the instructions carry under `CROSS_AGENT_UI_HOOK=require`.
+pub const UI_HOOK_REQUIRE_SENTENCE: &str = "This registration sets CROSS_AGENT_UI_HOOK=require: \
+    a send that names no session (no session_id and no pin) or asks for a new conversation goes \
+    only into an editor panel, and is refused when none is found; name the session to reach it \
+    over its CLI.";
 
 /// How often a server whose client holds a `subscriptions/listen` stream checks whether its
 /// daemon was replaced. A `status` on a local socket; cheap.
@@ -188,6 +196,13 @@ pub fn instructions(settings: &std::collections::BTreeMap<String, String>) -> St
             "\n\nThis registration sets CROSS_AGENT_DISABLE_HEADLESS: a send reaches only a \
              session an editor panel holds; anything else is refused with nothing sent.",
         );
+    }
+    if settings
+        .get(UI_HOOK_VAR)
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("require"))
+    {
+        text.push_str("\n\n");
+        text.push_str(UI_HOOK_REQUIRE_SENTENCE);
     }
     text
 }

@@ -236,6 +236,11 @@ pub enum RefusalReason {
     NoSuchSession,
     /// A configured scan bound was reached before the name could be shown unique.
     ScanBoundReached,
+    /// A `CROSS_AGENT_*` setting of the caller's registration has a value that cannot be read.
+    InvalidSetting,
+    /// `CROSS_AGENT_UI_HOOK=require` and the send needs a panel that cannot be found: it names no
+    /// session, or asks for a new conversation.
+    UiHookRequire,
 }
 
 /// A session offered as a candidate in a refusal.

@@ -259,11 +259,13 @@ pub struct ScanBound {
 }
 
 impl ScanBound {
-    /// The bound configured for `agent`'s name lookups: the smaller of `CROSS_AGENT_NAME_SCAN_LIMIT`
-    /// and, for Codex, `CROSS_AGENT_CODEX_SCAN_LIMIT`. `None` — the default — means every session.
-    pub fn from_env(agent: Agent) -> Result<Option<ScanBound>> {
+    /// The bound configured for `agent`'s name lookups in `scope`: the smaller of
+    /// `CROSS_AGENT_NAME_SCAN_LIMIT` and, for Codex under scope `any` (the only scope the spec
+    /// applies it to), `CROSS_AGENT_CODEX_SCAN_LIMIT`. `None` — the default — means every session.
+    pub fn from_env(agent: Agent, scope: Scope) -> Result<Option<ScanBound>> {
         let mut bound = read_limit(NAME_SCAN_LIMIT_ENV)?;
         if agent == Agent::Codex
+            && scope == Scope::Any
             && let Some(codex) = read_limit(CODEX_SCAN_LIMIT_ENV)?
             && bound.is_none_or(|general| codex.limit < general.limit)
         {

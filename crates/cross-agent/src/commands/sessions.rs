@@ -244,14 +244,15 @@ impl ResolveArgs {
     fn run(self) -> anyhow::Result<ExitCode> {
         let agent = Agent::from(self.agent);
         let window = ActiveWindow::from_env()?;
-        let bound = ScanBound::from_env(agent)?;
+        let scope = Scope::from(self.scope);
+        let bound = ScanBound::from_env(agent, scope)?;
         let cwd = cwd_or_current(self.cwd)?;
         // Only this agent's store is walked: a name is looked up among one agent's sessions.
         let listing = load(vec![agent]);
         let now = resolve::now();
         let lookup = Lookup {
             agent,
-            scope: Scope::from(self.scope),
+            scope,
             cwd: &cwd,
             bound,
         };

@@ -380,6 +380,44 @@ fn resolve_honours_a_configured_bound() {
 }
 
 #[test]
+fn the_codex_rollout_bound_applies_only_to_scope_any() {
+    let store = Store::new();
+    let resolve = |scope: &str| {
+        store
+            .cmd()
+            .env("CROSS_AGENT_CODEX_SCAN_LIMIT", "1")
+            .args([
+                "sessions",
+                "resolve",
+                "codex",
+                "parser-port",
+                "--scope",
+                scope,
+                "--cwd",
+                "/work/api",
+            ])
+            .output()
+            .unwrap()
+    };
+    // Under `any` the bound of 1 reaches only the newest thread, which is not parser-port.
+    let any = resolve("any");
+    assert_eq!(any.status.code(), Some(1));
+    let stderr = String::from_utf8(any.stderr).unwrap();
+    assert!(stderr.contains("CROSS_AGENT_CODEX_SCAN_LIMIT"), "{stderr}");
+    // Under `cwd` the spec does not apply it: the name resolves.
+    let cwd = resolve("cwd");
+    assert!(
+        cwd.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cwd.stderr)
+    );
+    assert!(
+        String::from_utf8(cwd.stdout).unwrap().contains(CODEX_NAMED),
+        "the named thread is printed"
+    );
+}
+
+#[test]
 fn skipped_files_are_warnings_on_stderr_naming_the_file() {
     let store = Store::new();
     let bad = store.path().join(".claude/projects/-work-bad/bad.jsonl");

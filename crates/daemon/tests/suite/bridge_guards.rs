@@ -242,6 +242,157 @@ async fn no_headless_refuses_every_send_with_nothing_sent() {
     assert_eq!(status.deliveries["pending"], serde_json::json!([]));
 }
 
+/// `CROSS_AGENT_UI_HOOK` with no panel to be found (this build has no panel shims).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ui_hook_require_refuses_only_what_a_panel_would_have_taken() {
+    use cross_agent_protocol::bridge::{BridgeStatusParams, BridgeStatusResponse, PinParams};
+    let bridge = bench().await;
+    let mut caller = bridge.codex_caller(THREAD_A);
+    caller
+        .settings
+        .insert("CROSS_AGENT_UI_HOOK".into(), "require".into());
+
+    // A send naming no session: discovery would pick one, but only a panel may take it.
+    let refusal = bridge
+        .refused(with_fake(
+            &bridge,
+            bridge.send_params(Agent::Claude, "m", caller.clone()),
+        ))
+        .await;
+    assert_eq!(refusal.reason, RefusalReason::UiHookRequire);
+    assert!(
+        refusal.message.contains("CROSS_AGENT_UI_HOOK=require")
+            && refusal.message.contains("names no session")
+            && refusal
+                .message
+                .contains("Nothing was sent, queued or spent"),
+        "{}",
+        refusal.message
+    );
+    assert_eq!(refusal.details["target_selected_by"], "discovery");
+    // A new conversation: no panel can open one.
+    let mut new = bridge.send_params(Agent::Claude, "m", caller.clone());
+    new.new_session = true;
+    let refusal = bridge.refused(with_fake(&bridge, new)).await;
+    assert_eq!(refusal.reason, RefusalReason::UiHookRequire);
+    assert!(
+        refusal.message.contains("new claude conversation"),
+        "{}",
+        refusal.message
+    );
+    let status = bridge.status(None).await;
+    assert_eq!(status.deliveries["recent"], serde_json::json!([]));
+    assert_eq!(status.deliveries["pending"], serde_json::json!([]));
+
+    // A session named by id goes over the CLI, as the spec says.
+    let mut named = bridge.send_params(Agent::Claude, "m", caller.clone());
+    named.session_id = Some(CLAUDE_B.into());
+    let receipt = bridge.accepted(with_fake(&bridge, named)).await;
+    assert_eq!(receipt.target_session_id.as_deref(), Some(CLAUDE_B));
+    let record = bridge.wait_finished(&receipt.delivery_id).await;
+    assert_eq!(record.state, DeliveryState::Delivered, "{record:?}");
+    // So does a session named by a pin.
+    bridge
+        .conn
+        .client
+        .call(PinParams {
+            agent: Agent::Claude,
+            session_id: Some(CLAUDE_A.into()),
+            cwd: None,
+            caller: caller.clone(),
+        })
+        .await
+        .unwrap();
+    let receipt = bridge
+        .accepted(with_fake(
+            &bridge,
+            bridge.send_params(Agent::Claude, "m", caller.clone()),
+        ))
+        .await;
+    assert_eq!(receipt.target_session_id.as_deref(), Some(CLAUDE_A));
+    assert_eq!(
+        receipt.target_selected_by,
+        cross_agent_protocol::bridge::TargetSelectedBy::Pin
+    );
+    bridge.wait_finished(&receipt.delivery_id).await;
+
+    // bridge_status reports the setting of the registration asking.
+    let status: BridgeStatusResponse = bridge
+        .conn
+        .client
+        .call(BridgeStatusParams {
+            cwd: Some(bridge.project.to_string_lossy().into_owned()),
+            scope: None,
+            delivery_id: None,
+            caller,
+        })
+        .await
+        .unwrap();
+    assert_eq!(status.settings["ui_hook"], "require");
+    assert_eq!(status.settings["panels_available"], false);
+    assert_eq!(bridge.status(None).await.settings["ui_hook"], "auto");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ui_hook_off_with_no_headless_refuses_every_send_before_any_lookup() {
+    let bridge = bench().await;
+    let mut caller = bridge.codex_caller(THREAD_A);
+    caller
+        .settings
+        .insert("CROSS_AGENT_UI_HOOK".into(), "off".into());
+    // `off` alone delivers over the CLI.
+    let mut params = bridge.send_params(Agent::Claude, "m", caller.clone());
+    params.session_id = Some(CLAUDE_B.into());
+    let receipt = bridge.accepted(with_fake(&bridge, params)).await;
+    bridge.wait_finished(&receipt.delivery_id).await;
+
+    caller
+        .settings
+        .insert("CROSS_AGENT_DISABLE_HEADLESS".into(), "1".into());
+    // Even a session that does not exist: nothing is looked up, so the refusal is about the
+    // settings, not the name.
+    for session in [Some(CLAUDE_B), Some("no-such-session"), None] {
+        let mut params = bridge.send_params(Agent::Claude, "m", caller.clone());
+        params.session_id = session.map(str::to_owned);
+        let refusal = bridge.refused(with_fake(&bridge, params)).await;
+        assert_eq!(
+            refusal.reason,
+            RefusalReason::DisableHeadless,
+            "{session:?}"
+        );
+        assert!(
+            refusal.message.contains("CROSS_AGENT_UI_HOOK=off")
+                && refusal.message.contains("every send is refused"),
+            "{}",
+            refusal.message
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_setting_that_cannot_be_read_refuses_the_send_naming_it() {
+    let bridge = bench().await;
+    for (name, value) in [
+        ("CROSS_AGENT_UI_HOOK", "requre"),
+        ("CROSS_AGENT_MAX_HOPS", "four"),
+        ("CROSS_AGENT_SCOPE", "everywhere"),
+    ] {
+        let mut caller = bridge.codex_caller(THREAD_A);
+        caller.settings.insert(name.into(), value.into());
+        let mut params = bridge.send_params(Agent::Claude, "m", caller);
+        params.session_id = Some(CLAUDE_B.into());
+        let refusal = bridge.refused(with_fake(&bridge, params)).await;
+        assert_eq!(refusal.reason, RefusalReason::InvalidSetting);
+        assert!(
+            refusal.message.contains(name) && refusal.message.contains(value),
+            "{}",
+            refusal.message
+        );
+    }
+    let status = bridge.status(None).await;
+    assert_eq!(status.deliveries["recent"], serde_json::json!([]));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_hop_budget_is_per_conversation() {
     let bridge = bench().await;

@@ -270,6 +270,29 @@ fn strict_mode_adds_its_sentence_to_the_instructions() -> anyhow::Result<()> {
 }
 
 #[test]
+fn ui_hook_require_adds_its_sentence_to_the_instructions() -> anyhow::Result<()> {
+    let scratch = Scratch::new()?;
+    for (value, expected) in [
+        ("require", true),
+        ("REQUIRE ", true),
+        ("auto", false),
+        ("off", false),
+    ] {
+        let mut env = scratch.env();
+        env.insert("CROSS_AGENT_UI_HOOK".into(), value.into());
+        let mut server = McpProcess::spawn(&scratch, &env, scratch.dir.path())?;
+        let init = server.initialize("test-client")?;
+        let instructions = init["result"]["instructions"].as_str().unwrap();
+        assert_eq!(
+            instructions.contains(cross_agent_mcp::server::UI_HOOK_REQUIRE_SENTENCE),
+            expected,
+            "CROSS_AGENT_UI_HOOK={value}"
+        );
+    }
+    Ok(())
+}
+
+#[test]
 fn the_daemon_receives_the_callers_context() -> anyhow::Result<()> {
     let scratch = Scratch::new()?;
     let daemon = FakeDaemon::start(&scratch.cross_agent_home())?;
