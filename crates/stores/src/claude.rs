@@ -57,7 +57,7 @@ pub(crate) fn walk_root(roots: &StoreRoots) -> Option<WalkRoot> {
         max_depth: 1,
         // Files directly in `projects/` are not transcripts.
         min_file_depth: 1,
-        keep: |name| Path::new(name).extension().is_some_and(|e| e == "jsonl"),
+        keep: |name| crate::lines::has_extension(name.as_encoded_bytes(), b"jsonl"),
         probes: &[],
     })
 }

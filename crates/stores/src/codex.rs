@@ -51,7 +51,7 @@ pub(crate) fn walk_roots(roots: &StoreRoots) -> Vec<WalkRoot> {
             rule: Rule::Codex,
             max_depth: 3,
             min_file_depth: 0,
-            keep: |name| is_rollout_name(Path::new(name)),
+            keep: is_rollout_name,
             probes: &[],
         })
         .collect()
@@ -73,8 +73,10 @@ pub(crate) fn sources(found: Found) -> Vec<SourceFile> {
         .collect()
 }
 
-fn is_rollout_name(path: &Path) -> bool {
-    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+/// Whether a file name (from a folder listing, so no separators) is a rollout's. On the name
+/// alone: `Path::file_name` parses components, and a warm listing asks this of every rollout.
+fn is_rollout_name(name: &std::ffi::OsStr) -> bool {
+    let Some(name) = name.to_str() else {
         return false;
     };
     name.starts_with("rollout-") && (name.ends_with(".jsonl") || name.ends_with(".jsonl.zst"))

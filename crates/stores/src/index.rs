@@ -175,9 +175,11 @@ impl TranscriptFold for NamesFold {
 /// The index in memory: every known file, and the fold states loaded from the cache.
 #[derive(Debug, Default)]
 pub struct SessionIndex {
+    /// Entries read by this process.
     pub(crate) entries: Vec<Entry>,
-    /// Entries loaded from the cache but not decoded yet (other agents than those listed).
-    pub(crate) pending: Option<Pending>,
+    /// Entries loaded from the cache, decoded only as far as each use needs (a warm listing
+    /// copies out nothing but the sessions it returns).
+    pub(crate) stored: Option<cache::Stored>,
     /// The fold states of entries loaded from the cache ([`FoldState::Stored`]), once read.
     pub(crate) blob: Vec<u8>,
     /// Until then, where they are: the cache file, kept open (a cache written meanwhile by
@@ -185,13 +187,6 @@ pub struct SessionIndex {
     pub(crate) folds_file: Option<FoldsFile>,
     /// True when something changed since the index was loaded, so it is worth saving.
     pub(crate) dirty: bool,
-}
-
-/// Entries of the cache not decoded yet: the entries section, and each one's kind and range.
-#[derive(Debug)]
-pub(crate) struct Pending {
-    pub bytes: Vec<u8>,
-    pub ranges: Vec<(FoldKind, usize, usize)>,
 }
 
 /// The folds section of the cache file an index was loaded from.
@@ -250,39 +245,11 @@ impl SessionIndex {
 
     /// How many files the index knows.
     pub fn len(&self) -> usize {
-        self.entries.len() + self.pending.as_ref().map_or(0, |p| p.ranges.len())
+        self.entries.len() + self.stored.as_ref().map_or(0, cache::Stored::live_count)
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
-    }
-
-    /// The not yet decoded entries of `agents`, decoded (copies; they stay pending).
-    pub(crate) fn pending_entries(&self, agents: &[Agent]) -> Vec<Entry> {
-        let Some(pending) = &self.pending else {
-            return Vec::new();
-        };
-        pending
-            .ranges
-            .iter()
-            .filter(|(kind, _, _)| agents.contains(&kind.agent()))
-            .filter_map(|&(_, start, end)| pending.bytes.get(start..end))
-            .filter_map(cache::decode_pending)
-            .collect()
-    }
-
-    /// Decodes the pending entries of `agents` into the index.
-    fn decode_pending(&mut self, agents: &[Agent]) {
-        let decoded = self.pending_entries(agents);
-        self.entries.extend(decoded);
-        if let Some(pending) = &mut self.pending {
-            pending
-                .ranges
-                .retain(|(kind, _, _)| !agents.contains(&kind.agent()));
-            if pending.ranges.is_empty() {
-                self.pending = None;
-            }
-        }
     }
 
     /// Whether the index changed since it was loaded or last saved.
@@ -323,11 +290,39 @@ impl SessionIndex {
             files_seen: sources.len(),
             ..IndexStats::default()
         };
-        self.decode_pending(agents);
+        if let Some(stored) = &mut self.stored {
+            stored.begin_refresh(agents);
+        }
         let mut old = PathTable::new(std::mem::take(&mut self.entries));
-        let mut kept = Vec::with_capacity(sources.len());
+        let mut kept = Vec::with_capacity(old.slots.len());
         let mut jobs = Vec::new();
         for (kind, source) in sources {
+            // An entry loaded from the cache: unchanged, it stays where it is, and keeps the
+            // path the walk allocated (the listing's session takes it).
+            if let Some(stored) = &mut self.stored
+                && let Some(i) = stored.unclaimed(&source.path)
+            {
+                let Some(view) = stored.view(i) else {
+                    stored.set(i, cache::RecState::Dead);
+                    jobs.push(Job::new(kind, source, None));
+                    continue;
+                };
+                if view.unchanged(kind, &source) {
+                    stats.files_unchanged += 1;
+                    stored.set(i, cache::RecState::Live(Some(source.path)));
+                    continue;
+                }
+                // A file now read by another fold is a different file to us.
+                let old = (view.kind == kind).then(|| view.into_entry(None));
+                stored.set(i, cache::RecState::Dead);
+                jobs.push(Job {
+                    kind,
+                    source,
+                    old,
+                    known: true,
+                });
+                continue;
+            }
             match old.take(&source.path) {
                 Some(entry)
                     if entry.kind == kind
@@ -361,6 +356,9 @@ impl SessionIndex {
             } else {
                 kept.push(entry);
             }
+        }
+        if let Some(stored) = &mut self.stored {
+            stats.files_dropped += stored.end_refresh();
         }
 
         // A file that changed may resume from its stored fold: the folds are read now, once.
@@ -412,9 +410,17 @@ impl SessionIndex {
 
     /// The Codex thread names the index has read from `session_index.jsonl`.
     pub fn codex_names(&self) -> ThreadNames {
+        let stored = self.stored.as_ref().into_iter().flat_map(|stored| {
+            stored
+                .live_of(FoldKind::CodexNames)
+                .filter_map(|i| stored.view(i))
+                .map(|view| view.into_entry(None))
+        });
         self.entries
             .iter()
             .filter(|entry| entry.kind == FoldKind::CodexNames)
+            .cloned()
+            .chain(stored)
             .filter_map(|entry| match (&entry.fold, &self.folds_file) {
                 // Only this fold is read from the file, not the whole section.
                 (FoldState::Stored { at, len, hash }, Some(source)) => source
@@ -422,9 +428,8 @@ impl SessionIndex {
                     .ok()
                     .filter(|bytes| fast_hash(bytes) == *hash)
                     .map(std::borrow::Cow::Owned),
-                (fold, _) => {
-                    SessionIndex::fold_text(&self.blob, fold).map(std::borrow::Cow::Borrowed)
-                }
+                (fold, _) => SessionIndex::fold_text(&self.blob, fold)
+                    .map(|text| std::borrow::Cow::Owned(text.to_vec())),
             })
             .filter_map(|text| serde_json::from_slice::<NamesFold>(&text).ok())
             .map(|names| names.0)
@@ -435,41 +440,48 @@ impl SessionIndex {
     /// Every session the index knows, as each file's fold describes it (names from side
     /// files and duplicate Codex rollouts are handled by [`crate::scan`]).
     pub fn sessions(&self) -> Vec<Session> {
-        self.entries
-            .iter()
-            .filter_map(|entry| entry.session.clone())
-            .chain(
-                self.pending_entries(&Agent::ALL)
-                    .into_iter()
-                    .filter_map(|entry| entry.session),
-            )
-            .collect()
+        self.sessions_of(&Agent::ALL)
     }
 
     /// The sessions of `agents` (copies; the index stays).
     pub fn sessions_of(&self, agents: &[Agent]) -> Vec<Session> {
-        self.entries
+        let mut sessions: Vec<Session> = self
+            .entries
             .iter()
             .filter_map(|entry| entry.session.as_ref())
             .filter(|session| agents.contains(&session.agent))
             .cloned()
-            .chain(
-                self.pending_entries(agents)
-                    .into_iter()
-                    .filter_map(|entry| entry.session),
-            )
-            .collect()
+            .collect();
+        if let Some(stored) = &self.stored {
+            sessions.extend(
+                stored
+                    .live()
+                    .filter_map(|i| Some((stored.view(i)?, stored.found_path(i))))
+                    .filter_map(|(view, path)| view.session(path))
+                    .filter(|session| agents.contains(&session.agent)),
+            );
+        }
+        sessions
     }
 
     /// The sessions of `agents`, as [`SessionIndex::sessions_of`] but without copying: the
     /// index is used up.
     pub fn into_sessions(mut self, agents: &[Agent]) -> Vec<Session> {
-        self.decode_pending(agents);
-        self.entries
+        let mut sessions: Vec<Session> = std::mem::take(&mut self.entries)
             .into_iter()
             .filter_map(|entry| entry.session)
             .filter(|session| agents.contains(&session.agent))
-            .collect()
+            .collect();
+        if let Some(mut stored) = self.stored.take() {
+            let live: Vec<(usize, Option<PathBuf>)> = stored.take_live(agents).collect();
+            sessions.reserve(live.len());
+            sessions.extend(
+                live.into_iter()
+                    .filter_map(|(i, path)| stored.view(i)?.session_owning(path))
+                    .filter(|session| agents.contains(&session.agent)),
+            );
+        }
+        sessions
     }
 }
 
@@ -481,6 +493,18 @@ impl SessionIndex {
 struct PathTable {
     slots: Vec<Option<Entry>>,
     by_hash: FastMap<u64, usize>,
+}
+
+impl Job {
+    /// A file the index does not resume: read from the start.
+    fn new(kind: FoldKind, source: SourceFile, old: Option<Entry>) -> Job {
+        Job {
+            kind,
+            source,
+            old,
+            known: true,
+        }
+    }
 }
 
 impl PathTable {

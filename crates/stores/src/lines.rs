@@ -132,7 +132,21 @@ pub fn read_lines_from<R: Read + ?Sized, S: LineSink + ?Sized>(
 
 /// True for a `.zst`-compressed transcript name.
 pub fn is_zstd_path(path: &Path) -> bool {
-    path.extension().is_some_and(|e| e == "zst")
+    has_extension(path.as_os_str().as_encoded_bytes(), b"zst")
+}
+
+/// Whether a file name or a path (without a trailing separator) has the extension `ext`, as
+/// `Path::extension` would say, on the bytes: `Path` parses components for it, and a warm
+/// listing asks this of every file.
+pub(crate) fn has_extension(name: &[u8], ext: &[u8]) -> bool {
+    let Some(stem) = name
+        .strip_suffix(ext)
+        .and_then(|rest| rest.strip_suffix(b"."))
+    else {
+        return false;
+    };
+    // `.zst` alone is a hidden file with no extension; so is `dir/.zst`.
+    !stem.is_empty() && !stem.ends_with(b"/")
 }
 
 thread_local! {
@@ -376,4 +390,30 @@ fn civil_from_days(z: i64) -> (i64, i64, i64) {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn has_extension_agrees_with_path_extension() {
+        for name in [
+            "a.jsonl",
+            ".jsonl",
+            "jsonl",
+            "a.jsonl.zst",
+            "a..jsonl",
+            "..jsonl",
+            "dir/.jsonl",
+            "dir/a.jsonl",
+            "/x/rollout-1.jsonl",
+            "a.JSONL",
+            "ajsonl",
+            "a.jsonlx",
+        ] {
+            let by_path = Path::new(name).extension().is_some_and(|e| e == "jsonl");
+            assert_eq!(has_extension(name.as_bytes(), b"jsonl"), by_path, "{name}");
+        }
+    }
 }

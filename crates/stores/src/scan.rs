@@ -88,7 +88,7 @@ pub fn list_sessions(roots: &StoreRoots, options: &ScanOptions) -> Listing {
         let loader = options.cache_file.as_deref().map(|path| {
             scope.spawn(move || {
                 let started = Instant::now();
-                (cache::load_for(path, wanted), started.elapsed())
+                (cache::load(path), started.elapsed())
             })
         });
         let sources = discover_sources(roots, options.refresh.threads, wanted, dirs, &mut warnings);
@@ -185,10 +185,7 @@ impl Scanner {
             Some(index) => index,
             None => {
                 let started = Instant::now();
-                let loaded = options
-                    .cache_file
-                    .as_deref()
-                    .map(|path| cache::load_for(path, &agents));
+                let loaded = options.cache_file.as_deref().map(cache::load);
                 timings.load_cache = started.elapsed();
                 loaded_index(loaded, options.cache_file.as_deref(), &mut warnings)
             }

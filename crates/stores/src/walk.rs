@@ -186,24 +186,24 @@ impl Listed {
 
 /// A name's bytes as stored. On Unix any name; elsewhere UTF-8 names only.
 #[cfg(unix)]
-fn name_bytes(name: &OsStr) -> Option<&[u8]> {
+pub(crate) fn name_bytes(name: &OsStr) -> Option<&[u8]> {
     use std::os::unix::ffi::OsStrExt;
     Some(name.as_bytes())
 }
 
 #[cfg(not(unix))]
-fn name_bytes(name: &OsStr) -> Option<&[u8]> {
+pub(crate) fn name_bytes(name: &OsStr) -> Option<&[u8]> {
     name.to_str().map(str::as_bytes)
 }
 
 #[cfg(unix)]
-fn os_str(bytes: &[u8]) -> &OsStr {
+pub(crate) fn os_str(bytes: &[u8]) -> &OsStr {
     use std::os::unix::ffi::OsStrExt;
     OsStr::from_bytes(bytes)
 }
 
 #[cfg(not(unix))]
-fn os_str(bytes: &[u8]) -> &OsStr {
+pub(crate) fn os_str(bytes: &[u8]) -> &OsStr {
     std::str::from_utf8(bytes)
         .map(OsStr::new)
         .unwrap_or_default()
@@ -407,24 +407,24 @@ impl DirCache {
 }
 
 /// Little-endian fields off the front of a byte slice.
-struct Reader<'a>(&'a [u8]);
+pub(crate) struct Reader<'a>(pub(crate) &'a [u8]);
 
 impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+    pub(crate) fn take(&mut self, n: usize) -> Option<&'a [u8]> {
         let (head, tail) = self.0.split_at_checked(n)?;
         self.0 = tail;
         Some(head)
     }
 
-    fn u8(&mut self) -> Option<u8> {
+    pub(crate) fn u8(&mut self) -> Option<u8> {
         self.take(1).map(|b| b[0])
     }
 
-    fn u32(&mut self) -> Option<u32> {
+    pub(crate) fn u32(&mut self) -> Option<u32> {
         self.take(4)?.try_into().ok().map(u32::from_le_bytes)
     }
 
-    fn u64(&mut self) -> Option<u64> {
+    pub(crate) fn u64(&mut self) -> Option<u64> {
         self.take(8)?.try_into().ok().map(u64::from_le_bytes)
     }
 }

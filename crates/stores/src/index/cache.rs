@@ -3,18 +3,22 @@
 //!
 //! Why a file of our own rather than SQLite (`hub.db`): the CLI lists sessions without a daemon,
 //! and the warm listing budget (100 ms for 22,000 sessions, stat calls included) leaves room for
-//! one sequential read and decode, not for 22,000 row look-ups. Why postcard: it decodes the
-//! entries about as fast as memory can be copied, and every field it stores is a plain type of
-//! this module. The agents' fold states are stored as JSON text inside it, because a fold may use
-//! serde attributes a non-self-describing format cannot round-trip.
+//! one sequential read, not for 22,000 row look-ups. Why a hand-made layout rather than a serde
+//! format: a warm listing must not pay for decoding what it does not use. Every entry is a run
+//! of fixed-width little-endian fields and length-prefixed byte strings, so loading only steps
+//! over each entry once — checking it and noting where it starts — and builds the table by path
+//! that the refresh looks files up in; nothing is copied out. An entry is decoded
+//! ([`EntryView`]) when the refresh compares its stamp, and its strings are copied out only
+//! into the listing's sessions, or into an [`Entry`] when its file changed ([`Stored`]). The
+//! agents' fold states are stored as JSON text, because a fold may use serde attributes a
+//! non-self-describing format cannot round-trip.
 //!
 //! Layout: `MAGIC`, then little-endian format version (u32), schema fingerprint, entry count,
-//! entries length, entries checksum and folds length (u64 each); then the entries (postcard, one
-//! after another) and the folds section (every entry's fold JSON, back to back). A warm listing
-//! reads the header and the entries only: the folds section stays in the file (kept open) until
-//! a changed file needs a fold, and an entry's fold is decoded — after checking its own hash —
-//! only then. Entries of agents a listing does not cover are stepped over without allocating
-//! and kept as bytes ([`load_for`]).
+//! entries length, entries checksum and folds length (u64 each); then the entries, one after
+//! another (see [`encode_entry`]), and the folds section (every entry's fold JSON, back to
+//! back). A warm listing reads the header and the entries only: the folds section stays in the
+//! file (kept open) until a changed file needs a fold, and an entry's fold is decoded — after
+//! checking its own hash — only then.
 //!
 //! The fingerprint covers this crate's version and the JSON shape of every fold's default state,
 //! so a build whose folds changed starts afresh instead of resuming a state it would misread. A
@@ -24,127 +28,32 @@
 //! Written atomically (a temp file in the same folder, then rename), the folder `0700` and the
 //! file `0600`: it holds session ids, working directories and titles.
 
+use std::fmt;
 use std::fs::{self, OpenOptions};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-
-use serde::{Deserialize, Serialize};
 
 use crate::claude::ClaudeFold;
 use crate::codex::CodexFold;
 use crate::error::{Result, StoreError};
 use crate::grok::GrokFold;
 use crate::index::{
-    Entry, FoldKind, FoldState, FoldsFile, Head, Pending, SessionIndex, SidecarSeen, fast_hash,
+    Entry, FastMap, FoldKind, FoldState, FoldsFile, Head, SessionIndex, SidecarSeen, fast_hash,
     fnv1a,
 };
 use crate::lines::Position;
 use crate::model::{Agent, Session, TranscriptFold, UnixMillis};
+use crate::roots::SourceFile;
+use crate::walk::{Reader, name_bytes, os_str};
 
 /// The cache file's name inside `$CROSS_AGENT_HOME/cache/`.
 pub const CACHE_FILE_NAME: &str = "sessions-index.bin";
 
-const MAGIC: &[u8; 8] = b"XAGIDX\x00\x02";
+const MAGIC: &[u8; 8] = b"XAGIDX\x00\x03";
 /// Bump when the layout or a stored type changes.
-const FORMAT_VERSION: u32 = 2;
+const FORMAT_VERSION: u32 = 3;
 /// Magic, version, fingerprint, entry count, entries length, entries checksum, folds length.
 const HEADER_LEN: usize = 8 + 4 + 8 + 8 + 8 + 8 + 8;
-
-/// One entry as stored: plain types of this module only, the fold state as a range of the
-/// folds section with its own hash.
-#[derive(Debug, Serialize, Deserialize)]
-struct StoredEntry {
-    kind: FoldKind,
-    path: PathBuf,
-    size: u64,
-    mtime_ns: Option<i64>,
-    compressed: bool,
-    head: Head,
-    offset: u64,
-    line: u64,
-    sidecar: Option<SidecarSeen>,
-    /// `fold_len == 0`: no fold state was stored.
-    fold_at: u64,
-    fold_len: u64,
-    fold_hash: u64,
-    session: Option<StoredSession>,
-}
-
-/// [`Session`] as stored, in a shape of our own so a change to the shared model's serde
-/// attributes cannot break the binary cache.
-#[derive(Debug, Serialize, Deserialize)]
-struct StoredSession {
-    agent: Agent,
-    session_id: String,
-    cwd: Option<PathBuf>,
-    title: Option<String>,
-    title_is_assigned: bool,
-    first_activity: Option<i64>,
-    last_activity: Option<i64>,
-    is_working: bool,
-    path: SessionPath,
-}
-
-/// A session's path relative to its entry's file, which it nearly always is: stored whole only
-/// when it is neither.
-#[derive(Debug, Serialize, Deserialize)]
-enum SessionPath {
-    /// The transcript itself (Claude, Codex).
-    File,
-    /// The transcript's folder (a Grok session folder).
-    Parent,
-    Other(PathBuf),
-}
-
-/// [`StoredEntry`] read without copying anything out: what an entry of an agent not asked for
-/// is stepped over with (its kind and its length are all that is kept). Same fields in the same
-/// order with the same wire types.
-#[derive(Deserialize)]
-struct StoredEntrySkim<'a> {
-    kind: FoldKind,
-    _path: &'a str,
-    _size: u64,
-    _mtime_ns: Option<i64>,
-    _compressed: bool,
-    _head: Head,
-    _offset: u64,
-    _line: u64,
-    #[serde(borrow)]
-    _sidecar: Option<SidecarSkim<'a>>,
-    _fold_at: u64,
-    _fold_len: u64,
-    _fold_hash: u64,
-    #[serde(borrow)]
-    _session: Option<StoredSessionSkim<'a>>,
-}
-
-#[derive(Deserialize)]
-struct SidecarSkim<'a> {
-    _path: &'a str,
-    _size: u64,
-    _mtime_ns: Option<i64>,
-}
-
-#[derive(Deserialize)]
-struct StoredSessionSkim<'a> {
-    _agent: Agent,
-    _session_id: &'a str,
-    _cwd: Option<&'a str>,
-    _title: Option<&'a str>,
-    _title_is_assigned: bool,
-    _first_activity: Option<i64>,
-    _last_activity: Option<i64>,
-    _is_working: bool,
-    #[serde(borrow)]
-    _path: SessionPathSkim<'a>,
-}
-
-#[derive(Deserialize)]
-enum SessionPathSkim<'a> {
-    File,
-    Parent,
-    Other(#[allow(dead_code)] &'a str),
-}
 
 /// What loading found.
 #[derive(Debug)]
@@ -179,16 +88,614 @@ fn fold_shape<F: TranscriptFold>() -> String {
     serde_json::to_string(&F::default()).unwrap_or_default()
 }
 
-/// Reads the cache at `path`: the header and the entries. The folds section is left in the
-/// file (kept open) until a changed file needs a fold: a warm listing reads only the entries.
-pub fn load(path: &Path) -> CacheLoad {
-    load_for(path, &Agent::ALL)
+/// One entry as stored, borrowed from the bytes it was read from (or from an [`Entry`] being
+/// saved). Paths are raw bytes (any bytes on Unix), text is UTF-8 checked when copied out.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct EntryView<'a> {
+    pub kind: FoldKind,
+    pub path: &'a [u8],
+    pub size: u64,
+    pub mtime_ns: Option<i64>,
+    pub compressed: bool,
+    pub head: Head,
+    pub position: Position,
+    pub sidecar: Option<SidecarView<'a>>,
+    /// Where the fold state is in the folds section; `fold_len == 0`: none was stored.
+    pub fold_at: u64,
+    pub fold_len: u64,
+    pub fold_hash: u64,
+    pub session: Option<SessionView<'a>>,
 }
 
-/// [`load`], decoding only the entries of `agents` now: the others are kept as bytes and
-/// decoded if they are ever needed (a listing of one agent, as a resolution does, then
-/// allocates nothing for the others).
-pub fn load_for(path: &Path, agents: &[Agent]) -> CacheLoad {
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SidecarView<'a> {
+    pub path: &'a [u8],
+    pub size: u64,
+    pub mtime_ns: Option<i64>,
+}
+
+/// [`Session`] as stored, in a shape of our own so a change to the shared model cannot break
+/// the binary cache.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SessionView<'a> {
+    pub agent: Agent,
+    pub session_id: &'a [u8],
+    pub cwd: Option<&'a [u8]>,
+    pub title: Option<&'a [u8]>,
+    pub title_is_assigned: bool,
+    pub first_activity: Option<i64>,
+    pub last_activity: Option<i64>,
+    pub is_working: bool,
+    pub path: SessionPath<'a>,
+}
+
+/// A session's path relative to its entry's file, which it nearly always is: stored whole only
+/// when it is neither.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SessionPath<'a> {
+    /// The transcript itself (Claude, Codex).
+    File,
+    /// The transcript's folder (a Grok session folder).
+    Parent,
+    Other(&'a [u8]),
+}
+
+// Flag bits of an entry, of its sidecar and of its session.
+const COMPRESSED: u8 = 1;
+const HAS_MTIME: u8 = 2;
+const HAS_SIDECAR: u8 = 4;
+const HAS_SESSION: u8 = 8;
+const SIDECAR_HAS_MTIME: u8 = 1;
+/// Where an entry's path (its length) starts: after kind, flags, size, mtime, head length, head
+/// hash, offset, line and the fold's place, length and hash.
+const PATH_AT: usize = 1 + 1 + 8 + 8 + 4 + 8 + 8 + 8 + 8 + 8 + 8;
+const ASSIGNED: u8 = 1;
+const WORKING: u8 = 2;
+const HAS_FIRST: u8 = 4;
+const HAS_LAST: u8 = 8;
+const HAS_CWD: u8 = 16;
+const HAS_TITLE: u8 = 32;
+
+fn kind_code(kind: FoldKind) -> u8 {
+    match kind {
+        FoldKind::Claude => 1,
+        FoldKind::Codex => 2,
+        FoldKind::Grok => 3,
+        FoldKind::CodexNames => 4,
+    }
+}
+
+fn kind_of(code: u8) -> Option<FoldKind> {
+    match code {
+        1 => Some(FoldKind::Claude),
+        2 => Some(FoldKind::Codex),
+        3 => Some(FoldKind::Grok),
+        4 => Some(FoldKind::CodexNames),
+        _ => None,
+    }
+}
+
+fn agent_code(agent: Agent) -> u8 {
+    match agent {
+        Agent::Claude => 1,
+        Agent::Codex => 2,
+        Agent::Grok => 3,
+    }
+}
+
+fn agent_of(code: u8) -> Option<Agent> {
+    match code {
+        1 => Some(Agent::Claude),
+        2 => Some(Agent::Codex),
+        3 => Some(Agent::Grok),
+        _ => None,
+    }
+}
+
+impl<'a> EntryView<'a> {
+    /// The view of an entry in memory; `None` when its paths cannot be stored (a name that is
+    /// not UTF-8 where the platform has no byte paths): such an entry is simply read again.
+    fn of(entry: &'a Entry, fold_at: u64, fold_len: u64, fold_hash: u64) -> Option<Self> {
+        let path = name_bytes(entry.path.as_os_str())?;
+        let sidecar = match &entry.sidecar {
+            Some(seen) => Some(SidecarView {
+                path: name_bytes(seen.path.as_os_str())?,
+                size: seen.size,
+                mtime_ns: seen.mtime_ns,
+            }),
+            None => None,
+        };
+        let session = match &entry.session {
+            Some(s) => Some(SessionView {
+                agent: s.agent,
+                session_id: s.session_id.as_bytes(),
+                cwd: match &s.cwd {
+                    Some(cwd) => Some(name_bytes(cwd.as_os_str())?),
+                    None => None,
+                },
+                title: s.title.as_deref().map(str::as_bytes),
+                title_is_assigned: s.title_is_assigned,
+                first_activity: s.first_activity.map(|t| t.0),
+                last_activity: s.last_activity.map(|t| t.0),
+                is_working: s.is_working,
+                path: if s.path.as_os_str() == entry.path.as_os_str() {
+                    SessionPath::File
+                } else if Some(s.path.as_path()) == entry.path.parent() {
+                    SessionPath::Parent
+                } else {
+                    SessionPath::Other(name_bytes(s.path.as_os_str())?)
+                },
+            }),
+            None => None,
+        };
+        Some(EntryView {
+            kind: entry.kind,
+            path,
+            size: entry.size,
+            mtime_ns: entry.mtime_ns,
+            compressed: entry.compressed,
+            head: entry.head,
+            position: entry.position,
+            sidecar,
+            fold_at,
+            fold_len,
+            fold_hash,
+            session,
+        })
+    }
+
+    /// Whether the file `source` describes is the one this entry was made from, unchanged.
+    pub(crate) fn unchanged(&self, kind: FoldKind, source: &SourceFile) -> bool {
+        self.kind == kind
+            && self.size == source.stamp.size
+            && self.mtime_ns == source.stamp.mtime_ns
+            && match (&self.sidecar, &source.sidecar) {
+                (None, None) => true,
+                (Some(seen), Some(now)) => {
+                    name_bytes(now.path.as_os_str()) == Some(seen.path)
+                        && seen.size == now.stamp.size
+                        && seen.mtime_ns == now.stamp.mtime_ns
+                }
+                (Some(_), None) | (None, Some(_)) => false,
+            }
+    }
+
+    /// The entry in memory, its file at `path` (the same path, already allocated by the walk)
+    /// or at its stored path.
+    pub(crate) fn into_entry(self, path: Option<PathBuf>) -> Entry {
+        let path = path.unwrap_or_else(|| PathBuf::from(os_str(self.path)));
+        let session = self.session(Some(&path));
+        let fold = match (
+            usize::try_from(self.fold_at),
+            usize::try_from(self.fold_len),
+        ) {
+            (Ok(at), Ok(len)) if len > 0 => FoldState::Stored {
+                at,
+                len,
+                hash: self.fold_hash,
+            },
+            _ => FoldState::Missing,
+        };
+        Entry {
+            kind: self.kind,
+            size: self.size,
+            mtime_ns: self.mtime_ns,
+            compressed: self.compressed,
+            head: self.head,
+            position: self.position,
+            sidecar: self.sidecar.map(|seen| SidecarSeen {
+                path: PathBuf::from(os_str(seen.path)),
+                size: seen.size,
+                mtime_ns: seen.mtime_ns,
+            }),
+            fold,
+            session,
+            path,
+        }
+    }
+
+    /// The session this entry describes, copied out. `path` is the entry's file when the
+    /// caller has it allocated already.
+    pub(crate) fn session(&self, path: Option<&Path>) -> Option<Session> {
+        self.session_owning(path.map(Path::to_path_buf))
+    }
+
+    /// [`EntryView::session`], the session taking `path` (the entry's file) when it is the
+    /// transcript itself, so nothing is copied for it.
+    pub(crate) fn session_owning(&self, path: Option<PathBuf>) -> Option<Session> {
+        let s = self.session.as_ref()?;
+        let file = || PathBuf::from(os_str(self.path));
+        Some(Session {
+            agent: s.agent,
+            session_id: text(s.session_id),
+            cwd: s.cwd.map(|cwd| PathBuf::from(os_str(cwd))),
+            title: s.title.map(text),
+            title_is_assigned: s.title_is_assigned,
+            first_activity: s.first_activity.map(UnixMillis),
+            last_activity: s.last_activity.map(UnixMillis),
+            is_working: s.is_working,
+            path: match s.path {
+                SessionPath::File => path.unwrap_or_else(file),
+                SessionPath::Parent => {
+                    let file = Path::new(os_str(self.path));
+                    file.parent()
+                        .map_or_else(|| file.to_path_buf(), Path::to_path_buf)
+                }
+                SessionPath::Other(other) => PathBuf::from(os_str(other)),
+            },
+        })
+    }
+}
+
+/// Stored text as a `String`; it was UTF-8 when it was written, and the entries' checksum held.
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) -> Option<()> {
+    out.extend_from_slice(&u32::try_from(bytes.len()).ok()?.to_le_bytes());
+    out.extend_from_slice(bytes);
+    Some(())
+}
+
+/// Appends one entry to `out`: kind and flags (u8 each); size, mtime, head length (u32), head
+/// hash, offset, line, fold at, fold length, fold hash (u64 unless said); the path; then the
+/// sidecar (flags, size, mtime, path) and the session (agent, flags, path kind, first and last
+/// activity, id, then cwd, title and other path when present). Byte strings are a u32 length
+/// and the bytes. `None` (nothing appended) when a string is longer than a u32 can say.
+fn encode_entry(view: &EntryView<'_>, out: &mut Vec<u8>) -> Option<()> {
+    let start = out.len();
+    let written = (|| {
+        let mut flags = 0;
+        if view.compressed {
+            flags |= COMPRESSED;
+        }
+        if view.mtime_ns.is_some() {
+            flags |= HAS_MTIME;
+        }
+        if view.sidecar.is_some() {
+            flags |= HAS_SIDECAR;
+        }
+        if view.session.is_some() {
+            flags |= HAS_SESSION;
+        }
+        out.push(kind_code(view.kind));
+        out.push(flags);
+        out.extend_from_slice(&view.size.to_le_bytes());
+        out.extend_from_slice(&view.mtime_ns.unwrap_or(0).to_le_bytes());
+        out.extend_from_slice(&view.head.len.to_le_bytes());
+        out.extend_from_slice(&view.head.hash.to_le_bytes());
+        out.extend_from_slice(&view.position.offset.to_le_bytes());
+        out.extend_from_slice(&view.position.line.to_le_bytes());
+        out.extend_from_slice(&view.fold_at.to_le_bytes());
+        out.extend_from_slice(&view.fold_len.to_le_bytes());
+        out.extend_from_slice(&view.fold_hash.to_le_bytes());
+        put_bytes(out, view.path)?;
+        if let Some(sidecar) = &view.sidecar {
+            out.push(if sidecar.mtime_ns.is_some() {
+                SIDECAR_HAS_MTIME
+            } else {
+                0
+            });
+            out.extend_from_slice(&sidecar.size.to_le_bytes());
+            out.extend_from_slice(&sidecar.mtime_ns.unwrap_or(0).to_le_bytes());
+            put_bytes(out, sidecar.path)?;
+        }
+        if let Some(s) = &view.session {
+            let mut flags = 0;
+            for (set, bit) in [
+                (s.title_is_assigned, ASSIGNED),
+                (s.is_working, WORKING),
+                (s.first_activity.is_some(), HAS_FIRST),
+                (s.last_activity.is_some(), HAS_LAST),
+                (s.cwd.is_some(), HAS_CWD),
+                (s.title.is_some(), HAS_TITLE),
+            ] {
+                if set {
+                    flags |= bit;
+                }
+            }
+            out.push(agent_code(s.agent));
+            out.push(flags);
+            out.push(match s.path {
+                SessionPath::File => 0,
+                SessionPath::Parent => 1,
+                SessionPath::Other(_) => 2,
+            });
+            out.extend_from_slice(&s.first_activity.unwrap_or(0).to_le_bytes());
+            out.extend_from_slice(&s.last_activity.unwrap_or(0).to_le_bytes());
+            put_bytes(out, s.session_id)?;
+            if let Some(cwd) = s.cwd {
+                put_bytes(out, cwd)?;
+            }
+            if let Some(title) = s.title {
+                put_bytes(out, title)?;
+            }
+            if let SessionPath::Other(other) = s.path {
+                put_bytes(out, other)?;
+            }
+        }
+        Some(())
+    })();
+    if written.is_none() {
+        out.truncate(start);
+    }
+    written
+}
+
+impl<'a> Reader<'a> {
+    fn i64(&mut self) -> Option<i64> {
+        self.u64().map(|n| n as i64)
+    }
+
+    fn bytes(&mut self) -> Option<&'a [u8]> {
+        let len = self.u32()? as usize;
+        self.take(len)
+    }
+}
+
+/// Reads one entry off the front of `bytes`: the entry and the rest. `None` when it does not
+/// decode (the cache is then corrupt).
+pub(crate) fn decode_entry(bytes: &[u8]) -> Option<(EntryView<'_>, &[u8])> {
+    let mut r = Reader(bytes);
+    let kind = kind_of(r.u8()?)?;
+    let flags = r.u8()?;
+    let size = r.u64()?;
+    let mtime = r.i64()?;
+    let head = Head {
+        len: r.u32()?,
+        hash: r.u64()?,
+    };
+    let position = Position {
+        offset: r.u64()?,
+        line: r.u64()?,
+    };
+    let (fold_at, fold_len, fold_hash) = (r.u64()?, r.u64()?, r.u64()?);
+    let path = r.bytes()?;
+    let sidecar = if flags & HAS_SIDECAR != 0 {
+        let sidecar_flags = r.u8()?;
+        let size = r.u64()?;
+        let mtime = r.i64()?;
+        Some(SidecarView {
+            path: r.bytes()?,
+            size,
+            mtime_ns: (sidecar_flags & SIDECAR_HAS_MTIME != 0).then_some(mtime),
+        })
+    } else {
+        None
+    };
+    let session = if flags & HAS_SESSION != 0 {
+        let agent = agent_of(r.u8()?)?;
+        let flags = r.u8()?;
+        let path_kind = r.u8()?;
+        let first = r.i64()?;
+        let last = r.i64()?;
+        let session_id = r.bytes()?;
+        let cwd = if flags & HAS_CWD != 0 {
+            Some(r.bytes()?)
+        } else {
+            None
+        };
+        let title = if flags & HAS_TITLE != 0 {
+            Some(r.bytes()?)
+        } else {
+            None
+        };
+        let path = match path_kind {
+            0 => SessionPath::File,
+            1 => SessionPath::Parent,
+            2 => SessionPath::Other(r.bytes()?),
+            _ => return None,
+        };
+        Some(SessionView {
+            agent,
+            session_id,
+            cwd,
+            title,
+            title_is_assigned: flags & ASSIGNED != 0,
+            first_activity: (flags & HAS_FIRST != 0).then_some(first),
+            last_activity: (flags & HAS_LAST != 0).then_some(last),
+            is_working: flags & WORKING != 0,
+            path,
+        })
+    } else {
+        None
+    };
+    let view = EntryView {
+        kind,
+        path,
+        size,
+        mtime_ns: (flags & HAS_MTIME != 0).then_some(mtime),
+        compressed: flags & COMPRESSED != 0,
+        head,
+        position,
+        sidecar,
+        fold_at,
+        fold_len,
+        fold_hash,
+        session,
+    };
+    Some((view, r.0))
+}
+
+/// The entries loaded from the cache, kept as the bytes they were read as: each is decoded
+/// when it is looked at, and copied out only into what needs it (see the module notes).
+pub(crate) struct Stored {
+    bytes: Vec<u8>,
+    /// Where each entry starts and ends in `bytes`, and its kind.
+    recs: Vec<Rec>,
+    /// Entries by a hash of their path (the first of two with one hash; the other is simply
+    /// read again).
+    by_path: FastMap<u64, u32>,
+    state: Vec<RecState>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Rec {
+    kind: FoldKind,
+    start: usize,
+    end: usize,
+}
+
+/// Where a stored entry stands.
+#[derive(Debug)]
+pub(crate) enum RecState {
+    /// In the index; with its path when the walk found it (so it is not allocated twice).
+    Live(Option<PathBuf>),
+    /// During a refresh: of an agent being refreshed, its file not found yet.
+    Unclaimed,
+    /// Out of the index (its file changed and was read into an [`Entry`], or is gone).
+    Dead,
+}
+
+impl fmt::Debug for Stored {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Stored")
+            .field("entries", &self.recs.len())
+            .field("live", &self.live().count())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Stored {
+    /// Steps over every entry of the section `bytes` (`count` of them), checking that each
+    /// decodes, and indexes them by path.
+    fn new(bytes: Vec<u8>, count: usize) -> Result<Stored, Refused> {
+        let bad = || Refused::Corrupt("session cache does not decode".to_owned());
+        let capacity = count.min(bytes.len() / 64);
+        let mut recs = Vec::with_capacity(capacity);
+        let mut by_path = FastMap::with_capacity_and_hasher(capacity, Default::default());
+        let mut rest: &[u8] = &bytes;
+        for _ in 0..count {
+            let start = bytes.len() - rest.len();
+            let (view, tail) = decode_entry(rest).ok_or_else(bad)?;
+            let i = u32::try_from(recs.len()).map_err(|_| bad())?;
+            by_path.entry(fast_hash(view.path)).or_insert(i);
+            recs.push(Rec {
+                kind: view.kind,
+                start,
+                end: bytes.len() - tail.len(),
+            });
+            rest = tail;
+        }
+        if !rest.is_empty() {
+            return Err(Refused::Corrupt(
+                "session cache has trailing bytes".to_owned(),
+            ));
+        }
+        let state = (0..recs.len()).map(|_| RecState::Live(None)).collect();
+        Ok(Stored {
+            bytes,
+            recs,
+            by_path,
+            state,
+        })
+    }
+
+    /// Entry `i`, decoded.
+    pub(crate) fn view(&self, i: usize) -> Option<EntryView<'_>> {
+        let rec = self.recs.get(i)?;
+        let bytes = self.bytes.get(rec.start..rec.end)?;
+        decode_entry(bytes).map(|(view, _)| view)
+    }
+
+    /// The entries in the index.
+    pub(crate) fn live(&self) -> impl Iterator<Item = usize> + '_ {
+        self.state
+            .iter()
+            .enumerate()
+            .filter(|(_, state)| matches!(state, RecState::Live(_)))
+            .map(|(i, _)| i)
+    }
+
+    /// The entries in the index made by the fold `kind`.
+    pub(crate) fn live_of(&self, kind: FoldKind) -> impl Iterator<Item = usize> + '_ {
+        self.live()
+            .filter(move |&i| self.recs.get(i).is_some_and(|rec| rec.kind == kind))
+    }
+
+    /// The entries in the index, of `agents`, with the path the walk found each at (if it
+    /// did), taken out of the index.
+    pub(crate) fn take_live<'s>(
+        &'s mut self,
+        agents: &'s [Agent],
+    ) -> impl Iterator<Item = (usize, Option<PathBuf>)> + 's {
+        let recs = &self.recs;
+        self.state
+            .iter_mut()
+            .enumerate()
+            .filter(|(i, _)| {
+                recs.get(*i)
+                    .is_some_and(|r| agents.contains(&r.kind.agent()))
+            })
+            .filter_map(
+                |(i, state)| match std::mem::replace(state, RecState::Dead) {
+                    RecState::Live(path) => Some((i, path)),
+                    other => {
+                        *state = other;
+                        None
+                    }
+                },
+            )
+    }
+
+    /// How many entries are in the index.
+    pub(crate) fn live_count(&self) -> usize {
+        self.live().count()
+    }
+
+    /// The path the walk found entry `i` at, if it did.
+    pub(crate) fn found_path(&self, i: usize) -> Option<&Path> {
+        match self.state.get(i)? {
+            RecState::Live(path) => path.as_deref(),
+            RecState::Unclaimed | RecState::Dead => None,
+        }
+    }
+
+    /// Starts a refresh of `agents`: their entries wait to be claimed by the files found.
+    pub(crate) fn begin_refresh(&mut self, agents: &[Agent]) {
+        for (rec, state) in self.recs.iter().zip(&mut self.state) {
+            if agents.contains(&rec.kind.agent()) && matches!(state, RecState::Live(_)) {
+                *state = RecState::Unclaimed;
+            }
+        }
+    }
+
+    /// The entry of the file at `path` still waiting to be claimed, if there is one.
+    pub(crate) fn unclaimed(&self, path: &Path) -> Option<usize> {
+        let bytes = name_bytes(path.as_os_str())?;
+        let i = *self.by_path.get(&fast_hash(bytes))? as usize;
+        let rec = self.recs.get(i)?;
+        // The path follows the fixed-width fields (see `encode_entry`): compared without
+        // decoding the rest.
+        let stored = Reader(self.bytes.get(rec.start + PATH_AT..rec.end)?).bytes();
+        (stored == Some(bytes) && matches!(self.state.get(i), Some(RecState::Unclaimed)))
+            .then_some(i)
+    }
+
+    pub(crate) fn set(&mut self, i: usize, state: RecState) {
+        if let Some(slot) = self.state.get_mut(i) {
+            *slot = state;
+        }
+    }
+
+    /// Ends a refresh: the entries no file claimed are dropped. Returns how many.
+    pub(crate) fn end_refresh(&mut self) -> usize {
+        let mut dropped = 0;
+        for state in &mut self.state {
+            if matches!(state, RecState::Unclaimed) {
+                *state = RecState::Dead;
+                dropped += 1;
+            }
+        }
+        dropped
+    }
+}
+
+/// Reads the cache at `path`: the header and the entries. The folds section is left in the
+/// file (kept open) until a changed file needs a fold: a warm listing reads only the entries,
+/// and decodes each only as far as it needs.
+pub fn load(path: &Path) -> CacheLoad {
     let mut file = match fs::File::open(path) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return CacheLoad::Missing,
@@ -210,13 +717,10 @@ pub fn load_for(path: &Path, agents: &[Agent]) -> CacheLoad {
     if let Err(e) = file.read_exact(&mut entries) {
         return CacheLoad::Corrupt(format!("cannot read the session cache: {e}"));
     }
-    match decode_entries(&entries, &header, agents) {
-        Ok((decoded, pending)) => CacheLoad::Loaded(SessionIndex {
-            entries: decoded,
-            pending: (!pending.is_empty()).then_some(Pending {
-                bytes: entries,
-                ranges: pending,
-            }),
+    match stored_entries(entries, &header) {
+        Ok(stored) => CacheLoad::Loaded(SessionIndex {
+            entries: Vec::new(),
+            stored: Some(stored),
             blob: Vec::new(),
             folds_file: Some(FoldsFile {
                 file,
@@ -236,7 +740,7 @@ fn u64_at(bytes: &[u8], at: usize) -> u64 {
 }
 
 /// Why a cache is not used (the [`CacheLoad`] cases without an index).
-enum Refused {
+pub(crate) enum Refused {
     Outdated,
     Corrupt(String),
 }
@@ -249,9 +753,6 @@ impl From<Refused> for CacheLoad {
         }
     }
 }
-
-/// The decoded entries, and the kind and range of each entry kept as bytes.
-type Decoded = (Vec<Entry>, Vec<(FoldKind, usize, usize)>);
 
 /// What the header says.
 struct Header {
@@ -300,10 +801,10 @@ fn decode(bytes: Vec<u8>) -> CacheLoad {
         Err(refused) => return refused.into(),
     };
     let entries_end = HEADER_LEN + header.entries_len;
-    match decode_entries(&bytes[HEADER_LEN..entries_end], &header, &Agent::ALL) {
-        Ok((entries, _)) => CacheLoad::Loaded(SessionIndex {
-            entries,
-            pending: None,
+    match stored_entries(bytes[HEADER_LEN..entries_end].to_vec(), &header) {
+        Ok(stored) => CacheLoad::Loaded(SessionIndex {
+            entries: Vec::new(),
+            stored: Some(stored),
             blob: bytes[entries_end..].to_vec(),
             folds_file: None,
             dirty: false,
@@ -312,179 +813,21 @@ fn decode(bytes: Vec<u8>) -> CacheLoad {
     }
 }
 
-/// The entries of `agents`, decoded, and where the others are in `all`.
-fn decode_entries(all: &[u8], header: &Header, agents: &[Agent]) -> Result<Decoded, Refused> {
+/// The entries section, checked and indexed.
+fn stored_entries(all: Vec<u8>, header: &Header) -> Result<Stored, Refused> {
     // Only the entries are checked here; each fold is checked by its own hash when a changed
     // file needs it, so a warm start does not hash every fold.
-    if fast_hash(all) != header.entries_sum {
+    if fast_hash(&all) != header.entries_sum {
         return Err(Refused::Corrupt(
             "session cache checksum does not match".to_owned(),
         ));
     }
     let count = usize::try_from(header.count).unwrap_or(usize::MAX);
-    let mut entries = Vec::with_capacity(count.min(all.len()));
-    let mut pending = Vec::new();
-    let mut rest = all;
-    let bad = |e: postcard::Error| Refused::Corrupt(format!("session cache does not decode: {e}"));
-    for _ in 0..count {
-        let start = all.len() - rest.len();
-        let (skim, tail) = postcard::take_from_bytes::<StoredEntrySkim<'_>>(rest).map_err(bad)?;
-        if agents.contains(&skim.kind.agent()) {
-            let (stored, _) = postcard::take_from_bytes::<StoredEntry>(rest).map_err(bad)?;
-            entries.push(from_stored(stored));
-        } else {
-            pending.push((skim.kind, start, all.len() - tail.len()));
-        }
-        rest = tail;
-    }
-    if !rest.is_empty() {
-        return Err(Refused::Corrupt(
-            "session cache has trailing bytes".to_owned(),
-        ));
-    }
-    Ok((entries, pending))
-}
-
-/// Decodes one entry kept as bytes by [`load_for`] (checked when it was loaded).
-pub(crate) fn decode_pending(bytes: &[u8]) -> Option<Entry> {
-    postcard::take_from_bytes::<StoredEntry>(bytes)
-        .ok()
-        .map(|(stored, _)| from_stored(stored))
-}
-
-fn from_stored(stored: StoredEntry) -> Entry {
-    let session = stored.session.map(|s| Session {
-        agent: s.agent,
-        session_id: s.session_id,
-        cwd: s.cwd,
-        title: s.title,
-        title_is_assigned: s.title_is_assigned,
-        first_activity: s.first_activity.map(UnixMillis),
-        last_activity: s.last_activity.map(UnixMillis),
-        is_working: s.is_working,
-        path: match s.path {
-            SessionPath::File => stored.path.clone(),
-            SessionPath::Parent => stored
-                .path
-                .parent()
-                .map_or_else(|| stored.path.clone(), Path::to_path_buf),
-            SessionPath::Other(path) => path,
-        },
-    });
-    let fold = match (
-        usize::try_from(stored.fold_at),
-        usize::try_from(stored.fold_len),
-    ) {
-        (Ok(at), Ok(len)) if len > 0 => FoldState::Stored {
-            at,
-            len,
-            hash: stored.fold_hash,
-        },
-        _ => FoldState::Missing,
-    };
-    Entry {
-        kind: stored.kind,
-        path: stored.path,
-        size: stored.size,
-        mtime_ns: stored.mtime_ns,
-        compressed: stored.compressed,
-        head: stored.head,
-        position: Position {
-            offset: stored.offset,
-            line: stored.line,
-        },
-        sidecar: stored.sidecar,
-        fold,
-        session,
-    }
-}
-
-/// [`StoredEntry`] borrowed from an [`Entry`], so saving copies no strings. Same fields in the
-/// same order with the same wire types: postcard writes a `&str`/`&Path` as it writes a
-/// `String`/`PathBuf`, and [`SessionPathRef`] mirrors [`SessionPath`] variant for variant.
-#[derive(Serialize)]
-struct StoredEntryRef<'a> {
-    kind: FoldKind,
-    path: &'a Path,
-    size: u64,
-    mtime_ns: Option<i64>,
-    compressed: bool,
-    head: Head,
-    offset: u64,
-    line: u64,
-    sidecar: Option<&'a SidecarSeen>,
-    fold_at: u64,
-    fold_len: u64,
-    fold_hash: u64,
-    session: Option<StoredSessionRef<'a>>,
-}
-
-#[derive(Serialize)]
-struct StoredSessionRef<'a> {
-    agent: Agent,
-    session_id: &'a str,
-    cwd: Option<&'a Path>,
-    title: Option<&'a str>,
-    title_is_assigned: bool,
-    first_activity: Option<i64>,
-    last_activity: Option<i64>,
-    is_working: bool,
-    path: SessionPathRef<'a>,
-}
-
-#[derive(Serialize)]
-enum SessionPathRef<'a> {
-    File,
-    Parent,
-    Other(&'a Path),
-}
-
-fn to_stored<'a>(
-    entry: &'a Entry,
-    fold_at: u64,
-    fold_len: u64,
-    fold_hash: u64,
-) -> StoredEntryRef<'a> {
-    let session = entry.session.as_ref().map(|s| StoredSessionRef {
-        agent: s.agent,
-        session_id: &s.session_id,
-        cwd: s.cwd.as_deref(),
-        title: s.title.as_deref(),
-        title_is_assigned: s.title_is_assigned,
-        first_activity: s.first_activity.map(|t| t.0),
-        last_activity: s.last_activity.map(|t| t.0),
-        is_working: s.is_working,
-        path: if s.path.as_os_str() == entry.path.as_os_str() {
-            SessionPathRef::File
-        } else if Some(s.path.as_path()) == entry.path.parent() {
-            SessionPathRef::Parent
-        } else {
-            SessionPathRef::Other(&s.path)
-        },
-    });
-    StoredEntryRef {
-        kind: entry.kind,
-        path: &entry.path,
-        size: entry.size,
-        mtime_ns: entry.mtime_ns,
-        compressed: entry.compressed,
-        head: entry.head,
-        offset: entry.position.offset,
-        line: entry.position.line,
-        sidecar: entry.sidecar.as_ref(),
-        fold_at,
-        fold_len,
-        fold_hash,
-        session,
-    }
+    Stored::new(all, count)
 }
 
 /// Writes `index` to `path` atomically, creating its folder `0700` and the file `0600`.
 pub fn save(path: &Path, index: &SessionIndex) -> Result<()> {
-    let encode_error = |e: postcard::Error| StoreError::Cache {
-        path: path.to_path_buf(),
-        message: format!("cannot encode: {e}"),
-    };
     // Folds still in the file this index was loaded from are read now: they are written again.
     let from_file;
     let blob: &[u8] = match &index.folds_file {
@@ -494,32 +837,49 @@ pub fn save(path: &Path, index: &SessionIndex) -> Result<()> {
         }
         None => &index.blob,
     };
-    let mut entries = Vec::with_capacity(index.len() * 256);
+    let stored_len = index.stored.as_ref().map_or(0, |s| s.bytes.len());
+    let mut entries = Vec::with_capacity(stored_len + index.entries.len() * 320);
     let mut folds = Vec::with_capacity(blob.len());
-    let undecoded = index.pending_entries(&Agent::ALL);
-    for entry in index.entries.iter().chain(&undecoded) {
-        // A stored fold keeps its hash: a damaged one is caught when it is next used, as on
-        // load. A stored range that is not in the buffer any more is dropped.
+    let mut count = 0u64;
+    // A stored fold keeps its hash: a damaged one is caught when it is next used, as on load.
+    // A stored range that is not in the buffer any more is dropped.
+    let stored_fold = |at: u64, len: u64, hash: u64| -> (&[u8], u64) {
+        let range = usize::try_from(at).ok().zip(usize::try_from(len).ok());
+        match range.and_then(|(at, len)| blob.get(at..at.checked_add(len)?)) {
+            Some(bytes) if !bytes.is_empty() => (bytes, hash),
+            _ => (&[], 0),
+        }
+    };
+    let mut put = |view: Option<EntryView<'_>>, fold: &[u8], hash: u64| {
+        let Some(mut view) = view else { return };
+        view.fold_at = folds.len() as u64;
+        view.fold_len = fold.len() as u64;
+        view.fold_hash = hash;
+        if encode_entry(&view, &mut entries).is_some() {
+            folds.extend_from_slice(fold);
+            count += 1;
+        }
+    };
+    for entry in &index.entries {
         let (fold, hash): (&[u8], u64) = match &entry.fold {
-            FoldState::Stored { at, len, hash } => {
-                match at.checked_add(*len).and_then(|end| blob.get(*at..end)) {
-                    Some(bytes) => (bytes, *hash),
-                    None => (&[], 0),
-                }
-            }
+            FoldState::Stored { at, len, hash } => stored_fold(*at as u64, *len as u64, *hash),
             FoldState::Fresh(text) => (text.as_bytes(), fast_hash(text.as_bytes())),
             FoldState::Missing => (&[], 0),
         };
-        let at = folds.len() as u64;
-        folds.extend_from_slice(fold);
-        entries = postcard::to_extend(&to_stored(entry, at, fold.len() as u64, hash), entries)
-            .map_err(encode_error)?;
+        put(EntryView::of(entry, 0, 0, 0), fold, hash);
+    }
+    if let Some(stored) = &index.stored {
+        for i in stored.live() {
+            let Some(view) = stored.view(i) else { continue };
+            let (fold, hash) = stored_fold(view.fold_at, view.fold_len, view.fold_hash);
+            put(Some(view), fold, hash);
+        }
     }
     let mut bytes = Vec::with_capacity(HEADER_LEN + entries.len() + folds.len());
     bytes.extend_from_slice(MAGIC);
     bytes.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
     bytes.extend_from_slice(&fingerprint().to_le_bytes());
-    bytes.extend_from_slice(&((index.entries.len() + undecoded.len()) as u64).to_le_bytes());
+    bytes.extend_from_slice(&count.to_le_bytes());
     bytes.extend_from_slice(&(entries.len() as u64).to_le_bytes());
     bytes.extend_from_slice(&fast_hash(&entries).to_le_bytes());
     bytes.extend_from_slice(&(folds.len() as u64).to_le_bytes());
@@ -617,5 +977,68 @@ mod tests {
         header.extend_from_slice(&0u64.to_le_bytes());
         header.extend_from_slice(b"abc");
         assert!(matches!(decode(header), CacheLoad::Corrupt(_)));
+    }
+
+    fn sample_entry() -> Entry {
+        let path = PathBuf::from("/home/u/.grok/sessions/x/s1/updates.jsonl");
+        Entry {
+            kind: FoldKind::Grok,
+            size: 1234,
+            mtime_ns: Some(-5),
+            compressed: true,
+            head: Head { len: 17, hash: 99 },
+            position: Position {
+                offset: 1200,
+                line: 7,
+            },
+            sidecar: Some(SidecarSeen {
+                path: path.with_file_name("summary.json"),
+                size: 88,
+                mtime_ns: None,
+            }),
+            fold: FoldState::Fresh("{\"a\":1}".to_owned()),
+            session: Some(Session {
+                agent: Agent::Grok,
+                session_id: "s1".to_owned(),
+                cwd: Some(PathBuf::from("/work/proj")),
+                title: Some("a title".to_owned()),
+                title_is_assigned: true,
+                first_activity: Some(UnixMillis(3)),
+                last_activity: None,
+                is_working: true,
+                path: path.parent().unwrap().to_path_buf(),
+            }),
+            path,
+        }
+    }
+
+    #[test]
+    fn an_entry_round_trips_through_its_encoding() {
+        let entry = sample_entry();
+        let mut bytes = Vec::new();
+        encode_entry(&EntryView::of(&entry, 0, 8, 42).unwrap(), &mut bytes).unwrap();
+        encode_entry(&EntryView::of(&entry, 8, 0, 0).unwrap(), &mut bytes).unwrap();
+        let (first, rest) = decode_entry(&bytes).unwrap();
+        let back = first.into_entry(None);
+        assert_eq!(
+            back,
+            Entry {
+                fold: FoldState::Stored {
+                    at: 0,
+                    len: 8,
+                    hash: 42
+                },
+                ..entry.clone()
+            }
+        );
+        let (second, rest) = decode_entry(rest).unwrap();
+        assert!(rest.is_empty());
+        assert_eq!(second.into_entry(None).fold, FoldState::Missing);
+        assert_eq!(second.session_owning(None), entry.session);
+
+        // Every cut short is refused, not a panic.
+        for end in 0..bytes.len() / 2 {
+            assert!(decode_entry(&bytes[..end]).is_none(), "{end}");
+        }
     }
 }
