@@ -166,6 +166,8 @@ struct Carried {
 
 /// How many finished deliveries `bridge_status` lists.
 const RECENT: u32 = 20;
+/// How many late-answer watches `bridge_status` lists (the newest; a warning gives the total).
+const WATCHES_SHOWN: u32 = 50;
 
 /// Who runs the engine, for records and `bridge_status`.
 #[derive(Debug, Clone)]
@@ -1304,21 +1306,24 @@ impl Engine {
 
         let (pins, locks, pending, running, recent, watching) = {
             let db = self.db();
-            let watching: Vec<Value> = db
-                .watches()?
+            let (watches, watches_total) = db.watch_summaries(WATCHES_SHOWN)?;
+            let watching: Vec<Value> = watches
                 .into_iter()
-                .map(|(delivery_id, until_ms, owner_pid)| {
-                    let record = db.delivery(&delivery_id).ok().flatten();
-                    json!({
-                        "delivery_id": delivery_id,
-                        "request_id": record.as_ref().map(|r| r.request_id.clone()),
-                        "target_agent": record.as_ref().map(|r| r.target_agent),
-                        "target_session_id": record.as_ref().and_then(|r| r.target_session_id.clone()),
-                        "until": crate::records::ms_rfc3339(until_ms),
-                        "owner_pid": owner_pid,
-                    })
+                .map(|watch| {
+                    let until = crate::records::ms_rfc3339(watch.until_ms);
+                    let mut value = serde_json::to_value(watch).unwrap_or(Value::Null);
+                    if let Value::Object(map) = &mut value {
+                        map.insert("until".to_owned(), json!(until));
+                    }
+                    value
                 })
                 .collect();
+            if watches_total > u64::from(WATCHES_SHOWN) {
+                warnings.push(format!(
+                    "{watches_total} deliveries are watched for a late answer; \
+                     watching_for_late_answers shows the newest {WATCHES_SHOWN}"
+                ));
+            }
             (
                 db.pins()?,
                 db.locks()?,

@@ -17,6 +17,18 @@ use crate::Agent;
 use crate::db::HubDb;
 use crate::error::{Error, Result};
 
+/// A late-answer watch as `bridge_status` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WatchSummary {
+    pub delivery_id: String,
+    #[serde(skip)]
+    pub until_ms: i64,
+    pub owner_pid: Option<u32>,
+    pub request_id: Option<String>,
+    pub target_agent: Option<String>,
+    pub target_session_id: Option<String>,
+}
+
 /// What a queued delivery needs to be handed over: the only place the message and the child's
 /// environment are kept, deleted in the transaction that hands the delivery over.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -241,9 +253,14 @@ impl HubDb {
     ) -> Result<Vec<DeliveryRecord>> {
         let names: Vec<&str> = states.iter().map(|s| state_str(*s)).collect();
         let placeholders = vec!["?"; names.len()].join(",");
+        // The newest rows are picked from the (state, created_ms) index alone, then their records
+        // read: sorting whole records would copy every one of the state's rows (hundreds after a
+        // busy hour) for the `limit` kept. Ties on created_ms fall back to insertion order.
         let sql = format!(
-            "SELECT record FROM deliveries WHERE state IN ({placeholders})
-             ORDER BY created_ms DESC, delivery_id DESC LIMIT {limit}"
+            "SELECT record FROM deliveries WHERE rowid IN (
+                 SELECT rowid FROM deliveries WHERE state IN ({placeholders})
+                 ORDER BY created_ms DESC, rowid DESC LIMIT {limit})
+             ORDER BY created_ms DESC, rowid DESC"
         );
         let read = |source| self.err("list deliveries", source);
         let mut statement = self.conn.prepare(&sql).map_err(read)?;
@@ -439,9 +456,18 @@ impl HubDb {
         let mut statement = self
             .conn
             .prepare(
-                "SELECT delivery_id, target_key, target_agent,
-                        json_extract(record, '$.target_transcript'), MIN(created_ms)
-                 FROM deliveries WHERE state = 'queued' GROUP BY target_key",
+                // Each queue's head is found from the columns first and only its record's JSON
+                // read; decoding every queued record on each dispatcher turn cost milliseconds
+                // under a backlog of hundreds.
+                "SELECT d.delivery_id, d.target_key, d.target_agent,
+                        json_extract(d.record, '$.target_transcript')
+                 FROM deliveries d
+                 WHERE d.rowid IN (
+                     SELECT (SELECT q.rowid FROM deliveries q
+                             WHERE q.state = 'queued' AND q.target_key = k.target_key
+                             ORDER BY q.created_ms, q.rowid LIMIT 1)
+                     FROM (SELECT DISTINCT target_key FROM deliveries
+                           WHERE state = 'queued') k)",
             )
             .map_err(read)?;
         let rows = statement
@@ -822,19 +848,46 @@ impl HubDb {
         Ok(())
     }
 
-    /// Every watch, for `bridge_status`: (delivery id, until, owner pid).
-    pub fn watches(&self) -> Result<Vec<(String, i64, Option<u32>)>> {
+    /// The newest `limit` watches for `bridge_status`, each with what it waits for, and how
+    /// many there are in all. One query: a status call must not cost a read per watch, since a
+    /// busy bridge holds hundreds (every answer without its request id starts one).
+    pub fn watch_summaries(&self, limit: u32) -> Result<(Vec<WatchSummary>, u64)> {
         let read = |source| self.err("list late-answer watches", source);
+        let total: i64 = self
+            .conn
+            .query_row("SELECT count(*) FROM late_answer_watches", [], |row| {
+                row.get(0)
+            })
+            .map_err(read)?;
         let mut statement = self
             .conn
-            .prepare(
-                "SELECT delivery_id, until_ms, owner_pid FROM late_answer_watches ORDER BY since_ms",
+            .prepare_cached(
+                // The limit is taken first, so the records' JSON is read for the rows shown
+                // only (a plain join would decode every watched record before sorting).
+                "SELECT w.delivery_id, w.until_ms, w.owner_pid,
+                        json_extract(d.record, '$.request_id'), d.target_agent,
+                        json_extract(d.record, '$.target_session_id')
+                 FROM (SELECT delivery_id, since_ms, until_ms, owner_pid
+                       FROM late_answer_watches ORDER BY since_ms DESC LIMIT ?1) w
+                 LEFT JOIN deliveries d USING (delivery_id)
+                 ORDER BY w.since_ms DESC",
             )
             .map_err(read)?;
         let rows = statement
-            .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+            .query_map([limit], |row| {
+                Ok(WatchSummary {
+                    delivery_id: row.get(0)?,
+                    until_ms: row.get(1)?,
+                    owner_pid: row.get(2)?,
+                    request_id: row.get(3)?,
+                    target_agent: row.get(4)?,
+                    target_session_id: row.get(5)?,
+                })
+            })
             .map_err(read)?;
-        rows.collect::<rusqlite::Result<_>>().map_err(read)
+        let mut watches = rows.collect::<rusqlite::Result<Vec<_>>>().map_err(read)?;
+        watches.reverse();
+        Ok((watches, u64::try_from(total).unwrap_or(0)))
     }
 
     /// Records a late answer as its own delivery (finished), and points the request's record at

@@ -133,9 +133,36 @@ fn late_answer_watches_are_held_by_one_daemon_and_handed_over() {
     let taken = db.claim_watches(other, now, now + 60_000).unwrap();
     assert_eq!(taken.len(), 1);
     assert_eq!(taken[0].since_ms, 1_000);
-    assert_eq!(db.watches().unwrap()[0].2, Some(other));
+    assert_eq!(db.watch_summaries(10).unwrap().0[0].owner_pid, Some(other));
     db.end_watch("w1").unwrap();
-    assert!(db.watches().unwrap().is_empty());
+    assert_eq!(db.watch_summaries(10).unwrap(), (Vec::new(), 0));
+}
+
+#[test]
+fn status_shows_the_newest_watches_with_what_they_wait_for_and_counts_all() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut db = HubDb::open(&tmp.path().join("hub.db")).unwrap();
+    for n in 0..5_i64 {
+        let id = format!("w{n}");
+        db.insert_delivery(&record(&id), "claude:s", n, &job(), false)
+            .unwrap();
+        db.add_watch(&id, 1_000 + n, 9_000_000).unwrap();
+    }
+    let (shown, total) = db.watch_summaries(2).unwrap();
+    assert_eq!(total, 5);
+    let ids: Vec<&str> = shown.iter().map(|w| w.delivery_id.as_str()).collect();
+    assert_eq!(
+        ids,
+        vec!["w3", "w4"],
+        "the newest two, oldest of them first"
+    );
+    assert_eq!(
+        shown[1].request_id.as_deref(),
+        Some(record("w4").request_id.as_str())
+    );
+    assert_eq!(shown[1].target_agent.as_deref(), Some("claude"));
+    assert_eq!(shown[1].target_session_id.as_deref(), Some("s"));
+    assert_eq!(shown[1].until_ms, 9_000_000);
 }
 
 #[test]

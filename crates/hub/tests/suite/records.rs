@@ -173,3 +173,64 @@ fn finished_deliveries_past_their_ttl_are_pruned_unfinished_ones_never() {
     assert!(db.delivery("old").unwrap().is_none());
     assert!(db.delivery("waiting").unwrap().is_some());
 }
+
+#[test]
+fn each_queue_has_one_head_its_oldest_queued_delivery() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut db = HubDb::open(&tmp.path().join("hub.db")).unwrap();
+    // Session a: q1 (created 20), q2 (created 10), q3 (created 10, inserted later); session b:
+    // q4 only; session c: nothing queued (its one delivery is finished).
+    for (id, key, created) in [
+        ("q1", "claude:a", 20),
+        ("q2", "claude:a", 10),
+        ("q3", "claude:a", 10),
+        ("q4", "claude:b", 30),
+        ("done", "claude:c", 1),
+    ] {
+        db.insert_delivery(&record(id), key, created, &job(), false)
+            .unwrap();
+    }
+    let mut done = db.delivery("done").unwrap().unwrap();
+    done.state = DeliveryState::Delivered;
+    db.update_delivery(&done).unwrap();
+
+    let mut heads: Vec<(String, String)> = db
+        .queue_heads()
+        .unwrap()
+        .into_iter()
+        .map(|h| (h.target_key, h.delivery_id))
+        .collect();
+    heads.sort();
+    assert_eq!(
+        heads,
+        vec![
+            ("claude:a".to_owned(), "q2".to_owned()),
+            ("claude:b".to_owned(), "q4".to_owned()),
+        ],
+        "the oldest per session; a tie goes to the one queued first"
+    );
+}
+
+#[test]
+fn a_listing_by_state_keeps_the_newest_rows_oldest_first() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut db = HubDb::open(&tmp.path().join("hub.db")).unwrap();
+    for n in 0..6_i64 {
+        db.insert_delivery(
+            &record(&format!("d{n}")),
+            "claude:s",
+            100 - n,
+            &job(),
+            false,
+        )
+        .unwrap();
+    }
+    let listed: Vec<String> = db
+        .deliveries_in(&[DeliveryState::Queued], 3)
+        .unwrap()
+        .into_iter()
+        .map(|r| r.delivery_id)
+        .collect();
+    // Created at 100, 99, … 95: the three newest are d0, d1, d2.
+    assert_eq!(listed, vec!["d2", "d1", "d0"]);
+}
