@@ -191,6 +191,17 @@ impl HubDb {
         }
     }
 
+    /// Every row `sql` selects, each mapped by `map` (often [`columns`]); an error names `action`.
+    pub(crate) fn rows<T>(
+        &self,
+        action: &'static str,
+        sql: &str,
+        params: impl rusqlite::Params,
+        map: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+    ) -> Result<Vec<T>> {
+        select(&self.conn, &self.path, action, sql, params, map)
+    }
+
     fn migrate(&mut self) -> Result<()> {
         self.conn
             .execute_batch(
@@ -251,25 +262,20 @@ impl HubDb {
 
     /// Earlier runs that never recorded a stop: they crashed or were killed.
     pub fn unclean_runs_before(&self, generation: u64) -> Result<Vec<UncleanRun>> {
-        let read = |source| self.err("read earlier daemon runs", source);
         let generation = i64::try_from(generation).unwrap_or(i64::MAX);
-        let mut statement = self
-            .conn
-            .prepare(
-                "SELECT generation, pid, started_at FROM daemon_runs
-                 WHERE stopped_at IS NULL AND generation < ?1 ORDER BY generation",
-            )
-            .map_err(read)?;
-        let rows = statement
-            .query_map(params![generation], |row| {
+        self.rows(
+            "read earlier daemon runs",
+            "SELECT generation, pid, started_at FROM daemon_runs
+             WHERE stopped_at IS NULL AND generation < ?1 ORDER BY generation",
+            params![generation],
+            |row| {
                 Ok(UncleanRun {
                     generation: u64::try_from(row.get::<_, i64>(0)?).unwrap_or(0),
                     pid: row.get(1)?,
                     started_at: row.get(2)?,
                 })
-            })
-            .map_err(read)?;
-        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(read)
+            },
+        )
     }
 
     /// Records a daemon's clean stop.
@@ -309,6 +315,54 @@ pub fn rfc3339(at: time::OffsetDateTime) -> String {
     at.format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_else(|_| at.unix_timestamp().to_string())
 }
+
+/// Every row `sql` selects on `on` (the store's connection or an open transaction on it), each
+/// mapped by `map`; an error names `action` and the store at `path`. The prepare / query /
+/// collect steps every listing shares.
+pub(crate) fn select<T>(
+    on: &Connection,
+    path: &Path,
+    action: &'static str,
+    sql: &str,
+    params: impl rusqlite::Params,
+    map: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+) -> Result<Vec<T>> {
+    let read = |source| Error::Db {
+        path: path.to_owned(),
+        action,
+        source,
+    };
+    let mut statement = on.prepare_cached(sql).map_err(read)?;
+    let rows = statement.query_map(params, map).map_err(read)?;
+    rows.collect::<rusqlite::Result<Vec<T>>>().map_err(read)
+}
+
+/// A row read as a tuple of its columns, in select order: `db.select(…, columns)`.
+pub(crate) fn columns<T: Columns>(row: &rusqlite::Row<'_>) -> rusqlite::Result<T> {
+    T::read(row)
+}
+
+/// Tuples whose fields are read from a row's columns in order.
+pub(crate) trait Columns: Sized {
+    fn read(row: &rusqlite::Row<'_>) -> rusqlite::Result<Self>;
+}
+
+macro_rules! columns_for_tuple {
+    ($($field:ident $index:tt),+) => {
+        impl<$($field: rusqlite::types::FromSql),+> Columns for ($($field,)+) {
+            fn read(row: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+                Ok(($(row.get($index)?,)+))
+            }
+        }
+    };
+}
+
+columns_for_tuple!(A 0);
+columns_for_tuple!(A 0, B 1);
+columns_for_tuple!(A 0, B 1, C 2);
+columns_for_tuple!(A 0, B 1, C 2, D 3);
+columns_for_tuple!(A 0, B 1, C 2, D 3, E 4);
+columns_for_tuple!(A 0, B 1, C 2, D 3, E 4, F 5);
 
 #[cfg(test)]
 mod tests {

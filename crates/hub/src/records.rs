@@ -14,7 +14,7 @@ use rusqlite::{OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
 use crate::Agent;
-use crate::db::HubDb;
+use crate::db::{HubDb, columns, select};
 use crate::error::{Error, Result};
 
 /// A late-answer watch as `bridge_status` shows it.
@@ -233,15 +233,25 @@ impl HubDb {
     }
 
     pub fn delivery(&self, delivery_id: &str) -> Result<Option<DeliveryRecord>> {
+        self.json_of(
+            "read a delivery",
+            "SELECT record FROM deliveries WHERE delivery_id = ?1",
+            delivery_id,
+        )
+    }
+
+    /// The JSON column `sql` selects for `delivery_id`, decoded; `None` when there is no row.
+    fn json_of<T: serde::de::DeserializeOwned>(
+        &self,
+        action: &'static str,
+        sql: &str,
+        delivery_id: &str,
+    ) -> Result<Option<T>> {
         let text: Option<String> = self
             .conn
-            .query_row(
-                "SELECT record FROM deliveries WHERE delivery_id = ?1",
-                params![delivery_id],
-                |row| row.get(0),
-            )
+            .query_row(sql, params![delivery_id], |row| row.get(0))
             .optional()
-            .map_err(|source| self.err("read a delivery", source))?;
+            .map_err(|source| self.err(action, source))?;
         text.as_deref().map(from_json).transpose()
     }
 
@@ -262,19 +272,13 @@ impl HubDb {
                  ORDER BY created_ms DESC, rowid DESC LIMIT {limit})
              ORDER BY created_ms DESC, rowid DESC"
         );
-        let read = |source| self.err("list deliveries", source);
-        let mut statement = self.conn.prepare(&sql).map_err(read)?;
-        let rows = statement
-            .query_map(rusqlite::params_from_iter(names.iter()), |row| {
-                row.get::<_, String>(0)
-            })
-            .map_err(read)?;
-        let mut out = Vec::new();
-        for row in rows {
-            out.push(from_json(&row.map_err(read)?)?);
-        }
-        out.reverse();
-        Ok(out)
+        let rows: Vec<String> = self.rows(
+            "list deliveries",
+            &sql,
+            rusqlite::params_from_iter(names.iter()),
+            |row| row.get(0),
+        )?;
+        rows.iter().rev().map(|json| from_json(json)).collect()
     }
 
     /// The queue in front of `target_key` now.
@@ -344,27 +348,16 @@ impl HubDb {
             source,
         };
         let tx = self.conn.transaction().map_err(fail)?;
-        let queued: Vec<(String, String, i64, String, Option<String>)> = {
-            let mut statement = tx
-                .prepare(
-                    "SELECT d.delivery_id, d.target_key, d.created_ms, d.record, p.job
-                     FROM deliveries d LEFT JOIN pending_payloads p USING (delivery_id)
-                     WHERE d.state = 'queued' ORDER BY d.created_ms, d.delivery_id",
-                )
-                .map_err(fail)?;
-            let rows = statement
-                .query_map([], |row| {
-                    Ok((
-                        row.get(0)?,
-                        row.get(1)?,
-                        row.get(2)?,
-                        row.get(3)?,
-                        row.get(4)?,
-                    ))
-                })
-                .map_err(fail)?;
-            rows.collect::<rusqlite::Result<_>>().map_err(fail)?
-        };
+        let queued: Vec<(String, String, i64, String, Option<String>)> = select(
+            &tx,
+            &path,
+            "hand queued deliveries over",
+            "SELECT d.delivery_id, d.target_key, d.created_ms, d.record, p.job
+             FROM deliveries d LEFT JOIN pending_payloads p USING (delivery_id)
+             WHERE d.state = 'queued' ORDER BY d.created_ms, d.delivery_id",
+            [],
+            columns,
+        )?;
         let mut seen_keys = HashSet::new();
         let mut claimed = Vec::new();
         for (delivery_id, target_key, created_ms, record_json, job_json) in queued {
@@ -452,62 +445,43 @@ impl HubDb {
     /// The delivery next in line for each session with a queue — read without decoding every
     /// queued record, since the dispatcher asks on each of its turns.
     pub fn queue_heads(&self) -> Result<Vec<QueueHead>> {
-        let read = |source| self.err("read the heads of the queues", source);
-        let mut statement = self
-            .conn
-            .prepare(
-                // Each queue's head is found from the columns first and only its record's JSON
-                // read; decoding every queued record on each dispatcher turn cost milliseconds
-                // under a backlog of hundreds.
-                "SELECT d.delivery_id, d.target_key, d.target_agent,
-                        json_extract(d.record, '$.target_transcript')
-                 FROM deliveries d
-                 WHERE d.rowid IN (
-                     SELECT (SELECT q.rowid FROM deliveries q
-                             WHERE q.state = 'queued' AND q.target_key = k.target_key
-                             ORDER BY q.created_ms, q.rowid LIMIT 1)
-                     FROM (SELECT DISTINCT target_key FROM deliveries
-                           WHERE state = 'queued') k)",
-            )
-            .map_err(read)?;
-        let rows = statement
-            .query_map([], |row| {
-                Ok((
-                    row.get::<_, String>(0)?,
-                    row.get::<_, String>(1)?,
-                    row.get::<_, String>(2)?,
-                    row.get::<_, Option<String>>(3)?,
-                ))
+        let rows: Vec<(String, String, String, Option<String>)> = self.rows(
+            "read the heads of the queues",
+            // Each queue's head is found from the columns first and only its record's JSON
+            // read; decoding every queued record on each dispatcher turn cost milliseconds
+            // under a backlog of hundreds.
+            "SELECT d.delivery_id, d.target_key, d.target_agent,
+                    json_extract(d.record, '$.target_transcript')
+             FROM deliveries d
+             WHERE d.rowid IN (
+                 SELECT (SELECT q.rowid FROM deliveries q
+                         WHERE q.state = 'queued' AND q.target_key = k.target_key
+                         ORDER BY q.created_ms, q.rowid LIMIT 1)
+                 FROM (SELECT DISTINCT target_key FROM deliveries
+                       WHERE state = 'queued') k)",
+            [],
+            columns,
+        )?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|(delivery_id, target_key, agent, target_transcript)| {
+                Some(QueueHead {
+                    delivery_id,
+                    target_key,
+                    target_agent: Agent::parse(&agent)?,
+                    target_transcript,
+                })
             })
-            .map_err(read)?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (delivery_id, target_key, agent, target_transcript) = row.map_err(read)?;
-            let Some(target_agent) = Agent::parse(&agent) else {
-                continue;
-            };
-            out.push(QueueHead {
-                delivery_id,
-                target_key,
-                target_agent,
-                target_transcript,
-            });
-        }
-        Ok(out)
+            .collect())
     }
 
     /// A queued delivery's payload.
     pub fn job(&self, delivery_id: &str) -> Result<Option<Job>> {
-        let text: Option<String> = self
-            .conn
-            .query_row(
-                "SELECT job FROM pending_payloads WHERE delivery_id = ?1",
-                params![delivery_id],
-                |row| row.get(0),
-            )
-            .optional()
-            .map_err(|source| self.err("read a queued payload", source))?;
-        text.as_deref().map(from_json).transpose()
+        self.json_of(
+            "read a queued payload",
+            "SELECT job FROM pending_payloads WHERE delivery_id = ?1",
+            delivery_id,
+        )
     }
 
     /// Closes a delivery that is still queued as **not delivered** (`is_undelivered`): the
@@ -621,16 +595,12 @@ impl HubDb {
     }
 
     pub fn locks(&self) -> Result<Vec<BusyLock>> {
-        let read = |source| self.err("list busy locks", source);
-        let mut statement = self
-            .conn
-            .prepare(
-                "SELECT target_key, owner_pid, delivery_id, acquired_at, lease_until_ms
-                 FROM busy_locks ORDER BY acquired_at",
-            )
-            .map_err(read)?;
-        let rows = statement
-            .query_map([], |row| {
+        self.rows(
+            "list busy locks",
+            "SELECT target_key, owner_pid, delivery_id, acquired_at, lease_until_ms
+             FROM busy_locks ORDER BY acquired_at",
+            [],
+            |row| {
                 Ok(BusyLock {
                     target_key: row.get(0)?,
                     owner_pid: row.get(1)?,
@@ -638,9 +608,8 @@ impl HubDb {
                     acquired_at: row.get(3)?,
                     lease_until_ms: row.get(4)?,
                 })
-            })
-            .map_err(read)?;
-        rows.collect::<rusqlite::Result<_>>().map_err(read)
+            },
+        )
     }
 
     /// Closes deliveries an earlier daemon handed over but never finished (it crashed or was
@@ -663,20 +632,13 @@ impl HubDb {
         now_ms: i64,
         now: &str,
     ) -> Result<Vec<DeliveryRecord>> {
-        let read = |source| self.err("list in-flight deliveries", source);
-        let rows: Vec<(String, Option<u32>, Option<i64>)> = {
-            let mut statement = self
-                .conn
-                .prepare(
-                    "SELECT record, carrier_pid, lease_until_ms FROM deliveries
-                     WHERE state IN ('delivering', 'awaiting-peer')",
-                )
-                .map_err(read)?;
-            let rows = statement
-                .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
-                .map_err(read)?;
-            rows.collect::<rusqlite::Result<_>>().map_err(read)?
-        };
+        let rows: Vec<(String, Option<u32>, Option<i64>)> = self.rows(
+            "list in-flight deliveries",
+            "SELECT record, carrier_pid, lease_until_ms FROM deliveries
+             WHERE state IN ('delivering', 'awaiting-peer')",
+            [],
+            columns,
+        )?;
         let mut orphaned = Vec::new();
         for (json, carrier_pid, lease) in rows {
             let mut record: DeliveryRecord = from_json(&json)?;
@@ -780,28 +742,16 @@ impl HubDb {
             source,
         };
         let tx = self.conn.transaction().map_err(fail)?;
-        let rows: Vec<(String, i64, i64, Option<u32>, i64, String)> = {
-            let mut statement = tx
-                .prepare(
-                    "SELECT w.delivery_id, w.since_ms, w.until_ms, w.owner_pid, w.lease_until_ms,
-                     d.record FROM late_answer_watches w JOIN deliveries d USING (delivery_id)
-                     ORDER BY w.since_ms",
-                )
-                .map_err(fail)?;
-            let rows = statement
-                .query_map([], |row| {
-                    Ok((
-                        row.get(0)?,
-                        row.get(1)?,
-                        row.get(2)?,
-                        row.get(3)?,
-                        row.get(4)?,
-                        row.get(5)?,
-                    ))
-                })
-                .map_err(fail)?;
-            rows.collect::<rusqlite::Result<_>>().map_err(fail)?
-        };
+        let rows: Vec<(String, i64, i64, Option<u32>, i64, String)> = select(
+            &tx,
+            &path,
+            "take late-answer watches",
+            "SELECT w.delivery_id, w.since_ms, w.until_ms, w.owner_pid, w.lease_until_ms,
+             d.record FROM late_answer_watches w JOIN deliveries d USING (delivery_id)
+             ORDER BY w.since_ms",
+            [],
+            columns,
+        )?;
         let mut out = Vec::new();
         for (delivery_id, since_ms, until_ms, owner, lease, record) in rows {
             let held_elsewhere =
@@ -859,22 +809,19 @@ impl HubDb {
                 row.get(0)
             })
             .map_err(read)?;
-        let mut statement = self
-            .conn
-            .prepare_cached(
-                // The limit is taken first, so the records' JSON is read for the rows shown
-                // only (a plain join would decode every watched record before sorting).
-                "SELECT w.delivery_id, w.until_ms, w.owner_pid,
-                        json_extract(d.record, '$.request_id'), d.target_agent,
-                        json_extract(d.record, '$.target_session_id')
-                 FROM (SELECT delivery_id, since_ms, until_ms, owner_pid
-                       FROM late_answer_watches ORDER BY since_ms DESC LIMIT ?1) w
-                 LEFT JOIN deliveries d USING (delivery_id)
-                 ORDER BY w.since_ms DESC",
-            )
-            .map_err(read)?;
-        let rows = statement
-            .query_map([limit], |row| {
+        let mut watches = self.rows(
+            "list late-answer watches",
+            // The limit is taken first, so the records' JSON is read for the rows shown only
+            // (a plain join would decode every watched record before sorting).
+            "SELECT w.delivery_id, w.until_ms, w.owner_pid,
+                    json_extract(d.record, '$.request_id'), d.target_agent,
+                    json_extract(d.record, '$.target_session_id')
+             FROM (SELECT delivery_id, since_ms, until_ms, owner_pid
+                   FROM late_answer_watches ORDER BY since_ms DESC LIMIT ?1) w
+             LEFT JOIN deliveries d USING (delivery_id)
+             ORDER BY w.since_ms DESC",
+            [limit],
+            |row| {
                 Ok(WatchSummary {
                     delivery_id: row.get(0)?,
                     until_ms: row.get(1)?,
@@ -883,9 +830,8 @@ impl HubDb {
                     target_agent: row.get(4)?,
                     target_session_id: row.get(5)?,
                 })
-            })
-            .map_err(read)?;
-        let mut watches = rows.collect::<rusqlite::Result<Vec<_>>>().map_err(read)?;
+            },
+        )?;
         watches.reverse();
         Ok((watches, u64::try_from(total).unwrap_or(0)))
     }
@@ -990,34 +936,25 @@ impl HubDb {
     }
 
     pub fn pins(&self) -> Result<Vec<Pin>> {
-        let read = |source| self.err("list pins", source);
-        let mut statement = self
-            .conn
-            .prepare("SELECT agent, session_id, title, cwd, sticky, pinned_at FROM pins ORDER BY pinned_at")
-            .map_err(read)?;
-        let rows = statement
-            .query_map([], |row| {
-                Ok((
-                    row.get::<_, String>(0)?,
-                    Pin {
-                        agent: Agent::Claude,
-                        session_id: row.get(1)?,
-                        title: row.get(2)?,
-                        cwd: row.get(3)?,
-                        sticky: row.get(4)?,
-                        pinned_at: row.get(5)?,
-                    },
-                ))
-            })
-            .map_err(read)?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (agent, mut pin) = row.map_err(read)?;
-            if let Some(agent) = Agent::parse(&agent) {
-                pin.agent = agent;
-                out.push(pin);
-            }
-        }
-        Ok(out)
+        let pins = self.rows(
+            "list pins",
+            "SELECT agent, session_id, title, cwd, sticky, pinned_at FROM pins ORDER BY pinned_at",
+            [],
+            |row| {
+                // A pin of an agent this build does not know is left out, not an error.
+                let Some(agent) = Agent::parse(&row.get::<_, String>(0)?) else {
+                    return Ok(None);
+                };
+                Ok(Some(Pin {
+                    agent,
+                    session_id: row.get(1)?,
+                    title: row.get(2)?,
+                    cwd: row.get(3)?,
+                    sticky: row.get(4)?,
+                    pinned_at: row.get(5)?,
+                }))
+            },
+        )?;
+        Ok(pins.into_iter().flatten().collect())
     }
 }
