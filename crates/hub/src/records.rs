@@ -348,19 +348,20 @@ impl HubDb {
             source,
         };
         let tx = self.conn.transaction().map_err(fail)?;
-        let queued: Vec<(String, String, i64, String, Option<String>)> = select(
+        // The queue's order from the index; a record and its payload are read only for the
+        // deliveries handed over, not for the whole backlog on every dispatcher turn.
+        let queued: Vec<(String, String, i64)> = select(
             &tx,
             &path,
             "hand queued deliveries over",
-            "SELECT d.delivery_id, d.target_key, d.created_ms, d.record, p.job
-             FROM deliveries d LEFT JOIN pending_payloads p USING (delivery_id)
-             WHERE d.state = 'queued' ORDER BY d.created_ms, d.delivery_id",
+            "SELECT delivery_id, target_key, created_ms FROM deliveries
+             WHERE state = 'queued' ORDER BY created_ms, delivery_id",
             [],
             columns,
         )?;
         let mut seen_keys = HashSet::new();
         let mut claimed = Vec::new();
-        for (delivery_id, target_key, created_ms, record_json, job_json) in queued {
+        for (delivery_id, target_key, created_ms) in queued {
             if claimed.len() >= max {
                 break;
             }
@@ -392,6 +393,15 @@ impl HubDb {
                 )
                 .map_err(fail)?;
             }
+            let (record_json, job_json): (String, Option<String>) = tx
+                .query_row(
+                    "SELECT d.record, p.job
+                     FROM deliveries d LEFT JOIN pending_payloads p USING (delivery_id)
+                     WHERE d.delivery_id = ?1",
+                    params![delivery_id],
+                    |row| Ok((row.get(0)?, row.get(1)?)),
+                )
+                .map_err(fail)?;
             let mut record: DeliveryRecord = from_json(&record_json)?;
             let Some(job_json) = job_json else {
                 // Queued without a payload cannot happen through this code; close it rather
