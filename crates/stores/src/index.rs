@@ -453,13 +453,15 @@ impl SessionIndex {
             .cloned()
             .collect();
         if let Some(stored) = &self.stored {
-            sessions.extend(
-                stored
-                    .live()
-                    .filter_map(|i| Some((stored.view(i)?, stored.found_path(i))))
-                    .filter_map(|(view, path)| view.session(path))
-                    .filter(|session| agents.contains(&session.agent)),
-            );
+            let mut live: Vec<usize> = stored.live_of_agents(agents).collect();
+            let threads = session_parts(live.len());
+            let parts = in_parts(&mut live, threads, |part| {
+                part.iter()
+                    .filter_map(|&i| stored.view(i)?.session(stored.found_path(i)))
+                    .filter(|session| agents.contains(&session.agent))
+                    .collect()
+            });
+            append_parts(&mut sessions, parts);
         }
         sessions
     }
@@ -473,16 +475,65 @@ impl SessionIndex {
             .filter(|session| agents.contains(&session.agent))
             .collect();
         if let Some(mut stored) = self.stored.take() {
-            let live: Vec<(usize, Option<PathBuf>)> = stored.take_live(agents).collect();
-            sessions.reserve(live.len());
-            sessions.extend(
-                live.into_iter()
-                    .filter_map(|(i, path)| stored.view(i)?.session_owning(path))
-                    .filter(|session| agents.contains(&session.agent)),
-            );
+            let mut live: Vec<(usize, Option<PathBuf>)> = stored.take_live(agents).collect();
+            let stored = &stored;
+            let threads = session_parts(live.len());
+            let parts = in_parts(&mut live, threads, |part| {
+                part.iter_mut()
+                    .filter_map(|(i, path)| stored.view(*i)?.session_owning(path.take()))
+                    .filter(|session| agents.contains(&session.agent))
+                    .collect()
+            });
+            append_parts(&mut sessions, parts);
         }
         sessions
     }
+}
+
+/// How many threads copy `n` sessions out of the cache. Copying them out (three strings each)
+/// is most of what is left of a warm listing once the files are `stat`ed, so it is split over
+/// the cores when there are enough to be worth a thread.
+fn session_parts(n: usize) -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(n / 4096)
+        .max(1)
+}
+
+/// Appends the runs [`in_parts`] made, in order, growing `all` once.
+fn append_parts<T>(all: &mut Vec<T>, parts: Vec<Vec<T>>) {
+    all.reserve_exact(parts.iter().map(Vec::len).sum());
+    for mut part in parts {
+        all.append(&mut part);
+    }
+}
+
+/// `f` over `items` cut into `parts` runs, each on a thread of its own (the first on this one);
+/// each run's results, in the items' order. A run whose thread failed is done again on this
+/// thread, so `f` must cope with items it already saw.
+pub(crate) fn in_parts<T: Send, R: Send>(
+    items: &mut [T],
+    parts: usize,
+    f: impl Fn(&mut [T]) -> Vec<R> + Sync,
+) -> Vec<Vec<R>> {
+    let size = items.len().div_ceil(parts.max(1)).max(1);
+    let f = &f;
+    let mut done: Vec<Option<Vec<R>>> = std::thread::scope(|scope| {
+        let mut runs = items.chunks_mut(size);
+        let first = runs.next();
+        let others: Vec<_> = runs.map(|run| scope.spawn(move || f(run))).collect();
+        let mut done = vec![first.map(f)];
+        done.extend(others.into_iter().map(|handle| handle.join().ok()));
+        done
+    });
+    for (n, slot) in done.iter_mut().enumerate() {
+        if slot.is_none()
+            && let Some(run) = items.get_mut(n * size..((n + 1) * size).min(items.len()))
+        {
+            *slot = Some(f(run));
+        }
+    }
+    done.into_iter().flatten().collect()
 }
 
 /// The previous entries by path, taken out one by one as discovery finds their files.
@@ -963,4 +1014,31 @@ pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
         hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
     }
     hash
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn in_parts_keeps_the_order_and_redoes_a_run_whose_thread_failed() {
+        let mut items: Vec<u32> = (0..10).collect();
+        let double = |part: &mut [u32]| part.iter().map(|n| n * 2).collect::<Vec<_>>();
+        let runs = in_parts(&mut items, 3, double);
+        assert_eq!(runs.concat(), (0..10).map(|n| n * 2).collect::<Vec<_>>());
+        assert_eq!(
+            in_parts(&mut [] as &mut [u32], 3, double),
+            vec![Vec::<u32>::new()]
+        );
+
+        // The thread of the run holding 9 fails once; the run is done again on this thread.
+        let armed = std::sync::atomic::AtomicBool::new(true);
+        let runs = in_parts(&mut items, 3, |part| {
+            if part.contains(&9) && armed.swap(false, Ordering::SeqCst) {
+                panic!("a reader bug");
+            }
+            part.to_vec()
+        });
+        assert_eq!(runs.concat(), (0..10).collect::<Vec<_>>());
+    }
 }

@@ -22,10 +22,13 @@
 //! - files are `stat`ed every time, so an append (which changes only the file) is always seen;
 //!   symbolic links are followed every time, so a link pointed elsewhere is seen.
 //!
-//! The walk is breadth-first: each level's folders are `stat`ed and listed on the threads, then
-//! checked in a fixed order for folders already visited (symlink loops, duplicate links — the
-//! first in walk order wins, so the result does not depend on thread timing); once every level
-//! is done, all candidate files are `stat`ed on the threads. The result is in a fixed order too.
+//! The walk is breadth-first: each level's folders are opened, `stat`ed and listed (or
+//! remembered) on the threads, and the thread that visits a folder also `stat`s the candidate
+//! files in it, by name relative to the open folder (a path lookup of every leading component
+//! for each of 24,000 files is what a warm listing would otherwise spend most on). Then the
+//! level is checked in a fixed order for folders already visited (symlink loops, duplicate links
+//! — the first in walk order wins, so the result does not depend on thread timing; a duplicate
+//! is dropped with its entries). The result is in a fixed order too.
 
 use std::collections::HashSet;
 use std::ffi::OsStr;
@@ -110,7 +113,9 @@ struct DirStamp {
 }
 
 impl DirStamp {
+    /// On Linux the walk takes the stamp from the folder it opens ([`OpenDir::open`]).
     #[cfg(unix)]
+    #[cfg_attr(target_os = "linux", allow(dead_code))]
     fn of(meta: &Metadata) -> DirStamp {
         use std::os::unix::fs::MetadataExt;
         DirStamp {
@@ -434,8 +439,24 @@ struct Visit {
     /// The folder's `stat` (links followed); `None` when it could not be read.
     stamp: Option<DirStamp>,
     listing: Listing,
-    /// Each link entry followed: its index in the listing, and what it points to.
-    links: Vec<(usize, Option<Metadata>)>,
+    /// What its entries gave, when it was listed or remembered.
+    entries: Option<Entries>,
+    warnings: Vec<StoreWarning>,
+}
+
+/// What one folder's entries gave, in listing order: candidate files with their stamps,
+/// folders to visit next, folders probed. The visiting thread `stat`s the files itself, relative
+/// to the folder it has open, so no folder is looked up twice and no path is built on the
+/// walk's own thread.
+#[derive(Default)]
+struct Entries {
+    files: Vec<(PathBuf, FileStamp)>,
+    subdirs: Vec<PathBuf>,
+    probed: Vec<(PathBuf, Vec<Option<FileStamp>>)>,
+    /// Files and probes `stat`ed.
+    stated: usize,
+    /// Files that could not be `stat`ed. Apart from the folder's own warnings: a folder found
+    /// to be a duplicate is dropped with its entries, as if it had never been listed.
     warnings: Vec<StoreWarning>,
 }
 
@@ -465,30 +486,6 @@ struct Pending {
     root: usize,
 }
 
-/// A file to `stat` once the folders are walked.
-struct Candidate {
-    path: PathBuf,
-    root: usize,
-    /// The listed folder it was found in (an index into the walk's folders), and the length of
-    /// that folder's path in `path`: on Linux the file is `stat`ed relative to the folder, which
-    /// spares the kernel the lookup of every leading component.
-    base: usize,
-    rel_start: usize,
-    /// Known already (a followed link) or still to `stat`.
-    stat: ToStat,
-}
-
-enum ToStat {
-    Known(FileStamp),
-    /// A plain file from a listing: `lstat`, and it must still be a regular file.
-    Plain,
-    /// A probe: `stat` (following links), any error means no such file.
-    Probe {
-        of: usize,
-        slot: usize,
-    },
-}
-
 /// Walks `roots` on up to `threads` threads, reusing the listings in `cache`. Returns what was
 /// found under each root (same order as `roots`), the cache to keep (these roots' folders as
 /// they are now, other rules' folders as they were), and what the walk did.
@@ -503,11 +500,8 @@ pub(crate) fn walk(
     let mut stats = WalkStats::default();
     let mut found: Vec<Found> = roots.iter().map(|_| Found::default()).collect();
     let mut seen: HashSet<(usize, u64, u64)> = HashSet::new();
-    let mut candidates: Vec<Candidate> = Vec::new();
     let mut reused: Vec<usize> = Vec::new();
     let mut fresh: Vec<CachedDir> = Vec::new();
-    // Every folder listed or remembered, for the relative `stat`s.
-    let mut bases: Vec<PathBuf> = Vec::new();
 
     let mut level: Vec<Pending> = roots
         .iter()
@@ -521,7 +515,7 @@ pub(crate) fn walk(
     while !level.is_empty() {
         let visits = parallel_map(&level, threads, 4, |pending| {
             let root = &roots[pending.root];
-            visit(&pending.dir, pending.depth == 0, root, &cache, started)
+            visit(&pending.dir, pending.depth, root, &cache, started)
         });
         let mut next = Vec::new();
         for (pending, visit) in level.into_iter().zip(visits) {
@@ -544,75 +538,19 @@ pub(crate) fn walk(
                 }
                 Listing::Fresh { .. } => stats.dirs_listed += 1,
             }
-            let Some(listed) = visit.listing.listed(&cache) else {
+            let Some(entries) = visit.entries else {
                 continue;
             };
-            let base = bases.len();
-            bases.push(pending.dir.clone());
-            let rel_start = pending.dir.as_os_str().len();
-            let mut links = visit.links.iter().peekable();
-            for (n, (name, kind)) in listed.iter().enumerate() {
-                let path = pending.dir.join(name);
-                let kind = match kind {
-                    Kind::Symlink => {
-                        let target = links
-                            .next_if(|(at, _)| *at == n)
-                            .and_then(|(_, m)| m.as_ref());
-                        match target {
-                            Some(meta) if meta.is_dir() => Kind::Dir,
-                            Some(meta) if meta.is_file() => {
-                                if pending.depth >= root.min_file_depth && (root.keep)(name) {
-                                    candidates.push(Candidate {
-                                        path,
-                                        root: pending.root,
-                                        base,
-                                        rel_start,
-                                        stat: ToStat::Known(FileStamp::of(meta)),
-                                    });
-                                }
-                                continue;
-                            }
-                            // Broken links were warned about by the visit.
-                            _ => continue,
-                        }
-                    }
-                    other => other,
-                };
-                match kind {
-                    Kind::File => {
-                        if pending.depth >= root.min_file_depth && (root.keep)(name) {
-                            candidates.push(Candidate {
-                                path,
-                                root: pending.root,
-                                base,
-                                rel_start,
-                                stat: ToStat::Plain,
-                            });
-                        }
-                    }
-                    Kind::Dir if pending.depth < root.max_depth => next.push(Pending {
-                        dir: path,
-                        depth: pending.depth + 1,
-                        root: pending.root,
-                    }),
-                    Kind::Dir if !root.probes.is_empty() => {
-                        let of = found[pending.root].probed.len();
-                        for (slot, probe) in root.probes.iter().enumerate() {
-                            candidates.push(Candidate {
-                                path: path.join(probe),
-                                root: pending.root,
-                                base,
-                                rel_start,
-                                stat: ToStat::Probe { of, slot },
-                            });
-                        }
-                        found[pending.root]
-                            .probed
-                            .push((path, vec![None; root.probes.len()]));
-                    }
-                    Kind::Dir | Kind::Symlink => {}
-                }
-            }
+            stats.files_stated += entries.stated;
+            warnings.items.extend(entries.warnings);
+            let into = &mut found[pending.root];
+            into.files.extend(entries.files);
+            into.probed.extend(entries.probed);
+            next.extend(entries.subdirs.into_iter().map(|dir| Pending {
+                dir,
+                depth: pending.depth + 1,
+                root: pending.root,
+            }));
             if let Listing::Fresh {
                 listed,
                 remember: true,
@@ -627,51 +565,6 @@ pub(crate) fn walk(
             }
         }
         level = next;
-    }
-
-    // Every candidate's stamp, on the threads.
-    stats.files_stated = candidates
-        .iter()
-        .filter(|c| !matches!(c.stat, ToStat::Known(_)))
-        .count();
-    let stamps = parallel_map_with(
-        &candidates,
-        threads,
-        64,
-        BaseDir::default,
-        |base_dir, candidate| {
-            let follow = match candidate.stat {
-                ToStat::Known(stamp) => return Ok(Some(stamp)),
-                ToStat::Plain => false,
-                ToStat::Probe { .. } => true,
-            };
-            match (base_dir.stat(candidate, &bases, follow), follow) {
-                (Ok(stat), true) => Ok(Some(stat.stamp)),
-                (Ok(stat), false) if stat.is_file => Ok(Some(stat.stamp)),
-                (Ok(_), false) => Ok(None),
-                // A probe that is not there: no such file, whatever the reason.
-                (Err(_), true) => Ok(None),
-                // Gone since its folder was listed: as if it had not been there.
-                (Err(e), false) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-                (Err(e), false) => Err(format!("cannot stat: {e}")),
-            }
-        },
-    );
-    for (candidate, stamp) in candidates.into_iter().zip(stamps) {
-        match (candidate.stat, stamp) {
-            (ToStat::Probe { of, slot }, Ok(stamp)) => {
-                if let Some(slot) = found[candidate.root]
-                    .probed
-                    .get_mut(of)
-                    .and_then(|(_, stamps)| stamps.get_mut(slot))
-                {
-                    *slot = stamp;
-                }
-            }
-            (_, Ok(Some(stamp))) => found[candidate.root].files.push((candidate.path, stamp)),
-            (_, Ok(None)) => {}
-            (_, Err(message)) => warnings.push(&candidate.path, None, message),
-        }
     }
 
     let cache = next_cache(cache, roots, reused, fresh);
@@ -708,24 +601,26 @@ fn next_cache(
     cache
 }
 
-/// `stat`s one folder and lists it, or takes its remembered listing.
+/// `stat`s one folder and lists it, or takes its remembered listing; then `stat`s the
+/// candidate files in it.
 fn visit(
     dir: &Path,
-    is_root: bool,
+    depth: usize,
     root: &WalkRoot,
     cache: &DirCache,
     started: SystemTime,
 ) -> Visit {
+    let is_root = depth == 0;
     let mut warnings = Warnings::default();
     let mut out = Visit {
         stamp: None,
         listing: Listing::None,
-        links: Vec::new(),
+        entries: None,
         warnings: Vec::new(),
     };
-    let meta = match fs::metadata(dir) {
-        Ok(meta) if meta.is_dir() => meta,
-        Ok(_) => {
+    let (handle, stamp) = match OpenDir::open(dir) {
+        Ok(opened) => opened,
+        Err(DirError::NotAFolder) => {
             if is_root {
                 warnings.push(dir, None, "expected a folder, found a file");
             }
@@ -734,8 +629,8 @@ fn visit(
         }
         // A missing root: that agent is not installed. A missing folder below it: gone since
         // its parent was listed.
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return out,
-        Err(e) => {
+        Err(DirError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => return out,
+        Err(DirError::Io(e)) => {
             let what = if is_root {
                 "cannot read folder"
             } else {
@@ -746,7 +641,6 @@ fn visit(
             return out;
         }
     };
-    let stamp = DirStamp::of(&meta);
     out.stamp = Some(stamp);
     out.listing = match cache.lookup(dir, root.rule, &stamp) {
         Some(i) => Listing::Reused(i),
@@ -758,26 +652,180 @@ fn visit(
             None => Listing::None,
         },
     };
-    let Some(listed) = out.listing.listed(cache) else {
-        out.warnings = warnings.items;
-        return out;
-    };
-    // Links are followed every time: where a link points is not part of its folder's stamp.
-    for (n, (name, kind)) in listed.iter().enumerate() {
-        if kind != Kind::Symlink {
-            continue;
-        }
-        let path = dir.join(name);
-        match fs::metadata(&path) {
-            Ok(meta) => out.links.push((n, Some(meta))),
-            Err(e) => {
-                warnings.push(&path, None, format!("broken or looping symlink: {e}"));
-                out.links.push((n, None));
-            }
-        }
+    if let Some(listed) = out.listing.listed(cache) {
+        out.entries = Some(entries(dir, depth, root, listed, handle, &mut warnings));
     }
     out.warnings = warnings.items;
     out
+}
+
+/// Goes through a folder's entries as `root`'s rules say: links followed (every time: where a
+/// link points is not part of its folder's stamp; a broken one is a warning in `warnings`),
+/// candidate files and probes `stat`ed, folders to visit collected.
+fn entries(
+    dir: &Path,
+    depth: usize,
+    root: &WalkRoot,
+    listed: &Listed,
+    handle: OpenDir,
+    warnings: &mut Warnings,
+) -> Entries {
+    let mut out = Entries::default();
+    let mut stat_warnings = Warnings::default();
+    let wants_files = depth >= root.min_file_depth;
+    for (name, kind) in listed.iter() {
+        let kind = match kind {
+            Kind::Symlink => {
+                let path = dir.join(name);
+                match fs::metadata(&path) {
+                    Ok(meta) if meta.is_dir() => Kind::Dir,
+                    Ok(meta) if meta.is_file() => {
+                        if wants_files && (root.keep)(name) {
+                            out.files.push((path, FileStamp::of(&meta)));
+                        }
+                        continue;
+                    }
+                    Ok(_) => continue,
+                    Err(e) => {
+                        warnings.push(&path, None, format!("broken or looping symlink: {e}"));
+                        continue;
+                    }
+                }
+            }
+            other => other,
+        };
+        match kind {
+            Kind::File => {
+                if !(wants_files && (root.keep)(name)) {
+                    continue;
+                }
+                out.stated += 1;
+                let path = dir.join(name);
+                match handle.stat(name_bytes(name), &path, /*follow*/ false) {
+                    Ok(stat) if stat.is_file => out.files.push((path, stat.stamp)),
+                    Ok(_) => {}
+                    // Gone since its folder was listed: as if it had not been there.
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => stat_warnings.push(&path, None, format!("cannot stat: {e}")),
+                }
+            }
+            Kind::Dir if depth < root.max_depth => out.subdirs.push(dir.join(name)),
+            Kind::Dir if !root.probes.is_empty() => {
+                let path = dir.join(name);
+                let mut rel = name_bytes(name).map(<[u8]>::to_vec);
+                let stamps = root
+                    .probes
+                    .iter()
+                    .map(|probe| {
+                        out.stated += 1;
+                        let rel = rel.as_mut().map(|rel| {
+                            rel.truncate(name.len());
+                            rel.push(b'/');
+                            rel.extend_from_slice(probe.as_bytes());
+                            rel.as_slice()
+                        });
+                        // A probe that is not there: no such file, whatever the reason.
+                        handle
+                            .stat(rel, &path.join(probe), /*follow*/ true)
+                            .ok()
+                            .map(|stat| stat.stamp)
+                    })
+                    .collect();
+                out.probed.push((path, stamps));
+            }
+            Kind::Dir | Kind::Symlink => {}
+        }
+    }
+    out.warnings = stat_warnings.items;
+    out
+}
+
+/// Why a folder could not be opened.
+enum DirError {
+    /// It is something else than a folder.
+    NotAFolder,
+    Io(std::io::Error),
+}
+
+/// A folder open for `stat`s of its entries by name (Linux: an `O_PATH` descriptor, which
+/// spares the kernel the lookup of every leading component of each path; elsewhere the paths).
+struct OpenDir {
+    #[cfg(target_os = "linux")]
+    fd: rustix::fd::OwnedFd,
+}
+
+impl OpenDir {
+    /// Opens `dir` (links followed) and `stat`s it.
+    #[cfg(target_os = "linux")]
+    fn open(dir: &Path) -> Result<(OpenDir, DirStamp), DirError> {
+        use rustix::fs::{Mode, OFlags};
+        let opened = rustix::fs::open(
+            dir,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .and_then(|fd| rustix::fs::fstat(&fd).map(|st| (fd, st)));
+        match opened {
+            Ok((fd, st)) => Ok((
+                OpenDir { fd },
+                DirStamp {
+                    dev: st.st_dev,
+                    ino: st.st_ino,
+                    mtime_ns: st.st_mtime.saturating_mul(1_000_000_000) + st.st_mtime_nsec as i64,
+                    ctime_ns: st.st_ctime.saturating_mul(1_000_000_000) + st.st_ctime_nsec as i64,
+                },
+            )),
+            // Not a folder, or a leading component is not one: told apart as `std` would.
+            Err(rustix::io::Errno::NOTDIR) => match fs::metadata(dir) {
+                Ok(_) => Err(DirError::NotAFolder),
+                Err(e) => Err(DirError::Io(e)),
+            },
+            Err(e) => Err(DirError::Io(e.into())),
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn open(dir: &Path) -> Result<(OpenDir, DirStamp), DirError> {
+        match fs::metadata(dir) {
+            Ok(meta) if meta.is_dir() => Ok((OpenDir {}, DirStamp::of(&meta))),
+            Ok(_) => Err(DirError::NotAFolder),
+            Err(e) => Err(DirError::Io(e)),
+        }
+    }
+
+    /// The stamp of the entry `rel` (a name, or a name and a probe) of the folder, at `path`:
+    /// `lstat` unless `follow`.
+    #[cfg(target_os = "linux")]
+    fn stat(&self, rel: Option<&[u8]>, path: &Path, follow: bool) -> std::io::Result<Stat> {
+        use rustix::fs::{AtFlags, FileType};
+        let Some(rel) = rel.filter(|rel| !rel.is_empty()) else {
+            return std_stat(path, follow);
+        };
+        let flags = if follow {
+            AtFlags::empty()
+        } else {
+            AtFlags::SYMLINK_NOFOLLOW
+        };
+        let st = rustix::fs::statat(&self.fd, rel, flags).map_err(std::io::Error::from)?;
+        // As `FileStamp::of` has it: no mtime before the epoch or past `i64` nanoseconds.
+        let mtime_ns = u64::try_from(st.st_mtime)
+            .ok()
+            .and_then(|secs| i64::try_from(secs).ok())
+            .and_then(|secs| secs.checked_mul(1_000_000_000))
+            .and_then(|ns| ns.checked_add(i64::try_from(st.st_mtime_nsec).ok()?));
+        Ok(Stat {
+            stamp: FileStamp {
+                size: u64::try_from(st.st_size).unwrap_or(0),
+                mtime_ns,
+            },
+            is_file: FileType::from_raw_mode(st.st_mode) == FileType::RegularFile,
+        })
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn stat(&self, _rel: Option<&[u8]>, path: &Path, follow: bool) -> std::io::Result<Stat> {
+        std_stat(path, follow)
+    }
 }
 
 /// Lists one folder: the entries `root`'s rules look at, sorted by name. The second value says
@@ -846,82 +894,6 @@ fn list_dir(dir: &Path, root: &WalkRoot, warnings: &mut Warnings) -> Option<(Lis
 struct Stat {
     stamp: FileStamp,
     is_file: bool,
-}
-
-/// One thread's open handle on the folder its current candidates are in (Linux), so each is
-/// `stat`ed by its name alone.
-#[derive(Default)]
-struct BaseDir {
-    #[cfg(target_os = "linux")]
-    open: Option<(usize, rustix::fd::OwnedFd)>,
-}
-
-impl BaseDir {
-    #[cfg(target_os = "linux")]
-    fn stat(
-        &mut self,
-        candidate: &Candidate,
-        bases: &[PathBuf],
-        follow: bool,
-    ) -> std::io::Result<Stat> {
-        use rustix::fs::{AtFlags, FileType, Mode, OFlags};
-        if self
-            .open
-            .as_ref()
-            .is_none_or(|(base, _)| *base != candidate.base)
-        {
-            self.open = bases.get(candidate.base).and_then(|dir| {
-                rustix::fs::open(
-                    dir,
-                    OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-                    Mode::empty(),
-                )
-                .ok()
-                .map(|fd| (candidate.base, fd))
-            });
-        }
-        // The part after the folder, without the separator `join` put there (none when the
-        // folder's path already ended in one).
-        let rel = candidate
-            .path
-            .as_os_str()
-            .as_encoded_bytes()
-            .get(candidate.rel_start..)
-            .map(|rel| rel.strip_prefix(b"/").unwrap_or(rel))
-            .filter(|rel| !rel.is_empty());
-        let (Some((_, fd)), Some(rel)) = (&self.open, rel) else {
-            return std_stat(&candidate.path, follow);
-        };
-        let flags = if follow {
-            AtFlags::empty()
-        } else {
-            AtFlags::SYMLINK_NOFOLLOW
-        };
-        let st = rustix::fs::statat(fd, rel, flags).map_err(std::io::Error::from)?;
-        // As `FileStamp::of` has it: no mtime before the epoch or past `i64` nanoseconds.
-        let mtime_ns = u64::try_from(st.st_mtime)
-            .ok()
-            .and_then(|secs| i64::try_from(secs).ok())
-            .and_then(|secs| secs.checked_mul(1_000_000_000))
-            .and_then(|ns| ns.checked_add(i64::try_from(st.st_mtime_nsec).ok()?));
-        Ok(Stat {
-            stamp: FileStamp {
-                size: u64::try_from(st.st_size).unwrap_or(0),
-                mtime_ns,
-            },
-            is_file: FileType::from_raw_mode(st.st_mode) == FileType::RegularFile,
-        })
-    }
-
-    #[cfg(not(target_os = "linux"))]
-    fn stat(
-        &mut self,
-        candidate: &Candidate,
-        _bases: &[PathBuf],
-        follow: bool,
-    ) -> std::io::Result<Stat> {
-        std_stat(&candidate.path, follow)
-    }
 }
 
 fn std_stat(path: &Path, follow: bool) -> std::io::Result<Stat> {

@@ -614,6 +614,18 @@ impl Stored {
             .filter(move |&i| self.recs.get(i).is_some_and(|rec| rec.kind == kind))
     }
 
+    /// The entries in the index of `agents`.
+    pub(crate) fn live_of_agents<'s>(
+        &'s self,
+        agents: &'s [Agent],
+    ) -> impl Iterator<Item = usize> + 's {
+        self.live().filter(move |&i| {
+            self.recs
+                .get(i)
+                .is_some_and(|rec| agents.contains(&rec.kind.agent()))
+        })
+    }
+
     /// The entries in the index, of `agents`, with the path the walk found each at (if it
     /// did), taken out of the index.
     pub(crate) fn take_live<'s>(
