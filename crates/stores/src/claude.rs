@@ -46,7 +46,7 @@ pub fn discover(roots: &StoreRoots, warnings: &mut Warnings) -> Vec<SourceFile> 
         return Vec::new();
     };
     let (mut found, _, _) = walk(&[root], 1, DirCache::default(), warnings);
-    sources(found.pop().unwrap_or_default())
+    sources(found.pop().unwrap_or_default()).collect()
 }
 
 /// Where discovery walks: `projects/`, one level of project folders below it.
@@ -63,19 +63,15 @@ pub(crate) fn walk_root(roots: &StoreRoots) -> Option<WalkRoot> {
 }
 
 /// The transcripts a walk of [`walk_root`] found.
-pub(crate) fn sources(found: Found) -> Vec<SourceFile> {
-    found
-        .files
-        .into_iter()
-        .map(|(path, stamp)| SourceFile {
-            agent: Agent::Claude,
-            stamp,
-            path,
-            compressed: false,
-            sidecar: None,
-            scope_cwd: None,
-        })
-        .collect()
+pub(crate) fn sources(found: Found) -> impl ExactSizeIterator<Item = SourceFile> {
+    found.files.into_iter().map(|(path, stamp)| SourceFile {
+        agent: Agent::Claude,
+        stamp,
+        path,
+        compressed: false,
+        sidecar: None,
+        scope_cwd: None,
+    })
 }
 
 /// The listing fold of one Claude transcript: small, serialisable, resumable.

@@ -58,19 +58,15 @@ pub(crate) fn walk_roots(roots: &StoreRoots) -> Vec<WalkRoot> {
 }
 
 /// The rollouts a walk of one of [`walk_roots`] found.
-pub(crate) fn sources(found: Found) -> Vec<SourceFile> {
-    found
-        .files
-        .into_iter()
-        .map(|(path, stamp)| SourceFile {
-            agent: Agent::Codex,
-            compressed: crate::lines::is_zstd_path(&path),
-            stamp,
-            path,
-            sidecar: None,
-            scope_cwd: None,
-        })
-        .collect()
+pub(crate) fn sources(found: Found) -> impl ExactSizeIterator<Item = SourceFile> {
+    found.files.into_iter().map(|(path, stamp)| SourceFile {
+        agent: Agent::Codex,
+        compressed: crate::lines::is_zstd_path(&path),
+        stamp,
+        path,
+        sidecar: None,
+        scope_cwd: None,
+    })
 }
 
 /// Whether a file name (from a folder listing, so no separators) is a rollout's. On the name

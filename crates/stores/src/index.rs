@@ -293,27 +293,49 @@ impl SessionIndex {
         if let Some(stored) = &mut self.stored {
             stored.begin_refresh(agents);
         }
+        // Which stored entry each file is, and whether it is unchanged: looked up on every
+        // core (hashing and comparing 24,000 paths is most of a warm refresh), then applied
+        // below in the files' order.
+        let mut sources = sources;
+        let matched: Vec<Option<(usize, bool)>> = match &self.stored {
+            Some(stored) => {
+                let threads = session_parts(sources.len());
+                let mut matched = Vec::new();
+                in_parts(&mut sources, threads, &mut matched, |part, out| {
+                    out.extend(part.iter().map(|(kind, source)| {
+                        let i = stored.find(&source.path)?;
+                        let unchanged = stored
+                            .view(i)
+                            .is_some_and(|view| view.unchanged(*kind, source));
+                        Some((i, unchanged))
+                    }));
+                });
+                matched
+            }
+            None => Vec::new(),
+        };
+        let mut matched = matched.into_iter();
         let mut old = PathTable::new(std::mem::take(&mut self.entries));
         let mut kept = Vec::with_capacity(old.slots.len());
         let mut jobs = Vec::new();
         for (kind, source) in sources {
             // An entry loaded from the cache: unchanged, it stays where it is, and keeps the
-            // path the walk allocated (the listing's session takes it).
+            // path the walk allocated (the listing's session takes it). Each is claimed once;
+            // a second file of the same path is a new one, as below.
             if let Some(stored) = &mut self.stored
-                && let Some(i) = stored.unclaimed(&source.path)
+                && let Some((i, unchanged)) = matched.next().flatten()
+                && stored.is_unclaimed(i)
             {
-                let Some(view) = stored.view(i) else {
-                    stored.set(i, cache::RecState::Dead);
-                    jobs.push(Job::new(kind, source, None));
-                    continue;
-                };
-                if view.unchanged(kind, &source) {
+                if unchanged {
                     stats.files_unchanged += 1;
                     stored.set(i, cache::RecState::Live(Some(source.path)));
                     continue;
                 }
                 // A file now read by another fold is a different file to us.
-                let old = (view.kind == kind).then(|| view.into_entry(None));
+                let old = stored
+                    .view(i)
+                    .filter(|view| view.kind == kind)
+                    .map(|view| view.into_entry(None));
                 stored.set(i, cache::RecState::Dead);
                 jobs.push(Job {
                     kind,
@@ -455,13 +477,13 @@ impl SessionIndex {
         if let Some(stored) = &self.stored {
             let mut live: Vec<usize> = stored.live_of_agents(agents).collect();
             let threads = session_parts(live.len());
-            let parts = in_parts(&mut live, threads, |part| {
-                part.iter()
-                    .filter_map(|&i| stored.view(i)?.session(stored.found_path(i)))
-                    .filter(|session| agents.contains(&session.agent))
-                    .collect()
+            in_parts(&mut live, threads, &mut sessions, |part, out| {
+                out.extend(
+                    part.iter()
+                        .filter_map(|&i| stored.view(i)?.session(stored.found_path(i)))
+                        .filter(|session| agents.contains(&session.agent)),
+                );
             });
-            append_parts(&mut sessions, parts);
         }
         sessions
     }
@@ -478,13 +500,13 @@ impl SessionIndex {
             let mut live: Vec<(usize, Option<PathBuf>)> = stored.take_live(agents).collect();
             let stored = &stored;
             let threads = session_parts(live.len());
-            let parts = in_parts(&mut live, threads, |part| {
-                part.iter_mut()
-                    .filter_map(|(i, path)| stored.view(*i)?.session_owning(path.take()))
-                    .filter(|session| agents.contains(&session.agent))
-                    .collect()
+            in_parts(&mut live, threads, &mut sessions, |part, out| {
+                out.extend(
+                    part.iter_mut()
+                        .filter_map(|(i, path)| stored.view(*i)?.session_owning(path.take()))
+                        .filter(|session| agents.contains(&session.agent)),
+                );
             });
-            append_parts(&mut sessions, parts);
         }
         sessions
     }
@@ -500,40 +522,52 @@ fn session_parts(n: usize) -> usize {
         .max(1)
 }
 
-/// Appends the runs [`in_parts`] made, in order, growing `all` once.
-fn append_parts<T>(all: &mut Vec<T>, parts: Vec<Vec<T>>) {
-    all.reserve_exact(parts.iter().map(Vec::len).sum());
-    for mut part in parts {
-        all.append(&mut part);
-    }
-}
-
-/// `f` over `items` cut into `parts` runs, each on a thread of its own (the first on this one);
-/// each run's results, in the items' order. A run whose thread failed is done again on this
-/// thread, so `f` must cope with items it already saw.
+/// `f` over `items` cut into `parts` runs, each on a thread of its own (the first on this one),
+/// every run's results appended to `out` in the items' order. `out` has room made for one
+/// result per item first, and the first run pushes into it directly: every fresh page of
+/// memory costs a fault (slow in a virtual machine), so 22,000 sessions are not built in one
+/// buffer and copied into another. A run whose thread failed is done again on this thread, so
+/// `f` must cope with items it already saw.
 pub(crate) fn in_parts<T: Send, R: Send>(
     items: &mut [T],
     parts: usize,
-    f: impl Fn(&mut [T]) -> Vec<R> + Sync,
-) -> Vec<Vec<R>> {
+    out: &mut Vec<R>,
+    f: impl Fn(&mut [T], &mut Vec<R>) + Sync,
+) {
     let size = items.len().div_ceil(parts.max(1)).max(1);
+    out.reserve(items.len());
     let f = &f;
-    let mut done: Vec<Option<Vec<R>>> = std::thread::scope(|scope| {
+    let done: Vec<Option<Vec<R>>> = std::thread::scope(|scope| {
         let mut runs = items.chunks_mut(size);
         let first = runs.next();
-        let others: Vec<_> = runs.map(|run| scope.spawn(move || f(run))).collect();
-        let mut done = vec![first.map(f)];
-        done.extend(others.into_iter().map(|handle| handle.join().ok()));
-        done
+        let others: Vec<_> = runs
+            .map(|run| {
+                scope.spawn(move || {
+                    let mut part = Vec::with_capacity(run.len());
+                    f(run, &mut part);
+                    part
+                })
+            })
+            .collect();
+        if let Some(first) = first {
+            f(first, out);
+        }
+        others
+            .into_iter()
+            .map(|handle| handle.join().ok())
+            .collect()
     });
-    for (n, slot) in done.iter_mut().enumerate() {
-        if slot.is_none()
-            && let Some(run) = items.get_mut(n * size..((n + 1) * size).min(items.len()))
-        {
-            *slot = Some(f(run));
+    for (n, part) in done.into_iter().enumerate() {
+        match part {
+            Some(mut part) => out.append(&mut part),
+            None => {
+                let start = (n + 1) * size;
+                if let Some(run) = items.get_mut(start..(start + size).min(items.len())) {
+                    f(run, out);
+                }
+            }
         }
     }
-    done.into_iter().flatten().collect()
 }
 
 /// The previous entries by path, taken out one by one as discovery finds their files.
@@ -544,18 +578,6 @@ pub(crate) fn in_parts<T: Send, R: Send>(
 struct PathTable {
     slots: Vec<Option<Entry>>,
     by_hash: FastMap<u64, usize>,
-}
-
-impl Job {
-    /// A file the index does not resume: read from the start.
-    fn new(kind: FoldKind, source: SourceFile, old: Option<Entry>) -> Job {
-        Job {
-            kind,
-            source,
-            old,
-            known: true,
-        }
-    }
 }
 
 impl PathTable {
@@ -632,11 +654,7 @@ pub(crate) fn discover_sources(
     dirs: DirCache,
     warnings: &mut Warnings,
 ) -> (Vec<(FoldKind, SourceFile)>, DirCache, WalkStats) {
-    let (found, dirs, stats) = discover_cached(roots, threads, agents, dirs, warnings);
-    let mut sources: Vec<(FoldKind, SourceFile)> = found
-        .into_iter()
-        .map(|source| (FoldKind::of(source.agent), source))
-        .collect();
+    let (mut sources, dirs, stats) = discover_cached(roots, threads, agents, dirs, warnings);
     if agents.contains(&Agent::Codex)
         && let Some(names) = codex_names_source(roots)
     {
@@ -667,7 +685,11 @@ pub fn discover_all(
     agents: &[Agent],
     warnings: &mut Warnings,
 ) -> Vec<SourceFile> {
-    discover_cached(roots, threads, agents, DirCache::default(), warnings).0
+    discover_cached(roots, threads, agents, DirCache::default(), warnings)
+        .0
+        .into_iter()
+        .map(|(_, source)| source)
+        .collect()
 }
 
 fn discover_cached(
@@ -676,7 +698,7 @@ fn discover_cached(
     agents: &[Agent],
     dirs: DirCache,
     warnings: &mut Warnings,
-) -> (Vec<SourceFile>, DirCache, WalkStats) {
+) -> (Vec<(FoldKind, SourceFile)>, DirCache, WalkStats) {
     let mut walk_roots: Vec<(Agent, WalkRoot)> = Vec::new();
     for agent in agents {
         match agent {
@@ -693,13 +715,26 @@ fn discover_cached(
     }
     let just_roots: Vec<WalkRoot> = walk_roots.iter().map(|(_, r)| r.clone()).collect();
     let (found, dirs, stats) = crate::walk::walk(&just_roots, threads, dirs, warnings);
-    let mut sources =
-        Vec::with_capacity(found.iter().map(|f| f.files.len() + f.probed.len()).sum());
+    // One vector of the exact size, filled once: 24,000 sources are 3 MB, and every fresh
+    // page of memory costs a fault (slow in a virtual machine). One more slot for Codex's names
+    // file.
+    let mut sources = Vec::with_capacity(
+        found
+            .iter()
+            .map(|f| f.files.len() + f.probed.len())
+            .sum::<usize>()
+            + 1,
+    );
     for ((agent, _), found) in walk_roots.into_iter().zip(found) {
+        let kind = FoldKind::of(agent);
         match agent {
-            Agent::Claude => sources.extend(crate::claude::sources(found)),
-            Agent::Codex => sources.extend(crate::codex::sources(found)),
-            Agent::Grok => sources.extend(crate::grok::sources(found, warnings)),
+            Agent::Claude => sources.extend(crate::claude::sources(found).map(|s| (kind, s))),
+            Agent::Codex => sources.extend(crate::codex::sources(found).map(|s| (kind, s))),
+            Agent::Grok => sources.extend(
+                crate::grok::sources(found, warnings)
+                    .into_iter()
+                    .map(|s| (kind, s)),
+            ),
         }
     }
     (sources, dirs, stats)
@@ -1023,22 +1058,28 @@ mod tests {
     #[test]
     fn in_parts_keeps_the_order_and_redoes_a_run_whose_thread_failed() {
         let mut items: Vec<u32> = (0..10).collect();
-        let double = |part: &mut [u32]| part.iter().map(|n| n * 2).collect::<Vec<_>>();
-        let runs = in_parts(&mut items, 3, double);
-        assert_eq!(runs.concat(), (0..10).map(|n| n * 2).collect::<Vec<_>>());
+        let double = |part: &mut [u32], out: &mut Vec<u32>| out.extend(part.iter().map(|n| n * 2));
+        let mut out = vec![99];
+        in_parts(&mut items, 3, &mut out, double);
         assert_eq!(
-            in_parts(&mut [] as &mut [u32], 3, double),
-            vec![Vec::<u32>::new()]
+            out,
+            [99].into_iter()
+                .chain((0..10).map(|n| n * 2))
+                .collect::<Vec<_>>()
         );
+        let mut out = Vec::new();
+        in_parts(&mut [] as &mut [u32], 3, &mut out, double);
+        assert!(out.is_empty());
 
         // The thread of the run holding 9 fails once; the run is done again on this thread.
         let armed = std::sync::atomic::AtomicBool::new(true);
-        let runs = in_parts(&mut items, 3, |part| {
+        let mut out = Vec::new();
+        in_parts(&mut items, 3, &mut out, |part, out| {
             if part.contains(&9) && armed.swap(false, Ordering::SeqCst) {
                 panic!("a reader bug");
             }
-            part.to_vec()
+            out.extend_from_slice(part);
         });
-        assert_eq!(runs.concat(), (0..10).collect::<Vec<_>>());
+        assert_eq!(out, (0..10).collect::<Vec<_>>());
     }
 }

@@ -673,16 +673,20 @@ impl Stored {
         }
     }
 
-    /// The entry of the file at `path` still waiting to be claimed, if there is one.
-    pub(crate) fn unclaimed(&self, path: &Path) -> Option<usize> {
+    /// The entry of the file at `path`, whatever its state.
+    pub(crate) fn find(&self, path: &Path) -> Option<usize> {
         let bytes = name_bytes(path.as_os_str())?;
         let i = *self.by_path.get(&fast_hash(bytes))? as usize;
         let rec = self.recs.get(i)?;
         // The path follows the fixed-width fields (see `encode_entry`): compared without
         // decoding the rest.
         let stored = Reader(self.bytes.get(rec.start + PATH_AT..rec.end)?).bytes();
-        (stored == Some(bytes) && matches!(self.state.get(i), Some(RecState::Unclaimed)))
-            .then_some(i)
+        (stored == Some(bytes)).then_some(i)
+    }
+
+    /// Whether entry `i` still waits to be claimed by a file in this refresh.
+    pub(crate) fn is_unclaimed(&self, i: usize) -> bool {
+        matches!(self.state.get(i), Some(RecState::Unclaimed))
     }
 
     pub(crate) fn set(&mut self, i: usize, state: RecState) {
