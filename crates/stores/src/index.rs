@@ -14,8 +14,8 @@
 //!
 //! Candidate files are found by [`crate::walk`], which remembers folder listings (persisted
 //! beside the index) so a warm walk is one `stat` per file. Changed files are read on a few
-//! threads (cold listings read everything). The whole index is persisted in one file (see
-//! [`crate::index::cache`]), so a new process starts warm.
+//! threads (cold listings read everything). The index is persisted in one file and a journal of
+//! the changes since it was written (see [`crate::index::cache`]), so a new process starts warm.
 
 pub mod cache;
 
@@ -103,6 +103,8 @@ pub(crate) struct Entry {
     pub sidecar: Option<SidecarSeen>,
     pub fold: FoldState,
     pub session: Option<Session>,
+    /// Already in the cache file or its journal: a save need not write it again.
+    pub saved: bool,
 }
 
 impl Entry {
@@ -187,6 +189,12 @@ pub struct SessionIndex {
     pub(crate) folds_file: Option<FoldsFile>,
     /// True when something changed since the index was loaded, so it is worth saving.
     pub(crate) dirty: bool,
+    /// The cache file this index stands on, and how its journal stands (see
+    /// [`crate::index::cache`]): a save appends what changed to the journal while it can.
+    pub(crate) base: Option<cache::Base>,
+    /// Files whose saved entries went out of the index since the last save (gone, or read
+    /// again: a new entry for the same path follows in the same save).
+    pub(crate) drops: Vec<PathBuf>,
 }
 
 /// The folds section of the cache file an index was loaded from.
@@ -337,6 +345,7 @@ impl SessionIndex {
                     .filter(|view| view.kind == kind)
                     .map(|view| view.into_entry(None));
                 stored.set(i, cache::RecState::Dead);
+                self.drops.push(source.path.clone());
                 jobs.push(Job {
                     kind,
                     source,
@@ -355,14 +364,22 @@ impl SessionIndex {
                     kept.push(entry);
                 }
                 // A file now read by another fold is a different file to us.
-                Some(entry) if entry.kind != kind => jobs.push(Job {
-                    kind,
-                    source,
-                    old: None,
-                    known: true,
-                }),
+                Some(entry) if entry.kind != kind => {
+                    if entry.saved {
+                        self.drops.push(entry.path);
+                    }
+                    jobs.push(Job {
+                        kind,
+                        source,
+                        old: None,
+                        known: true,
+                    })
+                }
                 previous => {
                     let known = previous.is_some();
+                    if let Some(entry) = previous.as_ref().filter(|entry| entry.saved) {
+                        self.drops.push(entry.path.clone());
+                    }
                     jobs.push(Job {
                         kind,
                         source,
@@ -375,12 +392,17 @@ impl SessionIndex {
         for entry in old.into_remaining() {
             if agents.contains(&entry.kind.agent()) {
                 stats.files_dropped += 1;
+                if entry.saved {
+                    self.drops.push(entry.path);
+                }
             } else {
                 kept.push(entry);
             }
         }
         if let Some(stored) = &mut self.stored {
-            stats.files_dropped += stored.end_refresh();
+            let gone = stored.end_refresh();
+            stats.files_dropped += gone.len();
+            self.drops.extend(gone);
         }
 
         // A file that changed may resume from its stored fold: the folds are read now, once.
@@ -964,6 +986,7 @@ fn read_with<F: TranscriptFold>(job: Job, blob: &[u8]) -> JobResult {
             sidecar: sidecar_seen,
             fold: fold_state,
             session,
+            saved: false,
         }),
         read: read_kind,
         bytes_read,

@@ -285,8 +285,6 @@ fn refresh_and_save(
     if let Some(path) = &options.cache_file
         && index.is_dirty()
     {
-        // Kept in memory after this: a long-lived scanner does not read them again next save.
-        index.load_folds();
         match cache::save(path, index) {
             Ok(()) => index.dirty = false,
             Err(e) => warnings.push(path, None, format!("cannot save the session cache: {e}")),

@@ -655,3 +655,146 @@ fn a_listing_of_one_agent_that_saves_keeps_the_other_agents_entries_it_did_not_d
         list_sessions(&roots, &ScanOptions::default()).sessions
     );
 }
+
+/// Appends a `custom-title` to a transcript, its mtime moved on so the change shows.
+fn rename(t: &mut ClaudeTranscript, name: &str) {
+    let n = t.len();
+    t.custom_title(name);
+    t.append_since(n).unwrap();
+    bump_mtime(&t.path, 1);
+}
+
+fn title<'a>(sessions: &'a [Session], id: &str) -> Option<&'a str> {
+    by_id(sessions, id).title.as_deref()
+}
+
+#[test]
+fn a_change_is_appended_to_the_journal_and_a_new_process_starts_from_both() {
+    use cross_agent_stores::index::cache::journal_file;
+
+    let home = TempDir::new().unwrap();
+    let mut c1 = claude_session(home.path(), "c1", "one");
+    let c2 = claude_session(home.path(), "c2", "two");
+    let roots = StoreRoots::under_home(home.path());
+    let (options, cache) = cached_options(home.path());
+    list_sessions(&roots, &options);
+    let base = fs::read(&cache).unwrap();
+    assert!(!journal_file(&cache).exists());
+
+    // A change: the cache file is left as it is, the change goes to the journal.
+    rename(&mut c1, "renamed");
+    assert_eq!(list_sessions(&roots, &options).stats.files_appended, 1);
+    assert_eq!(fs::read(&cache).unwrap(), base);
+    assert!(journal_file(&cache).exists());
+
+    // A new process starts from both: nothing is read.
+    let warm = list_sessions(&roots, &options);
+    assert_eq!((warm.stats.bytes_read, warm.stats.files_unchanged), (0, 2));
+    assert_eq!(title(&warm.sessions, "c1"), Some("renamed"));
+    assert_eq!(
+        warm.sessions,
+        list_sessions(&roots, &ScanOptions::default()).sessions
+    );
+
+    // A file gone is dropped through the journal too.
+    fs::remove_file(&c2.path).unwrap();
+    assert_eq!(list_sessions(&roots, &options).stats.files_dropped, 1);
+    let warm = list_sessions(&roots, &options);
+    assert_eq!(
+        (
+            warm.stats.bytes_read,
+            warm.stats.files_dropped,
+            warm.sessions.len()
+        ),
+        (0, 0, 1)
+    );
+    assert_eq!(fs::read(&cache).unwrap(), base);
+}
+
+#[test]
+fn a_torn_or_corrupt_journal_tail_is_read_again_from_the_stores() {
+    use cross_agent_stores::index::cache::journal_file;
+
+    for damage in ["torn", "corrupt"] {
+        let home = TempDir::new().unwrap();
+        let mut c1 = claude_session(home.path(), "c1", "one");
+        let mut c2 = claude_session(home.path(), "c2", "two");
+        let roots = StoreRoots::under_home(home.path());
+        let (options, cache) = cached_options(home.path());
+        list_sessions(&roots, &options);
+        rename(&mut c1, "one-name");
+        list_sessions(&roots, &options);
+        let first_record_end = fs::metadata(journal_file(&cache)).unwrap().len() as usize;
+        rename(&mut c2, "two-name");
+        list_sessions(&roots, &options);
+
+        // The second record is cut short (a crash while writing it) or damaged.
+        let journal = journal_file(&cache);
+        let mut bytes = fs::read(&journal).unwrap();
+        assert!(bytes.len() > first_record_end + 16, "{damage}");
+        match damage {
+            "torn" => bytes.truncate(bytes.len() - 7),
+            _ => bytes[first_record_end + 14] ^= 0xff,
+        }
+        fs::write(&journal, &bytes).unwrap();
+
+        // The first record still counts; what the second held is read again, silently.
+        let listing = list_sessions(&roots, &options);
+        assert_eq!(listing.warnings, Vec::new(), "{damage}");
+        assert_eq!(
+            (
+                listing.stats.files_unchanged,
+                listing.stats.files_appended,
+                listing.stats.files_new
+            ),
+            (1, 1, 0),
+            "{damage}"
+        );
+        assert_eq!(title(&listing.sessions, "c1"), Some("one-name"));
+        assert_eq!(title(&listing.sessions, "c2"), Some("two-name"));
+        assert_eq!(
+            listing.sessions,
+            list_sessions(&roots, &ScanOptions::default()).sessions
+        );
+
+        // That save wrote the whole cache again, without the damaged journal.
+        assert!(!journal.exists(), "{damage}");
+        let warm = list_sessions(&roots, &options);
+        assert_eq!((warm.stats.bytes_read, warm.stats.files_unchanged), (0, 2));
+        assert_eq!(warm.sessions, listing.sessions);
+    }
+}
+
+#[test]
+fn a_journal_left_from_another_cache_file_is_not_replayed() {
+    use cross_agent_stores::index::cache::journal_file;
+
+    let home = TempDir::new().unwrap();
+    let mut c1 = claude_session(home.path(), "c1", "one");
+    let roots = StoreRoots::under_home(home.path());
+    let (options, cache) = cached_options(home.path());
+    list_sessions(&roots, &options);
+    rename(&mut c1, "old-name");
+    list_sessions(&roots, &options);
+    let stale = fs::read(journal_file(&cache)).unwrap();
+
+    // The cache is written anew (another process rebuilt it) with c1 renamed again; the old
+    // journal comes back beside it. It names the old cache file: it is not replayed.
+    fs::remove_file(&cache).unwrap();
+    fs::remove_file(journal_file(&cache)).unwrap();
+    rename(&mut c1, "new-name");
+    list_sessions(&roots, &options);
+    fs::write(journal_file(&cache), &stale).unwrap();
+
+    let warm = list_sessions(&roots, &options);
+    assert_eq!((warm.stats.bytes_read, warm.warnings.len()), (0, 0));
+    assert_eq!(title(&warm.sessions, "c1"), Some("new-name"));
+
+    // The next save writes the whole cache and drops the stale journal.
+    rename(&mut c1, "newest-name");
+    list_sessions(&roots, &options);
+    assert!(!journal_file(&cache).exists());
+    let warm = list_sessions(&roots, &options);
+    assert_eq!(warm.stats.bytes_read, 0);
+    assert_eq!(title(&warm.sessions, "c1"), Some("newest-name"));
+}
