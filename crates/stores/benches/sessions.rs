@@ -321,8 +321,9 @@ fn child(role: &str) -> Result<()> {
         })
     {
         // For profiling: repeated warm listings (all agents, or Claude's as a resolution does)
-        // against an existing cache.
-        for _ in 0..20 {
+        // against an existing cache; `CROSS_AGENT_BENCH_CHILD_RUNS=1` profiles the listing of a
+        // fresh process, as the CLI's is.
+        for _ in 0..env_or("CROSS_AGENT_BENCH_CHILD_RUNS", 20)? {
             let listing = list_agents(
                 &StoreRoots::under_home(&home),
                 Some(Path::new(cache)),

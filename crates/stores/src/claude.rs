@@ -63,15 +63,19 @@ pub(crate) fn walk_root(roots: &StoreRoots) -> Option<WalkRoot> {
 }
 
 /// The transcripts a walk of [`walk_root`] found.
-pub(crate) fn sources(found: Found) -> impl ExactSizeIterator<Item = SourceFile> {
-    found.files.into_iter().map(|(path, stamp)| SourceFile {
-        agent: Agent::Claude,
-        stamp,
-        path,
-        compressed: false,
-        sidecar: None,
-        scope_cwd: None,
-    })
+pub(crate) fn sources(found: Found) -> impl Iterator<Item = SourceFile> {
+    found
+        .files
+        .into_iter()
+        .flatten()
+        .map(|(path, stamp)| SourceFile {
+            agent: Agent::Claude,
+            stamp,
+            path,
+            compressed: false,
+            sidecar: None,
+            scope_cwd: None,
+        })
 }
 
 /// The listing fold of one Claude transcript: small, serialisable, resumable.

@@ -58,15 +58,19 @@ pub(crate) fn walk_roots(roots: &StoreRoots) -> Vec<WalkRoot> {
 }
 
 /// The rollouts a walk of one of [`walk_roots`] found.
-pub(crate) fn sources(found: Found) -> impl ExactSizeIterator<Item = SourceFile> {
-    found.files.into_iter().map(|(path, stamp)| SourceFile {
-        agent: Agent::Codex,
-        compressed: crate::lines::is_zstd_path(&path),
-        stamp,
-        path,
-        sidecar: None,
-        scope_cwd: None,
-    })
+pub(crate) fn sources(found: Found) -> impl Iterator<Item = SourceFile> {
+    found
+        .files
+        .into_iter()
+        .flatten()
+        .map(|(path, stamp)| SourceFile {
+            agent: Agent::Codex,
+            compressed: crate::lines::is_zstd_path(&path),
+            stamp,
+            path,
+            sidecar: None,
+            scope_cwd: None,
+        })
 }
 
 /// Whether a file name (from a folder listing, so no separators) is a rollout's. On the name

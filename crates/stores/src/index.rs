@@ -743,7 +743,7 @@ fn discover_cached(
     let mut sources = Vec::with_capacity(
         found
             .iter()
-            .map(|f| f.files.len() + f.probed.len())
+            .map(|f| f.files.iter().map(Vec::len).sum::<usize>() + f.probed.len())
             .sum::<usize>()
             + 1,
     );

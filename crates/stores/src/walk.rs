@@ -86,8 +86,10 @@ pub(crate) struct WalkRoot {
 /// What a walk found under one root, in walk order.
 #[derive(Debug, Default)]
 pub(crate) struct Found {
-    /// Candidate regular files (links followed) with their stamps.
-    pub files: Vec<(PathBuf, FileStamp)>,
+    /// Candidate regular files (links followed) with their stamps, folder by folder (kept as
+    /// the visits made them: one vector of 24,000 grown as folders come would be copied and
+    /// faulted in again at every doubling).
+    pub files: Vec<Vec<(PathBuf, FileStamp)>>,
     /// Folders at `max_depth`, with the stamp of each probe name (`None`: no such file).
     pub probed: Vec<(PathBuf, Vec<Option<FileStamp>>)>,
 }
@@ -544,7 +546,9 @@ pub(crate) fn walk(
             stats.files_stated += entries.stated;
             warnings.items.extend(entries.warnings);
             let into = &mut found[pending.root];
-            into.files.extend(entries.files);
+            if !entries.files.is_empty() {
+                into.files.push(entries.files);
+            }
             into.probed.extend(entries.probed);
             next.extend(entries.subdirs.into_iter().map(|dir| Pending {
                 dir,
@@ -670,13 +674,23 @@ fn entries(
     handle: OpenDir,
     warnings: &mut Warnings,
 ) -> Entries {
-    let mut out = Entries::default();
-    let mut stat_warnings = Warnings::default();
     let wants_files = depth >= root.min_file_depth;
+    let mut out = Entries {
+        files: Vec::with_capacity(if wants_files { listed.entries.len() } else { 0 }),
+        ..Entries::default()
+    };
+    let mut stat_warnings = Warnings::default();
+    // Each path allocated once, at its size (`Path::join` copies the folder, then grows it).
+    let join = |name: &OsStr| {
+        let mut path = PathBuf::with_capacity(dir.as_os_str().len() + 1 + name.len());
+        path.push(dir);
+        path.push(name);
+        path
+    };
     for (name, kind) in listed.iter() {
         let kind = match kind {
             Kind::Symlink => {
-                let path = dir.join(name);
+                let path = join(name);
                 match fs::metadata(&path) {
                     Ok(meta) if meta.is_dir() => Kind::Dir,
                     Ok(meta) if meta.is_file() => {
@@ -700,8 +714,8 @@ fn entries(
                     continue;
                 }
                 out.stated += 1;
-                let path = dir.join(name);
-                match handle.stat(name_bytes(name), &path, /*follow*/ false) {
+                let path = join(name);
+                match handle.stat(name_bytes(name), &path, None, /*follow*/ false) {
                     Ok(stat) if stat.is_file => out.files.push((path, stat.stamp)),
                     Ok(_) => {}
                     // Gone since its folder was listed: as if it had not been there.
@@ -709,9 +723,9 @@ fn entries(
                     Err(e) => stat_warnings.push(&path, None, format!("cannot stat: {e}")),
                 }
             }
-            Kind::Dir if depth < root.max_depth => out.subdirs.push(dir.join(name)),
+            Kind::Dir if depth < root.max_depth => out.subdirs.push(join(name)),
             Kind::Dir if !root.probes.is_empty() => {
-                let path = dir.join(name);
+                let path = join(name);
                 let mut rel = name_bytes(name).map(<[u8]>::to_vec);
                 let stamps = root
                     .probes
@@ -726,7 +740,7 @@ fn entries(
                         });
                         // A probe that is not there: no such file, whatever the reason.
                         handle
-                            .stat(rel, &path.join(probe), /*follow*/ true)
+                            .stat(rel, &path, Some(probe), /*follow*/ true)
                             .ok()
                             .map(|stat| stat.stamp)
                     })
@@ -793,13 +807,22 @@ impl OpenDir {
         }
     }
 
-    /// The stamp of the entry `rel` (a name, or a name and a probe) of the folder, at `path`:
-    /// `lstat` unless `follow`.
+    /// The stamp of the entry `rel` (a name, or a name and a probe) of the folder, at `path`
+    /// (joined with `probe`, if any): `lstat` unless `follow`.
     #[cfg(target_os = "linux")]
-    fn stat(&self, rel: Option<&[u8]>, path: &Path, follow: bool) -> std::io::Result<Stat> {
+    fn stat(
+        &self,
+        rel: Option<&[u8]>,
+        path: &Path,
+        probe: Option<&str>,
+        follow: bool,
+    ) -> std::io::Result<Stat> {
         use rustix::fs::{AtFlags, FileType};
         let Some(rel) = rel.filter(|rel| !rel.is_empty()) else {
-            return std_stat(path, follow);
+            return std_stat(
+                &probe.map_or_else(|| path.to_path_buf(), |p| path.join(p)),
+                follow,
+            );
         };
         let flags = if follow {
             AtFlags::empty()
@@ -823,8 +846,17 @@ impl OpenDir {
     }
 
     #[cfg(not(target_os = "linux"))]
-    fn stat(&self, _rel: Option<&[u8]>, path: &Path, follow: bool) -> std::io::Result<Stat> {
-        std_stat(path, follow)
+    fn stat(
+        &self,
+        _rel: Option<&[u8]>,
+        path: &Path,
+        probe: Option<&str>,
+        follow: bool,
+    ) -> std::io::Result<Stat> {
+        std_stat(
+            &probe.map_or_else(|| path.to_path_buf(), |p| path.join(p)),
+            follow,
+        )
     }
 }
 
