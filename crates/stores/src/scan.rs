@@ -5,9 +5,10 @@
 //! session of every agent, newest first — no cap: resolution over it is a scan of a `Vec` in
 //! memory, and the index makes producing it cheap (see [`crate::index`]).
 //!
-//! The cache lives at `$CROSS_AGENT_HOME/cache/sessions-index.bin` ([`cache_file`]); the caller
-//! decides whether that home is safe to write (the CLI uses `ipc::Home`, which refuses `/`,
-//! `$HOME` and the agents' own stores). Without a cache file the listing still works, cold.
+//! The cache lives at `$CROSS_AGENT_HOME/cache/sessions-index.bin` ([`cache_file`]), with the
+//! journal of its changes and the folder listings beside it; the caller decides whether that
+//! home is safe to write (the CLI uses `ipc::Home`, which refuses `/`, `$HOME` and the agents'
+//! own stores). Without a cache file the listing still works, cold.
 
 use std::cmp::Reverse;
 use std::path::{Path, PathBuf};
@@ -370,8 +371,9 @@ pub fn sort_newest_first(sessions: &mut [Session]) {
                 .then_with(|| a.path.as_os_str().cmp(b.path.as_os_str()))
         })
     });
-    // Put each session in its place by following the permutation's cycles: every session is
-    // moved once, in place, without a second buffer of 22,000 sessions.
+    // Put each session in its place by following the permutation's cycles: every swap puts
+    // one session where it belongs, in place — no second buffer of 22,000 sessions, whose every
+    // fresh page would cost a fault.
     let mut dest: Vec<usize> = vec![0; order.len()];
     for (to, &(_, _, from)) in order.iter().enumerate() {
         dest[from] = to;

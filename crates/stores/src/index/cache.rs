@@ -8,14 +8,14 @@
 //! of fixed-width little-endian fields and length-prefixed byte strings, so loading only steps
 //! over each entry once — checking it and noting where it starts — and builds the table by path
 //! that the refresh looks files up in; nothing is copied out. An entry is decoded
-//! ([`EntryView`]) when the refresh compares its stamp, and its strings are copied out only
-//! into the listing's sessions, or into an [`Entry`] when its file changed ([`Stored`]). The
+//! (`EntryView`) when the refresh compares its stamp, and its strings are copied out only
+//! into the listing's sessions, or into an `Entry` when its file changed (`Stored`). The
 //! agents' fold states are stored as JSON text, because a fold may use serde attributes a
 //! non-self-describing format cannot round-trip.
 //!
 //! Layout: `MAGIC`, then little-endian format version (u32), schema fingerprint, entry count,
 //! entries length, entries checksum and folds length (u64 each); then the entries, one after
-//! another (see [`encode_entry`]), and the folds section (every entry's fold JSON, back to
+//! another (see `encode_entry`), and the folds section (every entry's fold JSON, back to
 //! back). A warm listing reads the header and the entries only: the folds section stays in the
 //! file (kept open) until a changed file needs a fold, and an entry's fold is decoded — after
 //! checking its own hash — only then.
