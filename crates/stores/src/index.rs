@@ -195,6 +195,9 @@ pub struct SessionIndex {
     /// Files whose saved entries went out of the index since the last save (gone, or read
     /// again: a new entry for the same path follows in the same save).
     pub(crate) drops: Vec<PathBuf>,
+    /// The Codex thread names decoded when the cache was loaded, with the stamp of the names
+    /// file they were read from.
+    pub(crate) preloaded_names: Option<(FileStamp, ThreadNames)>,
 }
 
 /// The folds section of the cache file an index was loaded from.
@@ -454,31 +457,71 @@ impl SessionIndex {
 
     /// The Codex thread names the index has read from `session_index.jsonl`.
     pub fn codex_names(&self) -> ThreadNames {
-        let stored = self.stored.as_ref().into_iter().flat_map(|stored| {
-            stored
-                .live_of(FoldKind::CodexNames)
-                .filter_map(|i| stored.view(i))
-                .map(|view| view.into_entry(None))
-        });
-        self.entries
-            .iter()
-            .filter(|entry| entry.kind == FoldKind::CodexNames)
-            .cloned()
-            .chain(stored)
-            .filter_map(|entry| match (&entry.fold, &self.folds_file) {
-                // Only this fold is read from the file, not the whole section.
-                (FoldState::Stored { at, len, hash }, Some(source)) => source
-                    .read_range(*at, *len)
-                    .ok()
-                    .filter(|bytes| fast_hash(bytes) == *hash)
-                    .map(std::borrow::Cow::Owned),
-                (fold, _) => SessionIndex::fold_text(&self.blob, fold)
-                    .map(|text| std::borrow::Cow::Owned(text.to_vec())),
-            })
-            .filter_map(|text| serde_json::from_slice::<NamesFold>(&text).ok())
+        self.names_fold()
+            .and_then(|(_, text)| serde_json::from_slice::<NamesFold>(&text).ok())
             .map(|names| names.0)
-            .next()
             .unwrap_or_default()
+    }
+
+    /// [`SessionIndex::codex_names`], taking the names decoded when the cache was loaded if the
+    /// names file has not changed since (see [`SessionIndex::preload_codex_names`]).
+    pub(crate) fn take_codex_names(&mut self) -> ThreadNames {
+        match (self.preloaded_names.take(), self.names_stamp()) {
+            (Some((then, names)), Some(now)) if then == now => names,
+            (_, None) => ThreadNames::default(),
+            (_, Some(_)) => self.codex_names(),
+        }
+    }
+
+    /// Decodes the names now, on the thread loading the cache, so the listing does not wait for
+    /// it after the walk.
+    pub(crate) fn preload_codex_names(&mut self) {
+        if let Some(stamp) = self.names_stamp() {
+            self.preloaded_names = Some((stamp, self.codex_names()));
+        }
+    }
+
+    /// The stamp of the names file's entry.
+    fn names_stamp(&self) -> Option<FileStamp> {
+        let owned = self
+            .entries
+            .iter()
+            .find(|entry| entry.kind == FoldKind::CodexNames)
+            .map(Entry::stamp);
+        owned.or_else(|| {
+            let stored = self.stored.as_ref()?;
+            let view = stored.view(stored.live_of(FoldKind::CodexNames).next()?)?;
+            Some(FileStamp {
+                size: view.size,
+                mtime_ns: view.mtime_ns,
+            })
+        })
+    }
+
+    /// The stamp and fold state (JSON) of the names file's entry, if it is intact.
+    fn names_fold(&self) -> Option<(FileStamp, std::borrow::Cow<'_, [u8]>)> {
+        use std::borrow::Cow;
+        if let Some(entry) = self
+            .entries
+            .iter()
+            .find(|entry| entry.kind == FoldKind::CodexNames)
+        {
+            let text = SessionIndex::fold_text(&self.blob, &entry.fold)?;
+            return Some((entry.stamp(), Cow::Borrowed(text)));
+        }
+        let stored = self.stored.as_ref()?;
+        let entry = stored
+            .view(stored.live_of(FoldKind::CodexNames).next()?)?
+            .into_entry(None);
+        let text = match (&entry.fold, &self.folds_file) {
+            // Only this fold is read from the file, not the whole section.
+            (FoldState::Stored { at, len, hash }, Some(source)) => source
+                .read_range(*at, *len)
+                .ok()
+                .filter(|bytes| fast_hash(bytes) == *hash)?,
+            (fold, _) => SessionIndex::fold_text(&self.blob, fold)?.to_vec(),
+        };
+        Some((entry.stamp(), Cow::Owned(text)))
     }
 
     /// Every session the index knows, as each file's fold describes it (names from side

@@ -89,7 +89,7 @@ pub fn list_sessions(roots: &StoreRoots, options: &ScanOptions) -> Listing {
         let loader = options.cache_file.as_deref().map(|path| {
             scope.spawn(move || {
                 let started = Instant::now();
-                (cache::load(path), started.elapsed())
+                (cache::load_for(path, wanted), started.elapsed())
             })
         });
         let sources = discover_sources(roots, options.refresh.threads, wanted, dirs, &mut warnings);
@@ -276,7 +276,7 @@ fn refresh_and_save(
 
     let started = Instant::now();
     let codex_names = if agents.contains(&Agent::Codex) {
-        index.codex_names()
+        index.take_codex_names()
     } else {
         ThreadNames::default()
     };

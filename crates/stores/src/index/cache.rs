@@ -725,6 +725,12 @@ impl Stored {
 /// file (kept open) until a changed file needs a fold: a warm listing reads only the entries,
 /// and decodes each only as far as it needs.
 pub fn load(path: &Path) -> CacheLoad {
+    load_for(path, &[])
+}
+
+/// [`load`], for a listing of `agents`: when it covers Codex, its thread names are decoded
+/// now too (a listing loads the cache on a thread of its own, beside the walk).
+pub(crate) fn load_for(path: &Path, agents: &[Agent]) -> CacheLoad {
     let mut file = match fs::File::open(path) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return CacheLoad::Missing,
@@ -765,8 +771,12 @@ pub fn load(path: &Path) -> CacheLoad {
                     rewrite: false,
                 }),
                 drops: Vec::new(),
+                preloaded_names: None,
             };
             replay_journal(&journal_file(path), &mut index);
+            if agents.contains(&Agent::Codex) {
+                index.preload_codex_names();
+            }
             CacheLoad::Loaded(index)
         }
         Err(refused) => refused.into(),
@@ -850,6 +860,7 @@ fn decode(bytes: Vec<u8>) -> CacheLoad {
             dirty: false,
             base: None,
             drops: Vec::new(),
+            preloaded_names: None,
         }),
         Err(refused) => refused.into(),
     }

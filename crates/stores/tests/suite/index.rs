@@ -285,6 +285,14 @@ fn codex_names_appended_to_session_index_are_picked_up_incrementally() {
     let s = by_id(&listing.sessions, &r.thread_id);
     assert_eq!(s.title.as_deref(), Some("parser-port-v2"));
     assert!(s.title_is_assigned);
+
+    // A new process takes the names from the cache (the change came through its journal).
+    let warm = list_sessions(&roots, &options);
+    assert_eq!(warm.stats.bytes_read, 0);
+    assert_eq!(
+        by_id(&warm.sessions, &r.thread_id).title.as_deref(),
+        Some("parser-port-v2")
+    );
 }
 
 #[test]
