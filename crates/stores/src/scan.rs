@@ -81,9 +81,7 @@ pub fn list_sessions(roots: &StoreRoots, options: &ScanOptions) -> Listing {
     // Loading the cache and walking the stores do not depend on each other: the walk is mostly
     // waiting on `stat` calls, so the cache is decoded meanwhile on a thread of its own.
     let started = Instant::now();
-    // The folder listings are needed before the walk (they are small).
     let dirs_file = options.cache_file.as_deref().map(dir_cache_file);
-    let dirs = dirs_file.as_deref().map(DirCache::load).unwrap_or_default();
     let wanted = agents.as_slice();
     let (loaded, (sources, mut dirs, walk), load_time) = std::thread::scope(|scope| {
         let loader = options.cache_file.as_deref().map(|path| {
@@ -92,6 +90,9 @@ pub fn list_sessions(roots: &StoreRoots, options: &ScanOptions) -> Listing {
                 (cache::load_for(path, wanted), started.elapsed())
             })
         });
+        // The folder listings are needed before the walk; they are read while the loader
+        // starts on the cache.
+        let dirs = dirs_file.as_deref().map(DirCache::load).unwrap_or_default();
         let sources = discover_sources(roots, options.refresh.threads, wanted, dirs, &mut warnings);
         let (loaded, load_time) = match loader.map(|handle| handle.join()) {
             Some(Ok((loaded, took))) => (Some(loaded), took),
