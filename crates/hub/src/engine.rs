@@ -2123,9 +2123,11 @@ impl Engine {
                             "start the Codex session with a wider CROSS_AGENT_CODEX_SANDBOX, or \
                              pre-approve the tool in its config"
                         }
+                        // Grok applies only `default` and `bypassPermissions` from its command
+                        // line (its docs, as the public koan provider notes quote them).
                         Agent::Grok => {
-                            "set CROSS_AGENT_GROK_PERMISSION_MODE (acceptEdits, bypassPermissions) \
-                             in the sender's registration"
+                            "set CROSS_AGENT_GROK_PERMISSION_MODE=bypassPermissions in the \
+                             sender's registration"
                         }
                     };
                     fail(
@@ -2138,7 +2140,11 @@ impl Engine {
                         ),
                     );
                 } else if let (Some(answer), None) = (&parsed.answer, &parsed.failure) {
-                    self.pair_answer(record, answer, None, watch);
+                    let answer = match agent {
+                        Agent::Grok => grok_after_last_tool(record, answer),
+                        Agent::Claude | Agent::Codex => answer.clone(),
+                    };
+                    self.pair_answer(record, &answer, None, watch);
                 } else {
                     let detail = parsed
                         .failure
@@ -2246,31 +2252,42 @@ impl Engine {
     /// assistant message written after the hand-over, never anything from before it. Nothing is
     /// re-sent. A delivery never handed over looks nothing up. Returns whether one was found.
     fn recover(&self, record: &mut DeliveryRecord, why: &str) -> bool {
-        let Some(started) = record.started_at.as_deref().and_then(parse_ms) else {
-            return false;
-        };
-        let Some(path) = record.target_transcript.as_deref().map(PathBuf::from) else {
-            return false;
-        };
-        let mut warnings = cross_agent_stores::Warnings::default();
-        let Ok(transcript) =
-            cross_agent_stores::turns::read_turns(record.target_agent, &path, &mut warnings)
-        else {
-            return false;
-        };
-        let started = UnixMillis(started);
-        let text = match transcript.finished_turn_answering(&record.request_id, Some(started)) {
-            Some(turn) => turn.final_text().map(str::to_owned),
-            None => transcript
-                .last_assistant_message_after(started)
-                .map(|m| m.text.clone()),
-        };
-        let found = match text {
+        let found = match transcript_answer(record) {
             Some(text) => self.pair_answer(record, &text, Some(why), default_watch_secs()),
             None => false,
         };
         self.inner.decisions.record(events::recovery(record, found));
         found
+    }
+}
+
+/// A Grok answer is what it said after its last tool call (spec 004 §9), but its stream
+/// carries no tool events: the transcript splits its messages at each tool call. When the
+/// transcript's answer for this delivery is how the streamed text ends, that tail is the
+/// answer; otherwise the stream stands as it is.
+fn grok_after_last_tool(record: &DeliveryRecord, streamed: &str) -> String {
+    match transcript_answer(record) {
+        Some(tail) if !tail.trim().is_empty() && streamed.trim_end().ends_with(tail.trim()) => {
+            tail.trim().to_owned()
+        }
+        Some(_) | None => streamed.to_owned(),
+    }
+}
+
+/// What the peer's transcript holds as this delivery's answer: the final text of a finished turn
+/// whose closing line carries the request id, else the last assistant message written after the
+/// turn started. `None` without a transcript, a start time, or such a message.
+fn transcript_answer(record: &DeliveryRecord) -> Option<String> {
+    let started = UnixMillis(record.started_at.as_deref().and_then(parse_ms)?);
+    let path = PathBuf::from(record.target_transcript.as_deref()?);
+    let mut warnings = cross_agent_stores::Warnings::default();
+    let transcript =
+        cross_agent_stores::turns::read_turns(record.target_agent, &path, &mut warnings).ok()?;
+    match transcript.finished_turn_answering(&record.request_id, Some(started)) {
+        Some(turn) => turn.final_text().map(str::to_owned),
+        None => transcript
+            .last_assistant_message_after(started)
+            .map(|m| m.text.clone()),
     }
 }
 

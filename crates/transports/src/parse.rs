@@ -9,12 +9,16 @@
 //! - **Codex** `exec --json` prints JSON lines: `thread.started` (`thread_id`), `item.completed`
 //!   (the answer is the last `agent_message`), `turn.completed`, and `turn.failed` / `error`.
 //!   A tool call that failed for want of approval ("requires approval") fails the delivery.
-//! - **Grok** `--output-format streaming-json`: no public description of its lines exists; the
-//!   spec (004 §9) says only that the answer is what it said after its last tool call and that a
-//!   turn whose tool call needed an approval ends with `stopReason: cancelled`. The reader below
-//!   is written from that alone and is tolerant: text chunks (`text` / `content` / `delta`
-//!   strings) accumulate, a line that mentions a tool call starts the answer afresh, a
-//!   `session_id` / `sessionId` is taken wherever it appears.
+//! - **Grok** `--output-format streaming-json`: xAI publishes no schema. The lines follow the
+//!   public recording of Grok Build 0.2.101 in Anantys-oss/koan (`koan/tests/grok_samples.py`,
+//!   `docs/providers/grok.md`): `{"type":"thought","data":…}` reasoning deltas (never part of the
+//!   answer), `{"type":"text","data":…}` answer deltas joined as they come, and a closing
+//!   `{"type":"end","stopReason":"EndTurn"|"Cancelled",…,"sessionId":…}` with no text of its own.
+//!   A tool call that needed an approval ends the turn `Cancelled` (spec 004 §9). No tool events
+//!   were seen in that recording, so cutting at the last tool call (spec 004: the answer is what
+//!   Grok said after it) is the transcript's job (`hub`); a line that does name a tool still
+//!   starts the answer afresh. The reader stays tolerant of other spellings (`text` / `delta` /
+//!   `content` strings, `session_id`).
 
 use cross_agent_protocol::bridge::Agent;
 use serde_json::Value;
@@ -222,6 +226,10 @@ impl OutputParser {
             self.grok_segment.clear();
             return;
         }
+        // Reasoning is shown, never answered with.
+        if kind.contains("thought") || kind.contains("reasoning") {
+            return;
+        }
         if kind.contains("error") {
             let message = value
                 .get("message")
@@ -232,11 +240,18 @@ impl OutputParser {
             return;
         }
         for key in ["stopReason", "stop_reason"] {
-            if value.get(key).and_then(Value::as_str) == Some("cancelled") {
+            if value
+                .get(key)
+                .and_then(Value::as_str)
+                .is_some_and(|reason| reason.eq_ignore_ascii_case("cancelled"))
+            {
                 self.parsed.approval_blocked = Some("a tool call".to_owned());
             }
         }
-        for key in ["text", "delta", "content"] {
+        if kind == "end" {
+            return;
+        }
+        for key in ["data", "text", "delta", "content"] {
             if let Some(text) = value.get(key).and_then(Value::as_str) {
                 self.grok_segment.push_str(text);
                 return;

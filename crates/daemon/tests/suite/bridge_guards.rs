@@ -658,3 +658,88 @@ async fn raw_mode_hands_over_the_message_alone() {
         ]
     );
 }
+
+/// Grok Build cannot run here. The stand-in prints streaming-json as Grok Build 0.2.101 was
+/// publicly recorded doing (Anantys-oss/koan `koan/tests/grok_samples.py`: `text` deltas in
+/// `data`, no tool events, a closing `end`) and writes the turn to the session's
+/// `updates.jsonl` in the shapes of `testkit::synthetic_stores::GrokSession` (from spec 004's
+/// Grok notes): narration, a tool call, then the answer ending with the request id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grok_answer_is_what_it_said_after_its_last_tool_call() {
+    use cross_agent_testkit::synthetic_stores::GrokSession;
+    let bridge = bench().await;
+    let now = now_millis();
+    let cwd = bridge.project.to_string_lossy().into_owned();
+    let mut session = GrokSession::new(bridge.agents.path(), &cwd, "grok-1", now - 60_000);
+    session
+        .user("hello", now - 60_000)
+        .agent_chunk("hi", now - 59_000)
+        .turn_completed(now - 59_000);
+    let dir = session.write().unwrap();
+    let updates = dir.join("updates.jsonl");
+    // One `updates.jsonl` line stamped now; a second `%s` in `update` is filled from `$req`
+    // (printf would repeat the format for an argument it has no `%s` for).
+    let transcript_line = |method: &str, update: &str| {
+        let req = if update.contains("%s") {
+            " \"$req\""
+        } else {
+            ""
+        };
+        format!(
+            "printf '{{\"timestamp\":%s,\"method\":\"{method}\",\"params\":{{\"sessionId\":\"grok-1\",\"update\":{update}}}}}\\n' \"$(date +%s.%3N)\"{req} >> '{}'\n",
+            updates.display()
+        )
+    };
+    let update = |update: &str| transcript_line("session/update", update);
+    let chunk = |text: &str| {
+        update(&format!(
+            r#"{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"{text}"}}}}"#
+        ))
+    };
+    let script_body = [
+        "sleep 0.05".to_owned(),
+        // The request id, from the envelope in the arguments.
+        "req=$(printf '%s' \"$*\" | grep -o 'req_[0-9]*_[a-z0-9]*' | head -1)".to_owned(),
+        update(r#"{"sessionUpdate":"user_message_chunk","content":{"type":"text","text":"the message"}}"#),
+        chunk("let me look. "),
+        update(r#"{"sessionUpdate":"tool_call","toolCallId":"call_9","title":"cat notes","kind":"execute","status":"pending"}"#),
+        update(r#"{"sessionUpdate":"tool_call_update","toolCallId":"call_9","status":"completed","content":[]}"#),
+        chunk("the answer\\\\n%s"),
+        transcript_line(
+            "_x.ai/session/update",
+            r#"{"sessionUpdate":"turn_completed","stopReason":"end_turn"}"#,
+        ),
+        // The stream: no tool events, the text deltas of the whole turn, then `end`.
+        r#"printf '%s\n' '{"type":"thought","data":"Look first."}' '{"type":"text","data":"let me look. "}'"#.to_owned(),
+        r#"printf '{"type":"text","data":"the answer\\n%s"}\n' "$req""#.to_owned(),
+        r#"printf '%s\n' '{"type":"end","stopReason":"EndTurn","sessionId":"grok-1","requestId":"r-1","num_turns":2}'"#.to_owned(),
+    ]
+    .join("\n");
+    let script = bridge.agents.path().join("fake-grok");
+    std::fs::write(&script, format!("#!/bin/sh\n{script_body}\n")).unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+
+    let mut caller = bridge.codex_caller(THREAD_A);
+    caller.settings.insert(
+        "CROSS_AGENT_GROK_BIN".into(),
+        script.to_string_lossy().into_owned(),
+    );
+    let mut params = bridge.send_params(Agent::Grok, "what do the notes say?", caller);
+    params.session_id = Some("grok-1".into());
+    let receipt = bridge.accepted(params).await;
+    let record = bridge.wait_finished(&receipt.delivery_id).await;
+    assert_eq!(record.state, DeliveryState::Delivered, "{record:?}");
+    assert_eq!(
+        record.reply_preview.as_deref(),
+        Some(format!("the answer\n{}", record.request_id).as_str()),
+        "the narration before the tool call is not the answer"
+    );
+    assert!(record.answer.reply_carries_request_id, "{record:?}");
+    let written = std::fs::read_to_string(&updates).unwrap();
+    for line in written.lines() {
+        assert!(
+            serde_json::from_str::<serde_json::Value>(line).is_ok(),
+            "the stand-in wrote a line Grok would not: {line}"
+        );
+    }
+}

@@ -1,8 +1,10 @@
-//! Grok Build cannot run on these machines. A stand-in `grok` script, written from spec 004
-//! alone (the argv of §3/§5; "the answer is what it said after its last tool call"; a turn whose
-//! tool call needed approval ends `stopReason: cancelled`), checks that a run passes the argv,
-//! the directory and only the given environment, and that the answer is cut at the last tool
-//! call. The streaming-json line shapes are our assumption: no public description exists.
+//! Grok Build cannot run on these machines. A stand-in `grok` script checks that a run passes
+//! the argv of spec 004 §3/§5, the directory and only the given environment, and reads the
+//! answer. Its streaming-json lines follow the public recording of Grok Build 0.2.101 in
+//! Anantys-oss/koan (`koan/tests/grok_samples.py`: `thought` / `text` deltas in `data`, a closing
+//! `end` with `stopReason` and `sessionId`; `docs/providers/grok.md`: a permission cancel ends
+//! `stopReason: Cancelled`). That recording shows no tool events; the line naming a tool below
+//! is our assumption, kept to show such a line would start the answer afresh.
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
@@ -58,10 +60,12 @@ async fn a_fake_grok_run_passes_argv_cwd_and_env_and_cuts_at_the_last_tool() {
         "grok",
         &format!(
             "printf '%s\\n' \"$@\" > {log}.args\npwd > {log}.cwd\nenv | sort > {log}.env\n\
-             echo '{{\"type\":\"text\",\"sessionId\":\"g-42\",\"text\":\"let me look\"}}'\n\
+             echo '{{\"type\":\"thought\",\"data\":\"Look first.\"}}'\n\
+             echo '{{\"type\":\"text\",\"data\":\"let me look\"}}'\n\
              echo '{{\"type\":\"tool_call\",\"name\":\"read\"}}'\n\
-             echo '{{\"type\":\"text\",\"text\":\"the answer\"}}'\n\
-             echo '{{\"type\":\"done\",\"stopReason\":\"end_turn\"}}'\n",
+             echo '{{\"type\":\"text\",\"data\":\"the \"}}'\n\
+             echo '{{\"type\":\"text\",\"data\":\"answer\"}}'\n\
+             echo '{{\"type\":\"end\",\"stopReason\":\"EndTurn\",\"sessionId\":\"g-42\",\"requestId\":\"r-1\",\"num_turns\":2}}'\n",
             log = log.display()
         ),
     );
@@ -103,8 +107,8 @@ async fn a_cancelled_approval_and_a_silent_turn() {
     let script = write_script(
         tmp.path(),
         "grok-cancelled",
-        "echo '{\"type\":\"text\",\"text\":\"let me run that\"}'\n\
-         echo '{\"type\":\"done\",\"stopReason\":\"cancelled\"}'\n",
+        "echo '{\"type\":\"text\",\"data\":\"let me run that\"}'\n\
+         echo '{\"type\":\"end\",\"stopReason\":\"Cancelled\",\"sessionId\":\"g-42\"}'\n",
     );
     let spec = build(&grok_request(&script, tmp.path())).unwrap();
     let outcome = run_turn(Agent::Grok, &spec, options(Duration::from_secs(30)), |_| {})

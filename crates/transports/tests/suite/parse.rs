@@ -76,3 +76,53 @@ fn codex_thread_last_message_and_failures() {
     );
     assert_eq!(failed.failure.as_deref(), Some("stream disconnected"));
 }
+
+/// Grok Build 0.2.101's streaming-json lines as publicly recorded in Anantys-oss/koan
+/// (`koan/tests/grok_samples.py`, captured 2026-07-15; ids replaced there by placeholders).
+#[test]
+fn grok_text_deltas_join_and_thoughts_and_the_end_line_are_not_the_answer() {
+    let parsed = parse(
+        Agent::Grok,
+        &[
+            r#"{"type":"thought","data":"Run"}"#,
+            r#"{"type":"thought","data":" the command."}"#,
+            r#"{"type":"text","data":"hello"}"#,
+            r#"{"type":"text","data":"-"}"#,
+            r#"{"type":"text","data":"from"}"#,
+            r#"{"type":"text","data":"-tool"}"#,
+            r#"{"type":"end","stopReason":"EndTurn","sessionId":"sess-fixture-002","requestId":"req-fixture-002","usage":{"input_tokens":21550,"output_tokens":71},"num_turns":2,"modelUsage":{"grok-4.5":{"inputTokens":21550}}}"#,
+        ],
+    );
+    assert_eq!(parsed.answer.as_deref(), Some("hello-from-tool"));
+    assert_eq!(parsed.session_id.as_deref(), Some("sess-fixture-002"));
+    assert_eq!(parsed.failure, None);
+    assert_eq!(parsed.approval_blocked, None);
+}
+
+/// The same recording's truncated stream (no `end`) keeps what was said; `Cancelled` (as the
+/// koan provider docs describe a permission cancel) marks the turn approval-blocked whatever
+/// its case.
+#[test]
+fn a_grok_stream_cut_short_keeps_its_text_and_cancelled_is_an_approval_stop() {
+    let cut = parse(
+        Agent::Grok,
+        &[
+            r#"{"type":"thought","data":"Working"}"#,
+            r#"{"type":"text","data":"Partial"}"#,
+            r#"{"type":"text","data":" progress"}"#,
+        ],
+    );
+    assert_eq!(cut.answer.as_deref(), Some("Partial progress"));
+    for reason in ["Cancelled", "cancelled"] {
+        let end = format!(r#"{{"type":"end","stopReason":"{reason}","sessionId":"s"}}"#);
+        let stopped = parse(
+            Agent::Grok,
+            &[r#"{"type":"text","data":"let me run that"}"#, end.as_str()],
+        );
+        assert_eq!(
+            stopped.approval_blocked.as_deref(),
+            Some("a tool call"),
+            "{reason}"
+        );
+    }
+}
