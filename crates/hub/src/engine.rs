@@ -166,6 +166,8 @@ struct Carried {
 
 /// How many finished deliveries `bridge_status` lists.
 const RECENT: u32 = 20;
+/// Room kept for the envelope around a message that must fit in one argument.
+const ENVELOPE_ALLOWANCE: usize = 4 * 1024;
 /// How many late-answer watches `bridge_status` lists (the newest; a warning gives the total).
 const WATCHES_SHOWN: u32 = 50;
 
@@ -566,6 +568,25 @@ impl Engine {
                 RefusalReason::InvalidArguments,
                 "the message is empty; write the request for the peer in `message`",
                 Value::Null,
+            )));
+        }
+        // Grok takes its prompt only as an argument: refuse here what `build` would refuse after
+        // queueing, leaving room for the envelope around the message.
+        if agent == Agent::Grok
+            && params.message.len() + ENVELOPE_ALLOWANCE
+                > cross_agent_transports::headless::MAX_ARGUMENT_BYTES
+        {
+            return Ok(Err(refusal(
+                RefusalReason::InvalidArguments,
+                format!(
+                    "the message is {} bytes; Grok takes its prompt only as a command-line \
+                     argument, which holds at most {} bytes with the envelope. Send a shorter \
+                     message (put the bulk in a file in the session's folder and name the file). \
+                     Nothing was sent and no hop was spent",
+                    params.message.len(),
+                    cross_agent_transports::headless::MAX_ARGUMENT_BYTES - ENVELOPE_ALLOWANCE
+                ),
+                json!({"message_bytes": params.message.len()}),
             )));
         }
         if explicit.is_some() && params.new_session {

@@ -32,6 +32,21 @@ pub enum Error {
         source: std::io::Error,
     },
 
+    /// A message too long to pass as an argument, to an agent that takes it no other way.
+    #[error(
+        "the message is {bytes} bytes; the {agent} CLI takes its prompt only as a command-line \
+         argument, which holds at most {limit} bytes here. Send a shorter message (put the bulk \
+         in a file in the session's folder and name the file)"
+    )]
+    MessageTooLong {
+        /// The target agent.
+        agent: &'static str,
+        /// The message's length.
+        bytes: usize,
+        /// [`crate::headless::MAX_ARGUMENT_BYTES`].
+        limit: usize,
+    },
+
     /// The session's directory does not exist (the CLI would not find the session from
     /// anywhere else).
     #[error("the {agent} session's directory {cwd} does not exist; the CLI must run from it")]

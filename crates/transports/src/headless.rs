@@ -7,7 +7,11 @@
 //! | Grok | `grok --single=<msg> --resume <id> --output-format streaming-json` | `… --session-id <uuid> …` |
 //!
 //! The message goes after `--` (Grok: inside `--single=`), so a raw message that starts with a
-//! dash is never read as an option. `--skip-git-repo-check` is passed because Codex refuses to
+//! dash is never read as an option. Linux refuses a single argument over 128 KiB, so a message
+//! longer than [`MAX_ARGUMENT_BYTES`] goes on standard input instead: Claude reads its prompt
+//! there when none is given, and Codex when the prompt is `-`. Grok takes its prompt only as an
+//! argument (it does not read standard input; public provider notes for Grok Build 0.2.101), so
+//! a longer message to Grok is refused with the limit named. `--skip-git-repo-check` is passed because Codex refuses to
 //! run outside a git repository otherwise, and a session's directory need not be one. The
 //! command runs from the session's own directory: Claude finds a transcript only under its
 //! project folder, so a resume from anywhere else answers `No conversation found`.
@@ -55,6 +59,10 @@ pub struct TurnRequest {
     pub bridge_env: BTreeMap<String, String>,
 }
 
+/// The longest message passed as an argument; Linux's limit on one argument is 128 KiB, and the
+/// rest of the line needs some room.
+pub const MAX_ARGUMENT_BYTES: usize = 100 * 1024;
+
 /// A command line ready to run, kept as data so tests compare it whole.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommandSpec {
@@ -63,6 +71,8 @@ pub struct CommandSpec {
     pub cwd: PathBuf,
     /// The child's whole environment.
     pub env: BTreeMap<String, String>,
+    /// The message, when it goes on standard input rather than in `args`.
+    pub stdin: Option<String>,
 }
 
 /// Builds the command of one turn. This is the one place a peer CLI's command is made, so the
@@ -80,6 +90,20 @@ pub fn build(request: &TurnRequest) -> Result<CommandSpec> {
     }
     let settings = &request.settings;
     let model = settings.model(request.agent);
+    let on_stdin = request.message.len() > MAX_ARGUMENT_BYTES;
+    if on_stdin && request.agent == Agent::Grok {
+        return Err(Error::MessageTooLong {
+            agent: request.agent.as_str(),
+            bytes: request.message.len(),
+            limit: MAX_ARGUMENT_BYTES,
+        });
+    }
+    // Claude: no prompt argument reads standard input; Codex: `-` does.
+    let prompt: &[&str] = match (request.agent, on_stdin) {
+        (_, false) => &["--", &request.message],
+        (Agent::Codex, true) => &["-"],
+        (Agent::Claude | Agent::Grok, true) => &[],
+    };
     let mut args: Vec<String> = Vec::new();
     let mut push = |items: &[&str]| args.extend(items.iter().map(|s| (*s).to_owned()));
     match request.agent {
@@ -98,7 +122,7 @@ pub fn build(request: &TurnRequest) -> Result<CommandSpec> {
             if let Some(mode) = &settings.claude_permission_mode {
                 push(&["--permission-mode", mode]);
             }
-            push(&["--", &request.message]);
+            push(prompt);
         }
         Agent::Codex => match &request.target {
             Target::Resume { session_id } => {
@@ -108,7 +132,8 @@ pub fn build(request: &TurnRequest) -> Result<CommandSpec> {
                 if let Some(model) = model {
                     push(&["--model", model]);
                 }
-                push(&[session_id, "--", &request.message]);
+                push(&[session_id]);
+                push(prompt);
             }
             Target::New { .. } => {
                 let cwd = request.cwd.to_string_lossy();
@@ -121,7 +146,7 @@ pub fn build(request: &TurnRequest) -> Result<CommandSpec> {
                 if let Some(model) = model {
                     push(&["--model", model]);
                 }
-                push(&["--", &request.message]);
+                push(prompt);
             }
         },
         Agent::Grok => {
@@ -157,5 +182,6 @@ pub fn build(request: &TurnRequest) -> Result<CommandSpec> {
         args,
         cwd: request.cwd.clone(),
         env,
+        stdin: on_stdin.then(|| request.message.clone()),
     })
 }

@@ -12,7 +12,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant, SystemTime};
 
 use cross_agent_protocol::bridge::Agent;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::watch;
 
 use crate::error::{Error, Result};
@@ -80,7 +80,11 @@ pub async fn run_turn(
         .current_dir(&spec.cwd)
         .env_clear()
         .envs(&spec.env)
-        .stdin(Stdio::null())
+        .stdin(if spec.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
@@ -93,6 +97,15 @@ pub async fn run_turn(
     })?;
     let pid = child.id().unwrap_or(0);
     on_spawn(pid);
+    // A long message goes on standard input, written beside the output loop so neither side
+    // waits for the other; closing it ends the prompt.
+    if let (Some(message), Some(mut input)) = (spec.stdin.clone(), child.stdin.take()) {
+        tokio::spawn(async move {
+            if let Err(error) = input.write_all(message.as_bytes()).await {
+                tracing::warn!(%error, pid, "could not hand the message over on standard input");
+            }
+        });
+    }
     tracing::info!(agent = agent.as_str(), pid, cwd = %spec.cwd.display(), "headless turn started");
 
     let mut stdout = child.stdout.take().map(|s| BufReader::new(s).lines());

@@ -743,3 +743,22 @@ async fn a_grok_answer_is_what_it_said_after_its_last_tool_call() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_grok_cannot_take_as_an_argument_is_refused_before_anything_is_queued() {
+    let bridge = bench().await;
+    let long = "x".repeat(cross_agent_transports::headless::MAX_ARGUMENT_BYTES);
+    let mut params = bridge.send_params(Agent::Grok, &long, bridge.codex_caller(THREAD_A));
+    params.new_session = true;
+    let refusal = bridge.refused(params).await;
+    assert_eq!(refusal.reason, RefusalReason::InvalidArguments);
+    assert!(
+        refusal.message.contains("only as a command-line argument")
+            && refusal.message.contains(&long.len().to_string()),
+        "{}",
+        refusal.message
+    );
+    let status = bridge.status(None).await;
+    assert_eq!(status.deliveries["pending"], serde_json::json!([]));
+    assert_eq!(status.deliveries["recent"], serde_json::json!([]));
+}

@@ -589,3 +589,50 @@ async fn a_daemon_killed_outright_leaves_an_orphan_that_the_next_one_closes_and_
     );
     assert_eq!(prompts_with(&bridge, "crash job").len(), 1, "never re-sent");
 }
+
+/// A message past Linux's 128 KiB limit on one argument reaches real Claude Code and real Codex
+/// whole, on standard input.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_too_long_for_an_argument_reaches_both_agents_whole() {
+    let bridge = Bridge::start().await;
+    let claude_id = bridge.claude_session("seed claude long");
+    let thread = bridge.codex_session("seed codex long");
+    let filler = "0123456789abcdef ".repeat(9_000); // about 150 KB
+    for (agent, session, caller, tag) in [
+        (
+            Agent::Claude,
+            claude_id.clone(),
+            bridge.codex_caller(&thread),
+            "long-to-claude",
+        ),
+        (
+            Agent::Codex,
+            thread.clone(),
+            bridge.claude_caller(&claude_id),
+            "long-to-codex",
+        ),
+    ] {
+        bridge.endpoint.push(
+            Rule::on_user_text(format!("{tag} begins")).reply(Reply::echo_token("read it all")),
+        );
+        let message = format!("{tag} begins\n{filler}\n{tag} ends here");
+        let mut params = bridge.send_params(agent, &message, caller);
+        params.session_id = Some(session);
+        let receipt = bridge.accepted(params).await;
+        let record = bridge.wait_finished(&receipt.delivery_id).await;
+        assert_eq!(
+            record.state,
+            DeliveryState::Delivered,
+            "{agent}: {record:#?}"
+        );
+        let prompt = prompts_with(&bridge, &format!("{tag} begins"))
+            .pop()
+            .unwrap();
+        assert!(
+            prompt.contains(&format!("{filler}\n{tag} ends here")),
+            "{agent}: the model saw {} of {} bytes",
+            prompt.len(),
+            message.len()
+        );
+    }
+}

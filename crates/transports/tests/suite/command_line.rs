@@ -235,3 +235,59 @@ fn no_headless_is_enforced_where_the_command_is_made() {
         .unwrap();
     }
 }
+
+/// Linux holds one argument to 128 KiB: a longer message goes on standard input, where Claude
+/// (no prompt argument) and Codex (prompt `-`) read it; Grok reads no standard input, so it is
+/// refused naming the limit.
+#[test]
+fn a_message_past_the_argument_limit_goes_on_standard_input() {
+    use cross_agent_transports::headless::MAX_ARGUMENT_BYTES;
+    let long = "x".repeat(MAX_ARGUMENT_BYTES + 1);
+    let resume = || Target::Resume {
+        session_id: "s-1".into(),
+    };
+
+    let mut claude = request(Agent::Claude, resume(), &[]);
+    claude.message = long.clone();
+    let spec = build(&claude).unwrap();
+    assert_eq!(
+        args(&spec),
+        ["-p", "--output-format", "json", "--resume", "s-1"]
+    );
+    assert_eq!(spec.stdin.as_deref(), Some(long.as_str()));
+
+    let mut codex = request(Agent::Codex, resume(), &[]);
+    codex.message = long.clone();
+    let spec = build(&codex).unwrap();
+    assert_eq!(
+        args(&spec),
+        [
+            "exec",
+            "resume",
+            "--json",
+            "--skip-git-repo-check",
+            "s-1",
+            "-"
+        ]
+    );
+    assert_eq!(spec.stdin.as_deref(), Some(long.as_str()));
+    let mut new_codex = request(Agent::Codex, Target::New { session_id: None }, &[]);
+    new_codex.message = long.clone();
+    assert_eq!(args(&build(&new_codex).unwrap()).last(), Some(&"-"));
+
+    // At the limit it is still an argument.
+    let mut at_limit = request(Agent::Claude, resume(), &[]);
+    at_limit.message = "x".repeat(MAX_ARGUMENT_BYTES);
+    let spec = build(&at_limit).unwrap();
+    assert_eq!(spec.stdin, None);
+    assert_eq!(spec.args.last().map(String::len), Some(MAX_ARGUMENT_BYTES));
+
+    let mut grok = request(Agent::Grok, resume(), &[]);
+    grok.message = long;
+    match build(&grok) {
+        Err(Error::MessageTooLong { bytes, limit, .. }) => {
+            assert_eq!((bytes, limit), (MAX_ARGUMENT_BYTES + 1, MAX_ARGUMENT_BYTES));
+        }
+        other => panic!("{other:?}"),
+    }
+}
