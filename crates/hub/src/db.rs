@@ -199,7 +199,32 @@ impl HubDb {
         params: impl rusqlite::Params,
         map: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
     ) -> Result<Vec<T>> {
-        select(&self.conn, &self.path, action, sql, params, map)
+        select(
+            &self.conn,
+            &|source| self.err(action, source),
+            sql,
+            params,
+            map,
+        )
+    }
+
+    /// Opens a transaction; the second value turns a SQLite error inside it into one naming
+    /// `action` and this store.
+    pub(crate) fn begin(
+        &mut self,
+        action: &'static str,
+    ) -> Result<(
+        rusqlite::Transaction<'_>,
+        impl Fn(rusqlite::Error) -> Error + use<>,
+    )> {
+        let path = self.path.clone();
+        let fail = move |source| Error::Db {
+            path: path.clone(),
+            action,
+            source,
+        };
+        let tx = self.conn.transaction().map_err(&fail)?;
+        Ok((tx, fail))
     }
 
     fn migrate(&mut self) -> Result<()> {
@@ -317,24 +342,18 @@ pub fn rfc3339(at: time::OffsetDateTime) -> String {
 }
 
 /// Every row `sql` selects on `on` (the store's connection or an open transaction on it), each
-/// mapped by `map`; an error names `action` and the store at `path`. The prepare / query /
-/// collect steps every listing shares.
+/// mapped by `map`; `fail` words an error. The prepare / query / collect steps every listing
+/// shares.
 pub(crate) fn select<T>(
     on: &Connection,
-    path: &Path,
-    action: &'static str,
+    fail: &dyn Fn(rusqlite::Error) -> Error,
     sql: &str,
     params: impl rusqlite::Params,
     map: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
 ) -> Result<Vec<T>> {
-    let read = |source| Error::Db {
-        path: path.to_owned(),
-        action,
-        source,
-    };
-    let mut statement = on.prepare_cached(sql).map_err(read)?;
-    let rows = statement.query_map(params, map).map_err(read)?;
-    rows.collect::<rusqlite::Result<Vec<T>>>().map_err(read)
+    let mut statement = on.prepare_cached(sql).map_err(fail)?;
+    let rows = statement.query_map(params, map).map_err(fail)?;
+    rows.collect::<rusqlite::Result<Vec<T>>>().map_err(fail)
 }
 
 /// A row read as a tuple of its columns, in select order: `db.select(…, columns)`.

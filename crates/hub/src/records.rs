@@ -147,13 +147,8 @@ impl HubDb {
     ) -> Result<()> {
         let record_json = to_json(record)?;
         let job_json = to_json(job)?;
-        let path = self.path().to_owned();
-        let fail = |source| Error::Db {
-            path: path.clone(),
-            action: "record a new delivery",
-            source,
-        };
-        let tx = self.conn.transaction().map_err(fail)?;
+        let (tx, fail) = self.begin("record a new delivery")?;
+        let fail = &fail;
         tx.execute(
             "INSERT INTO deliveries (delivery_id, state, target_agent, target_key, created_ms, record)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -341,19 +336,13 @@ impl HubDb {
         if max == 0 {
             return Ok(Vec::new());
         }
-        let path = self.path().to_owned();
-        let fail = |source| Error::Db {
-            path: path.clone(),
-            action: "hand queued deliveries over",
-            source,
-        };
-        let tx = self.conn.transaction().map_err(fail)?;
+        let (tx, fail) = self.begin("hand queued deliveries over")?;
+        let fail = &fail;
         // The queue's order from the index; a record and its payload are read only for the
         // deliveries handed over, not for the whole backlog on every dispatcher turn.
         let queued: Vec<(String, String, i64)> = select(
             &tx,
-            &path,
-            "hand queued deliveries over",
+            fail,
             "SELECT delivery_id, target_key, created_ms FROM deliveries
              WHERE state = 'queued' ORDER BY created_ms, delivery_id",
             [],
@@ -497,13 +486,8 @@ impl HubDb {
     /// Closes a delivery that is still queued as **not delivered** (`is_undelivered`): the
     /// peer never received it. Its payload goes with it. False when it was no longer queued.
     pub fn fail_queued(&mut self, delivery_id: &str, error: &str, now: &str) -> Result<bool> {
-        let path = self.path().to_owned();
-        let fail = |source| Error::Db {
-            path: path.clone(),
-            action: "close an undelivered delivery",
-            source,
-        };
-        let tx = self.conn.transaction().map_err(fail)?;
+        let (tx, fail) = self.begin("close an undelivered delivery")?;
+        let fail = &fail;
         let json: Option<String> = tx
             .query_row(
                 "SELECT record FROM deliveries WHERE delivery_id = ?1 AND state = 'queued'",
@@ -544,13 +528,8 @@ impl HubDb {
         delivery_id: &str,
         until_ms: i64,
     ) -> Result<bool> {
-        let path = self.path().to_owned();
-        let fail = |source| Error::Db {
-            path: path.clone(),
-            action: "renew a delivery's lease",
-            source,
-        };
-        let tx = self.conn.transaction().map_err(fail)?;
+        let (tx, fail) = self.begin("renew a delivery's lease")?;
+        let fail = &fail;
         let owned = tx
             .execute(
                 "UPDATE busy_locks SET lease_until_ms = ?3 WHERE target_key = ?1 AND owner_token = ?2",
@@ -745,17 +724,11 @@ impl HubDb {
         now_ms: i64,
         lease_until_ms: i64,
     ) -> Result<Vec<Watch>> {
-        let path = self.path().to_owned();
-        let fail = |source| Error::Db {
-            path: path.clone(),
-            action: "take late-answer watches",
-            source,
-        };
-        let tx = self.conn.transaction().map_err(fail)?;
+        let (tx, fail) = self.begin("take late-answer watches")?;
+        let fail = &fail;
         let rows: Vec<(String, i64, i64, Option<u32>, i64, String)> = select(
             &tx,
-            &path,
-            "take late-answer watches",
+            fail,
             "SELECT w.delivery_id, w.since_ms, w.until_ms, w.owner_pid, w.lease_until_ms,
              d.record FROM late_answer_watches w JOIN deliveries d USING (delivery_id)
              ORDER BY w.since_ms",
@@ -855,13 +828,8 @@ impl HubDb {
         created_ms: i64,
         request: &DeliveryRecord,
     ) -> Result<()> {
-        let path = self.path().to_owned();
-        let fail = |source| Error::Db {
-            path: path.clone(),
-            action: "record a late answer",
-            source,
-        };
-        let tx = self.conn.transaction().map_err(fail)?;
+        let (tx, fail) = self.begin("record a late answer")?;
+        let fail = &fail;
         tx.execute(
             "INSERT INTO deliveries (delivery_id, state, target_agent, target_key, created_ms,
              record, finished_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?5)",

@@ -283,15 +283,7 @@ impl DirCache {
 
 /// The file a [`DirCache`] is kept in: beside the session cache, `<name>-dirs.<ext>`.
 pub fn dir_cache_file(index_cache: &Path) -> PathBuf {
-    let stem = index_cache
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let name = match index_cache.extension() {
-        Some(ext) => format!("{stem}-dirs.{}", ext.to_string_lossy()),
-        None => format!("{stem}-dirs"),
-    };
-    index_cache.with_file_name(name)
+    crate::index::cache::file_beside(index_cache, "dirs")
 }
 
 const DIRS_MAGIC: &[u8; 8] = b"XAGDIRS\x01";

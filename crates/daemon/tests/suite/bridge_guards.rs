@@ -88,6 +88,17 @@ fn with_fake(bridge: &Bridge, mut params: SendParams) -> SendParams {
     params
 }
 
+/// The Codex thread A calling, through a registration that sets `name=value`.
+fn codex_caller_setting(
+    bridge: &Bridge,
+    name: &str,
+    value: &str,
+) -> cross_agent_protocol::bridge::CallerContext {
+    let mut caller = bridge.codex_caller(THREAD_A);
+    caller.settings.insert(name.into(), value.into());
+    caller
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn contradicting_arguments_and_strict_mode_are_refused_before_any_lookup() {
     let bridge = bench().await;
@@ -217,10 +228,7 @@ async fn the_self_call_guard_both_ways() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_headless_refuses_every_send_with_nothing_sent() {
     let bridge = bench().await;
-    let mut caller = bridge.codex_caller(THREAD_A);
-    caller
-        .settings
-        .insert("CROSS_AGENT_DISABLE_HEADLESS".into(), "1".into());
+    let caller = codex_caller_setting(&bridge, "CROSS_AGENT_DISABLE_HEADLESS", "1");
     let mut params = bridge.send_params(Agent::Claude, "m", caller.clone());
     params.session_id = Some(CLAUDE_B.into());
     let refusal = bridge.refused(with_fake(&bridge, params)).await;
@@ -247,10 +255,7 @@ async fn no_headless_refuses_every_send_with_nothing_sent() {
 async fn ui_hook_require_refuses_only_what_a_panel_would_have_taken() {
     use cross_agent_protocol::bridge::{BridgeStatusParams, BridgeStatusResponse, PinParams};
     let bridge = bench().await;
-    let mut caller = bridge.codex_caller(THREAD_A);
-    caller
-        .settings
-        .insert("CROSS_AGENT_UI_HOOK".into(), "require".into());
+    let caller = codex_caller_setting(&bridge, "CROSS_AGENT_UI_HOOK", "require");
 
     // A send naming no session: discovery would pick one, but only a panel may take it.
     let refusal = bridge
@@ -336,10 +341,7 @@ async fn ui_hook_require_refuses_only_what_a_panel_would_have_taken() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ui_hook_off_with_no_headless_refuses_every_send_before_any_lookup() {
     let bridge = bench().await;
-    let mut caller = bridge.codex_caller(THREAD_A);
-    caller
-        .settings
-        .insert("CROSS_AGENT_UI_HOOK".into(), "off".into());
+    let mut caller = codex_caller_setting(&bridge, "CROSS_AGENT_UI_HOOK", "off");
     // `off` alone delivers over the CLI.
     let mut params = bridge.send_params(Agent::Claude, "m", caller.clone());
     params.session_id = Some(CLAUDE_B.into());
@@ -377,8 +379,7 @@ async fn a_setting_that_cannot_be_read_refuses_the_send_naming_it() {
         ("CROSS_AGENT_MAX_HOPS", "four"),
         ("CROSS_AGENT_SCOPE", "everywhere"),
     ] {
-        let mut caller = bridge.codex_caller(THREAD_A);
-        caller.settings.insert(name.into(), value.into());
+        let caller = codex_caller_setting(&bridge, name, value);
         let mut params = bridge.send_params(Agent::Claude, "m", caller);
         params.session_id = Some(CLAUDE_B.into());
         let refusal = bridge.refused(with_fake(&bridge, params)).await;
@@ -396,10 +397,7 @@ async fn a_setting_that_cannot_be_read_refuses_the_send_naming_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_hop_budget_is_per_conversation() {
     let bridge = bench().await;
-    let mut caller = bridge.codex_caller(THREAD_A);
-    caller
-        .settings
-        .insert("CROSS_AGENT_MAX_HOPS".into(), "2".into());
+    let caller = codex_caller_setting(&bridge, "CROSS_AGENT_MAX_HOPS", "2");
     let send = |conversation: Option<&str>| {
         let mut params = with_fake(
             &bridge,
@@ -719,11 +717,7 @@ async fn a_grok_answer_is_what_it_said_after_its_last_tool_call() {
     std::fs::write(&script, format!("#!/bin/sh\n{script_body}\n")).unwrap();
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
 
-    let mut caller = bridge.codex_caller(THREAD_A);
-    caller.settings.insert(
-        "CROSS_AGENT_GROK_BIN".into(),
-        script.to_string_lossy().into_owned(),
-    );
+    let caller = codex_caller_setting(&bridge, "CROSS_AGENT_GROK_BIN", &script.to_string_lossy());
     let mut params = bridge.send_params(Agent::Grok, "what do the notes say?", caller);
     params.session_id = Some("grok-1".into());
     let receipt = bridge.accepted(params).await;

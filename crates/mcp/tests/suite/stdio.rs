@@ -252,42 +252,65 @@ fn a_daemon_that_cannot_start_is_a_tool_error_naming_the_log() -> anyhow::Result
 }
 
 #[test]
-fn strict_mode_adds_its_sentence_to_the_instructions() -> anyhow::Result<()> {
+fn strict_mode_and_ui_hook_require_add_their_sentences_to_the_instructions() -> anyhow::Result<()> {
+    use cross_agent_mcp::server::{STRICT_SENTENCE, UI_HOOK_REQUIRE_SENTENCE};
     let scratch = Scratch::new()?;
-    for (value, expected) in [("1", true), ("on", true), ("off", false), ("0", false)] {
-        let mut env = scratch.env();
-        env.insert("CROSS_AGENT_REQUIRE_EXPLICIT_TARGET".into(), value.into());
-        let mut server = McpProcess::spawn(&scratch, &env, scratch.dir.path())?;
-        let init = server.initialize("test-client")?;
-        let instructions = init["result"]["instructions"].as_str().unwrap();
-        assert_eq!(
-            instructions.contains(cross_agent_mcp::server::STRICT_SENTENCE),
-            expected,
-            "CROSS_AGENT_REQUIRE_EXPLICIT_TARGET={value}"
-        );
-    }
-    Ok(())
-}
-
-#[test]
-fn ui_hook_require_adds_its_sentence_to_the_instructions() -> anyhow::Result<()> {
-    let scratch = Scratch::new()?;
-    for (value, expected) in [
-        ("require", true),
-        ("REQUIRE ", true),
-        ("auto", false),
-        ("off", false),
+    for (var, value, sentence, expected) in [
+        (
+            "CROSS_AGENT_REQUIRE_EXPLICIT_TARGET",
+            "1",
+            STRICT_SENTENCE,
+            true,
+        ),
+        (
+            "CROSS_AGENT_REQUIRE_EXPLICIT_TARGET",
+            "on",
+            STRICT_SENTENCE,
+            true,
+        ),
+        (
+            "CROSS_AGENT_REQUIRE_EXPLICIT_TARGET",
+            "off",
+            STRICT_SENTENCE,
+            false,
+        ),
+        (
+            "CROSS_AGENT_REQUIRE_EXPLICIT_TARGET",
+            "0",
+            STRICT_SENTENCE,
+            false,
+        ),
+        (
+            "CROSS_AGENT_UI_HOOK",
+            "require",
+            UI_HOOK_REQUIRE_SENTENCE,
+            true,
+        ),
+        (
+            "CROSS_AGENT_UI_HOOK",
+            "REQUIRE ",
+            UI_HOOK_REQUIRE_SENTENCE,
+            true,
+        ),
+        (
+            "CROSS_AGENT_UI_HOOK",
+            "auto",
+            UI_HOOK_REQUIRE_SENTENCE,
+            false,
+        ),
+        (
+            "CROSS_AGENT_UI_HOOK",
+            "off",
+            UI_HOOK_REQUIRE_SENTENCE,
+            false,
+        ),
     ] {
         let mut env = scratch.env();
-        env.insert("CROSS_AGENT_UI_HOOK".into(), value.into());
+        env.insert(var.into(), value.into());
         let mut server = McpProcess::spawn(&scratch, &env, scratch.dir.path())?;
         let init = server.initialize("test-client")?;
         let instructions = init["result"]["instructions"].as_str().unwrap();
-        assert_eq!(
-            instructions.contains(cross_agent_mcp::server::UI_HOOK_REQUIRE_SENTENCE),
-            expected,
-            "CROSS_AGENT_UI_HOOK={value}"
-        );
+        assert_eq!(instructions.contains(sentence), expected, "{var}={value}");
     }
     Ok(())
 }

@@ -978,13 +978,18 @@ fn rewrite(path: &Path, index: &mut SessionIndex) -> Result<()> {
 
 /// The journal beside a cache file, `<name>-journal.<ext>`.
 pub fn journal_file(cache: &Path) -> PathBuf {
+    file_beside(cache, "journal")
+}
+
+/// A file kept beside the session cache, named for it: `<name>-<role>.<ext>`.
+pub(crate) fn file_beside(cache: &Path, role: &str) -> PathBuf {
     let stem = cache
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
     let name = match cache.extension() {
-        Some(ext) => format!("{stem}-journal.{}", ext.to_string_lossy()),
-        None => format!("{stem}-journal"),
+        Some(ext) => format!("{stem}-{role}.{}", ext.to_string_lossy()),
+        None => format!("{stem}-{role}"),
     };
     cache.with_file_name(name)
 }
