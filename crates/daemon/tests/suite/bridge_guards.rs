@@ -88,6 +88,21 @@ fn with_fake(bridge: &Bridge, mut params: SendParams) -> SendParams {
     params
 }
 
+/// Pins Claude session A for `caller`'s directory.
+async fn pin_claude_a(bridge: &Bridge, caller: &cross_agent_protocol::bridge::CallerContext) {
+    let _: cross_agent_protocol::bridge::PinResponse = bridge
+        .conn
+        .client
+        .call(cross_agent_protocol::bridge::PinParams {
+            agent: Agent::Claude,
+            session_id: Some(CLAUDE_A.into()),
+            cwd: None,
+            caller: caller.clone(),
+        })
+        .await
+        .unwrap();
+}
+
 /// The Codex thread A calling, through a registration that sets `name=value`.
 fn codex_caller_setting(
     bridge: &Bridge,
@@ -116,17 +131,7 @@ async fn contradicting_arguments_and_strict_mode_are_refused_before_any_lookup()
         .settings
         .insert("CROSS_AGENT_REQUIRE_EXPLICIT_TARGET".into(), "1".into());
     // A blank id counts as none; a pin does not count either.
-    bridge
-        .conn
-        .client
-        .call(cross_agent_protocol::bridge::PinParams {
-            agent: Agent::Claude,
-            session_id: Some(CLAUDE_A.into()),
-            cwd: None,
-            caller: caller.clone(),
-        })
-        .await
-        .unwrap();
+    pin_claude_a(&bridge, &caller).await;
     let mut params = bridge.send_params(Agent::Claude, "m", strict.clone());
     params.session_id = Some("   ".into());
     let refusal = bridge.refused(params).await;
@@ -253,7 +258,7 @@ async fn no_headless_refuses_every_send_with_nothing_sent() {
 /// `CROSS_AGENT_UI_HOOK` with no panel to be found (this build has no panel shims).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ui_hook_require_refuses_only_what_a_panel_would_have_taken() {
-    use cross_agent_protocol::bridge::{BridgeStatusParams, BridgeStatusResponse, PinParams};
+    use cross_agent_protocol::bridge::{BridgeStatusParams, BridgeStatusResponse};
     let bridge = bench().await;
     let caller = codex_caller_setting(&bridge, "CROSS_AGENT_UI_HOOK", "require");
 
@@ -297,17 +302,7 @@ async fn ui_hook_require_refuses_only_what_a_panel_would_have_taken() {
     let record = bridge.wait_finished(&receipt.delivery_id).await;
     assert_eq!(record.state, DeliveryState::Delivered, "{record:?}");
     // So does a session named by a pin.
-    bridge
-        .conn
-        .client
-        .call(PinParams {
-            agent: Agent::Claude,
-            session_id: Some(CLAUDE_A.into()),
-            cwd: None,
-            caller: caller.clone(),
-        })
-        .await
-        .unwrap();
+    pin_claude_a(&bridge, &caller).await;
     let receipt = bridge
         .accepted(with_fake(
             &bridge,
