@@ -1431,7 +1431,7 @@ impl Engine {
             return out;
         }
         let mut warnings = cross_agent_stores::Warnings::default();
-        match cross_agent_stores::turns::read_turns(record.target_agent, &path, &mut warnings) {
+        match recent_turns(record.target_agent, &path, &mut warnings) {
             Ok(transcript) => {
                 let started = record
                     .started_at
@@ -1700,12 +1700,10 @@ impl Engine {
                 }
                 let Some(path) = &path else { continue };
                 let mut warnings = cross_agent_stores::Warnings::default();
-                let found = cross_agent_stores::turns::read_turns(agent, path, &mut warnings)
-                    .ok()
-                    .and_then(|t| {
-                        t.finished_turn_answering(&request_id, started)
-                            .and_then(|turn| turn.final_text().map(str::to_owned))
-                    });
+                let found = recent_turns(agent, path, &mut warnings).ok().and_then(|t| {
+                    t.finished_turn_answering(&request_id, started)
+                        .and_then(|turn| turn.final_text().map(str::to_owned))
+                });
                 if let Some(text) = found {
                     *lock(&confirmed) = Some(text);
                     turn_stop.send_replace(true);
@@ -1866,8 +1864,8 @@ impl Engine {
             return *open;
         }
         let mut warnings = cross_agent_stores::Warnings::default();
-        let open = cross_agent_stores::turns::read_turns(agent, path, &mut warnings)
-            .is_ok_and(|t| t.running_turn().is_some());
+        let open =
+            recent_turns(agent, path, &mut warnings).is_ok_and(|t| t.running_turn().is_some());
         // Bounded: one entry per transcript a queue has waited on.
         if seen.len() > 1024 {
             seen.clear();
@@ -1942,12 +1940,7 @@ impl Engine {
             };
             let transcript = transcripts.entry(path).or_insert_with_key(|path| {
                 let mut warnings = cross_agent_stores::Warnings::default();
-                cross_agent_stores::turns::read_turns(
-                    watch.record.target_agent,
-                    path,
-                    &mut warnings,
-                )
-                .ok()
+                recent_turns(watch.record.target_agent, path, &mut warnings).ok()
             });
             match transcript.as_ref().and_then(|t| late_answer(t, &watch)) {
                 Some(text) => self.record_late_answer(&id, &text),
@@ -2295,6 +2288,21 @@ fn grok_after_last_tool(record: &DeliveryRecord, streamed: &str) -> String {
     }
 }
 
+/// The turns at the end of a peer's transcript, where answers are looked for (the spec's 2 MB
+/// window, 8 MB for Grok): a long session is not read whole on every look.
+fn recent_turns(
+    agent: Agent,
+    path: &Path,
+    warnings: &mut cross_agent_stores::Warnings,
+) -> cross_agent_stores::Result<cross_agent_stores::turns::Transcript> {
+    cross_agent_stores::turns::read_recent_turns(
+        agent,
+        path,
+        cross_agent_stores::turns::answer_window(agent),
+        warnings,
+    )
+}
+
 /// What the peer's transcript holds as this delivery's answer: the final text of a finished turn
 /// whose closing line carries the request id, else the last assistant message written after the
 /// turn started. `None` without a transcript, a start time, or such a message.
@@ -2302,8 +2310,7 @@ fn transcript_answer(record: &DeliveryRecord) -> Option<String> {
     let started = UnixMillis(record.started_at.as_deref().and_then(parse_ms)?);
     let path = PathBuf::from(record.target_transcript.as_deref()?);
     let mut warnings = cross_agent_stores::Warnings::default();
-    let transcript =
-        cross_agent_stores::turns::read_turns(record.target_agent, &path, &mut warnings).ok()?;
+    let transcript = recent_turns(record.target_agent, &path, &mut warnings).ok()?;
     match transcript.finished_turn_answering(&record.request_id, Some(started)) {
         Some(turn) => turn.final_text().map(str::to_owned),
         None => transcript

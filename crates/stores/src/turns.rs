@@ -205,6 +205,59 @@ pub fn read_turns(agent: Agent, path: &Path, warnings: &mut Warnings) -> Result<
     Ok(reader.into_transcript())
 }
 
+/// How much of a transcript's end the bridge reads when it looks for an answer (spec 004):
+/// 2 MB, and 8 MB for Grok, which writes every streamed chunk as a line of its own.
+pub fn answer_window(agent: Agent) -> u64 {
+    match agent {
+        Agent::Grok => 8 << 20,
+        Agent::Claude | Agent::Codex => 2 << 20,
+    }
+}
+
+/// Reads the turns in the last `window` bytes of one session's transcript (see [`read_turns`]
+/// for `path`). The answers the bridge looks for are recent, and a long session's transcript
+/// runs to tens of MB, read again on every look. Reading starts at the first whole line of the
+/// window, so the earliest turn it shows may have lost its beginning, and a warning's line
+/// number counts from there. A compressed rollout cannot be entered in the middle and is read
+/// whole.
+pub fn read_recent_turns(
+    agent: Agent,
+    path: &Path,
+    window: u64,
+    warnings: &mut Warnings,
+) -> Result<Transcript> {
+    use std::io::{BufRead, Seek, SeekFrom};
+    let file = match agent {
+        Agent::Grok if path.is_dir() => path.join("updates.jsonl"),
+        _ => path.to_path_buf(),
+    };
+    let io = |e| crate::error::StoreError::io(&file, e);
+    let mut opened = std::fs::File::open(&file).map_err(io)?;
+    let len = opened.metadata().map_err(io)?.len();
+    if crate::lines::is_zstd_path(&file) || len <= window {
+        return read_turns(agent, &file, warnings);
+    }
+    opened.seek(SeekFrom::Start(len - window)).map_err(io)?;
+    let mut input = std::io::BufReader::new(opened);
+    // The window's first bytes are the end of a line that began before it.
+    let mut cut = Vec::new();
+    let skipped = input.read_until(b'\n', &mut cut).map_err(io)?;
+    let mut reader = TurnReader::new(agent, &file);
+    crate::lines::read_lines_from(
+        &mut input,
+        &file,
+        crate::lines::Position {
+            offset: len - window + skipped as u64,
+            line: 0,
+        },
+        true,
+        &mut reader,
+        warnings,
+    )
+    .map_err(io)?;
+    Ok(reader.into_transcript())
+}
+
 /// Builds a [`Transcript`] from lines fed in order; keep one to follow a growing file.
 #[derive(Debug, Clone)]
 pub struct TurnReader {

@@ -241,3 +241,53 @@ fn real_codex_rollout_lists_and_reads_back() {
     assert_eq!(results(turn)[0].exit_code, Some(3));
     assert!(turn.answers(REQ), "{turn:#?}");
 }
+
+/// A long session's transcript is read from its last window only: the answer at the end is
+/// found, the turns before the window are not read, and a window larger than the file reads it
+/// all.
+#[test]
+fn recent_turns_come_from_the_end_of_a_long_transcript() {
+    use cross_agent_stores::turns::read_recent_turns;
+    use cross_agent_testkit::synthetic_stores::ClaudeTranscript;
+    let home = tempfile::tempdir().unwrap();
+    let mut t = ClaudeTranscript::new(home.path(), "/work/proj", "long-1");
+    t.user("the first question", 1_000)
+        .assistant_text("the first answer", 2_000);
+    let filler = "x".repeat(10_000);
+    for n in 0..300_i64 {
+        t.user(&format!("filler {n} {filler}"), 3_000 + n * 10)
+            .assistant_text("ok", 3_005 + n * 10);
+    }
+    t.user("the last question", 9_000)
+        .assistant_text("the last answer\nreq_1796008397548_abc123", 9_500);
+    let path = t.write().unwrap();
+    let size = std::fs::metadata(&path).unwrap().len();
+    assert!(size > 3_000_000, "{size}");
+
+    let mut warnings = Warnings::default();
+    let recent = read_recent_turns(Agent::Claude, &path, 1 << 20, &mut warnings).unwrap();
+    let last = recent.turns.last().unwrap();
+    assert!(last.answers("req_1796008397548_abc123"), "{last:?}");
+    let texts: Vec<&str> = recent
+        .turns
+        .iter()
+        .flat_map(|turn| turn.items.iter())
+        .filter_map(|item| match item {
+            TurnItem::Message(m) => Some(m.text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        !texts.contains(&"the first answer"),
+        "read before the window"
+    );
+    assert!(
+        recent.turns.len() < 150,
+        "about 1 MB of 3 MB: {} turns",
+        recent.turns.len()
+    );
+    assert!(warnings.items.is_empty(), "{:?}", warnings.items);
+
+    let whole = read_recent_turns(Agent::Claude, &path, size + 1, &mut warnings).unwrap();
+    assert_eq!(whole.turns.len(), 302);
+}
