@@ -242,52 +242,103 @@ fn real_codex_rollout_lists_and_reads_back() {
     assert!(turn.answers(REQ), "{turn:#?}");
 }
 
-/// A long session's transcript is read from its last window only: the answer at the end is
-/// found, the turns before the window are not read, and a window larger than the file reads it
-/// all.
+/// A long session's transcript is read from its last window only, for every agent: the answer
+/// at the end is found, the turns before the window are not read, and a window larger than the
+/// file reads it all.
 #[test]
 fn recent_turns_come_from_the_end_of_a_long_transcript() {
     use cross_agent_stores::turns::read_recent_turns;
-    use cross_agent_testkit::synthetic_stores::ClaudeTranscript;
+    use cross_agent_testkit::synthetic_stores::{ClaudeTranscript, CodexRollout, GrokSession};
+    const FILLER_TURNS: i64 = 300;
     let home = tempfile::tempdir().unwrap();
-    let mut t = ClaudeTranscript::new(home.path(), "/work/proj", "long-1");
-    t.user("the first question", 1_000)
-        .assistant_text("the first answer", 2_000);
     let filler = "x".repeat(10_000);
-    for n in 0..300_i64 {
-        t.user(&format!("filler {n} {filler}"), 3_000 + n * 10)
-            .assistant_text("ok", 3_005 + n * 10);
+    let closing = "the last answer\nreq_1796008397548_abc123";
+    let step = |n: i64| 3_000 + n * 10;
+
+    let mut claude = ClaudeTranscript::new(home.path(), "/work/proj", "long-1");
+    claude
+        .user("the first question", 1_000)
+        .assistant_text("the first answer", 2_000);
+    for n in 0..FILLER_TURNS {
+        claude
+            .user(&format!("filler {n} {filler}"), step(n))
+            .assistant_text("ok", step(n) + 5);
     }
-    t.user("the last question", 9_000)
-        .assistant_text("the last answer\nreq_1796008397548_abc123", 9_500);
-    let path = t.write().unwrap();
-    let size = std::fs::metadata(&path).unwrap().len();
-    assert!(size > 3_000_000, "{size}");
+    claude
+        .user("the last question", 9_000)
+        .assistant_text(closing, 9_500);
 
-    let mut warnings = Warnings::default();
-    let recent = read_recent_turns(Agent::Claude, &path, 1 << 20, &mut warnings).unwrap();
-    let last = recent.turns.last().unwrap();
-    assert!(last.answers("req_1796008397548_abc123"), "{last:?}");
-    let texts: Vec<&str> = recent
-        .turns
-        .iter()
-        .flat_map(|turn| turn.items.iter())
-        .filter_map(|item| match item {
-            TurnItem::Message(m) => Some(m.text.as_str()),
-            _ => None,
-        })
-        .collect();
-    assert!(
-        !texts.contains(&"the first answer"),
-        "read before the window"
+    let mut codex = CodexRollout::new(
+        home.path(),
+        "/work/proj",
+        "019a0000-0000-7000-8000-00000000a001",
+        500,
     );
-    assert!(
-        recent.turns.len() < 150,
-        "about 1 MB of 3 MB: {} turns",
-        recent.turns.len()
-    );
-    assert!(warnings.items.is_empty(), "{:?}", warnings.items);
+    codex
+        .user("the first question", 1_000)
+        .answer("the first answer", 2_000);
+    for n in 0..FILLER_TURNS {
+        codex
+            .user(&format!("filler {n} {filler}"), step(n))
+            .answer("ok", step(n) + 5);
+    }
+    codex
+        .user("the last question", 9_000)
+        .answer(closing, 9_500);
 
-    let whole = read_recent_turns(Agent::Claude, &path, size + 1, &mut warnings).unwrap();
-    assert_eq!(whole.turns.len(), 302);
+    let mut grok = GrokSession::new(home.path(), "/work/proj", "grok-long", 500);
+    grok.user("the first question", 1_000)
+        .agent_chunk("the first answer", 2_000)
+        .turn_completed(2_000);
+    for n in 0..FILLER_TURNS {
+        grok.user(&format!("filler {n} {filler}"), step(n))
+            .agent_chunk("ok", step(n) + 5)
+            .turn_completed(step(n) + 5);
+    }
+    grok.user("the last question", 9_000)
+        .agent_chunk(closing, 9_500)
+        .turn_completed(9_500);
+
+    for (agent, path) in [
+        (Agent::Claude, claude.write().unwrap()),
+        (Agent::Codex, codex.write().unwrap()),
+        (Agent::Grok, grok.write().unwrap()),
+    ] {
+        let file = if path.is_dir() {
+            path.join("updates.jsonl")
+        } else {
+            path.clone()
+        };
+        let size = std::fs::metadata(&file).unwrap().len();
+        assert!(size > 3_000_000, "{agent}: {size}");
+        let mut warnings = Warnings::default();
+        let recent = read_recent_turns(agent, &path, 1 << 20, &mut warnings).unwrap();
+        let last = recent.turns.last().unwrap();
+        assert!(
+            last.answers("req_1796008397548_abc123"),
+            "{agent}: {last:?}"
+        );
+        let texts: Vec<&str> = recent
+            .turns
+            .iter()
+            .flat_map(|turn| turn.items.iter())
+            .filter_map(|item| match item {
+                TurnItem::Message(m) => Some(m.text.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert!(
+            !texts.contains(&"the first answer"),
+            "{agent}: read before the window"
+        );
+        assert!(
+            recent.turns.len() < 150,
+            "{agent}: about 1 MB of 3 MB, yet {} turns",
+            recent.turns.len()
+        );
+        assert!(warnings.items.is_empty(), "{agent}: {:?}", warnings.items);
+
+        let whole = read_recent_turns(agent, &path, size + 1, &mut warnings).unwrap();
+        assert_eq!(whole.turns.len(), 302, "{agent}");
+    }
 }
