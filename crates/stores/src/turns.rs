@@ -237,9 +237,12 @@ pub fn read_recent_turns(
     if crate::lines::is_zstd_path(&file) || len <= window {
         return read_turns(agent, &file, warnings);
     }
-    opened.seek(SeekFrom::Start(len - window)).map_err(io)?;
+    // Start one byte early and drop up to the first newline: that is the end of a line begun
+    // before the window, or only the newline ending the line before it when the window starts
+    // exactly on a line (which is then kept).
+    let from = len - window - 1;
+    opened.seek(SeekFrom::Start(from)).map_err(io)?;
     let mut input = std::io::BufReader::new(opened);
-    // The window's first bytes are the end of a line that began before it.
     let mut cut = Vec::new();
     let skipped = input.read_until(b'\n', &mut cut).map_err(io)?;
     let mut reader = TurnReader::new(agent, &file);
@@ -247,7 +250,7 @@ pub fn read_recent_turns(
         &mut input,
         &file,
         crate::lines::Position {
-            offset: len - window + skipped as u64,
+            offset: from + skipped as u64,
             line: 0,
         },
         true,

@@ -123,8 +123,8 @@ impl DirStamp {
         DirStamp {
             dev: meta.dev(),
             ino: meta.ino(),
-            mtime_ns: meta.mtime().saturating_mul(1_000_000_000) + meta.mtime_nsec(),
-            ctime_ns: meta.ctime().saturating_mul(1_000_000_000) + meta.ctime_nsec(),
+            mtime_ns: nanos(meta.mtime(), meta.mtime_nsec()),
+            ctime_ns: nanos(meta.ctime(), meta.ctime_nsec()),
         }
     }
 
@@ -777,8 +777,8 @@ impl OpenDir {
                 DirStamp {
                     dev: st.st_dev,
                     ino: st.st_ino,
-                    mtime_ns: st.st_mtime.saturating_mul(1_000_000_000) + st.st_mtime_nsec as i64,
-                    ctime_ns: st.st_ctime.saturating_mul(1_000_000_000) + st.st_ctime_nsec as i64,
+                    mtime_ns: nanos(st.st_mtime, i64::try_from(st.st_mtime_nsec).unwrap_or(0)),
+                    ctime_ns: nanos(st.st_ctime, i64::try_from(st.st_ctime_nsec).unwrap_or(0)),
                 },
             )),
             // Not a folder, or a leading component is not one: told apart as `std` would.
@@ -984,4 +984,10 @@ fn parallel_map_with<T: Sync, R: Send, S>(
     let mut parts = done.into_inner().unwrap_or_default();
     parts.sort_unstable_by_key(|(start, _)| *start);
     parts.into_iter().flat_map(|(_, part)| part).collect()
+}
+
+/// A timestamp in nanoseconds, saturating: a folder stamped centuries ahead (a clock gone wrong,
+/// `touch -d 2300-01-01`) must not overflow the walk.
+fn nanos(secs: i64, nsec: i64) -> i64 {
+    secs.saturating_mul(1_000_000_000).saturating_add(nsec)
 }

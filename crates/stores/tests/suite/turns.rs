@@ -342,3 +342,32 @@ fn recent_turns_come_from_the_end_of_a_long_transcript() {
         assert_eq!(whole.turns.len(), 302, "{agent}");
     }
 }
+
+/// A window that begins exactly where a line begins keeps that line.
+#[test]
+fn a_window_starting_on_a_line_keeps_it() {
+    use cross_agent_stores::turns::read_recent_turns;
+    use cross_agent_testkit::synthetic_stores::ClaudeTranscript;
+    let home = tempfile::tempdir().unwrap();
+    let mut t = ClaudeTranscript::new(home.path(), "/work/proj", "edge-1");
+    t.user("q1", 1_000)
+        .assistant_text("a1", 2_000)
+        .user("q2", 3_000)
+        .assistant_text("the final answer", 4_000);
+    let path = t.write().unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    let body = &bytes[..bytes.len() - 1];
+    let last_line_start = body.iter().rposition(|b| *b == b'\n').unwrap() + 1;
+    let window = (bytes.len() - last_line_start) as u64;
+    let recent = read_recent_turns(Agent::Claude, &path, window, &mut Warnings::default()).unwrap();
+    let texts: Vec<&str> = recent
+        .turns
+        .iter()
+        .flat_map(|turn| turn.items.iter())
+        .filter_map(|item| match item {
+            TurnItem::Message(m) => Some(m.text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(texts, vec!["the final answer"]);
+}

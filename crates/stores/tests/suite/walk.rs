@@ -350,3 +350,21 @@ fn a_scanner_keeps_the_folder_cache_in_memory_too() {
     assert_eq!(by_id(&listing, "c1").title.as_deref(), Some("scanned"));
     assert_eq!(listing.of(Agent::Claude).count(), 2);
 }
+
+/// A folder stamped centuries ahead (a clock gone wrong) is listed like any other; its
+/// timestamp in nanoseconds saturates rather than overflowing the walk.
+#[test]
+fn a_folder_stamped_far_in_the_future_is_still_walked() {
+    let home = TempDir::new().unwrap();
+    claude(home.path(), "/work/a", "c1", "one");
+    let folder = projects(home.path()).join("-work-a");
+    assert!(folder.is_dir(), "{}", folder.display());
+    // 2300-01-01 and half a second: seconds times 10^9 alone saturates an i64.
+    let future = SystemTime::UNIX_EPOCH + Duration::new(10_413_792_000, 500_000_000);
+    set_dir_mtime(&folder, future);
+    set_dir_mtime(&projects(home.path()), future);
+    let first = list(home.path());
+    assert_eq!(ids(&first), vec!["c1"]);
+    let again = list(home.path());
+    assert_eq!(ids(&again), vec!["c1"]);
+}
