@@ -888,7 +888,7 @@ pub fn save(path: &Path, index: &mut SessionIndex) -> Result<()> {
         let record = journal_record(index);
         let limit = (base.len / 4).max(JOURNAL_MIN_LIMIT);
         if base.journal_len + record.len() as u64 <= limit
-            && let Ok(journal_len) = append_journal(&journal_file(path), &base, &record)
+            && let Ok(journal_len) = append_journal(path, &journal_file(path), &base, &record)
         {
             for entry in &mut index.entries {
                 entry.saved = true;
@@ -1074,7 +1074,7 @@ fn journal_record(index: &SessionIndex) -> Vec<u8> {
 /// Appends `record` to the journal of `base` at `path` (creating it, `0600`, with its header
 /// when there is none). Refused when the journal there belongs to another base. Returns the
 /// journal's length after it.
-fn append_journal(path: &Path, base: &Base, record: &[u8]) -> std::io::Result<u64> {
+fn append_journal(cache: &Path, path: &Path, base: &Base, record: &[u8]) -> std::io::Result<u64> {
     let mut options = OpenOptions::new();
     options.read(true).append(true).create(true);
     #[cfg(unix)]
@@ -1085,6 +1085,14 @@ fn append_journal(path: &Path, base: &Base, record: &[u8]) -> std::io::Result<u6
     let mut file = options.open(path)?;
     let header = journal_header(base);
     let len = file.metadata()?.len();
+    // The cache may have been written again by another process since this one loaded it (a
+    // long-lived daemon beside short CLI runs): a journal started now would extend a file that
+    // is gone, and the next load would ignore it. Refused, so the caller writes the whole cache.
+    if !cache_is_base(cache, base) {
+        return Err(std::io::Error::other(
+            "the session cache was written again by another process",
+        ));
+    }
     let mut bytes = Vec::with_capacity(header.len() + record.len());
     if len == 0 {
         bytes.extend_from_slice(&header);
@@ -1101,6 +1109,23 @@ fn append_journal(path: &Path, base: &Base, record: &[u8]) -> std::io::Result<u6
     // One write: a record is whole or, cut short by a crash, fails its checksum on replay.
     file.write_all(&bytes)?;
     Ok(file.metadata()?.len())
+}
+
+/// Whether the cache file at `cache` is still `base`: its length and its entries' checksum.
+fn cache_is_base(cache: &Path, base: &Base) -> bool {
+    let Ok(mut file) = fs::File::open(cache) else {
+        return false;
+    };
+    let mut bytes = vec![0u8; HEADER_LEN];
+    let read = file.metadata().map(|m| m.len()).and_then(|len| {
+        file.read_exact(&mut bytes)?;
+        Ok(len)
+    });
+    match read {
+        Ok(len) => Header::parse(&bytes, len)
+            .is_ok_and(|header| len == base.len && header.entries_sum == base.sum),
+        Err(_) => false,
+    }
 }
 
 /// Replays the journal at `path` onto `index`, just loaded from its base. A journal of another
@@ -1138,8 +1163,15 @@ fn replay_journal(path: &Path, index: &mut SessionIndex) {
     }
     base.rewrite = !rest.is_empty();
     base.journal_len = (bytes.len() - rest.len()) as u64;
+    // Where each replayed path's entry is, so a later record replaces it without a search.
+    let mut positions: std::collections::HashMap<PathBuf, usize> = index
+        .entries
+        .iter()
+        .enumerate()
+        .map(|(i, entry)| (entry.path.clone(), i))
+        .collect();
     for record in records {
-        apply_record(index, record);
+        apply_record(index, &mut positions, record);
     }
 }
 
@@ -1173,23 +1205,33 @@ fn decode_record(payload: &[u8]) -> Option<Record<'_>> {
     r.0.is_empty().then_some((drops, entries))
 }
 
-fn apply_record(index: &mut SessionIndex, (drops, entries): Record<'_>) {
-    let drop_path = |index: &mut SessionIndex, path: &[u8]| {
+fn apply_record(
+    index: &mut SessionIndex,
+    positions: &mut std::collections::HashMap<PathBuf, usize>,
+    (drops, entries): Record<'_>,
+) {
+    // The order of `entries` carries no meaning, so a replaced one is swapped out.
+    let drop_path = |index: &mut SessionIndex,
+                     positions: &mut std::collections::HashMap<PathBuf, usize>,
+                     path: &[u8]| {
         let path = Path::new(os_str(path));
         if let Some(stored) = &mut index.stored
             && let Some(i) = stored.find(path)
         {
             stored.set(i, RecState::Dead);
         }
-        index
-            .entries
-            .retain(|entry| entry.path.as_os_str() != path.as_os_str());
+        if let Some(i) = positions.remove(path) {
+            index.entries.swap_remove(i);
+            if let Some(moved) = index.entries.get(i) {
+                positions.insert(moved.path.clone(), i);
+            }
+        }
     };
     for path in drops {
-        drop_path(index, path);
+        drop_path(index, positions, path);
     }
     for (view, fold) in entries {
-        drop_path(index, view.path);
+        drop_path(index, positions, view.path);
         let mut entry = view.into_entry(None);
         entry.fold = match std::str::from_utf8(fold) {
             Ok(text) if !text.is_empty() && fast_hash(fold) == view.fold_hash => {
@@ -1197,6 +1239,7 @@ fn apply_record(index: &mut SessionIndex, (drops, entries): Record<'_>) {
             }
             _ => FoldState::Missing,
         };
+        positions.insert(entry.path.clone(), index.entries.len());
         index.entries.push(entry);
     }
 }

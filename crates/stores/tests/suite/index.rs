@@ -806,3 +806,76 @@ fn a_journal_left_from_another_cache_file_is_not_replayed() {
     assert_eq!(warm.stats.bytes_read, 0);
     assert_eq!(title(&warm.sessions, "c1"), Some("newest-name"));
 }
+
+/// A long-lived scanner (the daemon) whose cache file another process wrote again meanwhile
+/// does not start a journal for the file that is gone: it writes the whole cache, so the next
+/// process starts from its change and reads nothing.
+#[test]
+fn a_scanner_whose_cache_was_rewritten_by_another_process_keeps_its_change() {
+    use cross_agent_stores::index::cache::journal_file;
+    use cross_agent_stores::scan::Scanner;
+
+    let home = TempDir::new().unwrap();
+    let mut c1 = claude_session(home.path(), "c1", "one");
+    let mut c2 = claude_session(home.path(), "c2", "two");
+    let roots = StoreRoots::under_home(home.path());
+    let (options, cache) = cached_options(home.path());
+    let mut daemon = Scanner::new(options.clone());
+    daemon.list(&roots);
+
+    // Another process writes the cache whole (here: the cache and journal were removed).
+    fs::remove_file(&cache).unwrap();
+    let _ = fs::remove_file(journal_file(&cache));
+    rename(&mut c2, "theirs");
+    list_sessions(&roots, &options);
+    assert!(!journal_file(&cache).exists());
+
+    // The daemon sees both changes (c2's too: it was not looking) and saves them.
+    rename(&mut c1, "mine");
+    assert_eq!(daemon.list(&roots).stats.files_appended, 2);
+
+    // A new process reads nothing and sees both names.
+    let fresh = list_sessions(&roots, &options);
+    assert_eq!(
+        (fresh.stats.bytes_read, fresh.stats.files_unchanged),
+        (0, 2),
+        "{:?}",
+        fresh.stats
+    );
+    assert_eq!(title(&fresh.sessions, "c1"), Some("mine"));
+    assert_eq!(title(&fresh.sessions, "c2"), Some("theirs"));
+}
+
+/// Several journal records replacing the same entries, and a drop between them, replay to
+/// what the stores hold.
+#[test]
+fn journal_records_replace_entries_in_order() {
+    use cross_agent_stores::index::cache::journal_file;
+
+    let home = TempDir::new().unwrap();
+    let mut c1 = claude_session(home.path(), "c1", "one");
+    let mut c2 = claude_session(home.path(), "c2", "two");
+    let c3 = claude_session(home.path(), "c3", "three");
+    let roots = StoreRoots::under_home(home.path());
+    let (options, cache) = cached_options(home.path());
+    list_sessions(&roots, &options);
+    let base = fs::read(&cache).unwrap();
+    for round in 0..3 {
+        rename(&mut c1, &format!("one-{round}"));
+        rename(&mut c2, &format!("two-{round}"));
+        if round == 1 {
+            fs::remove_file(&c3.path).unwrap();
+        }
+        list_sessions(&roots, &options);
+    }
+    assert_eq!(fs::read(&cache).unwrap(), base, "all went to the journal");
+    assert!(journal_file(&cache).exists());
+    let warm = list_sessions(&roots, &options);
+    assert_eq!(warm.stats.bytes_read, 0, "{:?}", warm.stats);
+    assert_eq!(title(&warm.sessions, "c1"), Some("one-2"));
+    assert_eq!(title(&warm.sessions, "c2"), Some("two-2"));
+    assert_eq!(
+        warm.sessions,
+        list_sessions(&roots, &ScanOptions::default()).sessions
+    );
+}
