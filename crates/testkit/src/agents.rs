@@ -242,6 +242,32 @@ impl RunOutput {
 
 /// Runs a command in its own process group with a deadline, collecting its output. On timeout
 /// the whole group is killed so no agent subprocess outlives the test.
+/// `<cli> --version`, run in `home` (a scratch HOME) so nothing touches the user's own.
+pub fn agent_version(kind: AgentKind, home: &AgentHome) -> Result<String> {
+    let binary = agent_binary(kind)?;
+    let mut command = Command::new(&binary);
+    command
+        .arg("--version")
+        .env_clear()
+        .env("HOME", home.path())
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("CODEX_HOME", home.codex_home());
+    let output = run_with_timeout(command, Duration::from_secs(60))?;
+    let version = output.stdout.trim();
+    if !output.status.success() || version.is_empty() {
+        bail!(
+            "`{} --version` failed ({}){}",
+            binary.display(),
+            output.status,
+            match output.stderr.trim() {
+                "" => String::new(),
+                stderr => format!(": {stderr}"),
+            }
+        );
+    }
+    Ok(version.to_owned())
+}
+
 pub fn run_with_timeout(mut command: Command, timeout: Duration) -> Result<RunOutput> {
     command
         .stdin(Stdio::null())

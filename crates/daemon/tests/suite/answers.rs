@@ -301,24 +301,13 @@ async fn a_later_turn_carrying_the_request_id_becomes_a_late_answer() {
 
     // The subagents report back: a later turn of the same session, which ends with the id
     // (echo_token finds it in the conversation the request is part of).
-    bridge.endpoint.push(
-        Rule::on_user_text("the reviewers reported")
-            .reply(Reply::echo_token("FINAL REVIEW: two bugs found"))
-            .once(),
-    );
-    bridge
-        .claude()
-        .turn(&bridge.project, "the reviewers reported")
-        .resume(&target)
-        .run()
-        .unwrap()
-        .expect_success()
-        .unwrap();
-
     let request = bridge
-        .wait_record(&receipt.delivery_id, Duration::from_secs(60), |r| {
-            r.late_reply_delivery_id.is_some()
-        })
+        .late_turn_answering(
+            &target,
+            "the reviewers reported",
+            "FINAL REVIEW: two bugs found",
+            &receipt.delivery_id,
+        )
         .await;
     let late_id = request.late_reply_delivery_id.clone().unwrap();
     let late = bridge.status(Some(&late_id)).await.delivery.unwrap();
@@ -769,24 +758,13 @@ async fn a_late_answer_watch_outlives_the_daemon_that_started_it() {
     )
     .await;
     bridge.conn = conn;
-    bridge.endpoint.push(
-        Rule::on_user_text("report after the restart")
-            .reply(Reply::echo_token("REPORT: done"))
-            .once(),
-    );
-    bridge
-        .claude()
-        .turn(&bridge.project, "report after the restart")
-        .resume(&target)
-        .run()
-        .unwrap()
-        .expect_success()
-        .unwrap();
-
     let request = bridge
-        .wait_record(&receipt.delivery_id, Duration::from_secs(60), |r| {
-            r.late_reply_delivery_id.is_some()
-        })
+        .late_turn_answering(
+            &target,
+            "report after the restart",
+            "REPORT: done",
+            &receipt.delivery_id,
+        )
         .await;
     let late = bridge
         .status(request.late_reply_delivery_id.as_deref())

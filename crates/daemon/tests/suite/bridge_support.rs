@@ -13,7 +13,7 @@ use cross_agent_protocol::bridge::{
     SendParams, SendReceipt, SendResponse,
 };
 use cross_agent_testkit::agents::{AgentHome, AgentKind, Claude, Codex, agent_binary};
-use cross_agent_testkit::endpoint::ModelEndpoint;
+use cross_agent_testkit::endpoint::{ModelEndpoint, Reply, Rule};
 
 use super::{Running, TempHome, connect};
 
@@ -185,6 +185,34 @@ impl Bridge {
             })
             .await
             .unwrap()
+    }
+
+    /// A later turn of Claude session `target` (a person typing `prompt`) whose answer starts
+    /// with `answer` and ends with the request id it finds in the conversation; returns the
+    /// request's record once the bridge has recorded it as the late answer.
+    pub async fn late_turn_answering(
+        &self,
+        target: &str,
+        prompt: &str,
+        answer: &str,
+        delivery_id: &str,
+    ) -> DeliveryRecord {
+        self.endpoint.push(
+            Rule::on_user_text(prompt)
+                .reply(Reply::echo_token(answer))
+                .once(),
+        );
+        self.claude()
+            .turn(&self.project, prompt)
+            .resume(target)
+            .run()
+            .unwrap()
+            .expect_success()
+            .unwrap();
+        self.wait_record(delivery_id, Duration::from_secs(60), |r| {
+            r.late_reply_delivery_id.is_some()
+        })
+        .await
     }
 
     /// Polls the record until `done` holds (at most `limit`).

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 use cross_agent_testkit::agents::{
-    AgentHome, AgentKind, Claude, Codex, McpServer, agent_binary, run_with_timeout,
+    AgentHome, AgentKind, Claude, Codex, McpServer, agent_binary, agent_version,
 };
 use cross_agent_testkit::binaries::cross_agent_bin;
 use cross_agent_testkit::endpoint::{Api, ModelEndpoint, Reply, Rule, ToolCall};
@@ -673,33 +673,13 @@ fn read_records(path: &Path) -> Result<Vec<Value>> {
         .collect()
 }
 
-/// `<cli> --version`, run in the scratch HOME so nothing touches the user's own.
+/// `<cli> --version`'s number (`2.1.332 (Claude Code)` / `codex-cli 0.171.0`): what the
+/// heading needs.
 fn cli_version(kind: AgentKind, home: &AgentHome) -> Result<String> {
-    let binary = agent_binary(kind)?;
-    let mut command = Command::new(&binary);
-    command
-        .arg("--version")
-        .env_clear()
-        .env("HOME", home.path())
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("CODEX_HOME", home.codex_home());
-    let output = run_with_timeout(command, Duration::from_secs(60))?;
-    let version = output.stdout.trim();
-    if !output.status.success() || version.is_empty() {
-        bail!(
-            "`{} --version` failed ({}){}",
-            binary.display(),
-            output.status,
-            match output.stderr.trim() {
-                "" => String::new(),
-                stderr => format!(": {stderr}"),
-            }
-        );
-    }
-    // `2.1.332 (Claude Code)` / `codex-cli 0.171.0`: the number is what the heading needs.
+    let version = agent_version(kind, home)?;
     Ok(version
         .split_whitespace()
         .find(|word| word.starts_with(|c: char| c.is_ascii_digit()))
-        .unwrap_or(version)
+        .unwrap_or(&version)
         .to_owned())
 }

@@ -14,13 +14,11 @@
 use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
-use cross_agent_testkit::agents::{
-    AgentHome, AgentKind, Claude, Codex, agent_binary, run_with_timeout,
-};
+use cross_agent_testkit::agents::{AgentHome, AgentKind, Claude, Codex, agent_version};
 use cross_agent_testkit::endpoint::{Api, ModelEndpoint, Rule, ToolCall};
 use serde_json::json;
 
@@ -127,8 +125,8 @@ fn run() -> Result<()> {
     let endpoint = ModelEndpoint::start()?;
     endpoint.script(rules());
 
-    let claude_version = cli_version(AgentKind::Claude, &home)?;
-    let codex_version = cli_version(AgentKind::Codex, &home)?;
+    let claude_version = agent_version(AgentKind::Claude, &home)?;
+    let codex_version = agent_version(AgentKind::Codex, &home)?;
     eprintln!("record-fixtures: {claude_version} and {codex_version} under {FIXED_ROOT}");
 
     let mut recorded = record_claude(&home, &endpoint, root)?;
@@ -319,29 +317,6 @@ fn record_codex(home: &AgentHome, endpoint: &ModelEndpoint, root: &Path) -> Resu
         );
     }
     Ok(out)
-}
-
-/// `<cli> --version`, run in the recording HOME so nothing touches the user's own.
-fn cli_version(kind: AgentKind, home: &AgentHome) -> Result<String> {
-    let binary = agent_binary(kind)?;
-    let mut command = Command::new(&binary);
-    command
-        .arg("--version")
-        .env_clear()
-        .env("HOME", home.path())
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("CODEX_HOME", home.codex_home());
-    let output = run_with_timeout(command, Duration::from_secs(60))?;
-    let version = output.stdout.trim();
-    if !output.status.success() || version.is_empty() {
-        bail!(
-            "`{} --version` failed ({}): {}",
-            binary.display(),
-            output.status,
-            output.stderr.trim()
-        );
-    }
-    Ok(version.to_owned())
 }
 
 fn agent_name(kind: AgentKind) -> &'static str {
