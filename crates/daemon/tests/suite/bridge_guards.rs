@@ -375,6 +375,23 @@ async fn a_setting_that_cannot_be_read_refuses_the_send_naming_it() {
         ("CROSS_AGENT_SCOPE", "everywhere"),
     ] {
         let caller = codex_caller_setting(&bridge, name, value);
+        // bridge_status shows the value it could not read, and the default in effect.
+        let status: cross_agent_protocol::bridge::BridgeStatusResponse = bridge
+            .conn
+            .client
+            .call(cross_agent_protocol::bridge::BridgeStatusParams {
+                cwd: None,
+                scope: None,
+                delivery_id: None,
+                caller: caller.clone(),
+            })
+            .await
+            .unwrap();
+        let invalid = status.settings["invalid"].to_string();
+        assert!(
+            invalid.contains(name) && invalid.contains(value),
+            "{invalid}"
+        );
         let mut params = bridge.send_params(Agent::Claude, "m", caller);
         params.session_id = Some(CLAUDE_B.into());
         let refusal = bridge.refused(with_fake(&bridge, params)).await;
