@@ -72,6 +72,10 @@ impl Env {
     /// Runs `args` and expects a refusal; returns stderr.
     fn refused(&self, state: &Path, args: &[&str]) -> String {
         let out = self.run(state, args);
+        if out.status.success() {
+            // Whatever it started must not outlive the failed test.
+            self.stop(state);
+        }
         assert!(
             !out.status.success(),
             "`{}` succeeded on an unsafe home: {}",

@@ -1409,4 +1409,23 @@ mod tests {
             assert!(decode_entry(&bytes[..end]).is_none(), "{end}");
         }
     }
+
+    /// Issue 10 §2: a link standing where the cache folder goes is refused, and the folder it
+    /// points to (outside the state directory) keeps its mode.
+    #[cfg(unix)]
+    #[test]
+    fn a_link_in_place_of_the_cache_folder_is_refused_not_chmod_ed() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let outside = tmp.path().join("outside");
+        fs::create_dir(&outside).unwrap();
+        fs::set_permissions(&outside, fs::Permissions::from_mode(0o755)).unwrap();
+        let cache = tmp.path().join("cache");
+        std::os::unix::fs::symlink(&outside, &cache).unwrap();
+        assert!(private_dir(&cache).is_err());
+        assert!(write_atomically(&cache.join("sessions.bin"), b"x").is_err());
+        let mode = fs::metadata(&outside).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o755);
+        assert_eq!(fs::read_dir(&outside).unwrap().count(), 0);
+    }
 }
