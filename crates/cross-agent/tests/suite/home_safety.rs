@@ -328,3 +328,80 @@ fn a_daemon_that_cannot_start_says_why_at_once() {
     assert!(message.contains("Is a directory"), "{message}");
     assert!(!message.contains("did not come up"), "{message}");
 }
+
+/// The socket file passes every check (it is in the user's home and owned by them) but the
+/// process listening on it runs as another user: the client asks the kernel who the peer is
+/// (`SO_PEERCRED`) and refuses before writing. The stranger is a real process running as uid
+/// 4242 that counts the bytes it receives.
+#[test]
+fn a_listener_running_as_another_user_gets_not_a_byte() {
+    const COUNTER: &str = r#"
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1])
+s.listen(8)
+open(sys.argv[2] + ".ready", "w").close()
+s.settimeout(1.5)
+total = 0
+try:
+    while True:
+        c, _ = s.accept()
+        c.settimeout(1.0)
+        try:
+            while True:
+                d = c.recv(4096)
+                if not d:
+                    break
+                total += len(d)
+        except socket.timeout:
+            pass
+        c.close()
+except socket.timeout:
+    pass
+open(sys.argv[2], "w").write(str(total))
+"#;
+    use std::os::unix::process::CommandExt;
+    let env = Env::new();
+    // The stranger must reach its own folder inside the test's directory.
+    set_mode(env.dir.path(), 0o711);
+    let public = env.path("public");
+    std::fs::create_dir(&public).unwrap();
+    set_mode(&public, 0o777);
+    let state = env.path("state");
+    std::fs::create_dir(&state).unwrap();
+    set_mode(&state, 0o700);
+    let their_socket = public.join("s.sock");
+    let count = public.join("count");
+    let mut stranger = Command::new("/usr/bin/python3")
+        .args(["-c", COUNTER])
+        .arg(&their_socket)
+        .arg(&count)
+        .uid(STRANGER)
+        .gid(STRANGER)
+        .spawn()
+        .unwrap();
+    let ready = public.join("count.ready");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !ready.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the stranger never listened"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Moved into the home and given to us: only the listening process is still theirs.
+    let socket = state.join("daemon.sock");
+    std::fs::rename(&their_socket, &socket).unwrap();
+    std::os::unix::fs::lchown(&socket, Some(0), Some(0)).unwrap();
+
+    let message = env.refused(&state, &["status"]);
+    stranger.wait().unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&count).unwrap(),
+        "0",
+        "bytes reached the stranger's listener"
+    );
+    assert!(message.contains(&socket.display().to_string()), "{message}");
+    assert!(message.contains("runs as uid 4242"), "{message}");
+    assert!(message.contains("nothing was sent"), "{message}");
+}
