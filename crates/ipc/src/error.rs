@@ -31,8 +31,7 @@ pub enum Error {
     /// The home, something in it or a directory above it is not safe to use: another user's,
     /// writable by others, or a symbolic link. Nothing was created or changed.
     #[error(
-        "cross-agent will not use its state directory: {path} {problem}; nothing was created, \
-         changed or sent. {fix}"
+        "unsafe state directory: {path} {problem}; nothing was created, changed or sent. {fix}"
     )]
     HomeUnsafe {
         /// The offending path.

@@ -98,6 +98,14 @@ pub fn check_root(root: &Path) -> Result<bool> {
         Err(e) if e.kind() == ErrorKind::NotFound => return Ok(false),
         Err(e) => return Err(Error::io("inspect", root, e)),
     };
+    if !meta.file_type().is_symlink() {
+        check_owner(root, &meta, false, || {
+            "Point CROSS_AGENT_HOME at a directory that is yours alone (such as ~/.cross-agent); \
+             whoever owns this one can read what cross-agent keeps there and redirect what it \
+             writes"
+                .to_owned()
+        })?;
+    }
     check_entry(root, &meta)?;
     if !meta.is_dir() {
         return Err(Error::io(

@@ -129,7 +129,7 @@ fn a_foreign_home_with_planted_links_is_refused_and_nothing_outside_changes() {
         assert!(message.contains("owned by uid 4242"), "{message}");
         assert!(message.contains("not by you (uid 0)"), "{message}");
         assert!(
-            message.contains("point CROSS_AGENT_HOME at a directory that is yours alone"),
+            message.contains("Point CROSS_AGENT_HOME at a directory that is yours alone"),
             "{message}"
         );
     }
