@@ -204,7 +204,10 @@ impl Home {
     /// clients call it before writing anything here.
     pub fn ensure_root(&self) -> Result<()> {
         self.verify()?;
-        self.create_root()
+        self.create_root()?;
+        // Again: a missing parent another user created while this one was making the path
+        // would be theirs, and is caught now, before anything is written inside.
+        self.verify().map(drop)
     }
 
     fn create_root(&self) -> Result<()> {

@@ -4,8 +4,8 @@
 //! root or the user is fine, as OpenSSH's `StrictModes` judges), and it holds no symbolic links,
 //! since a link planted there would make cross-agent write or chmod wherever it points.
 //!
-//! A refusal is [`Error::HomeUnsafe`], naming the path, what was found (its owner, its mode,
-//! where a link points) and the fix.
+//! A refusal is [`Error::HomeUnsafe`] (or [`Error::SocketUnsafe`] for the daemon's socket),
+//! naming the path, what was found (its owner, its mode, where a link points) and the fix.
 
 use std::fs::{self, Metadata};
 use std::io::ErrorKind;
