@@ -313,10 +313,15 @@ fn open_current(path: &Path) -> Result<Current> {
 }
 
 /// Opens (creating `0600`) for appending, or for locking; tightens a file an older version
-/// created with a looser mode.
+/// created with a looser mode. A link at `path` is refused (`O_NOFOLLOW`), never followed.
 fn open_private(path: &Path, append: bool) -> Result<File> {
     let mut options = OpenOptions::new();
-    options.create(true).mode(FILE_MODE);
+    // Never through a link: one planted here would have the log appended to (and chmod-ed)
+    // wherever it points.
+    options
+        .create(true)
+        .mode(FILE_MODE)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32);
     if append {
         // Read too: the last byte is checked before each append.
         options.read(true).append(true);

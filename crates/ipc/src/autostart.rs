@@ -5,7 +5,11 @@
 //! find it answering), spawns `cross-agent daemon run --detached` with its output going to
 //! `logs/daemon-console.log`, and retries with backoff until the daemon answers or the deadline
 //! passes. The daemon's own pidfile lock is what guarantees one daemon; the autostart lock only
-//! saves pointless spawns.
+//! saves pointless spawns. A daemon that exits with an error before it answers is reported at
+//! once with the reason it gave ([`Error::DaemonFailed`]), not as a timeout.
+//!
+//! The home is verified ([`Home::verify`]) before anything is touched, and the socket checked
+//! to be this user's before a byte is written to it ([`crate::transport::connect`]).
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -71,8 +75,14 @@ pub struct Connection {
 }
 
 /// Connects and says `hello`, without starting anything. [`Error::NotRunning`] when nothing
-/// answers.
+/// answers. An unsafe home ([`Home::verify`]) is refused before the socket is touched.
 pub async fn connect(home: &Home, options: &ConnectOptions) -> Result<Connection> {
+    home.verify()?;
+    say_hello(home, options).await
+}
+
+/// [`connect`] on a home already verified.
+async fn say_hello(home: &Home, options: &ConnectOptions) -> Result<Connection> {
     let socket = home.socket();
     let client = Client::connect(&socket).await?;
     let hello = tokio::time::timeout(options.hello_timeout, client.hello(options.client_kind))
@@ -101,17 +111,17 @@ pub async fn connect_or_start(home: &Home, options: &ConnectOptions) -> Result<C
     let _guard = take_autostart_lock(home, deadline, options.start_timeout).await?;
 
     // Whoever held the lock before us may have started it.
-    match connect(home, options).await {
+    match say_hello(home, options).await {
         Err(error) if answers_nothing(&error) => {}
         other => return other,
     }
 
     let bin = daemon_bin(options)?;
-    let mut child = spawn_daemon(home, &bin)?;
+    let (mut child, mut output_from) = spawn_daemon(home, &bin)?;
     let mut spawns = 1;
     let mut pause = Duration::from_millis(5);
     loop {
-        match connect(home, options).await {
+        match say_hello(home, options).await {
             Ok(mut connection) => {
                 connection.started = true;
                 reap_later(child);
@@ -123,11 +133,14 @@ pub async fn connect_or_start(home: &Home, options: &ConnectOptions) -> Result<C
 
         if let Ok(Some(status)) = child.try_wait() {
             if !status.success() {
-                return Err(did_not_start(
-                    home,
-                    options.start_timeout,
-                    format!("{} exited with {}", bin.display(), describe(status)),
-                ));
+                // It failed before it answered: its own words, now, not a timeout later.
+                return Err(Error::DaemonFailed {
+                    reason: what_it_said(home, output_from)
+                        .unwrap_or_else(|| "it stopped without saying why".to_owned()),
+                    bin,
+                    status: describe(status),
+                    log: home.console_log(),
+                });
             }
             // It exited cleanly: it found another daemon holding the lock. If that one has
             // gone since (it was stopping), start ours again, a bounded number of times.
@@ -139,7 +152,7 @@ pub async fn connect_or_start(home: &Home, options: &ConnectOptions) -> Result<C
                         format!("started it {spawns} times and each found the home locked"),
                     ));
                 }
-                child = spawn_daemon(home, &bin)?;
+                (child, output_from) = spawn_daemon(home, &bin)?;
                 spawns += 1;
             }
         }
@@ -173,14 +186,31 @@ fn answers_nothing(error: &Error) -> bool {
     )
 }
 
+/// The most of a daemon's last words quoted in an error.
+const MAX_REASON_CHARS: usize = 2000;
+
+/// The last line a daemon wrote to the console log from byte `from` on (what this start said,
+/// not an earlier one), without the program's `cross-agent: ` prefix.
+fn what_it_said(home: &Home, from: u64) -> Option<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(crate::home::no_follow_flag())
+        .open(home.console_log())
+        .ok()?;
+    file.seek(SeekFrom::Start(from)).ok()?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).ok()?;
+    let text = String::from_utf8_lossy(&bytes);
+    let line = text.lines().rev().find(|l| !l.trim().is_empty())?.trim();
+    let line = line.strip_prefix("cross-agent: ").unwrap_or(line);
+    Some(line.chars().take(MAX_REASON_CHARS).collect())
+}
+
 fn did_not_start(home: &Home, waited: Duration, detail: String) -> Error {
     let log = home.console_log();
-    let tail = std::fs::read_to_string(&log).ok().and_then(|text| {
-        text.lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .map(str::to_owned)
-    });
+    let tail = what_it_said(home, 0);
     let detail = match tail {
         Some(line) => format!("{detail}; it last said: {line}"),
         None => detail,
@@ -240,10 +270,15 @@ fn daemon_bin(options: &ConnectOptions) -> Result<PathBuf> {
 
 /// Starts `BIN daemon run --detached` with the home pinned in its environment, stdio on the
 /// console log, and the root as its directory so it never holds a mount or a deleted directory
-/// busy. The child puts itself in its own session (see `process::detach_session`).
-fn spawn_daemon(home: &Home, bin: &PathBuf) -> Result<tokio::process::Child> {
+/// busy. The child puts itself in its own session (see `process::detach_session`). Returns the
+/// child and where its output starts in the console log.
+fn spawn_daemon(home: &Home, bin: &PathBuf) -> Result<(tokio::process::Child, u64)> {
     let log_path = home.console_log();
     let stdout = open_private_append(&log_path)?;
+    let output_from = stdout
+        .metadata()
+        .map_err(|e| Error::io("inspect", &log_path, e))?
+        .len();
     let stderr = stdout
         .try_clone()
         .map_err(|e| Error::io("open", &log_path, e))?;
@@ -260,10 +295,11 @@ fn spawn_daemon(home: &Home, bin: &PathBuf) -> Result<tokio::process::Child> {
         command.env_remove(var);
     }
     tracing::debug!(bin = %bin.display(), home = %home.root().display(), "starting the daemon");
-    command.spawn().map_err(|source| Error::Spawn {
+    let child = command.spawn().map_err(|source| Error::Spawn {
         bin: bin.clone(),
         source,
-    })
+    })?;
+    Ok((child, output_from))
 }
 
 /// The spawned daemon is our child until we exit; waiting on it in the background keeps it from

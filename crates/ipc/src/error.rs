@@ -28,6 +28,33 @@ pub enum Error {
         reason: String,
     },
 
+    /// The home, something in it or a directory above it is not safe to use: another user's,
+    /// writable by others, or a symbolic link. Nothing was created or changed.
+    #[error(
+        "unsafe state directory: {path} {problem}; nothing was created, changed or sent. {fix}"
+    )]
+    HomeUnsafe {
+        /// The offending path.
+        path: PathBuf,
+        /// What was found there (owner, mode, link target).
+        problem: String,
+        /// What to do about it.
+        fix: String,
+    },
+
+    /// The daemon socket is not this user's own: not a byte is written to it.
+    #[error(
+        "refusing to talk to the daemon socket {socket}: {problem}; nothing was sent. Fix: {fix}"
+    )]
+    SocketUnsafe {
+        /// The socket path.
+        socket: PathBuf,
+        /// What was found there.
+        problem: String,
+        /// What to do about it.
+        fix: String,
+    },
+
     /// A file or directory in the home could not be made owner-only.
     #[error(
         "cannot make {path} owner-only ({detail}); cross-agent will not keep session ids, \
@@ -199,6 +226,21 @@ pub enum Error {
         log: PathBuf,
         /// What was seen.
         detail: String,
+    },
+
+    /// An autostarted daemon exited before it answered: the reason it gave, at once.
+    #[error(
+        "the cross-agent daemon could not start: {reason} ({bin} exited with {status}; its output is in {log})"
+    )]
+    DaemonFailed {
+        /// What the daemon said last (its error), or that it said nothing.
+        reason: String,
+        /// The program started.
+        bin: PathBuf,
+        /// How it exited.
+        status: String,
+        /// The console log holding its output.
+        log: PathBuf,
     },
 
     /// The pidfile lock is held by another daemon.

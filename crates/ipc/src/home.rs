@@ -11,6 +11,11 @@
 //!   with looser modes, stepping around (not into) an agent store that happens to sit inside.
 //! - A filesystem that cannot keep those modes is an error naming the path, never a warning:
 //!   the directory holds session ids, working directories and message summaries.
+//! - Before anything is created, opened or changed, [`Home::verify`] checks the home is this
+//!   user's alone ([`crate::safety`]): owned by the effective user with everything in it, not
+//!   writable by others, under parents no one else can rearrange, and free of symbolic links.
+//!   Files are opened `O_NOFOLLOW` and modes changed on the open descriptor, so nothing outside
+//!   the home is ever chmod-ed or written.
 //!
 //! Thin clients use this too, because they create files here (an autostarted daemon's console
 //! log) and must refuse an unsafe home before writing anything.
@@ -21,6 +26,7 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
 
 use crate::error::{Error, Result};
+use crate::safety;
 
 /// The variable naming the state directory.
 pub const HOME_VAR: &str = "CROSS_AGENT_HOME";
@@ -181,9 +187,30 @@ impl Home {
         self.logs_dir().join("daemon-console.log")
     }
 
-    /// Creates the directory and `logs/` owner-only (or tightens them if they exist), and checks
-    /// the filesystem kept the modes. Cheap: clients call it before writing anything here.
+    /// Checks the home is safe to use ([`crate::safety`]) without creating or changing
+    /// anything: the directories above it, the home itself and everything in it (agent stores
+    /// inside are stepped around). A home that does not exist yet passes when its parents do.
+    /// Returns what it found, for [`Home::tighten_tree`].
+    pub fn verify(&self) -> Result<safety::Walk> {
+        safety::check_parents(&self.root)?;
+        if !safety::check_root(&self.root)? {
+            return Ok(safety::Walk::default());
+        }
+        safety::walk(&self.root, &self.agent_dirs, TIGHTEN_WALK_LIMIT)
+    }
+
+    /// Verifies the home ([`Home::verify`]), then creates the directory and `logs/` owner-only
+    /// (or tightens them if they exist), and checks the filesystem kept the modes. Cheap:
+    /// clients call it before writing anything here.
     pub fn ensure_root(&self) -> Result<()> {
+        self.verify()?;
+        self.create_root()?;
+        // Again: a missing parent another user created while this one was making the path
+        // would be theirs, and is caught now, before anything is written inside.
+        self.verify().map(drop)
+    }
+
+    fn create_root(&self) -> Result<()> {
         ensure_private_dir(&self.root)?;
         ensure_private_dir(&self.logs_dir())
     }
@@ -193,44 +220,25 @@ impl Home {
     /// agent store found inside is stepped around. The daemon runs it once at start, which is
     /// how an install made before modes were enforced is repaired.
     pub fn tighten_tree(&self) -> Result<Tightened> {
-        self.ensure_root()?;
-        let mut report = Tightened::default();
-        let mut stack = vec![self.root.clone()];
-        let mut visited = 0usize;
-        while let Some(dir) = stack.pop() {
-            let entries = fs::read_dir(&dir).map_err(|e| Error::io("read", &dir, e))?;
-            for entry in entries {
-                let entry = entry.map_err(|e| Error::io("read", &dir, e))?;
-                visited += 1;
-                if visited > TIGHTEN_WALK_LIMIT {
-                    report.truncated = true;
-                    return Ok(report);
-                }
-                let path = entry.path();
-                if self.agent_dirs.iter().any(|a| a == &path) {
-                    report.stepped_around.push(path);
-                    continue;
-                }
-                let meta =
-                    fs::symlink_metadata(&path).map_err(|e| Error::io("inspect", &path, e))?;
-                let file_type = meta.file_type();
-                if file_type.is_symlink() {
-                    // chmod would act on the link's target, which may not be ours.
-                    continue;
-                }
-                let mode = meta.permissions().mode() & 0o7777;
-                let wanted = if file_type.is_dir() {
-                    (mode & !0o077) | DIR_MODE
-                } else {
-                    mode & !0o077
-                };
-                if wanted != mode {
-                    set_mode_checked(&path, wanted)?;
-                    report.changed.push((path.clone(), mode));
-                }
-                if file_type.is_dir() {
-                    stack.push(path);
-                }
+        // Everything is checked before the first change, so a refused home is left untouched.
+        let walk = self.verify()?;
+        self.create_root()?;
+        let mut report = Tightened {
+            stepped_around: walk.stepped_around,
+            truncated: walk.truncated,
+            ..Tightened::default()
+        };
+        for (path, meta) in walk.entries {
+            // The walk refused links, so this chmod acts on the entry itself.
+            let mode = meta.permissions().mode() & 0o7777;
+            let wanted = if meta.is_dir() {
+                (mode & !0o077) | DIR_MODE
+            } else {
+                mode & !0o077
+            };
+            if wanted != mode {
+                set_mode_checked(&path, wanted)?;
+                report.changed.push((path, mode));
             }
         }
         Ok(report)
@@ -246,17 +254,12 @@ pub fn restrict_umask() {
 }
 
 /// Creates `path` (and missing parents) as `0700`, or tightens an existing directory to `0700`,
-/// then checks the mode held.
+/// then checks the mode held. An existing one must be this user's and not a link (a link would
+/// have the chmod act on its target, outside the home).
 pub fn ensure_private_dir(path: &Path) -> Result<()> {
     match fs::symlink_metadata(path) {
-        Ok(meta) if meta.is_dir() => {}
-        Ok(meta) if meta.file_type().is_symlink() => {
-            // A home given through a link was resolved already; a link *inside* the home
-            // standing where a directory should be is followed only if it leads to a directory.
-            let target = fs::metadata(path).map_err(|e| Error::io("inspect", path, e))?;
-            if !target.is_dir() {
-                return Err(not_a_directory(path));
-            }
+        Ok(meta) if meta.is_dir() || meta.file_type().is_symlink() => {
+            safety::check_entry(path, &meta)?;
         }
         Ok(_) => return Err(not_a_directory(path)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -268,7 +271,7 @@ pub fn ensure_private_dir(path: &Path) -> Result<()> {
         }
         Err(e) => return Err(Error::io("inspect", path, e)),
     }
-    let mode = fs::metadata(path)
+    let mode = fs::symlink_metadata(path)
         .map_err(|e| Error::io("inspect", path, e))?
         .permissions()
         .mode()
@@ -280,42 +283,67 @@ pub fn ensure_private_dir(path: &Path) -> Result<()> {
 }
 
 /// Opens `path` for appending, creating it `0600`, and checks an existing one is owner-only.
+/// A link at `path` is refused, never followed.
 pub fn open_private_append(path: &Path) -> Result<File> {
-    let file = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(FILE_MODE)
-        .open(path)
-        .map_err(|e| Error::io("open", path, e))?;
-    tighten_file(path, &file)?;
-    Ok(file)
+    let mut options = OpenOptions::new();
+    options.create(true).append(true);
+    open_private(path, &mut options)
 }
 
-/// Opens `path` for reading and writing without truncating it, creating it `0600`.
+/// Opens `path` for reading and writing without truncating it, creating it `0600`. A link at
+/// `path` is refused, never followed.
 pub fn open_private_rw(path: &Path) -> Result<File> {
-    let file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .read(true)
-        .write(true)
-        .mode(FILE_MODE)
-        .open(path)
-        .map_err(|e| Error::io("open", path, e))?;
-    tighten_file(path, &file)?;
-    Ok(file)
+    let mut options = OpenOptions::new();
+    options.create(true).truncate(false).read(true).write(true);
+    open_private(path, &mut options)
 }
 
-fn tighten_file(path: &Path, file: &File) -> Result<()> {
-    let mode = file
-        .metadata()
-        .map_err(|e| Error::io("inspect", path, e))?
-        .permissions()
-        .mode()
-        & 0o7777;
+/// `O_NOFOLLOW` as `OpenOptionsExt::custom_flags` takes it.
+pub fn no_follow_flag() -> i32 {
+    rustix::fs::OFlags::NOFOLLOW.bits() as i32
+}
+
+fn open_private(path: &Path, options: &mut OpenOptions) -> Result<File> {
+    let opened = options
+        .mode(FILE_MODE)
+        .custom_flags(no_follow_flag())
+        .open(path);
+    let file = match opened {
+        Ok(file) => file,
+        Err(e) => {
+            // ELOOP: the last component is a link. Say so, naming where it points.
+            if let Ok(meta) = fs::symlink_metadata(path)
+                && meta.file_type().is_symlink()
+            {
+                safety::check_entry(path, &meta)?;
+            }
+            return Err(Error::io("open", path, e));
+        }
+    };
+    let meta = file.metadata().map_err(|e| Error::io("inspect", path, e))?;
+    safety::check_entry(path, &meta)?;
+    let mode = meta.permissions().mode() & 0o7777;
     if mode & 0o077 != 0 {
-        set_mode_checked(path, mode & !0o077)?;
+        // On the descriptor: the file opened is the one changed, whatever the path is now.
+        file.set_permissions(fs::Permissions::from_mode(mode & !0o077))
+            .map_err(|e| Error::NotPrivate {
+                path: path.to_owned(),
+                detail: format!("chmod {:o} failed: {e}", mode & !0o077),
+            })?;
+        let now = file
+            .metadata()
+            .map_err(|e| Error::io("inspect", path, e))?
+            .permissions()
+            .mode()
+            & 0o7777;
+        if now & 0o077 != 0 {
+            return Err(Error::NotPrivate {
+                path: path.to_owned(),
+                detail: format!("chmod {:o} left it {now:o}", mode & !0o077),
+            });
+        }
     }
-    Ok(())
+    Ok(file)
 }
 
 /// chmod, then read the mode back: some filesystems (FAT, some network mounts) accept the call
@@ -613,8 +641,6 @@ mod tests {
         fs::write(root.join("hub.db"), b"x").unwrap();
         fs::write(root.join("panels/p.json"), b"{}").unwrap();
         fs::write(store.join("rollout.jsonl"), b"{}").unwrap();
-        fs::write(tmp.path().join("outside"), b"x").unwrap();
-        symlink(tmp.path().join("outside"), root.join("link")).unwrap();
         for p in [&root, &root.join("panels"), &store] {
             fs::set_permissions(p, fs::Permissions::from_mode(0o755)).unwrap();
         }
@@ -622,7 +648,6 @@ mod tests {
             root.join("hub.db"),
             root.join("panels/p.json"),
             store.join("rollout.jsonl"),
-            tmp.path().join("outside"),
         ] {
             fs::set_permissions(p, fs::Permissions::from_mode(0o644)).unwrap();
         }
@@ -635,12 +660,48 @@ mod tests {
         assert_eq!(mode(&root.join("panels")), 0o700);
         assert_eq!(mode(&root.join("hub.db")), 0o600);
         assert_eq!(mode(&root.join("panels/p.json")), 0o600);
-        // The agent store inside and the link's target are not ours to change.
+        // The agent store inside is not ours to change.
         assert_eq!(mode(&store), 0o755);
         assert_eq!(mode(&store.join("rollout.jsonl")), 0o644);
-        assert_eq!(mode(&tmp.path().join("outside")), 0o644);
         assert_eq!(report.stepped_around.len(), 1);
         assert!(!report.truncated);
+    }
+
+    #[test]
+    fn a_link_in_the_home_is_refused_and_its_target_left_alone() {
+        let tmp = tempfile::tempdir().unwrap();
+        let user = tmp.path().join("user");
+        let root = tmp.path().join("state");
+        let outside = tmp.path().join("outside");
+        let outside_dir = tmp.path().join("outside-dir");
+        fs::create_dir_all(&root).unwrap();
+        fs::create_dir_all(&outside_dir).unwrap();
+        fs::write(&outside, b"theirs\n").unwrap();
+        fs::set_permissions(&outside, fs::Permissions::from_mode(0o644)).unwrap();
+        fs::set_permissions(&outside_dir, fs::Permissions::from_mode(0o755)).unwrap();
+        symlink(&outside, root.join("decisions.jsonl")).unwrap();
+        symlink(&outside_dir, root.join("logs")).unwrap();
+        let home = home_with(&[("HOME", &user), (HOME_VAR, &root)]).unwrap();
+
+        for result in [
+            home.tighten_tree().map(|_| ()),
+            home.ensure_root(),
+            ensure_private_dir(&home.logs_dir()),
+            open_private_append(&root.join("decisions.jsonl")).map(|_| ()),
+            open_private_rw(&root.join("decisions.jsonl")).map(|_| ()),
+        ] {
+            match result {
+                Err(error @ Error::HomeUnsafe { .. }) => {
+                    let message = error.to_string();
+                    assert!(message.contains("symbolic link"), "{message}");
+                    assert!(message.contains("remove the link"), "{message}");
+                }
+                other => panic!("expected a refusal, got {other:?}"),
+            }
+        }
+        assert_eq!(mode(&outside), 0o644);
+        assert_eq!(mode(&outside_dir), 0o755);
+        assert_eq!(fs::read(&outside).unwrap(), b"theirs\n");
     }
 
     #[test]

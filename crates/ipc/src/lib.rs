@@ -12,6 +12,8 @@
 //! - [`pidfile`]: the `daemon.pid` lock that makes the daemon one per home.
 //! - [`draining`]: the lock and record a replaced daemon keeps while it finishes its work.
 //! - [`blocking`]: a small synchronous wrapper for CLI commands.
+//! - [`safety`]: whether a home (and the socket in it) is this user's alone, checked before
+//!   anything there is created, opened or written.
 
 pub mod autostart;
 pub mod blocking;
@@ -22,6 +24,7 @@ pub mod frame;
 pub mod home;
 pub mod pidfile;
 pub mod process;
+pub mod safety;
 pub mod transport;
 
 pub use autostart::{ConnectOptions, Connection, connect, connect_or_start};

@@ -86,7 +86,12 @@ pub enum Holder {
 /// Looks at the pidfile without keeping the lock: used by `daemon status` / `stop` when the
 /// socket does not answer, and by autostart to tell a lost race from a daemon that died.
 pub fn probe(path: &Path) -> Result<Holder> {
-    let mut file = match File::open(path) {
+    use std::os::unix::fs::OpenOptionsExt;
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(crate::home::no_follow_flag())
+        .open(path);
+    let mut file = match opened {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Holder::Free),
         Err(e) => return Err(Error::io("open", path, e)),

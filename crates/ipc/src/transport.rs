@@ -35,10 +35,17 @@ fn check_length(path: &Path) -> Result<()> {
 
 /// Connects to the daemon's socket. A missing socket or one nobody listens on is
 /// [`Error::NotRunning`], the signal to start the daemon; anything else (permissions) is an
-/// error of its own.
+/// error of its own. Before a byte is written the socket must be this user's: a link, a
+/// socket of another user's, or a listener running as another user is
+/// [`Error::SocketUnsafe`] (issue 10 §2).
 pub async fn connect(path: &Path) -> Result<Stream> {
     check_length(path)?;
-    Stream::connect(path)
+    if !crate::safety::check_socket(path)? {
+        return Err(Error::NotRunning {
+            socket: path.to_owned(),
+        });
+    }
+    let stream = Stream::connect(path)
         .await
         .map_err(|source| match source.kind() {
             ErrorKind::NotFound | ErrorKind::ConnectionRefused => Error::NotRunning {
@@ -48,7 +55,13 @@ pub async fn connect(path: &Path) -> Result<Stream> {
                 socket: path.to_owned(),
                 source,
             },
-        })
+        })?;
+    let peer = stream.peer_cred().map_err(|source| Error::Connect {
+        socket: path.to_owned(),
+        source,
+    })?;
+    crate::safety::check_peer(path, peer.uid())?;
+    Ok(stream)
 }
 
 /// Binds the daemon's socket, first removing a stale one: a socket file left by a daemon that

@@ -30,13 +30,20 @@ pub fn caller() -> CallerContext {
 /// Connects to the daemon, starting it when nothing answers.
 pub fn connect() -> anyhow::Result<(Home, BlockingClient)> {
     let home = Home::from_env()?;
-    let client = BlockingClient::connect_or_start(&home, &ConnectOptions::new(ClientKind::Cli))
-        .with_context(|| {
-            format!(
-                "cannot reach the cross-agent daemon; its log is in {}",
-                home.logs_dir().display()
-            )
-        })?;
+    let client =
+        match BlockingClient::connect_or_start(&home, &ConnectOptions::new(ClientKind::Cli)) {
+            Ok(client) => client,
+            // A refused home says all there is to say; its logs are not to be trusted.
+            Err(error @ (IpcError::HomeUnsafe { .. } | IpcError::SocketUnsafe { .. })) => {
+                return Err(error.into());
+            }
+            Err(error) => {
+                return Err(anyhow::Error::new(error).context(format!(
+                    "cannot reach the cross-agent daemon; its log is in {}",
+                    home.logs_dir().display()
+                )));
+            }
+        };
     Ok((home, client))
 }
 

@@ -1,6 +1,7 @@
 //! `cross-agent check`: the spec's `--check` — who runs it (the caller as the daemon resolves
 //! it), the agent CLIs found (honouring `CROSS_AGENT_{CLAUDE,CODEX,GROK}_BIN`), the session a
-//! send would reach per agent, and the settings in effect; then it exits.
+//! send would reach per agent, the settings in effect, and whether the state directory is safe
+//! to use (this user's alone); then it exits.
 //!
 //! The local half (paths, what this process gathered about its caller) is printed even when the
 //! daemon cannot answer, so a broken install can still be diagnosed; the exit code is non-zero
@@ -28,12 +29,15 @@ impl CheckArgs {
     pub fn run(self) -> anyhow::Result<ExitCode> {
         let caller = bridge_client::caller();
         let local = local_report(&caller);
+        let home = home_safety_report();
         let daemon = daemon_report(&caller);
-        let ok = daemon.get("error").is_none();
+        let ok = daemon.get("error").is_none() && home["safe"] == Value::Bool(true);
         if self.json {
-            bridge_client::print_json(&json!({"local": local, "daemon": daemon}))?;
+            bridge_client::print_json(&json!({"local": local, "home": home, "daemon": daemon}))?;
         } else {
             let mut out = std::io::stdout().lock();
+            writeln!(out, "home safety:")?;
+            bridge_client::write_value(&mut out, 1, &home)?;
             writeln!(out, "who runs it (as the daemon resolves it):")?;
             bridge_client::write_value(&mut out, 1, daemon.get("caller").unwrap_or(&daemon))?;
             writeln!(out, "agent CLIs:")?;
@@ -84,6 +88,33 @@ fn local_report(caller: &CallerContext) -> Value {
             "withheld_env": caller.withheld_env,
         },
     })
+}
+
+/// Whether the state directory is this user's alone (issue 10 §2): the same check every
+/// client and the daemon make before touching it, with its owner and mode.
+fn home_safety_report() -> Value {
+    use std::os::unix::fs::MetadataExt;
+    let home = match cross_agent_ipc::Home::from_env() {
+        Ok(home) => home,
+        Err(error) => return json!({"safe": false, "problem": error.to_string()}),
+    };
+    let root = home.root();
+    let found = std::fs::symlink_metadata(root).ok();
+    let mut report = json!({
+        "path": root,
+        "exists": found.is_some(),
+        "owner_uid": found.as_ref().map(MetadataExt::uid),
+        "mode": found.as_ref().map(|m| format!("{:o}", m.mode() & 0o7777)),
+        "your_uid": cross_agent_ipc::safety::effective_uid(),
+    });
+    match home.verify() {
+        Ok(_) => report["safe"] = Value::Bool(true),
+        Err(error) => {
+            report["safe"] = Value::Bool(false);
+            report["problem"] = Value::String(error.to_string());
+        }
+    }
+    report
 }
 
 /// `bridge_status` for this caller, or `{"error": …}`.

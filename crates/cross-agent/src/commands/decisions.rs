@@ -91,6 +91,8 @@ impl DecisionsArgs {
         }
 
         let home = Home::from_env()?;
+        // Nothing is read through a link someone else planted in the home (issue 10 §2).
+        home.verify()?;
         let report = query::run(home.root(), &query)
             .with_context(|| format!("reading the decisions log in {}", home.root().display()))?;
 

@@ -524,7 +524,8 @@ fn a_daemon_program_that_fails_is_reported_with_its_log() {
     let stderr = text(&out.stderr);
     let log = env.state.join("logs/daemon-console.log");
     assert!(
-        stderr.contains("the cross-agent daemon did not come up")
+        stderr.contains("the cross-agent daemon could not start: cannot open hub.db: disk full")
+            && !stderr.contains("did not come up")
             && stderr.contains("exit code 4")
             && stderr.contains("cannot open hub.db: disk full")
             && stderr.contains(&log.display().to_string()),

@@ -1,3 +1,4 @@
 mod daemon;
 mod decisions;
+mod home_safety;
 mod sessions;

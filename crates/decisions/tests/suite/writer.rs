@@ -213,3 +213,24 @@ fn a_write_error_is_counted_not_raised() {
     assert_eq!(disabled.stats(), Default::default());
     assert_eq!(disabled.path(), None);
 }
+
+/// Issue 10 §2: a link planted at `decisions.jsonl` is never followed — not appended to, not
+/// chmod-ed — and the failure is counted, not raised.
+#[test]
+fn a_link_at_the_log_is_refused_and_its_target_untouched() {
+    let home = TempDir::new().unwrap();
+    let outside = TempDir::new().unwrap();
+    let target = outside.path().join("someone-elses");
+    std::fs::write(&target, "theirs\n").unwrap();
+    std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o644)).unwrap();
+    std::os::unix::fs::symlink(&target, home.path().join("decisions.jsonl")).unwrap();
+
+    let log = DecisionLog::with_config(home.path(), LogConfig::default());
+    let decision = Decision::new(DecisionKind::SEND_REFUSED, Outcome::REFUSED);
+    assert!(log.try_record(decision.clone()).is_err());
+    log.record(decision);
+    assert_eq!(log.stats().failed, 1);
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "theirs\n");
+    let mode = std::fs::metadata(&target).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o644);
+}

@@ -1080,7 +1080,10 @@ fn append_journal(cache: &Path, path: &Path, base: &Base, record: &[u8]) -> std:
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
+        // Never through a link planted in the state directory (issue 10 §2).
+        options
+            .mode(0o600)
+            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32);
     }
     let mut file = options.open(path)?;
     let header = journal_header(base);
@@ -1273,8 +1276,16 @@ fn temp_path(path: &Path) -> PathBuf {
     path.with_file_name(name)
 }
 
-/// Creates `dir` (and missing parents) owner-only, and tightens it if it already exists.
+/// Creates `dir` (and missing parents) owner-only, and tightens it if it already exists. A link
+/// standing there is refused: the chmod would act on its target, outside the state directory.
 pub fn private_dir(dir: &Path) -> Result<()> {
+    if fs::symlink_metadata(dir).is_ok_and(|meta| meta.file_type().is_symlink()) {
+        return Err(StoreError::Cache {
+            path: dir.to_path_buf(),
+            message: "is a symbolic link; cross-agent writes nothing through one (remove it)"
+                .to_owned(),
+        });
+    }
     let mut builder = fs::DirBuilder::new();
     builder.recursive(true);
     #[cfg(unix)]
@@ -1397,5 +1408,24 @@ mod tests {
         for end in 0..bytes.len() / 2 {
             assert!(decode_entry(&bytes[..end]).is_none(), "{end}");
         }
+    }
+
+    /// Issue 10 §2: a link standing where the cache folder goes is refused, and the folder it
+    /// points to (outside the state directory) keeps its mode.
+    #[cfg(unix)]
+    #[test]
+    fn a_link_in_place_of_the_cache_folder_is_refused_not_chmod_ed() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let outside = tmp.path().join("outside");
+        fs::create_dir(&outside).unwrap();
+        fs::set_permissions(&outside, fs::Permissions::from_mode(0o755)).unwrap();
+        let cache = tmp.path().join("cache");
+        std::os::unix::fs::symlink(&outside, &cache).unwrap();
+        assert!(private_dir(&cache).is_err());
+        assert!(write_atomically(&cache.join("sessions.bin"), b"x").is_err());
+        let mode = fs::metadata(&outside).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o755);
+        assert_eq!(fs::read_dir(&outside).unwrap().count(), 0);
     }
 }

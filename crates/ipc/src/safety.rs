@@ -1,0 +1,378 @@
+//! Whether a state directory is safe to use before anything in it is created, opened or
+//! changed (issue 10 §2): it and everything in it belong to this process's effective user, no
+//! one else can write to it or to a directory above it (a sticky `/tmp`-like parent owned by
+//! root or the user is fine, as OpenSSH's `StrictModes` judges), and it holds no symbolic links,
+//! since a link planted there would make cross-agent write or chmod wherever it points.
+//!
+//! A refusal is [`Error::HomeUnsafe`] (or [`Error::SocketUnsafe`] for the daemon's socket),
+//! naming the path, what was found (its owner, its mode, where a link points) and the fix.
+
+use std::fs::{self, Metadata};
+use std::io::ErrorKind;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+
+/// Write permission for group or others.
+const WRITABLE_BY_OTHERS: u32 = 0o022;
+/// The sticky bit: in such a directory only an entry's owner may rename or remove it.
+const STICKY: u32 = 0o1000;
+
+/// This process's effective uid: the user whose state this is.
+pub fn effective_uid() -> u32 {
+    rustix::process::geteuid().as_raw()
+}
+
+fn unsafe_path(path: &Path, problem: String, fix: String) -> Error {
+    Error::HomeUnsafe {
+        path: path.to_owned(),
+        problem,
+        fix,
+    }
+}
+
+fn owner_problem(owner: u32) -> String {
+    format!(
+        "is owned by uid {owner}, not by you (uid {})",
+        effective_uid()
+    )
+}
+
+/// Refuses `path` when its owner is not this user (or, with `root_ok`, root).
+fn check_owner(
+    path: &Path,
+    meta: &Metadata,
+    root_ok: bool,
+    fix: impl FnOnce() -> String,
+) -> Result<()> {
+    let owner = meta.uid();
+    if owner == effective_uid() || (root_ok && owner == 0) {
+        return Ok(());
+    }
+    Err(unsafe_path(path, owner_problem(owner), fix()))
+}
+
+/// The directories above `root` (which is absolute and resolved): each that exists must be
+/// owned by root or this user and not writable by anyone else, unless it is sticky. Missing
+/// ones will be created by this user.
+pub fn check_parents(root: &Path) -> Result<()> {
+    let mut dir = root.parent();
+    while let Some(parent) = dir {
+        dir = parent.parent();
+        let meta = match fs::symlink_metadata(parent) {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == ErrorKind::NotFound => continue,
+            Err(e) => return Err(Error::io("inspect", parent, e)),
+        };
+        check_owner(parent, &meta, true, || {
+            format!(
+                "That user could rename or replace {} from there: put CROSS_AGENT_HOME under \
+                 directories owned by you or root",
+                root.display()
+            )
+        })?;
+        let mode = meta.mode() & 0o7777;
+        if mode & WRITABLE_BY_OTHERS != 0 && mode & STICKY == 0 {
+            return Err(unsafe_path(
+                parent,
+                format!("is writable by group or others (mode {mode:o}) and not sticky"),
+                format!(
+                    "Anyone who can write there could replace {} with a directory of theirs: \
+                     `chmod go-w {}` (or `chmod +t` it), or put CROSS_AGENT_HOME elsewhere",
+                    root.display(),
+                    parent.display()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The home directory itself: `Ok(false)` when it does not exist yet; refused when it is a
+/// link, someone else's, or writable by group or others (checked before it is tightened, so a
+/// home others could write to is refused rather than quietly taken over).
+pub fn check_root(root: &Path) -> Result<bool> {
+    let meta = match fs::symlink_metadata(root) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(Error::io("inspect", root, e)),
+    };
+    if !meta.file_type().is_symlink() {
+        check_owner(root, &meta, false, || {
+            "Point CROSS_AGENT_HOME at a directory that is yours alone (such as ~/.cross-agent); \
+             whoever owns this one can read what cross-agent keeps there and redirect what it \
+             writes"
+                .to_owned()
+        })?;
+    }
+    check_entry(root, &meta)?;
+    if !meta.is_dir() {
+        return Err(Error::io(
+            "use",
+            root,
+            std::io::Error::new(ErrorKind::NotADirectory, "it exists and is not a directory"),
+        ));
+    }
+    // Only the home itself: a loose directory inside it is reachable only through the home,
+    // and is tightened at the daemon's start like any older install.
+    let mode = meta.mode() & 0o7777;
+    if mode & WRITABLE_BY_OTHERS != 0 {
+        return Err(unsafe_path(
+            root,
+            format!("is writable by group or others (mode {mode:o})"),
+            format!(
+                "Others could have put or swapped files there: check that nothing in it is \
+                 someone else's, then `chmod go-w {}`",
+                root.display()
+            ),
+        ));
+    }
+    Ok(true)
+}
+
+/// One thing in the home (or the home itself): not a link, and this user's.
+pub fn check_entry(path: &Path, meta: &Metadata) -> Result<()> {
+    if meta.file_type().is_symlink() {
+        let target = fs::read_link(path)
+            .map(|t| format!(" to {}", t.display()))
+            .unwrap_or_default();
+        return Err(unsafe_path(
+            path,
+            format!(
+                "is a symbolic link{target} (the link is owned by uid {})",
+                meta.uid()
+            ),
+            "cross-agent opens nothing in its home through a link, since it would write or \
+             chmod wherever the link points: remove the link"
+                .to_owned(),
+        ));
+    }
+    check_owner(path, meta, false, || {
+        "Someone else may have planted it there: point CROSS_AGENT_HOME at a directory that is \
+         yours alone (such as ~/.cross-agent), or remove it if you know where it came from"
+            .to_owned()
+    })?;
+    Ok(())
+}
+
+/// A socket cross-agent is about to connect to: a socket (not a link, not anything else) owned
+/// by this user. `Ok(false)` when there is none.
+pub fn check_socket(socket: &Path) -> Result<bool> {
+    let meta = match fs::symlink_metadata(socket) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(Error::io("inspect", socket, e)),
+    };
+    let file_type = meta.file_type();
+    if file_type.is_symlink() || !file_type.is_socket() {
+        let what = if file_type.is_symlink() {
+            "a symbolic link"
+        } else {
+            "not a socket"
+        };
+        return Err(Error::SocketUnsafe {
+            socket: socket.to_owned(),
+            problem: format!("it is {what} (owned by uid {})", meta.uid()),
+            fix: "remove it; a daemon you start will bind a socket of its own there".to_owned(),
+        });
+    }
+    if meta.uid() != effective_uid() {
+        return Err(Error::SocketUnsafe {
+            socket: socket.to_owned(),
+            problem: format!(
+                "it is owned by uid {}, not by you (uid {}), so whoever listens there is not \
+                 your daemon",
+                meta.uid(),
+                effective_uid()
+            ),
+            fix: "point CROSS_AGENT_HOME at a directory that is yours alone (such as \
+                  ~/.cross-agent), or remove the socket"
+                .to_owned(),
+        });
+    }
+    Ok(true)
+}
+
+/// Refuses a connected peer running as another user: the socket file was checked, but this
+/// also holds if it was swapped between that check and the connect.
+pub fn check_peer(socket: &Path, peer_uid: u32) -> Result<()> {
+    if peer_uid == effective_uid() {
+        return Ok(());
+    }
+    Err(Error::SocketUnsafe {
+        socket: socket.to_owned(),
+        problem: format!(
+            "the process listening there runs as uid {peer_uid}, not as you (uid {})",
+            effective_uid()
+        ),
+        fix: "point CROSS_AGENT_HOME at a directory that is yours alone (such as \
+              ~/.cross-agent)"
+            .to_owned(),
+    })
+}
+
+/// Everything found under a home by [`walk`].
+#[derive(Debug, Default)]
+pub struct Walk {
+    /// Every entry checked, with its metadata (not followed).
+    pub entries: Vec<(PathBuf, Metadata)>,
+    /// Agent stores inside the home, left alone.
+    pub stepped_around: Vec<PathBuf>,
+    /// True when the walk stopped at its limit.
+    pub truncated: bool,
+}
+
+/// Checks everything under `root` with [`check_entry`], stepping around `skip` (agent stores
+/// that happen to sit inside), visiting at most `limit` entries.
+pub fn walk(root: &Path, skip: &[PathBuf], limit: usize) -> Result<Walk> {
+    let mut found = Walk::default();
+    let mut stack = vec![root.to_owned()];
+    while let Some(dir) = stack.pop() {
+        let entries = fs::read_dir(&dir).map_err(|e| Error::io("read", &dir, e))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| Error::io("read", &dir, e))?;
+            if found.entries.len() + found.stepped_around.len() >= limit {
+                found.truncated = true;
+                return Ok(found);
+            }
+            let path = entry.path();
+            if skip.iter().any(|s| s == &path) {
+                found.stepped_around.push(path);
+                continue;
+            }
+            let meta = fs::symlink_metadata(&path).map_err(|e| Error::io("inspect", &path, e))?;
+            check_entry(&path, &meta)?;
+            if meta.is_dir() {
+                stack.push(path.clone());
+            }
+            found.entries.push((path, meta));
+        }
+    }
+    Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+    use crate::Home;
+
+    /// A uid no one here has: root (the tests' user) can give a file to it, which is all
+    /// "another user's file" takes.
+    const STRANGER: u32 = 4242;
+
+    fn give_away(path: &Path) {
+        std::os::unix::fs::lchown(path, Some(STRANGER), Some(STRANGER)).unwrap_or_else(|e| {
+            panic!("these tests give files to another uid, which takes root: {e}")
+        });
+    }
+
+    fn home_at(root: &Path) -> Home {
+        let root = root.to_owned();
+        Home::from_vars(move |name| match name {
+            "CROSS_AGENT_HOME" => Some(root.clone().into_os_string()),
+            "HOME" => Some("/nonexistent-user-home".into()),
+            _ => None,
+        })
+        .unwrap()
+    }
+
+    fn refusal(result: Result<impl std::fmt::Debug>) -> String {
+        match result {
+            Err(error @ (Error::HomeUnsafe { .. } | Error::SocketUnsafe { .. })) => {
+                error.to_string()
+            }
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_home_of_another_user_is_refused_before_anything_is_changed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("theirs");
+        fs::create_dir(&root).unwrap();
+        fs::set_permissions(&root, fs::Permissions::from_mode(0o755)).unwrap();
+        give_away(&root);
+        let home = home_at(&root);
+        let message = refusal(home.ensure_root());
+        assert!(message.contains(&root.display().to_string()), "{message}");
+        assert!(message.contains("owned by uid 4242"), "{message}");
+        assert!(message.contains("CROSS_AGENT_HOME"), "{message}");
+        assert!(!root.join("logs").exists());
+        let mode = fs::metadata(&root).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o755, "not tightened");
+    }
+
+    #[test]
+    fn a_file_of_another_user_inside_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("state");
+        fs::create_dir_all(root.join("logs")).unwrap();
+        fs::write(root.join("logs/daemon.log.2026-01-01"), "x").unwrap();
+        give_away(&root.join("logs/daemon.log.2026-01-01"));
+        let message = refusal(home_at(&root).tighten_tree());
+        assert!(message.contains("daemon.log.2026-01-01"), "{message}");
+        assert!(message.contains("owned by uid 4242"), "{message}");
+    }
+
+    #[test]
+    fn a_home_others_can_write_to_is_refused_not_tightened() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("state");
+        fs::create_dir(&root).unwrap();
+        fs::set_permissions(&root, fs::Permissions::from_mode(0o770)).unwrap();
+        let message = refusal(home_at(&root).ensure_root());
+        assert!(
+            message.contains("writable by group or others (mode 770)"),
+            "{message}"
+        );
+        assert!(message.contains("chmod go-w"), "{message}");
+        let mode = fs::metadata(&root).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o770);
+    }
+
+    #[test]
+    fn parents_are_judged_like_openssh_strict_modes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let open = tmp.path().join("open");
+        fs::create_dir(&open).unwrap();
+        fs::set_permissions(&open, fs::Permissions::from_mode(0o777)).unwrap();
+        let message = refusal(home_at(&open.join("state")).ensure_root());
+        assert!(message.contains(&open.display().to_string()), "{message}");
+        assert!(message.contains("not sticky"), "{message}");
+        assert!(!open.join("state").exists());
+
+        // Sticky and root's (or ours): others cannot rename what is ours in it.
+        fs::set_permissions(&open, fs::Permissions::from_mode(0o1777)).unwrap();
+        home_at(&open.join("state")).ensure_root().unwrap();
+
+        // Sticky but someone else's: that user may still rename our home.
+        let theirs = tmp.path().join("theirs");
+        fs::create_dir(&theirs).unwrap();
+        fs::set_permissions(&theirs, fs::Permissions::from_mode(0o1777)).unwrap();
+        give_away(&theirs);
+        let message = refusal(home_at(&theirs.join("state")).ensure_root());
+        assert!(message.contains("owned by uid 4242"), "{message}");
+    }
+
+    #[test]
+    fn a_socket_of_another_user_or_a_link_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let socket = tmp.path().join("daemon.sock");
+        assert!(!check_socket(&socket).unwrap(), "none there");
+        let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+        assert!(check_socket(&socket).unwrap());
+        give_away(&socket);
+        let message = refusal(check_socket(&socket));
+        assert!(message.contains("owned by uid 4242"), "{message}");
+        assert!(message.contains("nothing was sent"), "{message}");
+        let link = tmp.path().join("link.sock");
+        std::os::unix::fs::symlink(&socket, &link).unwrap();
+        let message = refusal(check_socket(&link));
+        assert!(message.contains("symbolic link"), "{message}");
+        let message = refusal(check_peer(&socket, STRANGER));
+        assert!(message.contains("runs as uid 4242"), "{message}");
+    }
+}
