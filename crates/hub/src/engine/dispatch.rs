@@ -2,7 +2,7 @@
 //! waiting on sessions someone else is working in.
 
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -21,15 +21,11 @@ use crate::caller::StartedTurn;
 use crate::db::now_rfc3339;
 use crate::envelope::{self};
 use crate::records::{Claimed, Job};
-use crate::settings::CallSettings;
 
 /// How often the dispatcher looks at the queue without being woken.
 const POLL: Duration = Duration::from_secs(1);
 /// How often finished deliveries past their TTL are pruned.
 const PRUNE_EVERY: Duration = Duration::from_secs(3600);
-/// A session whose last turn is open but whose transcript has not been written for this long
-/// is not counted as mid-turn: a CLI that died mid-turn leaves an open turn behind forever.
-const STALE_OPEN_TURN: Duration = Duration::from_secs(600);
 const LEASE_RENEW: Duration = Duration::from_secs(30);
 
 impl Engine {
@@ -316,139 +312,6 @@ impl Engine {
                 let _ = self.db().update_delivery(&record);
             }
         }
-    }
-
-    /// The sessions queued deliveries wait on because someone else's turn holds them: another
-    /// daemon's live busy lock, or a turn open on disk (a person typing in a panel, a CLI run
-    /// by hand). Waiting is bounded by the larger of the job timeout and
-    /// `CROSS_AGENT_PANEL_PATIENCE`; past it the delivery fails as not delivered.
-    pub(super) fn busy_elsewhere(&self) -> HashSet<String> {
-        let (heads, locks) = {
-            let db = self.db();
-            match (db.queue_heads(), db.locks()) {
-                (Ok(heads), Ok(locks)) => (heads, locks),
-                (Err(error), _) | (_, Err(error)) => {
-                    tracing::warn!(%error, "could not read the queue");
-                    return HashSet::new();
-                }
-            }
-        };
-        let now = now_ms();
-        let mut busy = HashSet::new();
-        let mut waiting = HashSet::new();
-        for head in heads {
-            let key = head.target_key.clone();
-            let held = locks.iter().find(|l| l.target_key == key);
-            let reason = match held {
-                Some(l) if l.owner_pid == self.inner.info.pid => None,
-                Some(l) => (l.lease_until_ms > now
-                    && cross_agent_transports::process::is_alive(l.owner_pid))
-                .then(|| {
-                    format!(
-                        "another cross-agent daemon (pid {}) runs a turn on it",
-                        l.owner_pid
-                    )
-                }),
-                None => head
-                    .target_transcript
-                    .as_deref()
-                    .filter(|p| self.mid_turn_on_disk(head.target_agent, Path::new(p)))
-                    .map(|_| {
-                        "a turn is open in its transcript (someone else is working in it)"
-                            .to_owned()
-                    }),
-            };
-            let Some(reason) = reason else { continue };
-            busy.insert(key.clone());
-            waiting.insert(head.delivery_id.clone());
-            let (since, first_seen) =
-                match lock(&self.inner.waiting_since).entry(head.delivery_id.clone()) {
-                    std::collections::hash_map::Entry::Occupied(at) => (*at.get(), false),
-                    std::collections::hash_map::Entry::Vacant(at) => (*at.insert(now), true),
-                };
-            let job = self.db().job(&head.delivery_id).ok().flatten();
-            let (timeout, patience) = job.as_ref().map_or(
-                (
-                    crate::settings::DEFAULT_TIMEOUT_SECS,
-                    crate::settings::DEFAULT_PANEL_PATIENCE_SECS,
-                ),
-                |job| {
-                    (
-                        job.timeout_secs,
-                        CallSettings::from_settings(&job.settings).panel_patience_secs,
-                    )
-                },
-            );
-            let bound = timeout.max(patience);
-            if first_seen && let Ok(Some(record)) = self.db().delivery(&head.delivery_id) {
-                self.inner
-                    .decisions
-                    .record(events::busy_held(&record, &reason, bound));
-            }
-            let waited = u64::try_from((now - since).max(0) / 1000).unwrap_or(0);
-            if waited >= bound {
-                let error = format!(
-                    "not delivered: {} session {} stayed busy — {reason} — for {waited} s, \
-                     past the wait bound ({bound} s: the larger of the timeout, {timeout} s, and \
-                     CROSS_AGENT_PANEL_PATIENCE, {patience} s). The peer never received the \
-                     message, so there is no answer to watch for; sending again is safe",
-                    head.target_agent,
-                    key.split_once(':').map_or(key.as_str(), |(_, id)| id)
-                );
-                // A statement of its own: the store's lock is released before the match, whose
-                // arm reads the closed record back.
-                let closed = self
-                    .db()
-                    .fail_queued(&head.delivery_id, &error, &now_rfc3339());
-                match closed {
-                    Ok(true) => {
-                        tracing::warn!(delivery = %head.delivery_id, "not delivered: the peer stayed busy");
-                        if let Ok(Some(record)) = self.db().delivery(&head.delivery_id) {
-                            self.inner
-                                .decisions
-                                .record_all(events::delivery_finished(&record));
-                        }
-                    }
-                    Ok(false) => {}
-                    Err(error) => tracing::warn!(%error, "could not close an undelivered delivery"),
-                }
-            }
-        }
-        lock(&self.inner.waiting_since).retain(|id, _| waiting.contains(id));
-        busy
-    }
-
-    /// Whether a session is mid-turn on disk: its last turn is open and its transcript was
-    /// written recently (an open turn left by a CLI that died is not anyone's work). The
-    /// dispatcher asks on each of its turns, so a transcript is re-read only when its size or
-    /// modification time changed.
-    pub(super) fn mid_turn_on_disk(&self, agent: Agent, path: &Path) -> bool {
-        let Ok(meta) = std::fs::metadata(path) else {
-            return false;
-        };
-        let modified = meta.modified().ok();
-        let fresh = modified
-            .and_then(|at| at.elapsed().ok())
-            .is_some_and(|age| age < STALE_OPEN_TURN);
-        if !fresh {
-            return false;
-        }
-        let stamp = (meta.len(), modified);
-        let mut seen = lock(&self.inner.disk_turns);
-        if let Some((known, open)) = seen.get(path)
-            && *known == stamp
-        {
-            return *open;
-        }
-        let mut warnings = cross_agent_stores::Warnings::default();
-        let open =
-            recent_turns(agent, path, &mut warnings).is_ok_and(|t| t.running_turn().is_some());
-        // Bounded: one entry per transcript a queue has waited on.
-        if seen.len() > 1024 {
-            seen.clear();
-        }
-        seen.insert(path.to_owned(), (stamp, open));
-        open
     }
 
     pub(super) fn turn_started(&self, turn: StartedTurn) {

@@ -68,6 +68,7 @@ use crate::db::{HubDb, now_rfc3339, rfc3339};
 use crate::error::Result;
 
 mod answers;
+mod busy;
 mod config;
 mod dispatch;
 mod pins;
@@ -108,8 +109,8 @@ impl CarriedWork {
     }
 }
 
-/// A transcript's (size, mtime) when last read, and whether its last turn was open.
-type DiskTurn = ((u64, Option<std::time::SystemTime>), bool);
+/// A transcript's (size, mtime) when last read, and the turn then open in it.
+type DiskTurn = ((u64, Option<std::time::SystemTime>), Option<busy::OpenTurn>);
 
 /// The delivery ids this daemon carries, by stage.
 #[derive(Debug, Default)]
