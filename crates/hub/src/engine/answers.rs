@@ -10,6 +10,7 @@ use cross_agent_protocol::bridge::{DeliveryRecord, DeliveryState};
 use cross_agent_stores::UnixMillis;
 use cross_agent_transports::run::{Ended, TurnOutcome};
 
+use super::dispatch::off_async;
 use super::{Engine, LEASE_MS, REPLY_PREVIEW_CHARS, lock, now_ms, parse_ms, preview};
 use crate::Agent;
 use crate::db::now_rfc3339;
@@ -47,7 +48,9 @@ impl Engine {
         let poll = self.inner.config.late_answer_poll;
         loop {
             if !self.is_draining() {
-                self.watch_once(poll);
+                // Reads the watched transcripts: off the async threads.
+                let engine = self.clone();
+                off_async(move || engine.watch_once(poll)).await;
             }
             tokio::time::sleep(poll).await;
         }

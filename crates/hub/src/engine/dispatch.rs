@@ -37,51 +37,30 @@ impl Engine {
         loop {
             // Leases of other carriers run out while this daemon runs (a crashed peer daemon,
             // a restart's old one killed): their records are orphaned here, never re-sent.
-            if last_sweep.elapsed() > LEASE_RENEW {
+            let sweep = last_sweep.elapsed() > LEASE_RENEW;
+            if sweep {
                 last_sweep = std::time::Instant::now();
-                self.sweep_orphans();
             }
-            if last_prune.is_none_or(|at| at.elapsed() > PRUNE_EVERY) {
+            let prune = last_prune.is_none_or(|at| at.elapsed() > PRUNE_EVERY);
+            if prune {
                 last_prune = Some(std::time::Instant::now());
-                let before = now_ms().saturating_sub(self.inner.config.delivery_ttl_ms());
-                match self.db().prune_finished(before) {
-                    Ok(0) => {}
-                    Ok(pruned) => {
-                        tracing::info!(pruned, "pruned finished deliveries past their TTL")
-                    }
-                    Err(error) => tracing::warn!(%error, "could not prune old deliveries"),
-                }
             }
             let free = if self.inner.paused.load(std::sync::atomic::Ordering::SeqCst) {
                 0
             } else {
                 MAX_WORKERS.saturating_sub(running.len())
             };
-            let busy = if free > 0 {
-                self.busy_elsewhere()
-            } else {
-                HashSet::new()
-            };
-            let claimed = self.db().claim_runnable_except(
-                free,
-                self.inner.info.pid,
-                self.inner.info.generation,
-                LEASE_MS,
-                now_ms(),
-                &now_rfc3339(),
-                &busy,
-            );
-            match claimed {
-                Ok(claimed) => {
-                    for job in claimed {
-                        lock(&self.inner.carried)
-                            .turns
-                            .insert(job.record.delivery_id.clone());
-                        let engine = self.clone();
-                        running.spawn(async move { engine.run_delivery(job).await });
-                    }
-                }
-                Err(error) => tracing::error!(%error, "could not take queued deliveries"),
+            // The busy check and the orphans' recovery read transcripts: off the async threads.
+            let engine = self.clone();
+            let claimed = off_async(move || engine.take_runnable(free, sweep, prune))
+                .await
+                .unwrap_or_default();
+            for job in claimed {
+                lock(&self.inner.carried)
+                    .turns
+                    .insert(job.record.delivery_id.clone());
+                let engine = self.clone();
+                running.spawn(async move { engine.run_delivery(job).await });
             }
             tokio::select! {
                 () = async { let _ = stop.wait_for(|s| *s).await; } => break,
@@ -93,12 +72,49 @@ impl Engine {
         while running.join_next().await.is_some() {}
     }
 
+    /// One look at the queue (blocking: it reads `hub.db` and transcripts): orphans and
+    /// prunes when due, then takes up to `free` queued deliveries whose sessions nobody else
+    /// is working in.
+    fn take_runnable(&self, free: usize, sweep: bool, prune: bool) -> Vec<Claimed> {
+        if sweep {
+            self.sweep_orphans();
+        }
+        if prune {
+            let before = now_ms().saturating_sub(self.inner.config.delivery_ttl_ms());
+            match self.db().prune_finished(before) {
+                Ok(0) => {}
+                Ok(pruned) => {
+                    tracing::info!(pruned, "pruned finished deliveries past their TTL")
+                }
+                Err(error) => tracing::warn!(%error, "could not prune old deliveries"),
+            }
+        }
+        let busy = if free > 0 {
+            self.busy_elsewhere()
+        } else {
+            HashSet::new()
+        };
+        let claimed = self.db().claim_runnable_except(
+            free,
+            self.inner.info.pid,
+            self.inner.info.generation,
+            LEASE_MS,
+            now_ms(),
+            &now_rfc3339(),
+            &busy,
+        );
+        claimed.unwrap_or_else(|error| {
+            tracing::error!(%error, "could not take queued deliveries");
+            Vec::new()
+        })
+    }
+
     pub(super) async fn run_delivery(self, claimed: Claimed) {
         let Claimed {
-            mut record,
+            record,
             job,
             created_ms,
-            mut target_key,
+            target_key,
             lock_token,
         } = claimed;
         let agent = record.target_agent;
@@ -173,8 +189,32 @@ impl Engine {
             carried.turns.remove(&record.delivery_id);
             carried.answers.insert(record.delivery_id.clone());
         }
-        record.finished_at = Some(now_rfc3339());
         let confirmed = lock(&confirmed).take();
+        // Settling reads the peer's transcript and may walk its store: off the async threads.
+        let engine = self.clone();
+        let finished = off_async(move || {
+            engine.finish_delivery(record, outcome, job, target_key, lock_token, confirmed)
+        })
+        .await;
+        if finished.is_none() {
+            tracing::error!("a delivery's outcome could not be recorded");
+        }
+        self.inner.wake.notify_one();
+    }
+
+    /// Records a run's outcome: pairs or recovers the answer, records the delivery finished and
+    /// releases its session's busy lock.
+    fn finish_delivery(
+        &self,
+        mut record: DeliveryRecord,
+        outcome: cross_agent_transports::Result<TurnOutcome>,
+        job: Job,
+        mut target_key: String,
+        lock_token: String,
+        confirmed: Option<String>,
+    ) {
+        let agent = record.target_agent;
+        record.finished_at = Some(now_rfc3339());
         match outcome {
             Ok(outcome) => {
                 record.peer_pid = Some(outcome.pid);
@@ -216,7 +256,6 @@ impl Engine {
             .answers
             .remove(&record.delivery_id);
         tracing::info!(delivery = %record.delivery_id, state = ?record.state, "delivery finished");
-        self.inner.wake.notify_one();
     }
 
     /// Renews the busy lock and the delivery's lease (`expires_at`) together while its turn
@@ -271,12 +310,19 @@ impl Engine {
                     }
                     () = tokio::time::sleep(every) => {}
                 }
-                let Some(path) = &path else { continue };
-                let mut warnings = cross_agent_stores::Warnings::default();
-                let found = recent_turns(agent, path, &mut warnings).ok().and_then(|t| {
-                    t.finished_turn_answering(&request_id, started)
-                        .and_then(|turn| turn.final_text().map(str::to_owned))
-                });
+                let Some(path) = path.clone() else { continue };
+                let request_id = request_id.clone();
+                let found = off_async(move || {
+                    let mut warnings = cross_agent_stores::Warnings::default();
+                    recent_turns(agent, &path, &mut warnings)
+                        .ok()
+                        .and_then(|t| {
+                            t.finished_turn_answering(&request_id, started)
+                                .and_then(|turn| turn.final_text().map(str::to_owned))
+                        })
+                })
+                .await
+                .flatten();
                 if let Some(text) = found {
                     *lock(&confirmed) = Some(text);
                     turn_stop.send_replace(true);
@@ -410,4 +456,18 @@ pub(super) fn is_agent_process(pid: u32, agent: Agent) -> bool {
         && std::fs::read(format!("/proc/{pid}/cmdline"))
             .map(|cmdline| String::from_utf8_lossy(&cmdline).contains(agent.as_str()))
             .unwrap_or(false)
+}
+
+/// Runs blocking work (reading transcripts, walking stores, `hub.db`) on tokio's blocking pool
+/// so the async threads stay free to answer clients. `None` when the work panicked.
+pub(super) async fn off_async<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Option<T> {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(value) => Some(value),
+        Err(error) => {
+            tracing::error!(%error, "blocking engine work failed");
+            None
+        }
+    }
 }
