@@ -11,6 +11,7 @@ use cross_agent_stores::UnixMillis;
 use cross_agent_transports::run::{Ended, TurnOutcome};
 
 use super::dispatch::off_async;
+use super::withheld::withheld_hint;
 use super::{Engine, LEASE_MS, REPLY_PREVIEW_CHARS, lock, now_ms, parse_ms, preview};
 use crate::Agent;
 use crate::db::now_rfc3339;
@@ -247,7 +248,7 @@ impl Engine {
                         code.map_or_else(|| "none".to_owned(), |c| c.to_string())
                     );
                     if let Some(hint) =
-                        auth_hint(agent, &detail, &outcome.stderr_tail, &job.withheld_env)
+                        withheld_hint(agent, &detail, &outcome.stderr_tail, &job.withheld_env)
                     {
                         error.push_str(&hint);
                     }
@@ -402,58 +403,4 @@ pub(super) fn late_answer(
     transcript
         .finished_turn_answering(&watch.record.request_id, Some(UnixMillis(watch.since_ms)))
         .and_then(|turn| turn.final_text().map(str::to_owned))
-}
-
-/// When a failure looks like authentication and the caller's environment withheld a variable
-/// the agent may authenticate with, says which — so nobody has to guess (spec 004 "What a
-/// spawned agent CLI inherits").
-pub(super) fn auth_hint(
-    agent: Agent,
-    detail: &str,
-    stderr: &str,
-    withheld: &[String],
-) -> Option<String> {
-    let text = format!("{detail}\n{stderr}").to_ascii_lowercase();
-    let looks_like_auth = [
-        "401",
-        "403",
-        "unauthorized",
-        "authentication",
-        "api key",
-        "api_key",
-        "invalid x-api-key",
-        "not logged in",
-        "login",
-        "credential",
-        "proxy",
-    ]
-    .iter()
-    .any(|needle| text.contains(needle));
-    if !looks_like_auth || withheld.is_empty() {
-        return None;
-    }
-    let prefixes: &[&str] = match agent {
-        Agent::Claude => &["ANTHROPIC_", "CLAUDE_", "AWS_", "GOOGLE_", "VERTEX"],
-        Agent::Codex => &["OPENAI_", "CODEX_", "AZURE_"],
-        Agent::Grok => &["XAI_", "GROK_"],
-    };
-    let likely: Vec<&str> = withheld
-        .iter()
-        .map(String::as_str)
-        .filter(|name| {
-            prefixes.iter().any(|p| name.starts_with(p))
-                || name.to_ascii_lowercase().contains("proxy")
-        })
-        .collect();
-    let names = if likely.is_empty() {
-        withheld.iter().map(String::as_str).collect::<Vec<_>>()
-    } else {
-        likely
-    };
-    Some(format!(
-        ". This looks like an authentication failure, and the sender's environment withheld {} \
-         from the child; if the {agent} CLI authenticates with it, name it in \
-         CROSS_AGENT_CHILD_ENV in the sender's registration",
-        names.join(", ")
-    ))
 }

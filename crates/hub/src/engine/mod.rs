@@ -76,6 +76,7 @@ mod receipt;
 mod send;
 mod status;
 mod target;
+mod withheld;
 
 use answers::{recent_turns, watch_secs};
 pub use config::EngineConfig;
