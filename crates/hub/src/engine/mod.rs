@@ -2,10 +2,12 @@
 //! receipt), `pin`, `list_sessions`, `bridge_status`, and the worker pool that hands queued
 //! deliveries to their peers over the agents' headless CLIs.
 //!
-//! Where each part lives: `send` (the guards), `target` (resolution), `receipt`
-//! (the accepted record and its receipt), `pins`, `status` (listing, `bridge_status`),
-//! `dispatch` (the queue, turns, leases, orphans, busy checks), `answers` (pairing, recovery,
-//! late-answer watches), and [`EngineConfig`] (the daemon-wide knobs the daemon reads once).
+//! Where each part lives: `send` (the guards), `target` (resolution), `receipt` (the accepted
+//! record and its receipt), `pins`, `status` (listing, `bridge_status`), `dispatch` (the queue,
+//! turns, leases, orphans), `busy` (waiting on someone else's turn), `answers` (pairing,
+//! recovery, late-answer watches), `withheld` (naming a withheld variable when a relay fails),
+//! and [`EngineConfig`] (the daemon-wide knobs the daemon reads once). Blocking file work runs
+//! on tokio's blocking pool, never on the async threads that answer clients.
 //!
 //! **Order of a send** (spec 004 §5, §6, "Never starting a headless CLI"): contradicting
 //! arguments are refused; then strict mode (`CROSS_AGENT_REQUIRE_EXPLICIT_TARGET`) before any
@@ -43,10 +45,11 @@
 //! **Leases and orphans.** An in-flight record has a lease (`expires_at`) renewed with its busy
 //! lock; one whose lease ran out or whose carrier is gone is orphaned — at start and every 30 s
 //! — even if its pid lives again (pid reuse), never re-sent, and its answer read back. A
-//! session mid-turn with someone else's work (another daemon's lock, an open turn on disk) is
-//! waited for, up to the larger of the job timeout and `CROSS_AGENT_PANEL_PATIENCE`; past it
-//! the delivery fails as not delivered (`is_undelivered`). Records are pruned
-//! `CROSS_AGENT_DELIVERY_TTL` after they finished (an orphan: after its lease ran out).
+//! session mid-turn with someone else's work (another daemon's lock, an open turn on disk that
+//! is not one the bridge itself started and stopped) is waited for, up to the larger of the job
+//! timeout and `CROSS_AGENT_PANEL_PATIENCE`; past it the delivery fails as not delivered
+//! (`is_undelivered`). Records are pruned `CROSS_AGENT_DELIVERY_TTL` after they finished (an
+//! orphan: after its lease ran out).
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
