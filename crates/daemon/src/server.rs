@@ -29,7 +29,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cross_agent_hub::db::{HubDb, now_rfc3339};
-use cross_agent_hub::{Engine, EngineInfo};
+use cross_agent_hub::{Engine, EngineConfig, EngineInfo};
 use cross_agent_ipc::Home;
 use cross_agent_ipc::draining::{self, DrainLock};
 use cross_agent_ipc::frame::{self, FrameReader, ReadError};
@@ -168,6 +168,8 @@ impl Daemon {
                 version: crate::VERSION.to_owned(),
                 state_root: home.root().to_owned(),
             },
+            // The engine's daemon-wide knobs come from the daemon's own environment, read once.
+            EngineConfig::from_vars(|name| std::env::var(name).ok()),
         ) {
             Ok(engine) => engine,
             Err(error) => {

@@ -276,6 +276,19 @@ impl HubDb {
         rows.iter().rev().map(|json| from_json(json)).collect()
     }
 
+    /// The newest finished deliveries to `target_key` (delivered or failed), newest first, at
+    /// most `limit`: the turns the bridge started there and that have ended.
+    pub fn finished_for_target(&self, target_key: &str, limit: u32) -> Result<Vec<DeliveryRecord>> {
+        let rows: Vec<String> = self.rows(
+            "list a session's finished deliveries",
+            "SELECT record FROM deliveries WHERE target_key = ?1 AND state IN ('delivered', 'failed')
+             ORDER BY created_ms DESC, rowid DESC LIMIT ?2",
+            params![target_key, limit],
+            |row| row.get(0),
+        )?;
+        rows.iter().map(|json| from_json(json)).collect()
+    }
+
     /// The queue in front of `target_key` now.
     pub fn queue_info(&self, target_key: &str) -> Result<QueueInfo> {
         self.conn

@@ -311,6 +311,86 @@ async fn a_silent_turn_is_killed_by_the_bridge_timeout() {
     assert!(!cross_agent_transports::process::group_alive(pid));
 }
 
+/// Spec 004 §9: a turn the bridge started and killed for inactivity leaves an open turn in the
+/// Codex rollout, but it is nobody's work: the next delivery to that thread runs at once
+/// instead of waiting (up to an hour) as if someone else were working in it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_killed_for_inactivity_does_not_hold_the_next_delivery() {
+    let bridge = Bridge::start().await;
+    let thread = bridge.codex_session("seed killed codex");
+    bridge.endpoint.push(
+        Rule::on_user_text("go silent codex")
+            .reply(Reply::text("partial").hang_after_events(2))
+            .once(),
+    );
+    bridge
+        .endpoint
+        .push(Rule::on_user_text("after the kill").reply(Reply::echo_token("the thread answered")));
+    let caller = bridge.claude_caller("aaaaaaaa-0000-4000-8000-0000000000ee");
+    let mut silent = bridge.send_params(Agent::Codex, "go silent codex", caller.clone());
+    silent.session_id = Some(thread.clone());
+    silent.timeout = Some(3);
+    let silent = bridge.accepted(silent).await;
+    let killed = bridge.wait_finished(&silent.delivery_id).await;
+    assert!(killed.is_killed_by_timeout, "{killed:#?}");
+    let status = bridge.status(Some(&silent.delivery_id)).await;
+    assert!(!status.peer_transcript.unwrap().is_working);
+
+    let mut next = bridge.send_params(Agent::Codex, "after the kill", caller);
+    next.session_id = Some(thread);
+    let next = bridge.accepted(next).await;
+    // Held as busy, it would stay queued for up to the wait bound (an hour by default).
+    let started = bridge
+        .wait_record(&next.delivery_id, Duration::from_secs(30), |r| {
+            r.state != DeliveryState::Queued
+        })
+        .await;
+    assert!(started.error.is_none(), "{started:#?}");
+    let done = bridge.wait_finished(&next.delivery_id).await;
+    assert_eq!(done.state, DeliveryState::Delivered, "{done:#?}");
+    assert!(
+        done.reply_preview
+            .unwrap()
+            .starts_with("the thread answered")
+    );
+}
+
+/// Spec 004 §7: a real Codex peer whose provider reads its key from a variable the baseline
+/// withheld fails with Codex's own "missing environment variable"; the delivery's error (and
+/// bridge_status) adds that cross-agent withheld it and how to pass it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relay_that_fails_for_a_withheld_variable_names_it() {
+    let bridge = Bridge::start().await;
+    let mut caller = bridge.claude_caller("aaaaaaaa-0000-4000-8000-0000000000ff");
+    // The provider's key was in the caller's environment, but not named in
+    // CROSS_AGENT_CHILD_ENV: the baseline withheld it, with another secret.
+    caller.child_env.remove("SCRIPTED_KEY");
+    caller.withheld_env = vec!["GITHUB_TOKEN".into(), "SCRIPTED_KEY".into()];
+    let mut params = bridge.send_params(Agent::Codex, "needs its key", caller);
+    params.new_session = true;
+    let receipt = bridge.accepted(params).await;
+    let record = bridge.wait_finished(&receipt.delivery_id).await;
+    assert_eq!(record.state, DeliveryState::Failed, "{record:#?}");
+    let error = record.error.unwrap();
+    assert!(
+        error.contains(
+            "cross-agent withheld SCRIPTED_KEY from the peer; name it in CROSS_AGENT_CHILD_ENV \
+             to pass it"
+        ),
+        "{error}"
+    );
+    assert!(
+        !error.contains("GITHUB_TOKEN"),
+        "only the one named: {error}"
+    );
+    assert!(prompts_with(&bridge, "needs its key").is_empty());
+    let status = bridge.status(Some(&receipt.delivery_id)).await;
+    assert_eq!(
+        status.delivery.unwrap().error.as_deref(),
+        Some(error.as_str())
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stopping_the_daemon_stops_its_turns_and_a_queued_delivery_goes_out_once_after_restart() {
     let mut bridge = Bridge::start().await;
@@ -588,6 +668,27 @@ async fn a_daemon_killed_outright_leaves_an_orphan_that_the_next_one_closes_and_
         "the orphaned turn was stopped"
     );
     assert_eq!(prompts_with(&bridge, "crash job").len(), 1, "never re-sent");
+
+    // The orphaned turn left an open turn in the transcript, but its process group is gone:
+    // it is nobody's work, and the next delivery to the session runs at once (spec 004 §9).
+    bridge.endpoint.push(
+        Rule::on_user_text("after the crash").reply(Reply::echo_token("the session answered")),
+    );
+    let mut next = bridge.send_params(
+        Agent::Claude,
+        "after the crash",
+        bridge.codex_caller("019a0000-0000-7000-8000-000000000222"),
+    );
+    next.session_id = record.target_session_id.clone();
+    let next = bridge.accepted(next).await;
+    let started = bridge
+        .wait_record(&next.delivery_id, Duration::from_secs(30), |r| {
+            r.state != DeliveryState::Queued
+        })
+        .await;
+    assert!(started.error.is_none(), "{started:#?}");
+    let done = bridge.wait_finished(&next.delivery_id).await;
+    assert_eq!(done.state, DeliveryState::Delivered, "{done:#?}");
 }
 
 /// A message past Linux's 128 KiB limit on one argument reaches real Claude Code and real Codex

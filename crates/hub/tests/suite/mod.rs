@@ -1,6 +1,8 @@
-//! Engine unit tests: caller identification, the envelope, and the delivery queue's locks.
+//! Engine unit tests: caller identification, the envelope, the delivery queue's locks, and the
+//! send guards called on an in-process `Engine`.
 
 mod answers;
 mod caller;
 mod envelope;
+mod guards;
 mod records;

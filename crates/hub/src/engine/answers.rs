@@ -1,0 +1,406 @@
+//! Answers (spec 004 §6, §9): pairing an answer with its request, recovery from the
+//! transcript, and late-answer watches.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use cross_agent_decisions::events;
+use cross_agent_protocol::bridge::{DeliveryRecord, DeliveryState};
+use cross_agent_stores::UnixMillis;
+use cross_agent_transports::run::{Ended, TurnOutcome};
+
+use super::dispatch::off_async;
+use super::withheld::withheld_hint;
+use super::{Engine, LEASE_MS, REPLY_PREVIEW_CHARS, lock, now_ms, parse_ms, preview};
+use crate::Agent;
+use crate::db::now_rfc3339;
+use crate::envelope::AnswerKind;
+use crate::envelope::{self};
+use crate::records::{Job, Watch};
+use crate::settings::CallSettings;
+
+impl Engine {
+    /// Starts the late-answer watch on a request whose answer did not carry its id.
+    pub(super) fn start_watch(&self, record: &mut DeliveryRecord, watch_secs: u64) {
+        if watch_secs == 0 || record.target_transcript.is_none() {
+            return;
+        }
+        let Some(since) = record.started_at.as_deref().and_then(parse_ms) else {
+            return;
+        };
+        let until = now_ms()
+            .saturating_add(i64::try_from(watch_secs.saturating_mul(1000)).unwrap_or(i64::MAX));
+        record.answer.late_answer_watch_until = Some(crate::records::ms_rfc3339(until));
+        match self.db().add_watch(&record.delivery_id, since, until) {
+            // A draining daemon leaves the new watch unowned in hub.db, for its successor.
+            Ok(()) if self.is_draining() => {}
+            Ok(()) => {
+                lock(&self.inner.carried)
+                    .watches
+                    .insert(record.delivery_id.clone());
+            }
+            Err(error) => tracing::warn!(%error, "could not start a late-answer watch"),
+        }
+    }
+
+    /// Reads the watched transcripts every [`EngineConfig::late_answer_poll`] (20 s).
+    pub(super) async fn watch_loop(self) {
+        let poll = self.inner.config.late_answer_poll;
+        loop {
+            if !self.is_draining() {
+                // Reads the watched transcripts: off the async threads.
+                let engine = self.clone();
+                off_async(move || engine.watch_once(poll)).await;
+            }
+            tokio::time::sleep(poll).await;
+        }
+    }
+
+    pub(super) fn watch_once(&self, poll: Duration) {
+        let now = now_ms();
+        let lease = i64::try_from(poll.as_millis())
+            .unwrap_or(LEASE_MS)
+            .saturating_mul(3)
+            .max(LEASE_MS);
+        let watches = match self
+            .db()
+            .claim_watches(self.inner.info.pid, now, now + lease)
+        {
+            Ok(watches) => watches,
+            Err(error) => {
+                tracing::warn!(%error, "could not read late-answer watches");
+                return;
+            }
+        };
+        let mut held = HashSet::new();
+        // Many watches may follow one session: each transcript is read once per look.
+        let mut transcripts: HashMap<PathBuf, Option<cross_agent_stores::turns::Transcript>> =
+            HashMap::new();
+        for watch in watches {
+            let id = watch.record.delivery_id.clone();
+            if now > watch.until_ms {
+                let _ = self.db().end_watch(&id);
+                continue;
+            }
+            let Some(path) = watch.record.target_transcript.as_deref().map(PathBuf::from) else {
+                let _ = self.db().end_watch(&id);
+                continue;
+            };
+            let transcript = transcripts.entry(path).or_insert_with_key(|path| {
+                let mut warnings = cross_agent_stores::Warnings::default();
+                recent_turns(watch.record.target_agent, path, &mut warnings).ok()
+            });
+            match transcript.as_ref().and_then(|t| late_answer(t, &watch)) {
+                Some(text) => self.record_late_answer(&id, &text),
+                None => {
+                    held.insert(id);
+                }
+            }
+        }
+        lock(&self.inner.carried).watches = held;
+    }
+
+    /// A watched request's real answer arrived: it becomes its own delivery record (a
+    /// `LATE ANSWER` naming the request), and the request's record points at it.
+    pub(super) fn record_late_answer(&self, request_delivery_id: &str, text: &str) {
+        let mut db = self.db();
+        let Ok(Some(mut request)) = db.delivery(request_delivery_id) else {
+            let _ = db.end_watch(request_delivery_id);
+            return;
+        };
+        let now = now_rfc3339();
+        let mut late = request.clone();
+        late.delivery_id = envelope::delivery_id();
+        late.state = DeliveryState::Delivered;
+        late.created_at = now.clone();
+        late.started_at = None;
+        late.finished_at = Some(now);
+        late.expires_at = None;
+        late.error = None;
+        late.is_killed_by_timeout = false;
+        late.is_stopped_with_carrier = false;
+        late.is_reply_recovered = false;
+        late.is_undelivered = false;
+        late.is_orphaned = false;
+        late.late_reply_delivery_id = None;
+        late.reply_preview = Some(preview(text, REPLY_PREVIEW_CHARS));
+        late.answer = cross_agent_protocol::bridge::AnswerMarks {
+            reply_carries_request_id: true,
+            reply_header: Some(envelope::reply_header(
+                request.target_agent,
+                request.target_session_id.as_deref(),
+                &request.request_id,
+                true,
+                AnswerKind::Late {
+                    request_delivery_id,
+                },
+            )),
+            answers_delivery_id: Some(request_delivery_id.to_owned()),
+            ..Default::default()
+        };
+        request.late_reply_delivery_id = Some(late.delivery_id.clone());
+        let key = format!(
+            "{}:{}",
+            request.target_agent,
+            request.target_session_id.as_deref().unwrap_or("?")
+        );
+        match db.insert_late_answer(&late, &key, now_ms(), &request) {
+            Ok(()) => {
+                self.inner
+                    .decisions
+                    .record(events::late_answer(&request, &late.delivery_id));
+                tracing::info!(request = %request_delivery_id, late = %late.delivery_id, "a late answer arrived")
+            }
+            Err(error) => tracing::warn!(%error, "could not record a late answer"),
+        }
+    }
+    /// Turns a finished run into the record's outcome.
+    pub(super) fn settle(&self, record: &mut DeliveryRecord, outcome: TurnOutcome, job: &Job) {
+        let agent = record.target_agent;
+        let parsed = &outcome.parsed;
+        let fail = |record: &mut DeliveryRecord, error: String| {
+            record.state = DeliveryState::Failed;
+            record.error = Some(error);
+        };
+        let watch = watch_secs(job);
+        match outcome.ended {
+            Ended::Stopped => {
+                record.is_stopped_with_carrier = true;
+                fail(
+                    record,
+                    format!(
+                        "stopped with its carrier: the daemon (pid {}, generation {}) stopped \
+                         while the peer's turn ran, and killed it. Send again to retry",
+                        self.inner.info.pid, self.inner.info.generation
+                    ),
+                );
+                self.recover(record, "the daemon stopped and killed the peer's turn");
+            }
+            Ended::KilledByTimeout => {
+                record.is_killed_by_timeout = true;
+                fail(
+                    record,
+                    format!(
+                        "killed by bridge timeout: no CLI output or transcript write for {} s",
+                        job.timeout_secs
+                    ),
+                );
+                let why = format!(
+                    "killed by bridge timeout after {} s without CLI output or transcript writes",
+                    job.timeout_secs
+                );
+                self.recover(record, &why);
+            }
+            Ended::Exited(code) => {
+                if let Some(tool) = &parsed.approval_blocked {
+                    let setting = match agent {
+                        Agent::Claude => {
+                            "set CROSS_AGENT_CLAUDE_PERMISSION_MODE (acceptEdits, bypassPermissions) \
+                             in the sender's registration"
+                        }
+                        Agent::Codex => {
+                            "start the Codex session with a wider CROSS_AGENT_CODEX_SANDBOX, or \
+                             pre-approve the tool in its config"
+                        }
+                        // Grok applies only `default` and `bypassPermissions` from its command
+                        // line (its docs, as the public koan provider notes quote them).
+                        Agent::Grok => {
+                            "set CROSS_AGENT_GROK_PERMISSION_MODE=bypassPermissions in the \
+                             sender's registration"
+                        }
+                    };
+                    fail(
+                        record,
+                        format!(
+                            "the headless {agent} turn was cancelled for want of an approval \
+                             ({tool}): nobody is there to approve a tool call in a turn the \
+                             bridge starts. To allow it, {setting}, or send to a session open \
+                             in a panel"
+                        ),
+                    );
+                } else if let (Some(answer), None) = (&parsed.answer, &parsed.failure) {
+                    let answer = match agent {
+                        Agent::Grok => grok_after_last_tool(record, answer),
+                        Agent::Claude | Agent::Codex => answer.clone(),
+                    };
+                    self.pair_answer(record, &answer, None, watch);
+                } else {
+                    let detail = parsed
+                        .failure
+                        .clone()
+                        .or_else(|| {
+                            let tail = outcome.stderr_tail.trim();
+                            (!tail.is_empty()).then(|| {
+                                tail.lines()
+                                    .rev()
+                                    .take(5)
+                                    .collect::<Vec<_>>()
+                                    .into_iter()
+                                    .rev()
+                                    .collect::<Vec<_>>()
+                                    .join("\n")
+                            })
+                        })
+                        .unwrap_or_else(|| "it printed no answer".to_owned());
+                    let mut error = format!(
+                        "the {agent} CLI failed (exit code {}): {detail}",
+                        code.map_or_else(|| "none".to_owned(), |c| c.to_string())
+                    );
+                    if let Some(hint) =
+                        withheld_hint(agent, &detail, &outcome.stderr_tail, &job.withheld_env)
+                    {
+                        error.push_str(&hint);
+                    }
+                    let why = error.clone();
+                    fail(record, error);
+                    // The turn may still have answered into its transcript.
+                    self.recover(record, &why);
+                }
+            }
+        }
+    }
+
+    /// Takes `text` as the request's answer, paired by its closing line (the last line that
+    /// names any request id): this request's id makes it the answer whenever it was written;
+    /// another request's id makes it that request's answer, and it is rejected; no id at all
+    /// takes it by timing, marked `NO REQUEST ID … possibly interim`, with a late-answer watch.
+    /// `recovered` names why the transport failed when the text was read back from the
+    /// transcript. Returns whether the text was taken.
+    pub(super) fn pair_answer(
+        &self,
+        record: &mut DeliveryRecord,
+        text: &str,
+        recovered: Option<&str>,
+        watch_secs: u64,
+    ) -> bool {
+        let ids = cross_agent_stores::turns::closing_line(text)
+            .map(cross_agent_stores::turns::request_ids)
+            .unwrap_or_default();
+        let carries = ids.contains(&record.request_id.as_str());
+        if !carries && !ids.is_empty() {
+            let note = format!(
+                "the peer's answer ends with another request's id ({}), so it answers that \
+                 request, not {}; it was not taken",
+                ids.join(", "),
+                record.request_id
+            );
+            record.state = DeliveryState::Failed;
+            record.error = Some(match (&record.error, recovered) {
+                (Some(error), Some(_)) => format!("{error}; {note}"),
+                (Some(_) | None, None) | (None, Some(_)) => note,
+            });
+            self.start_watch(record, watch_secs);
+            return false;
+        }
+        record.reply_preview = Some(preview(text, REPLY_PREVIEW_CHARS));
+        record.answer.reply_carries_request_id = carries;
+        record.answer.is_reply_possibly_interim = !carries;
+        let kind = match recovered {
+            Some(why) => {
+                // The transport failed: the state says so, the answer is labelled as read back.
+                record.is_reply_recovered = true;
+                record.answer.transport_failure = Some(why.to_owned());
+                AnswerKind::Recovered {
+                    transport_failure: why,
+                }
+            }
+            None => {
+                record.state = DeliveryState::Delivered;
+                if carries {
+                    AnswerKind::Confirmed
+                } else {
+                    AnswerKind::NoRequestId
+                }
+            }
+        };
+        record.answer.reply_header = Some(envelope::reply_header(
+            record.target_agent,
+            record.target_session_id.as_deref(),
+            &record.request_id,
+            carries,
+            kind,
+        ));
+        if !carries {
+            self.start_watch(record, watch_secs);
+        }
+        true
+    }
+
+    /// A delivery that ended without an answer on stdout: the peer's transcript may hold one
+    /// (`is_reply_recovered`) — a finished turn carrying the request id, else the last
+    /// assistant message written after the hand-over, never anything from before it. Nothing is
+    /// re-sent. A delivery never handed over looks nothing up. Returns whether one was found.
+    pub(super) fn recover(&self, record: &mut DeliveryRecord, why: &str) -> bool {
+        let found = match transcript_answer(record) {
+            Some(text) => self.pair_answer(
+                record,
+                &text,
+                Some(why),
+                self.inner.config.late_answer_watch_secs,
+            ),
+            None => false,
+        };
+        self.inner.decisions.record(events::recovery(record, found));
+        found
+    }
+}
+
+/// A Grok answer is what it said after its last tool call (spec 004 §9), but its stream
+/// carries no tool events: the transcript splits its messages at each tool call. When the
+/// transcript's answer for this delivery is how the streamed text ends, that tail is the
+/// answer; otherwise the stream stands as it is.
+pub(super) fn grok_after_last_tool(record: &DeliveryRecord, streamed: &str) -> String {
+    match transcript_answer(record) {
+        Some(tail) if !tail.trim().is_empty() && streamed.trim_end().ends_with(tail.trim()) => {
+            tail.trim().to_owned()
+        }
+        Some(_) | None => streamed.to_owned(),
+    }
+}
+
+/// The turns at the end of a peer's transcript, where answers are looked for (the spec's 2 MB
+/// window, 8 MB for Grok): a long session is not read whole on every look.
+pub(super) fn recent_turns(
+    agent: Agent,
+    path: &Path,
+    warnings: &mut cross_agent_stores::Warnings,
+) -> cross_agent_stores::Result<cross_agent_stores::turns::Transcript> {
+    cross_agent_stores::turns::read_recent_turns(
+        agent,
+        path,
+        cross_agent_stores::turns::answer_window(agent),
+        warnings,
+    )
+}
+
+/// What the peer's transcript holds as this delivery's answer: the final text of a finished turn
+/// whose closing line carries the request id, else the last assistant message written after the
+/// turn started. `None` without a transcript, a start time, or such a message.
+pub(super) fn transcript_answer(record: &DeliveryRecord) -> Option<String> {
+    let started = UnixMillis(record.started_at.as_deref().and_then(parse_ms)?);
+    let path = PathBuf::from(record.target_transcript.as_deref()?);
+    let mut warnings = cross_agent_stores::Warnings::default();
+    let transcript = recent_turns(record.target_agent, &path, &mut warnings).ok()?;
+    match transcript.finished_turn_answering(&record.request_id, Some(started)) {
+        Some(turn) => turn.final_text().map(str::to_owned),
+        None => transcript
+            .last_assistant_message_after(started)
+            .map(|m| m.text.clone()),
+    }
+}
+
+/// `CROSS_AGENT_LATE_ANSWER_WATCH` of the caller's registration.
+pub(super) fn watch_secs(job: &Job) -> u64 {
+    CallSettings::from_settings(&job.settings).late_answer_watch_secs
+}
+
+/// The finished turn that carries a watched request's id, started after the request did.
+pub(super) fn late_answer(
+    transcript: &cross_agent_stores::turns::Transcript,
+    watch: &Watch,
+) -> Option<String> {
+    transcript
+        .finished_turn_answering(&watch.record.request_id, Some(UnixMillis(watch.since_ms)))
+        .and_then(|turn| turn.final_text().map(str::to_owned))
+}

@@ -1,0 +1,221 @@
+//! Waiting on a session someone else is working in (spec 004 §9 "Delivery queue execution"):
+//! another daemon's live busy lock, or a turn open in its transcript — unless that turn is one
+//! the bridge itself started and stopped.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::time::Duration;
+
+use cross_agent_decisions::events;
+use cross_agent_stores::UnixMillis;
+use cross_agent_stores::turns::{Role, Turn, TurnItem, request_ids};
+
+use super::{Engine, lock, now_ms, parse_ms, recent_turns};
+use crate::Agent;
+use crate::db::now_rfc3339;
+use crate::settings::CallSettings;
+
+/// A session whose last turn is open but whose transcript has not been written for this long
+/// is not counted as mid-turn: a CLI that died mid-turn leaves an open turn behind forever.
+const STALE_OPEN_TURN: Duration = Duration::from_secs(600);
+/// How many of a session's newest finished deliveries an open turn is matched against.
+const STOPPED_TURNS_LOOKED_AT: u32 = 50;
+/// The agent's clock and ours are the same machine's, but a turn's first record may be stamped
+/// a moment after the kill was decided.
+const CLOCK_SLACK_MS: i64 = 5_000;
+
+impl Engine {
+    /// The sessions queued deliveries wait on because someone else's turn holds them: another
+    /// daemon's live busy lock, or a turn open on disk (a person typing in a panel, a CLI run
+    /// by hand). Waiting is bounded by the larger of the job timeout and
+    /// `CROSS_AGENT_PANEL_PATIENCE`; past it the delivery fails as not delivered.
+    pub(super) fn busy_elsewhere(&self) -> HashSet<String> {
+        let (heads, locks) = {
+            let db = self.db();
+            match (db.queue_heads(), db.locks()) {
+                (Ok(heads), Ok(locks)) => (heads, locks),
+                (Err(error), _) | (_, Err(error)) => {
+                    tracing::warn!(%error, "could not read the queue");
+                    return HashSet::new();
+                }
+            }
+        };
+        let now = now_ms();
+        let mut busy = HashSet::new();
+        let mut waiting = HashSet::new();
+        for head in heads {
+            let key = head.target_key.clone();
+            let held = locks.iter().find(|l| l.target_key == key);
+            let reason = match held {
+                Some(l) if l.owner_pid == self.inner.info.pid => None,
+                Some(l) => (l.lease_until_ms > now
+                    && cross_agent_transports::process::is_alive(l.owner_pid))
+                .then(|| {
+                    format!(
+                        "another cross-agent daemon (pid {}) runs a turn on it",
+                        l.owner_pid
+                    )
+                }),
+                None => head
+                    .target_transcript
+                    .as_deref()
+                    .and_then(|p| self.open_turn_on_disk(head.target_agent, Path::new(p)))
+                    .filter(|turn| !self.is_stopped_bridge_turn(&key, turn))
+                    .map(|_| {
+                        "a turn is open in its transcript (someone else is working in it)"
+                            .to_owned()
+                    }),
+            };
+            let Some(reason) = reason else { continue };
+            busy.insert(key.clone());
+            waiting.insert(head.delivery_id.clone());
+            let (since, first_seen) =
+                match lock(&self.inner.waiting_since).entry(head.delivery_id.clone()) {
+                    std::collections::hash_map::Entry::Occupied(at) => (*at.get(), false),
+                    std::collections::hash_map::Entry::Vacant(at) => (*at.insert(now), true),
+                };
+            let job = self.db().job(&head.delivery_id).ok().flatten();
+            let (timeout, patience) = job.as_ref().map_or(
+                (
+                    crate::settings::DEFAULT_TIMEOUT_SECS,
+                    crate::settings::DEFAULT_PANEL_PATIENCE_SECS,
+                ),
+                |job| {
+                    (
+                        job.timeout_secs,
+                        CallSettings::from_settings(&job.settings).panel_patience_secs,
+                    )
+                },
+            );
+            let bound = timeout.max(patience);
+            if first_seen && let Ok(Some(record)) = self.db().delivery(&head.delivery_id) {
+                self.inner
+                    .decisions
+                    .record(events::busy_held(&record, &reason, bound));
+            }
+            let waited = u64::try_from((now - since).max(0) / 1000).unwrap_or(0);
+            if waited >= bound {
+                let error = format!(
+                    "not delivered: {} session {} stayed busy — {reason} — for {waited} s, \
+                     past the wait bound ({bound} s: the larger of the timeout, {timeout} s, and \
+                     CROSS_AGENT_PANEL_PATIENCE, {patience} s). The peer never received the \
+                     message, so there is no answer to watch for; sending again is safe",
+                    head.target_agent,
+                    key.split_once(':').map_or(key.as_str(), |(_, id)| id)
+                );
+                // A statement of its own: the store's lock is released before the match, whose
+                // arm reads the closed record back.
+                let closed = self
+                    .db()
+                    .fail_queued(&head.delivery_id, &error, &now_rfc3339());
+                match closed {
+                    Ok(true) => {
+                        tracing::warn!(delivery = %head.delivery_id, "not delivered: the peer stayed busy");
+                        if let Ok(Some(record)) = self.db().delivery(&head.delivery_id) {
+                            self.inner
+                                .decisions
+                                .record_all(events::delivery_finished(&record));
+                        }
+                    }
+                    Ok(false) => {}
+                    Err(error) => tracing::warn!(%error, "could not close an undelivered delivery"),
+                }
+            }
+        }
+        lock(&self.inner.waiting_since).retain(|id, _| waiting.contains(id));
+        busy
+    }
+
+    /// The turn open in a session's transcript, if its last turn is open and the transcript
+    /// was written recently (an open turn left by a CLI that died long ago is not anyone's
+    /// work). The dispatcher asks on each of its turns, so a transcript is re-read only when its
+    /// size or modification time changed.
+    pub(super) fn open_turn_on_disk(&self, agent: Agent, path: &Path) -> Option<OpenTurn> {
+        let meta = std::fs::metadata(path).ok()?;
+        let modified = meta.modified().ok();
+        let fresh = modified
+            .and_then(|at| at.elapsed().ok())
+            .is_some_and(|age| age < STALE_OPEN_TURN);
+        if !fresh {
+            return None;
+        }
+        let stamp = (meta.len(), modified);
+        let mut seen = lock(&self.inner.disk_turns);
+        if let Some((known, open)) = seen.get(path)
+            && *known == stamp
+        {
+            return open.clone();
+        }
+        let mut warnings = cross_agent_stores::Warnings::default();
+        let open = recent_turns(agent, path, &mut warnings)
+            .ok()
+            .and_then(|t| t.running_turn().map(OpenTurn::of));
+        // Bounded: one entry per transcript a queue has waited on.
+        if seen.len() > 1024 {
+            seen.clear();
+        }
+        seen.insert(path.to_owned(), (stamp, open.clone()));
+        open
+    }
+
+    /// Whether an open turn is one the bridge itself started and that has ended (spec 004 §9):
+    /// its prompt carries the request id of a finished delivery to this session — killed for
+    /// inactivity, stopped with its carrier, orphaned by a daemon that died, or ended
+    /// otherwise — it started before that delivery finished, and the delivery's process group
+    /// is gone. Such a turn stays open in the transcript forever, but nobody works in it.
+    fn is_stopped_bridge_turn(&self, target_key: &str, turn: &OpenTurn) -> bool {
+        if turn.request_ids.is_empty() {
+            return false;
+        }
+        let finished = match self
+            .db()
+            .finished_for_target(target_key, STOPPED_TURNS_LOOKED_AT)
+        {
+            Ok(finished) => finished,
+            Err(error) => {
+                tracing::warn!(%error, "could not read a session's finished deliveries");
+                return false;
+            }
+        };
+        finished.iter().any(|record| {
+            turn.request_ids.contains(&record.request_id)
+                && record
+                    .peer_pid
+                    .is_none_or(|pid| !cross_agent_transports::process::group_alive(pid))
+                && match (
+                    turn.started_at,
+                    record.finished_at.as_deref().and_then(parse_ms),
+                ) {
+                    (Some(started), Some(finished)) => started.0 <= finished + CLOCK_SLACK_MS,
+                    (None, _) | (_, None) => true,
+                }
+        })
+    }
+}
+
+/// A turn open in a transcript, as the busy check judges it.
+#[derive(Debug, Clone)]
+pub(super) struct OpenTurn {
+    started_at: Option<UnixMillis>,
+    /// The request ids its prompt names: a turn the bridge started carries its envelope's.
+    request_ids: Vec<String>,
+}
+
+impl OpenTurn {
+    fn of(turn: &Turn) -> OpenTurn {
+        let request_ids = turn
+            .items
+            .iter()
+            .filter_map(|item| match item {
+                TurnItem::Message(m) if m.role == Role::User => Some(m.text.as_str()),
+                TurnItem::Message(_) | TurnItem::ToolCall(_) | TurnItem::ToolResult(_) => None,
+            })
+            .flat_map(request_ids)
+            .map(str::to_owned)
+            .collect();
+        OpenTurn {
+            started_at: turn.started_at,
+            request_ids,
+        }
+    }
+}

@@ -1,0 +1,76 @@
+//! The engine's daemon-wide knobs: how long finished records are kept, and how often the
+//! peers' transcripts are looked at. The daemon reads them from its own environment once, at
+//! start; the engine never reads the environment itself.
+
+use std::time::Duration;
+
+/// `CROSS_AGENT_DELIVERY_TTL`: seconds a finished record is kept.
+pub const DELIVERY_TTL: &str = "CROSS_AGENT_DELIVERY_TTL";
+/// A test knob, not a user setting: shortens the late-answer poll so a test need not wait
+/// 20 s per look.
+pub const LATE_ANSWER_POLL_MS: &str = "CROSS_AGENT_LATE_ANSWER_POLL_MS";
+/// A test knob, not a user setting: shortens the transcript check of a running turn.
+pub const TRANSCRIPT_CHECK_MS: &str = "CROSS_AGENT_TRANSCRIPT_CHECK_MS";
+
+/// `CROSS_AGENT_DELIVERY_TTL`'s default: 7 days.
+const DEFAULT_DELIVERY_TTL: Duration = Duration::from_secs(604_800);
+/// How often a late-answer watch reads the peer's transcript (spec 004 §6: every 20 s).
+const LATE_ANSWER_POLL: Duration = Duration::from_secs(20);
+/// While the transport waits, the peer's transcript is read this often for a finished turn
+/// that echoed the request id (spec 004 §9: the wait is broken into 30-second chunks).
+const TRANSCRIPT_CHECK: Duration = Duration::from_secs(30);
+
+/// What [`crate::Engine::open`] is told instead of reading the environment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EngineConfig {
+    /// How long finished records are kept. Pruning is store-wide rather than per call, so this
+    /// one setting is the daemon's, not a registration's.
+    pub delivery_ttl: Duration,
+    /// How often late-answer watches read the watched transcripts.
+    pub late_answer_poll: Duration,
+    /// How often a running turn's transcript is read for a finished answer.
+    pub transcript_check: Duration,
+    /// `CROSS_AGENT_LATE_ANSWER_WATCH` where no registration is at hand (an orphan's answer
+    /// read back at start).
+    pub late_answer_watch_secs: u64,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            delivery_ttl: DEFAULT_DELIVERY_TTL,
+            late_answer_poll: LATE_ANSWER_POLL,
+            transcript_check: TRANSCRIPT_CHECK,
+            late_answer_watch_secs: crate::settings::DEFAULT_LATE_ANSWER_WATCH_SECS,
+        }
+    }
+}
+
+impl EngineConfig {
+    /// The config from variables looked up by `var` (the daemon passes its own environment).
+    /// A value that is missing, unreadable or not positive keeps the default.
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> EngineConfig {
+        let number = |name: &str| {
+            var(name)
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .filter(|v| *v > 0)
+        };
+        let defaults = EngineConfig::default();
+        EngineConfig {
+            delivery_ttl: number(DELIVERY_TTL).map_or(defaults.delivery_ttl, Duration::from_secs),
+            late_answer_poll: number(LATE_ANSWER_POLL_MS)
+                .map_or(defaults.late_answer_poll, Duration::from_millis),
+            transcript_check: number(TRANSCRIPT_CHECK_MS)
+                .map_or(defaults.transcript_check, Duration::from_millis),
+            // Zero is meaningful here: no watch.
+            late_answer_watch_secs: var(crate::settings::LATE_ANSWER_WATCH)
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .unwrap_or(defaults.late_answer_watch_secs),
+        }
+    }
+
+    /// [`EngineConfig::delivery_ttl`] in milliseconds.
+    pub(crate) fn delivery_ttl_ms(&self) -> i64 {
+        i64::try_from(self.delivery_ttl.as_millis()).unwrap_or(i64::MAX)
+    }
+}

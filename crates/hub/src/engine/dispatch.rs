@@ -1,0 +1,473 @@
+//! The dispatcher: taking queued deliveries, running their turns, leases, orphans, and
+//! waiting on sessions someone else is working in.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use cross_agent_decisions::events;
+use cross_agent_protocol::bridge::{CallerContext, DeliveryRecord, DeliveryState, Pin};
+use cross_agent_stores::UnixMillis;
+use cross_agent_transports::headless::{Target, TurnRequest};
+use cross_agent_transports::run::{Ended, RunOptions, TurnOutcome, run_turn};
+use cross_agent_transports::settings::TurnSettings;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use super::{Engine, LEASE_MS, MAX_WORKERS, lock, now_ms, parse_ms, recent_turns, watch_secs};
+use crate::Agent;
+use crate::caller::StartedTurn;
+use crate::db::now_rfc3339;
+use crate::envelope::{self};
+use crate::records::{Claimed, Job};
+
+/// How often the dispatcher looks at the queue without being woken.
+const POLL: Duration = Duration::from_secs(1);
+/// How often finished deliveries past their TTL are pruned.
+const PRUNE_EVERY: Duration = Duration::from_secs(3600);
+const LEASE_RENEW: Duration = Duration::from_secs(30);
+
+impl Engine {
+    pub(super) async fn dispatch_loop(self) {
+        let mut stop = self.inner.stop.subscribe();
+        let mut running = JoinSet::new();
+        let mut last_prune: Option<std::time::Instant> = None;
+        let mut last_sweep = std::time::Instant::now();
+        loop {
+            // Leases of other carriers run out while this daemon runs (a crashed peer daemon,
+            // a restart's old one killed): their records are orphaned here, never re-sent.
+            let sweep = last_sweep.elapsed() > LEASE_RENEW;
+            if sweep {
+                last_sweep = std::time::Instant::now();
+            }
+            let prune = last_prune.is_none_or(|at| at.elapsed() > PRUNE_EVERY);
+            if prune {
+                last_prune = Some(std::time::Instant::now());
+            }
+            let free = if self.inner.paused.load(std::sync::atomic::Ordering::SeqCst) {
+                0
+            } else {
+                MAX_WORKERS.saturating_sub(running.len())
+            };
+            // The busy check and the orphans' recovery read transcripts: off the async threads.
+            let engine = self.clone();
+            let claimed = off_async(move || engine.take_runnable(free, sweep, prune))
+                .await
+                .unwrap_or_default();
+            for job in claimed {
+                lock(&self.inner.carried)
+                    .turns
+                    .insert(job.record.delivery_id.clone());
+                let engine = self.clone();
+                running.spawn(async move { engine.run_delivery(job).await });
+            }
+            tokio::select! {
+                () = async { let _ = stop.wait_for(|s| *s).await; } => break,
+                () = self.inner.wake.notified() => {}
+                Some(_) = running.join_next(), if !running.is_empty() => {}
+                () = tokio::time::sleep(POLL) => {}
+            }
+        }
+        while running.join_next().await.is_some() {}
+    }
+
+    /// One look at the queue (blocking: it reads `hub.db` and transcripts): orphans and
+    /// prunes when due, then takes up to `free` queued deliveries whose sessions nobody else
+    /// is working in.
+    fn take_runnable(&self, free: usize, sweep: bool, prune: bool) -> Vec<Claimed> {
+        if sweep {
+            self.sweep_orphans();
+        }
+        if prune {
+            let before = now_ms().saturating_sub(self.inner.config.delivery_ttl_ms());
+            match self.db().prune_finished(before) {
+                Ok(0) => {}
+                Ok(pruned) => {
+                    tracing::info!(pruned, "pruned finished deliveries past their TTL")
+                }
+                Err(error) => tracing::warn!(%error, "could not prune old deliveries"),
+            }
+        }
+        let busy = if free > 0 {
+            self.busy_elsewhere()
+        } else {
+            HashSet::new()
+        };
+        let claimed = self.db().claim_runnable_except(
+            free,
+            self.inner.info.pid,
+            self.inner.info.generation,
+            LEASE_MS,
+            now_ms(),
+            &now_rfc3339(),
+            &busy,
+        );
+        claimed.unwrap_or_else(|error| {
+            tracing::error!(%error, "could not take queued deliveries");
+            Vec::new()
+        })
+    }
+
+    pub(super) async fn run_delivery(self, claimed: Claimed) {
+        let Claimed {
+            record,
+            job,
+            created_ms,
+            target_key,
+            lock_token,
+        } = claimed;
+        let agent = record.target_agent;
+        let confirmed: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
+        let message = if job.raw {
+            job.body.clone()
+        } else {
+            envelope::assemble(&job.body, created_ms, now_ms())
+        };
+        let target = match (&job.new_session_id, &record.target_session_id) {
+            (Some(id), _) => Target::New {
+                session_id: Some(id.clone()),
+            },
+            (None, Some(id)) if !record.will_create_session => Target::Resume {
+                session_id: id.clone(),
+            },
+            (None, _) => Target::New { session_id: None },
+        };
+        let request = TurnRequest {
+            agent,
+            target,
+            cwd: PathBuf::from(&job.cwd),
+            message,
+            settings: TurnSettings::from_settings(&job.settings),
+            child_env: job.child_env.clone(),
+            bridge_env: job.bridge_env.clone(),
+        };
+        // The one place a peer CLI is started: `build` refuses again under no-headless.
+        let outcome = match cross_agent_transports::headless::build(&request) {
+            Ok(spec) => {
+                let renew = self.spawn_lease_renewal(
+                    target_key.clone(),
+                    lock_token.clone(),
+                    record.delivery_id.clone(),
+                );
+                let (turn_stop, turn_stopped) = watch::channel(false);
+                let checker = self.spawn_transcript_check(&record, turn_stop, confirmed.clone());
+                let engine = self.clone();
+                let delivery_id = record.delivery_id.clone();
+                let conversation_id = record.conversation_id.clone();
+                let session_id = record.target_session_id.clone();
+                let result = run_turn(
+                    agent,
+                    &spec,
+                    RunOptions {
+                        inactivity: Duration::from_secs(job.timeout_secs),
+                        transcript: record.target_transcript.as_ref().map(PathBuf::from),
+                        stop: turn_stopped,
+                    },
+                    |pid| {
+                        engine.turn_started(StartedTurn {
+                            pid,
+                            agent,
+                            session_id,
+                            conversation_id,
+                            delivery_id,
+                        })
+                    },
+                )
+                .await;
+                renew.abort();
+                checker.abort();
+                result
+            }
+            Err(error) => Err(error),
+        };
+        if let Some(pid) = outcome.as_ref().ok().map(|o| o.pid) {
+            lock(&self.inner.turns).retain(|t| t.pid != pid);
+        }
+        {
+            let mut carried = lock(&self.inner.carried);
+            carried.turns.remove(&record.delivery_id);
+            carried.answers.insert(record.delivery_id.clone());
+        }
+        let confirmed = lock(&confirmed).take();
+        // Settling reads the peer's transcript and may walk its store: off the async threads.
+        let engine = self.clone();
+        let finished = off_async(move || {
+            engine.finish_delivery(record, outcome, job, target_key, lock_token, confirmed)
+        })
+        .await;
+        if finished.is_none() {
+            tracing::error!("a delivery's outcome could not be recorded");
+        }
+        self.inner.wake.notify_one();
+    }
+
+    /// Records a run's outcome: pairs or recovers the answer, records the delivery finished and
+    /// releases its session's busy lock.
+    fn finish_delivery(
+        &self,
+        mut record: DeliveryRecord,
+        outcome: cross_agent_transports::Result<TurnOutcome>,
+        job: Job,
+        mut target_key: String,
+        lock_token: String,
+        confirmed: Option<String>,
+    ) {
+        let agent = record.target_agent;
+        record.finished_at = Some(now_rfc3339());
+        match outcome {
+            Ok(outcome) => {
+                record.peer_pid = Some(outcome.pid);
+                self.created_session(&mut record, &outcome, &job, &mut target_key, &lock_token);
+                match confirmed {
+                    // The transcript showed the finished answer while the CLI still ran: that
+                    // settles it (the CLI was stopped for it, not for the carrier).
+                    Some(text) if outcome.ended == Ended::Stopped => {
+                        record.answer.is_reply_confirmed_by_transcript = true;
+                        self.pair_answer(&mut record, &text, None, watch_secs(&job));
+                    }
+                    Some(_) | None => self.settle(&mut record, outcome, &job),
+                }
+            }
+            Err(error) => {
+                record.state = DeliveryState::Failed;
+                record.is_undelivered = true;
+                record.error = Some(error.to_string());
+            }
+        }
+        if record.state == DeliveryState::Failed
+            && record.will_create_session
+            && let Some(id) = &record.target_session_id
+        {
+            self.drop_auto_pin(agent, &job.pin_cwd_key, id);
+        }
+        self.inner
+            .decisions
+            .record_all(events::delivery_finished(&record));
+        let db = self.db();
+        if let Err(error) = db.update_delivery(&record) {
+            tracing::error!(%error, delivery = %record.delivery_id, "could not record a finished delivery");
+        }
+        if let Err(error) = db.release_lock(&target_key, &lock_token) {
+            tracing::error!(%error, target_key, "could not release a busy lock");
+        }
+        drop(db);
+        lock(&self.inner.carried)
+            .answers
+            .remove(&record.delivery_id);
+        tracing::info!(delivery = %record.delivery_id, state = ?record.state, "delivery finished");
+    }
+
+    /// Renews the busy lock and the delivery's lease (`expires_at`) together while its turn
+    /// runs: when this worker disappears both lapse, and the record is orphaned.
+    pub(super) fn spawn_lease_renewal(
+        &self,
+        target_key: String,
+        token: String,
+        delivery_id: String,
+    ) -> tokio::task::JoinHandle<()> {
+        let engine = self.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(LEASE_RENEW).await;
+                if let Err(error) =
+                    engine
+                        .db()
+                        .renew_lease(&target_key, &token, &delivery_id, now_ms() + LEASE_MS)
+                {
+                    tracing::warn!(%error, delivery = %delivery_id, "could not renew a lease");
+                }
+            }
+        })
+    }
+
+    /// Breaks the wait for a turn into [`EngineConfig::transcript_check`] chunks and reads the peer's
+    /// transcript in between: a finished turn whose closing line echoes the request id settles
+    /// the delivery there and then (`is_reply_confirmed_by_transcript`), even if the CLI has
+    /// not exited. Also forwards the carrier's stop to this turn.
+    pub(super) fn spawn_transcript_check(
+        &self,
+        record: &DeliveryRecord,
+        turn_stop: watch::Sender<bool>,
+        confirmed: Arc<Mutex<Option<String>>>,
+    ) -> tokio::task::JoinHandle<()> {
+        let mut stop = self.inner.stop.subscribe();
+        let agent = record.target_agent;
+        let request_id = record.request_id.clone();
+        let path = record.target_transcript.as_ref().map(PathBuf::from);
+        let started = record
+            .started_at
+            .as_deref()
+            .and_then(parse_ms)
+            .map(UnixMillis);
+        let every = self.inner.config.transcript_check;
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = carrier_stopped(&mut stop) => {
+                        turn_stop.send_replace(true);
+                        return;
+                    }
+                    () = tokio::time::sleep(every) => {}
+                }
+                let Some(path) = path.clone() else { continue };
+                let request_id = request_id.clone();
+                let found = off_async(move || {
+                    let mut warnings = cross_agent_stores::Warnings::default();
+                    recent_turns(agent, &path, &mut warnings)
+                        .ok()
+                        .and_then(|t| {
+                            t.finished_turn_answering(&request_id, started)
+                                .and_then(|turn| turn.final_text().map(str::to_owned))
+                        })
+                })
+                .await
+                .flatten();
+                if let Some(text) = found {
+                    *lock(&confirmed) = Some(text);
+                    turn_stop.send_replace(true);
+                    return;
+                }
+            }
+        })
+    }
+
+    /// Orphans the in-flight records nobody carries any more (lease run out, carrier gone),
+    /// stops their turns if still running, and reads their answers back.
+    pub(super) fn sweep_orphans(&self) {
+        let orphaned =
+            match self
+                .db()
+                .orphan_stale(self.inner.info.generation, now_ms(), &now_rfc3339())
+            {
+                Ok(orphaned) => orphaned,
+                Err(error) => {
+                    tracing::warn!(%error, "could not look for orphaned deliveries");
+                    return;
+                }
+            };
+        for mut record in orphaned {
+            tracing::warn!(delivery = %record.delivery_id, "a delivery nobody carries any more was marked orphaned");
+            self.inner.decisions.record(events::orphan(&record));
+            if let Some(pid) = record.peer_pid
+                && is_agent_process(pid, record.target_agent)
+            {
+                cross_agent_transports::process::kill_group(pid);
+            }
+            if self.recover(&mut record, "the daemon carrying it disappeared") {
+                let _ = self.db().update_delivery(&record);
+            }
+        }
+    }
+
+    pub(super) fn turn_started(&self, turn: StartedTurn) {
+        let pid = turn.pid;
+        let delivery_id = turn.delivery_id.clone();
+        lock(&self.inner.turns).push(turn);
+        let db = self.db();
+        match db.delivery(&delivery_id) {
+            Ok(Some(mut record)) => {
+                record.state = DeliveryState::AwaitingPeer;
+                record.peer_pid = Some(pid);
+                if let Err(error) = db.update_delivery(&record) {
+                    tracing::warn!(%error, "could not record a started turn");
+                }
+            }
+            Ok(None) => {}
+            Err(error) => tracing::warn!(%error, "could not read a started delivery"),
+        }
+    }
+
+    /// A new Codex thread's id arrives with `thread.started`: record it, move the lock and the
+    /// queue key to it, and pin it (automatic: valid within the active window).
+    pub(super) fn created_session(
+        &self,
+        record: &mut DeliveryRecord,
+        outcome: &TurnOutcome,
+        job: &Job,
+        target_key: &mut String,
+        token: &str,
+    ) {
+        if !record.will_create_session || record.target_session_id.is_some() {
+            return;
+        }
+        let Some(id) = outcome.parsed.session_id.clone() else {
+            return;
+        };
+        let agent = record.target_agent;
+        record.target_session_id = Some(id.clone());
+        // The new thread's transcript: where its answer is re-read, recovered and watched for.
+        if record.target_transcript.is_none() {
+            let context = CallerContext {
+                child_env: job.child_env.clone(),
+                settings: job.settings.clone(),
+                ..CallerContext::default()
+            };
+            let (sessions, _) = self.list(&context, &[agent]);
+            record.target_transcript = sessions
+                .into_iter()
+                .find(|s| s.agent == agent && s.session_id == id)
+                .map(|s| s.path.to_string_lossy().into_owned());
+        }
+        let new_key = format!("{agent}:{id}");
+        let db = self.db();
+        let _ = db.rekey_lock(target_key, &new_key, token);
+        let _ = db.retarget_delivery(&record.delivery_id, &new_key);
+        *target_key = new_key;
+        let pin = Pin {
+            agent,
+            session_id: id,
+            title: None,
+            cwd: Some(job.cwd.clone()),
+            sticky: false,
+            pinned_at: now_rfc3339(),
+        };
+        if let Err(error) = db.set_pin(&pin, &job.pin_cwd_key, now_ms()) {
+            tracing::warn!(%error, "could not pin a created session");
+        }
+    }
+
+    pub(super) fn drop_auto_pin(&self, agent: Agent, cwd_key: &str, session_id: &str) {
+        let db = self.db();
+        if let Ok(Some((pin, _))) = db.pin(agent, cwd_key)
+            && !pin.sticky
+            && pin.session_id == session_id
+            && db.remove_pin(agent, cwd_key).is_ok()
+        {
+            self.inner.decisions.record(events::pin_dropped(
+                agent,
+                session_id,
+                "automatic pin dropped: the session it was made for failed to start",
+            ));
+        }
+    }
+}
+
+/// Resolves when the carrier stops; never, if nobody can stop it any more.
+pub(super) async fn carrier_stopped(stop: &mut watch::Receiver<bool>) {
+    if stop.wait_for(|stopped| *stopped).await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
+/// Whether `pid` runs `agent`'s CLI (its command line names it).
+pub(super) fn is_agent_process(pid: u32, agent: Agent) -> bool {
+    cross_agent_transports::process::is_alive(pid)
+        && std::fs::read(format!("/proc/{pid}/cmdline"))
+            .map(|cmdline| String::from_utf8_lossy(&cmdline).contains(agent.as_str()))
+            .unwrap_or(false)
+}
+
+/// Runs blocking work (reading transcripts, walking stores, `hub.db`) on tokio's blocking pool
+/// so the async threads stay free to answer clients. `None` when the work panicked.
+pub(super) async fn off_async<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Option<T> {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(value) => Some(value),
+        Err(error) => {
+            tracing::error!(%error, "blocking engine work failed");
+            None
+        }
+    }
+}

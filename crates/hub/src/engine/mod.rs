@@ -1,0 +1,390 @@
+//! The messaging engine the daemon serves: `send` (guards, resolution, the record, the
+//! receipt), `pin`, `list_sessions`, `bridge_status`, and the worker pool that hands queued
+//! deliveries to their peers over the agents' headless CLIs.
+//!
+//! Where each part lives: `send` (the guards), `target` (resolution), `receipt` (the accepted
+//! record and its receipt), `pins`, `status` (listing, `bridge_status`), `dispatch` (the queue,
+//! turns, leases, orphans), `busy` (waiting on someone else's turn), `answers` (pairing,
+//! recovery, late-answer watches), `withheld` (naming a withheld variable when a relay fails),
+//! and [`EngineConfig`] (the daemon-wide knobs the daemon reads once). Blocking file work runs
+//! on tokio's blocking pool, never on the async threads that answer clients.
+//!
+//! **Order of a send** (spec 004 §5, §6, "Never starting a headless CLI"): contradicting
+//! arguments are refused; then strict mode (`CROSS_AGENT_REQUIRE_EXPLICIT_TARGET`) before any
+//! lookup; then the self-call guard; then the target is resolved — `session_id` → pin → the
+//! active session on disk (never the caller's own) → a new session; then the no-headless switch
+//! (there are no panels yet, so with it on every send is refused, naming the session); then the
+//! hop budget. Only an accepted send writes anything: its record, its payload and its hop, in
+//! one transaction.
+//!
+//! **Queue and lock.** The dispatcher takes queued deliveries oldest first, first come first
+//! served per target session, up to [`MAX_WORKERS`] at once. Taking one takes the session's busy
+//! lock (owner token + pid + lease) and deletes the payload in the same transaction: that is the
+//! hand-over, after which a delivery is never sent again. A busy session is a reason to wait in
+//! line, never to refuse. Locks of dead owners (or expired leases) are reclaimed; a lock is
+//! released only with the token that took it.
+//!
+//! **Stopping.** [`Engine::shutdown`] signals every running turn: each kills its CLI's process
+//! group and records its delivery `failed` with `is_stopped_with_carrier`. Deliveries still
+//! queued keep their payload and go out after the next start. [`Engine::drain`] (a restart)
+//! instead stops taking queued work and lets the running turns finish; [`Engine::carried`]
+//! says what is still carried.
+//!
+//! **Answers** (issue 5; spec 004 §6 "Interim answers and late answers", §9 "Delivery queue
+//! execution…"). An answer is paired with its request by its closing line (the last line
+//! naming any request id): this request's id makes it the answer whenever it was written,
+//! another request's id rejects it, no id takes it by timing — only text written after the
+//! hand-over — marked `NO REQUEST ID … possibly interim`, and starts a late-answer watch that
+//! reads the peer's transcript every 20 s for a finished turn carrying the id (a `LATE ANSWER`,
+//! recorded as a delivery of its own). Watches live in `hub.db` and outlive the daemon. When
+//! the transport fails, the answer is read back from the transcript, never re-sent, and
+//! labelled `RECOVERED, NOT RECEIVED` with its `transport failure:`. While a turn runs, its
+//! transcript is read every 30 s: a finished turn echoing the id settles it
+//! (`is_reply_confirmed_by_transcript`).
+//!
+//! **Leases and orphans.** An in-flight record has a lease (`expires_at`) renewed with its busy
+//! lock; one whose lease ran out or whose carrier is gone is orphaned — at start and every 30 s
+//! — even if its pid lives again (pid reuse), never re-sent, and its answer read back. A
+//! session mid-turn with someone else's work (another daemon's lock, an open turn on disk that
+//! is not one the bridge itself started and stopped) is waited for, up to the larger of the job
+//! timeout and `CROSS_AGENT_PANEL_PATIENCE`; past it the delivery fails as not delivered
+//! (`is_undelivered`). Records are pruned `CROSS_AGENT_DELIVERY_TTL` after they finished (an
+//! orphan: after its lease ran out).
+
+use std::collections::{HashMap, HashSet};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use cross_agent_decisions::{DecisionLog, events};
+use cross_agent_protocol::bridge::{CallerContext, Refusal, RefusalReason};
+use cross_agent_stores::resolve::{self};
+use cross_agent_stores::scan::{self, ScanOptions, Scanner};
+use cross_agent_stores::{Session, StoreRoots, UnixMillis};
+use serde_json::Value;
+use tokio::sync::{Notify, watch};
+
+use crate::Agent;
+use crate::caller::StartedTurn;
+use crate::db::{HubDb, now_rfc3339, rfc3339};
+use crate::error::Result;
+
+mod answers;
+mod busy;
+mod config;
+mod dispatch;
+mod pins;
+mod receipt;
+mod send;
+mod status;
+mod target;
+mod withheld;
+
+use answers::{recent_turns, watch_secs};
+pub use config::EngineConfig;
+use dispatch::is_agent_process;
+use target::{Resolved, cwd_key, lookup_refusal};
+
+/// Headless turns running at once.
+pub const MAX_WORKERS: usize = 4;
+/// A busy lock's lease; renewed every [`LEASE_RENEW`] while its turn runs.
+const LEASE_MS: i64 = 120_000;
+/// The answer's first characters kept on the record.
+pub const REPLY_PREVIEW_CHARS: usize = 2000;
+
+/// What a draining daemon still carries (issue 5 item 7: a restart lets the old daemon finish
+/// it before it exits).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct CarriedWork {
+    /// Deliveries handed to a peer whose turn this daemon still watches.
+    pub turns_running: usize,
+    /// Turns that ended whose answer is still being read, paired and recorded.
+    pub answers_pending: usize,
+    /// Late-answer watches this daemon holds. They live in `hub.db`: [`Engine::drain`] hands
+    /// them over (the next daemon resumes them) instead of waiting hours for them.
+    pub late_answer_watches: usize,
+}
+
+impl CarriedWork {
+    /// Nothing that would be lost if the daemon exited now.
+    pub fn is_empty(&self) -> bool {
+        self.turns_running == 0 && self.answers_pending == 0 && self.late_answer_watches == 0
+    }
+}
+
+/// A transcript's (size, mtime) when last read, and the turn then open in it.
+type DiskTurn = ((u64, Option<std::time::SystemTime>), Option<busy::OpenTurn>);
+
+/// The delivery ids this daemon carries, by stage.
+#[derive(Debug, Default)]
+struct Carried {
+    turns: HashSet<String>,
+    answers: HashSet<String>,
+    watches: HashSet<String>,
+}
+
+/// Who runs the engine, for records and `bridge_status`.
+#[derive(Debug, Clone)]
+pub struct EngineInfo {
+    pub pid: u32,
+    pub generation: u64,
+    pub started_at: String,
+    pub version: String,
+    /// `CROSS_AGENT_HOME`, where the session index cache lives.
+    pub state_root: PathBuf,
+}
+
+/// A cheap cloneable handle over the engine's shared state.
+#[derive(Clone)]
+pub struct Engine {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("generation", &self.inner.info.generation)
+            .finish_non_exhaustive()
+    }
+}
+
+struct Inner {
+    info: EngineInfo,
+    config: EngineConfig,
+    db: Mutex<HubDb>,
+    /// The session index, held in memory between listings (one listing at a time: it also
+    /// saves the cache file).
+    scan: Mutex<Scanner>,
+    turns: Mutex<Vec<StartedTurn>>,
+    wake: Notify,
+    stop: watch::Sender<bool>,
+    dispatcher: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// Set while this daemon is being replaced: queued deliveries are left for the successor.
+    paused: std::sync::atomic::AtomicBool,
+    carried: Mutex<Carried>,
+    /// When each queued delivery was first seen waiting on someone else's turn.
+    waiting_since: Mutex<HashMap<String, i64>>,
+    /// Transcripts last read for an open turn: their size and mtime then, and the answer.
+    disk_turns: Mutex<HashMap<PathBuf, DiskTurn>>,
+    watcher: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// `$CROSS_AGENT_HOME/decisions.jsonl`: every send, refusal, outcome, orphan and recovery.
+    decisions: DecisionLog,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn now_ms() -> i64 {
+    resolve::now().0
+}
+
+fn non_blank(value: Option<&str>) -> Option<&str> {
+    value.map(str::trim).filter(|v| !v.is_empty())
+}
+
+fn refusal(reason: RefusalReason, message: impl Into<String>, details: Value) -> Refusal {
+    Refusal {
+        reason,
+        message: message.into(),
+        candidates: Vec::new(),
+        details,
+    }
+}
+
+fn rfc3339_ms(ms: UnixMillis) -> String {
+    let at = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms.0) * 1_000_000)
+        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    rfc3339(at)
+}
+
+fn parse_ms(text: &str) -> Option<i64> {
+    let at =
+        time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()?;
+    i64::try_from(at.unix_timestamp_nanos() / 1_000_000).ok()
+}
+
+/// The first `limit` characters.
+fn preview(text: &str, limit: usize) -> String {
+    text.chars().take(limit).collect()
+}
+
+/// Where the agents' stores are for this caller: the HOME and store variables of the
+/// environment its spawned CLIs get, so the bridge resolves against the stores its turns write
+/// to. A caller that sent no environment falls back to the daemon's own.
+fn roots_for(context: &CallerContext) -> StoreRoots {
+    let env = &context.child_env;
+    if env.contains_key("HOME") {
+        let home = env.get("HOME").map(PathBuf::from);
+        StoreRoots::from_vars(home.as_deref(), |name| {
+            env.get(name)
+                .or_else(|| context.settings.get(name))
+                .map(OsString::from)
+        })
+    } else {
+        StoreRoots::from_env()
+    }
+}
+impl Engine {
+    /// Opens the engine's state in `hub_db` and closes what an earlier daemon left open. Start
+    /// the worker pool with [`Engine::start`].
+    pub fn open(hub_db: &Path, info: EngineInfo, config: EngineConfig) -> Result<Engine> {
+        let db = HubDb::open(hub_db)?;
+        // Another daemon may still carry some (a restart's old daemon draining): only records
+        // whose lease ran out or whose carrier is gone are orphaned.
+        let orphaned = db.orphan_stale(info.generation, now_ms(), &now_rfc3339())?;
+        let decisions = DecisionLog::new(&info.state_root);
+        for record in &orphaned {
+            decisions.record(events::orphan(record));
+            tracing::warn!(
+                delivery = %record.delivery_id,
+                "a delivery an earlier daemon handed over but never closed was marked orphaned"
+            );
+            // A daemon killed outright could not stop its turns; one still running writes to a
+            // session no lock protects any more. Its group is stopped now — only when the
+            // process is still the agent's CLI, so a reused pid is never touched.
+            if let Some(pid) = record.peer_pid
+                && is_agent_process(pid, record.target_agent)
+            {
+                tracing::warn!(pid, "stopping the turn of an orphaned delivery");
+                cross_agent_transports::process::kill_group(pid);
+            }
+        }
+        let (stop, _) = watch::channel(false);
+        let state_root = info.state_root.clone();
+        let engine = Engine {
+            inner: Arc::new(Inner {
+                info,
+                config,
+                db: Mutex::new(db),
+                scan: Mutex::new(Scanner::new(ScanOptions {
+                    cache_file: Some(scan::cache_file(&state_root)),
+                    refresh: Default::default(),
+                    agents: Vec::new(),
+                })),
+                turns: Mutex::new(Vec::new()),
+                wake: Notify::new(),
+                stop,
+                dispatcher: Mutex::new(None),
+                paused: std::sync::atomic::AtomicBool::new(false),
+                carried: Mutex::new(Carried::default()),
+                waiting_since: Mutex::new(HashMap::new()),
+                disk_turns: Mutex::new(HashMap::new()),
+                watcher: Mutex::new(None),
+                decisions,
+            }),
+        };
+        for mut record in orphaned {
+            // The answer may be on disk already: read it back now (never re-sent).
+            if engine.recover(&mut record, "the daemon carrying it disappeared") {
+                let _ = engine.db().update_delivery(&record);
+            }
+        }
+        Ok(engine)
+    }
+
+    pub fn info(&self) -> &EngineInfo {
+        &self.inner.info
+    }
+
+    fn db(&self) -> MutexGuard<'_, HubDb> {
+        lock(&self.inner.db)
+    }
+
+    /// Starts the dispatcher (inside a tokio runtime). Queued deliveries — including those an
+    /// earlier daemon accepted but never handed over — start going out.
+    pub fn start(&self) {
+        let engine = self.clone();
+        let handle = tokio::spawn(async move { engine.dispatch_loop().await });
+        *lock(&self.inner.dispatcher) = Some(handle);
+        let engine = self.clone();
+        let handle = tokio::spawn(async move { engine.watch_loop().await });
+        *lock(&self.inner.watcher) = Some(handle);
+    }
+
+    /// What this daemon still carries.
+    pub fn carried(&self) -> CarriedWork {
+        let carried = lock(&self.inner.carried);
+        CarriedWork {
+            turns_running: carried.turns.len(),
+            answers_pending: carried.answers.len(),
+            late_answer_watches: carried.watches.len(),
+        }
+    }
+
+    /// Whether dispatch is paused ([`Engine::pause_dispatch`], [`Engine::drain`]).
+    pub fn is_draining(&self) -> bool {
+        self.inner.paused.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Stops taking new work and resolves when everything carried is done: no queued delivery
+    /// is taken any more (they stay queued in `hub.db`, with their payloads, for the daemon
+    /// that shares it), the running turns are watched to their end and their answers recorded,
+    /// and the late-answer watches are handed over — released in `hub.db`, where the next
+    /// daemon resumes them at its next look. The busy locks of the running turns stay renewed
+    /// until each ends, so no other daemon takes those sessions meanwhile. Returns what was
+    /// carried when draining began. Call [`Engine::shutdown`] afterwards.
+    pub async fn drain(&self) -> CarriedWork {
+        let at_start = self.carried();
+        self.pause_dispatch(true);
+        let watcher = lock(&self.inner.watcher).take();
+        if let Some(watcher) = watcher {
+            watcher.abort();
+            let _ = watcher.await;
+        }
+        if let Err(error) = self.db().release_watches(self.inner.info.pid) {
+            tracing::warn!(%error, "could not hand late-answer watches over");
+        }
+        lock(&self.inner.carried).watches.clear();
+        loop {
+            let now = self.carried();
+            if now.turns_running == 0 && now.answers_pending == 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        at_start
+    }
+
+    /// Stops every running turn (killing its process group, recording it `failed` with
+    /// `is_stopped_with_carrier`) and waits for the workers to finish. Queued deliveries stay
+    /// queued with their payloads.
+    pub async fn shutdown(&self) {
+        self.inner.stop.send_replace(true);
+        let handle = lock(&self.inner.dispatcher).take();
+        if let Some(handle) = handle {
+            let _ = handle.await;
+        }
+        let watcher = lock(&self.inner.watcher).take();
+        if let Some(watcher) = watcher {
+            watcher.abort();
+            let _ = watcher.await;
+        }
+        // Watches live on in hub.db: the next daemon resumes them without waiting for a lease.
+        let _ = self.db().release_watches(self.inner.info.pid);
+    }
+
+    /// Stops (or, with `false`, resumes) taking queued deliveries, leaving running turns alone:
+    /// a daemon being replaced leaves its queue in `hub.db` for the successor.
+    pub fn pause_dispatch(&self, paused: bool) {
+        self.inner
+            .paused
+            .store(paused, std::sync::atomic::Ordering::SeqCst);
+        self.inner.wake.notify_one();
+    }
+
+    /// The headless turns running now.
+    pub fn started_turns(&self) -> Vec<StartedTurn> {
+        lock(&self.inner.turns).clone()
+    }
+
+    fn list(&self, context: &CallerContext, agents: &[Agent]) -> (Vec<Session>, Vec<String>) {
+        let roots = roots_for(context);
+        let listing = lock(&self.inner.scan).list_agents(&roots, agents);
+        (
+            listing.sessions,
+            listing.warnings.iter().map(ToString::to_string).collect(),
+        )
+    }
+}

@@ -1,0 +1,59 @@
+//! `pin_agent_session`: a sticky pin by session id or exact name, or unpinning.
+
+use std::path::PathBuf;
+
+use cross_agent_decisions::events;
+use cross_agent_protocol::bridge::{Pin, PinParams, PinResponse};
+use cross_agent_stores::resolve::{self, Lookup};
+
+use super::{Engine, cwd_key, lookup_refusal, non_blank, now_ms};
+use crate::db::now_rfc3339;
+use crate::error::Result;
+use crate::settings::CallSettings;
+
+impl Engine {
+    /// `pin_agent_session`: pins a session by id or exact name (sticky, never expires), or
+    /// unpins with an empty `session_id`.
+    pub fn pin(&self, params: PinParams) -> Result<PinResponse> {
+        let agent = params.agent;
+        let response = self.answer_pin(params)?;
+        self.inner.decisions.record(events::pin(agent, &response));
+        Ok(response)
+    }
+
+    pub(super) fn answer_pin(&self, params: PinParams) -> Result<PinResponse> {
+        let cwd_text = non_blank(params.cwd.as_deref()).or(non_blank(params.caller.cwd.as_deref()));
+        let key = cwd_key(cwd_text);
+        let previous = self.db().pin(params.agent, &key)?.map(|(pin, _)| pin);
+        let Some(query) = non_blank(params.session_id.as_deref()) else {
+            self.db().remove_pin(params.agent, &key)?;
+            return Ok(PinResponse::Unpinned { previous });
+        };
+        let (sessions, _) = self.list(&params.caller, &[params.agent]);
+        let settings = CallSettings::from_settings(&params.caller.settings);
+        let cwd = PathBuf::from(cwd_text.unwrap_or("/"));
+        let found = match resolve::lookup(
+            &sessions,
+            query,
+            Lookup {
+                agent: params.agent,
+                scope: cross_agent_stores::resolve::Scope::Any,
+                cwd: &cwd,
+                bound: settings.name_bound(params.agent, settings.scope),
+            },
+        ) {
+            Ok(found) => found.session,
+            Err(error) => return Ok(PinResponse::Refused(lookup_refusal(error, params.agent))),
+        };
+        let pin = Pin {
+            agent: params.agent,
+            session_id: found.session_id.clone(),
+            title: found.title.clone(),
+            cwd: found.cwd.as_ref().map(|p| p.to_string_lossy().into_owned()),
+            sticky: true,
+            pinned_at: now_rfc3339(),
+        };
+        self.db().set_pin(&pin, &key, now_ms())?;
+        Ok(PinResponse::Pinned { pin, previous })
+    }
+}

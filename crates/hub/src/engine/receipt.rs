@@ -1,0 +1,280 @@
+//! An accepted send: its delivery record, the job its worker runs, the automatic pin of a
+//! created session, and the receipt the caller gets at once.
+
+use std::collections::BTreeMap;
+
+use cross_agent_protocol::bridge::{
+    DeliveryRecord, DeliveryState, PeerQueue, Pin, SendParams, SendReceipt, TargetSelectedBy,
+};
+
+use super::{Engine, Resolved, cwd_key, now_ms, roots_for};
+use crate::Agent;
+use crate::caller::Caller;
+use crate::db::now_rfc3339;
+use crate::envelope::{self, EnvelopeFields};
+use crate::error::Result;
+use crate::records::Job;
+use crate::settings::CallSettings;
+
+/// A target idle longer than this gets a warning: resuming it starts a turn nobody watches.
+const IDLE_WARNING_SECS: u64 = 24 * 60 * 60;
+
+/// The conversation a send belongs to and the hop it spends.
+#[derive(Debug, Clone)]
+pub(super) struct Conversation {
+    pub(super) id: String,
+    /// Opened by this send (none was given or inherited).
+    pub(super) is_new: bool,
+    pub(super) hop: u32,
+}
+
+/// Everything the guards let through: what [`Engine::accept`] writes.
+pub(super) struct Acceptance<'a> {
+    pub(super) params: &'a SendParams,
+    pub(super) caller: &'a Caller,
+    pub(super) resolved: Resolved,
+    pub(super) settings: &'a CallSettings,
+    pub(super) conversation: Conversation,
+    /// The directory the send was made from (the pin key of a created session).
+    pub(super) cwd_text: &'a str,
+}
+
+impl Engine {
+    /// Writes an accepted send — its record, its payload and its hop, in one transaction — and
+    /// answers with its receipt.
+    pub(super) fn accept(&self, acceptance: Acceptance<'_>) -> Result<SendReceipt> {
+        let Acceptance {
+            params,
+            caller,
+            resolved,
+            settings,
+            conversation:
+                Conversation {
+                    id: conversation_id,
+                    is_new: conversation_is_new,
+                    hop,
+                },
+            cwd_text,
+        } = acceptance;
+        let agent = params.agent;
+        let now_ms = now_ms();
+        let now = now_rfc3339();
+        let delivery_id = envelope::delivery_id();
+        let request_id = envelope::request_id(now_ms);
+        let timeout_secs = params
+            .timeout
+            .filter(|t| *t > 0)
+            .unwrap_or(settings.timeout_secs);
+        let will_create = resolved.new_reason.is_some();
+        let target_key = match &resolved.session_id {
+            Some(id) => format!("{agent}:{id}"),
+            None => format!("{agent}:new:{delivery_id}"),
+        };
+        let body = if params.raw {
+            params.message.clone()
+        } else {
+            envelope::body(
+                &EnvelopeFields {
+                    from_agent: caller.agent,
+                    from_session: caller.session_id.as_deref(),
+                    conversation_id: &conversation_id,
+                    hop,
+                    max_hops: settings.max_hops,
+                    request_id: &request_id,
+                },
+                &params.message,
+            )
+        };
+        // The child runs a bridge configured like the caller's: its settings (never
+        // CROSS_AGENT_SELF), the conversation, and who it is.
+        let mut bridge_env: BTreeMap<String, String> = params
+            .caller
+            .settings
+            .iter()
+            .filter(|(k, _)| k.starts_with("CROSS_AGENT_") && k.as_str() != "CROSS_AGENT_SELF")
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        bridge_env.insert(
+            "CROSS_AGENT_CONVERSATION_ID".into(),
+            conversation_id.clone(),
+        );
+        bridge_env.remove("CROSS_AGENT_SELF_SESSION");
+        if let Some(id) = &resolved.session_id {
+            bridge_env.insert("CROSS_AGENT_SELF_SESSION".into(), format!("{agent}:{id}"));
+        }
+        let transcript = resolved.transcript.clone().or_else(|| match agent {
+            Agent::Claude => {
+                let roots = roots_for(&params.caller);
+                let id = resolved.session_id.as_deref()?;
+                Some(
+                    cross_agent_stores::claude::projects_dir(roots.claude_config.as_deref()?)
+                        .join(cross_agent_stores::claude::project_slug(&resolved.cwd))
+                        .join(format!("{id}.jsonl")),
+                )
+            }
+            Agent::Codex | Agent::Grok => None,
+        });
+        let pin_cwd_key = cwd_key(Some(cwd_text));
+        let job = Job {
+            body,
+            raw: params.raw,
+            settings: params.caller.settings.clone(),
+            child_env: params.caller.child_env.clone(),
+            bridge_env,
+            cwd: resolved.cwd.to_string_lossy().into_owned(),
+            new_session_id: resolved.session_id.clone().filter(|_| will_create),
+            timeout_secs,
+            withheld_env: params.caller.withheld_env.clone(),
+            pin_cwd_key: pin_cwd_key.clone(),
+        };
+        let record = DeliveryRecord {
+            delivery_id: delivery_id.clone(),
+            request_id: request_id.clone(),
+            state: DeliveryState::Queued,
+            from_agent: caller.agent,
+            from_session: caller.session_id.clone(),
+            target_agent: agent,
+            target_session_id: resolved.session_id.clone(),
+            target_cwd: Some(resolved.cwd.to_string_lossy().into_owned()),
+            target_selected_by: resolved.selected_by,
+            will_create_session: will_create,
+            conversation_id: conversation_id.clone(),
+            hop,
+            max_hops: settings.max_hops,
+            transport: "headless-cli".into(),
+            created_at: now.clone(),
+            started_at: None,
+            finished_at: None,
+            expires_at: None,
+            carrier_generation: Some(self.inner.info.generation),
+            peer_pid: None,
+            error: None,
+            is_killed_by_timeout: false,
+            is_stopped_with_carrier: false,
+            is_reply_recovered: false,
+            is_undelivered: false,
+            reply_preview: None,
+            late_reply_delivery_id: None,
+            return_delivery_id: None,
+            message_chars: u64::try_from(params.message.chars().count()).unwrap_or(u64::MAX),
+            is_orphaned: false,
+            // No panel route back exists yet: the answer stays on the record.
+            is_return_status_only: true,
+            target_transcript: transcript.map(|p| p.to_string_lossy().into_owned()),
+            answer: Default::default(),
+        };
+        let queue = {
+            let mut db = self.db();
+            let queue = db.queue_info(&target_key)?;
+            db.insert_delivery(&record, &target_key, now_ms, &job, true)?;
+            // A created Claude or Grok session has its id now: pin it at once, so the next send
+            // queues behind this one instead of creating another.
+            if will_create && let Some(id) = &resolved.session_id {
+                db.set_pin(
+                    &Pin {
+                        agent,
+                        session_id: id.clone(),
+                        title: None,
+                        cwd: Some(resolved.cwd.to_string_lossy().into_owned()),
+                        sticky: false,
+                        pinned_at: now.clone(),
+                    },
+                    &pin_cwd_key,
+                    now_ms,
+                )?;
+            }
+            queue
+        };
+        self.inner.wake.notify_one();
+
+        let idle_secs = resolved
+            .last_activity
+            .map(|last| u64::try_from((now_ms - last.0).max(0) / 1000).unwrap_or(0));
+        let mut warnings = Vec::new();
+        match resolved.selected_by {
+            TargetSelectedBy::Discovery => warnings.push(format!(
+                "unaddressed relay: nobody named the target, so the most recently active {agent} \
+                 session in scope was chosen ({}). Check target_session_id is the conversation \
+                 you meant; pass session_id every time for anything automated or continuing",
+                resolved.session_id.as_deref().unwrap_or("?")
+            )),
+            TargetSelectedBy::Caller | TargetSelectedBy::Pin | TargetSelectedBy::NewSession => {}
+        }
+        if let Some(reason) = &resolved.new_reason {
+            warnings.push(format!(
+                "a new {agent} session is opened in {}: {reason}. It starts with no context; it \
+                 is pinned, so later sends from here reach it",
+                resolved.cwd.display()
+            ));
+        }
+        if idle_secs.is_some_and(|s| s > IDLE_WARNING_SECS) {
+            warnings.push(format!(
+                "the target session has been idle for {} hours; resuming it starts a turn \
+                 nobody is watching",
+                idle_secs.unwrap_or(0) / 3600
+            ));
+        }
+        if queue.queued + queue.running > 0 || resolved.is_working {
+            warnings.push(format!(
+                "the peer session is busy ({} delivery(ies) ahead); this message waits in line \
+                 and goes out when the session is free",
+                queue.queued + queue.running
+            ));
+        }
+        if conversation_is_new && caller.started_turn.is_some() {
+            warnings.push(
+                "a new conversation was opened although this call comes from a turn the bridge \
+                 started; pass conversation_id to share the hop budget"
+                    .to_owned(),
+            );
+        }
+        warnings.push(format!(
+            "return_panel_available_now is false: the sender has no open panel for the answer \
+             to arrive in, so it will not come back as a message here. Read it with \
+             bridge_status(delivery_id=\"{delivery_id}\")"
+        ));
+        let note = format!(
+            "Accepted; no answer yet. The peer's turn runs in the background (headless {agent} \
+             CLI). Its answer stays on the delivery record: read it with \
+             bridge_status(delivery_id=\"{delivery_id}\")."
+        );
+        Ok(SendReceipt {
+            delivery_id,
+            accepted: true,
+            note,
+            target_agent: agent,
+            target_session_id: resolved.session_id.clone(),
+            target_title: resolved.title.clone(),
+            target_selected_by: resolved.selected_by,
+            caller_supplied_session_id: params.session_id.clone(),
+            will_create_session: will_create,
+            target_last_activity_seconds_ago: idle_secs,
+            queue_depth: queue.queued + queue.running,
+            peer_queue: PeerQueue {
+                queued_ahead: queue.queued,
+                oldest_waiting_seconds: queue
+                    .oldest_queued_ms
+                    .map(|t| u64::try_from((now_ms - t).max(0) / 1000).unwrap_or(0)),
+                peer_turn: Some(
+                    if queue.running > 0 || resolved.is_working {
+                        "running"
+                    } else {
+                        "idle"
+                    }
+                    .to_owned(),
+                ),
+            },
+            reply_lands_in_session: caller.session_id.clone(),
+            return_panel_available_now: false,
+            conversation_id,
+            hop,
+            max_hops: settings.max_hops,
+            request_id,
+            idle_policy: format!(
+                "inactivity timeout {timeout_secs} s, reset by CLI output or transcript writes; \
+                 no wall-clock limit"
+            ),
+            warnings,
+        })
+    }
+}

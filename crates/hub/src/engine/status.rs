@@ -1,0 +1,265 @@
+//! What the bridge shows: `list_agent_sessions`, `bridge_status`, and one delivery's answer
+//! re-read from the peer's transcript.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use cross_agent_protocol::bridge::{
+    AgentFilter, BridgeStatusParams, BridgeStatusResponse, CallerContext, DeliveryRecord,
+    DeliveryState, ListSessionsParams, ListSessionsResponse, PeerTranscript, SessionEntry,
+};
+use cross_agent_stores::resolve::{self};
+use cross_agent_stores::{Session, UnixMillis};
+use serde_json::{Value, json};
+
+use super::{Engine, non_blank, parse_ms, recent_turns, rfc3339_ms};
+use crate::Agent;
+use crate::caller::identify;
+use crate::error::Result;
+use crate::settings::{CallSettings, store_scope};
+
+/// How many finished deliveries `bridge_status` lists.
+const RECENT: u32 = 20;
+/// How many late-answer watches `bridge_status` lists (the newest; a warning gives the total).
+const WATCHES_SHOWN: u32 = 50;
+
+impl Engine {
+    /// `list_agent_sessions`.
+    pub fn list_sessions(&self, params: ListSessionsParams) -> Result<ListSessionsResponse> {
+        let agents: Vec<Agent> = match params.agent {
+            AgentFilter::Claude => vec![Agent::Claude],
+            AgentFilter::Codex => vec![Agent::Codex],
+            AgentFilter::Grok => vec![Agent::Grok],
+            AgentFilter::Both => vec![Agent::Claude, Agent::Codex],
+            AgentFilter::All => Agent::ALL.to_vec(),
+        };
+        let settings = CallSettings::from_settings(&params.caller.settings);
+        let caller = identify(&params.caller, &self.started_turns());
+        let (sessions, warnings) = self.list(&params.caller, &agents);
+        let cwd = non_blank(params.cwd.as_deref())
+            .or(non_blank(params.caller.cwd.as_deref()))
+            .map(PathBuf::from);
+        let scope = match (&cwd, params.scope) {
+            (None, _) => cross_agent_protocol::bridge::Scope::Any,
+            (Some(_), Some(scope)) => scope,
+            (Some(_), None) => settings.scope,
+        };
+        let limit = params.limit.map_or(50, |l| l as usize);
+        let pins: HashSet<(Agent, String)> = self
+            .db()
+            .pins()?
+            .into_iter()
+            .map(|p| (p.agent, p.session_id))
+            .collect();
+        let now = resolve::now();
+        let root = PathBuf::from("/");
+        let mut out = BTreeMap::new();
+        for agent in agents {
+            let ranked = resolve::ranked(
+                &sessions,
+                agent,
+                store_scope(scope),
+                cwd.as_deref().unwrap_or(&root),
+            );
+            let mut list: Vec<&Session> = ranked;
+            list.sort_by_key(|s| std::cmp::Reverse(s.last_activity));
+            let entries = list
+                .into_iter()
+                .take(limit)
+                .map(|s| SessionEntry {
+                    session_id: s.session_id.clone(),
+                    title: s.title.clone(),
+                    title_is_assigned: s.title_is_assigned,
+                    cwd: s.cwd.as_ref().map(|p| p.to_string_lossy().into_owned()),
+                    last_activity: s.last_activity.map(rfc3339_ms),
+                    is_active: settings.active_window.is_active(s.last_activity, now),
+                    is_working: s.is_working,
+                    path: s.path.to_string_lossy().into_owned(),
+                    is_caller: caller.agent == Some(agent)
+                        && caller.session_id.as_deref() == Some(s.session_id.as_str()),
+                    is_pinned: pins.contains(&(agent, s.session_id.clone())),
+                })
+                .collect();
+            out.insert(agent.as_str().to_owned(), entries);
+        }
+        Ok(ListSessionsResponse {
+            sessions: out,
+            warnings,
+        })
+    }
+
+    /// `bridge_status`, optionally re-reading one delivery's answer from the peer's transcript.
+    pub fn bridge_status(&self, params: BridgeStatusParams) -> Result<BridgeStatusResponse> {
+        let info = &self.inner.info;
+        let settings = CallSettings::from_settings(&params.caller.settings);
+        let caller = identify(&params.caller, &self.started_turns());
+        let cwd = non_blank(params.cwd.as_deref())
+            .or(non_blank(params.caller.cwd.as_deref()))
+            .map(PathBuf::from);
+        let mut warnings = Vec::new();
+
+        let mut resolved_sessions = serde_json::Map::new();
+        if let Some(cwd) = &cwd {
+            let (sessions, store_warnings) = self.list(&params.caller, &Agent::ALL);
+            warnings.extend(store_warnings);
+            let scope = params.scope.unwrap_or(settings.scope);
+            for agent in Agent::ALL {
+                let pin = self.current_pin(agent, cwd)?;
+                let own = caller
+                    .session_id
+                    .as_deref()
+                    .filter(|_| caller.agent == Some(agent));
+                let value = if let Some((pin, _)) = pin {
+                    json!({"session_id": pin.session_id, "selected_by": "pin", "sticky": pin.sticky})
+                } else if let Some(s) = resolve::best_active(
+                    &sessions,
+                    agent,
+                    store_scope(scope),
+                    cwd,
+                    settings.active_window,
+                    resolve::now(),
+                    own,
+                ) {
+                    json!({"session_id": s.session_id, "selected_by": "discovery", "title": s.title})
+                } else {
+                    json!({"session_id": null, "selected_by": "new_session"})
+                };
+                resolved_sessions.insert(agent.as_str().to_owned(), value);
+            }
+        }
+
+        let (pins, locks, pending, running, recent, watching) = {
+            let db = self.db();
+            let (watches, watches_total) = db.watch_summaries(WATCHES_SHOWN)?;
+            let watching: Vec<Value> = watches
+                .into_iter()
+                .map(|watch| {
+                    let until = crate::records::ms_rfc3339(watch.until_ms);
+                    let mut value = serde_json::to_value(watch).unwrap_or(Value::Null);
+                    if let Value::Object(map) = &mut value {
+                        map.insert("until".to_owned(), json!(until));
+                    }
+                    value
+                })
+                .collect();
+            if watches_total > u64::from(WATCHES_SHOWN) {
+                warnings.push(format!(
+                    "{watches_total} deliveries are watched for a late answer; \
+                     watching_for_late_answers shows the newest {WATCHES_SHOWN}"
+                ));
+            }
+            (
+                db.pins()?,
+                db.locks()?,
+                db.deliveries_in(&[DeliveryState::Queued], 200)?,
+                db.deliveries_in(
+                    &[DeliveryState::Delivering, DeliveryState::AwaitingPeer],
+                    200,
+                )?,
+                db.deliveries_in(&[DeliveryState::Delivered, DeliveryState::Failed], RECENT)?,
+                watching,
+            )
+        };
+        let (in_flight, elsewhere): (Vec<_>, Vec<_>) = running
+            .into_iter()
+            .partition(|r| r.carrier_generation == Some(info.generation));
+
+        let (delivery, peer_transcript) = match non_blank(params.delivery_id.as_deref()) {
+            Some(id) => match self.db().delivery(id)? {
+                Some(record) => {
+                    let transcript = self.peer_transcript(&params.caller, &record);
+                    (Some(record), Some(transcript))
+                }
+                None => {
+                    warnings.push(format!("no delivery has the id {id}"));
+                    (None, None)
+                }
+            },
+            None => (None, None),
+        };
+
+        Ok(BridgeStatusResponse {
+            server_process: json!({
+                "pid": info.pid,
+                "generation": info.generation,
+                "started_at": info.started_at,
+                "version": info.version,
+            }),
+            caller: caller.to_json(),
+            settings: settings.to_json(),
+            resolved_sessions: Value::Object(resolved_sessions),
+            pins,
+            locks: serde_json::to_value(locks).unwrap_or(Value::Null),
+            deliveries: json!({
+                "pending": pending,
+                "in_flight": in_flight,
+                "in_flight_elsewhere": elsewhere,
+                "recent": recent,
+                "watching_for_late_answers": watching,
+            }),
+            delivery,
+            peer_transcript,
+            warnings,
+        })
+    }
+
+    /// Reads one delivery's answer fresh from the peer's transcript: the finished turn whose
+    /// closing line carries the request id, else the last assistant message written after the
+    /// delivery started (never text from before it).
+    pub(super) fn peer_transcript(
+        &self,
+        context: &CallerContext,
+        record: &DeliveryRecord,
+    ) -> PeerTranscript {
+        let mut out = PeerTranscript::default();
+        let path = match (&record.target_transcript, &record.target_session_id) {
+            (Some(path), _) if Path::new(path).exists() => Some(PathBuf::from(path)),
+            (_, Some(id)) => {
+                let (sessions, _) = self.list(context, &[record.target_agent]);
+                sessions
+                    .into_iter()
+                    .find(|s| s.agent == record.target_agent && &s.session_id == id)
+                    .map(|s| s.path)
+            }
+            (_, None) => None,
+        };
+        let Some(path) = path else {
+            out.error = Some(
+                "the peer's transcript was not found (gone, or never written); the record's \
+                 reply_preview holds what remains of the answer"
+                    .into(),
+            );
+            return out;
+        };
+        out.path = Some(path.to_string_lossy().into_owned());
+        // Never handed over (still queued, or failed before hand-over): the peer never saw it,
+        // so nothing in its transcript can be this delivery's answer.
+        if record.state == DeliveryState::Queued || record.started_at.is_none() {
+            return out;
+        }
+        let mut warnings = cross_agent_stores::Warnings::default();
+        match recent_turns(record.target_agent, &path, &mut warnings) {
+            Ok(transcript) => {
+                let started = record
+                    .started_at
+                    .as_deref()
+                    .and_then(parse_ms)
+                    .map(UnixMillis);
+                out.is_working = transcript.running_turn().is_some()
+                    && !record.is_killed_by_timeout
+                    && !record.state.is_finished();
+                if let Some(turn) = transcript.finished_turn_answering(&record.request_id, started)
+                {
+                    out.answer = turn.final_text().map(str::to_owned);
+                    out.answer_carries_request_id = true;
+                } else if let Some(started) = started
+                    && let Some(message) = transcript.last_assistant_message_after(started)
+                {
+                    out.answer = Some(message.text.clone());
+                }
+            }
+            Err(error) => out.error = Some(error.to_string()),
+        }
+        out
+    }
+}
