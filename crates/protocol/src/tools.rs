@@ -553,6 +553,14 @@ pub fn read_args<T: for<'de> Deserialize<'de>>(
     serde_path_to_error::deserialize(value).map_err(|error| {
         let path = error.path().to_string();
         let inner = error.into_inner().to_string();
+        if let Some(rest) = inner.strip_prefix("unknown field ") {
+            // serde's words name the field and every parameter; say them as an agent thinks.
+            return format!(
+                "unknown argument {}",
+                rest.replace(", expected one of ", "; this tool's parameters are ")
+                    .replace(", expected ", "; this tool's parameter is ")
+            );
+        }
         if path.is_empty() || path == "." {
             inner
         } else {

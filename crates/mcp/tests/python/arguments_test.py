@@ -52,7 +52,7 @@ async def raw_error(session, params):
 
 async def refused(session, name, arguments):
     result = await session.call_tool(name, arguments)
-    return result.isError is True, (result.structuredContent or {}), text_of(result)
+    return result.is_error is True, (result.structured_content or {}), text_of(result)
 
 
 async def session_run(era):
@@ -74,7 +74,7 @@ async def session_run(era):
             for tool in listed.tools:
                 if tool.name.startswith("send_to_"):
                     check("8 MiB" in (tool.description or ""), f"[{era}] {tool.name} states the 8 MiB limit")
-                    check(tool.inputSchema.get("additionalProperties") is False,
+                    check(tool.input_schema.get("additionalProperties") is False,
                           f"[{era}] {tool.name} admits no unknown argument")
 
             code, message = await raw_error(session, {"name": "bridge_status", "arguments": "{}"})

@@ -372,7 +372,7 @@ fn answer(call: &ClientRequest) -> Value {
                 ..ServerProcess::default()
             },
             caller: CallerStatus {
-                session_id: params.caller.claude_code_session_id,
+                session_id: params.caller.claude_code_session_id.clone(),
                 ..CallerStatus::default()
             },
             settings: SettingsStatus::default(),
