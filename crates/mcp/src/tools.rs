@@ -252,3 +252,27 @@ fn checked_send(params: SendParams) -> Result<Call, BadArguments> {
         None => Ok(Call::Send(params)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What an agent is shown is the committed fixture (`crates/protocol/schema/mcp_tools.json`,
+    /// checked against the types by the protocol crate's `schema_fixtures` test).
+    #[test]
+    fn the_listed_input_schemas_are_the_committed_ones() {
+        let committed: serde_json::Value =
+            serde_json::from_str(include_str!("../../protocol/schema/mcp_tools.json")).unwrap();
+        let tools = all(&Defaults::from_settings(&Default::default()));
+        assert_eq!(tools.len(), TOOL_NAMES.len());
+        for tool in tools {
+            let shown = serde_json::Value::Object((*tool.input_schema).clone());
+            assert_eq!(
+                shown,
+                committed["tools"][tool.name.as_ref()]["input"],
+                "{}",
+                tool.name
+            );
+        }
+    }
+}

@@ -650,3 +650,109 @@ pub struct LateAnswerWatch {
     #[serde(default)]
     pub until: String,
 }
+
+#[cfg(test)]
+mod tests {
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    use super::*;
+
+    /// The sections were `json!` literals before they were types; readers of that JSON (agents,
+    /// scripts on `cross-agent status --json`) see the same names and shapes.
+    #[test]
+    fn status_sections_keep_the_shape_of_the_old_literals() {
+        let status = BridgeStatusResponse {
+            server_process: ServerProcess {
+                pid: 7,
+                generation: 2,
+                started_at: "2026-01-01T00:00:00Z".into(),
+                version: "0.1.0".into(),
+                draining: Vec::new(),
+            },
+            caller: CallerStatus {
+                agent: Some(Agent::Claude),
+                session_id: Some("c-1".into()),
+                how: "CLAUDE_CODE_SESSION_ID".into(),
+                conversation_id: None,
+                bridge_started_turn: None,
+            },
+            settings: SettingsStatus {
+                max_hops: 4,
+                timeout_seconds: 600,
+                scope: Scope::Tree,
+                active_window_minutes: 240,
+                ui_hook: "auto".into(),
+                ..SettingsStatus::default()
+            },
+            resolved_sessions: BTreeMap::from([
+                (
+                    Agent::Claude,
+                    ResolvedSession {
+                        session_id: Some("c-2".into()),
+                        selected_by: TargetSelectedBy::Pin,
+                        title: None,
+                        sticky: Some(true),
+                    },
+                ),
+                (
+                    Agent::Codex,
+                    ResolvedSession {
+                        session_id: None,
+                        selected_by: TargetSelectedBy::NewSession,
+                        title: None,
+                        sticky: None,
+                    },
+                ),
+            ]),
+            pins: Vec::new(),
+            locks: Vec::new(),
+            deliveries: DeliveriesStatus {
+                watching_for_late_answers: vec![LateAnswerWatch {
+                    delivery_id: "dlv_1".into(),
+                    owner_pid: Some(7),
+                    request_id: None,
+                    target_agent: Some(Agent::Codex),
+                    target_session_id: None,
+                    until: "2026-01-01T03:00:00Z".into(),
+                }],
+                ..DeliveriesStatus::default()
+            },
+            delivery: None,
+            peer_transcript: None,
+            warnings: Vec::new(),
+        };
+        let wire = serde_json::to_value(&status).unwrap();
+        assert_eq!(
+            wire,
+            json!({
+                "server_process": {"pid": 7, "generation": 2, "started_at": "2026-01-01T00:00:00Z",
+                                   "version": "0.1.0", "draining": []},
+                "caller": {"agent": "claude", "session_id": "c-1", "how": "CLAUDE_CODE_SESSION_ID",
+                           "conversation_id": null, "bridge_started_turn": null},
+                "settings": {"max_hops": 4, "timeout_seconds": 600, "require_explicit_target": false,
+                             "disable_headless": false, "scope": "tree", "active_window_minutes": 240,
+                             "late_answer_watch_seconds": 0, "panel_patience_seconds": 0,
+                             "ui_hook": "auto", "panels_available": false, "invalid": []},
+                "resolved_sessions": {
+                    "claude": {"session_id": "c-2", "selected_by": "pin", "sticky": true},
+                    "codex": {"session_id": null, "selected_by": "new_session"},
+                },
+                "pins": [],
+                "locks": [],
+                "deliveries": {"pending": [], "in_flight": [], "in_flight_elsewhere": [], "recent": [],
+                               "watching_for_late_answers": [{
+                                   "delivery_id": "dlv_1", "owner_pid": 7, "request_id": null,
+                                   "target_agent": "codex", "target_session_id": null,
+                                   "until": "2026-01-01T03:00:00Z"}]},
+                "delivery": null,
+                "peer_transcript": null,
+                "warnings": [],
+            })
+        );
+        assert_eq!(
+            serde_json::from_value::<BridgeStatusResponse>(wire).unwrap(),
+            status
+        );
+    }
+}

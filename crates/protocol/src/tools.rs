@@ -561,6 +561,9 @@ pub fn read_args<T: for<'de> Deserialize<'de>>(
                     .replace(", expected ", "; this tool's parameter is ")
             );
         }
+        if let Some(field) = inner.strip_prefix("missing field ") {
+            return format!("{field} is required");
+        }
         if path.is_empty() || path == "." {
             inner
         } else {

@@ -322,7 +322,7 @@ async fn ui_hook_require_refuses_only_what_a_panel_would_have_taken() {
         .await
         .unwrap();
     assert_eq!(status.settings.ui_hook, "require");
-    assert_eq!(status.settings.panels_available, false);
+    assert!(!status.settings.panels_available);
     assert_eq!(bridge.status(None).await.settings.ui_hook, "auto");
 }
 
@@ -620,8 +620,8 @@ async fn pins_listing_and_status() {
     let claude = &status.resolved_sessions[&Agent::Claude];
     assert_eq!(claude.session_id.as_deref(), Some(CLAUDE_B));
     assert_eq!(claude.selected_by, TargetSelectedBy::Pin);
-    assert_eq!(status.settings["max_hops"], 4);
-    assert_eq!(status.settings["disable_headless"], false);
+    assert_eq!(status.settings.max_hops, 4);
+    assert!(!status.settings.disable_headless);
 
     let unpinned: PinResponse = bridge.conn.client.call(pin(Some("  "))).await.unwrap();
     assert!(
