@@ -9,7 +9,8 @@ check is the daemon's). Checks, in both protocol eras, that:
 - an unknown argument is refused, naming it and the tool's parameters, and nothing is sent;
 - a timeout of -5 or 0 is refused, naming `timeout`;
 - a message over 8 MiB is refused before it leaves the server, naming its size and the limit,
-  and the send tools' descriptions state the limit;
+  and the send tools' descriptions state the limit; one under it that outgrows the daemon's
+  frame once escaped is refused as too long, not reported as a lost daemon;
 - a `cwd` that does not exist is refused at send, naming the path.
 Prints ALL CHECKS PASSED at the end.
 """
@@ -104,6 +105,13 @@ async def session_run(era):
             check(is_error and structured.get("error") == "invalid_arguments"
                   and str(LIMIT + 1) in text and str(LIMIT) in text,
                   f"[{era}] a message over 8 MiB is refused with its size: {text[:300]}")
+
+            # Under the limit, but twice as long once its quotes are escaped as JSON.
+            is_error, structured, text = await refused(
+                session, "send_to_claude", {"message": '"' * (LIMIT // 2 + 16)})
+            check(is_error and structured.get("error") == "request_too_large"
+                  and str(LIMIT) in text and "lost its daemon" not in text,
+                  f"[{era}] a message that outgrows the frame once escaped is named so: {text[:300]}")
 
             is_error, structured, text = await refused(
                 session, "send_to_claude", {"message": "x", "cwd": "/nonexistent"})
