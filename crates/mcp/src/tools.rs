@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use cross_agent_protocol::bridge::{
-    Agent, BridgeStatusParams, CallerContext, ListSessionsParams, PinParams, Scope, SendParams,
+    Agent, BridgeStatusParams, CallerContext, ListSessionsParams, PinParams, SendParams,
 };
 use cross_agent_protocol::tools::{
     self as args, BridgeStatusArgs, ListAgentSessionsArgs, PinAgentSessionArgs, SendToClaudeArgs,
@@ -25,46 +25,7 @@ pub use cross_agent_protocol::tools::{
 };
 
 /// The defaults a schema shows, read from this registration's settings.
-#[derive(Debug, Clone)]
-pub struct Defaults {
-    /// `CROSS_AGENT_SCOPE`, else `cwd`.
-    pub scope: Scope,
-    /// `CROSS_AGENT_TIMEOUT`, else 600.
-    pub timeout: u64,
-}
-
-impl Defaults {
-    /// Reads `CROSS_AGENT_SCOPE` and `CROSS_AGENT_TIMEOUT` from the settings; a value that does
-    /// not parse leaves the spec's default (the daemon reports the bad setting).
-    pub fn from_settings(settings: &std::collections::BTreeMap<String, String>) -> Defaults {
-        let scope = settings
-            .get("CROSS_AGENT_SCOPE")
-            .and_then(|value| parse_scope(value))
-            .unwrap_or_default();
-        let timeout = settings
-            .get("CROSS_AGENT_TIMEOUT")
-            .and_then(|value| value.trim().parse().ok())
-            .filter(|&seconds| seconds > 0)
-            .unwrap_or(DEFAULT_TIMEOUT_SECONDS);
-        Defaults { scope, timeout }
-    }
-
-    fn for_schema(&self) -> ToolDefaults {
-        ToolDefaults {
-            scope: self.scope,
-            timeout: self.timeout,
-        }
-    }
-}
-
-fn parse_scope(text: &str) -> Option<Scope> {
-    match text.trim().to_ascii_lowercase().as_str() {
-        "cwd" => Some(Scope::Cwd),
-        "tree" => Some(Scope::Tree),
-        "any" => Some(Scope::Any),
-        _ => None,
-    }
-}
+pub type Defaults = ToolDefaults;
 
 /// The tool list, in [`TOOL_NAMES`] order.
 pub fn all(defaults: &Defaults) -> Vec<Tool> {
@@ -81,7 +42,7 @@ pub fn all(defaults: &Defaults) -> Vec<Tool> {
 /// A tool with its input schema, generated from its argument type.
 fn tool(name: &'static str, title: &str, description: String, defaults: &Defaults) -> Tool {
     // Every name passed here is one of the protocol's tools, so a schema always exists.
-    let schema = args::input_schema(name, defaults.for_schema()).unwrap_or_default();
+    let schema = args::input_schema(name, *defaults).unwrap_or_default();
     let mut tool = Tool::new(name, description, Arc::new(schema));
     tool.title = Some(title.to_owned());
     tool

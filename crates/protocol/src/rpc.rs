@@ -12,7 +12,9 @@
 //!
 //! Methods are declared once, in the table at the bottom of this file ([`rpc_methods!`]), which
 //! pairs each method name with its `*Params` and `*Response`. Later issues add their methods
-//! (`send`, `bridge_status`, `pin`, …) to that table and nowhere else.
+//! (`send`, `bridge_status`, `pin`, …) to that table and nowhere else. The JSON Schema of every
+//! frame and method is generated from these types and committed as `schema/daemon_rpc.json`
+//! (see the `schema` module).
 
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;

@@ -307,6 +307,29 @@ impl Default for ToolDefaults {
     }
 }
 
+impl ToolDefaults {
+    /// Reads `CROSS_AGENT_SCOPE` and `CROSS_AGENT_TIMEOUT` from a registration's settings; a
+    /// value that does not parse leaves the spec's default (the daemon reports the bad setting).
+    pub fn from_settings(settings: &std::collections::BTreeMap<String, String>) -> ToolDefaults {
+        let spec = ToolDefaults::default();
+        let scope = settings
+            .get("CROSS_AGENT_SCOPE")
+            .and_then(|value| match value.trim().to_ascii_lowercase().as_str() {
+                "cwd" => Some(Scope::Cwd),
+                "tree" => Some(Scope::Tree),
+                "any" => Some(Scope::Any),
+                _ => None,
+            })
+            .unwrap_or(spec.scope);
+        let timeout = settings
+            .get("CROSS_AGENT_TIMEOUT")
+            .and_then(|value| value.trim().parse().ok())
+            .filter(|&seconds| seconds > 0)
+            .unwrap_or(spec.timeout);
+        ToolDefaults { scope, timeout }
+    }
+}
+
 /// The input schema an agent is shown for `tool`, with this registration's defaults; `None` for
 /// a tool that does not exist.
 pub fn input_schema(tool: &str, defaults: ToolDefaults) -> Option<Map<String, Value>> {
