@@ -11,6 +11,7 @@
 //!   (`cross-agent daemon restart`, `cross-agent reload`).
 //! - [`logging`] writes `logs/daemon.log.<date>` (rotated daily, two weeks kept).
 
+mod arguments;
 pub mod entry;
 mod error;
 pub mod handover;

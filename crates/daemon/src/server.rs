@@ -35,7 +35,9 @@ use cross_agent_ipc::draining::{self, DrainLock};
 use cross_agent_ipc::frame::{self, FrameReader, ReadError};
 use cross_agent_ipc::pidfile::PidLock;
 use cross_agent_ipc::transport::{self, Listener, Stream};
-use cross_agent_protocol::bridge::{BridgeStatusParams, ListSessionsParams, PinParams, SendParams};
+use cross_agent_protocol::bridge::{
+    BridgeStatusParams, ListSessionsParams, PinParams, SendParams, SendResponse,
+};
 use cross_agent_protocol::rpc::{
     CarriedCounts, ClientRequest, ErrorCode, HandoverParams, HandoverResponse, HandoverStep,
     HelloParams, HelloResponse, METHODS, Method, PROTOCOL_VERSION, ProtocolMismatchData, Request,
@@ -770,7 +772,13 @@ async fn dispatch(
             )
         }
         ClientRequest::Send(params) => (
-            engine_call::<SendParams>(id, shared, move |engine| engine.send(params)).await,
+            engine_call::<SendParams>(id, shared, move |engine| {
+                match crate::arguments::refuse_missing_cwd(&params) {
+                    Some(refusal) => Ok(SendResponse::Refused(refusal)),
+                    None => engine.send(params),
+                }
+            })
+            .await,
             After::Continue,
         ),
         ClientRequest::ListSessions(params) => (
@@ -791,12 +799,7 @@ async fn dispatch(
                     let mut response = engine.bridge_status(params)?;
                     // The engine names this process; the daemon knows the replaced ones still
                     // finishing their deliveries.
-                    if let Some(process) = response.server_process.as_object_mut() {
-                        process.insert(
-                            "draining".to_owned(),
-                            serde_json::to_value(&draining).unwrap_or_default(),
-                        );
-                    }
+                    response.server_process.draining = draining;
                     Ok(response)
                 })
                 .await,

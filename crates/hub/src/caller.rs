@@ -17,8 +17,8 @@
 //!    everything Grok runs inherits it. Else `CROSS_AGENT_SELF_SESSION` when it names the same
 //!    agent.
 
-use cross_agent_protocol::bridge::CallerContext;
-use serde_json::{Value, json};
+use cross_agent_protocol::bridge::{CallerContext, CallerStatus};
+use serde_json::Value;
 
 use crate::Agent;
 
@@ -49,13 +49,18 @@ pub struct Caller {
 
 impl Caller {
     pub fn to_json(&self) -> Value {
-        json!({
-            "agent": self.agent.map(Agent::as_str),
-            "session_id": self.session_id,
-            "how": self.how,
-            "conversation_id": self.conversation_id,
-            "bridge_started_turn": self.started_turn,
-        })
+        serde_json::to_value(self.status()).unwrap_or(Value::Null)
+    }
+
+    /// The caller as `bridge_status` reports it.
+    pub fn status(&self) -> CallerStatus {
+        CallerStatus {
+            agent: self.agent,
+            session_id: self.session_id.clone(),
+            how: self.how.clone(),
+            conversation_id: self.conversation_id.clone(),
+            bridge_started_turn: self.started_turn.clone(),
+        }
     }
 }
 

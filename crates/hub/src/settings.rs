@@ -4,12 +4,11 @@
 
 use std::collections::BTreeMap;
 
-use cross_agent_protocol::bridge::Scope;
+use cross_agent_protocol::bridge::{Scope, SettingsStatus};
 use cross_agent_stores::resolve::{
     ActiveWindow, CODEX_SCAN_LIMIT_ENV, NAME_SCAN_LIMIT_ENV, ScanBound,
 };
 use cross_agent_transports::settings::{DISABLE_HEADLESS, flag, value};
-use serde_json::{Value, json};
 
 use crate::Agent;
 
@@ -193,20 +192,20 @@ impl CallSettings {
     }
 
     /// What `bridge_status` reports under `settings`.
-    pub fn to_json(&self) -> Value {
-        json!({
-            "max_hops": self.max_hops,
-            "timeout_seconds": self.timeout_secs,
-            "require_explicit_target": self.require_explicit_target,
-            "disable_headless": self.disable_headless,
-            "scope": match self.scope { Scope::Cwd => "cwd", Scope::Tree => "tree", Scope::Any => "any" },
-            "active_window_minutes": self.active_window.minutes(),
-            "late_answer_watch_seconds": self.late_answer_watch_secs,
-            "panel_patience_seconds": self.panel_patience_secs,
-            "ui_hook": self.ui_hook.as_str(),
-            "panels_available": false,
-            "invalid": self.invalid,
-        })
+    pub fn status(&self) -> SettingsStatus {
+        SettingsStatus {
+            max_hops: self.max_hops,
+            timeout_seconds: self.timeout_secs,
+            require_explicit_target: self.require_explicit_target,
+            disable_headless: self.disable_headless,
+            scope: self.scope,
+            active_window_minutes: self.active_window.minutes(),
+            late_answer_watch_seconds: self.late_answer_watch_secs,
+            panel_patience_seconds: self.panel_patience_secs,
+            ui_hook: self.ui_hook.as_str().to_owned(),
+            panels_available: false,
+            invalid: self.invalid.clone(),
+        }
     }
 }
 

@@ -1,6 +1,8 @@
 //! A line-level front between stdio and rmcp: it answers input that is not JSON with a JSON-RPC
-//! parse error (`-32700`, `id: null`) instead of dropping it silently, as rmcp does, and passes
-//! every other line through untouched. The two output streams (rmcp's answers and the parse
+//! parse error (`-32700`, `id: null`) instead of dropping it silently, as rmcp does, answers a
+//! `tools/call` whose params do not fit (none, or `arguments` that are not an object) with
+//! invalid params (`-32602`) where rmcp would say the method does not exist, and passes every
+//! other line through untouched. The two output streams (rmcp's answers and the parse
 //! errors) are merged by one writer so a line is never interleaved with another.
 
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
@@ -49,6 +51,11 @@ where
             continue;
         }
         match serde_json::from_slice::<serde_json::Value>(text) {
+            Ok(message) if let Some(reply) = invalid_tool_call(&message) => {
+                if replies.send(reply).await.is_err() {
+                    break;
+                }
+            }
             Ok(_) => {
                 let forwarded = async {
                     to_server.write_all(text).await?;
@@ -133,6 +140,56 @@ fn memchr_newline(buffer: &[u8]) -> Option<usize> {
 fn trim_line(line: &[u8]) -> &[u8] {
     let line = line.strip_suffix(b"\n").unwrap_or(line);
     line.strip_suffix(b"\r").unwrap_or(line)
+}
+
+/// The `-32602` answer to a `tools/call` request whose params cannot be a call: absent, not an
+/// object, without a tool name, or with `arguments` that are not an object. `None` for anything
+/// else (rmcp answers it).
+fn invalid_tool_call(message: &serde_json::Value) -> Option<Vec<u8>> {
+    use serde_json::Value;
+    if message.get("method").and_then(Value::as_str) != Some("tools/call") {
+        return None;
+    }
+    // A notification has no id and gets no answer.
+    let id = message.get("id")?;
+    let problem = match message.get("params") {
+        None | Some(Value::Null) => {
+            "tools/call needs params: {\"name\": <tool>, \"arguments\": {…}}".to_owned()
+        }
+        Some(Value::Object(params)) => match (params.get("name"), params.get("arguments")) {
+            (Some(Value::String(_)), None | Some(Value::Null | Value::Object(_))) => return None,
+            (Some(Value::String(_)), Some(other)) => format!(
+                "tools/call `arguments` must be an object of named parameters, not {}",
+                json_kind(other)
+            ),
+            _ => "tools/call params need `name`, the tool's name as a string".to_owned(),
+        },
+        Some(other) => format!(
+            "tools/call params must be an object, not {}",
+            json_kind(other)
+        ),
+    };
+    let mut line = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": {"code": -32602, "message": format!("Invalid params: {problem}")},
+    })
+    .to_string()
+    .into_bytes();
+    line.push(b'\n');
+    Some(line)
+}
+
+fn json_kind(value: &serde_json::Value) -> &'static str {
+    use serde_json::Value;
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
 }
 
 /// A JSON-RPC 2.0 parse error: the id could not be read, so it is null.

@@ -237,6 +237,17 @@ impl DaemonLink {
                 message: format!("{error}. The daemon's log is in {}", logs.display()),
                 kind: "daemon_error",
             },
+            // Refused before a byte was written: the daemon is fine, the request is too long
+            // (a message under the 8 MiB limit can still outgrow the frame once escaped as JSON).
+            IpcError::FrameTooLarge { limit } => LinkFailure {
+                message: format!(
+                    "the `{method}` request was not sent: written as JSON it is longer than the \
+                     daemon's frame limit of {limit} bytes (quotes, backslashes and control \
+                     characters in a message take more room escaped). The daemon is fine; send \
+                     a shorter message, or write the text to a file and send its path"
+                ),
+                kind: "request_too_large",
+            },
             IpcError::Timeout { .. } => LinkFailure {
                 message: format!(
                     "the cross-agent daemon did not answer `{method}`: {error}. It may be hung: \

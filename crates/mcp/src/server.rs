@@ -17,6 +17,7 @@ use std::sync::Arc;
 
 use cross_agent_caller::{PerCall, Snapshot};
 use cross_agent_protocol::bridge::{PinResponse, SendResponse};
+use cross_agent_protocol::tools::ToolFailure;
 use rmcp::ErrorData as McpError;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
@@ -245,9 +246,9 @@ fn refusal(value: &impl Serialize) -> CallToolResult {
 }
 
 fn tool_error(kind: &str, message: String) -> CallToolResult {
-    let mut result = CallToolResult::error(vec![ContentBlock::text(message.clone())]);
-    result.structured_content =
-        Some(json!({"outcome": "error", "error": kind, "message": message}));
+    let failure = ToolFailure::new(kind, message);
+    let mut result = CallToolResult::error(vec![ContentBlock::text(failure.message.clone())]);
+    result.structured_content = serde_json::to_value(&failure).ok();
     result
 }
 

@@ -8,11 +8,14 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// Which agent program a session belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Agent {
     Claude,
@@ -63,7 +66,7 @@ impl fmt::Display for Agent {
 }
 
 /// Which sessions discovery considers, relative to a working directory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Scope {
     /// The directory and its subdirectories.
@@ -76,7 +79,7 @@ pub enum Scope {
 }
 
 /// One process in the caller's ancestry, nearest first (the `mcp` process's parent is first).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct AncestorProcess {
     pub pid: u32,
     /// The executable's file name (`/proc/<pid>/comm` or the exe's base name).
@@ -88,7 +91,7 @@ pub struct AncestorProcess {
 /// Who is calling and with which settings, gathered by the thin process that received the
 /// call. The daemon decides the reply address from it (004 "Reply address"); a pin never
 /// stands in for it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CallerContext {
     /// The caller's working directory (the MCP server's cwd, which the agent sets to the
     /// session's directory).
@@ -129,7 +132,7 @@ pub struct CallerContext {
 }
 
 /// `send`: the common `send_to_*` parameters (004 §4), plus the target agent and the caller.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SendParams {
     pub agent: Agent,
     pub message: String,
@@ -156,7 +159,7 @@ pub struct SendParams {
 }
 
 /// How the target session was chosen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TargetSelectedBy {
     /// The caller named it (`session_id`).
@@ -170,7 +173,7 @@ pub enum TargetSelectedBy {
 }
 
 /// The state of the target session's queue, as the receipt reports it (`peer_queue`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PeerQueue {
     /// Deliveries any daemon generation has queued ahead for that session.
     pub queued_ahead: u32,
@@ -181,7 +184,7 @@ pub struct PeerQueue {
 }
 
 /// The receipt `send_to_*` returns at once: not an answer (004 §4 "receipt").
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SendReceipt {
     pub delivery_id: String,
     pub accepted: bool,
@@ -217,7 +220,7 @@ pub struct SendReceipt {
 }
 
 /// Which rule refused a call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RefusalReason {
     /// Arguments that contradict each other or are malformed (`session_id` with `new_session`).
@@ -244,7 +247,7 @@ pub enum RefusalReason {
 }
 
 /// A session offered as a candidate in a refusal.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SessionCandidate {
     pub agent: Agent,
     pub session_id: String,
@@ -256,7 +259,7 @@ pub struct SessionCandidate {
 }
 
 /// Why a call was refused, in words that name the thing, with what was compared.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Refusal {
     pub reason: RefusalReason,
     pub message: String,
@@ -271,28 +274,29 @@ pub struct Refusal {
 // One value per call, serialised at once: boxing the receipt would cost every reader a deref
 // for no memory saved that matters.
 #[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum SendResponse {
     Accepted(SendReceipt),
     Refused(Refusal),
 }
 
-/// Which agents `list_agent_sessions` covers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+/// Which agents `list_agent_sessions` covers: one, `both` (Claude and Codex) or `all`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum AgentFilter {
     Claude,
     Codex,
     Grok,
-    /// Claude and Codex.
+    // Claude and Codex. A plain comment: a documented variant would turn the schema's `enum`
+    // into a `oneOf`.
     Both,
     #[default]
     All,
 }
 
 /// `list_sessions`: the `list_agent_sessions` tool.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ListSessionsParams {
     #[serde(default)]
     pub agent: AgentFilter,
@@ -306,7 +310,7 @@ pub struct ListSessionsParams {
 }
 
 /// One session as listed (the same fields as `cross-agent sessions --json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SessionEntry {
     pub session_id: String,
     pub title: Option<String>,
@@ -326,7 +330,7 @@ pub struct SessionEntry {
 }
 
 /// Sessions keyed by agent name (`{"claude": [...], "codex": [...], "grok": [...]}`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ListSessionsResponse {
     pub sessions: BTreeMap<String, Vec<SessionEntry>>,
     /// Files skipped while reading the stores, one line each naming the file.
@@ -335,7 +339,7 @@ pub struct ListSessionsResponse {
 }
 
 /// `pin`: the `pin_agent_session` tool. An empty or absent `session_id` unpins.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PinParams {
     pub agent: Agent,
     #[serde(default)]
@@ -346,7 +350,7 @@ pub struct PinParams {
 }
 
 /// A pin as stored.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Pin {
     pub agent: Agent,
     pub session_id: String,
@@ -359,7 +363,7 @@ pub struct Pin {
     pub pinned_at: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum PinResponse {
     Pinned { pin: Pin, previous: Option<Pin> },
@@ -368,7 +372,7 @@ pub enum PinResponse {
 }
 
 /// Where a delivery stands (004 §9: queued → delivering → awaiting-peer → delivered / failed).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum DeliveryState {
     Queued,
@@ -390,7 +394,7 @@ impl DeliveryState {
 }
 
 /// One delivery as recorded in `hub.db`. Never the payload, never the child's environment.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DeliveryRecord {
     pub delivery_id: String,
     pub request_id: String,
@@ -448,7 +452,7 @@ pub struct DeliveryRecord {
 
 /// How an answer was paired with its request (spec 004 §6 "Interim answers and late answers",
 /// §9 "Every request carries a unique token"), and the header a relay of it carries.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct AnswerMarks {
     /// The answer's closing line carries this request's id: it is this request's answer,
     /// whenever it was written.
@@ -478,7 +482,7 @@ pub struct AnswerMarks {
 }
 
 /// `bridge_status`: diagnostics, or one delivery re-read from the peer's transcript.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct BridgeStatusParams {
     #[serde(default)]
     pub cwd: Option<String>,
@@ -490,7 +494,7 @@ pub struct BridgeStatusParams {
 }
 
 /// What the peer's transcript says now about one delivery.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PeerTranscript {
     pub path: Option<String>,
     pub is_working: bool,
@@ -501,26 +505,254 @@ pub struct PeerTranscript {
     pub error: Option<String>,
 }
 
-/// `bridge_status`'s answer. Sections are JSON objects so later issues can add fields without
-/// breaking older readers.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// `bridge_status`'s answer. Every section is a typed struct whose fields keep
+/// `#[serde(default)]` where a section may grow: a reader built before a field was added still
+/// reads a newer answer, and one built after reads an older answer with the field at its default.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct BridgeStatusResponse {
-    /// `pid`, `generation`, `started_at`, `version`.
-    pub server_process: Value,
+    /// The daemon answering, and the replaced ones still draining.
+    pub server_process: ServerProcess,
     /// Who is calling, as resolved (agent, session, how it was decided).
-    pub caller: Value,
+    pub caller: CallerStatus,
     /// The settings in effect for this caller's registration.
-    pub settings: Value,
-    /// Per agent: the session a send would reach now, and how.
-    pub resolved_sessions: Value,
+    pub settings: SettingsStatus,
+    /// Per agent: the session a send would reach now, and how. Empty when no directory is known.
+    #[serde(default)]
+    pub resolved_sessions: BTreeMap<Agent, ResolvedSession>,
     pub pins: Vec<Pin>,
     /// Busy locks held (session, owner, since).
-    pub locks: Value,
-    /// `pending`, `in_flight`, `recent`, `in_flight_elsewhere`, `watching_for_late_answers`.
-    pub deliveries: Value,
+    #[serde(default)]
+    pub locks: Vec<BusyLockStatus>,
+    /// Deliveries pending, in flight (here and in other daemons), recent, and watched.
+    pub deliveries: DeliveriesStatus,
     /// Set when `delivery_id` was given.
     pub delivery: Option<DeliveryRecord>,
     pub peer_transcript: Option<PeerTranscript>,
     #[serde(default)]
     pub warnings: Vec<String>,
+}
+
+/// `bridge_status.server_process`: the daemon that answered.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ServerProcess {
+    pub pid: u32,
+    /// Which start of the daemon for this home it is.
+    pub generation: u64,
+    /// RFC 3339 UTC.
+    pub started_at: String,
+    /// Its cross-agent version.
+    pub version: String,
+    /// Earlier daemons of this home that were replaced and still finish what they carry.
+    #[serde(default)]
+    pub draining: Vec<crate::rpc::DrainingDaemon>,
+}
+
+/// `bridge_status.caller`: the caller as the daemon resolved it (spec 004 "Reply address").
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CallerStatus {
+    /// `None` when nothing identified the caller's agent.
+    pub agent: Option<Agent>,
+    pub session_id: Option<String>,
+    /// How the agent and session were decided, in words.
+    #[serde(default)]
+    pub how: String,
+    /// The bridge conversation the call continues, when it is inside one.
+    pub conversation_id: Option<String>,
+    /// The delivery whose headless turn is calling, when the daemon started the caller's turn.
+    pub bridge_started_turn: Option<String>,
+}
+
+/// `bridge_status.settings`: the `CROSS_AGENT_*` settings in effect for the caller's
+/// registration.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct SettingsStatus {
+    /// `CROSS_AGENT_MAX_HOPS`.
+    pub max_hops: u32,
+    /// `CROSS_AGENT_TIMEOUT`: the CLI inactivity limit.
+    pub timeout_seconds: u64,
+    /// `CROSS_AGENT_REQUIRE_EXPLICIT_TARGET`.
+    pub require_explicit_target: bool,
+    /// `CROSS_AGENT_DISABLE_HEADLESS`.
+    pub disable_headless: bool,
+    /// `CROSS_AGENT_SCOPE`.
+    pub scope: Scope,
+    /// `CROSS_AGENT_ACTIVE_WINDOW_MIN`.
+    pub active_window_minutes: u64,
+    /// `CROSS_AGENT_LATE_ANSWER_WATCH`.
+    pub late_answer_watch_seconds: u64,
+    /// `CROSS_AGENT_PANEL_PATIENCE`.
+    pub panel_patience_seconds: u64,
+    /// `CROSS_AGENT_UI_HOOK`: `auto`, `off` or `require`.
+    pub ui_hook: String,
+    /// Whether an editor panel can take a delivery (none can in this build).
+    pub panels_available: bool,
+    /// Settings whose value could not be read, each naming the variable; a send is refused
+    /// while any is listed.
+    pub invalid: Vec<String>,
+}
+
+/// `bridge_status.resolved_sessions.<agent>`: the session a send to that agent would reach now.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ResolvedSession {
+    /// `None` when a new session would be created.
+    pub session_id: Option<String>,
+    /// `pin`, `discovery` or `new_session`.
+    pub selected_by: TargetSelectedBy,
+    /// The session's title, when discovery found it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Whether the pin is sticky (set with `pin_agent_session`), when a pin chose it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sticky: Option<bool>,
+}
+
+/// `bridge_status.locks[]`: a session some delivery holds busy.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct BusyLockStatus {
+    /// `<agent>:<session id>`.
+    pub target_key: String,
+    /// The process holding it.
+    pub owner_pid: u32,
+    pub delivery_id: Option<String>,
+    /// RFC 3339.
+    pub acquired_at: String,
+    /// The lease's end, Unix milliseconds: past it the lock is reclaimed.
+    pub lease_until_ms: i64,
+}
+
+/// `bridge_status.deliveries`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct DeliveriesStatus {
+    /// Queued, not yet handed over.
+    pub pending: Vec<DeliveryRecord>,
+    /// Handed over by this daemon, answer not yet recorded.
+    pub in_flight: Vec<DeliveryRecord>,
+    /// Handed over by another daemon generation (one draining, or one that died).
+    pub in_flight_elsewhere: Vec<DeliveryRecord>,
+    /// The latest finished ones.
+    pub recent: Vec<DeliveryRecord>,
+    /// Requests whose peer transcript is watched for a later answer, newest first.
+    pub watching_for_late_answers: Vec<LateAnswerWatch>,
+}
+
+/// `bridge_status.deliveries.watching_for_late_answers[]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct LateAnswerWatch {
+    pub delivery_id: String,
+    /// The daemon keeping the watch.
+    pub owner_pid: Option<u32>,
+    pub request_id: Option<String>,
+    pub target_agent: Option<Agent>,
+    pub target_session_id: Option<String>,
+    /// The watch ends then, RFC 3339.
+    #[serde(default)]
+    pub until: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    use super::*;
+
+    /// The sections were `json!` literals before they were types; readers of that JSON (agents,
+    /// scripts on `cross-agent status --json`) see the same names and shapes.
+    #[test]
+    fn status_sections_keep_the_shape_of_the_old_literals() {
+        let status = BridgeStatusResponse {
+            server_process: ServerProcess {
+                pid: 7,
+                generation: 2,
+                started_at: "2026-01-01T00:00:00Z".into(),
+                version: "0.1.0".into(),
+                draining: Vec::new(),
+            },
+            caller: CallerStatus {
+                agent: Some(Agent::Claude),
+                session_id: Some("c-1".into()),
+                how: "CLAUDE_CODE_SESSION_ID".into(),
+                conversation_id: None,
+                bridge_started_turn: None,
+            },
+            settings: SettingsStatus {
+                max_hops: 4,
+                timeout_seconds: 600,
+                scope: Scope::Tree,
+                active_window_minutes: 240,
+                ui_hook: "auto".into(),
+                ..SettingsStatus::default()
+            },
+            resolved_sessions: BTreeMap::from([
+                (
+                    Agent::Claude,
+                    ResolvedSession {
+                        session_id: Some("c-2".into()),
+                        selected_by: TargetSelectedBy::Pin,
+                        title: None,
+                        sticky: Some(true),
+                    },
+                ),
+                (
+                    Agent::Codex,
+                    ResolvedSession {
+                        session_id: None,
+                        selected_by: TargetSelectedBy::NewSession,
+                        title: None,
+                        sticky: None,
+                    },
+                ),
+            ]),
+            pins: Vec::new(),
+            locks: Vec::new(),
+            deliveries: DeliveriesStatus {
+                watching_for_late_answers: vec![LateAnswerWatch {
+                    delivery_id: "dlv_1".into(),
+                    owner_pid: Some(7),
+                    request_id: None,
+                    target_agent: Some(Agent::Codex),
+                    target_session_id: None,
+                    until: "2026-01-01T03:00:00Z".into(),
+                }],
+                ..DeliveriesStatus::default()
+            },
+            delivery: None,
+            peer_transcript: None,
+            warnings: Vec::new(),
+        };
+        let wire = serde_json::to_value(&status).unwrap();
+        assert_eq!(
+            wire,
+            json!({
+                "server_process": {"pid": 7, "generation": 2, "started_at": "2026-01-01T00:00:00Z",
+                                   "version": "0.1.0", "draining": []},
+                "caller": {"agent": "claude", "session_id": "c-1", "how": "CLAUDE_CODE_SESSION_ID",
+                           "conversation_id": null, "bridge_started_turn": null},
+                "settings": {"max_hops": 4, "timeout_seconds": 600, "require_explicit_target": false,
+                             "disable_headless": false, "scope": "tree", "active_window_minutes": 240,
+                             "late_answer_watch_seconds": 0, "panel_patience_seconds": 0,
+                             "ui_hook": "auto", "panels_available": false, "invalid": []},
+                "resolved_sessions": {
+                    "claude": {"session_id": "c-2", "selected_by": "pin", "sticky": true},
+                    "codex": {"session_id": null, "selected_by": "new_session"},
+                },
+                "pins": [],
+                "locks": [],
+                "deliveries": {"pending": [], "in_flight": [], "in_flight_elsewhere": [], "recent": [],
+                               "watching_for_late_answers": [{
+                                   "delivery_id": "dlv_1", "owner_pid": 7, "request_id": null,
+                                   "target_agent": "codex", "target_session_id": null,
+                                   "until": "2026-01-01T03:00:00Z"}]},
+                "delivery": null,
+                "peer_transcript": null,
+                "warnings": [],
+            })
+        );
+        assert_eq!(
+            serde_json::from_value::<BridgeStatusResponse>(wire).unwrap(),
+            status
+        );
+    }
 }

@@ -1,5 +1,6 @@
 //! Wire and record types shared by every cross-agent process: daemon RPC params and responses,
-//! MCP tool arguments and receipts, delivery records, envelopes and decision events.
+//! MCP tool arguments and receipts, delivery records, envelopes and decision events, and the
+//! JSON Schemas generated from them.
 //!
 //! Types only — no I/O and no behaviour beyond (de)serialisation, so the thin processes (`mcp`,
 //! shims, CLI) can link it without pulling in the engine.
@@ -7,5 +8,7 @@
 pub mod bridge;
 pub mod decisions;
 pub mod rpc;
+pub mod schema;
+pub mod tools;
 
 pub use bridge::Agent;

@@ -12,8 +12,11 @@
 //!
 //! Methods are declared once, in the table at the bottom of this file ([`rpc_methods!`]), which
 //! pairs each method name with its `*Params` and `*Response`. Later issues add their methods
-//! (`send`, `bridge_status`, `pin`, …) to that table and nowhere else.
+//! (`send`, `bridge_status`, `pin`, …) to that table and nowhere else. The JSON Schema of every
+//! frame and method is generated from these types and committed as `schema/daemon_rpc.json`
+//! (see the `schema` module).
 
+use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -28,7 +31,9 @@ use serde::{Deserialize, Serialize};
 pub const PROTOCOL_VERSION: u32 = 2;
 
 /// Correlates a response with its request. Chosen by the client, unique per connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(transparent)]
 pub struct RequestId(pub u64);
 
@@ -40,7 +45,7 @@ impl std::fmt::Display for RequestId {
 
 /// One request from a client: its id, and the method with its params, flattened so the frame
 /// reads `{"id":1,"method":"hello","params":{…}}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Request {
     /// Echoed in the answer.
     pub id: RequestId,
@@ -50,7 +55,7 @@ pub struct Request {
 }
 
 /// Everything the daemon writes to a client, tagged by `type`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ServerMessage {
     /// The request with this id succeeded; `result` is the method's `*Response`.
@@ -71,7 +76,7 @@ pub enum ServerMessage {
 }
 
 /// A failed request: a machine-readable code and a message a person can act on.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RpcError {
     /// What kind of failure this is.
     pub code: ErrorCode,
@@ -100,7 +105,7 @@ impl std::fmt::Display for RpcError {
 }
 
 /// Why a request failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorCode {
     /// The frame was not a JSON object.
@@ -145,7 +150,7 @@ impl ErrorCode {
 }
 
 /// The `data` of a [`ErrorCode::ProtocolMismatch`] error.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ProtocolMismatchData {
     /// The version the daemon speaks.
     pub daemon_protocol_version: u32,
@@ -159,7 +164,7 @@ pub struct ProtocolMismatchData {
 
 /// Which kind of process is talking to the daemon; used in logs and, later, to decide what a
 /// connection may do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ClientKind {
     /// A `cross-agent` CLI subcommand.
@@ -185,7 +190,7 @@ pub trait Method: Serialize + DeserializeOwned + Send + 'static {
 }
 
 /// `hello`: the first request on every connection.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct HelloParams {
     /// The [`PROTOCOL_VERSION`] the client was built with.
     pub protocol_version: u32,
@@ -198,7 +203,7 @@ pub struct HelloParams {
 }
 
 /// The daemon's answer to `hello`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct HelloResponse {
     /// The version the daemon speaks (equal to the client's, or `hello` would have failed).
     pub protocol_version: u32,
@@ -219,11 +224,11 @@ pub struct HelloResponse {
 }
 
 /// `status`: how the daemon is doing.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct StatusParams {}
 
 /// The daemon's answer to `status`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct StatusResponse {
     /// The daemon's process id.
     pub daemon_pid: u32,
@@ -247,7 +252,7 @@ pub struct StatusResponse {
 }
 
 /// A replaced daemon that is still finishing the deliveries it carries (spec 004 §3, "reload").
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct DrainingDaemon {
     /// Its process id.
     pub pid: u32,
@@ -260,7 +265,7 @@ pub struct DrainingDaemon {
 }
 
 /// What a daemon still carries: the work a replaced daemon waits for before it exits.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct CarriedCounts {
     /// Peer turns (CLI processes) it started and still watches.
     pub turns_running: u64,
@@ -280,14 +285,14 @@ impl CarriedCounts {
 /// `handover`: the steps by which `cross-agent daemon restart` / `cross-agent reload` move a
 /// home from this daemon to a successor started from the current binary, without cutting off
 /// what this one carries. The protocol is described in the daemon crate's `handover` module.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct HandoverParams {
     /// Which step.
     pub step: HandoverStep,
 }
 
 /// One step of the handover, tagged by `type`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum HandoverStep {
     /// Stop dispatching queued deliveries, record this daemon as draining and let go of the
@@ -311,7 +316,7 @@ pub enum HandoverStep {
 }
 
 /// The answer to each `handover` step.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct HandoverResponse {
     /// The daemon answering (the one being replaced).
     pub daemon_pid: u32,
@@ -323,7 +328,7 @@ pub struct HandoverResponse {
 
 /// `shutdown`: stop the daemon. It answers first, then stops taking requests, finishes the ones
 /// in hand and exits.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ShutdownParams {
     /// Why, for the daemon's log (`"cross-agent daemon stop"`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -331,7 +336,7 @@ pub struct ShutdownParams {
 }
 
 /// The daemon's answer to `shutdown`, sent before it stops.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ShutdownResponse {
     /// The process that is stopping; wait for it to exit.
     pub daemon_pid: u32,
@@ -344,7 +349,7 @@ pub struct ShutdownResponse {
 macro_rules! rpc_methods {
     ($( $(#[$doc:meta])* $variant:ident => $name:literal ($params:ty) -> $response:ty ),* $(,)?) => {
         /// Every request a client can make, tagged by `method` with its `params`.
-        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
         #[serde(tag = "method", content = "params")]
         pub enum ClientRequest {
             $(
@@ -365,6 +370,18 @@ macro_rules! rpc_methods {
 
         /// Every method name, in table order.
         pub const METHODS: &[&str] = &[$($name),*];
+
+        /// Each method's name with the schemas of its params and its response, in table order,
+        /// their definitions gathered in `generator`.
+        pub fn method_schemas(
+            generator: &mut schemars::SchemaGenerator,
+        ) -> Vec<(&'static str, schemars::Schema, schemars::Schema)> {
+            vec![$((
+                $name,
+                generator.subschema_for::<$params>(),
+                generator.subschema_for::<$response>(),
+            )),*]
+        }
 
         $(
             impl Method for $params {

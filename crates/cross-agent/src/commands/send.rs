@@ -88,6 +88,9 @@ impl SendArgs {
         } else {
             self.message
         };
+        if let Some(why) = cross_agent_protocol::tools::message_too_long(&message) {
+            anyhow::bail!("{why}; nothing was sent");
+        }
         let params = SendParams {
             agent,
             message,

@@ -51,13 +51,16 @@ impl StatusArgs {
 /// Every section of the status, titled, in the order a person reads them.
 pub fn write_status(out: &mut impl Write, status: &BridgeStatusResponse) -> anyhow::Result<()> {
     let sections: [(&str, Value); 7] = [
-        ("server", status.server_process.clone()),
-        ("caller", status.caller.clone()),
-        ("settings", status.settings.clone()),
-        ("resolved sessions", status.resolved_sessions.clone()),
+        ("server", serde_json::to_value(&status.server_process)?),
+        ("caller", serde_json::to_value(&status.caller)?),
+        ("settings", serde_json::to_value(&status.settings)?),
+        (
+            "resolved sessions",
+            serde_json::to_value(&status.resolved_sessions)?,
+        ),
         ("pins", serde_json::to_value(&status.pins)?),
-        ("locks", status.locks.clone()),
-        ("deliveries", status.deliveries.clone()),
+        ("locks", serde_json::to_value(&status.locks)?),
+        ("deliveries", serde_json::to_value(&status.deliveries)?),
     ];
     for (title, value) in &sections {
         writeln!(out, "{title}:")?;

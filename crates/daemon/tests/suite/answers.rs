@@ -267,14 +267,10 @@ async fn an_answer_without_the_request_id_is_marked_possibly_interim_and_watched
             .contains("reply_preview holds what remains")
     );
     let status = bridge.status(None).await;
-    let watching = status.deliveries["watching_for_late_answers"]
-        .as_array()
-        .unwrap();
+    let watching = &status.deliveries.watching_for_late_answers;
     assert!(
-        watching
-            .iter()
-            .any(|w| w["delivery_id"] == receipt.delivery_id.as_str()
-                && w["request_id"] == receipt.request_id.as_str()),
+        watching.iter().any(|w| w.delivery_id == receipt.delivery_id
+            && w.request_id.as_deref() == Some(receipt.request_id.as_str())),
         "{watching:#?}"
     );
 }
@@ -334,8 +330,8 @@ async fn a_later_turn_carrying_the_request_id_becomes_a_late_answer() {
     // The watch ended with the find.
     let status = bridge.status(None).await;
     assert_eq!(
-        status.deliveries["watching_for_late_answers"],
-        json!([]),
+        status.deliveries.watching_for_late_answers,
+        [],
         "{:#?}",
         status.deliveries
     );
@@ -596,7 +592,7 @@ async fn a_peer_busy_past_the_bound_fails_as_not_delivered() {
     assert!(error.contains("the larger of the timeout, 2 s"), "{error}");
     assert!(prompts_with(&bridge, "never gets in").is_empty());
     let status = bridge.status(Some(&receipt.delivery_id)).await;
-    assert_eq!(status.deliveries["watching_for_late_answers"], json!([]));
+    assert_eq!(status.deliveries.watching_for_late_answers, []);
     assert_eq!(status.peer_transcript.unwrap().answer, None);
 }
 

@@ -9,7 +9,9 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use cross_agent_protocol::bridge::{Agent, DeliveryState, RefusalReason, SendParams};
+use cross_agent_protocol::bridge::{
+    Agent, DeliveryState, RefusalReason, SendParams, TargetSelectedBy,
+};
 use cross_agent_testkit::synthetic_stores::{ClaudeTranscript, CodexRollout, now_millis};
 use pretty_assertions::assert_eq;
 
@@ -160,18 +162,9 @@ async fn contradicting_arguments_and_strict_mode_are_refused_before_any_lookup()
     assert_eq!(receipt.caller_supplied_session_id, None);
     let status = bridge.status(None).await;
     assert_eq!(
-        status.deliveries["pending"]
-            .as_array()
-            .map(Vec::len)
-            .unwrap_or(0)
-            + status.deliveries["in_flight"]
-                .as_array()
-                .map(Vec::len)
-                .unwrap_or(0)
-            + status.deliveries["recent"]
-                .as_array()
-                .map(Vec::len)
-                .unwrap_or(0),
+        status.deliveries.pending.len()
+            + status.deliveries.in_flight.len()
+            + status.deliveries.recent.len(),
         1,
         "only the accepted send was recorded"
     );
@@ -251,8 +244,8 @@ async fn no_headless_refuses_every_send_with_nothing_sent() {
         RefusalReason::DisableHeadless
     );
     let status = bridge.status(None).await;
-    assert_eq!(status.deliveries["recent"], serde_json::json!([]));
-    assert_eq!(status.deliveries["pending"], serde_json::json!([]));
+    assert_eq!(status.deliveries.recent, []);
+    assert_eq!(status.deliveries.pending, []);
 }
 
 /// `CROSS_AGENT_UI_HOOK` with no panel to be found (this build has no panel shims).
@@ -291,8 +284,8 @@ async fn ui_hook_require_refuses_only_what_a_panel_would_have_taken() {
         refusal.message
     );
     let status = bridge.status(None).await;
-    assert_eq!(status.deliveries["recent"], serde_json::json!([]));
-    assert_eq!(status.deliveries["pending"], serde_json::json!([]));
+    assert_eq!(status.deliveries.recent, []);
+    assert_eq!(status.deliveries.pending, []);
 
     // A session named by id goes over the CLI, as the spec says.
     let mut named = bridge.send_params(Agent::Claude, "m", caller.clone());
@@ -328,9 +321,9 @@ async fn ui_hook_require_refuses_only_what_a_panel_would_have_taken() {
         })
         .await
         .unwrap();
-    assert_eq!(status.settings["ui_hook"], "require");
-    assert_eq!(status.settings["panels_available"], false);
-    assert_eq!(bridge.status(None).await.settings["ui_hook"], "auto");
+    assert_eq!(status.settings.ui_hook, "require");
+    assert!(!status.settings.panels_available);
+    assert_eq!(bridge.status(None).await.settings.ui_hook, "auto");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -387,7 +380,7 @@ async fn a_setting_that_cannot_be_read_refuses_the_send_naming_it() {
             })
             .await
             .unwrap();
-        let invalid = status.settings["invalid"].to_string();
+        let invalid = status.settings.invalid.join("\n");
         assert!(
             invalid.contains(name) && invalid.contains(value),
             "{invalid}"
@@ -403,7 +396,7 @@ async fn a_setting_that_cannot_be_read_refuses_the_send_naming_it() {
         );
     }
     let status = bridge.status(None).await;
-    assert_eq!(status.deliveries["recent"], serde_json::json!([]));
+    assert_eq!(status.deliveries.recent, []);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -623,11 +616,12 @@ async fn pins_listing_and_status() {
     );
 
     let status = bridge.status(None).await;
-    assert_eq!(status.server_process["pid"], std::process::id());
-    assert_eq!(status.resolved_sessions["claude"]["session_id"], CLAUDE_B);
-    assert_eq!(status.resolved_sessions["claude"]["selected_by"], "pin");
-    assert_eq!(status.settings["max_hops"], 4);
-    assert_eq!(status.settings["disable_headless"], false);
+    assert_eq!(status.server_process.pid, std::process::id());
+    let claude = &status.resolved_sessions[&Agent::Claude];
+    assert_eq!(claude.session_id.as_deref(), Some(CLAUDE_B));
+    assert_eq!(claude.selected_by, TargetSelectedBy::Pin);
+    assert_eq!(status.settings.max_hops, 4);
+    assert!(!status.settings.disable_headless);
 
     let unpinned: PinResponse = bridge.conn.client.call(pin(Some("  "))).await.unwrap();
     assert!(
@@ -765,6 +759,6 @@ async fn a_message_grok_cannot_take_as_an_argument_is_refused_before_anything_is
         refusal.message
     );
     let status = bridge.status(None).await;
-    assert_eq!(status.deliveries["pending"], serde_json::json!([]));
-    assert_eq!(status.deliveries["recent"], serde_json::json!([]));
+    assert_eq!(status.deliveries.pending, []);
+    assert_eq!(status.deliveries.recent, []);
 }

@@ -147,10 +147,10 @@ async fn a_restart_drains_the_old_daemon_while_a_delivery_is_in_flight_and_nothi
         vec![(old.pid, old.generation)]
     );
     let bridge_status = bridge.status(None).await;
-    assert_eq!(bridge_status.server_process["pid"], new.pid);
-    assert_eq!(bridge_status.server_process["generation"], new.generation);
+    assert_eq!(bridge_status.server_process.pid, new.pid);
+    assert_eq!(bridge_status.server_process.generation, new.generation);
     assert_eq!(
-        bridge_status.server_process["draining"][0]["generation"],
+        bridge_status.server_process.draining[0].generation,
         old.generation
     );
     // The MCP link's kept connection is to the draining daemon: its send is refused untaken

@@ -5,12 +5,13 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use cross_agent_protocol::bridge::{
-    AgentFilter, BridgeStatusParams, BridgeStatusResponse, CallerContext, DeliveryRecord,
-    DeliveryState, ListSessionsParams, ListSessionsResponse, PeerTranscript, SessionEntry,
+    AgentFilter, BridgeStatusParams, BridgeStatusResponse, BusyLockStatus, CallerContext,
+    DeliveriesStatus, DeliveryRecord, DeliveryState, LateAnswerWatch, ListSessionsParams,
+    ListSessionsResponse, PeerTranscript, ResolvedSession, ServerProcess, SessionEntry,
+    TargetSelectedBy,
 };
 use cross_agent_stores::resolve::{self};
 use cross_agent_stores::{Session, UnixMillis};
-use serde_json::{Value, json};
 
 use super::{Engine, non_blank, parse_ms, recent_turns, rfc3339_ms};
 use crate::Agent;
@@ -98,7 +99,7 @@ impl Engine {
             .map(PathBuf::from);
         let mut warnings = Vec::new();
 
-        let mut resolved_sessions = serde_json::Map::new();
+        let mut resolved_sessions = BTreeMap::new();
         if let Some(cwd) = &cwd {
             let (sessions, store_warnings) = self.list(&params.caller, &Agent::ALL);
             warnings.extend(store_warnings);
@@ -110,7 +111,12 @@ impl Engine {
                     .as_deref()
                     .filter(|_| caller.agent == Some(agent));
                 let value = if let Some((pin, _)) = pin {
-                    json!({"session_id": pin.session_id, "selected_by": "pin", "sticky": pin.sticky})
+                    ResolvedSession {
+                        session_id: Some(pin.session_id),
+                        selected_by: TargetSelectedBy::Pin,
+                        title: None,
+                        sticky: Some(pin.sticky),
+                    }
                 } else if let Some(s) = resolve::best_active(
                     &sessions,
                     agent,
@@ -120,26 +126,36 @@ impl Engine {
                     resolve::now(),
                     own,
                 ) {
-                    json!({"session_id": s.session_id, "selected_by": "discovery", "title": s.title})
+                    ResolvedSession {
+                        session_id: Some(s.session_id.clone()),
+                        selected_by: TargetSelectedBy::Discovery,
+                        title: s.title.clone(),
+                        sticky: None,
+                    }
                 } else {
-                    json!({"session_id": null, "selected_by": "new_session"})
+                    ResolvedSession {
+                        session_id: None,
+                        selected_by: TargetSelectedBy::NewSession,
+                        title: None,
+                        sticky: None,
+                    }
                 };
-                resolved_sessions.insert(agent.as_str().to_owned(), value);
+                resolved_sessions.insert(agent, value);
             }
         }
 
         let (pins, locks, pending, running, recent, watching) = {
             let db = self.db();
             let (watches, watches_total) = db.watch_summaries(WATCHES_SHOWN)?;
-            let watching: Vec<Value> = watches
+            let watching: Vec<LateAnswerWatch> = watches
                 .into_iter()
-                .map(|watch| {
-                    let until = crate::records::ms_rfc3339(watch.until_ms);
-                    let mut value = serde_json::to_value(watch).unwrap_or(Value::Null);
-                    if let Value::Object(map) = &mut value {
-                        map.insert("until".to_owned(), json!(until));
-                    }
-                    value
+                .map(|watch| LateAnswerWatch {
+                    until: crate::records::ms_rfc3339(watch.until_ms),
+                    delivery_id: watch.delivery_id,
+                    owner_pid: watch.owner_pid,
+                    request_id: watch.request_id,
+                    target_agent: watch.target_agent.as_deref().and_then(Agent::parse),
+                    target_session_id: watch.target_session_id,
                 })
                 .collect();
             if watches_total > u64::from(WATCHES_SHOWN) {
@@ -179,24 +195,35 @@ impl Engine {
         };
 
         Ok(BridgeStatusResponse {
-            server_process: json!({
-                "pid": info.pid,
-                "generation": info.generation,
-                "started_at": info.started_at,
-                "version": info.version,
-            }),
-            caller: caller.to_json(),
-            settings: settings.to_json(),
-            resolved_sessions: Value::Object(resolved_sessions),
+            server_process: ServerProcess {
+                pid: info.pid,
+                generation: info.generation,
+                started_at: info.started_at.clone(),
+                version: info.version.clone(),
+                // The daemon adds the replaced daemons still draining; the engine cannot see them.
+                draining: Vec::new(),
+            },
+            caller: caller.status(),
+            settings: settings.status(),
+            resolved_sessions,
             pins,
-            locks: serde_json::to_value(locks).unwrap_or(Value::Null),
-            deliveries: json!({
-                "pending": pending,
-                "in_flight": in_flight,
-                "in_flight_elsewhere": elsewhere,
-                "recent": recent,
-                "watching_for_late_answers": watching,
-            }),
+            locks: locks
+                .into_iter()
+                .map(|lock| BusyLockStatus {
+                    target_key: lock.target_key,
+                    owner_pid: lock.owner_pid,
+                    delivery_id: lock.delivery_id,
+                    acquired_at: lock.acquired_at,
+                    lease_until_ms: lock.lease_until_ms,
+                })
+                .collect(),
+            deliveries: DeliveriesStatus {
+                pending,
+                in_flight,
+                in_flight_elsewhere: elsewhere,
+                recent,
+                watching_for_late_answers: watching,
+            },
             delivery,
             peer_transcript,
             warnings,

@@ -1,3 +1,4 @@
+mod arguments;
 mod caller;
 mod cli;
 mod python;

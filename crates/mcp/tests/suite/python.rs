@@ -6,7 +6,7 @@ use std::process::Command;
 
 use super::support::{FakeDaemon, Scratch, cross_agent_bin};
 
-fn python() -> std::path::PathBuf {
+pub fn python() -> std::path::PathBuf {
     if let Some(python) = std::env::var_os("CROSS_AGENT_TEST_PYTHON") {
         return python.into();
     }

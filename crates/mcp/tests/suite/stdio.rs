@@ -102,8 +102,8 @@ fn discover_era_answers_without_initialize() -> anyhow::Result<()> {
     )?;
     assert_eq!(call["result"]["isError"], json!(false), "{call}");
     assert_eq!(
-        call["result"]["structuredContent"]["server_process"]["fake"],
-        json!(true)
+        call["result"]["structuredContent"]["server_process"]["version"],
+        json!("fake")
     );
     let forwarded = daemon.calls_of("bridge_status");
     assert_eq!(forwarded.len(), 1);

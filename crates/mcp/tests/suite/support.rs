@@ -13,8 +13,9 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use cross_agent_ipc::frame::{FrameReader, write_frame};
 use cross_agent_protocol::bridge::{
-    BridgeStatusResponse, ListSessionsResponse, PeerQueue, PinResponse, Refusal, RefusalReason,
-    SendReceipt, SendResponse, TargetSelectedBy,
+    BridgeStatusResponse, CallerStatus, DeliveriesStatus, ListSessionsResponse, PeerQueue,
+    PinResponse, Refusal, RefusalReason, SendReceipt, SendResponse, ServerProcess, SettingsStatus,
+    TargetSelectedBy,
 };
 use cross_agent_protocol::rpc::{
     ClientRequest, HelloResponse, PROTOCOL_VERSION, Request, ServerMessage, StatusResponse,
@@ -364,13 +365,21 @@ fn answer(call: &ClientRequest) -> Value {
         ClientRequest::ListSessions(_) => serde_json::to_value(ListSessionsResponse::default()),
         ClientRequest::Pin(_) => serde_json::to_value(PinResponse::Unpinned { previous: None }),
         ClientRequest::BridgeStatus(params) => serde_json::to_value(BridgeStatusResponse {
-            server_process: json!({"pid": std::process::id(), "fake": true}),
-            caller: json!({"claude_code_session_id": params.caller.claude_code_session_id}),
-            settings: json!({}),
-            resolved_sessions: json!({}),
+            // `version: "fake"` marks an answer from this stand-in.
+            server_process: ServerProcess {
+                pid: std::process::id(),
+                version: "fake".into(),
+                ..ServerProcess::default()
+            },
+            caller: CallerStatus {
+                session_id: params.caller.claude_code_session_id.clone(),
+                ..CallerStatus::default()
+            },
+            settings: SettingsStatus::default(),
+            resolved_sessions: Default::default(),
             pins: vec![],
-            locks: json!({}),
-            deliveries: json!({}),
+            locks: vec![],
+            deliveries: DeliveriesStatus::default(),
             delivery: None,
             peer_transcript: None,
             warnings: vec![],

@@ -1,0 +1,43 @@
+//! The JSON Schemas of the wire, generated from the types: the daemon RPC and the MCP tools'
+//! inputs and outputs. They are committed under `crates/protocol/schema/`, and
+//! `tests/schema_fixtures.rs` fails when the types and the files disagree, so a change to the
+//! interface is seen in review rather than found by a peer.
+
+use schemars::generate::SchemaSettings;
+use serde_json::{Map, Value, json};
+
+use crate::rpc::{self, PROTOCOL_VERSION, Request, ServerMessage};
+
+/// The committed files: a name under `schema/` and its content.
+pub fn fixtures() -> Vec<(&'static str, Value)> {
+    vec![
+        ("daemon_rpc.json", daemon_rpc()),
+        ("mcp_tools.json", crate::tools::tools_schema()),
+    ]
+}
+
+/// The daemon RPC: a frame is a [`Request`] or a [`ServerMessage`]; `x-methods` pairs each
+/// method with its params and its response (a `response` frame's `result`).
+pub fn daemon_rpc() -> Value {
+    let mut generator = SchemaSettings::draft2020_12().into_generator();
+    let request = generator.subschema_for::<Request>();
+    let server_message = generator.subschema_for::<ServerMessage>();
+    let mut methods = Map::new();
+    for (name, params, response) in rpc::method_schemas(&mut generator) {
+        methods.insert(
+            name.to_owned(),
+            json!({"params": params, "response": response}),
+        );
+    }
+    let definitions: Map<String, Value> = generator.take_definitions(true).into_iter().collect();
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "cross-agent daemon RPC",
+        "description": "One JSON object per line on the daemon's socket: a client sends Request \
+            frames, the daemon answers each with a ServerMessage carrying the same id.",
+        "x-protocol-version": PROTOCOL_VERSION,
+        "anyOf": [request, server_message],
+        "x-methods": methods,
+        "$defs": definitions,
+    })
+}
