@@ -1,3 +1,4 @@
 mod daemon;
 mod decisions;
+mod escaping;
 mod sessions;
