@@ -607,6 +607,11 @@ fn receipt(endpoint: &ModelEndpoint) -> Result<SendResponse> {
         .filter_map(|request| request.last_tool_result)
         .find(|text| text.contains("delivery_id") || text.contains("\"reason\""))
         .ok_or_else(|| anyhow!("no tool result with a delivery_id"))?;
+    send_result(&text)
+}
+
+/// A `send_to_*` tool result's text as the response it carries.
+fn send_result(text: &str) -> Result<SendResponse> {
     let whole = serde_json::from_str::<SendResponse>(text.trim());
     let after_message = text
         .split_once("\n\n")
@@ -689,4 +694,23 @@ fn cli_version(kind: AgentKind, home: &AgentHome) -> Result<String> {
         .find(|word| word.starts_with(|c: char| c.is_ascii_digit()))
         .unwrap_or(&version)
         .to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::send_result;
+    use cross_agent_protocol::bridge::{RefusalReason, SendResponse};
+
+    #[test]
+    fn a_refusal_result_is_read_after_its_message() {
+        let text = "no codex session has the id \"x\"\n\n{\"outcome\": \"refused\", \
+                    \"reason\": \"no_such_session\", \"message\": \"no codex session has the id\"}";
+        match send_result(text) {
+            Ok(SendResponse::Refused(refusal)) => {
+                assert_eq!(refusal.reason, RefusalReason::NoSuchSession);
+            }
+            other => panic!("not read as a refusal: {other:?}"),
+        }
+        assert!(send_result("{\"outcome\": \"error\", \"error\": \"internal\"}").is_err());
+    }
 }
