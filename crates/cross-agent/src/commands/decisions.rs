@@ -24,8 +24,8 @@ use crate::display::table::{Column, Plain};
 
 #[derive(Debug, Args)]
 pub struct DecisionsArgs {
-    /// Only decisions at or after this: a duration back from now (90m, 24h, 2d, 1w, 1h30m) or an
-    /// RFC 3339 time.
+    /// Only decisions at or after this: a duration back from now (90m, 24h, 2d, 1w, 1h30m,
+    /// "2h 15min") or an RFC 3339 time.
     #[arg(long, value_name = "WHEN")]
     since: Option<String>,
     /// Only decisions before this (same forms as --since).

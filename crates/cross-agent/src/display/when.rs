@@ -1,5 +1,6 @@
-//! Times in words for listings: "5m ago", "3h ago", "2days ago" — humantime's units, cut to the
-//! largest one, since a listing wants the order of magnitude rather than the seconds.
+//! Times in words: "5m ago", "3h ago", "2days ago" in listings, "2h 3m" for an uptime —
+//! humantime's units, cut to the largest one or two, since a person wants the order of
+//! magnitude rather than the seconds.
 
 use std::time::Duration;
 
@@ -14,14 +15,27 @@ pub fn ago(at_ms: Option<i64>, now_ms: i64) -> String {
     let Ok(seconds) = u64::try_from(now_ms.saturating_sub(at_ms) / 1000) else {
         return "in the future".to_owned();
     };
-    let unit = UNITS.into_iter().find(|&unit| seconds >= unit).unwrap_or(1);
-    let rounded = Duration::from_secs(seconds / unit * unit);
-    format!("{} ago", humantime::format_duration(rounded))
+    format!("{} ago", cut_to_units(seconds, 1))
+}
+
+/// A span of seconds in its two largest units: "5s", "1m 5s", "2h 3m", "1day 1h".
+pub fn span(seconds: u64) -> String {
+    cut_to_units(seconds, 2).to_string()
+}
+
+/// `seconds` rounded down to its `kept` largest units, formatted by humantime.
+fn cut_to_units(seconds: u64, kept: usize) -> humantime::FormattedDuration {
+    let largest = UNITS
+        .iter()
+        .position(|&unit| seconds >= unit)
+        .unwrap_or(UNITS.len() - 1);
+    let finest = UNITS[(largest + kept).saturating_sub(1).min(UNITS.len() - 1)];
+    humantime::format_duration(Duration::from_secs(seconds / finest * finest))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::ago;
+    use super::{ago, span};
 
     const MIN: i64 = 60_000;
 
@@ -36,5 +50,14 @@ mod tests {
         assert_eq!(ago(Some(now - 400 * 1440 * MIN), now), "1year ago");
         assert_eq!(ago(Some(now + MIN), now), "in the future");
         assert_eq!(ago(None, now), "never");
+    }
+
+    #[test]
+    fn a_span_keeps_two_units() {
+        assert_eq!(span(0), "0s");
+        assert_eq!(span(5), "5s");
+        assert_eq!(span(65), "1m 5s");
+        assert_eq!(span(3_600 * 2 + 60 * 3 + 7), "2h 3m");
+        assert_eq!(span(86_400 + 3_600 + 59), "1day 1h");
     }
 }
