@@ -32,7 +32,9 @@ pub fn escape_cell(text: &str) -> Cow<'_, str> {
 }
 
 fn escape_as(text: &str, layout: Layout) -> Cow<'_, str> {
-    if !text.chars().any(|c| must_escape(c, layout)) {
+    // Most text is printable ASCII: a byte scan answers for it without decoding characters.
+    let printable_ascii = text.bytes().all(|b| (0x20..0x7f).contains(&b));
+    if printable_ascii || !text.chars().any(|c| must_escape(c, layout)) {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 16);
