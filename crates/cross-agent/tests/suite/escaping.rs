@@ -22,6 +22,9 @@ const MINUTE: i64 = 60_000;
 const PROMPT: &str = "fix \u{1b}]0;PWNED\u{7}\u{1b}[2J the build \u{9b}31m now";
 /// How the listing's generated title shows it, escaped.
 const SHOWN: &str = "fix \\x1b]0;PWNED\\x07\\x1b[2J the build \\u{9b}31m now";
+/// A transcript file's name that is itself a terminal sequence, and how a warning shows it.
+const BAD_FILE: &str = "bad\u{1b}]0;PWNED\u{7}.jsonl";
+const BAD_FILE_SHOWN: &str = "bad\\x1b]0;PWNED\\x07.jsonl";
 /// What a table's cut title cell shows at least.
 const SHOWN_START: &str = "[gen] fix \\x1b]0;PWNED\\x07\\x1b[2J the build";
 /// A name two sessions share, so resolving it is refused and the refusal quotes both with
@@ -55,6 +58,10 @@ impl Hostile {
                 .assistant_text("Hi.", now - ago * MINUTE + 1_000);
             twin.write().unwrap();
         }
+        // A file the listing skips, named to retitle the terminal: the warning names it.
+        let bad = dir.path().join(".claude/projects/-work-bad");
+        std::fs::create_dir_all(&bad).unwrap();
+        std::fs::write(bad.join(BAD_FILE), b"\x00 not json\n{\"type\":\n").unwrap();
         Hostile { dir, project }
     }
 
@@ -132,8 +139,13 @@ fn assert_terminal_safe(args: &[&str], stream: &str, bytes: &[u8]) -> String {
 fn listing_and_resolving_escape_what_json_keeps_exact() {
     let store = Hostile::new();
 
-    let table = store.human(&["sessions"]);
+    // The first run reads the stores (a later one is served from the cache, without warnings).
+    let listed = store.run(&["sessions"]);
+    assert!(listed.status.success());
+    let table = assert_terminal_safe(&["sessions"], "stdout", &listed.stdout);
     assert!(table.contains(SHOWN_START), "{table}");
+    let warned = assert_terminal_safe(&["sessions"], "stderr", &listed.stderr);
+    assert!(warned.contains(BAD_FILE_SHOWN), "{warned}");
     let listing = store.json(&["sessions", "--json"]);
     let evil = listing["claude"]
         .as_array()
