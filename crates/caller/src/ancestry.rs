@@ -32,35 +32,21 @@ pub fn of_parent(pid: u32) -> Vec<AncestorProcess> {
 
 /// One process: its `comm` and its command line, trimmed.
 pub fn describe(pid: u32) -> AncestorProcess {
-    let name = std::fs::read_to_string(format!("/proc/{pid}/comm"))
-        .map(|comm| comm.trim_end_matches('\n').to_owned())
-        .unwrap_or_default();
-    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline"))
-        .map(|raw| trim_cmdline(&raw))
+    let name = cross_agent_process::name_of(pid).unwrap_or_default();
+    let cmdline = cross_agent_process::arguments_of(pid)
+        .map(|args| trim_cmdline(&args))
         .unwrap_or_default();
     AncestorProcess { pid, name, cmdline }
 }
 
-/// The parent pid from `/proc/<pid>/stat`. The second field (the name, in parentheses) may
-/// itself hold spaces and parentheses, so fields are counted from the last `)`.
+/// The parent pid (`/proc/<pid>/stat`, read by `cross_agent_process`).
 pub fn parent_of(pid: u32) -> Option<u32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    parse_ppid(&stat)
+    cross_agent_process::parent_of(pid)
 }
 
-fn parse_ppid(stat: &str) -> Option<u32> {
-    let after_name = &stat[stat.rfind(')')? + 1..];
-    // After the name: state, then ppid.
-    after_name.split_whitespace().nth(1)?.parse().ok()
-}
-
-/// NUL-separated arguments joined by spaces, cut at [`CMDLINE_LIMIT`] characters.
-fn trim_cmdline(raw: &[u8]) -> String {
-    let joined = String::from_utf8_lossy(raw)
-        .split('\0')
-        .filter(|arg| !arg.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ");
+/// The arguments joined by spaces, cut at [`CMDLINE_LIMIT`] characters.
+fn trim_cmdline(args: &[String]) -> String {
+    let joined = args.join(" ");
     match joined.char_indices().nth(CMDLINE_LIMIT) {
         Some((cut, _)) => format!("{}…", &joined[..cut]),
         None => joined,
@@ -74,16 +60,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ppid_is_read_after_a_name_with_spaces_and_parentheses() {
-        assert_eq!(parse_ppid("123 (a (b) c) S 77 123 123 0"), Some(77));
-        assert_eq!(parse_ppid("garbage"), None);
-    }
-
-    #[test]
     fn cmdline_is_joined_and_trimmed() {
-        assert_eq!(trim_cmdline(b"claude\0-p\0hi\0"), "claude -p hi");
+        let args = |list: &[&str]| list.iter().map(|a| (*a).to_owned()).collect::<Vec<_>>();
+        assert_eq!(trim_cmdline(&args(&["claude", "-p", "hi"])), "claude -p hi");
         let long = "x".repeat(CMDLINE_LIMIT + 10);
-        let trimmed = trim_cmdline(long.as_bytes());
+        let trimmed = trim_cmdline(&args(&[&long]));
         assert_eq!(trimmed.chars().count(), CMDLINE_LIMIT + 1);
         assert!(trimmed.ends_with('…'));
     }

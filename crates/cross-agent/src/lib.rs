@@ -2,6 +2,7 @@
 //! module only parses arguments, sets up logging on stderr and dispatches.
 
 mod commands;
+mod display;
 
 use std::process::ExitCode;
 
@@ -26,18 +27,21 @@ pub fn run() -> ExitCode {
     match cli.command.run() {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("cross-agent: {error:#}");
+            // Errors quote titles, paths and peers' words: escaped like every other output.
+            eprintln!("cross-agent: {}", display::escape(&format!("{error:#}")));
             ExitCode::FAILURE
         }
     }
 }
 
-/// Logs go to stderr so stdout stays free for output other programs parse.
+/// Logs go to stderr so stdout stays free for output other programs parse; coloured only when
+/// stderr is a terminal (a file or a pipe gets no escape codes), as the daemon's.
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("CROSS_AGENT_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(cross_agent_daemon::logging::colour_on_stderr())
         .with_writer(std::io::stderr)
         .try_init();
 }

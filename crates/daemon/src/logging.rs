@@ -1,11 +1,13 @@
 //! The daemon's log: `logs/daemon.log.<YYYY-MM-DD>` in the home, rotated daily, the last 14
 //! kept, owner-only like everything there (the process umask is 077). A foreground
-//! `daemon run` also logs to stderr.
+//! `daemon run` also logs to stderr, in colour only when stderr is a terminal.
 //!
 //! The log is returned as a [`tracing::Dispatch`] rather than installed globally: the CLI has
 //! already installed its stderr logger by the time the `daemon run` subcommand starts, and
 //! in-process tests run several daemons in one process. [`crate::entry`] installs it as the
 //! default on every runtime thread.
+
+use std::io::IsTerminal as _;
 
 use cross_agent_ipc::Home;
 use tracing_appender::non_blocking::WorkerGuard;
@@ -35,6 +37,12 @@ pub fn filter() -> EnvFilter {
     EnvFilter::new(if debug { "debug" } else { "info" })
 }
 
+/// Whether log lines on stderr may carry colour codes: only when stderr is a terminal and
+/// `NO_COLOR` is not set (no-color.org). The CLI's own stderr logger asks the same.
+pub fn colour_on_stderr() -> bool {
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
 /// Builds the daemon's log. Keep the guard alive as long as the daemon runs: dropping it flushes
 /// and stops the writer thread.
 pub fn dispatch(home: &Home, also_stderr: bool) -> Result<(tracing::Dispatch, WorkerGuard)> {
@@ -57,7 +65,12 @@ pub fn dispatch(home: &Home, also_stderr: bool) -> Result<(tracing::Dispatch, Wo
     let file = tracing_subscriber::fmt::layer()
         .with_ansi(false)
         .with_writer(writer);
-    let stderr = also_stderr.then(|| tracing_subscriber::fmt::layer().with_writer(std::io::stderr));
+    // Colour only on a terminal: `daemon run 2>file` or a service manager's pipe gets plain text.
+    let stderr = also_stderr.then(|| {
+        tracing_subscriber::fmt::layer()
+            .with_ansi(colour_on_stderr())
+            .with_writer(std::io::stderr)
+    });
     let subscriber = tracing_subscriber::registry()
         .with(filter())
         .with(file)

@@ -27,7 +27,12 @@ pub enum Error {
         "{text:?} is not a time: give a duration back from now (90m, 24h, 2d, 1w) or an RFC 3339 \
          time (2026-05-01T12:00:00Z)"
     )]
-    BadTime { text: String },
+    BadTime {
+        text: String,
+        /// What humantime found wrong with it as a duration, when it looked like one.
+        #[source]
+        source: Option<humantime::DurationError>,
+    },
     /// A field path that is empty or has an empty segment (`details..guard`).
     #[error("{text:?} is not a field: name one (kind, guard) or a dotted path (details.guard)")]
     BadField { text: String },

@@ -93,42 +93,25 @@ impl Condition {
     }
 }
 
-/// A point in time for `--since` / `--until`: a duration back from `now_ms` (`90m`, `24h`, `2d`,
-/// `1w`, `1h30m`; units s, m, h, d, w) or an RFC 3339 time. Returns the canonical stamp.
+/// A point in time for `--since` / `--until`: a duration back from `now_ms` in humantime's
+/// forms (`90m`, `24h`, `2d`, `1w`, `1h30m`, `2h 15min`) or an RFC 3339 time. Returns the
+/// canonical stamp.
 pub fn parse_time(text: &str, now_ms: i64) -> Result<String> {
-    let bad = || Error::BadTime {
-        text: text.to_owned(),
-    };
     let trimmed = text.trim();
     if let Some(stamp) = clock::canonical(trimmed) {
         return Ok(stamp.into_owned());
     }
-    let mut total_ms: i64 = 0;
-    let mut digits = String::new();
-    for c in trimmed.chars() {
-        if c.is_ascii_digit() {
-            digits.push(c);
-            continue;
-        }
-        let unit_ms: i64 = match c {
-            's' => 1_000,
-            'm' => 60_000,
-            'h' => 3_600_000,
-            'd' => 86_400_000,
-            'w' => 604_800_000,
-            _ => return Err(bad()),
-        };
-        let n: i64 = digits.parse().map_err(|_| bad())?;
-        digits.clear();
-        total_ms = n
-            .checked_mul(unit_ms)
-            .and_then(|ms| total_ms.checked_add(ms))
-            .ok_or_else(bad)?;
+    let bad = |source| Error::BadTime {
+        text: text.to_owned(),
+        source,
+    };
+    let back = humantime::parse_duration(trimmed).map_err(|e| bad(Some(e)))?;
+    // A bare "0" is humantime's one duration without a unit; every other needs one.
+    if trimmed == "0" {
+        return Err(bad(None));
     }
-    if !digits.is_empty() || trimmed.is_empty() {
-        return Err(bad());
-    }
-    Ok(clock::format_millis(now_ms.saturating_sub(total_ms)))
+    let back_ms = i64::try_from(back.as_millis()).map_err(|_| bad(None))?;
+    Ok(clock::format_millis(now_ms.saturating_sub(back_ms)))
 }
 
 /// What to look for.

@@ -4,38 +4,11 @@ use rustix::process::{Pid, Signal};
 
 use crate::error::{Error, Result};
 
+/// Liveness is answered where every crate asks it (zombies do not count).
+pub use cross_agent_process::is_alive;
+
 fn pid_of(pid: u32) -> Option<Pid> {
     i32::try_from(pid).ok().and_then(Pid::from_raw)
-}
-
-/// True while a process with this pid runs (a process of another user counts: the kernel
-/// refusing to signal it still proves it exists). A zombie — exited, not yet reaped by its
-/// parent — does not count: it holds nothing and will never answer.
-pub fn is_alive(pid: u32) -> bool {
-    let Some(raw) = pid_of(pid) else { return false };
-    let exists = match rustix::process::test_kill_process(raw) {
-        Ok(()) => true,
-        Err(e) => e == rustix::io::Errno::PERM,
-    };
-    exists && !is_zombie(pid)
-}
-
-#[cfg(target_os = "linux")]
-fn is_zombie(pid: u32) -> bool {
-    // `/proc/<pid>/stat` is `pid (comm) state ...`; comm may hold spaces and parentheses, so the
-    // state is the first field after the last `)`.
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|stat| {
-            let after = &stat[stat.rfind(')')? + 1..];
-            after.split_whitespace().next().map(|state| state == "Z")
-        })
-        .unwrap_or(false)
-}
-
-#[cfg(not(target_os = "linux"))]
-fn is_zombie(_pid: u32) -> bool {
-    false
 }
 
 /// Sends SIGTERM. A process that is already gone is not an error.

@@ -13,6 +13,8 @@ use cross_agent_protocol::bridge::{CallerContext, Scope};
 use cross_agent_protocol::rpc::{ClientKind, ErrorCode};
 use serde_json::Value;
 
+use crate::display::{escape, escape_cell};
+
 /// The client name a CLI caller reports in place of an MCP `clientInfo.name`.
 pub const CLI_CLIENT_NAME: &str = "cross-agent-cli";
 
@@ -105,15 +107,17 @@ pub fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
 }
 
 /// Writes a JSON value as indented `key: value` lines: the daemon's status sections are open
-/// objects that grow, so they are rendered by shape rather than field by field.
+/// objects that grow, so they are rendered by shape rather than field by field. Keys and values
+/// (titles, paths, peers' answers and errors) are escaped; a value keeps its newlines.
 pub fn write_value(out: &mut impl Write, indent: usize, value: &Value) -> std::io::Result<()> {
     let pad = "  ".repeat(indent);
     match value {
         Value::Object(map) if map.is_empty() => writeln!(out, "{pad}(none)"),
         Value::Object(map) => {
             for (key, item) in map {
+                let key = escape_cell(key);
                 if is_scalar(item) {
-                    writeln!(out, "{pad}{key}: {}", scalar(item))?;
+                    writeln!(out, "{pad}{key}: {}", escape(&scalar(item)))?;
                 } else {
                     writeln!(out, "{pad}{key}:")?;
                     write_value(out, indent + 1, item)?;
@@ -125,7 +129,7 @@ pub fn write_value(out: &mut impl Write, indent: usize, value: &Value) -> std::i
         Value::Array(items) => {
             for item in items {
                 if is_scalar(item) {
-                    writeln!(out, "{pad}- {}", scalar(item))?;
+                    writeln!(out, "{pad}- {}", escape(&scalar(item)))?;
                 } else {
                     writeln!(out, "{pad}-")?;
                     write_value(out, indent + 1, item)?;
@@ -133,7 +137,7 @@ pub fn write_value(out: &mut impl Write, indent: usize, value: &Value) -> std::i
             }
             Ok(())
         }
-        scalar_value => writeln!(out, "{pad}{}", scalar(scalar_value)),
+        scalar_value => writeln!(out, "{pad}{}", escape(&scalar(scalar_value))),
     }
 }
 

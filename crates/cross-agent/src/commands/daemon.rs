@@ -352,7 +352,7 @@ fn print_running(status: &StatusResponse, json: bool) {
     println!("  generation  {}", status.generation);
     println!(
         "  uptime      {} (since {})",
-        human_duration(status.uptime_seconds),
+        crate::display::when::span(status.uptime_seconds),
         status.started_at
     );
     println!(
@@ -372,33 +372,5 @@ fn print_running(status: &StatusResponse, json: bool) {
             old.carried.answers_pending,
             old.carried.late_answer_watches
         );
-    }
-}
-
-fn human_duration(seconds: u64) -> String {
-    let (d, h, m, s) = (
-        seconds / 86_400,
-        seconds / 3_600 % 24,
-        seconds / 60 % 60,
-        seconds % 60,
-    );
-    match (d, h, m) {
-        (0, 0, 0) => format!("{s}s"),
-        (0, 0, _) => format!("{m}m {s:02}s"),
-        (0, _, _) => format!("{h}h {m:02}m"),
-        _ => format!("{d}d {h:02}h"),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::human_duration;
-
-    #[test]
-    fn durations_read_naturally() {
-        assert_eq!(human_duration(5), "5s");
-        assert_eq!(human_duration(65), "1m 05s");
-        assert_eq!(human_duration(3_600 * 2 + 60 * 3), "2h 03m");
-        assert_eq!(human_duration(86_400 + 3_600), "1d 01h");
     }
 }

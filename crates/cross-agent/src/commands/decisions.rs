@@ -19,10 +19,13 @@ use cross_agent_decisions::{Decision, clock};
 use cross_agent_ipc::Home;
 use serde_json::{Map, Value, json};
 
+use crate::display::escape_cell;
+use crate::display::table::{Column, Plain};
+
 #[derive(Debug, Args)]
 pub struct DecisionsArgs {
-    /// Only decisions at or after this: a duration back from now (90m, 24h, 2d, 1w, 1h30m) or an
-    /// RFC 3339 time.
+    /// Only decisions at or after this: a duration back from now (90m, 24h, 2d, 1w, 1h30m,
+    /// "2h 15min") or an RFC 3339 time.
     #[arg(long, value_name = "WHEN")]
     since: Option<String>,
     /// Only decisions before this (same forms as --since).
@@ -106,7 +109,7 @@ impl DecisionsArgs {
             }
             Answer::Records(lines) => {
                 for line in lines {
-                    writeln!(out, "{}", readable(line))?;
+                    writeln!(out, "{}", escape_cell(&readable(line)))?;
                 }
             }
             Answer::Groups(groups) if self.json => {
@@ -143,7 +146,8 @@ impl DecisionsArgs {
     }
 }
 
-/// One decision on one line: time, kind, outcome, then the fields that are set.
+/// One decision on one line: time, kind, outcome, then the fields that are set. The caller
+/// escapes it: details quote titles and peers' errors.
 fn readable(line: &str) -> String {
     let Ok(decision) = serde_json::from_str::<Decision>(line) else {
         return line.to_owned();
@@ -187,54 +191,34 @@ fn scalar(value: &Value) -> String {
 
 fn write_table(out: &mut impl Write, query: &Query, groups: &[Group]) -> std::io::Result<()> {
     let total: u64 = groups.iter().map(|g| g.count).sum();
-    let count_width = total.to_string().len().max("COUNT".len());
     let headers: Vec<String> = query
         .group_by
         .iter()
         .map(|f| f.as_str().to_uppercase())
         .collect();
-    let mut widths: Vec<usize> = headers.iter().map(String::len).collect();
-    for group in groups {
-        for (width, value) in widths.iter_mut().zip(&group.values) {
-            *width = (*width).max(value.as_deref().unwrap_or("-").chars().count());
-        }
-    }
-    let row = |count: &str, share: &str, values: Vec<&str>| {
-        let mut line = format!("{count:>count_width$}  {share:>6}");
-        for (value, width) in values.iter().zip(&widths) {
-            let _ = write!(line, "  {value:<width$}");
-        }
-        line.trim_end().to_owned()
-    };
-    writeln!(
-        out,
-        "{}",
-        row(
-            "COUNT",
-            "SHARE",
-            headers.iter().map(String::as_str).collect()
-        )
-    )?;
+    let mut columns = vec![
+        Column::right("COUNT"),
+        // Wide enough for "100.0%" even before a row says so.
+        Column::right("SHARE").at_least(6),
+    ];
+    columns.extend(headers.iter().map(|h| Column::left(h)));
+    let mut table = Plain::new(&columns);
     for group in groups {
         let share = if total == 0 {
             0.0
         } else {
             group.count as f64 * 100.0 / total as f64
         };
-        writeln!(
-            out,
-            "{}",
-            row(
-                &group.count.to_string(),
-                &format!("{share:.1}%"),
-                group
-                    .values
-                    .iter()
-                    .map(|v| v.as_deref().unwrap_or("-"))
-                    .collect()
-            )
-        )?;
+        let mut cells = vec![group.count.to_string(), format!("{share:.1}%")];
+        cells.extend(
+            group
+                .values
+                .iter()
+                .map(|v| v.as_deref().unwrap_or("-").to_owned()),
+        );
+        table.row(cells);
     }
+    table.write(out)?;
     writeln!(
         out,
         "{total} decision(s) in {} group(s){}",

@@ -1,6 +1,6 @@
 //! `cross-agent pin <agent> [SESSION]`: `pin_agent_session` from a shell. A pin names where
 //! sends to that agent go when no session is given; it never says who the caller is. Without
-//! SESSION it unpins.
+//! SESSION it unpins. The title and id it prints come from a store, so they are escaped.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -10,6 +10,7 @@ use cross_agent_protocol::bridge::{Agent, Pin, PinParams, PinResponse};
 
 use super::bridge_client;
 use super::send::{EXIT_REFUSED, write_refusal};
+use crate::display::escape_cell;
 
 #[derive(Debug, Args)]
 pub struct PinArgs {
@@ -84,12 +85,12 @@ fn describe(pin: &Pin) -> String {
     let title = pin
         .title
         .as_deref()
-        .map(|title| format!(" \"{title}\""))
+        .map(|title| format!(" \"{}\"", escape_cell(title)))
         .unwrap_or_default();
     format!(
         "{} session {}{title}{}",
         pin.agent,
-        pin.session_id,
+        escape_cell(&pin.session_id),
         if pin.sticky { "" } else { " (automatic)" }
     )
 }

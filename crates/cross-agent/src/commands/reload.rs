@@ -106,7 +106,11 @@ pub fn reload(home: &Home, json: bool) -> anyhow::Result<ExitCode> {
             };
             (
                 false,
-                format!("  FAILED  daemon {}: {detail}; {kept}", old.pid),
+                format!(
+                    "  FAILED  daemon {}: {}; {kept}",
+                    old.pid,
+                    crate::display::escape(detail)
+                ),
                 json!({
                     "outcome": "failed",
                     "old_pid": old.pid,

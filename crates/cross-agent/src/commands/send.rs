@@ -12,6 +12,7 @@ use clap::{Args, ValueEnum};
 use cross_agent_protocol::bridge::{Agent, Refusal, SendParams, SendReceipt, SendResponse};
 
 use super::bridge_client::{self, ScopeArg};
+use crate::display::{escape, escape_cell};
 
 /// Exit code of a refused send (an answer, not a failure to ask).
 pub const EXIT_REFUSED: u8 = 2;
@@ -126,22 +127,23 @@ impl SendArgs {
     }
 }
 
-/// The receipt in a few readable lines.
+/// The receipt in a few readable lines. Every string in it may quote a store (a title, a
+/// session id) or the daemon's words about a peer, so each is escaped.
 pub fn write_receipt(out: &mut impl Write, receipt: &SendReceipt) -> std::io::Result<()> {
     let target = match (&receipt.target_session_id, receipt.will_create_session) {
-        (Some(id), _) => format!("{} session {id}", receipt.target_agent),
+        (Some(id), _) => format!("{} session {}", receipt.target_agent, escape_cell(id)),
         (None, true) => format!("a new {} session", receipt.target_agent),
         (None, false) => format!("a {} session", receipt.target_agent),
     };
     let title = receipt
         .target_title
         .as_deref()
-        .map(|title| format!(" \"{title}\""))
+        .map(|title| format!(" \"{}\"", escape_cell(title)))
         .unwrap_or_default();
     writeln!(
         out,
         "accepted: delivery {} to {target}{title} (selected by {})",
-        receipt.delivery_id,
+        escape_cell(&receipt.delivery_id),
         serde_json::to_value(receipt.target_selected_by)
             .ok()
             .and_then(|v| v.as_str().map(str::to_owned))
@@ -150,7 +152,10 @@ pub fn write_receipt(out: &mut impl Write, receipt: &SendReceipt) -> std::io::Re
     writeln!(
         out,
         "request {}  conversation {}  hop {}/{}",
-        receipt.request_id, receipt.conversation_id, receipt.hop, receipt.max_hops
+        escape_cell(&receipt.request_id),
+        escape_cell(&receipt.conversation_id),
+        receipt.hop,
+        receipt.max_hops
     )?;
     if let Some(seconds) = receipt.target_last_activity_seconds_ago {
         writeln!(out, "target last active {seconds} s ago")?;
@@ -159,35 +164,37 @@ pub fn write_receipt(out: &mut impl Write, receipt: &SendReceipt) -> std::io::Re
         out,
         "queue depth {}; reply lands in {}; return panel available now: {}",
         receipt.queue_depth,
-        receipt
-            .reply_lands_in_session
-            .as_deref()
-            .unwrap_or("(nowhere)"),
+        escape_cell(
+            receipt
+                .reply_lands_in_session
+                .as_deref()
+                .unwrap_or("(nowhere)")
+        ),
         if receipt.return_panel_available_now {
             "yes"
         } else {
             "no"
         }
     )?;
-    writeln!(out, "note: {}", receipt.note)?;
+    writeln!(out, "note: {}", escape(&receipt.note))?;
     for warning in &receipt.warnings {
-        writeln!(out, "warning: {warning}")?;
+        writeln!(out, "warning: {}", escape(warning))?;
     }
     Ok(())
 }
 
-/// A refusal: its message, then the candidates it offers.
+/// A refusal: its message, then the candidates it offers, escaped like a receipt.
 pub fn write_refusal(out: &mut impl Write, refusal: &Refusal) -> std::io::Result<()> {
-    writeln!(out, "cross-agent: refused: {}", refusal.message)?;
+    writeln!(out, "cross-agent: refused: {}", escape(&refusal.message))?;
     for candidate in &refusal.candidates {
         writeln!(
             out,
             "  {} {}  {}  {}  last active {}",
             candidate.agent,
-            candidate.session_id,
-            candidate.title.as_deref().unwrap_or("(untitled)"),
-            candidate.cwd.as_deref().unwrap_or("-"),
-            candidate.last_activity.as_deref().unwrap_or("-")
+            escape_cell(&candidate.session_id),
+            escape_cell(candidate.title.as_deref().unwrap_or("(untitled)")),
+            escape_cell(candidate.cwd.as_deref().unwrap_or("-")),
+            escape_cell(candidate.last_activity.as_deref().unwrap_or("-"))
         )?;
     }
     Ok(())

@@ -27,6 +27,10 @@ use cross_agent_stores::{Agent, Session, StoreError, StoreRoots, UnixMillis};
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::display::table::{Column, Plain, fit, fit_tail};
+use crate::display::when::ago;
+use crate::display::{escape, escape_cell};
+
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true)]
 pub struct SessionsArgs {
@@ -154,7 +158,10 @@ fn load(agents: Vec<Agent>) -> Listing {
     let cache_file = match Home::from_env().and_then(|home| home.verify().map(|_| home)) {
         Ok(home) => Some(scan::cache_file(home.root())),
         Err(e) => {
-            eprintln!("warning: {e}; listing without the session cache");
+            eprintln!(
+                "warning: {}; listing without the session cache",
+                escape(&e.to_string())
+            );
             None
         }
     };
@@ -168,7 +175,7 @@ fn load(agents: Vec<Agent>) -> Listing {
     );
     let mut stderr = std::io::stderr().lock();
     for warning in &listing.warnings {
-        let _ = writeln!(stderr, "warning: {warning}");
+        let _ = writeln!(stderr, "warning: {}", escape(&warning.to_string()));
     }
     listing
 }
@@ -280,7 +287,7 @@ impl ResolveArgs {
                     writeln!(stdout)?;
                     stdout.flush()?;
                 }
-                eprintln!("cross-agent: {refusal}");
+                eprintln!("cross-agent: {}", escape(&refusal.to_string()));
                 Ok(ExitCode::FAILURE)
             }
         }
@@ -410,18 +417,31 @@ fn write_resolved(
         MatchedBy::AssignedName => "by its assigned name",
         MatchedBy::GeneratedTitle => "by its generated title",
     };
-    writeln!(out, "{} {} (matched {how})", s.agent, s.session_id)?;
-    writeln!(out, "  title:       {}", title_cell(s))?;
-    writeln!(out, "  cwd:         {}", cwd_cell(s.cwd.as_deref()))?;
+    writeln!(
+        out,
+        "{} {} (matched {how})",
+        s.agent,
+        escape_cell(&s.session_id)
+    )?;
+    writeln!(out, "  title:       {}", escape_cell(&title_cell(s)))?;
+    writeln!(
+        out,
+        "  cwd:         {}",
+        escape_cell(&cwd_cell(s.cwd.as_deref()))
+    )?;
     writeln!(
         out,
         "  last active: {} ({})",
         s.last_activity
             .map_or_else(|| "never".to_owned(), format_timestamp),
-        relative(s.last_activity, now)
+        ago(s.last_activity.map(|at| at.0), now.0)
     )?;
     writeln!(out, "  state:       {}", flags(s, window, now))?;
-    writeln!(out, "  path:        {}", s.path.display())?;
+    writeln!(
+        out,
+        "  path:        {}",
+        escape_cell(&s.path.display().to_string())
+    )?;
     Ok(())
 }
 
@@ -438,29 +458,28 @@ fn write_table(
         writeln!(out, "no sessions found")?;
         return Ok(());
     }
-    let id_width = rows
-        .iter()
-        .map(|s| s.session_id.chars().count())
-        .max()
-        .unwrap_or(2)
-        .max(2);
-    writeln!(
-        out,
-        "{:<6}  {:<id_width$}  {:<TITLE_WIDTH$}  {:<CWD_WIDTH$}  {:<12}  STATE",
-        "AGENT", "ID", "TITLE", "CWD", "LAST ACTIVE"
-    )?;
+    let mut table = Plain::new(&[
+        Column::left("AGENT"),
+        Column::left("ID"),
+        Column::left("TITLE"),
+        Column::left("CWD"),
+        Column::left("LAST ACTIVE"),
+        Column::left("STATE"),
+    ]);
     for s in rows {
-        writeln!(
-            out,
-            "{:<6}  {:<id_width$}  {:<TITLE_WIDTH$}  {:<CWD_WIDTH$}  {:<12}  {}",
-            s.agent.as_str(),
-            s.session_id,
-            fit(&title_cell(s), TITLE_WIDTH),
-            fit_left(&cwd_cell(s.cwd.as_deref()), CWD_WIDTH),
-            relative(s.last_activity, now),
-            flags(s, window, now),
-        )?;
+        // Escaped before fitting, so the cut is made on what the terminal shows.
+        let title = title_cell(s);
+        let cwd = cwd_cell(s.cwd.as_deref());
+        table.row([
+            Cow::Borrowed(s.agent.as_str()),
+            escape_cell(&s.session_id),
+            Cow::Owned(fit(&escape_cell(&title), TITLE_WIDTH).into_owned()),
+            Cow::Owned(fit_tail(&escape_cell(&cwd), CWD_WIDTH).into_owned()),
+            Cow::Owned(ago(s.last_activity.map(|at| at.0), now.0)),
+            Cow::Owned(flags(s, window, now)),
+        ]);
     }
+    table.write(out)?;
     writeln!(
         out,
         "{} session(s). Titles: [name] was assigned by a person; [gen] was generated from the first message.",
@@ -494,42 +513,5 @@ fn flags(s: &Session, window: ActiveWindow, now: UnixMillis) -> String {
         "-".to_owned()
     } else {
         flags.join(",")
-    }
-}
-
-/// Cuts `text` to `width` characters, marking the cut with `…`.
-fn fit(text: &str, width: usize) -> String {
-    if text.chars().count() <= width {
-        return text.to_owned();
-    }
-    let mut out: String = text.chars().take(width.saturating_sub(1)).collect();
-    out.push('…');
-    out
-}
-
-/// Like [`fit`], but keeps the end: the last folders of a path say the most.
-fn fit_left(text: &str, width: usize) -> String {
-    let count = text.chars().count();
-    if count <= width {
-        return text.to_owned();
-    }
-    let tail: String = text.chars().skip(count - width.saturating_sub(1)).collect();
-    format!("…{tail}")
-}
-
-/// "3 min ago", "5 h ago", "2 d ago".
-fn relative(at: Option<UnixMillis>, now: UnixMillis) -> String {
-    let Some(at) = at else {
-        return "never".to_owned();
-    };
-    let secs = (now.0 - at.0) / 1000;
-    if secs < 0 {
-        return "in the future".to_owned();
-    }
-    match secs {
-        0..60 => format!("{secs} s ago"),
-        60..3_600 => format!("{} min ago", secs / 60),
-        3_600..86_400 => format!("{} h ago", secs / 3_600),
-        _ => format!("{} d ago", secs / 86_400),
     }
 }

@@ -11,6 +11,7 @@ use cross_agent_protocol::bridge::{BridgeStatusParams, BridgeStatusResponse};
 use serde_json::Value;
 
 use super::bridge_client::{self, ScopeArg};
+use crate::display::escape;
 
 #[derive(Debug, Args)]
 pub struct StatusArgs {
@@ -75,7 +76,7 @@ pub fn write_status(out: &mut impl Write, status: &BridgeStatusResponse) -> anyh
         bridge_client::write_value(out, 1, &serde_json::to_value(transcript)?)?;
     }
     for warning in &status.warnings {
-        writeln!(out, "warning: {warning}")?;
+        writeln!(out, "warning: {}", escape(warning))?;
     }
     Ok(())
 }

@@ -241,3 +241,33 @@ fn bad_arguments_name_what_is_wrong() {
     let (_, stderr) = home.run(&["--by", "details.message"]);
     assert!(stderr.contains("details.message is withheld"), "{stderr}");
 }
+
+#[test]
+fn every_time_form_selects_its_window() {
+    let home = fixture();
+    let count = |args: &[&str]| {
+        let mut args = args.to_vec();
+        args.push("--json");
+        home.run(&args).0.lines().count()
+    };
+    // Recent decisions were logged 2000, 600, 500, 300, 30, 20 and 10 minutes ago; two more in
+    // 2020.
+    for (since, matched) in [
+        ("45s", 0),
+        ("15m", 1),
+        ("90m", 3),
+        ("1h30m", 3),
+        ("2h 15min", 3),
+        ("8h", 4),
+        ("24h", 6),
+        ("1d", 6),
+        ("2d", 7),
+        ("1w", 7),
+        ("2019-12-31T23:00:00-02:00", 7),
+    ] {
+        assert_eq!(count(&["--since", since]), matched, "--since {since}");
+    }
+    assert_eq!(count(&["--until", "25m"]), 7);
+    assert_eq!(count(&["--since", "1d", "--until", "15m"]), 5);
+    assert_eq!(count(&["--until", "2020-01-01T00:00:00.500Z"]), 1);
+}

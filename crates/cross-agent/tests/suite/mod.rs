@@ -1,4 +1,5 @@
 mod daemon;
 mod decisions;
+mod escaping;
 mod home_safety;
 mod sessions;

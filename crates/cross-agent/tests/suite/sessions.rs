@@ -14,6 +14,7 @@ use cross_agent_testkit::synthetic_stores::{
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use tempfile::TempDir;
+use unicode_width::UnicodeWidthStr;
 
 const MINUTE: i64 = 60_000;
 
@@ -198,8 +199,8 @@ fn the_table_is_readable_and_marks_title_kinds() {
         "[gen] explain what this function does",
         "[name] parser-port",
         "[name] reviewer",
-        "10 min ago",
-        "1 d ago",
+        "10m ago",
+        "1day ago",
         "active,working",
         "7 session(s)",
     ] {
@@ -210,6 +211,45 @@ fn the_table_is_readable_and_marks_title_kinds() {
         lines[1].starts_with("codex") && lines[1].contains(CODEX_PLAIN),
         "{text}"
     );
+}
+
+#[test]
+fn a_cjk_title_lines_up_with_the_others_by_display_width() {
+    let home = TempDir::new().unwrap();
+    let now = now_millis();
+    for (id, cwd, title, ago) in [
+        ("c-cjk", "/work/cjk", "請求書の計算を直す", 5),
+        ("c-ascii", "/work/ascii", "fix the invoice sums", 6),
+        ("c-mixed", "/work/mixed", "レビュー review", 7),
+    ] {
+        let mut t = ClaudeTranscript::new(home.path(), cwd, id);
+        t.user(title, now - (ago + 1) * MINUTE)
+            .assistant_text("Done.", now - ago * MINUTE);
+        t.write().unwrap();
+    }
+    let store = Store { home, now };
+    let out = store.cmd().args(["sessions"]).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+
+    // Where each row's CWD cell starts, in terminal columns: the same on every row.
+    let column_of = |line: &str, cell: &str| {
+        let at = line
+            .find(cell)
+            .unwrap_or_else(|| panic!("no {cell:?} in {line:?}"));
+        UnicodeWidthStr::width(&line[..at])
+    };
+    let header = column_of(lines[0], "CWD");
+    let rows = [
+        column_of(lines[1], "/work/cjk"),
+        column_of(lines[2], "/work/ascii"),
+        column_of(lines[3], "/work/mixed"),
+    ];
+    assert_eq!(rows, [header; 3], "misaligned:\n{text}");
+    let ago = column_of(lines[0], "LAST ACTIVE");
+    assert_eq!(column_of(lines[1], "5m ago"), ago, "misaligned:\n{text}");
+    assert_eq!(column_of(lines[2], "6m ago"), ago, "misaligned:\n{text}");
 }
 
 #[test]

@@ -452,10 +452,7 @@ pub(super) async fn carrier_stopped(stop: &mut watch::Receiver<bool>) {
 
 /// Whether `pid` runs `agent`'s CLI (its command line names it).
 pub(super) fn is_agent_process(pid: u32, agent: Agent) -> bool {
-    cross_agent_transports::process::is_alive(pid)
-        && std::fs::read(format!("/proc/{pid}/cmdline"))
-            .map(|cmdline| String::from_utf8_lossy(&cmdline).contains(agent.as_str()))
-            .unwrap_or(false)
+    cross_agent_process::runs_program(pid, agent.as_str())
 }
 
 /// Runs blocking work (reading transcripts, walking stores, `hub.db`) on tokio's blocking pool

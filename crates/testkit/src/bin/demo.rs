@@ -16,7 +16,9 @@
 //! message naming the step, and a non-zero exit. The daemon it started is stopped at the end.
 //!
 //! `--keep` leaves the scratch folder in place so the transcripts and the daemon's home can be
-//! looked at afterwards.
+//! looked at afterwards. The receipt and the delivery record are read into the protocol's own
+//! types (`SendResponse`, `BridgeStatusResponse`), so a change of the wire shows here as an
+//! error naming the field.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -24,11 +26,16 @@ use std::process::{Command, ExitCode, Output};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
+use clap::Parser;
+use cross_agent_protocol::bridge::{
+    BridgeStatusResponse, DeliveryRecord, DeliveryState, PeerTranscript, SendResponse,
+};
 use cross_agent_testkit::agents::{
     AgentHome, AgentKind, Claude, Codex, McpServer, agent_binary, agent_version,
 };
 use cross_agent_testkit::binaries::cross_agent_bin;
 use cross_agent_testkit::endpoint::{Api, ModelEndpoint, Reply, Rule, ToolCall};
+use serde::Serialize;
 use serde_json::{Value, json};
 
 const NOTES: &str = "cross-agent demo notes\nsecond line\nthird line\n";
@@ -65,28 +72,20 @@ const CODEX_KEY_VAR: &str = "SCRIPTED_KEY";
 /// How long the delivery may take once the receipt is out.
 const DELIVERY_LIMIT: Duration = Duration::from_secs(180);
 
+/// A real Claude Code session calls send_to_codex through its cross-agent MCP registration and
+/// a real Codex session answers, both against a scripted model on loopback.
+#[derive(Debug, Parser)]
+#[command(name = "demo")]
+struct Args {
+    /// Leave the scratch folder (transcripts, the daemon's home) in place for a look around.
+    #[arg(long)]
+    keep: bool,
+}
+
 fn main() -> ExitCode {
-    let mut keep = false;
-    for arg in std::env::args().skip(1) {
-        match arg.as_str() {
-            "--keep" => keep = true,
-            "-h" | "--help" => {
-                println!(
-                    "usage: demo [--keep]\n\n\
-                     A real Claude Code session calls send_to_codex through its cross-agent MCP\n\
-                     registration and a real Codex session answers, both against a scripted\n\
-                     model on loopback. --keep leaves the scratch folder."
-                );
-                return ExitCode::SUCCESS;
-            }
-            other => {
-                eprintln!("demo: unknown argument {other:?} (try --help)");
-                return ExitCode::from(2);
-            }
-        }
-    }
+    let args = Args::parse();
     let started = Instant::now();
-    match run(keep) {
+    match run(args.keep) {
         Ok(()) => {
             println!(
                 "\nDone in {:.1}s: Claude handed a message to Codex's session through cross-agent, \
@@ -442,85 +441,88 @@ fn bridge_part(bridge: &Bridge<'_>) -> Result<()> {
     println!("  tool call       {tool}");
     print_json_indented(&call, "                  ");
 
-    let receipt = receipt(bridge.endpoint).context(
+    let response = receipt(bridge.endpoint).context(
         "step 4 (the receipt): no send_to_codex result reached the model; Claude Code's MCP \
          server may have failed to start or refused the call",
     )?;
     heading("4. The receipt Claude got back (the tool result)");
-    if let Some(refusal) = receipt
-        .get("reason")
-        .filter(|_| receipt.get("accepted").is_none())
-    {
-        bail!("step 4 (the receipt): send_to_codex refused ({refusal}): {receipt}");
-    }
-    for key in [
-        "delivery_id",
-        "accepted",
-        "target_agent",
-        "target_session_id",
-        "target_selected_by",
-        "reply_lands_in_session",
-        "return_panel_available_now",
-        "conversation_id",
-        "hop",
-        "max_hops",
-        "request_id",
-        "warnings",
-        "note",
-    ] {
-        println!(
-            "  {key:<27} {}",
-            receipt.get(key).map_or("-".to_owned(), Value::to_string)
-        );
+    let receipt = match response {
+        SendResponse::Accepted(receipt) => receipt,
+        SendResponse::Refused(refusal) => bail!(
+            "step 4 (the receipt): send_to_codex refused ({:?}): {}",
+            refusal.reason,
+            refusal.message
+        ),
+    };
+    let fields: [(&str, String); 13] = [
+        ("delivery_id", shown(&receipt.delivery_id)),
+        ("accepted", shown(&receipt.accepted)),
+        ("target_agent", shown(&receipt.target_agent)),
+        ("target_session_id", shown(&receipt.target_session_id)),
+        ("target_selected_by", shown(&receipt.target_selected_by)),
+        (
+            "reply_lands_in_session",
+            shown(&receipt.reply_lands_in_session),
+        ),
+        (
+            "return_panel_available_now",
+            shown(&receipt.return_panel_available_now),
+        ),
+        ("conversation_id", shown(&receipt.conversation_id)),
+        ("hop", shown(&receipt.hop)),
+        ("max_hops", shown(&receipt.max_hops)),
+        ("request_id", shown(&receipt.request_id)),
+        ("warnings", shown(&receipt.warnings)),
+        ("note", shown(&receipt.note)),
+    ];
+    for (key, value) in fields {
+        println!("  {key:<27} {value}");
     }
     println!(
         "  Claude then said {answer:?} (its turn took {:.1}s)",
         turn_took.as_secs_f64()
     );
-    if receipt.get("accepted") != Some(&json!(true)) {
-        bail!("step 4 (the receipt): the send was not accepted: {receipt}");
+    if !receipt.accepted {
+        bail!("step 4 (the receipt): the send was not accepted: {receipt:?}");
     }
-    if receipt.get("target_session_id").and_then(Value::as_str) != Some(bridge.thread_id) {
+    if receipt.target_session_id.as_deref() != Some(bridge.thread_id) {
         bail!(
-            "step 4 (the receipt): the target is not the Codex thread {}: {receipt}",
+            "step 4 (the receipt): the target is {:?}, not the Codex thread {}",
+            receipt.target_session_id,
             bridge.thread_id
         );
     }
-    let delivery_id = receipt
-        .get("delivery_id")
-        .and_then(Value::as_str)
-        .ok_or_else(|| anyhow!("step 4 (the receipt): no delivery_id in {receipt}"))?;
-    let request_id = receipt
-        .get("request_id")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
+    let delivery_id = receipt.delivery_id.as_str();
+    let request_id = receipt.request_id.as_str();
 
     heading("5. The delivery");
     println!("  $ cross-agent status {delivery_id} --json   (polled until it is finished)");
-    let status = wait_for_delivery(bridge.cross_agent, delivery_id)
+    let (delivery, peer) = wait_for_delivery(bridge.cross_agent, delivery_id)
         .context("step 5 (the delivery to Codex)")?;
     let delivered_after = receipt_at.elapsed();
-    let delivery = status.get("delivery").cloned().unwrap_or(Value::Null);
-    for key in [
-        "state",
-        "from_agent",
-        "from_session",
-        "target_session_id",
-        "transport",
-        "created_at",
-        "started_at",
-        "finished_at",
-        "reply_carries_request_id",
-        "error",
-    ] {
-        println!(
-            "  {key:<27} {}",
-            delivery.get(key).map_or("-".to_owned(), Value::to_string)
-        );
+    let fields: [(&str, String); 10] = [
+        ("state", shown(&delivery.state)),
+        ("from_agent", shown(&delivery.from_agent)),
+        ("from_session", shown(&delivery.from_session)),
+        ("target_session_id", shown(&delivery.target_session_id)),
+        ("transport", shown(&delivery.transport)),
+        ("created_at", shown(&delivery.created_at)),
+        ("started_at", shown(&delivery.started_at)),
+        ("finished_at", shown(&delivery.finished_at)),
+        (
+            "reply_carries_request_id",
+            shown(&delivery.answer.reply_carries_request_id),
+        ),
+        ("error", shown(&delivery.error)),
+    ];
+    for (key, value) in fields {
+        println!("  {key:<27} {value}");
     }
-    let state = delivery.get("state").and_then(Value::as_str).unwrap_or("");
-    if state != "delivered" {
-        bail!("step 5 (the delivery to Codex): it ended {state:?}: {delivery}");
+    if delivery.state != DeliveryState::Delivered {
+        bail!(
+            "step 5 (the delivery to Codex): it ended {}: {delivery:?}",
+            shown(&delivery.state)
+        );
     }
 
     let envelope = bridge
@@ -545,20 +547,14 @@ fn bridge_part(bridge: &Bridge<'_>) -> Result<()> {
     }
 
     heading("7. The delivered answer");
-    let reply = delivery
-        .get("reply_preview")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
+    let reply = delivery.reply_preview.as_deref().unwrap_or_default();
     println!("  reply_preview (the delivery record):");
     for line in reply.lines() {
         println!("  │ {line}");
     }
-    if let Some(peer) = status
-        .pointer("/peer_transcript/answer")
-        .and_then(Value::as_str)
-    {
+    if let Some(answer) = peer.and_then(|peer| peer.answer) {
         println!("  peer_transcript.answer (re-read from Codex's rollout):");
-        for line in peer.lines() {
+        for line in answer.lines() {
             println!("  │ {line}");
         }
     }
@@ -600,8 +596,10 @@ fn send_call(transcript: &Path, tool: &str) -> Result<Value> {
         .ok_or_else(|| anyhow!("no {tool} call in {}", transcript.display()))
 }
 
-/// The receipt: the `send_to_codex` result as the endpoint saw it handed back to the model.
-fn receipt(endpoint: &ModelEndpoint) -> Result<Value> {
+/// The receipt: the `send_to_codex` result as the endpoint saw it handed back to the model. An
+/// accepted send's result is the response as JSON; a refusal's is its message, a blank line,
+/// then the JSON (what `cross-agent mcp` writes, so the agent reads the message first).
+fn receipt(endpoint: &ModelEndpoint) -> Result<SendResponse> {
     let text = endpoint
         .model_requests()
         .into_iter()
@@ -609,29 +607,37 @@ fn receipt(endpoint: &ModelEndpoint) -> Result<Value> {
         .filter_map(|request| request.last_tool_result)
         .find(|text| text.contains("delivery_id") || text.contains("\"reason\""))
         .ok_or_else(|| anyhow!("no tool result with a delivery_id"))?;
-    let start = text.find('{');
-    let end = text.rfind('}');
-    match (start, end) {
-        (Some(start), Some(end)) if start < end => serde_json::from_str(&text[start..=end])
-            .with_context(|| format!("the tool result is not a JSON receipt: {text}")),
-        _ => bail!("the tool result holds no JSON: {text}"),
+    send_result(&text)
+}
+
+/// A `send_to_*` tool result's text as the response it carries.
+fn send_result(text: &str) -> Result<SendResponse> {
+    let whole = serde_json::from_str::<SendResponse>(text.trim());
+    let after_message = text
+        .split_once("\n\n")
+        .map(|(_, json)| serde_json::from_str::<SendResponse>(json.trim()));
+    match (whole, after_message) {
+        (Ok(response), _) | (Err(_), Some(Ok(response))) => Ok(response),
+        (Err(error), _) => {
+            Err(error).with_context(|| format!("the tool result is not a send response: {text}"))
+        }
     }
 }
 
-/// Polls `cross-agent status <id> --json` until the delivery is finished.
-fn wait_for_delivery(cross_agent: &CrossAgent, delivery_id: &str) -> Result<Value> {
+/// Polls `cross-agent status <id> --json` until the delivery is finished: its record, and what
+/// the peer's transcript says.
+fn wait_for_delivery(
+    cross_agent: &CrossAgent,
+    delivery_id: &str,
+) -> Result<(DeliveryRecord, Option<PeerTranscript>)> {
     let started = Instant::now();
     loop {
         let output = cross_agent.run(&["status", delivery_id, "--json"])?;
         if output.status.success() {
-            let status: Value = serde_json::from_slice(&output.stdout)
-                .context("`cross-agent status --json` printed something that is not JSON")?;
-            let state = status
-                .pointer("/delivery/state")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            if state == "delivered" || state == "failed" {
-                return Ok(status);
+            let status: BridgeStatusResponse = serde_json::from_slice(&output.stdout)
+                .context("`cross-agent status --json` printed something that is not a status")?;
+            if let Some(delivery) = status.delivery.filter(|d| d.state.is_finished()) {
+                return Ok((delivery, status.peer_transcript));
             }
         }
         if started.elapsed() > DELIVERY_LIMIT {
@@ -644,6 +650,12 @@ fn wait_for_delivery(cross_agent: &CrossAgent, delivery_id: &str) -> Result<Valu
         }
         std::thread::sleep(Duration::from_millis(300));
     }
+}
+
+/// A field as JSON shows it (`"dlv_…"`, `null`, `true`): the demo prints what went over the
+/// wire.
+fn shown(value: &impl Serialize) -> String {
+    serde_json::to_string(value).unwrap_or_else(|error| format!("<{error}>"))
 }
 
 fn heading(title: &str) {
@@ -682,4 +694,23 @@ fn cli_version(kind: AgentKind, home: &AgentHome) -> Result<String> {
         .find(|word| word.starts_with(|c: char| c.is_ascii_digit()))
         .unwrap_or(&version)
         .to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::send_result;
+    use cross_agent_protocol::bridge::{RefusalReason, SendResponse};
+
+    #[test]
+    fn a_refusal_result_is_read_after_its_message() {
+        let text = "no codex session has the id \"x\"\n\n{\"outcome\": \"refused\", \
+                    \"reason\": \"no_such_session\", \"message\": \"no codex session has the id\"}";
+        match send_result(text) {
+            Ok(SendResponse::Refused(refusal)) => {
+                assert_eq!(refusal.reason, RefusalReason::NoSuchSession);
+            }
+            other => panic!("not read as a refusal: {other:?}"),
+        }
+        assert!(send_result("{\"outcome\": \"error\", \"error\": \"internal\"}").is_err());
+    }
 }

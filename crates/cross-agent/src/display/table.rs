@@ -1,0 +1,190 @@
+//! Plain tables for the terminal: no borders, columns two spaces apart, each padded to the
+//! display width of its widest cell. comfy-table measures cells with unicode-width, so a title
+//! in CJK (two columns a character) lines up with the rest where counting characters would not.
+//! Every cell is escaped on its way in ([`super::escape_cell`]): a table cannot carry a control
+//! character, nor a newline that would break its rows, whatever the stores held.
+
+use std::borrow::Cow;
+use std::io::Write;
+
+use comfy_table::{CellAlignment, ColumnConstraint, Table, TableStyle, Width};
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+
+use super::escape_cell;
+
+/// Space between two columns.
+const GAP: u16 = 2;
+
+/// A column: its header, which side its cells keep to, and the least width it takes.
+#[derive(Debug, Clone, Copy)]
+pub struct Column<'a> {
+    pub header: &'a str,
+    pub align: Align,
+    pub min_width: u16,
+}
+
+impl<'a> Column<'a> {
+    pub fn left(header: &'a str) -> Self {
+        Column {
+            header,
+            align: Align::Left,
+            min_width: 0,
+        }
+    }
+
+    pub fn right(header: &'a str) -> Self {
+        Column {
+            header,
+            align: Align::Right,
+            min_width: 0,
+        }
+    }
+
+    pub fn at_least(self, min_width: u16) -> Self {
+        Column { min_width, ..self }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Align {
+    Left,
+    Right,
+}
+
+/// A table being filled; [`Plain::write`] prints it.
+#[derive(Debug)]
+pub struct Plain {
+    table: Table,
+}
+
+impl Plain {
+    pub fn new(columns: &[Column<'_>]) -> Plain {
+        let mut table = Table::new();
+        table.load_style(TableStyle::new());
+        table.set_header(columns.iter().map(|c| escape_cell(c.header).into_owned()));
+        let last = columns.len().saturating_sub(1);
+        for (index, spec) in columns.iter().enumerate() {
+            if let Some(column) = table.column_mut(index) {
+                let gap = if index == last { 0 } else { GAP };
+                column.set_padding((0, gap));
+                column.set_cell_alignment(match spec.align {
+                    Align::Left => CellAlignment::Left,
+                    Align::Right => CellAlignment::Right,
+                });
+                if spec.min_width > 0 {
+                    // comfy-table's bounds include the padding.
+                    column.set_constraint(ColumnConstraint::LowerBoundary(Width::Fixed(
+                        spec.min_width.saturating_add(gap),
+                    )));
+                }
+            }
+        }
+        Plain { table }
+    }
+
+    /// Adds a row; each cell is escaped.
+    pub fn row<S: AsRef<str>>(&mut self, cells: impl IntoIterator<Item = S>) {
+        self.table.add_row(
+            cells
+                .into_iter()
+                .map(|cell| escape_cell(cell.as_ref()).into_owned())
+                .collect::<Vec<_>>(),
+        );
+    }
+
+    /// The header and the rows, one line each, without trailing spaces.
+    pub fn write(&self, out: &mut impl Write) -> std::io::Result<()> {
+        for line in self.table.lines() {
+            writeln!(out, "{}", line.trim_end())?;
+        }
+        Ok(())
+    }
+}
+
+/// Cuts `text` to `width` terminal columns, marking the cut with `…`.
+pub fn fit(text: &str, width: usize) -> Cow<'_, str> {
+    if text.width() <= width {
+        return Cow::Borrowed(text);
+    }
+    let room = width.saturating_sub(1);
+    let mut used = 0;
+    let mut out = String::with_capacity(text.len().min(width * 4));
+    for c in text.chars() {
+        let w = c.width().unwrap_or(0);
+        if used + w > room {
+            break;
+        }
+        used += w;
+        out.push(c);
+    }
+    out.push('…');
+    Cow::Owned(out)
+}
+
+/// Like [`fit`], but keeps the end: the last folders of a path say the most.
+pub fn fit_tail(text: &str, width: usize) -> Cow<'_, str> {
+    if text.width() <= width {
+        return Cow::Borrowed(text);
+    }
+    let room = width.saturating_sub(1);
+    let mut used = 0;
+    let mut start = text.len();
+    for (at, c) in text.char_indices().rev() {
+        let w = c.width().unwrap_or(0);
+        if used + w > room {
+            break;
+        }
+        used += w;
+        start = at;
+    }
+    Cow::Owned(format!("…{}", &text[start..]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Column, Plain, fit, fit_tail};
+    use unicode_width::UnicodeWidthStr;
+
+    fn render(table: &Plain) -> String {
+        let mut out = Vec::new();
+        table.write(&mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn columns_line_up_by_display_width() {
+        let mut table = Plain::new(&[Column::left("TITLE"), Column::right("N")]);
+        table.row(["請求書の修正", "1"]);
+        table.row(["billing", "22"]);
+        assert_eq!(
+            render(&table),
+            "TITLE          N\n請求書の修正   1\nbilling       22\n"
+        );
+    }
+
+    #[test]
+    fn a_minimum_width_holds_for_an_empty_table() {
+        let table = Plain::new(&[
+            Column::right("COUNT"),
+            Column::right("SHARE").at_least(6),
+            Column::left("KIND"),
+        ]);
+        assert_eq!(render(&table), "COUNT   SHARE  KIND\n");
+    }
+
+    #[test]
+    fn cells_are_escaped() {
+        let mut table = Plain::new(&[Column::left("A")]);
+        table.row(["x\u{1b}[2J\ny"]);
+        assert_eq!(render(&table), "A\nx\\x1b[2J\\ny\n");
+    }
+
+    #[test]
+    fn fitting_counts_columns_not_characters() {
+        assert_eq!(fit("請求書の修正", 7), "請求書…");
+        assert_eq!(fit("請求書の修正", 7).width(), 7);
+        assert_eq!(fit("short", 7), "short");
+        assert_eq!(fit_tail("/work/プロジェクト/api", 9), "…クト/api");
+        assert!(fit_tail("/work/プロジェクト/api", 9).width() <= 9);
+    }
+}

@@ -1,0 +1,186 @@
+//! What cross-agent asks about local processes, answered in one place: whether a pid runs,
+//! whether a process group still runs, and a process's parent, name and command line. The
+//! daemon client (stopping a daemon), the transports (a turn's process group), the caller
+//! context (the ancestry that tells who is calling) and the engine (is a pid still the agent it
+//! was) all ask these; before, each read `/proc` its own way.
+//!
+//! Linux answers from `/proc`. Elsewhere liveness falls back to signals (a zombie then counts
+//! as alive) and what only `/proc` knows is `None`. This crate depends on nothing of
+//! cross-agent's, so every crate can use it.
+
+use rustix::process::Pid;
+
+fn pid_of(pid: u32) -> Option<Pid> {
+    i32::try_from(pid).ok().and_then(Pid::from_raw)
+}
+
+/// True while a process with this pid runs (a process of another user counts: the kernel
+/// refusing to signal it still proves it exists). A zombie — exited, not yet reaped by its
+/// parent — does not count: it holds nothing and will never answer.
+pub fn is_alive(pid: u32) -> bool {
+    let Some(raw) = pid_of(pid) else { return false };
+    let exists = match rustix::process::test_kill_process(raw) {
+        Ok(()) => true,
+        Err(e) => e == rustix::io::Errno::PERM,
+    };
+    exists && !stat(pid).is_some_and(|s| s.is_zombie())
+}
+
+/// True while any process of the group led by `pgid` runs. Zombies do not count: an orphan
+/// killed with its group may wait a while for a reaper, but it runs nothing.
+#[cfg(target_os = "linux")]
+pub fn group_alive(pgid: u32) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    entries.flatten().any(|entry| {
+        entry
+            .file_name()
+            .to_str()
+            .and_then(|name| name.parse::<u32>().ok())
+            .and_then(stat)
+            .is_some_and(|s| s.process_group == pgid && !s.is_zombie())
+    })
+}
+
+/// True while any process of the group led by `pgid` exists.
+#[cfg(not(target_os = "linux"))]
+pub fn group_alive(pgid: u32) -> bool {
+    let Some(raw) = pid_of(pgid) else {
+        return false;
+    };
+    match rustix::process::test_kill_process_group(raw) {
+        Ok(()) => true,
+        Err(e) => e == rustix::io::Errno::PERM,
+    }
+}
+
+/// The parent's pid.
+pub fn parent_of(pid: u32) -> Option<u32> {
+    stat(pid).map(|s| s.parent)
+}
+
+/// The executable's name as the kernel keeps it (`/proc/<pid>/comm`, at most 15 bytes).
+pub fn name_of(pid: u32) -> Option<String> {
+    read_proc(pid, "comm").map(|comm| {
+        String::from_utf8_lossy(&comm)
+            .trim_end_matches('\n')
+            .to_owned()
+    })
+}
+
+/// The command line's arguments (non-UTF-8 bytes replaced), empty ones dropped.
+pub fn arguments_of(pid: u32) -> Option<Vec<String>> {
+    read_proc(pid, "cmdline").map(|raw| {
+        String::from_utf8_lossy(&raw)
+            .split('\0')
+            .filter(|arg| !arg.is_empty())
+            .map(str::to_owned)
+            .collect()
+    })
+}
+
+/// True while `pid` runs and its command line mentions `program` (a path or an argument that
+/// contains it): how a recorded pid is told apart from an unrelated process that reused it.
+pub fn runs_program(pid: u32, program: &str) -> bool {
+    is_alive(pid)
+        && arguments_of(pid).is_some_and(|args| args.iter().any(|arg| arg.contains(program)))
+}
+
+/// The fields of `/proc/<pid>/stat` cross-agent reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stat {
+    state: char,
+    parent: u32,
+    process_group: u32,
+}
+
+impl Stat {
+    /// `pid (comm) state ppid pgrp …`: comm may hold spaces and parentheses, so the fields are
+    /// counted from the last `)`.
+    fn parse(text: &str) -> Option<Stat> {
+        let mut fields = text[text.rfind(')')? + 1..].split_whitespace();
+        let state = fields.next()?.chars().next()?;
+        let parent = fields.next()?.parse().ok()?;
+        let process_group = fields.next()?.parse().ok()?;
+        Some(Stat {
+            state,
+            parent,
+            process_group,
+        })
+    }
+
+    fn is_zombie(self) -> bool {
+        self.state == 'Z'
+    }
+}
+
+fn stat(pid: u32) -> Option<Stat> {
+    read_proc(pid, "stat").and_then(|raw| Stat::parse(&String::from_utf8_lossy(&raw)))
+}
+
+#[cfg(target_os = "linux")]
+fn read_proc(pid: u32, file: &str) -> Option<Vec<u8>> {
+    std::fs::read(format!("/proc/{pid}/{file}")).ok()
+}
+
+#[cfg(not(target_os = "linux"))]
+fn read_proc(_pid: u32, _file: &str) -> Option<Vec<u8>> {
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use pretty_assertions::assert_eq;
+
+    use super::*;
+
+    #[test]
+    fn stat_is_read_after_a_name_with_spaces_and_parentheses() {
+        assert_eq!(
+            Stat::parse("123 (a (b) c) S 77 123 123 0"),
+            Some(Stat {
+                state: 'S',
+                parent: 77,
+                process_group: 123
+            })
+        );
+        assert_eq!(
+            Stat::parse("9 (x) Z 1 9 9").map(Stat::is_zombie),
+            Some(true)
+        );
+        assert_eq!(Stat::parse("garbage"), None);
+        assert_eq!(Stat::parse("1 (x) S"), None);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn this_process_is_described() {
+        let me = std::process::id();
+        assert!(is_alive(me));
+        assert!(parent_of(me).is_some_and(is_alive));
+        assert!(!name_of(me).unwrap().is_empty());
+        let args = arguments_of(me).unwrap();
+        assert!(runs_program(me, &args[0]));
+        assert!(!runs_program(me, "no-such-program-name"));
+        let group = rustix::process::getpgid(None).unwrap().as_raw_pid();
+        assert!(group_alive(u32::try_from(group).unwrap()));
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn an_exited_unreaped_child_is_not_alive() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        // Until it is reaped the exited child is a zombie: it exists, and runs nothing.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while stat(pid).is_some_and(|s| !s.is_zombie()) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(stat(pid).is_some_and(Stat::is_zombie));
+        assert!(!is_alive(pid));
+        child.wait().unwrap();
+        assert!(!is_alive(pid));
+        assert_eq!(parent_of(pid), None);
+    }
+}
