@@ -29,6 +29,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cross_agent_hub::db::{HubDb, now_rfc3339};
+use cross_agent_hub::integrity::{self, OnDamage};
 use cross_agent_hub::{Engine, EngineInfo};
 use cross_agent_ipc::Home;
 use cross_agent_ipc::draining::{self, DrainLock};
@@ -100,6 +101,8 @@ pub struct DaemonInfo {
     pub socket: PathBuf,
     /// The tool surface's version, reported in `hello`.
     pub tools_version: String,
+    /// Set when this start found `hub.db` damaged and moved it aside: what a person is told.
+    pub store_notice: Option<String>,
 }
 
 /// A daemon that holds its home: lock taken, store open, socket bound. [`Daemon::run`] serves.
@@ -146,10 +149,23 @@ impl Daemon {
         }
 
         let lock = PidLock::acquire(&home.pidfile())?;
-        let mut db = HubDb::open(&home.hub_db())?;
+        // A damaged store is moved aside and a fresh one created; a successor leaves it to the
+        // daemon it replaces, which still has it open.
+        let on_damage = if replacing {
+            OnDamage::Refuse
+        } else {
+            OnDamage::Quarantine
+        };
+        let (mut db, check) = integrity::open_checked(&home.hub_db(), home.root(), on_damage)?;
         let pid = std::process::id();
         let started_at = now_rfc3339();
         let generation = db.begin_run(pid, crate::VERSION, &started_at)?;
+        db.record_check(generation, &check)?;
+        tracing::info!(
+            check = check.label(),
+            took_ms = check.took().as_millis(),
+            "checked the store's integrity"
+        );
         for run in db.unclean_runs_before(generation)? {
             tracing::warn!(
                 generation = run.generation,
@@ -200,6 +216,7 @@ impl Daemon {
             home: home.root().to_owned(),
             socket,
             tools_version: tools_version(),
+            store_notice: check.notice(),
         };
         tracing::info!(
             pid,

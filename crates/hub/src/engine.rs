@@ -1368,19 +1368,23 @@ impl Engine {
                     (Some(record), Some(transcript))
                 }
                 None => {
-                    warnings.push(format!("no delivery has the id {id}"));
+                    // Its record may have been in a damaged store moved aside at start.
+                    warnings.push(self.db().unknown_delivery(id)?);
                     (None, None)
                 }
             },
             None => (None, None),
         };
 
+        let database =
+            serde_json::to_value(self.db().store_health(info.generation)?).unwrap_or(Value::Null);
         Ok(BridgeStatusResponse {
             server_process: json!({
                 "pid": info.pid,
                 "generation": info.generation,
                 "started_at": info.started_at,
                 "version": info.version,
+                "database": database,
             }),
             caller: caller.to_json(),
             settings: settings.to_json(),
