@@ -1362,17 +1362,21 @@ impl Engine {
             .partition(|r| r.carrier_generation == Some(info.generation));
 
         let (delivery, peer_transcript) = match non_blank(params.delivery_id.as_deref()) {
-            Some(id) => match self.db().delivery(id)? {
-                Some(record) => {
-                    let transcript = self.peer_transcript(&params.caller, &record);
-                    (Some(record), Some(transcript))
+            Some(id) => {
+                // Read before matching: the store's lock must not be held into the arms.
+                let found = self.db().delivery(id)?;
+                match found {
+                    Some(record) => {
+                        let transcript = self.peer_transcript(&params.caller, &record);
+                        (Some(record), Some(transcript))
+                    }
+                    None => {
+                        // Its record may have been in a damaged store moved aside at start.
+                        warnings.push(self.db().unknown_delivery(id)?);
+                        (None, None)
+                    }
                 }
-                None => {
-                    // Its record may have been in a damaged store moved aside at start.
-                    warnings.push(self.db().unknown_delivery(id)?);
-                    (None, None)
-                }
-            },
+            }
             None => (None, None),
         };
 

@@ -1,3 +1,4 @@
 mod daemon;
+mod database;
 mod decisions;
 mod sessions;
