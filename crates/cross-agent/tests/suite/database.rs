@@ -258,7 +258,8 @@ fn assert_moved_aside_and_working(env: &Env, session: &str, old_ids: &[String]) 
 
 #[test]
 fn garbage_in_the_middle_of_the_store_is_moved_aside() {
-    let (env, session, ids) = home_with_deliveries(40);
+    // Enough records that the middle of the file is theirs, not the schema's.
+    let (env, session, ids) = home_with_deliveries(100);
     let store = env.hub_db();
     let mut bytes = std::fs::read(&store).unwrap();
     let middle = bytes.len() / 2;
@@ -269,6 +270,16 @@ fn garbage_in_the_middle_of_the_store_is_moved_aside() {
     std::fs::write(&store, bytes).unwrap();
 
     assert_moved_aside_and_working(&env, &session, &ids);
+    // The records at either end of the file were read back: those are named exactly.
+    for id in [&ids[0], &ids[ids.len() - 1]] {
+        let status = env.json(&["status", id, "--json"]);
+        let warnings = status["warnings"].to_string();
+        assert!(
+            warnings.contains("its record was in a damaged database")
+                && warnings.contains("it was delivered then"),
+            "{warnings}"
+        );
+    }
 }
 
 #[test]
