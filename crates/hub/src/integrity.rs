@@ -55,6 +55,8 @@ pub enum StoreCheck {
     },
     /// The store was damaged and moved aside.
     Quarantined(Quarantine),
+    /// Not checked (the start-up bench's comparison).
+    Unchecked,
 }
 
 impl StoreCheck {
@@ -64,13 +66,14 @@ impl StoreCheck {
             StoreCheck::New => "new",
             StoreCheck::Healthy { .. } => "ok",
             StoreCheck::Quarantined(_) => "quarantined",
+            StoreCheck::Unchecked => "unchecked",
         }
     }
 
     /// How long the check took.
     pub fn took(&self) -> Duration {
         match self {
-            StoreCheck::New => Duration::ZERO,
+            StoreCheck::New | StoreCheck::Unchecked => Duration::ZERO,
             StoreCheck::Healthy { took } => *took,
             StoreCheck::Quarantined(quarantine) => quarantine.took,
         }
@@ -80,7 +83,7 @@ impl StoreCheck {
     pub fn notice(&self) -> Option<String> {
         match self {
             StoreCheck::Quarantined(quarantine) => Some(quarantine.sentence()),
-            StoreCheck::New | StoreCheck::Healthy { .. } => None,
+            StoreCheck::New | StoreCheck::Healthy { .. } | StoreCheck::Unchecked => None,
         }
     }
 }
