@@ -219,7 +219,9 @@ impl HubDb {
     /// Checkpoints the write-ahead log into `hub.db` and truncates it to nothing: called after a
     /// payload is deleted, so the frames that held it (the log is otherwise reused from its
     /// start, never shortened) are gone from the disk's files. A checkpoint another connection
-    /// holds up is left for the next call; the payload's row is zeroed either way.
+    /// holds up is left for the next call; the payload's row is zeroed either way. Its cost is
+    /// the checkpoint's flush: about 0.7 ms per send (`cargo bench -p cross-agent-daemon --bench
+    /// bridge`: 2.0 ms per send end to end against 1.3 ms without it).
     pub fn scrub_wal(&self) {
         let done = self
             .conn
