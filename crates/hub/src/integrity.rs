@@ -362,16 +362,7 @@ fn salvage(file: &Path) -> (Vec<SalvagedDelivery>, Vec<QuarantinedStore>) {
         .prepare("SELECT file, quarantined_at, reason, deliveries FROM quarantined_stores")
         .and_then(|mut statement| {
             statement
-                .query_map([], |row| {
-                    Ok(QuarantinedStore {
-                        file: row.get(0)?,
-                        at: row.get(1)?,
-                        reason: row.get(2)?,
-                        deliveries: row
-                            .get::<_, Option<i64>>(3)?
-                            .and_then(|n| u64::try_from(n).ok()),
-                    })
-                })?
+                .query_map([], quarantined_store)?
                 .collect::<rusqlite::Result<Vec<_>>>()
         })
         .unwrap_or_default();
@@ -416,8 +407,21 @@ fn salvage(file: &Path) -> (Vec<SalvagedDelivery>, Vec<QuarantinedStore>) {
     (deliveries, earlier)
 }
 
-/// The `hub.db.damaged-…` stores beside `store` (not their `-wal` and `-shm`).
-fn damaged_files_beside(store: &Path) -> Vec<String> {
+/// A `quarantined_stores` row (`file, quarantined_at, reason, deliveries`).
+fn quarantined_store(row: &rusqlite::Row<'_>) -> rusqlite::Result<QuarantinedStore> {
+    Ok(QuarantinedStore {
+        file: row.get(0)?,
+        at: row.get(1)?,
+        reason: row.get(2)?,
+        deliveries: row
+            .get::<_, Option<i64>>(3)?
+            .and_then(|n| u64::try_from(n).ok()),
+    })
+}
+
+/// The `hub.db.damaged-…` stores beside `store` (not their `-wal` and `-shm`), in no order.
+/// `cross-agent check` lists them this way when no daemon answers.
+pub fn damaged_files_beside(store: &Path) -> Vec<String> {
     let (Some(dir), Some(name)) = (store.parent(), store.file_name()) else {
         return Vec::new();
     };
@@ -527,16 +531,7 @@ impl HubDb {
             "list damaged stores moved aside",
             "SELECT file, quarantined_at, reason, deliveries FROM quarantined_stores",
             [],
-            |row| {
-                Ok(QuarantinedStore {
-                    file: row.get(0)?,
-                    at: row.get(1)?,
-                    reason: row.get(2)?,
-                    deliveries: row
-                        .get::<_, Option<i64>>(3)?
-                        .and_then(|n| u64::try_from(n).ok()),
-                })
-            },
+            quarantined_store,
         )?;
         for file in damaged_files_beside(self.path()) {
             if !stores.iter().any(|s| s.file == file) {

@@ -5,11 +5,9 @@
 
 use std::io::Write;
 
+use cross_agent_hub::integrity;
 use cross_agent_ipc::Home;
 use serde_json::{Value, json};
-
-/// The prefix of a damaged store moved aside: `hub.db.damaged-<time>`.
-const DAMAGED_INFIX: &str = ".damaged-";
 
 /// The section as JSON: the daemon's `server_process.database`, else what is on disk.
 pub fn report(daemon: &Value) -> Value {
@@ -28,22 +26,7 @@ fn on_disk() -> Value {
         Err(error) => return json!({"error": error.to_string()}),
     };
     let store = home.hub_db();
-    let name = store
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let prefix = format!("{name}{DAMAGED_INFIX}");
-    let mut damaged: Vec<String> = std::fs::read_dir(home.root())
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|entry| {
-            let file = entry.file_name().to_string_lossy().into_owned();
-            // The store itself, not its -wal and -shm.
-            (file.starts_with(&prefix) && !file.ends_with("-wal") && !file.ends_with("-shm"))
-                .then(|| entry.path().to_string_lossy().into_owned())
-        })
-        .collect();
+    let mut damaged = integrity::damaged_files_beside(&store);
     damaged.sort_unstable_by(|a, b| b.cmp(a));
     json!({
         "path": store.to_string_lossy(),

@@ -3,6 +3,22 @@
 //! predecessor still has the store open, refuses instead of pulling it from under it.
 
 use super::{Running, TempHome, connect};
+
+/// `bridge_status`'s `server_process.database`.
+async fn database_health(home: &TempHome) -> serde_json::Value {
+    let conn = connect(&home.home).await;
+    let status = conn
+        .client
+        .call(BridgeStatusParams {
+            cwd: None,
+            scope: None,
+            delivery_id: None,
+            caller: CallerContext::default(),
+        })
+        .await
+        .unwrap();
+    status.server_process["database"].clone()
+}
 use cross_agent_daemon::Daemon;
 use cross_agent_protocol::bridge::{BridgeStatusParams, CallerContext};
 
@@ -23,18 +39,7 @@ async fn a_successor_refuses_a_damaged_store_and_an_ordinary_start_moves_it_asid
     assert!(store.exists());
 
     let running = Running::start(&home.home);
-    let conn = connect(&home.home).await;
-    let status = conn
-        .client
-        .call(BridgeStatusParams {
-            cwd: None,
-            scope: None,
-            delivery_id: None,
-            caller: CallerContext::default(),
-        })
-        .await
-        .unwrap();
-    let database = &status.server_process["database"];
+    let database = database_health(&home).await;
     assert_eq!(database["check"], "quarantined", "{database:#}");
     let moved = database["quarantined"][0]["file"].as_str().unwrap();
     assert!(std::path::Path::new(moved).exists(), "{moved}");
@@ -42,25 +47,12 @@ async fn a_successor_refuses_a_damaged_store_and_an_ordinary_start_moves_it_asid
         moved.starts_with(&format!("{}.damaged-", store.display())),
         "{moved}"
     );
-    drop(conn);
     running.stop().await;
 
     // The next start finds the fresh store healthy, and still lists the one moved aside.
     let running = Running::start(&home.home);
-    let conn = connect(&home.home).await;
-    let status = conn
-        .client
-        .call(BridgeStatusParams {
-            cwd: None,
-            scope: None,
-            delivery_id: None,
-            caller: CallerContext::default(),
-        })
-        .await
-        .unwrap();
-    let database = &status.server_process["database"];
+    let database = database_health(&home).await;
     assert_eq!(database["check"], "ok", "{database:#}");
     assert_eq!(database["quarantined"][0]["file"], moved);
-    drop(conn);
     running.stop().await;
 }
