@@ -56,6 +56,13 @@ pub fn run_process(home: Home, mode: Mode) -> Result<()> {
         } else {
             Daemon::bind(home)?
         };
+        // A foreground daemon's log already went to stderr; a detached one's stderr is the
+        // console log, where the sentence is the first thing a person reading it sees.
+        if let Some(notice) = &daemon.info().store_notice
+            && mode == Mode::Detached
+        {
+            eprintln!("cross-agent daemon: {notice}");
+        }
         daemon
             .run(async move {
                 let name = signal.await;

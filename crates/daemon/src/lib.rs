@@ -2,7 +2,8 @@
 //! stateful lives behind it.
 //!
 //! - [`Daemon`] is the server à la mini-redis: [`Daemon::bind`] takes the home's pidfile lock,
-//!   opens `hub.db` (recording this start's generation) and binds `daemon.sock`;
+//!   checks and opens `hub.db` (moving a damaged one aside; recording this start's generation)
+//!   and binds `daemon.sock`;
 //!   [`Daemon::run`] serves until the shutdown future passed in resolves or a client asks it to
 //!   stop, then drains and records its stop. Tests run it in-process with a future of their own.
 //! - [`entry::run_process`] is what `cross-agent daemon run` calls: umask, logging, signals,

@@ -29,6 +29,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cross_agent_hub::db::{HubDb, now_rfc3339};
+use cross_agent_hub::integrity::{self, OnDamage, StoreCheck};
 use cross_agent_hub::{Engine, EngineConfig, EngineInfo};
 use cross_agent_ipc::Home;
 use cross_agent_ipc::draining::{self, DrainLock};
@@ -102,6 +103,8 @@ pub struct DaemonInfo {
     pub socket: PathBuf,
     /// The tool surface's version, reported in `hello`.
     pub tools_version: String,
+    /// Set when this start found `hub.db` damaged and moved it aside: what a person is told.
+    pub store_notice: Option<String>,
 }
 
 /// A daemon that holds its home: lock taken, store open, socket bound. [`Daemon::run`] serves.
@@ -120,21 +123,29 @@ pub struct Daemon {
 
 impl Daemon {
     /// Takes `home` for this process: makes it owner-only (repairing an older install), takes the
-    /// pidfile lock ([`cross_agent_ipc::Error::AlreadyRunning`] if another daemon has it), opens `hub.db` and
-    /// records a new generation, then binds `daemon.sock`, replacing a stale one. Must be called
+    /// pidfile lock ([`cross_agent_ipc::Error::AlreadyRunning`] if another daemon has it), checks
+    /// `hub.db`'s integrity (a damaged store is moved aside and a fresh one created, see
+    /// [`cross_agent_hub::integrity`]), opens it and records a new generation, then binds `daemon.sock`, replacing a stale one. Must be called
     /// inside a tokio runtime.
     pub fn bind(home: Home) -> Result<Daemon> {
-        Daemon::bind_as(home, false)
+        Daemon::bind_as(home, false, true)
+    }
+
+    /// [`Daemon::bind`] without the store's integrity check: what the start-up bench compares
+    /// against, to show what the check costs. A daemon started so never notices a damaged store.
+    #[doc(hidden)]
+    pub fn bind_without_integrity_check(home: Home) -> Result<Daemon> {
+        Daemon::bind_as(home, false, false)
     }
 
     /// [`Daemon::bind`] for a successor during a handover: the socket that answers belongs to
     /// the daemon being replaced (which has let go of the pidfile lock), and this one's socket is
     /// renamed over it ([`transport::bind_replacing`]).
     pub fn bind_replacing(home: Home) -> Result<Daemon> {
-        Daemon::bind_as(home, true)
+        Daemon::bind_as(home, true, true)
     }
 
-    fn bind_as(home: Home, replacing: bool) -> Result<Daemon> {
+    fn bind_as(home: Home, replacing: bool, integrity_check: bool) -> Result<Daemon> {
         cross_agent_ipc::home::restrict_umask();
         let tightened = home.tighten_tree()?;
         for (path, mode) in &tightened.changed {
@@ -148,10 +159,27 @@ impl Daemon {
         }
 
         let lock = PidLock::acquire(&home.pidfile())?;
-        let mut db = HubDb::open(&home.hub_db())?;
+        // A damaged store is moved aside and a fresh one created; a successor leaves it to the
+        // daemon it replaces, which still has it open.
+        let on_damage = if replacing {
+            OnDamage::Refuse
+        } else {
+            OnDamage::Quarantine
+        };
+        let (mut db, check) = if integrity_check {
+            integrity::open_checked(&home.hub_db(), home.root(), on_damage)?
+        } else {
+            (HubDb::open(&home.hub_db())?, StoreCheck::Unchecked)
+        };
         let pid = std::process::id();
         let started_at = now_rfc3339();
         let generation = db.begin_run(pid, crate::VERSION, &started_at)?;
+        db.record_check(generation, &check)?;
+        tracing::info!(
+            check = check.label(),
+            took_ms = check.took().as_millis(),
+            "checked the store's integrity"
+        );
         for run in db.unclean_runs_before(generation)? {
             tracing::warn!(
                 generation = run.generation,
@@ -204,6 +232,7 @@ impl Daemon {
             home: home.root().to_owned(),
             socket,
             tools_version: tools_version(),
+            store_notice: check.notice(),
         };
         tracing::info!(
             pid,

@@ -14,6 +14,7 @@
 //! | a late answer seen                        | `log.record(events::late_answer(&record, &late_id))` |
 //! | `pin` answered                            | `log.record(events::pin(agent, &resp))`       |
 //! | an automatic pin dropped                  | `log.record(events::pin_dropped(agent, &id, why))` |
+//! | a damaged `hub.db` moved aside at start   | `log.record(events::store_quarantined(…))`    |
 //!
 //! `send` yields `target_chosen` (and `busy_wait` when the delivery queues behind others) with
 //! `send_accepted`, and `name_ambiguous` instead of `send_refused` for an ambiguous name.
@@ -309,4 +310,28 @@ pub fn pin_dropped(agent: Agent, session_id: &str, why: &str) -> Decision {
         .agent(agent.as_str())
         .target_session(session_id.to_owned())
         .reason(first_line(why))
+}
+
+/// `store_quarantined`: a kind of its own (readers built before it still read it, the set being
+/// open). Not a constant of the protocol crate: only the daemon's start writes it.
+pub const STORE_QUARANTINED: &str = "store_quarantined";
+
+/// At start, `hub.db` failed its integrity check (`why`: SQLite's words) and was moved aside to
+/// `moved_to`; a fresh store was created. `deliveries_known` ids could still be read from it
+/// (each reported as unknown, never re-sent).
+pub fn store_quarantined(
+    moved_to: &std::path::Path,
+    why: &str,
+    deliveries_known: usize,
+    check_ms: u64,
+) -> Decision {
+    Decision::new(
+        DecisionKind::new(STORE_QUARANTINED),
+        Outcome::new("quarantined"),
+    )
+    .guard("integrity_check")
+    .reason(first_line(why))
+    .detail("moved_to", moved_to.to_string_lossy().into_owned())
+    .detail("deliveries_known", deliveries_known)
+    .detail("check_ms", check_ms)
 }

@@ -48,6 +48,36 @@ pub enum Error {
         source: rusqlite::Error,
     },
 
+    /// The store is damaged and another daemon still serves from it, so it is not moved aside.
+    #[error(
+        "the cross-agent store {path} is damaged ({why}); the daemon being replaced still serves \
+         from it, so it was left in place: stop the daemon (`cross-agent daemon stop`) and start \
+         it again, which moves the damaged store aside and creates a fresh one"
+    )]
+    Damaged {
+        /// `hub.db`.
+        path: PathBuf,
+        /// What the integrity check found.
+        why: String,
+    },
+
+    /// A damaged store could not be moved aside.
+    #[error(
+        "the cross-agent store {path} is damaged ({why}) and could not be moved aside to {to}: \
+         {source}; move it (and its -wal and -shm files) away by hand, and start again"
+    )]
+    Quarantine {
+        /// The file being moved.
+        path: PathBuf,
+        /// Where it was going.
+        to: PathBuf,
+        /// What the integrity check found.
+        why: String,
+        /// The rename's error.
+        #[source]
+        source: std::io::Error,
+    },
+
     /// A record or payload could not be encoded or decoded as JSON.
     #[error("a delivery record in the cross-agent store does not read back: {0}")]
     Encode(String),

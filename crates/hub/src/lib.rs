@@ -1,7 +1,8 @@
 //! The engine: who is calling, session resolution, guards, deliveries and their workers, over
 //! SQLite state. The daemon serves it; the thin clients never link it.
 //!
-//! - [`db`]: `hub.db` with its append-only migrations; [`records`]: the messaging tables.
+//! - [`db`]: `hub.db` with its append-only migrations; [`records`]: the messaging tables;
+//!   [`integrity`]: its check at start, and a damaged store moved aside.
 //! - [`caller`]: the reply address (who is calling).
 //! - [`settings`]: the caller registration's settings in effect for one call.
 //! - [`envelope`]: the text a peer receives.
@@ -12,6 +13,7 @@ pub mod db;
 pub mod engine;
 pub mod envelope;
 mod error;
+pub mod integrity;
 pub mod records;
 pub mod settings;
 

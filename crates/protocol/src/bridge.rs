@@ -545,6 +545,39 @@ pub struct ServerProcess {
     /// Earlier daemons of this home that were replaced and still finish what they carry.
     #[serde(default)]
     pub draining: Vec<crate::rpc::DrainingDaemon>,
+    /// `hub.db`'s health as this daemon's start found it, and the damaged stores moved aside.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub database: Option<StoreHealth>,
+}
+
+/// A damaged store as `bridge_status` and `cross-agent check` show it. Found in the store's
+/// memory of what it moved aside, or as a `hub.db.damaged-…` file beside it (a store moved
+/// aside by a store that was itself damaged later: then only the file tells).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct QuarantinedStore {
+    /// Where the damaged store went.
+    pub file: String,
+    /// When it was moved there.
+    pub at: Option<String>,
+    /// What SQLite found.
+    pub reason: Option<String>,
+    /// How many delivery ids could still be read from it.
+    pub deliveries: Option<u64>,
+}
+
+/// The store's health: `bridge_status`'s `server_process.database`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct StoreHealth {
+    /// `hub.db`.
+    pub path: String,
+    /// Its size on disk (without its write-ahead log).
+    pub size_bytes: Option<u64>,
+    /// What this daemon's start found: `new`, `ok` or `quarantined`.
+    pub check: Option<String>,
+    /// How long that check took.
+    pub check_ms: Option<u64>,
+    /// Damaged stores moved aside, newest first.
+    pub quarantined: Vec<QuarantinedStore>,
 }
 
 /// `bridge_status.caller`: the caller as the daemon resolved it (spec 004 "Reply address").
@@ -669,6 +702,7 @@ mod tests {
                 started_at: "2026-01-01T00:00:00Z".into(),
                 version: "0.1.0".into(),
                 draining: Vec::new(),
+                database: None,
             },
             caller: CallerStatus {
                 agent: Some(Agent::Claude),

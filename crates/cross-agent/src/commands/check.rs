@@ -1,7 +1,8 @@
 //! `cross-agent check`: the spec's `--check` — who runs it (the caller as the daemon resolves
 //! it), the agent CLIs found (honouring `CROSS_AGENT_{CLAUDE,CODEX,GROK}_BIN`), the session a
-//! send would reach per agent, the settings in effect, and whether the state directory is safe
-//! to use (this user's alone); then it exits.
+//! send would reach per agent, the settings in effect, whether the state directory is safe to
+//! use (this user's alone) and the health of the daemon's database ([`super::check_database`]);
+//! then it exits.
 //!
 //! The local half (paths, what this process gathered about its caller) is printed even when the
 //! daemon cannot answer, so a broken install can still be diagnosed; the exit code is non-zero
@@ -16,7 +17,7 @@ use clap::Args;
 use cross_agent_protocol::bridge::{Agent, BridgeStatusParams, CallerContext};
 use serde_json::{Value, json};
 
-use super::bridge_client;
+use super::{bridge_client, check_database};
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
@@ -32,8 +33,14 @@ impl CheckArgs {
         let home = home_safety_report();
         let daemon = daemon_report(&caller);
         let ok = daemon.get("error").is_none() && home["safe"] == Value::Bool(true);
+        let database = check_database::report(&daemon);
         if self.json {
-            bridge_client::print_json(&json!({"local": local, "home": home, "daemon": daemon}))?;
+            bridge_client::print_json(&json!({
+                "local": local,
+                "home": home,
+                "daemon": daemon,
+                "database": database,
+            }))?;
         } else {
             let mut out = std::io::stdout().lock();
             writeln!(out, "home safety:")?;
@@ -56,6 +63,7 @@ impl CheckArgs {
             )?;
             writeln!(out, "gathered here:")?;
             bridge_client::write_value(&mut out, 1, &local["gathered"])?;
+            check_database::write(&mut out, &database)?;
         }
         Ok(if ok {
             ExitCode::SUCCESS

@@ -2,6 +2,7 @@
 
 mod bridge_client;
 mod check;
+mod check_database;
 mod daemon;
 mod decisions;
 mod mcp;

@@ -1,4 +1,5 @@
 mod daemon;
+mod database;
 mod decisions;
 mod escaping;
 mod home_safety;

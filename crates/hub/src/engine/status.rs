@@ -181,19 +181,25 @@ impl Engine {
             .partition(|r| r.carrier_generation == Some(info.generation));
 
         let (delivery, peer_transcript) = match non_blank(params.delivery_id.as_deref()) {
-            Some(id) => match self.db().delivery(id)? {
-                Some(record) => {
-                    let transcript = self.peer_transcript(&params.caller, &record);
-                    (Some(record), Some(transcript))
+            Some(id) => {
+                // Read before matching: the store's lock must not be held into the arms.
+                let found = self.db().delivery(id)?;
+                match found {
+                    Some(record) => {
+                        let transcript = self.peer_transcript(&params.caller, &record);
+                        (Some(record), Some(transcript))
+                    }
+                    None => {
+                        // Its record may have been in a damaged store moved aside at start.
+                        warnings.push(self.db().unknown_delivery(id)?);
+                        (None, None)
+                    }
                 }
-                None => {
-                    warnings.push(format!("no delivery has the id {id}"));
-                    (None, None)
-                }
-            },
+            }
             None => (None, None),
         };
 
+        let database = self.db().store_health(info.generation)?;
         Ok(BridgeStatusResponse {
             server_process: ServerProcess {
                 pid: info.pid,
@@ -202,6 +208,7 @@ impl Engine {
                 version: info.version.clone(),
                 // The daemon adds the replaced daemons still draining; the engine cannot see them.
                 draining: Vec::new(),
+                database: Some(database),
             },
             caller: caller.status(),
             settings: settings.status(),
