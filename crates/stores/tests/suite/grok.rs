@@ -263,7 +263,7 @@ fn scope_cwd_takes_in_subdirectory_folders_and_not_their_siblings() {
     // The exact folder's sessions (newest first), then the subdirectory's.
     assert_eq!(
         ids(Scope::Cwd, "/home/u/billing"),
-        vec![MANUAL, PROMOTED, AUTO]
+        vec![PROMOTED, MANUAL, AUTO]
     );
     assert_eq!(ids(Scope::Cwd, "/home/u/billing2"), vec![BESIDE]);
     assert!(ids(Scope::Cwd, "/home/u/bill").is_empty());
@@ -271,11 +271,15 @@ fn scope_cwd_takes_in_subdirectory_folders_and_not_their_siblings() {
     assert_eq!(ids(Scope::Cwd, "/home/u/billing/api"), vec![AUTO]);
     assert_eq!(
         ids(Scope::Tree, "/home/u/billing/api"),
-        vec![AUTO, MANUAL, PROMOTED]
+        vec![AUTO, PROMOTED, MANUAL]
     );
 
     // Resolution under `cwd`: the exact folder's active session first, else the subdirectory's.
-    let latest = sessions.iter().filter_map(|s| s.last_activity).max().unwrap();
+    let latest = [MANUAL, PROMOTED, AUTO]
+        .iter()
+        .filter_map(|id| session(&sessions, id).last_activity)
+        .max()
+        .unwrap();
     let now = UnixMillis(latest.0 + 60_000);
     let pick = |sessions: &[Session]| {
         resolve::best_active(
