@@ -276,7 +276,10 @@ fn scope_cwd_takes_in_subdirectories_by_whole_components() {
             .answer("Looked.", now - 6 * MINUTE);
         r.write().unwrap();
     }
-    for (id, cwd) in [("grok-below", "/work/api/src"), ("grok-beside", "/work/api2")] {
+    for (id, cwd) in [
+        ("grok-below", "/work/api/src"),
+        ("grok-beside", "/work/api2"),
+    ] {
         let mut g = GrokSession::new(h, cwd, id, now - 9 * MINUTE);
         g.user("check", now - 9 * MINUTE)
             .agent_chunk("Checked.", now - 8 * MINUTE)
@@ -290,10 +293,24 @@ fn scope_cwd_takes_in_subdirectories_by_whole_components() {
     assert_eq!(ids(&here["grok"]), vec!["grok-below", "grok-1"]);
 
     // A trailing slash names the same folder.
-    let slash = store.json(&["sessions", "--scope", "cwd", "--cwd", "/work/api/", "--json"]);
+    let slash = store.json(&[
+        "sessions",
+        "--scope",
+        "cwd",
+        "--cwd",
+        "/work/api/",
+        "--json",
+    ]);
     assert_eq!(slash, here);
 
-    let beside_only = store.json(&["sessions", "--scope", "cwd", "--cwd", "/work/api2", "--json"]);
+    let beside_only = store.json(&[
+        "sessions",
+        "--scope",
+        "cwd",
+        "--cwd",
+        "/work/api2",
+        "--json",
+    ]);
     assert_eq!(ids(&beside_only["claude"]), vec!["c-beside"]);
     assert_eq!(ids(&beside_only["codex"]), vec![CODEX_BESIDE]);
     assert_eq!(ids(&beside_only["grok"]), vec!["grok-beside"]);

@@ -168,12 +168,16 @@ async fn scope_cwd_lists_and_continues_sessions_in_a_subdirectory() {
     assert_eq!(record.state, DeliveryState::Delivered, "{record:#?}");
     let transcript = bridge.claude().transcript_path(&sub, &claude_sub);
     let text = std::fs::read_to_string(&transcript).unwrap();
-    assert!(text.contains(&receipt.request_id), "{}", transcript.display());
+    assert!(
+        text.contains(&receipt.request_id),
+        "{}",
+        transcript.display()
+    );
 
     // The same for Codex.
-    bridge.endpoint.push(
-        Rule::on_user_text("scope codex from proj").reply(Reply::echo_token("codex in sub")),
-    );
+    bridge
+        .endpoint
+        .push(Rule::on_user_text("scope codex from proj").reply(Reply::echo_token("codex in sub")));
     let receipt = bridge
         .accepted(bridge.send_params(
             Agent::Codex,

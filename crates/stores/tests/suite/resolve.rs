@@ -106,7 +106,12 @@ fn scope_cwd_admits_the_directory_and_its_subdirectories_not_its_parents() {
     let mut beside = store.clone();
     beside.push(claude("beside", "/home/u/proj2", None, false, 0));
     beside.push(claude("beside-deep", "/home/u/proj2/sub", None, false, 0));
-    let got = ranked(&beside, Agent::Claude, Scope::Cwd, Path::new("/home/u/proj"));
+    let got = ranked(
+        &beside,
+        Agent::Claude,
+        Scope::Cwd,
+        Path::new("/home/u/proj"),
+    );
     assert_eq!(ids(&got), vec!["exact-new", "exact-old", "sub-new"]);
     let got = ranked(&beside, Agent::Claude, Scope::Cwd, Path::new("/home/u/pro"));
     assert!(got.is_empty(), "{:?}", ids(&got));
@@ -210,7 +215,15 @@ fn best_active_prefers_directory_rank_then_recency_among_active_sessions() {
         .map(|s| s.session_id.as_str());
     assert_eq!(below, Some("sub-newer"));
     let only_parent = vec![claude("parent-newest", "/", None, false, 0)];
-    let none = resolve::best_active(&only_parent, Agent::Claude, Scope::Cwd, cwd, short, NOW, None);
+    let none = resolve::best_active(
+        &only_parent,
+        Agent::Claude,
+        Scope::Cwd,
+        cwd,
+        short,
+        NOW,
+        None,
+    );
     assert_eq!(none, None);
 }
 
