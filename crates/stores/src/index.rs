@@ -24,9 +24,8 @@ use std::fs::File;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::claude::ClaudeFold;
@@ -228,14 +227,15 @@ impl FoldsFile {
 /// Options of [`SessionIndex::refresh`].
 #[derive(Debug, Clone, Copy)]
 pub struct RefreshOptions {
-    /// Threads reading changed files (and running the three discoveries).
+    /// Threads reading changed files (and running the three discoveries). The default is
+    /// rayon's global pool (one thread per core); another count runs on a pool of its own.
     pub threads: usize,
 }
 
 impl Default for RefreshOptions {
     fn default() -> Self {
         RefreshOptions {
-            threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            threads: crate::parallel::default_threads(),
         }
     }
 }
@@ -307,22 +307,18 @@ impl SessionIndex {
         // Which stored entry each file is, and whether it is unchanged: looked up on every
         // core (hashing and comparing 24,000 paths is most of a warm refresh), then applied
         // below in the files' order.
-        let mut sources = sources;
         let matched: Vec<Option<(usize, bool)>> = match &self.stored {
-            Some(stored) => {
-                let threads = session_parts(sources.len());
-                let mut matched = Vec::new();
-                in_parts(&mut sources, threads, &mut matched, |part, out| {
-                    out.extend(part.iter().map(|(kind, source)| {
-                        let i = stored.find(&source.path)?;
-                        let unchanged = stored
-                            .view(i)
-                            .is_some_and(|view| view.unchanged(*kind, source));
-                        Some((i, unchanged))
-                    }));
-                });
-                matched
-            }
+            Some(stored) => sources
+                .par_iter()
+                .with_min_len(MIN_RUN)
+                .map(|(kind, source)| {
+                    let i = stored.find(&source.path)?;
+                    let unchanged = stored
+                        .view(i)
+                        .is_some_and(|view| view.unchanged(*kind, source));
+                    Some((i, unchanged))
+                })
+                .collect(),
             None => Vec::new(),
         };
         let mut matched = matched.into_iter();
@@ -449,7 +445,7 @@ impl SessionIndex {
         match fold {
             FoldState::Stored { at, len, hash } => blob
                 .get(*at..at.checked_add(*len)?)
-                .filter(|bytes| fast_hash(bytes) == *hash),
+                .filter(|bytes| hash64(bytes) == *hash),
             FoldState::Fresh(text) => Some(text.as_bytes()),
             FoldState::Missing => None,
         }
@@ -518,7 +514,7 @@ impl SessionIndex {
             (FoldState::Stored { at, len, hash }, Some(source)) => source
                 .read_range(*at, *len)
                 .ok()
-                .filter(|bytes| fast_hash(bytes) == *hash)?,
+                .filter(|bytes| hash64(bytes) == *hash)?,
             (fold, _) => SessionIndex::fold_text(&self.blob, fold)?.to_vec(),
         };
         Some((entry.stamp(), Cow::Owned(text)))
@@ -540,15 +536,13 @@ impl SessionIndex {
             .cloned()
             .collect();
         if let Some(stored) = &self.stored {
-            let mut live: Vec<usize> = stored.live_of_agents(agents).collect();
-            let threads = session_parts(live.len());
-            in_parts(&mut live, threads, &mut sessions, |part, out| {
-                out.extend(
-                    part.iter()
-                        .filter_map(|&i| stored.view(i)?.session(stored.found_path(i)))
-                        .filter(|session| agents.contains(&session.agent)),
-                );
-            });
+            let live: Vec<usize> = stored.live_of_agents(agents).collect();
+            sessions.par_extend(
+                live.par_iter()
+                    .with_min_len(MIN_RUN)
+                    .filter_map(|&i| stored.view(i)?.session(stored.found_path(i)))
+                    .filter(|session| agents.contains(&session.agent)),
+            );
         }
         sessions
     }
@@ -562,78 +556,24 @@ impl SessionIndex {
             .filter(|session| agents.contains(&session.agent))
             .collect();
         if let Some(mut stored) = self.stored.take() {
-            let mut live: Vec<(usize, Option<PathBuf>)> = stored.take_live(agents).collect();
+            let live: Vec<(usize, Option<PathBuf>)> = stored.take_live(agents).collect();
             let stored = &stored;
-            let threads = session_parts(live.len());
-            in_parts(&mut live, threads, &mut sessions, |part, out| {
-                out.extend(
-                    part.iter_mut()
-                        .filter_map(|(i, path)| stored.view(*i)?.session_owning(path.take()))
-                        .filter(|session| agents.contains(&session.agent)),
-                );
-            });
+            sessions.par_extend(
+                live.into_par_iter()
+                    .with_min_len(MIN_RUN)
+                    .filter_map(|(i, path)| stored.view(i)?.session_owning(path))
+                    .filter(|session| agents.contains(&session.agent)),
+            );
         }
         sessions
     }
 }
 
-/// How many threads copy `n` sessions out of the cache. Copying them out (three strings each)
-/// is most of what is left of a warm listing once the files are `stat`ed, so it is split over
-/// the cores when there are enough to be worth a thread.
-fn session_parts(n: usize) -> usize {
-    std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(n / 4096)
-        .max(1)
-}
-
-/// `f` over `items` cut into `parts` runs, each on a thread of its own (the first on this one),
-/// every run's results appended to `out` in the items' order. `out` has room made for one
-/// result per item first, and the first run pushes into it directly: every fresh page of
-/// memory costs a fault (slow in a virtual machine), so 22,000 sessions are not built in one
-/// buffer and copied into another. A run whose thread failed is done again on this thread, so
-/// `f` must cope with items it already saw.
-pub(crate) fn in_parts<T: Send, R: Send>(
-    items: &mut [T],
-    parts: usize,
-    out: &mut Vec<R>,
-    f: impl Fn(&mut [T], &mut Vec<R>) + Sync,
-) {
-    let size = items.len().div_ceil(parts.max(1)).max(1);
-    out.reserve(items.len());
-    let f = &f;
-    let done: Vec<Option<Vec<R>>> = std::thread::scope(|scope| {
-        let mut runs = items.chunks_mut(size);
-        let first = runs.next();
-        let others: Vec<_> = runs
-            .map(|run| {
-                scope.spawn(move || {
-                    let mut part = Vec::with_capacity(run.len());
-                    f(run, &mut part);
-                    part
-                })
-            })
-            .collect();
-        if let Some(first) = first {
-            f(first, out);
-        }
-        others
-            .into_iter()
-            .map(|handle| handle.join().ok())
-            .collect()
-    });
-    for (n, part) in done.into_iter().enumerate() {
-        match part {
-            Some(mut part) => out.append(&mut part),
-            None => {
-                let start = (n + 1) * size;
-                if let Some(run) = items.get_mut(start..(start + size).min(items.len())) {
-                    f(run, out);
-                }
-            }
-        }
-    }
-}
+/// The fewest items a parallel run over sessions or sources takes. Copying sessions out of the
+/// cache (three strings each) and matching files to entries are most of what is left of a warm
+/// listing once the files are `stat`ed, so they are split over the cores — but only in runs
+/// long enough to be worth handing to another thread.
+const MIN_RUN: usize = 4096;
 
 /// The previous entries by path, taken out one by one as discovery finds their files.
 ///
@@ -678,11 +618,11 @@ impl PathTable {
 }
 
 fn path_hash(path: &Path) -> u64 {
-    fast_hash(path.as_os_str().as_encoded_bytes())
+    hash64(path.as_os_str().as_encoded_bytes())
 }
 
 /// A hasher for in-memory tables of this crate: a `u64` key is taken as already hashed, bytes
-/// (a `str` key) go through [`fast_hash`]. SipHash's protection against chosen keys is not
+/// (a `str` key) go through [`hash64`]. SipHash's protection against chosen keys is not
 /// needed for paths and ids read from the user's own disk, and it showed up in profiles.
 #[derive(Default)]
 pub(crate) struct FastHasher(u64);
@@ -693,7 +633,7 @@ impl Hasher for FastHasher {
     }
 
     fn write(&mut self, bytes: &[u8]) {
-        self.0 = fast_hash(bytes) ^ self.0.rotate_left(5);
+        self.0 = hash64(bytes) ^ self.0.rotate_left(5);
     }
 
     fn write_u8(&mut self, n: u8) {
@@ -823,39 +763,15 @@ struct JobResult {
     warnings: Vec<StoreWarning>,
 }
 
-/// Reads the changed files on up to `threads` threads. Work is handed out one file at a time
-/// from a shared counter, so one 50 MB transcript does not leave the other thread idle.
+/// Reads the changed files on `threads` threads. Each file is a task of its own, so one 50 MB
+/// transcript does not leave the other threads idle.
 fn run_jobs(jobs: Vec<Job>, threads: usize, blob: &[u8]) -> Vec<JobResult> {
-    let threads = threads.clamp(1, jobs.len().max(1));
-    if threads == 1 {
-        return jobs
-            .into_iter()
+    crate::parallel::on_threads(threads, || {
+        jobs.into_par_iter()
+            .with_max_len(1)
             .map(|job| read_file_guarded(job, blob))
-            .collect();
-    }
-    let slots: Vec<Mutex<Option<Job>>> =
-        jobs.into_iter().map(|job| Mutex::new(Some(job))).collect();
-    let next = AtomicUsize::new(0);
-    let results = Mutex::new(Vec::with_capacity(slots.len()));
-    std::thread::scope(|scope| {
-        for _ in 0..threads {
-            scope.spawn(|| {
-                let mut local = Vec::new();
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(slot) = slots.get(i) else { break };
-                    let job = slot.lock().map(|mut job| job.take()).ok().flatten();
-                    if let Some(job) = job {
-                        local.push(read_file_guarded(job, blob));
-                    }
-                }
-                if let Ok(mut all) = results.lock() {
-                    all.extend(local);
-                }
-            });
-        }
-    });
-    results.into_inner().unwrap_or_default()
+            .collect()
+    })
 }
 
 /// [`read_file`], but a reader that panics on some input costs only that file: it becomes a
@@ -1049,7 +965,7 @@ impl<F: TranscriptFold> crate::lines::LineSink for HeadTap<'_, F> {
             let len = line.len().min(HEAD_CHECK_BYTES);
             *head = Head {
                 len: u32::try_from(len).unwrap_or(0),
-                hash: fnv1a(&line[..len]),
+                hash: hash64(&line[..len]),
             };
         }
         self.fold.feed_line(line, at, warnings);
@@ -1066,86 +982,16 @@ fn head_matches(path: &Path, head: Head) -> (bool, u64) {
     let mut buf = vec![0u8; len];
     let read = File::open(path).and_then(|mut file| file.read_exact(&mut buf));
     match read {
-        Ok(()) => (fnv1a(&buf) == head.hash, len as u64),
+        Ok(()) => (hash64(&buf) == head.hash, len as u64),
         Err(_) => (false, 0),
     }
 }
 
-/// A fast 64-bit hash, eight bytes at a time in four independent lanes: stable across Rust
-/// versions (unlike `DefaultHasher`), which a persisted cache needs. Used for the cache
-/// checksum, fold integrity and path keys; not for anything an adversary controls.
-pub(crate) fn fast_hash(bytes: &[u8]) -> u64 {
-    const K: [u64; 4] = [
-        0x9e37_79b9_7f4a_7c15,
-        0xc2b2_ae3d_27d4_eb4f,
-        0x1656_67b1_9e37_79f9,
-        0x85eb_ca77_c2b2_ae63,
-    ];
-    let mut lanes = K;
-    let mut blocks = bytes.chunks_exact(32);
-    for block in &mut blocks {
-        for (lane, word) in lanes.iter_mut().zip(block.chunks_exact(8)) {
-            let mut buf = [0u8; 8];
-            buf.copy_from_slice(word);
-            *lane = (*lane ^ u64::from_le_bytes(buf))
-                .wrapping_mul(0xff51_afd7_ed55_8ccd)
-                .rotate_left(31);
-        }
-    }
-    let mut hash = (bytes.len() as u64)
-        ^ lanes[0]
-        ^ lanes[1].rotate_left(17)
-        ^ lanes[2].rotate_left(34)
-        ^ lanes[3].rotate_left(51);
-    for &b in blocks.remainder() {
-        hash = (hash ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    // Final avalanche, so nearby inputs land far apart in a hash table.
-    hash ^= hash >> 33;
-    hash = hash.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    hash ^ (hash >> 33)
-}
-
-/// FNV-1a, 64 bits: stable across Rust versions (unlike `DefaultHasher`), which a persisted
-/// cache needs, and plenty for telling two file heads apart.
-pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in bytes {
-        hash ^= u64::from(b);
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    hash
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn in_parts_keeps_the_order_and_redoes_a_run_whose_thread_failed() {
-        let mut items: Vec<u32> = (0..10).collect();
-        let double = |part: &mut [u32], out: &mut Vec<u32>| out.extend(part.iter().map(|n| n * 2));
-        let mut out = vec![99];
-        in_parts(&mut items, 3, &mut out, double);
-        assert_eq!(
-            out,
-            [99].into_iter()
-                .chain((0..10).map(|n| n * 2))
-                .collect::<Vec<_>>()
-        );
-        let mut out = Vec::new();
-        in_parts(&mut [] as &mut [u32], 3, &mut out, double);
-        assert!(out.is_empty());
-
-        // The thread of the run holding 9 fails once; the run is done again on this thread.
-        let armed = std::sync::atomic::AtomicBool::new(true);
-        let mut out = Vec::new();
-        in_parts(&mut items, 3, &mut out, |part, out| {
-            if part.contains(&9) && armed.swap(false, Ordering::SeqCst) {
-                panic!("a reader bug");
-            }
-            out.extend_from_slice(part);
-        });
-        assert_eq!(out, (0..10).collect::<Vec<_>>());
-    }
+/// The crate's one hash: xxHash's XXH3, 64 bits. Its output is fixed by its specification (the
+/// same on every platform and version, unlike `DefaultHasher`), which a persisted cache needs,
+/// and it is a well-tested checksum: it guards the cache file, its journal records and each
+/// stored fold, identifies a file's head, and keys the in-memory path tables. Not for anything
+/// an adversary controls.
+pub(crate) fn hash64(bytes: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(bytes)
 }

@@ -13,6 +13,7 @@ pub mod grok;
 pub mod index;
 pub mod lines;
 pub mod model;
+mod parallel;
 pub mod resolve;
 pub mod roots;
 pub mod scan;

@@ -5,10 +5,12 @@
 //! CLI and the tests all decide the same way from the same data. The rules are the spec's §5 and
 //! "A new conversation is the last resort":
 //!
-//! - **Scopes.** `cwd` admits sessions working in exactly the given directory; `tree` also admits
-//!   its subdirectories and its parents, ranked exact > subdirectory > parent; `any` admits every
-//!   session and ranks by recency alone. Parents are admitted only under `tree` because the home
-//!   directory is a parent of every project: a session opened at `~` must not hijack a project.
+//! - **Scopes.** `cwd` admits sessions working in the given directory or any of its
+//!   subdirectories; `tree` also admits its parents; both rank exact > subdirectory > parent
+//!   (§4's scope parameter and §5's sort). `any` admits every session and ranks by recency alone.
+//!   Parents are admitted only under `tree` because the home directory is a parent of every
+//!   project: a session opened at `~` must not hijack a project. Directories are compared by
+//!   whole components, so `proj2` is not inside `proj`.
 //! - **Active.** A session is active while its last record is within the active window
 //!   (`CROSS_AGENT_ACTIVE_WINDOW_MIN`, 240 minutes by default).
 //! - **Names are exact.** A query matches a session whose id equals it, or whose title equals it
@@ -58,7 +60,7 @@ const MAX_SIMILAR: usize = 10;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Scope {
-    /// Sessions working in exactly this directory.
+    /// Sessions working in this directory or one of its subdirectories (ranked in that order).
     Cwd,
     /// This directory, its subdirectories and its parents (ranked in that order).
     Tree,
@@ -140,7 +142,8 @@ pub fn scope_rank(scope: Scope, session: &Session, cwd: &Path) -> Option<u8> {
         Scope::Any => Some(0),
         Scope::Cwd => match dir_relation(session.cwd.as_deref()?, cwd)? {
             DirRelation::Exact => Some(0),
-            DirRelation::Subdirectory | DirRelation::Parent => None,
+            DirRelation::Subdirectory => Some(1),
+            DirRelation::Parent => None,
         },
         Scope::Tree => match dir_relation(session.cwd.as_deref()?, cwd)? {
             DirRelation::Exact => Some(0),

@@ -34,11 +34,11 @@ use std::collections::HashSet;
 use std::ffi::OsStr;
 use std::fs::{self, Metadata};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::index::{FastMap, fast_hash};
+use rayon::prelude::*;
+
+use crate::index::{FastMap, hash64};
 use crate::model::{StoreWarning, Warnings};
 use crate::roots::FileStamp;
 
@@ -260,7 +260,7 @@ impl DirCache {
             let Some(bytes) = name_bytes(dir.path.as_os_str()) else {
                 continue;
             };
-            let hash = fast_hash(bytes);
+            let hash = hash64(bytes);
             // Two paths with one hash: the second is simply listed every time.
             if let std::collections::hash_map::Entry::Vacant(slot) = cache.by_path.entry(hash) {
                 slot.insert(cache.dirs.len());
@@ -272,7 +272,7 @@ impl DirCache {
 
     /// The index of the remembered listing of `dir` under `rule`, if it is still good.
     fn lookup(&self, dir: &Path, rule: Rule, stamp: &DirStamp) -> Option<usize> {
-        let i = *self.by_path.get(&fast_hash(name_bytes(dir.as_os_str())?))?;
+        let i = *self.by_path.get(&hash64(name_bytes(dir.as_os_str())?))?;
         let cached = self.dirs.get(i)?;
         (cached.path.as_os_str() == dir.as_os_str()
             && cached.rule == rule
@@ -287,8 +287,8 @@ pub fn dir_cache_file(index_cache: &Path) -> PathBuf {
 }
 
 const DIRS_MAGIC: &[u8; 8] = b"XAGDIRS\x01";
-/// Bump when the layout changes.
-const DIRS_VERSION: u32 = 1;
+/// Bump when the layout changes. 2: the body's checksum is XXH3.
+const DIRS_VERSION: u32 = 2;
 /// Magic, version, folder count, body length, body checksum.
 const DIRS_HEADER_LEN: usize = 8 + 4 + 8 + 8 + 8;
 
@@ -312,7 +312,7 @@ impl DirCache {
         let body_len = usize::try_from(header.u64()?).ok()?;
         let sum = header.u64()?;
         let body = bytes.get(DIRS_HEADER_LEN..)?;
-        if body.len() != body_len || fast_hash(body) != sum {
+        if body.len() != body_len || hash64(body) != sum {
             return None;
         }
         let mut r = Reader(body);
@@ -397,7 +397,7 @@ impl DirCache {
         bytes.extend_from_slice(&DIRS_VERSION.to_le_bytes());
         bytes.extend_from_slice(&count.to_le_bytes());
         bytes.extend_from_slice(&(body.len() as u64).to_le_bytes());
-        bytes.extend_from_slice(&fast_hash(&body).to_le_bytes());
+        bytes.extend_from_slice(&hash64(&body).to_le_bytes());
         bytes.extend_from_slice(&body);
         crate::index::cache::write_atomically(path, &bytes)?;
         self.changed = false;
@@ -489,7 +489,15 @@ pub(crate) fn walk(
     cache: DirCache,
     warnings: &mut Warnings,
 ) -> (Vec<Found>, DirCache, WalkStats) {
-    let threads = threads.max(1);
+    crate::parallel::on_threads(threads, || walk_levels(roots, cache, warnings))
+}
+
+/// [`walk`] on the current rayon pool.
+fn walk_levels(
+    roots: &[WalkRoot],
+    cache: DirCache,
+    warnings: &mut Warnings,
+) -> (Vec<Found>, DirCache, WalkStats) {
     let started = SystemTime::now();
     let mut stats = WalkStats::default();
     let mut found: Vec<Found> = roots.iter().map(|_| Found::default()).collect();
@@ -507,10 +515,16 @@ pub(crate) fn walk(
         })
         .collect();
     while !level.is_empty() {
-        let visits = parallel_map(&level, threads, 4, |pending| {
-            let root = &roots[pending.root];
-            visit(&pending.dir, pending.depth, root, &cache, started)
-        });
+        // A few folders per task: visiting one is a handful of system calls, and folders differ
+        // widely in how many files they hold.
+        let visits: Vec<Visit> = level
+            .par_iter()
+            .with_max_len(4)
+            .map(|pending| {
+                let root = &roots[pending.root];
+                visit(&pending.dir, pending.depth, root, &cache, started)
+            })
+            .collect();
         let mut next = Vec::new();
         for (pending, visit) in level.into_iter().zip(visits) {
             warnings.items.extend(visit.warnings);
@@ -930,60 +944,6 @@ fn std_stat(path: &Path, follow: bool) -> std::io::Result<Stat> {
         stamp: FileStamp::of(&meta),
         is_file: meta.is_file(),
     })
-}
-
-/// `f` over `items` on up to `threads` threads, `chunk` items at a time from a shared counter;
-/// the results in the items' order.
-fn parallel_map<T: Sync, R: Send>(
-    items: &[T],
-    threads: usize,
-    chunk: usize,
-    f: impl Fn(&T) -> R + Sync,
-) -> Vec<R> {
-    parallel_map_with(items, threads, chunk, || (), |(), item| f(item))
-}
-
-/// [`parallel_map`] with a state each thread makes with `init` and passes to `f`.
-fn parallel_map_with<T: Sync, R: Send, S>(
-    items: &[T],
-    threads: usize,
-    chunk: usize,
-    init: impl Fn() -> S + Sync,
-    f: impl Fn(&mut S, &T) -> R + Sync,
-) -> Vec<R> {
-    let chunk = chunk.max(1);
-    let threads = threads.min(items.len().div_ceil(chunk)).max(1);
-    if threads == 1 {
-        let mut state = init();
-        return items.iter().map(|item| f(&mut state, item)).collect();
-    }
-    let next = AtomicUsize::new(0);
-    let done: Mutex<Vec<(usize, Vec<R>)>> = Mutex::new(Vec::new());
-    std::thread::scope(|scope| {
-        for _ in 0..threads {
-            scope.spawn(|| {
-                let mut state = init();
-                let mut local = Vec::new();
-                loop {
-                    let start = next.fetch_add(chunk, Ordering::Relaxed);
-                    let Some(part) = items.get(start..(start + chunk).min(items.len())) else {
-                        break;
-                    };
-                    if part.is_empty() {
-                        break;
-                    }
-                    let results: Vec<R> = part.iter().map(|item| f(&mut state, item)).collect();
-                    local.push((start, results));
-                }
-                if let Ok(mut all) = done.lock() {
-                    all.extend(local);
-                }
-            });
-        }
-    });
-    let mut parts = done.into_inner().unwrap_or_default();
-    parts.sort_unstable_by_key(|(start, _)| *start);
-    parts.into_iter().flat_map(|(_, part)| part).collect()
 }
 
 /// A timestamp in nanoseconds, saturating: a folder stamped centuries ahead (a clock gone wrong,

@@ -52,8 +52,8 @@ struct ListArgs {
     /// Which agent's sessions to list.
     #[arg(long, value_enum, default_value_t = AgentChoice::All)]
     agent: AgentChoice,
-    /// Which sessions relative to --cwd: `cwd` (that directory), `tree` (also its
-    /// subdirectories and parents) or `any`.
+    /// Which sessions relative to --cwd: `cwd` (that directory and its subdirectories), `tree`
+    /// (also its parents) or `any`.
     #[arg(long, value_enum, default_value_t = ScopeArg::Any)]
     scope: ScopeArg,
     /// The directory scopes are relative to (default: the current directory).

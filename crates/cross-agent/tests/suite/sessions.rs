@@ -291,6 +291,77 @@ fn agent_scope_cwd_and_limit_filter_the_listing() {
     assert_eq!(ids(&limited["codex"]), vec![CODEX_PLAIN]);
 }
 
+/// Spec 004 §4: "`cwd` = same directory and its subdirectories". Every agent's sessions in
+/// `/work/api/src` are listed from `/work/api`; `/work/api2` is beside it, not below it.
+#[test]
+fn scope_cwd_takes_in_subdirectories_by_whole_components() {
+    let store = Store::new();
+    let h = store.path();
+    let now = store.now;
+    let mut below = ClaudeTranscript::new(h, "/work/api/src", "c-below");
+    below
+        .user("tidy the module", now - 3 * MINUTE)
+        .assistant_text("Tidied.", now - 2 * MINUTE);
+    below.write().unwrap();
+    let mut beside = ClaudeTranscript::new(h, "/work/api2", "c-beside");
+    beside
+        .user("unrelated", now - MINUTE)
+        .assistant_text("Yes.", now - MINUTE + 1_000);
+    beside.write().unwrap();
+    const CODEX_BELOW: &str = "019a0000-0000-7000-8000-00000000b10e";
+    const CODEX_BESIDE: &str = "019a0000-0000-7000-8000-00000000b35e";
+    for (id, cwd) in [(CODEX_BELOW, "/work/api/src"), (CODEX_BESIDE, "/work/api2")] {
+        let mut r = CodexRollout::new(h, cwd, id, now - 8 * MINUTE);
+        r.user("look", now - 7 * MINUTE)
+            .answer("Looked.", now - 6 * MINUTE);
+        r.write().unwrap();
+    }
+    for (id, cwd) in [
+        ("grok-below", "/work/api/src"),
+        ("grok-beside", "/work/api2"),
+    ] {
+        let mut g = GrokSession::new(h, cwd, id, now - 9 * MINUTE);
+        g.user("check", now - 9 * MINUTE)
+            .agent_chunk("Checked.", now - 8 * MINUTE)
+            .turn_completed(now - 8 * MINUTE);
+        g.write().unwrap();
+    }
+
+    let here = store.json(&["sessions", "--scope", "cwd", "--cwd", "/work/api", "--json"]);
+    assert_eq!(ids(&here["claude"]), vec!["c-below", "c-named"]);
+    assert_eq!(ids(&here["codex"]), vec![CODEX_BELOW, CODEX_NAMED]);
+    assert_eq!(ids(&here["grok"]), vec!["grok-below", "grok-1"]);
+
+    // A trailing slash names the same folder.
+    let slash = store.json(&[
+        "sessions",
+        "--scope",
+        "cwd",
+        "--cwd",
+        "/work/api/",
+        "--json",
+    ]);
+    assert_eq!(slash, here);
+
+    let beside_only = store.json(&[
+        "sessions",
+        "--scope",
+        "cwd",
+        "--cwd",
+        "/work/api2",
+        "--json",
+    ]);
+    assert_eq!(ids(&beside_only["claude"]), vec!["c-beside"]);
+    assert_eq!(ids(&beside_only["codex"]), vec![CODEX_BESIDE]);
+    assert_eq!(ids(&beside_only["grok"]), vec!["grok-beside"]);
+
+    // `/work/ap` is a string prefix of `/work/api`, not a folder above it.
+    let partial = store.json(&["sessions", "--scope", "cwd", "--cwd", "/work/ap", "--json"]);
+    for agent in ["claude", "codex", "grok"] {
+        assert!(ids(&partial[agent]).is_empty(), "{agent}: {partial}");
+    }
+}
+
 #[test]
 fn the_active_window_comes_from_the_environment() {
     let store = Store::new();

@@ -221,3 +221,87 @@ fn names_db_variable_takes_a_colon_separated_list() {
         PathBuf::from("/home/u/.config/Code/User/globalStorage/state.vscdb")
     );
 }
+
+/// Spec 004 §4 and §5 on a Grok store laid out as Grok Build files it (folders named for the
+/// percent-encoded cwd): `cwd` from `/home/u/billing` takes in the session filed under
+/// `/home/u/billing/api`, exact first; a folder for `/home/u/billing2` is beside it, not below.
+#[test]
+fn scope_cwd_takes_in_subdirectory_folders_and_not_their_siblings() {
+    use cross_agent_stores::resolve::{self, ActiveWindow, Scope};
+    use cross_agent_stores::{UnixMillis, resolve::ranked};
+
+    const BESIDE: &str = "01a0630c-9370-72e0-87ad-000000000007";
+    let home = FixtureHome::new();
+    let source = home
+        .path()
+        .join(".grok/sessions/%2Fhome%2Fu%2Fbilling")
+        .join(MANUAL);
+    let beside = home
+        .path()
+        .join(".grok/sessions/%2Fhome%2Fu%2Fbilling2")
+        .join(BESIDE);
+    std::fs::create_dir_all(&beside).unwrap();
+    let summary = std::fs::read_to_string(source.join("summary.json"))
+        .unwrap()
+        .replace(MANUAL, BESIDE)
+        .replace("/home/u/billing\"", "/home/u/billing2\"")
+        .replace("billing-grok", "beside-grok");
+    std::fs::write(beside.join("summary.json"), summary).unwrap();
+    std::fs::copy(source.join("updates.jsonl"), beside.join("updates.jsonl")).unwrap();
+
+    let (sessions, _) = listing(&home);
+    assert_eq!(
+        session(&sessions, BESIDE).cwd,
+        Some(PathBuf::from("/home/u/billing2"))
+    );
+    let ids = |scope, cwd: &str| -> Vec<String> {
+        ranked(&sessions, Agent::Grok, scope, Path::new(cwd))
+            .into_iter()
+            .map(|s| s.session_id.clone())
+            .collect()
+    };
+    // The exact folder's sessions (newest first), then the subdirectory's.
+    assert_eq!(
+        ids(Scope::Cwd, "/home/u/billing"),
+        vec![PROMOTED, MANUAL, AUTO]
+    );
+    assert_eq!(ids(Scope::Cwd, "/home/u/billing2"), vec![BESIDE]);
+    assert!(ids(Scope::Cwd, "/home/u/bill").is_empty());
+    // Parents stay out of `cwd`; `tree` ranks them after the exact folder.
+    assert_eq!(ids(Scope::Cwd, "/home/u/billing/api"), vec![AUTO]);
+    assert_eq!(
+        ids(Scope::Tree, "/home/u/billing/api"),
+        vec![AUTO, PROMOTED, MANUAL]
+    );
+
+    // Resolution under `cwd`: the exact folder's active session first, else the subdirectory's.
+    let latest = [MANUAL, PROMOTED, AUTO]
+        .iter()
+        .filter_map(|id| session(&sessions, id).last_activity)
+        .max()
+        .unwrap();
+    let now = UnixMillis(latest.0 + 60_000);
+    let pick = |sessions: &[Session]| {
+        resolve::best_active(
+            sessions,
+            Agent::Grok,
+            Scope::Cwd,
+            Path::new("/home/u/billing"),
+            ActiveWindow::default(),
+            now,
+            None,
+        )
+        .map(|s| s.session_id.clone())
+    };
+    let exact = pick(&sessions).unwrap();
+    assert_eq!(
+        session(&sessions, &exact).cwd,
+        Some(PathBuf::from("/home/u/billing"))
+    );
+    let folder_left_out: Vec<Session> = sessions
+        .iter()
+        .filter(|s| s.cwd.as_deref() != Some(Path::new("/home/u/billing")))
+        .cloned()
+        .collect();
+    assert_eq!(pick(&folder_left_out).as_deref(), Some(AUTO));
+}

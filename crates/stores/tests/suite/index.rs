@@ -482,6 +482,30 @@ fn a_missing_cache_is_rebuilt_silently() {
     assert!(cache.exists());
 }
 
+/// A cache written by an earlier build in an earlier layout (format 3 had hand-made checksums;
+/// 4 has XXH3) is not damage: it is rebuilt without a warning, in the current format.
+#[test]
+fn a_cache_of_an_earlier_format_is_rebuilt_silently() {
+    const VERSION_AT: std::ops::Range<usize> = 8..12;
+    let home = TempDir::new().unwrap();
+    claude_session(home.path(), "c1", "one");
+    let roots = StoreRoots::under_home(home.path());
+    let (options, cache) = cached_options(home.path());
+    list_sessions(&roots, &options);
+    let mut bytes = fs::read(&cache).unwrap();
+    let current = bytes[VERSION_AT].to_vec();
+    assert_eq!(current, 4u32.to_le_bytes(), "the format version is 4");
+    bytes[VERSION_AT].copy_from_slice(&3u32.to_le_bytes());
+    fs::write(&cache, &bytes).unwrap();
+
+    let listing = list_sessions(&roots, &options);
+    assert!(listing.warnings.is_empty(), "{:?}", listing.warnings);
+    assert_eq!(listing.stats.files_new, 1, "read again, not resumed");
+    assert_eq!(&fs::read(&cache).unwrap()[VERSION_AT], current.as_slice());
+    let again = list_sessions(&roots, &options);
+    assert_eq!(again.stats.files_unchanged, 1);
+}
+
 #[test]
 fn every_agent_is_indexed_and_each_codex_thread_listed_once() {
     let home = TempDir::new().unwrap();

@@ -87,11 +87,34 @@ fn scoped_store() -> Vec<Session> {
     ]
 }
 
+/// Spec 004 §4: "`cwd` = same directory and its subdirectories"; §5 ranks exact first.
 #[test]
-fn scope_cwd_admits_the_exact_directory_only() {
+fn scope_cwd_admits_the_directory_and_its_subdirectories_not_its_parents() {
     let store = scoped_store();
     let got = ranked(&store, Agent::Claude, Scope::Cwd, Path::new("/home/u/proj"));
-    assert_eq!(ids(&got), vec!["exact-new", "exact-old"]);
+    // The subdirectory's session is newer than both exact ones, and still ranks after them.
+    assert_eq!(ids(&got), vec!["exact-new", "exact-old", "sub-new"]);
+    // From the subdirectory, `/home/u/proj` is a parent: not admitted.
+    let below = ranked(
+        &store,
+        Agent::Claude,
+        Scope::Cwd,
+        Path::new("/home/u/proj/sub"),
+    );
+    assert_eq!(ids(&below), vec!["sub-new"]);
+    // A folder whose name only starts with `proj` is beside it, not below it.
+    let mut beside = store.clone();
+    beside.push(claude("beside", "/home/u/proj2", None, false, 0));
+    beside.push(claude("beside-deep", "/home/u/proj2/sub", None, false, 0));
+    let got = ranked(
+        &beside,
+        Agent::Claude,
+        Scope::Cwd,
+        Path::new("/home/u/proj"),
+    );
+    assert_eq!(ids(&got), vec!["exact-new", "exact-old", "sub-new"]);
+    let got = ranked(&beside, Agent::Claude, Scope::Cwd, Path::new("/home/u/pro"));
+    assert!(got.is_empty(), "{:?}", ids(&got));
 }
 
 #[test]
@@ -172,7 +195,7 @@ fn best_active_prefers_directory_rank_then_recency_among_active_sessions() {
     assert_eq!(pick(Scope::Tree).as_deref(), Some("exact-active"));
     assert_eq!(pick(Scope::Any).as_deref(), Some("parent-newest"));
 
-    // The caller's own session is never picked.
+    // The caller's own session is never picked: the next best is the subdirectory's.
     let not_self = resolve::best_active(
         &store,
         Agent::Claude,
@@ -181,12 +204,26 @@ fn best_active_prefers_directory_rank_then_recency_among_active_sessions() {
         window,
         NOW,
         /*exclude*/ Some("exact-active"),
-    );
-    assert_eq!(not_self, None);
+    )
+    .map(|s| s.session_id.as_str());
+    assert_eq!(not_self, Some("sub-newer"));
 
-    // With a shorter window nothing in /p is active.
+    // With a shorter window no exact match is active: `cwd` takes the subdirectory's session,
+    // never the parent's, however recent.
     let short = ActiveWindow::from_minutes(60);
-    let none = resolve::best_active(&store, Agent::Claude, Scope::Cwd, cwd, short, NOW, None);
+    let below = resolve::best_active(&store, Agent::Claude, Scope::Cwd, cwd, short, NOW, None)
+        .map(|s| s.session_id.as_str());
+    assert_eq!(below, Some("sub-newer"));
+    let only_parent = vec![claude("parent-newest", "/", None, false, 0)];
+    let none = resolve::best_active(
+        &only_parent,
+        Agent::Claude,
+        Scope::Cwd,
+        cwd,
+        short,
+        NOW,
+        None,
+    );
     assert_eq!(none, None);
 }
 
