@@ -1,5 +1,5 @@
 //! `bridge_status` while the engine reads big transcripts (`cargo bench -p cross-agent-daemon
-//! --bench status_latency`): issue 10 item 8, "one slow disk read stalls every client".
+//! --bench status_latency`): a slow disk read must not stall every client.
 //!
 //! The daemon runs in a child process (this bench re-executed with `CROSS_AGENT_BENCH_DAEMON=1`,
 //! the same `entry::run_process` as `cross-agent daemon run`, with its 2 async worker threads).

@@ -8,9 +8,9 @@
 //! than guessed at.
 //!
 //! Migration 1 holds the daemon's own run history (`daemon_runs`), which gives each daemon start
-//! its *generation*. Migration 2 adds the messaging state of issue 4: deliveries, pending
+//! its *generation*. Migration 2 adds the messaging state: deliveries, pending
 //! payloads, pins, conversations and busy locks (read and written in [`crate::records`]).
-//! Migration 3 adds delivery leases, finish times and late-answer watches (issue 5). Migration 4
+//! Migration 3 adds delivery leases, finish times and late-answer watches. Migration 4
 //! remembers damaged stores moved aside at start (see [`crate::integrity`]) and the deliveries
 //! that could still be read from them, and each start's integrity check.
 //!
@@ -67,7 +67,7 @@ pub const MIGRATIONS: &[Migration] = &[
     },
 ];
 
-/// Migration 4 (issue 10): damaged stores moved aside at start (`file` is where the damaged
+/// Migration 4: damaged stores moved aside at start (`file` is where the damaged
 /// `hub.db` went), the delivery ids (and states, where readable) that could still be read from
 /// each — a status asked about one says where its record went instead of "no such delivery" —
 /// and what each daemon start's integrity check found.
@@ -85,7 +85,7 @@ CREATE TABLE quarantined_deliveries (
 ALTER TABLE daemon_runs ADD COLUMN store_check TEXT;
 ALTER TABLE daemon_runs ADD COLUMN store_check_ms INTEGER;";
 
-/// Migration 3 (issue 5): the lease of an in-flight delivery (renewed with its busy lock; past
+/// Migration 3: the lease of an in-flight delivery (renewed with its busy lock; past
 /// it the record is orphaned even if its pid lives on), when a record finished (the TTL runs
 /// from there), and the late-answer watches, which outlive the daemon that started them: each
 /// has an owner lease, so a daemon that stops (or drains for a restart) leaves them to the next.
@@ -101,7 +101,7 @@ CREATE TABLE late_answer_watches (
 );";
 
 /// Migration 2: deliveries and their hand-over payloads, pins, conversations (hop counts) and
-/// per-session busy locks (issue 4). A delivery's `record` is its `DeliveryRecord` as JSON —
+/// per-session busy locks. A delivery's `record` is its `DeliveryRecord` as JSON —
 /// never the message or the child's environment. The message waits in `pending_payloads` only
 /// until its turn starts, so a queued delivery survives a restart; the row is deleted in the
 /// same transaction that hands the delivery over.
@@ -189,7 +189,7 @@ impl HubDb {
             .map_err(db_err("set synchronous"))?;
         conn.pragma_update(None, "foreign_keys", "ON")
             .map_err(db_err("enable foreign keys"))?;
-        // A delivered payload's bytes must not stay behind in a freed page (issue 10 §4).
+        // A delivered payload's bytes must not stay behind in a freed page.
         conn.pragma_update(None, "secure_delete", "ON")
             .map_err(db_err("turn on secure delete"))?;
         let mut db = HubDb {

@@ -1,4 +1,4 @@
-//! `hub.db`'s health at daemon start (issue 10 §3).
+//! `hub.db`'s health at daemon start: a damaged store is moved aside, never repaired in place.
 //!
 //! Before the store is opened, `PRAGMA quick_check` reads every page of it (on a read-only
 //! connection, so a damaged file is not written to). A store that fails it — or is not a

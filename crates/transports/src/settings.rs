@@ -1,6 +1,6 @@
 //! The `CROSS_AGENT_*` settings that shape a headless turn. They are read from the *caller's*
 //! registration (the thin process forwards them with each call), never from the daemon's own
-//! environment: each registration guards its own side (issue 4, spec 004 §7).
+//! environment: each registration guards its own side (spec 004 §7).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -154,7 +154,7 @@ impl SessionsArgs {
 /// refused does not stop the listing: it just runs without a cache, and says why.
 fn load(agents: Vec<Agent>) -> Listing {
     let roots = StoreRoots::from_env();
-    // `verify`: the cache is written there, so the home must be this user's alone (issue 10 §2).
+    // `verify`: the cache is written there, so the home must be this user's alone (spec 004 §7).
     let cache_file = match Home::from_env().and_then(|home| home.verify().map(|_| home)) {
         Ok(home) => Some(scan::cache_file(home.root())),
         Err(e) => {

@@ -1,4 +1,4 @@
-//! `hub.db` damaged or left holding payloads (issue 10 §3, §4), through the built binary: real
+//! `hub.db` damaged or left holding payloads, through the built binary: real
 //! daemons (autostarted by the commands), real SQLite, each test on its own temporary
 //! `CROSS_AGENT_HOME` and `HOME`.
 //!

@@ -1,4 +1,4 @@
-//! Issue 10 §2: a `CROSS_AGENT_HOME` another user controls, driven through the built binary.
+//! Spec 004 §7, a state directory of the bridge's own: a `CROSS_AGENT_HOME` another user controls, driven through the built binary.
 //! The tests run as root, which can give a file to any uid: that is all "another user's file"
 //! takes. Nothing outside the home may be chmod-ed or written, and no byte may reach a socket
 //! that is not the user's own. And §3's last sentence: a daemon that cannot start says why, at
@@ -308,7 +308,7 @@ fn check_reports_the_homes_safety() {
     assert_eq!(report["home"]["safe"], true, "{report}");
 }
 
-/// Issue 10 §3: a daemon that fails at once (here its pidfile path is a directory, so it
+/// A daemon that fails at once (here its pidfile path is a directory, so it
 /// cannot take its lock) is reported with its own reason, not as "did not come up within 10s".
 #[test]
 fn a_daemon_that_cannot_start_says_why_at_once() {

@@ -30,7 +30,7 @@
 //! instead stops taking queued work and lets the running turns finish; [`Engine::carried`]
 //! says what is still carried.
 //!
-//! **Answers** (issue 5; spec 004 §6 "Interim answers and late answers", §9 "Delivery queue
+//! **Answers** (spec 004 §6 "Interim answers and late answers", §9 "Delivery queue
 //! execution…"). An answer is paired with its request by its closing line (the last line
 //! naming any request id): this request's id makes it the answer whenever it was written,
 //! another request's id rejects it, no id takes it by timing — only text written after the
@@ -93,8 +93,8 @@ const LEASE_MS: i64 = 120_000;
 /// The answer's first characters kept on the record.
 pub const REPLY_PREVIEW_CHARS: usize = 2000;
 
-/// What a draining daemon still carries (issue 5 item 7: a restart lets the old daemon finish
-/// it before it exits).
+/// What a draining daemon still carries: a restart lets the old daemon finish it before it
+/// exits (spec 004 "Applying code changes without restarting the editor").
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct CarriedWork {
     /// Deliveries handed to a peer whose turn this daemon still watches.
