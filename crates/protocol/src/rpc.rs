@@ -11,7 +11,7 @@
 //! daemon and a new client never talk past each other.
 //!
 //! Methods are declared once, in the table at the bottom of this file ([`rpc_methods!`]), which
-//! pairs each method name with its `*Params` and `*Response`. Later issues add their methods
+//! pairs each method name with its `*Params` and `*Response`. Later features add their methods
 //! (`send`, `bridge_status`, `pin`, …) to that table and nowhere else. The JSON Schema of every
 //! frame and method is generated from these types and committed as `schema/daemon_rpc.json`
 //! (see the `schema` module).

@@ -1,4 +1,4 @@
-//! The session index benchmark: figures printed beside the targets, never asserted.
+//! The session index benchmark: figures printed beside their targets, never asserted.
 //!
 //! Generates (once, then reuses) a synthetic store shaped like the real ones and measures:
 //! cold full listing, warm listing, exact-name resolution over all sessions warm, bytes read

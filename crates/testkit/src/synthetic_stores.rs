@@ -567,7 +567,7 @@ pub struct SyntheticSpec {
 }
 
 impl SyntheticSpec {
-    /// The benchmark store: 10,000 Claude + 10,000 Codex + 2,000 Grok sessions.
+    /// The benchmark store: 10,000 Claude + 10,000 Codex + 2,000 Grok sessions.
     pub fn full(now: Millis) -> Self {
         SyntheticSpec {
             claude: 10_000,
@@ -703,7 +703,7 @@ fn filler(rng: &mut Rng, len: usize) -> String {
     out
 }
 
-/// A target size in bytes from the mix (2 KB to 50 MB): mostly small transcripts, a
+/// A target size in bytes from the benchmark's mix (2 KB to 50 MB): mostly small transcripts, a
 /// long tail of big ones, about 45 KB on average (so 22,000 sessions make about 1 GB).
 fn target_size(rng: &mut Rng, scale: f64) -> u64 {
     let tier = rng.below(10_000);

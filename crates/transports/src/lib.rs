@@ -1,7 +1,7 @@
 //! How a message enters an agent session. For now one transport: the agents' own headless CLIs
 //! (`claude -p --resume`, `codex exec resume`, `grok --single`), which append a turn to the
 //! session's transcript so the peer keeps its context (spec 004 §3, §5 rule 4). Panel shims and
-//! the Copilot Agent Host join here in later issues.
+//! the Copilot Agent Host join here later.
 //!
 //! - [`settings`]: the `CROSS_AGENT_*` settings of the *caller's* registration that shape a CLI
 //!   turn (binaries, models, sandbox, permission modes, the no-headless switch).

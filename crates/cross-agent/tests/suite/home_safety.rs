@@ -92,7 +92,7 @@ impl Env {
     }
 }
 
-/// The reproduction: user `u` makes `evil` in a world-writable sticky directory and
+/// The reproduction: user `u` makes `evil` in a world-writable sticky directory and
 /// links `evil/decisions.jsonl` to a file of root's and `evil/logs` to a directory of root's.
 #[test]
 fn a_foreign_home_with_planted_links_is_refused_and_nothing_outside_changes() {
