@@ -17,10 +17,9 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use memchr::memchr_iter;
+use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::line::{self, Found, Wanted};
@@ -293,39 +292,16 @@ pub fn run(dir: &Path, query: &Query) -> Result<Report> {
     let to_read: Vec<&LogFile> = files.iter().filter(|f| plan.may_hold(&f.file)).collect();
     stats.files_skipped = files.len() - to_read.len();
 
-    let threads = std::thread::available_parallelism()
-        .map_or(1, usize::from)
-        .min(to_read.len())
-        .max(1);
-    let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<(usize, Partial)>> = Mutex::new(Vec::new());
-    std::thread::scope(|scope| {
-        for _ in 0..threads {
-            scope.spawn(|| {
-                let mut buf = Vec::new();
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(log) = to_read.get(i) else {
-                        break;
-                    };
-                    let partial = scan_file(&log.file, &plan, &mut buf);
-                    results
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner)
-                        .push((i, partial));
-                }
-            });
-        }
-    });
-    let mut results = results
-        .into_inner()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    results.sort_unstable_by_key(|(i, _)| *i);
+    // One file per task, in order; each worker thread reuses its line buffer.
+    let results: Vec<Partial> = to_read
+        .par_iter()
+        .map_init(Vec::new, |buf, log| scan_file(&log.file, &plan, buf))
+        .collect();
 
     let mut records: Vec<(String, String)> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
     let mut groups: Vec<Group> = Vec::new();
-    for (i, partial) in results {
+    for (i, partial) in results.into_iter().enumerate() {
         stats.lines += partial.lines;
         stats.bad_lines += partial.bad_lines;
         stats.matched += partial.matched;
