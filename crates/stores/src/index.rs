@@ -16,6 +16,10 @@
 //! beside the index) so a warm walk is one `stat` per file. Changed files are read on a few
 //! threads (cold listings read everything). The index is persisted in one file and a journal of
 //! the changes since it was written (see [`crate::index::cache`]), so a new process starts warm.
+//!
+//! One file, past the usual ~800 lines: the refresh is one pipeline (walk, match to the cache,
+//! read what changed, build sessions) whose steps hand each other borrowed buffers; the cache's
+//! format is its own module.
 
 pub mod cache;
 

@@ -9,6 +9,10 @@
 //!
 //! [`TurnReader`] is a [`LineSink`]: a watcher can keep one and feed it only the lines appended
 //! since its last look, with [`crate::lines::read_complete_lines`].
+//!
+//! One file, past the usual ~800 lines: the three agents' line readers are methods of one
+//! [`TurnReader`] state machine, and keeping them beside the shared turn model and the pairing
+//! rules above is what keeps the three in step.
 
 use std::borrow::Cow;
 use std::collections::HashMap;

@@ -5,6 +5,10 @@
 //! The binaries come from `.tools/agents/` (installed by `scripts/install-agents`) or from
 //! `CROSS_AGENT_TEST_CLAUDE` / `CROSS_AGENT_TEST_CODEX`. When they are missing the helpers
 //! return an error naming the script: a test run without the real agents fails, it never skips.
+//!
+//! One file, past the usual ~800 lines, because every helper here shares one setup (a temporary
+//! HOME, the endpoint's address, each CLI's configuration files) and splitting it per agent
+//! would copy that setup into each part.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;

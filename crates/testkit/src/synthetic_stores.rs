@@ -13,6 +13,9 @@
 //!
 //! This crate does not depend on `stores` (the stores' tests depend on it), so agents are named
 //! by strings here.
+//!
+//! One file, past the usual ~800 lines: the three agents' synthetic layouts share the size mix
+//! and the deterministic generator, and must stay in step with each other for the benchmark.
 
 use std::fs::{self, File};
 use std::io::{BufWriter, Write};

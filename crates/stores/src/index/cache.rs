@@ -37,6 +37,9 @@
 //!
 //! Written atomically (a temp file in the same folder, then rename), the folder `0700` and the
 //! file `0600`: it holds session ids, working directories and titles.
+//!
+//! Past the usual ~800 lines because its tests live here (they need the private layout to
+//! damage it byte by byte); the code itself is about 850 lines of one on-disk format.
 
 use std::fmt;
 use std::fs::{self, OpenOptions};
