@@ -333,7 +333,7 @@ impl Engine {
             watcher.abort();
             let _ = watcher.await;
         }
-        if let Err(error) = self.db().release_watches(self.inner.info.pid) {
+        if let Some(Err(error)) = self.release_watches().await {
             tracing::warn!(%error, "could not hand late-answer watches over");
         }
         lock(&self.inner.carried).watches.clear();
@@ -362,7 +362,13 @@ impl Engine {
             let _ = watcher.await;
         }
         // Watches live on in hub.db: the next daemon resumes them without waiting for a lease.
-        let _ = self.db().release_watches(self.inner.info.pid);
+        let _ = self.release_watches().await;
+    }
+
+    /// Releases this daemon's late-answer watches in `hub.db`, off the async threads.
+    async fn release_watches(&self) -> Option<Result<()>> {
+        let engine = self.clone();
+        dispatch::off_async(move || engine.db().release_watches(engine.inner.info.pid)).await
     }
 
     /// Stops (or, with `false`, resumes) taking queued deliveries, leaving running turns alone:
