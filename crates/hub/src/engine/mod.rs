@@ -45,9 +45,10 @@
 //! **Leases and orphans.** An in-flight record has a lease (`expires_at`) renewed with its busy
 //! lock; one whose lease ran out or whose carrier is gone is orphaned — at start and every 30 s
 //! — even if its pid lives again (pid reuse), never re-sent, and its answer read back. A
-//! session mid-turn with someone else's work (another live daemon's lock; else, even under a dead one's, an open turn on disk that
-//! is not one the bridge itself started and stopped) is waited for, up to the larger of the job
-//! timeout and `CROSS_AGENT_PANEL_PATIENCE`; past it the delivery fails as not delivered
+//! session mid-turn with someone else's work (another live daemon's lock; else — even under a
+//! dead daemon's lock — an open turn on disk that is not one the bridge itself started and
+//! stopped) is waited for, up to the larger of the job timeout and
+//! `CROSS_AGENT_PANEL_PATIENCE`; past it the delivery fails as not delivered
 //! (`is_undelivered`). Records are pruned `CROSS_AGENT_DELIVERY_TTL` after they finished (an
 //! orphan: after its lease ran out).
 
