@@ -68,7 +68,12 @@ pub async fn run_turn(
     mut options: RunOptions,
     on_spawn: impl FnOnce(u32),
 ) -> Result<TurnOutcome> {
-    if !spec.cwd.is_dir() {
+    // Through tokio's blocking pool, as every file look here: a stalled disk must not stall
+    // the async threads that answer the daemon's clients.
+    if !tokio::fs::metadata(&spec.cwd)
+        .await
+        .is_ok_and(|meta| meta.is_dir())
+    {
         return Err(Error::MissingCwd {
             agent: agent.as_str(),
             cwd: spec.cwd.clone(),
@@ -114,7 +119,7 @@ pub async fn run_turn(
     let mut stderr_tail = String::new();
     let mut buf = vec![0u8; 4096];
     let mut last_activity = Instant::now();
-    let mut stamp = transcript_stamp(options.transcript.as_deref());
+    let mut stamp = transcript_stamp(options.transcript.as_deref()).await;
     let mut exit: Option<(Option<i32>, Instant)> = None;
     let mut tick = tokio::time::interval(TICK);
 
@@ -156,7 +161,7 @@ pub async fn run_turn(
                 {
                     break Ended::Exited(code);
                 }
-                let now_stamp = transcript_stamp(options.transcript.as_deref());
+                let now_stamp = transcript_stamp(options.transcript.as_deref()).await;
                 if now_stamp != stamp {
                     stamp = now_stamp;
                     last_activity = Instant::now();
@@ -212,7 +217,7 @@ async fn stopped(stop: &mut watch::Receiver<bool>) {
     }
 }
 
-fn transcript_stamp(path: Option<&Path>) -> Option<(u64, Option<SystemTime>)> {
-    let meta = std::fs::metadata(path?).ok()?;
+async fn transcript_stamp(path: Option<&Path>) -> Option<(u64, Option<SystemTime>)> {
+    let meta = tokio::fs::metadata(path?).await.ok()?;
     Some((meta.len(), meta.modified().ok()))
 }

@@ -4,11 +4,49 @@
 
 use std::time::Duration;
 
-use cross_agent_protocol::bridge::{Agent, DeliveryState, RefusalReason, TargetSelectedBy};
+use cross_agent_protocol::bridge::{
+    Agent, AgentFilter, DeliveryState, ListSessionsParams, ListSessionsResponse, RefusalReason,
+    SendReceipt, TargetSelectedBy,
+};
 use cross_agent_testkit::endpoint::{Reply, Rule};
 use pretty_assertions::assert_eq;
 
 use super::bridge_support::{Bridge, append_line};
+
+/// Whether `list_agent_sessions` shows Codex thread `thread` as working.
+async fn listed_as_working(bridge: &Bridge, thread: &str) -> bool {
+    let listed: ListSessionsResponse = bridge
+        .conn
+        .client
+        .call(ListSessionsParams {
+            agent: AgentFilter::Codex,
+            scope: None,
+            cwd: None,
+            limit: None,
+            caller: bridge.claude_caller("aaaaaaaa-0000-4000-8000-0000000000aa"),
+        })
+        .await
+        .unwrap();
+    listed.sessions["codex"]
+        .iter()
+        .find(|s| s.session_id == thread)
+        .unwrap_or_else(|| panic!("{thread} is listed: {listed:#?}"))
+        .is_working
+}
+
+/// The receipt of a send to an idle session: no busy warning, `peer_turn` idle.
+fn assert_receipt_says_idle(receipt: &SendReceipt) {
+    assert_eq!(
+        receipt.peer_queue.peer_turn.as_deref(),
+        Some("idle"),
+        "{receipt:#?}"
+    );
+    assert!(
+        !receipt.warnings.iter().any(|w| w.contains("busy")),
+        "{:#?}",
+        receipt.warnings
+    );
+}
 
 /// The turn requests (not side requests) whose prompt carries `needle`.
 fn prompts_with(bridge: &Bridge, needle: &str) -> Vec<String> {
@@ -335,10 +373,14 @@ async fn a_turn_killed_for_inactivity_does_not_hold_the_next_delivery() {
     assert!(killed.is_killed_by_timeout, "{killed:#?}");
     let status = bridge.status(Some(&silent.delivery_id)).await;
     assert!(!status.peer_transcript.unwrap().is_working);
+    // The listing and the next receipt judge the open turn by the dispatcher's rule: the
+    // bridge's own stopped turn is nobody's work.
+    assert!(!listed_as_working(&bridge, &thread).await);
 
     let mut next = bridge.send_params(Agent::Codex, "after the kill", caller);
     next.session_id = Some(thread);
     let next = bridge.accepted(next).await;
+    assert_receipt_says_idle(&next);
     // Held as busy, it would stay queued for up to the wait bound (an hour by default).
     let started = bridge
         .wait_record(&next.delivery_id, Duration::from_secs(30), |r| {
@@ -689,6 +731,78 @@ async fn a_daemon_killed_outright_leaves_an_orphan_that_the_next_one_closes_and_
     assert!(started.error.is_none(), "{started:#?}");
     let done = bridge.wait_finished(&next.delivery_id).await;
     assert_eq!(done.state, DeliveryState::Delivered, "{done:#?}");
+}
+
+/// Spec 004 §9 for a daemon killed outright (`kill -9`) while a real Codex turn hangs: the next
+/// daemon orphans the delivery and stops its process group, but the turn stays open in the
+/// rollout and the dead daemon's busy lock stays in `hub.db`. Neither is anyone's work: the
+/// next delivery to the thread runs at once, and its receipt and the listing say so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_codex_turn_orphaned_by_a_killed_daemon_does_not_hold_the_next_delivery() {
+    let mut bridge = Bridge::start().await;
+    let thread = bridge.codex_session("seed crash codex");
+    bridge
+        .endpoint
+        .push(Rule::on_user_text("crash job codex").reply(Reply::hang()));
+    bridge.stop_daemon().await;
+    let root = bridge.state.root().to_owned();
+    let (mut process, conn) = super::bridge_support::spawn_daemon_process(
+        &root,
+        &bridge.state.dir.path().join("user"),
+        &[],
+    )
+    .await;
+    let caller = bridge.claude_caller("aaaaaaaa-0000-4000-8000-0000000000c9");
+    let mut params = bridge.send_params(Agent::Codex, "crash job codex", caller.clone());
+    params.session_id = Some(thread.clone());
+    let receipt = match conn.client.call(params).await.unwrap() {
+        cross_agent_protocol::bridge::SendResponse::Accepted(receipt) => receipt,
+        other => panic!("{other:?}"),
+    };
+    while prompts_with(&bridge, "crash job codex").is_empty() {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    drop(conn);
+    process.child.kill().unwrap();
+    process.child.wait().unwrap();
+
+    bridge.restart_daemon().await;
+    let record = bridge
+        .status(Some(&receipt.delivery_id))
+        .await
+        .delivery
+        .unwrap();
+    assert!(record.is_orphaned, "{record:#?}");
+    let pid = record.peer_pid.unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while cross_agent_transports::process::group_alive(pid) && std::time::Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(!cross_agent_transports::process::group_alive(pid));
+    assert!(!listed_as_working(&bridge, &thread).await);
+
+    bridge.endpoint.push(
+        Rule::on_user_text("after the codex crash").reply(Reply::echo_token("the thread is back")),
+    );
+    let mut next = bridge.send_params(Agent::Codex, "after the codex crash", caller);
+    next.session_id = Some(thread);
+    let next = bridge.accepted(next).await;
+    assert_receipt_says_idle(&next);
+    // Held as busy, it would stay queued for up to the wait bound (an hour by default).
+    let started = bridge
+        .wait_record(&next.delivery_id, Duration::from_secs(30), |r| {
+            r.state != DeliveryState::Queued
+        })
+        .await;
+    assert!(started.error.is_none(), "{started:#?}");
+    let done = bridge.wait_finished(&next.delivery_id).await;
+    assert_eq!(done.state, DeliveryState::Delivered, "{done:#?}");
+    assert_eq!(
+        prompts_with(&bridge, "crash job codex").len(),
+        1,
+        "never re-sent"
+    );
 }
 
 /// A message past Linux's 128 KiB limit on one argument reaches real Claude Code and real Codex

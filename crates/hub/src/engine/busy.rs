@@ -48,19 +48,23 @@ impl Engine {
             let held = locks.iter().find(|l| l.target_key == key);
             let reason = match held {
                 Some(l) if l.owner_pid == self.inner.info.pid => None,
-                Some(l) => (l.lease_until_ms > now
-                    && cross_agent_transports::process::is_alive(l.owner_pid))
-                .then(|| {
-                    format!(
+                Some(l)
+                    if l.lease_until_ms > now
+                        && cross_agent_transports::process::is_alive(l.owner_pid) =>
+                {
+                    Some(format!(
                         "another cross-agent daemon (pid {}) runs a turn on it",
                         l.owner_pid
-                    )
-                }),
-                None => head
+                    ))
+                }
+                // No lock, or a dead daemon's (killed outright, it could not release it): the
+                // lock says nothing about who works in the session now, so its transcript
+                // decides — a person may have opened it since, or the dead daemon's own
+                // orphaned turn may be left open there.
+                Some(_) | None => head
                     .target_transcript
                     .as_deref()
-                    .and_then(|p| self.open_turn_on_disk(head.target_agent, Path::new(p)))
-                    .filter(|turn| !self.is_stopped_bridge_turn(&key, turn))
+                    .filter(|p| self.is_someone_else_working(head.target_agent, &key, Path::new(p)))
                     .map(|_| {
                         "a turn is open in its transcript (someone else is working in it)"
                             .to_owned()
@@ -126,11 +130,26 @@ impl Engine {
         busy
     }
 
+    /// Whether someone other than the bridge is working in a session now: a turn is open in its
+    /// transcript (written recently) that is not one the bridge itself started and that has
+    /// ended. The one rule behind the dispatcher's wait, a receipt's busy warning and
+    /// `peer_turn`, and a listing's `is_working` (spec 004 §9). Blocking: it reads the
+    /// transcript and `hub.db` (take no `db()` guard around it).
+    pub(super) fn is_someone_else_working(
+        &self,
+        agent: Agent,
+        target_key: &str,
+        transcript: &Path,
+    ) -> bool {
+        self.open_turn_on_disk(agent, transcript)
+            .is_some_and(|turn| !self.is_stopped_bridge_turn(target_key, &turn))
+    }
+
     /// The turn open in a session's transcript, if its last turn is open and the transcript
     /// was written recently (an open turn left by a CLI that died long ago is not anyone's
     /// work). The dispatcher asks on each of its turns, so a transcript is re-read only when its
     /// size or modification time changed.
-    pub(super) fn open_turn_on_disk(&self, agent: Agent, path: &Path) -> Option<OpenTurn> {
+    fn open_turn_on_disk(&self, agent: Agent, path: &Path) -> Option<OpenTurn> {
         let meta = std::fs::metadata(path).ok()?;
         let modified = meta.modified().ok();
         let fresh = modified

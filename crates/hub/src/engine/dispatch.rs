@@ -156,6 +156,7 @@ impl Engine {
                 let delivery_id = record.delivery_id.clone();
                 let conversation_id = record.conversation_id.clone();
                 let session_id = record.target_session_id.clone();
+                let mut recording_start = None;
                 let result = run_turn(
                     agent,
                     &spec,
@@ -165,18 +166,22 @@ impl Engine {
                         stop: turn_stopped,
                     },
                     |pid| {
-                        engine.turn_started(StartedTurn {
+                        recording_start = Some(engine.turn_started(StartedTurn {
                             pid,
                             agent,
                             session_id,
                             conversation_id,
                             delivery_id,
-                        })
+                        }))
                     },
                 )
                 .await;
                 renew.abort();
                 checker.abort();
+                // The start is on the record before the outcome is: never overwritten by it.
+                if let Some(recording) = recording_start {
+                    let _ = recording.await;
+                }
                 result
             }
             Err(error) => Err(error),
@@ -270,11 +275,20 @@ impl Engine {
         tokio::spawn(async move {
             loop {
                 tokio::time::sleep(LEASE_RENEW).await;
-                if let Err(error) =
+                // `hub.db` behind the engine's lock: off the async threads.
+                let (engine, target_key, token, id) = (
+                    engine.clone(),
+                    target_key.clone(),
+                    token.clone(),
+                    delivery_id.clone(),
+                );
+                let renewed = off_async(move || {
                     engine
                         .db()
-                        .renew_lease(&target_key, &token, &delivery_id, now_ms() + LEASE_MS)
-                {
+                        .renew_lease(&target_key, &token, &id, now_ms() + LEASE_MS)
+                })
+                .await;
+                if let Some(Err(error)) = renewed {
                     tracing::warn!(%error, delivery = %delivery_id, "could not renew a lease");
                 }
             }
@@ -360,12 +374,20 @@ impl Engine {
         }
     }
 
-    pub(super) fn turn_started(&self, turn: StartedTurn) {
+    /// Notes a turn's CLI as started and records it on its delivery (`awaiting-peer`, its pid)
+    /// on the blocking pool: called from the async thread that spawned the CLI. Await the
+    /// handle before recording the outcome.
+    pub(super) fn turn_started(&self, turn: StartedTurn) -> tokio::task::JoinHandle<()> {
         let pid = turn.pid;
         let delivery_id = turn.delivery_id.clone();
         lock(&self.inner.turns).push(turn);
+        let engine = self.clone();
+        tokio::task::spawn_blocking(move || engine.record_turn_started(&delivery_id, pid))
+    }
+
+    fn record_turn_started(&self, delivery_id: &str, pid: u32) {
         let db = self.db();
-        match db.delivery(&delivery_id) {
+        match db.delivery(delivery_id) {
             Ok(Some(mut record)) => {
                 record.state = DeliveryState::AwaitingPeer;
                 record.peer_pid = Some(pid);

@@ -45,9 +45,10 @@
 //! **Leases and orphans.** An in-flight record has a lease (`expires_at`) renewed with its busy
 //! lock; one whose lease ran out or whose carrier is gone is orphaned — at start and every 30 s
 //! — even if its pid lives again (pid reuse), never re-sent, and its answer read back. A
-//! session mid-turn with someone else's work (another daemon's lock, an open turn on disk that
-//! is not one the bridge itself started and stopped) is waited for, up to the larger of the job
-//! timeout and `CROSS_AGENT_PANEL_PATIENCE`; past it the delivery fails as not delivered
+//! session mid-turn with someone else's work (another live daemon's lock; else — even under a
+//! dead daemon's lock — an open turn on disk that is not one the bridge itself started and
+//! stopped) is waited for, up to the larger of the job timeout and
+//! `CROSS_AGENT_PANEL_PATIENCE`; past it the delivery fails as not delivered
 //! (`is_undelivered`). Records are pruned `CROSS_AGENT_DELIVERY_TTL` after they finished (an
 //! orphan: after its lease ran out).
 
@@ -333,7 +334,7 @@ impl Engine {
             watcher.abort();
             let _ = watcher.await;
         }
-        if let Err(error) = self.db().release_watches(self.inner.info.pid) {
+        if let Some(Err(error)) = self.release_watches().await {
             tracing::warn!(%error, "could not hand late-answer watches over");
         }
         lock(&self.inner.carried).watches.clear();
@@ -362,7 +363,13 @@ impl Engine {
             let _ = watcher.await;
         }
         // Watches live on in hub.db: the next daemon resumes them without waiting for a lease.
-        let _ = self.db().release_watches(self.inner.info.pid);
+        let _ = self.release_watches().await;
+    }
+
+    /// Releases this daemon's late-answer watches in `hub.db`, off the async threads.
+    async fn release_watches(&self) -> Option<Result<()>> {
+        let engine = self.clone();
+        dispatch::off_async(move || engine.db().release_watches(engine.inner.info.pid)).await
     }
 
     /// Stops (or, with `false`, resumes) taking queued deliveries, leaving running turns alone:

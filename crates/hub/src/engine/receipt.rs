@@ -163,6 +163,15 @@ impl Engine {
             target_transcript: transcript.map(|p| p.to_string_lossy().into_owned()),
             answer: Default::default(),
         };
+        // Busy by the dispatcher's own rule (spec 004 §9): an open turn the bridge started and
+        // stopped (killed for inactivity, orphaned by a crash) is nobody's work. Read before
+        // the store's guard is taken: the check reads `hub.db` itself.
+        let peer_working = match (&record.target_transcript, will_create) {
+            (Some(path), false) => {
+                self.is_someone_else_working(agent, &target_key, std::path::Path::new(path))
+            }
+            (None, _) | (_, true) => resolved.is_working,
+        };
         let queue = {
             let mut db = self.db();
             let queue = db.queue_info(&target_key)?;
@@ -214,7 +223,7 @@ impl Engine {
                 idle_secs.unwrap_or(0) / 3600
             ));
         }
-        if queue.queued + queue.running > 0 || resolved.is_working {
+        if queue.queued + queue.running > 0 || peer_working {
             warnings.push(format!(
                 "the peer session is busy ({} delivery(ies) ahead); this message waits in line \
                  and goes out when the session is free",
@@ -256,7 +265,7 @@ impl Engine {
                     .oldest_queued_ms
                     .map(|t| u64::try_from((now_ms - t).max(0) / 1000).unwrap_or(0)),
                 peer_turn: Some(
-                    if queue.running > 0 || resolved.is_working {
+                    if queue.running > 0 || peer_working {
                         "running"
                     } else {
                         "idle"

@@ -74,7 +74,14 @@ impl Engine {
                     cwd: s.cwd.as_ref().map(|p| p.to_string_lossy().into_owned()),
                     last_activity: s.last_activity.map(rfc3339_ms),
                     is_active: settings.active_window.is_active(s.last_activity, now),
-                    is_working: s.is_working,
+                    // The store's scan sees any open turn; one the bridge started and stopped
+                    // is nobody's work (the dispatcher's rule, spec 004 §9).
+                    is_working: s.is_working
+                        && self.is_someone_else_working(
+                            agent,
+                            &format!("{agent}:{}", s.session_id),
+                            &s.path,
+                        ),
                     path: s.path.to_string_lossy().into_owned(),
                     is_caller: caller.agent == Some(agent)
                         && caller.session_id.as_deref() == Some(s.session_id.as_str()),
