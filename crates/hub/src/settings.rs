@@ -133,14 +133,7 @@ impl CallSettings {
             invalid: Vec::new(),
         };
         let scope = read
-            .parsed(SCOPE, "cwd, tree or any", |text| {
-                match text.to_ascii_lowercase().as_str() {
-                    "cwd" => Some(Scope::Cwd),
-                    "tree" => Some(Scope::Tree),
-                    "any" => Some(Scope::Any),
-                    _ => None,
-                }
-            })
+            .parsed(SCOPE, "cwd, tree or any", Scope::parse)
             .unwrap_or(Scope::Cwd);
         CallSettings {
             max_hops: read.number(MAX_HOPS).unwrap_or(DEFAULT_MAX_HOPS),
@@ -206,14 +199,5 @@ impl CallSettings {
             panels_available: false,
             invalid: self.invalid.clone(),
         }
-    }
-}
-
-/// The protocol's scope as the stores crate spells it.
-pub fn store_scope(scope: Scope) -> cross_agent_stores::resolve::Scope {
-    match scope {
-        Scope::Cwd => cross_agent_stores::resolve::Scope::Cwd,
-        Scope::Tree => cross_agent_stores::resolve::Scope::Tree,
-        Scope::Any => cross_agent_stores::resolve::Scope::Any,
     }
 }

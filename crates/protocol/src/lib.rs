@@ -10,5 +10,6 @@ pub mod decisions;
 pub mod rpc;
 pub mod schema;
 pub mod tools;
+pub mod vocabulary;
 
-pub use bridge::Agent;
+pub use vocabulary::{Agent, Scope, TargetKey, Transport};

@@ -532,14 +532,11 @@ mod lenient {
 
     /// `cwd`, `tree` or `any`, in any case; `null` is absent.
     pub fn scope<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Scope>, D::Error> {
-        match text(deserializer)?.as_deref() {
+        match text(deserializer)? {
             None => Ok(None),
-            Some("cwd") => Ok(Some(Scope::Cwd)),
-            Some("tree") => Ok(Some(Scope::Tree)),
-            Some("any") => Ok(Some(Scope::Any)),
-            Some(other) => Err(D::Error::custom(format!(
-                "is `{other}`; use cwd, tree or any"
-            ))),
+            Some(text) => Scope::parse(&text)
+                .map(Some)
+                .ok_or_else(|| D::Error::custom(format!("is `{text}`; use cwd, tree or any"))),
         }
     }
 

@@ -30,9 +30,7 @@
 //!   cannot be shown to be unique and is refused, saying how many sessions were reached.
 
 use std::cmp::Reverse;
-use std::fmt;
 use std::path::Path;
-use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
@@ -44,8 +42,6 @@ use crate::model::{Agent, Session, UnixMillis};
 pub const ACTIVE_WINDOW_ENV: &str = "CROSS_AGENT_ACTIVE_WINDOW_MIN";
 /// The spec's default active window, in minutes.
 pub const DEFAULT_ACTIVE_WINDOW_MIN: u64 = 240;
-/// `CROSS_AGENT_SCOPE`: the default discovery scope.
-pub const SCOPE_ENV: &str = "CROSS_AGENT_SCOPE";
 /// `CROSS_AGENT_NAME_SCAN_LIMIT`: an optional bound on how many of the most recently active
 /// sessions a name lookup considers. Unset means no bound.
 pub const NAME_SCAN_LIMIT_ENV: &str = "CROSS_AGENT_NAME_SCAN_LIMIT";
@@ -56,60 +52,10 @@ pub const CODEX_SCAN_LIMIT_ENV: &str = "CROSS_AGENT_CODEX_SCAN_LIMIT";
 /// How many similar titles a "not found" error lists at most.
 const MAX_SIMILAR: usize = 10;
 
-/// Which sessions discovery and lookup consider, relative to a working directory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Scope {
-    /// Sessions working in this directory or one of its subdirectories (ranked in that order).
-    Cwd,
-    /// This directory, its subdirectories and its parents (ranked in that order).
-    Tree,
-    /// Every session, ranked by recency.
-    Any,
-}
-
-impl Scope {
-    pub const ALL: [Scope; 3] = [Scope::Cwd, Scope::Tree, Scope::Any];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Scope::Cwd => "cwd",
-            Scope::Tree => "tree",
-            Scope::Any => "any",
-        }
-    }
-
-    /// `CROSS_AGENT_SCOPE`, or the spec's default `cwd` when unset.
-    pub fn from_env() -> Result<Scope> {
-        match std::env::var(SCOPE_ENV) {
-            Ok(value) if !value.trim().is_empty() => value.parse(),
-            _ => Ok(Scope::Cwd),
-        }
-    }
-}
-
-impl fmt::Display for Scope {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Scope {
-    type Err = StoreError;
-
-    fn from_str(value: &str) -> Result<Scope> {
-        match value.trim() {
-            "cwd" => Ok(Scope::Cwd),
-            "tree" => Ok(Scope::Tree),
-            "any" => Ok(Scope::Any),
-            other => Err(StoreError::InvalidSetting {
-                name: SCOPE_ENV,
-                value: other.to_owned(),
-                expected: "one of cwd, tree, any",
-            }),
-        }
-    }
-}
+/// Which sessions discovery and lookup consider, relative to a working directory: `cwd`
+/// (this directory, then its subdirectories), `tree` (also its parents, ranked last) or `any`
+/// (every session, ranked by recency). The protocol's word, so a scope is named once.
+pub use cross_agent_protocol::bridge::Scope;
 
 /// How a session's directory relates to the directory asked about. The order is the rank:
 /// an exact match beats a subdirectory, which beats a parent.

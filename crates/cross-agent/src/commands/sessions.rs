@@ -54,8 +54,8 @@ struct ListArgs {
     agent: AgentChoice,
     /// Which sessions relative to --cwd: `cwd` (that directory and its subdirectories), `tree`
     /// (also its parents) or `any`.
-    #[arg(long, value_enum, default_value_t = ScopeArg::Any)]
-    scope: ScopeArg,
+    #[arg(long, value_enum, default_value_t = Scope::Any)]
+    scope: Scope,
     /// The directory scopes are relative to (default: the current directory).
     #[arg(long)]
     cwd: Option<PathBuf>,
@@ -71,12 +71,12 @@ struct ListArgs {
 struct ResolveArgs {
     /// The agent whose sessions to search.
     #[arg(value_enum)]
-    agent: OneAgent,
+    agent: Agent,
     /// A session id, or a session's exact name (no partial matching).
     query: String,
     /// Only sessions in this scope relative to --cwd.
-    #[arg(long, value_enum, default_value_t = ScopeArg::Any)]
-    scope: ScopeArg,
+    #[arg(long, value_enum, default_value_t = Scope::Any)]
+    scope: Scope,
     /// The directory scopes are relative to (default: the current directory).
     #[arg(long)]
     cwd: Option<PathBuf>,
@@ -100,40 +100,6 @@ impl AgentChoice {
             AgentChoice::Codex => vec![Agent::Codex],
             AgentChoice::Grok => vec![Agent::Grok],
             AgentChoice::All => Agent::ALL.to_vec(),
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum OneAgent {
-    Claude,
-    Codex,
-    Grok,
-}
-
-impl From<OneAgent> for Agent {
-    fn from(agent: OneAgent) -> Agent {
-        match agent {
-            OneAgent::Claude => Agent::Claude,
-            OneAgent::Codex => Agent::Codex,
-            OneAgent::Grok => Agent::Grok,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum ScopeArg {
-    Cwd,
-    Tree,
-    Any,
-}
-
-impl From<ScopeArg> for Scope {
-    fn from(scope: ScopeArg) -> Scope {
-        match scope {
-            ScopeArg::Cwd => Scope::Cwd,
-            ScopeArg::Tree => Scope::Tree,
-            ScopeArg::Any => Scope::Any,
         }
     }
 }
@@ -197,7 +163,7 @@ impl ListArgs {
     fn run(self) -> anyhow::Result<ExitCode> {
         let window = ActiveWindow::from_env()?;
         let cwd = cwd_or_current(self.cwd)?;
-        let scope = Scope::from(self.scope);
+        let scope = self.scope;
         let listing = load(self.agent.agents());
         let now = resolve::now();
 
@@ -250,9 +216,9 @@ fn scan_order(rows: &mut [&Session]) {
 
 impl ResolveArgs {
     fn run(self) -> anyhow::Result<ExitCode> {
-        let agent = Agent::from(self.agent);
+        let agent = self.agent;
         let window = ActiveWindow::from_env()?;
-        let scope = Scope::from(self.scope);
+        let scope = self.scope;
         let bound = ScanBound::from_env(agent, scope)?;
         let cwd = cwd_or_current(self.cwd)?;
         // Only this agent's store is walked: a name is looked up among one agent's sessions.

@@ -17,7 +17,7 @@ use super::{Engine, non_blank, parse_ms, recent_turns, rfc3339_ms};
 use crate::Agent;
 use crate::caller::identify;
 use crate::error::Result;
-use crate::settings::{CallSettings, store_scope};
+use crate::settings::CallSettings;
 
 /// How many finished deliveries `bridge_status` lists.
 const RECENT: u32 = 20;
@@ -56,12 +56,7 @@ impl Engine {
         let root = PathBuf::from("/");
         let mut out = BTreeMap::new();
         for agent in agents {
-            let ranked = resolve::ranked(
-                &sessions,
-                agent,
-                store_scope(scope),
-                cwd.as_deref().unwrap_or(&root),
-            );
+            let ranked = resolve::ranked(&sessions, agent, scope, cwd.as_deref().unwrap_or(&root));
             let mut list: Vec<&Session> = ranked;
             list.sort_by_key(|s| std::cmp::Reverse(s.last_activity));
             let entries = list
@@ -120,7 +115,7 @@ impl Engine {
                 } else if let Some(s) = resolve::best_active(
                     &sessions,
                     agent,
-                    store_scope(scope),
+                    scope,
                     cwd,
                     settings.active_window,
                     resolve::now(),

@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::{Engine, refusal, rfc3339_ms};
 use crate::Agent;
 use crate::error::Result;
-use crate::settings::{CallSettings, store_scope};
+use crate::settings::CallSettings;
 
 pub(super) fn candidate(session: &resolve::Candidate, agent: Agent) -> SessionCandidate {
     SessionCandidate {
@@ -169,7 +169,7 @@ impl Engine {
                     query,
                     Lookup {
                         agent,
-                        scope: cross_agent_stores::resolve::Scope::Any,
+                        scope: Scope::Any,
                         cwd,
                         bound: settings.name_bound(agent, scope),
                     },
@@ -233,7 +233,7 @@ impl Engine {
         if let Some(session) = resolve::best_active(
             &sessions,
             agent,
-            store_scope(scope),
+            scope,
             cwd,
             settings.active_window,
             now,
@@ -245,7 +245,7 @@ impl Engine {
             format!(
                 "no {agent} session active in the last {} minutes was found in scope `{}` of {}",
                 settings.active_window.minutes(),
-                store_scope(scope),
+                scope,
                 cwd.display()
             ),
             TargetSelectedBy::NewSession,

@@ -502,10 +502,3 @@ fn a_scope_narrows_a_lookup() {
     let err = resolve::lookup(&store, "dup", any(Agent::Claude)).unwrap_err();
     assert!(matches!(err, StoreError::AmbiguousName { .. }), "{err}");
 }
-
-#[test]
-fn settings_parse_or_name_themselves() {
-    assert_eq!("tree".parse::<Scope>().unwrap(), Scope::Tree);
-    let err = "everywhere".parse::<Scope>().unwrap_err();
-    assert!(err.to_string().contains("CROSS_AGENT_SCOPE"), "{err}");
-}
