@@ -17,7 +17,7 @@
 //!    everything Grok runs inherits it. Else `CROSS_AGENT_SELF_SESSION` when it names the same
 //!    agent.
 
-use cross_agent_protocol::bridge::{CallerContext, CallerStatus};
+use cross_agent_protocol::bridge::{CallerContext, CallerStatus, TargetKey};
 use serde_json::Value;
 
 use crate::Agent;
@@ -100,12 +100,8 @@ fn agent_of_name(name: &str) -> Option<Agent> {
 
 /// `CROSS_AGENT_SELF_SESSION=<agent>:<id>`.
 pub fn parse_self_session(text: &str) -> Option<(Agent, String)> {
-    let (agent, id) = text.trim().split_once(':')?;
-    let id = id.trim();
-    (!id.is_empty())
-        .then(|| Agent::parse(agent))
-        .flatten()
-        .map(|a| (a, id.to_owned()))
+    let key = text.parse::<TargetKey>().ok()?;
+    Some((key.agent, key.session_id))
 }
 
 fn non_blank(value: Option<&String>) -> Option<String> {

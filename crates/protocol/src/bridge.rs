@@ -345,7 +345,7 @@ pub struct DeliveryRecord {
     pub hop: u32,
     pub max_hops: u32,
     /// How the message enters the session (`headless-cli` now; `panel` later).
-    pub transport: String,
+    pub transport: Transport,
     /// RFC 3339 timestamps.
     pub created_at: String,
     pub started_at: Option<String>,

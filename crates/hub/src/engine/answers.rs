@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use cross_agent_decisions::events;
-use cross_agent_protocol::bridge::{DeliveryRecord, DeliveryState};
+use cross_agent_protocol::bridge::{DeliveryRecord, DeliveryState, TargetKey};
 use cross_agent_stores::UnixMillis;
 use cross_agent_transports::run::{Ended, TurnOutcome};
 
@@ -140,11 +140,11 @@ impl Engine {
             ..Default::default()
         };
         request.late_reply_delivery_id = Some(late.delivery_id.clone());
-        let key = format!(
-            "{}:{}",
+        let key = TargetKey::new(
             request.target_agent,
-            request.target_session_id.as_deref().unwrap_or("?")
-        );
+            request.target_session_id.as_deref().unwrap_or("?"),
+        )
+        .to_string();
         match db.insert_late_answer(&late, &key, now_ms(), &request) {
             Ok(()) => {
                 self.inner

@@ -7,6 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use cross_agent_decisions::events;
+use cross_agent_protocol::bridge::TargetKey;
 use cross_agent_stores::UnixMillis;
 use cross_agent_stores::turns::{Role, Turn, TurnItem, request_ids};
 
@@ -101,7 +102,8 @@ impl Engine {
                      CROSS_AGENT_PANEL_PATIENCE, {patience} s). The peer never received the \
                      message, so there is no answer to watch for; sending again is safe",
                     head.target_agent,
-                    key.split_once(':').map_or(key.as_str(), |(_, id)| id)
+                    key.parse::<TargetKey>()
+                        .map_or_else(|_| key.clone(), |target| target.session_id)
                 );
                 // A statement of its own: the store's lock is released before the match, whose
                 // arm reads the closed record back.

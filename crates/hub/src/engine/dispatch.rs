@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use cross_agent_decisions::events;
-use cross_agent_protocol::bridge::{CallerContext, DeliveryRecord, DeliveryState, Pin};
+use cross_agent_protocol::bridge::{CallerContext, DeliveryRecord, DeliveryState, Pin, TargetKey};
 use cross_agent_stores::UnixMillis;
 use cross_agent_transports::headless::{Target, TurnRequest};
 use cross_agent_transports::run::{Ended, RunOptions, TurnOutcome, run_turn};
@@ -409,7 +409,7 @@ impl Engine {
                 .find(|s| s.agent == agent && s.session_id == id)
                 .map(|s| s.path.to_string_lossy().into_owned());
         }
-        let new_key = format!("{agent}:{id}");
+        let new_key = TargetKey::new(agent, id.as_str()).to_string();
         let db = self.db();
         let _ = db.rekey_lock(target_key, &new_key, token);
         let _ = db.retarget_delivery(&record.delivery_id, &new_key);
