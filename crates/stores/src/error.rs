@@ -66,7 +66,7 @@ pub enum StoreError {
          shown to be unique and is refused; address it by its id:\n{}",
         crate::resolve::candidate_lines(std::slice::from_ref(candidate.as_ref()))
     )]
-    NameUnproven {
+    ScanBoundReached {
         agent: Agent,
         name: String,
         candidate: Box<Candidate>,
@@ -112,7 +112,7 @@ impl StoreError {
             | StoreError::Cache { path, .. } => Some(path),
             StoreError::InvalidSetting { .. }
             | StoreError::AmbiguousName { .. }
-            | StoreError::NameUnproven { .. }
+            | StoreError::ScanBoundReached { .. }
             | StoreError::NoSuchSession { .. } => None,
         }
     }

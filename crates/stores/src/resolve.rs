@@ -313,7 +313,7 @@ pub fn lookup<'a>(
                 MatchedBy::GeneratedTitle
             },
         }),
-        ([only], Some(bound)) => Err(StoreError::NameUnproven {
+        ([only], Some(bound)) => Err(StoreError::ScanBoundReached {
             agent: lookup.agent,
             name: query.to_owned(),
             candidate: Box::new(Candidate::of(only)),

@@ -17,6 +17,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
 use cross_agent_ipc::Home;
+use cross_agent_protocol::bridge::RefusalReason;
 use cross_agent_stores::index::RefreshOptions;
 use cross_agent_stores::lines::format_timestamp;
 use cross_agent_stores::resolve::{
@@ -312,17 +313,17 @@ fn session_json(s: &Session, window: ActiveWindow, now: UnixMillis) -> Value {
 fn refusal_json(error: &StoreError) -> Value {
     let (kind, details) = match error {
         StoreError::AmbiguousName { candidates, .. } => (
-            "ambiguous_name",
+            json!(RefusalReason::AmbiguousName),
             json!({ "candidates": candidates.iter().map(candidate_json).collect::<Vec<_>>() }),
         ),
-        StoreError::NameUnproven {
+        StoreError::ScanBoundReached {
             candidate,
             reached,
             total,
             bound_setting,
             ..
         } => (
-            "name_unproven",
+            json!(RefusalReason::ScanBoundReached),
             json!({
                 "candidates": [candidate_json(candidate)],
                 "reached": reached,
@@ -333,7 +334,8 @@ fn refusal_json(error: &StoreError) -> Value {
         StoreError::NoSuchSession {
             similar, reached, ..
         } => (
-            "not_found",
+            // Older than the bridge's `no_such_session`, and read by scripts: kept.
+            json!("not_found"),
             json!({
                 "similar_titles": similar.iter().map(|t| json!({
                     "title": t.title,
@@ -350,7 +352,7 @@ fn refusal_json(error: &StoreError) -> Value {
         | StoreError::Sqlite { .. }
         | StoreError::Format { .. }
         | StoreError::InvalidSetting { .. }
-        | StoreError::Cache { .. } => ("error", json!({})),
+        | StoreError::Cache { .. } => (json!("error"), json!({})),
     };
     let mut value = json!({ "error": kind, "message": error.to_string() });
     if let (Value::Object(map), Value::Object(extra)) = (&mut value, details) {

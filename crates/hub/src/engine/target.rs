@@ -40,7 +40,7 @@ pub(super) fn lookup_refusal(error: StoreError, agent: Agent) -> Refusal {
             candidates: candidates.iter().map(|c| candidate(c, agent)).collect(),
             details: Value::Null,
         },
-        StoreError::NameUnproven { candidate: c, .. } => Refusal {
+        StoreError::ScanBoundReached { candidate: c, .. } => Refusal {
             reason: RefusalReason::ScanBoundReached,
             message,
             candidates: vec![candidate(&c, agent)],

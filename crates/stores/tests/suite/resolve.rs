@@ -449,7 +449,7 @@ fn a_name_matched_within_a_reached_bound_is_refused_with_the_count() {
     ];
     // The bound (2) stops before the second "target": one match cannot prove uniqueness.
     let err = resolve::lookup(&store, "target", bounded(2)).unwrap_err();
-    let StoreError::NameUnproven {
+    let StoreError::ScanBoundReached {
         reached,
         total,
         candidate,
