@@ -9,6 +9,7 @@ pub mod bridge;
 pub mod decisions;
 pub mod rpc;
 pub mod schema;
+pub mod settings;
 pub mod tools;
 pub mod vocabulary;
 

@@ -8,6 +8,7 @@
 //! as models write them (`"600"` for 600, `"true"` for true, `null` for absent, `Tree` for
 //! `tree`) and strictly otherwise (a timeout of 0 or -5 is refused).
 
+use crate::settings as var;
 use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, Schema};
 use serde::{Deserialize, Serialize};
@@ -313,7 +314,7 @@ impl ToolDefaults {
     pub fn from_settings(settings: &std::collections::BTreeMap<String, String>) -> ToolDefaults {
         let spec = ToolDefaults::default();
         let scope = settings
-            .get("CROSS_AGENT_SCOPE")
+            .get(var::SCOPE)
             .and_then(|value| match value.trim().to_ascii_lowercase().as_str() {
                 "cwd" => Some(Scope::Cwd),
                 "tree" => Some(Scope::Tree),
@@ -322,7 +323,7 @@ impl ToolDefaults {
             })
             .unwrap_or(spec.scope);
         let timeout = settings
-            .get("CROSS_AGENT_TIMEOUT")
+            .get(var::TIMEOUT)
             .and_then(|value| value.trim().parse().ok())
             .filter(|&seconds| seconds > 0)
             .unwrap_or(spec.timeout);

@@ -32,22 +32,15 @@
 use std::cmp::Reverse;
 use std::path::Path;
 
+use cross_agent_protocol::settings as var;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, StoreError};
 use crate::lines::format_timestamp;
 use crate::model::{Agent, Session, UnixMillis};
 
-/// `CROSS_AGENT_ACTIVE_WINDOW_MIN`: minutes since its last record for a session to count as active.
-pub const ACTIVE_WINDOW_ENV: &str = "CROSS_AGENT_ACTIVE_WINDOW_MIN";
 /// The spec's default active window, in minutes.
 pub const DEFAULT_ACTIVE_WINDOW_MIN: u64 = 240;
-/// `CROSS_AGENT_NAME_SCAN_LIMIT`: an optional bound on how many of the most recently active
-/// sessions a name lookup considers. Unset means no bound.
-pub const NAME_SCAN_LIMIT_ENV: &str = "CROSS_AGENT_NAME_SCAN_LIMIT";
-/// `CROSS_AGENT_CODEX_SCAN_LIMIT`: the spec's Codex rollout bound. Honoured as a bound on Codex
-/// name lookups only when set; ours has no default cap.
-pub const CODEX_SCAN_LIMIT_ENV: &str = "CROSS_AGENT_CODEX_SCAN_LIMIT";
 
 /// How many similar titles a "not found" error lists at most.
 const MAX_SIMILAR: usize = 10;
@@ -145,13 +138,13 @@ impl ActiveWindow {
     /// `CROSS_AGENT_ACTIVE_WINDOW_MIN`, or 240 when unset. A value that is not a whole number of
     /// minutes is an error rather than silently the default: a person set it on purpose.
     pub fn from_env() -> Result<ActiveWindow> {
-        match std::env::var(ACTIVE_WINDOW_ENV) {
+        match std::env::var(var::ACTIVE_WINDOW_MIN) {
             Ok(value) if !value.trim().is_empty() => value
                 .trim()
                 .parse::<u64>()
                 .map(ActiveWindow::from_minutes)
                 .map_err(|_| StoreError::InvalidSetting {
-                    name: ACTIVE_WINDOW_ENV,
+                    name: var::ACTIVE_WINDOW_MIN,
                     value,
                     expected: "a whole number of minutes",
                 }),
@@ -212,10 +205,10 @@ impl ScanBound {
     /// `CROSS_AGENT_NAME_SCAN_LIMIT` and, for Codex under scope `any` (the only scope the spec
     /// applies it to), `CROSS_AGENT_CODEX_SCAN_LIMIT`. `None` — the default — means every session.
     pub fn from_env(agent: Agent, scope: Scope) -> Result<Option<ScanBound>> {
-        let mut bound = read_limit(NAME_SCAN_LIMIT_ENV)?;
+        let mut bound = read_limit(var::NAME_SCAN_LIMIT)?;
         if agent == Agent::Codex
             && scope == Scope::Any
-            && let Some(codex) = read_limit(CODEX_SCAN_LIMIT_ENV)?
+            && let Some(codex) = read_limit(var::CODEX_SCAN_LIMIT)?
             && bound.is_none_or(|general| codex.limit < general.limit)
         {
             bound = Some(codex);

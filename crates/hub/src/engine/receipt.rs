@@ -7,6 +7,7 @@ use cross_agent_protocol::bridge::{
     DeliveryRecord, DeliveryState, PeerQueue, Pin, SendParams, SendReceipt, TargetKey,
     TargetSelectedBy, Transport,
 };
+use cross_agent_protocol::settings as var;
 
 use super::{Engine, Resolved, cwd_key, now_ms, roots_for};
 use crate::Agent;
@@ -93,17 +94,14 @@ impl Engine {
             .caller
             .settings
             .iter()
-            .filter(|(k, _)| k.starts_with("CROSS_AGENT_") && k.as_str() != "CROSS_AGENT_SELF")
+            .filter(|(k, _)| k.starts_with(var::PREFIX) && k.as_str() != var::SELF)
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
-        bridge_env.insert(
-            "CROSS_AGENT_CONVERSATION_ID".into(),
-            conversation_id.clone(),
-        );
-        bridge_env.remove("CROSS_AGENT_SELF_SESSION");
+        bridge_env.insert(var::CONVERSATION_ID.into(), conversation_id.clone());
+        bridge_env.remove(var::SELF_SESSION);
         if let Some(id) = &resolved.session_id {
             bridge_env.insert(
-                "CROSS_AGENT_SELF_SESSION".into(),
+                var::SELF_SESSION.into(),
                 TargetKey::new(agent, id.as_str()).to_string(),
             );
         }
