@@ -54,9 +54,9 @@ pub fn dispatch(home: &Home, also_stderr: bool) -> Result<(tracing::Dispatch, Wo
         .filename_prefix(LOG_PREFIX)
         .max_log_files(KEEP_FILES)
         .build(&dir)
-        .map_err(|e| Error::Log {
+        .map_err(|source| Error::Log {
             dir: dir.clone(),
-            detail: e.to_string(),
+            source,
         })?;
     let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
         .buffered_lines_limit(BUFFERED_LINES)

@@ -124,11 +124,11 @@ pub(crate) fn parse_rfc3339_ms(text: &str) -> Option<i64> {
 }
 
 fn to_json<T: Serialize>(value: &T) -> Result<String> {
-    serde_json::to_string(value).map_err(|e| Error::Encode(e.to_string()))
+    serde_json::to_string(value).map_err(Error::Encode)
 }
 
 fn from_json<T: for<'de> Deserialize<'de>>(text: &str) -> Result<T> {
-    serde_json::from_str(text).map_err(|e| Error::Encode(e.to_string()))
+    serde_json::from_str(text).map_err(Error::Encode)
 }
 
 /// Whether a lock's owner still holds it.
@@ -953,5 +953,19 @@ impl HubDb {
             },
         )?;
         Ok(pins.into_iter().flatten().collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use cross_agent_protocol::bridge::DeliveryRecord;
+
+    use super::*;
+
+    #[test]
+    fn a_record_that_does_not_read_back_keeps_the_json_error_as_its_source() {
+        let err = from_json::<DeliveryRecord>("{\"delivery_id\": 7}").unwrap_err();
+        let source = std::error::Error::source(&err).expect("the JSON error as its source");
+        assert!(source.is::<serde_json::Error>(), "{source}");
     }
 }

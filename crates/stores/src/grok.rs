@@ -224,11 +224,12 @@ struct SummaryInfo<'a> {
 impl GrokSummary {
     /// Parses `summary.json`.
     pub fn parse(bytes: &[u8], path: &Path) -> Result<Self, StoreError> {
-        let f: SummaryFile<'_> = serde_json::from_slice(bytes).map_err(|e| StoreError::Format {
-            path: path.to_path_buf(),
-            what: "Grok summary.json",
-            message: e.to_string(),
-        })?;
+        let f: SummaryFile<'_> =
+            serde_json::from_slice(bytes).map_err(|source| StoreError::Format {
+                path: path.to_path_buf(),
+                what: "Grok summary.json",
+                source,
+            })?;
         let owned = |s: Option<Cow<'_, str>>| s.map(Cow::into_owned);
         let (id, cwd) = match f.info {
             Some(info) => (owned(info.id), owned(info.cwd)),
@@ -492,9 +493,9 @@ pub fn read_gui_names(roots: &StoreRoots, warnings: &mut Warnings) -> GuiNames {
 /// The extension's JSON value from one `state.vscdb`, or `None` when it has none.
 pub fn read_gui_state(db: &Path) -> Result<Option<Value>, StoreError> {
     use rusqlite::{OpenFlags, OptionalExtension};
-    let sql_err = |e: rusqlite::Error| StoreError::Sqlite {
+    let sql_err = |source: rusqlite::Error| StoreError::Sqlite {
         path: db.to_path_buf(),
-        message: e.to_string(),
+        source,
     };
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
         | OpenFlags::SQLITE_OPEN_URI
@@ -543,10 +544,10 @@ pub fn read_gui_state(db: &Path) -> Result<Option<Value>, StoreError> {
     };
     serde_json::from_slice(&raw)
         .map(Some)
-        .map_err(|e| StoreError::Format {
+        .map_err(|source| StoreError::Format {
             path: db.to_path_buf(),
             what: "Grok Build GUI state",
-            message: e.to_string(),
+            source,
         })
 }
 
