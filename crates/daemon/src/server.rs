@@ -28,7 +28,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cross_agent_hub::db::{HubDb, now_rfc3339};
+use cross_agent_hub::db::HubDb;
 use cross_agent_hub::integrity::{self, OnDamage, StoreCheck};
 use cross_agent_hub::{Engine, EngineConfig, EngineInfo};
 use cross_agent_ipc::Home;
@@ -45,6 +45,7 @@ use cross_agent_protocol::rpc::{
     RequestId, RpcError, ServerMessage, ShutdownResponse, StatusResponse,
 };
 use cross_agent_protocol::settings as var;
+use cross_agent_protocol::timestamp::now_rfc3339;
 use tokio::io::BufReader;
 use tokio::sync::watch;
 use tokio::task::JoinSet;

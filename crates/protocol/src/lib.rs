@@ -10,6 +10,7 @@ pub mod decisions;
 pub mod rpc;
 pub mod schema;
 pub mod settings;
+pub mod timestamp;
 pub mod tools;
 pub mod vocabulary;
 

@@ -29,7 +29,6 @@ use serde_json::Value;
 
 use crate::claude::title_from_text;
 use crate::error::StoreError;
-use crate::lines::parse_timestamp;
 use crate::model::{Agent, LineContext, Session, TranscriptFold, UnixMillis, Warnings};
 use crate::roots::{Sidecar, SourceFile, StoreRoots};
 use crate::skim;
@@ -243,9 +242,12 @@ impl GrokSummary {
             title_is_manual: f.title_is_manual.unwrap_or(false),
             session_kind: owned(f.session_kind),
             hidden: f.hidden,
-            created_at: f.created_at.as_deref().and_then(parse_timestamp),
-            updated_at: f.updated_at.as_deref().and_then(parse_timestamp),
-            last_active_at: f.last_active_at.as_deref().and_then(parse_timestamp),
+            created_at: f.created_at.as_deref().and_then(UnixMillis::parse_rfc3339),
+            updated_at: f.updated_at.as_deref().and_then(UnixMillis::parse_rfc3339),
+            last_active_at: f
+                .last_active_at
+                .as_deref()
+                .and_then(UnixMillis::parse_rfc3339),
         })
     }
 

@@ -36,7 +36,6 @@ use cross_agent_protocol::settings as var;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, StoreError};
-use crate::lines::format_timestamp;
 use crate::model::{Agent, Session, UnixMillis};
 
 /// The spec's default active window, in minutes.
@@ -161,15 +160,6 @@ impl ActiveWindow {
             None => false,
         }
     }
-}
-
-/// The current time as [`UnixMillis`].
-pub fn now() -> UnixMillis {
-    let millis = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|elapsed| i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX))
-        .unwrap_or(0);
-    UnixMillis(millis)
 }
 
 /// Spec §5 rule 3: the best-fit active session of `agent` — directory rank first, then most
@@ -447,7 +437,7 @@ fn kind_of(title_is_assigned: bool) -> &'static str {
 }
 
 fn when(last_activity: Option<UnixMillis>) -> String {
-    last_activity.map_or_else(|| "never".to_owned(), format_timestamp)
+    last_activity.map_or_else(|| "never".to_owned(), UnixMillis::to_rfc3339)
 }
 
 /// The candidates of a refusal, one line each.

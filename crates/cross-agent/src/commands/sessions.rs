@@ -19,7 +19,6 @@ use clap::{Args, Subcommand, ValueEnum};
 use cross_agent_ipc::Home;
 use cross_agent_protocol::bridge::RefusalReason;
 use cross_agent_stores::index::RefreshOptions;
-use cross_agent_stores::lines::format_timestamp;
 use cross_agent_stores::resolve::{
     self, ActiveWindow, Candidate, Lookup, MatchedBy, ScanBound, Scope,
 };
@@ -166,7 +165,7 @@ impl ListArgs {
         let cwd = cwd_or_current(self.cwd)?;
         let scope = self.scope;
         let listing = load(self.agent.agents());
-        let now = resolve::now();
+        let now = UnixMillis::now();
 
         let mut chosen: Vec<(Agent, Vec<&Session>)> = Vec::new();
         for agent in self.agent.agents() {
@@ -224,7 +223,7 @@ impl ResolveArgs {
         let cwd = cwd_or_current(self.cwd)?;
         // Only this agent's store is walked: a name is looked up among one agent's sessions.
         let listing = load(vec![agent]);
-        let now = resolve::now();
+        let now = UnixMillis::now();
         let lookup = Lookup {
             agent,
             scope,
@@ -282,7 +281,7 @@ impl<'a> SessionEntry<'a> {
             title: s.title.as_deref(),
             title_is_assigned: s.title_is_assigned,
             cwd: s.cwd.as_deref().map(Path::to_string_lossy),
-            last_activity: s.last_activity.map(format_timestamp),
+            last_activity: s.last_activity.map(UnixMillis::to_rfc3339),
             is_active: window.is_active(s.last_activity, now),
             is_working: s.is_working,
             path: s.path.to_string_lossy(),
@@ -341,7 +340,7 @@ fn refusal_json(error: &StoreError) -> Value {
                     "title": t.title,
                     "title_is_assigned": t.title_is_assigned,
                     "session_id": t.session_id,
-                    "last_activity": t.last_activity.map(format_timestamp),
+                    "last_activity": t.last_activity.map(UnixMillis::to_rfc3339),
                 })).collect::<Vec<_>>(),
                 "reached": reached.map(|(reached, _, _)| reached),
                 "total": reached.map(|(_, total, _)| total),
@@ -368,7 +367,7 @@ fn candidate_json(c: &Candidate) -> Value {
         "title": c.title,
         "title_is_assigned": c.title_is_assigned,
         "cwd": c.cwd.as_deref().map(|p| p.display().to_string()),
-        "last_activity": c.last_activity.map(format_timestamp),
+        "last_activity": c.last_activity.map(UnixMillis::to_rfc3339),
         "path": c.path.display().to_string(),
     })
 }
@@ -401,7 +400,7 @@ fn write_resolved(
         out,
         "  last active: {} ({})",
         s.last_activity
-            .map_or_else(|| "never".to_owned(), format_timestamp),
+            .map_or_else(|| "never".to_owned(), UnixMillis::to_rfc3339),
         ago(s.last_activity.map(|at| at.0), now.0)
     )?;
     writeln!(out, "  state:       {}", flags(s, window, now))?;

@@ -8,12 +8,12 @@ use std::time::Duration;
 
 use cross_agent_decisions::events;
 use cross_agent_protocol::bridge::TargetKey;
+use cross_agent_protocol::timestamp::now_rfc3339;
 use cross_agent_stores::UnixMillis;
 use cross_agent_stores::turns::{Role, Turn, TurnItem, request_ids};
 
-use super::{Engine, lock, now_ms, parse_ms, recent_turns};
+use super::{Engine, lock, now_ms, recent_turns};
 use crate::Agent;
-use crate::db::now_rfc3339;
 use crate::settings::CallSettings;
 
 /// A session whose last turn is open but whose transcript has not been written for this long
@@ -186,9 +186,12 @@ impl Engine {
                     .is_none_or(|pid| !cross_agent_transports::process::group_alive(pid))
                 && match (
                     turn.started_at,
-                    record.finished_at.as_deref().and_then(parse_ms),
+                    record
+                        .finished_at
+                        .as_deref()
+                        .and_then(UnixMillis::parse_rfc3339),
                 ) {
-                    (Some(started), Some(finished)) => started.0 <= finished + CLOCK_SLACK_MS,
+                    (Some(started), Some(finished)) => started.0 <= finished.0 + CLOCK_SLACK_MS,
                     (None, _) | (_, None) => true,
                 }
         })

@@ -4,10 +4,10 @@ use std::path::PathBuf;
 
 use cross_agent_decisions::events;
 use cross_agent_protocol::bridge::{Pin, PinParams, PinResponse, Scope};
+use cross_agent_protocol::timestamp::now_rfc3339;
 use cross_agent_stores::resolve::{self, Lookup};
 
 use super::{Engine, cwd_key, lookup_refusal, non_blank, now_ms};
-use crate::db::now_rfc3339;
 use crate::error::Result;
 use crate::settings::CallSettings;
 

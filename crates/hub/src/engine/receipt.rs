@@ -8,11 +8,11 @@ use cross_agent_protocol::bridge::{
     TargetSelectedBy, Transport,
 };
 use cross_agent_protocol::settings as var;
+use cross_agent_protocol::timestamp::now_rfc3339;
 
 use super::{Engine, Resolved, cwd_key, now_ms, roots_for};
 use crate::Agent;
 use crate::caller::Caller;
-use crate::db::now_rfc3339;
 use crate::envelope::{self, EnvelopeFields};
 use crate::error::Result;
 use crate::records::Job;

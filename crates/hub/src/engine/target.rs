@@ -11,7 +11,7 @@ use cross_agent_stores::resolve::{self, Lookup};
 use cross_agent_stores::{Session, StoreError, UnixMillis};
 use serde_json::Value;
 
-use super::{Engine, refusal, rfc3339_ms};
+use super::{Engine, refusal};
 use crate::Agent;
 use crate::error::Result;
 use crate::settings::CallSettings;
@@ -26,7 +26,7 @@ pub(super) fn candidate(session: &resolve::Candidate, agent: Agent) -> SessionCa
             .cwd
             .as_ref()
             .map(|p| p.to_string_lossy().into_owned()),
-        last_activity: session.last_activity.map(rfc3339_ms),
+        last_activity: session.last_activity.map(UnixMillis::to_rfc3339),
     }
 }
 
@@ -57,7 +57,7 @@ pub(super) fn lookup_refusal(error: StoreError, agent: Agent) -> Refusal {
                     title: Some(s.title.clone()),
                     title_is_assigned: s.title_is_assigned,
                     cwd: None,
-                    last_activity: s.last_activity.map(rfc3339_ms),
+                    last_activity: s.last_activity.map(UnixMillis::to_rfc3339),
                 })
                 .collect(),
             details: Value::Null,
@@ -198,7 +198,7 @@ impl Engine {
                 },
             );
         }
-        let now = resolve::now();
+        let now = UnixMillis::now();
         if let Some((pin, pinned_ms)) = self.current_pin(agent, cwd)? {
             let on_disk = sessions
                 .iter()
