@@ -9,8 +9,8 @@
 //! 2. `handover {release}` → `A` stops taking queued deliveries (they stay in `hub.db`), takes
 //!    `draining-<generation>.lock` (see [`cross_agent_ipc::draining`]) and lets go of the
 //!    `daemon.pid` lock. It keeps serving every connection, old and new.
-//! 3. The successor `B` is started from the current binary with [`var::DAEMON_REPLACING`] set. It takes
-//!    `daemon.pid`, records the next generation, leaves `A`'s in-flight deliveries alone (their
+//! 3. The successor `B` is started from the current binary with
+//!    [`CROSS_AGENT_DAEMON_REPLACING`](var::DAEMON_REPLACING) set. It takes `daemon.pid`, records the next generation, leaves `A`'s in-flight deliveries alone (their
 //!    carrier is alive, its leases renewed), binds its socket beside `daemon.sock` and renames
 //!    it over the path in one step — a client connecting at any moment reaches `A` or `B`,
 //!    never nothing — and starts dispatching the queue.
@@ -83,7 +83,8 @@ impl From<&HelloResponse> for Who {
 }
 
 /// Replaces the daemon of `home` with one started by `successor` (a `daemon run` of the
-/// current binary; [`var::DAEMON_REPLACING`] is added to it, and its output goes to the console log).
+/// current binary; [`var::DAEMON_REPLACING`] is added to it, and its output goes to the console
+/// log).
 /// `start_timeout` bounds how long the successor may take to answer.
 pub async fn replace(
     home: &Home,
