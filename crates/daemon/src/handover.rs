@@ -10,8 +10,9 @@
 //!    `draining-<generation>.lock` (see [`cross_agent_ipc::draining`]) and lets go of the
 //!    `daemon.pid` lock. It keeps serving every connection, old and new.
 //! 3. The successor `B` is started from the current binary with
-//!    [`CROSS_AGENT_DAEMON_REPLACING`](var::DAEMON_REPLACING) set. It takes `daemon.pid`, records the next generation, leaves `A`'s in-flight deliveries alone (their
-//!    carrier is alive, its leases renewed), binds its socket beside `daemon.sock` and renames
+//!    [`CROSS_AGENT_DAEMON_REPLACING`](var::DAEMON_REPLACING) set. It takes `daemon.pid`,
+//!    records the next generation, leaves `A`'s in-flight deliveries alone (their carrier is
+//!    alive, its leases renewed), binds its socket beside `daemon.sock` and renames
 //!    it over the path in one step — a client connecting at any moment reaches `A` or `B`,
 //!    never nothing — and starts dispatching the queue.
 //! 4. The driver polls `daemon.sock` until `hello` names a pid other than `A`'s. If `B` exits,
