@@ -315,12 +315,7 @@ impl ToolDefaults {
         let spec = ToolDefaults::default();
         let scope = settings
             .get(var::SCOPE)
-            .and_then(|value| match value.trim().to_ascii_lowercase().as_str() {
-                "cwd" => Some(Scope::Cwd),
-                "tree" => Some(Scope::Tree),
-                "any" => Some(Scope::Any),
-                _ => None,
-            })
+            .and_then(|value| Scope::parse(value))
             .unwrap_or(spec.scope);
         let timeout = settings
             .get(var::TIMEOUT)
