@@ -9,10 +9,7 @@
 
 use std::collections::BTreeMap;
 
-/// The settings prefix: every such variable is a setting of this registration.
-pub const SETTINGS_PREFIX: &str = "CROSS_AGENT_";
-/// `CROSS_AGENT_CHILD_ENV`: extra names, comma-separated, a child may inherit.
-pub const CHILD_ENV_VAR: &str = "CROSS_AGENT_CHILD_ENV";
+use cross_agent_protocol::settings as var;
 
 /// Named baseline: finding and running the binary, locale and terminal, where the CLIs keep
 /// state, reaching the network through a proxy and trusting its CA, macOS Core Foundation, and
@@ -64,11 +61,7 @@ const PROXY_VARS: &[&str] = &[
 /// `CROSS_AGENT_*` names that say who the caller *is*, not how the bridge is configured. A
 /// child must work out its own identity (004: `CROSS_AGENT_SELF` is deliberately not
 /// inherited); the bridge sets the self-session and conversation of a turn it starts itself.
-const IDENTITY_SETTINGS: &[&str] = &[
-    "CROSS_AGENT_SELF",
-    "CROSS_AGENT_SELF_SESSION",
-    "CROSS_AGENT_CONVERSATION_ID",
-];
+const IDENTITY_SETTINGS: &[&str] = &[var::SELF, var::SELF_SESSION, var::CONVERSATION_ID];
 
 /// Obvious credentials, by exact name. Reported when present and withheld.
 const AUTH_NAMES: &[&str] = &[
@@ -102,7 +95,7 @@ const AUTH_SUFFIXES: &[&str] = &[
 /// own side, whatever the daemon was started with, so all of them travel with every call.
 pub fn settings(vars: &BTreeMap<String, String>) -> BTreeMap<String, String> {
     vars.iter()
-        .filter(|(name, _)| name.starts_with(SETTINGS_PREFIX))
+        .filter(|(name, _)| name.starts_with(var::PREFIX))
         .map(|(name, value)| (name.clone(), value.clone()))
         .collect()
 }
@@ -143,7 +136,7 @@ pub fn child_env(vars: &BTreeMap<String, String>) -> ChildEnv {
 
 /// The names in `CROSS_AGENT_CHILD_ENV`, trimmed, blanks dropped.
 fn opted_in(vars: &BTreeMap<String, String>) -> Vec<String> {
-    vars.get(CHILD_ENV_VAR)
+    vars.get(var::CHILD_ENV)
         .map(|list| {
             list.split(',')
                 .map(str::trim)
@@ -155,7 +148,7 @@ fn opted_in(vars: &BTreeMap<String, String>) -> Vec<String> {
 }
 
 fn in_baseline(name: &str) -> bool {
-    if name.starts_with(SETTINGS_PREFIX) {
+    if name.starts_with(var::PREFIX) {
         return !IDENTITY_SETTINGS.contains(&name);
     }
     BASELINE.contains(&name) || BASELINE_PREFIXES.iter().any(|p| name.starts_with(p))
@@ -214,16 +207,13 @@ mod tests {
     #[test]
     fn settings_are_every_cross_agent_variable() {
         let env = vars(&[
-            ("CROSS_AGENT_MAX_HOPS", "2"),
-            ("CROSS_AGENT_SELF", "claude"),
+            (var::MAX_HOPS, "2"),
+            (var::SELF, "claude"),
             ("PATH", "/bin"),
         ]);
         assert_eq!(
             settings(&env),
-            vars(&[
-                ("CROSS_AGENT_MAX_HOPS", "2"),
-                ("CROSS_AGENT_SELF", "claude")
-            ])
+            vars(&[(var::MAX_HOPS, "2"), (var::SELF, "claude")])
         );
     }
 

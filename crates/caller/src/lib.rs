@@ -20,6 +20,7 @@ pub mod env;
 use std::collections::BTreeMap;
 
 use cross_agent_protocol::bridge::{AncestorProcess, CallerContext};
+use cross_agent_protocol::settings as var;
 use serde_json::Value;
 
 pub use env::{ChildEnv, child_env, settings};
@@ -29,12 +30,6 @@ pub const CLAUDE_SESSION_VAR: &str = "CLAUDE_CODE_SESSION_ID";
 /// `GROK_SESSION_ID`: Grok exports it to every MCP server it starts (counts for a Grok caller
 /// only; the daemon decides that).
 pub const GROK_SESSION_VAR: &str = "GROK_SESSION_ID";
-/// `CROSS_AGENT_SELF_SESSION=<agent>:<id>`: set by the bridge on turns it starts.
-pub const SELF_SESSION_VAR: &str = "CROSS_AGENT_SELF_SESSION";
-/// `CROSS_AGENT_SELF`: forces which agent the caller is.
-pub const SELF_AGENT_VAR: &str = "CROSS_AGENT_SELF";
-/// `CROSS_AGENT_CONVERSATION_ID`: the conversation a bridge-started turn belongs to.
-pub const CONVERSATION_VAR: &str = "CROSS_AGENT_CONVERSATION_ID";
 /// The `tools/call` `_meta` key under which Codex declares the calling thread.
 pub const CODEX_TURN_METADATA_KEY: &str = "x-codex-turn-metadata";
 
@@ -103,9 +98,9 @@ pub fn context(snapshot: &Snapshot, call: PerCall) -> CallerContext {
         client_name: call.client_name,
         claude_code_session_id: snapshot.var(CLAUDE_SESSION_VAR),
         grok_session_id: snapshot.var(GROK_SESSION_VAR),
-        self_session: snapshot.var(SELF_SESSION_VAR),
-        self_agent: snapshot.var(SELF_AGENT_VAR),
-        conversation_id: snapshot.var(CONVERSATION_VAR),
+        self_session: snapshot.var(var::SELF_SESSION),
+        self_agent: snapshot.var(var::SELF),
+        conversation_id: snapshot.var(var::CONVERSATION_ID),
         codex_turn_metadata: call.codex_turn_metadata,
         settings: settings(&snapshot.vars),
         child_env,
@@ -149,9 +144,9 @@ mod tests {
         let snap = snapshot(&[
             ("CLAUDE_CODE_SESSION_ID", "c-1"),
             ("GROK_SESSION_ID", "  "),
-            ("CROSS_AGENT_SELF_SESSION", "codex:t-9"),
-            ("CROSS_AGENT_SELF", "codex"),
-            ("CROSS_AGENT_CONVERSATION_ID", "conv_1"),
+            (var::SELF_SESSION, "codex:t-9"),
+            (var::SELF, "codex"),
+            (var::CONVERSATION_ID, "conv_1"),
         ]);
         let ctx = context(
             &snap,

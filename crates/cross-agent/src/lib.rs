@@ -7,6 +7,7 @@ mod display;
 use std::process::ExitCode;
 
 use clap::Parser;
+use cross_agent_protocol::settings as var;
 
 use crate::commands::Command;
 
@@ -37,7 +38,7 @@ pub fn run() -> ExitCode {
 /// Logs go to stderr so stdout stays free for output other programs parse; coloured only when
 /// stderr is a terminal (a file or a pipe gets no escape codes), as the daemon's.
 fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("CROSS_AGENT_LOG")
+    let filter = tracing_subscriber::EnvFilter::try_from_env(var::LOG)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)

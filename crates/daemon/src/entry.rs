@@ -5,6 +5,7 @@
 //! home ([`Daemon::bind`]) and serve until SIGTERM/SIGINT/SIGHUP or a `shutdown` call.
 
 use cross_agent_ipc::Home;
+use cross_agent_protocol::settings as var;
 
 use crate::error::{Error, Result};
 use crate::server::Daemon;
@@ -50,7 +51,7 @@ pub fn run_process(home: Home, mode: Mode) -> Result<()> {
     let result = runtime.block_on(async {
         let signal = crate::signals::termination()?;
         // A successor started by a restart binds over the live socket of the daemon it replaces.
-        let replacing = std::env::var_os(crate::handover::REPLACING_VAR).is_some_and(|v| v == "1");
+        let replacing = std::env::var_os(var::DAEMON_REPLACING).is_some_and(|v| v == "1");
         let daemon = if replacing {
             Daemon::bind_replacing(home)?
         } else {

@@ -14,12 +14,13 @@ pub enum Error {
     Hub(#[from] cross_agent_hub::Error),
 
     /// The log could not be opened.
-    #[error("cannot open the daemon log in {dir}: {detail}")]
+    #[error("cannot open the daemon log in {dir}: {source}")]
     Log {
         /// `logs/`.
         dir: PathBuf,
         /// What went wrong.
-        detail: String,
+        #[source]
+        source: tracing_appender::rolling::InitError,
     },
 
     /// Signal handlers could not be installed.

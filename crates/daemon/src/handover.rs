@@ -9,9 +9,10 @@
 //! 2. `handover {release}` → `A` stops taking queued deliveries (they stay in `hub.db`), takes
 //!    `draining-<generation>.lock` (see [`cross_agent_ipc::draining`]) and lets go of the
 //!    `daemon.pid` lock. It keeps serving every connection, old and new.
-//! 3. The successor `B` is started from the current binary with [`REPLACING_VAR`] set. It takes
-//!    `daemon.pid`, records the next generation, leaves `A`'s in-flight deliveries alone (their
-//!    carrier is alive, its leases renewed), binds its socket beside `daemon.sock` and renames
+//! 3. The successor `B` is started from the current binary with
+//!    [`CROSS_AGENT_DAEMON_REPLACING`](var::DAEMON_REPLACING) set. It takes `daemon.pid`,
+//!    records the next generation, leaves `A`'s in-flight deliveries alone (their carrier is
+//!    alive, its leases renewed), binds its socket beside `daemon.sock` and renames
 //!    it over the path in one step — a client connecting at any moment reaches `A` or `B`,
 //!    never nothing — and starts dispatching the queue.
 //! 4. The driver polls `daemon.sock` until `hello` names a pid other than `A`'s. If `B` exits,
@@ -39,9 +40,7 @@ use cross_agent_ipc::{ConnectOptions, Error as IpcError, Home};
 use cross_agent_protocol::rpc::{
     CarriedCounts, ClientKind, ErrorCode, HandoverParams, HandoverStep, HelloResponse,
 };
-
-/// Set in the successor's environment: bind over the live socket instead of refusing it.
-pub const REPLACING_VAR: &str = "CROSS_AGENT_DAEMON_REPLACING";
+use cross_agent_protocol::settings as var;
 
 /// How long a call to the daemon being replaced may take.
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);
@@ -85,7 +84,8 @@ impl From<&HelloResponse> for Who {
 }
 
 /// Replaces the daemon of `home` with one started by `successor` (a `daemon run` of the
-/// current binary; [`REPLACING_VAR`] is added to it, and its output goes to the console log).
+/// current binary; [`var::DAEMON_REPLACING`] is added to it, and its output goes to the console
+/// log).
 /// `start_timeout` bounds how long the successor may take to answer.
 pub async fn replace(
     home: &Home,
@@ -150,8 +150,8 @@ pub async fn replace(
         .try_clone()
         .map_err(|e| IpcError::io("open", &log, e))?;
     successor
-        .env(REPLACING_VAR, "1")
-        .env(cross_agent_ipc::home::HOME_VAR, home.root())
+        .env(var::DAEMON_REPLACING, "1")
+        .env(var::HOME, home.root())
         .stdin(Stdio::null())
         .stdout(output)
         .stderr(errors)

@@ -21,7 +21,7 @@ mod server;
 pub mod signals;
 
 pub use error::{Error, Result};
-pub use server::{Daemon, DaemonInfo, MAX_DRAIN, TOOLS_VERSION_VAR};
+pub use server::{Daemon, DaemonInfo, MAX_DRAIN};
 
 /// This daemon's cross-agent version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

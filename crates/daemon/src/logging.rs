@@ -10,6 +10,7 @@
 use std::io::IsTerminal as _;
 
 use cross_agent_ipc::Home;
+use cross_agent_protocol::settings as var;
 use tracing_appender::non_blocking::WorkerGuard;
 use tracing_appender::rolling::{RollingFileAppender, Rotation};
 use tracing_subscriber::EnvFilter;
@@ -30,10 +31,10 @@ const BUFFERED_LINES: usize = 4096;
 /// The log filter: `CROSS_AGENT_LOG` (an `EnvFilter` directive) if set, else `debug` when
 /// `CROSS_AGENT_DEBUG` is set (spec 004 §7), else `info`.
 pub fn filter() -> EnvFilter {
-    if let Ok(filter) = EnvFilter::try_from_env("CROSS_AGENT_LOG") {
+    if let Ok(filter) = EnvFilter::try_from_env(var::LOG) {
         return filter;
     }
-    let debug = std::env::var_os("CROSS_AGENT_DEBUG").is_some_and(|v| !v.is_empty());
+    let debug = std::env::var_os(var::DEBUG).is_some_and(|v| !v.is_empty());
     EnvFilter::new(if debug { "debug" } else { "info" })
 }
 
@@ -53,9 +54,9 @@ pub fn dispatch(home: &Home, also_stderr: bool) -> Result<(tracing::Dispatch, Wo
         .filename_prefix(LOG_PREFIX)
         .max_log_files(KEEP_FILES)
         .build(&dir)
-        .map_err(|e| Error::Log {
+        .map_err(|source| Error::Log {
             dir: dir.clone(),
-            detail: e.to_string(),
+            source,
         })?;
     let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
         .buffered_lines_limit(BUFFERED_LINES)

@@ -28,7 +28,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cross_agent_hub::db::{HubDb, now_rfc3339};
+use cross_agent_hub::db::HubDb;
 use cross_agent_hub::integrity::{self, OnDamage, StoreCheck};
 use cross_agent_hub::{Engine, EngineConfig, EngineInfo};
 use cross_agent_ipc::Home;
@@ -44,6 +44,8 @@ use cross_agent_protocol::rpc::{
     HelloParams, HelloResponse, METHODS, Method, PROTOCOL_VERSION, ProtocolMismatchData, Request,
     RequestId, RpcError, ServerMessage, ShutdownResponse, StatusResponse,
 };
+use cross_agent_protocol::settings as var;
+use cross_agent_protocol::timestamp::now_rfc3339;
 use tokio::io::BufReader;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -60,12 +62,8 @@ pub const MAX_DRAIN: Duration = Duration::from_secs(24 * 60 * 60);
 /// How often a draining daemon looks at what it still carries.
 const DRAIN_POLL: Duration = Duration::from_millis(500);
 
-/// Overrides the tools version `hello` reports (by default this build's version): for a build
-/// that changed the tool surface without a version bump, and for tests.
-pub const TOOLS_VERSION_VAR: &str = "CROSS_AGENT_TOOLS_VERSION";
-
 fn tools_version() -> String {
-    std::env::var(TOOLS_VERSION_VAR)
+    std::env::var(var::TOOLS_VERSION)
         .ok()
         .filter(|v| !v.trim().is_empty())
         .unwrap_or_else(|| crate::VERSION.to_owned())

@@ -4,10 +4,8 @@
 //! Anything else RFC 3339 (an offset, more digits) is read too and brought to this shape first.
 
 use std::borrow::Cow;
-use std::time::{SystemTime, UNIX_EPOCH};
 
-use time::OffsetDateTime;
-use time::format_description::well_known::Rfc3339;
+use cross_agent_protocol::timestamp::UnixMillis;
 
 /// Length of a canonical stamp.
 pub const STAMP_LEN: usize = 24;
@@ -19,11 +17,7 @@ pub fn now() -> String {
 
 /// Milliseconds since the Unix epoch, now.
 pub fn now_millis() -> i64 {
-    match SystemTime::now().duration_since(UNIX_EPOCH) {
-        Ok(d) => i64::try_from(d.as_millis()).unwrap_or(i64::MAX),
-        // A clock before 1970 is broken; the epoch at least sorts first.
-        Err(_) => 0,
-    }
+    UnixMillis::now().0
 }
 
 /// A Unix time in milliseconds as a canonical stamp (clamped to years 0000–9999, which keeps
@@ -31,19 +25,7 @@ pub fn now_millis() -> i64 {
 pub fn format_millis(ms: i64) -> String {
     const MIN: i64 = -62_167_219_200_000; // 0000-01-01T00:00:00Z
     const MAX: i64 = 253_402_300_799_999; // 9999-12-31T23:59:59.999Z
-    let ms = ms.clamp(MIN, MAX);
-    let nanos = i128::from(ms) * 1_000_000;
-    let t = OffsetDateTime::from_unix_timestamp_nanos(nanos).unwrap_or(OffsetDateTime::UNIX_EPOCH);
-    format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
-        t.year(),
-        u8::from(t.month()),
-        t.day(),
-        t.hour(),
-        t.minute(),
-        t.second(),
-        t.millisecond()
-    )
+    UnixMillis(ms.clamp(MIN, MAX)).to_rfc3339()
 }
 
 /// Whether `text` is already a canonical stamp.
@@ -67,15 +49,12 @@ pub fn canonical(text: &str) -> Option<Cow<'_, str>> {
     if is_canonical(text.as_bytes()) {
         return Some(Cow::Borrowed(text));
     }
-    let parsed = OffsetDateTime::parse(text.trim(), &Rfc3339).ok()?;
-    let ms = i64::try_from(parsed.unix_timestamp_nanos() / 1_000_000).ok()?;
-    Some(Cow::Owned(format_millis(ms)))
+    Some(Cow::Owned(format_millis(to_millis(text)?)))
 }
 
 /// A canonical (or any RFC 3339) stamp as Unix milliseconds.
 pub fn to_millis(text: &str) -> Option<i64> {
-    let parsed = OffsetDateTime::parse(text.trim(), &Rfc3339).ok()?;
-    i64::try_from(parsed.unix_timestamp_nanos() / 1_000_000).ok()
+    UnixMillis::parse_rfc3339(text.trim()).map(|at| at.0)
 }
 
 #[cfg(test)]

@@ -188,7 +188,7 @@ pub fn delivery_finished(record: &DeliveryRecord) -> Vec<Decision> {
         DecisionKind::DELIVERY_OUTCOME,
         Outcome::new(wire_name(&record.state)),
     )
-    .detail("transport", record.transport.clone())
+    .detail("transport", record.transport.as_str())
     .detail("hop", record.hop)
     .detail("max_hops", record.max_hops)
     .detail("target_selected_by", wire_name(&record.target_selected_by))

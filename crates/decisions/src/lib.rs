@@ -25,5 +25,5 @@ pub mod writer;
 pub use cross_agent_protocol::decisions::{Decision, DecisionKind, Outcome};
 pub use error::{Error, Result};
 pub use query::{Answer, Condition, FieldPath, Group, Query, Report, Stats};
-pub use rotate::{CURRENT_FILE, LogConfig, MAX_BYTES_VAR};
+pub use rotate::{CURRENT_FILE, LogConfig};
 pub use writer::{DecisionLog, WriterStats};

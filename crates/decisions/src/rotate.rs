@@ -17,6 +17,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, UNIX_EPOCH};
 
+use cross_agent_protocol::settings as var;
 use memchr::{memchr, memrchr};
 
 use crate::error::{Error, Result};
@@ -26,8 +27,6 @@ use crate::{clock, line};
 pub const CURRENT_FILE: &str = "decisions.jsonl";
 /// The lock every writer takes around an append (and a rotation).
 pub const LOCK_FILE: &str = "decisions.lock";
-/// Overrides [`LogConfig::max_bytes`].
-pub const MAX_BYTES_VAR: &str = "CROSS_AGENT_DECISIONS_MAX_BYTES";
 
 /// Default size at which the log is rotated: 16 MiB, about 60,000 records.
 pub const DEFAULT_MAX_BYTES: u64 = 16 * 1024 * 1024;
@@ -71,7 +70,7 @@ impl LogConfig {
     /// [`LogConfig::from_env`] over a given variable lookup.
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> LogConfig {
         let mut config = LogConfig::default();
-        if let Some(max) = var(MAX_BYTES_VAR)
+        if let Some(max) = var(var::DECISIONS_MAX_BYTES)
             .and_then(|v| v.trim().parse::<u64>().ok())
             .filter(|v| *v > 0)
         {

@@ -17,7 +17,8 @@
 //!    everything Grok runs inherits it. Else `CROSS_AGENT_SELF_SESSION` when it names the same
 //!    agent.
 
-use cross_agent_protocol::bridge::{CallerContext, CallerStatus};
+use cross_agent_protocol::bridge::{CallerContext, CallerStatus, TargetKey};
+use cross_agent_protocol::settings as var;
 use serde_json::Value;
 
 use crate::Agent;
@@ -100,12 +101,8 @@ fn agent_of_name(name: &str) -> Option<Agent> {
 
 /// `CROSS_AGENT_SELF_SESSION=<agent>:<id>`.
 pub fn parse_self_session(text: &str) -> Option<(Agent, String)> {
-    let (agent, id) = text.trim().split_once(':')?;
-    let id = id.trim();
-    (!id.is_empty())
-        .then(|| Agent::parse(agent))
-        .flatten()
-        .map(|a| (a, id.to_owned()))
+    let key = text.parse::<TargetKey>().ok()?;
+    Some((key.agent, key.session_id))
 }
 
 fn non_blank(value: Option<&String>) -> Option<String> {
@@ -150,7 +147,7 @@ pub fn identify(context: &CallerContext, turns: &[StartedTurn]) -> Caller {
     let self_session = context.self_session.as_deref().and_then(parse_self_session);
     let forced = context.self_agent.as_deref().and_then(Agent::parse);
     let (agent, agent_how) = if let Some(agent) = forced {
-        (Some(agent), "CROSS_AGENT_SELF")
+        (Some(agent), var::SELF)
     } else if let Some(agent) = context.client_name.as_deref().and_then(agent_of_name) {
         (Some(agent), "the MCP client's name")
     } else if let Some(agent) = context.ancestry.iter().find_map(|p| agent_of_name(&p.name)) {
@@ -158,7 +155,7 @@ pub fn identify(context: &CallerContext, turns: &[StartedTurn]) -> Caller {
     } else if codex_thread.is_some() {
         (Some(Agent::Codex), "Codex turn metadata")
     } else if let Some((agent, _)) = &self_session {
-        (Some(*agent), "CROSS_AGENT_SELF_SESSION")
+        (Some(*agent), var::SELF_SESSION)
     } else if context.claude_code_session_id.is_some() {
         (Some(Agent::Claude), "CLAUDE_CODE_SESSION_ID")
     } else if context.grok_session_id.is_some() {
@@ -172,7 +169,7 @@ pub fn identify(context: &CallerContext, turns: &[StartedTurn]) -> Caller {
         self_session
             .as_ref()
             .filter(|(a, _)| *a == agent)
-            .map(|(_, id)| (id.clone(), "CROSS_AGENT_SELF_SESSION"))
+            .map(|(_, id)| (id.clone(), var::SELF_SESSION))
     };
     let session = match agent {
         Some(Agent::Codex) => codex_thread

@@ -22,6 +22,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use cross_agent_protocol::timestamp::now_rfc3339;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::error::{Error, Result};
@@ -387,17 +388,6 @@ impl HubDb {
             .map(Option::flatten)
             .map_err(|source| self.err("read a daemon run", source))
     }
-}
-
-/// Now, RFC 3339 UTC, the format every timestamp in the store uses.
-pub fn now_rfc3339() -> String {
-    rfc3339(time::OffsetDateTime::now_utc())
-}
-
-/// A time as RFC 3339 UTC.
-pub fn rfc3339(at: time::OffsetDateTime) -> String {
-    at.format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_else(|_| at.unix_timestamp().to_string())
 }
 
 /// Every row `sql` selects on `on` (the store's connection or an open transaction on it), each

@@ -80,7 +80,7 @@ pub enum Error {
 
     /// A record or payload could not be encoded or decoded as JSON.
     #[error("a delivery record in the cross-agent store does not read back: {0}")]
-    Encode(String),
+    Encode(#[source] serde_json::Error),
 }
 
 /// This crate's result type.

@@ -20,9 +20,10 @@ use std::time::{Duration, Instant};
 
 use cross_agent_decisions::{DecisionLog, events};
 pub use cross_agent_protocol::bridge::{QuarantinedStore, StoreHealth};
+use cross_agent_protocol::timestamp::now_rfc3339;
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, params};
 
-use crate::db::{HubDb, now_rfc3339};
+use crate::db::HubDb;
 use crate::error::{Error, Result};
 
 /// The most delivery ids read back from a damaged store.

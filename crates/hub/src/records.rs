@@ -10,6 +10,7 @@
 use std::collections::{BTreeMap, HashSet};
 
 use cross_agent_protocol::bridge::{DeliveryRecord, DeliveryState, Pin};
+use cross_agent_protocol::timestamp::UnixMillis;
 use rusqlite::{OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
@@ -109,26 +110,12 @@ pub(crate) fn state_str(state: DeliveryState) -> &'static str {
     }
 }
 
-/// Milliseconds since the epoch as RFC 3339 UTC.
-pub(crate) fn ms_rfc3339(ms: i64) -> String {
-    let at = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
-        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
-    crate::db::rfc3339(at)
-}
-
-/// RFC 3339 as milliseconds since the epoch.
-pub(crate) fn parse_rfc3339_ms(text: &str) -> Option<i64> {
-    let at =
-        time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()?;
-    i64::try_from(at.unix_timestamp_nanos() / 1_000_000).ok()
-}
-
 fn to_json<T: Serialize>(value: &T) -> Result<String> {
-    serde_json::to_string(value).map_err(|e| Error::Encode(e.to_string()))
+    serde_json::to_string(value).map_err(Error::Encode)
 }
 
 fn from_json<T: for<'de> Deserialize<'de>>(text: &str) -> Result<T> {
-    serde_json::from_str(text).map_err(|e| Error::Encode(e.to_string()))
+    serde_json::from_str(text).map_err(Error::Encode)
 }
 
 /// Whether a lock's owner still holds it.
@@ -200,8 +187,14 @@ impl HubDb {
         let finished_ms = record
             .state
             .is_finished()
-            .then(|| record.finished_at.as_deref().and_then(parse_rfc3339_ms))
-            .flatten();
+            .then(|| {
+                record
+                    .finished_at
+                    .as_deref()
+                    .and_then(UnixMillis::parse_rfc3339)
+            })
+            .flatten()
+            .map(|at| at.0);
         self.conn
             .execute(
                 "UPDATE deliveries SET state = ?2, record = ?3,
@@ -431,7 +424,7 @@ impl HubDb {
             record.state = DeliveryState::Delivering;
             record.started_at = Some(now.to_owned());
             record.carrier_generation = Some(generation);
-            record.expires_at = Some(ms_rfc3339(now_ms + lease_ms));
+            record.expires_at = Some(UnixMillis(now_ms + lease_ms).to_rfc3339());
             tx.execute(
                 "UPDATE deliveries SET state = 'delivering', record = ?2, carrier_pid = ?3,
                  lease_until_ms = ?4 WHERE delivery_id = ?1",
@@ -525,7 +518,11 @@ impl HubDb {
         tx.execute(
             "UPDATE deliveries SET state = 'failed', record = ?2, finished_ms = ?3
              WHERE delivery_id = ?1",
-            params![delivery_id, to_json(&record)?, parse_rfc3339_ms(now)],
+            params![
+                delivery_id,
+                to_json(&record)?,
+                UnixMillis::parse_rfc3339(now).map(|at| at.0)
+            ],
         )
         .map_err(fail)?;
         tx.execute(
@@ -561,7 +558,7 @@ impl HubDb {
                 "UPDATE deliveries SET lease_until_ms = ?2,
                  record = json_set(record, '$.expires_at', ?3)
                  WHERE delivery_id = ?1 AND state IN ('delivering', 'awaiting-peer')",
-                params![delivery_id, until_ms, ms_rfc3339(until_ms)],
+                params![delivery_id, until_ms, UnixMillis(until_ms).to_rfc3339()],
             )
             .map_err(fail)?;
         }
@@ -624,7 +621,7 @@ impl HubDb {
     /// killed): `failed` and orphaned, never re-sent. Returns them. See
     /// [`HubDb::orphan_stale`]; this one judges leases against the clock now.
     pub fn orphan_unfinished(&self, generation: u64, now: &str) -> Result<Vec<DeliveryRecord>> {
-        let now_ms = parse_rfc3339_ms(&crate::db::now_rfc3339()).unwrap_or(i64::MAX);
+        let now_ms = UnixMillis::now().0;
         self.orphan_stale(generation, now_ms, now)
     }
 
@@ -653,7 +650,7 @@ impl HubDb {
             let why = match (carrier_pid, lease) {
                 (Some(pid), Some(lease)) => {
                     if lease <= now_ms {
-                        format!("its lease ran out at {}", ms_rfc3339(lease))
+                        format!("its lease ran out at {}", UnixMillis(lease).to_rfc3339())
                     } else if !cross_agent_transports::process::is_alive(pid) {
                         format!("the daemon carrying it (pid {pid}) is gone")
                     } else {
@@ -677,7 +674,7 @@ impl HubDb {
             record.finished_at = Some(
                 lease
                     .filter(|l| *l <= now_ms)
-                    .map_or_else(|| now.to_owned(), ms_rfc3339),
+                    .map_or_else(|| now.to_owned(), |at| UnixMillis(at).to_rfc3339()),
             );
             record.error = Some(format!(
                 "orphaned: {why} (generation {}); it is never re-sent — bridge_status(delivery_id) \
@@ -953,5 +950,19 @@ impl HubDb {
             },
         )?;
         Ok(pins.into_iter().flatten().collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use cross_agent_protocol::bridge::DeliveryRecord;
+
+    use super::*;
+
+    #[test]
+    fn a_record_that_does_not_read_back_keeps_the_json_error_as_its_source() {
+        let err = from_json::<DeliveryRecord>("{\"delivery_id\": 7}").unwrap_err();
+        let source = std::error::Error::source(&err).expect("the JSON error as its source");
+        assert!(source.is::<serde_json::Error>(), "{source}");
     }
 }

@@ -5,36 +5,19 @@
 use std::collections::BTreeMap;
 
 use cross_agent_protocol::bridge::{Scope, SettingsStatus};
-use cross_agent_stores::resolve::{
-    ActiveWindow, CODEX_SCAN_LIMIT_ENV, NAME_SCAN_LIMIT_ENV, ScanBound,
-};
-use cross_agent_transports::settings::{DISABLE_HEADLESS, flag, value};
+use cross_agent_protocol::settings as var;
+use cross_agent_stores::resolve::{ActiveWindow, ScanBound};
+use cross_agent_transports::settings::{flag, value};
 
 use crate::Agent;
 
-/// `CROSS_AGENT_MAX_HOPS`.
-pub const MAX_HOPS: &str = "CROSS_AGENT_MAX_HOPS";
-/// `CROSS_AGENT_REQUIRE_EXPLICIT_TARGET`.
-pub const REQUIRE_EXPLICIT_TARGET: &str = "CROSS_AGENT_REQUIRE_EXPLICIT_TARGET";
-/// `CROSS_AGENT_TIMEOUT`.
-pub const TIMEOUT: &str = "CROSS_AGENT_TIMEOUT";
 /// The spec's defaults.
 pub const DEFAULT_MAX_HOPS: u32 = 4;
 pub const DEFAULT_TIMEOUT_SECS: u64 = 600;
-/// `CROSS_AGENT_LATE_ANSWER_WATCH`.
-pub const LATE_ANSWER_WATCH: &str = "CROSS_AGENT_LATE_ANSWER_WATCH";
 /// `CROSS_AGENT_LATE_ANSWER_WATCH`'s default: 3 h.
 pub const DEFAULT_LATE_ANSWER_WATCH_SECS: u64 = 10_800;
-/// `CROSS_AGENT_PANEL_PATIENCE`.
-pub const PANEL_PATIENCE: &str = "CROSS_AGENT_PANEL_PATIENCE";
 /// `CROSS_AGENT_PANEL_PATIENCE`'s default: 1 h.
 pub const DEFAULT_PANEL_PATIENCE_SECS: u64 = 3600;
-/// `CROSS_AGENT_UI_HOOK`.
-pub const UI_HOOK: &str = "CROSS_AGENT_UI_HOOK";
-/// `CROSS_AGENT_SCOPE`.
-pub const SCOPE: &str = "CROSS_AGENT_SCOPE";
-/// `CROSS_AGENT_ACTIVE_WINDOW_MIN`.
-pub const ACTIVE_WINDOW_MIN: &str = "CROSS_AGENT_ACTIVE_WINDOW_MIN";
 
 /// `CROSS_AGENT_UI_HOOK`: whether a send goes into an editor panel that holds the session.
 ///
@@ -133,40 +116,33 @@ impl CallSettings {
             invalid: Vec::new(),
         };
         let scope = read
-            .parsed(SCOPE, "cwd, tree or any", |text| {
-                match text.to_ascii_lowercase().as_str() {
-                    "cwd" => Some(Scope::Cwd),
-                    "tree" => Some(Scope::Tree),
-                    "any" => Some(Scope::Any),
-                    _ => None,
-                }
-            })
+            .parsed(var::SCOPE, "cwd, tree or any", Scope::parse)
             .unwrap_or(Scope::Cwd);
         CallSettings {
-            max_hops: read.number(MAX_HOPS).unwrap_or(DEFAULT_MAX_HOPS),
+            max_hops: read.number(var::MAX_HOPS).unwrap_or(DEFAULT_MAX_HOPS),
             // 0 keeps the default: a turn with no time at all could never answer.
             timeout_secs: read
-                .number(TIMEOUT)
+                .number(var::TIMEOUT)
                 .filter(|t| *t > 0)
                 .unwrap_or(DEFAULT_TIMEOUT_SECS),
-            require_explicit_target: flag(settings, REQUIRE_EXPLICIT_TARGET),
-            disable_headless: flag(settings, DISABLE_HEADLESS),
+            require_explicit_target: flag(settings, var::REQUIRE_EXPLICIT_TARGET),
+            disable_headless: flag(settings, var::DISABLE_HEADLESS),
             scope,
             active_window: read
-                .number(ACTIVE_WINDOW_MIN)
+                .number(var::ACTIVE_WINDOW_MIN)
                 .map(ActiveWindow::from_minutes)
                 .unwrap_or_default(),
             late_answer_watch_secs: read
-                .number(LATE_ANSWER_WATCH)
+                .number(var::LATE_ANSWER_WATCH)
                 .unwrap_or(DEFAULT_LATE_ANSWER_WATCH_SECS),
             panel_patience_secs: read
-                .number(PANEL_PATIENCE)
+                .number(var::PANEL_PATIENCE)
                 .unwrap_or(DEFAULT_PANEL_PATIENCE_SECS),
             ui_hook: read
-                .parsed(UI_HOOK, "auto, off or require", UiHook::parse)
+                .parsed(var::UI_HOOK, "auto, off or require", UiHook::parse)
                 .unwrap_or_default(),
-            name_scan_limit: read.positive(NAME_SCAN_LIMIT_ENV),
-            codex_scan_limit: read.positive(CODEX_SCAN_LIMIT_ENV),
+            name_scan_limit: read.positive(var::NAME_SCAN_LIMIT),
+            codex_scan_limit: read.positive(var::CODEX_SCAN_LIMIT),
             invalid: read.invalid,
         }
     }
@@ -176,14 +152,14 @@ impl CallSettings {
     pub fn name_bound(&self, agent: Agent, scope: Scope) -> Option<ScanBound> {
         let general = self.name_scan_limit.map(|limit| ScanBound {
             limit,
-            source: NAME_SCAN_LIMIT_ENV,
+            source: var::NAME_SCAN_LIMIT,
         });
         let codex = self
             .codex_scan_limit
             .filter(|_| agent == Agent::Codex && scope == Scope::Any)
             .map(|limit| ScanBound {
                 limit,
-                source: CODEX_SCAN_LIMIT_ENV,
+                source: var::CODEX_SCAN_LIMIT,
             });
         match (general, codex) {
             (Some(g), Some(c)) => Some(if c.limit < g.limit { c } else { g }),
@@ -206,14 +182,5 @@ impl CallSettings {
             panels_available: false,
             invalid: self.invalid.clone(),
         }
-    }
-}
-
-/// The protocol's scope as the stores crate spells it.
-pub fn store_scope(scope: Scope) -> cross_agent_stores::resolve::Scope {
-    match scope {
-        Scope::Cwd => cross_agent_stores::resolve::Scope::Cwd,
-        Scope::Tree => cross_agent_stores::resolve::Scope::Tree,
-        Scope::Any => cross_agent_stores::resolve::Scope::Any,
     }
 }

@@ -17,14 +17,12 @@ use std::process::{ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use cross_agent_protocol::rpc::{ClientKind, HelloResponse};
+use cross_agent_protocol::settings as var;
 
 use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::home::{Home, open_private_append, open_private_rw};
 use crate::pidfile::{self, Holder};
-
-/// Overrides the program started as the daemon (tests point it at the built binary).
-pub const DAEMON_BIN_VAR: &str = "CROSS_AGENT_DAEMON_BIN";
 
 /// Variables naming *who is calling*. A daemon serves every session of the user, so the first
 /// client to start it must not hand down its own identity: it is removed from the daemon's
@@ -33,9 +31,9 @@ const CALLER_IDENTITY_VARS: &[&str] = &[
     "CLAUDE_CODE_SESSION_ID",
     "GROK_SESSION_ID",
     "COPILOT_AGENT_SESSION_ID",
-    "CROSS_AGENT_SELF",
-    "CROSS_AGENT_SELF_SESSION",
-    "CROSS_AGENT_CONVERSATION_ID",
+    var::SELF,
+    var::SELF_SESSION,
+    var::CONVERSATION_ID,
 ];
 
 /// How a client connects.
@@ -262,7 +260,7 @@ fn daemon_bin(options: &ConnectOptions) -> Result<PathBuf> {
     if let Some(bin) = &options.daemon_bin {
         return Ok(bin.clone());
     }
-    if let Some(bin) = std::env::var_os(DAEMON_BIN_VAR).filter(|v| !v.is_empty()) {
+    if let Some(bin) = std::env::var_os(var::DAEMON_BIN).filter(|v| !v.is_empty()) {
         return Ok(PathBuf::from(bin));
     }
     std::env::current_exe().map_err(|e| Error::io("find", "the current executable", e))
@@ -285,7 +283,7 @@ fn spawn_daemon(home: &Home, bin: &PathBuf) -> Result<(tokio::process::Child, u6
     let mut command = tokio::process::Command::new(bin);
     command
         .args(["daemon", "run", "--detached"])
-        .env(crate::home::HOME_VAR, OsString::from(home.root()))
+        .env(var::HOME, OsString::from(home.root()))
         .current_dir("/")
         .stdin(Stdio::null())
         .stdout(stdout)

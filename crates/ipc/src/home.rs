@@ -25,11 +25,10 @@ use std::fs::{self, DirBuilder, File, OpenOptions};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
 
+use cross_agent_protocol::settings as var;
+
 use crate::error::{Error, Result};
 use crate::safety;
-
-/// The variable naming the state directory.
-pub const HOME_VAR: &str = "CROSS_AGENT_HOME";
 
 /// The state directory's name under `$HOME` when `CROSS_AGENT_HOME` is not set.
 pub const DEFAULT_DIR_NAME: &str = ".cross-agent";
@@ -87,7 +86,7 @@ impl Home {
             }
         };
 
-        let given = match non_empty(HOME_VAR) {
+        let given = match non_empty(var::HOME) {
             Some(p) => {
                 let p = absolute(p);
                 if p.is_relative() {
@@ -143,7 +142,7 @@ impl Home {
     pub fn at(path: impl Into<PathBuf>) -> Result<Home> {
         let path = path.into();
         Home::from_vars(|name| {
-            if name == HOME_VAR {
+            if name == var::HOME {
                 Some(path.clone().into_os_string())
             } else {
                 std::env::var_os(name)
@@ -529,7 +528,7 @@ mod tests {
     #[test]
     fn tilde_is_expanded() {
         let tmp = tempfile::tempdir().unwrap();
-        let home = home_with(&[("HOME", tmp.path()), (HOME_VAR, Path::new("~/state"))]).unwrap();
+        let home = home_with(&[("HOME", tmp.path()), (var::HOME, Path::new("~/state"))]).unwrap();
         assert_eq!(
             home.root(),
             fs::canonicalize(tmp.path()).unwrap().join("state")
@@ -541,16 +540,16 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let user = tmp.path().join("user");
         fs::create_dir(&user).unwrap();
-        let r = refused(home_with(&[("HOME", &user), (HOME_VAR, Path::new("/"))]));
+        let r = refused(home_with(&[("HOME", &user), (var::HOME, Path::new("/"))]));
         assert!(r.contains("root directory"), "{r}");
-        let r = refused(home_with(&[("HOME", &user), (HOME_VAR, &user)]));
+        let r = refused(home_with(&[("HOME", &user), (var::HOME, &user)]));
         assert!(r.contains("your home directory"), "{r}");
-        let r = refused(home_with(&[("HOME", &user), (HOME_VAR, tmp.path())]));
+        let r = refused(home_with(&[("HOME", &user), (var::HOME, tmp.path())]));
         assert!(r.contains("contains your home"), "{r}");
         // A trailing `/.` or `x/..` is the same directory.
         let r = refused(home_with(&[
             ("HOME", &user),
-            (HOME_VAR, &user.join("x/..")),
+            (var::HOME, &user.join("x/..")),
         ]));
         assert!(r.contains("your home directory"), "{r}");
     }
@@ -560,11 +559,11 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let user = tmp.path();
         for dir in [".claude", ".config/claude", ".codex", ".grok"] {
-            let r = refused(home_with(&[("HOME", user), (HOME_VAR, &user.join(dir))]));
+            let r = refused(home_with(&[("HOME", user), (var::HOME, &user.join(dir))]));
             assert!(r.starts_with("it is "), "{r}");
             let r = refused(home_with(&[
                 ("HOME", user),
-                (HOME_VAR, &user.join(dir).join("bridge")),
+                (var::HOME, &user.join(dir).join("bridge")),
             ]));
             assert!(r.starts_with("it is inside"), "{r}");
         }
@@ -572,7 +571,7 @@ mod tests {
         let r = refused(home_with(&[
             ("HOME", user),
             ("CODEX_HOME", &custom),
-            (HOME_VAR, &custom.join("x")),
+            (var::HOME, &custom.join("x")),
         ]));
         assert!(r.contains("Codex's own directory"), "{r}");
     }
@@ -585,20 +584,20 @@ mod tests {
         symlink(user.join(".claude"), tmp.path().join("innocent")).unwrap();
         let r = refused(home_with(&[
             ("HOME", &user),
-            (HOME_VAR, &tmp.path().join("innocent")),
+            (var::HOME, &tmp.path().join("innocent")),
         ]));
         assert!(r.contains("Claude Code's own directory"), "{r}");
         // Through a linked parent, for a home that does not exist yet.
         let r = refused(home_with(&[
             ("HOME", &user),
-            (HOME_VAR, &tmp.path().join("innocent/new")),
+            (var::HOME, &tmp.path().join("innocent/new")),
         ]));
         assert!(r.contains("inside Claude Code's"), "{r}");
         // A link to the home directory itself.
         symlink(&user, tmp.path().join("me")).unwrap();
         let r = refused(home_with(&[
             ("HOME", &user),
-            (HOME_VAR, &tmp.path().join("me")),
+            (var::HOME, &tmp.path().join("me")),
         ]));
         assert!(r.contains("your home directory"), "{r}");
     }
@@ -608,7 +607,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let home = home_with(&[
             ("HOME", tmp.path()),
-            (HOME_VAR, &tmp.path().join(".config/cross-agent")),
+            (var::HOME, &tmp.path().join(".config/cross-agent")),
         ])
         .unwrap();
         assert!(home.root().ends_with(".config/cross-agent"));
@@ -653,7 +652,7 @@ mod tests {
         }
 
         let home =
-            home_with(&[("HOME", &user), ("CODEX_HOME", &store), (HOME_VAR, &root)]).unwrap();
+            home_with(&[("HOME", &user), ("CODEX_HOME", &store), (var::HOME, &root)]).unwrap();
         let report = home.tighten_tree().unwrap();
 
         assert_eq!(mode(&root), 0o700);
@@ -681,7 +680,7 @@ mod tests {
         fs::set_permissions(&outside_dir, fs::Permissions::from_mode(0o755)).unwrap();
         symlink(&outside, root.join("decisions.jsonl")).unwrap();
         symlink(&outside_dir, root.join("logs")).unwrap();
-        let home = home_with(&[("HOME", &user), (HOME_VAR, &root)]).unwrap();
+        let home = home_with(&[("HOME", &user), (var::HOME, &root)]).unwrap();
 
         for result in [
             home.tighten_tree().map(|_| ()),

@@ -256,6 +256,8 @@ pub fn walk(root: &Path, skip: &[PathBuf], limit: usize) -> Result<Walk> {
 mod tests {
     use std::os::unix::fs::PermissionsExt;
 
+    use cross_agent_protocol::settings as var;
+
     use super::*;
     use crate::Home;
 
@@ -272,7 +274,7 @@ mod tests {
     fn home_at(root: &Path) -> Home {
         let root = root.to_owned();
         Home::from_vars(move |name| match name {
-            "CROSS_AGENT_HOME" => Some(root.clone().into_os_string()),
+            var::HOME => Some(root.clone().into_os_string()),
             "HOME" => Some("/nonexistent-user-home".into()),
             _ => None,
         })
@@ -299,7 +301,7 @@ mod tests {
         let message = refusal(home.ensure_root());
         assert!(message.contains(&root.display().to_string()), "{message}");
         assert!(message.contains("owned by uid 4242"), "{message}");
-        assert!(message.contains("CROSS_AGENT_HOME"), "{message}");
+        assert!(message.contains(var::HOME), "{message}");
         assert!(!root.join("logs").exists());
         let mode = fs::metadata(&root).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o755, "not tightened");

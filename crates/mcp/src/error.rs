@@ -11,11 +11,11 @@ pub enum Error {
     /// The MCP session could not start (the client closed stdin, or sent something other than
     /// a handshake first).
     #[error("the MCP session did not start: {0}")]
-    Start(String),
+    Start(#[source] Box<rmcp::service::ServerInitializeError>),
 
     /// The MCP session ended abnormally.
     #[error("the MCP session ended with an error: {0}")]
-    Session(String),
+    Session(#[source] tokio::task::JoinError),
 
     /// Reading stdin or writing stdout failed.
     #[error("stdio failed: {0}")]

@@ -55,12 +55,8 @@ where
     let filter = tokio::spawn(front::filter_input(input, to_server, replies_tx));
 
     let outcome = match bridge.serve(tokio::io::split(theirs)).await {
-        Ok(running) => running
-            .waiting()
-            .await
-            .map(|_| ())
-            .map_err(|error| Error::Session(error.to_string())),
-        Err(error) => Err(Error::Start(error.to_string())),
+        Ok(running) => running.waiting().await.map(|_| ()).map_err(Error::Session),
+        Err(error) => Err(Error::Start(Box::new(error))),
     };
     // The service has dropped its end: the pump sees end of output and the writer drains.
     filter.abort();

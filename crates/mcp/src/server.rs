@@ -17,6 +17,7 @@ use std::sync::Arc;
 
 use cross_agent_caller::{PerCall, Snapshot};
 use cross_agent_protocol::bridge::{PinResponse, SendResponse};
+use cross_agent_protocol::settings as var;
 use cross_agent_protocol::tools::ToolFailure;
 use rmcp::ErrorData as McpError;
 use rmcp::handler::server::ServerHandler;
@@ -31,13 +32,6 @@ use serde_json::{Value, json};
 
 use crate::link::{DaemonLink, LinkFailure};
 use crate::tools::{self, BadArguments, Call, Defaults};
-
-/// `CROSS_AGENT_REQUIRE_EXPLICIT_TARGET`.
-pub const REQUIRE_EXPLICIT_TARGET_VAR: &str = "CROSS_AGENT_REQUIRE_EXPLICIT_TARGET";
-/// `CROSS_AGENT_DISABLE_HEADLESS`.
-pub const DISABLE_HEADLESS_VAR: &str = "CROSS_AGENT_DISABLE_HEADLESS";
-/// `CROSS_AGENT_UI_HOOK`.
-pub const UI_HOOK_VAR: &str = "CROSS_AGENT_UI_HOOK";
 
 /// The sentence the instructions carry under strict mode.
 pub const STRICT_SENTENCE: &str = "This registration sets CROSS_AGENT_REQUIRE_EXPLICIT_TARGET: \
@@ -188,18 +182,18 @@ pub fn instructions(settings: &std::collections::BTreeMap<String, String>) -> St
          allow_same_agent=true on send_to_claude / send_to_grok); discovery never picks your own \
          session.",
     );
-    if is_on(settings.get(REQUIRE_EXPLICIT_TARGET_VAR)) {
+    if is_on(settings.get(var::REQUIRE_EXPLICIT_TARGET)) {
         text.push_str("\n\n");
         text.push_str(STRICT_SENTENCE);
     }
-    if is_on(settings.get(DISABLE_HEADLESS_VAR)) {
+    if is_on(settings.get(var::DISABLE_HEADLESS)) {
         text.push_str(
             "\n\nThis registration sets CROSS_AGENT_DISABLE_HEADLESS: a send reaches only a \
              session an editor panel holds; anything else is refused with nothing sent.",
         );
     }
     if settings
-        .get(UI_HOOK_VAR)
+        .get(var::UI_HOOK)
         .is_some_and(|v| v.trim().eq_ignore_ascii_case("require"))
     {
         text.push_str("\n\n");

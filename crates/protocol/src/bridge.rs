@@ -6,77 +6,12 @@
 //! the interface. Types only; the engine that fills them is the `hub` crate.
 
 use std::collections::BTreeMap;
-use std::fmt;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// Which agent program a session belongs to.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum Agent {
-    Claude,
-    Codex,
-    Grok,
-}
-
-impl Agent {
-    pub const ALL: [Agent; 3] = [Agent::Claude, Agent::Codex, Agent::Grok];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Agent::Claude => "claude",
-            Agent::Codex => "codex",
-            Agent::Grok => "grok",
-        }
-    }
-
-    /// The product name used in envelopes (`from: Claude Code (peer AI agent, …)`).
-    pub fn product_name(self) -> &'static str {
-        match self {
-            Agent::Claude => "Claude Code",
-            Agent::Codex => "Codex",
-            Agent::Grok => "Grok Build",
-        }
-    }
-
-    /// The MCP tool that sends to this agent.
-    pub fn send_tool(self) -> &'static str {
-        match self {
-            Agent::Claude => "send_to_claude",
-            Agent::Codex => "send_to_codex",
-            Agent::Grok => "send_to_grok",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<Agent> {
-        Agent::ALL
-            .into_iter()
-            .find(|agent| agent.as_str().eq_ignore_ascii_case(text.trim()))
-    }
-}
-
-impl fmt::Display for Agent {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// Which sessions discovery considers, relative to a working directory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Scope {
-    /// The directory and its subdirectories.
-    #[default]
-    Cwd,
-    /// Also parent directories.
-    Tree,
-    /// Every session.
-    Any,
-}
+pub use crate::vocabulary::{Agent, Scope, TargetKey, Transport};
 
 /// One process in the caller's ancestry, nearest first (the `mcp` process's parent is first).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -410,7 +345,7 @@ pub struct DeliveryRecord {
     pub hop: u32,
     pub max_hops: u32,
     /// How the message enters the session (`headless-cli` now; `panel` later).
-    pub transport: String,
+    pub transport: Transport,
     /// RFC 3339 timestamps.
     pub created_at: String,
     pub started_at: Option<String>,

@@ -9,6 +9,9 @@ pub mod bridge;
 pub mod decisions;
 pub mod rpc;
 pub mod schema;
+pub mod settings;
+pub mod timestamp;
 pub mod tools;
+pub mod vocabulary;
 
-pub use bridge::Agent;
+pub use vocabulary::{Agent, Scope, TargetKey, Transport};

@@ -8,6 +8,7 @@
 //! as models write them (`"600"` for 600, `"true"` for true, `null` for absent, `Tree` for
 //! `tree`) and strictly otherwise (a timeout of 0 or -5 is refused).
 
+use crate::settings as var;
 use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, Schema};
 use serde::{Deserialize, Serialize};
@@ -313,16 +314,11 @@ impl ToolDefaults {
     pub fn from_settings(settings: &std::collections::BTreeMap<String, String>) -> ToolDefaults {
         let spec = ToolDefaults::default();
         let scope = settings
-            .get("CROSS_AGENT_SCOPE")
-            .and_then(|value| match value.trim().to_ascii_lowercase().as_str() {
-                "cwd" => Some(Scope::Cwd),
-                "tree" => Some(Scope::Tree),
-                "any" => Some(Scope::Any),
-                _ => None,
-            })
+            .get(var::SCOPE)
+            .and_then(|value| Scope::parse(value))
             .unwrap_or(spec.scope);
         let timeout = settings
-            .get("CROSS_AGENT_TIMEOUT")
+            .get(var::TIMEOUT)
             .and_then(|value| value.trim().parse().ok())
             .filter(|&seconds| seconds > 0)
             .unwrap_or(spec.timeout);
@@ -532,14 +528,11 @@ mod lenient {
 
     /// `cwd`, `tree` or `any`, in any case; `null` is absent.
     pub fn scope<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Scope>, D::Error> {
-        match text(deserializer)?.as_deref() {
+        match text(deserializer)? {
             None => Ok(None),
-            Some("cwd") => Ok(Some(Scope::Cwd)),
-            Some("tree") => Ok(Some(Scope::Tree)),
-            Some("any") => Ok(Some(Scope::Any)),
-            Some(other) => Err(D::Error::custom(format!(
-                "is `{other}`; use cwd, tree or any"
-            ))),
+            Some(text) => Scope::parse(&text)
+                .map(Some)
+                .ok_or_else(|| D::Error::custom(format!("is `{text}`; use cwd, tree or any"))),
         }
     }
 

@@ -16,7 +16,6 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::lines::parse_timestamp;
 use crate::model::{Agent, LineContext, Session, TranscriptFold, UnixMillis, Warnings};
 use crate::roots::{SourceFile, StoreRoots};
 use crate::skim;
@@ -180,7 +179,7 @@ impl TranscriptFold for ClaudeFold {
             .timestamp
             .and_then(skim::string)
             .as_deref()
-            .and_then(parse_timestamp)
+            .and_then(UnixMillis::parse_rfc3339)
         {
             self.first_activity = Some(self.first_activity.map_or(ts, |t| t.min(ts)));
             self.last_activity = Some(self.last_activity.map_or(ts, |t| t.max(ts)));

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::claude::title_from_text;
-use crate::lines::{LineSink, parse_timestamp};
+use crate::lines::LineSink;
 use crate::model::{Agent, LineContext, Session, TranscriptFold, UnixMillis, Warnings};
 use crate::roots::{SourceFile, StoreRoots};
 use crate::skim;
@@ -172,7 +172,7 @@ impl TranscriptFold for CodexFold {
         if let Some(ts) = timestamp
             .and_then(skim::string)
             .as_deref()
-            .and_then(parse_timestamp)
+            .and_then(UnixMillis::parse_rfc3339)
         {
             self.first_activity = Some(self.first_activity.map_or(ts, |t| t.min(ts)));
             self.last_activity = Some(self.last_activity.map_or(ts, |t| t.max(ts)));
@@ -270,7 +270,10 @@ impl CodexFold {
         self.source = meta.source.map(|s| s.get().to_owned());
         self.thread_source = meta.thread_source.map(Cow::into_owned);
         self.originator = meta.originator.map(Cow::into_owned);
-        self.started_at = meta.timestamp.as_deref().and_then(parse_timestamp);
+        self.started_at = meta
+            .timestamp
+            .as_deref()
+            .and_then(UnixMillis::parse_rfc3339);
     }
 
     /// Whether this thread is one a person works in (see the module notes for why a missing
@@ -353,7 +356,10 @@ impl LineSink for ThreadNames {
         if id.is_empty() || name.is_empty() {
             return;
         }
-        let updated_at = entry.updated_at.as_deref().and_then(parse_timestamp);
+        let updated_at = entry
+            .updated_at
+            .as_deref()
+            .and_then(UnixMillis::parse_rfc3339);
         let candidate = ThreadName {
             name: name.to_owned(),
             updated_at,

@@ -30,14 +30,19 @@ pub enum StoreError {
         source: std::io::Error,
     },
     /// An editor state database could not be opened or queried.
-    #[error("cannot read the SQLite database {}: {message}", path.display())]
-    Sqlite { path: PathBuf, message: String },
+    #[error("cannot read the SQLite database {}: {source}", path.display())]
+    Sqlite {
+        path: PathBuf,
+        #[source]
+        source: rusqlite::Error,
+    },
     /// The file is not in the shape this reader knows (e.g. a `summary.json` that is not JSON).
-    #[error("{} is not a {what}: {message}", path.display())]
+    #[error("{} is not a {what}: {source}", path.display())]
     Format {
         path: PathBuf,
         what: &'static str,
-        message: String,
+        #[source]
+        source: serde_json::Error,
     },
     /// A setting (an environment variable or an option) has a value that means nothing.
     #[error("{name}={value:?} is not valid: expected {expected}")]
@@ -66,7 +71,7 @@ pub enum StoreError {
          shown to be unique and is refused; address it by its id:\n{}",
         crate::resolve::candidate_lines(std::slice::from_ref(candidate.as_ref()))
     )]
-    NameUnproven {
+    ScanBoundReached {
         agent: Agent,
         name: String,
         candidate: Box<Candidate>,
@@ -112,7 +117,7 @@ impl StoreError {
             | StoreError::Cache { path, .. } => Some(path),
             StoreError::InvalidSetting { .. }
             | StoreError::AmbiguousName { .. }
-            | StoreError::NameUnproven { .. }
+            | StoreError::ScanBoundReached { .. }
             | StoreError::NoSuchSession { .. } => None,
         }
     }

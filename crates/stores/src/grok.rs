@@ -29,7 +29,6 @@ use serde_json::Value;
 
 use crate::claude::title_from_text;
 use crate::error::StoreError;
-use crate::lines::parse_timestamp;
 use crate::model::{Agent, LineContext, Session, TranscriptFold, UnixMillis, Warnings};
 use crate::roots::{Sidecar, SourceFile, StoreRoots};
 use crate::skim;
@@ -224,11 +223,12 @@ struct SummaryInfo<'a> {
 impl GrokSummary {
     /// Parses `summary.json`.
     pub fn parse(bytes: &[u8], path: &Path) -> Result<Self, StoreError> {
-        let f: SummaryFile<'_> = serde_json::from_slice(bytes).map_err(|e| StoreError::Format {
-            path: path.to_path_buf(),
-            what: "Grok summary.json",
-            message: e.to_string(),
-        })?;
+        let f: SummaryFile<'_> =
+            serde_json::from_slice(bytes).map_err(|source| StoreError::Format {
+                path: path.to_path_buf(),
+                what: "Grok summary.json",
+                source,
+            })?;
         let owned = |s: Option<Cow<'_, str>>| s.map(Cow::into_owned);
         let (id, cwd) = match f.info {
             Some(info) => (owned(info.id), owned(info.cwd)),
@@ -242,9 +242,12 @@ impl GrokSummary {
             title_is_manual: f.title_is_manual.unwrap_or(false),
             session_kind: owned(f.session_kind),
             hidden: f.hidden,
-            created_at: f.created_at.as_deref().and_then(parse_timestamp),
-            updated_at: f.updated_at.as_deref().and_then(parse_timestamp),
-            last_active_at: f.last_active_at.as_deref().and_then(parse_timestamp),
+            created_at: f.created_at.as_deref().and_then(UnixMillis::parse_rfc3339),
+            updated_at: f.updated_at.as_deref().and_then(UnixMillis::parse_rfc3339),
+            last_active_at: f
+                .last_active_at
+                .as_deref()
+                .and_then(UnixMillis::parse_rfc3339),
         })
     }
 
@@ -492,9 +495,9 @@ pub fn read_gui_names(roots: &StoreRoots, warnings: &mut Warnings) -> GuiNames {
 /// The extension's JSON value from one `state.vscdb`, or `None` when it has none.
 pub fn read_gui_state(db: &Path) -> Result<Option<Value>, StoreError> {
     use rusqlite::{OpenFlags, OptionalExtension};
-    let sql_err = |e: rusqlite::Error| StoreError::Sqlite {
+    let sql_err = |source: rusqlite::Error| StoreError::Sqlite {
         path: db.to_path_buf(),
-        message: e.to_string(),
+        source,
     };
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
         | OpenFlags::SQLITE_OPEN_URI
@@ -543,10 +546,10 @@ pub fn read_gui_state(db: &Path) -> Result<Option<Value>, StoreError> {
     };
     serde_json::from_slice(&raw)
         .map(Some)
-        .map_err(|e| StoreError::Format {
+        .map_err(|source| StoreError::Format {
             path: db.to_path_buf(),
             what: "Grok Build GUI state",
-            message: e.to_string(),
+            source,
         })
 }
 

@@ -16,13 +16,9 @@ use serde::{Deserialize, Serialize};
 /// named the same way on the wire.
 pub use cross_agent_protocol::bridge::Agent;
 
-/// Milliseconds since the Unix epoch, UTC. Transcripts record RFC 3339 strings; comparing and
-/// storing integers keeps the index small and sorting cheap.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
-)]
-#[serde(transparent)]
-pub struct UnixMillis(pub i64);
+/// Milliseconds since the Unix epoch, UTC: the protocol's one timestamp type. Transcripts record
+/// RFC 3339 strings; comparing and storing integers keeps the index small and sorting cheap.
+pub use cross_agent_protocol::timestamp::UnixMillis;
 
 /// One agent session found on disk.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -30,86 +30,24 @@
 //!   cannot be shown to be unique and is refused, saying how many sessions were reached.
 
 use std::cmp::Reverse;
-use std::fmt;
 use std::path::Path;
-use std::str::FromStr;
 
+use cross_agent_protocol::settings as var;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, StoreError};
-use crate::lines::format_timestamp;
 use crate::model::{Agent, Session, UnixMillis};
 
-/// `CROSS_AGENT_ACTIVE_WINDOW_MIN`: minutes since its last record for a session to count as active.
-pub const ACTIVE_WINDOW_ENV: &str = "CROSS_AGENT_ACTIVE_WINDOW_MIN";
 /// The spec's default active window, in minutes.
 pub const DEFAULT_ACTIVE_WINDOW_MIN: u64 = 240;
-/// `CROSS_AGENT_SCOPE`: the default discovery scope.
-pub const SCOPE_ENV: &str = "CROSS_AGENT_SCOPE";
-/// `CROSS_AGENT_NAME_SCAN_LIMIT`: an optional bound on how many of the most recently active
-/// sessions a name lookup considers. Unset means no bound.
-pub const NAME_SCAN_LIMIT_ENV: &str = "CROSS_AGENT_NAME_SCAN_LIMIT";
-/// `CROSS_AGENT_CODEX_SCAN_LIMIT`: the spec's Codex rollout bound. Honoured as a bound on Codex
-/// name lookups only when set; ours has no default cap.
-pub const CODEX_SCAN_LIMIT_ENV: &str = "CROSS_AGENT_CODEX_SCAN_LIMIT";
 
 /// How many similar titles a "not found" error lists at most.
 const MAX_SIMILAR: usize = 10;
 
-/// Which sessions discovery and lookup consider, relative to a working directory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Scope {
-    /// Sessions working in this directory or one of its subdirectories (ranked in that order).
-    Cwd,
-    /// This directory, its subdirectories and its parents (ranked in that order).
-    Tree,
-    /// Every session, ranked by recency.
-    Any,
-}
-
-impl Scope {
-    pub const ALL: [Scope; 3] = [Scope::Cwd, Scope::Tree, Scope::Any];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Scope::Cwd => "cwd",
-            Scope::Tree => "tree",
-            Scope::Any => "any",
-        }
-    }
-
-    /// `CROSS_AGENT_SCOPE`, or the spec's default `cwd` when unset.
-    pub fn from_env() -> Result<Scope> {
-        match std::env::var(SCOPE_ENV) {
-            Ok(value) if !value.trim().is_empty() => value.parse(),
-            _ => Ok(Scope::Cwd),
-        }
-    }
-}
-
-impl fmt::Display for Scope {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Scope {
-    type Err = StoreError;
-
-    fn from_str(value: &str) -> Result<Scope> {
-        match value.trim() {
-            "cwd" => Ok(Scope::Cwd),
-            "tree" => Ok(Scope::Tree),
-            "any" => Ok(Scope::Any),
-            other => Err(StoreError::InvalidSetting {
-                name: SCOPE_ENV,
-                value: other.to_owned(),
-                expected: "one of cwd, tree, any",
-            }),
-        }
-    }
-}
+/// Which sessions discovery and lookup consider, relative to a working directory: `cwd`
+/// (this directory, then its subdirectories), `tree` (also its parents, ranked last) or `any`
+/// (every session, ranked by recency). The protocol's word, so a scope is named once.
+pub use cross_agent_protocol::bridge::Scope;
 
 /// How a session's directory relates to the directory asked about. The order is the rank:
 /// an exact match beats a subdirectory, which beats a parent.
@@ -199,13 +137,13 @@ impl ActiveWindow {
     /// `CROSS_AGENT_ACTIVE_WINDOW_MIN`, or 240 when unset. A value that is not a whole number of
     /// minutes is an error rather than silently the default: a person set it on purpose.
     pub fn from_env() -> Result<ActiveWindow> {
-        match std::env::var(ACTIVE_WINDOW_ENV) {
+        match std::env::var(var::ACTIVE_WINDOW_MIN) {
             Ok(value) if !value.trim().is_empty() => value
                 .trim()
                 .parse::<u64>()
                 .map(ActiveWindow::from_minutes)
                 .map_err(|_| StoreError::InvalidSetting {
-                    name: ACTIVE_WINDOW_ENV,
+                    name: var::ACTIVE_WINDOW_MIN,
                     value,
                     expected: "a whole number of minutes",
                 }),
@@ -222,15 +160,6 @@ impl ActiveWindow {
             None => false,
         }
     }
-}
-
-/// The current time as [`UnixMillis`].
-pub fn now() -> UnixMillis {
-    let millis = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|elapsed| i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX))
-        .unwrap_or(0);
-    UnixMillis(millis)
 }
 
 /// Spec §5 rule 3: the best-fit active session of `agent` — directory rank first, then most
@@ -266,10 +195,10 @@ impl ScanBound {
     /// `CROSS_AGENT_NAME_SCAN_LIMIT` and, for Codex under scope `any` (the only scope the spec
     /// applies it to), `CROSS_AGENT_CODEX_SCAN_LIMIT`. `None` — the default — means every session.
     pub fn from_env(agent: Agent, scope: Scope) -> Result<Option<ScanBound>> {
-        let mut bound = read_limit(NAME_SCAN_LIMIT_ENV)?;
+        let mut bound = read_limit(var::NAME_SCAN_LIMIT)?;
         if agent == Agent::Codex
             && scope == Scope::Any
-            && let Some(codex) = read_limit(CODEX_SCAN_LIMIT_ENV)?
+            && let Some(codex) = read_limit(var::CODEX_SCAN_LIMIT)?
             && bound.is_none_or(|general| codex.limit < general.limit)
         {
             bound = Some(codex);
@@ -367,7 +296,7 @@ pub fn lookup<'a>(
                 MatchedBy::GeneratedTitle
             },
         }),
-        ([only], Some(bound)) => Err(StoreError::NameUnproven {
+        ([only], Some(bound)) => Err(StoreError::ScanBoundReached {
             agent: lookup.agent,
             name: query.to_owned(),
             candidate: Box::new(Candidate::of(only)),
@@ -508,7 +437,7 @@ fn kind_of(title_is_assigned: bool) -> &'static str {
 }
 
 fn when(last_activity: Option<UnixMillis>) -> String {
-    last_activity.map_or_else(|| "never".to_owned(), format_timestamp)
+    last_activity.map_or_else(|| "never".to_owned(), UnixMillis::to_rfc3339)
 }
 
 /// The candidates of a refusal, one line each.

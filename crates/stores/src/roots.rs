@@ -10,6 +10,7 @@ use std::fs::{self, Metadata};
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
+use cross_agent_protocol::settings as var;
 use serde::{Deserialize, Serialize};
 
 use crate::model::Agent;
@@ -31,9 +32,6 @@ pub struct StoreRoots {
     /// worth a warning, while a missing default location just means no VS Code here.
     pub grok_names_dbs_explicit: bool,
 }
-
-/// The variable that overrides where Grok GUI tab names are read from.
-pub const GROK_NAMES_DB_VAR: &str = "CROSS_AGENT_GROK_NAMES_DB";
 
 impl StoreRoots {
     /// The roots this process would use, from its environment and `HOME`.
@@ -62,7 +60,7 @@ impl StoreRoots {
         let codex_home = non_empty("CODEX_HOME").or_else(|| home.map(|h| h.join(".codex")));
         let grok_home = non_empty("GROK_HOME").or_else(|| home.map(|h| h.join(".grok")));
 
-        let (grok_names_dbs, grok_names_dbs_explicit) = match var(GROK_NAMES_DB_VAR) {
+        let (grok_names_dbs, grok_names_dbs_explicit) = match var(var::GROK_NAMES_DB) {
             Some(list) if !list.is_empty() => (
                 std::env::split_paths(&list)
                     .filter(|p| !p.as_os_str().is_empty())

@@ -23,7 +23,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::error::Result;
-use crate::lines::{LineSink, parse_timestamp, read_all_lines};
+use crate::lines::{LineSink, read_all_lines};
 use crate::model::{Agent, LineContext, UnixMillis, Warnings};
 
 /// Who wrote a message.
@@ -421,7 +421,7 @@ impl TurnReader {
         if rec.is_sidechain == Some(true) {
             return Ok(());
         }
-        let at = rec.timestamp.as_deref().and_then(parse_timestamp);
+        let at = rec.timestamp.as_deref().and_then(UnixMillis::parse_rfc3339);
         let Some(message) = rec.message else {
             return Ok(());
         };
@@ -605,7 +605,7 @@ struct CodexLine<'a> {
 impl TurnReader {
     fn codex_line(&mut self, line: &[u8]) -> serde_json::Result<()> {
         let rec: CodexLine<'_> = serde_json::from_slice(line)?;
-        let at = rec.timestamp.as_deref().and_then(parse_timestamp);
+        let at = rec.timestamp.as_deref().and_then(UnixMillis::parse_rfc3339);
         let Some(payload) = rec.payload else {
             return Ok(());
         };

@@ -22,36 +22,14 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
+use cross_agent_protocol::timestamp::UnixMillis;
 
 /// A point in time as milliseconds since the Unix epoch.
 pub type Millis = i64;
 
 /// RFC 3339 UTC with milliseconds, as the agents write their timestamps.
 pub fn rfc3339(ms: Millis) -> String {
-    let millis = ms.rem_euclid(1000);
-    let secs = ms.div_euclid(1000);
-    let (y, m, d) = civil_from_days(secs.div_euclid(86_400));
-    let sod = secs.rem_euclid(86_400);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{millis:03}Z",
-        sod / 3600,
-        sod / 60 % 60,
-        sod % 60
-    )
-}
-
-/// Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (if m <= 2 { y + 1 } else { y }, m, d)
+    UnixMillis(ms).to_rfc3339()
 }
 
 /// The current time in milliseconds.

@@ -26,12 +26,13 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use cross_agent_protocol::bridge::Agent;
+use cross_agent_protocol::settings as var;
 
 use crate::error::{Error, Result};
 use crate::settings::{DEFAULT_CODEX_SANDBOX, TurnSettings, resolve_binary};
 
 /// Variables a child never gets, whatever the caller's environment or settings say.
-pub const NEVER_INHERITED: &[&str] = &["CROSS_AGENT_SELF", "COPILOT_AGENT_SESSION_ID"];
+pub const NEVER_INHERITED: &[&str] = &[var::SELF, "COPILOT_AGENT_SESSION_ID"];
 
 /// Which session the turn runs in.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,11 +6,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use cross_agent_protocol::bridge::Agent;
+use cross_agent_protocol::settings as var;
 
-/// `CROSS_AGENT_DISABLE_HEADLESS`.
-pub const DISABLE_HEADLESS: &str = "CROSS_AGENT_DISABLE_HEADLESS";
-/// `CROSS_AGENT_CODEX_SANDBOX`.
-pub const CODEX_SANDBOX: &str = "CROSS_AGENT_CODEX_SANDBOX";
 /// The sandbox of a new Codex session when `CROSS_AGENT_CODEX_SANDBOX` is unset.
 pub const DEFAULT_CODEX_SANDBOX: &str = "read-only";
 
@@ -59,16 +56,16 @@ impl TurnSettings {
     pub fn from_settings(settings: &BTreeMap<String, String>) -> TurnSettings {
         let get = |name: &str| value(settings, name).map(str::to_owned);
         TurnSettings {
-            claude_bin: get("CROSS_AGENT_CLAUDE_BIN"),
-            codex_bin: get("CROSS_AGENT_CODEX_BIN"),
-            grok_bin: get("CROSS_AGENT_GROK_BIN"),
-            claude_model: get("CROSS_AGENT_CLAUDE_MODEL"),
-            codex_model: get("CROSS_AGENT_CODEX_MODEL"),
-            grok_model: get("CROSS_AGENT_GROK_MODEL"),
-            codex_sandbox: get(CODEX_SANDBOX),
-            claude_permission_mode: get("CROSS_AGENT_CLAUDE_PERMISSION_MODE"),
-            grok_permission_mode: get("CROSS_AGENT_GROK_PERMISSION_MODE"),
-            disable_headless: flag(settings, DISABLE_HEADLESS),
+            claude_bin: get(var::CLAUDE_BIN),
+            codex_bin: get(var::CODEX_BIN),
+            grok_bin: get(var::GROK_BIN),
+            claude_model: get(var::CLAUDE_MODEL),
+            codex_model: get(var::CODEX_MODEL),
+            grok_model: get(var::GROK_MODEL),
+            codex_sandbox: get(var::CODEX_SANDBOX),
+            claude_permission_mode: get(var::CLAUDE_PERMISSION_MODE),
+            grok_permission_mode: get(var::GROK_PERMISSION_MODE),
+            disable_headless: flag(settings, var::DISABLE_HEADLESS),
         }
     }
 

@@ -9,7 +9,7 @@ use anyhow::Context as _;
 use cross_agent_caller::{PerCall, Snapshot};
 use cross_agent_ipc::blocking::BlockingClient;
 use cross_agent_ipc::{ConnectOptions, Error as IpcError, Home};
-use cross_agent_protocol::bridge::{CallerContext, Scope};
+use cross_agent_protocol::bridge::CallerContext;
 use cross_agent_protocol::rpc::{ClientKind, ErrorCode};
 use serde_json::Value;
 
@@ -75,27 +75,6 @@ pub fn absolute_cwd(cwd: Option<PathBuf>) -> anyhow::Result<Option<String>> {
             .join(cwd)
     };
     Ok(Some(cwd.to_string_lossy().into_owned()))
-}
-
-/// `--scope` values.
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub enum ScopeArg {
-    /// The directory and its subdirectories.
-    Cwd,
-    /// Also its parent directories.
-    Tree,
-    /// Every session.
-    Any,
-}
-
-impl From<ScopeArg> for Scope {
-    fn from(scope: ScopeArg) -> Scope {
-        match scope {
-            ScopeArg::Cwd => Scope::Cwd,
-            ScopeArg::Tree => Scope::Tree,
-            ScopeArg::Any => Scope::Any,
-        }
-    }
 }
 
 /// Prints a JSON value pretty on stdout.

@@ -20,6 +20,7 @@ use clap::Args;
 use cross_agent_daemon::handover::{self, Outcome};
 use cross_agent_ipc::Home;
 use cross_agent_protocol::rpc::CarriedCounts;
+use cross_agent_protocol::settings as var;
 use serde_json::json;
 
 /// How long the new daemon may take to answer.
@@ -41,9 +42,7 @@ impl ReloadArgs {
 /// The program started as the new daemon: `CROSS_AGENT_DAEMON_BIN` if set (tests), else this
 /// executable — "the current binary" the reload is for.
 fn successor() -> anyhow::Result<std::process::Command> {
-    let bin = match std::env::var_os(cross_agent_ipc::autostart::DAEMON_BIN_VAR)
-        .filter(|v| !v.is_empty())
-    {
+    let bin = match std::env::var_os(var::DAEMON_BIN).filter(|v| !v.is_empty()) {
         Some(bin) => std::path::PathBuf::from(bin),
         None => std::env::current_exe()?,
     };

@@ -8,10 +8,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use clap::{Args, ValueEnum};
-use cross_agent_protocol::bridge::{Agent, Refusal, SendParams, SendReceipt, SendResponse};
+use clap::Args;
+use cross_agent_protocol::bridge::{Agent, Refusal, Scope, SendParams, SendReceipt, SendResponse};
 
-use super::bridge_client::{self, ScopeArg};
+use super::bridge_client;
 use crate::display::{escape, escape_cell};
 
 /// Exit code of a refused send (an answer, not a failure to ask).
@@ -21,7 +21,7 @@ pub const EXIT_REFUSED: u8 = 2;
 pub struct SendArgs {
     /// The agent to send to.
     #[arg(value_enum)]
-    agent: AgentArg,
+    agent: Agent,
     /// The message; `-` reads it from stdin. The peer cannot see your conversation, so make it
     /// self-contained.
     message: String,
@@ -33,7 +33,7 @@ pub struct SendArgs {
     new_session: bool,
     /// Where the active session is looked for (default: CROSS_AGENT_SCOPE, else cwd).
     #[arg(long, value_enum)]
-    scope: Option<ScopeArg>,
+    scope: Option<Scope>,
     /// Basis for discovery and where a new session is created (default: here).
     #[arg(long, value_name = "DIR")]
     cwd: Option<PathBuf>,
@@ -54,26 +54,9 @@ pub struct SendArgs {
     json: bool,
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum AgentArg {
-    Claude,
-    Codex,
-    Grok,
-}
-
-impl From<AgentArg> for Agent {
-    fn from(agent: AgentArg) -> Agent {
-        match agent {
-            AgentArg::Claude => Agent::Claude,
-            AgentArg::Codex => Agent::Codex,
-            AgentArg::Grok => Agent::Grok,
-        }
-    }
-}
-
 impl SendArgs {
     pub fn run(self) -> anyhow::Result<ExitCode> {
-        let agent = Agent::from(self.agent);
+        let agent = self.agent;
         if self.allow_same_agent && agent == Agent::Codex {
             anyhow::bail!(
                 "send to codex has no --allow-same-agent: another Codex thread is reached only \
@@ -97,7 +80,7 @@ impl SendArgs {
             message,
             session_id: self.session,
             new_session: self.new_session,
-            scope: self.scope.map(Into::into),
+            scope: self.scope,
             cwd: bridge_client::absolute_cwd(self.cwd)?,
             timeout: self.timeout.filter(|&seconds| seconds > 0),
             conversation_id: self.conversation,

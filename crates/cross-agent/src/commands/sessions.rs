@@ -17,8 +17,8 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
 use cross_agent_ipc::Home;
+use cross_agent_protocol::bridge::RefusalReason;
 use cross_agent_stores::index::RefreshOptions;
-use cross_agent_stores::lines::format_timestamp;
 use cross_agent_stores::resolve::{
     self, ActiveWindow, Candidate, Lookup, MatchedBy, ScanBound, Scope,
 };
@@ -54,8 +54,8 @@ struct ListArgs {
     agent: AgentChoice,
     /// Which sessions relative to --cwd: `cwd` (that directory and its subdirectories), `tree`
     /// (also its parents) or `any`.
-    #[arg(long, value_enum, default_value_t = ScopeArg::Any)]
-    scope: ScopeArg,
+    #[arg(long, value_enum, default_value_t = Scope::Any)]
+    scope: Scope,
     /// The directory scopes are relative to (default: the current directory).
     #[arg(long)]
     cwd: Option<PathBuf>,
@@ -71,12 +71,12 @@ struct ListArgs {
 struct ResolveArgs {
     /// The agent whose sessions to search.
     #[arg(value_enum)]
-    agent: OneAgent,
+    agent: Agent,
     /// A session id, or a session's exact name (no partial matching).
     query: String,
     /// Only sessions in this scope relative to --cwd.
-    #[arg(long, value_enum, default_value_t = ScopeArg::Any)]
-    scope: ScopeArg,
+    #[arg(long, value_enum, default_value_t = Scope::Any)]
+    scope: Scope,
     /// The directory scopes are relative to (default: the current directory).
     #[arg(long)]
     cwd: Option<PathBuf>,
@@ -100,40 +100,6 @@ impl AgentChoice {
             AgentChoice::Codex => vec![Agent::Codex],
             AgentChoice::Grok => vec![Agent::Grok],
             AgentChoice::All => Agent::ALL.to_vec(),
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum OneAgent {
-    Claude,
-    Codex,
-    Grok,
-}
-
-impl From<OneAgent> for Agent {
-    fn from(agent: OneAgent) -> Agent {
-        match agent {
-            OneAgent::Claude => Agent::Claude,
-            OneAgent::Codex => Agent::Codex,
-            OneAgent::Grok => Agent::Grok,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum ScopeArg {
-    Cwd,
-    Tree,
-    Any,
-}
-
-impl From<ScopeArg> for Scope {
-    fn from(scope: ScopeArg) -> Scope {
-        match scope {
-            ScopeArg::Cwd => Scope::Cwd,
-            ScopeArg::Tree => Scope::Tree,
-            ScopeArg::Any => Scope::Any,
         }
     }
 }
@@ -197,9 +163,9 @@ impl ListArgs {
     fn run(self) -> anyhow::Result<ExitCode> {
         let window = ActiveWindow::from_env()?;
         let cwd = cwd_or_current(self.cwd)?;
-        let scope = Scope::from(self.scope);
+        let scope = self.scope;
         let listing = load(self.agent.agents());
-        let now = resolve::now();
+        let now = UnixMillis::now();
 
         let mut chosen: Vec<(Agent, Vec<&Session>)> = Vec::new();
         for agent in self.agent.agents() {
@@ -250,14 +216,14 @@ fn scan_order(rows: &mut [&Session]) {
 
 impl ResolveArgs {
     fn run(self) -> anyhow::Result<ExitCode> {
-        let agent = Agent::from(self.agent);
+        let agent = self.agent;
         let window = ActiveWindow::from_env()?;
-        let scope = Scope::from(self.scope);
+        let scope = self.scope;
         let bound = ScanBound::from_env(agent, scope)?;
         let cwd = cwd_or_current(self.cwd)?;
         // Only this agent's store is walked: a name is looked up among one agent's sessions.
         let listing = load(vec![agent]);
-        let now = resolve::now();
+        let now = UnixMillis::now();
         let lookup = Lookup {
             agent,
             scope,
@@ -315,7 +281,7 @@ impl<'a> SessionEntry<'a> {
             title: s.title.as_deref(),
             title_is_assigned: s.title_is_assigned,
             cwd: s.cwd.as_deref().map(Path::to_string_lossy),
-            last_activity: s.last_activity.map(format_timestamp),
+            last_activity: s.last_activity.map(UnixMillis::to_rfc3339),
             is_active: window.is_active(s.last_activity, now),
             is_working: s.is_working,
             path: s.path.to_string_lossy(),
@@ -346,17 +312,17 @@ fn session_json(s: &Session, window: ActiveWindow, now: UnixMillis) -> Value {
 fn refusal_json(error: &StoreError) -> Value {
     let (kind, details) = match error {
         StoreError::AmbiguousName { candidates, .. } => (
-            "ambiguous_name",
+            json!(RefusalReason::AmbiguousName),
             json!({ "candidates": candidates.iter().map(candidate_json).collect::<Vec<_>>() }),
         ),
-        StoreError::NameUnproven {
+        StoreError::ScanBoundReached {
             candidate,
             reached,
             total,
             bound_setting,
             ..
         } => (
-            "name_unproven",
+            json!(RefusalReason::ScanBoundReached),
             json!({
                 "candidates": [candidate_json(candidate)],
                 "reached": reached,
@@ -367,13 +333,14 @@ fn refusal_json(error: &StoreError) -> Value {
         StoreError::NoSuchSession {
             similar, reached, ..
         } => (
-            "not_found",
+            // Older than the bridge's `no_such_session`, and read by scripts: kept.
+            json!("not_found"),
             json!({
                 "similar_titles": similar.iter().map(|t| json!({
                     "title": t.title,
                     "title_is_assigned": t.title_is_assigned,
                     "session_id": t.session_id,
-                    "last_activity": t.last_activity.map(format_timestamp),
+                    "last_activity": t.last_activity.map(UnixMillis::to_rfc3339),
                 })).collect::<Vec<_>>(),
                 "reached": reached.map(|(reached, _, _)| reached),
                 "total": reached.map(|(_, total, _)| total),
@@ -384,7 +351,7 @@ fn refusal_json(error: &StoreError) -> Value {
         | StoreError::Sqlite { .. }
         | StoreError::Format { .. }
         | StoreError::InvalidSetting { .. }
-        | StoreError::Cache { .. } => ("error", json!({})),
+        | StoreError::Cache { .. } => (json!("error"), json!({})),
     };
     let mut value = json!({ "error": kind, "message": error.to_string() });
     if let (Value::Object(map), Value::Object(extra)) = (&mut value, details) {
@@ -400,7 +367,7 @@ fn candidate_json(c: &Candidate) -> Value {
         "title": c.title,
         "title_is_assigned": c.title_is_assigned,
         "cwd": c.cwd.as_deref().map(|p| p.display().to_string()),
-        "last_activity": c.last_activity.map(format_timestamp),
+        "last_activity": c.last_activity.map(UnixMillis::to_rfc3339),
         "path": c.path.display().to_string(),
     })
 }
@@ -433,7 +400,7 @@ fn write_resolved(
         out,
         "  last active: {} ({})",
         s.last_activity
-            .map_or_else(|| "never".to_owned(), format_timestamp),
+            .map_or_else(|| "never".to_owned(), UnixMillis::to_rfc3339),
         ago(s.last_activity.map(|at| at.0), now.0)
     )?;
     writeln!(out, "  state:       {}", flags(s, window, now))?;

@@ -7,10 +7,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use cross_agent_protocol::bridge::{BridgeStatusParams, BridgeStatusResponse};
+use cross_agent_protocol::bridge::{BridgeStatusParams, BridgeStatusResponse, Scope};
 use serde_json::Value;
 
-use super::bridge_client::{self, ScopeArg};
+use super::bridge_client;
 use crate::display::escape;
 
 #[derive(Debug, Args)]
@@ -22,7 +22,7 @@ pub struct StatusArgs {
     cwd: Option<PathBuf>,
     /// Where sessions are resolved (default: CROSS_AGENT_SCOPE, else cwd).
     #[arg(long, value_enum)]
-    scope: Option<ScopeArg>,
+    scope: Option<Scope>,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -32,7 +32,7 @@ impl StatusArgs {
     pub fn run(self) -> anyhow::Result<ExitCode> {
         let params = BridgeStatusParams {
             cwd: bridge_client::absolute_cwd(self.cwd)?,
-            scope: self.scope.map(Into::into),
+            scope: self.scope,
             delivery_id: self.delivery_id,
             caller: bridge_client::caller(),
         };

@@ -488,6 +488,19 @@ fn resolve_honours_a_configured_bound() {
     );
     assert!(stderr.contains("4 sessions in all"), "{stderr}");
     assert!(stderr.contains("CROSS_AGENT_NAME_SCAN_LIMIT"), "{stderr}");
+
+    // The refusal has the name the bridge gives it (`RefusalReason::ScanBoundReached`).
+    let out = store
+        .cmd()
+        .env("CROSS_AGENT_NAME_SCAN_LIMIT", "1")
+        .args(["sessions", "resolve", "claude", "billing-api", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let refusal: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(refusal["error"], "scan_bound_reached");
+    assert_eq!(refusal["bound_setting"], "CROSS_AGENT_NAME_SCAN_LIMIT");
+    assert_eq!(refusal["reached"], 1);
 }
 
 #[test]

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use cross_agent_decisions::rotate::{self, apply_retention, rotated_files};
 use cross_agent_decisions::{Decision, DecisionKind, DecisionLog, LogConfig, Outcome, clock};
+use cross_agent_protocol::settings as var;
 use pretty_assertions::assert_eq;
 use tempfile::TempDir;
 
@@ -151,7 +152,7 @@ fn a_quiet_log_ages_out() {
 fn the_size_limit_comes_from_the_environment() {
     let with = |value: &'static str| {
         LogConfig::from_vars(move |name| {
-            (name == cross_agent_decisions::MAX_BYTES_VAR).then(|| value.to_owned())
+            (name == var::DECISIONS_MAX_BYTES).then(|| value.to_owned())
         })
     };
     assert_eq!(with("1048576").max_bytes, 1_048_576);

@@ -6,15 +6,15 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use cross_agent_decisions::events;
-use cross_agent_protocol::bridge::{DeliveryRecord, DeliveryState};
+use cross_agent_protocol::bridge::{DeliveryRecord, DeliveryState, TargetKey};
+use cross_agent_protocol::timestamp::now_rfc3339;
 use cross_agent_stores::UnixMillis;
 use cross_agent_transports::run::{Ended, TurnOutcome};
 
 use super::dispatch::off_async;
 use super::withheld::withheld_hint;
-use super::{Engine, LEASE_MS, REPLY_PREVIEW_CHARS, lock, now_ms, parse_ms, preview};
+use super::{Engine, LEASE_MS, REPLY_PREVIEW_CHARS, lock, now_ms, preview};
 use crate::Agent;
-use crate::db::now_rfc3339;
 use crate::envelope::AnswerKind;
 use crate::envelope::{self};
 use crate::records::{Job, Watch};
@@ -26,12 +26,16 @@ impl Engine {
         if watch_secs == 0 || record.target_transcript.is_none() {
             return;
         }
-        let Some(since) = record.started_at.as_deref().and_then(parse_ms) else {
+        let Some(UnixMillis(since)) = record
+            .started_at
+            .as_deref()
+            .and_then(UnixMillis::parse_rfc3339)
+        else {
             return;
         };
         let until = now_ms()
             .saturating_add(i64::try_from(watch_secs.saturating_mul(1000)).unwrap_or(i64::MAX));
-        record.answer.late_answer_watch_until = Some(crate::records::ms_rfc3339(until));
+        record.answer.late_answer_watch_until = Some(UnixMillis(until).to_rfc3339());
         match self.db().add_watch(&record.delivery_id, since, until) {
             // A draining daemon leaves the new watch unowned in hub.db, for its successor.
             Ok(()) if self.is_draining() => {}
@@ -140,11 +144,11 @@ impl Engine {
             ..Default::default()
         };
         request.late_reply_delivery_id = Some(late.delivery_id.clone());
-        let key = format!(
-            "{}:{}",
+        let key = TargetKey::new(
             request.target_agent,
-            request.target_session_id.as_deref().unwrap_or("?")
-        );
+            request.target_session_id.as_deref().unwrap_or("?"),
+        )
+        .to_string();
         match db.insert_late_answer(&late, &key, now_ms(), &request) {
             Ok(()) => {
                 self.inner
@@ -378,7 +382,7 @@ pub(super) fn recent_turns(
 /// whose closing line carries the request id, else the last assistant message written after the
 /// turn started. `None` without a transcript, a start time, or such a message.
 pub(super) fn transcript_answer(record: &DeliveryRecord) -> Option<String> {
-    let started = UnixMillis(record.started_at.as_deref().and_then(parse_ms)?);
+    let started = UnixMillis::parse_rfc3339(record.started_at.as_deref()?)?;
     let path = PathBuf::from(record.target_transcript.as_deref()?);
     let mut warnings = cross_agent_stores::Warnings::default();
     let transcript = recent_turns(record.target_agent, &path, &mut warnings).ok()?;

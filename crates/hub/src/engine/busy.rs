@@ -7,12 +7,13 @@ use std::path::Path;
 use std::time::Duration;
 
 use cross_agent_decisions::events;
+use cross_agent_protocol::bridge::TargetKey;
+use cross_agent_protocol::timestamp::now_rfc3339;
 use cross_agent_stores::UnixMillis;
 use cross_agent_stores::turns::{Role, Turn, TurnItem, request_ids};
 
-use super::{Engine, lock, now_ms, parse_ms, recent_turns};
+use super::{Engine, lock, now_ms, recent_turns};
 use crate::Agent;
-use crate::db::now_rfc3339;
 use crate::settings::CallSettings;
 
 /// A session whose last turn is open but whose transcript has not been written for this long
@@ -105,7 +106,8 @@ impl Engine {
                      CROSS_AGENT_PANEL_PATIENCE, {patience} s). The peer never received the \
                      message, so there is no answer to watch for; sending again is safe",
                     head.target_agent,
-                    key.split_once(':').map_or(key.as_str(), |(_, id)| id)
+                    key.parse::<TargetKey>()
+                        .map_or_else(|_| key.clone(), |target| target.session_id)
                 );
                 // A statement of its own: the store's lock is released before the match, whose
                 // arm reads the closed record back.
@@ -203,9 +205,12 @@ impl Engine {
                     .is_none_or(|pid| !cross_agent_transports::process::group_alive(pid))
                 && match (
                     turn.started_at,
-                    record.finished_at.as_deref().and_then(parse_ms),
+                    record
+                        .finished_at
+                        .as_deref()
+                        .and_then(UnixMillis::parse_rfc3339),
                 ) {
-                    (Some(started), Some(finished)) => started.0 <= finished + CLOCK_SLACK_MS,
+                    (Some(started), Some(finished)) => started.0 <= finished.0 + CLOCK_SLACK_MS,
                     (None, _) | (_, None) => true,
                 }
         })

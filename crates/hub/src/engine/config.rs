@@ -4,13 +4,7 @@
 
 use std::time::Duration;
 
-/// `CROSS_AGENT_DELIVERY_TTL`: seconds a finished record is kept.
-pub const DELIVERY_TTL: &str = "CROSS_AGENT_DELIVERY_TTL";
-/// A test knob, not a user setting: shortens the late-answer poll so a test need not wait
-/// 20 s per look.
-pub const LATE_ANSWER_POLL_MS: &str = "CROSS_AGENT_LATE_ANSWER_POLL_MS";
-/// A test knob, not a user setting: shortens the transcript check of a running turn.
-pub const TRANSCRIPT_CHECK_MS: &str = "CROSS_AGENT_TRANSCRIPT_CHECK_MS";
+use cross_agent_protocol::settings as var;
 
 /// `CROSS_AGENT_DELIVERY_TTL`'s default: 7 days.
 const DEFAULT_DELIVERY_TTL: Duration = Duration::from_secs(604_800);
@@ -57,13 +51,14 @@ impl EngineConfig {
         };
         let defaults = EngineConfig::default();
         EngineConfig {
-            delivery_ttl: number(DELIVERY_TTL).map_or(defaults.delivery_ttl, Duration::from_secs),
-            late_answer_poll: number(LATE_ANSWER_POLL_MS)
+            delivery_ttl: number(var::DELIVERY_TTL)
+                .map_or(defaults.delivery_ttl, Duration::from_secs),
+            late_answer_poll: number(var::LATE_ANSWER_POLL_MS)
                 .map_or(defaults.late_answer_poll, Duration::from_millis),
-            transcript_check: number(TRANSCRIPT_CHECK_MS)
+            transcript_check: number(var::TRANSCRIPT_CHECK_MS)
                 .map_or(defaults.transcript_check, Duration::from_millis),
             // Zero is meaningful here: no watch.
-            late_answer_watch_secs: var(crate::settings::LATE_ANSWER_WATCH)
+            late_answer_watch_secs: var(var::LATE_ANSWER_WATCH)
                 .and_then(|v| v.trim().parse::<u64>().ok())
                 .unwrap_or(defaults.late_answer_watch_secs),
         }

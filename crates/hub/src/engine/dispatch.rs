@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use cross_agent_decisions::events;
-use cross_agent_protocol::bridge::{CallerContext, DeliveryRecord, DeliveryState, Pin};
+use cross_agent_protocol::bridge::{CallerContext, DeliveryRecord, DeliveryState, Pin, TargetKey};
+use cross_agent_protocol::timestamp::now_rfc3339;
 use cross_agent_stores::UnixMillis;
 use cross_agent_transports::headless::{Target, TurnRequest};
 use cross_agent_transports::run::{Ended, RunOptions, TurnOutcome, run_turn};
@@ -15,10 +16,9 @@ use cross_agent_transports::settings::TurnSettings;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use super::{Engine, LEASE_MS, MAX_WORKERS, lock, now_ms, parse_ms, recent_turns, watch_secs};
+use super::{Engine, LEASE_MS, MAX_WORKERS, lock, now_ms, recent_turns, watch_secs};
 use crate::Agent;
 use crate::caller::StartedTurn;
-use crate::db::now_rfc3339;
 use crate::envelope::{self};
 use crate::records::{Claimed, Job};
 
@@ -312,8 +312,7 @@ impl Engine {
         let started = record
             .started_at
             .as_deref()
-            .and_then(parse_ms)
-            .map(UnixMillis);
+            .and_then(UnixMillis::parse_rfc3339);
         let every = self.inner.config.transcript_check;
         tokio::spawn(async move {
             loop {
@@ -431,7 +430,7 @@ impl Engine {
                 .find(|s| s.agent == agent && s.session_id == id)
                 .map(|s| s.path.to_string_lossy().into_owned());
         }
-        let new_key = format!("{agent}:{id}");
+        let new_key = TargetKey::new(agent, id.as_str()).to_string();
         let db = self.db();
         let _ = db.rekey_lock(target_key, &new_key, token);
         let _ = db.retarget_delivery(&record.delivery_id, &new_key);

@@ -60,7 +60,6 @@ use std::time::Duration;
 
 use cross_agent_decisions::{DecisionLog, events};
 use cross_agent_protocol::bridge::{CallerContext, Refusal, RefusalReason};
-use cross_agent_stores::resolve::{self};
 use cross_agent_stores::scan::{self, ScanOptions, Scanner};
 use cross_agent_stores::{Session, StoreRoots, UnixMillis};
 use serde_json::Value;
@@ -68,8 +67,9 @@ use tokio::sync::{Notify, watch};
 
 use crate::Agent;
 use crate::caller::StartedTurn;
-use crate::db::{HubDb, now_rfc3339, rfc3339};
+use crate::db::HubDb;
 use crate::error::Result;
+use cross_agent_protocol::timestamp::now_rfc3339;
 
 mod answers;
 mod busy;
@@ -178,7 +178,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 fn now_ms() -> i64 {
-    resolve::now().0
+    UnixMillis::now().0
 }
 
 fn non_blank(value: Option<&str>) -> Option<&str> {
@@ -192,18 +192,6 @@ fn refusal(reason: RefusalReason, message: impl Into<String>, details: Value) ->
         candidates: Vec::new(),
         details,
     }
-}
-
-fn rfc3339_ms(ms: UnixMillis) -> String {
-    let at = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms.0) * 1_000_000)
-        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
-    rfc3339(at)
-}
-
-fn parse_ms(text: &str) -> Option<i64> {
-    let at =
-        time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()?;
-    i64::try_from(at.unix_timestamp_nanos() / 1_000_000).ok()
 }
 
 /// The first `limit` characters.

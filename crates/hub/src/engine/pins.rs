@@ -3,11 +3,11 @@
 use std::path::PathBuf;
 
 use cross_agent_decisions::events;
-use cross_agent_protocol::bridge::{Pin, PinParams, PinResponse};
+use cross_agent_protocol::bridge::{Pin, PinParams, PinResponse, Scope};
+use cross_agent_protocol::timestamp::now_rfc3339;
 use cross_agent_stores::resolve::{self, Lookup};
 
 use super::{Engine, cwd_key, lookup_refusal, non_blank, now_ms};
-use crate::db::now_rfc3339;
 use crate::error::Result;
 use crate::settings::CallSettings;
 
@@ -37,7 +37,7 @@ impl Engine {
             query,
             Lookup {
                 agent: params.agent,
-                scope: cross_agent_stores::resolve::Scope::Any,
+                scope: Scope::Any,
                 cwd: &cwd,
                 bound: settings.name_bound(params.agent, settings.scope),
             },

@@ -4,13 +4,15 @@
 use std::collections::BTreeMap;
 
 use cross_agent_protocol::bridge::{
-    DeliveryRecord, DeliveryState, PeerQueue, Pin, SendParams, SendReceipt, TargetSelectedBy,
+    DeliveryRecord, DeliveryState, PeerQueue, Pin, SendParams, SendReceipt, TargetKey,
+    TargetSelectedBy, Transport,
 };
+use cross_agent_protocol::settings as var;
+use cross_agent_protocol::timestamp::now_rfc3339;
 
 use super::{Engine, Resolved, cwd_key, now_ms, roots_for};
 use crate::Agent;
 use crate::caller::Caller;
-use crate::db::now_rfc3339;
 use crate::envelope::{self, EnvelopeFields};
 use crate::error::Result;
 use crate::records::Job;
@@ -67,9 +69,10 @@ impl Engine {
             .unwrap_or(settings.timeout_secs);
         let will_create = resolved.new_reason.is_some();
         let target_key = match &resolved.session_id {
-            Some(id) => format!("{agent}:{id}"),
-            None => format!("{agent}:new:{delivery_id}"),
-        };
+            Some(id) => TargetKey::new(agent, id.as_str()),
+            None => TargetKey::new_session(agent, &delivery_id),
+        }
+        .to_string();
         let body = if params.raw {
             params.message.clone()
         } else {
@@ -91,16 +94,16 @@ impl Engine {
             .caller
             .settings
             .iter()
-            .filter(|(k, _)| k.starts_with("CROSS_AGENT_") && k.as_str() != "CROSS_AGENT_SELF")
+            .filter(|(k, _)| k.starts_with(var::PREFIX) && k.as_str() != var::SELF)
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
-        bridge_env.insert(
-            "CROSS_AGENT_CONVERSATION_ID".into(),
-            conversation_id.clone(),
-        );
-        bridge_env.remove("CROSS_AGENT_SELF_SESSION");
+        bridge_env.insert(var::CONVERSATION_ID.into(), conversation_id.clone());
+        bridge_env.remove(var::SELF_SESSION);
         if let Some(id) = &resolved.session_id {
-            bridge_env.insert("CROSS_AGENT_SELF_SESSION".into(), format!("{agent}:{id}"));
+            bridge_env.insert(
+                var::SELF_SESSION.into(),
+                TargetKey::new(agent, id.as_str()).to_string(),
+            );
         }
         let transcript = resolved.transcript.clone().or_else(|| match agent {
             Agent::Claude => {
@@ -141,7 +144,7 @@ impl Engine {
             conversation_id: conversation_id.clone(),
             hop,
             max_hops: settings.max_hops,
-            transport: "headless-cli".into(),
+            transport: Transport::HeadlessCli,
             created_at: now.clone(),
             started_at: None,
             finished_at: None,

@@ -13,11 +13,11 @@ use cross_agent_protocol::bridge::{
 use cross_agent_stores::resolve::{self};
 use cross_agent_stores::{Session, UnixMillis};
 
-use super::{Engine, non_blank, parse_ms, recent_turns, rfc3339_ms};
+use super::{Engine, non_blank, recent_turns};
 use crate::Agent;
 use crate::caller::identify;
 use crate::error::Result;
-use crate::settings::{CallSettings, store_scope};
+use crate::settings::CallSettings;
 
 /// How many finished deliveries `bridge_status` lists.
 const RECENT: u32 = 20;
@@ -52,16 +52,11 @@ impl Engine {
             .into_iter()
             .map(|p| (p.agent, p.session_id))
             .collect();
-        let now = resolve::now();
+        let now = UnixMillis::now();
         let root = PathBuf::from("/");
         let mut out = BTreeMap::new();
         for agent in agents {
-            let ranked = resolve::ranked(
-                &sessions,
-                agent,
-                store_scope(scope),
-                cwd.as_deref().unwrap_or(&root),
-            );
+            let ranked = resolve::ranked(&sessions, agent, scope, cwd.as_deref().unwrap_or(&root));
             let mut list: Vec<&Session> = ranked;
             list.sort_by_key(|s| std::cmp::Reverse(s.last_activity));
             let entries = list
@@ -72,7 +67,7 @@ impl Engine {
                     title: s.title.clone(),
                     title_is_assigned: s.title_is_assigned,
                     cwd: s.cwd.as_ref().map(|p| p.to_string_lossy().into_owned()),
-                    last_activity: s.last_activity.map(rfc3339_ms),
+                    last_activity: s.last_activity.map(UnixMillis::to_rfc3339),
                     is_active: settings.active_window.is_active(s.last_activity, now),
                     // The store's scan sees any open turn; one the bridge started and stopped
                     // is nobody's work (the dispatcher's rule, spec 004 §9).
@@ -127,10 +122,10 @@ impl Engine {
                 } else if let Some(s) = resolve::best_active(
                     &sessions,
                     agent,
-                    store_scope(scope),
+                    scope,
                     cwd,
                     settings.active_window,
-                    resolve::now(),
+                    UnixMillis::now(),
                     own,
                 ) {
                     ResolvedSession {
@@ -157,7 +152,7 @@ impl Engine {
             let watching: Vec<LateAnswerWatch> = watches
                 .into_iter()
                 .map(|watch| LateAnswerWatch {
-                    until: crate::records::ms_rfc3339(watch.until_ms),
+                    until: UnixMillis(watch.until_ms).to_rfc3339(),
                     delivery_id: watch.delivery_id,
                     owner_pid: watch.owner_pid,
                     request_id: watch.request_id,
@@ -284,8 +279,7 @@ impl Engine {
                 let started = record
                     .started_at
                     .as_deref()
-                    .and_then(parse_ms)
-                    .map(UnixMillis);
+                    .and_then(UnixMillis::parse_rfc3339);
                 out.is_working = transcript.running_turn().is_some()
                     && !record.is_killed_by_timeout
                     && !record.state.is_finished();

@@ -11,10 +11,10 @@ use cross_agent_stores::resolve::{self, Lookup};
 use cross_agent_stores::{Session, StoreError, UnixMillis};
 use serde_json::Value;
 
-use super::{Engine, refusal, rfc3339_ms};
+use super::{Engine, refusal};
 use crate::Agent;
 use crate::error::Result;
-use crate::settings::{CallSettings, store_scope};
+use crate::settings::CallSettings;
 
 pub(super) fn candidate(session: &resolve::Candidate, agent: Agent) -> SessionCandidate {
     SessionCandidate {
@@ -26,7 +26,7 @@ pub(super) fn candidate(session: &resolve::Candidate, agent: Agent) -> SessionCa
             .cwd
             .as_ref()
             .map(|p| p.to_string_lossy().into_owned()),
-        last_activity: session.last_activity.map(rfc3339_ms),
+        last_activity: session.last_activity.map(UnixMillis::to_rfc3339),
     }
 }
 
@@ -40,7 +40,7 @@ pub(super) fn lookup_refusal(error: StoreError, agent: Agent) -> Refusal {
             candidates: candidates.iter().map(|c| candidate(c, agent)).collect(),
             details: Value::Null,
         },
-        StoreError::NameUnproven { candidate: c, .. } => Refusal {
+        StoreError::ScanBoundReached { candidate: c, .. } => Refusal {
             reason: RefusalReason::ScanBoundReached,
             message,
             candidates: vec![candidate(&c, agent)],
@@ -57,7 +57,7 @@ pub(super) fn lookup_refusal(error: StoreError, agent: Agent) -> Refusal {
                     title: Some(s.title.clone()),
                     title_is_assigned: s.title_is_assigned,
                     cwd: None,
-                    last_activity: s.last_activity.map(rfc3339_ms),
+                    last_activity: s.last_activity.map(UnixMillis::to_rfc3339),
                 })
                 .collect(),
             details: Value::Null,
@@ -169,7 +169,7 @@ impl Engine {
                     query,
                     Lookup {
                         agent,
-                        scope: cross_agent_stores::resolve::Scope::Any,
+                        scope: Scope::Any,
                         cwd,
                         bound: settings.name_bound(agent, scope),
                     },
@@ -198,7 +198,7 @@ impl Engine {
                 },
             );
         }
-        let now = resolve::now();
+        let now = UnixMillis::now();
         if let Some((pin, pinned_ms)) = self.current_pin(agent, cwd)? {
             let on_disk = sessions
                 .iter()
@@ -233,7 +233,7 @@ impl Engine {
         if let Some(session) = resolve::best_active(
             &sessions,
             agent,
-            store_scope(scope),
+            scope,
             cwd,
             settings.active_window,
             now,
@@ -245,7 +245,7 @@ impl Engine {
             format!(
                 "no {agent} session active in the last {} minutes was found in scope `{}` of {}",
                 settings.active_window.minutes(),
-                store_scope(scope),
+                scope,
                 cwd.display()
             ),
             TargetSelectedBy::NewSession,

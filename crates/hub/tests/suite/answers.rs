@@ -64,7 +64,7 @@ fn a_record_past_its_lease_is_orphaned_even_if_its_pid_is_alive() {
     assert_eq!(claimed.len(), 2);
     assert_eq!(
         claimed[0].record.expires_at.as_deref(),
-        Some("1970-01-01T00:01:01Z")
+        Some("1970-01-01T00:01:01.000Z")
     );
     // The worker of "carried" renews its lease with its lock; "lapsed"'s worker is gone.
     assert!(
@@ -77,7 +77,7 @@ fn a_record_past_its_lease_is_orphaned_even_if_its_pid_is_alive() {
             .unwrap()
             .expires_at
             .as_deref(),
-        Some("1970-01-01T00:08:20Z")
+        Some("1970-01-01T00:08:20.000Z")
     );
 
     // Another daemon (generation 2) looks at t=100 s: past one lease, within the other.
@@ -89,7 +89,7 @@ fn a_record_past_its_lease_is_orphaned_even_if_its_pid_is_alive() {
     assert!(lapsed.is_orphaned);
     assert_eq!(
         lapsed.finished_at.as_deref(),
-        Some("1970-01-01T00:01:01Z"),
+        Some("1970-01-01T00:01:01.000Z"),
         "the TTL runs from the expiry"
     );
     assert!(

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use cross_agent_hub::Agent;
 use cross_agent_hub::db::HubDb;
 use cross_agent_hub::records::Job;
-use cross_agent_protocol::bridge::{DeliveryRecord, DeliveryState, TargetSelectedBy};
+use cross_agent_protocol::bridge::{DeliveryRecord, DeliveryState, TargetSelectedBy, Transport};
 use pretty_assertions::assert_eq;
 
 pub(super) fn record(id: &str) -> DeliveryRecord {
@@ -24,7 +24,7 @@ pub(super) fn record(id: &str) -> DeliveryRecord {
         conversation_id: "conv_000000000001".into(),
         hop: 1,
         max_hops: 4,
-        transport: "headless-cli".into(),
+        transport: Transport::HeadlessCli,
         created_at: "2026-11-29T00:00:00Z".into(),
         started_at: None,
         finished_at: None,

@@ -305,3 +305,12 @@ fn scope_cwd_takes_in_subdirectory_folders_and_not_their_siblings() {
         .collect();
     assert_eq!(pick(&folder_left_out).as_deref(), Some(AUTO));
 }
+
+#[test]
+fn a_summary_that_is_not_json_keeps_the_parser_error_as_its_source() {
+    let path = Path::new("/sessions/x/summary.json");
+    let err = grok::GrokSummary::parse(b"{not json", path).unwrap_err();
+    assert!(err.to_string().contains("summary.json"), "{err}");
+    let source = std::error::Error::source(&err).expect("the JSON error as its source");
+    assert!(source.is::<serde_json::Error>(), "{source}");
+}

@@ -161,7 +161,7 @@ fn every_parser(bytes: &[u8]) {
         }
     }
     if let Ok(text) = std::str::from_utf8(bytes) {
-        let _ = cross_agent_stores::lines::parse_timestamp(text);
+        let _ = cross_agent_stores::UnixMillis::parse_rfc3339(text);
         let _ = cross_agent_stores::turns::request_ids(text);
         let _ = cross_agent_stores::grok::decode_folder_name(text);
     }
@@ -261,8 +261,8 @@ proptest! {
     #[test]
     fn timestamps_round_trip(ms in -62_135_596_800_000i64..253_402_300_799_999i64) {
         let t = cross_agent_stores::UnixMillis(ms);
-        let text = cross_agent_stores::lines::format_timestamp(t);
-        prop_assert_eq!(cross_agent_stores::lines::parse_timestamp(&text), Some(t));
+        let text = t.to_rfc3339();
+        prop_assert_eq!(cross_agent_stores::UnixMillis::parse_rfc3339(&text), Some(t));
     }
 }
 

@@ -98,5 +98,5 @@ pub fn fold_file<F: TranscriptFold>(path: &Path) -> (F, Position, Warnings) {
 
 /// Milliseconds of an RFC 3339 time, for expected values.
 pub fn ms(rfc3339: &str) -> Option<UnixMillis> {
-    Some(cross_agent_stores::lines::parse_timestamp(rfc3339).unwrap())
+    Some(cross_agent_stores::UnixMillis::parse_rfc3339(rfc3339).unwrap())
 }

@@ -30,6 +30,7 @@ use clap::Parser;
 use cross_agent_protocol::bridge::{
     BridgeStatusResponse, DeliveryRecord, DeliveryState, PeerTranscript, SendResponse,
 };
+use cross_agent_protocol::settings as var;
 use cross_agent_testkit::agents::{
     AgentHome, AgentKind, Claude, Codex, McpServer, agent_binary, agent_version,
 };
@@ -118,7 +119,7 @@ impl CrossAgent {
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", &self.home)
-            .env("CROSS_AGENT_HOME", &self.state);
+            .env(var::HOME, &self.state);
         command
     }
 
@@ -132,7 +133,7 @@ impl CrossAgent {
     fn mcp_server(&self) -> McpServer {
         McpServer::new(SERVER_NAME, self.bin.clone())
             .arg("mcp")
-            .env("CROSS_AGENT_HOME", self.state.to_string_lossy())
+            .env(var::HOME, self.state.to_string_lossy())
             .env("HOME", self.home.to_string_lossy())
             .env("PATH", std::env::var("PATH").unwrap_or_default())
     }
@@ -404,10 +405,10 @@ fn bridge_part(bridge: &Bridge<'_>) -> Result<()> {
     let server = bridge
         .cross_agent
         .mcp_server()
-        .env("CROSS_AGENT_CODEX_BIN", codex_bin.to_string_lossy())
+        .env(var::CODEX_BIN, codex_bin.to_string_lossy())
         .env("CODEX_HOME", bridge.codex.codex_home().to_string_lossy())
         .env(CODEX_KEY_VAR, "scripted-dummy-key")
-        .env("CROSS_AGENT_CHILD_ENV", CODEX_KEY_VAR);
+        .env(var::CHILD_ENV, CODEX_KEY_VAR);
 
     let started = Instant::now();
     let run = bridge

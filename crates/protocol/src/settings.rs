@@ -1,0 +1,71 @@
+//! The names of every `CROSS_AGENT_*` environment variable, spelled once. Each constant is the
+//! variable's name without the prefix; what the value means is said where it is read.
+//!
+//! The names are the interface (spec 004 "Settings"): people put them in their agents' MCP
+//! registrations, so a name never changes.
+
+/// The prefix every setting shares: a registration forwards all variables that start with it.
+pub const PREFIX: &str = "CROSS_AGENT_";
+
+// Identity and conversation, set by the bridge for the turns it starts.
+
+/// Forces the caller's agent (`claude`, `codex`, `grok`).
+pub const SELF: &str = "CROSS_AGENT_SELF";
+/// `<agent>:<session id>`: the session a bridge-started turn runs in.
+pub const SELF_SESSION: &str = "CROSS_AGENT_SELF_SESSION";
+/// The conversation a bridge-started turn belongs to (shares the hop budget).
+pub const CONVERSATION_ID: &str = "CROSS_AGENT_CONVERSATION_ID";
+
+// Guards and discovery, read per call from the caller's registration.
+
+pub const MAX_HOPS: &str = "CROSS_AGENT_MAX_HOPS";
+pub const REQUIRE_EXPLICIT_TARGET: &str = "CROSS_AGENT_REQUIRE_EXPLICIT_TARGET";
+pub const DISABLE_HEADLESS: &str = "CROSS_AGENT_DISABLE_HEADLESS";
+pub const TIMEOUT: &str = "CROSS_AGENT_TIMEOUT";
+pub const SCOPE: &str = "CROSS_AGENT_SCOPE";
+pub const ACTIVE_WINDOW_MIN: &str = "CROSS_AGENT_ACTIVE_WINDOW_MIN";
+pub const NAME_SCAN_LIMIT: &str = "CROSS_AGENT_NAME_SCAN_LIMIT";
+pub const CODEX_SCAN_LIMIT: &str = "CROSS_AGENT_CODEX_SCAN_LIMIT";
+pub const LATE_ANSWER_WATCH: &str = "CROSS_AGENT_LATE_ANSWER_WATCH";
+pub const PANEL_PATIENCE: &str = "CROSS_AGENT_PANEL_PATIENCE";
+pub const UI_HOOK: &str = "CROSS_AGENT_UI_HOOK";
+/// Extra names, comma-separated, a spawned peer CLI may inherit.
+pub const CHILD_ENV: &str = "CROSS_AGENT_CHILD_ENV";
+
+// How a peer CLI is run.
+
+pub const CLAUDE_BIN: &str = "CROSS_AGENT_CLAUDE_BIN";
+pub const CODEX_BIN: &str = "CROSS_AGENT_CODEX_BIN";
+pub const GROK_BIN: &str = "CROSS_AGENT_GROK_BIN";
+pub const CLAUDE_MODEL: &str = "CROSS_AGENT_CLAUDE_MODEL";
+pub const CODEX_MODEL: &str = "CROSS_AGENT_CODEX_MODEL";
+pub const GROK_MODEL: &str = "CROSS_AGENT_GROK_MODEL";
+pub const CODEX_SANDBOX: &str = "CROSS_AGENT_CODEX_SANDBOX";
+pub const CLAUDE_PERMISSION_MODE: &str = "CROSS_AGENT_CLAUDE_PERMISSION_MODE";
+pub const GROK_PERMISSION_MODE: &str = "CROSS_AGENT_GROK_PERMISSION_MODE";
+
+// Where things are, and the daemon's own.
+
+/// The state directory (default `~/.cross-agent`).
+pub const HOME: &str = "CROSS_AGENT_HOME";
+/// Where Grok GUI tab names are read from, instead of Grok's own database.
+pub const GROK_NAMES_DB: &str = "CROSS_AGENT_GROK_NAMES_DB";
+/// The program started as the daemon (tests point it at the built binary).
+pub const DAEMON_BIN: &str = "CROSS_AGENT_DAEMON_BIN";
+/// Set in a successor daemon's environment: bind over the live socket instead of refusing it.
+pub const DAEMON_REPLACING: &str = "CROSS_AGENT_DAEMON_REPLACING";
+/// Overrides the tools version `hello` reports (by default this build's version).
+pub const TOOLS_VERSION: &str = "CROSS_AGENT_TOOLS_VERSION";
+/// Overrides the size at which the decisions log is rotated.
+pub const DECISIONS_MAX_BYTES: &str = "CROSS_AGENT_DECISIONS_MAX_BYTES";
+/// A `tracing` filter for the logs.
+pub const LOG: &str = "CROSS_AGENT_LOG";
+/// Debug logging for the daemon.
+pub const DEBUG: &str = "CROSS_AGENT_DEBUG";
+
+// Timing: how long a finished record is kept, and two test knobs (not user settings) that
+// shorten the late-answer poll and the transcript check of a running turn.
+
+pub const DELIVERY_TTL: &str = "CROSS_AGENT_DELIVERY_TTL";
+pub const LATE_ANSWER_POLL_MS: &str = "CROSS_AGENT_LATE_ANSWER_POLL_MS";
+pub const TRANSCRIPT_CHECK_MS: &str = "CROSS_AGENT_TRANSCRIPT_CHECK_MS";
