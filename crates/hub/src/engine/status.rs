@@ -10,6 +10,7 @@ use cross_agent_protocol::bridge::{
     ListSessionsResponse, PeerTranscript, ResolvedSession, ServerProcess, SessionEntry,
     TargetSelectedBy,
 };
+use cross_agent_protocol::vocabulary::TargetKey;
 use cross_agent_stores::resolve::{self};
 use cross_agent_stores::{Session, UnixMillis};
 
@@ -74,7 +75,7 @@ impl Engine {
                     is_working: s.is_working
                         && self.is_someone_else_working(
                             agent,
-                            &format!("{agent}:{}", s.session_id),
+                            &TargetKey::new(agent, s.session_id.clone()).to_string(),
                             &s.path,
                         ),
                     path: s.path.to_string_lossy().into_owned(),
