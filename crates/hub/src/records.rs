@@ -52,6 +52,15 @@ pub struct Job {
     pub pin_cwd_key: String,
 }
 
+/// Who takes queued deliveries over: the daemon's pid and generation, and how long the busy
+/// locks it takes last before they must be renewed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Carrier {
+    pub owner_pid: u32,
+    pub generation: u64,
+    pub lease_ms: i64,
+}
+
 /// A delivery taken off the queue, with its lock.
 #[derive(Debug, Clone)]
 pub struct Claimed {
@@ -310,36 +319,28 @@ impl HubDb {
     pub fn claim_runnable(
         &mut self,
         max: usize,
-        owner_pid: u32,
-        generation: u64,
-        lease_ms: i64,
+        carrier: &Carrier,
         now_ms: i64,
         now: &str,
     ) -> Result<Vec<Claimed>> {
-        self.claim_runnable_except(
-            max,
-            owner_pid,
-            generation,
-            lease_ms,
-            now_ms,
-            now,
-            &HashSet::new(),
-        )
+        self.claim_runnable_except(max, carrier, now_ms, now, &HashSet::new())
     }
 
     /// [`HubDb::claim_runnable`], leaving alone the sessions in `busy`: those mid-turn with
     /// someone else's work (a person typing in a panel), which a delivery waits out in line.
-    #[allow(clippy::too_many_arguments)]
     pub fn claim_runnable_except(
         &mut self,
         max: usize,
-        owner_pid: u32,
-        generation: u64,
-        lease_ms: i64,
+        carrier: &Carrier,
         now_ms: i64,
         now: &str,
         busy: &HashSet<String>,
     ) -> Result<Vec<Claimed>> {
+        let Carrier {
+            owner_pid,
+            generation,
+            lease_ms,
+        } = *carrier;
         if max == 0 {
             return Ok(Vec::new());
         }

@@ -20,7 +20,7 @@ use super::{Engine, LEASE_MS, MAX_WORKERS, lock, now_ms, recent_turns, watch_sec
 use crate::Agent;
 use crate::caller::StartedTurn;
 use crate::envelope::{self};
-use crate::records::{Claimed, Job};
+use crate::records::{Carrier, Claimed, Job};
 
 /// How often the dispatcher looks at the queue without being woken.
 const POLL: Duration = Duration::from_secs(1);
@@ -94,15 +94,14 @@ impl Engine {
         } else {
             HashSet::new()
         };
-        let claimed = self.db().claim_runnable_except(
-            free,
-            self.inner.info.pid,
-            self.inner.info.generation,
-            LEASE_MS,
-            now_ms(),
-            &now_rfc3339(),
-            &busy,
-        );
+        let carrier = Carrier {
+            owner_pid: self.inner.info.pid,
+            generation: self.inner.info.generation,
+            lease_ms: LEASE_MS,
+        };
+        let claimed =
+            self.db()
+                .claim_runnable_except(free, &carrier, now_ms(), &now_rfc3339(), &busy);
         claimed.unwrap_or_else(|error| {
             tracing::error!(%error, "could not take queued deliveries");
             Vec::new()

@@ -5,7 +5,7 @@ use cross_agent_hub::envelope::{self, AnswerKind};
 use cross_agent_protocol::bridge::{Agent, DeliveryState};
 use pretty_assertions::assert_eq;
 
-use super::records::{job, record};
+use super::records::{carrier, job, record};
 
 const DAY_MS: i64 = 86_400_000;
 const TTL_MS: i64 = 7 * DAY_MS;
@@ -60,7 +60,9 @@ fn a_record_past_its_lease_is_orphaned_even_if_its_pid_is_alive() {
         .unwrap();
     let me = std::process::id();
     // Both taken by this (live) process, generation 1, at t=1000 with a 60 s lease.
-    let claimed = db.claim_runnable(4, me, 1, 60_000, 1_000, "t0").unwrap();
+    let claimed = db
+        .claim_runnable(4, &carrier(me, 1, 60_000), 1_000, "t0")
+        .unwrap();
     assert_eq!(claimed.len(), 2);
     assert_eq!(
         claimed[0].record.expires_at.as_deref(),
@@ -105,7 +107,7 @@ fn a_record_past_its_lease_is_orphaned_even_if_its_pid_is_alive() {
     );
     // Never re-sent: nothing is left to hand over.
     assert!(
-        db.claim_runnable(4, me, 2, 60_000, 100_001, "t2")
+        db.claim_runnable(4, &carrier(me, 2, 60_000), 100_001, "t2")
             .unwrap()
             .is_empty()
     );

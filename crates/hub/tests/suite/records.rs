@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use cross_agent_hub::Agent;
 use cross_agent_hub::db::HubDb;
-use cross_agent_hub::records::Job;
+use cross_agent_hub::records::{Carrier, Job};
 use cross_agent_protocol::bridge::{DeliveryRecord, DeliveryState, TargetSelectedBy, Transport};
 use pretty_assertions::assert_eq;
 
@@ -82,7 +82,9 @@ fn hand_over_is_first_come_first_served_and_locks_are_owned() {
     }
     assert_eq!(db.conversation_hops("conv_000000000001").unwrap(), 3);
 
-    let claimed = db.claim_runnable(4, me, 1, 60_000, 10_000, "now").unwrap();
+    let claimed = db
+        .claim_runnable(4, &carrier(me, 1, 60_000), 10_000, "now")
+        .unwrap();
     let ids: Vec<_> = claimed
         .iter()
         .map(|c| c.record.delivery_id.as_str())
@@ -91,7 +93,7 @@ fn hand_over_is_first_come_first_served_and_locks_are_owned() {
     assert_eq!(claimed[0].job, job());
     // Handed over: a second look finds nothing more to send.
     assert_eq!(
-        db.claim_runnable(4, me, 1, 60_000, 10_001, "now")
+        db.claim_runnable(4, &carrier(me, 1, 60_000), 10_001, "now")
             .unwrap()
             .len(),
         0
@@ -100,7 +102,9 @@ fn hand_over_is_first_come_first_served_and_locks_are_owned() {
     // Only the owner's token releases a lock.
     assert!(!db.release_lock("claude:s", "not-the-token").unwrap());
     assert!(db.release_lock("claude:s", &claimed[0].lock_token).unwrap());
-    let next = db.claim_runnable(4, me, 1, 60_000, 10_002, "now").unwrap();
+    let next = db
+        .claim_runnable(4, &carrier(me, 1, 60_000), 10_002, "now")
+        .unwrap();
     assert_eq!(next[0].record.delivery_id, "a2");
     assert_eq!(next[0].record.state, DeliveryState::Delivering);
 }
@@ -116,11 +120,11 @@ fn a_dead_owners_lock_and_an_expired_lease_are_reclaimed() {
     // Taken by a process that no longer exists.
     let dead_pid = 0x3fff_fff0;
     let first = db
-        .claim_runnable(1, dead_pid, 1, 60_000, 100, "then")
+        .claim_runnable(1, &carrier(dead_pid, 1, 60_000), 100, "then")
         .unwrap();
     assert_eq!(first.len(), 1);
     let second = db
-        .claim_runnable(1, std::process::id(), 2, 60_000, 200, "now")
+        .claim_runnable(1, &carrier(std::process::id(), 2, 60_000), 200, "now")
         .unwrap();
     assert_eq!(
         second[0].record.delivery_id, "x2",
@@ -132,7 +136,7 @@ fn a_dead_owners_lock_and_an_expired_lease_are_reclaimed() {
     // A live owner whose lease ran out (pid reuse guard).
     let later = 200 + 60_001;
     let third = db
-        .claim_runnable(1, std::process::id(), 2, 60_000, later, "later")
+        .claim_runnable(1, &carrier(std::process::id(), 2, 60_000), later, "later")
         .unwrap();
     assert_eq!(third[0].record.delivery_id, "x3");
 }
@@ -145,7 +149,7 @@ fn deliveries_an_earlier_daemon_never_closed_are_orphaned_not_resent() {
         .unwrap();
     db.insert_delivery(&record("q1"), "claude:t", 2, &job(), true)
         .unwrap();
-    db.claim_runnable(1, std::process::id(), 1, 60_000, 10, "now")
+    db.claim_runnable(1, &carrier(std::process::id(), 1, 60_000), 10, "now")
         .unwrap();
     assert_eq!(db.orphan_unfinished(2, "later").unwrap().len(), 1);
     let orphan = db.delivery("o1").unwrap().unwrap();
@@ -233,4 +237,13 @@ fn a_listing_by_state_keeps_the_newest_rows_oldest_first() {
         .collect();
     // Created at 100, 99, … 95: the three newest are d0, d1, d2.
     assert_eq!(listed, vec!["d2", "d1", "d0"]);
+}
+
+/// The daemon `owner_pid` of `generation`, taking locks of `lease_ms`.
+pub fn carrier(owner_pid: u32, generation: u64, lease_ms: i64) -> Carrier {
+    Carrier {
+        owner_pid,
+        generation,
+        lease_ms,
+    }
 }
