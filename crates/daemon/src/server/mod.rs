@@ -1,0 +1,449 @@
+//! The daemon's server: start-up under the pidfile lock, the accept loop, one task per
+//! connection, and a graceful stop.
+//!
+//! Each connection must open with `hello`; a client of another protocol version is answered
+//! with an error naming both versions and disconnected. Requests on one connection are answered
+//! in order. A frame that is not JSON, not a request, or too long gets an error response and the
+//! connection goes on, so one broken client message never costs the daemon or the connection.
+//!
+//! Stopping (the shutdown future resolves, or a client calls `shutdown`): stop accepting, remove
+//! the socket (if it is still ours), let every connection finish the request in hand, record the
+//! stop in `hub.db`, release the pidfile lock last. The messaging engine's turns stop in that
+//! same sequence, before the lock is released: spec 004 §6 item 4 wants the process groups of
+//! in-flight deliveries stopped with the daemon, since a turn left running after it would write
+//! to a session no lock protects any more.
+//!
+//! Each connection is served by [`connection`]. `send`, `list_sessions`, `pin` and
+//! `bridge_status` are answered by the engine
+//! ([`cross_agent_hub::Engine`]) on a blocking thread, since they read the agents' stores.
+//!
+//! Being replaced (`handover`, see [`crate::handover`] for the whole protocol): `release` pauses
+//! the dispatcher, takes `draining-<generation>.lock` and lets go of `daemon.pid`; `abort` undoes
+//! that; `drain` ends the accept loop without touching the socket path (the successor's by
+//! then), answers every further request on open connections with `shutting_down` so their
+//! clients move to the successor, and waits for what this daemon carries to finish (at most
+//! [`MAX_DRAIN`]) before the ordinary stop below.
+
+mod connection;
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cross_agent_hub::db::HubDb;
+use cross_agent_hub::integrity::{self, OnDamage, StoreCheck};
+use cross_agent_hub::{Engine, EngineConfig, EngineInfo};
+use cross_agent_ipc::Home;
+use cross_agent_ipc::draining::DrainLock;
+use cross_agent_ipc::pidfile::PidLock;
+use cross_agent_ipc::transport::{self, Listener};
+use cross_agent_protocol::rpc::CarriedCounts;
+use cross_agent_protocol::settings as var;
+use cross_agent_protocol::timestamp::now_rfc3339;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use crate::error::Result;
+
+/// How long connections get to finish the request in hand once the daemon stops.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The longest a replaced daemon stays to finish what it carries (spec 004 §3: "at most 24
+/// hours"); past it, its turns are stopped as on any stop.
+pub const MAX_DRAIN: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// How often a draining daemon looks at what it still carries.
+const DRAIN_POLL: Duration = Duration::from_millis(500);
+
+fn tools_version() -> String {
+    std::env::var(var::TOOLS_VERSION)
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+        .unwrap_or_else(|| crate::VERSION.to_owned())
+}
+
+/// Where a daemon is in its handover.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// The one daemon of its home.
+    Serving,
+    /// Told to `release`: the pidfile lock is let go and a successor is starting. Still serves.
+    Released,
+    /// Replaced: answers nothing new, finishes what it carries, exits.
+    Draining {
+        successor_pid: u32,
+        successor_generation: u64,
+    },
+}
+/// Who this daemon is; what `hello` and `status` report.
+#[derive(Debug, Clone)]
+pub struct DaemonInfo {
+    /// This process.
+    pub pid: u32,
+    /// This start's number on this home (from `hub.db`).
+    pub generation: u64,
+    /// When it started, RFC 3339 UTC.
+    pub started_at: String,
+    /// The same, for uptime.
+    pub started: Instant,
+    /// cross-agent version.
+    pub version: String,
+    /// The state directory.
+    pub home: PathBuf,
+    /// The socket.
+    pub socket: PathBuf,
+    /// The tool surface's version, reported in `hello`.
+    pub tools_version: String,
+    /// Set when this start found `hub.db` damaged and moved it aside: what a person is told.
+    pub store_notice: Option<String>,
+}
+
+/// A daemon that holds its home: lock taken, store open, socket bound. [`Daemon::run`] serves.
+#[derive(Debug)]
+pub struct Daemon {
+    info: DaemonInfo,
+    home: Home,
+    listener: Listener,
+    socket_identity: Option<(u64, u64)>,
+    db: HubDb,
+    engine: Engine,
+    // Dropped last (fields drop in order after `run` is done with the others): the lock is what
+    // tells the next daemon the home is free.
+    lock: PidLock,
+}
+
+impl Daemon {
+    /// Takes `home` for this process: makes it owner-only (repairing an older install), takes the
+    /// pidfile lock ([`cross_agent_ipc::Error::AlreadyRunning`] if another daemon has it), checks
+    /// `hub.db`'s integrity (a damaged store is moved aside and a fresh one created, see
+    /// [`cross_agent_hub::integrity`]), opens it and records a new generation, then binds `daemon.sock`, replacing a stale one. Must be called
+    /// inside a tokio runtime.
+    pub fn bind(home: Home) -> Result<Daemon> {
+        Daemon::bind_as(home, false, true)
+    }
+
+    /// [`Daemon::bind`] without the store's integrity check: what the start-up bench compares
+    /// against, to show what the check costs. A daemon started so never notices a damaged store.
+    #[doc(hidden)]
+    pub fn bind_without_integrity_check(home: Home) -> Result<Daemon> {
+        Daemon::bind_as(home, false, false)
+    }
+
+    /// [`Daemon::bind`] for a successor during a handover: the socket that answers belongs to
+    /// the daemon being replaced (which has let go of the pidfile lock), and this one's socket is
+    /// renamed over it ([`transport::bind_replacing`]).
+    pub fn bind_replacing(home: Home) -> Result<Daemon> {
+        Daemon::bind_as(home, true, true)
+    }
+
+    fn bind_as(home: Home, replacing: bool, integrity_check: bool) -> Result<Daemon> {
+        cross_agent_ipc::home::restrict_umask();
+        let tightened = home.tighten_tree()?;
+        for (path, mode) in &tightened.changed {
+            tracing::info!(path = %path.display(), was = format!("{mode:o}"), "made owner-only");
+        }
+        for path in &tightened.stepped_around {
+            tracing::info!(path = %path.display(), "left an agent's store inside the home alone");
+        }
+        if tightened.truncated {
+            tracing::warn!(home = %home.root().display(), "the home holds too many files to check them all; is CROSS_AGENT_HOME a directory of cross-agent's own?");
+        }
+
+        let lock = PidLock::acquire(&home.pidfile())?;
+        // A damaged store is moved aside and a fresh one created; a successor leaves it to the
+        // daemon it replaces, which still has it open.
+        let on_damage = if replacing {
+            OnDamage::Refuse
+        } else {
+            OnDamage::Quarantine
+        };
+        let (mut db, check) = if integrity_check {
+            integrity::open_checked(&home.hub_db(), home.root(), on_damage)?
+        } else {
+            (HubDb::open(&home.hub_db())?, StoreCheck::Unchecked)
+        };
+        let pid = std::process::id();
+        let started_at = now_rfc3339();
+        let generation = db.begin_run(pid, crate::VERSION, &started_at)?;
+        db.record_check(generation, &check)?;
+        tracing::info!(
+            check = check.label(),
+            took_ms = check.took().as_millis(),
+            "checked the store's integrity"
+        );
+        for run in db.unclean_runs_before(generation)? {
+            tracing::warn!(
+                generation = run.generation,
+                pid = run.pid,
+                started_at = %run.started_at,
+                "an earlier daemon did not stop cleanly"
+            );
+        }
+
+        let engine = match Engine::open(
+            &home.hub_db(),
+            EngineInfo {
+                pid,
+                generation,
+                started_at: started_at.clone(),
+                version: crate::VERSION.to_owned(),
+                state_root: home.root().to_owned(),
+            },
+            // The engine's daemon-wide knobs come from the daemon's own environment, read once.
+            EngineConfig::from_vars(|name| std::env::var(name).ok()),
+        ) {
+            Ok(engine) => engine,
+            Err(error) => {
+                let _ = db.end_run(generation, &now_rfc3339());
+                return Err(error.into());
+            }
+        };
+
+        let socket = home.socket();
+        let bound = if replacing {
+            transport::bind_replacing(&socket)
+        } else {
+            transport::bind(&socket)
+        };
+        let listener = match bound {
+            Ok(listener) => listener,
+            Err(error) => {
+                // Not a crash: record the stop so the next start does not report one.
+                let _ = db.end_run(generation, &now_rfc3339());
+                return Err(error.into());
+            }
+        };
+        let socket_identity = transport::socket_identity(&socket);
+        let info = DaemonInfo {
+            pid,
+            generation,
+            started_at,
+            started: Instant::now(),
+            version: crate::VERSION.to_owned(),
+            home: home.root().to_owned(),
+            socket,
+            tools_version: tools_version(),
+            store_notice: check.notice(),
+        };
+        tracing::info!(
+            pid,
+            generation,
+            home = %info.home.display(),
+            socket = %info.socket.display(),
+            version = %info.version,
+            "daemon started"
+        );
+        Ok(Daemon {
+            info,
+            home,
+            listener,
+            socket_identity,
+            db,
+            engine,
+            lock,
+        })
+    }
+
+    /// Who this daemon is.
+    pub fn info(&self) -> &DaemonInfo {
+        &self.info
+    }
+
+    /// Serves until `shutdown` resolves or a client calls `shutdown`, then stops gracefully.
+    pub async fn run(self, shutdown: impl Future<Output = ()>) -> Result<()> {
+        let Daemon {
+            info,
+            home,
+            mut listener,
+            mut socket_identity,
+            db,
+            engine,
+            lock,
+        } = self;
+        let (stop_tx, mut stop_rx) = watch::channel(false);
+        let (phase_tx, mut phase_rx) = watch::channel(Phase::Serving);
+        // Queued deliveries — this start's and those an earlier daemon accepted but never
+        // handed over — start going out now.
+        engine.start();
+        let shared = Arc::new(Shared {
+            info,
+            home,
+            stop: stop_tx,
+            phase: phase_tx,
+            engine: engine.clone(),
+            db: std::sync::Mutex::new(db),
+            lock: std::sync::Mutex::new(Some(lock)),
+            drain_lock: std::sync::Mutex::new(None),
+        });
+        let mut connections = JoinSet::new();
+        tokio::pin!(shutdown);
+
+        let mut signalled = false;
+        let reason = loop {
+            tokio::select! {
+                () = &mut shutdown => { signalled = true; break "asked by its owner (signal)" }
+                // Mapped to `()` so the watch guard it returns is not held across the awaits below.
+                () = async { let _ = stop_rx.wait_for(|stop| *stop).await; } => {
+                    break "asked by a client (shutdown)"
+                }
+                changed = phase_rx.changed() => {
+                    let phase = *phase_rx.borrow_and_update();
+                    match (changed, phase) {
+                        (Ok(()), Phase::Draining { .. }) => break "replaced (handover)",
+                        (Ok(()), Phase::Serving) => {
+                            take_socket_back(&shared.info.socket, &mut listener, &mut socket_identity);
+                        }
+                        (Ok(()), Phase::Released) | (Err(_), _) => {}
+                    }
+                }
+                accepted = listener.accept() => match accepted {
+                    Ok((stream, _)) => {
+                        connections.spawn(connection::serve(stream, Arc::clone(&shared)));
+                    }
+                    Err(error) => {
+                        // Out of descriptors and the like: pause instead of spinning.
+                        tracing::warn!(%error, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                },
+                Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            }
+        };
+        tracing::info!(reason, "daemon stopping");
+
+        // New clients now find nothing and start a successor, which will wait for our lock —
+        // or, after a handover, find the successor already on the path.
+        drop(listener);
+        if socket_identity.is_some()
+            && transport::socket_identity(&shared.info.socket) == socket_identity
+        {
+            let _ = std::fs::remove_file(&shared.info.socket);
+        }
+        if !signalled && matches!(*shared.phase.borrow(), Phase::Draining { .. }) {
+            drain(&shared, &mut shutdown).await;
+        }
+        shared.stop.send_replace(true);
+
+        let drained = tokio::time::timeout(DRAIN_TIMEOUT, async {
+            while connections.join_next().await.is_some() {}
+        })
+        .await;
+        if drained.is_err() {
+            tracing::warn!(
+                left = connections.len(),
+                "connections did not finish in time; closing them"
+            );
+            connections.shutdown().await;
+        }
+
+        // Spec 004 §6 item 4: the turns this daemon started stop with it (their process groups
+        // killed, their deliveries recorded failed with `is_stopped_with_carrier`) before the
+        // lock that protects their sessions goes.
+        engine.shutdown().await;
+        lock_std(&shared.db).end_run(shared.info.generation, &now_rfc3339())?;
+        tracing::info!(
+            pid = shared.info.pid,
+            generation = shared.info.generation,
+            "daemon stopped"
+        );
+        // The pidfile lock (if this daemon still holds it) and the drain record go last.
+        lock_std(&shared.lock).take();
+        lock_std(&shared.drain_lock).take();
+        Ok(())
+    }
+}
+
+/// After an aborted handover: a successor that died after moving its socket into place left
+/// the path pointing at nothing, so this daemon binds it again.
+fn take_socket_back(
+    socket: &std::path::Path,
+    listener: &mut Listener,
+    identity: &mut Option<(u64, u64)>,
+) {
+    if transport::socket_identity(socket) == *identity {
+        return;
+    }
+    match transport::bind_replacing(socket) {
+        Ok(rebound) => {
+            *listener = rebound;
+            *identity = transport::socket_identity(socket);
+            tracing::info!("took the socket back after a failed handover");
+        }
+        Err(error) => {
+            tracing::error!(%error, "could not take the socket back after a failed handover")
+        }
+    }
+}
+
+fn lock_std<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// What this daemon still carries ([`Engine::carried`]), in the RPC's terms.
+fn carried(shared: &Shared) -> CarriedCounts {
+    let work = shared.engine.carried();
+    CarriedCounts {
+        turns_running: work.turns_running as u64,
+        answers_pending: work.answers_pending as u64,
+        late_answer_watches: work.late_answer_watches as u64,
+    }
+}
+
+/// A replaced daemon: [`Engine::drain`] (queue left for the successor, late-answer watches
+/// handed over in `hub.db`, running turns watched to their end with their locks renewed),
+/// recording the counts in the drain record as they change; at most [`MAX_DRAIN`], or until a
+/// signal stops it.
+async fn drain(shared: &Shared, shutdown: &mut std::pin::Pin<&mut impl Future<Output = ()>>) {
+    let engine = shared.engine.clone();
+    let drained = engine.drain();
+    tokio::pin!(drained);
+    let longest = tokio::time::sleep(MAX_DRAIN);
+    tokio::pin!(longest);
+    let mut look = tokio::time::interval(DRAIN_POLL);
+    loop {
+        tokio::select! {
+            at_start = &mut drained => {
+                tracing::info!(?at_start, "drained: nothing left to carry");
+                return;
+            }
+            () = &mut longest => {
+                tracing::warn!(carried = ?carried(shared), "still carrying work after the longest drain; stopping it");
+                return;
+            }
+            () = shutdown.as_mut() => {
+                tracing::info!(carried = ?carried(shared), "stopped by a signal while draining");
+                return;
+            }
+            _ = look.tick() => {
+                let counts = carried(shared);
+                if let Some(record) = lock_std(&shared.drain_lock).as_mut()
+                    && let Err(error) = record.update(counts)
+                {
+                    tracing::warn!(%error, "could not update the drain record");
+                }
+            }
+        }
+    }
+}
+
+/// What connection tasks share.
+#[derive(Debug)]
+struct Shared {
+    info: DaemonInfo,
+    home: Home,
+    /// Set to true to stop the daemon; connections watch it too.
+    stop: watch::Sender<bool>,
+    /// Where this daemon is in a handover.
+    phase: watch::Sender<Phase>,
+    /// The messaging engine.
+    engine: Engine,
+    /// The daemon's own handle on `hub.db` (its run record, the counts of what it carries).
+    db: std::sync::Mutex<HubDb>,
+    /// `daemon.pid`, held except between a handover's `release` and its end.
+    lock: std::sync::Mutex<Option<PidLock>>,
+    /// `draining-<generation>.lock`, held from a handover's `release` to the exit.
+    drain_lock: std::sync::Mutex<Option<DrainLock>>,
+}
