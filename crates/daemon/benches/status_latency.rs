@@ -17,15 +17,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use cross_agent_daemon::entry::{Mode, run_process};
-use cross_agent_ipc::blocking::BlockingClient;
 use cross_agent_ipc::{ConnectOptions, Home};
 use cross_agent_protocol::bridge::{
     Agent, BridgeStatusParams, CallerContext, DeliveryState, SendParams, SendResponse,
@@ -33,7 +33,8 @@ use cross_agent_protocol::bridge::{
 use cross_agent_protocol::rpc::{ClientKind, ShutdownParams};
 use cross_agent_testkit::synthetic_stores::{ClaudeTranscript, now_millis};
 
-const CHILD_VAR: &str = "CROSS_AGENT_BENCH_DAEMON";
+use common::{CHILD_VAR, report, spawn, wait_for_daemon};
+
 const TRANSCRIPT_BYTES: u64 = 200 << 20;
 const SESSIONS: usize = 2;
 const CALLS: usize = 300;
@@ -71,7 +72,7 @@ fn main() {
     let peer = stand_in(tmp.path());
 
     let options = ConnectOptions::new(ClientKind::Other);
-    let mut child = spawn(&home);
+    let mut child = spawn(&home, &[("CROSS_AGENT_TRANSCRIPT_CHECK_MS", "1")]);
     let client = wait_for_daemon(&home, &options);
     let caller = CallerContext {
         cwd: Some(cwd.clone()),
@@ -200,39 +201,4 @@ fn stand_in(dir: &Path) -> PathBuf {
     .unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
     path
-}
-
-fn spawn(home: &Home) -> Child {
-    Command::new(std::env::current_exe().unwrap())
-        .env(CHILD_VAR, "1")
-        .env("CROSS_AGENT_HOME", home.root())
-        .env("CROSS_AGENT_TRANSCRIPT_CHECK_MS", "1")
-        .env_remove("CROSS_AGENT_DEBUG")
-        .stdin(Stdio::null())
-        .spawn()
-        .unwrap()
-}
-
-fn wait_for_daemon(home: &Home, options: &ConnectOptions) -> BlockingClient {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Ok(client) = BlockingClient::connect(home, options) {
-            return client;
-        }
-        assert!(Instant::now() < deadline, "the daemon did not come up");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn report(label: &str, samples: &[Duration]) {
-    let mut sorted = samples.to_vec();
-    sorted.sort();
-    let at = |p: f64| sorted[((sorted.len() - 1) as f64 * p) as usize];
-    println!(
-        "{label}: median {:.2?}, p90 {:.2?}, max {:.2?} ({} samples)",
-        at(0.5),
-        at(0.9),
-        sorted[sorted.len() - 1],
-        sorted.len()
-    );
 }
