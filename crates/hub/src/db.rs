@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use cross_agent_protocol::timestamp::now_rfc3339;
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 
 use crate::error::{Error, Result};
 
@@ -178,7 +178,9 @@ impl HubDb {
                 source,
             }
         };
-        let conn = Connection::open(path).map_err(db_err("open it"))?;
+        // Never through a link: the store must be the file in our own home (spec 004 §7).
+        let flags = OpenFlags::default() | OpenFlags::SQLITE_OPEN_NOFOLLOW;
+        let conn = Connection::open_with_flags(path, flags).map_err(db_err("open it"))?;
         conn.busy_timeout(BUSY_TIMEOUT)
             .map_err(db_err("set its busy timeout"))?;
         // WAL lets readers (a future `cross-agent status` reading directly, backups) run beside

@@ -221,7 +221,9 @@ pub fn check(path: &Path, on_damage: OnDamage) -> Result<StoreCheck> {
 fn quick_check(path: &Path) -> rusqlite::Result<Option<String>> {
     let conn = Connection::open_with_flags(
         path,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_NOFOLLOW,
     )?;
     let mut statement = conn.prepare("PRAGMA quick_check")?;
     let found = statement
@@ -325,7 +327,9 @@ fn quarantine(path: &Path, why: String, took: Duration) -> Result<Quarantine> {
 fn salvage(file: &Path) -> (Vec<SalvagedDelivery>, Vec<QuarantinedStore>) {
     let Ok(conn) = Connection::open_with_flags(
         file,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_NOFOLLOW,
     ) else {
         return Default::default();
     };

@@ -247,3 +247,18 @@ pub fn carrier(owner_pid: u32, generation: u64, lease_ms: i64) -> Carrier {
         lease_ms,
     }
 }
+
+/// A link standing where `hub.db` goes is refused, and the file it points at is left as it was:
+/// the store is never opened through a link (spec 004 §7, a state directory of the bridge's own).
+#[test]
+fn a_store_behind_a_link_is_refused_and_its_target_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("someone-elses.db");
+    std::fs::write(&target, b"").unwrap();
+    let link = dir.path().join("hub.db");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+
+    let error = HubDb::open(&link).unwrap_err().to_string();
+    assert!(error.contains(&link.display().to_string()), "{error}");
+    assert_eq!(std::fs::read(&target).unwrap(), b"");
+}
