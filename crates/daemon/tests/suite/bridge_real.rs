@@ -354,6 +354,17 @@ async fn a_silent_turn_is_killed_by_the_bridge_timeout() {
 /// instead of waiting (up to an hour) as if someone else were working in it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_turn_killed_for_inactivity_does_not_hold_the_next_delivery() {
+    killed_turn_then_next(false).await;
+}
+
+/// The same for a `raw` send: its prompt carries no request id, so the bridge knows its own
+/// stopped turn by when it ran.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_raw_turn_killed_for_inactivity_does_not_hold_the_next_delivery() {
+    killed_turn_then_next(true).await;
+}
+
+async fn killed_turn_then_next(raw: bool) {
     let bridge = Bridge::start().await;
     let thread = bridge.codex_session("seed killed codex");
     bridge.endpoint.push(
@@ -368,6 +379,7 @@ async fn a_turn_killed_for_inactivity_does_not_hold_the_next_delivery() {
     let mut silent = bridge.send_params(Agent::Codex, "go silent codex", caller.clone());
     silent.session_id = Some(thread.clone());
     silent.timeout = Some(3);
+    silent.raw = raw;
     let silent = bridge.accepted(silent).await;
     let killed = bridge.wait_finished(&silent.delivery_id).await;
     assert!(killed.is_killed_by_timeout, "{killed:#?}");

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use cross_agent_decisions::events;
-use cross_agent_protocol::bridge::TargetKey;
+use cross_agent_protocol::bridge::{DeliveryRecord, TargetKey};
 use cross_agent_protocol::timestamp::now_rfc3339;
 use cross_agent_stores::UnixMillis;
 use cross_agent_stores::turns::{Role, Turn, TurnItem, request_ids};
@@ -180,12 +180,14 @@ impl Engine {
     }
 
     /// Whether an open turn is one the bridge itself started and that has ended (spec 004 §9):
-    /// its prompt carries the request id of a finished delivery to this session — killed for
-    /// inactivity, stopped with its carrier, orphaned by a daemon that died, or ended
-    /// otherwise — it started before that delivery finished, and the delivery's process group
-    /// is gone. Such a turn stays open in the transcript forever, but nobody works in it.
+    /// it belongs to a finished delivery to this session — killed for inactivity, stopped with
+    /// its carrier, orphaned by a daemon that died, or ended otherwise — it started before that
+    /// delivery finished, and the delivery's process group is gone. Such a turn stays open in
+    /// the transcript forever, but nobody works in it. A turn belongs to a delivery when its
+    /// prompt carries the delivery's request id; a prompt with none (a `raw` send) belongs to
+    /// the delivery whose run it started in.
     fn is_stopped_bridge_turn(&self, target_key: &str, turn: &OpenTurn) -> bool {
-        if turn.request_ids.is_empty() {
+        if turn.request_ids.is_empty() && turn.started_at.is_none() {
             return false;
         }
         let finished = match self
@@ -199,7 +201,7 @@ impl Engine {
             }
         };
         finished.iter().any(|record| {
-            turn.request_ids.contains(&record.request_id)
+            belongs_to(turn, record)
                 && record
                     .peer_pid
                     .is_none_or(|pid| !cross_agent_transports::process::group_alive(pid))
@@ -241,5 +243,21 @@ impl OpenTurn {
             started_at: turn.started_at,
             request_ids,
         }
+    }
+}
+
+/// Whether `turn` is the one `record`'s delivery started: its prompt names the request id, or,
+/// for a prompt naming none, it started while that delivery ran.
+fn belongs_to(turn: &OpenTurn, record: &DeliveryRecord) -> bool {
+    if !turn.request_ids.is_empty() {
+        return turn.request_ids.contains(&record.request_id);
+    }
+    let ran_from = record
+        .started_at
+        .as_deref()
+        .and_then(UnixMillis::parse_rfc3339);
+    match (turn.started_at, ran_from) {
+        (Some(turn_started), Some(ran_from)) => turn_started.0 + CLOCK_SLACK_MS >= ran_from.0,
+        (None, _) | (_, None) => false,
     }
 }
