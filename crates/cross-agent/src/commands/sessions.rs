@@ -182,12 +182,12 @@ impl ListArgs {
         // Buffered: stdout is line-buffered, and 22,000 sessions are 200,000 lines of JSON.
         let mut stdout = BufWriter::new(std::io::stdout().lock());
         if self.json {
-            let by_agent: Vec<(Agent, Vec<SessionEntry<'_>>)> = chosen
+            let by_agent: Vec<(Agent, Vec<SessionView<'_>>)> = chosen
                 .iter()
                 .map(|(agent, sessions)| {
                     let entries = sessions
                         .iter()
-                        .map(|s| SessionEntry::new(s, window, now))
+                        .map(|s| SessionView::new(s, window, now))
                         .collect();
                     (*agent, entries)
                 })
@@ -260,9 +260,12 @@ impl ResolveArgs {
     }
 }
 
-/// One session as `--json` shows it.
+/// One session as `--json` shows it: the fields of the protocol's
+/// [`cross_agent_protocol::bridge::SessionEntry`] but `is_caller` and `is_pinned` (which only
+/// the daemon knows), borrowed from the listing so 20,000 sessions print without a copy of each
+/// string. The test below holds the two to one shape.
 #[derive(Debug, Serialize)]
-struct SessionEntry<'a> {
+struct SessionView<'a> {
     session_id: &'a str,
     title: Option<&'a str>,
     title_is_assigned: bool,
@@ -274,9 +277,9 @@ struct SessionEntry<'a> {
     path: Cow<'a, str>,
 }
 
-impl<'a> SessionEntry<'a> {
+impl<'a> SessionView<'a> {
     fn new(s: &'a Session, window: ActiveWindow, now: UnixMillis) -> Self {
-        SessionEntry {
+        SessionView {
             session_id: &s.session_id,
             title: s.title.as_deref(),
             title_is_assigned: s.title_is_assigned,
@@ -290,7 +293,7 @@ impl<'a> SessionEntry<'a> {
 }
 
 /// `{"claude": [...], "codex": [...], "grok": [...]}` in this order, without building a tree.
-struct ByAgent<'a>(&'a [(Agent, Vec<SessionEntry<'a>>)]);
+struct ByAgent<'a>(&'a [(Agent, Vec<SessionView<'a>>)]);
 
 impl Serialize for ByAgent<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -305,7 +308,7 @@ impl Serialize for ByAgent<'_> {
 
 /// One session as `--json` shows it, as a JSON value (to add fields to).
 fn session_json(s: &Session, window: ActiveWindow, now: UnixMillis) -> Value {
-    serde_json::to_value(SessionEntry::new(s, window, now)).unwrap_or(Value::Null)
+    serde_json::to_value(SessionView::new(s, window, now)).unwrap_or(Value::Null)
 }
 
 /// A refusal as `--json` shows it: the kind, the message, and the candidates or similar titles.
@@ -480,5 +483,42 @@ fn flags(s: &Session, window: ActiveWindow, now: UnixMillis) -> String {
         "-".to_owned()
     } else {
         flags.join(",")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use cross_agent_protocol::bridge::SessionEntry;
+
+    use super::*;
+
+    /// What `--json` prints reads back as the protocol's entry, field for field.
+    #[test]
+    fn a_listed_session_has_the_protocol_entrys_shape() {
+        let session = Session {
+            agent: Agent::Claude,
+            session_id: "s-1".into(),
+            cwd: Some(PathBuf::from("/work/api")),
+            title: Some("fix the parser".into()),
+            title_is_assigned: true,
+            first_activity: None,
+            last_activity: Some(UnixMillis(1_796_000_000_000)),
+            is_working: true,
+            path: PathBuf::from("/home/u/.claude/projects/p/s-1.jsonl"),
+        };
+        let now = UnixMillis(1_796_000_060_000);
+        let printed =
+            serde_json::to_value(SessionView::new(&session, ActiveWindow::default(), now)).unwrap();
+        let entry: SessionEntry = serde_json::from_value(printed.clone()).unwrap();
+        assert_eq!(entry.session_id, "s-1");
+        assert_eq!(entry.cwd.as_deref(), Some("/work/api"));
+        assert!(entry.is_working && entry.is_active && entry.title_is_assigned);
+        let mut round_trip = serde_json::to_value(&entry).unwrap();
+        let fields = round_trip.as_object_mut().unwrap();
+        assert_eq!(fields.remove("is_caller"), Some(Value::Bool(false)));
+        assert_eq!(fields.remove("is_pinned"), Some(Value::Bool(false)));
+        assert_eq!(round_trip, printed);
     }
 }
