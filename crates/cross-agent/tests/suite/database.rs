@@ -153,6 +153,21 @@ impl Env {
         all
     }
 
+    /// The daemon log (`logs/daemon.log.*`) once it holds every one of `needles`, or what it
+    /// holds after [`LOG_WAIT`]. The daemon writes its log from a thread of its own
+    /// (tracing-appender's non-blocking writer), so a line logged before it answered can reach
+    /// the file later: under load, after a client already has its answer.
+    fn daemon_log_holding(&self, needles: &[&str]) -> String {
+        let deadline = Instant::now() + LOG_WAIT;
+        loop {
+            let log = self.logs("daemon.log");
+            if needles.iter().all(|needle| log.contains(needle)) || Instant::now() >= deadline {
+                return log;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// The `hub.db.damaged-…` stores in the home (not their `-wal` and `-shm`).
     fn damaged(&self) -> Vec<String> {
         let mut names: Vec<String> = std::fs::read_dir(&self.state)
@@ -173,6 +188,10 @@ impl Drop for Env {
         }
     }
 }
+
+/// How long a line the daemon logged may take to reach its log file: generous, as a machine
+/// under load can leave the log's writer thread unscheduled for seconds.
+const LOG_WAIT: Duration = Duration::from_secs(30);
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
@@ -212,14 +231,16 @@ fn assert_moved_aside_and_working(env: &Env, session: &str, old_ids: &[String]) 
     );
 
     // Told in the console log (the detached daemon's stderr), the daemon log, `check` and the
-    // decisions log.
+    // decisions log. The console sentence is written (unbuffered) before the daemon serves,
+    // and the decision before it binds, so both are there once `status` answered; the daemon
+    // log's line may still be on its way.
     let console = env.logs("daemon-console");
     assert!(
         console.contains("cross-agent daemon: the cross-agent store")
             && console.contains(file.as_str()),
         "{console}"
     );
-    let log = env.logs("daemon.log");
+    let log = env.daemon_log_holding(&["failed its integrity check", file.as_str()]);
     assert!(
         log.contains("failed its integrity check") && log.contains(file.as_str()),
         "{log}"
