@@ -15,12 +15,13 @@
 //! that could still be read from them, and each start's integrity check.
 //!
 //! Payloads at rest: every connection deletes with `secure_delete` on (a deleted row's bytes are
-//! overwritten with zeros, in its page and in freed pages), and [`HubDb::scrub_wal`] checkpoints
-//! and truncates the write-ahead log after a payload is deleted, so the message and the child's
-//! environment of a delivery handed over survive in neither `hub.db` nor `hub.db-wal`.
+//! overwritten with zeros, in its page and in freed pages), and [`HubDb::scrub_wal_when_due`]
+//! checkpoints and truncates the write-ahead log within [`SCRUB_AFTER`] of a payload's deletion
+//! (and when the connection closes), so the message and the child's environment of a delivery
+//! handed over survive, after that second, in neither `hub.db` nor `hub.db-wal`.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use cross_agent_protocol::timestamp::now_rfc3339;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
@@ -149,6 +150,9 @@ CREATE TABLE busy_locks (
 /// How long a writer waits for another connection's lock before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// How long a deleted payload may wait in the write-ahead log before the log is truncated.
+pub const SCRUB_AFTER: Duration = Duration::from_secs(1);
+
 /// A daemon start that never recorded its stop (it crashed or was killed).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UncleanRun {
@@ -165,6 +169,9 @@ pub struct UncleanRun {
 pub struct HubDb {
     pub(crate) conn: Connection,
     path: PathBuf,
+    /// When a payload was first deleted since the write-ahead log was last truncated: its bytes
+    /// are still in the log's frames until [`HubDb::scrub_wal_when_due`] truncates it.
+    unscrubbed_since: Option<Instant>,
 }
 
 impl HubDb {
@@ -198,6 +205,7 @@ impl HubDb {
         let mut db = HubDb {
             conn,
             path: path.to_owned(),
+            unscrubbed_since: None,
         };
         db.migrate()?;
         Ok(db)
@@ -219,29 +227,53 @@ impl HubDb {
             .map_err(|source| self.err("read its schema version", source))
     }
 
-    /// Checkpoints the write-ahead log into `hub.db` and truncates it to nothing: called after a
-    /// payload is deleted, so the frames that held it (the log is otherwise reused from its
-    /// start, never shortened) are gone from the disk's files. A checkpoint another connection
-    /// holds up is left for the next call; the payload's row is zeroed either way. Its cost is
-    /// the checkpoint's flush: about 0.7 ms per send (`cargo bench -p cross-agent-daemon --bench
-    /// bridge`: 2.0 ms per send end to end against 1.3 ms without it).
-    pub fn scrub_wal(&self) {
+    /// Notes that a payload was deleted: its bytes stay in the write-ahead log's frames until the
+    /// log is truncated, at most [`SCRUB_AFTER`] later.
+    pub(crate) fn payload_deleted(&mut self) {
+        self.unscrubbed_since.get_or_insert_with(Instant::now);
+    }
+
+    /// Truncates the write-ahead log once a deleted payload has waited [`SCRUB_AFTER`] in it (the
+    /// dispatcher asks on each of its turns, at least once a second). Truncating after every
+    /// hand-over cost ~8 ms a send on a busy disk (`cargo bench -p cross-agent-daemon --bench
+    /// bridge`: 10.7 ms per send end to end against 2.0 ms); once a second, a burst pays it once.
+    pub fn scrub_wal_when_due(&mut self) {
+        if self
+            .unscrubbed_since
+            .is_some_and(|since| since.elapsed() >= SCRUB_AFTER)
+            && self.scrub_wal()
+        {
+            self.unscrubbed_since = None;
+        }
+    }
+
+    /// Checkpoints the write-ahead log into `hub.db` and truncates it to nothing, so the frames
+    /// that held a deleted payload (the log is otherwise reused from its start, never shortened)
+    /// are gone from the disk's files. False when another connection held the checkpoint up (it
+    /// is tried again on the next call); the payload's row is zeroed either way.
+    pub fn scrub_wal(&self) -> bool {
         let done = self
             .conn
             .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |row| {
                 row.get::<_, i64>(0)
             });
         match done {
-            Ok(0) => {}
-            Ok(_) => tracing::debug!(
-                db = %self.path.display(),
-                "the write-ahead log is in use; it is truncated after the next hand-over"
-            ),
-            Err(error) => tracing::warn!(
-                db = %self.path.display(),
-                %error,
-                "could not truncate the write-ahead log after a hand-over"
-            ),
+            Ok(0) => true,
+            Ok(_) => {
+                tracing::debug!(
+                    db = %self.path.display(),
+                    "the write-ahead log is in use; it is truncated on the next try"
+                );
+                false
+            }
+            Err(error) => {
+                tracing::warn!(
+                    db = %self.path.display(),
+                    %error,
+                    "could not truncate the write-ahead log after a hand-over"
+                );
+                false
+            }
         }
     }
 
@@ -433,6 +465,15 @@ columns_for_tuple!(A 0, B 1, C 2);
 columns_for_tuple!(A 0, B 1, C 2, D 3);
 columns_for_tuple!(A 0, B 1, C 2, D 3, E 4);
 columns_for_tuple!(A 0, B 1, C 2, D 3, E 4, F 5);
+
+impl Drop for HubDb {
+    /// A payload deleted since the last truncation does not outlive the connection in the log.
+    fn drop(&mut self) {
+        if self.unscrubbed_since.is_some() {
+            self.scrub_wal();
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -35,7 +35,8 @@ pub struct WatchSummary {
 
 /// What a queued delivery needs to be handed over: the only place the message and the child's
 /// environment are kept, deleted in the transaction that hands the delivery over (with
-/// `secure_delete` on, and the write-ahead log truncated after it: see [`HubDb::scrub_wal`]).
+/// `secure_delete` on, and the write-ahead log truncated soon after: see
+/// [`HubDb::scrub_wal_when_due`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Job {
     /// The envelope after its first line, or the raw message.
@@ -451,7 +452,7 @@ impl HubDb {
         tx.commit().map_err(fail)?;
         if !claimed.is_empty() {
             // The payloads just deleted are still in the write-ahead log's frames.
-            self.scrub_wal();
+            self.payload_deleted();
         }
         Ok(claimed)
     }
@@ -535,7 +536,7 @@ impl HubDb {
         )
         .map_err(fail)?;
         tx.commit().map_err(fail)?;
-        self.scrub_wal();
+        self.payload_deleted();
         Ok(true)
     }
 

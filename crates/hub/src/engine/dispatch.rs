@@ -99,9 +99,10 @@ impl Engine {
             generation: self.inner.info.generation,
             lease_ms: LEASE_MS,
         };
-        let claimed =
-            self.db()
-                .claim_runnable_except(free, &carrier, now_ms(), &now_rfc3339(), &busy);
+        let mut db = self.db();
+        // Payloads handed over a second ago or more leave the write-ahead log now.
+        db.scrub_wal_when_due();
+        let claimed = db.claim_runnable_except(free, &carrier, now_ms(), &now_rfc3339(), &busy);
         claimed.unwrap_or_else(|error| {
             tracing::error!(%error, "could not take queued deliveries");
             Vec::new()
