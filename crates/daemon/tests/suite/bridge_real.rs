@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use cross_agent_protocol::bridge::{
-    Agent, AgentFilter, DeliveryState, ListSessionsParams, ListSessionsResponse, RefusalReason,
-    SendReceipt, TargetSelectedBy,
+    Agent, AgentFilter, DeliveryRecord, DeliveryState, ListSessionsParams, ListSessionsResponse,
+    RefusalReason, SendParams, SendReceipt, SendResponse, TargetSelectedBy,
 };
 use cross_agent_testkit::endpoint::{Reply, Rule};
 use pretty_assertions::assert_eq;
@@ -393,15 +393,7 @@ async fn killed_turn_then_next(raw: bool) {
     next.session_id = Some(thread);
     let next = bridge.accepted(next).await;
     assert_receipt_says_idle(&next);
-    // Held as busy, it would stay queued for up to the wait bound (an hour by default).
-    let started = bridge
-        .wait_record(&next.delivery_id, Duration::from_secs(30), |r| {
-            r.state != DeliveryState::Queued
-        })
-        .await;
-    assert!(started.error.is_none(), "{started:#?}");
-    let done = bridge.wait_finished(&next.delivery_id).await;
-    assert_eq!(done.state, DeliveryState::Delivered, "{done:#?}");
+    let done = runs_at_once(&bridge, &next.delivery_id).await;
     assert!(
         done.reply_preview
             .unwrap()
@@ -678,49 +670,14 @@ async fn a_daemon_killed_outright_leaves_an_orphan_that_the_next_one_closes_and_
     bridge
         .endpoint
         .push(Rule::on_user_text("crash job").reply(Reply::hang()));
-    bridge.stop_daemon().await;
-    let root = bridge.state.root().to_owned();
-    let (mut process, conn) = super::bridge_support::spawn_daemon_process(
-        &root,
-        &bridge.state.dir.path().join("user"),
-        &[],
-    )
-    .await;
     let mut params = bridge.send_params(
         Agent::Claude,
         "crash job",
         bridge.codex_caller("019a0000-0000-7000-8000-000000000222"),
     );
     params.session_id = Some(target);
-    let receipt = match conn.client.call(params).await.unwrap() {
-        cross_agent_protocol::bridge::SendResponse::Accepted(receipt) => receipt,
-        other => panic!("{other:?}"),
-    };
-    while prompts_with(&bridge, "crash job").is_empty() {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    drop(conn);
-    process.child.kill().unwrap();
-    process.child.wait().unwrap();
-
-    bridge.restart_daemon().await;
-    let record = bridge
-        .status(Some(&receipt.delivery_id))
-        .await
-        .delivery
-        .unwrap();
+    let record = crash_mid_turn(&mut bridge, params, "crash job").await;
     assert_eq!(record.state, DeliveryState::Failed);
-    assert!(record.is_orphaned, "{record:#?}");
-    let pid = record.peer_pid.unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    while cross_agent_transports::process::group_alive(pid) && std::time::Instant::now() < deadline
-    {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(
-        !cross_agent_transports::process::group_alive(pid),
-        "the orphaned turn was stopped"
-    );
     assert_eq!(prompts_with(&bridge, "crash job").len(), 1, "never re-sent");
 
     // The orphaned turn left an open turn in the transcript, but its process group is gone:
@@ -735,14 +692,7 @@ async fn a_daemon_killed_outright_leaves_an_orphan_that_the_next_one_closes_and_
     );
     next.session_id = record.target_session_id.clone();
     let next = bridge.accepted(next).await;
-    let started = bridge
-        .wait_record(&next.delivery_id, Duration::from_secs(30), |r| {
-            r.state != DeliveryState::Queued
-        })
-        .await;
-    assert!(started.error.is_none(), "{started:#?}");
-    let done = bridge.wait_finished(&next.delivery_id).await;
-    assert_eq!(done.state, DeliveryState::Delivered, "{done:#?}");
+    runs_at_once(&bridge, &next.delivery_id).await;
 }
 
 /// Spec 004 §9 for a daemon killed outright (`kill -9`) while a real Codex turn hangs: the next
@@ -756,42 +706,10 @@ async fn a_codex_turn_orphaned_by_a_killed_daemon_does_not_hold_the_next_deliver
     bridge
         .endpoint
         .push(Rule::on_user_text("crash job codex").reply(Reply::hang()));
-    bridge.stop_daemon().await;
-    let root = bridge.state.root().to_owned();
-    let (mut process, conn) = super::bridge_support::spawn_daemon_process(
-        &root,
-        &bridge.state.dir.path().join("user"),
-        &[],
-    )
-    .await;
     let caller = bridge.claude_caller("aaaaaaaa-0000-4000-8000-0000000000c9");
     let mut params = bridge.send_params(Agent::Codex, "crash job codex", caller.clone());
     params.session_id = Some(thread.clone());
-    let receipt = match conn.client.call(params).await.unwrap() {
-        cross_agent_protocol::bridge::SendResponse::Accepted(receipt) => receipt,
-        other => panic!("{other:?}"),
-    };
-    while prompts_with(&bridge, "crash job codex").is_empty() {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    drop(conn);
-    process.child.kill().unwrap();
-    process.child.wait().unwrap();
-
-    bridge.restart_daemon().await;
-    let record = bridge
-        .status(Some(&receipt.delivery_id))
-        .await
-        .delivery
-        .unwrap();
-    assert!(record.is_orphaned, "{record:#?}");
-    let pid = record.peer_pid.unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    while cross_agent_transports::process::group_alive(pid) && std::time::Instant::now() < deadline
-    {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(!cross_agent_transports::process::group_alive(pid));
+    crash_mid_turn(&mut bridge, params, "crash job codex").await;
     assert!(!listed_as_working(&bridge, &thread).await);
 
     bridge.endpoint.push(
@@ -801,15 +719,7 @@ async fn a_codex_turn_orphaned_by_a_killed_daemon_does_not_hold_the_next_deliver
     next.session_id = Some(thread);
     let next = bridge.accepted(next).await;
     assert_receipt_says_idle(&next);
-    // Held as busy, it would stay queued for up to the wait bound (an hour by default).
-    let started = bridge
-        .wait_record(&next.delivery_id, Duration::from_secs(30), |r| {
-            r.state != DeliveryState::Queued
-        })
-        .await;
-    assert!(started.error.is_none(), "{started:#?}");
-    let done = bridge.wait_finished(&next.delivery_id).await;
-    assert_eq!(done.state, DeliveryState::Delivered, "{done:#?}");
+    runs_at_once(&bridge, &next.delivery_id).await;
     assert_eq!(
         prompts_with(&bridge, "crash job codex").len(),
         1,
@@ -862,4 +772,61 @@ async fn a_message_too_long_for_an_argument_reaches_both_agents_whole() {
             message.len()
         );
     }
+}
+
+/// Runs `params` on a daemon process of its own, kills that daemon outright (`kill -9`) once
+/// the peer's turn has its prompt, starts the next one, and returns the delivery as the next
+/// one closed it: orphaned, its turn's process group stopped.
+async fn crash_mid_turn(bridge: &mut Bridge, params: SendParams, prompt: &str) -> DeliveryRecord {
+    bridge.stop_daemon().await;
+    let root = bridge.state.root().to_owned();
+    let (mut process, conn) = super::bridge_support::spawn_daemon_process(
+        &root,
+        &bridge.state.dir.path().join("user"),
+        &[],
+    )
+    .await;
+    let receipt = match conn.client.call(params).await.unwrap() {
+        SendResponse::Accepted(receipt) => receipt,
+        other => panic!("{other:?}"),
+    };
+    while prompts_with(bridge, prompt).is_empty() {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    drop(conn);
+    process.child.kill().unwrap();
+    process.child.wait().unwrap();
+
+    bridge.restart_daemon().await;
+    let record = bridge
+        .status(Some(&receipt.delivery_id))
+        .await
+        .delivery
+        .unwrap();
+    assert!(record.is_orphaned, "{record:#?}");
+    let pid = record.peer_pid.unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while cross_agent_transports::process::group_alive(pid) && std::time::Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        !cross_agent_transports::process::group_alive(pid),
+        "the orphaned turn was stopped"
+    );
+    record
+}
+
+/// The delivery leaves the queue at once (held as busy, it would stay queued for up to the wait
+/// bound, an hour by default) and is delivered.
+async fn runs_at_once(bridge: &Bridge, delivery_id: &str) -> DeliveryRecord {
+    let started = bridge
+        .wait_record(delivery_id, Duration::from_secs(30), |r| {
+            r.state != DeliveryState::Queued
+        })
+        .await;
+    assert!(started.error.is_none(), "{started:#?}");
+    let done = bridge.wait_finished(delivery_id).await;
+    assert_eq!(done.state, DeliveryState::Delivered, "{done:#?}");
+    done
 }
