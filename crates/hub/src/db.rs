@@ -208,6 +208,9 @@ impl HubDb {
             unscrubbed_since: None,
         };
         db.migrate()?;
+        // A process that died within a second of a hand-over left that payload's frames in the
+        // write-ahead log: they go before anything else is done with the store.
+        db.scrub_wal();
         Ok(db)
     }
 

@@ -262,3 +262,32 @@ fn a_store_behind_a_link_is_refused_and_its_target_left_alone() {
     assert!(error.contains(&link.display().to_string()), "{error}");
     assert_eq!(std::fs::read(&target).unwrap(), b"");
 }
+
+/// A payload handed over by a process that died before it truncated the write-ahead log (a
+/// daemon killed within a second of the hand-over) leaves the log when the store is next opened.
+#[test]
+fn a_payload_left_in_the_log_by_a_dead_process_is_gone_at_the_next_open() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("hub.db");
+    let wal = tmp.path().join("hub.db-wal");
+    let holds_payload = || {
+        let bytes = std::fs::read(&wal).unwrap_or_default();
+        bytes.windows(14).any(|w| w == b"secret payload")
+    };
+    let mut db = HubDb::open(&path).unwrap();
+    db.insert_delivery(&record("c1"), "claude:s", 1, &job(), true)
+        .unwrap();
+    let claimed = db
+        .claim_runnable(1, &carrier(std::process::id(), 1, 60_000), 10, "now")
+        .unwrap();
+    assert_eq!(claimed.len(), 1);
+    assert!(
+        holds_payload(),
+        "the log still holds the handed-over payload"
+    );
+    // Killed outright: no truncation on the way out, no close.
+    std::mem::forget(db);
+
+    let _reopened = HubDb::open(&path).unwrap();
+    assert!(!holds_payload());
+}
