@@ -17,8 +17,6 @@
 mod common;
 
 use std::collections::{BTreeMap, HashMap};
-use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -30,7 +28,7 @@ use cross_agent_protocol::bridge::{
 use cross_agent_protocol::rpc::{ClientKind, ShutdownParams};
 use cross_agent_testkit::synthetic_stores::{ClaudeTranscript, now_millis};
 
-use common::{CHILD_VAR, report, spawn, wait_for_daemon};
+use common::{CHILD_VAR, Place, report, spawn, stand_in, wait_for_daemon};
 
 const SENDS: usize = 500;
 const SESSIONS: usize = 20;
@@ -40,18 +38,12 @@ fn main() {
         run_process(Home::from_env().unwrap(), Mode::Detached).unwrap();
         return;
     }
-    let tmp = tempfile::tempdir().unwrap();
-    let user = tmp.path().join("user");
-    let project = user.join("work/proj");
-    std::fs::create_dir_all(&project).unwrap();
-    let state = tmp.path().join("state");
-    let home = Home::from_vars(|name| match name {
-        "CROSS_AGENT_HOME" => Some(state.clone().into_os_string()),
-        "HOME" => Some(user.clone().into_os_string()),
-        _ => None,
-    })
-    .unwrap();
-    let cwd = project.to_string_lossy().into_owned();
+    let Place {
+        tmp,
+        user,
+        home,
+        cwd,
+    } = Place::new();
     let now = now_millis();
     let sessions: Vec<String> = (0..SESSIONS)
         .map(|n| {
@@ -64,7 +56,7 @@ fn main() {
             id
         })
         .collect();
-    let peer = stand_in(tmp.path());
+    let peer = stand_in(tmp.path(), 0);
 
     let options = ConnectOptions::new(ClientKind::Other);
     let mut child = spawn(&home, &[]);
@@ -160,7 +152,7 @@ fn main() {
     let baseline_began = Instant::now();
     for _ in 0..SENDS {
         let status = Command::new(&peer)
-            .current_dir(&project)
+            .current_dir(&cwd)
             .stdout(Stdio::null())
             .status()
             .unwrap();
@@ -209,18 +201,6 @@ fn main() {
         reason: Some("bench done".into()),
     });
     let _ = child.wait();
-}
-
-/// A `claude -p` stand-in: answers at once, like the real one's `--output-format json`.
-fn stand_in(dir: &Path) -> PathBuf {
-    let path = dir.join("claude-stand-in");
-    std::fs::write(
-        &path,
-        "#!/bin/sh\necho '{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"result\":\"stand-in answer\",\"session_id\":\"x\",\"permission_denials\":[]}'\n",
-    )
-    .unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    path
 }
 
 fn timestamp(t: &Option<String>) -> time::OffsetDateTime {

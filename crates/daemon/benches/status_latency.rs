@@ -21,8 +21,7 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use cross_agent_daemon::entry::{Mode, run_process};
@@ -33,7 +32,7 @@ use cross_agent_protocol::bridge::{
 use cross_agent_protocol::rpc::{ClientKind, ShutdownParams};
 use cross_agent_testkit::synthetic_stores::{ClaudeTranscript, now_millis};
 
-use common::{CHILD_VAR, report, spawn, wait_for_daemon};
+use common::{CHILD_VAR, Place, report, spawn, stand_in, wait_for_daemon};
 
 const TRANSCRIPT_BYTES: u64 = 200 << 20;
 const SESSIONS: usize = 2;
@@ -44,18 +43,12 @@ fn main() {
         run_process(Home::from_env().unwrap(), Mode::Detached).unwrap();
         return;
     }
-    let tmp = tempfile::tempdir().unwrap();
-    let user = tmp.path().join("user");
-    let project = user.join("work/proj");
-    std::fs::create_dir_all(&project).unwrap();
-    let state = tmp.path().join("state");
-    let home = Home::from_vars(|name| match name {
-        "CROSS_AGENT_HOME" => Some(state.clone().into_os_string()),
-        "HOME" => Some(user.clone().into_os_string()),
-        _ => None,
-    })
-    .unwrap();
-    let cwd = project.to_string_lossy().into_owned();
+    let Place {
+        tmp,
+        user,
+        home,
+        cwd,
+    } = Place::new();
     let written = Instant::now();
     let sessions: Vec<String> = (0..SESSIONS)
         .map(|n| {
@@ -69,7 +62,7 @@ fn main() {
         TRANSCRIPT_BYTES >> 20,
         written.elapsed()
     );
-    let peer = stand_in(tmp.path());
+    let peer = stand_in(tmp.path(), 600);
 
     let options = ConnectOptions::new(ClientKind::Other);
     let mut child = spawn(&home, &[("CROSS_AGENT_TRANSCRIPT_CHECK_MS", "1")]);
@@ -189,16 +182,4 @@ fn big_transcript(home: &Path, cwd: &str, id: &str) {
         size += line.len() as u64;
     }
     file.flush().unwrap();
-}
-
-/// A `claude -p` stand-in that only waits (the bench ends before it would answer).
-fn stand_in(dir: &Path) -> PathBuf {
-    let path = dir.join("claude-stand-in");
-    std::fs::write(
-        &path,
-        "#!/bin/sh\nsleep 600\necho '{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"result\":\"stand-in answer\",\"session_id\":\"x\",\"permission_denials\":[]}'\n",
-    )
-    .unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    path
 }

@@ -1,11 +1,67 @@
 //! What the daemon benches that run a real daemon process share: starting it as a child of
 //! the bench binary, waiting for it to answer, and printing a figure's spread.
 
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use cross_agent_ipc::blocking::BlockingClient;
 use cross_agent_ipc::{ConnectOptions, Home};
+
+/// Where a bench runs: a temporary user home with a project in it, and the state directory.
+pub struct Place {
+    /// Removed when the bench ends.
+    pub tmp: tempfile::TempDir,
+    /// `HOME` for the daemon and the stand-in peers.
+    pub user: PathBuf,
+    pub home: Home,
+    /// The project the sessions work in.
+    pub cwd: String,
+}
+
+impl Place {
+    pub fn new() -> Place {
+        let tmp = tempfile::tempdir().unwrap();
+        let user = tmp.path().join("user");
+        let project = user.join("work/proj");
+        std::fs::create_dir_all(&project).unwrap();
+        let state = tmp.path().join("state");
+        let home = Home::from_vars(|name| match name {
+            "CROSS_AGENT_HOME" => Some(state.clone().into_os_string()),
+            "HOME" => Some(user.clone().into_os_string()),
+            _ => None,
+        })
+        .unwrap();
+        let cwd = project.to_string_lossy().into_owned();
+        Place {
+            tmp,
+            user,
+            home,
+            cwd,
+        }
+    }
+}
+
+/// A `claude -p` stand-in in `dir` that waits `pause_secs`, then prints a successful result.
+pub fn stand_in(dir: &Path, pause_secs: u32) -> PathBuf {
+    let path = dir.join("claude-stand-in");
+    // No `sleep 0`: a process more per turn would weigh on the figures.
+    let pause = if pause_secs > 0 {
+        format!("sleep {pause_secs}\n")
+    } else {
+        String::new()
+    };
+    std::fs::write(
+        &path,
+        format!(
+            "#!/bin/sh\n{pause}echo '{{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"result\":\"stand-in answer\",\"session_id\":\"x\",\"permission_denials\":[]}}'\n"
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
 
 /// Set in the child: the bench binary runs the daemon instead of the bench.
 pub const CHILD_VAR: &str = "CROSS_AGENT_BENCH_DAEMON";
