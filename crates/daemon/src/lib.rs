@@ -12,7 +12,6 @@
 //!   (`cross-agent daemon restart`, `cross-agent reload`).
 //! - [`logging`] writes `logs/daemon.log.<date>` (rotated daily, two weeks kept).
 
-mod arguments;
 pub mod entry;
 mod error;
 pub mod handover;

@@ -10,9 +10,7 @@ use cross_agent_ipc::pidfile::PidLock;
 
 use cross_agent_ipc::frame::{self, FrameReader, ReadError};
 use cross_agent_ipc::transport::Stream;
-use cross_agent_protocol::bridge::{
-    BridgeStatusParams, ListSessionsParams, PinParams, SendParams, SendResponse,
-};
+use cross_agent_protocol::bridge::{BridgeStatusParams, ListSessionsParams, PinParams, SendParams};
 use cross_agent_protocol::rpc::{
     ClientRequest, ErrorCode, HandoverParams, HandoverResponse, HandoverStep, HelloParams,
     HelloResponse, METHODS, Method, PROTOCOL_VERSION, ProtocolMismatchData, Request, RequestId,
@@ -368,13 +366,7 @@ async fn dispatch(
             )
         }
         ClientRequest::Send(params) => (
-            engine_call::<SendParams>(id, shared, move |engine| {
-                match crate::arguments::refuse_missing_cwd(&params) {
-                    Some(refusal) => Ok(SendResponse::Refused(refusal)),
-                    None => engine.send(params),
-                }
-            })
-            .await,
+            engine_call::<SendParams>(id, shared, move |engine| engine.send(params)).await,
             After::Continue,
         ),
         ClientRequest::ListSessions(params) => (

@@ -2,7 +2,7 @@
 //! send through or refuses it, then [`Engine::accept`]. A refusal writes nothing: no record, no
 //! payload, no hop.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use cross_agent_decisions::events;
 use cross_agent_protocol::bridge::{
@@ -203,7 +203,38 @@ fn arguments_valid(request: &Request<'_>) -> Guard {
             json!({"session_id": params.session_id, "new_session": true}),
         ));
     }
-    Ok(())
+    cwd_is_a_directory(params.cwd.as_deref())
+}
+
+/// A `cwd` the engine would otherwise meet only at delivery, long after the caller was told
+/// the message was accepted: it must be the absolute path of an existing directory (the daemon
+/// has no directory of the caller's to take a relative one from).
+fn cwd_is_a_directory(cwd: Option<&str>) -> Guard {
+    let Some(given) = cwd.filter(|cwd| !cwd.trim().is_empty()) else {
+        return Ok(());
+    };
+    let path = Path::new(given);
+    let problem = if !path.is_absolute() {
+        "is not an absolute path".to_owned()
+    } else {
+        match std::fs::metadata(path) {
+            Ok(meta) if meta.is_dir() => return Ok(()),
+            Ok(_) => "is not a directory".to_owned(),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                "does not exist".to_owned()
+            }
+            Err(error) => format!("cannot be read ({error})"),
+        }
+    };
+    Err(refusal(
+        RefusalReason::InvalidArguments,
+        format!(
+            "`cwd` {given} {problem}: a send's cwd is where the target session is looked for \
+             and where a new one starts, so it must be the absolute path of an existing \
+             directory; nothing was sent"
+        ),
+        json!({"cwd": given}),
+    ))
 }
 
 /// Strict mode (`CROSS_AGENT_REQUIRE_EXPLICIT_TARGET`), before any lookup: a send must name

@@ -381,3 +381,34 @@ fn the_hop_budget_is_per_conversation() {
     assert_eq!(bench.accepted(send(None)).hop, 1);
     assert_eq!(bench.recorded(), 3);
 }
+
+/// A `cwd` that is not an existing directory's absolute path is refused at send (not at
+/// delivery, after an accepted receipt), naming the path, and the refusal is a decision line.
+#[test]
+fn a_cwd_that_is_not_a_directory_is_refused_and_logged() {
+    let bench = bench();
+    for (cwd, problem) in [
+        ("/nonexistent/cross-agent", "does not exist"),
+        ("relative/dir", "is not an absolute path"),
+    ] {
+        let mut params = bench.params(Agent::Claude, bench.caller("codex", &[]));
+        params.cwd = Some(cwd.into());
+        let refusal = bench.refused(params);
+        assert_eq!(refusal.reason, RefusalReason::InvalidArguments);
+        assert!(
+            refusal.message.contains(cwd) && refusal.message.contains(problem),
+            "{}",
+            refusal.message
+        );
+    }
+    assert_eq!(bench.recorded(), 0);
+    let log = std::fs::read_to_string(bench.engine.info().state_root.join("decisions.jsonl"))
+        .unwrap_or_default();
+    assert!(
+        log.lines()
+            .filter(|line| line.contains("invalid_arguments"))
+            .count()
+            >= 2,
+        "{log}"
+    );
+}
