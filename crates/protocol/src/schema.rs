@@ -13,6 +13,7 @@ pub fn fixtures() -> Vec<(&'static str, Value)> {
     vec![
         ("daemon_rpc.json", daemon_rpc()),
         ("mcp_tools.json", crate::tools::tools_schema()),
+        ("panel_shim.json", panel_shim()),
     ]
 }
 
@@ -38,6 +39,27 @@ pub fn daemon_rpc() -> Value {
         "x-protocol-version": PROTOCOL_VERSION,
         "anyOf": [request, server_message],
         "x-methods": methods,
+        "$defs": definitions,
+    })
+}
+
+/// The panel shims' side: the registration file in `panels/` and the lines on a shim's socket.
+pub fn panel_shim() -> Value {
+    use crate::panel::{PANEL_PROTOCOL_VERSION, PanelRegistration, ShimEvent, ShimRequest};
+    let mut generator = SchemaSettings::draft2020_12().into_generator();
+    let registration = generator.subschema_for::<PanelRegistration>();
+    let request = generator.subschema_for::<ShimRequest>();
+    let event = generator.subschema_for::<ShimEvent>();
+    let definitions: Map<String, Value> = generator.take_definitions(true).into_iter().collect();
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "cross-agent panel shim",
+        "description": "panels/<agent>-<pid>.json is a registration; on the shim's socket the \
+            daemon writes one request line and reads event lines until the shim closes it.",
+        "x-protocol-version": PANEL_PROTOCOL_VERSION,
+        "x-registration": registration,
+        "x-request": request,
+        "x-event": event,
         "$defs": definitions,
     })
 }

@@ -141,15 +141,19 @@ impl FromStr for Scope {
 /// How a message enters the target session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 pub enum Transport {
-    /// A headless run of the agent's CLI resuming the session (the only one in this build).
+    /// A headless run of the agent's CLI resuming the session.
     #[serde(rename = "headless-cli")]
     HeadlessCli,
+    /// Written into the live editor panel through its shim (004 "IDE panel integration").
+    #[serde(rename = "panel")]
+    Panel,
 }
 
 impl Transport {
     pub fn as_str(self) -> &'static str {
         match self {
             Transport::HeadlessCli => "headless-cli",
+            Transport::Panel => "panel",
         }
     }
 }

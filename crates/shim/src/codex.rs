@@ -1,0 +1,1 @@
+//! Codex's panel wire: `codex app-server` JSON-RPC over stdio, as `chatgpt.cliExecutable` runs it.
