@@ -15,6 +15,7 @@
 //! | `pin` answered                            | `log.record(events::pin(agent, &resp))`       |
 //! | an automatic pin dropped                  | `log.record(events::pin_dropped(agent, &id, why))` |
 //! | a damaged `hub.db` moved aside at start   | `log.record(events::store_quarantined(…))`    |
+//! | a dead panel shim's registration removed  | `log.record(events::panel_removed(pid, why))` |
 //!
 //! `send` yields `target_chosen` (and `busy_wait` when the delivery queues behind others) with
 //! `send_accepted`, and `name_ambiguous` instead of `send_refused` for an ambiguous name.
@@ -310,6 +311,19 @@ pub fn pin_dropped(agent: Agent, session_id: &str, why: &str) -> Decision {
         .agent(agent.as_str())
         .target_session(session_id.to_owned())
         .reason(first_line(why))
+}
+
+/// `panel_removed`: a kind of its own, written when the daemon finds a panel shim's
+/// registration whose process is gone (or whose pid now runs another process) and removes it
+/// with its socket.
+pub const PANEL_REMOVED: &str = "panel_removed";
+
+/// A dead panel shim's registration was removed; `why` is the engine's own words.
+pub fn panel_removed(pid: u32, why: &str) -> Decision {
+    Decision::new(DecisionKind::new(PANEL_REMOVED), Outcome::new("removed"))
+        .guard("panel_registration")
+        .reason(first_line(why))
+        .detail("shim_pid", pid)
 }
 
 /// `store_quarantined`: a kind of its own (readers built before it still read it, the set being

@@ -200,3 +200,65 @@ pub fn reply_header(
         .collect::<Vec<_>>()
         .join("\n")
 }
+
+/// The `DELIVERY FAILED` notice put into the sender's panel in place of a reply:
+///
+/// ```text
+/// === DELIVERY FAILED === to: codex session <id> | request: req_… | delivery dlv_… [| STOPPED]
+/// <why>
+/// NOT DELIVERED: the peer never received the message; sending again is safe.   ← undelivered
+/// The peer received the message; do not send it again …                        ← otherwise
+/// ```
+pub fn delivery_failed_notice(record: &cross_agent_protocol::bridge::DeliveryRecord) -> String {
+    let mut first = format!(
+        "=== DELIVERY FAILED === to: {} session {} | request: {} | delivery {}",
+        record.target_agent,
+        record
+            .target_session_id
+            .as_deref()
+            .unwrap_or("(new session)"),
+        record.request_id,
+        record.delivery_id
+    );
+    if record.is_stopped_with_carrier {
+        first.push_str(" | STOPPED");
+    }
+    let why = record
+        .error
+        .clone()
+        .unwrap_or_else(|| "the delivery failed".to_owned());
+    let advice = if record.is_undelivered {
+        "NOT DELIVERED: the peer never received the message; sending again is safe.".to_owned()
+    } else {
+        format!(
+            "The peer received the message, so it is not sent again; its answer may still \
+             appear — read it with bridge_status(delivery_id=\"{}\").",
+            record.delivery_id
+        )
+    };
+    format!("{first}\n{why}\n{advice}")
+}
+
+/// The `PROGRESS (INFO)` notice a sender's idle panel gets once when a request's turn runs past
+/// `CROSS_AGENT_PANEL_PATIENCE` (or the timeout, if longer). Information, not a failure: the
+/// answer follows as a `BRIDGE REPLY` when the turn ends.
+pub fn progress_notice(
+    record: &cross_agent_protocol::bridge::DeliveryRecord,
+    waited_secs: u64,
+) -> String {
+    format!(
+        "=== PROGRESS (INFO) === to: {} session {} | request: {} | delivery {}\n\
+         The peer is still working on this request after {} min; nothing failed and nothing \
+         needs doing. Its answer follows here as a BRIDGE REPLY when the turn ends; until then \
+         bridge_status(delivery_id=\"{}\") shows where it stands.",
+        record.target_agent,
+        record
+            .target_session_id
+            .as_deref()
+            .unwrap_or("(new session)"),
+        record.request_id,
+        record.delivery_id,
+        waited_secs / 60,
+        record.delivery_id
+    )
+}

@@ -54,6 +54,28 @@ pub struct Job {
     pub withheld_env: Vec<String>,
     /// Where the automatic pin of a created session goes.
     pub pin_cwd_key: String,
+    /// Set when the delivery goes into an editor panel instead of a headless CLI.
+    #[serde(default)]
+    pub panel: Option<PanelJob>,
+}
+
+/// A panel delivery's route as resolved at acceptance: which conversation, and what kind of
+/// injection. The shim holding it is looked up again when the delivery goes out.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PanelJob {
+    pub kind: cross_agent_protocol::panel::InjectionKind,
+    /// The shim chosen at acceptance (the one to open a new conversation in).
+    pub shim_pid: u32,
+    /// The conversation; `None` with `new_session` for one the panel opens.
+    pub session_id: Option<String>,
+    #[serde(default)]
+    pub new_session: bool,
+    /// A new Codex thread's name: "sender: head of the message".
+    #[serde(default)]
+    pub title: Option<String>,
+    /// Who sent it, as the panel shows it.
+    #[serde(default)]
+    pub sender_label: Option<String>,
 }
 
 /// Who takes queued deliveries over: the daemon's pid and generation, and how long the busy

@@ -103,6 +103,10 @@ pub enum TargetSelectedBy {
     Pin,
     /// The active session on disk.
     Discovery,
+    /// Nobody named it: the conversation open in the caller's window's panel — the tab a human
+    /// typed into last, else the one whose transcript changed last, else the newest.
+    #[serde(rename = "panel-focus")]
+    PanelFocus,
     /// Nothing existed (or `new_session`): a new session will be created.
     NewSession,
 }
@@ -368,6 +372,13 @@ pub struct DeliveryRecord {
     pub reply_preview: Option<String>,
     pub late_reply_delivery_id: Option<String>,
     pub return_delivery_id: Option<String>,
+    /// The `PROGRESS (INFO)` notice sent to the sender's panel while the turn ran long, as a
+    /// delivery of its own.
+    #[serde(default)]
+    pub progress_delivery_id: Option<String>,
+    /// What that notice said (kept even when it could not be delivered).
+    #[serde(default)]
+    pub progress_note: Option<String>,
     /// The message's length, for diagnostics (the text itself is never stored).
     pub message_chars: u64,
     /// The daemon carrying it disappeared without closing it; it is never re-sent.
@@ -463,8 +474,75 @@ pub struct BridgeStatusResponse {
     /// Set when `delivery_id` was given.
     pub delivery: Option<DeliveryRecord>,
     pub peer_transcript: Option<PeerTranscript>,
+    /// With `delivery_id` of a request whose answer went back through the sender's panel: that
+    /// return delivery's record (a request finishes before its answer lands).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub return_delivery: Option<DeliveryRecord>,
+    /// With `delivery_id` of a delivery carried by a panel: what the panel reports now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer_panel: Option<PeerPanelStatus>,
+    /// Per agent: the conversations open in editor panels, and which one an unaddressed send
+    /// would reach (spec 004 "Which conversation tab it goes to").
+    #[serde(default)]
+    pub ide_panels: BTreeMap<Agent, IdePanels>,
     #[serde(default)]
     pub warnings: Vec<String>,
+}
+
+/// `bridge_status.ide_panels.<agent>`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct IdePanels {
+    /// The conversations open in the caller's window's panels.
+    pub tabs: Vec<PanelTabStatus>,
+    /// The tab an unaddressed send would reach now, if any.
+    pub selected_session_id: Option<String>,
+    /// Why: `human-input`, `transcript-activity` or `newest`; or why none was selected.
+    pub selected_by: Option<String>,
+    /// Conversations open in other windows' panels: never auto-selected, reachable by
+    /// `session_id`.
+    pub other_window_sessions: Vec<PanelTabStatus>,
+    /// Whether a panel of the caller's window can open a new conversation.
+    pub can_open_new_conversation: bool,
+}
+
+/// One conversation a panel holds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct PanelTabStatus {
+    pub session_id: Option<String>,
+    /// `idle`, `working` or `awaiting_approval`.
+    pub state: String,
+    /// The last time a human typed into it (RFC 3339); injected turns never count.
+    pub last_human_input: Option<String>,
+    pub title: Option<String>,
+    pub cwd: Option<String>,
+    /// The shim's pid.
+    pub shim_pid: u32,
+}
+
+/// `bridge_status(delivery_id).peer_panel`: the panel carrying a delivery, as it reports now.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct PeerPanelStatus {
+    pub shim_pid: Option<u32>,
+    pub session_id: Option<String>,
+    /// `idle`, `working`, `awaiting_approval`, or `gone` when no live shim holds it.
+    pub state: String,
+    /// The approval the bridged turn waits on, if any.
+    pub awaiting_approval: Option<AwaitingApproval>,
+}
+
+/// An approval a bridged turn waits on in a panel.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct AwaitingApproval {
+    pub request_id: String,
+    /// `can_use_tool`, `item/commandExecution/requestApproval`, … .
+    pub kind: String,
+    pub tool: Option<String>,
+    pub detail: Option<String>,
+    pub waiting_seconds: u64,
 }
 
 /// `bridge_status.server_process`: the daemon that answered.
@@ -553,7 +631,8 @@ pub struct SettingsStatus {
     pub panel_patience_seconds: u64,
     /// `CROSS_AGENT_UI_HOOK`: `auto`, `off` or `require`.
     pub ui_hook: String,
-    /// Whether an editor panel can take a delivery (none can in this build).
+    /// Whether an editor panel can take a delivery (`CROSS_AGENT_UI_HOOK` is not `off` and a
+    /// live panel shim is registered).
     pub panels_available: bool,
     /// Settings whose value could not be read, each naming the variable; a send is refused
     /// while any is listed.
@@ -689,6 +768,9 @@ mod tests {
             },
             delivery: None,
             peer_transcript: None,
+            return_delivery: None,
+            peer_panel: None,
+            ide_panels: Default::default(),
             warnings: Vec::new(),
         };
         let wire = serde_json::to_value(&status).unwrap();

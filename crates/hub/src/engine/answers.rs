@@ -149,12 +149,16 @@ impl Engine {
             request.target_session_id.as_deref().unwrap_or("?"),
         )
         .to_string();
-        match db.insert_late_answer(&late, &key, now_ms(), &request) {
+        let inserted = db.insert_late_answer(&late, &key, now_ms(), &request);
+        drop(db);
+        match inserted {
             Ok(()) => {
                 self.inner
                     .decisions
                     .record(events::late_answer(&request, &late.delivery_id));
-                tracing::info!(request = %request_delivery_id, late = %late.delivery_id, "a late answer arrived")
+                tracing::info!(request = %request_delivery_id, late = %late.delivery_id, "a late answer arrived");
+                // Pushed to the sender's live panel as a LATE ANSWER, never by a resume.
+                self.route_late_answer(&mut request, &late, text);
             }
             Err(error) => tracing::warn!(%error, "could not record a late answer"),
         }

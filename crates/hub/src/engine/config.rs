@@ -13,6 +13,8 @@ const LATE_ANSWER_POLL: Duration = Duration::from_secs(20);
 /// While the transport waits, the peer's transcript is read this often for a finished turn
 /// that echoed the request id (spec 004 §9: the wait is broken into 30-second chunks).
 const TRANSCRIPT_CHECK: Duration = Duration::from_secs(30);
+/// How long a reply waits before it looks again for a sender's panel that closed.
+const RETURN_RETRY: Duration = Duration::from_secs(10);
 
 /// What [`crate::Engine::open`] is told instead of reading the environment.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,6 +29,8 @@ pub struct EngineConfig {
     /// `CROSS_AGENT_LATE_ANSWER_WATCH` where no registration is at hand (an orphan's answer
     /// read back at start).
     pub late_answer_watch_secs: u64,
+    /// Between the attempts of return traffic to find the sender's panel again.
+    pub return_retry: Duration,
 }
 
 impl Default for EngineConfig {
@@ -36,6 +40,7 @@ impl Default for EngineConfig {
             late_answer_poll: LATE_ANSWER_POLL,
             transcript_check: TRANSCRIPT_CHECK,
             late_answer_watch_secs: crate::settings::DEFAULT_LATE_ANSWER_WATCH_SECS,
+            return_retry: RETURN_RETRY,
         }
     }
 }
@@ -61,6 +66,7 @@ impl EngineConfig {
             late_answer_watch_secs: var(var::LATE_ANSWER_WATCH)
                 .and_then(|v| v.trim().parse::<u64>().ok())
                 .unwrap_or(defaults.late_answer_watch_secs),
+            return_retry: defaults.return_retry,
         }
     }
 

@@ -110,6 +110,9 @@ impl Engine {
     }
 
     pub(super) async fn run_delivery(self, claimed: Claimed) {
+        if claimed.job.panel.is_some() {
+            return self.run_panel_delivery(claimed).await;
+        }
         let Claimed {
             record,
             job,
@@ -218,8 +221,6 @@ impl Engine {
         lock_token: String,
         confirmed: Option<String>,
     ) {
-        let agent = record.target_agent;
-        record.finished_at = Some(now_rfc3339());
         match outcome {
             Ok(outcome) => {
                 record.peer_pid = Some(outcome.pid);
@@ -240,11 +241,76 @@ impl Engine {
                 record.error = Some(error.to_string());
             }
         }
+        self.close_delivery(record, &job, &target_key, &lock_token);
+    }
+
+    /// A delivery carried by an editor panel (a request, or return traffic to the sender's
+    /// panel): the wait runs on the blocking pool, its busy lock and lease renewed meanwhile.
+    /// No CLI is started and no process is ever killed: the panel is the person's.
+    async fn run_panel_delivery(self, claimed: Claimed) {
+        let Claimed {
+            mut record,
+            job,
+            created_ms,
+            target_key,
+            lock_token,
+        } = claimed;
+        let delivery_id = record.delivery_id.clone();
+        let renew =
+            self.spawn_lease_renewal(target_key.clone(), lock_token.clone(), delivery_id.clone());
+        let engine = self.clone();
+        let finished = off_async(move || {
+            let is_request = job
+                .panel
+                .as_ref()
+                .is_some_and(|p| p.kind == cross_agent_protocol::panel::InjectionKind::Request);
+            if is_request {
+                let text = if job.raw {
+                    job.body.clone()
+                } else {
+                    envelope::assemble(&job.body, created_ms, now_ms())
+                };
+                engine.carry_panel_request(&mut record, &job, text);
+            } else {
+                engine.carry_return(&mut record, &job);
+            }
+            {
+                let mut carried = lock(&engine.inner.carried);
+                carried.turns.remove(&record.delivery_id);
+                carried.answers.insert(record.delivery_id.clone());
+            }
+            engine.close_delivery(record, &job, &target_key, &lock_token);
+        })
+        .await;
+        renew.abort();
+        if finished.is_none() {
+            tracing::error!("a panel delivery's outcome could not be recorded");
+            let mut carried = lock(&self.inner.carried);
+            carried.turns.remove(&delivery_id);
+            carried.answers.remove(&delivery_id);
+        }
+        self.inner.wake.notify_one();
+    }
+
+    /// Records a finished delivery, sends its answer back to the sender's panel when it has
+    /// one (or notes that the answer stays on the record), and releases the session's lock.
+    fn close_delivery(
+        &self,
+        mut record: DeliveryRecord,
+        job: &Job,
+        target_key: &str,
+        lock_token: &str,
+    ) {
+        let agent = record.target_agent;
+        record.finished_at = Some(now_rfc3339());
         if record.state == DeliveryState::Failed
             && record.will_create_session
             && let Some(id) = &record.target_session_id
         {
             self.drop_auto_pin(agent, &job.pin_cwd_key, id);
+        }
+        if record.state.is_finished() {
+            self.route_return(&mut record, job);
         }
         self.inner
             .decisions
@@ -253,7 +319,7 @@ impl Engine {
         if let Err(error) = db.update_delivery(&record) {
             tracing::error!(%error, delivery = %record.delivery_id, "could not record a finished delivery");
         }
-        if let Err(error) = db.release_lock(&target_key, &lock_token) {
+        if let Err(error) = db.release_lock(target_key, lock_token) {
             tracing::error!(%error, target_key, "could not release a busy lock");
         }
         drop(db);

@@ -75,6 +75,7 @@ mod answers;
 mod busy;
 mod config;
 mod dispatch;
+mod panels;
 mod pins;
 mod receipt;
 mod send;
@@ -169,6 +170,8 @@ struct Inner {
     /// Transcripts last read for an open turn: their size and mtime then, and the answer.
     disk_turns: Mutex<HashMap<PathBuf, DiskTurn>>,
     watcher: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// The approval each panel delivery's turn waits on now, as its shim reported it.
+    panel_approvals: Mutex<HashMap<String, cross_agent_protocol::panel::PendingApproval>>,
     /// `$CROSS_AGENT_HOME/decisions.jsonl`: every send, refusal, outcome, orphan and recovery.
     decisions: DecisionLog,
 }
@@ -261,6 +264,7 @@ impl Engine {
                 waiting_since: Mutex::new(HashMap::new()),
                 disk_turns: Mutex::new(HashMap::new()),
                 watcher: Mutex::new(None),
+                panel_approvals: Mutex::new(HashMap::new()),
                 decisions,
             }),
         };

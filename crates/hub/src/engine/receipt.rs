@@ -10,12 +10,12 @@ use cross_agent_protocol::bridge::{
 use cross_agent_protocol::settings as var;
 use cross_agent_protocol::timestamp::now_rfc3339;
 
-use super::{Engine, Resolved, cwd_key, now_ms, roots_for};
+use super::{Engine, Resolved, cwd_key, now_ms, preview, roots_for};
 use crate::Agent;
 use crate::caller::Caller;
 use crate::envelope::{self, EnvelopeFields};
 use crate::error::Result;
-use crate::records::Job;
+use crate::records::{Job, PanelJob};
 use crate::settings::CallSettings;
 
 /// A target idle longer than this gets a warning: resuming it starts a turn nobody watches.
@@ -118,6 +118,37 @@ impl Engine {
             Agent::Codex | Agent::Grok => None,
         });
         let pin_cwd_key = cwd_key(Some(cwd_text));
+        let sender_label = caller.agent.map(|a| {
+            format!(
+                "{a} · session {}",
+                caller.session_id.as_deref().unwrap_or("(unknown)")
+            )
+        });
+        let panel_job = resolved.panel.as_ref().map(|choice| PanelJob {
+            kind: cross_agent_protocol::panel::InjectionKind::Request,
+            shim_pid: choice.shim_pid,
+            session_id: choice.session_id.clone(),
+            new_session: choice.new_session,
+            // A new Codex thread is named "sender: head of the message" (else "New chat").
+            title: choice.new_session.then(|| {
+                let head: String = params
+                    .message
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                format!(
+                    "{}: {}",
+                    caller.agent.map_or("peer", Agent::as_str),
+                    preview(&head, 60)
+                )
+            }),
+            sender_label: sender_label.clone(),
+        });
+        let transport = if panel_job.is_some() {
+            Transport::Panel
+        } else {
+            Transport::HeadlessCli
+        };
         let job = Job {
             body,
             raw: params.raw,
@@ -129,6 +160,7 @@ impl Engine {
             timeout_secs,
             withheld_env: params.caller.withheld_env.clone(),
             pin_cwd_key: pin_cwd_key.clone(),
+            panel: panel_job,
         };
         let record = DeliveryRecord {
             delivery_id: delivery_id.clone(),
@@ -144,7 +176,7 @@ impl Engine {
             conversation_id: conversation_id.clone(),
             hop,
             max_hops: settings.max_hops,
-            transport: Transport::HeadlessCli,
+            transport,
             created_at: now.clone(),
             started_at: None,
             finished_at: None,
@@ -159,10 +191,12 @@ impl Engine {
             reply_preview: None,
             late_reply_delivery_id: None,
             return_delivery_id: None,
+            progress_delivery_id: None,
+            progress_note: None,
             message_chars: u64::try_from(params.message.chars().count()).unwrap_or(u64::MAX),
             is_orphaned: false,
-            // No panel route back exists yet: the answer stays on the record.
-            is_return_status_only: true,
+            // Decided when the answer exists: the route back is resolved again then.
+            is_return_status_only: false,
             target_transcript: transcript.map(|p| p.to_string_lossy().into_owned()),
             answer: Default::default(),
         };
@@ -210,7 +244,27 @@ impl Engine {
                  you meant; pass session_id every time for anything automated or continuing",
                 resolved.session_id.as_deref().unwrap_or("?")
             )),
+            TargetSelectedBy::PanelFocus => warnings.push(format!(
+                "unaddressed relay: nobody named the target, so the conversation in front in \
+                 this window's {agent} panel was chosen ({}, by {}). It moves when the person \
+                 switches tabs: check target_session_id is the conversation you meant, and pass \
+                 session_id every time for anything automated or continuing",
+                resolved.session_id.as_deref().unwrap_or("?"),
+                resolved
+                    .panel
+                    .as_ref()
+                    .and_then(|p| p.selected_by)
+                    .unwrap_or("panel focus")
+            )),
             TargetSelectedBy::Caller | TargetSelectedBy::Pin | TargetSelectedBy::NewSession => {}
+        }
+        if let Some(choice) = resolved.panel.as_ref().filter(|p| p.other_window) {
+            warnings.push(format!(
+                "{agent} session {} is open in another VS Code window's panel (shim pid {}); \
+                 it goes there because session_id named it",
+                choice.session_id.as_deref().unwrap_or("?"),
+                choice.shim_pid
+            ));
         }
         if let Some(reason) = &resolved.new_reason {
             warnings.push(format!(
@@ -219,7 +273,7 @@ impl Engine {
                 resolved.cwd.display()
             ));
         }
-        if idle_secs.is_some_and(|s| s > IDLE_WARNING_SECS) {
+        if resolved.panel.is_none() && idle_secs.is_some_and(|s| s > IDLE_WARNING_SECS) {
             warnings.push(format!(
                 "the target session has been idle for {} hours; resuming it starts a turn \
                  nobody is watching",
@@ -240,14 +294,35 @@ impl Engine {
                     .to_owned(),
             );
         }
-        warnings.push(format!(
-            "return_panel_available_now is false: the sender has no open panel for the answer \
-             to arrive in, so it will not come back as a message here. Read it with \
-             bridge_status(delivery_id=\"{delivery_id}\")"
-        ));
+        let return_panel = self.probe_own_panel(
+            &params.caller,
+            caller.agent,
+            caller.session_id.as_deref(),
+            settings,
+        );
+        if !return_panel {
+            warnings.push(format!(
+                "return_panel_available_now is false: the sender has no open panel for the \
+                 answer to arrive in, so it will not come back as a message here. Read it with \
+                 bridge_status(delivery_id=\"{delivery_id}\")"
+            ));
+        }
+        let how = match &resolved.panel {
+            Some(choice) => format!(
+                "in the {agent} editor panel (shim pid {}), where the person watching sees it",
+                choice.shim_pid
+            ),
+            None => format!("in the background (headless {agent} CLI)"),
+        };
+        let back = if return_panel {
+            "Its answer comes back into this session's panel as a BRIDGE REPLY when the turn \
+             ends (this probe is not a promise: the route is resolved again then)"
+                .to_owned()
+        } else {
+            "Its answer stays on the delivery record".to_owned()
+        };
         let note = format!(
-            "Accepted; no answer yet. The peer's turn runs in the background (headless {agent} \
-             CLI). Its answer stays on the delivery record: read it with \
+            "Accepted; no answer yet. The peer's turn runs {how}. {back}: read it any time with \
              bridge_status(delivery_id=\"{delivery_id}\")."
         );
         Ok(SendReceipt {
@@ -277,7 +352,7 @@ impl Engine {
                 ),
             },
             reply_lands_in_session: caller.session_id.clone(),
-            return_panel_available_now: false,
+            return_panel_available_now: return_panel,
             conversation_id,
             hop,
             max_hops: settings.max_hops,

@@ -345,10 +345,13 @@ fn not_the_caller_itself(
     }
 }
 
-/// `CROSS_AGENT_UI_HOOK=require`: without panel shims no panel is ever found, so only a send
-/// that names its session (by id, name or pin) may go on, over the CLI as the spec says.
+/// `CROSS_AGENT_UI_HOOK=require` (spec 004 "Never starting a headless CLI"): a send that names
+/// no session (or asks for a new conversation) must go into a panel — the conversation in
+/// front in this window's panel, or a new one a panel of this window opens. A session named by
+/// `session_id` or a pin that no panel holds still goes over its CLI.
 fn panel_not_required(settings: &CallSettings, agent: Agent, resolved: &Resolved) -> Guard {
     if settings.ui_hook != UiHook::Require
+        || resolved.panel.is_some()
         || !matches!(
             resolved.selected_by,
             TargetSelectedBy::Discovery | TargetSelectedBy::NewSession
@@ -358,19 +361,22 @@ fn panel_not_required(settings: &CallSettings, agent: Agent, resolved: &Resolved
     }
     let what = match (&resolved.selected_by, &resolved.session_id) {
         (TargetSelectedBy::Discovery, Some(id)) => format!(
-            "names no session (discovery picked {agent} session {id} in {})",
+            "names no session, no conversation is open in this window's {agent} panel, and \
+             discovery found {agent} session {id} in {} on disk only",
             resolved.cwd.display()
         ),
-        _ => format!("would open a new {agent} conversation"),
+        _ => format!(
+            "would open a new {agent} conversation, and no {agent} panel of this window can open \
+             one"
+        ),
     };
     Err(refusal(
         RefusalReason::UiHookRequire,
         format!(
-            "CROSS_AGENT_UI_HOOK=require is set for this registration, and this send {what}, \
-             which only an editor panel may take; no panel was found (panel delivery is not \
-             available in this build). Name the session with session_id or pin_agent_session to \
-             reach it over its CLI, or set CROSS_AGENT_UI_HOOK to auto. Nothing was sent, queued \
-             or spent"
+            "CROSS_AGENT_UI_HOOK=require is set for this registration, and this send {what}; \
+             it requires a panel and never falls back to a CLI. Open the conversation in its \
+             editor panel, name the session with session_id or pin_agent_session to reach it \
+             over its CLI, or set CROSS_AGENT_UI_HOOK to auto. Nothing was sent, queued or spent"
         ),
         json!({
             "ui_hook": settings.ui_hook.as_str(),
@@ -380,9 +386,9 @@ fn panel_not_required(settings: &CallSettings, agent: Agent, resolved: &Resolved
     ))
 }
 
-/// `CROSS_AGENT_DISABLE_HEADLESS`: there are no panels yet, so nothing can be reached.
+/// `CROSS_AGENT_DISABLE_HEADLESS`: a send must go into a session an editor panel holds.
 fn headless_allowed(settings: &CallSettings, agent: Agent, resolved: &Resolved) -> Guard {
-    if !settings.disable_headless {
+    if !settings.disable_headless || resolved.panel.is_some() {
         return Ok(());
     }
     let which = resolved.session_id.as_deref().map_or_else(
@@ -393,9 +399,9 @@ fn headless_allowed(settings: &CallSettings, agent: Agent, resolved: &Resolved) 
         RefusalReason::DisableHeadless,
         format!(
             "CROSS_AGENT_DISABLE_HEADLESS is set for this registration, so a send must reach a \
-             session an editor panel holds, and no panel holds {which} (panel delivery is not \
-             available in this build, so every send is refused while the setting is on). \
-             Nothing was sent, queued or spent"
+             session an editor panel holds, and no live panel holds {which}. Open the \
+             conversation in its panel first, or leave the setting off for this send. Nothing \
+             was sent, queued or spent"
         ),
         json!({"target_session_id": resolved.session_id}),
     ))

@@ -103,9 +103,11 @@ impl Engine {
         let mut warnings = Vec::new();
 
         let mut resolved_sessions = BTreeMap::new();
+        let (sessions, store_warnings) = self.list(&params.caller, &Agent::ALL);
+        warnings.extend(store_warnings);
+        let own = caller.agent.zip(caller.session_id.as_deref());
+        let ide_panels = self.ide_panels(&params.caller, &settings, &sessions, own);
         if let Some(cwd) = &cwd {
-            let (sessions, store_warnings) = self.list(&params.caller, &Agent::ALL);
-            warnings.extend(store_warnings);
             let scope = params.scope.unwrap_or(settings.scope);
             for agent in Agent::ALL {
                 let pin = self.current_pin(agent, cwd)?;
@@ -201,6 +203,14 @@ impl Engine {
             }
             None => (None, None),
         };
+        let peer_panel = delivery.as_ref().and_then(|r| self.peer_panel(r));
+        let return_id = delivery.as_ref().and_then(|r| r.return_delivery_id.clone());
+        let return_delivery = match return_id {
+            Some(id) => self.db().delivery(&id)?,
+            None => None,
+        };
+        let mut settings_status = settings.status();
+        settings_status.panels_available = !ide_panels.is_empty();
 
         let database = self.db().store_health(info.generation)?;
         Ok(BridgeStatusResponse {
@@ -214,7 +224,7 @@ impl Engine {
                 database: Some(database),
             },
             caller: caller.status(),
-            settings: settings.status(),
+            settings: settings_status,
             resolved_sessions,
             pins,
             locks: locks
@@ -236,6 +246,9 @@ impl Engine {
             },
             delivery,
             peer_transcript,
+            return_delivery,
+            peer_panel,
+            ide_panels,
             warnings,
         })
     }

@@ -11,6 +11,9 @@ use cross_agent_stores::resolve::{self, Lookup};
 use cross_agent_stores::{Session, StoreError, UnixMillis};
 use serde_json::Value;
 
+use cross_agent_transports::panel::window::{self, PanelTab};
+
+use super::panels::{transcript_clock, vantage};
 use super::{Engine, refusal};
 use crate::Agent;
 use crate::error::Result;
@@ -85,6 +88,35 @@ pub(super) struct Resolved {
     pub(super) is_working: bool,
     /// Why a new session is created.
     pub(super) new_reason: Option<String>,
+    /// The editor panel that takes the delivery, when one does.
+    pub(super) panel: Option<PanelChoice>,
+}
+
+/// The panel a send goes into (spec 004 "IDE panel integration").
+#[derive(Debug, Clone)]
+pub(super) struct PanelChoice {
+    /// The shim's pid.
+    pub(super) shim_pid: u32,
+    /// The conversation; `None` for one the panel opens (Claude, Codex).
+    pub(super) session_id: Option<String>,
+    /// The panel opens a new conversation for it.
+    pub(super) new_session: bool,
+    /// The panel is in another window than the caller's (reached because the send named it).
+    pub(super) other_window: bool,
+    /// How rule 3 chose the tab (`human-input`, …), when it did.
+    pub(super) selected_by: Option<&'static str>,
+}
+
+impl PanelChoice {
+    fn of(tab: &PanelTab<'_>) -> PanelChoice {
+        PanelChoice {
+            shim_pid: tab.panel.registration.pid,
+            session_id: tab.session.session_id.clone(),
+            new_session: false,
+            other_window: !tab.in_caller_window,
+            selected_by: None,
+        }
+    }
 }
 
 impl Resolved {
@@ -105,7 +137,13 @@ impl Resolved {
             last_activity: session.last_activity,
             is_working: session.is_working,
             new_reason: None,
+            panel: None,
         }
+    }
+
+    fn in_panel(mut self, panel: Option<PanelChoice>) -> Resolved {
+        self.panel = panel;
+        self
     }
 }
 
@@ -131,7 +169,12 @@ pub(super) fn cwd_key(cwd: Option<&str>) -> String {
 }
 
 impl Engine {
-    /// The session a send goes to (spec 004 §5), or why none can be chosen.
+    /// The session a send goes to (spec 004 §5, "A new conversation is the last resort"), or
+    /// why none can be chosen: `session_id` → pin → the conversation open in this window's
+    /// panel → the active session on disk → a new session (in this window's panel when one can
+    /// open it). A session a panel holds — this window's first, then another window's — is
+    /// delivered through that panel whichever rule chose it; auto-selection (rule 3) looks only
+    /// in the caller's window. Under `CROSS_AGENT_UI_HOOK=off` no panel is looked at.
     pub(super) fn resolve(&self, query: TargetQuery<'_>) -> Result<Result<Resolved, Refusal>> {
         let TargetQuery {
             agent,
@@ -142,18 +185,48 @@ impl Engine {
             settings,
             own_session,
         } = query;
-        let new_session = |reason: String, by: TargetSelectedBy| Resolved {
-            selected_by: by,
-            session_id: match agent {
-                Agent::Claude | Agent::Grok => Some(uuid::Uuid::new_v4().to_string()),
-                Agent::Codex => None,
-            },
-            cwd: cwd.to_owned(),
-            title: None,
-            transcript: None,
-            last_activity: None,
-            is_working: false,
-            new_reason: Some(reason),
+        let panels = self.live_panels(settings.ui_hook);
+        let vantage = vantage(&params.caller);
+        let tabs = window::tabs(&panels, agent, &vantage);
+        let held = |id: &str| window::holding(&tabs, id).map(|tab| PanelChoice::of(&tab));
+        let new_session = |reason: String, by: TargetSelectedBy| {
+            if let Some((host, into)) = window::new_conversation_host(&panels, agent, &vantage) {
+                return Resolved {
+                    selected_by: by,
+                    session_id: into.clone(),
+                    cwd: host
+                        .registration
+                        .cwd
+                        .as_deref()
+                        .map_or_else(|| cwd.to_owned(), PathBuf::from),
+                    title: None,
+                    transcript: None,
+                    last_activity: None,
+                    is_working: false,
+                    new_reason: Some(format!("{reason}; it opens in the {agent} panel")),
+                    panel: Some(PanelChoice {
+                        shim_pid: host.registration.pid,
+                        new_session: into.is_none(),
+                        session_id: into,
+                        other_window: false,
+                        selected_by: None,
+                    }),
+                };
+            }
+            Resolved {
+                selected_by: by,
+                session_id: match agent {
+                    Agent::Claude | Agent::Grok => Some(uuid::Uuid::new_v4().to_string()),
+                    Agent::Codex => None,
+                },
+                cwd: cwd.to_owned(),
+                title: None,
+                transcript: None,
+                last_activity: None,
+                is_working: false,
+                new_reason: Some(reason),
+                panel: None,
+            }
         };
         if params.new_session {
             return Ok(Ok(new_session(
@@ -174,7 +247,29 @@ impl Engine {
                         bound: settings.name_bound(agent, scope),
                     },
                 ) {
-                    Ok(found) => Ok(Resolved::of(found.session, TargetSelectedBy::Caller, cwd)),
+                    Ok(found) => Ok(Resolved::of(found.session, TargetSelectedBy::Caller, cwd)
+                        .in_panel(held(&found.session.session_id))),
+                    // Open in a panel but not on disk yet (a conversation that just started).
+                    Err(StoreError::NoSuchSession { .. })
+                        if let Some(tab) = window::holding(&tabs, query) =>
+                    {
+                        Ok(Resolved {
+                            selected_by: TargetSelectedBy::Caller,
+                            session_id: Some(query.to_owned()),
+                            cwd: tab
+                                .session
+                                .cwd
+                                .as_deref()
+                                .map_or_else(|| cwd.to_owned(), PathBuf::from),
+                            title: tab.session.title.clone(),
+                            transcript: None,
+                            last_activity: None,
+                            is_working: tab.session.state
+                                != cross_agent_protocol::panel::PanelSessionState::Idle,
+                            new_reason: None,
+                            panel: Some(PanelChoice::of(&tab)),
+                        })
+                    }
                     // A session the bridge is creating right now is not on disk yet, but its id
                     // is on the receipt the caller holds: follow-ups may name it.
                     Err(StoreError::NoSuchSession { .. })
@@ -192,6 +287,7 @@ impl Engine {
                             last_activity: None,
                             is_working: true,
                             new_reason: None,
+                            panel: None,
                         })
                     }
                     Err(error) => Err(lookup_refusal(error, agent)),
@@ -211,7 +307,7 @@ impl Engine {
                     .active_window
                     .is_active(Some(UnixMillis(recent)), now)
             {
-                return Ok(Ok(match on_disk {
+                let resolved = match on_disk {
                     Some(session) => Resolved::of(session, TargetSelectedBy::Pin, cwd),
                     // A session the bridge just created may not be on disk yet.
                     None => Resolved {
@@ -226,9 +322,45 @@ impl Engine {
                         last_activity: None,
                         is_working: false,
                         new_reason: None,
+                        panel: None,
                     },
-                }));
+                };
+                return Ok(Ok(resolved.in_panel(held(&pin.session_id))));
             }
+        }
+        if let Some((tab, why)) =
+            window::select(&tabs, own_session, transcript_clock(&sessions, agent))
+            && let Some(id) = tab.session.session_id.clone()
+        {
+            let on_disk = sessions
+                .iter()
+                .find(|s| s.agent == agent && s.session_id == id);
+            let mut resolved = match on_disk {
+                Some(session) => Resolved::of(session, TargetSelectedBy::PanelFocus, cwd),
+                None => Resolved {
+                    selected_by: TargetSelectedBy::PanelFocus,
+                    session_id: Some(id),
+                    cwd: tab
+                        .session
+                        .cwd
+                        .as_deref()
+                        .map_or_else(|| cwd.to_owned(), PathBuf::from),
+                    title: None,
+                    transcript: None,
+                    last_activity: None,
+                    is_working: false,
+                    new_reason: None,
+                    panel: None,
+                },
+            };
+            if resolved.title.is_none() {
+                resolved.title.clone_from(&tab.session.title);
+            }
+            resolved.is_working =
+                tab.session.state != cross_agent_protocol::panel::PanelSessionState::Idle;
+            let mut choice = PanelChoice::of(&tab);
+            choice.selected_by = Some(why.as_str());
+            return Ok(Ok(resolved.in_panel(Some(choice))));
         }
         if let Some(session) = resolve::best_active(
             &sessions,
@@ -239,7 +371,8 @@ impl Engine {
             now,
             own_session,
         ) {
-            return Ok(Ok(Resolved::of(session, TargetSelectedBy::Discovery, cwd)));
+            return Ok(Ok(Resolved::of(session, TargetSelectedBy::Discovery, cwd)
+                .in_panel(held(&session.session_id))));
         }
         Ok(Ok(new_session(
             format!(

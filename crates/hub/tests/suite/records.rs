@@ -39,6 +39,8 @@ pub(super) fn record(id: &str) -> DeliveryRecord {
         reply_preview: None,
         late_reply_delivery_id: None,
         return_delivery_id: None,
+        progress_delivery_id: None,
+        progress_note: None,
         message_chars: 1,
         is_orphaned: false,
         is_return_status_only: true,
@@ -59,6 +61,7 @@ pub(super) fn job() -> Job {
         timeout_secs: 600,
         withheld_env: Vec::new(),
         pin_cwd_key: String::new(),
+        panel: None,
     }
 }
 

@@ -382,6 +382,9 @@ fn answer(call: &ClientRequest) -> Value {
             deliveries: DeliveriesStatus::default(),
             delivery: None,
             peer_transcript: None,
+            return_delivery: None,
+            peer_panel: None,
+            ide_panels: Default::default(),
             warnings: vec![],
         }),
         // A method added to the contract later: the server under test does not call it.

@@ -1,0 +1,771 @@
+//! Editor panels as the engine uses them (spec 004 "IDE panel integration", "Return traffic
+//! needs a panel"): the live shims for one call, the probe of the sender's own panel, a
+//! request carried into a panel, and return traffic — `BRIDGE REPLY`, `DELIVERY FAILED`,
+//! `PROGRESS (INFO)` and `LATE ANSWER` — put into the sender's live panel, each a delivery of
+//! its own that spends no hop and never resumes a CLI.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use cross_agent_decisions::events;
+use cross_agent_protocol::bridge::{
+    AwaitingApproval, CallerContext, DeliveryRecord, DeliveryState, IdePanels, PanelTabStatus,
+    PeerPanelStatus, TargetKey, TargetSelectedBy, Transport,
+};
+use cross_agent_protocol::panel::{
+    Injection, InjectionKind, PanelSessionState, ShimEvent, ShimRequest,
+};
+use cross_agent_protocol::timestamp::now_rfc3339;
+use cross_agent_stores::{Session, UnixMillis};
+use cross_agent_transports::panel::client::{self, Next};
+use cross_agent_transports::panel::registry::{self, LivePanel};
+use cross_agent_transports::panel::window::{self, Vantage};
+
+use super::{Engine, lock, now_ms, recent_turns, watch_secs};
+use crate::Agent;
+use crate::envelope;
+use crate::records::{Job, PanelJob};
+use crate::settings::{CallSettings, UiHook};
+
+/// How often a waiting worker wakes to look at the carrier's stop and the transcript clock.
+const WAKE: Duration = Duration::from_secs(1);
+/// How many times a return delivery looks for the sender's panel before it fails undelivered.
+const RETURN_ATTEMPTS: u32 = 3;
+
+/// The pid chain of `pid`, itself first, at most 64 deep.
+fn chain_of(pid: u32) -> Vec<u32> {
+    let mut chain = vec![pid];
+    let mut at = pid;
+    while chain.len() < 64
+        && let Some(parent) = cross_agent_process::parent_of(at)
+        && parent != 0
+        && !chain.contains(&parent)
+    {
+        chain.push(parent);
+        at = parent;
+    }
+    chain
+}
+
+/// What the window rule knows of this caller and this daemon.
+pub(super) fn vantage(context: &CallerContext) -> Vantage {
+    let mut caller_chain = vec![context.pid];
+    caller_chain.extend(context.ancestry.iter().map(|a| a.pid));
+    Vantage {
+        caller_chain,
+        daemon_chain: chain_of(std::process::id()),
+    }
+}
+
+fn ms_to_rfc3339(ms: u64) -> String {
+    UnixMillis(i64::try_from(ms).unwrap_or(i64::MAX)).to_rfc3339()
+}
+
+fn state_name(state: PanelSessionState) -> &'static str {
+    match state {
+        PanelSessionState::Idle => "idle",
+        PanelSessionState::Working => "working",
+        PanelSessionState::AwaitingApproval => "awaiting_approval",
+    }
+}
+
+fn tab_status(tab: &window::PanelTab<'_>) -> PanelTabStatus {
+    PanelTabStatus {
+        session_id: tab.session.session_id.clone(),
+        state: state_name(tab.session.state).to_owned(),
+        last_human_input: tab.session.last_human_input_ms.map(ms_to_rfc3339),
+        title: tab.session.title.clone(),
+        cwd: tab.session.cwd.clone(),
+        shim_pid: tab.panel.registration.pid,
+    }
+}
+
+/// The transcript-activity clock of tab selection: the session's last activity on disk.
+pub(super) fn transcript_clock(sessions: &[Session], agent: Agent) -> impl Fn(&str) -> Option<i64> {
+    let known: BTreeMap<String, i64> = sessions
+        .iter()
+        .filter(|s| s.agent == agent)
+        .filter_map(|s| s.last_activity.map(|at| (s.session_id.clone(), at.0)))
+        .collect();
+    move |id: &str| known.get(id).copied()
+}
+
+/// How a waited panel injection ended.
+enum Ended {
+    /// `turn_ended` (request) or `written` (return traffic).
+    Done(Option<String>),
+    /// The transcript showed a finished turn carrying the request id first.
+    Confirmed(String),
+    /// Not delivered: the agent never got the message.
+    Undelivered(String),
+    /// Delivered, but the turn could not be followed to its end.
+    Broken(String),
+    /// The daemon is stopping.
+    Stopped,
+}
+
+impl Engine {
+    /// The live panel shims now (none under `CROSS_AGENT_UI_HOOK=off`); dead shims' files are
+    /// removed, each with a decision line.
+    pub(super) fn live_panels(&self, ui_hook: UiHook) -> Vec<LivePanel> {
+        if ui_hook == UiHook::Off {
+            return Vec::new();
+        }
+        let scan = registry::scan(&self.inner.info.state_root);
+        for removed in &scan.removed {
+            self.inner
+                .decisions
+                .record(events::panel_removed(removed.pid, &removed.reason));
+        }
+        for skipped in &scan.skipped {
+            tracing::debug!(file = %skipped.file.display(), reason = %skipped.reason, "panel registration skipped");
+        }
+        scan.live
+    }
+
+    /// Whether the sender has a live panel now, asked of its shim (`status`), not read from
+    /// its file: `return_panel_available_now` is this probe, not a promise.
+    pub(super) fn probe_own_panel(
+        &self,
+        context: &CallerContext,
+        agent: Option<Agent>,
+        session: Option<&str>,
+        settings: &CallSettings,
+    ) -> bool {
+        let Some(agent) = agent else { return false };
+        let panels = self.live_panels(settings.ui_hook);
+        let Some(panel) = window::own_panel(&panels, agent, session, &vantage(context)) else {
+            return false;
+        };
+        match client::status(Path::new(&panel.registration.socket)) {
+            Ok(now) => {
+                now.intercepting
+                    && session.is_none_or(|id| {
+                        now.sessions
+                            .iter()
+                            .any(|s| s.session_id.as_deref() == Some(id))
+                    })
+            }
+            Err(error) => {
+                tracing::info!(%error, "the sender's panel did not answer the probe");
+                false
+            }
+        }
+    }
+
+    /// `bridge_status.ide_panels`: per agent, the tabs of the caller's window, the one an
+    /// unaddressed send would reach and why, and the other windows' conversations.
+    pub(super) fn ide_panels(
+        &self,
+        context: &CallerContext,
+        settings: &CallSettings,
+        sessions: &[Session],
+        own: Option<(Agent, &str)>,
+    ) -> BTreeMap<Agent, IdePanels> {
+        let panels = self.live_panels(settings.ui_hook);
+        let vantage = vantage(context);
+        let mut out = BTreeMap::new();
+        for agent in Agent::ALL {
+            let tabs = window::tabs(&panels, agent, &vantage);
+            let can_open = window::new_conversation_host(&panels, agent, &vantage).is_some();
+            if tabs.is_empty() && !can_open {
+                continue;
+            }
+            let except = own.filter(|(a, _)| *a == agent).map(|(_, id)| id);
+            let selected = window::select(&tabs, except, transcript_clock(sessions, agent));
+            out.insert(
+                agent,
+                IdePanels {
+                    tabs: tabs
+                        .iter()
+                        .filter(|t| t.in_caller_window)
+                        .map(tab_status)
+                        .collect(),
+                    selected_session_id: selected
+                        .as_ref()
+                        .and_then(|(t, _)| t.session.session_id.clone()),
+                    selected_by: Some(selected.as_ref().map_or_else(
+                        || "none: no conversation is open in this window's panels".to_owned(),
+                        |(_, why)| why.as_str().to_owned(),
+                    )),
+                    other_window_sessions: tabs
+                        .iter()
+                        .filter(|t| !t.in_caller_window)
+                        .map(tab_status)
+                        .collect(),
+                    can_open_new_conversation: can_open,
+                },
+            );
+        }
+        out
+    }
+
+    /// `bridge_status(delivery_id).peer_panel`: the panel carrying a delivery, as its shim's
+    /// registration says now, with the approval the bridged turn waits on.
+    pub(super) fn peer_panel(&self, record: &DeliveryRecord) -> Option<PeerPanelStatus> {
+        if record.transport != Transport::Panel {
+            return None;
+        }
+        let approval = lock(&self.inner.panel_approvals)
+            .get(&record.delivery_id)
+            .cloned();
+        let panels = self.live_panels(UiHook::Auto);
+        let held = record
+            .target_session_id
+            .as_deref()
+            .and_then(|id| window::hosting(&panels, record.target_agent, id));
+        let session = held.and_then(|p| {
+            p.registration
+                .sessions
+                .iter()
+                .find(|s| s.session_id == record.target_session_id)
+        });
+        // The shim's own list of what its turns wait on counts too (an approval raised before
+        // this daemon watched, say).
+        let approval = approval.or_else(|| {
+            session.and_then(|s| {
+                s.pending_approvals
+                    .iter()
+                    .find(|a| a.delivery_id.as_deref() == Some(record.delivery_id.as_str()))
+                    .cloned()
+            })
+        });
+        let now = u64::try_from(now_ms()).unwrap_or(0);
+        Some(PeerPanelStatus {
+            shim_pid: held.map(|p| p.registration.pid),
+            session_id: record.target_session_id.clone(),
+            state: session.map_or("gone", |s| state_name(s.state)).to_owned(),
+            awaiting_approval: approval.map(|a| AwaitingApproval {
+                waiting_seconds: now.saturating_sub(a.since_ms) / 1000,
+                request_id: a.request_id,
+                kind: a.kind,
+                tool: a.tool,
+                detail: a.detail,
+            }),
+        })
+    }
+
+    /// Carries a request into its panel and waits for its turn to end (blocking; the worker
+    /// runs it on the blocking pool): `inject`, then events read in one-second waits, with the
+    /// peer's transcript read every `transcript_check` in between — a finished turn carrying
+    /// the request id settles it (`is_reply_confirmed_by_transcript`). A shim that disappears
+    /// mid-turn fails the delivery and the answer is read back from the transcript; nothing is
+    /// ever sent twice. Past the larger of the timeout and `CROSS_AGENT_PANEL_PATIENCE` the
+    /// sender's idle panel gets one `PROGRESS (INFO)` notice, and the wait goes on.
+    pub(super) fn carry_panel_request(&self, record: &mut DeliveryRecord, job: &Job, text: String) {
+        let Some(route) = job.panel.clone() else {
+            return;
+        };
+        let agent = record.target_agent;
+        let panels = self.live_panels(UiHook::Auto);
+        let shim = match &route.session_id {
+            Some(id) if !route.new_session || agent == Agent::Grok => {
+                window::hosting(&panels, agent, id)
+            }
+            _ => panels.iter().find(|p| p.registration.pid == route.shim_pid),
+        };
+        let Some(shim) = shim else {
+            record.state = DeliveryState::Failed;
+            record.is_undelivered = true;
+            record.error = Some(format!(
+                "not delivered: the {agent} panel holding {} closed before the message went \
+                 out; nothing was sent and no CLI was started. Sending again is safe",
+                route.session_id.as_deref().map_or_else(
+                    || "the new conversation".to_owned(),
+                    |id| format!("session {id}")
+                )
+            ));
+            return;
+        };
+        let socket = shim.registration.socket.clone();
+        let injection = Injection {
+            delivery_id: record.delivery_id.clone(),
+            kind: InjectionKind::Request,
+            session_id: route.session_id.clone(),
+            new_session: route.new_session,
+            text,
+            request_id: Some(record.request_id.clone()),
+            title: route.title.clone(),
+            sender_label: route.sender_label.clone(),
+        };
+        let settings = CallSettings::from_settings(&job.settings);
+        let patience = Duration::from_secs(job.timeout_secs.max(settings.panel_patience_secs));
+        let ended = self.wait_injection(record, &socket, injection, Some(patience), job);
+        lock(&self.inner.panel_approvals).remove(&record.delivery_id);
+        let watch = watch_secs(job);
+        match ended {
+            Ended::Done(Some(answer)) => {
+                self.pair_answer(record, &answer, None, watch);
+            }
+            Ended::Confirmed(answer) => {
+                record.answer.is_reply_confirmed_by_transcript = true;
+                self.pair_answer(record, &answer, None, watch);
+            }
+            Ended::Done(None) => {
+                let why = "the panel's turn ended without an answer".to_owned();
+                record.state = DeliveryState::Failed;
+                record.error = Some(why.clone());
+                self.recover(record, &why);
+            }
+            Ended::Undelivered(why) => {
+                record.state = DeliveryState::Failed;
+                record.is_undelivered = true;
+                record.error = Some(format!(
+                    "not delivered: {why}. The peer never received the message; sending again \
+                     is safe"
+                ));
+            }
+            Ended::Broken(why) => {
+                record.state = DeliveryState::Failed;
+                record.error = Some(format!(
+                    "{why}; the message was delivered, so it is never sent again"
+                ));
+                self.recover(record, &why);
+            }
+            Ended::Stopped => {
+                record.state = DeliveryState::Failed;
+                record.is_stopped_with_carrier = true;
+                record.error = Some(format!(
+                    "stopped with its carrier: the daemon (pid {}, generation {}) stopped while \
+                     the panel's turn ran; the turn goes on in the panel, and its answer is read \
+                     from the transcript",
+                    self.inner.info.pid, self.inner.info.generation
+                ));
+                self.recover(record, "the daemon stopped while the panel's turn ran");
+            }
+        }
+    }
+
+    /// Writes one injection and follows its events. `patience` (requests only) is when the
+    /// sender gets a `PROGRESS (INFO)` notice.
+    fn wait_injection(
+        &self,
+        record: &mut DeliveryRecord,
+        socket: &str,
+        injection: Injection,
+        patience: Option<Duration>,
+        job: &Job,
+    ) -> Ended {
+        let is_request = injection.kind == InjectionKind::Request;
+        let mut connection = match client::open(Path::new(socket), &ShimRequest::Inject(injection))
+        {
+            Ok(connection) => connection,
+            Err(error) => return Ended::Undelivered(error.to_string()),
+        };
+        let stop = self.inner.stop.subscribe();
+        let started = Instant::now();
+        let mut last_check = Instant::now();
+        let mut accepted = false;
+        let mut progress_sent = false;
+        loop {
+            if *stop.borrow() {
+                return if accepted {
+                    Ended::Stopped
+                } else {
+                    Ended::Undelivered("the daemon stopped first".into())
+                };
+            }
+            let next = match connection.next(WAKE) {
+                Ok(next) => next,
+                Err(error) if accepted => return Ended::Broken(error.to_string()),
+                Err(error) => return Ended::Undelivered(error.to_string()),
+            };
+            match next {
+                Next::Event(ShimEvent::Accepted { session_id, queued }) => {
+                    accepted = true;
+                    if let Some(id) = session_id {
+                        self.panel_session_known(record, id);
+                    }
+                    if is_request {
+                        record.state = DeliveryState::AwaitingPeer;
+                        record.started_at.get_or_insert_with(now_rfc3339);
+                        let _ = self.db().update_delivery(record);
+                    }
+                    tracing::info!(delivery = %record.delivery_id, queued, "the panel took the message");
+                }
+                Next::Event(ShimEvent::SessionStarted { session_id }) => {
+                    self.panel_session_known(record, session_id);
+                }
+                Next::Event(ShimEvent::ApprovalPending { approval }) => {
+                    lock(&self.inner.panel_approvals).insert(record.delivery_id.clone(), approval);
+                }
+                Next::Event(ShimEvent::ApprovalResolved { .. }) => {
+                    lock(&self.inner.panel_approvals).remove(&record.delivery_id);
+                }
+                Next::Event(ShimEvent::Written { session_id }) => {
+                    if let Some(id) = session_id {
+                        self.panel_session_known(record, id);
+                    }
+                    accepted = true;
+                    if !is_request {
+                        return Ended::Done(None);
+                    }
+                }
+                Next::Event(ShimEvent::TurnEnded {
+                    answer,
+                    stop,
+                    is_error,
+                    ..
+                }) => {
+                    if is_error && answer.is_none() {
+                        return Ended::Broken(format!(
+                            "the panel's turn ended with an error ({stop})"
+                        ));
+                    }
+                    return Ended::Done(answer);
+                }
+                Next::Event(ShimEvent::Failed { reason, delivered }) => {
+                    return if delivered {
+                        Ended::Broken(format!("the panel shim failed: {reason}"))
+                    } else {
+                        Ended::Undelivered(format!("the panel shim refused it: {reason}"))
+                    };
+                }
+                Next::Event(ShimEvent::Status { .. } | ShimEvent::ApprovalAnswered { .. }) => {}
+                Next::Closed if accepted => {
+                    return Ended::Broken(
+                        "the panel shim went away before the turn ended (the panel closed, or \
+                         its process died)"
+                            .into(),
+                    );
+                }
+                Next::Closed => {
+                    return Ended::Undelivered(
+                        "the panel shim closed the connection before taking the message".into(),
+                    );
+                }
+                Next::Quiet => {}
+            }
+            if !is_request {
+                // Return traffic waits for the sender's turn to end, bounded like a busy peer.
+                if started.elapsed() > patience_or_default(job) {
+                    return Ended::Undelivered(format!(
+                        "the sender's panel did not take it within {} s",
+                        patience_or_default(job).as_secs()
+                    ));
+                }
+                continue;
+            }
+            if accepted && last_check.elapsed() >= self.inner.config.transcript_check {
+                last_check = Instant::now();
+                if let Some(text) = confirmed_in_transcript(record) {
+                    return Ended::Confirmed(text);
+                }
+            }
+            if let Some(patience) = patience
+                && accepted
+                && !progress_sent
+                && started.elapsed() >= patience
+            {
+                progress_sent = true;
+                self.send_progress(record, job, started.elapsed());
+            }
+        }
+    }
+
+    /// A conversation the panel opened for a delivery has its id now: recorded, and pinned as a
+    /// created session is.
+    fn panel_session_known(&self, record: &mut DeliveryRecord, id: String) {
+        if record.target_session_id.as_deref() == Some(id.as_str()) {
+            return;
+        }
+        record.target_session_id = Some(id);
+        let _ = self.db().update_delivery(record);
+    }
+
+    /// Sends the `PROGRESS (INFO)` notice of a request that runs past patience to the sender's
+    /// idle panel (it never waits for a busy sender), and notes it on the request.
+    fn send_progress(&self, record: &mut DeliveryRecord, job: &Job, waited: Duration) {
+        let note = envelope::progress_notice(record, waited.as_secs());
+        record.progress_note = Some(note.clone());
+        let idle_sender = self
+            .sender_panel(record, job)
+            .is_some_and(|(panel, session)| {
+                panel
+                    .registration
+                    .sessions
+                    .iter()
+                    .find(|s| s.session_id.as_deref() == Some(session.as_str()))
+                    .is_some_and(|s| s.state == PanelSessionState::Idle)
+            });
+        if idle_sender && let Some(id) = self.queue_return(record, job, InjectionKind::Notice, note)
+        {
+            record.progress_delivery_id = Some(id);
+        }
+        let _ = self.db().update_delivery(record);
+    }
+
+    /// The sender's live panel and session now, when it has one and its registration allows
+    /// panels.
+    fn sender_panel(&self, record: &DeliveryRecord, job: &Job) -> Option<(LivePanel, String)> {
+        let agent = record.from_agent?;
+        let session = record.from_session.clone()?;
+        let ui_hook = CallSettings::from_settings(&job.settings).ui_hook;
+        let panels = self.live_panels(ui_hook);
+        window::hosting(&panels, agent, &session).map(|p| (p.clone(), session))
+    }
+
+    /// After a request settles: its answer (`BRIDGE REPLY`, or the `DELIVERY FAILED` notice
+    /// standing in for one) goes to the sender's live panel as a delivery of its own, queued now
+    /// and put there by the dispatcher. No panel: the answer stays on the record
+    /// (`is_return_status_only`). Never a CLI. Spends no hop.
+    pub(super) fn route_return(&self, record: &mut DeliveryRecord, job: &Job) {
+        if record.answer.answers_delivery_id.is_some() {
+            // A return delivery's own record (or a late answer's): it is the return traffic.
+            return;
+        }
+        if self.sender_panel(record, job).is_none() {
+            record.is_return_status_only = true;
+            return;
+        }
+        let (kind, text) = match record.state {
+            DeliveryState::Delivered => (InjectionKind::Reply, self.reply_text(record)),
+            _ if record.reply_preview.is_some() => (InjectionKind::Reply, self.reply_text(record)),
+            _ => (
+                InjectionKind::Notice,
+                envelope::delivery_failed_notice(record),
+            ),
+        };
+        match self.queue_return(record, job, kind, text) {
+            Some(id) => {
+                record.return_delivery_id = Some(id);
+                record.is_return_status_only = false;
+            }
+            None => record.is_return_status_only = true,
+        }
+    }
+
+    /// A late answer found by the watch goes to the sender's panel too.
+    pub(super) fn route_late_answer(
+        &self,
+        request: &mut DeliveryRecord,
+        late: &DeliveryRecord,
+        text: &str,
+    ) {
+        let job = Job {
+            body: String::new(),
+            raw: true,
+            settings: Default::default(),
+            child_env: Default::default(),
+            bridge_env: Default::default(),
+            cwd: request.target_cwd.clone().unwrap_or_default(),
+            new_session_id: None,
+            timeout_secs: crate::settings::DEFAULT_TIMEOUT_SECS,
+            withheld_env: Vec::new(),
+            pin_cwd_key: String::new(),
+            panel: None,
+        };
+        if self.sender_panel(request, &job).is_none() {
+            return;
+        }
+        let header = late.answer.reply_header.clone().unwrap_or_default();
+        let body = format!("{header}\n\n{text}");
+        if let Some(id) = self.queue_return(late, &job, InjectionKind::Reply, body) {
+            let mut late = late.clone();
+            late.return_delivery_id = Some(id);
+            late.is_return_status_only = false;
+            let _ = self.db().update_delivery(&late);
+        }
+    }
+
+    /// The `BRIDGE REPLY` text: the header, then the whole answer read fresh from the peer's
+    /// transcript (the record keeps only its first 2,000 characters).
+    fn reply_text(&self, record: &DeliveryRecord) -> String {
+        let header = record.answer.reply_header.clone().unwrap_or_else(|| {
+            format!(
+                "=== BRIDGE REPLY === from: {} session {} | request: {}",
+                record.target_agent,
+                record.target_session_id.as_deref().unwrap_or("?"),
+                record.request_id
+            )
+        });
+        let full = super::answers::transcript_answer(record)
+            .filter(|text| {
+                record
+                    .reply_preview
+                    .as_deref()
+                    .is_some_and(|preview| text.starts_with(preview.trim_end()))
+            })
+            .or_else(|| record.reply_preview.clone())
+            .unwrap_or_default();
+        format!("{header}\n\n{full}")
+    }
+
+    /// Queues one return delivery to the sender's panel: its own record (target: the sender's
+    /// session; `answers_delivery_id`: the request), no hop spent. Returns its id.
+    fn queue_return(
+        &self,
+        request: &DeliveryRecord,
+        job: &Job,
+        kind: InjectionKind,
+        text: String,
+    ) -> Option<String> {
+        let agent = request.from_agent?;
+        let session = request.from_session.clone()?;
+        let now = now_rfc3339();
+        let mut back = request.clone();
+        back.delivery_id = envelope::delivery_id();
+        back.state = DeliveryState::Queued;
+        back.from_agent = Some(request.target_agent);
+        back.from_session = request.target_session_id.clone();
+        back.target_agent = agent;
+        back.target_session_id = Some(session.clone());
+        back.target_cwd = None;
+        back.target_selected_by = TargetSelectedBy::Caller;
+        back.will_create_session = false;
+        back.transport = Transport::Panel;
+        back.created_at = now;
+        back.started_at = None;
+        back.finished_at = None;
+        back.expires_at = None;
+        back.carrier_generation = Some(self.inner.info.generation);
+        back.peer_pid = None;
+        back.error = None;
+        back.is_killed_by_timeout = false;
+        back.is_stopped_with_carrier = false;
+        back.is_reply_recovered = false;
+        back.is_undelivered = false;
+        back.reply_preview = None;
+        back.late_reply_delivery_id = None;
+        back.return_delivery_id = None;
+        back.progress_delivery_id = None;
+        back.progress_note = None;
+        back.message_chars = u64::try_from(text.chars().count()).unwrap_or(u64::MAX);
+        back.is_orphaned = false;
+        back.is_return_status_only = false;
+        back.target_transcript = None;
+        back.answer = cross_agent_protocol::bridge::AnswerMarks {
+            answers_delivery_id: Some(
+                request
+                    .answer
+                    .answers_delivery_id
+                    .clone()
+                    .unwrap_or_else(|| request.delivery_id.clone()),
+            ),
+            ..Default::default()
+        };
+        let return_job = Job {
+            body: text,
+            raw: true,
+            settings: job.settings.clone(),
+            child_env: Default::default(),
+            bridge_env: Default::default(),
+            cwd: job.cwd.clone(),
+            new_session_id: None,
+            timeout_secs: job.timeout_secs,
+            withheld_env: Vec::new(),
+            pin_cwd_key: String::new(),
+            panel: Some(PanelJob {
+                kind,
+                shim_pid: 0,
+                session_id: Some(session.clone()),
+                new_session: false,
+                title: None,
+                sender_label: None,
+            }),
+        };
+        let key = TargetKey::new(agent, session.as_str()).to_string();
+        match self
+            .db()
+            .insert_delivery(&back, &key, now_ms(), &return_job, false)
+        {
+            Ok(()) => {
+                self.inner.wake.notify_one();
+                Some(back.delivery_id)
+            }
+            Err(error) => {
+                tracing::warn!(%error, "could not queue a return delivery");
+                None
+            }
+        }
+    }
+
+    /// Puts return traffic into the sender's panel, found again now (a reopened tab counts);
+    /// retried [`RETURN_ATTEMPTS`] times, then failed as undelivered — never a CLI.
+    pub(super) fn carry_return(&self, record: &mut DeliveryRecord, job: &Job) {
+        let Some(route) = job.panel.clone() else {
+            return;
+        };
+        let agent = record.target_agent;
+        let session = route.session_id.clone().unwrap_or_default();
+        let mut why = String::new();
+        for attempt in 0..RETURN_ATTEMPTS {
+            if attempt > 0 {
+                std::thread::sleep(self.inner.config.return_retry);
+            }
+            let panels = self.live_panels(UiHook::Auto);
+            let Some(shim) = window::hosting(&panels, agent, &session) else {
+                why = format!("no live panel holds {agent} session {session}");
+                continue;
+            };
+            let injection = Injection {
+                delivery_id: record.delivery_id.clone(),
+                kind: route.kind,
+                session_id: Some(session.clone()),
+                new_session: false,
+                text: job.body.clone(),
+                request_id: None,
+                title: None,
+                sender_label: record.from_session.as_deref().map(|s| {
+                    format!(
+                        "{} · session {s}",
+                        record.from_agent.map_or("?", Agent::as_str)
+                    )
+                }),
+            };
+            let socket = shim.registration.socket.clone();
+            match self.wait_injection(record, &socket, injection, None, job) {
+                Ended::Done(_) | Ended::Confirmed(_) => {
+                    record.state = DeliveryState::Delivered;
+                    return;
+                }
+                Ended::Stopped => {
+                    record.state = DeliveryState::Failed;
+                    record.is_stopped_with_carrier = true;
+                    record.error = Some("stopped with its carrier before the panel took it".into());
+                    return;
+                }
+                Ended::Undelivered(reason) | Ended::Broken(reason) => why = reason,
+            }
+        }
+        record.state = DeliveryState::Failed;
+        record.is_undelivered = true;
+        record.error = Some(format!(
+            "not delivered to the sender's panel after {RETURN_ATTEMPTS} attempts ({why}); no \
+             CLI was resumed for it. The answer stays on the request: read it with \
+             bridge_status(delivery_id=\"{}\")",
+            record.answer.answers_delivery_id.as_deref().unwrap_or("?")
+        ));
+        // The request's answer now lives only on its record.
+        if let Some(request_id) = record.answer.answers_delivery_id.clone() {
+            let db = self.db();
+            if let Ok(Some(mut request)) = db.delivery(&request_id)
+                && request.return_delivery_id.as_deref() == Some(record.delivery_id.as_str())
+            {
+                request.is_return_status_only = true;
+                let _ = db.update_delivery(&request);
+            }
+        }
+    }
+}
+
+fn patience_or_default(job: &Job) -> Duration {
+    let settings = CallSettings::from_settings(&job.settings);
+    Duration::from_secs(job.timeout_secs.max(settings.panel_patience_secs))
+}
+
+/// A finished turn in the peer's transcript whose closing line echoes the request id: the
+/// answer, whatever the shim says (it may have missed the turn's end).
+fn confirmed_in_transcript(record: &DeliveryRecord) -> Option<String> {
+    let path = record.target_transcript.as_deref()?;
+    let started = record
+        .started_at
+        .as_deref()
+        .and_then(UnixMillis::parse_rfc3339);
+    let mut warnings = cross_agent_stores::Warnings::default();
+    recent_turns(record.target_agent, Path::new(path), &mut warnings)
+        .ok()?
+        .finished_turn_answering(&record.request_id, started)
+        .and_then(|turn| turn.final_text().map(str::to_owned))
+}
