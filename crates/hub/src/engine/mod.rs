@@ -12,10 +12,22 @@
 //! **Order of a send** (spec 004 §5, §6, "Never starting a headless CLI"): contradicting
 //! arguments are refused; then strict mode (`CROSS_AGENT_REQUIRE_EXPLICIT_TARGET`) before any
 //! lookup; then the self-call guard; then the target is resolved — `session_id` → pin → the
-//! active session on disk (never the caller's own) → a new session; then the no-headless switch
-//! (there are no panels yet, so with it on every send is refused, naming the session); then the
-//! hop budget. Only an accepted send writes anything: its record, its payload and its hop, in
-//! one transaction.
+//! conversation in front in the caller's window's panel (`panel-focus`) → the active session on
+//! disk (never the caller's own, never one another window's panel holds) → a new session, in a
+//! panel of this window when one can open it; a session any panel holds goes through that
+//! panel (`transport: "panel"`). Then `CROSS_AGENT_UI_HOOK=require` (an unaddressed send must
+//! reach a panel) and the no-headless switch (a send must reach a panel); then the hop budget.
+//! Only an accepted send writes anything: its record, its payload and its hop, in one
+//! transaction.
+//!
+//! **Panels** (`panels`; the registry, window rule and socket client live in the transports
+//! crate). `panels/` is read on every resolution and route back; dead shims are removed there.
+//! A panel delivery goes through the same queue and busy lock; its worker writes `inject` to the
+//! shim and follows the events, reading the transcript between them. When any request settles,
+//! its answer (`BRIDGE REPLY`, or `DELIVERY FAILED`) is queued as a delivery of its own into the
+//! sender's live panel — found again at that moment by the sender's session id — or, with no
+//! panel, stays on the record (`is_return_status_only`). Return traffic spends no hop and never
+//! starts a CLI; a panel gone when it goes out is looked for again, then it fails undelivered.
 //!
 //! **Queue and lock.** The dispatcher takes queued deliveries oldest first, first come first
 //! served per target session, up to [`MAX_WORKERS`] at once. Taking one takes the session's busy

@@ -362,6 +362,21 @@ impl Engine {
             choice.selected_by = Some(why.as_str());
             return Ok(Ok(resolved.in_panel(Some(choice))));
         }
+        // Discovery is auto-selection too: a session another window's panel holds is that
+        // window's business, reachable only by naming it.
+        let elsewhere: Vec<&str> = tabs
+            .iter()
+            .filter(|t| !t.in_caller_window)
+            .filter_map(|t| t.session.session_id.as_deref())
+            .collect();
+        let sessions: Vec<Session> = if elsewhere.is_empty() {
+            sessions
+        } else {
+            sessions
+                .into_iter()
+                .filter(|s| s.agent != agent || !elsewhere.contains(&s.session_id.as_str()))
+                .collect()
+        };
         if let Some(session) = resolve::best_active(
             &sessions,
             agent,

@@ -14,18 +14,18 @@ use cross_agent_testkit::synthetic_stores::{ClaudeTranscript, now_millis};
 use pretty_assertions::assert_eq;
 use tempfile::TempDir;
 
-const CLAUDE_A: &str = "aaaaaaaa-0000-4000-8000-000000000001";
-const CLAUDE_B: &str = "bbbbbbbb-0000-4000-8000-000000000002";
+pub(super) const CLAUDE_A: &str = "aaaaaaaa-0000-4000-8000-000000000001";
+pub(super) const CLAUDE_B: &str = "bbbbbbbb-0000-4000-8000-000000000002";
 
 /// An engine over a temporary home, with a project folder holding two Claude sessions.
-struct Bench {
+pub(super) struct Bench {
     _tmp: TempDir,
-    home: PathBuf,
-    project: PathBuf,
-    engine: Engine,
+    pub(super) home: PathBuf,
+    pub(super) project: PathBuf,
+    pub(super) engine: Engine,
 }
 
-fn bench() -> Bench {
+pub(super) fn bench() -> Bench {
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path().join("home");
     let state = tmp.path().join("state");
@@ -64,7 +64,7 @@ fn bench() -> Bench {
 
 impl Bench {
     /// A caller of `agent` (forced with `CROSS_AGENT_SELF`) in the project, with `settings`.
-    fn caller(&self, agent: &str, settings: &[(&str, &str)]) -> CallerContext {
+    pub(super) fn caller(&self, agent: &str, settings: &[(&str, &str)]) -> CallerContext {
         CallerContext {
             cwd: Some(self.project.to_string_lossy().into_owned()),
             pid: std::process::id(),
@@ -81,7 +81,7 @@ impl Bench {
         }
     }
 
-    fn params(&self, agent: Agent, caller: CallerContext) -> SendParams {
+    pub(super) fn params(&self, agent: Agent, caller: CallerContext) -> SendParams {
         SendParams {
             agent,
             message: "m".into(),
@@ -97,14 +97,14 @@ impl Bench {
         }
     }
 
-    fn refused(&self, params: SendParams) -> Refusal {
+    pub(super) fn refused(&self, params: SendParams) -> Refusal {
         match self.engine.send(params).unwrap() {
             SendResponse::Refused(refusal) => refusal,
             SendResponse::Accepted(receipt) => panic!("accepted: {receipt:?}"),
         }
     }
 
-    fn accepted(&self, params: SendParams) -> SendReceipt {
+    pub(super) fn accepted(&self, params: SendParams) -> SendReceipt {
         match self.engine.send(params).unwrap() {
             SendResponse::Accepted(receipt) => receipt,
             SendResponse::Refused(refusal) => panic!("refused: {refusal:?}"),
@@ -112,7 +112,7 @@ impl Bench {
     }
 
     /// How many deliveries were recorded, in any state.
-    fn recorded(&self) -> usize {
+    pub(super) fn recorded(&self) -> usize {
         let db = cross_agent_hub::db::HubDb::open(&self.hub_db()).unwrap();
         db.deliveries_in(
             &[
@@ -128,7 +128,7 @@ impl Bench {
         .len()
     }
 
-    fn hub_db(&self) -> PathBuf {
+    pub(super) fn hub_db(&self) -> PathBuf {
         self.engine.info().state_root.join("hub.db")
     }
 }

@@ -5,4 +5,5 @@ mod answers;
 mod caller;
 mod envelope;
 mod guards;
+mod panels;
 mod records;

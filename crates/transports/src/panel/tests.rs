@@ -245,22 +245,45 @@ fn init_the_daemons_ancestors_and_a_process_above_two_windows_never_make_a_windo
     ));
     // Only init in common.
     let terminal = vantage(&[SHELL, 1]);
-    assert_eq!(window::window_match(&a, &[a.clone()], &terminal), None);
-    // One window open: the main process is shared with nothing else, so it counts.
-    let integrated_terminal = vantage(&[SHELL, MAIN, 1]);
     assert_eq!(
-        window::window_match(&a, &[a.clone()], &integrated_terminal),
-        Some(WindowMatch::SharedAncestor(MAIN))
-    );
-    // Two windows open: it is above both, so it names neither.
-    assert_eq!(
-        window::window_match(&a, &[a.clone(), b], &integrated_terminal),
+        window::window_match(&a, std::slice::from_ref(&a), &terminal),
         None
     );
+    // The main process is above every shim: it names no window, with one window open or two.
+    let integrated_terminal = vantage(&[SHELL, MAIN, 1]);
+    assert_eq!(
+        window::window_match(&a, std::slice::from_ref(&a), &integrated_terminal),
+        None
+    );
+    assert_eq!(
+        window::window_match(&a, &[a.clone(), b.clone()], &integrated_terminal),
+        None
+    );
+    // A caller under another window's extension host, with one shim registered: not its window.
+    let other_window = vantage(&[SHELL, HOST_B, MAIN, 1]);
+    assert_eq!(
+        window::window_match(&a, std::slice::from_ref(&a), &other_window),
+        None
+    );
+    // A wrapper between the extension host and the shim: the host still tells windows apart.
+    let wrapped = live(registration(
+        dir,
+        Agent::Claude,
+        101,
+        &[SHELL, HOST_A, MAIN, 1],
+        vec![],
+    ));
+    let caller_in_a = vantage(&[300, HOST_A, MAIN, 1]);
+    let both = [wrapped.clone(), b.clone()];
+    assert_eq!(
+        window::window_match(&wrapped, &both, &caller_in_a),
+        Some(WindowMatch::SharedAncestor(HOST_A))
+    );
+    assert_eq!(window::window_match(&b, &both, &caller_in_a), None);
     // The daemon's own ancestor is never a window.
-    let mut beside_daemon = vantage(&[SHELL, MAIN, 1]);
-    beside_daemon.daemon_chain = vec![4_000_900, MAIN, 1];
-    assert_eq!(window::window_match(&a, &[a.clone()], &beside_daemon), None);
+    let mut beside_daemon = caller_in_a.clone();
+    beside_daemon.daemon_chain = vec![4_000_900, HOST_A, MAIN, 1];
+    assert_eq!(window::window_match(&wrapped, &both, &beside_daemon), None);
 }
 
 #[test]
@@ -358,7 +381,8 @@ fn a_new_conversation_opens_only_where_the_panel_can() {
         &[HOST_A, 1],
         vec![session(Some("used"), 1, None), empty],
     ));
-    let (_, into) = window::new_conversation_host(&[grok.clone()], Agent::Grok, &caller).unwrap();
+    let (_, into) =
+        window::new_conversation_host(std::slice::from_ref(&grok), Agent::Grok, &caller).unwrap();
     assert_eq!(into.as_deref(), Some("empty"));
     // The empty Grok session is no conversation to select.
     let tabs = window::tabs(std::slice::from_ref(&grok), Agent::Grok, &caller);

@@ -7,13 +7,15 @@
 //!
 //! 1. the shim's parent, or the shim itself, is in the caller's ancestry (the strong case: a
 //!    panel session's own MCP server, a terminal the extension host started); or else
-//! 2. the nearest ancestor the shim and the caller share is a *window-level* process: not pid 1,
+//! 2. the nearest ancestor the shim and the caller share tells windows apart: it is not pid 1,
 //!    not a process named `systemd`/`init`/`launchd` (the user's service manager), not the daemon
-//!    itself or any of its ancestors, and not an ancestor of a shim with a different parent (a
-//!    process above two windows — VS Code's main process — says nothing about which window).
+//!    itself or any of its ancestors, and some live shim does *not* descend from it. (A wrapper
+//!    script between the extension host and the shim puts the host one step further up; the
+//!    host still discriminates, since other windows' shims are not below it.)
 //!
-//! Anything shared with everything (init, the user's session manager, the editor's main process
-//! when two windows are open) therefore never puts a caller in a window.
+//! An ancestor shared with everything — init, the user's session manager, the editor's main
+//! process above every window — therefore never puts a caller in a window: with one shim
+//! registered, only the strong case does.
 //!
 //! **The caller's own panel** (spec 004 "Reply address"): for Claude and Grok, a shim of the
 //! caller's agent whose pid is in the caller's ancestry (the panel process runs the MCP server),
@@ -77,11 +79,10 @@ pub fn window_match(
     if is_service_manager(joint) || vantage.daemon_chain.contains(&joint) {
         return None;
     }
-    let above_other_windows = all.iter().any(|other| {
-        other.registration.ancestors.first().copied() != parent
-            && other.registration.ancestors.contains(&joint)
+    let discriminates = all.iter().any(|other| {
+        other.registration.pid != joint && !other.registration.ancestors.contains(&joint)
     });
-    (!above_other_windows).then_some(WindowMatch::SharedAncestor(joint))
+    discriminates.then_some(WindowMatch::SharedAncestor(joint))
 }
 
 /// A conversation open in a panel, with the shim holding it.
