@@ -21,9 +21,9 @@ pub const DEFAULT_PANEL_PATIENCE_SECS: u64 = 3600;
 
 /// `CROSS_AGENT_UI_HOOK`: whether a send goes into an editor panel that holds the session.
 ///
-/// No panel shim exists in this build, so no panel is ever found: `auto` and `off` deliver over
-/// the CLI, `require` refuses what only a panel could take (a send naming no session, or a new
-/// conversation), and `off` with `CROSS_AGENT_DISABLE_HEADLESS` refuses every send.
+/// `auto` uses a panel that holds the session, else the CLI; `off` never looks at panels;
+/// `require` refuses a send naming no session (or opening a new conversation) that no panel of
+/// the caller's window takes; `off` with `CROSS_AGENT_DISABLE_HEADLESS` refuses every send.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum UiHook {
     /// Use a panel when one holds the session, else the CLI (the default).

@@ -9,7 +9,7 @@ pub enum Error {
     /// `CROSS_AGENT_DISABLE_HEADLESS` is on for the caller: no CLI is ever started.
     #[error(
         "CROSS_AGENT_DISABLE_HEADLESS is set, so no headless {agent} CLI is started for session \
-         {session}; no panel holds it (panel delivery is not available yet)"
+         {session}; no editor panel holds it"
     )]
     HeadlessDisabled {
         /// The target agent.

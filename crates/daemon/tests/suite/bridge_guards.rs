@@ -248,7 +248,7 @@ async fn no_headless_refuses_every_send_with_nothing_sent() {
     assert_eq!(status.deliveries.pending, []);
 }
 
-/// `CROSS_AGENT_UI_HOOK` with no panel to be found (this build has no panel shims).
+/// `CROSS_AGENT_UI_HOOK` with no panel registered.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ui_hook_require_refuses_only_what_a_panel_would_have_taken() {
     use cross_agent_protocol::bridge::{BridgeStatusParams, BridgeStatusResponse};
