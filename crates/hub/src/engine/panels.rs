@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use cross_agent_decisions::events;
 use cross_agent_protocol::bridge::{
     AwaitingApproval, CallerContext, DeliveryRecord, DeliveryState, IdePanels, PanelTabStatus,
-    PeerPanelStatus, TargetKey, TargetSelectedBy, Transport,
+    PeerPanelStatus, Pin, TargetKey, TargetSelectedBy, Transport,
 };
 use cross_agent_protocol::panel::{
     Injection, InjectionKind, PanelSessionState, ShimEvent, ShimRequest,
@@ -375,7 +375,7 @@ impl Engine {
                 Next::Event(ShimEvent::Accepted { session_id, queued }) => {
                     accepted = true;
                     if let Some(id) = session_id {
-                        self.panel_session_known(record, id);
+                        self.panel_session_known(record, id, job);
                     }
                     if is_request {
                         record.state = DeliveryState::AwaitingPeer;
@@ -385,7 +385,7 @@ impl Engine {
                     tracing::info!(delivery = %record.delivery_id, queued, "the panel took the message");
                 }
                 Next::Event(ShimEvent::SessionStarted { session_id }) => {
-                    self.panel_session_known(record, session_id);
+                    self.panel_session_known(record, session_id, job);
                 }
                 Next::Event(ShimEvent::ApprovalPending { approval }) => {
                     lock(&self.inner.panel_approvals).insert(record.delivery_id.clone(), approval);
@@ -395,7 +395,7 @@ impl Engine {
                 }
                 Next::Event(ShimEvent::Written { session_id }) => {
                     if let Some(id) = session_id {
-                        self.panel_session_known(record, id);
+                        self.panel_session_known(record, id, job);
                     }
                     accepted = true;
                     if !is_request {
@@ -466,12 +466,26 @@ impl Engine {
 
     /// A conversation the panel opened for a delivery has its id now: recorded, and pinned as a
     /// created session is.
-    fn panel_session_known(&self, record: &mut DeliveryRecord, id: String) {
+    fn panel_session_known(&self, record: &mut DeliveryRecord, id: String, job: &Job) {
         if record.target_session_id.as_deref() == Some(id.as_str()) {
             return;
         }
-        record.target_session_id = Some(id);
-        let _ = self.db().update_delivery(record);
+        record.target_session_id = Some(id.clone());
+        let db = self.db();
+        let _ = db.update_delivery(record);
+        if record.will_create_session && record.transport == Transport::Panel {
+            let pin = Pin {
+                agent: record.target_agent,
+                session_id: id,
+                title: None,
+                cwd: Some(job.cwd.clone()),
+                sticky: false,
+                pinned_at: now_rfc3339(),
+            };
+            if let Err(error) = db.set_pin(&pin, &job.pin_cwd_key, now_ms()) {
+                tracing::warn!(%error, "could not pin a conversation a panel opened");
+            }
+        }
     }
 
     /// Sends the `PROGRESS (INFO)` notice of a request that runs past patience to the sender's
