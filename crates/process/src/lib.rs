@@ -61,9 +61,9 @@ pub fn parent_of(pid: u32) -> Option<u32> {
 }
 
 /// When the process started, in clock ticks since boot (`/proc/<pid>/stat` field 22): with the
-/// pid, it names one process, so a reused pid is not taken for the process recorded earlier.
+/// pid, it tells a process apart from a later one that reused the pid.
 pub fn start_ticks(pid: u32) -> Option<u64> {
-    stat(pid).and_then(|s| s.start_ticks)
+    stat(pid).map(|s| s.start_ticks)
 }
 
 /// The executable's name as the kernel keeps it (`/proc/<pid>/comm`, at most 15 bytes).
@@ -99,8 +99,7 @@ struct Stat {
     state: char,
     parent: u32,
     process_group: u32,
-    /// Field 22: when the process started, in clock ticks since boot.
-    start_ticks: Option<u64>,
+    start_ticks: u64,
 }
 
 impl Stat {
@@ -111,8 +110,8 @@ impl Stat {
         let state = fields.next()?.chars().next()?;
         let parent = fields.next()?.parse().ok()?;
         let process_group = fields.next()?.parse().ok()?;
-        // Fields 6 to 21 lie between the process group (5) and the start time (22).
-        let start_ticks = fields.nth(16).and_then(|t| t.parse().ok());
+        // Fields 6 to 21 (session … itrealvalue) come before the start time.
+        let start_ticks = fields.nth(16)?.parse().ok()?;
         Some(Stat {
             state,
             parent,
@@ -149,18 +148,18 @@ mod tests {
     #[test]
     fn stat_is_read_after_a_name_with_spaces_and_parentheses() {
         assert_eq!(
-            Stat::parse("123 (a (b) c) S 77 123 123 0"),
+            Stat::parse(
+                "123 (a (b) c) S 77 123 123 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 98765 1 2"
+            ),
             Some(Stat {
                 state: 'S',
                 parent: 77,
                 process_group: 123,
-                start_ticks: None,
+                start_ticks: 98765,
             })
         );
-        let full = "5 (sh) S 1 5 5 0 -1 4194560 1 2 3 4 5 6 7 8 20 0 1 0 987654 10 11";
-        assert_eq!(Stat::parse(full).and_then(|s| s.start_ticks), Some(987_654));
         assert_eq!(
-            Stat::parse("9 (x) Z 1 9 9").map(Stat::is_zombie),
+            Stat::parse("9 (x) Z 1 9 9 0 0 0 0 0 0 0 0 0 0 0 0 0 1 0 5").map(Stat::is_zombie),
             Some(true)
         );
         assert_eq!(Stat::parse("garbage"), None);
@@ -174,8 +173,7 @@ mod tests {
         assert!(is_alive(me));
         assert!(parent_of(me).is_some_and(is_alive));
         assert!(!name_of(me).unwrap().is_empty());
-        assert!(start_ticks(me).is_some());
-        assert_eq!(start_ticks(me), start_ticks(me));
+        assert!(start_ticks(me).is_some_and(|t| t >= start_ticks(1).unwrap()));
         let args = arguments_of(me).unwrap();
         assert!(runs_program(me, &args[0]));
         assert!(!runs_program(me, "no-such-program-name"));
