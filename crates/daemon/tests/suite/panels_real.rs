@@ -1,0 +1,425 @@
+//! Deliveries through real panel shims (`cross-agent shim claude`) in front of the real Claude
+//! Code, with the test playing the VS Code extension over the shim's stdio (the testkit's
+//! `PanelDriver`) and the daemon running in-process: a message into an idle and a busy panel,
+//! the answer pushed back into the sender's own panel as a `BRIDGE REPLY`, two windows, and a
+//! panel closed before its reply.
+//!
+//! A "window" is a `sh` process standing for a VS Code extension host: each shim is started
+//! under one, so two windows have two different parents, as the window rule needs.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use cross_agent_protocol::bridge::{
+    Agent, AncestorProcess, CallerContext, DeliveryState, TargetSelectedBy, Transport,
+};
+use cross_agent_protocol::panel::{PanelRegistration, PanelSessionState};
+use cross_agent_testkit::binaries::cross_agent_bin;
+use cross_agent_testkit::endpoint::{Reply, Rule};
+use cross_agent_testkit::panel::{CLAUDE_SDK_ARGS, PanelDriver, claude_initialize, claude_user};
+use pretty_assertions::assert_eq;
+
+use super::bridge_support::Bridge;
+
+/// Long enough for a cold Claude start on a loaded machine.
+const TURN: Duration = Duration::from_secs(120);
+
+/// A Claude panel: the extension's end of its stdio, the window process above the shim, and
+/// the shim's pid.
+struct Panel {
+    driver: PanelDriver,
+    /// The process standing for the window's extension host (the shim's parent).
+    window: u32,
+    shim: u32,
+}
+
+impl Panel {
+    /// Real Claude behind a real shim, started under a window process of its own, initialized.
+    fn open(bridge: &Bridge) -> Panel {
+        let claude = bridge.claude();
+        let mut command = Command::new("sh");
+        // `; exit` keeps sh as the shim's parent (no exec), as an extension host is.
+        command
+            .arg("-c")
+            .arg("\"$@\"; exit $?")
+            .arg("window")
+            .arg(cross_agent_bin().unwrap())
+            .arg("shim")
+            .arg("claude")
+            .arg(claude.binary())
+            .args(CLAUDE_SDK_ARGS)
+            .current_dir(&bridge.project)
+            .env_clear()
+            .envs(claude.env())
+            .env("CROSS_AGENT_HOME", bridge.state.root());
+        let mut driver = PanelDriver::start(command).unwrap();
+        let window = driver.pid();
+        driver.send(&claude_initialize("init-1")).unwrap();
+        driver
+            .next_line(TURN, |l| l["type"] == "control_response")
+            .unwrap();
+        let shim = registration_where(bridge, |r| r.ancestors.first() == Some(&window)).pid;
+        Panel {
+            driver,
+            window,
+            shim,
+        }
+    }
+
+    /// A human turn typed into the panel, so it holds a conversation; returns its id.
+    fn converse(&mut self, bridge: &Bridge, prompt: &str) -> String {
+        bridge
+            .endpoint
+            .push(Rule::on_user_text(prompt).reply_text("human reply").once());
+        self.driver.send(&claude_user(prompt)).unwrap();
+        self.driver
+            .next_line(TURN, |l| l["type"] == "result")
+            .unwrap();
+        let shim = self.shim;
+        let registration = registration_where(bridge, |r| {
+            r.pid == shim
+                && r.sessions
+                    .first()
+                    .is_some_and(|s| s.session_id.is_some() && s.state == PanelSessionState::Idle)
+        });
+        registration.sessions[0].session_id.clone().unwrap()
+    }
+
+    /// Every line the panel received on stdout that mentions `needle`.
+    fn stdout_mentions(&self, needle: &str) -> bool {
+        String::from_utf8_lossy(&self.driver.received()).contains(needle)
+    }
+}
+
+/// Waits for a registration in `panels/` that satisfies `wanted`.
+fn registration_where(
+    bridge: &Bridge,
+    wanted: impl Fn(&PanelRegistration) -> bool,
+) -> PanelRegistration {
+    let dir: PathBuf = bridge.state.root().join("panels");
+    let deadline = Instant::now() + TURN;
+    loop {
+        let found = std::fs::read_dir(&dir).ok().and_then(|entries| {
+            entries
+                .flatten()
+                .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+                .filter_map(|e| std::fs::read(e.path()).ok())
+                .filter_map(|bytes| serde_json::from_slice::<PanelRegistration>(&bytes).ok())
+                .find(|r| wanted(r))
+        });
+        if let Some(found) = found {
+            return found;
+        }
+        assert!(Instant::now() < deadline, "no such registration in {dir:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A caller whose process ancestry runs through `chain` (nearest first).
+fn with_ancestry(mut caller: CallerContext, chain: &[u32]) -> CallerContext {
+    caller.ancestry = chain
+        .iter()
+        .map(|pid| AncestorProcess {
+            pid: *pid,
+            name: "x".into(),
+            cmdline: String::new(),
+        })
+        .collect();
+    caller
+}
+
+/// The prompts the scripted model received that carry `needle`.
+fn prompts_with(bridge: &Bridge, needle: &str) -> Vec<String> {
+    bridge
+        .endpoint
+        .model_requests()
+        .into_iter()
+        .filter(|r| !r.side_request)
+        .filter_map(|r| r.last_user_prompt)
+        .filter(|p| p.contains(needle))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claude_panels_send_to_codex_comes_back_into_that_panel_as_a_bridge_reply() {
+    let bridge = Bridge::start().await;
+    let mut panel = Panel::open(&bridge);
+    let session = panel.converse(&bridge, "hello from the panel r1");
+    let thread = bridge.codex_session("seed codex r1");
+    bridge
+        .endpoint
+        .push(Rule::on_user_text("question r1").reply(Reply::echo_token("codex answer r1")));
+    bridge.endpoint.push(
+        Rule::on_user_text("=== BRIDGE REPLY ===")
+            .reply_text("noted the reply r1")
+            .once(),
+    );
+
+    // The call comes from the panel's own MCP server: below the shim, with its session id.
+    let caller = with_ancestry(bridge.claude_caller(&session), &[panel.shim, panel.window]);
+    let mut params = bridge.send_params(Agent::Codex, "question r1", caller);
+    params.session_id = Some(thread.clone());
+    let receipt = bridge.accepted(params).await;
+    assert!(receipt.return_panel_available_now, "{receipt:#?}");
+    assert!(
+        !receipt
+            .warnings
+            .iter()
+            .any(|w| w.contains("return_panel_available_now is false")),
+        "{:#?}",
+        receipt.warnings
+    );
+
+    let request = bridge.wait_finished(&receipt.delivery_id).await;
+    assert_eq!(request.state, DeliveryState::Delivered, "{request:#?}");
+    assert!(!request.is_return_status_only);
+    let return_id = request
+        .return_delivery_id
+        .clone()
+        .expect("a return delivery");
+    let back = bridge.wait_finished(&return_id).await;
+    assert_eq!(back.state, DeliveryState::Delivered, "{back:#?}");
+    assert_eq!(back.transport, Transport::Panel);
+    assert_eq!(back.target_session_id.as_deref(), Some(session.as_str()));
+    assert_eq!(
+        back.answer.answers_delivery_id.as_deref(),
+        Some(receipt.delivery_id.as_str())
+    );
+    // No hop spent on the way back: the conversation's count is the request's.
+    assert_eq!(back.hop, request.hop);
+
+    // The reply went into that panel's conversation: its model read the BRIDGE REPLY with the
+    // Codex answer, and the panel showed the turn it ran on it.
+    let prompt = prompts_with(&bridge, "=== BRIDGE REPLY ===").pop().unwrap();
+    assert!(prompt.contains("codex answer r1"), "{prompt}");
+    assert!(
+        prompt.contains(&format!("from: codex session {thread}")),
+        "{prompt}"
+    );
+    panel
+        .driver
+        .next_line(TURN, |l| {
+            l["type"] == "result" && l["result"] == "noted the reply r1"
+        })
+        .unwrap();
+
+    // bridge_status on the request shows the return delivery's outcome.
+    let status = bridge.status(Some(&receipt.delivery_id)).await;
+    assert_eq!(
+        status.return_delivery.map(|r| r.state),
+        Some(DeliveryState::Delivered)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_into_an_idle_and_into_a_busy_claude_panel() {
+    let bridge = Bridge::start().await;
+    let mut panel = Panel::open(&bridge);
+    let session = panel.converse(&bridge, "hello panel i1");
+    bridge
+        .endpoint
+        .push(Rule::on_user_text("idle question i1").reply(Reply::echo_token("panel answer i1")));
+    // A Codex caller in the same window, naming no session: the tab in front is chosen.
+    let caller = with_ancestry(
+        bridge.codex_caller("019a0000-0000-7000-8000-0000000000a1"),
+        &[panel.window],
+    );
+    let receipt = bridge
+        .accepted(bridge.send_params(Agent::Claude, "idle question i1", caller.clone()))
+        .await;
+    assert_eq!(receipt.target_selected_by, TargetSelectedBy::PanelFocus);
+    assert_eq!(receipt.target_session_id.as_deref(), Some(session.as_str()));
+    let record = bridge.wait_finished(&receipt.delivery_id).await;
+    assert_eq!(record.state, DeliveryState::Delivered, "{record:#?}");
+    assert_eq!(record.transport, Transport::Panel);
+    assert!(record.reply_preview.unwrap().starts_with("panel answer i1"));
+    assert!(record.answer.reply_carries_request_id);
+    // The person watching saw it: the bridged turn's result is on the panel's stdout.
+    assert!(panel.stdout_mentions("panel answer i1"));
+    // The Codex caller has no panel: the answer stays on the record.
+    assert!(record.is_return_status_only);
+    assert_eq!(record.return_delivery_id, None);
+
+    // Busy: a slow human turn runs; the message waits for it and then goes in.
+    bridge.endpoint.push(
+        Rule::on_user_text("slow human i1")
+            .reply(Reply::text("human answer i1").delay(Duration::from_secs(4)))
+            .once(),
+    );
+    bridge
+        .endpoint
+        .push(Rule::on_user_text("busy question i1").reply(Reply::echo_token("bridged answer i1")));
+    panel.driver.send(&claude_user("slow human i1")).unwrap();
+    let shim = panel.shim;
+    registration_where(&bridge, |r| {
+        r.pid == shim && r.sessions[0].state == PanelSessionState::Working
+    });
+    let mut named = bridge.send_params(Agent::Claude, "busy question i1", caller);
+    named.session_id = Some(session.clone());
+    let receipt = bridge.accepted(named).await;
+    let record = bridge.wait_finished(&receipt.delivery_id).await;
+    assert_eq!(record.state, DeliveryState::Delivered, "{record:#?}");
+    assert!(
+        record
+            .reply_preview
+            .unwrap()
+            .starts_with("bridged answer i1")
+    );
+    let received = String::from_utf8_lossy(&panel.driver.received()).into_owned();
+    let human = received
+        .find("human answer i1")
+        .expect("the human's answer");
+    let bridged = received
+        .find("bridged answer i1")
+        .expect("the bridged answer");
+    assert!(human < bridged, "the human's turn ran first");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_callers_window_is_chosen_and_the_other_is_listed_yet_reachable_by_id() {
+    let bridge = Bridge::start().await;
+    let mut here = Panel::open(&bridge);
+    let mut there = Panel::open(&bridge);
+    let here_session = here.converse(&bridge, "window one w1");
+    let there_session = there.converse(&bridge, "window two w1");
+    bridge
+        .endpoint
+        .push(Rule::on_user_text("unaddressed w1").reply(Reply::echo_token("answer here w1")));
+    bridge
+        .endpoint
+        .push(Rule::on_user_text("addressed w1").reply(Reply::echo_token("answer there w1")));
+    let caller = with_ancestry(
+        bridge.codex_caller("019a0000-0000-7000-8000-0000000000b1"),
+        &[here.window],
+    );
+
+    let receipt = bridge
+        .accepted(bridge.send_params(Agent::Claude, "unaddressed w1", caller.clone()))
+        .await;
+    assert_eq!(receipt.target_selected_by, TargetSelectedBy::PanelFocus);
+    assert_eq!(
+        receipt.target_session_id.as_deref(),
+        Some(here_session.as_str())
+    );
+
+    let status = bridge
+        .conn
+        .client
+        .call(cross_agent_protocol::bridge::BridgeStatusParams {
+            cwd: None,
+            scope: None,
+            delivery_id: None,
+            caller: caller.clone(),
+        })
+        .await
+        .unwrap();
+    let claude: &cross_agent_protocol::bridge::IdePanels = &status.ide_panels[&Agent::Claude];
+    let tabs: Vec<_> = claude.tabs.iter().map(|t| t.session_id.clone()).collect();
+    assert_eq!(tabs, [Some(here_session.clone())]);
+    let others: Vec<_> = claude
+        .other_window_sessions
+        .iter()
+        .map(|t| t.session_id.clone())
+        .collect();
+    assert_eq!(others, [Some(there_session.clone())]);
+
+    let mut named = bridge.send_params(Agent::Claude, "addressed w1", caller);
+    named.session_id = Some(there_session.clone());
+    let receipt = bridge.accepted(named).await;
+    let record = bridge.wait_finished(&receipt.delivery_id).await;
+    assert_eq!(record.state, DeliveryState::Delivered, "{record:#?}");
+    assert_eq!(record.transport, Transport::Panel);
+    assert!(there.stdout_mentions("answer there w1"));
+    assert!(!here.stdout_mentions("answer there w1"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_whose_panel_closed_fails_undelivered_and_nothing_is_resumed() {
+    let bridge = Bridge::start().await;
+    let mut panel = Panel::open(&bridge);
+    let session = panel.converse(&bridge, "hello closing c1");
+    let thread = bridge.codex_session("seed codex c1");
+    // The Codex turn is slow enough for the panel to close first.
+    bridge.endpoint.push(
+        Rule::on_user_text("question c1")
+            .reply(Reply::echo_token("codex answer c1").delay(Duration::from_secs(6))),
+    );
+    let caller = with_ancestry(bridge.claude_caller(&session), &[panel.shim, panel.window]);
+    let mut params = bridge.send_params(Agent::Codex, "question c1", caller);
+    params.session_id = Some(thread);
+    let receipt = bridge.accepted(params).await;
+    assert!(receipt.return_panel_available_now);
+    panel.driver.close_stdin();
+    assert!(panel.driver.wait(TURN).unwrap().success());
+
+    let request = bridge.wait_finished(&receipt.delivery_id).await;
+    assert_eq!(request.state, DeliveryState::Delivered, "{request:#?}");
+    // The route is resolved again when the answer exists: no panel, so the answer stays on the
+    // record and nothing is resumed.
+    assert!(request.is_return_status_only, "{request:#?}");
+    assert_eq!(request.return_delivery_id, None);
+    let status = bridge.status(Some(&receipt.delivery_id)).await;
+    assert!(status.peer_transcript.unwrap().answer.is_some());
+    // No Claude turn ran on the reply: no CLI was started for it.
+    assert_eq!(
+        prompts_with(&bridge, "=== BRIDGE REPLY ==="),
+        Vec::<String>::new()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_waiting_in_a_panel_that_then_closes_fails_as_undelivered() {
+    let bridge = Bridge::start().await;
+    let mut panel = Panel::open(&bridge);
+    let session = panel.converse(&bridge, "hello closing c2");
+    let thread = bridge.codex_session("seed codex c2");
+    bridge
+        .endpoint
+        .push(Rule::on_user_text("question c2").reply(Reply::echo_token("codex answer c2")));
+    // The sender is busy with a long turn of its own when the answer comes back.
+    bridge.endpoint.push(
+        Rule::on_user_text("long human c2")
+            .reply(Reply::text("human answer c2").delay(Duration::from_secs(60)))
+            .once(),
+    );
+    panel.driver.send(&claude_user("long human c2")).unwrap();
+    let shim = panel.shim;
+    registration_where(&bridge, |r| {
+        r.pid == shim && r.sessions[0].state == PanelSessionState::Working
+    });
+    let caller = with_ancestry(bridge.claude_caller(&session), &[panel.shim, panel.window]);
+    let mut params = bridge.send_params(Agent::Codex, "question c2", caller);
+    params.session_id = Some(thread);
+    let receipt = bridge.accepted(params).await;
+    let request = bridge.wait_finished(&receipt.delivery_id).await;
+    assert_eq!(request.state, DeliveryState::Delivered, "{request:#?}");
+    let return_id = request
+        .return_delivery_id
+        .clone()
+        .expect("a return delivery");
+    // The reply waits in the shim for the sender's turn; the window closes meanwhile.
+    bridge
+        .wait_record(&return_id, TURN, |r| r.state != DeliveryState::Queued)
+        .await;
+    let _ = Command::new("kill")
+        .arg("-KILL")
+        .arg(panel.shim.to_string())
+        .status();
+    let back = bridge.wait_finished(&return_id).await;
+    assert_eq!(back.state, DeliveryState::Failed, "{back:#?}");
+    assert!(back.is_undelivered, "{back:#?}");
+    assert!(
+        back.error
+            .as_deref()
+            .unwrap_or_default()
+            .contains("no CLI was resumed"),
+        "{back:#?}"
+    );
+    let request = bridge.status(Some(&receipt.delivery_id)).await;
+    assert!(request.delivery.unwrap().is_return_status_only);
+    assert_eq!(
+        prompts_with(&bridge, "=== BRIDGE REPLY ==="),
+        Vec::<String>::new()
+    );
+}
