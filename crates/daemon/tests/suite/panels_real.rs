@@ -191,18 +191,18 @@ async fn a_claude_panels_send_to_codex_comes_back_into_that_panel_as_a_bridge_re
 
     // The reply went into that panel's conversation: its model read the BRIDGE REPLY with the
     // Codex answer, and the panel showed the turn it ran on it.
-    let prompt = prompts_with(&bridge, "=== BRIDGE REPLY ===").pop().unwrap();
-    assert!(prompt.contains("codex answer r1"), "{prompt}");
-    assert!(
-        prompt.contains(&format!("from: codex session {thread}")),
-        "{prompt}"
-    );
     panel
         .driver
         .next_line(TURN, |l| {
             l["type"] == "result" && l["result"] == "noted the reply r1"
         })
         .unwrap();
+    let prompt = prompts_with(&bridge, "=== BRIDGE REPLY ===").pop().unwrap();
+    assert!(prompt.contains("codex answer r1"), "{prompt}");
+    assert!(
+        prompt.contains(&format!("from: codex session {thread}")),
+        "{prompt}"
+    );
 
     // bridge_status on the request shows the return delivery's outcome.
     let status = bridge.status(Some(&receipt.delivery_id)).await;
