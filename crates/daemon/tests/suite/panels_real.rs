@@ -37,6 +37,11 @@ struct Panel {
 impl Panel {
     /// Real Claude behind a real shim, started under a window process of its own, initialized.
     fn open(bridge: &Bridge) -> Panel {
+        Panel::open_with(bridge, &[])
+    }
+
+    /// [`Panel::open`] with more arguments for Claude (after the SDK's own).
+    fn open_with(bridge: &Bridge, extra: &[&str]) -> Panel {
         let claude = bridge.claude();
         let mut command = Command::new("sh");
         // `; exit` keeps sh as the shim's parent (no exec), as an extension host is.
@@ -49,6 +54,7 @@ impl Panel {
             .arg("claude")
             .arg(claude.binary())
             .args(CLAUDE_SDK_ARGS)
+            .args(extra)
             .current_dir(&bridge.project)
             .env_clear()
             .envs(claude.env())
@@ -422,4 +428,109 @@ async fn a_reply_waiting_in_a_panel_that_then_closes_fails_as_undelivered() {
         prompts_with(&bridge, "=== BRIDGE REPLY ==="),
         Vec::<String>::new()
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panel_session_calls_send_to_codex_through_cross_agent_mcp_and_reads_the_reply_there() {
+    use cross_agent_testkit::agents::{AgentKind, agent_binary};
+    use cross_agent_testkit::endpoint::{Api, ToolCall};
+
+    let bridge = Bridge::start().await;
+    let thread = bridge.codex_session("seed codex m1");
+    let bin = cross_agent_bin().unwrap().to_string_lossy().into_owned();
+    let codex_home = bridge.agents.codex_home().to_string_lossy().into_owned();
+    let codex_bin = agent_binary(AgentKind::Codex)
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    // `cross-agent mcp` as the panel's MCP server, on this daemon's home.
+    let config = serde_json::json!({"mcpServers": {"cross-agent": {
+        "type": "stdio",
+        "command": bin,
+        "args": ["mcp"],
+        "env": {
+            "CROSS_AGENT_HOME": bridge.state.root().to_string_lossy(),
+            "HOME": bridge.agents.path().to_string_lossy(),
+            "PATH": std::env::var("PATH").unwrap_or_default(),
+            "CROSS_AGENT_CODEX_BIN": codex_bin,
+            "CODEX_HOME": codex_home,
+            "SCRIPTED_KEY": "test-key",
+            "CROSS_AGENT_CHILD_ENV": "SCRIPTED_KEY",
+        },
+    }}});
+    let mut panel = Panel::open_with(
+        &bridge,
+        &[
+            "--mcp-config",
+            &config.to_string(),
+            "--allowedTools",
+            "mcp__cross-agent",
+        ],
+    );
+    bridge.endpoint.push(
+        Rule::on_user_text("Ask Codex m1")
+            .tool_call(ToolCall::mcp(
+                "cross-agent",
+                "send_to_codex",
+                serde_json::json!({"message": "question m1", "session_id": thread}),
+            ))
+            .for_api(Api::Anthropic)
+            .once(),
+    );
+    bridge.endpoint.push(
+        Rule::on_tool_result("delivery_id")
+            .reply_text("sent, waiting m1")
+            .for_api(Api::Anthropic)
+            .once(),
+    );
+    bridge.endpoint.push(
+        Rule::on_user_text("question m1")
+            .reply(Reply::echo_token("codex answer m1"))
+            .for_api(Api::Responses),
+    );
+    bridge.endpoint.push(
+        Rule::on_user_text("=== BRIDGE REPLY ===")
+            .reply_text("read the reply m1")
+            .for_api(Api::Anthropic)
+            .once(),
+    );
+
+    panel.driver.send(&claude_user("Ask Codex m1")).unwrap();
+    panel
+        .driver
+        .next_line(TURN, |l| {
+            l["type"] == "result" && l["result"] == "sent, waiting m1"
+        })
+        .unwrap();
+    // The BRIDGE REPLY is put into this same panel: its model reads it, and the panel shows the
+    // turn on its stdout.
+    panel
+        .driver
+        .next_line(TURN, |l| {
+            l["type"] == "result" && l["result"] == "read the reply m1"
+        })
+        .unwrap();
+    let prompt = prompts_with(&bridge, "=== BRIDGE REPLY ===").pop().unwrap();
+    assert!(prompt.contains("codex answer m1"), "{prompt}");
+    // The request's record: sent from this panel's session, answered, its answer delivered back.
+    let status = bridge.status(None).await;
+    let request = status
+        .deliveries
+        .recent
+        .iter()
+        .find(|r| r.target_agent == Agent::Codex && r.answer.answers_delivery_id.is_none())
+        .expect("the request's record")
+        .clone();
+    assert_eq!(request.from_agent, Some(Agent::Claude));
+    assert_eq!(request.state, DeliveryState::Delivered, "{request:#?}");
+    let back = bridge
+        .wait_finished(
+            &request
+                .return_delivery_id
+                .clone()
+                .expect("a return delivery"),
+        )
+        .await;
+    assert_eq!(back.state, DeliveryState::Delivered, "{back:#?}");
+    assert_eq!(back.target_session_id, request.from_session);
 }
