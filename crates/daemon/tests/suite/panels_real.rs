@@ -534,3 +534,78 @@ async fn a_panel_session_calls_send_to_codex_through_cross_agent_mcp_and_reads_t
     assert_eq!(back.state, DeliveryState::Delivered, "{back:#?}");
     assert_eq!(back.target_session_id, request.from_session);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_the_bridged_turn_waits_on_shows_in_bridge_status_until_answered() {
+    use cross_agent_testkit::endpoint::ToolCall;
+    use cross_agent_testkit::panel::claude_permission;
+
+    let bridge = Bridge::start().await;
+    let mut panel = Panel::open(&bridge);
+    let session = panel.converse(&bridge, "hello approvals a1");
+    let marker = bridge.project.join("approved-a1.txt");
+    let command = format!("echo approved > {}", marker.display());
+    bridge.endpoint.push(
+        Rule::on_user_text("use the tool a1")
+            .tool_call(ToolCall::new(
+                "Bash",
+                serde_json::json!({"command": command, "description": "write"}),
+            ))
+            .once(),
+    );
+    bridge
+        .endpoint
+        .push(Rule::on_any_tool_result().reply(Reply::echo_token("tool turn done a1")));
+    let caller = with_ancestry(
+        bridge.codex_caller("019a0000-0000-7000-8000-0000000000c1"),
+        &[panel.window],
+    );
+    let mut params = bridge.send_params(Agent::Claude, "use the tool a1", caller);
+    params.session_id = Some(session);
+    let receipt = bridge.accepted(params).await;
+
+    // The panel asks its extension (the test) for the approval; nobody answers yet.
+    let ask = panel
+        .driver
+        .next_line(TURN, |l| l["type"] == "control_request")
+        .unwrap();
+    let request_id = ask["request_id"].as_str().unwrap().to_owned();
+    let deadline = Instant::now() + TURN;
+    let waiting = loop {
+        let status = bridge.status(Some(&receipt.delivery_id)).await;
+        if let Some(approval) = status.peer_panel.and_then(|p| p.awaiting_approval) {
+            break approval;
+        }
+        assert!(Instant::now() < deadline, "no approval shown");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(waiting.request_id, request_id);
+    assert_eq!(waiting.tool.as_deref(), Some("Bash"));
+    assert_eq!(waiting.kind, "can_use_tool");
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let status = bridge.status(Some(&receipt.delivery_id)).await;
+    let panel_status = status.peer_panel.unwrap();
+    assert_eq!(panel_status.state, "awaiting_approval");
+    assert!(panel_status.awaiting_approval.unwrap().waiting_seconds >= 1);
+
+    // Answered in the panel: the turn goes on and the answer is paired.
+    panel
+        .driver
+        .send(&claude_permission(
+            &request_id,
+            true,
+            &ask["request"]["input"],
+        ))
+        .unwrap();
+    let record = bridge.wait_finished(&receipt.delivery_id).await;
+    assert_eq!(record.state, DeliveryState::Delivered, "{record:#?}");
+    assert!(
+        record
+            .reply_preview
+            .unwrap()
+            .starts_with("tool turn done a1")
+    );
+    assert_eq!(std::fs::read_to_string(&marker).unwrap(), "approved\n");
+    let status = bridge.status(Some(&receipt.delivery_id)).await;
+    assert_eq!(status.peer_panel.unwrap().awaiting_approval, None);
+}
