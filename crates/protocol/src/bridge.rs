@@ -798,6 +798,7 @@ mod tests {
                                    "until": "2026-01-01T03:00:00Z"}]},
                 "delivery": null,
                 "peer_transcript": null,
+                "ide_panels": {},
                 "warnings": [],
             })
         );
