@@ -609,3 +609,106 @@ async fn an_approval_the_bridged_turn_waits_on_shows_in_bridge_status_until_answ
     let status = bridge.status(Some(&receipt.delivery_id)).await;
     assert_eq!(status.peer_panel.unwrap().awaiting_approval, None);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_panel_turn_sends_one_progress_notice_to_the_idle_senders_panel() {
+    let bridge = Bridge::start().await;
+    let mut sender = Panel::open(&bridge);
+    let mut peer = Panel::open(&bridge);
+    let sender_session = sender.converse(&bridge, "hello sender p1");
+    let peer_session = peer.converse(&bridge, "hello peer p1");
+    bridge.endpoint.push(
+        Rule::on_user_text("long question p1")
+            .reply(Reply::echo_token("long answer p1").delay(Duration::from_secs(8))),
+    );
+    bridge.endpoint.push(
+        Rule::on_user_text("=== PROGRESS (INFO) ===")
+            .reply_text("noted the progress p1")
+            .once(),
+    );
+    bridge.endpoint.push(
+        Rule::on_user_text("=== BRIDGE REPLY ===")
+            .reply_text("noted the reply p1")
+            .once(),
+    );
+    let mut caller = with_ancestry(
+        bridge.claude_caller(&sender_session),
+        &[sender.shim, sender.window],
+    );
+    caller
+        .settings
+        .insert("CROSS_AGENT_PANEL_PATIENCE".into(), "2".into());
+    let mut params = bridge.send_params(Agent::Claude, "long question p1", caller);
+    params.session_id = Some(peer_session);
+    params.timeout = Some(1);
+    let receipt = bridge.accepted(params).await;
+
+    let request = bridge.wait_finished(&receipt.delivery_id).await;
+    assert_eq!(request.state, DeliveryState::Delivered, "{request:#?}");
+    let note = request.progress_note.clone().expect("a progress note");
+    assert!(note.starts_with("=== PROGRESS (INFO) ==="), "{note}");
+    let progress_id = request
+        .progress_delivery_id
+        .clone()
+        .expect("a progress delivery");
+    assert_ne!(Some(&progress_id), request.return_delivery_id.as_ref());
+    let progress = bridge.wait_finished(&progress_id).await;
+    assert_eq!(progress.state, DeliveryState::Delivered, "{progress:#?}");
+    // The sender read the notice, then the answer, each in its own turn.
+    sender
+        .driver
+        .next_line(TURN, |l| {
+            l["type"] == "result" && l["result"] == "noted the reply p1"
+        })
+        .unwrap();
+    assert!(sender.stdout_mentions("noted the progress p1"));
+    assert_eq!(prompts_with(&bridge, "=== PROGRESS (INFO) ===").len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ui_hook_require_takes_a_live_panel_and_off_goes_around_it() {
+    let bridge = Bridge::start().await;
+    let mut panel = Panel::open(&bridge);
+    let session = panel.converse(&bridge, "hello hooks h1");
+    let caller = |hook: &str| {
+        let mut caller = with_ancestry(
+            bridge.codex_caller("019a0000-0000-7000-8000-0000000000d1"),
+            &[panel.window],
+        );
+        caller
+            .settings
+            .insert("CROSS_AGENT_UI_HOOK".into(), hook.into());
+        caller
+    };
+    // require: the panel's conversation takes the unaddressed send.
+    bridge
+        .endpoint
+        .push(Rule::on_user_text("require h1").reply(Reply::echo_token("panel took it h1")));
+    let receipt = bridge
+        .accepted(bridge.send_params(Agent::Claude, "require h1", caller("require")))
+        .await;
+    assert_eq!(receipt.target_selected_by, TargetSelectedBy::PanelFocus);
+    let record = bridge.wait_finished(&receipt.delivery_id).await;
+    assert_eq!(
+        (record.state, record.transport),
+        (DeliveryState::Delivered, Transport::Panel)
+    );
+    // require, from another window (a caller under no shim's host): refused, nothing sent.
+    let mut elsewhere = caller("require");
+    elsewhere.ancestry.clear();
+    let refusal = bridge
+        .refused(bridge.send_params(Agent::Claude, "require elsewhere h1", elsewhere))
+        .await;
+    assert_eq!(
+        refusal.reason,
+        cross_agent_protocol::bridge::RefusalReason::UiHookRequire
+    );
+    // off: the same send goes around the panel, to the session on disk over its CLI.
+    let receipt = bridge
+        .accepted(bridge.send_params(Agent::Claude, "off h1", caller("off")))
+        .await;
+    assert_eq!(receipt.target_selected_by, TargetSelectedBy::Discovery);
+    assert_eq!(receipt.target_session_id.as_deref(), Some(session.as_str()));
+    let status = bridge.status(Some(&receipt.delivery_id)).await;
+    assert_eq!(status.delivery.unwrap().transport, Transport::HeadlessCli);
+}
