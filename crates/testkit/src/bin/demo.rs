@@ -9,6 +9,10 @@
 //!    `send_to_codex` naming the Codex thread. The daemon resumes that thread headlessly and the
 //!    Codex turn answers.
 //!
+//! 4. (step 8) runs Claude Code behind `cross-agent shim claude` as the VS Code extension does,
+//!    playing the extension on its stdio: the panel's Claude calls `send_to_codex`, and the
+//!    Codex answer comes back into that same panel as a `BRIDGE REPLY` turn.
+//!
 //! It prints the ids, the tool call Claude made, the receipt it got back, the envelope exactly as
 //! Codex received it (from the endpoint's request log), the delivery record's final state with
 //! the delivered answer (`cross-agent status <id> --json`), and the timing. No account, key or
@@ -36,6 +40,7 @@ use cross_agent_testkit::agents::{
 };
 use cross_agent_testkit::binaries::cross_agent_bin;
 use cross_agent_testkit::endpoint::{Api, ModelEndpoint, Reply, Rule, ToolCall};
+use cross_agent_testkit::panel::{CLAUDE_SDK_ARGS, PanelDriver, claude_initialize, claude_user};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -60,6 +65,12 @@ const BRIDGE_ANSWER: &str =
     "notes.txt has three lines; the first reads \"cross-agent demo notes\".";
 /// What the scripted Claude says once it has the receipt.
 const CLAUDE_AFTER_SEND: &str = "Sent to Codex; its answer will be on the delivery record.";
+
+/// What the person types into the live panel in step 8, and the message its Claude sends.
+const PANEL_PROMPT: &str = "From the panel: ask Codex again how many lines notes.txt has.";
+const PANEL_MESSAGE: &str = "Claude here again, from a live panel. How many lines now?";
+/// What the panel's scripted Claude says once the BRIDGE REPLY is in.
+const PANEL_AFTER_REPLY: &str = "Codex answered here in the panel: three lines.";
 
 /// What the scripted model says when a command's output is not what the script expects; the
 /// demo then fails, showing the output.
@@ -238,7 +249,7 @@ fn steps(home: &AgentHome, cross_agent: &CrossAgent) -> Result<()> {
     let claude = Claude::new(home, &endpoint.anthropic_base_url())?;
     let session_id = claude_part(home, &claude, &project)
         .context("step 2 (a Claude Code session exists) failed")?;
-    bridge_part(&Bridge {
+    let bridge = Bridge {
         endpoint: &endpoint,
         cross_agent,
         codex: &codex,
@@ -247,7 +258,9 @@ fn steps(home: &AgentHome, cross_agent: &CrossAgent) -> Result<()> {
         thread_id: &thread_id,
         session_id: &session_id,
         codex_records,
-    })
+    };
+    bridge_part(&bridge)?;
+    panel_part(&bridge)
 }
 
 /// The setup exchanges (each agent runs one command and answers), the bridge turn's reply once
@@ -382,6 +395,112 @@ struct Bridge<'a> {
     codex_records: usize,
 }
 
+/// `cross-agent mcp` on the demo's daemon home, able to start the pinned Codex against the
+/// scripted model.
+fn codex_reaching_server(bridge: &Bridge<'_>) -> Result<McpServer> {
+    let codex_bin = agent_binary(AgentKind::Codex)?;
+    Ok(bridge
+        .cross_agent
+        .mcp_server()
+        .env(var::CODEX_BIN, codex_bin.to_string_lossy())
+        .env("CODEX_HOME", bridge.codex.codex_home().to_string_lossy())
+        .env(CODEX_KEY_VAR, "scripted-dummy-key")
+        .env(var::CHILD_ENV, CODEX_KEY_VAR))
+}
+
+/// Step 8: the same exchange from a live panel. Claude Code runs behind `cross-agent shim
+/// claude` exactly as the VS Code extension starts it (`claudeCode.claudeProcessWrapper`), with
+/// this program playing the extension on its stdio. The person types into the panel; the panel's
+/// Claude calls `send_to_codex`; the answer comes back into that same panel as a `BRIDGE REPLY`
+/// turn, on the panel's stdout — what the extension renders.
+fn panel_part(bridge: &Bridge<'_>) -> Result<()> {
+    heading("8. From a live panel: the answer comes back into the panel that asked");
+    let server = codex_reaching_server(bridge)?;
+    let config = json!({"mcpServers": {server.name.clone(): {
+        "type": "stdio",
+        "command": server.command,
+        "args": server.args,
+        "env": server.env,
+    }}});
+    let mut command = Command::new(&bridge.cross_agent.bin);
+    command
+        .arg("shim")
+        .arg("claude")
+        .arg(bridge.claude.binary())
+        .args(CLAUDE_SDK_ARGS)
+        .args(["--mcp-config", &config.to_string()])
+        .args(["--allowedTools", &format!("mcp__{SERVER_NAME}")])
+        .current_dir(bridge.project)
+        .env_clear()
+        .envs(bridge.claude.env())
+        .env(var::HOME, &bridge.cross_agent.state);
+    println!(
+        "  $ cross-agent shim claude {} {} --mcp-config <{SERVER_NAME}: cross-agent mcp>",
+        bridge.claude.binary().display(),
+        CLAUDE_SDK_ARGS.join(" ")
+    );
+    let mut panel = PanelDriver::start(command).context("step 8 (the panel): starting the shim")?;
+    panel.send(&claude_initialize("demo-init"))?;
+    panel
+        .next_line(DELIVERY_LIMIT, |l| l["type"] == "control_response")
+        .context("step 8 (the panel): Claude Code did not answer the extension's initialize")?;
+    bridge.endpoint.push(
+        Rule::on_user_text(PANEL_PROMPT)
+            .tool_call(ToolCall::mcp(
+                SERVER_NAME,
+                "send_to_codex",
+                json!({ "message": PANEL_MESSAGE, "session_id": bridge.thread_id }),
+            ))
+            .for_api(Api::Anthropic)
+            .label("Claude (panel): call send_to_codex"),
+    );
+    bridge.endpoint.push(
+        Rule::on_user_text("=== BRIDGE REPLY ===")
+            .reply_text(PANEL_AFTER_REPLY)
+            .for_api(Api::Anthropic)
+            .label("Claude (panel): read the BRIDGE REPLY"),
+    );
+    println!("  the person types into the panel: {PANEL_PROMPT:?}");
+    panel.send(&claude_user(PANEL_PROMPT))?;
+    let first = panel
+        .next_line(DELIVERY_LIMIT, |l| l["type"] == "result")
+        .context("step 8 (the panel): the panel's turn did not end")?;
+    println!(
+        "  panel ← result {:?}",
+        first["result"].as_str().unwrap_or_default()
+    );
+    let second = panel
+        .next_line(DELIVERY_LIMIT, |l| {
+            l["type"] == "result" && l["result"] == PANEL_AFTER_REPLY
+        })
+        .context(
+            "step 8 (the panel): no BRIDGE REPLY turn ran in the panel (the answer did not \
+             come back into it)",
+        )?;
+    let reply = bridge
+        .endpoint
+        .model_requests()
+        .into_iter()
+        .filter(|request| request.api == Api::Anthropic)
+        .filter_map(|request| request.last_user_text)
+        .find(|text| text.contains("=== BRIDGE REPLY ==="))
+        .ok_or_else(|| anyhow!("step 8 (the panel): the panel's model never read the reply"))?;
+    println!("  the BRIDGE REPLY put into the panel's conversation (no CLI was started for it):");
+    for line in reply.lines() {
+        println!("  │ {line}");
+    }
+    println!(
+        "  panel ← result {:?}",
+        second["result"].as_str().unwrap_or_default()
+    );
+    if !reply.contains(BRIDGE_ANSWER) {
+        bail!("step 8 (the panel): the reply is not Codex's answer: {reply:?}");
+    }
+    panel.close_stdin();
+    let _ = panel.wait(DELIVERY_LIMIT);
+    Ok(())
+}
+
 /// Step 3: the Claude session calls `send_to_codex`; the Codex thread answers.
 fn bridge_part(bridge: &Bridge<'_>) -> Result<()> {
     heading("3. Claude calls send_to_codex through cross-agent mcp");
@@ -401,14 +520,7 @@ fn bridge_part(bridge: &Bridge<'_>) -> Result<()> {
             .for_api(Api::Anthropic)
             .label("Claude: call send_to_codex"),
     );
-    let codex_bin = agent_binary(AgentKind::Codex)?;
-    let server = bridge
-        .cross_agent
-        .mcp_server()
-        .env(var::CODEX_BIN, codex_bin.to_string_lossy())
-        .env("CODEX_HOME", bridge.codex.codex_home().to_string_lossy())
-        .env(CODEX_KEY_VAR, "scripted-dummy-key")
-        .env(var::CHILD_ENV, CODEX_KEY_VAR);
+    let server = codex_reaching_server(bridge)?;
 
     let started = Instant::now();
     let run = bridge
