@@ -712,3 +712,75 @@ async fn ui_hook_require_takes_a_live_panel_and_off_goes_around_it() {
     let status = bridge.status(Some(&receipt.delivery_id)).await;
     assert_eq!(status.delivery.unwrap().transport, Transport::HeadlessCli);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_answer_is_pushed_into_the_senders_panel_too() {
+    let mut bridge = Bridge::start().await;
+    // A daemon process of its own, so the watch can poll fast without touching other tests.
+    bridge.stop_daemon().await;
+    let (_daemon, conn) = super::bridge_support::spawn_daemon_process(
+        bridge.state.root(),
+        &bridge.state.dir.path().join("user"),
+        &[("CROSS_AGENT_LATE_ANSWER_POLL_MS", "300")],
+    )
+    .await;
+    bridge.conn = conn;
+    let mut sender = Panel::open(&bridge);
+    let sender_session = sender.converse(&bridge, "hello sender l1");
+    let target = bridge.claude_session("seed target l1");
+    bridge.endpoint.push(
+        Rule::on_user_text("run the long review l1")
+            .reply_text("Started the reviewers; I will report back.")
+            .once(),
+    );
+    bridge
+        .endpoint
+        .push(Rule::on_user_text("=== BRIDGE REPLY ===").reply_text("noted l1"));
+    let caller = with_ancestry(
+        bridge.claude_caller(&sender_session),
+        &[sender.shim, sender.window],
+    );
+    let mut params = bridge.send_params(Agent::Claude, "run the long review l1", caller);
+    params.session_id = Some(target.clone());
+    params.allow_same_agent = true;
+    let receipt = bridge.accepted(params).await;
+    let first = bridge.wait_finished(&receipt.delivery_id).await;
+    assert!(first.answer.is_reply_possibly_interim, "{first:#?}");
+    assert!(first.return_delivery_id.is_some(), "{first:#?}");
+
+    let request = bridge
+        .late_turn_answering(
+            &target,
+            "the reviewers reported l1",
+            "FINAL REVIEW l1: two bugs found",
+            &receipt.delivery_id,
+        )
+        .await;
+    let late_id = request.late_reply_delivery_id.clone().unwrap();
+    let late = bridge
+        .wait_record(&late_id, TURN, |r| r.return_delivery_id.is_some())
+        .await;
+    let back = bridge
+        .wait_finished(&late.return_delivery_id.clone().unwrap())
+        .await;
+    assert_eq!(back.state, DeliveryState::Delivered, "{back:#?}");
+    assert_eq!(
+        back.target_session_id.as_deref(),
+        Some(sender_session.as_str())
+    );
+    let deadline = Instant::now() + TURN;
+    let prompt = loop {
+        if let Some(prompt) = prompts_with(&bridge, "FINAL REVIEW l1")
+            .into_iter()
+            .find(|p| p.contains("LATE ANSWER to request"))
+        {
+            break prompt;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the sender's panel never read the late answer"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert!(prompt.contains(&receipt.request_id), "{prompt}");
+}
