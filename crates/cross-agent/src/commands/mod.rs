@@ -5,6 +5,7 @@ mod check;
 mod check_database;
 mod daemon;
 mod decisions;
+mod install;
 mod mcp;
 mod pin;
 mod reload;
@@ -37,6 +38,11 @@ pub enum Command {
     Check(check::CheckArgs),
     /// Ask the decisions log: the decisions in a window, or counts by any field (--by).
     Decisions(decisions::DecisionsArgs),
+    /// Register `cross-agent mcp` with every agent found (and, when asked, the panel shims and
+    /// the Claude Code hooks); `--dry-run` shows the diff.
+    Install(install::InstallArgs),
+    /// Take out exactly what `install` added, leaving every file as it was before.
+    Uninstall(install::UninstallArgs),
 }
 
 impl Command {
@@ -51,6 +57,8 @@ impl Command {
             Command::Check(args) => args.run(),
             Command::Reload(args) => args.run(),
             Command::Decisions(args) => args.run(),
+            Command::Install(args) => args.run(),
+            Command::Uninstall(args) => args.run(),
         }
     }
 }
