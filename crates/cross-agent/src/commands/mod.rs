@@ -5,6 +5,7 @@ mod check;
 mod check_database;
 mod daemon;
 mod decisions;
+mod doctor;
 mod install;
 mod mcp;
 mod pin;
@@ -43,6 +44,9 @@ pub enum Command {
     Install(install::InstallArgs),
     /// Take out exactly what `install` added, leaving every file as it was before.
     Uninstall(install::UninstallArgs),
+    /// Check every agent's registration, the daemon, the state, the shims and the hooks, one
+    /// line each with its fix; non-zero when something is broken.
+    Doctor(doctor::DoctorArgs),
 }
 
 impl Command {
@@ -59,6 +63,7 @@ impl Command {
             Command::Decisions(args) => args.run(),
             Command::Install(args) => args.run(),
             Command::Uninstall(args) => args.run(),
+            Command::Doctor(args) => args.run(),
         }
     }
 }

@@ -309,8 +309,11 @@ fn pointer<'a>(value: &'a Value, path: &[&str]) -> Option<&'a Value> {
     value.pointer(&json_pointer(path))
 }
 
-/// A value to write, keys in the order given (an object built with `serde_json::json!` is
-/// kept in the order its `Map` iterates).
+/// The order `claude mcp add` writes a server's keys in; other keys follow alphabetically.
+const KEY_ORDER: [&str; 4] = ["type", "command", "args", "env"];
+
+/// A value to write. Object keys come in [`KEY_ORDER`], then alphabetically (what a
+/// `serde_json` map gives).
 pub fn input(value: &Value) -> CstInputValue {
     match value {
         Value::Null => CstInputValue::Null,
@@ -318,11 +321,20 @@ pub fn input(value: &Value) -> CstInputValue {
         Value::Number(number) => CstInputValue::Number(number.to_string()),
         Value::String(text) => CstInputValue::String(text.clone()),
         Value::Array(items) => CstInputValue::Array(items.iter().map(input).collect()),
-        Value::Object(object) => CstInputValue::Object(
-            object
-                .iter()
-                .map(|(key, value)| (key.clone(), input(value)))
-                .collect(),
-        ),
+        Value::Object(object) => {
+            let mut entries: Vec<_> = object.iter().collect();
+            entries.sort_by_key(|(key, _)| {
+                KEY_ORDER
+                    .iter()
+                    .position(|known| known == key)
+                    .unwrap_or(KEY_ORDER.len())
+            });
+            CstInputValue::Object(
+                entries
+                    .into_iter()
+                    .map(|(key, value)| (key.clone(), input(value)))
+                    .collect(),
+            )
+        }
     }
 }

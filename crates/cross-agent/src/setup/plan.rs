@@ -14,7 +14,6 @@ use super::{FileKind, Registration, Wanted};
 #[derive(Debug, Clone)]
 pub struct Change {
     pub path: PathBuf,
-    pub kind: FileKind,
     /// Which agent or editor it is for ("Claude Code", "VS Code Insiders", …).
     pub label: String,
     pub before: Option<String>,
@@ -71,7 +70,6 @@ impl Plan {
         let after = super::install_text(kind, &name, before.as_deref(), registration, wanted)?;
         self.changes.push(Change {
             path: path.to_owned(),
-            kind,
             label: label.to_owned(),
             before,
             after: Some(after),
@@ -95,7 +93,6 @@ impl Plan {
         let after = super::uninstall_text(kind, &name, &current, backup.as_deref())?;
         self.changes.push(Change {
             path: path.to_owned(),
-            kind,
             label: label.to_owned(),
             before: Some(current),
             after,

@@ -29,11 +29,6 @@ impl TomlDoc {
         self.doc.to_string()
     }
 
-    /// The whole document as JSON (for comparisons).
-    pub fn value(&self) -> Value {
-        table_to_json(self.doc.as_table())
-    }
-
     /// `[mcp_servers.<name>]` as JSON, when present.
     pub fn server(&self, name: &str) -> Option<Value> {
         self.doc
