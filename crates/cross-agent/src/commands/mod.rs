@@ -11,6 +11,7 @@ mod mcp;
 mod pin;
 mod reload;
 mod send;
+mod service;
 mod sessions;
 mod status;
 
@@ -47,6 +48,8 @@ pub enum Command {
     /// Check every agent's registration, the daemon, the state, the shims and the hooks, one
     /// line each with its fix; non-zero when something is broken.
     Doctor(doctor::DoctorArgs),
+    /// Run the daemon as a user service (systemd on Linux, launchd on macOS).
+    Service(service::ServiceArgs),
 }
 
 impl Command {
@@ -64,6 +67,7 @@ impl Command {
             Command::Install(args) => args.run(),
             Command::Uninstall(args) => args.run(),
             Command::Doctor(args) => args.run(),
+            Command::Service(args) => args.run(),
         }
     }
 }
