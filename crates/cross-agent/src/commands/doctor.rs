@@ -16,8 +16,8 @@ use anyhow::Result;
 use clap::Args;
 use cross_agent_ipc::blocking::BlockingClient;
 use cross_agent_ipc::{ConnectOptions, Home};
-use cross_agent_protocol::rpc::ClientKind;
 use cross_agent_protocol::bridge::BridgeStatusParams;
+use cross_agent_protocol::rpc::ClientKind;
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -61,7 +61,13 @@ struct Check {
 struct Checks(Vec<Check>);
 
 impl Checks {
-    fn push(&mut self, what: impl Into<String>, status: Status, detail: impl Into<String>, fix: Option<&str>) {
+    fn push(
+        &mut self,
+        what: impl Into<String>,
+        status: Status,
+        detail: impl Into<String>,
+        fix: Option<&str>,
+    ) {
         self.0.push(Check {
             what: what.into(),
             status,
@@ -104,7 +110,11 @@ impl DoctorArgs {
                 writeln!(out, "\nsomething is broken: see the lines marked BROKEN")?;
             }
         }
-        Ok(if broken { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+        Ok(if broken {
+            ExitCode::FAILURE
+        } else {
+            ExitCode::SUCCESS
+        })
     }
 }
 
@@ -119,15 +129,30 @@ fn check_agent(checks: &mut Checks, places: &Places, agent: AgentName, this: &Pa
                 .map(|out| out.stdout.trim().to_owned())
                 .filter(|v| !v.is_empty())
                 .unwrap_or_else(|| "version unknown (`--version` did not answer)".to_owned());
-            checks.push(title, Status::Ok, format!("{version} at {}", cli.display()), None);
+            checks.push(
+                title,
+                Status::Ok,
+                format!("{version} at {}", cli.display()),
+                None,
+            );
         }
-        None if found => checks.push(title, Status::Ok, "its settings are here, its CLI is not on PATH", None),
+        None if found => checks.push(
+            title,
+            Status::Ok,
+            "its settings are here, its CLI is not on PATH",
+            None,
+        ),
         None => checks.push(title, Status::NotSetUp, "not installed", None),
     }
     let registration = match registration_of(places, agent) {
         Ok(registration) => registration,
         Err(error) => {
-            checks.push(format!("{title} registration"), Status::Broken, format!("{error:#}"), Some("fix the file by hand, then run `cross-agent install`"));
+            checks.push(
+                format!("{title} registration"),
+                Status::Broken,
+                format!("{error:#}"),
+                Some("fix the file by hand, then run `cross-agent install`"),
+            );
             return;
         }
     };
@@ -135,7 +160,12 @@ fn check_agent(checks: &mut Checks, places: &Places, agent: AgentName, this: &Pa
     let fix_install = format!("cross-agent install --agents {}", agent.program());
     let Some(entry) = registration.entry else {
         if found {
-            checks.push(what, Status::NotSetUp, "cross-agent is not registered", Some(&fix_install));
+            checks.push(
+                what,
+                Status::NotSetUp,
+                "cross-agent is not registered",
+                Some(&fix_install),
+            );
         }
         return;
     };
@@ -144,7 +174,12 @@ fn check_agent(checks: &mut Checks, places: &Places, agent: AgentName, this: &Pa
             checks.push(what, Status::Broken, problem, Some(&fix_install));
             return;
         }
-        None => checks.push(what, Status::Ok, format!("runs {} mcp", this.display()), None),
+        None => checks.push(
+            what,
+            Status::Ok,
+            format!("runs {} mcp", this.display()),
+            None,
+        ),
     }
     match agent {
         AgentName::Claude => {
@@ -154,14 +189,33 @@ fn check_agent(checks: &mut Checks, places: &Places, agent: AgentName, this: &Pa
                 .and_then(|text| JsonDoc::parse("settings", Some(&text)).ok())
                 .is_some_and(|doc| doc.array_has(&["permissions", "allow"], ALLOW_RULE));
             if allowed {
-                checks.push("Claude Code allow rule", Status::Ok, format!("{ALLOW_RULE} in {}", places.claude_settings.display()), None);
+                checks.push(
+                    "Claude Code allow rule",
+                    Status::Ok,
+                    format!("{ALLOW_RULE} in {}", places.claude_settings.display()),
+                    None,
+                );
             } else {
-                checks.push("Claude Code allow rule", Status::NotSetUp, "every cross-agent tool call asks for approval", Some(&fix_install));
+                checks.push(
+                    "Claude Code allow rule",
+                    Status::NotSetUp,
+                    "every cross-agent tool call asks for approval",
+                    Some(&fix_install),
+                );
             }
         }
         AgentName::Codex => {
-            if entry.get("default_tools_approval_mode").and_then(Value::as_str) != Some("approve") {
-                checks.push("Codex tool approval", Status::NotSetUp, "default_tools_approval_mode is not \"approve\": every call asks", Some(&fix_install));
+            if entry
+                .get("default_tools_approval_mode")
+                .and_then(Value::as_str)
+                != Some("approve")
+            {
+                checks.push(
+                    "Codex tool approval",
+                    Status::NotSetUp,
+                    "default_tools_approval_mode is not \"approve\": every call asks",
+                    Some(&fix_install),
+                );
             }
         }
         AgentName::Grok => {}
@@ -173,7 +227,12 @@ fn check_agent(checks: &mut Checks, places: &Places, agent: AgentName, this: &Pa
     };
     let what = format!("{title} connects");
     match listing {
-        Ok(()) => checks.push(what, Status::Ok, "the agent lists cross-agent and it answers MCP initialize", None),
+        Ok(()) => checks.push(
+            what,
+            Status::Ok,
+            "the agent lists cross-agent and it answers MCP initialize",
+            None,
+        ),
         Err(problem) => checks.push(what, Status::Broken, problem, Some(&fix_install)),
     }
 }
@@ -192,10 +251,15 @@ fn registration_of(places: &Places, agent: AgentName) -> Result<Registered> {
     let text = files::read(file, &places.home)?;
     let name = file.display().to_string();
     let entry = match agent {
-        AgentName::Claude => JsonDoc::parse(&name, text.as_deref())?.entry(&["mcpServers"], SERVER_NAME),
+        AgentName::Claude => {
+            JsonDoc::parse(&name, text.as_deref())?.entry(&["mcpServers"], SERVER_NAME)
+        }
         _ => TomlDoc::parse(&name, text.as_deref())?.server(SERVER_NAME),
     };
-    Ok(Registered { file: file.clone(), entry })
+    Ok(Registered {
+        file: file.clone(),
+        entry,
+    })
 }
 
 /// What is wrong with a registration's command, if anything: it must run this binary's `mcp`.
@@ -208,16 +272,29 @@ fn command_problem(entry: &Value, this: &Path) -> Option<String> {
         .and_then(Value::as_array)
         .map(|args| args.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
-    let path = if command.contains('/') { Some(PathBuf::from(command)) } else { find_on_path(command) };
+    let path = if command.contains('/') {
+        Some(PathBuf::from(command))
+    } else {
+        find_on_path(command)
+    };
     let Some(path) = path.filter(|p| is_executable(p)) else {
-        return Some(format!("its command {command} does not exist or cannot be run"));
+        return Some(format!(
+            "its command {command} does not exist or cannot be run"
+        ));
     };
     if args != ["mcp"] {
-        return Some(format!("it runs {command} {} instead of `{command} mcp`", args.join(" ")));
+        return Some(format!(
+            "it runs {command} {} instead of `{command} mcp`",
+            args.join(" ")
+        ));
     }
     let resolved = path.canonicalize().unwrap_or(path);
     if resolved != this {
-        return Some(format!("it runs {}, not this binary ({})", resolved.display(), this.display()));
+        return Some(format!(
+            "it runs {}, not this binary ({})",
+            resolved.display(),
+            this.display()
+        ));
     }
     None
 }
@@ -240,20 +317,35 @@ fn claude_listing(cli: &Path) -> std::result::Result<(), String> {
 
 /// `codex mcp list --json` must list cross-agent enabled, running this binary.
 fn codex_listing(cli: &Path, this: &Path) -> std::result::Result<(), String> {
-    let out = run_briefly(Command::new(cli).args(["mcp", "list", "--json"]), PROGRAM_TIMEOUT)
-        .ok_or_else(|| "`codex mcp list` did not finish".to_owned())?;
-    let listed: Value = serde_json::from_str(out.stdout.trim())
-        .map_err(|_| format!("`codex mcp list --json` printed no JSON: {}", out.stderr.trim()))?;
+    let out = run_briefly(
+        Command::new(cli).args(["mcp", "list", "--json"]),
+        PROGRAM_TIMEOUT,
+    )
+    .ok_or_else(|| "`codex mcp list` did not finish".to_owned())?;
+    let listed: Value = serde_json::from_str(out.stdout.trim()).map_err(|_| {
+        format!(
+            "`codex mcp list --json` printed no JSON: {}",
+            out.stderr.trim()
+        )
+    })?;
     let server = listed
         .as_array()
         .and_then(|servers| servers.iter().find(|s| s["name"] == SERVER_NAME))
         .ok_or_else(|| "`codex mcp list` does not show cross-agent".to_owned())?;
     if server["enabled"] != Value::Bool(true) {
-        return Err(format!("`codex mcp list` shows cross-agent disabled: {}", server["disabled_reason"]));
+        return Err(format!(
+            "`codex mcp list` shows cross-agent disabled: {}",
+            server["disabled_reason"]
+        ));
     }
-    let command = server.pointer("/transport/command").and_then(Value::as_str).unwrap_or_default();
+    let command = server
+        .pointer("/transport/command")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     if Path::new(command).canonicalize().ok().as_deref() != Some(this) {
-        return Err(format!("`codex mcp list` shows cross-agent running {command}"));
+        return Err(format!(
+            "`codex mcp list` shows cross-agent running {command}"
+        ));
     }
     Ok(())
 }
@@ -261,7 +353,10 @@ fn codex_listing(cli: &Path, this: &Path) -> std::result::Result<(), String> {
 /// Starts the registered command with the registration's environment and asks MCP
 /// `initialize`: what an agent does at session start.
 fn handshake(entry: &Value) -> std::result::Result<(), String> {
-    let command = entry.get("command").and_then(Value::as_str).unwrap_or_default();
+    let command = entry
+        .get("command")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     let mut program = Command::new(command);
     program.arg("mcp");
     if let Some(env) = entry.get("env").and_then(Value::as_object) {
@@ -301,7 +396,10 @@ fn handshake(entry: &Value) -> std::result::Result<(), String> {
     if wrote && answer.pointer("/result/serverInfo").is_some() {
         Ok(())
     } else {
-        Err(format!("`{command} mcp` did not answer MCP initialize within {}s", HANDSHAKE_TIMEOUT.as_secs()))
+        Err(format!(
+            "`{command} mcp` did not answer MCP initialize within {}s",
+            HANDSHAKE_TIMEOUT.as_secs()
+        ))
     }
 }
 
@@ -310,33 +408,77 @@ fn check_state(checks: &mut Checks) {
     let home = match Home::from_env() {
         Ok(home) => home,
         Err(error) => {
-            checks.push("CROSS_AGENT_HOME", Status::Broken, error.to_string(), Some("set CROSS_AGENT_HOME to a directory of yours"));
+            checks.push(
+                "CROSS_AGENT_HOME",
+                Status::Broken,
+                error.to_string(),
+                Some("set CROSS_AGENT_HOME to a directory of yours"),
+            );
             return;
         }
     };
     match home.verify() {
-        Ok(_) => checks.push("CROSS_AGENT_HOME", Status::Ok, format!("{} is yours alone", home.root().display()), None),
+        Ok(_) => checks.push(
+            "CROSS_AGENT_HOME",
+            Status::Ok,
+            format!("{} is yours alone", home.root().display()),
+            None,
+        ),
         Err(error) => {
-            checks.push("CROSS_AGENT_HOME", Status::Broken, error.to_string(), Some("see the message: it names the path and what to change"));
+            checks.push(
+                "CROSS_AGENT_HOME",
+                Status::Broken,
+                error.to_string(),
+                Some("see the message: it names the path and what to change"),
+            );
             return;
         }
     }
     let client = match BlockingClient::connect(&home, &ConnectOptions::new(ClientKind::Cli)) {
         Ok(client) => client,
         Err(_) => {
-            checks.push("daemon", Status::NotSetUp, "not running (it starts itself on first use)", Some("cross-agent daemon start, or cross-agent service install"));
+            checks.push(
+                "daemon",
+                Status::NotSetUp,
+                "not running (it starts itself on first use)",
+                Some("cross-agent daemon start, or cross-agent service install"),
+            );
             return;
         }
     };
     let hello = client.hello();
     let ours = env!("CARGO_PKG_VERSION");
     if hello.daemon_version == ours {
-        checks.push("daemon", Status::Ok, format!("version {} running (pid {})", hello.daemon_version, hello.daemon_pid), None);
+        checks.push(
+            "daemon",
+            Status::Ok,
+            format!(
+                "version {} running (pid {})",
+                hello.daemon_version, hello.daemon_pid
+            ),
+            None,
+        );
     } else {
-        checks.push("daemon", Status::Broken, format!("version {} running, this binary is {ours}", hello.daemon_version), Some("cross-agent reload"));
+        checks.push(
+            "daemon",
+            Status::Broken,
+            format!(
+                "version {} running, this binary is {ours}",
+                hello.daemon_version
+            ),
+            Some("cross-agent reload"),
+        );
     }
-    let status = client.call(BridgeStatusParams { cwd: None, scope: None, delivery_id: None, caller: bridge_client::caller() });
-    let daemon = status.ok().and_then(|s| serde_json::to_value(s).ok()).unwrap_or(Value::Null);
+    let status = client.call(BridgeStatusParams {
+        cwd: None,
+        scope: None,
+        delivery_id: None,
+        caller: bridge_client::caller(),
+    });
+    let daemon = status
+        .ok()
+        .and_then(|s| serde_json::to_value(s).ok())
+        .unwrap_or(Value::Null);
     let database = check_database::report(&daemon);
     let quarantined = database["quarantined"].as_array().map_or(0, Vec::len);
     match database["check"].as_str() {
@@ -354,7 +496,12 @@ fn check_shims(checks: &mut Checks, places: &Places, this: &Path) {
         let doc = match JsonDoc::parse(&editor.settings.display().to_string(), text.as_deref()) {
             Ok(doc) => doc,
             Err(error) => {
-                checks.push(what, Status::Broken, format!("{error:#}"), Some("fix the settings file"));
+                checks.push(
+                    what,
+                    Status::Broken,
+                    format!("{error:#}"),
+                    Some("fix the settings file"),
+                );
                 continue;
             }
         };
@@ -363,7 +510,12 @@ fn check_shims(checks: &mut Checks, places: &Places, this: &Path) {
             .filter_map(|(key, _)| Some((*key, doc.entry(&[], key)?.as_str()?.to_owned())))
             .collect();
         if set.is_empty() {
-            checks.push(what, Status::NotSetUp, "not linked", Some("cross-agent install --panels"));
+            checks.push(
+                what,
+                Status::NotSetUp,
+                "not linked",
+                Some("cross-agent install --panels"),
+            );
             continue;
         }
         let broken: Vec<String> = set
@@ -374,17 +526,31 @@ fn check_shims(checks: &mut Checks, places: &Places, this: &Path) {
         if broken.is_empty() && set.len() == SHIM_SETTINGS.len() {
             checks.push(what, Status::Ok, "linked", None);
         } else if broken.is_empty() {
-            checks.push(what, Status::Broken, format!("only {} of the 3 settings are set", set.len()), Some("cross-agent install --panels"));
+            checks.push(
+                what,
+                Status::Broken,
+                format!("only {} of the 3 settings are set", set.len()),
+                Some("cross-agent install --panels"),
+            );
         } else {
-            checks.push(what, Status::Broken, broken.join("; "), Some("cross-agent install --panels"));
+            checks.push(
+                what,
+                Status::Broken,
+                broken.join("; "),
+                Some("cross-agent install --panels"),
+            );
         }
     }
 }
 
 /// The Claude Code hooks: all six installed, or none (not set up); some is broken.
 fn check_hooks(checks: &mut Checks, places: &Places) {
-    let text = files::read(&places.claude_settings, &places.home).ok().flatten();
-    let value = JsonDoc::parse("settings", text.as_deref()).map(|doc| doc.value()).unwrap_or(Value::Null);
+    let text = files::read(&places.claude_settings, &places.home)
+        .ok()
+        .flatten();
+    let value = JsonDoc::parse("settings", text.as_deref())
+        .map(|doc| doc.value())
+        .unwrap_or(Value::Null);
     let mut missing = Vec::new();
     let mut unrunnable = Vec::new();
     for (event, _) in HOOK_EVENTS {
@@ -403,7 +569,12 @@ fn check_hooks(checks: &mut Checks, places: &Places) {
             missing.push(event);
         }
         for command in ours {
-            let program = command.rsplitn(3, ' ').nth(2).unwrap_or_default().trim_matches('\'').to_owned();
+            let program = command
+                .rsplitn(3, ' ')
+                .nth(2)
+                .unwrap_or_default()
+                .trim_matches('\'')
+                .to_owned();
             if !is_executable(Path::new(&program)) {
                 unrunnable.push(program);
             }
@@ -411,11 +582,26 @@ fn check_hooks(checks: &mut Checks, places: &Places) {
     }
     unrunnable.dedup();
     if missing.len() == HOOK_EVENTS.len() {
-        checks.push("Claude Code hooks", Status::NotSetUp, "not set up", Some("cross-agent install --hooks"));
+        checks.push(
+            "Claude Code hooks",
+            Status::NotSetUp,
+            "not set up",
+            Some("cross-agent install --hooks"),
+        );
     } else if !unrunnable.is_empty() {
-        checks.push("Claude Code hooks", Status::Broken, format!("they run {}, which cannot be run", unrunnable.join(", ")), Some("cross-agent install --hooks"));
+        checks.push(
+            "Claude Code hooks",
+            Status::Broken,
+            format!("they run {}, which cannot be run", unrunnable.join(", ")),
+            Some("cross-agent install --hooks"),
+        );
     } else if !missing.is_empty() {
-        checks.push("Claude Code hooks", Status::Broken, format!("missing for {}", missing.join(", ")), Some("cross-agent install --hooks"));
+        checks.push(
+            "Claude Code hooks",
+            Status::Broken,
+            format!("missing for {}", missing.join(", ")),
+            Some("cross-agent install --hooks"),
+        );
     } else {
         checks.push("Claude Code hooks", Status::Ok, "installed", None);
     }
@@ -423,11 +609,21 @@ fn check_hooks(checks: &mut Checks, places: &Places) {
 
 /// Telegram: paired when the home holds its pairing (set up by `cross-agent telegram`).
 fn check_telegram(checks: &mut Checks) {
-    let paired = Home::from_env().ok().and_then(|home| std::fs::read_dir(home.root()).ok()).is_some_and(|entries| {
-        entries.flatten().any(|entry| entry.file_name().to_string_lossy().starts_with("telegram"))
-    });
+    let paired = Home::from_env()
+        .ok()
+        .and_then(|home| std::fs::read_dir(home.root()).ok())
+        .is_some_and(|entries| {
+            entries
+                .flatten()
+                .any(|entry| entry.file_name().to_string_lossy().starts_with("telegram"))
+        });
     if paired {
-        checks.push("Telegram", Status::Ok, "configured (cross-agent telegram status tells more)", None);
+        checks.push(
+            "Telegram",
+            Status::Ok,
+            "configured (cross-agent telegram status tells more)",
+            None,
+        );
     } else {
         checks.push("Telegram", Status::NotSetUp, "not paired", None);
     }
@@ -440,7 +636,12 @@ struct Finished {
 
 /// Runs a program with a deadline, killing it past that; `None` when it did not finish.
 fn run_briefly(command: &mut Command, timeout: Duration) -> Option<Finished> {
-    let mut child = command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().ok()?;
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .ok()?;
     let drain = |pipe: Option<Box<dyn Read + Send>>| {
         std::thread::spawn(move || {
             let mut text = String::new();
@@ -450,8 +651,18 @@ fn run_briefly(command: &mut Command, timeout: Duration) -> Option<Finished> {
             text
         })
     };
-    let stdout = drain(child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
-    let stderr = drain(child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let stdout = drain(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let stderr = drain(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
     let deadline = Instant::now() + timeout;
     loop {
         match child.try_wait() {
@@ -464,5 +675,8 @@ fn run_briefly(command: &mut Command, timeout: Duration) -> Option<Finished> {
             }
         }
     }
-    Some(Finished { stdout: stdout.join().unwrap_or_default(), stderr: stderr.join().unwrap_or_default() })
+    Some(Finished {
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+    })
 }

@@ -231,7 +231,10 @@ impl UninstallArgs {
     pub fn run(self) -> Result<ExitCode> {
         let places = Places::from_env()?;
         let home = &places.home;
-        let mut plan = Plan::default();
+        let mut plan = Plan {
+            uninstall: true,
+            ..Plan::default()
+        };
         plan.uninstall_file(
             home,
             &places.claude_json,

@@ -76,14 +76,19 @@ impl Manager {
     fn for_this_os(places: &Places) -> Manager {
         if cfg!(target_os = "macos") {
             Manager::Launchd {
-                plist: places.home.join("Library/LaunchAgents").join(format!("{LABEL}.plist")),
+                plist: places
+                    .home
+                    .join("Library/LaunchAgents")
+                    .join(format!("{LABEL}.plist")),
             }
         } else {
             let config = std::env::var_os("XDG_CONFIG_HOME")
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from)
                 .unwrap_or_else(|| places.home.join(".config"));
-            Manager::Systemd { unit: config.join("systemd/user").join(UNIT) }
+            Manager::Systemd {
+                unit: config.join("systemd/user").join(UNIT),
+            }
         }
     }
 
@@ -157,7 +162,9 @@ fn service_path(places: &Places) -> String {
         }
     }
     for agent in AgentName::ALL {
-        if let Some(dir) = places.cli(agent).and_then(|cli| cli.parent().map(Path::to_owned))
+        if let Some(dir) = places
+            .cli(agent)
+            .and_then(|cli| cli.parent().map(Path::to_owned))
             && !dirs.contains(&dir)
         {
             dirs.push(dir);
@@ -177,8 +184,13 @@ fn service_path(places: &Places) -> String {
 /// The variables the service sets: `PATH`, and `CROSS_AGENT_HOME` when this shell sets it.
 fn service_env(places: &Places) -> Vec<(String, String)> {
     let mut env = vec![("PATH".to_owned(), service_path(places))];
-    if let Some(home) = std::env::var_os(cross_agent_protocol::settings::HOME).filter(|h| !h.is_empty()) {
-        env.push((cross_agent_protocol::settings::HOME.to_owned(), home.to_string_lossy().into_owned()));
+    if let Some(home) =
+        std::env::var_os(cross_agent_protocol::settings::HOME).filter(|h| !h.is_empty())
+    {
+        env.push((
+            cross_agent_protocol::settings::HOME.to_owned(),
+            home.to_string_lossy().into_owned(),
+        ));
     }
     env
 }
@@ -196,7 +208,10 @@ pub fn systemd_unit(binary: &Path, env: &[(String, String)]) -> String {
         systemd_quote(&binary.to_string_lossy())
     );
     for (key, value) in env {
-        unit.push_str(&format!("Environment={}\n", systemd_quote(&format!("{key}={value}"))));
+        unit.push_str(&format!(
+            "Environment={}\n",
+            systemd_quote(&format!("{key}={value}"))
+        ));
     }
     unit.push_str(
         "Restart=on-failure\n\
@@ -261,7 +276,11 @@ fn install_service(places: &Places, manager: &Manager, dry_run: bool) -> Result<
     let mut out = std::io::stdout().lock();
     if dry_run {
         let before = files::read(file, &places.home)?;
-        write!(out, "{}", files::unified_diff(file, before.as_deref(), Some(&text)))?;
+        write!(
+            out,
+            "{}",
+            files::unified_diff(file, before.as_deref(), Some(&text))
+        )?;
         writeln!(out, "dry run: nothing was written")?;
         return Ok(ExitCode::SUCCESS);
     }
@@ -284,7 +303,15 @@ fn install_service(places: &Places, manager: &Manager, dry_run: bool) -> Result<
     for command in &commands {
         run_step(command)?;
     }
-    writeln!(out, "started: {}", commands.iter().map(|c| c.join(" ")).collect::<Vec<_>>().join(" && "))?;
+    writeln!(
+        out,
+        "started: {}",
+        commands
+            .iter()
+            .map(|c| c.join(" "))
+            .collect::<Vec<_>>()
+            .join(" && ")
+    )?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -292,7 +319,11 @@ fn uninstall_service(manager: &Manager) -> Result<ExitCode> {
     let file = manager.file();
     let mut out = std::io::stdout().lock();
     if std::fs::symlink_metadata(file).is_err() {
-        writeln!(out, "no service file at {}: nothing to remove", file.display())?;
+        writeln!(
+            out,
+            "no service file at {}: nothing to remove",
+            file.display()
+        )?;
         return Ok(ExitCode::SUCCESS);
     }
     if manager.available() {
@@ -301,7 +332,10 @@ fn uninstall_service(manager: &Manager) -> Result<ExitCode> {
             let _ = run_step(&command);
         }
     } else {
-        writeln!(out, "no user service manager answers here; if the service runs, stop it with:")?;
+        writeln!(
+            out,
+            "no user service manager answers here; if the service runs, stop it with:"
+        )?;
         for command in manager.stop_commands() {
             writeln!(out, "  {}", command.join(" "))?;
         }
@@ -323,12 +357,22 @@ fn status(manager: &Manager, as_json: bool) -> Result<ExitCode> {
             .ok()
             .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_owned()),
         Manager::Launchd { .. } if available => Command::new("launchctl")
-            .args(["print", &format!("gui/{}/{LABEL}", cross_agent_ipc::safety::effective_uid())])
+            .args([
+                "print",
+                &format!("gui/{}/{LABEL}", cross_agent_ipc::safety::effective_uid()),
+            ])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status()
             .ok()
-            .map(|status| if status.success() { "loaded" } else { "not loaded" }.to_owned()),
+            .map(|status| {
+                if status.success() {
+                    "loaded"
+                } else {
+                    "not loaded"
+                }
+                .to_owned()
+            }),
         _ => None,
     };
     let report = json!({
@@ -345,11 +389,18 @@ fn status(manager: &Manager, as_json: bool) -> Result<ExitCode> {
             out,
             "service file: {} ({})",
             file.display(),
-            if written { "written" } else { "not written: cross-agent service install" }
+            if written {
+                "written"
+            } else {
+                "not written: cross-agent service install"
+            }
         )?;
         match active {
             Some(state) => writeln!(out, "service: {state}")?,
-            None => writeln!(out, "service manager: none answers here (the daemon starts itself on first use)")?,
+            None => writeln!(
+                out,
+                "service manager: none answers here (the daemon starts itself on first use)"
+            )?,
         }
     }
     Ok(ExitCode::SUCCESS)

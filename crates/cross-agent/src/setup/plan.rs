@@ -50,6 +50,8 @@ pub struct Link {
 /// Everything one run would do.
 #[derive(Debug, Default)]
 pub struct Plan {
+    /// An uninstall's plan (backups are restored, not taken).
+    pub uninstall: bool,
     pub changes: Vec<Change>,
     pub links: Vec<Link>,
 }
@@ -124,29 +126,32 @@ impl Plan {
         out
     }
 
-    /// Writes every change: a backup of an existing file once, then the new text atomically.
-    /// An uninstall that gave a file back exactly as its backup removes the backup too.
+    /// Writes every change. Install backs up every existing file it plans for once (also one
+    /// it leaves as it is: the backup is how uninstall knows what was the person's), then
+    /// writes the new text atomically. Uninstall removes a backup once the file is back to it.
     pub fn apply(&self) -> Result<Vec<Value>> {
         let mut done = Vec::new();
         for change in &self.changes {
             let mut backup = None;
+            if !self.uninstall
+                && let Some(before) = &change.before
+            {
+                backup = files::back_up_once(&change.path, before)?;
+            }
             if change.changes_anything() {
-                if let Some(before) = &change.before
-                    && change.after.is_some()
-                {
-                    backup = files::back_up_once(&change.path, before)?;
-                }
                 match &change.after {
                     Some(text) => files::write_atomically(&change.path, text)?,
                     None => std::fs::remove_file(&change.path)
                         .with_context(|| format!("removing {}", change.path.display()))?,
                 }
+            }
+            if self.uninstall {
                 let backup_path = files::backup_path(&change.path);
                 let restored = match (&change.after, std::fs::read_to_string(&backup_path)) {
                     (Some(text), Ok(original)) => *text == original,
                     _ => false,
                 };
-                if restored && backup.is_none() {
+                if restored {
                     std::fs::remove_file(&backup_path)
                         .with_context(|| format!("removing {}", backup_path.display()))?;
                 }
@@ -155,7 +160,7 @@ impl Plan {
                 "path": change.path,
                 "for": change.label,
                 "action": change.action(),
-                "backup": backup,
+                "backup": if change.changes_anything() { backup } else { None },
             }));
         }
         for link in &self.links {
