@@ -418,3 +418,33 @@ fn run_step(command: &[String]) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_launchd_agent_runs_the_daemon_with_its_environment_escaped() {
+        let plist = launchd_plist(
+            Path::new("/Users/me/bin/cross-agent"),
+            &[("PATH".to_owned(), "/opt/a&b:/usr/bin".to_owned())],
+        );
+        assert!(plist.contains("<key>Label</key>\n\t<string>dev.cross-agent.daemon</string>"));
+        assert!(plist.contains(
+            "<array>\n\t\t<string>/Users/me/bin/cross-agent</string>\n\t\t<string>daemon</string>\n\t\t<string>run</string>\n\t</array>"
+        ));
+        assert!(plist.contains("<key>PATH</key>\n\t\t<string>/opt/a&amp;b:/usr/bin</string>"));
+        assert!(plist.contains("<key>RunAtLoad</key>\n\t<true/>"));
+        assert!(plist.ends_with("</plist>\n"));
+    }
+
+    #[test]
+    fn systemd_words_escape_what_systemd_would_expand() {
+        assert_eq!(
+            systemd_quote("PATH=/a b/$HOME%n\"x\\"),
+            "\"PATH=/a b/$$HOME%%n\\\"x\\\\\""
+        );
+        let unit = systemd_unit(Path::new("/a b/cross-agent"), &[]);
+        assert!(unit.contains("ExecStart=\"/a b/cross-agent\" daemon run\n"));
+    }
+}
