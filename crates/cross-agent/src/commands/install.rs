@@ -174,6 +174,14 @@ impl InstallArgs {
                 )?,
             }
         }
+        if !agents.iter().any(|a| a["selected"] == Value::Bool(true)) {
+            warnings.push(
+                "no agent found (looked for claude, codex and grok on PATH and in their usual \
+                 places, and for ~/.claude, ~/.codex, ~/.grok); name one with --agents to set \
+                 it up anyway"
+                    .to_owned(),
+            );
+        }
         let claude_selected = agents
             .first()
             .is_some_and(|a| a["selected"] == Value::Bool(true));

@@ -353,6 +353,15 @@ fn uninstall_keeps_what_the_person_added_since_and_had_before() {
 }
 
 #[test]
+fn with_no_agent_found_install_says_so_and_writes_nothing() {
+    let person = Person::empty();
+    let out = person.ok(&["install"]);
+    assert!(out.contains("no agent found"), "{out}");
+    assert!(out.contains("name one with --agents"), "{out}");
+    assert_eq!(person.tree(), BTreeMap::new());
+}
+
+#[test]
 fn files_install_created_are_removed_again() {
     let person = Person::empty();
     let out = person.ok(&["install", "--agents", "claude,codex,grok"]);
