@@ -309,6 +309,24 @@ fn a_dry_run_prints_the_diff_and_writes_nothing() {
     assert!(out.contains("link "), "{out}");
     assert!(out.contains("dry run: nothing was written"), "{out}");
 
+    let out = person.ok(&["install", "--dry-run", "--json", "--agents", "codex"]);
+    let report: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["dry_run"], true);
+    assert_eq!(report["files"][0]["action"], "modify", "{report:#}");
+    assert_eq!(report["files"][0]["for"], "Codex");
+    assert!(
+        report["diff"]
+            .as_str()
+            .unwrap()
+            .contains("+required = true\n"),
+        "{report:#}"
+    );
+    assert_eq!(
+        person.tree(),
+        before,
+        "install --dry-run --json wrote nothing"
+    );
+
     person.ok(&["install", "--agents", "claude,codex"]);
     let installed = person.tree();
     let out = person.ok(&["uninstall", "--dry-run"]);
