@@ -47,6 +47,16 @@ pub struct Link {
     pub in_place: bool,
 }
 
+impl Link {
+    fn action(&self) -> &'static str {
+        match (self.in_place, self.create) {
+            (true, _) => "unchanged",
+            (false, true) => "link",
+            (false, false) => "remove",
+        }
+    }
+}
+
 /// Everything one run would do.
 #[derive(Debug, Default)]
 pub struct Plan {
@@ -181,15 +191,9 @@ impl Plan {
                         .with_context(|| format!("removing {}", link.path.display()))?;
                 }
             }
-            done.push(json!({
-                "path": link.path,
-                "for": "panel shim link",
-                "action": match (link.in_place, link.create) {
-                    (true, _) => "unchanged",
-                    (false, true) => "link",
-                    (false, false) => "remove",
-                },
-            }));
+            done.push(
+                json!({"path": link.path, "for": "panel shim link", "action": link.action()}),
+            );
         }
         Ok(done)
     }
@@ -201,10 +205,11 @@ impl Plan {
             .iter()
             .map(|c| json!({"path": c.path, "for": c.label, "action": c.action()}))
             .collect();
-        out.extend(self.links.iter().map(|l| {
-            json!({"path": l.path, "for": "panel shim link", "action": match (l.in_place, l.create) {
-                (true, _) => "unchanged", (false, true) => "link", (false, false) => "remove" }})
-        }));
+        out.extend(
+            self.links
+                .iter()
+                .map(|l| json!({"path": l.path, "for": "panel shim link", "action": l.action()})),
+        );
         out
     }
 }
