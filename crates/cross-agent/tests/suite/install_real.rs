@@ -14,10 +14,14 @@ use serde_json::json;
 
 const BIN: &str = env!("CARGO_BIN_EXE_cross-agent");
 
-/// `PATH` with the real agent CLIs first.
+/// `PATH` with the real agent CLIs first (then the test's own, where `node` is).
 fn path_with_agents() -> String {
     let agents = agent_binary(AgentKind::Claude).unwrap();
-    format!("{}:/usr/bin:/bin", agents.parent().unwrap().display())
+    format!(
+        "{}:{}",
+        agents.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".to_owned())
+    )
 }
 
 /// A command run as the person of `home`, with the agents on `PATH`.
