@@ -3,6 +3,7 @@
 
 mod commands;
 mod display;
+mod setup;
 
 use std::process::ExitCode;
 

@@ -5,10 +5,13 @@ mod check;
 mod check_database;
 mod daemon;
 mod decisions;
+mod doctor;
+mod install;
 mod mcp;
 mod pin;
 mod reload;
 mod send;
+mod service;
 mod sessions;
 mod shim;
 mod status;
@@ -42,6 +45,16 @@ pub enum Command {
     /// shim links (links [DIR]) and print the VS Code settings. Also run as
     /// cross-agent-{claude,codex,grok}-shim.
     Shim(shim::ShimArgs),
+    /// Register `cross-agent mcp` with every agent found (and, when asked, the panel shims and
+    /// the Claude Code hooks); `--dry-run` shows the diff.
+    Install(install::InstallArgs),
+    /// Take out exactly what `install` added, leaving every file as it was before.
+    Uninstall(install::UninstallArgs),
+    /// Check every agent's registration, the daemon, the state, the shims and the hooks, one
+    /// line each with its fix; non-zero when something is broken.
+    Doctor(doctor::DoctorArgs),
+    /// Run the daemon as a user service (systemd on Linux, launchd on macOS).
+    Service(service::ServiceArgs),
 }
 
 impl Command {
@@ -57,6 +70,10 @@ impl Command {
             Command::Reload(args) => args.run(),
             Command::Decisions(args) => args.run(),
             Command::Shim(args) => args.run(),
+            Command::Install(args) => args.run(),
+            Command::Uninstall(args) => args.run(),
+            Command::Doctor(args) => args.run(),
+            Command::Service(args) => args.run(),
         }
     }
 }

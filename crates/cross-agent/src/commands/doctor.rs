@@ -1,0 +1,682 @@
+//! `cross-agent doctor`: one line per thing that must work, each with its fix — every agent
+//! found and its version, each registration present and pointing at this binary, the agents'
+//! own listing agreeing (`claude mcp list`, `codex mcp list`, and an MCP handshake with the
+//! registered command), the daemon and its version, the state directory, the database, the
+//! panel shims, the hooks, Telegram.
+//!
+//! What is broken makes the exit status non-zero; what the person has simply not set up (an
+//! agent not installed, no shims, no hooks, no Telegram) is said as such and is not a failure.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use clap::Args;
+use cross_agent_ipc::blocking::BlockingClient;
+use cross_agent_ipc::{ConnectOptions, Home};
+use cross_agent_protocol::bridge::BridgeStatusParams;
+use cross_agent_protocol::rpc::ClientKind;
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::{bridge_client, check_database, install};
+use crate::setup::json_config::JsonDoc;
+use crate::setup::places::{AgentName, Places, find_on_path, is_executable};
+use crate::setup::toml_config::TomlDoc;
+use crate::setup::{self, ALLOW_RULE, HOOK_EVENTS, SERVER_NAME, SHIM_SETTINGS, files};
+
+/// How long an agent's `--version` or `mcp list` may take.
+const PROGRAM_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long the registered command may take to answer MCP `initialize`.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(20);
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+enum Status {
+    Ok,
+    /// Not set up by the person: said, not a failure.
+    NotSetUp,
+    Broken,
+}
+
+#[derive(Debug, Serialize)]
+struct Check {
+    what: String,
+    status: Status,
+    detail: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fix: Option<String>,
+}
+
+#[derive(Default)]
+struct Checks(Vec<Check>);
+
+impl Checks {
+    fn push(
+        &mut self,
+        what: impl Into<String>,
+        status: Status,
+        detail: impl Into<String>,
+        fix: Option<&str>,
+    ) {
+        self.0.push(Check {
+            what: what.into(),
+            status,
+            detail: detail.into(),
+            fix: fix.map(str::to_owned),
+        });
+    }
+}
+
+impl DoctorArgs {
+    pub fn run(self) -> Result<ExitCode> {
+        let places = Places::from_env()?;
+        let this = install::this_binary()?;
+        let mut checks = Checks::default();
+        for agent in AgentName::ALL {
+            check_agent(&mut checks, &places, agent, &this);
+        }
+        check_state(&mut checks);
+        check_shims(&mut checks, &places, &this);
+        check_hooks(&mut checks, &places);
+        check_telegram(&mut checks);
+        let broken = checks.0.iter().any(|c| c.status == Status::Broken);
+        if self.json {
+            bridge_client::print_json(&json!({"ok": !broken, "binary": this, "checks": checks.0}))?;
+        } else {
+            let mut out = std::io::stdout().lock();
+            for check in &checks.0 {
+                let status = match check.status {
+                    Status::Ok => "ok",
+                    Status::NotSetUp => "not set up",
+                    Status::Broken => "BROKEN",
+                };
+                write!(out, "{status:<10} {}: {}", check.what, check.detail)?;
+                match &check.fix {
+                    Some(fix) => writeln!(out, " — fix: {fix}")?,
+                    None => writeln!(out)?,
+                }
+            }
+            if broken {
+                writeln!(out, "\nsomething is broken: see the lines marked BROKEN")?;
+            }
+        }
+        Ok(if broken {
+            ExitCode::FAILURE
+        } else {
+            ExitCode::SUCCESS
+        })
+    }
+}
+
+/// The agent (found, version), its registration, and the agent's own view of it.
+fn check_agent(checks: &mut Checks, places: &Places, agent: AgentName, this: &Path) {
+    let title = agent.title();
+    let cli = places.cli(agent);
+    let found = places.agent_found(agent);
+    match &cli {
+        Some(cli) => {
+            let version = run_briefly(Command::new(cli).arg("--version"), PROGRAM_TIMEOUT)
+                .map(|out| out.stdout.trim().to_owned())
+                .filter(|v| !v.is_empty())
+                .unwrap_or_else(|| "version unknown (`--version` did not answer)".to_owned());
+            checks.push(
+                title,
+                Status::Ok,
+                format!("{version} at {}", cli.display()),
+                None,
+            );
+        }
+        None if found => checks.push(
+            title,
+            Status::Ok,
+            "its settings are here, its CLI is not on PATH",
+            None,
+        ),
+        None => checks.push(title, Status::NotSetUp, "not installed", None),
+    }
+    let registration = match registration_of(places, agent) {
+        Ok(registration) => registration,
+        Err(error) => {
+            checks.push(
+                format!("{title} registration"),
+                Status::Broken,
+                format!("{error:#}"),
+                Some("fix the file by hand, then run `cross-agent install`"),
+            );
+            return;
+        }
+    };
+    let what = format!("{title} registration ({})", registration.file.display());
+    let fix_install = format!("cross-agent install --agents {}", agent.program());
+    let Some(entry) = registration.entry else {
+        if found {
+            checks.push(
+                what,
+                Status::NotSetUp,
+                "cross-agent is not registered",
+                Some(&fix_install),
+            );
+        }
+        return;
+    };
+    match command_problem(&entry, this) {
+        Some(problem) => {
+            checks.push(what, Status::Broken, problem, Some(&fix_install));
+            return;
+        }
+        None => checks.push(
+            what,
+            Status::Ok,
+            format!("runs {} mcp", this.display()),
+            None,
+        ),
+    }
+    match agent {
+        AgentName::Claude => {
+            let allowed = files::read(&places.claude_settings, &places.home)
+                .ok()
+                .flatten()
+                .and_then(|text| JsonDoc::parse("settings", Some(&text)).ok())
+                .is_some_and(|doc| doc.array_has(&["permissions", "allow"], ALLOW_RULE));
+            if allowed {
+                checks.push(
+                    "Claude Code allow rule",
+                    Status::Ok,
+                    format!("{ALLOW_RULE} in {}", places.claude_settings.display()),
+                    None,
+                );
+            } else {
+                checks.push(
+                    "Claude Code allow rule",
+                    Status::NotSetUp,
+                    "every cross-agent tool call asks for approval",
+                    Some(&fix_install),
+                );
+            }
+        }
+        AgentName::Codex => {
+            if entry
+                .get("default_tools_approval_mode")
+                .and_then(Value::as_str)
+                != Some("approve")
+            {
+                checks.push(
+                    "Codex tool approval",
+                    Status::NotSetUp,
+                    "default_tools_approval_mode is not \"approve\": every call asks",
+                    Some(&fix_install),
+                );
+            }
+        }
+        AgentName::Grok => {}
+    }
+    let listing = match (agent, &cli) {
+        (AgentName::Claude, Some(cli)) => claude_listing(cli),
+        (AgentName::Codex, Some(cli)) => codex_listing(cli, this).and_then(|()| handshake(&entry)),
+        _ => handshake(&entry),
+    };
+    let what = format!("{title} connects");
+    match listing {
+        Ok(()) => checks.push(
+            what,
+            Status::Ok,
+            "the agent lists cross-agent and it answers MCP initialize",
+            None,
+        ),
+        Err(problem) => checks.push(what, Status::Broken, problem, Some(&fix_install)),
+    }
+}
+
+struct Registered {
+    file: PathBuf,
+    entry: Option<Value>,
+}
+
+fn registration_of(places: &Places, agent: AgentName) -> Result<Registered> {
+    let file = match agent {
+        AgentName::Claude => &places.claude_json,
+        AgentName::Codex => &places.codex_config,
+        AgentName::Grok => &places.grok_config,
+    };
+    let text = files::read(file, &places.home)?;
+    let name = file.display().to_string();
+    let entry = match agent {
+        AgentName::Claude => {
+            JsonDoc::parse(&name, text.as_deref())?.entry(&["mcpServers"], SERVER_NAME)
+        }
+        _ => TomlDoc::parse(&name, text.as_deref())?.server(SERVER_NAME),
+    };
+    Ok(Registered {
+        file: file.clone(),
+        entry,
+    })
+}
+
+/// What is wrong with a registration's command, if anything: it must run this binary's `mcp`.
+fn command_problem(entry: &Value, this: &Path) -> Option<String> {
+    let Some(command) = entry.get("command").and_then(Value::as_str) else {
+        return Some("the entry has no command".to_owned());
+    };
+    let args: Vec<&str> = entry
+        .get("args")
+        .and_then(Value::as_array)
+        .map(|args| args.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let path = if command.contains('/') {
+        Some(PathBuf::from(command))
+    } else {
+        find_on_path(command)
+    };
+    let Some(path) = path.filter(|p| is_executable(p)) else {
+        return Some(format!(
+            "its command {command} does not exist or cannot be run"
+        ));
+    };
+    if args != ["mcp"] {
+        return Some(format!(
+            "it runs {command} {} instead of `{command} mcp`",
+            args.join(" ")
+        ));
+    }
+    let resolved = path.canonicalize().unwrap_or(path);
+    if resolved != this {
+        return Some(format!(
+            "it runs {}, not this binary ({})",
+            resolved.display(),
+            this.display()
+        ));
+    }
+    None
+}
+
+/// `claude mcp list` (which starts each server) must show cross-agent connected.
+fn claude_listing(cli: &Path) -> std::result::Result<(), String> {
+    let out = run_briefly(Command::new(cli).args(["mcp", "list"]), PROGRAM_TIMEOUT)
+        .ok_or_else(|| "`claude mcp list` did not finish".to_owned())?;
+    let line = out
+        .stdout
+        .lines()
+        .find(|line| line.starts_with(&format!("{SERVER_NAME}:")))
+        .ok_or_else(|| "`claude mcp list` does not show cross-agent".to_owned())?;
+    if line.contains("Connected") {
+        Ok(())
+    } else {
+        Err(format!("`claude mcp list` says: {line}"))
+    }
+}
+
+/// `codex mcp list --json` must list cross-agent enabled, running this binary.
+fn codex_listing(cli: &Path, this: &Path) -> std::result::Result<(), String> {
+    let out = run_briefly(
+        Command::new(cli).args(["mcp", "list", "--json"]),
+        PROGRAM_TIMEOUT,
+    )
+    .ok_or_else(|| "`codex mcp list` did not finish".to_owned())?;
+    let listed: Value = serde_json::from_str(out.stdout.trim()).map_err(|_| {
+        format!(
+            "`codex mcp list --json` printed no JSON: {}",
+            out.stderr.trim()
+        )
+    })?;
+    let server = listed
+        .as_array()
+        .and_then(|servers| servers.iter().find(|s| s["name"] == SERVER_NAME))
+        .ok_or_else(|| "`codex mcp list` does not show cross-agent".to_owned())?;
+    if server["enabled"] != Value::Bool(true) {
+        return Err(format!(
+            "`codex mcp list` shows cross-agent disabled: {}",
+            server["disabled_reason"]
+        ));
+    }
+    let command = server
+        .pointer("/transport/command")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if Path::new(command).canonicalize().ok().as_deref() != Some(this) {
+        return Err(format!(
+            "`codex mcp list` shows cross-agent running {command}"
+        ));
+    }
+    Ok(())
+}
+
+/// Starts the registered command with the registration's environment and asks MCP
+/// `initialize`: what an agent does at session start.
+fn handshake(entry: &Value) -> std::result::Result<(), String> {
+    let command = entry
+        .get("command")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let mut program = Command::new(command);
+    program.arg("mcp");
+    if let Some(env) = entry.get("env").and_then(Value::as_object) {
+        for (key, value) in env {
+            if let Some(value) = value.as_str() {
+                program.env(key, value);
+            }
+        }
+    }
+    let mut child = program
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|error| format!("cannot start {command} mcp: {error}"))?;
+    let request = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "cross-agent-doctor", "version": env!("CARGO_PKG_VERSION")}}});
+    let wrote = child
+        .stdin
+        .as_mut()
+        .map(|stdin| writeln!(stdin, "{request}").is_ok())
+        .unwrap_or(false);
+    let (sender, receiver) = std::sync::mpsc::channel();
+    if let Some(stdout) = child.stdout.take() {
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(stdout).read_line(&mut line);
+            let _ = sender.send(line);
+        });
+    }
+    let answer = receiver.recv_timeout(HANDSHAKE_TIMEOUT).unwrap_or_default();
+    drop(child.stdin.take());
+    let _ = child.kill();
+    let _ = child.wait();
+    let answer: Value = serde_json::from_str(answer.trim()).unwrap_or(Value::Null);
+    if wrote && answer.pointer("/result/serverInfo").is_some() {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{command} mcp` did not answer MCP initialize within {}s",
+            HANDSHAKE_TIMEOUT.as_secs()
+        ))
+    }
+}
+
+/// The state directory, the daemon and its version, the database.
+fn check_state(checks: &mut Checks) {
+    let home = match Home::from_env() {
+        Ok(home) => home,
+        Err(error) => {
+            checks.push(
+                "CROSS_AGENT_HOME",
+                Status::Broken,
+                error.to_string(),
+                Some("set CROSS_AGENT_HOME to a directory of yours"),
+            );
+            return;
+        }
+    };
+    match home.verify() {
+        Ok(_) => checks.push(
+            "CROSS_AGENT_HOME",
+            Status::Ok,
+            format!("{} is yours alone", home.root().display()),
+            None,
+        ),
+        Err(error) => {
+            checks.push(
+                "CROSS_AGENT_HOME",
+                Status::Broken,
+                error.to_string(),
+                Some("see the message: it names the path and what to change"),
+            );
+            return;
+        }
+    }
+    let client = match BlockingClient::connect(&home, &ConnectOptions::new(ClientKind::Cli)) {
+        Ok(client) => client,
+        Err(_) => {
+            checks.push(
+                "daemon",
+                Status::NotSetUp,
+                "not running (it starts itself on first use)",
+                Some("cross-agent daemon start, or cross-agent service install"),
+            );
+            return;
+        }
+    };
+    let hello = client.hello();
+    let ours = env!("CARGO_PKG_VERSION");
+    if hello.daemon_version == ours {
+        checks.push(
+            "daemon",
+            Status::Ok,
+            format!(
+                "version {} running (pid {})",
+                hello.daemon_version, hello.daemon_pid
+            ),
+            None,
+        );
+    } else {
+        checks.push(
+            "daemon",
+            Status::Broken,
+            format!(
+                "version {} running, this binary is {ours}",
+                hello.daemon_version
+            ),
+            Some("cross-agent reload"),
+        );
+    }
+    let status = client.call(BridgeStatusParams {
+        cwd: None,
+        scope: None,
+        delivery_id: None,
+        caller: bridge_client::caller(),
+    });
+    let daemon = status
+        .ok()
+        .and_then(|s| serde_json::to_value(s).ok())
+        .unwrap_or(Value::Null);
+    let database = check_database::report(&daemon);
+    let quarantined = database["quarantined"].as_array().map_or(0, Vec::len);
+    match database["check"].as_str() {
+        Some(check) if quarantined == 0 => checks.push("database", Status::Ok, format!("{} ({check})", database["path"].as_str().unwrap_or("hub.db")), None),
+        Some(_) => checks.push("database", Status::Ok, format!("healthy now; {quarantined} damaged store(s) were moved aside (cross-agent check lists them)"), None),
+        None => checks.push("database", Status::Broken, "the daemon did not report its store", Some("cross-agent check")),
+    }
+}
+
+/// The panel shim settings in each VS Code–family editor found.
+fn check_shims(checks: &mut Checks, places: &Places, this: &Path) {
+    for editor in places.editors.iter().filter(|e| e.found) {
+        let what = format!("{} panel shims", editor.name);
+        let text = files::read(&editor.settings, &places.home).ok().flatten();
+        let doc = match JsonDoc::parse(&editor.settings.display().to_string(), text.as_deref()) {
+            Ok(doc) => doc,
+            Err(error) => {
+                checks.push(
+                    what,
+                    Status::Broken,
+                    format!("{error:#}"),
+                    Some("fix the settings file"),
+                );
+                continue;
+            }
+        };
+        let set: Vec<(&str, String)> = SHIM_SETTINGS
+            .iter()
+            .filter_map(|(key, _)| Some((*key, doc.entry(&[], key)?.as_str()?.to_owned())))
+            .collect();
+        if set.is_empty() {
+            checks.push(
+                what,
+                Status::NotSetUp,
+                "not linked",
+                Some("cross-agent install --panels"),
+            );
+            continue;
+        }
+        let broken: Vec<String> = set
+            .iter()
+            .filter(|(_, path)| Path::new(path).canonicalize().ok().as_deref() != Some(this))
+            .map(|(key, path)| format!("{key} = {path} does not lead to this binary"))
+            .collect();
+        if broken.is_empty() && set.len() == SHIM_SETTINGS.len() {
+            checks.push(what, Status::Ok, "linked", None);
+        } else if broken.is_empty() {
+            checks.push(
+                what,
+                Status::Broken,
+                format!("only {} of the 3 settings are set", set.len()),
+                Some("cross-agent install --panels"),
+            );
+        } else {
+            checks.push(
+                what,
+                Status::Broken,
+                broken.join("; "),
+                Some("cross-agent install --panels"),
+            );
+        }
+    }
+}
+
+/// The Claude Code hooks: all six installed, or none (not set up); some is broken.
+fn check_hooks(checks: &mut Checks, places: &Places) {
+    let text = files::read(&places.claude_settings, &places.home)
+        .ok()
+        .flatten();
+    let value = JsonDoc::parse("settings", text.as_deref())
+        .map(|doc| doc.value())
+        .unwrap_or(Value::Null);
+    let mut missing = Vec::new();
+    let mut unrunnable = Vec::new();
+    for (event, _) in HOOK_EVENTS {
+        let ours: Vec<String> = value
+            .pointer(&format!("/hooks/{event}"))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|group| group.get("hooks")?.as_array())
+            .flatten()
+            .filter_map(|hook| hook.get("command")?.as_str())
+            .filter(|command| setup::is_our_hook(command))
+            .map(str::to_owned)
+            .collect();
+        if ours.is_empty() {
+            missing.push(event);
+        }
+        for command in ours {
+            let program = command
+                .rsplitn(3, ' ')
+                .nth(2)
+                .unwrap_or_default()
+                .trim_matches('\'')
+                .to_owned();
+            if !is_executable(Path::new(&program)) {
+                unrunnable.push(program);
+            }
+        }
+    }
+    unrunnable.dedup();
+    if missing.len() == HOOK_EVENTS.len() {
+        checks.push(
+            "Claude Code hooks",
+            Status::NotSetUp,
+            "not set up",
+            Some("cross-agent install --hooks"),
+        );
+    } else if !unrunnable.is_empty() {
+        checks.push(
+            "Claude Code hooks",
+            Status::Broken,
+            format!("they run {}, which cannot be run", unrunnable.join(", ")),
+            Some("cross-agent install --hooks"),
+        );
+    } else if !missing.is_empty() {
+        checks.push(
+            "Claude Code hooks",
+            Status::Broken,
+            format!("missing for {}", missing.join(", ")),
+            Some("cross-agent install --hooks"),
+        );
+    } else {
+        checks.push("Claude Code hooks", Status::Ok, "installed", None);
+    }
+}
+
+/// Telegram: paired when the home holds its pairing (set up by `cross-agent telegram`).
+fn check_telegram(checks: &mut Checks) {
+    let paired = Home::from_env()
+        .ok()
+        .and_then(|home| std::fs::read_dir(home.root()).ok())
+        .is_some_and(|entries| {
+            entries
+                .flatten()
+                .any(|entry| entry.file_name().to_string_lossy().starts_with("telegram"))
+        });
+    if paired {
+        checks.push(
+            "Telegram",
+            Status::Ok,
+            "configured (cross-agent telegram status tells more)",
+            None,
+        );
+    } else {
+        checks.push("Telegram", Status::NotSetUp, "not paired", None);
+    }
+}
+
+struct Finished {
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs a program with a deadline, killing it past that; `None` when it did not finish.
+fn run_briefly(command: &mut Command, timeout: Duration) -> Option<Finished> {
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .ok()?;
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_string(&mut text);
+            }
+            text
+        })
+    };
+    let stdout = drain(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let stderr = drain(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let deadline = Instant::now() + timeout;
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    }
+    Some(Finished {
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+    })
+}

@@ -1,0 +1,292 @@
+//! What `cross-agent install` adds to each agent's configuration and how `uninstall` takes
+//! exactly that out again. Every edit goes through a format-preserving editor
+//! ([`json_config`], [`toml_config`]), so the person's comments, key order and layout survive,
+//! and removal consults the backup taken before the first change so that nothing the person
+//! had is removed.
+//!
+//! Claude Code's registration is written into `~/.claude.json` directly, the same entry
+//! `claude mcp add -s user` writes, rather than by running that command: the CLI rewrites the
+//! whole file in its own format, which would make neither a `--dry-run` diff nor a
+//! byte-identical `uninstall` possible.
+
+pub mod files;
+pub mod json_config;
+pub mod places;
+pub mod plan;
+pub mod toml_config;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use serde_json::{Value, json};
+
+use self::json_config::JsonDoc;
+use self::toml_config::TomlDoc;
+
+/// The name every agent knows the bridge by.
+pub const SERVER_NAME: &str = "cross-agent";
+/// Claude Code's server-level allow rule (spec 004 §3: one server name, no wildcard).
+pub const ALLOW_RULE: &str = "mcp__cross-agent";
+/// The Claude Code hook events the daemon uses, and the matcher of each (tool events match
+/// every tool).
+pub const HOOK_EVENTS: [(&str, Option<&str>); 6] = [
+    ("SessionStart", None),
+    ("UserPromptSubmit", None),
+    ("PreToolUse", Some("*")),
+    ("PostToolUse", Some("*")),
+    ("Notification", None),
+    ("Stop", None),
+];
+/// The three panel settings and the shim link each points at.
+pub const SHIM_SETTINGS: [(&str, &str); 3] = [
+    ("claudeCode.claudeProcessWrapper", "cross-agent-claude-shim"),
+    ("chatgpt.cliExecutable", "cross-agent-codex-shim"),
+    ("grok.cliPath", "cross-agent-grok-shim"),
+];
+/// `--unattended`: the spec's two permission variables (004 §3 "Unattended use").
+pub const UNATTENDED_ENV: [(&str, &str); 2] = [
+    ("CROSS_AGENT_CODEX_SANDBOX", "danger-full-access"),
+    ("CROSS_AGENT_CLAUDE_PERMISSION_MODE", "bypassPermissions"),
+];
+/// The spec's warning, printed whenever `--unattended` is given.
+pub const UNATTENDED_WARNING: &str = "WARNING: These two variables turn off the safety rails \
+for an agent reached through the bridge. Claude edits files and runs commands without \
+confirmation, and newly created Codex sessions run without a sandbox. Use this only for trusted \
+local work. To revert, run `cross-agent install` again without --unattended; that restores the \
+defaults (read-only / the agent's default permission mode). Grok has the same switch, and it is \
+not part of the two: set CROSS_AGENT_GROK_PERMISSION_MODE yourself if you want it.";
+
+/// What the registrations run: this binary's `mcp`, with its environment.
+#[derive(Debug, Clone)]
+pub struct Registration {
+    pub command: PathBuf,
+    pub env: BTreeMap<String, String>,
+}
+
+impl Registration {
+    fn command_text(&self) -> String {
+        self.command.to_string_lossy().into_owned()
+    }
+
+    fn env_value(&self) -> Value {
+        Value::Object(
+            self.env
+                .iter()
+                .map(|(key, value)| (key.clone(), Value::String(value.clone())))
+                .collect(),
+        )
+    }
+
+    /// Claude Code's `mcpServers` entry, as `claude mcp add -s user` writes it.
+    pub fn claude_entry(&self) -> Value {
+        json!({"type": "stdio", "command": self.command_text(), "args": ["mcp"], "env": self.env_value()})
+    }
+
+    /// Codex's table: required (so `codex exec` waits for it), its tools approved (spec 004 §3),
+    /// and an `env` table, since Codex passes an MCP server none of its own environment.
+    pub fn codex_entries(&self) -> Vec<(&'static str, Value)> {
+        vec![
+            ("command", Value::String(self.command_text())),
+            ("args", json!(["mcp"])),
+            ("required", Value::Bool(true)),
+            (
+                "default_tools_approval_mode",
+                Value::String("approve".to_owned()),
+            ),
+            ("env", self.env_value()),
+        ]
+    }
+
+    /// Grok's table (spec 004 §3 "Grok Build").
+    pub fn grok_entries(&self) -> Vec<(&'static str, Value)> {
+        let mut entries = vec![
+            ("command", Value::String(self.command_text())),
+            ("args", json!(["mcp"])),
+        ];
+        if !self.env.is_empty() {
+            entries.push(("env", self.env_value()));
+        }
+        entries
+    }
+
+    /// The command a Claude Code hook runs for `event`.
+    pub fn hook_command(&self, event: &str) -> String {
+        format!("{} hook {event}", shell_quote(&self.command_text()))
+    }
+}
+
+/// Whether a hook command is one `install --hooks` wrote: `<…/cross-agent> hook <Event>`, from
+/// this binary or an earlier one.
+pub fn is_our_hook(command: &str) -> bool {
+    let mut words: Vec<&str> = command.split_whitespace().collect();
+    let (Some(event), Some(verb)) = (words.pop(), words.pop()) else {
+        return false;
+    };
+    let program = words.join(" ");
+    let program = program.trim_matches('\'');
+    verb == "hook"
+        && HOOK_EVENTS.iter().any(|(name, _)| *name == event)
+        && Path::new(program)
+            .file_name()
+            .is_some_and(|name| name == "cross-agent")
+}
+
+fn shell_quote(text: &str) -> String {
+    if text
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-+:@".contains(c))
+    {
+        text.to_owned()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
+}
+
+/// Which file a change is to: each kind has its own entries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    ClaudeJson,
+    ClaudeSettings,
+    CodexConfig,
+    GrokConfig,
+    EditorSettings,
+}
+
+/// What `install` was asked to add to one file.
+#[derive(Debug, Clone, Default)]
+pub struct Wanted {
+    /// Claude Code's settings.json: the allow rule.
+    pub allow_rule: bool,
+    /// Claude Code's settings.json: the hooks.
+    pub hooks: bool,
+    /// VS Code settings: the directory of the shim links.
+    pub shim_dir: Option<PathBuf>,
+}
+
+/// The file's text after `install` (`before`: its text now, `None` when missing).
+pub fn install_text(
+    kind: FileKind,
+    name: &str,
+    before: Option<&str>,
+    registration: &Registration,
+    wanted: &Wanted,
+) -> Result<String> {
+    match kind {
+        FileKind::ClaudeJson => {
+            let doc = JsonDoc::parse(name, before)?;
+            doc.set_entry(&["mcpServers"], SERVER_NAME, &registration.claude_entry())?;
+            Ok(with_final_newline(before, doc.text()))
+        }
+        FileKind::ClaudeSettings => {
+            let doc = JsonDoc::parse(name, before)?;
+            if wanted.allow_rule {
+                doc.add_to_array(&["permissions", "allow"], ALLOW_RULE)?;
+            }
+            if wanted.hooks {
+                for (event, matcher) in HOOK_EVENTS {
+                    doc.add_hook(event, matcher, &registration.hook_command(event))?;
+                }
+            }
+            Ok(with_final_newline(before, doc.text()))
+        }
+        FileKind::CodexConfig | FileKind::GrokConfig => {
+            let mut doc = TomlDoc::parse(name, before)?;
+            let entries = if kind == FileKind::CodexConfig {
+                registration.codex_entries()
+            } else {
+                registration.grok_entries()
+            };
+            doc.set_server(SERVER_NAME, &entries)?;
+            Ok(doc.text())
+        }
+        FileKind::EditorSettings => {
+            let doc = JsonDoc::parse(name, before)?;
+            if let Some(dir) = &wanted.shim_dir {
+                for (key, link) in SHIM_SETTINGS {
+                    let target = dir.join(link).to_string_lossy().into_owned();
+                    doc.set_entry(&[], key, &Value::String(target))?;
+                }
+            }
+            Ok(with_final_newline(before, doc.text()))
+        }
+    }
+}
+
+/// The file's text after `uninstall`, or `None` when the file should go (cross-agent created
+/// it and nothing else is in it). `backup` is the file before cross-agent first changed it.
+pub fn uninstall_text(
+    kind: FileKind,
+    name: &str,
+    current: &str,
+    backup: Option<&str>,
+) -> Result<Option<String>> {
+    let after = match kind {
+        FileKind::ClaudeJson | FileKind::ClaudeSettings | FileKind::EditorSettings => {
+            let doc = JsonDoc::parse(name, Some(current))?;
+            let original = match backup {
+                Some(text) => Some(JsonDoc::parse(name, Some(text))?.value()),
+                None => None,
+            };
+            let original = original.as_ref();
+            match kind {
+                FileKind::ClaudeJson => {
+                    doc.remove_entry(&["mcpServers"], SERVER_NAME, original)?;
+                    doc.prune_created(&["mcpServers"], original)?;
+                }
+                FileKind::ClaudeSettings => {
+                    doc.remove_from_array(&["permissions", "allow"], ALLOW_RULE, original)?;
+                    doc.prune_created(&["permissions", "allow"], original)?;
+                    doc.remove_hooks(is_our_hook)?;
+                    for (event, _) in HOOK_EVENTS {
+                        doc.prune_created(&["hooks", event], original)?;
+                    }
+                }
+                _ => {
+                    for (key, _) in SHIM_SETTINGS {
+                        doc.remove_entry(&[], key, original)?;
+                    }
+                }
+            }
+            if backup.is_none() && doc.is_empty() {
+                return Ok(None);
+            }
+            doc.text()
+        }
+        FileKind::CodexConfig | FileKind::GrokConfig => {
+            let mut doc = TomlDoc::parse(name, Some(current))?;
+            let original = match backup {
+                Some(text) => Some(TomlDoc::parse(name, Some(text))?),
+                None => None,
+            };
+            doc.remove_server(SERVER_NAME, original.as_ref())?;
+            if backup.is_none() && doc.is_empty() {
+                return Ok(None);
+            }
+            doc.text()
+        }
+    };
+    // Only whitespace that cross-agent's own edit laid out can differ from the original:
+    // give the original bytes back then.
+    Ok(Some(match backup {
+        Some(original)
+            if after != original && without_whitespace(&after) == without_whitespace(original) =>
+        {
+            original.to_owned()
+        }
+        _ => after,
+    }))
+}
+
+/// A file cross-agent creates ends with a newline; one that exists keeps how it ended.
+fn with_final_newline(before: Option<&str>, mut text: String) -> String {
+    let wants_newline = before.is_none_or(|b| b.trim().is_empty() || b.ends_with('\n'));
+    if wants_newline && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text
+}
+
+fn without_whitespace(text: &str) -> String {
+    text.chars().filter(|c| !c.is_whitespace()).collect()
+}

@@ -1,0 +1,253 @@
+//! The changes `install` / `uninstall` would make, worked out before anything is written, then
+//! shown as unified diffs (`--dry-run`) or applied: a backup of each existing file once, atomic
+//! writes, links refused. Applying twice changes nothing the second time.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde_json::{Value, json};
+
+use super::files;
+use super::{FileKind, Registration, Wanted};
+
+/// One file's change.
+#[derive(Debug, Clone)]
+pub struct Change {
+    pub path: PathBuf,
+    /// Which agent or editor it is for ("Claude Code", "VS Code Insiders", …).
+    pub label: String,
+    pub before: Option<String>,
+    /// `None`: the file is removed.
+    pub after: Option<String>,
+}
+
+impl Change {
+    pub fn changes_anything(&self) -> bool {
+        self.before != self.after
+    }
+
+    fn action(&self) -> &'static str {
+        match (&self.before, &self.after) {
+            _ if !self.changes_anything() => "unchanged",
+            (None, Some(_)) => "create",
+            (Some(_), None) => "remove",
+            _ => "modify",
+        }
+    }
+}
+
+/// A shim link to create or remove: `<dir>/<name>` → this binary.
+#[derive(Debug, Clone)]
+pub struct Link {
+    pub path: PathBuf,
+    pub target: PathBuf,
+    /// Create it (install) or remove it (uninstall).
+    pub create: bool,
+    /// Already as wanted.
+    pub in_place: bool,
+}
+
+impl Link {
+    fn action(&self) -> &'static str {
+        match (self.in_place, self.create) {
+            (true, _) => "unchanged",
+            (false, true) => "link",
+            (false, false) => "remove",
+        }
+    }
+}
+
+/// Everything one run would do.
+#[derive(Debug, Default)]
+pub struct Plan {
+    /// An uninstall's plan (backups are restored, not taken).
+    pub uninstall: bool,
+    pub changes: Vec<Change>,
+    pub links: Vec<Link>,
+}
+
+impl Plan {
+    /// Adds the change `install` makes to `path`.
+    pub fn install_file(
+        &mut self,
+        home: &Path,
+        path: &Path,
+        kind: FileKind,
+        label: &str,
+        registration: &Registration,
+        wanted: &Wanted,
+    ) -> Result<()> {
+        let before = files::read(path, home)?;
+        let name = path.display().to_string();
+        let after = super::install_text(kind, &name, before.as_deref(), registration, wanted)?;
+        self.changes.push(Change {
+            path: path.to_owned(),
+            label: label.to_owned(),
+            before,
+            after: Some(after),
+        });
+        Ok(())
+    }
+
+    /// Adds the change `uninstall` makes to `path` (nothing when it does not exist).
+    pub fn uninstall_file(
+        &mut self,
+        home: &Path,
+        path: &Path,
+        kind: FileKind,
+        label: &str,
+    ) -> Result<()> {
+        let Some(current) = files::read(path, home)? else {
+            return Ok(());
+        };
+        let backup = files::read(&files::backup_path(path), home)?;
+        let name = path.display().to_string();
+        let after = super::uninstall_text(kind, &name, &current, backup.as_deref())?;
+        self.changes.push(Change {
+            path: path.to_owned(),
+            label: label.to_owned(),
+            before: Some(current),
+            after,
+        });
+        Ok(())
+    }
+
+    /// The unified diff of every change (and a line per link).
+    pub fn diff(&self) -> String {
+        let mut out = String::new();
+        for change in self.changes.iter().filter(|c| c.changes_anything()) {
+            out.push_str(&files::unified_diff(
+                &change.path,
+                change.before.as_deref(),
+                change.after.as_deref(),
+            ));
+        }
+        for link in self.links.iter().filter(|l| !l.in_place) {
+            if link.create {
+                out.push_str(&format!(
+                    "link {} -> {}\n",
+                    link.path.display(),
+                    link.target.display()
+                ));
+            } else {
+                out.push_str(&format!("remove link {}\n", link.path.display()));
+            }
+        }
+        out
+    }
+
+    /// Writes every change. Install backs up every existing file it plans for once (also one
+    /// it leaves as it is: the backup is how uninstall knows what was the person's), then
+    /// writes the new text atomically. Uninstall removes a backup once the file is back to it.
+    pub fn apply(&self) -> Result<Vec<Value>> {
+        let mut done = Vec::new();
+        for change in &self.changes {
+            let mut backup = None;
+            if !self.uninstall
+                && let Some(before) = &change.before
+            {
+                backup = files::back_up_once(&change.path, before)?;
+            }
+            if change.changes_anything() {
+                match &change.after {
+                    Some(text) => files::write_atomically(&change.path, text)?,
+                    None => std::fs::remove_file(&change.path)
+                        .with_context(|| format!("removing {}", change.path.display()))?,
+                }
+            }
+            if self.uninstall {
+                let backup_path = files::backup_path(&change.path);
+                let restored = match (&change.after, std::fs::read_to_string(&backup_path)) {
+                    (Some(text), Ok(original)) => *text == original,
+                    _ => false,
+                };
+                if restored {
+                    std::fs::remove_file(&backup_path)
+                        .with_context(|| format!("removing {}", backup_path.display()))?;
+                }
+            }
+            done.push(json!({
+                "path": change.path,
+                "for": change.label,
+                "action": change.action(),
+                "backup": if change.changes_anything() { backup } else { None },
+            }));
+        }
+        for link in &self.links {
+            if !link.in_place {
+                if link.create {
+                    if std::fs::symlink_metadata(&link.path).is_ok() {
+                        std::fs::remove_file(&link.path)
+                            .with_context(|| format!("replacing {}", link.path.display()))?;
+                    }
+                    if let Some(parent) = link.path.parent() {
+                        std::fs::create_dir_all(parent)
+                            .with_context(|| format!("creating {}", parent.display()))?;
+                    }
+                    std::os::unix::fs::symlink(&link.target, &link.path)
+                        .with_context(|| format!("linking {}", link.path.display()))?;
+                } else {
+                    std::fs::remove_file(&link.path)
+                        .with_context(|| format!("removing {}", link.path.display()))?;
+                }
+            }
+            done.push(
+                json!({"path": link.path, "for": "panel shim link", "action": link.action()}),
+            );
+        }
+        Ok(done)
+    }
+
+    /// What a dry run would do, as JSON lines like [`Plan::apply`]'s.
+    pub fn preview(&self) -> Vec<Value> {
+        let mut out: Vec<Value> = self
+            .changes
+            .iter()
+            .map(|c| json!({"path": c.path, "for": c.label, "action": c.action()}))
+            .collect();
+        out.extend(
+            self.links
+                .iter()
+                .map(|l| json!({"path": l.path, "for": "panel shim link", "action": l.action()})),
+        );
+        out
+    }
+}
+
+/// Where the shim link `name` in `dir` stands: to create (`in_place` when it already points
+/// at `target`), refusing a file there that is not a link.
+pub fn shim_link(dir: &Path, name: &str, target: &Path) -> Result<Link> {
+    let path = dir.join(name);
+    let in_place = match std::fs::symlink_metadata(&path) {
+        Ok(meta) if meta.file_type().is_symlink() => {
+            std::fs::read_link(&path).ok().as_deref() == Some(target)
+        }
+        Ok(_) => anyhow::bail!(
+            "{} exists and is not a link; move it away, or choose another --shim-dir",
+            path.display()
+        ),
+        Err(_) => false,
+    };
+    Ok(Link {
+        path,
+        target: target.to_owned(),
+        create: true,
+        in_place,
+    })
+}
+
+/// The shim link `name` in `dir` to remove, when it is a link to a `cross-agent` binary.
+pub fn shim_link_to_remove(dir: &Path, name: &str) -> Option<Link> {
+    let path = dir.join(name);
+    let meta = std::fs::symlink_metadata(&path).ok()?;
+    if !meta.file_type().is_symlink() {
+        return None;
+    }
+    let target = std::fs::read_link(&path).ok()?;
+    (target.file_name()? == "cross-agent").then_some(Link {
+        path,
+        target,
+        create: false,
+        in_place: false,
+    })
+}
