@@ -13,3 +13,4 @@ pub mod adapter;
 pub mod claude;
 pub mod codex;
 pub mod grok;
+mod rpc;
