@@ -474,7 +474,10 @@ impl CodexAdapter {
                 }
             }
             Message::Request { id, method, params } => {
-                if matches!(method, COMMAND_APPROVAL | FILE_CHANGE_APPROVAL | ELICITATION) {
+                if matches!(
+                    method,
+                    COMMAND_APPROVAL | FILE_CHANGE_APPROVAL | ELICITATION
+                ) {
                     self.on_approval_request(id, method, params, now_ms, out);
                 }
             }
@@ -501,7 +504,11 @@ impl CodexAdapter {
             (ExtensionRequest::Input(thread), Some(error)) => {
                 if error_message(error).contains(DIRECT_INPUT_REFUSED) {
                     self.exclude(&thread);
-                } else if self.threads.get(&thread).is_some_and(|t| t.turn_id.is_none()) {
+                } else if self
+                    .threads
+                    .get(&thread)
+                    .is_some_and(|t| t.turn_id.is_none())
+                {
                     // The turn never started: the thread is as idle as before.
                     self.set_state(&thread, PanelSessionState::Idle);
                 }
@@ -542,7 +549,12 @@ impl CodexAdapter {
         let Some(thread) = thread else {
             let reason = error.map_or_else(
                 || "codex opened no usable thread for the new conversation".to_owned(),
-                |e| format!("codex could not open a new conversation: {}", error_message(e)),
+                |e| {
+                    format!(
+                        "codex could not open a new conversation: {}",
+                        error_message(e)
+                    )
+                },
             );
             self.finish(
                 id,
@@ -718,8 +730,7 @@ impl CodexAdapter {
                 }
             }
             "thread/status/changed" => {
-                if let Some((entry, status)) = self.threads.get(&thread).zip(params.get("status"))
-                {
+                if let Some((entry, status)) = self.threads.get(&thread).zip(params.get("status")) {
                     let state = state_of(status, entry.state);
                     self.set_state(&thread, state);
                 }
@@ -858,7 +869,9 @@ impl CodexAdapter {
 /// id is not known yet, and a known one only itself).
 fn runs_turn(stage: &Stage, turn_id: Option<&str>) -> bool {
     match stage {
-        Stage::Running { turn_id: Some(ours) } => turn_id.is_none_or(|t| t == ours),
+        Stage::Running {
+            turn_id: Some(ours),
+        } => turn_id.is_none_or(|t| t == ours),
         Stage::Running { turn_id: None } | Stage::Starting => true,
         Stage::Queued | Stage::OpeningThread | Stage::AwaitingMcp { .. } => false,
     }
@@ -1047,8 +1060,7 @@ impl PanelAdapter for CodexAdapter {
         let key = self.approvals.iter().find_map(|(key, approval)| {
             let same_thread = answer.session_id.is_none()
                 || answer.session_id.as_deref() == approval.thread.as_deref();
-            (approval.approval.request_id == answer.request_id && same_thread)
-                .then(|| key.clone())
+            (approval.approval.request_id == answer.request_id && same_thread).then(|| key.clone())
         });
         let Some(approval) = key.and_then(|key| self.approvals.remove(&key)) else {
             out.push(Action::Report(

@@ -402,7 +402,11 @@ impl GrokAdapter {
         error: Option<&Value>,
         out: &mut Vec<Action>,
     ) {
-        let Some(bridged) = self.sessions.get_mut(session).and_then(|s| s.bridged.take()) else {
+        let Some(bridged) = self
+            .sessions
+            .get_mut(session)
+            .and_then(|s| s.bridged.take())
+        else {
             return;
         };
         self.sessions_changed = true;
@@ -704,8 +708,7 @@ impl PanelAdapter for GrokAdapter {
         let key = self.approvals.iter().find_map(|(key, approval)| {
             let same_session = answer.session_id.is_none()
                 || answer.session_id.as_deref() == approval.session.as_deref();
-            (approval.approval.request_id == answer.request_id && same_session)
-                .then(|| key.clone())
+            (approval.approval.request_id == answer.request_id && same_session).then(|| key.clone())
         });
         let found = key.and_then(|key| self.approvals.remove(&key));
         let option = found

@@ -172,7 +172,9 @@ fn turn_completed(thread: &str, turn: &str, text: Option<&str>) -> Value {
 fn human_turn(h: &mut Harness, id: u64, thread: &str, turn: &str) {
     let actions = h.ext(json!({"id": id, "method": "turn/start", "params": {"threadId": thread, "input": [{"type": "text", "text": "hello world"}], "clientUserMessageId": "cum-123"}}));
     assert!(forwarded(&actions));
-    h.agent(json!({"id": id, "result": {"turn": {"id": turn, "items": [], "status": "inProgress"}}}));
+    h.agent(
+        json!({"id": id, "result": {"turn": {"id": turn, "items": [], "status": "inProgress"}}}),
+    );
     h.agent(status(thread, json!({"type": "active", "activeFlags": []})));
     h.agent(turn_started(thread, turn));
 }
@@ -193,7 +195,9 @@ fn an_idle_thread_takes_the_turn_at_once_and_its_answer_is_reported() {
     );
     assert_eq!(
         to_agent(&actions),
-        vec![json!({"id": "xagent-1", "method": "turn/start", "params": {"threadId": THREAD, "input": [{"type": "text", "text": "[BRIDGE] hi"}], "clientUserMessageId": "xagent-1"}})]
+        vec![
+            json!({"id": "xagent-1", "method": "turn/start", "params": {"threadId": THREAD, "input": [{"type": "text", "text": "[BRIDGE] hi"}], "clientUserMessageId": "xagent-1"}})
+        ]
     );
     assert_eq!(h.state(THREAD), PanelSessionState::Working);
     assert_eq!(h.session(THREAD).last_human_input_ms, None);
@@ -206,11 +210,17 @@ fn an_idle_thread_takes_the_turn_at_once_and_its_answer_is_reported() {
     let actions = h.agent(json!({"id": "xagent-1", "result": {"turn": {"id": TURN, "items": [], "status": "inProgress"}}}));
     assert!(!forwarded(&actions));
     assert!(forwarded(&h.agent(turn_started(THREAD, TURN))));
-    assert!(forwarded(
-        &h.agent(agent_message(THREAD, TURN, "partial answer"))
-    ));
+    assert!(forwarded(&h.agent(agent_message(
+        THREAD,
+        TURN,
+        "partial answer"
+    ))));
     h.agent(status(THREAD, json!({"type": "idle"})));
-    let actions = h.agent(turn_completed(THREAD, TURN, Some("Hi there from acc model.")));
+    let actions = h.agent(turn_completed(
+        THREAD,
+        TURN,
+        Some("Hi there from acc model."),
+    ));
     assert!(forwarded(&actions));
     assert_eq!(
         reports(&actions),
@@ -308,7 +318,10 @@ fn nothing_goes_in_before_the_extension_initialized() {
 #[test]
 fn a_human_steering_a_bridged_turn_counts_as_input_and_the_turn_still_ends_ours() {
     let mut h = Harness::with_thread();
-    h.inject(1, injection(InjectionKind::Request, Some(THREAD), "bridged"));
+    h.inject(
+        1,
+        injection(InjectionKind::Request, Some(THREAD), "bridged"),
+    );
     h.agent(json!({"id": "xagent-1", "result": {"turn": {"id": TURN}}}));
     h.agent(turn_started(THREAD, TURN));
     // Observed §3: a turn/start on a busy thread steers it and answers with the running turn.
@@ -316,7 +329,8 @@ fn a_human_steering_a_bridged_turn_counts_as_input_and_the_turn_still_ends_ours(
     assert!(forwarded(&actions));
     let typed_at = h.session(THREAD).last_human_input_ms;
     assert!(typed_at.is_some());
-    let actions = h.agent(json!({"id": 4, "result": {"turn": {"id": TURN, "status": "inProgress"}}}));
+    let actions =
+        h.agent(json!({"id": 4, "result": {"turn": {"id": TURN, "status": "inProgress"}}}));
     assert!(forwarded(&actions), "the extension's own answer is its own");
     let actions = h.agent(turn_completed(THREAD, TURN, Some("both answered")));
     assert_eq!(
@@ -367,7 +381,9 @@ fn server_request_ids_and_extension_ids_are_kept_apart() {
 fn sub_agent_threads_and_notification_only_threads_are_never_targets() {
     let mut h = Harness::with_thread();
     // A thread id only in a notification.
-    h.agent(json!({"method": "thread/started", "params": {"thread": thread_object("other-thread")}}));
+    h.agent(
+        json!({"method": "thread/started", "params": {"thread": thread_object("other-thread")}}),
+    );
     h.agent(status("other-thread", json!({"type": "idle"})));
     // A sub-agent thread the extension resumed.
     h.ext(json!({"id": 5, "method": "thread/resume", "params": {"threadId": "sub-thread"}}));
@@ -377,9 +393,14 @@ fn sub_agent_threads_and_notification_only_threads_are_never_targets() {
     sub["canAcceptDirectInput"] = json!(false);
     h.agent(json!({"id": 5, "result": {"thread": sub}}));
     // Input the extension sends it later does not make it one either.
-    h.ext(json!({"id": 6, "method": "turn/start", "params": {"threadId": "sub-thread", "input": []}}));
+    h.ext(
+        json!({"id": 6, "method": "turn/start", "params": {"threadId": "sub-thread", "input": []}}),
+    );
     assert_eq!(h.session_ids(), vec![THREAD.to_owned()]);
-    let actions = h.inject(1, injection(InjectionKind::Request, Some("sub-thread"), "x"));
+    let actions = h.inject(
+        1,
+        injection(InjectionKind::Request, Some("sub-thread"), "x"),
+    );
     assert_eq!(
         reports(&actions),
         vec![ShimEvent::Failed {
@@ -394,7 +415,9 @@ fn sub_agent_threads_and_notification_only_threads_are_never_targets() {
     h.agent(json!({"id": 7, "result": {"thread": resumed}}));
     assert!(h.session("resumed").has_history);
     // And one the extension only typed into (a thread it had open before the shim looked).
-    h.ext(json!({"id": 8, "method": "turn/start", "params": {"threadId": "typed-into", "input": []}}));
+    h.ext(
+        json!({"id": 8, "method": "turn/start", "params": {"threadId": "typed-into", "input": []}}),
+    );
     assert_eq!(h.session_ids().len(), 3);
 }
 
@@ -411,9 +434,12 @@ fn a_thread_refusing_direct_input_is_dropped_and_the_message_goes_to_a_new_conve
     let written = to_agent(&actions);
     assert_eq!(
         written,
-        vec![json!({"id": "xagent-2", "method": "thread/start", "params": {"cwd": "/work/project", "approvalPolicy": "never", "sandbox": "read-only", "threadSource": "user"}})]
+        vec![
+            json!({"id": "xagent-2", "method": "thread/start", "params": {"cwd": "/work/project", "approvalPolicy": "never", "sandbox": "read-only", "threadSource": "user"}})
+        ]
     );
-    let actions = h.agent(json!({"id": "xagent-2", "result": {"thread": thread_object("new-thread")}}));
+    let actions =
+        h.agent(json!({"id": "xagent-2", "result": {"thread": thread_object("new-thread")}}));
     assert!(!forwarded(&actions));
     assert_eq!(
         reports(&actions),
@@ -423,9 +449,13 @@ fn a_thread_refusing_direct_input_is_dropped_and_the_message_goes_to_a_new_conve
     );
     assert_eq!(
         to_agent(&actions),
-        vec![json!({"id": "xagent-3", "method": "thread/name/set", "params": {"threadId": "new-thread", "name": "claude: hello peer"}})]
+        vec![
+            json!({"id": "xagent-3", "method": "thread/name/set", "params": {"threadId": "new-thread", "name": "claude: hello peer"}})
+        ]
     );
-    assert!(!forwarded(&h.agent(json!({"id": "xagent-3", "result": {}}))));
+    assert!(!forwarded(
+        &h.agent(json!({"id": "xagent-3", "result": {}}))
+    ));
     // No MCP server announced within the grace: the turn goes in on the next tick.
     let written = to_agent(&h.tick(1_500));
     assert_eq!(written.len(), 1);
@@ -532,14 +562,19 @@ fn approvals_of_a_bridged_turn_are_reported_and_answered_once() {
         vec![json!({"id": 1, "result": {"action": "decline", "content": {}}})]
     );
     // The broadcast that the request is settled changes nothing more.
-    let actions = h.agent(json!({"method": "serverRequest/resolved", "params": {"threadId": THREAD, "requestId": 1}}));
+    let actions = h.agent(
+        json!({"method": "serverRequest/resolved", "params": {"threadId": THREAD, "requestId": 1}}),
+    );
     assert_eq!(reports(&actions), vec![]);
 }
 
 #[test]
 fn return_traffic_is_written_once_the_app_server_takes_the_turn() {
     let mut h = Harness::with_thread();
-    h.inject(1, injection(InjectionKind::Reply, Some(THREAD), "BRIDGE REPLY"));
+    h.inject(
+        1,
+        injection(InjectionKind::Reply, Some(THREAD), "BRIDGE REPLY"),
+    );
     let actions = h.agent(json!({"id": "xagent-1", "result": {"turn": {"id": TURN}}}));
     assert_eq!(
         reports(&actions),
@@ -550,7 +585,10 @@ fn return_traffic_is_written_once_the_app_server_takes_the_turn() {
     assert!(actions.contains(&Action::Close(InjectionId(1))));
     // The thread stays busy until that turn ends: a second injection waits.
     h.agent(turn_started(THREAD, TURN));
-    let actions = h.inject(2, injection(InjectionKind::Notice, Some(THREAD), "PROGRESS"));
+    let actions = h.inject(
+        2,
+        injection(InjectionKind::Notice, Some(THREAD), "PROGRESS"),
+    );
     assert_eq!(to_agent(&actions), Vec::<Value>::new());
     let actions = h.agent(turn_completed(THREAD, TURN, Some("read it")));
     assert_eq!(to_agent(&actions).len(), 1);

@@ -115,12 +115,15 @@ fn forwarded(actions: &[Action]) -> bool {
 }
 
 #[test]
-fn an_idle_session_gets_the_quoted_block_then_our_prompt_and_the_answer_after_the_last_tool_call()
-{
+fn an_idle_session_gets_the_quoted_block_then_our_prompt_and_the_answer_after_the_last_tool_call() {
     let mut h = Harness::with_session();
     let actions = h.inject(
         1,
-        injection(InjectionKind::Request, Some(SESSION), "review this\n\nthanks"),
+        injection(
+            InjectionKind::Request,
+            Some(SESSION),
+            "review this\n\nthanks",
+        ),
     );
     assert_eq!(
         reports(&actions),
@@ -141,7 +144,9 @@ fn an_idle_session_gets_the_quoted_block_then_our_prompt_and_the_answer_after_th
     );
     assert_eq!(
         lines(&actions, true),
-        vec![json!({"jsonrpc": "2.0", "id": "xagent-1", "method": "session/prompt", "params": {"sessionId": SESSION, "prompt": [{"type": "text", "text": "review this\n\nthanks"}]}})]
+        vec![
+            json!({"jsonrpc": "2.0", "id": "xagent-1", "method": "session/prompt", "params": {"sessionId": SESSION, "prompt": [{"type": "text", "text": "review this\n\nthanks"}]}})
+        ]
     );
     // The quoted block reaches the extension before anything of the reply.
     let block_at = actions
@@ -153,13 +158,19 @@ fn an_idle_session_gets_the_quoted_block_then_our_prompt_and_the_answer_after_th
     assert_eq!(h.session(SESSION).last_human_input_ms, None);
 
     // The bridged turn's thinking is held back; everything else goes through.
-    assert!(!forwarded(&h.agent(update(SESSION, chunk("agent_thought_chunk", "hmm")))));
-    assert!(forwarded(&h.agent(update(SESSION, chunk("agent_message_chunk", "Let me look.")))));
+    assert!(!forwarded(
+        &h.agent(update(SESSION, chunk("agent_thought_chunk", "hmm")))
+    ));
+    assert!(forwarded(&h.agent(update(
+        SESSION,
+        chunk("agent_message_chunk", "Let me look.")
+    ))));
     assert!(forwarded(&h.agent(update(SESSION, json!({"sessionUpdate": "tool_call", "toolCallId": "call_001", "title": "Reading file", "kind": "read", "status": "pending"})))));
     h.agent(update(SESSION, json!({"sessionUpdate": "tool_call_update", "toolCallId": "call_001", "status": "completed"})));
     h.agent(update(SESSION, chunk("agent_message_chunk", "Looks ")));
     h.agent(update(SESSION, chunk("agent_message_chunk", "good.")));
-    let actions = h.agent(json!({"jsonrpc": "2.0", "id": "xagent-1", "result": {"stopReason": "end_turn"}}));
+    let actions =
+        h.agent(json!({"jsonrpc": "2.0", "id": "xagent-1", "result": {"stopReason": "end_turn"}}));
     assert!(!forwarded(&actions), "our prompt's response is ours");
     assert_eq!(
         reports(&actions),
@@ -172,7 +183,9 @@ fn an_idle_session_gets_the_quoted_block_then_our_prompt_and_the_answer_after_th
     );
     assert_eq!(h.session(SESSION).state, PanelSessionState::Idle);
     // Thinking of a human's turn is the extension's own.
-    assert!(forwarded(&h.agent(update(SESSION, chunk("agent_thought_chunk", "mine")))));
+    assert!(forwarded(
+        &h.agent(update(SESSION, chunk("agent_thought_chunk", "mine")))
+    ));
 }
 
 #[test]
@@ -183,7 +196,10 @@ fn queued_human_prompts_keep_the_session_busy_until_the_last_is_answered() {
     assert_eq!(h.session(SESSION).unanswered_human_prompts, 2);
     assert!(h.session(SESSION).last_human_input_ms.is_some());
 
-    let actions = h.inject(1, injection(InjectionKind::Request, Some(SESSION), "bridged"));
+    let actions = h.inject(
+        1,
+        injection(InjectionKind::Request, Some(SESSION), "bridged"),
+    );
     assert_eq!(
         reports(&actions),
         vec![ShimEvent::Accepted {
@@ -205,14 +221,26 @@ fn queued_human_prompts_keep_the_session_busy_until_the_last_is_answered() {
 #[test]
 fn a_human_prompt_during_a_bridged_turn_waits_its_turn_and_keeps_the_session_busy() {
     let mut h = Harness::with_session();
-    h.inject(1, injection(InjectionKind::Request, Some(SESSION), "bridged"));
+    h.inject(
+        1,
+        injection(InjectionKind::Request, Some(SESSION), "bridged"),
+    );
     h.ext(json!({"jsonrpc": "2.0", "id": 4, "method": "session/prompt", "params": {"sessionId": SESSION, "prompt": [{"type": "text", "text": "me too"}]}}));
-    let actions = h.agent(json!({"jsonrpc": "2.0", "id": "xagent-1", "result": {"stopReason": "end_turn"}}));
-    assert!(matches!(reports(&actions)[..], [ShimEvent::TurnEnded { .. }]));
+    let actions =
+        h.agent(json!({"jsonrpc": "2.0", "id": "xagent-1", "result": {"stopReason": "end_turn"}}));
+    assert!(matches!(
+        reports(&actions)[..],
+        [ShimEvent::TurnEnded { .. }]
+    ));
     assert_eq!(h.session(SESSION).state, PanelSessionState::Working);
     // The human's turn is not held back.
-    assert!(forwarded(&h.agent(update(SESSION, chunk("agent_thought_chunk", "theirs")))));
-    let second = h.inject(2, injection(InjectionKind::Notice, Some(SESSION), "PROGRESS"));
+    assert!(forwarded(
+        &h.agent(update(SESSION, chunk("agent_thought_chunk", "theirs")))
+    ));
+    let second = h.inject(
+        2,
+        injection(InjectionKind::Notice, Some(SESSION), "PROGRESS"),
+    );
     assert_eq!(lines(&second, true), Vec::<Value>::new());
     let actions = h.agent(json!({"jsonrpc": "2.0", "id": 4, "result": {"stopReason": "end_turn"}}));
     assert_eq!(lines(&actions, true).len(), 1);
@@ -230,7 +258,10 @@ fn a_new_conversation_takes_an_empty_session_and_fails_for_the_cli_when_none_is_
     let mut h = Harness::with_session();
     h.ext(json!({"jsonrpc": "2.0", "id": 2, "method": "session/load", "params": {"sessionId": "sess_old", "cwd": "/abs/project", "mcpServers": []}}));
     // History replay while loading, then the load's answer.
-    h.agent(update("sess_old", chunk("user_message_chunk", "old question")));
+    h.agent(update(
+        "sess_old",
+        chunk("user_message_chunk", "old question"),
+    ));
     h.agent(json!({"jsonrpc": "2.0", "id": 2, "result": null}));
     assert!(h.session("sess_old").has_history);
     assert!(!h.session(SESSION).has_history);
@@ -267,7 +298,10 @@ fn a_new_conversation_takes_an_empty_session_and_fails_for_the_cli_when_none_is_
 fn a_loading_session_takes_nothing_until_its_history_is_replayed() {
     let mut h = Harness::with_session();
     h.ext(json!({"jsonrpc": "2.0", "id": 2, "method": "session/load", "params": {"sessionId": "sess_old", "cwd": "/abs/project", "mcpServers": []}}));
-    let actions = h.inject(1, injection(InjectionKind::Reply, Some("sess_old"), "BRIDGE REPLY"));
+    let actions = h.inject(
+        1,
+        injection(InjectionKind::Reply, Some("sess_old"), "BRIDGE REPLY"),
+    );
     assert_eq!(lines(&actions, true), Vec::<Value>::new());
     let actions = h.agent(json!({"jsonrpc": "2.0", "id": 2, "result": null}));
     assert_eq!(lines(&actions, true)[0]["params"]["sessionId"], "sess_old");
@@ -276,7 +310,10 @@ fn a_loading_session_takes_nothing_until_its_history_is_replayed() {
 #[test]
 fn permission_requests_are_tracked_and_answered_with_the_once_options() {
     let mut h = Harness::with_session();
-    h.inject(1, injection(InjectionKind::Request, Some(SESSION), "edit it"));
+    h.inject(
+        1,
+        injection(InjectionKind::Request, Some(SESSION), "edit it"),
+    );
     let request = json!({"jsonrpc": "2.0", "id": 5, "method": "session/request_permission", "params": {"sessionId": SESSION, "toolCall": {"toolCallId": "call_001", "title": "Edit main.rs", "rawInput": {"path": "main.rs"}}, "options": [{"optionId": "allow-once", "name": "Allow once", "kind": "allow_once"}, {"optionId": "allow-always", "name": "Always", "kind": "allow_always"}, {"optionId": "reject-once", "name": "Reject", "kind": "reject_once"}]}});
     let actions = h.agent(request.clone());
     assert!(forwarded(&actions));
@@ -294,7 +331,10 @@ fn permission_requests_are_tracked_and_answered_with_the_once_options() {
             approval: pending.clone()
         }]
     );
-    assert_eq!(h.session(SESSION).state, PanelSessionState::AwaitingApproval);
+    assert_eq!(
+        h.session(SESSION).state,
+        PanelSessionState::AwaitingApproval
+    );
     assert_eq!(h.session(SESSION).pending_approvals, vec![pending]);
 
     let mut out = Vec::new();
@@ -308,7 +348,9 @@ fn permission_requests_are_tracked_and_answered_with_the_once_options() {
         .on_answer_approval(InjectionId(7), answer.clone(), h.now, &mut out);
     assert_eq!(
         lines(&out, true),
-        vec![json!({"jsonrpc": "2.0", "id": 5, "result": {"outcome": {"outcome": "selected", "optionId": "reject-once"}}})]
+        vec![
+            json!({"jsonrpc": "2.0", "id": 5, "result": {"outcome": {"outcome": "selected", "optionId": "reject-once"}}})
+        ]
     );
     assert_eq!(
         reports(&out),
@@ -364,5 +406,7 @@ fn nothing_goes_in_before_the_extension_initialized_and_ids_it_never_used_are_fo
     let actions = h.agent(json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1}}));
     assert!(forwarded(&actions));
     assert_eq!(lines(&actions, true).len(), 1);
-    assert!(forwarded(&h.agent(json!({"jsonrpc": "2.0", "id": "xagent-77", "result": {}}))));
+    assert!(forwarded(&h.agent(
+        json!({"jsonrpc": "2.0", "id": "xagent-77", "result": {}})
+    )));
 }
