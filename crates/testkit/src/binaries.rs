@@ -26,6 +26,15 @@ pub fn mcp_probe_bin() -> Result<PathBuf> {
     )
 }
 
+/// The path of `fake-grok`, the ACP agent standing in for `grok agent stdio`.
+pub fn fake_grok_bin() -> Result<PathBuf> {
+    workspace_bin(
+        "cross-agent-testkit",
+        "fake-grok",
+        "CROSS_AGENT_TEST_FAKE_GROK",
+    )
+}
+
 /// A binary of a workspace package: from `override_var` when set, else built by cargo once per
 /// process.
 fn workspace_bin(package: &str, bin: &str, override_var: &str) -> Result<PathBuf> {
