@@ -35,6 +35,9 @@ const DIRECT_INPUT_REFUSED: &str = "direct app-server input is not allowed";
 const COMMAND_APPROVAL: &str = "item/commandExecution/requestApproval";
 const FILE_CHANGE_APPROVAL: &str = "item/fileChange/requestApproval";
 const ELICITATION: &str = "mcpServer/elicitation/request";
+/// A grant of extra sandbox permissions: tracked so the wait shows, but its answer is a set of
+/// permissions only the panel can choose.
+const PERMISSIONS_APPROVAL: &str = "item/permissions/requestApproval";
 
 /// How long a new conversation's first turn waits for the thread's MCP servers.
 const MCP_STARTUP_PATIENCE_MS: u64 = 10_000;
@@ -476,7 +479,7 @@ impl CodexAdapter {
             Message::Request { id, method, params } => {
                 if matches!(
                     method,
-                    COMMAND_APPROVAL | FILE_CHANGE_APPROVAL | ELICITATION
+                    COMMAND_APPROVAL | FILE_CHANGE_APPROVAL | ELICITATION | PERMISSIONS_APPROVAL
                 ) {
                     self.on_approval_request(id, method, params, now_ms, out);
                 }
@@ -774,6 +777,14 @@ impl CodexAdapter {
                 }
             }
             "turn/completed" => self.on_turn_completed(&thread, params, now_ms, out),
+            "thread/closed" | "thread/archived" | "thread/deleted" => {
+                // Not open in the panel any more; input the extension sends it later makes it
+                // a target again.
+                if self.threads.remove(&thread).is_some() {
+                    self.sessions_changed = true;
+                }
+                self.dispatch(now_ms, out);
+            }
             "thread/name/updated" => {
                 let name = str_field(params, "threadName").map(str::to_owned);
                 if let Some(entry) = self.threads.get_mut(&thread)
@@ -926,6 +937,14 @@ fn approval_subject(method: &str, params: &Value) -> (Option<String>, Option<Str
             };
             (Some("command".to_owned()), trim(&detail))
         }
+        PERMISSIONS_APPROVAL => (
+            Some("permissions".to_owned()),
+            params
+                .get("permissions")
+                .map(Value::to_string)
+                .as_deref()
+                .and_then(trim),
+        ),
         FILE_CHANGE_APPROVAL => {
             let detail = str_field(params, "reason")
                 .map(str::to_owned)
@@ -1062,6 +1081,25 @@ impl PanelAdapter for CodexAdapter {
                 || answer.session_id.as_deref() == approval.thread.as_deref();
             (approval.approval.request_id == answer.request_id && same_thread).then(|| key.clone())
         });
+        let answerable = key
+            .as_ref()
+            .and_then(|key| self.approvals.get(key))
+            .is_some_and(|a| a.method != PERMISSIONS_APPROVAL);
+        if key.is_some() && !answerable {
+            out.push(Action::Report(
+                id,
+                ShimEvent::ApprovalAnswered {
+                    accepted: false,
+                    reason: Some(format!(
+                        "codex request {} asks for a set of sandbox permissions: answer it in \
+                         the panel",
+                        answer.request_id
+                    )),
+                },
+            ));
+            out.push(Action::Close(id));
+            return;
+        }
         let Some(approval) = key.and_then(|key| self.approvals.remove(&key)) else {
             out.push(Action::Report(
                 id,

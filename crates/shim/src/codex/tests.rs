@@ -630,3 +630,39 @@ fn an_exiting_app_server_fails_open_injections_saying_whether_they_went_in() {
         ]
     );
 }
+
+#[test]
+fn a_permissions_request_is_tracked_but_left_to_the_panel() {
+    let mut h = Harness::with_thread();
+    human_turn(&mut h, 3, THREAD, TURN);
+    h.agent(json!({"method": "item/permissions/requestApproval", "id": 0, "params": {"threadId": THREAD, "turnId": TURN, "itemId": "call_1", "permissions": {"network": {"enabled": true}}}}));
+    assert_eq!(h.state(THREAD), PanelSessionState::AwaitingApproval);
+    let pending = &h.session(THREAD).pending_approvals[0];
+    assert_eq!(pending.kind, "item/permissions/requestApproval");
+    let actions = h.answer(9, "0", true);
+    assert_eq!(to_agent(&actions), Vec::<Value>::new());
+    assert!(matches!(
+        reports(&actions)[..],
+        [ShimEvent::ApprovalAnswered {
+            accepted: false,
+            ..
+        }]
+    ));
+    assert_eq!(h.session(THREAD).pending_approvals.len(), 1);
+}
+
+#[test]
+fn a_closed_thread_is_no_target_and_what_waited_for_it_fails() {
+    let mut h = Harness::with_thread();
+    human_turn(&mut h, 3, THREAD, TURN);
+    h.inject(1, injection(InjectionKind::Request, Some(THREAD), "waits"));
+    let actions = h.agent(json!({"method": "thread/closed", "params": {"threadId": THREAD}}));
+    assert_eq!(h.session_ids(), Vec::<String>::new());
+    assert_eq!(
+        reports(&actions),
+        vec![ShimEvent::Failed {
+            reason: format!("codex thread {THREAD} is no longer open in this panel"),
+            delivered: false
+        }]
+    );
+}

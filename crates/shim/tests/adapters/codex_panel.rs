@@ -29,7 +29,7 @@ fn open_thread(pump: &mut Pump<CodexAdapter>, project: &Path, approval: &str) ->
         &json!({"id": 1, "method": "initialize", "params": {"clientInfo": {"name": "codex_vscode", "title": "Test Extension", "version": "0.0.1"}, "capabilities": null}}),
         PATIENCE,
     )?;
-    pump.from_extension(&json!({"method": "initialized"}));
+    pump.extension_sends(&json!({"method": "initialized"}));
     let started = pump.request(
         &json!({"id": 2, "method": "thread/start", "params": {"cwd": project, "approvalPolicy": approval, "sandbox": "read-only"}}),
         PATIENCE,
@@ -111,7 +111,7 @@ fn a_panel_thread_a_headless_resume_cannot_reach_takes_messages_idle_and_busy() 
     assert!(said.contains("already has an active writer"), "{said}");
 
     // Busy: a human turn runs; ours waits for it instead of steering it.
-    pump.from_extension(&json!({"id": 3, "method": "turn/start", "params": {"threadId": thread, "input": [{"type": "text", "text": "slow human"}]}}));
+    pump.extension_sends(&json!({"id": 3, "method": "turn/start", "params": {"threadId": thread, "input": [{"type": "text", "text": "slow human"}]}}));
     pump.until("the human's turn to start", PATIENCE, |p| {
         p.extension_values()
             .iter()
@@ -194,7 +194,8 @@ fn a_new_conversation_is_opened_named_and_its_approval_answered_through_the_shim
     let values = pump.extension_values();
     assert!(values.iter().any(|v| {
         v["method"] == "item/commandExecution/requestApproval"
-            && v["id"].to_string() == approval.request_id
+            && v["id"].as_u64().map(|id| id.to_string()).as_deref()
+                == Some(approval.request_id.as_str())
     }));
     // It learnt of the thread, and of its name.
     assert!(

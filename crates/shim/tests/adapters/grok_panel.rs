@@ -131,8 +131,8 @@ fn a_bridged_turn_shows_the_quoted_message_holds_back_thinking_and_answers_after
 fn human_prompts_queued_ahead_hold_the_injection_until_the_last_is_answered() -> Result<()> {
     let mut pump = panel()?;
     let session = new_session(&mut pump, 1)?;
-    pump.from_extension(&prompt(2, &session, "slow one"));
-    pump.from_extension(&prompt(3, &session, "typed ahead"));
+    pump.extension_sends(&prompt(2, &session, "slow one"));
+    pump.extension_sends(&prompt(3, &session, "typed ahead"));
     pump.inject(1, request(Some(&session), "bridged"));
     assert_eq!(
         pump.reports_of(1),

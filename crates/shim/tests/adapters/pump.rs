@@ -104,7 +104,7 @@ impl<A: PanelAdapter> Pump<A> {
     }
 
     /// The extension writes a line to the agent's stdin (through the adapter).
-    pub fn from_extension(&mut self, line: &Value) {
+    pub fn extension_sends(&mut self, line: &Value) {
         let bytes = serde_json::to_vec(line).unwrap_or_default();
         let mut out = Vec::new();
         self.adapter
@@ -187,7 +187,7 @@ impl<A: PanelAdapter> Pump<A> {
 
     /// Sends a request as the extension and waits for its response.
     pub fn request(&mut self, line: &Value, timeout: Duration) -> Result<Value> {
-        self.from_extension(line);
+        self.extension_sends(line);
         let id = line["id"].clone();
         let method = line["method"].as_str().unwrap_or_default().to_owned();
         self.until(&format!("the response to {method}"), timeout, |p| {
