@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use cross_agent_protocol::panel::{ApprovalAnswer, Injection, InjectionKind, ShimEvent};
+use cross_agent_shim::adapter::PanelAdapter;
 use cross_agent_shim::codex::CodexAdapter;
 use cross_agent_testkit::agents::{AgentHome, Codex};
 use cross_agent_testkit::{ModelEndpoint, Reply, Rule, ToolCall};
@@ -230,6 +231,60 @@ fn a_new_conversation_is_opened_named_and_its_approval_answered_through_the_shim
             && v["params"]["item"]["status"] == "completed"
     });
     assert!(ran, "the approved command did not run");
+    pump.assert_no_xagent_id_reached_the_extension();
+    Ok(())
+}
+
+#[test]
+fn a_human_typing_during_a_bridged_turn_steers_it_and_the_turn_still_reports_its_end() -> Result<()>
+{
+    let endpoint = ModelEndpoint::start()?;
+    endpoint.script([
+        Rule::on_user_text("bridged slow")
+            .reply(Reply::text("the lost first answer").delay(Duration::from_secs(3))),
+        Rule::on_user_text("human steer").reply_text("answer to both"),
+    ]);
+    let home = AgentHome::new()?;
+    let project = home.project("panel")?;
+    let codex = Codex::new(&home, &endpoint.openai_base_url())?;
+    let mut pump = panel(&codex, &project)?;
+    let thread = open_thread(&mut pump, &project, "never")?;
+
+    pump.inject(1, request(Some(&thread), "bridged slow"));
+    pump.until("the bridged turn to start", PATIENCE, |p| {
+        p.extension_values()
+            .iter()
+            .any(|v| v["method"] == "turn/started")
+    })?;
+    let bridged_turn = pump
+        .extension_values()
+        .into_iter()
+        .find(|v| v["method"] == "turn/started")
+        .map(|v| v["params"]["turn"]["id"].clone())
+        .context("no turn")?;
+    let steered = pump.request(
+        &json!({"id": 3, "method": "turn/start", "params": {"threadId": thread, "input": [{"type": "text", "text": "human steer"}]}}),
+        PATIENCE,
+    )?;
+    // Observed §3: the app-server takes it into the running turn and says so with its id.
+    assert_eq!(steered["result"]["turn"]["id"], bridged_turn);
+    let session = pump
+        .adapter
+        .sessions()
+        .into_iter()
+        .find(|s| s.session_id.as_deref() == Some(thread.as_str()))
+        .context("no session")?;
+    assert!(session.last_human_input_ms.is_some());
+    let ended = pump.finished(1, PATIENCE)?;
+    assert_eq!(
+        ended,
+        ShimEvent::TurnEnded {
+            session_id: Some(thread),
+            answer: Some("answer to both".into()),
+            stop: "completed".into(),
+            is_error: false
+        }
+    );
     pump.assert_no_xagent_id_reached_the_extension();
     Ok(())
 }
