@@ -827,10 +827,18 @@ impl CodexAdapter {
     ) {
         let turn = params.get("turn").unwrap_or(&Value::Null);
         let turn_id = str_field(turn, "id");
+        // Our turn/start already went in (after the idle announced just before this): the
+        // thread is ours and busy, whatever turn ended now.
+        let ours_starting = self
+            .injections
+            .values()
+            .any(|p| p.thread.as_deref() == Some(thread) && p.stage == Stage::Starting);
         if let Some(entry) = self.threads.get_mut(thread) {
             entry.turn_id = None;
-            entry.state = PanelSessionState::Idle;
-            entry.bridged_delivery_id = None;
+            if !ours_starting {
+                entry.state = PanelSessionState::Idle;
+                entry.bridged_delivery_id = None;
+            }
             self.sessions_changed = true;
         }
         // Approvals of the ended turn can no longer be answered.
@@ -877,14 +885,16 @@ impl CodexAdapter {
 }
 
 /// Whether a pending stage runs the turn `turn_id` (an unknown id matches a running turn whose
-/// id is not known yet, and a known one only itself).
+/// id is not known yet, and a known one only itself). A turn/start still waiting for its
+/// response runs nothing yet: the app-server answers it before its turn starts, so a turn
+/// ending meanwhile is the one before ours (idle is announced just before `turn/completed`).
 fn runs_turn(stage: &Stage, turn_id: Option<&str>) -> bool {
     match stage {
         Stage::Running {
             turn_id: Some(ours),
         } => turn_id.is_none_or(|t| t == ours),
-        Stage::Running { turn_id: None } | Stage::Starting => true,
-        Stage::Queued | Stage::OpeningThread | Stage::AwaitingMcp { .. } => false,
+        Stage::Running { turn_id: None } => true,
+        Stage::Starting | Stage::Queued | Stage::OpeningThread | Stage::AwaitingMcp { .. } => false,
     }
 }
 

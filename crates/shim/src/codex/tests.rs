@@ -666,3 +666,32 @@ fn a_closed_thread_is_no_target_and_what_waited_for_it_fails() {
         }]
     );
 }
+
+#[test]
+fn a_turn_ending_after_ours_went_in_on_the_idle_announcement_is_not_ours() {
+    let mut h = Harness::with_thread();
+    human_turn(&mut h, 3, THREAD, TURN);
+    h.inject(
+        1,
+        injection(InjectionKind::Request, Some(THREAD), "after the human"),
+    );
+    // Idle comes just before turn/completed; a tick in between lets ours go in.
+    h.agent(status(THREAD, json!({"type": "idle"})));
+    let written = to_agent(&h.tick(1_000));
+    assert_eq!(written.len(), 1);
+    let actions = h.agent(turn_completed(THREAD, TURN, Some("the human's answer")));
+    assert_eq!(reports(&actions), vec![]);
+    assert_eq!(h.state(THREAD), PanelSessionState::Working);
+    h.agent(json!({"id": "xagent-1", "result": {"turn": {"id": "turn-2"}}}));
+    h.agent(turn_started(THREAD, "turn-2"));
+    let actions = h.agent(turn_completed(THREAD, "turn-2", Some("ours")));
+    assert_eq!(
+        reports(&actions),
+        vec![ShimEvent::TurnEnded {
+            session_id: Some(THREAD.into()),
+            answer: Some("ours".into()),
+            stop: "completed".into(),
+            is_error: false,
+        }]
+    );
+}
