@@ -24,8 +24,8 @@ use serde_json::{Map, Value, json};
 
 use crate::adapter::{Action, InjectionId, PanelAdapter, Side};
 use crate::rpc::{
-    Message, XAGENT_ID_PREFIX, classify, error_message, id_key, id_text, str_field, to_line,
-    trimmed,
+    Message, XAGENT_ID_PREFIX, classify, error_message, id_key, id_text, needs_reading, str_field,
+    to_line, trimmed,
 };
 
 /// The error Codex gives a thread that takes no direct input (a multi-agent sub-agent).
@@ -38,6 +38,35 @@ const ELICITATION: &str = "mcpServer/elicitation/request";
 /// A grant of extra sandbox permissions: tracked so the wait shows, but its answer is a set of
 /// permissions only the panel can choose.
 const PERMISSIONS_APPROVAL: &str = "item/permissions/requestApproval";
+
+/// The extension's requests and notifications the adapter reads.
+const EXTENSION_METHODS: [&str; 5] = [
+    "initialized",
+    "thread/start",
+    "thread/resume",
+    "turn/start",
+    "turn/steer",
+];
+
+/// The app-server's requests and notifications the adapter reads; the rest (text deltas, token
+/// counts, …) pass on unread.
+const AGENT_METHODS: [&str; 15] = [
+    COMMAND_APPROVAL,
+    FILE_CHANGE_APPROVAL,
+    ELICITATION,
+    PERMISSIONS_APPROVAL,
+    "thread/started",
+    "thread/status/changed",
+    "turn/started",
+    "item/completed",
+    "turn/completed",
+    "thread/name/updated",
+    "mcpServer/startupStatus/updated",
+    "serverRequest/resolved",
+    "thread/closed",
+    "thread/archived",
+    "thread/deleted",
+];
 
 /// How long a new conversation's first turn waits for the thread's MCP servers.
 const MCP_STARTUP_PATIENCE_MS: u64 = 10_000;
@@ -979,6 +1008,10 @@ fn approval_subject(method: &str, params: &Value) -> (Option<String>, Option<Str
 
 impl PanelAdapter for CodexAdapter {
     fn on_line(&mut self, side: Side, line: &[u8], now_ms: u64, out: &mut Vec<Action>) {
+        if !needs_reading(line, |method, id| self.reads(side, method, id)) {
+            out.push(Action::Forward);
+            return;
+        }
         let Ok(value) = serde_json::from_slice::<Value>(line) else {
             out.push(Action::Forward);
             return;
@@ -1205,6 +1238,22 @@ impl PanelAdapter for CodexAdapter {
 }
 
 impl CodexAdapter {
+    /// Whether a line with this head can change anything here.
+    fn reads(&self, side: Side, method: Option<&str>, id: Option<&Value>) -> bool {
+        match (side, method, id) {
+            (Side::Extension, Some(method), _) => EXTENSION_METHODS.contains(&method),
+            (Side::Agent, Some(method), _) => AGENT_METHODS.contains(&method),
+            (Side::Extension, None, Some(id)) => self.approvals.contains_key(&id_key(id)),
+            (Side::Agent, None, Some(id)) => {
+                self.extension_requests.contains_key(&id_key(id))
+                    || id
+                        .as_str()
+                        .is_some_and(|id| self.own_requests.contains_key(id))
+            }
+            (_, None, None) => false,
+        }
+    }
+
     fn flush_changes(&mut self, out: &mut Vec<Action>) {
         if std::mem::take(&mut self.sessions_changed) {
             out.push(Action::SessionsChanged);

@@ -24,8 +24,8 @@ use serde_json::{Value, json};
 
 use crate::adapter::{Action, InjectionId, PanelAdapter, Side};
 use crate::rpc::{
-    Message, XAGENT_ID_PREFIX, classify, error_message, id_key, id_text, str_field, to_line,
-    trimmed,
+    Message, XAGENT_ID_PREFIX, classify, error_message, id_key, id_text, needs_reading, str_field,
+    to_line, trimmed,
 };
 
 /// How a `failed` for a new conversation starts when every session already has history; the
@@ -518,6 +518,29 @@ impl GrokAdapter {
         true
     }
 
+    /// Whether a line with this head can change anything here: the stream of a turn that is
+    /// not ours passes on unread.
+    fn reads(&self, side: Side, method: Option<&str>, id: Option<&Value>) -> bool {
+        match (side, method, id) {
+            (Side::Extension, Some(method), _) => matches!(
+                method,
+                "initialize" | "session/new" | "session/load" | "session/prompt"
+            ),
+            (Side::Agent, Some("session/update"), _) => {
+                self.sessions.values().any(|s| s.bridged.is_some())
+            }
+            (Side::Agent, Some(method), _) => method == PERMISSION_REQUEST,
+            (Side::Extension, None, Some(id)) => self.approvals.contains_key(&id_key(id)),
+            (Side::Agent, None, Some(id)) => {
+                self.extension_requests.contains_key(&id_key(id))
+                    || id
+                        .as_str()
+                        .is_some_and(|id| self.session_of_prompt(id).is_some())
+            }
+            (_, None, None) => false,
+        }
+    }
+
     fn flush_changes(&mut self, out: &mut Vec<Action>) {
         if std::mem::take(&mut self.sessions_changed) {
             out.push(Action::SessionsChanged);
@@ -597,6 +620,10 @@ fn pick_option(options: &[Value], allow: bool) -> Option<String> {
 
 impl PanelAdapter for GrokAdapter {
     fn on_line(&mut self, side: Side, line: &[u8], now_ms: u64, out: &mut Vec<Action>) {
+        if !needs_reading(line, |method, id| self.reads(side, method, id)) {
+            out.push(Action::Forward);
+            return;
+        }
         let Ok(value) = serde_json::from_slice::<Value>(line) else {
             out.push(Action::Forward);
             return;

@@ -3,6 +3,9 @@
 //! newline-delimited JSON-RPC (Codex never writes `"jsonrpc"`, ACP always does), so one reading
 //! serves both.
 
+use std::borrow::Cow;
+
+use serde::Deserialize;
 use serde_json::Value;
 
 /// The prefix of every request id the shim writes itself; responses to these are swallowed.
@@ -27,6 +30,51 @@ pub(crate) enum Message<'a> {
         result: &'a Value,
         error: Option<&'a Value>,
     },
+}
+
+/// The fields of a line that say what it is, read without building the rest: most lines (text
+/// deltas, token counts) matter to no adapter and pass on after this look alone.
+#[derive(Debug, Deserialize)]
+pub(crate) struct Head<'a> {
+    #[serde(borrow, default)]
+    pub method: Option<Cow<'a, str>>,
+    #[serde(default)]
+    pub id: Option<Value>,
+}
+
+impl Head<'_> {
+    /// `None` for a line that is no JSON object.
+    pub(crate) fn read(line: &[u8]) -> Option<Head<'_>> {
+        serde_json::from_slice(line).ok()
+    }
+}
+
+/// The method of a line that starts the way the agents write their messages (`{"method":"…"`,
+/// or `{"jsonrpc":"2.0","method":"…"`), found without parsing the line. `None` when it starts
+/// any other way: then the line is parsed to know.
+pub(crate) fn leading_method(line: &[u8]) -> Option<&str> {
+    const PREFIXES: [&[u8]; 2] = [br#"{"method":""#, br#"{"jsonrpc":"2.0","method":""#];
+    let rest = PREFIXES
+        .iter()
+        .find_map(|prefix| line.strip_prefix(*prefix))?;
+    let end = memchr::memchr2(b'"', b'\\', rest)?;
+    if rest[end] != b'"' {
+        return None;
+    }
+    std::str::from_utf8(&rest[..end]).ok()
+}
+
+/// Whether the adapter reading `method`/`id` (as `reads` decides) needs the line parsed.
+pub(crate) fn needs_reading(
+    line: &[u8],
+    reads: impl Fn(Option<&str>, Option<&Value>) -> bool,
+) -> bool {
+    match leading_method(line) {
+        Some(method) => reads(Some(method), None),
+        None => {
+            Head::read(line).is_some_and(|head| reads(head.method.as_deref(), head.id.as_ref()))
+        }
+    }
 }
 
 /// What a parsed line is, or `None` for JSON that is no JSON-RPC message.
@@ -116,5 +164,23 @@ mod tests {
         assert_ne!(id_key(&json!(0)), id_key(&json!("0")));
         assert_eq!(id_text(&json!("xagent-1")), "xagent-1");
         assert_eq!(trimmed("abcdef", 3), "abc…");
+        let head = Head::read(br#"{"method":"item/agentMessage/delta","params":{"delta":"x"}}"#);
+        assert_eq!(
+            head.and_then(|h| h.method).as_deref(),
+            Some("item/agentMessage/delta")
+        );
+        let head = Head::read(br#"{"id":"xagent-1","result":{}}"#);
+        assert_eq!(head.and_then(|h| h.id), Some(json!("xagent-1")));
+        assert!(Head::read(b"[1,2]").is_none());
+        assert_eq!(
+            leading_method(br#"{"method":"item/agentMessage/delta","params":{}}"#),
+            Some("item/agentMessage/delta")
+        );
+        assert_eq!(
+            leading_method(br#"{"jsonrpc":"2.0","method":"session/update","params":{}}"#),
+            Some("session/update")
+        );
+        assert_eq!(leading_method(br#"{"id":0,"method":"x"}"#), None);
+        assert_eq!(leading_method(br#"{"method":"a\"b"}"#), None);
     }
 }
