@@ -23,7 +23,13 @@ pub struct Cli {
 /// Parses the process arguments and runs the chosen subcommand. Errors are printed on stderr and
 /// turned into a non-zero exit code.
 pub fn run() -> ExitCode {
-    let cli = Cli::parse();
+    // A shim (by name or `shim …`) is decided first: an editor's `--version` call through it
+    // must reach the real binary without the command tree or logging being set up.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some(code) = cross_agent_shim::cli::entry(&args) {
+        return code;
+    }
+    let cli = Cli::parse_from(args);
     init_logging();
     match cli.command.run() {
         Ok(code) => code,

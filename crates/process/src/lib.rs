@@ -60,6 +60,12 @@ pub fn parent_of(pid: u32) -> Option<u32> {
     stat(pid).map(|s| s.parent)
 }
 
+/// When the process started, in clock ticks since boot (`/proc/<pid>/stat` field 22): with the
+/// pid, it tells a process apart from a later one that reused the pid.
+pub fn start_ticks(pid: u32) -> Option<u64> {
+    stat(pid).map(|s| s.start_ticks)
+}
+
 /// The executable's name as the kernel keeps it (`/proc/<pid>/comm`, at most 15 bytes).
 pub fn name_of(pid: u32) -> Option<String> {
     read_proc(pid, "comm").map(|comm| {
@@ -93,6 +99,7 @@ struct Stat {
     state: char,
     parent: u32,
     process_group: u32,
+    start_ticks: u64,
 }
 
 impl Stat {
@@ -103,10 +110,13 @@ impl Stat {
         let state = fields.next()?.chars().next()?;
         let parent = fields.next()?.parse().ok()?;
         let process_group = fields.next()?.parse().ok()?;
+        // Fields 6 to 21 (session … itrealvalue) come before the start time.
+        let start_ticks = fields.nth(16)?.parse().ok()?;
         Some(Stat {
             state,
             parent,
             process_group,
+            start_ticks,
         })
     }
 
@@ -138,15 +148,18 @@ mod tests {
     #[test]
     fn stat_is_read_after_a_name_with_spaces_and_parentheses() {
         assert_eq!(
-            Stat::parse("123 (a (b) c) S 77 123 123 0"),
+            Stat::parse(
+                "123 (a (b) c) S 77 123 123 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 98765 1 2"
+            ),
             Some(Stat {
                 state: 'S',
                 parent: 77,
-                process_group: 123
+                process_group: 123,
+                start_ticks: 98765,
             })
         );
         assert_eq!(
-            Stat::parse("9 (x) Z 1 9 9").map(Stat::is_zombie),
+            Stat::parse("9 (x) Z 1 9 9 0 0 0 0 0 0 0 0 0 0 0 0 0 1 0 5").map(Stat::is_zombie),
             Some(true)
         );
         assert_eq!(Stat::parse("garbage"), None);
@@ -160,6 +173,7 @@ mod tests {
         assert!(is_alive(me));
         assert!(parent_of(me).is_some_and(is_alive));
         assert!(!name_of(me).unwrap().is_empty());
+        assert!(start_ticks(me).is_some_and(|t| t >= start_ticks(1).unwrap()));
         let args = arguments_of(me).unwrap();
         assert!(runs_program(me, &args[0]));
         assert!(!runs_program(me, "no-such-program-name"));

@@ -44,6 +44,15 @@ pub const CODEX_SANDBOX: &str = "CROSS_AGENT_CODEX_SANDBOX";
 pub const CLAUDE_PERMISSION_MODE: &str = "CROSS_AGENT_CLAUDE_PERMISSION_MODE";
 pub const GROK_PERMISSION_MODE: &str = "CROSS_AGENT_GROK_PERMISSION_MODE";
 
+// The panel shims: the real agent binary a shim runs, instead of the one it finds.
+
+/// Replaces the binary the Claude wrapper is handed (`<wrapper> <real-claude> <args…>`).
+pub const REAL_CLAUDE: &str = "CROSS_AGENT_REAL_CLAUDE";
+/// The real codex (default: the newest `openai.chatgpt-*` extension folder's bundled binary).
+pub const REAL_CODEX: &str = "CROSS_AGENT_REAL_CODEX";
+/// The real grok (default: `~/.grok/bin/grok`, then `grok` on PATH).
+pub const REAL_GROK: &str = "CROSS_AGENT_REAL_GROK";
+
 // Where things are, and the daemon's own.
 
 /// The state directory (default `~/.cross-agent`).

@@ -1,2 +1,1083 @@
 //! Claude Code's panel wire: stream-json over stdio, as `claudeCode.claudeProcessWrapper` runs
 //! it (`<wrapper> <real-claude> --output-format stream-json --input-format stream-json …`).
+//! What the real CLI does is recorded in `observed/claude.md` §1 and §4:
+//!
+//! - The session id is in argv (`--resume=<id>`, `--resume <id>`, `--session-id`) or comes with
+//!   the `system/init` line at the start of every turn; nothing is printed before the first
+//!   stdin line.
+//! - Each `{"type":"user"}` line starts a turn, and one written mid-turn is queued by the CLI
+//!   and runs after the current `result`: one `result` per user line, in order. So the shim
+//!   keeps the owners of written user lines in a queue — the human's (a line from the
+//!   extension) or an injection's — and each `result` ends the oldest. That is what attributes
+//!   every answer to the right turn when a human and a bridged message interleave.
+//! - An injection is written only when no turn runs (else it waits, reported `queued`), as
+//!   `{"type":"user","message":{"role":"user","content":TEXT}}`; it never counts as human input.
+//! - A tool needing approval is a `control_request` `can_use_tool`; the extension answers with a
+//!   `control_response`, or the CLI withdraws it with `control_cancel_request`. An answer given
+//!   through the shim is the `control_response` the extension would have written, and the
+//!   extension is sent the CLI's own withdrawal line for that request so its prompt closes.
+//!
+//! Lines are parsed only when a cheap search finds one of the few types that matter.
+
+use std::collections::{HashSet, VecDeque};
+
+use cross_agent_protocol::panel::{
+    ApprovalAnswer, Injection, InjectionKind, PanelSession, PanelSessionState, PendingApproval,
+    ShimEvent,
+};
+use memchr::memmem;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::adapter::{Action, InjectionId, PanelAdapter, Side};
+
+/// How much of a tool's input is kept as an approval's `detail`.
+const DETAIL_LIMIT: usize = 2000;
+
+/// The fields of a stream-json line the adapter reads; everything else is skipped unparsed.
+#[derive(Debug, Deserialize)]
+struct Line {
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    subtype: Option<String>,
+    session_id: Option<String>,
+    cwd: Option<String>,
+    result: Option<String>,
+    is_error: Option<bool>,
+    request_id: Option<String>,
+    request: Option<Request>,
+    response: Option<Response>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Request {
+    subtype: Option<String>,
+    tool_name: Option<String>,
+    input: Option<Value>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Response {
+    subtype: Option<String>,
+    request_id: Option<String>,
+    response: Option<ResponseBody>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ResponseBody {
+    behavior: Option<String>,
+}
+
+/// The lines the shim writes, with their keys in the order the SDK writes them.
+#[derive(Serialize)]
+struct UserLine<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    message: UserMessage<'a>,
+}
+
+#[derive(Serialize)]
+struct UserMessage<'a> {
+    role: &'static str,
+    content: &'a str,
+}
+
+#[derive(Serialize)]
+struct ControlResponse<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    response: ControlResponseBody<'a>,
+}
+
+#[derive(Serialize)]
+struct ControlResponseBody<'a> {
+    subtype: &'static str,
+    request_id: &'a str,
+    response: Value,
+}
+
+#[derive(Serialize)]
+struct ControlCancel<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    request_id: &'a str,
+}
+
+/// Who wrote a user line the CLI has not answered yet.
+#[derive(Debug, Clone)]
+enum Owner {
+    Human,
+    Bridged(Bridged),
+}
+
+#[derive(Debug, Clone)]
+struct Bridged {
+    id: InjectionId,
+    delivery_id: String,
+    /// A request expects its answer reported; a reply or notice is done once written.
+    expects_answer: bool,
+}
+
+#[derive(Debug)]
+struct Approval {
+    pending: PendingApproval,
+    input: Value,
+    /// The injection whose turn asks, if that turn is a bridged request.
+    owner: Option<InjectionId>,
+}
+
+/// Cheap checks on a line before it is parsed.
+struct Needles {
+    user: memmem::Finder<'static>,
+    result: memmem::Finder<'static>,
+    system: memmem::Finder<'static>,
+    control: memmem::Finder<'static>,
+}
+
+impl Needles {
+    fn new() -> Needles {
+        Needles {
+            user: memmem::Finder::new(br#""type":"user""#),
+            result: memmem::Finder::new(br#""type":"result""#),
+            system: memmem::Finder::new(br#""type":"system""#),
+            control: memmem::Finder::new(br#""type":"control_"#),
+        }
+    }
+
+    /// Whether a line from `side` may be one the adapter reads. The CLI and the SDK write
+    /// compact JSON, so a type is always spelled `"type":"…"`.
+    fn may_matter(&self, side: Side, line: &[u8]) -> bool {
+        match side {
+            Side::Extension => self.user.find(line).is_some() || self.control.find(line).is_some(),
+            Side::Agent => {
+                // `control_request`/`control_cancel_request` and `system/init` are short lines;
+                // a `result` line carries the answer. The long lines (assistant text, tool
+                // results) carry none of these at the top level.
+                self.result.find(line).is_some()
+                    || self.control.find(line).is_some()
+                    || self.system.find(line).is_some()
+            }
+        }
+    }
+}
+
+pub struct ClaudeAdapter {
+    session_id: Option<String>,
+    cwd: Option<String>,
+    opened_at_ms: u64,
+    last_human_input_ms: Option<u64>,
+    last_activity_ms: Option<u64>,
+    has_history: bool,
+    /// The extension's first line went by: lines of ours may follow.
+    extension_spoke: bool,
+    /// The owners of user lines written and not yet answered, oldest (running) first.
+    turns: VecDeque<Owner>,
+    /// Injections waiting for the session to be idle.
+    waiting: VecDeque<(InjectionId, Injection)>,
+    approvals: Vec<Approval>,
+    /// Injections whose connection still listens.
+    listening: HashSet<InjectionId>,
+    needles: Needles,
+}
+
+impl std::fmt::Debug for ClaudeAdapter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClaudeAdapter")
+            .field("session_id", &self.session_id)
+            .field("turns", &self.turns)
+            .field("waiting", &self.waiting.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The value of `--name=<v>` or `--name <v>` in `args`.
+fn option_value<'a>(args: &'a [String], names: &[&str]) -> Option<&'a str> {
+    args.iter().enumerate().find_map(|(i, arg)| {
+        names.iter().find_map(|name| {
+            if arg == name {
+                args.get(i + 1).map(String::as_str)
+            } else {
+                arg.strip_prefix(name)
+                    .and_then(|rest| rest.strip_prefix('='))
+            }
+        })
+    })
+}
+
+impl ClaudeAdapter {
+    /// `args` are the CLI's arguments; `cwd` the directory it runs in.
+    pub fn new(args: &[String], cwd: Option<String>, now_ms: u64) -> ClaudeAdapter {
+        let forks = args.iter().any(|a| a == "--fork-session");
+        let resumed = option_value(args, &["--resume", "-r"]).filter(|_| !forks);
+        let session_id = resumed
+            .or_else(|| option_value(args, &["--session-id"]))
+            .filter(|id| !id.is_empty() && !id.starts_with('-'))
+            .map(str::to_owned);
+        let continues = args.iter().any(|a| a == "--continue" || a == "-c");
+        ClaudeAdapter {
+            has_history: resumed.is_some() || continues,
+            session_id,
+            cwd,
+            opened_at_ms: now_ms,
+            last_human_input_ms: None,
+            last_activity_ms: None,
+            extension_spoke: false,
+            turns: VecDeque::new(),
+            waiting: VecDeque::new(),
+            approvals: Vec::new(),
+            listening: HashSet::new(),
+            needles: Needles::new(),
+        }
+    }
+
+    fn idle(&self) -> bool {
+        self.turns.is_empty()
+    }
+
+    fn report(&self, id: InjectionId, event: ShimEvent, out: &mut Vec<Action>) {
+        if self.listening.contains(&id) {
+            out.push(Action::Report(id, event));
+        }
+    }
+
+    fn close(&mut self, id: InjectionId, out: &mut Vec<Action>) {
+        if self.listening.remove(&id) {
+            out.push(Action::Close(id));
+        }
+    }
+
+    fn fail(&mut self, id: InjectionId, reason: String, delivered: bool, out: &mut Vec<Action>) {
+        self.report(id, ShimEvent::Failed { reason, delivered }, out);
+        self.close(id, out);
+    }
+
+    /// The injection whose bridged request turn runs now.
+    fn running_request(&self) -> Option<&Bridged> {
+        match self.turns.front() {
+            Some(Owner::Bridged(bridged)) if bridged.expects_answer => Some(bridged),
+            _ => None,
+        }
+    }
+
+    /// Writes the oldest waiting injection if the session is idle and the extension spoke.
+    fn write_waiting(&mut self, out: &mut Vec<Action>) {
+        if !self.idle() || !self.extension_spoke {
+            return;
+        }
+        if let Some((id, injection)) = self.waiting.pop_front() {
+            self.write(id, injection, out);
+        }
+    }
+
+    fn write(&mut self, id: InjectionId, injection: Injection, out: &mut Vec<Action>) {
+        let line = UserLine {
+            kind: "user",
+            message: UserMessage {
+                role: "user",
+                content: &injection.text,
+            },
+        };
+        let Ok(bytes) = serde_json::to_vec(&line) else {
+            self.fail(id, "cannot encode the message".to_owned(), false, out);
+            return;
+        };
+        out.push(Action::ToAgent(bytes));
+        let expects_answer = injection.kind == InjectionKind::Request;
+        self.turns.push_back(Owner::Bridged(Bridged {
+            id,
+            delivery_id: injection.delivery_id,
+            expects_answer,
+        }));
+        if !expects_answer {
+            self.report(
+                id,
+                ShimEvent::Written {
+                    session_id: self.session_id.clone(),
+                },
+                out,
+            );
+            self.close(id, out);
+        }
+        out.push(Action::SessionsChanged);
+    }
+
+    fn on_extension_line(&mut self, parsed: Line, now_ms: u64, out: &mut Vec<Action>) {
+        match parsed.kind.as_deref() {
+            Some("user") => {
+                self.last_human_input_ms = Some(now_ms);
+                self.has_history = true;
+                self.turns.push_back(Owner::Human);
+                out.push(Action::SessionsChanged);
+            }
+            Some("control_response") => {
+                let Some(response) = parsed.response else {
+                    return;
+                };
+                let Some(request_id) = response.request_id else {
+                    return;
+                };
+                let allowed = response.subtype.as_deref() == Some("success")
+                    && response.response.and_then(|body| body.behavior).as_deref() == Some("allow");
+                self.resolve(&request_id, allowed, out);
+            }
+            _ => {}
+        }
+    }
+
+    fn on_agent_line(&mut self, parsed: Line, now_ms: u64, out: &mut Vec<Action>) {
+        match (parsed.kind.as_deref(), parsed.subtype.as_deref()) {
+            (Some("system"), Some("init")) => {
+                if parsed.cwd.is_some() {
+                    self.cwd = parsed.cwd;
+                }
+                if let Some(id) = parsed.session_id {
+                    self.learn_session(id, out);
+                }
+            }
+            (Some("result"), _) => {
+                if let Some(id) = parsed.session_id.filter(|_| self.session_id.is_none()) {
+                    self.learn_session(id, out);
+                }
+                self.has_history = true;
+                // Approvals of the ended turn are over with it.
+                self.approvals.clear();
+                if let Some(Owner::Bridged(bridged)) = self.turns.pop_front()
+                    && bridged.expects_answer
+                {
+                    let event = ShimEvent::TurnEnded {
+                        session_id: self.session_id.clone(),
+                        answer: parsed.result,
+                        stop: parsed.subtype.unwrap_or_else(|| "unknown".to_owned()),
+                        is_error: parsed.is_error.unwrap_or(false),
+                    };
+                    self.report(bridged.id, event, out);
+                    self.close(bridged.id, out);
+                }
+                out.push(Action::SessionsChanged);
+                self.write_waiting(out);
+            }
+            (Some("control_request"), _) => {
+                let Some(request) = parsed.request else {
+                    return;
+                };
+                if request.subtype.as_deref() != Some("can_use_tool") {
+                    return;
+                }
+                let Some(request_id) = parsed.request_id else {
+                    return;
+                };
+                let input = request.input.unwrap_or(Value::Null);
+                let owner = self
+                    .running_request()
+                    .map(|b| (b.id, b.delivery_id.clone()));
+                let pending = PendingApproval {
+                    request_id,
+                    kind: "can_use_tool".to_owned(),
+                    tool: request.tool_name,
+                    detail: detail_of(&input),
+                    since_ms: now_ms,
+                    delivery_id: owner.as_ref().map(|(_, d)| d.clone()),
+                };
+                if let Some((id, _)) = &owner {
+                    self.report(
+                        *id,
+                        ShimEvent::ApprovalPending {
+                            approval: pending.clone(),
+                        },
+                        out,
+                    );
+                }
+                self.approvals.push(Approval {
+                    pending,
+                    input,
+                    owner: owner.map(|(id, _)| id),
+                });
+                out.push(Action::SessionsChanged);
+            }
+            (Some("control_cancel_request"), _) => {
+                if let Some(request_id) = parsed.request_id {
+                    self.resolve(&request_id, false, out);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn learn_session(&mut self, id: String, out: &mut Vec<Action>) {
+        if self.session_id.as_deref() == Some(id.as_str()) {
+            return;
+        }
+        let was_new = self.session_id.is_none();
+        self.session_id = Some(id.clone());
+        if was_new && let Some(bridged) = self.running_request() {
+            let who = bridged.id;
+            self.report(who, ShimEvent::SessionStarted { session_id: id }, out);
+        }
+        out.push(Action::SessionsChanged);
+    }
+
+    /// An approval was answered or withdrawn: forget it and tell its turn's injection.
+    fn resolve(&mut self, request_id: &str, allowed: bool, out: &mut Vec<Action>) -> bool {
+        let Some(at) = self
+            .approvals
+            .iter()
+            .position(|a| a.pending.request_id == request_id)
+        else {
+            return false;
+        };
+        let approval = self.approvals.remove(at);
+        if let Some(owner) = approval.owner {
+            self.report(
+                owner,
+                ShimEvent::ApprovalResolved {
+                    request_id: request_id.to_owned(),
+                    allowed,
+                },
+                out,
+            );
+        }
+        out.push(Action::SessionsChanged);
+        true
+    }
+}
+
+/// What an approval is about: the command for a shell tool, else the input, trimmed.
+fn detail_of(input: &Value) -> Option<String> {
+    let text = match input.get("command").and_then(Value::as_str) {
+        Some(command) => command.to_owned(),
+        None if input.is_null() => return None,
+        None => input.to_string(),
+    };
+    Some(match text.char_indices().nth(DETAIL_LIMIT) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text,
+    })
+}
+
+impl PanelAdapter for ClaudeAdapter {
+    fn on_line(&mut self, side: Side, line: &[u8], now_ms: u64, out: &mut Vec<Action>) {
+        self.last_activity_ms = Some(now_ms);
+        let start = out.len();
+        let first = side == Side::Extension && !self.extension_spoke;
+        if self.needles.may_matter(side, line)
+            && let Ok(parsed) = serde_json::from_slice::<Line>(line)
+        {
+            match side {
+                Side::Extension => self.on_extension_line(parsed, now_ms, out),
+                Side::Agent => self.on_agent_line(parsed, now_ms, out),
+            }
+        }
+        // The line itself goes first: a turn ended by it or the extension's first line lets
+        // a waiting injection follow.
+        out.insert(start, Action::Forward);
+        if first {
+            self.extension_spoke = true;
+            self.write_waiting(out);
+        }
+    }
+
+    fn on_inject(
+        &mut self,
+        id: InjectionId,
+        injection: Injection,
+        _now_ms: u64,
+        out: &mut Vec<Action>,
+    ) {
+        self.listening.insert(id);
+        if let Some(wanted) = injection.session_id.as_deref()
+            && self.session_id.as_deref() != Some(wanted)
+        {
+            let holds = self.session_id.as_deref().unwrap_or("no session yet");
+            self.fail(
+                id,
+                format!("this Claude panel process holds {holds}, not session {wanted}"),
+                false,
+                out,
+            );
+            return;
+        }
+        if injection.new_session && (self.session_id.is_some() || self.has_history) {
+            let holds = self.session_id.as_deref().unwrap_or("a conversation");
+            self.fail(
+                id,
+                format!(
+                    "this Claude panel process already holds {holds}; a new conversation opens \
+                     only in a panel process that has none"
+                ),
+                false,
+                out,
+            );
+            return;
+        }
+        let queued = !(self.idle() && self.extension_spoke && self.waiting.is_empty());
+        self.report(
+            id,
+            ShimEvent::Accepted {
+                session_id: self.session_id.clone(),
+                queued,
+            },
+            out,
+        );
+        self.waiting.push_back((id, injection));
+        self.write_waiting(out);
+    }
+
+    fn on_answer_approval(
+        &mut self,
+        id: InjectionId,
+        answer: ApprovalAnswer,
+        _now_ms: u64,
+        out: &mut Vec<Action>,
+    ) {
+        self.listening.insert(id);
+        let other_session = answer
+            .session_id
+            .as_deref()
+            .is_some_and(|wanted| self.session_id.as_deref() != Some(wanted));
+        let found = self
+            .approvals
+            .iter()
+            .find(|a| a.pending.request_id == answer.request_id)
+            .filter(|_| !other_session);
+        let Some(approval) = found else {
+            self.report(
+                id,
+                ShimEvent::ApprovalAnswered {
+                    accepted: false,
+                    reason: Some(format!(
+                        "no approval {} is pending here (already answered, withdrawn, or in \
+                         another session)",
+                        answer.request_id
+                    )),
+                },
+                out,
+            );
+            self.close(id, out);
+            return;
+        };
+        let body = if answer.allow {
+            json!({"behavior": "allow", "updatedInput": approval.input})
+        } else {
+            json!({
+                "behavior": "deny",
+                "message": answer.message.as_deref().unwrap_or("Denied through cross-agent."),
+            })
+        };
+        let response = ControlResponse {
+            kind: "control_response",
+            response: ControlResponseBody {
+                subtype: "success",
+                request_id: &answer.request_id,
+                response: body,
+            },
+        };
+        let withdraw = ControlCancel {
+            kind: "control_cancel_request",
+            request_id: &answer.request_id,
+        };
+        if let (Ok(response), Ok(withdraw)) =
+            (serde_json::to_vec(&response), serde_json::to_vec(&withdraw))
+        {
+            out.push(Action::ToAgent(response));
+            out.push(Action::ToExtension(withdraw));
+        }
+        self.resolve(&answer.request_id, answer.allow, out);
+        self.report(
+            id,
+            ShimEvent::ApprovalAnswered {
+                accepted: true,
+                reason: None,
+            },
+            out,
+        );
+        self.close(id, out);
+    }
+
+    fn on_disconnect(&mut self, id: InjectionId) {
+        self.listening.remove(&id);
+    }
+
+    fn on_tick(&mut self, _now_ms: u64, _out: &mut Vec<Action>) {}
+
+    fn on_agent_exit(&mut self, out: &mut Vec<Action>) {
+        for (id, _) in std::mem::take(&mut self.waiting) {
+            self.fail(
+                id,
+                "the Claude process ended before the message was written".to_owned(),
+                false,
+                out,
+            );
+        }
+        for owner in std::mem::take(&mut self.turns) {
+            if let Owner::Bridged(bridged) = owner {
+                self.fail(
+                    bridged.id,
+                    "the Claude process ended before the turn finished".to_owned(),
+                    true,
+                    out,
+                );
+            }
+        }
+        self.approvals.clear();
+    }
+
+    fn sessions(&self) -> Vec<PanelSession> {
+        let state = if !self.approvals.is_empty() {
+            PanelSessionState::AwaitingApproval
+        } else if self.idle() {
+            PanelSessionState::Idle
+        } else {
+            PanelSessionState::Working
+        };
+        let bridged_delivery_id = match self.turns.front() {
+            Some(Owner::Bridged(bridged)) => Some(bridged.delivery_id.clone()),
+            _ => None,
+        };
+        vec![PanelSession {
+            session_id: self.session_id.clone(),
+            cwd: self.cwd.clone(),
+            state,
+            opened_at_ms: self.opened_at_ms,
+            last_human_input_ms: self.last_human_input_ms,
+            last_activity_ms: self.last_activity_ms,
+            has_history: self.has_history,
+            unanswered_human_prompts: u32::try_from(
+                self.turns
+                    .iter()
+                    .filter(|o| matches!(o, Owner::Human))
+                    .count(),
+            )
+            .unwrap_or(u32::MAX),
+            pending_approvals: self.approvals.iter().map(|a| a.pending.clone()).collect(),
+            bridged_delivery_id,
+            title: None,
+        }]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! On lines as the real CLI wrote them (`observed/claude.md` §1, trimmed where it says so).
+
+    use pretty_assertions::assert_eq;
+
+    use super::*;
+
+    const INIT: &str =
+        r#"{"type":"control_request","request_id":"init-1","request":{"subtype":"initialize"}}"#;
+    const HUMAN: &str = r#"{"type":"user","message":{"role":"user","content":"HELLO one"}}"#;
+    const SYSTEM_INIT: &str = r#"{"type":"system","subtype":"init","cwd":"/tmp/proj","session_id":"5ff355ef-b2f2-4ab0-bb7b-c6ff4230de7d","tools":["Task","Bash"],"model":"claude-opus-5-5"}"#;
+    const ASSISTANT: &str = r#"{"type":"assistant","message":{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"text","text":"Hello there \"type\":\"result\""}]},"parent_tool_use_id":null,"session_id":"5ff355ef-b2f2-4ab0-bb7b-c6ff4230de7d"}"#;
+    const SESSION: &str = "5ff355ef-b2f2-4ab0-bb7b-c6ff4230de7d";
+    const PERMISSION: &str = r#"{"type":"control_request","request_id":"0e5a3477","request":{"subtype":"can_use_tool","tool_name":"Bash","display_name":"Bash","input":{"command":"echo perm-ok > f && cat f","description":"write file"},"description":"write file","tool_use_id":"toolu_1"}}"#;
+
+    fn result(text: &str) -> String {
+        format!(
+            r#"{{"duration_api_ms":86,"stop_reason":"end_turn","session_id":"{SESSION}","is_error":false,"num_turns":1,"subtype":"success","result":"{text}","type":"result"}}"#
+        )
+    }
+
+    fn injection(delivery: &str, kind: InjectionKind) -> Injection {
+        Injection {
+            delivery_id: delivery.to_owned(),
+            kind,
+            session_id: None,
+            new_session: false,
+            text: format!("message of {delivery}"),
+            request_id: None,
+            title: None,
+            sender_label: None,
+        }
+    }
+
+    fn feed(adapter: &mut ClaudeAdapter, side: Side, line: &str) -> Vec<Action> {
+        let mut out = Vec::new();
+        adapter.on_line(side, line.as_bytes(), 1_000, &mut out);
+        out
+    }
+
+    fn inject(adapter: &mut ClaudeAdapter, id: u64, injection: Injection) -> Vec<Action> {
+        let mut out = Vec::new();
+        adapter.on_inject(InjectionId(id), injection, 1_000, &mut out);
+        out
+    }
+
+    fn user_line(text: &str) -> String {
+        format!(r#"{{"type":"user","message":{{"role":"user","content":"{text}"}}}}"#)
+    }
+
+    fn events(actions: &[Action]) -> Vec<(u64, ShimEvent)> {
+        actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Report(id, event) => Some((id.0, event.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn written(actions: &[Action]) -> Vec<String> {
+        actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::ToAgent(bytes) => Some(String::from_utf8_lossy(bytes).into_owned()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn spoken() -> ClaudeAdapter {
+        let mut adapter = ClaudeAdapter::new(&[], None, 0);
+        feed(&mut adapter, Side::Extension, INIT);
+        adapter
+    }
+
+    fn turn_ended(text: &str) -> ShimEvent {
+        ShimEvent::TurnEnded {
+            session_id: Some(SESSION.to_owned()),
+            answer: Some(text.to_owned()),
+            stop: "success".to_owned(),
+            is_error: false,
+        }
+    }
+
+    fn accepted(session: Option<&str>, queued: bool) -> ShimEvent {
+        ShimEvent::Accepted {
+            session_id: session.map(str::to_owned),
+            queued,
+        }
+    }
+
+    #[test]
+    fn the_session_comes_from_argv_or_the_init_line() {
+        let args = |list: &[&str]| list.iter().map(|a| (*a).to_owned()).collect::<Vec<_>>();
+        for argv in [
+            args(&["--input-format", "stream-json", "--resume=abc"]),
+            args(&["--resume", "abc"]),
+            args(&["--session-id=abc"]),
+        ] {
+            let adapter = ClaudeAdapter::new(&argv, None, 0);
+            assert_eq!(
+                adapter.sessions()[0].session_id.as_deref(),
+                Some("abc"),
+                "{argv:?}"
+            );
+        }
+        let forked = ClaudeAdapter::new(&args(&["--resume=abc", "--fork-session"]), None, 0);
+        assert_eq!(forked.sessions()[0].session_id, None);
+        let mut fresh = spoken();
+        assert_eq!(fresh.sessions()[0].session_id, None);
+        feed(&mut fresh, Side::Extension, HUMAN);
+        let out = feed(&mut fresh, Side::Agent, SYSTEM_INIT);
+        assert!(out.contains(&Action::SessionsChanged));
+        let session = &fresh.sessions()[0];
+        assert_eq!(session.session_id.as_deref(), Some(SESSION));
+        assert_eq!(session.cwd.as_deref(), Some("/tmp/proj"));
+    }
+
+    #[test]
+    fn every_line_is_forwarded_and_unparseable_ones_change_nothing() {
+        let mut adapter = spoken();
+        for (side, line) in [
+            (Side::Agent, ASSISTANT),
+            (Side::Agent, r#"{"type":"result" broken"#),
+            (Side::Extension, "not json"),
+        ] {
+            assert_eq!(feed(&mut adapter, side, line), vec![Action::Forward]);
+        }
+        // The text of an assistant line mentioning a result does not end a turn.
+        assert_eq!(adapter.sessions()[0].state, PanelSessionState::Idle);
+    }
+
+    #[test]
+    fn nothing_is_written_before_the_extensions_first_line() {
+        let mut adapter = ClaudeAdapter::new(&[], None, 0);
+        let out = inject(&mut adapter, 1, injection("d1", InjectionKind::Request));
+        assert!(written(&out).is_empty());
+        assert_eq!(events(&out), vec![(1, accepted(None, true))]);
+        let out = feed(&mut adapter, Side::Extension, INIT);
+        assert_eq!(out[0], Action::Forward);
+        assert_eq!(written(&out), vec![user_line("message of d1")]);
+    }
+
+    #[test]
+    fn an_idle_panel_takes_the_injection_and_reports_its_answer() {
+        let mut adapter = spoken();
+        let out = inject(&mut adapter, 1, injection("d1", InjectionKind::Request));
+        assert_eq!(events(&out), vec![(1, accepted(None, false))]);
+        assert_eq!(written(&out), vec![user_line("message of d1")]);
+        assert_eq!(adapter.sessions()[0].state, PanelSessionState::Working);
+        assert_eq!(
+            adapter.sessions()[0].bridged_delivery_id.as_deref(),
+            Some("d1")
+        );
+        let out = feed(&mut adapter, Side::Agent, SYSTEM_INIT);
+        assert_eq!(
+            events(&out),
+            vec![(
+                1,
+                ShimEvent::SessionStarted {
+                    session_id: SESSION.to_owned()
+                }
+            )]
+        );
+        feed(&mut adapter, Side::Agent, ASSISTANT);
+        let out = feed(&mut adapter, Side::Agent, &result("the answer"));
+        assert_eq!(events(&out), vec![(1, turn_ended("the answer"))]);
+        assert!(out.contains(&Action::Close(InjectionId(1))));
+        let session = &adapter.sessions()[0];
+        assert_eq!(session.state, PanelSessionState::Idle);
+        assert_eq!(
+            session.last_human_input_ms, None,
+            "an injection is not human input"
+        );
+    }
+
+    #[test]
+    fn a_busy_panel_queues_the_injection_until_the_humans_turn_ends() {
+        let mut adapter = spoken();
+        feed(&mut adapter, Side::Extension, HUMAN);
+        assert_eq!(adapter.sessions()[0].last_human_input_ms, Some(1_000));
+        feed(&mut adapter, Side::Agent, SYSTEM_INIT);
+        let out = inject(&mut adapter, 1, injection("d1", InjectionKind::Request));
+        assert_eq!(events(&out), vec![(1, accepted(Some(SESSION), true))]);
+        assert!(written(&out).is_empty());
+        // The human's answer is not reported to the injection, which is written then.
+        let out = feed(&mut adapter, Side::Agent, &result("human answer"));
+        assert_eq!(events(&out), vec![]);
+        assert_eq!(written(&out), vec![user_line("message of d1")]);
+        let out = feed(&mut adapter, Side::Agent, &result("bridged answer"));
+        assert_eq!(events(&out), vec![(1, turn_ended("bridged answer"))]);
+    }
+
+    #[test]
+    fn a_human_typing_during_a_bridged_turn_keeps_the_answers_apart() {
+        let mut adapter = spoken();
+        inject(&mut adapter, 1, injection("d1", InjectionKind::Request));
+        feed(&mut adapter, Side::Agent, SYSTEM_INIT);
+        feed(&mut adapter, Side::Extension, HUMAN);
+        assert_eq!(adapter.sessions()[0].unanswered_human_prompts, 1);
+        let out = feed(&mut adapter, Side::Agent, &result("bridged answer"));
+        assert_eq!(events(&out), vec![(1, turn_ended("bridged answer"))]);
+        assert_eq!(adapter.sessions()[0].state, PanelSessionState::Working);
+        let out = feed(&mut adapter, Side::Agent, &result("human answer"));
+        assert_eq!(events(&out), vec![]);
+        assert_eq!(adapter.sessions()[0].state, PanelSessionState::Idle);
+    }
+
+    #[test]
+    fn replies_and_notices_are_done_once_written() {
+        let mut adapter = spoken();
+        let out = inject(&mut adapter, 1, injection("r1", InjectionKind::Reply));
+        assert_eq!(
+            events(&out),
+            vec![
+                (1, accepted(None, false)),
+                (1, ShimEvent::Written { session_id: None })
+            ]
+        );
+        assert!(out.contains(&Action::Close(InjectionId(1))));
+        // Its turn still holds the session until its result.
+        let out = inject(&mut adapter, 2, injection("n1", InjectionKind::Notice));
+        assert!(written(&out).is_empty());
+        let out = feed(&mut adapter, Side::Agent, &result("read it"));
+        assert_eq!(written(&out), vec![user_line("message of n1")]);
+    }
+
+    #[test]
+    fn a_session_it_does_not_hold_or_a_new_one_it_cannot_open_is_refused() {
+        let mut adapter = ClaudeAdapter::new(&["--resume=abc".to_owned()], None, 0);
+        feed(&mut adapter, Side::Extension, INIT);
+        let mut other = injection("d1", InjectionKind::Request);
+        other.session_id = Some("xyz".to_owned());
+        let out = inject(&mut adapter, 1, other);
+        assert!(matches!(
+            &events(&out)[0].1,
+            ShimEvent::Failed {
+                delivered: false,
+                ..
+            }
+        ));
+        let mut new = injection("d2", InjectionKind::Request);
+        new.new_session = true;
+        let out = inject(&mut adapter, 2, new.clone());
+        assert!(matches!(
+            &events(&out)[0].1,
+            ShimEvent::Failed {
+                delivered: false,
+                ..
+            }
+        ));
+        assert!(written(&out).is_empty());
+        // A process with no conversation takes a new one.
+        let mut empty = spoken();
+        let out = inject(&mut empty, 3, new);
+        assert_eq!(written(&out).len(), 1);
+    }
+
+    #[test]
+    fn an_approval_of_a_bridged_turn_is_reported_and_answered_through_the_shim() {
+        let mut adapter = spoken();
+        inject(&mut adapter, 1, injection("d1", InjectionKind::Request));
+        feed(&mut adapter, Side::Agent, SYSTEM_INIT);
+        let out = feed(&mut adapter, Side::Agent, PERMISSION);
+        let pending = PendingApproval {
+            request_id: "0e5a3477".to_owned(),
+            kind: "can_use_tool".to_owned(),
+            tool: Some("Bash".to_owned()),
+            detail: Some("echo perm-ok > f && cat f".to_owned()),
+            since_ms: 1_000,
+            delivery_id: Some("d1".to_owned()),
+        };
+        assert_eq!(
+            events(&out),
+            vec![(
+                1,
+                ShimEvent::ApprovalPending {
+                    approval: pending.clone()
+                }
+            )]
+        );
+        let session = &adapter.sessions()[0];
+        assert_eq!(session.state, PanelSessionState::AwaitingApproval);
+        assert_eq!(session.pending_approvals, vec![pending]);
+
+        let mut out = Vec::new();
+        let answer = ApprovalAnswer {
+            session_id: Some(SESSION.to_owned()),
+            request_id: "0e5a3477".to_owned(),
+            allow: true,
+            message: None,
+        };
+        adapter.on_answer_approval(InjectionId(2), answer.clone(), 2_000, &mut out);
+        let response: Value = serde_json::from_str(&written(&out)[0]).unwrap();
+        assert_eq!(
+            response,
+            json!({"type":"control_response","response":{"subtype":"success","request_id":"0e5a3477","response":{"behavior":"allow","updatedInput":{"command":"echo perm-ok > f && cat f","description":"write file"}}}})
+        );
+        assert!(out.contains(&Action::ToExtension(
+            br#"{"type":"control_cancel_request","request_id":"0e5a3477"}"#.to_vec()
+        )));
+        assert_eq!(
+            events(&out),
+            vec![
+                (
+                    1,
+                    ShimEvent::ApprovalResolved {
+                        request_id: "0e5a3477".to_owned(),
+                        allowed: true
+                    }
+                ),
+                (
+                    2,
+                    ShimEvent::ApprovalAnswered {
+                        accepted: true,
+                        reason: None
+                    }
+                ),
+            ]
+        );
+        // First answer wins: a second is refused, and nothing is written.
+        let mut out = Vec::new();
+        adapter.on_answer_approval(InjectionId(3), answer, 2_000, &mut out);
+        assert!(matches!(
+            &events(&out)[0].1,
+            ShimEvent::ApprovalAnswered {
+                accepted: false,
+                ..
+            }
+        ));
+        assert!(written(&out).is_empty());
+    }
+
+    #[test]
+    fn a_deny_through_the_shim_carries_its_message() {
+        let mut adapter = spoken();
+        feed(&mut adapter, Side::Extension, HUMAN);
+        feed(&mut adapter, Side::Agent, PERMISSION);
+        let mut out = Vec::new();
+        let answer = ApprovalAnswer {
+            session_id: None,
+            request_id: "0e5a3477".to_owned(),
+            allow: false,
+            message: Some("not now".to_owned()),
+        };
+        adapter.on_answer_approval(InjectionId(2), answer, 2_000, &mut out);
+        let response: Value = serde_json::from_str(&written(&out)[0]).unwrap();
+        assert_eq!(
+            response["response"]["response"],
+            json!({"behavior": "deny", "message": "not now"})
+        );
+    }
+
+    #[test]
+    fn an_approval_answered_in_the_panel_or_withdrawn_is_resolved() {
+        let mut adapter = spoken();
+        inject(&mut adapter, 1, injection("d1", InjectionKind::Request));
+        feed(&mut adapter, Side::Agent, PERMISSION);
+        let deny = r#"{"type":"control_response","response":{"subtype":"success","request_id":"0e5a3477","response":{"behavior":"deny","message":"user said no"}}}"#;
+        let out = feed(&mut adapter, Side::Extension, deny);
+        assert_eq!(out[0], Action::Forward);
+        assert_eq!(
+            events(&out),
+            vec![(
+                1,
+                ShimEvent::ApprovalResolved {
+                    request_id: "0e5a3477".to_owned(),
+                    allowed: false
+                }
+            )]
+        );
+        assert_eq!(adapter.sessions()[0].state, PanelSessionState::Working);
+        feed(
+            &mut adapter,
+            Side::Agent,
+            &PERMISSION.replace("0e5a3477", "second"),
+        );
+        let out = feed(
+            &mut adapter,
+            Side::Agent,
+            r#"{"type":"control_cancel_request","request_id":"second"}"#,
+        );
+        assert_eq!(
+            events(&out),
+            vec![(
+                1,
+                ShimEvent::ApprovalResolved {
+                    request_id: "second".to_owned(),
+                    allowed: false
+                }
+            )]
+        );
+        assert!(adapter.sessions()[0].pending_approvals.is_empty());
+    }
+
+    #[test]
+    fn the_agents_exit_fails_open_injections_saying_whether_they_were_delivered() {
+        let mut adapter = spoken();
+        inject(&mut adapter, 1, injection("d1", InjectionKind::Request));
+        inject(&mut adapter, 2, injection("d2", InjectionKind::Request));
+        let mut out = Vec::new();
+        adapter.on_agent_exit(&mut out);
+        let failed: Vec<(u64, bool)> = events(&out)
+            .into_iter()
+            .map(|(id, e)| match e {
+                ShimEvent::Failed { delivered, .. } => (id, delivered),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(failed, vec![(2, false), (1, true)]);
+        assert!(out.contains(&Action::Close(InjectionId(1))));
+        assert!(out.contains(&Action::Close(InjectionId(2))));
+    }
+
+    #[test]
+    fn a_gone_connection_is_not_reported_to_but_its_turn_is_kept() {
+        let mut adapter = spoken();
+        inject(&mut adapter, 1, injection("d1", InjectionKind::Request));
+        adapter.on_disconnect(InjectionId(1));
+        let out = feed(&mut adapter, Side::Agent, &result("late"));
+        assert_eq!(events(&out), vec![]);
+        assert_eq!(adapter.sessions()[0].state, PanelSessionState::Idle);
+    }
+}

@@ -375,6 +375,17 @@ impl Claude {
         self
     }
 
+    /// The real binary.
+    pub fn binary(&self) -> &Path {
+        &self.binary
+    }
+
+    /// The environment every run gets (a clean one pointed at the temporary HOME and the
+    /// endpoint), for programs that run Claude themselves (a panel shim).
+    pub fn env(&self) -> &BTreeMap<String, OsString> {
+        &self.env
+    }
+
     /// A `claude -p <prompt>` turn in `cwd`; configure it, then `run()`.
     pub fn turn(&self, cwd: &Path, prompt: &str) -> ClaudeTurn {
         ClaudeTurn {

@@ -35,6 +35,16 @@ pub fn fake_grok_bin() -> Result<PathBuf> {
     )
 }
 
+/// The path of `stdio-recorder` (testkit's own binary), which records what an agent behind it
+/// received and sent.
+pub fn stdio_recorder_bin() -> Result<PathBuf> {
+    workspace_bin(
+        "cross-agent-testkit",
+        "stdio-recorder",
+        "CROSS_AGENT_TEST_STDIO_RECORDER",
+    )
+}
+
 /// A binary of a workspace package: from `override_var` when set, else built by cargo once per
 /// process.
 fn workspace_bin(package: &str, bin: &str, override_var: &str) -> Result<PathBuf> {

@@ -4,6 +4,7 @@
 pub mod agents;
 pub mod binaries;
 pub mod endpoint;
+pub mod panel;
 pub mod synthetic_stores;
 
 pub use endpoint::{

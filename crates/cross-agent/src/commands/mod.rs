@@ -10,6 +10,7 @@ mod pin;
 mod reload;
 mod send;
 mod sessions;
+mod shim;
 mod status;
 
 use std::process::ExitCode;
@@ -37,6 +38,10 @@ pub enum Command {
     Check(check::CheckArgs),
     /// Ask the decisions log: the decisions in a window, or counts by any field (--by).
     Decisions(decisions::DecisionsArgs),
+    /// Sit between an editor extension and the real agent (claude, codex, grok), or create the
+    /// shim links (links [DIR]) and print the VS Code settings. Also run as
+    /// cross-agent-{claude,codex,grok}-shim.
+    Shim(shim::ShimArgs),
 }
 
 impl Command {
@@ -51,6 +56,7 @@ impl Command {
             Command::Check(args) => args.run(),
             Command::Reload(args) => args.run(),
             Command::Decisions(args) => args.run(),
+            Command::Shim(args) => args.run(),
         }
     }
 }

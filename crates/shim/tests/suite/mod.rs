@@ -1,0 +1,4 @@
+mod common;
+mod fail_open;
+mod injection;
+mod passthrough;
