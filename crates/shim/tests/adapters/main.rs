@@ -6,3 +6,4 @@
 mod codex_panel;
 mod grok_panel;
 mod pump;
+mod through_shim;
