@@ -1178,13 +1178,8 @@ impl PanelAdapter for CodexAdapter {
     }
 
     fn on_disconnect(&mut self, id: InjectionId) {
-        let Some(pending) = self.injections.get_mut(&id) else {
-            return;
-        };
-        if matches!(pending.stage, Stage::Queued) {
-            // Nobody would hear of it, and the daemon may send it again another way.
-            self.injections.remove(&id);
-        } else {
+        // Accepted is handed over: the message still goes in (queued or not), unreported.
+        if let Some(pending) = self.injections.get_mut(&id) {
             pending.connected = false;
         }
     }

@@ -774,14 +774,9 @@ impl PanelAdapter for GrokAdapter {
     }
 
     fn on_disconnect(&mut self, id: InjectionId) {
-        let Some(pending) = self.injections.get_mut(&id) else {
-            return;
-        };
-        if pending.written {
+        // Accepted is handed over: the message still goes in (queued or not), unreported.
+        if let Some(pending) = self.injections.get_mut(&id) {
             pending.connected = false;
-        } else {
-            // Nobody would hear of it, and the daemon may send it again another way.
-            self.injections.remove(&id);
         }
     }
 

@@ -695,3 +695,20 @@ fn a_turn_ending_after_ours_went_in_on_the_idle_announcement_is_not_ours() {
         }]
     );
 }
+
+#[test]
+fn a_queued_injection_whose_daemon_went_away_still_goes_in_unreported() {
+    let mut h = Harness::with_thread();
+    human_turn(&mut h, 3, THREAD, TURN);
+    h.inject(
+        1,
+        injection(InjectionKind::Request, Some(THREAD), "handed over"),
+    );
+    h.adapter.on_disconnect(InjectionId(1));
+    let actions = h.agent(turn_completed(THREAD, TURN, Some("human answer")));
+    assert_eq!(to_agent(&actions).len(), 1);
+    h.agent(json!({"id": "xagent-1", "result": {"turn": {"id": "turn-2"}}}));
+    let actions = h.agent(turn_completed(THREAD, "turn-2", Some("ours")));
+    assert_eq!(reports(&actions), vec![]);
+    assert_eq!(h.state(THREAD), PanelSessionState::Idle);
+}
