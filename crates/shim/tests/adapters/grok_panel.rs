@@ -6,7 +6,10 @@ use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use cross_agent_protocol::panel::{ApprovalAnswer, Injection, InjectionKind, ShimEvent};
+use cross_agent_protocol::panel::{
+    ApprovalAnswer, Injection, InjectionKind, PanelSessionState, ShimEvent,
+};
+use cross_agent_shim::adapter::PanelAdapter;
 use cross_agent_shim::grok::{GrokAdapter, NO_EMPTY_SESSION};
 use cross_agent_testkit::binaries::fake_grok_bin;
 use pretty_assertions::assert_eq;
@@ -234,5 +237,40 @@ fn a_new_conversation_goes_into_the_empty_session_and_then_there_is_none() -> Re
         }
         other => panic!("expected a failure, got {other:?}"),
     }
+    Ok(())
+}
+
+#[test]
+fn a_human_typing_during_a_slow_bridged_turn_is_queued_by_grok_and_keeps_the_session_busy()
+-> Result<()> {
+    let mut pump = panel()?;
+    let session = new_session(&mut pump, 1)?;
+    pump.inject(1, request(Some(&session), "slow bridged"));
+    pump.extension_sends(&prompt(2, &session, "typed meanwhile"));
+    let ended = pump.finished(1, PATIENCE)?;
+    assert!(
+        matches!(&ended, ShimEvent::TurnEnded { answer: Some(a), .. } if a == "grok: slow bridged"),
+        "{ended:?}"
+    );
+    // Ours ended; the human's prompt still runs, so the session is still busy.
+    let busy = pump
+        .adapter
+        .sessions()
+        .into_iter()
+        .find(|s| s.session_id.as_deref() == Some(session.as_str()))
+        .context("no session")?;
+    assert_eq!(busy.unanswered_human_prompts, 1);
+    assert_eq!(busy.state, PanelSessionState::Working);
+    pump.until("the human's answer", PATIENCE, |p| {
+        p.response_to(&json!(2)).is_some()
+    })?;
+    // The human's turn is drawn in full: only ours had anything held back.
+    let drawn: String = updates(&pump, &session)
+        .into_iter()
+        .filter(|(kind, _)| kind == "agent_message_chunk")
+        .map(|(_, text)| text)
+        .collect();
+    assert!(drawn.ends_with("grok: typed meanwhile"), "{drawn}");
+    pump.assert_no_xagent_id_reached_the_extension();
     Ok(())
 }
