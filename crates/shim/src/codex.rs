@@ -224,7 +224,7 @@ impl CodexAdapter {
     /// the extension or we sent. Sub-agent threads are excluded instead.
     fn adopt_thread(&mut self, thread: &Value, now_ms: u64) -> Option<String> {
         let id = str_field(thread, "id")?.to_owned();
-        if is_sub_agent(thread) {
+        if is_sub_agent(thread) || is_ephemeral(thread) {
             self.exclude(&id);
             return None;
         }
@@ -934,6 +934,12 @@ fn is_sub_agent(thread: &Value) -> bool {
         || set("agentNickname")
         || set("agentRole")
         || thread.get("canAcceptDirectInput") == Some(&Value::Bool(false))
+}
+
+/// A thread kept in memory only (`ephemeral: true`): no rollout, not in the panel's list, so
+/// nobody reads a message left there.
+fn is_ephemeral(thread: &Value) -> bool {
+    thread.get("ephemeral") == Some(&Value::Bool(true))
 }
 
 /// A thread `status` object as a session state.

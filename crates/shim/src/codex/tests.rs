@@ -712,3 +712,18 @@ fn a_queued_injection_whose_daemon_went_away_still_goes_in_unreported() {
     assert_eq!(reports(&actions), vec![]);
     assert_eq!(h.state(THREAD), PanelSessionState::Idle);
 }
+
+#[test]
+fn an_ephemeral_thread_the_extension_started_is_no_target() {
+    let mut h = Harness::with_thread();
+    h.ext(json!({"id": 5, "method": "thread/start", "params": {"cwd": "/work/project", "ephemeral": true}}));
+    let mut scratch = thread_object("scratch");
+    scratch["ephemeral"] = json!(true);
+    h.agent(json!({"id": 5, "result": {"thread": scratch}}));
+    h.ext(json!({"id": 6, "method": "turn/start", "params": {"threadId": "scratch", "input": []}}));
+    assert_eq!(h.session_ids(), vec![THREAD.to_owned()]);
+    // A conversation the shim opens is never ephemeral, whatever the extension asked for last.
+    let actions = h.inject(1, new_conversation("hello", "claude: hello"));
+    let written = to_agent(&actions);
+    assert_eq!(written[0]["params"].get("ephemeral"), None);
+}
