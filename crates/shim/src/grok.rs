@@ -389,6 +389,7 @@ impl GrokAdapter {
                     entry.human_prompts.remove(&id_key(id));
                     entry.last_activity_ms = Some(now_ms);
                 }
+                self.forget_stale_approvals(&session);
                 self.sessions_changed = true;
             }
         }
@@ -409,6 +410,7 @@ impl GrokAdapter {
         else {
             return;
         };
+        self.forget_stale_approvals(session);
         self.sessions_changed = true;
         if let Some(injection) = bridged.injection {
             let event = match error {
@@ -516,6 +518,19 @@ impl GrokAdapter {
             _ => {}
         }
         true
+    }
+
+    /// A permission request outlives no turn: once nothing runs in the session, one still
+    /// pending (the extension never answered it) can no longer be.
+    fn forget_stale_approvals(&mut self, session: &str) {
+        let running = self
+            .sessions
+            .get(session)
+            .is_some_and(|s| s.bridged.is_some() || !s.human_prompts.is_empty());
+        if !running {
+            self.approvals
+                .retain(|_, approval| approval.session.as_deref() != Some(session));
+        }
     }
 
     /// Whether a line with this head can change anything here: the stream of a turn that is

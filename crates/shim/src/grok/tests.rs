@@ -410,3 +410,20 @@ fn nothing_goes_in_before_the_extension_initialized_and_ids_it_never_used_are_fo
         json!({"jsonrpc": "2.0", "id": "xagent-77", "result": {}})
     )));
 }
+
+#[test]
+fn a_permission_request_left_unanswered_when_the_turn_ends_is_forgotten() {
+    let mut h = Harness::with_session();
+    h.inject(
+        1,
+        injection(InjectionKind::Request, Some(SESSION), "edit it"),
+    );
+    h.agent(json!({"jsonrpc": "2.0", "id": 5, "method": "session/request_permission", "params": {"sessionId": SESSION, "toolCall": {"toolCallId": "call_001"}, "options": [{"optionId": "allow-once", "name": "Allow once", "kind": "allow_once"}]}}));
+    assert_eq!(
+        h.session(SESSION).state,
+        PanelSessionState::AwaitingApproval
+    );
+    h.agent(json!({"jsonrpc": "2.0", "id": "xagent-1", "result": {"stopReason": "cancelled"}}));
+    assert_eq!(h.session(SESSION).pending_approvals, vec![]);
+    assert_eq!(h.session(SESSION).state, PanelSessionState::Idle);
+}
