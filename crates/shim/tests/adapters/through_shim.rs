@@ -12,7 +12,7 @@ use cross_agent_protocol::panel::{
     Injection, InjectionKind, PanelRegistration, PanelSessionState, ShimEvent, ShimRequest,
 };
 use cross_agent_testkit::agents::{AgentHome, AgentKind, Codex, agent_binary};
-use cross_agent_testkit::binaries::{cross_agent_bin, fake_grok_bin};
+use cross_agent_testkit::binaries::{cross_agent_bin, fake_grok_bin, stdio_recorder_bin};
 use cross_agent_testkit::panel::PanelDriver;
 use cross_agent_testkit::{ModelEndpoint, Rule};
 use pretty_assertions::assert_eq;
@@ -244,5 +244,97 @@ fn a_grok_panel_session_takes_a_message_through_its_shim() -> Result<()> {
     no_xagent_id(&lines);
     panel.close_stdin();
     panel.wait(PATIENCE)?;
+    Ok(())
+}
+
+/// The lines of `bytes` (each with its newline) that `keep` accepts, joined again.
+fn lines_where(bytes: &[u8], keep: impl Fn(&Value) -> bool) -> Vec<u8> {
+    bytes
+        .split_inclusive(|b| *b == b'\n')
+        .filter(|line| keep(&serde_json::from_slice(line).unwrap_or(Value::Null)))
+        .flatten()
+        .copied()
+        .collect()
+}
+
+fn is_ours(line: &Value) -> bool {
+    line.get("id")
+        .and_then(Value::as_str)
+        .is_some_and(|id| id.starts_with("xagent-"))
+}
+
+#[test]
+fn a_codex_session_with_an_injection_passes_every_other_byte_unchanged_both_ways() -> Result<()> {
+    let endpoint = ModelEndpoint::start()?;
+    endpoint.script([Rule::on_user_text("relayed").reply_text("relayed answer")]);
+    let home = AgentHome::new()?;
+    let project = home.project("panel")?;
+    let state = home.path().join(".cross-agent");
+    let record = home.path().join("record");
+    std::fs::create_dir_all(&record)?;
+    // The recorder between the shim and the real app-server sees exactly what each got.
+    let wrapper = home.path().join("codex-recorded");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nexec '{}' '{}' \"$@\"\n",
+            stdio_recorder_bin()?.display(),
+            agent_binary(AgentKind::Codex)?.display()
+        ),
+    )?;
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )?;
+    let codex = Codex::new(&home, &endpoint.openai_base_url())?;
+    let env: Vec<(String, std::ffi::OsString)> = codex
+        .app_server(&project)
+        .get_envs()
+        .filter_map(|(key, value)| Some((key.to_str()?.to_owned(), value?.to_owned())))
+        .chain([
+            (
+                "CROSS_AGENT_REAL_CODEX".to_owned(),
+                wrapper.into_os_string(),
+            ),
+            (
+                "CROSS_AGENT_RECORD_DIR".to_owned(),
+                record.clone().into_os_string(),
+            ),
+        ])
+        .collect();
+    let mut panel = shim("codex", &["app-server"], &project, &state, env)?;
+    panel.send(&json!({"id": 1, "method": "initialize", "params": {"clientInfo": {"name": "codex_vscode", "title": "Test Extension", "version": "0.0.1"}, "capabilities": null}}).to_string())?;
+    panel.next_line(PATIENCE, |l| l["id"] == 1)?;
+    panel.send(&json!({"method": "initialized"}).to_string())?;
+    panel.send(&json!({"id": 2, "method": "thread/start", "params": {"cwd": project, "approvalPolicy": "never", "sandbox": "read-only"}}).to_string())?;
+    let started = panel.next_line(PATIENCE, |l| l["id"] == 2)?;
+    let thread = started["result"]["thread"]["id"]
+        .as_str()
+        .context("no thread")?
+        .to_owned();
+    let socket = idle_session(&state, "codex", panel.pid(), &thread)?;
+    let events = inject(&socket, request(&thread, "relayed"))?;
+    assert!(
+        matches!(events.last(), Some(ShimEvent::TurnEnded { .. })),
+        "{events:?}"
+    );
+    panel.send(&json!({"id": 3, "method": "turn/start", "params": {"threadId": thread, "input": [{"type": "text", "text": "after the relay, with unicode: é ✓"}]}}).to_string())?;
+    panel.next_line(PATIENCE, |l| l["method"] == "turn/completed")?;
+    panel.close_stdin();
+    panel.wait(PATIENCE)?;
+
+    let agent_got = std::fs::read(record.join("stdin.bin"))?;
+    let agent_sent = std::fs::read(record.join("stdout.bin"))?;
+    // The agent got the extension's bytes exactly, plus our own request lines between them.
+    assert_eq!(
+        String::from_utf8_lossy(&lines_where(&agent_got, |l| !is_ours(l))),
+        String::from_utf8_lossy(panel.sent())
+    );
+    assert!(!lines_where(&agent_got, is_ours).is_empty());
+    // The extension got the agent's bytes exactly, less the responses to our requests.
+    assert_eq!(
+        String::from_utf8_lossy(&panel.received()),
+        String::from_utf8_lossy(&lines_where(&agent_sent, |l| !is_ours(l)))
+    );
     Ok(())
 }
