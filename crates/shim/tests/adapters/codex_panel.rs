@@ -288,3 +288,48 @@ fn a_human_typing_during_a_bridged_turn_steers_it_and_the_turn_still_reports_its
     pump.assert_no_xagent_id_reached_the_extension();
     Ok(())
 }
+
+#[test]
+fn a_new_conversations_first_turn_waits_for_its_slow_mcp_server() -> Result<()> {
+    let endpoint = ModelEndpoint::start()?;
+    endpoint.script([
+        Rule::on_user_text("use the probe").tool_call(ToolCall::mcp(
+            "probe",
+            "echo",
+            json!({"text": "ping"}),
+        )),
+        Rule::on_tool_result("echoed:ping").reply_text("the probe said ping"),
+        Rule::on_any_tool_result().reply_text("the probe was not there"),
+    ]);
+    let home = AgentHome::new()?;
+    let project = home.project("panel")?;
+    let codex = Codex::new(&home, &endpoint.openai_base_url())?;
+    // A server that takes seconds to start, not `required` (as a user's usually is): Codex
+    // itself waits about a second for it, then runs the turn without its tools.
+    let slow = home.path().join("slow-probe");
+    std::fs::write(
+        &slow,
+        format!(
+            "#!/bin/sh\nsleep 3\nexec '{}'\n",
+            cross_agent_testkit::binaries::mcp_probe_bin()?.display()
+        ),
+    )?;
+    std::fs::set_permissions(&slow, std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
+    let config = codex.codex_home().join("config.toml");
+    let mut text = std::fs::read_to_string(&config)?;
+    text.push_str(&format!(
+        "\n[mcp_servers.probe]\ncommand = {}\nstartup_timeout_sec = 30\n",
+        json!(slow)
+    ));
+    std::fs::write(&config, text)?;
+    let mut pump = panel(&codex, &project)?;
+    open_thread(&mut pump, &project, "never")?;
+
+    let mut fresh = request(None, "use the probe");
+    fresh.new_session = true;
+    fresh.title = Some("claude: use the probe".into());
+    pump.inject(1, fresh);
+    let ended = pump.finished(1, PATIENCE)?;
+    assert_eq!(answer_of(&ended), Some("the probe said ping"), "{ended:?}");
+    Ok(())
+}
