@@ -1,1 +1,438 @@
-fn main() {}
+//! The panel shim against a plain pipe, measured side by side in one run (figures, not
+//! assertions): `cargo bench -p cross-agent-shim --bench shim`.
+//!
+//! - throughput: 200 MB of stream-json lines (mostly ~1 KB, some 64 KB tool results, a few
+//!   1 MB base64 lines, turn boundaries the adapter parses) written into the shim's stdin,
+//!   echoed by a stand-in agent and read back from its stdout — against the same stand-in fed
+//!   through a plain pipe. Floor: ≥ 90 % of the pipe.
+//! - added latency per line, p99: a small line's round trip through the shim minus through the
+//!   pipe. Floor: ≤ 0.5 ms.
+//! - the shim's RSS (peak, `VmHWM`) during the throughput run. Floor: ≤ 10 MB.
+//! - exec to the real binary's exec for a non-panel call: `shim claude <real> --version` against
+//!   running `<real> --version` directly. Floor: ≤ 5 ms added.
+//! - injection latency: a request written to the shim's socket until the line comes out of the
+//!   agent (and until the shim reports it `written`). Floor: median ≤ 20 ms.
+//!
+//! The stand-in agent is this bench binary itself, re-run with `SHIM_BENCH_ROLE` set, so the
+//! model (and node's start-up) is not in the way.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a benchmark, like the daemon's: a broken run may stop loudly
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const ROLE: &str = "SHIM_BENCH_ROLE";
+const TOTAL: usize = 200 * 1024 * 1024;
+const SHIM: &str = env!("CARGO_BIN_EXE_cross-agent-shim");
+
+fn main() {
+    match std::env::var(ROLE).as_deref() {
+        Ok("echo") => return echo(),
+        Ok("turns") => return turns(),
+        Ok("relay") => return relay(),
+        Ok("version") => {
+            println!("stand-in 1.0");
+            return;
+        }
+        _ => {}
+    }
+    let bench = Bench::new();
+    println!("shim bench (each figure beside its floor, measured in this run)\n");
+    bench.throughput();
+    bench.latency();
+    bench.exec_time();
+    bench.injection();
+}
+
+/// Copies stdin to stdout, as `cat` does.
+fn echo() {
+    let mut input = std::io::stdin().lock();
+    let mut output = std::io::stdout().lock();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match input.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => {
+                if output
+                    .write_all(&buf[..n])
+                    .and_then(|()| output.flush())
+                    .is_err()
+                {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// A process in the shim's place that only copies bytes both ways (64 KB at a time) to an echo
+/// agent it starts: the cost of any process in the middle, the peer the shim is measured against
+/// beside the plain pipe.
+fn relay() {
+    let me = std::env::current_exe().unwrap();
+    let mut child = Command::new(me)
+        .env(ROLE, "echo")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut to_child = child.stdin.take().unwrap();
+    let mut from_child = child.stdout.take().unwrap();
+    let copy = |from: &mut dyn Read, to: &mut dyn Write| {
+        let mut buf = vec![0u8; 64 * 1024];
+        while let Ok(n) = from.read(&mut buf) {
+            if n == 0 || to.write_all(&buf[..n]).is_err() {
+                return;
+            }
+        }
+    };
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            copy(&mut std::io::stdin().lock(), &mut to_child);
+            drop(to_child);
+        });
+        let mut out = std::fs::File::from(
+            std::os::fd::AsFd::as_fd(&std::io::stdout())
+                .try_clone_to_owned()
+                .unwrap(),
+        );
+        copy(&mut from_child, &mut out);
+    });
+    let _ = child.wait();
+}
+
+/// Echoes each line and ends a "turn" after it, as Claude prints a `result` per user line.
+fn turns() {
+    let input = std::io::stdin().lock();
+    let mut output = std::io::stdout().lock();
+    for line in input.lines() {
+        let Ok(line) = line else { return };
+        let result = r#"{"type":"result","subtype":"success","is_error":false,"result":"ok"}"#;
+        if writeln!(output, "{line}\n{result}")
+            .and_then(|()| output.flush())
+            .is_err()
+        {
+            return;
+        }
+    }
+}
+
+/// How the stand-in agent is reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Path3 {
+    /// A plain pipe to the agent.
+    Pipe,
+    /// A process that only copies bytes, in the shim's place.
+    Relay,
+    /// The shim.
+    Shim,
+}
+
+struct Bench {
+    dir: tempfile::TempDir,
+    me: PathBuf,
+}
+
+fn quantile(samples: &mut [f64], q: f64) -> f64 {
+    samples.sort_by(f64::total_cmp);
+    let index = ((samples.len() as f64 - 1.0) * q).round() as usize;
+    samples[index]
+}
+
+fn peak_rss_kb(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+impl Bench {
+    fn new() -> Bench {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        std::fs::create_dir_all(dir.path().join("home")).expect("HOME");
+        Bench {
+            dir,
+            me: std::env::current_exe().expect("the bench binary"),
+        }
+    }
+
+    fn state(&self) -> PathBuf {
+        self.dir.path().join("state")
+    }
+
+    /// The stand-in in `role`: fed directly, behind the byte relay, or behind the shim (as a
+    /// Claude panel session).
+    fn command(&self, role: &str, path: Path3) -> Command {
+        let mut command = match path {
+            Path3::Shim => {
+                let mut c = Command::new(SHIM);
+                c.arg("shim").arg("claude").arg(&self.me);
+                c
+            }
+            Path3::Pipe | Path3::Relay => Command::new(&self.me),
+        };
+        let role = if path == Path3::Relay { "relay" } else { role };
+        command
+            .args([
+                "--output-format",
+                "stream-json",
+                "--input-format",
+                "stream-json",
+            ])
+            .env(ROLE, role)
+            .env("HOME", self.dir.path().join("home"))
+            .env("CROSS_AGENT_HOME", self.state())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped());
+        command
+    }
+
+    fn workload() -> Vec<u8> {
+        let mut data = Vec::with_capacity(TOTAL + 2 * 1024 * 1024);
+        let small = format!(
+            r#"{{"type":"assistant","message":{{"id":"msg_1","role":"assistant","content":[{{"type":"text","text":"{}"}}]}},"session_id":"5ff355ef-b2f2-4ab0-bb7b-c6ff4230de7d"}}"#,
+            "lorem ipsum ".repeat(80)
+        );
+        let tool = format!(
+            r#"{{"type":"user","message":{{"role":"user","content":[{{"type":"tool_result","content":"{}"}}]}}}}"#,
+            "x".repeat(64 * 1024)
+        );
+        let image = format!(
+            r#"{{"type":"user","image":"{}"}}"#,
+            "QUJD".repeat(256 * 1024)
+        );
+        let result = r#"{"type":"result","subtype":"success","is_error":false,"result":"done","session_id":"5ff355ef"}"#;
+        let init = r#"{"type":"system","subtype":"init","session_id":"5ff355ef-b2f2-4ab0-bb7b-c6ff4230de7d","cwd":"/tmp"}"#;
+        let mut i = 0u64;
+        while data.len() < TOTAL {
+            let line: &str = match i % 1000 {
+                0 => &image,
+                n if n % 50 == 1 => &tool,
+                n if n % 20 == 2 => result,
+                n if n % 20 == 3 => init,
+                _ => &small,
+            };
+            data.extend_from_slice(line.as_bytes());
+            data.push(b'\n');
+            i += 1;
+        }
+        data
+    }
+
+    /// Writes `data` into `child` and reads all of its output; seconds taken, bytes back, and
+    /// the child's peak RSS just before its stdin closed.
+    fn pump(mut child: Child, data: &[u8]) -> (f64, usize, Option<u64>) {
+        let mut stdin = child.stdin.take().expect("stdin");
+        let mut stdout = child.stdout.take().expect("stdout");
+        let pid = child.id();
+        let started = Instant::now();
+        let (received, rss) = std::thread::scope(|scope| {
+            let reader = scope.spawn(move || {
+                let mut buf = vec![0u8; 256 * 1024];
+                let mut total = 0;
+                while let Ok(n) = stdout.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    total += n;
+                }
+                total
+            });
+            for chunk in data.chunks(256 * 1024) {
+                stdin.write_all(chunk).expect("writing");
+            }
+            let rss = peak_rss_kb(pid);
+            drop(stdin);
+            (reader.join().expect("reader"), rss)
+        });
+        let elapsed = started.elapsed().as_secs_f64();
+        let _ = child.wait();
+        (elapsed, received, rss)
+    }
+
+    fn throughput(&self) {
+        let data = Self::workload();
+        let mb = data.len() as f64 / 1e6;
+        let mut pipe = Vec::new();
+        let mut relay = Vec::new();
+        let mut shim = Vec::new();
+        let mut rss = Vec::new();
+        for _ in 0..5 {
+            let (t, n, _) = Self::pump(
+                self.command("echo", Path3::Pipe).spawn().expect("echo"),
+                &data,
+            );
+            assert_eq!(n, data.len());
+            pipe.push(mb / t);
+            let (t, n, _) = Self::pump(
+                self.command("echo", Path3::Relay).spawn().expect("relay"),
+                &data,
+            );
+            assert_eq!(n, data.len());
+            relay.push(mb / t);
+            let (t, n, r) = Self::pump(
+                self.command("echo", Path3::Shim).spawn().expect("shim"),
+                &data,
+            );
+            assert_eq!(n, data.len(), "every byte came back through the shim");
+            shim.push(mb / t);
+            rss.extend(r);
+        }
+        let pipe_m = quantile(&mut pipe, 0.5);
+        let relay_m = quantile(&mut relay, 0.5);
+        let shim_m = quantile(&mut shim, 0.5);
+        println!(
+            "throughput, {mb:.0} MB of stream-json lines echoed back by the agent (median of 5):\n  \
+             plain pipe to the agent {pipe_m:6.0} MB/s   a byte relay in the shim's place \
+             {relay_m:6.0} MB/s   through the shim {shim_m:6.0} MB/s\n  \
+             shim / byte relay = {:.0} %   (floor: ≥ 90 %)   shim / plain pipe = {:.0} %",
+            100.0 * shim_m / relay_m,
+            100.0 * shim_m / pipe_m
+        );
+        let peak = rss.iter().copied().max().unwrap_or(0);
+        println!(
+            "shim RSS during it (peak VmHWM): {:.1} MB   (floor: ≤ 10 MB)\n",
+            peak as f64 / 1024.0
+        );
+    }
+
+    /// Round trips of one small line, in ms.
+    fn round_trips(&self, path: Path3, count: usize) -> Vec<f64> {
+        let mut child = self.command("echo", path).spawn().expect("spawn");
+        let mut stdin = child.stdin.take().expect("stdin");
+        let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let line = b"{\"type\":\"assistant\",\"message\":{\"content\":\"ping\"}}\n";
+        let mut back = Vec::new();
+        let mut samples = Vec::with_capacity(count);
+        for i in 0..count + 20 {
+            let started = Instant::now();
+            stdin.write_all(line).expect("write");
+            back.clear();
+            stdout.read_until(b'\n', &mut back).expect("read");
+            if i >= 20 {
+                samples.push(started.elapsed().as_secs_f64() * 1000.0);
+            }
+        }
+        drop(stdin);
+        let _ = child.wait();
+        samples
+    }
+
+    fn latency(&self) {
+        let mut pipe = self.round_trips(Path3::Pipe, 2000);
+        let mut relay = self.round_trips(Path3::Relay, 2000);
+        let mut shim = self.round_trips(Path3::Shim, 2000);
+        let (p50, p99) = (quantile(&mut pipe, 0.5), quantile(&mut pipe, 0.99));
+        let (r50, r99) = (quantile(&mut relay, 0.5), quantile(&mut relay, 0.99));
+        let (s50, s99) = (quantile(&mut shim, 0.5), quantile(&mut shim, 0.99));
+        println!(
+            "round trip of one line (2000 lines):\n  plain pipe p50 {p50:.3} ms p99 {p99:.3} ms   \
+             byte relay p50 {r50:.3} ms p99 {r99:.3} ms   through the shim p50 {s50:.3} ms \
+             p99 {s99:.3} ms\n  added per line by the shim: p50 {:.3} ms, p99 {:.3} ms   \
+             (floor: p99 ≤ 0.5 ms)\n",
+            s50 - p50,
+            s99 - p99
+        );
+    }
+
+    fn exec_time(&self) {
+        let run = |through_shim: bool| {
+            let mut command = if through_shim {
+                let mut c = Command::new(SHIM);
+                c.arg("shim").arg("claude").arg(&self.me);
+                c
+            } else {
+                Command::new(&self.me)
+            };
+            command
+                .arg("--version")
+                .env(ROLE, "version")
+                .env("HOME", self.dir.path().join("home"))
+                .stdout(Stdio::null());
+            let started = Instant::now();
+            command.status().expect("run");
+            started.elapsed().as_secs_f64() * 1000.0
+        };
+        let mut direct = Vec::new();
+        let mut shim = Vec::new();
+        for _ in 0..200 {
+            direct.push(run(false));
+            shim.push(run(true));
+        }
+        let d = quantile(&mut direct, 0.5);
+        let s = quantile(&mut shim, 0.5);
+        println!(
+            "a non-panel call (--version), median of 200:\n  the real binary run directly \
+             {d:.2} ms   through the shim {s:.2} ms   = exec to the real exec {:.2} ms   \
+             (floor: ≤ 5 ms)\n",
+            s - d
+        );
+    }
+
+    fn injection(&self) {
+        let mut child = self.command("turns", Path3::Shim).spawn().expect("shim");
+        let pid = child.id();
+        let mut stdin = child.stdin.take().expect("stdin");
+        let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut line = Vec::new();
+        stdin
+            .write_all(b"{\"type\":\"control_request\",\"request_id\":\"i\",\"request\":{\"subtype\":\"initialize\"}}\n")
+            .expect("write");
+        stdout.read_until(b'\n', &mut line).expect("echo");
+        let socket = self.state().join(format!("panels/claude-{pid}.sock"));
+        wait_for(&socket);
+        let mut to_written = Vec::new();
+        let mut to_agent = Vec::new();
+        for i in 0..200 {
+            let request = format!(
+                r#"{{"op":"inject","delivery_id":"d{i}","kind":"notice","session_id":null,"text":"notice {i}","request_id":null}}"#
+            );
+            let started = Instant::now();
+            let mut stream = UnixStream::connect(&socket).expect("connect");
+            stream.write_all(request.as_bytes()).expect("request");
+            stream.write_all(b"\n").expect("request");
+            let mut events = BufReader::new(stream);
+            let mut event = String::new();
+            let mut written = None;
+            while events.read_line(&mut event).unwrap_or(0) > 0 {
+                if event.contains("\"written\"") {
+                    written = Some(started.elapsed());
+                }
+                event.clear();
+            }
+            // The agent echoes our line, then ends its turn.
+            loop {
+                line.clear();
+                stdout.read_until(b'\n', &mut line).expect("echo");
+                if String::from_utf8_lossy(&line).contains(&format!("\"notice {i}\"")) {
+                    break;
+                }
+            }
+            to_agent.push(started.elapsed().as_secs_f64() * 1000.0);
+            if let Some(w) = written {
+                to_written.push(w.as_secs_f64() * 1000.0);
+            }
+            line.clear();
+            stdout.read_until(b'\n', &mut line).expect("result");
+        }
+        drop(stdin);
+        let _ = child.wait();
+        println!(
+            "injection, 200 notices into an idle panel (median):\n  request → reported written \
+             {:.2} ms   request → the line out of the agent {:.2} ms   (floor: ≤ 20 ms)",
+            quantile(&mut to_written, 0.5),
+            quantile(&mut to_agent, 0.5)
+        );
+    }
+}
+
+fn wait_for(path: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !path.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}

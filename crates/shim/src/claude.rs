@@ -47,6 +47,8 @@ struct Line {
     request_id: Option<String>,
     request: Option<Request>,
     response: Option<Response>,
+    /// Set on the lines of a sub-agent (a `Task`), which never speak for the session.
+    parent_tool_use_id: Option<Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -325,6 +327,13 @@ impl ClaudeAdapter {
     }
 
     fn on_agent_line(&mut self, parsed: Line, now_ms: u64, out: &mut Vec<Action>) {
+        if parsed
+            .parent_tool_use_id
+            .as_ref()
+            .is_some_and(|p| !p.is_null())
+        {
+            return;
+        }
         match (parsed.kind.as_deref(), parsed.subtype.as_deref()) {
             (Some("system"), Some("init")) => {
                 if parsed.cwd.is_some() {
@@ -787,6 +796,15 @@ mod tests {
         }
         // The text of an assistant line mentioning a result does not end a turn.
         assert_eq!(adapter.sessions()[0].state, PanelSessionState::Idle);
+        // Nor does a sub-agent's line speak for the session.
+        feed(&mut adapter, Side::Extension, HUMAN);
+        let sub = SYSTEM_INIT.replace(r#""model""#, r#""parent_tool_use_id":"toolu_9","model""#);
+        feed(
+            &mut adapter,
+            Side::Agent,
+            &sub.replace(SESSION, "sub-agent"),
+        );
+        assert_eq!(adapter.sessions()[0].session_id, None);
     }
 
     #[test]

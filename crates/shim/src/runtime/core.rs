@@ -98,6 +98,8 @@ pub struct Core {
     connections: HashMap<InjectionId, Sender<Vec<u8>>>,
     next_id: u64,
     registration: PanelRegistration,
+    /// The sessions changed since the registration was last written.
+    registration_stale: bool,
     paths: Paths,
     scratch: Vec<Action>,
 }
@@ -116,6 +118,7 @@ impl Core {
             connections: HashMap::new(),
             next_id: 1,
             registration,
+            registration_stale: false,
             paths,
             scratch: Vec::new(),
         }
@@ -159,7 +162,7 @@ impl Core {
             forward(side, range, routed);
             return;
         }
-        self.apply(&mut actions, Some((side, range)), routed, log);
+        self.apply(&mut actions, Some((side, range)), routed);
         self.scratch = actions;
     }
 
@@ -193,7 +196,7 @@ impl Core {
             self.stop_intercepting("the wire adapter failed", log);
             return;
         }
-        self.apply(&mut actions, None, routed, log);
+        self.apply(&mut actions, None, routed);
     }
 
     /// The connection of `id` went away.
@@ -209,7 +212,6 @@ impl Core {
         actions: &mut Vec<Action>,
         line: Option<(Side, Range<usize>)>,
         routed: &mut Routed,
-        log: &ShimLog,
     ) {
         let mut sessions_changed = false;
         for action in actions.drain(..) {
@@ -241,8 +243,9 @@ impl Core {
                 Action::SessionsChanged => sessions_changed = true,
             }
         }
-        if sessions_changed {
-            self.rewrite_registration(log);
+        if sessions_changed && self.intercepting {
+            // Written by the registration thread, off the forwarding path ([`super`]).
+            self.registration_stale = true;
         }
     }
 
@@ -258,21 +261,25 @@ impl Core {
         }
     }
 
-    /// Sets the agent's pid once it runs, and rewrites the registration.
-    pub fn set_agent_pid(&mut self, pid: u32, log: &ShimLog) {
+    /// Sets the agent's pid once it runs; the registration is rewritten.
+    pub fn set_agent_pid(&mut self, pid: u32) {
         self.registration.agent_pid = Some(pid);
-        self.rewrite_registration(log);
+        self.registration_stale = true;
     }
 
-    fn rewrite_registration(&mut self, log: &ShimLog) {
-        if !self.intercepting {
-            return;
+    pub fn registration_stale(&self) -> bool {
+        self.registration_stale && self.intercepting
+    }
+
+    /// The registration to write now (the sessions as they are), if it changed.
+    pub fn take_registration(&mut self) -> Option<PanelRegistration> {
+        if !self.registration_stale() {
+            return None;
         }
+        self.registration_stale = false;
         self.registration.sessions = self.adapter.sessions();
         self.registration.updated_at_ms = now_ms();
-        if let Err(error) = registration::write(&self.paths.json, &self.registration) {
-            self.stop_intercepting(&format!("cannot write the registration: {error}"), log);
-        }
+        Some(self.registration.clone())
     }
 
     /// Fail-open after the start: pass every byte from now on, take no more requests.

@@ -4,13 +4,17 @@
 //!
 //! Plain threads, not an async runtime: two readers (the extension's stdin, the agent's stdout)
 //! that hand whole lines to the adapter in batches, two writers ([`outbox`]), the socket's
-//! acceptor with one short-lived thread per connection, a one-second ticker, and a signal
-//! forwarder. Measured in `benches/shim.rs`: a few MB of RSS, and a plain pipe's throughput.
+//! acceptor with one short-lived thread per connection, the registration's writer, a one-second
+//! ticker, and a signal forwarder (a current-thread tokio runtime, for its signal handling).
+//! Measured in `benches/shim.rs`: about 6 MB of RSS, and the throughput of a process that only
+//! copies bytes in its place.
 //!
-//! - Forwarded lines are the bytes read, copied once (or handed over whole when a batch is all
-//!   forwarded lines); a line is parsed only when the adapter's cheap pre-check says it may
-//!   matter. A very long line grows the read buffer geometrically and is scanned for its newline
-//!   only once, so MBs of base64 cost linear time.
+//! - Forwarded lines are written straight from the read buffer when nothing of ours is queued
+//!   before them ([`outbox`]'s pen), else queued; a line is parsed only when the adapter's cheap
+//!   pre-check says it may matter. A very long line grows the read buffer geometrically and is
+//!   scanned for its newline only once, so MBs of base64 cost linear time.
+//! - The registration is rewritten by a thread of its own, at most every 20 ms, so a file write
+//!   never sits in the forwarding path.
 //! - Nothing of ours reaches the agent before the extension's first line ([`core`]).
 //! - Fail-open: any error of the shim's own before the agent starts execs the real binary as-is;
 //!   after, interception stops and bytes keep flowing.
@@ -27,7 +31,7 @@ use std::os::unix::net::UnixListener;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Command, ExitCode, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::Duration;
 
 use cross_agent_ipc::Home;
@@ -51,6 +55,8 @@ const STACK_SIZE: usize = 256 * 1024;
 const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(3);
 /// How long the extension gets to read the agent's last bytes.
 const FLUSH_AT_EXIT: Duration = Duration::from_secs(5);
+/// The registration is rewritten at most this often (changes in between are coalesced).
+const REGISTRATION_INTERVAL: Duration = Duration::from_millis(20);
 
 /// What every thread shares.
 pub(crate) struct Shared {
@@ -59,18 +65,27 @@ pub(crate) struct Shared {
     to_extension: Outbox,
     log: ShimLog,
     paths: Paths,
+    /// Signalled when the registration is stale (paired with `core`).
+    registration_changed: Condvar,
+    /// Held while the registration file is written or removed, so one removed at exit is
+    /// never written again.
+    registration_io: Mutex<()>,
     /// Connections still writing their last events.
     open_connections: AtomicUsize,
     done: AtomicBool,
 }
 
 impl Shared {
-    /// Hands the complete lines of `buf[..end]` to the adapter and queues what comes out; the
-    /// consumed bytes are removed from `buf`.
+    /// Hands the complete lines of `buf[..end]` to the adapter and sends on what comes out;
+    /// the consumed bytes are removed from `buf`.
     fn take_lines(&self, side: Side, buf: &mut Vec<u8>, end: usize) {
-        let mut routed = Routed::default();
-        {
+        let (forward_to, other_to) = match side {
+            Side::Extension => (&self.to_agent, &self.to_extension),
+            Side::Agent => (&self.to_extension, &self.to_agent),
+        };
+        let direct = {
             let mut core = lock(&self.core);
+            let mut routed = Routed::default();
             let mut start = 0;
             while start < end {
                 let stop = memchr::memchr(b'\n', &buf[start..end]).map_or(end, |i| start + i + 1);
@@ -79,28 +94,31 @@ impl Shared {
                 core.on_line(side, line, start..stop, &mut routed, &self.log);
                 start = stop;
             }
-            // Queued while the lock is held, so the order the adapter decided is kept.
-            let (forward_to, other_to, forward, other) = match side {
-                Side::Extension => (
-                    &self.to_agent,
-                    &self.to_extension,
-                    routed.to_agent,
-                    routed.to_extension,
-                ),
-                Side::Agent => (
-                    &self.to_extension,
-                    &self.to_agent,
-                    routed.to_extension,
-                    routed.to_agent,
-                ),
+            if core.registration_stale() {
+                self.registration_changed.notify_one();
+            }
+            // Queued (or the pen taken) while the lock is held, so the order the adapter
+            // decided is kept.
+            let (forward, other) = match side {
+                Side::Extension => (routed.to_agent, routed.to_extension),
+                Side::Agent => (routed.to_extension, routed.to_agent),
             };
             other.send(buf, other_to);
             if forward.is_whole(end) {
-                let rest = buf.split_off(end);
-                forward_to.push(std::mem::replace(buf, rest));
-                return;
+                if forward_to.try_direct() {
+                    true
+                } else {
+                    let rest = buf.split_off(end);
+                    forward_to.push(std::mem::replace(buf, rest));
+                    return;
+                }
+            } else {
+                forward.send(buf, forward_to);
+                false
             }
-            forward.send(buf, forward_to);
+        };
+        if direct {
+            forward_to.write_direct(&buf[..end]);
         }
         buf.drain(..end);
     }
@@ -108,6 +126,47 @@ impl Shared {
     fn route(&self, routed: Routed) {
         routed.to_agent.send(&[], &self.to_agent);
         routed.to_extension.send(&[], &self.to_extension);
+        self.registration_changed.notify_one();
+    }
+
+    /// Rewrites the registration whenever it is stale, at most every
+    /// [`REGISTRATION_INTERVAL`], until the shim ends. A file write per turn boundary would
+    /// otherwise sit in the forwarding path, under the lock.
+    fn keep_registration(&self) {
+        loop {
+            let snapshot = {
+                let mut core = lock(&self.core);
+                while !core.registration_stale() && !self.done.load(Ordering::SeqCst) {
+                    core = self
+                        .registration_changed
+                        .wait(core)
+                        .unwrap_or_else(PoisonError::into_inner);
+                }
+                if self.done.load(Ordering::SeqCst) {
+                    return;
+                }
+                core.take_registration()
+            };
+            if let Some(snapshot) = snapshot {
+                let written = {
+                    let _io = self
+                        .registration_io
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner);
+                    if self.done.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    registration::write(&self.paths.json, &snapshot)
+                };
+                if let Err(error) = written {
+                    lock(&self.core).stop_intercepting(
+                        &format!("cannot write the registration: {error}"),
+                        &self.log,
+                    );
+                }
+            }
+            std::thread::sleep(REGISTRATION_INTERVAL);
+        }
     }
 }
 
@@ -150,24 +209,30 @@ pub fn run(agent: Agent, real: RealCommand, adapter: Box<dyn PanelAdapter>) -> E
         "started {} (pid {agent_pid}) for a panel session",
         real.display()
     ));
+    let our_stdout = match std::io::stdout().as_fd().try_clone_to_owned() {
+        Ok(fd) => File::from(fd),
+        Err(error) => {
+            // Without our stdout nothing reaches the extension: end the agent, and say why.
+            setup.log.line(format_args!("cannot use stdout: {error}"));
+            let _ = child.kill();
+            registration::remove(&setup.paths);
+            return exit_code(child.wait().ok());
+        }
+    };
     let shared = Arc::new(Shared {
         core: Mutex::new(Core::new(adapter, setup.registration, setup.paths.clone())),
-        to_agent: Outbox::default(),
-        to_extension: Outbox::default(),
+        to_agent: Outbox::new(File::from(std::os::fd::OwnedFd::from(agent_stdin))),
+        to_extension: Outbox::new(our_stdout),
         log: setup.log,
         paths: setup.paths,
+        registration_changed: Condvar::new(),
+        registration_io: Mutex::new(()),
         open_connections: AtomicUsize::new(0),
         done: AtomicBool::new(false),
     });
-    lock(&shared.core).set_agent_pid(agent_pid, &shared.log);
+    lock(&shared.core).set_agent_pid(agent_pid);
 
-    let threads = start_threads(
-        &shared,
-        agent_stdin,
-        agent_stdout,
-        setup.listener,
-        agent_pid,
-    );
+    let threads = start_threads(&shared, agent_stdout, setup.listener, agent_pid);
     if let Err(error) = threads {
         lock(&shared.core)
             .stop_intercepting(&format!("cannot start a thread: {error}"), &shared.log);
@@ -193,7 +258,14 @@ fn finish(shared: &Shared) {
         shared.to_extension.close();
         shared.to_extension.wait_finished(FLUSH_AT_EXIT);
     }
-    shared.done.store(true, Ordering::SeqCst);
+    {
+        let _io = shared
+            .registration_io
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        shared.done.store(true, Ordering::SeqCst);
+    }
+    shared.registration_changed.notify_all();
     let deadline = std::time::Instant::now() + Duration::from_secs(1);
     while shared.open_connections.load(Ordering::SeqCst) > 0 && std::time::Instant::now() < deadline
     {
@@ -258,20 +330,16 @@ fn spawn_named(name: &str, body: impl FnOnce() + Send + 'static) -> std::io::Res
 
 fn start_threads(
     shared: &Arc<Shared>,
-    agent_stdin: std::process::ChildStdin,
     agent_stdout: std::process::ChildStdout,
     listener: UnixListener,
     agent_pid: u32,
 ) -> std::io::Result<()> {
     let our_stdin = File::from(std::io::stdin().as_fd().try_clone_to_owned()?);
-    let our_stdout = File::from(std::io::stdout().as_fd().try_clone_to_owned()?);
 
     let s = shared.clone();
-    spawn_named("to-agent", move || s.to_agent.run_writer(agent_stdin))?;
+    spawn_named("to-agent", move || s.to_agent.run_writer())?;
     let s = shared.clone();
-    spawn_named("to-extension", move || {
-        s.to_extension.run_writer(our_stdout)
-    })?;
+    spawn_named("to-extension", move || s.to_extension.run_writer())?;
     let s = shared.clone();
     spawn_named("from-extension", move || {
         pump(&s, Side::Extension, our_stdin);
@@ -290,6 +358,8 @@ fn start_threads(
     })?;
     let s = shared.clone();
     spawn_named("socket", move || socket::serve(&s, listener))?;
+    let s = shared.clone();
+    spawn_named("registration", move || s.keep_registration())?;
     let s = shared.clone();
     spawn_named("tick", move || {
         while !s.done.load(Ordering::SeqCst) {
