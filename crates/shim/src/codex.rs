@@ -113,6 +113,9 @@ struct Thread {
     turn_id: Option<String>,
     /// MCP servers announced `starting` and not yet `ready`.
     mcp_starting: BTreeSet<String>,
+    /// Until when a turn of ours waits for them (Codex itself waits only about a second, then
+    /// runs the turn without their tools).
+    mcp_patience_until_ms: Option<u64>,
     /// The delivery whose turn runs now (a bridged turn).
     bridged_delivery_id: Option<String>,
 }
@@ -241,6 +244,7 @@ impl CodexAdapter {
             title: None,
             turn_id: None,
             mcp_starting: BTreeSet::new(),
+            mcp_patience_until_ms: None,
             bridged_delivery_id: None,
         });
         if let Some(cwd) = str_field(thread, "cwd") {
@@ -290,11 +294,12 @@ impl CodexAdapter {
     }
 
     /// Whether a turn of ours may go into `thread` now.
-    fn is_free(&self, thread: &str) -> bool {
-        let idle = self
-            .threads
-            .get(thread)
-            .is_some_and(|t| t.state == PanelSessionState::Idle);
+    fn is_free(&self, thread: &str, now_ms: u64) -> bool {
+        let idle = self.threads.get(thread).is_some_and(|t| {
+            let mcp_starting = !t.mcp_starting.is_empty()
+                && t.mcp_patience_until_ms.is_some_and(|until| now_ms < until);
+            t.state == PanelSessionState::Idle && !mcp_starting
+        });
         idle && !self.injections.values().any(|p| {
             p.thread.as_deref() == Some(thread)
                 && matches!(
@@ -328,7 +333,7 @@ impl CodexAdapter {
                             },
                             out,
                         );
-                    } else if self.is_free(&thread) {
+                    } else if self.is_free(&thread, now_ms) {
                         self.start_turn(id, &thread, out);
                     }
                 }
@@ -827,9 +832,15 @@ impl CodexAdapter {
                 let name = str_field(params, "name").unwrap_or_default().to_owned();
                 if let Some(entry) = self.threads.get_mut(&thread) {
                     if str_field(params, "status") == Some("starting") {
+                        if entry.mcp_starting.is_empty() {
+                            entry.mcp_patience_until_ms = Some(now_ms + MCP_STARTUP_PATIENCE_MS);
+                        }
                         entry.mcp_starting.insert(name);
                     } else {
                         entry.mcp_starting.remove(&name);
+                        if entry.mcp_starting.is_empty() {
+                            entry.mcp_patience_until_ms = None;
+                        }
                     }
                 }
                 self.dispatch(now_ms, out);

@@ -727,3 +727,30 @@ fn an_ephemeral_thread_the_extension_started_is_no_target() {
     let written = to_agent(&actions);
     assert_eq!(written[0]["params"].get("ephemeral"), None);
 }
+
+#[test]
+fn a_thread_whose_mcp_servers_are_starting_takes_our_turn_once_they_are_ready() {
+    let mut h = Harness::with_thread();
+    h.agent(json!({"method": "mcpServer/startupStatus/updated", "params": {"threadId": THREAD, "name": "cross-agent", "status": "starting"}}));
+    let actions = h.inject(1, injection(InjectionKind::Request, Some(THREAD), "x"));
+    assert_eq!(
+        reports(&actions),
+        vec![ShimEvent::Accepted {
+            session_id: Some(THREAD.into()),
+            queued: true
+        }]
+    );
+    assert_eq!(to_agent(&h.tick(1_000)), Vec::<Value>::new());
+    let actions = h.agent(json!({"method": "mcpServer/startupStatus/updated", "params": {"threadId": THREAD, "name": "cross-agent", "status": "ready"}}));
+    assert_eq!(to_agent(&actions).len(), 1);
+
+    // One that never gets ready holds a turn back no longer than the patience.
+    h.agent(turn_completed(THREAD, TURN, None));
+    h.agent(json!({"id": "xagent-1", "result": {"turn": {"id": TURN}}}));
+    h.agent(turn_started(THREAD, TURN));
+    h.agent(turn_completed(THREAD, TURN, Some("done")));
+    h.agent(json!({"method": "mcpServer/startupStatus/updated", "params": {"threadId": THREAD, "name": "stuck", "status": "starting"}}));
+    h.inject(2, injection(InjectionKind::Request, Some(THREAD), "y"));
+    assert_eq!(to_agent(&h.tick(5_000)), Vec::<Value>::new());
+    assert_eq!(to_agent(&h.tick(5_100)).len(), 1);
+}
