@@ -70,8 +70,8 @@ const AGENT_METHODS: [&str; 15] = [
 
 /// How long a new conversation's first turn waits for the thread's MCP servers.
 const MCP_STARTUP_PATIENCE_MS: u64 = 10_000;
-/// How long after a new thread opens before it is taken as having no MCP server starting:
-/// Codex announces `starting` right after `thread/started`.
+/// How long after a new thread opens before it is taken as having no MCP server starting, when
+/// the configuration could not be read: Codex announces `starting` right after `thread/started`.
 const MCP_ANNOUNCE_GRACE_MS: u64 = 1_000;
 
 /// Longest approval detail kept for the registration.
@@ -113,6 +113,8 @@ struct Thread {
     turn_id: Option<String>,
     /// MCP servers announced `starting` and not yet `ready`.
     mcp_starting: BTreeSet<String>,
+    /// MCP servers that announced they are done starting (ready or not).
+    mcp_settled: BTreeSet<String>,
     /// Until when a turn of ours waits for them (Codex itself waits only about a second, then
     /// runs the turn without their tools).
     mcp_patience_until_ms: Option<u64>,
@@ -131,6 +133,7 @@ enum ExtensionRequest {
 #[derive(Debug)]
 enum OwnRequest {
     ThreadStart(InjectionId),
+    ConfigRead(InjectionId),
     NameSet,
     TurnStart(InjectionId),
 }
@@ -155,6 +158,19 @@ struct Pending {
     retried: bool,
     /// The latest `agentMessage` text of its turn.
     answer: Option<String>,
+    /// The MCP servers a new conversation's first turn waits for.
+    mcp_expected: McpExpected,
+}
+
+/// The MCP servers a new thread will start, from `config/read` (its `mcp_servers` table).
+#[derive(Debug, Clone, PartialEq)]
+enum McpExpected {
+    /// Not asked, or not answered yet.
+    Unknown,
+    /// The enabled servers by name.
+    Known(BTreeSet<String>),
+    /// The configuration could not be read: wait for announcements for a short grace.
+    Unreadable,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -244,6 +260,7 @@ impl CodexAdapter {
             title: None,
             turn_id: None,
             mcp_starting: BTreeSet::new(),
+            mcp_settled: BTreeSet::new(),
             mcp_patience_until_ms: None,
             bridged_delivery_id: None,
         });
@@ -339,13 +356,20 @@ impl CodexAdapter {
                 }
                 (Stage::AwaitingMcp { opened_ms }, Some(thread)) => {
                     let opened_ms = *opened_ms;
-                    let starting = self
-                        .threads
-                        .get(&thread)
-                        .is_some_and(|t| !t.mcp_starting.is_empty());
-                    let announced = now_ms >= opened_ms + MCP_ANNOUNCE_GRACE_MS;
-                    let out_of_patience = now_ms >= opened_ms + MCP_STARTUP_PATIENCE_MS;
-                    if out_of_patience || (announced && !starting) {
+                    let Some(entry) = self.threads.get(&thread) else {
+                        continue;
+                    };
+                    let starting = !entry.mcp_starting.is_empty();
+                    let ready = match &pending.mcp_expected {
+                        McpExpected::Known(names) => {
+                            !starting && names.is_subset(&entry.mcp_settled)
+                        }
+                        McpExpected::Unreadable => {
+                            !starting && now_ms >= opened_ms + MCP_ANNOUNCE_GRACE_MS
+                        }
+                        McpExpected::Unknown => false,
+                    };
+                    if ready || now_ms >= opened_ms + MCP_STARTUP_PATIENCE_MS {
                         self.start_turn(id, &thread, out);
                     }
                 }
@@ -367,6 +391,7 @@ impl CodexAdapter {
         {
             params.insert("cwd".into(), json!(cwd));
         }
+        let cwd = params.get("cwd").cloned().unwrap_or(Value::Null);
         let request_id = self.next_id();
         out.push(Action::ToAgent(to_line(&json!({
             "id": request_id,
@@ -375,6 +400,15 @@ impl CodexAdapter {
         }))));
         self.own_requests
             .insert(request_id, OwnRequest::ThreadStart(id));
+        // Which MCP servers the thread will start, so its first turn waits for exactly those.
+        let request_id = self.next_id();
+        out.push(Action::ToAgent(to_line(&json!({
+            "id": request_id,
+            "method": "config/read",
+            "params": {"cwd": cwd},
+        }))));
+        self.own_requests
+            .insert(request_id, OwnRequest::ConfigRead(id));
         if let Some(pending) = self.injections.get_mut(&id) {
             pending.stage = Stage::OpeningThread;
         }
@@ -565,6 +599,23 @@ impl CodexAdapter {
         match request {
             OwnRequest::NameSet => {}
             OwnRequest::ThreadStart(id) => self.on_thread_opened(id, result, error, now_ms, out),
+            OwnRequest::ConfigRead(id) => {
+                let expected = match (error, result.pointer("/config/mcp_servers")) {
+                    (None, Some(Value::Object(servers))) => McpExpected::Known(
+                        servers
+                            .iter()
+                            .filter(|(_, server)| server.get("enabled") != Some(&json!(false)))
+                            .map(|(name, _)| name.clone())
+                            .collect(),
+                    ),
+                    (None, None | Some(Value::Null)) => McpExpected::Known(BTreeSet::new()),
+                    _ => McpExpected::Unreadable,
+                };
+                if let Some(pending) = self.injections.get_mut(&id) {
+                    pending.mcp_expected = expected;
+                }
+                self.dispatch(now_ms, out);
+            }
             OwnRequest::TurnStart(id) => self.on_turn_started(id, result, error, now_ms, out),
         }
     }
@@ -835,9 +886,11 @@ impl CodexAdapter {
                         if entry.mcp_starting.is_empty() {
                             entry.mcp_patience_until_ms = Some(now_ms + MCP_STARTUP_PATIENCE_MS);
                         }
+                        entry.mcp_settled.remove(&name);
                         entry.mcp_starting.insert(name);
                     } else {
                         entry.mcp_starting.remove(&name);
+                        entry.mcp_settled.insert(name.clone());
                         if entry.mcp_starting.is_empty() {
                             entry.mcp_patience_until_ms = None;
                         }
@@ -1110,6 +1163,7 @@ impl PanelAdapter for CodexAdapter {
                 connected: true,
                 retried: false,
                 answer: None,
+                mcp_expected: McpExpected::Unknown,
             },
         );
         let mut started = Vec::new();

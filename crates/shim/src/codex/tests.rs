@@ -309,9 +309,10 @@ fn nothing_goes_in_before_the_extension_initialized() {
     let actions = h.ext(json!({"method": "initialized"}));
     assert!(forwarded(&actions));
     let written = to_agent(&actions);
-    assert_eq!(written.len(), 1);
+    assert_eq!(written.len(), 2);
     assert_eq!(written[0]["method"], "thread/start");
-    // `initialized` itself goes first, then our request.
+    assert_eq!(written[1]["method"], "config/read");
+    // `initialized` itself goes first, then our requests.
     assert_eq!(actions[0], Action::Forward);
 }
 
@@ -435,7 +436,8 @@ fn a_thread_refusing_direct_input_is_dropped_and_the_message_goes_to_a_new_conve
     assert_eq!(
         written,
         vec![
-            json!({"id": "xagent-2", "method": "thread/start", "params": {"cwd": "/work/project", "approvalPolicy": "never", "sandbox": "read-only", "threadSource": "user"}})
+            json!({"id": "xagent-2", "method": "thread/start", "params": {"cwd": "/work/project", "approvalPolicy": "never", "sandbox": "read-only", "threadSource": "user"}}),
+            json!({"id": "xagent-3", "method": "config/read", "params": {"cwd": "/work/project"}}),
         ]
     );
     let actions =
@@ -450,19 +452,21 @@ fn a_thread_refusing_direct_input_is_dropped_and_the_message_goes_to_a_new_conve
     assert_eq!(
         to_agent(&actions),
         vec![
-            json!({"id": "xagent-3", "method": "thread/name/set", "params": {"threadId": "new-thread", "name": "claude: hello peer"}})
+            json!({"id": "xagent-4", "method": "thread/name/set", "params": {"threadId": "new-thread", "name": "claude: hello peer"}})
         ]
     );
     assert!(!forwarded(
-        &h.agent(json!({"id": "xagent-3", "result": {}}))
+        &h.agent(json!({"id": "xagent-4", "result": {}}))
     ));
-    // No MCP server announced within the grace: the turn goes in on the next tick.
-    let written = to_agent(&h.tick(1_500));
+    // No MCP server configured: the turn goes in as soon as the configuration says so.
+    let actions = h.agent(json!({"id": "xagent-3", "result": {"config": {"mcp_servers": {}}}}));
+    assert!(!forwarded(&actions));
+    let written = to_agent(&actions);
     assert_eq!(written.len(), 1);
-    assert_eq!(written[0]["id"], "xagent-4");
+    assert_eq!(written[0]["id"], "xagent-5");
     assert_eq!(written[0]["params"]["threadId"], "new-thread");
     // Refused again: it was retried once already, so it fails.
-    let actions = h.agent(refusal("xagent-4"));
+    let actions = h.agent(refusal("xagent-5"));
     assert_eq!(
         reports(&actions),
         vec![ShimEvent::Failed {
@@ -473,25 +477,61 @@ fn a_thread_refusing_direct_input_is_dropped_and_the_message_goes_to_a_new_conve
     assert_eq!(to_agent(&actions), Vec::<Value>::new());
 }
 
+/// Opens a new conversation for injection `id` and answers its `thread/start` with `thread`
+/// and its `config/read` with `config` (an error when `None`); returns what those answers wrote.
+fn open_new_conversation(
+    h: &mut Harness,
+    id: u64,
+    thread: &str,
+    config: Option<Value>,
+) -> Vec<Action> {
+    let actions = h.inject(id, new_conversation("hello", "codex: hello"));
+    let written = to_agent(&actions);
+    assert_eq!(written[0]["params"]["threadSource"], "user");
+    assert_eq!(written[1]["method"], "config/read");
+    let mut out =
+        h.agent(json!({"id": written[0]["id"], "result": {"thread": thread_object(thread)}}));
+    out.extend(h.agent(match config {
+        Some(config) => json!({"id": written[1]["id"], "result": {"config": config}}),
+        None => json!({"id": written[1]["id"], "error": {"code": -32600, "message": "no config"}}),
+    }));
+    out
+}
+
+fn turn_starts(actions: &[Action]) -> Vec<Value> {
+    to_agent(actions)
+        .into_iter()
+        .filter(|line| line["method"] == "turn/start")
+        .collect()
+}
+
 #[test]
 fn a_new_conversation_waits_for_its_mcp_servers_then_for_no_longer_than_its_patience() {
     let mut h = Harness::with_thread();
-    let actions = h.inject(1, new_conversation("hello", "codex: hello"));
-    assert_eq!(to_agent(&actions)[0]["params"]["threadSource"], "user");
-    h.agent(json!({"id": "xagent-1", "result": {"thread": thread_object("fresh")}}));
+    let servers = json!({"mcp_servers": {"cross-agent": {"command": "x", "enabled": true}, "off": {"command": "y", "enabled": false}}});
+    let actions = open_new_conversation(&mut h, 1, "fresh", Some(servers.clone()));
+    // Configured but not announced yet: nothing goes in, however long the announcement takes.
+    assert_eq!(turn_starts(&actions), Vec::<Value>::new());
+    assert_eq!(turn_starts(&h.tick(2_000)), Vec::<Value>::new());
     h.agent(json!({"method": "mcpServer/startupStatus/updated", "params": {"threadId": "fresh", "name": "cross-agent", "status": "starting", "error": null}}));
-    assert_eq!(to_agent(&h.tick(2_000)), Vec::<Value>::new());
+    assert_eq!(turn_starts(&h.tick(2_000)), Vec::<Value>::new());
     let actions = h.agent(json!({"method": "mcpServer/startupStatus/updated", "params": {"threadId": "fresh", "name": "cross-agent", "status": "ready", "error": null}}));
-    assert_eq!(to_agent(&actions)[0]["method"], "turn/start");
+    assert_eq!(turn_starts(&actions).len(), 1);
 
     // A server that never gets ready holds the turn back ~10 s at most.
-    h.inject(2, new_conversation("again", "codex: again"));
-    h.agent(json!({"id": "xagent-4", "result": {"thread": thread_object("slow")}}));
-    h.agent(json!({"method": "mcpServer/startupStatus/updated", "params": {"threadId": "slow", "name": "s", "status": "starting"}}));
-    assert_eq!(to_agent(&h.tick(5_000)), Vec::<Value>::new());
-    let written = to_agent(&h.tick(5_100));
+    open_new_conversation(&mut h, 2, "slow", Some(servers));
+    h.agent(json!({"method": "mcpServer/startupStatus/updated", "params": {"threadId": "slow", "name": "cross-agent", "status": "starting"}}));
+    assert_eq!(turn_starts(&h.tick(5_000)), Vec::<Value>::new());
+    let written = turn_starts(&h.tick(5_100));
     assert_eq!(written.len(), 1);
     assert_eq!(written[0]["params"]["threadId"], "slow");
+
+    // Without the configuration, a short grace for announcements stands in.
+    let actions = open_new_conversation(&mut h, 3, "plain", None);
+    assert_eq!(turn_starts(&actions), Vec::<Value>::new());
+    let written = turn_starts(&h.tick(1_500));
+    assert_eq!(written.len(), 1);
+    assert_eq!(written[0]["params"]["threadId"], "plain");
 }
 
 #[test]
