@@ -7,10 +7,12 @@ use cross_agent_protocol::vocabulary::Agent;
 
 use crate::adapter::{Action, InjectionId, PanelAdapter, Side};
 use crate::claude::ClaudeAdapter;
+use crate::codex::CodexAdapter;
+use crate::grok::GrokAdapter;
 
-/// The adapter for a panel session of `agent` run with `args`.
-pub fn adapter_for(agent: Agent, args: &[OsString], now_ms: u64) -> Box<dyn PanelAdapter> {
-    let args: Vec<String> = args
+/// The adapter for a panel session of `agent` run with `raw_args`.
+pub fn adapter_for(agent: Agent, raw_args: &[OsString], now_ms: u64) -> Box<dyn PanelAdapter> {
+    let args: Vec<String> = raw_args
         .iter()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
@@ -19,9 +21,8 @@ pub fn adapter_for(agent: Agent, args: &[OsString], now_ms: u64) -> Box<dyn Pane
         .map(|d| d.display().to_string());
     match agent {
         Agent::Claude => Box::new(ClaudeAdapter::new(&args, cwd, now_ms)),
-        // The Codex and Grok wires (`codex.rs`, `grok.rs`) plug in here; until then their
-        // panel sessions pass every byte and refuse injections.
-        Agent::Codex | Agent::Grok => Box::new(PassThrough { agent }),
+        Agent::Codex => Box::new(CodexAdapter::new(raw_args).with_default_cwd(cwd)),
+        Agent::Grok => Box::new(GrokAdapter::new(raw_args)),
     }
 }
 

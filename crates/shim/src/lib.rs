@@ -28,6 +28,7 @@ pub mod links;
 pub mod log;
 pub mod real_binary;
 pub mod registration;
+mod rpc;
 pub mod runtime;
 
 pub use error::{Error, Result};

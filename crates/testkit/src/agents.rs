@@ -330,13 +330,16 @@ fn wait_or_kill(child: &mut Child, timeout: Duration) -> Result<(ExitStatus, boo
 
 /// Kills a process group by its leader's pid.
 pub fn kill_group(pid: u32) {
-    // `kill -KILL -PGID` reaches every process the agent started (node, MCP servers, shells).
-    let _ = Command::new("kill")
-        .arg("-KILL")
-        .arg(format!("-{pid}"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
+    // The system call, not `kill -KILL -PGID`: procps-ng 4.0.2's `kill` (Debian 12's) takes
+    // that negative pid as -1 and kills every process the user may signal — the test runner,
+    // the shell and CI with it. Pid 1 would mean the same to the system call, hence the guard.
+    if let Some(pid) = i32::try_from(pid)
+        .ok()
+        .filter(|pid| *pid > 1)
+        .and_then(rustix::process::Pid::from_raw)
+    {
+        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+    }
 }
 
 /// Real Claude Code, pointed at a scripted Anthropic endpoint.
@@ -654,6 +657,18 @@ impl Codex {
         }
         let path = self.codex_home.join("config.toml");
         fs::write(&path, config).with_context(|| format!("writing {}", path.display()))
+    }
+
+    /// `codex app-server` in `cwd` (the panel's JSON-RPC transport) with this HOME's
+    /// environment; the caller pipes its stdio.
+    pub fn app_server(&self, cwd: &Path) -> Command {
+        let mut command = Command::new(&self.binary);
+        command
+            .current_dir(cwd)
+            .env_clear()
+            .envs(&self.env)
+            .arg("app-server");
+        command
     }
 
     /// A `codex exec --json <prompt>` turn in `cwd`; configure it, then `run()`.

@@ -26,6 +26,15 @@ pub fn mcp_probe_bin() -> Result<PathBuf> {
     )
 }
 
+/// The path of `fake-grok`, the ACP agent standing in for `grok agent stdio`.
+pub fn fake_grok_bin() -> Result<PathBuf> {
+    workspace_bin(
+        "cross-agent-testkit",
+        "fake-grok",
+        "CROSS_AGENT_TEST_FAKE_GROK",
+    )
+}
+
 /// The path of `stdio-recorder` (testkit's own binary), which records what an agent behind it
 /// received and sent.
 pub fn stdio_recorder_bin() -> Result<PathBuf> {

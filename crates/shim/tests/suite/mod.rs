@@ -1,4 +1,5 @@
 mod common;
 mod fail_open;
 mod injection;
+mod lifecycle;
 mod passthrough;
