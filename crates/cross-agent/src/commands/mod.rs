@@ -5,6 +5,7 @@ mod check;
 mod check_database;
 mod daemon;
 mod decisions;
+mod handoff;
 mod mcp;
 mod pin;
 mod reload;
@@ -37,6 +38,8 @@ pub enum Command {
     Check(check::CheckArgs),
     /// Ask the decisions log: the decisions in a window, or counts by any field (--by).
     Decisions(decisions::DecisionsArgs),
+    /// Hand a session to another agent: its brief, the destinations, the handoff, the receipt.
+    Handoff(handoff::HandoffArgs),
 }
 
 impl Command {
@@ -51,6 +54,7 @@ impl Command {
             Command::Check(args) => args.run(),
             Command::Reload(args) => args.run(),
             Command::Decisions(args) => args.run(),
+            Command::Handoff(args) => args.run(),
         }
     }
 }
