@@ -121,7 +121,11 @@ fn read_session(id: &str, home: Option<&Home>) -> anyhow::Result<SourceSession> 
     let mut warnings = Warnings::default();
     let session = source::locate(&stores(home)?, id, &mut warnings)?;
     let mut stderr = std::io::stderr().lock();
-    for w in warnings.items.iter().filter(|w| w.path.starts_with(&session.path)) {
+    for w in warnings
+        .items
+        .iter()
+        .filter(|w| w.path.starts_with(&session.path))
+    {
         let _ = writeln!(stderr, "warning: {}", escape(&w.to_string()));
     }
     Ok(session)
@@ -182,7 +186,12 @@ fn list_destinations(args: SessionArgs) -> anyhow::Result<ExitCode> {
     let mut all: Vec<Destination> = reachable_chats(home.as_ref(), &args.session)
         .iter()
         .map(|s| {
-            destinations::chat(&s.session_id, s.agent.as_str(), s.title.as_deref(), s.cwd.as_deref())
+            destinations::chat(
+                &s.session_id,
+                s.agent.as_str(),
+                s.title.as_deref(),
+                s.cwd.as_deref(),
+            )
         })
         .collect();
     all.extend(destinations::editors(&found.dirs, &found.home));
@@ -297,9 +306,10 @@ fn hand_off(id: &str, target: Target, json: bool) -> anyhow::Result<ExitCode> {
     let session = read_session(id, home.as_ref())?;
     let found = lookup()?;
     let work_root = || -> anyhow::Result<PathBuf> {
-        let cwd = session.cwd.as_deref().ok_or_else(|| HandoffError::NoWorkingDirectory {
-            id: id.to_owned(),
-        })?;
+        let cwd = session
+            .cwd
+            .as_deref()
+            .ok_or_else(|| HandoffError::NoWorkingDirectory { id: id.to_owned() })?;
         Ok(deliver::workspace_root(cwd))
     };
     // Where the brief goes, and which destination (resolved before anything is written, so a
@@ -323,10 +333,13 @@ fn hand_off(id: &str, target: Target, json: bool) -> anyhow::Result<ExitCode> {
                         dest: dest.clone(),
                         why: "no active Claude, Codex or Grok session has that id".to_owned(),
                     })?;
-                let cwd = chat.cwd.clone().ok_or_else(|| HandoffError::BadDestination {
-                    dest: dest.clone(),
-                    why: "that session records no working directory".to_owned(),
-                })?;
+                let cwd = chat
+                    .cwd
+                    .clone()
+                    .ok_or_else(|| HandoffError::BadDestination {
+                        dest: dest.clone(),
+                        why: "that session records no working directory".to_owned(),
+                    })?;
                 (deliver::workspace_root(&cwd), dest.clone(), Some(chat))
             }
             _ => {
@@ -376,11 +389,9 @@ fn hand_off(id: &str, target: Target, json: bool) -> anyhow::Result<ExitCode> {
                 Err(e) => Err(e.into()),
             }
         }
-        (Some(("app", _)), Some(program)) => {
-            deliver::open_editor(&program, &root, &path_var)
-                .map(|opened| Delivered::App { opened })
-                .map_err(Into::into)
-        }
+        (Some(("app", _)), Some(program)) => deliver::open_editor(&program, &root, &path_var)
+            .map(|opened| Delivered::App { opened })
+            .map_err(Into::into),
         (Some(("chat", _)), _) => match chat {
             Some(chat) => send_to_chat(&chat, &root, &prompt),
             None => Err(anyhow::anyhow!("no chat session")),
@@ -399,7 +410,9 @@ fn hand_off(id: &str, target: Target, json: bool) -> anyhow::Result<ExitCode> {
             failure.as_deref(),
         ));
     }
-    report(&session, &prepared, &written, &dest_name, &prompt, &delivered, json)?;
+    report(
+        &session, &prepared, &written, &dest_name, &prompt, &delivered, json,
+    )?;
     match delivered {
         Ok(_) => Ok(ExitCode::SUCCESS),
         Err(e) => {
@@ -418,12 +431,15 @@ fn cli_program(dest: &str, name: &str, found: &Lookup) -> anyhow::Result<PathBuf
         .into());
     }
     let program = destinations::program_of(name, &found.programs);
-    Ok(destinations::which(program, &found.dirs).ok_or_else(|| {
-        HandoffError::BadDestination {
+    Ok(
+        destinations::which(program, &found.dirs).ok_or_else(|| HandoffError::BadDestination {
             dest: dest.to_owned(),
-            why: format!("{} is not installed (not on PATH nor in the usual folders)", program.display()),
-        }
-    })?)
+            why: format!(
+                "{} is not installed (not on PATH nor in the usual folders)",
+                program.display()
+            ),
+        })?,
+    )
 }
 
 fn app_program(dest: &str, name: &str, found: &Lookup) -> anyhow::Result<PathBuf> {
@@ -448,7 +464,13 @@ fn launch_dir(home: Option<&Home>, session: &str) -> anyhow::Result<PathBuf> {
     };
     let safe: String = session
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
     Ok(base.join(format!("{safe}-{}", UnixMillis::now().0)))
 }
@@ -531,7 +553,10 @@ fn report(
     }
     match &prepared.compact.compact {
         Some(c) => writeln!(out, "compact by {}", c.author)?,
-        None => writeln!(out, "no compact (the brief has the deterministic sections only)")?,
+        None => writeln!(
+            out,
+            "no compact (the brief has the deterministic sections only)"
+        )?,
     }
     for a in &prepared.compact.attempts {
         if let Some(why) = &a.why {
@@ -557,10 +582,16 @@ fn report(
             }
         }
         Ok(Delivered::App { opened }) => {
-            writeln!(out, "opened {} on the workspace; paste this into its chat:\n", opened.terminal)?;
+            writeln!(
+                out,
+                "opened {} on the workspace; paste this into its chat:\n",
+                opened.terminal
+            )?;
             writeln!(out, "{prompt}")?;
         }
-        Ok(Delivered::Chat { .. }) => writeln!(out, "prompt delivered to {dest} through the bridge")?,
+        Ok(Delivered::Chat { .. }) => {
+            writeln!(out, "prompt delivered to {dest} through the bridge")?
+        }
         Ok(Delivered::Folder) => {}
         Err(_) => {}
     }

@@ -78,6 +78,8 @@ struct StepReader {
     pending: VecDeque<String>,
     /// Absolute paths the session worked on, for the derived working directory.
     paths: Vec<PathBuf>,
+    /// Calls made up for steps no planner response announced, counted so their ids differ.
+    synthetic: usize,
 }
 
 /// Step fields that describe the step itself rather than what it worked on.
@@ -191,7 +193,12 @@ impl StepReader {
         let call_id = match self.pending.pop_front() {
             Some(id) => id,
             None => {
-                let id = format!("step-{}", self.paths.len() + content.len());
+                self.synthetic += 1;
+                let index = step
+                    .get("step_index")
+                    .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
+                    .unwrap_or_default();
+                let id = format!("step-{index}#{}", self.synthetic);
                 self.turns.push(
                     TurnItem::ToolCall(ToolCall {
                         id: id.clone(),
