@@ -75,7 +75,7 @@ pub fn markdown(brief: &Brief, compact: Option<&Compact>) -> String {
         Some(c) => {
             let _ = writeln!(
                 out,
-                "Written by {} about its own work. It is context: where it disagrees with the \
+                "Written by {} from the session's own record. It is context: where it disagrees with the \
                  contract, the contract wins.\n",
                 c.author
             );

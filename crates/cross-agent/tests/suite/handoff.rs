@@ -226,7 +226,9 @@ fn claude_session_brief_compact_and_provider_fallback() {
             .reply(Reply::hang())
             .once(),
         Rule::on_user_text("handoff compact")
-            .reply_text(COMPACT.replace("Fixing the importer.", "Fixing it (provider).")),
+            .reply_text(COMPACT.replace("Fixing the importer.", "Fixing it (provider)."))
+            // A tool-less, non-streaming request is what the endpoint calls a side request.
+            .include_side_requests(),
     ]);
     let mut command = user.command(&["handoff", &id, elsewhere.to_str().unwrap(), "--json"]);
     with_claude(&mut command, &endpoint);
@@ -253,11 +255,8 @@ fn claude_session_brief_compact_and_provider_fallback() {
     );
     assert_eq!(done["compact_attempts"][0]["by"], "claude -p");
     assert_eq!(done["compact_attempts"][0]["outcome"], "timed_out");
-    assert!(
-        std::fs::read_to_string(&file)
-            .unwrap()
-            .contains("Fixing it (provider).")
-    );
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.contains("Fixing it (provider)."), "{text}");
     assert!(
         std::fs::read_to_string(elsewhere.join("HANDOFF.prev.md"))
             .unwrap()
