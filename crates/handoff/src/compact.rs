@@ -426,7 +426,7 @@ fn parse_cli_output(family: Family, out: &[u8]) -> std::result::Result<String, A
                     .then(|| item.get("text").and_then(Value::as_str).map(str::to_owned))
                     .flatten()
             })
-            .last()
+            .next_back()
             .unwrap_or_default(),
         Family::Claude | Family::Cursor | Family::Antigravity | Family::Grok => {
             text.trim().to_owned()

@@ -8,7 +8,7 @@
 //! - [`brief`]: the deterministic reading — contract, files, commands with outcomes, failures,
 //!   where it stands — built without a model;
 //! - [`compact`]: the narrative compact from the family's own CLI, then providers;
-//! - [`render`]: `HANDOFF.md`;
+//! - [`render`], the Markdown of `HANDOFF.md`;
 //! - [`destinations`]: chats, editors and CLI agents it can go to, with login state;
 //! - [`deliver`]: writing the brief where the work is, the launcher script, the terminal;
 //! - [`receipt`]: the receipt check (contract anchors the receipt never mentions);

@@ -1,0 +1,2 @@
+mod brief;
+mod receipt;
