@@ -761,3 +761,67 @@ fn cli_handoff_without_a_display_names_the_script() {
     assert_eq!(decision["outcome"], "failed");
     assert_eq!(decision["details"]["destination"], "cli:claude");
 }
+
+/// `chat:ID`: the brief goes to the receiving chat's workspace and the prompt reaches that real
+/// Claude Code session through the daemon (the headless route, against the scripted endpoint).
+#[test]
+fn chat_handoff_delivers_the_prompt_through_the_bridge() {
+    let user = User::new();
+    let endpoint = ModelEndpoint::start().unwrap();
+    endpoint.script([
+        Rule::on_user_text("You are taking over work").reply_text("Reading HANDOFF.md now."),
+        Rule::on_user_text("hello receiver").reply_text("Ready."),
+    ]);
+    let receiving = user.home.project("receiver").unwrap();
+    let claude = Claude::new(&user.home, &endpoint.anthropic_base_url()).unwrap();
+    let chat = claude
+        .turn(&receiving, "hello receiver")
+        .run()
+        .unwrap()
+        .expect_success()
+        .unwrap()
+        .session_id()
+        .unwrap()
+        .to_owned();
+    let source_project = user.home.project("source").unwrap();
+    let id = small_cursor_session(&user, &source_project, GOAL);
+
+    let with_env = |command: &mut Command| {
+        with_claude(command, &endpoint);
+        command.env(
+            "CROSS_AGENT_CHILD_ENV",
+            "ANTHROPIC_BASE_URL,ANTHROPIC_API_KEY,CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC,\
+             DISABLE_AUTOUPDATER,CLAUDE_CODE_MAX_RETRIES",
+        );
+    };
+    let mut command = user.command(&["handoff", &id, "--to", &format!("chat:{chat}"), "--json"]);
+    with_env(&mut command);
+    let out = command.output().unwrap();
+    let stop = || {
+        let mut command = user.command(&["daemon", "stop"]);
+        with_env(&mut command);
+        let _ = command.output();
+    };
+    if !out.status.success() {
+        stop();
+        panic!("{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let done = json_of(&out);
+    assert_eq!(done["send"]["outcome"], "accepted", "{done:#}");
+    let root = receiving.canonicalize().unwrap();
+    assert_eq!(done["file"], json!(root.join("HANDOFF.md")));
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let reached = loop {
+        let seen = endpoint.model_requests().iter().any(|r| {
+            serde_json::to_string(&r.messages)
+                .unwrap()
+                .contains("You are taking over work")
+        });
+        if seen || Instant::now() > deadline {
+            break seen;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    stop();
+    assert!(reached, "the prompt never reached the chat's model");
+}
