@@ -1,2 +1,3 @@
 mod brief;
+mod deliver;
 mod receipt;

@@ -31,3 +31,25 @@ fn anchors_are_paths_flags_numbers_and_quoted_strings() {
 fn plain_prose_has_no_anchors() {
     assert_eq!(anchors("Tidy things up, please; it's overdue."), vec![]);
 }
+
+#[test]
+fn a_contract_without_anchors_reports_nothing_even_with_an_empty_receipt() {
+    use cross_agent_handoff::receipt::{RECEIPT_BEGIN, RECEIPT_END, Verdict, check};
+    let text = format!(
+        "## Contract\n\n> Tidy things up, please.\n\n## Receipt\n\n{RECEIPT_BEGIN}\n\n{RECEIPT_END}\n"
+    );
+    let report = check(std::path::Path::new("HANDOFF.md"), &text).unwrap();
+    assert_eq!(report.verdict, Verdict::NoAnchors);
+    assert!(report.missing.is_empty());
+}
+
+#[test]
+fn anchors_are_matched_as_substrings_whatever_the_case_and_punctuation() {
+    use cross_agent_handoff::receipt::{RECEIPT_BEGIN, RECEIPT_END, Verdict, check};
+    let text = format!(
+        "## Contract\n\n> Add --dry-run to src/import.rs.\n\n## Receipt\n\n{RECEIPT_BEGIN}\n\
+         I'll add (--DRY-RUN) in `SRC/IMPORT.RS`, first.\n{RECEIPT_END}\n"
+    );
+    let report = check(std::path::Path::new("HANDOFF.md"), &text).unwrap();
+    assert_eq!(report.verdict, Verdict::Complete, "{report:?}");
+}
