@@ -825,3 +825,64 @@ fn chat_handoff_delivers_the_prompt_through_the_bridge() {
     stop();
     assert!(reached, "the prompt never reached the chat's model");
 }
+
+/// A family CLI that is not installed (here Cursor's) goes straight to the providers, in
+/// order: one that cannot be reached, then OpenAI Responses answering.
+#[test]
+fn missing_cli_falls_back_through_the_provider_list() {
+    let user = User::new();
+    let endpoint = ModelEndpoint::start().unwrap();
+    endpoint.script([Rule::on_user_text("handoff compact")
+        .reply_text(COMPACT)
+        .for_api(Api::Responses)
+        .include_side_requests()]);
+    let project = user.home.project("p").unwrap();
+    let id = small_cursor_session(&user, &project, GOAL);
+    let out = user
+        .command(&["handoff", &id, project.to_str().unwrap(), "--json"])
+        .env(
+            "CROSS_AGENT_HANDOFF_PROVIDERS",
+            format!(
+                "anthropic http://127.0.0.1:9 PROVIDER_KEY m1; openai {} PROVIDER_KEY m2",
+                endpoint.openai_base_url()
+            ),
+        )
+        .env("PROVIDER_KEY", "provider-key")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let done = json_of(&out);
+    let attempts: Vec<(String, String)> = done["compact_attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (
+                a["by"].as_str().unwrap().to_owned(),
+                a["outcome"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        attempts,
+        [
+            ("cursor-agent -p".to_owned(), "unavailable".to_owned()),
+            ("provider anthropic (m1)".to_owned(), "failed".to_owned()),
+            ("provider openai (m2)".to_owned(), "answered".to_owned()),
+        ]
+    );
+    let request = endpoint.model_requests().pop().unwrap();
+    assert_eq!(
+        request.headers.get("authorization").map(String::as_str),
+        Some("Bearer provider-key")
+    );
+    assert!(
+        std::fs::read_to_string(project.join("HANDOFF.md"))
+            .unwrap()
+            .contains("Fixing the importer.")
+    );
+}
