@@ -310,6 +310,14 @@ fn hand_off(id: &str, target: Target, json: bool) -> anyhow::Result<ExitCode> {
             .cwd
             .as_deref()
             .ok_or_else(|| HandoffError::NoWorkingDirectory { id: id.to_owned() })?;
+        // The work stays where it is: a directory that is not here (a derived one, or a session
+        // from another machine) is not created.
+        anyhow::ensure!(
+            cwd.is_dir(),
+            "session {id} worked in {}, which is not a directory here; hand it to a folder: \
+             handoff {id} PATH",
+            cwd.display()
+        );
         Ok(deliver::workspace_root(cwd))
     };
     // Where the brief goes, and which destination (resolved before anything is written, so a

@@ -437,6 +437,18 @@ fn antigravity_session_brief_labels_the_derived_cwd_and_the_output_judgement() {
         text.contains("`make lint` — failed (no exit code; judged by reading the output)"),
         "{text}"
     );
+    // The derived directory is not here: the handoff refuses rather than create it.
+    let out = user
+        .command(&["handoff", "agy-1", "--to", "cli:claude"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("/home/u/importer, which is not a directory here"),
+        "{err}"
+    );
+    assert!(!Path::new("/home/u/importer").exists());
 }
 
 /// A session id no store has is an error naming it.
