@@ -80,3 +80,12 @@ pub fn receipt_check(report: &ReceiptReport) -> Decision {
                 .collect::<Vec<_>>(),
         )
 }
+
+/// A handoff refused before anything was written (an unknown session or destination, a
+/// directory that is not here).
+pub fn handoff_refused(session: &str, destination: &str, why: &str) -> Decision {
+    Decision::new(DecisionKind::new(HANDOFF), Outcome::REFUSED)
+        .session(session.to_owned())
+        .detail("destination", destination.to_owned())
+        .reason(why.lines().next().unwrap_or("").to_owned())
+}

@@ -301,7 +301,24 @@ enum Delivered {
     },
 }
 
+/// A handoff, and its decision line when it is refused before anything is written.
 fn hand_off(id: &str, target: Target, json: bool) -> anyhow::Result<ExitCode> {
+    let destination = match &target {
+        Target::Destination(dest) => dest.clone(),
+        Target::Folder(_) => "folder".to_owned(),
+    };
+    let result = hand_off_to(id, target, json);
+    if let (Err(e), Some(home)) = (&result, bridge_home()) {
+        DecisionLog::new(home.root()).record(decisions::handoff_refused(
+            id,
+            &destination,
+            &format!("{e:#}"),
+        ));
+    }
+    result
+}
+
+fn hand_off_to(id: &str, target: Target, json: bool) -> anyhow::Result<ExitCode> {
     let home = bridge_home();
     let session = read_session(id, home.as_ref())?;
     let found = lookup()?;

@@ -449,6 +449,13 @@ fn antigravity_session_brief_labels_the_derived_cwd_and_the_output_judgement() {
         "{err}"
     );
     assert!(!Path::new("/home/u/importer").exists());
+    let refused = user
+        .decisions()
+        .into_iter()
+        .find(|d| d["kind"] == "handoff")
+        .unwrap();
+    assert_eq!(refused["outcome"], "refused");
+    assert_eq!(refused["details"]["destination"], "cli:claude");
 }
 
 /// A session id no store has is an error naming it.
