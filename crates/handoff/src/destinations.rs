@@ -212,8 +212,9 @@ pub fn program_of<'a>(name: &str, programs: &'a Programs) -> &'a Path {
 }
 
 /// Asks a CLI whether it is signed in: `codex login status`, `cursor-agent status`, `agy
-/// models` (which lists models only with credentials); nothing for Claude Code.
-fn login_state(name: &str, program: &Path, path: &OsStr) -> Login {
+/// models` (which lists models only with credentials); nothing for Claude Code. `path` is the
+/// PATH it runs with.
+pub fn login_state(name: &str, program: &Path, path: &OsStr) -> Login {
     let args: &[&str] = match name {
         "codex" => &["login", "status"],
         "cursor-agent" => &["status"],

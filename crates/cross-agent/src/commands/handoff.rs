@@ -390,11 +390,9 @@ fn hand_off_to(id: &str, target: Target, json: bool) -> anyhow::Result<ExitCode>
 
     let delivered: Result<Delivered, anyhow::Error> = match (dest_name.split_once(':'), program) {
         (Some(("cli", name)), Some(program)) => {
-            let login = destinations::cli_agents(&found.dirs, &found.programs)
-                .into_iter()
-                .find(|d| d.id == dest_name)
-                .and_then(|d| d.login)
-                .unwrap_or(Login::NotChecked);
+            // Asked before the launch is reported, so a launch that will stall on a login
+            // screen says so in the same answer.
+            let login = destinations::login_state(name, &program, &path_var);
             let dir = launch_dir(home.as_ref(), &session.session_id)?;
             let launcher =
                 deliver::write_launcher(&dir, &root, name, &program, &prompt, &path_var)?;
