@@ -47,7 +47,12 @@ pub fn prepare(session: &source::SourceSession, settings: Option<&compact::Setti
             attempts: Vec::new(),
         },
     };
-    let markdown = render::markdown(&brief, compact.compact.as_ref());
+    let section = match (settings, &compact.compact) {
+        (None, _) => render::CompactSection::NotAsked,
+        (Some(_), None) => render::CompactSection::Unanswered,
+        (Some(_), Some(c)) => render::CompactSection::Written(c),
+    };
+    let markdown = render::markdown(&brief, section);
     Prepared {
         brief,
         compact,

@@ -10,8 +10,18 @@ use crate::receipt::{RECEIPT_BEGIN, RECEIPT_END};
 /// The heading the receipt check reads the contract under.
 pub const CONTRACT_HEADING: &str = "## Contract";
 
+/// What the compact section says.
+#[derive(Debug, Clone, Copy)]
+pub enum CompactSection<'a> {
+    /// `handoff brief`: the deterministic part alone; no one was asked.
+    NotAsked,
+    /// Asked, and no one answered.
+    Unanswered,
+    Written(&'a Compact),
+}
+
 /// The brief as the Markdown file.
-pub fn markdown(brief: &Brief, compact: Option<&Compact>) -> String {
+pub fn markdown(brief: &Brief, compact: CompactSection<'_>) -> String {
     let mut out = String::new();
     let src = &brief.source;
     let _ = writeln!(out, "# Handoff brief\n");
@@ -72,7 +82,7 @@ pub fn markdown(brief: &Brief, compact: Option<&Compact>) -> String {
 
     let _ = writeln!(out, "## Narrative compact (context, not requirement)\n");
     match compact {
-        Some(c) => {
+        CompactSection::Written(c) => {
             let _ = writeln!(
                 out,
                 "Written by {} from the session's own record. It is context: where it disagrees with the \
@@ -81,11 +91,18 @@ pub fn markdown(brief: &Brief, compact: Option<&Compact>) -> String {
             );
             let _ = writeln!(out, "{}\n", c.text.trim());
         }
-        None => {
+        CompactSection::Unanswered => {
             let _ = writeln!(
                 out,
                 "No compact: neither the session's own CLI nor a configured provider answered. \
                  The sections below are the whole brief.\n"
+            );
+        }
+        CompactSection::NotAsked => {
+            let _ = writeln!(
+                out,
+                "Not asked for: a handoff asks the session's own CLI for it; this brief shows the \
+                 part read without a model.\n"
             );
         }
     }

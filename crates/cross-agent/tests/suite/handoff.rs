@@ -434,6 +434,10 @@ fn antigravity_session_brief_labels_the_derived_cwd_and_the_output_judgement() {
         "{text}"
     );
     assert!(
+        text.contains("Not asked for: a handoff asks the session's own CLI"),
+        "{text}"
+    );
+    assert!(
         text.contains("`make lint` — failed (no exit code; judged by reading the output)"),
         "{text}"
     );
@@ -510,6 +514,12 @@ fn receipt_check_reports_missing_anchors_only() {
         String::from_utf8_lossy(&out.stderr)
     );
     let file = project.join("HANDOFF.md");
+    // No CLI (Cursor's is not installed) and no provider: the brief ships without a compact.
+    let brief = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        brief.contains("No compact: neither the session's own CLI nor a configured provider"),
+        "{brief}"
+    );
 
     let check = |user: &User| {
         user.command(&["handoff", "receipt", project.to_str().unwrap(), "--json"])
