@@ -182,50 +182,41 @@ pub struct CompactResult {
 
 /// Asks for the compact: the family's CLI, then each provider.
 pub fn ask(session: &SourceSession, brief: &Brief, settings: &Settings) -> CompactResult {
+    type Try<'a> = Box<dyn FnOnce() -> std::result::Result<String, AttemptFailure> + 'a>;
     let prompt = prompt(session, brief);
-    let mut attempts = Vec::new();
     let workdir = session
         .cwd
         .as_deref()
         .filter(|d| d.is_dir())
         .map(Path::to_path_buf)
         .unwrap_or_else(std::env::temp_dir);
+    let timeout = settings.timeout;
+    let mut tries: Vec<(String, Try<'_>)> = Vec::new();
     if let Some((by, command)) = family_command(session.family, &settings.programs, &prompt) {
-        let started = Instant::now();
-        let result = run_cli(command, &workdir, &prompt, settings.timeout);
-        let millis = started.elapsed().as_millis() as u64;
-        match result.and_then(|out| parse_cli_output(session.family, &out)) {
-            Ok(text) => {
-                attempts.push(Attempt {
-                    by: by.clone(),
-                    outcome: AttemptOutcome::Answered,
-                    why: None,
-                    millis,
-                });
-                return CompactResult {
-                    compact: Some(Compact { author: by, text }),
-                    attempts,
-                };
-            }
-            Err(failure) => attempts.push(Attempt {
-                by,
-                outcome: failure.outcome,
-                why: Some(failure.why),
-                millis,
+        let (prompt, workdir) = (&prompt, &workdir);
+        tries.push((
+            by,
+            Box::new(move || {
+                run_cli(command, workdir, prompt, timeout)
+                    .and_then(|out| parse_cli_output(session.family, &out))
             }),
-        }
+        ));
     }
     for provider in &settings.providers {
-        let by = format!(
-            "provider {} ({})",
-            match provider.kind {
-                ProviderKind::Anthropic => "anthropic",
-                ProviderKind::Openai => "openai",
-            },
-            provider.model
-        );
+        let kind = match provider.kind {
+            ProviderKind::Anthropic => "anthropic",
+            ProviderKind::Openai => "openai",
+        };
+        let prompt = &prompt;
+        tries.push((
+            format!("provider {kind} ({})", provider.model),
+            Box::new(move || ask_provider(provider, prompt, timeout)),
+        ));
+    }
+    let mut attempts = Vec::new();
+    for (by, attempt) in tries {
         let started = Instant::now();
-        let result = ask_provider(provider, &prompt, settings.timeout);
+        let result = attempt();
         let millis = started.elapsed().as_millis() as u64;
         match result {
             Ok(text) => {
