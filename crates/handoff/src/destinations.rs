@@ -12,6 +12,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::compact::Programs;
+use crate::error::{HandoffError, Result};
 use crate::run::{RunError, run};
 
 /// How long a login check may take.
@@ -199,6 +200,38 @@ pub fn cli_agents(dirs: &[PathBuf], programs: &Programs) -> Vec<Destination> {
             })
             .collect()
     })
+}
+
+/// The installed program of `cli:NAME`.
+pub fn cli_program(name: &str, programs: &Programs, dirs: &[PathBuf]) -> Result<PathBuf> {
+    let dest = format!("cli:{name}");
+    if !CLI_AGENTS.contains(&name) {
+        return Err(HandoffError::BadDestination {
+            dest,
+            why: format!("the CLI agents are {}", CLI_AGENTS.join(", ")),
+        });
+    }
+    let program = program_of(name, programs);
+    which(program, dirs).ok_or_else(|| HandoffError::BadDestination {
+        dest,
+        why: format!(
+            "{} is not installed (not on PATH nor in the usual folders)",
+            program.display()
+        ),
+    })
+}
+
+/// The installed launcher (or macOS bundle) of `app:NAME`, the name in any case.
+pub fn editor_program(name: &str, dirs: &[PathBuf], home: &Path) -> Result<PathBuf> {
+    let dest = format!("app:{name}");
+    editors(dirs, home)
+        .into_iter()
+        .find(|d| d.id.eq_ignore_ascii_case(&dest))
+        .and_then(|d| d.location)
+        .ok_or_else(|| HandoffError::BadDestination {
+            dest,
+            why: "that editor is not installed".to_owned(),
+        })
 }
 
 /// The program a CLI destination runs (the `CROSS_AGENT_*_BIN` setting, or its name).

@@ -377,8 +377,16 @@ fn hand_off_to(id: &str, target: Target, json: bool) -> anyhow::Result<ExitCode>
         },
     };
     let program = match dest_name.split_once(':') {
-        Some(("cli", name)) => Some(cli_program(&dest_name, name, &found)?),
-        Some(("app", name)) => Some(app_program(&dest_name, name, &found)?),
+        Some(("cli", name)) => Some(destinations::cli_program(
+            name,
+            &found.programs,
+            &found.dirs,
+        )?),
+        Some(("app", name)) => Some(destinations::editor_program(
+            name,
+            &found.dirs,
+            &found.home,
+        )?),
         _ => None,
     };
 
@@ -443,40 +451,6 @@ fn hand_off_to(id: &str, target: Target, json: bool) -> anyhow::Result<ExitCode>
             Ok(ExitCode::FAILURE)
         }
     }
-}
-
-fn cli_program(dest: &str, name: &str, found: &Lookup) -> anyhow::Result<PathBuf> {
-    if !destinations::CLI_AGENTS.contains(&name) {
-        return Err(HandoffError::BadDestination {
-            dest: dest.to_owned(),
-            why: format!("the CLI agents are {}", destinations::CLI_AGENTS.join(", ")),
-        }
-        .into());
-    }
-    let program = destinations::program_of(name, &found.programs);
-    Ok(
-        destinations::which(program, &found.dirs).ok_or_else(|| HandoffError::BadDestination {
-            dest: dest.to_owned(),
-            why: format!(
-                "{} is not installed (not on PATH nor in the usual folders)",
-                program.display()
-            ),
-        })?,
-    )
-}
-
-fn app_program(dest: &str, name: &str, found: &Lookup) -> anyhow::Result<PathBuf> {
-    destinations::editors(&found.dirs, &found.home)
-        .into_iter()
-        .find(|d| d.id.eq_ignore_ascii_case(&format!("app:{name}")))
-        .and_then(|d| d.location)
-        .ok_or_else(|| {
-            HandoffError::BadDestination {
-                dest: dest.to_owned(),
-                why: "that editor is not installed".to_owned(),
-            }
-            .into()
-        })
 }
 
 /// A folder of its own for each launch, under the bridge's home (or the temp folder).

@@ -915,3 +915,44 @@ fn missing_cli_falls_back_through_the_provider_list() {
             .contains("Fixing the importer.")
     );
 }
+
+/// A destination that is not one, or not installed, is refused naming it, before anything is
+/// written.
+#[test]
+fn bad_destinations_are_refused_before_anything_is_written() {
+    let user = User::new();
+    let project = user.home.project("bad").unwrap();
+    let id = small_cursor_session(&user, &project, GOAL);
+    for (dest, says) in [
+        (
+            "cli:nope",
+            "the CLI agents are claude, codex, cursor-agent, agy",
+        ),
+        ("cli:codex", "/nonexistent/codex is not installed"),
+        ("app:Windsurf", "that editor is not installed"),
+        (
+            "chat:no-such-chat",
+            "no active Claude, Codex or Grok session has that id",
+        ),
+        ("elsewhere", "expected chat:ID, app:NAME or cli:NAME"),
+    ] {
+        let out = user
+            .command(&["handoff", &id, "--to", dest])
+            .env("PATH", "/nonexistent")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{dest}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!("{dest:?} is not a destination: {says}")),
+            "{err}"
+        );
+    }
+    assert!(!project.join("HANDOFF.md").exists());
+    let refused = user
+        .decisions()
+        .iter()
+        .filter(|d| d["kind"] == "handoff" && d["outcome"] == "refused")
+        .count();
+    assert_eq!(refused, 5);
+}
