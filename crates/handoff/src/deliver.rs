@@ -161,9 +161,18 @@ pub fn write_launcher(
     let prompt_file = dir.join("prompt.txt");
     std::fs::write(&prompt_file, prompt).map_err(|e| HandoffError::io("write", &prompt_file, e))?;
     let script = dir.join("launch.sh");
+    // Unique per launch: the launch folder's own name.
+    let title = format!(
+        "cross-agent handoff {}",
+        dir.file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default()
+    );
     let text = format!(
         "#!/bin/sh\n\
          # Written by `cross-agent handoff`: starts {agent} in the workspace, asked to read {file}.\n\
+         # The window is titled so that, on macOS, AppleScript can close this window and no other.\n\
+         printf '\\033]0;%s\\007' {title}\n\
          cd {root} || exit 1\n\
          PATH={path}; export PATH\n\
          prompt=$(cat {prompt_file}) || exit 1\n\
@@ -173,6 +182,9 @@ pub fn write_launcher(
          \x20 printf '\\n%s exited with status %s. Press Enter to close this window.\\n' {agent_q} \"$status\"\n\
          \x20 read -r _\n\
          fi\n\
+         if [ \"$(uname)\" = Darwin ]; then\n\
+         \x20 osascript -e {close} >/dev/null 2>&1 &\n\
+         fi\n\
          exit \"$status\"\n",
         file = HANDOFF_FILE,
         root = sh_quote(&root.to_string_lossy()),
@@ -180,6 +192,10 @@ pub fn write_launcher(
         prompt_file = sh_quote(&prompt_file.to_string_lossy()),
         program = sh_quote(&program.to_string_lossy()),
         agent_q = sh_quote(agent),
+        title = sh_quote(&title),
+        close = sh_quote(&format!(
+            "tell application \"Terminal\" to close (every window whose name contains \"{title}\")"
+        )),
     );
     std::fs::write(&script, text).map_err(|e| HandoffError::io("write", &script, e))?;
     {

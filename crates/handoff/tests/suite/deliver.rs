@@ -108,8 +108,13 @@ fn the_launcher_passes_the_prompt_file_unquoted_as_one_argument() {
         std::ffi::OsStr::new("/usr/bin:/bin"),
     )
     .unwrap();
-    let status = Command::new("sh").arg(&launcher.script).status().unwrap();
-    assert!(status.success());
+    let run = Command::new("sh").arg(&launcher.script).output().unwrap();
+    assert!(run.status.success());
+    // The window's title names this launch, so macOS can close this window and no other.
+    assert_eq!(
+        String::from_utf8_lossy(&run.stdout),
+        "\u{1b}]0;cross-agent handoff launch\u{7}"
+    );
     assert_eq!(
         std::fs::read_to_string(&record).unwrap(),
         format!("1\n---\n{prompt}\n---\n")
