@@ -5,10 +5,12 @@
 //! - [`lines`]: reading complete lines from a byte offset, so a fold resumes where it stopped;
 //! - [`claude`], [`codex`], [`grok`]: each agent's discovery, listing fold and side names;
 //! - [`turns`]: one session's turns, messages, tool calls and results, for recovering answers.
+//! - [`foreign`]: Cursor and Antigravity sessions, read into the same turns for handoff briefs.
 
 pub mod claude;
 pub mod codex;
 pub mod error;
+pub mod foreign;
 pub mod grok;
 pub mod index;
 pub mod lines;

@@ -45,6 +45,15 @@ pub fn stdio_recorder_bin() -> Result<PathBuf> {
     )
 }
 
+/// The path of the `agent-standin` CLI agent stand-in (testkit's own binary).
+pub fn agent_standin_bin() -> Result<PathBuf> {
+    workspace_bin(
+        "cross-agent-testkit",
+        "agent-standin",
+        "CROSS_AGENT_TEST_AGENT_STANDIN",
+    )
+}
+
 /// A binary of a workspace package: from `override_var` when set, else built by cargo once per
 /// process.
 fn workspace_bin(package: &str, bin: &str, override_var: &str) -> Result<PathBuf> {

@@ -5,6 +5,7 @@ pub mod agents;
 pub mod binaries;
 pub mod endpoint;
 pub mod panel;
+pub mod foreign_stores;
 pub mod synthetic_stores;
 
 pub use endpoint::{

@@ -7,6 +7,7 @@ mod daemon;
 mod decisions;
 mod doctor;
 mod install;
+mod handoff;
 mod mcp;
 mod pin;
 mod reload;
@@ -55,6 +56,8 @@ pub enum Command {
     Doctor(doctor::DoctorArgs),
     /// Run the daemon as a user service (systemd on Linux, launchd on macOS).
     Service(service::ServiceArgs),
+    /// Hand a session to another agent: its brief, the destinations, the handoff, the receipt.
+    Handoff(handoff::HandoffArgs),
 }
 
 impl Command {
@@ -74,6 +77,7 @@ impl Command {
             Command::Uninstall(args) => args.run(),
             Command::Doctor(args) => args.run(),
             Command::Service(args) => args.run(),
+            Command::Handoff(args) => args.run(),
         }
     }
 }

@@ -2,6 +2,7 @@ mod daemon;
 mod database;
 mod decisions;
 mod escaping;
+mod handoff;
 mod home_safety;
 mod install;
 mod install_real;

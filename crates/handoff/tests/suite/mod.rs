@@ -1,0 +1,3 @@
+mod brief;
+mod deliver;
+mod receipt;
