@@ -66,11 +66,15 @@ impl Bench {
         Ok(command)
     }
 
+    /// Real Claude behind the shim, started as the extension starts it, before its first line.
+    pub fn claude_panel_unspoken(&self) -> Result<PanelDriver> {
+        let claude = self.claude()?;
+        PanelDriver::start(self.shim_command(claude.binary(), CLAUDE_SDK_ARGS)?)
+    }
+
     /// Real Claude behind the shim, started as the extension starts it, initialized.
     pub fn claude_panel(&self) -> Result<PanelDriver> {
-        let claude = self.claude()?;
-        let command = self.shim_command(claude.binary(), CLAUDE_SDK_ARGS)?;
-        let mut panel = PanelDriver::start(command)?;
+        let mut panel = self.claude_panel_unspoken()?;
         panel.send(&claude_initialize("init-1"))?;
         panel.next_line(TURN, |l| l["type"] == "control_response")?;
         Ok(panel)

@@ -103,6 +103,39 @@ fn an_idle_panel_takes_a_message_its_answer_is_reported_and_the_registration_fol
 }
 
 #[test]
+fn a_message_waits_for_the_extensions_first_line() -> Result<()> {
+    let bench = Bench::new()?;
+    bench.script([Rule::on_user_text("early question")
+        .reply_text("early answer")
+        .once()]);
+    // Claude runs with --await-initialize: a first line that is not `initialize` ends it.
+    let mut panel = bench.claude_panel_unspoken()?;
+    let pid = panel.pid();
+    bench.registration_when(pid, |r| r.agent_pid.is_some())?;
+    let mut connection = Connection::open(&socket(&bench, pid), &request("d1", "early question"))?;
+    assert_eq!(
+        connection.next()?,
+        Some(ShimEvent::Accepted {
+            session_id: None,
+            queued: true
+        })
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        panel.received().is_empty(),
+        "nothing before the extension spoke"
+    );
+    panel.send(&cross_agent_testkit::panel::claude_initialize("init-1"))?;
+    panel.next_of_type("control_response", TURN)?;
+    let events = connection.rest()?;
+    let Some(ShimEvent::TurnEnded { answer, .. }) = turn_ended(&events) else {
+        panic!("{events:?}")
+    };
+    assert_eq!(answer.as_deref(), Some("early answer"));
+    Ok(())
+}
+
+#[test]
 fn a_busy_panel_queues_the_message_until_the_humans_turn_ends() -> Result<()> {
     let bench = Bench::new()?;
     bench.script([
