@@ -24,8 +24,7 @@ use serde_json::{Map, Value, json};
 
 use crate::adapter::{Action, InjectionId, PanelAdapter, Side};
 use crate::rpc::{
-    Message, XAGENT_ID_PREFIX, classify, error_message, id_key, id_text, needs_reading, str_field,
-    to_line, trimmed,
+    self, Message, XAGENT_ID_PREFIX, error_message, id_key, id_text, str_field, to_line, trimmed,
 };
 
 /// The error Codex gives a thread that takes no direct input (a multi-agent sub-agent).
@@ -1078,32 +1077,7 @@ fn approval_subject(method: &str, params: &Value) -> (Option<String>, Option<Str
 
 impl PanelAdapter for CodexAdapter {
     fn on_line(&mut self, side: Side, line: &[u8], now_ms: u64, out: &mut Vec<Action>) {
-        if !needs_reading(line, |method, id| self.reads(side, method, id)) {
-            out.push(Action::Forward);
-            return;
-        }
-        let Ok(value) = serde_json::from_slice::<Value>(line) else {
-            out.push(Action::Forward);
-            return;
-        };
-        let Some(message) = classify(&value) else {
-            out.push(Action::Forward);
-            return;
-        };
-        // Decide on forwarding first so our own lines go after the one that prompted them.
-        let mut ours = Vec::new();
-        let forward = match side {
-            Side::Extension => {
-                self.on_extension(message, now_ms, &mut ours);
-                true
-            }
-            Side::Agent => self.on_agent(message, now_ms, &mut ours),
-        };
-        if forward {
-            out.push(Action::Forward);
-        }
-        out.append(&mut ours);
-        self.flush_changes(out);
+        rpc::on_line(self, side, line, now_ms, out);
     }
 
     fn on_inject(
@@ -1180,7 +1154,7 @@ impl PanelAdapter for CodexAdapter {
             },
         ));
         out.append(&mut started);
-        self.flush_changes(out);
+        rpc::flush_changes(self, out);
     }
 
     fn on_answer_approval(
@@ -1245,7 +1219,7 @@ impl PanelAdapter for CodexAdapter {
         ));
         out.push(Action::Close(id));
         self.resolve_approval(approval, answer.allow, out);
-        self.flush_changes(out);
+        rpc::flush_changes(self, out);
     }
 
     fn on_disconnect(&mut self, id: InjectionId) {
@@ -1257,7 +1231,7 @@ impl PanelAdapter for CodexAdapter {
 
     fn on_tick(&mut self, now_ms: u64, out: &mut Vec<Action>) {
         self.dispatch(now_ms, out);
-        self.flush_changes(out);
+        rpc::flush_changes(self, out);
     }
 
     fn on_agent_exit(&mut self, out: &mut Vec<Action>) {
@@ -1303,8 +1277,9 @@ impl PanelAdapter for CodexAdapter {
     }
 }
 
-impl CodexAdapter {
-    /// Whether a line with this head can change anything here.
+impl CodexAdapter {}
+
+impl rpc::RpcWire for CodexAdapter {
     fn reads(&self, side: Side, method: Option<&str>, id: Option<&Value>) -> bool {
         match (side, method, id) {
             (Side::Extension, Some(method), _) => EXTENSION_METHODS.contains(&method),
@@ -1320,10 +1295,16 @@ impl CodexAdapter {
         }
     }
 
-    fn flush_changes(&mut self, out: &mut Vec<Action>) {
-        if std::mem::take(&mut self.sessions_changed) {
-            out.push(Action::SessionsChanged);
-        }
+    fn extension_message(&mut self, message: Message<'_>, now_ms: u64, out: &mut Vec<Action>) {
+        self.on_extension(message, now_ms, out);
+    }
+
+    fn agent_message(&mut self, message: Message<'_>, now_ms: u64, out: &mut Vec<Action>) -> bool {
+        self.on_agent(message, now_ms, out)
+    }
+
+    fn take_sessions_changed(&mut self) -> bool {
+        std::mem::take(&mut self.sessions_changed)
     }
 }
 

@@ -24,8 +24,7 @@ use serde_json::{Value, json};
 
 use crate::adapter::{Action, InjectionId, PanelAdapter, Side};
 use crate::rpc::{
-    Message, XAGENT_ID_PREFIX, classify, error_message, id_key, id_text, needs_reading, str_field,
-    to_line, trimmed,
+    self, Message, XAGENT_ID_PREFIX, error_message, id_key, id_text, str_field, to_line, trimmed,
 };
 
 /// How a `failed` for a new conversation starts when every session already has history; the
@@ -533,35 +532,6 @@ impl GrokAdapter {
         }
     }
 
-    /// Whether a line with this head can change anything here: the stream of a turn that is
-    /// not ours passes on unread.
-    fn reads(&self, side: Side, method: Option<&str>, id: Option<&Value>) -> bool {
-        match (side, method, id) {
-            (Side::Extension, Some(method), _) => matches!(
-                method,
-                "initialize" | "session/new" | "session/load" | "session/prompt"
-            ),
-            (Side::Agent, Some("session/update"), _) => {
-                self.sessions.values().any(|s| s.bridged.is_some())
-            }
-            (Side::Agent, Some(method), _) => method == PERMISSION_REQUEST,
-            (Side::Extension, None, Some(id)) => self.approvals.contains_key(&id_key(id)),
-            (Side::Agent, None, Some(id)) => {
-                self.extension_requests.contains_key(&id_key(id))
-                    || id
-                        .as_str()
-                        .is_some_and(|id| self.session_of_prompt(id).is_some())
-            }
-            (_, None, None) => false,
-        }
-    }
-
-    fn flush_changes(&mut self, out: &mut Vec<Action>) {
-        if std::mem::take(&mut self.sessions_changed) {
-            out.push(Action::SessionsChanged);
-        }
-    }
-
     fn refuse(id: InjectionId, reason: String, out: &mut Vec<Action>) {
         out.push(Action::Report(
             id,
@@ -635,31 +605,7 @@ fn pick_option(options: &[Value], allow: bool) -> Option<String> {
 
 impl PanelAdapter for GrokAdapter {
     fn on_line(&mut self, side: Side, line: &[u8], now_ms: u64, out: &mut Vec<Action>) {
-        if !needs_reading(line, |method, id| self.reads(side, method, id)) {
-            out.push(Action::Forward);
-            return;
-        }
-        let Ok(value) = serde_json::from_slice::<Value>(line) else {
-            out.push(Action::Forward);
-            return;
-        };
-        let Some(message) = classify(&value) else {
-            out.push(Action::Forward);
-            return;
-        };
-        let mut ours = Vec::new();
-        let forward = match side {
-            Side::Extension => {
-                self.on_extension(message, now_ms, &mut ours);
-                true
-            }
-            Side::Agent => self.on_agent(message, now_ms, &mut ours),
-        };
-        if forward {
-            out.push(Action::Forward);
-        }
-        out.append(&mut ours);
-        self.flush_changes(out);
+        rpc::on_line(self, side, line, now_ms, out);
     }
 
     fn on_inject(
@@ -737,7 +683,7 @@ impl PanelAdapter for GrokAdapter {
             ));
         }
         self.dispatch(out);
-        self.flush_changes(out);
+        rpc::flush_changes(self, out);
     }
 
     fn on_answer_approval(
@@ -785,7 +731,7 @@ impl PanelAdapter for GrokAdapter {
         ));
         out.push(Action::Close(id));
         self.resolve_approval(approval, answer.allow, out);
-        self.flush_changes(out);
+        rpc::flush_changes(self, out);
     }
 
     fn on_disconnect(&mut self, id: InjectionId) {
@@ -797,7 +743,7 @@ impl PanelAdapter for GrokAdapter {
 
     fn on_tick(&mut self, _now_ms: u64, out: &mut Vec<Action>) {
         self.dispatch(out);
-        self.flush_changes(out);
+        rpc::flush_changes(self, out);
     }
 
     fn on_agent_exit(&mut self, out: &mut Vec<Action>) {
@@ -838,6 +784,41 @@ impl PanelAdapter for GrokAdapter {
                 title: None,
             })
             .collect()
+    }
+}
+
+impl rpc::RpcWire for GrokAdapter {
+    fn reads(&self, side: Side, method: Option<&str>, id: Option<&Value>) -> bool {
+        match (side, method, id) {
+            (Side::Extension, Some(method), _) => matches!(
+                method,
+                "initialize" | "session/new" | "session/load" | "session/prompt"
+            ),
+            (Side::Agent, Some("session/update"), _) => {
+                self.sessions.values().any(|s| s.bridged.is_some())
+            }
+            (Side::Agent, Some(method), _) => method == PERMISSION_REQUEST,
+            (Side::Extension, None, Some(id)) => self.approvals.contains_key(&id_key(id)),
+            (Side::Agent, None, Some(id)) => {
+                self.extension_requests.contains_key(&id_key(id))
+                    || id
+                        .as_str()
+                        .is_some_and(|id| self.session_of_prompt(id).is_some())
+            }
+            (_, None, None) => false,
+        }
+    }
+
+    fn extension_message(&mut self, message: Message<'_>, now_ms: u64, out: &mut Vec<Action>) {
+        self.on_extension(message, now_ms, out);
+    }
+
+    fn agent_message(&mut self, message: Message<'_>, now_ms: u64, out: &mut Vec<Action>) -> bool {
+        self.on_agent(message, now_ms, out)
+    }
+
+    fn take_sessions_changed(&mut self) -> bool {
+        std::mem::take(&mut self.sessions_changed)
     }
 }
 

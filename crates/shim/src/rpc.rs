@@ -8,6 +8,8 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::adapter::{Action, Side};
+
 /// The prefix of every request id the shim writes itself; responses to these are swallowed.
 pub const XAGENT_ID_PREFIX: &str = "xagent-";
 
@@ -74,6 +76,62 @@ pub(crate) fn needs_reading(
         None => {
             Head::read(line).is_some_and(|head| reads(head.method.as_deref(), head.id.as_ref()))
         }
+    }
+}
+
+/// What differs between the JSON-RPC wires (Codex, Grok); [`on_line`] is what they share.
+pub(crate) trait RpcWire {
+    /// Whether a line with this head can change anything here (most lines pass on unread).
+    fn reads(&self, side: Side, method: Option<&str>, id: Option<&Value>) -> bool;
+    /// A message the extension sent: it is always forwarded.
+    fn extension_message(&mut self, message: Message<'_>, now_ms: u64, out: &mut Vec<Action>);
+    /// A message the agent sent; `false` drops it (a response to one of our requests, a
+    /// bridged turn's held-back thinking).
+    fn agent_message(&mut self, message: Message<'_>, now_ms: u64, out: &mut Vec<Action>) -> bool;
+    /// Whether the sessions changed since the last call.
+    fn take_sessions_changed(&mut self) -> bool;
+}
+
+/// One line through a JSON-RPC wire: read only when the wire cares, forwarded as it came
+/// unless the wire drops it, the wire's own lines after the one that prompted them.
+pub(crate) fn on_line(
+    wire: &mut impl RpcWire,
+    side: Side,
+    line: &[u8],
+    now_ms: u64,
+    out: &mut Vec<Action>,
+) {
+    if !needs_reading(line, |method, id| wire.reads(side, method, id)) {
+        out.push(Action::Forward);
+        return;
+    }
+    let Ok(value) = serde_json::from_slice::<Value>(line) else {
+        out.push(Action::Forward);
+        return;
+    };
+    let Some(message) = classify(&value) else {
+        out.push(Action::Forward);
+        return;
+    };
+    let mut ours = Vec::new();
+    let forward = match side {
+        Side::Extension => {
+            wire.extension_message(message, now_ms, &mut ours);
+            true
+        }
+        Side::Agent => wire.agent_message(message, now_ms, &mut ours),
+    };
+    if forward {
+        out.push(Action::Forward);
+    }
+    out.append(&mut ours);
+    flush_changes(wire, out);
+}
+
+/// Asks for the registration to be rewritten when the wire's sessions changed.
+pub(crate) fn flush_changes(wire: &mut impl RpcWire, out: &mut Vec<Action>) {
+    if wire.take_sessions_changed() {
+        out.push(Action::SessionsChanged);
     }
 }
 

@@ -4,8 +4,8 @@
 pub mod agents;
 pub mod binaries;
 pub mod endpoint;
-pub mod panel;
 pub mod foreign_stores;
+pub mod panel;
 pub mod synthetic_stores;
 
 pub use endpoint::{
