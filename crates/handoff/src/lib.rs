@@ -22,7 +22,7 @@ pub mod destinations;
 mod error;
 pub mod receipt;
 pub mod render;
-mod run;
+use cross_agent_process::run;
 pub mod source;
 
 pub use error::{HandoffError, Result};

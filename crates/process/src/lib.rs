@@ -2,13 +2,16 @@
 //! whether a process group still runs, and a process's parent, name and command line. The
 //! daemon client (stopping a daemon), the transports (a turn's process group), the caller
 //! context (the ancestry that tells who is calling) and the engine (is a pid still the agent it
-//! was) all ask these; before, each read `/proc` its own way.
+//! was) all ask these; before, each read `/proc` its own way. [`run`] runs a short-lived program
+//! with a deadline (an agent CLI's `--version`, `login status`, a compact).
 //!
 //! Linux answers from `/proc`. Elsewhere liveness falls back to signals (a zombie then counts
 //! as alive) and what only `/proc` knows is `None`. This crate depends on nothing of
 //! cross-agent's, so every crate can use it.
 
 use rustix::process::Pid;
+
+pub mod run;
 
 fn pid_of(pid: u32) -> Option<Pid> {
     i32::try_from(pid).ok().and_then(Pid::from_raw)

@@ -7,10 +7,10 @@
 //! What is broken makes the exit status non-zero; what the person has simply not set up (an
 //! agent not installed, no shims, no hooks, no Telegram) is said as such and is not a failure.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Result;
 use clap::Args;
@@ -634,49 +634,14 @@ struct Finished {
     stderr: String,
 }
 
-/// Runs a program with a deadline, killing it past that; `None` when it did not finish.
+/// Runs a program with a deadline, killing its process group past that; `None` when it did not
+/// finish.
 fn run_briefly(command: &mut Command, timeout: Duration) -> Option<Finished> {
-    let mut child = command
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .ok()?;
-    let drain = |pipe: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut text = String::new();
-            if let Some(mut pipe) = pipe {
-                let _ = pipe.read_to_string(&mut text);
-            }
-            text
-        })
-    };
-    let stdout = drain(
-        child
-            .stdout
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    );
-    let stderr = drain(
-        child
-            .stderr
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    );
-    let deadline = Instant::now() + timeout;
-    loop {
-        match child.try_wait() {
-            Ok(Some(_)) => break,
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return None;
-            }
-        }
-    }
+    // The callers build the command in place; it is taken whole and not used again.
+    let command = std::mem::replace(command, Command::new(command.get_program()));
+    let finished = cross_agent_process::run::run(command, None, timeout).ok()?;
     Some(Finished {
-        stdout: stdout.join().unwrap_or_default(),
-        stderr: stderr.join().unwrap_or_default(),
+        stdout: String::from_utf8_lossy(&finished.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&finished.stderr).into_owned(),
     })
 }
