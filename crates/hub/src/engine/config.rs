@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use cross_agent_protocol::settings as var;
+use cross_agent_stores::live::LiveOptions;
 
 /// `CROSS_AGENT_DELIVERY_TTL`'s default: 7 days.
 const DEFAULT_DELIVERY_TTL: Duration = Duration::from_secs(604_800);
@@ -27,6 +28,9 @@ pub struct EngineConfig {
     /// `CROSS_AGENT_LATE_ANSWER_WATCH` where no registration is at hand (an orphan's answer
     /// read back at start).
     pub late_answer_watch_secs: u64,
+    /// How the session index keeps current (`CROSS_AGENT_INDEX_REWALK_MS`,
+    /// `CROSS_AGENT_INDEX_NOTIFY`).
+    pub index: LiveOptions,
 }
 
 impl Default for EngineConfig {
@@ -36,6 +40,7 @@ impl Default for EngineConfig {
             late_answer_poll: LATE_ANSWER_POLL,
             transcript_check: TRANSCRIPT_CHECK,
             late_answer_watch_secs: crate::settings::DEFAULT_LATE_ANSWER_WATCH_SECS,
+            index: LiveOptions::default(),
         }
     }
 }
@@ -61,6 +66,12 @@ impl EngineConfig {
             late_answer_watch_secs: var(var::LATE_ANSWER_WATCH)
                 .and_then(|v| v.trim().parse::<u64>().ok())
                 .unwrap_or(defaults.late_answer_watch_secs),
+            index: LiveOptions {
+                rewalk: number(var::INDEX_REWALK_MS)
+                    .map_or(defaults.index.rewalk, Duration::from_millis),
+                notifications: var(var::INDEX_NOTIFY)
+                    .is_none_or(|v| !matches!(v.trim(), "off" | "0" | "false")),
+            },
         }
     }
 
