@@ -3,4 +3,5 @@ mod database;
 mod decisions;
 mod escaping;
 mod home_safety;
+mod live_index;
 mod sessions;
