@@ -554,7 +554,7 @@ import sys, time, duckdb
 pattern, since, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
 con = duckdb.connect()
 query = ("SELECT kind, count(*) AS n FROM read_json(?, format='newline_delimited', "
-         "columns={'at': 'VARCHAR', 'kind': 'VARCHAR'}) WHERE at >= ? GROUP BY kind")
+         "columns={'at': 'VARCHAR', 'kind': 'VARCHAR'}) WHERE \"at\" >= ? GROUP BY kind")
 for _ in range(runs):
     started = time.perf_counter()
     rows = con.execute(query, [pattern, since]).fetchall()

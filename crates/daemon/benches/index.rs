@@ -21,15 +21,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{CHILD_VAR, report, spawn, wait_for_daemon};
 use cross_agent_daemon::entry::{Mode, run_process};
 use cross_agent_ipc::blocking::BlockingClient;
 use cross_agent_ipc::{ConnectOptions, Home};
@@ -99,7 +96,9 @@ fn main() {
     );
     println!(
         "  load average: {}",
-        fs::read_to_string("/proc/loadavg").unwrap_or_default().trim()
+        fs::read_to_string("/proc/loadavg")
+            .unwrap_or_default()
+            .trim()
     );
 
     let call = |params: &IndexSessionsParams| {
@@ -244,4 +243,46 @@ fn bench_dir(spec: &SyntheticSpec) -> PathBuf {
             spec.claude, spec.codex, spec.grok, spec.size_scale
         )),
     }
+}
+
+/// Set in the child: the bench binary runs the daemon instead of the bench. (The other daemon
+/// benches share these few helpers in `common`, with a temporary place and a peer stand-in this
+/// one has no use for: a bench that left those unused would not build warning-free.)
+const CHILD_VAR: &str = "CROSS_AGENT_BENCH_DAEMON";
+
+/// The bench binary again, as a daemon on `home`, with `env` added.
+fn spawn(home: &Home, env: &[(&str, &str)]) -> Child {
+    Command::new(std::env::current_exe().unwrap())
+        .env(CHILD_VAR, "1")
+        .env("CROSS_AGENT_HOME", home.root())
+        .envs(env.iter().copied())
+        .env_remove("CROSS_AGENT_DEBUG")
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+fn wait_for_daemon(home: &Home, options: &ConnectOptions) -> BlockingClient {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Ok(client) = BlockingClient::connect(home, options) {
+            return client;
+        }
+        assert!(Instant::now() < deadline, "the daemon did not come up");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A figure's median and spread.
+fn report(label: &str, samples: &[Duration]) {
+    let mut sorted = samples.to_vec();
+    sorted.sort();
+    let at = |p: f64| sorted[((sorted.len() - 1) as f64 * p) as usize];
+    println!(
+        "{label}: median {:.2?}, p90 {:.2?}, max {:.2?} ({} samples)",
+        at(0.5),
+        at(0.9),
+        sorted[sorted.len() - 1],
+        sorted.len()
+    );
 }

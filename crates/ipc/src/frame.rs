@@ -14,8 +14,10 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 use crate::error::{Error, Result};
 
 /// The largest frame either side accepts, in bytes (without the newline). Big enough for any
-/// message an agent would relay; small enough that a runaway writer cannot exhaust memory.
-pub const MAX_FRAME_BYTES: usize = 8 * 1024 * 1024;
+/// message an agent would relay and for the whole session index the CLI asks for (about 400
+/// bytes a session: 22,000 sessions are 9 MB); small enough that a runaway writer cannot
+/// exhaust memory.
+pub const MAX_FRAME_BYTES: usize = 64 * 1024 * 1024;
 
 /// Reads frames from a buffered stream.
 #[derive(Debug)]

@@ -776,7 +776,10 @@ pub fn generate(home: &Path, spec: &SyntheticSpec) -> Result<Generated> {
 /// already (the benchmarks share one). What [`generate`] reported is kept beside it
 /// (`generated.json`) as the truth a listing is checked against; the duration is `None` when
 /// the store was reused. "Now" is fixed at generation, so a reused store keeps its shape.
-pub fn ensure(home: &Path, spec: &SyntheticSpec) -> Result<(Generated, Option<std::time::Duration>)> {
+pub fn ensure(
+    home: &Path,
+    spec: &SyntheticSpec,
+) -> Result<(Generated, Option<std::time::Duration>)> {
     let marker = home.with_file_name("generated.txt");
     let truth = home.with_file_name("generated.json");
     let key = format!(

@@ -165,8 +165,13 @@ fn from_daemon(
     resolve: Option<IndexResolve>,
 ) -> Result<IndexSessionsResponse, String> {
     let home = Home::from_env().map_err(|e| escape(&e.to_string()).into_owned())?;
-    let client = BlockingClient::connect(&home, &ConnectOptions::new(ClientKind::Cli))
-        .map_err(|e| format!("no cross-agent daemon answered ({})", escape(&e.to_string())))?;
+    let client =
+        BlockingClient::connect(&home, &ConnectOptions::new(ClientKind::Cli)).map_err(|e| {
+            format!(
+                "no cross-agent daemon answered ({})",
+                escape(&e.to_string())
+            )
+        })?;
     let params = IndexSessionsParams {
         agents: agents.to_vec(),
         resolve,

@@ -76,7 +76,10 @@ impl User {
     fn resolve(&self, agent: &str, query: &str) -> Option<String> {
         let out = self.run(&["sessions", "resolve", agent, query, "--json"]);
         let stderr = text(&out.stderr);
-        assert!(!stderr.contains(DIRECT_NOTE), "not through the daemon: {stderr}");
+        assert!(
+            !stderr.contains(DIRECT_NOTE),
+            "not through the daemon: {stderr}"
+        );
         if !out.status.success() {
             return None;
         }
@@ -132,7 +135,10 @@ fn a_session_renamed_created_or_appended_under_a_running_daemon_is_seen_by_the_n
     rollout.user("port it", now_millis() - MINUTE);
     rollout.write().unwrap();
     user.start_daemon();
-    assert_eq!(user.resolve("claude", "before").as_deref(), Some("c-renamed"));
+    assert_eq!(
+        user.resolve("claude", "before").as_deref(),
+        Some("c-renamed")
+    );
     assert_eq!(user.resolve("claude", "after"), None);
 
     // `/rename` in Claude Code appends a `custom-title` record to the transcript.

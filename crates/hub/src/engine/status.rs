@@ -7,9 +7,8 @@ use std::path::{Path, PathBuf};
 use cross_agent_protocol::bridge::{
     AgentFilter, BridgeStatusParams, BridgeStatusResponse, BusyLockStatus, CallerContext,
     DeliveriesStatus, DeliveryRecord, DeliveryState, IndexSessionsParams, IndexSessionsResponse,
-    IndexedSession, LateAnswerWatch, ListSessionsParams,
-    ListSessionsResponse, PeerTranscript, ResolvedSession, ServerProcess, SessionEntry,
-    TargetSelectedBy,
+    IndexedSession, LateAnswerWatch, ListSessionsParams, ListSessionsResponse, PeerTranscript,
+    ResolvedSession, ServerProcess, SessionEntry, TargetSelectedBy,
 };
 use cross_agent_protocol::vocabulary::TargetKey;
 use cross_agent_stores::resolve::{self};
