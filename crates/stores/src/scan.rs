@@ -1,9 +1,9 @@
 //! One listing of every session on disk: load the persisted index, bring it up to date, apply
 //! the names kept beside the transcripts, and save it again.
 //!
-//! This is what the `sessions` command (without a daemon) and the daemon's live index call. The result holds every
-//! session of every agent, newest first — no cap: resolution over it is a scan of a `Vec` in
-//! memory, and the index makes producing it cheap (see [`crate::index`]).
+//! This is what the `sessions` command (without a daemon) and the daemon's live index call. The
+//! result holds every session of every agent, newest first — no cap: resolution over it is a
+//! scan of a `Vec` in memory, and the index makes producing it cheap (see [`crate::index`]).
 //!
 //! The cache lives at `$CROSS_AGENT_HOME/cache/sessions-index.bin` ([`cache_file`]), with the
 //! journal of its changes and the folder listings beside it; the caller decides whether that
