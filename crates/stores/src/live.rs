@@ -137,6 +137,15 @@ impl LiveScanner {
         listing
     }
 
+    /// Marks `agent`'s listing stale, so the next listing walks its store without waiting for a
+    /// notification: for a change the owner made itself (a turn it ran wrote a transcript), which
+    /// the next listing must show even if the notification is still on its way.
+    pub fn mark_stale(&self, agent: Agent) {
+        if let Some(watch) = &self.watch {
+            watch.stale[agent_slot(agent)].store(true, Ordering::SeqCst);
+        }
+    }
+
     /// Refreshes every agent listed before whose store changed or whose re-walk is due, so the
     /// next listing finds it current. For a timer of the owning process.
     pub fn catch_up(&mut self) {

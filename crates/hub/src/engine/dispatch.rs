@@ -219,6 +219,9 @@ impl Engine {
         confirmed: Option<String>,
     ) {
         let agent = record.target_agent;
+        // The turn wrote the peer's transcript: the next listing reads it, whether or not the
+        // file-system notification has arrived yet.
+        lock(&self.inner.scan).mark_stale(agent);
         record.finished_at = Some(now_rfc3339());
         match outcome {
             Ok(outcome) => {
