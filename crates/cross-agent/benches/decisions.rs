@@ -15,7 +15,10 @@
 //! - `CROSS_AGENT_BENCH_DIR` where the log is written (default a temporary directory).
 //!
 //! The files are in the OS page cache when queried (just written); the raw read of every byte is
-//! printed for scale.
+//! printed for scale. Beside ours, in the same run: DuckDB's `read_json` answering the same
+//! question over the same files (when a Python with the `duckdb` package is found: the bench
+//! tools' venv `.tools/bench-venv`, which `scripts/bench-tools` makes, else `python3`), and
+//! `grep -c` passing over every byte, the floor.
 
 use std::fs::{self, File};
 use std::io::{BufWriter, Read, Write};
@@ -136,6 +139,19 @@ fn main() -> Result<()> {
 
     let append = writer_cost(if full { 20_000 } else { 2_000 })?;
 
+    // Peers on the same files: DuckDB's JSON reader answering the same question (when the
+    // `duckdb` Python package is there), and `grep -c` passing over every byte once.
+    let since_text = by_kind.since.clone().unwrap_or_default();
+    let duckdb = duckdb_times(&dir, &since_text, runs);
+    let (_, grep_times) = repeat(runs, || {
+        Command::new("grep")
+            .arg("-c")
+            .arg("\"kind\"")
+            .args(log_files(&dir)?)
+            .output()
+            .context("running grep")
+    })?;
+
     println!();
     println!(
         "  {:<58} {:>10} {:>10} {:>8}",
@@ -161,6 +177,15 @@ fn main() -> Result<()> {
         &bin_times,
         Some(TARGET),
     );
+    match &duckdb {
+        Ok((times, total)) => line(
+            &format!("  peer: DuckDB read_json, same query ({total} matched)"),
+            times,
+            None,
+        ),
+        Err(why) => println!("  {:<58} {why}", "  peer: DuckDB"),
+    }
+    line("  floor: grep -c over every file", &grep_times, None);
     line(
         &format!(
             "--by kind, whole log, library ({} matched)",
@@ -212,6 +237,23 @@ fn main() -> Result<()> {
         ms(TARGET),
         if median <= TARGET { "met" } else { "NOT met" }
     );
+    if let Ok((times, duck_total)) = &duckdb {
+        let (duck, _) = stats(times);
+        let (lib, _) = stats(&lib_times);
+        println!(
+            "  goal: ≤ DuckDB ({:.0} ms): library {:.0} ms, binary {:.0} ms — {}",
+            ms(duck),
+            ms(lib),
+            ms(median),
+            if median <= duck { "met" } else { "NOT met" }
+        );
+        if *duck_total != lib_total {
+            println!(
+                "  (DuckDB counted {duck_total}, the library {lib_total}: the window's edge \
+                 moved between them)"
+            );
+        }
+    }
     Ok(())
 }
 
@@ -474,4 +516,76 @@ fn env_or<T: std::str::FromStr>(name: &str, default: T) -> Result<T> {
             .map_err(|_| anyhow::anyhow!("{name}={v:?} is not valid")),
         _ => Ok(default),
     }
+}
+
+/// The log's files, for the peers' command lines.
+fn log_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("decisions") && n.ends_with(".jsonl"))
+        })
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+/// A Python with the `duckdb` package: the bench tools' venv (`scripts/bench-tools` makes it),
+/// else `python3` from the path.
+fn duckdb_python() -> Option<PathBuf> {
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.tools/bench-venv/bin/python");
+    [venv, PathBuf::from("python3")].into_iter().find(|python| {
+        Command::new(python)
+            .args(["-c", "import duckdb"])
+            .output()
+            .is_ok_and(|out| out.status.success())
+    })
+}
+
+/// DuckDB's `read_json` over the same files answering `--since SINCE --by kind`: each run's time
+/// measured inside Python (so the interpreter's start is not counted), and the count matched.
+fn duckdb_times(dir: &Path, since: &str, runs: usize) -> Result<(Vec<Duration>, u64), String> {
+    let python = duckdb_python()
+        .ok_or("not measured: no Python with `duckdb` (scripts/bench-tools installs it)")?;
+    let script = r#"
+import sys, time, duckdb
+pattern, since, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+con = duckdb.connect()
+query = ("SELECT kind, count(*) AS n FROM read_json(?, format='newline_delimited', "
+         "columns={'at': 'VARCHAR', 'kind': 'VARCHAR'}) WHERE \"at\" >= ? GROUP BY kind")
+for _ in range(runs):
+    started = time.perf_counter()
+    rows = con.execute(query, [pattern, since]).fetchall()
+    took = time.perf_counter() - started
+    print(took, sum(n for _, n in rows))
+"#;
+    let pattern = dir.join("decisions*.jsonl");
+    let out = Command::new(&python)
+        .arg("-c")
+        .arg(script)
+        .arg(&pattern)
+        .arg(since)
+        .arg(runs.to_string())
+        .output()
+        .map_err(|e| format!("not measured: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "not measured: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    let mut times = Vec::new();
+    let mut total = 0;
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let mut parts = line.split_whitespace();
+        let secs: f64 = parts.next().and_then(|t| t.parse().ok()).unwrap_or(0.0);
+        total = parts.next().and_then(|n| n.parse().ok()).unwrap_or(0);
+        times.push(Duration::from_secs_f64(secs));
+    }
+    if times.is_empty() {
+        return Err("not measured: DuckDB printed nothing".to_owned());
+    }
+    Ok((times, total))
 }

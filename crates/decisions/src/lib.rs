@@ -4,7 +4,8 @@
 //! - [`writer`]: [`DecisionLog`], the cheap cloneable handle the engine records with; appends are
 //!   whole lines with several writers (threads and processes), and never fail the caller.
 //! - [`rotate`]: numbered files (`decisions.1.jsonl`, …) by size, about two weeks kept.
-//! - [`query`]: filters and grouped counts over every file, without a daemon.
+//! - [`query`]: filters and grouped counts over every file, without a daemon; `ranges`: where in
+//!   each file it reads (a `--since` window's start by bisection, pieces for the cores).
 //! - [`events`]: the engine's decisions built from the values it has in hand.
 //! - [`redact`]: what is withheld from a line (payloads, secrets).
 //! - [`line`], [`clock`]: reading a line cheaply; the one timestamp shape.
@@ -18,6 +19,7 @@ mod error;
 pub mod events;
 pub mod line;
 pub mod query;
+mod ranges;
 pub mod redact;
 pub mod rotate;
 pub mod writer;

@@ -5,7 +5,9 @@
 //! A file whose records all lie outside the window is not read at all (its first and last
 //! records are looked at, with a minute's slack for writers' clocks). In the files that are
 //! read, a line's `at` is compared as a string before anything else is parsed
-//! ([`crate::line`]), and files are scanned in parallel.
+//! ([`crate::line`]). With a `--since`, each file is read from the window's start, found by
+//! bisecting it ([`crate::ranges`]); what is read is cut into pieces split at newlines, scanned on
+//! every core.
 //!
 //! Lines that are not records (torn by a crash, not JSON, no `at`) are skipped and counted in
 //! [`Stats::bad_lines`], never fatal. A line outside the window is skipped before it is parsed,
@@ -14,7 +16,7 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::fs::File;
-use std::io::{self, Read};
+use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -23,6 +25,7 @@ use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::line::{self, Found, Wanted};
+use crate::ranges;
 use crate::rotate::{self, CURRENT_FILE};
 use crate::{clock, redact};
 
@@ -292,10 +295,31 @@ pub fn run(dir: &Path, query: &Query) -> Result<Report> {
     let to_read: Vec<&LogFile> = files.iter().filter(|f| plan.may_hold(&f.file)).collect();
     stats.files_skipped = files.len() - to_read.len();
 
-    // One file per task, in order; each worker thread reuses its line buffer.
-    let results: Vec<Partial> = to_read
+    // Each file from the start of the window (found by bisection), cut into pieces that the
+    // cores scan together, in order; each worker thread reuses its line buffer.
+    let mut pieces = Vec::new();
+    for (i, log) in to_read.iter().enumerate() {
+        let len = match log.file.metadata() {
+            Ok(meta) => meta.len(),
+            Err(e) => {
+                stats.unreadable.push((log.path.clone(), e.to_string()));
+                continue;
+            }
+        };
+        let start = match plan.since_ms {
+            Some(since) => {
+                ranges::window_start(&log.file, len, since.saturating_sub(EDGE_SLACK_MS))
+            }
+            None => 0,
+        };
+        ranges::pieces(i, start, len, &mut pieces);
+    }
+    let results: Vec<Partial> = pieces
         .par_iter()
-        .map_init(Vec::new, |buf, log| scan_file(&log.file, &plan, buf))
+        .map_init(Vec::new, |buf, piece| match to_read.get(piece.file) {
+            Some(log) => scan_piece(&log.file, *piece, &plan, buf),
+            None => Partial::default(),
+        })
         .collect();
 
     let mut records: Vec<(String, String)> = Vec::new();
@@ -307,7 +331,7 @@ pub fn run(dir: &Path, query: &Query) -> Result<Report> {
         stats.matched += partial.matched;
         stats.bytes_read += partial.bytes;
         if let Some(error) = partial.error
-            && let Some(log) = to_read.get(i)
+            && let Some(log) = pieces.get(i).and_then(|piece| to_read.get(piece.file))
         {
             stats.unreadable.push((log.path.clone(), error));
         }
@@ -342,14 +366,15 @@ pub fn run(dir: &Path, query: &Query) -> Result<Report> {
     Ok(Report { answer, stats })
 }
 
-fn scan_file(file: &File, plan: &Plan<'_>, buf: &mut Vec<u8>) -> Partial {
+fn scan_piece(file: &File, piece: ranges::Piece, plan: &Plan<'_>, buf: &mut Vec<u8>) -> Partial {
     let mut partial = Partial::default();
-    buf.clear();
-    if let Err(e) = (&*file).read_to_end(buf) {
-        partial.error = Some(e.to_string());
-        return partial;
+    match ranges::read_piece(file, piece, buf) {
+        Ok(read) => partial.bytes = read,
+        Err(e) => {
+            partial.error = Some(e.to_string());
+            return partial;
+        }
     }
-    partial.bytes = buf.len() as u64;
     let mut out: Vec<Option<Found<'_>>> = Vec::new();
     let mut key = String::new();
     let mut start = 0;

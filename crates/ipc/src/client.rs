@@ -71,7 +71,7 @@ impl Client {
         let (read, write) = stream.into_split();
         let pending = Arc::new(Mutex::new(Pending::default()));
         let reader = tokio::spawn(read_answers(
-            FrameReader::new(BufReader::new(read)),
+            FrameReader::with_limit(BufReader::new(read), frame::MAX_REPLY_BYTES),
             Arc::clone(&pending),
             socket.to_owned(),
         ));

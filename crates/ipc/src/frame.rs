@@ -13,9 +13,13 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::error::{Error, Result};
 
-/// The largest frame either side accepts, in bytes (without the newline). Big enough for any
-/// message an agent would relay; small enough that a runaway writer cannot exhaust memory.
+/// The largest request frame, in bytes (without the newline). Big enough for any message an
+/// agent would relay; small enough that a runaway writer cannot exhaust memory.
 pub const MAX_FRAME_BYTES: usize = 8 * 1024 * 1024;
+
+/// The largest reply frame: the daemon's answers may carry the whole session index the CLI asks
+/// for (about 400 bytes a session: 22,000 sessions are 9 MB). Still a bound.
+pub const MAX_REPLY_BYTES: usize = 64 * 1024 * 1024;
 
 /// Reads frames from a buffered stream.
 #[derive(Debug)]
@@ -128,13 +132,13 @@ pub fn decode<T: DeserializeOwned>(frame: &[u8]) -> Result<T> {
     serde_json::from_slice(frame).map_err(|source| Error::Malformed { source })
 }
 
-/// Writes `value` as one frame and flushes.
+/// Writes `value` as one reply frame (at most [`MAX_REPLY_BYTES`]) and flushes.
 pub async fn write_frame<W, T>(writer: &mut W, value: &T) -> std::io::Result<()>
 where
     W: AsyncWrite + Unpin,
     T: Serialize,
 {
-    let bytes = encode(value, MAX_FRAME_BYTES).map_err(std::io::Error::other)?;
+    let bytes = encode(value, MAX_REPLY_BYTES).map_err(std::io::Error::other)?;
     writer.write_all(&bytes).await?;
     writer.flush().await
 }

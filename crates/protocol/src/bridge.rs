@@ -277,6 +277,62 @@ pub struct ListSessionsResponse {
     pub warnings: Vec<String>,
 }
 
+/// `index_sessions`: the sessions the daemon's live index holds, as the store readers see them
+/// (the CLI's `sessions` and `sessions resolve` render them; `list_agent_sessions` is the
+/// tool's shaped view of the same index).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct IndexSessionsParams {
+    /// Whose sessions; every agent when empty.
+    #[serde(default)]
+    pub agents: Vec<Agent>,
+    /// Resolve one id or exact name in the daemon instead of sending the whole listing.
+    #[serde(default)]
+    pub resolve: Option<IndexResolve>,
+    pub caller: CallerContext,
+}
+
+/// An id or exact name to resolve among one agent's sessions (`cross-agent sessions resolve`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct IndexResolve {
+    pub agent: Agent,
+    pub query: String,
+    pub scope: Scope,
+    /// The directory the scope is relative to (absolute).
+    pub cwd: String,
+    /// How many of the newest sessions a name is looked for among (the caller's scan limit).
+    #[serde(default)]
+    pub bound: Option<u64>,
+}
+
+/// One session of the index (the store readers' model).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct IndexedSession {
+    pub agent: Agent,
+    pub session_id: String,
+    pub cwd: Option<String>,
+    pub title: Option<String>,
+    pub title_is_assigned: bool,
+    /// Milliseconds since the Unix epoch.
+    pub first_activity: Option<i64>,
+    pub last_activity: Option<i64>,
+    pub is_working: bool,
+    pub path: String,
+}
+
+/// The sessions asked for, newest first. With `resolve`: the one session it resolved to and
+/// how it matched, or — when it did not resolve — every session of that agent, so the caller
+/// can explain the refusal exactly as its own lookup would.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct IndexSessionsResponse {
+    pub sessions: Vec<IndexedSession>,
+    /// `session_id`, `assigned_name` or `generated_title` when `resolve` found its session.
+    #[serde(default)]
+    pub matched_by: Option<String>,
+    /// Files skipped while reading the stores, one line each naming the file.
+    #[serde(default)]
+    pub warnings: Vec<String>,
+}
+
 /// `pin`: the `pin_agent_session` tool. An empty or absent `session_id` unpins.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PinParams {

@@ -406,6 +406,8 @@ rpc_methods! {
     Send => "send" (crate::bridge::SendParams) -> crate::bridge::SendResponse,
     /// `list_agent_sessions`.
     ListSessions => "list_sessions" (crate::bridge::ListSessionsParams) -> crate::bridge::ListSessionsResponse,
+    /// The live session index: the CLI's `sessions` and `sessions resolve`.
+    IndexSessions => "index_sessions" (crate::bridge::IndexSessionsParams) -> crate::bridge::IndexSessionsResponse,
     /// `pin_agent_session`.
     Pin => "pin" (crate::bridge::PinParams) -> crate::bridge::PinResponse,
     /// `bridge_status`, optionally for one delivery.
@@ -510,6 +512,7 @@ mod tests {
                 "shutdown",
                 "send",
                 "list_sessions",
+                "index_sessions",
                 "pin",
                 "bridge_status",
                 "handover"

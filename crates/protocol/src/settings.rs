@@ -78,3 +78,10 @@ pub const DEBUG: &str = "CROSS_AGENT_DEBUG";
 pub const DELIVERY_TTL: &str = "CROSS_AGENT_DELIVERY_TTL";
 pub const LATE_ANSWER_POLL_MS: &str = "CROSS_AGENT_LATE_ANSWER_POLL_MS";
 pub const TRANSCRIPT_CHECK_MS: &str = "CROSS_AGENT_TRANSCRIPT_CHECK_MS";
+
+// The daemon's live session index: how often each store is walked again whatever the
+// file-system notifications said (the safety net for lost ones), and `off` for a filesystem that
+// sends none, where listings are then as current as that re-walk keeps them.
+
+pub const INDEX_REWALK_MS: &str = "CROSS_AGENT_INDEX_REWALK_MS";
+pub const INDEX_NOTIFY: &str = "CROSS_AGENT_INDEX_NOTIFY";

@@ -573,6 +573,26 @@ impl SessionIndex {
     }
 }
 
+/// How many files are read at once when many are (a cold listing): sized for the storage, not
+/// for the cores. A file read from a cold page cache is mostly waiting on the device, and an SSD
+/// (or a virtual disk) answers many requests at once only if it is given them: one reader per
+/// core leaves it idle most of the time. Each reader holds one 256 KiB buffer, so the pool adds
+/// 4 MiB at most.
+pub const IO_READERS: usize = 16;
+
+/// The fewest files for which the readers are [`IO_READERS`] rather than one per core: below it
+/// the pool's threads would cost more than they save.
+const IO_POOL_MIN_FILES: usize = 64;
+
+/// The threads for `files` reads (or folder visits) when the caller asked for `threads`.
+pub(crate) fn io_threads(threads: usize, files: usize) -> usize {
+    if files >= IO_POOL_MIN_FILES {
+        threads.max(IO_READERS)
+    } else {
+        threads
+    }
+}
+
 /// The fewest items a parallel run over sessions or sources takes. Copying sessions out of the
 /// cache (three strings each) and matching files to entries are most of what is left of a warm
 /// listing once the files are `stat`ed, so they are split over the cores — but only in runs
@@ -723,6 +743,13 @@ fn discover_cached(
         }
     }
     let just_roots: Vec<WalkRoot> = walk_roots.iter().map(|(_, r)| r.clone()).collect();
+    // With no folder listings remembered the walk lists every folder, likely from a cold cache:
+    // it waits on the device as the reads do, and gets as many threads.
+    let threads = if dirs.is_empty() {
+        io_threads(threads, usize::MAX)
+    } else {
+        threads
+    };
     let (found, dirs, stats) = crate::walk::walk(&just_roots, threads, dirs, warnings);
     // One vector of the exact size, filled once: 24,000 sources are 3 MB, and every fresh
     // page of memory costs a fault (slow in a virtual machine). One more slot for Codex's names
@@ -767,9 +794,11 @@ struct JobResult {
     warnings: Vec<StoreWarning>,
 }
 
-/// Reads the changed files on `threads` threads. Each file is a task of its own, so one 50 MB
-/// transcript does not leave the other threads idle.
+/// Reads the changed files on `threads` threads — or, when there are many (a cold listing), on
+/// at least [`IO_READERS`]. Each file is a task of its own, so one 50 MB transcript does not
+/// leave the other threads idle.
 fn run_jobs(jobs: Vec<Job>, threads: usize, blob: &[u8]) -> Vec<JobResult> {
+    let threads = io_threads(threads, jobs.len());
     crate::parallel::on_threads(threads, || {
         jobs.into_par_iter()
             .with_max_len(1)

@@ -4,6 +4,7 @@
 //! - [`roots`]: where each store is, and the (size, mtime) stamps discovery lists without reading;
 //! - [`lines`]: reading complete lines from a byte offset, so a fold resumes where it stopped;
 //! - [`claude`], [`codex`], [`grok`]: each agent's discovery, listing fold and side names;
+//! - [`live`]: the index a long-lived process keeps current by file-system notifications;
 //! - [`turns`]: one session's turns, messages, tool calls and results, for recovering answers.
 //! - [`foreign`]: Cursor and Antigravity sessions, read into the same turns for handoff briefs.
 
@@ -14,6 +15,7 @@ pub mod foreign;
 pub mod grok;
 pub mod index;
 pub mod lines;
+pub mod live;
 pub mod model;
 mod parallel;
 pub mod resolve;

@@ -106,3 +106,35 @@ pub trait TranscriptFold: Default + Serialize + DeserializeOwned {
         let _ = (bytes, path, warnings);
     }
 }
+
+impl From<&Session> for cross_agent_protocol::bridge::IndexedSession {
+    fn from(s: &Session) -> Self {
+        cross_agent_protocol::bridge::IndexedSession {
+            agent: s.agent,
+            session_id: s.session_id.clone(),
+            cwd: s.cwd.as_ref().map(|p| p.to_string_lossy().into_owned()),
+            title: s.title.clone(),
+            title_is_assigned: s.title_is_assigned,
+            first_activity: s.first_activity.map(|t| t.0),
+            last_activity: s.last_activity.map(|t| t.0),
+            is_working: s.is_working,
+            path: s.path.to_string_lossy().into_owned(),
+        }
+    }
+}
+
+impl From<cross_agent_protocol::bridge::IndexedSession> for Session {
+    fn from(s: cross_agent_protocol::bridge::IndexedSession) -> Self {
+        Session {
+            agent: s.agent,
+            session_id: s.session_id,
+            cwd: s.cwd.map(PathBuf::from),
+            title: s.title,
+            title_is_assigned: s.title_is_assigned,
+            first_activity: s.first_activity.map(UnixMillis),
+            last_activity: s.last_activity.map(UnixMillis),
+            is_working: s.is_working,
+            path: PathBuf::from(s.path),
+        }
+    }
+}

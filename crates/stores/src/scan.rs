@@ -1,9 +1,9 @@
 //! One listing of every session on disk: load the persisted index, bring it up to date, apply
 //! the names kept beside the transcripts, and save it again.
 //!
-//! This is what the `sessions` command and (later) the daemon call. The result holds every
-//! session of every agent, newest first — no cap: resolution over it is a scan of a `Vec` in
-//! memory, and the index makes producing it cheap (see [`crate::index`]).
+//! This is what the `sessions` command (without a daemon) and the daemon's live index call. The
+//! result holds every session of every agent, newest first — no cap: resolution over it is a
+//! scan of a `Vec` in memory, and the index makes producing it cheap (see [`crate::index`]).
 //!
 //! The cache lives at `$CROSS_AGENT_HOME/cache/sessions-index.bin` ([`cache_file`]), with the
 //! journal of its changes and the folder listings beside it; the caller decides whether that
@@ -70,9 +70,10 @@ impl Listing {
 /// Lists every session under `roots`, starting from and updating the cache in `options`.
 /// Never fails: a store or cache problem is a warning, and the listing goes on without it.
 ///
-/// For one listing in a short-lived process (the CLI). A long-lived one (the daemon) keeps a
-/// [`Scanner`], which holds the index in memory between listings instead of loading the cache
-/// file each time.
+/// For one listing in a short-lived process (the CLI without a daemon). A long-lived one (the
+/// daemon) keeps a [`crate::live::LiveScanner`]: a [`Scanner`], which holds the index in memory
+/// between listings instead of loading the cache file each time, kept current by file-system
+/// notifications.
 pub fn list_sessions(roots: &StoreRoots, options: &ScanOptions) -> Listing {
     let agents = wanted_agents(options);
     let mut warnings = Warnings::default();

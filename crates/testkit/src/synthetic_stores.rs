@@ -562,9 +562,9 @@ impl SyntheticSpec {
 }
 
 /// A session the generator gave a unique name, for lookups to aim at.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct NamedSession {
-    pub agent: &'static str,
+    pub agent: String,
     pub session_id: String,
     pub name: String,
     /// The transcript (Claude, Codex) or session folder (Grok).
@@ -573,7 +573,7 @@ pub struct NamedSession {
 }
 
 /// What [`generate`] wrote.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Generated {
     pub files: usize,
     pub bytes: u64,
@@ -772,6 +772,45 @@ pub fn generate(home: &Path, spec: &SyntheticSpec) -> Result<Generated> {
     Ok(out)
 }
 
+/// The store of `spec` in `home`, generated unless a complete one for the same spec is there
+/// already (the benchmarks share one). What [`generate`] reported is kept beside it
+/// (`generated.json`) as the truth a listing is checked against; the duration is `None` when
+/// the store was reused. "Now" is fixed at generation, so a reused store keeps its shape.
+pub fn ensure(
+    home: &Path,
+    spec: &SyntheticSpec,
+) -> Result<(Generated, Option<std::time::Duration>)> {
+    let marker = home.with_file_name("generated.txt");
+    let truth = home.with_file_name("generated.json");
+    let key = format!(
+        "v{GENERATOR_VERSION} {} {} {} {} {}",
+        spec.claude, spec.codex, spec.grok, spec.size_scale, spec.seed
+    );
+    if let Ok(text) = fs::read_to_string(&marker)
+        && let Some((stored_key, _generated_at)) = text.trim().rsplit_once(' ')
+        && stored_key == key
+        && let Ok(json) = fs::read(&truth)
+        && let Ok(generated) = serde_json::from_slice::<Generated>(&json)
+    {
+        return Ok((generated, None));
+    }
+    if home.exists() {
+        fs::remove_dir_all(home).with_context(|| home.display().to_string())?;
+    }
+    let now = now_millis();
+    let spec = SyntheticSpec {
+        now,
+        ..spec.clone()
+    };
+    let started = std::time::Instant::now();
+    let generated = generate(home, &spec)?;
+    let took = started.elapsed();
+    fs::write(&truth, serde_json::to_vec(&generated)?)
+        .with_context(|| truth.display().to_string())?;
+    fs::write(&marker, format!("{key} {now}\n")).with_context(|| marker.display().to_string())?;
+    Ok((generated, Some(took)))
+}
+
 fn create(path: &Path) -> Result<BufWriter<File>> {
     if let Some(dir) = path.parent() {
         fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
@@ -871,7 +910,7 @@ fn generate_claude(
     }
     w.flush().with_context(|| path.display().to_string())?;
     let named = name.map(|name| NamedSession {
-        agent: "claude",
+        agent: "claude".to_owned(),
         session_id: id,
         name,
         path: path.clone(),
@@ -945,7 +984,7 @@ fn generate_codex(
             rfc3339(end)
         )?;
         Some(NamedSession {
-            agent: "codex",
+            agent: "codex".to_owned(),
             session_id: id,
             name,
             path,
@@ -1016,7 +1055,7 @@ fn generate_grok(
     fs::write(&summary_path, &summary).with_context(|| summary_path.display().to_string())?;
     written += summary.len() as u64;
     let named = name.map(|name| NamedSession {
-        agent: "grok",
+        agent: "grok".to_owned(),
         session_id: id,
         name,
         path: s.dir.clone(),

@@ -16,8 +16,12 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
-use cross_agent_ipc::Home;
-use cross_agent_protocol::bridge::RefusalReason;
+use cross_agent_ipc::blocking::BlockingClient;
+use cross_agent_ipc::{ConnectOptions, Error as IpcError, Home};
+use cross_agent_protocol::bridge::{
+    IndexResolve, IndexSessionsParams, IndexSessionsResponse, RefusalReason,
+};
+use cross_agent_protocol::rpc::{ClientKind, ErrorCode};
 use cross_agent_stores::index::RefreshOptions;
 use cross_agent_stores::resolve::{
     self, ActiveWindow, Candidate, Lookup, MatchedBy, ScanBound, Scope,
@@ -113,12 +117,84 @@ impl SessionsArgs {
     }
 }
 
+/// The sessions a command works on, and — when the daemon resolved the query itself — how it
+/// matched (its one session is then the only one).
+struct Loaded {
+    sessions: Vec<Session>,
+    matched_by: Option<MatchedBy>,
+}
+
+impl Loaded {
+    fn of(&self, agent: Agent) -> impl Iterator<Item = &Session> {
+        self.sessions.iter().filter(move |s| s.agent == agent)
+    }
+}
+
+/// The sessions of `agents` from the daemon's live index; with the daemon down (or too old to
+/// serve it), from the stores directly, saying so on stderr. Skipped files are reported on
+/// stderr either way.
+fn load(agents: Vec<Agent>, resolve: Option<IndexResolve>) -> Loaded {
+    match from_daemon(&agents, resolve) {
+        Ok(response) => {
+            let mut stderr = std::io::stderr().lock();
+            for warning in &response.warnings {
+                let _ = writeln!(stderr, "warning: {}", escape(warning));
+            }
+            let matched_by = response.matched_by.as_deref().and_then(|m| {
+                serde_json::from_value::<MatchedBy>(Value::String(m.to_owned())).ok()
+            });
+            Loaded {
+                sessions: response.sessions.into_iter().map(Session::from).collect(),
+                matched_by,
+            }
+        }
+        Err(why) => {
+            eprintln!("note: {why}; reading the stores directly");
+            Loaded {
+                sessions: scan_directly(agents).sessions,
+                matched_by: None,
+            }
+        }
+    }
+}
+
+/// Asks a running daemon (never starting one: a listing is not worth a daemon's start) for
+/// its index. The error says why not, for the note on stderr.
+fn from_daemon(
+    agents: &[Agent],
+    resolve: Option<IndexResolve>,
+) -> Result<IndexSessionsResponse, String> {
+    let home = Home::from_env().map_err(|e| escape(&e.to_string()).into_owned())?;
+    let client =
+        BlockingClient::connect(&home, &ConnectOptions::new(ClientKind::Cli)).map_err(|e| {
+            format!(
+                "no cross-agent daemon answered ({})",
+                escape(&e.to_string())
+            )
+        })?;
+    let params = IndexSessionsParams {
+        agents: agents.to_vec(),
+        resolve,
+        caller: super::bridge_client::caller(),
+    };
+    client.call(params).map_err(|e| match e {
+        IpcError::Rpc {
+            code: ErrorCode::MethodNotFound,
+            ..
+        } => "the running cross-agent daemon is older than this command".to_owned(),
+        other => format!(
+            "the cross-agent daemon did not list the sessions ({})",
+            escape(&other.to_string())
+        ),
+    })
+}
+
 /// Lists every session through the persisted index and reports skipped files on stderr.
 ///
 /// The cache lives in the state directory, validated by the same rules as every other piece of
 /// cross-agent state (`ipc::Home`: never `/`, `$HOME` or an agent's own store). A home that is
 /// refused does not stop the listing: it just runs without a cache, and says why.
-fn load(agents: Vec<Agent>) -> Listing {
+fn scan_directly(agents: Vec<Agent>) -> Listing {
     let roots = StoreRoots::from_env();
     // `verify`: the cache is written there, so the home must be this user's alone (spec 004 §7).
     let cache_file = match Home::from_env().and_then(|home| home.verify().map(|_| home)) {
@@ -164,7 +240,7 @@ impl ListArgs {
         let window = ActiveWindow::from_env()?;
         let cwd = cwd_or_current(self.cwd)?;
         let scope = self.scope;
-        let listing = load(self.agent.agents());
+        let listing = load(self.agent.agents(), None);
         let now = UnixMillis::now();
 
         let mut chosen: Vec<(Agent, Vec<&Session>)> = Vec::new();
@@ -222,7 +298,18 @@ impl ResolveArgs {
         let bound = ScanBound::from_env(agent, scope)?;
         let cwd = cwd_or_current(self.cwd)?;
         // Only this agent's store is walked: a name is looked up among one agent's sessions.
-        let listing = load(vec![agent]);
+        // The daemon resolves it in place; it sends them all only when it did not resolve, and
+        // the lookup below then words the refusal.
+        let listing = load(
+            vec![agent],
+            Some(IndexResolve {
+                agent,
+                query: self.query.clone(),
+                scope,
+                cwd: cwd.to_string_lossy().into_owned(),
+                bound: bound.map(|b| b.limit as u64),
+            }),
+        );
         let now = UnixMillis::now();
         let lookup = Lookup {
             agent,
@@ -231,7 +318,14 @@ impl ResolveArgs {
             bound,
         };
         let mut stdout = BufWriter::new(std::io::stdout().lock());
-        match resolve::lookup(&listing.sessions, &self.query, lookup) {
+        let resolved = match (listing.matched_by, listing.sessions.as_slice()) {
+            (Some(matched_by), [session]) => Ok(resolve::Resolved {
+                session,
+                matched_by,
+            }),
+            _ => resolve::lookup(&listing.sessions, &self.query, lookup),
+        };
+        match resolved {
             Ok(found) => {
                 if self.json {
                     let mut value = session_json(found.session, window, now);

@@ -6,4 +6,5 @@ mod handoff;
 mod home_safety;
 mod install;
 mod install_real;
+mod live_index;
 mod sessions;

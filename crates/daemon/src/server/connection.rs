@@ -10,7 +10,9 @@ use cross_agent_ipc::pidfile::PidLock;
 
 use cross_agent_ipc::frame::{self, FrameReader, ReadError};
 use cross_agent_ipc::transport::Stream;
-use cross_agent_protocol::bridge::{BridgeStatusParams, ListSessionsParams, PinParams, SendParams};
+use cross_agent_protocol::bridge::{
+    BridgeStatusParams, IndexSessionsParams, ListSessionsParams, PinParams, SendParams,
+};
 use cross_agent_protocol::rpc::{
     ClientRequest, ErrorCode, HandoverParams, HandoverResponse, HandoverStep, HelloParams,
     HelloResponse, METHODS, Method, PROTOCOL_VERSION, ProtocolMismatchData, Request, RequestId,
@@ -372,6 +374,13 @@ async fn dispatch(
         ClientRequest::ListSessions(params) => (
             engine_call::<ListSessionsParams>(id, shared, move |engine| {
                 engine.list_sessions(params)
+            })
+            .await,
+            After::Continue,
+        ),
+        ClientRequest::IndexSessions(params) => (
+            engine_call::<IndexSessionsParams>(id, shared, move |engine| {
+                Ok(engine.index_sessions(params))
             })
             .await,
             After::Continue,

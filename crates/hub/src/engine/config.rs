@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use cross_agent_protocol::settings as var;
+use cross_agent_stores::live::LiveOptions;
 
 /// `CROSS_AGENT_DELIVERY_TTL`'s default: 7 days.
 const DEFAULT_DELIVERY_TTL: Duration = Duration::from_secs(604_800);
@@ -31,6 +32,9 @@ pub struct EngineConfig {
     pub late_answer_watch_secs: u64,
     /// Between the attempts of return traffic to find the sender's panel again.
     pub return_retry: Duration,
+    /// How the session index keeps current (`CROSS_AGENT_INDEX_REWALK_MS`,
+    /// `CROSS_AGENT_INDEX_NOTIFY`).
+    pub index: LiveOptions,
 }
 
 impl Default for EngineConfig {
@@ -41,6 +45,7 @@ impl Default for EngineConfig {
             transcript_check: TRANSCRIPT_CHECK,
             late_answer_watch_secs: crate::settings::DEFAULT_LATE_ANSWER_WATCH_SECS,
             return_retry: RETURN_RETRY,
+            index: LiveOptions::default(),
         }
     }
 }
@@ -67,6 +72,12 @@ impl EngineConfig {
                 .and_then(|v| v.trim().parse::<u64>().ok())
                 .unwrap_or(defaults.late_answer_watch_secs),
             return_retry: defaults.return_retry,
+            index: LiveOptions {
+                rewalk: number(var::INDEX_REWALK_MS)
+                    .map_or(defaults.index.rewalk, Duration::from_millis),
+                notifications: var(var::INDEX_NOTIFY)
+                    .is_none_or(|v| !matches!(v.trim(), "off" | "0" | "false")),
+            },
         }
     }
 

@@ -302,6 +302,9 @@ impl Engine {
         lock_token: &str,
     ) {
         let agent = record.target_agent;
+        // The turn wrote the peer's transcript: the next listing reads it, whether or not the
+        // file-system notification has arrived yet.
+        lock(&self.inner.scan).mark_stale(agent);
         record.finished_at = Some(now_rfc3339());
         if record.state == DeliveryState::Failed
             && record.will_create_session

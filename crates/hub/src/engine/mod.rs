@@ -72,7 +72,8 @@ use std::time::Duration;
 
 use cross_agent_decisions::{DecisionLog, events};
 use cross_agent_protocol::bridge::{CallerContext, Refusal, RefusalReason};
-use cross_agent_stores::scan::{self, ScanOptions, Scanner};
+use cross_agent_stores::live::LiveScanner;
+use cross_agent_stores::scan::{self, ScanOptions};
 use cross_agent_stores::{Session, StoreRoots, UnixMillis};
 use serde_json::Value;
 use tokio::sync::{Notify, watch};
@@ -104,6 +105,8 @@ use target::{Resolved, cwd_key, lookup_refusal};
 pub const MAX_WORKERS: usize = 4;
 /// A busy lock's lease; renewed every [`LEASE_RENEW`] while its turn runs.
 const LEASE_MS: i64 = 120_000;
+/// How often the daemon brings the session index up to date between listings.
+const INDEX_CATCH_UP: Duration = Duration::from_secs(1);
 /// The answer's first characters kept on the record.
 pub const REPLY_PREVIEW_CHARS: usize = 2000;
 
@@ -167,9 +170,9 @@ struct Inner {
     info: EngineInfo,
     config: EngineConfig,
     db: Mutex<HubDb>,
-    /// The session index, held in memory between listings (one listing at a time: it also
-    /// saves the cache file).
-    scan: Mutex<Scanner>,
+    /// The session index, held in memory and kept current by file-system notifications (one
+    /// listing at a time: it also saves the cache file).
+    scan: Mutex<LiveScanner>,
     turns: Mutex<Vec<StartedTurn>>,
     wake: Notify,
     stop: watch::Sender<bool>,
@@ -257,16 +260,20 @@ impl Engine {
         }
         let (stop, _) = watch::channel(false);
         let state_root = info.state_root.clone();
+        let index_options = config.index;
         let engine = Engine {
             inner: Arc::new(Inner {
                 info,
                 config,
                 db: Mutex::new(db),
-                scan: Mutex::new(Scanner::new(ScanOptions {
-                    cache_file: Some(scan::cache_file(&state_root)),
-                    refresh: Default::default(),
-                    agents: Vec::new(),
-                })),
+                scan: Mutex::new(LiveScanner::new(
+                    ScanOptions {
+                        cache_file: Some(scan::cache_file(&state_root)),
+                        refresh: Default::default(),
+                        agents: Vec::new(),
+                    },
+                    index_options,
+                )),
                 turns: Mutex::new(Vec::new()),
                 wake: Notify::new(),
                 stop,
@@ -306,6 +313,23 @@ impl Engine {
         let engine = self.clone();
         let handle = tokio::spawn(async move { engine.watch_loop().await });
         *lock(&self.inner.watcher) = Some(handle);
+        let engine = self.clone();
+        tokio::spawn(async move { engine.index_loop().await });
+    }
+
+    /// Keeps the session index current between listings: each second, the stores that sent a
+    /// notification (or whose re-walk is due) are refreshed, so a listing rarely waits on a
+    /// walk. Ends when the engine stops.
+    async fn index_loop(self) {
+        let mut stop = self.inner.stop.subscribe();
+        loop {
+            tokio::select! {
+                _ = stop.wait_for(|stopped| *stopped) => return,
+                () = tokio::time::sleep(INDEX_CATCH_UP) => {}
+            }
+            let engine = self.clone();
+            dispatch::off_async(move || lock(&engine.inner.scan).catch_up()).await;
+        }
     }
 
     /// What this daemon still carries.

@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 
 use cross_agent_protocol::bridge::{
     AgentFilter, BridgeStatusParams, BridgeStatusResponse, BusyLockStatus, CallerContext,
-    DeliveriesStatus, DeliveryRecord, DeliveryState, LateAnswerWatch, ListSessionsParams,
-    ListSessionsResponse, PeerTranscript, ResolvedSession, ServerProcess, SessionEntry,
-    TargetSelectedBy,
+    DeliveriesStatus, DeliveryRecord, DeliveryState, IndexSessionsParams, IndexSessionsResponse,
+    IndexedSession, LateAnswerWatch, ListSessionsParams, ListSessionsResponse, PeerTranscript,
+    ResolvedSession, ServerProcess, SessionEntry, TargetSelectedBy,
 };
 use cross_agent_protocol::vocabulary::TargetKey;
 use cross_agent_stores::resolve::{self};
@@ -90,6 +90,45 @@ impl Engine {
             sessions: out,
             warnings,
         })
+    }
+
+    /// `index_sessions`: the live index's sessions of some agents, or the one a query resolves
+    /// to. A query that does not resolve answers with every session of its agent, so the caller
+    /// explains the refusal with its own lookup, word for word as without the daemon.
+    pub fn index_sessions(&self, params: IndexSessionsParams) -> IndexSessionsResponse {
+        let agents = match &params.resolve {
+            Some(query) => vec![query.agent],
+            None => params.agents.clone(),
+        };
+        let (sessions, warnings) = self.list(&params.caller, &agents);
+        if let Some(query) = &params.resolve {
+            let cwd = PathBuf::from(&query.cwd);
+            let lookup = resolve::Lookup {
+                agent: query.agent,
+                scope: query.scope,
+                cwd: &cwd,
+                bound: query.bound.map(|limit| resolve::ScanBound {
+                    limit: usize::try_from(limit).unwrap_or(usize::MAX),
+                    // Named only in a refusal, which the caller words itself.
+                    source: "",
+                }),
+            };
+            if let Ok(found) = resolve::lookup(&sessions, &query.query, lookup) {
+                let matched_by = serde_json::to_value(found.matched_by)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned));
+                return IndexSessionsResponse {
+                    sessions: vec![IndexedSession::from(found.session)],
+                    matched_by,
+                    warnings,
+                };
+            }
+        }
+        IndexSessionsResponse {
+            sessions: sessions.iter().map(IndexedSession::from).collect(),
+            matched_by: None,
+            warnings,
+        }
     }
 
     /// `bridge_status`, optionally re-reading one delivery's answer from the peer's transcript.
