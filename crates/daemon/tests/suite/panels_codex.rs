@@ -131,6 +131,23 @@ impl CodexPanel {
         });
     }
 
+    /// Waits until the thread's MCP servers are ready (their status may come before the
+    /// `thread/start` response, so every line received is looked at).
+    pub fn wait_mcp_ready(&self, thread: &str) {
+        let deadline = Instant::now() + TURN;
+        while !self.driver.lines().iter().any(|l| {
+            l["method"] == "mcpServer/startupStatus/updated"
+                && l["params"]["threadId"] == thread
+                && l["params"]["status"] == "ready"
+        }) {
+            assert!(
+                Instant::now() < deadline,
+                "the MCP servers of {thread} never got ready"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// Whether the extension was shown a user message carrying `needle` (the panel draws it).
     pub fn shows_user_message(&self, needle: &str) -> bool {
         self.driver.lines().iter().any(|l| {
@@ -250,14 +267,7 @@ async fn a_codex_panel_thread_calls_send_to_claude_and_the_bridge_reply_lands_in
     let thread = panel.start_thread(&bridge);
     // As the extension does, the first turn waits for the thread's MCP servers (Codex itself
     // waits only about a second, then runs without their tools).
-    panel
-        .driver
-        .next_line(TURN, |l| {
-            l["method"] == "mcpServer/startupStatus/updated"
-                && l["params"]["threadId"] == thread
-                && l["params"]["status"] == "ready"
-        })
-        .unwrap();
+    panel.wait_mcp_ready(&thread);
     // A second thread in the same app-server: the reply must find the one that asked.
     let other = panel.start_thread(&bridge);
     panel.type_turn(&other, "human hello x1");
