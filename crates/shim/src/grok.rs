@@ -28,9 +28,7 @@ use crate::rpc::{
     to_line, trimmed,
 };
 
-/// How a `failed` for a new conversation starts when every session already has history; the
-/// daemon sends such a request over the CLI instead.
-pub const NO_EMPTY_SESSION: &str = "no empty grok session in this panel";
+pub use cross_agent_protocol::panel::NO_EMPTY_SESSION;
 
 const PERMISSION_REQUEST: &str = "session/request_permission";
 

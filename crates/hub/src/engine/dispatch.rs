@@ -16,6 +16,7 @@ use cross_agent_transports::settings::TurnSettings;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+use super::panels::Carried;
 use super::{Engine, LEASE_MS, MAX_WORKERS, lock, now_ms, recent_turns, watch_secs};
 use crate::Agent;
 use crate::caller::StartedTurn;
@@ -110,9 +111,14 @@ impl Engine {
     }
 
     pub(super) async fn run_delivery(self, claimed: Claimed) {
-        if claimed.job.panel.is_some() {
-            return self.run_panel_delivery(claimed).await;
-        }
+        let claimed = if claimed.job.panel.is_some() {
+            match self.clone().run_panel_delivery(claimed).await {
+                Some(to_cli) => to_cli,
+                None => return,
+            }
+        } else {
+            claimed
+        };
         let Claimed {
             record,
             job,
@@ -246,13 +252,15 @@ impl Engine {
 
     /// A delivery carried by an editor panel (a request, or return traffic to the sender's
     /// panel): the wait runs on the blocking pool, its busy lock and lease renewed meanwhile.
-    /// No CLI is started and no process is ever killed: the panel is the person's.
-    async fn run_panel_delivery(self, claimed: Claimed) {
+    /// No CLI is started and no process is ever killed: the panel is the person's. The one
+    /// exception is a new Grok conversation the panel has no empty session for: it is handed
+    /// back, turned into a new CLI session, for [`Engine::run_delivery`] to run.
+    async fn run_panel_delivery(self, claimed: Claimed) -> Option<Claimed> {
         let Claimed {
             mut record,
-            job,
+            mut job,
             created_ms,
-            target_key,
+            mut target_key,
             lock_token,
         } = claimed;
         let delivery_id = record.delivery_id.clone();
@@ -270,7 +278,16 @@ impl Engine {
                 } else {
                     envelope::assemble(&job.body, created_ms, now_ms())
                 };
-                engine.carry_panel_request(&mut record, &job, text);
+                if let Carried::ToCli = engine.carry_panel_request(&mut record, &job, text) {
+                    engine.panel_to_cli(&mut record, &mut job, &mut target_key, &lock_token);
+                    return Some(Claimed {
+                        record,
+                        job,
+                        created_ms,
+                        target_key,
+                        lock_token,
+                    });
+                }
             } else {
                 engine.carry_return(&mut record, &job);
             }
@@ -280,16 +297,51 @@ impl Engine {
                 carried.answers.insert(record.delivery_id.clone());
             }
             engine.close_delivery(record, &job, &target_key, &lock_token);
+            None
         })
         .await;
         renew.abort();
-        if finished.is_none() {
-            tracing::error!("a panel delivery's outcome could not be recorded");
-            let mut carried = lock(&self.inner.carried);
-            carried.turns.remove(&delivery_id);
-            carried.answers.remove(&delivery_id);
+        match finished {
+            Some(to_cli) => {
+                self.inner.wake.notify_one();
+                to_cli
+            }
+            None => {
+                tracing::error!("a panel delivery's outcome could not be recorded");
+                let mut carried = lock(&self.inner.carried);
+                carried.turns.remove(&delivery_id);
+                carried.answers.remove(&delivery_id);
+                drop(carried);
+                self.inner.wake.notify_one();
+                None
+            }
         }
-        self.inner.wake.notify_one();
+    }
+
+    /// Turns a new conversation the panel could not open into a new CLI session: a fresh
+    /// session id (Grok takes it as `--session-id`), the headless transport, and the busy lock
+    /// and queue key moved to that session.
+    fn panel_to_cli(
+        &self,
+        record: &mut DeliveryRecord,
+        job: &mut Job,
+        target_key: &mut String,
+        token: &str,
+    ) {
+        let id = uuid::Uuid::new_v4().to_string();
+        job.panel = None;
+        job.new_session_id = Some(id.clone());
+        record.transport = cross_agent_protocol::bridge::Transport::HeadlessCli;
+        record.target_session_id = Some(id.clone());
+        record.target_transcript = None;
+        let new_key = TargetKey::new(record.target_agent, id.as_str()).to_string();
+        let db = self.db();
+        let _ = db.rekey_lock(target_key, &new_key, token);
+        let _ = db.retarget_delivery(&record.delivery_id, &new_key);
+        if let Err(error) = db.update_delivery(record) {
+            tracing::warn!(%error, "could not record a new conversation moved to the CLI");
+        }
+        *target_key = new_key;
     }
 
     /// Records a finished delivery, sends its answer back to the sender's panel when it has

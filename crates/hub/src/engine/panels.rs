@@ -14,7 +14,7 @@ use cross_agent_protocol::bridge::{
     PeerPanelStatus, Pin, TargetKey, TargetSelectedBy, Transport,
 };
 use cross_agent_protocol::panel::{
-    Injection, InjectionKind, PanelSessionState, ShimEvent, ShimRequest,
+    Injection, InjectionKind, NO_EMPTY_SESSION, PanelSessionState, ShimEvent, ShimRequest,
 };
 use cross_agent_protocol::timestamp::now_rfc3339;
 use cross_agent_stores::{Session, UnixMillis};
@@ -89,6 +89,16 @@ pub(super) fn transcript_clock(sessions: &[Session], agent: Agent) -> impl Fn(&s
         .filter_map(|s| s.last_activity.map(|at| (s.session_id.clone(), at.0)))
         .collect();
     move |id: &str| known.get(id).copied()
+}
+
+/// What became of a request carried into a panel.
+pub(super) enum Carried {
+    /// Settled on the record (delivered, recovered or failed).
+    Settled,
+    /// A new Grok conversation with no empty session left in the panel: nothing was sent, and
+    /// the message goes over the CLI as a new session instead (spec 004 "When the panel has no
+    /// conversation open").
+    ToCli,
 }
 
 /// How a waited panel injection ended.
@@ -253,9 +263,14 @@ impl Engine {
     /// mid-turn fails the delivery and the answer is read back from the transcript; nothing is
     /// ever sent twice. Past the larger of the timeout and `CROSS_AGENT_PANEL_PATIENCE` the
     /// sender's idle panel gets one `PROGRESS (INFO)` notice, and the wait goes on.
-    pub(super) fn carry_panel_request(&self, record: &mut DeliveryRecord, job: &Job, text: String) {
+    pub(super) fn carry_panel_request(
+        &self,
+        record: &mut DeliveryRecord,
+        job: &Job,
+        text: String,
+    ) -> Carried {
         let Some(route) = job.panel.clone() else {
-            return;
+            return Carried::Settled;
         };
         let agent = record.target_agent;
         let panels = self.live_panels(UiHook::Auto);
@@ -276,14 +291,17 @@ impl Engine {
                     |id| format!("session {id}")
                 )
             ));
-            return;
+            return Carried::Settled;
         };
+        // A new Grok conversation goes into whichever session the shim finds unprompted when
+        // the message arrives: the one the registration showed may have been typed into since.
+        let grok_new = agent == Agent::Grok && record.will_create_session;
         let socket = shim.registration.socket.clone();
         let injection = Injection {
             delivery_id: record.delivery_id.clone(),
             kind: InjectionKind::Request,
-            session_id: route.session_id.clone(),
-            new_session: route.new_session,
+            session_id: route.session_id.clone().filter(|_| !grok_new),
+            new_session: route.new_session || grok_new,
             text,
             request_id: Some(record.request_id.clone()),
             title: route.title.clone(),
@@ -307,6 +325,14 @@ impl Engine {
                 record.state = DeliveryState::Failed;
                 record.error = Some(why.clone());
                 self.recover(record, &why);
+            }
+            Ended::Undelivered(why)
+                if grok_new
+                    && why.contains(NO_EMPTY_SESSION)
+                    && settings.ui_hook != UiHook::Require =>
+            {
+                tracing::info!(delivery = %record.delivery_id, "no empty grok session in the panel: the new conversation goes over the CLI");
+                return Carried::ToCli;
             }
             Ended::Undelivered(why) => {
                 record.state = DeliveryState::Failed;
@@ -335,6 +361,7 @@ impl Engine {
                 self.recover(record, "the daemon stopped while the panel's turn ran");
             }
         }
+        Carried::Settled
     }
 
     /// Writes one injection and follows its events. `patience` (requests only) is when the
