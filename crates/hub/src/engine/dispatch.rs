@@ -16,7 +16,7 @@ use cross_agent_transports::settings::TurnSettings;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use super::panels::Carried;
+use super::panels::{Carried, HeldLock};
 use super::{Engine, LEASE_MS, MAX_WORKERS, lock, now_ms, recent_turns, watch_secs};
 use crate::Agent;
 use crate::caller::StartedTurn;
@@ -155,7 +155,7 @@ impl Engine {
         let outcome = match cross_agent_transports::headless::build(&request) {
             Ok(spec) => {
                 let renew = self.spawn_lease_renewal(
-                    target_key.clone(),
+                    Arc::new(Mutex::new(target_key.clone())),
                     lock_token.clone(),
                     record.delivery_id.clone(),
                 );
@@ -264,8 +264,12 @@ impl Engine {
             lock_token,
         } = claimed;
         let delivery_id = record.delivery_id.clone();
+        let held = HeldLock {
+            key: Arc::new(Mutex::new(target_key.clone())),
+            token: lock_token.clone(),
+        };
         let renew =
-            self.spawn_lease_renewal(target_key.clone(), lock_token.clone(), delivery_id.clone());
+            self.spawn_lease_renewal(held.key.clone(), lock_token.clone(), delivery_id.clone());
         let engine = self.clone();
         let finished = off_async(move || {
             let is_request = job
@@ -278,7 +282,10 @@ impl Engine {
                 } else {
                     envelope::assemble(&job.body, created_ms, now_ms())
                 };
-                if let Carried::ToCli = engine.carry_panel_request(&mut record, &job, text) {
+                let carried = engine.carry_panel_request(&mut record, &job, text, &held);
+                // The conversation the panel opened holds the lock now.
+                target_key = lock(&held.key).clone();
+                if let Carried::ToCli = carried {
                     engine.panel_to_cli(&mut record, &mut job, &mut target_key, &lock_token);
                     return Some(Claimed {
                         record,
@@ -383,9 +390,10 @@ impl Engine {
 
     /// Renews the busy lock and the delivery's lease (`expires_at`) together while its turn
     /// runs: when this worker disappears both lapse, and the record is orphaned.
+    /// The key is shared: a conversation a panel opens moves its lock while the turn runs.
     pub(super) fn spawn_lease_renewal(
         &self,
-        target_key: String,
+        target_key: Arc<Mutex<String>>,
         token: String,
         delivery_id: String,
     ) -> tokio::task::JoinHandle<()> {
@@ -396,7 +404,7 @@ impl Engine {
                 // `hub.db` behind the engine's lock: off the async threads.
                 let (engine, target_key, token, id) = (
                     engine.clone(),
-                    target_key.clone(),
+                    lock(&target_key).clone(),
                     token.clone(),
                     delivery_id.clone(),
                 );
@@ -537,16 +545,7 @@ impl Engine {
         record.target_session_id = Some(id.clone());
         // The new thread's transcript: where its answer is re-read, recovered and watched for.
         if record.target_transcript.is_none() {
-            let context = CallerContext {
-                child_env: job.child_env.clone(),
-                settings: job.settings.clone(),
-                ..CallerContext::default()
-            };
-            let (sessions, _) = self.list(&context, &[agent]);
-            record.target_transcript = sessions
-                .into_iter()
-                .find(|s| s.agent == agent && s.session_id == id)
-                .map(|s| s.path.to_string_lossy().into_owned());
+            record.target_transcript = self.transcript_of(agent, &id, job);
         }
         let new_key = TargetKey::new(agent, id.as_str()).to_string();
         let db = self.db();
@@ -564,6 +563,21 @@ impl Engine {
         if let Err(error) = db.set_pin(&pin, &job.pin_cwd_key, now_ms()) {
             tracing::warn!(%error, "could not pin a created session");
         }
+    }
+
+    /// Where `agent` keeps session `id`'s transcript, found on disk with the caller's
+    /// environment (its stores' homes); `None` while it has not been written yet.
+    pub(super) fn transcript_of(&self, agent: Agent, id: &str, job: &Job) -> Option<String> {
+        let context = CallerContext {
+            child_env: job.child_env.clone(),
+            settings: job.settings.clone(),
+            ..CallerContext::default()
+        };
+        let (sessions, _) = self.list(&context, &[agent]);
+        sessions
+            .into_iter()
+            .find(|s| s.agent == agent && s.session_id == id)
+            .map(|s| s.path.to_string_lossy().into_owned())
     }
 
     pub(super) fn drop_auto_pin(&self, agent: Agent, cwd_key: &str, session_id: &str) {

@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use cross_agent_decisions::events;
@@ -89,6 +90,13 @@ pub(super) fn transcript_clock(sessions: &[Session], agent: Agent) -> impl Fn(&s
         .filter_map(|s| s.last_activity.map(|at| (s.session_id.clone(), at.0)))
         .collect();
     move |id: &str| known.get(id).copied()
+}
+
+/// The busy lock a panel request holds; its key moves to the conversation a panel opens for it
+/// (the lease renewal reads it from here).
+pub(super) struct HeldLock {
+    pub key: Arc<Mutex<String>>,
+    pub token: String,
 }
 
 /// What became of a request carried into a panel.
@@ -268,6 +276,7 @@ impl Engine {
         record: &mut DeliveryRecord,
         job: &Job,
         text: String,
+        held: &HeldLock,
     ) -> Carried {
         let Some(route) = job.panel.clone() else {
             return Carried::Settled;
@@ -309,7 +318,8 @@ impl Engine {
         };
         let settings = CallSettings::from_settings(&job.settings);
         let patience = Duration::from_secs(job.timeout_secs.max(settings.panel_patience_secs));
-        let ended = self.wait_injection(record, &socket, injection, Some(patience), job);
+        let ended =
+            self.wait_injection(record, &socket, injection, Some(patience), job, Some(held));
         lock(&self.inner.panel_approvals).remove(&record.delivery_id);
         let watch = watch_secs(job);
         match ended {
@@ -343,6 +353,9 @@ impl Engine {
                 ));
             }
             Ended::Broken(why) => {
+                if record.target_session_id.is_some() {
+                    self.follow_orphaned_turn(record, job);
+                }
                 record.state = DeliveryState::Failed;
                 record.error = Some(format!(
                     "{why}; the message was delivered, so it is never sent again"
@@ -373,6 +386,7 @@ impl Engine {
         injection: Injection,
         patience: Option<Duration>,
         job: &Job,
+        held: Option<&HeldLock>,
     ) -> Ended {
         let is_request = injection.kind == InjectionKind::Request;
         let mut connection = match client::open(Path::new(socket), &ShimRequest::Inject(injection))
@@ -383,6 +397,7 @@ impl Engine {
         let stop = self.inner.stop.subscribe();
         let started = Instant::now();
         let mut last_check = Instant::now();
+        let mut last_locate = Instant::now();
         let mut accepted = false;
         let mut progress_sent = false;
         loop {
@@ -402,7 +417,7 @@ impl Engine {
                 Next::Event(ShimEvent::Accepted { session_id, queued }) => {
                     accepted = true;
                     if let Some(id) = session_id {
-                        self.panel_session_known(record, id, job);
+                        self.panel_session_known(record, id, job, held);
                     }
                     if is_request {
                         record.state = DeliveryState::AwaitingPeer;
@@ -412,7 +427,7 @@ impl Engine {
                     tracing::info!(delivery = %record.delivery_id, queued, "the panel took the message");
                 }
                 Next::Event(ShimEvent::SessionStarted { session_id }) => {
-                    self.panel_session_known(record, session_id, job);
+                    self.panel_session_known(record, session_id, job, held);
                 }
                 Next::Event(ShimEvent::ApprovalPending { approval }) => {
                     lock(&self.inner.panel_approvals).insert(record.delivery_id.clone(), approval);
@@ -422,7 +437,7 @@ impl Engine {
                 }
                 Next::Event(ShimEvent::Written { session_id }) => {
                     if let Some(id) = session_id {
-                        self.panel_session_known(record, id, job);
+                        self.panel_session_known(record, id, job, held);
                     }
                     accepted = true;
                     if !is_request {
@@ -474,6 +489,11 @@ impl Engine {
                 }
                 continue;
             }
+            // A conversation the panel opened is written to disk a moment after its id arrives.
+            if accepted && record.target_transcript.is_none() && last_locate.elapsed() >= WAKE {
+                last_locate = Instant::now();
+                self.locate_transcript(record, job);
+            }
             if accepted && last_check.elapsed() >= self.inner.config.transcript_check {
                 last_check = Instant::now();
                 if let Some(text) = confirmed_in_transcript(record) {
@@ -491,14 +511,40 @@ impl Engine {
         }
     }
 
-    /// A conversation the panel opened for a delivery has its id now: recorded, and pinned as a
-    /// created session is.
-    fn panel_session_known(&self, record: &mut DeliveryRecord, id: String, job: &Job) {
+    /// A conversation the panel opened for a delivery has its id now: recorded with its
+    /// transcript (where its answer is recovered from), its busy lock and queue key moved from
+    /// `<agent>:new:<delivery id>` to the session, and pinned as a created session is.
+    fn panel_session_known(
+        &self,
+        record: &mut DeliveryRecord,
+        id: String,
+        job: &Job,
+        held: Option<&HeldLock>,
+    ) {
         if record.target_session_id.as_deref() == Some(id.as_str()) {
             return;
         }
         record.target_session_id = Some(id.clone());
+        record.target_transcript = None;
+        self.locate_transcript(record, job);
         let db = self.db();
+        if let Some(held) = held
+            && record.will_create_session
+        {
+            let new_key = TargetKey::new(record.target_agent, id.as_str()).to_string();
+            let mut key = lock(&held.key);
+            if *key != new_key {
+                match db.rekey_lock(&key, &new_key, &held.token) {
+                    Ok(()) => {
+                        let _ = db.retarget_delivery(&record.delivery_id, &new_key);
+                        *key = new_key;
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, "could not move a busy lock to the conversation a panel opened");
+                    }
+                }
+            }
+        }
         let _ = db.update_delivery(record);
         if record.will_create_session && record.transport == Transport::Panel {
             let pin = Pin {
@@ -512,6 +558,49 @@ impl Engine {
             if let Err(error) = db.set_pin(&pin, &job.pin_cwd_key, now_ms()) {
                 tracing::warn!(%error, "could not pin a conversation a panel opened");
             }
+        }
+    }
+
+    /// Finds the peer's transcript once its session is known and the agent has written it.
+    fn locate_transcript(&self, record: &mut DeliveryRecord, job: &Job) {
+        if record.target_transcript.is_some() {
+            return;
+        }
+        let Some(id) = record.target_session_id.clone() else {
+            return;
+        };
+        if let Some(path) = self.transcript_of(record.target_agent, &id, job) {
+            record.target_transcript = Some(path);
+            let _ = self.db().update_delivery(record);
+        }
+    }
+
+    /// After the shim went away mid-turn the agent may still finish the turn (the message was
+    /// delivered): its transcript is followed until a finished turn answers the request, or it
+    /// has been still for the delivery's inactivity timeout, or the daemon stops. Never re-sent.
+    fn follow_orphaned_turn(&self, record: &mut DeliveryRecord, job: &Job) {
+        let quiet_limit = Duration::from_secs(job.timeout_secs);
+        let stop = self.inner.stop.subscribe();
+        let mut last_change: Option<std::time::SystemTime> = None;
+        let mut quiet_since = Instant::now();
+        loop {
+            self.locate_transcript(record, job);
+            if confirmed_in_transcript(record).is_some() {
+                return;
+            }
+            let modified = record
+                .target_transcript
+                .as_deref()
+                .and_then(|path| std::fs::metadata(path).ok())
+                .and_then(|meta| meta.modified().ok());
+            if modified != last_change {
+                last_change = modified;
+                quiet_since = Instant::now();
+            }
+            if *stop.borrow() || quiet_since.elapsed() >= quiet_limit {
+                return;
+            }
+            std::thread::sleep(self.inner.config.transcript_check.min(WAKE));
         }
     }
 
@@ -756,7 +845,7 @@ impl Engine {
                 }),
             };
             let socket = shim.registration.socket.clone();
-            match self.wait_injection(record, &socket, injection, None, job) {
+            match self.wait_injection(record, &socket, injection, None, job, None) {
                 Ended::Done(_) | Ended::Confirmed(_) => {
                     record.state = DeliveryState::Delivered;
                     return;
