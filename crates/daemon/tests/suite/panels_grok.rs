@@ -29,6 +29,11 @@ struct GrokPanel {
 
 impl GrokPanel {
     fn open(bridge: &Bridge) -> GrokPanel {
+        GrokPanel::open_with(bridge, &[])
+    }
+
+    /// [`GrokPanel::open`] with more variables for the fake Grok.
+    fn open_with(bridge: &Bridge, env: &[(&str, &str)]) -> GrokPanel {
         let mut command = Command::new("sh");
         // `; exit` keeps sh as the shim's parent (no exec), as an extension host is.
         command
@@ -42,7 +47,8 @@ impl GrokPanel {
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", bridge.agents.path())
             .env("CROSS_AGENT_REAL_GROK", fake_grok_bin().unwrap())
-            .env("CROSS_AGENT_HOME", bridge.state.root());
+            .env("CROSS_AGENT_HOME", bridge.state.root())
+            .envs(env.iter().copied());
         let driver = PanelDriver::start(command).unwrap();
         let window = driver.pid();
         let mut panel = GrokPanel {
@@ -197,4 +203,99 @@ async fn a_new_grok_conversation_with_no_empty_session_left_goes_over_the_cli() 
     assert!(uuid::Uuid::parse_str(&created).is_ok(), "{created}");
     let shown = String::from_utf8_lossy(&panel.driver.received()).into_owned();
     assert!(!shown.contains("fresh start g2"), "{shown}");
+}
+
+/// Five replies wait in five busy senders' panels (each shim took its reply `queued` behind the
+/// person's running turn) while a request to an idle peer goes through: the replies hold no
+/// worker, and each is written once its sender's turn ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replies_queued_for_busy_senders_leave_the_workers_to_other_requests() {
+    let bridge = Bridge::start().await;
+    let fake_grok = fake_grok_bin().unwrap().to_string_lossy().into_owned();
+    let mut senders = Vec::new();
+    for _ in 0..5 {
+        let mut panel = GrokPanel::open_with(&bridge, &[("FAKE_GROK_SLOW_MS", "8000")]);
+        let session = panel.new_session(&bridge);
+        // The person's slow turn, left running.
+        let id = panel.next_id;
+        panel.next_id += 1;
+        panel
+            .driver
+            .send(
+                &json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": "slow human g3"}]}})
+                    .to_string(),
+            )
+            .unwrap();
+        let shim = panel.shim;
+        registration_where(&bridge, |r| {
+            r.pid == shim
+                && r.sessions
+                    .iter()
+                    .any(|s| s.state == PanelSessionState::Working)
+        });
+        senders.push((panel, session));
+    }
+
+    // Each busy session asks a new Grok session over the CLI (it answers at once).
+    let mut requests = Vec::new();
+    for (panel, session) in &senders {
+        let mut caller = with_ancestry(
+            bridge.claude_caller("5a1d0000-0000-4000-8000-0000000000e3"),
+            &[panel.shim, panel.window],
+        );
+        caller.claude_code_session_id = None;
+        caller.client_name = Some("grok".into());
+        caller.grok_session_id = Some(session.clone());
+        caller
+            .settings
+            .insert("CROSS_AGENT_GROK_BIN".into(), fake_grok.clone());
+        let mut params = bridge.send_params(Agent::Grok, "question g3", caller);
+        params.new_session = true;
+        params.allow_same_agent = true;
+        let receipt = bridge.accepted(params).await;
+        assert!(receipt.return_panel_available_now, "{receipt:#?}");
+        requests.push(receipt.delivery_id);
+    }
+    let mut returns = Vec::new();
+    for id in &requests {
+        let request = bridge.wait_finished(id).await;
+        assert_eq!(request.state, DeliveryState::Delivered, "{request:#?}");
+        returns.push(
+            request
+                .return_delivery_id
+                .clone()
+                .expect("a return delivery"),
+        );
+    }
+    for id in &returns {
+        bridge
+            .wait_record(id, TURN, |r| r.state == DeliveryState::AwaitingPeer)
+            .await;
+    }
+
+    // A request to an idle peer is carried while all five replies still wait.
+    let mut caller = bridge.codex_caller("019a0000-0000-7000-8000-0000000000e3");
+    caller
+        .settings
+        .insert("CROSS_AGENT_GROK_BIN".into(), fake_grok.clone());
+    let mut params = bridge.send_params(Agent::Grok, "idle peer g3", caller);
+    params.new_session = true;
+    let receipt = bridge.accepted(params).await;
+    let record = bridge
+        .wait_record(&receipt.delivery_id, TURN, |r| r.state.is_finished())
+        .await;
+    assert_eq!(record.state, DeliveryState::Delivered, "{record:#?}");
+    for id in &returns {
+        let status = bridge.status(Some(id)).await;
+        let back = status.delivery.unwrap();
+        assert!(!back.state.is_finished(), "{back:#?}");
+    }
+
+    // Each reply is written once its sender's turn ends.
+    for (id, (panel, _)) in returns.iter().zip(&senders) {
+        let back = bridge.wait_finished(id).await;
+        assert_eq!(back.state, DeliveryState::Delivered, "{back:#?}");
+        let shown = String::from_utf8_lossy(&panel.driver.received()).into_owned();
+        assert!(shown.contains("=== BRIDGE REPLY ==="), "{shown}");
+    }
 }

@@ -271,7 +271,9 @@ impl Engine {
         let renew =
             self.spawn_lease_renewal(held.key.clone(), lock_token.clone(), delivery_id.clone());
         let engine = self.clone();
-        let finished = off_async(move || {
+        let (free, freed) = tokio::sync::oneshot::channel();
+        let mut free = Some(free);
+        let work = tokio::task::spawn_blocking(move || {
             let is_request = job
                 .panel
                 .as_ref()
@@ -296,7 +298,7 @@ impl Engine {
                     });
                 }
             } else {
-                engine.carry_return(&mut record, &job);
+                engine.carry_return(&mut record, &job, &mut free);
             }
             {
                 let mut carried = lock(&engine.inner.carried);
@@ -305,20 +307,34 @@ impl Engine {
             }
             engine.close_delivery(record, &job, &target_key, &lock_token);
             None
-        })
-        .await;
-        renew.abort();
-        match finished {
-            Some(to_cli) => {
-                self.inner.wake.notify_one();
-                to_cli
+        });
+        let this = self.clone();
+        let settle = async move {
+            let finished = work.await;
+            renew.abort();
+            match finished {
+                Ok(to_cli) => {
+                    this.inner.wake.notify_one();
+                    to_cli
+                }
+                Err(error) => {
+                    tracing::error!(%error, "a panel delivery's outcome could not be recorded");
+                    let mut carried = lock(&this.inner.carried);
+                    carried.turns.remove(&delivery_id);
+                    carried.answers.remove(&delivery_id);
+                    drop(carried);
+                    this.inner.wake.notify_one();
+                    None
+                }
             }
-            None => {
-                tracing::error!("a panel delivery's outcome could not be recorded");
-                let mut carried = lock(&self.inner.carried);
-                carried.turns.remove(&delivery_id);
-                carried.answers.remove(&delivery_id);
-                drop(carried);
+        };
+        let mut settle = Box::pin(settle);
+        tokio::select! {
+            to_cli = &mut settle => to_cli,
+            Ok(()) = freed => {
+                // Queued in the sender's shim: the rest of the wait is a parked blocking
+                // thread and this task, outside the dispatcher's worker count.
+                tokio::spawn(settle);
                 self.inner.wake.notify_one();
                 None
             }

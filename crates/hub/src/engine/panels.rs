@@ -99,6 +99,11 @@ pub(super) struct HeldLock {
     pub token: String,
 }
 
+/// Tells the dispatcher that a return delivery waits in the sender's shim (accepted `queued`
+/// behind the sender's running turn): its worker slot is given back while the wait for
+/// `written` goes on, so replies to busy senders never hold the workers.
+pub(super) type FreeWorker = tokio::sync::oneshot::Sender<()>;
+
 /// What became of a request carried into a panel.
 pub(super) enum Carried {
     /// Settled on the record (delivered, recovered or failed).
@@ -318,8 +323,15 @@ impl Engine {
         };
         let settings = CallSettings::from_settings(&job.settings);
         let patience = Duration::from_secs(job.timeout_secs.max(settings.panel_patience_secs));
-        let ended =
-            self.wait_injection(record, &socket, injection, Some(patience), job, Some(held));
+        let ended = self.wait_injection(
+            record,
+            &socket,
+            injection,
+            Some(patience),
+            job,
+            Some(held),
+            &mut None,
+        );
         lock(&self.inner.panel_approvals).remove(&record.delivery_id);
         let watch = watch_secs(job);
         match ended {
@@ -387,6 +399,7 @@ impl Engine {
         patience: Option<Duration>,
         job: &Job,
         held: Option<&HeldLock>,
+        freed: &mut Option<FreeWorker>,
     ) -> Ended {
         let is_request = injection.kind == InjectionKind::Request;
         let mut connection = match client::open(Path::new(socket), &ShimRequest::Inject(injection))
@@ -425,6 +438,16 @@ impl Engine {
                         let _ = self.db().update_delivery(record);
                     }
                     tracing::info!(delivery = %record.delivery_id, queued, "the panel took the message");
+                    // Return traffic queued behind the sender's running turn: the wait for its
+                    // `written` goes on, but no longer in one of the workers.
+                    if queued
+                        && !is_request
+                        && let Some(free) = freed.take()
+                    {
+                        record.state = DeliveryState::AwaitingPeer;
+                        let _ = self.db().update_delivery(record);
+                        let _ = free.send(());
+                    }
                 }
                 Next::Event(ShimEvent::SessionStarted { session_id }) => {
                     self.panel_session_known(record, session_id, job, held);
@@ -813,7 +836,14 @@ impl Engine {
 
     /// Puts return traffic into the sender's panel, found again now (a reopened tab counts);
     /// retried [`RETURN_ATTEMPTS`] times, then failed as undelivered — never a CLI.
-    pub(super) fn carry_return(&self, record: &mut DeliveryRecord, job: &Job) {
+    /// `freed` is told when the sender's shim queues it behind a running turn (see
+    /// [`FreeWorker`]).
+    pub(super) fn carry_return(
+        &self,
+        record: &mut DeliveryRecord,
+        job: &Job,
+        freed: &mut Option<FreeWorker>,
+    ) {
         let Some(route) = job.panel.clone() else {
             return;
         };
@@ -845,7 +875,7 @@ impl Engine {
                 }),
             };
             let socket = shim.registration.socket.clone();
-            match self.wait_injection(record, &socket, injection, None, job, None) {
+            match self.wait_injection(record, &socket, injection, None, job, None, freed) {
                 Ended::Done(_) | Ended::Confirmed(_) => {
                     record.state = DeliveryState::Delivered;
                     return;
