@@ -104,6 +104,16 @@ pub(super) struct HeldLock {
 /// `written` goes on, so replies to busy senders never hold the workers.
 pub(super) type FreeWorker = tokio::sync::oneshot::Sender<()>;
 
+/// How an injection's events are followed.
+struct Following<'a> {
+    /// When the sender of a request gets its `PROGRESS (INFO)` notice (requests only).
+    patience: Option<Duration>,
+    /// The request's busy lock, moved to a conversation the panel opens for it.
+    held: Option<&'a HeldLock>,
+    /// Told when return traffic is queued behind the sender's turn.
+    freed: Option<FreeWorker>,
+}
+
 /// What became of a request carried into a panel.
 pub(super) enum Carried {
     /// Settled on the record (delivered, recovered or failed).
@@ -327,10 +337,12 @@ impl Engine {
             record,
             &socket,
             injection,
-            Some(patience),
             job,
-            Some(held),
-            &mut None,
+            &mut Following {
+                patience: Some(patience),
+                held: Some(held),
+                freed: None,
+            },
         );
         lock(&self.inner.panel_approvals).remove(&record.delivery_id);
         let watch = watch_secs(job);
@@ -396,11 +408,12 @@ impl Engine {
         record: &mut DeliveryRecord,
         socket: &str,
         injection: Injection,
-        patience: Option<Duration>,
         job: &Job,
-        held: Option<&HeldLock>,
-        freed: &mut Option<FreeWorker>,
+        how: &mut Following<'_>,
     ) -> Ended {
+        let patience = how.patience;
+        let held = how.held;
+        let freed = &mut how.freed;
         let is_request = injection.kind == InjectionKind::Request;
         let mut connection = match client::open(Path::new(socket), &ShimRequest::Inject(injection))
         {
@@ -875,7 +888,14 @@ impl Engine {
                 }),
             };
             let socket = shim.registration.socket.clone();
-            match self.wait_injection(record, &socket, injection, None, job, None, freed) {
+            let mut how = Following {
+                patience: None,
+                held: None,
+                freed: freed.take(),
+            };
+            let ended = self.wait_injection(record, &socket, injection, job, &mut how);
+            *freed = how.freed.take();
+            match ended {
                 Ended::Done(_) | Ended::Confirmed(_) => {
                     record.state = DeliveryState::Delivered;
                     return;
