@@ -21,6 +21,12 @@ pub const PANEL_PROTOCOL_VERSION: u32 = 1;
 /// The folder under `CROSS_AGENT_HOME` holding one registration (and one socket) per live shim.
 pub const PANELS_DIR: &str = "panels";
 
+/// How a Grok shim's `failed` reason starts when a new conversation was asked for and every
+/// session it hosts already has history (a shim cannot open one the extension would know of):
+/// the daemon then runs the message over the CLI instead (spec 004 "When the panel has no
+/// conversation open").
+pub const NO_EMPTY_SESSION: &str = "no empty grok session in this panel";
+
 /// `panels/<agent>-<pid>.json`, owner-only, written atomically (temporary file + rename).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PanelRegistration {

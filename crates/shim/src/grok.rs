@@ -27,9 +27,7 @@ use crate::rpc::{
     self, Message, XAGENT_ID_PREFIX, error_message, id_key, id_text, str_field, to_line, trimmed,
 };
 
-/// How a `failed` for a new conversation starts when every session already has history; the
-/// daemon sends such a request over the CLI instead.
-pub const NO_EMPTY_SESSION: &str = "no empty grok session in this panel";
+pub use cross_agent_protocol::panel::NO_EMPTY_SESSION;
 
 const PERMISSION_REQUEST: &str = "session/request_permission";
 

@@ -10,6 +10,8 @@ mod decisions;
 mod framing;
 mod handshake;
 mod lifecycle;
+mod panels_codex;
+mod panels_grok;
 mod panels_real;
 mod scope;
 mod store_check;

@@ -784,3 +784,62 @@ async fn a_late_answer_is_pushed_into_the_senders_panel_too() {
     };
     assert!(prompt.contains(&receipt.request_id), "{prompt}");
 }
+
+/// A conversation the panel opens for a delivery: once its id arrives the record names its
+/// transcript and the busy lock moves to the session, so when the shim dies mid-turn the answer
+/// is read back from that transcript — and the message is never sent again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conversation_the_panel_opened_is_recovered_from_its_transcript_when_the_shim_dies() {
+    let bridge = Bridge::start().await;
+    let panel = Panel::open(&bridge);
+    bridge.endpoint.push(
+        Rule::on_user_text("fresh question k1")
+            .reply(Reply::echo_token("recovered answer k1").delay(Duration::from_secs(4))),
+    );
+    let caller = with_ancestry(
+        bridge.codex_caller("019a0000-0000-7000-8000-0000000000c3"),
+        &[panel.window],
+    );
+    let receipt = bridge
+        .accepted(bridge.send_params(Agent::Claude, "fresh question k1", caller))
+        .await;
+    assert!(receipt.will_create_session, "{receipt:#?}");
+    assert_eq!(receipt.target_session_id, None);
+
+    // The id arrived: the record names the session and its transcript.
+    let started = bridge
+        .wait_record(&receipt.delivery_id, TURN, |r| {
+            r.target_session_id.is_some() && r.target_transcript.is_some()
+        })
+        .await;
+    assert_eq!(started.state, DeliveryState::AwaitingPeer, "{started:#?}");
+    let session = started.target_session_id.clone().unwrap();
+    assert_eq!(
+        started.target_transcript.as_deref().map(PathBuf::from),
+        Some(bridge.claude_transcript(&session))
+    );
+    // Its busy lock is the session's now (`claude:<id>`, no longer `claude:new:<delivery>`).
+    let locks = bridge.status(None).await.locks;
+    let held: Vec<&str> = locks
+        .iter()
+        .filter(|l| l.delivery_id.as_deref() == Some(receipt.delivery_id.as_str()))
+        .map(|l| l.target_key.as_str())
+        .collect();
+    assert_eq!(held, [format!("claude:{session}")], "{locks:#?}");
+
+    // The shim dies before the turn ends; Claude goes on and writes the answer.
+    let _ = Command::new("kill")
+        .arg("-KILL")
+        .arg(panel.shim.to_string())
+        .status();
+    let record = bridge.wait_finished(&receipt.delivery_id).await;
+    assert!(record.is_reply_recovered, "{record:#?}");
+    assert!(
+        record
+            .reply_preview
+            .as_deref()
+            .is_some_and(|r| r.starts_with("recovered answer k1")),
+        "{record:#?}"
+    );
+    assert_eq!(prompts_with(&bridge, "fresh question k1").len(), 1);
+}

@@ -16,6 +16,7 @@ use cross_agent_transports::settings::TurnSettings;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+use super::panels::{Carried, HeldLock};
 use super::{Engine, LEASE_MS, MAX_WORKERS, lock, now_ms, recent_turns, watch_secs};
 use crate::Agent;
 use crate::caller::StartedTurn;
@@ -110,9 +111,14 @@ impl Engine {
     }
 
     pub(super) async fn run_delivery(self, claimed: Claimed) {
-        if claimed.job.panel.is_some() {
-            return self.run_panel_delivery(claimed).await;
-        }
+        let claimed = if claimed.job.panel.is_some() {
+            match self.clone().run_panel_delivery(claimed).await {
+                Some(to_cli) => to_cli,
+                None => return,
+            }
+        } else {
+            claimed
+        };
         let Claimed {
             record,
             job,
@@ -149,7 +155,7 @@ impl Engine {
         let outcome = match cross_agent_transports::headless::build(&request) {
             Ok(spec) => {
                 let renew = self.spawn_lease_renewal(
-                    target_key.clone(),
+                    Arc::new(Mutex::new(target_key.clone())),
                     lock_token.clone(),
                     record.delivery_id.clone(),
                 );
@@ -246,20 +252,28 @@ impl Engine {
 
     /// A delivery carried by an editor panel (a request, or return traffic to the sender's
     /// panel): the wait runs on the blocking pool, its busy lock and lease renewed meanwhile.
-    /// No CLI is started and no process is ever killed: the panel is the person's.
-    async fn run_panel_delivery(self, claimed: Claimed) {
+    /// No CLI is started and no process is ever killed: the panel is the person's. The one
+    /// exception is a new Grok conversation the panel has no empty session for: it is handed
+    /// back, turned into a new CLI session, for [`Engine::run_delivery`] to run.
+    async fn run_panel_delivery(self, claimed: Claimed) -> Option<Claimed> {
         let Claimed {
             mut record,
-            job,
+            mut job,
             created_ms,
-            target_key,
+            mut target_key,
             lock_token,
         } = claimed;
         let delivery_id = record.delivery_id.clone();
+        let held = HeldLock {
+            key: Arc::new(Mutex::new(target_key.clone())),
+            token: lock_token.clone(),
+        };
         let renew =
-            self.spawn_lease_renewal(target_key.clone(), lock_token.clone(), delivery_id.clone());
+            self.spawn_lease_renewal(held.key.clone(), lock_token.clone(), delivery_id.clone());
         let engine = self.clone();
-        let finished = off_async(move || {
+        let (free, freed) = tokio::sync::oneshot::channel();
+        let mut free = Some(free);
+        let work = tokio::task::spawn_blocking(move || {
             let is_request = job
                 .panel
                 .as_ref()
@@ -270,9 +284,21 @@ impl Engine {
                 } else {
                     envelope::assemble(&job.body, created_ms, now_ms())
                 };
-                engine.carry_panel_request(&mut record, &job, text);
+                let carried = engine.carry_panel_request(&mut record, &job, text, &held);
+                // The conversation the panel opened holds the lock now.
+                target_key = lock(&held.key).clone();
+                if let Carried::ToCli = carried {
+                    engine.panel_to_cli(&mut record, &mut job, &mut target_key, &lock_token);
+                    return Some(Claimed {
+                        record,
+                        job,
+                        created_ms,
+                        target_key,
+                        lock_token,
+                    });
+                }
             } else {
-                engine.carry_return(&mut record, &job);
+                engine.carry_return(&mut record, &job, &mut free);
             }
             {
                 let mut carried = lock(&engine.inner.carried);
@@ -280,16 +306,65 @@ impl Engine {
                 carried.answers.insert(record.delivery_id.clone());
             }
             engine.close_delivery(record, &job, &target_key, &lock_token);
-        })
-        .await;
-        renew.abort();
-        if finished.is_none() {
-            tracing::error!("a panel delivery's outcome could not be recorded");
-            let mut carried = lock(&self.inner.carried);
-            carried.turns.remove(&delivery_id);
-            carried.answers.remove(&delivery_id);
+            None
+        });
+        let this = self.clone();
+        let settle = async move {
+            let finished = work.await;
+            renew.abort();
+            match finished {
+                Ok(to_cli) => {
+                    this.inner.wake.notify_one();
+                    to_cli
+                }
+                Err(error) => {
+                    tracing::error!(%error, "a panel delivery's outcome could not be recorded");
+                    let mut carried = lock(&this.inner.carried);
+                    carried.turns.remove(&delivery_id);
+                    carried.answers.remove(&delivery_id);
+                    drop(carried);
+                    this.inner.wake.notify_one();
+                    None
+                }
+            }
+        };
+        let mut settle = Box::pin(settle);
+        tokio::select! {
+            to_cli = &mut settle => to_cli,
+            Ok(()) = freed => {
+                // Queued in the sender's shim: the rest of the wait is a parked blocking
+                // thread and this task, outside the dispatcher's worker count.
+                tokio::spawn(settle);
+                self.inner.wake.notify_one();
+                None
+            }
         }
-        self.inner.wake.notify_one();
+    }
+
+    /// Turns a new conversation the panel could not open into a new CLI session: a fresh
+    /// session id (Grok takes it as `--session-id`), the headless transport, and the busy lock
+    /// and queue key moved to that session.
+    fn panel_to_cli(
+        &self,
+        record: &mut DeliveryRecord,
+        job: &mut Job,
+        target_key: &mut String,
+        token: &str,
+    ) {
+        let id = uuid::Uuid::new_v4().to_string();
+        job.panel = None;
+        job.new_session_id = Some(id.clone());
+        record.transport = cross_agent_protocol::bridge::Transport::HeadlessCli;
+        record.target_session_id = Some(id.clone());
+        record.target_transcript = None;
+        let new_key = TargetKey::new(record.target_agent, id.as_str()).to_string();
+        let db = self.db();
+        let _ = db.rekey_lock(target_key, &new_key, token);
+        let _ = db.retarget_delivery(&record.delivery_id, &new_key);
+        if let Err(error) = db.update_delivery(record) {
+            tracing::warn!(%error, "could not record a new conversation moved to the CLI");
+        }
+        *target_key = new_key;
     }
 
     /// Records a finished delivery, sends its answer back to the sender's panel when it has
@@ -334,9 +409,10 @@ impl Engine {
 
     /// Renews the busy lock and the delivery's lease (`expires_at`) together while its turn
     /// runs: when this worker disappears both lapse, and the record is orphaned.
+    /// The key is shared: a conversation a panel opens moves its lock while the turn runs.
     pub(super) fn spawn_lease_renewal(
         &self,
-        target_key: String,
+        target_key: Arc<Mutex<String>>,
         token: String,
         delivery_id: String,
     ) -> tokio::task::JoinHandle<()> {
@@ -347,7 +423,7 @@ impl Engine {
                 // `hub.db` behind the engine's lock: off the async threads.
                 let (engine, target_key, token, id) = (
                     engine.clone(),
-                    target_key.clone(),
+                    lock(&target_key).clone(),
                     token.clone(),
                     delivery_id.clone(),
                 );
@@ -488,16 +564,7 @@ impl Engine {
         record.target_session_id = Some(id.clone());
         // The new thread's transcript: where its answer is re-read, recovered and watched for.
         if record.target_transcript.is_none() {
-            let context = CallerContext {
-                child_env: job.child_env.clone(),
-                settings: job.settings.clone(),
-                ..CallerContext::default()
-            };
-            let (sessions, _) = self.list(&context, &[agent]);
-            record.target_transcript = sessions
-                .into_iter()
-                .find(|s| s.agent == agent && s.session_id == id)
-                .map(|s| s.path.to_string_lossy().into_owned());
+            record.target_transcript = self.transcript_of(agent, &id, job);
         }
         let new_key = TargetKey::new(agent, id.as_str()).to_string();
         let db = self.db();
@@ -515,6 +582,21 @@ impl Engine {
         if let Err(error) = db.set_pin(&pin, &job.pin_cwd_key, now_ms()) {
             tracing::warn!(%error, "could not pin a created session");
         }
+    }
+
+    /// Where `agent` keeps session `id`'s transcript, found on disk with the caller's
+    /// environment (its stores' homes); `None` while it has not been written yet.
+    pub(super) fn transcript_of(&self, agent: Agent, id: &str, job: &Job) -> Option<String> {
+        let context = CallerContext {
+            child_env: job.child_env.clone(),
+            settings: job.settings.clone(),
+            ..CallerContext::default()
+        };
+        let (sessions, _) = self.list(&context, &[agent]);
+        sessions
+            .into_iter()
+            .find(|s| s.agent == agent && s.session_id == id)
+            .map(|s| s.path.to_string_lossy().into_owned())
     }
 
     pub(super) fn drop_auto_pin(&self, agent: Agent, cwd_key: &str, session_id: &str) {

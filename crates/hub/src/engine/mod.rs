@@ -29,6 +29,16 @@
 //! panel, stays on the record (`is_return_status_only`). Return traffic spends no hop and never
 //! starts a CLI; a panel gone when it goes out is looked for again, then it fails undelivered.
 //!
+//! **Replies to busy senders never hold a worker.** A sender's shim takes return traffic at
+//! once and writes it when the sender's running turn ends (`accepted` with `queued: true`). At
+//! that `accepted` the dispatcher gives the worker slot back: the delivery keeps its busy lock
+//! and lease, and the wait for the shim's `written` goes on as a parked blocking thread that
+//! settles the record (delivered, or failed undelivered when the shim goes first). So the four
+//! workers stay free for requests however many senders are busy, and the next reply to the same
+//! sender still waits its turn behind the lock. A new Grok conversation the panel has no empty
+//! session for (`no empty grok session in this panel`) is handed back by the panel worker as a
+//! new CLI session.
+//!
 //! **Queue and lock.** The dispatcher takes queued deliveries oldest first, first come first
 //! served per target session, up to [`MAX_WORKERS`] at once. Taking one takes the session's busy
 //! lock (owner token + pid + lease) and deletes the payload in the same transaction: that is the

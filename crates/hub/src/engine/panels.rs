@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use cross_agent_decisions::events;
@@ -14,7 +15,7 @@ use cross_agent_protocol::bridge::{
     PeerPanelStatus, Pin, TargetKey, TargetSelectedBy, Transport,
 };
 use cross_agent_protocol::panel::{
-    Injection, InjectionKind, PanelSessionState, ShimEvent, ShimRequest,
+    Injection, InjectionKind, NO_EMPTY_SESSION, PanelSessionState, ShimEvent, ShimRequest,
 };
 use cross_agent_protocol::timestamp::now_rfc3339;
 use cross_agent_stores::{Session, UnixMillis};
@@ -89,6 +90,38 @@ pub(super) fn transcript_clock(sessions: &[Session], agent: Agent) -> impl Fn(&s
         .filter_map(|s| s.last_activity.map(|at| (s.session_id.clone(), at.0)))
         .collect();
     move |id: &str| known.get(id).copied()
+}
+
+/// The busy lock a panel request holds; its key moves to the conversation a panel opens for it
+/// (the lease renewal reads it from here).
+pub(super) struct HeldLock {
+    pub key: Arc<Mutex<String>>,
+    pub token: String,
+}
+
+/// Tells the dispatcher that a return delivery waits in the sender's shim (accepted `queued`
+/// behind the sender's running turn): its worker slot is given back while the wait for
+/// `written` goes on, so replies to busy senders never hold the workers.
+pub(super) type FreeWorker = tokio::sync::oneshot::Sender<()>;
+
+/// How an injection's events are followed.
+struct Following<'a> {
+    /// When the sender of a request gets its `PROGRESS (INFO)` notice (requests only).
+    patience: Option<Duration>,
+    /// The request's busy lock, moved to a conversation the panel opens for it.
+    held: Option<&'a HeldLock>,
+    /// Told when return traffic is queued behind the sender's turn.
+    freed: Option<FreeWorker>,
+}
+
+/// What became of a request carried into a panel.
+pub(super) enum Carried {
+    /// Settled on the record (delivered, recovered or failed).
+    Settled,
+    /// A new Grok conversation with no empty session left in the panel: nothing was sent, and
+    /// the message goes over the CLI as a new session instead (spec 004 "When the panel has no
+    /// conversation open").
+    ToCli,
 }
 
 /// How a waited panel injection ended.
@@ -253,9 +286,15 @@ impl Engine {
     /// mid-turn fails the delivery and the answer is read back from the transcript; nothing is
     /// ever sent twice. Past the larger of the timeout and `CROSS_AGENT_PANEL_PATIENCE` the
     /// sender's idle panel gets one `PROGRESS (INFO)` notice, and the wait goes on.
-    pub(super) fn carry_panel_request(&self, record: &mut DeliveryRecord, job: &Job, text: String) {
+    pub(super) fn carry_panel_request(
+        &self,
+        record: &mut DeliveryRecord,
+        job: &Job,
+        text: String,
+        held: &HeldLock,
+    ) -> Carried {
         let Some(route) = job.panel.clone() else {
-            return;
+            return Carried::Settled;
         };
         let agent = record.target_agent;
         let panels = self.live_panels(UiHook::Auto);
@@ -276,14 +315,17 @@ impl Engine {
                     |id| format!("session {id}")
                 )
             ));
-            return;
+            return Carried::Settled;
         };
+        // A new Grok conversation goes into whichever session the shim finds unprompted when
+        // the message arrives: the one the registration showed may have been typed into since.
+        let grok_new = agent == Agent::Grok && record.will_create_session;
         let socket = shim.registration.socket.clone();
         let injection = Injection {
             delivery_id: record.delivery_id.clone(),
             kind: InjectionKind::Request,
-            session_id: route.session_id.clone(),
-            new_session: route.new_session,
+            session_id: route.session_id.clone().filter(|_| !grok_new),
+            new_session: route.new_session || grok_new,
             text,
             request_id: Some(record.request_id.clone()),
             title: route.title.clone(),
@@ -291,7 +333,17 @@ impl Engine {
         };
         let settings = CallSettings::from_settings(&job.settings);
         let patience = Duration::from_secs(job.timeout_secs.max(settings.panel_patience_secs));
-        let ended = self.wait_injection(record, &socket, injection, Some(patience), job);
+        let ended = self.wait_injection(
+            record,
+            &socket,
+            injection,
+            job,
+            &mut Following {
+                patience: Some(patience),
+                held: Some(held),
+                freed: None,
+            },
+        );
         lock(&self.inner.panel_approvals).remove(&record.delivery_id);
         let watch = watch_secs(job);
         match ended {
@@ -308,6 +360,14 @@ impl Engine {
                 record.error = Some(why.clone());
                 self.recover(record, &why);
             }
+            Ended::Undelivered(why)
+                if grok_new
+                    && why.contains(NO_EMPTY_SESSION)
+                    && settings.ui_hook != UiHook::Require =>
+            {
+                tracing::info!(delivery = %record.delivery_id, "no empty grok session in the panel: the new conversation goes over the CLI");
+                return Carried::ToCli;
+            }
             Ended::Undelivered(why) => {
                 record.state = DeliveryState::Failed;
                 record.is_undelivered = true;
@@ -317,6 +377,9 @@ impl Engine {
                 ));
             }
             Ended::Broken(why) => {
+                if record.target_session_id.is_some() {
+                    self.follow_orphaned_turn(record, job);
+                }
                 record.state = DeliveryState::Failed;
                 record.error = Some(format!(
                     "{why}; the message was delivered, so it is never sent again"
@@ -335,6 +398,7 @@ impl Engine {
                 self.recover(record, "the daemon stopped while the panel's turn ran");
             }
         }
+        Carried::Settled
     }
 
     /// Writes one injection and follows its events. `patience` (requests only) is when the
@@ -344,9 +408,12 @@ impl Engine {
         record: &mut DeliveryRecord,
         socket: &str,
         injection: Injection,
-        patience: Option<Duration>,
         job: &Job,
+        how: &mut Following<'_>,
     ) -> Ended {
+        let patience = how.patience;
+        let held = how.held;
+        let freed = &mut how.freed;
         let is_request = injection.kind == InjectionKind::Request;
         let mut connection = match client::open(Path::new(socket), &ShimRequest::Inject(injection))
         {
@@ -356,6 +423,7 @@ impl Engine {
         let stop = self.inner.stop.subscribe();
         let started = Instant::now();
         let mut last_check = Instant::now();
+        let mut last_locate = Instant::now();
         let mut accepted = false;
         let mut progress_sent = false;
         loop {
@@ -375,7 +443,7 @@ impl Engine {
                 Next::Event(ShimEvent::Accepted { session_id, queued }) => {
                     accepted = true;
                     if let Some(id) = session_id {
-                        self.panel_session_known(record, id, job);
+                        self.panel_session_known(record, id, job, held);
                     }
                     if is_request {
                         record.state = DeliveryState::AwaitingPeer;
@@ -383,9 +451,19 @@ impl Engine {
                         let _ = self.db().update_delivery(record);
                     }
                     tracing::info!(delivery = %record.delivery_id, queued, "the panel took the message");
+                    // Return traffic queued behind the sender's running turn: the wait for its
+                    // `written` goes on, but no longer in one of the workers.
+                    if queued
+                        && !is_request
+                        && let Some(free) = freed.take()
+                    {
+                        record.state = DeliveryState::AwaitingPeer;
+                        let _ = self.db().update_delivery(record);
+                        let _ = free.send(());
+                    }
                 }
                 Next::Event(ShimEvent::SessionStarted { session_id }) => {
-                    self.panel_session_known(record, session_id, job);
+                    self.panel_session_known(record, session_id, job, held);
                 }
                 Next::Event(ShimEvent::ApprovalPending { approval }) => {
                     lock(&self.inner.panel_approvals).insert(record.delivery_id.clone(), approval);
@@ -395,7 +473,7 @@ impl Engine {
                 }
                 Next::Event(ShimEvent::Written { session_id }) => {
                     if let Some(id) = session_id {
-                        self.panel_session_known(record, id, job);
+                        self.panel_session_known(record, id, job, held);
                     }
                     accepted = true;
                     if !is_request {
@@ -447,6 +525,11 @@ impl Engine {
                 }
                 continue;
             }
+            // A conversation the panel opened is written to disk a moment after its id arrives.
+            if accepted && record.target_transcript.is_none() && last_locate.elapsed() >= WAKE {
+                last_locate = Instant::now();
+                self.locate_transcript(record, job);
+            }
             if accepted && last_check.elapsed() >= self.inner.config.transcript_check {
                 last_check = Instant::now();
                 if let Some(text) = confirmed_in_transcript(record) {
@@ -464,14 +547,40 @@ impl Engine {
         }
     }
 
-    /// A conversation the panel opened for a delivery has its id now: recorded, and pinned as a
-    /// created session is.
-    fn panel_session_known(&self, record: &mut DeliveryRecord, id: String, job: &Job) {
+    /// A conversation the panel opened for a delivery has its id now: recorded with its
+    /// transcript (where its answer is recovered from), its busy lock and queue key moved from
+    /// `<agent>:new:<delivery id>` to the session, and pinned as a created session is.
+    fn panel_session_known(
+        &self,
+        record: &mut DeliveryRecord,
+        id: String,
+        job: &Job,
+        held: Option<&HeldLock>,
+    ) {
         if record.target_session_id.as_deref() == Some(id.as_str()) {
             return;
         }
         record.target_session_id = Some(id.clone());
+        record.target_transcript = None;
+        self.locate_transcript(record, job);
         let db = self.db();
+        if let Some(held) = held
+            && record.will_create_session
+        {
+            let new_key = TargetKey::new(record.target_agent, id.as_str()).to_string();
+            let mut key = lock(&held.key);
+            if *key != new_key {
+                match db.rekey_lock(&key, &new_key, &held.token) {
+                    Ok(()) => {
+                        let _ = db.retarget_delivery(&record.delivery_id, &new_key);
+                        *key = new_key;
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, "could not move a busy lock to the conversation a panel opened");
+                    }
+                }
+            }
+        }
         let _ = db.update_delivery(record);
         if record.will_create_session && record.transport == Transport::Panel {
             let pin = Pin {
@@ -485,6 +594,49 @@ impl Engine {
             if let Err(error) = db.set_pin(&pin, &job.pin_cwd_key, now_ms()) {
                 tracing::warn!(%error, "could not pin a conversation a panel opened");
             }
+        }
+    }
+
+    /// Finds the peer's transcript once its session is known and the agent has written it.
+    fn locate_transcript(&self, record: &mut DeliveryRecord, job: &Job) {
+        if record.target_transcript.is_some() {
+            return;
+        }
+        let Some(id) = record.target_session_id.clone() else {
+            return;
+        };
+        if let Some(path) = self.transcript_of(record.target_agent, &id, job) {
+            record.target_transcript = Some(path);
+            let _ = self.db().update_delivery(record);
+        }
+    }
+
+    /// After the shim went away mid-turn the agent may still finish the turn (the message was
+    /// delivered): its transcript is followed until a finished turn answers the request, or it
+    /// has been still for the delivery's inactivity timeout, or the daemon stops. Never re-sent.
+    fn follow_orphaned_turn(&self, record: &mut DeliveryRecord, job: &Job) {
+        let quiet_limit = Duration::from_secs(job.timeout_secs);
+        let stop = self.inner.stop.subscribe();
+        let mut last_change: Option<std::time::SystemTime> = None;
+        let mut quiet_since = Instant::now();
+        loop {
+            self.locate_transcript(record, job);
+            if confirmed_in_transcript(record).is_some() {
+                return;
+            }
+            let modified = record
+                .target_transcript
+                .as_deref()
+                .and_then(|path| std::fs::metadata(path).ok())
+                .and_then(|meta| meta.modified().ok());
+            if modified != last_change {
+                last_change = modified;
+                quiet_since = Instant::now();
+            }
+            if *stop.borrow() || quiet_since.elapsed() >= quiet_limit {
+                return;
+            }
+            std::thread::sleep(self.inner.config.transcript_check.min(WAKE));
         }
     }
 
@@ -697,7 +849,14 @@ impl Engine {
 
     /// Puts return traffic into the sender's panel, found again now (a reopened tab counts);
     /// retried [`RETURN_ATTEMPTS`] times, then failed as undelivered — never a CLI.
-    pub(super) fn carry_return(&self, record: &mut DeliveryRecord, job: &Job) {
+    /// `freed` is told when the sender's shim queues it behind a running turn (see
+    /// [`FreeWorker`]).
+    pub(super) fn carry_return(
+        &self,
+        record: &mut DeliveryRecord,
+        job: &Job,
+        freed: &mut Option<FreeWorker>,
+    ) {
         let Some(route) = job.panel.clone() else {
             return;
         };
@@ -729,7 +888,14 @@ impl Engine {
                 }),
             };
             let socket = shim.registration.socket.clone();
-            match self.wait_injection(record, &socket, injection, None, job) {
+            let mut how = Following {
+                patience: None,
+                held: None,
+                freed: freed.take(),
+            };
+            let ended = self.wait_injection(record, &socket, injection, job, &mut how);
+            *freed = how.freed.take();
+            match ended {
                 Ended::Done(_) | Ended::Confirmed(_) => {
                     record.state = DeliveryState::Delivered;
                     return;

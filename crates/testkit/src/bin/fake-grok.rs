@@ -17,6 +17,11 @@
 //! The answer is `grok: <first line of the prompt>`, plus ` token <t>` for a request token
 //! `req_…` found in it, sent in two chunks. Prompts queue per process, one turn at a time, as
 //! Grok does. `FAKE_GROK_LOG` names a file every received line is appended to.
+//!
+//! It also serves the headless form the bridge runs, `grok --single=<message> [--resume <id> |
+//! --session-id <uuid>] --output-format streaming-json` (spec 004 §3): `text` deltas
+//! `grok cli: <first line>` (plus the request token), then `end` with the session id. Its
+//! arguments go to `FAKE_GROK_LOG` as one `argv: [...]` line.
 
 use std::collections::{HashMap, VecDeque};
 use std::fs::OpenOptions;
@@ -31,6 +36,9 @@ fn main() {
     if args.first().map(String::as_str) == Some("--version") {
         println!("fake-grok 0.0.0");
         return;
+    }
+    if let Some(message) = args.iter().find_map(|a| a.strip_prefix("--single=")) {
+        return single(&args, message);
     }
     if args.first().map(String::as_str) != Some("agent")
         || args.last().map(String::as_str) != Some("stdio")
@@ -312,6 +320,37 @@ impl Agent {
             .or_default()
             .push((prompt.text, answer));
     }
+}
+
+/// One headless turn: the streaming-json lines Grok prints for `--single`.
+fn single(args: &[String], message: &str) {
+    if let Some(path) = std::env::var_os("FAKE_GROK_LOG")
+        && let Ok(mut file) = OpenOptions::new().create(true).append(true).open(path)
+    {
+        let _ = writeln!(file, "argv: {}", json!(args));
+    }
+    let session = args
+        .iter()
+        .position(|a| a == "--session-id" || a == "--resume")
+        .and_then(|at| args.get(at + 1))
+        .cloned()
+        .unwrap_or_default();
+    let first_line = message
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or_default();
+    let mut answer = format!(
+        "grok cli: {}",
+        first_line.chars().take(80).collect::<String>()
+    );
+    if let Some(token) = request_token(message) {
+        answer.push_str(&format!("\n{token}"));
+    }
+    println!("{}", json!({"type": "text", "data": answer}));
+    println!(
+        "{}",
+        json!({"type": "end", "stopReason": "EndTurn", "sessionId": session, "requestId": "r-1", "num_turns": 1})
+    );
 }
 
 /// The project's request token `req_<digits>_<6 characters>`, if the text carries one.
