@@ -78,3 +78,12 @@ pub const DEBUG: &str = "CROSS_AGENT_DEBUG";
 pub const DELIVERY_TTL: &str = "CROSS_AGENT_DELIVERY_TTL";
 pub const LATE_ANSWER_POLL_MS: &str = "CROSS_AGENT_LATE_ANSWER_POLL_MS";
 pub const TRANSCRIPT_CHECK_MS: &str = "CROSS_AGENT_TRANSCRIPT_CHECK_MS";
+
+// The Telegram bot.
+
+/// The Bot API base URL (default `https://api.telegram.org`): a self-hosted Bot API server.
+pub const TELEGRAM_API: &str = "CROSS_AGENT_TELEGRAM_API";
+/// Seconds one `getUpdates` long poll waits (default 30).
+pub const TELEGRAM_POLL_TIMEOUT: &str = "CROSS_AGENT_TELEGRAM_POLL_TIMEOUT";
+/// Test knob: the pause after a 409 conflict, in milliseconds (default 60,000).
+pub const TELEGRAM_CONFLICT_BACKOFF_MS: &str = "CROSS_AGENT_TELEGRAM_CONFLICT_BACKOFF_MS";

@@ -6,6 +6,7 @@ pub mod binaries;
 pub mod endpoint;
 pub mod panel;
 pub mod synthetic_stores;
+pub mod telegram;
 
 pub use endpoint::{
     Api, EndpointConfig, InputKind, ModelEndpoint, RecordedRequest, Reply, Rule, ToolCall,

@@ -12,6 +12,7 @@ mod send;
 mod sessions;
 mod shim;
 mod status;
+mod telegram;
 
 use std::process::ExitCode;
 
@@ -42,6 +43,8 @@ pub enum Command {
     /// shim links (links [DIR]) and print the VS Code settings. Also run as
     /// cross-agent-{claude,codex,grok}-shim.
     Shim(shim::ShimArgs),
+    /// The daemon's Telegram bot: setup (token from stdin), pair, status, unpair.
+    Telegram(telegram::TelegramArgs),
 }
 
 impl Command {
@@ -57,6 +60,7 @@ impl Command {
             Command::Reload(args) => args.run(),
             Command::Decisions(args) => args.run(),
             Command::Shim(args) => args.run(),
+            Command::Telegram(args) => args.run(),
         }
     }
 }

@@ -4,3 +4,4 @@ mod decisions;
 mod escaping;
 mod home_safety;
 mod sessions;
+mod telegram;

@@ -266,6 +266,12 @@ impl Daemon {
         // Queued deliveries — this start's and those an earlier daemon accepted but never
         // handed over — start going out now.
         engine.start();
+        // The Telegram bot's one poller (it waits for a token, or for another poller of the
+        // same token to let go), stopped with the connections below.
+        let telegram = tokio::spawn(cross_agent_telegram::supervise(
+            home.root().to_owned(),
+            stop_rx.clone(),
+        ));
         let shared = Arc::new(Shared {
             info,
             home,
@@ -324,6 +330,9 @@ impl Daemon {
             drain(&shared, &mut shutdown).await;
         }
         shared.stop.send_replace(true);
+        if tokio::time::timeout(DRAIN_TIMEOUT, telegram).await.is_err() {
+            tracing::warn!("the telegram poller did not stop in time");
+        }
 
         let drained = tokio::time::timeout(DRAIN_TIMEOUT, async {
             while connections.join_next().await.is_some() {}

@@ -1,0 +1,352 @@
+//! `cross-agent telegram …` and the daemon's poller, driven through the built binary against
+//! the fake Bot API (testkit `telegram`): setup, pairing, the allowlist, status, unpair, one
+//! poller per token across daemons, a 409 storm, and the token kept out of every file and
+//! output but its own.
+
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use cross_agent_testkit::telegram::{Failure, FakeBotApi};
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_cross-agent");
+const WAIT: Duration = Duration::from_secs(20);
+
+/// A fresh, unguessable token per test, so the per-token poller locks never meet.
+fn token() -> String {
+    format!("4242:SECRET{}", uuid::Uuid::new_v4().simple())
+}
+
+struct Env {
+    _dir: tempfile::TempDir,
+    state: PathBuf,
+    user: PathBuf,
+    api: String,
+    daemon: Option<Child>,
+}
+
+impl Env {
+    fn new(api: &FakeBotApi) -> Env {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state");
+        let user = dir.path().join("user");
+        std::fs::create_dir_all(&user).unwrap();
+        Env {
+            _dir: dir,
+            state,
+            user,
+            api: api.base_url().to_owned(),
+            daemon: None,
+        }
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(BIN);
+        command
+            .args(args)
+            .env("HOME", &self.user)
+            .env("CROSS_AGENT_HOME", &self.state)
+            .env("CROSS_AGENT_TELEGRAM_API", &self.api)
+            .env("CROSS_AGENT_TELEGRAM_POLL_TIMEOUT", "1")
+            .env("CROSS_AGENT_TELEGRAM_CONFLICT_BACKOFF_MS", "50")
+            .env_remove("CLAUDE_CONFIG_DIR")
+            .env_remove("CODEX_HOME")
+            .env_remove("CROSS_AGENT_DAEMON_BIN");
+        command
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.command(args).output().unwrap()
+    }
+
+    fn run_with_stdin(&self, args: &[&str], stdin: &str) -> Output {
+        let mut child = self
+            .command(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    }
+
+    fn setup(&self, token: &str) -> Output {
+        self.run_with_stdin(&["telegram", "setup", "--json"], &format!("{token}\n"))
+    }
+
+    fn start_daemon(&mut self) {
+        let child = self
+            .command(&["daemon", "run"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        self.daemon = Some(child);
+    }
+
+    fn kill_daemon(&mut self) {
+        if let Some(mut child) = self.daemon.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    fn status(&self) -> Value {
+        let out = self.run(&["telegram", "status", "--json"]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
+    fn pair_code(&self) -> String {
+        let out = self.run(&["telegram", "pair", "--json"]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+        json["code"].as_str().unwrap().to_owned()
+    }
+
+    fn decisions(&self) -> Vec<Value> {
+        std::fs::read_to_string(self.state.join("decisions.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect()
+    }
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        if self.daemon.is_some() {
+            let _ = self.run(&["daemon", "stop"]);
+            self.kill_daemon();
+        }
+    }
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn wait_until(mut done: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + WAIT;
+    while !done() {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    true
+}
+
+/// Every file under `dir` but the token's own that contains `needle`.
+fn files_containing(dir: &Path, needle: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return found;
+    };
+    for entry in entries {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            found.extend(files_containing(&path, needle));
+        } else if path.file_name().is_some_and(|n| n != "token")
+            && std::fs::read(&path)
+                .map(|bytes| text(&bytes).contains(needle))
+                .unwrap_or(false)
+        {
+            found.push(path);
+        }
+    }
+    found
+}
+
+#[test]
+fn setup_checks_the_token_with_get_me_and_stores_it_owner_only_without_printing_it() {
+    let token = token();
+    let api = FakeBotApi::start(&token, "relay_test_bot").unwrap();
+    let env = Env::new(&api);
+
+    let wrong = env.setup("4242:WRONGTOKEN");
+    assert!(!wrong.status.success());
+    assert!(
+        text(&wrong.stderr).contains("Unauthorized"),
+        "the API's description is shown: {}",
+        text(&wrong.stderr)
+    );
+    assert!(!env.state.join("telegram/token").exists());
+
+    let out = env.setup(&token);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["username"], "relay_test_bot");
+    assert!(!text(&out.stdout).contains(&token) && !text(&out.stderr).contains(&token));
+    let stored = env.state.join("telegram/token");
+    assert_eq!(
+        std::fs::read_to_string(&stored).unwrap().trim(),
+        token.as_str()
+    );
+    assert_eq!(
+        std::fs::metadata(&stored).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    // The wrong token was refused before reaching the bot; the right one was checked once.
+    assert_eq!(api.calls_to("getMe").len(), 1);
+
+    // An argument is no way in: there is no such flag.
+    let argument = env.run(&["telegram", "setup", &token]);
+    assert!(!argument.status.success());
+}
+
+#[test]
+fn pairing_allowlists_that_user_and_chat_and_everyone_else_is_ignored_and_logged() {
+    let token = token();
+    let api = FakeBotApi::start(&token, "relay_test_bot").unwrap();
+    let mut env = Env::new(&api);
+    assert!(env.setup(&token).status.success());
+    env.start_daemon();
+    assert!(
+        wait_until(|| env.status()["poller"]["state"] == "polling"),
+        "the poller started: {}",
+        env.status()
+    );
+    assert!(
+        !api.calls_to("deleteWebhook").is_empty(),
+        "deleteWebhook at start"
+    );
+
+    let code = env.pair_code();
+    let (person, stranger) = (5001_i64, 666_i64);
+    api.push_message(stranger, stranger, "hello bot");
+    api.push_message(stranger, stranger, &format!("/pair {}", "NOTTHECODE"));
+    api.push_message(person, person, &format!("/pair {code}"));
+    let paired = api.wait_for_call("sendMessage", WAIT, |body| body["chat_id"] == person);
+    assert!(paired.is_some(), "the person is told they are paired");
+
+    let status = env.status();
+    assert_eq!(status["paired"][0]["user_id"], person);
+    assert_eq!(status["paired"][0]["chat_id"], person);
+    assert_eq!(status["pairing_pending"], false, "the code is used up");
+    assert!(status["poller"]["last_update_at"].is_string(), "{status}");
+    assert_eq!(status["poller"]["updates_received"], 3);
+    // The stranger got nothing at all, and each of their messages is a decision.
+    assert!(
+        api.calls_to("sendMessage")
+            .iter()
+            .all(|call| call.body["chat_id"] != stranger)
+    );
+    let decisions = env.decisions();
+    let refused = decisions
+        .iter()
+        .filter(|d| d["kind"] == "telegram_refused" && d["details"]["user_id"] == stranger)
+        .count();
+    assert_eq!(refused, 2, "{decisions:#?}");
+    assert!(decisions.iter().any(|d| d["kind"] == "telegram_pair"
+        && d["outcome"] == "paired"
+        && d["details"]["user_id"] == person));
+    assert!(decisions.iter().any(|d| d["kind"] == "telegram_delivery"
+        && d["outcome"] == "sent"
+        && d["details"]["chat_id"] == person));
+
+    // The same code cannot pair a second person.
+    api.push_message(stranger, stranger, &format!("/pair {code}"));
+    assert!(wait_until(|| api.all_confirmed()));
+    assert!(wait_until(|| env
+        .decisions()
+        .iter()
+        .any(|d| d["kind"] == "telegram_pair"
+            && d["outcome"] == "refused"
+            && d["reason"] == "no pairing code is pending")));
+    assert_eq!(env.status()["paired"].as_array().unwrap().len(), 1);
+
+    let out = env.run(&["telegram", "unpair", &person.to_string()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(env.status()["paired"], serde_json::json!([]));
+    api.push_message(person, person, "still there?");
+    assert!(wait_until(|| env.decisions().iter().any(|d| d["kind"]
+        == "telegram_refused"
+        && d["details"]["user_id"] == person)));
+
+    // The token is in its own file and nowhere else: not in the log, a record, a decision,
+    // the status, or any output.
+    env.kill_daemon();
+    assert_eq!(files_containing(&env.state, &token), Vec::<PathBuf>::new());
+    let human = env.run(&["telegram", "status"]);
+    assert!(!text(&human.stdout).contains(&token));
+    assert!(
+        text(&human.stdout).contains("@relay_test_bot") && text(&human.stdout).contains("nobody"),
+        "{}",
+        text(&human.stdout)
+    );
+}
+
+#[test]
+fn a_409_storm_is_backed_off_never_fatal_and_no_update_is_lost() {
+    let token = token();
+    let api = FakeBotApi::start(&token, "relay_test_bot").unwrap();
+    let mut env = Env::new(&api);
+    assert!(env.setup(&token).status.success());
+    for _ in 0..8 {
+        api.fail_next("getUpdates", Failure::conflict());
+    }
+    env.start_daemon();
+    let code = env.pair_code();
+    api.push_message(5001, 5001, &format!("/pair {code}"));
+    for n in 0..5 {
+        api.push_message(6001 + n, 6001 + n, "are you there?");
+    }
+    assert!(wait_until(|| api.all_confirmed()), "every update was taken");
+    assert!(wait_until(|| env.status()["paired"][0]["user_id"] == 5001));
+    let status = env.status();
+    assert_eq!(status["poller"]["state"], "polling", "{status}");
+    assert!(
+        status["poller"]["last_error"]
+            .as_str()
+            .unwrap()
+            .contains("Conflict"),
+        "{status}"
+    );
+    assert!(wait_until(|| env
+        .decisions()
+        .iter()
+        .filter(|d| d["kind"] == "telegram_refused")
+        .count()
+        == 5));
+}
+
+#[test]
+fn one_token_is_polled_by_one_daemon_and_the_other_takes_over_when_it_goes() {
+    let token = token();
+    let api = FakeBotApi::start(&token, "relay_test_bot").unwrap();
+    let mut first = Env::new(&api);
+    let mut second = Env::new(&api);
+    assert!(first.setup(&token).status.success());
+    assert!(second.setup(&token).status.success());
+    first.start_daemon();
+    assert!(wait_until(|| first.status()["poller"]["state"] == "polling"));
+    second.start_daemon();
+    // Long enough for the second daemon's supervisor to try the lock several times.
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(
+        second.status()["poller"]["state"],
+        "",
+        "the second never polled"
+    );
+    assert!(
+        api.calls_to("getUpdates").len() >= 2,
+        "the first keeps polling"
+    );
+    first.kill_daemon();
+    assert!(
+        wait_until(|| second.status()["poller"]["state"] == "polling"),
+        "the second takes the token over: {}",
+        second.status()
+    );
+}
