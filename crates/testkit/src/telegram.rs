@@ -32,6 +32,8 @@ use tokio::sync::{Notify, oneshot};
 pub struct RecordedCall {
     pub method: String,
     pub body: Value,
+    /// When the call arrived (a back-off shows as the gap between two calls).
+    pub at: Instant,
 }
 
 /// A queued failure for one method.
@@ -305,6 +307,7 @@ async fn handle(
         inner.calls.push(RecordedCall {
             method: method.clone(),
             body: body.clone(),
+            at: Instant::now(),
         });
         inner
             .failures
