@@ -6,11 +6,13 @@
 //! - [`poller`]: the one long poller per token (a lock across daemons), its back-offs, pairing
 //!   and refusing every chat that is not paired.
 //! - [`deliver`], [`text`]: escaped, chunked sends with a plain-text retry, each a decision.
+//! - [`limit`]: our own pace for edits, which no Bot API client library throttles.
 //! - [`supervise`]: what the daemon runs: waits for a token, takes its lock, polls.
 
 pub mod api;
 pub mod deliver;
 mod error;
+pub mod limit;
 pub mod poller;
 pub mod store;
 pub mod text;

@@ -110,3 +110,50 @@ async fn a_failed_send_is_a_decision_with_the_apis_description_and_no_token() {
     assert!(!logged.contains(TOKEN), "{logged}");
     assert!(!format!("{api:?}").contains(TOKEN));
 }
+
+#[tokio::test]
+async fn edits_to_one_chat_are_paced_and_another_chat_is_not_held_up() {
+    use cross_agent_telegram::limit::{EditLimiter, edit_text};
+    let fake = FakeBotApi::start(TOKEN, "bot").unwrap();
+    let api = HttpApi::new(Some(fake.base_url()), TOKEN).unwrap();
+    let limiter = EditLimiter::new(Duration::from_millis(300));
+    let log = DecisionLog::disabled();
+    let busy = async {
+        for n in 0..4 {
+            assert!(edit_text(&api, &limiter, &log, 42, 7, &format!("step {n}")).await);
+        }
+    };
+    let other = async {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(edit_text(&api, &limiter, &log, 43, 8, "other chat").await);
+    };
+    tokio::join!(busy, other);
+    let edits = fake.calls_to("editMessageText");
+    let to_42: Vec<_> = edits.iter().filter(|e| e.body["chat_id"] == 42).collect();
+    assert_eq!(to_42.len(), 4);
+    for pair in to_42.windows(2) {
+        let gap = pair[1].at - pair[0].at;
+        assert!(gap >= Duration::from_millis(250), "edits {gap:?} apart");
+    }
+    let position_of_43 = edits.iter().position(|e| e.body["chat_id"] == 43).unwrap();
+    assert!(
+        position_of_43 <= 1,
+        "the other chat went out at once: {position_of_43}"
+    );
+}
+
+#[tokio::test]
+async fn an_edit_telegram_cannot_parse_is_retried_as_plain_text() {
+    use cross_agent_telegram::limit::{EditLimiter, edit_text};
+    let fake = FakeBotApi::start(TOKEN, "bot").unwrap();
+    fake.fail_next("editMessageText", Failure::cant_parse_entities());
+    let home = tempfile::tempdir().unwrap();
+    let log = DecisionLog::new(home.path());
+    let api = HttpApi::new(Some(fake.base_url()), TOKEN).unwrap();
+    let limiter = EditLimiter::default();
+    assert!(edit_text(&api, &limiter, &log, 42, 7, "a &lt; b").await);
+    let edits = fake.calls_to("editMessageText");
+    assert_eq!(edits.len(), 2);
+    assert_eq!(edits[1].body["text"], "a < b");
+    assert_eq!(decisions(home.path())[0]["outcome"], "retried_plain");
+}
