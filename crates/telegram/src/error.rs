@@ -46,6 +46,8 @@ pub enum Error {
         #[source]
         source: serde_json::Error,
     },
+    #[error("{path}: {reason}")]
+    Gate { path: PathBuf, reason: String },
     #[error("another poller holds this bot's token ({0})")]
     Locked(#[source] cross_agent_ipc::Error),
 }

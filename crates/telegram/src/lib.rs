@@ -12,6 +12,7 @@
 pub mod api;
 pub mod deliver;
 mod error;
+pub mod gate;
 pub mod limit;
 pub mod poller;
 pub mod store;
