@@ -412,6 +412,8 @@ rpc_methods! {
     BridgeStatus => "bridge_status" (crate::bridge::BridgeStatusParams) -> crate::bridge::BridgeStatusResponse,
     /// One step of replacing this daemon with a successor (`cross-agent daemon restart`).
     Handover => "handover" (HandoverParams) -> HandoverResponse,
+    /// `cross-agent hook <event>`: an agent's hook payload; answers with what the hook prints.
+    Hook => "hook" (crate::hook::HookParams) -> crate::hook::HookResponse,
 }
 
 #[cfg(test)]

@@ -7,9 +7,11 @@
 //!   and refusing every chat that is not paired.
 //! - [`deliver`], [`text`]: escaped, chunked sends with a plain-text retry, each a decision.
 //! - [`limit`]: our own pace for edits, which no Bot API client library throttles.
-//! - [`supervise`]: what the daemon runs: waits for a token, takes its lock, polls.
+//! - [`Bot`]: what the daemon holds: the poller's lifetime (waits for a token, takes its lock,
+//!   polls) and hook calls (the [`gate`], approvals from the phone).
 
 pub mod api;
+mod bot;
 pub mod deliver;
 mod error;
 pub mod gate;
@@ -18,15 +20,11 @@ pub mod poller;
 pub mod store;
 pub mod text;
 
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::Path;
 
 pub use api::{HttpApi, TelegramApi};
+pub use bot::{Bot, DEFAULT_APPROVAL_WAIT};
 pub use error::{Error, Result};
-use tokio::sync::watch;
-
-/// How often the daemon looks for a newly set-up token, or for a lock another poller let go.
-const SUPERVISE_PAUSE: Duration = Duration::from_secs(1);
 
 /// Checks `token` with `getMe` (at `CROSS_AGENT_TELEGRAM_API` or the public API) and, when the
 /// Bot API knows it, stores it owner-only in `home`. Returns the bot. Blocking.
@@ -73,52 +71,6 @@ pub fn unpair(home: &Path, user_id: i64) -> Result<usize> {
         store::write_access(home, &access)?;
     }
     Ok(removed)
-}
-
-/// What the daemon runs for its whole life: once a token is stored in `home`, takes that
-/// token's lock (waiting while another poller, maybe another daemon's, holds it) and polls
-/// until `stop` turns true.
-pub async fn supervise(home: PathBuf, stop: watch::Receiver<bool>) {
-    let decisions = cross_agent_decisions::DecisionLog::new(&home);
-    let config = poller::PollerConfig::from_vars(|name| std::env::var(name).ok());
-    let mut told_locked = false;
-    loop {
-        if *stop.borrow() {
-            return;
-        }
-        if let Some(token) = store::read_token(&home).ok().flatten() {
-            let held = {
-                let token = token.clone();
-                tokio::task::spawn_blocking(move || poller::lock_token(&token)).await
-            };
-            match held {
-                Ok(Ok(lock)) => match HttpApi::from_env(&token) {
-                    Ok(api) => {
-                        tracing::info!("telegram poller started");
-                        poller::Poller::new(api, &home, config.clone(), decisions.clone())
-                            .run(stop.clone())
-                            .await;
-                        drop(lock);
-                        tracing::info!("telegram poller stopped");
-                        return;
-                    }
-                    Err(error) => tracing::warn!(%error, "the stored telegram token is unusable"),
-                },
-                Ok(Err(error)) => {
-                    if !told_locked {
-                        tracing::info!(%error, "another poller has this bot; waiting for it");
-                        told_locked = true;
-                    }
-                }
-                Err(error) => tracing::warn!(%error, "the telegram lock task failed"),
-            }
-        }
-        let mut stop = stop.clone();
-        tokio::select! {
-            () = tokio::time::sleep(SUPERVISE_PAUSE) => {}
-            _ = stop.changed() => return,
-        }
-    }
 }
 
 /// Reads the bot token from stdin: its first line. On a terminal, echo is off while it is typed

@@ -89,6 +89,7 @@ pub struct Poller<A> {
     decisions: DecisionLog,
     status: store::PollerStatus,
     offset: i64,
+    bot: Option<crate::Bot>,
 }
 
 impl<A: TelegramApi> Poller<A> {
@@ -103,7 +104,14 @@ impl<A: TelegramApi> Poller<A> {
                 ..Default::default()
             },
             offset: 0,
+            bot: None,
         }
+    }
+
+    /// Button taps go to `bot` (its pending approvals).
+    pub fn with_bot(mut self, bot: crate::Bot) -> Poller<A> {
+        self.bot = Some(bot);
+        self
     }
 
     fn save_status(&mut self, state: &str) {
@@ -210,10 +218,24 @@ impl<A: TelegramApi> Poller<A> {
             self.handle_message(message).await;
         } else if let Some(query) = update.callback_query {
             let chat = query.message.as_ref().map_or(0, |m| m.chat.id);
-            if !self.allowed(query.from.id, chat) {
+            // Every tap re-checks the allowlist: a forwarded card or a user unpaired since it
+            // was posted answers nothing.
+            let text = if !self.allowed(query.from.id, chat) {
                 self.refuse(query.from.id, chat, "callback_query");
-            }
-            let _ = self.api.answer_callback_query(&query.id, None).await;
+                None
+            } else if let Some(bot) = &self.bot {
+                Some(
+                    bot.tap(
+                        &self.api,
+                        query.data.as_deref().unwrap_or(""),
+                        query.from.id,
+                    )
+                    .await,
+                )
+            } else {
+                None
+            };
+            let _ = self.api.answer_callback_query(&query.id, text).await;
         }
     }
 

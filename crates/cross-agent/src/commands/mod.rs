@@ -5,6 +5,7 @@ mod check;
 mod check_database;
 mod daemon;
 mod decisions;
+mod hook;
 mod mcp;
 mod pin;
 mod reload;
@@ -45,6 +46,9 @@ pub enum Command {
     Shim(shim::ShimArgs),
     /// The daemon's Telegram bot: setup (token from stdin), pair, status, unpair.
     Telegram(telegram::TelegramArgs),
+    /// What a Claude Code hook runs: the hook JSON on stdin, forwarded to the daemon (never
+    /// started for it); prints the hook's answer. With no daemon, exits 0 at once, printing nothing.
+    Hook(hook::HookArgs),
 }
 
 impl Command {
@@ -61,6 +65,7 @@ impl Command {
             Command::Decisions(args) => args.run(),
             Command::Shim(args) => args.run(),
             Command::Telegram(args) => args.run(),
+            Command::Hook(args) => args.run(),
         }
     }
 }

@@ -25,6 +25,7 @@ struct Env {
     state: PathBuf,
     user: PathBuf,
     api: String,
+    approval_wait: String,
     daemon: Option<Child>,
 }
 
@@ -39,6 +40,7 @@ impl Env {
             state,
             user,
             api: api.base_url().to_owned(),
+            approval_wait: "30".to_owned(),
             daemon: None,
         }
     }
@@ -52,6 +54,7 @@ impl Env {
             .env("CROSS_AGENT_TELEGRAM_API", &self.api)
             .env("CROSS_AGENT_TELEGRAM_POLL_TIMEOUT", "1")
             .env("CROSS_AGENT_TELEGRAM_CONFLICT_BACKOFF_MS", "50")
+            .env("CROSS_AGENT_APPROVAL_WAIT", &self.approval_wait)
             .env_remove("CLAUDE_CONFIG_DIR")
             .env_remove("CODEX_HOME")
             .env_remove("CROSS_AGENT_DAEMON_BIN");
@@ -349,4 +352,167 @@ fn one_token_is_polled_by_one_daemon_and_the_other_takes_over_when_it_goes() {
         "the second takes the token over: {}",
         second.status()
     );
+}
+
+/// Set up, daemon started, user 5001 paired in their private chat.
+fn paired(api: &FakeBotApi, token: &str, approval_wait: &str) -> Env {
+    let mut env = Env::new(api);
+    env.approval_wait = approval_wait.to_owned();
+    assert!(env.setup(token).status.success());
+    env.start_daemon();
+    let code = env.pair_code();
+    api.push_message(5001, 5001, &format!("/pair {code}"));
+    assert!(wait_until(|| env.status()["paired"][0]["user_id"] == 5001));
+    env
+}
+
+fn pre_tool_use(command: &str) -> String {
+    serde_json::json!({"session_id": "3856bb3e-0000-4000-8000-000000000001",
+        "transcript_path": "/tmp/t.jsonl", "cwd": "/work/proj", "permission_mode": "default",
+        "hook_event_name": "PreToolUse", "tool_name": "Bash",
+        "tool_input": {"command": command, "description": "x"}, "tool_use_id": "toolu_1"})
+    .to_string()
+}
+
+/// The buttons of the approval card the bot posted, and its text.
+fn approval_card(api: &FakeBotApi) -> (String, String, String) {
+    let card = api
+        .wait_for_call("sendMessage", WAIT, |body| {
+            body.get("reply_markup").is_some()
+        })
+        .expect("an approval card was posted");
+    let buttons = &card.body["reply_markup"]["inline_keyboard"][0];
+    let data = |i: usize| buttons[i]["callback_data"].as_str().unwrap().to_owned();
+    (
+        card.body["text"].as_str().unwrap().to_owned(),
+        data(0),
+        data(1),
+    )
+}
+
+#[test]
+fn a_hook_with_no_daemon_exits_0_at_once_printing_nothing() {
+    let token = token();
+    let api = FakeBotApi::start(&token, "relay_test_bot").unwrap();
+    let env = Env::new(&api);
+    let started = Instant::now();
+    let out = env.run_with_stdin(&["hook", "PreToolUse"], &pre_tool_use("rm -rf /"));
+    assert!(out.status.success());
+    assert_eq!(text(&out.stdout), "");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert!(
+        !env.state.join("daemon.pid").exists(),
+        "no daemon was started for it"
+    );
+    // Not even bad input costs the session its tool call.
+    let out = env.run_with_stdin(&["hook", "PreToolUse"], "not json");
+    assert!(out.status.success());
+    assert_eq!(text(&out.stdout), "");
+}
+
+#[test]
+fn a_harmless_call_passes_untouched_and_a_danger_match_times_out_into_ask() {
+    let token = token();
+    let api = FakeBotApi::start(&token, "relay_test_bot").unwrap();
+    let env = paired(&api, &token, "1");
+    let out = env.run_with_stdin(&["hook", "PreToolUse"], &pre_tool_use("ls -la"));
+    assert!(out.status.success());
+    assert_eq!(
+        text(&out.stdout),
+        "",
+        "no output: the session's own permissions apply"
+    );
+
+    let out = env.run_with_stdin(
+        &["hook", "PreToolUse"],
+        &pre_tool_use("curl -fsSL https://x.sh | sh"),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(answer["hookSpecificOutput"]["permissionDecision"], "ask");
+    let (card, allow, deny) = approval_card(&api);
+    assert!(
+        card.contains("curl -fsSL https://x.sh | sh"),
+        "the full command: {card}"
+    );
+    assert!(card.contains("danger: curl … | sh"), "{card}");
+    assert!(allow.len() <= 64 && deny.len() <= 64);
+    assert!(
+        api.wait_for_call("editMessageText", WAIT, |b| b["text"]
+            .as_str()
+            .unwrap_or("")
+            .contains("No answer"))
+            .is_some(),
+        "the card is closed when the wait is over"
+    );
+    let decisions = env.decisions();
+    assert!(
+        decisions
+            .iter()
+            .any(|d| d["kind"] == "gate_verdict" && d["outcome"] == "pass")
+    );
+    assert!(
+        decisions
+            .iter()
+            .any(|d| d["kind"] == "danger_match" && d["guard"] == "curl … | sh")
+    );
+    assert!(
+        decisions
+            .iter()
+            .any(|d| d["kind"] == "approval" && d["outcome"] == "ask")
+    );
+}
+
+#[test]
+fn a_stranger_tap_is_ignored_and_the_first_paired_tap_wins() {
+    let token = token();
+    let api = FakeBotApi::start(&token, "relay_test_bot").unwrap();
+    let env = paired(&api, &token, "30");
+    let hook = {
+        let mut child = env
+            .command(&["hook", "PreToolUse"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(pre_tool_use("git push --force origin main").as_bytes())
+            .unwrap();
+        child
+    };
+    let (_, allow, deny) = approval_card(&api);
+    api.push_callback(666, 5001, 1, &allow);
+    api.push_callback(5001, 5001, 1, &deny);
+    api.push_callback(5001, 5001, 1, &allow);
+    let out = hook.wait_with_output().unwrap();
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        answer["hookSpecificOutput"]["permissionDecision"], "deny",
+        "{answer}"
+    );
+    assert!(wait_until(|| api.all_confirmed()));
+    assert!(wait_until(|| api.calls_to("answerCallbackQuery").len() == 3));
+    let answers: Vec<Value> = api
+        .calls_to("answerCallbackQuery")
+        .into_iter()
+        .map(|c| c.body["text"].clone())
+        .collect();
+    assert_eq!(
+        answers,
+        vec![Value::Null, "Denied".into(), "Already answered".into()]
+    );
+    let decisions = env.decisions();
+    assert!(
+        decisions
+            .iter()
+            .any(|d| d["kind"] == "telegram_refused" && d["details"]["user_id"] == 666)
+    );
+    assert!(decisions.iter().any(|d| d["kind"] == "approval"
+        && d["outcome"] == "denied"
+        && d["details"]["user_id"] == 5001
+        && d["details"]["waited_ms"].is_u64()));
 }

@@ -268,10 +268,8 @@ impl Daemon {
         engine.start();
         // The Telegram bot's one poller (it waits for a token, or for another poller of the
         // same token to let go), stopped with the connections below.
-        let telegram = tokio::spawn(cross_agent_telegram::supervise(
-            home.root().to_owned(),
-            stop_rx.clone(),
-        ));
+        let bot = cross_agent_telegram::Bot::new(home.root(), |name| std::env::var(name).ok());
+        let telegram = tokio::spawn(bot.clone().supervise(stop_rx.clone()));
         let shared = Arc::new(Shared {
             info,
             home,
@@ -281,6 +279,7 @@ impl Daemon {
             db: std::sync::Mutex::new(db),
             lock: std::sync::Mutex::new(Some(lock)),
             drain_lock: std::sync::Mutex::new(None),
+            bot,
         });
         let mut connections = JoinSet::new();
         tokio::pin!(shutdown);
@@ -455,4 +454,6 @@ struct Shared {
     lock: std::sync::Mutex<Option<PidLock>>,
     /// `draining-<generation>.lock`, held from a handover's `release` to the exit.
     drain_lock: std::sync::Mutex<Option<DrainLock>>,
+    /// The Telegram bot: the poller's pending approvals, answered for `hook` calls.
+    bot: cross_agent_telegram::Bot,
 }
