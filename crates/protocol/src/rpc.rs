@@ -514,7 +514,8 @@ mod tests {
                 "list_sessions",
                 "pin",
                 "bridge_status",
-                "handover"
+                "handover",
+                "hook"
             ]
         );
         assert_eq!(<StatusParams as Method>::NAME, "status");
