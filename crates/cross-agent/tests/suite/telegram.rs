@@ -516,3 +516,99 @@ fn a_stranger_tap_is_ignored_and_the_first_paired_tap_wins() {
         && d["details"]["user_id"] == 5001
         && d["details"]["waited_ms"].is_u64()));
 }
+
+/// A real Claude Code 2.1.332 turn whose `PreToolUse` hook is `cross-agent hook PreToolUse`:
+/// the scripted model asks for `rm -rf <dir>`, the gate's danger pattern sends it to the phone,
+/// and the tap decides. Allowed: the directory is gone. Denied: it stays, and the model is told.
+#[test]
+fn a_real_claude_pre_tool_use_is_approved_by_one_tap_and_denied_by_another() {
+    use cross_agent_testkit::agents::{AgentHome, Claude};
+    use cross_agent_testkit::{ModelEndpoint, Rule, ToolCall};
+
+    let token = token();
+    let api = FakeBotApi::start(&token, "relay_test_bot").unwrap();
+    let env = paired(&api, &token, "60");
+    let agents = AgentHome::new().unwrap();
+    let project = agents.project("proj").unwrap();
+    let endpoint = ModelEndpoint::start().unwrap();
+    let claude = Claude::new(&agents, &endpoint.anthropic_base_url())
+        .unwrap()
+        .with_env("CROSS_AGENT_HOME", env.state.as_os_str());
+    let settings = serde_json::json!({"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [
+        {"type": "command", "command": format!("'{BIN}' hook PreToolUse"), "timeout": 90}]}]}})
+    .to_string();
+    endpoint.push(Rule::on_any_tool_result().reply_text("done"));
+
+    let tap_and_run = |prompt: &str, dir: &Path, button: usize| {
+        std::fs::create_dir_all(dir.join("sub")).unwrap();
+        endpoint.push(Rule::on_user_text(prompt).tool_call(ToolCall::new(
+            "Bash",
+            serde_json::json!({"command": format!("rm -rf {}", dir.display()), "description": "clean"}),
+        )));
+        let before = api.calls_to("sendMessage").len();
+        let turn = claude
+            .turn(&project, prompt)
+            .arg("--settings")
+            .arg(&settings)
+            .timeout(Duration::from_secs(120));
+        let running = std::thread::spawn(move || turn.run());
+        let new_card = || {
+            api.calls_to("sendMessage")
+                .into_iter()
+                .skip(before)
+                .find(|c| c.body.get("reply_markup").is_some())
+        };
+        let deadline = Instant::now() + Duration::from_secs(90);
+        while new_card().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let card = new_card().expect("the approval card reached the phone");
+        let text_shown = card.body["text"].as_str().unwrap().to_owned();
+        assert!(
+            text_shown.contains(&format!("rm -rf {}", dir.display())),
+            "the full command: {text_shown}"
+        );
+        assert!(text_shown.contains("danger: rm -rf"), "{text_shown}");
+        let data = card.body["reply_markup"]["inline_keyboard"][0][button]["callback_data"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        api.push_callback(5001, 5001, 1, &data);
+        let run = running.join().unwrap().unwrap();
+        assert!(run.result.is_some(), "the turn finished: {:?}", run.output);
+    };
+
+    let allowed = project.join("build");
+    tap_and_run("clean the build", &allowed, 0);
+    assert!(!allowed.exists(), "allowed from the phone: the tool ran");
+
+    let denied = project.join("cache");
+    tap_and_run("clean the cache", &denied, 1);
+    assert!(
+        denied.exists(),
+        "denied from the phone: the tool did not run"
+    );
+    let told = endpoint.requests().iter().any(|r| {
+        r.body
+            .to_string()
+            .contains("denied from Telegram by user 5001")
+    });
+    assert!(told, "the model was told the call was denied, and why");
+
+    let decisions = env.decisions();
+    for outcome in ["allowed", "denied"] {
+        assert!(
+            decisions
+                .iter()
+                .any(|d| d["kind"] == "approval" && d["outcome"] == outcome),
+            "{outcome}: {decisions:#?}"
+        );
+    }
+    assert_eq!(
+        decisions
+            .iter()
+            .filter(|d| d["kind"] == "danger_match" && d["guard"] == "rm -rf")
+            .count(),
+        2
+    );
+}
