@@ -139,31 +139,39 @@ impl<A: TelegramApi> Poller<A> {
             if *stop.borrow() {
                 break;
             }
-            let step = async {
-                if !webhook_deleted {
-                    self.api.delete_webhook().await?;
-                    webhook_deleted = true;
-                    let _ = self
-                        .api
-                        .set_my_commands(&[("pair", "Pair this chat: /pair CODE")])
-                        .await;
+            let outcome = if webhook_deleted {
+                if self.status.state != "polling" {
+                    self.save_status("polling");
                 }
-                self.api
-                    .get_updates(self.offset, self.config.poll_timeout)
-                    .await
-            };
-            let outcome = tokio::select! {
-                outcome = step => outcome,
-                _ = stop.changed() => break,
+                tokio::select! {
+                    outcome = self.api.get_updates(self.offset, self.config.poll_timeout) => outcome,
+                    _ = stop.changed() => break,
+                }
+            } else {
+                // Long polling and a webhook exclude each other: a webhook left set by another
+                // program would make every getUpdates fail.
+                let deleted = tokio::select! {
+                    deleted = self.api.delete_webhook() => deleted,
+                    _ = stop.changed() => break,
+                };
+                match deleted {
+                    Ok(()) => {
+                        webhook_deleted = true;
+                        let _ = self
+                            .api
+                            .set_my_commands(&[("pair", "Pair this chat: /pair CODE")])
+                            .await;
+                        continue;
+                    }
+                    Err(error) => Err(error),
+                }
             };
             let pause = match outcome {
                 Ok(updates) => {
                     network_failures = 0;
-                    if !updates.is_empty() || self.status.state != "polling" {
-                        if !updates.is_empty() {
-                            self.status.last_update_at = Some(now_rfc3339());
-                            self.status.updates_received += updates.len() as u64;
-                        }
+                    if !updates.is_empty() {
+                        self.status.last_update_at = Some(now_rfc3339());
+                        self.status.updates_received += updates.len() as u64;
                         self.save_status("polling");
                     }
                     for update in updates {
