@@ -26,6 +26,7 @@ struct Env {
     user: PathBuf,
     api: String,
     approval_wait: String,
+    poll_timeout: String,
     daemon: Option<Child>,
 }
 
@@ -41,6 +42,7 @@ impl Env {
             user,
             api: api.base_url().to_owned(),
             approval_wait: "30".to_owned(),
+            poll_timeout: "1".to_owned(),
             daemon: None,
         }
     }
@@ -52,7 +54,7 @@ impl Env {
             .env("HOME", &self.user)
             .env("CROSS_AGENT_HOME", &self.state)
             .env("CROSS_AGENT_TELEGRAM_API", &self.api)
-            .env("CROSS_AGENT_TELEGRAM_POLL_TIMEOUT", "1")
+            .env("CROSS_AGENT_TELEGRAM_POLL_TIMEOUT", &self.poll_timeout)
             .env("CROSS_AGENT_TELEGRAM_CONFLICT_BACKOFF_MS", "50")
             .env("CROSS_AGENT_APPROVAL_WAIT", &self.approval_wait)
             .env_remove("CLAUDE_CONFIG_DIR")
@@ -610,5 +612,26 @@ fn a_real_claude_pre_tool_use_is_approved_by_one_tap_and_denied_by_another() {
             .filter(|d| d["kind"] == "danger_match" && d["guard"] == "rm -rf")
             .count(),
         2
+    );
+}
+
+#[test]
+fn the_poller_reports_polling_while_its_first_long_poll_waits_and_health_only_from_updates() {
+    let token = token();
+    let api = FakeBotApi::start(&token, "relay_test_bot").unwrap();
+    let mut env = Env::new(&api);
+    env.poll_timeout = "30".to_owned();
+    assert!(env.setup(&token).status.success());
+    env.start_daemon();
+    assert!(
+        wait_until(|| env.status()["poller"]["state"] == "polling"),
+        "polling during the first 30 s long poll: {}",
+        env.status()
+    );
+    let status = env.status();
+    assert_eq!(status["poller"]["bot_username"], "relay_test_bot");
+    assert!(
+        status["poller"]["last_update_at"].is_null(),
+        "no update received yet, so no health claimed: {status}"
     );
 }
