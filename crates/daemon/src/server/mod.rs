@@ -269,7 +269,8 @@ impl Daemon {
         // The Telegram bot's one poller (it waits for a token, or for another poller of the
         // same token to let go), stopped with the connections below.
         let bot = cross_agent_telegram::Bot::new(home.root(), |name| std::env::var(name).ok());
-        let telegram = tokio::spawn(bot.clone().supervise(stop_rx.clone()));
+        let (telegram_stop, telegram_stop_rx) = watch::channel(false);
+        let telegram = tokio::spawn(bot.clone().supervise(telegram_stop_rx));
         let shared = Arc::new(Shared {
             info,
             home,
@@ -316,6 +317,9 @@ impl Daemon {
             }
         };
         tracing::info!(reason, "daemon stopping");
+        // One poller per token: a successor (or the next daemon) polls the bot from now on, so
+        // this one lets go of it before draining.
+        telegram_stop.send_replace(true);
 
         // New clients now find nothing and start a successor, which will wait for our lock —
         // or, after a handover, find the successor already on the path.
