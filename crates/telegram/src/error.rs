@@ -48,6 +48,8 @@ pub enum Error {
     },
     #[error("{path}: {reason}")]
     Gate { path: PathBuf, reason: String },
+    #[error("cannot make the directory of the per-token poller locks: {0}")]
+    LockDir(#[source] cross_agent_ipc::Error),
     #[error("another poller holds this bot's token ({0})")]
     Locked(#[source] cross_agent_ipc::Error),
 }

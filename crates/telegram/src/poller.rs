@@ -60,21 +60,13 @@ impl PollerConfig {
 
 /// The lock file that makes one poller per token, shared by every home of this user.
 pub fn token_lock_path(token: &str) -> PathBuf {
-    let uid = rustix_free_uid();
+    let uid = rustix::process::getuid().as_raw();
     std::env::temp_dir()
         .join(format!("cross-agent-telegram-{uid}"))
         .join(format!(
             "{:016x}.lock",
             xxhash_rust::xxh3::xxh3_64(token.as_bytes())
         ))
-}
-
-/// This user's id, from the owner of the temp files it creates (no libc call needed).
-fn rustix_free_uid() -> u32 {
-    use std::os::unix::fs::MetadataExt;
-    std::env::home_dir()
-        .and_then(|home| std::fs::metadata(home).ok())
-        .map_or(0, |m| m.uid())
 }
 
 fn kind(name: &'static str) -> DecisionKind {
@@ -361,7 +353,7 @@ fn jitter(most: Duration) -> Duration {
 pub fn lock_token(token: &str) -> Result<cross_agent_ipc::pidfile::PidLock> {
     let path = token_lock_path(token);
     if let Some(parent) = path.parent() {
-        cross_agent_ipc::home::ensure_private_dir(parent).map_err(Error::Locked)?;
+        cross_agent_ipc::home::ensure_private_dir(parent).map_err(Error::LockDir)?;
     }
     cross_agent_ipc::pidfile::PidLock::acquire(&path).map_err(Error::Locked)
 }

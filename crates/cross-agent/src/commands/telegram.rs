@@ -61,7 +61,7 @@ impl TelegramArgs {
                     println!("{}", json!({"username": username, "id": bot.id}));
                 } else {
                     println!(
-                        "set up @{}; the daemon polls it. Next: cross-agent telegram pair",
+                        "set up @{}; the daemon polls it while it runs (cross-agent daemon start). Next: cross-agent telegram pair",
                         escape_cell(&username)
                     );
                 }
