@@ -58,7 +58,7 @@ fn main() -> Result<()> {
             .write_all(payload.as_bytes())?;
         let out = child.wait_with_output()?;
         let took = started.elapsed();
-        if expect_output != !out.stdout.is_empty() {
+        if expect_output == out.stdout.is_empty() {
             bail!(
                 "unexpected hook output: {:?}",
                 String::from_utf8_lossy(&out.stdout)
