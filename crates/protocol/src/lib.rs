@@ -7,6 +7,7 @@
 
 pub mod bridge;
 pub mod decisions;
+pub mod hook;
 pub mod panel;
 pub mod rpc;
 pub mod schema;

@@ -414,6 +414,8 @@ rpc_methods! {
     BridgeStatus => "bridge_status" (crate::bridge::BridgeStatusParams) -> crate::bridge::BridgeStatusResponse,
     /// One step of replacing this daemon with a successor (`cross-agent daemon restart`).
     Handover => "handover" (HandoverParams) -> HandoverResponse,
+    /// `cross-agent hook <event>`: an agent's hook payload; answers with what the hook prints.
+    Hook => "hook" (crate::hook::HookParams) -> crate::hook::HookResponse,
 }
 
 #[cfg(test)]
@@ -515,7 +517,8 @@ mod tests {
                 "index_sessions",
                 "pin",
                 "bridge_status",
-                "handover"
+                "handover",
+                "hook"
             ]
         );
         assert_eq!(<StatusParams as Method>::NAME, "status");

@@ -85,3 +85,15 @@ pub const TRANSCRIPT_CHECK_MS: &str = "CROSS_AGENT_TRANSCRIPT_CHECK_MS";
 
 pub const INDEX_REWALK_MS: &str = "CROSS_AGENT_INDEX_REWALK_MS";
 pub const INDEX_NOTIFY: &str = "CROSS_AGENT_INDEX_NOTIFY";
+
+// The Telegram bot.
+
+/// The Bot API base URL (default `https://api.telegram.org`): a self-hosted Bot API server.
+pub const TELEGRAM_API: &str = "CROSS_AGENT_TELEGRAM_API";
+/// Seconds one `getUpdates` long poll waits (default 30).
+pub const TELEGRAM_POLL_TIMEOUT: &str = "CROSS_AGENT_TELEGRAM_POLL_TIMEOUT";
+/// Test knob: the pause after a 409 conflict, in milliseconds (default 60,000).
+pub const TELEGRAM_CONFLICT_BACKOFF_MS: &str = "CROSS_AGENT_TELEGRAM_CONFLICT_BACKOFF_MS";
+/// Seconds a `PreToolUse` escalated to the phone waits for a tap before the hook answers
+/// `"ask"` (default 120).
+pub const APPROVAL_WAIT: &str = "CROSS_AGENT_APPROVAL_WAIT";

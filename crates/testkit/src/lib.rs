@@ -7,6 +7,7 @@ pub mod endpoint;
 pub mod foreign_stores;
 pub mod panel;
 pub mod synthetic_stores;
+pub mod telegram;
 
 pub use endpoint::{
     Api, EndpointConfig, InputKind, ModelEndpoint, RecordedRequest, Reply, Rule, ToolCall,

@@ -607,25 +607,49 @@ fn check_hooks(checks: &mut Checks, places: &Places) {
     }
 }
 
-/// Telegram: paired when the home holds its pairing (set up by `cross-agent telegram`).
+/// Telegram: set up when `telegram setup` stored a token, paired when someone sent `/pair`; a
+/// token or pairing file that cannot be read is broken.
 fn check_telegram(checks: &mut Checks) {
-    let paired = Home::from_env()
-        .ok()
-        .and_then(|home| std::fs::read_dir(home.root()).ok())
-        .is_some_and(|entries| {
-            entries
-                .flatten()
-                .any(|entry| entry.file_name().to_string_lossy().starts_with("telegram"))
-        });
-    if paired {
+    let Ok(home) = Home::from_env() else {
         checks.push(
             "Telegram",
-            Status::Ok,
-            "configured (cross-agent telegram status tells more)",
+            Status::NotSetUp,
+            "no home to read it from",
             None,
         );
-    } else {
-        checks.push("Telegram", Status::NotSetUp, "not paired", None);
+        return;
+    };
+    let home = home.root();
+    let token = cross_agent_telegram::store::read_token(home);
+    let access = cross_agent_telegram::store::read_access(home);
+    match (token, access) {
+        (Err(error), _) | (_, Err(error)) => checks.push(
+            "Telegram",
+            Status::Broken,
+            format!("cannot read its setup: {error}"),
+            Some("run `cross-agent telegram setup` again"),
+        ),
+        (Ok(None), _) => checks.push(
+            "Telegram",
+            Status::NotSetUp,
+            "no bot (cross-agent telegram setup)",
+            None,
+        ),
+        (Ok(Some(_)), Ok(access)) if access.paired.is_empty() => checks.push(
+            "Telegram",
+            Status::NotSetUp,
+            "bot set up, nobody paired (cross-agent telegram pair)",
+            None,
+        ),
+        (Ok(Some(_)), Ok(access)) => checks.push(
+            "Telegram",
+            Status::Ok,
+            format!(
+                "paired with {} user(s) (cross-agent telegram status tells more)",
+                access.paired.len()
+            ),
+            None,
+        ),
     }
 }
 

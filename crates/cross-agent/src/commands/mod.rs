@@ -7,6 +7,7 @@ mod daemon;
 mod decisions;
 mod doctor;
 mod handoff;
+mod hook;
 mod install;
 mod mcp;
 mod pin;
@@ -16,6 +17,7 @@ mod service;
 mod sessions;
 mod shim;
 mod status;
+mod telegram;
 
 use std::process::ExitCode;
 
@@ -58,6 +60,11 @@ pub enum Command {
     Service(service::ServiceArgs),
     /// Hand a session to another agent: its brief, the destinations, the handoff, the receipt.
     Handoff(handoff::HandoffArgs),
+    /// The daemon's Telegram bot: setup (token from stdin), pair, status, unpair.
+    Telegram(telegram::TelegramArgs),
+    /// What a Claude Code hook runs: the hook JSON on stdin, forwarded to the daemon (never
+    /// started for it); prints the hook's answer. With no daemon, exits 0 at once, printing nothing.
+    Hook(hook::HookArgs),
 }
 
 impl Command {
@@ -78,6 +85,8 @@ impl Command {
             Command::Doctor(args) => args.run(),
             Command::Service(args) => args.run(),
             Command::Handoff(args) => args.run(),
+            Command::Telegram(args) => args.run(),
+            Command::Hook(args) => args.run(),
         }
     }
 }

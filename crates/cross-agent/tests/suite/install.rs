@@ -644,3 +644,35 @@ fn the_install_script_copies_the_binary_and_shows_the_dry_run() {
     after.remove(".local/bin/cross-agent");
     assert_eq!(after, before, "only the binary was copied");
 }
+
+#[test]
+fn doctor_tells_a_bot_nobody_paired_from_a_paired_one() {
+    use std::os::unix::fs::DirBuilderExt as _;
+    let person = Person::with_configs();
+    let home = person.home().join(".cross-agent");
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&home)
+        .unwrap();
+    cross_agent_telegram::store::write_token(&home, "123:secret-token").unwrap();
+    let stdout = |out: Output| String::from_utf8_lossy(&out.stdout).into_owned();
+    let unpaired = stdout(person.run(&["doctor"]));
+    assert!(
+        unpaired.contains("not set up Telegram") && unpaired.contains("nobody paired"),
+        "{unpaired}"
+    );
+    let access = cross_agent_telegram::store::Access {
+        paired: vec![cross_agent_telegram::store::Paired {
+            user_id: 42,
+            chat_id: 42,
+            name: "me".into(),
+            paired_at: "2026-12-01T00:00:00Z".into(),
+        }],
+        pending: None,
+    };
+    cross_agent_telegram::store::write_access(&home, &access).unwrap();
+    let paired = stdout(person.run(&["doctor"]));
+    assert!(paired.contains("paired with 1 user(s)"), "{paired}");
+    assert!(!paired.contains("secret-token"), "{paired}");
+    let _ = person.run(&["daemon", "stop"]);
+}

@@ -8,3 +8,4 @@ mod install;
 mod install_real;
 mod live_index;
 mod sessions;
+mod telegram;

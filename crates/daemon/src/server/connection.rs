@@ -403,6 +403,10 @@ async fn dispatch(
                 After::Continue,
             )
         }
+        ClientRequest::Hook(params) => (
+            respond::<cross_agent_protocol::hook::HookParams>(id, shared.bot.hook(params).await),
+            After::Continue,
+        ),
         ClientRequest::Handover(params) => {
             let releasing = matches!(params.step, HandoverStep::Release);
             let reply = handover(id, params, shared);

@@ -266,6 +266,11 @@ impl Daemon {
         // Queued deliveries — this start's and those an earlier daemon accepted but never
         // handed over — start going out now.
         engine.start();
+        // The Telegram bot's one poller (it waits for a token, or for another poller of the
+        // same token to let go), stopped with the connections below.
+        let bot = cross_agent_telegram::Bot::new(home.root(), |name| std::env::var(name).ok());
+        let (telegram_stop, telegram_stop_rx) = watch::channel(false);
+        let telegram = tokio::spawn(bot.clone().supervise(telegram_stop_rx));
         let shared = Arc::new(Shared {
             info,
             home,
@@ -275,6 +280,7 @@ impl Daemon {
             db: std::sync::Mutex::new(db),
             lock: std::sync::Mutex::new(Some(lock)),
             drain_lock: std::sync::Mutex::new(None),
+            bot,
         });
         let mut connections = JoinSet::new();
         tokio::pin!(shutdown);
@@ -311,6 +317,9 @@ impl Daemon {
             }
         };
         tracing::info!(reason, "daemon stopping");
+        // One poller per token: a successor (or the next daemon) polls the bot from now on, so
+        // this one lets go of it before draining.
+        telegram_stop.send_replace(true);
 
         // New clients now find nothing and start a successor, which will wait for our lock —
         // or, after a handover, find the successor already on the path.
@@ -324,6 +333,9 @@ impl Daemon {
             drain(&shared, &mut shutdown).await;
         }
         shared.stop.send_replace(true);
+        if tokio::time::timeout(DRAIN_TIMEOUT, telegram).await.is_err() {
+            tracing::warn!("the telegram poller did not stop in time");
+        }
 
         let drained = tokio::time::timeout(DRAIN_TIMEOUT, async {
             while connections.join_next().await.is_some() {}
@@ -446,4 +458,6 @@ struct Shared {
     lock: std::sync::Mutex<Option<PidLock>>,
     /// `draining-<generation>.lock`, held from a handover's `release` to the exit.
     drain_lock: std::sync::Mutex<Option<DrainLock>>,
+    /// The Telegram bot: the poller's pending approvals, answered for `hook` calls.
+    bot: cross_agent_telegram::Bot,
 }

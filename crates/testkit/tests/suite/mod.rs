@@ -3,3 +3,4 @@ mod fixtures;
 mod real_claude;
 mod real_codex;
 mod real_support;
+mod telegram;

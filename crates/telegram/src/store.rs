@@ -1,0 +1,161 @@
+//! What the bot keeps under `CROSS_AGENT_HOME/telegram/`, every file owner-only (0600) and
+//! replaced whole (written beside, then renamed):
+//!
+//! - `token`: the bot token, alone on its line.
+//! - `access.json`: the paired users and chats, and the one pending pairing code.
+//! - `status.json`: what the poller last did (its state, the last update received, the last
+//!   error), written by the poller, read by `cross-agent telegram status`.
+
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// How long a pairing code is good for.
+pub const PAIR_CODE_TTL_MS: i64 = 10 * 60 * 1000;
+
+/// The bot's directory in a home.
+pub fn dir(home: &Path) -> PathBuf {
+    home.join("telegram")
+}
+
+pub fn token_path(home: &Path) -> PathBuf {
+    dir(home).join("token")
+}
+
+pub fn access_path(home: &Path) -> PathBuf {
+    dir(home).join("access.json")
+}
+
+pub fn status_path(home: &Path) -> PathBuf {
+    dir(home).join("status.json")
+}
+
+/// Writes `bytes` to `path` owner-only, replacing it whole.
+pub fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
+    let parent = path.parent().unwrap_or(Path::new("."));
+    cross_agent_ipc::home::ensure_private_dir(parent).map_err(|error| Error::Io {
+        path: parent.to_owned(),
+        source: std::io::Error::other(error),
+    })?;
+    let temp = path.with_extension(format!("tmp{}", std::process::id()));
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&temp)
+        .map_err(|e| Error::io(&temp, e))?;
+    file.write_all(bytes).map_err(|e| Error::io(&temp, e))?;
+    file.sync_all().map_err(|e| Error::io(&temp, e))?;
+    std::fs::rename(&temp, path).map_err(|e| Error::io(path, e))
+}
+
+/// The stored token, `None` when no bot is set up.
+pub fn read_token(home: &Path) -> Result<Option<String>> {
+    let path = token_path(home);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => Ok(Some(text.trim().to_owned()).filter(|t| !t.is_empty())),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(error) => Err(Error::io(path, error)),
+    }
+}
+
+pub fn write_token(home: &Path, token: &str) -> Result<()> {
+    write_private(&token_path(home), format!("{token}\n").as_bytes())
+}
+
+/// One person allowed to use the bot, and the chat they paired from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Paired {
+    pub user_id: i64,
+    pub chat_id: i64,
+    #[serde(default)]
+    pub name: String,
+    pub paired_at: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingCode {
+    pub code: String,
+    /// Unix milliseconds.
+    pub expires_at_ms: i64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Access {
+    #[serde(default)]
+    pub paired: Vec<Paired>,
+    #[serde(default)]
+    pub pending: Option<PendingCode>,
+}
+
+impl Access {
+    /// Whether this user, in this chat, may use the bot.
+    pub fn allows(&self, user_id: i64, chat_id: i64) -> bool {
+        self.paired
+            .iter()
+            .any(|p| p.user_id == user_id && p.chat_id == chat_id)
+    }
+}
+
+fn read_json<T: for<'de> Deserialize<'de> + Default>(path: &Path) -> Result<T> {
+    match std::fs::read(path) {
+        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|source| Error::Json {
+            path: path.to_owned(),
+            source,
+        }),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(T::default()),
+        Err(error) => Err(Error::io(path, error)),
+    }
+}
+
+fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
+    let bytes = serde_json::to_vec_pretty(value).map_err(|source| Error::Json {
+        path: path.to_owned(),
+        source,
+    })?;
+    write_private(path, &bytes)
+}
+
+pub fn read_access(home: &Path) -> Result<Access> {
+    read_json(&access_path(home))
+}
+
+pub fn write_access(home: &Path, access: &Access) -> Result<()> {
+    write_json(&access_path(home), access)
+}
+
+/// What the poller last did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PollerStatus {
+    /// `polling`, `backing_off`, `unauthorized`, `stopped`; empty when no poller ever ran.
+    #[serde(default)]
+    pub state: String,
+    #[serde(default)]
+    pub pid: Option<u32>,
+    #[serde(default)]
+    pub bot_username: Option<String>,
+    /// When the last update actually arrived (RFC 3339): the bot's health.
+    #[serde(default)]
+    pub last_update_at: Option<String>,
+    #[serde(default)]
+    pub updates_received: u64,
+    #[serde(default)]
+    pub last_error: Option<String>,
+    #[serde(default)]
+    pub last_error_at: Option<String>,
+    #[serde(default)]
+    pub updated_at: String,
+}
+
+pub fn read_status(home: &Path) -> Result<PollerStatus> {
+    read_json(&status_path(home))
+}
+
+pub fn write_status(home: &Path, status: &PollerStatus) -> Result<()> {
+    write_json(&status_path(home), status)
+}

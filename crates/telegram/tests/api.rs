@@ -1,0 +1,159 @@
+//! The poller and the senders against the fake Bot API (testkit `telegram`), in process: a 429
+//! waits its `retry_after`, a parse error is retried as plain text, a long text is chunked.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Duration;
+
+use cross_agent_decisions::DecisionLog;
+use cross_agent_telegram::api::{MAX_TEXT_CHARS, ParseMode};
+use cross_agent_telegram::deliver::send_text;
+use cross_agent_telegram::poller::{Poller, PollerConfig};
+use cross_agent_telegram::{HttpApi, TelegramApi};
+use cross_agent_testkit::telegram::{Failure, FakeBotApi};
+use serde_json::Value;
+
+const TOKEN: &str = "4242:SECRETapi";
+
+fn decisions(dir: &std::path::Path) -> Vec<Value> {
+    std::fs::read_to_string(dir.join("decisions.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_429_waits_its_retry_after_before_the_next_poll() {
+    let fake = FakeBotApi::start(TOKEN, "bot").unwrap();
+    fake.fail_next("getUpdates", Failure::too_many(2));
+    let home = tempfile::tempdir().unwrap();
+    let api = HttpApi::new(Some(fake.base_url()), TOKEN).unwrap();
+    let config = PollerConfig {
+        poll_timeout: Duration::from_secs(1),
+        ..PollerConfig::default()
+    };
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let poller =
+        tokio::spawn(Poller::new(api, home.path(), config, DecisionLog::disabled()).run(stopped));
+    tokio::time::sleep(Duration::from_millis(2600)).await;
+    stop.send_replace(true);
+    poller.await.unwrap();
+    let polls = fake.calls_to("getUpdates");
+    assert!(polls.len() >= 2, "the poller came back after the 429");
+    let waited = polls[1].at - polls[0].at;
+    assert!(waited >= Duration::from_secs(2), "waited {waited:?}");
+    let status = cross_agent_telegram::store::read_status(home.path()).unwrap();
+    assert!(status.last_error.unwrap().contains("retry after 2"));
+}
+
+#[tokio::test]
+async fn a_parse_error_is_retried_as_plain_text_and_logged() {
+    let fake = FakeBotApi::start(TOKEN, "bot").unwrap();
+    fake.fail_next("sendMessage", Failure::cant_parse_entities());
+    let home = tempfile::tempdir().unwrap();
+    let log = DecisionLog::new(home.path());
+    let api = HttpApi::new(Some(fake.base_url()), TOKEN).unwrap();
+    assert!(send_text(&api, &log, 42, "if a < b && c > d", ParseMode::Html).await);
+    let sends = fake.calls_to("sendMessage");
+    assert_eq!(sends.len(), 2);
+    assert_eq!(sends[0].body["parse_mode"], "HTML");
+    assert_eq!(sends[0].body["text"], "if a &lt; b &amp;&amp; c &gt; d");
+    assert!(sends[1].body.get("parse_mode").is_none());
+    assert_eq!(sends[1].body["text"], "if a < b && c > d");
+    let logged = decisions(home.path());
+    assert_eq!(logged.len(), 1);
+    assert_eq!(logged[0]["kind"], "telegram_delivery");
+    assert_eq!(logged[0]["outcome"], "retried_plain");
+}
+
+#[tokio::test]
+async fn a_10000_character_text_goes_out_in_chunks_of_at_most_4096_in_order() {
+    let fake = FakeBotApi::start(TOKEN, "bot").unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let log = DecisionLog::new(home.path());
+    let api = HttpApi::new(Some(fake.base_url()), TOKEN).unwrap();
+    let text: String = (0..10_000)
+        .map(|i| char::from(b'a' + (i % 26) as u8))
+        .collect();
+    assert!(send_text(&api, &log, 42, &text, ParseMode::Html).await);
+    let sends = fake.calls_to("sendMessage");
+    assert_eq!(sends.len(), 3);
+    let pieces: Vec<&str> = sends
+        .iter()
+        .map(|s| s.body["text"].as_str().unwrap())
+        .collect();
+    assert!(pieces.iter().all(|p| p.chars().count() <= MAX_TEXT_CHARS));
+    assert_eq!(pieces.concat(), text);
+    let logged = decisions(home.path());
+    assert_eq!(logged.len(), 3);
+    assert!(
+        logged
+            .iter()
+            .all(|d| d["details"]["chunks"] == 3 && d["outcome"] == "sent")
+    );
+}
+
+#[tokio::test]
+async fn a_failed_send_is_a_decision_with_the_apis_description_and_no_token() {
+    let fake = FakeBotApi::start(TOKEN, "bot").unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let log = DecisionLog::new(home.path());
+    // Nobody listens on the port of a stopped fake: a network error.
+    let base = fake.base_url().to_owned();
+    drop(fake);
+    let api = HttpApi::new(Some(&base), TOKEN).unwrap();
+    assert!(!send_text(&api, &log, 42, "hello", ParseMode::Html).await);
+    assert!(api.get_me().await.is_err());
+    let logged = std::fs::read_to_string(home.path().join("decisions.jsonl")).unwrap();
+    assert!(logged.contains("\"outcome\":\"failed\""), "{logged}");
+    assert!(!logged.contains(TOKEN), "{logged}");
+    assert!(!format!("{api:?}").contains(TOKEN));
+}
+
+#[tokio::test]
+async fn edits_to_one_chat_are_paced_and_another_chat_is_not_held_up() {
+    use cross_agent_telegram::limit::{EditLimiter, edit_text};
+    let fake = FakeBotApi::start(TOKEN, "bot").unwrap();
+    let api = HttpApi::new(Some(fake.base_url()), TOKEN).unwrap();
+    let limiter = EditLimiter::new(Duration::from_millis(300));
+    let log = DecisionLog::disabled();
+    let busy = async {
+        for n in 0..4 {
+            assert!(edit_text(&api, &limiter, &log, 42, 7, &format!("step {n}")).await);
+        }
+    };
+    let other = async {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(edit_text(&api, &limiter, &log, 43, 8, "other chat").await);
+    };
+    tokio::join!(busy, other);
+    let edits = fake.calls_to("editMessageText");
+    let to_42: Vec<_> = edits.iter().filter(|e| e.body["chat_id"] == 42).collect();
+    assert_eq!(to_42.len(), 4);
+    for pair in to_42.windows(2) {
+        let gap = pair[1].at - pair[0].at;
+        assert!(gap >= Duration::from_millis(250), "edits {gap:?} apart");
+    }
+    let position_of_43 = edits.iter().position(|e| e.body["chat_id"] == 43).unwrap();
+    assert!(
+        position_of_43 <= 1,
+        "the other chat went out at once: {position_of_43}"
+    );
+}
+
+#[tokio::test]
+async fn an_edit_telegram_cannot_parse_is_retried_as_plain_text() {
+    use cross_agent_telegram::limit::{EditLimiter, edit_text};
+    let fake = FakeBotApi::start(TOKEN, "bot").unwrap();
+    fake.fail_next("editMessageText", Failure::cant_parse_entities());
+    let home = tempfile::tempdir().unwrap();
+    let log = DecisionLog::new(home.path());
+    let api = HttpApi::new(Some(fake.base_url()), TOKEN).unwrap();
+    let limiter = EditLimiter::default();
+    assert!(edit_text(&api, &limiter, &log, 42, 7, "a &lt; b").await);
+    let edits = fake.calls_to("editMessageText");
+    assert_eq!(edits.len(), 2);
+    assert_eq!(edits[1].body["text"], "a < b");
+    assert_eq!(decisions(home.path())[0]["outcome"], "retried_plain");
+}
