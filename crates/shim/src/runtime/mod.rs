@@ -25,7 +25,7 @@ mod socket;
 
 use std::ffi::OsString;
 use std::fs::File;
-use std::io::{ErrorKind, Read};
+use std::io::ErrorKind;
 use std::os::fd::AsFd;
 use std::os::unix::net::UnixListener;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -46,8 +46,14 @@ use crate::real_binary::RealCommand;
 use crate::registration::{self, Paths};
 use crate::{Error, Result};
 
-/// Bytes asked of a pipe per read.
+/// Bytes asked of a pipe per read. Bigger reads measured slower in `benches/shim.rs` (1 MB: a
+/// read, a newline scan and a write no longer share the CPU's cache), while the wider pipes
+/// ([`PIPE_SIZE`]) keep every read full.
 const READ_SIZE: usize = 64 * 1024;
+/// What the pipes the shim reads and writes are widened to (Linux's default for an unprivileged
+/// user's maximum, `/proc/sys/fs/pipe-max-size`). Through 64 KB pipes each hop of a busy stream
+/// waits on the other side every 64 KB; measured in `benches/shim.rs`.
+const PIPE_SIZE: usize = 1024 * 1024;
 /// Stack of the shim's own threads: they keep a few frames of state each.
 const STACK_SIZE: usize = 256 * 1024;
 /// After the agent exits, how long its stdout may stay open (held by a grandchild) before the
@@ -205,12 +211,18 @@ pub fn run(agent: Agent, real: RealCommand, adapter: Box<dyn PanelAdapter>) -> E
         return exit_code(child.wait().ok());
     };
     let agent_pid = child.id();
+    for pipe in [agent_stdin.as_fd(), agent_stdout.as_fd()] {
+        widen_pipe(pipe);
+    }
     setup.log.line(format_args!(
         "started {} (pid {agent_pid}) for a panel session",
         real.display()
     ));
     let our_stdout = match std::io::stdout().as_fd().try_clone_to_owned() {
-        Ok(fd) => File::from(fd),
+        Ok(fd) => {
+            widen_pipe(fd.as_fd());
+            File::from(fd)
+        }
         Err(error) => {
             // Without our stdout nothing reaches the extension: end the agent, and say why.
             setup.log.line(format_args!("cannot use stdout: {error}"));
@@ -335,6 +347,7 @@ fn start_threads(
     agent_pid: u32,
 ) -> std::io::Result<()> {
     let our_stdin = File::from(std::io::stdin().as_fd().try_clone_to_owned()?);
+    widen_pipe(our_stdin.as_fd());
 
     let s = shared.clone();
     spawn_named("to-agent", move || s.to_agent.run_writer())?;
@@ -375,9 +388,15 @@ fn start_threads(
     Ok(())
 }
 
+/// Widens `fd` to [`PIPE_SIZE`] when it is a pipe. Anything else (a terminal, a file, a socket),
+/// or a pipe the system will not widen, is left as it is: the size is only a speed-up.
+fn widen_pipe(fd: std::os::fd::BorrowedFd<'_>) {
+    let _ = rustix::pipe::fcntl_setpipe_size(fd, PIPE_SIZE);
+}
+
 /// Reads `input` to its end, handing whole lines to the adapter; a partial last line at the end
 /// is passed on as it is.
-fn pump(shared: &Shared, side: Side, mut input: impl Read) {
+fn pump(shared: &Shared, side: Side, input: impl AsFd) {
     let destination = match side {
         Side::Extension => &shared.to_agent,
         Side::Agent => &shared.to_extension,
@@ -386,14 +405,12 @@ fn pump(shared: &Shared, side: Side, mut input: impl Read) {
     // Bytes at the start of `buf` already searched for a newline (a long line's head).
     let mut scanned = 0;
     loop {
-        let filled = buf.len();
-        buf.resize(filled + READ_SIZE, 0);
-        let read = match input.read(&mut buf[filled..]) {
+        buf.reserve(READ_SIZE);
+        // Read into the spare capacity: zeroing the buffer before every read would cost a
+        // memset of it per read, however few bytes the pipe holds.
+        let read = match rustix::io::read(&input, rustix::buffer::spare_capacity(&mut buf)) {
             Ok(n) => n,
-            Err(e) if e.kind() == ErrorKind::Interrupted => {
-                buf.truncate(filled);
-                continue;
-            }
+            Err(rustix::io::Errno::INTR) => continue,
             Err(e) => {
                 shared
                     .log
@@ -401,7 +418,6 @@ fn pump(shared: &Shared, side: Side, mut input: impl Read) {
                 0
             }
         };
-        buf.truncate(filled + read);
         if read == 0 {
             break;
         }
