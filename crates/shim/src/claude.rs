@@ -130,33 +130,36 @@ struct Approval {
 
 /// Cheap checks on a line before it is parsed.
 struct Needles {
-    /// Where a type's name starts: every type the adapter reads is spelled `"type":"…"`, so one
-    /// pass over the line finds them all (one search per name cost a pass each, measured in
-    /// `benches/shim.rs`).
-    type_key: memmem::Finder<'static>,
+    user: memmem::Finder<'static>,
+    result: memmem::Finder<'static>,
+    system: memmem::Finder<'static>,
+    control: memmem::Finder<'static>,
 }
 
 impl Needles {
     fn new() -> Needles {
         Needles {
-            type_key: memmem::Finder::new(br#""type":""#),
+            user: memmem::Finder::new(br#""type":"user""#),
+            result: memmem::Finder::new(br#""type":"result""#),
+            system: memmem::Finder::new(br#""type":"system""#),
+            control: memmem::Finder::new(br#""type":"control_"#),
         }
     }
 
     /// Whether a line from `side` may be one the adapter reads. The CLI and the SDK write
     /// compact JSON, so a type is always spelled `"type":"…"`.
     fn may_matter(&self, side: Side, line: &[u8]) -> bool {
-        // `control_request`/`control_cancel_request` and `system/init` are short lines; a
-        // `result` line carries the answer. The long lines (assistant text, tool results)
-        // carry none of the agent's names at the top level.
-        let names: &[&[u8]] = match side {
-            Side::Extension => &[br#"user""#, b"control_"],
-            Side::Agent => &[br#"result""#, b"control_", br#"system""#],
-        };
-        self.type_key.find_iter(line).any(|at| {
-            let name = &line[at + self.type_key.needle().len()..];
-            names.iter().any(|wanted| name.starts_with(wanted))
-        })
+        match side {
+            Side::Extension => self.user.find(line).is_some() || self.control.find(line).is_some(),
+            Side::Agent => {
+                // `control_request`/`control_cancel_request` and `system/init` are short lines;
+                // a `result` line carries the answer. The long lines (assistant text, tool
+                // results) carry none of these at the top level.
+                self.result.find(line).is_some()
+                    || self.control.find(line).is_some()
+                    || self.system.find(line).is_some()
+            }
+        }
     }
 }
 

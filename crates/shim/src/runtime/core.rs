@@ -137,13 +137,11 @@ impl Core {
         registration
     }
 
-    /// A line of `side` (without its newline) at `range` of the batch buffer, read at `now`
-    /// (ms; one clock reading per batch, not per line).
+    /// A line of `side` (without its newline) at `range` of the batch buffer.
     pub fn on_line(
         &mut self,
         side: Side,
         line: &[u8],
-        now: u64,
         range: Range<usize>,
         routed: &mut Routed,
         log: &ShimLog,
@@ -154,6 +152,7 @@ impl Core {
         }
         let mut actions = std::mem::take(&mut self.scratch);
         actions.clear();
+        let now = now_ms();
         let adapter = &mut self.adapter;
         let result = catch_unwind(AssertUnwindSafe(|| {
             adapter.on_line(side, line, now, &mut actions)

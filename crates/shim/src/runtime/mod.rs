@@ -92,13 +92,12 @@ impl Shared {
         let direct = {
             let mut core = lock(&self.core);
             let mut routed = Routed::default();
-            let now = registration::now_ms();
             let mut start = 0;
             while start < end {
                 let stop = memchr::memchr(b'\n', &buf[start..end]).map_or(end, |i| start + i + 1);
                 let whole = &buf[start..stop];
                 let line = whole.strip_suffix(b"\n").unwrap_or(whole);
-                core.on_line(side, line, now, start..stop, &mut routed, &self.log);
+                core.on_line(side, line, start..stop, &mut routed, &self.log);
                 start = stop;
             }
             if core.registration_stale() {
