@@ -6,7 +6,7 @@
 //! that hand whole lines to the adapter in batches, two writers ([`outbox`]), the socket's
 //! acceptor with one short-lived thread per connection, the registration's writer, a one-second
 //! ticker, and a signal forwarder (a current-thread tokio runtime, for its signal handling).
-//! Measured in `benches/shim.rs`: about 8 MB of RSS; throughput beside a plain pipe and a
+//! Measured in `benches/shim.rs`: about 6 MB of RSS; throughput beside a plain pipe and a
 //! process that only copies bytes in its place.
 //!
 //! - Forwarded lines are written straight from the read buffer when nothing of ours is queued
@@ -46,14 +46,8 @@ use crate::real_binary::RealCommand;
 use crate::registration::{self, Paths};
 use crate::{Error, Result};
 
-/// Bytes asked of a pipe per read. Bigger reads measured slower in `benches/shim.rs` (1 MB: a
-/// read, a newline scan and a write no longer share the CPU's cache), while the wider pipes
-/// ([`PIPE_SIZE`]) keep every read full.
+/// Bytes asked of a pipe per read.
 const READ_SIZE: usize = 64 * 1024;
-/// What the pipes the shim reads and writes are widened to (Linux's default for an unprivileged
-/// user's maximum, `/proc/sys/fs/pipe-max-size`). Through 64 KB pipes each hop of a busy stream
-/// waits on the other side every 64 KB; measured in `benches/shim.rs`.
-const PIPE_SIZE: usize = 1024 * 1024;
 /// Stack of the shim's own threads: they keep a few frames of state each.
 const STACK_SIZE: usize = 256 * 1024;
 /// After the agent exits, how long its stdout may stay open (held by a grandchild) before the
@@ -211,18 +205,12 @@ pub fn run(agent: Agent, real: RealCommand, adapter: Box<dyn PanelAdapter>) -> E
         return exit_code(child.wait().ok());
     };
     let agent_pid = child.id();
-    for pipe in [agent_stdin.as_fd(), agent_stdout.as_fd()] {
-        widen_pipe(pipe);
-    }
     setup.log.line(format_args!(
         "started {} (pid {agent_pid}) for a panel session",
         real.display()
     ));
     let our_stdout = match std::io::stdout().as_fd().try_clone_to_owned() {
-        Ok(fd) => {
-            widen_pipe(fd.as_fd());
-            File::from(fd)
-        }
+        Ok(fd) => File::from(fd),
         Err(error) => {
             // Without our stdout nothing reaches the extension: end the agent, and say why.
             setup.log.line(format_args!("cannot use stdout: {error}"));
@@ -347,7 +335,6 @@ fn start_threads(
     agent_pid: u32,
 ) -> std::io::Result<()> {
     let our_stdin = File::from(std::io::stdin().as_fd().try_clone_to_owned()?);
-    widen_pipe(our_stdin.as_fd());
 
     let s = shared.clone();
     spawn_named("to-agent", move || s.to_agent.run_writer())?;
@@ -386,12 +373,6 @@ fn start_threads(
     })?;
     spawn_named("signals", move || forward_signals(agent_pid))?;
     Ok(())
-}
-
-/// Widens `fd` to [`PIPE_SIZE`] when it is a pipe. Anything else (a terminal, a file, a socket),
-/// or a pipe the system will not widen, is left as it is: the size is only a speed-up.
-fn widen_pipe(fd: std::os::fd::BorrowedFd<'_>) {
-    let _ = rustix::pipe::fcntl_setpipe_size(fd, PIPE_SIZE);
 }
 
 /// Reads `input` to its end, handing whole lines to the adapter; a partial last line at the end
