@@ -81,3 +81,16 @@ pub trait PanelAdapter: Send {
     /// The sessions the process hosts, for the registration.
     fn sessions(&self) -> Vec<PanelSession>;
 }
+
+/// The last words on an `answer_approval` connection: taken (`refused` is `None`) or why not,
+/// then the close.
+pub(crate) fn approval_answered(id: InjectionId, refused: Option<String>, out: &mut Vec<Action>) {
+    out.push(Action::Report(
+        id,
+        ShimEvent::ApprovalAnswered {
+            accepted: refused.is_none(),
+            reason: refused,
+        },
+    ));
+    out.push(Action::Close(id));
+}

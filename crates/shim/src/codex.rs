@@ -22,7 +22,7 @@ use cross_agent_protocol::panel::{
 };
 use serde_json::{Map, Value, json};
 
-use crate::adapter::{Action, InjectionId, PanelAdapter, Side};
+use crate::adapter::{Action, InjectionId, PanelAdapter, Side, approval_answered};
 use crate::rpc::{
     self, Message, XAGENT_ID_PREFIX, error_message, id_key, id_text, str_field, to_line, trimmed,
 };
@@ -1174,32 +1174,26 @@ impl PanelAdapter for CodexAdapter {
             .and_then(|key| self.approvals.get(key))
             .is_some_and(|a| a.method != PERMISSIONS_APPROVAL);
         if key.is_some() && !answerable {
-            out.push(Action::Report(
+            approval_answered(
                 id,
-                ShimEvent::ApprovalAnswered {
-                    accepted: false,
-                    reason: Some(format!(
-                        "codex request {} asks for a set of sandbox permissions: answer it in \
+                Some(format!(
+                    "codex request {} asks for a set of sandbox permissions: answer it in \
                          the panel",
-                        answer.request_id
-                    )),
-                },
-            ));
-            out.push(Action::Close(id));
+                    answer.request_id
+                )),
+                out,
+            );
             return;
         }
         let Some(approval) = key.and_then(|key| self.approvals.remove(&key)) else {
-            out.push(Action::Report(
+            approval_answered(
                 id,
-                ShimEvent::ApprovalAnswered {
-                    accepted: false,
-                    reason: Some(format!(
-                        "no pending codex approval {} (answered already, or never asked)",
-                        answer.request_id
-                    )),
-                },
-            ));
-            out.push(Action::Close(id));
+                Some(format!(
+                    "no pending codex approval {} (answered already, or never asked)",
+                    answer.request_id
+                )),
+                out,
+            );
             return;
         };
         let result = if approval.method == ELICITATION {
@@ -1210,14 +1204,7 @@ impl PanelAdapter for CodexAdapter {
         out.push(Action::ToAgent(to_line(
             &json!({"id": approval.id, "result": result}),
         )));
-        out.push(Action::Report(
-            id,
-            ShimEvent::ApprovalAnswered {
-                accepted: true,
-                reason: None,
-            },
-        ));
-        out.push(Action::Close(id));
+        approval_answered(id, None, out);
         self.resolve_approval(approval, answer.allow, out);
         rpc::flush_changes(self, out);
     }

@@ -22,7 +22,7 @@ use cross_agent_protocol::panel::{
 };
 use serde_json::{Value, json};
 
-use crate::adapter::{Action, InjectionId, PanelAdapter, Side};
+use crate::adapter::{Action, InjectionId, PanelAdapter, Side, approval_answered};
 use crate::rpc::{
     self, Message, XAGENT_ID_PREFIX, error_message, id_key, id_text, str_field, to_line, trimmed,
 };
@@ -696,23 +696,25 @@ impl PanelAdapter for GrokAdapter {
                 || answer.session_id.as_deref() == approval.session.as_deref();
             (approval.approval.request_id == answer.request_id && same_session).then(|| key.clone())
         });
-        let found = key.and_then(|key| self.approvals.remove(&key));
-        let option = found
+        // A request with no option to answer this way stays pending: the panel still can.
+        let option = key
             .as_ref()
+            .and_then(|key| self.approvals.get(key))
             .and_then(|approval| pick_option(&approval.options, answer.allow));
+        let found = option
+            .is_some()
+            .then(|| key.and_then(|key| self.approvals.remove(&key)))
+            .flatten();
         let (Some(approval), Some(option)) = (found, option) else {
-            out.push(Action::Report(
+            approval_answered(
                 id,
-                ShimEvent::ApprovalAnswered {
-                    accepted: false,
-                    reason: Some(format!(
-                        "no pending grok permission request {} with an option to {} it",
-                        answer.request_id,
-                        if answer.allow { "allow" } else { "reject" }
-                    )),
-                },
-            ));
-            out.push(Action::Close(id));
+                Some(format!(
+                    "no pending grok permission request {} with an option to {} it",
+                    answer.request_id,
+                    if answer.allow { "allow" } else { "reject" }
+                )),
+                out,
+            );
             return;
         };
         out.push(Action::ToAgent(to_line(&json!({
@@ -720,14 +722,7 @@ impl PanelAdapter for GrokAdapter {
             "id": approval.id,
             "result": {"outcome": {"outcome": "selected", "optionId": option}},
         }))));
-        out.push(Action::Report(
-            id,
-            ShimEvent::ApprovalAnswered {
-                accepted: true,
-                reason: None,
-            },
-        ));
-        out.push(Action::Close(id));
+        approval_answered(id, None, out);
         self.resolve_approval(approval, answer.allow, out);
         rpc::flush_changes(self, out);
     }

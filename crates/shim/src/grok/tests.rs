@@ -427,3 +427,54 @@ fn a_permission_request_left_unanswered_when_the_turn_ends_is_forgotten() {
     assert_eq!(h.session(SESSION).pending_approvals, vec![]);
     assert_eq!(h.session(SESSION).state, PanelSessionState::Idle);
 }
+
+#[test]
+fn a_deny_with_no_reject_option_is_refused_and_the_request_stays_pending_for_the_panel() {
+    let mut h = Harness::with_session();
+    h.inject(
+        1,
+        injection(InjectionKind::Request, Some(SESSION), "edit it"),
+    );
+    h.agent(json!({"jsonrpc": "2.0", "id": 5, "method": "session/request_permission", "params": {"sessionId": SESSION, "toolCall": {"toolCallId": "call_001"}, "options": [{"optionId": "allow-once", "name": "Allow once", "kind": "allow_once"}]}}));
+    let mut out = Vec::new();
+    let deny = ApprovalAnswer {
+        session_id: Some(SESSION.into()),
+        request_id: "5".into(),
+        allow: false,
+        message: None,
+    };
+    h.adapter
+        .on_answer_approval(InjectionId(7), deny, h.now, &mut out);
+    assert!(
+        lines(&out, true).is_empty(),
+        "nothing was answered: {out:?}"
+    );
+    assert!(matches!(
+        reports(&out).as_slice(),
+        [ShimEvent::ApprovalAnswered {
+            accepted: false,
+            reason: Some(_)
+        }]
+    ));
+    assert_eq!(h.session(SESSION).pending_approvals.len(), 1);
+    assert_eq!(
+        h.session(SESSION).state,
+        PanelSessionState::AwaitingApproval
+    );
+    // The panel (or an allow through the bridge) can still answer it.
+    let mut out = Vec::new();
+    let allow = ApprovalAnswer {
+        session_id: Some(SESSION.into()),
+        request_id: "5".into(),
+        allow: true,
+        message: None,
+    };
+    h.adapter
+        .on_answer_approval(InjectionId(8), allow, h.now, &mut out);
+    assert_eq!(
+        lines(&out, true),
+        vec![
+            json!({"jsonrpc": "2.0", "id": 5, "result": {"outcome": {"outcome": "selected", "optionId": "allow-once"}}})
+        ]
+    );
+}
