@@ -25,7 +25,7 @@ use super::{bridge_client, check_database, install};
 use crate::setup::json_config::JsonDoc;
 use crate::setup::places::{AgentName, Places, find_on_path, is_executable};
 use crate::setup::toml_config::TomlDoc;
-use crate::setup::{self, ALLOW_RULE, HOOK_EVENTS, SERVER_NAME, SHIM_SETTINGS, files};
+use crate::setup::{self, ALLOW_RULE, HOOK_EVENTS, SERVER_NAME, SHIM_LINKS, files};
 
 /// How long an agent's `--version` or `mcp list` may take.
 const PROGRAM_TIMEOUT: Duration = Duration::from_secs(60);
@@ -505,9 +505,9 @@ fn check_shims(checks: &mut Checks, places: &Places, this: &Path) {
                 continue;
             }
         };
-        let set: Vec<(&str, String)> = SHIM_SETTINGS
+        let set: Vec<(&str, String)> = SHIM_LINKS
             .iter()
-            .filter_map(|(key, _)| Some((*key, doc.entry(&[], key)?.as_str()?.to_owned())))
+            .filter_map(|(_, key)| Some((*key, doc.entry(&[], key)?.as_str()?.to_owned())))
             .collect();
         if set.is_empty() {
             checks.push(
@@ -523,7 +523,7 @@ fn check_shims(checks: &mut Checks, places: &Places, this: &Path) {
             .filter(|(_, path)| Path::new(path).canonicalize().ok().as_deref() != Some(this))
             .map(|(key, path)| format!("{key} = {path} does not lead to this binary"))
             .collect();
-        if broken.is_empty() && set.len() == SHIM_SETTINGS.len() {
+        if broken.is_empty() && set.len() == SHIM_LINKS.len() {
             checks.push(what, Status::Ok, "linked", None);
         } else if broken.is_empty() {
             checks.push(

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use crate::setup::places::{AgentName, Places};
 use crate::setup::plan::{self, Plan};
-use crate::setup::{self, FileKind, Registration, SHIM_SETTINGS, Wanted};
+use crate::setup::{self, FileKind, Registration, SHIM_LINKS, Wanted};
 
 /// What `--agents` can name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -195,7 +195,7 @@ impl InstallArgs {
                 .shim_dir
                 .clone()
                 .unwrap_or_else(|| default_shim_dir(&places));
-            for (_, link) in SHIM_SETTINGS {
+            for (link, _) in SHIM_LINKS {
                 plan.links.push(plan::shim_link(&dir, link, &command)?);
             }
             let wanted = Wanted {
@@ -284,7 +284,7 @@ impl UninstallArgs {
         shim_dirs.sort();
         shim_dirs.dedup();
         for dir in &shim_dirs {
-            for (_, link) in SHIM_SETTINGS {
+            for (link, _) in SHIM_LINKS {
                 plan.links.extend(plan::shim_link_to_remove(dir, link));
             }
         }
@@ -301,9 +301,9 @@ fn linked_shim_dirs(settings: &Path) -> Vec<PathBuf> {
     let Ok(doc) = setup::json_config::JsonDoc::parse("settings", Some(&text)) else {
         return Vec::new();
     };
-    SHIM_SETTINGS
+    SHIM_LINKS
         .iter()
-        .filter_map(|(key, _)| doc.entry(&[], key))
+        .filter_map(|(_, key)| doc.entry(&[], key))
         .filter_map(|value| Some(Path::new(value.as_str()?).parent()?.to_owned()))
         .collect()
 }

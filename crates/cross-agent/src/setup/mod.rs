@@ -38,12 +38,9 @@ pub const HOOK_EVENTS: [(&str, Option<&str>); 6] = [
     ("Notification", None),
     ("Stop", None),
 ];
-/// The three panel settings and the shim link each points at.
-pub const SHIM_SETTINGS: [(&str, &str); 3] = [
-    ("claudeCode.claudeProcessWrapper", "cross-agent-claude-shim"),
-    ("chatgpt.cliExecutable", "cross-agent-codex-shim"),
-    ("grok.cliPath", "cross-agent-grok-shim"),
-];
+/// The three panel settings and the shim link each points at: the shim's own list, whose
+/// names the binary answers to.
+pub use cross_agent_shim::links::LINKS as SHIM_LINKS;
 /// `--unattended`: the spec's two permission variables (004 §3 "Unattended use").
 pub const UNATTENDED_ENV: [(&str, &str); 2] = [
     ("CROSS_AGENT_CODEX_SANDBOX", "danger-full-access"),
@@ -203,7 +200,7 @@ pub fn install_text(
         FileKind::EditorSettings => {
             let doc = JsonDoc::parse(name, before)?;
             if let Some(dir) = &wanted.shim_dir {
-                for (key, link) in SHIM_SETTINGS {
+                for (link, key) in SHIM_LINKS {
                     let target = dir.join(link).to_string_lossy().into_owned();
                     doc.set_entry(&[], key, &Value::String(target))?;
                 }
@@ -243,7 +240,7 @@ pub fn uninstall_text(
                     }
                 }
                 _ => {
-                    for (key, _) in SHIM_SETTINGS {
+                    for (_, key) in SHIM_LINKS {
                         doc.remove_entry(&[], key, original)?;
                     }
                 }
