@@ -12,6 +12,7 @@ fn fields() -> EnvelopeFields<'static> {
         hop: 1,
         max_hops: 4,
         request_id: "req_1795992430029_a1b2c3",
+        from_telegram: false,
     }
 }
 
