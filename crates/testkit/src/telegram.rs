@@ -88,6 +88,8 @@ struct Inner {
     files: HashMap<String, Vec<u8>>,
     /// Every download, by `file_path`.
     downloads: Vec<String>,
+    /// Every message the bot sent (`sendMessage`, `sendDocument`): the id it got, its body.
+    sent: Vec<(i64, Value)>,
 }
 
 struct Shared {
@@ -333,7 +335,9 @@ async fn handle(
             let message_id = {
                 let mut inner = shared.lock();
                 inner.next_message_id += 1;
-                inner.next_message_id
+                let id = inner.next_message_id;
+                inner.sent.push((id, body.clone()));
+                id
             };
             let chat_id = body.get("chat_id").cloned().unwrap_or(json!(0));
             ok(
@@ -433,6 +437,11 @@ impl FakeBotApi {
         let id = format!("file{}", uuid::Uuid::new_v4().simple());
         self.shared.lock().files.insert(id.clone(), bytes.to_vec());
         id
+    }
+
+    /// Every message the bot sent so far, in order: the `message_id` it got and its body.
+    pub fn sent(&self) -> Vec<(i64, Value)> {
+        self.shared.lock().sent.clone()
     }
 
     /// Every file downloaded so far, by `file_path`.
