@@ -22,8 +22,7 @@ use cross_agent_caller::{PerCall, Snapshot};
 use cross_agent_hub::Engine;
 use cross_agent_hub::envelope::TELEGRAM_CLIENT;
 use cross_agent_protocol::bridge::{
-    Agent, AgentFilter, CallerContext, DeliveryState, ListSessionsParams, SendParams,
-    SendResponse,
+    Agent, AgentFilter, CallerContext, DeliveryState, ListSessionsParams, SendParams, SendResponse,
 };
 use cross_agent_protocol::vocabulary::Transport;
 use cross_agent_stores::UnixMillis;
@@ -85,22 +84,33 @@ impl Host {
 
     fn run_cli(&self, args: &[&str], timeout: Duration) -> Result<Value, String> {
         let Some(exe) = &self.exe else {
-            return Err("this daemon cannot find its own binary to run `cross-agent handoff`".into());
+            return Err(
+                "this daemon cannot find its own binary to run `cross-agent handoff`".into(),
+            );
         };
         let mut command = Command::new(exe);
         command.args(args);
-        let finished = cross_agent_process::run::run(command, None, timeout).map_err(|error| match error {
-            cross_agent_process::run::RunError::TimedOut => {
-                format!("`cross-agent {}` took longer than {} s", args.join(" "), timeout.as_secs())
-            }
-            other => format!("`cross-agent {}` could not run: {other:?}", args.join(" ")),
-        })?;
+        let finished =
+            cross_agent_process::run::run(command, None, timeout).map_err(|error| match error {
+                cross_agent_process::run::RunError::TimedOut => {
+                    format!(
+                        "`cross-agent {}` took longer than {} s",
+                        args.join(" "),
+                        timeout.as_secs()
+                    )
+                }
+                other => format!("`cross-agent {}` could not run: {other:?}", args.join(" ")),
+            })?;
         let value: Option<Value> = serde_json::from_slice(&finished.stdout).ok();
         match value {
             Some(value) => Ok(value),
             None => {
                 let stderr = String::from_utf8_lossy(&finished.stderr);
-                let last = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+                let last = stderr
+                    .lines()
+                    .rev()
+                    .find(|l| !l.trim().is_empty())
+                    .unwrap_or("");
                 Err(format!(
                     "`cross-agent {}` failed ({}): {}",
                     args.first().copied().unwrap_or(""),
@@ -193,7 +203,10 @@ impl SessionHost for Host {
 
     fn prompt(&self, session: &SessionRef, text: &str) -> Result<PromptReceipt, String> {
         let Some(agent) = agent_of(&session.agent) else {
-            return Err(format!("{} is not an agent the bridge delivers to", session.agent));
+            return Err(format!(
+                "{} is not an agent the bridge delivers to",
+                session.agent
+            ));
         };
         let sent = self
             .engine
@@ -274,12 +287,20 @@ impl SessionHost for Host {
 
     fn hand_off(&self, session: &SessionRef, destination: &str) -> Result<String, String> {
         let done = self.run_cli(
-            &["handoff", &session.session_id, "--to", destination, "--json"],
+            &[
+                "handoff",
+                &session.session_id,
+                "--to",
+                destination,
+                "--json",
+            ],
             HANDOFF_TIMEOUT,
         )?;
         let file = done["file"].as_str().unwrap_or("HANDOFF.md");
         if done["delivered"].as_bool() == Some(true) {
-            Ok(format!("the brief is in {file} and {destination} was started on it"))
+            Ok(format!(
+                "the brief is in {file} and {destination} was started on it"
+            ))
         } else {
             Err(format!(
                 "the brief is in {file}, but {destination} was not started: {}",

@@ -95,7 +95,13 @@ pub fn card_html(session: &LiveSession) -> String {
     let mut html = format!(
         "<b>{}</b>\n📂 {}\n{state}",
         escape_html(&header(&session.session)),
-        escape_html(session.session.cwd.as_deref().unwrap_or("(directory unknown)")),
+        escape_html(
+            session
+                .session
+                .cwd
+                .as_deref()
+                .unwrap_or("(directory unknown)")
+        ),
     );
     if let Some(at) = &session.last_activity {
         html.push_str(&format!(" · last active {}", escape_html(at)));
@@ -142,10 +148,7 @@ mod tests {
             assert!(keys.get(data.strip_prefix("s:").unwrap()).is_some());
         }
         let prompt = row[0]["callback_data"].as_str().unwrap();
-        assert_eq!(
-            keys.get(&prompt[2..]),
-            Some(&Action::Prompt(session()))
-        );
+        assert_eq!(keys.get(&prompt[2..]), Some(&Action::Prompt(session())));
     }
 
     #[test]
@@ -167,7 +170,10 @@ mod tests {
             last_answer_head: Some("a < b".into()),
             last_activity: None,
         });
-        assert!(html.starts_with("<b>claude · fix &lt;the&gt; build</b>"), "{html}");
+        assert!(
+            html.starts_with("<b>claude · fix &lt;the&gt; build</b>"),
+            "{html}"
+        );
         assert!(html.contains("⏳ awaiting approval"));
         assert!(html.contains("💬 a &lt; b"));
     }

@@ -79,8 +79,19 @@ pub fn safe_name(name: &str) -> String {
         })
         .collect();
     let trimmed = cleaned.trim_start_matches('.');
-    let cut: String = trimmed.chars().rev().take(80).collect::<Vec<_>>().into_iter().rev().collect();
-    if cut.is_empty() { "file".to_owned() } else { cut }
+    let cut: String = trimmed
+        .chars()
+        .rev()
+        .take(80)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    if cut.is_empty() {
+        "file".to_owned()
+    } else {
+        cut
+    }
 }
 
 /// Saves `bytes` as `name` (made safe, prefixed with `stamp` so two sends never meet) in the
@@ -92,7 +103,10 @@ pub fn save(cwd: &Path, stamp: &str, name: &str, bytes: &[u8]) -> Result<PathBuf
         });
     }
     if !cwd.is_absolute() {
-        return Err(inbox_error(cwd, "the session's directory is not an absolute path"));
+        return Err(inbox_error(
+            cwd,
+            "the session's directory is not an absolute path",
+        ));
     }
     let root = rustix::fs::open(
         cwd,
@@ -137,7 +151,8 @@ mod tests {
         assert_eq!(std::fs::read(&path).unwrap(), b"hello");
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
-        let ignore = std::fs::read_to_string(work.path().join(".cross-agent/inbox/.gitignore")).unwrap();
+        let ignore =
+            std::fs::read_to_string(work.path().join(".cross-agent/inbox/.gitignore")).unwrap();
         assert!(ignore.lines().any(|l| l == "*"));
         // A second file beside it.
         save(work.path(), "2", "notes v2.txt", b"again").unwrap();
@@ -148,7 +163,8 @@ mod tests {
         let work = tempfile::tempdir().unwrap();
         let elsewhere = tempfile::tempdir().unwrap();
         std::fs::create_dir(work.path().join(".cross-agent")).unwrap();
-        std::os::unix::fs::symlink(elsewhere.path(), work.path().join(".cross-agent/inbox")).unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), work.path().join(".cross-agent/inbox"))
+            .unwrap();
         let error = save(work.path(), "1", "x.txt", b"secret").unwrap_err();
         assert!(error.to_string().contains("symlink"), "{error}");
         assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
@@ -165,6 +181,9 @@ mod tests {
     fn too_big_is_refused() {
         let work = tempfile::tempdir().unwrap();
         let big = vec![0_u8; (MAX_FILE_BYTES + 1) as usize];
-        assert!(matches!(save(work.path(), "1", "big", &big), Err(Error::TooLarge { .. })));
+        assert!(matches!(
+            save(work.path(), "1", "big", &big),
+            Err(Error::TooLarge { .. })
+        ));
     }
 }

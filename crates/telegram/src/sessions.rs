@@ -61,7 +61,10 @@ impl SessionRef {
     pub fn label(&self) -> String {
         match self.title.as_deref().map(str::trim) {
             Some(title) if !title.is_empty() => title.to_owned(),
-            _ => format!("session {}", self.session_id.chars().take(8).collect::<String>()),
+            _ => format!(
+                "session {}",
+                self.session_id.chars().take(8).collect::<String>()
+            ),
         }
     }
 }
@@ -299,7 +302,9 @@ impl Desk {
         let api = api.clone();
         match action {
             Action::Prompt(session) => {
-                lock(&self.state).awaiting.insert(place.chat, session.clone());
+                lock(&self.state)
+                    .awaiting
+                    .insert(place.chat, session.clone());
                 tokio::spawn(async move {
                     let text = format!(
                         "✍️ Your next message here goes to <b>{}</b>.",
@@ -323,7 +328,8 @@ impl Desk {
             }
             Action::Status(session) => {
                 tokio::spawn(async move {
-                    desk.list(&api, place, Some(&session), &HashSet::new()).await
+                    desk.list(&api, place, Some(&session), &HashSet::new())
+                        .await
                 });
                 "Status"
             }
@@ -347,7 +353,13 @@ impl Desk {
         awaiting_approval: &HashSet<String>,
     ) {
         let Some(host) = self.host() else {
-            say(api, &self.decisions, place, "Sessions are not available on this daemon.").await;
+            say(
+                api,
+                &self.decisions,
+                place,
+                "Sessions are not available on this daemon.",
+            )
+            .await;
             return;
         };
         let listed = tokio::task::spawn_blocking(move || host.live_sessions())
@@ -367,7 +379,9 @@ impl Desk {
             }
         };
         if let Some(only) = only {
-            sessions.retain(|s| s.session.agent == only.agent && s.session.session_id == only.session_id);
+            sessions.retain(|s| {
+                s.session.agent == only.agent && s.session.session_id == only.session_id
+            });
             if sessions.is_empty() {
                 let text = format!(
                     "<b>{}</b> is not live any more (no activity in the window /sessions shows).",
@@ -418,7 +432,9 @@ impl Desk {
         if !place.is_forum {
             return None;
         }
-        self.ensure_topic(api, place.chat, session).await.or(place.thread)
+        self.ensure_topic(api, place.chat, session)
+            .await
+            .or(place.thread)
     }
 
     /// The topic of `session` in forum `chat`, created (once) if it has none.
@@ -471,12 +487,24 @@ impl Desk {
     }
 
     /// Sends `text` to `session` through the host, says so, then relays the answer.
-    async fn prompt<A: TelegramApi>(&self, api: &A, place: Place, session: SessionRef, text: String) {
+    async fn prompt<A: TelegramApi>(
+        &self,
+        api: &A,
+        place: Place,
+        session: SessionRef,
+        text: String,
+    ) {
         let thread = self.thread_for(api, place, &session).await;
         let here = Place { thread, ..place };
         let header = escape_html(&cards::header(&session));
         let Some(host) = self.host() else {
-            say(api, &self.decisions, here, "Sessions are not available on this daemon.").await;
+            say(
+                api,
+                &self.decisions,
+                here,
+                "Sessions are not available on this daemon.",
+            )
+            .await;
             return;
         };
         let chars = text.chars().count();
@@ -557,19 +585,35 @@ impl Desk {
     }
 
     /// A photo or a document for `session`: saved in its inbox, then a prompt naming it.
-    async fn file<A: TelegramApi>(&self, api: &A, place: Place, session: SessionRef, message: Message) {
+    async fn file<A: TelegramApi>(
+        &self,
+        api: &A,
+        place: Place,
+        session: SessionRef,
+        message: Message,
+    ) {
         let thread = self.thread_for(api, place, &session).await;
         let here = Place { thread, ..place };
         let (file_id, name, declared) = match (&message.document, message.photo.last()) {
             (Some(document), _) => (
                 document.file_id.clone(),
-                document.file_name.clone().unwrap_or_else(|| "document".to_owned()),
+                document
+                    .file_name
+                    .clone()
+                    .unwrap_or_else(|| "document".to_owned()),
                 document.file_size,
             ),
-            (None, Some(photo)) => (photo.file_id.clone(), "photo.jpg".to_owned(), photo.file_size),
+            (None, Some(photo)) => (
+                photo.file_id.clone(),
+                "photo.jpg".to_owned(),
+                photo.file_size,
+            ),
             (None, None) => return,
         };
-        match self.save_file(api, &session, &file_id, &name, declared).await {
+        match self
+            .save_file(api, &session, &file_id, &name, declared)
+            .await
+        {
             Ok((path, size)) => {
                 self.record(
                     Decision::new(kind("telegram_file"), Outcome::new("saved"))
@@ -629,7 +673,9 @@ impl Desk {
             return Err(too_big(size));
         }
         let Some(cwd) = session.cwd.clone() else {
-            return Err("the session's directory is not known, so there is no inbox to put it in".into());
+            return Err(
+                "the session's directory is not known, so there is no inbox to put it in".into(),
+            );
         };
         let file = api.get_file(file_id).await.map_err(|e| e.to_string())?;
         if let Some(size) = file.file_size.filter(|s| *s > inbox::MAX_FILE_BYTES) {
@@ -660,7 +706,13 @@ impl Desk {
     async fn offer_destinations<A: TelegramApi>(&self, api: &A, place: Place, session: SessionRef) {
         let header = escape_html(&cards::header(&session));
         let Some(host) = self.host() else {
-            say(api, &self.decisions, place, "Handoff is not available on this daemon.").await;
+            say(
+                api,
+                &self.decisions,
+                place,
+                "Handoff is not available on this daemon.",
+            )
+            .await;
             return;
         };
         let found = {
@@ -671,13 +723,18 @@ impl Desk {
         };
         let destinations = match found {
             Ok(d) if d.is_empty() => {
-                let text = format!("Nowhere to hand <b>{header}</b> to: no other session, editor or CLI agent was found.");
+                let text = format!(
+                    "Nowhere to hand <b>{header}</b> to: no other session, editor or CLI agent was found."
+                );
                 say(api, &self.decisions, place, &text).await;
                 return;
             }
             Ok(d) => d,
             Err(reason) => {
-                let text = format!("Could not list where <b>{header}</b> can go: {}", escape_html(&reason));
+                let text = format!(
+                    "Could not list where <b>{header}</b> can go: {}",
+                    escape_html(&reason)
+                );
                 say(api, &self.decisions, place, &text).await;
                 return;
             }
@@ -707,7 +764,12 @@ impl Desk {
                 Some(json!({"inline_keyboard": rows})),
             )
             .await;
-        delivered(&self.decisions, place.chat, "handoff_destinations", sent.as_ref().err());
+        delivered(
+            &self.decisions,
+            place.chat,
+            "handoff_destinations",
+            sent.as_ref().err(),
+        );
     }
 
     async fn hand_off<A: TelegramApi>(
@@ -719,7 +781,13 @@ impl Desk {
     ) {
         let header = escape_html(&cards::header(&session));
         let Some(host) = self.host() else {
-            say(api, &self.decisions, place, "Handoff is not available on this daemon.").await;
+            say(
+                api,
+                &self.decisions,
+                place,
+                "Handoff is not available on this daemon.",
+            )
+            .await;
             return;
         };
         let text = format!(
@@ -748,7 +816,10 @@ impl Desk {
             }
             Err(reason) => {
                 self.record(decision("failed").reason(reason.clone()));
-                format!("❌ The handoff of <b>{header}</b> failed: {}", escape_html(&reason))
+                format!(
+                    "❌ The handoff of <b>{header}</b> failed: {}",
+                    escape_html(&reason)
+                )
             }
         };
         say(api, &self.decisions, place, &text).await;
@@ -759,9 +830,8 @@ impl Desk {
 fn delivered(decisions: &DecisionLog, chat: i64, what: &'static str, error: Option<&Error>) {
     let decision = match error {
         None => Decision::new(kind("telegram_delivery"), Outcome::new("sent")),
-        Some(error) => {
-            Decision::new(kind("telegram_delivery"), Outcome::new("failed")).reason(error.to_string())
-        }
+        Some(error) => Decision::new(kind("telegram_delivery"), Outcome::new("failed"))
+            .reason(error.to_string()),
     };
     decisions.record(decision.detail("chat_id", chat).detail("what", what));
 }
@@ -785,9 +855,8 @@ async fn say_long<A: TelegramApi>(api: &A, decisions: &DecisionLog, place: Place
             .await;
         let mut decision = match &sent {
             Ok(_) => Decision::new(kind("telegram_delivery"), Outcome::new("sent")),
-            Err(error) => {
-                Decision::new(kind("telegram_delivery"), Outcome::new("failed")).reason(error.to_string())
-            }
+            Err(error) => Decision::new(kind("telegram_delivery"), Outcome::new("failed"))
+                .reason(error.to_string()),
         };
         decision = decision
             .detail("chat_id", place.chat)

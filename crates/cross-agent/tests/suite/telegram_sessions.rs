@@ -8,10 +8,10 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use cross_agent_testkit::ModelEndpoint;
 use cross_agent_testkit::agents::{AgentHome, AgentKind, Claude, Codex, agent_binary};
 use cross_agent_testkit::endpoint::{Reply, Rule, ToolCall};
 use cross_agent_testkit::telegram::FakeBotApi;
-use cross_agent_testkit::ModelEndpoint;
 use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_cross-agent");
@@ -86,12 +86,17 @@ impl Phone {
                 .spawn()
                 .unwrap(),
         );
-        let out = phone.command(&["telegram", "pair", "--json"]).output().unwrap();
+        let out = phone
+            .command(&["telegram", "pair", "--json"])
+            .output()
+            .unwrap();
         let code: Value = serde_json::from_slice(&out.stdout).unwrap();
         phone.say(json!({"text": format!("/pair {}", code["code"].as_str().unwrap())}));
         assert!(
-            wait_until(WAIT, || phone.decisions().iter().any(|d| d["kind"] == "telegram_pair"
-                && d["outcome"] == "paired")),
+            wait_until(WAIT, || phone
+                .decisions()
+                .iter()
+                .any(|d| d["kind"] == "telegram_pair" && d["outcome"] == "paired")),
             "paired"
         );
         phone
@@ -129,19 +134,33 @@ impl Phone {
 
     /// A real Claude session in the project, made by a plain `claude -p` turn.
     fn claude_session(&self, prompt: &str) -> String {
-        self.endpoint
-            .push(Rule::on_user_text(prompt).reply_text("seeded claude answer").once());
+        self.endpoint.push(
+            Rule::on_user_text(prompt)
+                .reply_text("seeded claude answer")
+                .once(),
+        );
         let run = self.claude().turn(&self.project, prompt).run().unwrap();
-        run.expect_success().unwrap().session_id().unwrap().to_owned()
+        run.expect_success()
+            .unwrap()
+            .session_id()
+            .unwrap()
+            .to_owned()
     }
 
     /// A real Codex thread in the project, made by a plain `codex exec` turn.
     fn codex_session(&self, prompt: &str) -> String {
-        self.endpoint
-            .push(Rule::on_user_text(prompt).reply_text("seeded codex answer").once());
+        self.endpoint.push(
+            Rule::on_user_text(prompt)
+                .reply_text("seeded codex answer")
+                .once(),
+        );
         let codex = Codex::new(&self.agents, &self.endpoint.openai_base_url()).unwrap();
         let run = codex.turn(&self.project, prompt).run().unwrap();
-        run.expect_success().unwrap().thread_id().unwrap().to_owned()
+        run.expect_success()
+            .unwrap()
+            .thread_id()
+            .unwrap()
+            .to_owned()
     }
 
     /// The person sends a message with `fields` in their chat.
@@ -163,7 +182,8 @@ impl Phone {
 
     fn tap(&self, user: i64, card: &Card, button: usize) {
         let message = self.message_ref(card.message_id, card.thread);
-        self.api.push_callback_on(user, message, &card.buttons[button]);
+        self.api
+            .push_callback_on(user, message, &card.buttons[button]);
     }
 
     fn decisions(&self) -> Vec<Value> {
@@ -189,7 +209,11 @@ impl Phone {
         found.unwrap_or_else(|| {
             panic!(
                 "no message containing {needle:?}; the chat: {:#?}",
-                self.api.sent().iter().map(|(_, b)| b["text"].clone()).collect::<Vec<_>>()
+                self.api
+                    .sent()
+                    .iter()
+                    .map(|(_, b)| b["text"].clone())
+                    .collect::<Vec<_>>()
             )
         })
     }
@@ -272,24 +296,48 @@ fn sessions_are_listed_prompted_from_the_phone_answered_in_the_chat_and_handed_o
     phone.say(json!({"text": "/sessions"}));
     let claude_card = phone.card(before, &claude_id);
     let codex_card = phone.card(before, &thread);
-    assert!(claude_card.text.starts_with("<b>claude · "), "{}", claude_card.text);
-    assert!(codex_card.text.starts_with("<b>codex · "), "{}", codex_card.text);
+    assert!(
+        claude_card.text.starts_with("<b>claude · "),
+        "{}",
+        claude_card.text
+    );
+    assert!(
+        codex_card.text.starts_with("<b>codex · "),
+        "{}",
+        codex_card.text
+    );
     for card in [&claude_card, &codex_card] {
         assert!(card.text.contains("💤 idle"), "{}", card.text);
-        assert!(card.text.contains(&phone.project.display().to_string()), "{}", card.text);
-        assert_eq!(card.labels, ["✍️ Prompt", "ℹ️ Status", "🎯 Focus", "🤝 Hand off"]);
+        assert!(
+            card.text.contains(&phone.project.display().to_string()),
+            "{}",
+            card.text
+        );
+        assert_eq!(
+            card.labels,
+            ["✍️ Prompt", "ℹ️ Status", "🎯 Focus", "🤝 Hand off"]
+        );
         assert!(card.buttons.iter().all(|d| d.len() <= 64));
     }
-    assert!(claude_card.text.contains("💬 seeded claude answer"), "{}", claude_card.text);
-    assert!(codex_card.text.contains("💬 seeded codex answer"), "{}", codex_card.text);
+    assert!(
+        claude_card.text.contains("💬 seeded claude answer"),
+        "{}",
+        claude_card.text
+    );
+    assert!(
+        codex_card.text.contains("💬 seeded codex answer"),
+        "{}",
+        codex_card.text
+    );
 
     // A stranger in the person's chat taps Focus: refused, logged, nothing said.
     let before = phone.api.sent().len();
     phone.tap(STRANGER, &claude_card, 2);
-    assert!(wait_until(WAIT, || phone.decisions().iter().any(|d| d["kind"]
-        == "telegram_refused"
-        && d["details"]["user_id"] == STRANGER
-        && d["details"]["update"] == "callback_query")));
+    assert!(wait_until(WAIT, || phone.decisions().iter().any(
+        |d| d["kind"] == "telegram_refused"
+            && d["details"]["user_id"] == STRANGER
+            && d["details"]["update"] == "callback_query"
+    )));
     assert!(wait_until(WAIT, || phone.api.all_confirmed()));
 
     // A reply to the Claude card is a prompt to that session; the answer comes back.
@@ -302,14 +350,17 @@ fn sessions_are_listed_prompted_from_the_phone_answered_in_the_chat_and_handed_o
         "reply_to_message": phone.message_ref(claude_card.message_id, None)}));
     let (_, receipt) = phone.wait_sent(before, "📨 Sent to", WAIT);
     assert!(
-        receipt["text"].as_str().unwrap().contains("by resuming it headless"),
+        receipt["text"]
+            .as_str()
+            .unwrap()
+            .contains("by resuming it headless"),
         "{receipt:#}"
     );
     phone.wait_sent(before, "claude heard the phone", TURN_WAIT);
     assert!(
-        !phone.api.sent()[before..].iter().any(|(_, b)| b["text"]
-            .as_str()
-            .is_some_and(|t| t.contains("🎯"))),
+        !phone.api.sent()[before..]
+            .iter()
+            .any(|(_, b)| b["text"].as_str().is_some_and(|t| t.contains("🎯"))),
         "the stranger's Focus did nothing"
     );
     let prompts = phone.prompts_with("phone prompt for claude");
@@ -331,7 +382,10 @@ fn sessions_are_listed_prompted_from_the_phone_answered_in_the_chat_and_handed_o
     phone.wait_sent(before, "Your next message here goes to", WAIT);
     phone.say(json!({"text": "phone prompt for codex"}));
     let (_, answer) = phone.wait_sent(before, "codex heard the phone", TURN_WAIT);
-    assert!(answer["text"].as_str().unwrap().starts_with("💬 codex · "), "{answer:#}");
+    assert!(
+        answer["text"].as_str().unwrap().starts_with("💬 codex · "),
+        "{answer:#}"
+    );
     assert!(
         !answer["text"].as_str().unwrap().contains("req_"),
         "the closing request id is not shown: {answer:#}"
@@ -353,14 +407,19 @@ fn sessions_are_listed_prompted_from_the_phone_answered_in_the_chat_and_handed_o
     let before = phone.api.sent().len();
     phone.tap(PERSON, &claude_card, 3);
     let (_, offer) = phone.wait_sent(before, "🤝 Hand", WAIT);
-    let rows = offer["reply_markup"]["inline_keyboard"].as_array().unwrap().clone();
+    let rows = offer["reply_markup"]["inline_keyboard"]
+        .as_array()
+        .unwrap()
+        .clone();
     let to_codex = rows
         .iter()
         .map(|row| &row[0])
         .find(|b| b["text"].as_str().is_some_and(|t| t.starts_with("codex")))
         .unwrap_or_else(|| panic!("the Codex thread is offered: {offer:#}"))
         .clone();
-    phone.endpoint.set_fallback(Reply::echo_token("took it over"));
+    phone
+        .endpoint
+        .set_fallback(Reply::echo_token("took it over"));
     phone.api.push_callback_on(
         PERSON,
         phone.message_ref(1, None),
@@ -368,12 +427,16 @@ fn sessions_are_listed_prompted_from_the_phone_answered_in_the_chat_and_handed_o
     );
     phone.wait_sent(before, "⏳ Handing", WAIT);
     let (_, done) = phone.wait_sent(before, "Handed", TURN_WAIT);
-    assert!(done["text"].as_str().unwrap().contains("HANDOFF.md"), "{done:#}");
+    assert!(
+        done["text"].as_str().unwrap().contains("HANDOFF.md"),
+        "{done:#}"
+    );
     assert!(phone.project.join("HANDOFF.md").exists());
-    assert!(wait_until(WAIT, || phone.decisions().iter().any(|d| d["kind"]
-        == "telegram_handoff"
-        && d["outcome"] == "done"
-        && d["details"]["destination"] == format!("chat:{thread}"))));
+    assert!(wait_until(WAIT, || phone.decisions().iter().any(
+        |d| d["kind"] == "telegram_handoff"
+            && d["outcome"] == "done"
+            && d["details"]["destination"] == format!("chat:{thread}")
+    )));
 }
 
 /// A document sent as a reply to a card is saved owner-only in the session's git-ignored
@@ -426,10 +489,17 @@ fn a_file_from_the_phone_lands_in_the_session_inbox_and_the_session_reads_it() {
         std::fs::metadata(&saved[0]).unwrap().permissions().mode() & 0o777,
         0o600
     );
-    assert!(std::fs::read_to_string(inbox.join(".gitignore")).unwrap().lines().any(|l| l == "*"));
+    assert!(
+        std::fs::read_to_string(inbox.join(".gitignore"))
+            .unwrap()
+            .lines()
+            .any(|l| l == "*")
+    );
     let prompts = phone.prompts_with("read the notes I sent");
     assert!(
-        prompts.iter().any(|p| p.contains(&saved[0].display().to_string())),
+        prompts
+            .iter()
+            .any(|p| p.contains(&saved[0].display().to_string())),
         "the prompt names the saved file: {prompts:#?}"
     );
     let decisions = phone.decisions();
@@ -441,13 +511,23 @@ fn a_file_from_the_phone_lands_in_the_session_inbox_and_the_session_reads_it() {
     let before = phone.api.sent().len();
     let downloads = phone.api.downloads().len();
     let big = phone.api.add_file(b"not really big");
-    phone.say(json!({"document": {"file_id": big, "file_unique_id": "u2", "file_name": "big.bin",
+    phone.say(
+        json!({"document": {"file_id": big, "file_unique_id": "u2", "file_name": "big.bin",
                                   "file_size": 25 * 1024 * 1024},
-        "reply_to_message": phone.message_ref(card.message_id, None)}));
+        "reply_to_message": phone.message_ref(card.message_id, None)}),
+    );
     let (_, refused) = phone.wait_sent(before, "Not saved", WAIT);
-    assert!(refused["text"].as_str().unwrap().contains("up to 20 MB"), "{refused:#}");
+    assert!(
+        refused["text"].as_str().unwrap().contains("up to 20 MB"),
+        "{refused:#}"
+    );
     assert_eq!(phone.api.downloads().len(), downloads);
-    assert!(phone.decisions().iter().any(|d| d["kind"] == "telegram_file" && d["outcome"] == "refused"));
+    assert!(
+        phone
+            .decisions()
+            .iter()
+            .any(|d| d["kind"] == "telegram_file" && d["outcome"] == "refused")
+    );
 }
 
 /// In a forum supergroup each session gets one topic, created on its first activity and
@@ -464,16 +544,25 @@ fn a_forum_supergroup_gets_one_topic_per_session_and_the_topic_is_the_session() 
     let created = phone.api.calls_to("createForumTopic");
     assert_eq!(created.len(), 1, "{created:#?}");
     assert!(
-        created[0].body["name"].as_str().unwrap().starts_with("claude · "),
+        created[0].body["name"]
+            .as_str()
+            .unwrap()
+            .starts_with("claude · "),
         "{created:#?}"
     );
-    let thread = card.thread.expect("the card is posted in the session's topic");
+    let thread = card
+        .thread
+        .expect("the card is posted in the session's topic");
 
     let before = phone.api.sent().len();
     phone.say(json!({"text": "/sessions"}));
     let again = phone.card(before, &claude_id);
     assert_eq!(again.thread, Some(thread));
-    assert_eq!(phone.api.calls_to("createForumTopic").len(), 1, "one topic per session");
+    assert_eq!(
+        phone.api.calls_to("createForumTopic").len(),
+        1,
+        "one topic per session"
+    );
     let mapping = phone.state.join("telegram/topics.json");
     assert_eq!(
         std::fs::metadata(&mapping).unwrap().permissions().mode() & 0o777,

@@ -85,8 +85,7 @@ impl Engine {
                     max_hops: settings.max_hops,
                     request_id: &request_id,
                     from_telegram: caller.agent.is_none()
-                        && params.caller.client_name.as_deref()
-                            == Some(envelope::TELEGRAM_CLIENT),
+                        && params.caller.client_name.as_deref() == Some(envelope::TELEGRAM_CLIENT),
                 },
                 &params.message,
             )
