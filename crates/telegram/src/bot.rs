@@ -446,7 +446,7 @@ impl Bot {
         api: &A,
         query: &crate::api::CallbackQuery,
     ) -> &'static str {
-        self.inner.desk.tap(api, query)
+        self.inner.desk.tap(api, query, self.awaiting_approval())
     }
 }
 

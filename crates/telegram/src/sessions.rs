@@ -278,7 +278,12 @@ impl Desk {
     }
 
     /// A tap on one of our session buttons (`s:<key>`) from a paired person.
-    pub(crate) fn tap<A>(self: &Arc<Self>, api: &A, query: &CallbackQuery) -> &'static str
+    pub(crate) fn tap<A>(
+        self: &Arc<Self>,
+        api: &A,
+        query: &CallbackQuery,
+        awaiting_approval: HashSet<String>,
+    ) -> &'static str
     where
         A: TelegramApi + Clone + 'static,
     {
@@ -328,7 +333,7 @@ impl Desk {
             }
             Action::Status(session) => {
                 tokio::spawn(async move {
-                    desk.list(&api, place, Some(&session), &HashSet::new())
+                    desk.list(&api, place, Some(&session), &awaiting_approval)
                         .await
                 });
                 "Status"

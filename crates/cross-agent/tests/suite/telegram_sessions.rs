@@ -585,4 +585,41 @@ fn a_forum_supergroup_gets_one_topic_per_session_and_the_topic_is_the_session() 
         .collect();
     assert_eq!(topics.len(), 1, "{topics:#?}");
     assert_eq!(topics[0]["outcome"], "created");
+
+    // An approval waiting for this session shows on its card (Status: the card as it is now).
+    let payload = json!({"session_id": claude_id, "transcript_path": "/tmp/t.jsonl",
+        "cwd": phone.project, "permission_mode": "default", "hook_event_name": "PreToolUse",
+        "tool_name": "Bash", "tool_input": {"command": "rm -rf ./build", "description": "x"},
+        "tool_use_id": "toolu_1"});
+    let mut hook = phone
+        .command(&["hook", "PreToolUse"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = hook.stdin.take().unwrap();
+        stdin.write_all(payload.to_string().as_bytes()).unwrap();
+    }
+    let (_, approval) = phone.wait_sent(before, "Approve?", WAIT);
+    let before = phone.api.sent().len();
+    phone.tap(PERSON, &again, 1);
+    let status = phone.card(before, &claude_id);
+    assert!(
+        status.text.contains("⏳ awaiting approval"),
+        "{}",
+        status.text
+    );
+    assert_eq!(status.thread, Some(thread));
+    let deny = approval["reply_markup"]["inline_keyboard"][0][1]["callback_data"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    phone
+        .api
+        .push_callback_on(PERSON, phone.message_ref(1, None), &deny);
+    let out = hook.wait_with_output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("\"deny\""));
 }
