@@ -623,3 +623,82 @@ fn a_forum_supergroup_gets_one_topic_per_session_and_the_topic_is_the_session() 
     let out = hook.wait_with_output().unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).contains("\"deny\""));
 }
+
+/// A session a panel shim hosts (real Claude Code behind `cross-agent shim claude`, the test
+/// playing the editor extension): a prompt from the phone goes into that panel, not a headless
+/// resume, and the panel's answer comes back to the chat.
+#[test]
+fn a_prompt_to_a_session_held_by_a_panel_goes_into_the_panel_and_its_answer_to_the_chat() {
+    use cross_agent_testkit::panel::{
+        CLAUDE_SDK_ARGS, PanelDriver, claude_initialize, claude_user,
+    };
+
+    let phone = Phone::start(PERSON, false);
+    let claude = phone.claude();
+    let mut command = Command::new("sh");
+    // `; exit` keeps sh as the shim's parent, as an extension host is.
+    command
+        .arg("-c")
+        .arg("\"$@\"; exit $?")
+        .arg("window")
+        .arg(BIN)
+        .arg("shim")
+        .arg("claude")
+        .arg(claude.binary())
+        .args(CLAUDE_SDK_ARGS)
+        .current_dir(&phone.project)
+        .env_clear()
+        .envs(claude.env())
+        .env("CROSS_AGENT_HOME", &phone.state);
+    let mut panel = PanelDriver::start(command).unwrap();
+    panel.send(&claude_initialize("init-1")).unwrap();
+    panel
+        .next_line(TURN_WAIT, |l| l["type"] == "control_response")
+        .unwrap();
+    phone.endpoint.push(
+        Rule::on_user_text("typed in the panel")
+            .reply_text("panel reply")
+            .once(),
+    );
+    panel.send(&claude_user("typed in the panel")).unwrap();
+    let result = panel
+        .next_line(TURN_WAIT, |l| l["type"] == "result")
+        .unwrap();
+    let session = result["session_id"].as_str().unwrap().to_owned();
+
+    let before = phone.api.sent().len();
+    phone.say(json!({"text": "/sessions"}));
+    let card = phone.card(before, &session);
+    phone.endpoint.push(
+        Rule::on_user_text("phone prompt into the panel")
+            .reply(Reply::echo_token("the panel answered the phone"))
+            .once(),
+    );
+    phone.say(json!({"text": "phone prompt into the panel",
+        "reply_to_message": phone.message_ref(card.message_id, None)}));
+    let (_, receipt) = phone.wait_sent(before, "📨 Sent to", WAIT);
+    assert!(
+        receipt["text"].as_str().unwrap().contains("into its panel"),
+        "{receipt:#}"
+    );
+    phone.wait_sent(before, "the panel answered the phone", TURN_WAIT);
+    // The panel itself ran the turn: the editor saw the prompt arrive and the answer.
+    panel
+        .next_line(TURN_WAIT, |l| {
+            l["type"] == "result"
+                && l["result"]
+                    .as_str()
+                    .is_some_and(|r| r.contains("the panel answered the phone"))
+        })
+        .unwrap();
+    assert!(
+        phone
+            .decisions()
+            .iter()
+            .any(|d| d["kind"] == "telegram_prompt"
+                && d["outcome"] == "sent"
+                && d["details"]["transport"] == "panel")
+    );
+    panel.close_stdin();
+    let _ = panel.wait(Duration::from_secs(30));
+}
