@@ -52,10 +52,17 @@ pub struct Host {
 
 impl Host {
     pub fn new(engine: Engine) -> Host {
-        let mut snapshot = Snapshot::from_process();
-        // The daemon is not an agent's session, whatever started it: a prompt from the phone
-        // must not pass for one (the same-agent guard, the reply address).
-        snapshot.ancestry.clear();
+        // The daemon's own environment (its settings, the child baseline) but no process
+        // ancestry: the daemon is not an agent's session, whatever started it, and a prompt
+        // from the phone must not pass for one (the same-agent guard, the reply address).
+        let snapshot = Snapshot {
+            vars: std::env::vars_os()
+                .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+                .collect(),
+            cwd: None,
+            pid: std::process::id(),
+            ancestry: Vec::new(),
+        };
         let mut caller = cross_agent_caller::context(
             &snapshot,
             PerCall {

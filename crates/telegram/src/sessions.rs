@@ -207,12 +207,12 @@ impl Desk {
     /// The session a message from a paired person is meant for.
     fn target_of(&self, message: &Message) -> Option<SessionRef> {
         let chat = message.chat.id;
-        let mut state = lock(&self.state);
         if let Some(reply) = &message.reply_to_message
-            && let Some(session) = state.cards.get(&(chat, reply.message_id))
+            && let Some(session) = lock(&self.state).cards.get(&(chat, reply.message_id))
         {
             return Some(session.clone());
         }
+        // Read before the desk's lock is taken: no file I/O under it.
         if let Some(thread) = message.message_thread_id {
             match topics::read(&self.home) {
                 Ok(topics) => {
@@ -223,6 +223,7 @@ impl Desk {
                 Err(error) => tracing::warn!(%error, "could not read the telegram topics"),
             }
         }
+        let mut state = lock(&self.state);
         if let Some(session) = state.awaiting.remove(&chat) {
             return Some(session);
         }
