@@ -36,6 +36,8 @@ struct Phone {
     /// The chat the person is paired in.
     chat: i64,
     forum: bool,
+    /// More variables for the daemon (its settings).
+    extra_env: Vec<(&'static str, &'static str)>,
     daemon: Option<Child>,
 }
 
@@ -43,6 +45,10 @@ impl Phone {
     /// A daemon with a bot set up, the person paired in `chat` (their private chat, or a forum
     /// supergroup).
     fn start(chat: i64, forum: bool) -> Phone {
+        Phone::start_with(chat, forum, Vec::new())
+    }
+
+    fn start_with(chat: i64, forum: bool, extra_env: Vec<(&'static str, &'static str)>) -> Phone {
         let token = format!("4242:SECRET{}", uuid::Uuid::new_v4().simple());
         let api = FakeBotApi::start(&token, "relay_test_bot").unwrap();
         let dir = tempfile::tempdir().unwrap();
@@ -60,6 +66,7 @@ impl Phone {
             api,
             chat,
             forum,
+            extra_env,
             daemon: None,
         };
         let mut setup = phone
@@ -125,6 +132,9 @@ impl Phone {
             .env("DISABLE_TELEMETRY", "1")
             .env_remove("CLAUDE_CONFIG_DIR")
             .env_remove("CROSS_AGENT_DAEMON_BIN");
+        for (name, value) in &self.extra_env {
+            command.env(name, value);
+        }
         command
     }
 
@@ -701,4 +711,35 @@ fn a_prompt_to_a_session_held_by_a_panel_goes_into_the_panel_and_its_answer_to_t
     );
     panel.close_stdin();
     let _ = panel.wait(Duration::from_secs(30));
+}
+
+/// A prompt the hub refuses (here: headless resumes are off and no panel holds the session)
+/// is not sent, the chat is told why, and the refusal is a decision line.
+#[test]
+fn a_prompt_the_hub_refuses_is_reported_in_the_chat_and_logged() {
+    let phone = Phone::start_with(PERSON, false, vec![("CROSS_AGENT_DISABLE_HEADLESS", "1")]);
+    let claude_id = phone.claude_session("seed the claude session for a refusal");
+    let before = phone.api.sent().len();
+    phone.say(json!({"text": "/sessions"}));
+    let card = phone.card(before, &claude_id);
+    phone.tap(PERSON, &card, 2);
+    phone.wait_sent(before, "Plain messages in this chat now go to", WAIT);
+    phone.say(json!({"text": "a prompt nobody may resume"}));
+    let (_, refused) = phone.wait_sent(before, "❌ Not sent to", WAIT);
+    assert!(
+        refused["text"]
+            .as_str()
+            .unwrap()
+            .contains("CROSS_AGENT_DISABLE_HEADLESS"),
+        "{refused:#}"
+    );
+    assert!(phone.prompts_with("a prompt nobody may resume").is_empty());
+    assert!(
+        phone
+            .decisions()
+            .iter()
+            .any(|d| d["kind"] == "telegram_prompt"
+                && d["outcome"] == "refused"
+                && d["session"] == claude_id.as_str())
+    );
 }
