@@ -87,7 +87,6 @@ impl EndpointState {
         );
     }
 
-
     pub fn set_turn(&self, key: &str, turn: Option<SendTurn>) {
         if let Some(state) = self.lock().get_mut(key) {
             state.turn = turn;
@@ -202,13 +201,19 @@ async fn handle(
     }
     if parts.method != hyper::Method::POST {
         // Probes (`HEAD /api/hello`): a 404 is harmless to Claude.
-        return Ok(plain(404, error_body(404, "no such route on the relay endpoint")));
+        return Ok(plain(
+            404,
+            error_body(404, "no such route on the relay endpoint"),
+        ));
     }
     if path.ends_with("/messages/count_tokens") {
         return Ok(plain(200, json!({ "input_tokens": 1 })));
     }
     if !path.ends_with("/messages") {
-        return Ok(plain(404, error_body(404, "no such route on the relay endpoint")));
+        return Ok(plain(
+            404,
+            error_body(404, "no such route on the relay endpoint"),
+        ));
     }
     let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
     let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
@@ -223,7 +228,10 @@ async fn handle(
         let Some(relay) = key.as_deref().and_then(|key| keys.get_mut(key)) else {
             return Ok(plain(
                 401,
-                error_body(401, "this API key names no relay of this cross-agent daemon"),
+                error_body(
+                    401,
+                    "this API key names no relay of this cross-agent daemon",
+                ),
             ));
         };
         relay.requests += 1;
@@ -257,7 +265,11 @@ enum Answer {
     Text(String),
     /// Never answer (test-only misbehaviour).
     Hang,
-    Tool { id: String, name: String, input: Value },
+    Tool {
+        id: String,
+        name: String,
+        input: Value,
+    },
 }
 
 fn decide(body: &Value, relay: &mut KeyState) -> Answer {
@@ -466,7 +478,10 @@ mod tests {
             Answer::Text(RELAY_STATUS_LINE.into())
         );
         relay.turn = None;
-        assert_eq!(decide(&turn, &mut relay), Answer::Text(RELAY_STATUS_LINE.into()));
+        assert_eq!(
+            decide(&turn, &mut relay),
+            Answer::Text(RELAY_STATUS_LINE.into())
+        );
     }
 
     #[test]

@@ -11,7 +11,11 @@ const DERIVED_FIELDS: [&str; 5] = ["type", "recipient", "recipient_kind", "conte
 
 /// Decides one `PreToolUse` call. `queued` is the send the relay may make now (`None`: none, or
 /// it was already allowed once). `None` allows the call; `Some(reason)` denies it.
-pub fn gate_decision(queued: Option<(&str, &str)>, tool_name: &str, input: &Value) -> Option<String> {
+pub fn gate_decision(
+    queued: Option<(&str, &str)>,
+    tool_name: &str,
+    input: &Value,
+) -> Option<String> {
     if tool_name != "SendMessage" {
         return Some(format!(
             "a cross-agent relay runs no tools but the one queued SendMessage; {tool_name} is denied"
@@ -29,11 +33,12 @@ pub fn gate_decision(queued: Option<(&str, &str)>, tool_name: &str, input: &Valu
     if fields.get("message").and_then(Value::as_str) != Some(message) {
         return Some("SendMessage `message` is not the queued message".to_owned());
     }
-    if let Some(extra) = fields
-        .keys()
-        .find(|key| !matches!(key.as_str(), "to" | "message") && !DERIVED_FIELDS.contains(&key.as_str()))
-    {
-        return Some(format!("SendMessage carries `{extra}`, which was not queued"));
+    if let Some(extra) = fields.keys().find(|key| {
+        !matches!(key.as_str(), "to" | "message") && !DERIVED_FIELDS.contains(&key.as_str())
+    }) {
+        return Some(format!(
+            "SendMessage carries `{extra}`, which was not queued"
+        ));
     }
     None
 }

@@ -32,8 +32,7 @@ use crate::error::RelayError;
 use crate::gate::{gate_allow, gate_decision, gate_denial, inbound_block};
 use crate::inbound::{InboundKind, InboundMail, parse_inbound_text};
 use crate::receipt::{
-    QueuedSend, RelayReceipt, queue_path, read_receipt, write_json, write_receipt_once,
-    write_whole,
+    QueuedSend, RelayReceipt, queue_path, read_receipt, write_json, write_receipt_once, write_whole,
 };
 use crate::relay_name;
 
@@ -203,9 +202,7 @@ fn send_turn(relay: &str, send_id: &str) -> String {
 /// accept`: a reply from a session of another permission class is taken (the hook blocks it
 /// from any model anyway) instead of being held for an approval no one would give.
 pub(crate) fn relay_settings(cross_agent: &Path) -> Value {
-    let command = |event: &str| {
-        json!([{ "type": "command", "command": format!("{} hook {event}", shell_quote(&cross_agent.to_string_lossy())), "timeout": 30 }])
-    };
+    let command = |event: &str| json!([{ "type": "command", "command": format!("{} hook {event}", shell_quote(&cross_agent.to_string_lossy())), "timeout": 30 }]);
     json!({
         "hooks": {
             "PreToolUse": [{ "matcher": "*", "hooks": command("PreToolUse") }],
@@ -363,7 +360,12 @@ impl RelayHost {
             _ = exited.wait_for(Option::is_some) => true,
             () = tokio::time::sleep_until(deadline) => false,
         };
-        if !outcome && lock(&relay.state).current.as_ref().is_some_and(|c| c.receipt.borrow().is_none()) {
+        if !outcome
+            && lock(&relay.state)
+                .current
+                .as_ref()
+                .is_some_and(|c| c.receipt.borrow().is_none())
+        {
             // No receipt in time: stop the relay, so the queued message cannot go out later.
             self.stop_relay(&relay, "no receipt in time").await;
             self.finish_turn(&relay, guard);
@@ -376,10 +378,11 @@ impl RelayHost {
         if let Some(detail) = relay.exited.borrow().clone() {
             relay.settle(RelayReceipt::RelayDied { detail });
         }
-        let receipt = read_receipt(&relay.dir, &send_id)?.ok_or_else(|| RelayError::BadReceipt {
-            path: crate::receipt::receipt_path(&relay.dir, &send_id),
-            reason: "signalled but not written".to_owned(),
-        })?;
+        let receipt =
+            read_receipt(&relay.dir, &send_id)?.ok_or_else(|| RelayError::BadReceipt {
+                path: crate::receipt::receipt_path(&relay.dir, &send_id),
+                reason: "signalled but not written".to_owned(),
+            })?;
         if matches!(receipt, RelayReceipt::Sent { .. }) {
             lock(&relay.state)
                 .awaiting
@@ -488,7 +491,11 @@ impl RelayHost {
             ])
             .arg(&settings_path)
             // The account's and the user's MCP servers stay out: a relay calls no tools but one.
-            .args(["--strict-mcp-config", "--mcp-config", r#"{"mcpServers":{}}"#]);
+            .args([
+                "--strict-mcp-config",
+                "--mcp-config",
+                r#"{"mcpServers":{}}"#,
+            ]);
         if let Some(mode) = &send.permission_mode {
             command.args(["--permission-mode", mode]);
         }
@@ -576,7 +583,10 @@ impl RelayHost {
         config.decisions.record(
             decision("relay_started", "started", name)
                 .detail("relay_pid", pid)
-                .detail("permission_mode", send.permission_mode.clone().unwrap_or_default()),
+                .detail(
+                    "permission_mode",
+                    send.permission_mode.clone().unwrap_or_default(),
+                ),
         );
         tracing::info!(relay = %name, pid, "relay started");
         Ok(relay)
@@ -585,7 +595,10 @@ impl RelayHost {
     /// Drops a relay from the map if it is still this one.
     fn forget(&self, relay: &Arc<Relay>) {
         let mut relays = lock(&self.inner.relays);
-        if relays.get(&relay.name).is_some_and(|r| Arc::ptr_eq(r, relay)) {
+        if relays
+            .get(&relay.name)
+            .is_some_and(|r| Arc::ptr_eq(r, relay))
+        {
             relays.remove(&relay.name);
         }
     }
@@ -657,14 +670,21 @@ impl RelayHost {
             .strip_prefix(&self.inner.relays_dir_canonical)
             .or_else(|_| cwd.strip_prefix(&self.inner.relays_dir))
             .ok()?;
-        let name = rest.components().next()?.as_os_str().to_string_lossy().into_owned();
+        let name = rest
+            .components()
+            .next()?
+            .as_os_str()
+            .to_string_lossy()
+            .into_owned();
         let relay = lock(&self.inner.relays).get(&name).cloned();
         let payload = &params.payload;
         let output = match relay {
             Some(relay) => self.relay_hook(&relay, &params.event, payload),
             // A relay this host does not run (left from an earlier daemon): it may do nothing.
             None => match params.event.as_str() {
-                "PreToolUse" => Some(gate_denial("this relay is not hosted by the running cross-agent daemon")),
+                "PreToolUse" => Some(gate_denial(
+                    "this relay is not hosted by the running cross-agent daemon",
+                )),
                 "UserPromptSubmit" => {
                     self.file_orphan_inbound(&name, payload);
                     Some(inbound_block())
@@ -678,7 +698,10 @@ impl RelayHost {
     fn relay_hook(&self, relay: &Arc<Relay>, event: &str, payload: &Value) -> Option<Value> {
         match event {
             "PreToolUse" => {
-                let tool = payload.get("tool_name").and_then(Value::as_str).unwrap_or("");
+                let tool = payload
+                    .get("tool_name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
                 let input = payload.get("tool_input").cloned().unwrap_or(Value::Null);
                 let mut state = lock(&relay.state);
                 let queued = state
@@ -687,7 +710,9 @@ impl RelayHost {
                     .filter(|c| !c.allowed && c.receipt.borrow().is_none())
                     .map(|c| (c.send.to.clone(), c.send.message.clone()));
                 let verdict = gate_decision(
-                    queued.as_ref().map(|(to, message)| (to.as_str(), message.as_str())),
+                    queued
+                        .as_ref()
+                        .map(|(to, message)| (to.as_str(), message.as_str())),
                     tool,
                     &input,
                 );
@@ -701,11 +726,8 @@ impl RelayHost {
                     Some(reason) => {
                         let in_hand = state.current.as_ref().map(|c| c.send.delivery_id.clone());
                         drop(state);
-                        if queued.is_some() {
-                            relay.settle(RelayReceipt::Denied {
-                                reason: reason.clone(),
-                            });
-                        }
+                        // Recorded before the receipt wakes the sender, so whoever reads the
+                        // receipt finds the denial in the log.
                         let mut record = decision("relay_gate", "denied", &relay.name)
                             .guard("relay_gate")
                             .reason(reason.clone())
@@ -714,13 +736,24 @@ impl RelayHost {
                             record = record.delivery(delivery);
                         }
                         self.inner.config.decisions.record(record);
+                        if queued.is_some() {
+                            relay.settle(RelayReceipt::Denied {
+                                reason: reason.clone(),
+                            });
+                        }
                         Some(gate_denial(&reason))
                     }
                 }
             }
             "PostToolUse" => {
-                let tool = payload.get("tool_name").and_then(Value::as_str).unwrap_or("");
-                let allowed = lock(&relay.state).current.as_ref().is_some_and(|c| c.allowed);
+                let tool = payload
+                    .get("tool_name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                let allowed = lock(&relay.state)
+                    .current
+                    .as_ref()
+                    .is_some_and(|c| c.allowed);
                 if tool == "SendMessage" && allowed {
                     let response = payload.get("tool_response").cloned().unwrap_or(Value::Null);
                     relay.settle(RelayReceipt::from_claude(&response));
@@ -754,7 +787,9 @@ impl RelayHost {
         {
             let mut state = lock(&relay.state);
             state.last_activity = Instant::now();
-            if let InboundKind::Message { from, from_name, .. } = &kind
+            if let InboundKind::Message {
+                from, from_name, ..
+            } = &kind
                 && let Some(at) = state
                     .awaiting
                     .iter()

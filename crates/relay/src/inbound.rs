@@ -77,8 +77,7 @@ pub fn parse_inbound_text(text: &str) -> Option<InboundKind> {
             "expired"
         } else if rest.contains("approved and released") {
             "released"
-        } else if rest.contains("refused") || rest.contains("denied") || rest.contains("dropped")
-        {
+        } else if rest.contains("refused") || rest.contains("denied") || rest.contains("dropped") {
             "refused"
         } else {
             "unknown"

@@ -170,7 +170,8 @@ mod tests {
                 dead: true
             }
         );
-        let unknown = json!({"success":false,"message":"No agent named 'nobody-here' is reachable."});
+        let unknown =
+            json!({"success":false,"message":"No agent named 'nobody-here' is reachable."});
         assert_eq!(
             RelayReceipt::from_claude(&json!([{"type":"text","text": unknown.to_string()}])),
             RelayReceipt::Refused {

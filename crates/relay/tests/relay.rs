@@ -27,7 +27,10 @@ fn native(to: &str, message: &str, delivery: &str) -> NativeSend {
 async fn wait_requests(rig: &Rig, relay: &str, n: u64) {
     let deadline = tokio::time::Instant::now() + WAIT;
     while rig.host.model_requests(relay) < n {
-        assert!(tokio::time::Instant::now() < deadline, "{relay} made fewer than {n} requests");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{relay} made fewer than {n} requests"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
@@ -53,7 +56,10 @@ async fn a_native_send_reaches_the_target_and_its_reply_is_filed_without_a_model
     let RelayReceipt::Sent { msg_id, claude } = &receipt else {
         panic!("not sent: {receipt:?}");
     };
-    assert!(msg_id.as_deref().is_some_and(|id| !id.is_empty()), "{claude}");
+    assert!(
+        msg_id.as_deref().is_some_and(|id| !id.is_empty()),
+        "{claude}"
+    );
     assert_eq!(claude["success"], true);
     let relays = rig.host.relays();
     assert_eq!(relays.len(), 1);
@@ -61,8 +67,12 @@ async fn a_native_send_reaches_the_target_and_its_reply_is_filed_without_a_model
     assert_eq!(relay.name, "xa-cli-on-testbox");
     assert!(is_relay_name(&relay.name));
     // The receipt is Claude's own result, durable beside the queue.
-    let receipts: Vec<_> = std::fs::read_dir(relay.dir.join("receipts")).unwrap().collect();
-    let queue: Vec<_> = std::fs::read_dir(relay.dir.join("queue")).unwrap().collect();
+    let receipts: Vec<_> = std::fs::read_dir(relay.dir.join("receipts"))
+        .unwrap()
+        .collect();
+    let queue: Vec<_> = std::fs::read_dir(relay.dir.join("queue"))
+        .unwrap()
+        .collect();
     assert_eq!((receipts.len(), queue.len()), (1, 1));
 
     // The target's model saw Claude's envelope naming the relay, with the message byte-exact.
@@ -84,8 +94,14 @@ async fn a_native_send_reaches_the_target_and_its_reply_is_filed_without_a_model
                 .filter(|p| p.contains("<cross-session-message"))
         })
         .unwrap();
-    assert!(prompt.contains("from-name=\"xa-cli-on-testbox\""), "{prompt}");
-    assert!(prompt.contains(&format!(">\n{message}\n</cross-session-message>")), "{prompt}");
+    assert!(
+        prompt.contains("from-name=\"xa-cli-on-testbox\""),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains(&format!(">\n{message}\n</cross-session-message>")),
+        "{prompt}"
+    );
 
     // The target answered natively; the relay's hook filed it and blocked it.
     let mail = tokio::time::timeout(WAIT, inbound.recv())
@@ -119,7 +135,11 @@ async fn a_native_send_reaches_the_target_and_its_reply_is_filed_without_a_model
     // exactly four requests (two per send turn: the send, then the status line).
     let second = rig
         .host
-        .send(native(&to, &bridge_message("req_1795992544448_b2b2b2", "again"), "d-2"))
+        .send(native(
+            &to,
+            &bridge_message("req_1795992544448_b2b2b2", "again"),
+            "d-2",
+        ))
         .await
         .unwrap();
     assert!(matches!(second, RelayReceipt::Sent { .. }), "{second:?}");
@@ -144,7 +164,11 @@ async fn the_gate_denies_any_call_but_the_queued_send() {
     let (_target, to) = blocking(|| rig.target("bravo", &[])).unwrap();
     let first = rig
         .host
-        .send(native(&to, &bridge_message("req_1795992544448_aaaaaa", "one"), "d-1"))
+        .send(native(
+            &to,
+            &bridge_message("req_1795992544448_aaaaaa", "one"),
+            "d-1",
+        ))
         .await
         .unwrap();
     assert!(matches!(first, RelayReceipt::Sent { .. }), "{first:?}");
@@ -157,7 +181,11 @@ async fn the_gate_denies_any_call_but_the_queued_send() {
 
     let denied = rig
         .host
-        .send(native(&to, &bridge_message("req_1795992544448_bbbbbb", "two"), "d-2"))
+        .send(native(
+            &to,
+            &bridge_message("req_1795992544448_bbbbbb", "two"),
+            "d-2",
+        ))
         .await
         .unwrap();
 
@@ -166,12 +194,12 @@ async fn the_gate_denies_any_call_but_the_queued_send() {
         other => panic!("not denied: {other:?}"),
     }
     assert!(!marker.exists(), "the denied Bash ran");
-    let gate: Vec<_> = rig
-        .decisions()
-        .into_iter()
+    let decisions = rig.decisions();
+    let gate: Vec<_> = decisions
+        .iter()
         .filter(|d| d["kind"] == "relay_gate")
         .collect();
-    assert_eq!(gate.len(), 1, "{gate:?}");
+    assert_eq!(gate.len(), 1, "{decisions:?}");
     assert_eq!(gate[0]["outcome"], "denied");
     assert_eq!(gate[0]["delivery"], "d-2");
 
@@ -215,13 +243,18 @@ async fn a_send_to_a_dead_target_gives_claudes_dead_receipt() {
     let rig = Rig::start(Duration::from_secs(600)).await.unwrap();
     let (mut target, to) = blocking(|| rig.target("bravo", &[])).unwrap();
     blocking(|| {
-        cross_agent_testkit::agents::kill_group(target.pid());
+        let pid = rustix::process::Pid::from_raw(i32::try_from(target.pid()).unwrap()).unwrap();
+        rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
         target.wait(WAIT).unwrap();
     });
 
     let receipt = rig
         .host
-        .send(native(&to, &bridge_message("req_1795992544448_cccccc", "hello?"), "d-1"))
+        .send(native(
+            &to,
+            &bridge_message("req_1795992544448_cccccc", "hello?"),
+            "d-1",
+        ))
         .await
         .unwrap();
 
@@ -229,7 +262,13 @@ async fn a_send_to_a_dead_target_gives_claudes_dead_receipt() {
         RelayReceipt::Refused { claude, dead } => {
             assert!(*dead, "{claude}");
             assert_eq!(claude["success"], false);
-            assert!(claude["message"].as_str().unwrap().contains(to.trim_start_matches("uds:")), "{claude}");
+            assert!(
+                claude["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains(to.trim_start_matches("uds:")),
+                "{claude}"
+            );
         }
         other => panic!("not refused: {other:?}"),
     }
@@ -244,7 +283,11 @@ async fn a_relay_killed_mid_send_is_relay_died_and_never_resent() {
     let (_target, to) = blocking(|| rig.target("bravo", &[])).unwrap();
     let first = rig
         .host
-        .send(native(&to, &bridge_message("req_1795992544448_dddddd", "first"), "d-1"))
+        .send(native(
+            &to,
+            &bridge_message("req_1795992544448_dddddd", "first"),
+            "d-1",
+        ))
         .await
         .unwrap();
     assert!(matches!(first, RelayReceipt::Sent { .. }), "{first:?}");
@@ -266,12 +309,23 @@ async fn a_relay_killed_mid_send_is_relay_died_and_never_resent() {
     }
     cross_agent_testkit::agents::kill_group(relay.pid);
 
-    let receipt = tokio::time::timeout(WAIT, sending).await.unwrap().unwrap().unwrap();
+    let receipt = tokio::time::timeout(WAIT, sending)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
 
-    assert!(matches!(receipt, RelayReceipt::RelayDied { .. }), "{receipt:?}");
+    assert!(
+        matches!(receipt, RelayReceipt::RelayDied { .. }),
+        "{receipt:?}"
+    );
     let third = rig
         .host
-        .send(native(&to, &bridge_message("req_1795992544448_ffffff", "third"), "d-3"))
+        .send(native(
+            &to,
+            &bridge_message("req_1795992544448_ffffff", "third"),
+            "d-3",
+        ))
         .await
         .unwrap();
     assert!(matches!(third, RelayReceipt::Sent { .. }), "{third:?}");
@@ -283,7 +337,149 @@ async fn a_relay_killed_mid_send_is_relay_died_and_never_resent() {
         .iter()
         .filter_map(|r| r.last_user_prompt.clone())
         .collect();
-    assert!(bodies.iter().all(|b| !b.contains("LOST MESSAGE")), "{bodies:?}");
+    assert!(
+        bodies.iter().all(|b| !b.contains("LOST MESSAGE")),
+        "{bodies:?}"
+    );
     assert!(bodies.iter().any(|b| b.contains("third")), "{bodies:?}");
+    rig.host.shutdown().await;
+}
+
+/// A relay stays up until the reply to what it sent came, then stops once idle.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relay_waits_for_its_reply_then_stops_when_idle() {
+    let rig = Rig::start(Duration::from_millis(300)).await.unwrap();
+    let mut inbound = rig.host.take_inbound().unwrap();
+    let (_target, to) = blocking(|| rig.target("bravo", &[])).unwrap();
+    // The target answers only after a while (its model is slow), longer than the idle limit.
+    rig.target_endpoint.clear_rules();
+    rig.target_endpoint.script([
+        cross_agent_testkit::endpoint::Rule::on_peer_message().reply(
+            cross_agent_testkit::endpoint::Reply::peer_reply(PEER_ANSWER)
+                .delay(Duration::from_secs(2)),
+        ),
+        cross_agent_testkit::endpoint::Rule::on_tool_result("\"success\"").reply_text("replied"),
+    ]);
+
+    let receipt = rig
+        .host
+        .send(native(
+            &to,
+            &bridge_message("req_1795992544448_a9a9a9", "slow"),
+            "d-1",
+        ))
+        .await
+        .unwrap();
+    assert!(matches!(receipt, RelayReceipt::Sent { .. }), "{receipt:?}");
+
+    let mail = tokio::time::timeout(WAIT, inbound.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        matches!(mail.kind, InboundKind::Message { .. }),
+        "the reply reached a live relay"
+    );
+    let relay = rig.host.relays().remove(0);
+    let stopped_decisions = || -> Vec<serde_json::Value> {
+        rig.decisions()
+            .into_iter()
+            .filter(|d| d["kind"] == "relay_stopped")
+            .collect()
+    };
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while stopped_decisions().is_empty() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the idle relay was not stopped"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(rig.host.relays().is_empty());
+    assert!(
+        !cross_agent_process::is_alive(relay.pid),
+        "its process is gone"
+    );
+    let stopped = stopped_decisions();
+    assert_eq!(stopped.len(), 1, "{stopped:?}");
+    assert_eq!(stopped[0]["reason"], "idle");
+}
+
+/// Claude holds a message from another permission class; a relay started in the target's mode
+/// is taken at once (`from-mode="bypass"`), and a held one comes back as a delivery notice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_relay_runs_in_the_targets_permission_mode_so_the_message_is_not_held() {
+    let rig = Rig::start(Duration::from_secs(600)).await.unwrap();
+    let mut inbound = rig.host.take_inbound().unwrap();
+    let (_target, to) = blocking(|| {
+        // As root Claude takes bypass mode only in a sandbox (TESTING.md).
+        rig.target_with_env(
+            "charlie",
+            &["--permission-mode", "bypassPermissions"],
+            &[("IS_SANDBOX", "1")],
+        )
+        .unwrap()
+    });
+
+    // A relay in the default mode: held by the target, and the relay files Claude's notice.
+    let held = rig
+        .host
+        .send(native(
+            &to,
+            &bridge_message("req_1795992544448_h1h1h1", "HELD ONE"),
+            "d-1",
+        ))
+        .await
+        .unwrap();
+    let RelayReceipt::Sent { msg_id, .. } = &held else {
+        panic!("{held:?}");
+    };
+    let notice = tokio::time::timeout(WAIT, inbound.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    match &notice.kind {
+        InboundKind::DeliveryNotice {
+            status,
+            msg_id: noticed,
+            ..
+        } => {
+            assert_eq!(status, "held", "{}", notice.text);
+            assert_eq!(noticed, msg_id);
+        }
+        other => panic!("not a delivery notice: {other:?}"),
+    }
+
+    // The same relay name in the target's mode: restarted, and the message is taken.
+    let mut send = native(
+        &to,
+        &bridge_message("req_1795992544448_b1b1b1", "TAKEN ONE"),
+        "d-2",
+    );
+    send.permission_mode = Some("bypassPermissions".into());
+    let taken = rig.host.send(send).await.unwrap();
+    assert!(matches!(taken, RelayReceipt::Sent { .. }), "{taken:?}");
+    let prompt = rig
+        .target_endpoint
+        .wait_until(WAIT, |requests| {
+            requests.iter().any(|r| {
+                r.last_user_prompt
+                    .as_deref()
+                    .is_some_and(|p| p.contains("TAKEN ONE"))
+            })
+        })
+        .unwrap()
+        .into_iter()
+        .find_map(|r| r.last_user_prompt.filter(|p| p.contains("TAKEN ONE")))
+        .unwrap();
+    assert!(prompt.contains("from-mode=\"bypass\""), "{prompt}");
+    let reply = tokio::time::timeout(WAIT, inbound.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        matches!(&reply.kind, InboundKind::Message { body, .. } if body.ends_with("req_1795992544448_b1b1b1")),
+        "{reply:?}"
+    );
     rig.host.shutdown().await;
 }

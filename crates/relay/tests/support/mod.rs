@@ -153,6 +153,16 @@ impl Rig {
     /// turn (a session registers and opens its socket on its first turn). Returns it with its
     /// `uds:` address.
     pub fn target(&self, name: &str, extra: &[&str]) -> Result<(PanelDriver, String)> {
+        self.target_with_env(name, extra, &[])
+    }
+
+    /// [`Rig::target`] with extra environment variables.
+    pub fn target_with_env(
+        &self,
+        name: &str,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Result<(PanelDriver, String)> {
         let project = self.home.project(name)?;
         let mut command = Command::new(self.claude.binary());
         command
@@ -168,7 +178,8 @@ impl Rig {
             .args(extra)
             .current_dir(&project)
             .env_clear()
-            .envs(self.claude.env());
+            .envs(self.claude.env())
+            .envs(env.iter().copied());
         let mut driver = PanelDriver::start(command)?;
         driver.send(&claude_user("warm up"))?;
         let init = driver.next_line(WAIT, |line| {
