@@ -100,7 +100,9 @@ async fn bench() {
     for n in 0..BURST {
         let host = rig.host.clone();
         let to = burst_targets[n % burst_targets.len()].clone();
-        tasks.push(tokio::spawn(async move { host.send(send(&to, 1000 + n)).await }));
+        tasks.push(tokio::spawn(
+            async move { host.send(send(&to, 1000 + n)).await },
+        ));
     }
     for task in tasks {
         let receipt = task.await.unwrap().unwrap();
@@ -146,7 +148,12 @@ async fn bench() {
                 .stdout(std::process::Stdio::null())
                 .spawn()
                 .unwrap();
-            child.stdin.take().unwrap().write_all(payload.as_bytes()).unwrap();
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(payload.as_bytes())
+                .unwrap();
             child.wait().unwrap();
         });
         hooks.push(started.elapsed());

@@ -284,7 +284,17 @@ impl RelayHost {
 
     /// Queues one send, starts (or reuses) the relay for `send.represented`, runs its send turn
     /// and waits, at most `send_timeout`, for Claude's receipt, read back from its file.
+    ///
+    /// The work runs in a task of its own: a caller that stops waiting leaves the send to end as
+    /// it would have (its receipt still written), so the next send never inherits its turn.
     pub async fn send(&self, send: NativeSend) -> Result<RelayReceipt, RelayError> {
+        let host = self.clone();
+        tokio::spawn(async move { host.send_in_task(send).await })
+            .await
+            .map_err(|e| RelayError::Internal(format!("the send task failed: {e}")))?
+    }
+
+    async fn send_in_task(&self, send: NativeSend) -> Result<RelayReceipt, RelayError> {
         if send.to.is_empty()
             || send.to.contains(['\n', '\r'])
             || send.to.chars().count() > MAX_TO_CHARS
