@@ -165,6 +165,8 @@ struct RelayState {
     /// Recipients of sent messages whose reply is awaited, with when each was sent.
     awaiting: Vec<(String, Instant)>,
     socket: Option<String>,
+    /// The `prompt_id` of the inbound prompt filed last.
+    last_filed: Option<String>,
 }
 
 struct Current {
@@ -172,6 +174,9 @@ struct Current {
     prompt: String,
     /// The gate let the queued `SendMessage` through (it passes once).
     allowed: bool,
+    /// The `tool_use_id` it let through: a second hook for the same call (a hook installed
+    /// twice) gets the same answer.
+    allowed_call: Option<String>,
     receipt: watch::Sender<Option<RelayReceipt>>,
 }
 
@@ -333,6 +338,7 @@ impl RelayHost {
                 send: queued,
                 prompt: prompt.clone(),
                 allowed: false,
+                allowed_call: None,
                 receipt: receipt_tx,
             });
             state.last_activity = Instant::now();
@@ -505,7 +511,10 @@ impl RelayHost {
                 "--strict-mcp-config",
                 "--mcp-config",
                 r#"{"mcpServers":{}}"#,
-            ]);
+            ])
+            // Only the relay's own settings: the user's hooks (cross-agent's own among them,
+            // when installed with `--hooks`) and permission rules must not run in a relay.
+            .args(["--setting-sources", "local"]);
         if let Some(mode) = &send.permission_mode {
             command.args(["--permission-mode", mode]);
         }
@@ -564,6 +573,7 @@ impl RelayHost {
                 last_activity: Instant::now(),
                 awaiting: Vec::new(),
                 socket: None,
+                last_filed: None,
             }),
             exited: exited_rx,
             turns_ended,
@@ -713,7 +723,16 @@ impl RelayHost {
                     .and_then(Value::as_str)
                     .unwrap_or("");
                 let input = payload.get("tool_input").cloned().unwrap_or(Value::Null);
+                let call = payload.get("tool_use_id").and_then(Value::as_str);
                 let mut state = lock(&relay.state);
+                if call.is_some()
+                    && state
+                        .current
+                        .as_ref()
+                        .is_some_and(|c| c.allowed_call.as_deref() == call)
+                {
+                    return Some(gate_allow());
+                }
                 let queued = state
                     .current
                     .as_ref()
@@ -730,6 +749,7 @@ impl RelayHost {
                     None => {
                         if let Some(current) = state.current.as_mut() {
                             current.allowed = true;
+                            current.allowed_call = call.map(str::to_owned);
                         }
                         Some(gate_allow())
                     }
@@ -779,7 +799,17 @@ impl RelayHost {
                 if ours {
                     return None;
                 }
-                self.file_inbound(relay, prompt);
+                // The same prompt offered twice (a hook installed twice) is filed once.
+                let prompt_id = payload.get("prompt_id").and_then(Value::as_str);
+                let seen = {
+                    let mut state = lock(&relay.state);
+                    let seen = prompt_id.is_some() && state.last_filed.as_deref() == prompt_id;
+                    state.last_filed = prompt_id.map(str::to_owned);
+                    seen
+                };
+                if !seen {
+                    self.file_inbound(relay, prompt);
+                }
                 Some(inbound_block())
             }
             "Stop" => {

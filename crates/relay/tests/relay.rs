@@ -483,3 +483,33 @@ async fn the_relay_runs_in_the_targets_permission_mode_so_the_message_is_not_hel
     );
     rig.host.shutdown().await;
 }
+
+/// The user's own settings do not reach a relay: a user `PreToolUse` hook that blocks every
+/// tool call (as a hook of the user's could) leaves the relay's send alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_users_settings_and_hooks_stay_out_of_a_relay() {
+    let rig = Rig::start(Duration::from_secs(600)).await.unwrap();
+    let (_target, to) = blocking(|| rig.target("bravo", &[])).unwrap();
+    let settings = rig.home.claude_config().join("settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    std::fs::write(
+        &settings,
+        json!({"hooks":{"PreToolUse":[{"matcher":"*","hooks":[
+            {"type":"command","command":"echo user hook blocks >&2; exit 2"}]}]}})
+        .to_string(),
+    )
+    .unwrap();
+
+    let receipt = rig
+        .host
+        .send(native(
+            &to,
+            &bridge_message("req_1795992544448_u1u1u1", "through"),
+            "d-1",
+        ))
+        .await
+        .unwrap();
+
+    assert!(matches!(receipt, RelayReceipt::Sent { .. }), "{receipt:?}");
+    rig.host.shutdown().await;
+}
