@@ -522,3 +522,50 @@ async fn the_users_settings_and_hooks_stay_out_of_a_relay() {
     assert!(matches!(receipt, RelayReceipt::Sent { .. }), "{receipt:?}");
     rig.host.shutdown().await;
 }
+
+/// No receipt within the bound: the send fails naming the relay, and the relay is stopped so
+/// the queued message cannot go out later.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_send_without_a_receipt_in_time_fails_and_stops_the_relay() {
+    let rig = support::Rig::start_with(Duration::from_secs(600), Duration::from_secs(20))
+        .await
+        .unwrap();
+    let (_target, to) = blocking(|| rig.target("bravo", &[])).unwrap();
+    let first = rig
+        .host
+        .send(native(
+            &to,
+            &bridge_message("req_1795992544448_t1t1t1", "first"),
+            "d-1",
+        ))
+        .await
+        .unwrap();
+    assert!(matches!(first, RelayReceipt::Sent { .. }), "{first:?}");
+    let relay = rig.host.relays().remove(0);
+    wait_requests(&rig, &relay.name, 2).await;
+    rig.host.testing_hang_next_send("cli");
+
+    let error = rig
+        .host
+        .send(native(
+            &to,
+            &bridge_message("req_1795992544448_t2t2t2", "NEVER"),
+            "d-2",
+        ))
+        .await
+        .unwrap_err();
+
+    assert!(
+        matches!(&error, cross_agent_relay::RelayError::Timeout { relay: r, .. } if r == &relay.name),
+        "{error}"
+    );
+    assert!(rig.host.relays().is_empty(), "the relay was stopped");
+    assert!(!cross_agent_process::is_alive(relay.pid));
+    let stopped: Vec<_> = rig
+        .decisions()
+        .into_iter()
+        .filter(|d| d["kind"] == "relay_stopped")
+        .collect();
+    assert_eq!(stopped.len(), 1, "{stopped:?}");
+    assert_eq!(stopped[0]["reason"], "no receipt in time");
+}
