@@ -514,7 +514,10 @@ impl RelayHost {
             ])
             // Only the relay's own settings: the user's hooks (cross-agent's own among them,
             // when installed with `--hooks`) and permission rules must not run in a relay.
-            .args(["--setting-sources", "local"]);
+            .args(["--setting-sources", "local"])
+            // A relay's turns are bookkeeping, not a conversation: none lands in the user's
+            // Claude store.
+            .arg("--no-session-persistence");
         if let Some(mode) = &send.permission_mode {
             command.args(["--permission-mode", mode]);
         }

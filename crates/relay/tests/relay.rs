@@ -151,6 +151,18 @@ async fn a_native_send_reaches_the_target_and_its_reply_is_filed_without_a_model
         .map(|d| d["kind"].as_str().unwrap_or_default().to_owned())
         .collect();
     assert!(kinds.contains(&"relay_started".to_owned()), "{kinds:?}");
+    // No relay transcript in the user's Claude store.
+    let relay_files: Vec<String> = std::fs::read_dir(rig.home.claude_config().join("projects"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().contains("relays"))
+        .flat_map(|p| std::fs::read_dir(p).unwrap())
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        relay_files.iter().all(|f| !f.ends_with(".jsonl")),
+        "{relay_files:?}"
+    );
     rig.host.shutdown().await;
     assert!(rig.host.relays().is_empty());
 }
