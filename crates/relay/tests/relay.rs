@@ -581,3 +581,54 @@ async fn a_send_without_a_receipt_in_time_fails_and_stops_the_relay() {
     assert_eq!(stopped.len(), 1, "{stopped:?}");
     assert_eq!(stopped[0]["reason"], "no receipt in time");
 }
+
+/// A hook from a relay directory this host does not run (a relay left by an earlier daemon) may
+/// do nothing: its tool calls are denied and its inbound prompts blocked (and kept in its
+/// inbox); a hook from anywhere else is not the relay host's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hooks_of_a_relay_this_host_does_not_run_are_denied_and_blocked() {
+    let rig = Rig::start(Duration::from_secs(600)).await.unwrap();
+    let orphan = rig.xa_home.join("relays/xa-old-on-testbox");
+    std::fs::create_dir_all(orphan.join("inbox")).unwrap();
+    let hook = |event: &str, payload: serde_json::Value| cross_agent_protocol::hook::HookParams {
+        event: event.into(),
+        payload,
+    };
+
+    let pre = rig
+        .host
+        .hook(&hook(
+            "PreToolUse",
+            json!({"cwd": orphan, "tool_name": "SendMessage", "tool_input": {"to": "x", "message": "y"}}),
+        ))
+        .await
+        .expect("a relay's hook");
+    let prompt = rig
+        .host
+        .hook(&hook(
+            "UserPromptSubmit",
+            json!({"cwd": orphan, "prompt": "<cross-session-message from=\"uds:/x\" from-name=\"b\" from-mode=\"prompting\">\nlate\n</cross-session-message>"}),
+        ))
+        .await
+        .expect("a relay's hook");
+    let elsewhere = rig
+        .host
+        .hook(&hook(
+            "UserPromptSubmit",
+            json!({"cwd": rig.home.path(), "prompt": "hello"}),
+        ))
+        .await;
+
+    assert_eq!(
+        pre.output.unwrap()["hookSpecificOutput"]["permissionDecision"],
+        "deny"
+    );
+    assert_eq!(prompt.output.unwrap()["decision"], "block");
+    let kept: Vec<String> = std::fs::read_dir(orphan.join("inbox"))
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+        .collect();
+    assert_eq!(kept.len(), 1);
+    assert!(kept[0].contains("\nlate\n"));
+    assert_eq!(elsewhere, None);
+}
