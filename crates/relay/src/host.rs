@@ -480,6 +480,10 @@ impl RelayHost {
             std::fs::create_dir_all(&path)
                 .map_err(|e| RelayError::io("creating the relay directory", &path, e))?;
         }
+        let pruned = crate::receipt::prune(&dir, crate::receipt::RETENTION);
+        if pruned > 0 {
+            tracing::debug!(relay = %name, pruned, "old relay files removed");
+        }
         let settings_path = dir.join("hooks.json");
         write_whole(
             &settings_path,

@@ -55,6 +55,8 @@
 //! | `receipts/<send id>.json` | the hooks (via the daemon) | Claude's receipt, read back by `send` |
 //! | `inbox/<ms>-<n>.txt` | the `UserPromptSubmit` hook | inbound mail, byte-exact |
 //! | `stderr.log` | Claude | the relay's stderr, for diagnosis |
+//!
+//! Queue, receipt and inbox files older than seven days are removed when their relay starts.
 
 mod endpoint;
 mod error;

@@ -131,6 +131,33 @@ pub(crate) fn write_receipt_once(
     Ok(true)
 }
 
+/// How long a relay's queue, receipt and inbox files are kept: long past any send's wait and
+/// any reply's, and then they would only grow.
+pub(crate) const RETENTION: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 60 * 60);
+
+/// Removes the files in `queue/`, `receipts/` and `inbox/` of a relay's directory last written
+/// more than `max_age` ago. Returns how many went; a file that cannot be read or removed stays.
+pub(crate) fn prune(dir: &Path, max_age: std::time::Duration) -> usize {
+    let mut removed = 0;
+    for sub in ["queue", "receipts", "inbox"] {
+        let Ok(entries) = std::fs::read_dir(dir.join(sub)) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let old = entry
+                .metadata()
+                .and_then(|meta| meta.modified())
+                .ok()
+                .and_then(|modified| modified.elapsed().ok())
+                .is_some_and(|age| age > max_age);
+            if old && std::fs::remove_file(entry.path()).is_ok() {
+                removed += 1;
+            }
+        }
+    }
+    removed
+}
+
 /// Reads the receipt the hooks wrote for `send_id`; `None` when there is none yet.
 pub fn read_receipt(dir: &Path, send_id: &str) -> Result<Option<RelayReceipt>, RelayError> {
     let path = receipt_path(dir, send_id);
@@ -179,6 +206,22 @@ mod tests {
                 dead: false
             }
         );
+    }
+
+    #[test]
+    fn old_files_are_pruned_and_recent_ones_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        write_receipt_once(dir.path(), "old", &RelayReceipt::NoSend).unwrap();
+        write_receipt_once(dir.path(), "new", &RelayReceipt::NoSend).unwrap();
+        let old = std::fs::File::options()
+            .write(true)
+            .open(receipt_path(dir.path(), "old"))
+            .unwrap();
+        old.set_modified(std::time::SystemTime::now() - RETENTION * 2)
+            .unwrap();
+        assert_eq!(prune(dir.path(), RETENTION), 1);
+        assert!(!receipt_path(dir.path(), "old").exists());
+        assert!(receipt_path(dir.path(), "new").exists());
     }
 
     #[test]
