@@ -403,10 +403,21 @@ async fn dispatch(
                 After::Continue,
             )
         }
-        ClientRequest::Hook(params) => (
-            respond::<cross_agent_protocol::hook::HookParams>(id, shared.bot.hook(params).await),
-            After::Continue,
-        ),
+        ClientRequest::Hook(params) => {
+            // A relay's hooks are the relay host's; every other session's go to the bot.
+            let relayed = match shared.relays.get() {
+                Some(relays) => relays.hook(&params).await,
+                None => None,
+            };
+            let answer = match relayed {
+                Some(answer) => answer,
+                None => shared.bot.hook(params).await,
+            };
+            (
+                respond::<cross_agent_protocol::hook::HookParams>(id, answer),
+                After::Continue,
+            )
+        }
         ClientRequest::Handover(params) => {
             let releasing = matches!(params.step, HandoverStep::Release);
             let reply = handover(id, params, shared);

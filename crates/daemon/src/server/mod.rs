@@ -284,6 +284,7 @@ impl Daemon {
             lock: std::sync::Mutex::new(Some(lock)),
             drain_lock: std::sync::Mutex::new(None),
             bot,
+            relays: tokio::sync::OnceCell::new(),
         });
         let mut connections = JoinSet::new();
         tokio::pin!(shutdown);
@@ -463,4 +464,7 @@ struct Shared {
     drain_lock: std::sync::Mutex<Option<DrainLock>>,
     /// The Telegram bot: the poller's pending approvals, answered for `hook` calls.
     bot: cross_agent_telegram::Bot,
+    /// Claude's native peer door (issue 14), started on the first native send; a relay's hook
+    /// calls are its, before the bot's.
+    relays: tokio::sync::OnceCell<cross_agent_relay::RelayHost>,
 }
