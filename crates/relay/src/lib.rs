@@ -1,4 +1,4 @@
-//! Claude's native peer door (issue 14, spec 003 `claude_relay`): a **relay** is a real Claude
+//! Claude's native peer door (spec 003, `claude_relay`): a **relay** is a real Claude
 //! Code runtime the daemon hosts, one per represented sender, named `xa-<name>-on-<machine>`,
 //! whose API is a deterministic endpoint this crate serves on loopback — so no model ever runs
 //! in it. It sends through Claude's own `SendMessage` and receives peers' replies through its

@@ -1,5 +1,5 @@
 //! Sessions from the phone: `/sessions` cards, prompts and files sent to a session, forum
-//! topics, and the Hand off button (issue 13 §2–4, issue 17).
+//! topics, and the Hand off button.
 //!
 //! The bot does not know the hub: the daemon gives it a [`SessionHost`] (a small blocking
 //! trait; `docs/architecture.md`, layering) that lists the live sessions, sends a prompt as a

@@ -464,7 +464,7 @@ struct Shared {
     drain_lock: std::sync::Mutex<Option<DrainLock>>,
     /// The Telegram bot: the poller's pending approvals, answered for `hook` calls.
     bot: cross_agent_telegram::Bot,
-    /// Claude's native peer door (issue 14), started on the first native send; a relay's hook
+    /// Claude's native peer door, started on the first native send; a relay's hook
     /// calls are its, before the bot's.
     relays: tokio::sync::OnceCell<cross_agent_relay::RelayHost>,
 }
