@@ -1,4 +1,4 @@
-//! The relay host: starts one relay per represented sender (a real `claude -p` in stream-json
+//! The relay host: starts one relay per represented sender and permission class (a real `claude -p` in stream-json
 //! mode, its own directory as cwd, the relay endpoint as its API), queues each send, writes
 //! the send turn on the relay's stdin, and answers the relay's hooks (which reach it through
 //! `cross-agent hook <Event>` → the daemon → [`RelayHost::hook`]).
@@ -10,7 +10,9 @@
 //!
 //! A relay stays up while a send is in hand or a reply to something it sent is awaited (at most
 //! `reply_wait` per send), and is stopped `idle_stop` after its last activity otherwise. Its
-//! exit mid-send is the send's [`RelayReceipt::RelayDied`]; nothing is ever re-sent.
+//! exit mid-send is the send's [`RelayReceipt::RelayDied`]; nothing is ever re-sent. A send to
+//! a target of the other permission class goes through the sender's relay of that class
+//! (started beside the first, under its own name), so replies the first awaits still reach it.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -34,7 +36,7 @@ use crate::inbound::{InboundKind, InboundMail, parse_inbound_text};
 use crate::receipt::{
     QueuedSend, RelayReceipt, queue_path, read_receipt, write_json, write_receipt_once, write_whole,
 };
-use crate::relay_name;
+use crate::{permission_class, relay_name, relay_name_for};
 
 /// How long a send turn may take to end after its receipt before the next send goes anyway
 /// (the turn's last request is the endpoint's instant status line, so this is only a bound).
@@ -85,8 +87,9 @@ pub struct NativeSend {
     /// The delivery this send carries (kept in the queue file).
     pub delivery_id: String,
     /// The target's permission mode when known (`default`, `acceptEdits`, `bypassPermissions`,
-    /// …): the relay runs in the same one, so the target takes the message instead of holding
-    /// it (Claude holds messages from another permission class).
+    /// …): the send goes through the sender's relay of the same permission class
+    /// ([`crate::permission_class`]), so the target takes the message instead of holding it
+    /// (Claude holds messages from another class). `None` is the `prompting` class.
     pub permission_mode: Option<String>,
 }
 
@@ -98,6 +101,8 @@ pub struct RelayInfo {
     pub pid: u32,
     pub dir: PathBuf,
     pub permission_mode: Option<String>,
+    /// Its permission class (`prompting` or `bypass`); a sender has one relay per class.
+    pub permission_class: String,
     /// The relay's own `uds:` socket path (from its `system/init`), once it ran a turn.
     pub socket: Option<String>,
     /// Model requests it made so far.
@@ -148,7 +153,10 @@ struct Relay {
     represented: String,
     dir: PathBuf,
     key: String,
+    /// The mode it runs in: `bypassPermissions` for the `bypass` class, none (default) else.
     mode: Option<String>,
+    /// Its permission class ([`permission_class`]): part of its identity and name.
+    class: &'static str,
     pid: u32,
     stdin: tokio::sync::Mutex<Option<ChildStdin>>,
     send_lock: Arc<tokio::sync::Mutex<()>>,
@@ -271,6 +279,7 @@ impl RelayHost {
                 pid: relay.pid,
                 dir: relay.dir.clone(),
                 permission_mode: relay.mode.clone(),
+                permission_class: relay.class.to_owned(),
                 socket: lock(&relay.state).socket.clone(),
                 model_requests: self.model_requests(&relay.name),
             })
@@ -311,7 +320,11 @@ impl RelayHost {
         }
         let limit = self.inner.config.send_timeout;
         let deadline = tokio::time::Instant::now() + limit;
-        let name = relay_name(&send.represented, &self.inner.config.machine);
+        let name = relay_name_for(
+            &send.represented,
+            &self.inner.config.machine,
+            send.permission_mode.as_deref(),
+        );
         let (relay, guard) = tokio::time::timeout_at(deadline, self.relay_for(&send))
             .await
             .map_err(|_| RelayError::Timeout {
@@ -433,13 +446,18 @@ impl RelayHost {
         drop(guard);
     }
 
-    /// The running relay for this send, with its send lock held, started if needed (or
-    /// restarted in the send's permission mode).
+    /// The running relay for this send — the one of its represented sender in the target's
+    /// permission class — with its send lock held, started if needed. A relay of the other
+    /// class is left alone: it stays up while it awaits replies (the reaper's rule).
     async fn relay_for(
         &self,
         send: &NativeSend,
     ) -> Result<(Arc<Relay>, tokio::sync::OwnedMutexGuard<()>), RelayError> {
-        let name = relay_name(&send.represented, &self.inner.config.machine);
+        let name = relay_name_for(
+            &send.represented,
+            &self.inner.config.machine,
+            send.permission_mode.as_deref(),
+        );
         loop {
             if self.inner.stopping.load(Ordering::SeqCst) {
                 return Err(RelayError::ShuttingDown);
@@ -459,13 +477,6 @@ impl RelayHost {
             let guard = Arc::clone(&relay.send_lock).lock_owned().await;
             if relay.exited.borrow().is_some() {
                 self.forget(&relay);
-                continue;
-            }
-            if relay.mode != send.permission_mode && send.permission_mode.is_some() {
-                // Another permission class: the target would hold the message. Replies still
-                // awaited by the old relay are lost with it (Claude's notices say so to peers).
-                drop(guard);
-                self.stop_relay(&relay, "permission mode changed").await;
                 continue;
             }
             return Ok((relay, guard));
@@ -522,7 +533,11 @@ impl RelayHost {
             // A relay's turns are bookkeeping, not a conversation: none lands in the user's
             // Claude store.
             .arg("--no-session-persistence");
-        if let Some(mode) = &send.permission_mode {
+        // The relay runs in its class's mode (Claude holds a message across classes); within
+        // a class the mode changes nothing for peers, so `prompting` relays keep the default.
+        let class = permission_class(send.permission_mode.as_deref());
+        let mode = (class == "bypass").then(|| "bypassPermissions".to_owned());
+        if let Some(mode) = &mode {
             command.args(["--permission-mode", mode]);
         }
         command.current_dir(&dir).env_clear();
@@ -543,9 +558,7 @@ impl RelayHost {
             .env("DISABLE_AUTOUPDATER", "1")
             // The hooks' `cross-agent hook` must reach this daemon.
             .env("CROSS_AGENT_HOME", &config.home);
-        if send.permission_mode.as_deref() == Some("bypassPermissions")
-            && rustix::process::geteuid().is_root()
-        {
+        if mode.is_some() && rustix::process::geteuid().is_root() {
             // Claude refuses bypass mode as root otherwise; the relay runs no model and its
             // gate passes one SendMessage, so the mode only sets its peer class.
             command.env("IS_SANDBOX", "1");
@@ -571,7 +584,8 @@ impl RelayHost {
             represented: send.represented.clone(),
             dir,
             key: key.clone(),
-            mode: send.permission_mode.clone(),
+            mode: mode.clone(),
+            class,
             pid,
             stdin: tokio::sync::Mutex::new(stdin),
             send_lock: Arc::new(tokio::sync::Mutex::new(())),
@@ -610,10 +624,8 @@ impl RelayHost {
         config.decisions.record(
             decision("relay_started", "started", name)
                 .detail("relay_pid", pid)
-                .detail(
-                    "permission_mode",
-                    send.permission_mode.clone().unwrap_or_default(),
-                ),
+                .detail("permission_mode", mode.unwrap_or_default())
+                .detail("permission_class", class),
         );
         tracing::info!(relay = %name, pid, "relay started");
         Ok(relay)

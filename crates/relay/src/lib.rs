@@ -69,7 +69,7 @@ pub use error::RelayError;
 pub use gate::{gate_decision, gate_denial, inbound_block};
 pub use host::{NativeSend, RelayConfig, RelayHost, RelayInfo};
 pub use inbound::{InboundKind, InboundMail, parse_inbound_text};
-pub use receipt::RelayReceipt;
+pub use receipt::{RATE_LIMITED_NOTE, RelayReceipt};
 
 /// Prefix marking a registry name as a relay rather than a session: such names are never
 /// listed or chosen as sessions.
@@ -86,17 +86,67 @@ pub const RELAY_MODEL: &str = "cross-agent-relay";
 /// 300 characters, so this leaves room while keeping listings readable.
 pub const MAX_RELAY_NAME: usize = 64;
 
-/// The registry name of the relay that represents `represented` on `machine`:
-/// `xa-<name>-on-<machine>`, every character but ASCII letters, digits, `.` and `_` turned
-/// into `-` (runs collapsed, lower case), the name part shortened so the whole fits
-/// [`MAX_RELAY_NAME`].
+/// The permission class a session in `permission_mode` runs in, as Claude sorts senders and
+/// recipients: `bypass` for `bypassPermissions`, `prompting` for every other mode and for none
+/// (Claude 2.1.332 decides it the same way; a message across classes is held).
+pub fn permission_class(permission_mode: Option<&str>) -> &'static str {
+    if permission_mode == Some("bypassPermissions") {
+        "bypass"
+    } else {
+        "prompting"
+    }
+}
+
+/// The registry name of the relay that represents `represented` on `machine` in the
+/// `prompting` class: [`relay_name_for`] with no permission mode.
 pub fn relay_name(represented: &str, machine: &str) -> String {
+    relay_name_for(represented, machine, None)
+}
+
+/// The registry name of the relay that represents `represented` on `machine` for a target in
+/// `permission_mode`: `xa-<name>-on-<machine>`, every character but ASCII letters, digits, `.`
+/// and `_` turned into `-` (runs collapsed, lower case), the whole at most [`MAX_RELAY_NAME`].
+///
+/// Names are unique per (represented sender, permission class): `<name>` is the represented
+/// name itself when that is already a clean name (sanitizing changed nothing, it fits, and it
+/// does not end like a hash suffix) and the class is `prompting`; otherwise it is the sanitized
+/// name, `-bypass` for that class, and `-<8 hex digits>` of a stable hash of the exact
+/// represented name and class. So `cli` → `xa-cli-on-box`, while `Fix the bug!` and
+/// `fix the bug` get distinct suffixed names, and a `bypass` relay never shares its name.
+pub fn relay_name_for(represented: &str, machine: &str, permission_mode: Option<&str>) -> String {
+    let class = permission_class(permission_mode);
     let machine = truncate(&sanitize(machine, "machine"), 24);
     let room = MAX_RELAY_NAME
         .saturating_sub(RELAY_NAME_PREFIX.len() + "-on-".len() + machine.len())
         .max(1);
-    let name = truncate(&sanitize(represented, "session"), room);
+    let sanitized = sanitize(represented, "session");
+    let clean = class == "prompting"
+        && sanitized == represented
+        && sanitized.len() <= room
+        && !ends_like_hash(&sanitized);
+    let name = if clean {
+        sanitized
+    } else {
+        let class_part = if class == "prompting" { "" } else { "-bypass" };
+        let hash = xxhash_rust::xxh3::xxh3_64(format!("{represented}\0{class}").as_bytes());
+        // 32 bits of a frozen hash (XXH3 does not change between versions): stable across
+        // daemons, and two senders of one machine meet in it about once in four billion.
+        let tag = format!("-{:08x}", hash & 0xffff_ffff);
+        let keep = room.saturating_sub(class_part.len() + tag.len()).max(1);
+        format!("{}{class_part}{tag}", truncate(&sanitized, keep))
+    };
     format!("{RELAY_NAME_PREFIX}{name}-on-{machine}")
+}
+
+/// Whether a name part ends like the hash suffix (`-` and eight hex digits): such a name gets a
+/// suffix of its own, so a clean name can never equal a suffixed one.
+fn ends_like_hash(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    bytes.len() >= 9
+        && bytes[bytes.len() - 9] == b'-'
+        && bytes[bytes.len() - 8..]
+            .iter()
+            .all(|b| b.is_ascii_hexdigit())
 }
 
 /// Whether a registry name belongs to a relay.
@@ -137,15 +187,79 @@ mod tests {
     #[test]
     fn relay_names_are_prefixed_sanitized_and_bounded() {
         assert_eq!(relay_name("cli", "box-1"), "xa-cli-on-box-1");
-        assert_eq!(
-            relay_name("Fix the login bug!", "My Laptop.local"),
-            "xa-fix-the-login-bug-on-my-laptop.local"
+        assert_eq!(relay_name("a1b2c3d4", "box-1"), "xa-a1b2c3d4-on-box-1");
+        let titled = relay_name("Fix the login bug!", "My Laptop.local");
+        assert!(
+            titled.starts_with("xa-fix-the-login-bug-") && titled.ends_with("-on-my-laptop.local"),
+            "{titled}"
         );
-        assert_eq!(relay_name("", "  "), "xa-session-on-machine");
-        let long = relay_name(&"é".repeat(10).replace('é', "abcdefghij"), "m");
+        assert_eq!(
+            titled,
+            relay_name("Fix the login bug!", "My Laptop.local"),
+            "stable"
+        );
+        let empty = relay_name("", "  ");
+        assert!(
+            empty.starts_with("xa-session-") && empty.ends_with("-on-machine"),
+            "{empty}"
+        );
+        let long = relay_name(&"abcdefghij".repeat(10), "m");
         assert!(long.len() <= MAX_RELAY_NAME, "{long}");
         assert!(long.ends_with("-on-m"));
         assert!(is_relay_name(&long));
         assert!(!is_relay_name("bravo"));
+    }
+
+    #[test]
+    fn represented_names_that_sanitize_alike_get_distinct_relays() {
+        let machine = "box";
+        let alike = [
+            "Fix the bug",
+            "fix the bug",
+            "fix-the-bug",
+            "fix_the bug!",
+            "FIX THE BUG",
+            "fix--the--bug",
+        ];
+        let names: std::collections::BTreeSet<String> =
+            alike.iter().map(|r| relay_name(r, machine)).collect();
+        assert_eq!(names.len(), alike.len(), "{names:?}");
+        // The clean one keeps the plain shape; the others carry a suffix.
+        assert!(names.contains("xa-fix-the-bug-on-box"), "{names:?}");
+        // A clean name that looks like a suffixed one is suffixed itself, so it cannot collide.
+        let suffixed = relay_name("Fix the bug", machine);
+        let part = suffixed
+            .strip_prefix("xa-")
+            .and_then(|s| s.strip_suffix("-on-box"))
+            .unwrap();
+        assert_ne!(relay_name(part, machine), suffixed);
+        // Long names that share their first 60 characters stay apart.
+        let a = relay_name(&format!("{}a", "x".repeat(80)), machine);
+        let b = relay_name(&format!("{}b", "x".repeat(80)), machine);
+        assert_ne!(a, b);
+        assert!(a.len() <= MAX_RELAY_NAME && b.len() <= MAX_RELAY_NAME);
+    }
+
+    #[test]
+    fn each_permission_class_has_its_own_relay_name() {
+        assert_eq!(permission_class(None), "prompting");
+        assert_eq!(permission_class(Some("acceptEdits")), "prompting");
+        assert_eq!(permission_class(Some("bypassPermissions")), "bypass");
+        let prompting = relay_name_for("cli", "box", Some("default"));
+        let bypass = relay_name_for("cli", "box", Some("bypassPermissions"));
+        assert_eq!(prompting, relay_name("cli", "box"));
+        assert_eq!(prompting, relay_name_for("cli", "box", Some("acceptEdits")));
+        assert_ne!(prompting, bypass);
+        assert!(
+            bypass.starts_with("xa-cli-bypass-") && bypass.ends_with("-on-box"),
+            "{bypass}"
+        );
+        // A sender literally named `cli-bypass` is not the bypass relay of `cli`.
+        assert_ne!(relay_name("cli-bypass", "box"), bypass);
+        assert_ne!(
+            relay_name_for("cli-bypass", "box", Some("bypassPermissions")),
+            bypass
+        );
+        assert!(bypass.len() <= MAX_RELAY_NAME);
     }
 }
