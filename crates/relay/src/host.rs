@@ -694,6 +694,7 @@ impl RelayHost {
         self.testing_misbehave(represented, Misbehave::Hang);
     }
 
+    /// The misbehaviour goes to `represented`'s `prompting`-class relay ([`relay_name`]).
     fn testing_misbehave(&self, represented: &str, how: Misbehave) {
         let name = relay_name(represented, &self.inner.config.machine);
         if let Some(relay) = lock(&self.inner.relays).get(&name) {

@@ -1,5 +1,6 @@
 //! Claude's native peer door (spec 003, `claude_relay`): a **relay** is a real Claude
-//! Code runtime the daemon hosts, one per represented sender, named `xa-<name>-on-<machine>`,
+//! Code runtime the daemon hosts, one per represented sender and permission class, named
+//! `xa-<name>-on-<machine>`,
 //! whose API is a deterministic endpoint this crate serves on loopback — so no model ever runs
 //! in it. It sends through Claude's own `SendMessage` and receives peers' replies through its
 //! `UserPromptSubmit` hook.
@@ -21,26 +22,40 @@
 //!
 //! ```text
 //! RELAY_NAME_PREFIX = "xa-"; RELAY_STATUS_LINE; relay_name(represented, machine); is_relay_name(name)
+//! relay_name_for(represented, machine, permission_mode) // the relay a send in that mode goes through
+//! permission_class(permission_mode) -> "prompting" | "bypass"
 //! RelayHost::start(RelayConfig) -> Result<RelayHost, RelayError>      // Clone; binds 127.0.0.1:0
 //! RelayHost::send(NativeSend) -> Result<RelayReceipt, RelayError>     // queue, send turn, Claude's receipt
 //! RelayHost::hook(&HookParams) -> Option<HookResponse>                // Some(..) iff the call is a relay's
 //! RelayHost::take_inbound() -> Option<UnboundedReceiver<InboundMail>> // once, for the hub
 //! RelayHost::relays() -> Vec<RelayInfo>; RelayHost::model_requests(relay) -> u64
-//! RelayHost::endpoint_url() -> String; RelayReceipt::name() -> "sent" | "refused" | …
+//! RelayHost::endpoint_url() -> String; RelayReceipt::name() -> "sent" | "refused" | "rate_limited" | …
+//! RelayReceipt::RateLimited { claude, words }; RATE_LIMITED_NOTE   // Claude's per-session rate limit
 //! RelayHost::shutdown()                                               // stops every relay
 //! parse_inbound_text(&str) -> Option<InboundKind>
 //! ```
 //! How a relay runs: `claude -p --input-format stream-json --output-format stream-json --verbose
 //! --name <relay> --settings <dir>/hooks.json --strict-mcp-config --mcp-config '{"mcpServers":{}}'
-//! --setting-sources local --no-session-persistence [--permission-mode <target's>]`, cwd its own
+//! --setting-sources local --no-session-persistence [--permission-mode bypassPermissions]`, cwd its own
 //! directory, environment cleared to `RelayConfig::claude_env` (the target's `HOME`) plus the
 //! endpoint as `ANTHROPIC_BASE_URL`, its own API key, `CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1`
 //! and `CROSS_AGENT_HOME` (for its hooks). So no MCP server, no user hook or rule, and no
 //! transcript in the user's store. Claude itself rate-limits messages to one session (seen:
 //! "Too many messages to this session just now: 34 were sent recently …"): that comes back as
-//! [`RelayReceipt::Refused`] with Claude's words and `dead: false`.
+//! [`RelayReceipt::RateLimited`] with Claude's words (show it as [`RATE_LIMITED_NOTE`]; nothing
+//! was sent, the target is alive).
 //!
-//! Changes from the first contract: [`RelayConfig`] also names the `cross-agent` program the
+//! Relays are keyed by (represented sender, permission class): a send whose target runs in the
+//! other class ([`permission_class`] of `NativeSend::permission_mode`) goes through the sender's
+//! relay of that class, started beside the first (in `bypassPermissions` for `bypass`, the
+//! default mode for `prompting`), so the first keeps the replies it awaits. Names are unique per
+//! sender and class ([`relay_name_for`]): `xa-cli-on-box` for `cli`, a stable hash suffix when
+//! sanitizing changed the name or the class is `bypass`. A caller naming the relay a send
+//! used calls `relay_name_for` with the send's permission mode.
+//!
+//! Changes from the first contract (and its follow-up: [`RelayReceipt::RateLimited`],
+//! [`relay_name_for`], [`permission_class`], [`RelayInfo::permission_class`]):
+//! [`RelayConfig`] also names the `cross-agent` program the
 //! hooks run (`cross_agent`) and how long a relay waits for replies to what it sent
 //! (`reply_wait`); [`InboundKind::Other`] files a prompt that is neither an envelope nor a
 //! notice (it is blocked all the same); relays are stopped when idle by the host itself, and

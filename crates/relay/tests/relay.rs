@@ -769,3 +769,52 @@ async fn hooks_of_a_relay_this_host_does_not_run_are_denied_and_blocked() {
     assert!(kept[0].contains("\nlate\n"));
     assert_eq!(elsewhere, None);
 }
+
+/// Claude's own rate limit on messages to one session: sends to one target in a quick run
+/// are refused by Claude at some point, and that receipt is `RateLimited` with Claude's words
+/// (not a plain refusal, and not a dead target).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claudes_rate_limit_on_one_target_comes_back_as_rate_limited() {
+    let rig = Rig::start(Duration::from_secs(600)).await.unwrap();
+    let (_target, to) = blocking(|| rig.target("bravo", &[])).unwrap();
+    // The target reads every message and answers nothing: only the sender's side counts.
+    rig.target_endpoint.clear_rules();
+    rig.target_endpoint
+        .push(Rule::on_any_user_text().reply_text("noted"));
+
+    // Claude 2.1.332 refused the 35th to 37th quick message to one session here (its words
+    // count the recent ones); the bound leaves room for a machine where more count.
+    let mut limited = None;
+    for n in 0..80 {
+        let receipt = rig
+            .host
+            .send(native(
+                &to,
+                &bridge_message(&format!("req_1795992544448_r{n:05}"), "quick"),
+                &format!("d-{n}"),
+            ))
+            .await
+            .unwrap();
+        match receipt {
+            RelayReceipt::Sent { .. } => {}
+            other => {
+                limited = Some((n, other));
+                break;
+            }
+        }
+    }
+
+    let (n, receipt) = limited.expect("Claude never rate-limited 80 quick sends to one session");
+    let RelayReceipt::RateLimited { claude, words } = &receipt else {
+        panic!("send {n} was refused otherwise: {receipt:?}");
+    };
+    assert_eq!(claude["success"], false);
+    assert_eq!(claude["message"].as_str(), Some(words.as_str()));
+    assert!(
+        words.contains("Too many messages to this session just now"),
+        "{words}"
+    );
+    assert_eq!(receipt.name(), "rate_limited");
+    eprintln!("send {n} (0-based) was rate-limited: {words}");
+    rig.host.shutdown().await;
+}
