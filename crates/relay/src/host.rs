@@ -9,7 +9,8 @@
 //! request (the status line) finishes behind it.
 //!
 //! A relay stays up while a send is in hand or a reply to something it sent is awaited (at most
-//! `reply_wait` per send), and is stopped `idle_stop` after its last activity otherwise. Its
+//! `reply_wait` per send; Claude's notice that the message was refused or expired ends the
+//! wait, since no reply can come), and is stopped `idle_stop` after its last activity otherwise. Its
 //! exit mid-send is the send's [`RelayReceipt::RelayDied`]; nothing is ever re-sent. A send to
 //! a target of the other permission class goes through the sender's relay of that class
 //! (started beside the first, under its own name), so replies the first awaits still reach it.
@@ -170,8 +171,8 @@ struct Relay {
 struct RelayState {
     current: Option<Current>,
     last_activity: Instant,
-    /// Recipients of sent messages whose reply is awaited, with when each was sent.
-    awaiting: Vec<(String, Instant)>,
+    /// Sent messages whose reply is awaited.
+    awaiting: Vec<Awaited>,
     socket: Option<String>,
     /// The `prompt_id` of the inbound prompt filed last.
     last_filed: Option<String>,
@@ -186,6 +187,44 @@ struct Current {
     /// twice) gets the same answer.
     allowed_call: Option<String>,
     receipt: watch::Sender<Option<RelayReceipt>>,
+}
+
+/// One sent message whose reply keeps its relay up (at most `reply_wait`).
+#[derive(Debug, Clone, PartialEq)]
+struct Awaited {
+    /// The `to` it was sent to.
+    to: String,
+    /// Claude's `msg_id` for it, which its delivery notices name.
+    msg_id: Option<String>,
+    sent_at: Instant,
+}
+
+/// Drops what `kind` settles from the awaited replies: a peer's message settles the oldest one
+/// sent to that peer (by address or name); a delivery notice that the message was refused or
+/// expired settles that message (no reply can come). A held or released message is still
+/// awaited.
+fn settle_awaiting(awaiting: &mut Vec<Awaited>, kind: &InboundKind) {
+    let at = match kind {
+        InboundKind::Message {
+            from, from_name, ..
+        } => awaiting
+            .iter()
+            .position(|a| &a.to == from || &a.to == from_name),
+        InboundKind::DeliveryNotice {
+            status,
+            msg_id,
+            recipient,
+        } if status == "refused" || status == "expired" => {
+            awaiting.iter().position(|a| match (msg_id, &a.msg_id) {
+                (Some(noticed), Some(sent)) => noticed == sent,
+                _ => recipient.as_ref() == Some(&a.to),
+            })
+        }
+        _ => None,
+    };
+    if let Some(at) = at {
+        awaiting.remove(at);
+    }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -412,10 +451,12 @@ impl RelayHost {
                 path: crate::receipt::receipt_path(&relay.dir, &send_id),
                 reason: "signalled but not written".to_owned(),
             })?;
-        if matches!(receipt, RelayReceipt::Sent { .. }) {
-            lock(&relay.state)
-                .awaiting
-                .push((send.to.clone(), Instant::now()));
+        if let RelayReceipt::Sent { msg_id, .. } = &receipt {
+            lock(&relay.state).awaiting.push(Awaited {
+                to: send.to.clone(),
+                msg_id: msg_id.clone(),
+                sent_at: Instant::now(),
+            });
         }
 
         // The turn finishes behind the caller; the next send waits for it.
@@ -847,16 +888,7 @@ impl RelayHost {
         {
             let mut state = lock(&relay.state);
             state.last_activity = Instant::now();
-            if let InboundKind::Message {
-                from, from_name, ..
-            } = &kind
-                && let Some(at) = state
-                    .awaiting
-                    .iter()
-                    .position(|(to, _)| to == from || to == from_name)
-            {
-                state.awaiting.remove(at);
-            }
+            settle_awaiting(&mut state.awaiting, &kind);
         }
         self.write_inbox(&relay.dir, prompt, received_at_ms);
         let _ = self.inner.inbound_tx.send(InboundMail {
@@ -937,7 +969,7 @@ async fn reap(host: Weak<Inner>, tick: Duration) {
             let idle = {
                 let mut state = lock(&relay.state);
                 let reply_wait = config.reply_wait;
-                state.awaiting.retain(|(_, at)| at.elapsed() < reply_wait);
+                state.awaiting.retain(|a| a.sent_at.elapsed() < reply_wait);
                 state.current.is_none()
                     && state.awaiting.is_empty()
                     && state.last_activity.elapsed() >= config.idle_stop
@@ -946,5 +978,61 @@ async fn reap(host: Weak<Inner>, tick: Duration) {
                 host.stop_relay(&relay, "idle").await;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn awaited(to: &str, msg_id: &str) -> Awaited {
+        Awaited {
+            to: to.to_owned(),
+            msg_id: Some(msg_id.to_owned()),
+            sent_at: Instant::now(),
+        }
+    }
+
+    fn notice(status: &str, msg_id: &str, recipient: &str) -> InboundKind {
+        InboundKind::DeliveryNotice {
+            status: status.to_owned(),
+            msg_id: Some(msg_id.to_owned()),
+            recipient: Some(recipient.to_owned()),
+        }
+    }
+
+    #[test]
+    fn replies_and_final_notices_settle_what_a_relay_awaits() {
+        let mut awaiting = vec![
+            awaited("uds:/s/1.sock", "m1"),
+            awaited("uds:/s/2.sock", "m2"),
+            awaited("uds:/s/2.sock", "m3"),
+        ];
+        // Held and released messages may still be answered.
+        settle_awaiting(&mut awaiting, &notice("held", "m2", "uds:/s/2.sock"));
+        settle_awaiting(&mut awaiting, &notice("released", "m2", "uds:/s/2.sock"));
+        assert_eq!(awaiting.len(), 3);
+        // An expired one cannot: exactly that message is settled.
+        settle_awaiting(&mut awaiting, &notice("expired", "m3", "uds:/s/2.sock"));
+        let left: Vec<_> = awaiting.iter().filter_map(|a| a.msg_id.clone()).collect();
+        assert_eq!(left, ["m1", "m2"]);
+        // A reply settles the oldest message to its sender.
+        settle_awaiting(
+            &mut awaiting,
+            &InboundKind::Message {
+                from: "uds:/s/2.sock".into(),
+                from_name: "bravo".into(),
+                from_mode: "prompting".into(),
+                body: "answer".into(),
+            },
+        );
+        let left: Vec<_> = awaiting.iter().filter_map(|a| a.msg_id.clone()).collect();
+        assert_eq!(left, ["m1"]);
+        // Mail that settles nothing leaves the rest.
+        settle_awaiting(&mut awaiting, &InboundKind::Other);
+        settle_awaiting(&mut awaiting, &notice("refused", "m9", "uds:/s/9.sock"));
+        assert_eq!(awaiting.len(), 1);
+        settle_awaiting(&mut awaiting, &notice("refused", "m1", "uds:/s/1.sock"));
+        assert!(awaiting.is_empty());
     }
 }
