@@ -123,11 +123,13 @@ pub fn relay_name(represented: &str, machine: &str) -> String {
 /// and `_` turned into `-` (runs collapsed, lower case), the whole at most [`MAX_RELAY_NAME`].
 ///
 /// Names are unique per (represented sender, permission class): `<name>` is the represented
-/// name itself when that is already a clean name (sanitizing changed nothing, it fits, and it
-/// does not end like a hash suffix) and the class is `prompting`; otherwise it is the sanitized
-/// name, `-bypass` for that class, and `-<8 hex digits>` of a stable hash of the exact
-/// represented name and class. So `cli` → `xa-cli-on-box`, while `Fix the bug!` and
-/// `fix the bug` get distinct suffixed names, and a `bypass` relay never shares its name.
+/// name itself when that is already a clean name (sanitizing changed nothing and it fits) and
+/// the class is `prompting`; otherwise it is the sanitized name, `-bypass` for that class, and
+/// `--<8 hex digits>` of a stable hash of the exact represented name and class. Sanitizing
+/// collapses runs of `-`, so no clean name holds `--` and none can equal a suffixed one. So
+/// `cli` → `xa-cli-on-box` and `codex-019a0000` → `xa-codex-019a0000-on-box`, while
+/// `Fix the bug!` and `fix the bug` get distinct suffixed names, and a `bypass` relay never
+/// shares its name.
 pub fn relay_name_for(represented: &str, machine: &str, permission_mode: Option<&str>) -> String {
     let class = permission_class(permission_mode);
     let machine = truncate(&sanitize(machine, "machine"), 24);
@@ -135,10 +137,7 @@ pub fn relay_name_for(represented: &str, machine: &str, permission_mode: Option<
         .saturating_sub(RELAY_NAME_PREFIX.len() + "-on-".len() + machine.len())
         .max(1);
     let sanitized = sanitize(represented, "session");
-    let clean = class == "prompting"
-        && sanitized == represented
-        && sanitized.len() <= room
-        && !ends_like_hash(&sanitized);
+    let clean = class == "prompting" && sanitized == represented && sanitized.len() <= room;
     let name = if clean {
         sanitized
     } else {
@@ -146,22 +145,11 @@ pub fn relay_name_for(represented: &str, machine: &str, permission_mode: Option<
         let hash = xxhash_rust::xxh3::xxh3_64(format!("{represented}\0{class}").as_bytes());
         // 32 bits of a frozen hash (XXH3 does not change between versions): stable across
         // daemons, and two senders of one machine meet in it about once in four billion.
-        let tag = format!("-{:08x}", hash & 0xffff_ffff);
+        let tag = format!("--{:08x}", hash & 0xffff_ffff);
         let keep = room.saturating_sub(class_part.len() + tag.len()).max(1);
         format!("{}{class_part}{tag}", truncate(&sanitized, keep))
     };
     format!("{RELAY_NAME_PREFIX}{name}-on-{machine}")
-}
-
-/// Whether a name part ends like the hash suffix (`-` and eight hex digits): such a name gets a
-/// suffix of its own, so a clean name can never equal a suffixed one.
-fn ends_like_hash(name: &str) -> bool {
-    let bytes = name.as_bytes();
-    bytes.len() >= 9
-        && bytes[bytes.len() - 9] == b'-'
-        && bytes[bytes.len() - 8..]
-            .iter()
-            .all(|b| b.is_ascii_hexdigit())
 }
 
 /// Whether a registry name belongs to a relay.
@@ -203,9 +191,13 @@ mod tests {
     fn relay_names_are_prefixed_sanitized_and_bounded() {
         assert_eq!(relay_name("cli", "box-1"), "xa-cli-on-box-1");
         assert_eq!(relay_name("a1b2c3d4", "box-1"), "xa-a1b2c3d4-on-box-1");
+        assert_eq!(
+            relay_name("codex-019a0000", "box-1"),
+            "xa-codex-019a0000-on-box-1"
+        );
         let titled = relay_name("Fix the login bug!", "My Laptop.local");
         assert!(
-            titled.starts_with("xa-fix-the-login-bug-") && titled.ends_with("-on-my-laptop.local"),
+            titled.starts_with("xa-fix-the-login-bug--") && titled.ends_with("-on-my-laptop.local"),
             "{titled}"
         );
         assert_eq!(
@@ -215,7 +207,7 @@ mod tests {
         );
         let empty = relay_name("", "  ");
         assert!(
-            empty.starts_with("xa-session-") && empty.ends_with("-on-machine"),
+            empty.starts_with("xa-session--") && empty.ends_with("-on-machine"),
             "{empty}"
         );
         let long = relay_name(&"abcdefghij".repeat(10), "m");
@@ -241,7 +233,7 @@ mod tests {
         assert_eq!(names.len(), alike.len(), "{names:?}");
         // The clean one keeps the plain shape; the others carry a suffix.
         assert!(names.contains("xa-fix-the-bug-on-box"), "{names:?}");
-        // A clean name that looks like a suffixed one is suffixed itself, so it cannot collide.
+        // A name spelled like a suffixed one is not clean (it holds `--`): it gets its own.
         let suffixed = relay_name("Fix the bug", machine);
         let part = suffixed
             .strip_prefix("xa-")
@@ -266,7 +258,7 @@ mod tests {
         assert_eq!(prompting, relay_name_for("cli", "box", Some("acceptEdits")));
         assert_ne!(prompting, bypass);
         assert!(
-            bypass.starts_with("xa-cli-bypass-") && bypass.ends_with("-on-box"),
+            bypass.starts_with("xa-cli-bypass--") && bypass.ends_with("-on-box"),
             "{bypass}"
         );
         // A sender literally named `cli-bypass` is not the bypass relay of `cli`.
