@@ -80,6 +80,16 @@ pub trait PanelAdapter: Send {
 
     /// The sessions the process hosts, for the registration.
     fn sessions(&self) -> Vec<PanelSession>;
+
+    /// Whether a long line from `side` still arriving (`head` is what came so far, without a
+    /// newline) may pass on before it is whole: true only when this line will be forwarded
+    /// whatever its rest says, i.e. it cannot be one of the adapter's own lines it drops. The
+    /// runtime then streams a 1 MB line through instead of holding it, and hands the adapter
+    /// the whole line once it ends, as always. The default holds every line.
+    fn forwards_unseen(&self, side: Side, head: &[u8]) -> bool {
+        let _ = (side, head);
+        false
+    }
 }
 
 /// The last words on an `answer_approval` connection: taken (`refused` is `None`) or why not,

@@ -678,6 +678,11 @@ impl PanelAdapter for ClaudeAdapter {
         self.approvals.clear();
     }
 
+    /// Claude's adapter forwards every line: a long one may always stream through.
+    fn forwards_unseen(&self, _side: Side, _head: &[u8]) -> bool {
+        true
+    }
+
     fn sessions(&self) -> Vec<PanelSession> {
         let state = if !self.approvals.is_empty() {
             PanelSessionState::AwaitingApproval

@@ -1239,6 +1239,12 @@ impl PanelAdapter for CodexAdapter {
         }
     }
 
+    /// Only responses to the shim's own requests are dropped, so any line streams through
+    /// while none is outstanding (and every line from the extension does).
+    fn forwards_unseen(&self, side: Side, _head: &[u8]) -> bool {
+        side == Side::Extension || self.own_requests.is_empty()
+    }
+
     fn sessions(&self) -> Vec<PanelSession> {
         self.threads
             .iter()

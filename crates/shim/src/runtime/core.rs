@@ -25,7 +25,7 @@ pub struct Pieces {
 }
 
 #[derive(Debug)]
-enum Piece {
+pub enum Piece {
     Range(Range<usize>),
     Owned(Vec<u8>),
 }
@@ -44,6 +44,11 @@ impl Pieces {
     fn push_line(&mut self, mut line: Vec<u8>) {
         line.push(b'\n');
         self.pieces.push(Piece::Owned(line));
+    }
+
+    /// The pieces in order.
+    pub fn into_pieces(self) -> Vec<Piece> {
+        self.pieces
     }
 
     /// True when the pieces are exactly `buf[..end]`: the buffer itself can be handed over.
@@ -137,12 +142,15 @@ impl Core {
         registration
     }
 
-    /// A line of `side` (without its newline) at `range` of the batch buffer.
+    /// A line of `side` (without its newline) at `range` of the batch buffer. `committed`: its
+    /// head has passed on already ([`PanelAdapter::forwards_unseen`]), so it is forwarded
+    /// whatever the adapter says.
     pub fn on_line(
         &mut self,
         side: Side,
         line: &[u8],
         range: Range<usize>,
+        committed: bool,
         routed: &mut Routed,
         log: &ShimLog,
     ) {
@@ -162,8 +170,21 @@ impl Core {
             forward(side, range, routed);
             return;
         }
+        if committed && !actions.contains(&Action::Forward) {
+            actions.insert(0, Action::Forward);
+        }
         self.apply(&mut actions, Some((side, range)), routed);
         self.scratch = actions;
+    }
+
+    /// Whether the head of a line still arriving may pass on before the line is whole (always,
+    /// once interception stopped: every byte passes then).
+    pub fn forwards_unseen(&mut self, side: Side, head: &[u8]) -> bool {
+        if !self.intercepting {
+            return true;
+        }
+        let adapter = &self.adapter;
+        catch_unwind(AssertUnwindSafe(|| adapter.forwards_unseen(side, head))).unwrap_or(false)
     }
 
     /// Registers a connection that waits for reports; its id.

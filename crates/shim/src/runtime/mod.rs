@@ -22,11 +22,14 @@
 mod core;
 pub mod outbox;
 mod socket;
+#[cfg(target_os = "linux")]
+mod tee;
 
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::ErrorKind;
-use std::os::fd::AsFd;
+use std::ops::Range;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::UnixListener;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Command, ExitCode, ExitStatus, Stdio};
@@ -38,8 +41,8 @@ use cross_agent_ipc::Home;
 use cross_agent_protocol::panel::{PANELS_DIR, PanelRegistration};
 use cross_agent_protocol::vocabulary::Agent;
 
-use self::core::{Core, Routed, lock};
-use self::outbox::{HIGH_WATER, Outbox};
+use self::core::{Core, Piece, Pieces, Routed, lock};
+use self::outbox::{HIGH_WATER, Outbox, Pen};
 use crate::adapter::{PanelAdapter, Side};
 use crate::log::ShimLog;
 use crate::real_binary::RealCommand;
@@ -76,24 +79,40 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    /// Hands the complete lines of `buf[..end]` to the adapter and sends on what comes out;
-    /// the consumed bytes are removed from `buf`.
-    fn take_lines(&self, side: Side, buf: &mut Vec<u8>, end: usize) {
+    /// Hands the complete lines of `batch.buf[..end]` to the adapter and sends on what comes
+    /// out; the consumed bytes are removed from the batch. Bytes of the batch still in the
+    /// input pipe (the fast path, [`tee`]) are spliced on or discarded here, and so is the
+    /// incomplete line after `end`: a long one streams on (the pen kept) when the adapter lets
+    /// it, else its bytes are taken out of the pipe and held in the batch until it ends.
+    fn take_lines(&self, side: Side, batch: &mut Batch, end: usize, source: &mut Source) {
         let (forward_to, other_to) = match side {
             Side::Extension => (&self.to_agent, &self.to_extension),
             Side::Agent => (&self.to_extension, &self.to_agent),
         };
+        let len = batch.buf.len();
+        #[cfg(target_os = "linux")]
+        let teeing = matches!(source, Source::Tee(_));
+        #[cfg(not(target_os = "linux"))]
+        let teeing = false;
+        let mut queued = false;
         let direct = {
             let mut core = lock(&self.core);
             let mut routed = Routed::default();
             let mut start = 0;
             while start < end {
+                let buf = &batch.buf;
                 let stop = memchr::memchr(b'\n', &buf[start..end]).map_or(end, |i| start + i + 1);
                 let whole = &buf[start..stop];
                 let line = whole.strip_suffix(b"\n").unwrap_or(whole);
-                core.on_line(side, line, start..stop, &mut routed, &self.log);
+                let committed = start < batch.sent;
+                core.on_line(side, line, start..stop, committed, &mut routed, &self.log);
                 start = stop;
             }
+            // The incomplete line after `end` streams on once it is long (or already does).
+            let tail = &batch.buf[end..];
+            let early = !tail.is_empty()
+                && (batch.sent > end
+                    || (teeing && tail.len() >= STREAM_AFTER && core.forwards_unseen(side, tail)));
             if core.registration_stale() {
                 self.registration_changed.notify_one();
             }
@@ -103,24 +122,128 @@ impl Shared {
                 Side::Extension => (routed.to_agent, routed.to_extension),
                 Side::Agent => (routed.to_extension, routed.to_agent),
             };
-            other.send(buf, other_to);
-            if forward.is_whole(end) {
-                if forward_to.try_direct() {
+            other.send(&batch.buf, other_to);
+            if batch.held == len && !batch.pen && !early {
+                // Every byte is in the batch and no line streams: the plain path.
+                if !forward.is_whole(end) {
+                    forward.send(&batch.buf, forward_to);
+                    false
+                } else if forward_to.try_direct() {
                     true
                 } else {
-                    let rest = buf.split_off(end);
-                    forward_to.push(std::mem::replace(buf, rest));
+                    let rest = batch.buf.split_off(end);
+                    forward_to.push(std::mem::replace(&mut batch.buf, rest));
+                    batch.after_take(end);
                     return;
                 }
             } else {
-                forward.send(buf, forward_to);
-                false
+                let pen = if batch.pen {
+                    Pen::Now
+                } else {
+                    forward_to.reserve()
+                };
+                match pen {
+                    Pen::Now => {}
+                    Pen::Queued => queued = true,
+                    Pen::Unavailable => {
+                        // Broken or closed: queue a copy as a push would (it is dropped if
+                        // broken), and take the bytes out of the pipe.
+                        forward.send(&batch.buf, forward_to);
+                        drop(core);
+                        return self.discard_batch(side, batch, end, source);
+                    }
+                }
+                let plan = (forward, early);
+                drop(core);
+                return self.move_batch(side, batch, end, source, plan, queued);
             }
         };
         if direct {
-            forward_to.write_direct(&buf[..end]);
+            forward_to.write_direct(&batch.buf[..end]);
         }
-        buf.drain(..end);
+        batch.after_take(end);
+    }
+
+    /// Sends a batch with the pen held (or its turn queued): the batch's own bytes are
+    /// written, those still in the input pipe spliced, dropped lines discarded from it.
+    fn move_batch(
+        &self,
+        side: Side,
+        batch: &mut Batch,
+        end: usize,
+        source: &mut Source,
+        (forward, early): (Pieces, bool),
+        queued: bool,
+    ) {
+        let forward_to = match side {
+            Side::Extension => &self.to_agent,
+            Side::Agent => &self.to_extension,
+        };
+        let len = batch.buf.len();
+        if queued && !forward_to.wait_turn() {
+            // Broke while waiting: nothing more reaches that side.
+            return self.discard_batch(side, batch, end, source);
+        }
+        #[cfg(target_os = "linux")]
+        let tee = match source {
+            Source::Tee(tee) => Some(tee.as_mut()),
+            _ => None,
+        };
+        let mut mover = Mover {
+            #[cfg(target_os = "linux")]
+            tee,
+            outbox: forward_to,
+            buf: &batch.buf,
+            held: batch.held,
+            pipe_at: batch.held,
+            sent: batch.sent,
+            fall_back: false,
+            broken: false,
+        };
+        for piece in forward.into_pieces() {
+            match piece {
+                Piece::Range(range) => mover.forward(range),
+                Piece::Owned(line) => mover.own(&line),
+            }
+        }
+        mover.drop_to(end);
+        if early {
+            mover.forward(end..len);
+        } else {
+            // Its bytes are in the batch: out of the pipe with them.
+            mover.drop_to(len);
+        }
+        let fall_back = mover.fall_back;
+        batch.pen = early;
+        if early {
+            batch.sent = len;
+        } else {
+            forward_to.release();
+        }
+        batch.held = len;
+        batch.after_take(end);
+        if fall_back {
+            source.fall_back(&self.log, side);
+        }
+    }
+
+    /// The pipe this batch goes to is gone: its bytes still in the input are taken out (as a
+    /// plain read would have), and the pump reads plainly from now on.
+    fn discard_batch(&self, side: Side, batch: &mut Batch, end: usize, source: &mut Source) {
+        let len = batch.buf.len();
+        #[cfg(target_os = "linux")]
+        if let Source::Tee(tee) = source
+            && batch.held < len
+            && let Err(error) = tee.discard(len - batch.held)
+        {
+            self.log
+                .line(format_args!("reading the {side:?} side failed: {error}"));
+        }
+        batch.held = len;
+        batch.sent = 0;
+        batch.pen = false;
+        batch.after_take(end);
+        source.fall_back(&self.log, side);
     }
 
     fn route(&self, routed: Routed) {
@@ -334,7 +457,7 @@ fn start_threads(
     listener: UnixListener,
     agent_pid: u32,
 ) -> std::io::Result<()> {
-    let our_stdin = File::from(std::io::stdin().as_fd().try_clone_to_owned()?);
+    let our_stdin = std::io::stdin().as_fd().try_clone_to_owned()?;
 
     let s = shared.clone();
     spawn_named("to-agent", move || s.to_agent.run_writer())?;
@@ -348,7 +471,7 @@ fn start_threads(
     })?;
     let s = shared.clone();
     spawn_named("from-agent", move || {
-        pump(&s, Side::Agent, agent_stdout);
+        pump(&s, Side::Agent, OwnedFd::from(agent_stdout));
         let mut routed = Routed::default();
         lock(&s.core).call(&mut routed, &s.log, |adapter, _, out| {
             adapter.on_agent_exit(out)
@@ -375,43 +498,228 @@ fn start_threads(
     Ok(())
 }
 
+/// Where a pump's bytes come from.
+enum Source {
+    /// Read into the shim and written on from there (any input, every platform).
+    Read(OwnedFd),
+    /// Looked at through a copy and spliced on (Linux, an input pipe): [`tee`].
+    #[cfg(target_os = "linux")]
+    Tee(Box<tee::TeeInput>),
+    /// Nothing more can be read.
+    Gone,
+}
+
+impl Source {
+    fn new(input: OwnedFd) -> Source {
+        #[cfg(target_os = "linux")]
+        {
+            match tee::TeeInput::new(input) {
+                Ok(tee) => Source::Tee(Box::new(tee)),
+                Err(input) => Source::Read(input),
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            Source::Read(input)
+        }
+    }
+
+    /// From the fast path to plain reads (between batches, when no byte of the batch is left
+    /// in the input).
+    fn fall_back(&mut self, log: &ShimLog, side: Side) {
+        #[cfg(target_os = "linux")]
+        if let Source::Tee(_) = self
+            && let Source::Tee(tee) = std::mem::replace(self, Source::Gone)
+        {
+            log.line(format_args!(
+                "the {side:?} side is read plainly from now on"
+            ));
+            *self = Source::Read(tee.into_input());
+        }
+        let _ = (log, side);
+    }
+}
+
+/// The bytes a pump has taken in and not passed on whole yet.
+#[derive(Debug, Default)]
+struct Batch {
+    buf: Vec<u8>,
+    /// `buf[..sent]` has passed on already: the head of a long line streaming through, with
+    /// the forward pen kept (`pen`).
+    sent: usize,
+    /// `buf[..held]` has been taken out of the input; `buf[held..]` is a copy of bytes still at
+    /// the front of the input pipe (the fast path).
+    held: usize,
+    /// Bytes at the start of `buf` already searched for a newline (a long line's head).
+    scanned: usize,
+    /// The pen of the pipe this side forwards to is kept across batches: a line streams.
+    pen: bool,
+}
+
+impl Batch {
+    /// `buf[..end]` is dealt with.
+    fn after_take(&mut self, end: usize) {
+        self.buf.drain(..end);
+        self.sent = self.sent.saturating_sub(end);
+        self.held = self.held.saturating_sub(end);
+        self.scanned = self.buf.len();
+    }
+}
+
+/// Sends one batch with the pen held, in the order of its pieces. Bytes the batch holds are
+/// written; bytes still in the input pipe are spliced (or, if the output takes no splice,
+/// discarded from the pipe and written from the batch's copy); bytes of dropped lines are
+/// discarded from the pipe.
+struct Mover<'a> {
+    #[cfg(target_os = "linux")]
+    tee: Option<&'a mut tee::TeeInput>,
+    outbox: &'a Outbox,
+    buf: &'a [u8],
+    /// `buf[..held]` was taken out of the input before this batch was sent.
+    held: usize,
+    /// The input's front is at `buf[pipe_at]`.
+    pipe_at: usize,
+    /// `buf[..sent]` passed on before.
+    sent: usize,
+    /// Splicing failed or the output broke: read plainly from the next batch on.
+    fall_back: bool,
+    /// The output is gone: bytes are only taken out of the input.
+    broken: bool,
+}
+
+impl Mover<'_> {
+    fn forward(&mut self, range: Range<usize>) {
+        let range = range.start.max(self.sent)..range.end;
+        if range.is_empty() {
+            return;
+        }
+        let own = range.start..range.end.min(self.held);
+        if !own.is_empty() && !self.broken && !self.outbox.write_held(&self.buf[own]) {
+            self.broken = true;
+            self.fall_back = true;
+        }
+        let piped = range.start.max(self.held)..range.end;
+        if piped.is_empty() {
+            return;
+        }
+        self.drop_to(piped.start);
+        #[cfg(target_os = "linux")]
+        if let Some(tee) = self.tee.as_deref_mut()
+            && !self.fall_back
+        {
+            let len = piped.len();
+            let (moved, error) = self
+                .outbox
+                .with_sink(|sink| tee.splice_to(sink.as_fd(), len))
+                .unwrap_or((0, Some(rustix::io::Errno::PIPE)));
+            self.pipe_at += moved;
+            match error {
+                None => return,
+                Some(rustix::io::Errno::PIPE) => {
+                    self.outbox.set_broken();
+                    self.broken = true;
+                }
+                // The output takes no splice (or it failed otherwise): copy from here on.
+                Some(_) => {}
+            }
+            self.fall_back = true;
+        }
+        let from = self.pipe_at;
+        self.drop_to(piped.end);
+        if !self.broken && !self.outbox.write_held(&self.buf[from..piped.end]) {
+            self.broken = true;
+            self.fall_back = true;
+        }
+    }
+
+    /// A line of ours.
+    fn own(&mut self, line: &[u8]) {
+        if !self.broken && !self.outbox.write_held(line) {
+            self.broken = true;
+            self.fall_back = true;
+        }
+    }
+
+    /// Takes the input's bytes before `buf[to]` out of it, unsent (their copy is in `buf`).
+    fn drop_to(&mut self, to: usize) {
+        if to <= self.pipe_at {
+            return;
+        }
+        #[cfg(target_os = "linux")]
+        if let Some(tee) = self.tee.as_deref_mut()
+            && tee.discard(to - self.pipe_at).is_err()
+        {
+            // The input failed under us: what is left of it is lost, as a failed read loses it.
+            self.fall_back = true;
+        }
+        self.pipe_at = to;
+    }
+}
+
+/// Bytes of an incomplete line after which it streams on before it ends (when the adapter lets
+/// it): shorter ones are held, so an injected line can still go in before them.
+const STREAM_AFTER: usize = 16 * 1024;
+
 /// Reads `input` to its end, handing whole lines to the adapter; a partial last line at the end
 /// is passed on as it is.
-fn pump(shared: &Shared, side: Side, input: impl AsFd) {
+fn pump(shared: &Shared, side: Side, input: OwnedFd) {
     let destination = match side {
         Side::Extension => &shared.to_agent,
         Side::Agent => &shared.to_extension,
     };
-    let mut buf: Vec<u8> = Vec::with_capacity(READ_SIZE);
-    // Bytes at the start of `buf` already searched for a newline (a long line's head).
-    let mut scanned = 0;
+    let mut source = Source::new(input);
+    let mut batch = Batch::default();
     loop {
-        buf.reserve(READ_SIZE);
-        // Read into the spare capacity: zeroing the buffer before every read would cost a
-        // memset of it per read, however few bytes the pipe holds.
-        let read = match rustix::io::read(&input, rustix::buffer::spare_capacity(&mut buf)) {
-            Ok(n) => n,
-            Err(rustix::io::Errno::INTR) => continue,
-            Err(e) => {
-                shared
-                    .log
-                    .line(format_args!("reading the {side:?} side failed: {e}"));
-                0
+        let read = match &mut source {
+            Source::Read(input) => {
+                batch.buf.reserve(READ_SIZE);
+                // Read into the spare capacity: zeroing the buffer before every read would cost
+                // a memset of it per read, however few bytes the pipe holds.
+                match rustix::io::read(&*input, rustix::buffer::spare_capacity(&mut batch.buf)) {
+                    Ok(n) => {
+                        batch.held = batch.buf.len();
+                        n
+                    }
+                    Err(rustix::io::Errno::INTR) => continue,
+                    Err(e) => {
+                        shared
+                            .log
+                            .line(format_args!("reading the {side:?} side failed: {e}"));
+                        0
+                    }
+                }
             }
+            #[cfg(target_os = "linux")]
+            Source::Tee(tee) => match tee.peek(&mut batch.buf) {
+                Ok(n) => n,
+                Err(e) => {
+                    // Whatever the copy got is still in the input: read it plainly.
+                    shared.log.line(format_args!(
+                        "looking at the {side:?} side failed: {e}"
+                    ));
+                    batch.buf.truncate(batch.held);
+                    source.fall_back(&shared.log, side);
+                    continue;
+                }
+            },
+            Source::Gone => 0,
         };
         if read == 0 {
             break;
         }
-        if let Some(i) = memchr::memrchr(b'\n', &buf[scanned..]) {
-            let end = scanned + i + 1;
-            shared.take_lines(side, &mut buf, end);
+        let end = memchr::memrchr(b'\n', &batch.buf[batch.scanned..])
+            .map_or(0, |i| batch.scanned + i + 1);
+        if end > 0 || batch.held < batch.buf.len() {
+            shared.take_lines(side, &mut batch, end, &mut source);
         }
-        scanned = buf.len();
-        destination.wait_below(HIGH_WATER);
+        batch.scanned = batch.buf.len();
+        if !batch.pen {
+            destination.wait_below(HIGH_WATER);
+        }
     }
-    if !buf.is_empty() {
-        let end = buf.len();
-        shared.take_lines(side, &mut buf, end);
+    if !batch.buf.is_empty() || batch.pen {
+        let end = batch.buf.len();
+        shared.take_lines(side, &mut batch, end, &mut source);
     }
 }
 
