@@ -142,7 +142,8 @@ impl Core {
         registration
     }
 
-    /// A line of `side` (without its newline) at `range` of the batch buffer. `committed`: its
+    /// A line of `side` (without its newline) at `range` of the batch buffer, read at `now`
+    /// (one clock reading per batch). `committed`: its
     /// head has passed on already ([`PanelAdapter::forwards_unseen`]), so it is forwarded
     /// whatever the adapter says.
     pub fn on_line(
@@ -151,6 +152,7 @@ impl Core {
         line: &[u8],
         range: Range<usize>,
         committed: bool,
+        now: u64,
         routed: &mut Routed,
         log: &ShimLog,
     ) {
@@ -160,7 +162,6 @@ impl Core {
         }
         let mut actions = std::mem::take(&mut self.scratch);
         actions.clear();
-        let now = now_ms();
         let adapter = &mut self.adapter;
         let result = catch_unwind(AssertUnwindSafe(|| {
             adapter.on_line(side, line, now, &mut actions)

@@ -46,7 +46,7 @@ use self::outbox::{HIGH_WATER, Outbox, Pen};
 use crate::adapter::{PanelAdapter, Side};
 use crate::log::ShimLog;
 use crate::real_binary::RealCommand;
-use crate::registration::{self, Paths};
+use crate::registration::{self, Paths, now_ms};
 use crate::{Error, Result};
 
 /// Bytes asked of a pipe per read.
@@ -84,7 +84,7 @@ impl Shared {
     /// input pipe (the fast path, [`tee`]) are spliced on or discarded here, and so is the
     /// incomplete line after `end`: a long one streams on (the pen kept) when the adapter lets
     /// it, else its bytes are taken out of the pipe and held in the batch until it ends.
-    fn take_lines(&self, side: Side, batch: &mut Batch, end: usize, source: &mut Source) {
+    fn take_lines(&self, side: Side, batch: &mut Batch, source: &mut Source, at_end: bool) {
         let (forward_to, other_to) = match side {
             Side::Extension => (&self.to_agent, &self.to_extension),
             Side::Agent => (&self.to_extension, &self.to_agent),
@@ -94,19 +94,33 @@ impl Shared {
         let teeing = matches!(source, Source::Tee(_));
         #[cfg(not(target_os = "linux"))]
         let teeing = false;
+        // The first newline, searched for after what earlier batches searched (a long line's
+        // head is scanned once); nothing to do without one unless bytes wait in the input pipe.
+        let scanned = batch.scanned.min(len);
+        let first = memchr::memchr(b'\n', &batch.buf[scanned..])
+            .map(|i| scanned + i + 1)
+            .or(at_end.then_some(len).filter(|&l| l > 0));
+        if first.is_none() && batch.held == len && !batch.pen {
+            batch.scanned = len;
+            return;
+        }
         let mut queued = false;
+        let mut end = 0;
         let direct = {
             let mut core = lock(&self.core);
             let mut routed = Routed::default();
-            let mut start = 0;
-            while start < end {
+            let now = now_ms();
+            let mut next = first;
+            while let Some(stop) = next {
                 let buf = &batch.buf;
-                let stop = memchr::memchr(b'\n', &buf[start..end]).map_or(end, |i| start + i + 1);
-                let whole = &buf[start..stop];
+                let whole = &buf[end..stop];
                 let line = whole.strip_suffix(b"\n").unwrap_or(whole);
-                let committed = start < batch.sent;
-                core.on_line(side, line, start..stop, committed, &mut routed, &self.log);
-                start = stop;
+                let committed = end < batch.sent;
+                core.on_line(side, line, end..stop, committed, now, &mut routed, &self.log);
+                end = stop;
+                next = memchr::memchr(b'\n', &buf[stop..])
+                    .map(|i| stop + i + 1)
+                    .or((at_end && stop < len).then_some(len));
             }
             // The incomplete line after `end` streams on once it is long (or already does).
             let tail = &batch.buf[end..];
@@ -707,19 +721,13 @@ fn pump(shared: &Shared, side: Side, input: OwnedFd) {
         if read == 0 {
             break;
         }
-        let end = memchr::memrchr(b'\n', &batch.buf[batch.scanned..])
-            .map_or(0, |i| batch.scanned + i + 1);
-        if end > 0 || batch.held < batch.buf.len() {
-            shared.take_lines(side, &mut batch, end, &mut source);
-        }
-        batch.scanned = batch.buf.len();
+        shared.take_lines(side, &mut batch, &mut source, false);
         if !batch.pen {
             destination.wait_below(HIGH_WATER);
         }
     }
     if !batch.buf.is_empty() || batch.pen {
-        let end = batch.buf.len();
-        shared.take_lines(side, &mut batch, end, &mut source);
+        shared.take_lines(side, &mut batch, &mut source, true);
     }
 }
 

@@ -162,8 +162,13 @@ impl Outbox {
 
     /// Gives the pen back after [`Outbox::write_held`]s.
     pub fn release(&self) {
-        self.lock().pen = false;
-        self.changed.notify_all();
+        let mut queue = self.lock();
+        queue.pen = false;
+        // Only the writer waits on the pen, and only with something to write (or to close):
+        // waking it after every batch would cost two context switches each.
+        if !queue.chunks.is_empty() || queue.closed {
+            self.changed.notify_all();
+        }
     }
 
     /// Takes the pen when nothing is queued and nobody writes: the caller then writes with
@@ -187,8 +192,11 @@ impl Outbox {
             queue.broken = true;
             queue.chunks.clear();
             queue.bytes = 0;
+            self.changed.notify_all();
+        } else if !queue.chunks.is_empty() || queue.closed {
+            // As in [`Outbox::release`].
+            self.changed.notify_all();
         }
-        self.changed.notify_all();
     }
 
     /// Nothing more will be pushed: the pipe closes once the queue is written.
