@@ -153,7 +153,11 @@ fn cpu_seconds() -> (f64, f64) {
     // The fields after the command's closing parenthesis; utime is the 14th field of the line.
     let fields: Vec<f64> = stat
         .rsplit_once(')')
-        .map(|(_, rest)| rest.split_whitespace().map(|f| f.parse().unwrap_or(0.0)).collect())
+        .map(|(_, rest)| {
+            rest.split_whitespace()
+                .map(|f| f.parse().unwrap_or(0.0))
+                .collect()
+        })
         .unwrap_or_default();
     let field = |n: usize| fields.get(n - 3).copied().unwrap_or(0.0);
     let tick = 100.0; // USER_HZ on Linux

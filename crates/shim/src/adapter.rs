@@ -82,10 +82,11 @@ pub trait PanelAdapter: Send {
     fn sessions(&self) -> Vec<PanelSession>;
 
     /// Whether a long line from `side` still arriving (`head` is what came so far, without a
-    /// newline) may pass on before it is whole: true only when this line will be forwarded
-    /// whatever its rest says, i.e. it cannot be one of the adapter's own lines it drops. The
-    /// runtime then streams a 1 MB line through instead of holding it, and hands the adapter
-    /// the whole line once it ends, as always. The default holds every line.
+    /// newline) may pass on before it is whole: true only when its head alone shows that the
+    /// adapter neither reads nor drops it. The runtime then streams a 1 MB line through instead
+    /// of holding it (and still hands it over once it ends). A line that matters must wait to be
+    /// whole: a line of ours decided while it streams would reach the wire after it, though the
+    /// adapter decided it first. The default holds every line.
     fn forwards_unseen(&self, side: Side, head: &[u8]) -> bool {
         let _ = (side, head);
         false

@@ -678,9 +678,10 @@ impl PanelAdapter for ClaudeAdapter {
         self.approvals.clear();
     }
 
-    /// Claude's adapter forwards every line: a long one may always stream through.
-    fn forwards_unseen(&self, _side: Side, _head: &[u8]) -> bool {
-        true
+    /// A line whose head names a type nothing here reads (an assistant message, a tool
+    /// result from the CLI); never a user line from the extension, which starts a turn.
+    fn forwards_unseen(&self, side: Side, head: &[u8]) -> bool {
+        leading_type(head).is_some() && self.needles.look(side, head) == Look::Skip
     }
 
     fn sessions(&self) -> Vec<PanelSession> {

@@ -1239,10 +1239,10 @@ impl PanelAdapter for CodexAdapter {
         }
     }
 
-    /// Only responses to the shim's own requests are dropped, so any line streams through
-    /// while none is outstanding (and every line from the extension does).
-    fn forwards_unseen(&self, side: Side, _head: &[u8]) -> bool {
-        side == Side::Extension || self.own_requests.is_empty()
+    fn forwards_unseen(&self, side: Side, head: &[u8]) -> bool {
+        rpc::unread_by_its_head(head, |method| {
+            rpc::RpcWire::reads(self, side, Some(method), None)
+        })
     }
 
     fn sessions(&self) -> Vec<PanelSession> {

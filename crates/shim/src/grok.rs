@@ -754,11 +754,10 @@ impl PanelAdapter for GrokAdapter {
         }
     }
 
-    /// Only a bridged turn's lines (its prompt's response, its held-back thinking) are
-    /// dropped, so any line streams through while no bridged turn runs (and every line from the
-    /// extension does).
-    fn forwards_unseen(&self, side: Side, _head: &[u8]) -> bool {
-        side == Side::Extension || self.sessions.values().all(|s| s.bridged.is_none())
+    fn forwards_unseen(&self, side: Side, head: &[u8]) -> bool {
+        rpc::unread_by_its_head(head, |method| {
+            rpc::RpcWire::reads(self, side, Some(method), None)
+        })
     }
 
     fn sessions(&self) -> Vec<PanelSession> {

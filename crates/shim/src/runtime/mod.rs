@@ -116,7 +116,15 @@ impl Shared {
                 let whole = &buf[end..stop];
                 let line = whole.strip_suffix(b"\n").unwrap_or(whole);
                 let committed = end < batch.sent;
-                core.on_line(side, line, end..stop, committed, now, &mut routed, &self.log);
+                core.on_line(
+                    side,
+                    line,
+                    end..stop,
+                    committed,
+                    now,
+                    &mut routed,
+                    &self.log,
+                );
                 end = stop;
                 next = memchr::memchr(b'\n', &buf[stop..])
                     .map(|i| stop + i + 1)
@@ -147,7 +155,7 @@ impl Shared {
                 } else {
                     let rest = batch.buf.split_off(end);
                     forward_to.push(std::mem::replace(&mut batch.buf, rest));
-                    batch.after_take(end);
+                    batch.taken(end);
                     return;
                 }
             } else {
@@ -574,6 +582,11 @@ impl Batch {
     /// `buf[..end]` is dealt with.
     fn after_take(&mut self, end: usize) {
         self.buf.drain(..end);
+        self.taken(end);
+    }
+
+    /// `end` bytes were taken off the front of `buf`.
+    fn taken(&mut self, end: usize) {
         self.sent = self.sent.saturating_sub(end);
         self.held = self.held.saturating_sub(end);
         self.scanned = self.buf.len();
@@ -708,9 +721,9 @@ fn pump(shared: &Shared, side: Side, input: OwnedFd) {
                 Ok(n) => n,
                 Err(e) => {
                     // Whatever the copy got is still in the input: read it plainly.
-                    shared.log.line(format_args!(
-                        "looking at the {side:?} side failed: {e}"
-                    ));
+                    shared
+                        .log
+                        .line(format_args!("looking at the {side:?} side failed: {e}"));
                     batch.buf.truncate(batch.held);
                     source.fall_back(&shared.log, side);
                     continue;
@@ -796,3 +809,6 @@ pub fn argument_strings(args: &[OsString]) -> Vec<String> {
         .map(|a| a.to_string_lossy().into_owned())
         .collect()
 }
+
+#[cfg(test)]
+mod tests;

@@ -28,6 +28,8 @@ pub struct TeeInput {
     input: OwnedFd,
     scratch_read: OwnedFd,
     scratch_write: OwnedFd,
+    /// Where discarded bytes are spliced to, unread (`/dev/null`), when it can be opened.
+    null: Option<OwnedFd>,
     trash: Vec<u8>,
 }
 
@@ -43,10 +45,17 @@ impl TeeInput {
         };
         // A smaller scratch pipe only means shorter rounds.
         let _ = rustix::pipe::fcntl_setpipe_size(&scratch_write, SCRATCH_SIZE);
+        let null = rustix::fs::open(
+            "/dev/null",
+            rustix::fs::OFlags::WRONLY | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )
+        .ok();
         Ok(TeeInput {
             input,
             scratch_read,
             scratch_write,
+            null,
             trash: Vec::new(),
         })
     }
@@ -60,8 +69,12 @@ impl TeeInput {
     /// until spliced or discarded. 0 at the input's end.
     pub fn peek(&mut self, buf: &mut Vec<u8>) -> io::Result<usize> {
         let teed = loop {
-            match rustix::pipe::tee(&self.input, &self.scratch_write, TEE_MAX, SpliceFlags::empty())
-            {
+            match rustix::pipe::tee(
+                &self.input,
+                &self.scratch_write,
+                TEE_MAX,
+                SpliceFlags::empty(),
+            ) {
                 Ok(n) => break n,
                 Err(Errno::INTR) => {}
                 Err(e) => return Err(e.into()),
@@ -87,14 +100,8 @@ impl TeeInput {
     pub fn splice_to(&self, out: BorrowedFd<'_>, len: usize) -> (usize, Option<Errno>) {
         let mut moved = 0;
         while moved < len {
-            match rustix::pipe::splice(
-                &self.input,
-                None,
-                out,
-                None,
-                len - moved,
-                SpliceFlags::MOVE,
-            ) {
+            match rustix::pipe::splice(&self.input, None, out, None, len - moved, SpliceFlags::MOVE)
+            {
                 // The bytes are in the input (they were peeked): none coming means no input.
                 Ok(0) => return (moved, Some(Errno::IO)),
                 Ok(n) => moved += n,
@@ -105,9 +112,17 @@ impl TeeInput {
         (moved, None)
     }
 
-    /// Drops `len` bytes from the front of the input (their copy was peeked already).
+    /// Drops `len` bytes from the front of the input (their copy was peeked already): spliced
+    /// into `/dev/null`, else read.
     pub fn discard(&mut self, len: usize) -> io::Result<()> {
         let mut left = len;
+        if let Some(null) = &self.null {
+            let (moved, error) = self.splice_to(null.as_fd(), left);
+            left -= moved;
+            if error.is_some() {
+                self.null = None;
+            }
+        }
         self.trash.resize(left.min(64 * 1024), 0);
         while left > 0 {
             let chunk = left.min(self.trash.len());
