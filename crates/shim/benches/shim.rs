@@ -24,6 +24,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a benchmark, like the daemon's: a broken run may stop loudly
 
 use std::io::{BufRead, BufReader, Read, Write};
+use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -40,6 +41,7 @@ fn main() {
         Ok("echo") => return echo(),
         Ok("turns") => return turns(),
         Ok("relay") => return relay(),
+        Ok("tee-relay") => return tee_relay(),
         Ok("version") => {
             println!("stand-in 1.0");
             return;
@@ -111,6 +113,56 @@ fn relay() {
     let _ = child.wait();
 }
 
+/// The least any correct shim must do (Linux): a process in the shim's place that looks at every
+/// byte once — duplicated with `tee(2)`, read from the copy, its newlines counted — and splices
+/// the bytes themselves on. The floor the shim's fast path is measured against.
+fn tee_relay() {
+    use rustix::pipe::{SpliceFlags, splice, tee};
+    let me = std::env::current_exe().unwrap();
+    let mut child = Command::new(me)
+        .env(ROLE, "echo")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let to_child = std::os::fd::OwnedFd::from(child.stdin.take().unwrap());
+    let from_child = std::os::fd::OwnedFd::from(child.stdout.take().unwrap());
+    let copy = |from: std::os::fd::BorrowedFd<'_>, to: std::os::fd::BorrowedFd<'_>| {
+        let (scratch_read, scratch_write) = rustix::pipe::pipe().unwrap();
+        let _ = rustix::pipe::fcntl_setpipe_size(&scratch_write, 1024 * 1024);
+        let mut buf = vec![0u8; 256 * 1024];
+        let mut lines = 0usize;
+        loop {
+            let n = match tee(from, &scratch_write, buf.len(), SpliceFlags::empty()) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            let mut got = 0;
+            while got < n {
+                got += rustix::io::read(&scratch_read, &mut buf[got..n]).unwrap();
+            }
+            lines += memchr::memchr_iter(b'\n', &buf[..n]).count();
+            let mut moved = 0;
+            while moved < n {
+                match splice(from, None, to, None, n - moved, SpliceFlags::MOVE) {
+                    Ok(0) | Err(_) => return lines,
+                    Ok(m) => moved += m,
+                }
+            }
+        }
+        lines
+    };
+    let stdin = std::io::stdin();
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            copy(stdin.as_fd(), to_child.as_fd());
+            drop(to_child);
+        });
+        copy(from_child.as_fd(), std::io::stdout().as_fd());
+    });
+    let _ = child.wait();
+}
+
 /// Echoes each line and ends a "turn" after it, as Claude prints a `result` per user line.
 fn turns() {
     let input = std::io::stdin().lock();
@@ -134,6 +186,8 @@ enum Path3 {
     Pipe,
     /// A process that only copies bytes, in the shim's place.
     Relay,
+    /// A process that looks at every byte once and splices it on, in the shim's place.
+    TeeRelay,
     /// The shim.
     Shim,
     /// Another build of the shim (`SHIM_BENCH_BASELINE`).
@@ -209,9 +263,13 @@ impl Bench {
                 c.arg("shim").arg("claude").arg(&self.me);
                 c
             }
-            Path3::Pipe | Path3::Relay => Command::new(&self.me),
+            Path3::Pipe | Path3::Relay | Path3::TeeRelay => Command::new(&self.me),
         };
-        let role = if path == Path3::Relay { "relay" } else { role };
+        let role = match path {
+            Path3::Relay => "relay",
+            Path3::TeeRelay => "tee-relay",
+            _ => role,
+        };
         command
             .args([
                 "--output-format",
@@ -296,6 +354,7 @@ impl Bench {
         let mut paths = vec![
             (Path3::Pipe, "plain pipe to the agent"),
             (Path3::Relay, "a byte relay in the shim's place"),
+            (Path3::TeeRelay, "a tee-read-splice relay there"),
             (Path3::Shim, "through the shim"),
         ];
         if self.baseline.is_some() {
@@ -347,9 +406,11 @@ impl Bench {
             );
         }
         println!(
-            "  shim / plain pipe = {:.0} %   (floor: ≥ 90 %)   shim / byte relay = {:.0} %",
-            100.0 * medians[2] / medians[0],
-            100.0 * medians[2] / medians[1]
+            "  shim / plain pipe = {:.0} %   (floor: ≥ 90 %)   shim / byte relay = {:.0} %   \
+             shim / tee-read-splice relay = {:.0} %",
+            100.0 * medians[3] / medians[0],
+            100.0 * medians[3] / medians[1],
+            100.0 * medians[3] / medians[2]
         );
         let peak = rss.iter().copied().max().unwrap_or(0);
         println!(
