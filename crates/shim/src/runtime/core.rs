@@ -86,6 +86,17 @@ impl Pieces {
     }
 }
 
+/// Where a line is in its batch, and when it was read.
+#[derive(Debug, Clone)]
+pub struct LineAt {
+    pub range: Range<usize>,
+    /// One clock reading per batch.
+    pub now: u64,
+    /// Its head has passed on already ([`PanelAdapter::forwards_unseen`]): it is forwarded
+    /// whatever the adapter says.
+    pub committed: bool,
+}
+
 /// Where one batch's output goes.
 #[derive(Debug, Default)]
 pub struct Routed {
@@ -142,20 +153,20 @@ impl Core {
         registration
     }
 
-    /// A line of `side` (without its newline) at `range` of the batch buffer, read at `now`
-    /// (one clock reading per batch). `committed`: its
-    /// head has passed on already ([`PanelAdapter::forwards_unseen`]), so it is forwarded
-    /// whatever the adapter says.
+    /// A line of `side` (without its newline) at `at.range` of the batch buffer.
     pub fn on_line(
         &mut self,
         side: Side,
         line: &[u8],
-        range: Range<usize>,
-        committed: bool,
-        now: u64,
+        at: LineAt,
         routed: &mut Routed,
         log: &ShimLog,
     ) {
+        let LineAt {
+            range,
+            now,
+            committed,
+        } = at;
         if !self.intercepting {
             forward(side, range, routed);
             return;
