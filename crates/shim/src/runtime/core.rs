@@ -116,6 +116,9 @@ pub struct Core {
     registration: PanelRegistration,
     /// The sessions changed since the registration was last written.
     registration_stale: bool,
+    /// The registration's writer was woken for the current staleness (a wake-up is a syscall,
+    /// and a busy stream marks it stale with nearly every batch).
+    stale_signalled: bool,
     paths: Paths,
     scratch: Vec<Action>,
 }
@@ -135,6 +138,7 @@ impl Core {
             next_id: 1,
             registration,
             registration_stale: false,
+            stale_signalled: false,
             paths,
             scratch: Vec::new(),
         }
@@ -304,12 +308,20 @@ impl Core {
         self.registration_stale && self.intercepting
     }
 
+    /// True once per staleness: whether the registration's writer is to be woken now.
+    pub fn signal_stale(&mut self) -> bool {
+        let signal = self.registration_stale() && !self.stale_signalled;
+        self.stale_signalled |= signal;
+        signal
+    }
+
     /// The registration to write now (the sessions as they are), if it changed.
     pub fn take_registration(&mut self) -> Option<PanelRegistration> {
         if !self.registration_stale() {
             return None;
         }
         self.registration_stale = false;
+        self.stale_signalled = false;
         self.registration.sessions = self.adapter.sessions();
         self.registration.updated_at_ms = now_ms();
         Some(self.registration.clone())

@@ -138,7 +138,7 @@ impl Shared {
             let early = !tail.is_empty()
                 && (batch.sent > end
                     || (teeing && tail.len() >= STREAM_AFTER && core.forwards_unseen(side, tail)));
-            if core.registration_stale() {
+            if core.signal_stale() {
                 self.registration_changed.notify_one();
             }
             // Queued (or the pen taken) while the lock is held, so the order the adapter
@@ -148,7 +148,7 @@ impl Shared {
                 Side::Agent => (routed.to_extension, routed.to_agent),
             };
             other.send(&batch.buf, other_to);
-            if batch.held == len && !batch.pen && !early {
+            if batch.held == len && !batch.pen && !early && batch.parked == 0 {
                 // Every byte is in the batch and no line streams: the plain path.
                 if !forward.is_whole(end) {
                     forward.send(&batch.buf, forward_to);
@@ -214,17 +214,12 @@ impl Shared {
             Source::Tee(tee) => Some(tee.as_mut()),
             _ => None,
         };
-        let mut mover = Mover {
+        let mut mover = Mover::new(
             #[cfg(target_os = "linux")]
             tee,
-            outbox: forward_to,
-            buf: &batch.buf,
-            held: batch.held,
-            pipe_at: batch.held,
-            sent: batch.sent,
-            fall_back: false,
-            broken: false,
-        };
+            forward_to,
+            batch,
+        );
         for piece in forward.into_pieces() {
             match piece {
                 Piece::Range(range) => mover.forward(range),
@@ -232,14 +227,16 @@ impl Shared {
             }
         }
         mover.drop_to(end);
-        if early {
+        let parked = if early {
             mover.forward(end..len);
+            0
         } else {
-            // Its bytes are in the batch: out of the pipe with them.
-            mover.drop_to(len);
-        }
+            // Its bytes wait for its end, in the park or in the batch.
+            mover.hold_rest(end)
+        };
         let fall_back = mover.fall_back;
         batch.pen = early;
+        batch.parked = if fall_back { 0 } else { parked };
         if early {
             batch.sent = len;
         } else {
@@ -267,6 +264,7 @@ impl Shared {
         batch.held = len;
         batch.sent = 0;
         batch.pen = false;
+        batch.parked = 0;
         batch.after_take(end);
         source.fall_back(&self.log, side);
     }
@@ -579,6 +577,9 @@ struct Batch {
     scanned: usize,
     /// The pen of the pipe this side forwards to is kept across batches: a line streams.
     pen: bool,
+    /// `buf[sent..sent + parked]` also waits in the fast path's park (a pipe of ours), so it
+    /// moves on without a copy.
+    parked: usize,
 }
 
 impl Batch {
@@ -597,69 +598,128 @@ impl Batch {
 }
 
 /// Sends one batch with the pen held, in the order of its pieces. Bytes the batch holds are
-/// written; bytes still in the input pipe are spliced (or, if the output takes no splice,
-/// discarded from the pipe and written from the batch's copy); bytes of dropped lines are
-/// discarded from the pipe.
+/// spliced from the park where they wait, else written from the batch's copy; bytes still in
+/// the input pipe are spliced (or, if the output takes no splice, discarded from the pipe and
+/// written from the copy); bytes of dropped lines are discarded.
+///
+/// The batch's bytes, by position: `[..sent)` passed on before, `[sent..park_end)` wait in the
+/// park (from `park_at`), then those only in the copy up to `held`, then those still in the
+/// input (from `pipe_at`).
 struct Mover<'a> {
     #[cfg(target_os = "linux")]
     tee: Option<&'a mut tee::TeeInput>,
     outbox: &'a Outbox,
     buf: &'a [u8],
-    /// `buf[..held]` was taken out of the input before this batch was sent.
     held: usize,
-    /// The input's front is at `buf[pipe_at]`.
     pipe_at: usize,
-    /// `buf[..sent]` passed on before.
     sent: usize,
-    /// Splicing failed or the output broke: read plainly from the next batch on.
+    park_at: usize,
+    park_end: usize,
+    /// Splicing failed or the output broke: read plainly from the next batch on (the park is
+    /// not used again; what waits there is in the copy too).
     fall_back: bool,
     /// The output is gone: bytes are only taken out of the input.
     broken: bool,
 }
 
 impl Mover<'_> {
+    fn new<'a>(
+        #[cfg(target_os = "linux")] tee: Option<&'a mut tee::TeeInput>,
+        outbox: &'a Outbox,
+        batch: &'a Batch,
+    ) -> Mover<'a> {
+        Mover {
+            #[cfg(target_os = "linux")]
+            tee,
+            outbox,
+            buf: &batch.buf,
+            held: batch.held,
+            pipe_at: batch.held,
+            sent: batch.sent,
+            park_at: batch.sent,
+            park_end: batch.sent + batch.parked,
+            fall_back: false,
+            broken: false,
+        }
+    }
+
+    /// Bytes still waiting in the park.
+    fn parked(&self) -> usize {
+        self.park_end - self.park_at
+    }
+
+    fn write(&mut self, range: Range<usize>) {
+        if !range.is_empty() && !self.broken && !self.outbox.write_held(&self.buf[range]) {
+            self.broken = true;
+            self.fall_back = true;
+        }
+    }
+
+    /// Splices `len` bytes on (from the park or the input); how many moved. On an error the
+    /// output is marked broken or the batch falls back to writing from its copy.
+    #[cfg(target_os = "linux")]
+    fn splice(&mut self, from_park: bool, len: usize) -> usize {
+        let Some(tee) = self.tee.as_deref_mut() else {
+            return 0;
+        };
+        if self.fall_back || self.broken {
+            return 0;
+        }
+        let (moved, error) = self
+            .outbox
+            .with_sink(|sink| match from_park {
+                true => tee.unpark_to(sink.as_fd(), len),
+                false => tee.splice_to(sink.as_fd(), len),
+            })
+            .unwrap_or((0, Some(rustix::io::Errno::PIPE)));
+        match error {
+            None => {}
+            Some(rustix::io::Errno::PIPE) => {
+                self.outbox.set_broken();
+                self.broken = true;
+                self.fall_back = true;
+            }
+            // The output takes no splice (or it failed otherwise): copy from here on.
+            Some(_) => self.fall_back = true,
+        }
+        moved
+    }
+
     fn forward(&mut self, range: Range<usize>) {
         let range = range.start.max(self.sent)..range.end;
         if range.is_empty() {
             return;
         }
-        let own = range.start..range.end.min(self.held);
-        if !own.is_empty() && !self.broken && !self.outbox.write_held(&self.buf[own]) {
-            self.broken = true;
-            self.fall_back = true;
+        // Waiting in the park.
+        let parked = range.start..range.end.min(self.park_end);
+        if !parked.is_empty() {
+            self.drop_to(parked.start);
+            #[cfg(target_os = "linux")]
+            {
+                let moved = self.splice(true, parked.len());
+                self.park_at += moved;
+            }
+            let from = self.park_at;
+            self.drop_to(parked.end);
+            self.write(from..parked.end);
         }
+        // Only in the copy.
+        let own = range.start.max(self.park_end)..range.end.min(self.held);
+        self.write(own);
+        // Still in the input.
         let piped = range.start.max(self.held)..range.end;
         if piped.is_empty() {
             return;
         }
         self.drop_to(piped.start);
         #[cfg(target_os = "linux")]
-        if let Some(tee) = self.tee.as_deref_mut()
-            && !self.fall_back
         {
-            let len = piped.len();
-            let (moved, error) = self
-                .outbox
-                .with_sink(|sink| tee.splice_to(sink.as_fd(), len))
-                .unwrap_or((0, Some(rustix::io::Errno::PIPE)));
+            let moved = self.splice(false, piped.len());
             self.pipe_at += moved;
-            match error {
-                None => return,
-                Some(rustix::io::Errno::PIPE) => {
-                    self.outbox.set_broken();
-                    self.broken = true;
-                }
-                // The output takes no splice (or it failed otherwise): copy from here on.
-                Some(_) => {}
-            }
-            self.fall_back = true;
         }
         let from = self.pipe_at;
         self.drop_to(piped.end);
-        if !self.broken && !self.outbox.write_held(&self.buf[from..piped.end]) {
-            self.broken = true;
-            self.fall_back = true;
-        }
+        self.write(from..piped.end);
     }
 
     /// A line of ours.
@@ -670,8 +730,20 @@ impl Mover<'_> {
         }
     }
 
-    /// Takes the input's bytes before `buf[to]` out of it, unsent (their copy is in `buf`).
+    /// Takes the bytes before `buf[to]` out of the park and the input, unsent (their copy is
+    /// in `buf`).
     fn drop_to(&mut self, to: usize) {
+        let park_to = to.min(self.park_end);
+        if park_to > self.park_at {
+            #[cfg(target_os = "linux")]
+            if let Some(tee) = self.tee.as_deref_mut()
+                && !self.fall_back
+                && tee.unpark_discard(park_to - self.park_at).is_err()
+            {
+                self.fall_back = true;
+            }
+            self.park_at = park_to;
+        }
         if to <= self.pipe_at {
             return;
         }
@@ -680,6 +752,51 @@ impl Mover<'_> {
             && tee.discard(to - self.pipe_at).is_err()
         {
             // The input failed under us: what is left of it is lost, as a failed read loses it.
+            self.fall_back = true;
+        }
+        self.pipe_at = to;
+    }
+
+    /// Takes the incomplete line `buf[from..]` out of the input to wait for its end: into the
+    /// park while every byte of it taken before is there too and it has room, the rest only
+    /// into the copy. Returns the bytes waiting in the park (they start at `from`).
+    fn hold_rest(&mut self, from: usize) -> usize {
+        self.drop_to(from);
+        let end = self.buf.len();
+        if self.parked() == 0 {
+            // An empty park starts where the line's first byte not in the copy alone is.
+            self.park_at = self.pipe_at.max(from);
+            self.park_end = self.park_at;
+        }
+        #[cfg(target_os = "linux")]
+        if self.park_end == self.pipe_at
+            && self.park_at == from
+            && !self.fall_back
+            && let Some(tee) = self.tee.as_deref_mut()
+        {
+            let moved = tee.park(end - self.pipe_at);
+            self.pipe_at += moved;
+            self.park_end += moved;
+        }
+        self.drop_to_input_only(end);
+        if self.park_at != from && self.parked() > 0 {
+            // Not where the line starts (never expected): out of the park with them, the copy
+            // serves.
+            let park_end = self.park_end;
+            self.drop_to(park_end);
+        }
+        if self.fall_back { 0 } else { self.parked() }
+    }
+
+    /// As [`Mover::drop_to`], for the input alone (the park keeps its bytes).
+    fn drop_to_input_only(&mut self, to: usize) {
+        if to <= self.pipe_at {
+            return;
+        }
+        #[cfg(target_os = "linux")]
+        if let Some(tee) = self.tee.as_deref_mut()
+            && tee.discard(to - self.pipe_at).is_err()
+        {
             self.fall_back = true;
         }
         self.pipe_at = to;
@@ -728,6 +845,7 @@ fn pump(shared: &Shared, side: Side, input: OwnedFd) {
                         .log
                         .line(format_args!("looking at the {side:?} side failed: {e}"));
                     batch.buf.truncate(batch.held);
+                    batch.parked = 0;
                     source.fall_back(&shared.log, side);
                     continue;
                 }

@@ -30,6 +30,11 @@ pub struct TeeInput {
     scratch_write: OwnedFd,
     /// Where discarded bytes are spliced to, unread (`/dev/null`), when it can be opened.
     null: Option<OwnedFd>,
+    /// A pipe of ours where the bytes of a line held until it ends wait (read end, write end),
+    /// made when first needed, so they too move without a copy.
+    park: Option<(OwnedFd, OwnedFd)>,
+    /// The park could not be made: held bytes are only in the shim's copy.
+    no_park: bool,
     trash: Vec<u8>,
 }
 
@@ -56,6 +61,8 @@ impl TeeInput {
             scratch_read,
             scratch_write,
             null,
+            park: None,
+            no_park: false,
             trash: Vec::new(),
         })
     }
@@ -98,41 +105,101 @@ impl TeeInput {
     /// Moves `len` bytes from the front of the input to `out`. On an error, the bytes moved
     /// before it are counted in the `usize`.
     pub fn splice_to(&self, out: BorrowedFd<'_>, len: usize) -> (usize, Option<Errno>) {
-        let mut moved = 0;
-        while moved < len {
-            match rustix::pipe::splice(&self.input, None, out, None, len - moved, SpliceFlags::MOVE)
-            {
-                // The bytes are in the input (they were peeked): none coming means no input.
-                Ok(0) => return (moved, Some(Errno::IO)),
-                Ok(n) => moved += n,
-                Err(Errno::INTR) => {}
-                Err(e) => return (moved, Some(e)),
-            }
-        }
-        (moved, None)
+        splice_all(self.input.as_fd(), out, len)
     }
 
-    /// Drops `len` bytes from the front of the input (their copy was peeked already): spliced
-    /// into `/dev/null`, else read.
+    /// Drops `len` bytes from the front of the input (their copy was peeked already).
     pub fn discard(&mut self, len: usize) -> io::Result<()> {
-        let mut left = len;
-        if let Some(null) = &self.null {
-            let (moved, error) = self.splice_to(null.as_fd(), left);
-            left -= moved;
-            if error.is_some() {
-                self.null = None;
-            }
-        }
-        self.trash.resize(left.min(64 * 1024), 0);
-        while left > 0 {
-            let chunk = left.min(self.trash.len());
-            match rustix::io::read(self.input.as_fd(), &mut self.trash[..chunk]) {
-                Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
-                Ok(n) => left -= n,
-                Err(Errno::INTR) => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Ok(())
+        drain(self.input.as_fd(), len, &mut self.null, &mut self.trash)
     }
+
+    /// Moves up to `len` bytes from the front of the input into the park, as many as it has
+    /// room for (never waiting); how many moved.
+    pub fn park(&mut self, len: usize) -> usize {
+        if self.park.is_none() && !self.no_park {
+            match rustix::pipe::pipe_with(PipeFlags::CLOEXEC) {
+                Ok((read, write)) => {
+                    let _ = rustix::pipe::fcntl_setpipe_size(&write, SCRATCH_SIZE);
+                    self.park = Some((read, write));
+                }
+                Err(_) => self.no_park = true,
+            }
+        }
+        let Some((_, park)) = &self.park else {
+            return 0;
+        };
+        let mut moved = 0;
+        while moved < len {
+            let flags = SpliceFlags::MOVE | SpliceFlags::NONBLOCK;
+            match rustix::pipe::splice(&self.input, None, park, None, len - moved, flags) {
+                Ok(0) => break,
+                Ok(n) => moved += n,
+                Err(Errno::INTR) => {}
+                // Full (`EAGAIN`) or anything else: the rest stays in the input.
+                Err(_) => break,
+            }
+        }
+        moved
+    }
+
+    /// Moves `len` bytes from the front of the park to `out` (as [`TeeInput::splice_to`]).
+    pub fn unpark_to(&self, out: BorrowedFd<'_>, len: usize) -> (usize, Option<Errno>) {
+        match &self.park {
+            Some((park, _)) => splice_all(park.as_fd(), out, len),
+            None => (0, Some(Errno::BADF)),
+        }
+    }
+
+    /// Drops `len` bytes from the front of the park.
+    pub fn unpark_discard(&mut self, len: usize) -> io::Result<()> {
+        match &self.park {
+            Some((park, _)) => drain(park.as_fd(), len, &mut self.null, &mut self.trash),
+            None => Err(io::ErrorKind::NotFound.into()),
+        }
+    }
+}
+
+/// Moves `len` bytes from the pipe `from` to `out`, waiting as a write would. On an error, the
+/// bytes moved before it are counted in the `usize`.
+fn splice_all(from: BorrowedFd<'_>, out: BorrowedFd<'_>, len: usize) -> (usize, Option<Errno>) {
+    let mut moved = 0;
+    while moved < len {
+        match rustix::pipe::splice(from, None, out, None, len - moved, SpliceFlags::MOVE) {
+            // The bytes are in the pipe (they were peeked): none coming means it failed.
+            Ok(0) => return (moved, Some(Errno::IO)),
+            Ok(n) => moved += n,
+            Err(Errno::INTR) => {}
+            Err(e) => return (moved, Some(e)),
+        }
+    }
+    (moved, None)
+}
+
+/// Drops `len` bytes from the front of the pipe `from`: spliced into `/dev/null` (`null`, given
+/// up on its first error), else read into `trash`.
+fn drain(
+    from: BorrowedFd<'_>,
+    len: usize,
+    null: &mut Option<OwnedFd>,
+    trash: &mut Vec<u8>,
+) -> io::Result<()> {
+    let mut left = len;
+    if let Some(sink) = null {
+        let (moved, error) = splice_all(from, sink.as_fd(), left);
+        left -= moved;
+        if error.is_some() {
+            *null = None;
+        }
+    }
+    trash.resize(left.min(64 * 1024), 0);
+    while left > 0 {
+        let chunk = left.min(trash.len());
+        match rustix::io::read(from, &mut trash[..chunk]) {
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => left -= n,
+            Err(Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
 }

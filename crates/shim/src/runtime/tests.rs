@@ -376,3 +376,25 @@ fn an_output_that_takes_no_splice_gets_the_bytes_written_and_reads_go_plain() {
     }
     assert!(contains(&got, b"\nend\n"));
 }
+
+#[test]
+fn held_lines_longer_than_the_park_and_dropped_held_lines_come_out_right() {
+    let mut rig = Rig::new();
+    let held = [b"H".as_slice(), &vec![b'h'; 2_500_000], b"\n"].concat();
+    let dropped = [b"DROP".as_slice(), &vec![b'd'; 300_000], b"\n"].concat();
+    let input = [
+        b"a\n".as_slice(),
+        &held,
+        &dropped,
+        b"b\n",
+        &dropped,
+        &held,
+        b"ECHO 1\n",
+    ]
+    .concat();
+    rig.write(&input, 65_537);
+    let got = rig.finish();
+    let expected = [b"a\n".as_slice(), &held, b"b\n", &held, b"ECHO 1\nours 1\n"].concat();
+    assert_eq!(got.len(), expected.len());
+    assert!(got == expected, "held lines whole, dropped ones gone");
+}
