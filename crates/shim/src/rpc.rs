@@ -248,5 +248,18 @@ mod tests {
         );
         assert_eq!(leading_method(br#"{"id":0,"method":"x"}"#), None);
         assert_eq!(leading_method(br#"{"method":"a\"b"}"#), None);
+        let reads_completed = |method: &str| method == "turn/completed";
+        assert!(unread_by_its_head(
+            br#"{"method":"item/agentMessage/delta","params":{"delta":"xx"#,
+            reads_completed
+        ));
+        assert!(!unread_by_its_head(
+            br#"{"method":"turn/completed","params":{"#,
+            reads_completed
+        ));
+        assert!(
+            !unread_by_its_head(br#"{"id":"xagent-1","result":{"#, |_| false),
+            "a response waits to be whole"
+        );
     }
 }
