@@ -381,6 +381,8 @@ impl Bench {
             }
         }
         let medians: Vec<f64> = speeds.iter_mut().map(|s| quantile(s, 0.5)).collect();
+        // The least disturbed run of each (the machine's other work only ever slows a run).
+        let best: Vec<f64> = speeds.iter_mut().map(|s| quantile(s, 1.0)).collect();
         // ms of CPU per MB moved: everything, and the middle process alone (its children's
         // CPU beyond the plain pipe's, whose only child is the agent).
         let per_mb = |seconds: f64| 1000.0 * seconds / (mb * RUNS as f64);
@@ -399,12 +401,22 @@ impl Bench {
                 )
             };
             println!(
-                "  {name:34} {:6.0} MB/s  ({:3.0} % of the pipe)   CPU ms per MB: all {:.2}{middle}",
+                "  {name:34} {:6.0} MB/s  ({:3.0} % of the pipe; best run {:3.0} %)   CPU ms per \
+                 MB: all {:.2}{middle}",
                 medians[i],
                 100.0 * medians[i] / medians[0],
+                100.0 * best[i] / best[0],
                 per_mb(cpu[i].0),
             );
         }
+        // Where the CPUs are the limit (a busy machine), throughput goes as 1 / CPU per MB.
+        println!(
+            "  bound by CPU alone: the shim could reach {:.0} % of the pipe, a tee-read-splice \
+             relay {:.0} %, a byte relay {:.0} %",
+            100.0 * cpu[0].0 / cpu[3].0,
+            100.0 * cpu[0].0 / cpu[2].0,
+            100.0 * cpu[0].0 / cpu[1].0
+        );
         println!(
             "  shim / plain pipe = {:.0} %   (floor: ≥ 90 %)   shim / byte relay = {:.0} %   \
              shim / tee-read-splice relay = {:.0} %",
