@@ -202,7 +202,12 @@ impl Rig {
     }
 
     /// Closes the input and returns everything the agent received once its stdin closed.
-    fn finish(mut self) -> Vec<u8> {
+    fn finish(self) -> Vec<u8> {
+        self.finish_with_log().0
+    }
+
+    /// As [`Rig::finish`], with the shim's log.
+    fn finish_with_log(mut self) -> (Vec<u8>, String) {
         self.input = None;
         for thread in self.threads.drain(..) {
             thread.join().unwrap();
@@ -212,7 +217,7 @@ impl Rig {
             state.closed,
             "the agent's stdin closed after the input's end"
         );
-        state.bytes.clone()
+        (state.bytes.clone(), self.log())
     }
 
     fn log(&self) -> String {
@@ -309,8 +314,7 @@ fn lines_keep_their_places(mut rig: Rig) -> String {
     rig.write(b"first\n", 64);
     rig.write(&input, 4093);
     injector.join().unwrap();
-    let log = rig.log();
-    let got = rig.finish();
+    let (got, log) = rig.finish_with_log();
     // Our injected lines come whole, in their order, between lines; without them the bytes are
     // the input's minus the dropped lines, plus the `ours` lines right after their `ECHO`.
     let mut rest = Vec::new();
