@@ -5,11 +5,11 @@
 //! (pipe → shim → pipe); this copies it once. Lines of our own and lines the adapter drops are
 //! handled between splices, at line boundaries, so the order on the wire is what the adapter
 //! decided ([`super::Shared::take_lines`]). A line that must be whole before it goes on waits in
-//! a pipe of ours (the *park*, up to 1 MB; beyond that in the shim's copy) and is spliced on
+//! a pipe of ours (the *park*, up to 256 KB; beyond that in the shim's copy) and is spliced on
 //! from there; bytes of dropped lines are spliced into `/dev/null`.
 //!
-//! Measured (`benches/shim.rs`, `strace -c`): widening the pipes to 1 MB cut wake-ups but made
-//! the run slower here, so only the scratch pipe and the park (ours alone) are widened.
+//! Measured (`benches/shim.rs`): widening the agent's pipes to 1 MB cut wake-ups but made the
+//! run slower here (34–35 % of the pipe against 46–52 %, the same CPU), so they stay as made.
 //!
 //! When the input is no pipe (a socket, a file), [`TeeInput::new`] declines and the pump reads
 //! as everywhere else; when the output takes no splice, the batch's bytes are written from the
@@ -21,11 +21,12 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::io::Errno;
 use rustix::pipe::{PipeFlags, SpliceFlags};
 
-/// Bytes duplicated (and so looked at) per round: enough that a round's syscalls are few, small
-/// enough that the shim's copy stays small.
-const TEE_MAX: usize = 256 * 1024;
-/// The scratch pipe holds a whole round (a pipe's default 64 KB would cut rounds short).
-const SCRATCH_SIZE: usize = 1024 * 1024;
+/// Bytes duplicated (and so looked at) per round, at most: a round takes what the input holds.
+const TEE_MAX: usize = 1024 * 1024;
+/// The park's size: a held line up to this long moves on without a copy, a longer one's rest
+/// waits in the shim's copy. Kept small because a widened pipe is charged to the user's pipe
+/// quota (`/proc/sys/fs/pipe-user-pages-soft`, 64 MB) for as long as the shim lives.
+const PARK_SIZE: usize = 256 * 1024;
 
 /// An input pipe looked at through a scratch pipe.
 #[derive(Debug)]
@@ -53,8 +54,15 @@ impl TeeInput {
         let Ok((scratch_read, scratch_write)) = rustix::pipe::pipe_with(PipeFlags::CLOEXEC) else {
             return Err(input);
         };
-        // A smaller scratch pipe only means shorter rounds.
-        let _ = rustix::pipe::fcntl_setpipe_size(&scratch_write, SCRATCH_SIZE);
+        // The scratch pipe takes a copy of everything the input holds (a round), and no more:
+        // widened only when the input is wider than a new pipe (an error means shorter rounds).
+        if let (Ok(wanted), Ok(has)) = (
+            rustix::pipe::fcntl_getpipe_size(&input),
+            rustix::pipe::fcntl_getpipe_size(&scratch_write),
+        ) && wanted > has
+        {
+            let _ = rustix::pipe::fcntl_setpipe_size(&scratch_write, wanted);
+        }
         let null = rustix::fs::open(
             "/dev/null",
             rustix::fs::OFlags::WRONLY | rustix::fs::OFlags::CLOEXEC,
@@ -124,7 +132,7 @@ impl TeeInput {
         if self.park.is_none() && !self.no_park {
             match rustix::pipe::pipe_with(PipeFlags::CLOEXEC) {
                 Ok((read, write)) => {
-                    let _ = rustix::pipe::fcntl_setpipe_size(&write, SCRATCH_SIZE);
+                    let _ = rustix::pipe::fcntl_setpipe_size(&write, PARK_SIZE);
                     self.park = Some((read, write));
                 }
                 Err(_) => self.no_park = true,
