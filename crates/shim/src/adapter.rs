@@ -80,6 +80,17 @@ pub trait PanelAdapter: Send {
 
     /// The sessions the process hosts, for the registration.
     fn sessions(&self) -> Vec<PanelSession>;
+
+    /// Whether a long line from `side` still arriving (`head` is what came so far, without a
+    /// newline) may pass on before it is whole: true only when its head alone shows that the
+    /// adapter neither reads nor drops it. The runtime then streams a 1 MB line through instead
+    /// of holding it (and still hands it over once it ends). A line that matters must wait to be
+    /// whole: a line of ours decided while it streams would reach the wire after it, though the
+    /// adapter decided it first. The default holds every line.
+    fn forwards_unseen(&self, side: Side, head: &[u8]) -> bool {
+        let _ = (side, head);
+        false
+    }
 }
 
 /// The last words on an `answer_approval` connection: taken (`refused` is `None`) or why not,

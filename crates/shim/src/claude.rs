@@ -128,12 +128,33 @@ struct Approval {
     owner: Option<InjectionId>,
 }
 
+/// The top-level type of a line that starts `{"type":"…"` (as the CLI and the SDK write every
+/// line but `result`), read from its head alone: a 1 MB image or tool result is then never
+/// scanned. `None` when the line starts any other way.
+fn leading_type(line: &[u8]) -> Option<&[u8]> {
+    let rest = line.strip_prefix(br#"{"type":""#)?;
+    let end = memchr::memchr2(b'"', b'\\', rest)?;
+    // The type is followed by the next key or the object's end; anything else is no head we know.
+    (rest[end] == b'"' && matches!(rest.get(end + 1), Some(b',' | b'}'))).then(|| &rest[..end])
+}
+
+/// What the adapter does with a line, decided before (or instead of) parsing it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Look {
+    /// Nothing in it matters: forward it unread.
+    Skip,
+    /// A user line from the extension: a human's turn (its head says so; the rest is content).
+    HumanTurn,
+    /// Parse it.
+    Parse,
+}
+
 /// Cheap checks on a line before it is parsed.
 struct Needles {
-    user: memmem::Finder<'static>,
     result: memmem::Finder<'static>,
     system: memmem::Finder<'static>,
     control: memmem::Finder<'static>,
+    user: memmem::Finder<'static>,
 }
 
 impl Needles {
@@ -146,18 +167,38 @@ impl Needles {
         }
     }
 
-    /// Whether a line from `side` may be one the adapter reads. The CLI and the SDK write
-    /// compact JSON, so a type is always spelled `"type":"…"`.
-    fn may_matter(&self, side: Side, line: &[u8]) -> bool {
-        match side {
-            Side::Extension => self.user.find(line).is_some() || self.control.find(line).is_some(),
-            Side::Agent => {
+    /// How a line from `side` is looked at. The CLI and the SDK write compact JSON, so a type is
+    /// always spelled `"type":"…"`; most lines name it first, and then the head decides alone.
+    /// A `result` line names it late (`observed/claude.md` §1), so a line whose head is no type
+    /// is searched for the types that matter.
+    fn look(&self, side: Side, line: &[u8]) -> Look {
+        match (side, leading_type(line)) {
+            (Side::Extension, Some(b"user")) => Look::HumanTurn,
+            (Side::Extension, Some(b"control_response"))
+            | (
+                Side::Agent,
+                Some(b"result" | b"system" | b"control_request" | b"control_cancel_request"),
+            ) => Look::Parse,
+            (_, Some(_)) => Look::Skip,
+            (Side::Extension, None) => {
+                if self.user.find(line).is_some() || self.control.find(line).is_some() {
+                    Look::Parse
+                } else {
+                    Look::Skip
+                }
+            }
+            (Side::Agent, None) => {
                 // `control_request`/`control_cancel_request` and `system/init` are short lines;
                 // a `result` line carries the answer. The long lines (assistant text, tool
                 // results) carry none of these at the top level.
-                self.result.find(line).is_some()
+                if self.result.find(line).is_some()
                     || self.control.find(line).is_some()
                     || self.system.find(line).is_some()
+                {
+                    Look::Parse
+                } else {
+                    Look::Skip
+                }
             }
         }
     }
@@ -303,14 +344,17 @@ impl ClaudeAdapter {
         out.push(Action::SessionsChanged);
     }
 
+    /// A user line from the extension: the human typed, and the CLI runs one more turn.
+    fn on_human_turn(&mut self, now_ms: u64, out: &mut Vec<Action>) {
+        self.last_human_input_ms = Some(now_ms);
+        self.has_history = true;
+        self.turns.push_back(Owner::Human);
+        out.push(Action::SessionsChanged);
+    }
+
     fn on_extension_line(&mut self, parsed: Line, now_ms: u64, out: &mut Vec<Action>) {
         match parsed.kind.as_deref() {
-            Some("user") => {
-                self.last_human_input_ms = Some(now_ms);
-                self.has_history = true;
-                self.turns.push_back(Owner::Human);
-                out.push(Action::SessionsChanged);
-            }
+            Some("user") => self.on_human_turn(now_ms, out),
             Some("control_response") => {
                 let Some(response) = parsed.response else {
                     return;
@@ -468,12 +512,16 @@ impl PanelAdapter for ClaudeAdapter {
         self.last_activity_ms = Some(now_ms);
         let start = out.len();
         let first = side == Side::Extension && !self.extension_spoke;
-        if self.needles.may_matter(side, line)
-            && let Ok(parsed) = serde_json::from_slice::<Line>(line)
-        {
-            match side {
-                Side::Extension => self.on_extension_line(parsed, now_ms, out),
-                Side::Agent => self.on_agent_line(parsed, now_ms, out),
+        match self.needles.look(side, line) {
+            Look::Skip => {}
+            Look::HumanTurn => self.on_human_turn(now_ms, out),
+            Look::Parse => {
+                if let Ok(parsed) = serde_json::from_slice::<Line>(line) {
+                    match side {
+                        Side::Extension => self.on_extension_line(parsed, now_ms, out),
+                        Side::Agent => self.on_agent_line(parsed, now_ms, out),
+                    }
+                }
             }
         }
         // The line itself goes first: a turn ended by it or the extension's first line lets
@@ -628,6 +676,12 @@ impl PanelAdapter for ClaudeAdapter {
             }
         }
         self.approvals.clear();
+    }
+
+    /// A line whose head names a type nothing here reads (an assistant message, a tool
+    /// result from the CLI); never a user line from the extension, which starts a turn.
+    fn forwards_unseen(&self, side: Side, head: &[u8]) -> bool {
+        leading_type(head).is_some() && self.needles.look(side, head) == Look::Skip
     }
 
     fn sessions(&self) -> Vec<PanelSession> {

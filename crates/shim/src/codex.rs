@@ -1239,6 +1239,12 @@ impl PanelAdapter for CodexAdapter {
         }
     }
 
+    fn forwards_unseen(&self, side: Side, head: &[u8]) -> bool {
+        rpc::unread_by_its_head(head, |method| {
+            rpc::RpcWire::reads(self, side, Some(method), None)
+        })
+    }
+
     fn sessions(&self) -> Vec<PanelSession> {
         self.threads
             .iter()

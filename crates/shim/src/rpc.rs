@@ -66,6 +66,14 @@ pub(crate) fn leading_method(line: &[u8]) -> Option<&str> {
     std::str::from_utf8(&rest[..end]).ok()
 }
 
+/// Whether a line's head alone (`{"method":"…"`, the rest still to come) shows that the wire
+/// will not read it (`reads` says which methods it reads): such a line is forwarded unread, and
+/// may pass on before it ends ([`crate::adapter::PanelAdapter::forwards_unseen`]). A line that
+/// starts any other way (a response, an id first) waits to be whole.
+pub(crate) fn unread_by_its_head(head: &[u8], reads: impl Fn(&str) -> bool) -> bool {
+    leading_method(head).is_some_and(|method| !reads(method))
+}
+
 /// Whether the adapter reading `method`/`id` (as `reads` decides) needs the line parsed.
 pub(crate) fn needs_reading(
     line: &[u8],
@@ -240,5 +248,18 @@ mod tests {
         );
         assert_eq!(leading_method(br#"{"id":0,"method":"x"}"#), None);
         assert_eq!(leading_method(br#"{"method":"a\"b"}"#), None);
+        let reads_completed = |method: &str| method == "turn/completed";
+        assert!(unread_by_its_head(
+            br#"{"method":"item/agentMessage/delta","params":{"delta":"xx"#,
+            reads_completed
+        ));
+        assert!(!unread_by_its_head(
+            br#"{"method":"turn/completed","params":{"#,
+            reads_completed
+        ));
+        assert!(
+            !unread_by_its_head(br#"{"id":"xagent-1","result":{"#, |_| false),
+            "a response waits to be whole"
+        );
     }
 }

@@ -431,3 +431,43 @@ fn a_gone_connection_is_not_reported_to_but_its_turn_is_kept() {
     assert_eq!(events(&out), vec![]);
     assert_eq!(adapter.sessions()[0].state, PanelSessionState::Idle);
 }
+
+#[test]
+fn a_lines_head_decides_how_it_is_read_and_whether_it_may_stream_before_it_ends() {
+    let mut adapter = spoken();
+    // A 1 MB pasted image from the extension: a human's turn, told by its head alone.
+    let image = format!(
+        r#"{{"type":"user","message":{{"role":"user","content":[{{"type":"image","source":{{"data":"{}"}}}}]}}}}"#,
+        "QUJD".repeat(256 * 1024)
+    );
+    assert_eq!(
+        feed(&mut adapter, Side::Extension, &image),
+        vec![Action::Forward, Action::SessionsChanged]
+    );
+    let out = inject(&mut adapter, 1, injection("d1", InjectionKind::Request));
+    assert_eq!(
+        events(&out),
+        vec![(1, accepted(None, true))],
+        "the human's turn runs"
+    );
+
+    let head = |line: &str| line.as_bytes()[..line.len().min(40)].to_vec();
+    let tool_result = r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","content":"xxxxxxxxxxxxxxxx"}]}}"#;
+    // Lines nothing here reads stream; the ones that matter (a turn, an answer, a result, an
+    // approval) wait to be whole.
+    assert!(adapter.forwards_unseen(Side::Agent, &head(tool_result)));
+    assert!(adapter.forwards_unseen(Side::Agent, &head(ASSISTANT)));
+    assert!(!adapter.forwards_unseen(Side::Extension, &head(&image)));
+    assert!(!adapter.forwards_unseen(Side::Agent, &head(&result("done"))));
+    assert!(!adapter.forwards_unseen(Side::Agent, &head(PERMISSION)));
+    assert!(!adapter.forwards_unseen(Side::Agent, &head(SYSTEM_INIT)));
+    assert!(
+        !adapter.forwards_unseen(Side::Agent, br#"{"type":"assis"#),
+        "an unfinished type"
+    );
+    assert_eq!(leading_type(br#"{"type":"result" broken"#), None);
+    assert_eq!(
+        leading_type(br#"{"type":"result"}"#),
+        Some(b"result".as_slice())
+    );
+}

@@ -25,7 +25,7 @@ pub struct Pieces {
 }
 
 #[derive(Debug)]
-enum Piece {
+pub enum Piece {
     Range(Range<usize>),
     Owned(Vec<u8>),
 }
@@ -44,6 +44,11 @@ impl Pieces {
     fn push_line(&mut self, mut line: Vec<u8>) {
         line.push(b'\n');
         self.pieces.push(Piece::Owned(line));
+    }
+
+    /// The pieces in order.
+    pub fn into_pieces(self) -> Vec<Piece> {
+        self.pieces
     }
 
     /// True when the pieces are exactly `buf[..end]`: the buffer itself can be handed over.
@@ -81,6 +86,17 @@ impl Pieces {
     }
 }
 
+/// Where a line is in its batch, and when it was read.
+#[derive(Debug, Clone)]
+pub struct LineAt {
+    pub range: Range<usize>,
+    /// One clock reading per batch.
+    pub now: u64,
+    /// Its head has passed on already ([`PanelAdapter::forwards_unseen`]): it is forwarded
+    /// whatever the adapter says.
+    pub committed: bool,
+}
+
 /// Where one batch's output goes.
 #[derive(Debug, Default)]
 pub struct Routed {
@@ -100,6 +116,9 @@ pub struct Core {
     registration: PanelRegistration,
     /// The sessions changed since the registration was last written.
     registration_stale: bool,
+    /// The registration's writer was woken for the current staleness (a wake-up is a syscall,
+    /// and a busy stream marks it stale with nearly every batch).
+    stale_signalled: bool,
     paths: Paths,
     scratch: Vec<Action>,
 }
@@ -119,6 +138,7 @@ impl Core {
             next_id: 1,
             registration,
             registration_stale: false,
+            stale_signalled: false,
             paths,
             scratch: Vec::new(),
         }
@@ -137,22 +157,26 @@ impl Core {
         registration
     }
 
-    /// A line of `side` (without its newline) at `range` of the batch buffer.
+    /// A line of `side` (without its newline) at `at.range` of the batch buffer.
     pub fn on_line(
         &mut self,
         side: Side,
         line: &[u8],
-        range: Range<usize>,
+        at: LineAt,
         routed: &mut Routed,
         log: &ShimLog,
     ) {
+        let LineAt {
+            range,
+            now,
+            committed,
+        } = at;
         if !self.intercepting {
             forward(side, range, routed);
             return;
         }
         let mut actions = std::mem::take(&mut self.scratch);
         actions.clear();
-        let now = now_ms();
         let adapter = &mut self.adapter;
         let result = catch_unwind(AssertUnwindSafe(|| {
             adapter.on_line(side, line, now, &mut actions)
@@ -162,8 +186,21 @@ impl Core {
             forward(side, range, routed);
             return;
         }
+        if committed && !actions.contains(&Action::Forward) {
+            actions.insert(0, Action::Forward);
+        }
         self.apply(&mut actions, Some((side, range)), routed);
         self.scratch = actions;
+    }
+
+    /// Whether the head of a line still arriving may pass on before the line is whole (always,
+    /// once interception stopped: every byte passes then).
+    pub fn forwards_unseen(&mut self, side: Side, head: &[u8]) -> bool {
+        if !self.intercepting {
+            return true;
+        }
+        let adapter = &self.adapter;
+        catch_unwind(AssertUnwindSafe(|| adapter.forwards_unseen(side, head))).unwrap_or(false)
     }
 
     /// Registers a connection that waits for reports; its id.
@@ -271,12 +308,20 @@ impl Core {
         self.registration_stale && self.intercepting
     }
 
+    /// True once per staleness: whether the registration's writer is to be woken now.
+    pub fn signal_stale(&mut self) -> bool {
+        let signal = self.registration_stale() && !self.stale_signalled;
+        self.stale_signalled |= signal;
+        signal
+    }
+
     /// The registration to write now (the sessions as they are), if it changed.
     pub fn take_registration(&mut self) -> Option<PanelRegistration> {
         if !self.registration_stale() {
             return None;
         }
         self.registration_stale = false;
+        self.stale_signalled = false;
         self.registration.sessions = self.adapter.sessions();
         self.registration.updated_at_ms = now_ms();
         Some(self.registration.clone())

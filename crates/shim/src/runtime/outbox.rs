@@ -10,6 +10,12 @@
 //! slow pipe blocks exactly the side a plain pipe would block, and no thread waits on a pipe
 //! while another waits on it. Queued bytes above [`HIGH_WATER`] make the readers wait too,
 //! which keeps the shim's memory small when one end is slow.
+//!
+//! A reader whose bytes still sit in its input pipe (the Linux fast path, [`super::tee`]) cannot
+//! queue them: when the pen is taken it queues a *turn* instead ([`Outbox::reserve`]), and the
+//! writer hands it the pen when the turn comes up, after everything queued before it. A reader
+//! may also keep the pen between batches, while a long line streams through: nothing queued
+//! (an injected line) is written until that line has ended.
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -20,9 +26,17 @@ use std::time::{Duration, Instant};
 /// Bytes queued before a reader stops reading its side.
 pub const HIGH_WATER: usize = 1024 * 1024;
 
+/// What waits in the queue.
+#[derive(Debug)]
+enum Chunk {
+    Bytes(Vec<u8>),
+    /// The reader's turn: the pen goes to it here ([`Outbox::reserve`]).
+    Turn,
+}
+
 #[derive(Debug, Default)]
 struct Queue {
-    chunks: VecDeque<Vec<u8>>,
+    chunks: VecDeque<Chunk>,
     bytes: usize,
     /// Someone writes to the pipe now (the writer thread or a reader on the fast path).
     pen: bool,
@@ -32,6 +46,19 @@ struct Queue {
     broken: bool,
     /// The writer has returned and the pipe is closed.
     finished: bool,
+    /// The writer reached the reader's turn and handed it the pen.
+    handed: bool,
+}
+
+/// How the pen was had from [`Outbox::reserve`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pen {
+    /// Taken now.
+    Now,
+    /// Turn queued: [`Outbox::wait_turn`].
+    Queued,
+    /// The pipe is broken or closed: nothing more is written through the pen.
+    Unavailable,
 }
 
 #[derive(Debug)]
@@ -71,8 +98,77 @@ impl Outbox {
             return;
         }
         queue.bytes += chunk.len();
-        queue.chunks.push_back(chunk);
+        queue.chunks.push_back(Chunk::Bytes(chunk));
         self.changed.notify_all();
+    }
+
+    /// Takes the pen now (as [`Outbox::try_direct`]) or queues the caller's turn for it; call it
+    /// where a push would have been made (under the state lock). [`Pen::Queued`] is then
+    /// followed by [`Outbox::wait_turn`] (after the state lock is released).
+    pub fn reserve(&self) -> Pen {
+        let mut queue = self.lock();
+        if queue.broken || queue.closed {
+            return Pen::Unavailable;
+        }
+        if queue.chunks.is_empty() && !queue.pen {
+            queue.pen = true;
+            return Pen::Now;
+        }
+        queue.chunks.push_back(Chunk::Turn);
+        self.changed.notify_all();
+        Pen::Queued
+    }
+
+    /// Waits until the writer reaches the turn queued by [`Outbox::reserve`]; true with the pen
+    /// taken, false when the pipe broke first.
+    pub fn wait_turn(&self) -> bool {
+        let mut queue = self.lock();
+        while !queue.handed && !queue.broken {
+            queue = self
+                .changed
+                .wait(queue)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        std::mem::take(&mut queue.handed)
+    }
+
+    /// Writes with the pen held (taken by [`Outbox::reserve`] or [`Outbox::try_direct`], kept
+    /// until [`Outbox::release`]); false once the pipe is broken.
+    pub fn write_held(&self, bytes: &[u8]) -> bool {
+        if bytes.is_empty() {
+            return true;
+        }
+        let written = self.write_out(bytes);
+        if !written {
+            self.set_broken();
+        }
+        written
+    }
+
+    /// Runs `with` on the pipe, with the pen held; `None` once the pipe is closed.
+    pub fn with_sink<R>(&self, with: impl FnOnce(&File) -> R) -> Option<R> {
+        let sink = self.sink.lock().unwrap_or_else(PoisonError::into_inner);
+        sink.as_ref().map(with)
+    }
+
+    /// The pipe cannot be written (found by a holder of the pen).
+    pub fn set_broken(&self) {
+        let mut queue = self.lock();
+        queue.broken = true;
+        queue.chunks.clear();
+        queue.bytes = 0;
+        self.changed.notify_all();
+    }
+
+    /// Gives the pen back after [`Outbox::write_held`]s.
+    pub fn release(&self) {
+        let mut queue = self.lock();
+        queue.pen = false;
+        // Only the writer waits on the pen, and only with something to write (or to close):
+        // waking it after every batch would cost two context switches each.
+        if !queue.chunks.is_empty() || queue.closed {
+            self.changed.notify_all();
+        }
     }
 
     /// Takes the pen when nothing is queued and nobody writes: the caller then writes with
@@ -96,8 +192,11 @@ impl Outbox {
             queue.broken = true;
             queue.chunks.clear();
             queue.bytes = 0;
+            self.changed.notify_all();
+        } else if !queue.chunks.is_empty() || queue.closed {
+            // As in [`Outbox::release`].
+            self.changed.notify_all();
         }
-        self.changed.notify_all();
     }
 
     /// Nothing more will be pushed: the pipe closes once the queue is written.
@@ -147,9 +246,19 @@ impl Outbox {
                 let mut queue = self.lock();
                 loop {
                     if !queue.pen {
-                        if let Some(chunk) = queue.chunks.pop_front() {
-                            queue.pen = true;
-                            break Some(chunk);
+                        match queue.chunks.pop_front() {
+                            Some(Chunk::Bytes(chunk)) => {
+                                queue.pen = true;
+                                break Some(chunk);
+                            }
+                            Some(Chunk::Turn) => {
+                                // The reader's turn: it writes next, then gives the pen back.
+                                queue.pen = true;
+                                queue.handed = true;
+                                self.changed.notify_all();
+                                continue;
+                            }
+                            None => {}
                         }
                         if queue.closed || queue.broken {
                             break None;
