@@ -743,3 +743,188 @@ fn a_prompt_the_hub_refuses_is_reported_in_the_chat_and_logged() {
                 && d["session"] == claude_id.as_str())
     );
 }
+
+/// A photo from the phone is saved at its largest size (only that one downloaded), owner-only
+/// in the session's inbox, and the session reads it from there — the document path's twin.
+#[test]
+fn a_photo_from_the_phone_is_saved_at_its_largest_size_and_the_session_reads_it() {
+    let phone = Phone::start(PERSON, false);
+    std::fs::create_dir_all(phone.project.join(".claude")).unwrap();
+    std::fs::write(
+        phone.project.join(".claude/settings.json"),
+        json!({"permissions": {"allow": ["Bash(cat:*)"]}}).to_string(),
+    )
+    .unwrap();
+    let claude_id = phone.claude_session("seed the claude session for a photo");
+    let before = phone.api.sent().len();
+    phone.say(json!({"text": "/sessions"}));
+    let card = phone.card(before, &claude_id);
+
+    // Three sizes, as Telegram makes them (smallest first); the bytes say which one it is.
+    let thumb = phone.api.add_file(b"PHOTO-SIZE-THUMB\n");
+    let large = phone.api.add_file(b"PHOTO-SIZE-LARGEST-77\n");
+    let medium = phone.api.add_file(b"PHOTO-SIZE-MEDIUM\n");
+    phone.endpoint.push(
+        Rule::on_user_text("what does the photo show")
+            .tool_call(ToolCall::new(
+                "Bash",
+                json!({"command": "cat .cross-agent/inbox/*-photo.jpg", "description": "read"}),
+            ))
+            .once(),
+    );
+    phone.endpoint.push(
+        Rule::on_tool_result("PHOTO-SIZE-LARGEST-77")
+            .reply(Reply::echo_token("the photo shows PHOTO-SIZE-LARGEST-77"))
+            .once(),
+    );
+    let downloads = phone.api.downloads().len();
+    phone.say(json!({"caption": "what does the photo show",
+        "photo": [
+            {"file_id": thumb, "file_unique_id": "p1", "width": 90, "height": 60, "file_size": 17},
+            {"file_id": large, "file_unique_id": "p3", "width": 1280, "height": 853, "file_size": 22},
+            {"file_id": medium, "file_unique_id": "p2", "width": 320, "height": 213, "file_size": 18}
+        ],
+        "reply_to_message": phone.message_ref(card.message_id, None)}));
+    phone.wait_sent(before, "the photo shows PHOTO-SIZE-LARGEST-77", TURN_WAIT);
+
+    let inbox = phone.project.join(".cross-agent/inbox");
+    let saved: Vec<PathBuf> = std::fs::read_dir(&inbox)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with("-photo.jpg"))
+        .collect();
+    assert_eq!(saved.len(), 1, "{saved:?}");
+    assert_eq!(
+        std::fs::read(&saved[0]).unwrap(),
+        b"PHOTO-SIZE-LARGEST-77\n"
+    );
+    assert_eq!(
+        std::fs::metadata(&saved[0]).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    assert_eq!(
+        phone.api.downloads().len(),
+        downloads + 1,
+        "only the largest size is downloaded"
+    );
+    let prompts = phone.prompts_with("what does the photo show");
+    assert!(
+        prompts
+            .iter()
+            .any(|p| p.contains(&saved[0].display().to_string())),
+        "the prompt names the saved photo: {prompts:#?}"
+    );
+    assert!(
+        phone
+            .decisions()
+            .iter()
+            .any(|d| d["kind"] == "telegram_file"
+                && d["outcome"] == "saved"
+                && d["details"]["path"] == saved[0].display().to_string())
+    );
+
+    // Over the cap: refused with the cap stated, never downloaded.
+    let before = phone.api.sent().len();
+    let downloads = phone.api.downloads().len();
+    let big = phone.api.add_file(b"not really big");
+    phone.say(
+        json!({"photo": [{"file_id": big, "file_unique_id": "p4", "width": 9000,
+                                "height": 9000, "file_size": 25 * 1024 * 1024}],
+        "reply_to_message": phone.message_ref(card.message_id, None)}),
+    );
+    let (_, refused) = phone.wait_sent(before, "Not saved", WAIT);
+    assert!(
+        refused["text"].as_str().unwrap().contains("up to 20 MB"),
+        "{refused:#}"
+    );
+    assert_eq!(phone.api.downloads().len(), downloads);
+}
+
+/// A prompt from the phone whose turn is still running when the daemon is replaced
+/// (`cross-agent reload`): the successor, which now polls the bot, relays the answer to the
+/// chat, exactly once; the cards' buttons and the chat's Focus from before the reload work
+/// after it.
+#[test]
+fn a_phone_prompt_survives_a_daemon_reload_and_its_answer_is_relayed_once() {
+    let mut phone = Phone::start(PERSON, false);
+    let claude_id = phone.claude_session("seed the claude session for a reload");
+    let before = phone.api.sent().len();
+    phone.say(json!({"text": "/sessions"}));
+    let card = phone.card(before, &claude_id);
+    phone.tap(PERSON, &card, 2);
+    phone.wait_sent(before, "Plain messages in this chat now go to", WAIT);
+
+    // The answer is held back until the reload is under way.
+    let release = phone.state.with_file_name("release-the-answer");
+    phone.endpoint.push(
+        Rule::on_user_text("answer me across the reload")
+            .reply(Reply::echo_token("RELOAD-SURVIVED-ANSWER").after_file(&release))
+            .once(),
+    );
+    phone.say(json!({"text": "answer me across the reload"}));
+    let (_, receipt) = phone.wait_sent(before, "📨 Sent to", WAIT);
+    let receipt = receipt["text"].as_str().unwrap().to_owned();
+    let desk: Value =
+        serde_json::from_slice(&std::fs::read(phone.state.join("telegram/desk.json")).unwrap())
+            .unwrap();
+    let relay = &desk["relays"][0];
+    assert!(
+        receipt.contains(relay["delivery_id"].as_str().unwrap()),
+        "{desk:#}"
+    );
+    assert_eq!(relay["relayed_at_ms"], Value::Null);
+    assert_eq!(
+        std::fs::metadata(phone.state.join("telegram/desk.json"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777,
+        0o600
+    );
+
+    let reloaded = phone.command(&["reload"]).output().unwrap();
+    assert!(reloaded.status.success(), "{reloaded:?}");
+    std::fs::write(&release, b"go").unwrap();
+    phone.wait_sent(before, "RELOAD-SURVIVED-ANSWER", TURN_WAIT);
+    // The daemon that carried the turn has exited: nothing more can come from it.
+    let mut old = phone.daemon.take().unwrap();
+    let exited = old.wait().unwrap();
+    assert!(exited.success(), "{exited:?}");
+    let answers = phone
+        .api
+        .sent()
+        .iter()
+        .filter(|(_, b)| {
+            b["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("RELOAD-SURVIVED-ANSWER"))
+        })
+        .count();
+    assert_eq!(answers, 1, "the answer is posted once");
+    assert!(
+        phone
+            .decisions()
+            .iter()
+            .any(|d| d["kind"] == "telegram_prompt" && d["outcome"] == "rearmed"),
+        "the successor re-armed the wait"
+    );
+    let desk: Value =
+        serde_json::from_slice(&std::fs::read(phone.state.join("telegram/desk.json")).unwrap())
+            .unwrap();
+    assert!(desk["relays"][0]["relayed_at_ms"].is_i64(), "{desk:#}");
+
+    // Focus from before the reload: a plain message still goes to the session.
+    let before = phone.api.sent().len();
+    phone.endpoint.push(
+        Rule::on_user_text("still focused after the reload")
+            .reply(Reply::echo_token("FOCUS-KEPT"))
+            .once(),
+    );
+    phone.say(json!({"text": "still focused after the reload"}));
+    phone.wait_sent(before, "FOCUS-KEPT", TURN_WAIT);
+    // A button of a card posted before the reload still answers.
+    let before = phone.api.sent().len();
+    phone.tap(PERSON, &card, 1);
+    let status = phone.card(before, &claude_id);
+    assert!(status.text.contains("FOCUS-KEPT"), "{}", status.text);
+}
