@@ -276,6 +276,83 @@ async fn an_answer_without_the_request_id_is_marked_possibly_interim_and_watched
     );
 }
 
+/// The session index hears of new and deleted transcripts through file-system notifications,
+/// which a loaded machine delivers late (or a filesystem never): with them off and no re-walk
+/// due, a session another process wrote a moment ago is still found by its id, a name two new
+/// sessions share is still ambiguous, and a transcript deleted since is reported gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_index_that_heard_nothing_still_finds_new_sessions_and_sees_deleted_ones_gone() {
+    use cross_agent_protocol::bridge::RefusalReason;
+    use cross_agent_testkit::synthetic_stores::{ClaudeTranscript, now_millis};
+
+    let mut bridge = Bridge::start().await;
+    let _daemon = daemon_process(
+        &mut bridge,
+        &[
+            ("CROSS_AGENT_INDEX_NOTIFY", "off"),
+            ("CROSS_AGENT_INDEX_REWALK_MS", "3600000"),
+        ],
+    )
+    .await;
+    let caller = bridge.codex_caller("019a0000-0000-7000-8000-0000000005a9");
+    // The index is walked once, before any of the sessions below exists.
+    let mut params = bridge.send_params(Agent::Claude, "prime the index", caller.clone());
+    params.session_id = Some("ffffffff-0000-4000-8000-0000000000f1".into());
+    assert_eq!(
+        bridge.refused(params).await.reason,
+        RefusalReason::NoSuchSession
+    );
+
+    let target = claude_session_answering(&bridge, "seed deaf index", "ready");
+    bridge.endpoint.push(
+        Rule::on_user_text("found without a notification")
+            .reply(Reply::echo_token("found"))
+            .once(),
+    );
+    let mut params = bridge.send_params(
+        Agent::Claude,
+        "found without a notification",
+        caller.clone(),
+    );
+    params.session_id = Some(target.clone());
+    let receipt = bridge.accepted(params).await;
+    let record = bridge.wait_finished(&receipt.delivery_id).await;
+    assert_eq!(record.state, DeliveryState::Delivered, "{record:#?}");
+
+    let cwd = bridge.project.to_string_lossy().into_owned();
+    for id in [
+        "aaaaaaaa-0000-4000-8000-0000000000e1",
+        "bbbbbbbb-0000-4000-8000-0000000000e2",
+    ] {
+        let mut transcript = ClaudeTranscript::new(bridge.agents.path(), &cwd, id);
+        transcript
+            .user("hello", now_millis() - 60_000)
+            .assistant_text("hi", now_millis() - 59_000)
+            .custom_title("deaf twin");
+        transcript.write().unwrap();
+    }
+    let mut params = bridge.send_params(Agent::Claude, "which twin", caller);
+    params.session_id = Some("deaf twin".into());
+    assert_eq!(
+        bridge.refused(params).await.reason,
+        RefusalReason::AmbiguousName
+    );
+
+    std::fs::remove_file(bridge.claude_transcript(&target)).unwrap();
+    let fresh = bridge
+        .status(Some(&receipt.delivery_id))
+        .await
+        .peer_transcript
+        .unwrap();
+    assert!(
+        fresh
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("reply_preview holds what remains")),
+        "{fresh:#?}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_later_turn_carrying_the_request_id_becomes_a_late_answer() {
     let mut bridge = Bridge::start().await;
