@@ -884,6 +884,14 @@ fn a_phone_prompt_survives_a_daemon_reload_and_its_answer_is_relayed_once() {
 
     let reloaded = phone.command(&["reload"]).output().unwrap();
     assert!(reloaded.status.success(), "{reloaded:?}");
+    // The successor polls the bot (the old daemon let go of it) and waits for the answer
+    // again; only then does the model answer, while the old daemon still carries the turn.
+    assert!(
+        wait_until(WAIT, || phone.decisions().iter().any(|d| d["kind"]
+            == "telegram_prompt"
+            && d["outcome"] == "rearmed")),
+        "the successor re-armed the wait"
+    );
     std::fs::write(&release, b"go").unwrap();
     phone.wait_sent(before, "RELOAD-SURVIVED-ANSWER", TURN_WAIT);
     // The daemon that carried the turn has exited: nothing more can come from it.
@@ -901,13 +909,6 @@ fn a_phone_prompt_survives_a_daemon_reload_and_its_answer_is_relayed_once() {
         })
         .count();
     assert_eq!(answers, 1, "the answer is posted once");
-    assert!(
-        phone
-            .decisions()
-            .iter()
-            .any(|d| d["kind"] == "telegram_prompt" && d["outcome"] == "rearmed"),
-        "the successor re-armed the wait"
-    );
     let desk: Value =
         serde_json::from_slice(&std::fs::read(phone.state.join("telegram/desk.json")).unwrap())
             .unwrap();
