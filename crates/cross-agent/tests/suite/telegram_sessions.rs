@@ -842,16 +842,18 @@ fn a_photo_from_the_phone_is_saved_at_its_largest_size_and_the_session_reads_it(
 
 /// A prompt from the phone whose turn is still running when the daemon is replaced
 /// (`cross-agent reload`): the successor, which now polls the bot, relays the answer to the
-/// chat, exactly once; the cards' buttons and the chat's Focus from before the reload work
-/// after it.
+/// chat, exactly once. What the chat set up before the reload holds after it: a pending Prompt
+/// (the next message), Focus (the messages after), replies to an old card, and its buttons.
 #[test]
 fn a_phone_prompt_survives_a_daemon_reload_and_its_answer_is_relayed_once() {
     let mut phone = Phone::start(PERSON, false);
-    let claude_id = phone.claude_session("seed the claude session for a reload");
+    let first = phone.claude_session("seed the first session for a reload");
+    let second = phone.claude_session("seed the second session for a reload");
     let before = phone.api.sent().len();
     phone.say(json!({"text": "/sessions"}));
-    let card = phone.card(before, &claude_id);
-    phone.tap(PERSON, &card, 2);
+    let card_one = phone.card(before, &first);
+    let card_two = phone.card(before, &second);
+    phone.tap(PERSON, &card_two, 2);
     phone.wait_sent(before, "Plain messages in this chat now go to", WAIT);
 
     // The answer is held back until the reload is under way.
@@ -861,12 +863,16 @@ fn a_phone_prompt_survives_a_daemon_reload_and_its_answer_is_relayed_once() {
             .reply(Reply::echo_token("RELOAD-SURVIVED-ANSWER").after_file(&release))
             .once(),
     );
-    phone.say(json!({"text": "answer me across the reload"}));
+    phone.say(json!({"text": "answer me across the reload",
+        "reply_to_message": phone.message_ref(card_one.message_id, None)}));
     let (_, receipt) = phone.wait_sent(before, "📨 Sent to", WAIT);
     let receipt = receipt["text"].as_str().unwrap().to_owned();
-    let desk: Value =
-        serde_json::from_slice(&std::fs::read(phone.state.join("telegram/desk.json")).unwrap())
-            .unwrap();
+    // Prompt on the first card: the chat's next message goes there, even after the reload.
+    let tapped = phone.api.sent().len();
+    phone.tap(PERSON, &card_one, 0);
+    phone.wait_sent(tapped, "Your next message here goes to", WAIT);
+    let desk_path = phone.state.join("telegram/desk.json");
+    let desk: Value = serde_json::from_slice(&std::fs::read(&desk_path).unwrap()).unwrap();
     let relay = &desk["relays"][0];
     assert!(
         receipt.contains(relay["delivery_id"].as_str().unwrap()),
@@ -874,11 +880,7 @@ fn a_phone_prompt_survives_a_daemon_reload_and_its_answer_is_relayed_once() {
     );
     assert_eq!(relay["relayed_at_ms"], Value::Null);
     assert_eq!(
-        std::fs::metadata(phone.state.join("telegram/desk.json"))
-            .unwrap()
-            .permissions()
-            .mode()
-            & 0o777,
+        std::fs::metadata(&desk_path).unwrap().permissions().mode() & 0o777,
         0o600
     );
 
@@ -909,23 +911,57 @@ fn a_phone_prompt_survives_a_daemon_reload_and_its_answer_is_relayed_once() {
         })
         .count();
     assert_eq!(answers, 1, "the answer is posted once");
-    let desk: Value =
-        serde_json::from_slice(&std::fs::read(phone.state.join("telegram/desk.json")).unwrap())
-            .unwrap();
+    let desk: Value = serde_json::from_slice(&std::fs::read(&desk_path).unwrap()).unwrap();
     assert!(desk["relays"][0]["relayed_at_ms"].is_i64(), "{desk:#}");
 
-    // Focus from before the reload: a plain message still goes to the session.
-    let before = phone.api.sent().len();
-    phone.endpoint.push(
-        Rule::on_user_text("still focused after the reload")
-            .reply(Reply::echo_token("FOCUS-KEPT"))
-            .once(),
+    // Each of these is a real turn; the session it went to is on its `telegram_prompt` line.
+    let prompt_to = |text: &str, answer: &str, fields: Value| -> String {
+        let before = phone.api.sent().len();
+        let sent_before = phone
+            .decisions()
+            .iter()
+            .filter(|d| d["kind"] == "telegram_prompt" && d["outcome"] == "sent")
+            .count();
+        phone.endpoint.push(
+            Rule::on_user_text(text)
+                .reply(Reply::echo_token(answer))
+                .once(),
+        );
+        let mut message = json!({"text": text});
+        if let Some(reply) = fields.get("reply_to_message") {
+            message["reply_to_message"] = reply.clone();
+        }
+        phone.say(message);
+        phone.wait_sent(before, answer, TURN_WAIT);
+        phone
+            .decisions()
+            .iter()
+            .filter(|d| d["kind"] == "telegram_prompt" && d["outcome"] == "sent")
+            .nth(sent_before)
+            .unwrap()["session"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    // The pending Prompt: the first card's session, once.
+    assert_eq!(
+        prompt_to("the prompt I tapped for", "PROMPT-KEPT", json!({})),
+        first
     );
-    phone.say(json!({"text": "still focused after the reload"}));
-    phone.wait_sent(before, "FOCUS-KEPT", TURN_WAIT);
+    // Then Focus: the second card's session.
+    assert_eq!(
+        prompt_to("plain after the reload", "FOCUS-KEPT", json!({})),
+        second
+    );
+    // A reply to the first card goes to it, not to the focused session.
+    let reply = json!({"reply_to_message": phone.message_ref(card_one.message_id, None)});
+    assert_eq!(
+        prompt_to("a reply to the old card", "CARD-KEPT", reply),
+        first
+    );
     // A button of a card posted before the reload still answers.
     let before = phone.api.sent().len();
-    phone.tap(PERSON, &card, 1);
-    let status = phone.card(before, &claude_id);
-    assert!(status.text.contains("FOCUS-KEPT"), "{}", status.text);
+    phone.tap(PERSON, &card_one, 1);
+    let status = phone.card(before, &first);
+    assert!(status.text.contains("CARD-KEPT"), "{}", status.text);
 }
