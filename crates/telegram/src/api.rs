@@ -69,6 +69,10 @@ pub struct Message {
 pub struct PhotoSize {
     pub file_id: String,
     #[serde(default)]
+    pub width: u32,
+    #[serde(default)]
+    pub height: u32,
+    #[serde(default)]
     pub file_size: Option<u64>,
 }
 

@@ -126,6 +126,7 @@ impl Bot {
                         Ok(api) => {
                             tracing::info!("telegram poller started");
                             *lock_api(&self.inner.api) = Some(api.clone());
+                            self.inner.desk.resume(&api, stop.clone());
                             poller::Poller::new(
                                 api,
                                 &home,

@@ -7,6 +7,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::sessions::{LiveSession, SessionRef, SessionState};
@@ -18,7 +19,8 @@ pub const MAX_KEYS: usize = 4096;
 pub const HEAD_CHARS: usize = 280;
 
 /// What a session card's button does.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Action {
     /// The chat's next message goes to the session.
     Prompt(SessionRef),
@@ -55,6 +57,26 @@ impl Keys {
 
     pub fn get(&self, key: &str) -> Option<&Action> {
         self.actions.get(key)
+    }
+
+    /// Every key and its action, oldest first (what [`Keys::restore`] takes back).
+    pub fn entries(&self) -> Vec<(String, Action)> {
+        self.order
+            .iter()
+            .filter_map(|key| Some((key.clone(), self.actions.get(key)?.clone())))
+            .collect()
+    }
+
+    /// The keys of `entries` (oldest first), the newest [`MAX_KEYS`] kept.
+    pub fn restore(entries: Vec<(String, Action)>) -> Keys {
+        let mut keys = Keys::default();
+        let skip = entries.len().saturating_sub(MAX_KEYS);
+        for (key, action) in entries.into_iter().skip(skip) {
+            if keys.actions.insert(key.clone(), action).is_none() {
+                keys.order.push_back(key);
+            }
+        }
+        keys
     }
 }
 

@@ -9,7 +9,8 @@
 //! - [`limit`]: our own pace for edits, which no Bot API client library throttles.
 //! - [`sessions`] ([`cards`], [`topics`], [`inbox`]): `/sessions` cards, prompts and files
 //!   sent to a session from the phone, one forum topic per session, Hand off; the daemon answers
-//!   through the [`sessions::SessionHost`] trait, so this crate never links the hub.
+//!   through the [`sessions::SessionHost`] trait, so this crate never links the hub;
+//!   [`desk_store`] keeps what they need across a daemon restart.
 //! - [`Bot`]: what the daemon holds: the poller's lifetime (waits for a token, takes its lock,
 //!   polls) and hook calls (the [`gate`], approvals from the phone).
 
@@ -17,6 +18,7 @@ pub mod api;
 mod bot;
 pub mod cards;
 pub mod deliver;
+pub mod desk_store;
 mod error;
 pub mod gate;
 pub mod inbox;

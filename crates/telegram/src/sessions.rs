@@ -29,6 +29,7 @@ use serde_json::{Value, json};
 
 use crate::api::{CallbackQuery, MAX_TEXT_CHARS, Message, ParseMode, TelegramApi};
 use crate::cards::{self, Action, Keys};
+use crate::desk_store::{self, CardRef, ChatTarget, DeskFile, Relay};
 use crate::error::Error;
 use crate::text::{chunk, escape_html};
 use crate::{inbox, topics};
@@ -39,7 +40,7 @@ const ANSWER_POLL: Duration = Duration::from_secs(1);
 /// (a delivery's own limit is an inactivity timeout, so a turn may run this long).
 const ANSWER_WAIT: Duration = Duration::from_secs(6 * 60 * 60);
 /// How many cards are remembered for replies (the oldest forgotten first).
-const MAX_CARDS: usize = 4096;
+pub(crate) const MAX_CARDS: usize = 4096;
 /// The most destinations a Hand off offers as buttons.
 const MAX_DESTINATIONS: usize = 24;
 
@@ -140,6 +141,66 @@ struct DeskState {
     awaiting: HashMap<i64, SessionRef>,
     /// After Focus: every plain message of the chat goes there.
     focus: HashMap<i64, SessionRef>,
+    /// Prompts whose answer goes back to a chat, oldest first.
+    relays: Vec<Relay>,
+}
+
+impl DeskState {
+    fn to_file(&self) -> DeskFile {
+        let targets = |map: &HashMap<i64, SessionRef>| {
+            let mut list: Vec<ChatTarget> = map
+                .iter()
+                .map(|(chat, session)| ChatTarget {
+                    chat_id: *chat,
+                    session: session.clone(),
+                })
+                .collect();
+            list.sort_by_key(|t| t.chat_id);
+            list
+        };
+        DeskFile {
+            keys: self.keys.entries(),
+            cards: self
+                .card_order
+                .iter()
+                .filter_map(|at| {
+                    Some(CardRef {
+                        chat_id: at.0,
+                        message_id: at.1,
+                        session: self.cards.get(at)?.clone(),
+                    })
+                })
+                .collect(),
+            awaiting: targets(&self.awaiting),
+            focus: targets(&self.focus),
+            relays: self.relays.clone(),
+        }
+    }
+
+    fn from_file(file: DeskFile) -> DeskState {
+        let mut state = DeskState {
+            keys: Keys::restore(file.keys),
+            ..DeskState::default()
+        };
+        for card in file.cards {
+            let at = (card.chat_id, card.message_id);
+            if state.cards.insert(at, card.session).is_none() {
+                state.card_order.push_back(at);
+            }
+        }
+        state.awaiting = file
+            .awaiting
+            .into_iter()
+            .map(|t| (t.chat_id, t.session))
+            .collect();
+        state.focus = file
+            .focus
+            .into_iter()
+            .map(|t| (t.chat_id, t.session))
+            .collect();
+        state.relays = file.relays;
+        state
+    }
 }
 
 /// Where in Telegram something is said.
@@ -158,6 +219,12 @@ pub(crate) struct Desk {
     state: Mutex<DeskState>,
     /// One topic per session: creations are one at a time.
     topic_lock: tokio::sync::Mutex<()>,
+    /// `desk.json` writes, one at a time (each writes the state as it is when it runs, so the
+    /// last one to run leaves the newest state).
+    save_lock: Mutex<()>,
+    /// The poller's stop: set once this daemon lets go of the bot, after which a successor
+    /// relays the answers still awaited and this one posts nothing more.
+    stop: Mutex<Option<tokio::sync::watch::Receiver<bool>>>,
 }
 
 fn kind(name: &'static str) -> DecisionKind {
@@ -177,6 +244,60 @@ impl Desk {
             host: OnceLock::new(),
             state: Mutex::new(DeskState::default()),
             topic_lock: tokio::sync::Mutex::new(()),
+            save_lock: Mutex::new(()),
+            stop: Mutex::new(None),
+        }
+    }
+
+    /// Stores what must survive a restart (see [`crate::desk_store`]). The state is copied
+    /// under the desk's lock and written after it is let go.
+    fn save(&self) {
+        let _one_at_a_time = lock(&self.save_lock);
+        let mut file = lock(&self.state).to_file();
+        if let Err(error) = desk_store::write(&self.home, &mut file) {
+            tracing::warn!(%error, "could not save the telegram desk");
+        }
+    }
+
+    /// Whether this daemon has let go of the bot.
+    fn stopped(&self) -> bool {
+        lock(&self.stop).as_ref().is_some_and(|stop| *stop.borrow())
+    }
+
+    /// Called when this daemon starts polling the bot (it holds the token's lock): takes back
+    /// the cards, buttons, Prompt and Focus a previous daemon left in `desk.json`, and waits
+    /// again for the answers it had not relayed yet. Stops relaying once `stop` is set.
+    pub(crate) fn resume<A>(self: &Arc<Self>, api: &A, stop: tokio::sync::watch::Receiver<bool>)
+    where
+        A: TelegramApi + Clone + 'static,
+    {
+        *lock(&self.stop) = Some(stop);
+        let file = match desk_store::read(&self.home) {
+            Ok(file) => file,
+            Err(error) => {
+                // Buttons of old cards answer "expired"; nothing else is lost.
+                tracing::warn!(%error, "could not read the telegram desk; starting afresh");
+                return;
+            }
+        };
+        let pending: Vec<Relay> = file
+            .relays
+            .iter()
+            .filter(|r| r.relayed_at_ms.is_none())
+            .cloned()
+            .collect();
+        *lock(&self.state) = DeskState::from_file(file);
+        for relay in pending {
+            self.record(
+                Decision::new(kind("telegram_prompt"), Outcome::new("rearmed"))
+                    .session(relay.session.session_id.clone())
+                    .agent(relay.session.agent.clone())
+                    .detail("chat_id", relay.chat_id)
+                    .detail("delivery_id", relay.delivery_id.clone()),
+            );
+            let desk = Arc::clone(self);
+            let api = api.clone();
+            tokio::spawn(async move { desk.relay(&api, relay).await });
         }
     }
 
@@ -312,6 +433,7 @@ impl Desk {
                     .awaiting
                     .insert(place.chat, session.clone());
                 tokio::spawn(async move {
+                    desk.save();
                     let text = format!(
                         "✍️ Your next message here goes to <b>{}</b>.",
                         escape_html(&cards::header(&session))
@@ -323,6 +445,7 @@ impl Desk {
             Action::Focus(session) => {
                 lock(&self.state).focus.insert(place.chat, session.clone());
                 tokio::spawn(async move {
+                    desk.save();
                     let text = format!(
                         "🎯 Plain messages in this chat now go to <b>{}</b> (Focus on another \
                          card to change it).",
@@ -425,6 +548,8 @@ impl Desk {
                 Err(error) => delivered(&self.decisions, place.chat, "session_card", Some(&error)),
             }
         }
+        // The cards' buttons and replies work after a restart.
+        self.save();
     }
 
     /// Where things about `session` are posted: its topic in a forum (made on first use),
@@ -531,6 +656,8 @@ impl Desk {
         let receipt = match sent {
             Ok(receipt) => receipt,
             Err(reason) => {
+                // A Prompt this message used up is gone for good.
+                self.save();
                 self.record(decision("refused").reason(reason.clone()));
                 let text = format!("❌ Not sent to <b>{header}</b>: {}", escape_html(&reason));
                 say(api, &self.decisions, here, &text).await;
@@ -542,6 +669,21 @@ impl Desk {
                 .detail("delivery_id", receipt.delivery_id.clone())
                 .detail("transport", receipt.transport.clone()),
         );
+        let relay = Relay {
+            delivery_id: receipt.delivery_id.clone(),
+            chat_id: here.chat,
+            thread_id: here.thread,
+            session: session.clone(),
+            sent_at_ms: crate::poller::now_ms(),
+            relayed_at_ms: None,
+        };
+        {
+            let mut state = lock(&self.state);
+            state.relays.push(relay.clone());
+            desk_store::bound_relays(&mut state.relays);
+        }
+        // Stored before the receipt is posted: from here on a restart re-arms the wait.
+        self.save();
         let route = if receipt.transport == "panel" {
             "into its panel"
         } else {
@@ -552,42 +694,83 @@ impl Desk {
             escape_html(&receipt.delivery_id)
         );
         say(api, &self.decisions, here, &text).await;
+        self.relay(api, relay).await;
+    }
 
-        let started = Instant::now();
+    /// Waits for the answer of `relay`'s delivery and posts it (or its failure) where the
+    /// prompt was asked, once: marked relayed in `desk.json` first. Returns without posting
+    /// when this daemon lets go of the bot (its successor re-arms the wait).
+    async fn relay<A: TelegramApi>(&self, api: &A, relay: Relay) {
+        let Some(host) = self.host() else {
+            return;
+        };
+        let here = Place {
+            chat: relay.chat_id,
+            thread: relay.thread_id,
+            is_forum: relay.thread_id.is_some(),
+        };
+        let session = &relay.session;
+        let header = escape_html(&cards::header(session));
+        let waited_ms =
+            u64::try_from(crate::poller::now_ms().saturating_sub(relay.sent_at_ms)).unwrap_or(0);
+        let deadline =
+            Instant::now() + ANSWER_WAIT.saturating_sub(Duration::from_millis(waited_ms));
         loop {
-            tokio::time::sleep(ANSWER_POLL).await;
+            if self.stopped() {
+                return;
+            }
             let progress = {
                 let host = Arc::clone(&host);
-                let id = receipt.delivery_id.clone();
+                let id = relay.delivery_id.clone();
                 tokio::task::spawn_blocking(move || host.progress(&id))
                     .await
                     .unwrap_or(Progress::Waiting)
             };
-            match progress {
+            let text = match progress {
                 Progress::Answered(answer) => {
-                    let text = format!("💬 {}:\n\n{}", cards::header(&session), answer.trim());
-                    say_long(api, &self.decisions, here, &text).await;
-                    return;
+                    format!("💬 {}:\n\n{}", cards::header(session), answer.trim())
                 }
-                Progress::Failed(reason) => {
-                    let text = format!(
-                        "❌ The prompt to <b>{header}</b> failed: {}",
-                        escape_html(&reason)
-                    );
-                    say(api, &self.decisions, here, &text).await;
-                    return;
+                Progress::Failed(reason) => format!(
+                    "❌ The prompt to <b>{header}</b> failed: {}",
+                    escape_html(&reason)
+                ),
+                Progress::Waiting if Instant::now() >= deadline => format!(
+                    "⌛ No answer from <b>{header}</b> after {} hours; it will be in the session.",
+                    ANSWER_WAIT.as_secs() / 3600
+                ),
+                Progress::Waiting => {
+                    tokio::time::sleep(ANSWER_POLL).await;
+                    continue;
                 }
-                Progress::Waiting if started.elapsed() >= ANSWER_WAIT => {
-                    let text = format!(
-                        "⌛ No answer from <b>{header}</b> after {} hours; it will be in the session.",
-                        ANSWER_WAIT.as_secs() / 3600
-                    );
-                    say(api, &self.decisions, here, &text).await;
-                    return;
-                }
-                Progress::Waiting => {}
+            };
+            if self.stopped() || !self.mark_relayed(&relay.delivery_id) {
+                return;
             }
+            if text.starts_with("💬") {
+                say_long(api, &self.decisions, here, &text).await;
+            } else {
+                say(api, &self.decisions, here, &text).await;
+            }
+            return;
         }
+    }
+
+    /// Marks `delivery_id` relayed and stores it; false when it already was (or is unknown),
+    /// so the answer is posted by whoever marked it first, and only once.
+    fn mark_relayed(&self, delivery_id: &str) -> bool {
+        {
+            let mut state = lock(&self.state);
+            let Some(relay) = state
+                .relays
+                .iter_mut()
+                .find(|r| r.delivery_id == delivery_id && r.relayed_at_ms.is_none())
+            else {
+                return false;
+            };
+            relay.relayed_at_ms = Some(crate::poller::now_ms());
+        }
+        self.save();
+        true
     }
 
     /// A photo or a document for `session`: saved in its inbox, then a prompt naming it.
@@ -600,7 +783,7 @@ impl Desk {
     ) {
         let thread = self.thread_for(api, place, &session).await;
         let here = Place { thread, ..place };
-        let (file_id, name, declared) = match (&message.document, message.photo.last()) {
+        let (file_id, name, declared) = match (&message.document, largest(&message.photo)) {
             (Some(document), _) => (
                 document.file_id.clone(),
                 document
@@ -760,6 +943,7 @@ impl Desk {
                 })
                 .collect()
         };
+        self.save();
         let text = format!("🤝 Hand <b>{header}</b> to:");
         let sent = api
             .send_message_in(
@@ -830,6 +1014,22 @@ impl Desk {
         };
         say(api, &self.decisions, place, &text).await;
     }
+}
+
+/// The largest size of a photo: the most pixels, then the most bytes; of equals, the later
+/// (Telegram lists the sizes smallest first).
+fn largest(sizes: &[crate::api::PhotoSize]) -> Option<&crate::api::PhotoSize> {
+    sizes
+        .iter()
+        .enumerate()
+        .max_by_key(|(index, p)| {
+            (
+                u64::from(p.width) * u64::from(p.height),
+                p.file_size.unwrap_or(0),
+                *index,
+            )
+        })
+        .map(|(_, p)| p)
 }
 
 /// One `telegram_delivery` decision for a message of ours.

@@ -743,3 +743,225 @@ fn a_prompt_the_hub_refuses_is_reported_in_the_chat_and_logged() {
                 && d["session"] == claude_id.as_str())
     );
 }
+
+/// A photo from the phone is saved at its largest size (only that one downloaded), owner-only
+/// in the session's inbox, and the session reads it from there — the document path's twin.
+#[test]
+fn a_photo_from_the_phone_is_saved_at_its_largest_size_and_the_session_reads_it() {
+    let phone = Phone::start(PERSON, false);
+    std::fs::create_dir_all(phone.project.join(".claude")).unwrap();
+    std::fs::write(
+        phone.project.join(".claude/settings.json"),
+        json!({"permissions": {"allow": ["Bash(cat:*)"]}}).to_string(),
+    )
+    .unwrap();
+    let claude_id = phone.claude_session("seed the claude session for a photo");
+    let before = phone.api.sent().len();
+    phone.say(json!({"text": "/sessions"}));
+    let card = phone.card(before, &claude_id);
+
+    // Three sizes, as Telegram makes them (smallest first); the bytes say which one it is.
+    let thumb = phone.api.add_file(b"PHOTO-SIZE-THUMB\n");
+    let large = phone.api.add_file(b"PHOTO-SIZE-LARGEST-77\n");
+    let medium = phone.api.add_file(b"PHOTO-SIZE-MEDIUM\n");
+    phone.endpoint.push(
+        Rule::on_user_text("what does the photo show")
+            .tool_call(ToolCall::new(
+                "Bash",
+                json!({"command": "cat .cross-agent/inbox/*-photo.jpg", "description": "read"}),
+            ))
+            .once(),
+    );
+    phone.endpoint.push(
+        Rule::on_tool_result("PHOTO-SIZE-LARGEST-77")
+            .reply(Reply::echo_token("the photo shows PHOTO-SIZE-LARGEST-77"))
+            .once(),
+    );
+    let downloads = phone.api.downloads().len();
+    phone.say(json!({"caption": "what does the photo show",
+        "photo": [
+            {"file_id": thumb, "file_unique_id": "p1", "width": 90, "height": 60, "file_size": 17},
+            {"file_id": large, "file_unique_id": "p3", "width": 1280, "height": 853, "file_size": 22},
+            {"file_id": medium, "file_unique_id": "p2", "width": 320, "height": 213, "file_size": 18}
+        ],
+        "reply_to_message": phone.message_ref(card.message_id, None)}));
+    phone.wait_sent(before, "the photo shows PHOTO-SIZE-LARGEST-77", TURN_WAIT);
+
+    let inbox = phone.project.join(".cross-agent/inbox");
+    let saved: Vec<PathBuf> = std::fs::read_dir(&inbox)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with("-photo.jpg"))
+        .collect();
+    assert_eq!(saved.len(), 1, "{saved:?}");
+    assert_eq!(
+        std::fs::read(&saved[0]).unwrap(),
+        b"PHOTO-SIZE-LARGEST-77\n"
+    );
+    assert_eq!(
+        std::fs::metadata(&saved[0]).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    assert_eq!(
+        phone.api.downloads().len(),
+        downloads + 1,
+        "only the largest size is downloaded"
+    );
+    let prompts = phone.prompts_with("what does the photo show");
+    assert!(
+        prompts
+            .iter()
+            .any(|p| p.contains(&saved[0].display().to_string())),
+        "the prompt names the saved photo: {prompts:#?}"
+    );
+    assert!(
+        phone
+            .decisions()
+            .iter()
+            .any(|d| d["kind"] == "telegram_file"
+                && d["outcome"] == "saved"
+                && d["details"]["path"] == saved[0].display().to_string())
+    );
+
+    // Over the cap: refused with the cap stated, never downloaded.
+    let before = phone.api.sent().len();
+    let downloads = phone.api.downloads().len();
+    let big = phone.api.add_file(b"not really big");
+    phone.say(
+        json!({"photo": [{"file_id": big, "file_unique_id": "p4", "width": 9000,
+                                "height": 9000, "file_size": 25 * 1024 * 1024}],
+        "reply_to_message": phone.message_ref(card.message_id, None)}),
+    );
+    let (_, refused) = phone.wait_sent(before, "Not saved", WAIT);
+    assert!(
+        refused["text"].as_str().unwrap().contains("up to 20 MB"),
+        "{refused:#}"
+    );
+    assert_eq!(phone.api.downloads().len(), downloads);
+}
+
+/// A prompt from the phone whose turn is still running when the daemon is replaced
+/// (`cross-agent reload`): the successor, which now polls the bot, relays the answer to the
+/// chat, exactly once. What the chat set up before the reload holds after it: a pending Prompt
+/// (the next message), Focus (the messages after), replies to an old card, and its buttons.
+#[test]
+fn a_phone_prompt_survives_a_daemon_reload_and_its_answer_is_relayed_once() {
+    let mut phone = Phone::start(PERSON, false);
+    let first = phone.claude_session("seed the first session for a reload");
+    let second = phone.claude_session("seed the second session for a reload");
+    let before = phone.api.sent().len();
+    phone.say(json!({"text": "/sessions"}));
+    let card_one = phone.card(before, &first);
+    let card_two = phone.card(before, &second);
+    phone.tap(PERSON, &card_two, 2);
+    phone.wait_sent(before, "Plain messages in this chat now go to", WAIT);
+
+    // The answer is held back until the reload is under way.
+    let release = phone.state.with_file_name("release-the-answer");
+    phone.endpoint.push(
+        Rule::on_user_text("answer me across the reload")
+            .reply(Reply::echo_token("RELOAD-SURVIVED-ANSWER").after_file(&release))
+            .once(),
+    );
+    phone.say(json!({"text": "answer me across the reload",
+        "reply_to_message": phone.message_ref(card_one.message_id, None)}));
+    let (_, receipt) = phone.wait_sent(before, "📨 Sent to", WAIT);
+    let receipt = receipt["text"].as_str().unwrap().to_owned();
+    // Prompt on the first card: the chat's next message goes there, even after the reload.
+    let tapped = phone.api.sent().len();
+    phone.tap(PERSON, &card_one, 0);
+    phone.wait_sent(tapped, "Your next message here goes to", WAIT);
+    let desk_path = phone.state.join("telegram/desk.json");
+    let desk: Value = serde_json::from_slice(&std::fs::read(&desk_path).unwrap()).unwrap();
+    let relay = &desk["relays"][0];
+    assert!(
+        receipt.contains(relay["delivery_id"].as_str().unwrap()),
+        "{desk:#}"
+    );
+    assert_eq!(relay["relayed_at_ms"], Value::Null);
+    assert_eq!(
+        std::fs::metadata(&desk_path).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+
+    let reloaded = phone.command(&["reload"]).output().unwrap();
+    assert!(reloaded.status.success(), "{reloaded:?}");
+    // The successor polls the bot (the old daemon let go of it) and waits for the answer
+    // again; only then does the model answer, while the old daemon still carries the turn.
+    assert!(
+        wait_until(WAIT, || phone.decisions().iter().any(|d| d["kind"]
+            == "telegram_prompt"
+            && d["outcome"] == "rearmed")),
+        "the successor re-armed the wait"
+    );
+    std::fs::write(&release, b"go").unwrap();
+    phone.wait_sent(before, "RELOAD-SURVIVED-ANSWER", TURN_WAIT);
+    // The daemon that carried the turn has exited: nothing more can come from it.
+    let mut old = phone.daemon.take().unwrap();
+    let exited = old.wait().unwrap();
+    assert!(exited.success(), "{exited:?}");
+    let answers = phone
+        .api
+        .sent()
+        .iter()
+        .filter(|(_, b)| {
+            b["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("RELOAD-SURVIVED-ANSWER"))
+        })
+        .count();
+    assert_eq!(answers, 1, "the answer is posted once");
+    let desk: Value = serde_json::from_slice(&std::fs::read(&desk_path).unwrap()).unwrap();
+    assert!(desk["relays"][0]["relayed_at_ms"].is_i64(), "{desk:#}");
+
+    // Each of these is a real turn; the session it went to is on its `telegram_prompt` line.
+    let prompt_to = |text: &str, answer: &str, fields: Value| -> String {
+        let before = phone.api.sent().len();
+        let sent_before = phone
+            .decisions()
+            .iter()
+            .filter(|d| d["kind"] == "telegram_prompt" && d["outcome"] == "sent")
+            .count();
+        phone.endpoint.push(
+            Rule::on_user_text(text)
+                .reply(Reply::echo_token(answer))
+                .once(),
+        );
+        let mut message = json!({"text": text});
+        if let Some(reply) = fields.get("reply_to_message") {
+            message["reply_to_message"] = reply.clone();
+        }
+        phone.say(message);
+        phone.wait_sent(before, answer, TURN_WAIT);
+        phone
+            .decisions()
+            .iter()
+            .filter(|d| d["kind"] == "telegram_prompt" && d["outcome"] == "sent")
+            .nth(sent_before)
+            .unwrap()["session"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    // The pending Prompt: the first card's session, once.
+    assert_eq!(
+        prompt_to("the prompt I tapped for", "PROMPT-KEPT", json!({})),
+        first
+    );
+    // Then Focus: the second card's session.
+    assert_eq!(
+        prompt_to("plain after the reload", "FOCUS-KEPT", json!({})),
+        second
+    );
+    // A reply to the first card goes to it, not to the focused session.
+    let reply = json!({"reply_to_message": phone.message_ref(card_one.message_id, None)});
+    assert_eq!(
+        prompt_to("a reply to the old card", "CARD-KEPT", reply),
+        first
+    );
+    // A button of a card posted before the reload still answers.
+    let before = phone.api.sent().len();
+    phone.tap(PERSON, &card_one, 1);
+    let status = phone.card(before, &first);
+    assert!(status.text.contains("CARD-KEPT"), "{}", status.text);
+}

@@ -3,7 +3,7 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use cross_agent_ipc::{ConnectOptions, Error};
 
@@ -32,15 +32,12 @@ async fn a_daemon_that_dies_at_once_fails_fast_quoting_its_log() {
         "dies",
         "echo 'refusing to start: no reason' >&2; exit 2",
     );
-    let began = Instant::now();
+    // A deadline far past anything a start takes, and no clock read: a caller that waited for
+    // it would get the timeout's error ("did not come up"), which is asserted against below.
     let error =
-        cross_agent_ipc::connect_or_start(&temp.home, &with_bin(bin, Duration::from_secs(20)))
+        cross_agent_ipc::connect_or_start(&temp.home, &with_bin(bin, Duration::from_secs(300)))
             .await
             .unwrap_err();
-    assert!(
-        began.elapsed() < Duration::from_secs(10),
-        "did not wait for the deadline"
-    );
     let message = error.to_string();
     assert!(matches!(error, Error::DaemonFailed { .. }), "{error:?}");
     // Its own reason, first; not dressed as a timeout.
@@ -89,7 +86,7 @@ async fn a_running_daemon_is_used_and_nothing_is_spawned() {
     let daemon = Running::start(&temp.home);
     let bin = script(&temp, "never", "exit 9");
     let connection =
-        cross_agent_ipc::connect_or_start(&temp.home, &with_bin(bin, Duration::from_secs(5)))
+        cross_agent_ipc::connect_or_start(&temp.home, &with_bin(bin, Duration::from_secs(60)))
             .await
             .unwrap();
     assert!(!connection.started);

@@ -592,11 +592,18 @@ impl Engine {
             settings: job.settings.clone(),
             ..CallerContext::default()
         };
-        let (sessions, _) = self.list(&context, &[agent]);
-        sessions
-            .into_iter()
-            .find(|s| s.agent == agent && s.session_id == id)
-            .map(|s| s.path.to_string_lossy().into_owned())
+        let find = |sessions: Vec<cross_agent_stores::Session>| {
+            sessions
+                .into_iter()
+                .find(|s| s.agent == agent && s.session_id == id)
+                .map(|s| s.path.to_string_lossy().into_owned())
+        };
+        find(self.list(&context, &[agent]).0).or_else(|| {
+            // Written a moment ago by the turn that made the session: the index's notification
+            // of it may be late (a loaded machine), so it is walked for.
+            lock(&self.inner.scan).mark_stale(agent);
+            find(self.list(&context, &[agent]).0)
+        })
     }
 
     pub(super) fn drop_auto_pin(&self, agent: Agent, cwd_key: &str, session_id: &str) {

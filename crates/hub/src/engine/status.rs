@@ -309,6 +309,9 @@ impl Engine {
                     .into_iter()
                     .find(|s| s.agent == record.target_agent && &s.session_id == id)
                     .map(|s| s.path)
+                    // The index may not have heard of a deletion yet (its notifications come
+                    // late on a loaded machine): a listed path that is gone is gone.
+                    .filter(|path| path.exists())
             }
             (_, None) => None,
         };

@@ -14,7 +14,7 @@ use serde_json::Value;
 use cross_agent_transports::panel::window::{self, PanelTab};
 
 use super::panels::{transcript_clock, vantage};
-use super::{Engine, refusal};
+use super::{Engine, lock, refusal};
 use crate::Agent;
 use crate::error::Result;
 use crate::settings::CallSettings;
@@ -234,7 +234,28 @@ impl Engine {
                 TargetSelectedBy::NewSession,
             )));
         }
-        let (sessions, _) = self.list(&params.caller, &[agent]);
+        let (mut sessions, _) = self.list(&params.caller, &[agent]);
+        if let Some(query) = explicit
+            && matches!(
+                resolve::lookup(
+                    &sessions,
+                    query,
+                    Lookup {
+                        agent,
+                        scope: Scope::Any,
+                        cwd,
+                        bound: settings.name_bound(agent, scope),
+                    }
+                ),
+                Err(StoreError::NoSuchSession { .. })
+            )
+        {
+            // The index is kept current by file-system notifications, which come late (or not
+            // at all) on a loaded machine: a session written a moment ago by another process
+            // is walked for before it is called missing.
+            lock(&self.inner.scan).mark_stale(agent);
+            sessions = self.list(&params.caller, &[agent]).0;
+        }
         if let Some(query) = explicit {
             return Ok(
                 match resolve::lookup(

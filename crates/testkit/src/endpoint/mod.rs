@@ -558,6 +558,11 @@ async fn handle(
     if !reply.delay.is_zero() {
         tokio::time::sleep(reply.delay).await;
     }
+    if let Some(gate) = &reply.held_until {
+        while !gate.exists() {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
     let cut = match &reply.failure {
         Some(Failure::Hang) => std::future::pending().await,
         Some(Failure::DropBeforeHeaders) => {

@@ -168,6 +168,8 @@ pub struct Reply {
     pub(crate) delay: Duration,
     pub(crate) chunk_delay: Duration,
     pub(crate) chunk_chars: Option<usize>,
+    /// Nothing is sent until this file exists (a gate the test opens when it is ready).
+    pub(crate) held_until: Option<std::path::PathBuf>,
 }
 
 impl Reply {
@@ -178,6 +180,7 @@ impl Reply {
             delay: Duration::ZERO,
             chunk_delay: Duration::ZERO,
             chunk_chars: None,
+            held_until: None,
         }
     }
 
@@ -245,6 +248,13 @@ impl Reply {
     /// Wait this long before sending anything (status line included).
     pub fn delay(mut self, delay: Duration) -> Self {
         self.delay = delay;
+        self
+    }
+
+    /// Send nothing (status line included) until `path` exists: the test creates it once
+    /// what must happen while the turn waits for its model has happened — no guessed delay.
+    pub fn after_file(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.held_until = Some(path.into());
         self
     }
 
