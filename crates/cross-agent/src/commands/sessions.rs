@@ -430,8 +430,8 @@ fn refusal_json(error: &StoreError) -> Value {
         StoreError::NoSuchSession {
             similar, reached, ..
         } => (
-            // Older than the bridge's `no_such_session`, and read by scripts: kept.
-            json!("not_found"),
+            // The protocol's word, as the daemon and the MCP tools say it.
+            json!(RefusalReason::NoSuchSession),
             json!({
                 "similar_titles": similar.iter().map(|t| json!({
                     "title": t.title,
