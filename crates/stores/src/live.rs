@@ -64,7 +64,7 @@ struct Held {
     sessions: Vec<Session>,
     warnings: Vec<StoreWarning>,
     /// The sessions as `sessions --json` prints them, made on the first listing that asks and
-    /// kept until the sessions change (a walk that finds them equal keeps it).
+    /// then kept current by every walk (see [`RenderedAgent::update`]).
     rendered: Option<RenderedAgent>,
 }
 
@@ -270,11 +270,17 @@ impl LiveScanner {
         let mut listing = self.scanner.list_agents(roots, &[agent]);
         let sessions = std::mem::take(&mut listing.sessions);
         // A walk that changed nothing (the periodic one, or a notification about a file that
-        // adds no session, name or activity) keeps the rendering.
-        let rendered = self.held[slot]
-            .take()
-            .filter(|held| held.sessions == sessions)
-            .and_then(|held| held.rendered);
+        // adds no session, name or activity) keeps the rendering; one that changed a few
+        // sessions renders those few again, here, off the request (the index loop's catch-up).
+        let rendered = match self.held[slot].take() {
+            Some(held) if held.sessions == sessions => held.rendered,
+            Some(Held {
+                sessions: before,
+                rendered: Some(kept),
+                ..
+            }) => Some(RenderedAgent::update(&before, &kept, &sessions)),
+            _ => None,
+        };
         self.held[slot] = Some(Held {
             walked,
             sessions,

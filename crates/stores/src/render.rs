@@ -75,6 +75,30 @@ impl RenderedAgent {
         rendered
     }
 
+    /// The rendering of `sessions` made from an earlier one of `before`: a session unchanged
+    /// since (the same path, equal in every field) is copied, only the others are serialised —
+    /// a store where one session is being written renders one element, not 10,000.
+    pub fn update(before: &[Session], kept: &RenderedAgent, sessions: &[Session]) -> RenderedAgent {
+        let by_path: std::collections::HashMap<&Path, usize> = before
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i < kept.len())
+            .map(|(i, s)| (s.path.as_path(), i))
+            .collect();
+        let mut rendered = RenderedAgent {
+            text: Vec::with_capacity(kept.text.len() + 4096),
+            ends: Vec::with_capacity(sessions.len()),
+        };
+        for s in sessions {
+            match by_path.get(s.path.as_path()) {
+                Some(&i) if before[i] == *s => rendered.text.extend_from_slice(kept.element(i)),
+                _ => write_element(&mut rendered.text, &SessionView::with_active(s, false)),
+            }
+            rendered.ends.push(rendered.text.len());
+        }
+        rendered
+    }
+
     /// How many sessions it holds.
     pub fn len(&self) -> usize {
         self.ends.len()
@@ -318,6 +342,26 @@ mod tests {
                 String::from_utf8_lossy(&want)
             );
         }
+    }
+
+    #[test]
+    fn an_updated_rendering_equals_a_fresh_one() {
+        let before: Vec<Session> = (1..8)
+            .map(|n| session(Agent::Claude, n, Some("t"), Some("/w")))
+            .collect();
+        let kept = RenderedAgent::new(&before);
+        let mut after = before.clone();
+        after[2].title = Some("renamed".into());
+        after.remove(4);
+        after.insert(0, session(Agent::Claude, 99, Some("new"), None));
+        let updated = RenderedAgent::update(&before, &kept, &after);
+        let fresh = RenderedAgent::new(&after);
+        assert_eq!(updated.ends, fresh.ends);
+        assert_eq!(
+            String::from_utf8_lossy(&updated.text),
+            String::from_utf8_lossy(&fresh.text)
+        );
+        assert!(String::from_utf8_lossy(&updated.text).contains("\"renamed\""));
     }
 
     #[test]

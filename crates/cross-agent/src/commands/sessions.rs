@@ -249,7 +249,11 @@ fn print_rendered(
         active_window_min: window.minutes(),
         caller: index_caller(),
     };
-    match client.call_with_trailer(params, |answer| answer.bytes, out) {
+    let mut counted = Counted {
+        inner: out,
+        bytes: 0,
+    };
+    match client.call_with_trailer(params, |answer| answer.bytes, &mut counted) {
         Ok(answer) => {
             let mut stderr = std::io::stderr().lock();
             for warning in &answer.warnings {
@@ -257,9 +261,30 @@ fn print_rendered(
             }
             Ok(Ok(()))
         }
-        // Stdout went away (`| head`): nothing more to say, and nothing to list again.
+        // Stdout went away (`| head`), or the daemon did after part of the listing was
+        // printed: listing again would print it twice.
         Err(error @ IpcError::Io { .. }) => Err(error.into()),
+        Err(error) if counted.bytes > 0 => Err(anyhow::Error::new(error)
+            .context("the cross-agent daemon stopped in the middle of the listing")),
         Err(error) => Ok(Err(not_served(error, "render the listing"))),
+    }
+}
+
+/// A writer that counts what went through it.
+struct Counted<'a> {
+    inner: &'a mut dyn Write,
+    bytes: u64,
+}
+
+impl Write for Counted<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.bytes += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
     }
 }
 
