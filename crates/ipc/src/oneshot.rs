@@ -78,8 +78,8 @@ impl OneShot {
     }
 
     /// Calls a method whose answer is followed by a trailer of `trailer_len(&answer)` bytes,
-    /// and copies that trailer to `sink` as it arrives. An error of the sink (a closed pipe) is
-    /// [`Error::Io`] naming it; the connection is then of no further use.
+    /// and copies that trailer to `sink` as it arrives. An error of the sink (a closed pipe, a
+    /// full disk) is [`Error::Io`]; the connection is then of no further use.
     pub fn call_with_trailer<M: Method>(
         &mut self,
         params: M,
@@ -89,9 +89,13 @@ impl OneShot {
         let answer = self.call(params)?;
         let want = trailer_len(&answer);
         let mut trailer = (&mut self.reader).take(want);
-        let copied = std::io::copy(&mut trailer, sink).map_err(|source| {
-            if source.kind() == ErrorKind::BrokenPipe {
-                Error::io("write the answer to", Path::new("standard output"), source)
+        let mut sink = Sink {
+            inner: sink,
+            failed: false,
+        };
+        let copied = std::io::copy(&mut trailer, &mut sink).map_err(|source| {
+            if sink.failed {
+                Error::io("write the answer to", Path::new("the output"), source)
             } else {
                 transport(&self.socket, source)
             }
@@ -212,6 +216,22 @@ impl OneShot {
         Error::Closed {
             socket: self.socket.clone(),
         }
+    }
+}
+
+/// The trailer's writer, remembering whether an error was its own (not the socket's).
+struct Sink<'a> {
+    inner: &'a mut dyn Write,
+    failed: bool,
+}
+
+impl Write for Sink<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.inner.write(buf).inspect_err(|_| self.failed = true)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush().inspect_err(|_| self.failed = true)
     }
 }
 
