@@ -177,10 +177,21 @@ impl LoginCache {
         let tmp = self
             .file
             .with_extension(format!("tmp-{}", std::process::id()));
-        std::fs::write(
-            &tmp,
-            serde_json::to_vec(cache).map_err(std::io::Error::other)?,
+        // Owner-only, as everything in the bridge's home is.
+        let mut file = {
+            use std::os::unix::fs::OpenOptionsExt as _;
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .open(&tmp)?
+        };
+        std::io::Write::write_all(
+            &mut file,
+            &serde_json::to_vec(cache).map_err(std::io::Error::other)?,
         )?;
+        drop(file);
         std::fs::rename(&tmp, &self.file)
     }
 }
@@ -253,6 +264,12 @@ mod tests {
         cache.put("codex", key, &out);
         let key = cache.key("codex", &program).unwrap();
         assert_eq!(cache.get("codex", &key).map(|(l, _)| l), Some(out));
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(dir.path().join("cache/logins.json"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600, "owner-only like the rest of the home");
 
         // A login writes auth.json: the key is another, the answer is not used.
         std::fs::write(dir.path().join("codex/auth.json"), "{}").unwrap();
