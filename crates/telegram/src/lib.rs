@@ -7,16 +7,27 @@
 //!   and refusing every chat that is not paired.
 //! - [`deliver`], [`text`]: escaped, chunked sends with a plain-text retry, each a decision.
 //! - [`limit`]: our own pace for edits, which no Bot API client library throttles.
+//! - [`queue`]: the outbound per-chat FIFOs every notification and card goes through (429s
+//!   waited out, order kept); [`secrets`] scrubs the token and `CROSS_AGENT_CHILD_ENV` values.
+//! - [`card`], [`diff`]: approval cards that show the full command or the diff (inline, or as
+//!   a `.diff` file); `panel_approvals`: the panels' approval requests answered from the phone.
+//! - [`notify`]: which events notify the chats, and what the hooks tell of each session.
 //! - [`Bot`]: what the daemon holds: the poller's lifetime (waits for a token, takes its lock,
 //!   polls) and hook calls (the [`gate`], approvals from the phone).
 
 pub mod api;
 mod bot;
+pub mod card;
 pub mod deliver;
+pub mod diff;
 mod error;
 pub mod gate;
 pub mod limit;
+pub mod notify;
+mod panel_approvals;
 pub mod poller;
+pub mod queue;
+pub mod secrets;
 pub mod store;
 pub mod text;
 

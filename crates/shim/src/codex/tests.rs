@@ -552,6 +552,7 @@ fn approvals_of_a_bridged_turn_are_reported_and_answered_once() {
         detail: Some("/bin/bash -lc 'echo approved'".into()),
         since_ms: h.now,
         delivery_id: Some("dlv_1".into()),
+        input: None,
     };
     assert_eq!(
         reports(&actions),
