@@ -35,6 +35,8 @@ pub struct RecordedCall {
     pub body: Value,
     /// When the call arrived (a back-off shows as the gap between two calls).
     pub at: Instant,
+    /// The error code it was answered with, when a queued failure answered it.
+    pub failed_with: Option<u16>,
 }
 
 /// A queued failure for one method.
@@ -352,15 +354,17 @@ async fn handle(
     };
     let failure = {
         let mut inner = shared.lock();
+        let failure = inner
+            .failures
+            .get_mut(&method)
+            .and_then(VecDeque::pop_front);
         inner.calls.push(RecordedCall {
             method: method.clone(),
             body: body.clone(),
             at: Instant::now(),
+            failed_with: failure.as_ref().map(|f| f.code),
         });
-        inner
-            .failures
-            .get_mut(&method)
-            .and_then(VecDeque::pop_front)
+        failure
     };
     if let Some(failure) = failure {
         return error(failure.code, &failure.description, failure.retry_after);
