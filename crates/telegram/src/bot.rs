@@ -142,6 +142,10 @@ impl Bot {
                                 self.clone(),
                                 stop.clone(),
                             ));
+                            let failures = tokio::spawn(crate::notify::watch_failed_deliveries(
+                                self.clone(),
+                                stop.clone(),
+                            ));
                             poller::Poller::new(
                                 api,
                                 &home,
@@ -154,6 +158,7 @@ impl Bot {
                             // The lock goes first (a successor may poll at once); the panel
                             // watcher saw the same stop.
                             panels.abort();
+                            failures.abort();
                             lock_api(&self.inner.api).take();
                             lock(&self.inner.queue).take();
                             drop(token_lock);

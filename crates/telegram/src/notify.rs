@@ -140,7 +140,7 @@ impl Bot {
                 "UserPromptSubmit" => {
                     entry.state = "working".into();
                     entry.tools_this_turn = 0;
-                    entry.last_prompt_head = Some(head(field("prompt"), 200));
+                    entry.last_prompt_head = Some(self.scrub(&head(field("prompt"), 200)));
                     true
                 }
                 "PreToolUse" => {
@@ -172,7 +172,7 @@ impl Bot {
                     if event == "Stop" {
                         entry.state = "idle".into();
                         let text = field("last_assistant_message");
-                        entry.last_answer_head = Some(head(text, 200));
+                        entry.last_answer_head = Some(self.scrub(&head(text, 200)));
                         if !payload["stop_hook_active"].as_bool().unwrap_or(false) {
                             answer = Some(text.to_owned());
                         }
@@ -331,4 +331,70 @@ mod tests {
             "proj (3856bb3e)"
         );
     }
+}
+
+/// How often the decisions log is read for failed deliveries.
+const FAILURES_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Notifies every delivery that ends failed, until `stop`: reads what is appended to
+/// `decisions.jsonl` (from its end at start: failures before the poller started are not news)
+/// for `delivery_outcome` lines with outcome `failed` — the one line every path of the hub
+/// writes when a delivery settles, whichever daemon or CLI fallback wrote it.
+pub(crate) async fn watch_failed_deliveries(
+    bot: Bot,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    let path = bot
+        .home()
+        .join(cross_agent_decisions::CURRENT_FILE);
+    let mut offset = std::fs::metadata(&path).map_or(0, |m| m.len());
+    let mut partial = String::new();
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(FAILURES_EVERY) => {}
+            _ = stop.changed() => return,
+        }
+        let len = std::fs::metadata(&path).map_or(0, |m| m.len());
+        if len < offset {
+            // Rotated: the new file starts from nothing.
+            offset = 0;
+            partial.clear();
+        }
+        if len == offset {
+            continue;
+        }
+        let Ok(bytes) = read_range(&path, offset, len) else {
+            continue;
+        };
+        offset = len;
+        partial.push_str(&String::from_utf8_lossy(&bytes));
+        let complete = match partial.rfind('\n') {
+            Some(end) => {
+                let rest = partial.split_off(end + 1);
+                std::mem::replace(&mut partial, rest)
+            }
+            None => continue,
+        };
+        for line in complete.lines() {
+            let Ok(decision) = serde_json::from_str::<Value>(line) else {
+                continue;
+            };
+            if decision["kind"] == "delivery_outcome" && decision["outcome"] == "failed" {
+                bot.notify_delivery_failed(
+                    decision["delivery"].as_str().unwrap_or("?"),
+                    decision["agent"].as_str().unwrap_or("?"),
+                    decision["reason"].as_str().unwrap_or("no reason given"),
+                );
+            }
+        }
+    }
+}
+
+fn read_range(path: &Path, from: u64, to: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = std::fs::File::open(path)?;
+    file.seek(SeekFrom::Start(from))?;
+    let mut bytes = Vec::new();
+    file.take(to - from).read_to_end(&mut bytes)?;
+    Ok(bytes)
 }

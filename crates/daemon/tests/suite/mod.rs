@@ -15,6 +15,7 @@ mod panels_grok;
 mod panels_real;
 mod scope;
 mod store_check;
+mod telegram_handover;
 mod upgrade;
 
 use std::path::{Path, PathBuf};
