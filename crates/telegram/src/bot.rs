@@ -99,7 +99,12 @@ impl Bot {
                 approval_wait,
                 api: Mutex::new(None),
                 queue: Mutex::new(None),
-                scrubber: Mutex::new(Scrubber::default()),
+                // Secrets are scrubbed from the first hook on (the token is added again
+                // when the poller starts, for one set up since).
+                scrubber: Mutex::new(Scrubber::new(
+                    store::read_token(home).ok().flatten().as_deref(),
+                    &var,
+                )),
                 pending: Mutex::new(HashMap::new()),
                 edits: EditLimiter::default(),
                 hook_sessions: Mutex::new(HashMap::new()),

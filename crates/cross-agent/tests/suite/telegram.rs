@@ -28,6 +28,8 @@ pub(super) struct Env {
     approval_wait: String,
     poll_timeout: String,
     daemon: Option<Child>,
+    /// More variables for every command (the daemon's and the hooks').
+    pub(super) extra_env: Vec<(String, String)>,
 }
 
 impl Env {
@@ -44,6 +46,7 @@ impl Env {
             approval_wait: "30".to_owned(),
             poll_timeout: "1".to_owned(),
             daemon: None,
+            extra_env: Vec::new(),
         }
     }
 
@@ -60,6 +63,7 @@ impl Env {
             .env_remove("CLAUDE_CONFIG_DIR")
             .env_remove("CODEX_HOME")
             .env_remove("CROSS_AGENT_DAEMON_BIN");
+        command.envs(self.extra_env.iter().map(|(k, v)| (k, v)));
         command
     }
 
@@ -358,7 +362,21 @@ fn one_token_is_polled_by_one_daemon_and_the_other_takes_over_when_it_goes() {
 
 /// Set up, daemon started, user 5001 paired in their private chat.
 pub(super) fn paired(api: &FakeBotApi, token: &str, approval_wait: &str) -> Env {
+    paired_with(api, token, approval_wait, &[])
+}
+
+/// [`paired`] with more variables for the daemon and the hooks.
+pub(super) fn paired_with(
+    api: &FakeBotApi,
+    token: &str,
+    approval_wait: &str,
+    extra_env: &[(&str, &str)],
+) -> Env {
     let mut env = Env::new(api);
+    env.extra_env = extra_env
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
     env.approval_wait = approval_wait.to_owned();
     assert!(env.setup(token).status.success());
     env.start_daemon();

@@ -17,7 +17,9 @@ use cross_agent_testkit::telegram::FakeBotApi;
 use cross_agent_testkit::{ModelEndpoint, Rule, ToolCall};
 use serde_json::{Value, json};
 
-use super::telegram::{WAIT, paired, token, wait_until};
+use super::telegram::{
+    BIN, WAIT, files_containing, paired, paired_with, text, token, wait_until,
+};
 
 const TURN: Duration = Duration::from_secs(120);
 
@@ -174,4 +176,173 @@ fn a_real_claude_panel_write_is_approved_from_the_phone_seeing_the_diff_and_an_e
     );
     panel.close_stdin();
     let _ = panel.wait(Duration::from_secs(30));
+}
+
+/// Every call's body the fake received, as one text.
+fn everything_sent(api: &FakeBotApi) -> String {
+    api.calls()
+        .into_iter()
+        .map(|c| c.body.to_string())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn hooks_notify_turn_ends_questions_and_waits_keep_the_rest_as_state_and_no_secret_reaches_the_chat()
+ {
+    const CHILD_SECRET: &str = "sk-child-5e5e5e5e5e";
+    let token = token();
+    let api = FakeBotApi::start(&token, "relay_test_bot").unwrap();
+    let env = paired_with(
+        &api,
+        &token,
+        "5",
+        &[("CROSS_AGENT_CHILD_ENV", "ACC_KEY"), ("ACC_KEY", CHILD_SECRET)],
+    );
+
+    // A real Claude Code turn with every hook pointed at `cross-agent hook`.
+    let agents = AgentHome::new().unwrap();
+    let project = agents.project("proj").unwrap();
+    let endpoint = ModelEndpoint::start().unwrap();
+    let claude = Claude::new(&agents, &endpoint.anthropic_base_url())
+        .unwrap()
+        .with_env("CROSS_AGENT_HOME", env.state.as_os_str());
+    let hook = |event: &str| json!([{"hooks": [{"type": "command", "command": format!("'{BIN}' hook {event}"), "timeout": 30}]}]);
+    let settings = json!({"hooks": {
+        "SessionStart": hook("SessionStart"), "UserPromptSubmit": hook("UserPromptSubmit"),
+        "PostToolUse": hook("PostToolUse"), "Notification": hook("Notification"),
+        "Stop": hook("Stop")}})
+    .to_string();
+    endpoint.push(
+        Rule::on_user_text("say the key")
+            .reply_text(format!("The key is {CHILD_SECRET}; all done.")),
+    );
+    let run = claude
+        .turn(&project, "say the key")
+        .arg("--settings")
+        .arg(&settings)
+        .timeout(TURN)
+        .run()
+        .unwrap();
+    let session = run.session_id().unwrap().to_owned();
+    let finished = api
+        .wait_for_call("sendMessage", WAIT, |b| {
+            b["text"].as_str().unwrap_or("").contains("finished")
+        })
+        .expect("the turn's end reached the phone");
+    let shown = finished.body["text"].as_str().unwrap();
+    assert!(
+        shown.contains("✅ Claude · proj (") && shown.contains("The key is [secret]; all done."),
+        "{shown}"
+    );
+    let sessions: Value = serde_json::from_slice(
+        &std::fs::read(env.state.join("telegram/hook_sessions.json")).unwrap(),
+    )
+    .unwrap();
+    let ours = sessions
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["session_id"] == session.as_str())
+        .expect("the session is tracked");
+    assert_eq!(ours["state"], "idle", "{ours}");
+    assert_eq!(ours["last_prompt_head"], "say the key");
+    assert_eq!(ours["last_answer_head"], "The key is [secret]; all done.");
+
+    // A question, a wait notified once however often it repeats, a long answer as a file.
+    let payload = |event: &str, extra: Value| {
+        let mut base = json!({"session_id": "77777777-0000-4000-8000-000000000001",
+            "transcript_path": "/tmp/t.jsonl", "cwd": "/work/app", "hook_event_name": event});
+        for (k, v) in extra.as_object().unwrap() {
+            base[k] = v.clone();
+        }
+        base.to_string()
+    };
+    let out = env.run_with_stdin(
+        &["hook", "PreToolUse"],
+        &payload(
+            "PreToolUse",
+            json!({"tool_name": "AskUserQuestion", "tool_input": {"questions": [{
+                "question": "Which database?", "header": "DB", "multiSelect": false,
+                "options": [{"label": "sqlite", "description": "local file"},
+                            {"label": "postgres", "description": "a server"}]}]}}),
+        ),
+    );
+    assert!(out.status.success());
+    assert_eq!(text(&out.stdout), "", "the question is the editor's to answer");
+    let question = api
+        .wait_for_call("sendMessage", WAIT, |b| {
+            b["text"].as_str().unwrap_or("").contains("Which database?")
+        })
+        .expect("the question reached the phone");
+    assert!(
+        question.body["text"]
+            .as_str()
+            .unwrap()
+            .contains("• sqlite — local file\n• postgres — a server")
+    );
+    for _ in 0..3 {
+        let out = env.run_with_stdin(
+            &["hook", "Notification"],
+            &payload(
+                "Notification",
+                json!({"message": "Claude needs your permission to use Bash"}),
+            ),
+        );
+        assert!(out.status.success());
+    }
+    let long: String = (0..20_000)
+        .map(|i| if i % 80 == 79 { '\n' } else { 'z' })
+        .collect();
+    let out = env.run_with_stdin(
+        &["hook", "Stop"],
+        &payload(
+            "Stop",
+            json!({"stop_hook_active": false, "last_assistant_message": long}),
+        ),
+    );
+    assert!(out.status.success());
+    let document = api
+        .wait_for_call("sendDocument", WAIT, |_| true)
+        .expect("a long answer goes as a file");
+    assert_eq!(document.body["document"]["file_name"], "answer.md");
+    assert_eq!(document.body["document"]["content"], long.trim());
+    assert!(
+        document.body["caption"]
+            .as_str()
+            .unwrap()
+            .contains("app (77777777) finished")
+    );
+    let waits = api
+        .calls_to("sendMessage")
+        .iter()
+        .filter(|c| {
+            c.body["text"]
+                .as_str()
+                .unwrap_or("")
+                .contains("needs your permission")
+        })
+        .count();
+    assert_eq!(waits, 1, "a repeated wait is notified once");
+
+    // Every notification is a decision; no secret anywhere.
+    let decisions = env.decisions();
+    for what in ["turn_ended", "question", "notification"] {
+        assert!(
+            decisions.iter().any(|d| d["kind"] == "telegram_delivery"
+                && d["outcome"] == "sent"
+                && d["details"]["what"] == what),
+            "{what}: {decisions:#?}"
+        );
+    }
+    let sent = everything_sent(&api);
+    assert!(!sent.contains(CHILD_SECRET) && !sent.contains(&token));
+    assert_eq!(
+        files_containing(&env.state, CHILD_SECRET),
+        Vec::<std::path::PathBuf>::new()
+    );
+    assert_eq!(
+        files_containing(&env.state, &token),
+        Vec::<std::path::PathBuf>::new()
+    );
 }
