@@ -771,6 +771,10 @@ impl CodexAdapter {
             FILE_CHANGE_APPROVAL => str_field(params, "itemId")
                 .and_then(|item| self.file_changes.get(item))
                 .map(|changes| json!({"changes": changes})),
+            ELICITATION => params
+                .get("_meta")
+                .and_then(|meta| meta.get("tool_params"))
+                .cloned(),
             _ => None,
         }
         .and_then(|input| crate::claude::whole_input(&input));
