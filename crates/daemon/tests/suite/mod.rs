@@ -16,6 +16,7 @@ mod panels_real;
 mod scope;
 mod store_check;
 mod telegram_handover;
+mod telegram_panels;
 mod upgrade;
 
 use std::path::{Path, PathBuf};
