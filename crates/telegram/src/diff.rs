@@ -206,7 +206,11 @@ mod tests {
         )
         .unwrap();
         assert!(shown.is_diff);
-        assert!(shown.text.contains("--- a.txt\n+++ a.txt\n"), "{}", shown.text);
+        assert!(
+            shown.text.contains("--- a.txt\n+++ a.txt\n"),
+            "{}",
+            shown.text
+        );
         assert!(shown.text.contains("-two\n+2\n"), "{}", shown.text);
     }
 
@@ -221,7 +225,11 @@ mod tests {
             None,
         )
         .unwrap();
-        assert!(shown.text.contains(" fn a() {}\n-fn b() {}\n+fn bee() {}\n fn c() {}"));
+        assert!(
+            shown
+                .text
+                .contains(" fn a() {}\n-fn b() {}\n+fn bee() {}\n fn c() {}")
+        );
         // The file is only read.
         assert_eq!(
             std::fs::read_to_string(&file).unwrap(),
@@ -252,8 +260,16 @@ mod tests {
             None,
         )
         .unwrap();
-        assert!(shown.text.contains("+++ new.txt\n@@ -0,0 +1 @@\n+hello\n"), "{}", shown.text);
-        assert!(shown.text.contains("--- old.txt\n+++ old.txt\n@@ -1 +1 @@\n-a\n+b\n"));
+        assert!(
+            shown.text.contains("+++ new.txt\n@@ -0,0 +1 @@\n+hello\n"),
+            "{}",
+            shown.text
+        );
+        assert!(
+            shown
+                .text
+                .contains("--- old.txt\n+++ old.txt\n@@ -1 +1 @@\n-a\n+b\n")
+        );
     }
 
     #[test]

@@ -194,7 +194,7 @@ impl Bot {
         let (finished, all) = snapshot;
         if save {
             let mut all = all;
-            all.sort_by(|a, b| b.updated_ms.cmp(&a.updated_ms));
+            all.sort_by_key(|s| std::cmp::Reverse(s.updated_ms));
             match serde_json::to_vec_pretty(&all) {
                 Ok(bytes) => {
                     if let Err(error) =
@@ -308,31 +308,6 @@ fn question_text(input: &Value) -> String {
     out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn a_question_shows_its_options() {
-        let text = question_text(&json!({"questions": [{"question": "Which db?", "header": "DB",
-            "multiSelect": false, "options": [{"label": "sqlite", "description": "local"},
-            {"label": "pg", "description": ""}]}]}));
-        assert_eq!(
-            text,
-            "❓ Claude asks (answer in the editor):\n\nWhich db?\n• sqlite — local\n• pg"
-        );
-    }
-
-    #[test]
-    fn the_label_is_the_folder_and_the_session_head() {
-        assert_eq!(
-            where_label("/work/proj", "3856bb3e-0000"),
-            "proj (3856bb3e)"
-        );
-    }
-}
-
 /// How often the decisions log is read for failed deliveries.
 const FAILURES_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
@@ -344,9 +319,7 @@ pub(crate) async fn watch_failed_deliveries(
     bot: Bot,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) {
-    let path = bot
-        .home()
-        .join(cross_agent_decisions::CURRENT_FILE);
+    let path = bot.home().join(cross_agent_decisions::CURRENT_FILE);
     let mut offset = std::fs::metadata(&path).map_or(0, |m| m.len());
     let mut partial = String::new();
     loop {
@@ -397,4 +370,31 @@ fn read_range(path: &Path, from: u64, to: u64) -> std::io::Result<Vec<u8>> {
     let mut bytes = Vec::new();
     file.take(to - from).read_to_end(&mut bytes)?;
     Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_question_shows_its_options() {
+        let text = question_text(
+            &json!({"questions": [{"question": "Which db?", "header": "DB",
+            "multiSelect": false, "options": [{"label": "sqlite", "description": "local"},
+            {"label": "pg", "description": ""}]}]}),
+        );
+        assert_eq!(
+            text,
+            "❓ Claude asks (answer in the editor):\n\nWhich db?\n• sqlite — local\n• pg"
+        );
+    }
+
+    #[test]
+    fn the_label_is_the_folder_and_the_session_head() {
+        assert_eq!(
+            where_label("/work/proj", "3856bb3e-0000"),
+            "proj (3856bb3e)"
+        );
+    }
 }

@@ -86,10 +86,7 @@ pub(crate) async fn watch(bot: Bot, mut stop: watch_channel::Receiver<bool>) {
                         Some(PanelSessionState::Working | PanelSessionState::AwaitingApproval)
                     ) && session.state == PanelSessionState::Idle;
                     if ended && !first && !bot.has_hook_session(id) {
-                        let title = session
-                            .title
-                            .clone()
-                            .unwrap_or_else(|| label(&cwd, id));
+                        let title = session.title.clone().unwrap_or_else(|| label(&cwd, id));
                         bot.notify_text(
                             &format!("✅ {} panel · {title} finished", capitalised(&agent)),
                             "turn_ended",
@@ -149,7 +146,10 @@ fn label(cwd: &str, session: &str) -> String {
 /// The card for `asked`: what it would do, and whether that is all of it.
 fn card_for(bot: &Bot, asked: &Asked) -> ApprovalCard {
     let approval = &asked.approval;
-    let tool = approval.tool.clone().unwrap_or_else(|| approval.kind.clone());
+    let tool = approval
+        .tool
+        .clone()
+        .unwrap_or_else(|| approval.kind.clone());
     let cwd = Some(Path::new(&asked.cwd)).filter(|p| p.is_absolute());
     let (what, partial) = match &approval.input {
         Some(input) => (crate::diff::what_it_does(&tool, input, cwd), false),
@@ -160,7 +160,7 @@ fn card_for(bot: &Bot, asked: &Asked) -> ApprovalCard {
             let partial = detail.ends_with('…')
                 || approval.kind.contains("fileChange")
                 || approval.kind.contains("permissions");
-            let what = (!detail.is_empty()).then(|| crate::diff::WhatItDoes {
+            let what = (!detail.is_empty()).then_some(crate::diff::WhatItDoes {
                 text: detail,
                 is_diff: false,
             });
@@ -172,7 +172,11 @@ fn card_for(bot: &Bot, asked: &Asked) -> ApprovalCard {
         Some(input) => gate::subject(&tool, input),
         None => approval.detail.clone().unwrap_or_default(),
     };
-    let gate_tool = if approval.input.as_ref().is_some_and(|i| i.get("command").is_some()) {
+    let gate_tool = if approval
+        .input
+        .as_ref()
+        .is_some_and(|i| i.get("command").is_some())
+    {
         "Bash"
     } else {
         tool.as_str()

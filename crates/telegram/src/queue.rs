@@ -268,9 +268,7 @@ async fn worker<A: TelegramApi>(
                 .reason(error.to_string())
             }
         };
-        let mut decision = decision
-            .detail("chat_id", chat_id)
-            .detail("what", job.what);
+        let mut decision = decision.detail("chat_id", chat_id).detail("what", job.what);
         if waits > 0 {
             decision = decision.detail("rate_limited", waits);
         }
@@ -307,8 +305,13 @@ async fn deliver<A: TelegramApi>(
         let result = match item {
             Outgoing::Text { text, mode, markup } => {
                 if plain {
-                    api.send_message(chat_id, &unescape_html(text), ParseMode::Plain, markup.clone())
-                        .await
+                    api.send_message(
+                        chat_id,
+                        &unescape_html(text),
+                        ParseMode::Plain,
+                        markup.clone(),
+                    )
+                    .await
                 } else {
                     api.send_message(chat_id, text, *mode, markup.clone()).await
                 }

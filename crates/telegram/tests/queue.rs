@@ -69,7 +69,9 @@ async fn a_parse_error_goes_again_as_plain_text_and_a_long_text_is_chunked_in_or
     let api = HttpApi::new(Some(fake.base_url()), TOKEN).unwrap();
     let queue = OutboundQueue::new(api, DecisionLog::disabled(), Scrubber::default());
     queue.text(9, "a < b", "test");
-    let long: String = (0..10_000).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+    let long: String = (0..10_000)
+        .map(|i| char::from(b'a' + (i % 26) as u8))
+        .collect();
     queue.text(9, &long, "test");
     queue.idle().await;
     let refused = &fake.calls_to("sendMessage")[0];

@@ -17,9 +17,7 @@ use cross_agent_testkit::telegram::FakeBotApi;
 use cross_agent_testkit::{ModelEndpoint, Rule, ToolCall};
 use serde_json::{Value, json};
 
-use super::telegram::{
-    BIN, WAIT, files_containing, paired, paired_with, text, token, wait_until,
-};
+use super::telegram::{BIN, WAIT, files_containing, paired, paired_with, text, token, wait_until};
 
 const TURN: Duration = Duration::from_secs(120);
 
@@ -121,7 +119,8 @@ fn a_real_claude_panel_write_is_approved_from_the_phone_seeing_the_diff_and_an_e
             .is_some(),
         "the card is closed"
     );
-    assert!(wait_until(|| env.decisions().iter().any(|d| d["kind"] == "approval"
+    assert!(wait_until(|| env.decisions().iter().any(|d| d["kind"]
+        == "approval"
         && d["outcome"] == "allowed"
         && d["details"]["via"] == "panel"
         && d["details"]["user_id"] == 5001
@@ -197,7 +196,10 @@ fn hooks_notify_turn_ends_questions_and_waits_keep_the_rest_as_state_and_no_secr
         &api,
         &token,
         "5",
-        &[("CROSS_AGENT_CHILD_ENV", "ACC_KEY"), ("ACC_KEY", CHILD_SECRET)],
+        &[
+            ("CROSS_AGENT_CHILD_ENV", "ACC_KEY"),
+            ("ACC_KEY", CHILD_SECRET),
+        ],
     );
 
     // A real Claude Code turn with every hook pointed at `cross-agent hook`.
@@ -269,7 +271,11 @@ fn hooks_notify_turn_ends_questions_and_waits_keep_the_rest_as_state_and_no_secr
         ),
     );
     assert!(out.status.success());
-    assert_eq!(text(&out.stdout), "", "the question is the editor's to answer");
+    assert_eq!(
+        text(&out.stdout),
+        "",
+        "the question is the editor's to answer"
+    );
     let question = api
         .wait_for_call("sendMessage", WAIT, |b| {
             b["text"].as_str().unwrap_or("").contains("Which database?")

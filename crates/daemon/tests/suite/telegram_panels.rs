@@ -90,7 +90,10 @@ async fn a_real_codex_panel_command_approval_is_answered_from_the_phone() {
         )
         .unwrap();
     let started = panel.driver.next_line(TURN, |l| l["id"] == 900).unwrap();
-    let thread = started["result"]["thread"]["id"].as_str().unwrap().to_owned();
+    let thread = started["result"]["thread"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     panel
         .driver
         .send(

@@ -809,8 +809,10 @@ fn a_file_change_approval_carries_the_diffs_its_item_started_with() {
         {"path": "/work/project/b.txt", "kind": {"type": "add"}, "diff": "fresh\n"}]);
     h.agent(json!({"method": "item/started", "params": {"threadId": THREAD, "turnId": TURN,
         "item": {"type": "fileChange", "id": "call_fc", "changes": changes, "status": "inProgress"}}}));
-    h.agent(json!({"method": "item/fileChange/requestApproval", "id": 5, "params": {
-        "threadId": THREAD, "turnId": TURN, "itemId": "call_fc", "reason": "write two files"}}));
+    h.agent(
+        json!({"method": "item/fileChange/requestApproval", "id": 5, "params": {
+        "threadId": THREAD, "turnId": TURN, "itemId": "call_fc", "reason": "write two files"}}),
+    );
     let approval = &h.session(THREAD).pending_approvals[0];
     assert_eq!(approval.kind, "item/fileChange/requestApproval");
     assert_eq!(approval.detail.as_deref(), Some("write two files"));
@@ -819,8 +821,10 @@ fn a_file_change_approval_carries_the_diffs_its_item_started_with() {
     // does not borrow them.
     h.agent(json!({"method": "item/completed", "params": {"threadId": THREAD, "turnId": TURN,
         "item": {"type": "fileChange", "id": "call_fc", "changes": changes, "status": "completed"}}}));
-    h.agent(json!({"method": "item/fileChange/requestApproval", "id": 6, "params": {
-        "threadId": THREAD, "turnId": TURN, "itemId": "call_other"}}));
+    h.agent(
+        json!({"method": "item/fileChange/requestApproval", "id": 6, "params": {
+        "threadId": THREAD, "turnId": TURN, "itemId": "call_other"}}),
+    );
     let later = h
         .session(THREAD)
         .pending_approvals

@@ -179,7 +179,10 @@ fn run(keep: bool) -> Result<()> {
             .env_remove("CROSS_AGENT_DAEMON_BIN");
         command
     };
-    println!("cross-agent · Telegram demo (fake Bot API at {}, scripted model; loopback only)\n", api.base_url());
+    println!(
+        "cross-agent · Telegram demo (fake Bot API at {}, scripted model; loopback only)\n",
+        api.base_url()
+    );
 
     // 1. Setup: the token from stdin, checked with getMe.
     let mut setup = command(&["telegram", "setup", "--json"])
@@ -229,7 +232,10 @@ fn run(keep: bool) -> Result<()> {
     let pair: Value = serde_json::from_slice(&out.stdout).context("pair --json")?;
     let code = pair["code"].as_str().context("no pairing code")?.to_owned();
     println!("$ cross-agent telegram pair\n  code {code} (good for 10 minutes)\n");
-    println!("──────── the chat with @{} ────────", me["username"].as_str().unwrap_or("?"));
+    println!(
+        "──────── the chat with @{} ────────",
+        me["username"].as_str().unwrap_or("?")
+    );
     let mut seen = api.calls().len();
     println!("👤 you: /pair {code}");
     api.push_message(PHONE, PHONE, &format!("/pair {code}"));
@@ -256,8 +262,8 @@ fn run(keep: bool) -> Result<()> {
         json!([{"matcher": "*", "hooks": [{"type": "command",
             "command": format!("'{}' hook {event}", bin.display()), "timeout": 90}]}])
     };
-    let settings = json!({"hooks": {"PreToolUse": hook("PreToolUse"), "Stop": hook("Stop")}})
-        .to_string();
+    let settings =
+        json!({"hooks": {"PreToolUse": hook("PreToolUse"), "Stop": hook("Stop")}}).to_string();
     println!("\n   (in the terminal, Claude Code is asked: \"{PROMPT}\")");
     let turn = claude
         .turn(&project, PROMPT)
@@ -282,11 +288,15 @@ fn run(keep: bool) -> Result<()> {
         .map_err(|_| anyhow::anyhow!("the Claude turn's thread panicked"))??
         .expect_success()
         .context("the Claude turn")?;
-    wait_for("the turn-ended notification", Duration::from_secs(30), || {
-        api.calls_to("sendMessage")
-            .into_iter()
-            .find(|c| c.body["text"].as_str().unwrap_or("").contains("finished"))
-    })?;
+    wait_for(
+        "the turn-ended notification",
+        Duration::from_secs(30),
+        || {
+            api.calls_to("sendMessage")
+                .into_iter()
+                .find(|c| c.body["text"].as_str().unwrap_or("").contains("finished"))
+        },
+    )?;
     // The card's edit is paced; let it land before the chat is printed.
     wait_for("the card's edit", Duration::from_secs(10), || {
         api.calls_to("editMessageText").into_iter().next()
