@@ -196,6 +196,7 @@ impl<A: TelegramApi + Clone + 'static> OutboundQueue<A> {
             tokio::spawn(worker(
                 self.api.clone(),
                 self.decisions.clone(),
+                self.scrubber.clone(),
                 Arc::clone(&self.counters),
                 chat_id,
                 receiver,
@@ -245,6 +246,7 @@ impl<A> OutboundQueue<A> {
 async fn worker<A: TelegramApi>(
     api: A,
     decisions: DecisionLog,
+    scrubber: Scrubber,
     counters: Arc<Counters>,
     chat_id: i64,
     mut jobs: mpsc::UnboundedReceiver<Job>,
@@ -265,7 +267,8 @@ async fn worker<A: TelegramApi>(
                     DecisionKind::new("telegram_delivery"),
                     Outcome::new("failed"),
                 )
-                .reason(error.to_string())
+                // Telegram's description can quote what was sent.
+                .reason(scrubber.scrub(&error.to_string()))
             }
         };
         let mut decision = decision.detail("chat_id", chat_id).detail("what", job.what);
