@@ -352,3 +352,54 @@ fn hooks_notify_turn_ends_questions_and_waits_keep_the_rest_as_state_and_no_secr
         Vec::<std::path::PathBuf>::new()
     );
 }
+
+#[test]
+fn a_long_write_escalated_by_the_gate_sends_its_whole_diff_as_a_file_before_the_card() {
+    let token = token();
+    let api = FakeBotApi::start(&token, "relay_test_bot").unwrap();
+    let env = paired(&api, &token, "2");
+    let project = env.user.join("proj");
+    std::fs::create_dir_all(&project).unwrap();
+    let content: String = (0..3000)
+        .map(|i| format!("SETTING_{i}=value {i}\n"))
+        .collect();
+    let payload = json!({"session_id": "3856bb3e-0000-4000-8000-000000000002",
+        "transcript_path": "/tmp/t.jsonl", "cwd": project, "permission_mode": "default",
+        "hook_event_name": "PreToolUse", "tool_name": "Write",
+        "tool_input": {"file_path": project.join(".env"), "content": content},
+        "tool_use_id": "toolu_2"})
+    .to_string();
+    let out = env.run_with_stdin(&["hook", "PreToolUse"], &payload);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(answer["hookSpecificOutput"]["permissionDecision"], "ask");
+    let file = api
+        .wait_for_call("sendDocument", WAIT, |_| true)
+        .expect("the whole diff went as a file");
+    assert_eq!(file.body["document"]["file_name"], "approval.diff");
+    let diff = file.body["document"]["content"].as_str().unwrap();
+    assert!(diff.starts_with("--- /dev/null\n+++ "), "{}", &diff[..200]);
+    assert_eq!(
+        diff.lines().filter(|l| l.starts_with("+SETTING_")).count(),
+        3000,
+        "every line of it"
+    );
+    let card = cards(&api).remove(0);
+    let shown = card["text"].as_str().unwrap();
+    assert!(
+        shown.contains("approval.diff") && shown.contains("3003 lines"),
+        "{shown}"
+    );
+    assert!(shown.contains("danger:"), "{shown}");
+    // The file came before the card.
+    let order: Vec<String> = api
+        .calls()
+        .into_iter()
+        .filter(|c| {
+            c.method == "sendDocument"
+                || (c.method == "sendMessage" && c.body.get("reply_markup").is_some())
+        })
+        .map(|c| c.method)
+        .collect();
+    assert_eq!(order, vec!["sendDocument", "sendMessage"]);
+}
