@@ -403,3 +403,51 @@ fn a_long_write_escalated_by_the_gate_sends_its_whole_diff_as_a_file_before_the_
         .collect();
     assert_eq!(order, vec!["sendDocument", "sendMessage"]);
 }
+
+/// A delivery that ends failed — whoever writes its `delivery_outcome` line (the daemon, or a
+/// CLI fallback) — is notified once, with its target and reason; one that was delivered is not.
+#[test]
+fn a_failed_delivery_is_notified_with_its_target_and_reason() {
+    use cross_agent_decisions::{Decision, DecisionKind, DecisionLog, Outcome};
+
+    let token = token();
+    let api = FakeBotApi::start(&token, "relay_test_bot").unwrap();
+    let env = paired(&api, &token, "5");
+    // The watcher reads from the log's end as it was when the poller started.
+    std::thread::sleep(Duration::from_millis(1500));
+    let log = DecisionLog::new(&env.state);
+    log.record(
+        Decision::new(DecisionKind::DELIVERY_OUTCOME, Outcome::new("delivered"))
+            .agent("claude")
+            .delivery("dlv_0000delivered"),
+    );
+    log.record(
+        Decision::new(DecisionKind::DELIVERY_OUTCOME, Outcome::new("failed"))
+            .agent("codex")
+            .delivery("dlv_0123456789abcdef")
+            .reason("the codex turn exited 1"),
+    );
+    let notice = api
+        .wait_for_call("sendMessage", WAIT, |b| {
+            b["text"].as_str().unwrap_or("").contains("Delivery")
+        })
+        .expect("the failure reached the phone");
+    assert_eq!(
+        notice.body["text"],
+        "⚠️ Delivery dlv_01234567 to codex failed: the codex turn exited 1"
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    let notices = api
+        .calls_to("sendMessage")
+        .iter()
+        .filter(|c| c.body["text"].as_str().unwrap_or("").contains("Delivery"))
+        .count();
+    assert_eq!(notices, 1, "once, and not for the delivered one");
+    assert!(
+        env.decisions()
+            .iter()
+            .any(|d| d["kind"] == "telegram_delivery"
+                && d["details"]["what"] == "delivery_failed"
+                && d["outcome"] == "sent")
+    );
+}
