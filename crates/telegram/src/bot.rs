@@ -4,6 +4,9 @@
 //! would do (the full command, or the diff for a file tool) and waits for a tap, at most the
 //! approval wait; the first tap wins and the messages are edited so they cannot be answered
 //! again. No tap in time: `"ask"` (the editor's own prompt). Every verdict is a decision line.
+//! Every hook event also feeds [`crate::notify`]. While the poller runs, the bot also watches
+//! the panels' approval requests (`panel_approvals`) and failed deliveries, and every message
+//! goes out through the per-chat [`crate::queue`], scrubbed of secrets.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
