@@ -15,11 +15,11 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use cross_agent_decisions::DecisionLog;
 use cross_agent_telegram::HttpApi;
-use cross_agent_telegram::api::ParseMode;
 use cross_agent_telegram::TelegramApi;
-use cross_agent_telegram::text::escape_html;
+use cross_agent_telegram::api::ParseMode;
 use cross_agent_telegram::queue::OutboundQueue;
 use cross_agent_telegram::secrets::Scrubber;
+use cross_agent_telegram::text::escape_html;
 use cross_agent_testkit::telegram::{Failure, FakeBotApi};
 
 const TOKEN: &str = "4242:BENCHqueue";

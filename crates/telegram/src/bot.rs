@@ -165,6 +165,11 @@ impl Bot {
                                 self.clone(),
                                 stop.clone(),
                             ));
+                            let outbound = tokio::spawn(keep_outbound_status(
+                                home.clone(),
+                                queue.clone(),
+                                stop.clone(),
+                            ));
                             poller::Poller::new(
                                 api,
                                 &home,
@@ -179,6 +184,10 @@ impl Bot {
                             // watcher saw the same stop.
                             panels.abort();
                             failures.abort();
+                            outbound.abort();
+                            if let Some(queue) = lock(&self.inner.queue).as_ref() {
+                                write_outbound(&home, &queue.snapshot());
+                            }
                             lock_api(&self.inner.api).take();
                             lock(&self.inner.queue).take();
                             drop(token_lock);
@@ -589,6 +598,36 @@ impl Bot {
         query: &crate::api::CallbackQuery,
     ) -> &'static str {
         self.inner.desk.tap(out, query, self.awaiting_approval())
+    }
+}
+
+/// How often `telegram/outbound.json` is brought up to date (when it changed).
+const OUTBOUND_STATUS_EVERY: Duration = Duration::from_millis(500);
+
+fn write_outbound(home: &Path, snapshot: &crate::queue::QueueSnapshot) {
+    if let Err(error) = store::write_outbound(home, snapshot) {
+        tracing::warn!(%error, "could not write the telegram outbound status");
+    }
+}
+
+/// Keeps `telegram/outbound.json` (what `telegram status` shows of the queue) up to date
+/// until `stop`: the queue lives in the daemon, the status command reads files.
+async fn keep_outbound_status(
+    home: PathBuf,
+    queue: OutboundQueue<HttpApi>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut written: Option<crate::queue::QueueSnapshot> = None;
+    loop {
+        let now = queue.snapshot();
+        if written.as_ref() != Some(&now) {
+            write_outbound(&home, &now);
+            written = Some(now);
+        }
+        tokio::select! {
+            () = tokio::time::sleep(OUTBOUND_STATUS_EVERY) => {}
+            _ = stop.changed() => return,
+        }
     }
 }
 

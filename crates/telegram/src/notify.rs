@@ -103,6 +103,25 @@ pub fn read_hook_sessions(home: &Path) -> Vec<HookSession> {
         .unwrap_or_default()
 }
 
+/// The hook sessions as `telegram status` shows them: how many, and which wait for an approval.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HookSummary {
+    pub count: usize,
+    pub awaiting_approval: Vec<String>,
+}
+
+pub fn hook_summary(home: &Path) -> HookSummary {
+    let sessions = read_hook_sessions(home);
+    HookSummary {
+        count: sessions.len(),
+        awaiting_approval: sessions
+            .iter()
+            .filter(|s| s.awaiting_approval)
+            .map(|s| s.session_id.clone())
+            .collect(),
+    }
+}
+
 fn head(text: &str, chars: usize) -> String {
     match text.char_indices().nth(chars) {
         Some((cut, _)) => format!("{}…", &text[..cut]),
@@ -262,8 +281,7 @@ impl Bot {
         all.sort_by_key(|s| std::cmp::Reverse(s.updated_ms));
         match serde_json::to_vec_pretty(&all) {
             Ok(bytes) => {
-                if let Err(error) = store::write_private(&hook_sessions_path(self.home()), &bytes)
-                {
+                if let Err(error) = store::write_private(&hook_sessions_path(self.home()), &bytes) {
                     tracing::warn!(%error, "could not save the hook sessions");
                 }
             }

@@ -16,9 +16,9 @@ use cross_agent_protocol::timestamp::now_rfc3339;
 use tokio::sync::watch;
 
 use crate::api::{Message, TelegramApi, Update};
+use crate::error::{Error, Result};
 use crate::queue::OutboundQueue;
 use crate::secrets::Scrubber;
-use crate::error::{Error, Result};
 use crate::store::{self, Paired};
 
 /// The poller's knobs.

@@ -271,8 +271,8 @@ impl Desk {
     pub(crate) fn resume<A>(
         self: &Arc<Self>,
         out: &OutboundQueue<A>,
-        stop: tokio::sync::watch::Receiver<bool>)
-    where
+        stop: tokio::sync::watch::Receiver<bool>,
+    ) where
         A: TelegramApi + Clone + 'static,
     {
         *lock(&self.stop) = Some(stop);
@@ -383,7 +383,8 @@ impl Desk {
         }
         let Some(session) = self.target_of(&message) else {
             if has_file || !text.is_empty() {
-                say(out,
+                say(
+                    out,
                     place,
                     "Which session is this for? Send /sessions, then reply to a session's card \
                      (or tap its Prompt or Focus button).",
@@ -483,10 +484,7 @@ impl Desk {
         awaiting_approval: &HashSet<String>,
     ) {
         let Some(host) = self.host() else {
-            say(out,
-                place,
-                "Sessions are not available on this daemon.",
-            );
+            say(out, place, "Sessions are not available on this daemon.");
             return;
         };
         let listed = tokio::task::spawn_blocking(move || host.live_sessions())
@@ -495,7 +493,8 @@ impl Desk {
         let mut sessions = match listed {
             Ok(sessions) => sessions,
             Err(reason) => {
-                say(out,
+                say(
+                    out,
                     place,
                     &format!("Could not list the sessions: {}", escape_html(&reason)),
                 );
@@ -516,7 +515,8 @@ impl Desk {
             }
         }
         if sessions.is_empty() {
-            say(out,
+            say(
+                out,
                 place,
                 "No live sessions: none of Claude Code, Codex or Grok was active in the last 24 hours.",
             );
@@ -628,10 +628,7 @@ impl Desk {
         let here = Place { thread, ..place };
         let header = escape_html(&cards::header(&session));
         let Some(host) = self.host() else {
-            say(out,
-                here,
-                "Sessions are not available on this daemon.",
-            );
+            say(out, here, "Sessions are not available on this daemon.");
             return;
         };
         let chars = text.chars().count();
@@ -862,7 +859,11 @@ impl Desk {
                 "the session's directory is not known, so there is no inbox to put it in".into(),
             );
         };
-        let file = out.api().get_file(file_id).await.map_err(|e| e.to_string())?;
+        let file = out
+            .api()
+            .get_file(file_id)
+            .await
+            .map_err(|e| e.to_string())?;
         if let Some(size) = file.file_size.filter(|s| *s > inbox::MAX_FILE_BYTES) {
             return Err(too_big(size));
         }
@@ -889,13 +890,15 @@ impl Desk {
         Ok((saved, size))
     }
 
-    async fn offer_destinations<A: TelegramApi + Clone + 'static>(&self, out: &OutboundQueue<A>, place: Place, session: SessionRef) {
+    async fn offer_destinations<A: TelegramApi + Clone + 'static>(
+        &self,
+        out: &OutboundQueue<A>,
+        place: Place,
+        session: SessionRef,
+    ) {
         let header = escape_html(&cards::header(&session));
         let Some(host) = self.host() else {
-            say(out,
-                place,
-                "Handoff is not available on this daemon.",
-            );
+            say(out, place, "Handoff is not available on this daemon.");
             return;
         };
         let found = {
@@ -960,10 +963,7 @@ impl Desk {
     ) {
         let header = escape_html(&cards::header(&session));
         let Some(host) = self.host() else {
-            say(out,
-                place,
-                "Handoff is not available on this daemon.",
-            );
+            say(out, place, "Handoff is not available on this daemon.");
             return;
         };
         let text = format!(

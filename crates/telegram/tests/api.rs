@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use cross_agent_decisions::DecisionLog;
 use cross_agent_telegram::api::MAX_TEXT_CHARS;
+use cross_agent_telegram::poller::{Poller, PollerConfig};
 use cross_agent_telegram::queue::OutboundQueue;
 use cross_agent_telegram::secrets::Scrubber;
-use cross_agent_telegram::poller::{Poller, PollerConfig};
 use cross_agent_telegram::{HttpApi, TelegramApi};
 use cross_agent_testkit::telegram::{Failure, FakeBotApi};
 use serde_json::Value;
