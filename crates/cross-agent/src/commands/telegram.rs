@@ -149,7 +149,12 @@ fn print_outbound(
         if hooks.awaiting_approval.is_empty() {
             String::new()
         } else {
-            format!(": {}", hooks.awaiting_approval.join(", "))
+            let ids: Vec<String> = hooks
+                .awaiting_approval
+                .iter()
+                .map(|id| escape_cell(id).into_owned())
+                .collect();
+            format!(": {}", ids.join(", "))
         }
     );
 }
