@@ -1009,6 +1009,12 @@ fn a_phone_answer_waits_behind_a_rate_limited_notification_and_a_parse_error_goe
             .any(|c| c.failed_with == Some(429))),
         "the notification met the 429"
     );
+    // The answer is refused once as unreadable HTML.
+    phone.api.fail_next_containing(
+        "sendMessage",
+        "claude answered",
+        cross_agent_testkit::telegram::Failure::cant_parse_entities(),
+    );
     phone.endpoint.push(
         Rule::on_user_text("queued prompt for claude")
             .reply(Reply::echo_token("if a < b && c > d, claude answered"))
@@ -1030,11 +1036,6 @@ fn a_phone_answer_waits_behind_a_rate_limited_notification_and_a_parse_error_goe
         "{status:#}"
     );
     assert_eq!(status["outbound"]["last_rate_limited"]["retry_after_s"], 5);
-    // The next message, the answer, is refused as unreadable HTML once.
-    phone.api.fail_next(
-        "sendMessage",
-        cross_agent_testkit::telegram::Failure::cant_parse_entities(),
-    );
     phone.wait_sent(before, "claude answered", TURN_WAIT);
 
     let texts: Vec<String> = phone.api.sent()[before..]
