@@ -137,13 +137,13 @@ async fn a_message_for_a_topic_keeps_its_thread_and_the_snapshot_shows_what_wait
     fake.fail_next("sendMessage", Failure::too_many(1));
     let api = HttpApi::new(Some(fake.base_url()), TOKEN).unwrap();
     let queue = OutboundQueue::new(api, DecisionLog::disabled(), Scrubber::default());
-    queue.text(-100_7, "held by the 429", "test");
+    queue.text(-100_777, "held by the 429", "test");
     let card = {
         let queue = queue.clone();
         tokio::spawn(async move {
             queue
                 .send(
-                    -100_7,
+                    -100_777,
                     Outgoing::Text {
                         text: "<b>claude · card</b>".into(),
                         mode: cross_agent_telegram::api::ParseMode::Html,
@@ -157,18 +157,18 @@ async fn a_message_for_a_topic_keeps_its_thread_and_the_snapshot_shows_what_wait
         })
     };
     // The card is queued (behind the first message, held by the 429) before the answer.
-    while queue.snapshot().waiting.get(&-100_7) != Some(&2) {
+    while queue.snapshot().waiting.get(&-100_777) != Some(&2) {
         tokio::task::yield_now().await;
     }
-    queue.text_in(-100_7, Some(42), "an answer in the topic", "answer");
+    queue.text_in(-100_777, Some(42), "an answer in the topic", "answer");
     let waiting = queue.snapshot();
-    assert_eq!(waiting.waiting.get(&-100_7), Some(&3), "{waiting:?}");
+    assert_eq!(waiting.waiting.get(&-100_777), Some(&3), "{waiting:?}");
     let sent = card.await.unwrap().unwrap();
     queue.idle().await;
     let snapshot = queue.snapshot();
     assert!(snapshot.waiting.is_empty(), "{snapshot:?}");
     let limited = snapshot.last_rate_limited.expect("the 429 is kept");
-    assert_eq!((limited.chat_id, limited.retry_after_s), (-100_7, Some(1)));
+    assert_eq!((limited.chat_id, limited.retry_after_s), (-100_777, Some(1)));
     let calls: Vec<Value> = fake
         .calls_to("sendMessage")
         .into_iter()
