@@ -16,6 +16,11 @@
 //!
 //! Every step is a decision line: `telegram_prompt` (sent, refused), `telegram_file` (saved,
 //! refused), `telegram_topic` (created, failed), `telegram_handoff` (done, failed).
+//!
+//! Nothing here sends by itself: cards, receipts, answers and notices go out through the bot's
+//! [`OutboundQueue`] (in order with the notifications of the same chat, 429s waited out, a parse
+//! error retried as plain text, secrets scrubbed; each a `telegram_delivery` line), in the
+//! session's topic when there is one; a card waits for its message id, for replies to it.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};

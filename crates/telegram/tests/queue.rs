@@ -168,7 +168,10 @@ async fn a_message_for_a_topic_keeps_its_thread_and_the_snapshot_shows_what_wait
     let snapshot = queue.snapshot();
     assert!(snapshot.waiting.is_empty(), "{snapshot:?}");
     let limited = snapshot.last_rate_limited.expect("the 429 is kept");
-    assert_eq!((limited.chat_id, limited.retry_after_s), (-100_777, Some(1)));
+    assert_eq!(
+        (limited.chat_id, limited.retry_after_s),
+        (-100_777, Some(1))
+    );
     let calls: Vec<Value> = fake
         .calls_to("sendMessage")
         .into_iter()
