@@ -438,7 +438,7 @@ async fn deliver<A: TelegramApi>(
                     api.send_message_in(
                         chat_id,
                         *thread,
-                        &unescape_html(text),
+                        &crate::text::html_to_plain(text),
                         ParseMode::Plain,
                         markup.clone(),
                     )
@@ -455,7 +455,7 @@ async fn deliver<A: TelegramApi>(
                 markup,
             } => {
                 let caption = if plain {
-                    unescape_html(caption)
+                    crate::text::html_to_plain(caption)
                 } else {
                     caption.clone()
                 };
@@ -497,10 +497,4 @@ async fn deliver<A: TelegramApi>(
             Err(error) => return (Err(error), "failed", waits),
         }
     }
-}
-
-fn unescape_html(text: &str) -> String {
-    text.replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&amp;", "&")
 }
