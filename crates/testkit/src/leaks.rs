@@ -23,7 +23,11 @@ pub fn left_running(marker: &Path) -> Vec<(u32, String)> {
     };
     let mut found = Vec::new();
     for entry in entries.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
             continue;
         };
         if pid == own || is_zombie(pid) {

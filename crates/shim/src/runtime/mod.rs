@@ -413,7 +413,9 @@ fn die_with_the_shim(command: &mut Command) {
         #[allow(unsafe_code)]
         unsafe {
             command.pre_exec(move || {
-                use rustix::process::{Signal, getppid, kill_process, set_parent_process_death_signal};
+                use rustix::process::{
+                    Signal, getppid, kill_process, set_parent_process_death_signal,
+                };
                 set_parent_process_death_signal(Some(Signal::TERM))?;
                 // The shim may have died between fork and prctl: then nothing would fire.
                 if getppid() != Some(shim) {

@@ -56,8 +56,9 @@ fn agent_ends_with_shim(bench: &Bench, shim: u32, agent: u32) -> Result<()> {
 #[test]
 fn real_claude_mid_turn_ends_when_its_shim_is_killed() -> Result<()> {
     let bench = Bench::new()?;
-    bench.script([Rule::on_user_text("long claude turn")
-        .reply(Reply::text("never read").delay(LONG))]);
+    bench.script([
+        Rule::on_user_text("long claude turn").reply(Reply::text("never read").delay(LONG))
+    ]);
     let mut panel = bench.claude_panel()?;
     panel.send(&claude_user("long claude turn"))?;
     let shim = panel.pid();
@@ -74,8 +75,9 @@ fn real_claude_mid_turn_ends_when_its_shim_is_killed() -> Result<()> {
 #[test]
 fn real_codex_app_server_mid_turn_ends_when_its_shim_is_killed() -> Result<()> {
     let bench = Bench::new()?;
-    bench.script([Rule::on_user_text("long codex turn")
-        .reply(Reply::text("never read").delay(LONG))]);
+    bench.script([
+        Rule::on_user_text("long codex turn").reply(Reply::text("never read").delay(LONG))
+    ]);
     let codex = Codex::new(&bench.home, &bench.endpoint.openai_base_url())?;
     let mut panel = PanelDriver::start(codex_shim(&bench, &codex)?)?;
     let shim = panel.pid();
