@@ -71,7 +71,7 @@ use tokio::sync::{Notify, oneshot};
 pub use record::{Api, InputKind, RecordedRequest};
 pub use script::{
     Block, DEFAULT_FALLBACK_TEXT, DEFAULT_SIDE_TEXT, DEFAULT_TOKEN_PATTERN, Failure, Matcher,
-    Reply, Rule, RuleBuilder, ToolCall,
+    PEER_ENVELOPE_OPEN, Reply, Rule, RuleBuilder, ToolCall,
 };
 
 use script::Script;
@@ -602,6 +602,17 @@ async fn handle(
                     },
                     call: call.clone(),
                 },
+                Block::PeerReply(prefix) => {
+                    match script::peer_reply_call(prefix, &recorded, token.as_deref()) {
+                        Some(call) => Part::Tool {
+                            id: format!("toolu_{}", unique_suffix()),
+                            call,
+                        },
+                        None => Part::Text(format!(
+                            "{prefix}\nscripted: no cross-session-message to reply to"
+                        )),
+                    }
+                }
                 text => {
                     Part::Text(script::resolve_text(text, token.as_deref()).unwrap_or_default())
                 }

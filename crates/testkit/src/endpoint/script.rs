@@ -17,6 +17,10 @@ use serde_json::Value;
 
 use super::record::{Api, InputKind, RecordedRequest};
 
+/// How a Claude peer envelope opens (observed: `<cross-session-message from="uds:…"
+/// from-name="alpha" from-mode="prompting">`).
+pub const PEER_ENVELOPE_OPEN: &str = "<cross-session-message from=\"";
+
 /// The default pattern of a request token the [`Reply::echo_token`] reply looks for: the
 /// project's `req_<epoch ms>_<6 random chars>`.
 pub const DEFAULT_TOKEN_PATTERN: &str = r"req_[0-9]{10,16}_[A-Za-z0-9]{6}";
@@ -117,6 +121,11 @@ pub enum Block {
     EchoToken(String),
     /// A tool call; the reply then stops with `tool_use` (Anthropic).
     ToolCall(ToolCall),
+    /// Claude's native reply to a peer: a `SendMessage` tool call whose `to` is the `from`
+    /// attribute of the newest `<cross-session-message from="…">` envelope in the request and
+    /// whose `message` is this text, a newline and the request token found in the prompt (as
+    /// [`Block::EchoToken`] resolves it). Without an envelope it is plain text saying so.
+    PeerReply(String),
 }
 
 /// How an answer fails, if it does.
@@ -194,6 +203,12 @@ impl Reply {
     /// user prompt first, then anywhere in the request body; the last occurrence wins.
     pub fn echo_token(prefix: impl Into<String>) -> Self {
         Self::with_blocks(vec![Block::EchoToken(prefix.into())])
+    }
+
+    /// Answer a peer's `<cross-session-message>` the way Claude does: a `SendMessage` back to
+    /// its `from` address carrying `prefix` and the request token (see [`Block::PeerReply`]).
+    pub fn peer_reply(prefix: impl Into<String>) -> Self {
+        Self::with_blocks(vec![Block::PeerReply(prefix.into())])
     }
 
     /// Never answer; the connection stays open until the client gives up or the endpoint stops.
@@ -382,6 +397,28 @@ impl Rule {
         }
     }
 
+    /// Match when the newest input is user text carrying a Claude peer envelope
+    /// (`<cross-session-message from="…"`), as an idle Claude session receives one.
+    pub fn on_peer_message() -> RuleBuilder {
+        Self::on_user_text(PEER_ENVELOPE_OPEN)
+    }
+
+    /// The two rules of a scripted Claude that answers every peer message natively: a peer
+    /// envelope → `SendMessage` back to its `from` with `prefix` and the request token
+    /// ([`Reply::peer_reply`]); then `SendMessage`'s result → `done_text`, ending the turn.
+    pub fn peer_replies(prefix: impl Into<String>, done_text: impl Into<String>) -> [Rule; 2] {
+        [
+            Self::on_peer_message()
+                .reply(Reply::peer_reply(prefix))
+                .label("peer reply"),
+            // Claude's SendMessage result is a JSON text with `success` whether it was sent or
+            // refused; either way the turn ends here.
+            Self::on_tool_result("\"success\"")
+                .reply_text(done_text)
+                .label("peer reply sent"),
+        ]
+    }
+
     /// Match every model request.
     pub fn on_any() -> RuleBuilder {
         RuleBuilder {
@@ -522,6 +559,50 @@ pub(crate) fn resolve_text(text_block: &Block, token: Option<&str>) -> Option<St
                 format!("{prefix}\n{token}")
             })
         }
-        Block::ToolCall(_) => None,
+        Block::ToolCall(_) | Block::PeerReply(_) => None,
     }
+}
+
+/// The `from` address of the newest peer envelope in a request: in the last user prompt
+/// first, else in any text of the body (Claude hands a message that arrives mid-tool-round to
+/// the model as a `system` entry).
+pub(crate) fn find_peer_from(request: &RecordedRequest) -> Option<String> {
+    fn last_from(text: &str) -> Option<String> {
+        let at = text.rfind(PEER_ENVELOPE_OPEN)? + PEER_ENVELOPE_OPEN.len();
+        let rest = &text[at..];
+        rest.find('"').map(|end| rest[..end].to_owned())
+    }
+    fn walk(value: &Value, found: &mut Option<String>) {
+        match value {
+            Value::String(text) => {
+                if let Some(from) = last_from(text) {
+                    *found = Some(from);
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|item| walk(item, found)),
+            Value::Object(map) => map.values().for_each(|item| walk(item, found)),
+            _ => {}
+        }
+    }
+    if let Some(from) = request.last_user_prompt.as_deref().and_then(last_from) {
+        return Some(from);
+    }
+    let mut found = None;
+    walk(&Value::Array(request.messages.clone()), &mut found);
+    found
+}
+
+/// The `SendMessage` call a [`Block::PeerReply`] makes, or `None` when the request holds no
+/// peer envelope to answer.
+pub(crate) fn peer_reply_call(
+    prefix: &str,
+    request: &RecordedRequest,
+    token: Option<&str>,
+) -> Option<ToolCall> {
+    let to = find_peer_from(request)?;
+    let message = resolve_text(&Block::EchoToken(prefix.to_owned()), token).unwrap_or_default();
+    Some(ToolCall::new(
+        "SendMessage",
+        serde_json::json!({ "to": to, "message": message }),
+    ))
 }

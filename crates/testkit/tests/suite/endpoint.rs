@@ -1140,3 +1140,45 @@ async fn an_error_event_ends_the_stream_the_way_each_api_fails_mid_answer() {
     );
     assert_eq!(whole.status(), 529);
 }
+
+#[tokio::test]
+async fn peer_replies_answer_a_claude_envelope_with_send_message_to_its_from() {
+    let endpoint = ModelEndpoint::start().unwrap();
+    endpoint.script(Rule::peer_replies("PEER ANSWER", "replied"));
+    let envelope = "Another Claude session sent a message:\n\
+        <cross-session-message from=\"uds:/tmp/cc-socks/4242.sock\" from-name=\"xa-cli-on-box\" from-mode=\"prompting\">\n\
+        Please answer.\nrequest id: req_1795992544448_a1b2c3\n\
+        </cross-session-message>\n\nThis came from another Claude session.";
+
+    let first = post_sse(messages_url(&endpoint), &anthropic_request(envelope, true)).await;
+    let after = post_sse(
+        messages_url(&endpoint),
+        &anthropic_tool_result_request(envelope, r#"{"success":true,"msg_id":"m-1"}"#),
+    )
+    .await;
+    let plain = post_sse(
+        messages_url(&endpoint),
+        &anthropic_request("no envelope here", true),
+    )
+    .await;
+
+    let tool = first
+        .iter()
+        .find(|(name, data)| {
+            name == "content_block_start" && data["content_block"]["type"] == "tool_use"
+        })
+        .expect("a tool_use block");
+    assert_eq!(tool.1["content_block"]["name"], "SendMessage");
+    let partial: String = first
+        .iter()
+        .filter(|(_, data)| data["delta"]["type"] == "input_json_delta")
+        .map(|(_, data)| data["delta"]["partial_json"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        serde_json::from_str::<Value>(&partial).unwrap(),
+        json!({ "to": "uds:/tmp/cc-socks/4242.sock",
+                "message": "PEER ANSWER\nreq_1795992544448_a1b2c3" })
+    );
+    assert_eq!(anthropic_text(&after), "replied");
+    assert_eq!(anthropic_text(&plain), "scripted: no rule matched");
+}
