@@ -98,6 +98,7 @@ mod answers;
 mod busy;
 mod config;
 mod dispatch;
+mod native;
 mod panels;
 mod pins;
 mod receipt;

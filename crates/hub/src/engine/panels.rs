@@ -721,6 +721,7 @@ impl Engine {
             withheld_env: Vec::new(),
             pin_cwd_key: String::new(),
             panel: None,
+            native: None,
         };
         if self.sender_panel(request, &job).is_none() {
             return;
@@ -830,6 +831,7 @@ impl Engine {
                 title: None,
                 sender_label: None,
             }),
+            native: None,
         };
         let key = TargetKey::new(agent, session.as_str()).to_string();
         match self
