@@ -364,9 +364,13 @@ pub const NATIVE_GATE_DENIED: &str = "native_gate_denied";
 
 /// A native delivery went over the CLI after all: its process was gone when it went out.
 pub fn native_route_changed(record: &DeliveryRecord, why: &str) -> Decision {
-    about(record, DecisionKind::new(NATIVE_ROUTE), Outcome::new("headless-cli"))
-        .guard("native_target_gone")
-        .reason(first_line(why))
+    about(
+        record,
+        DecisionKind::new(NATIVE_ROUTE),
+        Outcome::new("headless-cli"),
+    )
+    .guard("native_target_gone")
+    .reason(first_line(why))
 }
 
 /// Claude's receipt for a native send: `outcome` is `sent`, `refused`, `dead`, `denied`,
@@ -379,9 +383,13 @@ pub fn native_receipt(
     relay: &str,
     reason: Option<&str>,
 ) -> Decision {
-    let mut d = about(record, DecisionKind::new(NATIVE_RECEIPT), Outcome::new(outcome.to_owned()))
-        .detail("relay", relay.to_owned())
-        .detail("msg_id", msg_id.map(str::to_owned));
+    let mut d = about(
+        record,
+        DecisionKind::new(NATIVE_RECEIPT),
+        Outcome::new(outcome.to_owned()),
+    )
+    .detail("relay", relay.to_owned())
+    .detail("msg_id", msg_id.map(str::to_owned));
     if let Some(reason) = reason {
         d = d.reason(first_line(reason));
     }
@@ -397,9 +405,12 @@ pub fn native_inbound(
     paired_with: Option<&str>,
     status: Option<&str>,
 ) -> Decision {
-    let mut d = Decision::new(DecisionKind::new(NATIVE_INBOUND), Outcome::new(kind.to_owned()))
-        .detail("relay", relay.to_owned())
-        .detail("status", status.map(str::to_owned));
+    let mut d = Decision::new(
+        DecisionKind::new(NATIVE_INBOUND),
+        Outcome::new(kind.to_owned()),
+    )
+    .detail("relay", relay.to_owned())
+    .detail("status", status.map(str::to_owned));
     if let Some(id) = paired_with {
         d = d.delivery(id.to_owned());
     }
@@ -408,8 +419,12 @@ pub fn native_inbound(
 
 /// A relay's gate denied a call (`reason`: the gate's own words).
 pub fn native_gate_denied(record: &DeliveryRecord, relay: &str, reason: &str) -> Decision {
-    about(record, DecisionKind::new(NATIVE_GATE_DENIED), Outcome::new("denied"))
-        .guard("relay_gate")
-        .reason(first_line(reason))
-        .detail("relay", relay.to_owned())
+    about(
+        record,
+        DecisionKind::new(NATIVE_GATE_DENIED),
+        Outcome::new("denied"),
+    )
+    .guard("relay_gate")
+    .reason(first_line(reason))
+    .detail("relay", relay.to_owned())
 }

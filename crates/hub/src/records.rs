@@ -277,6 +277,16 @@ impl HubDb {
         Ok(())
     }
 
+    /// The delivery whose request id is `request_id` (the newest, should two share it).
+    pub fn delivery_by_request(&self, request_id: &str) -> Result<Option<DeliveryRecord>> {
+        self.json_of(
+            "read a delivery by its request id",
+            "SELECT record FROM deliveries WHERE json_extract(record, '$.request_id') = ?1
+             ORDER BY created_ms DESC LIMIT 1",
+            request_id,
+        )
+    }
+
     pub fn delivery(&self, delivery_id: &str) -> Result<Option<DeliveryRecord>> {
         self.json_of(
             "read a delivery",

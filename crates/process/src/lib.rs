@@ -84,6 +84,18 @@ pub fn is_same_process(pid: u32, start: u64) -> bool {
     }
 }
 
+/// This machine's name (`/proc/sys/kernel/hostname`, else `$HOSTNAME`), when it has one.
+pub fn machine_name() -> Option<String> {
+    #[cfg(target_os = "linux")]
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/hostname").ok();
+    #[cfg(not(target_os = "linux"))]
+    let kernel: Option<String> = None;
+    kernel
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|name| name.trim().to_owned())
+        .filter(|name| !name.is_empty())
+}
+
 /// The executable's name as the kernel keeps it (`/proc/<pid>/comm`, at most 15 bytes).
 pub fn name_of(pid: u32) -> Option<String> {
     read_proc(pid, "comm").map(|comm| {

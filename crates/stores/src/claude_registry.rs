@@ -78,7 +78,9 @@ pub struct RegistryEntry {
 impl RegistryEntry {
     /// The recorded start time, when it is a number.
     pub fn proc_start_ticks(&self) -> Option<u64> {
-        self.proc_start.as_deref().and_then(|s| s.trim().parse().ok())
+        self.proc_start
+            .as_deref()
+            .and_then(|s| s.trim().parse().ok())
     }
 
     /// True while the process that wrote this entry still runs: its pid is alive and started
@@ -112,7 +114,11 @@ pub fn read_entries(config: &Path, warnings: &mut Warnings) -> Vec<RegistryEntry
         Ok(listing) => listing,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Vec::new(),
         Err(error) => {
-            warnings.push(&dir, None, format!("cannot list Claude's session registry: {error}"));
+            warnings.push(
+                &dir,
+                None,
+                format!("cannot list Claude's session registry: {error}"),
+            );
             return Vec::new();
         }
     };
@@ -173,9 +179,7 @@ impl Registry {
 
     /// Every live session (relays left out).
     pub fn live_sessions(&self) -> impl Iterator<Item = &RegistryEntry> {
-        self.entries
-            .iter()
-            .filter(|e| !e.is_relay() && e.is_live())
+        self.entries.iter().filter(|e| !e.is_relay() && e.is_live())
     }
 
     /// The entries of `session_id` whose process is gone (pid dead or reused): a crash left
@@ -211,7 +215,9 @@ mod tests {
     fn relay_names_and_dirs_are_recognised() {
         assert!(is_relay_name("xa-cli-on-box"));
         assert!(!is_relay_name("proj-95"));
-        assert!(is_relay_cwd(Path::new("/h/.cross-agent/relays/xa-cli-on-box")));
+        assert!(is_relay_cwd(Path::new(
+            "/h/.cross-agent/relays/xa-cli-on-box"
+        )));
         assert!(!is_relay_cwd(Path::new("/h/relays/proj")));
         assert!(!is_relay_cwd(Path::new("/h/work/xa-thing")));
     }
@@ -238,7 +244,13 @@ mod tests {
         write(
             &sessions,
             "2.json",
-            &entry_json(me, "s-relay", &start.to_string(), "xa-cli-on-box", "/h/relays/xa-cli-on-box"),
+            &entry_json(
+                me,
+                "s-relay",
+                &start.to_string(),
+                "xa-cli-on-box",
+                "/h/relays/xa-cli-on-box",
+            ),
         );
         write(&sessions, "3.json", "{not json");
         write(&sessions, "3.abc.key", r#"{"peerToken":"secret"}"#);

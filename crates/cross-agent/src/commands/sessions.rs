@@ -557,7 +557,11 @@ fn write_resolved(
             .map_or_else(|| "never".to_owned(), UnixMillis::to_rfc3339),
         ago(s.last_activity.map(|at| at.0), now.0)
     )?;
-    writeln!(out, "  state:       {}", flags(s, window, now, &LiveClaude::read(&[s.agent])))?;
+    writeln!(
+        out,
+        "  state:       {}",
+        flags(s, window, now, &LiveClaude::read(&[s.agent]))
+    )?;
     writeln!(
         out,
         "  path:        {}",

@@ -403,10 +403,22 @@ async fn dispatch(
                 After::Continue,
             )
         }
-        ClientRequest::Hook(params) => (
-            respond::<cross_agent_protocol::hook::HookParams>(id, shared.bot.hook(params).await),
-            After::Continue,
-        ),
+        ClientRequest::Hook(params) => {
+            // A relay's hooks (Claude's native peer door) are answered by the relay host; every
+            // other hook call goes to the Telegram bot as before.
+            let relayed = match shared.engine.relay_host() {
+                Some(host) => host.hook(&params).await,
+                None => None,
+            };
+            let answer = match relayed {
+                Some(answer) => answer,
+                None => shared.bot.hook(params).await,
+            };
+            (
+                respond::<cross_agent_protocol::hook::HookParams>(id, answer),
+                After::Continue,
+            )
+        }
         ClientRequest::Handover(params) => {
             let releasing = matches!(params.step, HandoverStep::Release);
             let reply = handover(id, params, shared);

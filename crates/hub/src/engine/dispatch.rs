@@ -390,7 +390,7 @@ impl Engine {
 
     /// Records a finished delivery, sends its answer back to the sender's panel when it has
     /// one (or notes that the answer stays on the record), and releases the session's lock.
-    fn close_delivery(
+    pub(super) fn close_delivery(
         &self,
         mut record: DeliveryRecord,
         job: &Job,
