@@ -78,6 +78,10 @@ pub struct NativeJob {
     pub registry_name: Option<String>,
     /// Who the relay speaks for: the sender's session title or short id, or `cli`.
     pub represented: String,
+    /// The permission mode the target last ran in (its transcript says): the relay starts in
+    /// the same one, so Claude delivers the message instead of holding it.
+    #[serde(default)]
+    pub permission_mode: Option<String>,
 }
 
 /// A panel delivery's route as resolved at acceptance: which conversation, and what kind of

@@ -106,6 +106,30 @@ impl RegistryEntry {
     }
 }
 
+/// How much of a transcript's end [`last_permission_mode`] reads.
+const MODE_TAIL_BYTES: u64 = 256 * 1024;
+
+/// The permission mode a Claude session last ran in, as its transcript records it (Claude Code
+/// writes `"permissionMode":"default"` and the like on each user record): only the file's end
+/// is read. A relay sending to a live session starts in the same mode, since Claude holds a
+/// message from another permission class instead of delivering it.
+pub fn last_permission_mode(transcript: &Path) -> Option<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    const KEY: &[u8] = b"\"permissionMode\":\"";
+    let mut file = std::fs::File::open(transcript).ok()?;
+    let len = file.metadata().ok()?.len();
+    file.seek(SeekFrom::Start(len.saturating_sub(MODE_TAIL_BYTES)))
+        .ok()?;
+    let mut tail = Vec::new();
+    file.read_to_end(&mut tail).ok()?;
+    let at = memchr::memmem::rfind(&tail, KEY)? + KEY.len();
+    let rest = &tail[at..];
+    let end = memchr::memchr(b'"', rest)?;
+    let mode = std::str::from_utf8(&rest[..end]).ok()?;
+    (!mode.is_empty() && mode.bytes().all(|b| b.is_ascii_alphanumeric()))
+        .then(|| mode.to_owned())
+}
+
 /// Every entry under `<config>/sessions`, relays included, live or not. A file that cannot be
 /// read or parsed is a warning naming it (an entry being rewritten is skipped this time).
 pub fn read_entries(config: &Path, warnings: &mut Warnings) -> Vec<RegistryEntry> {
@@ -274,6 +298,31 @@ mod tests {
             .filter_map(|e| e.name.clone())
             .collect();
         assert_eq!(names, vec!["proj-1".to_owned()]);
+    }
+
+    #[test]
+    fn the_last_permission_mode_of_a_transcript_is_read_from_its_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        std::fs::write(
+            &path,
+            concat!(
+                r#"{"type":"user","permissionMode":"default","message":{}}"#,
+                "\n",
+                r#"{"type":"assistant","message":{}}"#,
+                "\n",
+                r#"{"type":"user","permissionMode":"bypassPermissions","message":{}}"#,
+                "\n",
+            ),
+        )
+        .unwrap();
+        assert_eq!(
+            last_permission_mode(&path).as_deref(),
+            Some("bypassPermissions")
+        );
+        std::fs::write(&path, r#"{"type":"user","message":{}}"#).unwrap();
+        assert_eq!(last_permission_mode(&path), None);
+        assert_eq!(last_permission_mode(&dir.path().join("none.jsonl")), None);
     }
 
     #[test]

@@ -33,6 +33,17 @@ impl LiveClaude {
     /// Starts it with `--session-id`, runs one first turn (`seed`, which the endpoint must
     /// answer), and waits until it has registered itself.
     pub fn start(bridge: &Bridge, session_id: &str, seed: &str) -> LiveClaude {
+        LiveClaude::start_with(bridge, session_id, seed, &[], &[])
+    }
+
+    /// As [`LiveClaude::start`], with more arguments and environment.
+    pub fn start_with(
+        bridge: &Bridge,
+        session_id: &str,
+        seed: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> LiveClaude {
         let claude = bridge.claude();
         let mut command = Command::new(claude.binary());
         command
@@ -46,9 +57,11 @@ impl LiveClaude {
                 "--session-id",
                 session_id,
             ])
+            .args(args)
             .current_dir(&bridge.project)
             .env_clear()
             .envs(claude.env())
+            .envs(env.iter().copied())
             // Its own group: a kill -9 of the group leaves nothing of it running.
             .process_group(0);
         let mut driver = PanelDriver::start(command).unwrap();
@@ -516,4 +529,45 @@ async fn a_relay_killed_mid_send_leaves_the_delivery_failed_and_never_resent() {
         .delivery
         .unwrap();
     assert_eq!(again.state, DeliveryState::Failed);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_target_in_another_permission_mode_gets_a_relay_in_its_mode_and_takes_the_message() {
+    let (bridge, _daemon) = native_bridge().await;
+    bridge
+        .endpoint
+        .push(Rule::on_user_text("seed the live session n6").reply(Reply::text("ready n6")));
+    for rule in Rule::peer_replies("bypass answer n6", "replied n6") {
+        bridge.endpoint.push(rule);
+    }
+    let session_id = "6d1e0000-0000-4000-8000-0000000000a6";
+    // Claude refuses bypass mode as root unless told it runs in a sandbox (this child only).
+    let _live = LiveClaude::start_with(
+        &bridge,
+        session_id,
+        "seed the live session n6",
+        &["--permission-mode", "bypassPermissions"],
+        &[("IS_SANDBOX", "1")],
+    );
+    let mut params = bridge.send_params(
+        Agent::Claude,
+        "a message across permission modes n6",
+        bridge.codex_caller("019a0000-0000-7000-8000-0000000000b6"),
+    );
+    params.session_id = Some(session_id.to_owned());
+    params.timeout = Some(120);
+    let receipt = bridge.accepted(params).await;
+    let record = bridge.wait_finished(&receipt.delivery_id).await;
+    // A relay in the default class would have been held ("held, not delivered"); this one ran
+    // in the target's own mode, read from its transcript, and the message went straight in.
+    assert_eq!(record.transport, Transport::ClaudeNative, "{record:#?}");
+    assert_eq!(record.state, DeliveryState::Delivered, "{record:#?}");
+    assert!(
+        !record.progress_note.as_deref().unwrap_or_default().contains("held"),
+        "{record:#?}"
+    );
+    assert!(
+        record.reply_preview.as_deref().unwrap().starts_with("bypass answer n6"),
+        "{record:#?}"
+    );
 }

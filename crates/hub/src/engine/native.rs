@@ -81,6 +81,10 @@ impl Engine {
             address: entry.native_address()?,
             registry_name: entry.name.clone(),
             represented: represented(caller),
+            permission_mode: resolved
+                .transcript
+                .as_deref()
+                .and_then(cross_agent_stores::claude_registry::last_permission_mode),
         })
     }
 
@@ -303,7 +307,7 @@ impl Engine {
                     to: native.address.clone(),
                     message,
                     delivery_id: record.delivery_id.clone(),
-                    permission_mode: None,
+                    permission_mode: native.permission_mode.clone(),
                 })
                 .await
                 .map_err(|error| error.to_string()),
