@@ -126,8 +126,7 @@ pub fn last_permission_mode(transcript: &Path) -> Option<String> {
     let rest = &tail[at..];
     let end = memchr::memchr(b'"', rest)?;
     let mode = std::str::from_utf8(&rest[..end]).ok()?;
-    (!mode.is_empty() && mode.bytes().all(|b| b.is_ascii_alphanumeric()))
-        .then(|| mode.to_owned())
+    (!mode.is_empty() && mode.bytes().all(|b| b.is_ascii_alphanumeric())).then(|| mode.to_owned())
 }
 
 /// Every entry under `<config>/sessions`, relays included, live or not. A file that cannot be

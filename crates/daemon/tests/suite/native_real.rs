@@ -563,11 +563,19 @@ async fn a_target_in_another_permission_mode_gets_a_relay_in_its_mode_and_takes_
     assert_eq!(record.transport, Transport::ClaudeNative, "{record:#?}");
     assert_eq!(record.state, DeliveryState::Delivered, "{record:#?}");
     assert!(
-        !record.progress_note.as_deref().unwrap_or_default().contains("held"),
+        !record
+            .progress_note
+            .as_deref()
+            .unwrap_or_default()
+            .contains("held"),
         "{record:#?}"
     );
     assert!(
-        record.reply_preview.as_deref().unwrap().starts_with("bypass answer n6"),
+        record
+            .reply_preview
+            .as_deref()
+            .unwrap()
+            .starts_with("bypass answer n6"),
         "{record:#?}"
     );
 }
