@@ -42,6 +42,9 @@ pub enum RelayError {
     /// Bad input from the caller.
     #[error("{0}")]
     Invalid(String),
+    /// A bug: a task of the host failed.
+    #[error("relay host: {0}")]
+    Internal(String),
     /// The host is stopping.
     #[error("the relay host is shutting down")]
     ShuttingDown,

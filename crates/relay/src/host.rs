@@ -165,6 +165,8 @@ struct RelayState {
     /// Recipients of sent messages whose reply is awaited, with when each was sent.
     awaiting: Vec<(String, Instant)>,
     socket: Option<String>,
+    /// The `prompt_id` of the inbound prompt filed last.
+    last_filed: Option<String>,
 }
 
 struct Current {
@@ -172,6 +174,9 @@ struct Current {
     prompt: String,
     /// The gate let the queued `SendMessage` through (it passes once).
     allowed: bool,
+    /// The `tool_use_id` it let through: a second hook for the same call (a hook installed
+    /// twice) gets the same answer.
+    allowed_call: Option<String>,
     receipt: watch::Sender<Option<RelayReceipt>>,
 }
 
@@ -284,7 +289,17 @@ impl RelayHost {
 
     /// Queues one send, starts (or reuses) the relay for `send.represented`, runs its send turn
     /// and waits, at most `send_timeout`, for Claude's receipt, read back from its file.
+    ///
+    /// The work runs in a task of its own: a caller that stops waiting leaves the send to end as
+    /// it would have (its receipt still written), so the next send never inherits its turn.
     pub async fn send(&self, send: NativeSend) -> Result<RelayReceipt, RelayError> {
+        let host = self.clone();
+        tokio::spawn(async move { host.send_in_task(send).await })
+            .await
+            .map_err(|e| RelayError::Internal(format!("the send task failed: {e}")))?
+    }
+
+    async fn send_in_task(&self, send: NativeSend) -> Result<RelayReceipt, RelayError> {
         if send.to.is_empty()
             || send.to.contains(['\n', '\r'])
             || send.to.chars().count() > MAX_TO_CHARS
@@ -323,6 +338,7 @@ impl RelayHost {
                 send: queued,
                 prompt: prompt.clone(),
                 allowed: false,
+                allowed_call: None,
                 receipt: receipt_tx,
             });
             state.last_activity = Instant::now();
@@ -495,7 +511,13 @@ impl RelayHost {
                 "--strict-mcp-config",
                 "--mcp-config",
                 r#"{"mcpServers":{}}"#,
-            ]);
+            ])
+            // Only the relay's own settings: the user's hooks (cross-agent's own among them,
+            // when installed with `--hooks`) and permission rules must not run in a relay.
+            .args(["--setting-sources", "local"])
+            // A relay's turns are bookkeeping, not a conversation: none lands in the user's
+            // Claude store.
+            .arg("--no-session-persistence");
         if let Some(mode) = &send.permission_mode {
             command.args(["--permission-mode", mode]);
         }
@@ -554,6 +576,7 @@ impl RelayHost {
                 last_activity: Instant::now(),
                 awaiting: Vec::new(),
                 socket: None,
+                last_filed: None,
             }),
             exited: exited_rx,
             turns_ended,
@@ -703,7 +726,16 @@ impl RelayHost {
                     .and_then(Value::as_str)
                     .unwrap_or("");
                 let input = payload.get("tool_input").cloned().unwrap_or(Value::Null);
+                let call = payload.get("tool_use_id").and_then(Value::as_str);
                 let mut state = lock(&relay.state);
+                if call.is_some()
+                    && state
+                        .current
+                        .as_ref()
+                        .is_some_and(|c| c.allowed_call.as_deref() == call)
+                {
+                    return Some(gate_allow());
+                }
                 let queued = state
                     .current
                     .as_ref()
@@ -720,6 +752,7 @@ impl RelayHost {
                     None => {
                         if let Some(current) = state.current.as_mut() {
                             current.allowed = true;
+                            current.allowed_call = call.map(str::to_owned);
                         }
                         Some(gate_allow())
                     }
@@ -769,7 +802,17 @@ impl RelayHost {
                 if ours {
                     return None;
                 }
-                self.file_inbound(relay, prompt);
+                // The same prompt offered twice (a hook installed twice) is filed once.
+                let prompt_id = payload.get("prompt_id").and_then(Value::as_str);
+                let seen = {
+                    let mut state = lock(&relay.state);
+                    let seen = prompt_id.is_some() && state.last_filed.as_deref() == prompt_id;
+                    state.last_filed = prompt_id.map(str::to_owned);
+                    seen
+                };
+                if !seen {
+                    self.file_inbound(relay, prompt);
+                }
                 Some(inbound_block())
             }
             "Stop" => {

@@ -26,9 +26,20 @@
 //! RelayHost::hook(&HookParams) -> Option<HookResponse>                // Some(..) iff the call is a relay's
 //! RelayHost::take_inbound() -> Option<UnboundedReceiver<InboundMail>> // once, for the hub
 //! RelayHost::relays() -> Vec<RelayInfo>; RelayHost::model_requests(relay) -> u64
+//! RelayHost::endpoint_url() -> String; RelayReceipt::name() -> "sent" | "refused" | …
 //! RelayHost::shutdown()                                               // stops every relay
 //! parse_inbound_text(&str) -> Option<InboundKind>
 //! ```
+//! How a relay runs: `claude -p --input-format stream-json --output-format stream-json --verbose
+//! --name <relay> --settings <dir>/hooks.json --strict-mcp-config --mcp-config '{"mcpServers":{}}'
+//! --setting-sources local --no-session-persistence [--permission-mode <target's>]`, cwd its own
+//! directory, environment cleared to `RelayConfig::claude_env` (the target's `HOME`) plus the
+//! endpoint as `ANTHROPIC_BASE_URL`, its own API key, `CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1`
+//! and `CROSS_AGENT_HOME` (for its hooks). So no MCP server, no user hook or rule, and no
+//! transcript in the user's store. Claude itself rate-limits messages to one session (seen:
+//! "Too many messages to this session just now: 34 were sent recently …"): that comes back as
+//! [`RelayReceipt::Refused`] with Claude's words and `dead: false`.
+//!
 //! Changes from the first contract: [`RelayConfig`] also names the `cross-agent` program the
 //! hooks run (`cross_agent`) and how long a relay waits for replies to what it sent
 //! (`reply_wait`); [`InboundKind::Other`] files a prompt that is neither an envelope nor a

@@ -151,6 +151,18 @@ async fn a_native_send_reaches_the_target_and_its_reply_is_filed_without_a_model
         .map(|d| d["kind"].as_str().unwrap_or_default().to_owned())
         .collect();
     assert!(kinds.contains(&"relay_started".to_owned()), "{kinds:?}");
+    // No relay transcript in the user's Claude store.
+    let relay_files: Vec<String> = std::fs::read_dir(rig.home.claude_config().join("projects"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().contains("relays"))
+        .flat_map(|p| std::fs::read_dir(p).unwrap())
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        relay_files.iter().all(|f| !f.ends_with(".jsonl")),
+        "{relay_files:?}"
+    );
     rig.host.shutdown().await;
     assert!(rig.host.relays().is_empty());
 }
@@ -331,9 +343,19 @@ async fn a_relay_killed_mid_send_is_relay_died_and_never_resent() {
     assert!(matches!(third, RelayReceipt::Sent { .. }), "{third:?}");
     let now = rig.host.relays().remove(0);
     assert_ne!(now.pid, relay.pid, "a new relay");
-    let bodies: Vec<String> = rig
+    // The target takes messages in order: once the third has reached its model, the lost one
+    // would have too, had it been sent.
+    let requests = rig
         .target_endpoint
-        .requests()
+        .wait_until(WAIT, |requests| {
+            requests.iter().any(|r| {
+                r.last_user_prompt
+                    .as_deref()
+                    .is_some_and(|p| p.contains("\nthird\n"))
+            })
+        })
+        .unwrap();
+    let bodies: Vec<String> = requests
         .iter()
         .filter_map(|r| r.last_user_prompt.clone())
         .collect();
@@ -341,7 +363,6 @@ async fn a_relay_killed_mid_send_is_relay_died_and_never_resent() {
         bodies.iter().all(|b| !b.contains("LOST MESSAGE")),
         "{bodies:?}"
     );
-    assert!(bodies.iter().any(|b| b.contains("third")), "{bodies:?}");
     rig.host.shutdown().await;
 }
 
@@ -482,4 +503,81 @@ async fn the_relay_runs_in_the_targets_permission_mode_so_the_message_is_not_hel
         "{reply:?}"
     );
     rig.host.shutdown().await;
+}
+
+/// The user's own settings do not reach a relay: a user `PreToolUse` hook that blocks every
+/// tool call (as a hook of the user's could) leaves the relay's send alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_users_settings_and_hooks_stay_out_of_a_relay() {
+    let rig = Rig::start(Duration::from_secs(600)).await.unwrap();
+    let (_target, to) = blocking(|| rig.target("bravo", &[])).unwrap();
+    let settings = rig.home.claude_config().join("settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    std::fs::write(
+        &settings,
+        json!({"hooks":{"PreToolUse":[{"matcher":"*","hooks":[
+            {"type":"command","command":"echo user hook blocks >&2; exit 2"}]}]}})
+        .to_string(),
+    )
+    .unwrap();
+
+    let receipt = rig
+        .host
+        .send(native(
+            &to,
+            &bridge_message("req_1795992544448_u1u1u1", "through"),
+            "d-1",
+        ))
+        .await
+        .unwrap();
+
+    assert!(matches!(receipt, RelayReceipt::Sent { .. }), "{receipt:?}");
+    rig.host.shutdown().await;
+}
+
+/// No receipt within the bound: the send fails naming the relay, and the relay is stopped so
+/// the queued message cannot go out later.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_send_without_a_receipt_in_time_fails_and_stops_the_relay() {
+    let rig = support::Rig::start_with(Duration::from_secs(600), Duration::from_secs(20))
+        .await
+        .unwrap();
+    let (_target, to) = blocking(|| rig.target("bravo", &[])).unwrap();
+    let first = rig
+        .host
+        .send(native(
+            &to,
+            &bridge_message("req_1795992544448_t1t1t1", "first"),
+            "d-1",
+        ))
+        .await
+        .unwrap();
+    assert!(matches!(first, RelayReceipt::Sent { .. }), "{first:?}");
+    let relay = rig.host.relays().remove(0);
+    wait_requests(&rig, &relay.name, 2).await;
+    rig.host.testing_hang_next_send("cli");
+
+    let error = rig
+        .host
+        .send(native(
+            &to,
+            &bridge_message("req_1795992544448_t2t2t2", "NEVER"),
+            "d-2",
+        ))
+        .await
+        .unwrap_err();
+
+    assert!(
+        matches!(&error, cross_agent_relay::RelayError::Timeout { relay: r, .. } if r == &relay.name),
+        "{error}"
+    );
+    assert!(rig.host.relays().is_empty(), "the relay was stopped");
+    assert!(!cross_agent_process::is_alive(relay.pid));
+    let stopped: Vec<_> = rig
+        .decisions()
+        .into_iter()
+        .filter(|d| d["kind"] == "relay_stopped")
+        .collect();
+    assert_eq!(stopped.len(), 1, "{stopped:?}");
+    assert_eq!(stopped[0]["reason"], "no receipt in time");
 }

@@ -114,6 +114,11 @@ pub struct Rig {
 impl Rig {
     /// `idle_stop`: how long an idle relay lives.
     pub async fn start(idle_stop: Duration) -> Result<Rig> {
+        Self::start_with(idle_stop, WAIT).await
+    }
+
+    /// [`Rig::start`] with this bound on a send's wait for its receipt.
+    pub async fn start_with(idle_stop: Duration, send_timeout: Duration) -> Result<Rig> {
         let home = AgentHome::new()?;
         let xa_home = home.path().join("xa");
         std::fs::create_dir_all(&xa_home)?;
@@ -134,7 +139,7 @@ impl Rig {
             machine: MACHINE.into(),
             decisions: DecisionLog::new(&xa_home),
             idle_stop,
-            send_timeout: WAIT,
+            send_timeout,
             reply_wait: Duration::from_secs(600),
         })
         .await?;
