@@ -579,3 +579,68 @@ async fn a_target_in_another_permission_mode_gets_a_relay_in_its_mode_and_takes_
         "{record:#?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_busy_live_session_takes_the_message_into_its_inbox_without_waiting() {
+    let (bridge, _daemon) = native_bridge().await;
+    bridge
+        .endpoint
+        .push(Rule::on_user_text("seed the live session n7").reply(Reply::text("ready n7")));
+    // The person's own turn is slow: the session is busy when the message comes.
+    bridge.endpoint.push(
+        Rule::on_user_text("a long task n7")
+            .reply(Reply::text("long task done n7").delay(Duration::from_secs(6))),
+    );
+    for rule in Rule::peer_replies("busy answer n7", "replied n7") {
+        bridge.endpoint.push(rule);
+    }
+    let session_id = "6d1e0000-0000-4000-8000-0000000000a7";
+    let mut live = LiveClaude::start(&bridge, session_id, "seed the live session n7");
+    live.driver.send(&claude_user("a long task n7")).unwrap();
+    live.wait_entry(|e| e["status"] == "busy");
+
+    let mut params = bridge.send_params(
+        Agent::Claude,
+        "while you work n7",
+        bridge.codex_caller("019a0000-0000-7000-8000-0000000000b7"),
+    );
+    params.session_id = Some(session_id.to_owned());
+    params.timeout = Some(120);
+    let receipt = bridge.accepted(params).await;
+    // Sent natively while the session is still busy: Claude's inbox holds it for the next turn.
+    let sent = bridge
+        .wait_record(&receipt.delivery_id, Duration::from_secs(60), |r| {
+            r.progress_note
+                .as_deref()
+                .is_some_and(|n| n.starts_with("sent natively"))
+                || r.state.is_finished()
+        })
+        .await;
+    assert_eq!(sent.transport, Transport::ClaudeNative, "{sent:#?}");
+    assert!(
+        !live
+            .driver
+            .lines()
+            .iter()
+            .any(|l| l["result"] == "long task done n7"),
+        "sent only after the busy turn ended: {sent:#?}"
+    );
+    let record = bridge.wait_finished(&receipt.delivery_id).await;
+    assert_eq!(record.state, DeliveryState::Delivered, "{record:#?}");
+    assert!(
+        record
+            .reply_preview
+            .as_deref()
+            .unwrap()
+            .starts_with("busy answer n7"),
+        "{record:#?}"
+    );
+    // The person's own turn finished undisturbed.
+    let done = live
+        .driver
+        .next_line(Duration::from_secs(60), |line| {
+            line["type"] == "result" && line["result"] == "long task done n7"
+        })
+        .unwrap();
+    assert_eq!(done["is_error"], Value::Bool(false));
+}

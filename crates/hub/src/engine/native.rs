@@ -118,6 +118,15 @@ impl Engine {
         false
     }
 
+    /// Whether a queued delivery goes through the native door.
+    pub(super) fn is_native(&self, delivery_id: &str) -> bool {
+        self.db()
+            .job(delivery_id)
+            .ok()
+            .flatten()
+            .is_some_and(|job| job.native.is_some())
+    }
+
     /// Whether this daemon can host relays ([`Engine::enable_native`]).
     pub(super) fn has_native_door(&self) -> bool {
         lock(&self.inner.native.settings).is_some()
