@@ -158,6 +158,30 @@ async fn a_live_session_is_listed_with_its_registry_name_and_a_killed_one_resume
     let listed = listed_claude(&bridge, &session_id).await;
     assert_eq!(listed.registry_name.as_deref(), Some(name.as_str()));
     assert_eq!(listed.registry_status.as_deref(), Some("idle"));
+    // `cross-agent sessions` shows the same, as JSON and in the table.
+    let sessions = |json: bool| {
+        let mut command = Command::new(cross_agent_testkit::binaries::cross_agent_bin().unwrap());
+        command
+            .args(["sessions", "--agent", "claude"])
+            .args(json.then_some("--json"))
+            .env("CROSS_AGENT_HOME", bridge.state.root())
+            .env("HOME", bridge.agents.path());
+        let output = command.output().unwrap();
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let printed: Value = serde_json::from_str(&sessions(true)).unwrap();
+    let row = printed["claude"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["session_id"] == session_id.as_str())
+        .unwrap()
+        .clone();
+    assert_eq!(row["registry_name"], name.as_str(), "{row}");
+    assert_eq!(row["registry_status"], "idle", "{row}");
+    let table = sessions(false);
+    assert!(table.contains(&format!("live:{name}(idle)")), "{table}");
 
     // Killed outright: the entry and the socket stay behind, the session is dormant.
     live.kill_9();
@@ -166,6 +190,7 @@ async fn a_live_session_is_listed_with_its_registry_name_and_a_killed_one_resume
     let listed = listed_claude(&bridge, &session_id).await;
     assert_eq!(listed.registry_name, None, "{listed:#?}");
     assert_eq!(listed.registry_status, None);
+    assert!(!sessions(false).contains("live:"));
 
     bridge
         .endpoint
