@@ -10,6 +10,8 @@
 //!   runtime, then the two steps above.
 //! - [`handover`] replaces a running daemon with a new one without cutting anything off
 //!   (`cross-agent daemon restart`, `cross-agent reload`).
+//! - `telegram_sessions`: what the Telegram bot asks of the hub (session cards, prompts from
+//!   the phone and their answers, handoffs).
 //! - [`logging`] writes `logs/daemon.log.<date>` (rotated daily, two weeks kept).
 
 pub mod entry;
@@ -18,6 +20,7 @@ pub mod handover;
 pub mod logging;
 mod server;
 pub mod signals;
+mod telegram_sessions;
 
 pub use error::{Error, Result};
 pub use server::{Daemon, DaemonInfo, MAX_DRAIN};

@@ -25,6 +25,9 @@ use crate::Agent;
 pub const HEADER: &str = "=== CROSS-AGENT BRIDGE MESSAGE ===";
 /// The line after the message.
 pub const FOOTER: &str = "=== END OF BRIDGE MESSAGE ===";
+/// The client name the daemon's Telegram bot sends prompts under: a person on their phone,
+/// not a peer agent, and the envelope says so.
+pub const TELEGRAM_CLIENT: &str = "telegram";
 /// A message waits this long before its envelope says so.
 pub const QUEUED_NOTE_AFTER_MS: i64 = 2 * 60 * 1000;
 
@@ -37,12 +40,17 @@ pub struct EnvelopeFields<'a> {
     pub hop: u32,
     pub max_hops: u32,
     pub request_id: &'a str,
+    /// Typed by the human user on their phone and relayed by the Telegram bot.
+    pub from_telegram: bool,
 }
 
 /// Everything of the envelope after its first line (the `queued:` line, when there is one, goes
 /// between the two at hand-over, when the wait is known).
 pub fn body(fields: &EnvelopeFields<'_>, message: &str) -> String {
     let from = match fields.from_agent {
+        None if fields.from_telegram => {
+            "from: the human user, on their phone (cross-agent's Telegram bot)".to_owned()
+        }
         Some(agent) => format!(
             "from: {} (peer AI agent, not the human user)",
             agent.product_name()
@@ -52,6 +60,9 @@ pub fn body(fields: &EnvelopeFields<'_>, message: &str) -> String {
         }
     };
     let reply_to = match (fields.from_agent, fields.from_session) {
+        (None, _) if fields.from_telegram => {
+            "reply-to: the user's Telegram chat (the bridge relays your answer there)".to_owned()
+        }
         (Some(agent), Some(session)) => format!("reply-to: {agent} session {session}"),
         (Some(agent), None) => format!("reply-to: {agent} (session unknown)"),
         (None, _) => "reply-to: unknown".to_owned(),

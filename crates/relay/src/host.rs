@@ -1,4 +1,4 @@
-//! The relay host: starts one relay per represented sender (a real `claude -p` in stream-json
+//! The relay host: starts one relay per represented sender and permission class (a real `claude -p` in stream-json
 //! mode, its own directory as cwd, the relay endpoint as its API), queues each send, writes
 //! the send turn on the relay's stdin, and answers the relay's hooks (which reach it through
 //! `cross-agent hook <Event>` → the daemon → [`RelayHost::hook`]).
@@ -9,8 +9,11 @@
 //! request (the status line) finishes behind it.
 //!
 //! A relay stays up while a send is in hand or a reply to something it sent is awaited (at most
-//! `reply_wait` per send), and is stopped `idle_stop` after its last activity otherwise. Its
-//! exit mid-send is the send's [`RelayReceipt::RelayDied`]; nothing is ever re-sent.
+//! `reply_wait` per send; Claude's notice that the message was refused or expired ends the
+//! wait, since no reply can come), and is stopped `idle_stop` after its last activity otherwise. Its
+//! exit mid-send is the send's [`RelayReceipt::RelayDied`]; nothing is ever re-sent. A send to
+//! a target of the other permission class goes through the sender's relay of that class
+//! (started beside the first, under its own name), so replies the first awaits still reach it.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -34,7 +37,7 @@ use crate::inbound::{InboundKind, InboundMail, parse_inbound_text};
 use crate::receipt::{
     QueuedSend, RelayReceipt, queue_path, read_receipt, write_json, write_receipt_once, write_whole,
 };
-use crate::relay_name;
+use crate::{permission_class, relay_name, relay_name_for};
 
 /// How long a send turn may take to end after its receipt before the next send goes anyway
 /// (the turn's last request is the endpoint's instant status line, so this is only a bound).
@@ -85,8 +88,9 @@ pub struct NativeSend {
     /// The delivery this send carries (kept in the queue file).
     pub delivery_id: String,
     /// The target's permission mode when known (`default`, `acceptEdits`, `bypassPermissions`,
-    /// …): the relay runs in the same one, so the target takes the message instead of holding
-    /// it (Claude holds messages from another permission class).
+    /// …): the send goes through the sender's relay of the same permission class
+    /// ([`crate::permission_class`]), so the target takes the message instead of holding it
+    /// (Claude holds messages from another class). `None` is the `prompting` class.
     pub permission_mode: Option<String>,
 }
 
@@ -98,6 +102,8 @@ pub struct RelayInfo {
     pub pid: u32,
     pub dir: PathBuf,
     pub permission_mode: Option<String>,
+    /// Its permission class (`prompting` or `bypass`); a sender has one relay per class.
+    pub permission_class: String,
     /// The relay's own `uds:` socket path (from its `system/init`), once it ran a turn.
     pub socket: Option<String>,
     /// Model requests it made so far.
@@ -148,7 +154,10 @@ struct Relay {
     represented: String,
     dir: PathBuf,
     key: String,
+    /// The mode it runs in: `bypassPermissions` for the `bypass` class, none (default) else.
     mode: Option<String>,
+    /// Its permission class ([`permission_class`]): part of its identity and name.
+    class: &'static str,
     pid: u32,
     stdin: tokio::sync::Mutex<Option<ChildStdin>>,
     send_lock: Arc<tokio::sync::Mutex<()>>,
@@ -162,8 +171,8 @@ struct Relay {
 struct RelayState {
     current: Option<Current>,
     last_activity: Instant,
-    /// Recipients of sent messages whose reply is awaited, with when each was sent.
-    awaiting: Vec<(String, Instant)>,
+    /// Sent messages whose reply is awaited.
+    awaiting: Vec<Awaited>,
     socket: Option<String>,
     /// The `prompt_id` of the inbound prompt filed last.
     last_filed: Option<String>,
@@ -178,6 +187,44 @@ struct Current {
     /// twice) gets the same answer.
     allowed_call: Option<String>,
     receipt: watch::Sender<Option<RelayReceipt>>,
+}
+
+/// One sent message whose reply keeps its relay up (at most `reply_wait`).
+#[derive(Debug, Clone, PartialEq)]
+struct Awaited {
+    /// The `to` it was sent to.
+    to: String,
+    /// Claude's `msg_id` for it, which its delivery notices name.
+    msg_id: Option<String>,
+    sent_at: Instant,
+}
+
+/// Drops what `kind` settles from the awaited replies: a peer's message settles the oldest one
+/// sent to that peer (by address or name); a delivery notice that the message was refused or
+/// expired settles that message (no reply can come). A held or released message is still
+/// awaited.
+fn settle_awaiting(awaiting: &mut Vec<Awaited>, kind: &InboundKind) {
+    let at = match kind {
+        InboundKind::Message {
+            from, from_name, ..
+        } => awaiting
+            .iter()
+            .position(|a| &a.to == from || &a.to == from_name),
+        InboundKind::DeliveryNotice {
+            status,
+            msg_id,
+            recipient,
+        } if status == "refused" || status == "expired" => {
+            awaiting.iter().position(|a| match (msg_id, &a.msg_id) {
+                (Some(noticed), Some(sent)) => noticed == sent,
+                _ => recipient.as_ref() == Some(&a.to),
+            })
+        }
+        _ => None,
+    };
+    if let Some(at) = at {
+        awaiting.remove(at);
+    }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -271,6 +318,7 @@ impl RelayHost {
                 pid: relay.pid,
                 dir: relay.dir.clone(),
                 permission_mode: relay.mode.clone(),
+                permission_class: relay.class.to_owned(),
                 socket: lock(&relay.state).socket.clone(),
                 model_requests: self.model_requests(&relay.name),
             })
@@ -311,7 +359,11 @@ impl RelayHost {
         }
         let limit = self.inner.config.send_timeout;
         let deadline = tokio::time::Instant::now() + limit;
-        let name = relay_name(&send.represented, &self.inner.config.machine);
+        let name = relay_name_for(
+            &send.represented,
+            &self.inner.config.machine,
+            send.permission_mode.as_deref(),
+        );
         let (relay, guard) = tokio::time::timeout_at(deadline, self.relay_for(&send))
             .await
             .map_err(|_| RelayError::Timeout {
@@ -399,10 +451,12 @@ impl RelayHost {
                 path: crate::receipt::receipt_path(&relay.dir, &send_id),
                 reason: "signalled but not written".to_owned(),
             })?;
-        if matches!(receipt, RelayReceipt::Sent { .. }) {
-            lock(&relay.state)
-                .awaiting
-                .push((send.to.clone(), Instant::now()));
+        if let RelayReceipt::Sent { msg_id, .. } = &receipt {
+            lock(&relay.state).awaiting.push(Awaited {
+                to: send.to.clone(),
+                msg_id: msg_id.clone(),
+                sent_at: Instant::now(),
+            });
         }
 
         // The turn finishes behind the caller; the next send waits for it.
@@ -433,13 +487,18 @@ impl RelayHost {
         drop(guard);
     }
 
-    /// The running relay for this send, with its send lock held, started if needed (or
-    /// restarted in the send's permission mode).
+    /// The running relay for this send — the one of its represented sender in the target's
+    /// permission class — with its send lock held, started if needed. A relay of the other
+    /// class is left alone: it stays up while it awaits replies (the reaper's rule).
     async fn relay_for(
         &self,
         send: &NativeSend,
     ) -> Result<(Arc<Relay>, tokio::sync::OwnedMutexGuard<()>), RelayError> {
-        let name = relay_name(&send.represented, &self.inner.config.machine);
+        let name = relay_name_for(
+            &send.represented,
+            &self.inner.config.machine,
+            send.permission_mode.as_deref(),
+        );
         loop {
             if self.inner.stopping.load(Ordering::SeqCst) {
                 return Err(RelayError::ShuttingDown);
@@ -461,13 +520,6 @@ impl RelayHost {
                 self.forget(&relay);
                 continue;
             }
-            if relay.mode != send.permission_mode && send.permission_mode.is_some() {
-                // Another permission class: the target would hold the message. Replies still
-                // awaited by the old relay are lost with it (Claude's notices say so to peers).
-                drop(guard);
-                self.stop_relay(&relay, "permission mode changed").await;
-                continue;
-            }
             return Ok((relay, guard));
         }
     }
@@ -479,6 +531,10 @@ impl RelayHost {
             let path = dir.join(sub);
             std::fs::create_dir_all(&path)
                 .map_err(|e| RelayError::io("creating the relay directory", &path, e))?;
+        }
+        let pruned = crate::receipt::prune(&dir, crate::receipt::RETENTION);
+        if pruned > 0 {
+            tracing::debug!(relay = %name, pruned, "old relay files removed");
         }
         let settings_path = dir.join("hooks.json");
         write_whole(
@@ -518,7 +574,11 @@ impl RelayHost {
             // A relay's turns are bookkeeping, not a conversation: none lands in the user's
             // Claude store.
             .arg("--no-session-persistence");
-        if let Some(mode) = &send.permission_mode {
+        // The relay runs in its class's mode (Claude holds a message across classes); within
+        // a class the mode changes nothing for peers, so `prompting` relays keep the default.
+        let class = permission_class(send.permission_mode.as_deref());
+        let mode = (class == "bypass").then(|| "bypassPermissions".to_owned());
+        if let Some(mode) = &mode {
             command.args(["--permission-mode", mode]);
         }
         command.current_dir(&dir).env_clear();
@@ -539,9 +599,7 @@ impl RelayHost {
             .env("DISABLE_AUTOUPDATER", "1")
             // The hooks' `cross-agent hook` must reach this daemon.
             .env("CROSS_AGENT_HOME", &config.home);
-        if send.permission_mode.as_deref() == Some("bypassPermissions")
-            && rustix::process::geteuid().is_root()
-        {
+        if mode.is_some() && rustix::process::geteuid().is_root() {
             // Claude refuses bypass mode as root otherwise; the relay runs no model and its
             // gate passes one SendMessage, so the mode only sets its peer class.
             command.env("IS_SANDBOX", "1");
@@ -567,7 +625,8 @@ impl RelayHost {
             represented: send.represented.clone(),
             dir,
             key: key.clone(),
-            mode: send.permission_mode.clone(),
+            mode: mode.clone(),
+            class,
             pid,
             stdin: tokio::sync::Mutex::new(stdin),
             send_lock: Arc::new(tokio::sync::Mutex::new(())),
@@ -606,10 +665,8 @@ impl RelayHost {
         config.decisions.record(
             decision("relay_started", "started", name)
                 .detail("relay_pid", pid)
-                .detail(
-                    "permission_mode",
-                    send.permission_mode.clone().unwrap_or_default(),
-                ),
+                .detail("permission_mode", mode.unwrap_or_default())
+                .detail("permission_class", class),
         );
         tracing::info!(relay = %name, pid, "relay started");
         Ok(relay)
@@ -678,6 +735,7 @@ impl RelayHost {
         self.testing_misbehave(represented, Misbehave::Hang);
     }
 
+    /// The misbehaviour goes to `represented`'s `prompting`-class relay ([`relay_name`]).
     fn testing_misbehave(&self, represented: &str, how: Misbehave) {
         let name = relay_name(represented, &self.inner.config.machine);
         if let Some(relay) = lock(&self.inner.relays).get(&name) {
@@ -830,16 +888,7 @@ impl RelayHost {
         {
             let mut state = lock(&relay.state);
             state.last_activity = Instant::now();
-            if let InboundKind::Message {
-                from, from_name, ..
-            } = &kind
-                && let Some(at) = state
-                    .awaiting
-                    .iter()
-                    .position(|(to, _)| to == from || to == from_name)
-            {
-                state.awaiting.remove(at);
-            }
+            settle_awaiting(&mut state.awaiting, &kind);
         }
         self.write_inbox(&relay.dir, prompt, received_at_ms);
         let _ = self.inner.inbound_tx.send(InboundMail {
@@ -920,7 +969,7 @@ async fn reap(host: Weak<Inner>, tick: Duration) {
             let idle = {
                 let mut state = lock(&relay.state);
                 let reply_wait = config.reply_wait;
-                state.awaiting.retain(|(_, at)| at.elapsed() < reply_wait);
+                state.awaiting.retain(|a| a.sent_at.elapsed() < reply_wait);
                 state.current.is_none()
                     && state.awaiting.is_empty()
                     && state.last_activity.elapsed() >= config.idle_stop
@@ -929,5 +978,61 @@ async fn reap(host: Weak<Inner>, tick: Duration) {
                 host.stop_relay(&relay, "idle").await;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn awaited(to: &str, msg_id: &str) -> Awaited {
+        Awaited {
+            to: to.to_owned(),
+            msg_id: Some(msg_id.to_owned()),
+            sent_at: Instant::now(),
+        }
+    }
+
+    fn notice(status: &str, msg_id: &str, recipient: &str) -> InboundKind {
+        InboundKind::DeliveryNotice {
+            status: status.to_owned(),
+            msg_id: Some(msg_id.to_owned()),
+            recipient: Some(recipient.to_owned()),
+        }
+    }
+
+    #[test]
+    fn replies_and_final_notices_settle_what_a_relay_awaits() {
+        let mut awaiting = vec![
+            awaited("uds:/s/1.sock", "m1"),
+            awaited("uds:/s/2.sock", "m2"),
+            awaited("uds:/s/2.sock", "m3"),
+        ];
+        // Held and released messages may still be answered.
+        settle_awaiting(&mut awaiting, &notice("held", "m2", "uds:/s/2.sock"));
+        settle_awaiting(&mut awaiting, &notice("released", "m2", "uds:/s/2.sock"));
+        assert_eq!(awaiting.len(), 3);
+        // An expired one cannot: exactly that message is settled.
+        settle_awaiting(&mut awaiting, &notice("expired", "m3", "uds:/s/2.sock"));
+        let left: Vec<_> = awaiting.iter().filter_map(|a| a.msg_id.clone()).collect();
+        assert_eq!(left, ["m1", "m2"]);
+        // A reply settles the oldest message to its sender.
+        settle_awaiting(
+            &mut awaiting,
+            &InboundKind::Message {
+                from: "uds:/s/2.sock".into(),
+                from_name: "bravo".into(),
+                from_mode: "prompting".into(),
+                body: "answer".into(),
+            },
+        );
+        let left: Vec<_> = awaiting.iter().filter_map(|a| a.msg_id.clone()).collect();
+        assert_eq!(left, ["m1"]);
+        // Mail that settles nothing leaves the rest.
+        settle_awaiting(&mut awaiting, &InboundKind::Other);
+        settle_awaiting(&mut awaiting, &notice("refused", "m9", "uds:/s/9.sock"));
+        assert_eq!(awaiting.len(), 1);
+        settle_awaiting(&mut awaiting, &notice("refused", "m1", "uds:/s/1.sock"));
+        assert!(awaiting.is_empty());
     }
 }

@@ -1,5 +1,6 @@
-//! Claude's native peer door (issue 14, spec 003 `claude_relay`): a **relay** is a real Claude
-//! Code runtime the daemon hosts, one per represented sender, named `xa-<name>-on-<machine>`,
+//! Claude's native peer door (spec 003, `claude_relay`): a **relay** is a real Claude
+//! Code runtime the daemon hosts, one per represented sender and permission class, named
+//! `xa-<name>-on-<machine>`,
 //! whose API is a deterministic endpoint this crate serves on loopback — so no model ever runs
 //! in it. It sends through Claude's own `SendMessage` and receives peers' replies through its
 //! `UserPromptSubmit` hook.
@@ -21,26 +22,40 @@
 //!
 //! ```text
 //! RELAY_NAME_PREFIX = "xa-"; RELAY_STATUS_LINE; relay_name(represented, machine); is_relay_name(name)
+//! relay_name_for(represented, machine, permission_mode) // the relay a send in that mode goes through
+//! permission_class(permission_mode) -> "prompting" | "bypass"
 //! RelayHost::start(RelayConfig) -> Result<RelayHost, RelayError>      // Clone; binds 127.0.0.1:0
 //! RelayHost::send(NativeSend) -> Result<RelayReceipt, RelayError>     // queue, send turn, Claude's receipt
 //! RelayHost::hook(&HookParams) -> Option<HookResponse>                // Some(..) iff the call is a relay's
 //! RelayHost::take_inbound() -> Option<UnboundedReceiver<InboundMail>> // once, for the hub
 //! RelayHost::relays() -> Vec<RelayInfo>; RelayHost::model_requests(relay) -> u64
-//! RelayHost::endpoint_url() -> String; RelayReceipt::name() -> "sent" | "refused" | …
+//! RelayHost::endpoint_url() -> String; RelayReceipt::name() -> "sent" | "refused" | "rate_limited" | …
+//! RelayReceipt::RateLimited { claude, words }; RATE_LIMITED_NOTE   // Claude's per-session rate limit
 //! RelayHost::shutdown()                                               // stops every relay
 //! parse_inbound_text(&str) -> Option<InboundKind>
 //! ```
 //! How a relay runs: `claude -p --input-format stream-json --output-format stream-json --verbose
 //! --name <relay> --settings <dir>/hooks.json --strict-mcp-config --mcp-config '{"mcpServers":{}}'
-//! --setting-sources local --no-session-persistence [--permission-mode <target's>]`, cwd its own
+//! --setting-sources local --no-session-persistence [--permission-mode bypassPermissions]`, cwd its own
 //! directory, environment cleared to `RelayConfig::claude_env` (the target's `HOME`) plus the
 //! endpoint as `ANTHROPIC_BASE_URL`, its own API key, `CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1`
 //! and `CROSS_AGENT_HOME` (for its hooks). So no MCP server, no user hook or rule, and no
 //! transcript in the user's store. Claude itself rate-limits messages to one session (seen:
 //! "Too many messages to this session just now: 34 were sent recently …"): that comes back as
-//! [`RelayReceipt::Refused`] with Claude's words and `dead: false`.
+//! [`RelayReceipt::RateLimited`] with Claude's words (show it as [`RATE_LIMITED_NOTE`]; nothing
+//! was sent, the target is alive).
 //!
-//! Changes from the first contract: [`RelayConfig`] also names the `cross-agent` program the
+//! Relays are keyed by (represented sender, permission class): a send whose target runs in the
+//! other class ([`permission_class`] of `NativeSend::permission_mode`) goes through the sender's
+//! relay of that class, started beside the first (in `bypassPermissions` for `bypass`, the
+//! default mode for `prompting`), so the first keeps the replies it awaits. Names are unique per
+//! sender and class ([`relay_name_for`]): `xa-cli-on-box` for `cli`, a stable hash suffix when
+//! sanitizing changed the name or the class is `bypass`. A caller naming the relay a send
+//! used calls `relay_name_for` with the send's permission mode.
+//!
+//! Changes from the first contract (and its follow-up: [`RelayReceipt::RateLimited`],
+//! [`relay_name_for`], [`permission_class`], [`RelayInfo::permission_class`]):
+//! [`RelayConfig`] also names the `cross-agent` program the
 //! hooks run (`cross_agent`) and how long a relay waits for replies to what it sent
 //! (`reply_wait`); [`InboundKind::Other`] files a prompt that is neither an envelope nor a
 //! notice (it is blocked all the same); relays are stopped when idle by the host itself, and
@@ -55,6 +70,8 @@
 //! | `receipts/<send id>.json` | the hooks (via the daemon) | Claude's receipt, read back by `send` |
 //! | `inbox/<ms>-<n>.txt` | the `UserPromptSubmit` hook | inbound mail, byte-exact |
 //! | `stderr.log` | Claude | the relay's stderr, for diagnosis |
+//!
+//! Queue, receipt and inbox files older than seven days are removed when their relay starts.
 
 mod endpoint;
 mod error;
@@ -67,7 +84,7 @@ pub use error::RelayError;
 pub use gate::{gate_decision, gate_denial, inbound_block};
 pub use host::{NativeSend, RelayConfig, RelayHost, RelayInfo};
 pub use inbound::{InboundKind, InboundMail, parse_inbound_text};
-pub use receipt::RelayReceipt;
+pub use receipt::{RATE_LIMITED_NOTE, RelayReceipt};
 
 /// Prefix marking a registry name as a relay rather than a session: such names are never
 /// listed or chosen as sessions.
@@ -84,16 +101,54 @@ pub const RELAY_MODEL: &str = "cross-agent-relay";
 /// 300 characters, so this leaves room while keeping listings readable.
 pub const MAX_RELAY_NAME: usize = 64;
 
-/// The registry name of the relay that represents `represented` on `machine`:
-/// `xa-<name>-on-<machine>`, every character but ASCII letters, digits, `.` and `_` turned
-/// into `-` (runs collapsed, lower case), the name part shortened so the whole fits
-/// [`MAX_RELAY_NAME`].
+/// The permission class a session in `permission_mode` runs in, as Claude sorts senders and
+/// recipients: `bypass` for `bypassPermissions`, `prompting` for every other mode and for none
+/// (Claude 2.1.332 decides it the same way; a message across classes is held).
+pub fn permission_class(permission_mode: Option<&str>) -> &'static str {
+    if permission_mode == Some("bypassPermissions") {
+        "bypass"
+    } else {
+        "prompting"
+    }
+}
+
+/// The registry name of the relay that represents `represented` on `machine` in the
+/// `prompting` class: [`relay_name_for`] with no permission mode.
 pub fn relay_name(represented: &str, machine: &str) -> String {
+    relay_name_for(represented, machine, None)
+}
+
+/// The registry name of the relay that represents `represented` on `machine` for a target in
+/// `permission_mode`: `xa-<name>-on-<machine>`, every character but ASCII letters, digits, `.`
+/// and `_` turned into `-` (runs collapsed, lower case), the whole at most [`MAX_RELAY_NAME`].
+///
+/// Names are unique per (represented sender, permission class): `<name>` is the represented
+/// name itself when that is already a clean name (sanitizing changed nothing and it fits) and
+/// the class is `prompting`; otherwise it is the sanitized name, `-bypass` for that class, and
+/// `--<8 hex digits>` of a stable hash of the exact represented name and class. Sanitizing
+/// collapses runs of `-`, so no clean name holds `--` and none can equal a suffixed one. So
+/// `cli` → `xa-cli-on-box` and `codex-019a0000` → `xa-codex-019a0000-on-box`, while
+/// `Fix the bug!` and `fix the bug` get distinct suffixed names, and a `bypass` relay never
+/// shares its name.
+pub fn relay_name_for(represented: &str, machine: &str, permission_mode: Option<&str>) -> String {
+    let class = permission_class(permission_mode);
     let machine = truncate(&sanitize(machine, "machine"), 24);
     let room = MAX_RELAY_NAME
         .saturating_sub(RELAY_NAME_PREFIX.len() + "-on-".len() + machine.len())
         .max(1);
-    let name = truncate(&sanitize(represented, "session"), room);
+    let sanitized = sanitize(represented, "session");
+    let clean = class == "prompting" && sanitized == represented && sanitized.len() <= room;
+    let name = if clean {
+        sanitized
+    } else {
+        let class_part = if class == "prompting" { "" } else { "-bypass" };
+        let hash = xxhash_rust::xxh3::xxh3_64(format!("{represented}\0{class}").as_bytes());
+        // 32 bits of a frozen hash (XXH3 does not change between versions): stable across
+        // daemons, and two senders of one machine meet in it about once in four billion.
+        let tag = format!("--{:08x}", hash & 0xffff_ffff);
+        let keep = room.saturating_sub(class_part.len() + tag.len()).max(1);
+        format!("{}{class_part}{tag}", truncate(&sanitized, keep))
+    };
     format!("{RELAY_NAME_PREFIX}{name}-on-{machine}")
 }
 
@@ -135,15 +190,83 @@ mod tests {
     #[test]
     fn relay_names_are_prefixed_sanitized_and_bounded() {
         assert_eq!(relay_name("cli", "box-1"), "xa-cli-on-box-1");
+        assert_eq!(relay_name("a1b2c3d4", "box-1"), "xa-a1b2c3d4-on-box-1");
         assert_eq!(
-            relay_name("Fix the login bug!", "My Laptop.local"),
-            "xa-fix-the-login-bug-on-my-laptop.local"
+            relay_name("codex-019a0000", "box-1"),
+            "xa-codex-019a0000-on-box-1"
         );
-        assert_eq!(relay_name("", "  "), "xa-session-on-machine");
-        let long = relay_name(&"é".repeat(10).replace('é', "abcdefghij"), "m");
+        let titled = relay_name("Fix the login bug!", "My Laptop.local");
+        assert!(
+            titled.starts_with("xa-fix-the-login-bug--") && titled.ends_with("-on-my-laptop.local"),
+            "{titled}"
+        );
+        assert_eq!(
+            titled,
+            relay_name("Fix the login bug!", "My Laptop.local"),
+            "stable"
+        );
+        let empty = relay_name("", "  ");
+        assert!(
+            empty.starts_with("xa-session--") && empty.ends_with("-on-machine"),
+            "{empty}"
+        );
+        let long = relay_name(&"abcdefghij".repeat(10), "m");
         assert!(long.len() <= MAX_RELAY_NAME, "{long}");
         assert!(long.ends_with("-on-m"));
         assert!(is_relay_name(&long));
         assert!(!is_relay_name("bravo"));
+    }
+
+    #[test]
+    fn represented_names_that_sanitize_alike_get_distinct_relays() {
+        let machine = "box";
+        let alike = [
+            "Fix the bug",
+            "fix the bug",
+            "fix-the-bug",
+            "fix_the bug!",
+            "FIX THE BUG",
+            "fix--the--bug",
+        ];
+        let names: std::collections::BTreeSet<String> =
+            alike.iter().map(|r| relay_name(r, machine)).collect();
+        assert_eq!(names.len(), alike.len(), "{names:?}");
+        // The clean one keeps the plain shape; the others carry a suffix.
+        assert!(names.contains("xa-fix-the-bug-on-box"), "{names:?}");
+        // A name spelled like a suffixed one is not clean (it holds `--`): it gets its own.
+        let suffixed = relay_name("Fix the bug", machine);
+        let part = suffixed
+            .strip_prefix("xa-")
+            .and_then(|s| s.strip_suffix("-on-box"))
+            .unwrap();
+        assert_ne!(relay_name(part, machine), suffixed);
+        // Long names that share their first 60 characters stay apart.
+        let a = relay_name(&format!("{}a", "x".repeat(80)), machine);
+        let b = relay_name(&format!("{}b", "x".repeat(80)), machine);
+        assert_ne!(a, b);
+        assert!(a.len() <= MAX_RELAY_NAME && b.len() <= MAX_RELAY_NAME);
+    }
+
+    #[test]
+    fn each_permission_class_has_its_own_relay_name() {
+        assert_eq!(permission_class(None), "prompting");
+        assert_eq!(permission_class(Some("acceptEdits")), "prompting");
+        assert_eq!(permission_class(Some("bypassPermissions")), "bypass");
+        let prompting = relay_name_for("cli", "box", Some("default"));
+        let bypass = relay_name_for("cli", "box", Some("bypassPermissions"));
+        assert_eq!(prompting, relay_name("cli", "box"));
+        assert_eq!(prompting, relay_name_for("cli", "box", Some("acceptEdits")));
+        assert_ne!(prompting, bypass);
+        assert!(
+            bypass.starts_with("xa-cli-bypass--") && bypass.ends_with("-on-box"),
+            "{bypass}"
+        );
+        // A sender literally named `cli-bypass` is not the bypass relay of `cli`.
+        assert_ne!(relay_name("cli-bypass", "box"), bypass);
+        assert_ne!(
+            relay_name_for("cli-bypass", "box", Some("bypassPermissions")),
+            bypass
+        );
+        assert!(bypass.len() <= MAX_RELAY_NAME);
     }
 }

@@ -22,6 +22,11 @@ pub enum RelayReceipt {
     /// Claude's `SendMessage` result with `success: false`; `dead` when the target's socket is
     /// gone or refuses connections (the target process died).
     Refused { claude: Value, dead: bool },
+    /// Claude's `SendMessage` result with `success: false` because Claude's own rate limit for
+    /// messages to one session stopped it ("Too many messages to this session just now: …"):
+    /// nothing was sent, the target is alive, and a later send may pass. `words` is Claude's
+    /// message, whole.
+    RateLimited { claude: Value, words: String },
     /// The relay's gate denied a tool call of the send turn.
     Denied { reason: String },
     /// The send turn ended without a `SendMessage`.
@@ -57,6 +62,12 @@ impl RelayReceipt {
                 .get("message")
                 .and_then(Value::as_str)
                 .unwrap_or_default();
+            if words.contains(RATE_LIMIT_SIGN) {
+                return RelayReceipt::RateLimited {
+                    words: words.to_owned(),
+                    claude,
+                };
+            }
             // Observed: `Failed to send to uds:…: ENOENT: no such file or directory … this
             // socket path is stale`. A socket left behind by a killed process refuses instead.
             let dead = ["ENOENT", "ECONNREFUSED", "is stale", "stale"]
@@ -66,17 +77,28 @@ impl RelayReceipt {
         }
     }
 
-    /// A short name for records: `sent`, `refused`, `denied`, `no_send`, `relay_died`.
+    /// A short name for records: `sent`, `refused`, `rate_limited`, `denied`, `no_send`,
+    /// `relay_died`.
     pub fn name(&self) -> &'static str {
         match self {
             RelayReceipt::Sent { .. } => "sent",
             RelayReceipt::Refused { .. } => "refused",
+            RelayReceipt::RateLimited { .. } => "rate_limited",
             RelayReceipt::Denied { .. } => "denied",
             RelayReceipt::NoSend => "no_send",
             RelayReceipt::RelayDied { .. } => "relay_died",
         }
     }
 }
+
+/// What a caller shows for [`RelayReceipt::RateLimited`], before Claude's words.
+pub const RATE_LIMITED_NOTE: &str = "rate-limited by Claude, retry later";
+
+/// The start of Claude's words when its per-session inbox rate limit refuses a send (Claude
+/// Code 2.1.332, error class `sender_paced`): `Failed to send to <to>: Too many messages to
+/// this session just now: <n> were sent recently and more would be dropped by its rate
+/// limit, so this one was not sent. …`.
+const RATE_LIMIT_SIGN: &str = "Too many messages to this session just now";
 
 /// One queued send, as `queue/<send id>.json` holds it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -131,6 +153,33 @@ pub(crate) fn write_receipt_once(
     Ok(true)
 }
 
+/// How long a relay's queue, receipt and inbox files are kept: long past any send's wait and
+/// any reply's, and then they would only grow.
+pub(crate) const RETENTION: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 60 * 60);
+
+/// Removes the files in `queue/`, `receipts/` and `inbox/` of a relay's directory last written
+/// more than `max_age` ago. Returns how many went; a file that cannot be read or removed stays.
+pub(crate) fn prune(dir: &Path, max_age: std::time::Duration) -> usize {
+    let mut removed = 0;
+    for sub in ["queue", "receipts", "inbox"] {
+        let Ok(entries) = std::fs::read_dir(dir.join(sub)) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let old = entry
+                .metadata()
+                .and_then(|meta| meta.modified())
+                .ok()
+                .and_then(|modified| modified.elapsed().ok())
+                .is_some_and(|age| age > max_age);
+            if old && std::fs::remove_file(entry.path()).is_ok() {
+                removed += 1;
+            }
+        }
+    }
+    removed
+}
+
 /// Reads the receipt the hooks wrote for `send_id`; `None` when there is none yet.
 pub fn read_receipt(dir: &Path, send_id: &str) -> Result<Option<RelayReceipt>, RelayError> {
     let path = receipt_path(dir, send_id);
@@ -179,6 +228,49 @@ mod tests {
                 dead: false
             }
         );
+    }
+
+    #[test]
+    fn claudes_rate_limit_is_its_own_receipt_with_claudes_words() {
+        // Claude's words, as its SendMessage builds them for a `uds:` target (from the 2.1.332
+        // program: `Failed to send to ${label}: ${error}` with the `sender_paced` error's text).
+        let words = "Failed to send to uds:/tmp/cc-socks/41230.sock: Too many messages to this session just now: 34 were sent recently and more would be dropped by its rate limit, so this one was not sent. Batch what remains into one message, or wait a little before sending more.";
+        let limited = json!({"success": false, "message": words});
+        let receipt = RelayReceipt::from_claude(&Value::String(limited.to_string()));
+        assert_eq!(
+            receipt,
+            RelayReceipt::RateLimited {
+                claude: limited.clone(),
+                words: words.to_owned()
+            }
+        );
+        assert_eq!(receipt.name(), "rate_limited");
+        // By name the code sits in brackets; still the same limit.
+        let by_name = json!({"success": false, "message": "Failed to send to bravo: Too many messages to this session just now: 12 were sent recently and more would be dropped by its rate limit, so this one was not sent. Batch what remains into one message, or wait a little before sending more."});
+        assert!(matches!(
+            RelayReceipt::from_claude(&by_name),
+            RelayReceipt::RateLimited { .. }
+        ));
+        // It round-trips through the receipt file like the others.
+        let dir = tempfile::tempdir().unwrap();
+        write_receipt_once(dir.path(), "r", &receipt).unwrap();
+        assert_eq!(read_receipt(dir.path(), "r").unwrap(), Some(receipt));
+    }
+
+    #[test]
+    fn old_files_are_pruned_and_recent_ones_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        write_receipt_once(dir.path(), "old", &RelayReceipt::NoSend).unwrap();
+        write_receipt_once(dir.path(), "new", &RelayReceipt::NoSend).unwrap();
+        let old = std::fs::File::options()
+            .write(true)
+            .open(receipt_path(dir.path(), "old"))
+            .unwrap();
+        old.set_modified(std::time::SystemTime::now() - RETENTION * 2)
+            .unwrap();
+        assert_eq!(prune(dir.path(), RETENTION), 1);
+        assert!(!receipt_path(dir.path(), "old").exists());
+        assert!(receipt_path(dir.path(), "new").exists());
     }
 
     #[test]

@@ -9,6 +9,7 @@ mod support;
 use std::time::Duration;
 
 use cross_agent_relay::{InboundKind, NativeSend, RelayReceipt, is_relay_name};
+use cross_agent_testkit::endpoint::{Reply, Rule};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 use support::{PEER_ANSWER, Rig, WAIT, bridge_message};
@@ -375,11 +376,8 @@ async fn a_relay_waits_for_its_reply_then_stops_when_idle() {
     // The target answers only after a while (its model is slow), longer than the idle limit.
     rig.target_endpoint.clear_rules();
     rig.target_endpoint.script([
-        cross_agent_testkit::endpoint::Rule::on_peer_message().reply(
-            cross_agent_testkit::endpoint::Reply::peer_reply(PEER_ANSWER)
-                .delay(Duration::from_secs(2)),
-        ),
-        cross_agent_testkit::endpoint::Rule::on_tool_result("\"success\"").reply_text("replied"),
+        Rule::on_peer_message().reply(Reply::peer_reply(PEER_ANSWER).delay(Duration::from_secs(2))),
+        Rule::on_tool_result("\"success\"").reply_text("replied"),
     ]);
 
     let receipt = rig
@@ -426,13 +424,16 @@ async fn a_relay_waits_for_its_reply_then_stops_when_idle() {
     assert_eq!(stopped[0]["reason"], "idle");
 }
 
-/// Claude holds a message from another permission class; a relay started in the target's mode
-/// is taken at once (`from-mode="bypass"`), and a held one comes back as a delivery notice.
+/// Claude holds a message from another permission class: a `prompting` relay's message to a
+/// `bypass` target comes back as a held notice. A send in the target's class goes through the
+/// sender's relay of that class, started beside the first under its own `xa-` name — and the
+/// first stays up and still files the reply it awaits from another target.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_relay_runs_in_the_targets_permission_mode_so_the_message_is_not_held() {
+async fn a_relay_of_another_permission_class_starts_beside_the_first_which_keeps_its_reply() {
     let rig = Rig::start(Duration::from_secs(600)).await.unwrap();
     let mut inbound = rig.host.take_inbound().unwrap();
-    let (_target, to) = blocking(|| {
+    let (_bravo, to_bravo) = blocking(|| rig.target("bravo", &[])).unwrap();
+    let (_charlie, to_charlie) = blocking(|| {
         // As root Claude takes bypass mode only in a sandbox (TESTING.md).
         rig.target_with_env(
             "charlie",
@@ -441,12 +442,22 @@ async fn the_relay_runs_in_the_targets_permission_mode_so_the_message_is_not_hel
         )
         .unwrap()
     });
+    // bravo answers the slow message only after a while, so its answer comes when the second
+    // relay already runs; every other peer message is answered at once.
+    rig.target_endpoint.clear_rules();
+    rig.target_endpoint.push(
+        Rule::on_user_text("SLOW ONE")
+            .reply(Reply::peer_reply(PEER_ANSWER).delay(Duration::from_secs(5)))
+            .label("slow peer reply"),
+    );
+    rig.target_endpoint
+        .script(Rule::peer_replies(PEER_ANSWER, "replied"));
 
-    // A relay in the default mode: held by the target, and the relay files Claude's notice.
+    // The `prompting` relay's message to charlie is held, and the relay files Claude's notice.
     let held = rig
         .host
         .send(native(
-            &to,
+            &to_charlie,
             &bridge_message("req_1795992544448_h1h1h1", "HELD ONE"),
             "d-1",
         ))
@@ -470,16 +481,49 @@ async fn the_relay_runs_in_the_targets_permission_mode_so_the_message_is_not_hel
         }
         other => panic!("not a delivery notice: {other:?}"),
     }
-
-    // The same relay name in the target's mode: restarted, and the message is taken.
-    let mut send = native(
-        &to,
-        &bridge_message("req_1795992544448_b1b1b1", "TAKEN ONE"),
+    // The same relay sends to bravo (same class) and awaits its slow answer.
+    let mut slow = native(
+        &to_bravo,
+        &bridge_message("req_1795992544448_s1s1s1", "SLOW ONE"),
         "d-2",
     );
-    send.permission_mode = Some("bypassPermissions".into());
-    let taken = rig.host.send(send).await.unwrap();
+    slow.permission_mode = Some("default".into());
+    let slow_sent = rig.host.send(slow).await.unwrap();
+    assert!(
+        matches!(slow_sent, RelayReceipt::Sent { .. }),
+        "{slow_sent:?}"
+    );
+    let first = rig.host.relays().remove(0);
+    assert_eq!(first.name, "xa-cli-on-testbox");
+    assert_eq!(first.permission_class, "prompting");
+
+    // charlie's class: a second relay, beside the first.
+    let mut taken = native(
+        &to_charlie,
+        &bridge_message("req_1795992544448_b1b1b1", "TAKEN ONE"),
+        "d-3",
+    );
+    taken.permission_mode = Some("bypassPermissions".into());
+    let taken = rig.host.send(taken).await.unwrap();
     assert!(matches!(taken, RelayReceipt::Sent { .. }), "{taken:?}");
+
+    let mut relays = rig.host.relays();
+    relays.sort_by(|a, b| a.name.cmp(&b.name));
+    let names: Vec<&str> = relays.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(relays.len(), 2, "{names:?}");
+    let second = relays.iter().find(|r| r.name != first.name).unwrap();
+    assert!(is_relay_name(&second.name), "{names:?}");
+    assert_eq!(
+        second.name,
+        cross_agent_relay::relay_name_for("cli", "testbox", Some("bypassPermissions"))
+    );
+    assert_eq!(second.permission_class, "bypass");
+    assert_eq!(second.permission_mode.as_deref(), Some("bypassPermissions"));
+    assert!(
+        relays.iter().any(|r| r.pid == first.pid),
+        "the first was kept"
+    );
+    assert!(cross_agent_process::is_alive(first.pid));
     let prompt = rig
         .target_endpoint
         .wait_until(WAIT, |requests| {
@@ -494,14 +538,107 @@ async fn the_relay_runs_in_the_targets_permission_mode_so_the_message_is_not_hel
         .find_map(|r| r.last_user_prompt.filter(|p| p.contains("TAKEN ONE")))
         .unwrap();
     assert!(prompt.contains("from-mode=\"bypass\""), "{prompt}");
-    let reply = tokio::time::timeout(WAIT, inbound.recv())
-        .await
-        .unwrap()
-        .unwrap();
     assert!(
-        matches!(&reply.kind, InboundKind::Message { body, .. } if body.ends_with("req_1795992544448_b1b1b1")),
-        "{reply:?}"
+        prompt.contains(&format!("from-name=\"{}\"", second.name)),
+        "{prompt}"
     );
+
+    // Both answers are filed, each by the relay that sent the message it answers.
+    let mut replies = Vec::new();
+    for _ in 0..2 {
+        let mail = tokio::time::timeout(WAIT, inbound.recv())
+            .await
+            .expect("both answers in time")
+            .unwrap();
+        let InboundKind::Message {
+            from_name, body, ..
+        } = &mail.kind
+        else {
+            panic!("not a message: {mail:?}");
+        };
+        replies.push((mail.relay.clone(), from_name.clone(), body.clone()));
+    }
+    replies.sort();
+    let mut expected = vec![
+        (
+            first.name.clone(),
+            "bravo".to_owned(),
+            format!("{PEER_ANSWER}\nreq_1795992544448_s1s1s1"),
+        ),
+        (
+            second.name.clone(),
+            "charlie".to_owned(),
+            format!("{PEER_ANSWER}\nreq_1795992544448_b1b1b1"),
+        ),
+    ];
+    expected.sort();
+    assert_eq!(replies, expected);
+    let stopped: Vec<_> = rig
+        .decisions()
+        .into_iter()
+        .filter(|d| d["kind"] == "relay_stopped")
+        .collect();
+    assert!(stopped.is_empty(), "{stopped:?}");
+    rig.host.shutdown().await;
+}
+
+/// Two senders whose names sanitize alike get a relay each, under distinct `xa-` names, and
+/// each answer is filed for its own sender.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn senders_whose_names_sanitize_alike_get_their_own_relays() {
+    let rig = Rig::start(Duration::from_secs(600)).await.unwrap();
+    let mut inbound = rig.host.take_inbound().unwrap();
+    let (_bravo, to) = blocking(|| rig.target("bravo", &[])).unwrap();
+    let senders = [
+        ("Fix the bug", "req_1795992544448_f1f1f1"),
+        ("fix the bug", "req_1795992544448_f2f2f2"),
+    ];
+
+    for (n, (represented, token)) in senders.iter().enumerate() {
+        let mut send = native(&to, &bridge_message(token, "alike"), &format!("d-{n}"));
+        send.represented = (*represented).to_owned();
+        let receipt = rig.host.send(send).await.unwrap();
+        assert!(matches!(receipt, RelayReceipt::Sent { .. }), "{receipt:?}");
+    }
+
+    let mut relays: Vec<(String, String)> = rig
+        .host
+        .relays()
+        .into_iter()
+        .map(|r| (r.represented, r.name))
+        .collect();
+    relays.sort();
+    let mut expected: Vec<(String, String)> = senders
+        .iter()
+        .map(|(r, _)| ((*r).to_owned(), cross_agent_relay::relay_name(r, "testbox")))
+        .collect();
+    expected.sort();
+    assert_eq!(relays, expected);
+    assert_ne!(relays[0].1, relays[1].1);
+    let mut filed = Vec::new();
+    for _ in 0..2 {
+        let mail = tokio::time::timeout(WAIT, inbound.recv())
+            .await
+            .expect("both answers in time")
+            .unwrap();
+        let InboundKind::Message { body, .. } = &mail.kind else {
+            panic!("not a message: {mail:?}");
+        };
+        filed.push((mail.represented.clone(), mail.relay.clone(), body.clone()));
+    }
+    filed.sort();
+    let mut wanted: Vec<(String, String, String)> = senders
+        .iter()
+        .map(|(r, token)| {
+            (
+                (*r).to_owned(),
+                cross_agent_relay::relay_name(r, "testbox"),
+                format!("{PEER_ANSWER}\n{token}"),
+            )
+        })
+        .collect();
+    wanted.sort();
+    assert_eq!(filed, wanted);
     rig.host.shutdown().await;
 }
 
@@ -580,4 +717,104 @@ async fn a_send_without_a_receipt_in_time_fails_and_stops_the_relay() {
         .collect();
     assert_eq!(stopped.len(), 1, "{stopped:?}");
     assert_eq!(stopped[0]["reason"], "no receipt in time");
+}
+
+/// A hook from a relay directory this host does not run (a relay left by an earlier daemon) may
+/// do nothing: its tool calls are denied and its inbound prompts blocked (and kept in its
+/// inbox); a hook from anywhere else is not the relay host's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hooks_of_a_relay_this_host_does_not_run_are_denied_and_blocked() {
+    let rig = Rig::start(Duration::from_secs(600)).await.unwrap();
+    let orphan = rig.xa_home.join("relays/xa-old-on-testbox");
+    std::fs::create_dir_all(orphan.join("inbox")).unwrap();
+    let hook = |event: &str, payload: serde_json::Value| cross_agent_protocol::hook::HookParams {
+        event: event.into(),
+        payload,
+    };
+
+    let pre = rig
+        .host
+        .hook(&hook(
+            "PreToolUse",
+            json!({"cwd": orphan, "tool_name": "SendMessage", "tool_input": {"to": "x", "message": "y"}}),
+        ))
+        .await
+        .expect("a relay's hook");
+    let prompt = rig
+        .host
+        .hook(&hook(
+            "UserPromptSubmit",
+            json!({"cwd": orphan, "prompt": "<cross-session-message from=\"uds:/x\" from-name=\"b\" from-mode=\"prompting\">\nlate\n</cross-session-message>"}),
+        ))
+        .await
+        .expect("a relay's hook");
+    let elsewhere = rig
+        .host
+        .hook(&hook(
+            "UserPromptSubmit",
+            json!({"cwd": rig.home.path(), "prompt": "hello"}),
+        ))
+        .await;
+
+    assert_eq!(
+        pre.output.unwrap()["hookSpecificOutput"]["permissionDecision"],
+        "deny"
+    );
+    assert_eq!(prompt.output.unwrap()["decision"], "block");
+    let kept: Vec<String> = std::fs::read_dir(orphan.join("inbox"))
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+        .collect();
+    assert_eq!(kept.len(), 1);
+    assert!(kept[0].contains("\nlate\n"));
+    assert_eq!(elsewhere, None);
+}
+
+/// Claude's own rate limit on messages to one session: sends to one target in a quick run
+/// are refused by Claude at some point, and that receipt is `RateLimited` with Claude's words
+/// (not a plain refusal, and not a dead target).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claudes_rate_limit_on_one_target_comes_back_as_rate_limited() {
+    let rig = Rig::start(Duration::from_secs(600)).await.unwrap();
+    let (_target, to) = blocking(|| rig.target("bravo", &[])).unwrap();
+    // The target reads every message and answers nothing: only the sender's side counts.
+    rig.target_endpoint.clear_rules();
+    rig.target_endpoint
+        .push(Rule::on_any_user_text().reply_text("noted"));
+
+    // Claude 2.1.332 refused the 35th to 37th quick message to one session here (its words
+    // count the recent ones); the bound leaves room for a machine where more count.
+    let mut limited = None;
+    for n in 0..80 {
+        let receipt = rig
+            .host
+            .send(native(
+                &to,
+                &bridge_message(&format!("req_1795992544448_r{n:05}"), "quick"),
+                &format!("d-{n}"),
+            ))
+            .await
+            .unwrap();
+        match receipt {
+            RelayReceipt::Sent { .. } => {}
+            other => {
+                limited = Some((n, other));
+                break;
+            }
+        }
+    }
+
+    let (n, receipt) = limited.expect("Claude never rate-limited 80 quick sends to one session");
+    let RelayReceipt::RateLimited { claude, words } = &receipt else {
+        panic!("send {n} was refused otherwise: {receipt:?}");
+    };
+    assert_eq!(claude["success"], false);
+    assert_eq!(claude["message"].as_str(), Some(words.as_str()));
+    assert!(
+        words.contains("Too many messages to this session just now"),
+        "{words}"
+    );
+    assert_eq!(receipt.name(), "rate_limited");
+    eprintln!("send {n} (0-based) was rate-limited: {words}");
+    rig.host.shutdown().await;
 }

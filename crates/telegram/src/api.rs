@@ -35,6 +35,9 @@ pub struct Chat {
     pub id: i64,
     #[serde(default, rename = "type")]
     pub kind: String,
+    /// A supergroup with topics: one topic per session there.
+    #[serde(default)]
+    pub is_forum: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -45,6 +48,56 @@ pub struct Message {
     pub chat: Chat,
     #[serde(default)]
     pub text: Option<String>,
+    /// The topic the message is in (forum supergroups).
+    #[serde(default)]
+    pub message_thread_id: Option<i64>,
+    /// The message this one replies to (a card, for a prompt from the phone).
+    #[serde(default)]
+    pub reply_to_message: Option<Box<Message>>,
+    /// A photo, in the sizes Telegram made of it (the largest last).
+    #[serde(default)]
+    pub photo: Vec<PhotoSize>,
+    #[serde(default)]
+    pub document: Option<Document>,
+    /// The text sent with a photo or a document.
+    #[serde(default)]
+    pub caption: Option<String>,
+}
+
+/// One size of a photo (core.telegram.org/bots/api#photosize).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PhotoSize {
+    pub file_id: String,
+    #[serde(default)]
+    pub file_size: Option<u64>,
+}
+
+/// A file sent as a document (core.telegram.org/bots/api#document).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Document {
+    pub file_id: String,
+    #[serde(default)]
+    pub file_name: Option<String>,
+    #[serde(default)]
+    pub file_size: Option<u64>,
+}
+
+/// A file ready to download (core.telegram.org/bots/api#file): `file_path` is good for an hour.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct File {
+    pub file_id: String,
+    #[serde(default)]
+    pub file_size: Option<u64>,
+    #[serde(default)]
+    pub file_path: Option<String>,
+}
+
+/// A topic of a forum supergroup (core.telegram.org/bots/api#forumtopic).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForumTopic {
+    pub message_thread_id: i64,
+    #[serde(default)]
+    pub name: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -104,6 +157,28 @@ pub trait TelegramApi: Send + Sync {
     ) -> impl Future<Output = Result<()>> + Send;
     fn set_my_commands(&self, commands: &[(&str, &str)])
     -> impl Future<Output = Result<()>> + Send;
+    /// `sendMessage` into a topic (`thread` of a forum supergroup), or the chat itself.
+    fn send_message_in(
+        &self,
+        chat_id: i64,
+        thread: Option<i64>,
+        text: &str,
+        mode: ParseMode,
+        reply_markup: Option<Value>,
+    ) -> impl Future<Output = Result<Message>> + Send;
+    fn create_forum_topic(
+        &self,
+        chat_id: i64,
+        name: &str,
+    ) -> impl Future<Output = Result<ForumTopic>> + Send;
+    fn get_file(&self, file_id: &str) -> impl Future<Output = Result<File>> + Send;
+    /// Downloads `file_path` (from [`TelegramApi::get_file`]); more than `max_bytes` is refused
+    /// before it is all read.
+    fn download_file(
+        &self,
+        file_path: &str,
+        max_bytes: u64,
+    ) -> impl Future<Output = Result<Vec<u8>>> + Send;
 }
 
 /// The Bot API over HTTP. Its `Debug` never shows the token.
@@ -296,5 +371,72 @@ impl TelegramApi for HttpApi {
             )
             .await?;
         Ok(())
+    }
+
+    async fn send_message_in(
+        &self,
+        chat_id: i64,
+        thread: Option<i64>,
+        text: &str,
+        mode: ParseMode,
+        reply_markup: Option<Value>,
+    ) -> Result<Message> {
+        let mut body = with_mode(json!({"chat_id": chat_id, "text": text}), mode);
+        if let Some(thread) = thread {
+            body["message_thread_id"] = json!(thread);
+        }
+        if let Some(markup) = reply_markup {
+            body["reply_markup"] = markup;
+        }
+        self.call("sendMessage", body, Duration::ZERO).await
+    }
+
+    async fn create_forum_topic(&self, chat_id: i64, name: &str) -> Result<ForumTopic> {
+        self.call(
+            "createForumTopic",
+            json!({"chat_id": chat_id, "name": name}),
+            Duration::ZERO,
+        )
+        .await
+    }
+
+    async fn get_file(&self, file_id: &str) -> Result<File> {
+        self.call("getFile", json!({"file_id": file_id}), Duration::ZERO)
+            .await
+    }
+
+    async fn download_file(&self, file_path: &str, max_bytes: u64) -> Result<Vec<u8>> {
+        const METHOD: &str = "file download";
+        // core.telegram.org/bots/api#getfile: `{base}/file/bot{token}/{file_path}`.
+        let url = format!("{}/file/bot{}/{file_path}", self.base, self.token);
+        let mut response = self
+            .http
+            .get(url)
+            .timeout(Duration::from_secs(120))
+            .send()
+            .await
+            .map_err(|source| Error::Network {
+                method: METHOD,
+                source: source.without_url(),
+            })?;
+        if !response.status().is_success() {
+            return Err(Error::Api {
+                method: METHOD,
+                code: i64::from(response.status().as_u16()),
+                description: format!("the file download answered {}", response.status()),
+                retry_after: None,
+            });
+        }
+        let mut bytes = Vec::new();
+        while let Some(piece) = response.chunk().await.map_err(|source| Error::Network {
+            method: METHOD,
+            source: source.without_url(),
+        })? {
+            bytes.extend_from_slice(&piece);
+            if bytes.len() as u64 > max_bytes {
+                return Err(Error::TooLarge { limit: max_bytes });
+            }
+        }
+        Ok(bytes)
     }
 }

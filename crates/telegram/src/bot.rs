@@ -40,6 +40,8 @@ struct Pending {
     answer: Option<oneshot::Sender<Tap>>,
     posted: Vec<(i64, i64)>,
     summary: String,
+    /// The session that waits, for its card's "awaiting approval".
+    session: String,
 }
 
 struct Inner {
@@ -50,6 +52,8 @@ struct Inner {
     api: Mutex<Option<HttpApi>>,
     pending: Mutex<HashMap<String, Pending>>,
     edits: EditLimiter,
+    /// Session cards, prompts, files, topics and handoffs from the phone.
+    desk: Arc<crate::sessions::Desk>,
 }
 
 /// The daemon's bot; cheap to clone.
@@ -84,14 +88,16 @@ impl Bot {
         let approval_wait = var(var::APPROVAL_WAIT)
             .and_then(|v| v.trim().parse().ok())
             .map_or(DEFAULT_APPROVAL_WAIT, Duration::from_secs);
+        let decisions = DecisionLog::new(home);
         Bot {
             inner: Arc::new(Inner {
                 home: home.to_owned(),
-                decisions: DecisionLog::new(home),
+                decisions: decisions.clone(),
                 approval_wait,
                 api: Mutex::new(None),
                 pending: Mutex::new(HashMap::new()),
                 edits: EditLimiter::default(),
+                desk: Arc::new(crate::sessions::Desk::new(home, decisions)),
             }),
         }
     }
@@ -267,6 +273,7 @@ impl Bot {
                 answer: Some(answer_tx),
                 posted: Vec::new(),
                 summary: card.headline(),
+                session: card.session.to_owned(),
             },
         );
         let markup = json!({"inline_keyboard": [[
@@ -406,6 +413,40 @@ impl Bot {
             .await;
         }
         if allow { "Allowed" } else { "Denied" }
+    }
+}
+
+impl Bot {
+    /// What the bot asks about sessions (the daemon's hub); set once.
+    pub fn set_session_host(&self, host: Arc<dyn crate::sessions::SessionHost>) {
+        self.inner.desk.set_host(host);
+    }
+
+    /// The sessions with an approval waiting for a tap.
+    fn awaiting_approval(&self) -> std::collections::HashSet<String> {
+        lock(&self.inner.pending)
+            .values()
+            .map(|p| p.session.clone())
+            .collect()
+    }
+
+    /// A message from a paired person that is not `/pair`.
+    pub(crate) async fn on_message<A: TelegramApi + Clone + 'static>(
+        &self,
+        api: &A,
+        message: crate::api::Message,
+    ) {
+        let awaiting = self.awaiting_approval();
+        self.inner.desk.on_message(api, message, awaiting).await;
+    }
+
+    /// A tap on a session card's button (`s:…`) from a paired person.
+    pub(crate) fn session_tap<A: TelegramApi + Clone + 'static>(
+        &self,
+        api: &A,
+        query: &crate::api::CallbackQuery,
+    ) -> &'static str {
+        self.inner.desk.tap(api, query, self.awaiting_approval())
     }
 }
 

@@ -52,6 +52,12 @@ pub enum Error {
     LockDir(#[source] cross_agent_ipc::Error),
     #[error("another poller holds this bot's token ({0})")]
     Locked(#[source] cross_agent_ipc::Error),
+    /// A file from the phone bigger than the inbox takes.
+    #[error("the file is larger than {limit} bytes, the most the inbox takes")]
+    TooLarge { limit: u64 },
+    /// A file from the phone that could not be put in a session's inbox.
+    #[error("{path}: {reason}")]
+    Inbox { path: PathBuf, reason: String },
 }
 
 impl Error {

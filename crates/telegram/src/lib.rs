@@ -7,18 +7,25 @@
 //!   and refusing every chat that is not paired.
 //! - [`deliver`], [`text`]: escaped, chunked sends with a plain-text retry, each a decision.
 //! - [`limit`]: our own pace for edits, which no Bot API client library throttles.
+//! - [`sessions`] ([`cards`], [`topics`], [`inbox`]): `/sessions` cards, prompts and files
+//!   sent to a session from the phone, one forum topic per session, Hand off; the daemon answers
+//!   through the [`sessions::SessionHost`] trait, so this crate never links the hub.
 //! - [`Bot`]: what the daemon holds: the poller's lifetime (waits for a token, takes its lock,
 //!   polls) and hook calls (the [`gate`], approvals from the phone).
 
 pub mod api;
 mod bot;
+pub mod cards;
 pub mod deliver;
 mod error;
 pub mod gate;
+pub mod inbox;
 pub mod limit;
 pub mod poller;
+pub mod sessions;
 pub mod store;
 pub mod text;
+pub mod topics;
 
 use std::path::Path;
 

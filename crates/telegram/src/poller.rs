@@ -84,7 +84,7 @@ pub struct Poller<A> {
     bot: Option<crate::Bot>,
 }
 
-impl<A: TelegramApi> Poller<A> {
+impl<A: TelegramApi + Clone + 'static> Poller<A> {
     pub fn new(api: A, home: &Path, config: PollerConfig, decisions: DecisionLog) -> Poller<A> {
         Poller {
             api,
@@ -151,7 +151,10 @@ impl<A: TelegramApi> Poller<A> {
                         webhook_deleted = true;
                         let _ = self
                             .api
-                            .set_my_commands(&[("pair", "Pair this chat: /pair CODE")])
+                            .set_my_commands(&[
+                                ("pair", "Pair this chat: /pair CODE"),
+                                ("sessions", "The live sessions, one card each"),
+                            ])
                             .await;
                         continue;
                     }
@@ -224,14 +227,12 @@ impl<A: TelegramApi> Poller<A> {
                 self.refuse(query.from.id, chat, "callback_query");
                 None
             } else if let Some(bot) = &self.bot {
-                Some(
-                    bot.tap(
-                        &self.api,
-                        query.data.as_deref().unwrap_or(""),
-                        query.from.id,
-                    )
-                    .await,
-                )
+                let data = query.data.as_deref().unwrap_or("");
+                if data.starts_with("s:") {
+                    Some(bot.session_tap(&self.api, &query))
+                } else {
+                    Some(bot.tap(&self.api, data, query.from.id).await)
+                }
             } else {
                 None
             };
@@ -281,6 +282,8 @@ impl<A: TelegramApi> Poller<A> {
         }
         if !self.allowed(from.id, message.chat.id) {
             self.refuse(from.id, message.chat.id, "message");
+        } else if let Some(bot) = &self.bot {
+            bot.on_message(&self.api, message).await;
         }
     }
 

@@ -157,3 +157,22 @@ async fn an_edit_telegram_cannot_parse_is_retried_as_plain_text() {
     assert_eq!(edits[1].body["text"], "a < b");
     assert_eq!(decisions(home.path())[0]["outcome"], "retried_plain");
 }
+
+#[tokio::test]
+async fn a_file_is_fetched_by_get_file_and_a_download_past_the_cap_is_cut_off() {
+    let fake = FakeBotApi::start(TOKEN, "bot").unwrap();
+    let api = HttpApi::new(Some(fake.base_url()), TOKEN).unwrap();
+    let id = fake.add_file(b"0123456789");
+    let file = api.get_file(&id).await.unwrap();
+    assert_eq!(file.file_size, Some(10));
+    let path = file.file_path.unwrap();
+    assert_eq!(api.download_file(&path, 10).await.unwrap(), b"0123456789");
+    // A file bigger than it said (or than the cap) is refused, not kept.
+    let error = api.download_file(&path, 9).await.unwrap_err();
+    assert!(
+        matches!(error, cross_agent_telegram::Error::TooLarge { limit: 9 }),
+        "{error}"
+    );
+    let unknown = api.get_file("nope").await.unwrap_err();
+    assert_eq!(unknown.code(), Some(400));
+}

@@ -8,7 +8,9 @@
 //!
 //! Methods: `getMe`, `getUpdates` (long poll from `offset`, confirming what lies before it),
 //! `sendMessage`, `editMessageText`, `answerCallbackQuery`, `sendDocument`, `createForumTopic`,
-//! `setMyCommands`, `deleteWebhook`; anything else is a 404 as Telegram answers it. A wrong
+//! `setMyCommands`, `deleteWebhook`, `getFile` (of files added with [`FakeBotApi::add_file`])
+//! and the file download path `GET /file/bot<token>/<file_path>`; anything else is a 404 as
+//! Telegram answers it. A wrong
 //! token is a 401 "Unauthorized". As on the real server, a second `getUpdates` ends the one in
 //! flight with a 409 "Conflict: terminated by other getUpdates request". Like the model
 //! endpoint, the server has its own runtime on its own thread: usable from a plain `#[test]`.
@@ -82,6 +84,12 @@ struct Inner {
     failures: HashMap<String, VecDeque<Failure>>,
     /// Bumped by every `getUpdates`: a poll that sees it change was superseded (409).
     poll_generation: u64,
+    /// Files a person sent, by `file_id`: their bytes (served at `file_path` `files/<file_id>`).
+    files: HashMap<String, Vec<u8>>,
+    /// Every download, by `file_path`.
+    downloads: Vec<String>,
+    /// Every message the bot sent (`sendMessage`, `sendDocument`): the id it got, its body.
+    sent: Vec<(i64, Value)>,
 }
 
 struct Shared {
@@ -137,6 +145,7 @@ impl FakeBotApi {
         let (shutdown, shutdown_rx) = oneshot::channel::<()>();
         let app = Router::new()
             .route("/{bot}/{method}", post(handle))
+            .route("/file/{bot}/{*path}", axum::routing::get(download))
             .with_state(Arc::clone(&shared));
         let thread = std::thread::Builder::new()
             .name(format!("fake-bot-api-{}", addr.port()))
@@ -326,13 +335,24 @@ async fn handle(
             let message_id = {
                 let mut inner = shared.lock();
                 inner.next_message_id += 1;
-                inner.next_message_id
+                let id = inner.next_message_id;
+                inner.sent.push((id, body.clone()));
+                id
             };
             let chat_id = body.get("chat_id").cloned().unwrap_or(json!(0));
             ok(
                 json!({"message_id": message_id, "chat": {"id": chat_id, "type": "private"},
                       "date": 1_760_000_000, "text": body.get("text").cloned().unwrap_or(json!(""))}),
             )
+        }
+        "getFile" => {
+            let file_id = body.get("file_id").and_then(Value::as_str).unwrap_or("");
+            let size = shared.lock().files.get(file_id).map(Vec::len);
+            match size {
+                Some(size) => ok(json!({"file_id": file_id, "file_unique_id": file_id,
+                                        "file_size": size, "file_path": format!("files/{file_id}")})),
+                None => error(400, "Bad Request: invalid file_id", None),
+            }
         }
         "editMessageText" => ok(
             json!({"message_id": body.get("message_id").cloned().unwrap_or(json!(0)),
@@ -388,5 +408,80 @@ async fn get_updates(shared: &Shared, body: &Value) -> Response {
             }
         }
         let _ = tokio::time::timeout_at(deadline, notified).await;
+    }
+}
+
+/// `GET /file/bot<token>/<file_path>`: the bytes of a file added with [`FakeBotApi::add_file`].
+async fn download(
+    State(shared): State<Arc<Shared>>,
+    Path((bot, path)): Path<(String, String)>,
+) -> Response {
+    if bot.strip_prefix("bot") != Some(shared.token.as_str()) {
+        return error(401, "Unauthorized", None);
+    }
+    let mut inner = shared.lock();
+    inner.downloads.push(path.clone());
+    let bytes = path
+        .strip_prefix("files/")
+        .and_then(|id| inner.files.get(id).cloned());
+    drop(inner);
+    match bytes {
+        Some(bytes) => (axum::http::StatusCode::OK, bytes).into_response(),
+        None => error(404, "Not Found", None),
+    }
+}
+
+impl FakeBotApi {
+    /// A file a person is about to send: its `file_id` (for a `document` or `photo` field).
+    pub fn add_file(&self, bytes: &[u8]) -> String {
+        let id = format!("file{}", uuid::Uuid::new_v4().simple());
+        self.shared.lock().files.insert(id.clone(), bytes.to_vec());
+        id
+    }
+
+    /// Every message the bot sent so far, in order: the `message_id` it got and its body.
+    pub fn sent(&self) -> Vec<(i64, Value)> {
+        self.shared.lock().sent.clone()
+    }
+
+    /// Every file downloaded so far, by `file_path`.
+    pub fn downloads(&self) -> Vec<String> {
+        self.shared.lock().downloads.clone()
+    }
+
+    /// `user_id` sends a message in `chat_id` with `fields` added to it (`message_thread_id`,
+    /// `reply_to_message`, `document`, `photo`, `caption`, `text`, …). `forum`: the chat is a
+    /// supergroup with topics (`is_forum`). Returns the update's id.
+    pub fn push_message_with(&self, user_id: i64, chat_id: i64, forum: bool, fields: Value) -> i64 {
+        let kind = if user_id == chat_id {
+            "private"
+        } else {
+            "supergroup"
+        };
+        self.push_update(|id, message_id| {
+            let mut message = json!({
+                "message_id": message_id,
+                "from": {"id": user_id, "is_bot": false, "first_name": format!("user{user_id}")},
+                "chat": {"id": chat_id, "type": kind, "is_forum": forum},
+                "date": 1_760_000_000});
+            if let (Some(message), Some(fields)) = (message.as_object_mut(), fields.as_object()) {
+                for (key, value) in fields {
+                    message.insert(key.clone(), value.clone());
+                }
+            }
+            json!({"update_id": id, "message": message})
+        })
+    }
+
+    /// `user_id` taps a button carrying `data` under `message` (the message as Telegram shows
+    /// it in the callback: `message_id`, `chat`, `message_thread_id`, …).
+    pub fn push_callback_on(&self, user_id: i64, message: Value, data: &str) -> i64 {
+        self.push_update(|id, _| {
+            json!({"update_id": id, "callback_query": {
+                "id": format!("cb{id}"),
+                "from": {"id": user_id, "is_bot": false, "first_name": format!("user{user_id}")},
+                "message": message,
+                "chat_instance": "-53", "data": data}})
+        })
     }
 }

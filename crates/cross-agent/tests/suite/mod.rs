@@ -9,3 +9,4 @@ mod install_real;
 mod live_index;
 mod sessions;
 mod telegram;
+mod telegram_sessions;

@@ -278,6 +278,9 @@ impl Daemon {
         // The Telegram bot's one poller (it waits for a token, or for another poller of the
         // same token to let go), stopped with the connections below.
         let bot = cross_agent_telegram::Bot::new(home.root(), |name| std::env::var(name).ok());
+        bot.set_session_host(Arc::new(crate::telegram_sessions::Host::new(
+            engine.clone(),
+        )));
         let (telegram_stop, telegram_stop_rx) = watch::channel(false);
         let telegram = tokio::spawn(bot.clone().supervise(telegram_stop_rx));
         let shared = Arc::new(Shared {

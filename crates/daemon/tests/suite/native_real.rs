@@ -603,6 +603,17 @@ async fn a_target_in_another_permission_mode_gets_a_relay_in_its_mode_and_takes_
             .starts_with("bypass answer n6"),
         "{record:#?}"
     );
+    let envelope = bridge
+        .endpoint
+        .model_requests()
+        .into_iter()
+        .filter_map(|r| r.last_user_prompt)
+        .find(|p| p.contains("a message across permission modes n6"))
+        .expect("the live session's model saw the message");
+    assert!(
+        envelope.contains("-bypass--"),
+        "the bypass-class relay sent it: {envelope}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

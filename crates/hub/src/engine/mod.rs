@@ -97,6 +97,7 @@ use cross_agent_protocol::timestamp::now_rfc3339;
 mod answers;
 mod busy;
 mod config;
+mod delivery_answer;
 mod dispatch;
 mod native;
 mod panels;

@@ -302,12 +302,13 @@ impl Engine {
         record.state = DeliveryState::AwaitingPeer;
         self.save(&record).await;
 
-        let relay = cross_agent_relay::relay_name(
+        let relay = cross_agent_relay::relay_name_for(
             &native.represented,
             &lock(&self.inner.native.settings)
                 .as_ref()
                 .map(|s| s.machine.clone())
                 .unwrap_or_default(),
+            native.permission_mode.as_deref(),
         );
         let receipt = match self.host_for(&job).await {
             Ok(host) => host
@@ -425,6 +426,16 @@ impl Engine {
                     Some(words),
                     false,
                 )
+            }
+            Ok(RelayReceipt::RateLimited { words, .. }) => {
+                record.state = DeliveryState::Failed;
+                record.is_undelivered = true;
+                record.error = Some(format!(
+                    "Claude's own rate limit on messages to that session stopped the native \
+                     send: {words} — nothing was sent; the session is alive, and a later send \
+                     may pass"
+                ));
+                ("rate_limited", None, Some(words), false)
             }
             Ok(RelayReceipt::Denied { reason }) => {
                 record.state = DeliveryState::Failed;

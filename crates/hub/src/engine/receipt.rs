@@ -84,6 +84,8 @@ impl Engine {
                     hop,
                     max_hops: settings.max_hops,
                     request_id: &request_id,
+                    from_telegram: caller.agent.is_none()
+                        && params.caller.client_name.as_deref() == Some(envelope::TELEGRAM_CLIENT),
                 },
                 &params.message,
             )

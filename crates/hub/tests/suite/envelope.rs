@@ -12,6 +12,7 @@ fn fields() -> EnvelopeFields<'static> {
         hop: 1,
         max_hops: 4,
         request_id: "req_1795992430029_a1b2c3",
+        from_telegram: false,
     }
 }
 
@@ -62,4 +63,23 @@ fn ids_have_the_spec_shapes() {
     let conversation = conversation_id();
     assert_eq!(conversation.len(), "conv_".len() + 12);
     assert!(conversation[5..].chars().all(|c| c.is_ascii_hexdigit()));
+}
+
+#[test]
+fn a_prompt_from_the_phone_says_it_is_the_human_user_not_a_peer() {
+    let fields = EnvelopeFields {
+        from_agent: None,
+        from_session: None,
+        from_telegram: true,
+        ..fields()
+    };
+    let text = body(&fields, "Please look at the failing test.");
+    assert!(
+        text.starts_with(
+            "from: the human user, on their phone (cross-agent's Telegram bot)\n\
+             reply-to: the user's Telegram chat (the bridge relays your answer there)\n"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("peer AI agent"), "{text}");
 }

@@ -3,9 +3,13 @@
 //!
 //! The door: relays' hooks run the real `cross-agent hook <Event>` (the binary named by
 //! `CROSS_AGENT_TEST_BIN`), which speaks the daemon RPC on `<CROSS_AGENT_HOME>/daemon.sock`.
-//! These tests have no daemon (the relay crate sits below it), so [`HookDoor`] answers that
-//! socket the way the daemon's `hook` arm does — `hello`, then every `hook` offered to
-//! [`RelayHost::hook`] — over the real frames of `cross-agent-ipc`.
+//! These tests have no daemon (the relay crate sits below it, and a dev-dependency on the
+//! daemon would build the relay crate twice), so [`HookDoor`] stands in for the daemon's socket
+//! with forwarding only: `hello` is answered with a fixed greeting (the hook program checks the
+//! protocol version), and every `hook` goes to [`RelayHost::hook`] unchanged and its answer
+//! back unchanged, as the daemon's `hook` arm does before it asks the Telegram bot. Nothing of
+//! the relay's own work (gate, receipts, inbound filing) is done here; any other request ends
+//! the connection.
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
@@ -15,7 +19,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use cross_agent_decisions::DecisionLog;
-use cross_agent_ipc::frame::{self, FrameReader, MAX_FRAME_BYTES};
+use cross_agent_ipc::frame::{self, FrameReader};
 use cross_agent_protocol::hook::HookResponse;
 use cross_agent_protocol::rpc::{
     ClientRequest, HelloResponse, PROTOCOL_VERSION, Request, ServerMessage,
@@ -77,7 +81,8 @@ impl HookDoor {
                                 started_at: "2026-12-01T00:00:00.000Z".into(),
                                 tools_version: None,
                             }),
-                            // As the daemon's arm: the relay host first, else no answer.
+                            // Forwarded as the daemon's arm does: the relay host's answer, or
+                            // none (the daemon would then ask the bot; there is none here).
                             ClientRequest::Hook(params) => serde_json::to_value(
                                 host.hook(&params)
                                     .await
@@ -96,7 +101,6 @@ impl HookDoor {
                 });
             }
         });
-        let _ = MAX_FRAME_BYTES;
         Ok(HookDoor { task })
     }
 }

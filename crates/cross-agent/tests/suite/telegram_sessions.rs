@@ -1,0 +1,745 @@
+//! Sessions from the phone, end to end: the built binary's daemon polls the fake Bot API
+//! (testkit `telegram`), real Claude Code 2.1.332 and Codex 0.171.0 sessions answer through the
+//! scripted model endpoint, and the test acts as the person on the phone: pair, `/sessions`,
+//! reply to a card, tap Prompt, send a file, use a forum supergroup's topics, hand off.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use cross_agent_testkit::ModelEndpoint;
+use cross_agent_testkit::agents::{AgentHome, AgentKind, Claude, Codex, agent_binary};
+use cross_agent_testkit::endpoint::{Reply, Rule, ToolCall};
+use cross_agent_testkit::telegram::FakeBotApi;
+use serde_json::{Value, json};
+
+const BIN: &str = env!("CARGO_BIN_EXE_cross-agent");
+/// A real turn through the hub (CLI start, model, transcript) takes seconds; this is a ceiling.
+const TURN_WAIT: Duration = Duration::from_secs(180);
+const WAIT: Duration = Duration::from_secs(30);
+const PERSON: i64 = 5001;
+const STRANGER: i64 = 666;
+
+/// The variables a spawned CLI needs to reach the scripted endpoint, opted in by name exactly
+/// as a user would with `CROSS_AGENT_CHILD_ENV`.
+const CHILD_ENV: &str = "ANTHROPIC_BASE_URL,ANTHROPIC_API_KEY,SCRIPTED_KEY,\
+                         CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC,DISABLE_AUTOUPDATER,DISABLE_TELEMETRY";
+
+struct Phone {
+    _dir: tempfile::TempDir,
+    state: PathBuf,
+    agents: AgentHome,
+    project: PathBuf,
+    endpoint: ModelEndpoint,
+    api: FakeBotApi,
+    /// The chat the person is paired in.
+    chat: i64,
+    forum: bool,
+    /// More variables for the daemon (its settings).
+    extra_env: Vec<(&'static str, &'static str)>,
+    daemon: Option<Child>,
+}
+
+impl Phone {
+    /// A daemon with a bot set up, the person paired in `chat` (their private chat, or a forum
+    /// supergroup).
+    fn start(chat: i64, forum: bool) -> Phone {
+        Phone::start_with(chat, forum, Vec::new())
+    }
+
+    fn start_with(chat: i64, forum: bool, extra_env: Vec<(&'static str, &'static str)>) -> Phone {
+        let token = format!("4242:SECRET{}", uuid::Uuid::new_v4().simple());
+        let api = FakeBotApi::start(&token, "relay_test_bot").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let agents = AgentHome::new().unwrap();
+        let project = agents.project("proj").unwrap();
+        let endpoint = ModelEndpoint::start().unwrap();
+        // Writes CODEX_HOME/config.toml with the scripted provider.
+        Codex::new(&agents, &endpoint.openai_base_url()).unwrap();
+        let mut phone = Phone {
+            state: dir.path().join("state"),
+            _dir: dir,
+            agents,
+            project,
+            endpoint,
+            api,
+            chat,
+            forum,
+            extra_env,
+            daemon: None,
+        };
+        let mut setup = phone
+            .command(&["telegram", "setup", "--json"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        setup
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(format!("{token}\n").as_bytes())
+            .unwrap();
+        assert!(setup.wait_with_output().unwrap().status.success());
+        phone.daemon = Some(
+            phone
+                .command(&["daemon", "run"])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+        let out = phone
+            .command(&["telegram", "pair", "--json"])
+            .output()
+            .unwrap();
+        let code: Value = serde_json::from_slice(&out.stdout).unwrap();
+        phone.say(json!({"text": format!("/pair {}", code["code"].as_str().unwrap())}));
+        assert!(
+            wait_until(WAIT, || phone
+                .decisions()
+                .iter()
+                .any(|d| d["kind"] == "telegram_pair" && d["outcome"] == "paired")),
+            "paired"
+        );
+        phone
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let bin = |kind| agent_binary(kind).unwrap().to_string_lossy().into_owned();
+        let mut command = Command::new(BIN);
+        command
+            .args(args)
+            .env("HOME", self.agents.path())
+            .env("TMPDIR", self.agents.path().join("tmp"))
+            .env("CODEX_HOME", self.agents.codex_home())
+            .env("CROSS_AGENT_HOME", &self.state)
+            .env("CROSS_AGENT_TELEGRAM_API", self.api.base_url())
+            .env("CROSS_AGENT_TELEGRAM_POLL_TIMEOUT", "1")
+            .env("CROSS_AGENT_CLAUDE_BIN", bin(AgentKind::Claude))
+            .env("CROSS_AGENT_CODEX_BIN", bin(AgentKind::Codex))
+            .env("CROSS_AGENT_CHILD_ENV", CHILD_ENV)
+            .env("CROSS_AGENT_HANDOFF_COMPACT_TIMEOUT", "30")
+            .env("ANTHROPIC_BASE_URL", self.endpoint.anthropic_base_url())
+            .env("ANTHROPIC_API_KEY", "test-key")
+            .env("SCRIPTED_KEY", "test-key")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .env("DISABLE_AUTOUPDATER", "1")
+            .env("DISABLE_TELEMETRY", "1")
+            .env_remove("CLAUDE_CONFIG_DIR")
+            .env_remove("CROSS_AGENT_DAEMON_BIN");
+        for (name, value) in &self.extra_env {
+            command.env(name, value);
+        }
+        command
+    }
+
+    fn claude(&self) -> Claude {
+        Claude::new(&self.agents, &self.endpoint.anthropic_base_url()).unwrap()
+    }
+
+    /// A real Claude session in the project, made by a plain `claude -p` turn.
+    fn claude_session(&self, prompt: &str) -> String {
+        self.endpoint.push(
+            Rule::on_user_text(prompt)
+                .reply_text("seeded claude answer")
+                .once(),
+        );
+        let run = self.claude().turn(&self.project, prompt).run().unwrap();
+        run.expect_success()
+            .unwrap()
+            .session_id()
+            .unwrap()
+            .to_owned()
+    }
+
+    /// A real Codex thread in the project, made by a plain `codex exec` turn.
+    fn codex_session(&self, prompt: &str) -> String {
+        self.endpoint.push(
+            Rule::on_user_text(prompt)
+                .reply_text("seeded codex answer")
+                .once(),
+        );
+        let codex = Codex::new(&self.agents, &self.endpoint.openai_base_url()).unwrap();
+        let run = codex.turn(&self.project, prompt).run().unwrap();
+        run.expect_success()
+            .unwrap()
+            .thread_id()
+            .unwrap()
+            .to_owned()
+    }
+
+    /// The person sends a message with `fields` in their chat.
+    fn say(&self, fields: Value) {
+        self.api
+            .push_message_with(PERSON, self.chat, self.forum, fields);
+    }
+
+    /// What the bot's messages look like from the chat, for a tap or a reply on one.
+    fn message_ref(&self, message_id: i64, thread: Option<i64>) -> Value {
+        let kind = if self.forum { "supergroup" } else { "private" };
+        let mut message = json!({"message_id": message_id, "date": 1_760_000_000,
+            "chat": {"id": self.chat, "type": kind, "is_forum": self.forum}});
+        if let Some(thread) = thread {
+            message["message_thread_id"] = json!(thread);
+        }
+        message
+    }
+
+    fn tap(&self, user: i64, card: &Card, button: usize) {
+        let message = self.message_ref(card.message_id, card.thread);
+        self.api
+            .push_callback_on(user, message, &card.buttons[button]);
+    }
+
+    fn decisions(&self) -> Vec<Value> {
+        std::fs::read_to_string(self.state.join("decisions.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|line| serde_json::from_str(line).ok())
+            .collect()
+    }
+
+    /// The first message the bot sent after the first `skip` whose text contains `needle`.
+    fn wait_sent(&self, skip: usize, needle: &str, limit: Duration) -> (i64, Value) {
+        let mut found = None;
+        wait_until(limit, || {
+            found = self
+                .api
+                .sent()
+                .into_iter()
+                .skip(skip)
+                .find(|(_, body)| body["text"].as_str().is_some_and(|t| t.contains(needle)));
+            found.is_some()
+        });
+        found.unwrap_or_else(|| {
+            panic!(
+                "no message containing {needle:?}; the chat: {:#?}",
+                self.api
+                    .sent()
+                    .iter()
+                    .map(|(_, b)| b["text"].clone())
+                    .collect::<Vec<_>>()
+            )
+        })
+    }
+
+    /// The card the bot posted (after the first `skip` messages) for `session_id`.
+    fn card(&self, skip: usize, session_id: &str) -> Card {
+        let (message_id, body) = self.wait_sent(skip, session_id, WAIT);
+        let buttons: Vec<String> = body["reply_markup"]["inline_keyboard"][0]
+            .as_array()
+            .unwrap_or_else(|| panic!("the card has buttons: {body:#}"))
+            .iter()
+            .map(|b| b["callback_data"].as_str().unwrap().to_owned())
+            .collect();
+        Card {
+            message_id,
+            thread: body["message_thread_id"].as_i64(),
+            text: body["text"].as_str().unwrap().to_owned(),
+            buttons,
+            labels: body["reply_markup"]["inline_keyboard"][0]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|b| b["text"].as_str().unwrap().to_owned())
+                .collect(),
+        }
+    }
+
+    /// The turn prompts the model received that contain `needle`.
+    fn prompts_with(&self, needle: &str) -> Vec<String> {
+        self.endpoint
+            .model_requests()
+            .into_iter()
+            .filter_map(|r| r.last_user_prompt)
+            .filter(|p| p.contains(needle))
+            .collect()
+    }
+}
+
+impl Drop for Phone {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.daemon.take() {
+            let _ = self.command(&["daemon", "stop"]).output();
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+struct Card {
+    message_id: i64,
+    thread: Option<i64>,
+    text: String,
+    /// callback_data of Prompt, Status, Focus, Hand off.
+    buttons: Vec<String>,
+    labels: Vec<String>,
+}
+
+fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    while !done() {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    true
+}
+
+/// A real Claude and a real Codex session listed by `/sessions`; each prompted from the phone
+/// (a reply to the Claude card, a tap on the Codex card's Prompt then a plain message), each
+/// answer back in the chat; a stranger's tap does nothing; Hand off lists the destinations as
+/// buttons and reports the handoff it ran.
+#[test]
+fn sessions_are_listed_prompted_from_the_phone_answered_in_the_chat_and_handed_off() {
+    let phone = Phone::start(PERSON, false);
+    let claude_id = phone.claude_session("seed the claude session");
+    let thread = phone.codex_session("seed the codex session");
+
+    let before = phone.api.sent().len();
+    phone.say(json!({"text": "/sessions"}));
+    let claude_card = phone.card(before, &claude_id);
+    let codex_card = phone.card(before, &thread);
+    assert!(
+        claude_card.text.starts_with("<b>claude · "),
+        "{}",
+        claude_card.text
+    );
+    assert!(
+        codex_card.text.starts_with("<b>codex · "),
+        "{}",
+        codex_card.text
+    );
+    for card in [&claude_card, &codex_card] {
+        assert!(card.text.contains("💤 idle"), "{}", card.text);
+        assert!(
+            card.text.contains(&phone.project.display().to_string()),
+            "{}",
+            card.text
+        );
+        assert_eq!(
+            card.labels,
+            ["✍️ Prompt", "ℹ️ Status", "🎯 Focus", "🤝 Hand off"]
+        );
+        assert!(card.buttons.iter().all(|d| d.len() <= 64));
+    }
+    assert!(
+        claude_card.text.contains("💬 seeded claude answer"),
+        "{}",
+        claude_card.text
+    );
+    assert!(
+        codex_card.text.contains("💬 seeded codex answer"),
+        "{}",
+        codex_card.text
+    );
+
+    // A stranger in the person's chat taps Focus: refused, logged, nothing said.
+    let before = phone.api.sent().len();
+    phone.tap(STRANGER, &claude_card, 2);
+    assert!(wait_until(WAIT, || phone.decisions().iter().any(
+        |d| d["kind"] == "telegram_refused"
+            && d["details"]["user_id"] == STRANGER
+            && d["details"]["update"] == "callback_query"
+    )));
+    assert!(wait_until(WAIT, || phone.api.all_confirmed()));
+
+    // A reply to the Claude card is a prompt to that session; the answer comes back.
+    phone.endpoint.push(
+        Rule::on_user_text("phone prompt for claude")
+            .reply(Reply::echo_token("claude heard the phone"))
+            .once(),
+    );
+    phone.say(json!({"text": "phone prompt for claude",
+        "reply_to_message": phone.message_ref(claude_card.message_id, None)}));
+    let (_, receipt) = phone.wait_sent(before, "📨 Sent to", WAIT);
+    assert!(
+        receipt["text"]
+            .as_str()
+            .unwrap()
+            .contains("by resuming it headless"),
+        "{receipt:#}"
+    );
+    phone.wait_sent(before, "claude heard the phone", TURN_WAIT);
+    assert!(
+        !phone.api.sent()[before..]
+            .iter()
+            .any(|(_, b)| b["text"].as_str().is_some_and(|t| t.contains("🎯"))),
+        "the stranger's Focus did nothing"
+    );
+    let prompts = phone.prompts_with("phone prompt for claude");
+    assert_eq!(prompts.len(), 1, "{prompts:#?}");
+    assert!(
+        prompts[0].contains("from: the human user, on their phone"),
+        "{}",
+        prompts[0]
+    );
+
+    // Prompt on the Codex card, then a plain message: it goes to Codex.
+    let before = phone.api.sent().len();
+    phone.endpoint.push(
+        Rule::on_user_text("phone prompt for codex")
+            .reply(Reply::echo_token("codex heard the phone"))
+            .once(),
+    );
+    phone.tap(PERSON, &codex_card, 0);
+    phone.wait_sent(before, "Your next message here goes to", WAIT);
+    phone.say(json!({"text": "phone prompt for codex"}));
+    let (_, answer) = phone.wait_sent(before, "codex heard the phone", TURN_WAIT);
+    assert!(
+        answer["text"].as_str().unwrap().starts_with("💬 codex · "),
+        "{answer:#}"
+    );
+    assert!(
+        !answer["text"].as_str().unwrap().contains("req_"),
+        "the closing request id is not shown: {answer:#}"
+    );
+
+    let decisions = phone.decisions();
+    for (agent, session) in [("claude", &claude_id), ("codex", &thread)] {
+        assert!(
+            decisions.iter().any(|d| d["kind"] == "telegram_prompt"
+                && d["outcome"] == "sent"
+                && d["agent"] == agent
+                && d["session"] == session.as_str()),
+            "{agent}: {decisions:#?}"
+        );
+    }
+
+    // Hand off: the destinations as buttons (the Codex thread among them), then the handoff,
+    // run off the bot's loop, reported in the chat and logged.
+    let before = phone.api.sent().len();
+    phone.tap(PERSON, &claude_card, 3);
+    let (_, offer) = phone.wait_sent(before, "🤝 Hand", WAIT);
+    let rows = offer["reply_markup"]["inline_keyboard"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let to_codex = rows
+        .iter()
+        .map(|row| &row[0])
+        .find(|b| b["text"].as_str().is_some_and(|t| t.starts_with("codex")))
+        .unwrap_or_else(|| panic!("the Codex thread is offered: {offer:#}"))
+        .clone();
+    phone
+        .endpoint
+        .set_fallback(Reply::echo_token("took it over"));
+    phone.api.push_callback_on(
+        PERSON,
+        phone.message_ref(1, None),
+        to_codex["callback_data"].as_str().unwrap(),
+    );
+    phone.wait_sent(before, "⏳ Handing", WAIT);
+    let (_, done) = phone.wait_sent(before, "Handed", TURN_WAIT);
+    assert!(
+        done["text"].as_str().unwrap().contains("HANDOFF.md"),
+        "{done:#}"
+    );
+    assert!(phone.project.join("HANDOFF.md").exists());
+    assert!(wait_until(WAIT, || phone.decisions().iter().any(
+        |d| d["kind"] == "telegram_handoff"
+            && d["outcome"] == "done"
+            && d["details"]["destination"] == format!("chat:{thread}")
+    )));
+}
+
+/// A document sent as a reply to a card is saved owner-only in the session's git-ignored
+/// inbox, the prompt names it, and the real Claude session reads it (`cat`, allowed by the
+/// project's settings) and answers with what it holds. A file over the cap is refused unread.
+#[test]
+fn a_file_from_the_phone_lands_in_the_session_inbox_and_the_session_reads_it() {
+    let phone = Phone::start(PERSON, false);
+    std::fs::create_dir_all(phone.project.join(".claude")).unwrap();
+    std::fs::write(
+        phone.project.join(".claude/settings.json"),
+        json!({"permissions": {"allow": ["Bash(cat:*)"]}}).to_string(),
+    )
+    .unwrap();
+    let claude_id = phone.claude_session("seed the claude session for a file");
+    let before = phone.api.sent().len();
+    phone.say(json!({"text": "/sessions"}));
+    let card = phone.card(before, &claude_id);
+
+    let content = b"PHONE-FILE-CONTENT-42\n";
+    let file_id = phone.api.add_file(content);
+    phone.endpoint.push(
+        Rule::on_user_text("read the notes I sent")
+            .tool_call(ToolCall::new(
+                "Bash",
+                json!({"command": "cat .cross-agent/inbox/*-notes.txt", "description": "read"}),
+            ))
+            .once(),
+    );
+    phone.endpoint.push(
+        Rule::on_tool_result("PHONE-FILE-CONTENT-42")
+            .reply(Reply::echo_token("the notes say PHONE-FILE-CONTENT-42"))
+            .once(),
+    );
+    phone.say(json!({"caption": "read the notes I sent",
+        "document": {"file_id": file_id, "file_unique_id": "u1", "file_name": "notes.txt",
+                     "file_size": content.len()},
+        "reply_to_message": phone.message_ref(card.message_id, None)}));
+    phone.wait_sent(before, "the notes say PHONE-FILE-CONTENT-42", TURN_WAIT);
+
+    let inbox = phone.project.join(".cross-agent/inbox");
+    let saved: Vec<PathBuf> = std::fs::read_dir(&inbox)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with("-notes.txt"))
+        .collect();
+    assert_eq!(saved.len(), 1, "{saved:?}");
+    assert_eq!(std::fs::read(&saved[0]).unwrap(), content);
+    assert_eq!(
+        std::fs::metadata(&saved[0]).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    assert!(
+        std::fs::read_to_string(inbox.join(".gitignore"))
+            .unwrap()
+            .lines()
+            .any(|l| l == "*")
+    );
+    let prompts = phone.prompts_with("read the notes I sent");
+    assert!(
+        prompts
+            .iter()
+            .any(|p| p.contains(&saved[0].display().to_string())),
+        "the prompt names the saved file: {prompts:#?}"
+    );
+    let decisions = phone.decisions();
+    assert!(decisions.iter().any(|d| d["kind"] == "telegram_file"
+        && d["outcome"] == "saved"
+        && d["details"]["path"] == saved[0].display().to_string()));
+
+    // Over the cap: refused with the cap stated, never downloaded.
+    let before = phone.api.sent().len();
+    let downloads = phone.api.downloads().len();
+    let big = phone.api.add_file(b"not really big");
+    phone.say(
+        json!({"document": {"file_id": big, "file_unique_id": "u2", "file_name": "big.bin",
+                                  "file_size": 25 * 1024 * 1024},
+        "reply_to_message": phone.message_ref(card.message_id, None)}),
+    );
+    let (_, refused) = phone.wait_sent(before, "Not saved", WAIT);
+    assert!(
+        refused["text"].as_str().unwrap().contains("up to 20 MB"),
+        "{refused:#}"
+    );
+    assert_eq!(phone.api.downloads().len(), downloads);
+    assert!(
+        phone
+            .decisions()
+            .iter()
+            .any(|d| d["kind"] == "telegram_file" && d["outcome"] == "refused")
+    );
+}
+
+/// In a forum supergroup each session gets one topic, created on its first activity and
+/// reused after (also across the mapping file); text in the topic prompts that session and the
+/// answer comes back into the topic.
+#[test]
+fn a_forum_supergroup_gets_one_topic_per_session_and_the_topic_is_the_session() {
+    let phone = Phone::start(-100_123_456, true);
+    let claude_id = phone.claude_session("seed the claude session for topics");
+
+    let before = phone.api.sent().len();
+    phone.say(json!({"text": "/sessions"}));
+    let card = phone.card(before, &claude_id);
+    let created = phone.api.calls_to("createForumTopic");
+    assert_eq!(created.len(), 1, "{created:#?}");
+    assert!(
+        created[0].body["name"]
+            .as_str()
+            .unwrap()
+            .starts_with("claude · "),
+        "{created:#?}"
+    );
+    let thread = card
+        .thread
+        .expect("the card is posted in the session's topic");
+
+    let before = phone.api.sent().len();
+    phone.say(json!({"text": "/sessions"}));
+    let again = phone.card(before, &claude_id);
+    assert_eq!(again.thread, Some(thread));
+    assert_eq!(
+        phone.api.calls_to("createForumTopic").len(),
+        1,
+        "one topic per session"
+    );
+    let mapping = phone.state.join("telegram/topics.json");
+    assert_eq!(
+        std::fs::metadata(&mapping).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+
+    phone.endpoint.push(
+        Rule::on_user_text("topic prompt for claude")
+            .reply(Reply::echo_token("claude answered in its topic"))
+            .once(),
+    );
+    phone.say(json!({"text": "topic prompt for claude", "message_thread_id": thread}));
+    let (_, answer) = phone.wait_sent(before, "claude answered in its topic", TURN_WAIT);
+    assert_eq!(answer["message_thread_id"], thread, "{answer:#}");
+    assert_eq!(phone.api.calls_to("createForumTopic").len(), 1);
+    let topics: Vec<Value> = phone
+        .decisions()
+        .into_iter()
+        .filter(|d| d["kind"] == "telegram_topic")
+        .collect();
+    assert_eq!(topics.len(), 1, "{topics:#?}");
+    assert_eq!(topics[0]["outcome"], "created");
+
+    // An approval waiting for this session shows on its card (Status: the card as it is now).
+    let payload = json!({"session_id": claude_id, "transcript_path": "/tmp/t.jsonl",
+        "cwd": phone.project, "permission_mode": "default", "hook_event_name": "PreToolUse",
+        "tool_name": "Bash", "tool_input": {"command": "rm -rf ./build", "description": "x"},
+        "tool_use_id": "toolu_1"});
+    let mut hook = phone
+        .command(&["hook", "PreToolUse"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = hook.stdin.take().unwrap();
+        stdin.write_all(payload.to_string().as_bytes()).unwrap();
+    }
+    let (_, approval) = phone.wait_sent(before, "Approve?", WAIT);
+    let before = phone.api.sent().len();
+    phone.tap(PERSON, &again, 1);
+    let status = phone.card(before, &claude_id);
+    assert!(
+        status.text.contains("⏳ awaiting approval"),
+        "{}",
+        status.text
+    );
+    assert_eq!(status.thread, Some(thread));
+    let deny = approval["reply_markup"]["inline_keyboard"][0][1]["callback_data"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    phone
+        .api
+        .push_callback_on(PERSON, phone.message_ref(1, None), &deny);
+    let out = hook.wait_with_output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("\"deny\""));
+}
+
+/// A session a panel shim hosts (real Claude Code behind `cross-agent shim claude`, the test
+/// playing the editor extension): a prompt from the phone goes into that panel, not a headless
+/// resume, and the panel's answer comes back to the chat.
+#[test]
+fn a_prompt_to_a_session_held_by_a_panel_goes_into_the_panel_and_its_answer_to_the_chat() {
+    use cross_agent_testkit::panel::{
+        CLAUDE_SDK_ARGS, PanelDriver, claude_initialize, claude_user,
+    };
+
+    let phone = Phone::start(PERSON, false);
+    let claude = phone.claude();
+    let mut command = Command::new("sh");
+    // `; exit` keeps sh as the shim's parent, as an extension host is.
+    command
+        .arg("-c")
+        .arg("\"$@\"; exit $?")
+        .arg("window")
+        .arg(BIN)
+        .arg("shim")
+        .arg("claude")
+        .arg(claude.binary())
+        .args(CLAUDE_SDK_ARGS)
+        .current_dir(&phone.project)
+        .env_clear()
+        .envs(claude.env())
+        .env("CROSS_AGENT_HOME", &phone.state);
+    let mut panel = PanelDriver::start(command).unwrap();
+    panel.send(&claude_initialize("init-1")).unwrap();
+    panel
+        .next_line(TURN_WAIT, |l| l["type"] == "control_response")
+        .unwrap();
+    phone.endpoint.push(
+        Rule::on_user_text("typed in the panel")
+            .reply_text("panel reply")
+            .once(),
+    );
+    panel.send(&claude_user("typed in the panel")).unwrap();
+    let result = panel
+        .next_line(TURN_WAIT, |l| l["type"] == "result")
+        .unwrap();
+    let session = result["session_id"].as_str().unwrap().to_owned();
+
+    let before = phone.api.sent().len();
+    phone.say(json!({"text": "/sessions"}));
+    let card = phone.card(before, &session);
+    phone.endpoint.push(
+        Rule::on_user_text("phone prompt into the panel")
+            .reply(Reply::echo_token("the panel answered the phone"))
+            .once(),
+    );
+    phone.say(json!({"text": "phone prompt into the panel",
+        "reply_to_message": phone.message_ref(card.message_id, None)}));
+    let (_, receipt) = phone.wait_sent(before, "📨 Sent to", WAIT);
+    assert!(
+        receipt["text"].as_str().unwrap().contains("into its panel"),
+        "{receipt:#}"
+    );
+    phone.wait_sent(before, "the panel answered the phone", TURN_WAIT);
+    // The panel itself ran the turn: the editor saw the prompt arrive and the answer.
+    panel
+        .next_line(TURN_WAIT, |l| {
+            l["type"] == "result"
+                && l["result"]
+                    .as_str()
+                    .is_some_and(|r| r.contains("the panel answered the phone"))
+        })
+        .unwrap();
+    assert!(
+        phone
+            .decisions()
+            .iter()
+            .any(|d| d["kind"] == "telegram_prompt"
+                && d["outcome"] == "sent"
+                && d["details"]["transport"] == "panel")
+    );
+    panel.close_stdin();
+    let _ = panel.wait(Duration::from_secs(30));
+}
+
+/// A prompt the hub refuses (here: headless resumes are off and no panel holds the session)
+/// is not sent, the chat is told why, and the refusal is a decision line.
+#[test]
+fn a_prompt_the_hub_refuses_is_reported_in_the_chat_and_logged() {
+    let phone = Phone::start_with(PERSON, false, vec![("CROSS_AGENT_DISABLE_HEADLESS", "1")]);
+    let claude_id = phone.claude_session("seed the claude session for a refusal");
+    let before = phone.api.sent().len();
+    phone.say(json!({"text": "/sessions"}));
+    let card = phone.card(before, &claude_id);
+    phone.tap(PERSON, &card, 2);
+    phone.wait_sent(before, "Plain messages in this chat now go to", WAIT);
+    phone.say(json!({"text": "a prompt nobody may resume"}));
+    let (_, refused) = phone.wait_sent(before, "❌ Not sent to", WAIT);
+    assert!(
+        refused["text"]
+            .as_str()
+            .unwrap()
+            .contains("CROSS_AGENT_DISABLE_HEADLESS"),
+        "{refused:#}"
+    );
+    assert!(phone.prompts_with("a prompt nobody may resume").is_empty());
+    assert!(
+        phone
+            .decisions()
+            .iter()
+            .any(|d| d["kind"] == "telegram_prompt"
+                && d["outcome"] == "refused"
+                && d["session"] == claude_id.as_str())
+    );
+}

@@ -1,0 +1,319 @@
+//! The daemon's answer to the Telegram bot's questions about sessions
+//! ([`cross_agent_telegram::sessions::SessionHost`]): the telegram crate never links the hub
+//! (docs/architecture.md, layering), so this file is where the two meet.
+//!
+//! - Live sessions: the hub's index (`list_agent_sessions` of every agent), those active in the
+//!   last [`LIVE_WINDOW`] or working now, newest first, at most [`MAX_CARDS`]; each with the
+//!   head of its last answer read from its transcript.
+//! - A prompt from the phone is an ordinary `send` through the engine — panel first when a shim
+//!   hosts the session, else a headless resume, by the hub's own rules — from a caller whose
+//!   client name is `telegram` (the envelope says it is the human user), with this daemon's
+//!   `CROSS_AGENT_*` settings and the child environment the usual baseline rules allow.
+//! - Its answer: the delivery record once finished, the answer re-read from the transcript.
+//! - Handoff: `cross-agent handoff destinations` / `handoff SESSION --to DEST`, run as this
+//!   daemon's own binary in a process group of its own (the bot calls from a blocking task, so
+//!   the poller's loop never waits for it).
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use cross_agent_caller::{PerCall, Snapshot};
+use cross_agent_hub::Engine;
+use cross_agent_hub::envelope::TELEGRAM_CLIENT;
+use cross_agent_protocol::bridge::{
+    Agent, AgentFilter, CallerContext, DeliveryState, ListSessionsParams, SendParams, SendResponse,
+};
+use cross_agent_protocol::vocabulary::Transport;
+use cross_agent_stores::UnixMillis;
+use cross_agent_telegram::sessions::{
+    Destination, LiveSession, Progress, PromptReceipt, SessionHost, SessionRef, SessionState,
+};
+use serde_json::Value;
+
+/// A session counts as live when it did something this recently (or is working now).
+pub const LIVE_WINDOW: Duration = Duration::from_secs(24 * 60 * 60);
+/// The most cards one `/sessions` posts.
+pub const MAX_CARDS: usize = 10;
+/// `handoff destinations` looks at the stores, PATH and the CLIs' login state.
+const DESTINATIONS_TIMEOUT: Duration = Duration::from_secs(60);
+/// A handoff reads the session and asks for a compact (which has its own timeouts and
+/// fallbacks) before it starts the receiver.
+const HANDOFF_TIMEOUT: Duration = Duration::from_secs(15 * 60);
+
+/// The hub, as the bot sees it.
+pub struct Host {
+    engine: Engine,
+    /// The caller a prompt from the phone is sent as (its `cwd` set per prompt).
+    caller: CallerContext,
+    /// This daemon's binary, for `cross-agent handoff`.
+    exe: Option<PathBuf>,
+}
+
+impl Host {
+    pub fn new(engine: Engine) -> Host {
+        // The daemon's own environment (its settings, the child baseline) but no process
+        // ancestry: the daemon is not an agent's session, whatever started it, and a prompt
+        // from the phone must not pass for one (the same-agent guard, the reply address).
+        let snapshot = Snapshot {
+            vars: std::env::vars_os()
+                .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+                .collect(),
+            cwd: None,
+            pid: std::process::id(),
+            ancestry: Vec::new(),
+        };
+        let mut caller = cross_agent_caller::context(
+            &snapshot,
+            PerCall {
+                client_name: Some(TELEGRAM_CLIENT.to_owned()),
+                codex_turn_metadata: None,
+            },
+        );
+        caller.claude_code_session_id = None;
+        caller.grok_session_id = None;
+        caller.self_session = None;
+        caller.self_agent = None;
+        caller.conversation_id = None;
+        Host {
+            engine,
+            caller,
+            exe: std::env::current_exe().ok(),
+        }
+    }
+
+    fn caller(&self, cwd: Option<&str>) -> CallerContext {
+        CallerContext {
+            cwd: cwd.map(str::to_owned),
+            ..self.caller.clone()
+        }
+    }
+
+    fn run_cli(&self, args: &[&str], timeout: Duration) -> Result<Value, String> {
+        let Some(exe) = &self.exe else {
+            return Err(
+                "this daemon cannot find its own binary to run `cross-agent handoff`".into(),
+            );
+        };
+        let mut command = Command::new(exe);
+        command.args(args);
+        let finished =
+            cross_agent_process::run::run(command, None, timeout).map_err(|error| match error {
+                cross_agent_process::run::RunError::TimedOut => {
+                    format!(
+                        "`cross-agent {}` took longer than {} s",
+                        args.join(" "),
+                        timeout.as_secs()
+                    )
+                }
+                other => format!("`cross-agent {}` could not run: {other:?}", args.join(" ")),
+            })?;
+        let value: Option<Value> = serde_json::from_slice(&finished.stdout).ok();
+        match value {
+            Some(value) => Ok(value),
+            None => {
+                let stderr = String::from_utf8_lossy(&finished.stderr);
+                let last = stderr
+                    .lines()
+                    .rev()
+                    .find(|l| !l.trim().is_empty())
+                    .unwrap_or("");
+                Err(format!(
+                    "`cross-agent {}` failed ({}): {}",
+                    args.first().copied().unwrap_or(""),
+                    finished.status,
+                    last.trim()
+                ))
+            }
+        }
+    }
+}
+
+fn agent_of(name: &str) -> Option<Agent> {
+    Agent::ALL.into_iter().find(|a| a.as_str() == name)
+}
+
+/// The last assistant text of the transcript at `path`, without a closing request id.
+fn last_answer(agent: Agent, path: &str) -> Option<String> {
+    let mut warnings = cross_agent_stores::Warnings::default();
+    let transcript = cross_agent_stores::turns::read_recent_turns(
+        agent,
+        std::path::Path::new(path),
+        cross_agent_stores::turns::answer_window(agent),
+        &mut warnings,
+    )
+    .ok()?;
+    let text = transcript
+        .turns
+        .iter()
+        .rev()
+        .find_map(|turn| turn.final_text())?
+        .trim_end();
+    let body = match text.rsplit_once('\n') {
+        Some((body, last)) if last.trim().starts_with("req_") && !last.trim().contains(' ') => body,
+        _ => text,
+    };
+    Some(body.trim().to_owned()).filter(|t| !t.is_empty())
+}
+
+impl SessionHost for Host {
+    fn live_sessions(&self) -> Result<Vec<LiveSession>, String> {
+        let listed = self
+            .engine
+            .list_sessions(ListSessionsParams {
+                agent: AgentFilter::All,
+                scope: None,
+                cwd: None,
+                limit: Some(MAX_CARDS as u32),
+                caller: self.caller(None),
+            })
+            .map_err(|e| e.to_string())?;
+        let now = UnixMillis::now().0;
+        let window = i64::try_from(LIVE_WINDOW.as_millis()).unwrap_or(i64::MAX);
+        let mut live: Vec<(i64, LiveSession)> = Vec::new();
+        for (agent_name, entries) in listed.sessions {
+            let Some(agent) = agent_of(&agent_name) else {
+                continue;
+            };
+            for entry in entries {
+                let at = entry
+                    .last_activity
+                    .as_deref()
+                    .and_then(UnixMillis::parse_rfc3339)
+                    .map_or(0, |t| t.0);
+                if !entry.is_working && now.saturating_sub(at) > window {
+                    continue;
+                }
+                live.push((
+                    at,
+                    LiveSession {
+                        session: SessionRef {
+                            agent: agent_name.clone(),
+                            session_id: entry.session_id.clone(),
+                            title: entry.title.clone(),
+                            cwd: entry.cwd.clone(),
+                        },
+                        state: if entry.is_working {
+                            SessionState::Working
+                        } else {
+                            SessionState::Idle
+                        },
+                        last_answer_head: last_answer(agent, &entry.path),
+                        last_activity: entry.last_activity.clone(),
+                    },
+                ));
+            }
+        }
+        live.sort_by_key(|(at, _)| std::cmp::Reverse(*at));
+        Ok(live.into_iter().take(MAX_CARDS).map(|(_, s)| s).collect())
+    }
+
+    fn prompt(&self, session: &SessionRef, text: &str) -> Result<PromptReceipt, String> {
+        let Some(agent) = agent_of(&session.agent) else {
+            return Err(format!(
+                "{} is not an agent the bridge delivers to",
+                session.agent
+            ));
+        };
+        let sent = self
+            .engine
+            .send(SendParams {
+                agent,
+                message: text.to_owned(),
+                session_id: Some(session.session_id.clone()),
+                new_session: false,
+                scope: None,
+                cwd: session.cwd.clone(),
+                timeout: None,
+                conversation_id: None,
+                raw: false,
+                allow_same_agent: false,
+                caller: self.caller(session.cwd.as_deref()),
+            })
+            .map_err(|e| e.to_string())?;
+        match sent {
+            SendResponse::Accepted(receipt) => {
+                let transport = match self.engine.delivery_answer(&receipt.delivery_id) {
+                    Ok(Some((record, _))) => match record.transport {
+                        Transport::Panel => "panel",
+                        Transport::HeadlessCli => "headless_cli",
+                        Transport::ClaudeNative => "claude_native",
+                    },
+                    _ => "headless_cli",
+                };
+                Ok(PromptReceipt {
+                    delivery_id: receipt.delivery_id,
+                    transport: transport.to_owned(),
+                })
+            }
+            SendResponse::Refused(refusal) => Err(refusal.message),
+        }
+    }
+
+    fn progress(&self, delivery_id: &str) -> Progress {
+        match self.engine.delivery_answer(delivery_id) {
+            Ok(Some((record, answer))) => match record.state {
+                DeliveryState::Delivered => Progress::Answered(
+                    answer
+                        .filter(|a| !a.trim().is_empty())
+                        .unwrap_or_else(|| "(the session answered with no text)".to_owned()),
+                ),
+                DeliveryState::Failed => Progress::Failed(
+                    record
+                        .error
+                        .unwrap_or_else(|| "the delivery failed without a reason".to_owned()),
+                ),
+                DeliveryState::Queued | DeliveryState::Delivering | DeliveryState::AwaitingPeer => {
+                    Progress::Waiting
+                }
+            },
+            Ok(None) => Progress::Failed(format!("delivery {delivery_id} is not in the store")),
+            Err(error) => {
+                tracing::warn!(%error, "could not read a telegram prompt's delivery");
+                Progress::Waiting
+            }
+        }
+    }
+
+    fn destinations(&self, session: &SessionRef) -> Result<Vec<Destination>, String> {
+        let listed = self.run_cli(
+            &["handoff", "destinations", &session.session_id, "--json"],
+            DESTINATIONS_TIMEOUT,
+        )?;
+        Ok(listed
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|d| {
+                Some(Destination {
+                    id: d["id"].as_str()?.to_owned(),
+                    label: d["label"].as_str().unwrap_or(d["id"].as_str()?).to_owned(),
+                })
+            })
+            .collect())
+    }
+
+    fn hand_off(&self, session: &SessionRef, destination: &str) -> Result<String, String> {
+        let done = self.run_cli(
+            &[
+                "handoff",
+                &session.session_id,
+                "--to",
+                destination,
+                "--json",
+            ],
+            HANDOFF_TIMEOUT,
+        )?;
+        let file = done["file"].as_str().unwrap_or("HANDOFF.md");
+        if done["delivered"].as_bool() == Some(true) {
+            Ok(format!(
+                "the brief is in {file} and {destination} was started on it"
+            ))
+        } else {
+            Err(format!(
+                "the brief is in {file}, but {destination} was not started: {}",
+                done["error"].as_str().unwrap_or("no reason given")
+            ))
+        }
+    }
+}
