@@ -680,3 +680,54 @@ async fn a_busy_live_session_takes_the_message_into_its_inbox_without_waiting() 
         .unwrap();
     assert_eq!(done["is_error"], Value::Bool(false));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_after_the_timeout_is_recorded_as_a_late_answer() {
+    let (bridge, _daemon) = native_bridge().await;
+    bridge
+        .endpoint
+        .push(Rule::on_user_text("seed the live session n8").reply(Reply::text("ready n8")));
+    // The target takes longer to answer than the sender waits.
+    bridge.endpoint.push(
+        Rule::on_peer_message()
+            .reply(Reply::peer_reply("late answer n8").delay(Duration::from_secs(8))),
+    );
+    bridge
+        .endpoint
+        .push(Rule::on_tool_result("\"success\"").reply_text("replied n8"));
+    let session_id = "6d1e0000-0000-4000-8000-0000000000a8";
+    let _live = LiveClaude::start(&bridge, session_id, "seed the live session n8");
+    let mut params = bridge.send_params(
+        Agent::Claude,
+        "answer when you can n8",
+        bridge.codex_caller("019a0000-0000-7000-8000-0000000000b8"),
+    );
+    params.session_id = Some(session_id.to_owned());
+    params.timeout = Some(3);
+    let receipt = bridge.accepted(params).await;
+    let record = bridge.wait_finished(&receipt.delivery_id).await;
+    assert_eq!(record.state, DeliveryState::Failed, "{record:#?}");
+    let error = record.error.clone().unwrap();
+    assert!(error.contains("no answer came back within 3s"), "{error}");
+    assert!(error.contains("never re-sent"), "{error}");
+    // The answer still comes back through the relay, and is filed as the request's late answer.
+    let record = bridge
+        .wait_record(&receipt.delivery_id, Duration::from_secs(60), |r| {
+            r.late_reply_delivery_id.is_some()
+        })
+        .await;
+    let late_id = record.late_reply_delivery_id.clone().unwrap();
+    let late = bridge.status(Some(&late_id)).await.delivery.unwrap();
+    assert_eq!(late.state, DeliveryState::Delivered, "{late:#?}");
+    assert!(
+        late.reply_preview
+            .as_deref()
+            .unwrap()
+            .starts_with("late answer n8"),
+        "{late:#?}"
+    );
+    assert_eq!(
+        late.answer.answers_delivery_id.as_deref(),
+        Some(receipt.delivery_id.as_str())
+    );
+}

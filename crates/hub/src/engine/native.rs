@@ -580,8 +580,10 @@ impl Engine {
                         ));
                         return;
                     }
-                    // Its delivery closed already (timed out): a late answer of its own.
-                    if let Ok(Some(request)) = self.db().delivery_by_request(id) {
+                    // Its delivery closed already (timed out): a late answer of its own. The
+                    // store's guard is let go before the late answer takes it again.
+                    let closed = self.db().delivery_by_request(id);
+                    if let Ok(Some(request)) = closed {
                         self.record_late_answer(&request.delivery_id, &body);
                         self.inner.decisions.record(events::native_inbound(
                             &mail.relay,
