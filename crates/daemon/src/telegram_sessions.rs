@@ -237,6 +237,7 @@ impl SessionHost for Host {
                     Ok(Some((record, _))) => match record.transport {
                         Transport::Panel => "panel",
                         Transport::HeadlessCli => "headless_cli",
+                        Transport::ClaudeNative => "claude_native",
                     },
                     _ => "headless_cli",
                 };

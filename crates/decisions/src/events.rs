@@ -349,3 +349,82 @@ pub fn store_quarantined(
     .detail("deliveries_known", deliveries_known)
     .detail("check_ms", check_ms)
 }
+
+/// `native_route`: a kind of its own. A native delivery (Claude's peer door) found its target's
+/// process gone when it went out, and resumes the session over the CLI instead (nothing had
+/// been sent). `why` is the engine's own sentence.
+pub const NATIVE_ROUTE: &str = "native_route";
+/// `native_receipt`: Claude's own receipt for one native send, as the relay's hooks filed it.
+pub const NATIVE_RECEIPT: &str = "native_receipt";
+/// `native_inbound`: one piece of inbound mail a relay's hook filed (a peer's message, an idle
+/// or a delivery notice), and what it was paired with.
+pub const NATIVE_INBOUND: &str = "native_inbound";
+/// `native_gate_denied`: a relay's gate denied a tool call it had not queued.
+pub const NATIVE_GATE_DENIED: &str = "native_gate_denied";
+
+/// A native delivery went over the CLI after all: its process was gone when it went out.
+pub fn native_route_changed(record: &DeliveryRecord, why: &str) -> Decision {
+    about(
+        record,
+        DecisionKind::new(NATIVE_ROUTE),
+        Outcome::new("headless-cli"),
+    )
+    .guard("native_target_gone")
+    .reason(first_line(why))
+}
+
+/// Claude's receipt for a native send: `outcome` is `sent`, `refused`, `dead`, `denied`,
+/// `no_send` or `relay_died`; `msg_id` is Claude's id of the sent message; `reason` is the
+/// engine's own sentence (Claude's words for a refusal), never the message.
+pub fn native_receipt(
+    record: &DeliveryRecord,
+    outcome: &str,
+    msg_id: Option<&str>,
+    relay: &str,
+    reason: Option<&str>,
+) -> Decision {
+    let mut d = about(
+        record,
+        DecisionKind::new(NATIVE_RECEIPT),
+        Outcome::new(outcome.to_owned()),
+    )
+    .detail("relay", relay.to_owned())
+    .detail("msg_id", msg_id.map(str::to_owned));
+    if let Some(reason) = reason {
+        d = d.reason(first_line(reason));
+    }
+    d
+}
+
+/// A relay filed inbound mail: `kind` is `message`, `idle_notice` or `delivery_notice`;
+/// `paired_with` the delivery it answers or concerns, when one was found. `status` is a
+/// delivery notice's status (`held`, `released`, `expired`, …). Never the text.
+pub fn native_inbound(
+    relay: &str,
+    kind: &str,
+    paired_with: Option<&str>,
+    status: Option<&str>,
+) -> Decision {
+    let mut d = Decision::new(
+        DecisionKind::new(NATIVE_INBOUND),
+        Outcome::new(kind.to_owned()),
+    )
+    .detail("relay", relay.to_owned())
+    .detail("status", status.map(str::to_owned));
+    if let Some(id) = paired_with {
+        d = d.delivery(id.to_owned());
+    }
+    d
+}
+
+/// A relay's gate denied a call (`reason`: the gate's own words).
+pub fn native_gate_denied(record: &DeliveryRecord, relay: &str, reason: &str) -> Decision {
+    about(
+        record,
+        DecisionKind::new(NATIVE_GATE_DENIED),
+        Outcome::new("denied"),
+    )
+    .guard("relay_gate")
+    .reason(first_line(reason))
+    .detail("relay", relay.to_owned())
+}

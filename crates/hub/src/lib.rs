@@ -18,5 +18,5 @@ pub mod records;
 pub mod settings;
 
 pub use cross_agent_protocol::bridge::Agent;
-pub use engine::{Engine, EngineConfig, EngineInfo};
+pub use engine::{Engine, EngineConfig, EngineInfo, NativeSettings};
 pub use error::{Error, Result};

@@ -57,6 +57,31 @@ pub struct Job {
     /// Set when the delivery goes into an editor panel instead of a headless CLI.
     #[serde(default)]
     pub panel: Option<PanelJob>,
+    /// Set when the delivery goes through Claude's native peer door (a relay's `SendMessage`)
+    /// because a live Claude Code process holds the session and no shim does.
+    #[serde(default)]
+    pub native: Option<NativeJob>,
+}
+
+/// A native delivery's route as resolved at acceptance: the live process the registry named.
+/// Looked at again when the delivery goes out: a process gone by then is dormant, and the
+/// delivery resumes the session over the CLI instead.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NativeJob {
+    /// Claude Code's pid and its start time (`procStart`), as its registry entry gave them.
+    pub pid: u32,
+    pub proc_start: u64,
+    /// `uds:<its messaging socket>`: what the relay's `SendMessage` addresses.
+    pub address: String,
+    /// Its registry name, for the record and the decisions.
+    #[serde(default)]
+    pub registry_name: Option<String>,
+    /// Who the relay speaks for: the sender's session title or short id, or `cli`.
+    pub represented: String,
+    /// The permission mode the target last ran in (its transcript says): the relay starts in
+    /// the same one, so Claude delivers the message instead of holding it.
+    #[serde(default)]
+    pub permission_mode: Option<String>,
 }
 
 /// A panel delivery's route as resolved at acceptance: which conversation, and what kind of
@@ -254,6 +279,16 @@ impl HubDb {
             )
             .map_err(|source| self.err("update a delivery's target", source))?;
         Ok(())
+    }
+
+    /// The delivery whose request id is `request_id` (the newest, should two share it).
+    pub fn delivery_by_request(&self, request_id: &str) -> Result<Option<DeliveryRecord>> {
+        self.json_of(
+            "read a delivery by its request id",
+            "SELECT record FROM deliveries WHERE json_extract(record, '$.request_id') = ?1
+             ORDER BY created_ms DESC LIMIT 1",
+            request_id,
+        )
     }
 
     pub fn delivery(&self, delivery_id: &str) -> Result<Option<DeliveryRecord>> {

@@ -69,6 +69,33 @@ pub fn start_ticks(pid: u32) -> Option<u64> {
     stat(pid).map(|s| s.start_ticks)
 }
 
+/// True while `pid` runs and is still the process that started at `start_ticks` (clock ticks
+/// since boot, as [`start_ticks`] reads them): a record naming a pid and its start time (Claude
+/// Code's session registry keeps them as `pid` and `procStart`) is told apart from a later
+/// process that reused the pid. Where the start time cannot be read (not Linux), a live pid is
+/// taken at its word.
+pub fn is_same_process(pid: u32, start: u64) -> bool {
+    if !is_alive(pid) {
+        return false;
+    }
+    match start_ticks(pid) {
+        Some(ticks) => ticks == start,
+        None => cfg!(not(target_os = "linux")),
+    }
+}
+
+/// This machine's name (`/proc/sys/kernel/hostname`, else `$HOSTNAME`), when it has one.
+pub fn machine_name() -> Option<String> {
+    #[cfg(target_os = "linux")]
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/hostname").ok();
+    #[cfg(not(target_os = "linux"))]
+    let kernel: Option<String> = None;
+    kernel
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|name| name.trim().to_owned())
+        .filter(|name| !name.is_empty())
+}
+
 /// The executable's name as the kernel keeps it (`/proc/<pid>/comm`, at most 15 bytes).
 pub fn name_of(pid: u32) -> Option<String> {
     read_proc(pid, "comm").map(|comm| {
@@ -177,6 +204,9 @@ mod tests {
         assert!(parent_of(me).is_some_and(is_alive));
         assert!(!name_of(me).unwrap().is_empty());
         assert!(start_ticks(me).is_some_and(|t| t >= start_ticks(1).unwrap()));
+        let ticks = start_ticks(me).unwrap();
+        assert!(is_same_process(me, ticks));
+        assert!(!is_same_process(me, ticks + 1));
         let args = arguments_of(me).unwrap();
         assert!(runs_program(me, &args[0]));
         assert!(!runs_program(me, "no-such-program-name"));

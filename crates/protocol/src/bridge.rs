@@ -266,6 +266,14 @@ pub struct SessionEntry {
     /// Pinned for this agent.
     #[serde(default)]
     pub is_pinned: bool,
+    /// A Claude session a running Claude Code process holds: the name its registry
+    /// (`~/.claude/sessions/<pid>.json`) gives it, which other Claude sessions address it by.
+    /// Absent when no live process holds the session (a stale entry a crash left is ignored).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub registry_name: Option<String>,
+    /// That process's own status in the registry: `busy` or `idle`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub registry_status: Option<String>,
 }
 
 /// Sessions keyed by agent name (`{"claude": [...], "codex": [...], "grok": [...]}`).

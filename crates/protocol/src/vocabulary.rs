@@ -147,6 +147,10 @@ pub enum Transport {
     /// Written into the live editor panel through its shim (004 "IDE panel integration").
     #[serde(rename = "panel")]
     Panel,
+    /// Into a live Claude Code session through its own cross-session messaging (`SendMessage`
+    /// from a relay the daemon hosts), because a running process holds it and no shim does.
+    #[serde(rename = "claude-native")]
+    ClaudeNative,
 }
 
 impl Transport {
@@ -154,6 +158,7 @@ impl Transport {
         match self {
             Transport::HeadlessCli => "headless-cli",
             Transport::Panel => "panel",
+            Transport::ClaudeNative => "claude-native",
         }
     }
 }
@@ -252,5 +257,10 @@ mod tests {
             serde_json::to_string(&Transport::HeadlessCli).unwrap(),
             "\"headless-cli\""
         );
+        assert_eq!(
+            serde_json::to_string(&Transport::ClaudeNative).unwrap(),
+            "\"claude-native\""
+        );
+        assert_eq!(Transport::ClaudeNative.to_string(), "claude-native");
     }
 }

@@ -4,12 +4,15 @@
 //! - [`roots`]: where each store is, and the (size, mtime) stamps discovery lists without reading;
 //! - [`lines`]: reading complete lines from a byte offset, so a fold resumes where it stopped;
 //! - [`claude`], [`codex`], [`grok`]: each agent's discovery, listing fold and side names;
+//! - [`claude_registry`]: Claude Code's registry of running sessions (name, busy/idle, socket)
+//!   and whether each entry's process still runs; relays (`xa-…`) are never sessions;
 //! - [`live`]: the index a long-lived process keeps current by file-system notifications;
 //! - [`render`]: the listing `sessions --json` prints, kept rendered by the daemon;
 //! - [`turns`]: one session's turns, messages, tool calls and results, for recovering answers.
 //! - [`foreign`]: Cursor and Antigravity sessions, read into the same turns for handoff briefs.
 
 pub mod claude;
+pub mod claude_registry;
 pub mod codex;
 pub mod error;
 pub mod foreign;

@@ -207,7 +207,19 @@ impl LiveScanner {
                 (agent, chosen)
             })
             .collect();
-        write_listing(out, &chosen, window, now);
+        // Which Claude sessions a running process holds changes without a file the index
+        // watches: read at each listing (a few small files).
+        let registry = roots
+            .claude_config
+            .as_deref()
+            .filter(|_| wanted.contains(&Agent::Claude))
+            .map(|config| {
+                let mut warnings = crate::Warnings::default();
+                let registry = crate::claude_registry::Registry::read(config, &mut warnings);
+                result.warnings.extend(warnings.items);
+                registry
+            });
+        write_listing(out, &chosen, window, now, registry.as_ref());
         result
     }
 

@@ -8,13 +8,15 @@
 //! levels; this is sound because serde_json never writes a raw newline inside a string, so
 //! every newline in an element is one of the printer's. `is_active` depends on the caller's
 //! clock and window: the kept bytes say `false`, and a session active for the caller is
-//! serialised afresh (few are: those of the last hours).
+//! serialised afresh (few are: those of the last hours). So is a Claude session a running
+//! process holds, with its registry name and status, read at each listing.
 
 use std::borrow::Cow;
 use std::path::Path;
 
 use serde::Serialize;
 
+use crate::claude_registry::{Registry, RegistryEntry};
 use crate::model::{Agent, Session, UnixMillis};
 use crate::resolve::ActiveWindow;
 
@@ -31,6 +33,12 @@ pub struct SessionView<'a> {
     pub is_active: bool,
     pub is_working: bool,
     pub path: Cow<'a, str>,
+    /// A Claude session a running Claude Code process holds: its registry name and busy/idle
+    /// status (absent otherwise, and from the kept bytes: such a session is serialised afresh).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub registry_name: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub registry_status: Option<&'a str>,
 }
 
 impl<'a> SessionView<'a> {
@@ -48,8 +56,27 @@ impl<'a> SessionView<'a> {
             is_active,
             is_working: s.is_working,
             path: s.path.to_string_lossy(),
+            registry_name: None,
+            registry_status: None,
         }
     }
+
+    /// With the registry name and status of the live Claude Code process holding `s`, if one
+    /// does.
+    pub fn live(mut self, s: &Session, registry: Option<&'a Registry>) -> Self {
+        if let Some(entry) = live_entry(s, registry) {
+            self.registry_name = entry.name.as_deref();
+            self.registry_status = entry.status.as_deref();
+        }
+        self
+    }
+}
+
+/// The live registry entry of a Claude session, if a running process holds it.
+fn live_entry<'r>(s: &Session, registry: Option<&'r Registry>) -> Option<&'r RegistryEntry> {
+    (s.agent == Agent::Claude)
+        .then(|| registry?.live_session(&s.session_id))
+        .flatten()
 }
 
 /// One agent's sessions rendered as listing elements with `is_active: false`, kept by a
@@ -144,12 +171,14 @@ impl Chosen<'_> {
 }
 
 /// Writes the whole listing — `{"claude": [...], ...}` in the order given, pretty, and a final
-/// newline — into `out`.
+/// newline — into `out`; a Claude session a live process holds (in `registry`) carries its
+/// registry name and status.
 pub fn write_listing(
     out: &mut Vec<u8>,
     agents: &[(Agent, Chosen<'_>)],
     window: ActiveWindow,
     now: UnixMillis,
+    registry: Option<&Registry>,
 ) {
     if agents.is_empty() {
         out.extend_from_slice(b"{}\n");
@@ -175,7 +204,7 @@ pub fn write_listing(
                 Chosen::Sessions(sessions) => {
                     for s in sessions {
                         separate(out);
-                        write_element(out, &SessionView::new(s, window, now));
+                        write_element(out, &SessionView::new(s, window, now).live(s, registry));
                     }
                 }
                 Chosen::Kept {
@@ -186,8 +215,12 @@ pub fn write_listing(
                     for &i in indices {
                         separate(out);
                         let s = &sessions[i];
-                        if window.is_active(s.last_activity, now) {
-                            write_element(out, &SessionView::with_active(s, true));
+                        let active = window.is_active(s.last_activity, now);
+                        if active || live_entry(s, registry).is_some() {
+                            write_element(
+                                out,
+                                &SessionView::with_active(s, active).live(s, registry),
+                            );
                         } else {
                             out.extend_from_slice(rendered.element(i));
                         }
@@ -309,7 +342,7 @@ mod tests {
                 .iter()
                 .map(|(a, s)| (*a, Chosen::Sessions(s.clone())))
                 .collect();
-            write_listing(&mut fresh, &as_sessions, window, now);
+            write_listing(&mut fresh, &as_sessions, window, now, None);
             assert_eq!(
                 String::from_utf8_lossy(&fresh),
                 String::from_utf8_lossy(&want)
@@ -336,7 +369,7 @@ mod tests {
                 })
                 .collect();
             let mut from_kept = Vec::new();
-            write_listing(&mut from_kept, &as_kept, window, now);
+            write_listing(&mut from_kept, &as_kept, window, now, None);
             assert_eq!(
                 String::from_utf8_lossy(&from_kept),
                 String::from_utf8_lossy(&want)
@@ -391,13 +424,14 @@ mod tests {
             )],
             window,
             now,
+            None,
         );
         assert_eq!(
             String::from_utf8_lossy(&got),
             String::from_utf8_lossy(&want)
         );
         let mut none = Vec::new();
-        write_listing(&mut none, &[], window, now);
+        write_listing(&mut none, &[], window, now, None);
         assert_eq!(none, printed_whole(&[], window, now));
     }
 }

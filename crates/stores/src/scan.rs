@@ -310,6 +310,15 @@ fn named_sessions(
     } else {
         GuiNames::default()
     };
+    // A relay's transcript (a cross-agent relay runs in `<CROSS_AGENT_HOME>/relays/xa-…`) is
+    // never a session: listing it would let a send or a handoff pick it.
+    sessions.retain(|s| {
+        s.agent != Agent::Claude
+            || !s
+                .cwd
+                .as_deref()
+                .is_some_and(crate::claude_registry::is_relay_cwd)
+    });
     for session in &mut sessions {
         match session.agent {
             Agent::Codex => codex_names.apply(session),

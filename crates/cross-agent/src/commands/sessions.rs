@@ -366,6 +366,7 @@ impl ListArgs {
             None => load(self.agent.agents(), None),
         };
         let now = UnixMillis::now();
+        let live = LiveClaude::read(&self.agent.agents());
 
         let mut chosen: Vec<(Agent, Vec<&Session>)> = Vec::new();
         for agent in self.agent.agents() {
@@ -385,12 +386,12 @@ impl ListArgs {
                 .map(|(agent, sessions)| (agent, Chosen::Sessions(sessions)))
                 .collect();
             let mut bytes = Vec::new();
-            render::write_listing(&mut bytes, &by_agent, window, now);
+            render::write_listing(&mut bytes, &by_agent, window, now, Some(&live.0));
             stdout.write_all(&bytes)?;
         } else {
             let mut rows: Vec<&Session> = chosen.into_iter().flat_map(|(_, s)| s).collect();
             scan_order(&mut rows);
-            write_table(&mut stdout, &rows, window, now)?;
+            write_table(&mut stdout, &rows, window, now, &live)?;
         }
         stdout.flush()?;
         Ok(ExitCode::SUCCESS)
@@ -471,9 +472,44 @@ impl ResolveArgs {
     }
 }
 
+/// Claude Code's registry of running sessions (relays and entries a crash left behind
+/// excluded), read when Claude's sessions are listed.
+#[derive(Default)]
+struct LiveClaude(cross_agent_stores::claude_registry::Registry);
+
+impl LiveClaude {
+    fn read(agents: &[Agent]) -> LiveClaude {
+        if !agents.contains(&Agent::Claude) {
+            return LiveClaude::default();
+        }
+        let Some(config) = StoreRoots::from_env().claude_config else {
+            return LiveClaude::default();
+        };
+        let mut warnings = cross_agent_stores::Warnings::default();
+        let registry = cross_agent_stores::claude_registry::Registry::read(&config, &mut warnings);
+        let mut stderr = std::io::stderr().lock();
+        for warning in &warnings.items {
+            let _ = writeln!(stderr, "warning: {}", escape(&warning.to_string()));
+        }
+        LiveClaude(registry)
+    }
+
+    fn of(
+        &self,
+        agent: Agent,
+        session: &str,
+    ) -> Option<&cross_agent_stores::claude_registry::RegistryEntry> {
+        (agent == Agent::Claude)
+            .then(|| self.0.live_session(session))
+            .flatten()
+    }
+}
+
 /// One session as `--json` shows it, as a JSON value (to add fields to).
 fn session_json(s: &Session, window: ActiveWindow, now: UnixMillis) -> Value {
-    serde_json::to_value(SessionView::new(s, window, now)).unwrap_or(Value::Null)
+    let live = LiveClaude::read(&[s.agent]);
+    serde_json::to_value(SessionView::new(s, window, now).live(s, Some(&live.0)))
+        .unwrap_or(Value::Null)
 }
 
 /// A refusal as `--json` shows it: the kind, the message, and the candidates or similar titles.
@@ -571,7 +607,11 @@ fn write_resolved(
             .map_or_else(|| "never".to_owned(), UnixMillis::to_rfc3339),
         ago(s.last_activity.map(|at| at.0), now.0)
     )?;
-    writeln!(out, "  state:       {}", flags(s, window, now))?;
+    writeln!(
+        out,
+        "  state:       {}",
+        flags(s, window, now, &LiveClaude::read(&[s.agent]))
+    )?;
     writeln!(
         out,
         "  path:        {}",
@@ -588,6 +628,7 @@ fn write_table(
     rows: &[&Session],
     window: ActiveWindow,
     now: UnixMillis,
+    live: &LiveClaude,
 ) -> std::io::Result<()> {
     if rows.is_empty() {
         writeln!(out, "no sessions found")?;
@@ -611,7 +652,7 @@ fn write_table(
             Cow::Owned(fit(&escape_cell(&title), TITLE_WIDTH).into_owned()),
             Cow::Owned(fit_tail(&escape_cell(&cwd), CWD_WIDTH).into_owned()),
             Cow::Owned(ago(s.last_activity.map(|at| at.0), now.0)),
-            Cow::Owned(flags(s, window, now)),
+            Cow::Owned(flags(s, window, now, live)),
         ]);
     }
     table.write(out)?;
@@ -636,13 +677,21 @@ fn cwd_cell(cwd: Option<&Path>) -> String {
     cwd.map_or_else(|| "-".to_owned(), |p| p.display().to_string())
 }
 
-fn flags(s: &Session, window: ActiveWindow, now: UnixMillis) -> String {
+fn flags(s: &Session, window: ActiveWindow, now: UnixMillis, live: &LiveClaude) -> String {
     let mut flags = Vec::new();
     if window.is_active(s.last_activity, now) {
-        flags.push("active");
+        flags.push("active".to_owned());
     }
     if s.is_working {
-        flags.push("working");
+        flags.push("working".to_owned());
+    }
+    // A running Claude Code holds it: its registry name (what peers address) and status.
+    if let Some(entry) = live.of(s.agent, &s.session_id) {
+        flags.push(format!(
+            "live:{}({})",
+            escape_cell(entry.name.as_deref().unwrap_or("?")),
+            entry.status.as_deref().unwrap_or("?")
+        ));
     }
     if flags.is_empty() {
         "-".to_owned()

@@ -442,9 +442,10 @@ async fn dispatch(
             )
         }
         ClientRequest::Hook(params) => {
-            // A relay's hooks are the relay host's; every other session's go to the bot.
-            let relayed = match shared.relays.get() {
-                Some(relays) => relays.hook(&params).await,
+            // A relay's hooks (Claude's native peer door) are answered by the relay host; every
+            // other hook call goes to the Telegram bot as before.
+            let relayed = match shared.engine.relay_host() {
+                Some(host) => host.hook(&params).await,
                 None => None,
             };
             let answer = match relayed {

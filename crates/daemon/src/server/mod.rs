@@ -263,6 +263,15 @@ impl Daemon {
         } = self;
         let (stop_tx, mut stop_rx) = watch::channel(false);
         let (phase_tx, mut phase_rx) = watch::channel(Phase::Serving);
+        // Claude's native peer door: relays run `<this program> hook …`, so it is offered only
+        // when this process is the cross-agent binary (not a test harness serving in-process).
+        match native_settings() {
+            Some(settings) => engine.enable_native(settings),
+            None => tracing::info!(
+                "this process is not the cross-agent binary: live Claude sessions are reached \
+                 over the CLI (no relays)"
+            ),
+        }
         // Queued deliveries — this start's and those an earlier daemon accepted but never
         // handed over — start going out now.
         engine.start();
@@ -284,7 +293,6 @@ impl Daemon {
             lock: std::sync::Mutex::new(Some(lock)),
             drain_lock: std::sync::Mutex::new(None),
             bot,
-            relays: tokio::sync::OnceCell::new(),
         });
         let mut connections = JoinSet::new();
         tokio::pin!(shutdown);
@@ -464,7 +472,16 @@ struct Shared {
     drain_lock: std::sync::Mutex<Option<DrainLock>>,
     /// The Telegram bot: the poller's pending approvals, answered for `hook` calls.
     bot: cross_agent_telegram::Bot,
-    /// Claude's native peer door, started on the first native send; a relay's hook
-    /// calls are its, before the bot's.
-    relays: tokio::sync::OnceCell<cross_agent_relay::RelayHost>,
+}
+
+/// What the engine needs to host relays: this program (the relays' hooks run it) and this
+/// machine's name. `None` when this process is not the cross-agent binary.
+fn native_settings() -> Option<cross_agent_hub::NativeSettings> {
+    let program = std::env::current_exe().ok()?;
+    let name = program.file_name()?.to_string_lossy();
+    if !name.starts_with("cross-agent") {
+        return None;
+    }
+    let machine = cross_agent_process::machine_name().unwrap_or_else(|| "machine".to_owned());
+    Some(cross_agent_hub::NativeSettings::new(program, machine))
 }

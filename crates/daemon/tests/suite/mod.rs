@@ -10,6 +10,7 @@ mod decisions;
 mod framing;
 mod handshake;
 mod lifecycle;
+mod native_real;
 mod panels_codex;
 mod panels_grok;
 mod panels_real;

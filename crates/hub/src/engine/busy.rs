@@ -62,6 +62,11 @@ impl Engine {
                 // lock says nothing about who works in the session now, so its transcript
                 // decides — a person may have opened it since, or the dead daemon's own
                 // orphaned turn may be left open there.
+                //
+                // A native delivery never waits on the transcript: Claude's own inbox takes the
+                // message while the session works and hands it over at its next tool round or
+                // turn (observed §3.5), so a busy live session is no reason to hold it.
+                Some(_) | None if self.is_native(&head.delivery_id) => None,
                 Some(_) | None => head
                     .target_transcript
                     .as_deref()

@@ -111,6 +111,27 @@ impl Engine {
     }
 
     pub(super) async fn run_delivery(self, claimed: Claimed) {
+        let mut claimed = claimed;
+        if claimed.job.native.is_some() {
+            // Its process may have exited since acceptance: then the session is dormant and
+            // resumes over the CLI below (nothing was sent natively).
+            let engine = self.clone();
+            let (record, job) = (claimed.record.clone(), claimed.job.clone());
+            let checked = off_async(move || {
+                let (mut record, mut job) = (record, job);
+                let live = engine.native_still_live(&mut record, &mut job);
+                (live, record, job)
+            })
+            .await;
+            if let Some((live, record, job)) = checked {
+                claimed.record = record;
+                claimed.job = job;
+                if live {
+                    self.run_native_delivery(claimed).await;
+                    return;
+                }
+            }
+        }
         let claimed = if claimed.job.panel.is_some() {
             match self.clone().run_panel_delivery(claimed).await {
                 Some(to_cli) => to_cli,
@@ -369,7 +390,7 @@ impl Engine {
 
     /// Records a finished delivery, sends its answer back to the sender's panel when it has
     /// one (or notes that the answer stays on the record), and releases the session's lock.
-    fn close_delivery(
+    pub(super) fn close_delivery(
         &self,
         mut record: DeliveryRecord,
         job: &Job,

@@ -99,6 +99,7 @@ mod busy;
 mod config;
 mod delivery_answer;
 mod dispatch;
+mod native;
 mod panels;
 mod pins;
 mod receipt;
@@ -110,6 +111,7 @@ mod withheld;
 use answers::{recent_turns, watch_secs};
 pub use config::EngineConfig;
 use dispatch::is_agent_process;
+pub use native::NativeSettings;
 use target::{Resolved, cwd_key, lookup_refusal};
 
 /// Headless turns running at once.
@@ -200,6 +202,8 @@ struct Inner {
     panel_approvals: Mutex<HashMap<String, cross_agent_protocol::panel::PendingApproval>>,
     /// `$CROSS_AGENT_HOME/decisions.jsonl`: every send, refusal, outcome, orphan and recovery.
     decisions: DecisionLog,
+    /// Claude's native peer door: relays, and the native deliveries awaiting their answer.
+    native: native::NativeDoor,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -296,6 +300,7 @@ impl Engine {
                 watcher: Mutex::new(None),
                 panel_approvals: Mutex::new(HashMap::new()),
                 decisions,
+                native: native::NativeDoor::default(),
             }),
         };
         for mut record in orphaned {
@@ -403,6 +408,7 @@ impl Engine {
         }
         // Watches live on in hub.db: the next daemon resumes them without waiting for a lease.
         let _ = self.release_watches().await;
+        self.stop_relays().await;
     }
 
     /// Releases this daemon's late-answer watches in `hub.db`, off the async threads.

@@ -726,6 +726,7 @@ impl Engine {
             withheld_env: Vec::new(),
             pin_cwd_key: String::new(),
             panel: None,
+            native: None,
         };
         if self.sender_panel(request, &job).is_none() {
             return;
@@ -835,6 +836,7 @@ impl Engine {
                 title: None,
                 sender_label: None,
             }),
+            native: None,
         };
         let key = TargetKey::new(agent, session.as_str()).to_string();
         match self

@@ -146,8 +146,11 @@ impl Engine {
             }),
             sender_label: sender_label.clone(),
         });
+        let native_job = self.native_route(agent, &params.caller, caller, &resolved);
         let transport = if panel_job.is_some() {
             Transport::Panel
+        } else if native_job.is_some() {
+            Transport::ClaudeNative
         } else {
             Transport::HeadlessCli
         };
@@ -163,6 +166,7 @@ impl Engine {
             withheld_env: params.caller.withheld_env.clone(),
             pin_cwd_key: pin_cwd_key.clone(),
             panel: panel_job,
+            native: native_job,
         };
         let record = DeliveryRecord {
             delivery_id: delivery_id.clone(),

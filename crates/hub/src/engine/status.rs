@@ -56,6 +56,12 @@ impl Engine {
             .collect();
         let now = UnixMillis::now();
         let root = PathBuf::from("/");
+        // Which Claude sessions a running process holds, by Claude's own registry.
+        let registry = if agents.contains(&Agent::Claude) {
+            self.claude_registry(&params.caller)
+        } else {
+            Default::default()
+        };
         let mut out = BTreeMap::new();
         for agent in agents {
             let ranked = resolve::ranked(&sessions, agent, scope, cwd.as_deref().unwrap_or(&root));
@@ -83,6 +89,14 @@ impl Engine {
                     is_caller: caller.agent == Some(agent)
                         && caller.session_id.as_deref() == Some(s.session_id.as_str()),
                     is_pinned: pins.contains(&(agent, s.session_id.clone())),
+                    registry_name: (agent == Agent::Claude)
+                        .then(|| registry.live_session(&s.session_id))
+                        .flatten()
+                        .and_then(|e| e.name.clone()),
+                    registry_status: (agent == Agent::Claude)
+                        .then(|| registry.live_session(&s.session_id))
+                        .flatten()
+                        .and_then(|e| e.status.clone()),
                 })
                 .collect();
             out.insert(agent.as_str().to_owned(), entries);

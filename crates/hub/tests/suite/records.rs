@@ -62,6 +62,7 @@ pub(super) fn job() -> Job {
         withheld_env: Vec::new(),
         pin_cwd_key: String::new(),
         panel: None,
+        native: None,
     }
 }
 
