@@ -219,6 +219,14 @@ impl FromStr for TargetKey {
     }
 }
 
+/// Registry names starting with this are cross-agent relays (Claude Code runtimes the daemon
+/// hosts to reach a live Claude session through its own `SendMessage`), never sessions: they
+/// are not listed and never chosen as a target.
+pub const RELAY_NAME_PREFIX: &str = "xa-";
+
+/// The folder of `CROSS_AGENT_HOME` that holds one working directory per relay.
+pub const RELAYS_DIR: &str = "relays";
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -274,7 +274,7 @@ impl RelayHost {
     /// Binds the relay endpoint on `127.0.0.1:0` and prepares `<home>/relays/`. Relays start
     /// on their first send.
     pub async fn start(config: RelayConfig) -> Result<RelayHost, RelayError> {
-        let relays_dir = config.home.join("relays");
+        let relays_dir = config.home.join(crate::RELAYS_DIR);
         std::fs::create_dir_all(&relays_dir)
             .map_err(|e| RelayError::io("creating the relays directory", &relays_dir, e))?;
         let relays_dir_canonical = relays_dir

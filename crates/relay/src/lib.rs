@@ -86,9 +86,7 @@ pub use host::{NativeSend, RelayConfig, RelayHost, RelayInfo};
 pub use inbound::{InboundKind, InboundMail, parse_inbound_text};
 pub use receipt::{RATE_LIMITED_NOTE, RelayReceipt};
 
-/// Prefix marking a registry name as a relay rather than a session: such names are never
-/// listed or chosen as sessions.
-pub const RELAY_NAME_PREFIX: &str = "xa-";
+pub use cross_agent_protocol::vocabulary::{RELAY_NAME_PREFIX, RELAYS_DIR};
 
 /// Text every relay turn ends with. Claude quotes a session's last line in its idle notices, so
 /// this is what a peer that subscribed to the relay reads about it.

@@ -21,12 +21,7 @@ use serde::Deserialize;
 
 use crate::model::Warnings;
 
-/// Registry names starting with this are cross-agent relays, not sessions. The relay crate
-/// names its relays with the same prefix.
-pub const RELAY_NAME_PREFIX: &str = "xa-";
-
-/// The folder of cross-agent's home that holds one working directory per relay.
-pub const RELAYS_DIR: &str = "relays";
+pub use cross_agent_protocol::vocabulary::{RELAY_NAME_PREFIX, RELAYS_DIR};
 
 /// `<config>/sessions`, where Claude Code registers its running processes.
 pub fn sessions_dir(config: &Path) -> PathBuf {
