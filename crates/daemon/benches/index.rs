@@ -265,11 +265,131 @@ fn main() {
     }
     println!("  goals: the listing ≤ 20 ms, the resolution ≤ 5 ms (through the daemon)");
 
+    rewalks(
+        &store,
+        &caller,
+        &listing_params,
+        &resolve,
+        &named.session_id,
+        full,
+    );
+
     let client = BlockingClient::connect(&home, &options).unwrap();
     let _ = client.call(ShutdownParams {
         reason: Some("bench done".to_owned()),
     });
     let _ = daemon.wait();
+}
+
+/// Requests while the periodic re-walk runs (`CROSS_AGENT_INDEX_REWALK_MS` low, so each second
+/// of the index loop walks every store): the listing and the resolution through two daemons on
+/// the same store, one as before (`CROSS_AGENT_INDEX_SERIAL_WALKS=1`: a request waits for a
+/// running walk) and one as now (walks beside requests), asked in turn so both share the
+/// machine's load. Their tails are the figure: a request that waits on a walk shows in p90/p99.
+fn rewalks(
+    store: &Path,
+    caller: &CallerContext,
+    listing: &IndexListingParams,
+    resolve: &IndexSessionsParams,
+    expected: &str,
+    full: bool,
+) {
+    let store_text = store.to_string_lossy().into_owned();
+    let mut daemons = Vec::new();
+    for serial in ["1", "0"] {
+        let state = tempfile::tempdir().unwrap();
+        let home = {
+            let (state, user) = (state.path().to_owned(), store.to_owned());
+            Home::from_vars(move |name| match name {
+                "CROSS_AGENT_HOME" => Some(state.clone().into_os_string()),
+                "HOME" => Some(user.clone().into_os_string()),
+                _ => None,
+            })
+            .unwrap()
+        };
+        let child = spawn(
+            &home,
+            &[
+                ("HOME", &store_text),
+                ("CROSS_AGENT_INDEX_REWALK_MS", "100"),
+                ("CROSS_AGENT_INDEX_SERIAL_WALKS", serial),
+            ],
+        );
+        let client = wait_for_daemon(&home, &ConnectOptions::new(ClientKind::Cli));
+        // The first listing (no session cache in a new state folder) before the clock starts.
+        let _: IndexSessionsResponse = client
+            .call(IndexSessionsParams {
+                agents: Vec::new(),
+                resolve: None,
+                caller: caller.clone(),
+            })
+            .unwrap();
+        daemons.push((state, home, child));
+    }
+    let oneshot =
+        |home: &Home| OneShot::connect(home, ClientKind::Cli, Duration::from_secs(5)).unwrap();
+    let mut lists = [Vec::new(), Vec::new()];
+    let mut resolves = [Vec::new(), Vec::new()];
+    let span = Duration::from_secs(if full { 20 } else { 2 });
+    let started = Instant::now();
+    while started.elapsed() < span {
+        for (i, (_, home, _)) in daemons.iter().enumerate() {
+            let at = Instant::now();
+            let mut sink = Vec::new();
+            oneshot(home)
+                .call_with_trailer(listing.clone(), |a| a.bytes, &mut sink)
+                .unwrap();
+            lists[i].push(at.elapsed());
+            let at = Instant::now();
+            let found = oneshot(home).call(resolve.clone()).unwrap();
+            resolves[i].push(at.elapsed());
+            assert_eq!(found.sessions[0].session_id, expected);
+        }
+    }
+    println!();
+    println!(
+        "  with the store re-walked every second (CROSS_AGENT_INDEX_REWALK_MS=100), same run, \
+         requests in turn:"
+    );
+    report_tail(
+        "    every session, kept rendering, walks beside requests (now)",
+        &lists[1],
+    );
+    report_tail(
+        "      before: requests wait for a running walk             ",
+        &lists[0],
+    );
+    report_tail(
+        "    exact-name resolution, walks beside requests (now)       ",
+        &resolves[1],
+    );
+    report_tail(
+        "      before: requests wait for a running walk             ",
+        &resolves[0],
+    );
+    for (_, home, mut child) in daemons {
+        if let Ok(client) = BlockingClient::connect(&home, &ConnectOptions::new(ClientKind::Cli)) {
+            let _ = client.call(ShutdownParams {
+                reason: Some("bench done".to_owned()),
+            });
+        }
+        let _ = child.wait();
+    }
+}
+
+/// A figure's median and tail.
+fn report_tail(label: &str, samples: &[Duration]) {
+    let mut sorted = samples.to_vec();
+    sorted.sort();
+    let at = |p: f64| sorted[((sorted.len() - 1) as f64 * p) as usize];
+    println!(
+        "{label}: median {:.2?}, p90 {:.2?}, p99 {:.2?}, max {:.2?} ({} samples)",
+        at(0.5),
+        at(0.9),
+        at(0.99),
+        sorted[sorted.len() - 1],
+        sorted.len()
+    );
 }
 
 /// The release CLI: `CROSS_AGENT_BENCH_CLI`, else `cross-agent` beside this bench's folder

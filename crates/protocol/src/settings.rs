@@ -85,6 +85,9 @@ pub const TRANSCRIPT_CHECK_MS: &str = "CROSS_AGENT_TRANSCRIPT_CHECK_MS";
 
 pub const INDEX_REWALK_MS: &str = "CROSS_AGENT_INDEX_REWALK_MS";
 pub const INDEX_NOTIFY: &str = "CROSS_AGENT_INDEX_NOTIFY";
+// `1` makes every listing and resolution wait for a running walk of the index, as before walks
+// ran beside requests: only for the index benchmark's before/after in one run.
+pub const INDEX_SERIAL_WALKS: &str = "CROSS_AGENT_INDEX_SERIAL_WALKS";
 
 // The Telegram bot.
 

@@ -166,7 +166,7 @@ fn main() -> Result<()> {
 
     // The daemon's live index: kept current by notifications, so with nothing changed a lookup
     // walks nothing.
-    let mut live = LiveScanner::new(
+    let live = LiveScanner::new(
         ScanOptions {
             cache_file: Some(cache.clone()),
             refresh: RefreshOptions::default(),

@@ -1,18 +1,26 @@
 //! The session index kept live in a long-lived process (the daemon): listed once, then kept
 //! current by file-system notifications, so a listing with nothing changed walks nothing.
 //!
-//! Each agent's listing is held whole ([`LiveScanner`]). A notification under an agent's store
-//! (inotify / FSEvents / ReadDirectoryChangesW, through the `notify` crate) marks that agent
-//! stale; the next listing, or [`LiveScanner::catch_up`] meanwhile, refreshes it through the
-//! in-memory [`Scanner`], which re-reads only the appended bytes. Notifications can be lost
-//! (a queue overflow, a store created after the watch began, a filesystem that sends none), so
-//! every agent is also walked again once its listing is older than the re-walk interval: the
-//! safety net. The watch is set up before a walk, so a change made during one marks it stale
-//! again rather than being missed.
+//! Each agent's listing is held whole, as one generation behind an `Arc` ([`LiveScanner`]). A
+//! notification under an agent's store (inotify / FSEvents / ReadDirectoryChangesW, through the
+//! `notify` crate) counts a change for that agent; the next listing, or [`LiveScanner::catch_up`]
+//! meanwhile, refreshes it through the in-memory [`Scanner`], which re-reads only the appended
+//! bytes. Notifications can be lost (a queue overflow, a store created after the watch began, a
+//! filesystem that sends none), so every agent is also walked again once its listing is older
+//! than the re-walk interval: the safety net. The watch is set up before a walk, and the change
+//! count is read before it, so a change made during one leaves the agent stale rather than
+//! being missed.
+//!
+//! Walks and requests do not share a lock. A walk (one at a time) stats and reads into a new
+//! generation with only the walk lock held, then swaps it in under the short lock requests take
+//! to borrow the current generations. A request whose agents have seen no change since their
+//! last walk never waits, however long a walk runs: the periodic re-walk is the index loop's,
+//! and a due one is served from memory meanwhile. Only a request that must see a change already
+//! counted (a notification, [`LiveScanner::mark_stale`]) waits for the walk that brings it in.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
@@ -36,6 +44,9 @@ pub struct LiveOptions {
     /// Whether to ask for notifications at all; without them (a filesystem that sends none,
     /// such as some network mounts) listings are as current as the re-walk keeps them.
     pub notifications: bool,
+    /// Every request waits for a running walk, as before walks ran beside requests: only for a
+    /// benchmark to measure the difference in one run.
+    pub serial_walks: bool,
 }
 
 impl Default for LiveOptions {
@@ -43,29 +54,92 @@ impl Default for LiveOptions {
         LiveOptions {
             rewalk: DEFAULT_REWALK,
             notifications: true,
+            serial_walks: false,
         }
     }
 }
 
-/// A [`Scanner`] whose listings are kept current by notifications and a periodic re-walk.
+/// A [`Scanner`] whose listings are kept current by notifications and a periodic re-walk; shared
+/// by reference between the requests and the timer that keeps it current.
 #[derive(Debug)]
 pub struct LiveScanner {
-    scanner: Scanner,
     live: LiveOptions,
-    watch: Option<Watch>,
-    /// Each agent's last listing, by [`agent_slot`].
-    held: [Option<Held>; 3],
+    /// Changes counted per agent (by [`agent_slot`]): by the watcher's thread for each
+    /// notification, by [`LiveScanner::mark_stale`]. A generation is current while the count it
+    /// was walked at is still the count.
+    changes: Arc<[AtomicU64; 3]>,
+    /// The walks: one at a time, and no request waits on this lock unless it must see a change.
+    walker: Mutex<Walker>,
+    /// The generations requests read: held only to swap one in or to clone its `Arc` out.
+    shown: Mutex<Shown>,
+    /// Taken by every request and walk when [`LiveOptions::serial_walks`] asks.
+    serial: Mutex<()>,
 }
 
-/// One agent's listing as last walked.
+/// What only a walk touches.
+#[derive(Debug)]
+struct Walker {
+    scanner: Scanner,
+    watch: Option<Watch>,
+    /// When each agent's held generation was walked.
+    walked: [Option<Instant>; 3],
+}
+
+/// The generations lent to requests, and what tells whether they are current.
+#[derive(Debug, Default)]
+struct Shown {
+    /// The roots the generations are of (the watched ones).
+    roots: Option<StoreRoots>,
+    /// The folders that did not exist when the watch began: one appearing sends a request to
+    /// the walk lock, which re-arms the watch.
+    missing: Arc<[PathBuf]>,
+    held: [Option<Arc<Held>>; 3],
+    /// The change count each generation was walked at.
+    seen: [u64; 3],
+}
+
+/// One agent's listing as last walked: a generation, never changed once shown.
 #[derive(Debug)]
 struct Held {
-    walked: Instant,
     sessions: Vec<Session>,
     warnings: Vec<StoreWarning>,
-    /// The sessions as `sessions --json` prints them, made on the first listing that asks and
-    /// then kept current by every walk (see [`RenderedAgent::update`]).
-    rendered: Option<RenderedAgent>,
+    /// The sessions as `sessions --json` prints them, made on the first listing that asks (or
+    /// carried over by a walk that changed a few sessions, see [`RenderedAgent::update`]).
+    rendered: OnceLock<RenderedAgent>,
+}
+
+/// Some agents' current generations, lent to a request: read with no lock held.
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    agents: Vec<(Agent, Option<Arc<Held>>)>,
+}
+
+impl Snapshot {
+    /// The agents asked for, in the order asked (each once).
+    pub fn agents(&self) -> impl Iterator<Item = Agent> + '_ {
+        self.agents.iter().map(|(agent, _)| *agent)
+    }
+
+    /// `agent`'s sessions, newest first (none when it was not asked for or has no store).
+    pub fn sessions(&self, agent: Agent) -> &[Session] {
+        self.held(agent)
+            .map_or(&[], |held| held.sessions.as_slice())
+    }
+
+    /// The warnings of every agent asked for, in the order asked.
+    pub fn warnings(&self) -> impl Iterator<Item = &StoreWarning> + '_ {
+        self.agents
+            .iter()
+            .filter_map(|(_, held)| held.as_deref())
+            .flat_map(|held| held.warnings.iter())
+    }
+
+    fn held(&self, agent: Agent) -> Option<&Held> {
+        self.agents
+            .iter()
+            .find(|(a, _)| *a == agent)
+            .and_then(|(_, held)| held.as_deref())
+    }
 }
 
 /// What [`LiveScanner::render_listing`] wrote.
@@ -79,8 +153,6 @@ pub struct RenderedListing {
 /// The notifications watched for one set of roots.
 struct Watch {
     roots: StoreRoots,
-    /// Set by the watcher's thread when something changed under an agent's store.
-    stale: Arc<[AtomicBool; 3]>,
     /// The folders that did not exist when the watch began: one appearing re-arms the watch.
     missing: Vec<PathBuf>,
     /// Kept for its drop, which ends the watch; `None` where notifications are unavailable.
@@ -106,45 +178,80 @@ struct Watched {
     names: Vec<std::ffi::OsString>,
 }
 
+/// Why an agent is walked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Need {
+    /// Only when never listed or a change was counted since: what a request must see.
+    Changed,
+    /// Also when the re-walk is due: the index loop's safety net.
+    ChangedOrDue,
+}
+
 impl LiveScanner {
     /// A live index starting from the cache in `options`.
     pub fn new(options: ScanOptions, live: LiveOptions) -> LiveScanner {
         LiveScanner {
-            scanner: Scanner::new(options),
             live,
-            watch: None,
-            held: [None, None, None],
+            changes: Arc::new(Default::default()),
+            walker: Mutex::new(Walker {
+                scanner: Scanner::new(options),
+                watch: None,
+                walked: [None; 3],
+            }),
+            shown: Mutex::new(Shown::default()),
+            serial: Mutex::new(()),
+        }
+    }
+
+    /// The current generations of `agents` (all when empty; each once, in the order given): from
+    /// memory when nothing changed under their stores since their last walk, else after
+    /// refreshing the agents whose stores did. Listing other roots than the last call moves the
+    /// watch.
+    pub fn snapshot(&self, roots: &StoreRoots, agents: &[Agent]) -> Snapshot {
+        let mut wanted: Vec<Agent> = Vec::new();
+        for agent in if agents.is_empty() {
+            &Agent::ALL[..]
+        } else {
+            agents
+        } {
+            if !wanted.contains(agent) {
+                wanted.push(*agent);
+            }
+        }
+        let _serial = self.live.serial_walks.then(|| lock(&self.serial));
+        if let Some(snapshot) = self.current(roots, &wanted) {
+            return snapshot;
+        }
+        let mut walker = lock(&self.walker);
+        self.watch_roots(&mut walker, roots);
+        for &agent in &wanted {
+            self.refresh(&mut walker, roots, agent, Need::Changed);
+        }
+        // Taken before the walk lock is let go: another root's listing could clear them after.
+        let shown = lock(&self.shown);
+        Snapshot {
+            agents: wanted
+                .iter()
+                .map(|&agent| (agent, shown.held[agent_slot(agent)].clone()))
+                .collect(),
         }
     }
 
     /// The sessions of `agents` (all when empty), newest first, as [`Scanner::list_agents`]
-    /// gives them: from memory when nothing changed under their stores, else after refreshing
-    /// the agents whose stores did. Listing other roots than the last call moves the watch.
-    pub fn list_agents(&mut self, roots: &StoreRoots, agents: &[Agent]) -> Listing {
-        let agents: Vec<Agent> = if agents.is_empty() {
-            Agent::ALL.to_vec()
-        } else {
-            let mut agents = agents.to_vec();
-            agents.sort();
-            agents.dedup();
-            agents
-        };
-        self.watch_roots(roots);
+    /// gives them, copied (the walk's statistics are not kept): see [`LiveScanner::snapshot`]
+    /// for the lent form.
+    pub fn list_agents(&self, roots: &StoreRoots, agents: &[Agent]) -> Listing {
+        let mut agents = agents.to_vec();
+        agents.sort();
+        let snapshot = self.snapshot(roots, &agents);
         let mut listing = Listing::default();
-        for &agent in &agents {
-            if let Some(walked) = self.refresh_if_stale(roots, agent) {
-                listing.stats = walked.stats;
-                listing.walk = walked.walk;
-                listing.timings = walked.timings;
-            }
+        for agent in snapshot.agents() {
+            listing
+                .sessions
+                .extend(snapshot.sessions(agent).iter().cloned());
         }
-        for agent in &agents {
-            if let Some(held) = &self.held[agent_slot(*agent)] {
-                listing.sessions.extend(held.sessions.iter().cloned());
-                listing.warnings.extend(held.warnings.iter().cloned());
-            }
-        }
-        if agents.len() > 1 {
+        listing.warnings.extend(snapshot.warnings().cloned());
+        if snapshot.agents.len() > 1 {
             sort_newest_first(&mut listing.sessions);
         }
         listing
@@ -154,9 +261,9 @@ impl LiveScanner {
     /// `agents` (in that order) that `admit` lets through, at most `limit` of each, newest
     /// first, with `is_active` as `window` has it at `now` — copied from the renderings kept
     /// per agent, which are made again only when that agent's sessions changed. Brings the
-    /// agents current first, as [`LiveScanner::list_agents`] does.
+    /// agents current first, as [`LiveScanner::snapshot`] does; writes with no lock held.
     pub fn render_listing(
-        &mut self,
+        &self,
         roots: &StoreRoots,
         agents: &[Agent],
         admit: impl Fn(&Session) -> bool,
@@ -164,30 +271,19 @@ impl LiveScanner {
         (window, now): (ActiveWindow, UnixMillis),
         out: &mut Vec<u8>,
     ) -> RenderedListing {
-        let mut wanted: Vec<Agent> = Vec::new();
-        for agent in agents {
-            if !wanted.contains(agent) {
-                wanted.push(*agent);
-            }
-        }
-        self.watch_roots(roots);
-        for &agent in &wanted {
-            self.refresh_if_stale(roots, agent);
-            if let Some(held) = &mut self.held[agent_slot(agent)]
-                && held.rendered.is_none()
-            {
-                held.rendered = Some(RenderedAgent::new(&held.sessions));
-            }
-        }
+        let snapshot = self.snapshot(roots, agents);
         let mut result = RenderedListing::default();
-        let empty = RenderedAgent::default();
-        let chosen: Vec<(Agent, Chosen<'_>)> = wanted
+        result.warnings.extend(snapshot.warnings().cloned());
+        let chosen: Vec<(Agent, Chosen<'_>)> = snapshot
+            .agents
             .iter()
-            .map(|&agent| {
-                let Some(held) = &self.held[agent_slot(agent)] else {
-                    return (agent, Chosen::Sessions(Vec::new()));
+            .map(|(agent, held)| {
+                let Some(held) = held.as_deref() else {
+                    return (*agent, Chosen::Sessions(Vec::new()));
                 };
-                result.warnings.extend(held.warnings.iter().cloned());
+                let rendered = held
+                    .rendered
+                    .get_or_init(|| RenderedAgent::new(&held.sessions));
                 let mut indices: Vec<usize> = held
                     .sessions
                     .iter()
@@ -201,10 +297,10 @@ impl LiveScanner {
                 result.sessions += indices.len();
                 let chosen = Chosen::Kept {
                     sessions: &held.sessions,
-                    rendered: held.rendered.as_ref().unwrap_or(&empty),
+                    rendered,
                     indices,
                 };
-                (agent, chosen)
+                (*agent, chosen)
             })
             .collect();
         // Which Claude sessions a running process holds changes without a file the index
@@ -224,111 +320,160 @@ impl LiveScanner {
     }
 
     /// Calls `f` with `agent`'s sessions, newest first, brought current as
-    /// [`LiveScanner::list_agents`] does but lent rather than copied: a resolution looks at
+    /// [`LiveScanner::snapshot`] does and lent rather than copied: a resolution looks at
     /// 10,000 sessions and keeps one.
     pub fn with_sessions<R>(
-        &mut self,
+        &self,
         roots: &StoreRoots,
         agent: Agent,
         f: impl FnOnce(&[Session], &[StoreWarning]) -> R,
     ) -> R {
-        self.watch_roots(roots);
-        self.refresh_if_stale(roots, agent);
-        match &self.held[agent_slot(agent)] {
+        let snapshot = self.snapshot(roots, &[agent]);
+        match snapshot.held(agent) {
             Some(held) => f(&held.sessions, &held.warnings),
             None => f(&[], &[]),
         }
     }
 
-    /// Marks `agent`'s listing stale, so the next listing walks its store without waiting for a
+    /// Counts a change for `agent`, so the next listing walks its store without waiting for a
     /// notification: for a change the owner made itself (a turn it ran wrote a transcript), which
     /// the next listing must show even if the notification is still on its way.
     pub fn mark_stale(&self, agent: Agent) {
-        if let Some(watch) = &self.watch {
-            watch.stale[agent_slot(agent)].store(true, Ordering::SeqCst);
-        }
+        self.changes[agent_slot(agent)].fetch_add(1, Ordering::SeqCst);
     }
 
     /// Refreshes every agent listed before whose store changed or whose re-walk is due, so the
-    /// next listing finds it current. For a timer of the owning process.
-    pub fn catch_up(&mut self) {
-        let Some(roots) = self.watch.as_ref().map(|watch| watch.roots.clone()) else {
+    /// next listing finds it current. For a timer of the owning process; requests meanwhile are
+    /// served the generations held (see the module's header).
+    pub fn catch_up(&self) {
+        let _serial = self.live.serial_walks.then(|| lock(&self.serial));
+        let mut walker = lock(&self.walker);
+        let Some(roots) = walker.watch.as_ref().map(|watch| watch.roots.clone()) else {
             return;
         };
-        self.watch_roots(&roots);
+        self.watch_roots(&mut walker, &roots);
         for agent in Agent::ALL {
-            if self.held[agent_slot(agent)].is_some() {
-                self.refresh_if_stale(&roots, agent);
+            if lock(&self.shown).held[agent_slot(agent)].is_some() {
+                self.refresh(&mut walker, &roots, agent, Need::ChangedOrDue);
             }
         }
     }
 
-    /// Walks `agent`'s store when its listing is missing, marked stale, or older than the
-    /// re-walk interval; returns that walk's listing (its sessions moved into `held`).
-    fn refresh_if_stale(&mut self, roots: &StoreRoots, agent: Agent) -> Option<Listing> {
-        let slot = agent_slot(agent);
-        // Cleared before the walk: a change made while it runs marks the agent stale again.
-        let notified = self
-            .watch
-            .as_ref()
-            .is_some_and(|watch| watch.stale[slot].swap(false, Ordering::SeqCst));
-        let due = self.held[slot]
-            .as_ref()
-            .is_none_or(|held| held.walked.elapsed() >= self.live.rewalk);
-        if !notified && !due {
+    /// The generations of `agents` when every one is held for `roots` and no change was
+    /// counted since its walk (nor a missing store folder appeared); `None` sends the request
+    /// to the walk lock.
+    fn current(&self, roots: &StoreRoots, agents: &[Agent]) -> Option<Snapshot> {
+        let (snapshot, missing) = {
+            let shown = lock(&self.shown);
+            if shown.roots.as_ref() != Some(roots) {
+                return None;
+            }
+            let mut taken = Vec::with_capacity(agents.len());
+            for &agent in agents {
+                let slot = agent_slot(agent);
+                let held = shown.held[slot].clone()?;
+                if shown.seen[slot] != self.changes[slot].load(Ordering::SeqCst) {
+                    return None;
+                }
+                taken.push((agent, Some(held)));
+            }
+            (Snapshot { agents: taken }, Arc::clone(&shown.missing))
+        };
+        // A stat or two, outside the lock.
+        if missing.iter().any(|path| path.exists()) {
             return None;
         }
-        let walked = Instant::now();
-        let mut listing = self.scanner.list_agents(roots, &[agent]);
-        let sessions = std::mem::take(&mut listing.sessions);
-        // A walk that changed nothing (the periodic one, or a notification about a file that
-        // adds no session, name or activity) keeps the rendering; one that changed a few
-        // sessions renders those few again, here, off the request (the index loop's catch-up).
-        let rendered = match self.held[slot].take() {
-            Some(held) if held.sessions == sessions => held.rendered,
-            Some(Held {
-                sessions: before,
-                rendered: Some(kept),
-                ..
-            }) => Some(RenderedAgent::update(&before, &kept, &sessions)),
-            _ => None,
+        Some(snapshot)
+    }
+
+    /// Walks `agent`'s store when `need` says so, then swaps the new generation in: the walk
+    /// runs with only the walk lock held.
+    fn refresh(&self, walker: &mut Walker, roots: &StoreRoots, agent: Agent, need: Need) {
+        let slot = agent_slot(agent);
+        // Read before the walk: a change counted while it runs leaves the agent stale.
+        let count = self.changes[slot].load(Ordering::SeqCst);
+        let (before, seen) = {
+            let shown = lock(&self.shown);
+            (shown.held[slot].clone(), shown.seen[slot])
         };
-        self.held[slot] = Some(Held {
-            walked,
-            sessions,
-            warnings: std::mem::take(&mut listing.warnings),
-            rendered,
-        });
-        Some(listing)
+        let due = walker.walked[slot].is_none_or(|at| at.elapsed() >= self.live.rewalk);
+        let walk = before.is_none() || seen != count || (need == Need::ChangedOrDue && due);
+        if !walk {
+            return;
+        }
+        let walked = Instant::now();
+        let mut listing = walker.scanner.list_agents(roots, &[agent]);
+        let sessions = std::mem::take(&mut listing.sessions);
+        let warnings = std::mem::take(&mut listing.warnings);
+        // A walk that changed nothing (the periodic one, or a notification about a file that
+        // adds no session, name or activity) keeps the generation and its rendering; one that
+        // changed a few sessions renders those few again, here, off the request.
+        let held = match before {
+            Some(before) if before.sessions == sessions && before.warnings == warnings => before,
+            Some(before) => {
+                let rendered = OnceLock::new();
+                if let Some(kept) = before.rendered.get() {
+                    let _ = rendered.set(RenderedAgent::update(&before.sessions, kept, &sessions));
+                }
+                Arc::new(Held {
+                    sessions,
+                    warnings,
+                    rendered,
+                })
+            }
+            None => Arc::new(Held {
+                sessions,
+                warnings,
+                rendered: OnceLock::new(),
+            }),
+        };
+        walker.walked[slot] = Some(walked);
+        let mut shown = lock(&self.shown);
+        shown.held[slot] = Some(held);
+        shown.seen[slot] = count;
     }
 
     /// Watches `roots` (unless already watched and no missing folder appeared): a new watch
     /// drops the listings held for other roots.
-    fn watch_roots(&mut self, roots: &StoreRoots) {
-        if let Some(watch) = &self.watch
+    fn watch_roots(&self, walker: &mut Walker, roots: &StoreRoots) {
+        if let Some(watch) = &walker.watch
             && watch.roots == *roots
             && !watch.missing.iter().any(|path| path.exists())
         {
             return;
         }
-        let same_roots = self
+        let same_roots = walker
             .watch
             .as_ref()
             .is_some_and(|watch| watch.roots == *roots);
-        if !same_roots {
-            self.held = [None, None, None];
-        }
         // The old watcher goes first: two watches of the same folders would both report.
-        self.watch = None;
-        let watch = start_watch(roots, self.live.notifications);
+        walker.watch = None;
+        let watch = start_watch(roots, self.live.notifications, &self.changes);
         if same_roots {
             // A folder appeared that was not watched: what is in it was never notified.
-            for flag in watch.stale.iter() {
-                flag.store(true, Ordering::SeqCst);
+            for count in self.changes.iter() {
+                count.fetch_add(1, Ordering::SeqCst);
             }
+        } else {
+            walker.walked = [None; 3];
         }
-        self.watch = Some(watch);
+        let mut shown = lock(&self.shown);
+        if !same_roots {
+            shown.held = [None, None, None];
+        }
+        shown.roots = Some(roots.clone());
+        shown.missing = watch.missing.clone().into();
+        drop(shown);
+        walker.watch = Some(watch);
     }
+}
+
+/// Locks `mutex`, carrying on past a panic elsewhere: the generations are swapped whole, so a
+/// walk that panicked left the last good one in place.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// The index of an agent's slot in per-agent arrays.
@@ -381,11 +526,10 @@ fn watched_places(roots: &StoreRoots) -> Vec<Watched> {
 
 /// Starts watching `roots`. A place that does not exist, or that cannot be watched, is left to
 /// the re-walk; one that does not exist re-arms the watch when it appears.
-fn start_watch(roots: &StoreRoots, notifications: bool) -> Watch {
-    let stale: Arc<[AtomicBool; 3]> = Arc::new(Default::default());
+fn start_watch(roots: &StoreRoots, notifications: bool, changes: &Arc<[AtomicU64; 3]>) -> Watch {
     let places = Arc::new(watched_places(roots));
     let handler = {
-        let stale = Arc::clone(&stale);
+        let changes = Arc::clone(changes);
         let places = Arc::clone(&places);
         move |event: notify::Result<notify::Event>| match event {
             // Reads (ours included) change nothing.
@@ -393,14 +537,14 @@ fn start_watch(roots: &StoreRoots, notifications: bool) -> Watch {
             Ok(event) => {
                 for path in &event.paths {
                     for place in places.iter().filter(|place| place.concerns(path)) {
-                        stale[agent_slot(place.agent)].store(true, Ordering::SeqCst);
+                        changes[agent_slot(place.agent)].fetch_add(1, Ordering::SeqCst);
                     }
                 }
             }
             // A lost event (a queue overflow) may have been anything.
             Err(_) => {
-                for flag in stale.iter() {
-                    flag.store(true, Ordering::SeqCst);
+                for count in changes.iter() {
+                    count.fetch_add(1, Ordering::SeqCst);
                 }
             }
         }
@@ -434,7 +578,6 @@ fn start_watch(roots: &StoreRoots, notifications: bool) -> Watch {
     };
     Watch {
         roots: roots.clone(),
-        stale,
         missing,
         _watcher: watcher,
     }
@@ -450,5 +593,128 @@ impl Watched {
             && path
                 .file_name()
                 .is_some_and(|name| self.names.iter().any(|n| n == name))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cross_agent_testkit::synthetic_stores::{ClaudeTranscript, now_millis};
+
+    fn write_claude(home: &Path, id: &str, title: &str) {
+        let now = now_millis();
+        let mut t = ClaudeTranscript::new(home, "/work/p", id);
+        t.user("start", now - 2_000).custom_title(title);
+        t.write().unwrap();
+    }
+
+    fn ids(live: &LiveScanner, roots: &StoreRoots) -> Vec<String> {
+        let snapshot = live.snapshot(roots, &[Agent::Claude]);
+        let mut ids: Vec<String> = snapshot
+            .sessions(Agent::Claude)
+            .iter()
+            .map(|s| s.session_id.clone())
+            .collect();
+        ids.sort();
+        ids
+    }
+
+    /// Notifications off and a re-walk always due: only what the test does moves the index.
+    fn quiet(dir: &Path) -> LiveScanner {
+        LiveScanner::new(
+            ScanOptions {
+                cache_file: Some(dir.join("cache.bin")),
+                ..ScanOptions::default()
+            },
+            LiveOptions {
+                rewalk: Duration::ZERO,
+                notifications: false,
+                serial_walks: false,
+            },
+        )
+    }
+
+    #[test]
+    fn a_due_rewalk_is_the_timers_and_a_request_meanwhile_is_served_from_memory() {
+        let tmp = tempfile::tempdir().unwrap();
+        write_claude(tmp.path(), "c1", "one");
+        let roots = StoreRoots::under_home(tmp.path());
+        let live = quiet(tmp.path());
+        assert_eq!(ids(&live, &roots), ["c1"]);
+        write_claude(tmp.path(), "c2", "two");
+        // The re-walk is due (interval zero) but no change was counted: the request does not
+        // walk, it is served the generation held.
+        assert_eq!(ids(&live, &roots), ["c1"]);
+        live.catch_up();
+        assert_eq!(ids(&live, &roots), ["c1", "c2"]);
+    }
+
+    #[test]
+    fn a_counted_change_is_walked_by_the_next_request() {
+        let tmp = tempfile::tempdir().unwrap();
+        write_claude(tmp.path(), "c1", "one");
+        let roots = StoreRoots::under_home(tmp.path());
+        let live = quiet(tmp.path());
+        assert_eq!(ids(&live, &roots), ["c1"]);
+        write_claude(tmp.path(), "c2", "two");
+        live.mark_stale(Agent::Claude);
+        assert_eq!(ids(&live, &roots), ["c1", "c2"]);
+        // Resolution and the rendered listing read the same generation.
+        let found = live.with_sessions(&roots, Agent::Claude, |sessions, _| sessions.len());
+        assert_eq!(found, 2);
+        let mut out = Vec::new();
+        let rendered = live.render_listing(
+            &roots,
+            &[Agent::Claude],
+            |_| true,
+            None,
+            (ActiveWindow::from_minutes(240), UnixMillis(now_millis())),
+            &mut out,
+        );
+        assert_eq!(rendered.sessions, 2);
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("\"c2\""), "{text}");
+    }
+
+    #[test]
+    fn a_request_with_nothing_changed_does_not_wait_for_a_running_walk() {
+        let tmp = tempfile::tempdir().unwrap();
+        write_claude(tmp.path(), "c1", "one");
+        let roots = StoreRoots::under_home(tmp.path());
+        let live = Arc::new(quiet(tmp.path()));
+        assert_eq!(ids(&live, &roots), ["c1"]);
+        // A walk in progress holds the walk lock for as long as this test keeps it.
+        let walking = lock(&live.walker);
+        let (sent, answered) = std::sync::mpsc::channel();
+        let request = {
+            let (live, roots) = (Arc::clone(&live), roots.clone());
+            std::thread::spawn(move || sent.send(ids(&live, &roots)).unwrap())
+        };
+        // A bound against a hang, not a timing: a request that waited on the walk lock would
+        // never answer while it is held.
+        let got = answered.recv_timeout(Duration::from_secs(60));
+        drop(walking);
+        request.join().unwrap();
+        assert_eq!(got.unwrap(), ["c1"]);
+    }
+
+    #[test]
+    fn a_change_counted_during_a_walk_leaves_the_agent_stale() {
+        let tmp = tempfile::tempdir().unwrap();
+        write_claude(tmp.path(), "c1", "one");
+        let roots = StoreRoots::under_home(tmp.path());
+        let live = quiet(tmp.path());
+        assert_eq!(ids(&live, &roots), ["c1"]);
+        // As a walk does: the count read before it, a change counted while it runs.
+        let before = live.changes[agent_slot(Agent::Claude)].load(Ordering::SeqCst);
+        live.mark_stale(Agent::Claude);
+        {
+            let mut shown = lock(&live.shown);
+            shown.seen[agent_slot(Agent::Claude)] = before;
+        }
+        assert!(live.current(&roots, &[Agent::Claude]).is_none());
+        write_claude(tmp.path(), "c2", "two");
+        assert_eq!(ids(&live, &roots), ["c1", "c2"]);
+        assert!(live.current(&roots, &[Agent::Claude]).is_some());
     }
 }

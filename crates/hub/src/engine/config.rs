@@ -77,6 +77,7 @@ impl EngineConfig {
                     .map_or(defaults.index.rewalk, Duration::from_millis),
                 notifications: var(var::INDEX_NOTIFY)
                     .is_none_or(|v| !matches!(v.trim(), "off" | "0" | "false")),
+                serial_walks: var(var::INDEX_SERIAL_WALKS).is_some_and(|v| v.trim() == "1"),
             },
         }
     }

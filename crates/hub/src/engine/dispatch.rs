@@ -400,7 +400,7 @@ impl Engine {
         let agent = record.target_agent;
         // The turn wrote the peer's transcript: the next listing reads it, whether or not the
         // file-system notification has arrived yet.
-        lock(&self.inner.scan).mark_stale(agent);
+        self.inner.scan.mark_stale(agent);
         record.finished_at = Some(now_rfc3339());
         if record.state == DeliveryState::Failed
             && record.will_create_session
@@ -622,7 +622,7 @@ impl Engine {
         find(self.list(&context, &[agent]).0).or_else(|| {
             // Written a moment ago by the turn that made the session: the index's notification
             // of it may be late (a loaded machine), so it is walked for.
-            lock(&self.inner.scan).mark_stale(agent);
+            self.inner.scan.mark_stale(agent);
             find(self.list(&context, &[agent]).0)
         })
     }

@@ -82,7 +82,7 @@ use std::time::Duration;
 
 use cross_agent_decisions::{DecisionLog, events};
 use cross_agent_protocol::bridge::{CallerContext, Refusal, RefusalReason};
-use cross_agent_stores::live::LiveScanner;
+use cross_agent_stores::live::{LiveScanner, Snapshot};
 use cross_agent_stores::scan::{self, ScanOptions};
 use cross_agent_stores::{Session, StoreRoots, UnixMillis};
 use serde_json::Value;
@@ -183,9 +183,9 @@ struct Inner {
     info: EngineInfo,
     config: EngineConfig,
     db: Mutex<HubDb>,
-    /// The session index, held in memory and kept current by file-system notifications (one
-    /// listing at a time: it also saves the cache file).
-    scan: Mutex<LiveScanner>,
+    /// The session index, held in memory and kept current by file-system notifications; its
+    /// walks run beside the requests, which borrow its current generations.
+    scan: LiveScanner,
     turns: Mutex<Vec<StartedTurn>>,
     wake: Notify,
     stop: watch::Sender<bool>,
@@ -281,14 +281,14 @@ impl Engine {
                 info,
                 config,
                 db: Mutex::new(db),
-                scan: Mutex::new(LiveScanner::new(
+                scan: LiveScanner::new(
                     ScanOptions {
                         cache_file: Some(scan::cache_file(&state_root)),
                         refresh: Default::default(),
                         agents: Vec::new(),
                     },
                     index_options,
-                )),
+                ),
                 turns: Mutex::new(Vec::new()),
                 wake: Notify::new(),
                 stop,
@@ -344,7 +344,7 @@ impl Engine {
                 () = tokio::time::sleep(INDEX_CATCH_UP) => {}
             }
             let engine = self.clone();
-            dispatch::off_async(move || lock(&engine.inner.scan).catch_up()).await;
+            dispatch::off_async(move || engine.inner.scan.catch_up()).await;
         }
     }
 
@@ -439,7 +439,7 @@ impl Engine {
         f: impl FnOnce(&[Session], &[cross_agent_stores::StoreWarning]) -> R,
     ) -> R {
         let roots = roots_for(context);
-        lock(&self.inner.scan).with_sessions(&roots, agent, f)
+        self.inner.scan.with_sessions(&roots, agent, f)
     }
 
     /// The `sessions --json` listing from the live index's renderings, into `out`.
@@ -453,12 +453,19 @@ impl Engine {
         out: &mut Vec<u8>,
     ) -> cross_agent_stores::live::RenderedListing {
         let roots = roots_for(context);
-        lock(&self.inner.scan).render_listing(&roots, agents, admit, limit, clock, out)
+        self.inner
+            .scan
+            .render_listing(&roots, agents, admit, limit, clock, out)
+    }
+
+    /// Some agents' held sessions, lent: read with no lock held.
+    fn snapshot(&self, context: &CallerContext, agents: &[Agent]) -> Snapshot {
+        self.inner.scan.snapshot(&roots_for(context), agents)
     }
 
     fn list(&self, context: &CallerContext, agents: &[Agent]) -> (Vec<Session>, Vec<String>) {
         let roots = roots_for(context);
-        let listing = lock(&self.inner.scan).list_agents(&roots, agents);
+        let listing = self.inner.scan.list_agents(&roots, agents);
         (
             listing.sessions,
             listing.warnings.iter().map(ToString::to_string).collect(),

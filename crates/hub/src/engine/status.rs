@@ -38,7 +38,9 @@ impl Engine {
         };
         let settings = CallSettings::from_settings(&params.caller.settings);
         let caller = identify(&params.caller, &self.started_turns());
-        let (sessions, warnings) = self.list(&params.caller, &agents);
+        // Lent from the index: only the entries shown are copied out.
+        let held = self.snapshot(&params.caller, &agents);
+        let warnings = held.warnings().map(ToString::to_string).collect();
         let cwd = non_blank(params.cwd.as_deref())
             .or(non_blank(params.caller.cwd.as_deref()))
             .map(PathBuf::from);
@@ -64,7 +66,12 @@ impl Engine {
         };
         let mut out = BTreeMap::new();
         for agent in agents {
-            let ranked = resolve::ranked(&sessions, agent, scope, cwd.as_deref().unwrap_or(&root));
+            let ranked = resolve::ranked(
+                held.sessions(agent),
+                agent,
+                scope,
+                cwd.as_deref().unwrap_or(&root),
+            );
             let mut list: Vec<&Session> = ranked;
             list.sort_by_key(|s| std::cmp::Reverse(s.last_activity));
             let entries = list

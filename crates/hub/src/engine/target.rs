@@ -14,7 +14,7 @@ use serde_json::Value;
 use cross_agent_transports::panel::window::{self, PanelTab};
 
 use super::panels::{transcript_clock, vantage};
-use super::{Engine, lock, refusal};
+use super::{Engine, refusal};
 use crate::Agent;
 use crate::error::Result;
 use crate::settings::CallSettings;
@@ -253,7 +253,7 @@ impl Engine {
             // The index is kept current by file-system notifications, which come late (or not
             // at all) on a loaded machine: a session written a moment ago by another process
             // is walked for before it is called missing.
-            lock(&self.inner.scan).mark_stale(agent);
+            self.inner.scan.mark_stale(agent);
             sessions = self.list(&params.caller, &[agent]).0;
         }
         if let Some(query) = explicit {
