@@ -308,7 +308,7 @@ impl LiveScanner {
         let registry = roots
             .claude_config
             .as_deref()
-            .filter(|_| wanted.contains(&Agent::Claude))
+            .filter(|_| agents.contains(&Agent::Claude))
             .map(|config| {
                 let mut warnings = crate::Warnings::default();
                 let registry = crate::claude_registry::Registry::read(config, &mut warnings);
