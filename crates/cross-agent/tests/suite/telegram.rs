@@ -13,7 +13,9 @@ use cross_agent_testkit::telegram::{Failure, FakeBotApi};
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_cross-agent");
-const WAIT: Duration = Duration::from_secs(20);
+/// A ceiling for waits on the daemon and the fake Bot API; a pass ends as soon as the condition
+/// holds, so only a failing run waits this long.
+const WAIT: Duration = Duration::from_secs(120);
 
 /// A fresh, unguessable token per test, so the per-token poller locks never meet.
 fn token() -> String {
@@ -117,6 +119,22 @@ impl Env {
         assert!(out.status.success(), "{}", text(&out.stderr));
         let json: Value = serde_json::from_slice(&out.stdout).unwrap();
         json["code"].as_str().unwrap().to_owned()
+    }
+
+    /// The daemon's log files (`logs/daemon.log.*`), concatenated.
+    fn daemon_log(&self) -> String {
+        let mut all = String::new();
+        let Ok(entries) = std::fs::read_dir(self.state.join("logs")) else {
+            return all;
+        };
+        for entry in entries.flatten() {
+            if entry.file_name().to_string_lossy().starts_with("daemon.log") {
+                all.push_str(&String::from_utf8_lossy(
+                    &std::fs::read(entry.path()).unwrap_or_default(),
+                ));
+            }
+        }
+        all
     }
 
     fn decisions(&self) -> Vec<Value> {
@@ -337,8 +355,14 @@ fn one_token_is_polled_by_one_daemon_and_the_other_takes_over_when_it_goes() {
     first.start_daemon();
     assert!(wait_until(|| first.status()["poller"]["state"] == "polling"));
     second.start_daemon();
-    // Long enough for the second daemon's supervisor to try the lock several times.
-    std::thread::sleep(Duration::from_secs(3));
+    // Its supervisor has tried the token's lock and been refused: an event, not a pause.
+    assert!(
+        wait_until(|| second
+            .daemon_log()
+            .contains("another poller has this bot; waiting for it")),
+        "the second daemon never tried the token: {}",
+        second.daemon_log()
+    );
     assert_eq!(
         second.status()["poller"]["state"],
         "",
@@ -396,12 +420,15 @@ fn approval_card(api: &FakeBotApi) -> (String, String, String) {
 fn a_hook_with_no_daemon_exits_0_at_once_printing_nothing() {
     let token = token();
     let api = FakeBotApi::start(&token, "relay_test_bot").unwrap();
-    let env = Env::new(&api);
-    let started = Instant::now();
-    let out = env.run_with_stdin(&["hook", "PreToolUse"], &pre_tool_use("rm -rf /"));
+    let mut env = Env::new(&api);
+    // An approval wait of an hour: a hook that waited for an answer (or for a daemon it started)
+    // would run into the ceiling below, which a hook that returns at once never nears.
+    env.approval_wait = "3600".to_owned();
+    let hook = env.command(&["hook", "PreToolUse"]);
+    let out = cross_agent_process::run(hook, Some(&pre_tool_use("rm -rf /")), WAIT)
+        .expect("the hook returns without waiting for anyone");
     assert!(out.status.success());
     assert_eq!(text(&out.stdout), "");
-    assert!(started.elapsed() < Duration::from_secs(5));
     assert!(
         !env.state.join("daemon.pid").exists(),
         "no daemon was started for it"
@@ -560,7 +587,7 @@ fn a_real_claude_pre_tool_use_is_approved_by_one_tap_and_denied_by_another() {
                 .skip(before)
                 .find(|c| c.body.get("reply_markup").is_some())
         };
-        let deadline = Instant::now() + Duration::from_secs(90);
+        let deadline = Instant::now() + Duration::from_secs(180);
         while new_card().is_none() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(50));
         }
