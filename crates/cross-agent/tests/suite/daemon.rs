@@ -276,8 +276,7 @@ fn ten_concurrent_autostarts_end_with_exactly_one_daemon() {
         "one client started it"
     );
     assert!(
-        wait_until(PATIENCE, || daemons_on(&env.state)
-            == vec![pid]),
+        wait_until(PATIENCE, || daemons_on(&env.state) == vec![pid]),
         "exactly one daemon process: {:?}",
         daemons_on(&env.state)
     );
@@ -311,9 +310,7 @@ fn termination_signals_stop_the_daemon_cleanly() {
             .unwrap();
         assert!(killed.success());
         assert!(
-            wait_until(PATIENCE, || {
-                !cross_agent_ipc::process::is_alive(pid)
-            }),
+            wait_until(PATIENCE, || { !cross_agent_ipc::process::is_alive(pid) }),
             "{name} stops the daemon"
         );
         assert!(

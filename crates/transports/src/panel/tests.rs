@@ -443,13 +443,17 @@ fn the_client_writes_one_request_and_reads_events_until_the_shim_closes() {
         request
     });
     let mut connection = client::open(&socket, &ShimRequest::Status).unwrap();
-    let first = connection.next(std::time::Duration::from_secs(120)).unwrap();
+    let first = connection
+        .next(std::time::Duration::from_secs(120))
+        .unwrap();
     assert!(
         matches!(first, Next::Event(ShimEvent::Written { .. })),
         "{first:?}"
     );
     assert_eq!(server.join().unwrap(), ShimRequest::Status);
-    let end = connection.next(std::time::Duration::from_secs(120)).unwrap();
+    let end = connection
+        .next(std::time::Duration::from_secs(120))
+        .unwrap();
     assert!(matches!(end, Next::Closed), "{end:?}");
 }
 

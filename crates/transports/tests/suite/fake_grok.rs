@@ -70,9 +70,14 @@ async fn a_fake_grok_run_passes_argv_cwd_and_env_and_cuts_at_the_last_tool() {
         ),
     );
     let spec = build(&grok_request(&script, tmp.path())).unwrap();
-    let outcome = run_turn(Agent::Grok, &spec, options(Duration::from_secs(120)), |_| {})
-        .await
-        .unwrap();
+    let outcome = run_turn(
+        Agent::Grok,
+        &spec,
+        options(Duration::from_secs(120)),
+        |_| {},
+    )
+    .await
+    .unwrap();
     assert_eq!(outcome.ended, Ended::Exited(Some(0)));
     assert_eq!(outcome.parsed.answer.as_deref(), Some("the answer"));
     assert_eq!(outcome.parsed.session_id.as_deref(), Some("g-42"));
@@ -111,9 +116,14 @@ async fn a_cancelled_approval_and_a_silent_turn() {
          echo '{\"type\":\"end\",\"stopReason\":\"Cancelled\",\"sessionId\":\"g-42\"}'\n",
     );
     let spec = build(&grok_request(&script, tmp.path())).unwrap();
-    let outcome = run_turn(Agent::Grok, &spec, options(Duration::from_secs(120)), |_| {})
-        .await
-        .unwrap();
+    let outcome = run_turn(
+        Agent::Grok,
+        &spec,
+        options(Duration::from_secs(120)),
+        |_| {},
+    )
+    .await
+    .unwrap();
     assert_eq!(
         outcome.parsed.approval_blocked.as_deref(),
         Some("a tool call")
