@@ -466,7 +466,9 @@ fn a_shim_that_does_not_answer_is_treated_as_gone_and_a_link_is_refused() {
     // waiting on the silent shim for ever; the ceiling is a hang guard, not a measure.
     let (tx, rx) = std::sync::mpsc::channel();
     let asking = socket.clone();
-    std::thread::spawn(move || tx.send(client::status(&asking)));
+    std::thread::spawn(move || {
+        let _ = tx.send(client::status(&asking));
+    });
     let error = rx
         .recv_timeout(std::time::Duration::from_secs(120))
         .expect("the status call gives up on a silent shim")
