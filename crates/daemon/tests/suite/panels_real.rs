@@ -393,10 +393,12 @@ async fn a_reply_waiting_in_a_panel_that_then_closes_fails_as_undelivered() {
     bridge
         .endpoint
         .push(Rule::on_user_text("question c2").reply(Reply::echo_token("codex answer c2")));
-    // The sender is busy with a long turn of its own when the answer comes back.
+    // The sender is busy with a long turn of its own when the answer comes back: its answer is
+    // held for the rest of the test (a gate never opened), however slow the machine.
+    let never = bridge.agents.path().join("never-released-c2");
     bridge.endpoint.push(
         Rule::on_user_text("long human c2")
-            .reply(Reply::text("human answer c2").delay(Duration::from_secs(60)))
+            .reply(Reply::text("human answer c2").after_file(&never))
             .once(),
     );
     panel.driver.send(&claude_user("long human c2")).unwrap();
