@@ -13,7 +13,14 @@
 //!   -printf` of the same tree (the issue's peer: what listing the files alone costs);
 //! - an exact name resolved in the daemon (`sessions resolve claude NAME`), beside a bare
 //!   `status` round trip (the floor of any daemon call);
-//! - a rename appended to a transcript: how long until the next resolution sees it.
+//! - a rename appended to a transcript: how long until the next resolution sees it;
+//! - the same listing as `index_listing` (the daemon's kept rendering, its bytes after the
+//!   frame) through the runtime-free one-shot client, and the resolution through it too,
+//!   beside the older path (`index_sessions` through the async client) in the same run;
+//! - end to end, when the release CLI is built beside this bench (`cargo build --release -p
+//!   cross-agent`, or `CROSS_AGENT_BENCH_CLI`): `cross-agent sessions --json --scope any` and
+//!   `cross-agent sessions resolve claude NAME` as new processes, beside `find -printf` and a
+//!   bare process start (`true`).
 //!
 //! - `CROSS_AGENT_BENCH_SESSIONS=claude,codex,grok` (default `10000,10000,2000`; 30,30,6 when run
 //!   as a test), `CROSS_AGENT_BENCH_DIR`, `CROSS_AGENT_BENCH_RUNS` (default 20): as the session
@@ -29,9 +36,11 @@ use std::time::{Duration, Instant};
 
 use cross_agent_daemon::entry::{Mode, run_process};
 use cross_agent_ipc::blocking::BlockingClient;
+use cross_agent_ipc::oneshot::OneShot;
 use cross_agent_ipc::{ConnectOptions, Home};
 use cross_agent_protocol::bridge::{
-    Agent, CallerContext, IndexResolve, IndexSessionsParams, IndexSessionsResponse, Scope,
+    Agent, CallerContext, IndexListingParams, IndexResolve, IndexSessionsParams,
+    IndexSessionsResponse, Scope,
 };
 use cross_agent_protocol::rpc::{ClientKind, ShutdownParams, StatusParams};
 use cross_agent_testkit::synthetic_stores::{SyntheticSpec, ensure};
@@ -117,11 +126,43 @@ fn main() {
         caller: caller.clone(),
     };
 
+    let oneshot = || OneShot::connect(&home, ClientKind::Cli, Duration::from_secs(5)).unwrap();
+    let listing_params = IndexListingParams {
+        agents: Vec::new(),
+        scope: Scope::Any,
+        cwd: "/".to_owned(),
+        limit: None,
+        now: cross_agent_protocol::timestamp::UnixMillis::now().0,
+        active_window_min: 240,
+        caller: caller.clone(),
+    };
+    let mut rendered_bytes = 0;
+    let mut rendered_times = Vec::new();
+    let mut oneshot_resolve_times = Vec::new();
+    let mut oneshot_status_times = Vec::new();
     let mut list_times = Vec::new();
     let mut find_times = Vec::new();
     let mut resolve_times = Vec::new();
     let mut status_times = Vec::new();
     for _ in 0..runs {
+        let started = Instant::now();
+        let mut sink = Vec::with_capacity(rendered_bytes);
+        let answer = oneshot()
+            .call_with_trailer(listing_params.clone(), |a| a.bytes, &mut sink)
+            .unwrap();
+        rendered_times.push(started.elapsed());
+        assert_eq!(answer.sessions as usize, listing.sessions.len());
+        rendered_bytes = sink.len();
+
+        let started = Instant::now();
+        let found = oneshot().call(resolve.clone()).unwrap();
+        oneshot_resolve_times.push(started.elapsed());
+        assert_eq!(found.sessions[0].session_id, named.session_id);
+
+        let started = Instant::now();
+        oneshot().call(StatusParams {}).unwrap();
+        oneshot_status_times.push(started.elapsed());
+
         let started = Instant::now();
         let out = Command::new("find")
             .arg(&store)
@@ -199,6 +240,29 @@ fn main() {
         "  a rename appended to a transcript is resolved {:.0} ms later (goal: within 1 s)",
         seen_after.as_secs_f64() * 1e3
     );
+    report(
+        &format!(
+            "  every session, kept rendering ({:.1} MB, one-shot)",
+            rendered_bytes as f64 / 1e6
+        ),
+        &rendered_times,
+    );
+    report(
+        "  exact-name resolution, one-shot client          ",
+        &oneshot_resolve_times,
+    );
+    report(
+        "    floor: status round trip, one-shot client   ",
+        &oneshot_status_times,
+    );
+    if let Some(cli) = release_cli() {
+        end_to_end(&cli, &home, &store_text, &name, runs);
+    } else {
+        println!(
+            "  (end to end: build the release CLI, `cargo build --release -p cross-agent`, or set \
+             CROSS_AGENT_BENCH_CLI)"
+        );
+    }
     println!("  goals: the listing ≤ 20 ms, the resolution ≤ 5 ms (through the daemon)");
 
     let client = BlockingClient::connect(&home, &options).unwrap();
@@ -206,6 +270,76 @@ fn main() {
         reason: Some("bench done".to_owned()),
     });
     let _ = daemon.wait();
+}
+
+/// The release CLI: `CROSS_AGENT_BENCH_CLI`, else `cross-agent` beside this bench's folder
+/// (`target/release/deps/index-…` → `target/release/cross-agent`).
+fn release_cli() -> Option<PathBuf> {
+    if let Some(cli) = std::env::var_os("CROSS_AGENT_BENCH_CLI").filter(|v| !v.is_empty()) {
+        return Some(PathBuf::from(cli));
+    }
+    let exe = std::env::current_exe().ok()?;
+    let cli = exe.parent()?.parent()?.join("cross-agent");
+    cli.is_file().then_some(cli)
+}
+
+/// The CLI as a person runs it, a new process each time, beside a bare process start and
+/// `find -printf` of the same store, interleaved so a busy machine weighs on all alike.
+fn end_to_end(cli: &Path, home: &Home, store: &str, name: &str, runs: usize) {
+    let run = |args: &[&str]| {
+        let started = Instant::now();
+        let out = Command::new(cli)
+            .args(args)
+            .env("HOME", store)
+            .env("CROSS_AGENT_HOME", home.root())
+            .env_remove("CLAUDE_CONFIG_DIR")
+            .env_remove("CODEX_HOME")
+            .env_remove("GROK_HOME")
+            .current_dir("/")
+            .output()
+            .unwrap();
+        let took = started.elapsed();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            out.stderr.is_empty(),
+            "{args:?} did not go through the daemon: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (took, out.stdout.len())
+    };
+    let (mut list, mut resolve, mut find, mut process) = (vec![], vec![], vec![], vec![]);
+    let mut printed = 0;
+    for _ in 0..runs {
+        let started = Instant::now();
+        Command::new("true").status().unwrap();
+        process.push(started.elapsed());
+        let started = Instant::now();
+        Command::new("find")
+            .arg(store)
+            .args(["-printf", "%s %T@ %p\n"])
+            .output()
+            .unwrap();
+        find.push(started.elapsed());
+        let (took, bytes) = run(&["sessions", "--json", "--scope", "any"]);
+        list.push(took);
+        printed = bytes;
+        resolve.push(run(&["sessions", "resolve", "claude", name]).0);
+    }
+    println!("  end to end, a new process each ({}):", cli.display());
+    report(
+        &format!(
+            "  `sessions --json --scope any` ({:.1} MB)  ",
+            printed as f64 / 1e6
+        ),
+        &list,
+    );
+    report("    peer: find -printf of the same tree         ", &find);
+    report("  `sessions resolve claude NAME`               ", &resolve);
+    report("    floor: a process start (`true`)             ", &process);
 }
 
 /// Appends a Claude `custom-title` record, as `/rename` does.

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::compact::Programs;
 use crate::error::{HandoffError, Result};
+use crate::login_cache::{Cached, LoginCache};
 use crate::run::{RunError, run};
 
 /// How long a login check may take.
@@ -29,6 +30,9 @@ pub struct Destination {
     pub location: Option<PathBuf>,
     /// For a CLI agent: whether it is signed in.
     pub login: Option<Login>,
+    /// Set when `login` is a remembered answer (see [`crate::login_cache`]): how old it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub login_cached: Option<Cached>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -165,13 +169,19 @@ pub fn editors(dirs: &[PathBuf], home: &Path) -> Vec<Destination> {
                 label: id.trim_start_matches("app:").to_owned(),
                 location: Some(location),
                 login: None,
+                login_cached: None,
             })
         })
         .collect()
 }
 
-/// The CLI agents installed, each asked (in parallel) whether it is signed in.
-pub fn cli_agents(dirs: &[PathBuf], programs: &Programs) -> Vec<Destination> {
+/// The CLI agents installed, each asked (in parallel) whether it is signed in — or, with a
+/// `cache`, answered from it while nothing that could change the answer has changed.
+pub fn cli_agents(
+    dirs: &[PathBuf],
+    programs: &Programs,
+    cache: Option<&LoginCache>,
+) -> Vec<Destination> {
     let found: Vec<(&str, PathBuf)> = CLI_AGENTS
         .iter()
         .filter_map(|name| Some((*name, which(program_of(name, programs), dirs)?)))
@@ -182,24 +192,52 @@ pub fn cli_agents(dirs: &[PathBuf], programs: &Programs) -> Vec<Destination> {
             .iter()
             .map(|(name, program)| {
                 let path = path.clone();
-                scope.spawn(move || login_state(name, program, &path))
+                scope.spawn(move || cached_login_state(name, program, &path, cache))
             })
             .collect();
         found
             .iter()
             .zip(checks)
-            .map(|((name, program), check)| Destination {
-                id: format!("cli:{name}"),
-                kind: DestinationKind::Cli,
-                label: (*name).to_owned(),
-                location: Some(program.clone()),
-                login: Some(check.join().unwrap_or(Login::Unknown {
-                    checked_with: String::new(),
-                    why: "the check panicked".to_owned(),
-                })),
+            .map(|((name, program), check)| {
+                let (login, login_cached) = check.join().unwrap_or((
+                    Login::Unknown {
+                        checked_with: String::new(),
+                        why: "the check panicked".to_owned(),
+                    },
+                    None,
+                ));
+                Destination {
+                    id: format!("cli:{name}"),
+                    kind: DestinationKind::Cli,
+                    label: (*name).to_owned(),
+                    location: Some(program.clone()),
+                    login: Some(login),
+                    login_cached,
+                }
             })
             .collect()
     })
+}
+
+/// [`login_state`] through `cache`: the remembered answer when its key still holds, else the
+/// CLI asked and its answer remembered under the key taken before asking.
+pub fn cached_login_state(
+    name: &str,
+    program: &Path,
+    path: &OsStr,
+    cache: Option<&LoginCache>,
+) -> (Login, Option<Cached>) {
+    let key = cache.and_then(|cache| Some((cache, cache.key(name, program)?)));
+    if let Some((cache, key)) = &key
+        && let Some((login, cached)) = cache.get(name, key)
+    {
+        return (login, Some(cached));
+    }
+    let login = login_state(name, program, path);
+    if let Some((cache, key)) = key {
+        cache.put(name, key, &login);
+    }
+    (login, None)
 }
 
 /// The installed program of `cli:NAME`.
@@ -306,5 +344,6 @@ pub fn chat(session_id: &str, agent: &str, title: Option<&str>, cwd: Option<&Pat
         },
         location: cwd.map(Path::to_path_buf),
         login: None,
+        login_cached: None,
     }
 }

@@ -10,6 +10,7 @@
 //! - [`compact`]: the narrative compact from the family's own CLI, then providers;
 //! - [`render`], the Markdown of `HANDOFF.md`;
 //! - [`destinations`]: chats, editors and CLI agents it can go to, with login state;
+//! - [`login_cache`]: login checks remembered until the CLI or its credentials file changes;
 //! - [`deliver`]: writing the brief where the work is, the launcher script, the terminal;
 //! - [`receipt`]: the receipt check (contract anchors the receipt never mentions);
 //! - [`decisions`]: the decision line of every handoff and receipt check.
@@ -20,6 +21,7 @@ pub mod decisions;
 pub mod deliver;
 pub mod destinations;
 mod error;
+pub mod login_cache;
 pub mod receipt;
 pub mod render;
 use cross_agent_process::run;

@@ -173,7 +173,7 @@ impl Drop for Client {
 }
 
 /// Turns the daemon's error into this crate's, lifting a protocol mismatch into its own variant.
-fn rpc_error(method: &'static str, error: RpcError) -> Error {
+pub(crate) fn rpc_error(method: &'static str, error: RpcError) -> Error {
     if error.code == ErrorCode::ProtocolMismatch
         && let Some(data) = error
             .data

@@ -12,6 +12,8 @@
 //! - [`pidfile`]: the `daemon.pid` lock that makes the daemon one per home.
 //! - [`draining`]: the lock and record a replaced daemon keeps while it finishes its work.
 //! - [`blocking`]: a small synchronous wrapper for CLI commands.
+//! - [`oneshot`]: a runtime-free blocking client for a command's one request, which can also
+//!   read an answer's trailer (`index_listing`).
 //! - [`safety`]: whether a home (and the socket in it) is this user's alone, checked before
 //!   anything there is created, opened or written.
 
@@ -22,6 +24,7 @@ pub mod draining;
 mod error;
 pub mod frame;
 pub mod home;
+pub mod oneshot;
 pub mod pidfile;
 pub mod process;
 pub mod safety;

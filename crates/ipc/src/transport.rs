@@ -21,7 +21,7 @@ pub const MAX_SOCKET_PATH: usize = 107;
 #[cfg(not(target_os = "linux"))]
 pub const MAX_SOCKET_PATH: usize = 103;
 
-fn check_length(path: &Path) -> Result<()> {
+pub(crate) fn check_length(path: &Path) -> Result<()> {
     let len = path.as_os_str().len();
     if len > MAX_SOCKET_PATH {
         return Err(Error::SocketPathTooLong {

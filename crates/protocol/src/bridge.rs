@@ -333,6 +333,40 @@ pub struct IndexSessionsResponse {
     pub warnings: Vec<String>,
 }
 
+/// `index_listing`: the listing `cross-agent sessions --json` prints, rendered by the daemon
+/// from the live index. The answer's frame is followed on the connection by exactly
+/// [`IndexListingResponse::bytes`] bytes of that listing (pretty JSON, which has newlines, so
+/// it cannot travel inside a frame): only a client that reads that trailer may call it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct IndexListingParams {
+    /// Whose sessions, in the order printed; every agent when empty.
+    #[serde(default)]
+    pub agents: Vec<Agent>,
+    pub scope: Scope,
+    /// The directory the scope is relative to (absolute).
+    pub cwd: String,
+    /// At most this many sessions per agent, newest first.
+    #[serde(default)]
+    pub limit: Option<u64>,
+    /// The caller's clock and active window, which `is_active` is judged by: milliseconds since
+    /// the Unix epoch, and minutes.
+    pub now: i64,
+    pub active_window_min: u64,
+    pub caller: CallerContext,
+}
+
+/// What precedes the rendered listing (see [`IndexListingParams`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct IndexListingResponse {
+    /// The length of the listing that follows this frame.
+    pub bytes: u64,
+    /// How many sessions it lists.
+    pub sessions: u64,
+    /// Files skipped while reading the stores, one line each naming the file.
+    #[serde(default)]
+    pub warnings: Vec<String>,
+}
+
 /// `pin`: the `pin_agent_session` tool. An empty or absent `session_id` unpins.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PinParams {

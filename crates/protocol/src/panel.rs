@@ -119,6 +119,12 @@ pub struct PendingApproval {
     pub since_ms: u64,
     /// Whether the turn asking is a bridged one (and so whose delivery waits on it).
     pub delivery_id: Option<String>,
+    /// The whole of what is asked, untrimmed, so the phone never approves blind: Claude's tool
+    /// input (`Edit`'s strings, `Write`'s content), Codex's file changes (`{"changes": […]}`
+    /// with their diffs). `None` when the shim has nothing more than `detail`, or when it is
+    /// too large for a registration (then the card offers no Allow).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<serde_json::Value>,
 }
 
 /// What the daemon writes to a shim's socket: one line, one request per connection.

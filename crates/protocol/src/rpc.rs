@@ -408,6 +408,8 @@ rpc_methods! {
     ListSessions => "list_sessions" (crate::bridge::ListSessionsParams) -> crate::bridge::ListSessionsResponse,
     /// The live session index: the CLI's `sessions` and `sessions resolve`.
     IndexSessions => "index_sessions" (crate::bridge::IndexSessionsParams) -> crate::bridge::IndexSessionsResponse,
+    /// `sessions --json` rendered by the daemon; its answer is followed by the listing's bytes.
+    IndexListing => "index_listing" (crate::bridge::IndexListingParams) -> crate::bridge::IndexListingResponse,
     /// `pin_agent_session`.
     Pin => "pin" (crate::bridge::PinParams) -> crate::bridge::PinResponse,
     /// `bridge_status`, optionally for one delivery.
@@ -515,6 +517,7 @@ mod tests {
                 "send",
                 "list_sessions",
                 "index_sessions",
+                "index_listing",
                 "pin",
                 "bridge_status",
                 "handover",

@@ -34,6 +34,9 @@ use crate::adapter::{Action, InjectionId, PanelAdapter, Side};
 /// How much of a tool's input is kept as an approval's `detail`.
 const DETAIL_LIMIT: usize = 2000;
 
+/// The largest tool input kept whole in a registration (which holds every pending approval).
+pub(crate) const INPUT_LIMIT_BYTES: usize = 192 * 1024;
+
 /// The fields of a stream-json line the adapter reads; everything else is skipped unparsed.
 #[derive(Debug, Deserialize)]
 struct Line {
@@ -430,6 +433,7 @@ impl ClaudeAdapter {
                     detail: detail_of(&input),
                     since_ms: now_ms,
                     delivery_id: owner.as_ref().map(|(_, d)| d.clone()),
+                    input: whole_input(&input),
                 };
                 if let Some((id, _)) = &owner {
                     self.report(
@@ -492,6 +496,16 @@ impl ClaudeAdapter {
         out.push(Action::SessionsChanged);
         true
     }
+}
+
+/// The tool input kept whole for the phone's approval card (never approve blind), unless it is
+/// too large for a registration file (the daemon reads at most 1 MB of one).
+pub(crate) fn whole_input(input: &Value) -> Option<Value> {
+    if input.is_null() {
+        return None;
+    }
+    let size = serde_json::to_vec(input).map_or(usize::MAX, |bytes| bytes.len());
+    (size <= INPUT_LIMIT_BYTES).then(|| input.clone())
 }
 
 /// What an approval is about: the command for a shell tool, else the input, trimmed.

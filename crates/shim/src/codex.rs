@@ -49,7 +49,7 @@ const EXTENSION_METHODS: [&str; 5] = [
 
 /// The app-server's requests and notifications the adapter reads; the rest (text deltas, token
 /// counts, …) pass on unread.
-const AGENT_METHODS: [&str; 15] = [
+const AGENT_METHODS: [&str; 16] = [
     COMMAND_APPROVAL,
     FILE_CHANGE_APPROVAL,
     ELICITATION,
@@ -57,6 +57,7 @@ const AGENT_METHODS: [&str; 15] = [
     "thread/started",
     "thread/status/changed",
     "turn/started",
+    "item/started",
     "item/completed",
     "turn/completed",
     "thread/name/updated",
@@ -95,6 +96,9 @@ pub struct CodexAdapter {
     own_requests: HashMap<String, OwnRequest>,
     /// Approvals the app-server waits on, by the server request's id key.
     approvals: BTreeMap<String, Approval>,
+    /// The `changes` of file-change items started and not completed, by item id: a file-change
+    /// approval names only the item, and the phone's card must show the diff it would make.
+    file_changes: HashMap<String, Value>,
     injections: BTreeMap<InjectionId, Pending>,
     sessions_changed: bool,
 }
@@ -202,6 +206,7 @@ impl CodexAdapter {
             extension_requests: HashMap::new(),
             own_requests: HashMap::new(),
             approvals: BTreeMap::new(),
+            file_changes: HashMap::new(),
             injections: BTreeMap::new(),
             sessions_changed: false,
         }
@@ -757,6 +762,22 @@ impl CodexAdapter {
     ) {
         let thread = str_field(params, "threadId").map(str::to_owned);
         let (tool, detail) = approval_subject(method, params);
+        let input = match method {
+            COMMAND_APPROVAL => Some(json!({
+                "command": str_field(params, "command").unwrap_or_default(),
+                "cwd": str_field(params, "cwd"),
+                "reason": str_field(params, "reason"),
+            })),
+            FILE_CHANGE_APPROVAL => str_field(params, "itemId")
+                .and_then(|item| self.file_changes.get(item))
+                .map(|changes| json!({"changes": changes})),
+            ELICITATION => params
+                .get("_meta")
+                .and_then(|meta| meta.get("tool_params"))
+                .cloned(),
+            _ => None,
+        }
+        .and_then(|input| crate::claude::whole_input(&input));
         let delivery_id = thread
             .as_deref()
             .and_then(|t| self.threads.get(t))
@@ -768,6 +789,7 @@ impl CodexAdapter {
             detail,
             since_ms: now_ms,
             delivery_id,
+            input,
         };
         if let Some(thread) = &thread {
             self.set_state(thread, PanelSessionState::AwaitingApproval);
@@ -845,8 +867,19 @@ impl CodexAdapter {
                     }
                 }
             }
+            "item/started" => {
+                let item = params.get("item").unwrap_or(&Value::Null);
+                if str_field(item, "type") == Some("fileChange")
+                    && let (Some(id), Some(changes)) = (str_field(item, "id"), item.get("changes"))
+                {
+                    self.file_changes.insert(id.to_owned(), changes.clone());
+                }
+            }
             "item/completed" => {
                 let item = params.get("item").unwrap_or(&Value::Null);
+                if let Some(id) = str_field(item, "id") {
+                    self.file_changes.remove(id);
+                }
                 if str_field(item, "type") == Some("agentMessage")
                     && let Some(text) = str_field(item, "text")
                 {

@@ -461,6 +461,7 @@ impl GrokAdapter {
             detail,
             since_ms: now_ms,
             delivery_id: bridged.map(|b| b.delivery_id.clone()),
+            input: None,
         };
         if let Some(injection) = bridged.and_then(|b| b.injection) {
             self.report(

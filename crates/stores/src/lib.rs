@@ -5,6 +5,7 @@
 //! - [`lines`]: reading complete lines from a byte offset, so a fold resumes where it stopped;
 //! - [`claude`], [`codex`], [`grok`]: each agent's discovery, listing fold and side names;
 //! - [`live`]: the index a long-lived process keeps current by file-system notifications;
+//! - [`render`]: the listing `sessions --json` prints, kept rendered by the daemon;
 //! - [`turns`]: one session's turns, messages, tool calls and results, for recovering answers.
 //! - [`foreign`]: Cursor and Antigravity sessions, read into the same turns for handoff briefs.
 
@@ -18,6 +19,7 @@ pub mod lines;
 pub mod live;
 pub mod model;
 mod parallel;
+pub mod render;
 pub mod resolve;
 pub mod roots;
 pub mod scan;

@@ -18,7 +18,9 @@ use std::time::{Duration, Instant};
 use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 
 use crate::codex::session_index_path;
-use crate::model::{Agent, Session, StoreWarning};
+use crate::model::{Agent, Session, StoreWarning, UnixMillis};
+use crate::render::{Chosen, RenderedAgent, write_listing};
+use crate::resolve::ActiveWindow;
 use crate::roots::StoreRoots;
 use crate::scan::{Listing, ScanOptions, Scanner, sort_newest_first};
 
@@ -61,6 +63,17 @@ struct Held {
     walked: Instant,
     sessions: Vec<Session>,
     warnings: Vec<StoreWarning>,
+    /// The sessions as `sessions --json` prints them, made on the first listing that asks and
+    /// then kept current by every walk (see [`RenderedAgent::update`]).
+    rendered: Option<RenderedAgent>,
+}
+
+/// What [`LiveScanner::render_listing`] wrote.
+#[derive(Debug, Default)]
+pub struct RenderedListing {
+    /// How many sessions the listing holds.
+    pub sessions: usize,
+    pub warnings: Vec<StoreWarning>,
 }
 
 /// The notifications watched for one set of roots.
@@ -137,6 +150,84 @@ impl LiveScanner {
         listing
     }
 
+    /// Writes into `out` the listing `cross-agent sessions --json` prints: the sessions of
+    /// `agents` (in that order) that `admit` lets through, at most `limit` of each, newest
+    /// first, with `is_active` as `window` has it at `now` — copied from the renderings kept
+    /// per agent, which are made again only when that agent's sessions changed. Brings the
+    /// agents current first, as [`LiveScanner::list_agents`] does.
+    pub fn render_listing(
+        &mut self,
+        roots: &StoreRoots,
+        agents: &[Agent],
+        admit: impl Fn(&Session) -> bool,
+        limit: Option<usize>,
+        (window, now): (ActiveWindow, UnixMillis),
+        out: &mut Vec<u8>,
+    ) -> RenderedListing {
+        let mut wanted: Vec<Agent> = Vec::new();
+        for agent in agents {
+            if !wanted.contains(agent) {
+                wanted.push(*agent);
+            }
+        }
+        self.watch_roots(roots);
+        for &agent in &wanted {
+            self.refresh_if_stale(roots, agent);
+            if let Some(held) = &mut self.held[agent_slot(agent)]
+                && held.rendered.is_none()
+            {
+                held.rendered = Some(RenderedAgent::new(&held.sessions));
+            }
+        }
+        let mut result = RenderedListing::default();
+        let empty = RenderedAgent::default();
+        let chosen: Vec<(Agent, Chosen<'_>)> = wanted
+            .iter()
+            .map(|&agent| {
+                let Some(held) = &self.held[agent_slot(agent)] else {
+                    return (agent, Chosen::Sessions(Vec::new()));
+                };
+                result.warnings.extend(held.warnings.iter().cloned());
+                let mut indices: Vec<usize> = held
+                    .sessions
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, s)| admit(s))
+                    .map(|(i, _)| i)
+                    .collect();
+                if let Some(limit) = limit {
+                    indices.truncate(limit);
+                }
+                result.sessions += indices.len();
+                let chosen = Chosen::Kept {
+                    sessions: &held.sessions,
+                    rendered: held.rendered.as_ref().unwrap_or(&empty),
+                    indices,
+                };
+                (agent, chosen)
+            })
+            .collect();
+        write_listing(out, &chosen, window, now);
+        result
+    }
+
+    /// Calls `f` with `agent`'s sessions, newest first, brought current as
+    /// [`LiveScanner::list_agents`] does but lent rather than copied: a resolution looks at
+    /// 10,000 sessions and keeps one.
+    pub fn with_sessions<R>(
+        &mut self,
+        roots: &StoreRoots,
+        agent: Agent,
+        f: impl FnOnce(&[Session], &[StoreWarning]) -> R,
+    ) -> R {
+        self.watch_roots(roots);
+        self.refresh_if_stale(roots, agent);
+        match &self.held[agent_slot(agent)] {
+            Some(held) => f(&held.sessions, &held.warnings),
+            None => f(&[], &[]),
+        }
+    }
+
     /// Marks `agent`'s listing stale, so the next listing walks its store without waiting for a
     /// notification: for a change the owner made itself (a turn it ran wrote a transcript), which
     /// the next listing must show even if the notification is still on its way.
@@ -177,10 +268,24 @@ impl LiveScanner {
         }
         let walked = Instant::now();
         let mut listing = self.scanner.list_agents(roots, &[agent]);
+        let sessions = std::mem::take(&mut listing.sessions);
+        // A walk that changed nothing (the periodic one, or a notification about a file that
+        // adds no session, name or activity) keeps the rendering; one that changed a few
+        // sessions renders those few again, here, off the request (the index loop's catch-up).
+        let rendered = match self.held[slot].take() {
+            Some(held) if held.sessions == sessions => held.rendered,
+            Some(Held {
+                sessions: before,
+                rendered: Some(kept),
+                ..
+            }) => Some(RenderedAgent::update(&before, &kept, &sessions)),
+            _ => None,
+        };
         self.held[slot] = Some(Held {
             walked,
-            sessions: std::mem::take(&mut listing.sessions),
+            sessions,
             warnings: std::mem::take(&mut listing.warnings),
+            rendered,
         });
         Some(listing)
     }

@@ -183,7 +183,20 @@ pub trait TelegramApi: Send + Sync {
         file_path: &str,
         max_bytes: u64,
     ) -> impl Future<Output = Result<Vec<u8>>> + Send;
+    /// Sends `bytes` as a file named `file_name`, with an HTML `caption` (at most 1,024
+    /// characters) and optional buttons under it.
+    fn send_document(
+        &self,
+        chat_id: i64,
+        file_name: &str,
+        bytes: Vec<u8>,
+        caption: &str,
+        reply_markup: Option<Value>,
+    ) -> impl Future<Output = Result<Message>> + Send;
 }
+
+/// The longest caption of a document, in characters.
+pub const MAX_CAPTION_CHARS: usize = 1024;
 
 /// The Bot API over HTTP. Its `Debug` never shows the token.
 #[derive(Clone)]
@@ -271,18 +284,50 @@ impl HttpApi {
             method,
             source: source.without_url(),
         })?;
-        let envelope: Envelope =
-            serde_json::from_slice(&bytes).map_err(|source| Error::Decode { method, source })?;
-        if !envelope.ok {
-            return Err(Error::Api {
-                method,
-                code: envelope.error_code,
-                description: envelope.description,
-                retry_after: envelope.parameters.and_then(|p| p.retry_after),
-            });
-        }
-        serde_json::from_value(envelope.result).map_err(|source| Error::Decode { method, source })
+        decode(method, &bytes)
     }
+}
+
+impl HttpApi {
+    /// `sendDocument` is the one multipart call (a file cannot travel in JSON).
+    async fn call_multipart(
+        &self,
+        method: &'static str,
+        form: reqwest::multipart::Form,
+    ) -> Result<Message> {
+        let url = format!("{}/bot{}/{method}", self.base, self.token);
+        let response = self
+            .http
+            .post(url)
+            .multipart(form)
+            .timeout(Duration::from_secs(60))
+            .send()
+            .await
+            .map_err(|source| Error::Network {
+                method,
+                source: source.without_url(),
+            })?;
+        let bytes = response.bytes().await.map_err(|source| Error::Network {
+            method,
+            source: source.without_url(),
+        })?;
+        decode(method, &bytes)
+    }
+}
+
+/// Reads the answer envelope of `method`.
+fn decode<T: serde::de::DeserializeOwned>(method: &'static str, bytes: &[u8]) -> Result<T> {
+    let envelope: Envelope =
+        serde_json::from_slice(bytes).map_err(|source| Error::Decode { method, source })?;
+    if !envelope.ok {
+        return Err(Error::Api {
+            method,
+            code: envelope.error_code,
+            description: envelope.description,
+            retry_after: envelope.parameters.and_then(|p| p.retry_after),
+        });
+    }
+    serde_json::from_value(envelope.result).map_err(|source| Error::Decode { method, source })
 }
 
 fn with_mode(mut body: Value, mode: ParseMode) -> Value {
@@ -442,5 +487,31 @@ impl TelegramApi for HttpApi {
             }
         }
         Ok(bytes)
+    }
+
+    async fn send_document(
+        &self,
+        chat_id: i64,
+        file_name: &str,
+        bytes: Vec<u8>,
+        caption: &str,
+        reply_markup: Option<Value>,
+    ) -> Result<Message> {
+        let part = reqwest::multipart::Part::bytes(bytes)
+            .file_name(file_name.to_owned())
+            .mime_str("text/plain")
+            .map_err(|source| Error::Network {
+                method: "sendDocument",
+                source: source.without_url(),
+            })?;
+        let mut form = reqwest::multipart::Form::new()
+            .text("chat_id", chat_id.to_string())
+            .text("caption", caption.to_owned())
+            .text("parse_mode", "HTML")
+            .part("document", part);
+        if let Some(markup) = reply_markup {
+            form = form.text("reply_markup", markup.to_string());
+        }
+        self.call_multipart("sendDocument", form).await
     }
 }

@@ -4,6 +4,9 @@
 //! would do (the full command, or the diff for a file tool) and waits for a tap, at most the
 //! approval wait; the first tap wins and the messages are edited so they cannot be answered
 //! again. No tap in time: `"ask"` (the editor's own prompt). Every verdict is a decision line.
+//! Every hook event also feeds [`crate::notify`]. While the poller runs, the bot also watches
+//! the panels' approval requests (`panel_approvals`) and failed deliveries, and every message
+//! goes out through the per-chat [`crate::queue`], scrubbed of secrets.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -16,10 +19,12 @@ use cross_agent_protocol::settings as var;
 use serde_json::{Value, json};
 use tokio::sync::{oneshot, watch};
 
-use crate::api::{HttpApi, MAX_TEXT_CHARS, ParseMode, TelegramApi};
-use crate::deliver::send_text;
+use crate::api::{HttpApi, Message, ParseMode, TelegramApi};
+use crate::approval_card::{ApprovalCard, Rendered};
 use crate::gate::{self, Gate, Verdict};
 use crate::limit::{EditLimiter, edit_text};
+use crate::queue::{OutboundQueue, Outgoing};
+use crate::secrets::Scrubber;
 use crate::text::escape_html;
 use crate::{poller, store};
 
@@ -50,10 +55,16 @@ struct Inner {
     approval_wait: Duration,
     /// The client, while this daemon's poller runs (without it nothing reaches the phone).
     api: Mutex<Option<HttpApi>>,
+    /// Every outbound message goes through it (per-chat order, 429s waited out); with `api`.
+    queue: Mutex<Option<OutboundQueue<HttpApi>>>,
+    /// The token and `CROSS_AGENT_CHILD_ENV` values, kept out of every message and decision.
+    scrubber: Mutex<Scrubber>,
     pending: Mutex<HashMap<String, Pending>>,
     edits: EditLimiter,
     /// Session cards, prompts, files, topics and handoffs from the phone.
     desk: Arc<crate::sessions::Desk>,
+    /// What the hooks told of each Claude session (see [`crate::notify`]).
+    hook_sessions: Mutex<HashMap<String, crate::notify::HookSession>>,
 }
 
 /// The daemon's bot; cheap to clone.
@@ -95,14 +106,22 @@ impl Bot {
                 decisions: decisions.clone(),
                 approval_wait,
                 api: Mutex::new(None),
+                queue: Mutex::new(None),
+                // Secrets are scrubbed from the first hook on (the token is added again
+                // when the poller starts, for one set up since).
+                scrubber: Mutex::new(Scrubber::new(
+                    store::read_token(home).ok().flatten().as_deref(),
+                    &var,
+                )),
                 pending: Mutex::new(HashMap::new()),
                 edits: EditLimiter::default(),
                 desk: Arc::new(crate::sessions::Desk::new(home, decisions)),
+                hook_sessions: Mutex::new(HashMap::new()),
             }),
         }
     }
 
-    fn record(&self, decision: Decision) {
+    pub(crate) fn record(&self, decision: Decision) {
         self.inner.decisions.record(decision);
     }
 
@@ -122,11 +141,26 @@ impl Bot {
                     tokio::task::spawn_blocking(move || poller::lock_token(&token)).await
                 };
                 match held {
-                    Ok(Ok(lock)) => match HttpApi::from_env(&token) {
+                    Ok(Ok(token_lock)) => match HttpApi::from_env(&token) {
                         Ok(api) => {
                             tracing::info!("telegram poller started");
+                            let scrubber = Scrubber::from_env(Some(&token));
+                            *lock(&self.inner.scrubber) = scrubber.clone();
+                            *lock(&self.inner.queue) = Some(OutboundQueue::new(
+                                api.clone(),
+                                self.inner.decisions.clone(),
+                                scrubber,
+                            ));
                             *lock_api(&self.inner.api) = Some(api.clone());
                             self.inner.desk.resume(&api, stop.clone());
+                            let panels = tokio::spawn(crate::panel_approvals::watch(
+                                self.clone(),
+                                stop.clone(),
+                            ));
+                            let failures = tokio::spawn(crate::notify::watch_failed_deliveries(
+                                self.clone(),
+                                stop.clone(),
+                            ));
                             poller::Poller::new(
                                 api,
                                 &home,
@@ -136,8 +170,13 @@ impl Bot {
                             .with_bot(self.clone())
                             .run(stop.clone())
                             .await;
+                            // The lock goes first (a successor may poll at once); the panel
+                            // watcher saw the same stop.
+                            panels.abort();
+                            failures.abort();
                             lock_api(&self.inner.api).take();
-                            drop(lock);
+                            lock(&self.inner.queue).take();
+                            drop(token_lock);
                             tracing::info!("telegram poller stopped");
                             return;
                         }
@@ -162,8 +201,11 @@ impl Bot {
         }
     }
 
-    /// Answers one hook call. Only `PreToolUse` is acted on; the others print nothing.
+    /// Answers one hook call: `PreToolUse` goes through the gate (and maybe the phone); every
+    /// event also updates what the bot knows of the session and may notify
+    /// ([`crate::notify`]). Only `PreToolUse` ever prints an answer.
     pub async fn hook(&self, params: HookParams) -> HookResponse {
+        self.observe_hook(&params.event, &params.payload);
         if params.event != "PreToolUse" {
             return HookResponse { output: None };
         }
@@ -248,86 +290,27 @@ impl Bot {
     }
 
     async fn escalate(&self, card: &Card<'_>) -> Value {
-        let api = lock_api(&self.inner.api).clone();
-        let chats: Vec<i64> = store::read_access(&self.inner.home)
-            .map(|access| {
-                let mut chats: Vec<i64> = access.paired.iter().map(|p| p.chat_id).collect();
-                chats.dedup();
-                chats
-            })
-            .unwrap_or_default();
         let approval = |outcome: &'static str| {
             Decision::new(DecisionKind::new("approval"), Outcome::new(outcome))
                 .session(card.session.to_owned())
                 .agent("claude")
                 .detail("tool", card.tool.to_owned())
         };
-        let Some(api) = api.filter(|_| !chats.is_empty()) else {
+        let shown = ApprovalCard {
+            headline: card.headline(),
+            what: crate::diff::what_it_does(
+                card.tool,
+                card.input,
+                Some(Path::new(card.cwd)).filter(|p| p.is_absolute()),
+            ),
+            partial: false,
+        };
+        let Some(mut posted) = self.post_card(&shown, card.session).await else {
             self.record(approval("ask").reason("no paired Telegram chat is being polled"));
             return hook_answer("ask", "cross-agent: no phone to ask; asking here");
         };
-        let key = uuid::Uuid::new_v4().simple().to_string()[..12].to_owned();
-        let (answer_tx, answer_rx) = oneshot::channel();
-        lock(&self.inner.pending).insert(
-            key.clone(),
-            Pending {
-                answer: Some(answer_tx),
-                posted: Vec::new(),
-                summary: card.headline(),
-                session: card.session.to_owned(),
-            },
-        );
-        let markup = json!({"inline_keyboard": [[
-            {"text": "✅ Allow", "callback_data": format!("a:{key}")},
-            {"text": "❌ Deny", "callback_data": format!("d:{key}")},
-        ]]});
-        let started = Instant::now();
-        for chat in &chats {
-            let html = card.html();
-            let html = if html.chars().count() > MAX_TEXT_CHARS {
-                // Never approve blind: the whole of it goes first, in pieces, then the buttons.
-                send_text(
-                    &api,
-                    &self.inner.decisions,
-                    *chat,
-                    &card.detail(),
-                    ParseMode::Html,
-                )
-                .await;
-                format!(
-                    "{}\n(what it would do is above)",
-                    escape_html(&card.headline())
-                )
-            } else {
-                html
-            };
-            match api
-                .send_message(*chat, &html, ParseMode::Html, Some(markup.clone()))
-                .await
-            {
-                Ok(message) => {
-                    self.record(
-                        Decision::new(DecisionKind::new("telegram_delivery"), Outcome::new("sent"))
-                            .detail("chat_id", *chat)
-                            .detail("what", "approval"),
-                    );
-                    if let Some(pending) = lock(&self.inner.pending).get_mut(&key) {
-                        pending.posted.push((*chat, message.message_id));
-                    }
-                }
-                Err(error) => self.record(
-                    Decision::new(
-                        DecisionKind::new("telegram_delivery"),
-                        Outcome::new("failed"),
-                    )
-                    .reason(error.to_string())
-                    .detail("chat_id", *chat)
-                    .detail("what", "approval"),
-                ),
-            }
-        }
-        let tapped = tokio::time::timeout(self.inner.approval_wait, answer_rx).await;
-        let waited_ms = started.elapsed().as_millis() as u64;
+        let tapped = tokio::time::timeout(self.inner.approval_wait, &mut posted.answer).await;
+        let waited_ms = posted.started.elapsed().as_millis() as u64;
         match tapped {
             Ok(Ok(tap)) => {
                 let (outcome, word) = if tap.allow {
@@ -347,27 +330,11 @@ impl Bot {
                 )
             }
             _ => {
-                let posted = lock(&self.inner.pending)
-                    .remove(&key)
-                    .map(|p| (p.posted, p.summary));
-                if let Some((posted, summary)) = posted {
-                    let text = format!(
-                        "⌛ No answer in {} s; asked in the editor instead.\n{}",
-                        self.inner.approval_wait.as_secs(),
-                        escape_html(&summary)
-                    );
-                    for (chat, message) in posted {
-                        edit_text(
-                            &api,
-                            &self.inner.edits,
-                            &self.inner.decisions,
-                            chat,
-                            message,
-                            &text,
-                        )
-                        .await;
-                    }
-                }
+                let text = format!(
+                    "⌛ No answer in {} s; asked in the editor instead.",
+                    self.inner.approval_wait.as_secs(),
+                );
+                self.close_card(&posted.key, &text).await;
                 self.record(
                     approval("ask")
                         .detail("waited_ms", waited_ms)
@@ -376,6 +343,158 @@ impl Bot {
                 hook_answer("ask", "cross-agent: no answer from the phone in time")
             }
         }
+    }
+
+    /// The chats that receive the bot's messages: every paired one.
+    pub(crate) fn paired_chats(&self) -> Vec<i64> {
+        store::read_access(&self.inner.home)
+            .map(|access| {
+                let mut chats: Vec<i64> = access.paired.iter().map(|p| p.chat_id).collect();
+                chats.sort_unstable();
+                chats.dedup();
+                chats
+            })
+            .unwrap_or_default()
+    }
+
+    /// The outbound queue, while the poller runs.
+    pub(crate) fn queue(&self) -> Option<OutboundQueue<HttpApi>> {
+        lock(&self.inner.queue).clone()
+    }
+
+    /// `text` with every secret replaced.
+    pub(crate) fn scrub(&self, text: &str) -> String {
+        lock(&self.inner.scrubber).scrub(text)
+    }
+
+    pub(crate) fn hook_sessions(&self) -> &Mutex<HashMap<String, crate::notify::HookSession>> {
+        &self.inner.hook_sessions
+    }
+
+    pub(crate) fn home(&self) -> &Path {
+        &self.inner.home
+    }
+
+    /// Posts `card` to every paired chat (through the queue, so in order with what came
+    /// before) and registers it for a tap. `None` when no chat is polled: nobody to ask.
+    pub(crate) async fn post_card(&self, card: &ApprovalCard, session: &str) -> Option<PostedCard> {
+        let chats = self.paired_chats();
+        let queue = self.queue().filter(|_| !chats.is_empty())?;
+        let key = uuid::Uuid::new_v4().simple().to_string()[..12].to_owned();
+        let (answer_tx, answer_rx) = oneshot::channel();
+        let summary = self.scrub(&card.headline);
+        lock(&self.inner.pending).insert(
+            key.clone(),
+            Pending {
+                answer: Some(answer_tx),
+                posted: Vec::new(),
+                summary,
+                session: session.to_owned(),
+            },
+        );
+        let started = Instant::now();
+        let rendered = card.render(|text| self.scrub(text));
+        let markup = card.buttons(&key);
+        for chat in chats {
+            let html = match &rendered {
+                Rendered::Inline { html } => html.clone(),
+                Rendered::WithFile {
+                    file_name,
+                    bytes,
+                    caption,
+                    html,
+                } => {
+                    // Never approve blind: the whole of it goes first, then the buttons.
+                    queue.push_item(
+                        chat,
+                        Outgoing::Document {
+                            file_name: file_name.clone(),
+                            bytes: bytes.clone(),
+                            caption: escape_html(caption),
+                            markup: None,
+                        },
+                        "approval_file",
+                    );
+                    html.clone()
+                }
+            };
+            let sent: crate::Result<Message> = queue
+                .send(
+                    chat,
+                    Outgoing::Text {
+                        text: html,
+                        mode: ParseMode::Html,
+                        markup: Some(markup.clone()),
+                    },
+                    "approval",
+                )
+                .await;
+            if let Ok(message) = sent
+                && let Some(pending) = lock(&self.inner.pending).get_mut(&key)
+            {
+                pending.posted.push((chat, message.message_id));
+            }
+        }
+        Some(PostedCard {
+            key,
+            answer: answer_rx,
+            started,
+        })
+    }
+
+    /// Closes the card keyed `key` with `text` (plain; escaped here) over its summary, unless a
+    /// tap got there first. Says whether it was still open.
+    pub(crate) async fn close_card(&self, key: &str, text: &str) -> bool {
+        let Some(pending) = lock(&self.inner.pending).remove(key) else {
+            return false;
+        };
+        let Some(api) = lock_api(&self.inner.api).clone() else {
+            return true;
+        };
+        let html = format!(
+            "{}\n{}",
+            escape_html(&self.scrub(text)),
+            escape_html(&pending.summary)
+        );
+        for (chat, message) in pending.posted {
+            edit_text(
+                &api,
+                &self.inner.edits,
+                &self.inner.decisions,
+                chat,
+                message,
+                &html,
+            )
+            .await;
+        }
+        true
+    }
+
+    /// Edits the messages of a card already closed by a tap (the tap's answer did not take).
+    pub(crate) async fn amend_card(&self, posted: &[(i64, i64)], text: &str) {
+        let Some(api) = lock_api(&self.inner.api).clone() else {
+            return;
+        };
+        let html = escape_html(&self.scrub(text));
+        for (chat, message) in posted {
+            edit_text(
+                &api,
+                &self.inner.edits,
+                &self.inner.decisions,
+                *chat,
+                *message,
+                &html,
+            )
+            .await;
+        }
+    }
+
+    /// The messages of an open card.
+    pub(crate) fn card_messages(&self, key: &str) -> Vec<(i64, i64)> {
+        lock(&self.inner.pending)
+            .get(key)
+            .map(|p| p.posted.clone())
+            .unwrap_or_default()
     }
 
     /// A button tap from a paired user (the poller checked the allowlist): the first wins.
@@ -473,51 +592,11 @@ impl Card<'_> {
         }
         line
     }
+}
 
-    /// The full command, or the diff the file tool would make.
-    fn detail(&self) -> String {
-        let field = |name: &str| self.input[name].as_str().unwrap_or("");
-        let diff_lines = |prefix: char, text: &str| {
-            text.lines()
-                .map(|line| format!("{prefix}{line}"))
-                .collect::<Vec<_>>()
-                .join("\n")
-        };
-        match self.tool {
-            "Bash" => field("command").to_owned(),
-            "Write" => format!(
-                "--- /dev/null\n+++ {}\n{}",
-                field("file_path"),
-                diff_lines('+', field("content"))
-            ),
-            "Edit" => format!(
-                "--- {0}\n+++ {0}\n{1}\n{2}",
-                field("file_path"),
-                diff_lines('-', field("old_string")),
-                diff_lines('+', field("new_string"))
-            ),
-            "MultiEdit" => {
-                let mut out = format!("--- {0}\n+++ {0}", field("file_path"));
-                for edit in self.input["edits"].as_array().into_iter().flatten() {
-                    let old = edit["old_string"].as_str().unwrap_or("");
-                    let new = edit["new_string"].as_str().unwrap_or("");
-                    out.push_str(&format!(
-                        "\n@@\n{}\n{}",
-                        diff_lines('-', old),
-                        diff_lines('+', new)
-                    ));
-                }
-                out
-            }
-            _ => serde_json::to_string_pretty(self.input).unwrap_or_default(),
-        }
-    }
-
-    fn html(&self) -> String {
-        format!(
-            "<b>Approve?</b> {}\n<pre>{}</pre>",
-            escape_html(&self.headline()),
-            escape_html(&self.detail())
-        )
-    }
+/// A card posted for a tap.
+pub(crate) struct PostedCard {
+    pub key: String,
+    pub answer: oneshot::Receiver<Tap>,
+    pub started: Instant,
 }

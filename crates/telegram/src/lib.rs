@@ -11,19 +11,30 @@
 //!   sent to a session from the phone, one forum topic per session, Hand off; the daemon answers
 //!   through the [`sessions::SessionHost`] trait, so this crate never links the hub;
 //!   [`desk_store`] keeps what they need across a daemon restart.
+//! - [`queue`]: the outbound per-chat FIFOs every notification and card goes through (429s
+//!   waited out, order kept); [`secrets`] scrubs the token and `CROSS_AGENT_CHILD_ENV` values.
+//! - [`approval_card`], [`diff`]: approval cards that show the full command or the diff (inline, or as
+//!   a `.diff` file); `panel_approvals`: the panels' approval requests answered from the phone.
+//! - [`notify`]: which events notify the chats, and what the hooks tell of each session.
 //! - [`Bot`]: what the daemon holds: the poller's lifetime (waits for a token, takes its lock,
 //!   polls) and hook calls (the [`gate`], approvals from the phone).
 
 pub mod api;
+pub mod approval_card;
 mod bot;
 pub mod cards;
 pub mod deliver;
 pub mod desk_store;
+pub mod diff;
 mod error;
 pub mod gate;
 pub mod inbox;
 pub mod limit;
+pub mod notify;
+mod panel_approvals;
 pub mod poller;
+pub mod queue;
+pub mod secrets;
 pub mod sessions;
 pub mod store;
 pub mod text;

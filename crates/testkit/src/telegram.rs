@@ -7,7 +7,8 @@
 //! ([`FakeBotApi::fail_next`]: a 409, a 429 with `retry_after`, a 400 "can't parse entities").
 //!
 //! Methods: `getMe`, `getUpdates` (long poll from `offset`, confirming what lies before it),
-//! `sendMessage`, `editMessageText`, `answerCallbackQuery`, `sendDocument`, `createForumTopic`,
+//! `sendMessage`, `editMessageText`, `answerCallbackQuery`, `sendDocument` (multipart, recorded
+//! as its fields, the file as `{"file_name", "content"}`), `createForumTopic`,
 //! `setMyCommands`, `deleteWebhook`, `getFile` (of files added with [`FakeBotApi::add_file`])
 //! and the file download path `GET /file/bot<token>/<file_path>`; anything else is a 404 as
 //! Telegram answers it. A wrong
@@ -29,13 +30,15 @@ use serde_json::{Value, json};
 use tokio::sync::{Notify, oneshot};
 
 /// One call the bot made: the method and its JSON body (a multipart `sendDocument` is recorded
-/// with its raw body as a string under `"multipart"`).
+/// as its fields; a body that is neither, raw under `"multipart"`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecordedCall {
     pub method: String,
     pub body: Value,
     /// When the call arrived (a back-off shows as the gap between two calls).
     pub at: Instant,
+    /// The error code it was answered with, when a queued failure answered it.
+    pub failed_with: Option<u16>,
 }
 
 /// A queued failure for one method.
@@ -301,27 +304,76 @@ fn error(code: u16, description: &str, retry_after: Option<u64>) -> Response {
     answer(code, body)
 }
 
+/// A `multipart/form-data` body as JSON: each text field by name; a file field as
+/// `{"file_name": …, "content": …}` (its bytes as text, lossily).
+fn multipart_fields(content_type: &str, body: &[u8]) -> Option<Value> {
+    let boundary = content_type
+        .split(';')
+        .map(str::trim)
+        .find_map(|part| part.strip_prefix("boundary="))?
+        .trim_matches('"');
+    let text = String::from_utf8_lossy(body);
+    let mut fields = serde_json::Map::new();
+    for part in text.split(&format!("--{boundary}")) {
+        let Some((head, value)) = part.split_once("\r\n\r\n") else {
+            continue;
+        };
+        let value = value.strip_suffix("\r\n").unwrap_or(value);
+        let attribute = |name: &str| {
+            head.split(';')
+                .map(str::trim)
+                .find_map(|a| a.strip_prefix(&format!("{name}=\"")))
+                .and_then(|a| a.split('"').next())
+                .map(str::to_owned)
+        };
+        let Some(name) = attribute("name") else {
+            continue;
+        };
+        let field = match attribute("filename") {
+            Some(file_name) => json!({"file_name": file_name, "content": value}),
+            None => serde_json::from_str::<Value>(value)
+                .ok()
+                .filter(|v| v.is_number() || v.is_object())
+                .unwrap_or_else(|| json!(value)),
+        };
+        fields.insert(name, field);
+    }
+    Some(Value::Object(fields))
+}
+
 async fn handle(
     State(shared): State<Arc<Shared>>,
     Path((bot, method)): Path<(String, String)>,
+    headers: axum::http::HeaderMap,
     body: Bytes,
 ) -> Response {
     if bot.strip_prefix("bot") != Some(shared.token.as_str()) {
         return error(401, "Unauthorized", None);
     }
-    let body: Value = serde_json::from_slice(&body)
-        .unwrap_or_else(|_| json!({"multipart": String::from_utf8_lossy(&body)}));
+    let content_type = headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let body: Value = if content_type.starts_with("multipart/form-data") {
+        multipart_fields(content_type, &body)
+            .unwrap_or_else(|| json!({"multipart": String::from_utf8_lossy(&body)}))
+    } else {
+        serde_json::from_slice(&body)
+            .unwrap_or_else(|_| json!({"multipart": String::from_utf8_lossy(&body)}))
+    };
     let failure = {
         let mut inner = shared.lock();
+        let failure = inner
+            .failures
+            .get_mut(&method)
+            .and_then(VecDeque::pop_front);
         inner.calls.push(RecordedCall {
             method: method.clone(),
             body: body.clone(),
             at: Instant::now(),
+            failed_with: failure.as_ref().map(|f| f.code),
         });
-        inner
-            .failures
-            .get_mut(&method)
-            .and_then(VecDeque::pop_front)
+        failure
     };
     if let Some(failure) = failure {
         return error(failure.code, &failure.description, failure.retry_after);

@@ -14,6 +14,7 @@ use cross_agent_decisions::DecisionLog;
 use cross_agent_handoff::compact::{Programs, Settings};
 use cross_agent_handoff::deliver::{self, Launcher, Opened, Written};
 use cross_agent_handoff::destinations::{self, Destination, Login};
+use cross_agent_handoff::login_cache::{AuthPlaces, LoginCache};
 use cross_agent_handoff::receipt::{self, ReceiptReport, Verdict};
 use cross_agent_handoff::source::{self, SourceSession, Stores};
 use cross_agent_handoff::{HandoffError, Prepared, decisions};
@@ -183,7 +184,24 @@ fn reachable_chats(home: Option<&Home>, except: &str) -> Vec<Session> {
 fn list_destinations(args: SessionArgs) -> anyhow::Result<ExitCode> {
     let home = bridge_home();
     let found = lookup()?;
-    let mut all: Vec<Destination> = reachable_chats(home.as_ref(), &args.session)
+    // Login checks remembered in the bridge's cache folder, keyed on the CLI and its
+    // credentials file (`login_cache`); without a usable home every CLI is asked.
+    let cache = home.as_ref().map(|h| {
+        LoginCache::new(
+            h.root().join("cache/logins.json"),
+            AuthPlaces::from_env(&found.home),
+        )
+    });
+    // The chats (a walk of the stores) and the login checks (CLI processes) side by side: the
+    // answer takes the longer of the two, not their sum.
+    let (chats, (editors, clis)) = std::thread::scope(|scope| {
+        let chats = scope.spawn(|| reachable_chats(home.as_ref(), &args.session));
+        let editors = destinations::editors(&found.dirs, &found.home);
+        let clis = destinations::cli_agents(&found.dirs, &found.programs, cache.as_ref());
+        (chats.join(), (editors, clis))
+    });
+    let chats = chats.map_err(|_| anyhow::anyhow!("listing the reachable chats failed"))?;
+    let mut all: Vec<Destination> = chats
         .iter()
         .map(|s| {
             destinations::chat(
@@ -194,8 +212,8 @@ fn list_destinations(args: SessionArgs) -> anyhow::Result<ExitCode> {
             )
         })
         .collect();
-    all.extend(destinations::editors(&found.dirs, &found.home));
-    all.extend(destinations::cli_agents(&found.dirs, &found.programs));
+    all.extend(editors);
+    all.extend(clis);
     let mut out = std::io::stdout().lock();
     if args.json {
         serde_json::to_writer_pretty(&mut out, &all)?;
@@ -203,9 +221,14 @@ fn list_destinations(args: SessionArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     for d in &all {
-        let note = match &d.login {
-            Some(login) => format!("  [{}]", login_words(login)),
-            None => String::new(),
+        let note = match (&d.login, d.login_cached) {
+            (Some(login), None) => format!("  [{}]", login_words(login)),
+            (Some(login), Some(cached)) => format!(
+                "  [{}, cached {} ago]",
+                login_words(login),
+                age_words(cached.age_seconds)
+            ),
+            (None, _) => String::new(),
         };
         let place = d
             .location
@@ -215,6 +238,15 @@ fn list_destinations(args: SessionArgs) -> anyhow::Result<ExitCode> {
         writeln!(out, "{}  {}{place}{note}", escape(&d.id), escape(&d.label))?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `42s`, `5m`, `3h`: how old a remembered login check is.
+fn age_words(seconds: u64) -> String {
+    match seconds {
+        0..60 => format!("{seconds}s"),
+        60..3600 => format!("{}m", seconds / 60),
+        _ => format!("{}h", seconds / 3600),
+    }
 }
 
 fn login_words(login: &Login) -> String {

@@ -16,19 +16,20 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
-use cross_agent_ipc::blocking::BlockingClient;
+use cross_agent_ipc::oneshot::OneShot;
 use cross_agent_ipc::{ConnectOptions, Error as IpcError, Home};
 use cross_agent_protocol::bridge::{
-    IndexResolve, IndexSessionsParams, IndexSessionsResponse, RefusalReason,
+    CallerContext, IndexListingParams, IndexResolve, IndexSessionsParams, IndexSessionsResponse,
+    RefusalReason,
 };
 use cross_agent_protocol::rpc::{ClientKind, ErrorCode};
 use cross_agent_stores::index::RefreshOptions;
+use cross_agent_stores::render::{self, Chosen, SessionView};
 use cross_agent_stores::resolve::{
     self, ActiveWindow, Candidate, Lookup, MatchedBy, ScanBound, Scope,
 };
 use cross_agent_stores::scan::{self, Listing, ScanOptions};
 use cross_agent_stores::{Agent, Session, StoreError, StoreRoots, UnixMillis};
-use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::display::table::{Column, Plain, fit, fit_tail};
@@ -164,29 +165,127 @@ fn from_daemon(
     agents: &[Agent],
     resolve: Option<IndexResolve>,
 ) -> Result<IndexSessionsResponse, String> {
-    let home = Home::from_env().map_err(|e| escape(&e.to_string()).into_owned())?;
-    let client =
-        BlockingClient::connect(&home, &ConnectOptions::new(ClientKind::Cli)).map_err(|e| {
-            format!(
-                "no cross-agent daemon answered ({})",
-                escape(&e.to_string())
-            )
-        })?;
+    let mut client = daemon_client()?;
     let params = IndexSessionsParams {
         agents: agents.to_vec(),
         resolve,
-        caller: super::bridge_client::caller(),
+        caller: index_caller(),
     };
-    client.call(params).map_err(|e| match e {
+    client
+        .call(params)
+        .map_err(|e| not_served(e, "list the sessions"))
+}
+
+/// A connection to a running daemon for one or two requests: blocking, without an async
+/// runtime (a resolution's whole budget is a few milliseconds).
+fn daemon_client() -> Result<OneShot, String> {
+    let home = Home::from_env().map_err(|e| escape(&e.to_string()).into_owned())?;
+    let options = ConnectOptions::new(ClientKind::Cli);
+    OneShot::connect(&home, ClientKind::Cli, options.hello_timeout).map_err(|e| {
+        format!(
+            "no cross-agent daemon answered ({})",
+            escape(&e.to_string())
+        )
+    })
+}
+
+/// Why the daemon did not serve a request, for the note on stderr.
+fn not_served(error: IpcError, what: &str) -> String {
+    match error {
         IpcError::Rpc {
             code: ErrorCode::MethodNotFound,
             ..
         } => "the running cross-agent daemon is older than this command".to_owned(),
+        // No daemon: the hello was sent on connecting, its absence shows only now.
+        error @ (IpcError::NotRunning { .. } | IpcError::Closed { .. }) => format!(
+            "no cross-agent daemon answered ({})",
+            escape(&error.to_string())
+        ),
         other => format!(
-            "the cross-agent daemon did not list the sessions ({})",
+            "the cross-agent daemon did not {what} ({})",
             escape(&other.to_string())
         ),
-    })
+    }
+}
+
+/// The caller as the index needs it: only where the stores are (`HOME` and the variables that
+/// move a store), not the whole environment and process ancestry a send carries.
+fn index_caller() -> CallerContext {
+    const STORE_VARS: [&str; 5] = [
+        "HOME",
+        "CLAUDE_CONFIG_DIR",
+        "CODEX_HOME",
+        "GROK_HOME",
+        cross_agent_protocol::settings::GROK_NAMES_DB,
+    ];
+    CallerContext {
+        child_env: STORE_VARS
+            .iter()
+            .filter_map(|name| Some(((*name).to_owned(), std::env::var(name).ok()?)))
+            .collect(),
+        ..CallerContext::default()
+    }
+}
+
+/// `sessions --json` printed from the daemon's rendering of its live index, copied to stdout
+/// as it arrives. `Ok(false)` when the daemon cannot (none runs, or it is older): the caller
+/// then lists as before, and the note on stderr says why.
+fn print_rendered(
+    args: &ListArgs,
+    cwd: &Path,
+    window: ActiveWindow,
+    out: &mut dyn Write,
+) -> anyhow::Result<Result<(), String>> {
+    let mut client = match daemon_client() {
+        Ok(client) => client,
+        Err(why) => return Ok(Err(why)),
+    };
+    let params = IndexListingParams {
+        agents: args.agent.agents(),
+        scope: args.scope,
+        cwd: cwd.to_string_lossy().into_owned(),
+        limit: args.limit.map(|l| l as u64),
+        now: UnixMillis::now().0,
+        active_window_min: window.minutes(),
+        caller: index_caller(),
+    };
+    let mut counted = Counted {
+        inner: out,
+        bytes: 0,
+    };
+    match client.call_with_trailer(params, |answer| answer.bytes, &mut counted) {
+        Ok(answer) => {
+            let mut stderr = std::io::stderr().lock();
+            for warning in &answer.warnings {
+                let _ = writeln!(stderr, "warning: {}", escape(warning));
+            }
+            Ok(Ok(()))
+        }
+        // Stdout went away (`| head`), or the daemon did after part of the listing was
+        // printed: listing again would print it twice.
+        Err(error @ IpcError::Io { .. }) => Err(error.into()),
+        Err(error) if counted.bytes > 0 => Err(anyhow::Error::new(error)
+            .context("the cross-agent daemon stopped in the middle of the listing")),
+        Err(error) => Ok(Err(not_served(error, "render the listing"))),
+    }
+}
+
+/// A writer that counts what went through it.
+struct Counted<'a> {
+    inner: &'a mut dyn Write,
+    bytes: u64,
+}
+
+impl Write for Counted<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.bytes += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
 }
 
 /// Lists every session through the persisted index and reports skipped files on stderr.
@@ -238,9 +337,34 @@ fn cwd_or_current(cwd: Option<PathBuf>) -> anyhow::Result<PathBuf> {
 impl ListArgs {
     fn run(self) -> anyhow::Result<ExitCode> {
         let window = ActiveWindow::from_env()?;
-        let cwd = cwd_or_current(self.cwd)?;
+        let cwd = cwd_or_current(self.cwd.clone())?;
         let scope = self.scope;
-        let listing = load(self.agent.agents(), None);
+        // Buffered: stdout is line-buffered, and 22,000 sessions are 200,000 lines of JSON.
+        let mut stdout = BufWriter::with_capacity(256 << 10, std::io::stdout().lock());
+        let daemon = if self.json {
+            // The daemon keeps the listing rendered: its bytes go straight to stdout.
+            match print_rendered(&self, &cwd, window, &mut stdout)? {
+                Ok(()) => {
+                    stdout.flush()?;
+                    return Ok(ExitCode::SUCCESS);
+                }
+                Err(why) if why.contains("older than this command") => None,
+                Err(why) => Some(why),
+            }
+        } else {
+            None
+        };
+        let listing = match daemon {
+            // No daemon to ask twice: straight to the stores.
+            Some(why) => {
+                eprintln!("note: {why}; reading the stores directly");
+                Loaded {
+                    sessions: scan_directly(self.agent.agents()).sessions,
+                    matched_by: None,
+                }
+            }
+            None => load(self.agent.agents(), None),
+        };
         let now = UnixMillis::now();
 
         let mut chosen: Vec<(Agent, Vec<&Session>)> = Vec::new();
@@ -255,21 +379,14 @@ impl ListArgs {
             chosen.push((agent, sessions));
         }
 
-        // Buffered: stdout is line-buffered, and 22,000 sessions are 200,000 lines of JSON.
-        let mut stdout = BufWriter::new(std::io::stdout().lock());
         if self.json {
-            let by_agent: Vec<(Agent, Vec<SessionView<'_>>)> = chosen
-                .iter()
-                .map(|(agent, sessions)| {
-                    let entries = sessions
-                        .iter()
-                        .map(|s| SessionView::new(s, window, now))
-                        .collect();
-                    (*agent, entries)
-                })
+            let by_agent: Vec<(Agent, Chosen<'_>)> = chosen
+                .into_iter()
+                .map(|(agent, sessions)| (agent, Chosen::Sessions(sessions)))
                 .collect();
-            serde_json::to_writer_pretty(&mut stdout, &ByAgent(&by_agent))?;
-            writeln!(stdout)?;
+            let mut bytes = Vec::new();
+            render::write_listing(&mut bytes, &by_agent, window, now);
+            stdout.write_all(&bytes)?;
         } else {
             let mut rows: Vec<&Session> = chosen.into_iter().flat_map(|(_, s)| s).collect();
             scan_order(&mut rows);
@@ -354,52 +471,6 @@ impl ResolveArgs {
     }
 }
 
-/// One session as `--json` shows it: the fields of the protocol's
-/// [`cross_agent_protocol::bridge::SessionEntry`] but `is_caller` and `is_pinned` (which only
-/// the daemon knows), borrowed from the listing so 20,000 sessions print without a copy of each
-/// string. The test below holds the two to one shape.
-#[derive(Debug, Serialize)]
-struct SessionView<'a> {
-    session_id: &'a str,
-    title: Option<&'a str>,
-    title_is_assigned: bool,
-    cwd: Option<Cow<'a, str>>,
-    /// RFC 3339, UTC.
-    last_activity: Option<String>,
-    is_active: bool,
-    is_working: bool,
-    path: Cow<'a, str>,
-}
-
-impl<'a> SessionView<'a> {
-    fn new(s: &'a Session, window: ActiveWindow, now: UnixMillis) -> Self {
-        SessionView {
-            session_id: &s.session_id,
-            title: s.title.as_deref(),
-            title_is_assigned: s.title_is_assigned,
-            cwd: s.cwd.as_deref().map(Path::to_string_lossy),
-            last_activity: s.last_activity.map(UnixMillis::to_rfc3339),
-            is_active: window.is_active(s.last_activity, now),
-            is_working: s.is_working,
-            path: s.path.to_string_lossy(),
-        }
-    }
-}
-
-/// `{"claude": [...], "codex": [...], "grok": [...]}` in this order, without building a tree.
-struct ByAgent<'a>(&'a [(Agent, Vec<SessionView<'a>>)]);
-
-impl Serialize for ByAgent<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(Some(self.0.len()))?;
-        for (agent, entries) in self.0 {
-            map.serialize_entry(agent.as_str(), entries)?;
-        }
-        map.end()
-    }
-}
-
 /// One session as `--json` shows it, as a JSON value (to add fields to).
 fn session_json(s: &Session, window: ActiveWindow, now: UnixMillis) -> Value {
     serde_json::to_value(SessionView::new(s, window, now)).unwrap_or(Value::Null)
@@ -430,8 +501,8 @@ fn refusal_json(error: &StoreError) -> Value {
         StoreError::NoSuchSession {
             similar, reached, ..
         } => (
-            // Older than the bridge's `no_such_session`, and read by scripts: kept.
-            json!("not_found"),
+            // The protocol's word, as the daemon and the MCP tools say it.
+            json!(RefusalReason::NoSuchSession),
             json!({
                 "similar_titles": similar.iter().map(|t| json!({
                     "title": t.title,

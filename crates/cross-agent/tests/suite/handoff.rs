@@ -643,6 +643,98 @@ fn destinations_list_editors_and_cli_agents_with_login_state() {
     assert_eq!(codex["login"]["checked_with"], "codex login status");
 }
 
+/// The real `codex login status` is remembered (it is a Node start, ~270 ms) and said to be,
+/// with its age, until something that could change it changes: a real `codex login
+/// --with-api-key` writes `auth.json`, so the next listing asks again and sees the login; a
+/// real `codex logout` removes it, and the next listing sees that.
+#[test]
+fn a_remembered_login_check_is_asked_again_after_a_login_and_a_logout() {
+    let user = User::new();
+    let project = user.home.project("d").unwrap();
+    let id = small_cursor_session(&user, &project, GOAL);
+    let codex_bin = agent_binary(AgentKind::Codex).unwrap();
+    let codex_home = user.home.codex_home();
+    let destinations = || {
+        let out = user
+            .command(&["handoff", "destinations", &id, "--json"])
+            .env("PATH", "/nonexistent")
+            .env("CROSS_AGENT_CODEX_BIN", &codex_bin)
+            .env("CODEX_HOME", &codex_home)
+            .env_remove("CODEX_API_KEY")
+            .env_remove("OPENAI_API_KEY")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let all = json_of(&out);
+        all.as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["id"] == "cli:codex")
+            .cloned()
+            .unwrap_or_else(|| panic!("no cli:codex in {all:#}"))
+    };
+    let codex = |args: &[&str], stdin: &str| {
+        use std::io::Write as _;
+        let mut child = Command::new(&codex_bin)
+            .args(args)
+            .env("HOME", user.home.path())
+            .env("CODEX_HOME", &codex_home)
+            .env_remove("CODEX_API_KEY")
+            .env_remove("OPENAI_API_KEY")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "codex {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+
+    let first = destinations();
+    assert_eq!(first["login"]["state"], "signed_out", "{first:#}");
+    assert_eq!(first.get("login_cached"), None, "{first:#}");
+    let second = destinations();
+    assert_eq!(second["login"], first["login"], "{second:#}");
+    assert!(
+        second["login_cached"]["age_seconds"].is_u64(),
+        "the second listing answers from the cache and says so: {second:#}"
+    );
+
+    codex(&["login", "--with-api-key"], "sk-test-not-a-real-key\n");
+    let after_login = destinations();
+    assert_eq!(
+        after_login["login"]["state"], "signed_in",
+        "{after_login:#}"
+    );
+    assert_eq!(after_login.get("login_cached"), None, "{after_login:#}");
+    assert!(destinations()["login_cached"].is_object());
+
+    codex(&["logout"], "");
+    let after_logout = destinations();
+    assert_eq!(
+        after_logout["login"]["state"], "signed_out",
+        "{after_logout:#}"
+    );
+    assert_eq!(after_logout.get("login_cached"), None, "{after_logout:#}");
+    // The cache file holds states and file stamps, never the key.
+    let cache = std::fs::read_to_string(user.state.join("cache/logins.json")).unwrap();
+    assert!(!cache.contains("sk-test"), "{cache}");
+}
+
 /// A started Xvfb, stopped when dropped.
 struct Xvfb {
     child: std::process::Child,

@@ -233,3 +233,92 @@ fn with_the_daemon_down_the_cli_reads_the_stores_itself_and_says_so() {
     };
     assert_eq!(listing(&served), listing(&direct));
 }
+
+/// `sessions --json` through the daemon is printed from the listing it keeps rendered: the
+/// same bytes as the CLI's own scan prints (every agent, a scope, a limit), and a rename made
+/// while the daemon runs shows in the next listing (waited for within a bound, never timed).
+#[test]
+fn the_daemons_kept_listing_prints_the_scans_bytes_and_follows_a_rename() {
+    let user = User::new(&[]);
+    let mut renamed = claude_session(user.home(), "c-renamed", "before");
+    let days_ago = now_millis() - 3 * 24 * 60 * MINUTE;
+    let mut old = ClaudeTranscript::new(user.home(), "/work/web", "c-old");
+    old.user("an \"old\" one\twith é and 日本", days_ago)
+        .assistant_text("Done.", days_ago + MINUTE);
+    old.write().unwrap();
+    let mut rollout = CodexRollout::new(
+        user.home(),
+        "/work/api",
+        "019a0000-0000-7000-8000-00000000abcd",
+        now_millis() - MINUTE,
+    );
+    rollout.user("port it", now_millis() - MINUTE);
+    rollout.write().unwrap();
+    let variants: [&[&str]; 3] = [
+        &["sessions", "--json"],
+        &[
+            "sessions",
+            "--json",
+            "--agent",
+            "claude",
+            "--scope",
+            "cwd",
+            "--cwd",
+            "/work/api",
+        ],
+        &["sessions", "--json", "--scope", "any", "--limit", "1"],
+    ];
+    let direct: Vec<String> = variants
+        .iter()
+        .map(|args| {
+            let out = user.run(args);
+            assert!(out.status.success(), "{}", text(&out.stderr));
+            assert!(
+                text(&out.stderr).contains(DIRECT_NOTE),
+                "{}",
+                text(&out.stderr)
+            );
+            text(&out.stdout)
+        })
+        .collect();
+    assert!(direct[0].contains("c-old") && direct[0].contains("port it"));
+
+    user.start_daemon();
+    let served = |args: &[&str]| {
+        let out = user.run(args);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        assert!(
+            !text(&out.stderr).contains(DIRECT_NOTE),
+            "not through the daemon: {}",
+            text(&out.stderr)
+        );
+        text(&out.stdout)
+    };
+    for (args, direct) in variants.iter().zip(&direct) {
+        assert_eq!(&served(args), direct, "{args:?}");
+    }
+    // Asked twice: the second answer comes from the kept rendering.
+    assert_eq!(served(variants[0]), direct[0]);
+
+    let written = renamed.len();
+    renamed.custom_title("after");
+    renamed.append_since(written).unwrap();
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let listing: Value = serde_json::from_str(&served(variants[0])).unwrap();
+        let title = listing["claude"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["session_id"] == "c-renamed")
+            .map(|s| s["title"].clone());
+        if title == Some(Value::from("after")) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the listing still shows {title:?} for the renamed session"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}

@@ -9,4 +9,5 @@ mod install_real;
 mod live_index;
 mod sessions;
 mod telegram;
+mod telegram_approvals;
 mod telegram_sessions;

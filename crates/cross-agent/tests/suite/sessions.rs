@@ -459,7 +459,8 @@ fn resolve_fails_on_no_match_and_lists_similar_titles() {
             .unwrap();
         assert_eq!(out.status.code(), Some(1), "{query}");
         let refusal: Value = serde_json::from_slice(&out.stdout).unwrap();
-        assert_eq!(refusal["error"], "not_found", "{query}");
+        // The protocol's code, the same as the daemon's (it once said `not_found`).
+        assert_eq!(refusal["error"], "no_such_session", "{query}");
         if query != ".*" {
             assert_eq!(
                 refusal["similar_titles"][0]["title"], "billing-api",

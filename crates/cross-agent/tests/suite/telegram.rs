@@ -12,28 +12,30 @@ use std::time::{Duration, Instant};
 use cross_agent_testkit::telegram::{Failure, FakeBotApi};
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_cross-agent");
+pub(super) const BIN: &str = env!("CARGO_BIN_EXE_cross-agent");
 /// A ceiling for waits on the daemon and the fake Bot API; a pass ends as soon as the condition
 /// holds, so only a failing run waits this long.
-const WAIT: Duration = Duration::from_secs(120);
+pub(super) const WAIT: Duration = Duration::from_secs(120);
 
 /// A fresh, unguessable token per test, so the per-token poller locks never meet.
-fn token() -> String {
+pub(super) fn token() -> String {
     format!("4242:SECRET{}", uuid::Uuid::new_v4().simple())
 }
 
-struct Env {
+pub(super) struct Env {
     _dir: tempfile::TempDir,
-    state: PathBuf,
-    user: PathBuf,
+    pub(super) state: PathBuf,
+    pub(super) user: PathBuf,
     api: String,
     approval_wait: String,
     poll_timeout: String,
     daemon: Option<Child>,
+    /// More variables for every command (the daemon's and the hooks').
+    pub(super) extra_env: Vec<(String, String)>,
 }
 
 impl Env {
-    fn new(api: &FakeBotApi) -> Env {
+    pub(super) fn new(api: &FakeBotApi) -> Env {
         let dir = tempfile::tempdir().unwrap();
         let state = dir.path().join("state");
         let user = dir.path().join("user");
@@ -46,10 +48,11 @@ impl Env {
             approval_wait: "30".to_owned(),
             poll_timeout: "1".to_owned(),
             daemon: None,
+            extra_env: Vec::new(),
         }
     }
 
-    fn command(&self, args: &[&str]) -> Command {
+    pub(super) fn command(&self, args: &[&str]) -> Command {
         let mut command = Command::new(BIN);
         command
             .args(args)
@@ -62,14 +65,15 @@ impl Env {
             .env_remove("CLAUDE_CONFIG_DIR")
             .env_remove("CODEX_HOME")
             .env_remove("CROSS_AGENT_DAEMON_BIN");
+        command.envs(self.extra_env.iter().map(|(k, v)| (k, v)));
         command
     }
 
-    fn run(&self, args: &[&str]) -> Output {
+    pub(super) fn run(&self, args: &[&str]) -> Output {
         self.command(args).output().unwrap()
     }
 
-    fn run_with_stdin(&self, args: &[&str], stdin: &str) -> Output {
+    pub(super) fn run_with_stdin(&self, args: &[&str], stdin: &str) -> Output {
         let mut child = self
             .command(args)
             .stdin(Stdio::piped())
@@ -86,11 +90,11 @@ impl Env {
         child.wait_with_output().unwrap()
     }
 
-    fn setup(&self, token: &str) -> Output {
+    pub(super) fn setup(&self, token: &str) -> Output {
         self.run_with_stdin(&["telegram", "setup", "--json"], &format!("{token}\n"))
     }
 
-    fn start_daemon(&mut self) {
+    pub(super) fn start_daemon(&mut self) {
         let child = self
             .command(&["daemon", "run"])
             .stdin(Stdio::null())
@@ -101,20 +105,20 @@ impl Env {
         self.daemon = Some(child);
     }
 
-    fn kill_daemon(&mut self) {
+    pub(super) fn kill_daemon(&mut self) {
         if let Some(mut child) = self.daemon.take() {
             let _ = child.kill();
             let _ = child.wait();
         }
     }
 
-    fn status(&self) -> Value {
+    pub(super) fn status(&self) -> Value {
         let out = self.run(&["telegram", "status", "--json"]);
         assert!(out.status.success(), "{}", text(&out.stderr));
         serde_json::from_slice(&out.stdout).unwrap()
     }
 
-    fn pair_code(&self) -> String {
+    pub(super) fn pair_code(&self) -> String {
         let out = self.run(&["telegram", "pair", "--json"]);
         assert!(out.status.success(), "{}", text(&out.stderr));
         let json: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -141,7 +145,7 @@ impl Env {
         all
     }
 
-    fn decisions(&self) -> Vec<Value> {
+    pub(super) fn decisions(&self) -> Vec<Value> {
         std::fs::read_to_string(self.state.join("decisions.jsonl"))
             .unwrap_or_default()
             .lines()
@@ -159,11 +163,11 @@ impl Drop for Env {
     }
 }
 
-fn text(bytes: &[u8]) -> String {
+pub(super) fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-fn wait_until(mut done: impl FnMut() -> bool) -> bool {
+pub(super) fn wait_until(mut done: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + WAIT;
     while !done() {
         if Instant::now() >= deadline {
@@ -175,7 +179,7 @@ fn wait_until(mut done: impl FnMut() -> bool) -> bool {
 }
 
 /// Every file under `dir` but the token's own that contains `needle`.
-fn files_containing(dir: &Path, needle: &str) -> Vec<PathBuf> {
+pub(super) fn files_containing(dir: &Path, needle: &str) -> Vec<PathBuf> {
     let mut found = Vec::new();
     let Ok(entries) = std::fs::read_dir(dir) else {
         return found;
@@ -389,8 +393,22 @@ fn one_token_is_polled_by_one_daemon_and_the_other_takes_over_when_it_goes() {
 }
 
 /// Set up, daemon started, user 5001 paired in their private chat.
-fn paired(api: &FakeBotApi, token: &str, approval_wait: &str) -> Env {
+pub(super) fn paired(api: &FakeBotApi, token: &str, approval_wait: &str) -> Env {
+    paired_with(api, token, approval_wait, &[])
+}
+
+/// [`paired`] with more variables for the daemon and the hooks.
+pub(super) fn paired_with(
+    api: &FakeBotApi,
+    token: &str,
+    approval_wait: &str,
+    extra_env: &[(&str, &str)],
+) -> Env {
     let mut env = Env::new(api);
+    env.extra_env = extra_env
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
     env.approval_wait = approval_wait.to_owned();
     assert!(env.setup(token).status.success());
     env.start_daemon();
@@ -400,7 +418,7 @@ fn paired(api: &FakeBotApi, token: &str, approval_wait: &str) -> Env {
     env
 }
 
-fn pre_tool_use(command: &str) -> String {
+pub(super) fn pre_tool_use(command: &str) -> String {
     serde_json::json!({"session_id": "3856bb3e-0000-4000-8000-000000000001",
         "transcript_path": "/tmp/t.jsonl", "cwd": "/work/proj", "permission_mode": "default",
         "hook_event_name": "PreToolUse", "tool_name": "Bash",
@@ -409,7 +427,7 @@ fn pre_tool_use(command: &str) -> String {
 }
 
 /// The buttons of the approval card the bot posted, and its text.
-fn approval_card(api: &FakeBotApi) -> (String, String, String) {
+pub(super) fn approval_card(api: &FakeBotApi) -> (String, String, String) {
     let card = api
         .wait_for_call("sendMessage", WAIT, |body| {
             body.get("reply_markup").is_some()

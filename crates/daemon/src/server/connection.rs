@@ -11,7 +11,8 @@ use cross_agent_ipc::pidfile::PidLock;
 use cross_agent_ipc::frame::{self, FrameReader, ReadError};
 use cross_agent_ipc::transport::Stream;
 use cross_agent_protocol::bridge::{
-    BridgeStatusParams, IndexSessionsParams, ListSessionsParams, PinParams, SendParams,
+    BridgeStatusParams, IndexListingParams, IndexSessionsParams, ListSessionsParams, PinParams,
+    SendParams,
 };
 use cross_agent_protocol::rpc::{
     ClientRequest, ErrorCode, HandoverParams, HandoverResponse, HandoverStep, HelloParams,
@@ -26,6 +27,9 @@ use super::{Phase, Shared, carried, lock_std};
 /// What to do after answering.
 enum After {
     Continue,
+    /// Write these bytes right after the answer's frame, then go on (`index_listing`: the
+    /// rendered listing, which has newlines and so cannot travel inside a frame).
+    Trailer(Vec<u8>),
     /// Close the connection (after a protocol mismatch).
     Close,
     /// Stop the daemon (after answering `shutdown`).
@@ -74,6 +78,17 @@ pub(super) async fn serve(stream: Stream, shared: Arc<Shared>) {
         }
         match after {
             After::Continue => {}
+            After::Trailer(bytes) => {
+                use tokio::io::AsyncWriteExt as _;
+                let written = match write.write_all(&bytes).await {
+                    Ok(()) => write.flush().await,
+                    Err(error) => Err(error),
+                };
+                if let Err(error) = written {
+                    tracing::debug!(%error, "connection write failed");
+                    break;
+                }
+            }
             After::Close => break,
             After::Stop => {
                 shared.stop.send_replace(true);
@@ -385,6 +400,29 @@ async fn dispatch(
             .await,
             After::Continue,
         ),
+        ClientRequest::IndexListing(params) => {
+            let engine = shared.engine.clone();
+            let rendered = tokio::task::spawn_blocking(move || {
+                let mut out = Vec::new();
+                let response = engine.index_listing(&params, &mut out);
+                (response, out)
+            })
+            .await;
+            match rendered {
+                Ok((response, out)) => (
+                    respond::<IndexListingParams>(id, response),
+                    After::Trailer(out),
+                ),
+                Err(e) => (
+                    error(
+                        Some(id),
+                        ErrorCode::Internal,
+                        format!("the daemon failed while answering `index_listing`: {e}"),
+                    ),
+                    After::Continue,
+                ),
+            }
+        }
         ClientRequest::Pin(params) => (
             engine_call::<PinParams>(id, shared, move |engine| engine.pin(params)).await,
             After::Continue,

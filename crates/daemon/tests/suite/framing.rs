@@ -83,3 +83,58 @@ async fn an_over_long_frame_is_refused_without_losing_the_connection() {
     assert_eq!(other.hello.generation, 1);
     daemon.stop().await;
 }
+
+/// `index_listing` is answered by a frame and then exactly `bytes` bytes of the rendered
+/// listing (pretty JSON, newlines and all); the one-shot client copies them out and the
+/// connection stays in step for the next request.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_rendered_listing_follows_its_answer_and_the_connection_goes_on() {
+    use cross_agent_ipc::oneshot::OneShot;
+    use cross_agent_protocol::bridge::{CallerContext, IndexListingParams, Scope};
+    use cross_agent_protocol::rpc::{ClientKind, StatusParams};
+    use cross_agent_testkit::synthetic_stores::{ClaudeTranscript, now_millis};
+
+    let temp = TempHome::new();
+    let user = temp.dir.path().join("user");
+    let mut t = ClaudeTranscript::new(&user, "/work/api", "c-listed");
+    t.user("list me", now_millis() - 60_000)
+        .custom_title("listed");
+    t.write().unwrap();
+    let daemon = Running::start(&temp.home);
+    let home = temp.home.clone();
+    let (answer, bytes, status) = tokio::task::spawn_blocking(move || {
+        let mut client =
+            OneShot::connect(&home, ClientKind::Other, std::time::Duration::from_secs(5)).unwrap();
+        let params = IndexListingParams {
+            agents: Vec::new(),
+            scope: Scope::Any,
+            cwd: "/".to_owned(),
+            limit: None,
+            now: now_millis(),
+            active_window_min: 240,
+            caller: CallerContext {
+                child_env: [("HOME".to_owned(), user.to_string_lossy().into_owned())].into(),
+                ..CallerContext::default()
+            },
+        };
+        let mut bytes = Vec::new();
+        let answer = client
+            .call_with_trailer(params, |a| a.bytes, &mut bytes)
+            .unwrap();
+        let status = client.call(StatusParams {}).unwrap();
+        (answer, bytes, status)
+    })
+    .await
+    .unwrap();
+    assert_eq!(answer.bytes, bytes.len() as u64);
+    assert_eq!(answer.sessions, 1);
+    let text = String::from_utf8(bytes).unwrap();
+    assert!(text.ends_with("}\n") && text.lines().count() > 10, "{text}");
+    let listing: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(listing["claude"][0]["session_id"], "c-listed");
+    assert_eq!(listing["claude"][0]["title"], "listed");
+    assert_eq!(listing["claude"][0]["is_active"], true);
+    assert_eq!(listing["codex"], json!([]));
+    assert_eq!(status.generation, daemon.info.generation);
+    daemon.stop().await;
+}

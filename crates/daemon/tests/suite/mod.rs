@@ -15,6 +15,8 @@ mod panels_grok;
 mod panels_real;
 mod scope;
 mod store_check;
+mod telegram_handover;
+mod telegram_panels;
 mod upgrade;
 
 use std::path::{Path, PathBuf};

@@ -425,6 +425,31 @@ impl Engine {
         lock(&self.inner.turns).clone()
     }
 
+    /// `f` over one agent's held sessions, lent rather than copied.
+    fn with_sessions<R>(
+        &self,
+        context: &CallerContext,
+        agent: Agent,
+        f: impl FnOnce(&[Session], &[cross_agent_stores::StoreWarning]) -> R,
+    ) -> R {
+        let roots = roots_for(context);
+        lock(&self.inner.scan).with_sessions(&roots, agent, f)
+    }
+
+    /// The `sessions --json` listing from the live index's renderings, into `out`.
+    fn render_listing(
+        &self,
+        context: &CallerContext,
+        agents: &[Agent],
+        admit: impl Fn(&Session) -> bool,
+        limit: Option<usize>,
+        clock: (cross_agent_stores::resolve::ActiveWindow, UnixMillis),
+        out: &mut Vec<u8>,
+    ) -> cross_agent_stores::live::RenderedListing {
+        let roots = roots_for(context);
+        lock(&self.inner.scan).render_listing(&roots, agents, admit, limit, clock, out)
+    }
+
     fn list(&self, context: &CallerContext, agents: &[Agent]) -> (Vec<Session>, Vec<String>) {
         let roots = roots_for(context);
         let listing = lock(&self.inner.scan).list_agents(&roots, agents);

@@ -6,12 +6,13 @@ use std::path::{Path, PathBuf};
 
 use cross_agent_protocol::bridge::{
     AgentFilter, BridgeStatusParams, BridgeStatusResponse, BusyLockStatus, CallerContext,
-    DeliveriesStatus, DeliveryRecord, DeliveryState, IndexSessionsParams, IndexSessionsResponse,
-    IndexedSession, LateAnswerWatch, ListSessionsParams, ListSessionsResponse, PeerTranscript,
-    ResolvedSession, ServerProcess, SessionEntry, TargetSelectedBy,
+    DeliveriesStatus, DeliveryRecord, DeliveryState, IndexListingParams, IndexListingResponse,
+    IndexSessionsParams, IndexSessionsResponse, IndexedSession, LateAnswerWatch,
+    ListSessionsParams, ListSessionsResponse, PeerTranscript, ResolvedSession, ServerProcess,
+    SessionEntry, TargetSelectedBy,
 };
 use cross_agent_protocol::vocabulary::TargetKey;
-use cross_agent_stores::resolve::{self};
+use cross_agent_stores::resolve::{self, ActiveWindow};
 use cross_agent_stores::{Session, UnixMillis};
 
 use super::{Engine, non_blank, recent_turns};
@@ -96,38 +97,78 @@ impl Engine {
     /// to. A query that does not resolve answers with every session of its agent, so the caller
     /// explains the refusal with its own lookup, word for word as without the daemon.
     pub fn index_sessions(&self, params: IndexSessionsParams) -> IndexSessionsResponse {
-        let agents = match &params.resolve {
-            Some(query) => vec![query.agent],
-            None => params.agents.clone(),
-        };
-        let (sessions, warnings) = self.list(&params.caller, &agents);
-        if let Some(query) = &params.resolve {
-            let cwd = PathBuf::from(&query.cwd);
-            let lookup = resolve::Lookup {
-                agent: query.agent,
-                scope: query.scope,
-                cwd: &cwd,
-                bound: query.bound.map(|limit| resolve::ScanBound {
-                    limit: usize::try_from(limit).unwrap_or(usize::MAX),
-                    // Named only in a refusal, which the caller words itself.
-                    source: "",
-                }),
+        let Some(query) = &params.resolve else {
+            let (sessions, warnings) = self.list(&params.caller, &params.agents);
+            return IndexSessionsResponse {
+                sessions: sessions.iter().map(IndexedSession::from).collect(),
+                matched_by: None,
+                warnings,
             };
-            if let Ok(found) = resolve::lookup(&sessions, &query.query, lookup) {
-                let matched_by = serde_json::to_value(found.matched_by)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned));
-                return IndexSessionsResponse {
+        };
+        let cwd = PathBuf::from(&query.cwd);
+        let lookup = resolve::Lookup {
+            agent: query.agent,
+            scope: query.scope,
+            cwd: &cwd,
+            bound: query.bound.map(|limit| resolve::ScanBound {
+                limit: usize::try_from(limit).unwrap_or(usize::MAX),
+                // Named only in a refusal, which the caller words itself.
+                source: "",
+            }),
+        };
+        // Looked up among the held sessions in place: only the one found is copied out.
+        self.with_sessions(&params.caller, query.agent, |sessions, warnings| {
+            let warnings = warnings.iter().map(ToString::to_string).collect();
+            match resolve::lookup(sessions, &query.query, lookup) {
+                Ok(found) => IndexSessionsResponse {
                     sessions: vec![IndexedSession::from(found.session)],
-                    matched_by,
+                    matched_by: serde_json::to_value(found.matched_by)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_owned)),
                     warnings,
-                };
+                },
+                Err(_) => IndexSessionsResponse {
+                    sessions: sessions.iter().map(IndexedSession::from).collect(),
+                    matched_by: None,
+                    warnings,
+                },
             }
-        }
-        IndexSessionsResponse {
-            sessions: sessions.iter().map(IndexedSession::from).collect(),
-            matched_by: None,
-            warnings,
+        })
+    }
+
+    /// `index_listing`: the listing `sessions --json` prints, written into `out` from the
+    /// renderings the live index keeps (see `cross_agent_stores::render`).
+    pub fn index_listing(
+        &self,
+        params: &IndexListingParams,
+        out: &mut Vec<u8>,
+    ) -> IndexListingResponse {
+        let agents = if params.agents.is_empty() {
+            Agent::ALL.to_vec()
+        } else {
+            params.agents.clone()
+        };
+        let cwd = PathBuf::from(&params.cwd);
+        let scope = params.scope;
+        let limit = params
+            .limit
+            .map(|l| usize::try_from(l).unwrap_or(usize::MAX));
+        let clock = (
+            ActiveWindow::from_minutes(params.active_window_min),
+            UnixMillis(params.now),
+        );
+        let rendered = self.render_listing(
+            &params.caller,
+            &agents,
+            |s| resolve::scope_rank(scope, s, &cwd).is_some(),
+            limit,
+            clock,
+            out,
+        );
+        IndexListingResponse {
+            bytes: out.len() as u64,
+            sessions: rendered.sessions as u64,
+            warnings: rendered.warnings.iter().map(ToString::to_string).collect(),
         }
     }
 

@@ -279,6 +279,10 @@ fn an_approval_of_a_bridged_turn_is_reported_and_answered_through_the_shim() {
         detail: Some("echo perm-ok > f && cat f".to_owned()),
         since_ms: 1_000,
         delivery_id: Some("d1".to_owned()),
+        // The whole input, for the phone's card.
+        input: Some(
+            serde_json::json!({"command": "echo perm-ok > f && cat f", "description": "write file"}),
+        ),
     };
     assert_eq!(
         events(&out),

@@ -552,6 +552,9 @@ fn approvals_of_a_bridged_turn_are_reported_and_answered_once() {
         detail: Some("/bin/bash -lc 'echo approved'".into()),
         since_ms: h.now,
         delivery_id: Some("dlv_1".into()),
+        input: Some(
+            json!({"command": "/bin/bash -lc 'echo approved'", "cwd": "/work/project", "reason": null}),
+        ),
     };
     assert_eq!(
         reports(&actions),
@@ -596,6 +599,7 @@ fn approvals_of_a_bridged_turn_are_reported_and_answered_once() {
     let approval = &h.session(THREAD).pending_approvals[0];
     assert_eq!(approval.tool.as_deref(), Some("probe/echo"));
     assert_eq!(approval.detail.as_deref(), Some(r#"{"text":"ping"}"#));
+    assert_eq!(approval.input, Some(json!({"text": "ping"})));
     let actions = h.answer(11, "1", false);
     assert_eq!(
         to_agent(&actions),
@@ -793,4 +797,40 @@ fn a_thread_whose_mcp_servers_are_starting_takes_our_turn_once_they_are_ready() 
     h.inject(2, injection(InjectionKind::Request, Some(THREAD), "y"));
     assert_eq!(to_agent(&h.tick(5_000)), Vec::<Value>::new());
     assert_eq!(to_agent(&h.tick(5_100)).len(), 1);
+}
+
+#[test]
+fn a_file_change_approval_carries_the_diffs_its_item_started_with() {
+    let mut h = Harness::with_thread();
+    h.agent(turn_started(THREAD, TURN));
+    let changes = json!([
+        {"path": "/work/project/a.txt", "kind": {"type": "update", "move_path": null},
+         "diff": "@@ -1 +1 @@\n-old\n+new\n"},
+        {"path": "/work/project/b.txt", "kind": {"type": "add"}, "diff": "fresh\n"}]);
+    h.agent(json!({"method": "item/started", "params": {"threadId": THREAD, "turnId": TURN,
+        "item": {"type": "fileChange", "id": "call_fc", "changes": changes, "status": "inProgress"}}}));
+    h.agent(
+        json!({"method": "item/fileChange/requestApproval", "id": 5, "params": {
+        "threadId": THREAD, "turnId": TURN, "itemId": "call_fc", "reason": "write two files"}}),
+    );
+    let approval = &h.session(THREAD).pending_approvals[0];
+    assert_eq!(approval.kind, "item/fileChange/requestApproval");
+    assert_eq!(approval.detail.as_deref(), Some("write two files"));
+    assert_eq!(approval.input, Some(json!({"changes": changes})));
+    // Once the item completes its changes are forgotten: a later approval of another item
+    // does not borrow them.
+    h.agent(json!({"method": "item/completed", "params": {"threadId": THREAD, "turnId": TURN,
+        "item": {"type": "fileChange", "id": "call_fc", "changes": changes, "status": "completed"}}}));
+    h.agent(
+        json!({"method": "item/fileChange/requestApproval", "id": 6, "params": {
+        "threadId": THREAD, "turnId": TURN, "itemId": "call_other"}}),
+    );
+    let later = h
+        .session(THREAD)
+        .pending_approvals
+        .iter()
+        .find(|a| a.request_id == "6")
+        .cloned()
+        .unwrap();
+    assert_eq!(later.input, None);
 }

@@ -321,6 +321,7 @@ fn permission_requests_are_tracked_and_answered_with_the_once_options() {
         request_id: "5".into(),
         kind: "session/request_permission".into(),
         tool: Some("Edit main.rs".into()),
+        input: None,
         detail: Some(r#"{"path":"main.rs"}"#.into()),
         since_ms: h.now,
         delivery_id: Some("dlv_1".into()),

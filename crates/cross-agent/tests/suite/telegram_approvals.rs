@@ -1,0 +1,453 @@
+//! Approvals from the phone for panel sessions, and what reaches the chat: a real Claude Code
+//! panel (`cross-agent shim claude` in front of the real binary, the test playing the VS Code
+//! extension) asks `can_use_tool` for a `Write`; the daemon posts the card with the diff, a tap
+//! answers it through the shim, and the file is written. A second request answered in the
+//! editor first closes its card, and a late tap is refused. Also: the `Stop` hook's answer and a
+//! question notified, and no secret in any message or decision.
+
+use std::process::Command;
+use std::time::Duration;
+
+use cross_agent_testkit::agents::{AgentHome, Claude};
+use cross_agent_testkit::binaries::cross_agent_bin;
+use cross_agent_testkit::panel::{
+    CLAUDE_SDK_ARGS, PanelDriver, claude_initialize, claude_permission, claude_user,
+};
+use cross_agent_testkit::telegram::FakeBotApi;
+use cross_agent_testkit::{ModelEndpoint, Rule, ToolCall};
+use serde_json::{Value, json};
+
+use super::telegram::{BIN, WAIT, files_containing, paired, paired_with, text, token, wait_until};
+
+const TURN: Duration = Duration::from_secs(120);
+
+/// The approval cards posted so far (messages with buttons).
+fn cards(api: &FakeBotApi) -> Vec<Value> {
+    api.calls_to("sendMessage")
+        .into_iter()
+        .filter(|c| c.body.get("reply_markup").is_some())
+        .map(|c| c.body)
+        .collect()
+}
+
+fn button(card: &Value, label: &str) -> String {
+    card["reply_markup"]["inline_keyboard"][0]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["text"].as_str().unwrap().contains(label))
+        .unwrap()["callback_data"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[test]
+fn a_real_claude_panel_write_is_approved_from_the_phone_seeing_the_diff_and_an_editor_answer_closes_the_card()
+ {
+    let token = token();
+    let api = FakeBotApi::start(&token, "relay_test_bot").unwrap();
+    let env = paired(&api, &token, "60");
+    let agents = AgentHome::new().unwrap();
+    let project = agents.project("proj").unwrap();
+    let endpoint = ModelEndpoint::start().unwrap();
+    let claude = Claude::new(&agents, &endpoint.anthropic_base_url()).unwrap();
+    let notes = project.join("notes.txt");
+    std::fs::write(&notes, "alpha\nbeta\ngamma\n").unwrap();
+    endpoint.push(
+        Rule::on_user_text("fix the notes")
+            .tool_call(ToolCall::new(
+                "Write",
+                json!({"file_path": notes, "content": "alpha\nBETA <b>\ngamma\n"}),
+            ))
+            .once(),
+    );
+    let second = project.join("second.txt");
+    endpoint.push(
+        Rule::on_user_text("write a second file")
+            .tool_call(ToolCall::new(
+                "Write",
+                json!({"file_path": second, "content": "two\n"}),
+            ))
+            .once(),
+    );
+    endpoint.push(Rule::on_any_tool_result().reply_text("done with the file"));
+
+    let mut command = Command::new(cross_agent_bin().unwrap());
+    command
+        .arg("shim")
+        .arg("claude")
+        .arg(claude.binary())
+        .args(CLAUDE_SDK_ARGS)
+        .current_dir(&project)
+        .env_clear()
+        .envs(claude.env())
+        .env("CROSS_AGENT_HOME", &env.state);
+    let mut panel = PanelDriver::start(command).unwrap();
+    panel.send(&claude_initialize("init-1")).unwrap();
+    panel
+        .next_line(TURN, |l| l["type"] == "control_response")
+        .unwrap();
+
+    // 1. Allowed from the phone: the card shows the diff against the file as it is.
+    panel.send(&claude_user("fix the notes")).unwrap();
+    let asked = panel
+        .next_line(TURN, |l| l["type"] == "control_request")
+        .unwrap();
+    assert_eq!(asked["request"]["tool_name"], "Write");
+    assert!(wait_until(|| !cards(&api).is_empty()), "a card was posted");
+    let card = cards(&api).remove(0);
+    let shown = card["text"].as_str().unwrap();
+    assert!(shown.contains("Claude panel · Write"), "{shown}");
+    assert!(
+        shown.contains("-beta\n+BETA &lt;b&gt;\n"),
+        "the diff, escaped: {shown}"
+    );
+    assert!(shown.contains("<pre>"), "{shown}");
+    api.push_callback(5001, 5001, 1, &button(&card, "Allow"));
+    panel.next_line(TURN, |l| l["type"] == "result").unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&notes).unwrap(),
+        "alpha\nBETA <b>\ngamma\n",
+        "allowed from the phone: the tool ran"
+    );
+    assert!(
+        api.wait_for_call("editMessageText", WAIT, |b| b["text"]
+            .as_str()
+            .unwrap_or("")
+            .contains("Allowed by user 5001"))
+            .is_some(),
+        "the card is closed"
+    );
+    assert!(wait_until(|| env.decisions().iter().any(|d| d["kind"]
+        == "approval"
+        && d["outcome"] == "allowed"
+        && d["details"]["via"] == "panel"
+        && d["details"]["user_id"] == 5001
+        && d["details"]["waited_ms"].is_u64())));
+    assert!(
+        api.wait_for_call("sendMessage", WAIT, |b| b["text"]
+            .as_str()
+            .unwrap_or("")
+            .contains("Claude panel · proj"))
+            .is_some(),
+        "the turn's end is notified (no Stop hook in this panel)"
+    );
+
+    // 2. Answered in the editor first: the card says so, a late tap does nothing.
+    panel.send(&claude_user("write a second file")).unwrap();
+    let asked = panel
+        .next_line(TURN, |l| l["type"] == "control_request")
+        .unwrap();
+    assert!(wait_until(|| cards(&api).len() == 2), "a second card");
+    let card = cards(&api).remove(1);
+    assert!(card["text"].as_str().unwrap().contains("+two"));
+    panel
+        .send(&claude_permission(
+            asked["request_id"].as_str().unwrap(),
+            false,
+            &asked["request"]["input"],
+        ))
+        .unwrap();
+    assert!(
+        api.wait_for_call("editMessageText", TURN, |b| b["text"]
+            .as_str()
+            .unwrap_or("")
+            .contains("Answered in the editor"))
+            .is_some(),
+        "the card is closed when the editor answered"
+    );
+    let taps_before = api.calls_to("answerCallbackQuery").len();
+    api.push_callback(5001, 5001, 1, &button(&card, "Allow"));
+    assert!(wait_until(
+        || api.calls_to("answerCallbackQuery").len() == taps_before + 1
+    ));
+    assert_eq!(
+        api.calls_to("answerCallbackQuery")[taps_before].body["text"],
+        "Already answered"
+    );
+    panel.next_line(TURN, |l| l["type"] == "result").unwrap();
+    assert!(!second.exists(), "denied in the editor: not written");
+    assert!(
+        env.decisions()
+            .iter()
+            .any(|d| d["kind"] == "approval" && d["outcome"] == "answered_in_editor")
+    );
+    panel.close_stdin();
+    let _ = panel.wait(Duration::from_secs(30));
+}
+
+/// Every call's body the fake received, as one text.
+fn everything_sent(api: &FakeBotApi) -> String {
+    api.calls()
+        .into_iter()
+        .map(|c| c.body.to_string())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn hooks_notify_turn_ends_questions_and_waits_keep_the_rest_as_state_and_no_secret_reaches_the_chat()
+ {
+    const CHILD_SECRET: &str = "sk-child-5e5e5e5e5e";
+    let token = token();
+    let api = FakeBotApi::start(&token, "relay_test_bot").unwrap();
+    let env = paired_with(
+        &api,
+        &token,
+        "5",
+        &[
+            ("CROSS_AGENT_CHILD_ENV", "ACC_KEY"),
+            ("ACC_KEY", CHILD_SECRET),
+        ],
+    );
+
+    // A real Claude Code turn with every hook pointed at `cross-agent hook`.
+    let agents = AgentHome::new().unwrap();
+    let project = agents.project("proj").unwrap();
+    let endpoint = ModelEndpoint::start().unwrap();
+    let claude = Claude::new(&agents, &endpoint.anthropic_base_url())
+        .unwrap()
+        .with_env("CROSS_AGENT_HOME", env.state.as_os_str());
+    let hook = |event: &str| json!([{"hooks": [{"type": "command", "command": format!("'{BIN}' hook {event}"), "timeout": 30}]}]);
+    let settings = json!({"hooks": {
+        "SessionStart": hook("SessionStart"), "UserPromptSubmit": hook("UserPromptSubmit"),
+        "PostToolUse": hook("PostToolUse"), "Notification": hook("Notification"),
+        "Stop": hook("Stop")}})
+    .to_string();
+    endpoint.push(
+        Rule::on_user_text("say the key")
+            .reply_text(format!("The key is {CHILD_SECRET}; all done.")),
+    );
+    let run = claude
+        .turn(&project, "say the key")
+        .arg("--settings")
+        .arg(&settings)
+        .timeout(TURN)
+        .run()
+        .unwrap();
+    let session = run.session_id().unwrap().to_owned();
+    let finished = api
+        .wait_for_call("sendMessage", WAIT, |b| {
+            b["text"].as_str().unwrap_or("").contains("finished")
+        })
+        .expect("the turn's end reached the phone");
+    let shown = finished.body["text"].as_str().unwrap();
+    assert!(
+        shown.contains("✅ Claude · proj (") && shown.contains("The key is [secret]; all done."),
+        "{shown}"
+    );
+    let sessions: Value = serde_json::from_slice(
+        &std::fs::read(env.state.join("telegram/hook_sessions.json")).unwrap(),
+    )
+    .unwrap();
+    let ours = sessions
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["session_id"] == session.as_str())
+        .expect("the session is tracked");
+    assert_eq!(ours["state"], "idle", "{ours}");
+    assert_eq!(ours["last_prompt_head"], "say the key");
+    assert_eq!(ours["last_answer_head"], "The key is [secret]; all done.");
+
+    // A question, a wait notified once however often it repeats, a long answer as a file.
+    let payload = |event: &str, extra: Value| {
+        let mut base = json!({"session_id": "77777777-0000-4000-8000-000000000001",
+            "transcript_path": "/tmp/t.jsonl", "cwd": "/work/app", "hook_event_name": event});
+        for (k, v) in extra.as_object().unwrap() {
+            base[k] = v.clone();
+        }
+        base.to_string()
+    };
+    let out = env.run_with_stdin(
+        &["hook", "PreToolUse"],
+        &payload(
+            "PreToolUse",
+            json!({"tool_name": "AskUserQuestion", "tool_input": {"questions": [{
+                "question": "Which database?", "header": "DB", "multiSelect": false,
+                "options": [{"label": "sqlite", "description": "local file"},
+                            {"label": "postgres", "description": "a server"}]}]}}),
+        ),
+    );
+    assert!(out.status.success());
+    assert_eq!(
+        text(&out.stdout),
+        "",
+        "the question is the editor's to answer"
+    );
+    let question = api
+        .wait_for_call("sendMessage", WAIT, |b| {
+            b["text"].as_str().unwrap_or("").contains("Which database?")
+        })
+        .expect("the question reached the phone");
+    assert!(
+        question.body["text"]
+            .as_str()
+            .unwrap()
+            .contains("• sqlite — local file\n• postgres — a server")
+    );
+    for _ in 0..3 {
+        let out = env.run_with_stdin(
+            &["hook", "Notification"],
+            &payload(
+                "Notification",
+                json!({"message": "Claude needs your permission to use Bash"}),
+            ),
+        );
+        assert!(out.status.success());
+    }
+    let long: String = (0..20_000)
+        .map(|i| if i % 80 == 79 { '\n' } else { 'z' })
+        .collect();
+    let out = env.run_with_stdin(
+        &["hook", "Stop"],
+        &payload(
+            "Stop",
+            json!({"stop_hook_active": false, "last_assistant_message": long}),
+        ),
+    );
+    assert!(out.status.success());
+    let document = api
+        .wait_for_call("sendDocument", WAIT, |_| true)
+        .expect("a long answer goes as a file");
+    assert_eq!(document.body["document"]["file_name"], "answer.md");
+    assert_eq!(document.body["document"]["content"], long.trim());
+    assert!(
+        document.body["caption"]
+            .as_str()
+            .unwrap()
+            .contains("app (77777777) finished")
+    );
+    let waits = api
+        .calls_to("sendMessage")
+        .iter()
+        .filter(|c| {
+            c.body["text"]
+                .as_str()
+                .unwrap_or("")
+                .contains("needs your permission")
+        })
+        .count();
+    assert_eq!(waits, 1, "a repeated wait is notified once");
+
+    // Every notification is a decision; no secret anywhere.
+    let decisions = env.decisions();
+    for what in ["turn_ended", "question", "notification"] {
+        assert!(
+            decisions.iter().any(|d| d["kind"] == "telegram_delivery"
+                && d["outcome"] == "sent"
+                && d["details"]["what"] == what),
+            "{what}: {decisions:#?}"
+        );
+    }
+    let sent = everything_sent(&api);
+    assert!(!sent.contains(CHILD_SECRET) && !sent.contains(&token));
+    assert_eq!(
+        files_containing(&env.state, CHILD_SECRET),
+        Vec::<std::path::PathBuf>::new()
+    );
+    assert_eq!(
+        files_containing(&env.state, &token),
+        Vec::<std::path::PathBuf>::new()
+    );
+}
+
+#[test]
+fn a_long_write_escalated_by_the_gate_sends_its_whole_diff_as_a_file_before_the_card() {
+    let token = token();
+    let api = FakeBotApi::start(&token, "relay_test_bot").unwrap();
+    let env = paired(&api, &token, "2");
+    let project = env.user.join("proj");
+    std::fs::create_dir_all(&project).unwrap();
+    let content: String = (0..3000)
+        .map(|i| format!("SETTING_{i}=value {i}\n"))
+        .collect();
+    let payload = json!({"session_id": "3856bb3e-0000-4000-8000-000000000002",
+        "transcript_path": "/tmp/t.jsonl", "cwd": project, "permission_mode": "default",
+        "hook_event_name": "PreToolUse", "tool_name": "Write",
+        "tool_input": {"file_path": project.join(".env"), "content": content},
+        "tool_use_id": "toolu_2"})
+    .to_string();
+    let out = env.run_with_stdin(&["hook", "PreToolUse"], &payload);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(answer["hookSpecificOutput"]["permissionDecision"], "ask");
+    let file = api
+        .wait_for_call("sendDocument", WAIT, |_| true)
+        .expect("the whole diff went as a file");
+    assert_eq!(file.body["document"]["file_name"], "approval.diff");
+    let diff = file.body["document"]["content"].as_str().unwrap();
+    assert!(diff.starts_with("--- /dev/null\n+++ "), "{}", &diff[..200]);
+    assert_eq!(
+        diff.lines().filter(|l| l.starts_with("+SETTING_")).count(),
+        3000,
+        "every line of it"
+    );
+    let card = cards(&api).remove(0);
+    let shown = card["text"].as_str().unwrap();
+    assert!(
+        shown.contains("approval.diff") && shown.contains("3003 lines"),
+        "{shown}"
+    );
+    assert!(shown.contains("danger:"), "{shown}");
+    // The file came before the card.
+    let order: Vec<String> = api
+        .calls()
+        .into_iter()
+        .filter(|c| {
+            c.method == "sendDocument"
+                || (c.method == "sendMessage" && c.body.get("reply_markup").is_some())
+        })
+        .map(|c| c.method)
+        .collect();
+    assert_eq!(order, vec!["sendDocument", "sendMessage"]);
+}
+
+/// A delivery that ends failed — whoever writes its `delivery_outcome` line (the daemon, or a
+/// CLI fallback) — is notified once, with its target and reason; one that was delivered is not.
+#[test]
+fn a_failed_delivery_is_notified_with_its_target_and_reason() {
+    use cross_agent_decisions::{Decision, DecisionKind, DecisionLog, Outcome};
+
+    let token = token();
+    let api = FakeBotApi::start(&token, "relay_test_bot").unwrap();
+    let env = paired(&api, &token, "5");
+    // The watcher reads from the log's end as it was when the poller started.
+    std::thread::sleep(Duration::from_millis(1500));
+    let log = DecisionLog::new(&env.state);
+    log.record(
+        Decision::new(DecisionKind::DELIVERY_OUTCOME, Outcome::new("delivered"))
+            .agent("claude")
+            .delivery("dlv_0000delivered"),
+    );
+    log.record(
+        Decision::new(DecisionKind::DELIVERY_OUTCOME, Outcome::new("failed"))
+            .agent("codex")
+            .delivery("dlv_0123456789abcdef")
+            .reason("the codex turn exited 1"),
+    );
+    let notice = api
+        .wait_for_call("sendMessage", WAIT, |b| {
+            b["text"].as_str().unwrap_or("").contains("Delivery")
+        })
+        .expect("the failure reached the phone");
+    assert_eq!(
+        notice.body["text"],
+        "⚠️ Delivery dlv_01234567 to codex failed: the codex turn exited 1"
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    let notices = api
+        .calls_to("sendMessage")
+        .iter()
+        .filter(|c| c.body["text"].as_str().unwrap_or("").contains("Delivery"))
+        .count();
+    assert_eq!(notices, 1, "once, and not for the delivered one");
+    assert!(
+        env.decisions()
+            .iter()
+            .any(|d| d["kind"] == "telegram_delivery"
+                && d["details"]["what"] == "delivery_failed"
+                && d["outcome"] == "sent")
+    );
+}

@@ -1,0 +1,403 @@
+//! The listing `cross-agent sessions --json` prints, as bytes: one function for the CLI's own
+//! scan and for the daemon, which keeps each agent's sessions rendered ([`RenderedAgent`]) so a
+//! listing is a copy of ready bytes instead of 22,000 objects serialised again.
+//!
+//! The bytes are exactly what `serde_json::to_writer_pretty` writes for the map `{agent:
+//! [SessionView, …]}` in the order asked, followed by a newline (held to that by the tests
+//! below). Each session is serialised alone by serde_json's pretty printer and indented two
+//! levels; this is sound because serde_json never writes a raw newline inside a string, so
+//! every newline in an element is one of the printer's. `is_active` depends on the caller's
+//! clock and window: the kept bytes say `false`, and a session active for the caller is
+//! serialised afresh (few are: those of the last hours).
+
+use std::borrow::Cow;
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::model::{Agent, Session, UnixMillis};
+use crate::resolve::ActiveWindow;
+
+/// One session as `--json` shows it: the fields of the protocol's `SessionEntry` but
+/// `is_caller` and `is_pinned` (which only the daemon knows), borrowed from the listing.
+#[derive(Debug, Serialize)]
+pub struct SessionView<'a> {
+    pub session_id: &'a str,
+    pub title: Option<&'a str>,
+    pub title_is_assigned: bool,
+    pub cwd: Option<Cow<'a, str>>,
+    /// RFC 3339, UTC.
+    pub last_activity: Option<String>,
+    pub is_active: bool,
+    pub is_working: bool,
+    pub path: Cow<'a, str>,
+}
+
+impl<'a> SessionView<'a> {
+    pub fn new(s: &'a Session, window: ActiveWindow, now: UnixMillis) -> Self {
+        Self::with_active(s, window.is_active(s.last_activity, now))
+    }
+
+    fn with_active(s: &'a Session, is_active: bool) -> Self {
+        SessionView {
+            session_id: &s.session_id,
+            title: s.title.as_deref(),
+            title_is_assigned: s.title_is_assigned,
+            cwd: s.cwd.as_deref().map(Path::to_string_lossy),
+            last_activity: s.last_activity.map(UnixMillis::to_rfc3339),
+            is_active,
+            is_working: s.is_working,
+            path: s.path.to_string_lossy(),
+        }
+    }
+}
+
+/// One agent's sessions rendered as listing elements with `is_active: false`, kept by a
+/// long-lived process until the agent's sessions change.
+#[derive(Debug, Default, Clone)]
+pub struct RenderedAgent {
+    text: Vec<u8>,
+    /// Session `i` is `text[ends[i - 1]..ends[i]]` (from 0 for the first).
+    ends: Vec<usize>,
+}
+
+impl RenderedAgent {
+    /// Renders `sessions` (the order kept).
+    pub fn new(sessions: &[Session]) -> RenderedAgent {
+        let mut rendered = RenderedAgent {
+            text: Vec::with_capacity(sessions.len() * 480),
+            ends: Vec::with_capacity(sessions.len()),
+        };
+        for s in sessions {
+            write_element(&mut rendered.text, &SessionView::with_active(s, false));
+            rendered.ends.push(rendered.text.len());
+        }
+        rendered
+    }
+
+    /// The rendering of `sessions` made from an earlier one of `before`: a session unchanged
+    /// since (the same path, equal in every field) is copied, only the others are serialised —
+    /// a store where one session is being written renders one element, not 10,000.
+    pub fn update(before: &[Session], kept: &RenderedAgent, sessions: &[Session]) -> RenderedAgent {
+        let by_path: std::collections::HashMap<&Path, usize> = before
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i < kept.len())
+            .map(|(i, s)| (s.path.as_path(), i))
+            .collect();
+        let mut rendered = RenderedAgent {
+            text: Vec::with_capacity(kept.text.len() + 4096),
+            ends: Vec::with_capacity(sessions.len()),
+        };
+        for s in sessions {
+            match by_path.get(s.path.as_path()) {
+                Some(&i) if before[i] == *s => rendered.text.extend_from_slice(kept.element(i)),
+                _ => write_element(&mut rendered.text, &SessionView::with_active(s, false)),
+            }
+            rendered.ends.push(rendered.text.len());
+        }
+        rendered
+    }
+
+    /// How many sessions it holds.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Session `i`'s kept bytes.
+    fn element(&self, i: usize) -> &[u8] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.text[start..self.ends[i]]
+    }
+}
+
+/// The sessions of one agent to print: from the scan (serialised now), or by index into the
+/// agent's kept rendering (`sessions` and `rendered` of the same listing, in the same order).
+#[derive(Debug)]
+pub enum Chosen<'a> {
+    Sessions(Vec<&'a Session>),
+    Kept {
+        sessions: &'a [Session],
+        rendered: &'a RenderedAgent,
+        indices: Vec<usize>,
+    },
+}
+
+impl Chosen<'_> {
+    /// How many sessions are chosen.
+    pub fn len(&self) -> usize {
+        match self {
+            Chosen::Sessions(sessions) => sessions.len(),
+            Chosen::Kept { indices, .. } => indices.len(),
+        }
+    }
+
+    /// Whether none are.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Writes the whole listing — `{"claude": [...], ...}` in the order given, pretty, and a final
+/// newline — into `out`.
+pub fn write_listing(
+    out: &mut Vec<u8>,
+    agents: &[(Agent, Chosen<'_>)],
+    window: ActiveWindow,
+    now: UnixMillis,
+) {
+    if agents.is_empty() {
+        out.extend_from_slice(b"{}\n");
+        return;
+    }
+    out.extend_from_slice(b"{\n");
+    for (n, (agent, chosen)) in agents.iter().enumerate() {
+        out.extend_from_slice(b"  \"");
+        out.extend_from_slice(agent.as_str().as_bytes());
+        out.extend_from_slice(b"\": ");
+        if chosen.is_empty() {
+            out.extend_from_slice(b"[]");
+        } else {
+            out.extend_from_slice(b"[\n");
+            let mut first = true;
+            let mut separate = |out: &mut Vec<u8>| {
+                if !first {
+                    out.extend_from_slice(b",\n");
+                }
+                first = false;
+            };
+            match chosen {
+                Chosen::Sessions(sessions) => {
+                    for s in sessions {
+                        separate(out);
+                        write_element(out, &SessionView::new(s, window, now));
+                    }
+                }
+                Chosen::Kept {
+                    sessions,
+                    rendered,
+                    indices,
+                } => {
+                    for &i in indices {
+                        separate(out);
+                        let s = &sessions[i];
+                        if window.is_active(s.last_activity, now) {
+                            write_element(out, &SessionView::with_active(s, true));
+                        } else {
+                            out.extend_from_slice(rendered.element(i));
+                        }
+                    }
+                }
+            }
+            out.extend_from_slice(b"\n  ]");
+        }
+        out.extend_from_slice(if n + 1 < agents.len() { b",\n" } else { b"\n" });
+    }
+    out.extend_from_slice(b"}\n");
+}
+
+/// One element as the pretty printer writes it at depth two: every line indented four spaces.
+fn write_element(out: &mut Vec<u8>, view: &SessionView<'_>) {
+    let mut alone = Vec::with_capacity(512);
+    // Serialising borrowed strings and bools cannot fail.
+    if serde_json::to_writer_pretty(&mut alone, view).is_err() {
+        alone = b"null".to_vec();
+    }
+    out.extend_from_slice(b"    ");
+    for part in alone.split_inclusive(|&b| b == b'\n') {
+        out.extend_from_slice(part);
+        if part.last() == Some(&b'\n') {
+            out.extend_from_slice(b"    ");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+
+    /// The listing as it was printed before it was kept rendered: serde_json's pretty printer
+    /// over the whole map.
+    fn printed_whole(
+        agents: &[(Agent, Vec<&Session>)],
+        window: ActiveWindow,
+        now: UnixMillis,
+    ) -> Vec<u8> {
+        struct ByAgent<'a>(Vec<(Agent, Vec<SessionView<'a>>)>);
+        impl Serialize for ByAgent<'_> {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                use serde::ser::SerializeMap;
+                let mut map = serializer.serialize_map(Some(self.0.len()))?;
+                for (agent, entries) in &self.0 {
+                    map.serialize_entry(agent.as_str(), entries)?;
+                }
+                map.end()
+            }
+        }
+        let by_agent = ByAgent(
+            agents
+                .iter()
+                .map(|(a, s)| {
+                    (
+                        *a,
+                        s.iter().map(|s| SessionView::new(s, window, now)).collect(),
+                    )
+                })
+                .collect(),
+        );
+        let mut out = Vec::new();
+        serde_json::to_writer_pretty(&mut out, &by_agent).unwrap();
+        out.push(b'\n');
+        out
+    }
+
+    fn session(agent: Agent, n: i64, title: Option<&str>, cwd: Option<&str>) -> Session {
+        Session {
+            agent,
+            session_id: format!("s-{n}"),
+            cwd: cwd.map(PathBuf::from),
+            title: title.map(str::to_owned),
+            title_is_assigned: n % 2 == 0,
+            first_activity: None,
+            last_activity: (n % 5 != 0).then_some(UnixMillis(1_796_000_000_000 - n * 3_600_000)),
+            is_working: n % 3 == 0,
+            path: PathBuf::from(format!("/h/.claude/projects/p/s-{n}.jsonl")),
+        }
+    }
+
+    #[test]
+    fn the_kept_and_the_fresh_listing_are_the_pretty_printers_bytes() {
+        let awkward = "quote \" backslash \\ newline \n tab \t nul \u{0} é 日本 \u{2028} 😀";
+        let claude: Vec<Session> = (0..12)
+            .map(|n| {
+                let title = match n % 4 {
+                    0 => None,
+                    1 => Some(awkward),
+                    _ => Some("fix the parser"),
+                };
+                session(
+                    Agent::Claude,
+                    n,
+                    title,
+                    (n % 3 != 1).then_some("/work/a \"b\"\nc"),
+                )
+            })
+            .collect();
+        let grok = vec![session(Agent::Grok, 7, Some("g"), None)];
+        let now = UnixMillis(1_796_000_060_000);
+        for window in [
+            ActiveWindow::from_minutes(0),
+            ActiveWindow::default(),
+            ActiveWindow::from_minutes(100_000),
+        ] {
+            let chosen: Vec<(Agent, Vec<&Session>)> = vec![
+                (Agent::Claude, claude.iter().collect()),
+                (Agent::Codex, Vec::new()),
+                (Agent::Grok, grok.iter().collect()),
+            ];
+            let want = printed_whole(&chosen, window, now);
+
+            let mut fresh = Vec::new();
+            let as_sessions: Vec<(Agent, Chosen<'_>)> = chosen
+                .iter()
+                .map(|(a, s)| (*a, Chosen::Sessions(s.clone())))
+                .collect();
+            write_listing(&mut fresh, &as_sessions, window, now);
+            assert_eq!(
+                String::from_utf8_lossy(&fresh),
+                String::from_utf8_lossy(&want)
+            );
+
+            let kept = [
+                RenderedAgent::new(&claude),
+                RenderedAgent::default(),
+                RenderedAgent::new(&grok),
+            ];
+            let lists: [&[Session]; 3] = [&claude, &[], &grok];
+            let as_kept: Vec<(Agent, Chosen<'_>)> = chosen
+                .iter()
+                .zip(lists.iter().zip(&kept))
+                .map(|((a, s), (sessions, rendered))| {
+                    (
+                        *a,
+                        Chosen::Kept {
+                            sessions,
+                            rendered,
+                            indices: (0..s.len()).collect(),
+                        },
+                    )
+                })
+                .collect();
+            let mut from_kept = Vec::new();
+            write_listing(&mut from_kept, &as_kept, window, now);
+            assert_eq!(
+                String::from_utf8_lossy(&from_kept),
+                String::from_utf8_lossy(&want)
+            );
+        }
+    }
+
+    #[test]
+    fn an_updated_rendering_equals_a_fresh_one() {
+        let before: Vec<Session> = (1..8)
+            .map(|n| session(Agent::Claude, n, Some("t"), Some("/w")))
+            .collect();
+        let kept = RenderedAgent::new(&before);
+        let mut after = before.clone();
+        after[2].title = Some("renamed".into());
+        after.remove(4);
+        after.insert(0, session(Agent::Claude, 99, Some("new"), None));
+        let updated = RenderedAgent::update(&before, &kept, &after);
+        let fresh = RenderedAgent::new(&after);
+        assert_eq!(updated.ends, fresh.ends);
+        assert_eq!(
+            String::from_utf8_lossy(&updated.text),
+            String::from_utf8_lossy(&fresh.text)
+        );
+        assert!(String::from_utf8_lossy(&updated.text).contains("\"renamed\""));
+    }
+
+    #[test]
+    fn a_subset_and_no_agents_print_as_the_printer_would() {
+        let claude: Vec<Session> = (1..6)
+            .map(|n| session(Agent::Claude, n, Some("t"), Some("/w")))
+            .collect();
+        let now = UnixMillis(1_796_000_060_000);
+        let window = ActiveWindow::default();
+        let picked = vec![1, 3];
+        let want = printed_whole(
+            &[(Agent::Claude, picked.iter().map(|&i| &claude[i]).collect())],
+            window,
+            now,
+        );
+        let rendered = RenderedAgent::new(&claude);
+        let mut got = Vec::new();
+        write_listing(
+            &mut got,
+            &[(
+                Agent::Claude,
+                Chosen::Kept {
+                    sessions: &claude,
+                    rendered: &rendered,
+                    indices: picked,
+                },
+            )],
+            window,
+            now,
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&got),
+            String::from_utf8_lossy(&want)
+        );
+        let mut none = Vec::new();
+        write_listing(&mut none, &[], window, now);
+        assert_eq!(none, printed_whole(&[], window, now));
+    }
+}

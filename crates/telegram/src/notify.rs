@@ -1,0 +1,400 @@
+//! Notifications to the paired chats, and what the Claude Code hooks tell of each session.
+//!
+//! Which events notify (and no others, so the chat is not flooded):
+//!
+//! | event | message |
+//! | --- | --- |
+//! | `Stop` hook (a Claude turn ended) | `✅ Claude · proj (3856bb3e) finished` and its last answer |
+//! | a panel turn ended (Codex, Grok panels: their state goes back to idle) | `✅ Codex · title finished` |
+//! | `Notification` hook (Claude waits: a permission prompt, idle input) | `🔔 …` its message, at most once a minute per session and text |
+//! | `PreToolUse` of `AskUserQuestion` | `❓ …` the questions and their options |
+//! | an approval waiting | the approval card itself ([`crate::approval_card`]) |
+//! | a delivery failed | `⚠️ Delivery … to codex failed: reason` |
+//!
+//! `SessionStart`, `UserPromptSubmit` and `PostToolUse` notify nothing: they keep the session's
+//! state ([`HookSession`]: working / idle / waiting, the last prompt's and answer's heads, the
+//! tool calls of the running turn), saved to `telegram/hook_sessions.json` for `/sessions`.
+//!
+//! An answer up to three messages long is sent as text in 4,096-character pieces; a longer one
+//! as its head and the whole as `answer.md`. Everything goes through the outbound queue (HTML
+//! escaped, plain-text retry, 429s waited out, secrets scrubbed).
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::api::MAX_TEXT_CHARS;
+use crate::queue::Outgoing;
+use crate::text::escape_html;
+use crate::{Bot, store};
+
+/// An answer longer than this goes as a file (with its head as text).
+const MAX_INLINE_ANSWER_CHARS: usize = 3 * MAX_TEXT_CHARS;
+/// The head of a long answer, shown as the caption of its file.
+const HEAD_CHARS: usize = 600;
+/// A `Notification` repeated within this many ms is not sent again.
+const REPEAT_MS: u64 = 60_000;
+
+/// What the hooks told of one Claude session.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HookSession {
+    pub session_id: String,
+    #[serde(default)]
+    pub cwd: String,
+    /// `idle`, `working`, `waiting` (a `Notification`: a permission prompt or idle input).
+    pub state: String,
+    /// How the session started (`startup`, `resume`, `clear`, `compact`).
+    #[serde(default)]
+    pub source: Option<String>,
+    #[serde(default)]
+    pub last_prompt_head: Option<String>,
+    #[serde(default)]
+    pub last_answer_head: Option<String>,
+    /// Tool calls that ran in the current (or last) turn.
+    #[serde(default)]
+    pub tools_this_turn: u32,
+    #[serde(default)]
+    pub last_tool: Option<String>,
+    /// The last `Notification` sent, and when (ms), so a repeat is not sent again.
+    #[serde(default)]
+    pub last_notice: Option<String>,
+    #[serde(default)]
+    pub last_notice_ms: u64,
+    pub updated_ms: u64,
+}
+
+/// Where the hook sessions are saved.
+pub fn hook_sessions_path(home: &Path) -> std::path::PathBuf {
+    store::dir(home).join("hook_sessions.json")
+}
+
+/// The sessions the hooks told of, as last saved.
+pub fn read_hook_sessions(home: &Path) -> Vec<HookSession> {
+    std::fs::read(hook_sessions_path(home))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default()
+}
+
+fn head(text: &str, chars: usize) -> String {
+    match text.char_indices().nth(chars) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
+
+fn now_ms() -> u64 {
+    u64::try_from(crate::poller::now_ms()).unwrap_or(0)
+}
+
+/// `proj (3856bb3e)`: the working folder's name and the session id's head.
+fn where_label(cwd: &str, session: &str) -> String {
+    let folder = Path::new(cwd)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| cwd.to_owned());
+    let short: String = session.chars().take(8).collect();
+    if folder.is_empty() {
+        format!("({short})")
+    } else {
+        format!("{folder} ({short})")
+    }
+}
+
+impl Bot {
+    /// Keeps what a hook event tells of its session, and sends the notifications the table in
+    /// this module's header lists.
+    pub(crate) fn observe_hook(&self, event: &str, payload: &Value) {
+        let field = |name: &str| payload.get(name).and_then(Value::as_str).unwrap_or("");
+        let session_id = field("session_id").to_owned();
+        if session_id.is_empty() {
+            return;
+        }
+        let now = now_ms();
+        let mut notice: Option<String> = None;
+        let mut answer: Option<String> = None;
+        let save;
+        let snapshot = {
+            let mut sessions = self
+                .hook_sessions()
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let entry = sessions
+                .entry(session_id.clone())
+                .or_insert_with(|| HookSession {
+                    session_id: session_id.clone(),
+                    state: "idle".into(),
+                    ..HookSession::default()
+                });
+            if !field("cwd").is_empty() {
+                entry.cwd = field("cwd").to_owned();
+            }
+            entry.updated_ms = now;
+            save = match event {
+                "SessionStart" => {
+                    entry.state = "idle".into();
+                    entry.source = Some(field("source").to_owned()).filter(|s| !s.is_empty());
+                    true
+                }
+                "UserPromptSubmit" => {
+                    entry.state = "working".into();
+                    entry.tools_this_turn = 0;
+                    entry.last_prompt_head = Some(self.scrub(&head(field("prompt"), 200)));
+                    true
+                }
+                "PreToolUse" => {
+                    if field("tool_name") == "AskUserQuestion" {
+                        entry.state = "waiting".into();
+                        notice = Some(question_text(&payload["tool_input"]));
+                    }
+                    false
+                }
+                "PostToolUse" => {
+                    entry.state = "working".into();
+                    entry.tools_this_turn += 1;
+                    entry.last_tool = Some(field("tool_name").to_owned());
+                    false
+                }
+                "Notification" => {
+                    let message = field("message").to_owned();
+                    let repeat = entry.last_notice.as_deref() == Some(message.as_str())
+                        && now.saturating_sub(entry.last_notice_ms) < REPEAT_MS;
+                    entry.state = "waiting".into();
+                    if !repeat && !message.is_empty() {
+                        entry.last_notice = Some(message.clone());
+                        entry.last_notice_ms = now;
+                        notice = Some(format!("🔔 {message}"));
+                    }
+                    true
+                }
+                "Stop" | "SubagentStop" => {
+                    if event == "Stop" {
+                        entry.state = "idle".into();
+                        let text = field("last_assistant_message");
+                        entry.last_answer_head = Some(self.scrub(&head(text, 200)));
+                        if !payload["stop_hook_active"].as_bool().unwrap_or(false) {
+                            answer = Some(text.to_owned());
+                        }
+                    }
+                    event == "Stop"
+                }
+                _ => false,
+            };
+            let label = where_label(&entry.cwd, &session_id);
+            notice = notice.map(|text| format!("Claude · {label}\n{text}"));
+            let finished = answer.map(|text| (format!("✅ Claude · {label} finished"), text));
+            let all: Vec<HookSession> = if save {
+                sessions.values().cloned().collect()
+            } else {
+                Vec::new()
+            };
+            (finished, all)
+        };
+        let (finished, all) = snapshot;
+        if save {
+            let mut all = all;
+            all.sort_by_key(|s| std::cmp::Reverse(s.updated_ms));
+            match serde_json::to_vec_pretty(&all) {
+                Ok(bytes) => {
+                    if let Err(error) =
+                        store::write_private(&hook_sessions_path(self.home()), &bytes)
+                    {
+                        tracing::warn!(%error, "could not save the hook sessions");
+                    }
+                }
+                Err(error) => tracing::warn!(%error, "could not encode the hook sessions"),
+            }
+        }
+        if let Some(text) = notice {
+            let what = if event == "Notification" {
+                "notification"
+            } else {
+                "question"
+            };
+            self.notify_text(&text, what);
+        }
+        if let Some((title, text)) = finished {
+            self.notify_answer(&title, &text, "turn_ended");
+        }
+    }
+
+    /// Sends `text` (plain) to every paired chat; nothing when no poller runs.
+    pub(crate) fn notify_text(&self, text: &str, what: &'static str) {
+        let Some(queue) = self.queue() else {
+            return;
+        };
+        for chat in self.paired_chats() {
+            queue.text(chat, text, what);
+        }
+    }
+
+    /// `title` and `answer` to every paired chat: as text when it fits in three messages, else
+    /// its head and the whole as `answer.md`.
+    pub(crate) fn notify_answer(&self, title: &str, answer: &str, what: &'static str) {
+        let Some(queue) = self.queue() else {
+            return;
+        };
+        let chats = self.paired_chats();
+        let answer = answer.trim();
+        if answer.chars().count() <= MAX_INLINE_ANSWER_CHARS {
+            let text = if answer.is_empty() {
+                title.to_owned()
+            } else {
+                format!("{title}\n\n{answer}")
+            };
+            for chat in chats {
+                queue.text(chat, &text, what);
+            }
+            return;
+        }
+        let caption = format!(
+            "<b>{}</b>\n{}",
+            escape_html(title),
+            escape_html(&head(answer, HEAD_CHARS))
+        );
+        for chat in chats {
+            queue.push_item(
+                chat,
+                Outgoing::Document {
+                    file_name: "answer.md".into(),
+                    bytes: answer.as_bytes().to_vec(),
+                    caption: caption.clone(),
+                    markup: None,
+                },
+                what,
+            );
+        }
+    }
+
+    /// A delivery of the hub ended failed: `⚠️` with who it was for and why.
+    pub fn notify_delivery_failed(&self, delivery_id: &str, target: &str, reason: &str) {
+        let short: String = delivery_id.chars().take(12).collect();
+        self.notify_text(
+            &format!("⚠️ Delivery {short} to {target} failed: {reason}"),
+            "delivery_failed",
+        );
+    }
+
+    /// Whether the hooks told of session `id` (then its `Stop` notifies its turns' ends).
+    pub(crate) fn has_hook_session(&self, id: &str) -> bool {
+        self.hook_sessions()
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains_key(id)
+    }
+}
+
+/// `AskUserQuestion`'s questions and options as a person reads them.
+fn question_text(input: &Value) -> String {
+    let mut out = String::from("❓ Claude asks (answer in the editor):");
+    for question in input["questions"].as_array().into_iter().flatten() {
+        let text = question["question"].as_str().unwrap_or("");
+        out.push_str(&format!("\n\n{text}"));
+        for option in question["options"].as_array().into_iter().flatten() {
+            let label = option["label"].as_str().unwrap_or("");
+            match option["description"].as_str().filter(|d| !d.is_empty()) {
+                Some(description) => out.push_str(&format!("\n• {label} — {description}")),
+                None => out.push_str(&format!("\n• {label}")),
+            }
+        }
+    }
+    if input["questions"].as_array().is_none_or(|q| q.is_empty()) {
+        out.push_str(&format!(
+            "\n{}",
+            serde_json::to_string_pretty(input).unwrap_or_default()
+        ));
+    }
+    out
+}
+
+/// How often the decisions log is read for failed deliveries.
+const FAILURES_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Notifies every delivery that ends failed, until `stop`: reads what is appended to
+/// `decisions.jsonl` (from its end at start: failures before the poller started are not news)
+/// for `delivery_outcome` lines with outcome `failed` — the one line every path of the hub
+/// writes when a delivery settles, whichever daemon or CLI fallback wrote it.
+pub(crate) async fn watch_failed_deliveries(
+    bot: Bot,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    let path = bot.home().join(cross_agent_decisions::CURRENT_FILE);
+    let mut offset = std::fs::metadata(&path).map_or(0, |m| m.len());
+    let mut partial = String::new();
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(FAILURES_EVERY) => {}
+            _ = stop.changed() => return,
+        }
+        let len = std::fs::metadata(&path).map_or(0, |m| m.len());
+        if len < offset {
+            // Rotated: the new file starts from nothing.
+            offset = 0;
+            partial.clear();
+        }
+        if len == offset {
+            continue;
+        }
+        let Ok(bytes) = read_range(&path, offset, len) else {
+            continue;
+        };
+        offset = len;
+        partial.push_str(&String::from_utf8_lossy(&bytes));
+        let complete = match partial.rfind('\n') {
+            Some(end) => {
+                let rest = partial.split_off(end + 1);
+                std::mem::replace(&mut partial, rest)
+            }
+            None => continue,
+        };
+        for line in complete.lines() {
+            let Ok(decision) = serde_json::from_str::<Value>(line) else {
+                continue;
+            };
+            if decision["kind"] == "delivery_outcome" && decision["outcome"] == "failed" {
+                bot.notify_delivery_failed(
+                    decision["delivery"].as_str().unwrap_or("?"),
+                    decision["agent"].as_str().unwrap_or("?"),
+                    decision["reason"].as_str().unwrap_or("no reason given"),
+                );
+            }
+        }
+    }
+}
+
+fn read_range(path: &Path, from: u64, to: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = std::fs::File::open(path)?;
+    file.seek(SeekFrom::Start(from))?;
+    let mut bytes = Vec::new();
+    file.take(to - from).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_question_shows_its_options() {
+        let text = question_text(
+            &json!({"questions": [{"question": "Which db?", "header": "DB",
+            "multiSelect": false, "options": [{"label": "sqlite", "description": "local"},
+            {"label": "pg", "description": ""}]}]}),
+        );
+        assert_eq!(
+            text,
+            "❓ Claude asks (answer in the editor):\n\nWhich db?\n• sqlite — local\n• pg"
+        );
+    }
+
+    #[test]
+    fn the_label_is_the_folder_and_the_session_head() {
+        assert_eq!(
+            where_label("/work/proj", "3856bb3e-0000"),
+            "proj (3856bb3e)"
+        );
+    }
+}
