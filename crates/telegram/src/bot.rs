@@ -65,6 +65,8 @@ struct Inner {
     desk: Arc<crate::sessions::Desk>,
     /// What the hooks told of each Claude session (see [`crate::notify`]).
     hook_sessions: Mutex<HashMap<String, crate::notify::HookSession>>,
+    /// Told when a chat pairs: approvals that found nobody to ask are offered then.
+    paired: tokio::sync::Notify,
 }
 
 /// The daemon's bot; cheap to clone.
@@ -117,6 +119,7 @@ impl Bot {
                 edits: EditLimiter::default(),
                 desk: Arc::new(crate::sessions::Desk::new(home, decisions)),
                 hook_sessions: Mutex::new(HashMap::new()),
+                paired: tokio::sync::Notify::new(),
             }),
         }
     }
@@ -146,19 +149,25 @@ impl Bot {
                             tracing::info!("telegram poller started");
                             let scrubber = Scrubber::from_env(Some(&token));
                             *lock(&self.inner.scrubber) = scrubber.clone();
-                            *lock(&self.inner.queue) = Some(OutboundQueue::new(
+                            let queue = OutboundQueue::new(
                                 api.clone(),
                                 self.inner.decisions.clone(),
                                 scrubber,
-                            ));
+                            );
+                            *lock(&self.inner.queue) = Some(queue.clone());
                             *lock_api(&self.inner.api) = Some(api.clone());
-                            self.inner.desk.resume(&api, stop.clone());
+                            self.inner.desk.resume(&queue, stop.clone());
                             let panels = tokio::spawn(crate::panel_approvals::watch(
                                 self.clone(),
                                 stop.clone(),
                             ));
                             let failures = tokio::spawn(crate::notify::watch_failed_deliveries(
                                 self.clone(),
+                                stop.clone(),
+                            ));
+                            let outbound = tokio::spawn(keep_outbound_status(
+                                home.clone(),
+                                queue.clone(),
                                 stop.clone(),
                             ));
                             poller::Poller::new(
@@ -168,12 +177,17 @@ impl Bot {
                                 self.inner.decisions.clone(),
                             )
                             .with_bot(self.clone())
+                            .with_queue(queue)
                             .run(stop.clone())
                             .await;
                             // The lock goes first (a successor may poll at once); the panel
                             // watcher saw the same stop.
                             panels.abort();
                             failures.abort();
+                            outbound.abort();
+                            if let Some(queue) = lock(&self.inner.queue).as_ref() {
+                                write_outbound(&home, &queue.snapshot());
+                            }
                             lock_api(&self.inner.api).take();
                             lock(&self.inner.queue).take();
                             drop(token_lock);
@@ -309,7 +323,9 @@ impl Bot {
             self.record(approval("ask").reason("no paired Telegram chat is being polled"));
             return hook_answer("ask", "cross-agent: no phone to ask; asking here");
         };
+        self.set_awaiting_approval(card.session, true);
         let tapped = tokio::time::timeout(self.inner.approval_wait, &mut posted.answer).await;
+        self.set_awaiting_approval(card.session, false);
         let waited_ms = posted.started.elapsed().as_millis() as u64;
         match tapped {
             Ok(Ok(tap)) => {
@@ -355,6 +371,20 @@ impl Bot {
                 chats
             })
             .unwrap_or_default()
+    }
+
+    /// Whether an approval card would reach someone: a poller runs and a chat is paired.
+    pub(crate) fn can_post(&self) -> bool {
+        self.queue().is_some() && !self.paired_chats().is_empty()
+    }
+
+    /// A chat was just paired (the poller calls this).
+    pub(crate) fn chat_paired(&self) {
+        self.inner.paired.notify_waiters();
+    }
+
+    pub(crate) fn paired_signal(&self) -> &tokio::sync::Notify {
+        &self.inner.paired
     }
 
     /// The outbound queue, while the poller runs.
@@ -425,6 +455,7 @@ impl Bot {
                         text: html,
                         mode: ParseMode::Html,
                         markup: Some(markup.clone()),
+                        thread: None,
                     },
                     "approval",
                 )
@@ -553,20 +584,50 @@ impl Bot {
     /// A message from a paired person that is not `/pair`.
     pub(crate) async fn on_message<A: TelegramApi + Clone + 'static>(
         &self,
-        api: &A,
+        out: &OutboundQueue<A>,
         message: crate::api::Message,
     ) {
         let awaiting = self.awaiting_approval();
-        self.inner.desk.on_message(api, message, awaiting).await;
+        self.inner.desk.on_message(out, message, awaiting).await;
     }
 
     /// A tap on a session card's button (`s:…`) from a paired person.
     pub(crate) fn session_tap<A: TelegramApi + Clone + 'static>(
         &self,
-        api: &A,
+        out: &OutboundQueue<A>,
         query: &crate::api::CallbackQuery,
     ) -> &'static str {
-        self.inner.desk.tap(api, query, self.awaiting_approval())
+        self.inner.desk.tap(out, query, self.awaiting_approval())
+    }
+}
+
+/// How often `telegram/outbound.json` is brought up to date (when it changed).
+const OUTBOUND_STATUS_EVERY: Duration = Duration::from_millis(500);
+
+fn write_outbound(home: &Path, snapshot: &crate::queue::QueueSnapshot) {
+    if let Err(error) = store::write_outbound(home, snapshot) {
+        tracing::warn!(%error, "could not write the telegram outbound status");
+    }
+}
+
+/// Keeps `telegram/outbound.json` (what `telegram status` shows of the queue) up to date
+/// until `stop`: the queue lives in the daemon, the status command reads files.
+async fn keep_outbound_status(
+    home: PathBuf,
+    queue: OutboundQueue<HttpApi>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut written: Option<crate::queue::QueueSnapshot> = None;
+    loop {
+        let now = queue.snapshot();
+        if written.as_ref() != Some(&now) {
+            write_outbound(&home, &now);
+            written = Some(now);
+        }
+        tokio::select! {
+            () = tokio::time::sleep(OUTBOUND_STATUS_EVERY) => {}
+            _ = stop.changed() => return,
+        }
     }
 }
 

@@ -5,14 +5,14 @@
 //! - [`store`]: the token, the allowlist and the poller's status under `CROSS_AGENT_HOME/telegram/`.
 //! - [`poller`]: the one long poller per token (a lock across daemons), its back-offs, pairing
 //!   and refusing every chat that is not paired.
-//! - [`deliver`], [`text`]: escaped, chunked sends with a plain-text retry, each a decision.
+//! - [`text`]: escaping and chunking for the queue.
 //! - [`limit`]: our own pace for edits, which no Bot API client library throttles.
 //! - [`sessions`] ([`cards`], [`topics`], [`inbox`]): `/sessions` cards, prompts and files
 //!   sent to a session from the phone, one forum topic per session, Hand off; the daemon answers
 //!   through the [`sessions::SessionHost`] trait, so this crate never links the hub;
 //!   [`desk_store`] keeps what they need across a daemon restart.
-//! - [`queue`]: the outbound per-chat FIFOs every notification and card goes through (429s
-//!   waited out, order kept); [`secrets`] scrubs the token and `CROSS_AGENT_CHILD_ENV` values.
+//! - [`queue`]: the outbound per-chat FIFOs every message of the bot goes through (cards,
+//!   notifications, receipts, answers; 429s waited out, order kept, plain-text retry); [`secrets`] scrubs the token and `CROSS_AGENT_CHILD_ENV` values.
 //! - [`approval_card`], [`diff`]: approval cards that show the full command or the diff (inline, or as
 //!   a `.diff` file); `panel_approvals`: the panels' approval requests answered from the phone.
 //! - [`notify`]: which events notify the chats, and what the hooks tell of each session.
@@ -23,7 +23,6 @@ pub mod api;
 pub mod approval_card;
 mod bot;
 pub mod cards;
-pub mod deliver;
 pub mod desk_store;
 pub mod diff;
 mod error;

@@ -6,7 +6,7 @@
 //! | --- | --- |
 //! | `Stop` hook (a Claude turn ended) | `✅ Claude · proj (3856bb3e) finished` and its last answer |
 //! | a panel turn ended (Codex, Grok panels: their state goes back to idle) | `✅ Codex · title finished` |
-//! | `Notification` hook (Claude waits: a permission prompt, idle input) | `🔔 …` its message, at most once a minute per session and text |
+//! | `Notification` hook (Claude waits: a permission prompt, idle input) | `🔔 …` its message, at most once a minute per session and text; a permission prompt of a session held by a Claude panel is not sent (the panel's approval card asks it) |
 //! | `PreToolUse` of `AskUserQuestion` | `❓ …` the questions and their options |
 //! | an approval waiting | the approval card itself ([`crate::approval_card`]) |
 //! | a delivery failed | `⚠️ Delivery … to codex failed: reason` |
@@ -61,7 +61,33 @@ pub struct HookSession {
     pub last_notice: Option<String>,
     #[serde(default)]
     pub last_notice_ms: u64,
+    /// A permission prompt (or an approval card of ours) waits for an answer.
+    #[serde(default)]
+    pub awaiting_approval: bool,
     pub updated_ms: u64,
+}
+
+/// Whether a `Notification` is Claude asking for a permission (`notification_type`
+/// `permission_prompt`; older versions send only the message).
+fn is_permission_notice(payload: &Value) -> bool {
+    payload["notification_type"] == "permission_prompt"
+        || payload["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("needs your permission"))
+}
+
+/// Whether session `id` is held by a live Claude panel (a shim that posts its approvals as
+/// cards of their own).
+fn held_by_claude_panel(home: &Path, id: &str) -> bool {
+    use cross_agent_transports::panel::registry;
+    registry::scan(home).live.iter().any(|panel| {
+        panel.registration.agent.to_string() == "claude"
+            && panel
+                .registration
+                .sessions
+                .iter()
+                .any(|s| s.session_id.as_deref() == Some(id))
+    })
 }
 
 /// Where the hook sessions are saved.
@@ -75,6 +101,25 @@ pub fn read_hook_sessions(home: &Path) -> Vec<HookSession> {
         .ok()
         .and_then(|bytes| serde_json::from_slice(&bytes).ok())
         .unwrap_or_default()
+}
+
+/// The hook sessions as `telegram status` shows them: how many, and which wait for an approval.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HookSummary {
+    pub count: usize,
+    pub awaiting_approval: Vec<String>,
+}
+
+pub fn hook_summary(home: &Path) -> HookSummary {
+    let sessions = read_hook_sessions(home);
+    HookSummary {
+        count: sessions.len(),
+        awaiting_approval: sessions
+            .iter()
+            .filter(|s| s.awaiting_approval)
+            .map(|s| s.session_id.clone())
+            .collect(),
+    }
 }
 
 fn head(text: &str, chars: usize) -> String {
@@ -112,7 +157,12 @@ impl Bot {
             return;
         }
         let now = now_ms();
+        // One prompt, one message: a Claude panel's approval card already asks this one.
+        let card_asks = event == "Notification"
+            && is_permission_notice(payload)
+            && held_by_claude_panel(self.home(), &session_id);
         let mut notice: Option<String> = None;
+        let mut skipped = false;
         let mut answer: Option<String> = None;
         let save;
         let snapshot = {
@@ -139,6 +189,7 @@ impl Bot {
                 }
                 "UserPromptSubmit" => {
                     entry.state = "working".into();
+                    entry.awaiting_approval = false;
                     entry.tools_this_turn = 0;
                     entry.last_prompt_head = Some(self.scrub(&head(field("prompt"), 200)));
                     true
@@ -154,14 +205,20 @@ impl Bot {
                     entry.state = "working".into();
                     entry.tools_this_turn += 1;
                     entry.last_tool = Some(field("tool_name").to_owned());
-                    false
+                    // Saved when it ends a wait, so `telegram status` does not show it waiting.
+                    std::mem::take(&mut entry.awaiting_approval)
                 }
                 "Notification" => {
                     let message = field("message").to_owned();
                     let repeat = entry.last_notice.as_deref() == Some(message.as_str())
                         && now.saturating_sub(entry.last_notice_ms) < REPEAT_MS;
                     entry.state = "waiting".into();
-                    if !repeat && !message.is_empty() {
+                    if is_permission_notice(payload) {
+                        entry.awaiting_approval = true;
+                    }
+                    if card_asks {
+                        skipped = true;
+                    } else if !repeat && !message.is_empty() {
                         entry.last_notice = Some(message.clone());
                         entry.last_notice_ms = now;
                         notice = Some(format!("🔔 {message}"));
@@ -171,6 +228,7 @@ impl Bot {
                 "Stop" | "SubagentStop" => {
                     if event == "Stop" {
                         entry.state = "idle".into();
+                        entry.awaiting_approval = false;
                         let text = field("last_assistant_message");
                         entry.last_answer_head = Some(self.scrub(&head(text, 200)));
                         if !payload["stop_hook_active"].as_bool().unwrap_or(false) {
@@ -193,18 +251,18 @@ impl Bot {
         };
         let (finished, all) = snapshot;
         if save {
-            let mut all = all;
-            all.sort_by_key(|s| std::cmp::Reverse(s.updated_ms));
-            match serde_json::to_vec_pretty(&all) {
-                Ok(bytes) => {
-                    if let Err(error) =
-                        store::write_private(&hook_sessions_path(self.home()), &bytes)
-                    {
-                        tracing::warn!(%error, "could not save the hook sessions");
-                    }
-                }
-                Err(error) => tracing::warn!(%error, "could not encode the hook sessions"),
-            }
+            self.save_hook_sessions(all);
+        }
+        if skipped {
+            self.record(
+                cross_agent_decisions::Decision::new(
+                    cross_agent_decisions::DecisionKind::new("telegram_notification"),
+                    cross_agent_decisions::Outcome::new("skipped"),
+                )
+                .session(session_id.clone())
+                .agent("claude")
+                .reason("a Claude panel holds the session; its approval card asks this prompt"),
+            );
         }
         if let Some(text) = notice {
             let what = if event == "Notification" {
@@ -217,6 +275,37 @@ impl Bot {
         if let Some((title, text)) = finished {
             self.notify_answer(&title, &text, "turn_ended");
         }
+    }
+
+    fn save_hook_sessions(&self, mut all: Vec<HookSession>) {
+        all.sort_by_key(|s| std::cmp::Reverse(s.updated_ms));
+        match serde_json::to_vec_pretty(&all) {
+            Ok(bytes) => {
+                if let Err(error) = store::write_private(&hook_sessions_path(self.home()), &bytes) {
+                    tracing::warn!(%error, "could not save the hook sessions");
+                }
+            }
+            Err(error) => tracing::warn!(%error, "could not encode the hook sessions"),
+        }
+    }
+
+    /// Marks hook session `id` as waiting for an approval of ours (or no longer), and saves.
+    pub(crate) fn set_awaiting_approval(&self, id: &str, awaiting: bool) {
+        let all = {
+            let mut sessions = self
+                .hook_sessions()
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let Some(entry) = sessions.get_mut(id) else {
+                return;
+            };
+            if entry.awaiting_approval == awaiting {
+                return;
+            }
+            entry.awaiting_approval = awaiting;
+            sessions.values().cloned().collect()
+        };
+        self.save_hook_sessions(all);
     }
 
     /// Sends `text` (plain) to every paired chat; nothing when no poller runs.

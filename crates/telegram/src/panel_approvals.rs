@@ -12,6 +12,9 @@
 //! Codex and Grok panels, and for Claude panels whose `Stop` hook is not installed (with the
 //! hook, the `Stop` notification carries the answer).
 //!
+//! A request that appears while no chat is paired (or no poller runs) is logged `not_posted`
+//! once and offered as soon as a chat pairs, if it is still pending then.
+//!
 //! Every approval is a decision line: who answered, where, and how long it waited.
 
 use std::collections::{HashMap, HashSet};
@@ -56,6 +59,8 @@ struct Asked {
 /// Watches the panels until `stop`.
 pub(crate) async fn watch(bot: Bot, mut stop: watch_channel::Receiver<bool>) {
     let mut open: HashMap<RequestKey, oneshot::Sender<()>> = HashMap::new();
+    // Requests seen while nobody could be asked: offered once a chat is paired.
+    let mut not_posted: HashSet<RequestKey> = HashSet::new();
     let mut states: HashMap<(u32, String), PanelSessionState> = HashMap::new();
     let mut first = true;
     loop {
@@ -103,24 +108,37 @@ pub(crate) async fn watch(bot: Bot, mut stop: watch_channel::Receiver<bool>) {
                     if open.contains_key(&key) {
                         continue;
                     }
-                    let (gone_tx, gone_rx) = oneshot::channel();
-                    open.insert(key.clone(), gone_tx);
                     let asked = Asked {
-                        key,
+                        key: key.clone(),
                         agent: agent.clone(),
                         cwd: cwd.clone(),
                         approval: approval.clone(),
                     };
-                    tokio::spawn(ask(bot.clone(), asked, gone_rx));
+                    if !bot.can_post() {
+                        if not_posted.insert(key) {
+                            bot.record(
+                                decision(&bot, &asked, "not_posted")
+                                    .reason("no paired Telegram chat is being polled"),
+                            );
+                        }
+                        continue;
+                    }
+                    let late = not_posted.remove(&key);
+                    let (gone_tx, gone_rx) = oneshot::channel();
+                    open.insert(key, gone_tx);
+                    tokio::spawn(ask(bot.clone(), asked, gone_rx, late));
                 }
             }
         }
         // Requests no longer listed were answered (in the editor, or by a tap) or withdrawn.
         open.retain(|key, _| seen.contains(key));
+        not_posted.retain(|key| seen.contains(key));
         states = now_states;
         first = false;
         tokio::select! {
             () = tokio::time::sleep(LOOK_EVERY) => {}
+            // A chat was just paired: what waited for it is offered at once.
+            () = bot.paired_signal().notified() => {}
             _ = stop.changed() => return,
         }
     }
@@ -205,24 +223,27 @@ fn card_for(bot: &Bot, asked: &Asked) -> ApprovalCard {
     }
 }
 
+/// The `approval` decision line of `asked`, with `outcome`.
+fn decision(bot: &Bot, asked: &Asked, outcome: &'static str) -> Decision {
+    let mut decision = Decision::new(DecisionKind::new("approval"), Outcome::new(outcome))
+        .agent(asked.agent.clone())
+        .detail("via", "panel")
+        .detail("kind", asked.approval.kind.clone())
+        .detail("request_id", asked.key.request_id.clone());
+    if let Some(session) = &asked.key.session_id {
+        decision = decision.session(session.clone());
+    }
+    if let Some(tool) = &asked.approval.tool {
+        decision = decision.detail("tool", bot.scrub(tool));
+    }
+    decision
+}
+
 /// Posts the card for `asked` and answers the shim with the first tap; closes the card when
-/// the request goes away first (`gone`).
-async fn ask(bot: Bot, asked: Asked, mut gone: oneshot::Receiver<()>) {
+/// the request goes away first (`gone`). `late`: it waited for a chat to be paired.
+async fn ask(bot: Bot, asked: Asked, mut gone: oneshot::Receiver<()>, late: bool) {
     let card = card_for(&bot, &asked);
-    let decision = |outcome: &'static str| {
-        let mut decision = Decision::new(DecisionKind::new("approval"), Outcome::new(outcome))
-            .agent(asked.agent.clone())
-            .detail("via", "panel")
-            .detail("kind", asked.approval.kind.clone())
-            .detail("request_id", asked.key.request_id.clone());
-        if let Some(session) = &asked.key.session_id {
-            decision = decision.session(session.clone());
-        }
-        if let Some(tool) = &asked.approval.tool {
-            decision = decision.detail("tool", bot.scrub(tool));
-        }
-        decision
-    };
+    let decision = |outcome: &'static str| decision(&bot, &asked, outcome);
     let Some(mut posted) = bot
         .post_card(&card, asked.key.session_id.as_deref().unwrap_or_default())
         .await
@@ -230,7 +251,11 @@ async fn ask(bot: Bot, asked: Asked, mut gone: oneshot::Receiver<()>) {
         bot.record(decision("not_posted").reason("no paired Telegram chat is being polled"));
         return;
     };
-    bot.record(decision("posted"));
+    if late {
+        bot.record(decision("posted").detail("after_pairing", true));
+    } else {
+        bot.record(decision("posted"));
+    }
     let messages = bot.card_messages(&posted.key);
     tokio::select! {
         tap = &mut posted.answer => {

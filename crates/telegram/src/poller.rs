@@ -15,9 +15,10 @@ use cross_agent_protocol::settings as var;
 use cross_agent_protocol::timestamp::now_rfc3339;
 use tokio::sync::watch;
 
-use crate::api::{Message, ParseMode, TelegramApi, Update};
-use crate::deliver::send_text;
+use crate::api::{Message, TelegramApi, Update};
 use crate::error::{Error, Result};
+use crate::queue::OutboundQueue;
+use crate::secrets::Scrubber;
 use crate::store::{self, Paired};
 
 /// The poller's knobs.
@@ -82,22 +83,31 @@ pub struct Poller<A> {
     status: store::PollerStatus,
     offset: i64,
     bot: Option<crate::Bot>,
+    /// Where every message the poller (and the bot's session side) sends goes out.
+    queue: OutboundQueue<A>,
 }
 
 impl<A: TelegramApi + Clone + 'static> Poller<A> {
     pub fn new(api: A, home: &Path, config: PollerConfig, decisions: DecisionLog) -> Poller<A> {
         Poller {
-            api,
             home: home.to_owned(),
             config,
-            decisions,
+            decisions: decisions.clone(),
             status: store::PollerStatus {
                 pid: Some(std::process::id()),
                 ..Default::default()
             },
             offset: 0,
             bot: None,
+            queue: OutboundQueue::new(api.clone(), decisions, Scrubber::default()),
+            api,
         }
+    }
+
+    /// Sends through `queue` (the bot's: one per chat order with its notifications).
+    pub fn with_queue(mut self, queue: OutboundQueue<A>) -> Poller<A> {
+        self.queue = queue;
+        self
     }
 
     /// Button taps go to `bot` (its pending approvals).
@@ -229,7 +239,7 @@ impl<A: TelegramApi + Clone + 'static> Poller<A> {
             } else if let Some(bot) = &self.bot {
                 let data = query.data.as_deref().unwrap_or("");
                 if data.starts_with("s:") {
-                    Some(bot.session_tap(&self.api, &query))
+                    Some(bot.session_tap(&self.queue, &query))
                 } else {
                     Some(bot.tap(&self.api, data, query.from.id).await)
                 }
@@ -269,21 +279,22 @@ impl<A: TelegramApi + Clone + 'static> Poller<A> {
         if let Some(code) = text.strip_prefix("/pair") {
             let code = code.trim();
             if self.try_pair(&from, message.chat.id, code) {
-                send_text(
-                    &self.api,
-                    &self.decisions,
+                self.queue.text(
                     message.chat.id,
                     "Paired. This chat now receives cross-agent's messages.",
-                    ParseMode::Html,
-                )
-                .await;
+                    "paired",
+                );
+                if let Some(bot) = &self.bot {
+                    // What waited for a chat to be paired is offered now.
+                    bot.chat_paired();
+                }
                 return;
             }
         }
         if !self.allowed(from.id, message.chat.id) {
             self.refuse(from.id, message.chat.id, "message");
         } else if let Some(bot) = &self.bot {
-            bot.on_message(&self.api, message).await;
+            bot.on_message(&self.queue, message).await;
         }
     }
 

@@ -7,6 +7,13 @@
 //!
 //! A worker task per chat (tokio's unbounded mpsc, in order by construction); other chats are
 //! never held up by one that is rate limited.
+//!
+//! It is the bot's only way out: notifications, approval cards, session cards, receipts and
+//! answers from [`crate::sessions`], the pairing reply. A message for a forum topic carries its
+//! `thread`; one whose message id is needed (a card, for replies and edits) is sent with
+//! [`OutboundQueue::send`], which waits for its turn and hands the sent message back.
+//! [`OutboundQueue::snapshot`] is what `telegram status` shows of it (messages waiting per
+//! chat, the last 429).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -38,6 +45,8 @@ pub enum Outgoing {
         text: String,
         mode: ParseMode,
         markup: Option<Value>,
+        /// The forum topic it goes to (`message_thread_id`), else the chat itself.
+        thread: Option<i64>,
     },
     /// A file with an HTML caption.
     Document {
@@ -53,6 +62,32 @@ struct Job {
     /// What it is, for the decision line (`turn_ended`, `approval`, …).
     what: &'static str,
     reply: Option<oneshot::Sender<Result<Message>>>,
+    /// (piece, pieces) of a text sent in several messages.
+    part: Option<(usize, usize)>,
+}
+
+/// The last 429 the queue waited out.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RateLimited {
+    pub chat_id: i64,
+    /// When it came (RFC 3339).
+    pub at: String,
+    /// The `retry_after` Telegram named, in seconds.
+    #[serde(default)]
+    pub retry_after_s: Option<u64>,
+}
+
+/// What is waiting in the queue now, for `telegram status`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct QueueSnapshot {
+    /// Messages queued and not yet sent (or failed), per chat; chats with none are left out.
+    pub waiting: std::collections::BTreeMap<i64, usize>,
+    #[serde(default)]
+    pub last_rate_limited: Option<RateLimited>,
+    pub sent: u64,
+    pub failed: u64,
+    pub rate_limited: u64,
+    pub retried_plain: u64,
 }
 
 /// What the queue counted, for `telegram status` and the bench.
@@ -74,6 +109,13 @@ struct Counters {
     /// Queued and not yet finished.
     in_flight: AtomicUsize,
     idle: Notify,
+    /// Queued and not yet finished, per chat.
+    waiting: Mutex<HashMap<i64, usize>>,
+    last_rate_limited: Mutex<Option<RateLimited>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The per-chat FIFOs; cheap to clone.
@@ -117,11 +159,24 @@ impl<A: TelegramApi + Clone + 'static> OutboundQueue<A> {
         }
     }
 
+    /// The client it sends with (for the calls that are not messages: topics, files).
+    pub fn api(&self) -> &A {
+        &self.api
+    }
+
     /// Queues plain `text` for `chat_id` as HTML (escaped here), in pieces of at most 4,096
     /// characters, in order.
     pub fn text(&self, chat_id: i64, text: &str, what: &'static str) {
+        self.text_in(chat_id, None, text, what);
+    }
+
+    /// [`OutboundQueue::text`] into forum topic `thread` (or the chat itself).
+    pub fn text_in(&self, chat_id: i64, thread: Option<i64>, text: &str, what: &'static str) {
         let text = self.scrubber.scrub(text);
-        for piece in chunk(&escape_html(&text), MAX_TEXT_CHARS) {
+        // Chunk what is sent: an entity made by escaping must not push a piece past the limit.
+        let pieces = chunk(&escape_html(&text), MAX_TEXT_CHARS);
+        let count = pieces.len();
+        for (index, piece) in pieces.into_iter().enumerate() {
             self.push(
                 chat_id,
                 Job {
@@ -129,12 +184,29 @@ impl<A: TelegramApi + Clone + 'static> OutboundQueue<A> {
                         text: piece,
                         mode: ParseMode::Html,
                         markup: None,
+                        thread,
                     },
                     what,
                     reply: None,
+                    part: (count > 1).then_some((index + 1, count)),
                 },
             );
         }
+    }
+
+    /// Queues `html` (already escaped where it must be, at most 4,096 characters) for
+    /// `chat_id`, in topic `thread`, without waiting for it.
+    pub fn html_in(&self, chat_id: i64, thread: Option<i64>, html: &str, what: &'static str) {
+        self.push_item(
+            chat_id,
+            Outgoing::Text {
+                text: html.to_owned(),
+                mode: ParseMode::Html,
+                markup: None,
+                thread,
+            },
+            what,
+        );
     }
 
     /// Queues `item` for `chat_id` and waits for its outcome (a card whose message id is kept).
@@ -146,6 +218,7 @@ impl<A: TelegramApi + Clone + 'static> OutboundQueue<A> {
                 item,
                 what,
                 reply: Some(reply),
+                part: None,
             },
         );
         answer.await.unwrap_or_else(|_| {
@@ -166,16 +239,23 @@ impl<A: TelegramApi + Clone + 'static> OutboundQueue<A> {
                 item,
                 what,
                 reply: None,
+                part: None,
             },
         );
     }
 
     fn push(&self, chat_id: i64, mut job: Job) {
         job.item = match job.item {
-            Outgoing::Text { text, mode, markup } => Outgoing::Text {
+            Outgoing::Text {
+                text,
+                mode,
+                markup,
+                thread,
+            } => Outgoing::Text {
                 text: self.scrubber.scrub(&text),
                 mode,
                 markup,
+                thread,
             },
             Outgoing::Document {
                 file_name,
@@ -190,6 +270,7 @@ impl<A: TelegramApi + Clone + 'static> OutboundQueue<A> {
             },
         };
         self.counters.in_flight.fetch_add(1, Ordering::SeqCst);
+        *lock(&self.counters.waiting).entry(chat_id).or_insert(0) += 1;
         let mut chats = self.chats.lock().unwrap_or_else(PoisonError::into_inner);
         let sender = chats.entry(chat_id).or_insert_with(|| {
             let (sender, receiver) = mpsc::unbounded_channel();
@@ -207,6 +288,7 @@ impl<A: TelegramApi + Clone + 'static> OutboundQueue<A> {
             // The worker is gone (its runtime is stopping): the message is recorded, not lost
             // silently.
             self.counters.in_flight.fetch_sub(1, Ordering::SeqCst);
+            self.counters.done_in(chat_id);
             self.counters.failed.fetch_add(1, Ordering::SeqCst);
             self.decisions.record(
                 Decision::new(
@@ -232,7 +314,36 @@ impl<A: TelegramApi + Clone + 'static> OutboundQueue<A> {
     }
 }
 
+impl Counters {
+    /// One message of `chat_id` is finished (sent or failed).
+    fn done_in(&self, chat_id: i64) {
+        let mut waiting = lock(&self.waiting);
+        if let Some(count) = waiting.get_mut(&chat_id) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                waiting.remove(&chat_id);
+            }
+        }
+    }
+}
+
 impl<A> OutboundQueue<A> {
+    /// What waits now, per chat, and the last 429.
+    pub fn snapshot(&self) -> QueueSnapshot {
+        let counts = self.counts();
+        QueueSnapshot {
+            waiting: lock(&self.counters.waiting)
+                .iter()
+                .map(|(chat, count)| (*chat, *count))
+                .collect(),
+            last_rate_limited: lock(&self.counters.last_rate_limited).clone(),
+            sent: counts.sent,
+            failed: counts.failed,
+            rate_limited: counts.rate_limited,
+            retried_plain: counts.retried_plain,
+        }
+    }
+
     pub fn counts(&self) -> QueueCounts {
         QueueCounts {
             sent: self.counters.sent.load(Ordering::SeqCst),
@@ -278,10 +389,21 @@ async fn worker<A: TelegramApi>(
         if let Outgoing::Document { file_name, .. } = &job.item {
             decision = decision.detail("file", file_name.clone());
         }
+        if let Outgoing::Text {
+            thread: Some(thread),
+            ..
+        } = &job.item
+        {
+            decision = decision.detail("thread_id", *thread);
+        }
+        if let Some((piece, pieces)) = job.part {
+            decision = decision.detail("chunk", piece).detail("chunks", pieces);
+        }
         decisions.record(decision);
         if let Some(reply) = job.reply {
             let _ = reply.send(result);
         }
+        counters.done_in(chat_id);
         if counters.in_flight.fetch_sub(1, Ordering::SeqCst) == 1 {
             counters.idle.notify_waiters();
         }
@@ -306,17 +428,24 @@ async fn deliver<A: TelegramApi>(
     let mut network_failures = 0;
     loop {
         let result = match item {
-            Outgoing::Text { text, mode, markup } => {
+            Outgoing::Text {
+                text,
+                mode,
+                markup,
+                thread,
+            } => {
                 if plain {
-                    api.send_message(
+                    api.send_message_in(
                         chat_id,
-                        &unescape_html(text),
+                        *thread,
+                        &crate::text::html_to_plain(text),
                         ParseMode::Plain,
                         markup.clone(),
                     )
                     .await
                 } else {
-                    api.send_message(chat_id, text, *mode, markup.clone()).await
+                    api.send_message_in(chat_id, *thread, text, *mode, markup.clone())
+                        .await
                 }
             }
             Outgoing::Document {
@@ -326,7 +455,7 @@ async fn deliver<A: TelegramApi>(
                 markup,
             } => {
                 let caption = if plain {
-                    unescape_html(caption)
+                    crate::text::html_to_plain(caption)
                 } else {
                     caption.clone()
                 };
@@ -343,6 +472,11 @@ async fn deliver<A: TelegramApi>(
             }) => {
                 waits += 1;
                 counters.rate_limited.fetch_add(1, Ordering::SeqCst);
+                *lock(&counters.last_rate_limited) = Some(RateLimited {
+                    chat_id,
+                    at: cross_agent_protocol::timestamp::now_rfc3339(),
+                    retry_after_s: retry_after,
+                });
                 let pause = retry_after
                     .map_or(DEFAULT_RETRY_AFTER, Duration::from_secs)
                     .clamp(Duration::from_millis(100), MAX_ONE_WAIT);
@@ -363,10 +497,4 @@ async fn deliver<A: TelegramApi>(
             Err(error) => return (Err(error), "failed", waits),
         }
     }
-}
-
-fn unescape_html(text: &str) -> String {
-    text.replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&amp;", "&")
 }

@@ -16,6 +16,11 @@
 //!
 //! Every step is a decision line: `telegram_prompt` (sent, refused), `telegram_file` (saved,
 //! refused), `telegram_topic` (created, failed), `telegram_handoff` (done, failed).
+//!
+//! Nothing here sends by itself: cards, receipts, answers and notices go out through the bot's
+//! [`OutboundQueue`] (in order with the notifications of the same chat, 429s waited out, a parse
+//! error retried as plain text, secrets scrubbed; each a `telegram_delivery` line), in the
+//! session's topic when there is one; a card waits for its message id, for replies to it.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
@@ -27,11 +32,12 @@ use cross_agent_protocol::timestamp::now_rfc3339;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::api::{CallbackQuery, MAX_TEXT_CHARS, Message, ParseMode, TelegramApi};
+use crate::api::{CallbackQuery, Message, ParseMode, TelegramApi};
 use crate::cards::{self, Action, Keys};
 use crate::desk_store::{self, CardRef, ChatTarget, DeskFile, Relay};
 use crate::error::Error;
-use crate::text::{chunk, escape_html};
+use crate::queue::{OutboundQueue, Outgoing};
+use crate::text::escape_html;
 use crate::{inbox, topics};
 
 /// How often a prompt's delivery is looked at for its answer.
@@ -267,8 +273,11 @@ impl Desk {
     /// Called when this daemon starts polling the bot (it holds the token's lock): takes back
     /// the cards, buttons, Prompt and Focus a previous daemon left in `desk.json`, and waits
     /// again for the answers it had not relayed yet. Stops relaying once `stop` is set.
-    pub(crate) fn resume<A>(self: &Arc<Self>, api: &A, stop: tokio::sync::watch::Receiver<bool>)
-    where
+    pub(crate) fn resume<A>(
+        self: &Arc<Self>,
+        out: &OutboundQueue<A>,
+        stop: tokio::sync::watch::Receiver<bool>,
+    ) where
         A: TelegramApi + Clone + 'static,
     {
         *lock(&self.stop) = Some(stop);
@@ -296,8 +305,8 @@ impl Desk {
                     .detail("delivery_id", relay.delivery_id.clone()),
             );
             let desk = Arc::clone(self);
-            let api = api.clone();
-            tokio::spawn(async move { desk.relay(&api, relay).await });
+            let out = out.clone();
+            tokio::spawn(async move { desk.relay(&out, relay).await });
         }
     }
 
@@ -354,7 +363,7 @@ impl Desk {
     /// A message from a paired person (the poller checked the allowlist).
     pub(crate) async fn on_message<A>(
         self: &Arc<Self>,
-        api: &A,
+        out: &OutboundQueue<A>,
         message: Message,
         awaiting_approval: HashSet<String>,
     ) where
@@ -368,8 +377,8 @@ impl Desk {
         let text = message.text.as_deref().unwrap_or("").trim().to_owned();
         if is_sessions_command(&text) {
             let desk = Arc::clone(self);
-            let api = api.clone();
-            tokio::spawn(async move { desk.list(&api, place, None, &awaiting_approval).await });
+            let out = out.clone();
+            tokio::spawn(async move { desk.list(&out, place, None, &awaiting_approval).await });
             return;
         }
         let has_file = message.document.is_some() || !message.photo.is_empty();
@@ -380,29 +389,27 @@ impl Desk {
         let Some(session) = self.target_of(&message) else {
             if has_file || !text.is_empty() {
                 say(
-                    api,
-                    &self.decisions,
+                    out,
                     place,
                     "Which session is this for? Send /sessions, then reply to a session's card \
                      (or tap its Prompt or Focus button).",
-                )
-                .await;
+                );
             }
             return;
         };
         let desk = Arc::clone(self);
-        let api = api.clone();
+        let out = out.clone();
         if has_file {
-            tokio::spawn(async move { desk.file(&api, place, session, message).await });
+            tokio::spawn(async move { desk.file(&out, place, session, message).await });
         } else if !text.is_empty() {
-            tokio::spawn(async move { desk.prompt(&api, place, session, text).await });
+            tokio::spawn(async move { desk.prompt(&out, place, session, text).await });
         }
     }
 
     /// A tap on one of our session buttons (`s:<key>`) from a paired person.
     pub(crate) fn tap<A>(
         self: &Arc<Self>,
-        api: &A,
+        out: &OutboundQueue<A>,
         query: &CallbackQuery,
         awaiting_approval: HashSet<String>,
     ) -> &'static str
@@ -426,7 +433,7 @@ impl Desk {
             is_forum: message.chat.is_forum,
         };
         let desk = Arc::clone(self);
-        let api = api.clone();
+        let out = out.clone();
         match action {
             Action::Prompt(session) => {
                 lock(&self.state)
@@ -438,7 +445,7 @@ impl Desk {
                         "✍️ Your next message here goes to <b>{}</b>.",
                         escape_html(&cards::header(&session))
                     );
-                    say(&api, &desk.decisions, place, &text).await;
+                    say(&out, place, &text);
                 });
                 "Send the prompt"
             }
@@ -451,44 +458,38 @@ impl Desk {
                          card to change it).",
                         escape_html(&cards::header(&session))
                     );
-                    say(&api, &desk.decisions, place, &text).await;
+                    say(&out, place, &text);
                 });
                 "Focused"
             }
             Action::Status(session) => {
                 tokio::spawn(async move {
-                    desk.list(&api, place, Some(&session), &awaiting_approval)
+                    desk.list(&out, place, Some(&session), &awaiting_approval)
                         .await
                 });
                 "Status"
             }
             Action::HandOff(session) => {
-                tokio::spawn(async move { desk.offer_destinations(&api, place, session).await });
+                tokio::spawn(async move { desk.offer_destinations(&out, place, session).await });
                 "Where to?"
             }
             Action::HandOffTo(session, destination) => {
-                tokio::spawn(async move { desk.hand_off(&api, place, session, destination).await });
+                tokio::spawn(async move { desk.hand_off(&out, place, session, destination).await });
                 "Handing off"
             }
         }
     }
 
     /// Posts the cards of the live sessions (or of `only` that one).
-    async fn list<A: TelegramApi>(
+    async fn list<A: TelegramApi + Clone + 'static>(
         &self,
-        api: &A,
+        out: &OutboundQueue<A>,
         place: Place,
         only: Option<&SessionRef>,
         awaiting_approval: &HashSet<String>,
     ) {
         let Some(host) = self.host() else {
-            say(
-                api,
-                &self.decisions,
-                place,
-                "Sessions are not available on this daemon.",
-            )
-            .await;
+            say(out, place, "Sessions are not available on this daemon.");
             return;
         };
         let listed = tokio::task::spawn_blocking(move || host.live_sessions())
@@ -498,12 +499,10 @@ impl Desk {
             Ok(sessions) => sessions,
             Err(reason) => {
                 say(
-                    api,
-                    &self.decisions,
+                    out,
                     place,
                     &format!("Could not list the sessions: {}", escape_html(&reason)),
-                )
-                .await;
+                );
                 return;
             }
         };
@@ -516,36 +515,41 @@ impl Desk {
                     "<b>{}</b> is not live any more (no activity in the window /sessions shows).",
                     escape_html(&cards::header(only))
                 );
-                say(api, &self.decisions, place, &text).await;
+                say(out, place, &text);
                 return;
             }
         }
         if sessions.is_empty() {
             say(
-                api,
-                &self.decisions,
+                out,
                 place,
                 "No live sessions: none of Claude Code, Codex or Grok was active in the last 24 hours.",
-            )
-            .await;
+            );
             return;
         }
         for mut live in sessions {
             if awaiting_approval.contains(&live.session.session_id) {
                 live.state = SessionState::AwaitingApproval;
             }
-            let thread = self.thread_for(api, place, &live.session).await;
+            let thread = self.thread_for(out, place, &live.session).await;
             let markup = cards::card_markup(&mut lock(&self.state).keys, &live.session);
             let html = cards::card_html(&live);
-            let sent = api
-                .send_message_in(place.chat, thread, &html, ParseMode::Html, Some(markup))
+            // Sent through the queue (in order with the rest of the chat, 429s waited out),
+            // waiting for the message id that replies to the card are matched by.
+            let sent = out
+                .send(
+                    place.chat,
+                    Outgoing::Text {
+                        text: html,
+                        mode: ParseMode::Html,
+                        markup: Some(markup),
+                        thread,
+                    },
+                    "session_card",
+                )
                 .await;
-            match sent {
-                Ok(message) => {
-                    self.remember_card(place.chat, message.message_id, &live.session);
-                    delivered(&self.decisions, place.chat, "session_card", None);
-                }
-                Err(error) => delivered(&self.decisions, place.chat, "session_card", Some(&error)),
+            if let Ok(message) = sent {
+                self.remember_card(place.chat, message.message_id, &live.session);
             }
         }
         // The cards' buttons and replies work after a restart.
@@ -554,24 +558,24 @@ impl Desk {
 
     /// Where things about `session` are posted: its topic in a forum (made on first use),
     /// else where the person wrote.
-    async fn thread_for<A: TelegramApi>(
+    async fn thread_for<A: TelegramApi + Clone + 'static>(
         &self,
-        api: &A,
+        out: &OutboundQueue<A>,
         place: Place,
         session: &SessionRef,
     ) -> Option<i64> {
         if !place.is_forum {
             return None;
         }
-        self.ensure_topic(api, place.chat, session)
+        self.ensure_topic(out, place.chat, session)
             .await
             .or(place.thread)
     }
 
     /// The topic of `session` in forum `chat`, created (once) if it has none.
-    async fn ensure_topic<A: TelegramApi>(
+    async fn ensure_topic<A: TelegramApi + Clone + 'static>(
         &self,
-        api: &A,
+        out: &OutboundQueue<A>,
         chat: i64,
         session: &SessionRef,
     ) -> Option<i64> {
@@ -594,7 +598,7 @@ impl Desk {
                 .detail("chat_id", chat)
                 .detail("name", name.clone())
         };
-        match api.create_forum_topic(chat, &name).await {
+        match out.api().create_forum_topic(chat, &name).await {
             Ok(topic) => {
                 stored.topics.push(topics::Topic {
                     chat_id: chat,
@@ -618,24 +622,18 @@ impl Desk {
     }
 
     /// Sends `text` to `session` through the host, says so, then relays the answer.
-    async fn prompt<A: TelegramApi>(
+    async fn prompt<A: TelegramApi + Clone + 'static>(
         &self,
-        api: &A,
+        out: &OutboundQueue<A>,
         place: Place,
         session: SessionRef,
         text: String,
     ) {
-        let thread = self.thread_for(api, place, &session).await;
+        let thread = self.thread_for(out, place, &session).await;
         let here = Place { thread, ..place };
         let header = escape_html(&cards::header(&session));
         let Some(host) = self.host() else {
-            say(
-                api,
-                &self.decisions,
-                here,
-                "Sessions are not available on this daemon.",
-            )
-            .await;
+            say(out, here, "Sessions are not available on this daemon.");
             return;
         };
         let chars = text.chars().count();
@@ -660,7 +658,7 @@ impl Desk {
                 self.save();
                 self.record(decision("refused").reason(reason.clone()));
                 let text = format!("❌ Not sent to <b>{header}</b>: {}", escape_html(&reason));
-                say(api, &self.decisions, here, &text).await;
+                say(out, here, &text);
                 return;
             }
         };
@@ -693,14 +691,14 @@ impl Desk {
             "📨 Sent to <b>{header}</b> {route} (delivery <code>{}</code>). The answer comes here.",
             escape_html(&receipt.delivery_id)
         );
-        say(api, &self.decisions, here, &text).await;
-        self.relay(api, relay).await;
+        say(out, here, &text);
+        self.relay(out, relay).await;
     }
 
     /// Waits for the answer of `relay`'s delivery and posts it (or its failure) where the
     /// prompt was asked, once: marked relayed in `desk.json` first. Returns without posting
     /// when this daemon lets go of the bot (its successor re-arms the wait).
-    async fn relay<A: TelegramApi>(&self, api: &A, relay: Relay) {
+    async fn relay<A: TelegramApi + Clone + 'static>(&self, out: &OutboundQueue<A>, relay: Relay) {
         let Some(host) = self.host() else {
             return;
         };
@@ -747,9 +745,9 @@ impl Desk {
                 return;
             }
             if text.starts_with("💬") {
-                say_long(api, &self.decisions, here, &text).await;
+                say_long(out, here, &text);
             } else {
-                say(api, &self.decisions, here, &text).await;
+                say(out, here, &text);
             }
             return;
         }
@@ -774,14 +772,14 @@ impl Desk {
     }
 
     /// A photo or a document for `session`: saved in its inbox, then a prompt naming it.
-    async fn file<A: TelegramApi>(
+    async fn file<A: TelegramApi + Clone + 'static>(
         &self,
-        api: &A,
+        out: &OutboundQueue<A>,
         place: Place,
         session: SessionRef,
         message: Message,
     ) {
-        let thread = self.thread_for(api, place, &session).await;
+        let thread = self.thread_for(out, place, &session).await;
         let here = Place { thread, ..place };
         let (file_id, name, declared) = match (&message.document, largest(&message.photo)) {
             (Some(document), _) => (
@@ -800,7 +798,7 @@ impl Desk {
             (None, None) => return,
         };
         match self
-            .save_file(api, &session, &file_id, &name, declared)
+            .save_file(out, &session, &file_id, &name, declared)
             .await
         {
             Ok((path, size)) => {
@@ -822,7 +820,7 @@ impl Desk {
                     "{said}\n\n(The file is saved at {} — {size} bytes. Read it from there.)",
                     path.display()
                 );
-                self.prompt(api, here, session, prompt).await;
+                self.prompt(out, here, session, prompt).await;
             }
             Err(reason) => {
                 self.record(
@@ -839,14 +837,14 @@ impl Desk {
                     escape_html(&reason),
                     inbox::MAX_FILE_BYTES / (1024 * 1024)
                 );
-                say(api, &self.decisions, here, &text).await;
+                say(out, here, &text);
             }
         }
     }
 
-    async fn save_file<A: TelegramApi>(
+    async fn save_file<A: TelegramApi + Clone + 'static>(
         &self,
-        api: &A,
+        out: &OutboundQueue<A>,
         session: &SessionRef,
         file_id: &str,
         name: &str,
@@ -866,14 +864,19 @@ impl Desk {
                 "the session's directory is not known, so there is no inbox to put it in".into(),
             );
         };
-        let file = api.get_file(file_id).await.map_err(|e| e.to_string())?;
+        let file = out
+            .api()
+            .get_file(file_id)
+            .await
+            .map_err(|e| e.to_string())?;
         if let Some(size) = file.file_size.filter(|s| *s > inbox::MAX_FILE_BYTES) {
             return Err(too_big(size));
         }
         let Some(path) = file.file_path else {
             return Err("Telegram gave no path to download it from".into());
         };
-        let bytes = api
+        let bytes = out
+            .api()
             .download_file(&path, inbox::MAX_FILE_BYTES)
             .await
             .map_err(|e| match e {
@@ -892,16 +895,15 @@ impl Desk {
         Ok((saved, size))
     }
 
-    async fn offer_destinations<A: TelegramApi>(&self, api: &A, place: Place, session: SessionRef) {
+    async fn offer_destinations<A: TelegramApi + Clone + 'static>(
+        &self,
+        out: &OutboundQueue<A>,
+        place: Place,
+        session: SessionRef,
+    ) {
         let header = escape_html(&cards::header(&session));
         let Some(host) = self.host() else {
-            say(
-                api,
-                &self.decisions,
-                place,
-                "Handoff is not available on this daemon.",
-            )
-            .await;
+            say(out, place, "Handoff is not available on this daemon.");
             return;
         };
         let found = {
@@ -915,7 +917,7 @@ impl Desk {
                 let text = format!(
                     "Nowhere to hand <b>{header}</b> to: no other session, editor or CLI agent was found."
                 );
-                say(api, &self.decisions, place, &text).await;
+                say(out, place, &text);
                 return;
             }
             Ok(d) => d,
@@ -924,7 +926,7 @@ impl Desk {
                     "Could not list where <b>{header}</b> can go: {}",
                     escape_html(&reason)
                 );
-                say(api, &self.decisions, place, &text).await;
+                say(out, place, &text);
                 return;
             }
         };
@@ -945,46 +947,35 @@ impl Desk {
         };
         self.save();
         let text = format!("🤝 Hand <b>{header}</b> to:");
-        let sent = api
-            .send_message_in(
-                place.chat,
-                place.thread,
-                &text,
-                ParseMode::Html,
-                Some(json!({"inline_keyboard": rows})),
-            )
-            .await;
-        delivered(
-            &self.decisions,
+        out.push_item(
             place.chat,
+            Outgoing::Text {
+                text,
+                mode: ParseMode::Html,
+                markup: Some(json!({"inline_keyboard": rows})),
+                thread: place.thread,
+            },
             "handoff_destinations",
-            sent.as_ref().err(),
         );
     }
 
-    async fn hand_off<A: TelegramApi>(
+    async fn hand_off<A: TelegramApi + Clone + 'static>(
         &self,
-        api: &A,
+        out: &OutboundQueue<A>,
         place: Place,
         session: SessionRef,
         destination: String,
     ) {
         let header = escape_html(&cards::header(&session));
         let Some(host) = self.host() else {
-            say(
-                api,
-                &self.decisions,
-                place,
-                "Handoff is not available on this daemon.",
-            )
-            .await;
+            say(out, place, "Handoff is not available on this daemon.");
             return;
         };
         let text = format!(
             "⏳ Handing <b>{header}</b> to <code>{}</code>: reading the session and writing HANDOFF.md…",
             escape_html(&destination)
         );
-        say(api, &self.decisions, place, &text).await;
+        say(out, place, &text);
         let result = {
             let session = session.clone();
             let destination = destination.clone();
@@ -1012,7 +1003,7 @@ impl Desk {
                 )
             }
         };
-        say(api, &self.decisions, place, &text).await;
+        say(out, place, &text);
     }
 }
 
@@ -1032,45 +1023,13 @@ fn largest(sizes: &[crate::api::PhotoSize]) -> Option<&crate::api::PhotoSize> {
         .map(|(_, p)| p)
 }
 
-/// One `telegram_delivery` decision for a message of ours.
-fn delivered(decisions: &DecisionLog, chat: i64, what: &'static str, error: Option<&Error>) {
-    let decision = match error {
-        None => Decision::new(kind("telegram_delivery"), Outcome::new("sent")),
-        Some(error) => Decision::new(kind("telegram_delivery"), Outcome::new("failed"))
-            .reason(error.to_string()),
-    };
-    decisions.record(decision.detail("chat_id", chat).detail("what", what));
+/// Queues a short HTML message at `place` (its outcome is the queue's decision line).
+fn say<A: TelegramApi + Clone + 'static>(out: &OutboundQueue<A>, place: Place, html: &str) {
+    out.html_in(place.chat, place.thread, html, "session_notice");
 }
 
-/// Sends a short HTML message at `place`.
-async fn say<A: TelegramApi>(api: &A, decisions: &DecisionLog, place: Place, html: &str) {
-    let sent = api
-        .send_message_in(place.chat, place.thread, html, ParseMode::Html, None)
-        .await;
-    delivered(decisions, place.chat, "session_notice", sent.as_ref().err());
-}
-
-/// Sends plain `text` (an answer: any length) at `place`, escaped and in pieces of at most
+/// Queues plain `text` (an answer: any length) at `place`, escaped and in pieces of at most
 /// 4,096 characters, in order.
-async fn say_long<A: TelegramApi>(api: &A, decisions: &DecisionLog, place: Place, text: &str) {
-    let pieces = chunk(&escape_html(text), MAX_TEXT_CHARS);
-    let count = pieces.len();
-    for (index, piece) in pieces.iter().enumerate() {
-        let sent = api
-            .send_message_in(place.chat, place.thread, piece, ParseMode::Html, None)
-            .await;
-        let mut decision = match &sent {
-            Ok(_) => Decision::new(kind("telegram_delivery"), Outcome::new("sent")),
-            Err(error) => Decision::new(kind("telegram_delivery"), Outcome::new("failed"))
-                .reason(error.to_string()),
-        };
-        decision = decision
-            .detail("chat_id", place.chat)
-            .detail("what", "answer")
-            .detail("chars", piece.chars().count());
-        if count > 1 {
-            decision = decision.detail("chunk", index + 1).detail("chunks", count);
-        }
-        decisions.record(decision);
-    }
+fn say_long<A: TelegramApi + Clone + 'static>(out: &OutboundQueue<A>, place: Place, text: &str) {
+    out.text_in(place.chat, place.thread, text, "answer");
 }

@@ -34,6 +34,19 @@ pub fn status_path(home: &Path) -> PathBuf {
     dir(home).join("status.json")
 }
 
+/// What the daemon's outbound queue holds, for `telegram status` (rewritten while it polls).
+pub fn outbound_path(home: &Path) -> PathBuf {
+    dir(home).join("outbound.json")
+}
+
+pub fn read_outbound(home: &Path) -> Result<crate::queue::QueueSnapshot> {
+    read_json(&outbound_path(home))
+}
+
+pub fn write_outbound(home: &Path, snapshot: &crate::queue::QueueSnapshot) -> Result<()> {
+    write_json(&outbound_path(home), snapshot)
+}
+
 /// Writes `bytes` to `path` owner-only, replacing it whole.
 pub fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
     let parent = path.parent().unwrap_or(Path::new("."));

@@ -42,6 +42,27 @@ pub fn chunk(text: &str, limit: usize) -> Vec<String> {
     pieces
 }
 
+/// The text an HTML message shows, for its plain-text retry: tags dropped (every `<` of the
+/// text itself was escaped, so a raw `<` opens a tag), entities turned back into characters.
+pub fn html_to_plain(html: &str) -> String {
+    let mut shown = String::with_capacity(html.len());
+    let mut in_tag = false;
+    for c in html.chars() {
+        match (in_tag, c) {
+            (false, '<') => in_tag = true,
+            (true, '>') => in_tag = false,
+            (false, c) => shown.push(c),
+            (true, _) => {}
+        }
+    }
+    shown
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&amp;", "&")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -60,5 +81,16 @@ mod tests {
     #[test]
     fn html_reserved_characters_are_escaped() {
         assert_eq!(escape_html("a<b> & c"), "a&lt;b&gt; &amp; c");
+    }
+
+    #[test]
+    fn the_plain_retry_shows_the_text_without_tags_or_entities() {
+        assert_eq!(
+            html_to_plain(
+                "<b>Claude</b> · ran <code>a &lt; b &amp;&amp; c</code>\n<pre>x &gt; y</pre>"
+            ),
+            "Claude · ran a < b && c\nx > y"
+        );
+        assert_eq!(html_to_plain("no markup"), "no markup");
     }
 }

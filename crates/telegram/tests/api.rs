@@ -1,14 +1,16 @@
-//! The poller and the senders against the fake Bot API (testkit `telegram`), in process: a 429
-//! waits its `retry_after`, a parse error is retried as plain text, a long text is chunked.
+//! The poller and the outbound queue against the fake Bot API (testkit `telegram`), in process:
+//! a 429 waits its `retry_after`, a parse error is retried as plain text, a long text is
+//! chunked, a failed send is a decision.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Duration;
 
 use cross_agent_decisions::DecisionLog;
-use cross_agent_telegram::api::{MAX_TEXT_CHARS, ParseMode};
-use cross_agent_telegram::deliver::send_text;
+use cross_agent_telegram::api::MAX_TEXT_CHARS;
 use cross_agent_telegram::poller::{Poller, PollerConfig};
+use cross_agent_telegram::queue::OutboundQueue;
+use cross_agent_telegram::secrets::Scrubber;
 use cross_agent_telegram::{HttpApi, TelegramApi};
 use cross_agent_testkit::telegram::{Failure, FakeBotApi};
 use serde_json::Value;
@@ -61,7 +63,9 @@ async fn a_parse_error_is_retried_as_plain_text_and_logged() {
     let home = tempfile::tempdir().unwrap();
     let log = DecisionLog::new(home.path());
     let api = HttpApi::new(Some(fake.base_url()), TOKEN).unwrap();
-    assert!(send_text(&api, &log, 42, "if a < b && c > d", ParseMode::Html).await);
+    let queue = OutboundQueue::new(api, log, Scrubber::default());
+    queue.text(42, "if a < b && c > d", "test");
+    queue.idle().await;
     let sends = fake.calls_to("sendMessage");
     assert_eq!(sends.len(), 2);
     assert_eq!(sends[0].body["parse_mode"], "HTML");
@@ -83,7 +87,9 @@ async fn a_10000_character_text_goes_out_in_chunks_of_at_most_4096_in_order() {
     let text: String = (0..10_000)
         .map(|i| char::from(b'a' + (i % 26) as u8))
         .collect();
-    assert!(send_text(&api, &log, 42, &text, ParseMode::Html).await);
+    let queue = OutboundQueue::new(api, log, Scrubber::default());
+    queue.text(42, &text, "test");
+    queue.idle().await;
     let sends = fake.calls_to("sendMessage");
     assert_eq!(sends.len(), 3);
     let pieces: Vec<&str> = sends
@@ -110,7 +116,10 @@ async fn a_failed_send_is_a_decision_with_the_apis_description_and_no_token() {
     let base = fake.base_url().to_owned();
     drop(fake);
     let api = HttpApi::new(Some(&base), TOKEN).unwrap();
-    assert!(!send_text(&api, &log, 42, "hello", ParseMode::Html).await);
+    let queue = OutboundQueue::new(api.clone(), log, Scrubber::default());
+    queue.text(42, "hello", "test");
+    queue.idle().await;
+    assert_eq!(queue.counts().failed, 1);
     assert!(api.get_me().await.is_err());
     let logged = std::fs::read_to_string(home.path().join("decisions.jsonl")).unwrap();
     assert!(logged.contains("\"outcome\":\"failed\""), "{logged}");

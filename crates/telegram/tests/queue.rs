@@ -129,3 +129,68 @@ async fn a_document_is_sent_whole_with_its_caption_and_secrets_are_scrubbed() {
     let logged = std::fs::read_to_string(home.path().join("decisions.jsonl")).unwrap();
     assert!(!logged.contains("sk-child-987654") && !logged.contains("SECRETqueue"));
 }
+
+#[tokio::test]
+async fn a_message_for_a_topic_keeps_its_thread_and_the_snapshot_shows_what_waits_and_the_last_429()
+{
+    let fake = FakeBotApi::start(TOKEN, "bot").unwrap();
+    fake.fail_next("sendMessage", Failure::too_many(1));
+    let api = HttpApi::new(Some(fake.base_url()), TOKEN).unwrap();
+    let queue = OutboundQueue::new(api, DecisionLog::disabled(), Scrubber::default());
+    queue.text(-100_777, "held by the 429", "test");
+    let card = {
+        let queue = queue.clone();
+        tokio::spawn(async move {
+            queue
+                .send(
+                    -100_777,
+                    Outgoing::Text {
+                        text: "<b>claude · card</b>".into(),
+                        mode: cross_agent_telegram::api::ParseMode::Html,
+                        markup: Some(serde_json::json!({"inline_keyboard": [[{"text": "Prompt",
+                            "callback_data": "s:1"}]]})),
+                        thread: Some(42),
+                    },
+                    "session_card",
+                )
+                .await
+        })
+    };
+    // The card is queued (behind the first message, held by the 429) before the answer.
+    while queue.snapshot().waiting.get(&-100_777) != Some(&2) {
+        tokio::task::yield_now().await;
+    }
+    queue.text_in(-100_777, Some(42), "an answer in the topic", "answer");
+    let waiting = queue.snapshot();
+    assert_eq!(waiting.waiting.get(&-100_777), Some(&3), "{waiting:?}");
+    let sent = card.await.unwrap().unwrap();
+    queue.idle().await;
+    let snapshot = queue.snapshot();
+    assert!(snapshot.waiting.is_empty(), "{snapshot:?}");
+    let limited = snapshot.last_rate_limited.expect("the 429 is kept");
+    assert_eq!(
+        (limited.chat_id, limited.retry_after_s),
+        (-100_777, Some(1))
+    );
+    let calls: Vec<Value> = fake
+        .calls_to("sendMessage")
+        .into_iter()
+        .filter(|c| c.failed_with.is_none())
+        .map(|c| c.body)
+        .collect();
+    assert_eq!(calls.len(), 3);
+    assert!(calls[0].get("message_thread_id").is_none());
+    assert_eq!(
+        calls[1]["message_thread_id"], 42,
+        "the card stays in its topic"
+    );
+    assert_eq!(
+        calls[1]["reply_markup"]["inline_keyboard"][0][0]["text"],
+        "Prompt"
+    );
+    assert_eq!(calls[2]["message_thread_id"], 42);
+    assert!(
+        sent.message_id > 0,
+        "the card's id comes back from the queue"
+    );
+}

@@ -5,6 +5,7 @@ pub mod agents;
 pub mod binaries;
 pub mod endpoint;
 pub mod foreign_stores;
+pub mod leaks;
 pub mod panel;
 pub mod synthetic_stores;
 pub mod telegram;

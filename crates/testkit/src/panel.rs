@@ -6,6 +6,7 @@
 //! the first line.
 
 use std::io::{Read, Write};
+use std::os::unix::process::CommandExt;
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread;
@@ -67,9 +68,13 @@ pub struct PanelDriver {
 }
 
 impl PanelDriver {
-    /// Starts `command` with piped stdin and stdout (stderr inherited).
+    /// Starts `command` with piped stdin and stdout (stderr inherited), in a process group of
+    /// its own, so whatever it started (the shim, the real agent) is ended with it.
     pub fn start(mut command: Command) -> Result<PanelDriver> {
-        command.stdin(Stdio::piped()).stdout(Stdio::piped());
+        command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .process_group(0);
         let mut child = command
             .spawn()
             .with_context(|| format!("starting {:?}", command.get_program()))?;
@@ -216,7 +221,7 @@ impl PanelDriver {
                 return Ok(status);
             }
             if Instant::now() >= deadline {
-                let _ = self.child.kill();
+                crate::agents::kill_group(self.child.id());
                 bail!("the panel process did not exit within {timeout:?}");
             }
             thread::sleep(Duration::from_millis(20));
@@ -226,8 +231,10 @@ impl PanelDriver {
 
 impl Drop for PanelDriver {
     fn drop(&mut self) {
+        // The whole group, even when its leader has exited: a test that killed the shim (or a
+        // window process standing for the extension host) may have left its children running.
+        crate::agents::kill_group(self.child.id());
         if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
             let _ = self.child.wait();
         }
     }

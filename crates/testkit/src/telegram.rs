@@ -85,6 +85,8 @@ struct Inner {
     next_message_id: i64,
     calls: Vec<RecordedCall>,
     failures: HashMap<String, VecDeque<Failure>>,
+    /// Failures for the next call of a method whose `text` contains a needle (checked first).
+    failures_when: Vec<(String, String, Failure)>,
     /// Bumped by every `getUpdates`: a poll that sees it change was superseded (409).
     poll_generation: u64,
     /// Files a person sent, by `file_id`: their bytes (served at `file_path` `files/<file_id>`).
@@ -231,6 +233,15 @@ impl FakeBotApi {
             .push_back(failure);
     }
 
+    /// The next call of `method` whose `text` contains `needle` fails with `failure` (other
+    /// calls go through): for a failure meant for one message among many.
+    pub fn fail_next_containing(&self, method: &str, needle: &str, failure: Failure) {
+        self.shared
+            .lock()
+            .failures_when
+            .push((method.to_owned(), needle.to_owned(), failure));
+    }
+
     /// Every call so far, in order.
     pub fn calls(&self) -> Vec<RecordedCall> {
         self.shared.lock().calls.clone()
@@ -363,10 +374,18 @@ async fn handle(
     };
     let failure = {
         let mut inner = shared.lock();
-        let failure = inner
-            .failures
-            .get_mut(&method)
-            .and_then(VecDeque::pop_front);
+        let text = body.get("text").and_then(Value::as_str).unwrap_or("");
+        let targeted = inner
+            .failures_when
+            .iter()
+            .position(|(m, needle, _)| *m == method && text.contains(needle.as_str()));
+        let failure = match targeted {
+            Some(at) => Some(inner.failures_when.remove(at).2),
+            None => inner
+                .failures
+                .get_mut(&method)
+                .and_then(VecDeque::pop_front),
+        };
         inner.calls.push(RecordedCall {
             method: method.clone(),
             body: body.clone(),

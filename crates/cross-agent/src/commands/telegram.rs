@@ -84,14 +84,20 @@ impl TelegramArgs {
                 let access = store::read_access(root)?;
                 let status = store::read_status(root)?;
                 let set_up = store::read_token(root)?.is_some();
+                let outbound = store::read_outbound(root)?;
+                let hooks = cross_agent_telegram::notify::hook_summary(root);
                 if json {
                     println!(
                         "{}",
                         json!({"set_up": set_up, "paired": access.paired,
-                               "pairing_pending": access.pending.is_some(), "poller": status})
+                               "pairing_pending": access.pending.is_some(), "poller": status,
+                               "outbound": outbound, "hook_sessions": hooks})
                     );
                 } else {
                     print_status(set_up, &access, &status);
+                    if set_up {
+                        print_outbound(&outbound, &hooks);
+                    }
                 }
             }
             TelegramCommand::Unpair { user_id } => {
@@ -105,6 +111,52 @@ impl TelegramArgs {
         }
         Ok(ExitCode::SUCCESS)
     }
+}
+
+fn print_outbound(
+    outbound: &cross_agent_telegram::queue::QueueSnapshot,
+    hooks: &cross_agent_telegram::notify::HookSummary,
+) {
+    let waiting: usize = outbound.waiting.values().sum();
+    let per_chat: Vec<String> = outbound
+        .waiting
+        .iter()
+        .map(|(chat, count)| format!("{count} for chat {chat}"))
+        .collect();
+    if per_chat.is_empty() {
+        println!(
+            "outbound:     nothing waiting ({} sent, {} failed)",
+            outbound.sent, outbound.failed
+        );
+    } else {
+        println!("outbound:     {waiting} waiting: {}", per_chat.join(", "));
+    }
+    match &outbound.last_rate_limited {
+        Some(limited) => println!(
+            "last 429:     {} in chat {} (retry after {} s)",
+            limited.at,
+            limited.chat_id,
+            limited
+                .retry_after_s
+                .map_or("-".to_owned(), |s| s.to_string())
+        ),
+        None => println!("last 429:     -"),
+    }
+    println!(
+        "hook sessions: {} ({} awaiting approval{})",
+        hooks.count,
+        hooks.awaiting_approval.len(),
+        if hooks.awaiting_approval.is_empty() {
+            String::new()
+        } else {
+            let ids: Vec<String> = hooks
+                .awaiting_approval
+                .iter()
+                .map(|id| escape_cell(id).into_owned())
+                .collect();
+            format!(": {}", ids.join(", "))
+        }
+    );
 }
 
 fn print_status(set_up: bool, access: &store::Access, status: &store::PollerStatus) {

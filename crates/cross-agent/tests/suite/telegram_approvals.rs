@@ -17,7 +17,9 @@ use cross_agent_testkit::telegram::FakeBotApi;
 use cross_agent_testkit::{ModelEndpoint, Rule, ToolCall};
 use serde_json::{Value, json};
 
-use super::telegram::{BIN, WAIT, files_containing, paired, paired_with, text, token, wait_until};
+use super::telegram::{
+    BIN, Env, WAIT, files_containing, paired, paired_with, text, token, wait_until,
+};
 
 const TURN: Duration = Duration::from_secs(120);
 
@@ -450,4 +452,154 @@ fn a_failed_delivery_is_notified_with_its_target_and_reason() {
                 && d["details"]["what"] == "delivery_failed"
                 && d["outcome"] == "sent")
     );
+}
+
+/// The id of the panel session with an approval pending, from the shims' registrations.
+fn session_awaiting_in_panels(state: &std::path::Path) -> Option<String> {
+    let entries = std::fs::read_dir(state.join("panels")).ok()?;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.extension().is_none_or(|e| e != "json") {
+            continue;
+        }
+        let Ok(registration) =
+            serde_json::from_slice::<Value>(&std::fs::read(&path).unwrap_or_default())
+        else {
+            continue;
+        };
+        for session in registration["sessions"].as_array().into_iter().flatten() {
+            if session["pending_approvals"]
+                .as_array()
+                .is_some_and(|a| !a.is_empty())
+                && let Some(id) = session["session_id"].as_str()
+            {
+                return Some(id.to_owned());
+            }
+        }
+    }
+    None
+}
+
+/// A real Claude panel asks for a `Write` while no chat is paired: logged `not_posted`, and
+/// offered as soon as a chat pairs (it is still pending), then allowed from the phone. The
+/// permission `Notification` its hooks send for the same prompt is not sent beside the card
+/// (one prompt, one message), and `telegram status` shows the hook session awaiting approval
+/// and the outbound queue.
+#[test]
+fn a_panel_approval_waits_for_a_chat_to_pair_and_its_permission_notification_is_not_sent_twice() {
+    let token = token();
+    let api = FakeBotApi::start(&token, "relay_test_bot").unwrap();
+    let mut env = Env::new(&api);
+    assert!(env.setup(&token).status.success());
+    env.start_daemon();
+    assert!(wait_until(|| env.status()["poller"]["state"] == "polling"));
+    let agents = AgentHome::new().unwrap();
+    let project = agents.project("proj").unwrap();
+    let endpoint = ModelEndpoint::start().unwrap();
+    let claude = Claude::new(&agents, &endpoint.anthropic_base_url()).unwrap();
+    let plan = project.join("plan.txt");
+    endpoint.push(
+        Rule::on_user_text("write the plan")
+            .tool_call(ToolCall::new(
+                "Write",
+                json!({"file_path": plan, "content": "step one\n"}),
+            ))
+            .once(),
+    );
+    endpoint.push(Rule::on_any_tool_result().reply_text("the plan is written"));
+    let mut command = Command::new(cross_agent_bin().unwrap());
+    command
+        .arg("shim")
+        .arg("claude")
+        .arg(claude.binary())
+        .args(CLAUDE_SDK_ARGS)
+        .current_dir(&project)
+        .env_clear()
+        .envs(claude.env())
+        .env("CROSS_AGENT_HOME", &env.state);
+    let mut panel = PanelDriver::start(command).unwrap();
+    panel.send(&claude_initialize("init-1")).unwrap();
+    panel
+        .next_line(TURN, |l| l["type"] == "control_response")
+        .unwrap();
+    panel.send(&claude_user("write the plan")).unwrap();
+    let asked = panel
+        .next_line(TURN, |l| l["type"] == "control_request")
+        .unwrap();
+    assert_eq!(asked["request"]["tool_name"], "Write");
+    assert!(
+        wait_until(|| env
+            .decisions()
+            .iter()
+            .any(|d| d["kind"] == "approval" && d["outcome"] == "not_posted")),
+        "nobody to ask: logged"
+    );
+
+    // The hooks of the same Claude tell of the same prompt, as Claude Code sends it.
+    let mut session = None;
+    assert!(wait_until(|| {
+        session = session_awaiting_in_panels(&env.state);
+        session.is_some()
+    }));
+    let session = session.unwrap();
+    let notification = json!({"session_id": session, "transcript_path": "/tmp/t.jsonl",
+        "cwd": project, "hook_event_name": "Notification",
+        "message": "Claude needs your permission to use Write",
+        "notification_type": "permission_prompt"});
+    let out = env.run_with_stdin(&["hook", "Notification"], &notification.to_string());
+    assert!(out.status.success());
+    let status = env.status();
+    assert_eq!(status["hook_sessions"]["count"], 1, "{status:#}");
+    assert_eq!(
+        status["hook_sessions"]["awaiting_approval"],
+        json!([session]),
+        "{status:#}"
+    );
+    assert!(status["outbound"]["waiting"].is_object(), "{status:#}");
+
+    // A chat pairs: the approval still pending is offered there.
+    let code = env.pair_code();
+    api.push_message(5001, 5001, &format!("/pair {code}"));
+    assert!(wait_until(|| !cards(&api).is_empty()), "offered on pairing");
+    let card = cards(&api).remove(0);
+    assert!(
+        card["text"]
+            .as_str()
+            .unwrap()
+            .contains("Claude panel · Write"),
+        "{card:#}"
+    );
+    assert!(env.decisions().iter().any(|d| d["kind"] == "approval"
+        && d["outcome"] == "posted"
+        && d["details"]["after_pairing"] == true));
+    api.push_callback(5001, 5001, 1, &button(&card, "Allow"));
+    panel.next_line(TURN, |l| l["type"] == "result").unwrap();
+    assert_eq!(std::fs::read_to_string(&plan).unwrap(), "step one\n");
+
+    // One prompt, one message: the card, never the notification beside it.
+    let out = env.run_with_stdin(&["hook", "Notification"], &notification.to_string());
+    assert!(out.status.success());
+    assert!(wait_until(|| env
+        .decisions()
+        .iter()
+        .filter(|d| d["kind"] == "telegram_notification" && d["outcome"] == "skipped")
+        .count()
+        == 2));
+    let notified = api
+        .calls_to("sendMessage")
+        .iter()
+        .filter(|c| {
+            c.body["text"]
+                .as_str()
+                .unwrap_or("")
+                .contains("needs your permission")
+        })
+        .count();
+    assert_eq!(notified, 0, "the card alone asks");
+    assert!(
+        wait_until(|| env.status()["outbound"]["sent"].as_u64() >= Some(2)),
+        "the queue's figures reach `telegram status`"
+    );
+    panel.close_stdin();
+    let _ = panel.wait(Duration::from_secs(30));
 }

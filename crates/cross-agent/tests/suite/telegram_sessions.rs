@@ -965,3 +965,132 @@ fn a_phone_prompt_survives_a_daemon_reload_and_its_answer_is_relayed_once() {
     let status = phone.card(before, &first);
     assert!(status.text.contains("CARD-KEPT"), "{}", status.text);
 }
+
+/// The receipt and the answer of a phone prompt go through the same per-chat queue as the
+/// notifications: a notification held by a 429 goes first and the receipt and the answer wait
+/// their turn behind it (`telegram status` shows that 429); the answer, refused by a parse
+/// error, goes again as plain text.
+#[test]
+fn a_phone_answer_waits_behind_a_rate_limited_notification_and_a_parse_error_goes_again_plain() {
+    let phone = Phone::start(PERSON, false);
+    let claude_id = phone.claude_session("seed the claude session for the queue");
+    let before = phone.api.sent().len();
+    phone.say(json!({"text": "/sessions"}));
+    let card = phone.card(before, &claude_id);
+
+    // A hook's notification meets a 429 that holds the chat for 5 s.
+    phone.api.fail_next(
+        "sendMessage",
+        cross_agent_testkit::telegram::Failure::too_many(5),
+    );
+    let notification = json!({"session_id": "99999999-0000-4000-8000-000000000001",
+        "transcript_path": "/tmp/t.jsonl", "cwd": "/work/other", "hook_event_name": "Notification",
+        "message": "Claude is waiting for your input", "notification_type": "idle_prompt"});
+    let mut hook = phone
+        .command(&["hook", "Notification"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = hook.stdin.take().unwrap();
+        stdin
+            .write_all(notification.to_string().as_bytes())
+            .unwrap();
+    }
+    assert!(hook.wait().unwrap().success());
+    assert!(
+        wait_until(WAIT, || phone
+            .api
+            .calls_to("sendMessage")
+            .iter()
+            .any(|c| c.failed_with == Some(429))),
+        "the notification met the 429"
+    );
+    // The answer is refused once as unreadable HTML.
+    phone.api.fail_next_containing(
+        "sendMessage",
+        "claude answered",
+        cross_agent_testkit::telegram::Failure::cant_parse_entities(),
+    );
+    phone.endpoint.push(
+        Rule::on_user_text("queued prompt for claude")
+            .reply(Reply::echo_token("if a < b && c > d, claude answered"))
+            .once(),
+    );
+    phone.say(json!({"text": "queued prompt for claude",
+        "reply_to_message": phone.message_ref(card.message_id, None)}));
+    phone.wait_sent(before, "📨 Sent to", WAIT);
+    let status: Value = serde_json::from_slice(
+        &phone
+            .command(&["telegram", "status", "--json"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    assert_eq!(
+        status["outbound"]["last_rate_limited"]["chat_id"], PERSON,
+        "{status:#}"
+    );
+    assert_eq!(status["outbound"]["last_rate_limited"]["retry_after_s"], 5);
+    phone.wait_sent(before, "claude answered", TURN_WAIT);
+
+    let texts: Vec<String> = phone.api.sent()[before..]
+        .iter()
+        .filter_map(|(_, b)| b["text"].as_str().map(str::to_owned))
+        .collect();
+    let at = |needle: &str| {
+        texts
+            .iter()
+            .position(|t| t.contains(needle))
+            .unwrap_or_else(|| panic!("{needle:?} in {texts:#?}"))
+    };
+    assert!(
+        at("waiting for your input") < at("📨 Sent to"),
+        "the receipt waited behind the rate-limited notification: {texts:#?}"
+    );
+    assert!(at("📨 Sent to") < at("claude answered"), "{texts:#?}");
+    let refused = phone
+        .api
+        .calls_to("sendMessage")
+        .into_iter()
+        .find(|c| c.failed_with == Some(400))
+        .expect("the answer was refused once");
+    assert!(
+        refused.body["text"]
+            .as_str()
+            .unwrap()
+            .contains("if a &lt; b &amp;&amp; c &gt; d"),
+        "{:#}",
+        refused.body
+    );
+    let (_, answer) = phone
+        .api
+        .sent()
+        .into_iter()
+        .find(|(_, b)| {
+            b["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("claude answered"))
+        })
+        .unwrap();
+    assert!(answer.get("parse_mode").is_none(), "{answer:#}");
+    assert!(
+        answer["text"]
+            .as_str()
+            .unwrap()
+            .contains("if a < b && c > d, claude answered"),
+        "{answer:#}"
+    );
+    assert!(
+        phone
+            .decisions()
+            .iter()
+            .any(|d| d["kind"] == "telegram_delivery"
+                && d["outcome"] == "retried_plain"
+                && d["details"]["what"] == "answer")
+    );
+}

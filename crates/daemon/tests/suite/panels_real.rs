@@ -424,6 +424,12 @@ async fn a_reply_waiting_in_a_panel_that_then_closes_fails_as_undelivered() {
         .arg("-KILL")
         .arg(panel.shim.to_string())
         .status();
+    // Claude, busy with the long turn, ends with its shim.
+    cross_agent_testkit::leaks::assert_none_left(
+        bridge.agents.path(),
+        cross_agent_testkit::leaks::SETTLE,
+    )
+    .unwrap();
     let back = bridge.wait_finished(&return_id).await;
     assert_eq!(back.state, DeliveryState::Failed, "{back:#?}");
     assert!(back.is_undelivered, "{back:#?}");
@@ -798,16 +804,26 @@ async fn a_late_answer_is_pushed_into_the_senders_panel_too() {
 }
 
 /// A conversation the panel opens for a delivery: once its id arrives the record names its
-/// transcript and the busy lock moves to the session, so when the shim dies mid-turn the answer
-/// is read back from that transcript — and the message is never sent again.
+/// transcript and the busy lock moves to the session, so when the shim dies mid-turn (Claude
+/// ends with it) the answer is read back from that transcript — and the message is never sent
+/// again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_conversation_the_panel_opened_is_recovered_from_its_transcript_when_the_shim_dies() {
+    use cross_agent_testkit::endpoint::ToolCall;
+
     let bridge = Bridge::start().await;
-    let panel = Panel::open(&bridge);
-    bridge.endpoint.push(
-        Rule::on_user_text("fresh question k1")
-            .reply(Reply::echo_token("recovered answer k1").delay(Duration::from_secs(4))),
-    );
+    let mut panel = Panel::open(&bridge);
+    // The answer is written, then the turn waits on an approval nobody gives (a write is
+    // never approved without asking).
+    let command = format!("echo k1 > {}", bridge.project.join("k1.txt").display());
+    bridge
+        .endpoint
+        .push(Rule::on_user_text("fresh question k1").reply(
+            Reply::echo_token("recovered answer k1").then_tool_call(ToolCall::new(
+                "Bash",
+                serde_json::json!({"command": command, "description": "write"}),
+            )),
+        ));
     let caller = with_ancestry(
         bridge.codex_caller("019a0000-0000-7000-8000-0000000000c3"),
         &[panel.window],
@@ -839,11 +855,21 @@ async fn a_conversation_the_panel_opened_is_recovered_from_its_transcript_when_t
         .collect();
     assert_eq!(held, [format!("claude:{session}")], "{locks:#?}");
 
-    // The shim dies before the turn ends; Claude goes on and writes the answer.
+    // The shim dies before the turn ends, its answer already in the transcript; Claude ends
+    // with the shim, and nothing of this test is left running.
+    panel
+        .driver
+        .next_line(TURN, |l| l["type"] == "control_request")
+        .unwrap();
     let _ = Command::new("kill")
         .arg("-KILL")
         .arg(panel.shim.to_string())
         .status();
+    cross_agent_testkit::leaks::assert_none_left(
+        bridge.agents.path(),
+        cross_agent_testkit::leaks::SETTLE,
+    )
+    .unwrap();
     let record = bridge.wait_finished(&receipt.delivery_id).await;
     assert!(record.is_reply_recovered, "{record:#?}");
     assert!(

@@ -321,6 +321,7 @@ impl Engine {
         // the message arrives: the one the registration showed may have been typed into since.
         let grok_new = agent == Agent::Grok && record.will_create_session;
         let socket = shim.registration.socket.clone();
+        let agent_pid = shim.registration.agent_pid;
         let injection = Injection {
             delivery_id: record.delivery_id.clone(),
             kind: InjectionKind::Request,
@@ -378,7 +379,7 @@ impl Engine {
             }
             Ended::Broken(why) => {
                 if record.target_session_id.is_some() {
-                    self.follow_orphaned_turn(record, job);
+                    self.follow_orphaned_turn(record, job, agent_pid);
                 }
                 record.state = DeliveryState::Failed;
                 record.error = Some(format!(
@@ -611,10 +612,11 @@ impl Engine {
         }
     }
 
-    /// After the shim went away mid-turn the agent may still finish the turn (the message was
-    /// delivered): its transcript is followed until a finished turn answers the request, or it
-    /// has been still for the delivery's inactivity timeout, or the daemon stops. Never re-sent.
-    fn follow_orphaned_turn(&self, record: &mut DeliveryRecord, job: &Job) {
+    /// After the shim went away mid-turn an agent that outlived it (outside Linux, or behind an
+    /// older shim) may still finish the turn (the message was delivered): its transcript is
+    /// followed until a finished turn answers the request, the agent is gone, it has been
+    /// still for the delivery's inactivity timeout, or the daemon stops. Never re-sent.
+    fn follow_orphaned_turn(&self, record: &mut DeliveryRecord, job: &Job, agent_pid: Option<u32>) {
         let quiet_limit = Duration::from_secs(job.timeout_secs);
         let stop = self.inner.stop.subscribe();
         let mut last_change: Option<std::time::SystemTime> = None;
@@ -633,7 +635,10 @@ impl Engine {
                 last_change = modified;
                 quiet_since = Instant::now();
             }
-            if *stop.borrow() || quiet_since.elapsed() >= quiet_limit {
+            // The agent ends with its shim (the shim asks the kernel for that): once it is
+            // gone nothing more will be written, so what the transcript holds is read now.
+            let agent_gone = agent_pid.is_some_and(|pid| !cross_agent_process::is_alive(pid));
+            if *stop.borrow() || agent_gone || quiet_since.elapsed() >= quiet_limit {
                 return;
             }
             std::thread::sleep(self.inner.config.transcript_check.min(WAKE));

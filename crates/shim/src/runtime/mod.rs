@@ -328,12 +328,14 @@ pub fn run(agent: Agent, real: RealCommand, adapter: Box<dyn PanelAdapter>) -> E
             return exec(&real);
         }
     };
-    let child = Command::new(&real.program)
+    let mut command = Command::new(&real.program);
+    command
         .args(real.all_args())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn();
+        .stderr(Stdio::inherit());
+    die_with_the_shim(&mut command);
+    let child = command.spawn();
     let mut child = match child {
         Ok(child) => child,
         Err(error) => {
@@ -389,6 +391,42 @@ pub fn run(agent: Agent, real: RealCommand, adapter: Box<dyn PanelAdapter>) -> E
         .line(format_args!("the agent exited: {status:?}"));
     finish(&shared);
     exit_code(status)
+}
+
+/// The agent ends when the shim does, however the shim ends: an editor closing a panel may
+/// SIGKILL the shim, and an agent left running would hold its session (Codex: "already has an
+/// active writer") and go on with a turn nobody reads. Its stdin's EOF is not enough: a turn in
+/// flight runs to its end first, and nothing reads what it writes.
+///
+/// On Linux the kernel sends SIGTERM (so the agent can still end its own children) when the
+/// *thread* that started it exits; this runs on the main thread, which stays in `run` until
+/// the agent has exited, so only the shim's own end fires it. Elsewhere the agent sees its
+/// stdin close and its stdout break.
+fn die_with_the_shim(command: &mut Command) {
+    #[cfg(target_os = "linux")]
+    {
+        let shim = rustix::process::getpid();
+        // `pre_exec` is the one way std offers to act in the child before exec, and it is
+        // `unsafe`; no well-kept crate wraps PR_SET_PDEATHSIG, hence this single exception.
+        // SAFETY: the closure runs in the forked child before exec and makes only
+        // async-signal-safe system calls (prctl, getppid, getpid, kill); it allocates nothing.
+        #[allow(unsafe_code)]
+        unsafe {
+            command.pre_exec(move || {
+                use rustix::process::{
+                    Signal, getppid, kill_process, set_parent_process_death_signal,
+                };
+                set_parent_process_death_signal(Some(Signal::TERM))?;
+                // The shim may have died between fork and prctl: then nothing would fire.
+                if getppid() != Some(shim) {
+                    let _ = kill_process(rustix::process::getpid(), Signal::TERM);
+                }
+                Ok(())
+            });
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = command;
 }
 
 /// After the agent exited: let its last bytes reach the extension and the last reports reach

@@ -1,3 +1,4 @@
+mod agent_lifetime;
 mod common;
 mod fail_open;
 mod injection;
