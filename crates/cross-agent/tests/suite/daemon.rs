@@ -107,6 +107,10 @@ fn mode(path: &Path) -> u32 {
         & 0o777
 }
 
+/// How long a daemon may take to exit or to be the only one left: a ceiling for a loaded
+/// machine, never a measure (a pass returns as soon as the condition holds).
+const PATIENCE: Duration = Duration::from_secs(120);
+
 fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + limit;
     while !done() {
@@ -226,7 +230,7 @@ fn the_generation_increments_across_restarts() {
     assert_ne!(replaced["new_pid"], first["pid"]);
     // Nothing was in flight: the old one exits at once.
     let old_pid = u32::try_from(first["pid"].as_u64().unwrap()).unwrap();
-    assert!(wait_until(Duration::from_secs(10), || {
+    assert!(wait_until(PATIENCE, || {
         !cross_agent_ipc::process::is_alive(old_pid)
     }));
 
@@ -272,8 +276,7 @@ fn ten_concurrent_autostarts_end_with_exactly_one_daemon() {
         "one client started it"
     );
     assert!(
-        wait_until(Duration::from_secs(5), || daemons_on(&env.state)
-            == vec![pid]),
+        wait_until(PATIENCE, || daemons_on(&env.state) == vec![pid]),
         "exactly one daemon process: {:?}",
         daemons_on(&env.state)
     );
@@ -307,9 +310,7 @@ fn termination_signals_stop_the_daemon_cleanly() {
             .unwrap();
         assert!(killed.success());
         assert!(
-            wait_until(Duration::from_secs(10), || {
-                !cross_agent_ipc::process::is_alive(pid)
-            }),
+            wait_until(PATIENCE, || { !cross_agent_ipc::process::is_alive(pid) }),
             "{name} stops the daemon"
         );
         assert!(
@@ -551,7 +552,7 @@ fn reload_replaces_the_daemon_and_reports_it_per_daemon() {
     );
     let (code, status) = env.status_json();
     assert_eq!((code, &status["generation"]), (0, &Value::from(2)));
-    assert!(wait_until(Duration::from_secs(10), || {
+    assert!(wait_until(PATIENCE, || {
         !cross_agent_ipc::process::is_alive(u32::try_from(old_pid).unwrap())
     }));
     assert_eq!(daemons_on(&env.state).len(), 1);

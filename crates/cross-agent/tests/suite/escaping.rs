@@ -218,7 +218,7 @@ fn the_daemon_log_on_a_pipe_has_no_colour_codes() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let up = wait_until(Duration::from_secs(20), || {
+    let up = wait_until(Duration::from_secs(120), || {
         store.run(&["daemon", "status"]).status.success()
     });
     // A send logs at info level too: more lines, more chances for a colour code.

@@ -783,6 +783,44 @@ fn is_running(pid: u64) -> bool {
     })
 }
 
+/// Parent and state letter of a process, from `/proc/<pid>/stat`.
+fn parent_and_state(pid: u64) -> Option<(u64, char)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(") ")?;
+    let mut fields = rest.split(' ');
+    let state = fields.next()?.chars().next()?;
+    let parent = fields.next()?.parse().ok()?;
+    Some((parent, state))
+}
+
+/// Whether the launcher in the terminal `terminal` sits at its `read`: a shell under the
+/// terminal, asleep, with no child (while the agent runs, the shell waits on it as its child;
+/// an exited agent not yet reaped still counts as one).
+fn waits_for_enter(terminal: u64) -> bool {
+    let processes: Vec<(u64, u64, char)> = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u64>().ok())
+        .filter_map(|pid| parent_and_state(pid).map(|(parent, state)| (pid, parent, state)))
+        .collect();
+    let under_terminal = |mut pid: u64| {
+        while let Some(&(_, parent, _)) = processes.iter().find(|(p, _, _)| *p == pid) {
+            if parent == terminal {
+                return true;
+            }
+            pid = parent;
+        }
+        false
+    };
+    processes.iter().any(|&(pid, _, state)| {
+        state == 'S'
+            && under_terminal(pid)
+            && std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "sh")
+            && !processes.iter().any(|&(_, parent, _)| parent == pid)
+    })
+}
+
 fn wait_for(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + timeout;
     while !done() {
@@ -822,7 +860,7 @@ fn cli_handoff_launches_the_agent_in_a_terminal() {
         let done = json_of(&out);
         wait_for(
             "the stand-in agent's record",
-            Duration::from_secs(30),
+            Duration::from_secs(120),
             || record.exists(),
         );
         let seen: Value = serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();
@@ -840,13 +878,19 @@ fn cli_handoff_launches_the_agent_in_a_terminal() {
     let pid = done["terminal"]["pid"].as_u64().unwrap();
     wait_for(
         "the terminal to close after a clean exit",
-        Duration::from_secs(20),
+        Duration::from_secs(120),
         || !is_running(pid),
     );
 
     let (done, _) = launch("3");
     let pid = done["terminal"]["pid"].as_u64().unwrap();
-    std::thread::sleep(Duration::from_secs(2));
+    // Not a pause but the state itself: the launcher's shell asleep with no child — the agent
+    // gone, the shell at its `read`, waiting for Enter. After a clean exit it never gets there.
+    wait_for(
+        "the launcher to wait for Enter after the agent failed",
+        Duration::from_secs(120),
+        || waits_for_enter(pid),
+    );
     let held = is_running(pid);
     // The test started this terminal: it ends it by its pid.
     let _ = Command::new("kill").arg(pid.to_string()).status();

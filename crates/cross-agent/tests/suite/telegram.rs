@@ -13,7 +13,9 @@ use cross_agent_testkit::telegram::{Failure, FakeBotApi};
 use serde_json::Value;
 
 pub(super) const BIN: &str = env!("CARGO_BIN_EXE_cross-agent");
-pub(super) const WAIT: Duration = Duration::from_secs(20);
+/// A ceiling for waits on the daemon and the fake Bot API; a pass ends as soon as the condition
+/// holds, so only a failing run waits this long.
+pub(super) const WAIT: Duration = Duration::from_secs(120);
 
 /// A fresh, unguessable token per test, so the per-token poller locks never meet.
 pub(super) fn token() -> String {
@@ -121,6 +123,26 @@ impl Env {
         assert!(out.status.success(), "{}", text(&out.stderr));
         let json: Value = serde_json::from_slice(&out.stdout).unwrap();
         json["code"].as_str().unwrap().to_owned()
+    }
+
+    /// The daemon's log files (`logs/daemon.log.*`), concatenated.
+    fn daemon_log(&self) -> String {
+        let mut all = String::new();
+        let Ok(entries) = std::fs::read_dir(self.state.join("logs")) else {
+            return all;
+        };
+        for entry in entries.flatten() {
+            if entry
+                .file_name()
+                .to_string_lossy()
+                .starts_with("daemon.log")
+            {
+                all.push_str(&String::from_utf8_lossy(
+                    &std::fs::read(entry.path()).unwrap_or_default(),
+                ));
+            }
+        }
+        all
     }
 
     pub(super) fn decisions(&self) -> Vec<Value> {
@@ -341,16 +363,26 @@ fn one_token_is_polled_by_one_daemon_and_the_other_takes_over_when_it_goes() {
     first.start_daemon();
     assert!(wait_until(|| first.status()["poller"]["state"] == "polling"));
     second.start_daemon();
-    // Long enough for the second daemon's supervisor to try the lock several times.
-    std::thread::sleep(Duration::from_secs(3));
+    // Its supervisor has tried the token's lock and been refused: an event, not a pause.
+    assert!(
+        wait_until(|| second
+            .daemon_log()
+            .contains("another poller has this bot; waiting for it")),
+        "the second daemon never tried the token: {}",
+        second.daemon_log()
+    );
+    // The first keeps polling after that (a poll more than when the second was refused), and
+    // the second, which has kept trying its lock meanwhile, still never polled.
+    let polls_then = api.calls_to("getUpdates").len();
+    assert!(
+        wait_until(|| api.calls_to("getUpdates").len() > polls_then),
+        "the first keeps polling"
+    );
+    assert_eq!(first.status()["poller"]["state"], "polling");
     assert_eq!(
         second.status()["poller"]["state"],
         "",
         "the second never polled"
-    );
-    assert!(
-        api.calls_to("getUpdates").len() >= 2,
-        "the first keeps polling"
     );
     first.kill_daemon();
     assert!(
@@ -414,12 +446,15 @@ pub(super) fn approval_card(api: &FakeBotApi) -> (String, String, String) {
 fn a_hook_with_no_daemon_exits_0_at_once_printing_nothing() {
     let token = token();
     let api = FakeBotApi::start(&token, "relay_test_bot").unwrap();
-    let env = Env::new(&api);
-    let started = Instant::now();
-    let out = env.run_with_stdin(&["hook", "PreToolUse"], &pre_tool_use("rm -rf /"));
+    let mut env = Env::new(&api);
+    // An approval wait of an hour: a hook that waited for an answer (or for a daemon it started)
+    // would run into the ceiling below, which a hook that returns at once never nears.
+    env.approval_wait = "3600".to_owned();
+    let hook = env.command(&["hook", "PreToolUse"]);
+    let out = cross_agent_process::run::run(hook, Some(&pre_tool_use("rm -rf /")), WAIT)
+        .expect("the hook returns without waiting for anyone");
     assert!(out.status.success());
     assert_eq!(text(&out.stdout), "");
-    assert!(started.elapsed() < Duration::from_secs(5));
     assert!(
         !env.state.join("daemon.pid").exists(),
         "no daemon was started for it"
@@ -487,7 +522,8 @@ fn a_harmless_call_passes_untouched_and_a_danger_match_times_out_into_ask() {
 fn a_stranger_tap_is_ignored_and_the_first_paired_tap_wins() {
     let token = token();
     let api = FakeBotApi::start(&token, "relay_test_bot").unwrap();
-    let env = paired(&api, &token, "30");
+    // The hook's wait for a tap is a ceiling (it returns as the tap comes), so a generous one.
+    let env = paired(&api, &token, "120");
     let hook = {
         let mut child = env
             .command(&["hook", "PreToolUse"])
@@ -570,7 +606,7 @@ fn a_real_claude_pre_tool_use_is_approved_by_one_tap_and_denied_by_another() {
             .turn(&project, prompt)
             .arg("--settings")
             .arg(&settings)
-            .timeout(Duration::from_secs(120));
+            .timeout(Duration::from_secs(300));
         let running = std::thread::spawn(move || turn.run());
         let new_card = || {
             api.calls_to("sendMessage")
@@ -578,7 +614,7 @@ fn a_real_claude_pre_tool_use_is_approved_by_one_tap_and_denied_by_another() {
                 .skip(before)
                 .find(|c| c.body.get("reply_markup").is_some())
         };
-        let deadline = Instant::now() + Duration::from_secs(90);
+        let deadline = Instant::now() + Duration::from_secs(180);
         while new_card().is_none() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(50));
         }

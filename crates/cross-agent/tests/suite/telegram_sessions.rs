@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 const BIN: &str = env!("CARGO_BIN_EXE_cross-agent");
 /// A real turn through the hub (CLI start, model, transcript) takes seconds; this is a ceiling.
 const TURN_WAIT: Duration = Duration::from_secs(180);
-const WAIT: Duration = Duration::from_secs(30);
+const WAIT: Duration = Duration::from_secs(120);
 const PERSON: i64 = 5001;
 const STRANGER: i64 = 666;
 
@@ -710,7 +710,7 @@ fn a_prompt_to_a_session_held_by_a_panel_goes_into_the_panel_and_its_answer_to_t
                 && d["details"]["transport"] == "panel")
     );
     panel.close_stdin();
-    let _ = panel.wait(Duration::from_secs(30));
+    let _ = panel.wait(Duration::from_secs(120));
 }
 
 /// A prompt the hub refuses (here: headless resumes are off and no panel holds the session)

@@ -108,6 +108,9 @@ pub struct Daemon {
     socket_identity: Option<(u64, u64)>,
     db: HubDb,
     engine: Engine,
+    /// How long a stop waits for connections and the Telegram poller; [`DRAIN_TIMEOUT`] unless
+    /// changed with [`Daemon::with_drain_timeout`].
+    drain_timeout: Duration,
     // Dropped last (fields drop in order after `run` is done with the others): the lock is what
     // tells the next daemon the home is free.
     lock: PidLock,
@@ -241,8 +244,19 @@ impl Daemon {
             socket_identity,
             db,
             engine,
+            drain_timeout: DRAIN_TIMEOUT,
             lock,
         })
+    }
+
+    /// How long a stop gives connections to finish the request in hand (and the Telegram poller
+    /// to let go) before closing them; 5 s unless changed. A test raises it far past anything a
+    /// stop takes, so a stop that waited on an idle connection shows as a hang rather than as a
+    /// few seconds more that only a clock could tell apart.
+    #[must_use]
+    pub fn with_drain_timeout(mut self, timeout: Duration) -> Daemon {
+        self.drain_timeout = timeout;
+        self
     }
 
     /// Who this daemon is.
@@ -259,6 +273,7 @@ impl Daemon {
             mut socket_identity,
             db,
             engine,
+            drain_timeout,
             lock,
         } = self;
         let (stop_tx, mut stop_rx) = watch::channel(false);
@@ -345,11 +360,11 @@ impl Daemon {
             drain(&shared, &mut shutdown).await;
         }
         shared.stop.send_replace(true);
-        if tokio::time::timeout(DRAIN_TIMEOUT, telegram).await.is_err() {
+        if tokio::time::timeout(drain_timeout, telegram).await.is_err() {
             tracing::warn!("the telegram poller did not stop in time");
         }
 
-        let drained = tokio::time::timeout(DRAIN_TIMEOUT, async {
+        let drained = tokio::time::timeout(drain_timeout, async {
             while connections.join_next().await.is_some() {}
         })
         .await;

@@ -421,10 +421,11 @@ async fn a_daemon_killed_mid_turn_leaves_an_orphan_never_resent_whose_answer_is_
     let mut bridge = Bridge::start().await;
     let mut daemon = daemon_process(&mut bridge, &[]).await;
     let target = claude_session_answering(&bridge, "seed orphan", "ready");
-    // The answer comes only after the daemon is gone.
+    // The answer comes only after the daemon is gone: held until the test has killed it.
+    let release = bridge.agents.path().join("release-orphan-answer");
     bridge.endpoint.push(
         Rule::on_user_text("orphaned job")
-            .reply(Reply::echo_token("ORPHAN ANSWER").delay(Duration::from_secs(4)))
+            .reply(Reply::echo_token("ORPHAN ANSWER").after_file(&release))
             .once(),
     );
     let mut params = bridge.send_params(
@@ -457,6 +458,7 @@ async fn a_daemon_killed_mid_turn_leaves_an_orphan_never_resent_whose_answer_is_
     // Killed outright: nothing closes the record, the turn runs on in its own group.
     daemon.child.kill().unwrap();
     daemon.child.wait().unwrap();
+    std::fs::write(&release, "").unwrap();
     let transcript = bridge.claude_transcript(&target);
     wait_file(&transcript, Duration::from_secs(60), |t| {
         t.contains("ORPHAN ANSWER")

@@ -266,9 +266,10 @@ async fn names_address_exactly_and_an_ambiguous_one_is_refused() {
 async fn two_sends_to_one_session_never_overlap() {
     let bridge = Bridge::start().await;
     let target = bridge.claude_session("seed serial");
+    // The first answer is held until the checks below are done: a gate, not a guessed delay.
+    let release = bridge.agents.path().join("release-serial-one");
     bridge.endpoint.push(
-        Rule::on_user_text("serial one")
-            .reply(Reply::echo_token("one done").delay(Duration::from_secs(4))),
+        Rule::on_user_text("serial one").reply(Reply::echo_token("one done").after_file(&release)),
     );
     bridge
         .endpoint
@@ -297,6 +298,7 @@ async fn two_sends_to_one_session_never_overlap() {
         .delivery
         .unwrap();
     assert_eq!(queued.state, DeliveryState::Queued);
+    std::fs::write(&release, "").unwrap();
 
     let one = bridge.wait_finished(&first.delivery_id).await;
     let two = bridge.wait_finished(&second.delivery_id).await;
@@ -503,9 +505,10 @@ async fn stopping_the_daemon_stops_its_turns_and_a_queued_delivery_goes_out_once
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_claude_session_takes_the_bridges_id_and_is_pinned_at_once() {
     let bridge = Bridge::start().await;
+    // The first turn is held until every send below is in: a gate, not a guessed delay.
+    let release = bridge.agents.path().join("release-open-claude");
     bridge.endpoint.push(
-        Rule::on_user_text("open claude")
-            .reply(Reply::echo_token("opened").delay(Duration::from_secs(3))),
+        Rule::on_user_text("open claude").reply(Reply::echo_token("opened").after_file(&release)),
     );
     bridge
         .endpoint
@@ -532,6 +535,7 @@ async fn a_new_claude_session_takes_the_bridges_id_and_is_pinned_at_once() {
     let third = bridge.accepted(third).await;
     assert_eq!(third.target_selected_by, TargetSelectedBy::Caller);
     assert_eq!(third.target_session_id.as_deref(), Some(created.as_str()));
+    std::fs::write(&release, "").unwrap();
     for id in [&first.delivery_id, &second.delivery_id, &third.delivery_id] {
         let record = bridge.wait_finished(id).await;
         assert_eq!(record.state, DeliveryState::Delivered, "{record:#?}");
@@ -625,9 +629,11 @@ async fn a_codex_turn_whose_tool_call_needs_an_approval_fails_saying_so() {
 async fn a_call_from_inside_a_bridge_started_turn_continues_its_conversation() {
     let bridge = Bridge::start().await;
     let target = bridge.claude_session("seed inner");
+    // The outer turn is held until the inner call is in: a gate, not a guessed delay.
+    let release = bridge.agents.path().join("release-outer");
     bridge.endpoint.push(
         Rule::on_user_text("outer request")
-            .reply(Reply::echo_token("outer done").delay(Duration::from_secs(4))),
+            .reply(Reply::echo_token("outer done").after_file(&release)),
     );
     let mut params = bridge.send_params(
         Agent::Claude,
@@ -659,6 +665,7 @@ async fn a_call_from_inside_a_bridge_started_turn_continues_its_conversation() {
     let mut params = bridge.send_params(Agent::Codex, "inner request", inner_caller);
     params.new_session = true;
     let inner = bridge.accepted(params).await;
+    std::fs::write(&release, "").unwrap();
     assert_eq!(inner.conversation_id, outer.conversation_id);
     assert_eq!(inner.hop, 2);
     assert_eq!(

@@ -65,7 +65,11 @@ pub struct Running {
 
 impl Running {
     pub fn start(home: &Home) -> Running {
-        let daemon = Daemon::bind(home.clone()).unwrap();
+        Running::serve(Daemon::bind(home.clone()).unwrap())
+    }
+
+    /// Runs a daemon bound (and configured) by the test.
+    pub fn serve(daemon: Daemon) -> Running {
         let info = daemon.info().clone();
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(daemon.run(async move {

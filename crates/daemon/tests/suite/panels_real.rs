@@ -247,10 +247,12 @@ async fn a_message_into_an_idle_and_into_a_busy_claude_panel() {
     assert!(record.is_return_status_only);
     assert_eq!(record.return_delivery_id, None);
 
-    // Busy: a slow human turn runs; the message waits for it and then goes in.
+    // Busy: a slow human turn runs; the message waits for it and then goes in. The human's
+    // answer is held until the message has left the daemon's queue for the shim's.
+    let release = bridge.agents.path().join("release-human-i1");
     bridge.endpoint.push(
         Rule::on_user_text("slow human i1")
-            .reply(Reply::text("human answer i1").delay(Duration::from_secs(4)))
+            .reply(Reply::text("human answer i1").after_file(&release))
             .once(),
     );
     bridge
@@ -264,6 +266,12 @@ async fn a_message_into_an_idle_and_into_a_busy_claude_panel() {
     let mut named = bridge.send_params(Agent::Claude, "busy question i1", caller);
     named.session_id = Some(session.clone());
     let receipt = bridge.accepted(named).await;
+    bridge
+        .wait_record(&receipt.delivery_id, TURN, |r| {
+            r.state != DeliveryState::Queued
+        })
+        .await;
+    std::fs::write(&release, "").unwrap();
     let record = bridge.wait_finished(&receipt.delivery_id).await;
     assert_eq!(record.state, DeliveryState::Delivered, "{record:#?}");
     assert!(
@@ -346,10 +354,11 @@ async fn a_reply_whose_panel_closed_fails_undelivered_and_nothing_is_resumed() {
     let mut panel = Panel::open(&bridge);
     let session = panel.converse(&bridge, "hello closing c1");
     let thread = bridge.codex_session("seed codex c1");
-    // The Codex turn is slow enough for the panel to close first.
+    // The Codex turn's answer is held until the panel has closed.
+    let release = bridge.agents.path().join("release-codex-c1");
     bridge.endpoint.push(
         Rule::on_user_text("question c1")
-            .reply(Reply::echo_token("codex answer c1").delay(Duration::from_secs(6))),
+            .reply(Reply::echo_token("codex answer c1").after_file(&release)),
     );
     let caller = with_ancestry(bridge.claude_caller(&session), &[panel.shim, panel.window]);
     let mut params = bridge.send_params(Agent::Codex, "question c1", caller);
@@ -358,6 +367,7 @@ async fn a_reply_whose_panel_closed_fails_undelivered_and_nothing_is_resumed() {
     assert!(receipt.return_panel_available_now);
     panel.driver.close_stdin();
     assert!(panel.driver.wait(TURN).unwrap().success());
+    std::fs::write(&release, "").unwrap();
 
     let request = bridge.wait_finished(&receipt.delivery_id).await;
     assert_eq!(request.state, DeliveryState::Delivered, "{request:#?}");
@@ -383,10 +393,12 @@ async fn a_reply_waiting_in_a_panel_that_then_closes_fails_as_undelivered() {
     bridge
         .endpoint
         .push(Rule::on_user_text("question c2").reply(Reply::echo_token("codex answer c2")));
-    // The sender is busy with a long turn of its own when the answer comes back.
+    // The sender is busy with a long turn of its own when the answer comes back: its answer is
+    // held for the rest of the test (a gate never opened), however slow the machine.
+    let never = bridge.agents.path().join("never-released-c2");
     bridge.endpoint.push(
         Rule::on_user_text("long human c2")
-            .reply(Reply::text("human answer c2").delay(Duration::from_secs(60)))
+            .reply(Reply::text("human answer c2").after_file(&never))
             .once(),
     );
     panel.driver.send(&claude_user("long human c2")).unwrap();

@@ -40,9 +40,12 @@ async fn a_draining_daemon_hands_the_bot_to_its_successor_before_its_turn_ends()
     let api = FakeBotApi::start(&token, "handover_bot").unwrap();
     let mut bridge = Bridge::start().await;
     let target = bridge.claude_session("seed telegram handover");
+    // The old daemon's turn is held until the successor has taken the bot over: a gate the
+    // test opens, not a guessed delay.
+    let release = bridge.agents.path().join("release-slow-job");
     bridge.endpoint.push(
         Rule::on_user_text("slow telegram job")
-            .reply(Reply::echo_token("slow job done").delay(Duration::from_secs(30))),
+            .reply(Reply::echo_token("slow job done").after_file(&release)),
     );
     bridge.stop_daemon().await;
     let root = bridge.state.root().to_owned();
@@ -56,7 +59,7 @@ async fn a_draining_daemon_hands_the_bot_to_its_successor_before_its_turn_ends()
     let old_pid = old_conn.hello.daemon_pid;
     bridge.conn = old_conn;
     assert!(
-        wait_for(Duration::from_secs(30), || {
+        wait_for(Duration::from_secs(120), || {
             let status = poller_status(&root);
             status["state"] == "polling" && status["pid"] == old_pid
         })
@@ -85,7 +88,7 @@ async fn a_draining_daemon_hands_the_bot_to_its_successor_before_its_turn_ends()
         successor.env(name, value);
     }
     let home = Home::at(&root).unwrap();
-    let outcome = handover::replace(&home, successor, Duration::from_secs(30))
+    let outcome = handover::replace(&home, successor, Duration::from_secs(120))
         .await
         .unwrap();
     let new_pid = match outcome {
@@ -95,10 +98,10 @@ async fn a_draining_daemon_hands_the_bot_to_its_successor_before_its_turn_ends()
         }
         other => panic!("expected a replacement, got {other:?}"),
     };
-    // The successor polls the bot well before the old daemon's turn (held 30 s) can end: the
-    // lock went when the drain began.
+    // The successor polls the bot while the old daemon's turn is still held: the lock went when
+    // the drain began.
     assert!(
-        wait_for(Duration::from_secs(10), || {
+        wait_for(Duration::from_secs(120), || {
             let status = poller_status(&root);
             status["state"] == "polling" && status["pid"] == new_pid
         })
@@ -110,6 +113,7 @@ async fn a_draining_daemon_hands_the_bot_to_its_successor_before_its_turn_ends()
         cross_agent_ipc::process::is_alive(old_pid),
         "…while the old daemon still drains"
     );
+    std::fs::write(&release, "").unwrap();
     bridge.conn = connect(&home).await;
     let record = bridge.wait_finished(&slow.delivery_id).await;
     assert_eq!(record.state, DeliveryState::Delivered, "{record:#?}");

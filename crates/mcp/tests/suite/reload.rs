@@ -64,7 +64,7 @@ fn bridge_status(server: &mut McpProcess, id: u64) -> Result<(Value, bool)> {
 }
 
 fn wait_gone(pid: u32) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(20);
+    let deadline = Instant::now() + Duration::from_secs(120);
     while cross_agent_ipc::process::is_alive(pid) {
         if Instant::now() >= deadline {
             return false;

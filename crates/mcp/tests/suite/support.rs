@@ -85,7 +85,7 @@ pub struct McpProcess {
     pub stderr_path: PathBuf,
 }
 
-pub const WAIT: Duration = Duration::from_secs(20);
+pub const WAIT: Duration = Duration::from_secs(120);
 
 impl McpProcess {
     pub fn spawn(scratch: &Scratch, env: &BTreeMap<String, String>, cwd: &Path) -> Result<Self> {
@@ -184,14 +184,16 @@ impl McpProcess {
     /// Closes stdin and waits for the process; its exit status.
     pub fn close(mut self) -> Result<std::process::ExitStatus> {
         drop(self.stdin.take());
-        for _ in 0..200 {
+        // A ceiling for a loaded machine; the wait ends as soon as the process does.
+        let deadline = std::time::Instant::now() + WAIT;
+        while std::time::Instant::now() < deadline {
             if let Some(status) = self.child.try_wait()? {
                 return Ok(status);
             }
             std::thread::sleep(Duration::from_millis(50));
         }
         let _ = self.child.kill();
-        bail!("cross-agent mcp did not exit within 10 s of stdin closing")
+        bail!("cross-agent mcp did not exit within {WAIT:?} of stdin closing")
     }
 }
 

@@ -519,6 +519,10 @@ fn start_threads(
     agent_pid: u32,
 ) -> std::io::Result<()> {
     let our_stdin = std::io::stdin().as_fd().try_clone_to_owned()?;
+    // The forwarding handlers go in before any of the agent's output is passed on: once the
+    // extension has seen the agent's first line, closing the panel reaches the agent (installed
+    // on the forwarder's own thread, a SIGTERM that came early would have ended the shim alone).
+    let forwarder = SignalForwarder::install(agent_pid);
 
     let s = shared.clone();
     spawn_named("to-agent", move || s.to_agent.run_writer())?;
@@ -555,7 +559,9 @@ fn start_threads(
             s.route(routed);
         }
     })?;
-    spawn_named("signals", move || forward_signals(agent_pid))?;
+    if let Some(forwarder) = forwarder {
+        spawn_named("signals", move || forwarder.run())?;
+    }
     Ok(())
 }
 
@@ -904,38 +910,64 @@ fn pump(shared: &Shared, side: Side, input: OwnedFd) {
 }
 
 /// Forwards SIGTERM, SIGINT and SIGHUP to the agent, so closing the panel ends it as it would
-/// have without the shim.
-fn forward_signals(agent_pid: u32) {
-    use tokio::signal::unix::{SignalKind, signal};
-    let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
-        .enable_io()
-        .build()
-    else {
-        return;
-    };
-    runtime.block_on(async move {
-        let (Ok(mut term), Ok(mut int), Ok(mut hup)) = (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::interrupt()),
-            signal(SignalKind::hangup()),
-        ) else {
-            return;
-        };
-        let Some(pid) = i32::try_from(agent_pid)
+/// have without the shim: the handlers are installed by [`SignalForwarder::install`] (on the
+/// calling thread, at once), the forwarding is [`SignalForwarder::run`] (on a thread of its own,
+/// a current-thread tokio runtime for its signal handling).
+struct SignalForwarder {
+    runtime: tokio::runtime::Runtime,
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+    hup: tokio::signal::unix::Signal,
+    agent: rustix::process::Pid,
+}
+
+impl SignalForwarder {
+    /// `None` (the signals keep their default action) if a runtime or a handler cannot be had.
+    fn install(agent_pid: u32) -> Option<SignalForwarder> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .build()
+            .ok()?;
+        let agent = i32::try_from(agent_pid)
             .ok()
-            .and_then(rustix::process::Pid::from_raw)
-        else {
-            return;
+            .and_then(rustix::process::Pid::from_raw)?;
+        let (term, int, hup) = {
+            let _entered = runtime.enter();
+            (
+                signal(SignalKind::terminate()).ok()?,
+                signal(SignalKind::interrupt()).ok()?,
+                signal(SignalKind::hangup()).ok()?,
+            )
         };
-        loop {
-            let signal = tokio::select! {
-                _ = term.recv() => rustix::process::Signal::TERM,
-                _ = int.recv() => rustix::process::Signal::INT,
-                _ = hup.recv() => rustix::process::Signal::HUP,
-            };
-            let _ = rustix::process::kill_process(pid, signal);
-        }
-    });
+        Some(SignalForwarder {
+            runtime,
+            term,
+            int,
+            hup,
+            agent,
+        })
+    }
+
+    fn run(self) {
+        let SignalForwarder {
+            runtime,
+            mut term,
+            mut int,
+            mut hup,
+            agent,
+        } = self;
+        runtime.block_on(async move {
+            loop {
+                let signal = tokio::select! {
+                    _ = term.recv() => rustix::process::Signal::TERM,
+                    _ = int.recv() => rustix::process::Signal::INT,
+                    _ = hup.recv() => rustix::process::Signal::HUP,
+                };
+                let _ = rustix::process::kill_process(agent, signal);
+            }
+        });
+    }
 }
 
 /// Replaces this process with the real binary (same pid); returns only if that fails.

@@ -73,13 +73,14 @@ fn panel_shows_user_message(values: &[Value], text: &str) -> bool {
 #[test]
 fn a_panel_thread_a_headless_resume_cannot_reach_takes_messages_idle_and_busy() -> Result<()> {
     let endpoint = ModelEndpoint::start()?;
+    let home = AgentHome::new()?;
+    // The human's answer is held until the bridged message is in: a gate, not a guessed delay.
+    let release = home.path().join("release-the-human-answer");
     endpoint.script([
         Rule::on_user_text("bridged one").reply_text("codex answer one"),
-        Rule::on_user_text("slow human")
-            .reply(Reply::text("human answer").delay(Duration::from_secs(4))),
+        Rule::on_user_text("slow human").reply(Reply::text("human answer").after_file(&release)),
         Rule::on_user_text("bridged two").reply_text("codex answer two"),
     ]);
-    let home = AgentHome::new()?;
     let project = home.project("panel")?;
     let codex = Codex::new(&home, &endpoint.openai_base_url())?;
     let mut pump = panel(&codex, &project)?;
@@ -127,6 +128,7 @@ fn a_panel_thread_a_headless_resume_cannot_reach_takes_messages_idle_and_busy() 
             queued: true
         }
     );
+    std::fs::write(&release, "")?;
     let ended = pump.finished(2, PATIENCE)?;
     assert_eq!(answer_of(&ended), Some("codex answer two"), "{ended:?}");
     // The human's answer was not lost to a steer: its turn completed with it, before ours began.
@@ -239,12 +241,15 @@ fn a_new_conversation_is_opened_named_and_its_approval_answered_through_the_shim
 fn a_human_typing_during_a_bridged_turn_steers_it_and_the_turn_still_reports_its_end() -> Result<()>
 {
     let endpoint = ModelEndpoint::start()?;
+    let home = AgentHome::new()?;
+    // The bridged turn's first answer is held until the human's steer is taken: a gate, not a
+    // guessed delay.
+    let release = home.path().join("release-the-first-answer");
     endpoint.script([
         Rule::on_user_text("bridged slow")
-            .reply(Reply::text("the lost first answer").delay(Duration::from_secs(3))),
+            .reply(Reply::text("the lost first answer").after_file(&release)),
         Rule::on_user_text("human steer").reply_text("answer to both"),
     ]);
-    let home = AgentHome::new()?;
     let project = home.project("panel")?;
     let codex = Codex::new(&home, &endpoint.openai_base_url())?;
     let mut pump = panel(&codex, &project)?;
@@ -275,6 +280,7 @@ fn a_human_typing_during_a_bridged_turn_steers_it_and_the_turn_still_reports_its
         .find(|s| s.session_id.as_deref() == Some(thread.as_str()))
         .context("no session")?;
     assert!(session.last_human_input_ms.is_some());
+    std::fs::write(&release, "")?;
     let ended = pump.finished(1, PATIENCE)?;
     assert_eq!(
         ended,

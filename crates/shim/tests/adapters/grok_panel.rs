@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 
 use crate::pump::Pump;
 
-const PATIENCE: Duration = Duration::from_secs(30);
+const PATIENCE: Duration = Duration::from_secs(120);
 
 fn panel() -> Result<Pump<GrokAdapter>> {
     let mut command = Command::new(fake_grok_bin()?);

@@ -27,7 +27,7 @@ fn pid_printer(bench: &Bench) -> Result<std::path::PathBuf> {
 fn run(bench: &Bench, program: &std::path::Path, args: &[&str]) -> Result<(u32, String)> {
     let mut panel = PanelDriver::start(bench.shim_command(program, args)?)?;
     panel.close_stdin();
-    let status = panel.wait(Duration::from_secs(30))?;
+    let status = panel.wait(Duration::from_secs(120))?;
     assert!(status.success(), "{status:?}");
     Ok((panel.pid(), String::from_utf8(panel.received())?))
 }

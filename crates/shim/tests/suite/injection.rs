@@ -17,6 +17,14 @@ fn socket(bench: &Bench, pid: u32) -> std::path::PathBuf {
     bench.panels().join(format!("claude-{pid}.sock"))
 }
 
+/// Whether `pid` runs (a zombie, exited but not yet reaped, does not).
+fn runs(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with('Z'))
+    })
+}
+
 fn turn_ended(events: &[ShimEvent]) -> Option<&ShimEvent> {
     events
         .iter()
@@ -111,7 +119,10 @@ fn a_message_waits_for_the_extensions_first_line() -> Result<()> {
     // Claude runs with --await-initialize: a first line that is not `initialize` ends it.
     let mut panel = bench.claude_panel_unspoken()?;
     let pid = panel.pid();
-    bench.registration_when(pid, |r| r.agent_pid.is_some())?;
+    let agent_pid = bench
+        .registration_when(pid, |r| r.agent_pid.is_some())?
+        .agent_pid
+        .unwrap_or_default();
     let mut connection = Connection::open(&socket(&bench, pid), &request("d1", "early question"))?;
     assert_eq!(
         connection.next()?,
@@ -120,7 +131,16 @@ fn a_message_waits_for_the_extensions_first_line() -> Result<()> {
             queued: true
         })
     );
-    std::thread::sleep(Duration::from_millis(500));
+    // A negative check, not a synchronisation: this pause (a few of the shim's one-second ticks)
+    // is the chance a shim that wrongly wrote the message before `initialize` gets to do so; a
+    // slow machine can only make it miss such a shim, never fail a right one. Claude would have
+    // ended on that first line, so it must still be running, and have printed nothing.
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(
+        runs(agent_pid),
+        "Claude still waits for its first line: {}",
+        String::from_utf8_lossy(&panel.received())
+    );
     assert!(
         panel.received().is_empty(),
         "nothing before the extension spoke"
@@ -138,9 +158,11 @@ fn a_message_waits_for_the_extensions_first_line() -> Result<()> {
 #[test]
 fn a_busy_panel_queues_the_message_until_the_humans_turn_ends() -> Result<()> {
     let bench = Bench::new()?;
+    // The human's answer is held until the bridged message is in: a gate, not a guessed delay.
+    let release = bench.state.with_file_name("release-the-human-answer");
     bench.script([
         Rule::on_user_text("slow human")
-            .reply(Reply::text("human answer").delay(Duration::from_secs(4)))
+            .reply(Reply::text("human answer").after_file(&release))
             .once(),
         Rule::on_user_text("bridged question")
             .reply_text("bridged answer")
@@ -158,6 +180,7 @@ fn a_busy_panel_queues_the_message_until_the_humans_turn_ends() -> Result<()> {
         matches!(accepted, Some(ShimEvent::Accepted { queued: true, .. })),
         "{accepted:?}"
     );
+    std::fs::write(&release, "")?;
     let events = connection.rest()?;
     let Some(ShimEvent::TurnEnded { answer, .. }) = turn_ended(&events) else {
         panic!("{events:?}")
@@ -176,9 +199,11 @@ fn a_busy_panel_queues_the_message_until_the_humans_turn_ends() -> Result<()> {
 #[test]
 fn a_human_typing_during_a_bridged_turn_gets_an_answer_of_its_own() -> Result<()> {
     let bench = Bench::new()?;
+    // The bridged answer is held until the shim has seen the human type: a gate, not a guess.
+    let release = bench.state.with_file_name("release-the-bridged-answer");
     bench.script([
         Rule::on_user_text("bridged question")
-            .reply(Reply::text("bridged answer").delay(Duration::from_secs(4)))
+            .reply(Reply::text("bridged answer").after_file(&release))
             .once(),
         Rule::on_user_text("human meanwhile")
             .reply_text("human answer")
@@ -193,6 +218,8 @@ fn a_human_typing_during_a_bridged_turn_gets_an_answer_of_its_own() -> Result<()
         Some(ShimEvent::Accepted { queued: false, .. })
     ));
     panel.send(&claude_user("human meanwhile"))?;
+    bench.registration_when(pid, |r| r.sessions[0].last_human_input_ms.is_some())?;
+    std::fs::write(&release, "")?;
     let events = connection.rest()?;
     let Some(ShimEvent::TurnEnded { answer, .. }) = turn_ended(&events) else {
         panic!("{events:?}")

@@ -14,7 +14,7 @@ use pretty_assertions::assert_eq;
 use super::common::{Bench, Connection};
 
 fn wait_until(what: &str, done: impl Fn() -> bool) -> Result<()> {
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let deadline = Instant::now() + Duration::from_secs(120);
     while !done() {
         if Instant::now() > deadline {
             bail!("timed out waiting for {what}");
@@ -46,7 +46,7 @@ fn the_links_run_as_their_shims_and_the_settings_are_printed() -> Result<()> {
             .env("HOME", bench.home.path());
         let mut panel = PanelDriver::start(command)?;
         panel.close_stdin();
-        assert!(panel.wait(Duration::from_secs(30))?.success());
+        assert!(panel.wait(Duration::from_secs(120))?.success());
         Ok((panel.pid(), String::from_utf8(panel.received())?))
     };
     let mut claude = Command::new(&claude_link);
@@ -81,13 +81,13 @@ fn a_codex_panel_session_passes_through_and_registers() -> Result<()> {
     let json = bench.panels().join(format!("codex-{}.json", panel.pid()));
     wait_until("the codex registration", || json.exists())?;
     panel.send(r#"{"id":1,"method":"initialize","params":{}}"#)?;
-    panel.next_line(Duration::from_secs(30), |l| l["id"] == 1)?;
+    panel.next_line(Duration::from_secs(120), |l| l["id"] == 1)?;
     let registration: cross_agent_protocol::panel::PanelRegistration =
         serde_json::from_slice(&std::fs::read(&json)?)?;
     assert_eq!(registration.agent, Agent::Codex);
     assert_eq!(registration.real_binary, echo.display().to_string());
     panel.close_stdin();
-    assert!(panel.wait(Duration::from_secs(30))?.success());
+    assert!(panel.wait(Duration::from_secs(120))?.success());
     assert_eq!(panel.received(), panel.sent());
     assert!(!json.exists());
     Ok(())
@@ -118,11 +118,11 @@ fn an_error_of_its_own_after_the_start_stops_interception_and_bytes_keep_flowing
     panel.send(r#"{"type":"user","message":{"role":"user","content":"hi"}}"#)?;
     wait_until("the socket to go", || !socket.exists())?;
     panel.send(r#"{"type":"user","message":{"role":"user","content":"still here"}}"#)?;
-    panel.next_line(Duration::from_secs(30), |l| {
+    panel.next_line(Duration::from_secs(120), |l| {
         l["message"]["content"] == "still here"
     })?;
     panel.close_stdin();
-    assert!(panel.wait(Duration::from_secs(30))?.success());
+    assert!(panel.wait(Duration::from_secs(120))?.success());
     assert_eq!(panel.received(), panel.sent());
     let log = std::fs::read_to_string(bench.state.join("logs/shim.log"))?;
     assert!(log.contains("stopped intercepting"), "{log}");

@@ -107,7 +107,7 @@ fn long_lines_and_a_partial_last_line_pass_unchanged_and_the_exit_status_is_the_
     expected.extend_from_slice(tail);
     panel.send_raw(tail)?;
     panel.close_stdin();
-    let status = panel.wait(Duration::from_secs(60))?;
+    let status = panel.wait(Duration::from_secs(120))?;
     assert_eq!(status.code(), Some(7));
     let received = panel.received();
     assert_eq!(received.len(), expected.len());
@@ -120,7 +120,7 @@ fn an_agent_killed_by_a_signal_ends_the_shim_with_128_plus_the_signal() -> Resul
     let bench = Bench::new()?;
     let agent = bench.script_file("die.sh", "kill -TERM $$")?;
     let mut panel = PanelDriver::start(bench.shim_command(&agent, PANEL_ARGS)?)?;
-    let status = panel.wait(Duration::from_secs(30))?;
+    let status = panel.wait(Duration::from_secs(120))?;
     assert_eq!(status.code(), Some(128 + 15));
     Ok(())
 }
@@ -133,13 +133,13 @@ fn sigterm_to_the_shim_reaches_the_agent() -> Result<()> {
         "trap 'echo got-term; exit 3' TERM; echo ready; while :; do sleep 0.1; done",
     )?;
     let mut panel = PanelDriver::start(bench.shim_command(&agent, PANEL_ARGS)?)?;
-    panel.next_line(Duration::from_secs(30), |_| true).ok();
-    // Once the agent printed, the shim runs it (and has its signal forwarding in place).
-    std::thread::sleep(Duration::from_millis(300));
+    // The shim installs its signal forwarding before it passes on anything the agent prints, so
+    // once the agent's first line is here a SIGTERM to the shim reaches the agent.
+    panel.next_line(Duration::from_secs(120), |_| true)?;
     let _ = std::process::Command::new("kill")
         .args(["-TERM", &panel.pid().to_string()])
         .status()?;
-    let status = panel.wait(Duration::from_secs(30))?;
+    let status = panel.wait(Duration::from_secs(120))?;
     assert_eq!(status.code(), Some(3));
     assert!(String::from_utf8_lossy(&panel.received()).contains("got-term"));
     Ok(())
