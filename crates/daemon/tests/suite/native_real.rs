@@ -617,6 +617,111 @@ async fn a_target_in_another_permission_mode_gets_a_relay_in_its_mode_and_takes_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_target_switched_to_bypass_holds_the_message_until_its_host_releases_it() {
+    let (bridge, _daemon) = native_bridge().await;
+    bridge
+        .endpoint
+        .push(Rule::on_user_text("seed the live session n8").reply(Reply::text("ready n8")));
+    for rule in Rule::peer_replies("held answer n8", "replied n8") {
+        bridge.endpoint.push(rule);
+    }
+    let session_id = "6d1e0000-0000-4000-8000-0000000000a8";
+    // Its first turn runs in the default mode, so its transcript says `default`. Claude allows
+    // the later switch to bypass only when launched with the bypass option
+    // (`bypass_not_launched` otherwise), and as root only when told it runs in a sandbox
+    // (this child only).
+    let mut live = LiveClaude::start_with(
+        &bridge,
+        session_id,
+        "seed the live session n8",
+        &["--allow-dangerously-skip-permissions"],
+        &[("IS_SANDBOX", "1")],
+    );
+    // The host switches it to bypass over stream-json; no user turn follows, so the transcript
+    // still says `default` and the hub starts a relay in the prompting class: a real mismatch.
+    live.driver
+        .send(
+            &json!({"type": "control_request", "request_id": "mode-n8", "request":
+                {"subtype": "set_permission_mode", "mode": "bypassPermissions"}})
+            .to_string(),
+        )
+        .unwrap();
+    let switched = live
+        .driver
+        .next_line(Duration::from_secs(30), |l| {
+            l["type"] == "control_response" && l["response"]["request_id"] == "mode-n8"
+        })
+        .unwrap();
+    assert_eq!(switched["response"]["subtype"], "success", "{switched}");
+
+    let mut params = bridge.send_params(
+        Agent::Claude,
+        "a message the target holds n8",
+        bridge.codex_caller("019a0000-0000-7000-8000-0000000000b8"),
+    );
+    params.session_id = Some(session_id.to_owned());
+    params.timeout = Some(150);
+    let receipt = bridge.accepted(params).await;
+    // The target holds it: its host sees the hold on its stdout, its Claude has not seen it.
+    let hold = live
+        .driver
+        .next_line(Duration::from_secs(90), |l| {
+            l["type"] == "system" && l["subtype"] == "peer_message_hold" && l["state"] == "held"
+        })
+        .unwrap();
+    assert_eq!(hold["cause"], "mode-mismatch", "{hold}");
+    let hold_id = hold["hold_id"].as_str().unwrap().to_owned();
+    let held = bridge
+        .wait_record(&receipt.delivery_id, Duration::from_secs(60), |r| {
+            r.progress_note
+                .as_deref()
+                .is_some_and(|n| n.starts_with("held, not delivered"))
+        })
+        .await;
+    assert_eq!(held.transport, Transport::ClaudeNative, "{held:#?}");
+    assert_eq!(held.state, DeliveryState::AwaitingPeer, "{held:#?}");
+    assert_eq!(held.reply_preview, None, "{held:#?}");
+    assert_eq!(
+        target_requests_with(&bridge, "a message the target holds n8"),
+        0
+    );
+    let logged = decisions(&bridge);
+    let notices = decision_of(&logged, "native_inbound", &receipt.delivery_id);
+    assert_eq!(notices.len(), 1, "{logged:#?}");
+    assert_eq!(notices[0]["outcome"], "delivery_notice");
+    assert_eq!(notices[0]["details"]["status"], "held", "{}", notices[0]);
+
+    // Its host releases it: the turn runs and the answer is paired with the delivery.
+    live.driver
+        .send(
+            &json!({"type": "control_request", "request_id": "hold-n8", "request":
+                {"subtype": "decide_held_peer_message", "hold_id": hold_id, "decision": "deliver"}})
+            .to_string(),
+        )
+        .unwrap();
+    let record = bridge.wait_finished(&receipt.delivery_id).await;
+    assert_eq!(record.state, DeliveryState::Delivered, "{record:#?}");
+    assert!(
+        record
+            .reply_preview
+            .as_deref()
+            .unwrap_or_default()
+            .starts_with("held answer n8"),
+        "{record:#?}"
+    );
+    // Released, the target's model saw it (its answer turn calls SendMessage, so more than one
+    // request carries it).
+    assert!(target_requests_with(&bridge, "a message the target holds n8") > 0);
+    // The answer came back through the relay's hook and was paired with this delivery.
+    let logged = decisions(&bridge);
+    let outcomes: Vec<&Value> = decision_of(&logged, "native_inbound", &receipt.delivery_id)
+        .into_iter()
+        .map(|d| &d["outcome"])
+        .collect();
+    assert!(outcomes.contains(&&json!("message")), "{logged:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_busy_live_session_takes_the_message_into_its_inbox_without_waiting() {
     let (bridge, _daemon) = native_bridge().await;
     bridge
