@@ -133,6 +133,22 @@ impl Transcript {
             .last()
     }
 
+    /// The last assistant message written after `after` whose closing line carries
+    /// `request_id`: the answer of a turn that never finished (its agent was stopped), even
+    /// when the agent wrote more after it.
+    pub fn last_assistant_message_answering(
+        &self,
+        request_id: &str,
+        after: UnixMillis,
+    ) -> Option<&Message> {
+        self.turns
+            .iter()
+            .flat_map(Turn::assistant_messages)
+            .filter(|m| m.timestamp.is_some_and(|t| t > after))
+            .filter(|m| closing_line(&m.text).is_some_and(|l| request_ids(l).contains(&request_id)))
+            .last()
+    }
+
     /// The last finished turn whose closing line carries `request_id`, among turns that started
     /// after `after` when given.
     pub fn finished_turn_answering(

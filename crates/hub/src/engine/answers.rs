@@ -337,8 +337,8 @@ impl Engine {
 
     /// A delivery that ended without an answer on stdout: the peer's transcript may hold one
     /// (`is_reply_recovered`) — a finished turn carrying the request id, else the last
-    /// assistant message written after the hand-over, never anything from before it. Nothing is
-    /// re-sent. A delivery never handed over looks nothing up. Returns whether one was found.
+    /// assistant message carrying it, else the last assistant message written after the
+    /// hand-over, never anything from before it. Nothing is re-sent. A delivery never handed over looks nothing up. Returns whether one was found.
     pub(super) fn recover(&self, record: &mut DeliveryRecord, why: &str) -> bool {
         let found = match transcript_answer(record) {
             Some(text) => self.pair_answer(
@@ -384,7 +384,7 @@ pub(super) fn recent_turns(
 
 /// What the peer's transcript holds as this delivery's answer: the final text of a finished turn
 /// whose closing line carries the request id, else the last assistant message written after the
-/// turn started. `None` without a transcript, a start time, or such a message.
+/// turn started that carries it, else the last one written after the turn started. `None` without a transcript, a start time, or such a message.
 pub(super) fn transcript_answer(record: &DeliveryRecord) -> Option<String> {
     let started = UnixMillis::parse_rfc3339(record.started_at.as_deref()?)?;
     let path = PathBuf::from(record.target_transcript.as_deref()?);
@@ -393,7 +393,8 @@ pub(super) fn transcript_answer(record: &DeliveryRecord) -> Option<String> {
     match transcript.finished_turn_answering(&record.request_id, Some(started)) {
         Some(turn) => turn.final_text().map(str::to_owned),
         None => transcript
-            .last_assistant_message_after(started)
+            .last_assistant_message_answering(&record.request_id, started)
+            .or_else(|| transcript.last_assistant_message_after(started))
             .map(|m| m.text.clone()),
     }
 }

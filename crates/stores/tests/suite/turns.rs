@@ -371,3 +371,59 @@ fn a_window_starting_on_a_line_keeps_it() {
         .collect();
     assert_eq!(texts, vec!["the final answer"]);
 }
+
+/// A turn stopped while it waited (its agent killed at an approval) never finishes; the answer
+/// it wrote before is the message carrying the request id, not whatever the agent wrote after.
+#[test]
+fn an_unfinished_turns_answer_is_the_message_carrying_the_request_id() {
+    use cross_agent_stores::UnixMillis;
+    use cross_agent_stores::turns::{Message, Transcript};
+
+    let message = |role, text: &str, at| {
+        TurnItem::Message(Message {
+            role,
+            text: text.to_owned(),
+            timestamp: Some(UnixMillis(at)),
+        })
+    };
+    let transcript = Transcript {
+        agent: Agent::Claude,
+        path: PathBuf::from("/nowhere.jsonl"),
+        turns: vec![Turn {
+            started_at: Some(UnixMillis(1_000)),
+            ended_at: None,
+            finished: false,
+            items: vec![
+                message(Role::User, "question", 1_000),
+                message(Role::Assistant, &format!("the answer\n{REQ}"), 2_000),
+                message(Role::Assistant, "written after, without the id", 3_000),
+            ],
+        }],
+    };
+    let after = UnixMillis(500);
+    assert_eq!(
+        transcript
+            .last_assistant_message_answering(REQ, after)
+            .map(|m| m.text.as_str()),
+        Some(format!("the answer\n{REQ}").as_str())
+    );
+    assert_eq!(
+        transcript
+            .last_assistant_message_answering("req_1795990000000_zzzzzz", after)
+            .map(|m| m.text.as_str()),
+        None
+    );
+    assert_eq!(
+        transcript
+            .last_assistant_message_answering(REQ, UnixMillis(2_000))
+            .map(|m| m.text.as_str()),
+        None,
+        "only messages written after the hand-over count"
+    );
+    assert_eq!(
+        transcript
+            .last_assistant_message_after(after)
+            .map(|m| m.text.as_str()),
+        Some("written after, without the id")
+    );
+}
