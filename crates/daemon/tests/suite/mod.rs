@@ -10,6 +10,7 @@ mod decisions;
 mod framing;
 mod handshake;
 mod lifecycle;
+mod orphans;
 mod panels_codex;
 mod panels_grok;
 mod panels_real;
