@@ -296,6 +296,9 @@ impl Daemon {
         let mut home_watch = tokio::time::interval(HOME_WATCH);
         home_watch.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
 
+        // The phase as this loop last handled it: after an aborted handover the socket is only
+        // taken back in the phase arm below, so the home watch must not look before that.
+        let mut serving = true;
         let mut signalled = false;
         let reason = loop {
             tokio::select! {
@@ -306,6 +309,7 @@ impl Daemon {
                 }
                 changed = phase_rx.changed() => {
                     let phase = *phase_rx.borrow_and_update();
+                    serving = phase == Phase::Serving;
                     match (changed, phase) {
                         (Ok(()), Phase::Draining { .. }) => break "replaced (handover)",
                         (Ok(()), Phase::Serving) => {
@@ -327,7 +331,7 @@ impl Daemon {
                 Some(_) = connections.join_next(), if !connections.is_empty() => {}
                 // Only while serving: during a handover the socket and the pidfile pass to the
                 // successor on purpose.
-                _ = home_watch.tick(), if *shared.phase.borrow() == Phase::Serving => {
+                _ = home_watch.tick(), if serving => {
                     if let Some(why) = homeless(&shared, socket_identity) {
                         tracing::warn!(why, home = %shared.info.home.display(), "this daemon's home is no longer its own");
                         break "its home is gone or taken (home watch)";
