@@ -397,7 +397,8 @@ fn homeless(shared: &Shared, socket_identity: Option<(u64, u64)>) -> Option<&'st
     if !shared.info.home.is_dir() {
         return Some("the home directory is gone");
     }
-    if socket_identity.is_some() && transport::socket_identity(&shared.info.socket) != socket_identity
+    if socket_identity.is_some()
+        && transport::socket_identity(&shared.info.socket) != socket_identity
     {
         return Some("daemon.sock is gone or no longer the socket this daemon bound");
     }

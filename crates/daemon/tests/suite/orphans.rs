@@ -73,7 +73,10 @@ async fn a_daemon_whose_home_is_deleted_exits_and_re_creates_nothing() {
     let status = root.join("telegram/status.json");
     let deadline = Instant::now() + NOTICE;
     while !status.exists() {
-        assert!(Instant::now() < deadline, "the poller never wrote its status");
+        assert!(
+            Instant::now() < deadline,
+            "the poller never wrote its status"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 

@@ -75,7 +75,10 @@ impl Drop for Scratch {
         }
         // Any daemon of this home still alive (one autostarted after the stop, a restart's
         // successor) ends here, before the temporary home is deleted under it.
-        cross_agent_testkit::leaks::stop_daemons(&self.cross_agent_home(), cross_agent_testkit::leaks::SETTLE);
+        cross_agent_testkit::leaks::stop_daemons(
+            &self.cross_agent_home(),
+            cross_agent_testkit::leaks::SETTLE,
+        );
     }
 }
 
