@@ -278,7 +278,11 @@ impl RelayHost {
         // Only `relays/` itself: the home is the daemon's start-up to make, never this writer's.
         match std::fs::create_dir(&relays_dir) {
             Err(e) if !(e.kind() == std::io::ErrorKind::AlreadyExists && relays_dir.is_dir()) => {
-                return Err(RelayError::io("creating the relays directory", &relays_dir, e));
+                return Err(RelayError::io(
+                    "creating the relays directory",
+                    &relays_dir,
+                    e,
+                ));
             }
             _ => {}
         }
