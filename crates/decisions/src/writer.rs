@@ -88,6 +88,9 @@ impl std::fmt::Debug for DecisionLog {
 
 struct Inner {
     dir: PathBuf,
+    /// Whether the first append may create `dir`; not for a daemon, whose home is made at
+    /// start-up and must not come back once deleted under it.
+    create_dir: bool,
     config: LogConfig,
     state: Mutex<State>,
     written: AtomicU64,
@@ -118,11 +121,23 @@ impl DecisionLog {
         DecisionLog::with_config(dir, LogConfig::from_env())
     }
 
+    /// [`DecisionLog::new`] for the daemon: `dir` must exist when the first decision is
+    /// written, and that decision fails (counted, like any failed write) rather than re-create
+    /// a home deleted under the daemon.
+    pub fn in_existing_home(dir: impl Into<PathBuf>) -> DecisionLog {
+        let mut log = DecisionLog::new(dir);
+        if let Some(inner) = log.inner.as_mut().and_then(Arc::get_mut) {
+            inner.create_dir = false;
+        }
+        log
+    }
+
     /// The log in `dir` with explicit limits.
     pub fn with_config(dir: impl Into<PathBuf>, config: LogConfig) -> DecisionLog {
         DecisionLog {
             inner: Some(Arc::new(Inner {
                 dir: dir.into(),
+                create_dir: true,
                 config,
                 state: Mutex::new(State::default()),
                 written: AtomicU64::new(0),
@@ -208,7 +223,18 @@ impl Drop for Flock<'_> {
 impl Inner {
     fn append(&self, state: &mut State, mut decision: Decision) -> Result<()> {
         if state.lock.is_none() {
-            ensure_dir(&self.dir)?;
+            if self.create_dir {
+                ensure_dir(&self.dir)?;
+            } else if !self.dir.is_dir() {
+                return Err(Error::io(
+                    "write a decision in",
+                    &self.dir,
+                    std::io::Error::new(
+                        std::io::ErrorKind::NotFound,
+                        "the home is gone (only start-up creates it)",
+                    ),
+                ));
+            }
             state.lock = Some(open_private(&self.dir.join(LOCK_FILE), false)?);
         }
         let Some(lock) = state.lock.as_ref() else {

@@ -256,6 +256,17 @@ pub fn restrict_umask() {
 /// then checks the mode held. An existing one must be this user's and not a link (a link would
 /// have the chmod act on its target, outside the home).
 pub fn ensure_private_dir(path: &Path) -> Result<()> {
+    ensure_private_dir_as(path, true)
+}
+
+/// [`ensure_private_dir`] for a directory *inside* an existing home (`telegram/`, `cache/`):
+/// only the last level is created, so a writer running after the home was deleted fails
+/// instead of re-creating it. Creating the home belongs to start-up ([`Home::ensure_root`]).
+pub fn ensure_private_subdir(path: &Path) -> Result<()> {
+    ensure_private_dir_as(path, false)
+}
+
+fn ensure_private_dir_as(path: &Path, with_parents: bool) -> Result<()> {
     match fs::symlink_metadata(path) {
         Ok(meta) if meta.is_dir() || meta.file_type().is_symlink() => {
             safety::check_entry(path, &meta)?;
@@ -263,7 +274,7 @@ pub fn ensure_private_dir(path: &Path) -> Result<()> {
         Ok(_) => return Err(not_a_directory(path)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             DirBuilder::new()
-                .recursive(true)
+                .recursive(with_parents)
                 .mode(DIR_MODE)
                 .create(path)
                 .map_err(|e| Error::io("create", path, e))?;
@@ -615,6 +626,17 @@ mod tests {
 
     fn mode(path: &Path) -> u32 {
         fs::symlink_metadata(path).unwrap().permissions().mode() & 0o7777
+    }
+
+    #[test]
+    fn a_subdirectory_is_never_made_in_a_home_that_is_gone() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("state");
+        assert!(ensure_private_subdir(&root.join("telegram")).is_err());
+        assert!(!root.exists(), "the deleted home was re-created");
+        fs::create_dir(&root).unwrap();
+        ensure_private_subdir(&root.join("telegram")).unwrap();
+        assert!(root.join("telegram").is_dir());
     }
 
     #[test]

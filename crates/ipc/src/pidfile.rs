@@ -66,6 +66,20 @@ impl PidLock {
     pub fn path(&self) -> &Path {
         &self.path
     }
+
+    /// Whether the file at the pidfile's path still names this process. False once the file is
+    /// gone (its home deleted) or holds another pid: the daemon holding this lock is then no
+    /// longer the one clients of the home find, and stops.
+    pub fn names_this_process(&self) -> bool {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(crate::home::no_follow_flag())
+            .open(&self.path)
+            .ok()
+            .and_then(|mut file| read_pid(&mut file))
+            == Some(std::process::id())
+    }
 }
 
 impl Drop for PidLock {
@@ -137,6 +151,18 @@ mod tests {
         drop(lock);
         assert_eq!(probe(&path).unwrap(), Holder::Free);
         drop(PidLock::acquire(&path).unwrap());
+    }
+
+    #[test]
+    fn a_lock_tells_when_its_file_no_longer_names_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("daemon.pid");
+        let lock = PidLock::acquire(&path).unwrap();
+        assert!(lock.names_this_process());
+        std::fs::write(&path, "1\n").unwrap();
+        assert!(!lock.names_this_process());
+        std::fs::remove_file(&path).unwrap();
+        assert!(!lock.names_this_process());
     }
 
     #[test]

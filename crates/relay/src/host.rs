@@ -275,8 +275,17 @@ impl RelayHost {
     /// on their first send.
     pub async fn start(config: RelayConfig) -> Result<RelayHost, RelayError> {
         let relays_dir = config.home.join(crate::RELAYS_DIR);
-        std::fs::create_dir_all(&relays_dir)
-            .map_err(|e| RelayError::io("creating the relays directory", &relays_dir, e))?;
+        // Only `relays/` itself: the home is the daemon's start-up to make, never this writer's.
+        match std::fs::create_dir(&relays_dir) {
+            Err(e) if !(e.kind() == std::io::ErrorKind::AlreadyExists && relays_dir.is_dir()) => {
+                return Err(RelayError::io(
+                    "creating the relays directory",
+                    &relays_dir,
+                    e,
+                ));
+            }
+            _ => {}
+        }
         let relays_dir_canonical = relays_dir
             .canonicalize()
             .map_err(|e| RelayError::io("resolving", &relays_dir, e))?;
@@ -527,6 +536,14 @@ impl RelayHost {
     async fn start_relay(&self, name: &str, send: &NativeSend) -> Result<Arc<Relay>, RelayError> {
         let config = &self.inner.config;
         let dir = self.inner.relays_dir.join(name);
+        // A home deleted under the daemon (and `relays/` with it) is not made again here.
+        if !self.inner.relays_dir.is_dir() {
+            return Err(RelayError::io(
+                "creating the relay directory",
+                &self.inner.relays_dir,
+                std::io::Error::new(std::io::ErrorKind::NotFound, "the home is gone"),
+            ));
+        }
         for sub in ["queue", "receipts", "inbox"] {
             let path = dir.join(sub);
             std::fs::create_dir_all(&path)

@@ -45,6 +45,8 @@ fn main() -> Result<()> {
     let (generated, gen_time) = ensure(&home, &spec)?;
     let roots = StoreRoots::under_home(&home);
     let cache = dir.join("xa-home/cache/sessions-index.bin");
+    // The state directory exists before its cache is written, as start-up makes it.
+    std::fs::create_dir_all(dir.join("xa-home"))?;
     let runs: usize = env_or("CROSS_AGENT_BENCH_RUNS", 5)?;
 
     println!("session index benchmark");

@@ -101,7 +101,8 @@ impl Bot {
         let approval_wait = var(var::APPROVAL_WAIT)
             .and_then(|v| v.trim().parse().ok())
             .map_or(DEFAULT_APPROVAL_WAIT, Duration::from_secs);
-        let decisions = DecisionLog::new(home);
+        // The daemon's: a home deleted under it is not re-created by a decision.
+        let decisions = DecisionLog::in_existing_home(home);
         Bot {
             inner: Arc::new(Inner {
                 home: home.to_owned(),

@@ -3,6 +3,10 @@
 //! the tests start — the shim, the real agents, their MCP servers — gets that path. Real-agent
 //! tests end with [`assert_none_left`], so an agent outliving its shim (or a test forgetting a
 //! child) fails the test that left it instead of surfacing as a stray process later.
+//!
+//! [`stop_daemons`] is the teardown of every test that runs `cross-agent daemon run` on a
+//! temporary home: it ends each daemon of that home still alive — the one the test started, a
+//! restart's successor, one an agent's hook autostarted — so none outlives its deleted home.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -60,6 +64,57 @@ pub fn assert_none_left(marker: &Path, within: Duration) -> Result<()> {
             );
         }
         std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Ends every `cross-agent daemon run` process whose `CROSS_AGENT_HOME` is `home`: SIGTERM (a
+/// daemon stops gracefully on it), then SIGKILL for any still there after `within`. Returns the
+/// daemons it found (pid and command line), so a caller may insist there were none. For Drop:
+/// it never fails, and signals only processes of this user naming exactly this home.
+pub fn stop_daemons(home: &Path, within: Duration) -> Vec<(u32, String)> {
+    let found = daemons_of(home);
+    for (pid, _) in &found {
+        signal(*pid, rustix::process::Signal::TERM);
+    }
+    let deadline = Instant::now() + within;
+    loop {
+        let left = daemons_of(home);
+        if left.is_empty() {
+            break;
+        }
+        if Instant::now() >= deadline {
+            for (pid, _) in &left {
+                signal(*pid, rustix::process::Signal::KILL);
+            }
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    found
+}
+
+/// The live `daemon run` processes among those naming `home` whose environment sets
+/// `CROSS_AGENT_HOME` to exactly it.
+fn daemons_of(home: &Path) -> Vec<(u32, String)> {
+    let mut wanted = b"CROSS_AGENT_HOME=".to_vec();
+    wanted.extend_from_slice(home.as_os_str().as_encoded_bytes());
+    left_running(home)
+        .into_iter()
+        .filter(|(pid, args)| {
+            let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+            args.contains("daemon run") && environ.split(|b| *b == 0).any(|var| var == wanted)
+        })
+        .collect()
+}
+
+fn signal(pid: u32, signal: rustix::process::Signal) {
+    // Never pid 0 or 1 (the group, init) whatever a racing /proc read says.
+    if let Some(pid) = i32::try_from(pid)
+        .ok()
+        .filter(|pid| *pid > 1)
+        .and_then(rustix::process::Pid::from_raw)
+    {
+        let _ = rustix::process::kill_process(pid, signal);
     }
 }
 

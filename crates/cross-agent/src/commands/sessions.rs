@@ -295,8 +295,9 @@ impl Write for Counted<'_> {
 /// refused does not stop the listing: it just runs without a cache, and says why.
 fn scan_directly(agents: Vec<Agent>) -> Listing {
     let roots = StoreRoots::from_env();
-    // `verify`: the cache is written there, so the home must be this user's alone (spec 004 §7).
-    let cache_file = match Home::from_env().and_then(|home| home.verify().map(|_| home)) {
+    // `ensure_root` verifies (the cache is written there, so the home must be this user's alone,
+    // spec 004 §7) and creates the home: the cache writer only makes `cache/` inside it.
+    let cache_file = match Home::from_env().and_then(|home| home.ensure_root().map(|()| home)) {
         Ok(home) => Some(scan::cache_file(home.root())),
         Err(e) => {
             eprintln!(

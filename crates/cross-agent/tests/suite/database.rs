@@ -186,6 +186,9 @@ impl Drop for Env {
         if self.state.join("daemon.pid").exists() {
             let _ = self.run(&["daemon", "stop"]);
         }
+        // Any daemon of this home still alive (a restart's successor, one a hook autostarted)
+        // ends here, before the temporary home is deleted under it.
+        cross_agent_testkit::leaks::stop_daemons(&self.state, cross_agent_testkit::leaks::SETTLE);
     }
 }
 

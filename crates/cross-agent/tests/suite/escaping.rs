@@ -115,6 +115,9 @@ impl Drop for Hostile {
         if self.state().join("daemon.pid").exists() {
             let _ = self.run(&["daemon", "stop"]);
         }
+        // Any daemon of this home still alive (one autostarted after the stop, a restart's
+        // successor) ends here, before the temporary home is deleted under it.
+        cross_agent_testkit::leaks::stop_daemons(&self.state(), cross_agent_testkit::leaks::SETTLE);
     }
 }
 

@@ -29,6 +29,14 @@ struct User {
     state: PathBuf,
 }
 
+/// A handoff may start the home's daemon (detached): it ends with the user, before the
+/// temporary home goes.
+impl Drop for User {
+    fn drop(&mut self) {
+        cross_agent_testkit::leaks::stop_daemons(&self.state, cross_agent_testkit::leaks::SETTLE);
+    }
+}
+
 impl User {
     fn new() -> User {
         let home = AgentHome::new().unwrap();

@@ -264,11 +264,17 @@ impl Phone {
 
 impl Drop for Phone {
     fn drop(&mut self) {
+        // Whether or not the test still holds the daemon it started: after a reload it has
+        // taken that one (long gone) and the home's daemon is the detached successor, which
+        // this `stop` reaches through the socket.
+        let _ = self.command(&["daemon", "stop"]).output();
         if let Some(mut child) = self.daemon.take() {
-            let _ = self.command(&["daemon", "stop"]).output();
             let _ = child.kill();
             let _ = child.wait();
         }
+        // Any daemon of this home still alive (a restart's successor, one a hook autostarted)
+        // ends here, before the temporary home is deleted under it.
+        cross_agent_testkit::leaks::stop_daemons(&self.state, cross_agent_testkit::leaks::SETTLE);
     }
 }
 
@@ -964,6 +970,13 @@ fn a_phone_prompt_survives_a_daemon_reload_and_its_answer_is_relayed_once() {
     phone.tap(PERSON, &card_one, 1);
     let status = phone.card(before, &first);
     assert!(status.text.contains("CARD-KEPT"), "{}", status.text);
+
+    // `daemon stop` after a reload reaches the successor: no daemon of the home is left to
+    // outlive it (this test used to leave the detached successor running, orphaned).
+    let stopped = phone.command(&["daemon", "stop"]).output().unwrap();
+    assert!(stopped.status.success(), "{stopped:?}");
+    cross_agent_testkit::leaks::assert_none_left(&phone.state, cross_agent_testkit::leaks::SETTLE)
+        .unwrap();
 }
 
 /// The receipt and the answer of a phone prompt go through the same per-chat queue as the

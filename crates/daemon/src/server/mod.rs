@@ -56,6 +56,10 @@ pub const MAX_DRAIN: Duration = Duration::from_secs(24 * 60 * 60);
 /// How often a draining daemon looks at what it still carries.
 const DRAIN_POLL: Duration = Duration::from_millis(500);
 
+/// How often a serving daemon checks that its home is still its own ([`homeless`]): three
+/// `stat`-sized calls, off the request path, so every few seconds costs nothing.
+const HOME_WATCH: Duration = Duration::from_secs(2);
+
 fn tools_version() -> String {
     std::env::var(var::TOOLS_VERSION)
         .ok()
@@ -312,6 +316,12 @@ impl Daemon {
         let mut connections = JoinSet::new();
         tokio::pin!(shutdown);
 
+        let mut home_watch = tokio::time::interval(HOME_WATCH);
+        home_watch.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+
+        // The phase as this loop last handled it: after an aborted handover the socket is only
+        // taken back in the phase arm below, so the home watch must not look before that.
+        let mut serving = true;
         let mut signalled = false;
         let reason = loop {
             tokio::select! {
@@ -322,6 +332,7 @@ impl Daemon {
                 }
                 changed = phase_rx.changed() => {
                     let phase = *phase_rx.borrow_and_update();
+                    serving = phase == Phase::Serving;
                     match (changed, phase) {
                         (Ok(()), Phase::Draining { .. }) => break "replaced (handover)",
                         (Ok(()), Phase::Serving) => {
@@ -341,6 +352,14 @@ impl Daemon {
                     }
                 },
                 Some(_) = connections.join_next(), if !connections.is_empty() => {}
+                // Only while serving: during a handover the socket and the pidfile pass to the
+                // successor on purpose.
+                _ = home_watch.tick(), if serving => {
+                    if let Some(why) = homeless(&shared, socket_identity) {
+                        tracing::warn!(why, home = %shared.info.home.display(), "this daemon's home is no longer its own");
+                        break "its home is gone or taken (home watch)";
+                    }
+                }
             }
         };
         tracing::info!(reason, "daemon stopping");
@@ -391,6 +410,27 @@ impl Daemon {
         lock_std(&shared.drain_lock).take();
         Ok(())
     }
+}
+
+/// Why a serving daemon no longer owns its home, if it does not: the socket it bound is gone
+/// or another (compared by device and inode), or `daemon.pid` no longer names it. Either way no
+/// client of the home can reach it any more — typically a test's temporary home was deleted
+/// under it — so it stops as on `daemon stop` instead of running on as an orphan.
+fn homeless(shared: &Shared, socket_identity: Option<(u64, u64)>) -> Option<&'static str> {
+    if !shared.info.home.is_dir() {
+        return Some("the home directory is gone");
+    }
+    if socket_identity.is_some()
+        && transport::socket_identity(&shared.info.socket) != socket_identity
+    {
+        return Some("daemon.sock is gone or no longer the socket this daemon bound");
+    }
+    if let Some(lock) = lock_std(&shared.lock).as_ref()
+        && !lock.names_this_process()
+    {
+        return Some("daemon.pid is gone or names another process");
+    }
+    None
 }
 
 /// After an aborted handover: a successor that died after moving its socket into place left

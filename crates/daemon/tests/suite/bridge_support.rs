@@ -308,12 +308,16 @@ pub fn append_line(path: &Path, line: &str) {
 /// its death are its own.
 pub struct DaemonProcess {
     pub child: std::process::Child,
+    /// Its home: a successor it was replaced by (a test that fails mid-handover leaves one) is
+    /// stopped with it.
+    pub root: PathBuf,
 }
 
 impl Drop for DaemonProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        cross_agent_testkit::leaks::stop_daemons(&self.root, cross_agent_testkit::leaks::SETTLE);
     }
 }
 
@@ -335,6 +339,7 @@ pub async fn spawn_daemon_process(
     }
     let process = DaemonProcess {
         child: command.spawn().unwrap(),
+        root: root.to_owned(),
     };
     let home = cross_agent_ipc::Home::at(root).unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);

@@ -11,6 +11,7 @@ mod framing;
 mod handshake;
 mod lifecycle;
 mod native_real;
+mod orphans;
 mod panels_codex;
 mod panels_grok;
 mod panels_real;

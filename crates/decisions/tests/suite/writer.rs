@@ -234,3 +234,18 @@ fn a_link_at_the_log_is_refused_and_its_target_untouched() {
     let mode = std::fs::metadata(&target).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o644);
 }
+
+/// The daemon's log: a decision written after its home was deleted fails instead of making the
+/// home again (the daemon then notices the home is gone and stops).
+#[test]
+fn a_daemons_log_never_re_creates_a_deleted_home() {
+    let tmp = TempDir::new().unwrap();
+    let home = tmp.path().join("state");
+    let log = DecisionLog::in_existing_home(&home);
+    let decision = || Decision::new(DecisionKind::SEND_REFUSED, Outcome::REFUSED);
+    assert!(log.try_record(decision()).is_err());
+    assert!(!home.exists(), "the deleted home was re-created");
+    std::fs::create_dir(&home).unwrap();
+    log.try_record(decision()).unwrap();
+    assert_eq!(all_lines(&home).len(), 1);
+}

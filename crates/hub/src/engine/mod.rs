@@ -256,7 +256,8 @@ impl Engine {
         // Another daemon may still carry some (a restart's old daemon draining): only records
         // whose lease ran out or whose carrier is gone are orphaned.
         let orphaned = db.orphan_stale(info.generation, now_ms(), &now_rfc3339())?;
-        let decisions = DecisionLog::new(&info.state_root);
+        // The daemon's: a home deleted under it is not re-created by a decision.
+        let decisions = DecisionLog::in_existing_home(&info.state_root);
         for record in &orphaned {
             decisions.record(events::orphan(record));
             tracing::warn!(

@@ -73,6 +73,12 @@ impl Drop for Scratch {
                 .stderr(Stdio::null())
                 .status();
         }
+        // Any daemon of this home still alive (one autostarted after the stop, a restart's
+        // successor) ends here, before the temporary home is deleted under it.
+        cross_agent_testkit::leaks::stop_daemons(
+            &self.cross_agent_home(),
+            cross_agent_testkit::leaks::SETTLE,
+        );
     }
 }
 

@@ -29,6 +29,16 @@ pub struct Bench {
     pub endpoint: ModelEndpoint,
 }
 
+/// The shim autostarts the home's daemon (detached, so no test holds it): it is stopped here,
+/// before the temporary home goes.
+impl Drop for Bench {
+    fn drop(&mut self) {
+        // Any daemon of this home still alive (one autostarted after the stop, a restart's
+        // successor) ends here, before the temporary home is deleted under it.
+        cross_agent_testkit::leaks::stop_daemons(&self.state, cross_agent_testkit::leaks::SETTLE);
+    }
+}
+
 impl Bench {
     pub fn new() -> Result<Bench> {
         let home = AgentHome::new()?;

@@ -1279,7 +1279,7 @@ fn temp_path(path: &Path) -> PathBuf {
     path.with_file_name(name)
 }
 
-/// Creates `dir` (and missing parents) owner-only, and tightens it if it already exists. A link
+/// Creates `dir` owner-only (its parent must exist), and tightens it if it already exists. A link
 /// standing there is refused: the chmod would act on its target, outside the state directory.
 pub fn private_dir(dir: &Path) -> Result<()> {
     if fs::symlink_metadata(dir).is_ok_and(|meta| meta.file_type().is_symlink()) {
@@ -1289,14 +1289,20 @@ pub fn private_dir(dir: &Path) -> Result<()> {
                 .to_owned(),
         });
     }
+    // Only the cache folder itself: the state directory it lives in is created at start-up,
+    // and a daemon whose state directory was deleted must fail here rather than re-create it.
     let mut builder = fs::DirBuilder::new();
-    builder.recursive(true);
+    builder.recursive(false);
     #[cfg(unix)]
     {
         use std::os::unix::fs::DirBuilderExt;
         builder.mode(0o700);
     }
-    builder.create(dir).map_err(|e| StoreError::io(dir, e))?;
+    match builder.create(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && dir.is_dir() => {}
+        Err(e) => return Err(StoreError::io(dir, e)),
+    }
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;

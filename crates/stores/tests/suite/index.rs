@@ -262,6 +262,8 @@ fn codex_names_appended_to_session_index_are_picked_up_incrementally() {
     r.write().unwrap();
     codex_thread_name(home.path(), &r.thread_id, "parser-port", now - 30_000).unwrap();
     let cache = home.path().join("xa/cache/sessions-index.bin");
+    // The state directory exists before its cache is written, as start-up makes it.
+    std::fs::create_dir_all(home.path().join("xa")).unwrap();
     let options = ScanOptions {
         cache_file: Some(cache.clone()),
         refresh: THREADS,
@@ -324,6 +326,8 @@ fn a_grok_rename_in_a_rewritten_summary_is_picked_up() {
 
 fn cached_options(home: &Path) -> (ScanOptions, PathBuf) {
     let cache = home.join("xa/cache/sessions-index.bin");
+    // The state directory exists before its cache is written, as start-up makes it.
+    std::fs::create_dir_all(home.join("xa")).unwrap();
     (
         ScanOptions {
             cache_file: Some(cache.clone()),

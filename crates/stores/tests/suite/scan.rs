@@ -35,6 +35,8 @@ fn a_scanner_keeps_the_index_in_memory_between_listings() {
     t.write().unwrap();
     let roots = StoreRoots::under_home(tmp.path());
     let cache = cache_file(&tmp.path().join("xa"));
+    // The state directory exists before its cache is written, as start-up makes it.
+    std::fs::create_dir_all(tmp.path().join("xa")).unwrap();
     let options = ScanOptions {
         cache_file: Some(cache.clone()),
         refresh: RefreshOptions { threads: 2 },

@@ -22,6 +22,8 @@ use pretty_assertions::assert_eq;
 use tempfile::TempDir;
 
 fn options(home: &Path) -> ScanOptions {
+    // The state directory exists before its cache is written, as start-up makes it.
+    std::fs::create_dir_all(home.join("xa")).unwrap();
     ScanOptions {
         cache_file: Some(home.join("xa/cache/sessions-index.bin")),
         refresh: RefreshOptions { threads: 2 },
