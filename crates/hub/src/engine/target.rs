@@ -235,18 +235,16 @@ impl Engine {
             )));
         }
         let (mut sessions, _) = self.list(&params.caller, &[agent]);
+        // An explicit id or name is looked for among every session.
+        let explicit_lookup = Lookup {
+            agent,
+            scope: Scope::Any,
+            cwd,
+            bound: settings.name_bound(agent, scope),
+        };
         if let Some(query) = explicit
             && matches!(
-                resolve::lookup(
-                    &sessions,
-                    query,
-                    Lookup {
-                        agent,
-                        scope: Scope::Any,
-                        cwd,
-                        bound: settings.name_bound(agent, scope),
-                    }
-                ),
+                resolve::lookup(&sessions, query, explicit_lookup),
                 Err(StoreError::NoSuchSession { .. })
             )
         {
@@ -257,63 +255,52 @@ impl Engine {
             sessions = self.list(&params.caller, &[agent]).0;
         }
         if let Some(query) = explicit {
-            return Ok(
-                match resolve::lookup(
-                    &sessions,
-                    query,
-                    Lookup {
-                        agent,
-                        scope: Scope::Any,
-                        cwd,
-                        bound: settings.name_bound(agent, scope),
-                    },
-                ) {
-                    Ok(found) => Ok(Resolved::of(found.session, TargetSelectedBy::Caller, cwd)
-                        .in_panel(held(&found.session.session_id))),
-                    // Open in a panel but not on disk yet (a conversation that just started).
-                    Err(StoreError::NoSuchSession { .. })
-                        if let Some(tab) = window::holding(&tabs, query) =>
-                    {
-                        Ok(Resolved {
-                            selected_by: TargetSelectedBy::Caller,
-                            session_id: Some(query.to_owned()),
-                            cwd: tab
-                                .session
-                                .cwd
-                                .as_deref()
-                                .map_or_else(|| cwd.to_owned(), PathBuf::from),
-                            title: tab.session.title.clone(),
-                            transcript: None,
-                            last_activity: None,
-                            is_working: tab.session.state
-                                != cross_agent_protocol::panel::PanelSessionState::Idle,
-                            new_reason: None,
-                            panel: Some(PanelChoice::of(&tab)),
-                        })
-                    }
-                    // A session the bridge is creating right now is not on disk yet, but its id
-                    // is on the receipt the caller holds: follow-ups may name it.
-                    Err(StoreError::NoSuchSession { .. })
-                        if let Some(pending) = self.session_being_created(agent, query)? =>
-                    {
-                        Ok(Resolved {
-                            selected_by: TargetSelectedBy::Caller,
-                            session_id: Some(query.to_owned()),
-                            cwd: pending
-                                .target_cwd
-                                .as_deref()
-                                .map_or_else(|| cwd.to_owned(), PathBuf::from),
-                            title: None,
-                            transcript: pending.target_transcript.as_deref().map(PathBuf::from),
-                            last_activity: None,
-                            is_working: true,
-                            new_reason: None,
-                            panel: None,
-                        })
-                    }
-                    Err(error) => Err(lookup_refusal(error, agent)),
-                },
-            );
+            return Ok(match resolve::lookup(&sessions, query, explicit_lookup) {
+                Ok(found) => Ok(Resolved::of(found.session, TargetSelectedBy::Caller, cwd)
+                    .in_panel(held(&found.session.session_id))),
+                // Open in a panel but not on disk yet (a conversation that just started).
+                Err(StoreError::NoSuchSession { .. })
+                    if let Some(tab) = window::holding(&tabs, query) =>
+                {
+                    Ok(Resolved {
+                        selected_by: TargetSelectedBy::Caller,
+                        session_id: Some(query.to_owned()),
+                        cwd: tab
+                            .session
+                            .cwd
+                            .as_deref()
+                            .map_or_else(|| cwd.to_owned(), PathBuf::from),
+                        title: tab.session.title.clone(),
+                        transcript: None,
+                        last_activity: None,
+                        is_working: tab.session.state
+                            != cross_agent_protocol::panel::PanelSessionState::Idle,
+                        new_reason: None,
+                        panel: Some(PanelChoice::of(&tab)),
+                    })
+                }
+                // A session the bridge is creating right now is not on disk yet, but its id
+                // is on the receipt the caller holds: follow-ups may name it.
+                Err(StoreError::NoSuchSession { .. })
+                    if let Some(pending) = self.session_being_created(agent, query)? =>
+                {
+                    Ok(Resolved {
+                        selected_by: TargetSelectedBy::Caller,
+                        session_id: Some(query.to_owned()),
+                        cwd: pending
+                            .target_cwd
+                            .as_deref()
+                            .map_or_else(|| cwd.to_owned(), PathBuf::from),
+                        title: None,
+                        transcript: pending.target_transcript.as_deref().map(PathBuf::from),
+                        last_activity: None,
+                        is_working: true,
+                        new_reason: None,
+                        panel: None,
+                    })
+                }
+                Err(error) => Err(lookup_refusal(error, agent)),
+            });
         }
         let now = UnixMillis::now();
         if let Some((pin, pinned_ms)) = self.current_pin(agent, cwd)? {

@@ -788,17 +788,7 @@ impl Mover<'_> {
             }
             self.park_at = park_to;
         }
-        if to <= self.pipe_at {
-            return;
-        }
-        #[cfg(target_os = "linux")]
-        if let Some(tee) = self.tee.as_deref_mut()
-            && tee.discard(to - self.pipe_at).is_err()
-        {
-            // The input failed under us: what is left of it is lost, as a failed read loses it.
-            self.fall_back = true;
-        }
-        self.pipe_at = to;
+        self.drop_to_input_only(to);
     }
 
     /// Takes the incomplete line `buf[from..]` out of the input to wait for its end: into the
@@ -841,6 +831,7 @@ impl Mover<'_> {
         if let Some(tee) = self.tee.as_deref_mut()
             && tee.discard(to - self.pipe_at).is_err()
         {
+            // The input failed under us: what is left of it is lost, as a failed read loses it.
             self.fall_back = true;
         }
         self.pipe_at = to;
