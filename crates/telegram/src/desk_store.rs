@@ -81,12 +81,7 @@ pub fn path(home: &Path) -> PathBuf {
 
 /// The stored desk; an empty one when the file does not exist yet.
 pub fn read(home: &Path) -> Result<DeskFile> {
-    let path = path(home);
-    match std::fs::read(&path) {
-        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|source| Error::Json { path, source }),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(DeskFile::default()),
-        Err(error) => Err(Error::io(path, error)),
-    }
+    store::read_state(&path(home))
 }
 
 /// Stores `desk`, its lists cut to their bounds first.

@@ -97,10 +97,10 @@ pub fn hook_sessions_path(home: &Path) -> std::path::PathBuf {
 
 /// The sessions the hooks told of, as last saved.
 pub fn read_hook_sessions(home: &Path) -> Vec<HookSession> {
-    std::fs::read(hook_sessions_path(home))
-        .ok()
-        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-        .unwrap_or_default()
+    store::read_state(&hook_sessions_path(home)).unwrap_or_else(|error| {
+        tracing::warn!(%error, "could not read the hook sessions");
+        Vec::new()
+    })
 }
 
 /// The hook sessions as `telegram status` shows them: how many, and which wait for an approval.

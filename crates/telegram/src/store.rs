@@ -122,7 +122,8 @@ impl Access {
     }
 }
 
-fn read_json<T: for<'de> Deserialize<'de> + Default>(path: &Path) -> Result<T> {
+/// Reads a JSON file of the bot: `T::default()` when it does not exist yet.
+pub(crate) fn read_json<T: for<'de> Deserialize<'de> + Default>(path: &Path) -> Result<T> {
     match std::fs::read(path) {
         Ok(bytes) => serde_json::from_slice(&bytes).map_err(|source| Error::Json {
             path: path.to_owned(),
@@ -130,6 +131,37 @@ fn read_json<T: for<'de> Deserialize<'de> + Default>(path: &Path) -> Result<T> {
         }),
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(T::default()),
         Err(error) => Err(Error::io(path, error)),
+    }
+}
+
+/// Reads a state file the bot rewrites whole (`desk.json`, `topics.json`,
+/// `hook_sessions.json`): a damaged one is moved aside to `<file>.damaged-<ms>` — its bytes kept
+/// for the person to look at, said in the log with both paths — and the bot goes on from
+/// empty, so its next write does not replace what the file held. Other errors (a file it may
+/// not read) are returned.
+pub(crate) fn read_state<T: for<'de> Deserialize<'de> + Default>(path: &Path) -> Result<T> {
+    match read_json(path) {
+        Err(Error::Json { source, .. }) => {
+            let mut aside = path.as_os_str().to_owned();
+            aside.push(format!(
+                ".damaged-{}",
+                cross_agent_protocol::timestamp::UnixMillis::now().0
+            ));
+            let aside = PathBuf::from(aside);
+            match std::fs::rename(path, &aside) {
+                Ok(()) => tracing::warn!(
+                    path = %path.display(),
+                    moved_to = %aside.display(),
+                    error = %source,
+                    "a damaged telegram state file was moved aside; starting it afresh"
+                ),
+                Err(error) => {
+                    return Err(Error::io(path, error));
+                }
+            }
+            Ok(T::default())
+        }
+        other => other,
     }
 }
 
@@ -178,4 +210,40 @@ pub fn read_status(home: &Path) -> Result<PollerStatus> {
 
 pub fn write_status(home: &Path, status: &PollerStatus) -> Result<()> {
     write_json(&status_path(home), status)
+}
+
+#[cfg(test)]
+mod state_tests {
+    use super::*;
+
+    #[test]
+    fn a_damaged_state_file_is_moved_aside_with_its_bytes_and_read_as_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("desk.json");
+        std::fs::write(&path, b"{\"cards\": [half a line").unwrap();
+        let read: Vec<String> = read_state(&path).unwrap();
+        assert!(read.is_empty());
+        assert!(
+            !path.exists(),
+            "the damaged file is no longer where the next write goes"
+        );
+        let aside: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(aside.len(), 1, "{aside:?}");
+        let name = aside[0].file_name().unwrap().to_string_lossy().into_owned();
+        assert!(name.starts_with("desk.json.damaged-"), "{name}");
+        assert_eq!(
+            std::fs::read(&aside[0]).unwrap(),
+            b"{\"cards\": [half a line"
+        );
+
+        // A good file is read; a missing one is empty; neither is moved.
+        std::fs::write(&path, b"[\"a\"]").unwrap();
+        assert_eq!(read_state::<Vec<String>>(&path).unwrap(), ["a"]);
+        assert!(path.exists());
+        std::fs::remove_file(&path).unwrap();
+        assert!(read_state::<Vec<String>>(&path).unwrap().is_empty());
+    }
 }

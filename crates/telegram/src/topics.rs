@@ -54,12 +54,7 @@ pub fn path(home: &Path) -> PathBuf {
 
 /// The stored topics; none when the file does not exist yet.
 pub fn read(home: &Path) -> Result<Topics> {
-    let path = path(home);
-    match std::fs::read(&path) {
-        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|source| Error::Json { path, source }),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(Topics::default()),
-        Err(error) => Err(Error::io(path, error)),
-    }
+    store::read_state(&path(home))
 }
 
 pub fn write(home: &Path, topics: &Topics) -> Result<()> {
