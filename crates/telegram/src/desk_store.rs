@@ -195,8 +195,14 @@ mod tests {
             .mode();
         assert_eq!(mode & 0o777, 0o600);
 
+        // A damaged desk starts afresh, its bytes kept aside for the next write not to lose.
         std::fs::write(path(home.path()), b"{ not json").unwrap();
-        let error = read(home.path()).unwrap_err().to_string();
-        assert!(error.contains("desk.json"), "{error}");
+        assert_eq!(read(home.path()).unwrap(), DeskFile::default());
+        let kept: Vec<_> = std::fs::read_dir(store::dir(home.path()))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.starts_with("desk.json.damaged-"))
+            .collect();
+        assert_eq!(kept.len(), 1, "{kept:?}");
     }
 }
