@@ -217,7 +217,21 @@ fn a_grok_panel_session_takes_a_message_through_its_shim() -> Result<()> {
             }
         ]
     );
-    let lines = panel.lines();
+    // The turn's end came over the socket; the panel's reader may not have every line the shim
+    // passed on yet: wait until the answer's chunks have arrived.
+    let deadline = std::time::Instant::now() + PATIENCE;
+    let lines = loop {
+        let lines = panel.lines();
+        let said: String = lines
+            .iter()
+            .filter(|l| l["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
+            .filter_map(|l| l["params"]["update"]["content"]["text"].as_str())
+            .collect();
+        if said.contains("grok: think with a tool") || std::time::Instant::now() > deadline {
+            break lines;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
     let chunks: Vec<(&str, &str)> = lines
         .iter()
         .filter(|l| l["method"] == "session/update")
