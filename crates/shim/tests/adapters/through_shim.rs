@@ -161,9 +161,12 @@ fn a_codex_panel_thread_a_headless_resume_cannot_reach_takes_a_message_through_i
             }
         ]
     );
+    // The turn's end came over the socket; wait for the panel's reader to get the item too.
+    panel.next_line(PATIENCE, |l| {
+        l["method"] == "item/started"
+            && l["params"]["item"]["content"][0]["text"] == "relayed question"
+    })?;
     let lines = panel.lines();
-    assert!(lines.iter().any(|l| l["method"] == "item/started"
-        && l["params"]["item"]["content"][0]["text"] == "relayed question"));
     no_xagent_id(&lines);
     // The human typed once; the injected turn did not count.
     let found = registration(&state, "codex", panel.pid())?;
