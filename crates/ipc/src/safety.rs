@@ -241,7 +241,13 @@ pub fn walk(root: &Path, skip: &[PathBuf], limit: usize) -> Result<Walk> {
                 found.stepped_around.push(path);
                 continue;
             }
-            let meta = fs::symlink_metadata(&path).map_err(|e| Error::io("inspect", &path, e))?;
+            let meta = match fs::symlink_metadata(&path) {
+                Ok(meta) => meta,
+                // Gone since the listing (a SQLite journal, a file replaced whole): nothing
+                // left to check.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(Error::io("inspect", &path, e)),
+            };
             check_entry(&path, &meta)?;
             if meta.is_dir() {
                 stack.push(path.clone());
