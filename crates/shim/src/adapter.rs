@@ -82,13 +82,22 @@ pub trait PanelAdapter: Send {
     fn sessions(&self) -> Vec<PanelSession>;
 
     /// Whether a long line from `side` still arriving (`head` is what came so far, without a
-    /// newline) may pass on before it is whole: true only when its head alone shows that the
-    /// adapter neither reads nor drops it. The runtime then streams a 1 MB line through instead
-    /// of holding it (and still hands it over once it ends). A line that matters must wait to be
-    /// whole: a line of ours decided while it streams would reach the wire after it, though the
-    /// adapter decided it first. The default holds every line.
-    fn forwards_unseen(&self, side: Side, head: &[u8]) -> bool {
-        let _ = (side, head);
+    /// newline) may pass on before it is whole: true only when its head alone tells the adapter
+    /// all it takes from the line, and the line is not dropped. The runtime then streams a 1 MB
+    /// line through instead of holding it, and still hands it to [`PanelAdapter::on_line`] once
+    /// it ends. An adapter that learns something from the head acts on it here, before saying
+    /// true (Claude counts a human's turn from a pasted image's head), and not again in
+    /// `on_line`: lines of ours decided while the line streams reach the wire after it, so the
+    /// adapter's state must already have it. A line whose rest matters waits to be whole. The
+    /// default holds every line.
+    fn streams_from_head(
+        &mut self,
+        side: Side,
+        head: &[u8],
+        now_ms: u64,
+        out: &mut Vec<Action>,
+    ) -> bool {
+        let _ = (side, head, now_ms, out);
         false
     }
 }

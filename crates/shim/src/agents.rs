@@ -83,7 +83,7 @@ impl PanelAdapter for PassThrough {
         Vec::new()
     }
 
-    fn forwards_unseen(&self, _side: Side, _head: &[u8]) -> bool {
+    fn streams_from_head(&mut self, _: Side, _: &[u8], _: u64, _: &mut Vec<Action>) -> bool {
         true
     }
 }

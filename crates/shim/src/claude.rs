@@ -224,6 +224,9 @@ pub struct ClaudeAdapter {
     /// Injections whose connection still listens.
     listening: HashSet<InjectionId>,
     needles: Needles,
+    /// The user line streaming from the extension was counted from its head
+    /// ([`PanelAdapter::streams_from_head`]).
+    human_turn_streaming: bool,
 }
 
 impl std::fmt::Debug for ClaudeAdapter {
@@ -273,6 +276,7 @@ impl ClaudeAdapter {
             approvals: Vec::new(),
             listening: HashSet::new(),
             needles: Needles::new(),
+            human_turn_streaming: false,
         }
     }
 
@@ -528,6 +532,8 @@ impl PanelAdapter for ClaudeAdapter {
         let first = side == Side::Extension && !self.extension_spoke;
         match self.needles.look(side, line) {
             Look::Skip => {}
+            // Counted from its head already when it streamed.
+            Look::HumanTurn if std::mem::take(&mut self.human_turn_streaming) => {}
             Look::HumanTurn => self.on_human_turn(now_ms, out),
             Look::Parse => {
                 if let Ok(parsed) = serde_json::from_slice::<Line>(line) {
@@ -693,9 +699,27 @@ impl PanelAdapter for ClaudeAdapter {
     }
 
     /// A line whose head names a type nothing here reads (an assistant message, a tool
-    /// result from the CLI); never a user line from the extension, which starts a turn.
-    fn forwards_unseen(&self, side: Side, head: &[u8]) -> bool {
-        leading_type(head).is_some() && self.needles.look(side, head) == Look::Skip
+    /// result from the CLI), or a user line from the extension (a pasted image): its head
+    /// alone says a human's turn starts, which is counted now.
+    fn streams_from_head(
+        &mut self,
+        side: Side,
+        head: &[u8],
+        now_ms: u64,
+        out: &mut Vec<Action>,
+    ) -> bool {
+        if leading_type(head).is_none() {
+            return false;
+        }
+        match self.needles.look(side, head) {
+            Look::Skip => true,
+            Look::HumanTurn => {
+                self.on_human_turn(now_ms, out);
+                self.human_turn_streaming = true;
+                true
+            }
+            Look::Parse => false,
+        }
     }
 
     fn sessions(&self) -> Vec<PanelSession> {

@@ -1272,7 +1272,7 @@ impl PanelAdapter for CodexAdapter {
         }
     }
 
-    fn forwards_unseen(&self, side: Side, head: &[u8]) -> bool {
+    fn streams_from_head(&mut self, side: Side, head: &[u8], _: u64, _: &mut Vec<Action>) -> bool {
         rpc::unread_by_its_head(head, |method| {
             rpc::RpcWire::reads(self, side, Some(method), None)
         })

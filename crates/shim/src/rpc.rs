@@ -68,7 +68,7 @@ pub(crate) fn leading_method(line: &[u8]) -> Option<&str> {
 
 /// Whether a line's head alone (`{"method":"…"`, the rest still to come) shows that the wire
 /// will not read it (`reads` says which methods it reads): such a line is forwarded unread, and
-/// may pass on before it ends ([`crate::adapter::PanelAdapter::forwards_unseen`]). A line that
+/// may pass on before it ends ([`crate::adapter::PanelAdapter::streams_from_head`]). A line that
 /// starts any other way (a response, an id first) waits to be whole.
 pub(crate) fn unread_by_its_head(head: &[u8], reads: impl Fn(&str) -> bool) -> bool {
     leading_method(head).is_some_and(|method| !reads(method))

@@ -456,19 +456,39 @@ fn a_lines_head_decides_how_it_is_read_and_whether_it_may_stream_before_it_ends(
     );
 
     let head = |line: &str| line.as_bytes()[..line.len().min(40)].to_vec();
+    let streams = |adapter: &mut ClaudeAdapter, side: Side, head: &[u8]| {
+        let mut out = Vec::new();
+        let streams = adapter.streams_from_head(side, head, 2_000, &mut out);
+        (streams, out)
+    };
     let tool_result = r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","content":"xxxxxxxxxxxxxxxx"}]}}"#;
-    // Lines nothing here reads stream; the ones that matter (a turn, an answer, a result, an
+    // Lines nothing here reads stream; the ones whose rest matters (an answer, a result, an
     // approval) wait to be whole.
-    assert!(adapter.forwards_unseen(Side::Agent, &head(tool_result)));
-    assert!(adapter.forwards_unseen(Side::Agent, &head(ASSISTANT)));
-    assert!(!adapter.forwards_unseen(Side::Extension, &head(&image)));
-    assert!(!adapter.forwards_unseen(Side::Agent, &head(&result("done"))));
-    assert!(!adapter.forwards_unseen(Side::Agent, &head(PERMISSION)));
-    assert!(!adapter.forwards_unseen(Side::Agent, &head(SYSTEM_INIT)));
-    assert!(
-        !adapter.forwards_unseen(Side::Agent, br#"{"type":"assis"#),
+    assert_eq!(streams(&mut adapter, Side::Agent, &head(tool_result)), (true, vec![]));
+    assert_eq!(streams(&mut adapter, Side::Agent, &head(ASSISTANT)), (true, vec![]));
+    for held in [&result("done"), PERMISSION, SYSTEM_INIT] {
+        assert_eq!(streams(&mut adapter, Side::Agent, &head(held)), (false, vec![]));
+    }
+    assert_eq!(
+        streams(&mut adapter, Side::Agent, br#"{"type":"assis"#),
+        (false, vec![]),
         "an unfinished type"
     );
+    assert_eq!(adapter.sessions()[0].unanswered_human_prompts, 1);
+
+    // A second pasted image streams too: its head alone starts the human's turn, counted once
+    // (when it streams, not again when it ends).
+    assert_eq!(
+        streams(&mut adapter, Side::Extension, &head(&image)),
+        (true, vec![Action::SessionsChanged])
+    );
+    assert_eq!(adapter.sessions()[0].unanswered_human_prompts, 2);
+    assert_eq!(adapter.sessions()[0].last_human_input_ms, Some(2_000));
+    assert_eq!(feed(&mut adapter, Side::Extension, &image), vec![Action::Forward]);
+    assert_eq!(adapter.sessions()[0].unanswered_human_prompts, 2);
+    // A third, held whole (short), counts as before.
+    feed(&mut adapter, Side::Extension, &user_line("hi"));
+    assert_eq!(adapter.sessions()[0].unanswered_human_prompts, 3);
     assert_eq!(leading_type(br#"{"type":"result" broken"#), None);
     assert_eq!(
         leading_type(br#"{"type":"result"}"#),

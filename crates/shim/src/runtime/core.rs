@@ -92,7 +92,7 @@ pub struct LineAt {
     pub range: Range<usize>,
     /// One clock reading per batch.
     pub now: u64,
-    /// Its head has passed on already ([`PanelAdapter::forwards_unseen`]): it is forwarded
+    /// Its head has passed on already ([`PanelAdapter::streams_from_head`]): it is forwarded
     /// whatever the adapter says.
     pub committed: bool,
 }
@@ -194,13 +194,33 @@ impl Core {
     }
 
     /// Whether the head of a line still arriving may pass on before the line is whole (always,
-    /// once interception stopped: every byte passes then).
-    pub fn forwards_unseen(&mut self, side: Side, head: &[u8]) -> bool {
+    /// once interception stopped: every byte passes then); what the adapter decided from the
+    /// head is routed before it.
+    pub fn streams_from_head(
+        &mut self,
+        side: Side,
+        head: &[u8],
+        now: u64,
+        routed: &mut Routed,
+        log: &ShimLog,
+    ) -> bool {
         if !self.intercepting {
             return true;
         }
-        let adapter = &self.adapter;
-        catch_unwind(AssertUnwindSafe(|| adapter.forwards_unseen(side, head))).unwrap_or(false)
+        let mut actions = Vec::new();
+        let adapter = &mut self.adapter;
+        match catch_unwind(AssertUnwindSafe(|| {
+            adapter.streams_from_head(side, head, now, &mut actions)
+        })) {
+            Ok(streams) => {
+                self.apply(&mut actions, None, routed);
+                streams
+            }
+            Err(_) => {
+                self.stop_intercepting("the wire adapter failed on a line's head", log);
+                true
+            }
+        }
     }
 
     /// Registers a connection that waits for reports; its id.

@@ -137,7 +137,9 @@ impl Shared {
             let tail = &batch.buf[end..];
             let early = !tail.is_empty()
                 && (batch.sent > end
-                    || (teeing && tail.len() >= STREAM_AFTER && core.forwards_unseen(side, tail)));
+                    || (teeing
+                        && tail.len() >= STREAM_AFTER
+                        && core.streams_from_head(side, tail, now, &mut routed, &self.log)));
             if core.signal_stale() {
                 self.registration_changed.notify_one();
             }
@@ -353,6 +355,15 @@ pub fn run(agent: Agent, real: RealCommand, adapter: Box<dyn PanelAdapter>) -> E
         return exit_code(child.wait().ok());
     };
     let agent_pid = child.id();
+    #[cfg(target_os = "linux")]
+    for pipe in [
+        agent_stdin.as_fd(),
+        agent_stdout.as_fd(),
+        std::io::stdin().as_fd(),
+        std::io::stdout().as_fd(),
+    ] {
+        tee::widen(pipe);
+    }
     setup.log.line(format_args!(
         "started {} (pid {agent_pid}) for a panel session",
         real.display()

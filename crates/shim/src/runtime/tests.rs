@@ -54,7 +54,7 @@ impl PanelAdapter for Script {
         Vec::new()
     }
 
-    fn forwards_unseen(&self, _side: Side, head: &[u8]) -> bool {
+    fn streams_from_head(&mut self, _: Side, head: &[u8], _: u64, _: &mut Vec<Action>) -> bool {
         head.starts_with(b"S")
     }
 }
