@@ -32,9 +32,13 @@ use std::time::{Duration, Instant};
 
 const ROLE: &str = "SHIM_BENCH_ROLE";
 const TOTAL: usize = 200 * 1024 * 1024;
-/// Throughput runs per path, interleaved (this machine's other work makes single runs noisy).
-const RUNS: usize = 9;
+/// Throughput runs per path, interleaved (this machine's other work makes single runs noisy;
+/// a median of 9 still moved by ±6 points between invocations, one of 25 by about ±2).
+/// `SHIM_BENCH_RUNS` sets another count.
+const RUNS: usize = 25;
 const SHIM: &str = env!("CARGO_BIN_EXE_cross-agent-shim");
+/// The line each throughput run starts with, before its clock starts ([`Bench::pump`]).
+const WARM_UP: &[u8] = b"{\"type\":\"keep_alive\"}\n";
 
 fn main() {
     match std::env::var(ROLE).as_deref() {
@@ -115,7 +119,8 @@ fn relay() {
 
 /// The least any correct shim must do (Linux): a process in the shim's place that looks at every
 /// byte once — duplicated with `tee(2)`, read from the copy, its newlines counted — and splices
-/// the bytes themselves on. The floor the shim's fast path is measured against.
+/// the bytes themselves on, its pipes widened as the shim's are. The floor the shim's fast path
+/// is measured against.
 fn tee_relay() {
     use rustix::pipe::{SpliceFlags, splice, tee};
     let me = std::env::current_exe().unwrap();
@@ -127,6 +132,15 @@ fn tee_relay() {
         .unwrap();
     let to_child = std::os::fd::OwnedFd::from(child.stdin.take().unwrap());
     let from_child = std::os::fd::OwnedFd::from(child.stdout.take().unwrap());
+    // Its pipes widened as the shim widens them (256 KB).
+    for fd in [
+        to_child.as_fd(),
+        from_child.as_fd(),
+        std::io::stdin().as_fd(),
+        std::io::stdout().as_fd(),
+    ] {
+        let _ = rustix::pipe::fcntl_setpipe_size(fd, 256 * 1024);
+    }
     let copy = |from: std::os::fd::BorrowedFd<'_>, to: std::os::fd::BorrowedFd<'_>| {
         let (scratch_read, scratch_write) = rustix::pipe::pipe().unwrap();
         let _ = rustix::pipe::fcntl_setpipe_size(&scratch_write, 1024 * 1024);
@@ -219,6 +233,14 @@ fn cpu_seconds() -> (f64, f64) {
         (field(14) + field(15)) / tick,
         (field(16) + field(17)) / tick,
     )
+}
+
+fn runs() -> usize {
+    std::env::var("SHIM_BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(RUNS)
 }
 
 fn quantile(samples: &mut [f64], q: f64) -> f64 {
@@ -318,11 +340,17 @@ impl Bench {
     }
 
     /// Writes `data` into `child` and reads all of its output; seconds taken, bytes back, and
-    /// the child's peak RSS just before its stdin closed.
+    /// the child's peak RSS just before its stdin closed. The clock starts once a first short
+    /// line has come back, so what is timed is the stream, not the processes' start (the shim's
+    /// start is measured on its own, [`Bench::exec_time`] and the first line's round trip).
     fn pump(mut child: Child, data: &[u8]) -> (f64, usize, Option<u64>) {
         let mut stdin = child.stdin.take().expect("stdin");
         let mut stdout = child.stdout.take().expect("stdout");
         let pid = child.id();
+        stdin.write_all(WARM_UP).expect("writing");
+        let mut back = vec![0u8; WARM_UP.len()];
+        stdout.read_exact(&mut back).expect("the first line back");
+        assert_eq!(back, WARM_UP, "the first line came back as it went");
         let started = Instant::now();
         let (received, rss) = std::thread::scope(|scope| {
             let reader = scope.spawn(move || {
@@ -364,7 +392,8 @@ impl Bench {
         let mut speeds = vec![Vec::new(); paths.len()];
         let mut cpu = vec![(0.0, 0.0); paths.len()];
         let mut rss = Vec::new();
-        for _ in 0..RUNS {
+        let runs = runs();
+        for _ in 0..runs {
             for (i, (path, _)) in paths.iter().enumerate() {
                 let (self_before, children_before) = cpu_seconds();
                 let child = self.command("echo", *path).spawn().expect("spawn");
@@ -385,11 +414,11 @@ impl Bench {
         let best: Vec<f64> = speeds.iter_mut().map(|s| quantile(s, 1.0)).collect();
         // ms of CPU per MB moved: everything, and the middle process alone (its children's
         // CPU beyond the plain pipe's, whose only child is the agent).
-        let per_mb = |seconds: f64| 1000.0 * seconds / (mb * RUNS as f64);
+        let per_mb = |seconds: f64| 1000.0 * seconds / (mb * runs as f64);
         let agent_alone = cpu[0].1;
         println!(
             "throughput, {mb:.0} MB of stream-json lines echoed back by the agent (median of \
-             {RUNS}, interleaved):"
+             {runs}, interleaved):"
         );
         for (i, (_, name)) in paths.iter().enumerate() {
             let middle = if i == 0 {
@@ -499,8 +528,34 @@ impl Bench {
         println!(
             "a non-panel call (--version), median of 200:\n  the real binary run directly \
              {d:.2} ms   through the shim {s:.2} ms   = exec to the real exec {:.2} ms   \
-             (floor: ≤ 5 ms)\n",
+             (floor: ≤ 5 ms)",
             s - d
+        );
+        // A panel session's start (the throughput runs start their clock after it).
+        let first_line = |path: Path3| {
+            let mut child = self.command("echo", path).spawn().expect("spawn");
+            let started = Instant::now();
+            let mut stdin = child.stdin.take().expect("stdin");
+            let mut stdout = child.stdout.take().expect("stdout");
+            stdin.write_all(WARM_UP).expect("writing");
+            let mut back = vec![0u8; WARM_UP.len()];
+            stdout.read_exact(&mut back).expect("the first line back");
+            let elapsed = started.elapsed().as_secs_f64() * 1000.0;
+            drop(stdin);
+            let _ = child.wait();
+            elapsed
+        };
+        let mut direct = Vec::new();
+        let mut shim = Vec::new();
+        for _ in 0..50 {
+            direct.push(first_line(Path3::Pipe));
+            shim.push(first_line(Path3::Shim));
+        }
+        println!(
+            "a panel session's start (spawned → its first line back), median of 50:\n  plain pipe \
+             {:.2} ms   through the shim {:.2} ms\n",
+            quantile(&mut direct, 0.5),
+            quantile(&mut shim, 0.5)
         );
     }
 

@@ -464,10 +464,19 @@ fn a_lines_head_decides_how_it_is_read_and_whether_it_may_stream_before_it_ends(
     let tool_result = r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","content":"xxxxxxxxxxxxxxxx"}]}}"#;
     // Lines nothing here reads stream; the ones whose rest matters (an answer, a result, an
     // approval) wait to be whole.
-    assert_eq!(streams(&mut adapter, Side::Agent, &head(tool_result)), (true, vec![]));
-    assert_eq!(streams(&mut adapter, Side::Agent, &head(ASSISTANT)), (true, vec![]));
+    assert_eq!(
+        streams(&mut adapter, Side::Agent, &head(tool_result)),
+        (true, vec![])
+    );
+    assert_eq!(
+        streams(&mut adapter, Side::Agent, &head(ASSISTANT)),
+        (true, vec![])
+    );
     for held in [&result("done"), PERMISSION, SYSTEM_INIT] {
-        assert_eq!(streams(&mut adapter, Side::Agent, &head(held)), (false, vec![]));
+        assert_eq!(
+            streams(&mut adapter, Side::Agent, &head(held)),
+            (false, vec![])
+        );
     }
     assert_eq!(
         streams(&mut adapter, Side::Agent, br#"{"type":"assis"#),
@@ -484,7 +493,10 @@ fn a_lines_head_decides_how_it_is_read_and_whether_it_may_stream_before_it_ends(
     );
     assert_eq!(adapter.sessions()[0].unanswered_human_prompts, 2);
     assert_eq!(adapter.sessions()[0].last_human_input_ms, Some(2_000));
-    assert_eq!(feed(&mut adapter, Side::Extension, &image), vec![Action::Forward]);
+    assert_eq!(
+        feed(&mut adapter, Side::Extension, &image),
+        vec![Action::Forward]
+    );
     assert_eq!(adapter.sessions()[0].unanswered_human_prompts, 2);
     // A third, held whole (short), counts as before.
     feed(&mut adapter, Side::Extension, &user_line("hi"));
