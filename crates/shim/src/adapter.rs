@@ -85,7 +85,7 @@ pub trait PanelAdapter: Send {
     /// newline) may pass on before it is whole: true only when its head alone tells the adapter
     /// all it takes from the line, and the line is not dropped. The runtime then streams a 1 MB
     /// line through instead of holding it, and still hands it to [`PanelAdapter::on_line`] once
-    /// it ends. An adapter that learns something from the head acts on it here, before saying
+    /// it ends — as its first 16 KB (the head it streamed by; the rest is not kept). An adapter that learns something from the head acts on it here, before saying
     /// true (Claude counts a human's turn from a pasted image's head), and not again in
     /// `on_line`: lines of ours decided while the line streams reach the wire after it, so the
     /// adapter's state must already have it. A line whose rest matters waits to be whole. The

@@ -122,10 +122,18 @@ impl Shared {
                 let buf = &batch.buf;
                 let whole = &buf[end..stop];
                 let line = whole.strip_suffix(b"\n").unwrap_or(whole);
+                let committed = end < batch.sent;
+                // A line that streamed kept only its head ([`Shared::move_batch`]): the adapter
+                // gets that head, not the head joined to the line's last bytes.
+                let line = if committed {
+                    &line[..line.len().min(STREAM_AFTER)]
+                } else {
+                    line
+                };
                 let at = LineAt {
                     range: end..stop,
                     now,
-                    committed: end < batch.sent,
+                    committed,
                 };
                 core.on_line(side, line, at, &mut routed, &self.log);
                 end = stop;
@@ -240,11 +248,15 @@ impl Shared {
         batch.pen = early;
         batch.parked = if fall_back { 0 } else { parked };
         if early {
-            batch.sent = len;
+            // Every byte of the streaming line has passed on, and the adapter reads a line that
+            // streamed by its head alone: only the head is kept (a 1 MB image is then neither
+            // held in memory nor moved about in it).
+            batch.buf.truncate(len.min(end + STREAM_AFTER));
+            batch.sent = batch.buf.len();
         } else {
             forward_to.release();
         }
-        batch.held = len;
+        batch.held = batch.buf.len();
         batch.after_take(end);
         if fall_back {
             source.fall_back(&self.log, side);
@@ -850,7 +862,8 @@ impl Mover<'_> {
 }
 
 /// Bytes of an incomplete line after which it streams on before it ends (when the adapter lets
-/// it): shorter ones are held, so an injected line can still go in before them.
+/// it): shorter ones are held, so an injected line can still go in before them. A line that
+/// streams is kept in the shim only this far: it is handed to the adapter as its head.
 const STREAM_AFTER: usize = 16 * 1024;
 
 /// Reads `input` to its end, handing whole lines to the adapter; a partial last line at the end

@@ -19,11 +19,14 @@ use crate::adapter::InjectionId;
 
 /// A wire for the runtime alone: `DROP…` lines are dropped, `ECHO x` is followed by a line of
 /// ours `ours x`, lines starting with `S` may stream before they end, everything else is
-/// forwarded once whole.
-struct Script;
+/// forwarded once whole. The length of every line it is handed is kept in `seen`.
+struct Script {
+    seen: Arc<Mutex<Vec<usize>>>,
+}
 
 impl PanelAdapter for Script {
     fn on_line(&mut self, _side: Side, line: &[u8], _now_ms: u64, out: &mut Vec<Action>) {
+        self.seen.lock().unwrap().push(line.len());
         if line.starts_with(b"DROP") {
             return;
         }
@@ -73,6 +76,8 @@ struct Rig {
     shared: Arc<Shared>,
     input: Option<Box<dyn Write + Send>>,
     received: Arc<(Mutex<Received>, Condvar)>,
+    /// The lengths of the lines the adapter was handed.
+    seen: Arc<Mutex<Vec<usize>>>,
     threads: Vec<JoinHandle<()>>,
     _dir: tempfile::TempDir,
 }
@@ -139,8 +144,13 @@ impl Rig {
         let log = ShimLog::open(dir.path(), "test".to_owned()).unwrap();
         let registration = registration::describe(Agent::Claude, &paths.socket, "test".into());
         let (_, extension_sink) = pipe();
+        let seen = Arc::new(Mutex::new(Vec::new()));
         let shared = Arc::new(Shared {
-            core: Mutex::new(Core::new(Box::new(Script), registration, paths.clone())),
+            core: Mutex::new(Core::new(
+                Box::new(Script { seen: seen.clone() }),
+                registration,
+                paths.clone(),
+            )),
             to_agent: Outbox::new(sink),
             to_extension: Outbox::new(extension_sink),
             log,
@@ -169,6 +179,7 @@ impl Rig {
             shared,
             input: Some(input_write),
             received: Arc::new((Mutex::new(Received::default()), Condvar::new())),
+            seen,
             threads,
             _dir: dir,
         }
@@ -249,10 +260,15 @@ fn a_long_line_streams_before_it_ends_and_a_line_of_ours_waits_for_its_end() {
     rig.write(b"\n", 1);
     rig.wait_until(|got| got.ends_with(b"INJ\n"));
     rig.write(b"after\n", 64);
+    let seen = rig.seen.clone();
     let got = rig.finish();
     let expected = [b"hello\n".as_slice(), &long, b"\nINJ\nafter\n"].concat();
     assert_eq!(got.len(), expected.len());
     assert!(got == expected, "the bytes and our line's place");
+    if cfg!(target_os = "linux") {
+        // The line that streamed was handed over as its head, not kept whole.
+        assert_eq!(*seen.lock().unwrap(), vec![5, STREAM_AFTER, 5]);
+    }
 }
 
 #[test]
