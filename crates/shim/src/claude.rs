@@ -528,7 +528,9 @@ fn detail_of(input: &Value) -> Option<String> {
 impl PanelAdapter for ClaudeAdapter {
     fn on_line(&mut self, side: Side, line: &[u8], now_ms: u64, out: &mut Vec<Action>) {
         self.last_activity_ms = Some(now_ms);
-        let start = out.len();
+        // The line itself goes first: a turn ended by it or the extension's first line lets
+        // a waiting injection follow. (Every line is forwarded: nothing of Claude's is dropped.)
+        out.push(Action::Forward);
         let first = side == Side::Extension && !self.extension_spoke;
         match self.needles.look(side, line) {
             Look::Skip => {}
@@ -544,9 +546,6 @@ impl PanelAdapter for ClaudeAdapter {
                 }
             }
         }
-        // The line itself goes first: a turn ended by it or the extension's first line lets
-        // a waiting injection follow.
-        out.insert(start, Action::Forward);
         if first {
             self.extension_spoke = true;
             self.write_waiting(out);
