@@ -17,9 +17,10 @@
 //!   pipe, a turn for the pen is queued — so lines of ours land between whole lines in the
 //!   order the adapter decided. A line is parsed only when the adapter's cheap pre-check (its
 //!   head, for Claude's types and JSON-RPC methods) says it may matter.
-//! - A long line the adapter neither reads nor drops (its head says so) streams through before
-//!   it ends, the pen kept until its newline; any other line is held whole. A very long line is
-//!   scanned for its newline only once, so MBs of base64 cost linear time.
+//! - A line the adapter neither reads past its head nor drops (its head says so) streams
+//!   through before it ends, the pen kept until its newline, and only its head is kept; any
+//!   other line is held whole. A very long line is scanned for its newline only once, so MBs of
+//!   base64 cost linear time.
 //! - The registration is rewritten by a thread of its own, at most every 20 ms, so a file write
 //!   never sits in the forwarding path.
 //! - Nothing of ours reaches the agent before the extension's first line ([`core`]).
@@ -126,7 +127,7 @@ impl Shared {
                 // A line that streamed kept only its head ([`Shared::move_batch`]): the adapter
                 // gets that head, not the head joined to the line's last bytes.
                 let line = if committed {
-                    &line[..line.len().min(STREAM_AFTER)]
+                    &line[..line.len().min(STREAMED_HEAD)]
                 } else {
                     line
                 };
@@ -230,7 +231,18 @@ impl Shared {
             forward_to,
             batch,
         );
-        for piece in forward.into_pieces() {
+        let mut pieces = forward.into_pieces();
+        // A streaming line right after the last forwarded one goes on with it: one splice, one
+        // wake-up of the reader.
+        let mut streamed = false;
+        if early
+            && let Some(Piece::Range(last)) = pieces.last_mut()
+            && last.end == end
+        {
+            last.end = len;
+            streamed = true;
+        }
+        for piece in pieces {
             match piece {
                 Piece::Range(range) => mover.forward(range),
                 Piece::Owned(line) => mover.own(&line),
@@ -238,7 +250,9 @@ impl Shared {
         }
         mover.drop_to(end);
         let parked = if early {
-            mover.forward(end..len);
+            if !streamed {
+                mover.forward(end..len);
+            }
             0
         } else {
             // Its bytes wait for its end, in the park or in the batch.
@@ -251,7 +265,7 @@ impl Shared {
             // Every byte of the streaming line has passed on, and the adapter reads a line that
             // streamed by its head alone: only the head is kept (a 1 MB image is then neither
             // held in memory nor moved about in it).
-            batch.buf.truncate(len.min(end + STREAM_AFTER));
+            batch.buf.truncate(len.min(end + STREAMED_HEAD));
             batch.sent = batch.buf.len();
         } else {
             forward_to.release();
@@ -861,10 +875,15 @@ impl Mover<'_> {
     }
 }
 
-/// Bytes of an incomplete line after which it streams on before it ends (when the adapter lets
-/// it): shorter ones are held, so an injected line can still go in before them. A line that
-/// streams is kept in the shim only this far: it is handed to the adapter as its head.
-const STREAM_AFTER: usize = 16 * 1024;
+/// Bytes of an incomplete line after which its head is shown to the adapter, which may let it
+/// stream on before it ends: enough for every head the adapters tell lines by
+/// (`{"type":"assistant",`, `{"jsonrpc":"2.0","method":"…"`; one cut short is asked again when
+/// more has come). Most lines an agent writes are whole in one read, and the rest of a round's
+/// last line goes on in the round's one splice instead of waiting in the park for its end
+/// (measured: about 2 points of the plain pipe's throughput).
+const STREAM_AFTER: usize = 64;
+/// How much of a line that streamed the shim keeps: it is handed to the adapter as this head.
+const STREAMED_HEAD: usize = 16 * 1024;
 
 /// Reads `input` to its end, handing whole lines to the adapter; a partial last line at the end
 /// is passed on as it is.

@@ -204,11 +204,19 @@ impl Rig {
 
     /// Waits until what the agent received satisfies `wanted` (a test that never gets there
     /// hangs, and nextest's timeout names it).
+    /// Waits until what the agent received is `wanted`; fails the test after 30 s of waiting.
     fn wait_until(&self, wanted: impl Fn(&[u8]) -> bool) {
         let (lock, changed) = &*self.received;
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
         let mut state = lock.lock().unwrap();
         while !wanted(&state.bytes) {
-            state = changed.wait(state).unwrap();
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            assert!(
+                !left.is_zero(),
+                "the agent never received what the test waits for; it has {} bytes",
+                state.bytes.len()
+            );
+            state = changed.wait_timeout(state, left).unwrap().0;
         }
     }
 
@@ -267,8 +275,27 @@ fn a_long_line_streams_before_it_ends_and_a_line_of_ours_waits_for_its_end() {
     assert!(got == expected, "the bytes and our line's place");
     if cfg!(target_os = "linux") {
         // The line that streamed was handed over as its head, not kept whole.
-        assert_eq!(*seen.lock().unwrap(), vec![5, STREAM_AFTER, 5]);
+        assert_eq!(*seen.lock().unwrap(), vec![5, STREAMED_HEAD, 5]);
     }
+}
+
+#[test]
+fn a_short_line_streams_once_its_head_has_come_and_a_line_of_ours_waits_for_its_end() {
+    let mut rig = Rig::new();
+    let line = [b"S".as_slice(), &[b'z'; 200]].concat();
+    rig.write(b"hello\n", 64);
+    rig.write(&line[..100], 100);
+    if cfg!(target_os = "linux") {
+        // Its first 100 bytes pass on before it ends (a head of STREAM_AFTER bytes decides).
+        rig.wait_until(|got| got.len() >= 6 + 100);
+    }
+    rig.inject("INJ");
+    rig.write(&line[100..], 7);
+    rig.write(b"\n", 1);
+    rig.wait_until(|got| got.ends_with(b"INJ\n"));
+    let got = rig.finish();
+    let expected = [b"hello\n".as_slice(), &line, b"\nINJ\n"].concat();
+    assert!(got == expected, "the bytes and our line's place");
 }
 
 #[test]
