@@ -409,6 +409,15 @@ impl Bench {
                 }
             }
         }
+        // Each path beside the pipe run for run (the runs of one round follow each other, so the
+        // machine's slower and faster spells touch both): the median of those ratios.
+        let paired: Vec<f64> = speeds
+            .iter()
+            .map(|s| {
+                let mut ratios: Vec<f64> = s.iter().zip(&speeds[0]).map(|(a, b)| a / b).collect();
+                quantile(&mut ratios, 0.5)
+            })
+            .collect();
         let medians: Vec<f64> = speeds.iter_mut().map(|s| quantile(s, 0.5)).collect();
         // The least disturbed run of each (the machine's other work only ever slows a run).
         let best: Vec<f64> = speeds.iter_mut().map(|s| quantile(s, 1.0)).collect();
@@ -430,10 +439,11 @@ impl Bench {
                 )
             };
             println!(
-                "  {name:34} {:6.0} MB/s  ({:3.0} % of the pipe; best run {:3.0} %)   CPU ms per \
-                 MB: all {:.2}{middle}",
+                "  {name:34} {:6.0} MB/s  ({:3.0} % of the pipe; run by run {:3.0} %; best run \
+                 {:3.0} %)   CPU ms per MB: all {:.2}{middle}",
                 medians[i],
                 100.0 * medians[i] / medians[0],
+                100.0 * paired[i],
                 100.0 * best[i] / best[0],
                 per_mb(cpu[i].0),
             );
@@ -447,9 +457,10 @@ impl Bench {
             100.0 * cpu[0].0 / cpu[1].0
         );
         println!(
-            "  shim / plain pipe = {:.0} %   (floor: ≥ 90 %)   shim / byte relay = {:.0} %   \
-             shim / tee-read-splice relay = {:.0} %",
+            "  shim / plain pipe = {:.0} % (run by run {:.0} %)   (floor: ≥ 90 %)   shim / byte \
+             relay = {:.0} %   shim / tee-read-splice relay = {:.0} %",
             100.0 * medians[3] / medians[0],
+            100.0 * paired[3],
             100.0 * medians[3] / medians[1],
             100.0 * medians[3] / medians[2]
         );
