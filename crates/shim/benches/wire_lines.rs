@@ -1,6 +1,7 @@
-//! What the Codex and Grok adapters cost per line, beside what reading a line costs at all.
-//! A synthetic panel session (shapes from observed/codex.md and the ACP prompt-turn docs, text
-//! deltas dominating as they do in a real turn) is fed through each adapter; the floors are
+//! What the Claude, Codex and Grok adapters cost per line, beside what reading a line costs at
+//! all. A synthetic panel session (shapes from observed/claude.md, observed/codex.md and the ACP
+//! prompt-turn docs, text deltas dominating as they do in a real turn) is fed through each
+//! adapter; the floors are
 //! splitting the same bytes into lines (a plain pipe's work) and validating each line as JSON
 //! with `serde_json` (`IgnoredAny`, the least any reader of JSON must do). Prints figures;
 //! asserts none. `cargo bench -p cross-agent-shim --bench wire_lines`.
@@ -12,6 +13,7 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use cross_agent_shim::adapter::{Action, PanelAdapter, Side};
+use cross_agent_shim::claude::ClaudeAdapter;
 use cross_agent_shim::codex::CodexAdapter;
 use cross_agent_shim::grok::GrokAdapter;
 use serde_json::json;
@@ -19,18 +21,18 @@ use serde_json::json;
 const TURNS: usize = 400;
 const DELTAS_PER_TURN: usize = 250;
 
-/// A line with its keys in the order the agents write them (`jsonrpc`, `method`, `id` first,
-/// as the real Codex 0.171.0 does), not serde_json's sorted order.
+/// A line with its keys in the order the agents write them (`type`, `jsonrpc`, `method`, `id`
+/// first, as the real Claude Code 2.1.332 and Codex 0.171.0 do), not serde_json's sorted order.
 fn ordered(value: &serde_json::Value) -> Vec<u8> {
     let object = value.as_object().unwrap();
-    let mut keys: Vec<&String> = ["jsonrpc", "method", "id"]
+    let mut keys: Vec<&String> = ["type", "jsonrpc", "method", "id"]
         .iter()
         .filter_map(|key| object.get_key_value(*key).map(|(k, _)| k))
         .collect();
     keys.extend(
         object
             .keys()
-            .filter(|key| !["jsonrpc", "method", "id"].contains(&key.as_str())),
+            .filter(|key| !["type", "jsonrpc", "method", "id"].contains(&key.as_str())),
     );
     let fields: Vec<String> = keys
         .iter()
@@ -45,6 +47,23 @@ fn line(value: serde_json::Value) -> (Side, Vec<u8>) {
 
 fn from_extension(value: serde_json::Value) -> (Side, Vec<u8>) {
     (Side::Extension, ordered(&value))
+}
+
+fn claude_session() -> Vec<(Side, Vec<u8>)> {
+    let session = "5ff355ef-b2f2-4ab0-bb7b-c6ff4230de7d";
+    let mut lines = vec![from_extension(
+        json!({"type": "control_request", "request_id": "init", "request": {"subtype": "initialize"}}),
+    )];
+    for turn in 0..TURNS {
+        lines.push(from_extension(json!({"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": "next step please"}]}})));
+        lines.push(line(json!({"type": "system", "subtype": "init", "cwd": "/work", "session_id": session, "tools": ["Bash", "Read", "Write"], "model": "claude-sonnet-4-5"})));
+        for _ in 0..DELTAS_PER_TURN {
+            lines.push(line(json!({"type": "stream_event", "event": {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "a few words of the answer "}}, "session_id": session, "parent_tool_use_id": null})));
+        }
+        lines.push(line(json!({"type": "assistant", "message": {"id": format!("msg_{turn}"), "role": "assistant", "content": [{"type": "text", "text": "the whole answer ".repeat(40)}]}, "parent_tool_use_id": null, "session_id": session})));
+        lines.push(line(json!({"type": "result", "subtype": "success", "is_error": false, "duration_ms": 2100, "result": "the whole answer ".repeat(40), "session_id": session})));
+    }
+    lines
 }
 
 fn codex_session() -> Vec<(Side, Vec<u8>)> {
@@ -181,6 +200,8 @@ fn report(wire: &str, lines: &[(Side, Vec<u8>)], adapter: &mut dyn PanelAdapter)
 }
 
 fn main() {
+    let mut claude = ClaudeAdapter::new(&[], Some("/work".to_owned()), 0);
+    report("claude stream-json", &claude_session(), &mut claude);
     let mut codex = CodexAdapter::new(&[OsString::from("app-server")]);
     report("codex app-server", &codex_session(), &mut codex);
     let mut grok = GrokAdapter::new(&[OsString::from("agent"), OsString::from("stdio")]);
