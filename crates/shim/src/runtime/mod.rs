@@ -6,7 +6,7 @@
 //! that hand whole lines to the adapter in batches, two writers ([`outbox`]), the socket's
 //! acceptor with one short-lived thread per connection, the registration's writer, a one-second
 //! ticker, and a signal forwarder (a current-thread tokio runtime, for its signal handling).
-//! Measured in `benches/shim.rs`: about 6 MB of RSS; throughput and CPU per MB beside a plain
+//! Measured in `benches/shim.rs`: about 4 MB of RSS; throughput and CPU per MB beside a plain
 //! pipe, a process that only copies bytes in its place, and one that looks at every byte once.
 //!
 //! - On Linux, when a side's input is a pipe, its bytes are *looked at* through a `tee(2)` copy
