@@ -235,6 +235,14 @@ fn cpu_seconds() -> (f64, f64) {
     )
 }
 
+/// Writes [`WARM_UP`] and waits until it has come back, unchanged.
+fn first_line_back(stdin: &mut impl Write, stdout: &mut impl Read) {
+    stdin.write_all(WARM_UP).expect("writing");
+    let mut back = vec![0u8; WARM_UP.len()];
+    stdout.read_exact(&mut back).expect("the first line back");
+    assert_eq!(back, WARM_UP, "the first line came back as it went");
+}
+
 fn runs() -> usize {
     std::env::var("SHIM_BENCH_RUNS")
         .ok()
@@ -347,10 +355,7 @@ impl Bench {
         let mut stdin = child.stdin.take().expect("stdin");
         let mut stdout = child.stdout.take().expect("stdout");
         let pid = child.id();
-        stdin.write_all(WARM_UP).expect("writing");
-        let mut back = vec![0u8; WARM_UP.len()];
-        stdout.read_exact(&mut back).expect("the first line back");
-        assert_eq!(back, WARM_UP, "the first line came back as it went");
+        first_line_back(&mut stdin, &mut stdout);
         let started = Instant::now();
         let (received, rss) = std::thread::scope(|scope| {
             let reader = scope.spawn(move || {
@@ -548,9 +553,7 @@ impl Bench {
             let started = Instant::now();
             let mut stdin = child.stdin.take().expect("stdin");
             let mut stdout = child.stdout.take().expect("stdout");
-            stdin.write_all(WARM_UP).expect("writing");
-            let mut back = vec![0u8; WARM_UP.len()];
-            stdout.read_exact(&mut back).expect("the first line back");
+            first_line_back(&mut stdin, &mut stdout);
             let elapsed = started.elapsed().as_secs_f64() * 1000.0;
             drop(stdin);
             let _ = child.wait();
