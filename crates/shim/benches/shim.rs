@@ -6,15 +6,22 @@
 //!   a `result` and a `system/init` every 20 lines — the turn boundaries the adapter parses)
 //!   written into the shim's stdin, echoed by a stand-in agent and read back from its stdout,
 //!   so every byte crosses the shim both ways — against the same stand-in fed through a plain
-//!   pipe, and through a process that only copies bytes. Floor: ≥ 90 % of the pipe. Beside each
-//!   figure, the CPU time per MB it cost: everything (the bench's writer and reader, the
-//!   middle process, the agent), and the middle process alone (its cost over the plain pipe's).
-//!   `SHIM_BENCH_BASELINE=<another cross-agent-shim>` measures that build too, in the same run.
+//!   pipe, through a process that only copies bytes, and through one that does the least any
+//!   shim must do (looks at every byte once, splices them on, its pipes widened as the shim's
+//!   are). Floor: ≥ 90 % of the pipe. 25 rounds, each running every path once; the clock of a
+//!   run starts once a first short line came back (the processes' start is measured apart).
+//!   Each figure is the median run, and beside it the median of the run-by-run ratios to the
+//!   pipe (the machine's slower and faster spells touch both). Beside each figure, the CPU time
+//!   per MB it cost: everything (the bench's writer and reader, the middle process, the agent),
+//!   and the middle process alone (its cost over the plain pipe's).
+//!   `SHIM_BENCH_BASELINE=<another cross-agent-shim>` measures that build too, in the same run;
+//!   `SHIM_BENCH_RUNS` sets the rounds.
 //! - added latency per line, p99: a small line's round trip through the shim minus through the
 //!   pipe. Floor: ≤ 0.5 ms.
 //! - the shim's RSS (peak, `VmHWM`) during the throughput run. Floor: ≤ 10 MB.
 //! - exec to the real binary's exec for a non-panel call: `shim claude <real> --version` against
-//!   running `<real> --version` directly. Floor: ≤ 5 ms added.
+//!   running `<real> --version` directly. Floor: ≤ 5 ms added. Beside it, a panel session's
+//!   start: spawned until its first line is back, through the shim and not.
 //! - injection latency: a request written to the shim's socket until the line comes out of the
 //!   agent (and until the shim reports it `written`). Floor: median ≤ 20 ms.
 //!
