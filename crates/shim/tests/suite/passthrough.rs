@@ -144,3 +144,38 @@ fn sigterm_to_the_shim_reaches_the_agent() -> Result<()> {
     assert!(String::from_utf8_lossy(&panel.received()).contains("got-term"));
     Ok(())
 }
+
+/// The session's four pipes — the shim's stdin and stdout (the extension's), the agent's stdin
+/// and stdout — are widened to 256 KB, so each wake-up moves more than a pipe as made (64 KB).
+#[cfg(target_os = "linux")]
+#[test]
+fn the_sessions_four_pipes_are_widened_to_256_kb() -> Result<()> {
+    let bench = Bench::new()?;
+    // Measured once the first line has come through (the shim widens before it forwards any),
+    // from the agent: its own two pipes, and its parent's (the shim's) through /proc.
+    let agent = bench.script_file(
+        "sizes.sh",
+        r#"exec python3 -c '
+import fcntl, json, os, sys
+sys.stdin.buffer.readline()
+def size(path):
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        return fcntl.fcntl(fd, 1032)  # F_GETPIPE_SZ
+    finally:
+        os.close(fd)
+shim = os.getppid()
+paths = ["/proc/self/fd/0", "/proc/self/fd/1", "/proc/%d/fd/0" % shim, "/proc/%d/fd/1" % shim]
+print(json.dumps({"type": "pipe_sizes", "sizes": [size(p) for p in paths]}), flush=True)
+for line in sys.stdin.buffer:
+    sys.stdout.buffer.write(line)
+'"#,
+    )?;
+    let mut panel = PanelDriver::start(bench.shim_command(&agent, PANEL_ARGS)?)?;
+    panel.send(&claude_initialize("i"))?;
+    let sizes = panel.next_of_type("pipe_sizes", Duration::from_secs(60))?;
+    assert_eq!(sizes["sizes"], json!([262_144, 262_144, 262_144, 262_144]));
+    panel.close_stdin();
+    panel.wait(Duration::from_secs(60))?;
+    Ok(())
+}
