@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use cross_agent_protocol::rpc::{
     ClientKind, ErrorCode, HelloParams, HelloResponse, Method, PROTOCOL_VERSION,
-    ProtocolMismatchData, Request, RequestId, RpcError, ServerMessage,
+    ProtocolMismatchData, RequestId, RpcError, ServerMessage,
 };
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::unix::OwnedWriteHalf;
@@ -19,7 +19,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use crate::error::{Error, Result};
-use crate::frame::{self, FrameReader, MAX_FRAME_BYTES, ReadError};
+use crate::frame::{self, FrameReader, ReadError};
 use crate::transport::{self, Stream};
 
 type Answer = std::result::Result<serde_json::Value, RpcError>;
@@ -114,13 +114,7 @@ impl Client {
     /// Calls one method and waits for its answer.
     pub async fn call<M: Method>(&self, params: M) -> Result<M::Response> {
         let id = RequestId(self.next_id.fetch_add(1, Ordering::Relaxed));
-        let bytes = frame::encode(
-            &Request {
-                id,
-                call: params.into_request(),
-            },
-            MAX_FRAME_BYTES,
-        )?;
+        let bytes = frame::encode_call(id, params)?;
 
         let (tx, rx) = oneshot::channel();
         {

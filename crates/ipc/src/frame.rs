@@ -6,6 +6,7 @@
 //! [`Error::FrameTooLarge`], after which the stream is back in step and reading can go on —
 //! one bad message never costs the connection, and nothing buffers an unbounded line.
 
+use cross_agent_protocol::rpc::{Method, Request, RequestId};
 use memchr::memchr;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -125,6 +126,17 @@ pub fn encode<T: Serialize>(value: &T, limit: usize) -> Result<Vec<u8>> {
     }
     bytes.push(b'\n');
     Ok(bytes)
+}
+
+/// The frame of one call of `M` under `id` (the daemon's request limit applies).
+pub fn encode_call<M: Method>(id: RequestId, params: M) -> Result<Vec<u8>> {
+    encode(
+        &Request {
+            id,
+            call: params.into_request(),
+        },
+        MAX_FRAME_BYTES,
+    )
 }
 
 /// Decodes one frame.

@@ -13,12 +13,11 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use cross_agent_protocol::rpc::{
-    ClientKind, HelloParams, HelloResponse, Method, PROTOCOL_VERSION, Request, RequestId,
-    ServerMessage,
+    ClientKind, HelloParams, HelloResponse, Method, PROTOCOL_VERSION, RequestId, ServerMessage,
 };
 
 use crate::error::{Error, Result};
-use crate::frame::{self, MAX_FRAME_BYTES, MAX_REPLY_BYTES};
+use crate::frame::{self, MAX_REPLY_BYTES};
 use crate::home::Home;
 
 /// A connection that has said `hello` (or has it on the way: see [`OneShot::connect`]).
@@ -109,13 +108,7 @@ impl OneShot {
     fn send<M: Method>(&mut self, params: M) -> Result<RequestId> {
         let id = RequestId(self.next_id);
         self.next_id += 1;
-        let bytes = frame::encode(
-            &Request {
-                id,
-                call: params.into_request(),
-            },
-            MAX_FRAME_BYTES,
-        )?;
+        let bytes = frame::encode_call(id, params)?;
         self.writer
             .write_all(&bytes)
             .map_err(|source| match source.kind() {
