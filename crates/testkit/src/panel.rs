@@ -27,16 +27,36 @@ pub const CLAUDE_SDK_ARGS: &[&str] = &[
     "--await-initialize",
 ];
 
+/// A stream-json line as the SDK writes it: `type` first (`observed/claude.md` §1), which is
+/// what the shim tells a line by from its head; the other keys follow.
+fn typed_line(kind: &str, fields: Value) -> String {
+    let rest = fields.to_string();
+    let inner = rest
+        .strip_prefix('{')
+        .and_then(|r| r.strip_suffix('}'))
+        .unwrap_or_default();
+    let kind = Value::from(kind);
+    if inner.is_empty() {
+        format!(r#"{{"type":{kind}}}"#)
+    } else {
+        format!(r#"{{"type":{kind},{inner}}}"#)
+    }
+}
+
 /// The `initialize` control request the SDK writes first.
 pub fn claude_initialize(request_id: &str) -> String {
-    json!({"type": "control_request", "request_id": request_id, "request": {"subtype": "initialize"}})
-        .to_string()
+    typed_line(
+        "control_request",
+        json!({"request_id": request_id, "request": {"subtype": "initialize"}}),
+    )
 }
 
 /// A user message as the extension writes it.
 pub fn claude_user(text: &str) -> String {
-    json!({"type": "user", "message": {"role": "user", "content": text}, "parent_tool_use_id": null, "session_id": ""})
-        .to_string()
+    typed_line(
+        "user",
+        json!({"message": {"role": "user", "content": text}, "parent_tool_use_id": null, "session_id": ""}),
+    )
 }
 
 /// The extension's answer to a `can_use_tool` request.
@@ -46,8 +66,10 @@ pub fn claude_permission(request_id: &str, allow: bool, input: &Value) -> String
     } else {
         json!({"behavior": "deny", "message": "denied in the panel"})
     };
-    json!({"type": "control_response", "response": {"subtype": "success", "request_id": request_id, "response": body}})
-        .to_string()
+    typed_line(
+        "control_response",
+        json!({"response": {"subtype": "success", "request_id": request_id, "response": body}}),
+    )
 }
 
 #[derive(Debug, Default)]
@@ -245,4 +267,22 @@ fn complete_lines(bytes: &[u8]) -> Vec<&[u8]> {
     let mut lines: Vec<&[u8]> = bytes.split(|b| *b == b'\n').collect();
     lines.pop();
     lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_name_their_type_first_as_the_sdk_writes_them() {
+        let user = claude_user("hi \"there\"");
+        assert!(user.starts_with(r#"{"type":"user","message":"#), "{user}");
+        let parsed: Value = serde_json::from_str(&user).unwrap();
+        assert_eq!(parsed["message"]["content"], "hi \"there\"");
+        assert!(claude_initialize("i").starts_with(r#"{"type":"control_request","#));
+        let permission = claude_permission("r1", true, &json!({"command": "ls"}));
+        assert!(permission.starts_with(r#"{"type":"control_response","#));
+        let parsed: Value = serde_json::from_str(&permission).unwrap();
+        assert_eq!(parsed["response"]["response"]["behavior"], "allow");
+    }
 }

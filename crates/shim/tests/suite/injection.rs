@@ -351,3 +351,54 @@ fn an_approval_of_a_bridged_turn_answered_in_the_panel() -> Result<()> {
     assert!(!marker.exists(), "the denied tool did not run");
     Ok(())
 }
+
+/// A long human message (a pasted image, a big paste) streams on to Claude before it ends; the
+/// shim counts the human's turn from the line's head, so a message sent while the rest is still
+/// coming waits for that turn and is answered on its own (it is not written behind the line as
+/// if the panel were idle, nor handed the human's answer).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_message_sent_while_a_long_human_line_streams_in_waits_for_the_humans_turn() -> Result<()> {
+    let bench = Bench::new()?;
+    bench.script([
+        Rule::on_user_text("long paste")
+            .reply_text("human answer")
+            .once(),
+        Rule::on_user_text("bridged question")
+            .reply_text("bridged answer")
+            .once(),
+    ]);
+    let mut panel = bench.claude_panel()?;
+    let pid = panel.pid();
+    let line = claude_user(&format!("long paste {}", "x".repeat(300 * 1024)));
+    let (head, rest) = line.as_bytes().split_at(100 * 1024);
+    panel.send_raw(head)?;
+    // The line has not ended, and the shim already counts the human's turn.
+    let registration = bench.registration_when(pid, |r| {
+        r.sessions[0].state == PanelSessionState::Working
+    })?;
+    assert_eq!(registration.sessions[0].unanswered_human_prompts, 1);
+
+    let mut connection =
+        Connection::open(&socket(&bench, pid), &request("d1", "bridged question"))?;
+    let accepted = connection.next()?;
+    assert!(
+        matches!(accepted, Some(ShimEvent::Accepted { queued: true, .. })),
+        "{accepted:?}"
+    );
+    panel.send_raw(rest)?;
+    panel.send_raw(b"\n")?;
+    let events = connection.rest()?;
+    let Some(ShimEvent::TurnEnded { answer, .. }) = turn_ended(&events) else {
+        panic!("{events:?}")
+    };
+    assert_eq!(answer.as_deref(), Some("bridged answer"));
+    panel.next_line(TURN, |l| {
+        l["type"] == "result" && l["result"] == "bridged answer"
+    })?;
+    assert_eq!(
+        results(&panel),
+        vec!["human answer".to_owned(), "bridged answer".to_owned()]
+    );
+    Ok(())
+}
