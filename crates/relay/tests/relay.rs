@@ -28,6 +28,7 @@ async fn wait_requests(rig: &Rig, relay: &str, n: u64) {
     .await;
 }
 
+/// Runs blocking test code (a target's stdio, the scripted endpoint's waits) on this worker only.
 fn blocking<T>(f: impl FnOnce() -> T) -> T {
     tokio::task::block_in_place(f)
 }
@@ -63,6 +64,7 @@ fn file_texts(dir: &Path) -> Vec<String> {
         .collect()
 }
 
+/// A hook as the daemon's door hands it to the relay host.
 fn hook_params(event: &str, payload: Value) -> HookParams {
     HookParams {
         event: event.into(),
