@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use cross_agent_relay::{NativeSend, RelayReceipt};
 use cross_agent_testkit::endpoint::Rule;
-use support::{Rig, bridge_message};
+use support::{LONG_IDLE, Rig, bridge_send, run_hook};
 
 const WARM_SENDS: usize = 15;
 /// Claude rate-limits messages to one session ("Too many messages to this session just now:
@@ -27,13 +27,12 @@ const WARM_SENDS: usize = 15;
 const BURST: usize = 30;
 
 fn send(to: &str, n: usize) -> NativeSend {
-    NativeSend {
-        represented: "cli".into(),
-        to: to.into(),
-        message: bridge_message(&format!("req_1795992544448_{n:06}"), "bench message"),
-        delivery_id: format!("d-{n}"),
-        permission_mode: None,
-    }
+    bridge_send(
+        to,
+        &format!("req_1795992544448_{n:06}"),
+        "bench message",
+        &format!("d-{n}"),
+    )
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -64,31 +63,28 @@ fn main() {
 }
 
 async fn bench() {
-    let rig = Rig::start(Duration::from_secs(600)).await.unwrap();
+    let rig = Rig::start(LONG_IDLE).await.unwrap();
     // The target reads every message but does not answer: the figures are the sender's.
     rig.target_endpoint.clear_rules();
     rig.target_endpoint
         .push(Rule::on_any_user_text().reply_text("noted"));
-    let (target, to) = tokio::task::block_in_place(|| rig.target("bravo", &[])).unwrap();
-    let (_charlie, to_charlie) =
-        tokio::task::block_in_place(|| rig.target("charlie", &[])).unwrap();
-    let (_delta, to_delta) = tokio::task::block_in_place(|| rig.target("delta", &[])).unwrap();
-    let (_echo, to_echo) = tokio::task::block_in_place(|| rig.target("echo", &[])).unwrap();
+    let (target, to) = rig.live_target("bravo").unwrap();
+    let (_charlie, to_charlie) = rig.live_target("charlie").unwrap();
+    let (_delta, to_delta) = rig.live_target("delta").unwrap();
+    let (_echo, to_echo) = rig.live_target("echo").unwrap();
     let burst_targets = [to_charlie, to_delta, to_echo];
 
     // Cold: the relay starts on demand.
     let started = Instant::now();
-    let first = rig.host.send(send(&to, 0)).await.unwrap();
+    rig.send_expecting_sent(send(&to, 0)).await;
     let cold = started.elapsed();
-    assert!(matches!(first, RelayReceipt::Sent { .. }), "{first:?}");
 
     let mut warm = Vec::new();
     for n in 1..=WARM_SENDS {
         // One send at a time, each after the previous turn ended, as a single caller sees it.
         let started = Instant::now();
-        let receipt = rig.host.send(send(&to, n)).await.unwrap();
+        rig.send_expecting_sent(send(&to, n)).await;
         warm.push(started.elapsed());
-        assert!(matches!(receipt, RelayReceipt::Sent { .. }), "{receipt:?}");
     }
     warm.sort();
     let median = percentile(&warm, 0.5);
@@ -139,23 +135,7 @@ async fn bench() {
     let payload = serde_json::json!({"cwd": relay.dir, "hook_event_name": "Stop"}).to_string();
     for _ in 0..20 {
         let started = Instant::now();
-        tokio::task::block_in_place(|| {
-            use std::io::Write;
-            let mut child = std::process::Command::new(support::cross_agent_bin().unwrap())
-                .args(["hook", "Notification"])
-                .env("CROSS_AGENT_HOME", &rig.xa_home)
-                .stdin(std::process::Stdio::piped())
-                .stdout(std::process::Stdio::null())
-                .spawn()
-                .unwrap();
-            child
-                .stdin
-                .take()
-                .unwrap()
-                .write_all(payload.as_bytes())
-                .unwrap();
-            child.wait().unwrap();
-        });
+        run_hook(&rig.xa_home, "Notification", &payload).unwrap();
         hooks.push(started.elapsed());
     }
     hooks.sort();

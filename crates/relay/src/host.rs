@@ -567,17 +567,9 @@ impl RelayHost {
 
         let mut command = Command::new(&config.claude);
         command
-            .args([
-                "-p",
-                "--input-format",
-                "stream-json",
-                "--output-format",
-                "stream-json",
-                "--verbose",
-                "--name",
-                name,
-                "--settings",
-            ])
+            .arg("-p")
+            .args(crate::CLAUDE_STREAM_JSON_ARGS)
+            .args(["--name", name, "--settings"])
             .arg(&settings_path)
             // The account's and the user's MCP servers stay out: a relay calls no tools but one.
             .args([

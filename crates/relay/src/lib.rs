@@ -92,6 +92,16 @@ pub use cross_agent_protocol::vocabulary::{RELAY_NAME_PREFIX, RELAYS_DIR};
 /// this is what a peer that subscribed to the relay reads about it.
 pub const RELAY_STATUS_LINE: &str = "[cross-agent relay] This session is a cross-agent relay: it runs no model and reads nothing; it only carries messages for the session it is named after, and replies to it reach that session.";
 
+/// How a relay talks to Claude over stdio: stream-json both ways (`--verbose` is what Claude
+/// asks for beside stream-json output). Tests start their live target sessions with the same.
+pub const CLAUDE_STREAM_JSON_ARGS: &[&str] = &[
+    "--input-format",
+    "stream-json",
+    "--output-format",
+    "stream-json",
+    "--verbose",
+];
+
 /// Model name a relay's requests carry; the relay endpoint answers without any model.
 pub const RELAY_MODEL: &str = "cross-agent-relay";
 

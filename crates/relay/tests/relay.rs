@@ -6,38 +6,70 @@
 
 mod support;
 
+use std::path::Path;
 use std::time::Duration;
 
-use cross_agent_relay::{InboundKind, NativeSend, RelayReceipt, is_relay_name};
+use cross_agent_protocol::hook::HookParams;
+use cross_agent_relay::{InboundKind, InboundMail, RelayReceipt, is_relay_name};
 use cross_agent_testkit::endpoint::{Reply, Rule};
 use pretty_assertions::assert_eq;
-use serde_json::json;
-use support::{PEER_ANSWER, Rig, WAIT, bridge_message};
-
-fn native(to: &str, message: &str, delivery: &str) -> NativeSend {
-    NativeSend {
-        represented: "cli".into(),
-        to: to.into(),
-        message: message.into(),
-        delivery_id: delivery.into(),
-        permission_mode: None,
-    }
-}
+use serde_json::{Value, json};
+use support::{
+    LONG_IDLE, PEER_ANSWER, Rig, WAIT, bridge_message, bridge_send, rig_with_bravo, run_hook,
+    wait_for,
+};
+use tokio::sync::mpsc::UnboundedReceiver;
 
 /// Waits until the relay made at least `n` model requests (bounded by the test's own wait).
 async fn wait_requests(rig: &Rig, relay: &str, n: u64) {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while rig.host.model_requests(relay) < n {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{relay} made fewer than {n} requests"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_for(&format!("{relay} made fewer than {n} requests"), || {
+        rig.host.model_requests(relay) >= n
+    })
+    .await;
 }
 
+/// Runs blocking test code (a target's stdio, the scripted endpoint's waits) on this worker only.
 fn blocking<T>(f: impl FnOnce() -> T) -> T {
     tokio::task::block_in_place(f)
+}
+
+/// The next mail the relays filed, within the test's wait.
+async fn next_mail(inbound: &mut UnboundedReceiver<InboundMail>) -> InboundMail {
+    tokio::time::timeout(WAIT, inbound.recv())
+        .await
+        .expect("a mail in time")
+        .expect("the inbound channel open")
+}
+
+/// The next mail, which must be a peer's message: the mail, its sender's name and its body.
+async fn next_message(
+    inbound: &mut UnboundedReceiver<InboundMail>,
+) -> (InboundMail, String, String) {
+    let mail = next_mail(inbound).await;
+    let InboundKind::Message {
+        from_name, body, ..
+    } = &mail.kind
+    else {
+        panic!("not a message: {mail:?}");
+    };
+    let (from_name, body) = (from_name.clone(), body.clone());
+    (mail, from_name, body)
+}
+
+/// The texts of the files in `dir` (a relay's inbox).
+fn file_texts(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+        .collect()
+}
+
+/// A hook as the daemon's door hands it to the relay host.
+fn hook_params(event: &str, payload: Value) -> HookParams {
+    HookParams {
+        event: event.into(),
+        payload,
+    }
 }
 
 /// A send reaches the live target as Claude's own envelope from `xa-cli-on-testbox`; the target's
@@ -45,14 +77,17 @@ fn blocking<T>(f: impl FnOnce() -> T) -> T {
 /// is made for it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_native_send_reaches_the_target_and_its_reply_is_filed_without_a_model_turn() {
-    let rig = Rig::start(Duration::from_secs(600)).await.unwrap();
+    let (rig, mut target, to) = rig_with_bravo().await;
     let mut inbound = rig.host.take_inbound().expect("inbound, once");
     assert!(rig.host.take_inbound().is_none());
-    let (mut target, to) = blocking(|| rig.target("bravo", &[])).unwrap();
     let token = "req_1795992544448_a1b2c3";
     let message = bridge_message(token, "Please review the parser.");
 
-    let receipt = rig.host.send(native(&to, &message, "d-1")).await.unwrap();
+    let receipt = rig
+        .host
+        .send(bridge_send(&to, token, "Please review the parser.", "d-1"))
+        .await
+        .unwrap();
 
     let RelayReceipt::Sent { msg_id, claude } = &receipt else {
         panic!("not sent: {receipt:?}");
@@ -77,24 +112,7 @@ async fn a_native_send_reaches_the_target_and_its_reply_is_filed_without_a_model
     assert_eq!((receipts.len(), queue.len()), (1, 1));
 
     // The target's model saw Claude's envelope naming the relay, with the message byte-exact.
-    let seen = rig
-        .target_endpoint
-        .wait_until(WAIT, |requests| {
-            requests.iter().any(|r| {
-                r.last_user_prompt
-                    .as_deref()
-                    .is_some_and(|p| p.contains("<cross-session-message"))
-            })
-        })
-        .unwrap();
-    let prompt = seen
-        .iter()
-        .find_map(|r| {
-            r.last_user_prompt
-                .clone()
-                .filter(|p| p.contains("<cross-session-message"))
-        })
-        .unwrap();
+    let prompt = blocking(|| rig.target_prompt_containing("<cross-session-message"));
     assert!(
         prompt.contains("from-name=\"xa-cli-on-testbox\""),
         "{prompt}"
@@ -105,26 +123,13 @@ async fn a_native_send_reaches_the_target_and_its_reply_is_filed_without_a_model
     );
 
     // The target answered natively; the relay's hook filed it and blocked it.
-    let mail = tokio::time::timeout(WAIT, inbound.recv())
-        .await
-        .expect("the reply in time")
-        .expect("a mail");
+    let (mail, from_name, body) = next_message(&mut inbound).await;
     assert_eq!(mail.relay, "xa-cli-on-testbox");
     assert_eq!(mail.represented, "cli");
-    match &mail.kind {
-        InboundKind::Message {
-            from_name, body, ..
-        } => {
-            assert_eq!(from_name, "bravo");
-            assert_eq!(body, &format!("{PEER_ANSWER}\n{token}"));
-        }
-        other => panic!("not a message: {other:?}"),
-    }
+    assert_eq!(from_name, "bravo");
+    assert_eq!(body, format!("{PEER_ANSWER}\n{token}"));
     assert!(mail.text.starts_with("<cross-session-message from=\"uds:"));
-    let inbox: Vec<String> = std::fs::read_dir(relay.dir.join("inbox"))
-        .unwrap()
-        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
-        .collect();
+    let inbox = file_texts(&relay.dir.join("inbox"));
     assert_eq!(inbox, vec![mail.text.clone()], "filed byte-exact");
     blocking(|| {
         target
@@ -134,16 +139,8 @@ async fn a_native_send_reaches_the_target_and_its_reply_is_filed_without_a_model
     // Claude takes prompts in order: had the filed reply started a model turn, its request
     // would come before the next send turn's two. So after a second send the relay has made
     // exactly four requests (two per send turn: the send, then the status line).
-    let second = rig
-        .host
-        .send(native(
-            &to,
-            &bridge_message("req_1795992544448_b2b2b2", "again"),
-            "d-2",
-        ))
-        .await
-        .unwrap();
-    assert!(matches!(second, RelayReceipt::Sent { .. }), "{second:?}");
+    rig.send_expecting_sent(bridge_send(&to, "req_1795992544448_b2b2b2", "again", "d-2"))
+        .await;
     wait_requests(&rig, "xa-cli-on-testbox", 4).await;
     assert_eq!(rig.host.model_requests("xa-cli-on-testbox"), 4);
     let kinds: Vec<String> = rig
@@ -173,18 +170,9 @@ async fn a_native_send_reaches_the_target_and_its_reply_is_filed_without_a_model
 /// another pair fed through the real `cross-agent hook` is denied too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_gate_denies_any_call_but_the_queued_send() {
-    let rig = Rig::start(Duration::from_secs(600)).await.unwrap();
-    let (_target, to) = blocking(|| rig.target("bravo", &[])).unwrap();
-    let first = rig
-        .host
-        .send(native(
-            &to,
-            &bridge_message("req_1795992544448_aaaaaa", "one"),
-            "d-1",
-        ))
-        .await
-        .unwrap();
-    assert!(matches!(first, RelayReceipt::Sent { .. }), "{first:?}");
+    let (rig, _target, to) = rig_with_bravo().await;
+    rig.send_expecting_sent(bridge_send(&to, "req_1795992544448_aaaaaa", "one", "d-1"))
+        .await;
     let marker = rig.home.path().join("gate-breached");
     rig.host.testing_answer_next_send_with(
         "cli",
@@ -194,11 +182,7 @@ async fn the_gate_denies_any_call_but_the_queued_send() {
 
     let denied = rig
         .host
-        .send(native(
-            &to,
-            &bridge_message("req_1795992544448_bbbbbb", "two"),
-            "d-2",
-        ))
+        .send(bridge_send(&to, "req_1795992544448_bbbbbb", "two", "d-2"))
         .await
         .unwrap();
 
@@ -222,30 +206,14 @@ async fn the_gate_denies_any_call_but_the_queued_send() {
         "session_id": "s", "cwd": relay.dir, "hook_event_name": "PreToolUse",
         "tool_name": "SendMessage", "tool_input": { "to": "bravo", "message": "smuggled" },
     });
-    let output = blocking(|| {
-        use std::io::Write;
-        let mut child = std::process::Command::new(support::cross_agent_bin().unwrap())
-            .args(["hook", "PreToolUse"])
-            .env("CROSS_AGENT_HOME", &rig.xa_home)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(payload.to_string().as_bytes())
-            .unwrap();
-        child.wait_with_output().unwrap()
-    });
-    let answer: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let output = run_hook(&rig.xa_home, "PreToolUse", &payload.to_string()).unwrap();
+    let answer: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(answer["hookSpecificOutput"]["permissionDecision"], "deny");
     // The same call from a session that is not a relay is not the relay host's.
-    let elsewhere = cross_agent_protocol::hook::HookParams {
-        event: "PreToolUse".into(),
-        payload: json!({ "cwd": rig.home.path(), "tool_name": "Bash", "tool_input": {} }),
-    };
+    let elsewhere = hook_params(
+        "PreToolUse",
+        json!({ "cwd": rig.home.path(), "tool_name": "Bash", "tool_input": {} }),
+    );
     assert_eq!(rig.host.hook(&elsewhere).await, None);
     rig.host.shutdown().await;
 }
@@ -253,8 +221,7 @@ async fn the_gate_denies_any_call_but_the_queued_send() {
 /// A send to a target whose process died gives Claude's own `dead` receipt.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_send_to_a_dead_target_gives_claudes_dead_receipt() {
-    let rig = Rig::start(Duration::from_secs(600)).await.unwrap();
-    let (mut target, to) = blocking(|| rig.target("bravo", &[])).unwrap();
+    let (rig, mut target, to) = rig_with_bravo().await;
     blocking(|| {
         let pid = rustix::process::Pid::from_raw(i32::try_from(target.pid()).unwrap()).unwrap();
         rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
@@ -263,9 +230,10 @@ async fn a_send_to_a_dead_target_gives_claudes_dead_receipt() {
 
     let receipt = rig
         .host
-        .send(native(
+        .send(bridge_send(
             &to,
-            &bridge_message("req_1795992544448_cccccc", "hello?"),
+            "req_1795992544448_cccccc",
+            "hello?",
             "d-1",
         ))
         .await
@@ -292,34 +260,22 @@ async fn a_send_to_a_dead_target_gives_claudes_dead_receipt() {
 /// the next send starts a new relay without re-sending it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_relay_killed_mid_send_is_relay_died_and_never_resent() {
-    let rig = Rig::start(Duration::from_secs(600)).await.unwrap();
-    let (_target, to) = blocking(|| rig.target("bravo", &[])).unwrap();
-    let first = rig
-        .host
-        .send(native(
-            &to,
-            &bridge_message("req_1795992544448_dddddd", "first"),
-            "d-1",
-        ))
-        .await
-        .unwrap();
-    assert!(matches!(first, RelayReceipt::Sent { .. }), "{first:?}");
+    let (rig, _target, to) = rig_with_bravo().await;
+    rig.send_expecting_sent(bridge_send(&to, "req_1795992544448_dddddd", "first", "d-1"))
+        .await;
     let relay = rig.host.relays().remove(0);
     // The first send turn is over once its status request was made.
     wait_requests(&rig, &relay.name, 2).await;
     let before = rig.host.model_requests(&relay.name);
     rig.host.testing_hang_next_send("cli");
     let host = rig.host.clone();
-    let lost = bridge_message("req_1795992544448_eeeeee", "LOST MESSAGE");
-    let sending = tokio::spawn({
-        let to = to.clone();
-        let lost = lost.clone();
-        async move { host.send(native(&to, &lost, "d-2")).await }
-    });
+    let lost = bridge_send(&to, "req_1795992544448_eeeeee", "LOST MESSAGE", "d-2");
+    let sending = tokio::spawn(async move { host.send(lost).await });
     // The relay is mid-send once its send-turn request reached the (hanging) endpoint.
-    while rig.host.model_requests(&relay.name) == before {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_for("the send turn's request never reached the endpoint", || {
+        rig.host.model_requests(&relay.name) != before
+    })
+    .await;
     cross_agent_testkit::agents::kill_group(relay.pid);
 
     let receipt = tokio::time::timeout(WAIT, sending)
@@ -332,34 +288,13 @@ async fn a_relay_killed_mid_send_is_relay_died_and_never_resent() {
         matches!(receipt, RelayReceipt::RelayDied { .. }),
         "{receipt:?}"
     );
-    let third = rig
-        .host
-        .send(native(
-            &to,
-            &bridge_message("req_1795992544448_ffffff", "third"),
-            "d-3",
-        ))
-        .await
-        .unwrap();
-    assert!(matches!(third, RelayReceipt::Sent { .. }), "{third:?}");
+    rig.send_expecting_sent(bridge_send(&to, "req_1795992544448_ffffff", "third", "d-3"))
+        .await;
     let now = rig.host.relays().remove(0);
     assert_ne!(now.pid, relay.pid, "a new relay");
     // The target takes messages in order: once the third has reached its model, the lost one
     // would have too, had it been sent.
-    let requests = rig
-        .target_endpoint
-        .wait_until(WAIT, |requests| {
-            requests.iter().any(|r| {
-                r.last_user_prompt
-                    .as_deref()
-                    .is_some_and(|p| p.contains("\nthird\n"))
-            })
-        })
-        .unwrap();
-    let bodies: Vec<String> = requests
-        .iter()
-        .filter_map(|r| r.last_user_prompt.clone())
-        .collect();
+    let bodies = blocking(|| rig.target_prompts_once_one_contains("\nthird\n"));
     assert!(
         bodies.iter().all(|b| !b.contains("LOST MESSAGE")),
         "{bodies:?}"
@@ -372,7 +307,7 @@ async fn a_relay_killed_mid_send_is_relay_died_and_never_resent() {
 async fn a_relay_waits_for_its_reply_then_stops_when_idle() {
     let rig = Rig::start(Duration::from_millis(300)).await.unwrap();
     let mut inbound = rig.host.take_inbound().unwrap();
-    let (_target, to) = blocking(|| rig.target("bravo", &[])).unwrap();
+    let (_target, to) = rig.live_target("bravo").unwrap();
     // The target answers only after a while (its model is slow), longer than the idle limit.
     rig.target_endpoint.clear_rules();
     rig.target_endpoint.script([
@@ -380,46 +315,25 @@ async fn a_relay_waits_for_its_reply_then_stops_when_idle() {
         Rule::on_tool_result("\"success\"").reply_text("replied"),
     ]);
 
-    let receipt = rig
-        .host
-        .send(native(
-            &to,
-            &bridge_message("req_1795992544448_a9a9a9", "slow"),
-            "d-1",
-        ))
-        .await
-        .unwrap();
-    assert!(matches!(receipt, RelayReceipt::Sent { .. }), "{receipt:?}");
+    rig.send_expecting_sent(bridge_send(&to, "req_1795992544448_a9a9a9", "slow", "d-1"))
+        .await;
 
-    let mail = tokio::time::timeout(WAIT, inbound.recv())
-        .await
-        .unwrap()
-        .unwrap();
+    let mail = next_mail(&mut inbound).await;
     assert!(
         matches!(mail.kind, InboundKind::Message { .. }),
         "the reply reached a live relay"
     );
     let relay = rig.host.relays().remove(0);
-    let stopped_decisions = || -> Vec<serde_json::Value> {
-        rig.decisions()
-            .into_iter()
-            .filter(|d| d["kind"] == "relay_stopped")
-            .collect()
-    };
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while stopped_decisions().is_empty() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the idle relay was not stopped"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_for("the idle relay was not stopped", || {
+        !rig.decisions_of("relay_stopped").is_empty()
+    })
+    .await;
     assert!(rig.host.relays().is_empty());
     assert!(
         !cross_agent_process::is_alive(relay.pid),
         "its process is gone"
     );
-    let stopped = stopped_decisions();
+    let stopped = rig.decisions_of("relay_stopped");
     assert_eq!(stopped.len(), 1, "{stopped:?}");
     assert_eq!(stopped[0]["reason"], "idle");
 }
@@ -430,9 +344,8 @@ async fn a_relay_waits_for_its_reply_then_stops_when_idle() {
 /// first stays up and still files the reply it awaits from another target.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_relay_of_another_permission_class_starts_beside_the_first_which_keeps_its_reply() {
-    let rig = Rig::start(Duration::from_secs(600)).await.unwrap();
+    let (rig, _bravo, to_bravo) = rig_with_bravo().await;
     let mut inbound = rig.host.take_inbound().unwrap();
-    let (_bravo, to_bravo) = blocking(|| rig.target("bravo", &[])).unwrap();
     let (_charlie, to_charlie) = blocking(|| {
         // As root Claude takes bypass mode only in a sandbox (TESTING.md).
         rig.target_with_env(
@@ -456,9 +369,10 @@ async fn a_relay_of_another_permission_class_starts_beside_the_first_which_keeps
     // The `prompting` relay's message to charlie is held, and the relay files Claude's notice.
     let held = rig
         .host
-        .send(native(
+        .send(bridge_send(
             &to_charlie,
-            &bridge_message("req_1795992544448_h1h1h1", "HELD ONE"),
+            "req_1795992544448_h1h1h1",
+            "HELD ONE",
             "d-1",
         ))
         .await
@@ -466,10 +380,7 @@ async fn a_relay_of_another_permission_class_starts_beside_the_first_which_keeps
     let RelayReceipt::Sent { msg_id, .. } = &held else {
         panic!("{held:?}");
     };
-    let notice = tokio::time::timeout(WAIT, inbound.recv())
-        .await
-        .unwrap()
-        .unwrap();
+    let notice = next_mail(&mut inbound).await;
     match &notice.kind {
         InboundKind::DeliveryNotice {
             status,
@@ -482,30 +393,17 @@ async fn a_relay_of_another_permission_class_starts_beside_the_first_which_keeps
         other => panic!("not a delivery notice: {other:?}"),
     }
     // The same relay sends to bravo (same class) and awaits its slow answer.
-    let mut slow = native(
-        &to_bravo,
-        &bridge_message("req_1795992544448_s1s1s1", "SLOW ONE"),
-        "d-2",
-    );
+    let mut slow = bridge_send(&to_bravo, "req_1795992544448_s1s1s1", "SLOW ONE", "d-2");
     slow.permission_mode = Some("default".into());
-    let slow_sent = rig.host.send(slow).await.unwrap();
-    assert!(
-        matches!(slow_sent, RelayReceipt::Sent { .. }),
-        "{slow_sent:?}"
-    );
+    rig.send_expecting_sent(slow).await;
     let first = rig.host.relays().remove(0);
     assert_eq!(first.name, "xa-cli-on-testbox");
     assert_eq!(first.permission_class, "prompting");
 
     // charlie's class: a second relay, beside the first.
-    let mut taken = native(
-        &to_charlie,
-        &bridge_message("req_1795992544448_b1b1b1", "TAKEN ONE"),
-        "d-3",
-    );
+    let mut taken = bridge_send(&to_charlie, "req_1795992544448_b1b1b1", "TAKEN ONE", "d-3");
     taken.permission_mode = Some("bypassPermissions".into());
-    let taken = rig.host.send(taken).await.unwrap();
-    assert!(matches!(taken, RelayReceipt::Sent { .. }), "{taken:?}");
+    rig.send_expecting_sent(taken).await;
 
     let mut relays = rig.host.relays();
     relays.sort_by(|a, b| a.name.cmp(&b.name));
@@ -524,19 +422,7 @@ async fn a_relay_of_another_permission_class_starts_beside_the_first_which_keeps
         "the first was kept"
     );
     assert!(cross_agent_process::is_alive(first.pid));
-    let prompt = rig
-        .target_endpoint
-        .wait_until(WAIT, |requests| {
-            requests.iter().any(|r| {
-                r.last_user_prompt
-                    .as_deref()
-                    .is_some_and(|p| p.contains("TAKEN ONE"))
-            })
-        })
-        .unwrap()
-        .into_iter()
-        .find_map(|r| r.last_user_prompt.filter(|p| p.contains("TAKEN ONE")))
-        .unwrap();
+    let prompt = blocking(|| rig.target_prompt_containing("TAKEN ONE"));
     assert!(prompt.contains("from-mode=\"bypass\""), "{prompt}");
     assert!(
         prompt.contains(&format!("from-name=\"{}\"", second.name)),
@@ -546,17 +432,8 @@ async fn a_relay_of_another_permission_class_starts_beside_the_first_which_keeps
     // Both answers are filed, each by the relay that sent the message it answers.
     let mut replies = Vec::new();
     for _ in 0..2 {
-        let mail = tokio::time::timeout(WAIT, inbound.recv())
-            .await
-            .expect("both answers in time")
-            .unwrap();
-        let InboundKind::Message {
-            from_name, body, ..
-        } = &mail.kind
-        else {
-            panic!("not a message: {mail:?}");
-        };
-        replies.push((mail.relay.clone(), from_name.clone(), body.clone()));
+        let (mail, from_name, body) = next_message(&mut inbound).await;
+        replies.push((mail.relay, from_name, body));
     }
     replies.sort();
     let mut expected = vec![
@@ -573,11 +450,7 @@ async fn a_relay_of_another_permission_class_starts_beside_the_first_which_keeps
     ];
     expected.sort();
     assert_eq!(replies, expected);
-    let stopped: Vec<_> = rig
-        .decisions()
-        .into_iter()
-        .filter(|d| d["kind"] == "relay_stopped")
-        .collect();
+    let stopped = rig.decisions_of("relay_stopped");
     assert!(stopped.is_empty(), "{stopped:?}");
     rig.host.shutdown().await;
 }
@@ -586,19 +459,17 @@ async fn a_relay_of_another_permission_class_starts_beside_the_first_which_keeps
 /// each answer is filed for its own sender.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn senders_whose_names_sanitize_alike_get_their_own_relays() {
-    let rig = Rig::start(Duration::from_secs(600)).await.unwrap();
+    let (rig, _bravo, to) = rig_with_bravo().await;
     let mut inbound = rig.host.take_inbound().unwrap();
-    let (_bravo, to) = blocking(|| rig.target("bravo", &[])).unwrap();
     let senders = [
         ("Fix the bug", "req_1795992544448_f1f1f1"),
         ("fix the bug", "req_1795992544448_f2f2f2"),
     ];
 
     for (n, (represented, token)) in senders.iter().enumerate() {
-        let mut send = native(&to, &bridge_message(token, "alike"), &format!("d-{n}"));
+        let mut send = bridge_send(&to, token, "alike", &format!("d-{n}"));
         send.represented = (*represented).to_owned();
-        let receipt = rig.host.send(send).await.unwrap();
-        assert!(matches!(receipt, RelayReceipt::Sent { .. }), "{receipt:?}");
+        rig.send_expecting_sent(send).await;
     }
 
     let mut relays: Vec<(String, String)> = rig
@@ -617,14 +488,8 @@ async fn senders_whose_names_sanitize_alike_get_their_own_relays() {
     assert_ne!(relays[0].1, relays[1].1);
     let mut filed = Vec::new();
     for _ in 0..2 {
-        let mail = tokio::time::timeout(WAIT, inbound.recv())
-            .await
-            .expect("both answers in time")
-            .unwrap();
-        let InboundKind::Message { body, .. } = &mail.kind else {
-            panic!("not a message: {mail:?}");
-        };
-        filed.push((mail.represented.clone(), mail.relay.clone(), body.clone()));
+        let (mail, _, body) = next_message(&mut inbound).await;
+        filed.push((mail.represented, mail.relay, body));
     }
     filed.sort();
     let mut wanted: Vec<(String, String, String)> = senders
@@ -646,8 +511,7 @@ async fn senders_whose_names_sanitize_alike_get_their_own_relays() {
 /// tool call (as a hook of the user's could) leaves the relay's send alone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_users_settings_and_hooks_stay_out_of_a_relay() {
-    let rig = Rig::start(Duration::from_secs(600)).await.unwrap();
-    let (_target, to) = blocking(|| rig.target("bravo", &[])).unwrap();
+    let (rig, _target, to) = rig_with_bravo().await;
     let settings = rig.home.claude_config().join("settings.json");
     std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
     std::fs::write(
@@ -658,17 +522,13 @@ async fn the_users_settings_and_hooks_stay_out_of_a_relay() {
     )
     .unwrap();
 
-    let receipt = rig
-        .host
-        .send(native(
-            &to,
-            &bridge_message("req_1795992544448_u1u1u1", "through"),
-            "d-1",
-        ))
-        .await
-        .unwrap();
-
-    assert!(matches!(receipt, RelayReceipt::Sent { .. }), "{receipt:?}");
+    rig.send_expecting_sent(bridge_send(
+        &to,
+        "req_1795992544448_u1u1u1",
+        "through",
+        "d-1",
+    ))
+    .await;
     rig.host.shutdown().await;
 }
 
@@ -676,31 +536,19 @@ async fn the_users_settings_and_hooks_stay_out_of_a_relay() {
 /// the queued message cannot go out later.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_send_without_a_receipt_in_time_fails_and_stops_the_relay() {
-    let rig = support::Rig::start_with(Duration::from_secs(600), Duration::from_secs(20))
+    let rig = Rig::start_with(LONG_IDLE, Duration::from_secs(20))
         .await
         .unwrap();
-    let (_target, to) = blocking(|| rig.target("bravo", &[])).unwrap();
-    let first = rig
-        .host
-        .send(native(
-            &to,
-            &bridge_message("req_1795992544448_t1t1t1", "first"),
-            "d-1",
-        ))
-        .await
-        .unwrap();
-    assert!(matches!(first, RelayReceipt::Sent { .. }), "{first:?}");
+    let (_target, to) = rig.live_target("bravo").unwrap();
+    rig.send_expecting_sent(bridge_send(&to, "req_1795992544448_t1t1t1", "first", "d-1"))
+        .await;
     let relay = rig.host.relays().remove(0);
     wait_requests(&rig, &relay.name, 2).await;
     rig.host.testing_hang_next_send("cli");
 
     let error = rig
         .host
-        .send(native(
-            &to,
-            &bridge_message("req_1795992544448_t2t2t2", "NEVER"),
-            "d-2",
-        ))
+        .send(bridge_send(&to, "req_1795992544448_t2t2t2", "NEVER", "d-2"))
         .await
         .unwrap_err();
 
@@ -710,11 +558,7 @@ async fn a_send_without_a_receipt_in_time_fails_and_stops_the_relay() {
     );
     assert!(rig.host.relays().is_empty(), "the relay was stopped");
     assert!(!cross_agent_process::is_alive(relay.pid));
-    let stopped: Vec<_> = rig
-        .decisions()
-        .into_iter()
-        .filter(|d| d["kind"] == "relay_stopped")
-        .collect();
+    let stopped = rig.decisions_of("relay_stopped");
     assert_eq!(stopped.len(), 1, "{stopped:?}");
     assert_eq!(stopped[0]["reason"], "no receipt in time");
 }
@@ -724,17 +568,13 @@ async fn a_send_without_a_receipt_in_time_fails_and_stops_the_relay() {
 /// inbox); a hook from anywhere else is not the relay host's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hooks_of_a_relay_this_host_does_not_run_are_denied_and_blocked() {
-    let rig = Rig::start(Duration::from_secs(600)).await.unwrap();
+    let rig = Rig::start(LONG_IDLE).await.unwrap();
     let orphan = rig.xa_home.join("relays/xa-old-on-testbox");
     std::fs::create_dir_all(orphan.join("inbox")).unwrap();
-    let hook = |event: &str, payload: serde_json::Value| cross_agent_protocol::hook::HookParams {
-        event: event.into(),
-        payload,
-    };
 
     let pre = rig
         .host
-        .hook(&hook(
+        .hook(&hook_params(
             "PreToolUse",
             json!({"cwd": orphan, "tool_name": "SendMessage", "tool_input": {"to": "x", "message": "y"}}),
         ))
@@ -742,7 +582,7 @@ async fn hooks_of_a_relay_this_host_does_not_run_are_denied_and_blocked() {
         .expect("a relay's hook");
     let prompt = rig
         .host
-        .hook(&hook(
+        .hook(&hook_params(
             "UserPromptSubmit",
             json!({"cwd": orphan, "prompt": "<cross-session-message from=\"uds:/x\" from-name=\"b\" from-mode=\"prompting\">\nlate\n</cross-session-message>"}),
         ))
@@ -750,7 +590,7 @@ async fn hooks_of_a_relay_this_host_does_not_run_are_denied_and_blocked() {
         .expect("a relay's hook");
     let elsewhere = rig
         .host
-        .hook(&hook(
+        .hook(&hook_params(
             "UserPromptSubmit",
             json!({"cwd": rig.home.path(), "prompt": "hello"}),
         ))
@@ -761,10 +601,7 @@ async fn hooks_of_a_relay_this_host_does_not_run_are_denied_and_blocked() {
         "deny"
     );
     assert_eq!(prompt.output.unwrap()["decision"], "block");
-    let kept: Vec<String> = std::fs::read_dir(orphan.join("inbox"))
-        .unwrap()
-        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
-        .collect();
+    let kept = file_texts(&orphan.join("inbox"));
     assert_eq!(kept.len(), 1);
     assert!(kept[0].contains("\nlate\n"));
     assert_eq!(elsewhere, None);
@@ -775,8 +612,7 @@ async fn hooks_of_a_relay_this_host_does_not_run_are_denied_and_blocked() {
 /// (not a plain refusal, and not a dead target).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claudes_rate_limit_on_one_target_comes_back_as_rate_limited() {
-    let rig = Rig::start(Duration::from_secs(600)).await.unwrap();
-    let (_target, to) = blocking(|| rig.target("bravo", &[])).unwrap();
+    let (rig, _target, to) = rig_with_bravo().await;
     // The target reads every message and answers nothing: only the sender's side counts.
     rig.target_endpoint.clear_rules();
     rig.target_endpoint
@@ -788,9 +624,10 @@ async fn claudes_rate_limit_on_one_target_comes_back_as_rate_limited() {
     for n in 0..80 {
         let receipt = rig
             .host
-            .send(native(
+            .send(bridge_send(
                 &to,
-                &bridge_message(&format!("req_1795992544448_r{n:05}"), "quick"),
+                &format!("req_1795992544448_r{n:05}"),
+                "quick",
                 &format!("d-{n}"),
             ))
             .await

@@ -1,5 +1,7 @@
 //! What the relay tests and benchmark share: a temporary HOME shared by a real target Claude
-//! session and the relays, the relay host, and the daemon's `hook` door.
+//! session and the relays, the relay host, and the daemon's `hook` door; and the steps the tests
+//! repeat (a bridge send, a send that must be `Sent`, waiting on the target's model or on a
+//! condition, a relay's decisions of one kind, one run of the real `cross-agent hook`).
 //!
 //! The door: relays' hooks run the real `cross-agent hook <Event>` (the binary named by
 //! `CROSS_AGENT_TEST_BIN`), which speaks the daemon RPC on `<CROSS_AGENT_HOME>/daemon.sock`.
@@ -13,8 +15,9 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
@@ -24,7 +27,9 @@ use cross_agent_protocol::hook::HookResponse;
 use cross_agent_protocol::rpc::{
     ClientRequest, HelloResponse, PROTOCOL_VERSION, Request, ServerMessage,
 };
-use cross_agent_relay::{RelayConfig, RelayHost};
+use cross_agent_relay::{
+    CLAUDE_STREAM_JSON_ARGS, NativeSend, RelayConfig, RelayHost, RelayReceipt,
+};
 use cross_agent_testkit::agents::{AgentHome, AgentKind, Claude, agent_binary};
 use cross_agent_testkit::endpoint::{ModelEndpoint, Rule};
 use cross_agent_testkit::panel::{PanelDriver, claude_user};
@@ -35,6 +40,8 @@ use tokio::task::JoinHandle;
 pub const WAIT: Duration = Duration::from_secs(120);
 pub const MACHINE: &str = "testbox";
 pub const PEER_ANSWER: &str = "PEER ANSWER from bravo";
+/// An idle limit no test outlives, for tests where relays must not stop on their own.
+pub const LONG_IDLE: Duration = Duration::from_secs(600);
 
 /// The `cross-agent` binary the relays' hooks run.
 pub fn cross_agent_bin() -> Result<PathBuf> {
@@ -175,15 +182,8 @@ impl Rig {
         let project = self.home.project(name)?;
         let mut command = Command::new(self.claude.binary());
         command
-            .args([
-                "--input-format",
-                "stream-json",
-                "--output-format",
-                "stream-json",
-                "--verbose",
-                "--name",
-                name,
-            ])
+            .args(CLAUDE_STREAM_JSON_ARGS)
+            .args(["--name", name])
             .args(extra)
             .current_dir(&project)
             .env_clear()
@@ -202,6 +202,12 @@ impl Rig {
         Ok((driver, format!("uds:{socket}")))
     }
 
+    /// [`Rig::target`] with no extra arguments, from async code: the wait for the target's
+    /// first turn blocks this worker only (the runtime must be multi-threaded).
+    pub fn live_target(&self, name: &str) -> Result<(PanelDriver, String)> {
+        tokio::task::block_in_place(|| self.target(name, &[]))
+    }
+
     /// The decisions written so far.
     pub fn decisions(&self) -> Vec<Value> {
         std::fs::read_to_string(self.xa_home.join("decisions.jsonl"))
@@ -210,6 +216,94 @@ impl Rig {
             .filter_map(|line| serde_json::from_str(line).ok())
             .collect()
     }
+
+    /// The decisions of this `kind` written so far.
+    pub fn decisions_of(&self, kind: &str) -> Vec<Value> {
+        self.decisions()
+            .into_iter()
+            .filter(|d| d["kind"] == kind)
+            .collect()
+    }
+
+    /// Sends `send` and asserts Claude's receipt says it was sent.
+    pub async fn send_expecting_sent(&self, send: NativeSend) -> RelayReceipt {
+        let receipt = self.host.send(send).await.unwrap();
+        assert!(matches!(receipt, RelayReceipt::Sent { .. }), "{receipt:?}");
+        receipt
+    }
+
+    /// Every last user prompt the targets' model was sent, once one of them contains `needle`.
+    pub fn target_prompts_once_one_contains(&self, needle: &str) -> Vec<String> {
+        self.target_endpoint
+            .wait_until(WAIT, |requests| {
+                requests.iter().any(|r| {
+                    r.last_user_prompt
+                        .as_deref()
+                        .is_some_and(|p| p.contains(needle))
+                })
+            })
+            .unwrap()
+            .into_iter()
+            .filter_map(|r| r.last_user_prompt)
+            .collect()
+    }
+
+    /// The first user prompt the targets' model was sent that contains `needle`, waited for.
+    pub fn target_prompt_containing(&self, needle: &str) -> String {
+        self.target_prompts_once_one_contains(needle)
+            .into_iter()
+            .find(|p| p.contains(needle))
+            .unwrap()
+    }
+}
+
+/// A rig whose relays outlive the test, with one live target `bravo`: the set-up most tests
+/// share. Returns the target's driver (ending it ends the session) and its address.
+pub async fn rig_with_bravo() -> (Rig, PanelDriver, String) {
+    let rig = Rig::start(LONG_IDLE).await.unwrap();
+    let (bravo, to) = rig.live_target("bravo").unwrap();
+    (rig, bravo, to)
+}
+
+/// A native send from the sender `cli` to `to` of the bridge envelope carrying `token` and
+/// `text`, as delivery `delivery`.
+pub fn bridge_send(to: &str, token: &str, text: &str, delivery: &str) -> NativeSend {
+    NativeSend {
+        represented: "cli".into(),
+        to: to.into(),
+        message: bridge_message(token, text),
+        delivery_id: delivery.into(),
+        permission_mode: None,
+    }
+}
+
+/// Polls `done` until it holds; fails naming `what` was not seen within [`WAIT`].
+pub async fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !done() {
+        assert!(tokio::time::Instant::now() < deadline, "{what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// One run of the real `cross-agent hook <event>` with `payload` on stdin, against the hook door
+/// of `xa_home`, from async code (it blocks this worker only). Its output, stdout captured.
+pub fn run_hook(xa_home: &Path, event: &str, payload: &str) -> Result<Output> {
+    tokio::task::block_in_place(|| {
+        let mut child = Command::new(cross_agent_bin()?)
+            .args(["hook", event])
+            .env("CROSS_AGENT_HOME", xa_home)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .context("starting `cross-agent hook`")?;
+        child
+            .stdin
+            .take()
+            .context("the hook's stdin")?
+            .write_all(payload.as_bytes())?;
+        Ok(child.wait_with_output()?)
+    })
 }
 
 /// The bridge-style envelope text a send carries, with its request token.
