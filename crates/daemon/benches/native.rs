@@ -28,7 +28,7 @@ use cross_agent_protocol::bridge::{
 use cross_agent_protocol::rpc::ClientKind;
 use cross_agent_testkit::agents::{AgentHome, AgentKind, Claude, agent_binary};
 use cross_agent_testkit::endpoint::{ModelEndpoint, Reply, Rule};
-use cross_agent_testkit::panel::{PanelDriver, claude_user};
+use cross_agent_testkit::panel::{CLAUDE_LIVE_ARGS, PanelDriver, claude_user};
 
 const NATIVE_SENDS: usize = 20;
 const CLI_SENDS: usize = 5;
@@ -68,16 +68,8 @@ fn main() {
     let live_id = "6d1e0000-0000-4000-8000-00000000be01";
     let mut command = Command::new(claude.binary());
     command
-        .args([
-            "-p",
-            "--input-format",
-            "stream-json",
-            "--output-format",
-            "stream-json",
-            "--verbose",
-            "--session-id",
-            live_id,
-        ])
+        .args(CLAUDE_LIVE_ARGS)
+        .args(["--session-id", live_id])
         .current_dir(&project)
         .env_clear()
         .envs(claude.env())

@@ -27,6 +27,17 @@ pub const CLAUDE_SDK_ARGS: &[&str] = &[
     "--await-initialize",
 ];
 
+/// The arguments of a long-lived headless Claude session that its host (an SDK host, a terminal)
+/// keeps open on stdin: user turns in and events out, one stream-json line each.
+pub const CLAUDE_LIVE_ARGS: &[&str] = &[
+    "-p",
+    "--input-format",
+    "stream-json",
+    "--output-format",
+    "stream-json",
+    "--verbose",
+];
+
 /// The `initialize` control request the SDK writes first.
 pub fn claude_initialize(request_id: &str) -> String {
     json!({"type": "control_request", "request_id": request_id, "request": {"subtype": "initialize"}})
