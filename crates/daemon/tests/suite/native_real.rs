@@ -9,8 +9,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use cross_agent_protocol::bridge::{
-    Agent, AgentFilter, DeliveryRecord, DeliveryState, ListSessionsParams, ListSessionsResponse,
-    SendReceipt, SessionEntry, Transport,
+    Agent, DeliveryRecord, DeliveryState, SendReceipt, SessionEntry, Transport,
 };
 use cross_agent_testkit::agents::{AgentKind, McpServer, agent_binary};
 use cross_agent_testkit::endpoint::{Api, Reply, Rule, ToolCall};
@@ -115,23 +114,13 @@ struct Receipt {
 }
 
 async fn listed_claude(bridge: &Bridge, session_id: &str) -> SessionEntry {
-    let listed: ListSessionsResponse = bridge
-        .conn
-        .client
-        .call(ListSessionsParams {
-            agent: AgentFilter::Claude,
-            scope: None,
-            cwd: None,
-            limit: None,
-            caller: bridge.codex_caller("019a0000-0000-7000-8000-00000000beef"),
-        })
+    bridge
+        .listed_session(
+            Agent::Claude,
+            session_id,
+            bridge.codex_caller("019a0000-0000-7000-8000-00000000beef"),
+        )
         .await
-        .unwrap();
-    listed.sessions["claude"]
-        .iter()
-        .find(|s| s.session_id == session_id)
-        .unwrap_or_else(|| panic!("{session_id} is listed: {listed:#?}"))
-        .clone()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
