@@ -113,6 +113,7 @@ struct Receipt {
     request_id: String,
 }
 
+/// The listing's entry for the Claude session `session_id`, as a Codex caller sees it.
 async fn listed_claude(bridge: &Bridge, session_id: &str) -> SessionEntry {
     bridge
         .listed_session(
