@@ -26,6 +26,7 @@ use cross_agent_protocol::bridge::{
     SendResponse, Transport,
 };
 use cross_agent_protocol::rpc::ClientKind;
+use cross_agent_relay::CLAUDE_STREAM_JSON_ARGS;
 use cross_agent_testkit::agents::{AgentHome, AgentKind, Claude, agent_binary};
 use cross_agent_testkit::endpoint::{ModelEndpoint, Reply, Rule};
 use cross_agent_testkit::panel::{PanelDriver, claude_user};
@@ -68,16 +69,9 @@ fn main() {
     let live_id = "6d1e0000-0000-4000-8000-00000000be01";
     let mut command = Command::new(claude.binary());
     command
-        .args([
-            "-p",
-            "--input-format",
-            "stream-json",
-            "--output-format",
-            "stream-json",
-            "--verbose",
-            "--session-id",
-            live_id,
-        ])
+        .arg("-p")
+        .args(CLAUDE_STREAM_JSON_ARGS)
+        .args(["--session-id", live_id])
         .current_dir(&project)
         .env_clear()
         .envs(claude.env())

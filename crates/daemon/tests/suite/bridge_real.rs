@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use cross_agent_protocol::bridge::{
-    Agent, AgentFilter, DeliveryRecord, DeliveryState, ListSessionsParams, ListSessionsResponse,
-    RefusalReason, SendParams, SendReceipt, SendResponse, TargetSelectedBy,
+    Agent, DeliveryRecord, DeliveryState, RefusalReason, SendParams, SendReceipt, SendResponse,
+    TargetSelectedBy,
 };
 use cross_agent_testkit::endpoint::{Reply, Rule};
 use pretty_assertions::assert_eq;
@@ -15,22 +15,13 @@ use super::bridge_support::{Bridge, append_line};
 
 /// Whether `list_agent_sessions` shows Codex thread `thread` as working.
 async fn listed_as_working(bridge: &Bridge, thread: &str) -> bool {
-    let listed: ListSessionsResponse = bridge
-        .conn
-        .client
-        .call(ListSessionsParams {
-            agent: AgentFilter::Codex,
-            scope: None,
-            cwd: None,
-            limit: None,
-            caller: bridge.claude_caller("aaaaaaaa-0000-4000-8000-0000000000aa"),
-        })
+    bridge
+        .listed_session(
+            Agent::Codex,
+            thread,
+            bridge.claude_caller("aaaaaaaa-0000-4000-8000-0000000000aa"),
+        )
         .await
-        .unwrap();
-    listed.sessions["codex"]
-        .iter()
-        .find(|s| s.session_id == thread)
-        .unwrap_or_else(|| panic!("{thread} is listed: {listed:#?}"))
         .is_working
 }
 

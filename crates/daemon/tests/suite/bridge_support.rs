@@ -9,8 +9,9 @@ use std::time::{Duration, Instant};
 
 use cross_agent_ipc::Connection;
 use cross_agent_protocol::bridge::{
-    Agent, BridgeStatusParams, BridgeStatusResponse, CallerContext, DeliveryRecord, Refusal,
-    SendParams, SendReceipt, SendResponse,
+    Agent, AgentFilter, BridgeStatusParams, BridgeStatusResponse, CallerContext, DeliveryRecord,
+    ListSessionsParams, ListSessionsResponse, Refusal, SendParams, SendReceipt, SendResponse,
+    SessionEntry,
 };
 use cross_agent_testkit::agents::{AgentHome, AgentKind, Claude, Codex, agent_binary};
 use cross_agent_testkit::endpoint::{ModelEndpoint, Reply, Rule};
@@ -172,6 +173,38 @@ impl Bridge {
             SendResponse::Refused(refusal) => refusal,
             SendResponse::Accepted(receipt) => panic!("accepted: {receipt:?}"),
         }
+    }
+
+    /// The entry `list_agent_sessions` shows `caller` for `agent`'s session `session_id`, which
+    /// must be listed.
+    pub async fn listed_session(
+        &self,
+        agent: Agent,
+        session_id: &str,
+        caller: CallerContext,
+    ) -> SessionEntry {
+        let filter = match agent {
+            Agent::Claude => AgentFilter::Claude,
+            Agent::Codex => AgentFilter::Codex,
+            Agent::Grok => AgentFilter::Grok,
+        };
+        let listed: ListSessionsResponse = self
+            .conn
+            .client
+            .call(ListSessionsParams {
+                agent: filter,
+                scope: None,
+                cwd: None,
+                limit: None,
+                caller,
+            })
+            .await
+            .unwrap();
+        listed.sessions[agent.as_str()]
+            .iter()
+            .find(|s| s.session_id == session_id)
+            .unwrap_or_else(|| panic!("{session_id} is listed: {listed:#?}"))
+            .clone()
     }
 
     pub async fn status(&self, delivery_id: Option<&str>) -> BridgeStatusResponse {

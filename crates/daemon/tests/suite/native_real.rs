@@ -9,16 +9,16 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use cross_agent_protocol::bridge::{
-    Agent, AgentFilter, DeliveryState, ListSessionsParams, ListSessionsResponse, SessionEntry,
-    Transport,
+    Agent, DeliveryRecord, DeliveryState, SendReceipt, SessionEntry, Transport,
 };
+use cross_agent_relay::CLAUDE_STREAM_JSON_ARGS;
 use cross_agent_testkit::agents::{AgentKind, McpServer, agent_binary};
 use cross_agent_testkit::endpoint::{Api, Reply, Rule, ToolCall};
 use cross_agent_testkit::panel::{PanelDriver, claude_user};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use super::bridge_support::Bridge;
+use super::bridge_support::{Bridge, DaemonProcess};
 
 /// A long-lived Claude Code session in stream-json mode, kept alive on its stdin (as an SDK
 /// host or a terminal keeps one), in the bridge's temporary HOME.
@@ -47,16 +47,9 @@ impl LiveClaude {
         let claude = bridge.claude();
         let mut command = Command::new(claude.binary());
         command
-            .args([
-                "-p",
-                "--input-format",
-                "stream-json",
-                "--output-format",
-                "stream-json",
-                "--verbose",
-                "--session-id",
-                session_id,
-            ])
+            .arg("-p")
+            .args(CLAUDE_STREAM_JSON_ARGS)
+            .args(["--session-id", session_id])
             .args(args)
             .current_dir(&bridge.project)
             .env_clear()
@@ -122,34 +115,23 @@ struct Receipt {
     request_id: String,
 }
 
+/// The listing's entry for the Claude session `session_id`, as a Codex caller sees it.
 async fn listed_claude(bridge: &Bridge, session_id: &str) -> SessionEntry {
-    let listed: ListSessionsResponse = bridge
-        .conn
-        .client
-        .call(ListSessionsParams {
-            agent: AgentFilter::Claude,
-            scope: None,
-            cwd: None,
-            limit: None,
-            caller: bridge.codex_caller("019a0000-0000-7000-8000-00000000beef"),
-        })
+    bridge
+        .listed_session(
+            Agent::Claude,
+            session_id,
+            bridge.codex_caller("019a0000-0000-7000-8000-00000000beef"),
+        )
         .await
-        .unwrap();
-    listed.sessions["claude"]
-        .iter()
-        .find(|s| s.session_id == session_id)
-        .unwrap_or_else(|| panic!("{session_id} is listed: {listed:#?}"))
-        .clone()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_live_session_is_listed_with_its_registry_name_and_a_killed_one_resumes_over_the_cli() {
     let bridge = Bridge::start().await;
-    bridge
-        .endpoint
-        .push(Rule::on_user_text("seed the live session n1").reply(Reply::text("ready n1")));
+    script_seed(&bridge, "n1");
     let session_id = "6d1e0000-0000-4000-8000-0000000000a1".to_owned();
-    let mut live = LiveClaude::start(&bridge, &session_id, "seed the live session n1");
+    let mut live = LiveClaude::start(&bridge, &session_id, &seed_prompt("n1"));
     let entry = live.wait_entry(|e| e["status"] == "idle");
     let name = entry["name"].as_str().unwrap().to_owned();
     let socket = PathBuf::from(entry["messagingSocketPath"].as_str().unwrap());
@@ -195,30 +177,23 @@ async fn a_live_session_is_listed_with_its_registry_name_and_a_killed_one_resume
     bridge
         .endpoint
         .push(Rule::on_user_text("after the crash n1").reply(Reply::echo_token("resumed n1")));
-    let mut params = bridge.send_params(
-        Agent::Claude,
+    let receipt = send_to_session(
+        &bridge,
+        &session_id,
         "after the crash n1",
-        bridge.codex_caller("019a0000-0000-7000-8000-00000000beef"),
-    );
-    params.session_id = Some(session_id.clone());
-    let receipt = bridge.accepted(params).await;
+        "019a0000-0000-7000-8000-00000000beef",
+        None,
+    )
+    .await;
     let record = bridge.wait_finished(&receipt.delivery_id).await;
     assert_eq!(record.transport, Transport::HeadlessCli, "{record:#?}");
-    assert_eq!(record.state, DeliveryState::Delivered, "{record:#?}");
-    assert!(
-        record
-            .reply_preview
-            .as_deref()
-            .unwrap()
-            .starts_with("resumed n1"),
-        "{record:#?}"
-    );
+    assert_delivered(&record, "resumed n1");
 }
 
 /// A bridge whose daemon is the real `cross-agent daemon run` process: relays run
 /// `cross-agent hook …`, which must be the daemon's own program (an in-process daemon is the
 /// test binary and hosts no relays).
-pub async fn native_bridge() -> (Bridge, super::bridge_support::DaemonProcess) {
+pub async fn native_bridge() -> (Bridge, DaemonProcess) {
     let endpoint = cross_agent_testkit::endpoint::ModelEndpoint::start().unwrap();
     let agents = cross_agent_testkit::agents::AgentHome::new().unwrap();
     let project = agents.project("proj").unwrap();
@@ -286,17 +261,114 @@ fn relay_pids(bridge: &Bridge) -> Vec<u32> {
         .collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_codex_callers_message_reaches_a_live_claude_natively_and_its_answer_is_paired() {
-    let (bridge, _daemon) = native_bridge().await;
+/// The seed turn the live session of test `tag` takes first (a session registers itself on its
+/// first turn); [`script_seed`] scripts its answer.
+fn seed_prompt(tag: &str) -> String {
+    format!("seed the live session {tag}")
+}
+
+/// Scripts the model's answer to the seed turn of test `tag`. Each test pushes it as its first
+/// rule, before the rules of the turns it exercises.
+fn script_seed(bridge: &Bridge, tag: &str) {
     bridge
         .endpoint
-        .push(Rule::on_user_text("seed the live session n2").reply(Reply::text("ready n2")));
-    for rule in Rule::peer_replies("native answer n2", "replied n2") {
-        bridge.endpoint.push(rule);
+        .push(Rule::on_user_text(seed_prompt(tag)).reply(Reply::text(format!("ready {tag}"))));
+}
+
+/// [`native_bridge`] with the seed turn of test `tag` already scripted.
+async fn native_bridge_seeded(tag: &str) -> (Bridge, DaemonProcess) {
+    let (bridge, daemon) = native_bridge().await;
+    script_seed(&bridge, tag);
+    (bridge, daemon)
+}
+
+/// Scripts the live target's answer to a peer message: `answer` followed by the request's token,
+/// sent back with SendMessage, then `replied <tag>` to end its turn.
+fn script_peer_answer(bridge: &Bridge, answer: &str, tag: &str) {
+    bridge
+        .endpoint
+        .script(Rule::peer_replies(answer, format!("replied {tag}")));
+}
+
+/// Sends `message` to the Claude session `session_id` for the Codex thread `caller_thread`;
+/// the daemon must accept it. `timeout` is the send's own wait in seconds (`None`: the default).
+async fn send_to_session(
+    bridge: &Bridge,
+    session_id: &str,
+    message: &str,
+    caller_thread: &str,
+    timeout: Option<u64>,
+) -> SendReceipt {
+    let mut params = bridge.send_params(Agent::Claude, message, bridge.codex_caller(caller_thread));
+    params.session_id = Some(session_id.to_owned());
+    params.timeout = timeout;
+    bridge.accepted(params).await
+}
+
+/// Asserts `record` was delivered and its answer begins with `answer`.
+fn assert_delivered(record: &DeliveryRecord, answer: &str) {
+    assert_eq!(record.state, DeliveryState::Delivered, "{record:#?}");
+    assert!(
+        record
+            .reply_preview
+            .as_deref()
+            .is_some_and(|preview| preview.starts_with(answer)),
+        "{record:#?}"
+    );
+}
+
+/// Asserts `record` went through Claude's native door and was delivered with an answer that
+/// begins with `answer`.
+fn assert_delivered_natively(record: &DeliveryRecord, answer: &str) {
+    assert_eq!(record.transport, Transport::ClaudeNative, "{record:#?}");
+    assert_delivered(record, answer);
+}
+
+/// Asserts `record` went through Claude's native door and failed for good: its error names each
+/// of `causes` and says the message was never re-sent (a native send is at most once).
+fn assert_failed_natively(record: &DeliveryRecord, causes: &[&str]) {
+    assert_eq!(record.transport, Transport::ClaudeNative, "{record:#?}");
+    assert_eq!(record.state, DeliveryState::Failed, "{record:#?}");
+    let error = record.error.as_deref().unwrap_or_default();
+    for cause in causes.iter().chain(&["never re-sent"]) {
+        assert!(error.contains(cause), "{record:#?}");
     }
+}
+
+/// The user prompts of the scripted model's requests that carry `needle`, oldest first.
+fn user_prompts_with(bridge: &Bridge, needle: &str) -> Vec<String> {
+    bridge
+        .endpoint
+        .model_requests()
+        .into_iter()
+        .filter_map(|r| r.last_user_prompt)
+        .filter(|p| p.contains(needle))
+        .collect()
+}
+
+/// The envelope in which the live session's model first saw `message`.
+fn envelope_of(bridge: &Bridge, message: &str) -> String {
+    user_prompts_with(bridge, message)
+        .into_iter()
+        .next()
+        .expect("the live session's model saw the message")
+}
+
+/// The one `kind` decision the daemon logged for `delivery`, asserted to have `outcome`.
+fn sole_decision(bridge: &Bridge, kind: &str, delivery: &str, outcome: &str) -> Value {
+    let logged = decisions(bridge);
+    let found = decision_of(&logged, kind, delivery);
+    assert_eq!(found.len(), 1, "{logged:#?}");
+    assert_eq!(found[0]["outcome"], outcome, "{}", found[0]);
+    found[0].clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_codex_callers_message_reaches_a_live_claude_natively_and_its_answer_is_paired() {
+    let (bridge, _daemon) = native_bridge_seeded("n2").await;
+    script_peer_answer(&bridge, "native answer n2", "n2");
     let session_id = "6d1e0000-0000-4000-8000-0000000000a2";
-    let live = LiveClaude::start(&bridge, session_id, "seed the live session n2");
+    let live = LiveClaude::start(&bridge, session_id, &seed_prompt("n2"));
     // The caller is a real `codex exec` whose model calls `send_to_claude` through the
     // cross-agent MCP server, which reaches this daemon.
     bridge.endpoint.push(
@@ -349,24 +421,16 @@ async fn a_codex_callers_message_reaches_a_live_claude_natively_and_its_answer_i
         request_id: receipt["request_id"].as_str().unwrap().to_owned(),
     };
     let record = bridge.wait_finished(&receipt.delivery_id).await;
-    assert_eq!(record.transport, Transport::ClaudeNative, "{record:#?}");
-    assert_eq!(record.state, DeliveryState::Delivered, "{record:#?}");
+    assert_delivered_natively(&record, "native answer n2");
     // The person's process is never named as one the bridge may stop.
     assert_eq!(record.peer_pid, None);
     assert!(cross_agent_process::is_alive(live.pid));
     let answer = record.reply_preview.clone().unwrap();
-    assert!(answer.starts_with("native answer n2"), "{answer}");
     assert!(answer.ends_with(&receipt.request_id), "{answer}");
     assert!(record.answer.reply_carries_request_id, "{record:#?}");
 
     // The live session's model got the message as Claude's own peer envelope, from a relay.
-    let envelope = bridge
-        .endpoint
-        .model_requests()
-        .into_iter()
-        .filter_map(|r| r.last_user_prompt)
-        .find(|p| p.contains("please look at the flaky test n2"))
-        .expect("the live session's model saw the message");
+    let envelope = envelope_of(&bridge, "please look at the flaky test n2");
     assert!(
         envelope.contains("<cross-session-message from=\"uds:"),
         "{envelope}"
@@ -381,35 +445,19 @@ async fn a_codex_callers_message_reaches_a_live_claude_natively_and_its_answer_i
     // The answer came back through the relay's hook: no model request anywhere carries it as
     // a prompt (the relay's own endpoint runs no model, and the scripted model never saw it).
     assert_eq!(
-        bridge
-            .endpoint
-            .model_requests()
-            .into_iter()
-            .filter_map(|r| r.last_user_prompt)
-            .filter(|p| p.contains("native answer n2"))
-            .count(),
-        0
+        user_prompts_with(&bridge, "native answer n2"),
+        Vec::<String>::new()
     );
-    let logged = decisions(&bridge);
-    let receipts = decision_of(&logged, "native_receipt", &receipt.delivery_id);
-    assert_eq!(receipts.len(), 1, "{logged:#?}");
-    assert_eq!(receipts[0]["outcome"], "sent");
-    let inbound = decision_of(&logged, "native_inbound", &receipt.delivery_id);
-    assert_eq!(inbound.len(), 1, "{logged:#?}");
-    assert_eq!(inbound[0]["outcome"], "message");
+    sole_decision(&bridge, "native_receipt", &receipt.delivery_id, "sent");
+    sole_decision(&bridge, "native_inbound", &receipt.delivery_id, "message");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_shell_send_goes_through_the_cli_relay() {
-    let (bridge, _daemon) = native_bridge().await;
-    bridge
-        .endpoint
-        .push(Rule::on_user_text("seed the live session n3").reply(Reply::text("ready n3")));
-    for rule in Rule::peer_replies("shell answer n3", "replied n3") {
-        bridge.endpoint.push(rule);
-    }
+    let (bridge, _daemon) = native_bridge_seeded("n3").await;
+    script_peer_answer(&bridge, "shell answer n3", "n3");
     let session_id = "6d1e0000-0000-4000-8000-0000000000a3";
-    let _live = LiveClaude::start(&bridge, session_id, "seed the live session n3");
+    let _live = LiveClaude::start(&bridge, session_id, &seed_prompt("n3"));
 
     // `cross-agent send` from a shell: no session of its own.
     let exe = cross_agent_testkit::binaries::cross_agent_bin().unwrap();
@@ -445,42 +493,25 @@ async fn a_shell_send_goes_through_the_cli_relay() {
         panic!("refused: {response:?}");
     };
     let record = bridge.wait_finished(&receipt.delivery_id).await;
-    assert_eq!(record.transport, Transport::ClaudeNative, "{record:#?}");
-    assert_eq!(record.state, DeliveryState::Delivered, "{record:#?}");
-    assert!(
-        record
-            .reply_preview
-            .as_deref()
-            .unwrap()
-            .starts_with("shell answer n3"),
-        "{record:#?}"
-    );
+    assert_delivered_natively(&record, "shell answer n3");
     assert_eq!(record.from_session, None);
-    let envelope = bridge
-        .endpoint
-        .model_requests()
-        .into_iter()
-        .filter_map(|r| r.last_user_prompt)
-        .find(|p| p.contains("hello from a shell n3"))
-        .expect("the live session's model saw the message");
+    let envelope = envelope_of(&bridge, "hello from a shell n3");
     assert!(envelope.contains("from-name=\"xa-cli-on-"), "{envelope}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_target_dying_mid_send_fails_with_claudes_dead_receipt() {
-    let (bridge, _daemon) = native_bridge().await;
-    bridge
-        .endpoint
-        .push(Rule::on_user_text("seed the live session n4").reply(Reply::text("ready n4")));
+    let (bridge, _daemon) = native_bridge_seeded("n4").await;
     let session_id = "6d1e0000-0000-4000-8000-0000000000a4";
-    let mut live = LiveClaude::start(&bridge, session_id, "seed the live session n4");
-    let mut params = bridge.send_params(
-        Agent::Claude,
+    let mut live = LiveClaude::start(&bridge, session_id, &seed_prompt("n4"));
+    let receipt = send_to_session(
+        &bridge,
+        session_id,
         "this one will not arrive n4",
-        bridge.codex_caller("019a0000-0000-7000-8000-0000000000b4"),
-    );
-    params.session_id = Some(session_id.to_owned());
-    let receipt = bridge.accepted(params).await;
+        "019a0000-0000-7000-8000-0000000000b4",
+        None,
+    )
+    .await;
     // Handed to the native door (the relay is starting): the target dies now.
     bridge
         .wait_record(&receipt.delivery_id, Duration::from_secs(60), |r| {
@@ -489,16 +520,9 @@ async fn a_target_dying_mid_send_fails_with_claudes_dead_receipt() {
         .await;
     live.kill_9();
     let record = bridge.wait_finished(&receipt.delivery_id).await;
-    assert_eq!(record.transport, Transport::ClaudeNative, "{record:#?}");
-    assert_eq!(record.state, DeliveryState::Failed, "{record:#?}");
+    assert_failed_natively(&record, &["Claude's receipt: dead"]);
     assert!(record.is_undelivered, "{record:#?}");
-    let error = record.error.clone().unwrap();
-    assert!(error.contains("Claude's receipt: dead"), "{error}");
-    assert!(error.contains("never re-sent"), "{error}");
-    let logged = decisions(&bridge);
-    let receipts = decision_of(&logged, "native_receipt", &receipt.delivery_id);
-    assert_eq!(receipts.len(), 1, "{logged:#?}");
-    assert_eq!(receipts[0]["outcome"], "dead");
+    sole_decision(&bridge, "native_receipt", &receipt.delivery_id, "dead");
     assert_eq!(
         target_requests_with(&bridge, "this one will not arrive n4"),
         0
@@ -507,22 +531,18 @@ async fn a_target_dying_mid_send_fails_with_claudes_dead_receipt() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_relay_killed_mid_send_leaves_the_delivery_failed_and_never_resent() {
-    let (bridge, _daemon) = native_bridge().await;
-    bridge
-        .endpoint
-        .push(Rule::on_user_text("seed the live session n5").reply(Reply::text("ready n5")));
-    for rule in Rule::peer_replies("should not happen n5", "replied n5") {
-        bridge.endpoint.push(rule);
-    }
+    let (bridge, _daemon) = native_bridge_seeded("n5").await;
+    script_peer_answer(&bridge, "should not happen n5", "n5");
     let session_id = "6d1e0000-0000-4000-8000-0000000000a5";
-    let _live = LiveClaude::start(&bridge, session_id, "seed the live session n5");
-    let mut params = bridge.send_params(
-        Agent::Claude,
+    let _live = LiveClaude::start(&bridge, session_id, &seed_prompt("n5"));
+    let receipt = send_to_session(
+        &bridge,
+        session_id,
         "the relay dies before this n5",
-        bridge.codex_caller("019a0000-0000-7000-8000-0000000000b5"),
-    );
-    params.session_id = Some(session_id.to_owned());
-    let receipt = bridge.accepted(params).await;
+        "019a0000-0000-7000-8000-0000000000b5",
+        None,
+    )
+    .await;
     // The relay's Claude Code is killed as soon as it runs, before it can send.
     let deadline = Instant::now() + Duration::from_secs(60);
     let killed = loop {
@@ -538,10 +558,7 @@ async fn a_relay_killed_mid_send_leaves_the_delivery_failed_and_never_resent() {
     };
     assert!(!killed.is_empty());
     let record = bridge.wait_finished(&receipt.delivery_id).await;
-    assert_eq!(record.transport, Transport::ClaudeNative, "{record:#?}");
-    assert_eq!(record.state, DeliveryState::Failed, "{record:#?}");
-    let error = record.error.clone().unwrap();
-    assert!(error.contains("never re-sent"), "{error}");
+    assert_failed_natively(&record, &[]);
     // Nothing goes out later: after a while the target has still not seen it.
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(
@@ -558,35 +575,29 @@ async fn a_relay_killed_mid_send_leaves_the_delivery_failed_and_never_resent() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_target_in_another_permission_mode_gets_a_relay_in_its_mode_and_takes_the_message() {
-    let (bridge, _daemon) = native_bridge().await;
-    bridge
-        .endpoint
-        .push(Rule::on_user_text("seed the live session n6").reply(Reply::text("ready n6")));
-    for rule in Rule::peer_replies("bypass answer n6", "replied n6") {
-        bridge.endpoint.push(rule);
-    }
+    let (bridge, _daemon) = native_bridge_seeded("n6").await;
+    script_peer_answer(&bridge, "bypass answer n6", "n6");
     let session_id = "6d1e0000-0000-4000-8000-0000000000a6";
     // Claude refuses bypass mode as root unless told it runs in a sandbox (this child only).
     let _live = LiveClaude::start_with(
         &bridge,
         session_id,
-        "seed the live session n6",
+        &seed_prompt("n6"),
         &["--permission-mode", "bypassPermissions"],
         &[("IS_SANDBOX", "1")],
     );
-    let mut params = bridge.send_params(
-        Agent::Claude,
+    let receipt = send_to_session(
+        &bridge,
+        session_id,
         "a message across permission modes n6",
-        bridge.codex_caller("019a0000-0000-7000-8000-0000000000b6"),
-    );
-    params.session_id = Some(session_id.to_owned());
-    params.timeout = Some(120);
-    let receipt = bridge.accepted(params).await;
+        "019a0000-0000-7000-8000-0000000000b6",
+        Some(120),
+    )
+    .await;
     let record = bridge.wait_finished(&receipt.delivery_id).await;
     // A relay in the default class would have been held ("held, not delivered"); this one ran
     // in the target's own mode, read from its transcript, and the message went straight in.
-    assert_eq!(record.transport, Transport::ClaudeNative, "{record:#?}");
-    assert_eq!(record.state, DeliveryState::Delivered, "{record:#?}");
+    assert_delivered_natively(&record, "bypass answer n6");
     assert!(
         !record
             .progress_note
@@ -595,21 +606,7 @@ async fn a_target_in_another_permission_mode_gets_a_relay_in_its_mode_and_takes_
             .contains("held"),
         "{record:#?}"
     );
-    assert!(
-        record
-            .reply_preview
-            .as_deref()
-            .unwrap()
-            .starts_with("bypass answer n6"),
-        "{record:#?}"
-    );
-    let envelope = bridge
-        .endpoint
-        .model_requests()
-        .into_iter()
-        .filter_map(|r| r.last_user_prompt)
-        .find(|p| p.contains("a message across permission modes n6"))
-        .expect("the live session's model saw the message");
+    let envelope = envelope_of(&bridge, "a message across permission modes n6");
     assert!(
         envelope.contains("-bypass--"),
         "the bypass-class relay sent it: {envelope}"
@@ -618,13 +615,8 @@ async fn a_target_in_another_permission_mode_gets_a_relay_in_its_mode_and_takes_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_target_switched_to_bypass_holds_the_message_until_its_host_releases_it() {
-    let (bridge, _daemon) = native_bridge().await;
-    bridge
-        .endpoint
-        .push(Rule::on_user_text("seed the live session n8").reply(Reply::text("ready n8")));
-    for rule in Rule::peer_replies("held answer n8", "replied n8") {
-        bridge.endpoint.push(rule);
-    }
+    let (bridge, _daemon) = native_bridge_seeded("n8").await;
+    script_peer_answer(&bridge, "held answer n8", "n8");
     let session_id = "6d1e0000-0000-4000-8000-0000000000a8";
     // Its first turn runs in the default mode, so its transcript says `default`. Claude allows
     // the later switch to bypass only when launched with the bypass option
@@ -633,7 +625,7 @@ async fn a_target_switched_to_bypass_holds_the_message_until_its_host_releases_i
     let mut live = LiveClaude::start_with(
         &bridge,
         session_id,
-        "seed the live session n8",
+        &seed_prompt("n8"),
         &["--allow-dangerously-skip-permissions"],
         &[("IS_SANDBOX", "1")],
     );
@@ -654,14 +646,14 @@ async fn a_target_switched_to_bypass_holds_the_message_until_its_host_releases_i
         .unwrap();
     assert_eq!(switched["response"]["subtype"], "success", "{switched}");
 
-    let mut params = bridge.send_params(
-        Agent::Claude,
+    let receipt = send_to_session(
+        &bridge,
+        session_id,
         "a message the target holds n8",
-        bridge.codex_caller("019a0000-0000-7000-8000-0000000000b8"),
-    );
-    params.session_id = Some(session_id.to_owned());
-    params.timeout = Some(150);
-    let receipt = bridge.accepted(params).await;
+        "019a0000-0000-7000-8000-0000000000b8",
+        Some(150),
+    )
+    .await;
     // The target holds it: its host sees the hold on its stdout, its Claude has not seen it.
     let hold = live
         .driver
@@ -685,11 +677,13 @@ async fn a_target_switched_to_bypass_holds_the_message_until_its_host_releases_i
         target_requests_with(&bridge, "a message the target holds n8"),
         0
     );
-    let logged = decisions(&bridge);
-    let notices = decision_of(&logged, "native_inbound", &receipt.delivery_id);
-    assert_eq!(notices.len(), 1, "{logged:#?}");
-    assert_eq!(notices[0]["outcome"], "delivery_notice");
-    assert_eq!(notices[0]["details"]["status"], "held", "{}", notices[0]);
+    let notice = sole_decision(
+        &bridge,
+        "native_inbound",
+        &receipt.delivery_id,
+        "delivery_notice",
+    );
+    assert_eq!(notice["details"]["status"], "held", "{notice}");
 
     // Its host releases it: the turn runs and the answer is paired with the delivery.
     live.driver
@@ -700,15 +694,7 @@ async fn a_target_switched_to_bypass_holds_the_message_until_its_host_releases_i
         )
         .unwrap();
     let record = bridge.wait_finished(&receipt.delivery_id).await;
-    assert_eq!(record.state, DeliveryState::Delivered, "{record:#?}");
-    assert!(
-        record
-            .reply_preview
-            .as_deref()
-            .unwrap_or_default()
-            .starts_with("held answer n8"),
-        "{record:#?}"
-    );
+    assert_delivered_natively(&record, "held answer n8");
     // Released, the target's model saw it (its answer turn calls SendMessage, so more than one
     // request carries it).
     assert!(target_requests_with(&bridge, "a message the target holds n8") > 0);
@@ -723,31 +709,26 @@ async fn a_target_switched_to_bypass_holds_the_message_until_its_host_releases_i
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_busy_live_session_takes_the_message_into_its_inbox_without_waiting() {
-    let (bridge, _daemon) = native_bridge().await;
-    bridge
-        .endpoint
-        .push(Rule::on_user_text("seed the live session n7").reply(Reply::text("ready n7")));
+    let (bridge, _daemon) = native_bridge_seeded("n7").await;
     // The person's own turn is slow: the session is busy when the message comes.
     bridge.endpoint.push(
         Rule::on_user_text("a long task n7")
             .reply(Reply::text("long task done n7").delay(Duration::from_secs(6))),
     );
-    for rule in Rule::peer_replies("busy answer n7", "replied n7") {
-        bridge.endpoint.push(rule);
-    }
+    script_peer_answer(&bridge, "busy answer n7", "n7");
     let session_id = "6d1e0000-0000-4000-8000-0000000000a7";
-    let mut live = LiveClaude::start(&bridge, session_id, "seed the live session n7");
+    let mut live = LiveClaude::start(&bridge, session_id, &seed_prompt("n7"));
     live.driver.send(&claude_user("a long task n7")).unwrap();
     live.wait_entry(|e| e["status"] == "busy");
 
-    let mut params = bridge.send_params(
-        Agent::Claude,
+    let receipt = send_to_session(
+        &bridge,
+        session_id,
         "while you work n7",
-        bridge.codex_caller("019a0000-0000-7000-8000-0000000000b7"),
-    );
-    params.session_id = Some(session_id.to_owned());
-    params.timeout = Some(120);
-    let receipt = bridge.accepted(params).await;
+        "019a0000-0000-7000-8000-0000000000b7",
+        Some(120),
+    )
+    .await;
     // Sent natively while the session is still busy: Claude's inbox holds it for the next turn.
     let sent = bridge
         .wait_record(&receipt.delivery_id, Duration::from_secs(60), |r| {
@@ -767,15 +748,7 @@ async fn a_busy_live_session_takes_the_message_into_its_inbox_without_waiting() 
         "sent only after the busy turn ended: {sent:#?}"
     );
     let record = bridge.wait_finished(&receipt.delivery_id).await;
-    assert_eq!(record.state, DeliveryState::Delivered, "{record:#?}");
-    assert!(
-        record
-            .reply_preview
-            .as_deref()
-            .unwrap()
-            .starts_with("busy answer n7"),
-        "{record:#?}"
-    );
+    assert_delivered_natively(&record, "busy answer n7");
     // The person's own turn finished undisturbed.
     let done = live
         .driver
@@ -788,10 +761,7 @@ async fn a_busy_live_session_takes_the_message_into_its_inbox_without_waiting() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_answer_after_the_timeout_is_recorded_as_a_late_answer() {
-    let (bridge, _daemon) = native_bridge().await;
-    bridge
-        .endpoint
-        .push(Rule::on_user_text("seed the live session n8").reply(Reply::text("ready n8")));
+    let (bridge, _daemon) = native_bridge_seeded("n8").await;
     // The target takes longer to answer than the sender waits.
     bridge.endpoint.push(
         Rule::on_peer_message()
@@ -801,20 +771,17 @@ async fn an_answer_after_the_timeout_is_recorded_as_a_late_answer() {
         .endpoint
         .push(Rule::on_tool_result("\"success\"").reply_text("replied n8"));
     let session_id = "6d1e0000-0000-4000-8000-0000000000a8";
-    let _live = LiveClaude::start(&bridge, session_id, "seed the live session n8");
-    let mut params = bridge.send_params(
-        Agent::Claude,
+    let _live = LiveClaude::start(&bridge, session_id, &seed_prompt("n8"));
+    let receipt = send_to_session(
+        &bridge,
+        session_id,
         "answer when you can n8",
-        bridge.codex_caller("019a0000-0000-7000-8000-0000000000b8"),
-    );
-    params.session_id = Some(session_id.to_owned());
-    params.timeout = Some(3);
-    let receipt = bridge.accepted(params).await;
+        "019a0000-0000-7000-8000-0000000000b8",
+        Some(3),
+    )
+    .await;
     let record = bridge.wait_finished(&receipt.delivery_id).await;
-    assert_eq!(record.state, DeliveryState::Failed, "{record:#?}");
-    let error = record.error.clone().unwrap();
-    assert!(error.contains("no answer came back within 3s"), "{error}");
-    assert!(error.contains("never re-sent"), "{error}");
+    assert_failed_natively(&record, &["no answer came back within 3s"]);
     // The answer still comes back through the relay, and is filed as the request's late answer.
     let record = bridge
         .wait_record(&receipt.delivery_id, Duration::from_secs(60), |r| {
@@ -823,14 +790,7 @@ async fn an_answer_after_the_timeout_is_recorded_as_a_late_answer() {
         .await;
     let late_id = record.late_reply_delivery_id.clone().unwrap();
     let late = bridge.status(Some(&late_id)).await.delivery.unwrap();
-    assert_eq!(late.state, DeliveryState::Delivered, "{late:#?}");
-    assert!(
-        late.reply_preview
-            .as_deref()
-            .unwrap()
-            .starts_with("late answer n8"),
-        "{late:#?}"
-    );
+    assert_delivered(&late, "late answer n8");
     assert_eq!(
         late.answer.answers_delivery_id.as_deref(),
         Some(receipt.delivery_id.as_str())

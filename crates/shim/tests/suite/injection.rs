@@ -374,9 +374,8 @@ fn a_message_sent_while_a_long_human_line_streams_in_waits_for_the_humans_turn()
     let (head, rest) = line.as_bytes().split_at(100 * 1024);
     panel.send_raw(head)?;
     // The line has not ended, and the shim already counts the human's turn.
-    let registration = bench.registration_when(pid, |r| {
-        r.sessions[0].state == PanelSessionState::Working
-    })?;
+    let registration =
+        bench.registration_when(pid, |r| r.sessions[0].state == PanelSessionState::Working)?;
     assert_eq!(registration.sessions[0].unanswered_human_prompts, 1);
 
     let mut connection =
