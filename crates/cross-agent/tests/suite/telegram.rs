@@ -170,8 +170,13 @@ pub(super) fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-pub(super) fn wait_until(mut done: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + WAIT;
+pub(super) fn wait_until(done: impl FnMut() -> bool) -> bool {
+    wait_within(WAIT, done)
+}
+
+/// Whether `done` came true before `limit` ran out (checked every 25 ms).
+pub(super) fn wait_within(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
     while !done() {
         if Instant::now() >= deadline {
             return false;

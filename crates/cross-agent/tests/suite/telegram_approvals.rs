@@ -5,6 +5,7 @@
 //! editor first closes its card, and a late tap is refused. Also: the `Stop` hook's answer and a
 //! question notified, and no secret in any message or decision.
 
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
@@ -44,58 +45,91 @@ fn button(card: &Value, label: &str) -> String {
         .to_owned()
 }
 
+/// A project for a real Claude Code whose model is the scripted endpoint.
+struct ClaudeProject {
+    /// Holds the temporary HOME the project and Claude's settings live in.
+    _agents: AgentHome,
+    project: PathBuf,
+    endpoint: ModelEndpoint,
+    claude: Claude,
+}
+
+impl ClaudeProject {
+    fn new() -> ClaudeProject {
+        let agents = AgentHome::new().unwrap();
+        let project = agents.project("proj").unwrap();
+        let endpoint = ModelEndpoint::start().unwrap();
+        let claude = Claude::new(&agents, &endpoint.anthropic_base_url()).unwrap();
+        ClaudeProject {
+            _agents: agents,
+            project,
+            endpoint,
+            claude,
+        }
+    }
+
+    /// The model answers the turn whose prompt holds `prompt` once, with a `Write` of
+    /// `content` to `path` (which needs an approval).
+    fn writes_on(&self, prompt: &str, path: &Path, content: &str) {
+        self.endpoint.push(
+            Rule::on_user_text(prompt)
+                .tool_call(ToolCall::new(
+                    "Write",
+                    json!({"file_path": path, "content": content}),
+                ))
+                .once(),
+        );
+    }
+
+    /// The real Claude behind `cross-agent shim claude` in the project, reporting to the daemon
+    /// of `state`, the test playing the extension: started and initialized.
+    fn panel(&self, state: &Path) -> PanelDriver {
+        let mut command = Command::new(cross_agent_bin().unwrap());
+        command
+            .arg("shim")
+            .arg("claude")
+            .arg(self.claude.binary())
+            .args(CLAUDE_SDK_ARGS)
+            .current_dir(&self.project)
+            .env_clear()
+            .envs(self.claude.env())
+            .env("CROSS_AGENT_HOME", state);
+        let mut panel = PanelDriver::start(command).unwrap();
+        panel.send(&claude_initialize("init-1")).unwrap();
+        panel
+            .next_line(TURN, |l| l["type"] == "control_response")
+            .unwrap();
+        panel
+    }
+}
+
+/// The person types `prompt` in the panel; returns the `can_use_tool` request it leads to.
+fn ask_in_panel(panel: &mut PanelDriver, prompt: &str) -> Value {
+    panel.send(&claude_user(prompt)).unwrap();
+    panel
+        .next_line(TURN, |l| l["type"] == "control_request")
+        .unwrap()
+}
+
 #[test]
 fn a_real_claude_panel_write_is_approved_from_the_phone_seeing_the_diff_and_an_editor_answer_closes_the_card()
  {
     let token = token();
     let api = FakeBotApi::start(&token, "relay_test_bot").unwrap();
     let env = paired(&api, &token, "60");
-    let agents = AgentHome::new().unwrap();
-    let project = agents.project("proj").unwrap();
-    let endpoint = ModelEndpoint::start().unwrap();
-    let claude = Claude::new(&agents, &endpoint.anthropic_base_url()).unwrap();
-    let notes = project.join("notes.txt");
+    let claude = ClaudeProject::new();
+    let notes = claude.project.join("notes.txt");
     std::fs::write(&notes, "alpha\nbeta\ngamma\n").unwrap();
-    endpoint.push(
-        Rule::on_user_text("fix the notes")
-            .tool_call(ToolCall::new(
-                "Write",
-                json!({"file_path": notes, "content": "alpha\nBETA <b>\ngamma\n"}),
-            ))
-            .once(),
-    );
-    let second = project.join("second.txt");
-    endpoint.push(
-        Rule::on_user_text("write a second file")
-            .tool_call(ToolCall::new(
-                "Write",
-                json!({"file_path": second, "content": "two\n"}),
-            ))
-            .once(),
-    );
-    endpoint.push(Rule::on_any_tool_result().reply_text("done with the file"));
-
-    let mut command = Command::new(cross_agent_bin().unwrap());
-    command
-        .arg("shim")
-        .arg("claude")
-        .arg(claude.binary())
-        .args(CLAUDE_SDK_ARGS)
-        .current_dir(&project)
-        .env_clear()
-        .envs(claude.env())
-        .env("CROSS_AGENT_HOME", &env.state);
-    let mut panel = PanelDriver::start(command).unwrap();
-    panel.send(&claude_initialize("init-1")).unwrap();
-    panel
-        .next_line(TURN, |l| l["type"] == "control_response")
-        .unwrap();
+    claude.writes_on("fix the notes", &notes, "alpha\nBETA <b>\ngamma\n");
+    let second = claude.project.join("second.txt");
+    claude.writes_on("write a second file", &second, "two\n");
+    claude
+        .endpoint
+        .push(Rule::on_any_tool_result().reply_text("done with the file"));
+    let mut panel = claude.panel(&env.state);
 
     // 1. Allowed from the phone: the card shows the diff against the file as it is.
-    panel.send(&claude_user("fix the notes")).unwrap();
-    let asked = panel
-        .next_line(TURN, |l| l["type"] == "control_request")
-        .unwrap();
+    let asked = ask_in_panel(&mut panel, "fix the notes");
     assert_eq!(asked["request"]["tool_name"], "Write");
     assert!(wait_until(|| !cards(&api).is_empty()), "a card was posted");
     let card = cards(&api).remove(0);
@@ -137,10 +171,7 @@ fn a_real_claude_panel_write_is_approved_from_the_phone_seeing_the_diff_and_an_e
     );
 
     // 2. Answered in the editor first: the card says so, a late tap does nothing.
-    panel.send(&claude_user("write a second file")).unwrap();
-    let asked = panel
-        .next_line(TURN, |l| l["type"] == "control_request")
-        .unwrap();
+    let asked = ask_in_panel(&mut panel, "write a second file");
     assert!(wait_until(|| cards(&api).len() == 2), "a second card");
     let card = cards(&api).remove(1);
     assert!(card["text"].as_str().unwrap().contains("+two"));
@@ -493,39 +524,15 @@ fn a_panel_approval_waits_for_a_chat_to_pair_and_its_permission_notification_is_
     assert!(env.setup(&token).status.success());
     env.start_daemon();
     assert!(wait_until(|| env.status()["poller"]["state"] == "polling"));
-    let agents = AgentHome::new().unwrap();
-    let project = agents.project("proj").unwrap();
-    let endpoint = ModelEndpoint::start().unwrap();
-    let claude = Claude::new(&agents, &endpoint.anthropic_base_url()).unwrap();
+    let claude = ClaudeProject::new();
+    let project = &claude.project;
     let plan = project.join("plan.txt");
-    endpoint.push(
-        Rule::on_user_text("write the plan")
-            .tool_call(ToolCall::new(
-                "Write",
-                json!({"file_path": plan, "content": "step one\n"}),
-            ))
-            .once(),
-    );
-    endpoint.push(Rule::on_any_tool_result().reply_text("the plan is written"));
-    let mut command = Command::new(cross_agent_bin().unwrap());
-    command
-        .arg("shim")
-        .arg("claude")
-        .arg(claude.binary())
-        .args(CLAUDE_SDK_ARGS)
-        .current_dir(&project)
-        .env_clear()
-        .envs(claude.env())
-        .env("CROSS_AGENT_HOME", &env.state);
-    let mut panel = PanelDriver::start(command).unwrap();
-    panel.send(&claude_initialize("init-1")).unwrap();
-    panel
-        .next_line(TURN, |l| l["type"] == "control_response")
-        .unwrap();
-    panel.send(&claude_user("write the plan")).unwrap();
-    let asked = panel
-        .next_line(TURN, |l| l["type"] == "control_request")
-        .unwrap();
+    claude.writes_on("write the plan", &plan, "step one\n");
+    claude
+        .endpoint
+        .push(Rule::on_any_tool_result().reply_text("the plan is written"));
+    let mut panel = claude.panel(&env.state);
+    let asked = ask_in_panel(&mut panel, "write the plan");
     assert_eq!(asked["request"]["tool_name"], "Write");
     assert!(
         wait_until(|| env

@@ -7,7 +7,7 @@ use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use cross_agent_testkit::ModelEndpoint;
 use cross_agent_testkit::agents::{AgentHome, AgentKind, Claude, Codex, agent_binary};
@@ -15,10 +15,10 @@ use cross_agent_testkit::endpoint::{Reply, Rule, ToolCall};
 use cross_agent_testkit::telegram::FakeBotApi;
 use serde_json::{Value, json};
 
-const BIN: &str = env!("CARGO_BIN_EXE_cross-agent");
+use super::telegram::{BIN, WAIT, wait_within};
+
 /// A real turn through the hub (CLI start, model, transcript) takes seconds; this is a ceiling.
 const TURN_WAIT: Duration = Duration::from_secs(180);
-const WAIT: Duration = Duration::from_secs(120);
 const PERSON: i64 = 5001;
 const STRANGER: i64 = 666;
 
@@ -100,7 +100,7 @@ impl Phone {
         let code: Value = serde_json::from_slice(&out.stdout).unwrap();
         phone.say(json!({"text": format!("/pair {}", code["code"].as_str().unwrap())}));
         assert!(
-            wait_until(WAIT, || phone
+            wait_within(WAIT, || phone
                 .decisions()
                 .iter()
                 .any(|d| d["kind"] == "telegram_pair" && d["outcome"] == "paired")),
@@ -207,7 +207,7 @@ impl Phone {
     /// The first message the bot sent after the first `skip` whose text contains `needle`.
     fn wait_sent(&self, skip: usize, needle: &str, limit: Duration) -> (i64, Value) {
         let mut found = None;
-        wait_until(limit, || {
+        wait_within(limit, || {
             found = self
                 .api
                 .sent()
@@ -430,17 +430,6 @@ fn assert_owner_only(path: &Path) {
     );
 }
 
-fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + limit;
-    while !done() {
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    true
-}
-
 /// A real Claude and a real Codex session listed by `/sessions`; each prompted from the phone
 /// (a reply to the Claude card, a tap on the Codex card's Prompt then a plain message), each
 /// answer back in the chat; a stranger's tap does nothing; Hand off lists the destinations as
@@ -491,12 +480,12 @@ fn sessions_are_listed_prompted_from_the_phone_answered_in_the_chat_and_handed_o
     // A stranger in the person's chat taps Focus: refused, logged, nothing said.
     let before = phone.api.sent().len();
     phone.tap(STRANGER, &claude_card, 2);
-    assert!(wait_until(WAIT, || phone.decisions().iter().any(
+    assert!(wait_within(WAIT, || phone.decisions().iter().any(
         |d| d["kind"] == "telegram_refused"
             && d["details"]["user_id"] == STRANGER
             && d["details"]["update"] == "callback_query"
     )));
-    assert!(wait_until(WAIT, || phone.api.all_confirmed()));
+    assert!(wait_within(WAIT, || phone.api.all_confirmed()));
 
     // A reply to the Claude card is a prompt to that session; the answer comes back.
     phone.answer_once("phone prompt for claude", "claude heard the phone");
@@ -571,7 +560,7 @@ fn sessions_are_listed_prompted_from_the_phone_answered_in_the_chat_and_handed_o
     let (_, done) = phone.wait_sent(before, "Handed", TURN_WAIT);
     assert!(text(&done).contains("HANDOFF.md"), "{done:#}");
     assert!(phone.project.join("HANDOFF.md").exists());
-    assert!(wait_until(WAIT, || phone
+    assert!(wait_within(WAIT, || phone
         .decided("telegram_handoff", "done")
         .iter()
         .any(
@@ -878,7 +867,7 @@ fn a_phone_prompt_survives_a_daemon_reload_and_its_answer_is_relayed_once() {
     // The successor polls the bot (the old daemon let go of it) and waits for the answer
     // again; only then does the model answer, while the old daemon still carries the turn.
     assert!(
-        wait_until(WAIT, || !phone
+        wait_within(WAIT, || !phone
             .decided("telegram_prompt", "rearmed")
             .is_empty()),
         "the successor re-armed the wait"
@@ -971,7 +960,7 @@ fn a_phone_answer_waits_behind_a_rate_limited_notification_and_a_parse_error_goe
     let mut hook = phone.run_hook("Notification", &notification, Stdio::null());
     assert!(hook.wait().unwrap().success());
     assert!(
-        wait_until(WAIT, || phone
+        wait_within(WAIT, || phone
             .api
             .calls_to("sendMessage")
             .iter()
