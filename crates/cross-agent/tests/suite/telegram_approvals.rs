@@ -19,7 +19,7 @@ use cross_agent_testkit::{ModelEndpoint, Rule, ToolCall};
 use serde_json::{Value, json};
 
 use super::telegram::{
-    BIN, Env, WAIT, files_containing, paired, paired_with, text, token, wait_until,
+    BIN, Env, WAIT, bot, files_containing, paired, paired_with, text, wait_until,
 };
 
 const TURN: Duration = Duration::from_secs(120);
@@ -114,8 +114,7 @@ fn ask_in_panel(panel: &mut PanelDriver, prompt: &str) -> Value {
 #[test]
 fn a_real_claude_panel_write_is_approved_from_the_phone_seeing_the_diff_and_an_editor_answer_closes_the_card()
  {
-    let token = token();
-    let api = FakeBotApi::start(&token, "relay_test_bot").unwrap();
+    let (token, api) = bot();
     let env = paired(&api, &token, "60");
     let claude = ClaudeProject::new();
     let notes = claude.project.join("notes.txt");
@@ -223,8 +222,7 @@ fn everything_sent(api: &FakeBotApi) -> String {
 fn hooks_notify_turn_ends_questions_and_waits_keep_the_rest_as_state_and_no_secret_reaches_the_chat()
  {
     const CHILD_SECRET: &str = "sk-child-5e5e5e5e5e";
-    let token = token();
-    let api = FakeBotApi::start(&token, "relay_test_bot").unwrap();
+    let (token, api) = bot();
     let env = paired_with(
         &api,
         &token,
@@ -388,8 +386,7 @@ fn hooks_notify_turn_ends_questions_and_waits_keep_the_rest_as_state_and_no_secr
 
 #[test]
 fn a_long_write_escalated_by_the_gate_sends_its_whole_diff_as_a_file_before_the_card() {
-    let token = token();
-    let api = FakeBotApi::start(&token, "relay_test_bot").unwrap();
+    let (token, api) = bot();
     let env = paired(&api, &token, "2");
     let project = env.user.join("proj");
     std::fs::create_dir_all(&project).unwrap();
@@ -443,8 +440,7 @@ fn a_long_write_escalated_by_the_gate_sends_its_whole_diff_as_a_file_before_the_
 fn a_failed_delivery_is_notified_with_its_target_and_reason() {
     use cross_agent_decisions::{Decision, DecisionKind, DecisionLog, Outcome};
 
-    let token = token();
-    let api = FakeBotApi::start(&token, "relay_test_bot").unwrap();
+    let (token, api) = bot();
     let env = paired(&api, &token, "5");
     // The watcher reads from the log's end as it was when the poller started.
     std::thread::sleep(Duration::from_millis(1500));
@@ -518,12 +514,9 @@ fn session_awaiting_in_panels(state: &std::path::Path) -> Option<String> {
 /// and the outbound queue.
 #[test]
 fn a_panel_approval_waits_for_a_chat_to_pair_and_its_permission_notification_is_not_sent_twice() {
-    let token = token();
-    let api = FakeBotApi::start(&token, "relay_test_bot").unwrap();
+    let (token, api) = bot();
     let mut env = Env::new(&api);
-    assert!(env.setup(&token).status.success());
-    env.start_daemon();
-    assert!(wait_until(|| env.status()["poller"]["state"] == "polling"));
+    env.set_up_and_poll(&token);
     let claude = ClaudeProject::new();
     let project = &claude.project;
     let plan = project.join("plan.txt");

@@ -3,7 +3,6 @@
 //! scripted model endpoint, and the test acts as the person on the phone: pair, `/sessions`,
 //! reply to a card, tap Prompt, send a file, use a forum supergroup's topics, hand off.
 
-use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -15,7 +14,7 @@ use cross_agent_testkit::endpoint::{Reply, Rule, ToolCall};
 use cross_agent_testkit::telegram::FakeBotApi;
 use serde_json::{Value, json};
 
-use super::telegram::{BIN, WAIT, wait_within};
+use super::telegram::{BIN, WAIT, bot, spawn_fed, wait_within};
 
 /// A real turn through the hub (CLI start, model, transcript) takes seconds; this is a ceiling.
 const TURN_WAIT: Duration = Duration::from_secs(180);
@@ -50,8 +49,7 @@ impl Phone {
     }
 
     fn start_with(chat: i64, forum: bool, extra_env: Vec<(&'static str, &'static str)>) -> Phone {
-        let token = format!("4242:SECRET{}", uuid::Uuid::new_v4().simple());
-        let api = FakeBotApi::start(&token, "relay_test_bot").unwrap();
+        let (token, api) = bot();
         let dir = tempfile::tempdir().unwrap();
         let agents = AgentHome::new().unwrap();
         let project = agents.project("proj").unwrap();
@@ -70,19 +68,9 @@ impl Phone {
             extra_env,
             daemon: None,
         };
-        let mut setup = phone
-            .command(&["telegram", "setup", "--json"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        setup
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(format!("{token}\n").as_bytes())
-            .unwrap();
+        let mut setup = phone.command(&["telegram", "setup", "--json"]);
+        setup.stdout(Stdio::piped()).stderr(Stdio::piped());
+        let setup = spawn_fed(&mut setup, &format!("{token}\n"));
         assert!(setup.wait_with_output().unwrap().status.success());
         phone.daemon = Some(
             phone
@@ -370,16 +358,9 @@ impl Phone {
     /// `cross-agent hook <event>` with `payload` on its stdin (closed after it), as Claude Code
     /// runs it.
     fn run_hook(&self, event: &str, payload: &Value, stdout: Stdio) -> Child {
-        let mut hook = self
-            .command(&["hook", event])
-            .stdin(Stdio::piped())
-            .stdout(stdout)
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut stdin = hook.stdin.take().unwrap();
-        stdin.write_all(payload.to_string().as_bytes()).unwrap();
-        hook
+        let mut hook = self.command(&["hook", event]);
+        hook.stdout(stdout).stderr(Stdio::null());
+        spawn_fed(&mut hook, &payload.to_string())
     }
 
     /// The decision lines of `kind` with `outcome`.
