@@ -72,6 +72,21 @@ impl User {
             .map(|l| serde_json::from_str(l).unwrap())
             .collect()
     }
+
+    /// The `handoff` decision lines, oldest first.
+    fn handoffs(&self) -> Vec<Value> {
+        self.decisions()
+            .into_iter()
+            .filter(|d| d["kind"] == "handoff")
+            .collect()
+    }
+}
+
+/// The stderr of a command that had to fail with exit code 1 (a refused or failed handoff).
+fn stderr_of_exit_1(out: &Output) -> String {
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "stderr: {err}");
+    err
 }
 
 fn json_of(output: &Output) -> Value {
@@ -273,11 +288,7 @@ fn claude_session_brief_compact_and_provider_fallback() {
     let exclude_again = std::fs::read_to_string(elsewhere.join(".git/info/exclude")).unwrap();
     assert_eq!(exclude_again, exclude, "the names are added once");
 
-    let handoffs: Vec<Value> = user
-        .decisions()
-        .into_iter()
-        .filter(|d| d["kind"] == "handoff")
-        .collect();
+    let handoffs = user.handoffs();
     assert_eq!(handoffs.len(), 2, "{handoffs:#?}");
     assert_eq!(handoffs[0]["outcome"], "delivered");
     assert_eq!(handoffs[0]["session"], json!(id));
@@ -454,18 +465,13 @@ fn antigravity_session_brief_labels_the_derived_cwd_and_the_output_judgement() {
         .command(&["handoff", "agy-1", "--to", "cli:claude"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = stderr_of_exit_1(&out);
     assert!(
         err.contains("/home/u/importer, which is not a directory here"),
         "{err}"
     );
     assert!(!Path::new("/home/u/importer").exists());
-    let refused = user
-        .decisions()
-        .into_iter()
-        .find(|d| d["kind"] == "handoff")
-        .unwrap();
+    let refused = user.handoffs().remove(0);
     assert_eq!(refused["outcome"], "refused");
     assert_eq!(refused["details"]["destination"], "cli:claude");
 }
@@ -686,25 +692,16 @@ fn a_remembered_login_check_is_asked_again_after_a_login_and_a_logout() {
             .unwrap_or_else(|| panic!("no cli:codex in {all:#}"))
     };
     let codex = |args: &[&str], stdin: &str| {
-        use std::io::Write as _;
-        let mut child = Command::new(&codex_bin)
+        let mut command = Command::new(&codex_bin);
+        command
             .args(args)
             .env("HOME", user.home.path())
             .env("CODEX_HOME", &codex_home)
             .env_remove("CODEX_API_KEY")
-            .env_remove("OPENAI_API_KEY")
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(stdin.as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
+            .env_remove("OPENAI_API_KEY");
+        // The workspace's run-with-deadline feeds stdin and reaps the process group.
+        let out =
+            cross_agent_process::run::run(command, Some(stdin), Duration::from_secs(120)).unwrap();
         assert!(
             out.status.success(),
             "codex {args:?}: {}",
@@ -917,8 +914,7 @@ fn cli_handoff_without_a_display_names_the_script() {
         .env("CROSS_AGENT_CLAUDE_BIN", agent_standin_bin().unwrap())
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = stderr_of_exit_1(&out);
     let script = err
         .split("run the launcher by hand: sh ")
         .nth(1)
@@ -926,11 +922,7 @@ fn cli_handoff_without_a_display_names_the_script() {
         .trim();
     assert!(Path::new(script).is_file(), "{script}");
     assert!(project.join("HANDOFF.md").is_file());
-    let decision = user
-        .decisions()
-        .into_iter()
-        .find(|d| d["kind"] == "handoff")
-        .unwrap();
+    let decision = user.handoffs().remove(0);
     assert_eq!(decision["outcome"], "failed");
     assert_eq!(decision["details"]["destination"], "cli:claude");
 }
@@ -1094,9 +1086,9 @@ fn bad_destinations_are_refused_before_anything_is_written() {
     }
     assert!(!project.join("HANDOFF.md").exists());
     let refused = user
-        .decisions()
+        .handoffs()
         .iter()
-        .filter(|d| d["kind"] == "handoff" && d["outcome"] == "refused")
+        .filter(|d| d["outcome"] == "refused")
         .count();
     assert_eq!(refused, 5);
 }
