@@ -89,6 +89,21 @@ fn stderr_of_exit_1(out: &Output) -> String {
     err
 }
 
+/// A command that had to succeed did, or its stderr says why not.
+fn assert_success(output: &Output) {
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// The JSON a command that had to succeed printed.
+fn json_of_success(output: &Output) -> Value {
+    assert_success(output);
+    json_of(output)
+}
+
 fn json_of(output: &Output) -> Value {
     assert!(
         !output.stdout.is_empty(),
@@ -175,12 +190,7 @@ fn claude_session_brief_compact_and_provider_fallback() {
         .command(&["handoff", "brief", &id, "--json"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let brief = json_of(&out);
+    let brief = json_of_success(&out);
     assert_eq!(brief["source"]["family"], "claude");
     assert_eq!(brief["source"]["cwd"], json!(project));
     assert_eq!(
@@ -210,12 +220,7 @@ fn claude_session_brief_compact_and_provider_fallback() {
     let mut command = user.command(&["handoff", &id, elsewhere.to_str().unwrap(), "--json"]);
     with_claude(&mut command, &endpoint);
     let out = command.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let done = json_of(&out);
+    let done = json_of_success(&out);
     assert_eq!(done["compact_by"], "claude -p", "{done:#}");
     let file = elsewhere.join("HANDOFF.md");
     let text = std::fs::read_to_string(&file).unwrap();
@@ -266,12 +271,7 @@ fn claude_session_brief_compact_and_provider_fallback() {
         )
         .env("PROVIDER_KEY", "provider-key");
     let out = command.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let done = json_of(&out);
+    let done = json_of_success(&out);
     assert_eq!(
         done["compact_by"], "provider anthropic (test-model)",
         "{done:#}"
@@ -357,12 +357,7 @@ fn codex_session_brief_and_compact_from_codex_exec() {
         .env("SCRIPTED_KEY", "test-key")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let done = json_of(&out);
+    let done = json_of_success(&out);
     assert_eq!(done["compact_by"], "codex exec", "{done:#}");
     assert_eq!(done["ignored_in"], Value::Null, "not a git repository");
     let text = std::fs::read_to_string(target.join("HANDOFF.md")).unwrap();
@@ -438,11 +433,7 @@ fn antigravity_session_brief_labels_the_derived_cwd_and_the_output_judgement() {
         .command(&["handoff", "brief", "agy-1"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
         text.contains("Working directory: `/home/u/importer` (derived from the paths the session worked on; the session did not state it)."),
@@ -522,11 +513,7 @@ fn receipt_check_reports_missing_anchors_only() {
         .command(&["handoff", &id, project.to_str().unwrap()])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let file = project.join("HANDOFF.md");
     // No CLI (Cursor's is not installed) and no provider: the brief ships without a compact.
     let brief = std::fs::read_to_string(&file).unwrap();
@@ -633,12 +620,7 @@ fn destinations_list_editors_and_cli_agents_with_login_state() {
         .env("CODEX_HOME", user.home.codex_home())
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let all = json_of(&out);
+    let all = json_of_success(&out);
     let by_id = |id: &str| {
         all.as_array()
             .unwrap()
@@ -678,12 +660,7 @@ fn a_remembered_login_check_is_asked_again_after_a_login_and_a_logout() {
             .env_remove("OPENAI_API_KEY")
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let all = json_of(&out);
+        let all = json_of_success(&out);
         all.as_array()
             .unwrap()
             .iter()
@@ -857,12 +834,7 @@ fn cli_handoff_launches_the_agent_in_a_terminal() {
             .env("STANDIN_EXIT", exit)
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let done = json_of(&out);
+        let done = json_of_success(&out);
         wait_for(
             "the stand-in agent's record",
             Duration::from_secs(120),
@@ -1015,12 +987,7 @@ fn missing_cli_falls_back_through_the_provider_list() {
         .env("PROVIDER_KEY", "provider-key")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let done = json_of(&out);
+    let done = json_of_success(&out);
     let attempts: Vec<(String, String)> = done["compact_attempts"]
         .as_array()
         .unwrap()
