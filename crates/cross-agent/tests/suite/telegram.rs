@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use cross_agent_testkit::telegram::{Failure, FakeBotApi};
+use cross_agent_testkit::telegram::{Failure, FakeBotApi, RecordedCall};
 use serde_json::Value;
 
 pub(super) const BIN: &str = env!("CARGO_BIN_EXE_cross-agent");
@@ -213,6 +213,18 @@ pub(super) fn wait_within(limit: Duration, mut done: impl FnMut() -> bool) -> bo
         std::thread::sleep(Duration::from_millis(25));
     }
     true
+}
+
+/// The first call to `method` (within `limit`) whose text holds `needle`.
+pub(super) fn sent_text(
+    api: &FakeBotApi,
+    method: &str,
+    limit: Duration,
+    needle: &str,
+) -> Option<RecordedCall> {
+    api.wait_for_call(method, limit, |b| {
+        b["text"].as_str().unwrap_or("").contains(needle)
+    })
 }
 
 /// Every file under `dir` but the token's own that contains `needle`.
@@ -518,11 +530,7 @@ fn a_harmless_call_passes_untouched_and_a_danger_match_times_out_into_ask() {
     assert!(card.contains("danger: curl … | sh"), "{card}");
     assert!(allow.len() <= 64 && deny.len() <= 64);
     assert!(
-        api.wait_for_call("editMessageText", WAIT, |b| b["text"]
-            .as_str()
-            .unwrap_or("")
-            .contains("No answer"))
-            .is_some(),
+        sent_text(&api, "editMessageText", WAIT, "No answer").is_some(),
         "the card is closed when the wait is over"
     );
     let decisions = env.decisions();

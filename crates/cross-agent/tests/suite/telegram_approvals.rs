@@ -19,7 +19,7 @@ use cross_agent_testkit::{ModelEndpoint, Rule, ToolCall};
 use serde_json::{Value, json};
 
 use super::telegram::{
-    BIN, Env, WAIT, bot, files_containing, paired, paired_with, text, wait_until,
+    BIN, Env, WAIT, bot, files_containing, paired, paired_with, sent_text, text, wait_until,
 };
 
 const TURN: Duration = Duration::from_secs(120);
@@ -147,11 +147,7 @@ fn a_real_claude_panel_write_is_approved_from_the_phone_seeing_the_diff_and_an_e
         "allowed from the phone: the tool ran"
     );
     assert!(
-        api.wait_for_call("editMessageText", WAIT, |b| b["text"]
-            .as_str()
-            .unwrap_or("")
-            .contains("Allowed by user 5001"))
-            .is_some(),
+        sent_text(&api, "editMessageText", WAIT, "Allowed by user 5001").is_some(),
         "the card is closed"
     );
     assert!(wait_until(|| env.decisions().iter().any(|d| d["kind"]
@@ -161,11 +157,7 @@ fn a_real_claude_panel_write_is_approved_from_the_phone_seeing_the_diff_and_an_e
         && d["details"]["user_id"] == 5001
         && d["details"]["waited_ms"].is_u64())));
     assert!(
-        api.wait_for_call("sendMessage", WAIT, |b| b["text"]
-            .as_str()
-            .unwrap_or("")
-            .contains("Claude panel · proj"))
-            .is_some(),
+        sent_text(&api, "sendMessage", WAIT, "Claude panel · proj").is_some(),
         "the turn's end is notified (no Stop hook in this panel)"
     );
 
@@ -182,11 +174,7 @@ fn a_real_claude_panel_write_is_approved_from_the_phone_seeing_the_diff_and_an_e
         ))
         .unwrap();
     assert!(
-        api.wait_for_call("editMessageText", TURN, |b| b["text"]
-            .as_str()
-            .unwrap_or("")
-            .contains("Answered in the editor"))
-            .is_some(),
+        sent_text(&api, "editMessageText", TURN, "Answered in the editor").is_some(),
         "the card is closed when the editor answered"
     );
     let taps_before = api.calls_to("answerCallbackQuery").len();
@@ -258,11 +246,8 @@ fn hooks_notify_turn_ends_questions_and_waits_keep_the_rest_as_state_and_no_secr
         .run()
         .unwrap();
     let session = run.session_id().unwrap().to_owned();
-    let finished = api
-        .wait_for_call("sendMessage", WAIT, |b| {
-            b["text"].as_str().unwrap_or("").contains("finished")
-        })
-        .expect("the turn's end reached the phone");
+    let finished =
+        sent_text(&api, "sendMessage", WAIT, "finished").expect("the turn's end reached the phone");
     let shown = finished.body["text"].as_str().unwrap();
     assert!(
         shown.contains("✅ Claude · proj (") && shown.contains("The key is [secret]; all done."),
@@ -307,10 +292,7 @@ fn hooks_notify_turn_ends_questions_and_waits_keep_the_rest_as_state_and_no_secr
         "",
         "the question is the editor's to answer"
     );
-    let question = api
-        .wait_for_call("sendMessage", WAIT, |b| {
-            b["text"].as_str().unwrap_or("").contains("Which database?")
-        })
+    let question = sent_text(&api, "sendMessage", WAIT, "Which database?")
         .expect("the question reached the phone");
     assert!(
         question.body["text"]
@@ -456,11 +438,8 @@ fn a_failed_delivery_is_notified_with_its_target_and_reason() {
             .delivery("dlv_0123456789abcdef")
             .reason("the codex turn exited 1"),
     );
-    let notice = api
-        .wait_for_call("sendMessage", WAIT, |b| {
-            b["text"].as_str().unwrap_or("").contains("Delivery")
-        })
-        .expect("the failure reached the phone");
+    let notice =
+        sent_text(&api, "sendMessage", WAIT, "Delivery").expect("the failure reached the phone");
     assert_eq!(
         notice.body["text"],
         "⚠️ Delivery dlv_01234567 to codex failed: the codex turn exited 1"
