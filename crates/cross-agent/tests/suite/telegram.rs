@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use cross_agent_testkit::ModelEndpoint;
+use cross_agent_testkit::agents::{AgentHome, Claude};
 use cross_agent_testkit::telegram::{Failure, FakeBotApi, RecordedCall};
 use serde_json::Value;
 
@@ -20,6 +22,39 @@ pub(super) const WAIT: Duration = Duration::from_secs(120);
 /// A fresh, unguessable token per test, so the per-token poller locks never meet.
 fn token() -> String {
     format!("4242:SECRET{}", uuid::Uuid::new_v4().simple())
+}
+
+/// A project for a real Claude Code whose model is the scripted endpoint.
+pub(super) struct ClaudeProject {
+    /// Holds the temporary HOME the project and Claude's settings live in.
+    _agents: AgentHome,
+    pub(super) project: PathBuf,
+    pub(super) endpoint: ModelEndpoint,
+    pub(super) claude: Claude,
+}
+
+impl ClaudeProject {
+    pub(super) fn new() -> ClaudeProject {
+        let agents = AgentHome::new().unwrap();
+        let project = agents.project("proj").unwrap();
+        let endpoint = ModelEndpoint::start().unwrap();
+        let claude = Claude::new(&agents, &endpoint.anthropic_base_url()).unwrap();
+        ClaudeProject {
+            _agents: agents,
+            project,
+            endpoint,
+            claude,
+        }
+    }
+
+    /// One whose Claude runs its hooks against the daemon of `state`.
+    pub(super) fn reporting_to(state: &Path) -> ClaudeProject {
+        let mut project = ClaudeProject::new();
+        project.claude = project
+            .claude
+            .with_env("CROSS_AGENT_HOME", state.as_os_str());
+        project
+    }
 }
 
 /// A fresh token and the fake Bot API that answers for it.
@@ -598,17 +633,16 @@ fn a_stranger_tap_is_ignored_and_the_first_paired_tap_wins() {
 /// and the tap decides. Allowed: the directory is gone. Denied: it stays, and the model is told.
 #[test]
 fn a_real_claude_pre_tool_use_is_approved_by_one_tap_and_denied_by_another() {
-    use cross_agent_testkit::agents::{AgentHome, Claude};
-    use cross_agent_testkit::{ModelEndpoint, Rule, ToolCall};
+    use cross_agent_testkit::{Rule, ToolCall};
 
     let (token, api) = bot();
     let env = paired(&api, &token, "60");
-    let agents = AgentHome::new().unwrap();
-    let project = agents.project("proj").unwrap();
-    let endpoint = ModelEndpoint::start().unwrap();
-    let claude = Claude::new(&agents, &endpoint.anthropic_base_url())
-        .unwrap()
-        .with_env("CROSS_AGENT_HOME", env.state.as_os_str());
+    let ClaudeProject {
+        project,
+        endpoint,
+        claude,
+        ..
+    } = &ClaudeProject::reporting_to(&env.state);
     let settings = serde_json::json!({"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [
         {"type": "command", "command": format!("'{BIN}' hook PreToolUse"), "timeout": 90}]}]}})
     .to_string();
@@ -622,7 +656,7 @@ fn a_real_claude_pre_tool_use_is_approved_by_one_tap_and_denied_by_another() {
         )));
         let before = api.calls_to("sendMessage").len();
         let turn = claude
-            .turn(&project, prompt)
+            .turn(project, prompt)
             .arg("--settings")
             .arg(&settings)
             .timeout(Duration::from_secs(300));

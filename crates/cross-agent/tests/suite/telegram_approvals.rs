@@ -5,21 +5,21 @@
 //! editor first closes its card, and a late tap is refused. Also: the `Stop` hook's answer and a
 //! question notified, and no secret in any message or decision.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use cross_agent_testkit::agents::{AgentHome, Claude};
 use cross_agent_testkit::binaries::cross_agent_bin;
 use cross_agent_testkit::panel::{
     CLAUDE_SDK_ARGS, PanelDriver, claude_initialize, claude_permission, claude_user,
 };
 use cross_agent_testkit::telegram::FakeBotApi;
-use cross_agent_testkit::{ModelEndpoint, Rule, ToolCall};
+use cross_agent_testkit::{Rule, ToolCall};
 use serde_json::{Value, json};
 
 use super::telegram::{
-    BIN, Env, WAIT, bot, files_containing, paired, paired_with, sent_text, text, wait_until,
+    BIN, ClaudeProject, Env, WAIT, bot, files_containing, paired, paired_with, sent_text, text,
+    wait_until,
 };
 
 const TURN: Duration = Duration::from_secs(120);
@@ -45,29 +45,8 @@ fn button(card: &Value, label: &str) -> String {
         .to_owned()
 }
 
-/// A project for a real Claude Code whose model is the scripted endpoint.
-struct ClaudeProject {
-    /// Holds the temporary HOME the project and Claude's settings live in.
-    _agents: AgentHome,
-    project: PathBuf,
-    endpoint: ModelEndpoint,
-    claude: Claude,
-}
-
+/// What a panel test does with telegram.rs's [`ClaudeProject`].
 impl ClaudeProject {
-    fn new() -> ClaudeProject {
-        let agents = AgentHome::new().unwrap();
-        let project = agents.project("proj").unwrap();
-        let endpoint = ModelEndpoint::start().unwrap();
-        let claude = Claude::new(&agents, &endpoint.anthropic_base_url()).unwrap();
-        ClaudeProject {
-            _agents: agents,
-            project,
-            endpoint,
-            claude,
-        }
-    }
-
     /// The model answers the turn whose prompt holds `prompt` once, with a `Write` of
     /// `content` to `path` (which needs an approval).
     fn writes_on(&self, prompt: &str, path: &Path, content: &str) {
@@ -222,12 +201,12 @@ fn hooks_notify_turn_ends_questions_and_waits_keep_the_rest_as_state_and_no_secr
     );
 
     // A real Claude Code turn with every hook pointed at `cross-agent hook`.
-    let agents = AgentHome::new().unwrap();
-    let project = agents.project("proj").unwrap();
-    let endpoint = ModelEndpoint::start().unwrap();
-    let claude = Claude::new(&agents, &endpoint.anthropic_base_url())
-        .unwrap()
-        .with_env("CROSS_AGENT_HOME", env.state.as_os_str());
+    let ClaudeProject {
+        project,
+        endpoint,
+        claude,
+        ..
+    } = &ClaudeProject::reporting_to(&env.state);
     let hook = |event: &str| json!([{"hooks": [{"type": "command", "command": format!("'{BIN}' hook {event}"), "timeout": 30}]}]);
     let settings = json!({"hooks": {
         "SessionStart": hook("SessionStart"), "UserPromptSubmit": hook("UserPromptSubmit"),
@@ -239,7 +218,7 @@ fn hooks_notify_turn_ends_questions_and_waits_keep_the_rest_as_state_and_no_secr
             .reply_text(format!("The key is {CHILD_SECRET}; all done.")),
     );
     let run = claude
-        .turn(&project, "say the key")
+        .turn(project, "say the key")
         .arg("--settings")
         .arg(&settings)
         .timeout(TURN)
