@@ -397,6 +397,13 @@ struct Card {
     labels: Vec<String>,
 }
 
+impl Card {
+    /// The card's text holds `needle` (the whole text is shown if not).
+    fn assert_shows(&self, needle: &str) {
+        assert!(self.text.contains(needle), "{}", self.text);
+    }
+}
+
 /// The text of a message the bot sent.
 fn text(body: &Value) -> &str {
     body["text"].as_str().unwrap()
@@ -435,28 +442,16 @@ fn sessions_are_listed_prompted_from_the_phone_answered_in_the_chat_and_handed_o
         codex_card.text
     );
     for card in [&claude_card, &codex_card] {
-        assert!(card.text.contains("💤 idle"), "{}", card.text);
-        assert!(
-            card.text.contains(&phone.project.display().to_string()),
-            "{}",
-            card.text
-        );
+        card.assert_shows("💤 idle");
+        card.assert_shows(&phone.project.display().to_string());
         assert_eq!(
             card.labels,
             ["✍️ Prompt", "ℹ️ Status", "🎯 Focus", "🤝 Hand off"]
         );
         assert!(card.buttons.iter().all(|d| d.len() <= 64));
     }
-    assert!(
-        claude_card.text.contains("💬 seeded claude answer"),
-        "{}",
-        claude_card.text
-    );
-    assert!(
-        codex_card.text.contains("💬 seeded codex answer"),
-        "{}",
-        codex_card.text
-    );
+    claude_card.assert_shows("💬 seeded claude answer");
+    codex_card.assert_shows("💬 seeded codex answer");
 
     // A stranger in the person's chat taps Focus: refused, logged, nothing said.
     let before = phone.api.sent().len();
@@ -648,11 +643,7 @@ fn a_forum_supergroup_gets_one_topic_per_session_and_the_topic_is_the_session() 
     let before = phone.api.sent().len();
     phone.tap(PERSON, &again, 1);
     let status = phone.card(before, &claude_id);
-    assert!(
-        status.text.contains("⏳ awaiting approval"),
-        "{}",
-        status.text
-    );
+    status.assert_shows("⏳ awaiting approval");
     assert_eq!(status.thread, Some(thread));
     let deny = approval["reply_markup"]["inline_keyboard"][0][1]["callback_data"]
         .as_str()
@@ -909,7 +900,7 @@ fn a_phone_prompt_survives_a_daemon_reload_and_its_answer_is_relayed_once() {
     let before = phone.api.sent().len();
     phone.tap(PERSON, &card_one, 1);
     let status = phone.card(before, &first);
-    assert!(status.text.contains("CARD-KEPT"), "{}", status.text);
+    status.assert_shows("CARD-KEPT");
 
     // `daemon stop` after a reload reaches the successor: no daemon of the home is left to
     // outlive it (this test used to leave the detached successor running, orphaned).
