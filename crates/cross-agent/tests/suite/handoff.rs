@@ -72,6 +72,36 @@ impl User {
             .map(|l| serde_json::from_str(l).unwrap())
             .collect()
     }
+
+    /// The `handoff` decision lines, oldest first.
+    fn handoffs(&self) -> Vec<Value> {
+        self.decisions()
+            .into_iter()
+            .filter(|d| d["kind"] == "handoff")
+            .collect()
+    }
+}
+
+/// The stderr of a command that had to fail with exit code 1 (a refused or failed handoff).
+fn stderr_of_exit_1(out: &Output) -> String {
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "stderr: {err}");
+    err
+}
+
+/// A command that had to succeed did, or its stderr says why not.
+fn assert_success(output: &Output) {
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// The JSON a command that had to succeed printed.
+fn json_of_success(output: &Output) -> Value {
+    assert_success(output);
+    json_of(output)
 }
 
 fn json_of(output: &Output) -> Value {
@@ -160,12 +190,7 @@ fn claude_session_brief_compact_and_provider_fallback() {
         .command(&["handoff", "brief", &id, "--json"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let brief = json_of(&out);
+    let brief = json_of_success(&out);
     assert_eq!(brief["source"]["family"], "claude");
     assert_eq!(brief["source"]["cwd"], json!(project));
     assert_eq!(
@@ -195,12 +220,7 @@ fn claude_session_brief_compact_and_provider_fallback() {
     let mut command = user.command(&["handoff", &id, elsewhere.to_str().unwrap(), "--json"]);
     with_claude(&mut command, &endpoint);
     let out = command.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let done = json_of(&out);
+    let done = json_of_success(&out);
     assert_eq!(done["compact_by"], "claude -p", "{done:#}");
     let file = elsewhere.join("HANDOFF.md");
     let text = std::fs::read_to_string(&file).unwrap();
@@ -251,12 +271,7 @@ fn claude_session_brief_compact_and_provider_fallback() {
         )
         .env("PROVIDER_KEY", "provider-key");
     let out = command.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let done = json_of(&out);
+    let done = json_of_success(&out);
     assert_eq!(
         done["compact_by"], "provider anthropic (test-model)",
         "{done:#}"
@@ -273,11 +288,7 @@ fn claude_session_brief_compact_and_provider_fallback() {
     let exclude_again = std::fs::read_to_string(elsewhere.join(".git/info/exclude")).unwrap();
     assert_eq!(exclude_again, exclude, "the names are added once");
 
-    let handoffs: Vec<Value> = user
-        .decisions()
-        .into_iter()
-        .filter(|d| d["kind"] == "handoff")
-        .collect();
+    let handoffs = user.handoffs();
     assert_eq!(handoffs.len(), 2, "{handoffs:#?}");
     assert_eq!(handoffs[0]["outcome"], "delivered");
     assert_eq!(handoffs[0]["session"], json!(id));
@@ -346,12 +357,7 @@ fn codex_session_brief_and_compact_from_codex_exec() {
         .env("SCRIPTED_KEY", "test-key")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let done = json_of(&out);
+    let done = json_of_success(&out);
     assert_eq!(done["compact_by"], "codex exec", "{done:#}");
     assert_eq!(done["ignored_in"], Value::Null, "not a git repository");
     let text = std::fs::read_to_string(target.join("HANDOFF.md")).unwrap();
@@ -427,11 +433,7 @@ fn antigravity_session_brief_labels_the_derived_cwd_and_the_output_judgement() {
         .command(&["handoff", "brief", "agy-1"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
         text.contains("Working directory: `/home/u/importer` (derived from the paths the session worked on; the session did not state it)."),
@@ -454,18 +456,13 @@ fn antigravity_session_brief_labels_the_derived_cwd_and_the_output_judgement() {
         .command(&["handoff", "agy-1", "--to", "cli:claude"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = stderr_of_exit_1(&out);
     assert!(
         err.contains("/home/u/importer, which is not a directory here"),
         "{err}"
     );
     assert!(!Path::new("/home/u/importer").exists());
-    let refused = user
-        .decisions()
-        .into_iter()
-        .find(|d| d["kind"] == "handoff")
-        .unwrap();
+    let refused = user.handoffs().remove(0);
     assert_eq!(refused["outcome"], "refused");
     assert_eq!(refused["details"]["destination"], "cli:claude");
 }
@@ -516,11 +513,7 @@ fn receipt_check_reports_missing_anchors_only() {
         .command(&["handoff", &id, project.to_str().unwrap()])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let file = project.join("HANDOFF.md");
     // No CLI (Cursor's is not installed) and no provider: the brief ships without a compact.
     let brief = std::fs::read_to_string(&file).unwrap();
@@ -627,12 +620,7 @@ fn destinations_list_editors_and_cli_agents_with_login_state() {
         .env("CODEX_HOME", user.home.codex_home())
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let all = json_of(&out);
+    let all = json_of_success(&out);
     let by_id = |id: &str| {
         all.as_array()
             .unwrap()
@@ -672,12 +660,7 @@ fn a_remembered_login_check_is_asked_again_after_a_login_and_a_logout() {
             .env_remove("OPENAI_API_KEY")
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let all = json_of(&out);
+        let all = json_of_success(&out);
         all.as_array()
             .unwrap()
             .iter()
@@ -686,25 +669,16 @@ fn a_remembered_login_check_is_asked_again_after_a_login_and_a_logout() {
             .unwrap_or_else(|| panic!("no cli:codex in {all:#}"))
     };
     let codex = |args: &[&str], stdin: &str| {
-        use std::io::Write as _;
-        let mut child = Command::new(&codex_bin)
+        let mut command = Command::new(&codex_bin);
+        command
             .args(args)
             .env("HOME", user.home.path())
             .env("CODEX_HOME", &codex_home)
             .env_remove("CODEX_API_KEY")
-            .env_remove("OPENAI_API_KEY")
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(stdin.as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
+            .env_remove("OPENAI_API_KEY");
+        // The workspace's run-with-deadline feeds stdin and reaps the process group.
+        let out =
+            cross_agent_process::run::run(command, Some(stdin), Duration::from_secs(120)).unwrap();
         assert!(
             out.status.success(),
             "codex {args:?}: {}",
@@ -860,12 +834,7 @@ fn cli_handoff_launches_the_agent_in_a_terminal() {
             .env("STANDIN_EXIT", exit)
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let done = json_of(&out);
+        let done = json_of_success(&out);
         wait_for(
             "the stand-in agent's record",
             Duration::from_secs(120),
@@ -917,8 +886,7 @@ fn cli_handoff_without_a_display_names_the_script() {
         .env("CROSS_AGENT_CLAUDE_BIN", agent_standin_bin().unwrap())
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = stderr_of_exit_1(&out);
     let script = err
         .split("run the launcher by hand: sh ")
         .nth(1)
@@ -926,11 +894,7 @@ fn cli_handoff_without_a_display_names_the_script() {
         .trim();
     assert!(Path::new(script).is_file(), "{script}");
     assert!(project.join("HANDOFF.md").is_file());
-    let decision = user
-        .decisions()
-        .into_iter()
-        .find(|d| d["kind"] == "handoff")
-        .unwrap();
+    let decision = user.handoffs().remove(0);
     assert_eq!(decision["outcome"], "failed");
     assert_eq!(decision["details"]["destination"], "cli:claude");
 }
@@ -1023,12 +987,7 @@ fn missing_cli_falls_back_through_the_provider_list() {
         .env("PROVIDER_KEY", "provider-key")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let done = json_of(&out);
+    let done = json_of_success(&out);
     let attempts: Vec<(String, String)> = done["compact_attempts"]
         .as_array()
         .unwrap()
@@ -1094,9 +1053,9 @@ fn bad_destinations_are_refused_before_anything_is_written() {
     }
     assert!(!project.join("HANDOFF.md").exists());
     let refused = user
-        .decisions()
+        .handoffs()
         .iter()
-        .filter(|d| d["kind"] == "handoff" && d["outcome"] == "refused")
+        .filter(|d| d["outcome"] == "refused")
         .count();
     assert_eq!(refused, 5);
 }

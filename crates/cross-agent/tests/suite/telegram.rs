@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use cross_agent_testkit::telegram::{Failure, FakeBotApi};
+use cross_agent_testkit::ModelEndpoint;
+use cross_agent_testkit::agents::{AgentHome, Claude};
+use cross_agent_testkit::telegram::{Failure, FakeBotApi, RecordedCall};
 use serde_json::Value;
 
 pub(super) const BIN: &str = env!("CARGO_BIN_EXE_cross-agent");
@@ -18,8 +20,48 @@ pub(super) const BIN: &str = env!("CARGO_BIN_EXE_cross-agent");
 pub(super) const WAIT: Duration = Duration::from_secs(120);
 
 /// A fresh, unguessable token per test, so the per-token poller locks never meet.
-pub(super) fn token() -> String {
+fn token() -> String {
     format!("4242:SECRET{}", uuid::Uuid::new_v4().simple())
+}
+
+/// A project for a real Claude Code whose model is the scripted endpoint.
+pub(super) struct ClaudeProject {
+    /// Holds the temporary HOME the project and Claude's settings live in.
+    _agents: AgentHome,
+    pub(super) project: PathBuf,
+    pub(super) endpoint: ModelEndpoint,
+    pub(super) claude: Claude,
+}
+
+impl ClaudeProject {
+    pub(super) fn new() -> ClaudeProject {
+        let agents = AgentHome::new().unwrap();
+        let project = agents.project("proj").unwrap();
+        let endpoint = ModelEndpoint::start().unwrap();
+        let claude = Claude::new(&agents, &endpoint.anthropic_base_url()).unwrap();
+        ClaudeProject {
+            _agents: agents,
+            project,
+            endpoint,
+            claude,
+        }
+    }
+
+    /// One whose Claude runs its hooks against the daemon of `state`.
+    pub(super) fn reporting_to(state: &Path) -> ClaudeProject {
+        let mut project = ClaudeProject::new();
+        project.claude = project
+            .claude
+            .with_env("CROSS_AGENT_HOME", state.as_os_str());
+        project
+    }
+}
+
+/// A fresh token and the fake Bot API that answers for it.
+pub(super) fn bot() -> (String, FakeBotApi) {
+    let token = token();
+    let api = FakeBotApi::start(&token, "relay_test_bot").unwrap();
+    (token, api)
 }
 
 pub(super) struct Env {
@@ -74,24 +116,33 @@ impl Env {
     }
 
     pub(super) fn run_with_stdin(&self, args: &[&str], stdin: &str) -> Output {
-        let mut child = self
-            .command(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
+        self.spawn_with_stdin(args, stdin)
+            .wait_with_output()
             .unwrap()
-            .write_all(stdin.as_bytes())
-            .unwrap();
-        child.wait_with_output().unwrap()
+    }
+
+    /// `cross-agent <args>` started with `stdin` fed to it and its output piped, for a hook
+    /// that waits (for a tap) while the test acts.
+    pub(super) fn spawn_with_stdin(&self, args: &[&str], stdin: &str) -> Child {
+        let mut command = self.command(args);
+        command.stdout(Stdio::piped()).stderr(Stdio::piped());
+        spawn_fed(&mut command, stdin)
     }
 
     pub(super) fn setup(&self, token: &str) -> Output {
         self.run_with_stdin(&["telegram", "setup", "--json"], &format!("{token}\n"))
+    }
+
+    /// `telegram setup` with `token`, then the daemon, up to its poller polling the bot (no
+    /// chat paired yet).
+    pub(super) fn set_up_and_poll(&mut self, token: &str) {
+        assert!(self.setup(token).status.success());
+        self.start_daemon();
+        assert!(
+            wait_until(|| self.status()["poller"]["state"] == "polling"),
+            "the poller started: {}",
+            self.status()
+        );
     }
 
     pub(super) fn start_daemon(&mut self) {
@@ -166,12 +217,30 @@ impl Drop for Env {
     }
 }
 
+/// `command` started with `stdin` written to its standard input, which is then closed (a hook
+/// or `telegram setup` reads to its end); stdout and stderr are as the caller set them.
+pub(super) fn spawn_fed(command: &mut Command, stdin: &str) -> Child {
+    let mut child = command.stdin(Stdio::piped()).spawn().unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child
+}
+
 pub(super) fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-pub(super) fn wait_until(mut done: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + WAIT;
+pub(super) fn wait_until(done: impl FnMut() -> bool) -> bool {
+    wait_within(WAIT, done)
+}
+
+/// Whether `done` came true before `limit` ran out (checked every 25 ms).
+pub(super) fn wait_within(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
     while !done() {
         if Instant::now() >= deadline {
             return false;
@@ -179,6 +248,18 @@ pub(super) fn wait_until(mut done: impl FnMut() -> bool) -> bool {
         std::thread::sleep(Duration::from_millis(25));
     }
     true
+}
+
+/// The first call to `method` (within `limit`) whose text holds `needle`.
+pub(super) fn sent_text(
+    api: &FakeBotApi,
+    method: &str,
+    limit: Duration,
+    needle: &str,
+) -> Option<RecordedCall> {
+    api.wait_for_call(method, limit, |b| {
+        b["text"].as_str().unwrap_or("").contains(needle)
+    })
 }
 
 /// Every file under `dir` but the token's own that contains `needle`.
@@ -204,8 +285,7 @@ pub(super) fn files_containing(dir: &Path, needle: &str) -> Vec<PathBuf> {
 
 #[test]
 fn setup_checks_the_token_with_get_me_and_stores_it_owner_only_without_printing_it() {
-    let token = token();
-    let api = FakeBotApi::start(&token, "relay_test_bot").unwrap();
+    let (token, api) = bot();
     let env = Env::new(&api);
 
     let wrong = env.setup("4242:WRONGTOKEN");
@@ -241,16 +321,9 @@ fn setup_checks_the_token_with_get_me_and_stores_it_owner_only_without_printing_
 
 #[test]
 fn pairing_allowlists_that_user_and_chat_and_everyone_else_is_ignored_and_logged() {
-    let token = token();
-    let api = FakeBotApi::start(&token, "relay_test_bot").unwrap();
+    let (token, api) = bot();
     let mut env = Env::new(&api);
-    assert!(env.setup(&token).status.success());
-    env.start_daemon();
-    assert!(
-        wait_until(|| env.status()["poller"]["state"] == "polling"),
-        "the poller started: {}",
-        env.status()
-    );
+    env.set_up_and_poll(&token);
     assert!(
         !api.calls_to("deleteWebhook").is_empty(),
         "deleteWebhook at start"
@@ -323,8 +396,7 @@ fn pairing_allowlists_that_user_and_chat_and_everyone_else_is_ignored_and_logged
 
 #[test]
 fn a_409_storm_is_backed_off_never_fatal_and_no_update_is_lost() {
-    let token = token();
-    let api = FakeBotApi::start(&token, "relay_test_bot").unwrap();
+    let (token, api) = bot();
     let mut env = Env::new(&api);
     assert!(env.setup(&token).status.success());
     for _ in 0..8 {
@@ -357,8 +429,7 @@ fn a_409_storm_is_backed_off_never_fatal_and_no_update_is_lost() {
 
 #[test]
 fn one_token_is_polled_by_one_daemon_and_the_other_takes_over_when_it_goes() {
-    let token = token();
-    let api = FakeBotApi::start(&token, "relay_test_bot").unwrap();
+    let (token, api) = bot();
     let mut first = Env::new(&api);
     let mut second = Env::new(&api);
     assert!(first.setup(&token).status.success());
@@ -447,8 +518,7 @@ pub(super) fn approval_card(api: &FakeBotApi) -> (String, String, String) {
 
 #[test]
 fn a_hook_with_no_daemon_exits_0_at_once_printing_nothing() {
-    let token = token();
-    let api = FakeBotApi::start(&token, "relay_test_bot").unwrap();
+    let (_token, api) = bot();
     let mut env = Env::new(&api);
     // An approval wait of an hour: a hook that waited for an answer (or for a daemon it started)
     // would run into the ceiling below, which a hook that returns at once never nears.
@@ -470,8 +540,7 @@ fn a_hook_with_no_daemon_exits_0_at_once_printing_nothing() {
 
 #[test]
 fn a_harmless_call_passes_untouched_and_a_danger_match_times_out_into_ask() {
-    let token = token();
-    let api = FakeBotApi::start(&token, "relay_test_bot").unwrap();
+    let (token, api) = bot();
     let env = paired(&api, &token, "1");
     let out = env.run_with_stdin(&["hook", "PreToolUse"], &pre_tool_use("ls -la"));
     assert!(out.status.success());
@@ -496,11 +565,7 @@ fn a_harmless_call_passes_untouched_and_a_danger_match_times_out_into_ask() {
     assert!(card.contains("danger: curl … | sh"), "{card}");
     assert!(allow.len() <= 64 && deny.len() <= 64);
     assert!(
-        api.wait_for_call("editMessageText", WAIT, |b| b["text"]
-            .as_str()
-            .unwrap_or("")
-            .contains("No answer"))
-            .is_some(),
+        sent_text(&api, "editMessageText", WAIT, "No answer").is_some(),
         "the card is closed when the wait is over"
     );
     let decisions = env.decisions();
@@ -523,26 +588,13 @@ fn a_harmless_call_passes_untouched_and_a_danger_match_times_out_into_ask() {
 
 #[test]
 fn a_stranger_tap_is_ignored_and_the_first_paired_tap_wins() {
-    let token = token();
-    let api = FakeBotApi::start(&token, "relay_test_bot").unwrap();
+    let (token, api) = bot();
     // The hook's wait for a tap is a ceiling (it returns as the tap comes), so a generous one.
     let env = paired(&api, &token, "120");
-    let hook = {
-        let mut child = env
-            .command(&["hook", "PreToolUse"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(pre_tool_use("git push --force origin main").as_bytes())
-            .unwrap();
-        child
-    };
+    let hook = env.spawn_with_stdin(
+        &["hook", "PreToolUse"],
+        &pre_tool_use("git push --force origin main"),
+    );
     let (_, allow, deny) = approval_card(&api);
     api.push_callback(666, 5001, 1, &allow);
     api.push_callback(5001, 5001, 1, &deny);
@@ -581,18 +633,16 @@ fn a_stranger_tap_is_ignored_and_the_first_paired_tap_wins() {
 /// and the tap decides. Allowed: the directory is gone. Denied: it stays, and the model is told.
 #[test]
 fn a_real_claude_pre_tool_use_is_approved_by_one_tap_and_denied_by_another() {
-    use cross_agent_testkit::agents::{AgentHome, Claude};
-    use cross_agent_testkit::{ModelEndpoint, Rule, ToolCall};
+    use cross_agent_testkit::{Rule, ToolCall};
 
-    let token = token();
-    let api = FakeBotApi::start(&token, "relay_test_bot").unwrap();
+    let (token, api) = bot();
     let env = paired(&api, &token, "60");
-    let agents = AgentHome::new().unwrap();
-    let project = agents.project("proj").unwrap();
-    let endpoint = ModelEndpoint::start().unwrap();
-    let claude = Claude::new(&agents, &endpoint.anthropic_base_url())
-        .unwrap()
-        .with_env("CROSS_AGENT_HOME", env.state.as_os_str());
+    let ClaudeProject {
+        project,
+        endpoint,
+        claude,
+        ..
+    } = &ClaudeProject::reporting_to(&env.state);
     let settings = serde_json::json!({"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [
         {"type": "command", "command": format!("'{BIN}' hook PreToolUse"), "timeout": 90}]}]}})
     .to_string();
@@ -606,7 +656,7 @@ fn a_real_claude_pre_tool_use_is_approved_by_one_tap_and_denied_by_another() {
         )));
         let before = api.calls_to("sendMessage").len();
         let turn = claude
-            .turn(&project, prompt)
+            .turn(project, prompt)
             .arg("--settings")
             .arg(&settings)
             .timeout(Duration::from_secs(300));
@@ -674,8 +724,7 @@ fn a_real_claude_pre_tool_use_is_approved_by_one_tap_and_denied_by_another() {
 
 #[test]
 fn the_poller_reports_polling_while_its_first_long_poll_waits_and_health_only_from_updates() {
-    let token = token();
-    let api = FakeBotApi::start(&token, "relay_test_bot").unwrap();
+    let (token, api) = bot();
     let mut env = Env::new(&api);
     env.poll_timeout = "30".to_owned();
     assert!(env.setup(&token).status.success());

@@ -5,20 +5,21 @@
 //! editor first closes its card, and a late tap is refused. Also: the `Stop` hook's answer and a
 //! question notified, and no secret in any message or decision.
 
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use cross_agent_testkit::agents::{AgentHome, Claude};
 use cross_agent_testkit::binaries::cross_agent_bin;
 use cross_agent_testkit::panel::{
     CLAUDE_SDK_ARGS, PanelDriver, claude_initialize, claude_permission, claude_user,
 };
 use cross_agent_testkit::telegram::FakeBotApi;
-use cross_agent_testkit::{ModelEndpoint, Rule, ToolCall};
+use cross_agent_testkit::{Rule, ToolCall};
 use serde_json::{Value, json};
 
 use super::telegram::{
-    BIN, Env, WAIT, files_containing, paired, paired_with, text, token, wait_until,
+    BIN, ClaudeProject, Env, WAIT, bot, files_containing, paired, paired_with, sent_text, text,
+    wait_until,
 };
 
 const TURN: Duration = Duration::from_secs(120);
@@ -44,58 +45,69 @@ fn button(card: &Value, label: &str) -> String {
         .to_owned()
 }
 
+/// What a panel test does with telegram.rs's [`ClaudeProject`].
+impl ClaudeProject {
+    /// The model answers the turn whose prompt holds `prompt` once, with a `Write` of
+    /// `content` to `path` (which needs an approval).
+    fn writes_on(&self, prompt: &str, path: &Path, content: &str) {
+        self.endpoint.push(
+            Rule::on_user_text(prompt)
+                .tool_call(ToolCall::new(
+                    "Write",
+                    json!({"file_path": path, "content": content}),
+                ))
+                .once(),
+        );
+    }
+
+    /// The real Claude behind `cross-agent shim claude` in the project, reporting to the daemon
+    /// of `state`, the test playing the extension: started and initialized.
+    fn panel(&self, state: &Path) -> PanelDriver {
+        let mut command = Command::new(cross_agent_bin().unwrap());
+        command
+            .arg("shim")
+            .arg("claude")
+            .arg(self.claude.binary())
+            .args(CLAUDE_SDK_ARGS)
+            .current_dir(&self.project)
+            .env_clear()
+            .envs(self.claude.env())
+            .env("CROSS_AGENT_HOME", state);
+        let mut panel = PanelDriver::start(command).unwrap();
+        panel.send(&claude_initialize("init-1")).unwrap();
+        panel
+            .next_line(TURN, |l| l["type"] == "control_response")
+            .unwrap();
+        panel
+    }
+}
+
+/// The person types `prompt` in the panel; returns the `can_use_tool` request it leads to.
+fn ask_in_panel(panel: &mut PanelDriver, prompt: &str) -> Value {
+    panel.send(&claude_user(prompt)).unwrap();
+    panel
+        .next_line(TURN, |l| l["type"] == "control_request")
+        .unwrap()
+}
+
 #[test]
 fn a_real_claude_panel_write_is_approved_from_the_phone_seeing_the_diff_and_an_editor_answer_closes_the_card()
  {
-    let token = token();
-    let api = FakeBotApi::start(&token, "relay_test_bot").unwrap();
+    let (token, api) = bot();
     let env = paired(&api, &token, "60");
-    let agents = AgentHome::new().unwrap();
-    let project = agents.project("proj").unwrap();
-    let endpoint = ModelEndpoint::start().unwrap();
-    let claude = Claude::new(&agents, &endpoint.anthropic_base_url()).unwrap();
-    let notes = project.join("notes.txt");
+    let claude = ClaudeProject::new();
+    let notes = claude.project.join("notes.txt");
     std::fs::write(&notes, "alpha\nbeta\ngamma\n").unwrap();
-    endpoint.push(
-        Rule::on_user_text("fix the notes")
-            .tool_call(ToolCall::new(
-                "Write",
-                json!({"file_path": notes, "content": "alpha\nBETA <b>\ngamma\n"}),
-            ))
-            .once(),
-    );
-    let second = project.join("second.txt");
-    endpoint.push(
-        Rule::on_user_text("write a second file")
-            .tool_call(ToolCall::new(
-                "Write",
-                json!({"file_path": second, "content": "two\n"}),
-            ))
-            .once(),
-    );
-    endpoint.push(Rule::on_any_tool_result().reply_text("done with the file"));
-
-    let mut command = Command::new(cross_agent_bin().unwrap());
-    command
-        .arg("shim")
-        .arg("claude")
-        .arg(claude.binary())
-        .args(CLAUDE_SDK_ARGS)
-        .current_dir(&project)
-        .env_clear()
-        .envs(claude.env())
-        .env("CROSS_AGENT_HOME", &env.state);
-    let mut panel = PanelDriver::start(command).unwrap();
-    panel.send(&claude_initialize("init-1")).unwrap();
-    panel
-        .next_line(TURN, |l| l["type"] == "control_response")
-        .unwrap();
+    claude.writes_on("fix the notes", &notes, "alpha\nBETA <b>\ngamma\n");
+    let second = claude.project.join("second.txt");
+    claude.writes_on("write a second file", &second, "two\n");
+    claude
+        .endpoint
+        .push(Rule::on_any_tool_result().reply_text("done with the file"));
+    let mut panel = claude.panel(&env.state);
 
     // 1. Allowed from the phone: the card shows the diff against the file as it is.
-    panel.send(&claude_user("fix the notes")).unwrap();
-    let asked = panel
-        .next_line(TURN, |l| l["type"] == "control_request")
-        .unwrap();
+    let asked = ask_in_panel(&mut panel, "fix the notes");
     assert_eq!(asked["request"]["tool_name"], "Write");
     assert!(wait_until(|| !cards(&api).is_empty()), "a card was posted");
     let card = cards(&api).remove(0);
@@ -114,11 +126,7 @@ fn a_real_claude_panel_write_is_approved_from_the_phone_seeing_the_diff_and_an_e
         "allowed from the phone: the tool ran"
     );
     assert!(
-        api.wait_for_call("editMessageText", WAIT, |b| b["text"]
-            .as_str()
-            .unwrap_or("")
-            .contains("Allowed by user 5001"))
-            .is_some(),
+        sent_text(&api, "editMessageText", WAIT, "Allowed by user 5001").is_some(),
         "the card is closed"
     );
     assert!(wait_until(|| env.decisions().iter().any(|d| d["kind"]
@@ -128,19 +136,12 @@ fn a_real_claude_panel_write_is_approved_from_the_phone_seeing_the_diff_and_an_e
         && d["details"]["user_id"] == 5001
         && d["details"]["waited_ms"].is_u64())));
     assert!(
-        api.wait_for_call("sendMessage", WAIT, |b| b["text"]
-            .as_str()
-            .unwrap_or("")
-            .contains("Claude panel · proj"))
-            .is_some(),
+        sent_text(&api, "sendMessage", WAIT, "Claude panel · proj").is_some(),
         "the turn's end is notified (no Stop hook in this panel)"
     );
 
     // 2. Answered in the editor first: the card says so, a late tap does nothing.
-    panel.send(&claude_user("write a second file")).unwrap();
-    let asked = panel
-        .next_line(TURN, |l| l["type"] == "control_request")
-        .unwrap();
+    let asked = ask_in_panel(&mut panel, "write a second file");
     assert!(wait_until(|| cards(&api).len() == 2), "a second card");
     let card = cards(&api).remove(1);
     assert!(card["text"].as_str().unwrap().contains("+two"));
@@ -152,11 +153,7 @@ fn a_real_claude_panel_write_is_approved_from_the_phone_seeing_the_diff_and_an_e
         ))
         .unwrap();
     assert!(
-        api.wait_for_call("editMessageText", TURN, |b| b["text"]
-            .as_str()
-            .unwrap_or("")
-            .contains("Answered in the editor"))
-            .is_some(),
+        sent_text(&api, "editMessageText", TURN, "Answered in the editor").is_some(),
         "the card is closed when the editor answered"
     );
     let taps_before = api.calls_to("answerCallbackQuery").len();
@@ -192,8 +189,7 @@ fn everything_sent(api: &FakeBotApi) -> String {
 fn hooks_notify_turn_ends_questions_and_waits_keep_the_rest_as_state_and_no_secret_reaches_the_chat()
  {
     const CHILD_SECRET: &str = "sk-child-5e5e5e5e5e";
-    let token = token();
-    let api = FakeBotApi::start(&token, "relay_test_bot").unwrap();
+    let (token, api) = bot();
     let env = paired_with(
         &api,
         &token,
@@ -205,12 +201,12 @@ fn hooks_notify_turn_ends_questions_and_waits_keep_the_rest_as_state_and_no_secr
     );
 
     // A real Claude Code turn with every hook pointed at `cross-agent hook`.
-    let agents = AgentHome::new().unwrap();
-    let project = agents.project("proj").unwrap();
-    let endpoint = ModelEndpoint::start().unwrap();
-    let claude = Claude::new(&agents, &endpoint.anthropic_base_url())
-        .unwrap()
-        .with_env("CROSS_AGENT_HOME", env.state.as_os_str());
+    let ClaudeProject {
+        project,
+        endpoint,
+        claude,
+        ..
+    } = &ClaudeProject::reporting_to(&env.state);
     let hook = |event: &str| json!([{"hooks": [{"type": "command", "command": format!("'{BIN}' hook {event}"), "timeout": 30}]}]);
     let settings = json!({"hooks": {
         "SessionStart": hook("SessionStart"), "UserPromptSubmit": hook("UserPromptSubmit"),
@@ -222,18 +218,15 @@ fn hooks_notify_turn_ends_questions_and_waits_keep_the_rest_as_state_and_no_secr
             .reply_text(format!("The key is {CHILD_SECRET}; all done.")),
     );
     let run = claude
-        .turn(&project, "say the key")
+        .turn(project, "say the key")
         .arg("--settings")
         .arg(&settings)
         .timeout(TURN)
         .run()
         .unwrap();
     let session = run.session_id().unwrap().to_owned();
-    let finished = api
-        .wait_for_call("sendMessage", WAIT, |b| {
-            b["text"].as_str().unwrap_or("").contains("finished")
-        })
-        .expect("the turn's end reached the phone");
+    let finished =
+        sent_text(&api, "sendMessage", WAIT, "finished").expect("the turn's end reached the phone");
     let shown = finished.body["text"].as_str().unwrap();
     assert!(
         shown.contains("✅ Claude · proj (") && shown.contains("The key is [secret]; all done."),
@@ -278,10 +271,7 @@ fn hooks_notify_turn_ends_questions_and_waits_keep_the_rest_as_state_and_no_secr
         "",
         "the question is the editor's to answer"
     );
-    let question = api
-        .wait_for_call("sendMessage", WAIT, |b| {
-            b["text"].as_str().unwrap_or("").contains("Which database?")
-        })
+    let question = sent_text(&api, "sendMessage", WAIT, "Which database?")
         .expect("the question reached the phone");
     assert!(
         question.body["text"]
@@ -357,8 +347,7 @@ fn hooks_notify_turn_ends_questions_and_waits_keep_the_rest_as_state_and_no_secr
 
 #[test]
 fn a_long_write_escalated_by_the_gate_sends_its_whole_diff_as_a_file_before_the_card() {
-    let token = token();
-    let api = FakeBotApi::start(&token, "relay_test_bot").unwrap();
+    let (token, api) = bot();
     let env = paired(&api, &token, "2");
     let project = env.user.join("proj");
     std::fs::create_dir_all(&project).unwrap();
@@ -412,8 +401,7 @@ fn a_long_write_escalated_by_the_gate_sends_its_whole_diff_as_a_file_before_the_
 fn a_failed_delivery_is_notified_with_its_target_and_reason() {
     use cross_agent_decisions::{Decision, DecisionKind, DecisionLog, Outcome};
 
-    let token = token();
-    let api = FakeBotApi::start(&token, "relay_test_bot").unwrap();
+    let (token, api) = bot();
     let env = paired(&api, &token, "5");
     // The watcher reads from the log's end as it was when the poller started.
     std::thread::sleep(Duration::from_millis(1500));
@@ -429,11 +417,8 @@ fn a_failed_delivery_is_notified_with_its_target_and_reason() {
             .delivery("dlv_0123456789abcdef")
             .reason("the codex turn exited 1"),
     );
-    let notice = api
-        .wait_for_call("sendMessage", WAIT, |b| {
-            b["text"].as_str().unwrap_or("").contains("Delivery")
-        })
-        .expect("the failure reached the phone");
+    let notice =
+        sent_text(&api, "sendMessage", WAIT, "Delivery").expect("the failure reached the phone");
     assert_eq!(
         notice.body["text"],
         "⚠️ Delivery dlv_01234567 to codex failed: the codex turn exited 1"
@@ -487,45 +472,18 @@ fn session_awaiting_in_panels(state: &std::path::Path) -> Option<String> {
 /// and the outbound queue.
 #[test]
 fn a_panel_approval_waits_for_a_chat_to_pair_and_its_permission_notification_is_not_sent_twice() {
-    let token = token();
-    let api = FakeBotApi::start(&token, "relay_test_bot").unwrap();
+    let (token, api) = bot();
     let mut env = Env::new(&api);
-    assert!(env.setup(&token).status.success());
-    env.start_daemon();
-    assert!(wait_until(|| env.status()["poller"]["state"] == "polling"));
-    let agents = AgentHome::new().unwrap();
-    let project = agents.project("proj").unwrap();
-    let endpoint = ModelEndpoint::start().unwrap();
-    let claude = Claude::new(&agents, &endpoint.anthropic_base_url()).unwrap();
+    env.set_up_and_poll(&token);
+    let claude = ClaudeProject::new();
+    let project = &claude.project;
     let plan = project.join("plan.txt");
-    endpoint.push(
-        Rule::on_user_text("write the plan")
-            .tool_call(ToolCall::new(
-                "Write",
-                json!({"file_path": plan, "content": "step one\n"}),
-            ))
-            .once(),
-    );
-    endpoint.push(Rule::on_any_tool_result().reply_text("the plan is written"));
-    let mut command = Command::new(cross_agent_bin().unwrap());
-    command
-        .arg("shim")
-        .arg("claude")
-        .arg(claude.binary())
-        .args(CLAUDE_SDK_ARGS)
-        .current_dir(&project)
-        .env_clear()
-        .envs(claude.env())
-        .env("CROSS_AGENT_HOME", &env.state);
-    let mut panel = PanelDriver::start(command).unwrap();
-    panel.send(&claude_initialize("init-1")).unwrap();
-    panel
-        .next_line(TURN, |l| l["type"] == "control_response")
-        .unwrap();
-    panel.send(&claude_user("write the plan")).unwrap();
-    let asked = panel
-        .next_line(TURN, |l| l["type"] == "control_request")
-        .unwrap();
+    claude.writes_on("write the plan", &plan, "step one\n");
+    claude
+        .endpoint
+        .push(Rule::on_any_tool_result().reply_text("the plan is written"));
+    let mut panel = claude.panel(&env.state);
+    let asked = ask_in_panel(&mut panel, "write the plan");
     assert_eq!(asked["request"]["tool_name"], "Write");
     assert!(
         wait_until(|| env

@@ -4,9 +4,9 @@
 //! reply to a card, tap Prompt, send a file, use a forum supergroup's topics, hand off.
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use cross_agent_testkit::ModelEndpoint;
 use cross_agent_testkit::agents::{AgentHome, AgentKind, Claude, Codex, agent_binary};
@@ -14,10 +14,10 @@ use cross_agent_testkit::endpoint::{Reply, Rule, ToolCall};
 use cross_agent_testkit::telegram::FakeBotApi;
 use serde_json::{Value, json};
 
-const BIN: &str = env!("CARGO_BIN_EXE_cross-agent");
+use super::telegram::{BIN, WAIT, bot, spawn_fed, wait_within};
+
 /// A real turn through the hub (CLI start, model, transcript) takes seconds; this is a ceiling.
 const TURN_WAIT: Duration = Duration::from_secs(180);
-const WAIT: Duration = Duration::from_secs(120);
 const PERSON: i64 = 5001;
 const STRANGER: i64 = 666;
 
@@ -49,8 +49,7 @@ impl Phone {
     }
 
     fn start_with(chat: i64, forum: bool, extra_env: Vec<(&'static str, &'static str)>) -> Phone {
-        let token = format!("4242:SECRET{}", uuid::Uuid::new_v4().simple());
-        let api = FakeBotApi::start(&token, "relay_test_bot").unwrap();
+        let (token, api) = bot();
         let dir = tempfile::tempdir().unwrap();
         let agents = AgentHome::new().unwrap();
         let project = agents.project("proj").unwrap();
@@ -69,20 +68,9 @@ impl Phone {
             extra_env,
             daemon: None,
         };
-        let mut setup = phone
-            .command(&["telegram", "setup", "--json"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        use std::io::Write;
-        setup
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(format!("{token}\n").as_bytes())
-            .unwrap();
+        let mut setup = phone.command(&["telegram", "setup", "--json"]);
+        setup.stdout(Stdio::piped()).stderr(Stdio::piped());
+        let setup = spawn_fed(&mut setup, &format!("{token}\n"));
         assert!(setup.wait_with_output().unwrap().status.success());
         phone.daemon = Some(
             phone
@@ -100,7 +88,7 @@ impl Phone {
         let code: Value = serde_json::from_slice(&out.stdout).unwrap();
         phone.say(json!({"text": format!("/pair {}", code["code"].as_str().unwrap())}));
         assert!(
-            wait_until(WAIT, || phone
+            wait_within(WAIT, || phone
                 .decisions()
                 .iter()
                 .any(|d| d["kind"] == "telegram_pair" && d["outcome"] == "paired")),
@@ -207,7 +195,7 @@ impl Phone {
     /// The first message the bot sent after the first `skip` whose text contains `needle`.
     fn wait_sent(&self, skip: usize, needle: &str, limit: Duration) -> (i64, Value) {
         let mut found = None;
-        wait_until(limit, || {
+        wait_within(limit, || {
             found = self
                 .api
                 .sent()
@@ -260,6 +248,128 @@ impl Phone {
             .filter(|p| p.contains(needle))
             .collect()
     }
+
+    /// The person sends `/sessions`; returns how many messages the chat held before it, where
+    /// the cards (and what follows them) start for `card` and `wait_sent`.
+    fn list_sessions(&self) -> usize {
+        let before = self.api.sent().len();
+        self.say(json!({"text": "/sessions"}));
+        before
+    }
+
+    /// The model answers the turn whose prompt holds `prompt` once, echoing `answer` (and the
+    /// request id, which the chat must not show).
+    fn answer_once(&self, prompt: &str, answer: &str) {
+        self.endpoint.push(
+            Rule::on_user_text(prompt)
+                .reply(Reply::echo_token(answer))
+                .once(),
+        );
+    }
+
+    /// The model answers the turn whose prompt holds `prompt` by `cat`-ing the inbox files
+    /// matching `glob`, and once the tool's output shows `seen`, with `answer`: the session
+    /// really read what the phone sent.
+    fn cat_from_inbox_then_answer(&self, prompt: &str, glob: &str, seen: &str, answer: &str) {
+        self.endpoint.push(
+            Rule::on_user_text(prompt)
+                .tool_call(ToolCall::new(
+                    "Bash",
+                    json!({"command": format!("cat .cross-agent/inbox/{glob}"),
+                           "description": "read"}),
+                ))
+                .once(),
+        );
+        self.endpoint.push(
+            Rule::on_tool_result(seen)
+                .reply(Reply::echo_token(answer))
+                .once(),
+        );
+    }
+
+    /// The person sends a message with `fields` as a reply to `card` (a private chat's reply
+    /// names no topic).
+    fn reply_to(&self, card: &Card, mut fields: Value) {
+        fields["reply_to_message"] = self.message_ref(card.message_id, None);
+        self.say(fields);
+    }
+
+    /// The project's settings let Claude run `cat` unasked, so a session can read what the
+    /// phone sent without an approval in the way.
+    fn allow_cat_in_project(&self) {
+        std::fs::create_dir_all(self.project.join(".claude")).unwrap();
+        std::fs::write(
+            self.project.join(".claude/settings.json"),
+            json!({"permissions": {"allow": ["Bash(cat:*)"]}}).to_string(),
+        )
+        .unwrap();
+    }
+
+    /// The one file of the session's inbox whose name ends in `suffix`: it holds `content`
+    /// and only its owner may read it.
+    fn saved_in_inbox(&self, suffix: &str, content: &[u8]) -> PathBuf {
+        let saved: Vec<PathBuf> = std::fs::read_dir(self.inbox())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.to_string_lossy().ends_with(suffix))
+            .collect();
+        assert_eq!(saved.len(), 1, "{saved:?}");
+        assert_eq!(std::fs::read(&saved[0]).unwrap(), content);
+        assert_owner_only(&saved[0]);
+        saved[0].clone()
+    }
+
+    fn inbox(&self) -> PathBuf {
+        self.project.join(".cross-agent/inbox")
+    }
+
+    /// The saved file reached the session: the turn's prompt (the one holding `prompt`) names
+    /// it, and its `telegram_file` line says where it was saved.
+    fn assert_prompt_names_saved(&self, prompt: &str, saved: &Path) {
+        let path = saved.display().to_string();
+        let prompts = self.prompts_with(prompt);
+        assert!(
+            prompts.iter().any(|p| p.contains(&path)),
+            "the prompt names the saved file: {prompts:#?}"
+        );
+        assert!(
+            self.decided("telegram_file", "saved")
+                .iter()
+                .any(|d| d["details"]["path"] == path)
+        );
+    }
+
+    /// A file over the 20 MB cap, sent as a reply to `card` with the fields `message` makes of
+    /// its file id: refused with the cap stated, never downloaded.
+    fn assert_over_the_cap_is_refused_unread(
+        &self,
+        card: &Card,
+        message: impl FnOnce(String) -> Value,
+    ) {
+        let before = self.api.sent().len();
+        let downloads = self.api.downloads().len();
+        let big = self.api.add_file(b"not really big");
+        self.reply_to(card, message(big));
+        let (_, refused) = self.wait_sent(before, "Not saved", WAIT);
+        assert!(text(&refused).contains("up to 20 MB"), "{refused:#}");
+        assert_eq!(self.api.downloads().len(), downloads);
+    }
+
+    /// `cross-agent hook <event>` with `payload` on its stdin (closed after it), as Claude Code
+    /// runs it.
+    fn run_hook(&self, event: &str, payload: &Value, stdout: Stdio) -> Child {
+        let mut hook = self.command(&["hook", event]);
+        hook.stdout(stdout).stderr(Stdio::null());
+        spawn_fed(&mut hook, &payload.to_string())
+    }
+
+    /// The decision lines of `kind` with `outcome`.
+    fn decided(&self, kind: &str, outcome: &str) -> Vec<Value> {
+        self.decisions()
+            .into_iter()
+            .filter(|d| d["kind"] == kind && d["outcome"] == outcome)
+            .collect()
+    }
 }
 
 impl Drop for Phone {
@@ -287,15 +397,25 @@ struct Card {
     labels: Vec<String>,
 }
 
-fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + limit;
-    while !done() {
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(50));
+impl Card {
+    /// The card's text holds `needle` (the whole text is shown if not).
+    fn assert_shows(&self, needle: &str) {
+        assert!(self.text.contains(needle), "{}", self.text);
     }
-    true
+}
+
+/// The text of a message the bot sent.
+fn text(body: &Value) -> &str {
+    body["text"].as_str().unwrap()
+}
+
+fn assert_owner_only(path: &Path) {
+    assert_eq!(
+        std::fs::metadata(path).unwrap().permissions().mode() & 0o777,
+        0o600,
+        "{}",
+        path.display()
+    );
 }
 
 /// A real Claude and a real Codex session listed by `/sessions`; each prompted from the phone
@@ -308,8 +428,7 @@ fn sessions_are_listed_prompted_from_the_phone_answered_in_the_chat_and_handed_o
     let claude_id = phone.claude_session("seed the claude session");
     let thread = phone.codex_session("seed the codex session");
 
-    let before = phone.api.sent().len();
-    phone.say(json!({"text": "/sessions"}));
+    let before = phone.list_sessions();
     let claude_card = phone.card(before, &claude_id);
     let codex_card = phone.card(before, &thread);
     assert!(
@@ -323,53 +442,33 @@ fn sessions_are_listed_prompted_from_the_phone_answered_in_the_chat_and_handed_o
         codex_card.text
     );
     for card in [&claude_card, &codex_card] {
-        assert!(card.text.contains("💤 idle"), "{}", card.text);
-        assert!(
-            card.text.contains(&phone.project.display().to_string()),
-            "{}",
-            card.text
-        );
+        card.assert_shows("💤 idle");
+        card.assert_shows(&phone.project.display().to_string());
         assert_eq!(
             card.labels,
             ["✍️ Prompt", "ℹ️ Status", "🎯 Focus", "🤝 Hand off"]
         );
         assert!(card.buttons.iter().all(|d| d.len() <= 64));
     }
-    assert!(
-        claude_card.text.contains("💬 seeded claude answer"),
-        "{}",
-        claude_card.text
-    );
-    assert!(
-        codex_card.text.contains("💬 seeded codex answer"),
-        "{}",
-        codex_card.text
-    );
+    claude_card.assert_shows("💬 seeded claude answer");
+    codex_card.assert_shows("💬 seeded codex answer");
 
     // A stranger in the person's chat taps Focus: refused, logged, nothing said.
     let before = phone.api.sent().len();
     phone.tap(STRANGER, &claude_card, 2);
-    assert!(wait_until(WAIT, || phone.decisions().iter().any(
+    assert!(wait_within(WAIT, || phone.decisions().iter().any(
         |d| d["kind"] == "telegram_refused"
             && d["details"]["user_id"] == STRANGER
             && d["details"]["update"] == "callback_query"
     )));
-    assert!(wait_until(WAIT, || phone.api.all_confirmed()));
+    assert!(wait_within(WAIT, || phone.api.all_confirmed()));
 
     // A reply to the Claude card is a prompt to that session; the answer comes back.
-    phone.endpoint.push(
-        Rule::on_user_text("phone prompt for claude")
-            .reply(Reply::echo_token("claude heard the phone"))
-            .once(),
-    );
-    phone.say(json!({"text": "phone prompt for claude",
-        "reply_to_message": phone.message_ref(claude_card.message_id, None)}));
+    phone.answer_once("phone prompt for claude", "claude heard the phone");
+    phone.reply_to(&claude_card, json!({"text": "phone prompt for claude"}));
     let (_, receipt) = phone.wait_sent(before, "📨 Sent to", WAIT);
     assert!(
-        receipt["text"]
-            .as_str()
-            .unwrap()
-            .contains("by resuming it headless"),
+        text(&receipt).contains("by resuming it headless"),
         "{receipt:#}"
     );
     phone.wait_sent(before, "claude heard the phone", TURN_WAIT);
@@ -389,31 +488,23 @@ fn sessions_are_listed_prompted_from_the_phone_answered_in_the_chat_and_handed_o
 
     // Prompt on the Codex card, then a plain message: it goes to Codex.
     let before = phone.api.sent().len();
-    phone.endpoint.push(
-        Rule::on_user_text("phone prompt for codex")
-            .reply(Reply::echo_token("codex heard the phone"))
-            .once(),
-    );
+    phone.answer_once("phone prompt for codex", "codex heard the phone");
     phone.tap(PERSON, &codex_card, 0);
     phone.wait_sent(before, "Your next message here goes to", WAIT);
     phone.say(json!({"text": "phone prompt for codex"}));
     let (_, answer) = phone.wait_sent(before, "codex heard the phone", TURN_WAIT);
+    assert!(text(&answer).starts_with("💬 codex · "), "{answer:#}");
     assert!(
-        answer["text"].as_str().unwrap().starts_with("💬 codex · "),
-        "{answer:#}"
-    );
-    assert!(
-        !answer["text"].as_str().unwrap().contains("req_"),
+        !text(&answer).contains("req_"),
         "the closing request id is not shown: {answer:#}"
     );
 
-    let decisions = phone.decisions();
+    let decisions = phone.decided("telegram_prompt", "sent");
     for (agent, session) in [("claude", &claude_id), ("codex", &thread)] {
         assert!(
-            decisions.iter().any(|d| d["kind"] == "telegram_prompt"
-                && d["outcome"] == "sent"
-                && d["agent"] == agent
-                && d["session"] == session.as_str()),
+            decisions
+                .iter()
+                .any(|d| d["agent"] == agent && d["session"] == session.as_str()),
             "{agent}: {decisions:#?}"
         );
     }
@@ -443,16 +534,14 @@ fn sessions_are_listed_prompted_from_the_phone_answered_in_the_chat_and_handed_o
     );
     phone.wait_sent(before, "⏳ Handing", WAIT);
     let (_, done) = phone.wait_sent(before, "Handed", TURN_WAIT);
-    assert!(
-        done["text"].as_str().unwrap().contains("HANDOFF.md"),
-        "{done:#}"
-    );
+    assert!(text(&done).contains("HANDOFF.md"), "{done:#}");
     assert!(phone.project.join("HANDOFF.md").exists());
-    assert!(wait_until(WAIT, || phone.decisions().iter().any(
-        |d| d["kind"] == "telegram_handoff"
-            && d["outcome"] == "done"
-            && d["details"]["destination"] == format!("chat:{thread}")
-    )));
+    assert!(wait_within(WAIT, || phone
+        .decided("telegram_handoff", "done")
+        .iter()
+        .any(
+            |d| d["details"]["destination"] == format!("chat:{thread}")
+        )));
 }
 
 /// A document sent as a reply to a card is saved owner-only in the session's git-ignored
@@ -461,89 +550,41 @@ fn sessions_are_listed_prompted_from_the_phone_answered_in_the_chat_and_handed_o
 #[test]
 fn a_file_from_the_phone_lands_in_the_session_inbox_and_the_session_reads_it() {
     let phone = Phone::start(PERSON, false);
-    std::fs::create_dir_all(phone.project.join(".claude")).unwrap();
-    std::fs::write(
-        phone.project.join(".claude/settings.json"),
-        json!({"permissions": {"allow": ["Bash(cat:*)"]}}).to_string(),
-    )
-    .unwrap();
+    phone.allow_cat_in_project();
     let claude_id = phone.claude_session("seed the claude session for a file");
-    let before = phone.api.sent().len();
-    phone.say(json!({"text": "/sessions"}));
+    let before = phone.list_sessions();
     let card = phone.card(before, &claude_id);
 
     let content = b"PHONE-FILE-CONTENT-42\n";
     let file_id = phone.api.add_file(content);
-    phone.endpoint.push(
-        Rule::on_user_text("read the notes I sent")
-            .tool_call(ToolCall::new(
-                "Bash",
-                json!({"command": "cat .cross-agent/inbox/*-notes.txt", "description": "read"}),
-            ))
-            .once(),
+    phone.cat_from_inbox_then_answer(
+        "read the notes I sent",
+        "*-notes.txt",
+        "PHONE-FILE-CONTENT-42",
+        "the notes say PHONE-FILE-CONTENT-42",
     );
-    phone.endpoint.push(
-        Rule::on_tool_result("PHONE-FILE-CONTENT-42")
-            .reply(Reply::echo_token("the notes say PHONE-FILE-CONTENT-42"))
-            .once(),
+    phone.reply_to(
+        &card,
+        json!({"caption": "read the notes I sent",
+            "document": {"file_id": file_id, "file_unique_id": "u1", "file_name": "notes.txt",
+                         "file_size": content.len()}}),
     );
-    phone.say(json!({"caption": "read the notes I sent",
-        "document": {"file_id": file_id, "file_unique_id": "u1", "file_name": "notes.txt",
-                     "file_size": content.len()},
-        "reply_to_message": phone.message_ref(card.message_id, None)}));
     phone.wait_sent(before, "the notes say PHONE-FILE-CONTENT-42", TURN_WAIT);
 
-    let inbox = phone.project.join(".cross-agent/inbox");
-    let saved: Vec<PathBuf> = std::fs::read_dir(&inbox)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.to_string_lossy().ends_with("-notes.txt"))
-        .collect();
-    assert_eq!(saved.len(), 1, "{saved:?}");
-    assert_eq!(std::fs::read(&saved[0]).unwrap(), content);
-    assert_eq!(
-        std::fs::metadata(&saved[0]).unwrap().permissions().mode() & 0o777,
-        0o600
-    );
+    let saved = phone.saved_in_inbox("-notes.txt", content);
     assert!(
-        std::fs::read_to_string(inbox.join(".gitignore"))
+        std::fs::read_to_string(phone.inbox().join(".gitignore"))
             .unwrap()
             .lines()
             .any(|l| l == "*")
     );
-    let prompts = phone.prompts_with("read the notes I sent");
-    assert!(
-        prompts
-            .iter()
-            .any(|p| p.contains(&saved[0].display().to_string())),
-        "the prompt names the saved file: {prompts:#?}"
-    );
-    let decisions = phone.decisions();
-    assert!(decisions.iter().any(|d| d["kind"] == "telegram_file"
-        && d["outcome"] == "saved"
-        && d["details"]["path"] == saved[0].display().to_string()));
+    phone.assert_prompt_names_saved("read the notes I sent", &saved);
 
-    // Over the cap: refused with the cap stated, never downloaded.
-    let before = phone.api.sent().len();
-    let downloads = phone.api.downloads().len();
-    let big = phone.api.add_file(b"not really big");
-    phone.say(
+    phone.assert_over_the_cap_is_refused_unread(&card, |big| {
         json!({"document": {"file_id": big, "file_unique_id": "u2", "file_name": "big.bin",
-                                  "file_size": 25 * 1024 * 1024},
-        "reply_to_message": phone.message_ref(card.message_id, None)}),
-    );
-    let (_, refused) = phone.wait_sent(before, "Not saved", WAIT);
-    assert!(
-        refused["text"].as_str().unwrap().contains("up to 20 MB"),
-        "{refused:#}"
-    );
-    assert_eq!(phone.api.downloads().len(), downloads);
-    assert!(
-        phone
-            .decisions()
-            .iter()
-            .any(|d| d["kind"] == "telegram_file" && d["outcome"] == "refused")
-    );
+                            "file_size": 25 * 1024 * 1024}})
+    });
+    assert!(!phone.decided("telegram_file", "refused").is_empty());
 }
 
 /// In a forum supergroup each session gets one topic, created on its first activity and
@@ -554,8 +595,7 @@ fn a_forum_supergroup_gets_one_topic_per_session_and_the_topic_is_the_session() 
     let phone = Phone::start(-100_123_456, true);
     let claude_id = phone.claude_session("seed the claude session for topics");
 
-    let before = phone.api.sent().len();
-    phone.say(json!({"text": "/sessions"}));
+    let before = phone.list_sessions();
     let card = phone.card(before, &claude_id);
     let created = phone.api.calls_to("createForumTopic");
     assert_eq!(created.len(), 1, "{created:#?}");
@@ -570,8 +610,7 @@ fn a_forum_supergroup_gets_one_topic_per_session_and_the_topic_is_the_session() 
         .thread
         .expect("the card is posted in the session's topic");
 
-    let before = phone.api.sent().len();
-    phone.say(json!({"text": "/sessions"}));
+    let before = phone.list_sessions();
     let again = phone.card(before, &claude_id);
     assert_eq!(again.thread, Some(thread));
     assert_eq!(
@@ -579,17 +618,9 @@ fn a_forum_supergroup_gets_one_topic_per_session_and_the_topic_is_the_session() 
         1,
         "one topic per session"
     );
-    let mapping = phone.state.join("telegram/topics.json");
-    assert_eq!(
-        std::fs::metadata(&mapping).unwrap().permissions().mode() & 0o777,
-        0o600
-    );
+    assert_owner_only(&phone.state.join("telegram/topics.json"));
 
-    phone.endpoint.push(
-        Rule::on_user_text("topic prompt for claude")
-            .reply(Reply::echo_token("claude answered in its topic"))
-            .once(),
-    );
+    phone.answer_once("topic prompt for claude", "claude answered in its topic");
     phone.say(json!({"text": "topic prompt for claude", "message_thread_id": thread}));
     let (_, answer) = phone.wait_sent(before, "claude answered in its topic", TURN_WAIT);
     assert_eq!(answer["message_thread_id"], thread, "{answer:#}");
@@ -607,27 +638,12 @@ fn a_forum_supergroup_gets_one_topic_per_session_and_the_topic_is_the_session() 
         "cwd": phone.project, "permission_mode": "default", "hook_event_name": "PreToolUse",
         "tool_name": "Bash", "tool_input": {"command": "rm -rf ./build", "description": "x"},
         "tool_use_id": "toolu_1"});
-    let mut hook = phone
-        .command(&["hook", "PreToolUse"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    {
-        use std::io::Write;
-        let mut stdin = hook.stdin.take().unwrap();
-        stdin.write_all(payload.to_string().as_bytes()).unwrap();
-    }
+    let hook = phone.run_hook("PreToolUse", &payload, Stdio::piped());
     let (_, approval) = phone.wait_sent(before, "Approve?", WAIT);
     let before = phone.api.sent().len();
     phone.tap(PERSON, &again, 1);
     let status = phone.card(before, &claude_id);
-    assert!(
-        status.text.contains("⏳ awaiting approval"),
-        "{}",
-        status.text
-    );
+    status.assert_shows("⏳ awaiting approval");
     assert_eq!(status.thread, Some(thread));
     let deny = approval["reply_markup"]["inline_keyboard"][0][1]["callback_data"]
         .as_str()
@@ -682,21 +698,15 @@ fn a_prompt_to_a_session_held_by_a_panel_goes_into_the_panel_and_its_answer_to_t
         .unwrap();
     let session = result["session_id"].as_str().unwrap().to_owned();
 
-    let before = phone.api.sent().len();
-    phone.say(json!({"text": "/sessions"}));
+    let before = phone.list_sessions();
     let card = phone.card(before, &session);
-    phone.endpoint.push(
-        Rule::on_user_text("phone prompt into the panel")
-            .reply(Reply::echo_token("the panel answered the phone"))
-            .once(),
+    phone.answer_once(
+        "phone prompt into the panel",
+        "the panel answered the phone",
     );
-    phone.say(json!({"text": "phone prompt into the panel",
-        "reply_to_message": phone.message_ref(card.message_id, None)}));
+    phone.reply_to(&card, json!({"text": "phone prompt into the panel"}));
     let (_, receipt) = phone.wait_sent(before, "📨 Sent to", WAIT);
-    assert!(
-        receipt["text"].as_str().unwrap().contains("into its panel"),
-        "{receipt:#}"
-    );
+    assert!(text(&receipt).contains("into its panel"), "{receipt:#}");
     phone.wait_sent(before, "the panel answered the phone", TURN_WAIT);
     // The panel itself ran the turn: the editor saw the prompt arrive and the answer.
     panel
@@ -709,11 +719,9 @@ fn a_prompt_to_a_session_held_by_a_panel_goes_into_the_panel_and_its_answer_to_t
         .unwrap();
     assert!(
         phone
-            .decisions()
+            .decided("telegram_prompt", "sent")
             .iter()
-            .any(|d| d["kind"] == "telegram_prompt"
-                && d["outcome"] == "sent"
-                && d["details"]["transport"] == "panel")
+            .any(|d| d["details"]["transport"] == "panel")
     );
     panel.close_stdin();
     let _ = panel.wait(Duration::from_secs(120));
@@ -725,28 +733,22 @@ fn a_prompt_to_a_session_held_by_a_panel_goes_into_the_panel_and_its_answer_to_t
 fn a_prompt_the_hub_refuses_is_reported_in_the_chat_and_logged() {
     let phone = Phone::start_with(PERSON, false, vec![("CROSS_AGENT_DISABLE_HEADLESS", "1")]);
     let claude_id = phone.claude_session("seed the claude session for a refusal");
-    let before = phone.api.sent().len();
-    phone.say(json!({"text": "/sessions"}));
+    let before = phone.list_sessions();
     let card = phone.card(before, &claude_id);
     phone.tap(PERSON, &card, 2);
     phone.wait_sent(before, "Plain messages in this chat now go to", WAIT);
     phone.say(json!({"text": "a prompt nobody may resume"}));
     let (_, refused) = phone.wait_sent(before, "❌ Not sent to", WAIT);
     assert!(
-        refused["text"]
-            .as_str()
-            .unwrap()
-            .contains("CROSS_AGENT_DISABLE_HEADLESS"),
+        text(&refused).contains("CROSS_AGENT_DISABLE_HEADLESS"),
         "{refused:#}"
     );
     assert!(phone.prompts_with("a prompt nobody may resume").is_empty());
     assert!(
         phone
-            .decisions()
+            .decided("telegram_prompt", "refused")
             .iter()
-            .any(|d| d["kind"] == "telegram_prompt"
-                && d["outcome"] == "refused"
-                && d["session"] == claude_id.as_str())
+            .any(|d| d["session"] == claude_id.as_str())
     );
 }
 
@@ -755,95 +757,42 @@ fn a_prompt_the_hub_refuses_is_reported_in_the_chat_and_logged() {
 #[test]
 fn a_photo_from_the_phone_is_saved_at_its_largest_size_and_the_session_reads_it() {
     let phone = Phone::start(PERSON, false);
-    std::fs::create_dir_all(phone.project.join(".claude")).unwrap();
-    std::fs::write(
-        phone.project.join(".claude/settings.json"),
-        json!({"permissions": {"allow": ["Bash(cat:*)"]}}).to_string(),
-    )
-    .unwrap();
+    phone.allow_cat_in_project();
     let claude_id = phone.claude_session("seed the claude session for a photo");
-    let before = phone.api.sent().len();
-    phone.say(json!({"text": "/sessions"}));
+    let before = phone.list_sessions();
     let card = phone.card(before, &claude_id);
 
     // Three sizes, as Telegram makes them (smallest first); the bytes say which one it is.
     let thumb = phone.api.add_file(b"PHOTO-SIZE-THUMB\n");
     let large = phone.api.add_file(b"PHOTO-SIZE-LARGEST-77\n");
     let medium = phone.api.add_file(b"PHOTO-SIZE-MEDIUM\n");
-    phone.endpoint.push(
-        Rule::on_user_text("what does the photo show")
-            .tool_call(ToolCall::new(
-                "Bash",
-                json!({"command": "cat .cross-agent/inbox/*-photo.jpg", "description": "read"}),
-            ))
-            .once(),
-    );
-    phone.endpoint.push(
-        Rule::on_tool_result("PHOTO-SIZE-LARGEST-77")
-            .reply(Reply::echo_token("the photo shows PHOTO-SIZE-LARGEST-77"))
-            .once(),
+    phone.cat_from_inbox_then_answer(
+        "what does the photo show",
+        "*-photo.jpg",
+        "PHOTO-SIZE-LARGEST-77",
+        "the photo shows PHOTO-SIZE-LARGEST-77",
     );
     let downloads = phone.api.downloads().len();
-    phone.say(json!({"caption": "what does the photo show",
+    phone.reply_to(&card, json!({"caption": "what does the photo show",
         "photo": [
             {"file_id": thumb, "file_unique_id": "p1", "width": 90, "height": 60, "file_size": 17},
             {"file_id": large, "file_unique_id": "p3", "width": 1280, "height": 853, "file_size": 22},
             {"file_id": medium, "file_unique_id": "p2", "width": 320, "height": 213, "file_size": 18}
-        ],
-        "reply_to_message": phone.message_ref(card.message_id, None)}));
+        ]}));
     phone.wait_sent(before, "the photo shows PHOTO-SIZE-LARGEST-77", TURN_WAIT);
 
-    let inbox = phone.project.join(".cross-agent/inbox");
-    let saved: Vec<PathBuf> = std::fs::read_dir(&inbox)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.to_string_lossy().ends_with("-photo.jpg"))
-        .collect();
-    assert_eq!(saved.len(), 1, "{saved:?}");
-    assert_eq!(
-        std::fs::read(&saved[0]).unwrap(),
-        b"PHOTO-SIZE-LARGEST-77\n"
-    );
-    assert_eq!(
-        std::fs::metadata(&saved[0]).unwrap().permissions().mode() & 0o777,
-        0o600
-    );
+    let saved = phone.saved_in_inbox("-photo.jpg", b"PHOTO-SIZE-LARGEST-77\n");
     assert_eq!(
         phone.api.downloads().len(),
         downloads + 1,
         "only the largest size is downloaded"
     );
-    let prompts = phone.prompts_with("what does the photo show");
-    assert!(
-        prompts
-            .iter()
-            .any(|p| p.contains(&saved[0].display().to_string())),
-        "the prompt names the saved photo: {prompts:#?}"
-    );
-    assert!(
-        phone
-            .decisions()
-            .iter()
-            .any(|d| d["kind"] == "telegram_file"
-                && d["outcome"] == "saved"
-                && d["details"]["path"] == saved[0].display().to_string())
-    );
+    phone.assert_prompt_names_saved("what does the photo show", &saved);
 
-    // Over the cap: refused with the cap stated, never downloaded.
-    let before = phone.api.sent().len();
-    let downloads = phone.api.downloads().len();
-    let big = phone.api.add_file(b"not really big");
-    phone.say(
+    phone.assert_over_the_cap_is_refused_unread(&card, |big| {
         json!({"photo": [{"file_id": big, "file_unique_id": "p4", "width": 9000,
-                                "height": 9000, "file_size": 25 * 1024 * 1024}],
-        "reply_to_message": phone.message_ref(card.message_id, None)}),
-    );
-    let (_, refused) = phone.wait_sent(before, "Not saved", WAIT);
-    assert!(
-        refused["text"].as_str().unwrap().contains("up to 20 MB"),
-        "{refused:#}"
-    );
-    assert_eq!(phone.api.downloads().len(), downloads);
+                          "height": 9000, "file_size": 25 * 1024 * 1024}]})
+    });
 }
 
 /// A prompt from the phone whose turn is still running when the daemon is replaced
@@ -855,8 +804,7 @@ fn a_phone_prompt_survives_a_daemon_reload_and_its_answer_is_relayed_once() {
     let mut phone = Phone::start(PERSON, false);
     let first = phone.claude_session("seed the first session for a reload");
     let second = phone.claude_session("seed the second session for a reload");
-    let before = phone.api.sent().len();
-    phone.say(json!({"text": "/sessions"}));
+    let before = phone.list_sessions();
     let card_one = phone.card(before, &first);
     let card_two = phone.card(before, &second);
     phone.tap(PERSON, &card_two, 2);
@@ -869,10 +817,9 @@ fn a_phone_prompt_survives_a_daemon_reload_and_its_answer_is_relayed_once() {
             .reply(Reply::echo_token("RELOAD-SURVIVED-ANSWER").after_file(&release))
             .once(),
     );
-    phone.say(json!({"text": "answer me across the reload",
-        "reply_to_message": phone.message_ref(card_one.message_id, None)}));
+    phone.reply_to(&card_one, json!({"text": "answer me across the reload"}));
     let (_, receipt) = phone.wait_sent(before, "📨 Sent to", WAIT);
-    let receipt = receipt["text"].as_str().unwrap().to_owned();
+    let receipt = text(&receipt).to_owned();
     // Prompt on the first card: the chat's next message goes there, even after the reload.
     let tapped = phone.api.sent().len();
     phone.tap(PERSON, &card_one, 0);
@@ -885,19 +832,16 @@ fn a_phone_prompt_survives_a_daemon_reload_and_its_answer_is_relayed_once() {
         "{desk:#}"
     );
     assert_eq!(relay["relayed_at_ms"], Value::Null);
-    assert_eq!(
-        std::fs::metadata(&desk_path).unwrap().permissions().mode() & 0o777,
-        0o600
-    );
+    assert_owner_only(&desk_path);
 
     let reloaded = phone.command(&["reload"]).output().unwrap();
     assert!(reloaded.status.success(), "{reloaded:?}");
     // The successor polls the bot (the old daemon let go of it) and waits for the answer
     // again; only then does the model answer, while the old daemon still carries the turn.
     assert!(
-        wait_until(WAIT, || phone.decisions().iter().any(|d| d["kind"]
-            == "telegram_prompt"
-            && d["outcome"] == "rearmed")),
+        wait_within(WAIT, || !phone
+            .decided("telegram_prompt", "rearmed")
+            .is_empty()),
         "the successor re-armed the wait"
     );
     std::fs::write(&release, b"go").unwrap();
@@ -923,28 +867,15 @@ fn a_phone_prompt_survives_a_daemon_reload_and_its_answer_is_relayed_once() {
     // Each of these is a real turn; the session it went to is on its `telegram_prompt` line.
     let prompt_to = |text: &str, answer: &str, fields: Value| -> String {
         let before = phone.api.sent().len();
-        let sent_before = phone
-            .decisions()
-            .iter()
-            .filter(|d| d["kind"] == "telegram_prompt" && d["outcome"] == "sent")
-            .count();
-        phone.endpoint.push(
-            Rule::on_user_text(text)
-                .reply(Reply::echo_token(answer))
-                .once(),
-        );
+        let sent_before = phone.decided("telegram_prompt", "sent").len();
+        phone.answer_once(text, answer);
         let mut message = json!({"text": text});
         if let Some(reply) = fields.get("reply_to_message") {
             message["reply_to_message"] = reply.clone();
         }
         phone.say(message);
         phone.wait_sent(before, answer, TURN_WAIT);
-        phone
-            .decisions()
-            .iter()
-            .filter(|d| d["kind"] == "telegram_prompt" && d["outcome"] == "sent")
-            .nth(sent_before)
-            .unwrap()["session"]
+        phone.decided("telegram_prompt", "sent")[sent_before]["session"]
             .as_str()
             .unwrap()
             .to_owned()
@@ -969,7 +900,7 @@ fn a_phone_prompt_survives_a_daemon_reload_and_its_answer_is_relayed_once() {
     let before = phone.api.sent().len();
     phone.tap(PERSON, &card_one, 1);
     let status = phone.card(before, &first);
-    assert!(status.text.contains("CARD-KEPT"), "{}", status.text);
+    status.assert_shows("CARD-KEPT");
 
     // `daemon stop` after a reload reaches the successor: no daemon of the home is left to
     // outlive it (this test used to leave the detached successor running, orphaned).
@@ -987,8 +918,7 @@ fn a_phone_prompt_survives_a_daemon_reload_and_its_answer_is_relayed_once() {
 fn a_phone_answer_waits_behind_a_rate_limited_notification_and_a_parse_error_goes_again_plain() {
     let phone = Phone::start(PERSON, false);
     let claude_id = phone.claude_session("seed the claude session for the queue");
-    let before = phone.api.sent().len();
-    phone.say(json!({"text": "/sessions"}));
+    let before = phone.list_sessions();
     let card = phone.card(before, &claude_id);
 
     // A hook's notification meets a 429 that holds the chat for 5 s.
@@ -999,23 +929,10 @@ fn a_phone_answer_waits_behind_a_rate_limited_notification_and_a_parse_error_goe
     let notification = json!({"session_id": "99999999-0000-4000-8000-000000000001",
         "transcript_path": "/tmp/t.jsonl", "cwd": "/work/other", "hook_event_name": "Notification",
         "message": "Claude is waiting for your input", "notification_type": "idle_prompt"});
-    let mut hook = phone
-        .command(&["hook", "Notification"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    {
-        use std::io::Write;
-        let mut stdin = hook.stdin.take().unwrap();
-        stdin
-            .write_all(notification.to_string().as_bytes())
-            .unwrap();
-    }
+    let mut hook = phone.run_hook("Notification", &notification, Stdio::null());
     assert!(hook.wait().unwrap().success());
     assert!(
-        wait_until(WAIT, || phone
+        wait_within(WAIT, || phone
             .api
             .calls_to("sendMessage")
             .iter()
@@ -1028,13 +945,11 @@ fn a_phone_answer_waits_behind_a_rate_limited_notification_and_a_parse_error_goe
         "claude answered",
         cross_agent_testkit::telegram::Failure::cant_parse_entities(),
     );
-    phone.endpoint.push(
-        Rule::on_user_text("queued prompt for claude")
-            .reply(Reply::echo_token("if a < b && c > d, claude answered"))
-            .once(),
+    phone.answer_once(
+        "queued prompt for claude",
+        "if a < b && c > d, claude answered",
     );
-    phone.say(json!({"text": "queued prompt for claude",
-        "reply_to_message": phone.message_ref(card.message_id, None)}));
+    phone.reply_to(&card, json!({"text": "queued prompt for claude"}));
     phone.wait_sent(before, "📨 Sent to", WAIT);
     let status: Value = serde_json::from_slice(
         &phone
@@ -1092,18 +1007,13 @@ fn a_phone_answer_waits_behind_a_rate_limited_notification_and_a_parse_error_goe
         .unwrap();
     assert!(answer.get("parse_mode").is_none(), "{answer:#}");
     assert!(
-        answer["text"]
-            .as_str()
-            .unwrap()
-            .contains("if a < b && c > d, claude answered"),
+        text(&answer).contains("if a < b && c > d, claude answered"),
         "{answer:#}"
     );
     assert!(
         phone
-            .decisions()
+            .decided("telegram_delivery", "retried_plain")
             .iter()
-            .any(|d| d["kind"] == "telegram_delivery"
-                && d["outcome"] == "retried_plain"
-                && d["details"]["what"] == "answer")
+            .any(|d| d["details"]["what"] == "answer")
     );
 }
