@@ -88,17 +88,21 @@ fn echo() {
     }
 }
 
-/// A process in the shim's place that only copies bytes both ways (64 KB at a time) to an echo
-/// agent it starts: the cost of any process in the middle, the peer the shim is measured against
-/// beside the plain pipe.
-fn relay() {
-    let me = std::env::current_exe().unwrap();
-    let mut child = Command::new(me)
+/// The echo agent a relay in the shim's place starts, on pipes.
+fn spawn_echo() -> Child {
+    Command::new(std::env::current_exe().unwrap())
         .env(ROLE, "echo")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
-        .unwrap();
+        .unwrap()
+}
+
+/// A process in the shim's place that only copies bytes both ways (64 KB at a time) to an echo
+/// agent it starts: the cost of any process in the middle, the peer the shim is measured against
+/// beside the plain pipe.
+fn relay() {
+    let mut child = spawn_echo();
     let mut to_child = child.stdin.take().unwrap();
     let mut from_child = child.stdout.take().unwrap();
     let copy = |from: &mut dyn Read, to: &mut dyn Write| {
@@ -130,13 +134,7 @@ fn relay() {
 /// is measured against.
 fn tee_relay() {
     use rustix::pipe::{SpliceFlags, splice, tee};
-    let me = std::env::current_exe().unwrap();
-    let mut child = Command::new(me)
-        .env(ROLE, "echo")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_echo();
     let to_child = std::os::fd::OwnedFd::from(child.stdin.take().unwrap());
     let from_child = std::os::fd::OwnedFd::from(child.stdout.take().unwrap());
     // Its pipes widened as the shim widens them (256 KB).

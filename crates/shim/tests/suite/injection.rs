@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 use cross_agent_protocol::panel::{ApprovalAnswer, PanelSessionState, ShimEvent, ShimRequest};
-use cross_agent_testkit::panel::{claude_permission, claude_user};
+use cross_agent_testkit::panel::{PanelDriver, claude_permission, claude_user};
 use cross_agent_testkit::{Reply, Rule, ToolCall};
 use pretty_assertions::assert_eq;
 use serde_json::json;
@@ -29,6 +29,34 @@ fn turn_ended(events: &[ShimEvent]) -> Option<&ShimEvent> {
     events
         .iter()
         .find(|e| matches!(e, ShimEvent::TurnEnded { .. }))
+}
+
+/// Sends "bridged question" into a panel busy with the human's turn: accepted, queued.
+fn queued_question(bench: &Bench, pid: u32) -> Result<Connection> {
+    let mut connection = Connection::open(&socket(bench, pid), &request("d1", "bridged question"))?;
+    let accepted = connection.next()?;
+    assert!(
+        matches!(accepted, Some(ShimEvent::Accepted { queued: true, .. })),
+        "{accepted:?}"
+    );
+    Ok(connection)
+}
+
+/// The queued question's turn ends with its own answer, after the human's turn and its answer.
+fn answered_after_the_human(mut connection: Connection, panel: &mut PanelDriver) -> Result<()> {
+    let events = connection.rest()?;
+    let Some(ShimEvent::TurnEnded { answer, .. }) = turn_ended(&events) else {
+        panic!("{events:?}")
+    };
+    assert_eq!(answer.as_deref(), Some("bridged answer"));
+    panel.next_line(TURN, |l| {
+        l["type"] == "result" && l["result"] == "bridged answer"
+    })?;
+    assert_eq!(
+        results(panel),
+        vec!["human answer".to_owned(), "bridged answer".to_owned()]
+    );
+    Ok(())
 }
 
 #[test]
@@ -173,27 +201,9 @@ fn a_busy_panel_queues_the_message_until_the_humans_turn_ends() -> Result<()> {
     panel.send(&claude_user("slow human"))?;
     bench.registration_when(pid, |r| r.sessions[0].state == PanelSessionState::Working)?;
 
-    let mut connection =
-        Connection::open(&socket(&bench, pid), &request("d1", "bridged question"))?;
-    let accepted = connection.next()?;
-    assert!(
-        matches!(accepted, Some(ShimEvent::Accepted { queued: true, .. })),
-        "{accepted:?}"
-    );
+    let connection = queued_question(&bench, pid)?;
     std::fs::write(&release, "")?;
-    let events = connection.rest()?;
-    let Some(ShimEvent::TurnEnded { answer, .. }) = turn_ended(&events) else {
-        panic!("{events:?}")
-    };
-    assert_eq!(answer.as_deref(), Some("bridged answer"));
-    panel.next_line(TURN, |l| {
-        l["type"] == "result" && l["result"] == "bridged answer"
-    })?;
-    assert_eq!(
-        results(&panel),
-        vec!["human answer".to_owned(), "bridged answer".to_owned()]
-    );
-    Ok(())
+    answered_after_the_human(connection, &mut panel)
 }
 
 #[test]
@@ -378,26 +388,8 @@ fn a_message_sent_while_a_long_human_line_streams_in_waits_for_the_humans_turn()
         bench.registration_when(pid, |r| r.sessions[0].state == PanelSessionState::Working)?;
     assert_eq!(registration.sessions[0].unanswered_human_prompts, 1);
 
-    let mut connection =
-        Connection::open(&socket(&bench, pid), &request("d1", "bridged question"))?;
-    let accepted = connection.next()?;
-    assert!(
-        matches!(accepted, Some(ShimEvent::Accepted { queued: true, .. })),
-        "{accepted:?}"
-    );
+    let connection = queued_question(&bench, pid)?;
     panel.send_raw(rest)?;
     panel.send_raw(b"\n")?;
-    let events = connection.rest()?;
-    let Some(ShimEvent::TurnEnded { answer, .. }) = turn_ended(&events) else {
-        panic!("{events:?}")
-    };
-    assert_eq!(answer.as_deref(), Some("bridged answer"));
-    panel.next_line(TURN, |l| {
-        l["type"] == "result" && l["result"] == "bridged answer"
-    })?;
-    assert_eq!(
-        results(&panel),
-        vec!["human answer".to_owned(), "bridged answer".to_owned()]
-    );
-    Ok(())
+    answered_after_the_human(connection, &mut panel)
 }
