@@ -13,6 +13,7 @@ use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use serde_json::{Value, json};
 
+use crate::display::escape_cell;
 use crate::setup::places::{AgentName, Places};
 use crate::setup::plan::{self, Plan};
 use crate::setup::{self, FileKind, Registration, SHIM_LINKS, Wanted};
@@ -308,6 +309,38 @@ fn linked_shim_dirs(settings: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
+/// Names what the person added or changed inside cross-agent's entries that uninstall takes
+/// out with them, file by file, and why (without values: an `env` value may be a secret; the
+/// dry run's diff shows them).
+fn write_dropped(out: &mut impl Write, plan: &Plan, dry_run: bool) -> Result<()> {
+    let changes: Vec<_> = plan
+        .changes
+        .iter()
+        .filter(|change| !change.dropped.is_empty())
+        .collect();
+    if changes.is_empty() {
+        return Ok(());
+    }
+    let goes = if dry_run { "would go" } else { "went" };
+    writeln!(
+        out,
+        "\nuninstall takes cross-agent's own entries out whole, so what you added or changed \
+         inside them {goes} with them (left behind alone, it would be an entry the agent cannot \
+         start; `cross-agent uninstall --dry-run` shows the values):"
+    )?;
+    for change in changes {
+        writeln!(
+            out,
+            "  {}:",
+            escape_cell(&change.path.display().to_string())
+        )?;
+        for dropped in &change.dropped {
+            writeln!(out, "    {}", escape_cell(&dropped.describe()))?;
+        }
+    }
+    Ok(())
+}
+
 /// Prints the diff (dry run) or applies the plan and lists what it did.
 fn report(
     plan: &Plan,
@@ -365,6 +398,7 @@ fn report(
     }
     if dry_run {
         write!(out, "{diff}")?;
+        write_dropped(&mut out, plan, dry_run)?;
         let count = plan.changes.iter().filter(|c| c.changes_anything()).count()
             + plan.links.iter().filter(|l| !l.in_place).count();
         writeln!(
@@ -382,10 +416,11 @@ fn report(
             out,
             "{:<9} {}  [{}]{backup}",
             file["action"].as_str().unwrap_or("?"),
-            file["path"].as_str().unwrap_or("?"),
+            escape_cell(file["path"].as_str().unwrap_or("?")),
             file["for"].as_str().unwrap_or("?"),
         )?;
     }
+    write_dropped(&mut out, plan, dry_run)?;
     if files.iter().all(|f| f["action"] == "unchanged") {
         writeln!(out, "nothing to change")?;
     } else if verb == "install" {

@@ -59,13 +59,24 @@ pub fn read(path: &Path, home: &Path) -> Result<Option<String>> {
 /// Replaces `path`'s content with `text` atomically, keeping its mode (a new file gets 0600:
 /// these files hold environment variables). The parent directory is created when missing.
 pub fn write_atomically(path: &Path, text: &str) -> Result<()> {
+    write_atomically_with_mode(path, text, None)
+}
+
+/// The mode bits of `path` (permissions, setuid/setgid/sticky), when it exists.
+pub fn mode_of(path: &Path) -> Option<u32> {
+    std::fs::symlink_metadata(path)
+        .ok()
+        .map(|meta| meta.permissions().mode() & 0o7777)
+}
+
+/// [`write_atomically`] with the mode given (`None`: keep the file's, or 0600 for a new one):
+/// how a rollback puts back a file it had removed.
+pub fn write_atomically_with_mode(path: &Path, text: &str, mode: Option<u32>) -> Result<()> {
     let parent = path
         .parent()
         .with_context(|| format!("{} has no parent directory", path.display()))?;
     std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
-    let mode = std::fs::metadata(path)
-        .map(|meta| meta.permissions().mode() & 0o7777)
-        .unwrap_or(0o600);
+    let mode = mode.or_else(|| mode_of(path)).unwrap_or(0o600);
     let mut temporary = tempfile::Builder::new()
         .prefix(".cross-agent-")
         .tempfile_in(parent)

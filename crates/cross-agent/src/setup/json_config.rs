@@ -127,6 +127,23 @@ impl JsonDoc {
         Ok(())
     }
 
+    /// The comments inside the value of `key` in the object at `path` (`// …`, `/* … */`).
+    pub fn comments_in_entry(&self, path: &[&str], key: &str) -> Vec<String> {
+        let Some(prop) = self
+            .object_at(path, false)
+            .ok()
+            .flatten()
+            .and_then(|object| object.get(key))
+        else {
+            return Vec::new();
+        };
+        let mut comments = Vec::new();
+        for node in prop.children() {
+            collect_comments(&node, &mut comments);
+        }
+        comments
+    }
+
     /// Appends the string `item` to the array at `path` unless it is there.
     pub fn add_to_array(&self, path: &[&str], item: &str) -> Result<()> {
         let array = self
@@ -288,6 +305,16 @@ impl JsonDoc {
         self.value()
             .as_object()
             .is_none_or(|object| object.is_empty())
+    }
+}
+
+/// The comments in `node` and under it, in the order they are written.
+fn collect_comments(node: &CstNode, out: &mut Vec<String>) {
+    if node.is_comment() {
+        out.push(node.to_string());
+    }
+    for child in node.children() {
+        collect_comments(&child, out);
     }
 }
 

@@ -10,10 +10,13 @@
 //! byte-identical `uninstall` possible.
 
 pub mod files;
+pub mod journal;
 pub mod json_config;
 pub mod places;
 pub mod plan;
+pub mod preflight;
 pub mod toml_config;
+pub mod user_edits;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -23,6 +26,7 @@ use serde_json::{Value, json};
 
 use self::json_config::JsonDoc;
 use self::toml_config::TomlDoc;
+use self::user_edits::{Dropped, Edit};
 
 /// The name every agent knows the bridge by.
 pub const SERVER_NAME: &str = "cross-agent";
@@ -77,7 +81,22 @@ impl Registration {
 
     /// Claude Code's `mcpServers` entry, as `claude mcp add -s user` writes it.
     pub fn claude_entry(&self) -> Value {
-        json!({"type": "stdio", "command": self.command_text(), "args": ["mcp"], "env": self.env_value()})
+        Value::Object(
+            self.claude_entries()
+                .into_iter()
+                .map(|(key, value)| (key.to_owned(), value))
+                .collect(),
+        )
+    }
+
+    /// The keys of [`Registration::claude_entry`].
+    pub fn claude_entries(&self) -> Vec<(&'static str, Value)> {
+        vec![
+            ("type", Value::String("stdio".to_owned())),
+            ("command", Value::String(self.command_text())),
+            ("args", json!(["mcp"])),
+            ("env", self.env_value()),
+        ]
     }
 
     /// Codex's table: required (so `codex exec` waits for it), its tools approved (spec 004 §3),
@@ -161,7 +180,8 @@ pub struct Wanted {
     pub shim_dir: Option<PathBuf>,
 }
 
-/// The file's text after `install` (`before`: its text now, `None` when missing).
+/// The file's text after `install` (`before`: its text now, `None` when missing). Keys and
+/// `env` variables the person added inside cross-agent's entry stay.
 pub fn install_text(
     kind: FileKind,
     name: &str,
@@ -172,7 +192,16 @@ pub fn install_text(
     match kind {
         FileKind::ClaudeJson => {
             let doc = JsonDoc::parse(name, before)?;
-            doc.set_entry(&["mcpServers"], SERVER_NAME, &registration.claude_entry())?;
+            match doc.entry(&["mcpServers"], SERVER_NAME) {
+                Some(Value::Object(existing)) => {
+                    let mut entries = registration.claude_entries();
+                    keep_person_env(&mut entries, existing.get("env"));
+                    for (key, value) in &entries {
+                        doc.set_entry(&["mcpServers", SERVER_NAME], key, value)?;
+                    }
+                }
+                _ => doc.set_entry(&["mcpServers"], SERVER_NAME, &registration.claude_entry())?,
+            }
             Ok(with_final_newline(before, doc.text()))
         }
         FileKind::ClaudeSettings => {
@@ -189,11 +218,13 @@ pub fn install_text(
         }
         FileKind::CodexConfig | FileKind::GrokConfig => {
             let mut doc = TomlDoc::parse(name, before)?;
-            let entries = if kind == FileKind::CodexConfig {
+            let mut entries = if kind == FileKind::CodexConfig {
                 registration.codex_entries()
             } else {
                 registration.grok_entries()
             };
+            let existing = doc.server(SERVER_NAME);
+            keep_person_env(&mut entries, existing.as_ref().and_then(|e| e.get("env")));
             doc.set_server(SERVER_NAME, &entries)?;
             Ok(doc.text())
         }
@@ -210,14 +241,49 @@ pub fn install_text(
     }
 }
 
-/// The file's text after `uninstall`, or `None` when the file should go (cross-agent created
-/// it and nothing else is in it). `backup` is the file before cross-agent first changed it.
+/// Adds the variables the person put in the entry's `env` (`existing`) to the `env` install
+/// writes: install owns only its own variables there.
+fn keep_person_env(entries: &mut Vec<(&str, Value)>, existing: Option<&Value>) {
+    let Some(theirs) = existing.and_then(Value::as_object) else {
+        return;
+    };
+    let theirs: serde_json::Map<String, Value> = theirs
+        .iter()
+        .filter(|(name, _)| user_edits::install_env(name).is_none())
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect();
+    if theirs.is_empty() {
+        return;
+    }
+    match entries.iter_mut().find(|(key, _)| *key == "env") {
+        Some((_, Value::Object(env))) => {
+            for (name, value) in theirs {
+                env.entry(name).or_insert(value);
+            }
+        }
+        _ => entries.push(("env", Value::Object(theirs))),
+    }
+}
+
+/// What `uninstall` makes of one file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Uninstalled {
+    /// The file's text after it, or `None` when the file should go (cross-agent created it
+    /// and nothing else is in it).
+    pub text: Option<String>,
+    /// What the person added or changed inside cross-agent's entries, which go with them.
+    pub dropped: Vec<Dropped>,
+}
+
+/// What `uninstall` makes of a file. `backup` is the file before cross-agent first changed
+/// it.
 pub fn uninstall_text(
     kind: FileKind,
     name: &str,
     current: &str,
     backup: Option<&str>,
-) -> Result<Option<String>> {
+) -> Result<Uninstalled> {
+    let mut dropped = Vec::new();
     let after = match kind {
         FileKind::ClaudeJson | FileKind::ClaudeSettings | FileKind::EditorSettings => {
             let doc = JsonDoc::parse(name, Some(current))?;
@@ -228,10 +294,28 @@ pub fn uninstall_text(
             let original = original.as_ref();
             match kind {
                 FileKind::ClaudeJson => {
+                    if let Some(entry) = doc.entry(&["mcpServers"], SERVER_NAME) {
+                        let at = format!("mcpServers.{SERVER_NAME}");
+                        let was = original
+                            .and_then(|o| o.get("mcpServers"))
+                            .and_then(|servers| servers.get(SERVER_NAME));
+                        dropped = user_edits::in_server_entry(kind, &at, &entry, was);
+                        if was.is_none() {
+                            dropped.extend(
+                                doc.comments_in_entry(&["mcpServers"], SERVER_NAME)
+                                    .into_iter()
+                                    .map(|text| Dropped {
+                                        key: at.clone(),
+                                        edit: Edit::Comment(text),
+                                    }),
+                            );
+                        }
+                    }
                     doc.remove_entry(&["mcpServers"], SERVER_NAME, original)?;
                     doc.prune_created(&["mcpServers"], original)?;
                 }
                 FileKind::ClaudeSettings => {
+                    dropped = user_edits::in_hooks(&doc.value(), is_our_hook);
                     doc.remove_from_array(&["permissions", "allow"], ALLOW_RULE, original)?;
                     doc.prune_created(&["permissions", "allow"], original)?;
                     doc.remove_hooks(is_our_hook)?;
@@ -246,7 +330,10 @@ pub fn uninstall_text(
                 }
             }
             if backup.is_none() && doc.is_empty() {
-                return Ok(None);
+                return Ok(Uninstalled {
+                    text: None,
+                    dropped,
+                });
             }
             doc.text()
         }
@@ -256,23 +343,38 @@ pub fn uninstall_text(
                 Some(text) => Some(TomlDoc::parse(name, Some(text))?),
                 None => None,
             };
+            if let Some(entry) = doc.server(SERVER_NAME) {
+                let at = format!("mcp_servers.{SERVER_NAME}");
+                let was = original.as_ref().and_then(|o| o.server(SERVER_NAME));
+                dropped = user_edits::in_server_entry(kind, &at, &entry, was.as_ref());
+                if was.is_none() {
+                    dropped.extend(doc.server_comments(SERVER_NAME, &at));
+                }
+            }
             doc.remove_server(SERVER_NAME, original.as_ref())?;
             if backup.is_none() && doc.is_empty() {
-                return Ok(None);
+                return Ok(Uninstalled {
+                    text: None,
+                    dropped,
+                });
             }
             doc.text()
         }
     };
     // Only whitespace that cross-agent's own edit laid out can differ from the original:
     // give the original bytes back then.
-    Ok(Some(match backup {
+    let text = match backup {
         Some(original)
             if after != original && without_whitespace(&after) == without_whitespace(original) =>
         {
             original.to_owned()
         }
         _ => after,
-    }))
+    };
+    Ok(Uninstalled {
+        text: Some(text),
+        dropped,
+    })
 }
 
 /// A file cross-agent creates ends with a newline; one that exists keeps how it ended.

@@ -8,6 +8,9 @@ use anyhow::{Context, Result};
 use serde_json::{Value, json};
 
 use super::files;
+use super::journal::Journal;
+use super::preflight;
+use super::user_edits::Dropped;
 use super::{FileKind, Registration, Wanted};
 
 /// One file's change.
@@ -19,11 +22,18 @@ pub struct Change {
     pub before: Option<String>,
     /// `None`: the file is removed.
     pub after: Option<String>,
+    /// What the person added or changed inside cross-agent's entries, which this change
+    /// takes out with them (uninstall).
+    pub dropped: Vec<Dropped>,
 }
 
 impl Change {
     pub fn changes_anything(&self) -> bool {
         self.before != self.after
+    }
+
+    fn dropped_json(&self) -> Vec<Value> {
+        self.dropped.iter().map(Dropped::to_json).collect()
     }
 
     fn action(&self) -> &'static str {
@@ -85,6 +95,7 @@ impl Plan {
             label: label.to_owned(),
             before,
             after: Some(after),
+            dropped: Vec::new(),
         });
         Ok(())
     }
@@ -102,12 +113,13 @@ impl Plan {
         };
         let backup = files::read(&files::backup_path(path), home)?;
         let name = path.display().to_string();
-        let after = super::uninstall_text(kind, &name, &current, backup.as_deref())?;
+        let uninstalled = super::uninstall_text(kind, &name, &current, backup.as_deref())?;
         self.changes.push(Change {
             path: path.to_owned(),
             label: label.to_owned(),
             before: Some(current),
-            after,
+            after: uninstalled.text,
+            dropped: uninstalled.dropped,
         });
         Ok(())
     }
@@ -136,10 +148,39 @@ impl Plan {
         out
     }
 
-    /// Writes every change. Install backs up every existing file it plans for once (also one
-    /// it leaves as it is: the backup is how uninstall knows what was the person's), then
-    /// writes the new text atomically. Uninstall removes a backup once the file is back to it.
+    /// Writes every change, or none: every target is checked first ([`preflight::check`]),
+    /// and a failure on the way (a full disk, a file size limit, another program in the way)
+    /// takes back what was already written before the error is returned. Install backs up
+    /// every existing file it plans for once (also one it leaves as it is: the backup is how
+    /// uninstall knows what was the person's), then writes the new text atomically. Uninstall
+    /// removes a backup once the file is back to it.
     pub fn apply(&self) -> Result<Vec<Value>> {
+        preflight::check(self)?;
+        let mut journal = Journal::default();
+        match self.apply_recording(&mut journal) {
+            Ok(done) => Ok(done),
+            Err(error) => {
+                let steps = journal.steps();
+                let failed = journal.roll_back();
+                if failed.is_empty() {
+                    Err(error.context(format!(
+                        "nothing was changed (the {steps} step(s) done before this failure \
+                         were taken back)"
+                    )))
+                } else {
+                    Err(error.context(format!(
+                        "taking back the steps done before this failure did not fully work; \
+                         the backups (*{}) hold each file as it was before cross-agent first \
+                         changed it. Not put back:\n  {}",
+                        files::BACKUP_SUFFIX,
+                        failed.join("\n  ")
+                    )))
+                }
+            }
+        }
+    }
+
+    fn apply_recording(&self, journal: &mut Journal) -> Result<Vec<Value>> {
         let mut done = Vec::new();
         for change in &self.changes {
             let mut backup = None;
@@ -147,23 +188,37 @@ impl Plan {
                 && let Some(before) = &change.before
             {
                 backup = files::back_up_once(&change.path, before)?;
+                if let Some(path) = &backup {
+                    journal.created(path);
+                }
             }
             if change.changes_anything() {
+                let mode = files::mode_of(&change.path);
                 match &change.after {
-                    Some(text) => files::write_atomically(&change.path, text)?,
+                    Some(text) => {
+                        if let Some(parent) = change.path.parent() {
+                            journal.create_dirs(parent)?;
+                        }
+                        files::write_atomically(&change.path, text)?;
+                    }
                     None => std::fs::remove_file(&change.path)
                         .with_context(|| format!("removing {}", change.path.display()))?,
+                }
+                match &change.before {
+                    Some(before) => journal.changed(&change.path, before, mode),
+                    None => journal.created(&change.path),
                 }
             }
             if self.uninstall {
                 let backup_path = files::backup_path(&change.path);
-                let restored = match (&change.after, std::fs::read_to_string(&backup_path)) {
-                    (Some(text), Ok(original)) => *text == original,
-                    _ => false,
-                };
-                if restored {
+                let original = std::fs::read_to_string(&backup_path).ok();
+                if let (Some(text), Some(original)) = (&change.after, original)
+                    && *text == original
+                {
+                    let mode = files::mode_of(&backup_path);
                     std::fs::remove_file(&backup_path)
                         .with_context(|| format!("removing {}", backup_path.display()))?;
+                    journal.changed(&backup_path, &original, mode);
                 }
             }
             done.push(json!({
@@ -171,24 +226,29 @@ impl Plan {
                 "for": change.label,
                 "action": change.action(),
                 "backup": if change.changes_anything() { backup } else { None },
+                "dropped": change.dropped_json(),
             }));
         }
         for link in &self.links {
             if !link.in_place {
                 if link.create {
                     if std::fs::symlink_metadata(&link.path).is_ok() {
+                        let old = std::fs::read_link(&link.path)
+                            .with_context(|| format!("reading {}", link.path.display()))?;
                         std::fs::remove_file(&link.path)
                             .with_context(|| format!("replacing {}", link.path.display()))?;
+                        journal.unlinked(&link.path, &old);
                     }
                     if let Some(parent) = link.path.parent() {
-                        std::fs::create_dir_all(parent)
-                            .with_context(|| format!("creating {}", parent.display()))?;
+                        journal.create_dirs(parent)?;
                     }
                     std::os::unix::fs::symlink(&link.target, &link.path)
                         .with_context(|| format!("linking {}", link.path.display()))?;
+                    journal.created(&link.path);
                 } else {
                     std::fs::remove_file(&link.path)
                         .with_context(|| format!("removing {}", link.path.display()))?;
+                    journal.unlinked(&link.path, &link.target);
                 }
             }
             done.push(
@@ -203,7 +263,9 @@ impl Plan {
         let mut out: Vec<Value> = self
             .changes
             .iter()
-            .map(|c| json!({"path": c.path, "for": c.label, "action": c.action()}))
+            .map(|c| {
+                json!({"path": c.path, "for": c.label, "action": c.action(), "dropped": c.dropped_json()})
+            })
             .collect();
         out.extend(
             self.links

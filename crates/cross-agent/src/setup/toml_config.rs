@@ -5,7 +5,9 @@
 
 use anyhow::{Result, anyhow};
 use serde_json::{Map, Value};
-use toml_edit::{DocumentMut, InlineTable, Item, Table};
+use toml_edit::{Decor, DocumentMut, InlineTable, Item, Table};
+
+use super::user_edits::{Dropped, comments_in};
 
 /// The table every agent keeps its MCP servers in.
 const SERVERS: &str = "mcp_servers";
@@ -38,22 +40,10 @@ impl TomlDoc {
             .map(item_to_json)
     }
 
-    /// Makes `[mcp_servers.<name>]` hold exactly `entries` (in that order); nothing changes
-    /// when it already does.
+    /// Makes the keys of `entries` in `[mcp_servers.<name>]` hold their values (a new table
+    /// gets them in that order); a key the person added there stays, and nothing changes
+    /// when every key already holds its value.
     pub fn set_server(&mut self, name: &str, entries: &[(&str, Value)]) -> Result<()> {
-        let wanted = Value::Object(
-            entries
-                .iter()
-                .map(|(key, value)| ((*key).to_owned(), value.clone()))
-                .collect(),
-        );
-        if self.server(name).as_ref() == Some(&wanted) {
-            return Ok(());
-        }
-        let mut table = Table::new();
-        for (key, value) in entries {
-            table.insert(key, Item::Value(json_to_toml(value)?));
-        }
         let document_has_content = !self.doc.as_table().is_empty();
         let servers = self
             .doc
@@ -65,23 +55,34 @@ impl TomlDoc {
             })
             .as_table_mut()
             .ok_or_else(|| anyhow!("`{SERVERS}` is not a table"))?;
-        match servers.get_mut(name) {
-            Some(Item::Table(existing)) => {
-                // Keep the table where it is, with its own comments above it.
-                let decor = existing.decor().clone();
-                let position = existing.position();
-                *existing = table;
-                *existing.decor_mut() = decor;
-                existing.set_position(position);
-            }
-            _ => {
-                if document_has_content {
-                    // A blank line between the person's last table and ours.
-                    table.decor_mut().set_prefix("\n");
+        if let Some(existing) = servers.get_mut(name).and_then(Item::as_table_like_mut) {
+            for (key, value) in entries {
+                if existing.get(key).map(item_to_json).as_ref() == Some(value) {
+                    continue;
                 }
-                servers.insert(name, Item::Table(table));
+                let mut new_value = json_to_toml(value)?;
+                match existing.get_mut(key) {
+                    Some(Item::Value(old)) => {
+                        // Keep a comment the person wrote after the old value.
+                        *new_value.decor_mut() = old.decor().clone();
+                        *old = new_value;
+                    }
+                    _ => {
+                        existing.insert(key, Item::Value(new_value));
+                    }
+                }
             }
+            return Ok(());
         }
+        let mut table = Table::new();
+        for (key, value) in entries {
+            table.insert(key, Item::Value(json_to_toml(value)?));
+        }
+        if document_has_content {
+            // A blank line between the person's last table and ours.
+            table.decor_mut().set_prefix("\n");
+        }
+        servers.insert(name, Item::Table(table));
         Ok(())
     }
 
@@ -110,9 +111,45 @@ impl TomlDoc {
         Ok(())
     }
 
+    /// The comments in `[mcp_servers.<name>]`: above its header, after it, and at each of
+    /// its keys. `at` names the table in the answer.
+    pub fn server_comments(&self, name: &str, at: &str) -> Vec<Dropped> {
+        let Some(table) = self
+            .doc
+            .get(SERVERS)
+            .and_then(Item::as_table)
+            .and_then(|servers| servers.get(name))
+            .and_then(Item::as_table)
+        else {
+            return Vec::new();
+        };
+        let mut out = decor_comments(table.decor(), at);
+        for (key, item) in table.iter() {
+            let path = format!("{at}.{key}");
+            if let Some(key) = table.key(key) {
+                out.extend(decor_comments(key.leaf_decor(), &path));
+            }
+            match item {
+                Item::Value(value) => out.extend(decor_comments(value.decor(), &path)),
+                Item::Table(table) => out.extend(decor_comments(table.decor(), &path)),
+                Item::None | Item::ArrayOfTables(_) => {}
+            }
+        }
+        out
+    }
+
     pub fn is_empty(&self) -> bool {
         self.doc.as_table().is_empty()
     }
+}
+
+fn decor_comments(decor: &Decor, at: &str) -> Vec<Dropped> {
+    [decor.prefix(), decor.suffix()]
+        .into_iter()
+        .flatten()
+        .filter_map(|raw| raw.as_str())
+        .flat_map(|text| comments_in(text, at))
+        .collect()
 }
 
 /// A JSON value as a TOML value (strings, booleans, integers, arrays, string maps as inline
