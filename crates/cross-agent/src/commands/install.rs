@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use crate::display::escape_cell;
 use crate::setup::places::{AgentName, Places};
 use crate::setup::plan::{self, Plan};
+use crate::setup::preflight;
 use crate::setup::{self, FileKind, Registration, SHIM_LINKS, Wanted};
 
 /// What `--agents` can name.
@@ -321,12 +322,15 @@ fn write_dropped(out: &mut impl Write, plan: &Plan, dry_run: bool) -> Result<()>
     if changes.is_empty() {
         return Ok(());
     }
-    let goes = if dry_run { "would go" } else { "went" };
+    let (takes, go) = if dry_run {
+        ("takes", "would go too (the diff above shows their values)")
+    } else {
+        ("took", "went too")
+    };
     writeln!(
         out,
-        "\nuninstall takes cross-agent's own entries out whole, so what you added or changed \
-         inside them {goes} with them (left behind alone, it would be an entry the agent cannot \
-         start; `cross-agent uninstall --dry-run` shows the values):"
+        "\nuninstall {takes} cross-agent's own entries out whole (an entry left with only your \
+         keys could not start), so these you added or changed inside them {go}:"
     )?;
     for change in changes {
         writeln!(
@@ -351,6 +355,12 @@ fn report(
     verb: &str,
 ) -> Result<()> {
     let diff = plan.diff();
+    // A dry run says what would stop the real one: a target it could not write.
+    let refused = if dry_run {
+        preflight::problems(plan)
+    } else {
+        Vec::new()
+    };
     let files = if dry_run {
         plan.preview()
     } else {
@@ -364,6 +374,7 @@ fn report(
         });
         if dry_run {
             out["diff"] = Value::String(diff);
+            out["refused"] = json!(refused);
         }
         if let (Some(out), Some(extra)) = (out.as_object_mut(), extra.as_object()) {
             out.extend(extra.clone());
@@ -399,6 +410,16 @@ fn report(
     if dry_run {
         write!(out, "{diff}")?;
         write_dropped(&mut out, plan, dry_run)?;
+        if !refused.is_empty() {
+            writeln!(
+                out,
+                "\n`cross-agent {verb}` would change nothing, because cross-agent cannot write \
+                 everything it would change:"
+            )?;
+            for problem in &refused {
+                writeln!(out, "  {}", escape_cell(problem))?;
+            }
+        }
         let count = plan.changes.iter().filter(|c| c.changes_anything()).count()
             + plan.links.iter().filter(|l| !l.in_place).count();
         writeln!(

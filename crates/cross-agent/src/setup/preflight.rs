@@ -24,6 +24,24 @@ const OWNER_WRITE: u32 = 0o200;
 /// Refuses the plan, naming every file and directory it could not write and the fix for
 /// each, when one of them is read-only, not writable by us, or a link.
 pub fn check(plan: &Plan) -> Result<()> {
+    let problems = problems(plan);
+    if problems.is_empty() {
+        return Ok(());
+    }
+    let verb = if plan.uninstall {
+        "uninstall"
+    } else {
+        "install"
+    };
+    bail!(
+        "{verb}: nothing was changed, because cross-agent cannot write everything it would \
+         change:\n  {}",
+        problems.join("\n  ")
+    )
+}
+
+/// Every file and directory of the plan that cannot be written, one line each with its fix.
+pub fn problems(plan: &Plan) -> Vec<String> {
     let mut problems = Vec::new();
     // Directory → who needs it, for the hint.
     let mut dirs: Vec<(PathBuf, String)> = Vec::new();
@@ -36,9 +54,14 @@ pub fn check(plan: &Plan) -> Result<()> {
         let Some(dir) = change.path.parent() else {
             continue;
         };
-        let backup_exists = std::fs::symlink_metadata(files::backup_path(&change.path)).is_ok();
-        let writes_backup = !plan.uninstall && change.before.is_some() && !backup_exists;
-        let removes_backup = plan.uninstall && backup_exists;
+        let backup = files::backup_path(&change.path);
+        let writes_backup = !plan.uninstall
+            && change.before.is_some()
+            && std::fs::symlink_metadata(&backup).is_err();
+        // Uninstall removes the backup once the file is back to it.
+        let removes_backup = plan.uninstall
+            && change.after.is_some()
+            && std::fs::read_to_string(&backup).ok() == change.after;
         if change.changes_anything()
             && change.before.is_some()
             && let Some(problem) = file_problem(&change.path)
@@ -70,19 +93,7 @@ pub fn check(plan: &Plan) -> Result<()> {
             problems.push(format!("{problem} — {how}"));
         }
     }
-    if problems.is_empty() {
-        return Ok(());
-    }
-    let verb = if plan.uninstall {
-        "uninstall"
-    } else {
-        "install"
-    };
-    bail!(
-        "{verb}: nothing was changed, because cross-agent cannot write everything it would \
-         change:\n  {}",
-        problems.join("\n  ")
-    )
+    problems
 }
 
 /// Why the existing file `path` cannot be written, if it cannot.

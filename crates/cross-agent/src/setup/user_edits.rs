@@ -203,3 +203,84 @@ pub fn comments_in(trivia: &str, at: &str) -> Vec<Dropped> {
         .map(|line| Dropped::new(at.to_owned(), Edit::Comment(line.to_owned())))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::setup::json_config::JsonDoc;
+    use pretty_assertions::assert_eq;
+
+    fn dropped(edits: &[Dropped]) -> Vec<String> {
+        edits.iter().map(Dropped::describe).collect()
+    }
+
+    #[test]
+    fn a_changed_value_and_an_added_variable_are_named_and_what_was_there_before_is_not() {
+        let entry = json!({
+            "command": "/opt/bin/cross-agent",
+            "args": ["mcp"],
+            "required": false,
+            "default_tools_approval_mode": "approve",
+            "startup_timeout_sec": 30,
+            "env": {
+                "CROSS_AGENT_HOME": "/somewhere",
+                "CROSS_AGENT_CODEX_SANDBOX": "read-only",
+                "MINE": "1",
+                "THEIRS_BEFORE": "2",
+            },
+        });
+        let original = json!({"startup_timeout_sec": 30, "env": {"THEIRS_BEFORE": "2"}});
+        let edits = in_server_entry(FileKind::CodexConfig, "s", &entry, Some(&original));
+        assert_eq!(
+            dropped(&edits),
+            [
+                "s.env.CROSS_AGENT_CODEX_SANDBOX (you changed what install wrote)",
+                "s.env.MINE (you added it)",
+                "s.required (you changed what install wrote)",
+            ]
+        );
+        let moved = json!({"command": "/usr/local/bin/my-wrapper", "args": ["mcp"]});
+        assert_eq!(
+            dropped(&in_server_entry(FileKind::GrokConfig, "g", &moved, None)),
+            ["g.command (you changed what install wrote)"]
+        );
+    }
+
+    #[test]
+    fn a_hook_group_that_goes_names_its_changed_matcher_and_added_keys() {
+        let settings = json!({"hooks": {
+            "PreToolUse": [
+                {"matcher": "Bash", "hooks": [{"type": "command", "command": "ours"}]},
+                {"matcher": "*", "hooks": [
+                    {"type": "command", "command": "ours", "timeout": 5},
+                    {"type": "command", "command": "theirs"},
+                ], "note": "kept: the group stays"},
+            ],
+            "Stop": [{"description": "mine", "hooks": [{"type": "command", "command": "ours"}]}],
+        }});
+        let edits = in_hooks(&settings, |command| command == "ours");
+        assert_eq!(
+            dropped(&edits),
+            [
+                "hooks.PreToolUse[0].matcher (you changed what install wrote)",
+                "hooks.PreToolUse[1].hooks[0].timeout (you added it)",
+                "hooks.Stop[0].description (you added it)",
+            ]
+        );
+    }
+
+    #[test]
+    fn comments_inside_an_entry_are_found_in_order() {
+        let doc = JsonDoc::parse(
+            "f",
+            Some(
+                "{\"mcpServers\": {\"cross-agent\": { // mine\n \"env\": {/* a */ \"A\": \"1\"}}}}",
+            ),
+        )
+        .unwrap();
+        assert_eq!(
+            doc.comments_in_entry(&["mcpServers"], "cross-agent"),
+            ["// mine", "/* a */"]
+        );
+    }
+}

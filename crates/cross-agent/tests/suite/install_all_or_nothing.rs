@@ -51,6 +51,16 @@ fn a_read_only_config_is_refused_naming_it_and_nothing_is_written() {
     let _read_only = Mode::set(codex.clone(), 0o444);
     let before = person.tree();
 
+    let dry = person.ok(&["install", "--dry-run", "--agents", "claude,codex,grok"]);
+    assert!(
+        dry.contains(&format!(
+            "`cross-agent install` would change nothing, because cross-agent cannot write \
+             everything it would change:\n  {} is read-only (mode 0444)",
+            codex.display()
+        )),
+        "{dry}"
+    );
+
     let stderr = failed(&person.run(&["install", "--agents", "claude,codex,grok"]));
     assert!(
         stderr.contains(&format!(

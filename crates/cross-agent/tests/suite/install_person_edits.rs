@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 use super::install_home::{CLAUDE_JSON, CLAUDE_SETTINGS, CODEX_TOML, Person, bin};
 
 /// The explanation `uninstall` prints before the list.
-const WHY: &str = "uninstall takes cross-agent's own entries out whole, so what you added or \
-changed inside them";
+const WHY: &str = "cross-agent's own entries out whole (an entry left with only your keys could \
+not start), so these you added or changed inside them";
 
 #[test]
 fn what_the_person_added_inside_the_codex_entry_stays_and_uninstall_names_it() {
