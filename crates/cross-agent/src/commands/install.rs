@@ -112,7 +112,10 @@ impl InstallArgs {
         if self.unattended {
             warnings.push(setup::UNATTENDED_WARNING.to_owned());
         }
-        let mut plan = Plan::default();
+        let mut plan = Plan {
+            home: places.home.clone(),
+            ..Plan::default()
+        };
         for agent in AgentName::ALL {
             let target = match agent {
                 AgentName::Claude => InstallTarget::Claude,
@@ -242,6 +245,7 @@ impl UninstallArgs {
         let places = Places::from_env()?;
         let home = &places.home;
         let mut plan = Plan {
+            home: places.home.clone(),
             uninstall: true,
             ..Plan::default()
         };

@@ -23,23 +23,31 @@ pub fn backup_path(path: &Path) -> PathBuf {
 /// Refuses `path` when it, or a directory between it and `home`, is a symbolic link: writing
 /// through it would change a file somewhere else. Names the link.
 pub fn refuse_links(path: &Path, home: &Path) -> Result<()> {
+    if let Some((link, target)) = first_link(path, home) {
+        bail!(
+            "{} is a symbolic link (to {}); cross-agent does not write through links: \
+             edit the file it points at yourself, or replace the link with the file",
+            link.display(),
+            target.display()
+        );
+    }
+    Ok(())
+}
+
+/// The first of `path` and the directories between it and `home` (not `home` itself) that is
+/// a symbolic link, with where it points.
+pub fn first_link(path: &Path, home: &Path) -> Option<(PathBuf, PathBuf)> {
     let mut at = path;
     loop {
         if let Ok(meta) = std::fs::symlink_metadata(at)
             && meta.file_type().is_symlink()
         {
-            let target = std::fs::read_link(at)
-                .map(|t| t.display().to_string())
-                .unwrap_or_else(|_| "?".to_owned());
-            bail!(
-                "{} is a symbolic link (to {target}); cross-agent does not write through links: \
-                 edit the file it points at yourself, or replace the link with the file",
-                at.display()
-            );
+            let target = std::fs::read_link(at).unwrap_or_else(|_| PathBuf::from("?"));
+            return Some((at.to_owned(), target));
         }
         match at.parent() {
             Some(parent) if parent != home && parent.starts_with(home) => at = parent,
-            _ => return Ok(()),
+            _ => return None,
         }
     }
 }

@@ -70,6 +70,8 @@ impl Link {
 /// Everything one run would do.
 #[derive(Debug, Default)]
 pub struct Plan {
+    /// The person's HOME: links are refused in the folders between it and each target.
+    pub home: PathBuf,
     /// An uninstall's plan (backups are restored, not taken).
     pub uninstall: bool,
     pub changes: Vec<Change>,

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Result, bail};
 
 use super::files;
-use super::plan::{Change, Plan};
+use super::plan::Plan;
 use super::shell_quote;
 
 /// The owner's write bit.
@@ -43,11 +43,12 @@ pub fn check(plan: &Plan) -> Result<()> {
 /// Every file and directory of the plan that cannot be written, one line each with its fix.
 pub fn problems(plan: &Plan) -> Vec<String> {
     let mut problems = Vec::new();
-    // Directory → who needs it, for the hint.
-    let mut dirs: Vec<(PathBuf, String)> = Vec::new();
-    let mut add_dir = |dir: &Path, who: String| {
-        if !dirs.iter().any(|(known, _)| known == dir) {
-            dirs.push((dir.to_owned(), who));
+    // Each directory written in, with the way to do without it, and whether a link there
+    // (or between it and HOME) is refused.
+    let mut dirs: Vec<(PathBuf, String, bool)> = Vec::new();
+    let mut add_dir = |dir: &Path, otherwise: String, no_links: bool| {
+        if !dirs.iter().any(|(known, _, _)| known == dir) {
+            dirs.push((dir.to_owned(), otherwise, no_links));
         }
     };
     for change in &plan.changes {
@@ -62,35 +63,43 @@ pub fn problems(plan: &Plan) -> Vec<String> {
         let removes_backup = plan.uninstall
             && change.after.is_some()
             && std::fs::read_to_string(&backup).ok() == change.after;
+        let otherwise = otherwise(plan, &change.label);
         if change.changes_anything()
             && change.before.is_some()
             && let Some(problem) = file_problem(&change.path)
         {
-            problems.push(format!("{problem} — {}", fix(plan, change, &change.path)));
+            problems.push(format!("{problem} — {}{otherwise}", chmod(&change.path)));
         }
         if change.changes_anything() || writes_backup || removes_backup {
-            add_dir(dir, fix(plan, change, dir));
+            add_dir(dir, otherwise, true);
         }
     }
     for link in plan.links.iter().filter(|link| !link.in_place) {
         if let Some(dir) = link.path.parent() {
-            let leave_out = if plan.uninstall {
-                "then run `cross-agent uninstall` again".to_owned()
+            let otherwise = if plan.uninstall {
+                otherwise(plan, "")
             } else {
-                "or choose another --shim-dir".to_owned()
+                ", or choose another --shim-dir".to_owned()
             };
-            add_dir(
-                dir,
-                format!("make it writable (`chmod u+w {}`) {leave_out}", quoted(dir)),
-            );
+            // Uninstall takes its own links out of a linked folder too: install made them
+            // there before it refused such a folder.
+            add_dir(dir, otherwise, !plan.uninstall);
         }
     }
     let mut seen = BTreeSet::new();
-    for (dir, how) in &dirs {
-        if let Some(problem) = dir_problem(dir)
-            && seen.insert(problem.clone())
-        {
-            problems.push(format!("{problem} — {how}"));
+    for (dir, otherwise, no_links) in &dirs {
+        let home = no_links.then_some(plan.home.as_path());
+        let problem = match dir_problem(dir, home) {
+            Some(DirProblem::Link(problem)) => {
+                format!("{problem} — replace the link with the folder it points at{otherwise}")
+            }
+            Some(DirProblem::Unwritable(at, problem)) => {
+                format!("{problem} — {}{otherwise}", chmod(&at))
+            }
+            None => continue,
+        };
+        if seen.insert(problem.clone()) {
+            problems.push(problem);
         }
     }
     problems
@@ -115,34 +124,44 @@ fn file_problem(path: &Path) -> Option<String> {
     None
 }
 
+/// Why no file can be made in a directory.
+enum DirProblem {
+    /// It, or a folder between it and HOME, is a link.
+    Link(String),
+    /// The folder (the directory, or its nearest parent that exists) cannot be written in.
+    Unwritable(PathBuf, String),
+}
+
 /// Why a file cannot be made in `dir` (or in the nearest directory of it that exists, where
-/// the rest would be created), if it cannot.
-fn dir_problem(dir: &Path) -> Option<String> {
+/// the rest would be created), if it cannot. `home`: refuse a link between it and `dir`.
+fn dir_problem(dir: &Path, home: Option<&Path>) -> Option<DirProblem> {
     let mut at = dir;
-    let meta = loop {
-        match std::fs::symlink_metadata(at) {
-            Ok(meta) => break meta,
-            Err(_) => at = at.parent()?,
-        }
+    while std::fs::symlink_metadata(at).is_err() {
+        at = at.parent()?;
+    }
+    if let Some((link, target)) = home.and_then(|home| files::first_link(at, home)) {
+        return Some(DirProblem::Link(format!(
+            "{} is a symbolic link (to {}); cross-agent does not write through links",
+            link.display(),
+            target.display()
+        )));
+    }
+    let unwritable = |problem: String| Some(DirProblem::Unwritable(at.to_owned(), problem));
+    let Ok(meta) = std::fs::metadata(at) else {
+        return unwritable(format!("{} cannot be read", at.display()));
     };
     let mode = meta.permissions().mode() & 0o7777;
-    if meta.file_type().is_symlink() {
-        return Some(format!(
-            "{} is a symbolic link; cross-agent does not write through links",
-            at.display()
-        ));
-    }
     if !meta.is_dir() {
-        return Some(format!("{} is not a directory", at.display()));
+        return unwritable(format!("{} is not a directory", at.display()));
     }
     if mode & OWNER_WRITE == 0 {
-        return Some(format!(
+        return unwritable(format!(
             "{} is read-only (mode {mode:04o}): no file can be written in it",
             at.display()
         ));
     }
     if rustix::fs::access(at, rustix::fs::Access::WRITE_OK).is_err() {
-        return Some(format!(
+        return unwritable(format!(
             "{} is not writable by you (mode {mode:04o})",
             at.display()
         ));
@@ -150,20 +169,22 @@ fn dir_problem(dir: &Path) -> Option<String> {
     None
 }
 
-/// The fix for a file or directory of `change`: make it writable, or leave its agent out.
-fn fix(plan: &Plan, change: &Change, path: &Path) -> String {
-    let chmod = format!("make it writable (`chmod u+w {}`)", quoted(path));
-    if plan.uninstall {
-        return format!("{chmod}, then run `cross-agent uninstall` again");
-    }
-    match change.label.as_str() {
-        "Claude Code" | "Codex" | "Grok Build" => {
-            format!("{chmod}, or leave {} out with --agents", change.label)
-        }
-        editor => format!("{chmod}, or leave {editor} out (no --panels, no vscode in --agents)"),
-    }
+/// The first fix: let the owner write `path`.
+fn chmod(path: &Path) -> String {
+    format!(
+        "make it writable (`chmod u+w {}`)",
+        shell_quote(&path.to_string_lossy())
+    )
 }
 
-fn quoted(path: &Path) -> String {
-    shell_quote(&path.to_string_lossy())
+/// The other way out, after the first fix: leave the agent or editor `label` out (install),
+/// or run again (uninstall).
+fn otherwise(plan: &Plan, label: &str) -> String {
+    if plan.uninstall {
+        return ", then run `cross-agent uninstall` again".to_owned();
+    }
+    match label {
+        "Claude Code" | "Codex" | "Grok Build" => format!(", or leave {label} out with --agents"),
+        editor => format!(", or leave {editor} out (no --panels, no vscode in --agents)"),
+    }
 }

@@ -1,5 +1,6 @@
 //! `install` and `uninstall` change every file they plan for, or none: a target they may not
-//! write (a file whose owner made it read-only, a directory nobody may write in) is refused
+//! write (a file whose owner made it read-only, a directory nobody may write in, a shim folder
+//! that is a link) is refused
 //! before the first write, naming it and the fix, also when run as root, whom the kernel lets
 //! write anyway; and a failure the check cannot foresee — here a real file size limit
 //! (`ulimit -f`, what a full quota does), hit by the last file — takes back the files already
@@ -136,6 +137,31 @@ fn a_directory_nobody_may_write_in_is_refused_before_any_other_file_changes() {
         person.tree(),
         before,
         "~/.claude.json and settings.json unchanged, no backup beside them"
+    );
+}
+
+#[test]
+fn a_shim_folder_that_is_a_link_is_refused_before_any_file_changes() {
+    let person = Person::with_configs();
+    std::fs::create_dir_all(person.path("dotfiles/bin")).unwrap();
+    std::fs::create_dir_all(person.path(".local")).unwrap();
+    std::os::unix::fs::symlink(person.path("dotfiles/bin"), person.path(".local/bin")).unwrap();
+    let before = person.tree();
+
+    let stderr = failed(&person.run(&["install", "--agents", "claude,codex", "--panels"]));
+    assert!(
+        stderr.contains(&format!(
+            "{} is a symbolic link (to {}); cross-agent does not write through links — replace \
+             the link with the folder it points at, or choose another --shim-dir",
+            person.path(".local/bin").display(),
+            person.path("dotfiles/bin").display()
+        )),
+        "{stderr}"
+    );
+    assert_eq!(
+        person.tree(),
+        before,
+        "no shim link made through it, no file changed"
     );
 }
 
