@@ -594,9 +594,17 @@ fn report(
             escape(&folder.display().to_string())
         )?;
     }
-    writeln!(out, "brief written: {}", written.file.display())?;
+    writeln!(
+        out,
+        "brief written: {}",
+        escape(&written.file.display().to_string())
+    )?;
     if let Some(prev) = &written.rotated_to {
-        writeln!(out, "earlier brief moved to {}", prev.display())?;
+        writeln!(
+            out,
+            "earlier brief moved to {}",
+            escape(&prev.display().to_string())
+        )?;
     }
     match &prepared.compact.compact {
         Some(c) => writeln!(out, "compact by {}", c.author)?,
