@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{HandoffError, Result};
 use crate::receipt::{RECEIPT_BEGIN, RECEIPT_END};
-use crate::safe_write::{self, Found};
+use crate::safe_write::{self, Found, Mode};
 
 pub const HANDOFF_FILE: &str = "HANDOFF.md";
 pub const PREVIOUS_FILE: &str = "HANDOFF.prev.md";
@@ -86,7 +86,11 @@ pub fn write_brief(root: &Path, markdown: &str) -> Result<Written> {
         std::fs::rename(&file, &previous).map_err(|e| HandoffError::io("rotate", &file, e))?;
         Some(previous)
     };
-    safe_write::replace(root, HANDOFF_FILE, markdown.as_bytes(), BRIEF_MODE)?;
+    let mode = match earlier {
+        Found::File { mode } => Mode::Exactly(mode),
+        _ => Mode::New(BRIEF_MODE),
+    };
+    safe_write::replace(root, HANDOFF_FILE, markdown.as_bytes(), mode)?;
     let ignored_in = match exclude {
         Some(exclude) => Some(git_ignore(exclude)?),
         None => None,
@@ -99,11 +103,11 @@ pub fn write_brief(root: &Path, markdown: &str) -> Result<Written> {
     })
 }
 
-/// The mode of a brief: readable as any file of the workspace (the receiver may be another
-/// user's tool), writable by its owner.
+/// The mode of a first brief (less the umask), as the workspace's other files; a later brief
+/// keeps the mode of the one it replaces.
 const BRIEF_MODE: u32 = 0o644;
 
-/// The mode of an exclude file git has not made yet (the mode `git init` gives it).
+/// The mode of an exclude file git has not made yet (less the umask, as `git init` makes it).
 const EXCLUDE_MODE: u32 = 0o644;
 
 /// The repository's `info/exclude`, checked: where it is and what is there now.
@@ -176,8 +180,8 @@ fn git_ignore(exclude: Exclude) -> Result<PathBuf> {
     }
     if text != current {
         let mode = match found {
-            Found::File { mode } => mode,
-            _ => EXCLUDE_MODE,
+            Found::File { mode } => Mode::Exactly(mode),
+            _ => Mode::New(EXCLUDE_MODE),
         };
         safe_write::replace(&info, "exclude", text.as_bytes(), mode)?;
     }

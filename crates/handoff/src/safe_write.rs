@@ -88,20 +88,34 @@ pub fn remove_link_fix(path: &Path) -> String {
     )
 }
 
+/// The permission bits of a file [`replace`] writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// These bits exactly: the mode of the file being replaced, kept.
+    Exactly(u32),
+    /// These bits less the process's umask, as any new file gets: for a file that is new.
+    New(u32),
+}
+
 /// Replaces `dir/name` whole with `bytes`: written to a new file of a random name in `dir`,
-/// given `mode` exactly, then renamed over `dir/name`. Neither step follows a link.
-pub fn replace(dir: &Path, name: &str, bytes: &[u8], mode: u32) -> Result<PathBuf> {
+/// then renamed over `dir/name`. Neither step follows a link.
+pub fn replace(dir: &Path, name: &str, bytes: &[u8], mode: Mode) -> Result<PathBuf> {
     let target = dir.join(name);
+    let created = match mode {
+        Mode::Exactly(_) => 0o600,
+        Mode::New(bits) => bits,
+    };
     let mut temp = tempfile::Builder::new()
         .prefix(&format!(".{name}."))
         .suffix(".tmp")
-        .permissions(Permissions::from_mode(0o600))
+        .permissions(Permissions::from_mode(created))
         .tempfile_in(dir)
         .map_err(|e| HandoffError::io("create a temporary file in", dir, e))?;
-    let written = temp
-        .write_all(bytes)
-        .and_then(|()| temp.as_file().set_permissions(Permissions::from_mode(mode)))
-        .and_then(|()| temp.as_file().sync_all());
+    let written = temp.write_all(bytes).and_then(|()| match mode {
+        Mode::Exactly(bits) => temp.as_file().set_permissions(Permissions::from_mode(bits)),
+        Mode::New(_) => Ok(()),
+    });
+    let written = written.and_then(|()| temp.as_file().sync_all());
     if let Err(e) = written {
         return Err(HandoffError::io("write", temp.path(), e));
     }
