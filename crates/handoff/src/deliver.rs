@@ -2,7 +2,8 @@
 //! root (an earlier one rotated to `HANDOFF.prev.md`, both git-ignored locally), the prompt
 //! that asks the receiver to read it, and for a CLI agent a generated launcher script opened in
 //! a terminal — the prompt is read from a file by the script, so no shell quoting can corrupt
-//! it.
+//! it. Nothing is written through a link ([`crate::safe_write`]): the workspace may be a clone
+//! that ships one at any name we write.
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -12,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{HandoffError, Result};
 use crate::receipt::{RECEIPT_BEGIN, RECEIPT_END};
+use crate::safe_write::{self, Found, Mode};
 
 pub const HANDOFF_FILE: &str = "HANDOFF.md";
 pub const PREVIOUS_FILE: &str = "HANDOFF.prev.md";
@@ -46,6 +48,9 @@ pub struct Written {
     pub rotated_to: Option<PathBuf>,
     /// The git exclude file the two names were added to (`None`: not a git repository).
     pub ignored_in: Option<PathBuf>,
+    /// The folder the brief went to, when it did not exist and was made for it.
+    #[serde(default)]
+    pub created_folder: Option<PathBuf>,
 }
 
 /// The workspace root a directory belongs to: the nearest folder holding `.git`, else itself.
@@ -57,37 +62,108 @@ pub fn workspace_root(dir: &Path) -> PathBuf {
 }
 
 /// Writes `markdown` as `root/HANDOFF.md`, rotating an earlier one and git-ignoring both.
+///
+/// `root` is a folder cross-agent did not make (or makes now, and says so in
+/// [`Written::created_folder`]): nothing is written through a link in it
+/// ([`crate::safe_write`]). A link at `HANDOFF.md`, `HANDOFF.prev.md`, `.git`, `.git/info` or
+/// `.git/info/exclude` is refused, naming it, before anything is written.
 pub fn write_brief(root: &Path, markdown: &str) -> Result<Written> {
-    std::fs::create_dir_all(root).map_err(|e| HandoffError::io("create", root, e))?;
     let file = root.join(HANDOFF_FILE);
     let previous = root.join(PREVIOUS_FILE);
-    let rotated_to = if file.exists() {
+    let earlier = safe_write::check_file(&file, &safe_write::remove_link_fix(&file))?;
+    safe_write::check_file(&previous, &safe_write::remove_link_fix(&previous))?;
+    let exclude = exclude_file(root)?;
+    let created_folder = if root.exists() {
+        None
+    } else {
+        std::fs::create_dir_all(root).map_err(|e| HandoffError::io("create", root, e))?;
+        Some(root.to_path_buf())
+    };
+    let rotated_to = if earlier == Found::Nothing {
+        None
+    } else {
+        // A rename moves the file itself, and replaces (never follows) whatever is at the name.
         std::fs::rename(&file, &previous).map_err(|e| HandoffError::io("rotate", &file, e))?;
         Some(previous)
-    } else {
-        None
     };
-    let temp = root.join(".HANDOFF.md.tmp");
-    std::fs::write(&temp, markdown).map_err(|e| HandoffError::io("write", &temp, e))?;
-    std::fs::rename(&temp, &file).map_err(|e| HandoffError::io("write", &file, e))?;
-    let ignored_in = git_ignore(root)?;
+    let mode = match earlier {
+        Found::File { mode } => Mode::Exactly(mode),
+        _ => Mode::New(BRIEF_MODE),
+    };
+    safe_write::replace(root, HANDOFF_FILE, markdown.as_bytes(), mode)?;
+    let ignored_in = match exclude {
+        Some(exclude) => Some(git_ignore(exclude)?),
+        None => None,
+    };
     Ok(Written {
         file,
         rotated_to,
         ignored_in,
+        created_folder,
     })
 }
 
-/// Adds the two names to the repository's own `info/exclude` (local, never committed: a brief
-/// is a working artifact, and the project's `.gitignore` is not ours to edit).
-fn git_ignore(root: &Path) -> Result<Option<PathBuf>> {
-    let Some(git_dir) = git_dir(root) else {
-        return Ok(None);
+/// The mode of a first brief (less the umask), as the workspace's other files; a later brief
+/// keeps the mode of the one it replaces.
+const BRIEF_MODE: u32 = 0o644;
+
+/// The mode of an exclude file git has not made yet (less the umask, as `git init` makes it).
+const EXCLUDE_MODE: u32 = 0o644;
+
+/// The repository's `info/exclude`, checked: where it is and what is there now.
+struct Exclude {
+    info: PathBuf,
+    file: PathBuf,
+    found: Found,
+}
+
+/// The fix for a link where the local git-ignore goes.
+fn git_link_fix(path: &Path) -> String {
+    format!(
+        "cross-agent git-ignores HANDOFF.md there and never writes through a link it did not          make; make {} a real {} (or hand off to a folder outside this repository: handoff          SESSION PATH)",
+        path.display(),
+        if path.ends_with("exclude") {
+            "file"
+        } else {
+            "folder"
+        }
+    )
+}
+
+/// Finds and checks the repository's exclude file: `None` when `root` is not a git repository
+/// we can see; a link at `.git`, at the git directory, `info` or `info/exclude` is refused.
+fn exclude_file(root: &Path) -> Result<Option<Exclude>> {
+    let dot_git = root.join(".git");
+    let git_dir = match std::fs::symlink_metadata(&dot_git) {
+        Err(_) => return Ok(None),
+        // A linked worktree: its `.git` file names the git directory.
+        Ok(meta) if meta.is_file() => match linked_git_dir(root, &dot_git) {
+            Some(dir) => dir,
+            None => return Ok(None),
+        },
+        Ok(_) => dot_git,
     };
+    // A link (at `.git` itself too) is refused; a git directory that is not there is no
+    // repository we can see.
+    if safe_write::check_dir(&git_dir, &git_link_fix(&git_dir))? == Found::Nothing {
+        return Ok(None);
+    }
     let info = git_dir.join("info");
-    std::fs::create_dir_all(&info).map_err(|e| HandoffError::io("create", &info, e))?;
-    let exclude = info.join("exclude");
-    let current = std::fs::read_to_string(&exclude).unwrap_or_default();
+    safe_write::check_dir(&info, &git_link_fix(&info))?;
+    let file = info.join("exclude");
+    let found = safe_write::check_file(&file, &git_link_fix(&file))?;
+    Ok(Some(Exclude { info, file, found }))
+}
+
+/// Adds the two names to the repository's own `info/exclude` (local, never committed: a brief
+/// is a working artifact, and the project's `.gitignore` is not ours to edit). The file is
+/// replaced whole, keeping its mode.
+fn git_ignore(exclude: Exclude) -> Result<PathBuf> {
+    let Exclude { info, file, found } = exclude;
+    if !info.exists() {
+        std::fs::create_dir(&info).map_err(|e| HandoffError::io("create", &info, e))?;
+    }
+    let current = safe_write::read_no_follow(&file)?;
     let mut text = current.clone();
     for name in [HANDOFF_FILE, PREVIOUS_FILE] {
         let pattern = format!("/{name}");
@@ -103,19 +179,19 @@ fn git_ignore(root: &Path) -> Result<Option<PathBuf>> {
         }
     }
     if text != current {
-        std::fs::write(&exclude, text).map_err(|e| HandoffError::io("write", &exclude, e))?;
+        let mode = match found {
+            Found::File { mode } => Mode::Exactly(mode),
+            _ => Mode::New(EXCLUDE_MODE),
+        };
+        safe_write::replace(&info, "exclude", text.as_bytes(), mode)?;
     }
-    Ok(Some(exclude))
+    Ok(file)
 }
 
-/// The common git directory of a worktree root: `.git` itself, or for a linked worktree (a
-/// `.git` file) the main repository's, where `info/exclude` is read from.
-fn git_dir(root: &Path) -> Option<PathBuf> {
-    let dot_git = root.join(".git");
-    if dot_git.is_dir() {
-        return Some(dot_git);
-    }
-    let text = std::fs::read_to_string(&dot_git).ok()?;
+/// The common git directory of a linked worktree (a `.git` file): the main repository's,
+/// where `info/exclude` is read from.
+fn linked_git_dir(root: &Path, dot_git: &Path) -> Option<PathBuf> {
+    let text = safe_write::read_no_follow(dot_git).ok()?;
     let linked = root.join(text.trim().strip_prefix("gitdir:")?.trim());
     match std::fs::read_to_string(linked.join("commondir")) {
         Ok(common) => Some(linked.join(common.trim())),
@@ -144,7 +220,8 @@ pub struct Launcher {
     pub prompt_file: PathBuf,
 }
 
-/// Writes the prompt file and the launcher script into `dir`.
+/// Writes the prompt file and the launcher script into `dir`, a new folder of this launch
+/// (made when missing; a link there is refused, and neither file may exist yet).
 ///
 /// The script goes to the workspace, runs the agent with the prompt file's text as its one
 /// argument, and exits with the agent's status — closing its window — or, on failure, says the
@@ -157,9 +234,18 @@ pub fn write_launcher(
     prompt: &str,
     path_var: &OsStr,
 ) -> Result<Launcher> {
-    std::fs::create_dir_all(dir).map_err(|e| HandoffError::io("create", dir, e))?;
+    // The launch folder is ours, one per launch: made owner-only here (or by the caller), never
+    // a link, and the two files in it are new (`O_EXCL|O_NOFOLLOW`).
+    if safe_write::check_dir(dir, &safe_write::remove_link_fix(dir))? == Found::Nothing {
+        use std::os::unix::fs::DirBuilderExt as _;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| HandoffError::io("create", dir, e))?;
+    }
     let prompt_file = dir.join("prompt.txt");
-    std::fs::write(&prompt_file, prompt).map_err(|e| HandoffError::io("write", &prompt_file, e))?;
+    safe_write::create_new(&prompt_file, prompt.as_bytes(), 0o600)?;
     let script = dir.join("launch.sh");
     // Unique per launch: the launch folder's own name.
     let title = format!(
@@ -197,11 +283,7 @@ pub fn write_launcher(
             "tell application \"Terminal\" to close (every window whose name contains \"{title}\")"
         )),
     );
-    std::fs::write(&script, text).map_err(|e| HandoffError::io("write", &script, e))?;
-    {
-        use std::os::unix::fs::PermissionsExt as _;
-        let _ = std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o700));
-    }
+    safe_write::create_new(&script, text.as_bytes(), 0o700)?;
     Ok(Launcher {
         script,
         prompt_file,
@@ -210,7 +292,7 @@ pub fn write_launcher(
 
 /// A path or word in single quotes for `sh` (only our own paths and names go through this; the
 /// prompt never does).
-fn sh_quote(s: &str) -> String {
+pub(crate) fn sh_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "'\\''"))
 }
 

@@ -27,6 +27,14 @@ pub enum HandoffError {
         #[source]
         source: std::io::Error,
     },
+    /// A name the handoff is about to write is a symbolic link, or not the kind of thing it
+    /// writes there (a folder where `HANDOFF.md` goes): nothing is written.
+    #[error("{} is {what}; {fix}", path.display())]
+    Unsafe {
+        path: PathBuf,
+        what: String,
+        fix: String,
+    },
     /// A destination that is not `chat:ID`, `app:NAME` or `cli:NAME`, or one not installed.
     #[error("{dest:?} is not a destination: {why}")]
     BadDestination { dest: String, why: String },

@@ -12,6 +12,7 @@
 //! - [`destinations`]: chats, editors and CLI agents it can go to, with login state;
 //! - [`login_cache`]: login checks remembered until the CLI or its credentials file changes;
 //! - [`deliver`]: writing the brief where the work is, the launcher script, the terminal;
+//!   [`safe_write`]: how it writes into folders it did not make, never through a link;
 //! - [`receipt`]: the receipt check (contract anchors the receipt never mentions);
 //! - [`decisions`]: the decision line of every handoff and receipt check.
 
@@ -24,6 +25,7 @@ mod error;
 pub mod login_cache;
 pub mod receipt;
 pub mod render;
+pub mod safe_write;
 use cross_agent_process::run;
 pub mod source;
 

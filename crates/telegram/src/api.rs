@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::error::{Error, Result};
+use crate::updates::UpdateBatch;
 
 /// The public Bot API.
 pub const DEFAULT_BASE: &str = "https://api.telegram.org";
@@ -134,12 +135,14 @@ pub enum ParseMode {
 pub trait TelegramApi: Send + Sync {
     fn get_me(&self) -> impl Future<Output = Result<User>> + Send;
     fn delete_webhook(&self) -> impl Future<Output = Result<()>> + Send;
-    /// Long poll: waits up to `timeout` for updates with ids from `offset` on.
+    /// Long poll: waits up to `timeout` for updates with ids from `offset` on. Each update is
+    /// decoded on its own ([`UpdateBatch`]): one that cannot be read is in the batch's
+    /// `skipped`, not an error of the whole call.
     fn get_updates(
         &self,
         offset: i64,
         timeout: Duration,
-    ) -> impl Future<Output = Result<Vec<Update>>> + Send;
+    ) -> impl Future<Output = Result<UpdateBatch>> + Send;
     fn send_message(
         &self,
         chat_id: i64,
@@ -353,13 +356,15 @@ impl TelegramApi for HttpApi {
         Ok(())
     }
 
-    async fn get_updates(&self, offset: i64, timeout: Duration) -> Result<Vec<Update>> {
+    async fn get_updates(&self, offset: i64, timeout: Duration) -> Result<UpdateBatch> {
         let body = json!({
             "offset": offset,
             "timeout": timeout.as_secs(),
             "allowed_updates": ["message", "callback_query"],
         });
-        self.call("getUpdates", body, timeout).await
+        // Raw values first: a list of updates the decoder rejects one of is still a list.
+        let entries: Vec<Value> = self.call("getUpdates", body, timeout).await?;
+        Ok(UpdateBatch::decode(entries))
     }
 
     async fn send_message(

@@ -30,6 +30,13 @@ pub enum Error {
         #[source]
         source: serde_json::Error,
     },
+    /// A `getUpdates` answer with updates and not one `update_id` that can be read: nothing can
+    /// be confirmed, so asking again at once would only bring the same updates back.
+    #[error(
+        "Telegram's answer to getUpdates held {count} update(s) and no readable update_id, so \
+         none can be confirmed; backing off before asking again"
+    )]
+    UnconfirmableUpdates { count: usize },
     #[error("the bot token is empty or has a line break in it; paste the token BotFather gave you")]
     BadToken,
     #[error("no bot is set up: run `cross-agent telegram setup` first")]

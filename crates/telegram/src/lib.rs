@@ -4,7 +4,8 @@
 //! - [`api`]: the Bot API calls we make, behind the [`TelegramApi`] trait, over plain reqwest.
 //! - [`store`]: the token, the allowlist and the poller's status under `CROSS_AGENT_HOME/telegram/`.
 //! - [`poller`]: the one long poller per token (a lock across daemons), its back-offs, pairing
-//!   and refusing every chat that is not paired.
+//!   and refusing every chat that is not paired; [`updates`]: each update of a poll decoded on
+//!   its own, so one the decoder rejects is skipped, never the whole poll.
 //! - [`text`]: escaping and chunking for the queue.
 //! - [`limit`]: our own pace for edits, which no Bot API client library throttles.
 //! - [`sessions`] ([`cards`], [`topics`], [`inbox`]): `/sessions` cards, prompts and files
@@ -38,6 +39,7 @@ pub mod sessions;
 pub mod store;
 pub mod text;
 pub mod topics;
+pub mod updates;
 
 use std::path::Path;
 

@@ -3,10 +3,14 @@
 //! One per token, even across daemons of different homes: [`token_lock_path`] is a file
 //! outside every home, named by a hash of the token, and the poller holds its `flock` for as
 //! long as it runs. What the users of other bridges suffer (observed: 409 poller wars, a bot
-//! gone deaf after a few conflicts) is answered here: a 409 backs off (≥ 60 s by default) and is
-//! never fatal, a 429 waits `retry_after`, a network error backs off with jitter, and the
-//! health `telegram status` shows is the last update actually received.
+//! gone deaf after a few conflicts, or for good after one update it could not decode) is
+//! answered here: a 409 backs off (≥ 60 s by default) and is never fatal, a 429 waits
+//! `retry_after`, a network error backs off with jitter, an update that cannot be read is
+//! skipped (logged, a `telegram_update` decision, shown by `telegram status`) with the offset
+//! past it ([`crate::updates`]), and the health `telegram status` shows is the last update
+//! actually received.
 
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -20,6 +24,7 @@ use crate::error::{Error, Result};
 use crate::queue::OutboundQueue;
 use crate::secrets::Scrubber;
 use crate::store::{self, Paired};
+use crate::updates::SkippedUpdate;
 
 /// The poller's knobs.
 #[derive(Debug, Clone)]
@@ -85,7 +90,12 @@ pub struct Poller<A> {
     bot: Option<crate::Bot>,
     /// Where every message the poller (and the bot's session side) sends goes out.
     queue: OutboundQueue<A>,
+    /// Fingerprints of the updates without a readable id already told (they can come again).
+    told_unreadable: VecDeque<u64>,
 }
+
+/// How many unreadable updates the poller remembers having told.
+const TOLD_UNREADABLE_KEPT: usize = 64;
 
 impl<A: TelegramApi + Clone + 'static> Poller<A> {
     pub fn new(api: A, home: &Path, config: PollerConfig, decisions: DecisionLog) -> Poller<A> {
@@ -100,6 +110,7 @@ impl<A: TelegramApi + Clone + 'static> Poller<A> {
             offset: 0,
             bot: None,
             queue: OutboundQueue::new(api.clone(), decisions, Scrubber::default()),
+            told_unreadable: VecDeque::new(),
             api,
         }
     }
@@ -172,18 +183,38 @@ impl<A: TelegramApi + Clone + 'static> Poller<A> {
                 }
             };
             let pause = match outcome {
-                Ok(updates) => {
-                    network_failures = 0;
-                    if !updates.is_empty() {
+                Ok(batch) => {
+                    // Past every update whose id can be read, decoded or not: one the decoder
+                    // rejects is never asked for again.
+                    if let Some(next) = batch.next_offset() {
+                        self.offset = self.offset.max(next);
+                    }
+                    let told = batch
+                        .skipped
+                        .iter()
+                        .filter(|skipped| self.skip(skipped))
+                        .count();
+                    let fresh = batch.updates.len() + told;
+                    if fresh > 0 {
                         self.status.last_update_at = Some(now_rfc3339());
-                        self.status.updates_received += updates.len() as u64;
+                        self.status.updates_received += fresh as u64;
                         self.save_status("polling");
                     }
-                    for update in updates {
-                        self.offset = self.offset.max(update.update_id + 1);
+                    let unconfirmable = batch.is_unconfirmable().then_some(batch.received);
+                    for update in batch.updates {
                         self.handle(update).await;
                     }
-                    None
+                    match unconfirmable {
+                        // Asking again at once would bring the same updates back at once.
+                        Some(count) => Some(self.pause_after(
+                            &Error::UnconfirmableUpdates { count },
+                            &mut network_failures,
+                        )),
+                        None => {
+                            network_failures = 0;
+                            None
+                        }
+                    }
                 }
                 Err(error) => Some(self.pause_after(&error, &mut network_failures)),
             };
@@ -224,6 +255,42 @@ impl<A: TelegramApi + Clone + 'static> Poller<A> {
         tracing::warn!(%error, pause_ms = pause.as_millis() as u64, "telegram poll failed; backing off");
         self.save_status(state);
         pause
+    }
+
+    /// Logs, records and counts an update that could not be read, which the poller goes past.
+    /// One without a readable id may be offered again (nothing confirmed it): it is told once.
+    /// Says whether it was told now.
+    fn skip(&mut self, skipped: &SkippedUpdate) -> bool {
+        if skipped.update_id.is_none() {
+            if self.told_unreadable.contains(&skipped.fingerprint) {
+                return false;
+            }
+            if self.told_unreadable.len() == TOLD_UNREADABLE_KEPT {
+                self.told_unreadable.pop_front();
+            }
+            self.told_unreadable.push_back(skipped.fingerprint);
+        }
+        let skipped = skipped.to_record(self.queue.scrubber());
+        let kind_name = skipped.kind.as_deref().unwrap_or("unknown");
+        tracing::warn!(
+            update_id = ?skipped.update_id,
+            kind = kind_name,
+            reason = %skipped.reason,
+            "skipped a Telegram update that could not be read; polling goes on past it"
+        );
+        let mut decision = Decision::new(kind("telegram_update"), Outcome::new("skipped"))
+            .reason(skipped.reason.clone())
+            .detail("update_kind", kind_name);
+        if let Some(id) = skipped.update_id {
+            decision = decision.detail("update_id", id);
+        }
+        self.decisions.record(decision);
+        self.status.updates_skipped += 1;
+        self.status.last_skipped = Some(store::LastSkipped {
+            at: now_rfc3339(),
+            update: skipped,
+        });
+        true
     }
 
     async fn handle(&mut self, update: Update) {

@@ -147,6 +147,13 @@ impl<A> std::fmt::Debug for OutboundQueue<A> {
     }
 }
 
+impl<A> OutboundQueue<A> {
+    /// What every text is scrubbed with (the poller scrubs what it records with it too).
+    pub(crate) fn scrubber(&self) -> &Scrubber {
+        &self.scrubber
+    }
+}
+
 impl<A: TelegramApi + Clone + 'static> OutboundQueue<A> {
     /// A queue sending through `api`; every text and caption passes `scrubber` first.
     pub fn new(api: A, decisions: DecisionLog, scrubber: Scrubber) -> OutboundQueue<A> {

@@ -4,7 +4,8 @@
 //! - `token`: the bot token, alone on its line.
 //! - `access.json`: the paired users and chats, and the one pending pairing code.
 //! - `status.json`: what the poller last did (its state, the last update received, the last
-//!   error), written by the poller, read by `cross-agent telegram status`.
+//!   error, the updates it skipped), written by the poller, read by `cross-agent telegram
+//!   status`.
 
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
@@ -200,8 +201,23 @@ pub struct PollerStatus {
     pub last_error: Option<String>,
     #[serde(default)]
     pub last_error_at: Option<String>,
+    /// Updates that could not be read and were gone past (each also a `telegram_update`
+    /// decision).
+    #[serde(default)]
+    pub updates_skipped: u64,
+    /// The last of them, and why.
+    #[serde(default)]
+    pub last_skipped: Option<LastSkipped>,
     #[serde(default)]
     pub updated_at: String,
+}
+
+/// The last update the poller skipped, and when (RFC 3339).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LastSkipped {
+    pub at: String,
+    #[serde(flatten)]
+    pub update: crate::updates::SkippedUpdate,
 }
 
 pub fn read_status(home: &Path) -> Result<PollerStatus> {

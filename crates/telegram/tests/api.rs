@@ -209,3 +209,98 @@ async fn a_file_is_fetched_by_get_file_and_a_download_past_the_cap_is_cut_off() 
     let unknown = api.get_file("nope").await.unwrap_err();
     assert_eq!(unknown.code(), Some(400));
 }
+
+/// Entries with no readable `update_id` confirm nothing: the poller says so and backs off
+/// instead of asking for the same entries at once, tells each of them once however often it is
+/// offered, and moves on as soon as an update with a readable id comes behind them.
+#[tokio::test]
+async fn updates_without_a_readable_id_back_off_are_told_once_and_a_readable_one_moves_on() {
+    let fake = FakeBotApi::start(TOKEN, "bot").unwrap();
+    fake.push_raw(|_| serde_json::json!({"message": {"message_id": 1}}));
+    fake.push_raw(|_| serde_json::json!(["not", "an", "update"]));
+    let home = tempfile::tempdir().unwrap();
+    let api = HttpApi::new(Some(fake.base_url()), TOKEN).unwrap();
+    let config = PollerConfig {
+        poll_timeout: Duration::from_secs(1),
+        max_network_backoff: Duration::from_secs(1),
+        ..PollerConfig::default()
+    };
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let poller = tokio::spawn(
+        Poller::new(api, home.path(), config, DecisionLog::new(home.path())).run(stopped),
+    );
+    tokio::time::timeout(Duration::from_secs(120), async {
+        while fake.calls_to("getUpdates").len() < 3 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the poller polled again");
+    let calls = fake.calls_to("getUpdates");
+    for pair in calls.windows(2) {
+        let waited = pair[1].at - pair[0].at;
+        assert!(
+            waited >= Duration::from_millis(500),
+            "asked again after {waited:?}"
+        );
+        assert_eq!(pair[1].body["offset"], 0, "nothing was confirmed");
+    }
+    // Between two polls it says it is backing off (while one is in flight, polling).
+    let status = tokio::time::timeout(Duration::from_secs(120), async {
+        loop {
+            let status = cross_agent_telegram::store::read_status(home.path()).unwrap();
+            if status.state == "backing_off" {
+                return status;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the poller backs off");
+    assert!(
+        status
+            .last_error
+            .as_deref()
+            .unwrap()
+            .contains("2 update(s) and no readable update_id"),
+        "{status:?}"
+    );
+    assert_eq!(status.updates_skipped, 2, "each told once: {status:?}");
+
+    // An update whose id can be read: the poller goes past it and everything before it.
+    let good = fake.push_message(6001, 6001, "hello");
+    tokio::time::timeout(Duration::from_secs(120), async {
+        while !fake.all_confirmed() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the poller confirmed past the readable update");
+    assert!(
+        fake.calls_to("getUpdates")
+            .iter()
+            .any(|c| c.body["offset"] == good + 1)
+    );
+    stop.send_replace(true);
+    poller.await.unwrap();
+    let logged = decisions(home.path());
+    let skipped: Vec<_> = logged
+        .iter()
+        .filter(|d| d["kind"] == "telegram_update")
+        .collect();
+    assert_eq!(skipped.len(), 2, "{logged:#?}");
+    assert_eq!(skipped[0]["outcome"], "skipped");
+    assert_eq!(skipped[0]["reason"], "it has no update_id");
+    assert_eq!(skipped[0]["details"]["update_kind"], "message");
+    assert!(skipped[0]["details"].get("update_id").is_none());
+    assert_eq!(skipped[1]["reason"], "it is an array, not an update object");
+    assert!(
+        logged
+            .iter()
+            .any(|d| d["kind"] == "telegram_refused" && d["details"]["user_id"] == 6001),
+        "the readable update was handled: {logged:#?}"
+    );
+    let status = cross_agent_telegram::store::read_status(home.path()).unwrap();
+    assert_eq!(status.state, "stopped");
+    assert_eq!(status.updates_skipped, 2);
+}

@@ -2,7 +2,8 @@
 //!
 //! Start one with [`FakeBotApi::start`], point `CROSS_AGENT_TELEGRAM_API` at
 //! [`FakeBotApi::base_url`], then act as a person would: [`FakeBotApi::push_message`] (a text
-//! from a user in a chat), [`FakeBotApi::push_callback`] (a button tap). Every call the bot
+//! from a user in a chat), [`FakeBotApi::push_callback`] (a button tap), or
+//! [`FakeBotApi::push_raw`] (an update as the test writes it, bad ones too). Every call the bot
 //! makes is recorded ([`FakeBotApi::calls`]); a failure can be queued for any method
 //! ([`FakeBotApi::fail_next`]: a 409, a 429 with `retry_after`, a 400 "can't parse entities").
 //!
@@ -221,6 +222,14 @@ impl FakeBotApi {
                             "date": 1_760_000_000, "text": "…"},
                 "chat_instance": "-53", "data": data}})
         })
+    }
+
+    /// An update exactly as `make` builds it from the next update id — for what Telegram should
+    /// never send but a bot must survive (a field of the wrong type, no `update_id` at all).
+    /// Returns the id it was offered (which `make` may leave out; an update without one is held
+    /// until a poll with an `offset` above 0 confirms it).
+    pub fn push_raw(&self, make: impl FnOnce(i64) -> Value) -> i64 {
+        self.push_update(|id, _| make(id))
     }
 
     /// The next call of `method` fails with `failure` (queued: several calls fail in turn).

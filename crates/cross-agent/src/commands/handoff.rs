@@ -485,12 +485,10 @@ fn hand_off_to(id: &str, target: Target, json: bool) -> anyhow::Result<ExitCode>
     }
 }
 
-/// A folder of its own for each launch, under the bridge's home (or the temp folder).
+/// A new folder of its own for each launch (a random name, owner-only, made here), under the
+/// bridge's home, or in the temp folder without one — never a fixed name there, which anyone
+/// could make first and fill with links or a script of their own.
 fn launch_dir(home: Option<&Home>, session: &str) -> anyhow::Result<PathBuf> {
-    let base = match home {
-        Some(h) => h.root().join("handoff"),
-        None => std::env::temp_dir().join("cross-agent-handoff"),
-    };
     let safe: String = session
         .chars()
         .map(|c| {
@@ -501,7 +499,19 @@ fn launch_dir(home: Option<&Home>, session: &str) -> anyhow::Result<PathBuf> {
             }
         })
         .collect();
-    Ok(base.join(format!("{safe}-{}", UnixMillis::now().0)))
+    let prefix = format!("{safe}-{}-", UnixMillis::now().0);
+    let made = match home {
+        Some(h) => {
+            let base = h.root().join("handoff");
+            cross_agent_ipc::home::ensure_private_subdir(&base)?;
+            tempfile::Builder::new().prefix(&prefix).tempdir_in(&base)
+        }
+        None => tempfile::Builder::new()
+            .prefix(&format!("cross-agent-handoff-{prefix}"))
+            .tempdir(),
+    }
+    .context("cannot make the launch folder")?;
+    Ok(made.keep())
 }
 
 /// Hands the prompt to a chat through the daemon, as `cross-agent send` would, the message
@@ -550,6 +560,7 @@ fn report(
             "family": session.family,
             "destination": dest,
             "file": written.file,
+            "created_folder": written.created_folder,
             "rotated_to": written.rotated_to,
             "ignored_in": written.ignored_in,
             "compact_by": prepared.compact.compact.as_ref().map(|c| &c.author),
@@ -576,9 +587,24 @@ fn report(
         writeln!(out)?;
         return Ok(());
     }
-    writeln!(out, "brief written: {}", written.file.display())?;
+    if let Some(folder) = &written.created_folder {
+        writeln!(
+            out,
+            "created {} (it did not exist)",
+            escape(&folder.display().to_string())
+        )?;
+    }
+    writeln!(
+        out,
+        "brief written: {}",
+        escape(&written.file.display().to_string())
+    )?;
     if let Some(prev) = &written.rotated_to {
-        writeln!(out, "earlier brief moved to {}", prev.display())?;
+        writeln!(
+            out,
+            "earlier brief moved to {}",
+            escape(&prev.display().to_string())
+        )?;
     }
     match &prepared.compact.compact {
         Some(c) => writeln!(out, "compact by {}", c.author)?,

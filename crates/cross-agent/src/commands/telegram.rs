@@ -29,7 +29,8 @@ enum TelegramCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Paired users and chats, the poller's state, the last update received, the last error.
+    /// Paired users and chats, the poller's state, the last update received, the last error,
+    /// the updates it could not read and skipped.
     Status {
         #[arg(long)]
         json: bool,
@@ -182,6 +183,21 @@ fn print_status(set_up: bool, access: &store::Access, status: &store::PollerStat
         status.updates_received
     );
     println!("last error:   {}", show(&status.last_error));
+    match &status.last_skipped {
+        Some(last) => println!(
+            "skipped:      {} unreadable update(s); last: {} ({}) at {}: {}",
+            status.updates_skipped,
+            last.update
+                .update_id
+                .map_or("an update with no readable id".to_owned(), |id| format!(
+                    "update {id}"
+                )),
+            escape_cell(last.update.kind.as_deref().unwrap_or("unknown kind")),
+            escape_cell(&last.at),
+            escape_cell(&last.update.reason)
+        ),
+        None => println!("skipped:      none"),
+    }
     if access.paired.is_empty() {
         println!("paired:       nobody (cross-agent telegram pair)");
     }

@@ -24,9 +24,9 @@ const LATEST: &str = "Also keep the output under 200 lines.";
 const COMPACT: &str = "### What the session was doing\nFixing the importer.\n### How it was approached\nRan it first.\n### Traps and dead ends\nIt exits 2.\n### Where it stands\nThe flag is not added yet.";
 
 /// A temporary user: `HOME` is the agents' home, `state/` the bridge's.
-struct User {
-    home: AgentHome,
-    state: PathBuf,
+pub(super) struct User {
+    pub(super) home: AgentHome,
+    pub(super) state: PathBuf,
 }
 
 /// A handoff may start the home's daemon (detached): it ends with the user, before the
@@ -38,13 +38,13 @@ impl Drop for User {
 }
 
 impl User {
-    fn new() -> User {
+    pub(super) fn new() -> User {
         let home = AgentHome::new().unwrap();
         let state = home.path().join("state");
         User { home, state }
     }
 
-    fn command(&self, args: &[&str]) -> Command {
+    pub(super) fn command(&self, args: &[&str]) -> Command {
         let mut command = Command::new(BIN);
         command
             .args(args)
@@ -65,7 +65,7 @@ impl User {
         command
     }
 
-    fn decisions(&self) -> Vec<Value> {
+    pub(super) fn decisions(&self) -> Vec<Value> {
         std::fs::read_to_string(self.state.join("decisions.jsonl"))
             .unwrap_or_default()
             .lines()
@@ -83,14 +83,14 @@ impl User {
 }
 
 /// The stderr of a command that had to fail with exit code 1 (a refused or failed handoff).
-fn stderr_of_exit_1(out: &Output) -> String {
+pub(super) fn stderr_of_exit_1(out: &Output) -> String {
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
     assert_eq!(out.status.code(), Some(1), "stderr: {err}");
     err
 }
 
 /// A command that had to succeed did, or its stderr says why not.
-fn assert_success(output: &Output) {
+pub(super) fn assert_success(output: &Output) {
     assert!(
         output.status.success(),
         "{}",
@@ -99,7 +99,7 @@ fn assert_success(output: &Output) {
 }
 
 /// The JSON a command that had to succeed printed.
-fn json_of_success(output: &Output) -> Value {
+pub(super) fn json_of_success(output: &Output) -> Value {
     assert_success(output);
     json_of(output)
 }
@@ -119,7 +119,7 @@ fn json_of(output: &Output) -> Value {
     })
 }
 
-fn git_init(dir: &Path) {
+pub(super) fn git_init(dir: &Path) {
     std::fs::create_dir_all(dir).unwrap();
     let status = Command::new("git")
         .args(["init", "-q"])
@@ -481,7 +481,7 @@ fn unknown_session_is_named() {
 }
 
 /// A Cursor session in `project`, whose goal is `goal`; returns its id.
-fn small_cursor_session(user: &User, project: &Path, goal: &str) -> String {
+pub(super) fn small_cursor_session(user: &User, project: &Path, goal: &str) -> String {
     cursor_session(
         user.home.path(),
         "ws",

@@ -3,6 +3,7 @@ mod database;
 mod decisions;
 mod escaping;
 mod handoff;
+mod handoff_links;
 mod home_safety;
 mod install;
 mod install_all_or_nothing;

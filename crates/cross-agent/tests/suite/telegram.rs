@@ -741,3 +741,97 @@ fn the_poller_reports_polling_while_its_first_long_poll_waits_and_health_only_fr
         "no update received yet, so no health claimed: {status}"
     );
 }
+
+/// An update the decoder rejects (a `message_id` that is a string, with terminal escapes in it)
+/// is skipped: the fake is next asked for updates past it, the message and the approval tap
+/// behind it are handled, and the skip is a decision and a line of `telegram status`, with no
+/// control character raw anywhere.
+#[test]
+fn an_update_the_decoder_rejects_is_skipped_and_the_bot_still_hears_what_follows() {
+    let (token, api) = bot();
+    let env = paired(&api, &token, "120");
+    let hook = env.spawn_with_stdin(
+        &["hook", "PreToolUse"],
+        &pre_tool_use("git push --force origin main"),
+    );
+    let (_, allow, _) = approval_card(&api);
+
+    let bad = api.push_raw(|id| {
+        serde_json::json!({"update_id": id, "message": {
+            "message_id": "x\u{1b}]0;PWNED\u{7}",
+            "from": {"id": 5001, "is_bot": false, "first_name": "user5001"},
+            "chat": {"id": 5001, "type": "private"}, "date": 1_760_000_000, "text": "hi"}})
+    });
+    api.push_message(5001, 5001, "hello after the bad one");
+    api.push_callback(5001, 5001, 1, &allow);
+
+    let out = hook.wait_with_output().unwrap();
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        answer["hookSpecificOutput"]["permissionDecision"], "allow",
+        "the tap behind the bad update decided: {answer}"
+    );
+    assert!(
+        sent_text(&api, "sendMessage", WAIT, "Which session is this for?").is_some(),
+        "the message behind the bad update was answered"
+    );
+    assert!(wait_until(|| api.all_confirmed()), "every update confirmed");
+    let past_it = api
+        .calls_to("getUpdates")
+        .iter()
+        .filter_map(|c| c.body["offset"].as_i64())
+        .any(|offset| offset > bad);
+    assert!(past_it, "the next getUpdates offset is past update {bad}");
+
+    let decisions = env.decisions();
+    let skipped: Vec<&Value> = decisions
+        .iter()
+        .filter(|d| d["kind"] == "telegram_update" && d["outcome"] == "skipped")
+        .collect();
+    assert_eq!(skipped.len(), 1, "{decisions:#?}");
+    assert_eq!(skipped[0]["details"]["update_id"], bad);
+    assert_eq!(skipped[0]["details"]["update_kind"], "message");
+    let reason = skipped[0]["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("message.message_id: invalid type: string"),
+        "{reason}"
+    );
+
+    let status = env.status();
+    assert_eq!(status["poller"]["state"], "polling", "{status}");
+    assert_eq!(status["poller"]["updates_skipped"], 1, "{status}");
+    assert_eq!(status["poller"]["last_skipped"]["update_id"], bad);
+    assert!(status["poller"]["last_skipped"]["at"].is_string());
+    let human = text(&env.run(&["telegram", "status"]).stdout);
+    let line = human
+        .lines()
+        .find(|l| l.starts_with("skipped:"))
+        .unwrap_or_else(|| panic!("no skipped line: {human}"));
+    assert!(
+        line.contains(&format!(
+            "1 unreadable update(s); last: update {bad} (message)"
+        )) && line.contains("message.message_id"),
+        "{line}"
+    );
+    assert!(
+        wait_until(|| env
+            .daemon_log()
+            .contains("skipped a Telegram update that could not be read")),
+        "the skip is in the daemon's log: {}",
+        env.daemon_log()
+    );
+    for (what, written) in [
+        ("status", human),
+        (
+            "decisions",
+            std::fs::read_to_string(env.state.join("decisions.jsonl")).unwrap(),
+        ),
+        ("daemon log", env.daemon_log()),
+    ] {
+        assert!(
+            !written.contains('\u{1b}') && !written.contains('\u{7}'),
+            "{what} holds a raw control character: {written}"
+        );
+        assert!(!written.contains(&token), "{what} holds the token");
+    }
+}

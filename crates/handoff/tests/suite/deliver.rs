@@ -120,3 +120,184 @@ fn the_launcher_passes_the_prompt_file_unquoted_as_one_argument() {
         format!("1\n---\n{prompt}\n---\n")
     );
 }
+
+/// A file outside the workspace a planted link points to, and a check it was left alone.
+struct Victim(std::path::PathBuf);
+
+impl Victim {
+    const TEXT: &'static str = "the user's own file\n";
+
+    fn in_dir(dir: &Path) -> Victim {
+        let path = dir.join("victim");
+        std::fs::write(&path, Self::TEXT).unwrap();
+        Victim(path)
+    }
+
+    fn assert_untouched(&self) {
+        assert_eq!(std::fs::read_to_string(&self.0).unwrap(), Self::TEXT);
+    }
+}
+
+fn refusal(error: cross_agent_handoff::HandoffError) -> String {
+    assert!(
+        matches!(error, cross_agent_handoff::HandoffError::Unsafe { .. }),
+        "{error:?}"
+    );
+    error.to_string()
+}
+
+#[test]
+fn a_planted_temporary_link_is_never_written_through() {
+    let dir = tempfile::tempdir().unwrap();
+    let victim = Victim::in_dir(dir.path());
+    let repo = dir.path().join("repo");
+    git(dir.path(), &["init", "-q", "repo"]);
+    std::os::unix::fs::symlink(&victim.0, repo.join(".HANDOFF.md.tmp")).unwrap();
+    deliver::write_brief(&repo, "brief").unwrap();
+    deliver::write_brief(&repo, "second").unwrap();
+    victim.assert_untouched();
+    assert_eq!(
+        std::fs::read_to_string(repo.join(HANDOFF_FILE)).unwrap(),
+        "second"
+    );
+}
+
+#[test]
+fn a_link_at_the_brief_or_its_rotated_copy_is_refused_naming_it() {
+    for name in [HANDOFF_FILE, PREVIOUS_FILE] {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = Victim::in_dir(dir.path());
+        let repo = dir.path().join("repo");
+        std::fs::create_dir(&repo).unwrap();
+        if name == PREVIOUS_FILE {
+            std::fs::write(repo.join(HANDOFF_FILE), "earlier").unwrap();
+        }
+        let link = repo.join(name);
+        std::os::unix::fs::symlink(&victim.0, &link).unwrap();
+        let said = refusal(deliver::write_brief(&repo, "brief").unwrap_err());
+        assert!(
+            said.starts_with(&format!(
+                "{} is a symbolic link (to {})",
+                link.display(),
+                victim.0.display()
+            )),
+            "{said}"
+        );
+        assert!(said.contains(&format!("rm '{}'", link.display())), "{said}");
+        victim.assert_untouched();
+        if name == PREVIOUS_FILE {
+            assert_eq!(
+                std::fs::read_to_string(repo.join(HANDOFF_FILE)).unwrap(),
+                "earlier",
+                "refused before the earlier brief was rotated"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_link_anywhere_on_the_way_to_the_git_exclude_file_is_refused_before_anything_is_written() {
+    // `.git/info/exclude` a link to a file, `.git/info` and `.git` links to folders.
+    for (linked, target_is_dir) in [
+        (".git/info/exclude", false),
+        (".git/info", true),
+        (".git", true),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = Victim::in_dir(dir.path());
+        let elsewhere = dir.path().join("elsewhere");
+        git(dir.path(), &["init", "-q", "elsewhere"]);
+        let exclude_elsewhere = elsewhere.join(".git/info/exclude");
+        let before = std::fs::read_to_string(&exclude_elsewhere).unwrap();
+        let repo = dir.path().join("repo");
+        git(dir.path(), &["init", "-q", "repo"]);
+        let link = repo.join(linked);
+        if target_is_dir {
+            std::fs::remove_dir_all(&link).unwrap();
+            let target = if linked == ".git" {
+                elsewhere.join(".git")
+            } else {
+                elsewhere.join(".git/info")
+            };
+            std::os::unix::fs::symlink(target, &link).unwrap();
+        } else {
+            std::fs::remove_file(&link).unwrap();
+            std::os::unix::fs::symlink(&victim.0, &link).unwrap();
+        }
+        let said = refusal(deliver::write_brief(&repo, "brief").unwrap_err());
+        assert!(
+            said.starts_with(&format!("{} is a symbolic link", link.display())),
+            "{linked}: {said}"
+        );
+        assert!(said.contains("a real"), "{said}");
+        victim.assert_untouched();
+        assert_eq!(
+            std::fs::read_to_string(&exclude_elsewhere).unwrap(),
+            before,
+            "{linked}: the other repository's exclude is untouched"
+        );
+        assert!(
+            !repo.join(HANDOFF_FILE).exists(),
+            "{linked}: nothing written"
+        );
+    }
+}
+
+#[test]
+fn the_exclude_file_keeps_its_mode_and_a_missing_folder_is_made_and_said() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    git(dir.path(), &["init", "-q", "repo"]);
+    let exclude = repo.join(".git/info/exclude");
+    std::fs::set_permissions(&exclude, std::fs::Permissions::from_mode(0o640)).unwrap();
+    let written = deliver::write_brief(&repo, "brief").unwrap();
+    assert_eq!(written.created_folder, None);
+    assert_eq!(
+        std::fs::metadata(&exclude).unwrap().permissions().mode() & 0o777,
+        0o640
+    );
+    assert!(
+        std::fs::read_to_string(&exclude)
+            .unwrap()
+            .contains("/HANDOFF.md\n")
+    );
+
+    let missing = dir.path().join("new/folder");
+    let written = deliver::write_brief(&missing, "brief").unwrap();
+    assert_eq!(written.created_folder, Some(missing.clone()));
+    assert_eq!(
+        std::fs::read_to_string(missing.join(HANDOFF_FILE)).unwrap(),
+        "brief"
+    );
+}
+
+#[test]
+fn the_launcher_is_never_written_through_a_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let victim = Victim::in_dir(dir.path());
+    let write = |launch: &Path| {
+        deliver::write_launcher(
+            launch,
+            dir.path(),
+            "agent",
+            Path::new("/bin/true"),
+            "the prompt",
+            std::ffi::OsStr::new("/usr/bin:/bin"),
+        )
+    };
+    // A launch folder that is a link is refused.
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let linked = dir.path().join("linked");
+    std::os::unix::fs::symlink(&elsewhere, &linked).unwrap();
+    refusal(write(&linked).unwrap_err());
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+    // A file planted in it is never opened.
+    let planted = dir.path().join("planted");
+    std::fs::create_dir(&planted).unwrap();
+    std::os::unix::fs::symlink(&victim.0, planted.join("prompt.txt")).unwrap();
+    let error = write(&planted).unwrap_err().to_string();
+    assert!(error.contains("prompt.txt"), "{error}");
+    victim.assert_untouched();
+}
