@@ -70,9 +70,12 @@ pub fn check_parents(root: &Path) -> Result<()> {
             Err(e) if e.kind() == ErrorKind::NotFound => continue,
             Err(e) => return Err(Error::io("inspect", parent, e)),
         };
-        check_parent(parent, &meta, || {
-            format!("replace {} with a directory of theirs", root.display())
-        })?;
+        check_parent(
+            parent,
+            &meta,
+            || format!("replace {} with a directory of theirs", root.display()),
+            || "put CROSS_AGENT_HOME under directories only you (or root) can change".to_owned(),
+        )?;
     }
     Ok(())
 }
@@ -90,9 +93,14 @@ const MAX_LINKS: usize = 40;
 pub fn check_configured(configured: &Path, resolved: &Path) -> Result<()> {
     let what = || {
         format!(
-            "redirect CROSS_AGENT_HOME={} (it passes through a symbolic link) to a directory of \
-             theirs; or set CROSS_AGENT_HOME to where it leads, {}",
-            configured.display(),
+            "swap a link CROSS_AGENT_HOME={} passes through for one leading to a directory of \
+             theirs",
+            configured.display()
+        )
+    };
+    let instead = || {
+        format!(
+            "set CROSS_AGENT_HOME to where it leads, {}",
             resolved.display()
         )
     };
@@ -112,7 +120,7 @@ pub fn check_configured(configured: &Path, resolved: &Path) -> Result<()> {
             continue;
         }
         let meta = fs::symlink_metadata(&current).map_err(|e| Error::io("inspect", &current, e))?;
-        check_parent(&current, &meta, what)?;
+        check_parent(&current, &meta, what, instead)?;
         let next = current.join(&name);
         let meta = match fs::symlink_metadata(&next) {
             Ok(meta) => meta,
@@ -132,7 +140,11 @@ pub fn check_configured(configured: &Path, resolved: &Path) -> Result<()> {
             ));
         }
         check_owner(&next, &meta, true, || {
-            format!("That user may replace the link, and so {}", what())
+            format!(
+                "That user may replace the link and choose where your state goes: {}, or \
+                 replace the link with one of your own",
+                instead()
+            )
         })?;
         let target = fs::read_link(&next).map_err(|e| Error::io("read the link", &next, e))?;
         if target.is_absolute() {
@@ -149,14 +161,16 @@ pub fn check_configured(configured: &Path, resolved: &Path) -> Result<()> {
 
 /// One directory above the home, found at `dir` with `meta`: owned by root or this user, and
 /// not writable by anyone else unless it is sticky. `what` says what someone able to rearrange
-/// it could do (`replace /home/u/.cross-agent`), for the fix.
-fn check_parent(dir: &Path, meta: &Metadata, what: impl Fn() -> String) -> Result<()> {
+/// it could do (`replace /home/u/.cross-agent …`) and `instead` the other way out (`put
+/// CROSS_AGENT_HOME under …`), for the fix.
+fn check_parent(
+    dir: &Path,
+    meta: &Metadata,
+    what: impl Fn() -> String,
+    instead: impl Fn() -> String,
+) -> Result<()> {
     check_owner(dir, meta, true, || {
-        format!(
-            "That user could {} from there: put CROSS_AGENT_HOME under directories owned by \
-             you or root",
-            what()
-        )
+        format!("That user could {} from there: {}", what(), instead())
     })?;
     let mode = meta.mode() & 0o7777;
     if mode & WRITABLE_BY_OTHERS != 0 && mode & STICKY == 0 {
@@ -164,10 +178,10 @@ fn check_parent(dir: &Path, meta: &Metadata, what: impl Fn() -> String) -> Resul
             dir,
             format!("is writable by group or others (mode {mode:o}) and not sticky"),
             format!(
-                "Anyone who can write there could {}: `chmod go-w {}` (or `chmod +t` it), or put \
-                 CROSS_AGENT_HOME elsewhere",
+                "Anyone who can write there could {}: `chmod go-w {}` (or `chmod +t` it), or {}",
                 what(),
-                dir.display()
+                dir.display(),
+                instead()
             ),
         ));
     }

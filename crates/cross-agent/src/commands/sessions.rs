@@ -187,7 +187,7 @@ fn from_daemon(
 
 /// The state directory, or why there is none to use (the note on stderr says it).
 fn state_home() -> Result<Home, String> {
-    Home::from_env().map_err(|e| escape(&e.to_string()).into_owned())
+    Home::from_env().map_err(|e| not_served(e, "start"))
 }
 
 /// A connection to the daemon for one or two requests: blocking, without an async runtime (a
@@ -224,6 +224,10 @@ fn not_served(error: IpcError, what: &str) -> String {
             code: ErrorCode::MethodNotFound,
             ..
         } => "the running cross-agent daemon is older than this command".to_owned(),
+        // The direct read says why in full, as it lists without the cache.
+        IpcError::HomeUnsafe { .. } | IpcError::HomeRefused { .. } | IpcError::NoHome => {
+            "the cross-agent state directory cannot be used (the warning below says why)".to_owned()
+        }
         // No daemon: the hello was sent on connecting, its absence shows only now.
         error @ (IpcError::NotRunning { .. } | IpcError::Closed { .. }) => format!(
             "no cross-agent daemon answered ({})",
