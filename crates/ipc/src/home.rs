@@ -49,6 +49,9 @@ const TIGHTEN_WALK_LIMIT: usize = 100_000;
 pub struct Home {
     /// Absolute, with symlinks resolved as far as the path exists.
     root: PathBuf,
+    /// Absolute, as configured (`CROSS_AGENT_HOME`, else `$HOME/.cross-agent`), links not
+    /// resolved: when it differs from `root`, the links on the way are judged too.
+    configured: PathBuf,
     /// The agents' own directories (as given and as resolved), stepped around by the repair walk.
     agent_dirs: Vec<PathBuf>,
 }
@@ -134,7 +137,11 @@ impl Home {
             }
             agent_dirs.push(dir);
         }
-        Ok(Home { root, agent_dirs })
+        Ok(Home {
+            root,
+            configured: given,
+            agent_dirs,
+        })
     }
 
     /// A home at an explicit directory, checked against the rules of this process's `HOME` and
@@ -187,11 +194,15 @@ impl Home {
     }
 
     /// Checks the home is safe to use ([`crate::safety`]) without creating or changing
-    /// anything: the directories above it, the home itself and everything in it (agent stores
+    /// anything: the directories above it (as resolved, and along the path as configured when
+    /// that passes through links), the home itself and everything in it (agent stores
     /// inside are stepped around). A home that does not exist yet passes when its parents do.
     /// Returns what it found, for [`Home::tighten_tree`].
     pub fn verify(&self) -> Result<safety::Walk> {
         safety::check_parents(&self.root)?;
+        if normalize(&self.configured) != self.root {
+            safety::check_configured(&self.configured, &self.root)?;
+        }
         if !safety::check_root(&self.root)? {
             return Ok(safety::Walk::default());
         }

@@ -2,15 +2,20 @@
 //! changed (spec 004 §7, a state directory of the bridge's own): it and everything in it belong to this process's effective user, no
 //! one else can write to it or to a directory above it (a sticky `/tmp`-like parent owned by
 //! root or the user is fine, as OpenSSH's `StrictModes` judges), and it holds no symbolic links,
-//! since a link planted there would make cross-agent write or chmod wherever it points.
+//! since a link planted there would make cross-agent write or chmod wherever it points. A home
+//! configured through a link (`CROSS_AGENT_HOME=/x/link` or a linked `$HOME`) is judged along
+//! the path as configured too: a link in a directory others can write to can be swapped for one
+//! leading to their directory ([`check_configured`]).
 //!
 //! A refusal is [`Error::HomeUnsafe`] (or [`Error::SocketUnsafe`] for the daemon's socket),
 //! naming the path, what was found (its owner, its mode, where a link points) and the fix.
 
+use std::collections::VecDeque;
+use std::ffi::OsString;
 use std::fs::{self, Metadata};
 use std::io::ErrorKind;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use crate::error::{Error, Result};
 
@@ -65,26 +70,120 @@ pub fn check_parents(root: &Path) -> Result<()> {
             Err(e) if e.kind() == ErrorKind::NotFound => continue,
             Err(e) => return Err(Error::io("inspect", parent, e)),
         };
-        check_owner(parent, &meta, true, || {
-            format!(
-                "That user could rename or replace {} from there: put CROSS_AGENT_HOME under \
-                 directories owned by you or root",
-                root.display()
-            )
-        })?;
-        let mode = meta.mode() & 0o7777;
-        if mode & WRITABLE_BY_OTHERS != 0 && mode & STICKY == 0 {
-            return Err(unsafe_path(
-                parent,
-                format!("is writable by group or others (mode {mode:o}) and not sticky"),
-                format!(
-                    "Anyone who can write there could replace {} with a directory of theirs: \
-                     `chmod go-w {}` (or `chmod +t` it), or put CROSS_AGENT_HOME elsewhere",
-                    root.display(),
-                    parent.display()
-                ),
+        check_parent(
+            parent,
+            &meta,
+            || format!("replace {} with a directory of theirs", root.display()),
+            || "put CROSS_AGENT_HOME under directories only you (or root) can change".to_owned(),
+        )?;
+    }
+    Ok(())
+}
+
+/// How many symbolic links a lookup may pass through: the kernel's own limit (`MAXSYMLINKS`).
+const MAX_LINKS: usize = 40;
+
+/// The home as configured (`configured`, absolute), when it is reached through symbolic links
+/// and resolves to `resolved`: [`check_parents`] judges the resolved path's parents, but whoever
+/// may replace a link on the way decides where the home is. So the path is looked up as the
+/// kernel does, component by component, and every directory the lookup reads an entry of (the
+/// link's own directory chain, then its target's) is judged as [`check_parents`] judges, and
+/// every link met must be owned by root or this user. A missing component ends it: the rest
+/// will be created by this user.
+pub fn check_configured(configured: &Path, resolved: &Path) -> Result<()> {
+    let what = || {
+        format!(
+            "swap a link CROSS_AGENT_HOME={} passes through for one leading to a directory of \
+             theirs",
+            configured.display()
+        )
+    };
+    let instead = || {
+        format!(
+            "set CROSS_AGENT_HOME to where it leads, {}",
+            resolved.display()
+        )
+    };
+    let mut pending: VecDeque<OsString> = configured
+        .components()
+        .filter(|c| !matches!(c, Component::RootDir))
+        .map(|c| c.as_os_str().to_owned())
+        .collect();
+    let mut current = PathBuf::from("/");
+    let mut links = 0;
+    while let Some(name) = pending.pop_front() {
+        if name == ".." {
+            current.pop();
+            continue;
+        }
+        if name == "." {
+            continue;
+        }
+        let meta = fs::symlink_metadata(&current).map_err(|e| Error::io("inspect", &current, e))?;
+        check_parent(&current, &meta, what, instead)?;
+        let next = current.join(&name);
+        let meta = match fs::symlink_metadata(&next) {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(Error::io("inspect", &next, e)),
+        };
+        if !meta.file_type().is_symlink() {
+            current = next;
+            continue;
+        }
+        links += 1;
+        if links > MAX_LINKS {
+            return Err(Error::io(
+                "resolve",
+                configured,
+                std::io::Error::other("too many levels of symbolic links"),
             ));
         }
+        check_owner(&next, &meta, true, || {
+            format!(
+                "That user may replace the link and choose where your state goes: {}, or \
+                 replace the link with one of your own",
+                instead()
+            )
+        })?;
+        let target = fs::read_link(&next).map_err(|e| Error::io("read the link", &next, e))?;
+        if target.is_absolute() {
+            current = PathBuf::from("/");
+        }
+        for component in target.components().rev() {
+            if !matches!(component, Component::RootDir) {
+                pending.push_front(component.as_os_str().to_owned());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One directory above the home, found at `dir` with `meta`: owned by root or this user, and
+/// not writable by anyone else unless it is sticky. `what` says what someone able to rearrange
+/// it could do (`replace /home/u/.cross-agent …`) and `instead` the other way out (`put
+/// CROSS_AGENT_HOME under …`), for the fix.
+fn check_parent(
+    dir: &Path,
+    meta: &Metadata,
+    what: impl Fn() -> String,
+    instead: impl Fn() -> String,
+) -> Result<()> {
+    check_owner(dir, meta, true, || {
+        format!("That user could {} from there: {}", what(), instead())
+    })?;
+    let mode = meta.mode() & 0o7777;
+    if mode & WRITABLE_BY_OTHERS != 0 && mode & STICKY == 0 {
+        return Err(unsafe_path(
+            dir,
+            format!("is writable by group or others (mode {mode:o}) and not sticky"),
+            format!(
+                "Anyone who can write there could {}: `chmod go-w {}` (or `chmod +t` it), or {}",
+                what(),
+                dir.display(),
+                instead()
+            ),
+        ));
     }
     Ok(())
 }
@@ -363,6 +462,56 @@ mod tests {
         give_away(&theirs);
         let message = refusal(home_at(&theirs.join("state")).ensure_root());
         assert!(message.contains("owned by uid 4242"), "{message}");
+    }
+
+    /// A home configured through a link is judged where the link sits, not only where it leads:
+    /// whoever can swap the link chooses the home.
+    #[test]
+    fn a_link_to_the_home_in_a_directory_others_can_write_to_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let real = tmp.path().join("real");
+        fs::create_dir_all(real.join("state")).unwrap();
+        fs::set_permissions(real.join("state"), fs::Permissions::from_mode(0o700)).unwrap();
+        let open = tmp.path().join("open");
+        fs::create_dir(&open).unwrap();
+        fs::set_permissions(&open, fs::Permissions::from_mode(0o777)).unwrap();
+        let link = open.join("home");
+        std::os::unix::fs::symlink(real.join("state"), &link).unwrap();
+        let message = refusal(home_at(&link).ensure_root());
+        assert!(message.contains(&open.display().to_string()), "{message}");
+        assert!(message.contains("not sticky"), "{message}");
+        assert!(
+            message.contains(&format!("CROSS_AGENT_HOME={}", link.display())),
+            "{message}"
+        );
+        assert!(
+            message.contains(&real.join("state").display().to_string()),
+            "names where it leads: {message}"
+        );
+        assert!(!real.join("state/logs").exists(), "nothing created");
+
+        // A link further up the path (here a linked parent) is judged the same way.
+        fs::remove_file(&link).unwrap();
+        std::os::unix::fs::symlink(&real, open.join("parent")).unwrap();
+        let message = refusal(home_at(&open.join("parent/state")).verify());
+        assert!(message.contains("not sticky"), "{message}");
+
+        // In a sticky directory a link of ours stands; one of another user's it may swap.
+        fs::set_permissions(&open, fs::Permissions::from_mode(0o1777)).unwrap();
+        std::os::unix::fs::symlink(real.join("state"), &link).unwrap();
+        home_at(&link).ensure_root().unwrap();
+        assert!(real.join("state/logs").is_dir());
+        give_away(&link);
+        let message = refusal(home_at(&link).verify());
+        assert!(message.contains(&link.display().to_string()), "{message}");
+        assert!(message.contains("owned by uid 4242"), "{message}");
+
+        // Where only this user can write, the link is fine.
+        let mine = tmp.path().join("mine");
+        fs::create_dir(&mine).unwrap();
+        fs::set_permissions(&mine, fs::Permissions::from_mode(0o755)).unwrap();
+        std::os::unix::fs::symlink(real.join("state"), mine.join("home")).unwrap();
+        home_at(&mine.join("home")).verify().unwrap();
     }
 
     #[test]

@@ -241,11 +241,36 @@ pub struct ListSessionsParams {
     pub agent: AgentFilter,
     #[serde(default)]
     pub scope: Option<Scope>,
-    #[serde(default)]
+    /// The directory, as an absolute path: a relative one is refused (`invalid_params`).
+    #[serde(default, deserialize_with = "absolute_cwd")]
     pub cwd: Option<String>,
     #[serde(default)]
     pub limit: Option<u32>,
     pub caller: CallerContext,
+}
+
+/// What is wrong with `cwd` as the directory sessions are looked for from, if anything: a
+/// relative path. The daemon has no directory of the caller's to take it from, and a scope
+/// relative to it would match nothing, silently. A blank one is no `cwd` at all.
+pub fn relative_cwd(cwd: &str) -> Option<String> {
+    if cwd.trim().is_empty() || std::path::Path::new(cwd).is_absolute() {
+        return None;
+    }
+    Some(format!(
+        "is `{cwd}`, a relative path: give the absolute path of the directory (the daemon has \
+         no current directory of yours to take it from)"
+    ))
+}
+
+/// A `cwd` param, refused (as `invalid_params`, naming it) when [`relative_cwd`] says so.
+fn absolute_cwd<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<String>, D::Error> {
+    let cwd = Option::<String>::deserialize(deserializer)?;
+    match cwd.as_deref().and_then(relative_cwd) {
+        Some(problem) => Err(serde::de::Error::custom(format!("`cwd` {problem}"))),
+        None => Ok(cwd),
+    }
 }
 
 /// One session as listed (the same fields as `cross-agent sessions --json`).
@@ -528,7 +553,8 @@ pub struct AnswerMarks {
 /// `bridge_status`: diagnostics, or one delivery re-read from the peer's transcript.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct BridgeStatusParams {
-    #[serde(default)]
+    /// The directory, as an absolute path: a relative one is refused (`invalid_params`).
+    #[serde(default, deserialize_with = "absolute_cwd")]
     pub cwd: Option<String>,
     #[serde(default)]
     pub scope: Option<Scope>,

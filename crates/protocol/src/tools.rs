@@ -183,8 +183,13 @@ pub struct ListAgentSessionsArgs {
         deserialize_with = "lenient::scope"
     )]
     pub scope: Option<Scope>,
-    /// The directory the scope is relative to. Default: this server's working directory.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The directory the scope is relative to, as an absolute path. Default: this server's
+    /// working directory.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::absolute"
+    )]
     pub cwd: Option<String>,
     /// At most this many sessions per agent.
     #[serde(default = "default_list_limit", deserialize_with = "lenient::limit")]
@@ -213,8 +218,13 @@ impl ListAgentSessionsArgs {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BridgeStatusArgs {
-    /// The directory sessions are resolved for. Default: this server's working directory.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The directory sessions are resolved for, as an absolute path. Default: this server's
+    /// working directory.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::absolute"
+    )]
     pub cwd: Option<String>,
     /// Where sessions are resolved: `cwd` = the directory and its subdirectories, `tree` = also
     /// its parent directories, `any` = every session.
@@ -549,6 +559,17 @@ mod lenient {
             Some(other) => Err(D::Error::custom(format!(
                 "is `{other}`; use claude, codex, grok, both or all"
             ))),
+        }
+    }
+
+    /// An absolute path (or none; blank is none): see [`crate::bridge::relative_cwd`].
+    pub fn absolute<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<String>, D::Error> {
+        let cwd = Option::<String>::deserialize(deserializer)?;
+        match cwd.as_deref().and_then(crate::bridge::relative_cwd) {
+            Some(problem) => Err(D::Error::custom(problem)),
+            None => Ok(cwd),
         }
     }
 

@@ -16,7 +16,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{Agent, LineContext, Session, TranscriptFold, UnixMillis, Warnings};
+use crate::model::{
+    Agent, LineContext, LineProblem, Session, TranscriptFold, UnixMillis, Warnings,
+};
 use crate::roots::{SourceFile, StoreRoots};
 use crate::skim;
 use crate::walk::{DirCache, Found, Rule, WalkRoot, walk};
@@ -165,7 +167,7 @@ impl TranscriptFold for ClaudeFold {
         let record = match Record::skim(line) {
             Ok(r) => r,
             Err(e) => {
-                warnings.push(at.path, Some(at.line), format!("not a JSON record: {e}"));
+                warnings.push_line(at, LineProblem::NotJson, format!("not a JSON record: {e}"));
                 return;
             }
         };

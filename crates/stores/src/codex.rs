@@ -21,7 +21,9 @@ use serde_json::value::RawValue;
 
 use crate::claude::title_from_text;
 use crate::lines::LineSink;
-use crate::model::{Agent, LineContext, Session, TranscriptFold, UnixMillis, Warnings};
+use crate::model::{
+    Agent, LineContext, LineProblem, Session, TranscriptFold, UnixMillis, Warnings,
+};
 use crate::roots::{SourceFile, StoreRoots};
 use crate::skim;
 use crate::walk::{DirCache, Found, Rule, WalkRoot, walk};
@@ -166,7 +168,7 @@ impl TranscriptFold for CodexFold {
             true
         });
         if let Err(e) = skimmed {
-            warnings.push(at.path, Some(at.line), format!("not a JSON record: {e}"));
+            warnings.push_line(at, LineProblem::NotJson, format!("not a JSON record: {e}"));
             return;
         }
         if let Some(ts) = timestamp
@@ -256,7 +258,7 @@ impl CodexFold {
         let meta: Meta<'_> = match serde_json::from_slice(payload) {
             Ok(m) => m,
             Err(e) => {
-                warnings.push(at.path, Some(at.line), format!("bad session_meta: {e}"));
+                warnings.push_line(at, LineProblem::BadRecord, format!("bad session_meta: {e}"));
                 return;
             }
         };
@@ -345,7 +347,7 @@ impl LineSink for ThreadNames {
         let entry: IndexEntry<'_> = match serde_json::from_slice(line) {
             Ok(e) => e,
             Err(e) => {
-                warnings.push(at.path, Some(at.line), format!("not a JSON record: {e}"));
+                warnings.push_line(at, LineProblem::NotJson, format!("not a JSON record: {e}"));
                 return;
             }
         };

@@ -29,7 +29,9 @@ use serde_json::Value;
 
 use crate::claude::title_from_text;
 use crate::error::StoreError;
-use crate::model::{Agent, LineContext, Session, TranscriptFold, UnixMillis, Warnings};
+use crate::model::{
+    Agent, LineContext, LineProblem, Session, TranscriptFold, UnixMillis, Warnings,
+};
 use crate::roots::{Sidecar, SourceFile, StoreRoots};
 use crate::skim;
 use crate::walk::{DirCache, Found, Rule, WalkRoot, walk};
@@ -330,7 +332,7 @@ impl TranscriptFold for GrokFold {
             true
         });
         if let Err(e) = skimmed {
-            warnings.push(at.path, Some(at.line), format!("not a JSON record: {e}"));
+            warnings.push_line(at, LineProblem::NotJson, format!("not a JSON record: {e}"));
             return;
         }
         if let Some(ts) = line_time(timestamp, meta) {

@@ -8,6 +8,7 @@
 //!   and whether each entry's process still runs; relays (`xa-…`) are never sessions;
 //! - [`live`]: the index a long-lived process keeps current by file-system notifications;
 //! - [`render`]: the listing `sessions --json` prints, kept rendered by the daemon;
+//! - [`summary`]: warnings said once per file, damaged lines counted by what was wrong;
 //! - [`turns`]: one session's turns, messages, tool calls and results, for recovering answers.
 //! - [`foreign`]: Cursor and Antigravity sessions, read into the same turns for handoff briefs.
 
@@ -27,9 +28,12 @@ pub mod resolve;
 pub mod roots;
 pub mod scan;
 pub mod skim;
+pub mod summary;
 pub mod turns;
 pub mod walk;
 
 pub use error::{Result, StoreError};
-pub use model::{Agent, LineContext, Session, StoreWarning, TranscriptFold, UnixMillis, Warnings};
+pub use model::{
+    Agent, LineContext, LineProblem, Session, StoreWarning, TranscriptFold, UnixMillis, Warnings,
+};
 pub use roots::{FileStamp, Sidecar, SourceFile, StoreRoots};

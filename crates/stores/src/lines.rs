@@ -16,7 +16,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, StoreError};
-use crate::model::{LineContext, TranscriptFold, Warnings};
+use crate::model::{LineContext, LineProblem, TranscriptFold, Warnings};
 
 /// Lines longer than this are skipped with a warning rather than buffered.
 pub const MAX_LINE_BYTES: usize = 32 << 20;
@@ -209,11 +209,7 @@ fn feed_lines<R: Read + ?Sized, S: LineSink + ?Sized>(
             if skipping {
                 // `skipped_len` counts the pieces of this line seen in earlier chunks.
                 let total = skipped_len + piece.len() as u64;
-                warnings.push(
-                    path,
-                    Some(line_no),
-                    format!("line of {total} bytes is longer than {MAX_LINE_BYTES}; skipped"),
-                );
+                too_long(warnings, path, line_no, total);
                 done.offset += total + 1;
                 skipping = false;
                 skipped_len = 0;
@@ -222,11 +218,7 @@ fn feed_lines<R: Read + ?Sized, S: LineSink + ?Sized>(
                 done.offset += consumed;
             } else if carry.len() + piece.len() > MAX_LINE_BYTES {
                 let total = (carry.len() + piece.len()) as u64;
-                warnings.push(
-                    path,
-                    Some(line_no),
-                    format!("line of {total} bytes is longer than {MAX_LINE_BYTES}; skipped"),
-                );
+                too_long(warnings, path, line_no, total);
                 carry = Vec::new();
                 done.offset += total + 1;
             } else {
@@ -254,11 +246,7 @@ fn feed_lines<R: Read + ?Sized, S: LineSink + ?Sized>(
     if consume_tail && (!carry.is_empty() || skipping) {
         let line_no = done.line + 1;
         if skipping {
-            warnings.push(
-                path,
-                Some(line_no),
-                format!("line of {skipped_len} bytes is longer than {MAX_LINE_BYTES}; skipped"),
-            );
+            too_long(warnings, path, line_no, skipped_len);
             done.offset += skipped_len;
         } else {
             emit(&carry, path, line_no, sink, warnings);
@@ -267,6 +255,15 @@ fn feed_lines<R: Read + ?Sized, S: LineSink + ?Sized>(
         done.line = line_no;
     }
     Ok(done)
+}
+
+/// The warning for a line of `len` bytes thrown away unread.
+fn too_long(warnings: &mut Warnings, path: &Path, line: u64, len: u64) {
+    warnings.push_line(
+        LineContext { path, line },
+        LineProblem::TooLong,
+        format!("line of {len} bytes is longer than {MAX_LINE_BYTES}; skipped"),
+    );
 }
 
 fn emit<S: LineSink + ?Sized>(

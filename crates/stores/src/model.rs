@@ -47,6 +47,22 @@ pub struct StoreWarning {
     /// 1-based line number, where it helps.
     pub line: Option<u64>,
     pub message: String,
+    /// For a skipped line, what was wrong with it: a listing counts these per file
+    /// ([`crate::summary`]) rather than saying each.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub problem: Option<LineProblem>,
+}
+
+/// Why a line of a transcript was skipped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LineProblem {
+    /// Not JSON, or not the JSON object a record is.
+    NotJson,
+    /// Longer than [`crate::lines::MAX_LINE_BYTES`]: thrown away unread.
+    TooLong,
+    /// JSON, but a record of a known type whose fields do not decode.
+    BadRecord,
 }
 
 impl fmt::Display for StoreWarning {
@@ -66,11 +82,30 @@ pub struct Warnings {
 
 impl Warnings {
     pub fn push(&mut self, path: &Path, line: Option<u64>, message: impl Into<String>) {
-        let warning = StoreWarning {
+        self.add(StoreWarning {
             path: path.to_path_buf(),
             line,
             message: message.into(),
-        };
+            problem: None,
+        });
+    }
+
+    /// A line skipped for `problem`; `message` says what exactly.
+    pub fn push_line(
+        &mut self,
+        at: LineContext<'_>,
+        problem: LineProblem,
+        message: impl Into<String>,
+    ) {
+        self.add(StoreWarning {
+            path: at.path.to_path_buf(),
+            line: Some(at.line),
+            message: message.into(),
+            problem: Some(problem),
+        });
+    }
+
+    fn add(&mut self, warning: StoreWarning) {
         // Debug, not warn: every caller reports the collected warnings itself (the CLI prints
         // them), so a `warn!` here would show each one twice.
         tracing::debug!("{warning}");

@@ -41,7 +41,8 @@ pub struct ScanOptions {
 pub struct Listing {
     /// Every agent's sessions, newest first (sessions with no recorded activity last).
     pub sessions: Vec<Session>,
-    /// Files and lines that were skipped, each naming the file.
+    /// Files and lines that were skipped: one warning per file, naming it (see
+    /// [`crate::summary`]).
     pub warnings: Vec<StoreWarning>,
     pub stats: IndexStats,
     /// What the walk of the stores did (folders listed or remembered, files `stat`ed).
@@ -131,7 +132,7 @@ pub fn list_sessions(roots: &StoreRoots, options: &ScanOptions) -> Listing {
 
     Listing {
         sessions,
-        warnings: warnings.items,
+        warnings: crate::summary::per_file(warnings.items),
         stats,
         walk,
         timings,
@@ -226,7 +227,7 @@ impl Scanner {
 
         Listing {
             sessions,
-            warnings: warnings.items,
+            warnings: crate::summary::per_file(warnings.items),
             stats,
             walk,
             timings,

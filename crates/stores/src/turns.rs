@@ -24,7 +24,7 @@ use serde_json::value::RawValue;
 
 use crate::error::Result;
 use crate::lines::{LineSink, read_all_lines};
-use crate::model::{Agent, LineContext, UnixMillis, Warnings};
+use crate::model::{Agent, LineContext, LineProblem, UnixMillis, Warnings};
 
 /// Who wrote a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -390,7 +390,7 @@ impl LineSink for TurnReader {
             Agent::Grok => self.grok_line(line),
         };
         if let Err(e) = result {
-            warnings.push(at.path, Some(at.line), format!("not a JSON record: {e}"));
+            warnings.push_line(at, LineProblem::NotJson, format!("not a JSON record: {e}"));
         }
     }
 }

@@ -4,10 +4,12 @@
 //! The listing defaults to scope `any`: it is an inventory, and a person running it wants to see
 //! what exists, not only what a send from this directory would pick (that is `--scope cwd`).
 //! `resolve` defaults to `any` too, because an explicit id or name addresses a session wherever
-//! it works; `--scope` narrows it. Both read the stores through the persisted index
-//! (`$CROSS_AGENT_HOME/cache/sessions-index.bin`), so a warm run opens only files that changed.
-//! Skipped files are reported on stderr, one line each naming the file; stdout carries only the
-//! listing (or the JSON), so it can be piped.
+//! it works; `--scope` narrows it. Both ask the daemon's live index, starting the daemon when
+//! none answers as every command does; only when it cannot start do they read the stores
+//! themselves, through the persisted index (`$CROSS_AGENT_HOME/cache/sessions-index.bin`, so a
+//! warm run opens only files that changed), saying why on stderr. Skipped files are reported on
+//! stderr, one line per file naming it (its damaged lines counted, not listed); stdout carries
+//! only the listing (or the JSON), so it can be piped.
 
 use std::borrow::Cow;
 use std::io::{BufWriter, Write};
@@ -16,6 +18,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
+use cross_agent_ipc::blocking::BlockingClient;
 use cross_agent_ipc::oneshot::OneShot;
 use cross_agent_ipc::{ConnectOptions, Error as IpcError, Home};
 use cross_agent_protocol::bridge::{
@@ -131,9 +134,9 @@ impl Loaded {
     }
 }
 
-/// The sessions of `agents` from the daemon's live index; with the daemon down (or too old to
-/// serve it), from the stores directly, saying so on stderr. Skipped files are reported on
-/// stderr either way.
+/// The sessions of `agents` from the daemon's live index (started when none answers, as for
+/// every command); when it cannot serve them, from the stores directly, saying why on stderr.
+/// Skipped files are reported on stderr either way, one line per file.
 fn load(agents: Vec<Agent>, resolve: Option<IndexResolve>) -> Loaded {
     match from_daemon(&agents, resolve) {
         Ok(response) => {
@@ -159,34 +162,59 @@ fn load(agents: Vec<Agent>, resolve: Option<IndexResolve>) -> Loaded {
     }
 }
 
-/// Asks a running daemon (never starting one: a listing is not worth a daemon's start) for
-/// its index. The error says why not, for the note on stderr.
+/// Asks the daemon for its index, starting it when nothing answers. The error says why it
+/// did not serve them, for the note on stderr.
 fn from_daemon(
     agents: &[Agent],
     resolve: Option<IndexResolve>,
 ) -> Result<IndexSessionsResponse, String> {
-    let mut client = daemon_client()?;
+    let home = state_home()?;
     let params = IndexSessionsParams {
         agents: agents.to_vec(),
         resolve,
         caller: index_caller(),
     };
-    client
-        .call(params)
-        .map_err(|e| not_served(e, "list the sessions"))
+    let ask = |params: IndexSessionsParams| daemon_client(&home)?.call(params);
+    match ask(params.clone()) {
+        Err(error) if answers_nothing(&error) => {
+            start_daemon(&home)?;
+            ask(params)
+        }
+        other => other,
+    }
+    .map_err(|e| not_served(e, "list the sessions"))
 }
 
-/// A connection to a running daemon for one or two requests: blocking, without an async
-/// runtime (a resolution's whole budget is a few milliseconds).
-fn daemon_client() -> Result<OneShot, String> {
-    let home = Home::from_env().map_err(|e| escape(&e.to_string()).into_owned())?;
+/// The state directory, or why there is none to use (the note on stderr says it).
+fn state_home() -> Result<Home, String> {
+    Home::from_env().map_err(|e| not_served(e, "start"))
+}
+
+/// A connection to the daemon for one or two requests: blocking, without an async runtime (a
+/// resolution's whole budget is a few milliseconds). It never starts one: [`start_daemon`]
+/// does, when this finds nothing answering.
+fn daemon_client(home: &Home) -> Result<OneShot, IpcError> {
     let options = ConnectOptions::new(ClientKind::Cli);
-    OneShot::connect(&home, ClientKind::Cli, options.hello_timeout).map_err(|e| {
-        format!(
-            "no cross-agent daemon answered ({})",
-            escape(&e.to_string())
-        )
-    })
+    OneShot::connect(home, ClientKind::Cli, options.hello_timeout)
+}
+
+/// Nothing is there to answer: no daemon, or one that went away as it was asked.
+fn answers_nothing(error: &IpcError) -> bool {
+    matches!(error, IpcError::NotRunning { .. } | IpcError::Closed { .. })
+}
+
+/// Starts the daemon as every other command does (`ipc::connect_or_start`: one start among
+/// clients racing, its own words if it fails). A listing through it costs milliseconds where a
+/// scan of the stores costs a tenth of a second and more. The error says why it did not start.
+fn start_daemon(home: &Home) -> Result<(), String> {
+    BlockingClient::connect_or_start(home, &ConnectOptions::new(ClientKind::Cli))
+        .map(drop)
+        .map_err(|e| {
+            format!(
+                "the cross-agent daemon could not be started ({})",
+                escape(&e.to_string())
+            )
+        })
 }
 
 /// Why the daemon did not serve a request, for the note on stderr.
@@ -196,6 +224,10 @@ fn not_served(error: IpcError, what: &str) -> String {
             code: ErrorCode::MethodNotFound,
             ..
         } => "the running cross-agent daemon is older than this command".to_owned(),
+        // The direct read says why in full, as it lists without the cache.
+        IpcError::HomeUnsafe { .. } | IpcError::HomeRefused { .. } | IpcError::NoHome => {
+            "the cross-agent state directory cannot be used (the warning below says why)".to_owned()
+        }
         // No daemon: the hello was sent on connecting, its absence shows only now.
         error @ (IpcError::NotRunning { .. } | IpcError::Closed { .. }) => format!(
             "no cross-agent daemon answered ({})",
@@ -228,16 +260,17 @@ fn index_caller() -> CallerContext {
 }
 
 /// `sessions --json` printed from the daemon's rendering of its live index, copied to stdout
-/// as it arrives. `Ok(false)` when the daemon cannot (none runs, or it is older): the caller
-/// then lists as before, and the note on stderr says why.
+/// as it arrives (the daemon started when none answers). `Ok(Err(why))` when the daemon cannot
+/// serve it (it could not start, or it is older): the caller then lists as before, and the note
+/// on stderr says why.
 fn print_rendered(
     args: &ListArgs,
     cwd: &Path,
     window: ActiveWindow,
     out: &mut dyn Write,
 ) -> anyhow::Result<Result<(), String>> {
-    let mut client = match daemon_client() {
-        Ok(client) => client,
+    let home = match state_home() {
+        Ok(home) => home,
         Err(why) => return Ok(Err(why)),
     };
     let params = IndexListingParams {
@@ -253,7 +286,17 @@ fn print_rendered(
         inner: out,
         bytes: 0,
     };
-    match client.call_with_trailer(params, |answer| answer.bytes, &mut counted) {
+    let ask = |counted: &mut Counted<'_>| {
+        daemon_client(&home)?.call_with_trailer(params.clone(), |answer| answer.bytes, counted)
+    };
+    let mut answer = ask(&mut counted);
+    if matches!(&answer, Err(error) if answers_nothing(error) && counted.bytes == 0) {
+        if let Err(why) = start_daemon(&home) {
+            return Ok(Err(why));
+        }
+        answer = ask(&mut counted);
+    }
+    match answer {
         Ok(answer) => {
             let mut stderr = std::io::stderr().lock();
             for warning in &answer.warnings {

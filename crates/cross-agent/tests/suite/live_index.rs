@@ -1,7 +1,7 @@
 //! `cross-agent sessions` through a running daemon's live index: real files written while a
 //! real daemon runs are seen by the next `sessions resolve` (waited for within a bound, never
-//! timed), lost notifications are made good by the periodic re-walk, and with no daemon the CLI
-//! reads the stores itself and says so on stderr.
+//! timed), lost notifications are made good by the periodic re-walk; with no daemon the CLI
+//! starts one, and reads the stores itself (saying why on stderr) only when it cannot.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -203,18 +203,60 @@ fn without_notifications_the_periodic_rewalk_finds_what_changed() {
     user.wait_for("claude", "second", "c-second");
 }
 
+/// With no daemon running, `sessions` starts one as every other command does, and is served
+/// by it; `sessions resolve` then finds it answering.
 #[test]
-fn with_the_daemon_down_the_cli_reads_the_stores_itself_and_says_so() {
+fn with_the_daemon_down_the_listing_starts_it() {
     let user = User::new(&[]);
+    claude_session(user.home(), "c-one", "one");
+    let first = user.run(&["sessions", "--json"]);
+    assert!(first.status.success(), "{}", text(&first.stderr));
+    assert!(
+        !text(&first.stderr).contains(DIRECT_NOTE),
+        "{}",
+        text(&first.stderr)
+    );
+    let status = user.run(&["daemon", "status", "--json"]);
+    assert!(status.status.success(), "{}", text(&status.stderr));
+    let status: Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(status["running"], Value::Bool(true), "{status}");
+    let listed: Value = serde_json::from_slice(&first.stdout).unwrap();
+    assert_eq!(listed["claude"][0]["session_id"], "c-one");
+    assert_eq!(user.resolve("claude", "one").as_deref(), Some("c-one"));
+}
+
+/// When the daemon cannot start, the CLI reads the stores itself and says why, in one line —
+/// and lists what the daemon would have.
+#[test]
+fn when_the_daemon_cannot_start_the_cli_reads_the_stores_itself_and_says_why() {
+    let mut user = User::new(&[("CROSS_AGENT_DAEMON_BIN", "/nonexistent/cross-agent")]);
     claude_session(user.home(), "c-one", "one");
     let direct = user.run(&["sessions", "--json"]);
     assert!(direct.status.success(), "{}", text(&direct.stderr));
+    let notes: Vec<String> = text(&direct.stderr)
+        .lines()
+        .filter(|l| l.contains(DIRECT_NOTE))
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(notes.len(), 1, "{}", text(&direct.stderr));
     assert!(
-        text(&direct.stderr).contains(DIRECT_NOTE),
-        "no note on stderr: {}",
-        text(&direct.stderr)
+        notes[0].contains("could not be started") && notes[0].contains("/nonexistent/cross-agent"),
+        "{notes:?}"
     );
+    for args in [
+        &["sessions"][..],
+        &["sessions", "resolve", "claude", "one", "--json"][..],
+    ] {
+        let out = user.run(args);
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+        assert!(
+            text(&out.stderr).contains(DIRECT_NOTE),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+    }
 
+    user.daemon_vars.clear();
     user.start_daemon();
     let served = user.run(&["sessions", "--json"]);
     assert!(served.status.success(), "{}", text(&served.stderr));
@@ -242,7 +284,8 @@ fn with_the_daemon_down_the_cli_reads_the_stores_itself_and_says_so() {
 /// while the daemon runs shows in the next listing (waited for within a bound, never timed).
 #[test]
 fn the_daemons_kept_listing_prints_the_scans_bytes_and_follows_a_rename() {
-    let user = User::new(&[]);
+    // The scan first: a daemon that cannot start leaves the CLI to read the stores itself.
+    let mut user = User::new(&[("CROSS_AGENT_DAEMON_BIN", "/nonexistent/cross-agent")]);
     let mut renamed = claude_session(user.home(), "c-renamed", "before");
     let days_ago = now_millis() - 3 * 24 * 60 * MINUTE;
     let mut old = ClaudeTranscript::new(user.home(), "/work/web", "c-old");
@@ -286,6 +329,7 @@ fn the_daemons_kept_listing_prints_the_scans_bytes_and_follows_a_rename() {
         .collect();
     assert!(direct[0].contains("c-old") && direct[0].contains("port it"));
 
+    user.daemon_vars.clear();
     user.start_daemon();
     let served = |args: &[&str]| {
         let out = user.run(args);

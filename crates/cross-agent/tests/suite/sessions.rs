@@ -113,6 +113,16 @@ impl Store {
     }
 }
 
+impl Drop for Store {
+    /// `sessions` starts the daemon of its home when none answers: it ends with the test.
+    fn drop(&mut self) {
+        cross_agent_testkit::leaks::stop_daemons(
+            &self.path().join("xa"),
+            cross_agent_testkit::leaks::SETTLE,
+        );
+    }
+}
+
 fn ids(entries: &Value) -> Vec<&str> {
     entries
         .as_array()
@@ -559,6 +569,62 @@ fn skipped_files_are_warnings_on_stderr_naming_the_file() {
             .any(|l| l.starts_with("warning: ") && l.contains(&bad.display().to_string())),
         "{stderr}"
     );
+}
+
+/// 17 lines of garbage in one transcript (among good records, which are all kept) are one line
+/// on stderr naming the file and counting them — through the daemon, and read directly when the
+/// daemon cannot start.
+#[test]
+fn a_damaged_transcript_is_one_warning_counting_its_lines() {
+    let store = Store::new();
+    let junk = store.claude_path("/work/junk", "c-junk");
+    let mut t = ClaudeTranscript::new(store.path(), "/work/junk", "c-junk");
+    t.user("still readable", store.now - 90 * MINUTE);
+    t.write().unwrap();
+    let mut bytes = std::fs::read(&junk).unwrap();
+    let first_garbage = bytes.iter().filter(|b| **b == b'\n').count() + 1;
+    for n in 0..17 {
+        bytes.extend_from_slice(format!("garbage {n} \x1b[31m\n").as_bytes());
+    }
+    std::fs::write(&junk, bytes).unwrap();
+
+    let cannot_start = store.path().join("no-such-daemon");
+    for (how, daemon_bin) in [("daemon", None), ("direct", Some(&cannot_start))] {
+        let mut cmd = store.cmd();
+        if let Some(bin) = daemon_bin {
+            cmd.env("CROSS_AGENT_DAEMON_BIN", bin);
+        }
+        let out = cmd.args(["sessions", "--json"]).output().unwrap();
+        assert!(out.status.success(), "{how}: {out:?}");
+        let listing: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(
+            ids(&listing["claude"]).contains(&"c-junk"),
+            "{how}: the readable records are kept"
+        );
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        let warnings: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.starts_with("warning: "))
+            .collect();
+        assert_eq!(
+            warnings,
+            vec![format!(
+                "warning: {}: 17 lines are not JSON records (first at line {first_garbage}), \
+                 skipped",
+                junk.display()
+            )],
+            "{how}: {stderr}"
+        );
+        assert!(!stderr.contains('\x1b'), "{how}: {stderr:?}");
+        let direct = stderr.contains("reading the stores directly");
+        assert_eq!(direct, daemon_bin.is_some(), "{how}: {stderr}");
+        // Cold again for the direct read: no cache, no daemon.
+        std::fs::remove_dir_all(store.path().join("xa/cache")).ok();
+        cross_agent_testkit::leaks::stop_daemons(
+            &store.path().join("xa"),
+            cross_agent_testkit::leaks::SETTLE,
+        );
+    }
 }
 
 #[test]

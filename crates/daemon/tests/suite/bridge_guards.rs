@@ -631,6 +631,60 @@ async fn pins_listing_and_status() {
     assert!(status.pins.is_empty());
 }
 
+/// A relative `cwd` would scope a listing or a status to nothing, silently: any RPC client
+/// sending one (not only the MCP server, which refuses it first) is refused, naming the field.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relative_cwd_is_refused_naming_it() {
+    use cross_agent_ipc::Error as IpcError;
+    use cross_agent_protocol::bridge::{
+        AgentFilter, BridgeStatusParams, ListSessionsParams, ListSessionsResponse,
+    };
+    use cross_agent_protocol::rpc::ErrorCode;
+
+    let bridge = bench().await;
+    let caller = bridge.codex_caller(THREAD_A);
+    let list = |cwd: &str| ListSessionsParams {
+        agent: AgentFilter::All,
+        scope: Some(cross_agent_protocol::bridge::Scope::Cwd),
+        cwd: Some(cwd.to_owned()),
+        limit: None,
+        caller: caller.clone(),
+    };
+    let refused = |error: IpcError| match error {
+        IpcError::Rpc {
+            code: ErrorCode::InvalidParams,
+            message,
+            ..
+        } => message,
+        other => panic!("expected invalid params, got {other:?}"),
+    };
+    let message = refused(bridge.conn.client.call(list("proj")).await.unwrap_err());
+    assert!(
+        message.contains("`cwd`") && message.contains("proj") && message.contains("absolute"),
+        "{message}"
+    );
+    let status = BridgeStatusParams {
+        cwd: Some("./proj".to_owned()),
+        scope: None,
+        delivery_id: None,
+        caller: caller.clone(),
+    };
+    let message = refused(bridge.conn.client.call(status).await.unwrap_err());
+    assert!(
+        message.contains("`cwd`") && message.contains("./proj"),
+        "{message}"
+    );
+
+    // The same directory, absolute, lists its sessions; the connection is still good.
+    let listed: ListSessionsResponse = bridge
+        .conn
+        .client
+        .call(list(&bridge.project.to_string_lossy()))
+        .await
+        .unwrap();
+    assert_eq!(listed.sessions["claude"].len(), 2);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn raw_mode_hands_over_the_message_alone() {
     let bridge = bench().await;

@@ -57,11 +57,12 @@ fn ids(listed: &ListSessionsResponse, agent: &str) -> Vec<String> {
 /// `cross-agent sessions --json --scope cwd --cwd DIR` over the agents' HOME.
 fn cli_listing(bridge: &Bridge, dir: &Path) -> serde_json::Value {
     let exe = cross_agent_testkit::binaries::cross_agent_bin().unwrap();
+    let cli_home = bridge.state.dir.path().join("cli-home");
     let out = Command::new(exe)
         .args(["sessions", "--json", "--scope", "cwd", "--cwd"])
         .arg(dir)
         .env("HOME", bridge.agents.path())
-        .env("CROSS_AGENT_HOME", bridge.state.dir.path().join("cli-home"))
+        .env("CROSS_AGENT_HOME", &cli_home)
         .env("CODEX_HOME", bridge.agents.codex_home())
         .env_remove("CLAUDE_CONFIG_DIR")
         .env_remove("GROK_HOME")
@@ -69,6 +70,8 @@ fn cli_listing(bridge: &Bridge, dir: &Path) -> serde_json::Value {
         .env_remove("CROSS_AGENT_ACTIVE_WINDOW_MIN")
         .output()
         .unwrap();
+    // The listing started a daemon of that home: it must not outlive the test's agents.
+    cross_agent_testkit::leaks::stop_daemons(&cli_home, cross_agent_testkit::leaks::SETTLE);
     assert!(
         out.status.success(),
         "{}",

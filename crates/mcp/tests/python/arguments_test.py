@@ -119,6 +119,16 @@ async def session_run(era):
                   and "/nonexistent" in text and "does not exist" in text,
                   f"[{era}] a cwd that does not exist is refused at send: {text[:300]}")
 
+            # A relative cwd would scope to nothing, silently: refused, naming the field.
+            for tool in ("list_agent_sessions", "bridge_status"):
+                is_error, structured, text = await refused(session, tool, {"cwd": "work/api"})
+                check(is_error and structured.get("error") == "invalid_arguments"
+                      and "`cwd`" in text and "work/api" in text and "absolute" in text,
+                      f"[{era}] {tool} refuses a relative cwd: {text[:300]}")
+                result = await session.call_tool(tool, {"cwd": WORKDIR})
+                check(result.is_error is not True,
+                      f"[{era}] {tool} takes an absolute cwd: {text_of(result)[:300]}")
+
 
 async def main():
     for era in ["initialize", "discover"]:

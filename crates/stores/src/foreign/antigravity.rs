@@ -22,7 +22,7 @@ use serde_json::{Map, Value};
 use super::{ForeignSession, TurnBuilder};
 use crate::error::Result;
 use crate::lines::{LineSink, read_all_lines};
-use crate::model::{LineContext, UnixMillis, Warnings};
+use crate::model::{LineContext, LineProblem, UnixMillis, Warnings};
 use crate::turns::{Message, Role, ToolCall, ToolResult, TurnItem};
 
 /// Where the CLI and the IDE keep their sessions under a home folder.
@@ -99,11 +99,11 @@ impl LineSink for StepReader {
         let step: Map<String, Value> = match serde_json::from_slice(line) {
             Ok(Value::Object(step)) => step,
             Ok(_) => {
-                warnings.push(at.path, Some(at.line), "a step that is not a JSON object");
+                warnings.push_line(at, LineProblem::NotJson, "a step that is not a JSON object");
                 return;
             }
             Err(e) => {
-                warnings.push(at.path, Some(at.line), format!("not a JSON record: {e}"));
+                warnings.push_line(at, LineProblem::NotJson, format!("not a JSON record: {e}"));
                 return;
             }
         };
