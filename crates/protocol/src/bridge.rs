@@ -406,7 +406,9 @@ pub struct PinParams {
     pub agent: Agent,
     #[serde(default)]
     pub session_id: Option<String>,
-    #[serde(default)]
+    /// The directory a name is resolved from, as an absolute path: a relative one is refused
+    /// (`invalid_params`).
+    #[serde(default, deserialize_with = "absolute_cwd")]
     pub cwd: Option<String>,
     pub caller: CallerContext,
 }

@@ -261,8 +261,13 @@ pub struct PinAgentSessionArgs {
     /// Session id or exact conversation name; empty or absent unpins.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
-    /// The directory a name is resolved from. Default: this server's working directory.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The directory a name is resolved from, as an absolute path. Default: this server's
+    /// working directory.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::absolute"
+    )]
     pub cwd: Option<String>,
 }
 

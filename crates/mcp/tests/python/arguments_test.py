@@ -120,12 +120,14 @@ async def session_run(era):
                   f"[{era}] a cwd that does not exist is refused at send: {text[:300]}")
 
             # A relative cwd would scope to nothing, silently: refused, naming the field.
-            for tool in ("list_agent_sessions", "bridge_status"):
-                is_error, structured, text = await refused(session, tool, {"cwd": "work/api"})
+            for tool, extra in (("list_agent_sessions", {}), ("bridge_status", {}),
+                                ("pin_agent_session", {"agent": "codex"})):
+                is_error, structured, text = await refused(
+                    session, tool, {"cwd": "work/api", **extra})
                 check(is_error and structured.get("error") == "invalid_arguments"
                       and "`cwd`" in text and "work/api" in text and "absolute" in text,
                       f"[{era}] {tool} refuses a relative cwd: {text[:300]}")
-                result = await session.call_tool(tool, {"cwd": WORKDIR})
+                result = await session.call_tool(tool, {"cwd": WORKDIR, **extra})
                 check(result.is_error is not True,
                       f"[{era}] {tool} takes an absolute cwd: {text_of(result)[:300]}")
 
