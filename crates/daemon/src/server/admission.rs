@@ -51,7 +51,7 @@ enum CapSource {
     Default,
     /// `CROSS_AGENT_DAEMON_MAX_CONNECTIONS` (or a test's own value).
     Setting,
-    /// Half the descriptor limit, lower than the default.
+    /// Half the descriptor limit, no more than the default.
     DescriptorLimit { soft: u64 },
 }
 
@@ -116,7 +116,7 @@ impl ConnectionLimits {
                 }
                 (cap, CapSource::Setting)
             }
-            (None, Some(room)) if room < DEFAULT_MAX_CONNECTIONS => (
+            (None, Some(room)) if room <= DEFAULT_MAX_CONNECTIONS => (
                 room,
                 CapSource::DescriptorLimit {
                     soft: soft_limit.unwrap_or_default(),

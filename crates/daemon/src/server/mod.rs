@@ -381,7 +381,7 @@ impl Daemon {
                 accepted = listener.accept() => match accepted {
                     Ok((stream, _)) => {
                         if std::mem::take(&mut accept_failing) {
-                            tracing::info!(open = connections.len(), "accepting connections again");
+                            tracing::info!("accepting connections again");
                         }
                         match gate.admit() {
                             admission::Admission::Serve(permit) => {
