@@ -100,7 +100,9 @@ pub fn close_inherited() -> Vec<i32> {
             .collect(),
         Err(_) => Vec::new(),
     };
-    open.into_iter().filter(|fd| close_if_inherited(*fd)).collect()
+    open.into_iter()
+        .filter(|fd| close_if_inherited(*fd))
+        .collect()
 }
 
 /// Closes `fd` when it is open without close-on-exec; whether it did.

@@ -629,7 +629,10 @@ fn run_with_its_stdout_also_as_fd_3(env: &Env, args: &[&str]) -> (ExitStatus, st
     let mut child = command.spawn().unwrap();
     let stdout = child.stdout.take().unwrap();
     let status = child.wait().unwrap();
-    (status, std::fs::File::from(std::os::fd::OwnedFd::from(stdout)))
+    (
+        status,
+        std::fs::File::from(std::os::fd::OwnedFd::from(stdout)),
+    )
 }
 
 /// The descriptors of process `pid` that are an end of the pipe `pipe` is the read end of.
@@ -639,7 +642,9 @@ fn descriptors_on_the_pipe(pid: u32, pipe: &std::fs::File) -> Vec<String> {
     std::fs::read_dir(format!("/proc/{pid}/fd"))
         .unwrap()
         .flatten()
-        .filter(|fd| std::fs::read_link(fd.path()).is_ok_and(|to| to.as_os_str() == wanted.as_str()))
+        .filter(|fd| {
+            std::fs::read_link(fd.path()).is_ok_and(|to| to.as_os_str() == wanted.as_str())
+        })
         .map(|fd| fd.file_name().to_string_lossy().into_owned())
         .collect()
 }
@@ -662,7 +667,10 @@ fn a_daemon_started_by_keeps_nothing_of_its_starters(args: &[&str]) {
     let mut said = String::new();
     std::io::Read::read_to_string(&mut pipe, &mut said).unwrap();
     assert_eq!(daemons_on(&env.state), vec![pid], "{said}");
-    assert!(env.daemon_log().contains("closed the descriptors inherited"));
+    assert!(
+        env.daemon_log()
+            .contains("closed the descriptors inherited")
+    );
 }
 
 #[test]

@@ -654,7 +654,8 @@ fn a_hook_waiting_for_a_tap_outlasts_the_idle_timeout() {
     idle.set_read_timeout(Some(WAIT)).unwrap();
     let mut byte = [0_u8; 1];
     assert_eq!(
-        idle.read(&mut byte).expect("the idle connection was never closed"),
+        idle.read(&mut byte)
+            .expect("the idle connection was never closed"),
         0
     );
     api.push_callback(5001, 5001, 1, &allow);

@@ -237,7 +237,9 @@ pub(super) async fn refuse(stream: Stream, message: String, _slot: OwnedSemaphor
     let id = match tokio::time::timeout(REFUSAL_WAIT, frames.next_frame()).await {
         Ok(Ok(Some(bytes))) => serde_json::from_slice::<serde_json::Value>(&bytes)
             .ok()
-            .and_then(|request| serde_json::from_value::<RequestId>(request.get("id")?.clone()).ok()),
+            .and_then(|request| {
+                serde_json::from_value::<RequestId>(request.get("id")?.clone()).ok()
+            }),
         _ => None,
     };
     let reply = ServerMessage::Error {
@@ -277,8 +279,14 @@ mod tests {
         assert_eq!(tight.max_connections, 300);
         let message = tight.refusal(42);
         assert!(message.contains("pid 42"), "{message}");
-        assert!(message.contains("already serves 300 connections"), "{message}");
-        assert!(message.contains("file-descriptor limit is 600"), "{message}");
+        assert!(
+            message.contains("already serves 300 connections"),
+            "{message}"
+        );
+        assert!(
+            message.contains("file-descriptor limit is 600"),
+            "{message}"
+        );
         assert!(message.contains("LimitNOFILE="), "{message}");
 
         let (unlimited, _) = limits(&[], None);

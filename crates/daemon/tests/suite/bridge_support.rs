@@ -377,9 +377,7 @@ pub async fn spawn_daemon_command(
     user_home: &Path,
     mut command: std::process::Command,
 ) -> (DaemonProcess, Connection) {
-    command
-        .env("CROSS_AGENT_HOME", root)
-        .env("HOME", user_home);
+    command.env("CROSS_AGENT_HOME", root).env("HOME", user_home);
     let process = DaemonProcess {
         child: command.spawn().unwrap(),
         root: root.to_owned(),

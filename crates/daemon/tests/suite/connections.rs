@@ -94,7 +94,10 @@ async fn a_connection_past_the_cap_is_told_why_and_the_cap_frees_as_clients_go()
 #[tokio::test]
 async fn a_connection_idle_past_the_timeout_is_closed() {
     let home = TempHome::new();
-    let daemon = serve(&home, ConnectionLimits::new(8, Some(Duration::from_secs(1))));
+    let daemon = serve(
+        &home,
+        ConnectionLimits::new(8, Some(Duration::from_secs(1))),
+    );
     // Before `hello` and after it alike.
     let mut silent = Raw::connect(&home.home.socket()).await;
     let mut greeted = Raw::connect(&home.home.socket()).await;
@@ -107,7 +110,10 @@ async fn a_connection_idle_past_the_timeout_is_closed() {
 #[tokio::test]
 async fn a_restart_waiting_between_release_and_its_end_is_not_cut_as_idle() {
     let home = TempHome::new();
-    let daemon = serve(&home, ConnectionLimits::new(8, Some(Duration::from_secs(1))));
+    let daemon = serve(
+        &home,
+        ConnectionLimits::new(8, Some(Duration::from_secs(1))),
+    );
     let restart = connect(&home.home).await;
     restart
         .client

@@ -86,7 +86,11 @@ fn daemon_log(root: &Path) -> String {
         return all;
     };
     for entry in entries.flatten() {
-        if entry.file_name().to_string_lossy().starts_with("daemon.log") {
+        if entry
+            .file_name()
+            .to_string_lossy()
+            .starts_with("daemon.log")
+        {
             all.push_str(&String::from_utf8_lossy(
                 &std::fs::read(entry.path()).unwrap_or_default(),
             ));
@@ -237,7 +241,10 @@ async fn a_daemon_out_of_descriptors_keeps_its_home_and_serves_on() {
     let env = [
         ("CROSS_AGENT_DAEMON_MAX_CONNECTIONS", "4000"),
         // The home check's heartbeat, to know one ran while the descriptors were gone.
-        ("CROSS_AGENT_LOG", "info,cross_agent_daemon::server::home_watch=trace"),
+        (
+            "CROSS_AGENT_LOG",
+            "info,cross_agent_daemon::server::home_watch=trace",
+        ),
     ];
     let (mut process, held) = start(&home, daemon_under("-n 1024", &env)).await;
     let pid = process.child.id();
