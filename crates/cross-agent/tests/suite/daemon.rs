@@ -667,9 +667,13 @@ fn a_daemon_started_by_keeps_nothing_of_its_starters(args: &[&str]) {
     let mut said = String::new();
     std::io::Read::read_to_string(&mut pipe, &mut said).unwrap();
     assert_eq!(daemons_on(&env.state), vec![pid], "{said}");
+    // Its log writer is a thread of its own: the line may reach the file after the answer.
     assert!(
+        wait_until(PATIENCE, || env
+            .daemon_log()
+            .contains("closed the descriptors inherited")),
+        "{}",
         env.daemon_log()
-            .contains("closed the descriptors inherited")
     );
 }
 
