@@ -50,8 +50,9 @@ pub fn raise_limit() -> LimitChange {
     if target <= current {
         return change;
     }
-    let attempts = [target, FALLBACK_SOFT_LIMIT.min(target)];
-    for soft in attempts {
+    let fallback = FALLBACK_SOFT_LIMIT.min(target);
+    let attempts = [Some(target), (fallback != target).then_some(fallback)];
+    for soft in attempts.into_iter().flatten() {
         if soft <= current {
             break;
         }
