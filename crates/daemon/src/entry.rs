@@ -1,8 +1,10 @@
 //! The daemon as a process: what `cross-agent daemon run` does, end to end.
 //!
-//! Order matters: leave the terminal's session (when autostarted), set umask 077 before any
-//! file is created, check the home, open the log, install the signal handlers, then take the
-//! home ([`Daemon::bind`]) and serve until SIGTERM/SIGINT/SIGHUP or a `shutdown` call.
+//! Order matters: leave the terminal's session and close the descriptors the starting client
+//! handed down (when autostarted, [`crate::descriptors`]), set umask 077 before any file is
+//! created, check the home, open the log, raise the descriptor limit, install the signal
+//! handlers, then take the home ([`Daemon::bind`]) and serve until SIGTERM/SIGINT/SIGHUP or a
+//! `shutdown` call.
 
 use cross_agent_ipc::Home;
 use cross_agent_protocol::settings as var;
@@ -27,12 +29,19 @@ const WORKER_THREADS: usize = 2;
 
 /// Runs the daemon on `home` until it is told to stop. Returns once it has stopped cleanly.
 pub fn run_process(home: Home, mode: Mode) -> Result<()> {
-    if mode == Mode::Detached {
+    let closed = if mode == Mode::Detached {
         cross_agent_ipc::process::detach_session();
-    }
+        crate::descriptors::close_inherited()
+    } else {
+        Vec::new()
+    };
     cross_agent_ipc::home::restrict_umask();
     home.ensure_root()?;
     let (dispatch, _log_guard) = crate::logging::dispatch(&home, mode == Mode::Foreground)?;
+    let limit = crate::descriptors::raise_limit();
+    tracing::dispatcher::with_default(&dispatch, || {
+        log_descriptors(&closed, &limit);
+    });
 
     let thread_dispatch = dispatch.clone();
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -80,4 +89,34 @@ pub fn run_process(home: Home, mode: Mode) -> Result<()> {
         }
     }
     result
+}
+
+/// What [`crate::descriptors`] did at start, in the log.
+fn log_descriptors(closed: &[i32], limit: &crate::descriptors::LimitChange) {
+    if !closed.is_empty() {
+        tracing::info!(
+            ?closed,
+            "closed the descriptors inherited from the process that started the daemon"
+        );
+    }
+    let show = |limit: Option<u64>| limit.map_or_else(|| "unlimited".to_owned(), |n| n.to_string());
+    match &limit.failed {
+        Some(error) => tracing::warn!(
+            soft = %show(limit.before),
+            hard = %show(limit.hard),
+            %error,
+            "could not raise the file-descriptor limit; serving with the soft one"
+        ),
+        None if limit.after != limit.before => tracing::info!(
+            before = %show(limit.before),
+            after = %show(limit.after),
+            hard = %show(limit.hard),
+            "raised the file-descriptor limit"
+        ),
+        None => tracing::info!(
+            soft = %show(limit.before),
+            hard = %show(limit.hard),
+            "the file-descriptor limit is already as high as it may go"
+        ),
+    }
 }

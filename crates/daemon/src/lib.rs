@@ -12,8 +12,11 @@
 //!   (`cross-agent daemon restart`, `cross-agent reload`).
 //! - `telegram_sessions`: what the Telegram bot asks of the hub (session cards, prompts from
 //!   the phone and their answers, handoffs).
+//! - `descriptors`: the file-descriptor limit raised at start, and the descriptors a detached
+//!   daemon inherited closed.
 //! - [`logging`] writes `logs/daemon.log.<date>` (rotated daily, two weeks kept).
 
+mod descriptors;
 pub mod entry;
 mod error;
 pub mod handover;
@@ -23,7 +26,9 @@ pub mod signals;
 mod telegram_sessions;
 
 pub use error::{Error, Result};
-pub use server::{Daemon, DaemonInfo, MAX_DRAIN};
+pub use server::{
+    ConnectionLimits, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, Daemon, DaemonInfo, MAX_DRAIN,
+};
 
 /// This daemon's cross-agent version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

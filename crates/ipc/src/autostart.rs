@@ -268,8 +268,10 @@ fn daemon_bin(options: &ConnectOptions) -> Result<PathBuf> {
 
 /// Starts `BIN daemon run --detached` with the home pinned in its environment, stdio on the
 /// console log, and the root as its directory so it never holds a mount or a deleted directory
-/// busy. The child puts itself in its own session (see `process::detach_session`). Returns the
-/// child and where its output starts in the console log.
+/// busy. The child puts itself in its own session (see `process::detach_session`) and closes
+/// the descriptors this client inherited without close-on-exec (a pipe around the client would
+/// otherwise stay open for the daemon's life): that is the daemon's first act, so every way of
+/// starting it is covered. Returns the child and where its output starts in the console log.
 fn spawn_daemon(home: &Home, bin: &PathBuf) -> Result<(tokio::process::Child, u64)> {
     let log_path = home.console_log();
     let stdout = open_private_append(&log_path)?;

@@ -67,18 +67,33 @@ impl PidLock {
         &self.path
     }
 
-    /// Whether the file at the pidfile's path still names this process. False once the file is
-    /// gone (its home deleted) or holds another pid: the daemon holding this lock is then no
-    /// longer the one clients of the home find, and stops.
-    pub fn names_this_process(&self) -> bool {
-        use std::os::unix::fs::OpenOptionsExt;
-        std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(crate::home::no_follow_flag())
-            .open(&self.path)
+    /// Whether the file at the pidfile's path is still the one this lock holds and names this
+    /// process: `Ok(false)` once it is gone (its home deleted), replaced by another file, or
+    /// holds another pid — the daemon holding this lock is then no longer the one clients of the
+    /// home find, and stops. `Err` when that could not be told (the `stat` itself failed): not
+    /// an answer, so the caller must not take it for "gone".
+    ///
+    /// It opens nothing: the path is compared by `lstat` with the file this lock already holds
+    /// open, and the pid is read through that same descriptor. A daemon out of file descriptors
+    /// can still tell, where opening the file again would fail with `EMFILE`.
+    pub fn names_this_process(&self) -> std::io::Result<bool> {
+        use std::os::unix::fs::{FileExt, MetadataExt};
+        let at_path = match std::fs::symlink_metadata(&self.path) {
+            Ok(metadata) => metadata,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+            Err(error) => return Err(error),
+        };
+        let held = self.file.metadata()?;
+        if (at_path.dev(), at_path.ino()) != (held.dev(), held.ino()) {
+            return Ok(false);
+        }
+        // A pid is at most ten digits and a newline; anything longer is not ours.
+        let mut bytes = [0_u8; 24];
+        let read = self.file.read_at(&mut bytes, 0)?;
+        let pid = std::str::from_utf8(&bytes[..read])
             .ok()
-            .and_then(|mut file| read_pid(&mut file))
-            == Some(std::process::id())
+            .and_then(|text| text.trim().parse::<u32>().ok());
+        Ok(pid == Some(std::process::id()))
     }
 }
 
@@ -158,11 +173,36 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("daemon.pid");
         let lock = PidLock::acquire(&path).unwrap();
-        assert!(lock.names_this_process());
+        assert!(lock.names_this_process().unwrap());
         std::fs::write(&path, "1\n").unwrap();
-        assert!(!lock.names_this_process());
+        assert!(!lock.names_this_process().unwrap());
         std::fs::remove_file(&path).unwrap();
-        assert!(!lock.names_this_process());
+        assert!(!lock.names_this_process().unwrap());
+    }
+
+    #[test]
+    fn a_pidfile_replaced_by_another_file_is_not_this_locks_even_with_this_pid() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("daemon.pid");
+        let lock = PidLock::acquire(&path).unwrap();
+        // Another file renamed over it: a second daemon could lock that one.
+        let other = tmp.path().join("other");
+        std::fs::write(&other, format!("{}\n", std::process::id())).unwrap();
+        std::fs::rename(&other, &path).unwrap();
+        assert!(!lock.names_this_process().unwrap());
+    }
+
+    #[test]
+    fn a_pidfile_that_cannot_be_looked_at_is_no_answer() {
+        let tmp = tempfile::tempdir().unwrap();
+        // A path past PATH_MAX: `lstat` fails with ENAMETOOLONG, which says nothing about
+        // whether the file is there.
+        let deep = tmp.path().join("d".repeat(5000)).join("daemon.pid");
+        let lock = PidLock {
+            file: open_private_rw(&tmp.path().join("daemon.pid")).unwrap(),
+            path: deep,
+        };
+        assert!(lock.names_this_process().is_err());
     }
 
     #[test]

@@ -124,6 +124,9 @@ pub enum ErrorCode {
     ProtocolMismatch,
     /// The daemon is stopping and takes no new work.
     ShuttingDown,
+    /// The daemon already serves the most connections it allows at once and closed this one;
+    /// the message names the limit and how to raise it.
+    TooManyConnections,
     /// The daemon failed for a reason of its own; the message and its log say which.
     Internal,
     /// A code this build does not know, sent by a newer peer.
@@ -143,6 +146,7 @@ impl ErrorCode {
             ErrorCode::HandshakeRequired => "handshake_required",
             ErrorCode::ProtocolMismatch => "protocol_mismatch",
             ErrorCode::ShuttingDown => "shutting_down",
+            ErrorCode::TooManyConnections => "too_many_connections",
             ErrorCode::Internal => "internal",
             ErrorCode::Unknown => "unknown",
         }

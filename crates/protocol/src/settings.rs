@@ -63,6 +63,12 @@ pub const GROK_NAMES_DB: &str = "CROSS_AGENT_GROK_NAMES_DB";
 pub const DAEMON_BIN: &str = "CROSS_AGENT_DAEMON_BIN";
 /// Set in a successor daemon's environment: bind over the live socket instead of refusing it.
 pub const DAEMON_REPLACING: &str = "CROSS_AGENT_DAEMON_REPLACING";
+/// The most client connections the daemon serves at once (default 512, and at most half its
+/// file-descriptor limit unless set); one more is refused with `too_many_connections`.
+pub const DAEMON_MAX_CONNECTIONS: &str = "CROSS_AGENT_DAEMON_MAX_CONNECTIONS";
+/// Seconds a connection may wait between requests before the daemon closes it (default 300;
+/// `0`: never). A request being answered is never cut.
+pub const DAEMON_IDLE_TIMEOUT: &str = "CROSS_AGENT_DAEMON_IDLE_TIMEOUT";
 /// Overrides the tools version `hello` reports (by default this build's version).
 pub const TOOLS_VERSION: &str = "CROSS_AGENT_TOOLS_VERSION";
 /// Overrides the size at which the decisions log is rotated.

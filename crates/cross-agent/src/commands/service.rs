@@ -3,6 +3,10 @@
 //! carries the `PATH` the agents need (a user unit's own is minimal, and the daemon starts the
 //! agent CLIs): the installing shell's, plus the directories the agents' CLIs were found in.
 //!
+//! The unit sets `LimitNOFILE=` ([`SERVICE_FILE_LIMIT`]): the daemon raises its soft
+//! descriptor limit to the hard one at start and sizes its connection cap from it, so the
+//! unit's hard limit is what it really gets, whatever the user manager's default is.
+//!
 //! Where no user service manager answers (a container, an SSH session without a user bus),
 //! `install` still writes the file and says what to run; the daemon's autostart works without
 //! any of it.
@@ -23,6 +27,11 @@ use crate::setup::places::{AgentName, Places, find_on_path};
 const UNIT: &str = "cross-agent.service";
 /// The launchd agent's label.
 const LABEL: &str = "dev.cross-agent.daemon";
+/// The unit's `LimitNOFILE=` (soft and hard). Room for the daemon's connection cap (512) many
+/// times over beside every turn's pipes and the store's files, while a runaway leak still hits
+/// a ceiling long before the system's. A user manager whose own hard limit is lower gives the
+/// nearest it can (systemd lowers a limit it may not grant instead of failing the start).
+const SERVICE_FILE_LIMIT: u32 = 65_536;
 
 #[derive(Debug, Args)]
 pub struct ServiceArgs {
@@ -213,6 +222,7 @@ pub fn systemd_unit(binary: &Path, env: &[(String, String)]) -> String {
             systemd_quote(&format!("{key}={value}"))
         ));
     }
+    unit.push_str(&format!("LimitNOFILE={SERVICE_FILE_LIMIT}\n"));
     unit.push_str(
         "Restart=on-failure\n\
          RestartSec=2\n\
@@ -446,5 +456,19 @@ mod tests {
         );
         let unit = systemd_unit(Path::new("/a b/cross-agent"), &[]);
         assert!(unit.contains("ExecStart=\"/a b/cross-agent\" daemon run\n"));
+    }
+
+    #[test]
+    fn the_systemd_unit_gives_the_daemon_room_for_its_descriptors() {
+        let unit = systemd_unit(Path::new("/usr/bin/cross-agent"), &[]);
+        let service = unit
+            .split("[Service]\n")
+            .nth(1)
+            .and_then(|rest| rest.split("\n[").next())
+            .unwrap();
+        assert!(
+            service.lines().any(|line| line == "LimitNOFILE=65536"),
+            "{unit}"
+        );
     }
 }

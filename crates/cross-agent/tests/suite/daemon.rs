@@ -4,7 +4,7 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use cross_agent_ipc::{ConnectOptions, Home};
@@ -33,15 +33,20 @@ impl Env {
 
     fn command(&self, args: &[&str]) -> Command {
         let mut command = Command::new(BIN);
+        command.args(args);
+        self.configure(&mut command);
         command
-            .args(args)
+    }
+
+    /// This user's environment on `command`.
+    fn configure(&self, command: &mut Command) {
+        command
             .env("HOME", &self.user)
             .env("CROSS_AGENT_HOME", &self.state)
             .env_remove("CLAUDE_CONFIG_DIR")
             .env_remove("CODEX_HOME")
             .env_remove("GROK_HOME")
             .env_remove("CROSS_AGENT_DAEMON_BIN");
-        command
     }
 
     fn run(&self, args: &[&str]) -> Output {
@@ -605,4 +610,79 @@ fn a_restart_whose_new_daemon_fails_exits_non_zero_and_the_old_one_keeps_serving
     // It still holds the home: a second daemon is refused.
     let second = env.run(&["daemon", "run"]);
     assert!(!second.status.success());
+}
+
+/// `cross-agent <args>` as a shell user writes `cross-agent <args> 3>&1 | cat`: its stdout is a
+/// pipe and descriptor 3 a copy of it, without close-on-exec. Returns once the command has
+/// exited, with what it exited with and the pipe's read end.
+fn run_with_its_stdout_also_as_fd_3(env: &Env, args: &[&str]) -> (ExitStatus, std::fs::File) {
+    let mut command = Command::new("sh");
+    command
+        .arg("-c")
+        .arg("exec \"$0\" \"$@\" 3>&1")
+        .arg(BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    env.configure(&mut command);
+    let mut child = command.spawn().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let status = child.wait().unwrap();
+    (
+        status,
+        std::fs::File::from(std::os::fd::OwnedFd::from(stdout)),
+    )
+}
+
+/// The descriptors of process `pid` that are an end of the pipe `pipe` is the read end of.
+fn descriptors_on_the_pipe(pid: u32, pipe: &std::fs::File) -> Vec<String> {
+    use std::os::unix::fs::MetadataExt;
+    let wanted = format!("pipe:[{}]", pipe.metadata().unwrap().ino());
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .flatten()
+        .filter(|fd| {
+            std::fs::read_link(fd.path()).is_ok_and(|to| to.as_os_str() == wanted.as_str())
+        })
+        .map(|fd| fd.file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// The daemon started by `args` keeps no descriptor its starter inherited: the pipe behind
+/// `3>&1 | cat` reaches its end as soon as the starter exits, while the daemon runs on.
+fn a_daemon_started_by_keeps_nothing_of_its_starters(args: &[&str]) {
+    let env = Env::new();
+    let (status, mut pipe) = run_with_its_stdout_also_as_fd_3(&env, args);
+    assert!(status.success(), "`{}` failed", args.join(" "));
+    let (code, json) = env.status_json();
+    assert_eq!(code, 0, "the daemon runs: {json}");
+    let pid = json["pid"].as_u64().unwrap() as u32;
+    assert_eq!(
+        descriptors_on_the_pipe(pid, &pipe),
+        Vec::<String>::new(),
+        "the daemon (pid {pid}) holds the starter's pipe"
+    );
+    // So `cat` would see the end now; reading does not wait for the daemon to exit.
+    let mut said = String::new();
+    std::io::Read::read_to_string(&mut pipe, &mut said).unwrap();
+    assert_eq!(daemons_on(&env.state), vec![pid], "{said}");
+    // Its log writer is a thread of its own: the line may reach the file after the answer.
+    assert!(
+        wait_until(PATIENCE, || env
+            .daemon_log()
+            .contains("closed the descriptors inherited")),
+        "{}",
+        env.daemon_log()
+    );
+}
+
+#[test]
+fn daemon_start_with_a_pipe_as_fd_3_returns_and_the_pipe_ends() {
+    a_daemon_started_by_keeps_nothing_of_its_starters(&["daemon", "start"]);
+}
+
+#[test]
+fn an_autostart_by_status_with_a_pipe_as_fd_3_leaves_the_pipe_to_end() {
+    a_daemon_started_by_keeps_nothing_of_its_starters(&["status"]);
 }

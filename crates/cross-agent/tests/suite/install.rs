@@ -398,6 +398,8 @@ fn service_install_writes_the_unit_and_says_what_to_run_without_systemd() {
         "{unit}"
     );
     assert!(unit.contains("Restart=on-failure\n"), "{unit}");
+    // The daemon raises its soft descriptor limit to the hard one: this is what it gets.
+    assert!(unit.contains("\nLimitNOFILE=65536\n"), "{unit}");
     assert!(unit.contains("WantedBy=default.target\n"), "{unit}");
     let path_line = unit
         .lines()

@@ -631,6 +631,43 @@ fn a_stranger_tap_is_ignored_and_the_first_paired_tap_wins() {
 /// A real Claude Code 2.1.332 turn whose `PreToolUse` hook is `cross-agent hook PreToolUse`:
 /// the scripted model asks for `rm -rf <dir>`, the gate's danger pattern sends it to the phone,
 /// and the tap decides. Allowed: the directory is gone. Denied: it stays, and the model is told.
+/// The daemon closes connections idle past its timeout (one second here), but only between
+/// requests: a hook whose call waits minutes for a tap keeps its connection and gets the tap.
+#[test]
+fn a_hook_waiting_for_a_tap_outlasts_the_idle_timeout() {
+    use std::io::Read as _;
+    let (token, api) = bot();
+    let env = paired_with(
+        &api,
+        &token,
+        "120",
+        &[("CROSS_AGENT_DAEMON_IDLE_TIMEOUT", "1")],
+    );
+    let hook = env.spawn_with_stdin(
+        &["hook", "PreToolUse"],
+        &pre_tool_use("git push --force origin main"),
+    );
+    let (_, allow, _) = approval_card(&api);
+    // Opened after the hook's call went in and left idle: once the daemon closes it, the
+    // hook's call has waited longer than the timeout.
+    let mut idle = std::os::unix::net::UnixStream::connect(env.state.join("daemon.sock")).unwrap();
+    idle.set_read_timeout(Some(WAIT)).unwrap();
+    let mut byte = [0_u8; 1];
+    assert_eq!(
+        idle.read(&mut byte)
+            .expect("the idle connection was never closed"),
+        0
+    );
+    api.push_callback(5001, 5001, 1, &allow);
+    let out = hook.wait_with_output().unwrap();
+    assert_eq!(text(&out.stderr), "", "the hook's call was not cut");
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        answer["hookSpecificOutput"]["permissionDecision"], "allow",
+        "{answer}"
+    );
+}
+
 #[test]
 fn a_real_claude_pre_tool_use_is_approved_by_one_tap_and_denied_by_another() {
     use cross_agent_testkit::{Rule, ToolCall};

@@ -1,6 +1,12 @@
 //! One client connection: the `hello` handshake, then each request answered in order — the
 //! daemon's own methods here, the messaging methods by the engine on a blocking thread — until
 //! the client goes, the daemon stops, or a handover sends the client to the successor.
+//!
+//! A connection that sends nothing for the idle timeout ([`super::admission`]) is closed. Only
+//! the wait *between* requests counts: a request being answered (a hook waiting minutes for a
+//! tap on the phone, say) is never cut, and neither is the connection of a restart between
+//! its handover's `release` and `drain` (it waits on purpose while the successor starts, and
+//! losing it would abort the handover).
 
 use std::sync::Arc;
 
@@ -21,6 +27,7 @@ use cross_agent_protocol::rpc::{
 };
 use cross_agent_protocol::timestamp::now_rfc3339;
 use tokio::io::BufReader;
+use tokio::sync::OwnedSemaphorePermit;
 
 use super::{Phase, Shared, carried, lock_std};
 
@@ -45,16 +52,34 @@ struct Session {
     released: bool,
 }
 
-pub(super) async fn serve(stream: Stream, shared: Arc<Shared>) {
+/// Serves one connection; `_permit` is its place under the connection cap, given back when
+/// it ends.
+pub(super) async fn serve(stream: Stream, shared: Arc<Shared>, _permit: OwnedSemaphorePermit) {
     let (read, mut write) = stream.into_split();
     let mut frames = FrameReader::new(BufReader::new(read));
     let mut stop = shared.stop.subscribe();
     let mut session = Session::default();
     loop {
+        // Between requests only; a handover's restart waits on purpose (see the header).
+        let idle_timeout = shared.idle_timeout.filter(|_| !session.released);
+        let idle = async {
+            match idle_timeout {
+                Some(timeout) => tokio::time::sleep(timeout).await,
+                None => std::future::pending().await,
+            }
+        };
         let frame = tokio::select! {
             biased;
             () = async { let _ = stop.wait_for(|stop| *stop).await; } => break,
             frame = frames.next_frame() => frame,
+            () = idle => {
+                tracing::debug!(
+                    client_pid = session.hello.as_ref().map(|hello| hello.client_pid),
+                    idle_s = idle_timeout.map(|t| t.as_secs()),
+                    "closed a connection idle past the timeout"
+                );
+                break;
+            }
         };
         let (reply, after) = match frame {
             Ok(Some(bytes)) => handle_frame(&bytes, &shared, &mut session).await,

@@ -13,6 +13,10 @@
 //! in-flight deliveries stopped with the daemon, since a turn left running after it would write
 //! to a session no lock protects any more.
 //!
+//! At most so many connections are served at once, and one that sits idle between requests is
+//! closed ([`admission`]); one past the cap is told so and closed. Every two seconds the daemon
+//! looks whether its home is still its own ([`home_watch`]).
+//!
 //! Each connection is served by [`connection`]. `send`, `list_sessions`, `pin` and
 //! `bridge_status` are answered by the engine
 //! ([`cross_agent_hub::Engine`]) on a blocking thread, since they read the agents' stores.
@@ -24,7 +28,11 @@
 //! clients move to the successor, and waits for what this daemon carries to finish (at most
 //! [`MAX_DRAIN`]) before the ordinary stop below.
 
+mod admission;
 mod connection;
+mod home_watch;
+
+pub use admission::{ConnectionLimits, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS};
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -56,7 +64,7 @@ pub const MAX_DRAIN: Duration = Duration::from_secs(24 * 60 * 60);
 /// How often a draining daemon looks at what it still carries.
 const DRAIN_POLL: Duration = Duration::from_millis(500);
 
-/// How often a serving daemon checks that its home is still its own ([`homeless`]): three
+/// How often a serving daemon checks that its home is still its own ([`home_watch`]): three
 /// `stat`-sized calls, off the request path, so every few seconds costs nothing.
 const HOME_WATCH: Duration = Duration::from_secs(2);
 
@@ -115,6 +123,9 @@ pub struct Daemon {
     /// How long a stop waits for connections and the Telegram poller; [`DRAIN_TIMEOUT`] unless
     /// changed with [`Daemon::with_drain_timeout`].
     drain_timeout: Duration,
+    /// How many connections are served at once and how long one may idle: from the daemon's
+    /// environment unless changed with [`Daemon::with_connection_limits`].
+    limits: ConnectionLimits,
     // Dropped last (fields drop in order after `run` is done with the others): the lock is what
     // tells the next daemon the home is free.
     lock: PidLock,
@@ -222,6 +233,15 @@ impl Daemon {
             }
         };
         let socket_identity = transport::socket_identity(&socket);
+        // Read after the descriptor limit was raised ([`crate::entry`]): the cap is sized from
+        // what the daemon may really open.
+        let (limits, warnings) = ConnectionLimits::from_vars(
+            |name| std::env::var(name).ok(),
+            crate::descriptors::soft_limit(),
+        );
+        for warning in warnings {
+            tracing::warn!("{warning}");
+        }
         let info = DaemonInfo {
             pid,
             generation,
@@ -239,6 +259,8 @@ impl Daemon {
             home = %info.home.display(),
             socket = %info.socket.display(),
             version = %info.version,
+            max_connections = limits.max_connections,
+            idle_timeout_s = limits.idle_timeout.map(|t| t.as_secs()),
             "daemon started"
         );
         Ok(Daemon {
@@ -249,8 +271,17 @@ impl Daemon {
             db,
             engine,
             drain_timeout: DRAIN_TIMEOUT,
+            limits,
             lock,
         })
+    }
+
+    /// Serves at most `limits.max_connections` connections at once and closes one idle for
+    /// `limits.idle_timeout`, instead of what the environment says (tests serving in-process).
+    #[must_use]
+    pub fn with_connection_limits(mut self, limits: ConnectionLimits) -> Daemon {
+        self.limits = limits;
+        self
     }
 
     /// How long a stop gives connections to finish the request in hand (and the Telegram poller
@@ -278,6 +309,7 @@ impl Daemon {
             db,
             engine,
             drain_timeout,
+            limits,
             lock,
         } = self;
         let (stop_tx, mut stop_rx) = watch::channel(false);
@@ -312,16 +344,21 @@ impl Daemon {
             lock: std::sync::Mutex::new(Some(lock)),
             drain_lock: std::sync::Mutex::new(None),
             bot,
+            idle_timeout: limits.idle_timeout,
         });
+        let mut gate = admission::Gate::new(limits, shared.info.pid);
         let mut connections = JoinSet::new();
         tokio::pin!(shutdown);
 
-        let mut home_watch = tokio::time::interval(HOME_WATCH);
-        home_watch.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut home_tick = tokio::time::interval(HOME_WATCH);
+        home_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
 
         // The phase as this loop last handled it: after an aborted handover the socket is only
         // taken back in the phase arm below, so the home watch must not look before that.
         let mut serving = true;
+        let mut home_check = home_watch::HomeWatch::default();
+        // Set while `accept` fails (out of descriptors, typically), so that is logged once.
+        let mut accept_failing = false;
         let mut signalled = false;
         let reason = loop {
             tokio::select! {
@@ -343,20 +380,34 @@ impl Daemon {
                 }
                 accepted = listener.accept() => match accepted {
                     Ok((stream, _)) => {
-                        connections.spawn(connection::serve(stream, Arc::clone(&shared)));
+                        if std::mem::take(&mut accept_failing) {
+                            tracing::info!("accepting connections again");
+                        }
+                        match gate.admit() {
+                            admission::Admission::Serve(permit) => {
+                                connections.spawn(connection::serve(stream, Arc::clone(&shared), permit));
+                            }
+                            admission::Admission::Refuse { message, slot } => {
+                                connections.spawn(admission::refuse(stream, message, slot));
+                            }
+                            admission::Admission::Drop => drop(stream),
+                        }
                     }
                     Err(error) => {
-                        // Out of descriptors and the like: pause instead of spinning.
-                        tracing::warn!(%error, "accept failed");
+                        // Out of descriptors and the like: pause instead of spinning, and say
+                        // so once rather than ten times a second.
+                        if !std::mem::replace(&mut accept_failing, true) {
+                            tracing::warn!(%error, open = connections.len(), "accept failed; new connections wait until it works again");
+                        }
                         tokio::time::sleep(Duration::from_millis(100)).await;
                     }
                 },
                 Some(_) = connections.join_next(), if !connections.is_empty() => {}
                 // Only while serving: during a handover the socket and the pidfile pass to the
                 // successor on purpose.
-                _ = home_watch.tick(), if serving => {
-                    if let Some(why) = homeless(&shared, socket_identity) {
-                        tracing::warn!(why, home = %shared.info.home.display(), "this daemon's home is no longer its own");
+                _ = home_tick.tick(), if serving => {
+                    let verdict = home_watch::look(&shared, socket_identity);
+                    if home_check.judge(verdict, &shared.info.home).is_some() {
                         break "its home is gone or taken (home watch)";
                     }
                 }
@@ -410,27 +461,6 @@ impl Daemon {
         lock_std(&shared.drain_lock).take();
         Ok(())
     }
-}
-
-/// Why a serving daemon no longer owns its home, if it does not: the socket it bound is gone
-/// or another (compared by device and inode), or `daemon.pid` no longer names it. Either way no
-/// client of the home can reach it any more — typically a test's temporary home was deleted
-/// under it — so it stops as on `daemon stop` instead of running on as an orphan.
-fn homeless(shared: &Shared, socket_identity: Option<(u64, u64)>) -> Option<&'static str> {
-    if !shared.info.home.is_dir() {
-        return Some("the home directory is gone");
-    }
-    if socket_identity.is_some()
-        && transport::socket_identity(&shared.info.socket) != socket_identity
-    {
-        return Some("daemon.sock is gone or no longer the socket this daemon bound");
-    }
-    if let Some(lock) = lock_std(&shared.lock).as_ref()
-        && !lock.names_this_process()
-    {
-        return Some("daemon.pid is gone or names another process");
-    }
-    None
 }
 
 /// After an aborted handover: a successor that died after moving its socket into place left
@@ -527,6 +557,8 @@ struct Shared {
     drain_lock: std::sync::Mutex<Option<DrainLock>>,
     /// The Telegram bot: the poller's pending approvals, answered for `hook` calls.
     bot: cross_agent_telegram::Bot,
+    /// How long a connection may wait between requests before it is closed.
+    idle_timeout: Option<Duration>,
 }
 
 /// What the engine needs to host relays: this program (the relays' hooks run it) and this

@@ -363,13 +363,21 @@ pub async fn spawn_daemon_process(
     // The real binary's `daemon run`, so the process's environment and death are its own.
     let exe = cross_agent_testkit::binaries::cross_agent_bin().unwrap();
     let mut command = std::process::Command::new(exe);
-    command
-        .args(["daemon", "run"])
-        .env("CROSS_AGENT_HOME", root)
-        .env("HOME", user_home);
+    command.args(["daemon", "run"]);
     for (k, v) in env {
         command.env(k, v);
     }
+    spawn_daemon_command(root, user_home, command).await
+}
+
+/// Starts `command` — a `daemon run` of the real binary, perhaps behind a wrapper that sets
+/// its limits — on `root`, and connects to it.
+pub async fn spawn_daemon_command(
+    root: &Path,
+    user_home: &Path,
+    mut command: std::process::Command,
+) -> (DaemonProcess, Connection) {
+    command.env("CROSS_AGENT_HOME", root).env("HOME", user_home);
     let process = DaemonProcess {
         child: command.spawn().unwrap(),
         root: root.to_owned(),
