@@ -66,7 +66,13 @@ impl Engine {
                 // A native delivery never waits on the transcript: Claude's own inbox takes the
                 // message while the session works and hands it over at its next tool round or
                 // turn (observed §3.5), so a busy live session is no reason to hold it.
-                Some(_) | None if self.is_native(&head.delivery_id) => None,
+                Some(_) | None
+                    if !head
+                        .transport
+                        .is_none_or(|t| self.inner.carriers.waits_for_open_turn(t)) =>
+                {
+                    None
+                }
                 Some(_) | None => head
                     .target_transcript
                     .as_deref()

@@ -96,6 +96,7 @@ use cross_agent_protocol::timestamp::now_rfc3339;
 
 mod answers;
 mod busy;
+mod carriers;
 mod config;
 mod delivery_answer;
 mod dispatch;
@@ -198,12 +199,10 @@ struct Inner {
     /// Transcripts last read for an open turn: their size and mtime then, and the answer.
     disk_turns: Mutex<HashMap<PathBuf, DiskTurn>>,
     watcher: Mutex<Option<tokio::task::JoinHandle<()>>>,
-    /// The approval each panel delivery's turn waits on now, as its shim reported it.
-    panel_approvals: Mutex<HashMap<String, cross_agent_protocol::panel::PendingApproval>>,
     /// `$CROSS_AGENT_HOME/decisions.jsonl`: every send, refusal, outcome, orphan and recovery.
     decisions: DecisionLog,
-    /// Claude's native peer door: relays, and the native deliveries awaiting their answer.
-    native: native::NativeDoor,
+    /// The ways a delivery reaches its peer: panel, Claude's native door, headless CLI.
+    carriers: carriers::Carriers,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -299,9 +298,8 @@ impl Engine {
                 waiting_since: Mutex::new(HashMap::new()),
                 disk_turns: Mutex::new(HashMap::new()),
                 watcher: Mutex::new(None),
-                panel_approvals: Mutex::new(HashMap::new()),
                 decisions,
-                native: native::NativeDoor::default(),
+                carriers: carriers::Carriers::new(),
             }),
         };
         for mut record in orphaned {

@@ -118,18 +118,14 @@ impl Engine {
         false
     }
 
-    /// Whether a queued delivery goes through the native door.
-    pub(super) fn is_native(&self, delivery_id: &str) -> bool {
-        self.db()
-            .job(delivery_id)
-            .ok()
-            .flatten()
-            .is_some_and(|job| job.native.is_some())
+    /// The native carrier's door.
+    pub(super) fn native_door(&self) -> &NativeDoor {
+        &self.inner.carriers.native.door
     }
 
     /// Whether this daemon can host relays ([`Engine::enable_native`]).
     pub(super) fn has_native_door(&self) -> bool {
-        lock(&self.inner.native.settings).is_some()
+        lock(&self.native_door().settings).is_some()
     }
 }
 
@@ -203,18 +199,18 @@ impl Engine {
     /// Lets this engine route live Claude sessions through relays (the daemon calls it once,
     /// before [`Engine::start`]).
     pub fn enable_native(&self, settings: NativeSettings) {
-        *lock(&self.inner.native.settings) = Some(settings);
+        *lock(&self.native_door().settings) = Some(settings);
     }
 
     /// The relay host, once a native send started it: the daemon offers it every `hook` call
     /// first.
     pub fn relay_host(&self) -> Option<RelayHost> {
-        lock(&self.inner.native.started).clone()
+        lock(&self.native_door().started).clone()
     }
 
     /// Stops every relay (the daemon's stop).
     pub(super) async fn stop_relays(&self) {
-        let host = lock(&self.inner.native.started).take();
+        let host = lock(&self.native_door().started).take();
         if let Some(host) = host {
             host.shutdown().await;
         }
@@ -222,11 +218,11 @@ impl Engine {
 
     /// The relay host, started on first use with this job's Claude binary and environment.
     async fn host_for(&self, job: &Job) -> Result<RelayHost, String> {
-        let mut slot = self.inner.native.host.lock().await;
+        let mut slot = self.native_door().host.lock().await;
         if let Some(host) = slot.as_ref() {
             return Ok(host.clone());
         }
-        let Some(settings) = lock(&self.inner.native.settings).clone() else {
+        let Some(settings) = lock(&self.native_door().settings).clone() else {
             return Err("this daemon hosts no relays".to_owned());
         };
         let claude = job
@@ -256,7 +252,7 @@ impl Engine {
             let engine = self.clone();
             tokio::spawn(async move { engine.inbound_loop(inbound).await });
         }
-        *lock(&self.inner.native.started) = Some(host.clone());
+        *lock(&self.native_door().started) = Some(host.clone());
         *slot = Some(host.clone());
         Ok(host)
     }
@@ -290,7 +286,7 @@ impl Engine {
         );
         // Registered before the send: the answer may come back before the receipt is read.
         let (events_tx, mut events) = mpsc::unbounded_channel();
-        lock(&self.inner.native.pending).insert(
+        lock(&self.native_door().pending).insert(
             record.request_id.clone(),
             Pending {
                 delivery_id: record.delivery_id.clone(),
@@ -304,7 +300,7 @@ impl Engine {
 
         let relay = cross_agent_relay::relay_name_for(
             &native.represented,
-            &lock(&self.inner.native.settings)
+            &lock(&self.native_door().settings)
                 .as_ref()
                 .map(|s| s.machine.clone())
                 .unwrap_or_default(),
@@ -325,7 +321,7 @@ impl Engine {
         };
         let sent = self.apply_receipt(&mut record, &relay, receipt);
         if !sent {
-            lock(&self.inner.native.pending).remove(&record.request_id);
+            lock(&self.native_door().pending).remove(&record.request_id);
             renew.abort();
             self.close_native(record, job, target_key, lock_token).await;
             return;
@@ -376,7 +372,7 @@ impl Engine {
                     }
                 }
             }
-            lock(&engine.inner.native.pending).remove(&record.request_id);
+            lock(&engine.native_door().pending).remove(&record.request_id);
             renew.abort();
             engine
                 .close_native(record, job, target_key, lock_token)
@@ -400,7 +396,7 @@ impl Engine {
         let (outcome, msg_id, reason, sent) = match receipt {
             Ok(RelayReceipt::Sent { msg_id, .. }) => {
                 if let Some(id) = &msg_id {
-                    lock(&self.inner.native.msg_ids).insert(id.clone(), record.request_id.clone());
+                    lock(&self.native_door().msg_ids).insert(id.clone(), record.request_id.clone());
                 }
                 record.progress_note = Some(format!(
                     "sent natively through relay {relay} (Claude's msg_id {}); awaiting the answer",
@@ -530,11 +526,7 @@ impl Engine {
         if record.state == DeliveryState::AwaitingPeer {
             record.state = DeliveryState::Failed;
         }
-        {
-            let mut carried = lock(&self.inner.carried);
-            carried.turns.remove(&record.delivery_id);
-            carried.answers.insert(record.delivery_id.clone());
-        }
+        self.answer_pending(&record.delivery_id);
         let engine = self.clone();
         off_async(move || engine.close_delivery(record, &job, &target_key, &lock_token)).await;
         self.inner.wake.notify_one();
@@ -561,7 +553,7 @@ impl Engine {
                     .map(str::to_owned)
                     .collect();
                 for id in &ids {
-                    let pending = lock(&self.inner.native.pending)
+                    let pending = lock(&self.native_door().pending)
                         .get(id)
                         .map(|p| (p.delivery_id.clone(), p.events.clone()));
                     if let Some((delivery_id, events)) = pending
@@ -604,9 +596,9 @@ impl Engine {
             InboundKind::DeliveryNotice { status, msg_id, .. } => {
                 let request = msg_id
                     .as_deref()
-                    .and_then(|m| lock(&self.inner.native.msg_ids).get(m).cloned());
+                    .and_then(|m| lock(&self.native_door().msg_ids).get(m).cloned());
                 let pending = request.as_deref().and_then(|r| {
-                    lock(&self.inner.native.pending)
+                    lock(&self.native_door().pending)
                         .get(r)
                         .map(|p| (p.delivery_id.clone(), p.events.clone()))
                 });

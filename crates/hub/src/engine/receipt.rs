@@ -5,17 +5,18 @@ use std::collections::BTreeMap;
 
 use cross_agent_protocol::bridge::{
     DeliveryRecord, DeliveryState, PeerQueue, Pin, SendParams, SendReceipt, TargetKey,
-    TargetSelectedBy, Transport,
+    TargetSelectedBy,
 };
 use cross_agent_protocol::settings as var;
 use cross_agent_protocol::timestamp::now_rfc3339;
 
-use super::{Engine, Resolved, cwd_key, now_ms, preview, roots_for};
+use super::carriers::RouteQuery;
+use super::{Engine, Resolved, cwd_key, now_ms, roots_for};
 use crate::Agent;
 use crate::caller::Caller;
 use crate::envelope::{self, EnvelopeFields};
 use crate::error::Result;
-use crate::records::{Job, PanelJob};
+use crate::records::Job;
 use crate::settings::CallSettings;
 
 /// A target idle longer than this gets a warning: resuming it starts a turn nobody watches.
@@ -120,41 +121,7 @@ impl Engine {
             Agent::Codex | Agent::Grok => None,
         });
         let pin_cwd_key = cwd_key(Some(cwd_text));
-        let sender_label = caller.agent.map(|a| {
-            format!(
-                "{a} · session {}",
-                caller.session_id.as_deref().unwrap_or("(unknown)")
-            )
-        });
-        let panel_job = resolved.panel.as_ref().map(|choice| PanelJob {
-            kind: cross_agent_protocol::panel::InjectionKind::Request,
-            shim_pid: choice.shim_pid,
-            session_id: choice.session_id.clone(),
-            new_session: choice.new_session,
-            // A new Codex thread is named "sender: head of the message" (else "New chat").
-            title: choice.new_session.then(|| {
-                let head: String = params
-                    .message
-                    .split_whitespace()
-                    .collect::<Vec<_>>()
-                    .join(" ");
-                format!(
-                    "{}: {}",
-                    caller.agent.map_or("peer", Agent::as_str),
-                    preview(&head, 60)
-                )
-            }),
-            sender_label: sender_label.clone(),
-        });
-        let native_job = self.native_route(agent, &params.caller, caller, &resolved);
-        let transport = if panel_job.is_some() {
-            Transport::Panel
-        } else if native_job.is_some() {
-            Transport::ClaudeNative
-        } else {
-            Transport::HeadlessCli
-        };
-        let job = Job {
+        let mut job = Job {
             body,
             raw: params.raw,
             settings: params.caller.settings.clone(),
@@ -165,9 +132,20 @@ impl Engine {
             timeout_secs,
             withheld_env: params.caller.withheld_env.clone(),
             pin_cwd_key: pin_cwd_key.clone(),
-            panel: panel_job,
-            native: native_job,
+            panel: None,
+            native: None,
         };
+        // The one place a send's transport is chosen: the first carrier that takes it.
+        let transport = self.inner.carriers.route(
+            self,
+            &RouteQuery {
+                agent,
+                params,
+                caller,
+                resolved: &resolved,
+            },
+            &mut job,
+        );
         let record = DeliveryRecord {
             delivery_id: delivery_id.clone(),
             request_id: request_id.clone(),
