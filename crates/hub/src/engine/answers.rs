@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use cross_agent_decisions::events;
 use cross_agent_protocol::bridge::{DeliveryRecord, DeliveryState, TargetKey};
+use cross_agent_protocol::events::EngineEvent;
 use cross_agent_protocol::timestamp::now_rfc3339;
 use cross_agent_stores::UnixMillis;
 use cross_agent_transports::run::{Ended, TurnOutcome};
@@ -156,6 +157,10 @@ impl Engine {
                 self.inner
                     .decisions
                     .record(events::late_answer(&request, &late.delivery_id));
+                self.emit(EngineEvent::LateAnswer {
+                    request_delivery_id: request_delivery_id.to_owned(),
+                    late_delivery_id: late.delivery_id.clone(),
+                });
                 tracing::info!(request = %request_delivery_id, late = %late.delivery_id, "a late answer arrived");
                 // Pushed to the sender's live panel as a LATE ANSWER, never by a resume.
                 self.route_late_answer(&mut request, &late, text);

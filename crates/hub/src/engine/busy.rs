@@ -128,10 +128,12 @@ impl Engine {
                 match closed {
                     Ok(true) => {
                         tracing::warn!(delivery = %head.delivery_id, "not delivered: the peer stayed busy");
-                        if let Ok(Some(record)) = self.db().delivery(&head.delivery_id) {
+                        let closed = self.db().delivery(&head.delivery_id);
+                        if let Ok(Some(record)) = closed {
                             self.inner
                                 .decisions
                                 .record_all(events::delivery_finished(&record));
+                            self.emit_settled(&record);
                         }
                     }
                     Ok(false) => {}

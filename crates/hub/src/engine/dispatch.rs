@@ -154,6 +154,7 @@ impl Engine {
             tracing::error!(%error, target_key, "could not release a busy lock");
         }
         drop(db);
+        self.emit_settled(&record);
         lock(&self.inner.carried)
             .answers
             .remove(&record.delivery_id);

@@ -100,6 +100,7 @@ mod carriers;
 mod config;
 mod delivery_answer;
 mod dispatch;
+mod event_stream;
 mod native;
 mod panels;
 mod pins;
@@ -203,6 +204,8 @@ struct Inner {
     decisions: DecisionLog,
     /// The ways a delivery reaches its peer: panel, Claude's native door, headless CLI.
     carriers: carriers::Carriers,
+    /// What happens to deliveries, for in-process subscribers ([`Engine::subscribe`]).
+    events: tokio::sync::broadcast::Sender<cross_agent_protocol::events::EngineEvent>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -300,6 +303,7 @@ impl Engine {
                 watcher: Mutex::new(None),
                 decisions,
                 carriers: carriers::Carriers::new(),
+                events: tokio::sync::broadcast::channel(event_stream::EVENTS_KEPT).0,
             }),
         };
         for mut record in orphaned {

@@ -14,6 +14,7 @@ use cross_agent_protocol::bridge::{
     AwaitingApproval, CallerContext, DeliveryRecord, DeliveryState, IdePanels, PanelTabStatus,
     PeerPanelStatus, Pin, TargetKey, TargetSelectedBy, Transport,
 };
+use cross_agent_protocol::events::EngineEvent;
 use cross_agent_protocol::panel::{
     Injection, InjectionKind, NO_EMPTY_SESSION, PanelSessionState, ShimEvent, ShimRequest,
 };
@@ -471,7 +472,11 @@ impl Engine {
                     self.inner
                         .carriers
                         .panel
-                        .set_approval(&record.delivery_id, Some(approval));
+                        .set_approval(&record.delivery_id, Some(approval.clone()));
+                    self.emit(EngineEvent::ApprovalWaiting {
+                        delivery_id: record.delivery_id.clone(),
+                        approval,
+                    });
                 }
                 Next::Event(ShimEvent::ApprovalResolved { .. }) => {
                     self.inner

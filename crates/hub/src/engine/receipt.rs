@@ -7,6 +7,7 @@ use cross_agent_protocol::bridge::{
     DeliveryRecord, DeliveryState, PeerQueue, Pin, SendParams, SendReceipt, TargetKey,
     TargetSelectedBy,
 };
+use cross_agent_protocol::events::EngineEvent;
 use cross_agent_protocol::settings as var;
 use cross_agent_protocol::timestamp::now_rfc3339;
 
@@ -216,6 +217,12 @@ impl Engine {
             queue
         };
         self.inner.wake.notify_one();
+        self.emit(EngineEvent::DeliveryAccepted {
+            delivery_id: delivery_id.clone(),
+            target_agent: agent,
+            target_session_id: resolved.session_id.clone(),
+            transport,
+        });
 
         let idle_secs = resolved
             .last_activity
