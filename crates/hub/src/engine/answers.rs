@@ -3,6 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use cross_agent_decisions::events;
@@ -20,6 +21,16 @@ use crate::envelope::AnswerKind;
 use crate::envelope::{self};
 use crate::records::{Job, Watch};
 use crate::settings::CallSettings;
+
+/// The late-answer watches this daemon holds (their records live in `hub.db`), and the loop
+/// that reads their transcripts.
+#[derive(Default)]
+pub(super) struct LateWatches {
+    /// The requests watched, by delivery id.
+    pub(super) held: Mutex<HashSet<String>>,
+    /// The loop ([`Engine::watch_loop`]), while it runs.
+    pub(super) task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
 
 impl Engine {
     /// Starts the late-answer watch on a request whose answer did not carry its id.
@@ -41,9 +52,7 @@ impl Engine {
             // A draining daemon leaves the new watch unowned in hub.db, for its successor.
             Ok(()) if self.is_draining() => {}
             Ok(()) => {
-                lock(&self.inner.carried)
-                    .watches
-                    .insert(record.delivery_id.clone());
+                lock(&self.inner.answers.held).insert(record.delivery_id.clone());
             }
             Err(error) => tracing::warn!(%error, "could not start a late-answer watch"),
         }
@@ -103,7 +112,7 @@ impl Engine {
                 }
             }
         }
-        lock(&self.inner.carried).watches = held;
+        *lock(&self.inner.answers.held) = held;
     }
 
     /// A watched request's real answer arrived: it becomes its own delivery record (a

@@ -3,6 +3,7 @@
 
 use std::collections::HashSet;
 use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -11,7 +12,7 @@ use cross_agent_protocol::bridge::{CallerContext, DeliveryRecord, DeliveryState,
 use cross_agent_protocol::timestamp::now_rfc3339;
 use cross_agent_stores::UnixMillis;
 use cross_agent_transports::run::TurnOutcome;
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
 
 use super::{Engine, LEASE_MS, MAX_WORKERS, lock, now_ms, recent_turns};
@@ -24,6 +25,30 @@ const POLL: Duration = Duration::from_secs(1);
 /// How often finished deliveries past their TTL are pruned.
 const PRUNE_EVERY: Duration = Duration::from_secs(3600);
 const LEASE_RENEW: Duration = Duration::from_secs(30);
+
+/// The dispatcher's own state.
+#[derive(Default)]
+pub(super) struct Dispatch {
+    /// Wakes the dispatcher: a delivery was queued, or a worker finished.
+    pub(super) wake: Notify,
+    /// Set while this daemon is being replaced: queued deliveries are left for the successor.
+    pub(super) paused: AtomicBool,
+    /// The headless turns running now (callers are identified by them).
+    pub(super) turns: Mutex<Vec<StartedTurn>>,
+    /// The delivery ids this daemon carries, by stage.
+    pub(super) carried: Mutex<Carried>,
+    /// The dispatcher's loop, while it runs.
+    pub(super) handle: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+/// The delivery ids this daemon carries, by stage.
+#[derive(Debug, Default)]
+pub(super) struct Carried {
+    /// Handed to a peer whose turn runs.
+    pub(super) turns: HashSet<String>,
+    /// Turned ended: the answer is being read, paired and recorded.
+    pub(super) answers: HashSet<String>,
+}
 
 impl Engine {
     pub(super) async fn dispatch_loop(self) {
@@ -42,7 +67,12 @@ impl Engine {
             if prune {
                 last_prune = Some(std::time::Instant::now());
             }
-            let free = if self.inner.paused.load(std::sync::atomic::Ordering::SeqCst) {
+            let free = if self
+                .inner
+                .dispatch
+                .paused
+                .load(std::sync::atomic::Ordering::SeqCst)
+            {
                 0
             } else {
                 MAX_WORKERS.saturating_sub(running.len())
@@ -53,7 +83,7 @@ impl Engine {
                 .await
                 .unwrap_or_default();
             for job in claimed {
-                lock(&self.inner.carried)
+                lock(&self.inner.dispatch.carried)
                     .turns
                     .insert(job.record.delivery_id.clone());
                 let engine = self.clone();
@@ -61,7 +91,7 @@ impl Engine {
             }
             tokio::select! {
                 () = async { let _ = stop.wait_for(|s| *s).await; } => break,
-                () = self.inner.wake.notified() => {}
+                () = self.inner.dispatch.wake.notified() => {}
                 Some(_) = running.join_next(), if !running.is_empty() => {}
                 () = tokio::time::sleep(POLL) => {}
             }
@@ -108,14 +138,14 @@ impl Engine {
 
     /// A delivery's turn ended: its answer is being read, paired and recorded.
     pub(super) fn answer_pending(&self, delivery_id: &str) {
-        let mut carried = lock(&self.inner.carried);
+        let mut carried = lock(&self.inner.dispatch.carried);
         carried.turns.remove(delivery_id);
         carried.answers.insert(delivery_id.to_owned());
     }
 
     /// A delivery this daemon carries no more, at any stage.
     pub(super) fn carried_no_more(&self, delivery_id: &str) {
-        let mut carried = lock(&self.inner.carried);
+        let mut carried = lock(&self.inner.dispatch.carried);
         carried.turns.remove(delivery_id);
         carried.answers.remove(delivery_id);
     }
@@ -155,7 +185,7 @@ impl Engine {
         }
         drop(db);
         self.emit_settled(&record);
-        lock(&self.inner.carried)
+        lock(&self.inner.dispatch.carried)
             .answers
             .remove(&record.delivery_id);
         tracing::info!(delivery = %record.delivery_id, state = ?record.state, "delivery finished");
@@ -278,7 +308,7 @@ impl Engine {
     pub(super) fn turn_started(&self, turn: StartedTurn) -> tokio::task::JoinHandle<()> {
         let pid = turn.pid;
         let delivery_id = turn.delivery_id.clone();
-        lock(&self.inner.turns).push(turn);
+        lock(&self.inner.dispatch.turns).push(turn);
         let engine = self.clone();
         tokio::task::spawn_blocking(move || engine.record_turn_started(&delivery_id, pid))
     }

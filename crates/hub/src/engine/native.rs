@@ -72,7 +72,10 @@ impl Engine {
         let entry = registry.live_session(session_id)?;
         // A `claude -p --resume` the bridge itself runs registers too: that is a turn of ours,
         // not a session someone runs, and the busy lock already orders sends behind it.
-        if lock(&self.inner.turns).iter().any(|t| t.pid == entry.pid) {
+        if lock(&self.inner.dispatch.turns)
+            .iter()
+            .any(|t| t.pid == entry.pid)
+        {
             return None;
         }
         Some(NativeJob {
@@ -529,7 +532,7 @@ impl Engine {
         self.answer_pending(&record.delivery_id);
         let engine = self.clone();
         off_async(move || engine.close_delivery(record, &job, &target_key, &lock_token)).await;
-        self.inner.wake.notify_one();
+        self.inner.dispatch.wake.notify_one();
     }
 
     /// Files every piece of inbound mail the relays' hooks received.

@@ -856,7 +856,7 @@ impl Engine {
             .insert_delivery(&back, &key, now_ms(), &return_job, false)
         {
             Ok(()) => {
-                self.inner.wake.notify_one();
+                self.inner.dispatch.wake.notify_one();
                 Some(back.delivery_id)
             }
             Err(error) => {

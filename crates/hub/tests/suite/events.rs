@@ -44,16 +44,13 @@ async fn an_accepted_send_and_its_failure_are_events_and_a_refusal_is_none() {
     );
 
     bench.engine.start();
-    let failed = tokio::time::timeout(HANG, async {
-        loop {
-            match events.recv().await.unwrap() {
-                EngineEvent::DeliveryFailed(record) => break record,
-                other => panic!("before the failure: {other:?}"),
-            }
-        }
-    })
-    .await
-    .expect("the delivery settled");
+    let settled = tokio::time::timeout(HANG, events.recv())
+        .await
+        .expect("the delivery settled")
+        .unwrap();
+    let EngineEvent::DeliveryFailed(failed) = settled else {
+        panic!("the next event is the failure: {settled:?}");
+    };
     bench.engine.shutdown().await;
     assert_eq!(failed.delivery_id, receipt.delivery_id);
     assert_eq!(failed.state, DeliveryState::Failed);

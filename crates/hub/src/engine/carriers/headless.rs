@@ -120,7 +120,7 @@ impl Engine {
             Err(error) => Err(error),
         };
         if let Some(pid) = outcome.as_ref().ok().map(|o| o.pid) {
-            lock(&self.inner.turns).retain(|t| t.pid != pid);
+            lock(&self.inner.dispatch.turns).retain(|t| t.pid != pid);
         }
         self.answer_pending(&record.delivery_id);
         let confirmed = lock(&confirmed).take();
@@ -133,7 +133,7 @@ impl Engine {
         if finished.is_none() {
             tracing::error!("a delivery's outcome could not be recorded");
         }
-        self.inner.wake.notify_one();
+        self.inner.dispatch.wake.notify_one();
     }
 
     /// Records a run's outcome: pairs or recovers the answer, records the delivery finished and

@@ -164,6 +164,6 @@ impl Engine {
             engine.close_delivery(record, &job, &target_key, &lock_token);
         })
         .await;
-        self.inner.wake.notify_one();
+        self.inner.dispatch.wake.notify_one();
     }
 }

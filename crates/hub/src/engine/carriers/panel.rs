@@ -159,13 +159,13 @@ impl Engine {
             renew.abort();
             match finished {
                 Ok(to_cli) => {
-                    this.inner.wake.notify_one();
+                    this.inner.dispatch.wake.notify_one();
                     to_cli
                 }
                 Err(error) => {
                     tracing::error!(%error, "a panel delivery's outcome could not be recorded");
                     this.carried_no_more(&delivery_id);
-                    this.inner.wake.notify_one();
+                    this.inner.dispatch.wake.notify_one();
                     None
                 }
             }
@@ -177,7 +177,7 @@ impl Engine {
                 // Queued in the sender's shim: the rest of the wait is a parked blocking
                 // thread and this task, outside the dispatcher's worker count.
                 tokio::spawn(settle);
-                self.inner.wake.notify_one();
+                self.inner.dispatch.wake.notify_one();
                 None
             }
         }
