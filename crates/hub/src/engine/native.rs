@@ -288,7 +288,37 @@ impl Engine {
             record.delivery_id.clone(),
         );
         // Registered before the send: the answer may come back before the receipt is read.
-        let (events_tx, mut events) = mpsc::unbounded_channel();
+        let events = self.expect_answer(&record);
+        // No `peer_pid`: that names a process the bridge started and may stop (an orphan's
+        // turn is killed); this one is the person's own Claude Code.
+        record.state = DeliveryState::AwaitingPeer;
+        self.save(&record).await;
+        if !self
+            .send_natively(&mut record, &job, &native, message)
+            .await
+        {
+            lock(&self.native_door().pending).remove(&record.request_id);
+            renew.abort();
+            self.close_native(record, job, target_key, lock_token).await;
+            return;
+        }
+        self.save(&record).await;
+        // The answer is awaited outside the worker pool.
+        let engine = self.clone();
+        tokio::spawn(async move {
+            engine.await_native_answer(&mut record, &job, events).await;
+            lock(&engine.native_door().pending).remove(&record.request_id);
+            renew.abort();
+            engine
+                .close_native(record, job, target_key, lock_token)
+                .await;
+        });
+    }
+
+    /// Registers a delivery whose answer (and delivery notices) the inbound mail will bring,
+    /// by its request id; returns where they arrive.
+    fn expect_answer(&self, record: &DeliveryRecord) -> mpsc::UnboundedReceiver<NativeEvent> {
+        let (events_tx, events) = mpsc::unbounded_channel();
         lock(&self.native_door().pending).insert(
             record.request_id.clone(),
             Pending {
@@ -296,11 +326,18 @@ impl Engine {
                 events: events_tx,
             },
         );
-        // No `peer_pid`: that names a process the bridge started and may stop (an orphan's
-        // turn is killed); this one is the person's own Claude Code.
-        record.state = DeliveryState::AwaitingPeer;
-        self.save(&record).await;
+        events
+    }
 
+    /// Has the relay send `message` with Claude's `SendMessage` and records Claude's receipt.
+    /// True when Claude sent it.
+    async fn send_natively(
+        &self,
+        record: &mut DeliveryRecord,
+        job: &Job,
+        native: &NativeJob,
+        message: String,
+    ) -> bool {
         let relay = cross_agent_relay::relay_name_for(
             &native.represented,
             &lock(&self.native_door().settings)
@@ -309,7 +346,7 @@ impl Engine {
                 .unwrap_or_default(),
             native.permission_mode.as_deref(),
         );
-        let receipt = match self.host_for(&job).await {
+        let receipt = match self.host_for(job).await {
             Ok(host) => host
                 .send(NativeSend {
                     represented: native.represented.clone(),
@@ -322,65 +359,59 @@ impl Engine {
                 .map_err(|error| error.to_string()),
             Err(why) => Err(why),
         };
-        let sent = self.apply_receipt(&mut record, &relay, receipt);
-        if !sent {
-            lock(&self.native_door().pending).remove(&record.request_id);
-            renew.abort();
-            self.close_native(record, job, target_key, lock_token).await;
-            return;
-        }
-        self.save(&record).await;
-        // The answer is awaited outside the worker pool.
-        let engine = self.clone();
-        tokio::spawn(async move {
-            let mut stop = engine.inner.stop.subscribe();
-            let limit = Duration::from_secs(job.timeout_secs.max(1));
-            let deadline = tokio::time::Instant::now() + limit;
-            loop {
-                tokio::select! {
-                    event = events.recv() => match event {
-                        Some(NativeEvent::Answer { text, relay }) => {
-                            let watch = watch_secs(&job);
-                            engine.pair_answer(&mut record, &text, None, watch);
-                            tracing::info!(delivery = %record.delivery_id, %relay, "native answer paired");
-                            break;
-                        }
-                        Some(NativeEvent::Notice { status }) => {
-                            if engine.apply_notice(&mut record, &status) {
-                                break;
-                            }
-                            engine.save(&record).await;
-                        }
-                        None => break,
-                    },
-                    () = tokio::time::sleep_until(deadline) => {
-                        record.state = DeliveryState::Failed;
-                        record.error = Some(format!(
-                            "no answer came back within {}s; Claude took the message into the \
-                             session's inbox (native send), so it is never re-sent — an answer \
-                             that comes later is recorded as a late answer",
-                            limit.as_secs()
-                        ));
-                        break;
+        self.apply_receipt(record, &relay, receipt)
+    }
+
+    /// Waits for a sent message's answer: paired when it comes; a notice that it will never
+    /// reach the session fails it; so do the delivery's timeout and the daemon's stop (the
+    /// message is never re-sent — a later answer is a late answer).
+    async fn await_native_answer(
+        &self,
+        record: &mut DeliveryRecord,
+        job: &Job,
+        mut events: mpsc::UnboundedReceiver<NativeEvent>,
+    ) {
+        let mut stop = self.inner.stop.subscribe();
+        let limit = Duration::from_secs(job.timeout_secs.max(1));
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            tokio::select! {
+                event = events.recv() => match event {
+                    Some(NativeEvent::Answer { text, relay }) => {
+                        self.pair_answer(record, &text, None, watch_secs(job));
+                        tracing::info!(delivery = %record.delivery_id, %relay, "native answer paired");
+                        return;
                     }
-                    () = carrier_stopped(&mut stop) => {
-                        record.state = DeliveryState::Failed;
-                        record.is_stopped_with_carrier = true;
-                        record.error = Some(
-                            "the daemon stopped while the answer was awaited; the message was \
-                             sent natively and is never re-sent"
-                                .to_owned(),
-                        );
-                        break;
+                    Some(NativeEvent::Notice { status }) => {
+                        if self.apply_notice(record, &status) {
+                            return;
+                        }
+                        self.save(record).await;
                     }
+                    None => return,
+                },
+                () = tokio::time::sleep_until(deadline) => {
+                    record.state = DeliveryState::Failed;
+                    record.error = Some(format!(
+                        "no answer came back within {}s; Claude took the message into the \
+                         session's inbox (native send), so it is never re-sent — an answer \
+                         that comes later is recorded as a late answer",
+                        limit.as_secs()
+                    ));
+                    return;
+                }
+                () = carrier_stopped(&mut stop) => {
+                    record.state = DeliveryState::Failed;
+                    record.is_stopped_with_carrier = true;
+                    record.error = Some(
+                        "the daemon stopped while the answer was awaited; the message was \
+                         sent natively and is never re-sent"
+                            .to_owned(),
+                    );
+                    return;
                 }
             }
-            lock(&engine.native_door().pending).remove(&record.request_id);
-            renew.abort();
-            engine
-                .close_native(record, job, target_key, lock_token)
-                .await;
-        });
+        }
     }
 
     /// Records Claude's receipt on the delivery. True when Claude sent the message.
