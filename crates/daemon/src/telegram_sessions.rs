@@ -157,6 +157,12 @@ fn last_answer(agent: Agent, path: &str) -> Option<String> {
 }
 
 impl SessionHost for Host {
+    fn engine_events(
+        &self,
+    ) -> Option<tokio::sync::broadcast::Receiver<cross_agent_protocol::events::EngineEvent>> {
+        Some(self.engine.subscribe())
+    }
+
     fn live_sessions(&self) -> Result<Vec<LiveSession>, String> {
         let listed = self
             .engine

@@ -40,7 +40,9 @@ fn wire_name<T: Serialize>(value: &T) -> String {
     }
 }
 
-fn first_line(text: &str) -> String {
+/// A record's error as a decision's `reason` holds it: its first line, at most 240 characters.
+/// Whoever shows a delivery's failure beside the log (the Telegram bot) says it the same way.
+pub fn first_line(text: &str) -> String {
     let line = text.lines().next().unwrap_or_default();
     match line.char_indices().nth(REASON_CHARS) {
         Some((at, _)) => format!("{}…", &line[..at]),

@@ -139,6 +139,8 @@ pub struct QueueHead {
     pub target_key: String,
     pub target_agent: Agent,
     pub target_transcript: Option<String>,
+    /// How it goes out (`None`: a record that does not say).
+    pub transport: Option<cross_agent_protocol::bridge::Transport>,
 }
 
 /// A late-answer watch this daemon holds.
@@ -517,13 +519,16 @@ impl HubDb {
     /// The delivery next in line for each session with a queue — read without decoding every
     /// queued record, since the dispatcher asks on each of its turns.
     pub fn queue_heads(&self) -> Result<Vec<QueueHead>> {
-        let rows: Vec<(String, String, String, Option<String>)> = self.rows(
+        // delivery id, target key, agent, transcript, transport.
+        type Row = (String, String, String, Option<String>, Option<String>);
+        let rows: Vec<Row> = self.rows(
             "read the heads of the queues",
             // Each queue's head is found from the columns first and only its record's JSON
             // read; decoding every queued record on each dispatcher turn cost milliseconds
             // under a backlog of hundreds.
             "SELECT d.delivery_id, d.target_key, d.target_agent,
-                    json_extract(d.record, '$.target_transcript')
+                    json_extract(d.record, '$.target_transcript'),
+                    json_extract(d.record, '$.transport')
              FROM deliveries d
              WHERE d.rowid IN (
                  SELECT (SELECT q.rowid FROM deliveries q
@@ -536,14 +541,19 @@ impl HubDb {
         )?;
         Ok(rows
             .into_iter()
-            .filter_map(|(delivery_id, target_key, agent, target_transcript)| {
-                Some(QueueHead {
-                    delivery_id,
-                    target_key,
-                    target_agent: Agent::parse(&agent)?,
-                    target_transcript,
-                })
-            })
+            .filter_map(
+                |(delivery_id, target_key, agent, target_transcript, transport)| {
+                    Some(QueueHead {
+                        delivery_id,
+                        target_key,
+                        target_agent: Agent::parse(&agent)?,
+                        target_transcript,
+                        transport: transport.and_then(|t| {
+                            serde_json::from_value(serde_json::Value::String(t)).ok()
+                        }),
+                    })
+                },
+            )
             .collect())
     }
 

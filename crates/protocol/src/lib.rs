@@ -1,5 +1,6 @@
 //! Wire and record types shared by every cross-agent process: daemon RPC params and responses,
-//! MCP tool arguments and receipts, delivery records, envelopes and decision events, and the
+//! MCP tool arguments and receipts, delivery records, envelopes and decision events, the
+//! engine's in-process events ([`events::EngineEvent`]), and the
 //! JSON Schemas generated from them.
 //!
 //! Types only — no I/O and no behaviour beyond (de)serialisation, so the thin processes (`mcp`,
@@ -7,6 +8,7 @@
 
 pub mod bridge;
 pub mod decisions;
+pub mod events;
 pub mod hook;
 pub mod panel;
 pub mod rpc;

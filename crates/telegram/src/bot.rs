@@ -574,6 +574,13 @@ impl Bot {
         self.inner.desk.set_host(host);
     }
 
+    /// The hub's events from now on, through the session host; `None` without one.
+    pub(crate) fn engine_events(
+        &self,
+    ) -> Option<tokio::sync::broadcast::Receiver<cross_agent_protocol::events::EngineEvent>> {
+        self.inner.desk.engine_events()
+    }
+
     /// The sessions with an approval waiting for a tap.
     fn awaiting_approval(&self) -> std::collections::HashSet<String> {
         lock(&self.inner.pending)

@@ -9,7 +9,7 @@
 //! | `Notification` hook (Claude waits: a permission prompt, idle input) | `🔔 …` its message, at most once a minute per session and text; a permission prompt of a session held by a Claude panel is not sent (the panel's approval card asks it) |
 //! | `PreToolUse` of `AskUserQuestion` | `❓ …` the questions and their options |
 //! | an approval waiting | the approval card itself ([`crate::approval_card`]) |
-//! | a delivery failed | `⚠️ Delivery … to codex failed: reason` |
+//! | a delivery failed (the hub's typed event) | `⚠️ Delivery … to codex failed: reason` |
 //!
 //! `SessionStart`, `UserPromptSubmit` and `PostToolUse` notify nothing: they keep the session's
 //! state ([`HookSession`]: working / idle / waiting, the last prompt's and answer's heads, the
@@ -21,6 +21,8 @@
 
 use std::path::Path;
 
+use cross_agent_decisions::events::first_line;
+use cross_agent_protocol::events::EngineEvent;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -397,68 +399,56 @@ fn question_text(input: &Value) -> String {
     out
 }
 
-/// How often the decisions log is read for failed deliveries.
-const FAILURES_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
-
-/// Notifies every delivery that ends failed, until `stop`: reads what is appended to
-/// `decisions.jsonl` (from its end at start: failures before the poller started are not news)
-/// for `delivery_outcome` lines with outcome `failed` — the one line every path of the hub
-/// writes when a delivery settles, whichever daemon or CLI fallback wrote it.
+/// Notifies every delivery that ends failed, until `stop`: the hub's typed events from the
+/// moment the poller starts (failures before it are not news), through the session host. A
+/// subscriber that falls behind is told how many events it missed; it says so in the log and
+/// the decisions, and goes on with the next.
 pub(crate) async fn watch_failed_deliveries(
     bot: Bot,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) {
-    let path = bot.home().join(cross_agent_decisions::CURRENT_FILE);
-    let mut offset = std::fs::metadata(&path).map_or(0, |m| m.len());
-    let mut partial = String::new();
+    use tokio::sync::broadcast::error::RecvError;
+
+    let Some(mut events) = bot.engine_events() else {
+        tracing::debug!("no session host: failed deliveries are not notified");
+        return;
+    };
     loop {
-        tokio::select! {
-            () = tokio::time::sleep(FAILURES_EVERY) => {}
+        let event = tokio::select! {
+            event = events.recv() => event,
             _ = stop.changed() => return,
-        }
-        let len = std::fs::metadata(&path).map_or(0, |m| m.len());
-        if len < offset {
-            // Rotated: the new file starts from nothing.
-            offset = 0;
-            partial.clear();
-        }
-        if len == offset {
-            continue;
-        }
-        let Ok(bytes) = read_range(&path, offset, len) else {
-            continue;
         };
-        offset = len;
-        partial.push_str(&String::from_utf8_lossy(&bytes));
-        let complete = match partial.rfind('\n') {
-            Some(end) => {
-                let rest = partial.split_off(end + 1);
-                std::mem::replace(&mut partial, rest)
-            }
-            None => continue,
-        };
-        for line in complete.lines() {
-            let Ok(decision) = serde_json::from_str::<Value>(line) else {
-                continue;
-            };
-            if decision["kind"] == "delivery_outcome" && decision["outcome"] == "failed" {
+        match event {
+            Ok(EngineEvent::DeliveryFailed(record)) => {
+                let reason = record
+                    .error
+                    .as_deref()
+                    .map_or_else(|| "no reason given".to_owned(), first_line);
                 bot.notify_delivery_failed(
-                    decision["delivery"].as_str().unwrap_or("?"),
-                    decision["agent"].as_str().unwrap_or("?"),
-                    decision["reason"].as_str().unwrap_or("no reason given"),
+                    &record.delivery_id,
+                    record.target_agent.as_str(),
+                    &reason,
                 );
             }
+            Ok(_) => {}
+            Err(RecvError::Lagged(missed)) => {
+                tracing::warn!(
+                    missed,
+                    "the bot fell behind the hub's events; some failed deliveries were not notified"
+                );
+                bot.record(
+                    cross_agent_decisions::Decision::new(
+                        cross_agent_decisions::DecisionKind::new("telegram_notification"),
+                        cross_agent_decisions::Outcome::new("missed"),
+                    )
+                    .reason("the bot fell behind the hub's events")
+                    .detail("what", "delivery_failed")
+                    .detail("events_missed", missed),
+                );
+            }
+            Err(RecvError::Closed) => return,
         }
     }
-}
-
-fn read_range(path: &Path, from: u64, to: u64) -> std::io::Result<Vec<u8>> {
-    use std::io::{Read, Seek, SeekFrom};
-    let mut file = std::fs::File::open(path)?;
-    file.seek(SeekFrom::Start(from))?;
-    let mut bytes = Vec::new();
-    file.take(to - from).read_to_end(&mut bytes)?;
-    Ok(bytes)
 }
 
 #[cfg(test)]

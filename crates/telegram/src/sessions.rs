@@ -131,6 +131,13 @@ pub trait SessionHost: Send + Sync + 'static {
     fn destinations(&self, session: &SessionRef) -> Result<Vec<Destination>, String>;
     /// Hands `session` to `destination`; says what was done.
     fn hand_off(&self, session: &SessionRef, destination: &str) -> Result<String, String>;
+    /// What happens to the hub's deliveries from now on, typed and in process; `None` when the
+    /// host has no engine to listen to. Not blocking.
+    fn engine_events(
+        &self,
+    ) -> Option<tokio::sync::broadcast::Receiver<cross_agent_protocol::events::EngineEvent>> {
+        None
+    }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -317,6 +324,13 @@ impl Desk {
 
     fn host(&self) -> Option<Arc<dyn SessionHost>> {
         self.host.get().cloned()
+    }
+
+    /// The host's event stream from now on (see [`SessionHost::engine_events`]).
+    pub(crate) fn engine_events(
+        &self,
+    ) -> Option<tokio::sync::broadcast::Receiver<cross_agent_protocol::events::EngineEvent>> {
+        self.host()?.engine_events()
     }
 
     fn record(&self, decision: Decision) {

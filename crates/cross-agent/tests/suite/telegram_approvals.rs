@@ -395,48 +395,67 @@ fn a_long_write_escalated_by_the_gate_sends_its_whole_diff_as_a_file_before_the_
     assert_eq!(order, vec!["sendDocument", "sendMessage"]);
 }
 
-/// A delivery that ends failed — whoever writes its `delivery_outcome` line (the daemon, or a
-/// CLI fallback) — is notified once, with its target and reason; one that was delivered is not.
+/// A delivery that ends failed is notified once, from the hub's typed event, with its target
+/// and the reason its `delivery_outcome` line gives; a `delivery_outcome` line written into
+/// `decisions.jsonl` by hand notifies nothing (the log is the people's record, not a bus).
 #[test]
 fn a_failed_delivery_is_notified_with_its_target_and_reason() {
     use cross_agent_decisions::{Decision, DecisionKind, DecisionLog, Outcome};
+    use std::os::unix::fs::PermissionsExt;
 
     let (token, api) = bot();
     let env = paired(&api, &token, "5");
-    // The watcher reads from the log's end as it was when the poller started.
-    std::thread::sleep(Duration::from_millis(1500));
-    let log = DecisionLog::new(&env.state);
-    log.record(
-        Decision::new(DecisionKind::DELIVERY_OUTCOME, Outcome::new("delivered"))
-            .agent("claude")
-            .delivery("dlv_0000delivered"),
-    );
-    log.record(
+    DecisionLog::new(&env.state).record(
         Decision::new(DecisionKind::DELIVERY_OUTCOME, Outcome::new("failed"))
-            .agent("codex")
-            .delivery("dlv_0123456789abcdef")
-            .reason("the codex turn exited 1"),
+            .agent("claude")
+            .delivery("dlv_handwritten0")
+            .reason("written by hand"),
     );
+    // A Codex that fails at once: the hub records the delivery failed with its stderr.
+    let codex = env.user.join("codex-that-fails");
+    std::fs::write(&codex, "#!/bin/sh\necho 'no model here' >&2\nexit 1\n").unwrap();
+    std::fs::set_permissions(&codex, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let sent = env
+        .command(&["send", "codex", "--new", "--json", "hello"])
+        .env("CROSS_AGENT_CODEX_BIN", &codex)
+        .current_dir(&env.user)
+        .output()
+        .unwrap();
+    assert!(sent.status.success(), "{}", text(&sent.stderr));
+    let receipt: Value = serde_json::from_slice(&sent.stdout).unwrap();
+    let delivery = receipt["delivery_id"].as_str().unwrap().to_owned();
+
     let notice =
-        sent_text(&api, "sendMessage", WAIT, "Delivery").expect("the failure reached the phone");
+        sent_text(&api, "sendMessage", TURN, "Delivery").expect("the failure reached the phone");
+    let outcome = env
+        .decisions()
+        .into_iter()
+        .find(|d| d["kind"] == "delivery_outcome" && d["delivery"] == delivery.as_str())
+        .expect("the delivery's outcome is on the record");
+    assert_eq!(outcome["outcome"], "failed");
+    let reason = outcome["reason"].as_str().unwrap();
+    assert!(reason.contains("exit code 1"), "{reason}");
+    let short: String = delivery.chars().take(12).collect();
     assert_eq!(
         notice.body["text"],
-        "⚠️ Delivery dlv_01234567 to codex failed: the codex turn exited 1"
+        format!("⚠️ Delivery {short} to codex failed: {reason}")
     );
-    std::thread::sleep(Duration::from_millis(1500));
-    let notices = api
+    // The hand-written line went into the log first: a bot reading the log would have queued
+    // its notice to the same chat before this one.
+    let notices: Vec<String> = api
         .calls_to("sendMessage")
         .iter()
-        .filter(|c| c.body["text"].as_str().unwrap_or("").contains("Delivery"))
-        .count();
-    assert_eq!(notices, 1, "once, and not for the delivered one");
-    assert!(
-        env.decisions()
-            .iter()
-            .any(|d| d["kind"] == "telegram_delivery"
+        .filter_map(|c| c.body["text"].as_str().map(str::to_owned))
+        .filter(|t| t.contains("Delivery"))
+        .collect();
+    assert_eq!(notices.len(), 1, "only the real failure: {notices:?}");
+    assert!(wait_until(|| {
+        env.decisions().iter().any(|d| {
+            d["kind"] == "telegram_delivery"
                 && d["details"]["what"] == "delivery_failed"
-                && d["outcome"] == "sent")
-    );
+                && d["outcome"] == "sent"
+        })
+    }));
 }
 
 /// The id of the panel session with an approval pending, from the shims' registrations.

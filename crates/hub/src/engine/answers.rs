@@ -3,10 +3,12 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use cross_agent_decisions::events;
 use cross_agent_protocol::bridge::{DeliveryRecord, DeliveryState, TargetKey};
+use cross_agent_protocol::events::EngineEvent;
 use cross_agent_protocol::timestamp::now_rfc3339;
 use cross_agent_stores::UnixMillis;
 use cross_agent_transports::run::{Ended, TurnOutcome};
@@ -19,6 +21,16 @@ use crate::envelope::AnswerKind;
 use crate::envelope::{self};
 use crate::records::{Job, Watch};
 use crate::settings::CallSettings;
+
+/// The late-answer watches this daemon holds (their records live in `hub.db`), and the loop
+/// that reads their transcripts.
+#[derive(Default)]
+pub(super) struct LateWatches {
+    /// The requests watched, by delivery id.
+    pub(super) held: Mutex<HashSet<String>>,
+    /// The loop ([`Engine::watch_loop`]), while it runs.
+    pub(super) task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
 
 impl Engine {
     /// Starts the late-answer watch on a request whose answer did not carry its id.
@@ -40,9 +52,7 @@ impl Engine {
             // A draining daemon leaves the new watch unowned in hub.db, for its successor.
             Ok(()) if self.is_draining() => {}
             Ok(()) => {
-                lock(&self.inner.carried)
-                    .watches
-                    .insert(record.delivery_id.clone());
+                lock(&self.inner.answers.held).insert(record.delivery_id.clone());
             }
             Err(error) => tracing::warn!(%error, "could not start a late-answer watch"),
         }
@@ -102,7 +112,7 @@ impl Engine {
                 }
             }
         }
-        lock(&self.inner.carried).watches = held;
+        *lock(&self.inner.answers.held) = held;
     }
 
     /// A watched request's real answer arrived: it becomes its own delivery record (a
@@ -156,6 +166,10 @@ impl Engine {
                 self.inner
                     .decisions
                     .record(events::late_answer(&request, &late.delivery_id));
+                self.emit(EngineEvent::LateAnswer {
+                    request_delivery_id: request_delivery_id.to_owned(),
+                    late_delivery_id: late.delivery_id.clone(),
+                });
                 tracing::info!(request = %request_delivery_id, late = %late.delivery_id, "a late answer arrived");
                 // Pushed to the sender's live panel as a LATE ANSWER, never by a resume.
                 self.route_late_answer(&mut request, &late, text);

@@ -2,8 +2,9 @@
 //! another daemon's live busy lock, or a turn open in its transcript — unless that turn is one
 //! the bridge itself started and stopped.
 
-use std::collections::HashSet;
-use std::path::Path;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use cross_agent_decisions::events;
@@ -24,6 +25,18 @@ const STOPPED_TURNS_LOOKED_AT: u32 = 50;
 /// The agent's clock and ours are the same machine's, but a turn's first record may be stamped
 /// a moment after the kill was decided.
 const CLOCK_SLACK_MS: i64 = 5_000;
+
+/// A transcript's (size, mtime) when last read, and the turn then open in it.
+type DiskTurn = ((u64, Option<std::time::SystemTime>), Option<OpenTurn>);
+
+/// What the busy judgement remembers between looks.
+#[derive(Default)]
+pub(super) struct BusyWatch {
+    /// When each queued delivery was first seen waiting on someone else's turn.
+    pub(super) waiting_since: Mutex<HashMap<String, i64>>,
+    /// Transcripts last read for an open turn: their size and mtime then, and the answer.
+    pub(super) disk_turns: Mutex<HashMap<PathBuf, DiskTurn>>,
+}
 
 impl Engine {
     /// The sessions queued deliveries wait on because someone else's turn holds them: another
@@ -66,7 +79,13 @@ impl Engine {
                 // A native delivery never waits on the transcript: Claude's own inbox takes the
                 // message while the session works and hands it over at its next tool round or
                 // turn (observed §3.5), so a busy live session is no reason to hold it.
-                Some(_) | None if self.is_native(&head.delivery_id) => None,
+                Some(_) | None
+                    if !head
+                        .transport
+                        .is_none_or(|t| self.inner.carriers.waits_for_open_turn(t)) =>
+                {
+                    None
+                }
                 Some(_) | None => head
                     .target_transcript
                     .as_deref()
@@ -80,7 +99,7 @@ impl Engine {
             busy.insert(key.clone());
             waiting.insert(head.delivery_id.clone());
             let (since, first_seen) =
-                match lock(&self.inner.waiting_since).entry(head.delivery_id.clone()) {
+                match lock(&self.inner.busy.waiting_since).entry(head.delivery_id.clone()) {
                     std::collections::hash_map::Entry::Occupied(at) => (*at.get(), false),
                     std::collections::hash_map::Entry::Vacant(at) => (*at.insert(now), true),
                 };
@@ -122,10 +141,12 @@ impl Engine {
                 match closed {
                     Ok(true) => {
                         tracing::warn!(delivery = %head.delivery_id, "not delivered: the peer stayed busy");
-                        if let Ok(Some(record)) = self.db().delivery(&head.delivery_id) {
+                        let closed = self.db().delivery(&head.delivery_id);
+                        if let Ok(Some(record)) = closed {
                             self.inner
                                 .decisions
                                 .record_all(events::delivery_finished(&record));
+                            self.emit_settled(&record);
                         }
                     }
                     Ok(false) => {}
@@ -133,7 +154,7 @@ impl Engine {
                 }
             }
         }
-        lock(&self.inner.waiting_since).retain(|id, _| waiting.contains(id));
+        lock(&self.inner.busy.waiting_since).retain(|id, _| waiting.contains(id));
         busy
     }
 
@@ -166,7 +187,7 @@ impl Engine {
             return None;
         }
         let stamp = (meta.len(), modified);
-        let mut seen = lock(&self.inner.disk_turns);
+        let mut seen = lock(&self.inner.busy.disk_turns);
         if let Some((known, open)) = seen.get(path)
             && *known == stamp
         {

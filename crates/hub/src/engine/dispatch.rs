@@ -3,6 +3,7 @@
 
 use std::collections::HashSet;
 use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -10,17 +11,13 @@ use cross_agent_decisions::events;
 use cross_agent_protocol::bridge::{CallerContext, DeliveryRecord, DeliveryState, Pin, TargetKey};
 use cross_agent_protocol::timestamp::now_rfc3339;
 use cross_agent_stores::UnixMillis;
-use cross_agent_transports::headless::{Target, TurnRequest};
-use cross_agent_transports::run::{Ended, RunOptions, TurnOutcome, run_turn};
-use cross_agent_transports::settings::TurnSettings;
-use tokio::sync::watch;
+use cross_agent_transports::run::TurnOutcome;
+use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
 
-use super::panels::{Carried, HeldLock};
-use super::{Engine, LEASE_MS, MAX_WORKERS, lock, now_ms, recent_turns, watch_secs};
+use super::{Engine, LEASE_MS, MAX_WORKERS, lock, now_ms, recent_turns};
 use crate::Agent;
 use crate::caller::StartedTurn;
-use crate::envelope::{self};
 use crate::records::{Carrier, Claimed, Job};
 
 /// How often the dispatcher looks at the queue without being woken.
@@ -28,6 +25,30 @@ const POLL: Duration = Duration::from_secs(1);
 /// How often finished deliveries past their TTL are pruned.
 const PRUNE_EVERY: Duration = Duration::from_secs(3600);
 const LEASE_RENEW: Duration = Duration::from_secs(30);
+
+/// The dispatcher's own state.
+#[derive(Default)]
+pub(super) struct Dispatch {
+    /// Wakes the dispatcher: a delivery was queued, or a worker finished.
+    pub(super) wake: Notify,
+    /// Set while this daemon is being replaced: queued deliveries are left for the successor.
+    pub(super) paused: AtomicBool,
+    /// The headless turns running now (callers are identified by them).
+    pub(super) turns: Mutex<Vec<StartedTurn>>,
+    /// The delivery ids this daemon carries, by stage.
+    pub(super) carried: Mutex<Carried>,
+    /// The dispatcher's loop, while it runs.
+    pub(super) handle: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+/// The delivery ids this daemon carries, by stage.
+#[derive(Debug, Default)]
+pub(super) struct Carried {
+    /// Handed to a peer whose turn runs.
+    pub(super) turns: HashSet<String>,
+    /// Turned ended: the answer is being read, paired and recorded.
+    pub(super) answers: HashSet<String>,
+}
 
 impl Engine {
     pub(super) async fn dispatch_loop(self) {
@@ -46,7 +67,12 @@ impl Engine {
             if prune {
                 last_prune = Some(std::time::Instant::now());
             }
-            let free = if self.inner.paused.load(std::sync::atomic::Ordering::SeqCst) {
+            let free = if self
+                .inner
+                .dispatch
+                .paused
+                .load(std::sync::atomic::Ordering::SeqCst)
+            {
                 0
             } else {
                 MAX_WORKERS.saturating_sub(running.len())
@@ -57,15 +83,15 @@ impl Engine {
                 .await
                 .unwrap_or_default();
             for job in claimed {
-                lock(&self.inner.carried)
+                lock(&self.inner.dispatch.carried)
                     .turns
                     .insert(job.record.delivery_id.clone());
                 let engine = self.clone();
-                running.spawn(async move { engine.run_delivery(job).await });
+                running.spawn(async move { engine.carry(job).await });
             }
             tokio::select! {
                 () = async { let _ = stop.wait_for(|s| *s).await; } => break,
-                () = self.inner.wake.notified() => {}
+                () = self.inner.dispatch.wake.notified() => {}
                 Some(_) = running.join_next(), if !running.is_empty() => {}
                 () = tokio::time::sleep(POLL) => {}
             }
@@ -110,282 +136,18 @@ impl Engine {
         })
     }
 
-    pub(super) async fn run_delivery(self, claimed: Claimed) {
-        let mut claimed = claimed;
-        if claimed.job.native.is_some() {
-            // Its process may have exited since acceptance: then the session is dormant and
-            // resumes over the CLI below (nothing was sent natively).
-            let engine = self.clone();
-            let (record, job) = (claimed.record.clone(), claimed.job.clone());
-            let checked = off_async(move || {
-                let (mut record, mut job) = (record, job);
-                let live = engine.native_still_live(&mut record, &mut job);
-                (live, record, job)
-            })
-            .await;
-            if let Some((live, record, job)) = checked {
-                claimed.record = record;
-                claimed.job = job;
-                if live {
-                    self.run_native_delivery(claimed).await;
-                    return;
-                }
-            }
-        }
-        let claimed = if claimed.job.panel.is_some() {
-            match self.clone().run_panel_delivery(claimed).await {
-                Some(to_cli) => to_cli,
-                None => return,
-            }
-        } else {
-            claimed
-        };
-        let Claimed {
-            record,
-            job,
-            created_ms,
-            target_key,
-            lock_token,
-        } = claimed;
-        let agent = record.target_agent;
-        let confirmed: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
-        let message = if job.raw {
-            job.body.clone()
-        } else {
-            envelope::assemble(&job.body, created_ms, now_ms())
-        };
-        let target = match (&job.new_session_id, &record.target_session_id) {
-            (Some(id), _) => Target::New {
-                session_id: Some(id.clone()),
-            },
-            (None, Some(id)) if !record.will_create_session => Target::Resume {
-                session_id: id.clone(),
-            },
-            (None, _) => Target::New { session_id: None },
-        };
-        let request = TurnRequest {
-            agent,
-            target,
-            cwd: PathBuf::from(&job.cwd),
-            message,
-            settings: TurnSettings::from_settings(&job.settings),
-            child_env: job.child_env.clone(),
-            bridge_env: job.bridge_env.clone(),
-        };
-        // The one place a peer CLI is started: `build` refuses again under no-headless.
-        let outcome = match cross_agent_transports::headless::build(&request) {
-            Ok(spec) => {
-                let renew = self.spawn_lease_renewal(
-                    Arc::new(Mutex::new(target_key.clone())),
-                    lock_token.clone(),
-                    record.delivery_id.clone(),
-                );
-                let (turn_stop, turn_stopped) = watch::channel(false);
-                let checker = self.spawn_transcript_check(&record, turn_stop, confirmed.clone());
-                let engine = self.clone();
-                let delivery_id = record.delivery_id.clone();
-                let conversation_id = record.conversation_id.clone();
-                let session_id = record.target_session_id.clone();
-                let mut recording_start = None;
-                let result = run_turn(
-                    agent,
-                    &spec,
-                    RunOptions {
-                        inactivity: Duration::from_secs(job.timeout_secs),
-                        transcript: record.target_transcript.as_ref().map(PathBuf::from),
-                        stop: turn_stopped,
-                    },
-                    |pid| {
-                        recording_start = Some(engine.turn_started(StartedTurn {
-                            pid,
-                            agent,
-                            session_id,
-                            conversation_id,
-                            delivery_id,
-                        }))
-                    },
-                )
-                .await;
-                renew.abort();
-                checker.abort();
-                // The start is on the record before the outcome is: never overwritten by it.
-                if let Some(recording) = recording_start {
-                    let _ = recording.await;
-                }
-                result
-            }
-            Err(error) => Err(error),
-        };
-        if let Some(pid) = outcome.as_ref().ok().map(|o| o.pid) {
-            lock(&self.inner.turns).retain(|t| t.pid != pid);
-        }
-        {
-            let mut carried = lock(&self.inner.carried);
-            carried.turns.remove(&record.delivery_id);
-            carried.answers.insert(record.delivery_id.clone());
-        }
-        let confirmed = lock(&confirmed).take();
-        // Settling reads the peer's transcript and may walk its store: off the async threads.
-        let engine = self.clone();
-        let finished = off_async(move || {
-            engine.finish_delivery(record, outcome, job, target_key, lock_token, confirmed)
-        })
-        .await;
-        if finished.is_none() {
-            tracing::error!("a delivery's outcome could not be recorded");
-        }
-        self.inner.wake.notify_one();
+    /// A delivery's turn ended: its answer is being read, paired and recorded.
+    pub(super) fn answer_pending(&self, delivery_id: &str) {
+        let mut carried = lock(&self.inner.dispatch.carried);
+        carried.turns.remove(delivery_id);
+        carried.answers.insert(delivery_id.to_owned());
     }
 
-    /// Records a run's outcome: pairs or recovers the answer, records the delivery finished and
-    /// releases its session's busy lock.
-    fn finish_delivery(
-        &self,
-        mut record: DeliveryRecord,
-        outcome: cross_agent_transports::Result<TurnOutcome>,
-        job: Job,
-        mut target_key: String,
-        lock_token: String,
-        confirmed: Option<String>,
-    ) {
-        match outcome {
-            Ok(outcome) => {
-                record.peer_pid = Some(outcome.pid);
-                self.created_session(&mut record, &outcome, &job, &mut target_key, &lock_token);
-                match confirmed {
-                    // The transcript showed the finished answer while the CLI still ran: that
-                    // settles it (the CLI was stopped for it, not for the carrier).
-                    Some(text) if outcome.ended == Ended::Stopped => {
-                        record.answer.is_reply_confirmed_by_transcript = true;
-                        self.pair_answer(&mut record, &text, None, watch_secs(&job));
-                    }
-                    Some(_) | None => self.settle(&mut record, outcome, &job),
-                }
-            }
-            Err(error) => {
-                record.state = DeliveryState::Failed;
-                record.is_undelivered = true;
-                record.error = Some(error.to_string());
-            }
-        }
-        self.close_delivery(record, &job, &target_key, &lock_token);
-    }
-
-    /// A delivery carried by an editor panel (a request, or return traffic to the sender's
-    /// panel): the wait runs on the blocking pool, its busy lock and lease renewed meanwhile.
-    /// No CLI is started and no process is ever killed: the panel is the person's. The one
-    /// exception is a new Grok conversation the panel has no empty session for: it is handed
-    /// back, turned into a new CLI session, for [`Engine::run_delivery`] to run.
-    async fn run_panel_delivery(self, claimed: Claimed) -> Option<Claimed> {
-        let Claimed {
-            mut record,
-            mut job,
-            created_ms,
-            mut target_key,
-            lock_token,
-        } = claimed;
-        let delivery_id = record.delivery_id.clone();
-        let held = HeldLock {
-            key: Arc::new(Mutex::new(target_key.clone())),
-            token: lock_token.clone(),
-        };
-        let renew =
-            self.spawn_lease_renewal(held.key.clone(), lock_token.clone(), delivery_id.clone());
-        let engine = self.clone();
-        let (free, freed) = tokio::sync::oneshot::channel();
-        let mut free = Some(free);
-        let work = tokio::task::spawn_blocking(move || {
-            let is_request = job
-                .panel
-                .as_ref()
-                .is_some_and(|p| p.kind == cross_agent_protocol::panel::InjectionKind::Request);
-            if is_request {
-                let text = if job.raw {
-                    job.body.clone()
-                } else {
-                    envelope::assemble(&job.body, created_ms, now_ms())
-                };
-                let carried = engine.carry_panel_request(&mut record, &job, text, &held);
-                // The conversation the panel opened holds the lock now.
-                target_key = lock(&held.key).clone();
-                if let Carried::ToCli = carried {
-                    engine.panel_to_cli(&mut record, &mut job, &mut target_key, &lock_token);
-                    return Some(Claimed {
-                        record,
-                        job,
-                        created_ms,
-                        target_key,
-                        lock_token,
-                    });
-                }
-            } else {
-                engine.carry_return(&mut record, &job, &mut free);
-            }
-            {
-                let mut carried = lock(&engine.inner.carried);
-                carried.turns.remove(&record.delivery_id);
-                carried.answers.insert(record.delivery_id.clone());
-            }
-            engine.close_delivery(record, &job, &target_key, &lock_token);
-            None
-        });
-        let this = self.clone();
-        let settle = async move {
-            let finished = work.await;
-            renew.abort();
-            match finished {
-                Ok(to_cli) => {
-                    this.inner.wake.notify_one();
-                    to_cli
-                }
-                Err(error) => {
-                    tracing::error!(%error, "a panel delivery's outcome could not be recorded");
-                    let mut carried = lock(&this.inner.carried);
-                    carried.turns.remove(&delivery_id);
-                    carried.answers.remove(&delivery_id);
-                    drop(carried);
-                    this.inner.wake.notify_one();
-                    None
-                }
-            }
-        };
-        let mut settle = Box::pin(settle);
-        tokio::select! {
-            to_cli = &mut settle => to_cli,
-            Ok(()) = freed => {
-                // Queued in the sender's shim: the rest of the wait is a parked blocking
-                // thread and this task, outside the dispatcher's worker count.
-                tokio::spawn(settle);
-                self.inner.wake.notify_one();
-                None
-            }
-        }
-    }
-
-    /// Turns a new conversation the panel could not open into a new CLI session: a fresh
-    /// session id (Grok takes it as `--session-id`), the headless transport, and the busy lock
-    /// and queue key moved to that session.
-    fn panel_to_cli(
-        &self,
-        record: &mut DeliveryRecord,
-        job: &mut Job,
-        target_key: &mut String,
-        token: &str,
-    ) {
-        let id = uuid::Uuid::new_v4().to_string();
-        job.panel = None;
-        job.new_session_id = Some(id.clone());
-        record.transport = cross_agent_protocol::bridge::Transport::HeadlessCli;
-        record.target_session_id = Some(id.clone());
-        record.target_transcript = None;
-        let new_key = TargetKey::new(record.target_agent, id.as_str()).to_string();
-        let db = self.db();
-        let _ = db.rekey_lock(target_key, &new_key, token);
-        let _ = db.retarget_delivery(&record.delivery_id, &new_key);
-        if let Err(error) = db.update_delivery(record) {
-            tracing::warn!(%error, "could not record a new conversation moved to the CLI");
-        }
-        *target_key = new_key;
+    /// A delivery this daemon carries no more, at any stage.
+    pub(super) fn carried_no_more(&self, delivery_id: &str) {
+        let mut carried = lock(&self.inner.dispatch.carried);
+        carried.turns.remove(delivery_id);
+        carried.answers.remove(delivery_id);
     }
 
     /// Records a finished delivery, sends its answer back to the sender's panel when it has
@@ -422,7 +184,8 @@ impl Engine {
             tracing::error!(%error, target_key, "could not release a busy lock");
         }
         drop(db);
-        lock(&self.inner.carried)
+        self.emit_settled(&record);
+        lock(&self.inner.dispatch.carried)
             .answers
             .remove(&record.delivery_id);
         tracing::info!(delivery = %record.delivery_id, state = ?record.state, "delivery finished");
@@ -545,7 +308,7 @@ impl Engine {
     pub(super) fn turn_started(&self, turn: StartedTurn) -> tokio::task::JoinHandle<()> {
         let pid = turn.pid;
         let delivery_id = turn.delivery_id.clone();
-        lock(&self.inner.turns).push(turn);
+        lock(&self.inner.dispatch.turns).push(turn);
         let engine = self.clone();
         tokio::task::spawn_blocking(move || engine.record_turn_started(&delivery_id, pid))
     }

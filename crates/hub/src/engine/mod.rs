@@ -2,12 +2,21 @@
 //! receipt), `pin`, `list_sessions`, `bridge_status`, and the worker pool that hands queued
 //! deliveries to their peers over the agents' headless CLIs.
 //!
-//! Where each part lives: `send` (the guards), `target` (resolution), `receipt` (the accepted
-//! record and its receipt), `pins`, `status` (listing, `bridge_status`), `dispatch` (the queue,
-//! turns, leases, orphans), `busy` (waiting on someone else's turn), `answers` (pairing,
-//! recovery, late-answer watches), `withheld` (naming a withheld variable when a relay fails),
-//! and [`EngineConfig`] (the daemon-wide knobs the daemon reads once). Blocking file work runs
-//! on tokio's blocking pool, never on the async threads that answer clients.
+//! Three parts, each with its own state (docs/architecture.md, "Inside the engine"):
+//! **admission** — `send` (the guards), `target` (resolution, as named steps), `receipt` (the
+//! accepted record and its receipt), `pins`; **dispatch** — `dispatch` (the queue, turns,
+//! leases, orphans), `busy` (waiting on someone else's turn) and `carriers` (the [`Carrier`]
+//! trait the panel, Claude's native door and the headless CLI implement, in one registry);
+//! **answers** — `answers` (pairing, recovery, late-answer watches), `panels` (the panel
+//! mechanics and the return traffic), `native` (the relay host and its inbound mail),
+//! `withheld` (naming a withheld variable when a relay fails). Beside them: `status` (listing,
+//! `bridge_status`), `event_stream` (the [`EngineEvent`] stream subscribers get from
+//! [`Engine::subscribe`]) and [`EngineConfig`] (the daemon-wide knobs the daemon reads once).
+//! Blocking file work runs on tokio's blocking pool, never on the async threads that answer
+//! clients.
+//!
+//! [`Carrier`]: carriers::Carrier
+//! [`EngineEvent`]: cross_agent_protocol::events::EngineEvent
 //!
 //! **Order of a send** (spec 004 §5, §6, "Never starting a headless CLI"): contradicting
 //! arguments are refused; then strict mode (`CROSS_AGENT_REQUIRE_EXPLICIT_TARGET`) before any
@@ -74,7 +83,6 @@
 //! (`is_undelivered`). Records are pruned `CROSS_AGENT_DELIVERY_TTL` after they finished (an
 //! orphan: after its lease ran out).
 
-use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -86,7 +94,7 @@ use cross_agent_stores::live::{LiveScanner, Snapshot};
 use cross_agent_stores::scan::{self, ScanOptions};
 use cross_agent_stores::{Session, StoreRoots, UnixMillis};
 use serde_json::Value;
-use tokio::sync::{Notify, watch};
+use tokio::sync::watch;
 
 use crate::Agent;
 use crate::caller::StartedTurn;
@@ -96,9 +104,11 @@ use cross_agent_protocol::timestamp::now_rfc3339;
 
 mod answers;
 mod busy;
+mod carriers;
 mod config;
 mod delivery_answer;
 mod dispatch;
+mod event_stream;
 mod native;
 mod panels;
 mod pins;
@@ -143,17 +153,6 @@ impl CarriedWork {
     }
 }
 
-/// A transcript's (size, mtime) when last read, and the turn then open in it.
-type DiskTurn = ((u64, Option<std::time::SystemTime>), Option<busy::OpenTurn>);
-
-/// The delivery ids this daemon carries, by stage.
-#[derive(Debug, Default)]
-struct Carried {
-    turns: HashSet<String>,
-    answers: HashSet<String>,
-    watches: HashSet<String>,
-}
-
 /// Who runs the engine, for records and `bridge_status`.
 #[derive(Debug, Clone)]
 pub struct EngineInfo {
@@ -179,6 +178,9 @@ impl std::fmt::Debug for Engine {
     }
 }
 
+/// The engine's state, each part's its own: what admission, dispatch and answers share is the
+/// store (`hub.db`), the session index, the decisions log, the stop signal and the event
+/// stream — nothing else.
 struct Inner {
     info: EngineInfo,
     config: EngineConfig,
@@ -186,24 +188,19 @@ struct Inner {
     /// The session index, held in memory and kept current by file-system notifications; its
     /// walks run beside the requests, which borrow its current generations.
     scan: LiveScanner,
-    turns: Mutex<Vec<StartedTurn>>,
-    wake: Notify,
     stop: watch::Sender<bool>,
-    dispatcher: Mutex<Option<tokio::task::JoinHandle<()>>>,
-    /// Set while this daemon is being replaced: queued deliveries are left for the successor.
-    paused: std::sync::atomic::AtomicBool,
-    carried: Mutex<Carried>,
-    /// When each queued delivery was first seen waiting on someone else's turn.
-    waiting_since: Mutex<HashMap<String, i64>>,
-    /// Transcripts last read for an open turn: their size and mtime then, and the answer.
-    disk_turns: Mutex<HashMap<PathBuf, DiskTurn>>,
-    watcher: Mutex<Option<tokio::task::JoinHandle<()>>>,
-    /// The approval each panel delivery's turn waits on now, as its shim reported it.
-    panel_approvals: Mutex<HashMap<String, cross_agent_protocol::panel::PendingApproval>>,
+    /// Dispatch: the worker pool, its wake-ups, the turns running and what is carried.
+    dispatch: dispatch::Dispatch,
+    /// The busy judgement admission and dispatch share: who else works in a session.
+    busy: busy::BusyWatch,
+    /// Answers: the late-answer watches this daemon holds and their loop.
+    answers: answers::LateWatches,
     /// `$CROSS_AGENT_HOME/decisions.jsonl`: every send, refusal, outcome, orphan and recovery.
     decisions: DecisionLog,
-    /// Claude's native peer door: relays, and the native deliveries awaiting their answer.
-    native: native::NativeDoor,
+    /// The ways a delivery reaches its peer: panel, Claude's native door, headless CLI.
+    carriers: carriers::Carriers,
+    /// What happens to deliveries, for in-process subscribers ([`Engine::subscribe`]).
+    events: tokio::sync::broadcast::Sender<cross_agent_protocol::events::EngineEvent>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -290,18 +287,13 @@ impl Engine {
                     },
                     index_options,
                 ),
-                turns: Mutex::new(Vec::new()),
-                wake: Notify::new(),
                 stop,
-                dispatcher: Mutex::new(None),
-                paused: std::sync::atomic::AtomicBool::new(false),
-                carried: Mutex::new(Carried::default()),
-                waiting_since: Mutex::new(HashMap::new()),
-                disk_turns: Mutex::new(HashMap::new()),
-                watcher: Mutex::new(None),
-                panel_approvals: Mutex::new(HashMap::new()),
+                dispatch: dispatch::Dispatch::default(),
+                busy: busy::BusyWatch::default(),
+                answers: answers::LateWatches::default(),
                 decisions,
-                native: native::NativeDoor::default(),
+                carriers: carriers::Carriers::new(),
+                events: tokio::sync::broadcast::channel(event_stream::EVENTS_KEPT).0,
             }),
         };
         for mut record in orphaned {
@@ -326,10 +318,10 @@ impl Engine {
     pub fn start(&self) {
         let engine = self.clone();
         let handle = tokio::spawn(async move { engine.dispatch_loop().await });
-        *lock(&self.inner.dispatcher) = Some(handle);
+        *lock(&self.inner.dispatch.handle) = Some(handle);
         let engine = self.clone();
         let handle = tokio::spawn(async move { engine.watch_loop().await });
-        *lock(&self.inner.watcher) = Some(handle);
+        *lock(&self.inner.answers.task) = Some(handle);
         let engine = self.clone();
         tokio::spawn(async move { engine.index_loop().await });
     }
@@ -351,17 +343,20 @@ impl Engine {
 
     /// What this daemon still carries.
     pub fn carried(&self) -> CarriedWork {
-        let carried = lock(&self.inner.carried);
+        let carried = lock(&self.inner.dispatch.carried);
         CarriedWork {
             turns_running: carried.turns.len(),
             answers_pending: carried.answers.len(),
-            late_answer_watches: carried.watches.len(),
+            late_answer_watches: lock(&self.inner.answers.held).len(),
         }
     }
 
     /// Whether dispatch is paused ([`Engine::pause_dispatch`], [`Engine::drain`]).
     pub fn is_draining(&self) -> bool {
-        self.inner.paused.load(std::sync::atomic::Ordering::SeqCst)
+        self.inner
+            .dispatch
+            .paused
+            .load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Stops taking new work and resolves when everything carried is done: no queued delivery
@@ -374,7 +369,7 @@ impl Engine {
     pub async fn drain(&self) -> CarriedWork {
         let at_start = self.carried();
         self.pause_dispatch(true);
-        let watcher = lock(&self.inner.watcher).take();
+        let watcher = lock(&self.inner.answers.task).take();
         if let Some(watcher) = watcher {
             watcher.abort();
             let _ = watcher.await;
@@ -382,7 +377,7 @@ impl Engine {
         if let Some(Err(error)) = self.release_watches().await {
             tracing::warn!(%error, "could not hand late-answer watches over");
         }
-        lock(&self.inner.carried).watches.clear();
+        lock(&self.inner.answers.held).clear();
         loop {
             let now = self.carried();
             if now.turns_running == 0 && now.answers_pending == 0 {
@@ -398,11 +393,11 @@ impl Engine {
     /// queued with their payloads.
     pub async fn shutdown(&self) {
         self.inner.stop.send_replace(true);
-        let handle = lock(&self.inner.dispatcher).take();
+        let handle = lock(&self.inner.dispatch.handle).take();
         if let Some(handle) = handle {
             let _ = handle.await;
         }
-        let watcher = lock(&self.inner.watcher).take();
+        let watcher = lock(&self.inner.answers.task).take();
         if let Some(watcher) = watcher {
             watcher.abort();
             let _ = watcher.await;
@@ -422,14 +417,15 @@ impl Engine {
     /// a daemon being replaced leaves its queue in `hub.db` for the successor.
     pub fn pause_dispatch(&self, paused: bool) {
         self.inner
+            .dispatch
             .paused
             .store(paused, std::sync::atomic::Ordering::SeqCst);
-        self.inner.wake.notify_one();
+        self.inner.dispatch.wake.notify_one();
     }
 
     /// The headless turns running now.
     pub fn started_turns(&self) -> Vec<StartedTurn> {
-        lock(&self.inner.turns).clone()
+        lock(&self.inner.dispatch.turns).clone()
     }
 
     /// `f` over one agent's held sessions, lent rather than copied.

@@ -72,7 +72,10 @@ impl Engine {
         let entry = registry.live_session(session_id)?;
         // A `claude -p --resume` the bridge itself runs registers too: that is a turn of ours,
         // not a session someone runs, and the busy lock already orders sends behind it.
-        if lock(&self.inner.turns).iter().any(|t| t.pid == entry.pid) {
+        if lock(&self.inner.dispatch.turns)
+            .iter()
+            .any(|t| t.pid == entry.pid)
+        {
             return None;
         }
         Some(NativeJob {
@@ -118,18 +121,14 @@ impl Engine {
         false
     }
 
-    /// Whether a queued delivery goes through the native door.
-    pub(super) fn is_native(&self, delivery_id: &str) -> bool {
-        self.db()
-            .job(delivery_id)
-            .ok()
-            .flatten()
-            .is_some_and(|job| job.native.is_some())
+    /// The native carrier's door.
+    pub(super) fn native_door(&self) -> &NativeDoor {
+        &self.inner.carriers.native.door
     }
 
     /// Whether this daemon can host relays ([`Engine::enable_native`]).
     pub(super) fn has_native_door(&self) -> bool {
-        lock(&self.inner.native.settings).is_some()
+        lock(&self.native_door().settings).is_some()
     }
 }
 
@@ -203,18 +202,18 @@ impl Engine {
     /// Lets this engine route live Claude sessions through relays (the daemon calls it once,
     /// before [`Engine::start`]).
     pub fn enable_native(&self, settings: NativeSettings) {
-        *lock(&self.inner.native.settings) = Some(settings);
+        *lock(&self.native_door().settings) = Some(settings);
     }
 
     /// The relay host, once a native send started it: the daemon offers it every `hook` call
     /// first.
     pub fn relay_host(&self) -> Option<RelayHost> {
-        lock(&self.inner.native.started).clone()
+        lock(&self.native_door().started).clone()
     }
 
     /// Stops every relay (the daemon's stop).
     pub(super) async fn stop_relays(&self) {
-        let host = lock(&self.inner.native.started).take();
+        let host = lock(&self.native_door().started).take();
         if let Some(host) = host {
             host.shutdown().await;
         }
@@ -222,11 +221,11 @@ impl Engine {
 
     /// The relay host, started on first use with this job's Claude binary and environment.
     async fn host_for(&self, job: &Job) -> Result<RelayHost, String> {
-        let mut slot = self.inner.native.host.lock().await;
+        let mut slot = self.native_door().host.lock().await;
         if let Some(host) = slot.as_ref() {
             return Ok(host.clone());
         }
-        let Some(settings) = lock(&self.inner.native.settings).clone() else {
+        let Some(settings) = lock(&self.native_door().settings).clone() else {
             return Err("this daemon hosts no relays".to_owned());
         };
         let claude = job
@@ -256,7 +255,7 @@ impl Engine {
             let engine = self.clone();
             tokio::spawn(async move { engine.inbound_loop(inbound).await });
         }
-        *lock(&self.inner.native.started) = Some(host.clone());
+        *lock(&self.native_door().started) = Some(host.clone());
         *slot = Some(host.clone());
         Ok(host)
     }
@@ -289,28 +288,65 @@ impl Engine {
             record.delivery_id.clone(),
         );
         // Registered before the send: the answer may come back before the receipt is read.
-        let (events_tx, mut events) = mpsc::unbounded_channel();
-        lock(&self.inner.native.pending).insert(
+        let events = self.expect_answer(&record);
+        // No `peer_pid`: that names a process the bridge started and may stop (an orphan's
+        // turn is killed); this one is the person's own Claude Code.
+        record.state = DeliveryState::AwaitingPeer;
+        self.save(&record).await;
+        if !self
+            .send_natively(&mut record, &job, &native, message)
+            .await
+        {
+            lock(&self.native_door().pending).remove(&record.request_id);
+            renew.abort();
+            self.close_native(record, job, target_key, lock_token).await;
+            return;
+        }
+        self.save(&record).await;
+        // The answer is awaited outside the worker pool.
+        let engine = self.clone();
+        tokio::spawn(async move {
+            engine.await_native_answer(&mut record, &job, events).await;
+            lock(&engine.native_door().pending).remove(&record.request_id);
+            renew.abort();
+            engine
+                .close_native(record, job, target_key, lock_token)
+                .await;
+        });
+    }
+
+    /// Registers a delivery whose answer (and delivery notices) the inbound mail will bring,
+    /// by its request id; returns where they arrive.
+    fn expect_answer(&self, record: &DeliveryRecord) -> mpsc::UnboundedReceiver<NativeEvent> {
+        let (events_tx, events) = mpsc::unbounded_channel();
+        lock(&self.native_door().pending).insert(
             record.request_id.clone(),
             Pending {
                 delivery_id: record.delivery_id.clone(),
                 events: events_tx,
             },
         );
-        // No `peer_pid`: that names a process the bridge started and may stop (an orphan's
-        // turn is killed); this one is the person's own Claude Code.
-        record.state = DeliveryState::AwaitingPeer;
-        self.save(&record).await;
+        events
+    }
 
+    /// Has the relay send `message` with Claude's `SendMessage` and records Claude's receipt.
+    /// True when Claude sent it.
+    async fn send_natively(
+        &self,
+        record: &mut DeliveryRecord,
+        job: &Job,
+        native: &NativeJob,
+        message: String,
+    ) -> bool {
         let relay = cross_agent_relay::relay_name_for(
             &native.represented,
-            &lock(&self.inner.native.settings)
+            &lock(&self.native_door().settings)
                 .as_ref()
                 .map(|s| s.machine.clone())
                 .unwrap_or_default(),
             native.permission_mode.as_deref(),
         );
-        let receipt = match self.host_for(&job).await {
+        let receipt = match self.host_for(job).await {
             Ok(host) => host
                 .send(NativeSend {
                     represented: native.represented.clone(),
@@ -323,65 +359,59 @@ impl Engine {
                 .map_err(|error| error.to_string()),
             Err(why) => Err(why),
         };
-        let sent = self.apply_receipt(&mut record, &relay, receipt);
-        if !sent {
-            lock(&self.inner.native.pending).remove(&record.request_id);
-            renew.abort();
-            self.close_native(record, job, target_key, lock_token).await;
-            return;
-        }
-        self.save(&record).await;
-        // The answer is awaited outside the worker pool.
-        let engine = self.clone();
-        tokio::spawn(async move {
-            let mut stop = engine.inner.stop.subscribe();
-            let limit = Duration::from_secs(job.timeout_secs.max(1));
-            let deadline = tokio::time::Instant::now() + limit;
-            loop {
-                tokio::select! {
-                    event = events.recv() => match event {
-                        Some(NativeEvent::Answer { text, relay }) => {
-                            let watch = watch_secs(&job);
-                            engine.pair_answer(&mut record, &text, None, watch);
-                            tracing::info!(delivery = %record.delivery_id, %relay, "native answer paired");
-                            break;
-                        }
-                        Some(NativeEvent::Notice { status }) => {
-                            if engine.apply_notice(&mut record, &status) {
-                                break;
-                            }
-                            engine.save(&record).await;
-                        }
-                        None => break,
-                    },
-                    () = tokio::time::sleep_until(deadline) => {
-                        record.state = DeliveryState::Failed;
-                        record.error = Some(format!(
-                            "no answer came back within {}s; Claude took the message into the \
-                             session's inbox (native send), so it is never re-sent — an answer \
-                             that comes later is recorded as a late answer",
-                            limit.as_secs()
-                        ));
-                        break;
+        self.apply_receipt(record, &relay, receipt)
+    }
+
+    /// Waits for a sent message's answer: paired when it comes; a notice that it will never
+    /// reach the session fails it; so do the delivery's timeout and the daemon's stop (the
+    /// message is never re-sent — a later answer is a late answer).
+    async fn await_native_answer(
+        &self,
+        record: &mut DeliveryRecord,
+        job: &Job,
+        mut events: mpsc::UnboundedReceiver<NativeEvent>,
+    ) {
+        let mut stop = self.inner.stop.subscribe();
+        let limit = Duration::from_secs(job.timeout_secs.max(1));
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            tokio::select! {
+                event = events.recv() => match event {
+                    Some(NativeEvent::Answer { text, relay }) => {
+                        self.pair_answer(record, &text, None, watch_secs(job));
+                        tracing::info!(delivery = %record.delivery_id, %relay, "native answer paired");
+                        return;
                     }
-                    () = carrier_stopped(&mut stop) => {
-                        record.state = DeliveryState::Failed;
-                        record.is_stopped_with_carrier = true;
-                        record.error = Some(
-                            "the daemon stopped while the answer was awaited; the message was \
-                             sent natively and is never re-sent"
-                                .to_owned(),
-                        );
-                        break;
+                    Some(NativeEvent::Notice { status }) => {
+                        if self.apply_notice(record, &status) {
+                            return;
+                        }
+                        self.save(record).await;
                     }
+                    None => return,
+                },
+                () = tokio::time::sleep_until(deadline) => {
+                    record.state = DeliveryState::Failed;
+                    record.error = Some(format!(
+                        "no answer came back within {}s; Claude took the message into the \
+                         session's inbox (native send), so it is never re-sent — an answer \
+                         that comes later is recorded as a late answer",
+                        limit.as_secs()
+                    ));
+                    return;
+                }
+                () = carrier_stopped(&mut stop) => {
+                    record.state = DeliveryState::Failed;
+                    record.is_stopped_with_carrier = true;
+                    record.error = Some(
+                        "the daemon stopped while the answer was awaited; the message was \
+                         sent natively and is never re-sent"
+                            .to_owned(),
+                    );
+                    return;
                 }
             }
-            lock(&engine.inner.native.pending).remove(&record.request_id);
-            renew.abort();
-            engine
-                .close_native(record, job, target_key, lock_token)
-                .await;
-        });
+        }
     }
 
     /// Records Claude's receipt on the delivery. True when Claude sent the message.
@@ -400,7 +430,7 @@ impl Engine {
         let (outcome, msg_id, reason, sent) = match receipt {
             Ok(RelayReceipt::Sent { msg_id, .. }) => {
                 if let Some(id) = &msg_id {
-                    lock(&self.inner.native.msg_ids).insert(id.clone(), record.request_id.clone());
+                    lock(&self.native_door().msg_ids).insert(id.clone(), record.request_id.clone());
                 }
                 record.progress_note = Some(format!(
                     "sent natively through relay {relay} (Claude's msg_id {}); awaiting the answer",
@@ -530,14 +560,10 @@ impl Engine {
         if record.state == DeliveryState::AwaitingPeer {
             record.state = DeliveryState::Failed;
         }
-        {
-            let mut carried = lock(&self.inner.carried);
-            carried.turns.remove(&record.delivery_id);
-            carried.answers.insert(record.delivery_id.clone());
-        }
+        self.answer_pending(&record.delivery_id);
         let engine = self.clone();
         off_async(move || engine.close_delivery(record, &job, &target_key, &lock_token)).await;
-        self.inner.wake.notify_one();
+        self.inner.dispatch.wake.notify_one();
     }
 
     /// Files every piece of inbound mail the relays' hooks received.
@@ -561,7 +587,7 @@ impl Engine {
                     .map(str::to_owned)
                     .collect();
                 for id in &ids {
-                    let pending = lock(&self.inner.native.pending)
+                    let pending = lock(&self.native_door().pending)
                         .get(id)
                         .map(|p| (p.delivery_id.clone(), p.events.clone()));
                     if let Some((delivery_id, events)) = pending
@@ -604,9 +630,9 @@ impl Engine {
             InboundKind::DeliveryNotice { status, msg_id, .. } => {
                 let request = msg_id
                     .as_deref()
-                    .and_then(|m| lock(&self.inner.native.msg_ids).get(m).cloned());
+                    .and_then(|m| lock(&self.native_door().msg_ids).get(m).cloned());
                 let pending = request.as_deref().and_then(|r| {
-                    lock(&self.inner.native.pending)
+                    lock(&self.native_door().pending)
                         .get(r)
                         .map(|p| (p.delivery_id.clone(), p.events.clone()))
                 });

@@ -14,6 +14,7 @@ use cross_agent_protocol::bridge::{
     AwaitingApproval, CallerContext, DeliveryRecord, DeliveryState, IdePanels, PanelTabStatus,
     PeerPanelStatus, Pin, TargetKey, TargetSelectedBy, Transport,
 };
+use cross_agent_protocol::events::EngineEvent;
 use cross_agent_protocol::panel::{
     Injection, InjectionKind, NO_EMPTY_SESSION, PanelSessionState, ShimEvent, ShimRequest,
 };
@@ -115,7 +116,7 @@ struct Following<'a> {
 }
 
 /// What became of a request carried into a panel.
-pub(super) enum Carried {
+pub(super) enum RequestEnd {
     /// Settled on the record (delivered, recovered or failed).
     Settled,
     /// A new Grok conversation with no empty session left in the panel: nothing was sent, and
@@ -240,9 +241,7 @@ impl Engine {
         if record.transport != Transport::Panel {
             return None;
         }
-        let approval = lock(&self.inner.panel_approvals)
-            .get(&record.delivery_id)
-            .cloned();
+        let approval = self.inner.carriers.panel.approval(&record.delivery_id);
         let panels = self.live_panels(UiHook::Auto);
         let held = record
             .target_session_id
@@ -292,9 +291,9 @@ impl Engine {
         job: &Job,
         text: String,
         held: &HeldLock,
-    ) -> Carried {
+    ) -> RequestEnd {
         let Some(route) = job.panel.clone() else {
-            return Carried::Settled;
+            return RequestEnd::Settled;
         };
         let agent = record.target_agent;
         let panels = self.live_panels(UiHook::Auto);
@@ -315,7 +314,7 @@ impl Engine {
                     |id| format!("session {id}")
                 )
             ));
-            return Carried::Settled;
+            return RequestEnd::Settled;
         };
         // A new Grok conversation goes into whichever session the shim finds unprompted when
         // the message arrives: the one the registration showed may have been typed into since.
@@ -345,7 +344,10 @@ impl Engine {
                 freed: None,
             },
         );
-        lock(&self.inner.panel_approvals).remove(&record.delivery_id);
+        self.inner
+            .carriers
+            .panel
+            .set_approval(&record.delivery_id, None);
         let watch = watch_secs(job);
         match ended {
             Ended::Done(Some(answer)) => {
@@ -367,7 +369,7 @@ impl Engine {
                     && settings.ui_hook != UiHook::Require =>
             {
                 tracing::info!(delivery = %record.delivery_id, "no empty grok session in the panel: the new conversation goes over the CLI");
-                return Carried::ToCli;
+                return RequestEnd::ToCli;
             }
             Ended::Undelivered(why) => {
                 record.state = DeliveryState::Failed;
@@ -399,7 +401,7 @@ impl Engine {
                 self.recover(record, "the daemon stopped while the panel's turn ran");
             }
         }
-        Carried::Settled
+        RequestEnd::Settled
     }
 
     /// Writes one injection and follows its events. `patience` (requests only) is when the
@@ -467,10 +469,20 @@ impl Engine {
                     self.panel_session_known(record, session_id, job, held);
                 }
                 Next::Event(ShimEvent::ApprovalPending { approval }) => {
-                    lock(&self.inner.panel_approvals).insert(record.delivery_id.clone(), approval);
+                    self.inner
+                        .carriers
+                        .panel
+                        .set_approval(&record.delivery_id, Some(approval.clone()));
+                    self.emit(EngineEvent::ApprovalWaiting {
+                        delivery_id: record.delivery_id.clone(),
+                        approval,
+                    });
                 }
                 Next::Event(ShimEvent::ApprovalResolved { .. }) => {
-                    lock(&self.inner.panel_approvals).remove(&record.delivery_id);
+                    self.inner
+                        .carriers
+                        .panel
+                        .set_approval(&record.delivery_id, None);
                 }
                 Next::Event(ShimEvent::Written { session_id }) => {
                     if let Some(id) = session_id {
@@ -844,7 +856,7 @@ impl Engine {
             .insert_delivery(&back, &key, now_ms(), &return_job, false)
         {
             Ok(()) => {
-                self.inner.wake.notify_one();
+                self.inner.dispatch.wake.notify_one();
                 Some(back.delivery_id)
             }
             Err(error) => {

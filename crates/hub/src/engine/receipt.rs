@@ -2,20 +2,23 @@
 //! created session, and the receipt the caller gets at once.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 use cross_agent_protocol::bridge::{
     DeliveryRecord, DeliveryState, PeerQueue, Pin, SendParams, SendReceipt, TargetKey,
     TargetSelectedBy, Transport,
 };
+use cross_agent_protocol::events::EngineEvent;
 use cross_agent_protocol::settings as var;
 use cross_agent_protocol::timestamp::now_rfc3339;
 
-use super::{Engine, Resolved, cwd_key, now_ms, preview, roots_for};
+use super::carriers::RouteQuery;
+use super::{Engine, Resolved, cwd_key, now_ms, roots_for};
 use crate::Agent;
 use crate::caller::Caller;
 use crate::envelope::{self, EnvelopeFields};
 use crate::error::Result;
-use crate::records::{Job, PanelJob};
+use crate::records::{Job, QueueInfo};
 use crate::settings::CallSettings;
 
 /// A target idle longer than this gets a warning: resuming it starts a turn nobody watches.
@@ -41,134 +44,87 @@ pub(super) struct Acceptance<'a> {
     pub(super) cwd_text: &'a str,
 }
 
+/// When a send was accepted and what it is called: fixed once, at acceptance.
+struct Stamp {
+    now_ms: i64,
+    now: String,
+    delivery_id: String,
+    request_id: String,
+}
+
+impl Stamp {
+    fn now() -> Stamp {
+        let now_ms = now_ms();
+        Stamp {
+            now_ms,
+            now: now_rfc3339(),
+            delivery_id: envelope::delivery_id(),
+            request_id: envelope::request_id(now_ms),
+        }
+    }
+}
+
+/// What the queue held in front of the new delivery, and whether the peer works now.
+struct InLine {
+    queue: QueueInfo,
+    peer_working: bool,
+}
+
 impl Engine {
     /// Writes an accepted send — its record, its payload and its hop, in one transaction — and
     /// answers with its receipt.
     pub(super) fn accept(&self, acceptance: Acceptance<'_>) -> Result<SendReceipt> {
+        let stamp = Stamp::now();
+        let target_key = match &acceptance.resolved.session_id {
+            Some(id) => TargetKey::new(acceptance.params.agent, id.as_str()),
+            None => TargetKey::new_session(acceptance.params.agent, &stamp.delivery_id),
+        }
+        .to_string();
+        let mut job = job_of(&acceptance, &stamp);
+        // The one place a send's transport is chosen: the first carrier that takes it.
+        let transport = self.inner.carriers.route(
+            self,
+            &RouteQuery {
+                agent: acceptance.params.agent,
+                params: acceptance.params,
+                caller: acceptance.caller,
+                resolved: &acceptance.resolved,
+            },
+            &mut job,
+        );
+        let record = self.record_of(&acceptance, &stamp, transport);
+        let in_line = self.enqueue(&acceptance, &stamp, &record, &target_key, &job)?;
+        self.inner.dispatch.wake.notify_one();
+        self.emit(EngineEvent::DeliveryAccepted {
+            delivery_id: stamp.delivery_id.clone(),
+            target_agent: record.target_agent,
+            target_session_id: record.target_session_id.clone(),
+            transport,
+        });
+        Ok(self.receipt(acceptance, stamp, in_line, job.timeout_secs))
+    }
+
+    /// The delivery's record as it is queued.
+    fn record_of(
+        &self,
+        acceptance: &Acceptance<'_>,
+        stamp: &Stamp,
+        transport: Transport,
+    ) -> DeliveryRecord {
         let Acceptance {
             params,
             caller,
             resolved,
             settings,
-            conversation:
-                Conversation {
-                    id: conversation_id,
-                    is_new: conversation_is_new,
-                    hop,
-                },
-            cwd_text,
+            conversation,
+            ..
         } = acceptance;
         let agent = params.agent;
-        let now_ms = now_ms();
-        let now = now_rfc3339();
-        let delivery_id = envelope::delivery_id();
-        let request_id = envelope::request_id(now_ms);
-        let timeout_secs = params
-            .timeout
-            .filter(|t| *t > 0)
-            .unwrap_or(settings.timeout_secs);
         let will_create = resolved.new_reason.is_some();
-        let target_key = match &resolved.session_id {
-            Some(id) => TargetKey::new(agent, id.as_str()),
-            None => TargetKey::new_session(agent, &delivery_id),
-        }
-        .to_string();
-        let body = if params.raw {
-            params.message.clone()
-        } else {
-            envelope::body(
-                &EnvelopeFields {
-                    from_agent: caller.agent,
-                    from_session: caller.session_id.as_deref(),
-                    conversation_id: &conversation_id,
-                    hop,
-                    max_hops: settings.max_hops,
-                    request_id: &request_id,
-                    from_telegram: caller.agent.is_none()
-                        && params.caller.client_name.as_deref() == Some(envelope::TELEGRAM_CLIENT),
-                },
-                &params.message,
-            )
-        };
-        // The child runs a bridge configured like the caller's: its settings (never
-        // CROSS_AGENT_SELF), the conversation, and who it is.
-        let mut bridge_env: BTreeMap<String, String> = params
-            .caller
-            .settings
-            .iter()
-            .filter(|(k, _)| k.starts_with(var::PREFIX) && k.as_str() != var::SELF)
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        bridge_env.insert(var::CONVERSATION_ID.into(), conversation_id.clone());
-        bridge_env.remove(var::SELF_SESSION);
-        if let Some(id) = &resolved.session_id {
-            bridge_env.insert(
-                var::SELF_SESSION.into(),
-                TargetKey::new(agent, id.as_str()).to_string(),
-            );
-        }
-        let transcript = resolved.transcript.clone().or_else(|| match agent {
-            Agent::Claude => {
-                let roots = roots_for(&params.caller);
-                let id = resolved.session_id.as_deref()?;
-                Some(
-                    cross_agent_stores::claude::projects_dir(roots.claude_config.as_deref()?)
-                        .join(cross_agent_stores::claude::project_slug(&resolved.cwd))
-                        .join(format!("{id}.jsonl")),
-                )
-            }
-            Agent::Codex | Agent::Grok => None,
-        });
-        let pin_cwd_key = cwd_key(Some(cwd_text));
-        let sender_label = caller.agent.map(|a| {
-            format!(
-                "{a} · session {}",
-                caller.session_id.as_deref().unwrap_or("(unknown)")
-            )
-        });
-        let panel_job = resolved.panel.as_ref().map(|choice| PanelJob {
-            kind: cross_agent_protocol::panel::InjectionKind::Request,
-            shim_pid: choice.shim_pid,
-            session_id: choice.session_id.clone(),
-            new_session: choice.new_session,
-            // A new Codex thread is named "sender: head of the message" (else "New chat").
-            title: choice.new_session.then(|| {
-                let head: String = params
-                    .message
-                    .split_whitespace()
-                    .collect::<Vec<_>>()
-                    .join(" ");
-                format!(
-                    "{}: {}",
-                    caller.agent.map_or("peer", Agent::as_str),
-                    preview(&head, 60)
-                )
-            }),
-            sender_label: sender_label.clone(),
-        });
-        let native_job = self.native_route(agent, &params.caller, caller, &resolved);
-        let transport = if panel_job.is_some() {
-            Transport::Panel
-        } else if native_job.is_some() {
-            Transport::ClaudeNative
-        } else {
-            Transport::HeadlessCli
-        };
-        let job = Job {
-            body,
-            raw: params.raw,
-            settings: params.caller.settings.clone(),
-            child_env: params.caller.child_env.clone(),
-            bridge_env,
-            cwd: resolved.cwd.to_string_lossy().into_owned(),
-            new_session_id: resolved.session_id.clone().filter(|_| will_create),
-            timeout_secs,
-            withheld_env: params.caller.withheld_env.clone(),
-            pin_cwd_key: pin_cwd_key.clone(),
-            panel: panel_job,
-            native: native_job,
-        };
-        let record = DeliveryRecord {
+        let (delivery_id, request_id, now) = (&stamp.delivery_id, &stamp.request_id, &stamp.now);
+        let (conversation_id, hop) = (&conversation.id, conversation.hop);
+        let transcript = transcript_of(params, resolved);
+        DeliveryRecord {
             delivery_id: delivery_id.clone(),
             request_id: request_id.clone(),
             state: DeliveryState::Queued,
@@ -205,87 +161,94 @@ impl Engine {
             is_return_status_only: false,
             target_transcript: transcript.map(|p| p.to_string_lossy().into_owned()),
             answer: Default::default(),
-        };
+        }
+    }
+
+    /// Writes the record, its payload and (for a created session) its automatic pin in one
+    /// transaction, and says what was in line before it.
+    fn enqueue(
+        &self,
+        acceptance: &Acceptance<'_>,
+        stamp: &Stamp,
+        record: &DeliveryRecord,
+        target_key: &str,
+        job: &Job,
+    ) -> Result<InLine> {
+        let agent = record.target_agent;
+        let resolved = &acceptance.resolved;
+        let will_create = record.will_create_session;
         // Busy by the dispatcher's own rule (spec 004 §9): an open turn the bridge started and
         // stopped (killed for inactivity, orphaned by a crash) is nobody's work. Read before
         // the store's guard is taken: the check reads `hub.db` itself.
         let peer_working = match (&record.target_transcript, will_create) {
             (Some(path), false) => {
-                self.is_someone_else_working(agent, &target_key, std::path::Path::new(path))
+                self.is_someone_else_working(agent, target_key, std::path::Path::new(path))
             }
             (None, _) | (_, true) => resolved.is_working,
         };
-        let queue = {
-            let mut db = self.db();
-            let queue = db.queue_info(&target_key)?;
-            db.insert_delivery(&record, &target_key, now_ms, &job, true)?;
-            // A created Claude or Grok session has its id now: pin it at once, so the next send
-            // queues behind this one instead of creating another.
-            if will_create && let Some(id) = &resolved.session_id {
-                db.set_pin(
-                    &Pin {
-                        agent,
-                        session_id: id.clone(),
-                        title: None,
-                        cwd: Some(resolved.cwd.to_string_lossy().into_owned()),
-                        sticky: false,
-                        pinned_at: now.clone(),
-                    },
-                    &pin_cwd_key,
-                    now_ms,
-                )?;
-            }
-            queue
-        };
-        self.inner.wake.notify_one();
+        let mut db = self.db();
+        let queue = db.queue_info(target_key)?;
+        db.insert_delivery(record, target_key, stamp.now_ms, job, true)?;
+        // A created Claude or Grok session has its id now: pin it at once, so the next send
+        // queues behind this one instead of creating another.
+        if will_create && let Some(id) = &resolved.session_id {
+            db.set_pin(
+                &Pin {
+                    agent,
+                    session_id: id.clone(),
+                    title: None,
+                    cwd: Some(resolved.cwd.to_string_lossy().into_owned()),
+                    sticky: false,
+                    pinned_at: stamp.now.clone(),
+                },
+                &job.pin_cwd_key,
+                stamp.now_ms,
+            )?;
+        }
+        Ok(InLine {
+            queue,
+            peer_working,
+        })
+    }
 
+    /// The receipt the caller gets at once: where the message goes, what is in line, the
+    /// warnings, and where its answer will be.
+    fn receipt(
+        &self,
+        acceptance: Acceptance<'_>,
+        stamp: Stamp,
+        in_line: InLine,
+        timeout_secs: u64,
+    ) -> SendReceipt {
+        let Acceptance {
+            params,
+            caller,
+            resolved,
+            settings,
+            conversation:
+                Conversation {
+                    id: conversation_id,
+                    is_new: conversation_is_new,
+                    hop,
+                },
+            ..
+        } = acceptance;
+        let Stamp {
+            now_ms,
+            delivery_id,
+            request_id,
+            ..
+        } = stamp;
+        let InLine {
+            queue,
+            peer_working,
+        } = in_line;
+        let agent = params.agent;
+        let will_create = resolved.new_reason.is_some();
         let idle_secs = resolved
             .last_activity
             .map(|last| u64::try_from((now_ms - last.0).max(0) / 1000).unwrap_or(0));
-        let mut warnings = Vec::new();
-        match resolved.selected_by {
-            TargetSelectedBy::Discovery => warnings.push(format!(
-                "unaddressed relay: nobody named the target, so the most recently active {agent} \
-                 session in scope was chosen ({}). Check target_session_id is the conversation \
-                 you meant; pass session_id every time for anything automated or continuing",
-                resolved.session_id.as_deref().unwrap_or("?")
-            )),
-            TargetSelectedBy::PanelFocus => warnings.push(format!(
-                "unaddressed relay: nobody named the target, so the conversation in front in \
-                 this window's {agent} panel was chosen ({}, by {}). It moves when the person \
-                 switches tabs: check target_session_id is the conversation you meant, and pass \
-                 session_id every time for anything automated or continuing",
-                resolved.session_id.as_deref().unwrap_or("?"),
-                resolved
-                    .panel
-                    .as_ref()
-                    .and_then(|p| p.selected_by)
-                    .unwrap_or("panel focus")
-            )),
-            TargetSelectedBy::Caller | TargetSelectedBy::Pin | TargetSelectedBy::NewSession => {}
-        }
-        if let Some(choice) = resolved.panel.as_ref().filter(|p| p.other_window) {
-            warnings.push(format!(
-                "{agent} session {} is open in another VS Code window's panel (shim pid {}); \
-                 it goes there because session_id named it",
-                choice.session_id.as_deref().unwrap_or("?"),
-                choice.shim_pid
-            ));
-        }
-        if let Some(reason) = &resolved.new_reason {
-            warnings.push(format!(
-                "a new {agent} session is opened in {}: {reason}. It starts with no context; it \
-                 is pinned, so later sends from here reach it",
-                resolved.cwd.display()
-            ));
-        }
-        if resolved.panel.is_none() && idle_secs.is_some_and(|s| s > IDLE_WARNING_SECS) {
-            warnings.push(format!(
-                "the target session has been idle for {} hours; resuming it starts a turn \
-                 nobody is watching",
-                idle_secs.unwrap_or(0) / 3600
-            ));
-        }
+        let mut warnings = target_warnings(agent, &resolved, idle_secs);
         if queue.queued + queue.running > 0 || peer_working {
             warnings.push(format!(
                 "the peer session is busy ({} delivery(ies) ahead); this message waits in line \
@@ -331,7 +294,7 @@ impl Engine {
             "Accepted; no answer yet. The peer's turn runs {how}. {back}: read it any time with \
              bridge_status(delivery_id=\"{delivery_id}\")."
         );
-        Ok(SendReceipt {
+        SendReceipt {
             delivery_id,
             accepted: true,
             note,
@@ -368,6 +331,142 @@ impl Engine {
                  no wall-clock limit"
             ),
             warnings,
-        })
+        }
     }
+}
+
+/// The payload its worker runs (before a carrier writes its route into it).
+fn job_of(acceptance: &Acceptance<'_>, stamp: &Stamp) -> Job {
+    let Acceptance {
+        params,
+        caller,
+        resolved,
+        settings,
+        conversation:
+            Conversation {
+                id: conversation_id,
+                hop,
+                ..
+            },
+        cwd_text,
+    } = acceptance;
+    let (agent, hop, request_id) = (params.agent, *hop, &stamp.request_id);
+    let will_create = resolved.new_reason.is_some();
+    let body = if params.raw {
+        params.message.clone()
+    } else {
+        envelope::body(
+            &EnvelopeFields {
+                from_agent: caller.agent,
+                from_session: caller.session_id.as_deref(),
+                conversation_id,
+                hop,
+                max_hops: settings.max_hops,
+                request_id,
+                from_telegram: caller.agent.is_none()
+                    && params.caller.client_name.as_deref() == Some(envelope::TELEGRAM_CLIENT),
+            },
+            &params.message,
+        )
+    };
+    // The child runs a bridge configured like the caller's: its settings (never
+    // CROSS_AGENT_SELF), the conversation, and who it is.
+    let mut bridge_env: BTreeMap<String, String> = params
+        .caller
+        .settings
+        .iter()
+        .filter(|(k, _)| k.starts_with(var::PREFIX) && k.as_str() != var::SELF)
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    bridge_env.insert(var::CONVERSATION_ID.into(), conversation_id.clone());
+    bridge_env.remove(var::SELF_SESSION);
+    if let Some(id) = &resolved.session_id {
+        bridge_env.insert(
+            var::SELF_SESSION.into(),
+            TargetKey::new(agent, id.as_str()).to_string(),
+        );
+    }
+    Job {
+        body,
+        raw: params.raw,
+        settings: params.caller.settings.clone(),
+        child_env: params.caller.child_env.clone(),
+        bridge_env,
+        cwd: resolved.cwd.to_string_lossy().into_owned(),
+        new_session_id: resolved.session_id.clone().filter(|_| will_create),
+        timeout_secs: params
+            .timeout
+            .filter(|t| *t > 0)
+            .unwrap_or(settings.timeout_secs),
+        withheld_env: params.caller.withheld_env.clone(),
+        pin_cwd_key: cwd_key(Some(cwd_text)),
+        panel: None,
+        native: None,
+    }
+}
+
+/// Where the target's transcript is (or, for a Claude session not written yet, will be).
+fn transcript_of(params: &SendParams, resolved: &Resolved) -> Option<PathBuf> {
+    let agent = params.agent;
+    resolved.transcript.clone().or_else(|| match agent {
+        Agent::Claude => {
+            let roots = roots_for(&params.caller);
+            let id = resolved.session_id.as_deref()?;
+            Some(
+                cross_agent_stores::claude::projects_dir(roots.claude_config.as_deref()?)
+                    .join(cross_agent_stores::claude::project_slug(&resolved.cwd))
+                    .join(format!("{id}.jsonl")),
+            )
+        }
+        Agent::Codex | Agent::Grok => None,
+    })
+}
+
+/// The warnings about the target itself: how it was chosen, where it is, how long it slept.
+fn target_warnings(agent: Agent, resolved: &Resolved, idle_secs: Option<u64>) -> Vec<String> {
+    let mut warnings = Vec::new();
+    match resolved.selected_by {
+        TargetSelectedBy::Discovery => warnings.push(format!(
+            "unaddressed relay: nobody named the target, so the most recently active {agent} \
+                 session in scope was chosen ({}). Check target_session_id is the conversation \
+                 you meant; pass session_id every time for anything automated or continuing",
+            resolved.session_id.as_deref().unwrap_or("?")
+        )),
+        TargetSelectedBy::PanelFocus => warnings.push(format!(
+            "unaddressed relay: nobody named the target, so the conversation in front in \
+                 this window's {agent} panel was chosen ({}, by {}). It moves when the person \
+                 switches tabs: check target_session_id is the conversation you meant, and pass \
+                 session_id every time for anything automated or continuing",
+            resolved.session_id.as_deref().unwrap_or("?"),
+            resolved
+                .panel
+                .as_ref()
+                .and_then(|p| p.selected_by)
+                .unwrap_or("panel focus")
+        )),
+        TargetSelectedBy::Caller | TargetSelectedBy::Pin | TargetSelectedBy::NewSession => {}
+    }
+    if let Some(choice) = resolved.panel.as_ref().filter(|p| p.other_window) {
+        warnings.push(format!(
+            "{agent} session {} is open in another VS Code window's panel (shim pid {}); \
+                 it goes there because session_id named it",
+            choice.session_id.as_deref().unwrap_or("?"),
+            choice.shim_pid
+        ));
+    }
+    if let Some(reason) = &resolved.new_reason {
+        warnings.push(format!(
+            "a new {agent} session is opened in {}: {reason}. It starts with no context; it \
+                 is pinned, so later sends from here reach it",
+            resolved.cwd.display()
+        ));
+    }
+    if resolved.panel.is_none() && idle_secs.is_some_and(|s| s > IDLE_WARNING_SECS) {
+        warnings.push(format!(
+            "the target session has been idle for {} hours; resuming it starts a turn \
+                 nobody is watching",
+            idle_secs.unwrap_or(0) / 3600
+        ));
+    }
+    warnings
 }

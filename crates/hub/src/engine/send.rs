@@ -11,7 +11,7 @@ use cross_agent_protocol::bridge::{
 use serde_json::{Value, json};
 
 use super::receipt::{Acceptance, Conversation};
-use super::target::TargetQuery;
+use super::target::{TargetQuery, Unresolved};
 use super::{Engine, Resolved, non_blank, refusal};
 use crate::Agent;
 use crate::caller::{Caller, identify};
@@ -39,6 +39,15 @@ impl From<Refusal> for Stopped {
 impl From<crate::Error> for Stopped {
     fn from(error: crate::Error) -> Self {
         Stopped::Failed(error)
+    }
+}
+
+impl From<Unresolved> for Stopped {
+    fn from(unresolved: Unresolved) -> Self {
+        match unresolved {
+            Unresolved::Refused(refusal) => Stopped::Refused(refusal),
+            Unresolved::Failed(error) => Stopped::Failed(error),
+        }
     }
 }
 
@@ -97,7 +106,7 @@ impl Engine {
             scope: params.scope.unwrap_or(settings.scope),
             settings: &settings,
             own_session,
-        })??;
+        })?;
         not_the_caller_itself(agent, own_session, &resolved, &caller)?;
         panel_not_required(&settings, agent, &resolved)?;
         headless_allowed(&settings, agent, &resolved)?;

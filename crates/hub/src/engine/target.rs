@@ -11,7 +11,9 @@ use cross_agent_stores::resolve::{self, Lookup};
 use cross_agent_stores::{Session, StoreError, UnixMillis};
 use serde_json::Value;
 
-use cross_agent_transports::panel::window::{self, PanelTab};
+use cross_agent_protocol::panel::PanelSessionState;
+use cross_agent_transports::panel::registry::LivePanel;
+use cross_agent_transports::panel::window::{self, PanelTab, Vantage};
 
 use super::panels::{transcript_clock, vantage};
 use super::{Engine, refusal};
@@ -168,6 +170,94 @@ pub(super) fn cwd_key(cwd: Option<&str>) -> String {
         .unwrap_or_default()
 }
 
+/// Why a target could not be chosen: a refusal for the caller, or the engine failed.
+#[derive(Debug)]
+pub(super) enum Unresolved {
+    Refused(Refusal),
+    Failed(crate::Error),
+}
+
+impl From<crate::Error> for Unresolved {
+    fn from(error: crate::Error) -> Self {
+        Unresolved::Failed(error)
+    }
+}
+
+/// One resolution's view: the query, and the panels and tabs of the caller's vantage.
+struct Lookout<'a> {
+    query: TargetQuery<'a>,
+    panels: &'a [LivePanel],
+    vantage: Vantage,
+    tabs: Vec<PanelTab<'a>>,
+}
+
+impl Lookout<'_> {
+    /// The panel holding session `id`, if one does: this window's first, then another's.
+    fn held(&self, id: &str) -> Option<PanelChoice> {
+        window::holding(&self.tabs, id).map(|tab| PanelChoice::of(&tab))
+    }
+
+    /// The `cwd` a send names, else `fallback`'s.
+    fn cwd_or(&self, fallback: Option<&str>) -> PathBuf {
+        fallback.map_or_else(|| self.query.cwd.to_owned(), PathBuf::from)
+    }
+
+    /// A new session, the last resort: in a panel of this window that can open one, else a
+    /// new CLI session (Claude and Grok take the id we choose; Codex chooses its own).
+    fn new_session(&self, reason: String) -> Resolved {
+        let agent = self.query.agent;
+        if let Some((host, into)) = window::new_conversation_host(self.panels, agent, &self.vantage)
+        {
+            return Resolved {
+                selected_by: TargetSelectedBy::NewSession,
+                session_id: into.clone(),
+                cwd: self.cwd_or(host.registration.cwd.as_deref()),
+                title: None,
+                transcript: None,
+                last_activity: None,
+                is_working: false,
+                new_reason: Some(format!("{reason}; it opens in the {agent} panel")),
+                panel: Some(PanelChoice {
+                    shim_pid: host.registration.pid,
+                    new_session: into.is_none(),
+                    session_id: into,
+                    other_window: false,
+                    selected_by: None,
+                }),
+            };
+        }
+        Resolved {
+            selected_by: TargetSelectedBy::NewSession,
+            session_id: match agent {
+                Agent::Claude | Agent::Grok => Some(uuid::Uuid::new_v4().to_string()),
+                Agent::Codex => None,
+            },
+            cwd: self.query.cwd.to_owned(),
+            title: None,
+            transcript: None,
+            last_activity: None,
+            is_working: false,
+            new_reason: Some(reason),
+            panel: None,
+        }
+    }
+
+    /// A session known by id only (not on disk yet): what the caller, a pin or a tab says.
+    fn not_on_disk(&self, by: TargetSelectedBy, id: String, cwd: Option<&str>) -> Resolved {
+        Resolved {
+            selected_by: by,
+            session_id: Some(id),
+            cwd: self.cwd_or(cwd),
+            title: None,
+            transcript: None,
+            last_activity: None,
+            is_working: false,
+            new_reason: None,
+            panel: None,
+        }
+    }
+}
+
 impl Engine {
     /// The session a send goes to (spec 004 §5, "A new conversation is the last resort"), or
     /// why none can be chosen: `session_id` → pin → the conversation open in this window's
@@ -175,239 +265,228 @@ impl Engine {
     /// open it). A session a panel holds — this window's first, then another window's — is
     /// delivered through that panel whichever rule chose it; auto-selection (rule 3) looks only
     /// in the caller's window. Under `CROSS_AGENT_UI_HOOK=off` no panel is looked at.
-    pub(super) fn resolve(&self, query: TargetQuery<'_>) -> Result<Result<Resolved, Refusal>> {
+    pub(super) fn resolve(&self, query: TargetQuery<'_>) -> Result<Resolved, Unresolved> {
+        let panels = self.live_panels(query.settings.ui_hook);
+        let vantage = vantage(&query.params.caller);
+        let lookout = Lookout {
+            tabs: window::tabs(&panels, query.agent, &vantage),
+            query,
+            panels: &panels,
+            vantage,
+        };
+        if query.params.new_session {
+            return Ok(lookout.new_session("new_session=true was passed".to_owned()));
+        }
+        let sessions = self.list(&query.params.caller, &[query.agent]).0;
+        if let Some(named) = query.explicit {
+            return self.by_session_id(&lookout, sessions, named);
+        }
+        if let Some(resolved) = self.by_pin(&lookout, &sessions)? {
+            return Ok(resolved);
+        }
+        if let Some(resolved) = by_panel_focus(&lookout, &sessions) {
+            return Ok(resolved);
+        }
+        Ok(by_discovery(&lookout, sessions).unwrap_or_else(|| {
+            let TargetQuery {
+                agent,
+                cwd,
+                scope,
+                settings,
+                ..
+            } = query;
+            lookout.new_session(format!(
+                "no {agent} session active in the last {} minutes was found in scope `{}` of {}",
+                settings.active_window.minutes(),
+                scope,
+                cwd.display()
+            ))
+        }))
+    }
+
+    /// Rule 1: the session `session_id` names (an id or an exact name), looked for among every
+    /// session — or open in a panel, or being created by the bridge, while not on disk yet.
+    fn by_session_id(
+        &self,
+        lookout: &Lookout<'_>,
+        mut sessions: Vec<Session>,
+        named: &str,
+    ) -> Result<Resolved, Unresolved> {
         let TargetQuery {
             agent,
             params,
-            explicit,
             cwd,
             scope,
             settings,
-            own_session,
-        } = query;
-        let panels = self.live_panels(settings.ui_hook);
-        let vantage = vantage(&params.caller);
-        let tabs = window::tabs(&panels, agent, &vantage);
-        let held = |id: &str| window::holding(&tabs, id).map(|tab| PanelChoice::of(&tab));
-        let new_session = |reason: String, by: TargetSelectedBy| {
-            if let Some((host, into)) = window::new_conversation_host(&panels, agent, &vantage) {
-                return Resolved {
-                    selected_by: by,
-                    session_id: into.clone(),
-                    cwd: host
-                        .registration
-                        .cwd
-                        .as_deref()
-                        .map_or_else(|| cwd.to_owned(), PathBuf::from),
-                    title: None,
-                    transcript: None,
-                    last_activity: None,
-                    is_working: false,
-                    new_reason: Some(format!("{reason}; it opens in the {agent} panel")),
-                    panel: Some(PanelChoice {
-                        shim_pid: host.registration.pid,
-                        new_session: into.is_none(),
-                        session_id: into,
-                        other_window: false,
-                        selected_by: None,
-                    }),
-                };
-            }
-            Resolved {
-                selected_by: by,
-                session_id: match agent {
-                    Agent::Claude | Agent::Grok => Some(uuid::Uuid::new_v4().to_string()),
-                    Agent::Codex => None,
-                },
-                cwd: cwd.to_owned(),
-                title: None,
-                transcript: None,
-                last_activity: None,
-                is_working: false,
-                new_reason: Some(reason),
-                panel: None,
-            }
-        };
-        if params.new_session {
-            return Ok(Ok(new_session(
-                "new_session=true was passed".to_owned(),
-                TargetSelectedBy::NewSession,
-            )));
-        }
-        let (mut sessions, _) = self.list(&params.caller, &[agent]);
-        // An explicit id or name is looked for among every session.
+            ..
+        } = lookout.query;
         let explicit_lookup = Lookup {
             agent,
             scope: Scope::Any,
             cwd,
             bound: settings.name_bound(agent, scope),
         };
-        if let Some(query) = explicit
-            && matches!(
-                resolve::lookup(&sessions, query, explicit_lookup),
-                Err(StoreError::NoSuchSession { .. })
-            )
-        {
+        if matches!(
+            resolve::lookup(&sessions, named, explicit_lookup),
+            Err(StoreError::NoSuchSession { .. })
+        ) {
             // The index is kept current by file-system notifications, which come late (or not
             // at all) on a loaded machine: a session written a moment ago by another process
             // is walked for before it is called missing.
             self.inner.scan.mark_stale(agent);
             sessions = self.list(&params.caller, &[agent]).0;
         }
-        if let Some(query) = explicit {
-            return Ok(match resolve::lookup(&sessions, query, explicit_lookup) {
-                Ok(found) => Ok(Resolved::of(found.session, TargetSelectedBy::Caller, cwd)
-                    .in_panel(held(&found.session.session_id))),
-                // Open in a panel but not on disk yet (a conversation that just started).
-                Err(StoreError::NoSuchSession { .. })
-                    if let Some(tab) = window::holding(&tabs, query) =>
-                {
-                    Ok(Resolved {
-                        selected_by: TargetSelectedBy::Caller,
-                        session_id: Some(query.to_owned()),
-                        cwd: tab
-                            .session
-                            .cwd
-                            .as_deref()
-                            .map_or_else(|| cwd.to_owned(), PathBuf::from),
-                        title: tab.session.title.clone(),
-                        transcript: None,
-                        last_activity: None,
-                        is_working: tab.session.state
-                            != cross_agent_protocol::panel::PanelSessionState::Idle,
-                        new_reason: None,
-                        panel: Some(PanelChoice::of(&tab)),
-                    })
-                }
-                // A session the bridge is creating right now is not on disk yet, but its id
-                // is on the receipt the caller holds: follow-ups may name it.
-                Err(StoreError::NoSuchSession { .. })
-                    if let Some(pending) = self.session_being_created(agent, query)? =>
-                {
-                    Ok(Resolved {
-                        selected_by: TargetSelectedBy::Caller,
-                        session_id: Some(query.to_owned()),
-                        cwd: pending
-                            .target_cwd
-                            .as_deref()
-                            .map_or_else(|| cwd.to_owned(), PathBuf::from),
-                        title: None,
-                        transcript: pending.target_transcript.as_deref().map(PathBuf::from),
-                        last_activity: None,
-                        is_working: true,
-                        new_reason: None,
-                        panel: None,
-                    })
-                }
-                Err(error) => Err(lookup_refusal(error, agent)),
-            });
-        }
-        let now = UnixMillis::now();
-        if let Some((pin, pinned_ms)) = self.current_pin(agent, cwd)? {
-            let on_disk = sessions
-                .iter()
-                .find(|s| s.agent == agent && s.session_id == pin.session_id);
-            let recent = on_disk
-                .and_then(|s| s.last_activity)
-                .map_or(pinned_ms, |last| last.0.max(pinned_ms));
-            if pin.sticky
-                || settings
-                    .active_window
-                    .is_active(Some(UnixMillis(recent)), now)
+        match resolve::lookup(&sessions, named, explicit_lookup) {
+            Ok(found) => Ok(Resolved::of(found.session, TargetSelectedBy::Caller, cwd)
+                .in_panel(lookout.held(&found.session.session_id))),
+            // Open in a panel but not on disk yet (a conversation that just started).
+            Err(StoreError::NoSuchSession { .. })
+                if let Some(tab) = window::holding(&lookout.tabs, named) =>
             {
-                let resolved = match on_disk {
-                    Some(session) => Resolved::of(session, TargetSelectedBy::Pin, cwd),
-                    // A session the bridge just created may not be on disk yet.
-                    None => Resolved {
-                        selected_by: TargetSelectedBy::Pin,
-                        session_id: Some(pin.session_id.clone()),
-                        cwd: pin
-                            .cwd
-                            .as_deref()
-                            .map_or_else(|| cwd.to_owned(), PathBuf::from),
-                        title: pin.title.clone(),
-                        transcript: None,
-                        last_activity: None,
-                        is_working: false,
-                        new_reason: None,
-                        panel: None,
-                    },
-                };
-                return Ok(Ok(resolved.in_panel(held(&pin.session_id))));
-            }
-        }
-        if let Some((tab, why)) =
-            window::select(&tabs, own_session, transcript_clock(&sessions, agent))
-            && let Some(id) = tab.session.session_id.clone()
-        {
-            let on_disk = sessions
-                .iter()
-                .find(|s| s.agent == agent && s.session_id == id);
-            let mut resolved = match on_disk {
-                Some(session) => Resolved::of(session, TargetSelectedBy::PanelFocus, cwd),
-                None => Resolved {
-                    selected_by: TargetSelectedBy::PanelFocus,
-                    session_id: Some(id),
-                    cwd: tab
-                        .session
-                        .cwd
-                        .as_deref()
-                        .map_or_else(|| cwd.to_owned(), PathBuf::from),
-                    title: None,
-                    transcript: None,
-                    last_activity: None,
-                    is_working: false,
-                    new_reason: None,
-                    panel: None,
-                },
-            };
-            if resolved.title.is_none() {
+                let mut resolved = lookout.not_on_disk(
+                    TargetSelectedBy::Caller,
+                    named.to_owned(),
+                    tab.session.cwd.as_deref(),
+                );
                 resolved.title.clone_from(&tab.session.title);
+                resolved.is_working = tab.session.state != PanelSessionState::Idle;
+                Ok(resolved.in_panel(Some(PanelChoice::of(&tab))))
             }
-            resolved.is_working =
-                tab.session.state != cross_agent_protocol::panel::PanelSessionState::Idle;
-            let mut choice = PanelChoice::of(&tab);
-            choice.selected_by = Some(why.as_str());
-            return Ok(Ok(resolved.in_panel(Some(choice))));
+            // A session the bridge is creating right now is not on disk yet, but its id
+            // is on the receipt the caller holds: follow-ups may name it.
+            Err(StoreError::NoSuchSession { .. })
+                if let Some(pending) = self.session_being_created(agent, named)? =>
+            {
+                let mut resolved = lookout.not_on_disk(
+                    TargetSelectedBy::Caller,
+                    named.to_owned(),
+                    pending.target_cwd.as_deref(),
+                );
+                resolved.transcript = pending.target_transcript.as_deref().map(PathBuf::from);
+                resolved.is_working = true;
+                Ok(resolved)
+            }
+            Err(error) => Err(Unresolved::Refused(lookup_refusal(error, agent))),
         }
-        // Discovery is auto-selection too: a session another window's panel holds is that
-        // window's business, reachable only by naming it.
-        let elsewhere: Vec<&str> = tabs
-            .iter()
-            .filter(|t| !t.in_caller_window)
-            .filter_map(|t| t.session.session_id.as_deref())
-            .collect();
-        let sessions: Vec<Session> = if elsewhere.is_empty() {
-            sessions
-        } else {
-            sessions
-                .into_iter()
-                .filter(|s| s.agent != agent || !elsewhere.contains(&s.session_id.as_str()))
-                .collect()
-        };
-        if let Some(session) = resolve::best_active(
-            &sessions,
-            agent,
-            scope,
-            cwd,
-            settings.active_window,
-            now,
-            own_session,
-        ) {
-            return Ok(Ok(Resolved::of(session, TargetSelectedBy::Discovery, cwd)
-                .in_panel(held(&session.session_id))));
-        }
-        Ok(Ok(new_session(
-            format!(
-                "no {agent} session active in the last {} minutes was found in scope `{}` of {}",
-                settings.active_window.minutes(),
-                scope,
-                cwd.display()
-            ),
-            TargetSelectedBy::NewSession,
-        )))
     }
 
+    /// Rule 2: the pin of this directory (else of every directory), when sticky or active.
+    fn by_pin(
+        &self,
+        lookout: &Lookout<'_>,
+        sessions: &[Session],
+    ) -> Result<Option<Resolved>, Unresolved> {
+        let TargetQuery {
+            agent,
+            cwd,
+            settings,
+            ..
+        } = lookout.query;
+        let Some((pin, pinned_ms)) = self.current_pin(agent, cwd)? else {
+            return Ok(None);
+        };
+        let on_disk = sessions
+            .iter()
+            .find(|s| s.agent == agent && s.session_id == pin.session_id);
+        let recent = on_disk
+            .and_then(|s| s.last_activity)
+            .map_or(pinned_ms, |last| last.0.max(pinned_ms));
+        if !pin.sticky
+            && !settings
+                .active_window
+                .is_active(Some(UnixMillis(recent)), UnixMillis::now())
+        {
+            return Ok(None);
+        }
+        let resolved = match on_disk {
+            Some(session) => Resolved::of(session, TargetSelectedBy::Pin, cwd),
+            // A session the bridge just created may not be on disk yet.
+            None => {
+                let mut resolved = lookout.not_on_disk(
+                    TargetSelectedBy::Pin,
+                    pin.session_id.clone(),
+                    pin.cwd.as_deref(),
+                );
+                resolved.title.clone_from(&pin.title);
+                resolved
+            }
+        };
+        Ok(Some(resolved.in_panel(lookout.held(&pin.session_id))))
+    }
+}
+
+/// Rule 3: the conversation in front in this window's panel (never the caller's own).
+fn by_panel_focus(lookout: &Lookout<'_>, sessions: &[Session]) -> Option<Resolved> {
+    let TargetQuery {
+        agent,
+        cwd,
+        own_session,
+        ..
+    } = lookout.query;
+    let (tab, why) = window::select(
+        &lookout.tabs,
+        own_session,
+        transcript_clock(sessions, agent),
+    )?;
+    let id = tab.session.session_id.clone()?;
+    let on_disk = sessions
+        .iter()
+        .find(|s| s.agent == agent && s.session_id == id);
+    let mut resolved = match on_disk {
+        Some(session) => Resolved::of(session, TargetSelectedBy::PanelFocus, cwd),
+        None => lookout.not_on_disk(TargetSelectedBy::PanelFocus, id, tab.session.cwd.as_deref()),
+    };
+    if resolved.title.is_none() {
+        resolved.title.clone_from(&tab.session.title);
+    }
+    resolved.is_working = tab.session.state != PanelSessionState::Idle;
+    let mut choice = PanelChoice::of(&tab);
+    choice.selected_by = Some(why.as_str());
+    Some(resolved.in_panel(Some(choice)))
+}
+
+/// Rule 4: the most recently active session on disk in scope (never the caller's own). It is
+/// auto-selection too: a session another window's panel holds is that window's business,
+/// reachable only by naming it.
+fn by_discovery(lookout: &Lookout<'_>, sessions: Vec<Session>) -> Option<Resolved> {
+    let TargetQuery {
+        agent,
+        cwd,
+        scope,
+        settings,
+        own_session,
+        ..
+    } = lookout.query;
+    let elsewhere: Vec<&str> = lookout
+        .tabs
+        .iter()
+        .filter(|t| !t.in_caller_window)
+        .filter_map(|t| t.session.session_id.as_deref())
+        .collect();
+    let sessions: Vec<Session> = if elsewhere.is_empty() {
+        sessions
+    } else {
+        sessions
+            .into_iter()
+            .filter(|s| s.agent != agent || !elsewhere.contains(&s.session_id.as_str()))
+            .collect()
+    };
+    let session = resolve::best_active(
+        &sessions,
+        agent,
+        scope,
+        cwd,
+        settings.active_window,
+        UnixMillis::now(),
+        own_session,
+    )?;
+    Some(
+        Resolved::of(session, TargetSelectedBy::Discovery, cwd)
+            .in_panel(lookout.held(&session.session_id)),
+    )
+}
+
+impl Engine {
     /// An unfinished delivery creating `agent` session `session_id`.
     pub(super) fn session_being_created(
         &self,

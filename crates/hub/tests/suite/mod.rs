@@ -4,6 +4,7 @@
 mod answers;
 mod caller;
 mod envelope;
+mod events;
 mod guards;
 mod panels;
 mod records;

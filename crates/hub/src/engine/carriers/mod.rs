@@ -1,0 +1,169 @@
+//! The carriers: the ways a delivery reaches its peer, behind one [`Carrier`] trait.
+//!
+//! A carrier is asked twice. At acceptance ([`Carrier::route`]) the registry offers the send
+//! to each carrier in turn, and the first that takes it writes its route into the queued
+//! [`Job`]; the record's `transport` names it from then on. When the dispatcher takes the
+//! delivery off the queue (the busy lock held, the payload handed over), the carrier named by
+//! the record's `transport` carries it ([`Carrier::carry`]) until the delivery is closed — or
+//! hands it back re-routed to another transport (a Claude process gone since acceptance, a
+//! panel with no empty Grok session), and the registry passes it on.
+//!
+//! **Adding a carrier** (Copilot's agent host, a remote host over SSH): one new file in this
+//! folder implementing [`Carrier`], one `mod` line and one line in [`Carriers::new`]'s list
+//! (where it stands in the list is its priority at acceptance), and its [`Transport`] variant
+//! in `protocol` (the wire and `decisions.jsonl` name it). Nothing else in the engine changes:
+//! the queue, the busy lock, the lease, the answers and the return traffic are the engine's,
+//! reached through [`Engine`].
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use cross_agent_protocol::bridge::{DeliveryState, SendParams, Transport};
+
+use super::Engine;
+use super::target::Resolved;
+use crate::Agent;
+use crate::caller::Caller;
+use crate::records::{Claimed, Job};
+
+mod headless;
+mod native;
+mod panel;
+
+pub(super) use native::NativeCarrier;
+pub(super) use panel::PanelCarrier;
+
+/// What a carrier's work on one delivery came to.
+pub(super) enum Carried {
+    /// The delivery is closed, or a task of the carrier's own closes it later (the dispatcher's
+    /// worker slot is free either way).
+    Closed,
+    /// Nothing was sent: the delivery goes on by another transport (the record's `transport`
+    /// and the job were changed to it).
+    Rerouted(Box<Claimed>),
+}
+
+/// A carrier's work on one delivery, as a boxed future (the trait stays object-safe).
+pub(super) type Carrying = Pin<Box<dyn Future<Output = Carried> + Send>>;
+
+/// What a carrier is shown of an accepted send to decide whether it takes it.
+pub(super) struct RouteQuery<'a> {
+    pub(super) agent: Agent,
+    pub(super) params: &'a SendParams,
+    pub(super) caller: &'a Caller,
+    pub(super) resolved: &'a Resolved,
+}
+
+/// One way of carrying a delivery to its peer.
+pub(super) trait Carrier: Send + Sync + 'static {
+    /// The transport it is, as records, receipts and decisions name it.
+    fn transport(&self) -> Transport;
+
+    /// At acceptance: whether this carrier takes the send. When it does, it writes its route
+    /// into `job` (and nothing else). Blocking: it may read registries on disk.
+    fn route(&self, engine: &Engine, send: &RouteQuery<'_>, job: &mut Job) -> bool;
+
+    /// Whether a queued delivery waits while someone else's turn is open in the target's
+    /// transcript (spec 004 §9). A carrier whose peer queues messages itself says no.
+    fn waits_for_open_turn(&self) -> bool {
+        true
+    }
+
+    /// Carries a delivery taken off the queue: its busy lock and lease are held, and must be
+    /// released by closing it ([`Engine::close_delivery`]) — or handed on with
+    /// [`Carried::Rerouted`] before anything was sent.
+    fn carry(&self, engine: Engine, claimed: Claimed) -> Carrying;
+}
+
+/// The carriers this engine has, in the order a send is offered to them at acceptance; the
+/// headless CLI, last, takes every send the others leave.
+pub(super) struct Carriers {
+    all: Vec<Arc<dyn Carrier>>,
+    /// The panel carrier's own state, which `bridge_status` shows.
+    pub(super) panel: Arc<PanelCarrier>,
+    /// The native door, which the daemon configures and asks for its relay host.
+    pub(super) native: Arc<NativeCarrier>,
+}
+
+impl Carriers {
+    pub(super) fn new() -> Carriers {
+        let panel = Arc::new(PanelCarrier::default());
+        let native = Arc::new(NativeCarrier::default());
+        // The registration list: one line per carrier, in priority order.
+        let all: Vec<Arc<dyn Carrier>> = vec![
+            panel.clone(),
+            native.clone(),
+            Arc::new(headless::HeadlessCarrier),
+        ];
+        Carriers { all, panel, native }
+    }
+
+    /// The carrier that takes an accepted send (its route written into `job`), and its
+    /// transport.
+    pub(super) fn route(&self, engine: &Engine, send: &RouteQuery<'_>, job: &mut Job) -> Transport {
+        self.all
+            .iter()
+            .find(|carrier| carrier.route(engine, send, job))
+            .map_or(Transport::HeadlessCli, |carrier| carrier.transport())
+    }
+
+    /// The carrier of `transport`.
+    pub(super) fn of(&self, transport: Transport) -> Option<&Arc<dyn Carrier>> {
+        self.all.iter().find(|c| c.transport() == transport)
+    }
+
+    /// Whether a delivery carried by `transport` waits on someone else's open turn.
+    pub(super) fn waits_for_open_turn(&self, transport: Transport) -> bool {
+        self.of(transport).is_none_or(|c| c.waits_for_open_turn())
+    }
+}
+
+impl Engine {
+    /// Hands a delivery taken off the queue to the carrier its record names, and on to the
+    /// next one when a carrier re-routes it. A delivery is re-routed at most once per
+    /// transport, so this always ends.
+    pub(super) async fn carry(self, claimed: Claimed) {
+        let mut claimed = claimed;
+        let mut tried = Vec::new();
+        loop {
+            let transport = claimed.record.transport;
+            let carrier = self.inner.carriers.of(transport).cloned();
+            let Some(carrier) = carrier.filter(|_| !tried.contains(&transport)) else {
+                self.no_carrier(claimed).await;
+                return;
+            };
+            tried.push(transport);
+            match carrier.carry(self.clone(), claimed).await {
+                Carried::Closed => return,
+                Carried::Rerouted(next) => claimed = *next,
+            }
+        }
+    }
+
+    /// A delivery whose transport no registered carrier serves (or that was re-routed in a
+    /// circle): failed undelivered, never sent.
+    async fn no_carrier(&self, claimed: Claimed) {
+        let Claimed {
+            mut record,
+            job,
+            target_key,
+            lock_token,
+            ..
+        } = claimed;
+        tracing::error!(delivery = %record.delivery_id, transport = ?record.transport, "no carrier for a delivery");
+        record.state = DeliveryState::Failed;
+        record.is_undelivered = true;
+        record.error = Some(format!(
+            "not delivered: this daemon has no carrier for transport `{}`; nothing was sent",
+            record.transport.as_str()
+        ));
+        self.answer_pending(&record.delivery_id);
+        let engine = self.clone();
+        super::dispatch::off_async(move || {
+            engine.close_delivery(record, &job, &target_key, &lock_token);
+        })
+        .await;
+        self.inner.dispatch.wake.notify_one();
+    }
+}

@@ -1,0 +1,36 @@
+//! The engine's event stream ([`EngineEvent`]): a bounded broadcast the bot, the notifications
+//! and tests subscribe to in process. Publishing never waits: with nobody subscribed an event
+//! is dropped, and a subscriber that falls more than [`EVENTS_KEPT`] behind is told how many it
+//! missed (tokio's `RecvError::Lagged`).
+
+use cross_agent_protocol::bridge::{DeliveryRecord, DeliveryState};
+use cross_agent_protocol::events::EngineEvent;
+use tokio::sync::broadcast;
+
+use super::Engine;
+
+/// Events kept for a slow subscriber before it starts missing them.
+pub(super) const EVENTS_KEPT: usize = 1024;
+
+impl Engine {
+    /// Every event from now on (see [`EngineEvent`]).
+    pub fn subscribe(&self) -> broadcast::Receiver<EngineEvent> {
+        self.inner.events.subscribe()
+    }
+
+    pub(super) fn emit(&self, event: EngineEvent) {
+        // An error only says nobody listens now.
+        let _ = self.inner.events.send(event);
+    }
+
+    /// A delivery settled: `Delivered` or `DeliveryFailed` with its record.
+    pub(super) fn emit_settled(&self, record: &DeliveryRecord) {
+        match record.state {
+            DeliveryState::Delivered => self.emit(EngineEvent::Delivered(Box::new(record.clone()))),
+            DeliveryState::Failed => {
+                self.emit(EngineEvent::DeliveryFailed(Box::new(record.clone())));
+            }
+            DeliveryState::Queued | DeliveryState::Delivering | DeliveryState::AwaitingPeer => {}
+        }
+    }
+}
