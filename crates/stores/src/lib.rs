@@ -10,10 +10,12 @@
 //! - [`render`]: the listing `sessions --json` prints, kept rendered by the daemon;
 //! - [`turns`]: one session's turns, messages, tool calls and results, for recovering answers.
 //! - [`foreign`]: Cursor and Antigravity sessions, read into the same turns for handoff briefs.
+//! - [`codex_config`]: the variable Codex's selected model provider reads its key from.
 
 pub mod claude;
 pub mod claude_registry;
 pub mod codex;
+pub mod codex_config;
 pub mod error;
 pub mod foreign;
 pub mod grok;
