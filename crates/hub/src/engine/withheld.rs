@@ -50,7 +50,12 @@ pub(super) fn withheld_hint(agent: Agent, detail: &str, stderr: &str, job: &Job)
     if !named.is_empty() {
         let mut hint = withheld_from(agent, &named, job);
         if let Some(provider) = &provider {
-            hint.push_str(&format!(" ({})", reads_its_key(provider)));
+            let from = if named.len() == 1 {
+                "it"
+            } else {
+                provider.env_key.as_str()
+            };
+            hint.push_str(&format!(" ({} {from})", reads_its_key_from(provider)));
         }
         return Some(hint);
     }
@@ -115,21 +120,18 @@ fn withheld_from(agent: Agent, names: &[&str], job: &Job) -> String {
     )
 }
 
-/// "Codex's model provider `acc` reads its key from ACC_KEY", the id left out when it is not a
-/// plain one.
-fn reads_its_key(provider: &ProviderKey) -> String {
+/// "Codex's provider `acc` reads its key from", the id left out when it is not a plain one.
+/// Short: the hint should fit the one-line summaries of the error.
+fn reads_its_key_from(provider: &ProviderKey) -> String {
     let plain = provider.provider.chars().count() <= MAX_QUOTED_PROVIDER_CHARS
         && provider
             .provider
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
     if plain {
-        format!(
-            "Codex's model provider `{}` reads its key from {}",
-            provider.provider, provider.env_key
-        )
+        format!("Codex's provider `{}` reads its key from", provider.provider)
     } else {
-        format!("Codex's model provider reads its key from {}", provider.env_key)
+        "Codex's model provider reads its key from".to_owned()
     }
 }
 
@@ -278,8 +280,16 @@ mod tests {
             Some(
                 "cross-agent withheld ACC_KEY from the spawned codex CLI; pass it with \
                  CROSS_AGENT_CHILD_ENV=ACC_KEY in the env of the sender's cross-agent \
-                 registration (Codex's model provider `acc` reads its key from ACC_KEY)"
+                 registration (Codex's provider `acc` reads its key from it)"
             )
+        );
+        // With another name the failure gives, the provider's key is named outright.
+        let hint = withheld_hint(Agent::Codex, "EDITOR is unset", "", &job).unwrap();
+        assert!(
+            hint.starts_with("cross-agent withheld ACC_KEY, EDITOR from the spawned codex CLI; \
+                 pass them with CROSS_AGENT_CHILD_ENV=ACC_KEY,EDITOR in")
+                && hint.ends_with("(Codex's provider `acc` reads its key from ACC_KEY)"),
+            "{hint}"
         );
         // Not Codex: its config is not what the peer read.
         assert_eq!(
@@ -301,7 +311,7 @@ mod tests {
         let (_home, job) = codex_job(&["ACC_KEY"], config);
         let hint = withheld_hint(Agent::Codex, "it broke", "", &job).unwrap();
         assert!(
-            hint.ends_with("(Codex's model provider reads its key from ACC_KEY)"),
+            hint.ends_with("(Codex's model provider reads its key from it)"),
             "{hint}"
         );
     }
