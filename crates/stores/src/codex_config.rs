@@ -1,8 +1,15 @@
 //! Which variable Codex's selected model provider reads its key from: `env_key` of
-//! `[model_providers.<id>]` in `$CODEX_HOME/config.toml`, the provider chosen by the profile
-//! (`profile = "p"` selects `[profiles.p]`, whose `model_provider` wins) or else by the top-level
-//! `model_provider`. A relay that fails for want of that variable can then name it, however
-//! Codex words its error.
+//! `[model_providers.<id>]` in `$CODEX_HOME/config.toml`, for the provider the top-level
+//! `model_provider` chooses. A relay that fails for want of that variable can then name it,
+//! however Codex words its error.
+//!
+//! Profiles, as Codex 0.171.0 treats them (tried here): `-p/--profile NAME` layers
+//! `$CODEX_HOME/NAME.config.toml` over the base config, and the bridge never passes it, so it
+//! selects nothing for a relay; the older in-file form, `profile = "NAME"` selecting
+//! `[profiles.NAME]`, is refused by 0.171.0 ("legacy `profile = …` config is no longer
+//! supported") and honoured by the versions before it, so it is followed here (a profile's
+//! `model_provider` wins over the top-level one). An unselected `[profiles.*]` table is ignored,
+//! as Codex ignores it.
 //!
 //! Read-only, like every store reader. A config that is missing, unreadable, too large or not
 //! TOML, or that selects a built-in provider or gives no `env_key`, is no answer rather than an

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use cross_agent_protocol::bridge::{BridgeStatusResponse, DeliveryState, SendResponse};
 use cross_agent_testkit::agents::{AgentKind, agent_binary, run_with_timeout};
+use cross_agent_testkit::endpoint::Rule;
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 
@@ -38,16 +39,19 @@ fn sender(bridge: &Bridge, args: &[&str]) -> Command {
     command
 }
 
-/// Makes the Codex home's selected provider, through a profile, one that reads its key from
-/// `ACC_KEY` (the way custom providers are set up), keeping the rest of the scripted config.
+/// Makes the Codex home's provider one that reads its key from `ACC_KEY`, the way custom
+/// providers are set up (`model_provider` and `[model_providers.acc]`), keeping the rest of the
+/// scripted config.
 fn select_a_provider_keyed_by_acc_key(bridge: &Bridge) {
     let path = bridge.agents.codex_home().join("config.toml");
     let scripted = std::fs::read_to_string(&path).unwrap();
+    let selected = "model_provider = \"scripted\"\n";
+    assert!(scripted.contains(selected), "{scripted}");
     let config = format!(
-        "profile = \"acc\"\n{scripted}\n\
-         [profiles.acc]\nmodel_provider = \"acc\"\n\n\
-         [model_providers.acc]\nname = \"acc\"\nbase_url = \"{}\"\nwire_api = \"responses\"\n\
-         env_key = \"ACC_KEY\"\nrequest_max_retries = 0\nstream_max_retries = 0\n",
+        "{}\n[model_providers.acc]\nname = \"acc\"\nbase_url = \"{}\"\n\
+         wire_api = \"responses\"\nenv_key = \"ACC_KEY\"\nrequest_max_retries = 0\n\
+         stream_max_retries = 0\n",
+        scripted.replace(selected, "model_provider = \"acc\"\n"),
         bridge.endpoint.openai_base_url()
     );
     std::fs::write(&path, config).unwrap();
@@ -80,8 +84,20 @@ fn files_containing(dir: &Path, needle: &[u8]) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_relay_that_fails_for_a_withheld_provider_key_names_it() {
     let bridge = Bridge::start().await;
-    let thread = bridge.codex_session("seed withheld w1");
+    // A thread of that provider (Codex keeps a thread's provider: a resume may not change it),
+    // started by the user with the key set.
+    let codex = bridge.codex().with_env("ACC_KEY", ACC_KEY_VALUE);
     select_a_provider_keyed_by_acc_key(&bridge);
+    bridge
+        .endpoint
+        .push(Rule::on_user_text("seed withheld w1").reply_text("seeded").once());
+    let seeded = codex
+        .turn(&bridge.project, "seed withheld w1")
+        .run()
+        .unwrap()
+        .expect_success()
+        .unwrap();
+    let thread = seeded.thread_id().unwrap().to_owned();
 
     let sent = run_with_timeout(
         sender(
@@ -101,9 +117,12 @@ async fn a_relay_that_fails_for_a_withheld_provider_key_names_it() {
     let hint = "cross-agent withheld ACC_KEY from the spawned codex CLI; pass it with \
                 CROSS_AGENT_CHILD_ENV=ACC_KEY in the env of the sender's cross-agent \
                 registration (Codex's provider `acc` reads its key from it)";
+    // Codex's own words follow: it failed for want of the key, not for anything else.
     assert!(
         error.starts_with("the codex CLI failed (exit code ")
-            && error.contains(&format!("): {hint}. It said: ")),
+            && error.contains(&format!(
+                "): {hint}. It said: Missing environment variable: `ACC_KEY`"
+            )),
         "{error}"
     );
     for other in ["SCRIPTED_KEY", "EDITOR", "GITHUB_TOKEN", "ANTHROPIC_API_KEY"] {
