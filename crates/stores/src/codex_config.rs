@@ -149,6 +149,10 @@ mod tests {
         let home = tempfile::tempdir().unwrap();
         assert_eq!(provider_key(home.path()), None, "no config.toml");
         std::fs::create_dir(home.path().join("config.toml")).unwrap();
-        assert_eq!(provider_key(home.path()), None, "a folder named config.toml");
+        assert_eq!(
+            provider_key(home.path()),
+            None,
+            "a folder named config.toml"
+        );
     }
 }

@@ -88,9 +88,11 @@ async fn a_relay_that_fails_for_a_withheld_provider_key_names_it() {
     // started by the user with the key set.
     let codex = bridge.codex().with_env("ACC_KEY", ACC_KEY_VALUE);
     select_a_provider_keyed_by_acc_key(&bridge);
-    bridge
-        .endpoint
-        .push(Rule::on_user_text("seed withheld w1").reply_text("seeded").once());
+    bridge.endpoint.push(
+        Rule::on_user_text("seed withheld w1")
+            .reply_text("seeded")
+            .once(),
+    );
     let seeded = codex
         .turn(&bridge.project, "seed withheld w1")
         .run()
@@ -102,7 +104,14 @@ async fn a_relay_that_fails_for_a_withheld_provider_key_names_it() {
     let sent = run_with_timeout(
         sender(
             &bridge,
-            &["send", "codex", "--session", &thread, "--json", "needs its key w1"],
+            &[
+                "send",
+                "codex",
+                "--session",
+                &thread,
+                "--json",
+                "needs its key w1",
+            ],
         ),
         Duration::from_secs(120),
     )
@@ -125,15 +134,20 @@ async fn a_relay_that_fails_for_a_withheld_provider_key_names_it() {
             )),
         "{error}"
     );
-    for other in ["SCRIPTED_KEY", "EDITOR", "GITHUB_TOKEN", "ANTHROPIC_API_KEY"] {
+    for other in [
+        "SCRIPTED_KEY",
+        "EDITOR",
+        "GITHUB_TOKEN",
+        "ANTHROPIC_API_KEY",
+    ] {
         assert!(!error.contains(other), "only ACC_KEY is named: {error}");
     }
     assert!(
-        bridge
-            .endpoint
-            .model_requests()
-            .iter()
-            .all(|r| !r.last_user_prompt.as_deref().unwrap_or("").contains("needs its key w1")),
+        bridge.endpoint.model_requests().iter().all(|r| !r
+            .last_user_prompt
+            .as_deref()
+            .unwrap_or("")
+            .contains("needs its key w1")),
         "the turn never reached the model"
     );
 

@@ -36,7 +36,9 @@ pub(super) fn withheld_hint(agent: Agent, detail: &str, stderr: &str, job: &Job)
     }
     let text = format!("{detail}\n{stderr}");
     let provider = match agent {
-        Agent::Codex => codex_provider_key(job).filter(|key| job.withheld_env.contains(&key.env_key)),
+        Agent::Codex => {
+            codex_provider_key(job).filter(|key| job.withheld_env.contains(&key.env_key))
+        }
         Agent::Claude | Agent::Grok => None,
     };
     let named: Vec<&str> = job
@@ -81,7 +83,11 @@ pub(super) fn withheld_hint(agent: Agent, detail: &str, stderr: &str, job: &Job)
                 || name.to_ascii_lowercase().contains("proxy")
         })
         .collect();
-    let names = if likely.is_empty() { credentials } else { likely };
+    let names = if likely.is_empty() {
+        credentials
+    } else {
+        likely
+    };
     if names.is_empty() {
         return None;
     }
@@ -129,7 +135,10 @@ fn reads_its_key_from(provider: &ProviderKey) -> String {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
     if plain {
-        format!("Codex's provider `{}` reads its key from", provider.provider)
+        format!(
+            "Codex's provider `{}` reads its key from",
+            provider.provider
+        )
     } else {
         "Codex's model provider reads its key from".to_owned()
     }
@@ -145,9 +154,7 @@ fn codex_provider_key(job: &Job) -> Option<ProviderKey> {
             .filter(|value| !value.is_empty())
     };
     let home = child_var("HOME").map(PathBuf::from);
-    let roots = StoreRoots::from_vars(home.as_deref(), |name| {
-        child_var(name).map(OsString::from)
-    });
+    let roots = StoreRoots::from_vars(home.as_deref(), |name| child_var(name).map(OsString::from));
     codex_config::provider_key(roots.codex_home.as_deref()?)
 }
 
@@ -251,10 +258,7 @@ mod tests {
 
     #[test]
     fn the_setting_shown_keeps_what_the_registration_already_passes() {
-        let settings = BTreeMap::from([(
-            var::CHILD_ENV.to_owned(),
-            " SCRIPTED_KEY ,,".to_owned(),
-        )]);
+        let settings = BTreeMap::from([(var::CHILD_ENV.to_owned(), " SCRIPTED_KEY ,,".to_owned())]);
         let job = job_with(&["GROK_GATEWAY", "OTHER"], BTreeMap::new(), settings);
         let hint = withheld_hint(Agent::Grok, "GROK_GATEWAY is not set", "", &job).unwrap();
         assert!(
@@ -286,9 +290,10 @@ mod tests {
         // With another name the failure gives, the provider's key is named outright.
         let hint = withheld_hint(Agent::Codex, "EDITOR is unset", "", &job).unwrap();
         assert!(
-            hint.starts_with("cross-agent withheld ACC_KEY, EDITOR from the spawned codex CLI; \
-                 pass them with CROSS_AGENT_CHILD_ENV=ACC_KEY,EDITOR in")
-                && hint.ends_with("(Codex's provider `acc` reads its key from ACC_KEY)"),
+            hint.starts_with(
+                "cross-agent withheld ACC_KEY, EDITOR from the spawned codex CLI; \
+                 pass them with CROSS_AGENT_CHILD_ENV=ACC_KEY,EDITOR in"
+            ) && hint.ends_with("(Codex's provider `acc` reads its key from ACC_KEY)"),
             "{hint}"
         );
         // Not Codex: its config is not what the peer read.
@@ -342,7 +347,12 @@ mod tests {
         .unwrap();
         assert!(hint.contains("withheld GITHUB_TOKEN from"), "{hint}");
         assert_eq!(
-            withheld_hint(Agent::Codex, "401 Unauthorized", "", &job(&["EDITOR", "PAGER"])),
+            withheld_hint(
+                Agent::Codex,
+                "401 Unauthorized",
+                "",
+                &job(&["EDITOR", "PAGER"])
+            ),
             None
         );
     }
@@ -350,7 +360,12 @@ mod tests {
     #[test]
     fn nothing_withheld_or_an_unrelated_failure_adds_nothing() {
         assert_eq!(
-            withheld_hint(Agent::Codex, "Missing environment variable: `X`", "", &job(&[])),
+            withheld_hint(
+                Agent::Codex,
+                "Missing environment variable: `X`",
+                "",
+                &job(&[])
+            ),
             None
         );
         assert_eq!(
