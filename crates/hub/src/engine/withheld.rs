@@ -35,16 +35,22 @@ pub(super) fn withheld_hint(agent: Agent, detail: &str, stderr: &str, job: &Job)
         return None;
     }
     let text = format!("{detail}\n{stderr}");
-    let provider = match agent {
-        Agent::Codex => {
-            codex_provider_key(job).filter(|key| job.withheld_env.contains(&key.env_key))
-        }
-        Agent::Claude | Agent::Grok => None,
-    };
-    let named: Vec<&str> = job
+    // Only names that print as they are: a name is quoted into a record a person reads.
+    let withheld: Vec<&str> = job
         .withheld_env
         .iter()
         .map(String::as_str)
+        .filter(|name| name.chars().all(|c| c.is_ascii_graphic()))
+        .collect();
+    let provider = match agent {
+        Agent::Codex => {
+            codex_provider_key(job).filter(|key| withheld.contains(&key.env_key.as_str()))
+        }
+        Agent::Claude | Agent::Grok => None,
+    };
+    let named: Vec<&str> = withheld
+        .iter()
+        .copied()
         .filter(|name| {
             names_variable(&text, name) || provider.as_ref().is_some_and(|p| p.env_key == *name)
         })
@@ -64,10 +70,9 @@ pub(super) fn withheld_hint(agent: Agent, detail: &str, stderr: &str, job: &Job)
     if !looks_like_auth(&text) {
         return None;
     }
-    let credentials: Vec<&str> = job
-        .withheld_env
+    let credentials: Vec<&str> = withheld
         .iter()
-        .map(String::as_str)
+        .copied()
         .filter(|name| may_authenticate(name))
         .collect();
     let prefixes: &[&str] = match agent {
@@ -381,6 +386,16 @@ mod tests {
             withheld_hint(Agent::Codex, "a_b _ c", "", &job(&["_"])),
             None,
             "a name without a letter names nothing"
+        );
+        assert_eq!(
+            withheld_hint(
+                Agent::Codex,
+                "K\u{1b}[2J is unset",
+                "",
+                &job(&["K\u{1b}[2J"])
+            ),
+            None,
+            "a name that does not print as it is, is never quoted"
         );
     }
 }
