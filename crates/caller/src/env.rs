@@ -4,8 +4,10 @@
 //! A peer CLI does not get the caller's environment: an editor hands every MCP server all it
 //! has collected (API keys, cloud credentials, an ssh-agent socket), and forwarding that would
 //! give it to the peer and to every command the peer runs. The child gets a named baseline,
-//! plus what `CROSS_AGENT_CHILD_ENV` names. Names of obvious credentials that were present but
-//! withheld are reported, so an auth failure can say which one was probably needed.
+//! plus what `CROSS_AGENT_CHILD_ENV` names. The name of every variable that was present but
+//! withheld is reported (never its value), whatever it is called: a provider may read its key
+//! from any name (Codex's `env_key = "ACC_KEY"`), so a failure that names a variable can be
+//! told it was cross-agent that withheld it, and how to pass it.
 
 use std::collections::BTreeMap;
 
@@ -63,7 +65,12 @@ const PROXY_VARS: &[&str] = &[
 /// inherited); the bridge sets the self-session and conversation of a turn it starts itself.
 const IDENTITY_SETTINGS: &[&str] = &[var::SELF, var::SELF_SESSION, var::CONVERSATION_ID];
 
-/// Obvious credentials, by exact name. Reported when present and withheld.
+/// Names that say which session the caller is, read by the thin process itself. Not reported
+/// as withheld: the advice to pass one would make a child claim its caller's identity.
+const IDENTITY_VARS: &[&str] = &[crate::CLAUDE_SESSION_VAR, crate::GROK_SESSION_VAR];
+
+/// Obvious credentials, by exact name: what an authentication failure that names no variable
+/// is pointed at.
 const AUTH_NAMES: &[&str] = &[
     "ANTHROPIC_API_KEY",
     "ANTHROPIC_AUTH_TOKEN",
@@ -105,8 +112,9 @@ pub fn settings(vars: &BTreeMap<String, String>) -> BTreeMap<String, String> {
 pub struct ChildEnv {
     /// Name → value, for the child only.
     pub vars: BTreeMap<String, String>,
-    /// Names present here but not passed: credential-bearing proxies and obvious auth
-    /// variables not opted in. Sorted.
+    /// Every name present here but not passed (credential-bearing proxies, obvious
+    /// credentials, and any other variable outside the baseline not opted in), except the
+    /// caller's identity. Names only, sorted.
     pub withheld: Vec<String>,
 }
 
@@ -126,7 +134,8 @@ pub fn child_env(vars: &BTreeMap<String, String>) -> ChildEnv {
             } else {
                 child.vars.insert(name.clone(), value.clone());
             }
-        } else if looks_like_auth(name) {
+        } else if !is_identity(name) {
+            // Whatever it is called: a provider may read its key from any name.
             child.withheld.push(name.clone());
         }
     }
@@ -147,6 +156,11 @@ fn opted_in(vars: &BTreeMap<String, String>) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// Who the caller is: the bridge gives a child its own identity, so these are never advice.
+fn is_identity(name: &str) -> bool {
+    IDENTITY_SETTINGS.contains(&name) || IDENTITY_VARS.contains(&name)
+}
+
 fn in_baseline(name: &str) -> bool {
     if name.starts_with(var::PREFIX) {
         return !IDENTITY_SETTINGS.contains(&name);
@@ -154,11 +168,18 @@ fn in_baseline(name: &str) -> bool {
     BASELINE.contains(&name) || BASELINE_PREFIXES.iter().any(|p| name.starts_with(p))
 }
 
-/// Whether a name is an obvious credential, reported when withheld.
+/// Whether a name is an obvious credential: what an authentication failure that names no
+/// variable may have needed.
 pub fn looks_like_auth(name: &str) -> bool {
     AUTH_NAMES.contains(&name)
         || AUTH_PREFIXES.iter().any(|p| name.starts_with(p))
         || AUTH_SUFFIXES.iter().any(|s| name.ends_with(s))
+}
+
+/// Whether a withheld name may be why a CLI could not authenticate: an obvious credential, or
+/// a proxy variable (one in the baseline is withheld only when its URL carries credentials).
+pub fn may_authenticate(name: &str) -> bool {
+    looks_like_auth(name) || PROXY_VARS.contains(&name)
 }
 
 /// Whether a proxy URL carries credentials: `https://alice:s3cret@proxy:3128`, or scheme-less
@@ -215,6 +236,37 @@ mod tests {
             settings(&env),
             vars(&[(var::MAX_HOPS, "2"), (var::SELF, "claude")])
         );
+    }
+
+    #[test]
+    fn every_name_outside_the_baseline_is_reported_withheld_but_not_who_the_caller_is() {
+        let env = vars(&[
+            ("PATH", "/bin"),
+            ("ACC_KEY", "k-1"),
+            ("EDITOR", "vi"),
+            ("GITHUB_TOKEN", "ghp"),
+            ("CLAUDE_CODE_SESSION_ID", "c-1"),
+            ("GROK_SESSION_ID", "g-1"),
+            (var::SELF, "claude"),
+            (var::SELF_SESSION, "claude:c-1"),
+            (var::CHILD_ENV, "EDITOR"),
+        ]);
+        let child = child_env(&env);
+        assert_eq!(child.withheld, vec!["ACC_KEY", "GITHUB_TOKEN"]);
+        assert_eq!(
+            child.vars.keys().collect::<Vec<_>>(),
+            vec![var::CHILD_ENV, "EDITOR", "PATH"]
+        );
+    }
+
+    #[test]
+    fn a_proxy_or_a_credential_may_authenticate_an_ordinary_name_is_not_guessed() {
+        for name in ["HTTPS_PROXY", "all_proxy", "OPENAI_API_KEY", "AWS_PROFILE"] {
+            assert!(may_authenticate(name), "{name}");
+        }
+        for name in ["ACC_KEY", "EDITOR", "NO_PROXY"] {
+            assert!(!may_authenticate(name), "{name}");
+        }
     }
 
     #[test]

@@ -60,8 +60,9 @@ pub struct CallerContext {
     /// filtered by the thin process. Used for the child only; never stored or logged.
     #[serde(default)]
     pub child_env: BTreeMap<String, String>,
-    /// Names the thin process withheld from `child_env` (credential-bearing proxy URLs, auth
-    /// variables not opted in), so an auth failure can name what was probably needed.
+    /// Every name the thin process withheld from `child_env`, whatever it is called (never a
+    /// value; not the caller's identity variables), so a relay that fails for want of one can
+    /// name it and how to pass it.
     #[serde(default)]
     pub withheld_env: Vec<String>,
 }

@@ -11,10 +11,12 @@
 //! - [`summary`]: warnings said once per file, damaged lines counted by what was wrong;
 //! - [`turns`]: one session's turns, messages, tool calls and results, for recovering answers.
 //! - [`foreign`]: Cursor and Antigravity sessions, read into the same turns for handoff briefs.
+//! - [`codex_config`]: the variable Codex's selected model provider reads its key from.
 
 pub mod claude;
 pub mod claude_registry;
 pub mod codex;
+pub mod codex_config;
 pub mod error;
 pub mod foreign;
 pub mod grok;

@@ -554,7 +554,7 @@ async fn an_auth_failure_names_the_withheld_variable() {
     let error = record.error.unwrap();
     assert!(error.contains("Invalid API key"), "{error}");
     assert!(
-        error.contains("cross-agent withheld ANTHROPIC_AUTH_TOKEN from the peer"),
+        error.contains("cross-agent withheld ANTHROPIC_AUTH_TOKEN from the spawned claude CLI"),
         "{error}"
     );
     assert!(error.contains("CROSS_AGENT_CHILD_ENV"));

@@ -22,6 +22,7 @@ mod store_check;
 mod telegram_handover;
 mod telegram_panels;
 mod upgrade;
+mod withheld_real;
 
 use std::path::{Path, PathBuf};
 

@@ -265,15 +265,15 @@ impl Engine {
                             })
                         })
                         .unwrap_or_else(|| "it printed no answer".to_owned());
-                    let mut error = format!(
-                        "the {agent} CLI failed (exit code {}): {detail}",
-                        code.map_or_else(|| "none".to_owned(), |c| c.to_string())
-                    );
-                    if let Some(hint) =
-                        withheld_hint(agent, &detail, &outcome.stderr_tail, &job.withheld_env)
-                    {
-                        error.push_str(&hint);
-                    }
+                    let code = code.map_or_else(|| "none".to_owned(), |c| c.to_string());
+                    // A withheld variable leads, so the one-line summaries (the decision's
+                    // reason) carry it too.
+                    let error = match withheld_hint(agent, &detail, &outcome.stderr_tail, job) {
+                        Some(hint) => format!(
+                            "the {agent} CLI failed (exit code {code}): {hint}. It said: {detail}"
+                        ),
+                        None => format!("the {agent} CLI failed (exit code {code}): {detail}"),
+                    };
                     let why = error.clone();
                     fail(record, error);
                     // The turn may still have answered into its transcript.

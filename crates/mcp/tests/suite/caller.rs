@@ -1,6 +1,7 @@
 //! The caller-context rules (004 "What a spawned agent CLI inherits", "Reply address"), on
-//! made-up environments: the baseline, credential-bearing proxies withheld whole, the
-//! `CROSS_AGENT_CHILD_ENV` opt-in, identity never inherited, Codex's `_meta` passed raw.
+//! made-up environments: the baseline, every other name reported withheld, credential-bearing
+//! proxies withheld whole, the `CROSS_AGENT_CHILD_ENV` opt-in, identity never inherited,
+//! Codex's `_meta` passed raw.
 
 use std::collections::BTreeMap;
 
@@ -90,11 +91,14 @@ fn the_child_gets_the_baseline_and_nothing_else() {
             "ANTHROPIC_API_KEY",
             "AWS_SECRET_ACCESS_KEY",
             "COPILOT_AGENT_SESSION_ID",
+            "EDITOR",
             "GITHUB_TOKEN",
             "SSH_AUTH_SOCK",
+            "VSCODE_PID",
             "XAI_API_KEY",
         ],
-        "obvious credentials are named so an auth failure can point at them"
+        "every name outside the baseline, whatever it is called, so a failure naming one can \
+         be told cross-agent withheld it; not who the caller is"
     );
 }
 

@@ -335,7 +335,7 @@ fn the_daemon_receives_the_callers_context() -> anyhow::Result<()> {
         ("OPENAI_API_KEY", "sk-other"),
         ("HTTPS_PROXY", "https://alice:s3cret@proxy:3128"),
         ("LANG", "C.UTF-8"),
-        ("SECRET_STUFF", "x"),
+        ("SECRET_STUFF", "stuff-value-9"),
     ] {
         env.insert(key.into(), value.into());
     }
@@ -418,8 +418,15 @@ fn the_daemon_receives_the_callers_context() -> anyhow::Result<()> {
     }
     assert_eq!(
         caller["withheld_env"],
-        json!(["HTTPS_PROXY", "OPENAI_API_KEY"]),
-        "credential proxy and auth variable named, nothing else"
+        json!(["HTTPS_PROXY", "OPENAI_API_KEY", "SECRET_STUFF"]),
+        "every withheld name, whatever it is called; not who the caller is"
     );
+    let forwarded = serde_json::to_string(caller)?;
+    for value in ["sk-other", "s3cret", "stuff-value-9"] {
+        assert!(
+            !forwarded.contains(value),
+            "a withheld value never leaves: {value}"
+        );
+    }
     Ok(())
 }
