@@ -33,7 +33,7 @@ enum Stop {
 
 /// The top-level string field `key` of the JSON object that `bytes` starts (a whole line or the
 /// head of one).
-#[inline]
+#[inline(always)]
 pub fn top_level_string<'a>(bytes: &'a [u8], key: &[u8]) -> Field<'a> {
     if let Some(found) = leading(bytes, key) {
         return found;
@@ -47,7 +47,7 @@ pub fn top_level_string<'a>(bytes: &'a [u8], key: &[u8]) -> Field<'a> {
 
 /// The spelling nearly every line has, `{"<key>":"…`, read straight (the general walk below
 /// costs several times more per line, and most lines are short).
-#[inline]
+#[inline(always)]
 fn leading<'a>(bytes: &'a [u8], key: &[u8]) -> Option<Field<'a>> {
     let rest = bytes
         .strip_prefix(b"{\"")?
@@ -109,23 +109,10 @@ fn skip_space(bytes: &[u8], mut at: usize) -> usize {
     at
 }
 
-/// Strings this short are looked through plainly first: keys and types end well within it, and
-/// a call into memchr costs more than that. A longer one (a pasted image's base64) is searched
-/// by memchr.
-const SHORT_STRING: usize = 32;
-
 /// The index just past the string that opens at `start` (its `"`), and whether it has escapes.
 #[inline]
 fn string_end(bytes: &[u8], start: usize) -> Result<(usize, bool), Stop> {
     let mut at = start + 1;
-    let window = bytes
-        .get(at..bytes.len().min(at + SHORT_STRING))
-        .unwrap_or_default();
-    match window.iter().position(|&b| b == b'"' || b == b'\\') {
-        Some(end) if window[end] == b'"' => return Ok((at + end + 1, false)),
-        Some(escape) => at += escape,
-        None => at += window.len(),
-    }
     let mut escaped = false;
     loop {
         let rest = bytes.get(at..).ok_or(Stop::Short)?;
