@@ -30,8 +30,7 @@ pub const CLAUDE_SDK_ARGS: &[&str] = &[
 /// How a host spells a stream-json line: the same JSON, written as different hosts write it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Spelling {
-    /// Compact, `type` first: the CLI, and the TypeScript SDK's prompts and answers
-    /// (`observed/claude.md` §1).
+    /// Compact, `type` first: the CLI, and the TypeScript SDK's prompts and answers.
     TypeFirst,
     /// `type` first, with a space after every `:` and `,` (`{"type": "user", "message": …}`), as
     /// Python's `json.dumps` writes it (the Python SDK).
