@@ -199,9 +199,69 @@ fn report(wire: &str, lines: &[(Side, Vec<u8>)], adapter: &mut dyn PanelAdapter)
     );
 }
 
+/// The 1 MB pasted image from the extension, as the runtime hands it to the Claude adapter: its
+/// head (the first read's 64 KB) asked whether it may stream, then the 16 KB head it keeps,
+/// then the turn's `result`. Beside it, the floor: finding the line's end in its MB.
+fn report_image() {
+    const IMAGES: usize = 200;
+    let image = format!(
+        r#"{{"type":"user","message":{{"role":"user","content":[{{"type":"image","source":{{"type":"base64","media_type":"image/png","data":"{}"}}}}]}},"parent_tool_use_id":null,"session_id":""}}"#,
+        "QUJD".repeat(256 * 1024)
+    );
+    let result = ordered(
+        &json!({"type": "result", "subtype": "success", "is_error": false, "result": "seen", "session_id": "s"}),
+    );
+    let started = Instant::now();
+    for _ in 0..IMAGES {
+        black_box(memchr::memchr(b'\n', black_box(image.as_bytes())));
+    }
+    let floor = started.elapsed().as_secs_f64() / IMAGES as f64;
+    let mut claude = ClaudeAdapter::new(&[], Some("/work".to_owned()), 0);
+    let mut out: Vec<Action> = Vec::new();
+    claude.on_line(
+        Side::Extension,
+        br#"{"type":"control_request","request_id":"i","request":{"subtype":"initialize"}}"#,
+        1,
+        &mut out,
+    );
+    let mut held = 0;
+    let started = Instant::now();
+    for at in 0..IMAGES as u64 {
+        out.clear();
+        if !claude.streams_from_head(
+            Side::Extension,
+            &image.as_bytes()[..64 * 1024],
+            at,
+            &mut out,
+        ) {
+            held += 1;
+        }
+        claude.on_line(
+            Side::Extension,
+            &image.as_bytes()[..16 * 1024],
+            at,
+            &mut out,
+        );
+        claude.on_line(Side::Agent, &result, at, &mut out);
+        black_box(&out);
+    }
+    let adapted = started.elapsed().as_secs_f64() / IMAGES as f64;
+    println!("claude 1 MB pasted image: {IMAGES} lines, {held} held back from streaming");
+    println!(
+        "  find its end (floor)          {:>8.0} ns/line",
+        floor * 1e9
+    );
+    println!(
+        "  adapter head + on_line        {:>8.0} ns/line  ({:.3}× the floor)",
+        adapted * 1e9,
+        adapted / floor
+    );
+}
+
 fn main() {
     let mut claude = ClaudeAdapter::new(&[], Some("/work".to_owned()), 0);
     report("claude stream-json", &claude_session(), &mut claude);
+    report_image();
     let mut codex = CodexAdapter::new(&[OsString::from("app-server")]);
     report("codex app-server", &codex_session(), &mut codex);
     let mut grok = GrokAdapter::new(&[OsString::from("agent"), OsString::from("stdio")]);

@@ -17,7 +17,11 @@
 //!   through the shim is the `control_response` the extension would have written, and the
 //!   extension is sent the CLI's own withdrawal line for that request so its prompt closes.
 //!
-//! Lines are parsed only when a cheap search finds one of the few types that matter.
+//! A line's kind is its top-level `type` as JSON, read by a tokenizer over the line's head
+//! ([`crate::json_head`]) whatever the spelling — the CLI and the TypeScript SDK write compact
+//! JSON with `type` first (the SDK its control requests `request_id` first, and a prompt's keys
+//! in the host's order), a host on Python's `json.dumps` writes `{"type": "user", …}`. Lines are
+//! parsed only when their type is one of the few that matter.
 
 use std::collections::{HashSet, VecDeque};
 
@@ -25,11 +29,11 @@ use cross_agent_protocol::panel::{
     ApprovalAnswer, Injection, InjectionKind, PanelSession, PanelSessionState, PendingApproval,
     ShimEvent,
 };
-use memchr::memmem;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::adapter::{Action, InjectionId, PanelAdapter, Side};
+use crate::json_head::{self, Field};
 
 /// How much of a tool's input is kept as an approval's `detail`.
 const DETAIL_LIMIT: usize = 2000;
@@ -131,79 +135,42 @@ struct Approval {
     owner: Option<InjectionId>,
 }
 
-/// The top-level type of a line that starts `{"type":"…"` (as the CLI and the SDK write every
-/// line but `result`), read from its head alone: a 1 MB image or tool result is then never
-/// scanned. `None` when the line starts any other way.
-fn leading_type(line: &[u8]) -> Option<&[u8]> {
-    let rest = line.strip_prefix(br#"{"type":""#)?;
-    let end = memchr::memchr2(b'"', b'\\', rest)?;
-    // The type is followed by the next key or the object's end; anything else is no head we know.
-    (rest[end] == b'"' && matches!(rest.get(end + 1), Some(b',' | b'}'))).then(|| &rest[..end])
-}
+/// How much of a line still arriving is read for its type: a type named first or after a few
+/// short keys is found in it; one further on (after a long `message`) waits for the whole line.
+/// Within what the runtime keeps of a line that streamed (16 KB), so the head it hands
+/// [`PanelAdapter::on_line`] names the type that let the line stream.
+const HEAD_SCAN: usize = 4 * 1024;
 
-/// What the adapter does with a line, decided before (or instead of) parsing it.
+/// What the adapter does with a line, decided from its type before (or instead of) parsing it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Look {
     /// Nothing in it matters: forward it unread.
     Skip,
-    /// A user line from the extension: a human's turn (its head says so; the rest is content).
+    /// A user line from the extension: a human's turn (its type says so; the rest is content).
     HumanTurn,
     /// Parse it.
     Parse,
 }
 
-/// Cheap checks on a line before it is parsed.
-struct Needles {
-    result: memmem::Finder<'static>,
-    system: memmem::Finder<'static>,
-    control: memmem::Finder<'static>,
-    user: memmem::Finder<'static>,
+/// How a line of top-level type `kind` from `side` is looked at.
+fn look(side: Side, kind: &[u8]) -> Look {
+    match (side, kind) {
+        (Side::Extension, b"user") => Look::HumanTurn,
+        (Side::Extension, b"control_response")
+        | (Side::Agent, b"result" | b"system" | b"control_request" | b"control_cancel_request") => {
+            Look::Parse
+        }
+        _ => Look::Skip,
+    }
 }
 
-impl Needles {
-    fn new() -> Needles {
-        Needles {
-            user: memmem::Finder::new(br#""type":"user""#),
-            result: memmem::Finder::new(br#""type":"result""#),
-            system: memmem::Finder::new(br#""type":"system""#),
-            control: memmem::Finder::new(br#""type":"control_"#),
-        }
-    }
-
-    /// How a line from `side` is looked at. The CLI and the SDK write compact JSON, so a type is
-    /// always spelled `"type":"…"`; most lines name it first, and then the head decides alone.
-    /// A `result` line names it late (`observed/claude.md` §1), so a line whose head is no type
-    /// is searched for the types that matter.
-    fn look(&self, side: Side, line: &[u8]) -> Look {
-        match (side, leading_type(line)) {
-            (Side::Extension, Some(b"user")) => Look::HumanTurn,
-            (Side::Extension, Some(b"control_response"))
-            | (
-                Side::Agent,
-                Some(b"result" | b"system" | b"control_request" | b"control_cancel_request"),
-            ) => Look::Parse,
-            (_, Some(_)) => Look::Skip,
-            (Side::Extension, None) => {
-                if self.user.find(line).is_some() || self.control.find(line).is_some() {
-                    Look::Parse
-                } else {
-                    Look::Skip
-                }
-            }
-            (Side::Agent, None) => {
-                // `control_request`/`control_cancel_request` and `system/init` are short lines;
-                // a `result` line carries the answer. The long lines (assistant text, tool
-                // results) carry none of these at the top level.
-                if self.result.find(line).is_some()
-                    || self.control.find(line).is_some()
-                    || self.system.find(line).is_some()
-                {
-                    Look::Parse
-                } else {
-                    Look::Skip
-                }
-            }
-        }
+/// How a whole line (or the kept head of one that streamed) is looked at: by its top-level
+/// `type` as JSON, however it is spelled (`{"type": "user"}`, another key first). A line with
+/// none, or no JSON object, holds nothing the adapter reads.
+fn look_at(side: Side, line: &[u8]) -> Look {
+    match json_head::top_level_string(line, b"type") {
+        Field::Text(kind) => look(side, &kind),
+        Field::Absent | Field::Unknown => Look::Skip,
     }
 }
 
@@ -223,7 +190,6 @@ pub struct ClaudeAdapter {
     approvals: Vec<Approval>,
     /// Injections whose connection still listens.
     listening: HashSet<InjectionId>,
-    needles: Needles,
     /// The user line streaming from the extension was counted from its head
     /// ([`PanelAdapter::streams_from_head`]).
     human_turn_streaming: bool,
@@ -275,7 +241,6 @@ impl ClaudeAdapter {
             waiting: VecDeque::new(),
             approvals: Vec::new(),
             listening: HashSet::new(),
-            needles: Needles::new(),
             human_turn_streaming: false,
         }
     }
@@ -532,7 +497,7 @@ impl PanelAdapter for ClaudeAdapter {
         // a waiting injection follow. (Every line is forwarded: nothing of Claude's is dropped.)
         out.push(Action::Forward);
         let first = side == Side::Extension && !self.extension_spoke;
-        match self.needles.look(side, line) {
+        match look_at(side, line) {
             Look::Skip => {}
             // Counted from its head already when it streamed.
             Look::HumanTurn if std::mem::take(&mut self.human_turn_streaming) => {}
@@ -699,7 +664,8 @@ impl PanelAdapter for ClaudeAdapter {
 
     /// A line whose head names a type nothing here reads (an assistant message, a tool
     /// result from the CLI), or a user line from the extension (a pasted image): its head
-    /// alone says a human's turn starts, which is counted now.
+    /// alone says a human's turn starts, which is counted now. A head that is no JSON object
+    /// holds nothing read here either; one that ends before its type waits for more.
     fn streams_from_head(
         &mut self,
         side: Side,
@@ -707,10 +673,12 @@ impl PanelAdapter for ClaudeAdapter {
         now_ms: u64,
         out: &mut Vec<Action>,
     ) -> bool {
-        if leading_type(head).is_none() {
-            return false;
-        }
-        match self.needles.look(side, head) {
+        let kind = match json_head::top_level_string(&head[..head.len().min(HEAD_SCAN)], b"type") {
+            Field::Text(kind) => kind,
+            Field::Absent => return true,
+            Field::Unknown => return false,
+        };
+        match look(side, &kind) {
             Look::Skip => true,
             Look::HumanTurn => {
                 self.on_human_turn(now_ms, out);

@@ -9,6 +9,8 @@
 //! cross-agent shim grok <args…>
 //! cross-agent shim links [DIR]
 //! cross-agent-claude-shim <real-claude> <args…>     (and -codex-, -grok- likewise)
+//! cross-agent-claude-shim --output-format … <args…>  (an SDK host's pathToClaudeCodeExecutable:
+//!                                                    the real claude is found)
 //! ```
 
 use std::ffi::{OsStr, OsString};
@@ -23,6 +25,9 @@ use crate::{agents, intercept, links, runtime};
 
 pub const USAGE: &str = "\
 usage: cross-agent shim claude <real-claude> <args…>   (claudeCode.claudeProcessWrapper)
+       cross-agent shim claude <claude's options…>     (an SDK's pathToClaudeCodeExecutable:
+                                                      CROSS_AGENT_REAL_CLAUDE, ~/.claude/local,
+                                                      ~/.local/bin, then PATH)
        cross-agent shim codex <args…>                  (chatgpt.cliExecutable)
        cross-agent shim grok <args…>                   (grok.cliPath)
        cross-agent shim links [DIR]   create cross-agent-{claude,codex,grok}-shim in DIR

@@ -12,7 +12,8 @@
 //! - [`adapter`]: what every agent's wire adapter does — a state machine fed whole lines from
 //!   either side and asked for injections, with no I/O of its own, so it is tested on recorded
 //!   lines and reused by the one runtime that owns the pipes.
-//! - [`claude`]: stream-json (`claudeCode.claudeProcessWrapper`).
+//! - [`claude`]: stream-json (`claudeCode.claudeProcessWrapper`, or the link as an SDK host's
+//!   `pathToClaudeCodeExecutable`); [`json_head`] reads a line's `type` from its head.
 //! - [`codex`]: `codex app-server` JSON-RPC (`chatgpt.cliExecutable`).
 //! - [`grok`]: ACP over `grok agent … stdio` (`grok.cliPath`).
 
@@ -24,6 +25,7 @@ pub mod codex;
 mod error;
 pub mod grok;
 pub mod intercept;
+pub mod json_head;
 pub mod links;
 pub mod log;
 pub mod real_binary;

@@ -3,7 +3,10 @@
 //! that found itself would start itself forever.
 //!
 //! - Claude: the wrapper is handed the binary, `<wrapper> <real-claude> <args…>`, or the JS
-//!   fallback `<wrapper> <node> <cli.js> <args…>`.
+//!   fallback `<wrapper> <node> <cli.js> <args…>` (`claudeCode.claudeProcessWrapper`). An SDK
+//!   host whose `pathToClaudeCodeExecutable` is the link starts it as the CLI itself, its first
+//!   argument an option (`--output-format …`): then `~/.claude/local/claude`, then
+//!   `~/.local/bin/claude`, then `claude` on `PATH`.
 //! - Codex: the newest `openai.chatgpt-*` extension folder's bundled `bin/<platform>/codex`,
 //!   under each editor's extension directory.
 //! - Grok: `~/.grok/bin/grok`, then `grok` on `PATH`.
@@ -54,7 +57,12 @@ pub const EXTENSION_DIRS: &[&str] = &[
 /// The Codex extension's folder prefix (`openai.chatgpt-<version>[-<platform>]`).
 const CODEX_EXTENSION_PREFIX: &str = "openai.chatgpt-";
 
-/// Claude: `args` is what follows the wrapper (`<real-claude> <args…>`).
+/// Where Claude Code's installers put `claude`, under `$HOME` (the local install, then the
+/// native installer's).
+pub const CLAUDE_INSTALLS: &[&str] = &[".claude/local/claude", ".local/bin/claude"];
+
+/// Claude: `args` is what follows the wrapper (`<real-claude> <args…>`), or, when the shim is
+/// started as the CLI itself, the CLI's own arguments (the first an option).
 pub fn claude(args: &[OsString], env: &dyn Fn(&str) -> Option<OsString>) -> Result<RealCommand> {
     let Some(first) = args.first() else {
         return Err(Error::Usage(
@@ -63,6 +71,15 @@ pub fn claude(args: &[OsString], env: &dyn Fn(&str) -> Option<OsString>) -> Resu
                 .to_owned(),
         ));
     };
+    if first.as_encoded_bytes().starts_with(b"-") {
+        let program = installed_claude(env)?;
+        refuse_self("claude", &program)?;
+        return Ok(RealCommand {
+            program,
+            leading: Vec::new(),
+            args: args.to_vec(),
+        });
+    }
     let runs_js = |name: &OsStr| {
         let name = name.to_string_lossy();
         [".js", ".mjs", ".cjs"]
@@ -85,6 +102,34 @@ pub fn claude(args: &[OsString], env: &dyn Fn(&str) -> Option<OsString>) -> Resu
         leading,
         args: rest.to_vec(),
     })
+}
+
+/// The real claude for a shim started as the CLI itself: `CROSS_AGENT_REAL_CLAUDE`, else the
+/// installers' places, else `claude` on `PATH` (never this shim, which may be there under that
+/// name).
+fn installed_claude(env: &dyn Fn(&str) -> Option<OsString>) -> Result<PathBuf> {
+    if let Some(over) = env(var::REAL_CLAUDE).filter(|v| !v.is_empty()) {
+        return Ok(PathBuf::from(over));
+    }
+    let home = env("HOME").map(PathBuf::from);
+    let installed = home.iter().find_map(|home| {
+        CLAUDE_INSTALLS
+            .iter()
+            .map(|place| home.join(place))
+            .find(|path| is_executable(path) && !is_self(path))
+    });
+    installed
+        .or_else(|| on_path("claude", env("PATH")))
+        .ok_or_else(|| Error::RealBinary {
+            agent: "claude",
+            detail: format!(
+                "started as the claude executable itself (its first argument is an option), and \
+                 no real claude is in ~/{} or on PATH (other than this shim); set {} or pass the \
+                 real binary first (<shim> <real-claude> <args…>)",
+                CLAUDE_INSTALLS.join(", ~/"),
+                var::REAL_CLAUDE
+            ),
+        })
 }
 
 fn is_js_runtime(program: &OsStr) -> bool {
@@ -292,6 +337,64 @@ mod tests {
         .unwrap();
         assert_eq!(over.program, PathBuf::from("/elsewhere/claude"));
         assert!(matches!(claude(&[], &none), Err(Error::Usage(_))));
+    }
+
+    /// An SDK host whose `pathToClaudeCodeExecutable` is the link starts the shim as the CLI:
+    /// its first argument is an option, every argument is the CLI's, and the real claude is
+    /// found (the override, the installers' places, `PATH`), never the shim.
+    #[test]
+    fn claude_started_as_the_cli_itself_is_found_and_keeps_every_argument() {
+        let home = tempfile::tempdir().unwrap();
+        let sdk = args(&[
+            "--output-format",
+            "stream-json",
+            "--input-format",
+            "stream-json",
+        ]);
+        // `claude` on PATH, behind a link to this executable (the shim under that name).
+        let bin = home.path().join("bin");
+        executable(&bin.join("claude"));
+        let shim_dir = home.path().join("shim");
+        std::fs::create_dir_all(&shim_dir).unwrap();
+        std::os::unix::fs::symlink(std::env::current_exe().unwrap(), shim_dir.join("claude"))
+            .unwrap();
+        let path = std::env::join_paths([&shim_dir, &bin]).unwrap();
+        let vars = [("HOME", home.path()), ("PATH", Path::new(&path))];
+        let found = claude(&sdk, &env_of(&vars)).unwrap();
+        assert_eq!(found.program, bin.join("claude"));
+        assert_eq!(found.all_args(), sdk);
+        // The installers' places come before PATH, the local install first.
+        let native = home.path().join(".local/bin/claude");
+        executable(&native);
+        assert_eq!(claude(&sdk, &env_of(&vars)).unwrap().program, native);
+        let local = home.path().join(".claude/local/claude");
+        executable(&local);
+        assert_eq!(claude(&sdk, &env_of(&vars)).unwrap().program, local);
+        // The override before all, with every argument kept.
+        let over = Path::new("/elsewhere/claude");
+        let with_override = [vars[0], vars[1], (var::REAL_CLAUDE, over)];
+        let found = claude(&sdk, &env_of(&with_override)).unwrap();
+        assert_eq!(
+            (found.program.as_path(), found.all_args()),
+            (over, sdk.clone())
+        );
+        // Nothing found: said, naming the places and the override.
+        let nowhere = claude(&sdk, &env_of(&[("HOME", &home.path().join("none"))]));
+        let Err(Error::RealBinary { agent, detail }) = nowhere else {
+            panic!("{nowhere:?}")
+        };
+        assert_eq!(agent, "claude");
+        assert!(
+            detail.contains(".claude/local/claude") && detail.contains(var::REAL_CLAUDE),
+            "{detail}"
+        );
+        // The override pointing at the shim itself is refused.
+        let me = std::env::current_exe().unwrap();
+        let refused = claude(&sdk, &env_of(&[(var::REAL_CLAUDE, &me)]));
+        assert!(
+            matches!(refused, Err(Error::RealBinary { .. })),
+            "{refused:?}"
+        );
     }
 
     #[test]

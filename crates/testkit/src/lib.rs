@@ -1,6 +1,7 @@
 //! The test bench: a scripted model endpoint (Anthropic Messages and OpenAI Responses, streaming)
 //! and helpers that run the real Claude Code and Codex CLIs offline in a temporary HOME.
 
+pub mod agent_sdk;
 pub mod agents;
 pub mod binaries;
 pub mod endpoint;

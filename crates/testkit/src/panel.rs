@@ -27,48 +27,156 @@ pub const CLAUDE_SDK_ARGS: &[&str] = &[
     "--await-initialize",
 ];
 
-/// A stream-json line as the SDK writes it: `type` first (`observed/claude.md` §1), which is
-/// what the shim tells a line by from its head; the other keys follow.
-fn typed_line(kind: &str, fields: Value) -> String {
-    let rest = fields.to_string();
-    let inner = rest
-        .strip_prefix('{')
-        .and_then(|r| r.strip_suffix('}'))
-        .unwrap_or_default();
-    let kind = Value::from(kind);
-    if inner.is_empty() {
-        format!(r#"{{"type":{kind}}}"#)
-    } else {
-        format!(r#"{{"type":{kind},{inner}}}"#)
+/// How a host spells a stream-json line: the same JSON, written as different hosts write it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Spelling {
+    /// Compact, `type` first: the CLI, and the TypeScript SDK's prompts and answers.
+    TypeFirst,
+    /// `type` first, with a space after every `:` and `,` (`{"type": "user", "message": …}`), as
+    /// Python's `json.dumps` writes it (the Python SDK).
+    Spaced,
+    /// Compact, with the line's last other key moved before `type`
+    /// (`{"session_id":"","type":"user",…}`, `{"request_id":"i","type":"control_request",…}`):
+    /// a host that builds the object in its own order (the TypeScript SDK writes its control
+    /// requests `request_id` first, and a prompt's keys in the order the host gave them).
+    OtherKeyFirst,
+}
+
+impl Spelling {
+    pub const ALL: [Spelling; 3] = [
+        Spelling::TypeFirst,
+        Spelling::Spaced,
+        Spelling::OtherKeyFirst,
+    ];
+}
+
+/// Python's `json.dumps` separators: `", "` and `": "`, on one line.
+struct SpacedFormatter;
+
+impl serde_json::ser::Formatter for SpacedFormatter {
+    fn begin_array_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        if first {
+            Ok(())
+        } else {
+            writer.write_all(b", ")
+        }
     }
+
+    fn begin_object_key<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        self.begin_array_value(writer, first)
+    }
+
+    fn begin_object_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+    ) -> std::io::Result<()> {
+        writer.write_all(b": ")
+    }
+}
+
+fn encode(value: &Value, spelling: Spelling) -> String {
+    match spelling {
+        Spelling::Spaced => {
+            let mut bytes = Vec::new();
+            let mut serializer =
+                serde_json::Serializer::with_formatter(&mut bytes, SpacedFormatter);
+            // Writing a `Value` into a Vec cannot fail.
+            let _ = serde::Serialize::serialize(value, &mut serializer);
+            String::from_utf8_lossy(&bytes).into_owned()
+        }
+        Spelling::TypeFirst | Spelling::OtherKeyFirst => value.to_string(),
+    }
+}
+
+/// A stream-json line of type `kind` with `fields` (in their order) spelt as `spelling` says.
+pub fn spelt_line(kind: &str, fields: &[(&str, Value)], spelling: Spelling) -> String {
+    let kind = ("type", Value::from(kind));
+    let mut ordered: Vec<&(&str, Value)> = Vec::with_capacity(fields.len() + 1);
+    match (spelling, fields.split_last()) {
+        (Spelling::OtherKeyFirst, Some((last, rest))) => {
+            ordered.push(last);
+            ordered.push(&kind);
+            ordered.extend(rest);
+        }
+        _ => {
+            ordered.push(&kind);
+            ordered.extend(fields);
+        }
+    }
+    let (comma, colon) = match spelling {
+        Spelling::Spaced => (", ", ": "),
+        Spelling::TypeFirst | Spelling::OtherKeyFirst => (",", ":"),
+    };
+    let pairs: Vec<String> = ordered
+        .iter()
+        .map(|(key, value)| format!("{}{colon}{}", Value::from(*key), encode(value, spelling)))
+        .collect();
+    format!("{{{}}}", pairs.join(comma))
 }
 
 /// The `initialize` control request the SDK writes first.
 pub fn claude_initialize(request_id: &str) -> String {
-    typed_line(
+    spelt_line(
         "control_request",
-        json!({"request_id": request_id, "request": {"subtype": "initialize"}}),
+        &[
+            ("request", json!({"subtype": "initialize"})),
+            ("request_id", Value::from(request_id)),
+        ],
+        Spelling::TypeFirst,
     )
 }
 
 /// A user message as the extension writes it.
 pub fn claude_user(text: &str) -> String {
-    typed_line(
+    claude_user_spelt(text, Spelling::TypeFirst)
+}
+
+/// A user message spelt as `spelling` says (`OtherKeyFirst`: `session_id` first).
+pub fn claude_user_spelt(text: &str, spelling: Spelling) -> String {
+    spelt_line(
         "user",
-        json!({"message": {"role": "user", "content": text}, "parent_tool_use_id": null, "session_id": ""}),
+        &[
+            ("message", json!({"role": "user", "content": text})),
+            ("parent_tool_use_id", Value::Null),
+            ("session_id", Value::from("")),
+        ],
+        spelling,
     )
 }
 
 /// The extension's answer to a `can_use_tool` request.
 pub fn claude_permission(request_id: &str, allow: bool, input: &Value) -> String {
+    claude_permission_spelt(request_id, allow, input, Spelling::TypeFirst)
+}
+
+/// The answer to a `can_use_tool` request spelt as `spelling` says (`OtherKeyFirst`:
+/// `response` first).
+pub fn claude_permission_spelt(
+    request_id: &str,
+    allow: bool,
+    input: &Value,
+    spelling: Spelling,
+) -> String {
     let body = if allow {
         json!({"behavior": "allow", "updatedInput": input})
     } else {
         json!({"behavior": "deny", "message": "denied in the panel"})
     };
-    typed_line(
+    spelt_line(
         "control_response",
-        json!({"response": {"subtype": "success", "request_id": request_id, "response": body}}),
+        &[(
+            "response",
+            json!({"subtype": "success", "request_id": request_id, "response": body}),
+        )],
+        spelling,
     )
 }
 
@@ -272,6 +380,37 @@ fn complete_lines(bytes: &[u8]) -> Vec<&[u8]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_spelling_is_the_same_json_written_another_way() {
+        for spelling in Spelling::ALL {
+            let user: Value = serde_json::from_str(&claude_user_spelt("hi", spelling)).unwrap();
+            assert_eq!(
+                user,
+                json!({"type": "user", "message": {"role": "user", "content": "hi"}, "parent_tool_use_id": null, "session_id": ""})
+            );
+            let answer: Value =
+                serde_json::from_str(&claude_permission_spelt("r1", false, &json!({}), spelling))
+                    .unwrap();
+            assert_eq!(answer["response"]["request_id"], "r1");
+        }
+        assert!(
+            claude_user_spelt("hi", Spelling::Spaced)
+                .starts_with(r#"{"type": "user", "message": {"content": "hi", "role": "user"}, "#)
+        );
+        assert!(
+            claude_user_spelt("hi", Spelling::OtherKeyFirst)
+                .starts_with(r#"{"session_id":"","type":"user","message":"#)
+        );
+        assert!(
+            claude_permission_spelt("r1", true, &json!([1, 2]), Spelling::OtherKeyFirst)
+                .starts_with(r#"{"response":{"#)
+        );
+        assert!(
+            claude_permission_spelt("r1", true, &json!([1, 2]), Spelling::Spaced)
+                .contains(r#""updatedInput": [1, 2]"#)
+        );
+    }
 
     #[test]
     fn lines_name_their_type_first_as_the_sdk_writes_them() {

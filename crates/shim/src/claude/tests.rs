@@ -501,9 +501,132 @@ fn a_lines_head_decides_how_it_is_read_and_whether_it_may_stream_before_it_ends(
     // A third, held whole (short), counts as before.
     feed(&mut adapter, Side::Extension, &user_line("hi"));
     assert_eq!(adapter.sessions()[0].unanswered_human_prompts, 3);
-    assert_eq!(leading_type(br#"{"type":"result" broken"#), None);
+}
+
+/// The same lines as other hosts spell them: spaces after `:` and `,` (Python's `json.dumps`),
+/// another key before `type` (the TypeScript SDK's control requests, a prompt built in a host's
+/// own key order), escapes. The human's turn is counted, the approval matched, the turn ended.
+#[test]
+fn a_line_is_told_by_its_json_not_its_spelling() {
+    let spaced_human = r#"{"type": "user", "message": {"role": "user", "content": "hi"}}"#;
+    let other_key_first_human = r#"{"session_id":"","type":"user","message":{"role":"user","content":"hi"},"parent_tool_use_id":null}"#;
+    let escaped_human = r#"{"\u0074ype":"us\u0065r","message":{"role":"user","content":"hi"}}"#;
+    for human in [spaced_human, other_key_first_human, escaped_human] {
+        let mut adapter = spoken();
+        assert_eq!(
+            feed(&mut adapter, Side::Extension, human),
+            vec![Action::Forward, Action::SessionsChanged],
+            "{human}"
+        );
+        let session = &adapter.sessions()[0];
+        assert_eq!(
+            (session.state, session.unanswered_human_prompts),
+            (PanelSessionState::Working, 1),
+            "{human}"
+        );
+        assert_eq!(session.last_human_input_ms, Some(1_000));
+        // A message sent meanwhile waits for the human's turn.
+        let out = inject(&mut adapter, 1, injection("d1", InjectionKind::Request));
+        assert_eq!(events(&out), vec![(1, accepted(None, true))], "{human}");
+    }
+
+    let spaced_ask = r#"{"type": "control_request", "request_id": "r1", "request": {"subtype": "can_use_tool", "tool_name": "Bash", "input": {"command": "ls"}}}"#;
+    let spaced_answer = r#"{"type": "control_response", "response": {"subtype": "success", "request_id": "r1", "response": {"behavior": "allow", "updatedInput": {"command": "ls"}, "toolUseID": "toolu_1"}}}"#;
+    let other_key_first_ask = r#"{"request_id":"r2","type":"control_request","request":{"subtype":"can_use_tool","tool_name":"Bash","input":{"command":"ls"}}}"#;
+    let other_key_first_answer = r#"{"request_id":"r2","type":"control_response","response":{"subtype":"success","request_id":"r2","response":{"behavior":"deny","message":"no"}}}"#;
+    for (ask, answer, request_id, allowed) in [
+        (spaced_ask, spaced_answer, "r1", true),
+        (other_key_first_ask, other_key_first_answer, "r2", false),
+    ] {
+        let mut adapter = spoken();
+        inject(&mut adapter, 1, injection("d1", InjectionKind::Request));
+        let out = feed(&mut adapter, Side::Agent, ask);
+        assert!(
+            matches!(&events(&out)[..], [(1, ShimEvent::ApprovalPending { approval })] if approval.request_id == request_id),
+            "{ask}: {out:?}"
+        );
+        assert_eq!(
+            adapter.sessions()[0].state,
+            PanelSessionState::AwaitingApproval
+        );
+        let out = feed(&mut adapter, Side::Extension, answer);
+        assert_eq!(
+            events(&out),
+            vec![(
+                1,
+                ShimEvent::ApprovalResolved {
+                    request_id: request_id.to_owned(),
+                    allowed
+                }
+            )],
+            "{answer}"
+        );
+        assert_eq!(adapter.sessions()[0].state, PanelSessionState::Working);
+        let spaced_result = format!(
+            r#"{{"subtype": "success", "is_error": false, "result": "done", "session_id": "{SESSION}", "type": "result"}}"#
+        );
+        let out = feed(&mut adapter, Side::Agent, &spaced_result);
+        assert_eq!(
+            events(&out),
+            vec![
+                (
+                    1,
+                    ShimEvent::SessionStarted {
+                        session_id: SESSION.to_owned()
+                    }
+                ),
+                (1, turn_ended("done"))
+            ]
+        );
+        assert_eq!(adapter.sessions()[0].state, PanelSessionState::Idle);
+    }
+}
+
+/// A pasted image however it is spelled streams from its head and counts the human's turn
+/// there; a user line whose type comes only after a long message cannot be told from its head,
+/// so it waits to be whole and is counted then.
+#[test]
+fn a_long_human_line_streams_from_its_head_whatever_its_spelling() {
+    let data = "QUJD".repeat(64 * 1024);
+    let content = format!(r#"[{{"type":"image","source":{{"data":"{data}"}}}}]"#);
+    for image in [
+        format!(r#"{{"type": "user", "message": {{"role": "user", "content": {content}}}}}"#),
+        format!(
+            r#"{{"session_id":"","type":"user","message":{{"role":"user","content":{content}}}}}"#
+        ),
+    ] {
+        let mut adapter = spoken();
+        let mut out = Vec::new();
+        let head = &image.as_bytes()[..64 * 1024];
+        assert!(adapter.streams_from_head(Side::Extension, head, 2_000, &mut out));
+        assert_eq!(out, vec![Action::SessionsChanged]);
+        assert_eq!(adapter.sessions()[0].unanswered_human_prompts, 1);
+        // Counted once: not again from the head the runtime keeps when the line ends.
+        let kept = &image.as_bytes()[..16 * 1024];
+        let mut out = Vec::new();
+        adapter.on_line(Side::Extension, kept, 3_000, &mut out);
+        assert_eq!(out, vec![Action::Forward]);
+        assert_eq!(adapter.sessions()[0].unanswered_human_prompts, 1);
+    }
+
+    let late =
+        format!(r#"{{"message": {{"role": "user", "content": {content}}}, "type": "user"}}"#);
+    let mut adapter = spoken();
+    let mut out = Vec::new();
+    assert!(!adapter.streams_from_head(
+        Side::Extension,
+        &late.as_bytes()[..64 * 1024],
+        2_000,
+        &mut out
+    ));
+    assert!(out.is_empty());
     assert_eq!(
-        leading_type(br#"{"type":"result"}"#),
-        Some(b"result".as_slice())
+        feed(&mut adapter, Side::Extension, &late),
+        vec![Action::Forward, Action::SessionsChanged]
     );
+    assert_eq!(adapter.sessions()[0].unanswered_human_prompts, 1);
+    // A line that is no JSON object holds nothing read here, and streams.
+    let mut out = Vec::new();
+    assert!(adapter.streams_from_head(Side::Extension, &[b'x'; 100], 2_000, &mut out));
+    assert!(out.is_empty());
 }

@@ -76,6 +76,30 @@ impl Bench {
         Ok(command)
     }
 
+    /// The `cross-agent-claude-shim` link started as claude itself, as an SDK host whose
+    /// `pathToClaudeCodeExecutable` is the link starts it (`CROSS_AGENT_REAL_CLAUDE` names the
+    /// real one), with Claude's clean environment.
+    pub fn link_command(&self, args: &[&str]) -> Result<Command> {
+        let claude = self.claude()?;
+        let links = self.home.path().join("links");
+        let made = Command::new(cross_agent_bin()?)
+            .args(["shim", "links"])
+            .arg(&links)
+            .output()?;
+        if !made.status.success() {
+            bail!("cross-agent shim links failed: {made:?}");
+        }
+        let mut command = Command::new(links.join("cross-agent-claude-shim"));
+        command
+            .current_dir(&self.project)
+            .env_clear()
+            .envs(claude.env())
+            .env("CROSS_AGENT_HOME", &self.state)
+            .env("CROSS_AGENT_REAL_CLAUDE", claude.binary())
+            .args(args);
+        Ok(command)
+    }
+
     /// Real Claude behind the shim, started as the extension starts it, before its first line.
     pub fn claude_panel_unspoken(&self) -> Result<PanelDriver> {
         let claude = self.claude()?;

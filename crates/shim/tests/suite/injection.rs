@@ -6,7 +6,10 @@ use std::time::Duration;
 
 use anyhow::Result;
 use cross_agent_protocol::panel::{ApprovalAnswer, PanelSessionState, ShimEvent, ShimRequest};
-use cross_agent_testkit::panel::{PanelDriver, claude_permission, claude_user};
+use cross_agent_testkit::panel::{
+    CLAUDE_SDK_ARGS, PanelDriver, Spelling, claude_initialize, claude_permission_spelt,
+    claude_user, claude_user_spelt,
+};
 use cross_agent_testkit::{Reply, Rule, ToolCall};
 use pretty_assertions::assert_eq;
 use serde_json::json;
@@ -138,6 +141,33 @@ fn an_idle_panel_takes_a_message_its_answer_is_reported_and_the_registration_fol
     Ok(())
 }
 
+/// The link started as claude itself (the SDK's arguments first, the real one named by
+/// `CROSS_AGENT_REAL_CLAUDE`): the same panel — the human's turn, a message queued behind it.
+#[test]
+fn a_panel_started_through_the_link_as_claude_itself_takes_a_message() -> Result<()> {
+    let bench = Bench::new()?;
+    let release = bench.state.with_file_name("release-the-human-answer");
+    bench.script([
+        Rule::on_user_text("slow human")
+            .reply(Reply::text("human answer").after_file(&release))
+            .once(),
+        Rule::on_user_text("bridged question")
+            .reply_text("bridged answer")
+            .once(),
+    ]);
+    let mut panel = PanelDriver::start(bench.link_command(CLAUDE_SDK_ARGS)?)?;
+    let pid = panel.pid();
+    panel.send(&claude_initialize("init-1"))?;
+    panel.next_line(TURN, |l| l["type"] == "control_response")?;
+    let registration = bench.registration_when(pid, |r| r.agent_pid.is_some())?;
+    assert!(registration.intercepting);
+    panel.send(&claude_user("slow human"))?;
+    bench.registration_when(pid, |r| r.sessions[0].state == PanelSessionState::Working)?;
+    let connection = queued_question(&bench, pid)?;
+    std::fs::write(&release, "")?;
+    answered_after_the_human(connection, &mut panel)
+}
+
 #[test]
 fn a_message_waits_for_the_extensions_first_line() -> Result<()> {
     let bench = Bench::new()?;
@@ -173,7 +203,7 @@ fn a_message_waits_for_the_extensions_first_line() -> Result<()> {
         panel.received().is_empty(),
         "nothing before the extension spoke"
     );
-    panel.send(&cross_agent_testkit::panel::claude_initialize("init-1"))?;
+    panel.send(&claude_initialize("init-1"))?;
     panel.next_of_type("control_response", TURN)?;
     let events = connection.rest()?;
     let Some(ShimEvent::TurnEnded { answer, .. }) = turn_ended(&events) else {
@@ -341,55 +371,72 @@ fn an_approval_of_a_bridged_turn_answered_through_the_shim() -> Result<()> {
     Ok(())
 }
 
+/// The panel's answer is matched however the host spells it (`type` first, spaced, another key
+/// first).
 #[test]
-fn an_approval_of_a_bridged_turn_answered_in_the_panel() -> Result<()> {
-    let bench = Bench::new()?;
-    let (mut panel, mut connection, request_id, marker) = bridged_turn_awaiting_approval(&bench)?;
-    panel.send(&claude_permission(&request_id, false, &json!({})))?;
-    let events = connection.rest()?;
-    assert_eq!(
-        events[0],
-        ShimEvent::ApprovalResolved {
-            request_id,
-            allowed: false
-        }
-    );
-    assert!(matches!(
-        turn_ended(&events),
-        Some(ShimEvent::TurnEnded { .. })
-    ));
-    assert!(!marker.exists(), "the denied tool did not run");
+fn an_approval_of_a_bridged_turn_answered_in_the_panel_whatever_its_spelling() -> Result<()> {
+    for spelling in Spelling::ALL {
+        let bench = Bench::new()?;
+        let (mut panel, mut connection, request_id, marker) =
+            bridged_turn_awaiting_approval(&bench)?;
+        panel.send(&claude_permission_spelt(
+            &request_id,
+            false,
+            &json!({}),
+            spelling,
+        ))?;
+        let events = connection.rest()?;
+        assert_eq!(
+            events[0],
+            ShimEvent::ApprovalResolved {
+                request_id,
+                allowed: false
+            },
+            "{spelling:?}"
+        );
+        assert!(matches!(
+            turn_ended(&events),
+            Some(ShimEvent::TurnEnded { .. })
+        ));
+        assert!(!marker.exists(), "the denied tool did not run");
+    }
     Ok(())
 }
 
 /// A long human message (a pasted image, a big paste) streams on to Claude before it ends; the
-/// shim counts the human's turn from the line's head, so a message sent while the rest is still
-/// coming waits for that turn and is answered on its own (it is not written behind the line as
-/// if the panel were idle, nor handed the human's answer).
+/// shim counts the human's turn from the line's head, however the host spells it, so a message
+/// sent while the rest is still coming waits for that turn and is answered on its own (it is
+/// not written behind the line as if the panel were idle, nor handed the human's answer).
 #[cfg(target_os = "linux")]
 #[test]
 fn a_message_sent_while_a_long_human_line_streams_in_waits_for_the_humans_turn() -> Result<()> {
-    let bench = Bench::new()?;
-    bench.script([
-        Rule::on_user_text("long paste")
-            .reply_text("human answer")
-            .once(),
-        Rule::on_user_text("bridged question")
-            .reply_text("bridged answer")
-            .once(),
-    ]);
-    let mut panel = bench.claude_panel()?;
-    let pid = panel.pid();
-    let line = claude_user(&format!("long paste {}", "x".repeat(300 * 1024)));
-    let (head, rest) = line.as_bytes().split_at(100 * 1024);
-    panel.send_raw(head)?;
-    // The line has not ended, and the shim already counts the human's turn.
-    let registration =
-        bench.registration_when(pid, |r| r.sessions[0].state == PanelSessionState::Working)?;
-    assert_eq!(registration.sessions[0].unanswered_human_prompts, 1);
+    for spelling in Spelling::ALL {
+        let bench = Bench::new()?;
+        bench.script([
+            Rule::on_user_text("long paste")
+                .reply_text("human answer")
+                .once(),
+            Rule::on_user_text("bridged question")
+                .reply_text("bridged answer")
+                .once(),
+        ]);
+        let mut panel = bench.claude_panel()?;
+        let pid = panel.pid();
+        let line = claude_user_spelt(&format!("long paste {}", "x".repeat(300 * 1024)), spelling);
+        let (head, rest) = line.as_bytes().split_at(100 * 1024);
+        panel.send_raw(head)?;
+        // The line has not ended, and the shim already counts the human's turn.
+        let registration =
+            bench.registration_when(pid, |r| r.sessions[0].state == PanelSessionState::Working)?;
+        assert_eq!(
+            registration.sessions[0].unanswered_human_prompts, 1,
+            "{spelling:?}"
+        );
 
-    let connection = queued_question(&bench, pid)?;
-    panel.send_raw(rest)?;
-    panel.send_raw(b"\n")?;
-    answered_after_the_human(connection, &mut panel)
+        let connection = queued_question(&bench, pid)?;
+        panel.send_raw(rest)?;
+        panel.send_raw(b"\n")?;
+        answered_after_the_human(connection, &mut panel)?;
+    }
+    Ok(())
 }

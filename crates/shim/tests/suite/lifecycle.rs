@@ -66,6 +66,63 @@ fn the_links_run_as_their_shims_and_the_settings_are_printed() -> Result<()> {
     Ok(())
 }
 
+/// An SDK host whose `pathToClaudeCodeExecutable` is the link starts it as claude itself, the
+/// CLI's options first: the real claude is found — the override, else `claude` on PATH (past
+/// the link under that name) — and handed every argument.
+#[test]
+fn the_claude_link_started_as_claude_itself_runs_the_real_one_with_every_argument() -> Result<()> {
+    let bench = Bench::new()?;
+    let dir = bench.home.path().join("bin");
+    let output = Command::new(cross_agent_bin()?)
+        .args(["shim", "links"])
+        .arg(&dir)
+        .output()?;
+    assert!(output.status.success(), "{output:?}");
+    let link = dir.join("cross-agent-claude-shim");
+    let agent = bench.script_file("agent.sh", r#"echo "$0 $*""#)?;
+    // `claude` on PATH: first the shim under that name (skipped), then the real one.
+    let shims = bench.home.path().join("shims");
+    let on_path = bench.home.path().join("path");
+    std::fs::create_dir_all(&shims)?;
+    std::fs::create_dir_all(&on_path)?;
+    std::os::unix::fs::symlink(&link, shims.join("claude"))?;
+    std::os::unix::fs::symlink(&agent, on_path.join("claude"))?;
+    let path = std::env::join_paths([&shims, &on_path])?;
+    let run = |override_real: Option<&std::path::Path>| -> Result<String> {
+        let mut command = Command::new(&link);
+        command
+            .args(["--output-format", "stream-json", "--version"])
+            .env_clear()
+            .env("CROSS_AGENT_HOME", &bench.state)
+            .env("HOME", bench.home.path())
+            .env("PATH", &path);
+        if let Some(real) = override_real {
+            command.env("CROSS_AGENT_REAL_CLAUDE", real);
+        }
+        let mut panel = PanelDriver::start(command)?;
+        panel.close_stdin();
+        let status = panel.wait(Duration::from_secs(120))?;
+        let printed = String::from_utf8(panel.received())?;
+        assert!(status.success(), "{status:?}: {printed}");
+        Ok(printed)
+    };
+    assert_eq!(
+        run(None)?,
+        format!(
+            "{} --output-format stream-json --version\n",
+            on_path.join("claude").display()
+        )
+    );
+    assert_eq!(
+        run(Some(&agent))?,
+        format!(
+            "{} --output-format stream-json --version\n",
+            agent.display()
+        )
+    );
+    Ok(())
+}
+
 #[test]
 fn a_codex_panel_session_passes_through_and_registers() -> Result<()> {
     let bench = Bench::new()?;

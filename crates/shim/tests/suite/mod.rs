@@ -4,3 +4,4 @@ mod fail_open;
 mod injection;
 mod lifecycle;
 mod passthrough;
+mod sdk_host;
