@@ -1,4 +1,4 @@
-//! The decisions log benchmark (spec 000): `cross-agent decisions --since 24h --by kind` over
+//! The decisions log benchmark (docs/spec/vsc-relay.txt): `cross-agent decisions --since 24h --by kind` over
 //! 1,000,000 lines, target ≤ 1 s. Figures are printed beside the target, never asserted.
 //!
 //! Generates realistic records (the engine's kinds in plausible proportions, with ids, guards

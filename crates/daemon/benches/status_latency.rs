@@ -9,7 +9,7 @@
 //! - **baseline**: `bridge_status` answered while nothing runs;
 //! - **loaded**: the same call while a turn runs in each of the two sessions (a stand-in
 //!   `claude` that only waits) and the engine reads each one's transcript for its answer over
-//!   and over (`CROSS_AGENT_TRANSCRIPT_CHECK_MS=1`: the check spec 004 §9 makes every 30 s, run
+//!   and over (`CROSS_AGENT_TRANSCRIPT_CHECK_MS=1`: the check docs/spec/cross-agent-mcp.md §9 makes every 30 s, run
 //!   back to back so that reading is going on all the time).
 //!
 //! With the reads on the async threads, the loaded median grows by the length of a read; with

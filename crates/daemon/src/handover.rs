@@ -1,5 +1,5 @@
 //! Replacing the daemon without cutting anything off: what `cross-agent daemon restart` and
-//! `cross-agent reload` do (spec 004 §3, "Applying code changes without restarting the editor",
+//! `cross-agent reload` do (docs/spec/cross-agent-mcp.md §3, "Applying code changes without restarting the editor",
 //! in our design: the per-user daemon is what gets upgraded; the MCP servers editors hold are
 //! thin and reconnect).
 //!
@@ -28,7 +28,7 @@
 //!    carries, waits until it carries nothing (turns running, answers being recorded), at most
 //!    [`crate::server::MAX_DRAIN`] (24 h), recording its counts in `draining-<generation>.json`
 //!    for `daemon status` / `bridge_status`, then stops as any daemon stops and exits. A signal
-//!    stops it at once (its turns with it, as spec 004 §6 item 4 wants).
+//!    stops it at once (its turns with it, as docs/spec/cross-agent-mcp.md §6 item 4 wants).
 //!
 //! A daemon too old to know `handover` answers `method_not_found` at step 2; [`replace`] then
 //! reports [`Outcome::Unsupported`] and the caller falls back to stop-then-start.

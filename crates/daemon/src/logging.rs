@@ -29,7 +29,7 @@ const KEEP_FILES: usize = 14;
 const BUFFERED_LINES: usize = 4096;
 
 /// The log filter: `CROSS_AGENT_LOG` (an `EnvFilter` directive) if set, else `debug` when
-/// `CROSS_AGENT_DEBUG` is set (spec 004 §7), else `info`.
+/// `CROSS_AGENT_DEBUG` is set (docs/spec/cross-agent-mcp.md §7), else `info`.
 pub fn filter() -> EnvFilter {
     if let Ok(filter) = EnvFilter::try_from_env(var::LOG) {
         return filter;

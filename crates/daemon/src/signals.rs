@@ -1,6 +1,6 @@
 //! The signals that stop the daemon: SIGTERM (`kill`, systemd, `daemon stop`'s fallback),
 //! SIGINT (Ctrl-C on a foreground `daemon run`) and SIGHUP (the terminal went away). All three
-//! mean a graceful stop, as spec 004 §6 item 4 asks: on shutdown the daemon cleans up what it
+//! mean a graceful stop, as docs/spec/cross-agent-mcp.md §6 item 4 asks: on shutdown the daemon cleans up what it
 //! carries rather than leaving it running with nobody watching.
 
 use std::future::Future;

@@ -1,4 +1,4 @@
-//! The decisions log (spec 000): every decision the program makes as one JSON line of
+//! The decisions log (docs/spec/vsc-relay.txt): every decision the program makes as one JSON line of
 //! `$CROSS_AGENT_HOME/decisions.jsonl`, and the queries `cross-agent decisions` answers from it.
 //!
 //! - [`writer`]: [`DecisionLog`], the cheap cloneable handle the engine records with; appends are

@@ -1,4 +1,4 @@
-//! What the writer keeps out of the log: payloads and secrets (spec 000, "never the
+//! What the writer keeps out of the log: payloads and secrets (docs/spec/vsc-relay.txt, "never the
 //! message payload or a secret").
 //!
 //! No filter can recognise every secret, so the first defence is the API: a [`Decision`] has no

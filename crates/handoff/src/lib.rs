@@ -1,4 +1,4 @@
-//! Handing a session to another agent (spec 000, "A session can be handed to another chat"):
+//! Handing a session to another agent (docs/spec/vsc-relay.txt, "A session can be handed to another chat"):
 //! the library under `cross-agent handoff`. It sits beside the hub in `docs/architecture.md`:
 //! it reads the agents' stores through `cross-agent-stores` and never talks to the daemon; the
 //! CLI delivers to a chat through the daemon itself.

@@ -1,4 +1,4 @@
-//! Who is calling: the reply address (spec 004 "Reply address"). A pin never stands in for it —
+//! Who is calling: the reply address (docs/spec/cross-agent-mcp.md "Reply address"). A pin never stands in for it —
 //! a pin says where to *send*, not who *I am*.
 //!
 //! In order of trust:

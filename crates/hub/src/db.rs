@@ -185,7 +185,7 @@ impl HubDb {
                 source,
             }
         };
-        // Never through a link: the store must be the file in our own home (spec 004 §7).
+        // Never through a link: the store must be the file in our own home (docs/spec/cross-agent-mcp.md §7).
         let flags = OpenFlags::default() | OpenFlags::SQLITE_OPEN_NOFOLLOW;
         let conn = Connection::open_with_flags(path, flags).map_err(db_err("open it"))?;
         conn.busy_timeout(BUSY_TIMEOUT)

@@ -1,4 +1,4 @@
-//! The text a peer receives (spec 004 "Reply address", §6): the bridge header, the message, and
+//! The text a peer receives (docs/spec/cross-agent-mcp.md "Reply address", §6): the bridge header, the message, and
 //! the reply instructions that ask the peer to end its finished answer with the request id.
 //!
 //! ```text
@@ -136,7 +136,7 @@ pub fn delivery_id() -> String {
     format!("dlv_{}", uuid::Uuid::now_v7().simple())
 }
 
-/// How an answer came back, for the header its relay carries (spec 004 §6 "Interim answers and
+/// How an answer came back, for the header its relay carries (docs/spec/cross-agent-mcp.md §6 "Interim answers and
 /// late answers", §9 "A recovered answer is labeled as such").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AnswerKind<'a> {

@@ -1,6 +1,6 @@
 //! The settings in effect for one call: the `CROSS_AGENT_*` variables of the *caller's*
 //! registration, forwarded by the thin process. Each registration guards its own side, so the
-//! daemon's own environment never decides a guard (spec 004 §7).
+//! daemon's own environment never decides a guard (docs/spec/cross-agent-mcp.md §7).
 
 use std::collections::BTreeMap;
 

@@ -1,5 +1,5 @@
 //! The state directory, `CROSS_AGENT_HOME` (default `~/.cross-agent`): where it is, what lives
-//! in it, and the rules that keep it owner-only (spec 004 §7, "The bridge keeps its own state
+//! in it, and the rules that keep it owner-only (docs/spec/cross-agent-mcp.md §7, "The bridge keeps its own state
 //! owner-only").
 //!
 //! - It must be a directory of cross-agent's own: `/`, `$HOME` (or anything above it) and any

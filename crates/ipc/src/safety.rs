@@ -1,5 +1,5 @@
 //! Whether a state directory is safe to use before anything in it is created, opened or
-//! changed (spec 004 §7, a state directory of the bridge's own): it and everything in it belong to this process's effective user, no
+//! changed (docs/spec/cross-agent-mcp.md §7, a state directory of the bridge's own): it and everything in it belong to this process's effective user, no
 //! one else can write to it or to a directory above it (a sticky `/tmp`-like parent owned by
 //! root or the user is fine, as OpenSSH's `StrictModes` judges), and it holds no symbolic links,
 //! since a link planted there would make cross-agent write or chmod wherever it points. A home

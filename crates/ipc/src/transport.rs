@@ -37,7 +37,7 @@ pub(crate) fn check_length(path: &Path) -> Result<()> {
 /// [`Error::NotRunning`], the signal to start the daemon; anything else (permissions) is an
 /// error of its own. Before a byte is written the socket must be this user's: a link, a
 /// socket of another user's, or a listener running as another user is
-/// [`Error::SocketUnsafe`] (spec 004 §7).
+/// [`Error::SocketUnsafe`] (docs/spec/cross-agent-mcp.md §7).
 pub async fn connect(path: &Path) -> Result<Stream> {
     check_length(path)?;
     if !crate::safety::check_socket(path)? {

@@ -350,7 +350,7 @@ impl ServerHandler for Bridge {
                 self.forward(call).await
             }
         };
-        // The daemon was replaced by one with another tool surface (spec 004 §3: after a
+        // The daemon was replaced by one with another tool surface (docs/spec/cross-agent-mcp.md §3: after a
         // reload the client is told the tool list may have changed; Claude Code refetches it).
         if self.inner.link.take_tools_changed() {
             self.announce_tools_changed(&context.peer).await;

@@ -522,7 +522,7 @@ pub struct DeliveryRecord {
     pub answer: AnswerMarks,
 }
 
-/// How an answer was paired with its request (spec 004 §6 "Interim answers and late answers",
+/// How an answer was paired with its request (docs/spec/cross-agent-mcp.md §6 "Interim answers and late answers",
 /// §9 "Every request carries a unique token"), and the header a relay of it carries.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct AnswerMarks {
@@ -609,7 +609,7 @@ pub struct BridgeStatusResponse {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peer_panel: Option<PeerPanelStatus>,
     /// Per agent: the conversations open in editor panels, and which one an unaddressed send
-    /// would reach (spec 004 "Which conversation tab it goes to").
+    /// would reach (docs/spec/cross-agent-mcp.md "Which conversation tab it goes to").
     #[serde(default)]
     pub ide_panels: BTreeMap<Agent, IdePanels>,
     #[serde(default)]
@@ -720,7 +720,7 @@ pub struct StoreHealth {
     pub quarantined: Vec<QuarantinedStore>,
 }
 
-/// `bridge_status.caller`: the caller as the daemon resolved it (spec 004 "Reply address").
+/// `bridge_status.caller`: the caller as the daemon resolved it (docs/spec/cross-agent-mcp.md "Reply address").
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CallerStatus {
     /// `None` when nothing identified the caller's agent.

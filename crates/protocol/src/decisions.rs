@@ -1,5 +1,5 @@
 //! The decisions log's record: one JSON object per line of `$CROSS_AGENT_HOME/decisions.jsonl`
-//! (spec 000, "Every decision … is written as one JSON line"), for every decision the program
+//! (docs/spec/vsc-relay.txt, "Every decision … is written as one JSON line"), for every decision the program
 //! makes — a send accepted or refused, a target chosen, a wait on a busy session, a delivery's
 //! outcome, and later approvals, asks, gate verdicts, danger matches, review verdicts and
 //! Telegram delivery outcomes.

@@ -1,4 +1,4 @@
-//! The panel shims' contract with the daemon (spec 004 "IDE panel integration"): the
+//! The panel shims' contract with the daemon (docs/spec/cross-agent-mcp.md "IDE panel integration"): the
 //! registration a shim keeps in `CROSS_AGENT_HOME/panels/`, and the conversation on the shim's
 //! own socket — the daemon asks for an injection, the shim reports what became of it.
 //!
@@ -23,7 +23,7 @@ pub const PANELS_DIR: &str = "panels";
 
 /// How a Grok shim's `failed` reason starts when a new conversation was asked for and every
 /// session it hosts already has history (a shim cannot open one the extension would know of):
-/// the daemon then runs the message over the CLI instead (spec 004 "When the panel has no
+/// the daemon then runs the message over the CLI instead (docs/spec/cross-agent-mcp.md "When the panel has no
 /// conversation open").
 pub const NO_EMPTY_SESSION: &str = "no empty grok session in this panel";
 

@@ -255,7 +255,7 @@ pub struct StatusResponse {
     pub draining: Vec<DrainingDaemon>,
 }
 
-/// A replaced daemon that is still finishing the deliveries it carries (spec 004 §3, "reload").
+/// A replaced daemon that is still finishing the deliveries it carries (docs/spec/cross-agent-mcp.md §3, "reload").
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct DrainingDaemon {
     /// Its process id.

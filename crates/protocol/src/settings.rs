@@ -1,7 +1,7 @@
 //! The names of every `CROSS_AGENT_*` environment variable, spelled once. Each constant is the
 //! variable's name without the prefix; what the value means is said where it is read.
 //!
-//! The names are the interface (spec 004 "Settings"): people put them in their agents' MCP
+//! The names are the interface (docs/spec/cross-agent-mcp.md "Settings"): people put them in their agents' MCP
 //! registrations, so a name never changes.
 
 /// The prefix every setting shares: a registration forwards all variables that start with it.

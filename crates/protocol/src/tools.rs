@@ -1,4 +1,4 @@
-//! The MCP tools' arguments (spec 004 §4) as types: what an agent may pass to each tool, how
+//! The MCP tools' arguments (docs/spec/cross-agent-mcp.md §4) as types: what an agent may pass to each tool, how
 //! each value is read, and the JSON Schema the agent is shown — generated from these same types,
 //! so a parameter cannot be renamed in one place and not the other (the committed fixture in
 //! `schema/` and `tests/schema_fixtures.rs` make any change to it visible).
@@ -64,7 +64,7 @@ pub fn message_too_long(message: &str) -> Option<String> {
 
 /// Declares one `send_to_<agent>` argument struct. The three differ in their wording (the
 /// product's name, `session` or `thread`) and in `allow_same_agent`, which `send_to_codex` does
-/// not have (spec 004 §6: another Codex thread is reached only by naming it).
+/// not have (docs/spec/cross-agent-mcp.md §6: another Codex thread is reached only by naming it).
 macro_rules! send_args {
     ($name:ident, $agent:expr, $product:literal, $noun:literal, allow_same_agent) => {
         send_args!(@define $name, $agent, $product, $noun, [

@@ -1,6 +1,6 @@
 //! The hook answers a relay gives: the `PreToolUse` gate (only a `SendMessage` of exactly the
 //! queued pair passes), its denial, and the `UserPromptSubmit` block that keeps inbound mail from
-//! any model (shapes from `observed/claude.md` §2.2, §2.3).
+//! any model (shapes from `docs/observed/claude.md` §2.2, §2.3).
 
 use serde_json::{Value, json};
 

@@ -1,6 +1,6 @@
 //! Inbound mail: what Claude hands a relay's `UserPromptSubmit` hook when a peer writes to it —
 //! a peer envelope, an idle notice or a delivery notice — recognised from the exact texts
-//! observed from Claude Code 2.1.332 (`observed/claude.md` §3.5, §3.6).
+//! observed from Claude Code 2.1.332 (`docs/observed/claude.md` §3.5, §3.6).
 
 use serde::{Deserialize, Serialize};
 

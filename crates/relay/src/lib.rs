@@ -1,11 +1,11 @@
-//! Claude's native peer door (spec 003, `claude_relay`): a **relay** is a real Claude
+//! Claude's native peer door (docs/spec/claude-relay.txt, `claude_relay`): a **relay** is a real Claude
 //! Code runtime the daemon hosts, one per represented sender and permission class, named
 //! `xa-<name>-on-<machine>`,
 //! whose API is a deterministic endpoint this crate serves on loopback — so no model ever runs
 //! in it. It sends through Claude's own `SendMessage` and receives peers' replies through its
 //! `UserPromptSubmit` hook.
 //!
-//! Three rules (spec 003):
+//! Three rules (docs/spec/claude-relay.txt):
 //! 1. **No model runs.** Every send is queued first; the relay endpoint answers the send turn
 //!    with a `SendMessage` of exactly the queued `(to, message)` pair, then ends the turn with
 //!    [`RELAY_STATUS_LINE`]; anything else gets [`RELAY_STATUS_LINE`] alone. The `PreToolUse`

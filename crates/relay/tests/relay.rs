@@ -347,7 +347,7 @@ async fn a_relay_of_another_permission_class_starts_beside_the_first_which_keeps
     let (rig, _bravo, to_bravo) = rig_with_bravo().await;
     let mut inbound = rig.host.take_inbound().unwrap();
     let (_charlie, to_charlie) = blocking(|| {
-        // As root Claude takes bypass mode only in a sandbox (TESTING.md).
+        // As root Claude takes bypass mode only in a sandbox (docs/testing.md).
         rig.target_with_env(
             "charlie",
             &["--permission-mode", "bypassPermissions"],

@@ -1,5 +1,5 @@
 //! What the Claude, Codex and Grok adapters cost per line, beside what reading a line costs at
-//! all. A synthetic panel session (shapes from observed/claude.md, observed/codex.md and the ACP
+//! all. A synthetic panel session (shapes from docs/observed/claude.md, docs/observed/codex.md and the ACP
 //! prompt-turn docs, text deltas dominating as they do in a real turn) is fed through each
 //! adapter; the floors are
 //! splitting the same bytes into lines (a plain pipe's work) and validating each line as JSON

@@ -1,6 +1,6 @@
 //! Claude Code's panel wire: stream-json over stdio, as `claudeCode.claudeProcessWrapper` runs
 //! it (`<wrapper> <real-claude> --output-format stream-json --input-format stream-json …`).
-//! What the real CLI does is recorded in `observed/claude.md` §1 and §4:
+//! What the real CLI does is recorded in `docs/observed/claude.md` §1 and §4:
 //!
 //! - The session id is in argv (`--resume=<id>`, `--resume <id>`, `--session-id`) or comes with
 //!   the `system/init` line at the start of every turn; nothing is printed before the first

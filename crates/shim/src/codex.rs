@@ -1,6 +1,6 @@
 //! Codex's panel wire: `codex app-server` JSON-RPC over stdio, as `chatgpt.cliExecutable` runs it.
 //!
-//! What the real app-server does (observed/codex.md) decides every rule here:
+//! What the real app-server does (docs/observed/codex.md) decides every rule here:
 //! - Threads become targets only from what the extension itself sends (`thread/start`,
 //!   `thread/resume`, `turn/start`, `turn/steer` and their responses); a thread id seen only in
 //!   a notification is never enough, and sub-agent threads (which reject direct input) never are.

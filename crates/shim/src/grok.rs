@@ -1,5 +1,5 @@
 //! Grok Build's panel wire: ACP (JSON-RPC 2.0) over `grok agent [--reasoning-effort L] stdio`,
-//! as `grok.cliPath` runs it (observed/telegram_ahp_grok.md §3, spec 004 "Shared rules").
+//! as `grok.cliPath` runs it (docs/observed/telegram_ahp_grok.md §3, docs/spec/cross-agent-mcp.md "Shared rules").
 //!
 //! - Sessions come from `session/new` responses and `session/load` params; one process may host
 //!   several, each addressed by its id. One nobody prompted is empty, and only an empty one may

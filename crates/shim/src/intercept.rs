@@ -1,4 +1,4 @@
-//! Which calls of an agent binary are panel sessions the shim sits in (spec 004 "Shared
+//! Which calls of an agent binary are panel sessions the shim sits in (docs/spec/cross-agent-mcp.md "Shared
 //! rules"): Claude with `--input-format stream-json`, Codex plain `app-server`, Grok `agent …
 //! stdio`. Everything else — `--version`, `login`, `claude -p "…"`, `app-server daemon`,
 //! `grok update`, `grok agent serve` — is exec'ed straight to the real binary.

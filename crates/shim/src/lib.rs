@@ -1,4 +1,4 @@
-//! The panel shims (spec 004 "IDE panel integration"): `cross-agent shim <claude|codex|grok>`
+//! The panel shims (docs/spec/cross-agent-mcp.md "IDE panel integration"): `cross-agent shim <claude|codex|grok>`
 //! sits between an editor extension and the real agent binary, passes every byte through
 //! unchanged both ways, and puts bridged turns into the conversations the panel shows. It never
 //! contacts the daemon: it keeps a registration in `CROSS_AGENT_HOME/panels/` and answers the

@@ -1,4 +1,4 @@
-//! Which real agent binary a shim runs (spec 004 "Shared rules": auto-discovered, overridable
+//! Which real agent binary a shim runs (docs/spec/cross-agent-mcp.md "Shared rules": auto-discovered, overridable
 //! with `CROSS_AGENT_REAL_CLAUDE` / `_CODEX` / `_GROK`), and never the shim itself — a shim
 //! that found itself would start itself forever.
 //!

@@ -1,4 +1,4 @@
-//! The shim's registration, `CROSS_AGENT_HOME/panels/<agent>-<pid>.json` (spec 004: "The shim
+//! The shim's registration, `CROSS_AGENT_HOME/panels/<agent>-<pid>.json` (docs/spec/cross-agent-mcp.md: "The shim
 //! records its own pid ancestor list"), and its socket's path beside it. Written owner-only and
 //! atomically (a temporary file opened without following links, then renamed over), rewritten
 //! when the sessions change, removed when the shim ends. A shim starting removes the files of

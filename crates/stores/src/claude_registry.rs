@@ -1,6 +1,6 @@
 //! Claude Code's registry of running sessions: `<config>/sessions/<pid>.json`, one file per
 //! Claude Code process, written by the process itself on its first turn and rewritten as its
-//! status flips between `busy` and `idle` (observed with 2.1.332; `../shared` notes §3.2).
+//! status flips between `busy` and `idle` (observed with 2.1.332; `docs/observed/claude.md` §3.2).
 //!
 //! An entry says which session a process holds, its registry name (what other sessions address
 //! it by), its status and its messaging socket. It is **not** proof the process still runs: a

@@ -6,7 +6,7 @@
 //! are excluded by what they are — a `source` that is a sub-agent or internal source, or a
 //! `thread_source` other than `"user"`. A missing `thread_source` counts: threads started from
 //! the VS Code panel (`app-server`) have `source: "vscode"` and no `thread_source` at all
-//! (observed with codex-cli 0.171.0, `observed/codex.md` §7), so requiring `"user"` would hide
+//! (observed with codex-cli 0.171.0, `docs/observed/codex.md` §7), so requiring `"user"` would hide
 //! every panel thread.
 //!
 //! Names live beside the rollouts in `session_index.jsonl`, appended on every rename: the entry

@@ -14,7 +14,7 @@
 //!   sub-agents;
 //! - `updates.jsonl` lines as replayed over ACP (`user_message_chunk`, `agent_message_chunk`,
 //!   `tool_call`, `tool_call_update`, and `_x.ai` `turn_completed`), per the ACP docs and
-//!   `observed/telegram_ahp_grok.md` §3.
+//!   `docs/observed/telegram_ahp_grok.md` §3.
 //!
 //! Tab names a person typed in the Grok Build GUI extension are not in Grok's files but in the
 //! editor's `state.vscdb` (SQLite, table `ItemTable`, key `sahilrakhaiya.grok-build-gui`). No

@@ -5,7 +5,7 @@
 //! whether a finished turn's *closing line* carries a request id. The closing line is the last
 //! line of the turn's final assistant text that names any request id (`req_<epoch ms>_<6>`), so
 //! an id quoted further up — a session mentioning another sender's request in passing — does not
-//! make that turn the other request's answer (spec 004 §6).
+//! make that turn the other request's answer (docs/spec/cross-agent-mcp.md §6).
 //!
 //! [`TurnReader`] is a [`LineSink`]: a watcher can keep one and feed it only the lines appended
 //! since its last look, with [`crate::lines::read_complete_lines`].
@@ -225,7 +225,7 @@ pub fn read_turns(agent: Agent, path: &Path, warnings: &mut Warnings) -> Result<
     Ok(reader.into_transcript())
 }
 
-/// How much of a transcript's end the bridge reads when it looks for an answer (spec 004):
+/// How much of a transcript's end the bridge reads when it looks for an answer (docs/spec/cross-agent-mcp.md):
 /// 2 MB, and 8 MB for Grok, which writes every streamed chunk as a line of its own.
 pub fn answer_window(agent: Agent) -> u64 {
     match agent {

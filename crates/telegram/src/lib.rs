@@ -1,5 +1,5 @@
 //! The daemon's Telegram bot: one bot for every session, reached over outbound long polling
-//! only (spec 000, VSC Relay).
+//! only (docs/spec/vsc-relay.txt, VSC Relay).
 //!
 //! - [`api`]: the Bot API calls we make, behind the [`TelegramApi`] trait, over plain reqwest.
 //! - [`store`]: the token, the allowlist and the poller's status under `CROSS_AGENT_HOME/telegram/`.

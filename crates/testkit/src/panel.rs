@@ -1,6 +1,6 @@
 //! Plays an editor extension over a panel process's stdio: writes lines to its stdin as the VS
 //! Code extension does and records every byte both ways, so a test can compare what each end
-//! sent and received. The Claude side uses the SDK's own invocation (`observed/claude.md` §1.1):
+//! sent and received. The Claude side uses the SDK's own invocation (`docs/observed/claude.md` §1.1):
 //! `--output-format stream-json --verbose --input-format stream-json
 //! --permission-prompt-tool=stdio --await-initialize`, with the `initialize` control request as
 //! the first line.

@@ -1,4 +1,4 @@
-//! One headless turn's command line and environment (spec 004 §3 table, §5 rule 4):
+//! One headless turn's command line and environment (docs/spec/cross-agent-mcp.md §3 table, §5 rule 4):
 //!
 //! | | resume | new session |
 //! |---|---|---|
@@ -77,7 +77,7 @@ pub struct CommandSpec {
 }
 
 /// Builds the command of one turn. This is the one place a peer CLI's command is made, so the
-/// no-headless switch is enforced here again (spec 004 "Never starting a headless CLI"): no
+/// no-headless switch is enforced here again (docs/spec/cross-agent-mcp.md "Never starting a headless CLI"): no
 /// route — a pin, discovery, a stale resolution — can step around the check made at `send`.
 pub fn build(request: &TurnRequest) -> Result<CommandSpec> {
     if request.settings.disable_headless {
@@ -128,7 +128,7 @@ pub fn build(request: &TurnRequest) -> Result<CommandSpec> {
         Agent::Codex => match &request.target {
             Target::Resume { session_id } => {
                 // `codex exec resume` has no sandbox argument: a resumed session keeps the
-                // sandbox it was started with (spec 004 §7).
+                // sandbox it was started with (docs/spec/cross-agent-mcp.md §7).
                 push(&["exec", "resume", "--json", "--skip-git-repo-check"]);
                 if let Some(model) = model {
                     push(&["--model", model]);

@@ -1,6 +1,6 @@
 //! How a message enters an agent session: the agents' own headless CLIs (`claude -p --resume`,
 //! `codex exec resume`, `grok --single`), which append a turn to the session's transcript so the
-//! peer keeps its context (spec 004 §3, §5 rule 4), and the panel shims, which put it into a
+//! peer keeps its context (docs/spec/cross-agent-mcp.md §3, §5 rule 4), and the panel shims, which put it into a
 //! conversation an editor panel holds ([`panel`]).
 //!
 //! - [`settings`]: the `CROSS_AGENT_*` settings of the *caller's* registration that shape a CLI

@@ -5,7 +5,7 @@
 //!   `is_error` / `subtype` say whether the turn failed, and `permission_denials` lists tool
 //!   calls nobody approved. A headless turn has nobody to approve, so any denial fails the
 //!   delivery with an error that says so, instead of handing back half a sentence ("let me run
-//!   that") as the answer (spec 004 "Unattended use").
+//!   that") as the answer (docs/spec/cross-agent-mcp.md "Unattended use").
 //! - **Codex** `exec --json` prints JSON lines: `thread.started` (`thread_id`), `item.completed`
 //!   (the answer is the last `agent_message`), `turn.completed`, and `turn.failed` / `error`.
 //!   A tool call that failed for want of approval ("requires approval") fails the delivery.
@@ -14,8 +14,8 @@
 //!   `docs/providers/grok.md`): `{"type":"thought","data":…}` reasoning deltas (never part of the
 //!   answer), `{"type":"text","data":…}` answer deltas joined as they come, and a closing
 //!   `{"type":"end","stopReason":"EndTurn"|"Cancelled",…,"sessionId":…}` with no text of its own.
-//!   A tool call that needed an approval ends the turn `Cancelled` (spec 004 §9). No tool events
-//!   were seen in that recording, so cutting at the last tool call (spec 004: the answer is what
+//!   A tool call that needed an approval ends the turn `Cancelled` (docs/spec/cross-agent-mcp.md §9). No tool events
+//!   were seen in that recording, so cutting at the last tool call (docs/spec/cross-agent-mcp.md: the answer is what
 //!   Grok said after it) is the transcript's job (`hub`); a line that does name a tool still
 //!   starts the answer afresh. The reader stays tolerant of other spellings (`text` / `delta` /
 //!   `content` strings, `session_id`).

@@ -1,6 +1,6 @@
 //! Pid liveness and process-group signals. Every headless turn runs in a process group of its
 //! own, so stopping it also stops what it started (MCP servers, shell commands): nothing is left
-//! writing to a session no lock protects any more (spec 004 §6 item 4).
+//! writing to a session no lock protects any more (docs/spec/cross-agent-mcp.md §6 item 4).
 
 use rustix::process::{Pid, Signal};
 

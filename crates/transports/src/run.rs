@@ -1,7 +1,7 @@
 //! Running one headless turn: its own process group, stdin closed, stdout read line by line
 //! into the [`OutputParser`], an inactivity timeout, and a stop signal.
 //!
-//! The timeout is on *inactivity*, not wall-clock time (spec 004 §7 `CROSS_AGENT_TIMEOUT`): CLI
+//! The timeout is on *inactivity*, not wall-clock time (docs/spec/cross-agent-mcp.md §7 `CROSS_AGENT_TIMEOUT`): CLI
 //! output or a write to the target's transcript resets it, so a long working turn is never cut
 //! off, while a silent one is killed — its whole group — and reported `KilledByTimeout`. When
 //! the turn ends by itself its group is killed too, so no MCP server or shell command it started

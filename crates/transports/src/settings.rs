@@ -1,6 +1,6 @@
 //! The `CROSS_AGENT_*` settings that shape a headless turn. They are read from the *caller's*
 //! registration (the thin process forwards them with each call), never from the daemon's own
-//! environment: each registration guards its own side (spec 004 §7).
+//! environment: each registration guards its own side (docs/spec/cross-agent-mcp.md §7).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -12,7 +12,7 @@ use cross_agent_protocol::settings as var;
 pub const DEFAULT_CODEX_SANDBOX: &str = "read-only";
 
 /// Whether a boolean setting is on: unset or blank is off, `0` / `false` / `no` / `off` (any
-/// case) are off, anything else is on (spec 004 §7).
+/// case) are off, anything else is on (docs/spec/cross-agent-mcp.md §7).
 pub fn flag(settings: &BTreeMap<String, String>, name: &str) -> bool {
     settings.get(name).is_some_and(|value| {
         let value = value.trim();
@@ -90,7 +90,7 @@ impl TurnSettings {
 
 /// The binary to run for `agent`: the configured one, else the agent's name found on the
 /// child's `PATH`; Grok also falls back to `~/.grok/bin/grok`, since an editor started from the
-/// Dock does not read a shell profile (spec 004 §7). Returns the bare name when nothing is
+/// Dock does not read a shell profile (docs/spec/cross-agent-mcp.md §7). Returns the bare name when nothing is
 /// found, so the spawn error names what was looked for.
 pub fn resolve_binary(
     agent: Agent,

@@ -98,7 +98,7 @@ fn local_report(caller: &CallerContext) -> Value {
     })
 }
 
-/// Whether the state directory is this user's alone (spec 004 §7): the same check every
+/// Whether the state directory is this user's alone (docs/spec/cross-agent-mcp.md §7): the same check every
 /// client and the daemon make before touching it, with its owner and mode.
 fn home_safety_report() -> Value {
     use std::os::unix::fs::MetadataExt;

@@ -94,7 +94,7 @@ impl DecisionsArgs {
         }
 
         let home = Home::from_env()?;
-        // Nothing is read through a link someone else planted in the home (spec 004 §7).
+        // Nothing is read through a link someone else planted in the home (docs/spec/cross-agent-mcp.md §7).
         home.verify()?;
         let report = query::run(home.root(), &query)
             .with_context(|| format!("reading the decisions log in {}", home.root().display()))?;

@@ -339,7 +339,7 @@ impl Write for Counted<'_> {
 fn scan_directly(agents: Vec<Agent>) -> Listing {
     let roots = StoreRoots::from_env();
     // `ensure_root` verifies (the cache is written there, so the home must be this user's alone,
-    // spec 004 §7) and creates the home: the cache writer only makes `cache/` inside it.
+    // docs/spec/cross-agent-mcp.md §7) and creates the home: the cache writer only makes `cache/` inside it.
     let cache_file = match Home::from_env().and_then(|home| home.ensure_root().map(|()| home)) {
         Ok(home) => Some(scan::cache_file(home.root())),
         Err(e) => {

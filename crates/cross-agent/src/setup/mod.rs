@@ -30,7 +30,7 @@ use self::user_edits::{Dropped, Edit};
 
 /// The name every agent knows the bridge by.
 pub const SERVER_NAME: &str = "cross-agent";
-/// Claude Code's server-level allow rule (spec 004 §3: one server name, no wildcard).
+/// Claude Code's server-level allow rule (docs/spec/cross-agent-mcp.md §3: one server name, no wildcard).
 pub const ALLOW_RULE: &str = "mcp__cross-agent";
 /// The Claude Code hook events the daemon uses, and the matcher of each (tool events match
 /// every tool).
@@ -99,7 +99,7 @@ impl Registration {
         ]
     }
 
-    /// Codex's table: required (so `codex exec` waits for it), its tools approved (spec 004 §3),
+    /// Codex's table: required (so `codex exec` waits for it), its tools approved (docs/spec/cross-agent-mcp.md §3),
     /// and an `env` table, since Codex passes an MCP server none of its own environment.
     pub fn codex_entries(&self) -> Vec<(&'static str, Value)> {
         vec![
@@ -114,7 +114,7 @@ impl Registration {
         ]
     }
 
-    /// Grok's table (spec 004 §3 "Grok Build").
+    /// Grok's table (docs/spec/cross-agent-mcp.md §3 "Grok Build").
     pub fn grok_entries(&self) -> Vec<(&'static str, Value)> {
         let mut entries = vec![
             ("command", Value::String(self.command_text())),

@@ -9,7 +9,7 @@
 //! Stopping (the shutdown future resolves, or a client calls `shutdown`): stop accepting, remove
 //! the socket (if it is still ours), let every connection finish the request in hand, record the
 //! stop in `hub.db`, release the pidfile lock last. The messaging engine's turns stop in that
-//! same sequence, before the lock is released: spec 004 §6 item 4 wants the process groups of
+//! same sequence, before the lock is released: docs/spec/cross-agent-mcp.md §6 item 4 wants the process groups of
 //! in-flight deliveries stopped with the daemon, since a turn left running after it would write
 //! to a session no lock protects any more.
 //!
@@ -57,7 +57,7 @@ use crate::error::Result;
 /// How long connections get to finish the request in hand once the daemon stops.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The longest a replaced daemon stays to finish what it carries (spec 004 §3: "at most 24
+/// The longest a replaced daemon stays to finish what it carries (docs/spec/cross-agent-mcp.md §3: "at most 24
 /// hours"); past it, its turns are stopped as on any stop.
 pub const MAX_DRAIN: Duration = Duration::from_secs(24 * 60 * 60);
 

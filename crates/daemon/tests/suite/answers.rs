@@ -1,4 +1,4 @@
-//! Answers that are never lost or misattributed (spec 004 §6 "Interim answers and late answers"), against real Claude Code sessions and
+//! Answers that are never lost or misattributed (docs/spec/cross-agent-mcp.md §6 "Interim answers and late answers"), against real Claude Code sessions and
 //! the scripted model: text from before a delivery is never its answer, an answer without its
 //! request id is marked and watched for a late one, a daemon killed mid-turn leaves an orphan
 //! that is never re-sent and whose answer is read back, a silent turn is killed by inactivity

@@ -720,7 +720,7 @@ async fn raw_mode_hands_over_the_message_alone() {
 /// Grok Build cannot run here. The stand-in prints streaming-json as Grok Build 0.2.101 was
 /// publicly recorded doing (Anantys-oss/koan `koan/tests/grok_samples.py`: `text` deltas in
 /// `data`, no tool events, a closing `end`) and writes the turn to the session's
-/// `updates.jsonl` in the shapes of `testkit::synthetic_stores::GrokSession` (from spec 004's
+/// `updates.jsonl` in the shapes of `testkit::synthetic_stores::GrokSession` (from docs/spec/cross-agent-mcp.md's
 /// Grok notes): narration, a tool call, then the answer ending with the request id.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_grok_answer_is_what_it_said_after_its_last_tool_call() {

@@ -651,7 +651,7 @@ async fn a_daemon_killed_outright_leaves_an_orphan_that_the_next_one_closes_and_
     assert_eq!(prompts_with(&bridge, "crash job").len(), 1, "never re-sent");
 
     // The orphaned turn left an open turn in the transcript, but its process group is gone:
-    // it is nobody's work, and the next delivery to the session runs at once (spec 004 §9).
+    // it is nobody's work, and the next delivery to the session runs at once (docs/spec/cross-agent-mcp.md §9).
     bridge.endpoint.push(
         Rule::on_user_text("after the crash").reply(Reply::echo_token("the session answered")),
     );

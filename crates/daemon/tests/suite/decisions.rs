@@ -1,4 +1,4 @@
-//! The decisions log (spec 000) as the messaging paths write it: each path is driven the way its
+//! The decisions log (docs/spec/vsc-relay.txt) as the messaging paths write it: each path is driven the way its
 //! own tests drive it — real Claude Code and Codex against the scripted model, refusals from
 //! hand-built callers, a daemon process killed outright — and then `decisions.jsonl` is read
 //! directly and through the real `cross-agent decisions --by kind,outcome --json`. Every kind

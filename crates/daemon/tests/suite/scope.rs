@@ -1,4 +1,4 @@
-//! Scope `cwd` reaches down into subdirectories (spec 004 §4: "`cwd` = same directory and its
+//! Scope `cwd` reaches down into subdirectories (docs/spec/cross-agent-mcp.md §4: "`cwd` = same directory and its
 //! subdirectories"): real Claude Code and Codex sessions opened in `proj/sub`, and a Grok store
 //! laid out as `stores::grok` documents, are listed from `proj` and continued by a `send` from
 //! `proj` instead of a new conversation being opened. A folder whose name merely starts with

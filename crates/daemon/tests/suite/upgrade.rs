@@ -1,4 +1,4 @@
-//! Replacing the daemon without cutting anything off (spec 004 "Applying code changes without restarting the editor"): real daemon processes on
+//! Replacing the daemon without cutting anything off (docs/spec/cross-agent-mcp.md "Applying code changes without restarting the editor"): real daemon processes on
 //! one home, a real `claude -p` turn held by the scripted endpoint while the restart happens.
 //! The old daemon finishes what it carries and exits; the queue behind it goes out from the new
 //! one, once; new calls reach the new one; a successor that cannot start leaves the old one

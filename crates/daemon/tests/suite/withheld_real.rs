@@ -1,5 +1,5 @@
 //! A variable the child environment baseline withheld, named when a real relay fails for want
-//! of it (spec 004 §7, "What a spawned agent CLI inherits"). The sender is the real
+//! of it (docs/spec/cross-agent-mcp.md §7, "What a spawned agent CLI inherits"). The sender is the real
 //! `cross-agent send`, so what is withheld is what the thin process decides from a real
 //! environment, not a list a test wrote; the peer is a real `codex exec resume`.
 

@@ -214,7 +214,7 @@ fn a_write_error_is_counted_not_raised() {
     assert_eq!(disabled.path(), None);
 }
 
-/// A state directory of the bridge's own (spec 004 §7): a link planted at `decisions.jsonl` is never followed — not appended to, not
+/// A state directory of the bridge's own (docs/spec/cross-agent-mcp.md §7): a link planted at `decisions.jsonl` is never followed — not appended to, not
 /// chmod-ed — and the failure is counted, not raised.
 #[test]
 fn a_link_at_the_log_is_refused_and_its_target_untouched() {

@@ -1,4 +1,4 @@
-//! Answers (spec 004 §6, §9): pairing an answer with its request, recovery from the
+//! Answers (docs/spec/cross-agent-mcp.md §6, §9): pairing an answer with its request, recovery from the
 //! transcript, and late-answer watches.
 
 use std::collections::{HashMap, HashSet};
@@ -368,7 +368,7 @@ impl Engine {
     }
 }
 
-/// A Grok answer is what it said after its last tool call (spec 004 §9), but its stream
+/// A Grok answer is what it said after its last tool call (docs/spec/cross-agent-mcp.md §9), but its stream
 /// carries no tool events: the transcript splits its messages at each tool call. When the
 /// transcript's answer for this delivery is how the streamed text ends, that tail is the
 /// answer; otherwise the stream stands as it is.

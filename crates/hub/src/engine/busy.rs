@@ -1,4 +1,4 @@
-//! Waiting on a session someone else is working in (spec 004 §9 "Delivery queue execution"):
+//! Waiting on a session someone else is working in (docs/spec/cross-agent-mcp.md §9 "Delivery queue execution"):
 //! another daemon's live busy lock, or a turn open in its transcript — unless that turn is one
 //! the bridge itself started and stopped.
 
@@ -161,7 +161,7 @@ impl Engine {
     /// Whether someone other than the bridge is working in a session now: a turn is open in its
     /// transcript (written recently) that is not one the bridge itself started and that has
     /// ended. The one rule behind the dispatcher's wait, a receipt's busy warning and
-    /// `peer_turn`, and a listing's `is_working` (spec 004 §9). Blocking: it reads the
+    /// `peer_turn`, and a listing's `is_working` (docs/spec/cross-agent-mcp.md §9). Blocking: it reads the
     /// transcript and `hub.db` (take no `db()` guard around it).
     pub(super) fn is_someone_else_working(
         &self,
@@ -205,7 +205,7 @@ impl Engine {
         open
     }
 
-    /// Whether an open turn is one the bridge itself started and that has ended (spec 004 §9):
+    /// Whether an open turn is one the bridge itself started and that has ended (docs/spec/cross-agent-mcp.md §9):
     /// it belongs to a finished delivery to this session — killed for inactivity, stopped with
     /// its carrier, orphaned by a daemon that died, or ended otherwise — it started before that
     /// delivery finished, and the delivery's process group is gone. Such a turn stays open in

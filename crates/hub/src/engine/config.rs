@@ -9,10 +9,10 @@ use cross_agent_stores::live::LiveOptions;
 
 /// `CROSS_AGENT_DELIVERY_TTL`'s default: 7 days.
 const DEFAULT_DELIVERY_TTL: Duration = Duration::from_secs(604_800);
-/// How often a late-answer watch reads the peer's transcript (spec 004 §6: every 20 s).
+/// How often a late-answer watch reads the peer's transcript (docs/spec/cross-agent-mcp.md §6: every 20 s).
 const LATE_ANSWER_POLL: Duration = Duration::from_secs(20);
 /// While the transport waits, the peer's transcript is read this often for a finished turn
-/// that echoed the request id (spec 004 §9: the wait is broken into 30-second chunks).
+/// that echoed the request id (docs/spec/cross-agent-mcp.md §9: the wait is broken into 30-second chunks).
 const TRANSCRIPT_CHECK: Duration = Duration::from_secs(30);
 /// How long a reply waits before it looks again for a sender's panel that closed.
 const RETURN_RETRY: Duration = Duration::from_secs(10);

@@ -18,7 +18,7 @@
 //! [`Carrier`]: carriers::Carrier
 //! [`EngineEvent`]: cross_agent_protocol::events::EngineEvent
 //!
-//! **Order of a send** (spec 004 §5, §6, "Never starting a headless CLI"): contradicting
+//! **Order of a send** (docs/spec/cross-agent-mcp.md §5, §6, "Never starting a headless CLI"): contradicting
 //! arguments are refused; then strict mode (`CROSS_AGENT_REQUIRE_EXPLICIT_TARGET`) before any
 //! lookup; then the self-call guard; then the target is resolved — `session_id` → pin → the
 //! conversation in front in the caller's window's panel (`panel-focus`) → the active session on
@@ -61,7 +61,7 @@
 //! instead stops taking queued work and lets the running turns finish; [`Engine::carried`]
 //! says what is still carried.
 //!
-//! **Answers** (spec 004 §6 "Interim answers and late answers", §9 "Delivery queue
+//! **Answers** (docs/spec/cross-agent-mcp.md §6 "Interim answers and late answers", §9 "Delivery queue
 //! execution…"). An answer is paired with its request by its closing line (the last line
 //! naming any request id): this request's id makes it the answer whenever it was written,
 //! another request's id rejects it, no id takes it by timing — only text written after the
@@ -134,7 +134,7 @@ const INDEX_CATCH_UP: Duration = Duration::from_secs(1);
 pub const REPLY_PREVIEW_CHARS: usize = 2000;
 
 /// What a draining daemon still carries: a restart lets the old daemon finish it before it
-/// exits (spec 004 "Applying code changes without restarting the editor").
+/// exits (docs/spec/cross-agent-mcp.md "Applying code changes without restarting the editor").
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct CarriedWork {
     /// Deliveries handed to a peer whose turn this daemon still watches.

@@ -1,4 +1,4 @@
-//! Claude's native peer door, the engine's side (spec 003, `claude_relay`): which
+//! Claude's native peer door, the engine's side (docs/spec/claude-relay.txt, `claude_relay`): which
 //! Claude sessions a running Claude Code process holds (its registry, `~/.claude/sessions`),
 //! and the routing rule built on it.
 //!

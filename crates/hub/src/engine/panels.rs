@@ -1,4 +1,4 @@
-//! Editor panels as the engine uses them (spec 004 "IDE panel integration", "Return traffic
+//! Editor panels as the engine uses them (docs/spec/cross-agent-mcp.md "IDE panel integration", "Return traffic
 //! needs a panel"): the live shims for one call, the probe of the sender's own panel, a
 //! request carried into a panel, and return traffic — `BRIDGE REPLY`, `DELIVERY FAILED`,
 //! `PROGRESS (INFO)` and `LATE ANSWER` — put into the sender's live panel, each a delivery of
@@ -120,7 +120,7 @@ pub(super) enum RequestEnd {
     /// Settled on the record (delivered, recovered or failed).
     Settled,
     /// A new Grok conversation with no empty session left in the panel: nothing was sent, and
-    /// the message goes over the CLI as a new session instead (spec 004 "When the panel has no
+    /// the message goes over the CLI as a new session instead (docs/spec/cross-agent-mcp.md "When the panel has no
     /// conversation open").
     ToCli,
 }

@@ -177,7 +177,7 @@ impl Engine {
         let agent = record.target_agent;
         let resolved = &acceptance.resolved;
         let will_create = record.will_create_session;
-        // Busy by the dispatcher's own rule (spec 004 §9): an open turn the bridge started and
+        // Busy by the dispatcher's own rule (docs/spec/cross-agent-mcp.md §9): an open turn the bridge started and
         // stopped (killed for inactivity, orphaned by a crash) is nobody's work. Read before
         // the store's guard is taken: the check reads `hub.db` itself.
         let peer_working = match (&record.target_transcript, will_create) {

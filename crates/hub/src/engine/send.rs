@@ -1,4 +1,4 @@
-//! `send_to_*`: the guards in the spec's order (spec 004 §5, §6), each a function that lets a
+//! `send_to_*`: the guards in the spec's order (docs/spec/cross-agent-mcp.md §5, §6), each a function that lets a
 //! send through or refuses it, then [`Engine::accept`]. A refusal writes nothing: no record, no
 //! payload, no hop.
 
@@ -354,7 +354,7 @@ fn not_the_caller_itself(
     }
 }
 
-/// `CROSS_AGENT_UI_HOOK=require` (spec 004 "Never starting a headless CLI"): a send that names
+/// `CROSS_AGENT_UI_HOOK=require` (docs/spec/cross-agent-mcp.md "Never starting a headless CLI"): a send that names
 /// no session (or asks for a new conversation) must go into a panel — the conversation in
 /// front in this window's panel, or a new one a panel of this window opens. A session named by
 /// `session_id` or a pin that no panel holds still goes over its CLI.

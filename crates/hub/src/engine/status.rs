@@ -85,7 +85,7 @@ impl Engine {
                     last_activity: s.last_activity.map(UnixMillis::to_rfc3339),
                     is_active: settings.active_window.is_active(s.last_activity, now),
                     // The store's scan sees any open turn; one the bridge started and stopped
-                    // is nobody's work (the dispatcher's rule, spec 004 §9).
+                    // is nobody's work (the dispatcher's rule, docs/spec/cross-agent-mcp.md §9).
                     is_working: s.is_working
                         && self.is_someone_else_working(
                             agent,

@@ -1,4 +1,4 @@
-//! Which session a send goes to (spec 004 §5): the caller's `session_id`, a pin, the active
+//! Which session a send goes to (docs/spec/cross-agent-mcp.md §5): the caller's `session_id`, a pin, the active
 //! session on disk (never the caller's own), or a new session; and the refusals of a lookup.
 
 use std::path::{Path, PathBuf};
@@ -94,7 +94,7 @@ pub(super) struct Resolved {
     pub(super) panel: Option<PanelChoice>,
 }
 
-/// The panel a send goes into (spec 004 "IDE panel integration").
+/// The panel a send goes into (docs/spec/cross-agent-mcp.md "IDE panel integration").
 #[derive(Debug, Clone)]
 pub(super) struct PanelChoice {
     /// The shim's pid.
@@ -259,7 +259,7 @@ impl Lookout<'_> {
 }
 
 impl Engine {
-    /// The session a send goes to (spec 004 §5, "A new conversation is the last resort"), or
+    /// The session a send goes to (docs/spec/cross-agent-mcp.md §5, "A new conversation is the last resort"), or
     /// why none can be chosen: `session_id` → pin → the conversation open in this window's
     /// panel → the active session on disk → a new session (in this window's panel when one can
     /// open it). A session a panel holds — this window's first, then another window's — is

@@ -1,4 +1,4 @@
-//! Naming a variable the bridge withheld when a relay fails for want of it (spec 004 §7, "What
+//! Naming a variable the bridge withheld when a relay fails for want of it (docs/spec/cross-agent-mcp.md §7, "What
 //! a spawned agent CLI inherits": "If a CLI relay fails and an obvious auth variable was
 //! withheld, the error says so and names it").
 //!

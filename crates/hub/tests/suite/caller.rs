@@ -1,4 +1,4 @@
-//! Who is calling (spec 004 "Reply address").
+//! Who is calling (docs/spec/cross-agent-mcp.md "Reply address").
 
 use cross_agent_hub::Agent;
 use cross_agent_hub::caller::{Caller, StartedTurn, codex_thread_id, identify};

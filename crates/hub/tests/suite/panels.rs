@@ -1,4 +1,4 @@
-//! Resolution with editor panels (spec 004 "Which conversation tab it goes to", "Conversations
+//! Resolution with editor panels (docs/spec/cross-agent-mcp.md "Which conversation tab it goes to", "Conversations
 //! in another VS Code window", "Never starting a headless CLI"), on an in-process `Engine`
 //! whose `panels/` folder holds registrations these tests write. Each registered shim is a live
 //! process (a `sleep` child) so it is not dropped as dead; its ancestry is made up, and so is the

@@ -253,7 +253,7 @@ pub fn carrier(owner_pid: u32, generation: u64, lease_ms: i64) -> Carrier {
 }
 
 /// A link standing where `hub.db` goes is refused, and the file it points at is left as it was:
-/// the store is never opened through a link (spec 004 §7, a state directory of the bridge's own).
+/// the store is never opened through a link (docs/spec/cross-agent-mcp.md §7, a state directory of the bridge's own).
 #[test]
 fn a_store_behind_a_link_is_refused_and_its_target_left_alone() {
     let dir = tempfile::tempdir().unwrap();

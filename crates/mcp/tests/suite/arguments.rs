@@ -1,4 +1,4 @@
-//! Bad arguments, refused with words that name them (spec 004 §4): through the official Python
+//! Bad arguments, refused with words that name them (docs/spec/cross-agent-mcp.md §4): through the official Python
 //! MCP SDK against the real daemon, and through `cross-agent send`.
 
 use std::io::Write;

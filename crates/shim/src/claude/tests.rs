@@ -1,4 +1,4 @@
-//! The Claude adapter on lines as the real CLI wrote them (`observed/claude.md` §1, trimmed
+//! The Claude adapter on lines as the real CLI wrote them (`docs/observed/claude.md` §1, trimmed
 //! where it says so).
 
 use pretty_assertions::assert_eq;

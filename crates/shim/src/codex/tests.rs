@@ -1,5 +1,5 @@
 //! The Codex adapter on line sequences shaped as observed from the real app-server 0.171.0
-//! (observed/codex.md §1–§6).
+//! (docs/observed/codex.md §1–§6).
 
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};

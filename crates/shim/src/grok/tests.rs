@@ -1,5 +1,5 @@
 //! The Grok adapter on ACP line sequences shaped after the ACP v1 docs (initialization,
-//! session-setup, prompt-turn, tool-calls) as recorded in observed/telegram_ahp_grok.md §3.
+//! session-setup, prompt-turn, tool-calls) as recorded in docs/observed/telegram_ahp_grok.md §3.
 
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};

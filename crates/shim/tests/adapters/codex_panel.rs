@@ -1,5 +1,5 @@
 //! The real Codex 0.171.0 `app-server` behind the Codex adapter, with the test playing the VS
-//! Code extension (observed/codex.md §1–§5) and the scripted model endpoint answering.
+//! Code extension (docs/observed/codex.md §1–§5) and the scripted model endpoint answering.
 
 use std::ffi::OsString;
 use std::path::Path;

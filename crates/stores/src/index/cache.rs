@@ -1083,7 +1083,7 @@ fn append_journal(cache: &Path, path: &Path, base: &Base, record: &[u8]) -> std:
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
-        // Never through a link planted in the state directory (spec 004 §7: a state directory of the bridge's own).
+        // Never through a link planted in the state directory (docs/spec/cross-agent-mcp.md §7: a state directory of the bridge's own).
         options
             .mode(0o600)
             .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32);
@@ -1418,7 +1418,7 @@ mod tests {
         }
     }
 
-    /// A state directory of the bridge's own (spec 004 §7): a link standing where the cache folder goes is refused, and the folder it
+    /// A state directory of the bridge's own (docs/spec/cross-agent-mcp.md §7): a link standing where the cache folder goes is refused, and the folder it
     /// points to (outside the state directory) keeps its mode.
     #[cfg(unix)]
     #[test]

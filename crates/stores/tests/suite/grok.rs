@@ -5,10 +5,10 @@
 //!   bytes);
 //! - `summary.json`: Grok Build's `Summary` (public source of `session/persistence.rs`:
 //!   `info.{id,cwd}`, `generated_title`, `title_is_manual` set by `/rename`, `session_kind`,
-//!   `hidden`, `is_hidden()`), and spec 004 §3 ("Grok Build keeps two kinds of name") and §5
+//!   `hidden`, `is_hidden()`), and docs/spec/cross-agent-mcp.md §3 ("Grok Build keeps two kinds of name") and §5
 //!   (`session_kind != 'subagent'`);
 //! - `updates.jsonl`: Grok Build's `SessionUpdateEnvelope` `{timestamp, method, params}` with
-//!   ACP `session/update` notifications (agentclientprotocol docs, `observed/telegram_ahp_grok.md`
+//!   ACP `session/update` notifications (agentclientprotocol docs, `docs/observed/telegram_ahp_grok.md`
 //!   §3) and the `_x.ai/session/update` `turn_completed` seen in public Grok clients.
 //! - The GUI extension's `state.vscdb` value: **no public description exists**; the test builds a
 //!   database in the shape the spec names (table `ItemTable`, key

@@ -1,7 +1,7 @@
 //! A stand-in for `grok agent [--reasoning-effort L] stdio` (Grok Build's ACP agent), which
 //! cannot run here: newline-delimited JSON-RPC 2.0 on stdio, written from the ACP v1 docs
 //! (initialization, session-setup, prompt-turn, tool-calls) and the x.ai extension recorded in
-//! observed/telegram_ahp_grok.md §3.
+//! docs/observed/telegram_ahp_grok.md §3.
 //!
 //! Hand-written rather than built on the `agent-client-protocol` crate: that crate (and its
 //! schema crate) turn on serde_json's `preserve_order`, and cargo unifies features across the
@@ -19,7 +19,7 @@
 //! Grok does. `FAKE_GROK_LOG` names a file every received line is appended to.
 //!
 //! It also serves the headless form the bridge runs, `grok --single=<message> [--resume <id> |
-//! --session-id <uuid>] --output-format streaming-json` (spec 004 §3): `text` deltas
+//! --session-id <uuid>] --output-format streaming-json` (docs/spec/cross-agent-mcp.md §3): `text` deltas
 //! `grok cli: <first line>` (plus the request token), then `end` with the session id. Its
 //! arguments go to `FAKE_GROK_LOG` as one `argv: [...]` line.
 

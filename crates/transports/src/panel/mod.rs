@@ -1,4 +1,4 @@
-//! The panel transport (spec 004 "IDE panel integration"): a message goes into a conversation
+//! The panel transport (docs/spec/cross-agent-mcp.md "IDE panel integration"): a message goes into a conversation
 //! an editor panel holds, through the shim wedged between the extension and the agent, so the
 //! person watching the panel sees it. The shims register in `CROSS_AGENT_HOME/panels/`; the
 //! daemon reads that folder when it resolves a target or a route back.

@@ -1,7 +1,7 @@
 //! Which live panels are the caller's: the caller's window, the caller's own panel (its reply
 //! address), where a named session is open, and which tab an unaddressed send goes to.
 //!
-//! **The window rule** (spec 004 "Conversations in another VS Code window"). A VS Code window's
+//! **The window rule** (docs/spec/cross-agent-mcp.md "Conversations in another VS Code window"). A VS Code window's
 //! extension host spawns every panel process of that window, so a shim's parent — the first of
 //! its registered ancestors — names its window. A caller is in a shim's window when:
 //!
@@ -17,7 +17,7 @@
 //! process above every window — therefore never puts a caller in a window: with one shim
 //! registered, only the strong case does.
 //!
-//! **The caller's own panel** (spec 004 "Reply address"): for Claude and Grok, a shim of the
+//! **The caller's own panel** (docs/spec/cross-agent-mcp.md "Reply address"): for Claude and Grok, a shim of the
 //! caller's agent whose pid is in the caller's ancestry (the panel process runs the MCP server),
 //! holding the session the caller's own variable names (`CLAUDE_CODE_SESSION_ID`,
 //! `GROK_SESSION_ID`), else its only session; for Codex, whose threads share one app-server, the
@@ -154,7 +154,7 @@ impl SelectedBy {
 }
 
 /// The tab an unaddressed send goes to, among the caller's window's conversations only
-/// (spec 004 "Which conversation tab it goes to"): the one a human typed into most recently,
+/// (docs/spec/cross-agent-mcp.md "Which conversation tab it goes to"): the one a human typed into most recently,
 /// else the one whose transcript changed last (`transcript_ms` reads it from the session
 /// store), else the newest. `except` is the caller's own session, never picked.
 pub fn select<'a>(
@@ -188,7 +188,7 @@ pub fn select<'a>(
         .map(|t| ((*t).clone(), SelectedBy::Newest))
 }
 
-/// A panel of the caller's window that can open a new conversation (spec 004 "When the panel
+/// A panel of the caller's window that can open a new conversation (docs/spec/cross-agent-mcp.md "When the panel
 /// has no conversation open"): a Claude process with no session yet, any Codex app-server, a
 /// Grok session nobody prompted. Returns the shim and, for Grok, the empty session to write
 /// into.

@@ -143,7 +143,7 @@ fn codex_resume_keeps_its_sandbox_and_new_gets_read_only() {
     );
 }
 
-/// Grok cannot run here; the argv follows spec 004 §3 and §5 rule 4 (`grok --single=<message>
+/// Grok cannot run here; the argv follows docs/spec/cross-agent-mcp.md §3 and §5 rule 4 (`grok --single=<message>
 /// --resume <id> --output-format streaming-json`, `--session-id <uuid>` for a new one,
 /// `--permission-mode` from `CROSS_AGENT_GROK_PERMISSION_MODE`).
 #[test]

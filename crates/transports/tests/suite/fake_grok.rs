@@ -1,5 +1,5 @@
 //! Grok Build cannot run on these machines. A stand-in `grok` script checks that a run passes
-//! the argv of spec 004 §3/§5, the directory and only the given environment, and reads the
+//! the argv of docs/spec/cross-agent-mcp.md §3/§5, the directory and only the given environment, and reads the
 //! answer. Its streaming-json lines follow the public recording of Grok Build 0.2.101 in
 //! Anantys-oss/koan (`koan/tests/grok_samples.py`: `thought` / `text` deltas in `data`, a closing
 //! `end` with `stopReason` and `sessionId`; `docs/providers/grok.md`: a permission cancel ends

@@ -1,5 +1,5 @@
-//! Output parsing, on lines shaped as the real CLIs print them (observed/claude.md,
-//! observed/codex.md, Claude Code 2.1.332, Codex 0.171.0).
+//! Output parsing, on lines shaped as the real CLIs print them (docs/observed/claude.md,
+//! docs/observed/codex.md, Claude Code 2.1.332, Codex 0.171.0).
 
 use cross_agent_protocol::bridge::Agent;
 use cross_agent_transports::parse::{OutputParser, Parsed};

@@ -65,7 +65,7 @@ pub(super) trait Carrier: Send + Sync + 'static {
     fn route(&self, engine: &Engine, send: &RouteQuery<'_>, job: &mut Job) -> bool;
 
     /// Whether a queued delivery waits while someone else's turn is open in the target's
-    /// transcript (spec 004 §9). A carrier whose peer queues messages itself says no.
+    /// transcript (docs/spec/cross-agent-mcp.md §9). A carrier whose peer queues messages itself says no.
     fn waits_for_open_turn(&self) -> bool {
         true
     }
