@@ -177,6 +177,9 @@ pub enum ClientKind {
     Mcp,
     /// A `cross-agent shim` between an editor extension and an agent binary.
     Shim,
+    /// A replaced daemon of the same home, forwarding what happens to the deliveries it still
+    /// carries (`forward_event`).
+    Daemon,
     /// Anything else (benchmarks, tests, a future kind).
     #[serde(other)]
     Other,
@@ -284,6 +287,38 @@ impl CarriedCounts {
     pub fn is_empty(&self) -> bool {
         self.turns_running == 0 && self.answers_pending == 0 && self.late_answer_watches == 0
     }
+}
+
+/// `forward_event`: a daemon replaced by `cross-agent reload` / `daemon restart` still carries
+/// deliveries while it drains, but no longer runs the Telegram bot (its successor polls it).
+/// It tells the successor what happens to those deliveries, and the successor publishes it to
+/// its own subscribers as if it had happened there.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ForwardEventParams {
+    /// The generation of the daemon the event happened in.
+    pub from_generation: u64,
+    /// What happened.
+    pub event: ForwardedEvent,
+}
+
+/// An engine event that crosses from a replaced daemon to its successor, tagged by `kind`:
+/// only what a subscriber of the successor needs (the bot notifies failed deliveries).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ForwardedEvent {
+    /// A delivery settled `failed`: its record as stored.
+    DeliveryFailed {
+        /// The delivery's record.
+        record: Box<crate::bridge::DeliveryRecord>,
+    },
+}
+
+/// The answer to `forward_event`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ForwardEventResponse {
+    /// How many of the successor's subscribers the event reached (0: nobody listens, e.g. no
+    /// bot is paired).
+    pub subscribers: u64,
 }
 
 /// `handover`: the steps by which `cross-agent daemon restart` / `cross-agent reload` move a
@@ -422,6 +457,8 @@ rpc_methods! {
     Handover => "handover" (HandoverParams) -> HandoverResponse,
     /// `cross-agent hook <event>`: an agent's hook payload; answers with what the hook prints.
     Hook => "hook" (crate::hook::HookParams) -> crate::hook::HookResponse,
+    /// A replaced daemon's event about a delivery it carries, for this daemon's subscribers.
+    ForwardEvent => "forward_event" (ForwardEventParams) -> ForwardEventResponse,
 }
 
 #[cfg(test)]
@@ -525,7 +562,8 @@ mod tests {
                 "pin",
                 "bridge_status",
                 "handover",
-                "hook"
+                "hook",
+                "forward_event"
             ]
         );
         assert_eq!(<StatusParams as Method>::NAME, "status");

@@ -135,6 +135,9 @@ impl Bot {
         let home = self.inner.home.clone();
         let config = poller::PollerConfig::from_vars(|name| std::env::var(name).ok());
         let mut told_locked = false;
+        // The hub's events from the start, not from when the token is ours: a failure a
+        // replaced daemon forwards while its poller lets go of the token is still told.
+        let mut engine_events = self.engine_events();
         loop {
             if *stop.borrow() {
                 return;
@@ -164,6 +167,7 @@ impl Bot {
                             ));
                             let failures = tokio::spawn(crate::notify::watch_failed_deliveries(
                                 self.clone(),
+                                engine_events.take(),
                                 stop.clone(),
                             ));
                             let outbound = tokio::spawn(keep_outbound_status(

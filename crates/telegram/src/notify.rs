@@ -399,37 +399,54 @@ fn question_text(input: &Value) -> String {
     out
 }
 
-/// Notifies every delivery that ends failed, until `stop`: the hub's typed events from the
-/// moment the poller starts (failures before it are not news), through the session host. A
-/// subscriber that falls behind is told how many events it missed; it says so in the log and
-/// the decisions, and goes on with the next.
+/// A failure that happened while no poller ran is still news this long after it: the moments
+/// of a handover (the successor takes the token only once the replaced daemon lets go), not a
+/// backlog of hours without a bot.
+const BACKLOG_NEWS: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Notifies every delivery that ends failed, until `stop`: the hub's typed events, through the
+/// session host — this daemon's own and those a replaced daemon still draining forwards to it
+/// (`forward_event`). `events` was subscribed when the bot's supervisor started, so what came
+/// while it waited for the token is there first: a failure of the last [`BACKLOG_NEWS`] is
+/// notified, an older one is not news. A subscriber that falls behind is told how many events
+/// it missed; it says so in the log and the decisions, and goes on with the next.
 pub(crate) async fn watch_failed_deliveries(
     bot: Bot,
+    events: Option<tokio::sync::broadcast::Receiver<EngineEvent>>,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) {
-    use tokio::sync::broadcast::error::RecvError;
+    use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 
-    let Some(mut events) = bot.engine_events() else {
+    let Some(mut events) = events else {
         tracing::debug!("no session host: failed deliveries are not notified");
         return;
     };
+    let oldest_news = cross_agent_protocol::timestamp::UnixMillis::now().0
+        - i64::try_from(BACKLOG_NEWS.as_millis()).unwrap_or(i64::MAX);
+    loop {
+        match events.try_recv() {
+            Ok(EngineEvent::DeliveryFailed(record)) => {
+                let finished = record
+                    .finished_at
+                    .as_deref()
+                    .and_then(cross_agent_protocol::timestamp::UnixMillis::parse_rfc3339);
+                if finished.is_some_and(|at| at.0 >= oldest_news) {
+                    bot.notify_failure(&record);
+                }
+            }
+            // Missed while nobody polled: older than any news.
+            Ok(_) | Err(TryRecvError::Lagged(_)) => {}
+            Err(TryRecvError::Empty) => break,
+            Err(TryRecvError::Closed) => return,
+        }
+    }
     loop {
         let event = tokio::select! {
             event = events.recv() => event,
             _ = stop.changed() => return,
         };
         match event {
-            Ok(EngineEvent::DeliveryFailed(record)) => {
-                let reason = record
-                    .error
-                    .as_deref()
-                    .map_or_else(|| "no reason given".to_owned(), first_line);
-                bot.notify_delivery_failed(
-                    &record.delivery_id,
-                    record.target_agent.as_str(),
-                    &reason,
-                );
-            }
+            Ok(EngineEvent::DeliveryFailed(record)) => bot.notify_failure(&record),
             Ok(_) => {}
             Err(RecvError::Lagged(missed)) => {
                 tracing::warn!(
@@ -448,6 +465,17 @@ pub(crate) async fn watch_failed_deliveries(
             }
             Err(RecvError::Closed) => return,
         }
+    }
+}
+
+impl Bot {
+    /// `⚠️ Delivery … to codex failed: reason` for a failed delivery's record.
+    fn notify_failure(&self, record: &cross_agent_protocol::bridge::DeliveryRecord) {
+        let reason = record
+            .error
+            .as_deref()
+            .map_or_else(|| "no reason given".to_owned(), first_line);
+        self.notify_delivery_failed(&record.delivery_id, record.target_agent.as_str(), &reason);
     }
 }
 

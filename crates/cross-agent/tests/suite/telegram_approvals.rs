@@ -458,6 +458,137 @@ fn a_failed_delivery_is_notified_with_its_target_and_reason() {
     }));
 }
 
+/// A delivery that fails in a daemon replaced by `cross-agent reload` — it still carries the
+/// turn while its successor polls the bot — reaches the phone too: the replaced daemon forwards
+/// the failure to its successor (`forward_event`), whose bot posts it, once.
+#[test]
+fn a_delivery_failing_in_a_replaced_daemon_is_notified_by_its_successor() {
+    use std::os::unix::fs::PermissionsExt;
+
+    let (token, api) = bot();
+    let env = paired(&api, &token, "5");
+    // A Codex that starts, waits until the reload is done, and fails.
+    let started = env.user.join("codex-started");
+    let release = env.user.join("codex-may-fail");
+    let codex = env.user.join("codex-that-fails-later");
+    std::fs::write(
+        &codex,
+        format!(
+            "#!/bin/sh\ntouch '{}'\nwhile [ ! -e '{}' ]; do sleep 0.05; done\n\
+             echo 'no model after the reload' >&2\nexit 1\n",
+            started.display(),
+            release.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&codex, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let sent = env
+        .command(&["send", "codex", "--new", "--json", "hello across a reload"])
+        .env("CROSS_AGENT_CODEX_BIN", &codex)
+        .current_dir(&env.user)
+        .output()
+        .unwrap();
+    assert!(sent.status.success(), "{}", text(&sent.stderr));
+    let receipt: Value = serde_json::from_slice(&sent.stdout).unwrap();
+    let delivery = receipt["delivery_id"].as_str().unwrap().to_owned();
+    assert!(wait_until(|| started.exists()), "the peer's turn started");
+
+    let reloaded = env.run(&["reload"]);
+    assert!(reloaded.status.success(), "{}", text(&reloaded.stderr));
+    // The old daemon drains the turn; the successor is the one serving now.
+    let status = env.run(&["status", "--json"]);
+    assert!(status.status.success(), "{}", text(&status.stderr));
+    let status: Value = serde_json::from_slice(&status.stdout).unwrap();
+    let serving = &status["server_process"];
+    let draining = serving["draining"]
+        .as_array()
+        .expect("the draining daemons");
+    assert_eq!(draining.len(), 1, "{status:#}");
+    assert_ne!(
+        draining[0]["generation"], serving["generation"],
+        "{status:#}"
+    );
+    std::fs::write(&release, b"fail now").unwrap();
+
+    let short: String = delivery.chars().take(12).collect();
+    let notice = sent_text(&api, "sendMessage", TURN, &format!("Delivery {short}"))
+        .expect("the replaced daemon's failure reached the phone");
+    let text_sent = notice.body["text"].as_str().unwrap();
+    assert!(
+        text_sent.starts_with(&format!("⚠️ Delivery {short} to codex failed:"))
+            && text_sent.contains("exit code 1"),
+        "{text_sent}"
+    );
+    let outcome = env
+        .decisions()
+        .into_iter()
+        .find(|d| d["kind"] == "delivery_outcome" && d["delivery"] == delivery.as_str())
+        .expect("the delivery's outcome is on the record");
+    assert_eq!(outcome["outcome"], "failed");
+    std::thread::sleep(Duration::from_millis(500));
+    let notices = api
+        .calls_to("sendMessage")
+        .iter()
+        .filter(|c| c.body["text"].as_str().is_some_and(|t| t.contains(&short)))
+        .count();
+    assert_eq!(notices, 1, "posted once");
+}
+
+/// A failure that comes while the bot waits for its token (another poller holds it — as in the
+/// moments of a handover) is posted once the bot polls: the bot hears the hub's events from its
+/// start, not from when the token became its own.
+#[test]
+fn a_failure_while_the_bot_waits_for_its_token_is_posted_once_it_polls() {
+    use std::os::unix::fs::PermissionsExt;
+
+    let (token, api) = bot();
+    let mut env = paired(&api, &token, "5");
+    env.kill_daemon();
+    // Another poller of the same bot: this daemon's bot waits for it.
+    let other_poller = cross_agent_telegram::poller::lock_token(&token).unwrap();
+    env.start_daemon();
+    let codex = env.user.join("codex-that-fails");
+    std::fs::write(&codex, "#!/bin/sh\necho 'no model here' >&2\nexit 1\n").unwrap();
+    std::fs::set_permissions(&codex, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let sent = env
+        .command(&[
+            "send",
+            "codex",
+            "--new",
+            "--json",
+            "hello while the bot waits",
+        ])
+        .env("CROSS_AGENT_CODEX_BIN", &codex)
+        .current_dir(&env.user)
+        .output()
+        .unwrap();
+    assert!(sent.status.success(), "{}", text(&sent.stderr));
+    let receipt: Value = serde_json::from_slice(&sent.stdout).unwrap();
+    let delivery = receipt["delivery_id"].as_str().unwrap().to_owned();
+    assert!(wait_until(|| env
+        .decisions()
+        .iter()
+        .any(|d| d["kind"] == "delivery_outcome"
+            && d["delivery"] == delivery.as_str()
+            && d["outcome"] == "failed")));
+    let short: String = delivery.chars().take(12).collect();
+    assert!(
+        sent_text(&api, "sendMessage", Duration::from_secs(2), &short).is_none(),
+        "nothing is posted while the bot is another poller's"
+    );
+
+    drop(other_poller);
+    let notice = sent_text(&api, "sendMessage", TURN, &format!("Delivery {short}"))
+        .expect("the failure is posted once the bot polls");
+    assert!(
+        notice.body["text"]
+            .as_str()
+            .is_some_and(|t| t.starts_with(&format!("⚠️ Delivery {short} to codex failed:"))),
+        "{:#}",
+        notice.body
+    );
+}
+
 /// The id of the panel session with an approval pending, from the shims' registrations.
 fn session_awaiting_in_panels(state: &std::path::Path) -> Option<String> {
     let entries = std::fs::read_dir(state.join("panels")).ok()?;

@@ -20,10 +20,12 @@ use cross_agent_protocol::bridge::{
     BridgeStatusParams, IndexListingParams, IndexSessionsParams, ListSessionsParams, PinParams,
     SendParams,
 };
+use cross_agent_protocol::events::EngineEvent;
 use cross_agent_protocol::rpc::{
-    ClientRequest, ErrorCode, HandoverParams, HandoverResponse, HandoverStep, HelloParams,
-    HelloResponse, METHODS, Method, PROTOCOL_VERSION, ProtocolMismatchData, Request, RequestId,
-    RpcError, ServerMessage, ShutdownResponse, StatusResponse,
+    ClientRequest, ErrorCode, ForwardEventParams, ForwardEventResponse, ForwardedEvent,
+    HandoverParams, HandoverResponse, HandoverStep, HelloParams, HelloResponse, METHODS, Method,
+    PROTOCOL_VERSION, ProtocolMismatchData, Request, RequestId, RpcError, ServerMessage,
+    ShutdownResponse, StatusResponse,
 };
 use cross_agent_protocol::timestamp::now_rfc3339;
 use tokio::io::BufReader;
@@ -479,6 +481,32 @@ async fn dispatch(
             };
             (
                 respond::<cross_agent_protocol::hook::HookParams>(id, answer),
+                After::Continue,
+            )
+        }
+        ClientRequest::ForwardEvent(params) => {
+            let ForwardEventParams {
+                from_generation,
+                event,
+            } = params;
+            let event = match event {
+                ForwardedEvent::DeliveryFailed { record } => EngineEvent::DeliveryFailed(record),
+            };
+            let delivery_id = event.delivery_id().to_owned();
+            let subscribers = shared.engine.publish_forwarded(event);
+            tracing::info!(
+                from_generation,
+                delivery_id = %delivery_id,
+                subscribers,
+                "published an event forwarded by a replaced daemon"
+            );
+            (
+                respond::<ForwardEventParams>(
+                    id,
+                    ForwardEventResponse {
+                        subscribers: u64::try_from(subscribers).unwrap_or(u64::MAX),
+                    },
+                ),
                 After::Continue,
             )
         }

@@ -30,6 +30,7 @@
 
 mod admission;
 mod connection;
+mod forward;
 mod home_watch;
 
 pub use admission::{ConnectionLimits, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS};
@@ -414,6 +415,15 @@ impl Daemon {
             }
         };
         tracing::info!(reason, "daemon stopping");
+        // A replaced daemon's failures go to its successor's bot; subscribed before this one's
+        // bot lets go, so a failure in between is forwarded rather than lost.
+        let forwarder = matches!(*shared.phase.borrow(), Phase::Draining { .. }).then(|| {
+            forward::Forwarder::start(
+                shared.engine.subscribe(),
+                shared.home.clone(),
+                shared.info.generation,
+            )
+        });
         // One poller per token: a successor (or the next daemon) polls the bot from now on, so
         // this one lets go of it before draining.
         telegram_stop.send_replace(true);
@@ -450,6 +460,9 @@ impl Daemon {
         // killed, their deliveries recorded failed with `is_stopped_with_carrier`) before the
         // lock that protects their sessions goes.
         engine.shutdown().await;
+        if let Some(forwarder) = forwarder {
+            forwarder.finish().await;
+        }
         lock_std(&shared.db).end_run(shared.info.generation, &now_rfc3339())?;
         tracing::info!(
             pid = shared.info.pid,

@@ -18,6 +18,13 @@ impl Engine {
         self.inner.events.subscribe()
     }
 
+    /// Publishes an event that happened in another daemon of this home — a replaced one still
+    /// draining what it carries (`forward_event`) — so this daemon's subscribers hear of it as
+    /// of their own. Returns how many subscribers it reached.
+    pub fn publish_forwarded(&self, event: EngineEvent) -> usize {
+        self.inner.events.send(event).unwrap_or(0)
+    }
+
     pub(super) fn emit(&self, event: EngineEvent) {
         // An error only says nobody listens now.
         let _ = self.inner.events.send(event);
