@@ -1,7 +1,7 @@
 //! The MCP server users register in each agent (`cross-agent mcp`). It gathers who is calling,
 //! forwards each tool call to the daemon and renders the answer; it holds no business logic.
 //!
-//! - [`tools`]: the six tools' schemas and annotations, and argument parsing.
+//! - [`tools`]: the six tools as rmcp routes: schemas, annotations, and the reading of arguments.
 //! - [`server`]: the rmcp handler (both protocol eras) and the server instructions.
 //! - [`link`]: the connection to the daemon, autostarting it.
 //! - [`front`]: a line filter in front of rmcp that answers non-JSON input with a parse error.

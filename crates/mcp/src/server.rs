@@ -2,6 +2,11 @@
 //! daemon and renders the answer. No business logic lives here; every decision (resolution,
 //! guards, hops) is the daemon's.
 //!
+//! Calls are dispatched by rmcp's tool router (`#[tool_handler]` over the routes
+//! [`crate::tools`] declares). `call_tool` stays ours around it: it answers an unknown tool in
+//! its own words, resolves the caller once (handed to the tool as an `Extension`), and announces
+//! a changed tool list after the call. `list_tools` stays ours too, to keep the spec's order.
+//!
 //! Both protocol eras reach this handler through rmcp: the `initialize` handshake (2025-06-18
 //! and its predecessors) and the 2026-07-28 lifecycle, where a client opens with
 //! `server/discover` and every request carries its own `_meta` (protocol version, client
@@ -16,22 +21,25 @@
 use std::sync::Arc;
 
 use cross_agent_caller::{PerCall, Snapshot};
-use cross_agent_protocol::bridge::{PinResponse, SendResponse};
+use cross_agent_protocol::bridge::{
+    BridgeStatusParams, ListSessionsParams, PinParams, PinResponse, SendParams, SendResponse,
+};
 use cross_agent_protocol::settings as var;
 use cross_agent_protocol::tools::ToolFailure;
 use rmcp::ErrorData as McpError;
 use rmcp::handler::server::ServerHandler;
+use rmcp::handler::server::tool::{ToolCallContext, ToolRouter};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
-    SubscriptionFilter, Tool,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, SubscriptionFilter,
+    Tool,
 };
 use rmcp::service::{Peer, RequestContext, RoleServer, SubscriptionContext, SubscriptionSink};
 use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::link::{DaemonLink, LinkFailure};
-use crate::tools::{self, BadArguments, Call, Defaults};
+use crate::tools::{self, Defaults};
 
 /// The sentence the instructions carry under strict mode.
 pub const STRICT_SENTENCE: &str = "This registration sets CROSS_AGENT_REQUIRE_EXPLICIT_TARGET: \
@@ -57,6 +65,9 @@ pub struct Bridge {
 #[derive(Debug)]
 struct Inner {
     snapshot: Snapshot,
+    /// The six tools' routes, their schemas showing this registration's defaults.
+    router: ToolRouter<Bridge>,
+    /// The same tools, in the order `tools/list` gives them.
     tools: Vec<Tool>,
     instructions: String,
     link: DaemonLink,
@@ -74,10 +85,11 @@ impl Bridge {
     /// A server over an explicit snapshot and daemon link (tests, benchmarks).
     pub fn new(snapshot: Snapshot, link: DaemonLink) -> Bridge {
         let settings = cross_agent_caller::settings(&snapshot.vars);
-        let defaults = Defaults::from_settings(&settings);
+        let router = tools::router(&Defaults::from_settings(&settings));
         Bridge {
             inner: Arc::new(Inner {
-                tools: tools::all(&defaults),
+                tools: tools::listed(&router),
+                router,
                 instructions: instructions(&settings),
                 snapshot,
                 link,
@@ -120,29 +132,46 @@ impl Bridge {
         }
     }
 
-    async fn forward(&self, call: Call) -> CallToolResult {
-        let link = &self.inner.link;
-        match call {
-            Call::Send(params) => match link.call(params, /*repeatable*/ false).await {
-                Ok(response @ SendResponse::Accepted(_)) => success(&response),
-                Ok(response @ SendResponse::Refused(_)) => refusal(&response),
-                Err(failure) => link_failure(failure),
-            },
-            Call::ListSessions(params) => match link.call(params, /*repeatable*/ true).await {
-                Ok(response) => success(&response),
-                Err(failure) => link_failure(failure),
-            },
-            Call::BridgeStatus(params) => match link.call(params, /*repeatable*/ true).await {
-                Ok(response) => success(&response),
-                Err(failure) => link_failure(failure),
-            },
-            Call::Pin(params) => match link.call(params, /*repeatable*/ true).await {
-                Ok(response @ (PinResponse::Pinned { .. } | PinResponse::Unpinned { .. })) => {
-                    success(&response)
-                }
-                Ok(response @ PinResponse::Refused(_)) => refusal(&response),
-                Err(failure) => link_failure(failure),
-            },
+    /// Forwards a send: a receipt, or the daemon's refusal.
+    pub(crate) async fn send(&self, params: SendParams) -> CallToolResult {
+        tracing::debug!(tool = params.agent.send_tool(), "forwarding to the daemon");
+        match self.inner.link.call(params, /*repeatable*/ false).await {
+            Ok(response @ SendResponse::Accepted(_)) => success(&response),
+            Ok(response @ SendResponse::Refused(_)) => refusal(&response),
+            Err(failure) => link_failure(failure),
+        }
+    }
+
+    /// Forwards `list_agent_sessions`.
+    pub(crate) async fn list_sessions(&self, params: ListSessionsParams) -> CallToolResult {
+        tracing::debug!(
+            tool = tools::LIST_AGENT_SESSIONS,
+            "forwarding to the daemon"
+        );
+        match self.inner.link.call(params, /*repeatable*/ true).await {
+            Ok(response) => success(&response),
+            Err(failure) => link_failure(failure),
+        }
+    }
+
+    /// Forwards `bridge_status`.
+    pub(crate) async fn status(&self, params: BridgeStatusParams) -> CallToolResult {
+        tracing::debug!(tool = tools::BRIDGE_STATUS, "forwarding to the daemon");
+        match self.inner.link.call(params, /*repeatable*/ true).await {
+            Ok(response) => success(&response),
+            Err(failure) => link_failure(failure),
+        }
+    }
+
+    /// Forwards a pin: what was pinned or unpinned, or the daemon's refusal.
+    pub(crate) async fn pin(&self, params: PinParams) -> CallToolResult {
+        tracing::debug!(tool = tools::PIN_AGENT_SESSION, "forwarding to the daemon");
+        match self.inner.link.call(params, /*repeatable*/ true).await {
+            Ok(response @ (PinResponse::Pinned { .. } | PinResponse::Unpinned { .. })) => {
+                success(&response)
+            }
+            Ok(response @ PinResponse::Refused(_)) => refusal(&response),
+            Err(failure) => link_failure(failure),
         }
     }
 }
@@ -239,7 +268,9 @@ fn refusal(value: &impl Serialize) -> CallToolResult {
     result
 }
 
-fn tool_error(kind: &str, message: String) -> CallToolResult {
+/// A failure before or outside the daemon's decision, as a tool error whose
+/// `structuredContent` is a [`ToolFailure`] of `kind`.
+pub(crate) fn tool_error(kind: &str, message: String) -> CallToolResult {
     let failure = ToolFailure::new(kind, message);
     let mut result = CallToolResult::error(vec![ContentBlock::text(failure.message.clone())]);
     result.structured_content = serde_json::to_value(&failure).ok();
@@ -250,6 +281,7 @@ fn link_failure(failure: LinkFailure) -> CallToolResult {
     tool_error(failure.kind, failure.message)
 }
 
+#[rmcp::tool_handler(router = self.inner.router)]
 impl ServerHandler for Bridge {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
@@ -305,21 +337,24 @@ impl ServerHandler for Bridge {
         Ok(ListToolsResult::with_all_items(self.inner.tools.clone()))
     }
 
-    fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.inner
-            .tools
-            .iter()
-            .find(|tool| tool.name == name)
-            .cloned()
-    }
-
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
+        mut context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        if !self.inner.router.has_route(&request.name) {
+            return Err(McpError::invalid_params(
+                format!(
+                    "no tool named `{}`; this server has {}",
+                    request.name,
+                    tools::TOOL_NAMES.join(", ")
+                ),
+                None,
+            ));
+        }
         // rmcp moves the request's `_meta` into the context; the request's own copy is read too
-        // in case a path leaves it there.
+        // in case a path leaves it there. It is read here because the router's call context
+        // keeps no copy of the request's `_meta`.
         let codex_turn_metadata = cross_agent_caller::codex_turn_metadata(Some(&context.meta.0.0))
             .or_else(|| {
                 cross_agent_caller::codex_turn_metadata(request.meta.as_ref().map(|meta| &meta.0.0))
@@ -329,32 +364,18 @@ impl ServerHandler for Bridge {
             codex_turn_metadata,
         };
         let caller = cross_agent_caller::context(&self.inner.snapshot, per_call);
-        let empty = JsonObject::new();
-        let arguments = request.arguments.as_ref().unwrap_or(&empty);
-        let result = match tools::parse(&request.name, arguments, caller) {
-            None => {
-                return Err(McpError::invalid_params(
-                    format!(
-                        "no tool named `{}`; this server has {}",
-                        request.name,
-                        tools::TOOL_NAMES.join(", ")
-                    ),
-                    None,
-                ));
-            }
-            Some(Err(BadArguments(message))) => {
-                tool_error("invalid_arguments", format!("{}: {message}", request.name))
-            }
-            Some(Ok(call)) => {
-                tracing::debug!(tool = %request.name, "forwarding to the daemon");
-                self.forward(call).await
-            }
-        };
+        context.extensions.insert(caller);
+        let peer = context.peer.clone();
+        let answer = self
+            .inner
+            .router
+            .call(ToolCallContext::new(self, request, context))
+            .await;
         // The daemon was replaced by one with another tool surface (docs/spec/cross-agent-mcp.md §3: after a
         // reload the client is told the tool list may have changed; Claude Code refetches it).
         if self.inner.link.take_tools_changed() {
-            self.announce_tools_changed(&context.peer).await;
+            self.announce_tools_changed(&peer).await;
         }
-        Ok(result.into())
+        answer
     }
 }

@@ -222,6 +222,42 @@ fn bad_arguments_are_tool_errors_that_name_the_parameter() -> anyhow::Result<()>
     Ok(())
 }
 
+/// The answers that bypass a tool's own reading: a tool that does not exist is a JSON-RPC error
+/// listing the tools (not rmcp's bare "tool not found"), and a call with no `arguments` at all is
+/// read as one with none, refused as a tool error of the spec's shape.
+#[test]
+fn an_unknown_tool_is_a_protocol_error_and_absent_arguments_are_none() -> anyhow::Result<()> {
+    let scratch = Scratch::new()?;
+    let mut server = McpProcess::spawn(&scratch, &scratch.env(), scratch.dir.path())?;
+    server.initialize("test-client")?;
+
+    let unknown = server.request("tools/call", json!({"name": "send_to_copilot"}))?;
+    assert_eq!(
+        unknown["error"],
+        json!({
+            "code": -32602,
+            "message": "no tool named `send_to_copilot`; this server has send_to_claude, \
+                send_to_codex, send_to_grok, list_agent_sessions, bridge_status, pin_agent_session",
+        })
+    );
+
+    let absent = server.request("tools/call", json!({"name": "pin_agent_session"}))?;
+    let message = "pin_agent_session: `agent` is required";
+    assert_eq!(
+        absent["result"],
+        json!({
+            "content": [{"type": "text", "text": message}],
+            "isError": true,
+            "structuredContent": {
+                "outcome": "error",
+                "error": "invalid_arguments",
+                "message": message,
+            },
+        })
+    );
+    Ok(())
+}
+
 #[test]
 fn a_daemon_that_cannot_start_is_a_tool_error_naming_the_log() -> anyhow::Result<()> {
     let scratch = Scratch::new()?;
