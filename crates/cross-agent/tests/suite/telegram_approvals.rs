@@ -395,14 +395,42 @@ fn a_long_write_escalated_by_the_gate_sends_its_whole_diff_as_a_file_before_the_
     assert_eq!(order, vec!["sendDocument", "sendMessage"]);
 }
 
+/// Sends `message` to a new Codex session whose CLI is the shell script `script` (written into
+/// the user's folder as `name`); returns the delivery id from the receipt.
+fn send_to_scripted_codex(env: &Env, name: &str, script: &str, message: &str) -> String {
+    use std::os::unix::fs::PermissionsExt;
+
+    let codex = env.user.join(name);
+    std::fs::write(&codex, script).unwrap();
+    std::fs::set_permissions(&codex, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let sent = env
+        .command(&["send", "codex", "--new", "--json", message])
+        .env("CROSS_AGENT_CODEX_BIN", &codex)
+        .current_dir(&env.user)
+        .output()
+        .unwrap();
+    assert!(sent.status.success(), "{}", text(&sent.stderr));
+    let receipt: Value = serde_json::from_slice(&sent.stdout).unwrap();
+    receipt["delivery_id"].as_str().unwrap().to_owned()
+}
+
+/// Delivery `delivery`'s `delivery_outcome` line.
+fn outcome_of(env: &Env, delivery: &str) -> Value {
+    env.decisions()
+        .into_iter()
+        .find(|d| d["kind"] == "delivery_outcome" && d["delivery"] == delivery)
+        .expect("the delivery's outcome is on the record")
+}
+
+/// A Codex that fails at once: the hub records the delivery failed with its stderr.
+const CODEX_THAT_FAILS: &str = "#!/bin/sh\necho 'no model here' >&2\nexit 1\n";
+
 /// A delivery that ends failed is notified once, from the hub's typed event, with its target
 /// and the reason its `delivery_outcome` line gives; a `delivery_outcome` line written into
 /// `decisions.jsonl` by hand notifies nothing (the log is the people's record, not a bus).
 #[test]
 fn a_failed_delivery_is_notified_with_its_target_and_reason() {
     use cross_agent_decisions::{Decision, DecisionKind, DecisionLog, Outcome};
-    use std::os::unix::fs::PermissionsExt;
-
     let (token, api) = bot();
     let env = paired(&api, &token, "5");
     DecisionLog::new(&env.state).record(
@@ -411,27 +439,11 @@ fn a_failed_delivery_is_notified_with_its_target_and_reason() {
             .delivery("dlv_handwritten0")
             .reason("written by hand"),
     );
-    // A Codex that fails at once: the hub records the delivery failed with its stderr.
-    let codex = env.user.join("codex-that-fails");
-    std::fs::write(&codex, "#!/bin/sh\necho 'no model here' >&2\nexit 1\n").unwrap();
-    std::fs::set_permissions(&codex, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let sent = env
-        .command(&["send", "codex", "--new", "--json", "hello"])
-        .env("CROSS_AGENT_CODEX_BIN", &codex)
-        .current_dir(&env.user)
-        .output()
-        .unwrap();
-    assert!(sent.status.success(), "{}", text(&sent.stderr));
-    let receipt: Value = serde_json::from_slice(&sent.stdout).unwrap();
-    let delivery = receipt["delivery_id"].as_str().unwrap().to_owned();
+    let delivery = send_to_scripted_codex(&env, "codex-that-fails", CODEX_THAT_FAILS, "hello");
 
     let notice =
         sent_text(&api, "sendMessage", TURN, "Delivery").expect("the failure reached the phone");
-    let outcome = env
-        .decisions()
-        .into_iter()
-        .find(|d| d["kind"] == "delivery_outcome" && d["delivery"] == delivery.as_str())
-        .expect("the delivery's outcome is on the record");
+    let outcome = outcome_of(&env, &delivery);
     assert_eq!(outcome["outcome"], "failed");
     let reason = outcome["reason"].as_str().unwrap();
     assert!(reason.contains("exit code 1"), "{reason}");
@@ -463,34 +475,23 @@ fn a_failed_delivery_is_notified_with_its_target_and_reason() {
 /// the failure to its successor (`forward_event`), whose bot posts it, once.
 #[test]
 fn a_delivery_failing_in_a_replaced_daemon_is_notified_by_its_successor() {
-    use std::os::unix::fs::PermissionsExt;
-
     let (token, api) = bot();
     let env = paired(&api, &token, "5");
     // A Codex that starts, waits until the reload is done, and fails.
     let started = env.user.join("codex-started");
     let release = env.user.join("codex-may-fail");
-    let codex = env.user.join("codex-that-fails-later");
-    std::fs::write(
-        &codex,
-        format!(
-            "#!/bin/sh\ntouch '{}'\nwhile [ ! -e '{}' ]; do sleep 0.05; done\n\
+    let script = format!(
+        "#!/bin/sh\ntouch '{}'\nwhile [ ! -e '{}' ]; do sleep 0.05; done\n\
              echo 'no model after the reload' >&2\nexit 1\n",
-            started.display(),
-            release.display()
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&codex, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let sent = env
-        .command(&["send", "codex", "--new", "--json", "hello across a reload"])
-        .env("CROSS_AGENT_CODEX_BIN", &codex)
-        .current_dir(&env.user)
-        .output()
-        .unwrap();
-    assert!(sent.status.success(), "{}", text(&sent.stderr));
-    let receipt: Value = serde_json::from_slice(&sent.stdout).unwrap();
-    let delivery = receipt["delivery_id"].as_str().unwrap().to_owned();
+        started.display(),
+        release.display()
+    );
+    let delivery = send_to_scripted_codex(
+        &env,
+        "codex-that-fails-later",
+        &script,
+        "hello across a reload",
+    );
     assert!(wait_until(|| started.exists()), "the peer's turn started");
 
     let reloaded = env.run(&["reload"]);
@@ -519,11 +520,7 @@ fn a_delivery_failing_in_a_replaced_daemon_is_notified_by_its_successor() {
             && text_sent.contains("exit code 1"),
         "{text_sent}"
     );
-    let outcome = env
-        .decisions()
-        .into_iter()
-        .find(|d| d["kind"] == "delivery_outcome" && d["delivery"] == delivery.as_str())
-        .expect("the delivery's outcome is on the record");
+    let outcome = outcome_of(&env, &delivery);
     assert_eq!(outcome["outcome"], "failed");
     std::thread::sleep(Duration::from_millis(500));
     let notices = api
@@ -539,32 +536,18 @@ fn a_delivery_failing_in_a_replaced_daemon_is_notified_by_its_successor() {
 /// start, not from when the token became its own.
 #[test]
 fn a_failure_while_the_bot_waits_for_its_token_is_posted_once_it_polls() {
-    use std::os::unix::fs::PermissionsExt;
-
     let (token, api) = bot();
     let mut env = paired(&api, &token, "5");
     env.kill_daemon();
     // Another poller of the same bot: this daemon's bot waits for it.
     let other_poller = cross_agent_telegram::poller::lock_token(&token).unwrap();
     env.start_daemon();
-    let codex = env.user.join("codex-that-fails");
-    std::fs::write(&codex, "#!/bin/sh\necho 'no model here' >&2\nexit 1\n").unwrap();
-    std::fs::set_permissions(&codex, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let sent = env
-        .command(&[
-            "send",
-            "codex",
-            "--new",
-            "--json",
-            "hello while the bot waits",
-        ])
-        .env("CROSS_AGENT_CODEX_BIN", &codex)
-        .current_dir(&env.user)
-        .output()
-        .unwrap();
-    assert!(sent.status.success(), "{}", text(&sent.stderr));
-    let receipt: Value = serde_json::from_slice(&sent.stdout).unwrap();
-    let delivery = receipt["delivery_id"].as_str().unwrap().to_owned();
+    let delivery = send_to_scripted_codex(
+        &env,
+        "codex-that-fails",
+        CODEX_THAT_FAILS,
+        "hello while the bot waits",
+    );
     assert!(wait_until(|| env
         .decisions()
         .iter()

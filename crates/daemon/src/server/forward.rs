@@ -64,29 +64,32 @@ async fn forward_failures(
             _ = finished.wait_for(|done| *done) => break,
         };
         match event {
-            Ok(EngineEvent::DeliveryFailed(record)) => forward(&home, generation, record).await,
-            Ok(_) => {}
-            Err(RecvError::Lagged(missed)) => {
-                tracing::warn!(
-                    missed,
-                    "the forwarder fell behind; some failures were not forwarded"
-                );
-            }
+            Ok(event) => forward_failure(&home, generation, event).await,
+            Err(RecvError::Lagged(missed)) => fell_behind(missed),
             Err(RecvError::Closed) => return,
         }
     }
+    // What the engine published before the end (its shutdown's failures among it).
     loop {
         match events.try_recv() {
-            Ok(EngineEvent::DeliveryFailed(record)) => forward(&home, generation, record).await,
-            Ok(_) => {}
-            Err(TryRecvError::Lagged(missed)) => {
-                tracing::warn!(
-                    missed,
-                    "the forwarder fell behind; some failures were not forwarded"
-                );
-            }
+            Ok(event) => forward_failure(&home, generation, event).await,
+            Err(TryRecvError::Lagged(missed)) => fell_behind(missed),
             Err(TryRecvError::Empty | TryRecvError::Closed) => return,
         }
+    }
+}
+
+fn fell_behind(missed: u64) {
+    tracing::warn!(
+        missed,
+        "the forwarder fell behind; some failures were not forwarded"
+    );
+}
+
+/// Forwards `event` if it is a failure (the only event the successor's bot needs).
+async fn forward_failure(home: &Home, generation: u64, event: EngineEvent) {
+    if let EngineEvent::DeliveryFailed(record) = event {
+        forward(home, generation, record).await;
     }
 }
 
