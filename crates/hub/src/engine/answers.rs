@@ -1,9 +1,7 @@
 //! Answers (docs/spec/cross-agent-mcp.md §6, §9): pairing an answer with its request, recovery from the
 //! transcript, and late-answer watches.
-
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::Duration;
 
 use cross_agent_decisions::events;
@@ -12,10 +10,11 @@ use cross_agent_protocol::events::EngineEvent;
 use cross_agent_protocol::timestamp::now_rfc3339;
 use cross_agent_stores::UnixMillis;
 use cross_agent_transports::run::{Ended, TurnOutcome};
+use parking_lot::Mutex;
 
 use super::dispatch::off_async;
 use super::withheld::withheld_hint;
-use super::{Engine, LEASE_MS, REPLY_PREVIEW_CHARS, lock, now_ms, preview};
+use super::{Engine, LEASE_MS, REPLY_PREVIEW_CHARS, preview};
 use crate::Agent;
 use crate::envelope::AnswerKind;
 use crate::envelope::{self};
@@ -45,14 +44,19 @@ impl Engine {
         else {
             return;
         };
-        let until = now_ms()
+        let until = UnixMillis::now()
+            .0
             .saturating_add(i64::try_from(watch_secs.saturating_mul(1000)).unwrap_or(i64::MAX));
         record.answer.late_answer_watch_until = Some(UnixMillis(until).to_rfc3339());
         match self.db().add_watch(&record.delivery_id, since, until) {
             // A draining daemon leaves the new watch unowned in hub.db, for its successor.
             Ok(()) if self.is_draining() => {}
             Ok(()) => {
-                lock(&self.inner.answers.held).insert(record.delivery_id.clone());
+                self.inner
+                    .answers
+                    .held
+                    .lock()
+                    .insert(record.delivery_id.clone());
             }
             Err(error) => tracing::warn!(%error, "could not start a late-answer watch"),
         }
@@ -72,7 +76,7 @@ impl Engine {
     }
 
     pub(super) fn watch_once(&self, poll: Duration) {
-        let now = now_ms();
+        let now = UnixMillis::now().0;
         let lease = i64::try_from(poll.as_millis())
             .unwrap_or(LEASE_MS)
             .saturating_mul(3)
@@ -112,7 +116,7 @@ impl Engine {
                 }
             }
         }
-        *lock(&self.inner.answers.held) = held;
+        *self.inner.answers.held.lock() = held;
     }
 
     /// A watched request's real answer arrived: it becomes its own delivery record (a
@@ -159,7 +163,7 @@ impl Engine {
             request.target_session_id.as_deref().unwrap_or("?"),
         )
         .to_string();
-        let inserted = db.insert_late_answer(&late, &key, now_ms(), &request);
+        let inserted = db.insert_late_answer(&late, &key, UnixMillis::now().0, &request);
         drop(db);
         match inserted {
             Ok(()) => {

@@ -1,10 +1,8 @@
 //! Waiting on a session someone else is working in (docs/spec/cross-agent-mcp.md §9 "Delivery queue execution"):
 //! another daemon's live busy lock, or a turn open in its transcript — unless that turn is one
 //! the bridge itself started and stopped.
-
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::Duration;
 
 use cross_agent_decisions::events;
@@ -12,8 +10,9 @@ use cross_agent_protocol::bridge::{DeliveryRecord, TargetKey};
 use cross_agent_protocol::timestamp::now_rfc3339;
 use cross_agent_stores::UnixMillis;
 use cross_agent_stores::turns::{Role, Turn, TurnItem, request_ids};
+use parking_lot::Mutex;
 
-use super::{Engine, lock, now_ms, recent_turns};
+use super::{Engine, recent_turns};
 use crate::Agent;
 use crate::settings::CallSettings;
 
@@ -54,7 +53,7 @@ impl Engine {
                 }
             }
         };
-        let now = now_ms();
+        let now = UnixMillis::now().0;
         let mut busy = HashSet::new();
         let mut waiting = HashSet::new();
         for head in heads {
@@ -98,11 +97,16 @@ impl Engine {
             let Some(reason) = reason else { continue };
             busy.insert(key.clone());
             waiting.insert(head.delivery_id.clone());
-            let (since, first_seen) =
-                match lock(&self.inner.busy.waiting_since).entry(head.delivery_id.clone()) {
-                    std::collections::hash_map::Entry::Occupied(at) => (*at.get(), false),
-                    std::collections::hash_map::Entry::Vacant(at) => (*at.insert(now), true),
-                };
+            let (since, first_seen) = match self
+                .inner
+                .busy
+                .waiting_since
+                .lock()
+                .entry(head.delivery_id.clone())
+            {
+                std::collections::hash_map::Entry::Occupied(at) => (*at.get(), false),
+                std::collections::hash_map::Entry::Vacant(at) => (*at.insert(now), true),
+            };
             let job = self.db().job(&head.delivery_id).ok().flatten();
             let (timeout, patience) = job.as_ref().map_or(
                 (
@@ -154,7 +158,11 @@ impl Engine {
                 }
             }
         }
-        lock(&self.inner.busy.waiting_since).retain(|id, _| waiting.contains(id));
+        self.inner
+            .busy
+            .waiting_since
+            .lock()
+            .retain(|id, _| waiting.contains(id));
         busy
     }
 
@@ -187,7 +195,7 @@ impl Engine {
             return None;
         }
         let stamp = (meta.len(), modified);
-        let mut seen = lock(&self.inner.busy.disk_turns);
+        let mut seen = self.inner.busy.disk_turns.lock();
         if let Some((known, open)) = seen.get(path)
             && *known == stamp
         {

@@ -3,8 +3,8 @@
 
 use std::collections::HashSet;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use cross_agent_decisions::events;
@@ -12,10 +12,11 @@ use cross_agent_protocol::bridge::{CallerContext, DeliveryRecord, DeliveryState,
 use cross_agent_protocol::timestamp::now_rfc3339;
 use cross_agent_stores::UnixMillis;
 use cross_agent_transports::run::TurnOutcome;
+use parking_lot::Mutex;
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
 
-use super::{Engine, LEASE_MS, MAX_WORKERS, lock, now_ms, recent_turns};
+use super::{Engine, LEASE_MS, MAX_WORKERS, recent_turns};
 use crate::Agent;
 use crate::caller::StartedTurn;
 use crate::records::{Carrier, Claimed, Job};
@@ -83,7 +84,10 @@ impl Engine {
                 .await
                 .unwrap_or_default();
             for job in claimed {
-                lock(&self.inner.dispatch.carried)
+                self.inner
+                    .dispatch
+                    .carried
+                    .lock()
                     .turns
                     .insert(job.record.delivery_id.clone());
                 let engine = self.clone();
@@ -107,7 +111,9 @@ impl Engine {
             self.sweep_orphans();
         }
         if prune {
-            let before = now_ms().saturating_sub(self.inner.config.delivery_ttl_ms());
+            let before = UnixMillis::now()
+                .0
+                .saturating_sub(self.inner.config.delivery_ttl_ms());
             match self.db().prune_finished(before) {
                 Ok(0) => {}
                 Ok(pruned) => {
@@ -129,7 +135,8 @@ impl Engine {
         let mut db = self.db();
         // Payloads handed over a second ago or more leave the write-ahead log now.
         db.scrub_wal_when_due();
-        let claimed = db.claim_runnable_except(free, &carrier, now_ms(), &now_rfc3339(), &busy);
+        let claimed =
+            db.claim_runnable_except(free, &carrier, UnixMillis::now().0, &now_rfc3339(), &busy);
         claimed.unwrap_or_else(|error| {
             tracing::error!(%error, "could not take queued deliveries");
             Vec::new()
@@ -138,14 +145,14 @@ impl Engine {
 
     /// A delivery's turn ended: its answer is being read, paired and recorded.
     pub(super) fn answer_pending(&self, delivery_id: &str) {
-        let mut carried = lock(&self.inner.dispatch.carried);
+        let mut carried = self.inner.dispatch.carried.lock();
         carried.turns.remove(delivery_id);
         carried.answers.insert(delivery_id.to_owned());
     }
 
     /// A delivery this daemon carries no more, at any stage.
     pub(super) fn carried_no_more(&self, delivery_id: &str) {
-        let mut carried = lock(&self.inner.dispatch.carried);
+        let mut carried = self.inner.dispatch.carried.lock();
         carried.turns.remove(delivery_id);
         carried.answers.remove(delivery_id);
     }
@@ -185,7 +192,10 @@ impl Engine {
         }
         drop(db);
         self.emit_settled(&record);
-        lock(&self.inner.dispatch.carried)
+        self.inner
+            .dispatch
+            .carried
+            .lock()
             .answers
             .remove(&record.delivery_id);
         tracing::info!(delivery = %record.delivery_id, state = ?record.state, "delivery finished");
@@ -207,14 +217,17 @@ impl Engine {
                 // `hub.db` behind the engine's lock: off the async threads.
                 let (engine, target_key, token, id) = (
                     engine.clone(),
-                    lock(&target_key).clone(),
+                    target_key.lock().clone(),
                     token.clone(),
                     delivery_id.clone(),
                 );
                 let renewed = off_async(move || {
-                    engine
-                        .db()
-                        .renew_lease(&target_key, &token, &id, now_ms() + LEASE_MS)
+                    engine.db().renew_lease(
+                        &target_key,
+                        &token,
+                        &id,
+                        UnixMillis::now().0 + LEASE_MS,
+                    )
                 })
                 .await;
                 if let Some(Err(error)) = renewed {
@@ -266,7 +279,7 @@ impl Engine {
                 .await
                 .flatten();
                 if let Some(text) = found {
-                    *lock(&confirmed) = Some(text);
+                    *confirmed.lock() = Some(text);
                     turn_stop.send_replace(true);
                     return;
                 }
@@ -277,17 +290,17 @@ impl Engine {
     /// Orphans the in-flight records nobody carries any more (lease run out, carrier gone),
     /// stops their turns if still running, and reads their answers back.
     pub(super) fn sweep_orphans(&self) {
-        let orphaned =
-            match self
-                .db()
-                .orphan_stale(self.inner.info.generation, now_ms(), &now_rfc3339())
-            {
-                Ok(orphaned) => orphaned,
-                Err(error) => {
-                    tracing::warn!(%error, "could not look for orphaned deliveries");
-                    return;
-                }
-            };
+        let orphaned = match self.db().orphan_stale(
+            self.inner.info.generation,
+            UnixMillis::now().0,
+            &now_rfc3339(),
+        ) {
+            Ok(orphaned) => orphaned,
+            Err(error) => {
+                tracing::warn!(%error, "could not look for orphaned deliveries");
+                return;
+            }
+        };
         for mut record in orphaned {
             tracing::warn!(delivery = %record.delivery_id, "a delivery nobody carries any more was marked orphaned");
             self.inner.decisions.record(events::orphan(&record));
@@ -308,7 +321,7 @@ impl Engine {
     pub(super) fn turn_started(&self, turn: StartedTurn) -> tokio::task::JoinHandle<()> {
         let pid = turn.pid;
         let delivery_id = turn.delivery_id.clone();
-        lock(&self.inner.dispatch.turns).push(turn);
+        self.inner.dispatch.turns.lock().push(turn);
         let engine = self.clone();
         tokio::task::spawn_blocking(move || engine.record_turn_started(&delivery_id, pid))
     }
@@ -363,7 +376,7 @@ impl Engine {
             sticky: false,
             pinned_at: now_rfc3339(),
         };
-        if let Err(error) = db.set_pin(&pin, &job.pin_cwd_key, now_ms()) {
+        if let Err(error) = db.set_pin(&pin, &job.pin_cwd_key, UnixMillis::now().0) {
             tracing::warn!(%error, "could not pin a created session");
         }
     }

@@ -85,7 +85,7 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use cross_agent_decisions::{DecisionLog, events};
@@ -93,6 +93,7 @@ use cross_agent_protocol::bridge::{CallerContext, Refusal, RefusalReason};
 use cross_agent_stores::live::{LiveScanner, Snapshot};
 use cross_agent_stores::scan::{self, ScanOptions};
 use cross_agent_stores::{Session, StoreRoots, UnixMillis};
+use parking_lot::{Mutex, MutexGuard};
 use serde_json::Value;
 use tokio::sync::watch;
 
@@ -203,14 +204,6 @@ struct Inner {
     events: tokio::sync::broadcast::Sender<cross_agent_protocol::events::EngineEvent>,
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-fn now_ms() -> i64 {
-    UnixMillis::now().0
-}
-
 fn non_blank(value: Option<&str>) -> Option<&str> {
     value.map(str::trim).filter(|v| !v.is_empty())
 }
@@ -252,7 +245,7 @@ impl Engine {
         let db = HubDb::open(hub_db)?;
         // Another daemon may still carry some (a restart's old daemon draining): only records
         // whose lease ran out or whose carrier is gone are orphaned.
-        let orphaned = db.orphan_stale(info.generation, now_ms(), &now_rfc3339())?;
+        let orphaned = db.orphan_stale(info.generation, UnixMillis::now().0, &now_rfc3339())?;
         // The daemon's: a home deleted under it is not re-created by a decision.
         let decisions = DecisionLog::in_existing_home(&info.state_root);
         for record in &orphaned {
@@ -310,7 +303,7 @@ impl Engine {
     }
 
     fn db(&self) -> MutexGuard<'_, HubDb> {
-        lock(&self.inner.db)
+        self.inner.db.lock()
     }
 
     /// Starts the dispatcher (inside a tokio runtime). Queued deliveries — including those an
@@ -318,10 +311,10 @@ impl Engine {
     pub fn start(&self) {
         let engine = self.clone();
         let handle = tokio::spawn(async move { engine.dispatch_loop().await });
-        *lock(&self.inner.dispatch.handle) = Some(handle);
+        *self.inner.dispatch.handle.lock() = Some(handle);
         let engine = self.clone();
         let handle = tokio::spawn(async move { engine.watch_loop().await });
-        *lock(&self.inner.answers.task) = Some(handle);
+        *self.inner.answers.task.lock() = Some(handle);
         let engine = self.clone();
         tokio::spawn(async move { engine.index_loop().await });
     }
@@ -343,11 +336,11 @@ impl Engine {
 
     /// What this daemon still carries.
     pub fn carried(&self) -> CarriedWork {
-        let carried = lock(&self.inner.dispatch.carried);
+        let carried = self.inner.dispatch.carried.lock();
         CarriedWork {
             turns_running: carried.turns.len(),
             answers_pending: carried.answers.len(),
-            late_answer_watches: lock(&self.inner.answers.held).len(),
+            late_answer_watches: self.inner.answers.held.lock().len(),
         }
     }
 
@@ -369,7 +362,7 @@ impl Engine {
     pub async fn drain(&self) -> CarriedWork {
         let at_start = self.carried();
         self.pause_dispatch(true);
-        let watcher = lock(&self.inner.answers.task).take();
+        let watcher = self.inner.answers.task.lock().take();
         if let Some(watcher) = watcher {
             watcher.abort();
             let _ = watcher.await;
@@ -377,7 +370,7 @@ impl Engine {
         if let Some(Err(error)) = self.release_watches().await {
             tracing::warn!(%error, "could not hand late-answer watches over");
         }
-        lock(&self.inner.answers.held).clear();
+        self.inner.answers.held.lock().clear();
         loop {
             let now = self.carried();
             if now.turns_running == 0 && now.answers_pending == 0 {
@@ -393,11 +386,11 @@ impl Engine {
     /// queued with their payloads.
     pub async fn shutdown(&self) {
         self.inner.stop.send_replace(true);
-        let handle = lock(&self.inner.dispatch.handle).take();
+        let handle = self.inner.dispatch.handle.lock().take();
         if let Some(handle) = handle {
             let _ = handle.await;
         }
-        let watcher = lock(&self.inner.answers.task).take();
+        let watcher = self.inner.answers.task.lock().take();
         if let Some(watcher) = watcher {
             watcher.abort();
             let _ = watcher.await;
@@ -425,7 +418,7 @@ impl Engine {
 
     /// The headless turns running now.
     pub fn started_turns(&self) -> Vec<StartedTurn> {
-        lock(&self.inner.dispatch.turns).clone()
+        self.inner.dispatch.turns.lock().clone()
     }
 
     /// `f` over one agent's held sessions, lent rather than copied.

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cross_agent_decisions::events;
@@ -23,8 +23,9 @@ use cross_agent_stores::{Session, UnixMillis};
 use cross_agent_transports::panel::client::{self, Next};
 use cross_agent_transports::panel::registry::{self, LivePanel};
 use cross_agent_transports::panel::window::{self, Vantage};
+use parking_lot::Mutex;
 
-use super::{Engine, lock, now_ms, recent_turns, watch_secs};
+use super::{Engine, recent_turns, watch_secs};
 use crate::Agent;
 use crate::envelope;
 use crate::records::{Job, PanelJob};
@@ -263,7 +264,7 @@ impl Engine {
                     .cloned()
             })
         });
-        let now = u64::try_from(now_ms()).unwrap_or(0);
+        let now = u64::try_from(UnixMillis::now().0).unwrap_or(0);
         Some(PeerPanelStatus {
             shim_pid: held.map(|p| p.registration.pid),
             session_id: record.target_session_id.clone(),
@@ -581,7 +582,7 @@ impl Engine {
             && record.will_create_session
         {
             let new_key = TargetKey::new(record.target_agent, id.as_str()).to_string();
-            let mut key = lock(&held.key);
+            let mut key = held.key.lock();
             if *key != new_key {
                 match db.rekey_lock(&key, &new_key, &held.token) {
                     Ok(()) => {
@@ -604,7 +605,7 @@ impl Engine {
                 sticky: false,
                 pinned_at: now_rfc3339(),
             };
-            if let Err(error) = db.set_pin(&pin, &job.pin_cwd_key, now_ms()) {
+            if let Err(error) = db.set_pin(&pin, &job.pin_cwd_key, UnixMillis::now().0) {
                 tracing::warn!(%error, "could not pin a conversation a panel opened");
             }
         }
@@ -853,7 +854,7 @@ impl Engine {
         let key = TargetKey::new(agent, session.as_str()).to_string();
         match self
             .db()
-            .insert_delivery(&back, &key, now_ms(), &return_job, false)
+            .insert_delivery(&back, &key, UnixMillis::now().0, &return_job, false)
         {
             Ok(()) => {
                 self.inner.dispatch.wake.notify_one();

@@ -11,9 +11,10 @@ use cross_agent_protocol::bridge::{
 use cross_agent_protocol::events::EngineEvent;
 use cross_agent_protocol::settings as var;
 use cross_agent_protocol::timestamp::now_rfc3339;
+use cross_agent_stores::UnixMillis;
 
 use super::carriers::RouteQuery;
-use super::{Engine, Resolved, cwd_key, now_ms, roots_for};
+use super::{Engine, Resolved, cwd_key, roots_for};
 use crate::Agent;
 use crate::caller::Caller;
 use crate::envelope::{self, EnvelopeFields};
@@ -54,7 +55,7 @@ struct Stamp {
 
 impl Stamp {
     fn now() -> Stamp {
-        let now_ms = now_ms();
+        let now_ms = UnixMillis::now().0;
         Stamp {
             now_ms,
             now: now_rfc3339(),

@@ -4,19 +4,21 @@
 //! ends the answer is paired, or recovered from the transcript, and the delivery closed.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use cross_agent_protocol::bridge::{DeliveryRecord, DeliveryState, Transport};
+use cross_agent_stores::UnixMillis;
 use cross_agent_transports::headless::{Target, TurnRequest};
 use cross_agent_transports::run::{Ended, RunOptions, TurnOutcome, run_turn};
 use cross_agent_transports::settings::TurnSettings;
+use parking_lot::Mutex;
 use tokio::sync::watch;
 
 use super::{Carried, Carrier, Carrying, RouteQuery};
 use crate::caller::StartedTurn;
 use crate::engine::dispatch::off_async;
-use crate::engine::{Engine, lock, now_ms, watch_secs};
+use crate::engine::{Engine, watch_secs};
 use crate::envelope;
 use crate::records::{Claimed, Job};
 
@@ -55,7 +57,7 @@ impl Engine {
         let message = if job.raw {
             job.body.clone()
         } else {
-            envelope::assemble(&job.body, created_ms, now_ms())
+            envelope::assemble(&job.body, created_ms, UnixMillis::now().0)
         };
         let target = match (&job.new_session_id, &record.target_session_id) {
             (Some(id), _) => Target::New {
@@ -120,10 +122,10 @@ impl Engine {
             Err(error) => Err(error),
         };
         if let Some(pid) = outcome.as_ref().ok().map(|o| o.pid) {
-            lock(&self.inner.dispatch.turns).retain(|t| t.pid != pid);
+            self.inner.dispatch.turns.lock().retain(|t| t.pid != pid);
         }
         self.answer_pending(&record.delivery_id);
-        let confirmed = lock(&confirmed).take();
+        let confirmed = confirmed.lock().take();
         // Settling reads the peer's transcript and may walk its store: off the async threads.
         let engine = self.clone();
         let finished = off_async(move || {

@@ -4,15 +4,17 @@
 //! person's. The mechanics of one injection are in [`crate::engine::panels`].
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use cross_agent_protocol::bridge::{DeliveryRecord, TargetKey, Transport};
 use cross_agent_protocol::panel::{InjectionKind, PendingApproval};
+use cross_agent_stores::UnixMillis;
+use parking_lot::Mutex;
 
 use super::{Carried, Carrier, Carrying, RouteQuery};
 use crate::Agent;
 use crate::engine::panels::{self, HeldLock};
-use crate::engine::{Engine, lock, now_ms, preview};
+use crate::engine::{Engine, preview};
 use crate::envelope;
 use crate::records::{Claimed, Job, PanelJob};
 
@@ -26,7 +28,7 @@ pub(in crate::engine) struct PanelCarrier {
 impl PanelCarrier {
     /// The approval delivery `delivery_id`'s turn waits on, as its shim last reported it.
     pub(in crate::engine) fn approval(&self, delivery_id: &str) -> Option<PendingApproval> {
-        lock(&self.approvals).get(delivery_id).cloned()
+        self.approvals.lock().get(delivery_id).cloned()
     }
 
     /// Notes (or, with `None`, clears) the approval a delivery's turn waits on.
@@ -35,7 +37,7 @@ impl PanelCarrier {
         delivery_id: &str,
         approval: Option<PendingApproval>,
     ) {
-        let mut approvals = lock(&self.approvals);
+        let mut approvals = self.approvals.lock();
         match approval {
             Some(approval) => {
                 approvals.insert(delivery_id.to_owned(), approval);
@@ -131,11 +133,11 @@ impl Engine {
                 let text = if job.raw {
                     job.body.clone()
                 } else {
-                    envelope::assemble(&job.body, created_ms, now_ms())
+                    envelope::assemble(&job.body, created_ms, UnixMillis::now().0)
                 };
                 let carried = engine.carry_panel_request(&mut record, &job, text, &held);
                 // The conversation the panel opened holds the lock now.
-                target_key = lock(&held.key).clone();
+                target_key = held.key.lock().clone();
                 if let panels::RequestEnd::ToCli = carried {
                     engine.panel_to_cli(&mut record, &mut job, &mut target_key, &lock_token);
                     return Some(Claimed {
