@@ -185,106 +185,80 @@ impl Engine {
     pub(super) fn settle(&self, record: &mut DeliveryRecord, outcome: TurnOutcome, job: &Job) {
         let agent = record.target_agent;
         let parsed = &outcome.parsed;
-        let fail = |record: &mut DeliveryRecord, error: String| {
-            record.state = DeliveryState::Failed;
-            record.error = Some(error);
-        };
-        let watch = watch_secs(job);
         match outcome.ended {
-            Ended::Stopped => {
-                record.is_stopped_with_carrier = true;
-                fail(
-                    record,
-                    format!(
-                        "stopped with its carrier: the daemon (pid {}, generation {}) stopped \
-                         while the peer's turn ran, and killed it. Send again to retry",
-                        self.inner.info.pid, self.inner.info.generation
-                    ),
-                );
-                self.recover(record, "the daemon stopped and killed the peer's turn");
-            }
-            Ended::KilledByTimeout => {
-                record.is_killed_by_timeout = true;
-                fail(
-                    record,
-                    format!(
-                        "killed by bridge timeout: no CLI output or transcript write for {} s",
-                        job.timeout_secs
-                    ),
-                );
-                let why = format!(
-                    "killed by bridge timeout after {} s without CLI output or transcript writes",
-                    job.timeout_secs
-                );
-                self.recover(record, &why);
-            }
+            Ended::Stopped => self.stopped_with_carrier(record),
+            Ended::KilledByTimeout => self.killed_by_timeout(record, job),
             Ended::Exited(code) => {
                 if let Some(tool) = &parsed.approval_blocked {
-                    let setting = match agent {
-                        Agent::Claude => {
-                            "set CROSS_AGENT_CLAUDE_PERMISSION_MODE (acceptEdits, bypassPermissions) \
-                             in the sender's registration"
-                        }
-                        Agent::Codex => {
-                            "start the Codex session with a wider CROSS_AGENT_CODEX_SANDBOX, or \
-                             pre-approve the tool in its config"
-                        }
-                        // Grok applies only `default` and `bypassPermissions` from its command
-                        // line (its docs, as the public koan provider notes quote them).
-                        Agent::Grok => {
-                            "set CROSS_AGENT_GROK_PERMISSION_MODE=bypassPermissions in the \
-                             sender's registration"
-                        }
-                    };
-                    fail(
-                        record,
-                        format!(
-                            "the headless {agent} turn was cancelled for want of an approval \
-                             ({tool}): nobody is there to approve a tool call in a turn the \
-                             bridge starts. To allow it, {setting}, or send to a session open \
-                             in a panel"
-                        ),
-                    );
+                    approval_blocked(record, tool);
                 } else if let (Some(answer), None) = (&parsed.answer, &parsed.failure) {
                     let answer = match agent {
                         Agent::Grok => grok_after_last_tool(record, answer),
                         Agent::Claude | Agent::Codex => answer.clone(),
                     };
-                    self.pair_answer(record, &answer, None, watch);
+                    self.pair_answer(record, &answer, None, watch_secs(job));
                 } else {
-                    let detail = parsed
-                        .failure
-                        .clone()
-                        .or_else(|| {
-                            let tail = outcome.stderr_tail.trim();
-                            (!tail.is_empty()).then(|| {
-                                tail.lines()
-                                    .rev()
-                                    .take(5)
-                                    .collect::<Vec<_>>()
-                                    .into_iter()
-                                    .rev()
-                                    .collect::<Vec<_>>()
-                                    .join("\n")
-                            })
-                        })
-                        .unwrap_or_else(|| "it printed no answer".to_owned());
-                    let code = code.map_or_else(|| "none".to_owned(), |c| c.to_string());
-                    // A withheld variable leads, so the one-line summaries (the decision's
-                    // reason) carry it too.
-                    let error = match withheld_hint(agent, &detail, &outcome.stderr_tail, job) {
-                        Some(hint) => format!(
-                            "the {agent} CLI failed (exit code {code}): {hint}. It said: {detail}"
-                        ),
-                        None => format!("the {agent} CLI failed (exit code {code}): {detail}"),
-                    };
-                    let why = error.clone();
-                    fail(record, error);
-                    // The turn may still have answered into its transcript.
-                    self.recover(record, &why);
+                    self.cli_failed(record, &outcome, code, job);
                 }
             }
         }
+    }
+
+    /// The daemon stopped and killed the peer's turn: failed, its answer read back.
+    fn stopped_with_carrier(&self, record: &mut DeliveryRecord) {
+        record.is_stopped_with_carrier = true;
+        fail(
+            record,
+            format!(
+                "stopped with its carrier: the daemon (pid {}, generation {}) stopped \
+                 while the peer's turn ran, and killed it. Send again to retry",
+                self.inner.info.pid, self.inner.info.generation
+            ),
+        );
+        self.recover(record, "the daemon stopped and killed the peer's turn");
+    }
+
+    /// The turn went quiet past its timeout and was killed: failed, its answer read back.
+    fn killed_by_timeout(&self, record: &mut DeliveryRecord, job: &Job) {
+        record.is_killed_by_timeout = true;
+        fail(
+            record,
+            format!(
+                "killed by bridge timeout: no CLI output or transcript write for {} s",
+                job.timeout_secs
+            ),
+        );
+        let why = format!(
+            "killed by bridge timeout after {} s without CLI output or transcript writes",
+            job.timeout_secs
+        );
+        self.recover(record, &why);
+    }
+
+    /// The CLI exited without an answer: failed with what it said (a withheld variable
+    /// first), and the answer looked for in the transcript.
+    fn cli_failed(
+        &self,
+        record: &mut DeliveryRecord,
+        outcome: &TurnOutcome,
+        code: Option<i32>,
+        job: &Job,
+    ) {
+        let agent = record.target_agent;
+        let detail = failure_detail(outcome);
+        let code = code.map_or_else(|| "none".to_owned(), |c| c.to_string());
+        // A withheld variable leads, so the one-line summaries (the decision's
+        // reason) carry it too.
+        let error = match withheld_hint(agent, &detail, &outcome.stderr_tail, job) {
+            Some(hint) => {
+                format!("the {agent} CLI failed (exit code {code}): {hint}. It said: {detail}")
+            }
+            None => format!("the {agent} CLI failed (exit code {code}): {detail}"),
+        };
+        let why = error.clone();
+        fail(record, error);
+        // The turn may still have answered into its transcript.
+        self.recover(record, &why);
     }
 
     /// Takes `text` as the request's answer, paired by its closing line (the last line that
@@ -430,4 +404,63 @@ pub(super) fn late_answer(
     transcript
         .finished_turn_answering(&watch.record.request_id, Some(UnixMillis(watch.since_ms)))
         .and_then(|turn| turn.final_text().map(str::to_owned))
+}
+
+/// Fails `record` with `error`.
+fn fail(record: &mut DeliveryRecord, error: String) {
+    record.state = DeliveryState::Failed;
+    record.error = Some(error);
+}
+
+/// A headless turn cancelled for want of an approval nobody is there to give: failed, saying
+/// which setting allows the tool.
+fn approval_blocked(record: &mut DeliveryRecord, tool: &str) {
+    let agent = record.target_agent;
+    let setting = match agent {
+        Agent::Claude => {
+            "set CROSS_AGENT_CLAUDE_PERMISSION_MODE (acceptEdits, bypassPermissions) \
+             in the sender's registration"
+        }
+        Agent::Codex => {
+            "start the Codex session with a wider CROSS_AGENT_CODEX_SANDBOX, or \
+             pre-approve the tool in its config"
+        }
+        // Grok applies only `default` and `bypassPermissions` from its command
+        // line (its docs, as the public koan provider notes quote them).
+        Agent::Grok => {
+            "set CROSS_AGENT_GROK_PERMISSION_MODE=bypassPermissions in the \
+             sender's registration"
+        }
+    };
+    fail(
+        record,
+        format!(
+            "the headless {agent} turn was cancelled for want of an approval \
+             ({tool}): nobody is there to approve a tool call in a turn the \
+             bridge starts. To allow it, {setting}, or send to a session open \
+             in a panel"
+        ),
+    );
+}
+
+/// What a failed CLI said: its own failure, else its last five lines of stderr.
+fn failure_detail(outcome: &TurnOutcome) -> String {
+    outcome
+        .parsed
+        .failure
+        .clone()
+        .or_else(|| {
+            let tail = outcome.stderr_tail.trim();
+            (!tail.is_empty()).then(|| {
+                tail.lines()
+                    .rev()
+                    .take(5)
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .rev()
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })
+        })
+        .unwrap_or_else(|| "it printed no answer".to_owned())
 }

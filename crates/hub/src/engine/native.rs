@@ -20,17 +20,16 @@ use cross_agent_protocol::bridge::{CallerContext, DeliveryRecord, DeliveryState,
 use cross_agent_relay::{
     InboundKind, InboundMail, NativeSend, RelayConfig, RelayHost, RelayReceipt,
 };
-use cross_agent_stores::UnixMillis;
 use cross_agent_stores::claude_registry::Registry;
 use parking_lot::Mutex;
 use tokio::sync::mpsc;
 
+use super::carriers::message_text;
 use super::dispatch::{carrier_stopped, off_async};
 use super::target::Resolved;
 use super::{Engine, roots_for, watch_secs};
 use crate::Agent;
 use crate::caller::Caller;
-use crate::envelope;
 use crate::records::{Claimed, Job, NativeJob};
 
 /// Who a relay speaks for when the sender has no session of its own (a `cross-agent send` from
@@ -283,11 +282,7 @@ impl Engine {
         let Some(native) = job.native.clone() else {
             return;
         };
-        let message = if job.raw {
-            job.body.clone()
-        } else {
-            envelope::assemble(&job.body, created_ms, UnixMillis::now().0)
-        };
+        let message = message_text(&job, created_ms);
         let renew = self.spawn_lease_renewal(
             Arc::new(Mutex::new(target_key.clone())),
             lock_token.clone(),

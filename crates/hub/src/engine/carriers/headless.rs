@@ -8,18 +8,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cross_agent_protocol::bridge::{DeliveryRecord, DeliveryState, Transport};
-use cross_agent_stores::UnixMillis;
-use cross_agent_transports::headless::{Target, TurnRequest};
+use cross_agent_transports::headless::{CommandSpec, Target, TurnRequest};
 use cross_agent_transports::run::{Ended, RunOptions, TurnOutcome, run_turn};
 use cross_agent_transports::settings::TurnSettings;
 use parking_lot::Mutex;
 use tokio::sync::watch;
 
-use super::{Carried, Carrier, Carrying, RouteQuery};
+use super::{Carried, Carrier, Carrying, RouteQuery, message_text};
 use crate::caller::StartedTurn;
 use crate::engine::dispatch::off_async;
 use crate::engine::{Engine, watch_secs};
-use crate::envelope;
 use crate::records::{Claimed, Job};
 
 /// Takes every send the other carriers leave.
@@ -52,72 +50,13 @@ impl Engine {
             target_key,
             lock_token,
         } = claimed;
-        let agent = record.target_agent;
         let confirmed: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
-        let message = if job.raw {
-            job.body.clone()
-        } else {
-            envelope::assemble(&job.body, created_ms, UnixMillis::now().0)
-        };
-        let target = match (&job.new_session_id, &record.target_session_id) {
-            (Some(id), _) => Target::New {
-                session_id: Some(id.clone()),
-            },
-            (None, Some(id)) if !record.will_create_session => Target::Resume {
-                session_id: id.clone(),
-            },
-            (None, _) => Target::New { session_id: None },
-        };
-        let request = TurnRequest {
-            agent,
-            target,
-            cwd: PathBuf::from(&job.cwd),
-            message,
-            settings: TurnSettings::from_settings(&job.settings),
-            child_env: job.child_env.clone(),
-            bridge_env: job.bridge_env.clone(),
-        };
+        let request = turn_request(&record, &job, message_text(&job, created_ms));
         // The one place a peer CLI is started: `build` refuses again under no-headless.
         let outcome = match cross_agent_transports::headless::build(&request) {
             Ok(spec) => {
-                let renew = self.spawn_lease_renewal(
-                    Arc::new(Mutex::new(target_key.clone())),
-                    lock_token.clone(),
-                    record.delivery_id.clone(),
-                );
-                let (turn_stop, turn_stopped) = watch::channel(false);
-                let checker = self.spawn_transcript_check(&record, turn_stop, confirmed.clone());
-                let engine = self.clone();
-                let delivery_id = record.delivery_id.clone();
-                let conversation_id = record.conversation_id.clone();
-                let session_id = record.target_session_id.clone();
-                let mut recording_start = None;
-                let result = run_turn(
-                    agent,
-                    &spec,
-                    RunOptions {
-                        inactivity: Duration::from_secs(job.timeout_secs),
-                        transcript: record.target_transcript.as_ref().map(PathBuf::from),
-                        stop: turn_stopped,
-                    },
-                    |pid| {
-                        recording_start = Some(engine.turn_started(StartedTurn {
-                            pid,
-                            agent,
-                            session_id,
-                            conversation_id,
-                            delivery_id,
-                        }))
-                    },
-                )
-                .await;
-                renew.abort();
-                checker.abort();
-                // The start is on the record before the outcome is: never overwritten by it.
-                if let Some(recording) = recording_start {
-                    let _ = recording.await;
-                }
-                result
+                self.run_watched_turn(&spec, &record, &job, &target_key, &lock_token, &confirmed)
+                    .await
             }
             Err(error) => Err(error),
         };
@@ -136,6 +75,58 @@ impl Engine {
             tracing::error!("a delivery's outcome could not be recorded");
         }
         self.inner.dispatch.wake.notify_one();
+    }
+
+    /// Runs the CLI's turn with its lease renewed and its transcript read for a finished
+    /// answer meanwhile (put in `confirmed`), and records it started once its pid is known.
+    async fn run_watched_turn(
+        &self,
+        spec: &CommandSpec,
+        record: &DeliveryRecord,
+        job: &Job,
+        target_key: &str,
+        lock_token: &str,
+        confirmed: &Arc<Mutex<Option<String>>>,
+    ) -> cross_agent_transports::Result<TurnOutcome> {
+        let agent = record.target_agent;
+        let renew = self.spawn_lease_renewal(
+            Arc::new(Mutex::new(target_key.to_owned())),
+            lock_token.to_owned(),
+            record.delivery_id.clone(),
+        );
+        let (turn_stop, turn_stopped) = watch::channel(false);
+        let checker = self.spawn_transcript_check(record, turn_stop, confirmed.clone());
+        let engine = self.clone();
+        let delivery_id = record.delivery_id.clone();
+        let conversation_id = record.conversation_id.clone();
+        let session_id = record.target_session_id.clone();
+        let mut recording_start = None;
+        let result = run_turn(
+            agent,
+            spec,
+            RunOptions {
+                inactivity: Duration::from_secs(job.timeout_secs),
+                transcript: record.target_transcript.as_ref().map(PathBuf::from),
+                stop: turn_stopped,
+            },
+            |pid| {
+                recording_start = Some(engine.turn_started(StartedTurn {
+                    pid,
+                    agent,
+                    session_id,
+                    conversation_id,
+                    delivery_id,
+                }))
+            },
+        )
+        .await;
+        renew.abort();
+        checker.abort();
+        // The start is on the record before the outcome is: never overwritten by it.
+        if let Some(recording) = recording_start {
+            let _ = recording.await;
+        }
+        result
     }
 
     /// Records a run's outcome: pairs or recovers the answer, records the delivery finished and
@@ -170,5 +161,28 @@ impl Engine {
             }
         }
         self.close_delivery(record, &job, &target_key, &lock_token);
+    }
+}
+
+/// The headless run of the peer's CLI a delivery asks for: its session resumed, or a new one
+/// (with the id chosen for it, when the agent takes one).
+fn turn_request(record: &DeliveryRecord, job: &Job, message: String) -> TurnRequest {
+    let target = match (&job.new_session_id, &record.target_session_id) {
+        (Some(id), _) => Target::New {
+            session_id: Some(id.clone()),
+        },
+        (None, Some(id)) if !record.will_create_session => Target::Resume {
+            session_id: id.clone(),
+        },
+        (None, _) => Target::New { session_id: None },
+    };
+    TurnRequest {
+        agent: record.target_agent,
+        target,
+        cwd: PathBuf::from(&job.cwd),
+        message,
+        settings: TurnSettings::from_settings(&job.settings),
+        child_env: job.child_env.clone(),
+        bridge_env: job.bridge_env.clone(),
     }
 }

@@ -20,11 +20,13 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use cross_agent_protocol::bridge::{DeliveryState, SendParams, Transport};
+use cross_agent_stores::UnixMillis;
 
 use super::Engine;
 use super::target::Resolved;
 use crate::Agent;
 use crate::caller::Caller;
+use crate::envelope;
 use crate::records::{Claimed, Job};
 
 mod headless;
@@ -165,5 +167,15 @@ impl Engine {
         })
         .await;
         self.inner.dispatch.wake.notify_one();
+    }
+}
+
+/// The text a delivery carries: its body as sent (`raw`), else the envelope assembled at
+/// hand-over (the `queued:` line says how long it waited).
+pub(super) fn message_text(job: &Job, created_ms: i64) -> String {
+    if job.raw {
+        job.body.clone()
+    } else {
+        envelope::assemble(&job.body, created_ms, UnixMillis::now().0)
     }
 }

@@ -8,14 +8,12 @@ use std::sync::Arc;
 
 use cross_agent_protocol::bridge::{DeliveryRecord, TargetKey, Transport};
 use cross_agent_protocol::panel::{InjectionKind, PendingApproval};
-use cross_agent_stores::UnixMillis;
 use parking_lot::Mutex;
 
-use super::{Carried, Carrier, Carrying, RouteQuery};
+use super::{Carried, Carrier, Carrying, RouteQuery, message_text};
 use crate::Agent;
 use crate::engine::panels::{self, HeldLock};
 use crate::engine::{Engine, preview};
-use crate::envelope;
 use crate::records::{Claimed, Job, PanelJob};
 
 /// The panel carrier and what it knows while its deliveries run.
@@ -130,11 +128,7 @@ impl Engine {
                 .as_ref()
                 .is_some_and(|p| p.kind == cross_agent_protocol::panel::InjectionKind::Request);
             if is_request {
-                let text = if job.raw {
-                    job.body.clone()
-                } else {
-                    envelope::assemble(&job.body, created_ms, UnixMillis::now().0)
-                };
+                let text = message_text(&job, created_ms);
                 let carried = engine.carry_panel_request(&mut record, &job, text, &held);
                 // The conversation the panel opened holds the lock now.
                 target_key = held.key.lock().clone();
