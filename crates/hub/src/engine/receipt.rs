@@ -13,7 +13,7 @@ use cross_agent_protocol::settings as var;
 use cross_agent_protocol::timestamp::now_rfc3339;
 use cross_agent_stores::UnixMillis;
 
-use super::carriers::RouteQuery;
+use super::carriers::{CarrierContext, RouteQuery};
 use super::{Engine, Resolved, cwd_key, roots_for};
 use crate::Agent;
 use crate::caller::Caller;
@@ -84,7 +84,7 @@ impl Engine {
         let mut job = job_of(&acceptance, &stamp);
         // The one place a send's transport is chosen: the first carrier that takes it.
         let transport = self.inner.carriers.route(
-            self,
+            &CarrierContext::new(self.clone()),
             &RouteQuery {
                 agent: acceptance.params.agent,
                 params: acceptance.params,
