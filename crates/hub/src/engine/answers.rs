@@ -26,9 +26,35 @@ use crate::settings::CallSettings;
 #[derive(Default)]
 pub(super) struct LateWatches {
     /// The requests watched, by delivery id.
-    pub(super) held: Mutex<HashSet<String>>,
+    held: Mutex<HashSet<String>>,
     /// The loop ([`Engine::watch_loop`]), while it runs.
-    pub(super) task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl LateWatches {
+    /// How many watches this daemon holds.
+    pub(super) fn held(&self) -> usize {
+        self.held.lock().len()
+    }
+
+    /// Holds none any more (handed over in `hub.db`).
+    pub(super) fn let_go(&self) {
+        self.held.lock().clear();
+    }
+
+    /// Keeps the watch loop, to stop at drain or shutdown.
+    pub(super) fn set_loop(&self, handle: tokio::task::JoinHandle<()>) {
+        *self.task.lock() = Some(handle);
+    }
+
+    /// Stops the watch loop, if it runs, and waits for it.
+    pub(super) async fn stop_loop(&self) {
+        let watcher = self.task.lock().take();
+        if let Some(watcher) = watcher {
+            watcher.abort();
+            let _ = watcher.await;
+        }
+    }
 }
 
 impl Engine {

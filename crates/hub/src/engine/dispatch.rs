@@ -27,28 +27,102 @@ const POLL: Duration = Duration::from_secs(1);
 const PRUNE_EVERY: Duration = Duration::from_secs(3600);
 const LEASE_RENEW: Duration = Duration::from_secs(30);
 
-/// The dispatcher's own state.
+/// The dispatcher's own state; the rest of the engine reaches it through these methods only.
 #[derive(Default)]
 pub(super) struct Dispatch {
     /// Wakes the dispatcher: a delivery was queued, or a worker finished.
-    pub(super) wake: Notify,
+    wake: Notify,
     /// Set while this daemon is being replaced: queued deliveries are left for the successor.
-    pub(super) paused: AtomicBool,
+    paused: AtomicBool,
     /// The headless turns running now (callers are identified by them).
-    pub(super) turns: Mutex<Vec<StartedTurn>>,
+    turns: Mutex<Vec<StartedTurn>>,
     /// The delivery ids this daemon carries, by stage.
-    pub(super) carried: Mutex<Carried>,
+    carried: Mutex<Carried>,
     /// The dispatcher's loop, while it runs.
-    pub(super) handle: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    handle: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 /// The delivery ids this daemon carries, by stage.
 #[derive(Debug, Default)]
-pub(super) struct Carried {
+struct Carried {
     /// Handed to a peer whose turn runs.
-    pub(super) turns: HashSet<String>,
+    turns: HashSet<String>,
     /// Turned ended: the answer is being read, paired and recorded.
-    pub(super) answers: HashSet<String>,
+    answers: HashSet<String>,
+}
+
+impl Dispatch {
+    /// Wakes the dispatcher: a delivery was queued, or a worker slot is free again.
+    pub(super) fn wake(&self) {
+        self.wake.notify_one();
+    }
+
+    /// Whether queued deliveries are left alone (a daemon being replaced).
+    pub(super) fn is_paused(&self) -> bool {
+        self.paused.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Stops (or resumes) taking queued deliveries.
+    pub(super) fn set_paused(&self, paused: bool) {
+        self.paused
+            .store(paused, std::sync::atomic::Ordering::SeqCst);
+        self.wake();
+    }
+
+    /// The headless turns running now.
+    pub(super) fn started_turns(&self) -> Vec<StartedTurn> {
+        self.turns.lock().clone()
+    }
+
+    /// Whether `pid` is the CLI of a turn this daemon runs.
+    pub(super) fn runs_turn_of(&self, pid: u32) -> bool {
+        self.turns.lock().iter().any(|t| t.pid == pid)
+    }
+
+    /// The CLI of `pid` exited.
+    pub(super) fn turn_ended(&self, pid: u32) {
+        self.turns.lock().retain(|t| t.pid != pid);
+    }
+
+    /// How many deliveries this daemon carries: turns running, answers being recorded.
+    pub(super) fn carried_counts(&self) -> (usize, usize) {
+        let carried = self.carried.lock();
+        (carried.turns.len(), carried.answers.len())
+    }
+
+    /// A delivery's turn ended: its answer is being read, paired and recorded.
+    pub(super) fn answer_pending(&self, delivery_id: &str) {
+        let mut carried = self.carried.lock();
+        carried.turns.remove(delivery_id);
+        carried.answers.insert(delivery_id.to_owned());
+    }
+
+    /// A delivery this daemon carries no more, at any stage.
+    pub(super) fn carried_no_more(&self, delivery_id: &str) {
+        let mut carried = self.carried.lock();
+        carried.turns.remove(delivery_id);
+        carried.answers.remove(delivery_id);
+    }
+
+    /// A delivery taken off the queue: its turn is about to run.
+    fn handed_over(&self, delivery_id: &str) {
+        self.carried.lock().turns.insert(delivery_id.to_owned());
+    }
+
+    /// A delivery's answer is recorded: it is carried no more.
+    fn answered(&self, delivery_id: &str) {
+        self.carried.lock().answers.remove(delivery_id);
+    }
+
+    /// Keeps the dispatcher's loop, to wait for at shutdown.
+    pub(super) fn set_loop(&self, handle: tokio::task::JoinHandle<()>) {
+        *self.handle.lock() = Some(handle);
+    }
+
+    /// The dispatcher's loop, taken to be waited for.
+    pub(super) fn take_loop(&self) -> Option<tokio::task::JoinHandle<()>> {
+        self.handle.lock().take()
+    }
 }
 
 impl Engine {
@@ -68,12 +142,7 @@ impl Engine {
             if prune {
                 last_prune = Some(std::time::Instant::now());
             }
-            let free = if self
-                .inner
-                .dispatch
-                .paused
-                .load(std::sync::atomic::Ordering::SeqCst)
-            {
+            let free = if self.inner.dispatch.is_paused() {
                 0
             } else {
                 MAX_WORKERS.saturating_sub(running.len())
@@ -84,12 +153,7 @@ impl Engine {
                 .await
                 .unwrap_or_default();
             for job in claimed {
-                self.inner
-                    .dispatch
-                    .carried
-                    .lock()
-                    .turns
-                    .insert(job.record.delivery_id.clone());
+                self.inner.dispatch.handed_over(&job.record.delivery_id);
                 let engine = self.clone();
                 running.spawn(async move { engine.carry(job).await });
             }
@@ -145,16 +209,12 @@ impl Engine {
 
     /// A delivery's turn ended: its answer is being read, paired and recorded.
     pub(super) fn answer_pending(&self, delivery_id: &str) {
-        let mut carried = self.inner.dispatch.carried.lock();
-        carried.turns.remove(delivery_id);
-        carried.answers.insert(delivery_id.to_owned());
+        self.inner.dispatch.answer_pending(delivery_id);
     }
 
     /// A delivery this daemon carries no more, at any stage.
     pub(super) fn carried_no_more(&self, delivery_id: &str) {
-        let mut carried = self.inner.dispatch.carried.lock();
-        carried.turns.remove(delivery_id);
-        carried.answers.remove(delivery_id);
+        self.inner.dispatch.carried_no_more(delivery_id);
     }
 
     /// Records a finished delivery, sends its answer back to the sender's panel when it has
@@ -192,12 +252,7 @@ impl Engine {
         }
         drop(db);
         self.emit_settled(&record);
-        self.inner
-            .dispatch
-            .carried
-            .lock()
-            .answers
-            .remove(&record.delivery_id);
+        self.inner.dispatch.answered(&record.delivery_id);
         tracing::info!(delivery = %record.delivery_id, state = ?record.state, "delivery finished");
     }
 

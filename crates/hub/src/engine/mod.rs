@@ -311,10 +311,10 @@ impl Engine {
     pub fn start(&self) {
         let engine = self.clone();
         let handle = tokio::spawn(async move { engine.dispatch_loop().await });
-        *self.inner.dispatch.handle.lock() = Some(handle);
+        self.inner.dispatch.set_loop(handle);
         let engine = self.clone();
         let handle = tokio::spawn(async move { engine.watch_loop().await });
-        *self.inner.answers.task.lock() = Some(handle);
+        self.inner.answers.set_loop(handle);
         let engine = self.clone();
         tokio::spawn(async move { engine.index_loop().await });
     }
@@ -336,20 +336,17 @@ impl Engine {
 
     /// What this daemon still carries.
     pub fn carried(&self) -> CarriedWork {
-        let carried = self.inner.dispatch.carried.lock();
+        let (turns_running, answers_pending) = self.inner.dispatch.carried_counts();
         CarriedWork {
-            turns_running: carried.turns.len(),
-            answers_pending: carried.answers.len(),
-            late_answer_watches: self.inner.answers.held.lock().len(),
+            turns_running,
+            answers_pending,
+            late_answer_watches: self.inner.answers.held(),
         }
     }
 
     /// Whether dispatch is paused ([`Engine::pause_dispatch`], [`Engine::drain`]).
     pub fn is_draining(&self) -> bool {
-        self.inner
-            .dispatch
-            .paused
-            .load(std::sync::atomic::Ordering::SeqCst)
+        self.inner.dispatch.is_paused()
     }
 
     /// Stops taking new work and resolves when everything carried is done: no queued delivery
@@ -362,15 +359,11 @@ impl Engine {
     pub async fn drain(&self) -> CarriedWork {
         let at_start = self.carried();
         self.pause_dispatch(true);
-        let watcher = self.inner.answers.task.lock().take();
-        if let Some(watcher) = watcher {
-            watcher.abort();
-            let _ = watcher.await;
-        }
+        self.inner.answers.stop_loop().await;
         if let Some(Err(error)) = self.release_watches().await {
             tracing::warn!(%error, "could not hand late-answer watches over");
         }
-        self.inner.answers.held.lock().clear();
+        self.inner.answers.let_go();
         loop {
             let now = self.carried();
             if now.turns_running == 0 && now.answers_pending == 0 {
@@ -386,15 +379,11 @@ impl Engine {
     /// queued with their payloads.
     pub async fn shutdown(&self) {
         self.inner.stop.send_replace(true);
-        let handle = self.inner.dispatch.handle.lock().take();
+        let handle = self.inner.dispatch.take_loop();
         if let Some(handle) = handle {
             let _ = handle.await;
         }
-        let watcher = self.inner.answers.task.lock().take();
-        if let Some(watcher) = watcher {
-            watcher.abort();
-            let _ = watcher.await;
-        }
+        self.inner.answers.stop_loop().await;
         // Watches live on in hub.db: the next daemon resumes them without waiting for a lease.
         let _ = self.release_watches().await;
         self.stop_relays().await;
@@ -409,16 +398,12 @@ impl Engine {
     /// Stops (or, with `false`, resumes) taking queued deliveries, leaving running turns alone:
     /// a daemon being replaced leaves its queue in `hub.db` for the successor.
     pub fn pause_dispatch(&self, paused: bool) {
-        self.inner
-            .dispatch
-            .paused
-            .store(paused, std::sync::atomic::Ordering::SeqCst);
-        self.inner.dispatch.wake.notify_one();
+        self.inner.dispatch.set_paused(paused);
     }
 
     /// The headless turns running now.
     pub fn started_turns(&self) -> Vec<StartedTurn> {
-        self.inner.dispatch.turns.lock().clone()
+        self.inner.dispatch.started_turns()
     }
 
     /// `f` over one agent's held sessions, lent rather than copied.

@@ -73,14 +73,7 @@ impl Engine {
         let entry = registry.live_session(session_id)?;
         // A `claude -p --resume` the bridge itself runs registers too: that is a turn of ours,
         // not a session someone runs, and the busy lock already orders sends behind it.
-        if self
-            .inner
-            .dispatch
-            .turns
-            .lock()
-            .iter()
-            .any(|t| t.pid == entry.pid)
-        {
+        if self.inner.dispatch.runs_turn_of(entry.pid) {
             return None;
         }
         Some(NativeJob {
@@ -574,7 +567,7 @@ impl Engine {
         self.answer_pending(&record.delivery_id);
         let engine = self.clone();
         off_async(move || engine.close_delivery(record, &job, &target_key, &lock_token)).await;
-        self.inner.dispatch.wake.notify_one();
+        self.inner.dispatch.wake();
     }
 
     /// Files every piece of inbound mail the relays' hooks received.

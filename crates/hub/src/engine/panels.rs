@@ -863,7 +863,7 @@ impl Engine {
             .insert_delivery(&back, &key, UnixMillis::now().0, &return_job, false)
         {
             Ok(()) => {
-                self.inner.dispatch.wake.notify_one();
+                self.inner.dispatch.wake();
                 Some(back.delivery_id)
             }
             Err(error) => {

@@ -95,7 +95,7 @@ impl Engine {
         );
         let record = self.record_of(&acceptance, &stamp, transport);
         let in_line = self.enqueue(&acceptance, &stamp, &record, &target_key, &job)?;
-        self.inner.dispatch.wake.notify_one();
+        self.inner.dispatch.wake();
         self.emit(EngineEvent::DeliveryAccepted {
             delivery_id: stamp.delivery_id.clone(),
             target_agent: record.target_agent,

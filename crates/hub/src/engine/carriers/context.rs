@@ -75,12 +75,7 @@ impl CarrierContext {
 
     /// The CLI of `pid` exited.
     pub(super) fn turn_ended(&self, pid: u32) {
-        self.engine
-            .inner
-            .dispatch
-            .turns
-            .lock()
-            .retain(|t| t.pid != pid);
+        self.engine.inner.dispatch.turn_ended(pid);
     }
 
     /// A delivery's turn ended: its answer is being read, paired and recorded.
@@ -95,7 +90,7 @@ impl CarrierContext {
 
     /// A worker slot is free again: the dispatcher looks at the queue.
     pub(super) fn wake_dispatcher(&self) {
-        self.engine.inner.dispatch.wake.notify_one();
+        self.engine.inner.dispatch.wake();
     }
 
     // ---- The answers part ----

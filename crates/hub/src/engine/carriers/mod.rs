@@ -181,7 +181,7 @@ impl Engine {
             engine.close_delivery(record, &job, &target_key, &lock_token);
         })
         .await;
-        self.inner.dispatch.wake.notify_one();
+        self.inner.dispatch.wake();
     }
 }
 
