@@ -2,20 +2,28 @@
 //! receipt), `pin`, `list_sessions`, `bridge_status`, and the worker pool that hands queued
 //! deliveries to their peers over the agents' headless CLIs.
 //!
-//! Three parts, each with its own state (docs/architecture.md, "Inside the engine"):
-//! **admission** — `send` (the guards), `target` (resolution, as named steps), `receipt` (the
-//! accepted record and its receipt), `pins`; **dispatch** — `dispatch` (the queue, turns,
-//! leases, orphans), `busy` (waiting on someone else's turn) and `carriers` (the [`Carrier`]
-//! trait the panel, Claude's native door and the headless CLI implement, in one registry);
-//! **answers** — `answers` (pairing, recovery, late-answer watches), `panels` (the panel
-//! mechanics and the return traffic), `native` (the relay host and its inbound mail),
+//! Three parts, each with its own state (docs/architecture.md, "Inside the engine"); [`Engine`]
+//! is the façade the daemon calls over them. **Admission** — `send` (the guards), `target`
+//! (resolution, as named steps), `receipt` (the accepted record and its receipt), `pins`; no
+//! state of its own. **Dispatch** — `dispatch` (its [`Dispatch`](dispatch::Dispatch): the
+//! queue's wake-up, the pause, turns running, what is carried; leases, orphans), `busy`
+//! (`BusyWatch`: waiting on someone else's turn) and `carriers` (the [`Carrier`] trait the
+//! panel, Claude's native door and the headless CLI implement, in one registry). **Answers** —
+//! `answers` (pairing, recovery, and `LateWatches`, the late-answer watches), `panels` (the
+//! panel mechanics and the return traffic), `native` (the relay host and its inbound mail),
 //! `withheld` (naming a withheld variable when a relay fails). Beside them: `status` (listing,
 //! `bridge_status`), `event_stream` (the [`EngineEvent`] stream subscribers get from
 //! [`Engine::subscribe`]) and [`EngineConfig`] (the daemon-wide knobs the daemon reads once).
 //! Blocking file work runs on tokio's blocking pool, never on the async threads that answer
 //! clients.
 //!
+//! A carrier never gets the [`Engine`]: it gets a [`CarrierContext`] — the store, the
+//! dispatcher's services for the delivery it carries, the answer pairing and closing. Adding a
+//! carrier (Copilot's Agent Host, a remote host) is one new file in `carriers/` and one
+//! registration line in `Carriers::new` (`carriers/mod.rs` says how).
+//!
 //! [`Carrier`]: carriers::Carrier
+//! [`CarrierContext`]: carriers::CarrierContext
 //! [`EngineEvent`]: cross_agent_protocol::events::EngineEvent
 //!
 //! **Order of a send** (docs/spec/cross-agent-mcp.md §5, §6, "Never starting a headless CLI"): contradicting
