@@ -29,13 +29,13 @@ const CLOCK_SLACK_MS: i64 = 5_000;
 /// A transcript's (size, mtime) when last read, and the turn then open in it.
 type DiskTurn = ((u64, Option<std::time::SystemTime>), Option<OpenTurn>);
 
-/// What the busy judgement remembers between looks.
+/// What the busy judgement remembers between looks (only `busy` reads or writes it).
 #[derive(Default)]
 pub(super) struct BusyWatch {
     /// When each queued delivery was first seen waiting on someone else's turn.
-    pub(super) waiting_since: Mutex<HashMap<String, i64>>,
+    waiting_since: Mutex<HashMap<String, i64>>,
     /// Transcripts last read for an open turn: their size and mtime then, and the answer.
-    pub(super) disk_turns: Mutex<HashMap<PathBuf, DiskTurn>>,
+    disk_turns: Mutex<HashMap<PathBuf, DiskTurn>>,
 }
 
 /// A queued delivery's job timeout and panel patience (the defaults when its job is gone):
