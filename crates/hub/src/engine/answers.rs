@@ -1,9 +1,7 @@
 //! Answers (docs/spec/cross-agent-mcp.md §6, §9): pairing an answer with its request, recovery from the
 //! transcript, and late-answer watches.
-
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::Duration;
 
 use cross_agent_decisions::events;
@@ -12,10 +10,11 @@ use cross_agent_protocol::events::EngineEvent;
 use cross_agent_protocol::timestamp::now_rfc3339;
 use cross_agent_stores::UnixMillis;
 use cross_agent_transports::run::{Ended, TurnOutcome};
+use parking_lot::Mutex;
 
 use super::dispatch::off_async;
 use super::withheld::withheld_hint;
-use super::{Engine, LEASE_MS, REPLY_PREVIEW_CHARS, lock, now_ms, preview};
+use super::{Engine, LEASE_MS, REPLY_PREVIEW_CHARS, preview};
 use crate::Agent;
 use crate::envelope::AnswerKind;
 use crate::envelope::{self};
@@ -27,9 +26,35 @@ use crate::settings::CallSettings;
 #[derive(Default)]
 pub(super) struct LateWatches {
     /// The requests watched, by delivery id.
-    pub(super) held: Mutex<HashSet<String>>,
+    held: Mutex<HashSet<String>>,
     /// The loop ([`Engine::watch_loop`]), while it runs.
-    pub(super) task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl LateWatches {
+    /// How many watches this daemon holds.
+    pub(super) fn held(&self) -> usize {
+        self.held.lock().len()
+    }
+
+    /// Holds none any more (handed over in `hub.db`).
+    pub(super) fn let_go(&self) {
+        self.held.lock().clear();
+    }
+
+    /// Keeps the watch loop, to stop at drain or shutdown.
+    pub(super) fn set_loop(&self, handle: tokio::task::JoinHandle<()>) {
+        *self.task.lock() = Some(handle);
+    }
+
+    /// Stops the watch loop, if it runs, and waits for it.
+    pub(super) async fn stop_loop(&self) {
+        let watcher = self.task.lock().take();
+        if let Some(watcher) = watcher {
+            watcher.abort();
+            let _ = watcher.await;
+        }
+    }
 }
 
 impl Engine {
@@ -45,14 +70,19 @@ impl Engine {
         else {
             return;
         };
-        let until = now_ms()
+        let until = UnixMillis::now()
+            .0
             .saturating_add(i64::try_from(watch_secs.saturating_mul(1000)).unwrap_or(i64::MAX));
         record.answer.late_answer_watch_until = Some(UnixMillis(until).to_rfc3339());
         match self.db().add_watch(&record.delivery_id, since, until) {
             // A draining daemon leaves the new watch unowned in hub.db, for its successor.
             Ok(()) if self.is_draining() => {}
             Ok(()) => {
-                lock(&self.inner.answers.held).insert(record.delivery_id.clone());
+                self.inner
+                    .answers
+                    .held
+                    .lock()
+                    .insert(record.delivery_id.clone());
             }
             Err(error) => tracing::warn!(%error, "could not start a late-answer watch"),
         }
@@ -72,7 +102,7 @@ impl Engine {
     }
 
     pub(super) fn watch_once(&self, poll: Duration) {
-        let now = now_ms();
+        let now = UnixMillis::now().0;
         let lease = i64::try_from(poll.as_millis())
             .unwrap_or(LEASE_MS)
             .saturating_mul(3)
@@ -112,7 +142,7 @@ impl Engine {
                 }
             }
         }
-        *lock(&self.inner.answers.held) = held;
+        *self.inner.answers.held.lock() = held;
     }
 
     /// A watched request's real answer arrived: it becomes its own delivery record (a
@@ -159,7 +189,7 @@ impl Engine {
             request.target_session_id.as_deref().unwrap_or("?"),
         )
         .to_string();
-        let inserted = db.insert_late_answer(&late, &key, now_ms(), &request);
+        let inserted = db.insert_late_answer(&late, &key, UnixMillis::now().0, &request);
         drop(db);
         match inserted {
             Ok(()) => {
@@ -181,106 +211,80 @@ impl Engine {
     pub(super) fn settle(&self, record: &mut DeliveryRecord, outcome: TurnOutcome, job: &Job) {
         let agent = record.target_agent;
         let parsed = &outcome.parsed;
-        let fail = |record: &mut DeliveryRecord, error: String| {
-            record.state = DeliveryState::Failed;
-            record.error = Some(error);
-        };
-        let watch = watch_secs(job);
         match outcome.ended {
-            Ended::Stopped => {
-                record.is_stopped_with_carrier = true;
-                fail(
-                    record,
-                    format!(
-                        "stopped with its carrier: the daemon (pid {}, generation {}) stopped \
-                         while the peer's turn ran, and killed it. Send again to retry",
-                        self.inner.info.pid, self.inner.info.generation
-                    ),
-                );
-                self.recover(record, "the daemon stopped and killed the peer's turn");
-            }
-            Ended::KilledByTimeout => {
-                record.is_killed_by_timeout = true;
-                fail(
-                    record,
-                    format!(
-                        "killed by bridge timeout: no CLI output or transcript write for {} s",
-                        job.timeout_secs
-                    ),
-                );
-                let why = format!(
-                    "killed by bridge timeout after {} s without CLI output or transcript writes",
-                    job.timeout_secs
-                );
-                self.recover(record, &why);
-            }
+            Ended::Stopped => self.stopped_with_carrier(record),
+            Ended::KilledByTimeout => self.killed_by_timeout(record, job),
             Ended::Exited(code) => {
                 if let Some(tool) = &parsed.approval_blocked {
-                    let setting = match agent {
-                        Agent::Claude => {
-                            "set CROSS_AGENT_CLAUDE_PERMISSION_MODE (acceptEdits, bypassPermissions) \
-                             in the sender's registration"
-                        }
-                        Agent::Codex => {
-                            "start the Codex session with a wider CROSS_AGENT_CODEX_SANDBOX, or \
-                             pre-approve the tool in its config"
-                        }
-                        // Grok applies only `default` and `bypassPermissions` from its command
-                        // line (its docs, as the public koan provider notes quote them).
-                        Agent::Grok => {
-                            "set CROSS_AGENT_GROK_PERMISSION_MODE=bypassPermissions in the \
-                             sender's registration"
-                        }
-                    };
-                    fail(
-                        record,
-                        format!(
-                            "the headless {agent} turn was cancelled for want of an approval \
-                             ({tool}): nobody is there to approve a tool call in a turn the \
-                             bridge starts. To allow it, {setting}, or send to a session open \
-                             in a panel"
-                        ),
-                    );
+                    approval_blocked(record, tool);
                 } else if let (Some(answer), None) = (&parsed.answer, &parsed.failure) {
                     let answer = match agent {
                         Agent::Grok => grok_after_last_tool(record, answer),
                         Agent::Claude | Agent::Codex => answer.clone(),
                     };
-                    self.pair_answer(record, &answer, None, watch);
+                    self.pair_answer(record, &answer, None, watch_secs(job));
                 } else {
-                    let detail = parsed
-                        .failure
-                        .clone()
-                        .or_else(|| {
-                            let tail = outcome.stderr_tail.trim();
-                            (!tail.is_empty()).then(|| {
-                                tail.lines()
-                                    .rev()
-                                    .take(5)
-                                    .collect::<Vec<_>>()
-                                    .into_iter()
-                                    .rev()
-                                    .collect::<Vec<_>>()
-                                    .join("\n")
-                            })
-                        })
-                        .unwrap_or_else(|| "it printed no answer".to_owned());
-                    let code = code.map_or_else(|| "none".to_owned(), |c| c.to_string());
-                    // A withheld variable leads, so the one-line summaries (the decision's
-                    // reason) carry it too.
-                    let error = match withheld_hint(agent, &detail, &outcome.stderr_tail, job) {
-                        Some(hint) => format!(
-                            "the {agent} CLI failed (exit code {code}): {hint}. It said: {detail}"
-                        ),
-                        None => format!("the {agent} CLI failed (exit code {code}): {detail}"),
-                    };
-                    let why = error.clone();
-                    fail(record, error);
-                    // The turn may still have answered into its transcript.
-                    self.recover(record, &why);
+                    self.cli_failed(record, &outcome, code, job);
                 }
             }
         }
+    }
+
+    /// The daemon stopped and killed the peer's turn: failed, its answer read back.
+    fn stopped_with_carrier(&self, record: &mut DeliveryRecord) {
+        record.is_stopped_with_carrier = true;
+        fail(
+            record,
+            format!(
+                "stopped with its carrier: the daemon (pid {}, generation {}) stopped \
+                 while the peer's turn ran, and killed it. Send again to retry",
+                self.inner.info.pid, self.inner.info.generation
+            ),
+        );
+        self.recover(record, "the daemon stopped and killed the peer's turn");
+    }
+
+    /// The turn went quiet past its timeout and was killed: failed, its answer read back.
+    fn killed_by_timeout(&self, record: &mut DeliveryRecord, job: &Job) {
+        record.is_killed_by_timeout = true;
+        fail(
+            record,
+            format!(
+                "killed by bridge timeout: no CLI output or transcript write for {} s",
+                job.timeout_secs
+            ),
+        );
+        let why = format!(
+            "killed by bridge timeout after {} s without CLI output or transcript writes",
+            job.timeout_secs
+        );
+        self.recover(record, &why);
+    }
+
+    /// The CLI exited without an answer: failed with what it said (a withheld variable
+    /// first), and the answer looked for in the transcript.
+    fn cli_failed(
+        &self,
+        record: &mut DeliveryRecord,
+        outcome: &TurnOutcome,
+        code: Option<i32>,
+        job: &Job,
+    ) {
+        let agent = record.target_agent;
+        let detail = failure_detail(outcome);
+        let code = code.map_or_else(|| "none".to_owned(), |c| c.to_string());
+        // A withheld variable leads, so the one-line summaries (the decision's
+        // reason) carry it too.
+        let error = match withheld_hint(agent, &detail, &outcome.stderr_tail, job) {
+            Some(hint) => {
+                format!("the {agent} CLI failed (exit code {code}): {hint}. It said: {detail}")
+            }
+            None => format!("the {agent} CLI failed (exit code {code}): {detail}"),
+        };
+        let why = error.clone();
+        fail(record, error);
+        // The turn may still have answered into its transcript.
+        self.recover(record, &why);
     }
 
     /// Takes `text` as the request's answer, paired by its closing line (the last line that
@@ -426,4 +430,63 @@ pub(super) fn late_answer(
     transcript
         .finished_turn_answering(&watch.record.request_id, Some(UnixMillis(watch.since_ms)))
         .and_then(|turn| turn.final_text().map(str::to_owned))
+}
+
+/// Fails `record` with `error`.
+fn fail(record: &mut DeliveryRecord, error: String) {
+    record.state = DeliveryState::Failed;
+    record.error = Some(error);
+}
+
+/// A headless turn cancelled for want of an approval nobody is there to give: failed, saying
+/// which setting allows the tool.
+fn approval_blocked(record: &mut DeliveryRecord, tool: &str) {
+    let agent = record.target_agent;
+    let setting = match agent {
+        Agent::Claude => {
+            "set CROSS_AGENT_CLAUDE_PERMISSION_MODE (acceptEdits, bypassPermissions) \
+             in the sender's registration"
+        }
+        Agent::Codex => {
+            "start the Codex session with a wider CROSS_AGENT_CODEX_SANDBOX, or \
+             pre-approve the tool in its config"
+        }
+        // Grok applies only `default` and `bypassPermissions` from its command
+        // line (its docs, as the public koan provider notes quote them).
+        Agent::Grok => {
+            "set CROSS_AGENT_GROK_PERMISSION_MODE=bypassPermissions in the \
+             sender's registration"
+        }
+    };
+    fail(
+        record,
+        format!(
+            "the headless {agent} turn was cancelled for want of an approval \
+             ({tool}): nobody is there to approve a tool call in a turn the \
+             bridge starts. To allow it, {setting}, or send to a session open \
+             in a panel"
+        ),
+    );
+}
+
+/// What a failed CLI said: its own failure, else its last five lines of stderr.
+fn failure_detail(outcome: &TurnOutcome) -> String {
+    outcome
+        .parsed
+        .failure
+        .clone()
+        .or_else(|| {
+            let tail = outcome.stderr_tail.trim();
+            (!tail.is_empty()).then(|| {
+                tail.lines()
+                    .rev()
+                    .take(5)
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .rev()
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })
+        })
+        .unwrap_or_else(|| "it printed no answer".to_owned())
 }

@@ -1,10 +1,8 @@
 //! Waiting on a session someone else is working in (docs/spec/cross-agent-mcp.md §9 "Delivery queue execution"):
 //! another daemon's live busy lock, or a turn open in its transcript — unless that turn is one
 //! the bridge itself started and stopped.
-
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::Duration;
 
 use cross_agent_decisions::events;
@@ -12,9 +10,11 @@ use cross_agent_protocol::bridge::{DeliveryRecord, TargetKey};
 use cross_agent_protocol::timestamp::now_rfc3339;
 use cross_agent_stores::UnixMillis;
 use cross_agent_stores::turns::{Role, Turn, TurnItem, request_ids};
+use parking_lot::Mutex;
 
-use super::{Engine, lock, now_ms, recent_turns};
+use super::{Engine, recent_turns};
 use crate::Agent;
+use crate::records::{BusyLock, Job, QueueHead};
 use crate::settings::CallSettings;
 
 /// A session whose last turn is open but whose transcript has not been written for this long
@@ -29,13 +29,30 @@ const CLOCK_SLACK_MS: i64 = 5_000;
 /// A transcript's (size, mtime) when last read, and the turn then open in it.
 type DiskTurn = ((u64, Option<std::time::SystemTime>), Option<OpenTurn>);
 
-/// What the busy judgement remembers between looks.
+/// What the busy judgement remembers between looks (only `busy` reads or writes it).
 #[derive(Default)]
 pub(super) struct BusyWatch {
     /// When each queued delivery was first seen waiting on someone else's turn.
-    pub(super) waiting_since: Mutex<HashMap<String, i64>>,
+    waiting_since: Mutex<HashMap<String, i64>>,
     /// Transcripts last read for an open turn: their size and mtime then, and the answer.
-    pub(super) disk_turns: Mutex<HashMap<PathBuf, DiskTurn>>,
+    disk_turns: Mutex<HashMap<PathBuf, DiskTurn>>,
+}
+
+/// A queued delivery's job timeout and panel patience (the defaults when its job is gone):
+/// it waits on a busy session up to the larger of them.
+fn wait_bounds(job: Option<&Job>) -> (u64, u64) {
+    job.map_or(
+        (
+            crate::settings::DEFAULT_TIMEOUT_SECS,
+            crate::settings::DEFAULT_PANEL_PATIENCE_SECS,
+        ),
+        |job| {
+            (
+                job.timeout_secs,
+                CallSettings::from_settings(&job.settings).panel_patience_secs,
+            )
+        },
+    )
 }
 
 impl Engine {
@@ -54,108 +71,121 @@ impl Engine {
                 }
             }
         };
-        let now = now_ms();
+        let now = UnixMillis::now().0;
         let mut busy = HashSet::new();
         let mut waiting = HashSet::new();
         for head in heads {
-            let key = head.target_key.clone();
-            let held = locks.iter().find(|l| l.target_key == key);
-            let reason = match held {
-                Some(l) if l.owner_pid == self.inner.info.pid => None,
-                Some(l)
-                    if l.lease_until_ms > now
-                        && cross_agent_transports::process::is_alive(l.owner_pid) =>
-                {
-                    Some(format!(
-                        "another cross-agent daemon (pid {}) runs a turn on it",
-                        l.owner_pid
-                    ))
-                }
-                // No lock, or a dead daemon's (killed outright, it could not release it): the
-                // lock says nothing about who works in the session now, so its transcript
-                // decides — a person may have opened it since, or the dead daemon's own
-                // orphaned turn may be left open there.
-                //
-                // A native delivery never waits on the transcript: Claude's own inbox takes the
-                // message while the session works and hands it over at its next tool round or
-                // turn (observed §3.5), so a busy live session is no reason to hold it.
-                Some(_) | None
-                    if !head
-                        .transport
-                        .is_none_or(|t| self.inner.carriers.waits_for_open_turn(t)) =>
-                {
-                    None
-                }
-                Some(_) | None => head
-                    .target_transcript
-                    .as_deref()
-                    .filter(|p| self.is_someone_else_working(head.target_agent, &key, Path::new(p)))
-                    .map(|_| {
-                        "a turn is open in its transcript (someone else is working in it)"
-                            .to_owned()
-                    }),
+            let Some(reason) = self.why_busy(&head, &locks, now) else {
+                continue;
             };
-            let Some(reason) = reason else { continue };
-            busy.insert(key.clone());
+            busy.insert(head.target_key.clone());
             waiting.insert(head.delivery_id.clone());
-            let (since, first_seen) =
-                match lock(&self.inner.busy.waiting_since).entry(head.delivery_id.clone()) {
-                    std::collections::hash_map::Entry::Occupied(at) => (*at.get(), false),
-                    std::collections::hash_map::Entry::Vacant(at) => (*at.insert(now), true),
-                };
-            let job = self.db().job(&head.delivery_id).ok().flatten();
-            let (timeout, patience) = job.as_ref().map_or(
-                (
-                    crate::settings::DEFAULT_TIMEOUT_SECS,
-                    crate::settings::DEFAULT_PANEL_PATIENCE_SECS,
-                ),
-                |job| {
-                    (
-                        job.timeout_secs,
-                        CallSettings::from_settings(&job.settings).panel_patience_secs,
-                    )
-                },
-            );
-            let bound = timeout.max(patience);
-            if first_seen && let Ok(Some(record)) = self.db().delivery(&head.delivery_id) {
-                self.inner
-                    .decisions
-                    .record(events::busy_held(&record, &reason, bound));
+            self.keep_waiting(&head, &reason, now);
+        }
+        self.inner
+            .busy
+            .waiting_since
+            .lock()
+            .retain(|id, _| waiting.contains(id));
+        busy
+    }
+
+    /// Why a queued delivery's session is someone else's now, or `None` when it may go out.
+    fn why_busy(&self, head: &QueueHead, locks: &[BusyLock], now: i64) -> Option<String> {
+        let key = &head.target_key;
+        let held = locks.iter().find(|l| &l.target_key == key);
+        match held {
+            Some(l) if l.owner_pid == self.inner.info.pid => None,
+            Some(l)
+                if l.lease_until_ms > now
+                    && cross_agent_transports::process::is_alive(l.owner_pid) =>
+            {
+                Some(format!(
+                    "another cross-agent daemon (pid {}) runs a turn on it",
+                    l.owner_pid
+                ))
             }
-            let waited = u64::try_from((now - since).max(0) / 1000).unwrap_or(0);
-            if waited >= bound {
-                let error = format!(
-                    "not delivered: {} session {} stayed busy — {reason} — for {waited} s, \
-                     past the wait bound ({bound} s: the larger of the timeout, {timeout} s, and \
-                     CROSS_AGENT_PANEL_PATIENCE, {patience} s). The peer never received the \
-                     message, so there is no answer to watch for; sending again is safe",
-                    head.target_agent,
-                    key.parse::<TargetKey>()
-                        .map_or_else(|_| key.clone(), |target| target.session_id)
-                );
-                // A statement of its own: the store's lock is released before the match, whose
-                // arm reads the closed record back.
-                let closed = self
-                    .db()
-                    .fail_queued(&head.delivery_id, &error, &now_rfc3339());
-                match closed {
-                    Ok(true) => {
-                        tracing::warn!(delivery = %head.delivery_id, "not delivered: the peer stayed busy");
-                        let closed = self.db().delivery(&head.delivery_id);
-                        if let Ok(Some(record)) = closed {
-                            self.inner
-                                .decisions
-                                .record_all(events::delivery_finished(&record));
-                            self.emit_settled(&record);
-                        }
-                    }
-                    Ok(false) => {}
-                    Err(error) => tracing::warn!(%error, "could not close an undelivered delivery"),
+            // No lock, or a dead daemon's (killed outright, it could not release it): the
+            // lock says nothing about who works in the session now, so its transcript
+            // decides — a person may have opened it since, or the dead daemon's own
+            // orphaned turn may be left open there.
+            //
+            // A native delivery never waits on the transcript: Claude's own inbox takes the
+            // message while the session works and hands it over at its next tool round or
+            // turn (observed §3.5), so a busy live session is no reason to hold it.
+            Some(_) | None
+                if !head
+                    .transport
+                    .is_none_or(|t| self.inner.carriers.waits_for_open_turn(t)) =>
+            {
+                None
+            }
+            Some(_) | None => head
+                .target_transcript
+                .as_deref()
+                .filter(|p| self.is_someone_else_working(head.target_agent, key, Path::new(p)))
+                .map(|_| {
+                    "a turn is open in its transcript (someone else is working in it)".to_owned()
+                }),
+        }
+    }
+
+    /// A queued delivery waits on a busy session: noted when first seen (with a decision
+    /// line), and failed as not delivered once it has waited past its bound.
+    fn keep_waiting(&self, head: &QueueHead, reason: &str, now: i64) {
+        let (since, first_seen) = match self
+            .inner
+            .busy
+            .waiting_since
+            .lock()
+            .entry(head.delivery_id.clone())
+        {
+            std::collections::hash_map::Entry::Occupied(at) => (*at.get(), false),
+            std::collections::hash_map::Entry::Vacant(at) => (*at.insert(now), true),
+        };
+        let job = self.db().job(&head.delivery_id).ok().flatten();
+        let (timeout, patience) = wait_bounds(job.as_ref());
+        let bound = timeout.max(patience);
+        if first_seen && let Ok(Some(record)) = self.db().delivery(&head.delivery_id) {
+            self.inner
+                .decisions
+                .record(events::busy_held(&record, reason, bound));
+        }
+        let waited = u64::try_from((now - since).max(0) / 1000).unwrap_or(0);
+        if waited >= bound {
+            let key = &head.target_key;
+            let error = format!(
+                "not delivered: {} session {} stayed busy — {reason} — for {waited} s, \
+                 past the wait bound ({bound} s: the larger of the timeout, {timeout} s, and \
+                 CROSS_AGENT_PANEL_PATIENCE, {patience} s). The peer never received the \
+                 message, so there is no answer to watch for; sending again is safe",
+                head.target_agent,
+                key.parse::<TargetKey>()
+                    .map_or_else(|_| key.clone(), |target| target.session_id)
+            );
+            self.fail_waited_out(&head.delivery_id, &error);
+        }
+    }
+
+    /// Closes a queued delivery that waited past its bound: failed, never sent.
+    fn fail_waited_out(&self, delivery_id: &str, error: &str) {
+        // A statement of its own: the store's lock is released before the match, whose
+        // arm reads the closed record back.
+        let closed = self.db().fail_queued(delivery_id, error, &now_rfc3339());
+        match closed {
+            Ok(true) => {
+                tracing::warn!(delivery = %delivery_id, "not delivered: the peer stayed busy");
+                let closed = self.db().delivery(delivery_id);
+                if let Ok(Some(record)) = closed {
+                    self.inner
+                        .decisions
+                        .record_all(events::delivery_finished(&record));
+                    self.emit_settled(&record);
                 }
             }
+            Ok(false) => {}
+            Err(error) => tracing::warn!(%error, "could not close an undelivered delivery"),
         }
-        lock(&self.inner.busy.waiting_since).retain(|id, _| waiting.contains(id));
-        busy
     }
 
     /// Whether someone other than the bridge is working in a session now: a turn is open in its
@@ -187,7 +217,7 @@ impl Engine {
             return None;
         }
         let stamp = (meta.len(), modified);
-        let mut seen = lock(&self.inner.busy.disk_turns);
+        let mut seen = self.inner.busy.disk_turns.lock();
         if let Some((known, open)) = seen.get(path)
             && *known == stamp
         {

@@ -3,8 +3,8 @@
 
 use std::collections::HashSet;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use cross_agent_decisions::events;
@@ -12,10 +12,11 @@ use cross_agent_protocol::bridge::{CallerContext, DeliveryRecord, DeliveryState,
 use cross_agent_protocol::timestamp::now_rfc3339;
 use cross_agent_stores::UnixMillis;
 use cross_agent_transports::run::TurnOutcome;
+use parking_lot::Mutex;
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
 
-use super::{Engine, LEASE_MS, MAX_WORKERS, lock, now_ms, recent_turns};
+use super::{Engine, LEASE_MS, MAX_WORKERS, recent_turns};
 use crate::Agent;
 use crate::caller::StartedTurn;
 use crate::records::{Carrier, Claimed, Job};
@@ -26,28 +27,102 @@ const POLL: Duration = Duration::from_secs(1);
 const PRUNE_EVERY: Duration = Duration::from_secs(3600);
 const LEASE_RENEW: Duration = Duration::from_secs(30);
 
-/// The dispatcher's own state.
+/// The dispatcher's own state; the rest of the engine reaches it through these methods only.
 #[derive(Default)]
 pub(super) struct Dispatch {
     /// Wakes the dispatcher: a delivery was queued, or a worker finished.
-    pub(super) wake: Notify,
+    wake: Notify,
     /// Set while this daemon is being replaced: queued deliveries are left for the successor.
-    pub(super) paused: AtomicBool,
+    paused: AtomicBool,
     /// The headless turns running now (callers are identified by them).
-    pub(super) turns: Mutex<Vec<StartedTurn>>,
+    turns: Mutex<Vec<StartedTurn>>,
     /// The delivery ids this daemon carries, by stage.
-    pub(super) carried: Mutex<Carried>,
+    carried: Mutex<Carried>,
     /// The dispatcher's loop, while it runs.
-    pub(super) handle: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    handle: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 /// The delivery ids this daemon carries, by stage.
 #[derive(Debug, Default)]
-pub(super) struct Carried {
+struct Carried {
     /// Handed to a peer whose turn runs.
-    pub(super) turns: HashSet<String>,
+    turns: HashSet<String>,
     /// Turned ended: the answer is being read, paired and recorded.
-    pub(super) answers: HashSet<String>,
+    answers: HashSet<String>,
+}
+
+impl Dispatch {
+    /// Wakes the dispatcher: a delivery was queued, or a worker slot is free again.
+    pub(super) fn wake(&self) {
+        self.wake.notify_one();
+    }
+
+    /// Whether queued deliveries are left alone (a daemon being replaced).
+    pub(super) fn is_paused(&self) -> bool {
+        self.paused.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Stops (or resumes) taking queued deliveries.
+    pub(super) fn set_paused(&self, paused: bool) {
+        self.paused
+            .store(paused, std::sync::atomic::Ordering::SeqCst);
+        self.wake();
+    }
+
+    /// The headless turns running now.
+    pub(super) fn started_turns(&self) -> Vec<StartedTurn> {
+        self.turns.lock().clone()
+    }
+
+    /// Whether `pid` is the CLI of a turn this daemon runs.
+    pub(super) fn runs_turn_of(&self, pid: u32) -> bool {
+        self.turns.lock().iter().any(|t| t.pid == pid)
+    }
+
+    /// The CLI of `pid` exited.
+    pub(super) fn turn_ended(&self, pid: u32) {
+        self.turns.lock().retain(|t| t.pid != pid);
+    }
+
+    /// How many deliveries this daemon carries: turns running, answers being recorded.
+    pub(super) fn carried_counts(&self) -> (usize, usize) {
+        let carried = self.carried.lock();
+        (carried.turns.len(), carried.answers.len())
+    }
+
+    /// A delivery's turn ended: its answer is being read, paired and recorded.
+    pub(super) fn answer_pending(&self, delivery_id: &str) {
+        let mut carried = self.carried.lock();
+        carried.turns.remove(delivery_id);
+        carried.answers.insert(delivery_id.to_owned());
+    }
+
+    /// A delivery this daemon carries no more, at any stage.
+    pub(super) fn carried_no_more(&self, delivery_id: &str) {
+        let mut carried = self.carried.lock();
+        carried.turns.remove(delivery_id);
+        carried.answers.remove(delivery_id);
+    }
+
+    /// A delivery taken off the queue: its turn is about to run.
+    fn handed_over(&self, delivery_id: &str) {
+        self.carried.lock().turns.insert(delivery_id.to_owned());
+    }
+
+    /// A delivery's answer is recorded: it is carried no more.
+    fn answered(&self, delivery_id: &str) {
+        self.carried.lock().answers.remove(delivery_id);
+    }
+
+    /// Keeps the dispatcher's loop, to wait for at shutdown.
+    pub(super) fn set_loop(&self, handle: tokio::task::JoinHandle<()>) {
+        *self.handle.lock() = Some(handle);
+    }
+
+    /// The dispatcher's loop, taken to be waited for.
+    pub(super) fn take_loop(&self) -> Option<tokio::task::JoinHandle<()>> {
+        self.handle.lock().take()
+    }
 }
 
 impl Engine {
@@ -67,12 +142,7 @@ impl Engine {
             if prune {
                 last_prune = Some(std::time::Instant::now());
             }
-            let free = if self
-                .inner
-                .dispatch
-                .paused
-                .load(std::sync::atomic::Ordering::SeqCst)
-            {
+            let free = if self.inner.dispatch.is_paused() {
                 0
             } else {
                 MAX_WORKERS.saturating_sub(running.len())
@@ -83,9 +153,7 @@ impl Engine {
                 .await
                 .unwrap_or_default();
             for job in claimed {
-                lock(&self.inner.dispatch.carried)
-                    .turns
-                    .insert(job.record.delivery_id.clone());
+                self.inner.dispatch.handed_over(&job.record.delivery_id);
                 let engine = self.clone();
                 running.spawn(async move { engine.carry(job).await });
             }
@@ -107,7 +175,9 @@ impl Engine {
             self.sweep_orphans();
         }
         if prune {
-            let before = now_ms().saturating_sub(self.inner.config.delivery_ttl_ms());
+            let before = UnixMillis::now()
+                .0
+                .saturating_sub(self.inner.config.delivery_ttl_ms());
             match self.db().prune_finished(before) {
                 Ok(0) => {}
                 Ok(pruned) => {
@@ -129,7 +199,8 @@ impl Engine {
         let mut db = self.db();
         // Payloads handed over a second ago or more leave the write-ahead log now.
         db.scrub_wal_when_due();
-        let claimed = db.claim_runnable_except(free, &carrier, now_ms(), &now_rfc3339(), &busy);
+        let claimed =
+            db.claim_runnable_except(free, &carrier, UnixMillis::now().0, &now_rfc3339(), &busy);
         claimed.unwrap_or_else(|error| {
             tracing::error!(%error, "could not take queued deliveries");
             Vec::new()
@@ -138,16 +209,12 @@ impl Engine {
 
     /// A delivery's turn ended: its answer is being read, paired and recorded.
     pub(super) fn answer_pending(&self, delivery_id: &str) {
-        let mut carried = lock(&self.inner.dispatch.carried);
-        carried.turns.remove(delivery_id);
-        carried.answers.insert(delivery_id.to_owned());
+        self.inner.dispatch.answer_pending(delivery_id);
     }
 
     /// A delivery this daemon carries no more, at any stage.
     pub(super) fn carried_no_more(&self, delivery_id: &str) {
-        let mut carried = lock(&self.inner.dispatch.carried);
-        carried.turns.remove(delivery_id);
-        carried.answers.remove(delivery_id);
+        self.inner.dispatch.carried_no_more(delivery_id);
     }
 
     /// Records a finished delivery, sends its answer back to the sender's panel when it has
@@ -185,9 +252,7 @@ impl Engine {
         }
         drop(db);
         self.emit_settled(&record);
-        lock(&self.inner.dispatch.carried)
-            .answers
-            .remove(&record.delivery_id);
+        self.inner.dispatch.answered(&record.delivery_id);
         tracing::info!(delivery = %record.delivery_id, state = ?record.state, "delivery finished");
     }
 
@@ -207,14 +272,17 @@ impl Engine {
                 // `hub.db` behind the engine's lock: off the async threads.
                 let (engine, target_key, token, id) = (
                     engine.clone(),
-                    lock(&target_key).clone(),
+                    target_key.lock().clone(),
                     token.clone(),
                     delivery_id.clone(),
                 );
                 let renewed = off_async(move || {
-                    engine
-                        .db()
-                        .renew_lease(&target_key, &token, &id, now_ms() + LEASE_MS)
+                    engine.db().renew_lease(
+                        &target_key,
+                        &token,
+                        &id,
+                        UnixMillis::now().0 + LEASE_MS,
+                    )
                 })
                 .await;
                 if let Some(Err(error)) = renewed {
@@ -266,7 +334,7 @@ impl Engine {
                 .await
                 .flatten();
                 if let Some(text) = found {
-                    *lock(&confirmed) = Some(text);
+                    *confirmed.lock() = Some(text);
                     turn_stop.send_replace(true);
                     return;
                 }
@@ -277,17 +345,17 @@ impl Engine {
     /// Orphans the in-flight records nobody carries any more (lease run out, carrier gone),
     /// stops their turns if still running, and reads their answers back.
     pub(super) fn sweep_orphans(&self) {
-        let orphaned =
-            match self
-                .db()
-                .orphan_stale(self.inner.info.generation, now_ms(), &now_rfc3339())
-            {
-                Ok(orphaned) => orphaned,
-                Err(error) => {
-                    tracing::warn!(%error, "could not look for orphaned deliveries");
-                    return;
-                }
-            };
+        let orphaned = match self.db().orphan_stale(
+            self.inner.info.generation,
+            UnixMillis::now().0,
+            &now_rfc3339(),
+        ) {
+            Ok(orphaned) => orphaned,
+            Err(error) => {
+                tracing::warn!(%error, "could not look for orphaned deliveries");
+                return;
+            }
+        };
         for mut record in orphaned {
             tracing::warn!(delivery = %record.delivery_id, "a delivery nobody carries any more was marked orphaned");
             self.inner.decisions.record(events::orphan(&record));
@@ -308,7 +376,7 @@ impl Engine {
     pub(super) fn turn_started(&self, turn: StartedTurn) -> tokio::task::JoinHandle<()> {
         let pid = turn.pid;
         let delivery_id = turn.delivery_id.clone();
-        lock(&self.inner.dispatch.turns).push(turn);
+        self.inner.dispatch.turns.lock().push(turn);
         let engine = self.clone();
         tokio::task::spawn_blocking(move || engine.record_turn_started(&delivery_id, pid))
     }
@@ -363,7 +431,7 @@ impl Engine {
             sticky: false,
             pinned_at: now_rfc3339(),
         };
-        if let Err(error) = db.set_pin(&pin, &job.pin_cwd_key, now_ms()) {
+        if let Err(error) = db.set_pin(&pin, &job.pin_cwd_key, UnixMillis::now().0) {
             tracing::warn!(%error, "could not pin a created session");
         }
     }

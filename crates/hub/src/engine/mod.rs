@@ -2,20 +2,28 @@
 //! receipt), `pin`, `list_sessions`, `bridge_status`, and the worker pool that hands queued
 //! deliveries to their peers over the agents' headless CLIs.
 //!
-//! Three parts, each with its own state (docs/architecture.md, "Inside the engine"):
-//! **admission** — `send` (the guards), `target` (resolution, as named steps), `receipt` (the
-//! accepted record and its receipt), `pins`; **dispatch** — `dispatch` (the queue, turns,
-//! leases, orphans), `busy` (waiting on someone else's turn) and `carriers` (the [`Carrier`]
-//! trait the panel, Claude's native door and the headless CLI implement, in one registry);
-//! **answers** — `answers` (pairing, recovery, late-answer watches), `panels` (the panel
-//! mechanics and the return traffic), `native` (the relay host and its inbound mail),
+//! Three parts, each with its own state (docs/architecture.md, "Inside the engine"); [`Engine`]
+//! is the façade the daemon calls over them. **Admission** — `send` (the guards), `target`
+//! (resolution, as named steps), `receipt` (the accepted record and its receipt), `pins`; no
+//! state of its own. **Dispatch** — `dispatch` (its [`Dispatch`](dispatch::Dispatch): the
+//! queue's wake-up, the pause, turns running, what is carried; leases, orphans), `busy`
+//! (`BusyWatch`: waiting on someone else's turn) and `carriers` (the [`Carrier`] trait the
+//! panel, Claude's native door and the headless CLI implement, in one registry). **Answers** —
+//! `answers` (pairing, recovery, and `LateWatches`, the late-answer watches), `panels` (the
+//! panel mechanics and the return traffic), `native` (the relay host and its inbound mail),
 //! `withheld` (naming a withheld variable when a relay fails). Beside them: `status` (listing,
 //! `bridge_status`), `event_stream` (the [`EngineEvent`] stream subscribers get from
 //! [`Engine::subscribe`]) and [`EngineConfig`] (the daemon-wide knobs the daemon reads once).
 //! Blocking file work runs on tokio's blocking pool, never on the async threads that answer
 //! clients.
 //!
+//! A carrier never gets the [`Engine`]: it gets a [`CarrierContext`] — the store, the
+//! dispatcher's services for the delivery it carries, the answer pairing and closing. Adding a
+//! carrier (Copilot's Agent Host, a remote host) is one new file in `carriers/` and one
+//! registration line in `Carriers::new` (`carriers/mod.rs` says how).
+//!
 //! [`Carrier`]: carriers::Carrier
+//! [`CarrierContext`]: carriers::CarrierContext
 //! [`EngineEvent`]: cross_agent_protocol::events::EngineEvent
 //!
 //! **Order of a send** (docs/spec/cross-agent-mcp.md §5, §6, "Never starting a headless CLI"): contradicting
@@ -85,7 +93,7 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use cross_agent_decisions::{DecisionLog, events};
@@ -93,6 +101,7 @@ use cross_agent_protocol::bridge::{CallerContext, Refusal, RefusalReason};
 use cross_agent_stores::live::{LiveScanner, Snapshot};
 use cross_agent_stores::scan::{self, ScanOptions};
 use cross_agent_stores::{Session, StoreRoots, UnixMillis};
+use parking_lot::{Mutex, MutexGuard};
 use serde_json::Value;
 use tokio::sync::watch;
 
@@ -203,14 +212,6 @@ struct Inner {
     events: tokio::sync::broadcast::Sender<cross_agent_protocol::events::EngineEvent>,
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-fn now_ms() -> i64 {
-    UnixMillis::now().0
-}
-
 fn non_blank(value: Option<&str>) -> Option<&str> {
     value.map(str::trim).filter(|v| !v.is_empty())
 }
@@ -252,7 +253,7 @@ impl Engine {
         let db = HubDb::open(hub_db)?;
         // Another daemon may still carry some (a restart's old daemon draining): only records
         // whose lease ran out or whose carrier is gone are orphaned.
-        let orphaned = db.orphan_stale(info.generation, now_ms(), &now_rfc3339())?;
+        let orphaned = db.orphan_stale(info.generation, UnixMillis::now().0, &now_rfc3339())?;
         // The daemon's: a home deleted under it is not re-created by a decision.
         let decisions = DecisionLog::in_existing_home(&info.state_root);
         for record in &orphaned {
@@ -310,7 +311,7 @@ impl Engine {
     }
 
     fn db(&self) -> MutexGuard<'_, HubDb> {
-        lock(&self.inner.db)
+        self.inner.db.lock()
     }
 
     /// Starts the dispatcher (inside a tokio runtime). Queued deliveries — including those an
@@ -318,10 +319,10 @@ impl Engine {
     pub fn start(&self) {
         let engine = self.clone();
         let handle = tokio::spawn(async move { engine.dispatch_loop().await });
-        *lock(&self.inner.dispatch.handle) = Some(handle);
+        self.inner.dispatch.set_loop(handle);
         let engine = self.clone();
         let handle = tokio::spawn(async move { engine.watch_loop().await });
-        *lock(&self.inner.answers.task) = Some(handle);
+        self.inner.answers.set_loop(handle);
         let engine = self.clone();
         tokio::spawn(async move { engine.index_loop().await });
     }
@@ -343,20 +344,17 @@ impl Engine {
 
     /// What this daemon still carries.
     pub fn carried(&self) -> CarriedWork {
-        let carried = lock(&self.inner.dispatch.carried);
+        let (turns_running, answers_pending) = self.inner.dispatch.carried_counts();
         CarriedWork {
-            turns_running: carried.turns.len(),
-            answers_pending: carried.answers.len(),
-            late_answer_watches: lock(&self.inner.answers.held).len(),
+            turns_running,
+            answers_pending,
+            late_answer_watches: self.inner.answers.held(),
         }
     }
 
     /// Whether dispatch is paused ([`Engine::pause_dispatch`], [`Engine::drain`]).
     pub fn is_draining(&self) -> bool {
-        self.inner
-            .dispatch
-            .paused
-            .load(std::sync::atomic::Ordering::SeqCst)
+        self.inner.dispatch.is_paused()
     }
 
     /// Stops taking new work and resolves when everything carried is done: no queued delivery
@@ -369,15 +367,11 @@ impl Engine {
     pub async fn drain(&self) -> CarriedWork {
         let at_start = self.carried();
         self.pause_dispatch(true);
-        let watcher = lock(&self.inner.answers.task).take();
-        if let Some(watcher) = watcher {
-            watcher.abort();
-            let _ = watcher.await;
-        }
+        self.inner.answers.stop_loop().await;
         if let Some(Err(error)) = self.release_watches().await {
             tracing::warn!(%error, "could not hand late-answer watches over");
         }
-        lock(&self.inner.answers.held).clear();
+        self.inner.answers.let_go();
         loop {
             let now = self.carried();
             if now.turns_running == 0 && now.answers_pending == 0 {
@@ -393,15 +387,11 @@ impl Engine {
     /// queued with their payloads.
     pub async fn shutdown(&self) {
         self.inner.stop.send_replace(true);
-        let handle = lock(&self.inner.dispatch.handle).take();
+        let handle = self.inner.dispatch.take_loop();
         if let Some(handle) = handle {
             let _ = handle.await;
         }
-        let watcher = lock(&self.inner.answers.task).take();
-        if let Some(watcher) = watcher {
-            watcher.abort();
-            let _ = watcher.await;
-        }
+        self.inner.answers.stop_loop().await;
         // Watches live on in hub.db: the next daemon resumes them without waiting for a lease.
         let _ = self.release_watches().await;
         self.stop_relays().await;
@@ -416,16 +406,12 @@ impl Engine {
     /// Stops (or, with `false`, resumes) taking queued deliveries, leaving running turns alone:
     /// a daemon being replaced leaves its queue in `hub.db` for the successor.
     pub fn pause_dispatch(&self, paused: bool) {
-        self.inner
-            .dispatch
-            .paused
-            .store(paused, std::sync::atomic::Ordering::SeqCst);
-        self.inner.dispatch.wake.notify_one();
+        self.inner.dispatch.set_paused(paused);
     }
 
     /// The headless turns running now.
     pub fn started_turns(&self) -> Vec<StartedTurn> {
-        lock(&self.inner.dispatch.turns).clone()
+        self.inner.dispatch.started_turns()
     }
 
     /// `f` over one agent's held sessions, lent rather than copied.

@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use cross_agent_decisions::events;
@@ -21,14 +21,15 @@ use cross_agent_relay::{
     InboundKind, InboundMail, NativeSend, RelayConfig, RelayHost, RelayReceipt,
 };
 use cross_agent_stores::claude_registry::Registry;
+use parking_lot::Mutex;
 use tokio::sync::mpsc;
 
+use super::carriers::message_text;
 use super::dispatch::{carrier_stopped, off_async};
 use super::target::Resolved;
-use super::{Engine, lock, now_ms, roots_for, watch_secs};
+use super::{Engine, roots_for, watch_secs};
 use crate::Agent;
 use crate::caller::Caller;
-use crate::envelope;
 use crate::records::{Claimed, Job, NativeJob};
 
 /// Who a relay speaks for when the sender has no session of its own (a `cross-agent send` from
@@ -72,10 +73,7 @@ impl Engine {
         let entry = registry.live_session(session_id)?;
         // A `claude -p --resume` the bridge itself runs registers too: that is a turn of ours,
         // not a session someone runs, and the busy lock already orders sends behind it.
-        if lock(&self.inner.dispatch.turns)
-            .iter()
-            .any(|t| t.pid == entry.pid)
-        {
+        if self.inner.dispatch.runs_turn_of(entry.pid) {
             return None;
         }
         Some(NativeJob {
@@ -128,7 +126,7 @@ impl Engine {
 
     /// Whether this daemon can host relays ([`Engine::enable_native`]).
     pub(super) fn has_native_door(&self) -> bool {
-        lock(&self.native_door().settings).is_some()
+        self.native_door().settings.lock().is_some()
     }
 }
 
@@ -202,18 +200,18 @@ impl Engine {
     /// Lets this engine route live Claude sessions through relays (the daemon calls it once,
     /// before [`Engine::start`]).
     pub fn enable_native(&self, settings: NativeSettings) {
-        *lock(&self.native_door().settings) = Some(settings);
+        *self.native_door().settings.lock() = Some(settings);
     }
 
     /// The relay host, once a native send started it: the daemon offers it every `hook` call
     /// first.
     pub fn relay_host(&self) -> Option<RelayHost> {
-        lock(&self.native_door().started).clone()
+        self.native_door().started.lock().clone()
     }
 
     /// Stops every relay (the daemon's stop).
     pub(super) async fn stop_relays(&self) {
-        let host = lock(&self.native_door().started).take();
+        let host = self.native_door().started.lock().take();
         if let Some(host) = host {
             host.shutdown().await;
         }
@@ -225,7 +223,7 @@ impl Engine {
         if let Some(host) = slot.as_ref() {
             return Ok(host.clone());
         }
-        let Some(settings) = lock(&self.native_door().settings).clone() else {
+        let Some(settings) = self.native_door().settings.lock().clone() else {
             return Err("this daemon hosts no relays".to_owned());
         };
         let claude = job
@@ -255,7 +253,7 @@ impl Engine {
             let engine = self.clone();
             tokio::spawn(async move { engine.inbound_loop(inbound).await });
         }
-        *lock(&self.native_door().started) = Some(host.clone());
+        *self.native_door().started.lock() = Some(host.clone());
         *slot = Some(host.clone());
         Ok(host)
     }
@@ -277,11 +275,7 @@ impl Engine {
         let Some(native) = job.native.clone() else {
             return;
         };
-        let message = if job.raw {
-            job.body.clone()
-        } else {
-            envelope::assemble(&job.body, created_ms, now_ms())
-        };
+        let message = message_text(&job, created_ms);
         let renew = self.spawn_lease_renewal(
             Arc::new(Mutex::new(target_key.clone())),
             lock_token.clone(),
@@ -297,7 +291,7 @@ impl Engine {
             .send_natively(&mut record, &job, &native, message)
             .await
         {
-            lock(&self.native_door().pending).remove(&record.request_id);
+            self.native_door().pending.lock().remove(&record.request_id);
             renew.abort();
             self.close_native(record, job, target_key, lock_token).await;
             return;
@@ -307,7 +301,11 @@ impl Engine {
         let engine = self.clone();
         tokio::spawn(async move {
             engine.await_native_answer(&mut record, &job, events).await;
-            lock(&engine.native_door().pending).remove(&record.request_id);
+            engine
+                .native_door()
+                .pending
+                .lock()
+                .remove(&record.request_id);
             renew.abort();
             engine
                 .close_native(record, job, target_key, lock_token)
@@ -319,7 +317,7 @@ impl Engine {
     /// by its request id; returns where they arrive.
     fn expect_answer(&self, record: &DeliveryRecord) -> mpsc::UnboundedReceiver<NativeEvent> {
         let (events_tx, events) = mpsc::unbounded_channel();
-        lock(&self.native_door().pending).insert(
+        self.native_door().pending.lock().insert(
             record.request_id.clone(),
             Pending {
                 delivery_id: record.delivery_id.clone(),
@@ -340,7 +338,10 @@ impl Engine {
     ) -> bool {
         let relay = cross_agent_relay::relay_name_for(
             &native.represented,
-            &lock(&self.native_door().settings)
+            &self
+                .native_door()
+                .settings
+                .lock()
                 .as_ref()
                 .map(|s| s.machine.clone())
                 .unwrap_or_default(),
@@ -430,7 +431,10 @@ impl Engine {
         let (outcome, msg_id, reason, sent) = match receipt {
             Ok(RelayReceipt::Sent { msg_id, .. }) => {
                 if let Some(id) = &msg_id {
-                    lock(&self.native_door().msg_ids).insert(id.clone(), record.request_id.clone());
+                    self.native_door()
+                        .msg_ids
+                        .lock()
+                        .insert(id.clone(), record.request_id.clone());
                 }
                 record.progress_note = Some(format!(
                     "sent natively through relay {relay} (Claude's msg_id {}); awaiting the answer",
@@ -563,7 +567,7 @@ impl Engine {
         self.answer_pending(&record.delivery_id);
         let engine = self.clone();
         off_async(move || engine.close_delivery(record, &job, &target_key, &lock_token)).await;
-        self.inner.dispatch.wake.notify_one();
+        self.inner.dispatch.wake();
     }
 
     /// Files every piece of inbound mail the relays' hooks received.
@@ -587,7 +591,10 @@ impl Engine {
                     .map(str::to_owned)
                     .collect();
                 for id in &ids {
-                    let pending = lock(&self.native_door().pending)
+                    let pending = self
+                        .native_door()
+                        .pending
+                        .lock()
                         .get(id)
                         .map(|p| (p.delivery_id.clone(), p.events.clone()));
                     if let Some((delivery_id, events)) = pending
@@ -630,9 +637,11 @@ impl Engine {
             InboundKind::DeliveryNotice { status, msg_id, .. } => {
                 let request = msg_id
                     .as_deref()
-                    .and_then(|m| lock(&self.native_door().msg_ids).get(m).cloned());
+                    .and_then(|m| self.native_door().msg_ids.lock().get(m).cloned());
                 let pending = request.as_deref().and_then(|r| {
-                    lock(&self.native_door().pending)
+                    self.native_door()
+                        .pending
+                        .lock()
                         .get(r)
                         .map(|p| (p.delivery_id.clone(), p.events.clone()))
                 });

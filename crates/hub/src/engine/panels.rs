@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cross_agent_decisions::events;
@@ -23,8 +23,9 @@ use cross_agent_stores::{Session, UnixMillis};
 use cross_agent_transports::panel::client::{self, Next};
 use cross_agent_transports::panel::registry::{self, LivePanel};
 use cross_agent_transports::panel::window::{self, Vantage};
+use parking_lot::Mutex;
 
-use super::{Engine, lock, now_ms, recent_turns, watch_secs};
+use super::{Engine, recent_turns, watch_secs};
 use crate::Agent;
 use crate::envelope;
 use crate::records::{Job, PanelJob};
@@ -263,7 +264,7 @@ impl Engine {
                     .cloned()
             })
         });
-        let now = u64::try_from(now_ms()).unwrap_or(0);
+        let now = u64::try_from(UnixMillis::now().0).unwrap_or(0);
         Some(PeerPanelStatus {
             shim_pid: held.map(|p| p.registration.pid),
             session_id: record.target_session_id.clone(),
@@ -297,23 +298,8 @@ impl Engine {
         };
         let agent = record.target_agent;
         let panels = self.live_panels(UiHook::Auto);
-        let shim = match &route.session_id {
-            Some(id) if !route.new_session || agent == Agent::Grok => {
-                window::hosting(&panels, agent, id)
-            }
-            _ => panels.iter().find(|p| p.registration.pid == route.shim_pid),
-        };
-        let Some(shim) = shim else {
-            record.state = DeliveryState::Failed;
-            record.is_undelivered = true;
-            record.error = Some(format!(
-                "not delivered: the {agent} panel holding {} closed before the message went \
-                 out; nothing was sent and no CLI was started. Sending again is safe",
-                route.session_id.as_deref().map_or_else(
-                    || "the new conversation".to_owned(),
-                    |id| format!("session {id}")
-                )
-            ));
+        let Some(shim) = shim_for(&panels, agent, &route) else {
+            shim_gone(record, &route);
             return RequestEnd::Settled;
         };
         // A new Grok conversation goes into whichever session the shim finds unprompted when
@@ -321,16 +307,7 @@ impl Engine {
         let grok_new = agent == Agent::Grok && record.will_create_session;
         let socket = shim.registration.socket.clone();
         let agent_pid = shim.registration.agent_pid;
-        let injection = Injection {
-            delivery_id: record.delivery_id.clone(),
-            kind: InjectionKind::Request,
-            session_id: route.session_id.clone().filter(|_| !grok_new),
-            new_session: route.new_session || grok_new,
-            text,
-            request_id: Some(record.request_id.clone()),
-            title: route.title.clone(),
-            sender_label: route.sender_label.clone(),
-        };
+        let injection = request_injection(record, &route, text, grok_new);
         let settings = CallSettings::from_settings(&job.settings);
         let patience = Duration::from_secs(job.timeout_secs.max(settings.panel_patience_secs));
         let ended = self.wait_injection(
@@ -348,6 +325,28 @@ impl Engine {
             .carriers
             .panel
             .set_approval(&record.delivery_id, None);
+        // A new Grok conversation the panel has no empty session for goes over the CLI instead.
+        if let Ended::Undelivered(why) = &ended
+            && grok_new
+            && why.contains(NO_EMPTY_SESSION)
+            && settings.ui_hook != UiHook::Require
+        {
+            tracing::info!(delivery = %record.delivery_id, "no empty grok session in the panel: the new conversation goes over the CLI");
+            return RequestEnd::ToCli;
+        }
+        self.settle_request(record, job, ended, agent_pid);
+        RequestEnd::Settled
+    }
+
+    /// Records how a request's panel turn ended: its answer paired, or the delivery failed —
+    /// with the answer read back from the transcript when the message was delivered.
+    fn settle_request(
+        &self,
+        record: &mut DeliveryRecord,
+        job: &Job,
+        ended: Ended,
+        agent_pid: Option<u32>,
+    ) {
         let watch = watch_secs(job);
         match ended {
             Ended::Done(Some(answer)) => {
@@ -362,14 +361,6 @@ impl Engine {
                 record.state = DeliveryState::Failed;
                 record.error = Some(why.clone());
                 self.recover(record, &why);
-            }
-            Ended::Undelivered(why)
-                if grok_new
-                    && why.contains(NO_EMPTY_SESSION)
-                    && settings.ui_hook != UiHook::Require =>
-            {
-                tracing::info!(delivery = %record.delivery_id, "no empty grok session in the panel: the new conversation goes over the CLI");
-                return RequestEnd::ToCli;
             }
             Ended::Undelivered(why) => {
                 record.state = DeliveryState::Failed;
@@ -401,7 +392,6 @@ impl Engine {
                 self.recover(record, "the daemon stopped while the panel's turn ran");
             }
         }
-        RequestEnd::Settled
     }
 
     /// Writes one injection and follows its events. `patience` (requests only) is when the
@@ -414,9 +404,6 @@ impl Engine {
         job: &Job,
         how: &mut Following<'_>,
     ) -> Ended {
-        let patience = how.patience;
-        let held = how.held;
-        let freed = &mut how.freed;
         let is_request = injection.kind == InjectionKind::Request;
         let mut connection = match client::open(Path::new(socket), &ShimRequest::Inject(injection))
         {
@@ -424,140 +411,160 @@ impl Engine {
             Err(error) => return Ended::Undelivered(error.to_string()),
         };
         let stop = self.inner.stop.subscribe();
-        let started = Instant::now();
-        let mut last_check = Instant::now();
-        let mut last_locate = Instant::now();
-        let mut accepted = false;
-        let mut progress_sent = false;
+        let mut follow = FollowState::new(is_request);
         loop {
             if *stop.borrow() {
-                return if accepted {
-                    Ended::Stopped
-                } else {
-                    Ended::Undelivered("the daemon stopped first".into())
-                };
+                return follow.stopped();
             }
             let next = match connection.next(WAKE) {
                 Ok(next) => next,
-                Err(error) if accepted => return Ended::Broken(error.to_string()),
-                Err(error) => return Ended::Undelivered(error.to_string()),
+                Err(error) => return follow.lost(error.to_string()),
             };
-            match next {
-                Next::Event(ShimEvent::Accepted { session_id, queued }) => {
-                    accepted = true;
-                    if let Some(id) = session_id {
-                        self.panel_session_known(record, id, job, held);
-                    }
-                    if is_request {
-                        record.state = DeliveryState::AwaitingPeer;
-                        record.started_at.get_or_insert_with(now_rfc3339);
-                        let _ = self.db().update_delivery(record);
-                    }
-                    tracing::info!(delivery = %record.delivery_id, queued, "the panel took the message");
-                    // Return traffic queued behind the sender's running turn: the wait for its
-                    // `written` goes on, but no longer in one of the workers.
-                    if queued
-                        && !is_request
-                        && let Some(free) = freed.take()
-                    {
-                        record.state = DeliveryState::AwaitingPeer;
-                        let _ = self.db().update_delivery(record);
-                        let _ = free.send(());
-                    }
-                }
-                Next::Event(ShimEvent::SessionStarted { session_id }) => {
-                    self.panel_session_known(record, session_id, job, held);
-                }
-                Next::Event(ShimEvent::ApprovalPending { approval }) => {
-                    self.inner
-                        .carriers
-                        .panel
-                        .set_approval(&record.delivery_id, Some(approval.clone()));
-                    self.emit(EngineEvent::ApprovalWaiting {
-                        delivery_id: record.delivery_id.clone(),
-                        approval,
-                    });
-                }
-                Next::Event(ShimEvent::ApprovalResolved { .. }) => {
-                    self.inner
-                        .carriers
-                        .panel
-                        .set_approval(&record.delivery_id, None);
-                }
-                Next::Event(ShimEvent::Written { session_id }) => {
-                    if let Some(id) = session_id {
-                        self.panel_session_known(record, id, job, held);
-                    }
-                    accepted = true;
-                    if !is_request {
-                        return Ended::Done(None);
-                    }
-                }
-                Next::Event(ShimEvent::TurnEnded {
-                    answer,
-                    stop,
-                    is_error,
-                    ..
-                }) => {
-                    if is_error && answer.is_none() {
-                        return Ended::Broken(format!(
-                            "the panel's turn ended with an error ({stop})"
-                        ));
-                    }
-                    return Ended::Done(answer);
-                }
-                Next::Event(ShimEvent::Failed { reason, delivered }) => {
-                    return if delivered {
-                        Ended::Broken(format!("the panel shim failed: {reason}"))
-                    } else {
-                        Ended::Undelivered(format!("the panel shim refused it: {reason}"))
-                    };
-                }
-                Next::Event(ShimEvent::Status { .. } | ShimEvent::ApprovalAnswered { .. }) => {}
-                Next::Closed if accepted => {
-                    return Ended::Broken(
-                        "the panel shim went away before the turn ended (the panel closed, or \
-                         its process died)"
-                            .into(),
-                    );
-                }
-                Next::Closed => {
-                    return Ended::Undelivered(
-                        "the panel shim closed the connection before taking the message".into(),
-                    );
-                }
-                Next::Quiet => {}
+            if let Some(ended) = self.on_shim_news(record, job, how, &mut follow, next) {
+                return ended;
             }
-            if !is_request {
-                // Return traffic waits for the sender's turn to end, bounded like a busy peer.
-                if started.elapsed() > patience_or_default(job) {
-                    return Ended::Undelivered(format!(
-                        "the sender's panel did not take it within {} s",
-                        patience_or_default(job).as_secs()
-                    ));
-                }
-                continue;
-            }
-            // A conversation the panel opened is written to disk a moment after its id arrives.
-            if accepted && record.target_transcript.is_none() && last_locate.elapsed() >= WAKE {
-                last_locate = Instant::now();
-                self.locate_transcript(record, job);
-            }
-            if accepted && last_check.elapsed() >= self.inner.config.transcript_check {
-                last_check = Instant::now();
-                if let Some(text) = confirmed_in_transcript(record) {
-                    return Ended::Confirmed(text);
-                }
-            }
-            if let Some(patience) = patience
-                && accepted
-                && !progress_sent
-                && started.elapsed() >= patience
-            {
-                progress_sent = true;
-                self.send_progress(record, job, started.elapsed());
+            if let Some(ended) = self.between_events(record, job, how.patience, &mut follow) {
+                return ended;
             }
         }
+    }
+
+    /// What one read from the shim says: `Some` when the injection ended with it.
+    fn on_shim_news(
+        &self,
+        record: &mut DeliveryRecord,
+        job: &Job,
+        how: &mut Following<'_>,
+        follow: &mut FollowState,
+        next: Next,
+    ) -> Option<Ended> {
+        let held = how.held;
+        let is_request = follow.is_request;
+        match next {
+            Next::Event(ShimEvent::Accepted { session_id, queued }) => {
+                follow.accepted = true;
+                if let Some(id) = session_id {
+                    self.panel_session_known(record, id, job, held);
+                }
+                if is_request {
+                    record.state = DeliveryState::AwaitingPeer;
+                    record.started_at.get_or_insert_with(now_rfc3339);
+                    let _ = self.db().update_delivery(record);
+                }
+                tracing::info!(delivery = %record.delivery_id, queued, "the panel took the message");
+                // Return traffic queued behind the sender's running turn: the wait for its
+                // `written` goes on, but no longer in one of the workers.
+                if queued
+                    && !is_request
+                    && let Some(free) = how.freed.take()
+                {
+                    record.state = DeliveryState::AwaitingPeer;
+                    let _ = self.db().update_delivery(record);
+                    let _ = free.send(());
+                }
+                None
+            }
+            Next::Event(ShimEvent::SessionStarted { session_id }) => {
+                self.panel_session_known(record, session_id, job, held);
+                None
+            }
+            Next::Event(ShimEvent::ApprovalPending { approval }) => {
+                self.inner
+                    .carriers
+                    .panel
+                    .set_approval(&record.delivery_id, Some(approval.clone()));
+                self.emit(EngineEvent::ApprovalWaiting {
+                    delivery_id: record.delivery_id.clone(),
+                    approval,
+                });
+                None
+            }
+            Next::Event(ShimEvent::ApprovalResolved { .. }) => {
+                self.inner
+                    .carriers
+                    .panel
+                    .set_approval(&record.delivery_id, None);
+                None
+            }
+            Next::Event(ShimEvent::Written { session_id }) => {
+                if let Some(id) = session_id {
+                    self.panel_session_known(record, id, job, held);
+                }
+                follow.accepted = true;
+                (!is_request).then_some(Ended::Done(None))
+            }
+            Next::Event(ShimEvent::TurnEnded {
+                answer,
+                stop,
+                is_error,
+                ..
+            }) => {
+                if is_error && answer.is_none() {
+                    return Some(Ended::Broken(format!(
+                        "the panel's turn ended with an error ({stop})"
+                    )));
+                }
+                Some(Ended::Done(answer))
+            }
+            Next::Event(ShimEvent::Failed { reason, delivered }) => Some(if delivered {
+                Ended::Broken(format!("the panel shim failed: {reason}"))
+            } else {
+                Ended::Undelivered(format!("the panel shim refused it: {reason}"))
+            }),
+            Next::Event(ShimEvent::Status { .. } | ShimEvent::ApprovalAnswered { .. }) => None,
+            Next::Closed if follow.accepted => Some(Ended::Broken(
+                "the panel shim went away before the turn ended (the panel closed, or its \
+                 process died)"
+                    .into(),
+            )),
+            Next::Closed => Some(Ended::Undelivered(
+                "the panel shim closed the connection before taking the message".into(),
+            )),
+            Next::Quiet => None,
+        }
+    }
+
+    /// The bookkeeping between two reads from the shim: return traffic's patience; a request's
+    /// transcript found, read for a confirmed answer, and its sender's one progress notice.
+    fn between_events(
+        &self,
+        record: &mut DeliveryRecord,
+        job: &Job,
+        patience: Option<Duration>,
+        follow: &mut FollowState,
+    ) -> Option<Ended> {
+        if !follow.is_request {
+            // Return traffic waits for the sender's turn to end, bounded like a busy peer.
+            let patience = patience_or_default(job);
+            return (follow.started.elapsed() > patience).then(|| {
+                Ended::Undelivered(format!(
+                    "the sender's panel did not take it within {} s",
+                    patience.as_secs()
+                ))
+            });
+        }
+        if !follow.accepted {
+            return None;
+        }
+        // A conversation the panel opened is written to disk a moment after its id arrives.
+        if record.target_transcript.is_none() && follow.last_locate.elapsed() >= WAKE {
+            follow.last_locate = Instant::now();
+            self.locate_transcript(record, job);
+        }
+        if follow.last_check.elapsed() >= self.inner.config.transcript_check {
+            follow.last_check = Instant::now();
+            if let Some(text) = confirmed_in_transcript(record) {
+                return Some(Ended::Confirmed(text));
+            }
+        }
+        if let Some(patience) = patience
+            && !follow.progress_sent
+            && follow.started.elapsed() >= patience
+        {
+            follow.progress_sent = true;
+            self.send_progress(record, job, follow.started.elapsed());
+        }
+        None
     }
 
     /// A conversation the panel opened for a delivery has its id now: recorded with its
@@ -581,7 +588,7 @@ impl Engine {
             && record.will_create_session
         {
             let new_key = TargetKey::new(record.target_agent, id.as_str()).to_string();
-            let mut key = lock(&held.key);
+            let mut key = held.key.lock();
             if *key != new_key {
                 match db.rekey_lock(&key, &new_key, &held.token) {
                     Ok(()) => {
@@ -604,7 +611,7 @@ impl Engine {
                 sticky: false,
                 pinned_at: now_rfc3339(),
             };
-            if let Err(error) = db.set_pin(&pin, &job.pin_cwd_key, now_ms()) {
+            if let Err(error) = db.set_pin(&pin, &job.pin_cwd_key, UnixMillis::now().0) {
                 tracing::warn!(%error, "could not pin a conversation a panel opened");
             }
         }
@@ -853,10 +860,10 @@ impl Engine {
         let key = TargetKey::new(agent, session.as_str()).to_string();
         match self
             .db()
-            .insert_delivery(&back, &key, now_ms(), &return_job, false)
+            .insert_delivery(&back, &key, UnixMillis::now().0, &return_job, false)
         {
             Ok(()) => {
-                self.inner.dispatch.wake.notify_one();
+                self.inner.dispatch.wake();
                 Some(back.delivery_id)
             }
             Err(error) => {
@@ -946,6 +953,94 @@ impl Engine {
                 let _ = db.update_delivery(&request);
             }
         }
+    }
+}
+
+/// Where an injection's wait stands between two reads from the shim.
+struct FollowState {
+    is_request: bool,
+    started: Instant,
+    last_check: Instant,
+    last_locate: Instant,
+    /// The shim took the message: from here on the peer has it, and it is never sent again.
+    accepted: bool,
+    progress_sent: bool,
+}
+
+impl FollowState {
+    fn new(is_request: bool) -> FollowState {
+        let now = Instant::now();
+        FollowState {
+            is_request,
+            started: now,
+            last_check: now,
+            last_locate: now,
+            accepted: false,
+            progress_sent: false,
+        }
+    }
+
+    /// How the wait ends when the daemon stops.
+    fn stopped(&self) -> Ended {
+        if self.accepted {
+            Ended::Stopped
+        } else {
+            Ended::Undelivered("the daemon stopped first".into())
+        }
+    }
+
+    /// How the wait ends when the connection to the shim breaks.
+    fn lost(&self, error: String) -> Ended {
+        if self.accepted {
+            Ended::Broken(error)
+        } else {
+            Ended::Undelivered(error)
+        }
+    }
+}
+
+/// The live shim a request goes to: the panel holding its session, or — for a new
+/// conversation — the shim that offered to open it.
+fn shim_for<'p>(panels: &'p [LivePanel], agent: Agent, route: &PanelJob) -> Option<&'p LivePanel> {
+    match &route.session_id {
+        Some(id) if !route.new_session || agent == Agent::Grok => {
+            window::hosting(panels, agent, id)
+        }
+        _ => panels.iter().find(|p| p.registration.pid == route.shim_pid),
+    }
+}
+
+/// The panel a request was routed to closed before it went out: failed, never sent.
+fn shim_gone(record: &mut DeliveryRecord, route: &PanelJob) {
+    let agent = record.target_agent;
+    record.state = DeliveryState::Failed;
+    record.is_undelivered = true;
+    record.error = Some(format!(
+        "not delivered: the {agent} panel holding {} closed before the message went \
+         out; nothing was sent and no CLI was started. Sending again is safe",
+        route.session_id.as_deref().map_or_else(
+            || "the new conversation".to_owned(),
+            |id| format!("session {id}")
+        )
+    ));
+}
+
+/// The `inject` a request is written as.
+fn request_injection(
+    record: &DeliveryRecord,
+    route: &PanelJob,
+    text: String,
+    grok_new: bool,
+) -> Injection {
+    Injection {
+        delivery_id: record.delivery_id.clone(),
+        kind: InjectionKind::Request,
+        session_id: route.session_id.clone().filter(|_| !grok_new),
+        new_session: route.new_session || grok_new,
+        text,
+        request_id: Some(record.request_id.clone()),
+        title: route.title.clone(),
+        sender_label: route.sender_label.clone(),
     }
 }
 

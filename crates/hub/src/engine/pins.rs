@@ -5,9 +5,10 @@ use std::path::PathBuf;
 use cross_agent_decisions::events;
 use cross_agent_protocol::bridge::{Pin, PinParams, PinResponse, Scope};
 use cross_agent_protocol::timestamp::now_rfc3339;
+use cross_agent_stores::UnixMillis;
 use cross_agent_stores::resolve::{self, Lookup};
 
-use super::{Engine, cwd_key, lookup_refusal, non_blank, now_ms};
+use super::{Engine, cwd_key, lookup_refusal, non_blank};
 use crate::error::Result;
 use crate::settings::CallSettings;
 
@@ -53,7 +54,7 @@ impl Engine {
             sticky: true,
             pinned_at: now_rfc3339(),
         };
-        self.db().set_pin(&pin, &key, now_ms())?;
+        self.db().set_pin(&pin, &key, UnixMillis::now().0)?;
         Ok(PinResponse::Pinned { pin, previous })
     }
 }

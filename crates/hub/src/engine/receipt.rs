@@ -11,9 +11,10 @@ use cross_agent_protocol::bridge::{
 use cross_agent_protocol::events::EngineEvent;
 use cross_agent_protocol::settings as var;
 use cross_agent_protocol::timestamp::now_rfc3339;
+use cross_agent_stores::UnixMillis;
 
-use super::carriers::RouteQuery;
-use super::{Engine, Resolved, cwd_key, now_ms, roots_for};
+use super::carriers::{CarrierContext, RouteQuery};
+use super::{Engine, Resolved, cwd_key, roots_for};
 use crate::Agent;
 use crate::caller::Caller;
 use crate::envelope::{self, EnvelopeFields};
@@ -54,7 +55,7 @@ struct Stamp {
 
 impl Stamp {
     fn now() -> Stamp {
-        let now_ms = now_ms();
+        let now_ms = UnixMillis::now().0;
         Stamp {
             now_ms,
             now: now_rfc3339(),
@@ -83,7 +84,7 @@ impl Engine {
         let mut job = job_of(&acceptance, &stamp);
         // The one place a send's transport is chosen: the first carrier that takes it.
         let transport = self.inner.carriers.route(
-            self,
+            &CarrierContext::new(self.clone()),
             &RouteQuery {
                 agent: acceptance.params.agent,
                 params: acceptance.params,
@@ -94,7 +95,7 @@ impl Engine {
         );
         let record = self.record_of(&acceptance, &stamp, transport);
         let in_line = self.enqueue(&acceptance, &stamp, &record, &target_key, &job)?;
-        self.inner.dispatch.wake.notify_one();
+        self.inner.dispatch.wake();
         self.emit(EngineEvent::DeliveryAccepted {
             delivery_id: stamp.delivery_id.clone(),
             target_agent: record.target_agent,

@@ -15,6 +15,7 @@ use cross_agent_protocol::vocabulary::TargetKey;
 use cross_agent_stores::resolve::{self, ActiveWindow};
 use cross_agent_stores::{Session, UnixMillis};
 
+use super::target::active_now;
 use super::{Engine, non_blank, recent_turns};
 use crate::Agent;
 use crate::caller::identify;
@@ -223,15 +224,7 @@ impl Engine {
                         title: None,
                         sticky: Some(pin.sticky),
                     }
-                } else if let Some(s) = resolve::best_active(
-                    &sessions,
-                    agent,
-                    scope,
-                    cwd,
-                    settings.active_window,
-                    UnixMillis::now(),
-                    own,
-                ) {
+                } else if let Some(s) = active_now(&sessions, agent, scope, cwd, &settings, own) {
                     ResolvedSession {
                         session_id: Some(s.session_id.clone()),
                         selected_by: TargetSelectedBy::Discovery,

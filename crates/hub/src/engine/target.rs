@@ -471,18 +471,31 @@ fn by_discovery(lookout: &Lookout<'_>, sessions: Vec<Session>) -> Option<Resolve
             .filter(|s| s.agent != agent || !elsewhere.contains(&s.session_id.as_str()))
             .collect()
     };
-    let session = resolve::best_active(
-        &sessions,
+    let session = active_now(&sessions, agent, scope, cwd, settings, own_session)?;
+    Some(
+        Resolved::of(session, TargetSelectedBy::Discovery, cwd)
+            .in_panel(lookout.held(&session.session_id)),
+    )
+}
+
+/// The most recently active `agent` session in `scope` now (never `own_session`): what
+/// discovery picks, and what `bridge_status` shows it would pick.
+pub(super) fn active_now<'s>(
+    sessions: &'s [Session],
+    agent: Agent,
+    scope: Scope,
+    cwd: &Path,
+    settings: &CallSettings,
+    own_session: Option<&str>,
+) -> Option<&'s Session> {
+    resolve::best_active(
+        sessions,
         agent,
         scope,
         cwd,
         settings.active_window,
         UnixMillis::now(),
         own_session,
-    )?;
-    Some(
-        Resolved::of(session, TargetSelectedBy::Discovery, cwd)
-            .in_panel(lookout.held(&session.session_id)),
     )
 }
 

@@ -8,29 +8,38 @@
 //! hands it back re-routed to another transport (a Claude process gone since acceptance, a
 //! panel with no empty Grok session), and the registry passes it on.
 //!
+//! A carrier sees the engine only through [`CarrierContext`] (`context.rs`): the store, the
+//! dispatcher's services for the delivery it carries (lease, transcript check, turn started and
+//! ended) and the answers part's (pairing, settling, closing the delivery with its return
+//! traffic). The queue, the busy lock, the lease, the answers and the return traffic stay the
+//! engine's.
+//!
 //! **Adding a carrier** (Copilot's agent host, a remote host over SSH): one new file in this
-//! folder implementing [`Carrier`], one `mod` line and one line in [`Carriers::new`]'s list
-//! (where it stands in the list is its priority at acceptance), and its [`Transport`] variant
-//! in `protocol` (the wire and `decisions.jsonl` name it). Nothing else in the engine changes:
-//! the queue, the busy lock, the lease, the answers and the return traffic are the engine's,
-//! reached through [`Engine`].
+//! folder implementing [`Carrier`] over a [`CarrierContext`], and one line in
+//! [`Carriers::new`]'s registration list (where it stands there is its priority at acceptance)
+//! beside its `mod` line — plus its [`Transport`] variant in `protocol`, where the wire and
+//! `decisions.jsonl` name it. Nothing else in the engine changes.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
 use cross_agent_protocol::bridge::{DeliveryState, SendParams, Transport};
+use cross_agent_stores::UnixMillis;
 
 use super::Engine;
 use super::target::Resolved;
 use crate::Agent;
 use crate::caller::Caller;
+use crate::envelope;
 use crate::records::{Claimed, Job};
 
+mod context;
 mod headless;
 mod native;
 mod panel;
 
+pub(super) use context::CarrierContext;
 pub(super) use native::NativeCarrier;
 pub(super) use panel::PanelCarrier;
 
@@ -62,7 +71,7 @@ pub(super) trait Carrier: Send + Sync + 'static {
 
     /// At acceptance: whether this carrier takes the send. When it does, it writes its route
     /// into `job` (and nothing else). Blocking: it may read registries on disk.
-    fn route(&self, engine: &Engine, send: &RouteQuery<'_>, job: &mut Job) -> bool;
+    fn route(&self, cx: &CarrierContext, send: &RouteQuery<'_>, job: &mut Job) -> bool;
 
     /// Whether a queued delivery waits while someone else's turn is open in the target's
     /// transcript (docs/spec/cross-agent-mcp.md §9). A carrier whose peer queues messages itself says no.
@@ -71,9 +80,9 @@ pub(super) trait Carrier: Send + Sync + 'static {
     }
 
     /// Carries a delivery taken off the queue: its busy lock and lease are held, and must be
-    /// released by closing it ([`Engine::close_delivery`]) — or handed on with
+    /// released by closing it ([`CarrierContext::close_delivery`]) — or handed on with
     /// [`Carried::Rerouted`] before anything was sent.
-    fn carry(&self, engine: Engine, claimed: Claimed) -> Carrying;
+    fn carry(&self, cx: CarrierContext, claimed: Claimed) -> Carrying;
 }
 
 /// The carriers this engine has, in the order a send is offered to them at acceptance; the
@@ -101,10 +110,15 @@ impl Carriers {
 
     /// The carrier that takes an accepted send (its route written into `job`), and its
     /// transport.
-    pub(super) fn route(&self, engine: &Engine, send: &RouteQuery<'_>, job: &mut Job) -> Transport {
+    pub(super) fn route(
+        &self,
+        cx: &CarrierContext,
+        send: &RouteQuery<'_>,
+        job: &mut Job,
+    ) -> Transport {
         self.all
             .iter()
-            .find(|carrier| carrier.route(engine, send, job))
+            .find(|carrier| carrier.route(cx, send, job))
             .map_or(Transport::HeadlessCli, |carrier| carrier.transport())
     }
 
@@ -134,7 +148,10 @@ impl Engine {
                 return;
             };
             tried.push(transport);
-            match carrier.carry(self.clone(), claimed).await {
+            match carrier
+                .carry(CarrierContext::new(self.clone()), claimed)
+                .await
+            {
                 Carried::Closed => return,
                 Carried::Rerouted(next) => claimed = *next,
             }
@@ -164,6 +181,16 @@ impl Engine {
             engine.close_delivery(record, &job, &target_key, &lock_token);
         })
         .await;
-        self.inner.dispatch.wake.notify_one();
+        self.inner.dispatch.wake();
+    }
+}
+
+/// The text a delivery carries: its body as sent (`raw`), else the envelope assembled at
+/// hand-over (the `queued:` line says how long it waited).
+pub(super) fn message_text(job: &Job, created_ms: i64) -> String {
+    if job.raw {
+        job.body.clone()
+    } else {
+        envelope::assemble(&job.body, created_ms, UnixMillis::now().0)
     }
 }

@@ -5,8 +5,7 @@
 
 use cross_agent_protocol::bridge::Transport;
 
-use super::{Carried, Carrier, Carrying, RouteQuery};
-use crate::engine::Engine;
+use super::{Carried, Carrier, CarrierContext, Carrying, RouteQuery};
 use crate::engine::dispatch::off_async;
 use crate::engine::native::NativeDoor;
 use crate::records::{Claimed, Job};
@@ -22,9 +21,8 @@ impl Carrier for NativeCarrier {
         Transport::ClaudeNative
     }
 
-    fn route(&self, engine: &Engine, send: &RouteQuery<'_>, job: &mut Job) -> bool {
-        job.native =
-            engine.native_route(send.agent, &send.params.caller, send.caller, send.resolved);
+    fn route(&self, cx: &CarrierContext, send: &RouteQuery<'_>, job: &mut Job) -> bool {
+        job.native = cx.native_route(send.agent, &send.params.caller, send.caller, send.resolved);
         job.native.is_some()
     }
 
@@ -36,10 +34,10 @@ impl Carrier for NativeCarrier {
 
     /// The route is looked at again first: a process that exited since acceptance leaves the
     /// session dormant, and the delivery resumes it over the CLI instead (nothing was sent).
-    fn carry(&self, engine: Engine, claimed: Claimed) -> Carrying {
+    fn carry(&self, cx: CarrierContext, claimed: Claimed) -> Carrying {
         Box::pin(async move {
             let mut claimed = claimed;
-            let checker = engine.clone();
+            let checker = cx.clone();
             let (record, job) = (claimed.record.clone(), claimed.job.clone());
             let checked = off_async(move || {
                 let (mut record, mut job) = (record, job);
@@ -52,7 +50,7 @@ impl Carrier for NativeCarrier {
                     claimed.record = record;
                     claimed.job = job;
                     if live {
-                        engine.run_native_delivery(claimed).await;
+                        cx.run_native_delivery(claimed).await;
                         return Carried::Closed;
                     }
                 }

@@ -4,16 +4,16 @@
 //! person's. The mechanics of one injection are in [`crate::engine::panels`].
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use cross_agent_protocol::bridge::{DeliveryRecord, TargetKey, Transport};
 use cross_agent_protocol::panel::{InjectionKind, PendingApproval};
+use parking_lot::Mutex;
 
-use super::{Carried, Carrier, Carrying, RouteQuery};
+use super::{Carried, Carrier, CarrierContext, Carrying, RouteQuery, message_text};
 use crate::Agent;
-use crate::engine::panels::{self, HeldLock};
-use crate::engine::{Engine, lock, now_ms, preview};
-use crate::envelope;
+use crate::engine::panels::{self, FreeWorker, HeldLock};
+use crate::engine::preview;
 use crate::records::{Claimed, Job, PanelJob};
 
 /// The panel carrier and what it knows while its deliveries run.
@@ -26,7 +26,7 @@ pub(in crate::engine) struct PanelCarrier {
 impl PanelCarrier {
     /// The approval delivery `delivery_id`'s turn waits on, as its shim last reported it.
     pub(in crate::engine) fn approval(&self, delivery_id: &str) -> Option<PendingApproval> {
-        lock(&self.approvals).get(delivery_id).cloned()
+        self.approvals.lock().get(delivery_id).cloned()
     }
 
     /// Notes (or, with `None`, clears) the approval a delivery's turn waits on.
@@ -35,7 +35,7 @@ impl PanelCarrier {
         delivery_id: &str,
         approval: Option<PendingApproval>,
     ) {
-        let mut approvals = lock(&self.approvals);
+        let mut approvals = self.approvals.lock();
         match approval {
             Some(approval) => {
                 approvals.insert(delivery_id.to_owned(), approval);
@@ -54,7 +54,7 @@ impl Carrier for PanelCarrier {
 
     /// A send resolution put in a panel (the session a panel holds, or a new conversation a
     /// panel of this window opens).
-    fn route(&self, _engine: &Engine, send: &RouteQuery<'_>, job: &mut Job) -> bool {
+    fn route(&self, _cx: &CarrierContext, send: &RouteQuery<'_>, job: &mut Job) -> bool {
         let Some(choice) = send.resolved.panel.as_ref() else {
             return false;
         };
@@ -88,9 +88,9 @@ impl Carrier for PanelCarrier {
         true
     }
 
-    fn carry(&self, engine: Engine, claimed: Claimed) -> Carrying {
+    fn carry(&self, cx: CarrierContext, claimed: Claimed) -> Carrying {
         Box::pin(async move {
-            match engine.run_panel_delivery(claimed).await {
+            match run_panel_delivery(cx, claimed).await {
                 Some(to_cli) => Carried::Rerouted(Box::new(to_cli)),
                 None => Carried::Closed,
             }
@@ -98,114 +98,117 @@ impl Carrier for PanelCarrier {
     }
 }
 
-impl Engine {
-    /// A delivery carried by an editor panel (a request, or return traffic to the sender's
-    /// panel): the wait runs on the blocking pool, its busy lock and lease renewed meanwhile.
-    /// No CLI is started and no process is ever killed: the panel is the person's. The one
-    /// exception is a new Grok conversation the panel has no empty session for: it is handed
-    /// back, turned into a new CLI session, for the headless carrier to run.
-    async fn run_panel_delivery(self, claimed: Claimed) -> Option<Claimed> {
-        let Claimed {
-            mut record,
-            mut job,
-            created_ms,
-            mut target_key,
-            lock_token,
-        } = claimed;
-        let delivery_id = record.delivery_id.clone();
-        let held = HeldLock {
-            key: Arc::new(Mutex::new(target_key.clone())),
-            token: lock_token.clone(),
-        };
-        let renew =
-            self.spawn_lease_renewal(held.key.clone(), lock_token.clone(), delivery_id.clone());
-        let engine = self.clone();
-        let (free, freed) = tokio::sync::oneshot::channel();
-        let mut free = Some(free);
-        let work = tokio::task::spawn_blocking(move || {
-            let is_request = job
-                .panel
-                .as_ref()
-                .is_some_and(|p| p.kind == cross_agent_protocol::panel::InjectionKind::Request);
-            if is_request {
-                let text = if job.raw {
-                    job.body.clone()
-                } else {
-                    envelope::assemble(&job.body, created_ms, now_ms())
-                };
-                let carried = engine.carry_panel_request(&mut record, &job, text, &held);
-                // The conversation the panel opened holds the lock now.
-                target_key = lock(&held.key).clone();
-                if let panels::RequestEnd::ToCli = carried {
-                    engine.panel_to_cli(&mut record, &mut job, &mut target_key, &lock_token);
-                    return Some(Claimed {
-                        record,
-                        job,
-                        created_ms,
-                        target_key,
-                        lock_token,
-                    });
-                }
-            } else {
-                engine.carry_return(&mut record, &job, &mut free);
+/// A delivery carried by an editor panel (a request, or return traffic to the sender's
+/// panel): the wait runs on the blocking pool, its busy lock and lease renewed meanwhile.
+/// No CLI is started and no process is ever killed: the panel is the person's. The one
+/// exception is a new Grok conversation the panel has no empty session for: it is handed
+/// back, turned into a new CLI session, for the headless carrier to run.
+async fn run_panel_delivery(cx: CarrierContext, claimed: Claimed) -> Option<Claimed> {
+    let delivery_id = claimed.record.delivery_id.clone();
+    let held = HeldLock {
+        key: Arc::new(Mutex::new(claimed.target_key.clone())),
+        token: claimed.lock_token.clone(),
+    };
+    let renew = cx.renew_lease(held.key.clone(), &held.token, &delivery_id);
+    let (free, freed) = tokio::sync::oneshot::channel();
+    let worker = cx.clone();
+    let work =
+        tokio::task::spawn_blocking(move || carry_in_panel(&worker, claimed, held, Some(free)));
+    let this = cx.clone();
+    let settle = async move {
+        let finished = work.await;
+        renew.abort();
+        match finished {
+            Ok(to_cli) => {
+                this.wake_dispatcher();
+                to_cli
             }
-            engine.answer_pending(&record.delivery_id);
-            engine.close_delivery(record, &job, &target_key, &lock_token);
-            None
-        });
-        let this = self.clone();
-        let settle = async move {
-            let finished = work.await;
-            renew.abort();
-            match finished {
-                Ok(to_cli) => {
-                    this.inner.dispatch.wake.notify_one();
-                    to_cli
-                }
-                Err(error) => {
-                    tracing::error!(%error, "a panel delivery's outcome could not be recorded");
-                    this.carried_no_more(&delivery_id);
-                    this.inner.dispatch.wake.notify_one();
-                    None
-                }
-            }
-        };
-        let mut settle = Box::pin(settle);
-        tokio::select! {
-            to_cli = &mut settle => to_cli,
-            Ok(()) = freed => {
-                // Queued in the sender's shim: the rest of the wait is a parked blocking
-                // thread and this task, outside the dispatcher's worker count.
-                tokio::spawn(settle);
-                self.inner.dispatch.wake.notify_one();
+            Err(error) => {
+                tracing::error!(%error, "a panel delivery's outcome could not be recorded");
+                this.carried_no_more(&delivery_id);
+                this.wake_dispatcher();
                 None
             }
         }
-    }
-
-    /// Turns a new conversation the panel could not open into a new CLI session: a fresh
-    /// session id (Grok takes it as `--session-id`), the headless transport, and the busy lock
-    /// and queue key moved to that session.
-    fn panel_to_cli(
-        &self,
-        record: &mut DeliveryRecord,
-        job: &mut Job,
-        target_key: &mut String,
-        token: &str,
-    ) {
-        let id = uuid::Uuid::new_v4().to_string();
-        job.panel = None;
-        job.new_session_id = Some(id.clone());
-        record.transport = cross_agent_protocol::bridge::Transport::HeadlessCli;
-        record.target_session_id = Some(id.clone());
-        record.target_transcript = None;
-        let new_key = TargetKey::new(record.target_agent, id.as_str()).to_string();
-        let db = self.db();
-        let _ = db.rekey_lock(target_key, &new_key, token);
-        let _ = db.retarget_delivery(&record.delivery_id, &new_key);
-        if let Err(error) = db.update_delivery(record) {
-            tracing::warn!(%error, "could not record a new conversation moved to the CLI");
+    };
+    let mut settle = Box::pin(settle);
+    tokio::select! {
+        to_cli = &mut settle => to_cli,
+        Ok(()) = freed => {
+            // Queued in the sender's shim: the rest of the wait is a parked blocking
+            // thread and this task, outside the dispatcher's worker count.
+            tokio::spawn(settle);
+            cx.wake_dispatcher();
+            None
         }
-        *target_key = new_key;
     }
+}
+
+/// The blocking part of a panel delivery: the request (or return traffic) written and
+/// followed to its end, and the delivery closed — or, re-routed to the CLI, handed back.
+fn carry_in_panel(
+    cx: &CarrierContext,
+    claimed: Claimed,
+    held: HeldLock,
+    free: Option<FreeWorker>,
+) -> Option<Claimed> {
+    let Claimed {
+        mut record,
+        mut job,
+        created_ms,
+        mut target_key,
+        lock_token,
+    } = claimed;
+    let mut free = free;
+    let is_request = job
+        .panel
+        .as_ref()
+        .is_some_and(|p| p.kind == InjectionKind::Request);
+    if is_request {
+        let text = message_text(&job, created_ms);
+        let carried = cx.carry_panel_request(&mut record, &job, text, &held);
+        // The conversation the panel opened holds the lock now.
+        target_key = held.key.lock().clone();
+        if let panels::RequestEnd::ToCli = carried {
+            panel_to_cli(cx, &mut record, &mut job, &mut target_key, &lock_token);
+            return Some(Claimed {
+                record,
+                job,
+                created_ms,
+                target_key,
+                lock_token,
+            });
+        }
+    } else {
+        cx.carry_return(&mut record, &job, &mut free);
+    }
+    cx.answer_pending(&record.delivery_id);
+    cx.close_delivery(record, &job, &target_key, &lock_token);
+    None
+}
+
+/// Turns a new conversation the panel could not open into a new CLI session: a fresh
+/// session id (Grok takes it as `--session-id`), the headless transport, and the busy lock
+/// and queue key moved to that session.
+fn panel_to_cli(
+    cx: &CarrierContext,
+    record: &mut DeliveryRecord,
+    job: &mut Job,
+    target_key: &mut String,
+    token: &str,
+) {
+    let id = uuid::Uuid::new_v4().to_string();
+    job.panel = None;
+    job.new_session_id = Some(id.clone());
+    record.transport = Transport::HeadlessCli;
+    record.target_session_id = Some(id.clone());
+    record.target_transcript = None;
+    let new_key = TargetKey::new(record.target_agent, id.as_str()).to_string();
+    let db = cx.db();
+    let _ = db.rekey_lock(target_key, &new_key, token);
+    let _ = db.retarget_delivery(&record.delivery_id, &new_key);
+    if let Err(error) = db.update_delivery(record) {
+        tracing::warn!(%error, "could not record a new conversation moved to the CLI");
+    }
+    *target_key = new_key;
 }
