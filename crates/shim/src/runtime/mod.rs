@@ -45,7 +45,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::Duration;
 
-use cross_agent_ipc::Home;
+use cross_agent_home::Home;
 use cross_agent_protocol::panel::{PANELS_DIR, PanelRegistration};
 use cross_agent_protocol::vocabulary::Agent;
 
@@ -507,7 +507,7 @@ fn prepare(agent: Agent, real: &RealCommand) -> Result<Setup> {
     let home = Home::from_env().map_err(Error::Home)?;
     home.ensure_root().map_err(Error::Home)?;
     let panels = home.root().join(PANELS_DIR);
-    cross_agent_ipc::home::ensure_private_dir(&panels).map_err(Error::Home)?;
+    cross_agent_home::home::ensure_private_dir(&panels).map_err(Error::Home)?;
     let pid = std::process::id();
     let log = ShimLog::open(&home.logs_dir(), format!("{}-{pid}", agent.as_str()))?;
     for removed in registration::remove_stale(&panels) {
