@@ -25,21 +25,18 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use cross_agent_decisions::{Decision, DecisionKind, DecisionLog, Outcome};
-use cross_agent_protocol::timestamp::{UnixMillis, now_rfc3339};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 
-use crate::api::{CallbackQuery, Message, ParseMode, TelegramApi};
+use crate::api::{CallbackQuery, Message, TelegramApi};
 use crate::cards::{self, Action, Keys};
 use crate::desk_store::{self, CardRef, ChatTarget, DeskFile, Relay};
-use crate::error::Error;
-use crate::queue::{OutboundQueue, Outgoing};
+use crate::queue::OutboundQueue;
 use crate::text::escape_html;
-use crate::{inbox, topics};
+use crate::topics;
 
 mod files;
 mod handoff;

@@ -1,7 +1,18 @@
 //! A photo or document from the phone: downloaded into the session's inbox
 //! ([`crate::inbox`]) and sent on as a prompt that names its path.
 
-use super::*;
+use std::path::{Path, PathBuf};
+
+use cross_agent_decisions::{Decision, Outcome};
+use cross_agent_protocol::timestamp::UnixMillis;
+
+use super::{Desk, Place, SessionRef, kind, say};
+use crate::api::{Message, TelegramApi};
+use crate::cards;
+use crate::error::Error;
+use crate::inbox;
+use crate::queue::OutboundQueue;
+use crate::text::escape_html;
 
 impl Desk {
     /// A photo or a document for `session`: saved in its inbox, then a prompt naming it.

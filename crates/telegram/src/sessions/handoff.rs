@@ -1,7 +1,14 @@
 //! The Hand off button: the destinations offered for a session, and the handoff run when one
 //! is tapped.
 
-use super::*;
+use cross_agent_decisions::{Decision, Outcome};
+use serde_json::{Value, json};
+
+use super::{Desk, MAX_DESTINATIONS, Place, SessionRef, kind, say};
+use crate::api::{ParseMode, TelegramApi};
+use crate::cards::{self, Action};
+use crate::queue::{OutboundQueue, Outgoing};
+use crate::text::escape_html;
 
 impl Desk {
     pub(super) async fn offer_destinations<A: TelegramApi + Clone + 'static>(

@@ -1,7 +1,17 @@
 //! `/sessions`: the session cards, and each session's forum topic, created on its first
 //! activity in a forum supergroup (one creation at a time).
 
-use super::*;
+use std::collections::HashSet;
+
+use cross_agent_decisions::{Decision, Outcome};
+use cross_agent_protocol::timestamp::now_rfc3339;
+
+use super::{Desk, Place, SessionRef, SessionState, kind, say};
+use crate::api::{ParseMode, TelegramApi};
+use crate::cards;
+use crate::queue::{OutboundQueue, Outgoing};
+use crate::text::escape_html;
+use crate::topics;
 
 impl Desk {
     /// Posts the cards of the live sessions (or of `only` that one).

@@ -2,7 +2,18 @@
 //! posted, and its answer awaited off the poller's loop and relayed once (marked relayed before
 //! it is posted, so a successor daemon does not post it again).
 
-use super::*;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cross_agent_decisions::{Decision, Outcome};
+use cross_agent_protocol::timestamp::UnixMillis;
+
+use super::{ANSWER_POLL, ANSWER_WAIT, Desk, Place, Progress, SessionRef, kind, say, say_long};
+use crate::api::TelegramApi;
+use crate::cards;
+use crate::desk_store::{self, Relay};
+use crate::queue::OutboundQueue;
+use crate::text::escape_html;
 
 impl Desk {
     /// Sends `text` to `session` through the host, says so, then relays the answer.
