@@ -21,7 +21,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use cross_agent_daemon::entry::{Mode, run_process};
-use cross_agent_ipc::{ConnectOptions, Home};
+use cross_agent_home::Home;
+use cross_agent_ipc::ConnectOptions;
 use cross_agent_protocol::bridge::{
     Agent, BridgeStatusParams, CallerContext, DeliveryRecord, SendParams, SendResponse,
 };

@@ -35,9 +35,10 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use cross_agent_daemon::entry::{Mode, run_process};
+use cross_agent_home::Home;
+use cross_agent_ipc::ConnectOptions;
 use cross_agent_ipc::blocking::BlockingClient;
 use cross_agent_ipc::oneshot::OneShot;
-use cross_agent_ipc::{ConnectOptions, Home};
 use cross_agent_protocol::bridge::{
     Agent, CallerContext, IndexListingParams, IndexResolve, IndexSessionsParams,
     IndexSessionsResponse, Scope,

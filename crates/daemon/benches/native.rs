@@ -19,8 +19,9 @@ use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use cross_agent_home::Home;
+use cross_agent_ipc::ConnectOptions;
 use cross_agent_ipc::blocking::BlockingClient;
-use cross_agent_ipc::{ConnectOptions, Home};
 use cross_agent_protocol::bridge::{
     Agent, BridgeStatusParams, CallerContext, DeliveryRecord, DeliveryState, SendParams,
     SendResponse, Transport,

@@ -25,8 +25,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use cross_agent_daemon::entry::{Mode, run_process};
+use cross_agent_home::Home;
+use cross_agent_ipc::ConnectOptions;
 use cross_agent_ipc::blocking::BlockingClient;
-use cross_agent_ipc::{ConnectOptions, Home};
 use cross_agent_protocol::rpc::{ClientKind, ShutdownParams, StatusParams};
 
 const CHILD_VAR: &str = "CROSS_AGENT_BENCH_DAEMON";

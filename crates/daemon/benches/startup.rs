@@ -11,9 +11,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use cross_agent_daemon::Daemon;
+use cross_agent_home::Home;
 use cross_agent_hub::db::HubDb;
 use cross_agent_hub::integrity::{self, OnDamage};
-use cross_agent_ipc::Home;
 
 /// Rounds of each start, alternating.
 const ROUNDS: usize = 7;

@@ -6,7 +6,7 @@
 //! handlers, then take the home ([`Daemon::bind`]) and serve until SIGTERM/SIGINT/SIGHUP or a
 //! `shutdown` call.
 
-use cross_agent_ipc::Home;
+use cross_agent_home::Home;
 use cross_agent_protocol::settings as var;
 
 use crate::error::{Error, Result};
@@ -35,7 +35,7 @@ pub fn run_process(home: Home, mode: Mode) -> Result<()> {
     } else {
         Vec::new()
     };
-    cross_agent_ipc::home::restrict_umask();
+    cross_agent_home::home::restrict_umask();
     home.ensure_root()?;
     let (dispatch, _log_guard) = crate::logging::dispatch(&home, mode == Mode::Foreground)?;
     let limit = crate::descriptors::raise_limit();

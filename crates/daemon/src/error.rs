@@ -5,7 +5,11 @@ use std::path::PathBuf;
 /// Everything that stops the daemon from starting or running.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// The home, the socket, the pidfile: see the inner error.
+    /// The home, the pidfile: see the inner error.
+    #[error(transparent)]
+    Home(#[from] cross_agent_home::Error),
+
+    /// The socket, a drain lock: see the inner error.
     #[error(transparent)]
     Ipc(#[from] cross_agent_ipc::Error),
 
@@ -36,9 +40,11 @@ impl Error {
     /// When another daemon already holds this home: its pid (if written) and the pidfile.
     pub fn already_running(&self) -> Option<(Option<u32>, &std::path::Path)> {
         match self {
-            Error::Ipc(cross_agent_ipc::Error::AlreadyRunning { pid, pidfile }) => {
-                Some((*pid, pidfile.as_path()))
-            }
+            Error::Home(cross_agent_home::Error::AlreadyRunning { pid, pidfile })
+            | Error::Ipc(cross_agent_ipc::Error::Home(cross_agent_home::Error::AlreadyRunning {
+                pid,
+                pidfile,
+            })) => Some((*pid, pidfile.as_path())),
             _ => None,
         }
     }

@@ -36,7 +36,8 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use cross_agent_ipc::{ConnectOptions, Error as IpcError, Home};
+use cross_agent_home::Home;
+use cross_agent_ipc::{ConnectOptions, Error as IpcError};
 use cross_agent_protocol::rpc::{
     CarriedCounts, ClientKind, ErrorCode, HandoverParams, HandoverStep, HelloResponse,
 };
@@ -145,7 +146,7 @@ pub async fn replace(
     }
 
     let log = home.console_log();
-    let output = cross_agent_ipc::home::open_private_append(&log)?;
+    let output = cross_agent_home::home::open_private_append(&log)?;
     let errors = output
         .try_clone()
         .map_err(|e| IpcError::io("open", &log, e))?;

@@ -9,7 +9,7 @@
 
 use std::io::IsTerminal as _;
 
-use cross_agent_ipc::Home;
+use cross_agent_home::Home;
 use cross_agent_protocol::settings as var;
 use tracing_appender::non_blocking::WorkerGuard;
 use tracing_appender::rolling::{RollingFileAppender, Rotation};
@@ -48,7 +48,7 @@ pub fn colour_on_stderr() -> bool {
 /// and stops the writer thread.
 pub fn dispatch(home: &Home, also_stderr: bool) -> Result<(tracing::Dispatch, WorkerGuard)> {
     let dir = home.logs_dir();
-    cross_agent_ipc::home::ensure_private_dir(&dir)?;
+    cross_agent_home::home::ensure_private_dir(&dir)?;
     let appender = RollingFileAppender::builder()
         .rotation(Rotation::DAILY)
         .filename_prefix(LOG_PREFIX)

@@ -21,8 +21,9 @@ use cross_agent_protocol::settings as var;
 
 use crate::client::Client;
 use crate::error::{Error, Result};
-use crate::home::{Home, open_private_append, open_private_rw};
-use crate::pidfile::{self, Holder};
+use cross_agent_home::Home;
+use cross_agent_home::home::{open_private_append, open_private_rw};
+use cross_agent_home::pidfile::{self, Holder};
 
 /// Variables naming *who is calling*. A daemon serves every session of the user, so the first
 /// client to start it must not hand down its own identity: it is removed from the daemon's
@@ -194,7 +195,7 @@ fn what_it_said(home: &Home, from: u64) -> Option<String> {
     use std::os::unix::fs::OpenOptionsExt;
     let mut file = std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(crate::home::no_follow_flag())
+        .custom_flags(cross_agent_home::home::no_follow_flag())
         .open(home.console_log())
         .ok()?;
     file.seek(SeekFrom::Start(from)).ok()?;

@@ -7,7 +7,7 @@ use cross_agent_protocol::rpc::{HelloResponse, Method};
 
 use crate::autostart::{ConnectOptions, Connection};
 use crate::error::{Error, Result};
-use crate::home::Home;
+use cross_agent_home::Home;
 
 /// A connected, handshaken client that blocks the calling thread on each call.
 #[derive(Debug)]

@@ -17,13 +17,13 @@
 //! finds it.
 
 use std::fs::File;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use cross_agent_protocol::rpc::{CarriedCounts, DrainingDaemon};
 
 use crate::error::{Error, Result};
-use crate::home::{Home, open_private_rw};
+use cross_agent_home::home::open_private_rw;
+use cross_agent_home::{Error as HomeError, Home};
 
 const PREFIX: &str = "draining-";
 
@@ -52,10 +52,10 @@ impl DrainLock {
         match file.try_lock() {
             Ok(()) => {}
             Err(std::fs::TryLockError::WouldBlock) => {
-                return Err(Error::AlreadyRunning {
+                return Err(Error::Home(HomeError::AlreadyRunning {
                     pid: None,
                     pidfile: lock,
-                });
+                }));
             }
             Err(std::fs::TryLockError::Error(e)) => return Err(Error::io("lock", &lock, e)),
         }
@@ -86,14 +86,8 @@ impl DrainLock {
     fn write(&mut self) -> Result<()> {
         let text = serde_json::to_vec(&self.record)
             .map_err(|e| Error::io("encode", &self.info, std::io::Error::other(e)))?;
-        let temp = self
-            .info
-            .with_extension(format!("json.{}", self.record.pid));
-        let mut file = crate::home::open_private_rw(&temp)?;
-        file.set_len(0)
-            .and_then(|()| file.write_all(&text))
-            .map_err(|e| Error::io("write", &temp, e))?;
-        std::fs::rename(&temp, &self.info).map_err(|e| Error::io("rename", &temp, e))
+        cross_agent_home::atomic::write_private(&self.info, &text)?;
+        Ok(())
     }
 }
 

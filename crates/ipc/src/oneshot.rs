@@ -18,7 +18,7 @@ use cross_agent_protocol::rpc::{
 
 use crate::error::{Error, Result};
 use crate::frame::{self, MAX_REPLY_BYTES};
-use crate::home::Home;
+use cross_agent_home::Home;
 
 /// A connection that has said `hello` (or has it on the way: see [`OneShot::connect`]).
 #[derive(Debug)]
@@ -239,7 +239,7 @@ fn transport(socket: &Path, source: std::io::Error) -> Error {
 /// peer's user after.
 fn connect(socket: &Path) -> Result<UnixStream> {
     crate::transport::check_length(socket)?;
-    if !crate::safety::check_socket(socket)? {
+    if !cross_agent_home::safety::check_socket(socket)? {
         return Err(Error::NotRunning {
             socket: socket.to_owned(),
         });
@@ -253,7 +253,7 @@ fn connect(socket: &Path) -> Result<UnixStream> {
             source,
         },
     })?;
-    crate::safety::check_peer(socket, peer_uid(&stream, socket)?)?;
+    cross_agent_home::safety::check_peer(socket, peer_uid(&stream, socket)?)?;
     Ok(stream)
 }
 

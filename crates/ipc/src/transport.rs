@@ -37,10 +37,10 @@ pub(crate) fn check_length(path: &Path) -> Result<()> {
 /// [`Error::NotRunning`], the signal to start the daemon; anything else (permissions) is an
 /// error of its own. Before a byte is written the socket must be this user's: a link, a
 /// socket of another user's, or a listener running as another user is
-/// [`Error::SocketUnsafe`] (docs/spec/cross-agent-mcp.md §7).
+/// [`cross_agent_home::Error::SocketUnsafe`] (docs/spec/cross-agent-mcp.md §7).
 pub async fn connect(path: &Path) -> Result<Stream> {
     check_length(path)?;
-    if !crate::safety::check_socket(path)? {
+    if !cross_agent_home::safety::check_socket(path)? {
         return Err(Error::NotRunning {
             socket: path.to_owned(),
         });
@@ -60,7 +60,7 @@ pub async fn connect(path: &Path) -> Result<Stream> {
         socket: path.to_owned(),
         source,
     })?;
-    crate::safety::check_peer(path, peer.uid())?;
+    cross_agent_home::safety::check_peer(path, peer.uid())?;
     Ok(stream)
 }
 

@@ -13,7 +13,8 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use cross_agent_ipc::{ConnectOptions, Home, connect_or_start};
+use cross_agent_home::Home;
+use cross_agent_ipc::{ConnectOptions, connect_or_start};
 use cross_agent_protocol::bridge::{BridgeStatusParams, CallerContext};
 use cross_agent_protocol::rpc::ClientKind;
 use serde_json::{Value, json};

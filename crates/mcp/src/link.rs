@@ -19,7 +19,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use cross_agent_ipc::{ConnectOptions, Error as IpcError, Home, connect_or_start};
+use cross_agent_home::Home;
+use cross_agent_ipc::{ConnectOptions, Error as IpcError, connect_or_start};
 use cross_agent_protocol::rpc::{ClientKind, ErrorCode, Method, StatusParams};
 use tokio::sync::Mutex;
 

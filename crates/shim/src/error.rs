@@ -7,7 +7,7 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("the state directory cannot be used: {0}")]
-    Home(#[source] cross_agent_ipc::Error),
+    Home(#[source] cross_agent_home::Error),
     #[error("cannot {action} {}: {source}", path.display())]
     Io {
         action: &'static str,

@@ -37,7 +37,8 @@ impl ShimLog {
         if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file() && m.len() > ROTATE_AT) {
             let _ = std::fs::rename(&path, logs_dir.join(format!("{FILE_NAME}.1")));
         }
-        let file = cross_agent_ipc::home::open_private_append(&path).map_err(crate::Error::Home)?;
+        let file =
+            cross_agent_home::home::open_private_append(&path).map_err(crate::Error::Home)?;
         Ok(ShimLog {
             file: Mutex::new(Some(file)),
             tag,

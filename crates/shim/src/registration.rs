@@ -94,8 +94,8 @@ pub fn write(path: &Path, registration: &PanelRegistration) -> Result<()> {
     let mut file = OpenOptions::new()
         .write(true)
         .create_new(true)
-        .mode(cross_agent_ipc::home::FILE_MODE)
-        .custom_flags(cross_agent_ipc::home::no_follow_flag())
+        .mode(cross_agent_home::home::FILE_MODE)
+        .custom_flags(cross_agent_home::home::no_follow_flag())
         .open(&temp)
         .map_err(|e| Error::io("create", &temp, e))?;
     if let Err(e) = file.write_all(&bytes) {

@@ -56,9 +56,9 @@ pub enum Error {
     #[error("{path}: {reason}")]
     Gate { path: PathBuf, reason: String },
     #[error("cannot make the directory of the per-token poller locks: {0}")]
-    LockDir(#[source] cross_agent_ipc::Error),
+    LockDir(#[source] cross_agent_home::Error),
     #[error("another poller holds this bot's token ({0})")]
-    Locked(#[source] cross_agent_ipc::Error),
+    Locked(#[source] cross_agent_home::Error),
     /// A file from the phone bigger than the inbox takes.
     #[error("the file is larger than {limit} bytes, the most the inbox takes")]
     TooLarge { limit: u64 },

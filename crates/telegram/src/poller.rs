@@ -431,10 +431,10 @@ fn jitter(most: Duration) -> Duration {
 }
 
 /// Takes the token's poller lock; [`Error::Locked`] when another poller holds it.
-pub fn lock_token(token: &str) -> Result<cross_agent_ipc::pidfile::PidLock> {
+pub fn lock_token(token: &str) -> Result<cross_agent_home::pidfile::PidLock> {
     let path = token_lock_path(token);
     if let Some(parent) = path.parent() {
-        cross_agent_ipc::home::ensure_private_dir(parent).map_err(Error::LockDir)?;
+        cross_agent_home::home::ensure_private_dir(parent).map_err(Error::LockDir)?;
     }
-    cross_agent_ipc::pidfile::PidLock::acquire(&path).map_err(Error::Locked)
+    cross_agent_home::pidfile::PidLock::acquire(&path).map_err(Error::Locked)
 }

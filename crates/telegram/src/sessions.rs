@@ -24,21 +24,24 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use cross_agent_decisions::{Decision, DecisionKind, DecisionLog, Outcome};
-use cross_agent_protocol::timestamp::now_rfc3339;
+use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 
-use crate::api::{CallbackQuery, Message, ParseMode, TelegramApi};
+use crate::api::{CallbackQuery, Message, TelegramApi};
 use crate::cards::{self, Action, Keys};
 use crate::desk_store::{self, CardRef, ChatTarget, DeskFile, Relay};
-use crate::error::Error;
-use crate::queue::{OutboundQueue, Outgoing};
+use crate::queue::OutboundQueue;
 use crate::text::escape_html;
-use crate::{inbox, topics};
+use crate::topics;
+
+mod files;
+mod handoff;
+mod listing;
+mod prompt;
 
 /// How often a prompt's delivery is looked at for its answer.
 const ANSWER_POLL: Duration = Duration::from_secs(1);
@@ -138,10 +141,6 @@ pub trait SessionHost: Send + Sync + 'static {
     ) -> Option<tokio::sync::broadcast::Receiver<cross_agent_protocol::events::EngineEvent>> {
         None
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 #[derive(Default)]
@@ -265,8 +264,8 @@ impl Desk {
     /// Stores what must survive a restart (see [`crate::desk_store`]). The state is copied
     /// under the desk's lock and written after it is let go.
     fn save(&self) {
-        let _one_at_a_time = lock(&self.save_lock);
-        let mut file = lock(&self.state).to_file();
+        let _one_at_a_time = self.save_lock.lock();
+        let mut file = self.state.lock().to_file();
         if let Err(error) = desk_store::write(&self.home, &mut file) {
             tracing::warn!(%error, "could not save the telegram desk");
         }
@@ -274,7 +273,7 @@ impl Desk {
 
     /// Whether this daemon has let go of the bot.
     fn stopped(&self) -> bool {
-        lock(&self.stop).as_ref().is_some_and(|stop| *stop.borrow())
+        self.stop.lock().as_ref().is_some_and(|stop| *stop.borrow())
     }
 
     /// Called when this daemon starts polling the bot (it holds the token's lock): takes back
@@ -287,7 +286,7 @@ impl Desk {
     ) where
         A: TelegramApi + Clone + 'static,
     {
-        *lock(&self.stop) = Some(stop);
+        *self.stop.lock() = Some(stop);
         let file = match desk_store::read(&self.home) {
             Ok(file) => file,
             Err(error) => {
@@ -302,7 +301,7 @@ impl Desk {
             .filter(|r| r.relayed_at_ms.is_none())
             .cloned()
             .collect();
-        *lock(&self.state) = DeskState::from_file(file);
+        *self.state.lock() = DeskState::from_file(file);
         for relay in pending {
             self.record(
                 Decision::new(kind("telegram_prompt"), Outcome::new("rearmed"))
@@ -338,7 +337,7 @@ impl Desk {
     }
 
     fn remember_card(&self, chat: i64, message: i64, session: &SessionRef) {
-        let mut state = lock(&self.state);
+        let mut state = self.state.lock();
         state.cards.insert((chat, message), session.clone());
         state.card_order.push_back((chat, message));
         while state.card_order.len() > MAX_CARDS {
@@ -352,7 +351,7 @@ impl Desk {
     fn target_of(&self, message: &Message) -> Option<SessionRef> {
         let chat = message.chat.id;
         if let Some(reply) = &message.reply_to_message
-            && let Some(session) = lock(&self.state).cards.get(&(chat, reply.message_id))
+            && let Some(session) = self.state.lock().cards.get(&(chat, reply.message_id))
         {
             return Some(session.clone());
         }
@@ -367,7 +366,7 @@ impl Desk {
                 Err(error) => tracing::warn!(%error, "could not read the telegram topics"),
             }
         }
-        let mut state = lock(&self.state);
+        let mut state = self.state.lock();
         if let Some(session) = state.awaiting.remove(&chat) {
             return Some(session);
         }
@@ -435,7 +434,7 @@ impl Desk {
             .as_deref()
             .and_then(|d| d.strip_prefix("s:"))
             .unwrap_or("");
-        let Some(action) = lock(&self.state).keys.get(key).cloned() else {
+        let Some(action) = self.state.lock().keys.get(key).cloned() else {
             return "This button has expired; send /sessions again";
         };
         let Some(message) = &query.message else {
@@ -450,7 +449,8 @@ impl Desk {
         let out = out.clone();
         match action {
             Action::Prompt(session) => {
-                lock(&self.state)
+                self.state
+                    .lock()
                     .awaiting
                     .insert(place.chat, session.clone());
                 tokio::spawn(async move {
@@ -464,7 +464,7 @@ impl Desk {
                 "Send the prompt"
             }
             Action::Focus(session) => {
-                lock(&self.state).focus.insert(place.chat, session.clone());
+                self.state.lock().focus.insert(place.chat, session.clone());
                 tokio::spawn(async move {
                     desk.save();
                     let text = format!(
@@ -493,548 +493,6 @@ impl Desk {
             }
         }
     }
-
-    /// Posts the cards of the live sessions (or of `only` that one).
-    async fn list<A: TelegramApi + Clone + 'static>(
-        &self,
-        out: &OutboundQueue<A>,
-        place: Place,
-        only: Option<&SessionRef>,
-        awaiting_approval: &HashSet<String>,
-    ) {
-        let Some(host) = self.host() else {
-            say(out, place, "Sessions are not available on this daemon.");
-            return;
-        };
-        let listed = tokio::task::spawn_blocking(move || host.live_sessions())
-            .await
-            .unwrap_or_else(|e| Err(format!("the session listing failed: {e}")));
-        let mut sessions = match listed {
-            Ok(sessions) => sessions,
-            Err(reason) => {
-                say(
-                    out,
-                    place,
-                    &format!("Could not list the sessions: {}", escape_html(&reason)),
-                );
-                return;
-            }
-        };
-        if let Some(only) = only {
-            sessions.retain(|s| {
-                s.session.agent == only.agent && s.session.session_id == only.session_id
-            });
-            if sessions.is_empty() {
-                let text = format!(
-                    "<b>{}</b> is not live any more (no activity in the window /sessions shows).",
-                    escape_html(&cards::header(only))
-                );
-                say(out, place, &text);
-                return;
-            }
-        }
-        if sessions.is_empty() {
-            say(
-                out,
-                place,
-                "No live sessions: none of Claude Code, Codex or Grok was active in the last 24 hours.",
-            );
-            return;
-        }
-        for mut live in sessions {
-            if awaiting_approval.contains(&live.session.session_id) {
-                live.state = SessionState::AwaitingApproval;
-            }
-            let thread = self.thread_for(out, place, &live.session).await;
-            let markup = cards::card_markup(&mut lock(&self.state).keys, &live.session);
-            let html = cards::card_html(&live);
-            // Sent through the queue (in order with the rest of the chat, 429s waited out),
-            // waiting for the message id that replies to the card are matched by.
-            let sent = out
-                .send(
-                    place.chat,
-                    Outgoing::Text {
-                        text: html,
-                        mode: ParseMode::Html,
-                        markup: Some(markup),
-                        thread,
-                    },
-                    "session_card",
-                )
-                .await;
-            if let Ok(message) = sent {
-                self.remember_card(place.chat, message.message_id, &live.session);
-            }
-        }
-        // The cards' buttons and replies work after a restart.
-        self.save();
-    }
-
-    /// Where things about `session` are posted: its topic in a forum (made on first use),
-    /// else where the person wrote.
-    async fn thread_for<A: TelegramApi + Clone + 'static>(
-        &self,
-        out: &OutboundQueue<A>,
-        place: Place,
-        session: &SessionRef,
-    ) -> Option<i64> {
-        if !place.is_forum {
-            return None;
-        }
-        self.ensure_topic(out, place.chat, session)
-            .await
-            .or(place.thread)
-    }
-
-    /// The topic of `session` in forum `chat`, created (once) if it has none.
-    async fn ensure_topic<A: TelegramApi + Clone + 'static>(
-        &self,
-        out: &OutboundQueue<A>,
-        chat: i64,
-        session: &SessionRef,
-    ) -> Option<i64> {
-        let _one_at_a_time = self.topic_lock.lock().await;
-        let mut stored = match topics::read(&self.home) {
-            Ok(stored) => stored,
-            Err(error) => {
-                tracing::warn!(%error, "could not read the telegram topics");
-                return None;
-            }
-        };
-        if let Some(topic) = stored.of_session(chat, &session.agent, &session.session_id) {
-            return Some(topic.thread_id);
-        }
-        let name = topics::name_of(session);
-        let topic_decision = |outcome: &'static str| {
-            Decision::new(kind("telegram_topic"), Outcome::new(outcome))
-                .session(session.session_id.clone())
-                .agent(session.agent.clone())
-                .detail("chat_id", chat)
-                .detail("name", name.clone())
-        };
-        match out.api().create_forum_topic(chat, &name).await {
-            Ok(topic) => {
-                stored.topics.push(topics::Topic {
-                    chat_id: chat,
-                    thread_id: topic.message_thread_id,
-                    session: session.clone(),
-                    name: name.clone(),
-                    created_at: now_rfc3339(),
-                });
-                if let Err(error) = topics::write(&self.home, &stored) {
-                    tracing::warn!(%error, "could not save the telegram topics");
-                }
-                self.record(topic_decision("created").detail("thread_id", topic.message_thread_id));
-                Some(topic.message_thread_id)
-            }
-            Err(error) => {
-                // The bot may not be an admin with "manage topics": the chat itself still works.
-                self.record(topic_decision("failed").reason(error.to_string()));
-                None
-            }
-        }
-    }
-
-    /// Sends `text` to `session` through the host, says so, then relays the answer.
-    async fn prompt<A: TelegramApi + Clone + 'static>(
-        &self,
-        out: &OutboundQueue<A>,
-        place: Place,
-        session: SessionRef,
-        text: String,
-    ) {
-        let thread = self.thread_for(out, place, &session).await;
-        let here = Place { thread, ..place };
-        let header = escape_html(&cards::header(&session));
-        let Some(host) = self.host() else {
-            say(out, here, "Sessions are not available on this daemon.");
-            return;
-        };
-        let chars = text.chars().count();
-        let sent = {
-            let host = Arc::clone(&host);
-            let session = session.clone();
-            tokio::task::spawn_blocking(move || host.prompt(&session, &text))
-                .await
-                .unwrap_or_else(|e| Err(format!("the send failed: {e}")))
-        };
-        let decision = |outcome: &'static str| {
-            Decision::new(kind("telegram_prompt"), Outcome::new(outcome))
-                .session(session.session_id.clone())
-                .agent(session.agent.clone())
-                .detail("chat_id", place.chat)
-                .detail("chars", chars)
-        };
-        let receipt = match sent {
-            Ok(receipt) => receipt,
-            Err(reason) => {
-                // A Prompt this message used up is gone for good.
-                self.save();
-                self.record(decision("refused").reason(reason.clone()));
-                let text = format!("❌ Not sent to <b>{header}</b>: {}", escape_html(&reason));
-                say(out, here, &text);
-                return;
-            }
-        };
-        self.record(
-            decision("sent")
-                .detail("delivery_id", receipt.delivery_id.clone())
-                .detail("transport", receipt.transport.clone()),
-        );
-        let relay = Relay {
-            delivery_id: receipt.delivery_id.clone(),
-            chat_id: here.chat,
-            thread_id: here.thread,
-            session: session.clone(),
-            sent_at_ms: crate::poller::now_ms(),
-            relayed_at_ms: None,
-        };
-        {
-            let mut state = lock(&self.state);
-            state.relays.push(relay.clone());
-            desk_store::bound_relays(&mut state.relays);
-        }
-        // Stored before the receipt is posted: from here on a restart re-arms the wait.
-        self.save();
-        let route = if receipt.transport == "panel" {
-            "into its panel"
-        } else {
-            "by resuming it headless"
-        };
-        let text = format!(
-            "📨 Sent to <b>{header}</b> {route} (delivery <code>{}</code>). The answer comes here.",
-            escape_html(&receipt.delivery_id)
-        );
-        say(out, here, &text);
-        self.relay(out, relay).await;
-    }
-
-    /// Waits for the answer of `relay`'s delivery and posts it (or its failure) where the
-    /// prompt was asked, once: marked relayed in `desk.json` first. Returns without posting
-    /// when this daemon lets go of the bot (its successor re-arms the wait).
-    async fn relay<A: TelegramApi + Clone + 'static>(&self, out: &OutboundQueue<A>, relay: Relay) {
-        let Some(host) = self.host() else {
-            return;
-        };
-        let here = Place {
-            chat: relay.chat_id,
-            thread: relay.thread_id,
-            is_forum: relay.thread_id.is_some(),
-        };
-        let session = &relay.session;
-        let header = escape_html(&cards::header(session));
-        let waited_ms =
-            u64::try_from(crate::poller::now_ms().saturating_sub(relay.sent_at_ms)).unwrap_or(0);
-        let deadline =
-            Instant::now() + ANSWER_WAIT.saturating_sub(Duration::from_millis(waited_ms));
-        loop {
-            if self.stopped() {
-                return;
-            }
-            let progress = {
-                let host = Arc::clone(&host);
-                let id = relay.delivery_id.clone();
-                tokio::task::spawn_blocking(move || host.progress(&id))
-                    .await
-                    .unwrap_or(Progress::Waiting)
-            };
-            let text = match progress {
-                Progress::Answered(answer) => {
-                    format!("💬 {}:\n\n{}", cards::header(session), answer.trim())
-                }
-                Progress::Failed(reason) => format!(
-                    "❌ The prompt to <b>{header}</b> failed: {}",
-                    escape_html(&reason)
-                ),
-                Progress::Waiting if Instant::now() >= deadline => format!(
-                    "⌛ No answer from <b>{header}</b> after {} hours; it will be in the session.",
-                    ANSWER_WAIT.as_secs() / 3600
-                ),
-                Progress::Waiting => {
-                    tokio::time::sleep(ANSWER_POLL).await;
-                    continue;
-                }
-            };
-            if self.stopped() || !self.mark_relayed(&relay.delivery_id) {
-                return;
-            }
-            if text.starts_with("💬") {
-                say_long(out, here, &text);
-            } else {
-                say(out, here, &text);
-            }
-            return;
-        }
-    }
-
-    /// Marks `delivery_id` relayed and stores it; false when it already was (or is unknown),
-    /// so the answer is posted by whoever marked it first, and only once.
-    fn mark_relayed(&self, delivery_id: &str) -> bool {
-        {
-            let mut state = lock(&self.state);
-            let Some(relay) = state
-                .relays
-                .iter_mut()
-                .find(|r| r.delivery_id == delivery_id && r.relayed_at_ms.is_none())
-            else {
-                return false;
-            };
-            relay.relayed_at_ms = Some(crate::poller::now_ms());
-        }
-        self.save();
-        true
-    }
-
-    /// A photo or a document for `session`: saved in its inbox, then a prompt naming it.
-    async fn file<A: TelegramApi + Clone + 'static>(
-        &self,
-        out: &OutboundQueue<A>,
-        place: Place,
-        session: SessionRef,
-        message: Message,
-    ) {
-        let thread = self.thread_for(out, place, &session).await;
-        let here = Place { thread, ..place };
-        let (file_id, name, declared) = match (&message.document, largest(&message.photo)) {
-            (Some(document), _) => (
-                document.file_id.clone(),
-                document
-                    .file_name
-                    .clone()
-                    .unwrap_or_else(|| "document".to_owned()),
-                document.file_size,
-            ),
-            (None, Some(photo)) => (
-                photo.file_id.clone(),
-                "photo.jpg".to_owned(),
-                photo.file_size,
-            ),
-            (None, None) => return,
-        };
-        match self
-            .save_file(out, &session, &file_id, &name, declared)
-            .await
-        {
-            Ok((path, size)) => {
-                self.record(
-                    Decision::new(kind("telegram_file"), Outcome::new("saved"))
-                        .session(session.session_id.clone())
-                        .agent(session.agent.clone())
-                        .detail("chat_id", place.chat)
-                        .detail("path", path.to_string_lossy().into_owned())
-                        .detail("bytes", size),
-                );
-                let said = message
-                    .caption
-                    .as_deref()
-                    .map(str::trim)
-                    .filter(|c| !c.is_empty())
-                    .unwrap_or("I sent you a file from my phone.");
-                let prompt = format!(
-                    "{said}\n\n(The file is saved at {} — {size} bytes. Read it from there.)",
-                    path.display()
-                );
-                self.prompt(out, here, session, prompt).await;
-            }
-            Err(reason) => {
-                self.record(
-                    Decision::new(kind("telegram_file"), Outcome::new("refused"))
-                        .session(session.session_id.clone())
-                        .agent(session.agent.clone())
-                        .detail("chat_id", place.chat)
-                        .detail("name", name.clone())
-                        .reason(reason.clone()),
-                );
-                let text = format!(
-                    "📎 Not saved for <b>{}</b>: {} (the inbox takes files up to {} MB).",
-                    escape_html(&cards::header(&session)),
-                    escape_html(&reason),
-                    inbox::MAX_FILE_BYTES / (1024 * 1024)
-                );
-                say(out, here, &text);
-            }
-        }
-    }
-
-    async fn save_file<A: TelegramApi + Clone + 'static>(
-        &self,
-        out: &OutboundQueue<A>,
-        session: &SessionRef,
-        file_id: &str,
-        name: &str,
-        declared: Option<u64>,
-    ) -> Result<(PathBuf, usize), String> {
-        let too_big = |size: u64| {
-            format!(
-                "it is {size} bytes, more than the {} bytes the inbox takes",
-                inbox::MAX_FILE_BYTES
-            )
-        };
-        if let Some(size) = declared.filter(|s| *s > inbox::MAX_FILE_BYTES) {
-            return Err(too_big(size));
-        }
-        let Some(cwd) = session.cwd.clone() else {
-            return Err(
-                "the session's directory is not known, so there is no inbox to put it in".into(),
-            );
-        };
-        let file = out
-            .api()
-            .get_file(file_id)
-            .await
-            .map_err(|e| e.to_string())?;
-        if let Some(size) = file.file_size.filter(|s| *s > inbox::MAX_FILE_BYTES) {
-            return Err(too_big(size));
-        }
-        let Some(path) = file.file_path else {
-            return Err("Telegram gave no path to download it from".into());
-        };
-        let bytes = out
-            .api()
-            .download_file(&path, inbox::MAX_FILE_BYTES)
-            .await
-            .map_err(|e| match e {
-                Error::TooLarge { .. } => "it is larger than the inbox takes".to_owned(),
-                other => other.to_string(),
-            })?;
-        let size = bytes.len();
-        let stamp = crate::poller::now_ms().to_string();
-        let name = name.to_owned();
-        let saved = tokio::task::spawn_blocking(move || {
-            inbox::save(Path::new(&cwd), &stamp, &name, &bytes)
-        })
-        .await
-        .map_err(|e| format!("saving failed: {e}"))?
-        .map_err(|e| e.to_string())?;
-        Ok((saved, size))
-    }
-
-    async fn offer_destinations<A: TelegramApi + Clone + 'static>(
-        &self,
-        out: &OutboundQueue<A>,
-        place: Place,
-        session: SessionRef,
-    ) {
-        let header = escape_html(&cards::header(&session));
-        let Some(host) = self.host() else {
-            say(out, place, "Handoff is not available on this daemon.");
-            return;
-        };
-        let found = {
-            let session = session.clone();
-            tokio::task::spawn_blocking(move || host.destinations(&session))
-                .await
-                .unwrap_or_else(|e| Err(format!("the lookup failed: {e}")))
-        };
-        let destinations = match found {
-            Ok(d) if d.is_empty() => {
-                let text = format!(
-                    "Nowhere to hand <b>{header}</b> to: no other session, editor or CLI agent was found."
-                );
-                say(out, place, &text);
-                return;
-            }
-            Ok(d) => d,
-            Err(reason) => {
-                let text = format!(
-                    "Could not list where <b>{header}</b> can go: {}",
-                    escape_html(&reason)
-                );
-                say(out, place, &text);
-                return;
-            }
-        };
-        let rows: Vec<Value> = {
-            let mut state = lock(&self.state);
-            destinations
-                .iter()
-                .take(MAX_DESTINATIONS)
-                .map(|d| {
-                    let label: String = d.label.chars().take(60).collect();
-                    json!([cards::button(
-                        &mut state.keys,
-                        &label,
-                        Action::HandOffTo(session.clone(), d.id.clone()),
-                    )])
-                })
-                .collect()
-        };
-        self.save();
-        let text = format!("🤝 Hand <b>{header}</b> to:");
-        out.push_item(
-            place.chat,
-            Outgoing::Text {
-                text,
-                mode: ParseMode::Html,
-                markup: Some(json!({"inline_keyboard": rows})),
-                thread: place.thread,
-            },
-            "handoff_destinations",
-        );
-    }
-
-    async fn hand_off<A: TelegramApi + Clone + 'static>(
-        &self,
-        out: &OutboundQueue<A>,
-        place: Place,
-        session: SessionRef,
-        destination: String,
-    ) {
-        let header = escape_html(&cards::header(&session));
-        let Some(host) = self.host() else {
-            say(out, place, "Handoff is not available on this daemon.");
-            return;
-        };
-        let text = format!(
-            "⏳ Handing <b>{header}</b> to <code>{}</code>: reading the session and writing HANDOFF.md…",
-            escape_html(&destination)
-        );
-        say(out, place, &text);
-        let result = {
-            let session = session.clone();
-            let destination = destination.clone();
-            tokio::task::spawn_blocking(move || host.hand_off(&session, &destination))
-                .await
-                .unwrap_or_else(|e| Err(format!("the handoff task failed: {e}")))
-        };
-        let decision = |outcome: &'static str| {
-            Decision::new(kind("telegram_handoff"), Outcome::new(outcome))
-                .session(session.session_id.clone())
-                .agent(session.agent.clone())
-                .detail("chat_id", place.chat)
-                .detail("destination", destination.clone())
-        };
-        let text = match result {
-            Ok(done) => {
-                self.record(decision("done"));
-                format!("✅ Handed <b>{header}</b> over: {}", escape_html(&done))
-            }
-            Err(reason) => {
-                self.record(decision("failed").reason(reason.clone()));
-                format!(
-                    "❌ The handoff of <b>{header}</b> failed: {}",
-                    escape_html(&reason)
-                )
-            }
-        };
-        say(out, place, &text);
-    }
-}
-
-/// The largest size of a photo: the most pixels, then the most bytes; of equals, the later
-/// (Telegram lists the sizes smallest first).
-fn largest(sizes: &[crate::api::PhotoSize]) -> Option<&crate::api::PhotoSize> {
-    sizes
-        .iter()
-        .enumerate()
-        .max_by_key(|(index, p)| {
-            (
-                u64::from(p.width) * u64::from(p.height),
-                p.file_size.unwrap_or(0),
-                *index,
-            )
-        })
-        .map(|(_, p)| p)
 }
 
 /// Queues a short HTML message at `place` (its outcome is the queue's decision line).

@@ -53,7 +53,7 @@ pub fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
     let parent = path.parent().unwrap_or(Path::new("."));
     // Only `telegram/` itself: the daemon rewrites these files while it polls, and one whose
     // home was deleted under it must fail here rather than re-create the home.
-    cross_agent_ipc::home::ensure_private_subdir(parent).map_err(|error| Error::Io {
+    cross_agent_home::home::ensure_private_subdir(parent).map_err(|error| Error::Io {
         path: parent.to_owned(),
         source: std::io::Error::other(error),
     })?;
@@ -82,7 +82,7 @@ pub fn read_token(home: &Path) -> Result<Option<String>> {
 
 /// Stores the token; `telegram setup` is a start-up of the home, so this one creates it.
 pub fn write_token(home: &Path, token: &str) -> Result<()> {
-    cross_agent_ipc::home::ensure_private_dir(home).map_err(|error| Error::Io {
+    cross_agent_home::home::ensure_private_dir(home).map_err(|error| Error::Io {
         path: home.to_owned(),
         source: std::io::Error::other(error),
     })?;

@@ -7,8 +7,9 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 use cross_agent_caller::{PerCall, Snapshot};
+use cross_agent_home::{Error as HomeError, Home};
 use cross_agent_ipc::blocking::BlockingClient;
-use cross_agent_ipc::{ConnectOptions, Error as IpcError, Home};
+use cross_agent_ipc::{ConnectOptions, Error as IpcError};
 use cross_agent_protocol::bridge::CallerContext;
 use cross_agent_protocol::rpc::{ClientKind, ErrorCode};
 use serde_json::Value;
@@ -36,7 +37,11 @@ pub fn connect() -> anyhow::Result<(Home, BlockingClient)> {
         match BlockingClient::connect_or_start(&home, &ConnectOptions::new(ClientKind::Cli)) {
             Ok(client) => client,
             // A refused home says all there is to say; its logs are not to be trusted.
-            Err(error @ (IpcError::HomeUnsafe { .. } | IpcError::SocketUnsafe { .. })) => {
+            Err(
+                error @ IpcError::Home(
+                    HomeError::HomeUnsafe { .. } | HomeError::SocketUnsafe { .. },
+                ),
+            ) => {
                 return Err(error.into());
             }
             Err(error) => {

@@ -102,7 +102,7 @@ fn local_report(caller: &CallerContext) -> Value {
 /// client and the daemon make before touching it, with its owner and mode.
 fn home_safety_report() -> Value {
     use std::os::unix::fs::MetadataExt;
-    let home = match cross_agent_ipc::Home::from_env() {
+    let home = match cross_agent_home::Home::from_env() {
         Ok(home) => home,
         Err(error) => return json!({"safe": false, "problem": error.to_string()}),
     };
@@ -113,7 +113,7 @@ fn home_safety_report() -> Value {
         "exists": found.is_some(),
         "owner_uid": found.as_ref().map(MetadataExt::uid),
         "mode": found.as_ref().map(|m| format!("{:o}", m.mode() & 0o7777)),
-        "your_uid": cross_agent_ipc::safety::effective_uid(),
+        "your_uid": cross_agent_home::safety::effective_uid(),
     });
     match home.verify() {
         Ok(_) => report["safe"] = Value::Bool(true),

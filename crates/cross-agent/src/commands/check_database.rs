@@ -5,8 +5,8 @@
 
 use std::io::Write;
 
+use cross_agent_home::Home;
 use cross_agent_hub::integrity;
-use cross_agent_ipc::Home;
 use serde_json::{Value, json};
 
 /// The section as JSON: the daemon's `server_process.database`, else what is on disk.

@@ -12,9 +12,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use clap::{Args, Subcommand};
+use cross_agent_home::Home;
+use cross_agent_home::pidfile::{self, Holder};
 use cross_agent_ipc::blocking::BlockingClient;
-use cross_agent_ipc::pidfile::{self, Holder};
-use cross_agent_ipc::{ConnectOptions, Error as IpcError, Home, process};
+use cross_agent_ipc::{ConnectOptions, Error as IpcError, process};
 use cross_agent_protocol::rpc::{ClientKind, ShutdownParams, StatusParams, StatusResponse};
 use serde_json::json;
 

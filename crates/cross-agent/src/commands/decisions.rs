@@ -16,7 +16,7 @@ use anyhow::Context;
 use clap::Args;
 use cross_agent_decisions::query::{self, Answer, Condition, FieldPath, Group, Query, Report};
 use cross_agent_decisions::{Decision, clock};
-use cross_agent_ipc::Home;
+use cross_agent_home::Home;
 use serde_json::{Map, Value, json};
 
 use crate::display::escape_cell;

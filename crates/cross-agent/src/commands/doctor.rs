@@ -14,8 +14,9 @@ use std::time::Duration;
 
 use anyhow::Result;
 use clap::Args;
+use cross_agent_home::Home;
+use cross_agent_ipc::ConnectOptions;
 use cross_agent_ipc::blocking::BlockingClient;
-use cross_agent_ipc::{ConnectOptions, Home};
 use cross_agent_protocol::bridge::BridgeStatusParams;
 use cross_agent_protocol::rpc::ClientKind;
 use serde::Serialize;

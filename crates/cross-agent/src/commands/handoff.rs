@@ -18,7 +18,7 @@ use cross_agent_handoff::login_cache::{AuthPlaces, LoginCache};
 use cross_agent_handoff::receipt::{self, ReceiptReport, Verdict};
 use cross_agent_handoff::source::{self, SourceSession, Stores};
 use cross_agent_handoff::{HandoffError, Prepared, decisions};
-use cross_agent_ipc::Home;
+use cross_agent_home::Home;
 use cross_agent_protocol::bridge::{SendParams, SendResponse};
 use cross_agent_stores::index::RefreshOptions;
 use cross_agent_stores::resolve::ActiveWindow;
@@ -503,7 +503,7 @@ fn launch_dir(home: Option<&Home>, session: &str) -> anyhow::Result<PathBuf> {
     let made = match home {
         Some(h) => {
             let base = h.root().join("handoff");
-            cross_agent_ipc::home::ensure_private_subdir(&base)?;
+            cross_agent_home::home::ensure_private_subdir(&base)?;
             tempfile::Builder::new().prefix(&prefix).tempdir_in(&base)
         }
         None => tempfile::Builder::new()

@@ -7,8 +7,9 @@ use std::io::Read;
 use std::process::ExitCode;
 
 use clap::Args;
+use cross_agent_home::Home;
+use cross_agent_ipc::ConnectOptions;
 use cross_agent_ipc::blocking::BlockingClient;
-use cross_agent_ipc::{ConnectOptions, Home};
 use cross_agent_protocol::hook::HookParams;
 use cross_agent_protocol::rpc::ClientKind;
 

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use clap::Args;
 use cross_agent_daemon::handover::{self, Outcome};
-use cross_agent_ipc::Home;
+use cross_agent_home::Home;
 use cross_agent_protocol::rpc::CarriedCounts;
 use cross_agent_protocol::settings as var;
 use serde_json::json;

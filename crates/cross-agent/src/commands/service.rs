@@ -134,7 +134,7 @@ impl Manager {
             Manager::Launchd { plist } => vec![vec![
                 "launchctl".to_owned(),
                 "bootstrap".to_owned(),
-                format!("gui/{}", cross_agent_ipc::safety::effective_uid()),
+                format!("gui/{}", cross_agent_home::safety::effective_uid()),
                 plist.to_string_lossy().into_owned(),
             ]],
         }
@@ -149,7 +149,7 @@ impl Manager {
             Manager::Launchd { .. } => vec![vec![
                 "launchctl".to_owned(),
                 "bootout".to_owned(),
-                format!("gui/{}/{LABEL}", cross_agent_ipc::safety::effective_uid()),
+                format!("gui/{}/{LABEL}", cross_agent_home::safety::effective_uid()),
             ]],
         }
     }
@@ -369,7 +369,7 @@ fn status(manager: &Manager, as_json: bool) -> Result<ExitCode> {
         Manager::Launchd { .. } if available => Command::new("launchctl")
             .args([
                 "print",
-                &format!("gui/{}/{LABEL}", cross_agent_ipc::safety::effective_uid()),
+                &format!("gui/{}/{LABEL}", cross_agent_home::safety::effective_uid()),
             ])
             .stdout(Stdio::null())
             .stderr(Stdio::null())

@@ -18,9 +18,10 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
+use cross_agent_home::{Error as HomeError, Home};
 use cross_agent_ipc::blocking::BlockingClient;
 use cross_agent_ipc::oneshot::OneShot;
-use cross_agent_ipc::{ConnectOptions, Error as IpcError, Home};
+use cross_agent_ipc::{ConnectOptions, Error as IpcError};
 use cross_agent_protocol::bridge::{
     CallerContext, IndexListingParams, IndexResolve, IndexSessionsParams, IndexSessionsResponse,
     RefusalReason,
@@ -187,7 +188,7 @@ fn from_daemon(
 
 /// The state directory, or why there is none to use (the note on stderr says it).
 fn state_home() -> Result<Home, String> {
-    Home::from_env().map_err(|e| not_served(e, "start"))
+    Home::from_env().map_err(|e| not_served(IpcError::Home(e), "start"))
 }
 
 /// A connection to the daemon for one or two requests: blocking, without an async runtime (a
@@ -225,7 +226,9 @@ fn not_served(error: IpcError, what: &str) -> String {
             ..
         } => "the running cross-agent daemon is older than this command".to_owned(),
         // The direct read says why in full, as it lists without the cache.
-        IpcError::HomeUnsafe { .. } | IpcError::HomeRefused { .. } | IpcError::NoHome => {
+        IpcError::Home(
+            HomeError::HomeUnsafe { .. } | HomeError::HomeRefused { .. } | HomeError::NoHome,
+        ) => {
             "the cross-agent state directory cannot be used (the warning below says why)".to_owned()
         }
         // No daemon: the hello was sent on connecting, its absence shows only now.

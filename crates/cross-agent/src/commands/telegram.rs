@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
-use cross_agent_ipc::Home;
+use cross_agent_home::Home;
 use cross_agent_telegram::store;
 use serde_json::json;
 

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use cross_agent_ipc::{ConnectOptions, Home};
+use cross_agent_home::Home;
+use cross_agent_ipc::ConnectOptions;
 use cross_agent_protocol::rpc::{ClientKind, StatusParams};
 use pretty_assertions::assert_eq;
 use serde_json::Value;

@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use cross_agent_home::Home;
+use cross_agent_ipc::ConnectOptions;
 use cross_agent_ipc::blocking::BlockingClient;
-use cross_agent_ipc::{ConnectOptions, Home};
 
 /// Where a bench runs: a temporary user home with a project in it, and the state directory.
 pub struct Place {

@@ -10,9 +10,9 @@
 
 use std::sync::Arc;
 
+use cross_agent_home::pidfile::PidLock;
 use cross_agent_hub::Engine;
 use cross_agent_ipc::draining::{self, DrainLock};
-use cross_agent_ipc::pidfile::PidLock;
 
 use cross_agent_ipc::frame::{self, FrameReader, ReadError};
 use cross_agent_ipc::transport::Stream;
@@ -137,8 +137,8 @@ pub(super) async fn serve(stream: Stream, shared: Arc<Shared>, _permit: OwnedSem
         if let ServerMessage::Error { .. } = aborted {
             // The successor took the home before the restart went away: it serves, so this
             // daemon drains rather than stay beside it without a lock.
-            let successor_pid = match cross_agent_ipc::pidfile::probe(&shared.home.pidfile()) {
-                Ok(cross_agent_ipc::pidfile::Holder::Held(Some(pid))) => pid,
+            let successor_pid = match cross_agent_home::pidfile::probe(&shared.home.pidfile()) {
+                Ok(cross_agent_home::pidfile::Holder::Held(Some(pid))) => pid,
                 Ok(_) | Err(_) => 0,
             };
             let _ = handover(

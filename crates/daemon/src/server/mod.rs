@@ -40,12 +40,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use cross_agent_home::Home;
+use cross_agent_home::pidfile::PidLock;
 use cross_agent_hub::db::HubDb;
 use cross_agent_hub::integrity::{self, OnDamage, StoreCheck};
 use cross_agent_hub::{Engine, EngineConfig, EngineInfo};
-use cross_agent_ipc::Home;
 use cross_agent_ipc::draining::DrainLock;
-use cross_agent_ipc::pidfile::PidLock;
 use cross_agent_ipc::transport::{self, Listener};
 use cross_agent_protocol::rpc::CarriedCounts;
 use cross_agent_protocol::settings as var;
@@ -134,7 +134,7 @@ pub struct Daemon {
 
 impl Daemon {
     /// Takes `home` for this process: makes it owner-only (repairing an older install), takes the
-    /// pidfile lock ([`cross_agent_ipc::Error::AlreadyRunning`] if another daemon has it), checks
+    /// pidfile lock ([`cross_agent_home::Error::AlreadyRunning`] if another daemon has it), checks
     /// `hub.db`'s integrity (a damaged store is moved aside and a fresh one created, see
     /// [`cross_agent_hub::integrity`]), opens it and records a new generation, then binds `daemon.sock`, replacing a stale one. Must be called
     /// inside a tokio runtime.
@@ -157,7 +157,7 @@ impl Daemon {
     }
 
     fn bind_as(home: Home, replacing: bool, integrity_check: bool) -> Result<Daemon> {
-        cross_agent_ipc::home::restrict_umask();
+        cross_agent_home::home::restrict_umask();
         let tightened = home.tighten_tree()?;
         for (path, mode) in &tightened.changed {
             tracing::info!(path = %path.display(), was = format!("{mode:o}"), "made owner-only");

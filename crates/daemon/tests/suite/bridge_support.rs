@@ -382,7 +382,7 @@ pub async fn spawn_daemon_command(
         child: command.spawn().unwrap(),
         root: root.to_owned(),
     };
-    let home = cross_agent_ipc::Home::at(root).unwrap();
+    let home = cross_agent_home::Home::at(root).unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
     let conn = loop {
         match cross_agent_ipc::connect(&home, &super::options()).await {

@@ -4,9 +4,9 @@ use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
 use cross_agent_daemon::Daemon;
+use cross_agent_home::pidfile::{self, Holder};
 use cross_agent_hub::db::HubDb;
 use cross_agent_ipc::Error;
-use cross_agent_ipc::pidfile::{self, Holder};
 use cross_agent_protocol::rpc::{ShutdownParams, StatusParams};
 use pretty_assertions::assert_eq;
 

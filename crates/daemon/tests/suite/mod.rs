@@ -27,7 +27,8 @@ mod withheld_real;
 use std::path::{Path, PathBuf};
 
 use cross_agent_daemon::{Daemon, DaemonInfo};
-use cross_agent_ipc::{ConnectOptions, Connection, Home};
+use cross_agent_home::Home;
+use cross_agent_ipc::{ConnectOptions, Connection};
 use cross_agent_protocol::rpc::ClientKind;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;

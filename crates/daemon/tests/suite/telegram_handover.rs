@@ -7,7 +7,7 @@
 use std::time::{Duration, Instant};
 
 use cross_agent_daemon::handover::{self, Outcome};
-use cross_agent_ipc::Home;
+use cross_agent_home::Home;
 use cross_agent_protocol::bridge::{Agent, DeliveryState};
 use cross_agent_testkit::endpoint::{Reply, Rule};
 use cross_agent_testkit::telegram::FakeBotApi;

@@ -7,8 +7,9 @@
 use std::time::{Duration, Instant};
 
 use cross_agent_daemon::handover::{self, Outcome, Who};
-use cross_agent_ipc::pidfile::{self, Holder};
-use cross_agent_ipc::{Error as IpcError, Home};
+use cross_agent_home::Home;
+use cross_agent_home::pidfile::{self, Holder};
+use cross_agent_ipc::Error as IpcError;
 use cross_agent_protocol::bridge::{Agent, DeliveryState};
 use cross_agent_protocol::rpc::{CarriedCounts, ErrorCode, StatusParams};
 use cross_agent_testkit::endpoint::{Reply, Rule};

@@ -5,6 +5,7 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
 use super::*;
+use cross_agent_protocol::panel::InjectionKind;
 
 const THREAD: &str = "01a2297d-a5af-78f1-ae84-b85f642c0aee";
 const TURN: &str = "01a2297d-a9b8-7513-b54d-2824bac57b13";

@@ -14,6 +14,7 @@ use std::time::Duration;
 use cross_agent_protocol::panel::{ApprovalAnswer, Injection, PanelSession};
 use cross_agent_protocol::vocabulary::Agent;
 
+use super::pump::{STREAMED_HEAD, pump};
 use super::*;
 use crate::adapter::InjectionId;
 
@@ -156,7 +157,7 @@ impl Rig {
             log,
             paths,
             registration_changed: Condvar::new(),
-            registration_io: Mutex::new(()),
+            registration_io: parking_lot::Mutex::new(()),
             open_connections: AtomicUsize::new(0),
             done: AtomicBool::new(false),
         });

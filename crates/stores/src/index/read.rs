@@ -1,0 +1,266 @@
+//! Reading the files that changed: each a task of its own on the I/O threads, resumed from the
+//! stored position when the file only grew and its head is unchanged, else read from the start;
+//! compressed files are read whole.
+
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
+
+use rayon::prelude::*;
+
+use super::discover::io_threads;
+use super::hashing::hash64;
+use super::{
+    Entry, FoldKind, FoldState, HEAD_CHECK_BYTES, Head, NamesFold, ReadKind, SessionIndex,
+    SidecarSeen,
+};
+use crate::claude::ClaudeFold;
+use crate::codex::CodexFold;
+use crate::grok::GrokFold;
+use crate::lines::{Position, read_complete_lines, read_zstd_lines};
+use crate::model::{LineContext, StoreWarning, TranscriptFold, Warnings};
+use crate::roots::SourceFile;
+
+/// One changed file to read, with what the index knew of it.
+pub(super) struct Job {
+    pub(super) kind: FoldKind,
+    pub(super) source: SourceFile,
+    /// The entry to resume from, if any.
+    pub(super) old: Option<Entry>,
+    /// Whether the index knew the path at all (a re-read rather than a new file).
+    pub(super) known: bool,
+}
+
+pub(super) struct JobResult {
+    /// `None` when the file could not be read at all.
+    pub(super) entry: Option<Entry>,
+    pub(super) read: ReadKind,
+    pub(super) bytes_read: u64,
+    pub(super) warnings: Vec<StoreWarning>,
+}
+
+/// Reads the changed files on `threads` threads — or, when there are many (a cold listing), on
+/// at least [`IO_READERS`]. Each file is a task of its own, so one 50 MB transcript does not
+/// leave the other threads idle.
+pub(super) fn run_jobs(jobs: Vec<Job>, threads: usize, blob: &[u8]) -> Vec<JobResult> {
+    let threads = io_threads(threads, jobs.len());
+    crate::parallel::on_threads(threads, || {
+        jobs.into_par_iter()
+            .with_max_len(1)
+            .map(|job| read_file_guarded(job, blob))
+            .collect()
+    })
+}
+
+/// [`read_file`], but a reader that panics on some input costs only that file: it becomes a
+/// warning naming the file, is left out of the index (so it is tried again next time), and the
+/// listing goes on.
+pub(super) fn read_file_guarded(job: Job, blob: &[u8]) -> JobResult {
+    let path = job.source.path.clone();
+    let read = if job.known {
+        ReadKind::Reread
+    } else {
+        ReadKind::New
+    };
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| read_file(job, blob))) {
+        Ok(result) => result,
+        Err(_) => {
+            let mut warnings = Warnings::default();
+            warnings.push(
+                &path,
+                None,
+                "the reader failed on this file (a bug); skipped",
+            );
+            JobResult {
+                entry: None,
+                read,
+                bytes_read: 0,
+                warnings: warnings.items,
+            }
+        }
+    }
+}
+
+/// Reads one changed file with its agent's fold.
+pub(super) fn read_file(job: Job, blob: &[u8]) -> JobResult {
+    match job.kind {
+        FoldKind::Claude => read_with::<ClaudeFold>(job, blob),
+        FoldKind::Codex => read_with::<CodexFold>(job, blob),
+        FoldKind::Grok => read_with::<GrokFold>(job, blob),
+        FoldKind::CodexNames => read_with::<NamesFold>(job, blob),
+    }
+}
+
+pub(super) fn read_with<F: TranscriptFold>(job: Job, blob: &[u8]) -> JobResult {
+    let Job {
+        kind,
+        source,
+        old,
+        known,
+    } = job;
+    let mut warnings = Warnings::default();
+    let mut bytes_read = 0u64;
+
+    // Resume only a plain file that grew, whose mtime did not go back and whose head is the one
+    // seen before; anything else is a different file under the same name.
+    let resumable = old.filter(|entry| {
+        !source.compressed
+            && !entry.compressed
+            && source.stamp.size >= entry.size
+            && source.stamp.size >= entry.position.offset
+            && match (source.stamp.mtime_ns, entry.mtime_ns) {
+                (Some(now), Some(before)) => now >= before,
+                _ => true,
+            }
+    });
+    let mut resumed: Option<(F, Entry)> = None;
+    if let Some(entry) = resumable {
+        // Only the side file changed (Grok rewrote `summary.json`): the transcript is as it was.
+        let (same_head, read) = if entry.stamp() == source.stamp {
+            (true, 0)
+        } else {
+            head_matches(&source.path, entry.head)
+        };
+        bytes_read += read;
+        let stored = SessionIndex::fold_text(blob, &entry.fold)
+            .and_then(|text| serde_json::from_slice::<F>(text).ok());
+        if same_head && let Some(fold) = stored {
+            resumed = Some((fold, entry));
+        }
+    }
+
+    let (mut fold, from, mut head, mut sidecar_seen, read_kind) = match resumed {
+        Some((fold, entry)) => (
+            fold,
+            entry.position,
+            entry.head,
+            entry.sidecar,
+            ReadKind::Appended,
+        ),
+        None => (
+            F::default(),
+            Position::default(),
+            Head::default(),
+            None,
+            if known {
+                ReadKind::Reread
+            } else {
+                ReadKind::New
+            },
+        ),
+    };
+
+    // The side file is small and rewritten in place, so it is read whole whenever it changed.
+    if let Some(sidecar) = &source.sidecar {
+        let unchanged = sidecar_seen
+            .as_ref()
+            .is_some_and(|seen| seen.matches(sidecar));
+        if !unchanged {
+            match std::fs::read(&sidecar.path) {
+                Ok(bytes) => {
+                    bytes_read += bytes.len() as u64;
+                    fold.feed_sidecar(&bytes, &sidecar.path, &mut warnings);
+                }
+                Err(e) => warnings.push(&sidecar.path, None, format!("cannot read: {e}")),
+            }
+            sidecar_seen = Some(SidecarSeen {
+                path: sidecar.path.clone(),
+                size: sidecar.stamp.size,
+                mtime_ns: sidecar.stamp.mtime_ns,
+            });
+        }
+    } else {
+        sidecar_seen = None;
+    }
+
+    let mut position = from;
+    // A transcript that does not exist yet (a Grok session with no updates) has an all-zero stamp.
+    let has_bytes = source.stamp.size > 0;
+    if source.compressed || (has_bytes && source.stamp.size != from.offset) {
+        let mut sink = HeadTap {
+            fold: &mut fold,
+            head: (from.offset == 0 && !source.compressed).then_some(&mut head),
+        };
+        let read = if source.compressed {
+            read_zstd_lines(&source.path, &mut sink, &mut warnings)
+        } else {
+            read_complete_lines(&source.path, from, &mut sink, &mut warnings)
+        };
+        match read {
+            Ok(end) => {
+                // The reader reads to the end of the file; a half-written last line is read
+                // but not consumed, and will be read again once it is finished.
+                bytes_read += source.stamp.size.saturating_sub(from.offset);
+                position = end;
+            }
+            Err(e) => warnings.push(&source.path, None, e.to_string()),
+        }
+    }
+
+    let session = fold.session(&source.path);
+    let fold_state = match serde_json::to_string(&fold) {
+        Ok(json) => FoldState::Fresh(json),
+        Err(e) => {
+            // Without a stored state the next change re-reads the file from the start.
+            warnings.push(
+                &source.path,
+                None,
+                format!("cannot store the fold state: {e}"),
+            );
+            position = Position::default();
+            FoldState::Missing
+        }
+    };
+    JobResult {
+        entry: Some(Entry {
+            kind,
+            path: source.path,
+            size: source.stamp.size,
+            mtime_ns: source.stamp.mtime_ns,
+            compressed: source.compressed,
+            head,
+            position,
+            sidecar: sidecar_seen,
+            fold: fold_state,
+            session,
+            saved: false,
+        }),
+        read: read_kind,
+        bytes_read,
+        warnings: warnings.items,
+    }
+}
+
+/// Passes lines on to the fold and, on a read from the start, records the head of the first one.
+pub(super) struct HeadTap<'a, F> {
+    pub(super) fold: &'a mut F,
+    pub(super) head: Option<&'a mut Head>,
+}
+
+impl<F: TranscriptFold> crate::lines::LineSink for HeadTap<'_, F> {
+    fn feed_line(&mut self, line: &[u8], at: LineContext<'_>, warnings: &mut Warnings) {
+        if let Some(head) = self.head.take() {
+            let len = line.len().min(HEAD_CHECK_BYTES);
+            *head = Head {
+                len: u32::try_from(len).unwrap_or(0),
+                hash: hash64(&line[..len]),
+            };
+        }
+        self.fold.feed_line(line, at, warnings);
+    }
+}
+
+/// Whether the file still starts with the head seen before, and how many bytes that took.
+pub(super) fn head_matches(path: &Path, head: Head) -> (bool, u64) {
+    let len = head.len as usize;
+    if len == 0 {
+        // Nothing was consumed before (an empty or still half-written file): nothing to compare.
+        return (true, 0);
+    }
+    let mut buf = vec![0u8; len];
+    let read = File::open(path).and_then(|mut file| file.read_exact(&mut buf));
+    match read {
+        Ok(()) => (hash64(&buf) == head.hash, len as u64),
+        Err(_) => (false, 0),
+    }
+}
