@@ -12,7 +12,8 @@
 
 use std::time::Duration;
 
-use cross_agent_ipc::{ConnectOptions, Home};
+use cross_agent_home::Home;
+use cross_agent_ipc::ConnectOptions;
 use cross_agent_protocol::bridge::DeliveryRecord;
 use cross_agent_protocol::events::EngineEvent;
 use cross_agent_protocol::rpc::{ClientKind, ForwardEventParams, ForwardedEvent};
