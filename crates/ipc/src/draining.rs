@@ -18,6 +18,7 @@
 
 use std::fs::File;
 use std::io::Write;
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 
 use cross_agent_protocol::rpc::{CarriedCounts, DrainingDaemon};
@@ -86,14 +87,17 @@ impl DrainLock {
     fn write(&mut self) -> Result<()> {
         let text = serde_json::to_vec(&self.record)
             .map_err(|e| Error::io("encode", &self.info, std::io::Error::other(e)))?;
-        let temp = self
-            .info
-            .with_extension(format!("json.{}", self.record.pid));
-        let mut file = crate::home::open_private_rw(&temp)?;
-        file.set_len(0)
-            .and_then(|()| file.write_all(&text))
-            .map_err(|e| Error::io("write", &temp, e))?;
-        std::fs::rename(&temp, &self.info).map_err(|e| Error::io("rename", &temp, e))
+        let dir = self.info.parent().unwrap_or(Path::new("."));
+        // A new owner-only file of a random name (`O_EXCL`, so never a link), renamed over.
+        let mut temp = tempfile::Builder::new()
+            .permissions(std::fs::Permissions::from_mode(crate::home::FILE_MODE))
+            .tempfile_in(dir)
+            .map_err(|e| Error::io("create a temporary file in", dir, e))?;
+        temp.write_all(&text)
+            .map_err(|e| Error::io("write", temp.path(), e))?;
+        temp.persist(&self.info)
+            .map_err(|e| Error::io("rename", &self.info, e.error))?;
+        Ok(())
     }
 }
 
