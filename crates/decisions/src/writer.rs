@@ -32,12 +32,13 @@
 //! The calls are blocking and short (one `flock`, one `fstat`, one `pread` of one byte, one
 //! `write`); the engine may call them from async code as it calls its SQLite store.
 
+use parking_lot::Mutex;
 use std::fs::{self, DirBuilder, File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use cross_agent_protocol::decisions::Decision;
@@ -192,7 +193,7 @@ impl DecisionLog {
         if withheld > 0 {
             inner.withheld.fetch_add(withheld as u64, Ordering::Relaxed);
         }
-        let mut state = inner.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut state = inner.state.lock();
         inner.append(&mut state, decision)?;
         inner.written.fetch_add(1, Ordering::Relaxed);
         Ok(())

@@ -168,10 +168,7 @@ impl Bot {
         let mut answer: Option<String> = None;
         let save;
         let snapshot = {
-            let mut sessions = self
-                .hook_sessions()
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut sessions = self.hook_sessions().lock();
             let entry = sessions
                 .entry(session_id.clone())
                 .or_insert_with(|| HookSession {
@@ -294,10 +291,7 @@ impl Bot {
     /// Marks hook session `id` as waiting for an approval of ours (or no longer), and saves.
     pub(crate) fn set_awaiting_approval(&self, id: &str, awaiting: bool) {
         let all = {
-            let mut sessions = self
-                .hook_sessions()
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut sessions = self.hook_sessions().lock();
             let Some(entry) = sessions.get_mut(id) else {
                 return;
             };
@@ -369,10 +363,7 @@ impl Bot {
 
     /// Whether the hooks told of session `id` (then its `Stop` notifies its turns' ends).
     pub(crate) fn has_hook_session(&self, id: &str) -> bool {
-        self.hook_sessions()
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .contains_key(id)
+        self.hook_sessions().lock().contains_key(id)
     }
 }
 

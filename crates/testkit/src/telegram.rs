@@ -17,8 +17,9 @@
 //! flight with a 409 "Conflict: terminated by other getUpdates request". Like the model
 //! endpoint, the server has its own runtime on its own thread: usable from a plain `#[test]`.
 
+use parking_lot::{Mutex, MutexGuard};
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -107,7 +108,7 @@ struct Shared {
 
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+        self.inner.lock()
     }
 }
 
