@@ -52,10 +52,7 @@ pub fn ancestors(pid: u32) -> Vec<u32> {
 
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-        .unwrap_or(0)
+    u64::try_from(cross_agent_protocol::timestamp::UnixMillis::now().0).unwrap_or(0)
 }
 
 /// The registration of this process, before any session is known.

@@ -131,10 +131,6 @@ fn head(text: &str, chars: usize) -> String {
     }
 }
 
-fn now_ms() -> u64 {
-    u64::try_from(crate::poller::now_ms()).unwrap_or(0)
-}
-
 /// `proj (3856bb3e)`: the working folder's name and the session id's head.
 fn where_label(cwd: &str, session: &str) -> String {
     let folder = Path::new(cwd)
@@ -158,7 +154,7 @@ impl Bot {
         if session_id.is_empty() {
             return;
         }
-        let now = now_ms();
+        let now = u64::try_from(crate::poller::now_ms()).unwrap_or(0);
         // One prompt, one message: a Claude panel's approval card already asks this one.
         let card_asks = event == "Notification"
             && is_permission_notice(payload)
