@@ -32,7 +32,6 @@
 //! The calls are blocking and short (one `flock`, one `fstat`, one `pread` of one byte, one
 //! `write`); the engine may call them from async code as it calls its SQLite store.
 
-use parking_lot::Mutex;
 use std::fs::{self, DirBuilder, File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, OpenOptionsExt, PermissionsExt};
@@ -42,6 +41,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use cross_agent_protocol::decisions::Decision;
+use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
 use crate::rotate::{self, CURRENT_FILE, LOCK_FILE, LogConfig};

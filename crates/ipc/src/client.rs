@@ -4,7 +4,6 @@
 //! its id, so an MCP server can forward concurrent tool calls over one connection. When the
 //! connection ends, every waiting call fails with [`Error::Closed`] rather than hanging.
 
-use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -14,6 +13,7 @@ use cross_agent_protocol::rpc::{
     ClientKind, ErrorCode, HelloParams, HelloResponse, Method, PROTOCOL_VERSION,
     ProtocolMismatchData, RequestId, RpcError, ServerMessage,
 };
+use parking_lot::Mutex;
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::unix::OwnedWriteHalf;
 use tokio::sync::oneshot;

@@ -4,12 +4,13 @@
 //! agent's). Plain appends instead of a `tracing` subscriber: the shim starts on every panel
 //! spawn and keeps its memory small.
 
-use parking_lot::Mutex;
 use std::fmt::Display;
 use std::fs::File;
 use std::io::Write;
 use std::path::Path;
 use std::time::SystemTime;
+
+use parking_lot::Mutex;
 
 /// Past this size the log is moved to `shim.log.1` (one generation kept) when a shim starts.
 const ROTATE_AT: u64 = 8 * 1024 * 1024;

@@ -18,13 +18,13 @@
 //! and a due one is served from memory meanwhile. Only a request that must see a change already
 //! counted (a notification, [`LiveScanner::mark_stale`]) waits for the walk that brings it in.
 
-use parking_lot::Mutex;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
+use parking_lot::Mutex;
 
 use crate::codex::session_index_path;
 use crate::model::{Agent, Session, StoreWarning, UnixMillis};

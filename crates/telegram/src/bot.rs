@@ -8,7 +8,6 @@
 //! the panels' approval requests (`panel_approvals`) and failed deliveries, and every message
 //! goes out through the per-chat [`crate::queue`], scrubbed of secrets.
 
-use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -17,6 +16,7 @@ use std::time::{Duration, Instant};
 use cross_agent_decisions::{Decision, DecisionKind, DecisionLog, Outcome};
 use cross_agent_protocol::hook::{HookParams, HookResponse};
 use cross_agent_protocol::settings as var;
+use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::sync::{oneshot, watch};
 

@@ -15,13 +15,13 @@
 //! [`OutboundQueue::snapshot`] is what `telegram status` shows of it (messages waiting per
 //! chat, the last 429).
 
-use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use cross_agent_decisions::{Decision, DecisionKind, DecisionLog, Outcome};
+use parking_lot::Mutex;
 use serde_json::Value;
 use tokio::sync::{Notify, mpsc, oneshot};
 

@@ -4,12 +4,12 @@
 //! bare `cargo test -p …`) each is built here, once per test process, so a test never runs a
 //! stale binary.
 
-use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, bail};
+use parking_lot::Mutex;
 use serde_json::Value;
 
 /// The path of the `cross-agent` binary.

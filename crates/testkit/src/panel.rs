@@ -5,7 +5,6 @@
 //! --permission-prompt-tool=stdio --await-initialize`, with the `initialize` control request as
 //! the first line.
 
-use parking_lot::{Condvar, Mutex};
 use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
@@ -14,6 +13,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
+use parking_lot::{Condvar, Mutex};
 use serde_json::{Value, json};
 
 /// The arguments the Claude Agent SDK (and so the VS Code extension) passes for a panel.

@@ -17,7 +17,6 @@
 //! flight with a 409 "Conflict: terminated by other getUpdates request". Like the model
 //! endpoint, the server has its own runtime on its own thread: usable from a plain `#[test]`.
 
-use parking_lot::{Mutex, MutexGuard};
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -28,6 +27,7 @@ use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use parking_lot::{Mutex, MutexGuard};
 use serde_json::{Value, json};
 use tokio::sync::{Notify, oneshot};
 

@@ -21,8 +21,9 @@ use std::collections::VecDeque;
 use std::fs::File;
 use std::io::Write;
 
-use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex, MutexGuard};
 
 /// Bytes queued before a reader stops reading its side.
 pub const HIGH_WATER: usize = 1024 * 1024;

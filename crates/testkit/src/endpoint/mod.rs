@@ -52,7 +52,6 @@ mod responses;
 mod script;
 mod sse;
 
-use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -66,6 +65,7 @@ use http_body_util::BodyExt as _;
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
+use parking_lot::{Condvar, Mutex, MutexGuard};
 use serde_json::{Value, json};
 use tokio::sync::{Notify, oneshot};
 
