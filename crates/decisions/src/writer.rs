@@ -36,11 +36,12 @@ use std::fs::{self, DirBuilder, File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use cross_agent_protocol::decisions::Decision;
+use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
 use crate::rotate::{self, CURRENT_FILE, LOCK_FILE, LogConfig};
@@ -192,7 +193,7 @@ impl DecisionLog {
         if withheld > 0 {
             inner.withheld.fetch_add(withheld as u64, Ordering::Relaxed);
         }
-        let mut state = inner.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut state = inner.state.lock();
         inner.append(&mut state, decision)?;
         inner.written.fetch_add(1, Ordering::Relaxed);
         Ok(())

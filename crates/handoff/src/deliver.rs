@@ -9,6 +9,7 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use cross_agent_process::shell_word;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{HandoffError, Result};
@@ -273,13 +274,13 @@ pub fn write_launcher(
          fi\n\
          exit \"$status\"\n",
         file = HANDOFF_FILE,
-        root = sh_quote(&root.to_string_lossy()),
-        path = sh_quote(&path_var.to_string_lossy()),
-        prompt_file = sh_quote(&prompt_file.to_string_lossy()),
-        program = sh_quote(&program.to_string_lossy()),
-        agent_q = sh_quote(agent),
-        title = sh_quote(&title),
-        close = sh_quote(&format!(
+        root = shell_word(&root.to_string_lossy()),
+        path = shell_word(&path_var.to_string_lossy()),
+        prompt_file = shell_word(&prompt_file.to_string_lossy()),
+        program = shell_word(&program.to_string_lossy()),
+        agent_q = shell_word(agent),
+        title = shell_word(&title),
+        close = shell_word(&format!(
             "tell application \"Terminal\" to close (every window whose name contains \"{title}\")"
         )),
     );
@@ -288,12 +289,6 @@ pub fn write_launcher(
         script,
         prompt_file,
     })
-}
-
-/// A path or word in single quotes for `sh` (only our own paths and names go through this; the
-/// prompt never does).
-pub(crate) fn sh_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "'\\''"))
 }
 
 /// The terminal a launcher was opened in.
@@ -315,7 +310,7 @@ pub fn open_terminal(
     if cfg!(target_os = "macos") {
         let apple = format!(
             "tell application \"Terminal\" to do script \"sh {} && exit\"",
-            sh_quote(&script.to_string_lossy())
+            shell_word(&script.to_string_lossy())
                 .replace('\\', "\\\\")
                 .replace('"', "\\\"")
         );

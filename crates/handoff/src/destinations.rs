@@ -142,7 +142,9 @@ pub fn which(name: &Path, dirs: &[PathBuf]) -> Option<PathBuf> {
     if name.components().count() > 1 {
         return is_executable(name).then(|| name.to_path_buf());
     }
-    dirs.iter().map(|d| d.join(name)).find(|p| is_executable(p))
+    ::which::which_in_global(name, Some(path_value(dirs)))
+        .ok()?
+        .next()
 }
 
 fn is_executable(path: &Path) -> bool {

@@ -21,6 +21,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use crate::destinations::Login;
+use crate::error::{HandoffError, Result};
 
 /// How long a remembered answer is trusted even when nothing in its key changed (a session
 /// that expires on the provider's side changes no local file).
@@ -170,29 +171,21 @@ impl LoginCache {
     }
 
     /// Written whole to a temporary file and renamed over, so a reader never sees half.
-    fn write(&self, cache: &CacheFile) -> std::io::Result<()> {
-        if let Some(dir) = self.file.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        let tmp = self
-            .file
-            .with_extension(format!("tmp-{}", std::process::id()));
-        // Owner-only, as everything in the bridge's home is.
-        let mut file = {
-            use std::os::unix::fs::OpenOptionsExt as _;
-            std::fs::OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .mode(0o600)
-                .open(&tmp)?
+    fn write(&self, cache: &CacheFile) -> Result<()> {
+        let (Some(dir), Some(name)) = (self.file.parent(), self.file.file_name()) else {
+            return Ok(());
         };
-        std::io::Write::write_all(
-            &mut file,
-            &serde_json::to_vec(cache).map_err(std::io::Error::other)?,
+        std::fs::create_dir_all(dir).map_err(|e| HandoffError::io("create", dir, e))?;
+        let bytes = serde_json::to_vec(cache)
+            .map_err(|e| HandoffError::io("encode", &self.file, std::io::Error::other(e)))?;
+        // Owner-only, as everything in the bridge's home is.
+        crate::safe_write::replace(
+            dir,
+            &name.to_string_lossy(),
+            &bytes,
+            crate::safe_write::Mode::Exactly(0o600),
         )?;
-        drop(file);
-        std::fs::rename(&tmp, &self.file)
+        Ok(())
     }
 }
 

@@ -84,7 +84,7 @@ pub fn remove_link_fix(path: &Path) -> String {
     format!(
         "cross-agent never writes through a link it did not make; remove it (rm {}) and hand off \
          again",
-        crate::deliver::sh_quote(&path.to_string_lossy())
+        cross_agent_process::shell_word(&path.to_string_lossy())
     )
 }
 

@@ -6,13 +6,14 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
 
 use cross_agent_protocol::rpc::{
     ClientKind, ErrorCode, HelloParams, HelloResponse, Method, PROTOCOL_VERSION,
     ProtocolMismatchData, RequestId, RpcError, ServerMessage,
 };
+use parking_lot::Mutex;
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::unix::OwnedWriteHalf;
 use tokio::sync::oneshot;
@@ -48,14 +49,6 @@ impl std::fmt::Debug for Pending {
             .field("closed", &self.closed)
             .finish()
     }
-}
-
-fn lock(pending: &Mutex<Pending>) -> MutexGuard<'_, Pending> {
-    // A panic while holding this lock cannot leave the map inconsistent (each operation is a
-    // single insert or remove), so a poisoned lock is still usable.
-    pending
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl Client {
@@ -118,7 +111,7 @@ impl Client {
 
         let (tx, rx) = oneshot::channel();
         {
-            let mut pending = lock(&self.pending);
+            let mut pending = self.pending.lock();
             if pending.closed {
                 return Err(self.closed());
             }
@@ -132,7 +125,7 @@ impl Client {
             }
         };
         if let Err(source) = written {
-            lock(&self.pending).waiting.remove(&id);
+            self.pending.lock().waiting.remove(&id);
             return Err(match source.kind() {
                 std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset => {
                     self.closed()
@@ -225,7 +218,7 @@ where
                 continue;
             }
         };
-        let waiter = lock(&pending).waiting.remove(&id);
+        let waiter = pending.lock().waiting.remove(&id);
         match waiter {
             Some(tx) => {
                 let _ = tx.send(answer);
@@ -233,7 +226,7 @@ where
             None => tracing::debug!(%id, "answer for a request nobody waits for"),
         }
     }
-    let mut pending = lock(&pending);
+    let mut pending = pending.lock();
     pending.closed = true;
     // Dropping the senders wakes every waiting call with `Closed`.
     pending.waiting.clear();

@@ -5,6 +5,7 @@
 //! other line through untouched. The two output streams (rmcp's answers and the parse
 //! errors) are merged by one writer so a line is never interleaved with another.
 
+use cross_agent_protocol::schema::json_kind;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
@@ -178,18 +179,6 @@ fn invalid_tool_call(message: &serde_json::Value) -> Option<Vec<u8>> {
     .into_bytes();
     line.push(b'\n');
     Some(line)
-}
-
-fn json_kind(value: &serde_json::Value) -> &'static str {
-    use serde_json::Value;
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 /// A JSON-RPC 2.0 parse error: the id could not be read, so it is null.

@@ -47,7 +47,7 @@ pub struct DaemonLink {
     client: Mutex<Option<Arc<Client>>>,
     /// The tools version the last daemon reported, and whether it changed since it was last
     /// announced.
-    tools: std::sync::Mutex<Option<String>>,
+    tools: parking_lot::Mutex<Option<String>>,
     tools_changed: AtomicBool,
 }
 
@@ -59,7 +59,7 @@ impl DaemonLink {
             home: Home::from_env().map_err(|error| error.to_string()),
             options: ConnectOptions::new(ClientKind::Mcp),
             client: Mutex::new(None),
-            tools: std::sync::Mutex::new(None),
+            tools: parking_lot::Mutex::new(None),
             tools_changed: AtomicBool::new(false),
         }
     }
@@ -70,7 +70,7 @@ impl DaemonLink {
             home: Ok(home),
             options: ConnectOptions::new(ClientKind::Mcp),
             client: Mutex::new(None),
-            tools: std::sync::Mutex::new(None),
+            tools: parking_lot::Mutex::new(None),
             tools_changed: AtomicBool::new(false),
         }
     }
@@ -201,10 +201,7 @@ impl DaemonLink {
     }
 
     fn saw_tools_version(&self, version: Option<String>) {
-        let mut seen = self
-            .tools
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut seen = self.tools.lock();
         if seen.is_some() && *seen != version {
             tracing::info!(from = ?*seen, to = ?version, "the daemon's tools version changed");
             self.tools_changed.store(true, Ordering::SeqCst);

@@ -3,7 +3,8 @@
 //! daemon client (stopping a daemon), the transports (a turn's process group), the caller
 //! context (the ancestry that tells who is calling) and the engine (is a pid still the agent it
 //! was) all ask these; before, each read `/proc` its own way. [`run`] runs a short-lived program
-//! with a deadline (an agent CLI's `--version`, `login status`, a compact).
+//! with a deadline (an agent CLI's `--version`, `login status`, a compact). [`shell_word`]
+//! quotes a word for the `sh` command lines cross-agent writes (hooks, launchers, hints).
 //!
 //! Linux answers from `/proc`. Elsewhere liveness falls back to signals (a zombie then counts
 //! as alive) and what only `/proc` knows is `None`. This crate depends on nothing of
@@ -169,6 +170,21 @@ fn read_proc(_pid: u32, _file: &str) -> Option<Vec<u8>> {
     None
 }
 
+/// `text` as one word for `sh`: as it is when it needs no quoting, else quoted (`shlex`).
+///
+/// No shell word can hold a NUL, and `shlex` refuses one; the words quoted here are paths and
+/// cross-agent's own names, which never contain one, so a NUL is left out rather than failing.
+pub fn shell_word(text: &str) -> String {
+    let without_nul;
+    let text = if text.contains('\0') {
+        without_nul = text.replace('\0', "");
+        &without_nul
+    } else {
+        text
+    };
+    shlex::try_quote(text).map_or_else(|_| String::new(), std::borrow::Cow::into_owned)
+}
+
 #[cfg(test)]
 mod tests {
     use pretty_assertions::assert_eq;
@@ -229,5 +245,24 @@ mod tests {
         child.wait().unwrap();
         assert!(!is_alive(pid));
         assert_eq!(parent_of(pid), None);
+    }
+
+    #[test]
+    fn shell_words_read_back_as_the_text() {
+        for text in [
+            "/usr/bin/cross-agent",
+            "/a b/it's",
+            "",
+            "naïve $HOME `x`",
+            "nul\0here",
+        ] {
+            let word = shell_word(text);
+            assert_eq!(
+                shlex::split(&word),
+                Some(vec![text.replace('\0', "")]),
+                "{text:?} quoted as {word:?}"
+            );
+        }
+        assert_eq!(shell_word("/usr/bin/cross-agent"), "/usr/bin/cross-agent");
     }
 }

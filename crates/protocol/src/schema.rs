@@ -63,3 +63,16 @@ pub fn panel_shim() -> Value {
         "$defs": definitions,
     })
 }
+
+/// What kind of JSON value `value` is, as an error message names it ("a string", "an
+/// object"): for saying why a peer's input does not fit the schema.
+pub fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}

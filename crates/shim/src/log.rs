@@ -8,8 +8,9 @@ use std::fmt::Display;
 use std::fs::File;
 use std::io::Write;
 use std::path::Path;
-use std::sync::Mutex;
 use std::time::SystemTime;
+
+use parking_lot::Mutex;
 
 /// Past this size the log is moved to `shim.log.1` (one generation kept) when a shim starts.
 const ROTATE_AT: u64 = 8 * 1024 * 1024;
@@ -47,10 +48,7 @@ impl ShimLog {
 
     /// Appends one line; a failed write is dropped (the log must never stop the pipes).
     pub fn line(&self, message: impl Display) {
-        let mut guard = self
-            .file
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut guard = self.file.lock();
         if let Some(file) = guard.as_mut() {
             let stamp = humantime::format_rfc3339_millis(SystemTime::now());
             let text = format!("{stamp} {} {message}\n", self.tag);

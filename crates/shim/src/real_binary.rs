@@ -225,11 +225,12 @@ fn is_executable(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
+/// The first executable `name` on `path` that is not this shim: the shim may be installed under
+/// the agent's own name ahead of the real binary.
 fn on_path(name: &str, path: Option<OsString>) -> Option<PathBuf> {
-    let path = path?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(name))
-        .find(|candidate| is_executable(candidate) && !is_self(candidate))
+    which::which_in_global(name, Some(path?))
+        .ok()?
+        .find(|candidate| !is_self(candidate))
 }
 
 /// The extension folder with the highest version (then the latest modified), and its bundled

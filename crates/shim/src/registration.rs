@@ -4,9 +4,8 @@
 //! when the sessions change, removed when the shim ends. A shim starting removes the files of
 //! shims that died without cleaning up (a pid no longer alive, or reused by another process).
 
-use std::fs::OpenOptions;
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 
 use cross_agent_protocol::panel::{PANEL_PROTOCOL_VERSION, PanelRegistration, PanelSession};
@@ -53,10 +52,7 @@ pub fn ancestors(pid: u32) -> Vec<u32> {
 
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-        .unwrap_or(0)
+    u64::try_from(cross_agent_protocol::timestamp::UnixMillis::now().0).unwrap_or(0)
 }
 
 /// The registration of this process, before any session is known.
@@ -85,29 +81,23 @@ pub fn describe(agent: Agent, socket: &Path, real_binary: String) -> PanelRegist
 /// Writes `registration` to `path` atomically, owner-only, never through a link.
 pub fn write(path: &Path, registration: &PanelRegistration) -> Result<()> {
     let bytes = serde_json::to_vec_pretty(registration).map_err(Error::Encode)?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let temp = path.with_file_name(format!(".{name}.tmp"));
-    let _ = std::fs::remove_file(&temp);
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(cross_agent_home::home::FILE_MODE)
-        .custom_flags(cross_agent_home::home::no_follow_flag())
-        .open(&temp)
-        .map_err(|e| Error::io("create", &temp, e))?;
-    if let Err(e) = file.write_all(&bytes) {
-        let _ = std::fs::remove_file(&temp);
-        return Err(Error::io("write", &temp, e));
-    }
-    drop(file);
+    let dir = path.parent().unwrap_or(Path::new("."));
+    // A new file of a random name (`O_EXCL`, so never a link), owner-only from the start; it is
+    // removed again if anything fails before the rename.
+    let mut temp = tempfile::Builder::new()
+        .prefix(".registration.")
+        .suffix(".tmp")
+        .permissions(std::fs::Permissions::from_mode(
+            cross_agent_home::home::FILE_MODE,
+        ))
+        .tempfile_in(dir)
+        .map_err(|e| Error::io("create a temporary file in", dir, e))?;
+    temp.write_all(&bytes)
+        .map_err(|e| Error::io("write", temp.path(), e))?;
     // rename() replaces a link at `path` itself; it never writes through one.
-    std::fs::rename(&temp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&temp);
-        Error::io("move into place", path, e)
-    })
+    temp.persist(path)
+        .map_err(|e| Error::io("move into place", path, e.error))?;
+    Ok(())
 }
 
 /// Removes both files (what is already gone is fine).

@@ -20,10 +20,11 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
+use parking_lot::Mutex;
 
 use crate::codex::session_index_path;
 use crate::model::{Agent, Session, StoreWarning, UnixMillis};
@@ -218,17 +219,17 @@ impl LiveScanner {
                 wanted.push(*agent);
             }
         }
-        let _serial = self.live.serial_walks.then(|| lock(&self.serial));
+        let _serial = self.live.serial_walks.then(|| self.serial.lock());
         if let Some(snapshot) = self.current(roots, &wanted) {
             return snapshot;
         }
-        let mut walker = lock(&self.walker);
+        let mut walker = self.walker.lock();
         self.watch_roots(&mut walker, roots);
         for &agent in &wanted {
             self.refresh(&mut walker, roots, agent, Need::Changed);
         }
         // Taken before the walk lock is let go: another root's listing could clear them after.
-        let shown = lock(&self.shown);
+        let shown = self.shown.lock();
         Snapshot {
             agents: wanted
                 .iter()
@@ -346,14 +347,14 @@ impl LiveScanner {
     /// next listing finds it current. For a timer of the owning process; requests meanwhile are
     /// served the generations held (see the module's header).
     pub fn catch_up(&self) {
-        let _serial = self.live.serial_walks.then(|| lock(&self.serial));
-        let mut walker = lock(&self.walker);
+        let _serial = self.live.serial_walks.then(|| self.serial.lock());
+        let mut walker = self.walker.lock();
         let Some(roots) = walker.watch.as_ref().map(|watch| watch.roots.clone()) else {
             return;
         };
         self.watch_roots(&mut walker, &roots);
         for agent in Agent::ALL {
-            if lock(&self.shown).held[agent_slot(agent)].is_some() {
+            if self.shown.lock().held[agent_slot(agent)].is_some() {
                 self.refresh(&mut walker, &roots, agent, Need::ChangedOrDue);
             }
         }
@@ -364,7 +365,7 @@ impl LiveScanner {
     /// to the walk lock.
     fn current(&self, roots: &StoreRoots, agents: &[Agent]) -> Option<Snapshot> {
         let (snapshot, missing) = {
-            let shown = lock(&self.shown);
+            let shown = self.shown.lock();
             if shown.roots.as_ref() != Some(roots) {
                 return None;
             }
@@ -393,7 +394,7 @@ impl LiveScanner {
         // Read before the walk: a change counted while it runs leaves the agent stale.
         let count = self.changes[slot].load(Ordering::SeqCst);
         let (before, seen) = {
-            let shown = lock(&self.shown);
+            let shown = self.shown.lock();
             (shown.held[slot].clone(), shown.seen[slot])
         };
         let due = walker.walked[slot].is_none_or(|at| at.elapsed() >= self.live.rewalk);
@@ -428,7 +429,7 @@ impl LiveScanner {
             }),
         };
         walker.walked[slot] = Some(walked);
-        let mut shown = lock(&self.shown);
+        let mut shown = self.shown.lock();
         shown.held[slot] = Some(held);
         shown.seen[slot] = count;
     }
@@ -457,7 +458,7 @@ impl LiveScanner {
         } else {
             walker.walked = [None; 3];
         }
-        let mut shown = lock(&self.shown);
+        let mut shown = self.shown.lock();
         if !same_roots {
             shown.held = [None, None, None];
         }
@@ -466,14 +467,6 @@ impl LiveScanner {
         drop(shown);
         walker.watch = Some(watch);
     }
-}
-
-/// Locks `mutex`, carrying on past a panic elsewhere: the generations are swapped whole, so a
-/// walk that panicked left the last good one in place.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// The index of an agent's slot in per-agent arrays.
@@ -684,7 +677,7 @@ mod tests {
         let live = Arc::new(quiet(tmp.path()));
         assert_eq!(ids(&live, &roots), ["c1"]);
         // A walk in progress holds the walk lock for as long as this test keeps it.
-        let walking = lock(&live.walker);
+        let walking = live.walker.lock();
         let (sent, answered) = std::sync::mpsc::channel();
         let request = {
             let (live, roots) = (Arc::clone(&live), roots.clone());
@@ -709,7 +702,7 @@ mod tests {
         let before = live.changes[agent_slot(Agent::Claude)].load(Ordering::SeqCst);
         live.mark_stale(Agent::Claude);
         {
-            let mut shown = lock(&live.shown);
+            let mut shown = live.shown.lock();
             shown.seen[agent_slot(Agent::Claude)] = before;
         }
         assert!(live.current(&roots, &[Agent::Claude]).is_none());

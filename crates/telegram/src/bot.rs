@@ -10,12 +10,13 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cross_agent_decisions::{Decision, DecisionKind, DecisionLog, Outcome};
 use cross_agent_protocol::hook::{HookParams, HookResponse};
 use cross_agent_protocol::settings as var;
+use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::sync::{oneshot, watch};
 
@@ -83,10 +84,6 @@ impl std::fmt::Debug for Bot {
     }
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 fn hook_answer(decision: &str, reason: &str) -> Value {
     json!({"hookSpecificOutput": {
         "hookEventName": "PreToolUse",
@@ -152,14 +149,14 @@ impl Bot {
                         Ok(api) => {
                             tracing::info!("telegram poller started");
                             let scrubber = Scrubber::from_env(Some(&token));
-                            *lock(&self.inner.scrubber) = scrubber.clone();
+                            *self.inner.scrubber.lock() = scrubber.clone();
                             let queue = OutboundQueue::new(
                                 api.clone(),
                                 self.inner.decisions.clone(),
                                 scrubber,
                             );
-                            *lock(&self.inner.queue) = Some(queue.clone());
-                            *lock_api(&self.inner.api) = Some(api.clone());
+                            *self.inner.queue.lock() = Some(queue.clone());
+                            *self.inner.api.lock() = Some(api.clone());
                             self.inner.desk.resume(&queue, stop.clone());
                             let panels = tokio::spawn(crate::panel_approvals::watch(
                                 self.clone(),
@@ -190,11 +187,11 @@ impl Bot {
                             panels.abort();
                             failures.abort();
                             outbound.abort();
-                            if let Some(queue) = lock(&self.inner.queue).as_ref() {
+                            if let Some(queue) = self.inner.queue.lock().as_ref() {
                                 write_outbound(&home, &queue.snapshot());
                             }
-                            lock_api(&self.inner.api).take();
-                            lock(&self.inner.queue).take();
+                            self.inner.api.lock().take();
+                            self.inner.queue.lock().take();
                             drop(token_lock);
                             tracing::info!("telegram poller stopped");
                             return;
@@ -394,12 +391,12 @@ impl Bot {
 
     /// The outbound queue, while the poller runs.
     pub(crate) fn queue(&self) -> Option<OutboundQueue<HttpApi>> {
-        lock(&self.inner.queue).clone()
+        self.inner.queue.lock().clone()
     }
 
     /// `text` with every secret replaced.
     pub(crate) fn scrub(&self, text: &str) -> String {
-        lock(&self.inner.scrubber).scrub(text)
+        self.inner.scrubber.lock().scrub(text)
     }
 
     pub(crate) fn hook_sessions(&self) -> &Mutex<HashMap<String, crate::notify::HookSession>> {
@@ -418,7 +415,7 @@ impl Bot {
         let key = uuid::Uuid::new_v4().simple().to_string()[..12].to_owned();
         let (answer_tx, answer_rx) = oneshot::channel();
         let summary = self.scrub(&card.headline);
-        lock(&self.inner.pending).insert(
+        self.inner.pending.lock().insert(
             key.clone(),
             Pending {
                 answer: Some(answer_tx),
@@ -466,7 +463,7 @@ impl Bot {
                 )
                 .await;
             if let Ok(message) = sent
-                && let Some(pending) = lock(&self.inner.pending).get_mut(&key)
+                && let Some(pending) = self.inner.pending.lock().get_mut(&key)
             {
                 pending.posted.push((chat, message.message_id));
             }
@@ -481,10 +478,10 @@ impl Bot {
     /// Closes the card keyed `key` with `text` (plain; escaped here) over its summary, unless a
     /// tap got there first. Says whether it was still open.
     pub(crate) async fn close_card(&self, key: &str, text: &str) -> bool {
-        let Some(pending) = lock(&self.inner.pending).remove(key) else {
+        let Some(pending) = self.inner.pending.lock().remove(key) else {
             return false;
         };
-        let Some(api) = lock_api(&self.inner.api).clone() else {
+        let Some(api) = self.inner.api.lock().clone() else {
             return true;
         };
         let html = format!(
@@ -508,7 +505,7 @@ impl Bot {
 
     /// Edits the messages of a card already closed by a tap (the tap's answer did not take).
     pub(crate) async fn amend_card(&self, posted: &[(i64, i64)], text: &str) {
-        let Some(api) = lock_api(&self.inner.api).clone() else {
+        let Some(api) = self.inner.api.lock().clone() else {
             return;
         };
         let html = escape_html(&self.scrub(text));
@@ -527,7 +524,9 @@ impl Bot {
 
     /// The messages of an open card.
     pub(crate) fn card_messages(&self, key: &str) -> Vec<(i64, i64)> {
-        lock(&self.inner.pending)
+        self.inner
+            .pending
+            .lock()
             .get(key)
             .map(|p| p.posted.clone())
             .unwrap_or_default()
@@ -546,7 +545,7 @@ impl Bot {
             Some(("d", key)) => (false, key),
             _ => return "Unknown button",
         };
-        let Some(mut pending) = lock(&self.inner.pending).remove(key) else {
+        let Some(mut pending) = self.inner.pending.lock().remove(key) else {
             return "Already answered";
         };
         if let Some(answer) = pending.answer.take() {
@@ -587,7 +586,9 @@ impl Bot {
 
     /// The sessions with an approval waiting for a tap.
     fn awaiting_approval(&self) -> std::collections::HashSet<String> {
-        lock(&self.inner.pending)
+        self.inner
+            .pending
+            .lock()
             .values()
             .map(|p| p.session.clone())
             .collect()
@@ -641,10 +642,6 @@ async fn keep_outbound_status(
             _ = stop.changed() => return,
         }
     }
-}
-
-fn lock_api(api: &Mutex<Option<HttpApi>>) -> MutexGuard<'_, Option<HttpApi>> {
-    lock(api)
 }
 
 /// What an approval card shows.

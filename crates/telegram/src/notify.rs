@@ -131,10 +131,6 @@ fn head(text: &str, chars: usize) -> String {
     }
 }
 
-fn now_ms() -> u64 {
-    u64::try_from(crate::poller::now_ms()).unwrap_or(0)
-}
-
 /// `proj (3856bb3e)`: the working folder's name and the session id's head.
 fn where_label(cwd: &str, session: &str) -> String {
     let folder = Path::new(cwd)
@@ -158,7 +154,7 @@ impl Bot {
         if session_id.is_empty() {
             return;
         }
-        let now = now_ms();
+        let now = u64::try_from(crate::poller::now_ms()).unwrap_or(0);
         // One prompt, one message: a Claude panel's approval card already asks this one.
         let card_asks = event == "Notification"
             && is_permission_notice(payload)
@@ -168,10 +164,7 @@ impl Bot {
         let mut answer: Option<String> = None;
         let save;
         let snapshot = {
-            let mut sessions = self
-                .hook_sessions()
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut sessions = self.hook_sessions().lock();
             let entry = sessions
                 .entry(session_id.clone())
                 .or_insert_with(|| HookSession {
@@ -294,10 +287,7 @@ impl Bot {
     /// Marks hook session `id` as waiting for an approval of ours (or no longer), and saves.
     pub(crate) fn set_awaiting_approval(&self, id: &str, awaiting: bool) {
         let all = {
-            let mut sessions = self
-                .hook_sessions()
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut sessions = self.hook_sessions().lock();
             let Some(entry) = sessions.get_mut(id) else {
                 return;
             };
@@ -369,10 +359,7 @@ impl Bot {
 
     /// Whether the hooks told of session `id` (then its `Stop` notifies its turns' ends).
     pub(crate) fn has_hook_session(&self, id: &str) -> bool {
-        self.hook_sessions()
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .contains_key(id)
+        self.hook_sessions().lock().contains_key(id)
     }
 }
 

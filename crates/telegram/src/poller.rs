@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use cross_agent_decisions::{Decision, DecisionKind, DecisionLog, Outcome};
 use cross_agent_protocol::settings as var;
-use cross_agent_protocol::timestamp::now_rfc3339;
+use cross_agent_protocol::timestamp::{UnixMillis, now_rfc3339};
 use tokio::sync::watch;
 
 use crate::api::{Message, TelegramApi, Update};
@@ -420,14 +420,16 @@ impl<A: TelegramApi + Clone + 'static> Poller<A> {
     }
 }
 
+/// Milliseconds since the Unix epoch, as the stored records keep them.
 pub(crate) fn now_ms() -> i64 {
-    (time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000) as i64
+    UnixMillis::now().0
 }
 
-/// Up to `most`, drawn from a random uuid (no RNG crate for one number).
+/// A random pause below `most` (below 1 ms when `most` is shorter), so pollers that failed
+/// together do not retry together.
 fn jitter(most: Duration) -> Duration {
-    let most_ms = most.as_millis().max(1) as u64;
-    Duration::from_millis((uuid::Uuid::new_v4().as_u128() as u64) % most_ms)
+    let most_ms = u64::try_from(most.as_millis()).unwrap_or(u64::MAX).max(1);
+    Duration::from_millis(fastrand::u64(..most_ms))
 }
 
 /// Takes the token's poller lock; [`Error::Locked`] when another poller holds it.

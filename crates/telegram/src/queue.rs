@@ -16,11 +16,12 @@
 //! chat, the last 429).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use cross_agent_decisions::{Decision, DecisionKind, DecisionLog, Outcome};
+use parking_lot::Mutex;
 use serde_json::Value;
 use tokio::sync::{Notify, mpsc, oneshot};
 
@@ -112,10 +113,6 @@ struct Counters {
     /// Queued and not yet finished, per chat.
     waiting: Mutex<HashMap<i64, usize>>,
     last_rate_limited: Mutex<Option<RateLimited>>,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The per-chat FIFOs; cheap to clone.
@@ -277,8 +274,8 @@ impl<A: TelegramApi + Clone + 'static> OutboundQueue<A> {
             },
         };
         self.counters.in_flight.fetch_add(1, Ordering::SeqCst);
-        *lock(&self.counters.waiting).entry(chat_id).or_insert(0) += 1;
-        let mut chats = self.chats.lock().unwrap_or_else(PoisonError::into_inner);
+        *self.counters.waiting.lock().entry(chat_id).or_insert(0) += 1;
+        let mut chats = self.chats.lock();
         let sender = chats.entry(chat_id).or_insert_with(|| {
             let (sender, receiver) = mpsc::unbounded_channel();
             tokio::spawn(worker(
@@ -324,7 +321,7 @@ impl<A: TelegramApi + Clone + 'static> OutboundQueue<A> {
 impl Counters {
     /// One message of `chat_id` is finished (sent or failed).
     fn done_in(&self, chat_id: i64) {
-        let mut waiting = lock(&self.waiting);
+        let mut waiting = self.waiting.lock();
         if let Some(count) = waiting.get_mut(&chat_id) {
             *count = count.saturating_sub(1);
             if *count == 0 {
@@ -339,11 +336,14 @@ impl<A> OutboundQueue<A> {
     pub fn snapshot(&self) -> QueueSnapshot {
         let counts = self.counts();
         QueueSnapshot {
-            waiting: lock(&self.counters.waiting)
+            waiting: self
+                .counters
+                .waiting
+                .lock()
                 .iter()
                 .map(|(chat, count)| (*chat, *count))
                 .collect(),
-            last_rate_limited: lock(&self.counters.last_rate_limited).clone(),
+            last_rate_limited: self.counters.last_rate_limited.lock().clone(),
             sent: counts.sent,
             failed: counts.failed,
             rate_limited: counts.rate_limited,
@@ -479,7 +479,7 @@ async fn deliver<A: TelegramApi>(
             }) => {
                 waits += 1;
                 counters.rate_limited.fetch_add(1, Ordering::SeqCst);
-                *lock(&counters.last_rate_limited) = Some(RateLimited {
+                *counters.last_rate_limited.lock() = Some(RateLimited {
                     chat_id,
                     at: cross_agent_protocol::timestamp::now_rfc3339(),
                     retry_after_s: retry_after,

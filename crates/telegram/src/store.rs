@@ -8,7 +8,7 @@
 //!   status`.
 
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -57,17 +57,17 @@ pub fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
         path: parent.to_owned(),
         source: std::io::Error::other(error),
     })?;
-    let temp = path.with_extension(format!("tmp{}", std::process::id()));
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&temp)
-        .map_err(|e| Error::io(&temp, e))?;
-    file.write_all(bytes).map_err(|e| Error::io(&temp, e))?;
-    file.sync_all().map_err(|e| Error::io(&temp, e))?;
-    std::fs::rename(&temp, path).map_err(|e| Error::io(path, e))
+    // A new file of a random name beside `path` (`O_EXCL`, so never a link), owner-only from
+    // the start, synced, then renamed over `path`: a reader sees the old file or the new one.
+    let mut temp = tempfile::Builder::new()
+        .permissions(std::fs::Permissions::from_mode(0o600))
+        .tempfile_in(parent)
+        .map_err(|e| Error::io(parent, e))?;
+    temp.write_all(bytes)
+        .and_then(|()| temp.as_file().sync_all())
+        .map_err(|e| Error::io(temp.path(), e))?;
+    temp.persist(path).map_err(|e| Error::io(path, e.error))?;
+    Ok(())
 }
 
 /// The stored token, `None` when no bot is set up.

@@ -10,6 +10,7 @@
 //! confirms nothing ([`UpdateBatch::next_offset`] is `None`), and the poller backs off rather
 //! than asking again at once for the same batch.
 
+use cross_agent_protocol::schema::json_kind;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -114,19 +115,8 @@ impl UpdateBatch {
 fn no_id_reason(entry: &Value) -> String {
     match entry.get("update_id") {
         None if entry.is_object() => "it has no update_id".to_owned(),
-        None => format!("it is {}, not an update object", json_type(entry)),
-        Some(id) => format!("its update_id is {}, not an integer", json_type(id)),
-    }
-}
-
-fn json_type(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
+        None => format!("it is {}, not an update object", json_kind(entry)),
+        Some(id) => format!("its update_id is {}, not an integer", json_kind(id)),
     }
 }
 

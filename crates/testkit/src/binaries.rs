@@ -7,9 +7,9 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::{Mutex, PoisonError};
 
 use anyhow::{Context, Result, bail};
+use parking_lot::Mutex;
 use serde_json::Value;
 
 /// The path of the `cross-agent` binary.
@@ -58,7 +58,7 @@ pub fn agent_standin_bin() -> Result<PathBuf> {
 /// process.
 fn workspace_bin(package: &str, bin: &str, override_var: &str) -> Result<PathBuf> {
     static FOUND: Mutex<BTreeMap<String, Result<PathBuf, String>>> = Mutex::new(BTreeMap::new());
-    let mut found = FOUND.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut found = FOUND.lock();
     found
         .entry(bin.to_owned())
         .or_insert_with(|| locate(package, bin, override_var).map_err(|e| format!("{e:#}")))

@@ -7,6 +7,7 @@ pub mod binaries;
 pub mod endpoint;
 pub mod foreign_stores;
 pub mod leaks;
+pub mod logs;
 pub mod panel;
 pub mod synthetic_stores;
 pub mod telegram;

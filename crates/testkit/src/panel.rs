@@ -8,11 +8,12 @@
 use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
+use parking_lot::{Condvar, Mutex};
 use serde_json::{Value, json};
 
 /// The arguments the Claude Agent SDK (and so the VS Code extension) passes for a panel.
@@ -217,7 +218,7 @@ impl PanelDriver {
             loop {
                 let n = stdout.read(&mut chunk).unwrap_or(0);
                 let (lock, changed) = &*sink;
-                let mut state = lock.lock().unwrap_or_else(PoisonError::into_inner);
+                let mut state = lock.lock();
                 if n == 0 {
                     state.closed = true;
                     changed.notify_all();
@@ -277,10 +278,7 @@ impl PanelDriver {
     /// Every byte received so far.
     pub fn received(&self) -> Vec<u8> {
         let (lock, _) = &*self.received;
-        lock.lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .bytes
-            .clone()
+        lock.lock().bytes.clone()
     }
 
     /// The complete lines received so far, parsed where they are JSON.
@@ -299,7 +297,7 @@ impl PanelDriver {
     ) -> Result<Value> {
         let deadline = Instant::now() + timeout;
         let (lock, changed) = &*self.received;
-        let mut state = lock.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut state = lock.lock();
         loop {
             let lines = complete_lines(&state.bytes);
             while self.cursor < lines.len() {
@@ -323,10 +321,7 @@ impl PanelDriver {
                     String::from_utf8_lossy(&state.bytes)
                 );
             }
-            state = changed
-                .wait_timeout(state, left)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
+            changed.wait_for(&mut state, left);
         }
     }
 
@@ -341,12 +336,9 @@ impl PanelDriver {
         loop {
             if let Some(status) = self.child.try_wait()? {
                 let (lock, changed) = &*self.received;
-                let mut state = lock.lock().unwrap_or_else(PoisonError::into_inner);
+                let mut state = lock.lock();
                 while !state.closed && Instant::now() < deadline {
-                    state = changed
-                        .wait_timeout(state, Duration::from_millis(50))
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .0;
+                    changed.wait_for(&mut state, Duration::from_millis(50));
                 }
                 return Ok(status);
             }

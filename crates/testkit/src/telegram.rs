@@ -18,7 +18,7 @@
 //! endpoint, the server has its own runtime on its own thread: usable from a plain `#[test]`.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -27,6 +27,7 @@ use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use parking_lot::{Mutex, MutexGuard};
 use serde_json::{Value, json};
 use tokio::sync::{Notify, oneshot};
 
@@ -107,7 +108,7 @@ struct Shared {
 
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+        self.inner.lock()
     }
 }
 

@@ -103,7 +103,7 @@ pub fn resolve_binary(
     let name = agent.as_str();
     if let Some(found) = child_env
         .get("PATH")
-        .and_then(|path| find_on_path(name, path))
+        .and_then(|path| which::which_in_global(name, Some(path)).ok()?.next())
     {
         return found;
     }
@@ -116,10 +116,4 @@ pub fn resolve_binary(
         }
     }
     PathBuf::from(name)
-}
-
-fn find_on_path(name: &str, path: &str) -> Option<PathBuf> {
-    std::env::split_paths(path)
-        .map(|dir| dir.join(name))
-        .find(|candidate| candidate.is_file())
 }

@@ -10,7 +10,7 @@
 //! with `CROSS_AGENT_CHILD_ENV` may be a credential.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
@@ -18,6 +18,7 @@ use cross_agent_protocol::bridge::{Agent, BridgeStatusParams, CallerContext};
 use serde_json::{Value, json};
 
 use super::{bridge_client, check_database};
+use crate::setup::places::{find_on_path, is_executable};
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
@@ -170,14 +171,5 @@ fn find_program(program: &str) -> Option<PathBuf> {
         let path = PathBuf::from(program);
         return is_executable(&path).then_some(path);
     }
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|dir| dir.join(program))
-        .find(|path| is_executable(path))
-}
-
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path)
-        .map(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
-        .unwrap_or(false)
+    find_on_path(program)
 }

@@ -128,7 +128,10 @@ impl Registration {
 
     /// The command a Claude Code hook runs for `event`.
     pub fn hook_command(&self, event: &str) -> String {
-        format!("{} hook {event}", shell_quote(&self.command_text()))
+        format!(
+            "{} hook {event}",
+            cross_agent_process::shell_word(&self.command_text())
+        )
     }
 }
 
@@ -146,17 +149,6 @@ pub fn is_our_hook(command: &str) -> bool {
         && Path::new(program)
             .file_name()
             .is_some_and(|name| name == "cross-agent")
-}
-
-fn shell_quote(text: &str) -> String {
-    if text
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || "/._-+:@".contains(c))
-    {
-        text.to_owned()
-    } else {
-        format!("'{}'", text.replace('\'', "'\\''"))
-    }
 }
 
 /// Which file a change is to: each kind has its own entries.

@@ -146,10 +146,9 @@ fn editor_user_dirs(home: &Path, xdg_config: Option<PathBuf>) -> Vec<(&'static s
     .collect()
 }
 
+/// The first executable file named `program` in the folders of `PATH`.
 pub fn find_on_path(program: &str) -> Option<PathBuf> {
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|dir| dir.join(program))
-        .find(|path| is_executable(path))
+    which::which_global(program).ok()
 }
 
 pub fn is_executable(path: &Path) -> bool {

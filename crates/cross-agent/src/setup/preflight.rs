@@ -16,7 +16,6 @@ use anyhow::{Result, bail};
 
 use super::files;
 use super::plan::Plan;
-use super::shell_quote;
 
 /// The owner's write bit.
 const OWNER_WRITE: u32 = 0o200;
@@ -173,7 +172,7 @@ fn dir_problem(dir: &Path, home: Option<&Path>) -> Option<DirProblem> {
 fn chmod(path: &Path) -> String {
     format!(
         "make it writable (`chmod u+w {}`)",
-        shell_quote(&path.to_string_lossy())
+        cross_agent_process::shell_word(&path.to_string_lossy())
     )
 }
 

@@ -77,19 +77,7 @@ impl Env {
     }
 
     fn daemon_log(&self) -> String {
-        let mut all = String::new();
-        for entry in std::fs::read_dir(self.state.join("logs")).unwrap() {
-            let path = entry.unwrap().path();
-            if path
-                .file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with("daemon.log")
-            {
-                all.push_str(&std::fs::read_to_string(path).unwrap());
-            }
-        }
-        all
+        cross_agent_testkit::logs::daemon_log(&self.state)
     }
 }
 

@@ -80,7 +80,9 @@ fn a_link_at_handoff_md_is_refused_naming_it_and_nothing_is_written() {
         err.contains(&format!("{} is a symbolic link", link.display())),
         "{err}"
     );
-    assert!(err.contains(&format!("rm '{}'", link.display())), "{err}");
+    // The path as one `sh` word (a temporary folder's name needs no quotes).
+    let word = cross_agent_process::shell_word(&link.to_string_lossy());
+    assert!(err.contains(&format!("rm {word}")), "{err}");
     assert_untouched(&victim);
     assert!(
         !project.join("HANDOFF.prev.md").exists(),

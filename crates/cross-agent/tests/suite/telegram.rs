@@ -178,22 +178,7 @@ impl Env {
 
     /// The daemon's log files (`logs/daemon.log.*`), concatenated.
     fn daemon_log(&self) -> String {
-        let mut all = String::new();
-        let Ok(entries) = std::fs::read_dir(self.state.join("logs")) else {
-            return all;
-        };
-        for entry in entries.flatten() {
-            if entry
-                .file_name()
-                .to_string_lossy()
-                .starts_with("daemon.log")
-            {
-                all.push_str(&String::from_utf8_lossy(
-                    &std::fs::read(entry.path()).unwrap_or_default(),
-                ));
-            }
-        }
-        all
+        cross_agent_testkit::logs::daemon_log(&self.state)
     }
 
     pub(super) fn decisions(&self) -> Vec<Value> {

@@ -31,7 +31,7 @@ use cross_agent_protocol::timestamp::now_rfc3339;
 use tokio::io::BufReader;
 use tokio::sync::OwnedSemaphorePermit;
 
-use super::{Phase, Shared, carried, lock_std};
+use super::{Phase, Shared, carried};
 
 /// What to do after answering.
 enum After {
@@ -538,8 +538,8 @@ fn handover(id: RequestId, params: HandoverParams, shared: &Shared) -> ServerMes
             shared.engine.pause_dispatch(true);
             match DrainLock::acquire(&shared.home, info.generation, &now_rfc3339()) {
                 Ok(record) => {
-                    *lock_std(&shared.drain_lock) = Some(record);
-                    lock_std(&shared.lock).take();
+                    *shared.drain_lock.lock() = Some(record);
+                    shared.lock.lock().take();
                     shared.phase.send_replace(Phase::Released);
                     tracing::info!("handover: let go of the pidfile lock for a successor");
                     Ok(())
@@ -553,8 +553,8 @@ fn handover(id: RequestId, params: HandoverParams, shared: &Shared) -> ServerMes
         (HandoverStep::Abort { reason }, Phase::Released) => {
             match PidLock::acquire(&shared.home.pidfile()) {
                 Ok(lock) => {
-                    *lock_std(&shared.lock) = Some(lock);
-                    lock_std(&shared.drain_lock).take();
+                    *shared.lock.lock() = Some(lock);
+                    shared.drain_lock.lock().take();
                     shared.engine.pause_dispatch(false);
                     shared.phase.send_replace(Phase::Serving);
                     tracing::warn!(%reason, "handover aborted; serving on");

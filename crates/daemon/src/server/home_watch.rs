@@ -12,7 +12,7 @@
 use std::io::ErrorKind;
 use std::path::Path;
 
-use super::{Shared, lock_std};
+use super::Shared;
 
 /// What one look found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,7 +45,7 @@ pub(super) fn look(shared: &Shared, socket_identity: Option<(u64, u64)>) -> Verd
             Err(error) => return unsure("daemon.sock", &shared.info.socket, &error),
         }
     }
-    if let Some(lock) = lock_std(&shared.lock).as_ref() {
+    if let Some(lock) = shared.lock.lock().as_ref() {
         match lock.names_this_process() {
             Ok(true) => {}
             Ok(false) => {

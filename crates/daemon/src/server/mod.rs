@@ -341,9 +341,9 @@ impl Daemon {
             stop: stop_tx,
             phase: phase_tx,
             engine: engine.clone(),
-            db: std::sync::Mutex::new(db),
-            lock: std::sync::Mutex::new(Some(lock)),
-            drain_lock: std::sync::Mutex::new(None),
+            db: parking_lot::Mutex::new(db),
+            lock: parking_lot::Mutex::new(Some(lock)),
+            drain_lock: parking_lot::Mutex::new(None),
             bot,
             idle_timeout: limits.idle_timeout,
         });
@@ -463,15 +463,18 @@ impl Daemon {
         if let Some(forwarder) = forwarder {
             forwarder.finish().await;
         }
-        lock_std(&shared.db).end_run(shared.info.generation, &now_rfc3339())?;
+        shared
+            .db
+            .lock()
+            .end_run(shared.info.generation, &now_rfc3339())?;
         tracing::info!(
             pid = shared.info.pid,
             generation = shared.info.generation,
             "daemon stopped"
         );
         // The pidfile lock (if this daemon still holds it) and the drain record go last.
-        lock_std(&shared.lock).take();
-        lock_std(&shared.drain_lock).take();
+        shared.lock.lock().take();
+        shared.drain_lock.lock().take();
         Ok(())
     }
 }
@@ -496,12 +499,6 @@ fn take_socket_back(
             tracing::error!(%error, "could not take the socket back after a failed handover")
         }
     }
-}
-
-fn lock_std<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// What this daemon still carries ([`Engine::carried`]), in the RPC's terms.
@@ -541,7 +538,7 @@ async fn drain(shared: &Shared, shutdown: &mut std::pin::Pin<&mut impl Future<Ou
             }
             _ = look.tick() => {
                 let counts = carried(shared);
-                if let Some(record) = lock_std(&shared.drain_lock).as_mut()
+                if let Some(record) = shared.drain_lock.lock().as_mut()
                     && let Err(error) = record.update(counts)
                 {
                     tracing::warn!(%error, "could not update the drain record");
@@ -563,11 +560,11 @@ struct Shared {
     /// The messaging engine.
     engine: Engine,
     /// The daemon's own handle on `hub.db` (its run record, the counts of what it carries).
-    db: std::sync::Mutex<HubDb>,
+    db: parking_lot::Mutex<HubDb>,
     /// `daemon.pid`, held except between a handover's `release` and its end.
-    lock: std::sync::Mutex<Option<PidLock>>,
+    lock: parking_lot::Mutex<Option<PidLock>>,
     /// `draining-<generation>.lock`, held from a handover's `release` to the exit.
-    drain_lock: std::sync::Mutex<Option<DrainLock>>,
+    drain_lock: parking_lot::Mutex<Option<DrainLock>>,
     /// The Telegram bot: the poller's pending approvals, answered for `hook` calls.
     bot: cross_agent_telegram::Bot,
     /// How long a connection may wait between requests before it is closed.

@@ -11,6 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use cross_agent_protocol::rpc::{PROTOCOL_VERSION, StatusParams};
+use cross_agent_testkit::logs::daemon_log;
 use serde_json::Value;
 
 use super::TempHome;
@@ -94,26 +95,6 @@ fn log_saying(root: &Path, words: &str) -> String {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-}
-
-/// The daemon's log files, concatenated.
-fn daemon_log(root: &Path) -> String {
-    let mut all = String::new();
-    let Ok(entries) = std::fs::read_dir(root.join("logs")) else {
-        return all;
-    };
-    for entry in entries.flatten() {
-        if entry
-            .file_name()
-            .to_string_lossy()
-            .starts_with("daemon.log")
-        {
-            all.push_str(&String::from_utf8_lossy(
-                &std::fs::read(entry.path()).unwrap_or_default(),
-            ));
-        }
-    }
-    all
 }
 
 fn hello_line() -> String {

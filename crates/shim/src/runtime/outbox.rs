@@ -20,8 +20,10 @@
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::Write;
-use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+
 use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex, MutexGuard};
 
 /// Bytes queued before a reader stops reading its side.
 pub const HIGH_WATER: usize = 1024 * 1024;
@@ -79,11 +81,11 @@ impl Outbox {
     }
 
     fn lock(&self) -> MutexGuard<'_, Queue> {
-        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+        self.queue.lock()
     }
 
     fn write_out(&self, bytes: &[u8]) -> bool {
-        let mut sink = self.sink.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut sink = self.sink.lock();
         sink.as_mut()
             .is_some_and(|file| file.write_all(bytes).is_ok())
     }
@@ -124,10 +126,7 @@ impl Outbox {
     pub fn wait_turn(&self) -> bool {
         let mut queue = self.lock();
         while !queue.handed && !queue.broken {
-            queue = self
-                .changed
-                .wait(queue)
-                .unwrap_or_else(PoisonError::into_inner);
+            self.changed.wait(&mut queue);
         }
         std::mem::take(&mut queue.handed)
     }
@@ -147,7 +146,7 @@ impl Outbox {
 
     /// Runs `with` on the pipe, with the pen held; `None` once the pipe is closed.
     pub fn with_sink<R>(&self, with: impl FnOnce(&File) -> R) -> Option<R> {
-        let sink = self.sink.lock().unwrap_or_else(PoisonError::into_inner);
+        let sink = self.sink.lock();
         sink.as_ref().map(with)
     }
 
@@ -209,10 +208,7 @@ impl Outbox {
     pub fn wait_below(&self, limit: usize) {
         let mut queue = self.lock();
         while queue.bytes > limit && !queue.broken {
-            queue = self
-                .changed
-                .wait(queue)
-                .unwrap_or_else(PoisonError::into_inner);
+            self.changed.wait(&mut queue);
         }
     }
 
@@ -225,11 +221,7 @@ impl Outbox {
             if left.is_zero() {
                 return false;
             }
-            queue = self
-                .changed
-                .wait_timeout(queue, left)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
+            self.changed.wait_for(&mut queue, left);
         }
         true
     }
@@ -264,10 +256,7 @@ impl Outbox {
                             break None;
                         }
                     }
-                    queue = self
-                        .changed
-                        .wait(queue)
-                        .unwrap_or_else(PoisonError::into_inner);
+                    self.changed.wait(&mut queue);
                 }
             };
             let Some(chunk) = chunk else { break };
@@ -282,12 +271,7 @@ impl Outbox {
             }
             self.changed.notify_all();
         }
-        drop(
-            self.sink
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .take(),
-        );
+        drop(self.sink.lock().take());
         self.lock().finished = true;
         self.changed.notify_all();
     }

@@ -6,11 +6,12 @@ use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use cross_agent_protocol::panel::{ApprovalAnswer, Injection, ShimEvent};
 use cross_agent_shim::adapter::{Action, InjectionId, PanelAdapter, Side};
+use cross_agent_shim::registration::now_ms;
 use cross_agent_testkit::agents::kill_group;
 use serde_json::Value;
 
@@ -26,12 +27,6 @@ pub struct Pump<A: PanelAdapter> {
     pub reports: Vec<(InjectionId, ShimEvent)>,
     pub closed: Vec<InjectionId>,
     last_tick: Instant,
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 impl<A: PanelAdapter> Pump<A> {

@@ -2,6 +2,7 @@
 //! behind it: idle and busy panels, a human typing meanwhile, approvals, and the registration
 //! that tells the daemon about it all.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Result;
@@ -141,11 +142,10 @@ fn an_idle_panel_takes_a_message_its_answer_is_reported_and_the_registration_fol
     Ok(())
 }
 
-/// The link started as claude itself (the SDK's arguments first, the real one named by
-/// `CROSS_AGENT_REAL_CLAUDE`): the same panel — the human's turn, a message queued behind it.
-#[test]
-fn a_panel_started_through_the_link_as_claude_itself_takes_a_message() -> Result<()> {
-    let bench = Bench::new()?;
+/// Scripts a human turn ("slow human") whose answer waits for the file returned, and a
+/// bridged question answered at once: creating the file releases the human's answer, a gate
+/// rather than a guessed delay.
+fn script_a_slow_human_turn(bench: &Bench) -> PathBuf {
     let release = bench.state.with_file_name("release-the-human-answer");
     bench.script([
         Rule::on_user_text("slow human")
@@ -155,6 +155,15 @@ fn a_panel_started_through_the_link_as_claude_itself_takes_a_message() -> Result
             .reply_text("bridged answer")
             .once(),
     ]);
+    release
+}
+
+/// The link started as claude itself (the SDK's arguments first, the real one named by
+/// `CROSS_AGENT_REAL_CLAUDE`): the same panel — the human's turn, a message queued behind it.
+#[test]
+fn a_panel_started_through_the_link_as_claude_itself_takes_a_message() -> Result<()> {
+    let bench = Bench::new()?;
+    let release = script_a_slow_human_turn(&bench);
     let mut panel = PanelDriver::start(bench.link_command(CLAUDE_SDK_ARGS)?)?;
     let pid = panel.pid();
     panel.send(&claude_initialize("init-1"))?;
@@ -216,16 +225,7 @@ fn a_message_waits_for_the_extensions_first_line() -> Result<()> {
 #[test]
 fn a_busy_panel_queues_the_message_until_the_humans_turn_ends() -> Result<()> {
     let bench = Bench::new()?;
-    // The human's answer is held until the bridged message is in: a gate, not a guessed delay.
-    let release = bench.state.with_file_name("release-the-human-answer");
-    bench.script([
-        Rule::on_user_text("slow human")
-            .reply(Reply::text("human answer").after_file(&release))
-            .once(),
-        Rule::on_user_text("bridged question")
-            .reply_text("bridged answer")
-            .once(),
-    ]);
+    let release = script_a_slow_human_turn(&bench);
     let mut panel = bench.claude_panel()?;
     let pid = panel.pid();
     panel.send(&claude_user("slow human"))?;

@@ -1,6 +1,7 @@
 //! The shim's names and agents, its socket's `status`, and interception stopping (bytes still
 //! flowing) after an error of its own — with stand-in agents, so no model is needed.
 
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -24,15 +25,21 @@ fn wait_until(what: &str, done: impl Fn() -> bool) -> Result<()> {
     Ok(())
 }
 
-#[test]
-fn the_links_run_as_their_shims_and_the_settings_are_printed() -> Result<()> {
-    let bench = Bench::new()?;
+/// `cross-agent shim links <home>/bin`, which must succeed: the folder and what it printed.
+fn make_links(bench: &Bench) -> Result<(PathBuf, std::process::Output)> {
     let dir = bench.home.path().join("bin");
     let output = Command::new(cross_agent_bin()?)
         .args(["shim", "links"])
         .arg(&dir)
         .output()?;
     assert!(output.status.success(), "{output:?}");
+    Ok((dir, output))
+}
+
+#[test]
+fn the_links_run_as_their_shims_and_the_settings_are_printed() -> Result<()> {
+    let bench = Bench::new()?;
+    let (dir, output) = make_links(&bench)?;
     let settings: serde_json::Value = serde_json::from_slice(&output.stdout)?;
     let claude_link = dir.join("cross-agent-claude-shim");
     assert_eq!(
@@ -72,12 +79,7 @@ fn the_links_run_as_their_shims_and_the_settings_are_printed() -> Result<()> {
 #[test]
 fn the_claude_link_started_as_claude_itself_runs_the_real_one_with_every_argument() -> Result<()> {
     let bench = Bench::new()?;
-    let dir = bench.home.path().join("bin");
-    let output = Command::new(cross_agent_bin()?)
-        .args(["shim", "links"])
-        .arg(&dir)
-        .output()?;
-    assert!(output.status.success(), "{output:?}");
+    let (dir, _) = make_links(&bench)?;
     let link = dir.join("cross-agent-claude-shim");
     let agent = bench.script_file("agent.sh", r#"echo "$0 $*""#)?;
     // `claude` on PATH: first the shim under that name (skipped), then the real one.

@@ -19,9 +19,12 @@ fn main() {
     if let Some(file) = std::env::var_os("STANDIN_RECORD") {
         // Written whole under a temporary name, then renamed: a test polling for the file never
         // reads half of it.
-        let temp = std::path::PathBuf::from(&file).with_extension("tmp");
-        if std::fs::write(&temp, record.to_string()).is_ok() {
-            let _ = std::fs::rename(&temp, &file);
+        let file = std::path::PathBuf::from(file);
+        let dir = file.parent().unwrap_or(std::path::Path::new("."));
+        if let Ok(mut temp) = tempfile::NamedTempFile::new_in(dir)
+            && std::io::Write::write_all(&mut temp, record.to_string().as_bytes()).is_ok()
+        {
+            let _ = temp.persist(&file);
         }
     }
     let code = std::env::var("STANDIN_EXIT")

@@ -55,7 +55,7 @@ mod sse;
 use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -65,6 +65,7 @@ use http_body_util::BodyExt as _;
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
+use parking_lot::{Condvar, Mutex, MutexGuard};
 use serde_json::{Value, json};
 use tokio::sync::{Notify, oneshot};
 
@@ -152,7 +153,7 @@ impl Shared {
     /// The state, even if a panicking test thread poisoned the lock: the data stays usable and
     /// a second panic would only hide the first.
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+        self.state.lock()
     }
 }
 
@@ -305,12 +306,7 @@ impl ModelEndpoint {
                     summary(&state.requests)
                 );
             }
-            state = self
-                .shared
-                .changed
-                .wait_timeout(state, deadline - now)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
+            self.shared.changed.wait_for(&mut state, deadline - now);
         }
     }
 
