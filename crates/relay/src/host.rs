@@ -30,14 +30,16 @@ use tokio::process::{ChildStdin, Command};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
-use crate::endpoint::{Endpoint, Misbehave, SendTurn};
+#[cfg(feature = "testing")]
+use crate::endpoint::Misbehave;
+use crate::endpoint::{Endpoint, SendTurn};
 use crate::error::RelayError;
 use crate::gate::{gate_allow, gate_decision, gate_denial, inbound_block};
 use crate::inbound::{InboundKind, InboundMail, parse_inbound_text};
 use crate::receipt::{
     QueuedSend, RelayReceipt, queue_path, read_receipt, write_json, write_receipt_once, write_whole,
 };
-use crate::{permission_class, relay_name, relay_name_for};
+use crate::{permission_class, relay_name_for};
 
 /// How long a send turn may take to end after its receipt before the next send goes anyway
 /// (the turn's last request is the endpoint's instant status line, so this is only a bound).
@@ -732,21 +734,22 @@ impl RelayHost {
     /// Test-only: the relay endpoint answers the next send turn of `represented`'s relay with
     /// this tool call instead of the queued `SendMessage` (a misbehaving endpoint, to prove the
     /// gate). The relay must be running.
-    #[doc(hidden)]
+    #[cfg(feature = "testing")]
     pub fn testing_answer_next_send_with(&self, represented: &str, tool: &str, input: Value) {
         self.testing_misbehave(represented, Misbehave::Tool(tool.to_owned(), input));
     }
 
     /// Test-only: the relay endpoint never answers the next send turn of `represented`'s relay
     /// (so a test can kill the relay mid-send).
-    #[doc(hidden)]
+    #[cfg(feature = "testing")]
     pub fn testing_hang_next_send(&self, represented: &str) {
         self.testing_misbehave(represented, Misbehave::Hang);
     }
 
-    /// The misbehaviour goes to `represented`'s `prompting`-class relay ([`relay_name`]).
+    /// The misbehaviour goes to `represented`'s `prompting`-class relay ([`crate::relay_name`]).
+    #[cfg(feature = "testing")]
     fn testing_misbehave(&self, represented: &str, how: Misbehave) {
-        let name = relay_name(represented, &self.inner.config.machine);
+        let name = crate::relay_name(represented, &self.inner.config.machine);
         if let Some(relay) = lock(&self.inner.relays).get(&name) {
             self.inner.endpoint.state.misbehave(&relay.key, how);
         }
