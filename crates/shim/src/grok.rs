@@ -12,6 +12,8 @@
 //!   quoted block at the head of the reply; the thinking of a bridged turn is held back (the
 //!   extension would open a "Thinking" block it never closes); the answer is the text after
 //!   the last tool call; the turn ends with the `session/prompt` response's `stopReason`.
+//! - What the adapter reads of a message, and every line it writes, goes through the typed ACP
+//!   subset in [`cross_agent_protocol::acp`]; the lines it forwards stay the bytes that came.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::OsString;
