@@ -6,6 +6,7 @@
 //! Types only — no I/O and no behaviour beyond (de)serialisation, so the thin processes (`mcp`,
 //! shims, CLI) can link it without pulling in the engine.
 
+pub mod acp;
 pub mod bridge;
 pub mod decisions;
 pub mod events;

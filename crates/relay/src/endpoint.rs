@@ -53,10 +53,12 @@ struct KeyState {
     requests: u64,
     turn: Option<SendTurn>,
     /// Test-only misbehaviour for the next send turn.
+    #[cfg(feature = "testing")]
     misbehave: Option<Misbehave>,
 }
 
-/// How the endpoint misbehaves on a send turn, in tests only.
+/// How the endpoint misbehaves on a send turn, in tests only (the `testing` feature).
+#[cfg(feature = "testing")]
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Misbehave {
     /// Answer with this tool call (name, input) instead of the queued `SendMessage`.
@@ -93,6 +95,7 @@ impl EndpointState {
         }
     }
 
+    #[cfg(feature = "testing")]
     pub fn misbehave(&self, key: &str, how: Misbehave) {
         if let Some(state) = self.lock().get_mut(key) {
             state.misbehave = Some(how);
@@ -237,6 +240,7 @@ async fn handle(
         relay.requests += 1;
         decide(&body, relay)
     };
+    #[cfg(feature = "testing")]
     if answer == Answer::Hang {
         // The connection stays open until the relay gives up or dies.
         std::future::pending::<()>().await;
@@ -264,6 +268,7 @@ async fn handle(
 enum Answer {
     Text(String),
     /// Never answer (test-only misbehaviour).
+    #[cfg(feature = "testing")]
     Hang,
     Tool {
         id: String,
@@ -316,6 +321,7 @@ fn decide(body: &Value, relay: &mut KeyState) -> Answer {
     if !is_send_turn {
         return status();
     }
+    #[cfg(feature = "testing")]
     match relay.misbehave.take() {
         Some(Misbehave::Tool(name, input)) => {
             return Answer::Tool {
@@ -341,7 +347,9 @@ fn usage(output_tokens: u64) -> Value {
 
 fn stop_reason(answer: &Answer) -> &'static str {
     match answer {
-        Answer::Text(_) | Answer::Hang => "end_turn",
+        Answer::Text(_) => "end_turn",
+        #[cfg(feature = "testing")]
+        Answer::Hang => "end_turn",
         Answer::Tool { .. } => "tool_use",
     }
 }
@@ -364,6 +372,7 @@ fn sse(answer: &Answer, message_id: &str, model: &str) -> String {
             "model":model,"content":[],"stop_reason":null,"stop_sequence":null,"usage":usage(1)}}),
     );
     let (start, delta) = match answer {
+        #[cfg(feature = "testing")]
         Answer::Hang => (
             json!({"type":"text","text":""}),
             json!({"type":"text_delta","text":""}),
@@ -405,6 +414,7 @@ fn sse(answer: &Answer, message_id: &str, model: &str) -> String {
 /// The whole message of a non-streamed reply (Claude falls back to one after a stream fails).
 fn whole(answer: &Answer, message_id: &str, model: &str) -> Value {
     let content = match answer {
+        #[cfg(feature = "testing")]
         Answer::Hang => json!([]),
         Answer::Text(text) => json!([{"type":"text","text":text}]),
         Answer::Tool { id, name, input } => {

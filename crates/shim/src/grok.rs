@@ -12,20 +12,24 @@
 //!   quoted block at the head of the reply; the thinking of a bridged turn is held back (the
 //!   extension would open a "Thinking" block it never closes); the answer is the text after
 //!   the last tool call; the turn ends with the `session/prompt` response's `stopReason`.
+//! - What the adapter reads of a message, and every line it writes, goes through the typed ACP
+//!   subset in [`cross_agent_protocol::acp`]; the lines it forwards stay the bytes that came.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::OsString;
 
+use cross_agent_protocol::acp::{
+    self, ContentBlock, PermissionOption, PermissionOutcome, SessionUpdate,
+};
 use cross_agent_protocol::panel::{
     ApprovalAnswer, Injection, InjectionKind, PanelSession, PanelSessionState, PendingApproval,
     ShimEvent,
 };
-use serde_json::{Value, json};
+use serde::{Deserialize as _, Serialize};
+use serde_json::Value;
 
 use crate::adapter::{Action, InjectionId, PanelAdapter, Side, approval_answered};
-use crate::rpc::{
-    self, Message, XAGENT_ID_PREFIX, error_message, id_key, id_text, str_field, to_line, trimmed,
-};
+use crate::rpc::{self, Message, XAGENT_ID_PREFIX, id_key, id_text, trimmed};
 
 pub use cross_agent_protocol::panel::NO_EMPTY_SESSION;
 
@@ -86,7 +90,7 @@ enum ExtensionRequest {
 struct Approval {
     id: Value,
     session: Option<String>,
-    options: Vec<Value>,
+    options: Vec<PermissionOption>,
     approval: PendingApproval,
 }
 
@@ -207,26 +211,29 @@ impl GrokAdapter {
         let injection = pending.injection.clone();
         self.next_request += 1;
         let request_id = format!("{XAGENT_ID_PREFIX}{}", self.next_request);
-        out.push(Action::ToExtension(to_line(&json!({
-            "jsonrpc": "2.0",
-            "method": "session/update",
-            "params": {
-                "sessionId": session,
-                "update": {
-                    "sessionUpdate": "agent_message_chunk",
-                    "content": {"type": "text", "text": quoted_block(&injection)},
+        out.push(Action::ToExtension(line_of(&acp::Notification {
+            jsonrpc: acp::JSONRPC_VERSION,
+            method: "session/update",
+            params: acp::SessionNotification {
+                session_id: session.into(),
+                update: SessionUpdate::AgentMessageChunk {
+                    content: ContentBlock::Text {
+                        text: quoted_block(&injection).into(),
+                    },
                 },
             },
-        }))));
-        out.push(Action::ToAgent(to_line(&json!({
-            "jsonrpc": "2.0",
-            "id": request_id,
-            "method": "session/prompt",
-            "params": {
-                "sessionId": session,
-                "prompt": [{"type": "text", "text": injection.text}],
+        })));
+        out.push(Action::ToAgent(line_of(&acp::Request {
+            jsonrpc: acp::JSONRPC_VERSION,
+            id: &request_id,
+            method: "session/prompt",
+            params: acp::PromptRequest {
+                session_id: session,
+                prompt: vec![ContentBlock::Text {
+                    text: injection.text.as_str().into(),
+                }],
             },
-        }))));
+        })));
         let expects_answer = injection.kind == InjectionKind::Request;
         if let Some(entry) = self.sessions.get_mut(session) {
             entry.has_history = true;
@@ -253,9 +260,9 @@ impl GrokAdapter {
     fn on_extension(&mut self, message: Message<'_>, now_ms: u64, out: &mut Vec<Action>) {
         match message {
             Message::Request { id, method, params } => {
-                let session = str_field(params, "sessionId").map(str::to_owned);
-                let cwd = str_field(params, "cwd").map(str::to_owned);
-                let request = match (method, session) {
+                let acp::SessionScope { session_id, cwd } =
+                    acp::SessionScope::deserialize(params).unwrap_or_default();
+                let request = match (method, session_id) {
                     ("initialize", _) => Some(ExtensionRequest::Initialize),
                     ("session/new", _) => Some(ExtensionRequest::NewSession { cwd }),
                     ("session/load", Some(session)) => {
@@ -286,7 +293,9 @@ impl GrokAdapter {
                 let Some(approval) = self.approvals.remove(&id_key(id)) else {
                     return;
                 };
-                let allowed = error.is_none() && selects_allow(result, &approval.options);
+                let allowed = error.is_none()
+                    && acp::RequestPermissionResponse::deserialize(result)
+                        .is_ok_and(|answer| selects_allow(&answer.outcome, &approval.options));
                 self.resolve_approval(approval, allowed, out);
             }
             Message::Notification { .. } => {}
@@ -369,8 +378,8 @@ impl GrokAdapter {
                 }
             }
             ExtensionRequest::NewSession { cwd } => {
-                if let Some(session) = str_field(result, "sessionId") {
-                    self.add_session(session, cwd, false, now_ms);
+                if let Ok(created) = acp::NewSessionResponse::deserialize(result) {
+                    self.add_session(&created.session_id, cwd, false, now_ms);
                 }
             }
             ExtensionRequest::LoadSession(session) => {
@@ -412,13 +421,14 @@ impl GrokAdapter {
         if let Some(injection) = bridged.injection {
             let event = match error {
                 Some(error) => ShimEvent::Failed {
-                    reason: format!("grok failed the prompt: {}", error_message(error)),
+                    reason: format!("grok failed the prompt: {}", error_text(error)),
                     delivered: true,
                 },
                 None => {
-                    let stop = str_field(result, "stopReason")
-                        .unwrap_or("end_turn")
-                        .to_owned();
+                    let stop = acp::PromptResponse::deserialize(result)
+                        .unwrap_or_default()
+                        .stop_reason
+                        .unwrap_or_else(|| "end_turn".to_owned());
                     let answer = bridged.answer.trim();
                     ShimEvent::TurnEnded {
                         session_id: Some(session.to_owned()),
@@ -440,16 +450,18 @@ impl GrokAdapter {
         now_ms: u64,
         out: &mut Vec<Action>,
     ) {
-        let session = str_field(params, "sessionId").map(str::to_owned);
-        let tool_call = params.get("toolCall").unwrap_or(&Value::Null);
-        let tool = str_field(tool_call, "title")
-            .or_else(|| str_field(tool_call, "kind"))
-            .or_else(|| str_field(tool_call, "toolCallId"))
-            .map(str::to_owned);
+        let acp::RequestPermissionRequest {
+            session_id: session,
+            tool_call,
+            options,
+        } = acp::RequestPermissionRequest::deserialize(params).unwrap_or_default();
         let detail = tool_call
-            .get("rawInput")
-            .map(Value::to_string)
-            .map(|d| trimmed(&d, DETAIL_CHARS));
+            .raw_input
+            .map(|input| trimmed(&input.to_string(), DETAIL_CHARS));
+        let tool = tool_call
+            .title
+            .or(tool_call.kind)
+            .or(tool_call.tool_call_id);
         let bridged = session
             .as_deref()
             .and_then(|s| self.sessions.get(s))
@@ -472,11 +484,6 @@ impl GrokAdapter {
                 out,
             );
         }
-        let options = params
-            .get("options")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
         self.approvals.insert(
             id_key(id),
             Approval {
@@ -491,29 +498,26 @@ impl GrokAdapter {
 
     /// Returns whether the update goes on to the extension: a bridged turn's thinking does not.
     fn on_session_update(&mut self, params: &Value, now_ms: u64) -> bool {
-        let Some(session) = str_field(params, "sessionId") else {
+        let Ok(notification) = acp::SessionNotification::deserialize(params) else {
             return true;
         };
-        let Some(entry) = self.sessions.get_mut(session) else {
+        let Some(entry) = self.sessions.get_mut(&*notification.session_id) else {
             return true;
         };
         entry.last_activity_ms = Some(now_ms);
         let Some(bridged) = entry.bridged.as_mut() else {
             return true;
         };
-        let update = params.get("update").unwrap_or(&Value::Null);
-        match str_field(update, "sessionUpdate") {
-            Some("agent_thought_chunk") => return false,
-            Some("tool_call" | "tool_call_update") => bridged.answer.clear(),
-            Some("agent_message_chunk") => {
-                let content = update.get("content").unwrap_or(&Value::Null);
-                if str_field(content, "type") == Some("text")
-                    && let Some(text) = str_field(content, "text")
-                {
-                    bridged.answer.push_str(text);
-                }
+        match notification.update {
+            SessionUpdate::AgentThoughtChunk => return false,
+            SessionUpdate::ToolCall | SessionUpdate::ToolCallUpdate => bridged.answer.clear(),
+            SessionUpdate::AgentMessageChunk {
+                content: ContentBlock::Text { text },
+            } => bridged.answer.push_str(&text),
+            SessionUpdate::AgentMessageChunk {
+                content: ContentBlock::Other,
             }
-            _ => {}
+            | SessionUpdate::Other => {}
         }
         true
     }
@@ -573,21 +577,18 @@ fn quoted_block(injection: &Injection) -> String {
 }
 
 /// Whether a permission response selected an `allow_*` option.
-fn selects_allow(result: &Value, options: &[Value]) -> bool {
-    let outcome = result.get("outcome").unwrap_or(&Value::Null);
-    if str_field(outcome, "outcome") != Some("selected") {
-        return false;
+fn selects_allow(outcome: &PermissionOutcome, options: &[PermissionOption]) -> bool {
+    match outcome {
+        PermissionOutcome::Selected { option_id } => options
+            .iter()
+            .any(|option| option.option_id == *option_id && option.allows()),
+        PermissionOutcome::Cancelled | PermissionOutcome::Other => false,
     }
-    let chosen = str_field(outcome, "optionId");
-    options.iter().any(|option| {
-        str_field(option, "optionId") == chosen
-            && str_field(option, "kind").is_some_and(|kind| kind.starts_with("allow"))
-    })
 }
 
 /// The option answering a permission request as the panel would: allow (or reject) once,
 /// else always.
-fn pick_option(options: &[Value], allow: bool) -> Option<String> {
+fn pick_option(options: &[PermissionOption], allow: bool) -> Option<String> {
     let kinds: [&str; 2] = if allow {
         ["allow_once", "allow_always"]
     } else {
@@ -596,10 +597,23 @@ fn pick_option(options: &[Value], allow: bool) -> Option<String> {
     kinds.iter().find_map(|kind| {
         options
             .iter()
-            .find(|option| str_field(option, "kind") == Some(kind))
-            .and_then(|option| str_field(option, "optionId"))
-            .map(str::to_owned)
+            .find(|option| option.kind == *kind)
+            .map(|option| option.option_id.clone())
     })
+}
+
+/// A JSON-RPC error's message, or the whole error when it has none.
+fn error_text(error: &Value) -> String {
+    acp::Error::deserialize(error)
+        .ok()
+        .and_then(|error| error.message)
+        .unwrap_or_else(|| error.to_string())
+}
+
+/// One line of ours, serialised (without its newline). These types have string keys only, so
+/// serialising them cannot fail.
+fn line_of(message: &impl Serialize) -> Vec<u8> {
+    serde_json::to_vec(message).unwrap_or_default()
 }
 
 impl PanelAdapter for GrokAdapter {
@@ -718,11 +732,13 @@ impl PanelAdapter for GrokAdapter {
             );
             return;
         };
-        out.push(Action::ToAgent(to_line(&json!({
-            "jsonrpc": "2.0",
-            "id": approval.id,
-            "result": {"outcome": {"outcome": "selected", "optionId": option}},
-        }))));
+        out.push(Action::ToAgent(line_of(&acp::Response {
+            jsonrpc: acp::JSONRPC_VERSION,
+            id: &approval.id,
+            result: acp::RequestPermissionResponse {
+                outcome: PermissionOutcome::Selected { option_id: option },
+            },
+        })));
         approval_answered(id, None, out);
         self.resolve_approval(approval, answer.allow, out);
         rpc::flush_changes(self, out);
