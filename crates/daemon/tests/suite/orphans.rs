@@ -7,7 +7,7 @@
 use std::time::{Duration, Instant};
 
 use cross_agent_daemon::Daemon;
-use cross_agent_ipc::Home;
+use cross_agent_home::Home;
 use cross_agent_testkit::telegram::FakeBotApi;
 use tokio::sync::oneshot;
 use tracing::instrument::WithSubscriber as _;
