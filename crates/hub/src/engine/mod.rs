@@ -20,7 +20,7 @@
 //! A carrier never gets the [`Engine`]: it gets a [`CarrierContext`] — the store, the
 //! dispatcher's services for the delivery it carries, the answer pairing and closing. Adding a
 //! carrier (Copilot's Agent Host, a remote host) is one new file in `carriers/` and one
-//! registration line in `Carriers::new` (`carriers/mod.rs` says how).
+//! registration line in the `carriers!` list (`carriers/mod.rs` says how).
 //!
 //! [`Carrier`]: carriers::Carrier
 //! [`CarrierContext`]: carriers::CarrierContext
