@@ -193,7 +193,8 @@ impl std::fmt::Debug for Engine {
 struct Inner {
     info: EngineInfo,
     config: EngineConfig,
-    db: Mutex<HubDb>,
+    /// `hub.db`, one connection the parts share (answers holds a handle of its own).
+    db: Arc<Mutex<HubDb>>,
     /// The session index, held in memory and kept current by file-system notifications; its
     /// walks run beside the requests, which borrow its current generations.
     scan: LiveScanner,
@@ -202,8 +203,8 @@ struct Inner {
     dispatch: dispatch::Dispatch,
     /// The busy judgement admission and dispatch share: who else works in a session.
     busy: busy::BusyWatch,
-    /// Answers: the late-answer watches this daemon holds and their loop.
-    answers: answers::LateWatches,
+    /// Answers: pairing, recovery, the late-answer watches this daemon holds and their loop.
+    answers: answers::Answers,
     /// `$CROSS_AGENT_HOME/decisions.jsonl`: every send, refusal, outcome, orphan and recovery.
     decisions: DecisionLog,
     /// The ways a delivery reaches its peer: panel, Claude's native door, headless CLI.
@@ -273,13 +274,22 @@ impl Engine {
             }
         }
         let (stop, _) = watch::channel(false);
+        let db = Arc::new(Mutex::new(db));
+        let events = tokio::sync::broadcast::channel(event_stream::EVENTS_KEPT).0;
+        let answers = answers::Answers::new(
+            db.clone(),
+            decisions.clone(),
+            events.clone(),
+            &info,
+            &config,
+        );
         let state_root = info.state_root.clone();
         let index_options = config.index;
         let engine = Engine {
             inner: Arc::new(Inner {
                 info,
                 config,
-                db: Mutex::new(db),
+                db,
                 scan: LiveScanner::new(
                     ScanOptions {
                         cache_file: Some(scan::cache_file(&state_root)),
@@ -291,15 +301,19 @@ impl Engine {
                 stop,
                 dispatch: dispatch::Dispatch::default(),
                 busy: busy::BusyWatch::default(),
-                answers: answers::LateWatches::default(),
+                answers,
                 decisions,
                 carriers: carriers::Carriers::new(),
-                events: tokio::sync::broadcast::channel(event_stream::EVENTS_KEPT).0,
+                events,
             }),
         };
         for mut record in orphaned {
             // The answer may be on disk already: read it back now (never re-sent).
-            if engine.recover(&mut record, "the daemon carrying it disappeared") {
+            if engine
+                .inner
+                .answers
+                .recover(&mut record, "the daemon carrying it disappeared")
+            {
                 let _ = engine.db().update_delivery(&record);
             }
         }
@@ -322,7 +336,7 @@ impl Engine {
         self.inner.dispatch.set_loop(handle);
         let engine = self.clone();
         let handle = tokio::spawn(async move { engine.watch_loop().await });
-        self.inner.answers.set_loop(handle);
+        self.inner.answers.watches().set_loop(handle);
         let engine = self.clone();
         tokio::spawn(async move { engine.index_loop().await });
     }
@@ -348,7 +362,7 @@ impl Engine {
         CarriedWork {
             turns_running,
             answers_pending,
-            late_answer_watches: self.inner.answers.held(),
+            late_answer_watches: self.inner.answers.watches().held(),
         }
     }
 
@@ -367,11 +381,11 @@ impl Engine {
     pub async fn drain(&self) -> CarriedWork {
         let at_start = self.carried();
         self.pause_dispatch(true);
-        self.inner.answers.stop_loop().await;
+        self.inner.answers.watches().stop_loop().await;
         if let Some(Err(error)) = self.release_watches().await {
             tracing::warn!(%error, "could not hand late-answer watches over");
         }
-        self.inner.answers.let_go();
+        self.inner.answers.watches().let_go();
         loop {
             let now = self.carried();
             if now.turns_running == 0 && now.answers_pending == 0 {
@@ -391,7 +405,7 @@ impl Engine {
         if let Some(handle) = handle {
             let _ = handle.await;
         }
-        self.inner.answers.stop_loop().await;
+        self.inner.answers.watches().stop_loop().await;
         // Watches live on in hub.db: the next daemon resumes them without waiting for a lease.
         let _ = self.release_watches().await;
         self.stop_relays().await;
@@ -406,6 +420,7 @@ impl Engine {
     /// Stops (or, with `false`, resumes) taking queued deliveries, leaving running turns alone:
     /// a daemon being replaced leaves its queue in `hub.db` for the successor.
     pub fn pause_dispatch(&self, paused: bool) {
+        self.inner.answers.set_handing_over(paused);
         self.inner.dispatch.set_paused(paused);
     }
 
