@@ -111,6 +111,7 @@ use crate::db::HubDb;
 use crate::error::Result;
 use cross_agent_protocol::timestamp::now_rfc3339;
 
+mod admission;
 mod answers;
 mod busy;
 mod carriers;
@@ -192,12 +193,14 @@ impl std::fmt::Debug for Engine {
 /// stream — nothing else.
 struct Inner {
     info: EngineInfo,
+    /// Admission: the pins and the deliveries creating a session, over its own handles.
+    admission: admission::Admission,
     config: EngineConfig,
     /// `hub.db`, one connection the parts share (answers holds a handle of its own).
     db: Arc<Mutex<HubDb>>,
     /// The session index, held in memory and kept current by file-system notifications; its
     /// walks run beside the requests, which borrow its current generations.
-    scan: LiveScanner,
+    scan: Arc<LiveScanner>,
     stop: watch::Sender<bool>,
     /// Dispatch: the worker pool, its wake-ups, the turns running and what is carried.
     dispatch: dispatch::Dispatch,
@@ -284,20 +287,22 @@ impl Engine {
             &config,
         );
         let state_root = info.state_root.clone();
-        let index_options = config.index;
+        let scan = Arc::new(LiveScanner::new(
+            ScanOptions {
+                cache_file: Some(scan::cache_file(&state_root)),
+                refresh: Default::default(),
+                agents: Vec::new(),
+            },
+            config.index,
+        ));
+        let admission = admission::Admission::new(db.clone(), scan.clone(), decisions.clone());
         let engine = Engine {
             inner: Arc::new(Inner {
                 info,
                 config,
                 db,
-                scan: LiveScanner::new(
-                    ScanOptions {
-                        cache_file: Some(scan::cache_file(&state_root)),
-                        refresh: Default::default(),
-                        agents: Vec::new(),
-                    },
-                    index_options,
-                ),
+                admission,
+                scan,
                 stop,
                 dispatch: dispatch::Dispatch::default(),
                 busy: busy::BusyWatch::default(),

@@ -212,7 +212,7 @@ impl Engine {
         if let Some(cwd) = &cwd {
             let scope = params.scope.unwrap_or(settings.scope);
             for agent in Agent::ALL {
-                let pin = self.current_pin(agent, cwd)?;
+                let pin = self.inner.admission.current_pin(agent, cwd)?;
                 let own = caller
                     .session_id
                     .as_deref()

@@ -4,8 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use cross_agent_protocol::bridge::{
-    DeliveryRecord, DeliveryState, Pin, Refusal, RefusalReason, Scope, SendParams,
-    SessionCandidate, TargetSelectedBy,
+    Refusal, RefusalReason, Scope, SendParams, SessionCandidate, TargetSelectedBy,
 };
 use cross_agent_stores::resolve::{self, Lookup};
 use cross_agent_stores::{Session, StoreError, UnixMillis};
@@ -355,7 +354,8 @@ impl Engine {
             // A session the bridge is creating right now is not on disk yet, but its id
             // is on the receipt the caller holds: follow-ups may name it.
             Err(StoreError::NoSuchSession { .. })
-                if let Some(pending) = self.session_being_created(agent, named)? =>
+                if let Some(pending) =
+                    self.inner.admission.session_being_created(agent, named)? =>
             {
                 let mut resolved = lookout.not_on_disk(
                     TargetSelectedBy::Caller,
@@ -382,7 +382,7 @@ impl Engine {
             settings,
             ..
         } = lookout.query;
-        let Some((pin, pinned_ms)) = self.current_pin(agent, cwd)? else {
+        let Some((pin, pinned_ms)) = self.inner.admission.current_pin(agent, cwd)? else {
             return Ok(None);
         };
         let on_disk = sessions
@@ -497,40 +497,4 @@ pub(super) fn active_now<'s>(
         UnixMillis::now(),
         own_session,
     )
-}
-
-impl Engine {
-    /// An unfinished delivery creating `agent` session `session_id`.
-    pub(super) fn session_being_created(
-        &self,
-        agent: Agent,
-        session_id: &str,
-    ) -> Result<Option<DeliveryRecord>> {
-        Ok(self
-            .db()
-            .deliveries_in(
-                &[
-                    DeliveryState::Queued,
-                    DeliveryState::Delivering,
-                    DeliveryState::AwaitingPeer,
-                ],
-                1000,
-            )?
-            .into_iter()
-            .find(|r| {
-                r.will_create_session
-                    && r.target_agent == agent
-                    && r.target_session_id.as_deref() == Some(session_id)
-            }))
-    }
-
-    /// The pin for `cwd`, else the pin for every directory.
-    pub(super) fn current_pin(&self, agent: Agent, cwd: &Path) -> Result<Option<(Pin, i64)>> {
-        let db = self.db();
-        let key = cwd_key(Some(&cwd.to_string_lossy()));
-        if let Some(found) = db.pin(agent, &key)? {
-            return Ok(Some(found));
-        }
-        db.pin(agent, "")
-    }
 }

@@ -1,0 +1,184 @@
+//! The admission part's type, [`Admission`]: what admission reads and writes without the other
+//! parts — the pins (`pin_agent_session`, the pin a resolution follows) and the deliveries
+//! still creating a session. It holds its own handles: the store, the session index and the
+//! decisions log. The guards (`send`), the resolution steps (`target`) and the receipt
+//! (`receipt`) still run on the [`Engine`](super::Engine), because they ask the panels, the
+//! busy watch and the carriers; they reach the pins through this type.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use cross_agent_decisions::DecisionLog;
+use cross_agent_protocol::bridge::{CallerContext, DeliveryRecord, DeliveryState, Pin};
+use cross_agent_stores::Session;
+use cross_agent_stores::live::LiveScanner;
+use parking_lot::{Mutex, MutexGuard};
+
+use super::{cwd_key, roots_for};
+use crate::Agent;
+use crate::db::HubDb;
+use crate::error::Result;
+
+/// Admission's own handles: the store (shared, one connection), the session index (shared
+/// with the listings) and the decisions log.
+pub(super) struct Admission {
+    db: Arc<Mutex<HubDb>>,
+    scan: Arc<LiveScanner>,
+    pub(super) decisions: DecisionLog,
+}
+
+impl Admission {
+    pub(super) fn new(
+        db: Arc<Mutex<HubDb>>,
+        scan: Arc<LiveScanner>,
+        decisions: DecisionLog,
+    ) -> Admission {
+        Admission {
+            db,
+            scan,
+            decisions,
+        }
+    }
+
+    pub(super) fn db(&self) -> MutexGuard<'_, HubDb> {
+        self.db.lock()
+    }
+
+    /// One agent's sessions as the caller's stores hold them, with the index's warnings.
+    pub(super) fn sessions(
+        &self,
+        context: &CallerContext,
+        agent: Agent,
+    ) -> (Vec<Session>, Vec<String>) {
+        let listing = self.scan.list_agents(&roots_for(context), &[agent]);
+        (
+            listing.sessions,
+            listing.warnings.iter().map(ToString::to_string).collect(),
+        )
+    }
+
+    /// An unfinished delivery creating `agent` session `session_id`.
+    pub(super) fn session_being_created(
+        &self,
+        agent: Agent,
+        session_id: &str,
+    ) -> Result<Option<DeliveryRecord>> {
+        Ok(self
+            .db()
+            .deliveries_in(
+                &[
+                    DeliveryState::Queued,
+                    DeliveryState::Delivering,
+                    DeliveryState::AwaitingPeer,
+                ],
+                1000,
+            )?
+            .into_iter()
+            .find(|r| {
+                r.will_create_session
+                    && r.target_agent == agent
+                    && r.target_session_id.as_deref() == Some(session_id)
+            }))
+    }
+
+    /// The pin for `cwd`, else the pin for every directory.
+    pub(super) fn current_pin(&self, agent: Agent, cwd: &Path) -> Result<Option<(Pin, i64)>> {
+        let db = self.db();
+        let key = cwd_key(Some(&cwd.to_string_lossy()));
+        if let Some(found) = db.pin(agent, &key)? {
+            return Ok(Some(found));
+        }
+        db.pin(agent, "")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use cross_agent_protocol::bridge::{PinParams, PinResponse};
+    use cross_agent_stores::scan::ScanOptions;
+
+    use super::*;
+
+    fn admission(dir: &Path) -> Admission {
+        let db = HubDb::open(&dir.join("hub.db")).unwrap();
+        let scan = LiveScanner::new(
+            ScanOptions {
+                cache_file: None,
+                refresh: Default::default(),
+                agents: Vec::new(),
+            },
+            Default::default(),
+        );
+        Admission::new(
+            Arc::new(Mutex::new(db)),
+            Arc::new(scan),
+            DecisionLog::in_existing_home(dir),
+        )
+    }
+
+    fn pin(session_id: &str, cwd: Option<&str>) -> Pin {
+        Pin {
+            agent: Agent::Codex,
+            session_id: session_id.to_owned(),
+            title: None,
+            cwd: cwd.map(str::to_owned),
+            sticky: true,
+            pinned_at: "2026-01-01T00:00:00Z".to_owned(),
+        }
+    }
+
+    #[test]
+    fn the_directorys_pin_comes_before_the_pin_for_every_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let admission = admission(dir.path());
+        let cwd = PathBuf::from("/work/project");
+        assert_eq!(admission.current_pin(Agent::Codex, &cwd).unwrap(), None);
+        admission
+            .db()
+            .set_pin(&pin("everywhere", None), "", 1)
+            .unwrap();
+        let found = admission.current_pin(Agent::Codex, &cwd).unwrap();
+        assert_eq!(
+            found.map(|(p, _)| p.session_id).as_deref(),
+            Some("everywhere")
+        );
+        let key = cwd_key(Some("/work/project"));
+        admission
+            .db()
+            .set_pin(&pin("here", Some("/work/project")), &key, 2)
+            .unwrap();
+        let found = admission.current_pin(Agent::Codex, &cwd).unwrap();
+        assert_eq!(found.map(|(p, _)| p.session_id).as_deref(), Some("here"));
+        // Another agent's pins are not this one's.
+        assert_eq!(admission.current_pin(Agent::Claude, &cwd).unwrap(), None);
+    }
+
+    #[test]
+    fn an_empty_session_id_unpins_and_names_the_pin_it_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let admission = admission(dir.path());
+        let key = cwd_key(Some("/work/project"));
+        admission
+            .db()
+            .set_pin(&pin("here", Some("/work/project")), &key, 1)
+            .unwrap();
+        let response = admission
+            .pin(PinParams {
+                agent: Agent::Codex,
+                session_id: Some("  ".to_owned()),
+                cwd: Some("/work/project".to_owned()),
+                caller: CallerContext::default(),
+            })
+            .unwrap();
+        match response {
+            PinResponse::Unpinned { previous } => {
+                assert_eq!(previous.map(|p| p.session_id).as_deref(), Some("here"));
+            }
+            other => panic!("expected an unpin, got {other:?}"),
+        }
+        let cwd = PathBuf::from("/work/project");
+        assert_eq!(admission.current_pin(Agent::Codex, &cwd).unwrap(), None);
+    }
+}
