@@ -1,9 +1,9 @@
 //! The admission part's type, [`Admission`]: what admission reads and writes without the other
-//! parts — the pins (`pin_agent_session`, the pin a resolution follows) and the deliveries
-//! still creating a session. It holds its own handles: the store, the session index and the
-//! decisions log. The guards (`send`), the resolution steps (`target`) and the receipt
-//! (`receipt`) still run on the [`Engine`](super::Engine), because they ask the panels, the
-//! busy watch and the carriers; they reach the pins through this type.
+//! parts — target resolution (`target`, given the live panels), the pins
+//! (`pin_agent_session`, the pin a resolution follows) and the deliveries still creating a
+//! session. It holds its own handles: the store, the session index and the decisions log. The
+//! guards (`send`) and the receipt (`receipt`) still run on the [`Engine`](super::Engine),
+//! because they ask the panels, the busy watch and the carriers.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -57,6 +57,12 @@ impl Admission {
         )
     }
 
+    /// Has `agent`'s stores walked again before the next look: a session written a moment ago
+    /// may not have been noticed yet.
+    pub(super) fn mark_stale(&self, agent: Agent) {
+        self.scan.mark_stale(agent);
+    }
+
     /// An unfinished delivery creating `agent` session `session_id`.
     pub(super) fn session_being_created(
         &self,
@@ -96,10 +102,100 @@ impl Admission {
 mod tests {
     use std::path::PathBuf;
 
-    use cross_agent_protocol::bridge::{PinParams, PinResponse};
+    use cross_agent_protocol::bridge::{
+        PinParams, PinResponse, Scope, SendParams, TargetSelectedBy,
+    };
     use cross_agent_stores::scan::ScanOptions;
 
     use super::*;
+    use crate::engine::target::{TargetQuery, Unresolved};
+    use crate::settings::CallSettings;
+
+    /// A send to Codex from a caller whose stores are an empty `home`.
+    fn send_params(home: &Path, session_id: Option<&str>, new_session: bool) -> SendParams {
+        let mut caller = CallerContext {
+            cwd: Some("/work/project".to_owned()),
+            ..CallerContext::default()
+        };
+        caller
+            .child_env
+            .insert("HOME".to_owned(), home.to_string_lossy().into_owned());
+        SendParams {
+            agent: Agent::Codex,
+            message: "hello".to_owned(),
+            session_id: session_id.map(str::to_owned),
+            new_session,
+            scope: None,
+            cwd: None,
+            timeout: None,
+            conversation_id: None,
+            raw: false,
+            allow_same_agent: false,
+            caller,
+        }
+    }
+
+    fn resolve(
+        admission: &Admission,
+        params: &SendParams,
+    ) -> std::result::Result<crate::engine::target::Resolved, Unresolved> {
+        let settings = CallSettings::from_settings(&params.caller.settings);
+        admission.resolve(
+            TargetQuery {
+                agent: params.agent,
+                params,
+                explicit: params.session_id.as_deref(),
+                cwd: Path::new("/work/project"),
+                scope: Scope::Cwd,
+                settings: &settings,
+                own_session: None,
+            },
+            &[],
+        )
+    }
+
+    #[test]
+    fn with_nothing_on_disk_and_no_pin_a_send_opens_a_new_cli_session() {
+        let dir = tempfile::tempdir().unwrap();
+        let admission = admission(dir.path());
+        let resolved = resolve(&admission, &send_params(dir.path(), None, false)).unwrap();
+        assert_eq!(resolved.selected_by, TargetSelectedBy::NewSession);
+        assert!(resolved.panel.is_none());
+        // Codex chooses its own id.
+        assert_eq!(resolved.session_id, None);
+        let forced = resolve(&admission, &send_params(dir.path(), None, true)).unwrap();
+        assert_eq!(
+            forced.new_reason.as_deref(),
+            Some("new_session=true was passed")
+        );
+    }
+
+    #[test]
+    fn a_sticky_pin_is_followed_even_before_its_session_is_on_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let admission = admission(dir.path());
+        let key = cwd_key(Some("/work/project"));
+        admission
+            .db()
+            .set_pin(&pin("pinned", Some("/work/project")), &key, 1)
+            .unwrap();
+        let resolved = resolve(&admission, &send_params(dir.path(), None, false)).unwrap();
+        assert_eq!(resolved.selected_by, TargetSelectedBy::Pin);
+        assert_eq!(resolved.session_id.as_deref(), Some("pinned"));
+    }
+
+    #[test]
+    fn a_named_session_nobody_has_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let admission = admission(dir.path());
+        let params = send_params(dir.path(), Some("no-such-session"), false);
+        match resolve(&admission, &params) {
+            Err(Unresolved::Refused(refusal)) => {
+                assert!(!refusal.message.is_empty());
+            }
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    }
 
     fn admission(dir: &Path) -> Admission {
         let db = HubDb::open(&dir.join("hub.db")).unwrap();

@@ -1,5 +1,7 @@
 //! Which session a send goes to (docs/spec/cross-agent-mcp.md §5): the caller's `session_id`, a pin, the active
 //! session on disk (never the caller's own), or a new session; and the refusals of a lookup.
+//! Resolution is admission's ([`Admission::resolve`]), over the live panels the engine reads
+//! for it.
 
 use std::path::{Path, PathBuf};
 
@@ -14,6 +16,7 @@ use cross_agent_protocol::panel::PanelSessionState;
 use cross_agent_transports::panel::registry::LivePanel;
 use cross_agent_transports::panel::window::{self, PanelTab, Vantage};
 
+use super::admission::Admission;
 use super::panels::{transcript_clock, vantage};
 use super::{Engine, refusal};
 use crate::Agent;
@@ -258,25 +261,37 @@ impl Lookout<'_> {
 }
 
 impl Engine {
+    /// The session a send goes to ([`Admission::resolve`]), among the live panels of this
+    /// send's `CROSS_AGENT_UI_HOOK` (none under `off`).
+    pub(super) fn resolve(&self, query: TargetQuery<'_>) -> Result<Resolved, Unresolved> {
+        let panels = self.live_panels(query.settings.ui_hook);
+        self.inner.admission.resolve(query, &panels)
+    }
+}
+
+impl Admission {
     /// The session a send goes to (docs/spec/cross-agent-mcp.md §5, "A new conversation is the last resort"), or
     /// why none can be chosen: `session_id` → pin → the conversation open in this window's
     /// panel → the active session on disk → a new session (in this window's panel when one can
     /// open it). A session a panel holds — this window's first, then another window's — is
     /// delivered through that panel whichever rule chose it; auto-selection (rule 3) looks only
     /// in the caller's window. Under `CROSS_AGENT_UI_HOOK=off` no panel is looked at.
-    pub(super) fn resolve(&self, query: TargetQuery<'_>) -> Result<Resolved, Unresolved> {
-        let panels = self.live_panels(query.settings.ui_hook);
+    pub(super) fn resolve(
+        &self,
+        query: TargetQuery<'_>,
+        panels: &[LivePanel],
+    ) -> Result<Resolved, Unresolved> {
         let vantage = vantage(&query.params.caller);
         let lookout = Lookout {
-            tabs: window::tabs(&panels, query.agent, &vantage),
+            tabs: window::tabs(panels, query.agent, &vantage),
             query,
-            panels: &panels,
+            panels,
             vantage,
         };
         if query.params.new_session {
             return Ok(lookout.new_session("new_session=true was passed".to_owned()));
         }
-        let sessions = self.list(&query.params.caller, &[query.agent]).0;
+        let sessions = self.sessions(&query.params.caller, query.agent).0;
         if let Some(named) = query.explicit {
             return self.by_session_id(&lookout, sessions, named);
         }
@@ -332,8 +347,8 @@ impl Engine {
             // The index is kept current by file-system notifications, which come late (or not
             // at all) on a loaded machine: a session written a moment ago by another process
             // is walked for before it is called missing.
-            self.inner.scan.mark_stale(agent);
-            sessions = self.list(&params.caller, &[agent]).0;
+            self.mark_stale(agent);
+            sessions = self.sessions(&params.caller, agent).0;
         }
         match resolve::lookup(&sessions, named, explicit_lookup) {
             Ok(found) => Ok(Resolved::of(found.session, TargetSelectedBy::Caller, cwd)
@@ -354,8 +369,7 @@ impl Engine {
             // A session the bridge is creating right now is not on disk yet, but its id
             // is on the receipt the caller holds: follow-ups may name it.
             Err(StoreError::NoSuchSession { .. })
-                if let Some(pending) =
-                    self.inner.admission.session_being_created(agent, named)? =>
+                if let Some(pending) = self.session_being_created(agent, named)? =>
             {
                 let mut resolved = lookout.not_on_disk(
                     TargetSelectedBy::Caller,
@@ -382,7 +396,7 @@ impl Engine {
             settings,
             ..
         } = lookout.query;
-        let Some((pin, pinned_ms)) = self.inner.admission.current_pin(agent, cwd)? else {
+        let Some((pin, pinned_ms)) = self.current_pin(agent, cwd)? else {
             return Ok(None);
         };
         let on_disk = sessions
