@@ -9,22 +9,92 @@ use std::path::Path;
 use std::sync::Arc;
 
 use cross_agent_decisions::DecisionLog;
-use cross_agent_protocol::bridge::{CallerContext, DeliveryRecord, DeliveryState, Pin};
+use cross_agent_protocol::bridge::{CallerContext, DeliveryRecord, DeliveryState, Pin, Transport};
+use cross_agent_protocol::events::EngineEvent;
 use cross_agent_stores::Session;
 use cross_agent_stores::live::LiveScanner;
+use cross_agent_transports::panel::registry::LivePanel;
 use parking_lot::{Mutex, MutexGuard};
+use tokio::sync::broadcast;
 
-use super::{cwd_key, roots_for};
+use super::carriers::{CarrierContext, RouteQuery};
+use super::{Engine, cwd_key, roots_for};
 use crate::Agent;
+use crate::caller::StartedTurn;
 use crate::db::HubDb;
 use crate::error::Result;
+use crate::records::Job;
+use crate::settings::{CallSettings, UiHook};
 
 /// Admission's own handles: the store (shared, one connection), the session index (shared
-/// with the listings) and the decisions log.
+/// with the listings), the decisions log, the event stream and the daemon's generation.
 pub(super) struct Admission {
     db: Arc<Mutex<HubDb>>,
     scan: Arc<LiveScanner>,
     pub(super) decisions: DecisionLog,
+    events: broadcast::Sender<EngineEvent>,
+    /// This daemon's generation, on every record it accepts.
+    pub(super) generation: u64,
+}
+
+/// What admission asks of the other parts while it admits a send, and nothing else: the
+/// dispatcher's running turns (a caller is identified by them), the live panels (resolution,
+/// and the probe for the sender's own panel), the busy watch (is the peer working), the
+/// carriers (the route a send takes) and the dispatcher's wake-up (a delivery was queued).
+/// The engine implements it over its parts; a test can stand in for them.
+pub(super) trait Neighbours {
+    /// The headless turns running now.
+    fn started_turns(&self) -> Vec<StartedTurn>;
+    /// The live panels under `ui_hook` (none under `off`).
+    fn live_panels(&self, ui_hook: UiHook) -> Vec<LivePanel>;
+    /// Whether someone else's turn is open in the target's transcript.
+    fn someone_else_working(&self, agent: Agent, target_key: &str, transcript: &Path) -> bool;
+    /// The carrier that takes the send (its route written into `job`).
+    fn route(&self, send: &RouteQuery<'_>, job: &mut Job) -> Transport;
+    /// Whether the sender has a live panel for its answer to come back into now.
+    fn has_return_panel(
+        &self,
+        context: &CallerContext,
+        agent: Option<Agent>,
+        session: Option<&str>,
+        settings: &CallSettings,
+    ) -> bool;
+    /// A delivery was queued: the dispatcher looks at the queue.
+    fn queued(&self);
+}
+
+impl Neighbours for Engine {
+    fn started_turns(&self) -> Vec<StartedTurn> {
+        self.inner.dispatch.started_turns()
+    }
+
+    fn live_panels(&self, ui_hook: UiHook) -> Vec<LivePanel> {
+        Engine::live_panels(self, ui_hook)
+    }
+
+    fn someone_else_working(&self, agent: Agent, target_key: &str, transcript: &Path) -> bool {
+        self.is_someone_else_working(agent, target_key, transcript)
+    }
+
+    fn route(&self, send: &RouteQuery<'_>, job: &mut Job) -> Transport {
+        self.inner
+            .carriers
+            .route(&CarrierContext::new(self.clone()), send, job)
+    }
+
+    fn has_return_panel(
+        &self,
+        context: &CallerContext,
+        agent: Option<Agent>,
+        session: Option<&str>,
+        settings: &CallSettings,
+    ) -> bool {
+        self.probe_own_panel(context, agent, session, settings)
+    }
+
+    fn queued(&self) {
+        self.inner.dispatch.wake();
+    }
 }
 
 impl Admission {
@@ -32,12 +102,21 @@ impl Admission {
         db: Arc<Mutex<HubDb>>,
         scan: Arc<LiveScanner>,
         decisions: DecisionLog,
+        events: broadcast::Sender<EngineEvent>,
+        generation: u64,
     ) -> Admission {
         Admission {
             db,
             scan,
             decisions,
+            events,
+            generation,
         }
+    }
+
+    pub(super) fn emit(&self, event: EngineEvent) {
+        // An error only says nobody listens now.
+        let _ = self.events.send(event);
     }
 
     pub(super) fn db(&self) -> MutexGuard<'_, HubDb> {
@@ -211,6 +290,8 @@ mod tests {
             Arc::new(Mutex::new(db)),
             Arc::new(scan),
             DecisionLog::in_existing_home(dir),
+            tokio::sync::broadcast::channel(8).0,
+            1,
         )
     }
 

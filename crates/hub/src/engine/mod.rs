@@ -295,7 +295,13 @@ impl Engine {
             },
             config.index,
         ));
-        let admission = admission::Admission::new(db.clone(), scan.clone(), decisions.clone());
+        let admission = admission::Admission::new(
+            db.clone(),
+            scan.clone(),
+            decisions.clone(),
+            events.clone(),
+            info.generation,
+        );
         let engine = Engine {
             inner: Arc::new(Inner {
                 info,

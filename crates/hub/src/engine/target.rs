@@ -18,7 +18,7 @@ use cross_agent_transports::panel::window::{self, PanelTab, Vantage};
 
 use super::admission::Admission;
 use super::panels::{transcript_clock, vantage};
-use super::{Engine, refusal};
+use super::refusal;
 use crate::Agent;
 use crate::error::Result;
 use crate::settings::CallSettings;
@@ -257,15 +257,6 @@ impl Lookout<'_> {
             new_reason: None,
             panel: None,
         }
-    }
-}
-
-impl Engine {
-    /// The session a send goes to ([`Admission::resolve`]), among the live panels of this
-    /// send's `CROSS_AGENT_UI_HOOK` (none under `off`).
-    pub(super) fn resolve(&self, query: TargetQuery<'_>) -> Result<Resolved, Unresolved> {
-        let panels = self.live_panels(query.settings.ui_hook);
-        self.inner.admission.resolve(query, &panels)
     }
 }
 
