@@ -1,10 +1,10 @@
-//! The admission part's type, [`Admission`]: what admission reads and writes without the other
-//! parts — target resolution (`target`, given the live panels), the pins
-//! (`pin_agent_session`, the pin a resolution follows) and the deliveries still creating a
-//! session. It holds its own handles: the store, the session index and the decisions log. The
-//! guards (`send`) and the receipt (`receipt`) still run on the [`Engine`](super::Engine),
-//! because they ask the panels, the busy watch and the carriers.
-
+//! The admission part, [`Admission`]: everything a send goes through before it is queued —
+//! the guards (`send`), target resolution (`target`), the accepted record and its receipt
+//! (`receipt`) — and the pins (`pins`: `pin_agent_session`, the pin a resolution follows), the
+//! deliveries still creating a session. It holds its own handles: the store, the session
+//! index, the decisions log, the event stream. What it asks of the other parts goes through
+//! [`Neighbours`] (running turns, live panels, the busy watch, the carriers' route, the return
+//! panel probe, the dispatcher's wake-up), so it runs in-process in its tests with a stand-in.
 use std::path::Path;
 use std::sync::Arc;
 
@@ -186,6 +186,10 @@ mod tests {
     };
     use cross_agent_stores::scan::ScanOptions;
 
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use cross_agent_protocol::bridge::{RefusalReason, SendResponse};
+
     use super::*;
     use crate::engine::target::{TargetQuery, Unresolved};
     use crate::settings::CallSettings;
@@ -357,5 +361,75 @@ mod tests {
         }
         let cwd = PathBuf::from("/work/project");
         assert_eq!(admission.current_pin(Agent::Codex, &cwd).unwrap(), None);
+    }
+
+    /// The other parts as admission sees them: no turns, no panels, nobody working, every
+    /// send to the headless CLI; it counts the dispatcher's wake-ups.
+    #[derive(Default)]
+    struct Quiet {
+        woken: AtomicUsize,
+    }
+
+    impl Neighbours for Quiet {
+        fn started_turns(&self) -> Vec<StartedTurn> {
+            Vec::new()
+        }
+        fn live_panels(&self, _ui_hook: UiHook) -> Vec<LivePanel> {
+            Vec::new()
+        }
+        fn someone_else_working(&self, _: Agent, _: &str, _: &Path) -> bool {
+            false
+        }
+        fn route(&self, _send: &RouteQuery<'_>, _job: &mut Job) -> Transport {
+            Transport::HeadlessCli
+        }
+        fn has_return_panel(
+            &self,
+            _: &CallerContext,
+            _: Option<Agent>,
+            _: Option<&str>,
+            _: &CallSettings,
+        ) -> bool {
+            false
+        }
+        fn queued(&self) {
+            self.woken.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn an_accepted_send_is_recorded_queued_and_wakes_the_dispatcher_and_the_hop_budget_holds() {
+        let dir = tempfile::tempdir().unwrap();
+        let admission = admission(dir.path());
+        let others = Quiet::default();
+        let mut params = send_params(dir.path(), None, false);
+        params.caller.cwd = Some(dir.path().to_string_lossy().into_owned());
+        params.conversation_id = Some("conversation-1".to_owned());
+        params
+            .caller
+            .settings
+            .insert("CROSS_AGENT_MAX_HOPS".to_owned(), "1".to_owned());
+        let SendResponse::Accepted(receipt) = admission.send(params.clone(), &others).unwrap()
+        else {
+            panic!("the first send is accepted");
+        };
+        assert_eq!(others.woken.load(Ordering::SeqCst), 1);
+        assert!(!receipt.return_panel_available_now);
+        let record = admission
+            .db()
+            .delivery(&receipt.delivery_id)
+            .unwrap()
+            .unwrap();
+        assert_eq!(record.state, DeliveryState::Queued);
+        assert_eq!(record.transport, Transport::HeadlessCli);
+        assert_eq!(record.carrier_generation, Some(1));
+        // The conversation's one hop is spent: the next relay in it is refused, not queued.
+        match admission.send(params, &others).unwrap() {
+            SendResponse::Refused(refusal) => {
+                assert_eq!(refusal.reason, RefusalReason::HopBudget);
+            }
+            SendResponse::Accepted(_) => panic!("a relay past the hop budget was accepted"),
+        }
+        assert_eq!(others.woken.load(Ordering::SeqCst), 1);
     }
 }
