@@ -5,6 +5,7 @@
 //! index, the decisions log, the event stream. What it asks of the other parts goes through
 //! [`Neighbours`] (running turns, live panels, the busy watch, the carriers' route, the return
 //! panel probe, the dispatcher's wake-up), so it runs in-process in its tests with a stand-in.
+
 use std::path::Path;
 use std::sync::Arc;
 
