@@ -2,22 +2,20 @@
 //! receipt), `pin`, `list_sessions`, `bridge_status`, and the worker pool that hands queued
 //! deliveries to their peers over the agents' headless CLIs.
 //!
-//! Three parts, each with its own state (docs/architecture.md, "Inside the engine"); [`Engine`]
-//! is the façade the daemon calls over them. **Admission** — the `Admission`
-//! type over its own handles (store, session index, decisions, events): `send` (the guards),
-//! `target` (resolution, as named steps), `receipt` (the accepted record and its receipt),
-//! `pins`; it asks the other parts only through `Neighbours`, which
-//! the engine implements. **Dispatch** — `dispatch` (its `Dispatch`: the
-//! queue's wake-up, the pause, turns running, what is carried; leases, orphans), `busy`
-//! (`BusyWatch`: waiting on someone else's turn) and `carriers` (the [`Carrier`] trait the
-//! panel, Claude's native door and the headless CLI implement, in one registry). **Answers** —
-//! the `Answers` type over its own handles (store, decisions, events) and
-//! `LateWatches`: pairing, recovery, a run's outcome, the late-answer watches; `withheld`
-//! (naming a withheld variable when a relay fails). Beside them: `status` (listing,
-//! `bridge_status`), `event_stream` (the [`EngineEvent`] stream subscribers get from
-//! [`Engine::subscribe`]) and [`EngineConfig`] (the daemon-wide knobs the daemon reads once).
-//! Blocking file work runs on tokio's blocking pool, never on the async threads that answer
-//! clients.
+//! Three parts, each with its own state (docs/architecture.md, "Inside the engine"); [`Engine`] is
+//! the façade the daemon calls over them. **Admission** — the `Admission` type over its own handles
+//! (store, session index, decisions, events): `send` (the guards), `target` (resolution, as named
+//! steps), `receipt` (the accepted record and its receipt), `pins`; it asks the other parts only
+//! through `Neighbours`, which the engine implements. **Dispatch** — `dispatch` (its `Dispatch`:
+//! the queue's wake-up, the pause, turns running, what is carried; leases, orphans), `busy`
+//! (`BusyWatch`: waiting on someone else's turn) and `carriers` (the [`Carrier`] trait the panel,
+//! Claude's native door and the headless CLI implement, in one registry). **Answers** — the
+//! `Answers` type over its own handles (store, decisions, events) and `LateWatches`: pairing,
+//! recovery, a run's outcome, the late-answer watches; `withheld` (naming a withheld variable when
+//! a relay fails). Beside them: `status` (listing, `bridge_status`), `event_stream` (the
+//! [`EngineEvent`] stream subscribers get from [`Engine::subscribe`]) and [`EngineConfig`] (the
+//! daemon-wide knobs the daemon reads once). Blocking file work runs on tokio's blocking pool,
+//! never on the async threads that answer clients.
 //!
 //! **Not split yet:** dispatch's loop and per-delivery services (`dispatch_loop`,
 //! `close_delivery`, the lease renewal, the transcript check), the busy judgement, the return
