@@ -74,7 +74,9 @@ impl Neighbours for Engine {
     }
 
     fn someone_else_working(&self, agent: Agent, target_key: &str, transcript: &Path) -> bool {
-        self.is_someone_else_working(agent, target_key, transcript)
+        self.inner
+            .busy
+            .is_someone_else_working(agent, target_key, transcript)
     }
 
     fn route(&self, send: &RouteQuery<'_>, job: &mut Job) -> Transport {

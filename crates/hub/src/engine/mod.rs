@@ -18,7 +18,7 @@
 //! never on the async threads that answer clients.
 //!
 //! **Not split yet:** dispatch's loop and per-delivery services (`dispatch_loop`,
-//! `close_delivery`, the lease renewal, the transcript check), the busy judgement, the return
+//! `close_delivery`, the lease renewal, the transcript check), the wait on a busy session, the return
 //! traffic and the panel and native doors' mechanics (`panels`, `native`) are still `Engine`
 //! methods over `Inner`; the engine routes the late answers `Answers` hands back, and
 //! [`CarrierContext`] still wraps the `Engine` behind its narrow surface.
@@ -285,6 +285,7 @@ impl Engine {
         let (stop, _) = watch::channel(false);
         let db = Arc::new(Mutex::new(db));
         let events = tokio::sync::broadcast::channel(event_stream::EVENTS_KEPT).0;
+        let busy = busy::BusyWatch::new(db.clone());
         let answers = answers::Answers::new(
             db.clone(),
             decisions.clone(),
@@ -317,7 +318,7 @@ impl Engine {
                 scan,
                 stop,
                 dispatch: dispatch::Dispatch::default(),
-                busy: busy::BusyWatch::default(),
+                busy,
                 answers,
                 decisions,
                 carriers: carriers::Carriers::new(),
