@@ -17,11 +17,11 @@
 //! daemon-wide knobs the daemon reads once). Blocking file work runs on tokio's blocking pool,
 //! never on the async threads that answer clients.
 //!
-//! **Not split yet:** dispatch's loop and per-delivery services (`dispatch_loop`,
-//! `close_delivery`, the lease renewal, the transcript check), the wait on a busy session, the return
-//! traffic and the panel and native doors' mechanics (`panels`, `native`) are still `Engine`
-//! methods over `Inner`; the engine routes the late answers `Answers` hands back, and
-//! [`CarrierContext`] still wraps the `Engine` behind its narrow surface.
+//! **Not split yet:** dispatch's loop and per-delivery services (`dispatch_loop`, `close_delivery`,
+//! the lease renewal, the transcript check), the wait on a busy session, the return traffic and the
+//! panel and native doors' mechanics (`panels`, `native`) are still `Engine` methods over `Inner`;
+//! the engine routes the late answers `Answers` hands back, and [`CarrierContext`] still wraps the
+//! `Engine` behind its narrow surface.
 //!
 //! A carrier never gets the [`Engine`]: it gets a [`CarrierContext`] — the store, the
 //! dispatcher's services for the delivery it carries, the answer pairing and closing. Adding a
