@@ -1,8 +1,15 @@
 //! Answers (docs/spec/cross-agent-mcp.md §6, §9): pairing an answer with its request, recovery from the
-//! transcript, and late-answer watches.
+//! transcript, and late-answer watches — the [`Answers`] part, which owns its state
+//! ([`LateWatches`]) and holds what it needs: the store, the decisions log, the event stream
+//! and its settings. The return traffic a late answer causes is still the engine's (`panels`):
+//! [`Answers::watch_once`] and [`Answers::record_late_answer`] hand back what is to be routed.
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
+
+use cross_agent_decisions::DecisionLog;
 
 use cross_agent_decisions::events;
 use cross_agent_protocol::bridge::{DeliveryRecord, DeliveryState, TargetKey};
@@ -10,12 +17,14 @@ use cross_agent_protocol::events::EngineEvent;
 use cross_agent_protocol::timestamp::now_rfc3339;
 use cross_agent_stores::UnixMillis;
 use cross_agent_transports::run::{Ended, TurnOutcome};
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
+use tokio::sync::broadcast;
 
 use super::dispatch::off_async;
 use super::withheld::withheld_hint;
-use super::{Engine, LEASE_MS, REPLY_PREVIEW_CHARS, preview};
+use super::{Engine, EngineConfig, EngineInfo, LEASE_MS, REPLY_PREVIEW_CHARS, preview};
 use crate::Agent;
+use crate::db::HubDb;
 use crate::envelope::AnswerKind;
 use crate::envelope::{self};
 use crate::records::{Job, Watch};
@@ -27,7 +36,7 @@ use crate::settings::CallSettings;
 pub(super) struct LateWatches {
     /// The requests watched, by delivery id.
     held: Mutex<HashSet<String>>,
-    /// The loop ([`Engine::watch_loop`]), while it runs.
+    /// The loop (`Engine::watch_loop`), while it runs.
     task: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
@@ -57,7 +66,83 @@ impl LateWatches {
     }
 }
 
-impl Engine {
+/// The answers part: it pairs answers with their requests, reads them back when the transport
+/// failed, and keeps the late-answer watches. It sees nothing of admission or dispatch.
+pub(super) struct Answers {
+    /// `hub.db`, shared with the other parts (one connection, one lock).
+    db: Arc<Mutex<HubDb>>,
+    decisions: DecisionLog,
+    events: broadcast::Sender<EngineEvent>,
+    /// This daemon, as a stopped delivery's error names it and as `hub.db` knows a watch's owner.
+    pid: u32,
+    generation: u64,
+    /// How often the watched transcripts are read.
+    poll: Duration,
+    /// How long a recovered answer's watch runs.
+    recovered_watch_secs: u64,
+    /// Set while the daemon drains: a watch started now is left unowned in `hub.db`, for the
+    /// daemon that follows.
+    handing_over: AtomicBool,
+    watches: LateWatches,
+}
+
+/// A late answer recorded as a delivery of its own, to be pushed to the sender's live panel.
+pub(super) struct LateAnswer {
+    /// The request it answers, as recorded (pointing at `late`).
+    pub(super) request: DeliveryRecord,
+    pub(super) late: DeliveryRecord,
+    pub(super) text: String,
+}
+
+impl Answers {
+    pub(super) fn new(
+        db: Arc<Mutex<HubDb>>,
+        decisions: DecisionLog,
+        events: broadcast::Sender<EngineEvent>,
+        info: &EngineInfo,
+        config: &EngineConfig,
+    ) -> Answers {
+        Answers {
+            db,
+            decisions,
+            events,
+            pid: info.pid,
+            generation: info.generation,
+            poll: config.late_answer_poll,
+            recovered_watch_secs: config.late_answer_watch_secs,
+            handing_over: AtomicBool::new(false),
+            watches: LateWatches::default(),
+        }
+    }
+
+    fn db(&self) -> MutexGuard<'_, HubDb> {
+        self.db.lock()
+    }
+
+    fn emit(&self, event: EngineEvent) {
+        // An error only says nobody listens now.
+        let _ = self.events.send(event);
+    }
+
+    /// The late-answer watches and their loop.
+    pub(super) fn watches(&self) -> &LateWatches {
+        &self.watches
+    }
+
+    /// How often the watched transcripts are read ([`EngineConfig::late_answer_poll`]).
+    pub(super) fn poll(&self) -> Duration {
+        self.poll
+    }
+
+    /// While set (the daemon drains), new watches are left for the next daemon.
+    pub(super) fn set_handing_over(&self, handing_over: bool) {
+        self.handing_over.store(handing_over, Ordering::SeqCst);
+    }
+
+    fn is_handing_over(&self) -> bool {
+        self.handing_over.load(Ordering::SeqCst)
+    }
+
     /// Starts the late-answer watch on a request whose answer did not carry its id.
     pub(super) fn start_watch(&self, record: &mut DeliveryRecord, watch_secs: u64) {
         if watch_secs == 0 || record.target_transcript.is_none() {
@@ -76,47 +161,31 @@ impl Engine {
         record.answer.late_answer_watch_until = Some(UnixMillis(until).to_rfc3339());
         match self.db().add_watch(&record.delivery_id, since, until) {
             // A draining daemon leaves the new watch unowned in hub.db, for its successor.
-            Ok(()) if self.is_draining() => {}
+            Ok(()) if self.is_handing_over() => {}
             Ok(()) => {
-                self.inner
-                    .answers
-                    .held
-                    .lock()
-                    .insert(record.delivery_id.clone());
+                self.watches.held.lock().insert(record.delivery_id.clone());
             }
             Err(error) => tracing::warn!(%error, "could not start a late-answer watch"),
         }
     }
 
-    /// Reads the watched transcripts every [`EngineConfig::late_answer_poll`] (20 s).
-    pub(super) async fn watch_loop(self) {
-        let poll = self.inner.config.late_answer_poll;
-        loop {
-            if !self.is_draining() {
-                // Reads the watched transcripts: off the async threads.
-                let engine = self.clone();
-                off_async(move || engine.watch_once(poll)).await;
-            }
-            tokio::time::sleep(poll).await;
-        }
-    }
-
-    pub(super) fn watch_once(&self, poll: Duration) {
+    /// One look at the watched transcripts: the late answers found are recorded and handed
+    /// back, to be pushed to their senders. Blocking.
+    pub(super) fn watch_once(&self) -> Vec<LateAnswer> {
+        let poll = self.poll;
         let now = UnixMillis::now().0;
         let lease = i64::try_from(poll.as_millis())
             .unwrap_or(LEASE_MS)
             .saturating_mul(3)
             .max(LEASE_MS);
-        let watches = match self
-            .db()
-            .claim_watches(self.inner.info.pid, now, now + lease)
-        {
+        let watches = match self.db().claim_watches(self.pid, now, now + lease) {
             Ok(watches) => watches,
             Err(error) => {
                 tracing::warn!(%error, "could not read late-answer watches");
-                return;
+                return Vec::new();
             }
         };
+        let mut found = Vec::new();
         let mut held = HashSet::new();
         // Many watches may follow one session: each transcript is read once per look.
         let mut transcripts: HashMap<PathBuf, Option<cross_agent_stores::turns::Transcript>> =
@@ -136,22 +205,28 @@ impl Engine {
                 recent_turns(watch.record.target_agent, path, &mut warnings).ok()
             });
             match transcript.as_ref().and_then(|t| late_answer(t, &watch)) {
-                Some(text) => self.record_late_answer(&id, &text),
+                Some(text) => found.extend(self.record_late_answer(&id, &text)),
                 None => {
                     held.insert(id);
                 }
             }
         }
-        *self.inner.answers.held.lock() = held;
+        *self.watches.held.lock() = held;
+        found
     }
 
     /// A watched request's real answer arrived: it becomes its own delivery record (a
-    /// `LATE ANSWER` naming the request), and the request's record points at it.
-    pub(super) fn record_late_answer(&self, request_delivery_id: &str, text: &str) {
+    /// `LATE ANSWER` naming the request), and the request's record points at it. Returns it,
+    /// to be pushed to the sender's live panel.
+    pub(super) fn record_late_answer(
+        &self,
+        request_delivery_id: &str,
+        text: &str,
+    ) -> Option<LateAnswer> {
         let mut db = self.db();
         let Ok(Some(mut request)) = db.delivery(request_delivery_id) else {
             let _ = db.end_watch(request_delivery_id);
-            return;
+            return None;
         };
         let now = now_rfc3339();
         let mut late = request.clone();
@@ -193,18 +268,23 @@ impl Engine {
         drop(db);
         match inserted {
             Ok(()) => {
-                self.inner
-                    .decisions
+                self.decisions
                     .record(events::late_answer(&request, &late.delivery_id));
                 self.emit(EngineEvent::LateAnswer {
                     request_delivery_id: request_delivery_id.to_owned(),
                     late_delivery_id: late.delivery_id.clone(),
                 });
                 tracing::info!(request = %request_delivery_id, late = %late.delivery_id, "a late answer arrived");
-                // Pushed to the sender's live panel as a LATE ANSWER, never by a resume.
-                self.route_late_answer(&mut request, &late, text);
+                Some(LateAnswer {
+                    request,
+                    late,
+                    text: text.to_owned(),
+                })
             }
-            Err(error) => tracing::warn!(%error, "could not record a late answer"),
+            Err(error) => {
+                tracing::warn!(%error, "could not record a late answer");
+                None
+            }
         }
     }
     /// Turns a finished run into the record's outcome.
@@ -238,7 +318,7 @@ impl Engine {
             format!(
                 "stopped with its carrier: the daemon (pid {}, generation {}) stopped \
                  while the peer's turn ran, and killed it. Send again to retry",
-                self.inner.info.pid, self.inner.info.generation
+                self.pid, self.generation
             ),
         );
         self.recover(record, "the daemon stopped and killed the peer's turn");
@@ -359,16 +439,53 @@ impl Engine {
     /// hand-over, never anything from before it. Nothing is re-sent. A delivery never handed over looks nothing up. Returns whether one was found.
     pub(super) fn recover(&self, record: &mut DeliveryRecord, why: &str) -> bool {
         let found = match transcript_answer(record) {
-            Some(text) => self.pair_answer(
-                record,
-                &text,
-                Some(why),
-                self.inner.config.late_answer_watch_secs,
-            ),
+            Some(text) => self.pair_answer(record, &text, Some(why), self.recovered_watch_secs),
             None => false,
         };
-        self.inner.decisions.record(events::recovery(record, found));
+        self.decisions.record(events::recovery(record, found));
         found
+    }
+}
+
+impl Engine {
+    /// Reads the watched transcripts every [`EngineConfig::late_answer_poll`] (20 s), and
+    /// pushes each late answer found to its sender.
+    pub(super) async fn watch_loop(self) {
+        let poll = self.inner.answers.poll();
+        loop {
+            if !self.is_draining() {
+                // Reads the watched transcripts: off the async threads.
+                let engine = self.clone();
+                off_async(move || {
+                    for found in engine.inner.answers.watch_once() {
+                        engine.route_found_late_answer(found);
+                    }
+                })
+                .await;
+            }
+            tokio::time::sleep(poll).await;
+        }
+    }
+
+    /// Records a watched request's late answer and pushes it to its sender. Blocking.
+    pub(super) fn record_late_answer(&self, request_delivery_id: &str, text: &str) {
+        if let Some(found) = self
+            .inner
+            .answers
+            .record_late_answer(request_delivery_id, text)
+        {
+            self.route_found_late_answer(found);
+        }
+    }
+
+    /// Pushed to the sender's live panel as a LATE ANSWER, never by a resume.
+    fn route_found_late_answer(&self, found: LateAnswer) {
+        let LateAnswer {
+            mut request,
+            late,
+            text,
+        } = found;
+        self.route_late_answer(&mut request, &late, &text);
     }
 }
 

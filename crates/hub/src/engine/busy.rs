@@ -3,6 +3,7 @@
 //! the bridge itself started and stopped.
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use cross_agent_decisions::events;
@@ -14,6 +15,7 @@ use parking_lot::Mutex;
 
 use super::{Engine, recent_turns};
 use crate::Agent;
+use crate::db::HubDb;
 use crate::records::{BusyLock, Job, QueueHead};
 use crate::settings::CallSettings;
 
@@ -29,9 +31,11 @@ const CLOCK_SLACK_MS: i64 = 5_000;
 /// A transcript's (size, mtime) when last read, and the turn then open in it.
 type DiskTurn = ((u64, Option<std::time::SystemTime>), Option<OpenTurn>);
 
-/// What the busy judgement remembers between looks (only `busy` reads or writes it).
-#[derive(Default)]
+/// The busy judgement: its handle to the store and what it remembers between looks (only
+/// `busy` reads or writes it).
 pub(super) struct BusyWatch {
+    /// `hub.db`, shared: the finished deliveries an open turn is matched against.
+    db: Arc<Mutex<HubDb>>,
     /// When each queued delivery was first seen waiting on someone else's turn.
     waiting_since: Mutex<HashMap<String, i64>>,
     /// Transcripts last read for an open turn: their size and mtime then, and the answer.
@@ -40,6 +44,16 @@ pub(super) struct BusyWatch {
 
 /// A queued delivery's job timeout and panel patience (the defaults when its job is gone):
 /// it waits on a busy session up to the larger of them.
+impl BusyWatch {
+    pub(super) fn new(db: Arc<Mutex<HubDb>>) -> BusyWatch {
+        BusyWatch {
+            db,
+            waiting_since: Mutex::default(),
+            disk_turns: Mutex::default(),
+        }
+    }
+}
+
 fn wait_bounds(job: Option<&Job>) -> (u64, u64) {
     job.map_or(
         (
@@ -123,7 +137,11 @@ impl Engine {
             Some(_) | None => head
                 .target_transcript
                 .as_deref()
-                .filter(|p| self.is_someone_else_working(head.target_agent, key, Path::new(p)))
+                .filter(|p| {
+                    self.inner
+                        .busy
+                        .is_someone_else_working(head.target_agent, key, Path::new(p))
+                })
                 .map(|_| {
                     "a turn is open in its transcript (someone else is working in it)".to_owned()
                 }),
@@ -187,7 +205,9 @@ impl Engine {
             Err(error) => tracing::warn!(%error, "could not close an undelivered delivery"),
         }
     }
+}
 
+impl BusyWatch {
     /// Whether someone other than the bridge is working in a session now: a turn is open in its
     /// transcript (written recently) that is not one the bridge itself started and that has
     /// ended. The one rule behind the dispatcher's wait, a receipt's busy warning and
@@ -217,7 +237,7 @@ impl Engine {
             return None;
         }
         let stamp = (meta.len(), modified);
-        let mut seen = self.inner.busy.disk_turns.lock();
+        let mut seen = self.disk_turns.lock();
         if let Some((known, open)) = seen.get(path)
             && *known == stamp
         {
@@ -247,7 +267,8 @@ impl Engine {
             return false;
         }
         let finished = match self
-            .db()
+            .db
+            .lock()
             .finished_for_target(target_key, STOPPED_TURNS_LOOKED_AT)
         {
             Ok(finished) => finished,

@@ -364,7 +364,11 @@ impl Engine {
             {
                 cross_agent_transports::process::kill_group(pid);
             }
-            if self.recover(&mut record, "the daemon carrying it disappeared") {
+            if self
+                .inner
+                .answers
+                .recover(&mut record, "the daemon carrying it disappeared")
+            {
                 let _ = self.db().update_delivery(&record);
             }
         }

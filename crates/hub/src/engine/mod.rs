@@ -2,25 +2,31 @@
 //! receipt), `pin`, `list_sessions`, `bridge_status`, and the worker pool that hands queued
 //! deliveries to their peers over the agents' headless CLIs.
 //!
-//! Three parts, each with its own state (docs/architecture.md, "Inside the engine"); [`Engine`]
-//! is the façade the daemon calls over them. **Admission** — `send` (the guards), `target`
-//! (resolution, as named steps), `receipt` (the accepted record and its receipt), `pins`; no
-//! state of its own. **Dispatch** — `dispatch` (its [`Dispatch`](dispatch::Dispatch): the
-//! queue's wake-up, the pause, turns running, what is carried; leases, orphans), `busy`
-//! (`BusyWatch`: waiting on someone else's turn) and `carriers` (the [`Carrier`] trait the
-//! panel, Claude's native door and the headless CLI implement, in one registry). **Answers** —
-//! `answers` (pairing, recovery, and `LateWatches`, the late-answer watches), `panels` (the
-//! panel mechanics and the return traffic), `native` (the relay host and its inbound mail),
-//! `withheld` (naming a withheld variable when a relay fails). Beside them: `status` (listing,
-//! `bridge_status`), `event_stream` (the [`EngineEvent`] stream subscribers get from
-//! [`Engine::subscribe`]) and [`EngineConfig`] (the daemon-wide knobs the daemon reads once).
-//! Blocking file work runs on tokio's blocking pool, never on the async threads that answer
-//! clients.
+//! Three parts, each with its own state (docs/architecture.md, "Inside the engine"); [`Engine`] is
+//! the façade the daemon calls over them. **Admission** — the `Admission` type over its own handles
+//! (store, session index, decisions, events): `send` (the guards), `target` (resolution, as named
+//! steps), `receipt` (the accepted record and its receipt), `pins`; it asks the other parts only
+//! through `Neighbours`, which the engine implements. **Dispatch** — `dispatch` (its `Dispatch`:
+//! the queue's wake-up, the pause, turns running, what is carried; leases, orphans), `busy`
+//! (`BusyWatch`: waiting on someone else's turn) and `carriers` (the [`Carrier`] trait the panel,
+//! Claude's native door and the headless CLI implement, in one registry). **Answers** — the
+//! `Answers` type over its own handles (store, decisions, events) and `LateWatches`: pairing,
+//! recovery, a run's outcome, the late-answer watches; `withheld` (naming a withheld variable when
+//! a relay fails). Beside them: `status` (listing, `bridge_status`), `event_stream` (the
+//! [`EngineEvent`] stream subscribers get from [`Engine::subscribe`]) and [`EngineConfig`] (the
+//! daemon-wide knobs the daemon reads once). Blocking file work runs on tokio's blocking pool,
+//! never on the async threads that answer clients.
+//!
+//! **Not split yet:** dispatch's loop and per-delivery services (`dispatch_loop`, `close_delivery`,
+//! the lease renewal, the transcript check), the wait on a busy session, the return traffic and the
+//! panel and native doors' mechanics (`panels`, `native`) are still `Engine` methods over `Inner`;
+//! the engine routes the late answers `Answers` hands back, and [`CarrierContext`] still wraps the
+//! `Engine` behind its narrow surface.
 //!
 //! A carrier never gets the [`Engine`]: it gets a [`CarrierContext`] — the store, the
 //! dispatcher's services for the delivery it carries, the answer pairing and closing. Adding a
 //! carrier (Copilot's Agent Host, a remote host) is one new file in `carriers/` and one
-//! registration line in `Carriers::new` (`carriers/mod.rs` says how).
+//! registration line in the `carriers!` list (`carriers/mod.rs` says how).
 //!
 //! [`Carrier`]: carriers::Carrier
 //! [`CarrierContext`]: carriers::CarrierContext
@@ -111,6 +117,7 @@ use crate::db::HubDb;
 use crate::error::Result;
 use cross_agent_protocol::timestamp::now_rfc3339;
 
+mod admission;
 mod answers;
 mod busy;
 mod carriers;
@@ -192,18 +199,21 @@ impl std::fmt::Debug for Engine {
 /// stream — nothing else.
 struct Inner {
     info: EngineInfo,
+    /// Admission: the pins and the deliveries creating a session, over its own handles.
+    admission: admission::Admission,
     config: EngineConfig,
-    db: Mutex<HubDb>,
+    /// `hub.db`, one connection the parts share (answers holds a handle of its own).
+    db: Arc<Mutex<HubDb>>,
     /// The session index, held in memory and kept current by file-system notifications; its
     /// walks run beside the requests, which borrow its current generations.
-    scan: LiveScanner,
+    scan: Arc<LiveScanner>,
     stop: watch::Sender<bool>,
     /// Dispatch: the worker pool, its wake-ups, the turns running and what is carried.
     dispatch: dispatch::Dispatch,
     /// The busy judgement admission and dispatch share: who else works in a session.
     busy: busy::BusyWatch,
-    /// Answers: the late-answer watches this daemon holds and their loop.
-    answers: answers::LateWatches,
+    /// Answers: pairing, recovery, the late-answer watches this daemon holds and their loop.
+    answers: answers::Answers,
     /// `$CROSS_AGENT_HOME/decisions.jsonl`: every send, refusal, outcome, orphan and recovery.
     decisions: DecisionLog,
     /// The ways a delivery reaches its peer: panel, Claude's native door, headless CLI.
@@ -273,33 +283,55 @@ impl Engine {
             }
         }
         let (stop, _) = watch::channel(false);
+        let db = Arc::new(Mutex::new(db));
+        let events = tokio::sync::broadcast::channel(event_stream::EVENTS_KEPT).0;
+        let busy = busy::BusyWatch::new(db.clone());
+        let answers = answers::Answers::new(
+            db.clone(),
+            decisions.clone(),
+            events.clone(),
+            &info,
+            &config,
+        );
         let state_root = info.state_root.clone();
-        let index_options = config.index;
+        let scan = Arc::new(LiveScanner::new(
+            ScanOptions {
+                cache_file: Some(scan::cache_file(&state_root)),
+                refresh: Default::default(),
+                agents: Vec::new(),
+            },
+            config.index,
+        ));
+        let admission = admission::Admission::new(
+            db.clone(),
+            scan.clone(),
+            decisions.clone(),
+            events.clone(),
+            info.generation,
+        );
         let engine = Engine {
             inner: Arc::new(Inner {
                 info,
                 config,
-                db: Mutex::new(db),
-                scan: LiveScanner::new(
-                    ScanOptions {
-                        cache_file: Some(scan::cache_file(&state_root)),
-                        refresh: Default::default(),
-                        agents: Vec::new(),
-                    },
-                    index_options,
-                ),
+                db,
+                admission,
+                scan,
                 stop,
                 dispatch: dispatch::Dispatch::default(),
-                busy: busy::BusyWatch::default(),
-                answers: answers::LateWatches::default(),
+                busy,
+                answers,
                 decisions,
                 carriers: carriers::Carriers::new(),
-                events: tokio::sync::broadcast::channel(event_stream::EVENTS_KEPT).0,
+                events,
             }),
         };
         for mut record in orphaned {
             // The answer may be on disk already: read it back now (never re-sent).
-            if engine.recover(&mut record, "the daemon carrying it disappeared") {
+            if engine
+                .inner
+                .answers
+                .recover(&mut record, "the daemon carrying it disappeared")
+            {
                 let _ = engine.db().update_delivery(&record);
             }
         }
@@ -322,7 +354,7 @@ impl Engine {
         self.inner.dispatch.set_loop(handle);
         let engine = self.clone();
         let handle = tokio::spawn(async move { engine.watch_loop().await });
-        self.inner.answers.set_loop(handle);
+        self.inner.answers.watches().set_loop(handle);
         let engine = self.clone();
         tokio::spawn(async move { engine.index_loop().await });
     }
@@ -348,7 +380,7 @@ impl Engine {
         CarriedWork {
             turns_running,
             answers_pending,
-            late_answer_watches: self.inner.answers.held(),
+            late_answer_watches: self.inner.answers.watches().held(),
         }
     }
 
@@ -367,11 +399,11 @@ impl Engine {
     pub async fn drain(&self) -> CarriedWork {
         let at_start = self.carried();
         self.pause_dispatch(true);
-        self.inner.answers.stop_loop().await;
+        self.inner.answers.watches().stop_loop().await;
         if let Some(Err(error)) = self.release_watches().await {
             tracing::warn!(%error, "could not hand late-answer watches over");
         }
-        self.inner.answers.let_go();
+        self.inner.answers.watches().let_go();
         loop {
             let now = self.carried();
             if now.turns_running == 0 && now.answers_pending == 0 {
@@ -391,7 +423,7 @@ impl Engine {
         if let Some(handle) = handle {
             let _ = handle.await;
         }
-        self.inner.answers.stop_loop().await;
+        self.inner.answers.watches().stop_loop().await;
         // Watches live on in hub.db: the next daemon resumes them without waiting for a lease.
         let _ = self.release_watches().await;
         self.stop_relays().await;
@@ -406,6 +438,7 @@ impl Engine {
     /// Stops (or, with `false`, resumes) taking queued deliveries, leaving running turns alone:
     /// a daemon being replaced leaves its queue in `hub.db` for the successor.
     pub fn pause_dispatch(&self, paused: bool) {
+        self.inner.answers.set_handing_over(paused);
         self.inner.dispatch.set_paused(paused);
     }
 

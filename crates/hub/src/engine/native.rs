@@ -379,7 +379,7 @@ impl Engine {
             tokio::select! {
                 event = events.recv() => match event {
                     Some(NativeEvent::Answer { text, relay }) => {
-                        self.pair_answer(record, &text, None, watch_secs(job));
+                        self.inner.answers.pair_answer(record, &text, None, watch_secs(job));
                         tracing::info!(delivery = %record.delivery_id, %relay, "native answer paired");
                         return;
                     }

@@ -350,17 +350,17 @@ impl Engine {
         let watch = watch_secs(job);
         match ended {
             Ended::Done(Some(answer)) => {
-                self.pair_answer(record, &answer, None, watch);
+                self.inner.answers.pair_answer(record, &answer, None, watch);
             }
             Ended::Confirmed(answer) => {
                 record.answer.is_reply_confirmed_by_transcript = true;
-                self.pair_answer(record, &answer, None, watch);
+                self.inner.answers.pair_answer(record, &answer, None, watch);
             }
             Ended::Done(None) => {
                 let why = "the panel's turn ended without an answer".to_owned();
                 record.state = DeliveryState::Failed;
                 record.error = Some(why.clone());
-                self.recover(record, &why);
+                self.inner.answers.recover(record, &why);
             }
             Ended::Undelivered(why) => {
                 record.state = DeliveryState::Failed;
@@ -378,7 +378,7 @@ impl Engine {
                 record.error = Some(format!(
                     "{why}; the message was delivered, so it is never sent again"
                 ));
-                self.recover(record, &why);
+                self.inner.answers.recover(record, &why);
             }
             Ended::Stopped => {
                 record.state = DeliveryState::Failed;
@@ -389,7 +389,9 @@ impl Engine {
                      from the transcript",
                     self.inner.info.pid, self.inner.info.generation
                 ));
-                self.recover(record, "the daemon stopped while the panel's turn ran");
+                self.inner
+                    .answers
+                    .recover(record, "the daemon stopped while the panel's turn ran");
             }
         }
     }

@@ -1,4 +1,5 @@
-//! `pin_agent_session`: a sticky pin by session id or exact name, or unpinning.
+//! `pin_agent_session`: a sticky pin by session id or exact name, or unpinning — admission's
+//! ([`Admission::pin`]); the engine's `pin` is the façade over it.
 
 use std::path::PathBuf;
 
@@ -8,6 +9,7 @@ use cross_agent_protocol::timestamp::now_rfc3339;
 use cross_agent_stores::UnixMillis;
 use cross_agent_stores::resolve::{self, Lookup};
 
+use super::admission::Admission;
 use super::{Engine, cwd_key, lookup_refusal, non_blank};
 use crate::error::Result;
 use crate::settings::CallSettings;
@@ -16,13 +18,20 @@ impl Engine {
     /// `pin_agent_session`: pins a session by id or exact name (sticky, never expires), or
     /// unpins with an empty `session_id`.
     pub fn pin(&self, params: PinParams) -> Result<PinResponse> {
+        self.inner.admission.pin(params)
+    }
+}
+
+impl Admission {
+    /// `pin_agent_session`, its decision recorded.
+    pub(super) fn pin(&self, params: PinParams) -> Result<PinResponse> {
         let agent = params.agent;
         let response = self.answer_pin(params)?;
-        self.inner.decisions.record(events::pin(agent, &response));
+        self.decisions.record(events::pin(agent, &response));
         Ok(response)
     }
 
-    pub(super) fn answer_pin(&self, params: PinParams) -> Result<PinResponse> {
+    fn answer_pin(&self, params: PinParams) -> Result<PinResponse> {
         let cwd_text = non_blank(params.cwd.as_deref()).or(non_blank(params.caller.cwd.as_deref()));
         let key = cwd_key(cwd_text);
         let previous = self.db().pin(params.agent, &key)?.map(|(pin, _)| pin);
@@ -30,7 +39,7 @@ impl Engine {
             self.db().remove_pin(params.agent, &key)?;
             return Ok(PinResponse::Unpinned { previous });
         };
-        let (sessions, _) = self.list(&params.caller, &[params.agent]);
+        let (sessions, _) = self.sessions(&params.caller, params.agent);
         let settings = CallSettings::from_settings(&params.caller.settings);
         let cwd = PathBuf::from(cwd_text.unwrap_or("/"));
         let found = match resolve::lookup(

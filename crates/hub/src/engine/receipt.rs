@@ -13,8 +13,9 @@ use cross_agent_protocol::settings as var;
 use cross_agent_protocol::timestamp::now_rfc3339;
 use cross_agent_stores::UnixMillis;
 
-use super::carriers::{CarrierContext, RouteQuery};
-use super::{Engine, Resolved, cwd_key, roots_for};
+use super::admission::{Admission, Neighbours};
+use super::carriers::RouteQuery;
+use super::{Resolved, cwd_key, roots_for};
 use crate::Agent;
 use crate::caller::Caller;
 use crate::envelope::{self, EnvelopeFields};
@@ -71,10 +72,14 @@ struct InLine {
     peer_working: bool,
 }
 
-impl Engine {
+impl Admission {
     /// Writes an accepted send — its record, its payload and its hop, in one transaction — and
     /// answers with its receipt.
-    pub(super) fn accept(&self, acceptance: Acceptance<'_>) -> Result<SendReceipt> {
+    pub(super) fn accept(
+        &self,
+        acceptance: Acceptance<'_>,
+        others: &dyn Neighbours,
+    ) -> Result<SendReceipt> {
         let stamp = Stamp::now();
         let target_key = match &acceptance.resolved.session_id {
             Some(id) => TargetKey::new(acceptance.params.agent, id.as_str()),
@@ -83,8 +88,7 @@ impl Engine {
         .to_string();
         let mut job = job_of(&acceptance, &stamp);
         // The one place a send's transport is chosen: the first carrier that takes it.
-        let transport = self.inner.carriers.route(
-            &CarrierContext::new(self.clone()),
+        let transport = others.route(
             &RouteQuery {
                 agent: acceptance.params.agent,
                 params: acceptance.params,
@@ -94,15 +98,15 @@ impl Engine {
             &mut job,
         );
         let record = self.record_of(&acceptance, &stamp, transport);
-        let in_line = self.enqueue(&acceptance, &stamp, &record, &target_key, &job)?;
-        self.inner.dispatch.wake();
+        let in_line = self.enqueue(&acceptance, &stamp, &record, &target_key, &job, others)?;
+        others.queued();
         self.emit(EngineEvent::DeliveryAccepted {
             delivery_id: stamp.delivery_id.clone(),
             target_agent: record.target_agent,
             target_session_id: record.target_session_id.clone(),
             transport,
         });
-        Ok(self.receipt(acceptance, stamp, in_line, job.timeout_secs))
+        Ok(self.receipt(acceptance, stamp, in_line, job.timeout_secs, others))
     }
 
     /// The delivery's record as it is queued.
@@ -144,7 +148,7 @@ impl Engine {
             started_at: None,
             finished_at: None,
             expires_at: None,
-            carrier_generation: Some(self.inner.info.generation),
+            carrier_generation: Some(self.generation),
             peer_pid: None,
             error: None,
             is_killed_by_timeout: false,
@@ -174,6 +178,7 @@ impl Engine {
         record: &DeliveryRecord,
         target_key: &str,
         job: &Job,
+        others: &dyn Neighbours,
     ) -> Result<InLine> {
         let agent = record.target_agent;
         let resolved = &acceptance.resolved;
@@ -183,7 +188,7 @@ impl Engine {
         // the store's guard is taken: the check reads `hub.db` itself.
         let peer_working = match (&record.target_transcript, will_create) {
             (Some(path), false) => {
-                self.is_someone_else_working(agent, target_key, std::path::Path::new(path))
+                others.someone_else_working(agent, target_key, std::path::Path::new(path))
             }
             (None, _) | (_, true) => resolved.is_working,
         };
@@ -220,6 +225,7 @@ impl Engine {
         stamp: Stamp,
         in_line: InLine,
         timeout_secs: u64,
+        others: &dyn Neighbours,
     ) -> SendReceipt {
         let Acceptance {
             params,
@@ -264,7 +270,7 @@ impl Engine {
                     .to_owned(),
             );
         }
-        let return_panel = self.probe_own_panel(
+        let return_panel = others.has_return_panel(
             &params.caller,
             caller.agent,
             caller.session_id.as_deref(),

@@ -10,6 +10,7 @@ use cross_agent_protocol::bridge::{
 };
 use serde_json::{Value, json};
 
+use super::admission::{Admission, Neighbours};
 use super::receipt::{Acceptance, Conversation};
 use super::target::{TargetQuery, Unresolved};
 use super::{Engine, Resolved, non_blank, refusal};
@@ -62,21 +63,34 @@ struct Request<'a> {
 impl Engine {
     /// `send_to_*`: refuses, or records the delivery and answers with a receipt at once.
     pub fn send(&self, params: SendParams) -> crate::Result<SendResponse> {
+        self.inner.admission.send(params, self)
+    }
+}
+
+impl Admission {
+    /// `send_to_*`, its decision recorded; `others` are the other parts it asks.
+    pub(super) fn send(
+        &self,
+        params: SendParams,
+        others: &dyn Neighbours,
+    ) -> crate::Result<SendResponse> {
         let agent = params.agent;
-        let response = match self.try_send(&params) {
+        let response = match self.try_send(&params, others) {
             Ok(receipt) => SendResponse::Accepted(receipt),
             Err(Stopped::Refused(refusal)) => SendResponse::Refused(refusal),
             Err(Stopped::Failed(error)) => return Err(error),
         };
-        self.inner
-            .decisions
-            .record_all(events::send(agent, &response));
+        self.decisions.record_all(events::send(agent, &response));
         Ok(response)
     }
 
     /// The guards, in order, then the acceptance. Everything before the target's resolution
     /// runs before any lookup.
-    fn try_send(&self, params: &SendParams) -> Result<SendReceipt, Stopped> {
+    fn try_send(
+        &self,
+        params: &SendParams,
+        others: &dyn Neighbours,
+    ) -> Result<SendReceipt, Stopped> {
         let agent = params.agent;
         let settings = CallSettings::from_settings(&params.caller.settings);
         let request = Request {
@@ -89,7 +103,7 @@ impl Engine {
         explicit_target_given(&request)?;
         some_route_left(&settings)?;
 
-        let caller = identify(&params.caller, &self.started_turns());
+        let caller = identify(&params.caller, &others.started_turns());
         not_the_same_agent(&request, &caller)?;
 
         let cwd_text = working_directory(params)?;
@@ -98,28 +112,34 @@ impl Engine {
             .session_id
             .as_deref()
             .filter(|_| caller.agent == Some(agent));
-        let resolved = self.resolve(TargetQuery {
-            agent,
-            params,
-            explicit: request.explicit,
-            cwd: &cwd,
-            scope: params.scope.unwrap_or(settings.scope),
-            settings: &settings,
-            own_session,
-        })?;
+        let resolved = self.resolve(
+            TargetQuery {
+                agent,
+                params,
+                explicit: request.explicit,
+                cwd: &cwd,
+                scope: params.scope.unwrap_or(settings.scope),
+                settings: &settings,
+                own_session,
+            },
+            &others.live_panels(settings.ui_hook),
+        )?;
         not_the_caller_itself(agent, own_session, &resolved, &caller)?;
         panel_not_required(&settings, agent, &resolved)?;
         headless_allowed(&settings, agent, &resolved)?;
         let conversation = self.hop_left(params, &settings, &caller)?;
 
-        Ok(self.accept(Acceptance {
-            params,
-            caller: &caller,
-            resolved,
-            settings: &settings,
-            conversation,
-            cwd_text: &cwd_text,
-        })?)
+        Ok(self.accept(
+            Acceptance {
+                params,
+                caller: &caller,
+                resolved,
+                settings: &settings,
+                conversation,
+                cwd_text: &cwd_text,
+            },
+            others,
+        )?)
     }
 
     /// The hop budget: the conversation given (or inherited from the turn that calls) has a

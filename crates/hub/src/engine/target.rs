@@ -1,11 +1,12 @@
 //! Which session a send goes to (docs/spec/cross-agent-mcp.md §5): the caller's `session_id`, a pin, the active
 //! session on disk (never the caller's own), or a new session; and the refusals of a lookup.
+//! Resolution is admission's ([`Admission::resolve`]), over the live panels the engine reads
+//! for it.
 
 use std::path::{Path, PathBuf};
 
 use cross_agent_protocol::bridge::{
-    DeliveryRecord, DeliveryState, Pin, Refusal, RefusalReason, Scope, SendParams,
-    SessionCandidate, TargetSelectedBy,
+    Refusal, RefusalReason, Scope, SendParams, SessionCandidate, TargetSelectedBy,
 };
 use cross_agent_stores::resolve::{self, Lookup};
 use cross_agent_stores::{Session, StoreError, UnixMillis};
@@ -15,8 +16,9 @@ use cross_agent_protocol::panel::PanelSessionState;
 use cross_agent_transports::panel::registry::LivePanel;
 use cross_agent_transports::panel::window::{self, PanelTab, Vantage};
 
+use super::admission::Admission;
 use super::panels::{transcript_clock, vantage};
-use super::{Engine, refusal};
+use super::refusal;
 use crate::Agent;
 use crate::error::Result;
 use crate::settings::CallSettings;
@@ -258,26 +260,29 @@ impl Lookout<'_> {
     }
 }
 
-impl Engine {
+impl Admission {
     /// The session a send goes to (docs/spec/cross-agent-mcp.md §5, "A new conversation is the last resort"), or
     /// why none can be chosen: `session_id` → pin → the conversation open in this window's
     /// panel → the active session on disk → a new session (in this window's panel when one can
     /// open it). A session a panel holds — this window's first, then another window's — is
     /// delivered through that panel whichever rule chose it; auto-selection (rule 3) looks only
     /// in the caller's window. Under `CROSS_AGENT_UI_HOOK=off` no panel is looked at.
-    pub(super) fn resolve(&self, query: TargetQuery<'_>) -> Result<Resolved, Unresolved> {
-        let panels = self.live_panels(query.settings.ui_hook);
+    pub(super) fn resolve(
+        &self,
+        query: TargetQuery<'_>,
+        panels: &[LivePanel],
+    ) -> Result<Resolved, Unresolved> {
         let vantage = vantage(&query.params.caller);
         let lookout = Lookout {
-            tabs: window::tabs(&panels, query.agent, &vantage),
+            tabs: window::tabs(panels, query.agent, &vantage),
             query,
-            panels: &panels,
+            panels,
             vantage,
         };
         if query.params.new_session {
             return Ok(lookout.new_session("new_session=true was passed".to_owned()));
         }
-        let sessions = self.list(&query.params.caller, &[query.agent]).0;
+        let sessions = self.sessions(&query.params.caller, query.agent).0;
         if let Some(named) = query.explicit {
             return self.by_session_id(&lookout, sessions, named);
         }
@@ -333,8 +338,8 @@ impl Engine {
             // The index is kept current by file-system notifications, which come late (or not
             // at all) on a loaded machine: a session written a moment ago by another process
             // is walked for before it is called missing.
-            self.inner.scan.mark_stale(agent);
-            sessions = self.list(&params.caller, &[agent]).0;
+            self.mark_stale(agent);
+            sessions = self.sessions(&params.caller, agent).0;
         }
         match resolve::lookup(&sessions, named, explicit_lookup) {
             Ok(found) => Ok(Resolved::of(found.session, TargetSelectedBy::Caller, cwd)
@@ -497,40 +502,4 @@ pub(super) fn active_now<'s>(
         UnixMillis::now(),
         own_session,
     )
-}
-
-impl Engine {
-    /// An unfinished delivery creating `agent` session `session_id`.
-    pub(super) fn session_being_created(
-        &self,
-        agent: Agent,
-        session_id: &str,
-    ) -> Result<Option<DeliveryRecord>> {
-        Ok(self
-            .db()
-            .deliveries_in(
-                &[
-                    DeliveryState::Queued,
-                    DeliveryState::Delivering,
-                    DeliveryState::AwaitingPeer,
-                ],
-                1000,
-            )?
-            .into_iter()
-            .find(|r| {
-                r.will_create_session
-                    && r.target_agent == agent
-                    && r.target_session_id.as_deref() == Some(session_id)
-            }))
-    }
-
-    /// The pin for `cwd`, else the pin for every directory.
-    pub(super) fn current_pin(&self, agent: Agent, cwd: &Path) -> Result<Option<(Pin, i64)>> {
-        let db = self.db();
-        let key = cwd_key(Some(&cwd.to_string_lossy()));
-        if let Some(found) = db.pin(agent, &key)? {
-            return Ok(Some(found));
-        }
-        db.pin(agent, "")
-    }
 }

@@ -97,13 +97,16 @@ impl CarrierContext {
 
     /// Takes `text` as the request's answer, paired by its closing line.
     pub(super) fn pair_answer(&self, record: &mut DeliveryRecord, text: &str, watch_secs: u64) {
-        self.engine.pair_answer(record, text, None, watch_secs);
+        self.engine
+            .inner
+            .answers
+            .pair_answer(record, text, None, watch_secs);
     }
 
     /// Turns a finished headless run into the record's outcome (its answer paired, or
     /// recovered from the transcript).
     pub(super) fn settle(&self, record: &mut DeliveryRecord, outcome: TurnOutcome, job: &Job) {
-        self.engine.settle(record, outcome, job);
+        self.engine.inner.answers.settle(record, outcome, job);
     }
 
     /// A session the turn created: recorded, its lock and queue key moved to it, pinned.

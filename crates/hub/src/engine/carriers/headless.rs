@@ -21,7 +21,8 @@ use crate::engine::watch_secs;
 use crate::records::{Claimed, Job};
 
 /// Takes every send the other carriers leave.
-pub(super) struct HeadlessCarrier;
+#[derive(Default)]
+pub(in crate::engine) struct HeadlessCarrier;
 
 impl Carrier for HeadlessCarrier {
     fn transport(&self) -> Transport {

@@ -15,10 +15,11 @@
 //! engine's.
 //!
 //! **Adding a carrier** (Copilot's agent host, a remote host over SSH): one new file in this
-//! folder implementing [`Carrier`] over a [`CarrierContext`], and one line in
-//! [`Carriers::new`]'s registration list (where it stands there is its priority at acceptance)
-//! beside its `mod` line — plus its [`Transport`] variant in `protocol`, where the wire and
-//! `decisions.jsonl` name it. Nothing else in the engine changes.
+//! folder implementing [`Carrier`] over a [`CarrierContext`] (a `pub(in crate::engine)` type with
+//! a `Default`), and one line in the `carriers!` registration list below — `copilot:
+//! copilot::CopilotHost,` — which declares its module and registers it (where it stands there
+//! is its priority at acceptance); plus its [`Transport`] variant in `protocol`, where the wire
+//! and `decisions.jsonl` name it. Nothing else in the engine changes.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -35,13 +36,45 @@ use crate::envelope;
 use crate::records::{Claimed, Job};
 
 mod context;
-mod headless;
-mod native;
-mod panel;
 
 pub(super) use context::CarrierContext;
-pub(super) use native::NativeCarrier;
-pub(super) use panel::PanelCarrier;
+
+/// Declares the carriers' modules and the registry over them: `field: module::Type`, one line
+/// per carrier, in the order a send is offered to them at acceptance. Each type is a
+/// `pub(in crate::engine)` [`Carrier`] with a `Default` (its own state, empty); the registry
+/// holds one of each, as the field named, for the parts that read a carrier's state
+/// (`bridge_status`, the native door's relay host).
+macro_rules! carriers {
+    ($($field:ident: $module:ident::$carrier:ident),+ $(,)?) => {
+        $(mod $module;)+
+
+        /// The carriers this engine has, in the order a send is offered to them at acceptance;
+        /// the headless CLI, last, takes every send the others leave.
+        pub(super) struct Carriers {
+            $(pub(super) $field: Arc<$module::$carrier>,)+
+        }
+
+        impl Carriers {
+            pub(super) fn new() -> Carriers {
+                Carriers {
+                    $($field: Arc::new(<$module::$carrier>::default()),)+
+                }
+            }
+
+            /// Every carrier, in registration order.
+            fn all(&self) -> impl Iterator<Item = Arc<dyn Carrier>> {
+                [$(self.$field.clone() as Arc<dyn Carrier>),+].into_iter()
+            }
+        }
+    };
+}
+
+// The registration list: adding a carrier is its file in this folder and one line here.
+carriers! {
+    panel: panel::PanelCarrier,
+    native: native::NativeCarrier,
+    headless: headless::HeadlessCarrier,
+}
 
 /// What a carrier's work on one delivery came to.
 pub(super) enum Carried {
@@ -85,29 +118,7 @@ pub(super) trait Carrier: Send + Sync + 'static {
     fn carry(&self, cx: CarrierContext, claimed: Claimed) -> Carrying;
 }
 
-/// The carriers this engine has, in the order a send is offered to them at acceptance; the
-/// headless CLI, last, takes every send the others leave.
-pub(super) struct Carriers {
-    all: Vec<Arc<dyn Carrier>>,
-    /// The panel carrier's own state, which `bridge_status` shows.
-    pub(super) panel: Arc<PanelCarrier>,
-    /// The native door, which the daemon configures and asks for its relay host.
-    pub(super) native: Arc<NativeCarrier>,
-}
-
 impl Carriers {
-    pub(super) fn new() -> Carriers {
-        let panel = Arc::new(PanelCarrier::default());
-        let native = Arc::new(NativeCarrier::default());
-        // The registration list: one line per carrier, in priority order.
-        let all: Vec<Arc<dyn Carrier>> = vec![
-            panel.clone(),
-            native.clone(),
-            Arc::new(headless::HeadlessCarrier),
-        ];
-        Carriers { all, panel, native }
-    }
-
     /// The carrier that takes an accepted send (its route written into `job`), and its
     /// transport.
     pub(super) fn route(
@@ -116,15 +127,14 @@ impl Carriers {
         send: &RouteQuery<'_>,
         job: &mut Job,
     ) -> Transport {
-        self.all
-            .iter()
+        self.all()
             .find(|carrier| carrier.route(cx, send, job))
             .map_or(Transport::HeadlessCli, |carrier| carrier.transport())
     }
 
     /// The carrier of `transport`.
-    pub(super) fn of(&self, transport: Transport) -> Option<&Arc<dyn Carrier>> {
-        self.all.iter().find(|c| c.transport() == transport)
+    pub(super) fn of(&self, transport: Transport) -> Option<Arc<dyn Carrier>> {
+        self.all().find(|c| c.transport() == transport)
     }
 
     /// Whether a delivery carried by `transport` waits on someone else's open turn.
@@ -142,7 +152,7 @@ impl Engine {
         let mut tried = Vec::new();
         loop {
             let transport = claimed.record.transport;
-            let carrier = self.inner.carriers.of(transport).cloned();
+            let carrier = self.inner.carriers.of(transport);
             let Some(carrier) = carrier.filter(|_| !tried.contains(&transport)) else {
                 self.no_carrier(claimed).await;
                 return;
