@@ -72,7 +72,7 @@ struct Inner {
     instructions: String,
     link: DaemonLink,
     /// The client's open `subscriptions/listen` streams.
-    listeners: std::sync::Mutex<Vec<SubscriptionSink>>,
+    listeners: parking_lot::Mutex<Vec<SubscriptionSink>>,
 }
 
 impl Bridge {
@@ -93,7 +93,7 @@ impl Bridge {
                 instructions: instructions(&settings),
                 snapshot,
                 link,
-                listeners: std::sync::Mutex::new(Vec::new()),
+                listeners: parking_lot::Mutex::new(Vec::new()),
             }),
         }
     }
@@ -108,11 +108,8 @@ impl Bridge {
         &self.inner.instructions
     }
 
-    fn listeners(&self) -> std::sync::MutexGuard<'_, Vec<SubscriptionSink>> {
-        self.inner
-            .listeners
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    fn listeners(&self) -> parking_lot::MutexGuard<'_, Vec<SubscriptionSink>> {
+        self.inner.listeners.lock()
     }
 
     /// Tells the client the tool list may have changed: on every open `subscriptions/listen`

@@ -19,13 +19,14 @@
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt as _, Full};
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
+use parking_lot::{Mutex, MutexGuard};
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 
@@ -75,8 +76,8 @@ pub(crate) struct EndpointState {
 
 impl EndpointState {
     fn lock(&self) -> MutexGuard<'_, HashMap<String, KeyState>> {
-        // Each operation is one small update; a poisoned map is still consistent.
-        self.keys.lock().unwrap_or_else(PoisonError::into_inner)
+        // Each operation is one small update; a panic while held leaves the map consistent.
+        self.keys.lock()
     }
 
     pub fn register(&self, key: &str, relay: &str) {

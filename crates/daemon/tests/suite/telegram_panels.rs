@@ -126,10 +126,24 @@ async fn a_real_codex_panel_command_approval_is_answered_from_the_phone() {
             l["method"] == "turn/completed" && l["params"]["threadId"] == thread.as_str()
         })
         .unwrap();
+    // Should the command not have run, what Codex told the model of it says why.
+    let told_the_model = || {
+        let requests = bridge.endpoint.model_requests();
+        let input = requests.last().map(|r| r.body["input"].clone());
+        let text = input.map(|i| i.to_string()).unwrap_or_default();
+        text.chars()
+            .rev()
+            .take(3000)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect::<String>()
+    };
     assert_eq!(
-        std::fs::read_to_string(&marker).unwrap(),
-        "approved\n",
-        "allowed from the phone: the command ran"
+        std::fs::read_to_string(&marker).ok().as_deref(),
+        Some("approved\n"),
+        "allowed from the phone: the command ran; Codex's last input to the model ends: {}",
+        told_the_model()
     );
     let decisions = std::fs::read_to_string(root.join("decisions.jsonl")).unwrap();
     assert!(
