@@ -1010,10 +1010,13 @@ fn a_phone_answer_waits_behind_a_rate_limited_notification_and_a_parse_error_goe
         text(&answer).contains("if a < b && c > d, claude answered"),
         "{answer:#}"
     );
+    // The bot records the plain retry after Telegram took it: wait for the line, never race it.
     assert!(
-        phone
+        wait_within(WAIT, || phone
             .decided("telegram_delivery", "retried_plain")
             .iter()
-            .any(|d| d["details"]["what"] == "answer")
+            .any(|d| d["details"]["what"] == "answer")),
+        "the plain retry of the answer was recorded: {:#?}",
+        phone.decided("telegram_delivery", "retried_plain")
     );
 }
