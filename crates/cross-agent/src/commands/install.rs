@@ -2,8 +2,8 @@
 //! agent found (Claude Code, Codex, Grok Build, Copilot in VS Code Stable and Insiders),
 //! optionally the panel shims in the VS Code family's user settings (`--panels`), the Claude
 //! Code hooks (`--hooks`) and VS Code's global tool auto-approval (`--copilot-auto-approve`),
-//! and take exactly that out again. `--dry-run` prints the unified diff of every change and writes nothing.
-//! The edits themselves are in [`crate::setup`].
+//! and take exactly that out again. `--dry-run` prints the unified diff of every change and
+//! writes nothing. The edits themselves are in [`crate::setup`].
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -245,8 +245,8 @@ impl InstallArgs {
         if !agents.iter().any(|a| a["selected"] == Value::Bool(true)) {
             warnings.push(format!(
                 "no agent found (looked for claude, codex and grok on PATH and in their \
-                     usual places, for ~/.claude, ~/.codex, ~/.grok, and for VS Code's user \
-                     data ({})); name one with --agents to set it up anyway",
+                 usual places, for ~/.claude, ~/.codex, ~/.grok, and for VS Code's user \
+                 data ({})); name one with --agents to set it up anyway",
                 places
                     .copilot
                     .iter()
@@ -305,14 +305,7 @@ impl InstallArgs {
                 wanted,
             )?;
         }
-        let mut notes = Vec::new();
-        if plan
-            .changes
-            .iter()
-            .any(|change| change.label.starts_with("Copilot") && change.changes_anything())
-        {
-            notes.push(setup::COPILOT_RESTART.to_owned());
-        }
+        let notes = restart_notes(&plan);
         report(
             &plan,
             self.dry_run,
@@ -392,14 +385,7 @@ impl UninstallArgs {
                 plan.links.extend(plan::shim_link_to_remove(dir, link));
             }
         }
-        let mut notes = Vec::new();
-        if plan
-            .changes
-            .iter()
-            .any(|change| change.label.starts_with("Copilot") && change.changes_anything())
-        {
-            notes.push(setup::COPILOT_RESTART.to_owned());
-        }
+        let notes = restart_notes(&plan);
         report(
             &plan,
             self.dry_run,
@@ -410,6 +396,20 @@ impl UninstallArgs {
             "uninstall",
         )?;
         Ok(ExitCode::SUCCESS)
+    }
+}
+
+/// What to do once the files are written: Copilot's Agent Host reads its servers only when it
+/// starts.
+fn restart_notes(plan: &Plan) -> Vec<String> {
+    let copilot_changes = plan
+        .changes
+        .iter()
+        .any(|change| change.label.starts_with("Copilot") && change.changes_anything());
+    if copilot_changes {
+        vec![setup::COPILOT_RESTART.to_owned()]
+    } else {
+        Vec::new()
     }
 }
 
