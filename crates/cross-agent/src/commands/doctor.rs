@@ -2,7 +2,9 @@
 //! found and its version, each registration present and pointing at this binary, the agents'
 //! own listing agreeing (`claude mcp list`, `codex mcp list`, and an MCP handshake with the
 //! registered command), the daemon and its version, the state directory, the database, the
-//! panel shims, the hooks, Telegram.
+//! panel shims, the hooks, Telegram. For Copilot, each VS Code user-data directory found and
+//! whether both of its files (`mcp.json`, the Agent Host's `agent-host-config.json`) hold
+//! cross-agent's entry running this binary.
 //!
 //! What is broken makes the exit status non-zero; what the person has simply not set up (an
 //! agent not installed, no shims, no hooks, no Telegram) is said as such and is not a failure.
@@ -84,7 +86,12 @@ impl DoctorArgs {
         let this = install::this_binary()?;
         let mut checks = Checks::default();
         for agent in AgentName::ALL {
-            check_agent(&mut checks, &places, agent, &this);
+            match agent {
+                AgentName::Copilot => check_copilot(&mut checks, &places, &this),
+                AgentName::Claude | AgentName::Codex | AgentName::Grok => {
+                    check_agent(&mut checks, &places, agent, &this);
+                }
+            }
         }
         check_state(&mut checks);
         check_shims(&mut checks, &places, &this);
@@ -219,7 +226,7 @@ fn check_agent(checks: &mut Checks, places: &Places, agent: AgentName, this: &Pa
                 );
             }
         }
-        AgentName::Grok => {}
+        AgentName::Grok | AgentName::Copilot => {}
     }
     let listing = match (agent, &cli) {
         (AgentName::Claude, Some(cli)) => claude_listing(cli),
@@ -248,19 +255,100 @@ fn registration_of(places: &Places, agent: AgentName) -> Result<Registered> {
         AgentName::Claude => &places.claude_json,
         AgentName::Codex => &places.codex_config,
         AgentName::Grok => &places.grok_config,
+        // Copilot has one registration per file of each editor ([`check_copilot`]); its
+        // first is VS Code's `mcp.json`.
+        AgentName::Copilot => match places.copilot_targets().first() {
+            Some(place) => return json_registration(places, &place.mcp_json, "servers"),
+            None => anyhow::bail!("no VS Code user-data directory is known on this system"),
+        },
     };
+    if agent == AgentName::Claude {
+        return json_registration(places, file, "mcpServers");
+    }
     let text = files::read(file, &places.home)?;
-    let name = file.display().to_string();
-    let entry = match agent {
-        AgentName::Claude => {
-            JsonDoc::parse(&name, text.as_deref())?.entry(&["mcpServers"], SERVER_NAME)
-        }
-        _ => TomlDoc::parse(&name, text.as_deref())?.server(SERVER_NAME),
-    };
+    let entry = TomlDoc::parse(&file.display().to_string(), text.as_deref())?.server(SERVER_NAME);
     Ok(Registered {
         file: file.clone(),
         entry,
     })
+}
+
+/// cross-agent's entry in the `servers` object of a JSON(C) file.
+fn json_registration(places: &Places, file: &Path, servers: &str) -> Result<Registered> {
+    let text = files::read(file, &places.home)?;
+    let entry = JsonDoc::parse(&file.display().to_string(), text.as_deref())?
+        .entry(&[servers], SERVER_NAME);
+    Ok(Registered {
+        file: file.to_owned(),
+        entry,
+    })
+}
+
+/// Copilot in each VS Code user-data directory found: both files `install --agents copilot`
+/// writes hold cross-agent's entry, running this binary. Whether the Agent Host has loaded it
+/// (it reads its file when it starts) is not something a file can tell.
+fn check_copilot(checks: &mut Checks, places: &Places, this: &Path) {
+    let found: Vec<_> = places.copilot.iter().filter(|place| place.found).collect();
+    if found.is_empty() {
+        let looked: Vec<String> = places
+            .copilot
+            .iter()
+            .map(|place| place.user_data.display().to_string())
+            .collect();
+        checks.push(
+            AgentName::Copilot.title(),
+            Status::NotSetUp,
+            format!(
+                "not installed (no VS Code user data at {})",
+                looked.join(", ")
+            ),
+            None,
+        );
+        return;
+    }
+    let fix_install = format!(
+        "cross-agent install --agents {}",
+        AgentName::Copilot.program()
+    );
+    for place in found {
+        checks.push(
+            place.label(),
+            Status::Ok,
+            format!("user data at {}", place.user_data.display()),
+            None,
+        );
+        for (file, servers) in [
+            (&place.mcp_json, "servers"),
+            (&place.host_config, "mcpServers"),
+        ] {
+            let what = format!("{} registration ({})", place.label(), file.display());
+            match json_registration(places, file, servers) {
+                Err(error) => checks.push(
+                    what,
+                    Status::Broken,
+                    format!("{error:#}"),
+                    Some(&format!("fix the file by hand, then run `{fix_install}`")),
+                ),
+                Ok(Registered { entry: None, .. }) => checks.push(
+                    what,
+                    Status::NotSetUp,
+                    "cross-agent is not registered",
+                    Some(&fix_install),
+                ),
+                Ok(Registered {
+                    entry: Some(entry), ..
+                }) => match command_problem(&entry, this) {
+                    Some(problem) => checks.push(what, Status::Broken, problem, Some(&fix_install)),
+                    None => checks.push(
+                        what,
+                        Status::Ok,
+                        format!("runs {} mcp", this.display()),
+                        None,
+                    ),
+                },
+            }
+        }
+    }
 }
 
 /// What is wrong with a registration's command, if anything: it must run this binary's `mcp`.

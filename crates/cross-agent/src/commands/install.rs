@@ -1,8 +1,9 @@
 //! `cross-agent install` and `cross-agent uninstall`: register `cross-agent mcp` with every
-//! agent found (Claude Code, Codex, Grok Build), optionally the panel shims in the VS Code
-//! family's user settings (`--panels`) and the Claude Code hooks (`--hooks`), and take exactly
-//! that out again. `--dry-run` prints the unified diff of every change and writes nothing.
-//! The edits themselves are in [`crate::setup`].
+//! agent found (Claude Code, Codex, Grok Build, Copilot in VS Code Stable and Insiders),
+//! optionally the panel shims in the VS Code family's user settings (`--panels`), the Claude
+//! Code hooks (`--hooks`) and VS Code's global tool auto-approval (`--copilot-auto-approve`),
+//! and take exactly that out again. `--dry-run` prints the unified diff of every change and
+//! writes nothing. The edits themselves are in [`crate::setup`].
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -25,6 +26,9 @@ pub enum InstallTarget {
     Claude,
     Codex,
     Grok,
+    /// GitHub Copilot in VS Code and Insiders (the Agent Host): `User/mcp.json` and
+    /// `User/globalStorage/agent-host-config.json`.
+    Copilot,
     /// The VS Code family's user settings (the panel shims; implies --panels).
     Vscode,
 }
@@ -47,6 +51,10 @@ pub struct InstallArgs {
     /// Add the spec's permission variables: agents the bridge starts run without asking.
     #[arg(long)]
     unattended: bool,
+    /// Also set VS Code's `chat.tools.global.autoApprove` (Copilot runs every tool, not only
+    /// cross-agent's, without asking).
+    #[arg(long)]
+    copilot_auto_approve: bool,
     /// Where the shim links go (`--panels`).
     #[arg(long, value_name = "DIR")]
     shim_dir: Option<PathBuf>,
@@ -112,6 +120,9 @@ impl InstallArgs {
         if self.unattended {
             warnings.push(setup::UNATTENDED_WARNING.to_owned());
         }
+        // VS Code's settings.json of each editor with what install adds to it: the panel
+        // shims and Copilot's auto-approval go into one change of the file.
+        let mut editor_settings: Vec<(&'static str, PathBuf, Wanted)> = Vec::new();
         let mut plan = Plan {
             home: places.home.clone(),
             ..Plan::default()
@@ -121,18 +132,30 @@ impl InstallArgs {
                 AgentName::Claude => InstallTarget::Claude,
                 AgentName::Codex => InstallTarget::Codex,
                 AgentName::Grok => InstallTarget::Grok,
+                AgentName::Copilot => InstallTarget::Copilot,
             };
             let found = places.agent_found(agent);
             let selected = match &self.agents {
                 Some(_) => named(target),
                 None => found,
             };
-            agents.push(json!({
+            let mut row = json!({
                 "agent": agent.program(),
                 "found": found,
                 "cli": places.cli(agent),
                 "selected": selected,
-            }));
+            });
+            if agent == AgentName::Copilot {
+                row["user_data"] = json!(
+                    places
+                        .copilot
+                        .iter()
+                        .filter(|place| place.found)
+                        .map(|place| &place.user_data)
+                        .collect::<Vec<_>>()
+                );
+            }
+            agents.push(row);
             if !selected {
                 continue;
             }
@@ -150,7 +173,7 @@ impl InstallArgs {
                     let wanted = Wanted {
                         allow_rule: true,
                         hooks: self.hooks,
-                        shim_dir: None,
+                        ..Wanted::default()
                     };
                     plan.install_file(
                         home,
@@ -177,15 +200,60 @@ impl InstallArgs {
                     &registration,
                     &Wanted::default(),
                 )?,
+                AgentName::Copilot => {
+                    for place in places.copilot_targets() {
+                        for (path, kind) in [
+                            (&place.mcp_json, FileKind::CopilotMcp),
+                            (&place.host_config, FileKind::CopilotHostConfig),
+                        ] {
+                            plan.install_file(
+                                home,
+                                path,
+                                kind,
+                                &place.label(),
+                                &registration,
+                                &Wanted::default(),
+                            )?;
+                        }
+                        if self.copilot_auto_approve {
+                            editor_settings.push((
+                                place.editor,
+                                place.settings.clone(),
+                                Wanted {
+                                    copilot_auto_approve: true,
+                                    ..Wanted::default()
+                                },
+                            ));
+                        }
+                    }
+                }
             }
         }
+        let copilot_selected = agents
+            .iter()
+            .any(|a| a["agent"] == "copilot" && a["selected"] == Value::Bool(true));
+        if self.copilot_auto_approve {
+            warnings.push(if copilot_selected {
+                setup::COPILOT_AUTO_APPROVE_WARNING.to_owned()
+            } else {
+                format!(
+                    "--copilot-auto-approve: Copilot is not being set up, so {} was not set",
+                    setup::COPILOT_AUTO_APPROVE
+                )
+            });
+        }
         if !agents.iter().any(|a| a["selected"] == Value::Bool(true)) {
-            warnings.push(
-                "no agent found (looked for claude, codex and grok on PATH and in their usual \
-                 places, and for ~/.claude, ~/.codex, ~/.grok); name one with --agents to set \
-                 it up anyway"
-                    .to_owned(),
-            );
+            warnings.push(format!(
+                "no agent found (looked for claude, codex and grok on PATH and in their \
+                 usual places, for ~/.claude, ~/.codex, ~/.grok, and for VS Code's user \
+                 data ({})); name one with --agents to set it up anyway",
+                places
+                    .copilot
+                    .iter()
+                    .map(|place| place.user_data.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
         }
         let claude_selected = agents
             .first()
@@ -203,10 +271,6 @@ impl InstallArgs {
             for (link, _) in SHIM_LINKS {
                 plan.links.push(plan::shim_link(&dir, link, &command)?);
             }
-            let wanted = Wanted {
-                shim_dir: Some(dir),
-                ..Wanted::default()
-            };
             let editors: Vec<_> = places.editors.iter().filter(|e| e.found).collect();
             if editors.is_empty() {
                 warnings.push(format!(
@@ -215,16 +279,33 @@ impl InstallArgs {
                 ));
             }
             for editor in editors {
-                plan.install_file(
-                    &places.home,
-                    &editor.settings,
-                    FileKind::EditorSettings,
-                    editor.name,
-                    &registration,
-                    &wanted,
-                )?;
+                match editor_settings
+                    .iter_mut()
+                    .find(|(_, path, _)| *path == editor.settings)
+                {
+                    Some((_, _, wanted)) => wanted.shim_dir = Some(dir.clone()),
+                    None => editor_settings.push((
+                        editor.name,
+                        editor.settings.clone(),
+                        Wanted {
+                            shim_dir: Some(dir.clone()),
+                            ..Wanted::default()
+                        },
+                    )),
+                }
             }
         }
+        for (name, path, wanted) in &editor_settings {
+            plan.install_file(
+                &places.home,
+                path,
+                FileKind::EditorSettings,
+                name,
+                &registration,
+                wanted,
+            )?;
+        }
+        let notes = restart_notes(&plan);
         report(
             &plan,
             self.dry_run,
@@ -234,6 +315,7 @@ impl InstallArgs {
                 "agents": agents,
             }),
             &warnings,
+            &notes,
             "install",
         )?;
         Ok(ExitCode::SUCCESS)
@@ -273,6 +355,15 @@ impl UninstallArgs {
             FileKind::GrokConfig,
             AgentName::Grok.title(),
         )?;
+        for place in &places.copilot {
+            plan.uninstall_file(home, &place.mcp_json, FileKind::CopilotMcp, &place.label())?;
+            plan.uninstall_file(
+                home,
+                &place.host_config,
+                FileKind::CopilotHostConfig,
+                &place.label(),
+            )?;
+        }
         let mut shim_dirs = vec![
             self.shim_dir
                 .clone()
@@ -294,8 +385,31 @@ impl UninstallArgs {
                 plan.links.extend(plan::shim_link_to_remove(dir, link));
             }
         }
-        report(&plan, self.dry_run, self.json, &json!({}), &[], "uninstall")?;
+        let notes = restart_notes(&plan);
+        report(
+            &plan,
+            self.dry_run,
+            self.json,
+            &json!({}),
+            &[],
+            &notes,
+            "uninstall",
+        )?;
         Ok(ExitCode::SUCCESS)
+    }
+}
+
+/// What to do once the files are written: Copilot's Agent Host reads its servers only when it
+/// starts.
+fn restart_notes(plan: &Plan) -> Vec<String> {
+    let copilot_changes = plan
+        .changes
+        .iter()
+        .any(|change| change.label.starts_with("Copilot") && change.changes_anything());
+    if copilot_changes {
+        vec![setup::COPILOT_RESTART.to_owned()]
+    } else {
+        Vec::new()
     }
 }
 
@@ -356,6 +470,7 @@ fn report(
     as_json: bool,
     extra: &Value,
     warnings: &[String],
+    notes: &[String],
     verb: &str,
 ) -> Result<()> {
     let diff = plan.diff();
@@ -375,6 +490,7 @@ fn report(
             "dry_run": dry_run,
             "files": files,
             "warnings": warnings,
+            "notes": notes,
         });
         if dry_run {
             out["diff"] = Value::String(diff);
@@ -397,10 +513,17 @@ fn report(
                 (Some(true), _) => "found, skipped (not in --agents)",
                 _ => "not installed, skipped",
             };
-            let cli = agent["cli"]
-                .as_str()
-                .map(|c| format!(" ({c})"))
-                .unwrap_or_default();
+            let user_data: Vec<&str> = agent["user_data"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            let cli = match agent["cli"].as_str() {
+                Some(cli) => format!(" ({cli})"),
+                None if !user_data.is_empty() => format!(" ({})", user_data.join(", ")),
+                None => String::new(),
+            };
             writeln!(
                 out,
                 "{:<8} {state}{cli}",
@@ -430,6 +553,9 @@ fn report(
             out,
             "dry run: nothing was written ({count} change(s) would be made by `cross-agent {verb}`)"
         )?;
+        for note in notes {
+            writeln!(out, "afterwards: {note}")?;
+        }
         return Ok(());
     }
     for file in &files {
@@ -453,6 +579,9 @@ fn report(
             out,
             "start a new agent session (or reload the VS Code window) to connect"
         )?;
+    }
+    for note in notes {
+        writeln!(out, "{note}")?;
     }
     Ok(())
 }

@@ -8,6 +8,11 @@
 //! `claude mcp add -s user` writes, rather than by running that command: the CLI rewrites the
 //! whole file in its own format, which would make neither a `--dry-run` diff nor a
 //! byte-identical `uninstall` possible.
+//!
+//! Copilot in VS Code gets the same server in two files of each user-data directory: the
+//! editor's `User/mcp.json` (`servers`) and the Agent Host's own
+//! `User/globalStorage/agent-host-config.json` (`mcpServers`), which keeps the server in
+//! sessions that outlive the window that registered it (docs/spec/cross-agent-mcp.md, Copilot).
 
 pub mod files;
 pub mod journal;
@@ -58,6 +63,26 @@ local work. To revert, run `cross-agent install` again without --unattended; tha
 defaults (read-only / the agent's default permission mode). Grok has the same switch, and it is \
 not part of the two: set CROSS_AGENT_GROK_PERMISSION_MODE yourself if you want it.";
 
+/// VS Code's one setting that lets Copilot call tools without asking; it covers every tool,
+/// not only cross-agent's (docs/spec/cross-agent-mcp.md, Copilot "Tool approvals").
+pub const COPILOT_AUTO_APPROVE: &str = "chat.tools.global.autoApprove";
+/// The spec's warning, printed whenever `--copilot-auto-approve` is given.
+pub const COPILOT_AUTO_APPROVE_WARNING: &str = "WARNING: chat.tools.global.autoApprove applies \
+to all tools; it is not a cross-agent-only permission. This includes file edits, terminal \
+commands and other tools, as well as cross-agent. It also affects existing Manual-permissions \
+Copilot Agent Host sessions. A workspace-only setting does not provide the same Agent Host \
+behavior. Run Developer: Reload Window once for it to apply. Leave it unset to retain the \
+existing approvals: delete the line from settings.json, or run `cross-agent uninstall`.";
+/// The comment a VS Code settings file starts with when `install --copilot-auto-approve`
+/// created it: without a backup it is what tells `uninstall` the setting is install's and not
+/// one the person chose.
+pub const CREATED_SETTINGS_MARK: &str = "// Made by `cross-agent install --copilot-auto-approve`; \
+`cross-agent uninstall` takes it out again.";
+/// Said whenever Copilot's files change: the host reads its configuration when it starts.
+pub const COPILOT_RESTART: &str = "Copilot: quit VS Code fully and reopen it once. The Agent \
+Host reads agent-host-config.json only when it starts; Reload Window keeps the same host \
+running.";
+
 /// What the registrations run: this binary's `mcp`, with its environment.
 #[derive(Debug, Clone)]
 pub struct Registration {
@@ -80,16 +105,6 @@ impl Registration {
     }
 
     /// Claude Code's `mcpServers` entry, as `claude mcp add -s user` writes it.
-    pub fn claude_entry(&self) -> Value {
-        Value::Object(
-            self.claude_entries()
-                .into_iter()
-                .map(|(key, value)| (key.to_owned(), value))
-                .collect(),
-        )
-    }
-
-    /// The keys of [`Registration::claude_entry`].
     pub fn claude_entries(&self) -> Vec<(&'static str, Value)> {
         vec![
             ("type", Value::String("stdio".to_owned())),
@@ -117,6 +132,20 @@ impl Registration {
     /// Grok's table (docs/spec/cross-agent-mcp.md §3 "Grok Build").
     pub fn grok_entries(&self) -> Vec<(&'static str, Value)> {
         let mut entries = vec![
+            ("command", Value::String(self.command_text())),
+            ("args", json!(["mcp"])),
+        ];
+        if !self.env.is_empty() {
+            entries.push(("env", self.env_value()));
+        }
+        entries
+    }
+
+    /// Copilot's entry, the same in `mcp.json`'s `servers` and the Agent Host's
+    /// `mcpServers` (docs/observed/copilot.md §6: VS Code's stdio server shape).
+    pub fn copilot_entries(&self) -> Vec<(&'static str, Value)> {
+        let mut entries = vec![
+            ("type", Value::String("stdio".to_owned())),
             ("command", Value::String(self.command_text())),
             ("args", json!(["mcp"])),
         ];
@@ -158,7 +187,26 @@ pub enum FileKind {
     ClaudeSettings,
     CodexConfig,
     GrokConfig,
+    /// VS Code's user settings: the panel shims, and Copilot's auto-approval when asked.
     EditorSettings,
+    /// VS Code's `User/mcp.json`.
+    CopilotMcp,
+    /// The VS Code Agent Host's `User/globalStorage/agent-host-config.json`.
+    CopilotHostConfig,
+}
+
+impl FileKind {
+    /// Where a JSON file of this kind keeps its servers (`None`: not a JSON server list).
+    fn json_servers(self) -> Option<&'static str> {
+        match self {
+            FileKind::ClaudeJson | FileKind::CopilotHostConfig => Some("mcpServers"),
+            FileKind::CopilotMcp => Some("servers"),
+            FileKind::ClaudeSettings
+            | FileKind::CodexConfig
+            | FileKind::GrokConfig
+            | FileKind::EditorSettings => None,
+        }
+    }
 }
 
 /// What `install` was asked to add to one file.
@@ -170,6 +218,8 @@ pub struct Wanted {
     pub hooks: bool,
     /// VS Code settings: the directory of the shim links.
     pub shim_dir: Option<PathBuf>,
+    /// VS Code settings: [`COPILOT_AUTO_APPROVE`] (`--copilot-auto-approve`).
+    pub copilot_auto_approve: bool,
 }
 
 /// The file's text after `install` (`before`: its text now, `None` when missing). Keys and
@@ -182,17 +232,30 @@ pub fn install_text(
     wanted: &Wanted,
 ) -> Result<String> {
     match kind {
-        FileKind::ClaudeJson => {
+        FileKind::ClaudeJson | FileKind::CopilotMcp | FileKind::CopilotHostConfig => {
             let doc = JsonDoc::parse(name, before)?;
-            match doc.entry(&["mcpServers"], SERVER_NAME) {
+            let servers = kind.json_servers().unwrap_or("mcpServers");
+            let mut entries = if kind == FileKind::ClaudeJson {
+                registration.claude_entries()
+            } else {
+                registration.copilot_entries()
+            };
+            match doc.entry(&[servers], SERVER_NAME) {
                 Some(Value::Object(existing)) => {
-                    let mut entries = registration.claude_entries();
                     keep_person_env(&mut entries, existing.get("env"));
                     for (key, value) in &entries {
-                        doc.set_entry(&["mcpServers", SERVER_NAME], key, value)?;
+                        doc.set_entry(&[servers, SERVER_NAME], key, value)?;
                     }
                 }
-                _ => doc.set_entry(&["mcpServers"], SERVER_NAME, &registration.claude_entry())?,
+                _ => {
+                    let entry = Value::Object(
+                        entries
+                            .into_iter()
+                            .map(|(key, value)| (key.to_owned(), value))
+                            .collect(),
+                    );
+                    doc.set_entry(&[servers], SERVER_NAME, &entry)?;
+                }
             }
             Ok(with_final_newline(before, doc.text()))
         }
@@ -221,12 +284,20 @@ pub fn install_text(
             Ok(doc.text())
         }
         FileKind::EditorSettings => {
-            let doc = JsonDoc::parse(name, before)?;
+            let created = format!("{{\n  {CREATED_SETTINGS_MARK}\n}}\n");
+            let start = match before {
+                None if wanted.copilot_auto_approve => Some(created.as_str()),
+                _ => before,
+            };
+            let doc = JsonDoc::parse(name, start)?;
             if let Some(dir) = &wanted.shim_dir {
                 for (link, key) in SHIM_LINKS {
                     let target = dir.join(link).to_string_lossy().into_owned();
                     doc.set_entry(&[], key, &Value::String(target))?;
                 }
+            }
+            if wanted.copilot_auto_approve {
+                doc.set_entry(&[], COPILOT_AUTO_APPROVE, &Value::Bool(true))?;
             }
             Ok(with_final_newline(before, doc.text()))
         }
@@ -277,7 +348,11 @@ pub fn uninstall_text(
 ) -> Result<Uninstalled> {
     let mut dropped = Vec::new();
     let after = match kind {
-        FileKind::ClaudeJson | FileKind::ClaudeSettings | FileKind::EditorSettings => {
+        FileKind::ClaudeJson
+        | FileKind::ClaudeSettings
+        | FileKind::EditorSettings
+        | FileKind::CopilotMcp
+        | FileKind::CopilotHostConfig => {
             let doc = JsonDoc::parse(name, Some(current))?;
             let original = match backup {
                 Some(text) => Some(JsonDoc::parse(name, Some(text))?.value()),
@@ -285,16 +360,17 @@ pub fn uninstall_text(
             };
             let original = original.as_ref();
             match kind {
-                FileKind::ClaudeJson => {
-                    if let Some(entry) = doc.entry(&["mcpServers"], SERVER_NAME) {
-                        let at = format!("mcpServers.{SERVER_NAME}");
+                FileKind::ClaudeJson | FileKind::CopilotMcp | FileKind::CopilotHostConfig => {
+                    let servers = kind.json_servers().unwrap_or("mcpServers");
+                    if let Some(entry) = doc.entry(&[servers], SERVER_NAME) {
+                        let at = format!("{servers}.{SERVER_NAME}");
                         let was = original
-                            .and_then(|o| o.get("mcpServers"))
+                            .and_then(|o| o.get(servers))
                             .and_then(|servers| servers.get(SERVER_NAME));
                         dropped = user_edits::in_server_entry(kind, &at, &entry, was);
                         if was.is_none() {
                             dropped.extend(
-                                doc.comments_in_entry(&["mcpServers"], SERVER_NAME)
+                                doc.comments_in_entry(&[servers], SERVER_NAME)
                                     .into_iter()
                                     .map(|text| Dropped {
                                         key: at.clone(),
@@ -303,8 +379,8 @@ pub fn uninstall_text(
                             );
                         }
                     }
-                    doc.remove_entry(&["mcpServers"], SERVER_NAME, original)?;
-                    doc.prune_created(&["mcpServers"], original)?;
+                    doc.remove_entry(&[servers], SERVER_NAME, original)?;
+                    doc.prune_created(&[servers], original)?;
                 }
                 FileKind::ClaudeSettings => {
                     dropped = user_edits::in_hooks(&doc.value(), is_our_hook);
@@ -315,10 +391,11 @@ pub fn uninstall_text(
                         doc.prune_created(&["hooks", event], original)?;
                     }
                 }
-                _ => {
+                FileKind::EditorSettings | FileKind::CodexConfig | FileKind::GrokConfig => {
                     for (_, key) in SHIM_LINKS {
                         doc.remove_entry(&[], key, original)?;
                     }
+                    take_out_auto_approve(&doc, original, current)?;
                 }
             }
             if backup.is_none() && doc.is_empty() {
@@ -367,6 +444,21 @@ pub fn uninstall_text(
         text: Some(text),
         dropped,
     })
+}
+
+/// Takes [`COPILOT_AUTO_APPROVE`] out of VS Code's settings when `install
+/// --copilot-auto-approve` is what put it there, and only then: it is a setting a person may
+/// well have chosen themselves. With a backup (`original`, the file before cross-agent first
+/// changed it) the backup's value is put back, or the key goes when the backup had none.
+/// Without one the file is install's only when it carries [`CREATED_SETTINGS_MARK`].
+fn take_out_auto_approve(doc: &JsonDoc, original: Option<&Value>, current: &str) -> Result<()> {
+    if doc.entry(&[], COPILOT_AUTO_APPROVE) != Some(Value::Bool(true)) {
+        return Ok(());
+    }
+    if original.is_some() || current.contains(CREATED_SETTINGS_MARK) {
+        doc.remove_entry(&[], COPILOT_AUTO_APPROVE, original)?;
+    }
+    Ok(())
 }
 
 /// A file cross-agent creates ends with a newline; one that exists keeps how it ended.

@@ -1,6 +1,8 @@
 //! Where each agent keeps the files `install` edits, and whether the agent is installed: its
 //! CLI on `PATH` or in its usual per-user place, or its configuration directory. Honours the
 //! agents' own overrides (`CLAUDE_CONFIG_DIR`, `CODEX_HOME`, `GROK_HOME`, `XDG_CONFIG_HOME`).
+//! Copilot has no CLI here: it is the VS Code Agent Host, found by its user-data directory
+//! (docs/observed/copilot.md §2.2).
 
 use std::path::{Path, PathBuf};
 
@@ -17,6 +19,32 @@ pub struct Editor {
     pub found: bool,
 }
 
+/// One VS Code user-data directory whose Agent Host runs Copilot, and the files `install`
+/// edits in it (docs/observed/copilot.md §2.2 and §6).
+#[derive(Debug, Clone)]
+pub struct CopilotPlace {
+    /// "VS Code" or "VS Code Insiders".
+    pub editor: &'static str,
+    /// `<user data>`: `~/.config/Code`, `~/Library/Application Support/Code - Insiders`, ….
+    pub user_data: PathBuf,
+    /// `<user data>/User/mcp.json`: the editor's user MCP servers (`servers`).
+    pub mcp_json: PathBuf,
+    /// `<user data>/User/globalStorage/agent-host-config.json`: the host's own servers
+    /// (`mcpServers`), read when the host starts.
+    pub host_config: PathBuf,
+    /// `<user data>/User/settings.json`, where `chat.tools.global.autoApprove` lives.
+    pub settings: PathBuf,
+    /// Whether the user-data directory exists (the editor has been run).
+    pub found: bool,
+}
+
+impl CopilotPlace {
+    /// What a change to one of its files is for, as `install` and `uninstall` print it.
+    pub fn label(&self) -> String {
+        format!("Copilot ({})", self.editor)
+    }
+}
+
 /// Every file and program `install`, `uninstall` and `doctor` look at.
 #[derive(Debug, Clone)]
 pub struct Places {
@@ -31,6 +59,8 @@ pub struct Places {
     pub grok_config: PathBuf,
     pub grok_dir: PathBuf,
     pub editors: Vec<Editor>,
+    /// VS Code Stable and Insiders, in that order.
+    pub copilot: Vec<CopilotPlace>,
 }
 
 impl Places {
@@ -52,12 +82,25 @@ impl Places {
         };
         let codex_dir = var("CODEX_HOME").unwrap_or_else(|| home.join(".codex"));
         let grok_dir = var("GROK_HOME").unwrap_or_else(|| home.join(".grok"));
-        let editors = editor_user_dirs(&home, var("XDG_CONFIG_HOME"))
-            .into_iter()
-            .map(|(name, user)| Editor {
+        let data_dirs = editor_data_dirs(&home, var("XDG_CONFIG_HOME"));
+        let editors = data_dirs
+            .iter()
+            .map(|(name, data)| Editor {
                 name,
-                settings: user.join("settings.json"),
-                found: user.is_dir(),
+                settings: data.join("User/settings.json"),
+                found: data.join("User").is_dir(),
+            })
+            .collect();
+        let copilot = data_dirs
+            .into_iter()
+            .filter(|(name, _)| COPILOT_EDITORS.contains(name))
+            .map(|(editor, user_data)| CopilotPlace {
+                editor,
+                mcp_json: user_data.join("User/mcp.json"),
+                host_config: user_data.join("User/globalStorage/agent-host-config.json"),
+                settings: user_data.join("User/settings.json"),
+                found: user_data.is_dir(),
+                user_data,
             })
             .collect();
         Ok(Places {
@@ -69,12 +112,28 @@ impl Places {
             grok_config: grok_dir.join("config.toml"),
             grok_dir,
             editors,
+            copilot,
             home,
         })
     }
 
+    /// The user-data directories to set Copilot up in: each one that exists, or VS Code
+    /// Stable's when none does (Copilot named in `--agents` is set up even when not found).
+    pub fn copilot_targets(&self) -> Vec<&CopilotPlace> {
+        let found: Vec<_> = self.copilot.iter().filter(|place| place.found).collect();
+        if found.is_empty() {
+            return self.copilot.iter().take(1).collect();
+        }
+        found
+    }
+
     /// The agent's CLI: on `PATH`, else in its usual per-user place.
     pub fn cli(&self, agent: AgentName) -> Option<PathBuf> {
+        // Copilot is reached through the editor's Agent Host, not a CLI of its own (the
+        // standalone Copilot CLI is outside the spec).
+        if agent == AgentName::Copilot {
+            return None;
+        }
         if let Some(found) = find_on_path(agent.program()) {
             return Some(found);
         }
@@ -82,6 +141,7 @@ impl Places {
             AgentName::Claude => &[".claude/local/claude", ".local/bin/claude"],
             AgentName::Codex => &[".local/bin/codex"],
             AgentName::Grok => &[".grok/bin/grok", ".local/bin/grok"],
+            AgentName::Copilot => &[],
         };
         usual
             .iter()
@@ -96,26 +156,36 @@ impl Places {
                 AgentName::Claude => self.claude_dir.is_dir() || self.claude_json.is_file(),
                 AgentName::Codex => self.codex_dir.is_dir(),
                 AgentName::Grok => self.grok_dir.is_dir(),
+                AgentName::Copilot => self.copilot.iter().any(|place| place.found),
             }
     }
 }
 
-/// The three agents `install` registers with.
+/// The agents `install` registers with. Setup's own list: the protocol's `Agent` names the
+/// agents the bridge talks to, and grows on its own schedule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AgentName {
     Claude,
     Codex,
     Grok,
+    /// GitHub Copilot in VS Code (the Agent Host).
+    Copilot,
 }
 
 impl AgentName {
-    pub const ALL: [AgentName; 3] = [AgentName::Claude, AgentName::Codex, AgentName::Grok];
+    pub const ALL: [AgentName; 4] = [
+        AgentName::Claude,
+        AgentName::Codex,
+        AgentName::Grok,
+        AgentName::Copilot,
+    ];
 
     pub fn program(self) -> &'static str {
         match self {
             AgentName::Claude => "claude",
             AgentName::Codex => "codex",
             AgentName::Grok => "grok",
+            AgentName::Copilot => "copilot",
         }
     }
 
@@ -124,12 +194,17 @@ impl AgentName {
             AgentName::Claude => "Claude Code",
             AgentName::Codex => "Codex",
             AgentName::Grok => "Grok Build",
+            AgentName::Copilot => "Copilot",
         }
     }
 }
 
-/// The user-data `User` folders of the VS Code family on this OS.
-fn editor_user_dirs(home: &Path, xdg_config: Option<PathBuf>) -> Vec<(&'static str, PathBuf)> {
+/// The editors whose Agent Host runs Copilot: Stable and Insiders.
+const COPILOT_EDITORS: [&str; 2] = ["VS Code", "VS Code Insiders"];
+
+/// The user-data folders of the VS Code family on this OS (`--user-data-dir`,
+/// `VSCODE_PORTABLE` and `VSCODE_APPDATA` aside).
+fn editor_data_dirs(home: &Path, xdg_config: Option<PathBuf>) -> Vec<(&'static str, PathBuf)> {
     let base = if cfg!(target_os = "macos") {
         home.join("Library/Application Support")
     } else {
@@ -142,7 +217,7 @@ fn editor_user_dirs(home: &Path, xdg_config: Option<PathBuf>) -> Vec<(&'static s
         ("Cursor", "Cursor"),
     ]
     .into_iter()
-    .map(|(name, folder)| (name, base.join(folder).join("User")))
+    .map(|(name, folder)| (name, base.join(folder)))
     .collect()
 }
 

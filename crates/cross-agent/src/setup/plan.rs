@@ -22,6 +22,10 @@ pub struct Change {
     pub before: Option<String>,
     /// `None`: the file is removed.
     pub after: Option<String>,
+    /// Install: back the file up before its first change. Not for a file that holds nothing
+    /// but cross-agent's own entries (one an earlier install created): `uninstall` removes
+    /// such a file, where a backup of it would put cross-agent's entries back.
+    pub back_up: bool,
     /// What the person added or changed inside cross-agent's entries, which this change
     /// takes out with them (uninstall).
     pub dropped: Vec<Dropped>,
@@ -92,11 +96,18 @@ impl Plan {
         let before = files::read(path, home)?;
         let name = path.display().to_string();
         let after = super::install_text(kind, &name, before.as_deref(), registration, wanted)?;
+        let back_up = match &before {
+            Some(text) => super::uninstall_text(kind, &name, text, None)?
+                .text
+                .is_some(),
+            None => false,
+        };
         self.changes.push(Change {
             path: path.to_owned(),
             label: label.to_owned(),
             before,
             after: Some(after),
+            back_up,
             dropped: Vec::new(),
         });
         Ok(())
@@ -121,6 +132,7 @@ impl Plan {
             label: label.to_owned(),
             before: Some(current),
             after: uninstalled.text,
+            back_up: false,
             dropped: uninstalled.dropped,
         });
         Ok(())
@@ -154,7 +166,8 @@ impl Plan {
     /// and a failure on the way (a full disk, a file size limit, another program in the way)
     /// takes back what was already written before the error is returned. Install backs up
     /// every existing file it plans for once (also one it leaves as it is: the backup is how
-    /// uninstall knows what was the person's), then writes the new text atomically. Uninstall
+    /// uninstall knows what was the person's; not one holding only cross-agent's entries, see
+    /// [`Change::back_up`]), then writes the new text atomically. Uninstall
     /// removes a backup once the file is back to it.
     pub fn apply(&self) -> Result<Vec<Value>> {
         preflight::check(self)?;
@@ -187,6 +200,7 @@ impl Plan {
         for change in &self.changes {
             let mut backup = None;
             if !self.uninstall
+                && change.back_up
                 && let Some(before) = &change.before
             {
                 backup = files::back_up_once(&change.path, before)?;

@@ -56,6 +56,7 @@ pub fn problems(plan: &Plan) -> Vec<String> {
         };
         let backup = files::backup_path(&change.path);
         let writes_backup = !plan.uninstall
+            && change.back_up
             && change.before.is_some()
             && std::fs::symlink_metadata(&backup).is_err();
         // Uninstall removes the backup once the file is back to it.
@@ -184,6 +185,12 @@ fn otherwise(plan: &Plan, label: &str) -> String {
     }
     match label {
         "Claude Code" | "Codex" | "Grok Build" => format!(", or leave {label} out with --agents"),
-        editor => format!(", or leave {editor} out (no --panels, no vscode in --agents)"),
+        copilot if copilot.starts_with("Copilot") => {
+            ", or leave Copilot out with --agents".to_owned()
+        }
+        editor => format!(
+            ", or leave {editor} out (no --panels, no --copilot-auto-approve, no vscode in \
+             --agents)"
+        ),
     }
 }

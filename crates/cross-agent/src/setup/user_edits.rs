@@ -1,5 +1,6 @@
 //! What the person added or changed inside cross-agent's own entries: a key beside the ones
-//! `install` writes in `mcpServers["cross-agent"]` or `[mcp_servers.cross-agent]` (a
+//! `install` writes in `mcpServers["cross-agent"]`, VS Code's `servers["cross-agent"]` or
+//! `[mcp_servers.cross-agent]` (a
 //! `startup_timeout_sec`), a variable in their `env`, a key or matcher of one of cross-agent's
 //! hooks, a comment in them. `install` keeps these; `uninstall` takes cross-agent's entries out
 //! whole — what would be left of one (a server with a timeout but no command) stops the agent
@@ -99,7 +100,9 @@ fn install_writes(kind: FileKind, key: &str, value: &Value) -> Option<bool> {
                 .is_some_and(|name| name == "cross-agent"),
         ),
         (_, "args") => Some(*value == json!(["mcp"])),
-        (FileKind::ClaudeJson, "type") => Some(*value == json!("stdio")),
+        (FileKind::ClaudeJson | FileKind::CopilotMcp | FileKind::CopilotHostConfig, "type") => {
+            Some(*value == json!("stdio"))
+        }
         (FileKind::CodexConfig, "required") => Some(*value == json!(true)),
         (FileKind::CodexConfig, "default_tools_approval_mode") => Some(*value == json!("approve")),
         _ => None,

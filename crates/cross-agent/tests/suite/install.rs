@@ -212,6 +212,11 @@ fn files_install_created_are_removed_again() {
     let person = Person::empty();
     let out = person.ok(&["install", "--agents", "claude,codex,grok"]);
     assert!(out.contains("create"), "{out}");
+    // Run again: a file holding only cross-agent's entries is not backed up as if it were
+    // the person's, which would have uninstall put the entries back.
+    let again = person.ok(&["install", "--agents", "claude,codex,grok"]);
+    assert!(again.contains("nothing to change"), "{again}");
+    assert!(!person.path(".claude.json.cross-agent.bak").exists());
     assert!(person.path(".claude.json").is_file());
     assert!(person.path(".codex/config.toml").is_file());
     let created = person.read(".claude/settings.json");

@@ -7,6 +7,7 @@ mod handoff_links;
 mod home_safety;
 mod install;
 mod install_all_or_nothing;
+mod install_copilot;
 mod install_home;
 mod install_person_edits;
 mod install_real;
