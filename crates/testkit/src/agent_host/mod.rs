@@ -166,9 +166,16 @@ pub struct FakeAgentHostBuilder {
     sessions: Vec<FakeSession>,
     model_url: Option<String>,
     page_size: usize,
+    version: String,
 }
 
 impl FakeAgentHostBuilder {
+    /// The protocol version the host speaks ([`HOST_PROTOCOL_VERSION`] unless told), negotiated
+    /// by VS Code's rule.
+    pub fn protocol_version(mut self, version: impl Into<String>) -> Self {
+        self.version = version.into();
+        self
+    }
     /// Where turns get their answers: the endpoint's Anthropic Messages route.
     pub fn model_endpoint(mut self, endpoint: &crate::ModelEndpoint) -> Self {
         self.model_url = Some(format!("{}/v1/messages", endpoint.anthropic_base_url()));
@@ -200,6 +207,7 @@ impl FakeAgentHostBuilder {
             token.clone(),
             self.model_url,
             self.page_size,
+            self.version.clone(),
             self.sessions,
         ));
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
@@ -227,7 +235,7 @@ impl FakeAgentHostBuilder {
                 instance_id: &instance_id,
                 socket: &socket,
                 token: &token,
-                protocol_version: HOST_PROTOCOL_VERSION,
+                protocol_version: &self.version,
             },
         )?;
         Ok(FakeAgentHost {
@@ -272,6 +280,7 @@ impl FakeAgentHost {
             sessions: Vec::new(),
             model_url: None,
             page_size: 200,
+            version: HOST_PROTOCOL_VERSION.to_owned(),
         }
     }
     /// The socket it listens on (`endpoint.path`).

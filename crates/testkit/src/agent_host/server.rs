@@ -11,10 +11,10 @@ use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{mpsc, oneshot};
+use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
 use tokio_tungstenite::tungstenite::http::StatusCode;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
-use tokio_tungstenite::tungstenite::Message;
 
 use super::{FakeSession, TurnScript, wire};
 
@@ -66,6 +66,8 @@ pub(crate) struct Shared {
     token: String,
     pub model_url: Option<String>,
     page_size: usize,
+    /// The protocol version this host speaks (VS Code 1.141: `0.10.0`).
+    version: String,
     pub http: reqwest::Client,
 }
 
@@ -74,6 +76,7 @@ impl Shared {
         token: String,
         model_url: Option<String>,
         page_size: usize,
+        version: String,
         sessions: Vec<FakeSession>,
     ) -> Self {
         let state = State {
@@ -87,6 +90,7 @@ impl Shared {
             token,
             model_url,
             page_size,
+            version,
             http: reqwest::Client::new(),
         }
     }
@@ -97,7 +101,8 @@ impl Shared {
     pub fn broadcast(&self, channel: &str, action: Value, origin: Option<(String, i64)>) -> u64 {
         let mut state = self.state.lock();
         state.server_seq += 1;
-        let mut params = json!({"channel": channel, "serverSeq": state.server_seq, "action": action});
+        let mut params =
+            json!({"channel": channel, "serverSeq": state.server_seq, "action": action});
         if let Some((client_id, client_seq)) = origin {
             params["origin"] = json!({"clientId": client_id, "clientSeq": client_seq});
         }
@@ -152,7 +157,10 @@ impl Shared {
     }
 
     pub fn remove_session(&self, uri: &str) {
-        self.state.lock().sessions.retain(|e| e.session.uri() != uri);
+        self.state
+            .lock()
+            .sessions
+            .retain(|e| e.session.uri() != uri);
         self.notify_root(
             "root/sessionRemoved",
             json!({"channel": ROOT, "session": uri}),
@@ -189,7 +197,12 @@ impl Shared {
             return false;
         };
         let action = confirmed_action(&pending.turn_id, tool_call_id, approved);
-        self.resolve(pending, action, Some(("vscode-editor".to_owned(), seq)), approved);
+        self.resolve(
+            pending,
+            action,
+            Some(("vscode-editor".to_owned(), seq)),
+            approved,
+        );
         true
     }
 
@@ -197,7 +210,13 @@ impl Shared {
         self.state.lock().pending.remove(tool_call_id)
     }
 
-    fn resolve(&self, pending: Pending, action: Value, origin: Option<(String, i64)>, approved: bool) {
+    fn resolve(
+        &self,
+        pending: Pending,
+        action: Value,
+        origin: Option<(String, i64)>,
+        approved: bool,
+    ) {
         self.broadcast(&pending.chat, action, origin);
         self.set_input_needed(&pending.session, &pending.request_id, None);
         let _ = pending.answer.send(approved);
@@ -232,7 +251,11 @@ impl Shared {
     fn set_input_needed(&self, session: &str, id: &str, request: Option<Value>) {
         {
             let mut state = self.state.lock();
-            if let Some(entry) = state.sessions.iter_mut().find(|e| e.session.uri() == session) {
+            if let Some(entry) = state
+                .sessions
+                .iter_mut()
+                .find(|e| e.session.uri() == session)
+            {
                 entry.input_needed.retain(|r| r["id"] != id);
                 if let Some(request) = &request {
                     entry.input_needed.push(request.clone());
@@ -249,14 +272,18 @@ impl Shared {
     /// Ends the running turn of `chat`, keeping it in the chat's history.
     pub fn finish_turn(&self, chat: &str, state_word: &str, text: &str) {
         let mut state = self.state.lock();
-        if let Some(entry) = state.sessions.iter_mut().find(|e| e.session.chat_uri() == chat) {
-            if let Some(active) = entry.active.take() {
-                entry.turns.push(json!({
-                    "id": active["id"], "startedAt": active["startedAt"], "message": active["message"],
-                    "responseParts": [{"kind": "markdown", "id": "answer", "content": text}],
-                    "state": state_word,
-                }));
-            }
+        let entry = state
+            .sessions
+            .iter_mut()
+            .find(|e| e.session.chat_uri() == chat);
+        if let Some(entry) = entry
+            && let Some(active) = entry.active.take()
+        {
+            entry.turns.push(json!({
+                "id": active["id"], "startedAt": active["startedAt"], "message": active["message"],
+                "responseParts": [{"kind": "markdown", "id": "answer", "content": text}],
+                "state": state_word,
+            }));
         }
     }
 
@@ -267,15 +294,19 @@ impl Shared {
             "initialize" => {
                 let offered: Vec<String> =
                     serde_json::from_value(params["protocolVersions"].clone()).unwrap_or_default();
-                let Some(version) = wire::negotiate(&offered) else {
-                    return wire::unsupported_version(id, &offered);
+                let Some(version) = wire::negotiate(&offered, &self.version) else {
+                    return wire::unsupported_version(id, &offered, &self.version);
                 };
                 let mut state = self.state.lock();
                 let seq = state.server_seq;
                 let mut snapshots = Vec::new();
                 if let Some(c) = state.conns.get_mut(&conn) {
                     c.client_id = params["clientId"].as_str().unwrap_or_default().to_owned();
-                    for uri in params["initialSubscriptions"].as_array().into_iter().flatten() {
+                    for uri in params["initialSubscriptions"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                    {
                         if let Some(uri) = uri.as_str() {
                             c.subs.insert(uri.to_owned());
                             if uri == ROOT {
@@ -302,7 +333,12 @@ impl Shared {
                     .as_u64()
                     .map_or(self.page_size, |l| (l as usize).min(self.page_size))
                     .max(1);
-                let items: Vec<Value> = all.iter().skip(start).take(limit).map(|e| e.summary()).collect();
+                let items: Vec<Value> = all
+                    .iter()
+                    .skip(start)
+                    .take(limit)
+                    .map(|e| e.summary())
+                    .collect();
                 let mut result = json!({"items": items});
                 if start + limit < all.len() {
                     result["nextCursor"] = json!((start + limit).to_string());
@@ -359,7 +395,13 @@ impl Shared {
                 .sessions
                 .iter()
                 .find(|e| e.session.chat_uri() == channel)
-                .map(|e| (e.session.uri(), e.session.script.clone(), e.active.is_some()));
+                .map(|e| {
+                    (
+                        e.session.uri(),
+                        e.session.script.clone(),
+                        e.active.is_some(),
+                    )
+                });
             (client_id, found)
         };
         let origin = (client_id, client_seq);
@@ -374,13 +416,22 @@ impl Shared {
                     TurnScript::NoEcho => return true,
                     TurnScript::GarbageFirst => {
                         self.send_raw(conn, "this is not JSON".to_owned());
-                        self.send_raw(conn, "{\"jsonrpc\":\"2.0\",\"id\":\"x\",\"result\":{}}".to_owned());
+                        self.send_raw(
+                            conn,
+                            "{\"jsonrpc\":\"2.0\",\"id\":\"x\",\"result\":{}}".to_owned(),
+                        );
                         self.send_raw(conn, "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32700,\"message\":\"Parse error\"}}".to_owned());
                     }
                     _ => {}
                 }
                 if busy {
-                    self.reject(conn, &channel, action, origin, "The chat already has an active turn");
+                    self.reject(
+                        conn,
+                        &channel,
+                        action,
+                        origin,
+                        "The chat already has an active turn",
+                    );
                     return true;
                 }
                 if let TurnScript::Reject(reason) = &script {
@@ -390,13 +441,25 @@ impl Shared {
                 let parsed: Result<ahp_types::actions::ChatTurnStartedAction, _> =
                     serde_json::from_value(action.clone());
                 let Ok(turn) = parsed else {
-                    self.reject(conn, &channel, action, origin, "Invalid chat/turnStarted action");
+                    self.reject(
+                        conn,
+                        &channel,
+                        action,
+                        origin,
+                        "Invalid chat/turnStarted action",
+                    );
                     return true;
                 };
                 {
                     let mut state = self.state.lock();
-                    if let Some(e) = state.sessions.iter_mut().find(|e| e.session.chat_uri() == channel) {
-                        e.active = Some(json!({"id": turn.turn_id, "startedAt": turn.started_at, "message": action["message"]}));
+                    if let Some(e) = state
+                        .sessions
+                        .iter_mut()
+                        .find(|e| e.session.chat_uri() == channel)
+                    {
+                        e.active = Some(
+                            json!({"id": turn.turn_id, "startedAt": turn.started_at, "message": action["message"]}),
+                        );
                     }
                 }
                 self.broadcast(&channel, action, Some(origin));
@@ -558,6 +621,8 @@ pub(crate) async fn serve(
     }
 }
 
+// The refusal's size is tungstenite's `Callback` signature, not ours.
+#[allow(clippy::result_large_err)]
 async fn connection(shared: Arc<Shared>, stream: UnixStream) {
     let token = shared.token.clone();
     let check = move |request: &Request, response: Response| {
@@ -575,14 +640,17 @@ async fn connection(shared: Arc<Shared>, stream: UnixStream) {
         }
     };
     // The host reads big messages; only the client under test is meant to refuse them.
-    let config = WebSocketConfig::default().max_message_size(None).max_frame_size(None);
-    let mut ws = match tokio_tungstenite::accept_hdr_async_with_config(stream, check, Some(config)).await {
-        Ok(ws) => ws,
-        Err(_) => {
-            shared.refused.fetch_add(1, Ordering::SeqCst);
-            return;
-        }
-    };
+    let config = WebSocketConfig::default()
+        .max_message_size(None)
+        .max_frame_size(None);
+    let mut ws =
+        match tokio_tungstenite::accept_hdr_async_with_config(stream, check, Some(config)).await {
+            Ok(ws) => ws,
+            Err(_) => {
+                shared.refused.fetch_add(1, Ordering::SeqCst);
+                return;
+            }
+        };
     let (tx, mut rx) = mpsc::unbounded_channel();
     let id = {
         let mut state = shared.state.lock();

@@ -61,7 +61,9 @@ pub(crate) async fn run(shared: Arc<Shared>, turn: TurnRun) {
             let filler = "x".repeat(HUGE_FRAME_BYTES);
             shared.send_raw(
                 turn.conn,
-                format!("{{\"jsonrpc\":\"2.0\",\"method\":\"noise\",\"params\":{{\"x\":\"{filler}\"}}}}"),
+                format!(
+                    "{{\"jsonrpc\":\"2.0\",\"method\":\"noise\",\"params\":{{\"x\":\"{filler}\"}}}}"
+                ),
             );
             return;
         }
@@ -103,7 +105,11 @@ pub(crate) async fn run(shared: Arc<Shared>, turn: TurnRun) {
                 confirmed: None,
                 options: serde_json::from_value(options).ok(),
             };
-            shared.broadcast(&turn.chat, to_value(StateAction::ChatToolCallReady(ready)), None);
+            shared.broadcast(
+                &turn.chat,
+                to_value(StateAction::ChatToolCallReady(ready)),
+                None,
+            );
             let request = json!({
                 "kind": "toolConfirmation", "id": format!("input-{tool_call_id}"),
                 "chat": turn.chat, "turnId": turn.turn_id,
@@ -185,7 +191,8 @@ async fn ask_model(shared: &Shared, turn: &TurnRun) -> Result<String, String> {
     };
     let body = json!({
         "model": turn.model.as_deref().unwrap_or("claude-sonnet-4.5"),
-        "max_tokens": 1024,
+        // A turn, not a side request: the endpoint takes short tool-less requests for titles.
+        "max_tokens": 32000,
         "messages": [{"role": "user", "content": turn.text}],
     });
     let response = shared

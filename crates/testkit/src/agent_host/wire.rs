@@ -8,8 +8,8 @@ pub const HOST_PROTOCOL_VERSION: &str = "0.10.0";
 
 /// VS Code's rule (`isCompatibleProtocolVersion`): same major, same minor while the major is 0,
 /// not newer than the host; the highest such offer wins, whatever the offer's order.
-pub fn negotiate(offered: &[String]) -> Option<String> {
-    let host = parse(HOST_PROTOCOL_VERSION)?;
+pub fn negotiate(offered: &[String], host_version: &str) -> Option<String> {
+    let host = parse(host_version)?;
     offered
         .iter()
         .filter_map(|v| parse(v).map(|p| (p, v)))
@@ -24,10 +24,10 @@ fn parse(version: &str) -> Option<(u64, u64, u64)> {
 }
 
 /// The `-32005` answer, word for word as VS Code's host words it.
-pub fn unsupported_version(id: u64, offered: &[String]) -> Value {
+pub fn unsupported_version(id: u64, offered: &[String], host_version: &str) -> Value {
     json!({"jsonrpc":"2.0","id":id,"error":{"code":-32005,
-        "message": format!("Client offered protocol versions [{}], none of which are compatible with this server's version {HOST_PROTOCOL_VERSION} (server accepts ^{HOST_PROTOCOL_VERSION}).", offered.join(", ")),
-        "data":{"supportedVersions":[format!("^{HOST_PROTOCOL_VERSION}")]}}})
+        "message": format!("Client offered protocol versions [{}], none of which are compatible with this server's version {host_version} (server accepts ^{host_version}).", offered.join(", ")),
+        "data":{"supportedVersions":[format!("^{host_version}")]}}})
 }
 
 pub fn result(id: u64, result: Value) -> Value {
@@ -48,8 +48,7 @@ pub fn default_chat_uri(session_uri: &str) -> String {
 }
 
 fn base64url(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] =
-        b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
     let mut out = String::new();
     for chunk in bytes.chunks(3) {
         let n = chunk
@@ -80,11 +79,18 @@ mod tests {
     fn negotiates_like_vscode_1_141() {
         let offer = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
         assert_eq!(
-            negotiate(&offer(&["1.0.0", "0.10.0", "0.9.0"])).as_deref(),
+            negotiate(&offer(&["1.0.0", "0.10.0", "0.9.0"]), HOST_PROTOCOL_VERSION).as_deref(),
             Some("0.10.0")
         );
-        assert_eq!(negotiate(&offer(&["1.0.0"])), None);
-        assert_eq!(negotiate(&offer(&["0.9.0", "0.11.0"])), None);
+        assert_eq!(negotiate(&offer(&["1.0.0"]), HOST_PROTOCOL_VERSION), None);
+        assert_eq!(
+            negotiate(&offer(&["0.9.0", "0.11.0"]), HOST_PROTOCOL_VERSION),
+            None
+        );
+        assert_eq!(
+            negotiate(&offer(&["1.0.0", "0.10.0"]), "1.1.0").as_deref(),
+            Some("1.0.0")
+        );
     }
 
     #[test]
