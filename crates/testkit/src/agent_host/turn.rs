@@ -103,7 +103,7 @@ pub(crate) async fn run(shared: Arc<Shared>, turn: TurnRun) {
                 edits: None,
                 editable: None,
                 confirmed: None,
-                options: serde_json::from_value(options).ok(),
+                options: serde_json::from_value(options.clone()).ok(),
             };
             shared.broadcast(
                 &turn.chat,
@@ -115,7 +115,8 @@ pub(crate) async fn run(shared: Arc<Shared>, turn: TurnRun) {
                 "chat": turn.chat, "turnId": turn.turn_id,
                 "toolCall": {"status": "pending-confirmation", "toolCallId": tool_call_id,
                     "toolName": tool_name, "displayName": display_name,
-                    "invocationMessage": message},
+                    "invocationMessage": message, "confirmationTitle": format!("Run {display_name}?"),
+                    "options": options},
             });
             let answer = shared.add_pending(
                 &turn.session,
