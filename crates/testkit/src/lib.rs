@@ -1,6 +1,8 @@
 //! The test bench: a scripted model endpoint (Anthropic Messages and OpenAI Responses, streaming)
-//! and helpers that run the real Claude Code and Codex CLIs offline in a temporary HOME.
+//! and helpers that run the real Claude Code and Codex CLIs offline in a temporary HOME; a fake
+//! VS Code Agent Host (`agent_host`) for the Copilot side.
 
+pub mod agent_host;
 pub mod agent_sdk;
 pub mod agents;
 pub mod binaries;

@@ -1,0 +1,5 @@
+mod common;
+mod connect;
+mod deliver;
+mod hostile;
+mod listing;
