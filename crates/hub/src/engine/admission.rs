@@ -75,7 +75,8 @@ impl Neighbours for Engine {
 
     fn someone_else_working(&self, agent: Agent, target_key: &str, transcript: &Path) -> bool {
         self.inner
-            .busy
+            .dispatch
+            .busy()
             .is_someone_else_working(agent, target_key, transcript)
     }
 

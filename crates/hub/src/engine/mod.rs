@@ -208,10 +208,9 @@ struct Inner {
     /// walks run beside the requests, which borrow its current generations.
     scan: Arc<LiveScanner>,
     stop: watch::Sender<bool>,
-    /// Dispatch: the worker pool, its wake-ups, the turns running and what is carried.
-    dispatch: dispatch::Dispatch,
-    /// The busy judgement admission and dispatch share: who else works in a session.
-    busy: busy::BusyWatch,
+    /// Dispatch: the worker pool, its wake-ups, the turns running and what is carried, and the
+    /// busy judgement (who else works in a session) admission and `bridge_status` ask too.
+    dispatch: Arc<dispatch::Dispatch>,
     /// Answers: pairing, recovery, the late-answer watches this daemon holds and their loop.
     answers: answers::Answers,
     /// `$CROSS_AGENT_HOME/decisions.jsonl`: every send, refusal, outcome, orphan and recovery.
@@ -285,14 +284,6 @@ impl Engine {
         let (stop, _) = watch::channel(false);
         let db = Arc::new(Mutex::new(db));
         let events = tokio::sync::broadcast::channel(event_stream::EVENTS_KEPT).0;
-        let busy = busy::BusyWatch::new(db.clone());
-        let answers = answers::Answers::new(
-            db.clone(),
-            decisions.clone(),
-            events.clone(),
-            &info,
-            &config,
-        );
         let state_root = info.state_root.clone();
         let scan = Arc::new(LiveScanner::new(
             ScanOptions {
@@ -302,6 +293,22 @@ impl Engine {
             },
             config.index,
         ));
+        let dispatch = Arc::new(dispatch::Dispatch::new(
+            db.clone(),
+            scan.clone(),
+            decisions.clone(),
+            events.clone(),
+            stop.subscribe(),
+            &info,
+            &config,
+        ));
+        let answers = answers::Answers::new(
+            db.clone(),
+            decisions.clone(),
+            events.clone(),
+            &info,
+            &config,
+        );
         let admission = admission::Admission::new(
             db.clone(),
             scan.clone(),
@@ -317,8 +324,7 @@ impl Engine {
                 admission,
                 scan,
                 stop,
-                dispatch: dispatch::Dispatch::default(),
-                busy,
+                dispatch,
                 answers,
                 decisions,
                 carriers: carriers::Carriers::new(),
@@ -349,8 +355,8 @@ impl Engine {
     /// Starts the dispatcher (inside a tokio runtime). Queued deliveries — including those an
     /// earlier daemon accepted but never handed over — start going out.
     pub fn start(&self) {
-        let engine = self.clone();
-        let handle = tokio::spawn(async move { engine.dispatch_loop().await });
+        let dispatcher = self.inner.dispatch.clone();
+        let handle = tokio::spawn(dispatcher.run(Arc::new(self.clone())));
         self.inner.dispatch.set_loop(handle);
         let engine = self.clone();
         let handle = tokio::spawn(async move { engine.watch_loop().await });
@@ -486,5 +492,24 @@ impl Engine {
             listing.sessions,
             listing.warnings.iter().map(ToString::to_string).collect(),
         )
+    }
+}
+
+/// What dispatch asks of the other parts: the carriers' registry and the answers' recovery.
+impl dispatch::DispatchNeighbours for Engine {
+    fn carry(&self, claimed: crate::records::Claimed) -> dispatch::Carrying {
+        Box::pin(self.clone().carry(claimed))
+    }
+
+    fn waits_for_open_turn(&self, transport: cross_agent_protocol::bridge::Transport) -> bool {
+        self.inner.carriers.waits_for_open_turn(transport)
+    }
+
+    fn recover(
+        &self,
+        record: &mut cross_agent_protocol::bridge::DeliveryRecord,
+        why: &str,
+    ) -> bool {
+        self.inner.answers.recover(record, why)
     }
 }

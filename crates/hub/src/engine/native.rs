@@ -276,7 +276,7 @@ impl Engine {
             return;
         };
         let message = message_text(&job, created_ms);
-        let renew = self.spawn_lease_renewal(
+        let renew = self.inner.dispatch.spawn_lease_renewal(
             Arc::new(Mutex::new(target_key.clone())),
             lock_token.clone(),
             record.delivery_id.clone(),
@@ -564,7 +564,7 @@ impl Engine {
         if record.state == DeliveryState::AwaitingPeer {
             record.state = DeliveryState::Failed;
         }
-        self.answer_pending(&record.delivery_id);
+        self.inner.dispatch.answer_pending(&record.delivery_id);
         let engine = self.clone();
         off_async(move || engine.close_delivery(record, &job, &target_key, &lock_token)).await;
         self.inner.dispatch.wake();

@@ -627,7 +627,11 @@ impl Engine {
         let Some(id) = record.target_session_id.clone() else {
             return;
         };
-        if let Some(path) = self.transcript_of(record.target_agent, &id, job) {
+        if let Some(path) = self
+            .inner
+            .dispatch
+            .transcript_of(record.target_agent, &id, job)
+        {
             record.target_transcript = Some(path);
             let _ = self.db().update_delivery(record);
         }

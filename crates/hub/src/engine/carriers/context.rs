@@ -51,8 +51,11 @@ impl CarrierContext {
         token: &str,
         delivery_id: &str,
     ) -> JoinHandle<()> {
-        self.engine
-            .spawn_lease_renewal(key, token.to_owned(), delivery_id.to_owned())
+        self.engine.inner.dispatch.spawn_lease_renewal(
+            key,
+            token.to_owned(),
+            delivery_id.to_owned(),
+        )
     }
 
     /// Reads the peer's transcript while the turn runs: a finished answer carrying the
@@ -65,12 +68,14 @@ impl CarrierContext {
         confirmed: Arc<Mutex<Option<String>>>,
     ) -> JoinHandle<()> {
         self.engine
+            .inner
+            .dispatch
             .spawn_transcript_check(record, turn_stop, confirmed)
     }
 
     /// A peer CLI started for a delivery: noted (callers are identified by it) and recorded.
     pub(super) fn turn_started(&self, turn: StartedTurn) -> JoinHandle<()> {
-        self.engine.turn_started(turn)
+        self.engine.inner.dispatch.turn_started(turn)
     }
 
     /// The CLI of `pid` exited.
@@ -80,12 +85,12 @@ impl CarrierContext {
 
     /// A delivery's turn ended: its answer is being read, paired and recorded.
     pub(super) fn answer_pending(&self, delivery_id: &str) {
-        self.engine.answer_pending(delivery_id);
+        self.engine.inner.dispatch.answer_pending(delivery_id);
     }
 
     /// A delivery this daemon carries no more (its carrier failed outright).
     pub(super) fn carried_no_more(&self, delivery_id: &str) {
-        self.engine.carried_no_more(delivery_id);
+        self.engine.inner.dispatch.carried_no_more(delivery_id);
     }
 
     /// A worker slot is free again: the dispatcher looks at the queue.
@@ -119,6 +124,8 @@ impl CarrierContext {
         token: &str,
     ) {
         self.engine
+            .inner
+            .dispatch
             .created_session(record, outcome, job, target_key, token);
     }
 

@@ -185,13 +185,29 @@ impl Engine {
             "not delivered: this daemon has no carrier for transport `{}`; nothing was sent",
             record.transport.as_str()
         ));
-        self.answer_pending(&record.delivery_id);
+        self.inner.dispatch.answer_pending(&record.delivery_id);
         let engine = self.clone();
         super::dispatch::off_async(move || {
             engine.close_delivery(record, &job, &target_key, &lock_token);
         })
         .await;
         self.inner.dispatch.wake();
+    }
+
+    /// Records a finished delivery, sends its answer back to the sender's panel when it has
+    /// one (or notes that the answer stays on the record), and releases the session's lock.
+    pub(super) fn close_delivery(
+        &self,
+        record: cross_agent_protocol::bridge::DeliveryRecord,
+        job: &Job,
+        target_key: &str,
+        lock_token: &str,
+    ) {
+        self.inner
+            .dispatch
+            .close_delivery(record, job, target_key, lock_token, |record| {
+                self.route_return(record, job);
+            });
     }
 }
 
