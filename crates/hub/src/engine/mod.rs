@@ -211,8 +211,11 @@ struct Inner {
     /// Dispatch: the worker pool, its wake-ups, the turns running and what is carried, and the
     /// busy judgement (who else works in a session) admission and `bridge_status` ask too.
     dispatch: Arc<dispatch::Dispatch>,
-    /// Answers: pairing, recovery, the late-answer watches this daemon holds and their loop.
-    answers: answers::Answers,
+    /// Answers: pairing, recovery, the late-answer watches this daemon holds and their loop,
+    /// the return traffic.
+    answers: Arc<answers::Answers>,
+    /// The panel registry, read for resolution, listings and return traffic.
+    panels: panels::LivePanels,
     /// `$CROSS_AGENT_HOME/decisions.jsonl`: every send, refusal, outcome, orphan and recovery.
     decisions: DecisionLog,
     /// The ways a delivery reaches its peer: panel, Claude's native door, headless CLI.
@@ -302,13 +305,18 @@ impl Engine {
             &info,
             &config,
         ));
-        let answers = answers::Answers::new(
+        let panels = panels::LivePanels::new(info.state_root.clone(), decisions.clone());
+        let answers = Arc::new(answers::Answers::new(
             db.clone(),
             decisions.clone(),
             events.clone(),
             &info,
             &config,
-        );
+            Box::new(ReturnWay {
+                panels: panels.clone(),
+                dispatch: dispatch.clone(),
+            }),
+        ));
         let admission = admission::Admission::new(
             db.clone(),
             scan.clone(),
@@ -326,6 +334,7 @@ impl Engine {
                 stop,
                 dispatch,
                 answers,
+                panels,
                 decisions,
                 carriers: carriers::Carriers::new(),
                 events,
@@ -358,8 +367,7 @@ impl Engine {
         let dispatcher = self.inner.dispatch.clone();
         let handle = tokio::spawn(dispatcher.run(Arc::new(self.clone())));
         self.inner.dispatch.set_loop(handle);
-        let engine = self.clone();
-        let handle = tokio::spawn(async move { engine.watch_loop().await });
+        let handle = tokio::spawn(self.inner.answers.clone().watch_loop());
         self.inner.answers.watches().set_loop(handle);
         let engine = self.clone();
         tokio::spawn(async move { engine.index_loop().await });
@@ -511,5 +519,24 @@ impl dispatch::DispatchNeighbours for Engine {
         why: &str,
     ) -> bool {
         self.inner.answers.recover(record, why)
+    }
+}
+
+/// What return traffic asks of the other parts: the live panels and the dispatcher's wake-up.
+struct ReturnWay {
+    panels: panels::LivePanels,
+    dispatch: Arc<dispatch::Dispatch>,
+}
+
+impl answers::ReturnNeighbours for ReturnWay {
+    fn live_panels(
+        &self,
+        ui_hook: crate::settings::UiHook,
+    ) -> Vec<cross_agent_transports::panel::registry::LivePanel> {
+        self.panels.live(ui_hook)
+    }
+
+    fn queued(&self) {
+        self.dispatch.wake();
     }
 }

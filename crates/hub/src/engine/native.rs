@@ -617,7 +617,9 @@ impl Engine {
                     // store's guard is let go before the late answer takes it again.
                     let closed = self.db().delivery_by_request(id);
                     if let Ok(Some(request)) = closed {
-                        self.record_late_answer(&request.delivery_id, &body);
+                        self.inner
+                            .answers
+                            .late_answer_arrived(&request.delivery_id, &body);
                         self.inner.decisions.record(events::native_inbound(
                             &mail.relay,
                             "message",

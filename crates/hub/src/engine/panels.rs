@@ -5,14 +5,14 @@
 //! its own that spends no hop and never resumes a CLI.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cross_agent_decisions::events;
+use cross_agent_decisions::{DecisionLog, events};
 use cross_agent_protocol::bridge::{
     AwaitingApproval, CallerContext, DeliveryRecord, DeliveryState, IdePanels, PanelTabStatus,
-    PeerPanelStatus, Pin, TargetKey, TargetSelectedBy, Transport,
+    PeerPanelStatus, Pin, TargetKey, Transport,
 };
 use cross_agent_protocol::events::EngineEvent;
 use cross_agent_protocol::panel::{
@@ -140,23 +140,44 @@ enum Ended {
     Stopped,
 }
 
-impl Engine {
+/// The panel registry as the engine reads it: the shims' files under the daemon's home, with
+/// dead shims' files removed as they are met (each with a decision line). Cheap to clone.
+#[derive(Clone)]
+pub(super) struct LivePanels {
+    state_root: PathBuf,
+    decisions: DecisionLog,
+}
+
+impl LivePanels {
+    pub(super) fn new(state_root: PathBuf, decisions: DecisionLog) -> LivePanels {
+        LivePanels {
+            state_root,
+            decisions,
+        }
+    }
+
     /// The live panel shims now (none under `CROSS_AGENT_UI_HOOK=off`); dead shims' files are
     /// removed, each with a decision line.
-    pub(super) fn live_panels(&self, ui_hook: UiHook) -> Vec<LivePanel> {
+    pub(super) fn live(&self, ui_hook: UiHook) -> Vec<LivePanel> {
         if ui_hook == UiHook::Off {
             return Vec::new();
         }
-        let scan = registry::scan(&self.inner.info.state_root);
+        let scan = registry::scan(&self.state_root);
         for removed in &scan.removed {
-            self.inner
-                .decisions
+            self.decisions
                 .record(events::panel_removed(removed.pid, &removed.reason));
         }
         for skipped in &scan.skipped {
             tracing::debug!(file = %skipped.file.display(), reason = %skipped.reason, "panel registration skipped");
         }
         scan.live
+    }
+}
+
+impl Engine {
+    /// The live panel shims now (none under `CROSS_AGENT_UI_HOOK=off`).
+    pub(super) fn live_panels(&self, ui_hook: UiHook) -> Vec<LivePanel> {
+        self.inner.panels.live(ui_hook)
     }
 
     /// Whether the sender has a live panel now, asked of its shim (`status`), not read from
@@ -676,6 +697,9 @@ impl Engine {
         let note = envelope::progress_notice(record, waited.as_secs());
         record.progress_note = Some(note.clone());
         let idle_sender = self
+            .inner
+            .answers
+            .returns()
             .sender_panel(record, job)
             .is_some_and(|(panel, session)| {
                 panel
@@ -685,198 +709,16 @@ impl Engine {
                     .find(|s| s.session_id.as_deref() == Some(session.as_str()))
                     .is_some_and(|s| s.state == PanelSessionState::Idle)
             });
-        if idle_sender && let Some(id) = self.queue_return(record, job, InjectionKind::Notice, note)
+        if idle_sender
+            && let Some(id) =
+                self.inner
+                    .answers
+                    .returns()
+                    .queue_return(record, job, InjectionKind::Notice, note)
         {
             record.progress_delivery_id = Some(id);
         }
         let _ = self.db().update_delivery(record);
-    }
-
-    /// The sender's live panel and session now, when it has one and its registration allows
-    /// panels.
-    fn sender_panel(&self, record: &DeliveryRecord, job: &Job) -> Option<(LivePanel, String)> {
-        let agent = record.from_agent?;
-        let session = record.from_session.clone()?;
-        let ui_hook = CallSettings::from_settings(&job.settings).ui_hook;
-        let panels = self.live_panels(ui_hook);
-        window::hosting(&panels, agent, &session).map(|p| (p.clone(), session))
-    }
-
-    /// After a request settles: its answer (`BRIDGE REPLY`, or the `DELIVERY FAILED` notice
-    /// standing in for one) goes to the sender's live panel as a delivery of its own, queued now
-    /// and put there by the dispatcher. No panel: the answer stays on the record
-    /// (`is_return_status_only`). Never a CLI. Spends no hop.
-    pub(super) fn route_return(&self, record: &mut DeliveryRecord, job: &Job) {
-        if record.answer.answers_delivery_id.is_some() {
-            // A return delivery's own record (or a late answer's): it is the return traffic.
-            return;
-        }
-        if self.sender_panel(record, job).is_none() {
-            record.is_return_status_only = true;
-            return;
-        }
-        let (kind, text) = match record.state {
-            DeliveryState::Delivered => (InjectionKind::Reply, self.reply_text(record)),
-            _ if record.reply_preview.is_some() => (InjectionKind::Reply, self.reply_text(record)),
-            _ => (
-                InjectionKind::Notice,
-                envelope::delivery_failed_notice(record),
-            ),
-        };
-        match self.queue_return(record, job, kind, text) {
-            Some(id) => {
-                record.return_delivery_id = Some(id);
-                record.is_return_status_only = false;
-            }
-            None => record.is_return_status_only = true,
-        }
-    }
-
-    /// A late answer found by the watch goes to the sender's panel too.
-    pub(super) fn route_late_answer(
-        &self,
-        request: &mut DeliveryRecord,
-        late: &DeliveryRecord,
-        text: &str,
-    ) {
-        let job = Job {
-            body: String::new(),
-            raw: true,
-            settings: Default::default(),
-            child_env: Default::default(),
-            bridge_env: Default::default(),
-            cwd: request.target_cwd.clone().unwrap_or_default(),
-            new_session_id: None,
-            timeout_secs: crate::settings::DEFAULT_TIMEOUT_SECS,
-            withheld_env: Vec::new(),
-            pin_cwd_key: String::new(),
-            panel: None,
-            native: None,
-        };
-        if self.sender_panel(request, &job).is_none() {
-            return;
-        }
-        let header = late.answer.reply_header.clone().unwrap_or_default();
-        let body = format!("{header}\n\n{text}");
-        if let Some(id) = self.queue_return(late, &job, InjectionKind::Reply, body) {
-            let mut late = late.clone();
-            late.return_delivery_id = Some(id);
-            late.is_return_status_only = false;
-            let _ = self.db().update_delivery(&late);
-        }
-    }
-
-    /// The `BRIDGE REPLY` text: the header, then the whole answer read fresh from the peer's
-    /// transcript (the record keeps only its first 2,000 characters).
-    fn reply_text(&self, record: &DeliveryRecord) -> String {
-        let header = record.answer.reply_header.clone().unwrap_or_else(|| {
-            format!(
-                "=== BRIDGE REPLY === from: {} session {} | request: {}",
-                record.target_agent,
-                record.target_session_id.as_deref().unwrap_or("?"),
-                record.request_id
-            )
-        });
-        let full = super::answers::transcript_answer(record)
-            .filter(|text| {
-                record
-                    .reply_preview
-                    .as_deref()
-                    .is_some_and(|preview| text.starts_with(preview.trim_end()))
-            })
-            .or_else(|| record.reply_preview.clone())
-            .unwrap_or_default();
-        format!("{header}\n\n{full}")
-    }
-
-    /// Queues one return delivery to the sender's panel: its own record (target: the sender's
-    /// session; `answers_delivery_id`: the request), no hop spent. Returns its id.
-    fn queue_return(
-        &self,
-        request: &DeliveryRecord,
-        job: &Job,
-        kind: InjectionKind,
-        text: String,
-    ) -> Option<String> {
-        let agent = request.from_agent?;
-        let session = request.from_session.clone()?;
-        let now = now_rfc3339();
-        let mut back = request.clone();
-        back.delivery_id = envelope::delivery_id();
-        back.state = DeliveryState::Queued;
-        back.from_agent = Some(request.target_agent);
-        back.from_session = request.target_session_id.clone();
-        back.target_agent = agent;
-        back.target_session_id = Some(session.clone());
-        back.target_cwd = None;
-        back.target_selected_by = TargetSelectedBy::Caller;
-        back.will_create_session = false;
-        back.transport = Transport::Panel;
-        back.created_at = now;
-        back.started_at = None;
-        back.finished_at = None;
-        back.expires_at = None;
-        back.carrier_generation = Some(self.inner.info.generation);
-        back.peer_pid = None;
-        back.error = None;
-        back.is_killed_by_timeout = false;
-        back.is_stopped_with_carrier = false;
-        back.is_reply_recovered = false;
-        back.is_undelivered = false;
-        back.reply_preview = None;
-        back.late_reply_delivery_id = None;
-        back.return_delivery_id = None;
-        back.progress_delivery_id = None;
-        back.progress_note = None;
-        back.message_chars = u64::try_from(text.chars().count()).unwrap_or(u64::MAX);
-        back.is_orphaned = false;
-        back.is_return_status_only = false;
-        back.target_transcript = None;
-        back.answer = cross_agent_protocol::bridge::AnswerMarks {
-            answers_delivery_id: Some(
-                request
-                    .answer
-                    .answers_delivery_id
-                    .clone()
-                    .unwrap_or_else(|| request.delivery_id.clone()),
-            ),
-            ..Default::default()
-        };
-        let return_job = Job {
-            body: text,
-            raw: true,
-            settings: job.settings.clone(),
-            child_env: Default::default(),
-            bridge_env: Default::default(),
-            cwd: job.cwd.clone(),
-            new_session_id: None,
-            timeout_secs: job.timeout_secs,
-            withheld_env: Vec::new(),
-            pin_cwd_key: String::new(),
-            panel: Some(PanelJob {
-                kind,
-                shim_pid: 0,
-                session_id: Some(session.clone()),
-                new_session: false,
-                title: None,
-                sender_label: None,
-            }),
-            native: None,
-        };
-        let key = TargetKey::new(agent, session.as_str()).to_string();
-        match self
-            .db()
-            .insert_delivery(&back, &key, UnixMillis::now().0, &return_job, false)
-        {
-            Ok(()) => {
-                self.inner.dispatch.wake();
-                Some(back.delivery_id)
-            }
-            Err(error) => {
-                tracing::warn!(%error, "could not queue a return delivery");
-                None
-            }
-        }
     }
 
     /// Puts return traffic into the sender's panel, found again now (a reopened tab counts);

@@ -206,7 +206,7 @@ impl Engine {
         self.inner
             .dispatch
             .close_delivery(record, job, target_key, lock_token, |record| {
-                self.route_return(record, job);
+                self.inner.answers.returns().route_return(record, job);
             });
     }
 }
