@@ -18,7 +18,7 @@ use cross_agent_transports::panel::registry::LivePanel;
 use parking_lot::{Mutex, MutexGuard};
 use tokio::sync::broadcast;
 
-use super::carriers::{CarrierContext, RouteQuery};
+use super::carriers::RouteQuery;
 use super::{Engine, cwd_key, roots_for};
 use crate::Agent;
 use crate::caller::StartedTurn;
@@ -83,7 +83,7 @@ impl Neighbours for Engine {
     fn route(&self, send: &RouteQuery<'_>, job: &mut Job) -> Transport {
         self.inner
             .carriers
-            .route(&CarrierContext::new(self.clone()), send, job)
+            .route(&self.carrier_context(), send, job)
     }
 
     fn has_return_panel(

@@ -139,6 +139,16 @@ impl Dispatch {
         &self.busy
     }
 
+    /// The daemon's stop, for a carrier's own waits.
+    pub(super) fn stop_signal(&self) -> watch::Receiver<bool> {
+        self.stop.clone()
+    }
+
+    /// How often a running turn's transcript is read.
+    pub(super) fn transcript_check(&self) -> Duration {
+        self.transcript_check
+    }
+
     /// Wakes the dispatcher: a delivery was queued, or a worker slot is free again.
     pub(super) fn wake(&self) {
         self.wake.notify_one();

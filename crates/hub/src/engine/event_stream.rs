@@ -24,11 +24,6 @@ impl Engine {
     pub fn publish_forwarded(&self, event: EngineEvent) -> usize {
         self.inner.events.send(event).unwrap_or(0)
     }
-
-    pub(super) fn emit(&self, event: EngineEvent) {
-        // An error only says nobody listens now.
-        let _ = self.inner.events.send(event);
-    }
 }
 
 /// A delivery settled: `Delivered` or `DeliveryFailed` with its record, to `events`' subscribers.

@@ -357,6 +357,21 @@ impl Engine {
         &self.inner.info
     }
 
+    /// What a carrier sees of the engine: handles to the parts, never the engine itself.
+    fn carrier_context(&self) -> carriers::CarrierContext {
+        let inner = &*self.inner;
+        carriers::CarrierContext::new(carriers::Parts {
+            db: &inner.db,
+            dispatch: &inner.dispatch,
+            answers: &inner.answers,
+            panels: &inner.panels,
+            decisions: &inner.decisions,
+            events: &inner.events,
+            info: &inner.info,
+            config: &inner.config,
+        })
+    }
+
     fn db(&self) -> MutexGuard<'_, HubDb> {
         self.inner.db.lock()
     }
@@ -506,7 +521,12 @@ impl Engine {
 /// What dispatch asks of the other parts: the carriers' registry and the answers' recovery.
 impl dispatch::DispatchNeighbours for Engine {
     fn carry(&self, claimed: crate::records::Claimed) -> dispatch::Carrying {
-        Box::pin(self.clone().carry(claimed))
+        Box::pin(
+            self.inner
+                .carriers
+                .clone()
+                .carry(self.carrier_context(), claimed),
+        )
     }
 
     fn waits_for_open_turn(&self, transport: cross_agent_protocol::bridge::Transport) -> bool {

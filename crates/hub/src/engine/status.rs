@@ -61,7 +61,7 @@ impl Engine {
         let root = PathBuf::from("/");
         // Which Claude sessions a running process holds, by Claude's own registry.
         let registry = if agents.contains(&Agent::Claude) {
-            self.claude_registry(&params.caller)
+            super::native::claude_registry(&params.caller)
         } else {
             Default::default()
         };
