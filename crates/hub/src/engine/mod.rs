@@ -6,27 +6,29 @@
 //! the façade the daemon calls over them. **Admission** — the `Admission` type over its own handles
 //! (store, session index, decisions, events): `send` (the guards), `target` (resolution, as named
 //! steps), `receipt` (the accepted record and its receipt), `pins`; it asks the other parts only
-//! through `Neighbours`, which the engine implements. **Dispatch** — `dispatch` (its `Dispatch`:
-//! the queue's wake-up, the pause, turns running, what is carried; leases, orphans), `busy`
-//! (`BusyWatch`: waiting on someone else's turn) and `carriers` (the [`Carrier`] trait the panel,
-//! Claude's native door and the headless CLI implement, in one registry). **Answers** — the
-//! `Answers` type over its own handles (store, decisions, events) and `LateWatches`: pairing,
-//! recovery, a run's outcome, the late-answer watches; `withheld` (naming a withheld variable when
-//! a relay fails). Beside them: `status` (listing, `bridge_status`), `event_stream` (the
-//! [`EngineEvent`] stream subscribers get from [`Engine::subscribe`]) and [`EngineConfig`] (the
-//! daemon-wide knobs the daemon reads once). Blocking file work runs on tokio's blocking pool,
-//! never on the async threads that answer clients.
+//! through `Neighbours`. **Dispatch** — the `Dispatch` type over its own handles (store, session
+//! index, decisions, events, the daemon's stop): its loop (the queue's wake-up, the pause), the
+//! turns running and what is carried, leases, orphans, the per-delivery services (lease renewal,
+//! transcript check, turns started, created sessions, closing a delivery), and its `BusyWatch`
+//! (`busy`: waiting on someone else's turn); it asks the other parts only through
+//! `DispatchNeighbours` (the carriers, the answers' recovery). `carriers` holds the [`Carrier`]
+//! trait the panel, Claude's native door and the headless CLI implement, in one registry, each
+//! with its door's mechanics. **Answers** — the `Answers` type over its own handles (store,
+//! decisions, events) and `LateWatches`: pairing, recovery, a run's outcome, the late-answer
+//! watches and their loop, and the return traffic (`answers/returns.rs`, asking only through
+//! `ReturnNeighbours`: the live panels, the dispatcher's wake-up); `withheld` (naming a withheld
+//! variable when a relay fails). The engine implements the three traits over its parts. Beside
+//! them: `panels` (`LivePanels`, the sender's-panel probe, `ide_panels`, `peer_panel`), `native`
+//! (the relay settings, Claude's registry), `status` (listing, `bridge_status`), `event_stream`
+//! (the [`EngineEvent`] stream subscribers get from [`Engine::subscribe`]) and [`EngineConfig`]
+//! (the daemon-wide knobs the daemon reads once). Blocking file work runs on tokio's blocking
+//! pool, never on the async threads that answer clients.
 //!
-//! **Not split yet:** dispatch's loop and per-delivery services (`dispatch_loop`, `close_delivery`,
-//! the lease renewal, the transcript check), the wait on a busy session, the return traffic and the
-//! panel and native doors' mechanics (`panels`, `native`) are still `Engine` methods over `Inner`;
-//! the engine routes the late answers `Answers` hands back, and [`CarrierContext`] still wraps the
-//! `Engine` behind its narrow surface.
-//!
-//! A carrier never gets the [`Engine`]: it gets a [`CarrierContext`] — the store, the
-//! dispatcher's services for the delivery it carries, the answer pairing and closing. Adding a
-//! carrier (Copilot's Agent Host, a remote host) is one new file in `carriers/` and one
-//! registration line in the `carriers!` list (`carriers/mod.rs` says how).
+//! A carrier never gets the [`Engine`]: it gets a [`CarrierContext`] — handles to the store,
+//! to dispatch's services for the delivery it carries and to the answers part, the live panels,
+//! the decisions log, the event stream and the daemon's stop. Adding a carrier (Copilot's Agent
+//! Host, a remote host) is one new file in `carriers/` and one registration line in the
+//! `carriers!` list (`carriers/mod.rs` says how).
 //!
 //! [`Carrier`]: carriers::Carrier
 //! [`CarrierContext`]: carriers::CarrierContext
@@ -43,8 +45,8 @@
 //! Only an accepted send writes anything: its record, its payload and its hop, in one
 //! transaction.
 //!
-//! **Panels** (`panels`; the registry, window rule and socket client live in the transports
-//! crate). `panels/` is read on every resolution and route back; dead shims are removed there.
+//! **Panels** (`panels` and the panel carrier, `carriers/panel/`; the registry, window rule and
+//! socket client live in the transports crate). `panels/` is read on every resolution and route back; dead shims are removed there.
 //! A panel delivery goes through the same queue and busy lock; its worker writes `inject` to the
 //! shim and follows the events, reading the transcript between them. When any request settles,
 //! its answer (`BRIDGE REPLY`, or `DELIVERY FAILED`) is queued as a delivery of its own into the

@@ -11,8 +11,8 @@
 //! A carrier sees the engine only through [`CarrierContext`] (`context.rs`): the store, the
 //! dispatcher's services for the delivery it carries (lease, transcript check, turn started and
 //! ended) and the answers part's (pairing, settling, closing the delivery with its return
-//! traffic). The queue, the busy lock, the lease, the answers and the return traffic stay the
-//! engine's.
+//! traffic). The queue, the busy lock and the lease stay dispatch's, the answers and the return
+//! traffic the answers part's.
 //!
 //! **Adding a carrier** (Copilot's agent host, a remote host over SSH): one new file in this
 //! folder implementing [`Carrier`] over a [`CarrierContext`] (a `pub(in crate::engine)` type with
