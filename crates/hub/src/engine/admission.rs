@@ -18,7 +18,7 @@ use cross_agent_transports::panel::registry::LivePanel;
 use parking_lot::{Mutex, MutexGuard};
 use tokio::sync::broadcast;
 
-use super::carriers::{CarrierContext, RouteQuery};
+use super::carriers::RouteQuery;
 use super::{Engine, cwd_key, roots_for};
 use crate::Agent;
 use crate::caller::StartedTurn;
@@ -75,14 +75,15 @@ impl Neighbours for Engine {
 
     fn someone_else_working(&self, agent: Agent, target_key: &str, transcript: &Path) -> bool {
         self.inner
-            .busy
+            .dispatch
+            .busy()
             .is_someone_else_working(agent, target_key, transcript)
     }
 
     fn route(&self, send: &RouteQuery<'_>, job: &mut Job) -> Transport {
         self.inner
             .carriers
-            .route(&CarrierContext::new(self.clone()), send, job)
+            .route(&self.carrier_context(), send, job)
     }
 
     fn has_return_panel(

@@ -1,19 +1,24 @@
 //! Waiting on a session someone else is working in (docs/spec/cross-agent-mcp.md §9 "Delivery queue execution"):
 //! another daemon's live busy lock, or a turn open in its transcript — unless that turn is one
-//! the bridge itself started and stopped.
+//! the bridge itself started and stopped. [`BusyWatch`] is dispatch's: it judges which queued
+//! deliveries wait, notes when each began waiting, and fails one that waited past its bound;
+//! admission and `bridge_status` ask it whether someone else works in a session.
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use cross_agent_decisions::events;
-use cross_agent_protocol::bridge::{DeliveryRecord, TargetKey};
+use cross_agent_decisions::{DecisionLog, events};
+use cross_agent_protocol::bridge::{DeliveryRecord, TargetKey, Transport};
+use cross_agent_protocol::events::EngineEvent;
 use cross_agent_protocol::timestamp::now_rfc3339;
 use cross_agent_stores::UnixMillis;
 use cross_agent_stores::turns::{Role, Turn, TurnItem, request_ids};
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
+use tokio::sync::broadcast;
 
-use super::{Engine, recent_turns};
+use super::event_stream::emit_settled;
+use super::recent_turns;
 use crate::Agent;
 use crate::db::HubDb;
 use crate::records::{BusyLock, Job, QueueHead};
@@ -31,29 +36,46 @@ const CLOCK_SLACK_MS: i64 = 5_000;
 /// A transcript's (size, mtime) when last read, and the turn then open in it.
 type DiskTurn = ((u64, Option<std::time::SystemTime>), Option<OpenTurn>);
 
-/// The busy judgement: its handle to the store and what it remembers between looks (only
-/// `busy` reads or writes it).
+/// The busy judgement: its handles (the store, the decisions log, the event stream) and what it
+/// remembers between looks (only `busy` reads or writes it).
 pub(super) struct BusyWatch {
-    /// `hub.db`, shared: the finished deliveries an open turn is matched against.
+    /// `hub.db`, shared: the queue, the locks, the finished deliveries an open turn is matched
+    /// against.
     db: Arc<Mutex<HubDb>>,
+    /// This daemon: its own locks are no one else's work.
+    pid: u32,
+    decisions: DecisionLog,
+    events: broadcast::Sender<EngineEvent>,
     /// When each queued delivery was first seen waiting on someone else's turn.
     waiting_since: Mutex<HashMap<String, i64>>,
     /// Transcripts last read for an open turn: their size and mtime then, and the answer.
     disk_turns: Mutex<HashMap<PathBuf, DiskTurn>>,
 }
 
-/// A queued delivery's job timeout and panel patience (the defaults when its job is gone):
-/// it waits on a busy session up to the larger of them.
 impl BusyWatch {
-    pub(super) fn new(db: Arc<Mutex<HubDb>>) -> BusyWatch {
+    pub(super) fn new(
+        db: Arc<Mutex<HubDb>>,
+        pid: u32,
+        decisions: DecisionLog,
+        events: broadcast::Sender<EngineEvent>,
+    ) -> BusyWatch {
         BusyWatch {
             db,
+            pid,
+            decisions,
+            events,
             waiting_since: Mutex::default(),
             disk_turns: Mutex::default(),
         }
     }
+
+    fn db(&self) -> MutexGuard<'_, HubDb> {
+        self.db.lock()
+    }
 }
 
+/// A queued delivery's job timeout and panel patience (the defaults when its job is gone):
+/// it waits on a busy session up to the larger of them.
 fn wait_bounds(job: Option<&Job>) -> (u64, u64) {
     job.map_or(
         (
@@ -69,12 +91,16 @@ fn wait_bounds(job: Option<&Job>) -> (u64, u64) {
     )
 }
 
-impl Engine {
+impl BusyWatch {
     /// The sessions queued deliveries wait on because someone else's turn holds them: another
     /// daemon's live busy lock, or a turn open on disk (a person typing in a panel, a CLI run
-    /// by hand). Waiting is bounded by the larger of the job timeout and
-    /// `CROSS_AGENT_PANEL_PATIENCE`; past it the delivery fails as not delivered.
-    pub(super) fn busy_elsewhere(&self) -> HashSet<String> {
+    /// by hand) — for the deliveries whose transport `waits_for_open_turn` says waits on one.
+    /// Waiting is bounded by the larger of the job timeout and `CROSS_AGENT_PANEL_PATIENCE`;
+    /// past it the delivery fails as not delivered. Blocking.
+    pub(super) fn busy_elsewhere(
+        &self,
+        waits_for_open_turn: &dyn Fn(Transport) -> bool,
+    ) -> HashSet<String> {
         let (heads, locks) = {
             let db = self.db();
             match (db.queue_heads(), db.locks()) {
@@ -89,27 +115,31 @@ impl Engine {
         let mut busy = HashSet::new();
         let mut waiting = HashSet::new();
         for head in heads {
-            let Some(reason) = self.why_busy(&head, &locks, now) else {
+            let Some(reason) = self.why_busy(&head, &locks, now, waits_for_open_turn) else {
                 continue;
             };
             busy.insert(head.target_key.clone());
             waiting.insert(head.delivery_id.clone());
             self.keep_waiting(&head, &reason, now);
         }
-        self.inner
-            .busy
-            .waiting_since
+        self.waiting_since
             .lock()
             .retain(|id, _| waiting.contains(id));
         busy
     }
 
     /// Why a queued delivery's session is someone else's now, or `None` when it may go out.
-    fn why_busy(&self, head: &QueueHead, locks: &[BusyLock], now: i64) -> Option<String> {
+    fn why_busy(
+        &self,
+        head: &QueueHead,
+        locks: &[BusyLock],
+        now: i64,
+        waits_for_open_turn: &dyn Fn(Transport) -> bool,
+    ) -> Option<String> {
         let key = &head.target_key;
         let held = locks.iter().find(|l| &l.target_key == key);
         match held {
-            Some(l) if l.owner_pid == self.inner.info.pid => None,
+            Some(l) if l.owner_pid == self.pid => None,
             Some(l)
                 if l.lease_until_ms > now
                     && cross_agent_transports::process::is_alive(l.owner_pid) =>
@@ -127,21 +157,11 @@ impl Engine {
             // A native delivery never waits on the transcript: Claude's own inbox takes the
             // message while the session works and hands it over at its next tool round or
             // turn (observed §3.5), so a busy live session is no reason to hold it.
-            Some(_) | None
-                if !head
-                    .transport
-                    .is_none_or(|t| self.inner.carriers.waits_for_open_turn(t)) =>
-            {
-                None
-            }
+            Some(_) | None if !head.transport.is_none_or(waits_for_open_turn) => None,
             Some(_) | None => head
                 .target_transcript
                 .as_deref()
-                .filter(|p| {
-                    self.inner
-                        .busy
-                        .is_someone_else_working(head.target_agent, key, Path::new(p))
-                })
+                .filter(|p| self.is_someone_else_working(head.target_agent, key, Path::new(p)))
                 .map(|_| {
                     "a turn is open in its transcript (someone else is working in it)".to_owned()
                 }),
@@ -151,13 +171,7 @@ impl Engine {
     /// A queued delivery waits on a busy session: noted when first seen (with a decision
     /// line), and failed as not delivered once it has waited past its bound.
     fn keep_waiting(&self, head: &QueueHead, reason: &str, now: i64) {
-        let (since, first_seen) = match self
-            .inner
-            .busy
-            .waiting_since
-            .lock()
-            .entry(head.delivery_id.clone())
-        {
+        let (since, first_seen) = match self.waiting_since.lock().entry(head.delivery_id.clone()) {
             std::collections::hash_map::Entry::Occupied(at) => (*at.get(), false),
             std::collections::hash_map::Entry::Vacant(at) => (*at.insert(now), true),
         };
@@ -165,8 +179,7 @@ impl Engine {
         let (timeout, patience) = wait_bounds(job.as_ref());
         let bound = timeout.max(patience);
         if first_seen && let Ok(Some(record)) = self.db().delivery(&head.delivery_id) {
-            self.inner
-                .decisions
+            self.decisions
                 .record(events::busy_held(&record, reason, bound));
         }
         let waited = u64::try_from((now - since).max(0) / 1000).unwrap_or(0);
@@ -195,19 +208,16 @@ impl Engine {
                 tracing::warn!(delivery = %delivery_id, "not delivered: the peer stayed busy");
                 let closed = self.db().delivery(delivery_id);
                 if let Ok(Some(record)) = closed {
-                    self.inner
-                        .decisions
+                    self.decisions
                         .record_all(events::delivery_finished(&record));
-                    self.emit_settled(&record);
+                    emit_settled(&self.events, &record);
                 }
             }
             Ok(false) => {}
             Err(error) => tracing::warn!(%error, "could not close an undelivered delivery"),
         }
     }
-}
 
-impl BusyWatch {
     /// Whether someone other than the bridge is working in a session now: a turn is open in its
     /// transcript (written recently) that is not one the bridge itself started and that has
     /// ended. The one rule behind the dispatcher's wait, a receipt's busy warning and
@@ -267,8 +277,7 @@ impl BusyWatch {
             return false;
         }
         let finished = match self
-            .db
-            .lock()
+            .db()
             .finished_for_target(target_key, STOPPED_TURNS_LOOKED_AT)
         {
             Ok(finished) => finished,

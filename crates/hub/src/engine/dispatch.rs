@@ -1,24 +1,41 @@
-//! The dispatcher: taking queued deliveries, running their turns, leases, orphans, and
-//! waiting on sessions someone else is working in.
+//! The dispatch part, [`Dispatch`]: the queue's loop (taking queued deliveries oldest first,
+//! first come first served per session, up to [`MAX_WORKERS`] at once), the pause, the turns
+//! running and what is carried, and its services to a delivery a carrier carries — the lease
+//! renewed with the busy lock, the transcript read while the turn runs, the turn noted started,
+//! a created session recorded and pinned, the delivery closed and its lock released; leases
+//! run out and orphans; and the wait on a session someone else works in ([`BusyWatch`]). It
+//! holds its own handles (the store, the session index, the decisions log, the event stream,
+//! the daemon's stop) and reaches the other parts only through [`DispatchNeighbours`] — the
+//! carriers (carry a delivery, whether a transport waits on an open turn) and the answers
+//! (read an orphan's answer back) — which the engine implements and a test stands in for.
 
 use std::collections::HashSet;
+use std::future::Future;
 use std::path::PathBuf;
+use std::pin::Pin as Boxed;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use cross_agent_decisions::events;
-use cross_agent_protocol::bridge::{CallerContext, DeliveryRecord, DeliveryState, Pin, TargetKey};
+use cross_agent_decisions::{DecisionLog, events};
+use cross_agent_protocol::bridge::{
+    CallerContext, DeliveryRecord, DeliveryState, Pin, TargetKey, Transport,
+};
+use cross_agent_protocol::events::EngineEvent;
 use cross_agent_protocol::timestamp::now_rfc3339;
 use cross_agent_stores::UnixMillis;
+use cross_agent_stores::live::LiveScanner;
 use cross_agent_transports::run::TurnOutcome;
-use parking_lot::Mutex;
-use tokio::sync::{Notify, watch};
+use parking_lot::{Mutex, MutexGuard};
+use tokio::sync::{Notify, broadcast, watch};
 use tokio::task::JoinSet;
 
-use super::{Engine, LEASE_MS, MAX_WORKERS, recent_turns};
+use super::busy::BusyWatch;
+use super::event_stream::emit_settled;
+use super::{EngineConfig, EngineInfo, LEASE_MS, MAX_WORKERS, recent_turns, roots_for};
 use crate::Agent;
 use crate::caller::StartedTurn;
+use crate::db::HubDb;
 use crate::records::{Carrier, Claimed, Job};
 
 /// How often the dispatcher looks at the queue without being woken.
@@ -27,8 +44,24 @@ const POLL: Duration = Duration::from_secs(1);
 const PRUNE_EVERY: Duration = Duration::from_secs(3600);
 const LEASE_RENEW: Duration = Duration::from_secs(30);
 
-/// The dispatcher's own state; the rest of the engine reaches it through these methods only.
-#[derive(Default)]
+/// A delivery's carrying, as the carriers' registry runs it (re-routes included).
+pub(super) type Carrying = Boxed<Box<dyn Future<Output = ()> + Send>>;
+
+/// What dispatch asks of the other parts, and nothing else: the carriers (to carry a delivery
+/// taken off the queue; whether a transport's deliveries wait on someone else's open turn) and
+/// the answers (an orphan's answer read back from its transcript). The engine implements it
+/// over its parts; a test can stand in for them.
+pub(super) trait DispatchNeighbours: Send + Sync + 'static {
+    /// Carries a delivery taken off the queue to its end (its busy lock and lease are held).
+    fn carry(&self, claimed: Claimed) -> Carrying;
+    /// Whether a queued delivery of `transport` waits while a turn is open in its transcript.
+    fn waits_for_open_turn(&self, transport: Transport) -> bool;
+    /// Reads an orphaned delivery's answer back from the peer's transcript (never re-sent).
+    fn recover(&self, record: &mut DeliveryRecord, why: &str) -> bool;
+}
+
+/// The dispatcher: its own state and its handles. The rest of the engine reaches it through
+/// its methods only.
 pub(super) struct Dispatch {
     /// Wakes the dispatcher: a delivery was queued, or a worker finished.
     wake: Notify,
@@ -40,6 +73,23 @@ pub(super) struct Dispatch {
     carried: Mutex<Carried>,
     /// The dispatcher's loop, while it runs.
     handle: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// Who else works in a session: the wait on a busy one.
+    busy: BusyWatch,
+    /// `hub.db`, one connection the parts share.
+    db: Arc<Mutex<HubDb>>,
+    /// The session index: a turn's transcript is found in it, and marked stale after a turn.
+    scan: Arc<LiveScanner>,
+    decisions: DecisionLog,
+    events: broadcast::Sender<EngineEvent>,
+    /// The daemon's stop: the loop ends, running turns are stopped.
+    stop: watch::Receiver<bool>,
+    /// This daemon, as its locks and leases name it.
+    pid: u32,
+    generation: u64,
+    /// How long finished records are kept ([`EngineConfig::delivery_ttl`]).
+    delivery_ttl_ms: i64,
+    /// How often a running turn's transcript is read ([`EngineConfig::transcript_check`]).
+    transcript_check: Duration,
 }
 
 /// The delivery ids this daemon carries, by stage.
@@ -52,6 +102,53 @@ struct Carried {
 }
 
 impl Dispatch {
+    pub(super) fn new(
+        db: Arc<Mutex<HubDb>>,
+        scan: Arc<LiveScanner>,
+        decisions: DecisionLog,
+        events: broadcast::Sender<EngineEvent>,
+        stop: watch::Receiver<bool>,
+        info: &EngineInfo,
+        config: &EngineConfig,
+    ) -> Dispatch {
+        Dispatch {
+            wake: Notify::new(),
+            paused: AtomicBool::new(false),
+            turns: Mutex::default(),
+            carried: Mutex::default(),
+            handle: Mutex::default(),
+            busy: BusyWatch::new(db.clone(), info.pid, decisions.clone(), events.clone()),
+            db,
+            scan,
+            decisions,
+            events,
+            stop,
+            pid: info.pid,
+            generation: info.generation,
+            delivery_ttl_ms: config.delivery_ttl_ms(),
+            transcript_check: config.transcript_check,
+        }
+    }
+
+    fn db(&self) -> MutexGuard<'_, HubDb> {
+        self.db.lock()
+    }
+
+    /// The busy judgement: who else works in a session.
+    pub(super) fn busy(&self) -> &BusyWatch {
+        &self.busy
+    }
+
+    /// The daemon's stop, for a carrier's own waits.
+    pub(super) fn stop_signal(&self) -> watch::Receiver<bool> {
+        self.stop.clone()
+    }
+
+    /// How often a running turn's transcript is read.
+    pub(super) fn transcript_check(&self) -> Duration {
+        self.transcript_check
+    }
+
     /// Wakes the dispatcher: a delivery was queued, or a worker slot is free again.
     pub(super) fn wake(&self) {
         self.wake.notify_one();
@@ -123,11 +220,12 @@ impl Dispatch {
     pub(super) fn take_loop(&self) -> Option<tokio::task::JoinHandle<()>> {
         self.handle.lock().take()
     }
-}
 
-impl Engine {
-    pub(super) async fn dispatch_loop(self) {
-        let mut stop = self.inner.stop.subscribe();
+    /// The dispatcher's loop (inside a tokio runtime): looks at the queue when woken, when a
+    /// worker finishes and every second, hands what it takes to `others`' carriers, and ends
+    /// when the daemon stops — after the running deliveries end.
+    pub(super) async fn run<N: DispatchNeighbours>(self: Arc<Self>, others: Arc<N>) {
+        let mut stop = self.stop.clone();
         let mut running = JoinSet::new();
         let mut last_prune: Option<std::time::Instant> = None;
         let mut last_sweep = std::time::Instant::now();
@@ -142,24 +240,24 @@ impl Engine {
             if prune {
                 last_prune = Some(std::time::Instant::now());
             }
-            let free = if self.inner.dispatch.is_paused() {
+            let free = if self.is_paused() {
                 0
             } else {
                 MAX_WORKERS.saturating_sub(running.len())
             };
             // The busy check and the orphans' recovery read transcripts: off the async threads.
-            let engine = self.clone();
-            let claimed = off_async(move || engine.take_runnable(free, sweep, prune))
-                .await
-                .unwrap_or_default();
+            let (dispatch, neighbours) = (self.clone(), others.clone());
+            let claimed =
+                off_async(move || dispatch.take_runnable(free, sweep, prune, &*neighbours))
+                    .await
+                    .unwrap_or_default();
             for job in claimed {
-                self.inner.dispatch.handed_over(&job.record.delivery_id);
-                let engine = self.clone();
-                running.spawn(async move { engine.carry(job).await });
+                self.handed_over(&job.record.delivery_id);
+                running.spawn(others.carry(job));
             }
             tokio::select! {
                 () = async { let _ = stop.wait_for(|s| *s).await; } => break,
-                () = self.inner.dispatch.wake.notified() => {}
+                () = self.wake.notified() => {}
                 Some(_) = running.join_next(), if !running.is_empty() => {}
                 () = tokio::time::sleep(POLL) => {}
             }
@@ -170,14 +268,18 @@ impl Engine {
     /// One look at the queue (blocking: it reads `hub.db` and transcripts): orphans and
     /// prunes when due, then takes up to `free` queued deliveries whose sessions nobody else
     /// is working in.
-    fn take_runnable(&self, free: usize, sweep: bool, prune: bool) -> Vec<Claimed> {
+    pub(super) fn take_runnable(
+        &self,
+        free: usize,
+        sweep: bool,
+        prune: bool,
+        others: &dyn DispatchNeighbours,
+    ) -> Vec<Claimed> {
         if sweep {
-            self.sweep_orphans();
+            self.sweep_orphans(others);
         }
         if prune {
-            let before = UnixMillis::now()
-                .0
-                .saturating_sub(self.inner.config.delivery_ttl_ms());
+            let before = UnixMillis::now().0.saturating_sub(self.delivery_ttl_ms);
             match self.db().prune_finished(before) {
                 Ok(0) => {}
                 Ok(pruned) => {
@@ -187,13 +289,14 @@ impl Engine {
             }
         }
         let busy = if free > 0 {
-            self.busy_elsewhere()
+            self.busy
+                .busy_elsewhere(&|transport| others.waits_for_open_turn(transport))
         } else {
             HashSet::new()
         };
         let carrier = Carrier {
-            owner_pid: self.inner.info.pid,
-            generation: self.inner.info.generation,
+            owner_pid: self.pid,
+            generation: self.generation,
             lease_ms: LEASE_MS,
         };
         let mut db = self.db();
@@ -207,29 +310,21 @@ impl Engine {
         })
     }
 
-    /// A delivery's turn ended: its answer is being read, paired and recorded.
-    pub(super) fn answer_pending(&self, delivery_id: &str) {
-        self.inner.dispatch.answer_pending(delivery_id);
-    }
-
-    /// A delivery this daemon carries no more, at any stage.
-    pub(super) fn carried_no_more(&self, delivery_id: &str) {
-        self.inner.dispatch.carried_no_more(delivery_id);
-    }
-
-    /// Records a finished delivery, sends its answer back to the sender's panel when it has
-    /// one (or notes that the answer stays on the record), and releases the session's lock.
+    /// Records a finished delivery and releases its session's lock. `returns` puts the answer
+    /// on its way back to the sender (the answers part's return traffic) once the record is
+    /// final but before it is written, so the record names its return delivery. Blocking.
     pub(super) fn close_delivery(
         &self,
         mut record: DeliveryRecord,
         job: &Job,
         target_key: &str,
         lock_token: &str,
+        returns: impl FnOnce(&mut DeliveryRecord),
     ) {
         let agent = record.target_agent;
         // The turn wrote the peer's transcript: the next listing reads it, whether or not the
         // file-system notification has arrived yet.
-        self.inner.scan.mark_stale(agent);
+        self.scan.mark_stale(agent);
         record.finished_at = Some(now_rfc3339());
         if record.state == DeliveryState::Failed
             && record.will_create_session
@@ -238,10 +333,9 @@ impl Engine {
             self.drop_auto_pin(agent, &job.pin_cwd_key, id);
         }
         if record.state.is_finished() {
-            self.route_return(&mut record, job);
+            returns(&mut record);
         }
-        self.inner
-            .decisions
+        self.decisions
             .record_all(events::delivery_finished(&record));
         let db = self.db();
         if let Err(error) = db.update_delivery(&record) {
@@ -251,8 +345,8 @@ impl Engine {
             tracing::error!(%error, target_key, "could not release a busy lock");
         }
         drop(db);
-        self.emit_settled(&record);
-        self.inner.dispatch.answered(&record.delivery_id);
+        emit_settled(&self.events, &record);
+        self.answered(&record.delivery_id);
         tracing::info!(delivery = %record.delivery_id, state = ?record.state, "delivery finished");
     }
 
@@ -265,24 +359,20 @@ impl Engine {
         token: String,
         delivery_id: String,
     ) -> tokio::task::JoinHandle<()> {
-        let engine = self.clone();
+        let db = self.db.clone();
         tokio::spawn(async move {
             loop {
                 tokio::time::sleep(LEASE_RENEW).await;
-                // `hub.db` behind the engine's lock: off the async threads.
-                let (engine, target_key, token, id) = (
-                    engine.clone(),
+                // `hub.db` behind its lock: off the async threads.
+                let (db, target_key, token, id) = (
+                    db.clone(),
                     target_key.lock().clone(),
                     token.clone(),
                     delivery_id.clone(),
                 );
                 let renewed = off_async(move || {
-                    engine.db().renew_lease(
-                        &target_key,
-                        &token,
-                        &id,
-                        UnixMillis::now().0 + LEASE_MS,
-                    )
+                    db.lock()
+                        .renew_lease(&target_key, &token, &id, UnixMillis::now().0 + LEASE_MS)
                 })
                 .await;
                 if let Some(Err(error)) = renewed {
@@ -302,7 +392,7 @@ impl Engine {
         turn_stop: watch::Sender<bool>,
         confirmed: Arc<Mutex<Option<String>>>,
     ) -> tokio::task::JoinHandle<()> {
-        let mut stop = self.inner.stop.subscribe();
+        let mut stop = self.stop.clone();
         let agent = record.target_agent;
         let request_id = record.request_id.clone();
         let path = record.target_transcript.as_ref().map(PathBuf::from);
@@ -310,7 +400,7 @@ impl Engine {
             .started_at
             .as_deref()
             .and_then(UnixMillis::parse_rfc3339);
-        let every = self.inner.config.transcript_check;
+        let every = self.transcript_check;
         tokio::spawn(async move {
             loop {
                 tokio::select! {
@@ -344,31 +434,27 @@ impl Engine {
 
     /// Orphans the in-flight records nobody carries any more (lease run out, carrier gone),
     /// stops their turns if still running, and reads their answers back.
-    pub(super) fn sweep_orphans(&self) {
-        let orphaned = match self.db().orphan_stale(
-            self.inner.info.generation,
-            UnixMillis::now().0,
-            &now_rfc3339(),
-        ) {
-            Ok(orphaned) => orphaned,
-            Err(error) => {
-                tracing::warn!(%error, "could not look for orphaned deliveries");
-                return;
-            }
-        };
+    fn sweep_orphans(&self, others: &dyn DispatchNeighbours) {
+        let orphaned =
+            match self
+                .db()
+                .orphan_stale(self.generation, UnixMillis::now().0, &now_rfc3339())
+            {
+                Ok(orphaned) => orphaned,
+                Err(error) => {
+                    tracing::warn!(%error, "could not look for orphaned deliveries");
+                    return;
+                }
+            };
         for mut record in orphaned {
             tracing::warn!(delivery = %record.delivery_id, "a delivery nobody carries any more was marked orphaned");
-            self.inner.decisions.record(events::orphan(&record));
+            self.decisions.record(events::orphan(&record));
             if let Some(pid) = record.peer_pid
                 && is_agent_process(pid, record.target_agent)
             {
                 cross_agent_transports::process::kill_group(pid);
             }
-            if self
-                .inner
-                .answers
-                .recover(&mut record, "the daemon carrying it disappeared")
-            {
+            if others.recover(&mut record, "the daemon carrying it disappeared") {
                 let _ = self.db().update_delivery(&record);
             }
         }
@@ -380,24 +466,9 @@ impl Engine {
     pub(super) fn turn_started(&self, turn: StartedTurn) -> tokio::task::JoinHandle<()> {
         let pid = turn.pid;
         let delivery_id = turn.delivery_id.clone();
-        self.inner.dispatch.turns.lock().push(turn);
-        let engine = self.clone();
-        tokio::task::spawn_blocking(move || engine.record_turn_started(&delivery_id, pid))
-    }
-
-    fn record_turn_started(&self, delivery_id: &str, pid: u32) {
-        let db = self.db();
-        match db.delivery(delivery_id) {
-            Ok(Some(mut record)) => {
-                record.state = DeliveryState::AwaitingPeer;
-                record.peer_pid = Some(pid);
-                if let Err(error) = db.update_delivery(&record) {
-                    tracing::warn!(%error, "could not record a started turn");
-                }
-            }
-            Ok(None) => {}
-            Err(error) => tracing::warn!(%error, "could not read a started delivery"),
-        }
+        self.turns.lock().push(turn);
+        let db = self.db.clone();
+        tokio::task::spawn_blocking(move || record_turn_started(&db.lock(), &delivery_id, pid))
     }
 
     /// A new Codex thread's id arrives with `thread.started`: record it, move the lock and the
@@ -448,33 +519,51 @@ impl Engine {
             settings: job.settings.clone(),
             ..CallerContext::default()
         };
-        let find = |sessions: Vec<cross_agent_stores::Session>| {
-            sessions
+        let roots = roots_for(&context);
+        let find = || {
+            self.scan
+                .list_agents(&roots, &[agent])
+                .sessions
                 .into_iter()
                 .find(|s| s.agent == agent && s.session_id == id)
                 .map(|s| s.path.to_string_lossy().into_owned())
         };
-        find(self.list(&context, &[agent]).0).or_else(|| {
+        find().or_else(|| {
             // Written a moment ago by the turn that made the session: the index's notification
             // of it may be late (a loaded machine), so it is walked for.
-            self.inner.scan.mark_stale(agent);
-            find(self.list(&context, &[agent]).0)
+            self.scan.mark_stale(agent);
+            find()
         })
     }
 
-    pub(super) fn drop_auto_pin(&self, agent: Agent, cwd_key: &str, session_id: &str) {
+    fn drop_auto_pin(&self, agent: Agent, cwd_key: &str, session_id: &str) {
         let db = self.db();
         if let Ok(Some((pin, _))) = db.pin(agent, cwd_key)
             && !pin.sticky
             && pin.session_id == session_id
             && db.remove_pin(agent, cwd_key).is_ok()
         {
-            self.inner.decisions.record(events::pin_dropped(
+            self.decisions.record(events::pin_dropped(
                 agent,
                 session_id,
                 "automatic pin dropped: the session it was made for failed to start",
             ));
         }
+    }
+}
+
+/// Records a started turn on its delivery: `awaiting-peer`, with its CLI's pid.
+fn record_turn_started(db: &HubDb, delivery_id: &str, pid: u32) {
+    match db.delivery(delivery_id) {
+        Ok(Some(mut record)) => {
+            record.state = DeliveryState::AwaitingPeer;
+            record.peer_pid = Some(pid);
+            if let Err(error) = db.update_delivery(&record) {
+                tracing::warn!(%error, "could not record a started turn");
+            }
+        }
+        Ok(None) => {}
+        Err(error) => tracing::warn!(%error, "could not read a started delivery"),
     }
 }
 
@@ -501,5 +590,231 @@ pub(super) async fn off_async<T: Send + 'static>(
             tracing::error!(%error, "blocking engine work failed");
             None
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use cross_agent_protocol::bridge::TargetSelectedBy;
+    use cross_agent_stores::scan::ScanOptions;
+
+    use super::*;
+
+    /// The other parts as dispatch sees them: carriers that only note what they are handed
+    /// (the delivery stays carried), every transport waiting on open turns, nothing recovered.
+    #[derive(Default)]
+    struct Noting {
+        carried: Mutex<Vec<String>>,
+    }
+
+    impl DispatchNeighbours for Noting {
+        fn carry(&self, claimed: Claimed) -> Carrying {
+            self.carried.lock().push(claimed.record.delivery_id);
+            Box::pin(async {})
+        }
+        fn waits_for_open_turn(&self, _transport: Transport) -> bool {
+            true
+        }
+        fn recover(&self, _record: &mut DeliveryRecord, _why: &str) -> bool {
+            false
+        }
+    }
+
+    /// A dispatcher over a fresh `hub.db` in `dir`, its daemon's stop, and its events.
+    fn dispatch(
+        dir: &std::path::Path,
+    ) -> (
+        Arc<Dispatch>,
+        watch::Sender<bool>,
+        broadcast::Receiver<EngineEvent>,
+    ) {
+        let db = HubDb::open(&dir.join("hub.db")).unwrap();
+        let scan = LiveScanner::new(
+            ScanOptions {
+                cache_file: None,
+                refresh: Default::default(),
+                agents: Vec::new(),
+            },
+            Default::default(),
+        );
+        let (stop, stopped) = watch::channel(false);
+        let (events, heard) = broadcast::channel(16);
+        let info = EngineInfo {
+            pid: std::process::id(),
+            generation: 1,
+            started_at: now_rfc3339(),
+            version: "test".to_owned(),
+            state_root: dir.to_owned(),
+        };
+        let dispatch = Dispatch::new(
+            Arc::new(Mutex::new(db)),
+            Arc::new(scan),
+            DecisionLog::in_existing_home(dir),
+            events,
+            stopped,
+            &info,
+            &EngineConfig::default(),
+        );
+        (Arc::new(dispatch), stop, heard)
+    }
+
+    /// Queues delivery `id` to Claude session `session`, created at `created_ms`, with a job
+    /// that waits on a busy session up to `bound_secs`.
+    fn queue(dispatch: &Dispatch, id: &str, session: &str, created_ms: i64, bound_secs: u64) {
+        let record = DeliveryRecord {
+            delivery_id: id.into(),
+            request_id: format!("req_1795992430029_{id:0>6}"),
+            state: DeliveryState::Queued,
+            from_agent: Some(Agent::Codex),
+            from_session: None,
+            target_agent: Agent::Claude,
+            target_session_id: Some(session.into()),
+            target_cwd: None,
+            target_selected_by: TargetSelectedBy::Caller,
+            will_create_session: false,
+            conversation_id: "conv_000000000001".into(),
+            hop: 1,
+            max_hops: 4,
+            transport: Transport::HeadlessCli,
+            created_at: "2026-11-29T00:00:00Z".into(),
+            started_at: None,
+            finished_at: None,
+            expires_at: None,
+            carrier_generation: Some(1),
+            peer_pid: None,
+            error: None,
+            is_killed_by_timeout: false,
+            is_stopped_with_carrier: false,
+            is_reply_recovered: false,
+            is_undelivered: false,
+            reply_preview: None,
+            late_reply_delivery_id: None,
+            return_delivery_id: None,
+            progress_delivery_id: None,
+            progress_note: None,
+            message_chars: 1,
+            is_orphaned: false,
+            is_return_status_only: true,
+            target_transcript: None,
+            answer: Default::default(),
+        };
+        let job = Job {
+            body: "hello".into(),
+            raw: false,
+            settings: BTreeMap::from([(
+                cross_agent_protocol::settings::PANEL_PATIENCE.to_owned(),
+                bound_secs.to_string(),
+            )]),
+            child_env: BTreeMap::new(),
+            bridge_env: BTreeMap::new(),
+            cwd: "/".into(),
+            new_session_id: None,
+            timeout_secs: bound_secs,
+            withheld_env: Vec::new(),
+            pin_cwd_key: String::new(),
+            panel: None,
+            native: None,
+        };
+        let key = TargetKey::new(Agent::Claude, session).to_string();
+        dispatch
+            .db()
+            .insert_delivery(&record, &key, created_ms, &job, false)
+            .unwrap();
+    }
+
+    fn state(dispatch: &Dispatch, id: &str) -> DeliveryRecord {
+        dispatch.db().delivery(id).unwrap().unwrap()
+    }
+
+    #[tokio::test]
+    async fn the_loop_hands_queued_deliveries_to_the_carriers_oldest_first_one_per_session() {
+        let dir = tempfile::tempdir().unwrap();
+        let (dispatch, stop, _events) = dispatch(dir.path());
+        queue(&dispatch, "a1", "s", 1, 600);
+        queue(&dispatch, "b1", "t", 2, 600);
+        queue(&dispatch, "a2", "s", 3, 600);
+        let others = Arc::new(Noting::default());
+        let running = tokio::spawn(dispatch.clone().run(others.clone()));
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while others.carried.lock().len() < 2 && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // One more look at the queue: a2 still waits behind a1's lock, however often it looks.
+        dispatch.wake();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(*others.carried.lock(), ["a1", "b1"]);
+        assert_eq!(dispatch.carried_counts(), (2, 0));
+        assert_eq!(state(&dispatch, "a1").state, DeliveryState::Delivering);
+        assert_eq!(state(&dispatch, "a2").state, DeliveryState::Queued);
+        stop.send_replace(true);
+        tokio::time::timeout(Duration::from_secs(10), running)
+            .await
+            .expect("the loop ends when the daemon stops")
+            .unwrap();
+    }
+
+    #[test]
+    fn a_session_another_live_daemon_works_in_is_waited_for_then_failed_past_the_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let dispatch = dispatch_with_busy_session(dir.path());
+        let mut heard = dispatch.events.subscribe();
+        let others = Noting::default();
+        // Ours waits in line, within its bound: not taken, still queued; another session's goes.
+        queue(&dispatch, "patient", "s", 2, 600);
+        queue(&dispatch, "elsewhere", "t", 3, 600);
+        let claimed = dispatch.take_runnable(4, false, false, &others);
+        let ids: Vec<_> = claimed
+            .iter()
+            .map(|c| c.record.delivery_id.as_str())
+            .collect();
+        assert_eq!(ids, ["elsewhere"]);
+        assert_eq!(state(&dispatch, "patient").state, DeliveryState::Queued);
+        assert!(heard.try_recv().is_err(), "nothing settled yet");
+
+        // One whose bound is zero is failed as not delivered at the next look, never handed
+        // over, and its subscribers hear of it.
+        let dir = tempfile::tempdir().unwrap();
+        let dispatch = dispatch_with_busy_session(dir.path());
+        let mut heard = dispatch.events.subscribe();
+        queue(&dispatch, "impatient", "s", 2, 0);
+        assert!(dispatch.take_runnable(4, false, false, &others).is_empty());
+        let record = state(&dispatch, "impatient");
+        assert_eq!(record.state, DeliveryState::Failed);
+        assert!(record.is_undelivered);
+        assert!(
+            record
+                .error
+                .as_deref()
+                .is_some_and(|e| e.contains("another cross-agent daemon")),
+            "{:?}",
+            record.error
+        );
+        match heard.try_recv() {
+            Ok(EngineEvent::DeliveryFailed(failed)) => {
+                assert_eq!(failed.delivery_id, "impatient");
+            }
+            other => panic!("expected the failure to be published, got {other:?}"),
+        }
+        assert!(others.carried.lock().is_empty());
+    }
+
+    /// A dispatcher whose session `s` another daemon — a live process that is not this one —
+    /// runs a turn on.
+    fn dispatch_with_busy_session(dir: &std::path::Path) -> Arc<Dispatch> {
+        let other_daemon = Carrier {
+            owner_pid: std::os::unix::process::parent_id(),
+            generation: 9,
+            lease_ms: 600_000,
+        };
+        let (dispatch, _stop, _events) = dispatch(dir);
+        queue(&dispatch, "theirs", "s", 1, 600);
+        let taken = dispatch
+            .db()
+            .claim_runnable(1, &other_daemon, UnixMillis::now().0, &now_rfc3339())
+            .unwrap();
+        assert_eq!(taken.len(), 1);
+        dispatch
     }
 }

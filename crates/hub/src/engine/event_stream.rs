@@ -24,20 +24,15 @@ impl Engine {
     pub fn publish_forwarded(&self, event: EngineEvent) -> usize {
         self.inner.events.send(event).unwrap_or(0)
     }
+}
 
-    pub(super) fn emit(&self, event: EngineEvent) {
-        // An error only says nobody listens now.
-        let _ = self.inner.events.send(event);
-    }
-
-    /// A delivery settled: `Delivered` or `DeliveryFailed` with its record.
-    pub(super) fn emit_settled(&self, record: &DeliveryRecord) {
-        match record.state {
-            DeliveryState::Delivered => self.emit(EngineEvent::Delivered(Box::new(record.clone()))),
-            DeliveryState::Failed => {
-                self.emit(EngineEvent::DeliveryFailed(Box::new(record.clone())));
-            }
-            DeliveryState::Queued | DeliveryState::Delivering | DeliveryState::AwaitingPeer => {}
-        }
-    }
+/// A delivery settled: `Delivered` or `DeliveryFailed` with its record, to `events`' subscribers.
+pub(super) fn emit_settled(events: &broadcast::Sender<EngineEvent>, record: &DeliveryRecord) {
+    let event = match record.state {
+        DeliveryState::Delivered => EngineEvent::Delivered(Box::new(record.clone())),
+        DeliveryState::Failed => EngineEvent::DeliveryFailed(Box::new(record.clone())),
+        DeliveryState::Queued | DeliveryState::Delivering | DeliveryState::AwaitingPeer => return,
+    };
+    // An error only says nobody listens now.
+    let _ = events.send(event);
 }

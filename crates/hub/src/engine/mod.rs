@@ -6,27 +6,29 @@
 //! the façade the daemon calls over them. **Admission** — the `Admission` type over its own handles
 //! (store, session index, decisions, events): `send` (the guards), `target` (resolution, as named
 //! steps), `receipt` (the accepted record and its receipt), `pins`; it asks the other parts only
-//! through `Neighbours`, which the engine implements. **Dispatch** — `dispatch` (its `Dispatch`:
-//! the queue's wake-up, the pause, turns running, what is carried; leases, orphans), `busy`
-//! (`BusyWatch`: waiting on someone else's turn) and `carriers` (the [`Carrier`] trait the panel,
-//! Claude's native door and the headless CLI implement, in one registry). **Answers** — the
-//! `Answers` type over its own handles (store, decisions, events) and `LateWatches`: pairing,
-//! recovery, a run's outcome, the late-answer watches; `withheld` (naming a withheld variable when
-//! a relay fails). Beside them: `status` (listing, `bridge_status`), `event_stream` (the
-//! [`EngineEvent`] stream subscribers get from [`Engine::subscribe`]) and [`EngineConfig`] (the
-//! daemon-wide knobs the daemon reads once). Blocking file work runs on tokio's blocking pool,
-//! never on the async threads that answer clients.
+//! through `Neighbours`. **Dispatch** — the `Dispatch` type over its own handles (store, session
+//! index, decisions, events, the daemon's stop): its loop (the queue's wake-up, the pause), the
+//! turns running and what is carried, leases, orphans, the per-delivery services (lease renewal,
+//! transcript check, turns started, created sessions, closing a delivery), and its `BusyWatch`
+//! (`busy`: waiting on someone else's turn); it asks the other parts only through
+//! `DispatchNeighbours` (the carriers, the answers' recovery). `carriers` holds the [`Carrier`]
+//! trait the panel, Claude's native door and the headless CLI implement, in one registry, each
+//! with its door's mechanics. **Answers** — the `Answers` type over its own handles (store,
+//! decisions, events) and `LateWatches`: pairing, recovery, a run's outcome, the late-answer
+//! watches and their loop, and the return traffic (`answers/returns.rs`, asking only through
+//! `ReturnNeighbours`: the live panels, the dispatcher's wake-up); `withheld` (naming a withheld
+//! variable when a relay fails). The engine implements the three traits over its parts. Beside
+//! them: `panels` (`LivePanels`, the sender's-panel probe, `ide_panels`, `peer_panel`), `native`
+//! (the relay settings, Claude's registry), `status` (listing, `bridge_status`), `event_stream`
+//! (the [`EngineEvent`] stream subscribers get from [`Engine::subscribe`]) and [`EngineConfig`]
+//! (the daemon-wide knobs the daemon reads once). Blocking file work runs on tokio's blocking
+//! pool, never on the async threads that answer clients.
 //!
-//! **Not split yet:** dispatch's loop and per-delivery services (`dispatch_loop`, `close_delivery`,
-//! the lease renewal, the transcript check), the wait on a busy session, the return traffic and the
-//! panel and native doors' mechanics (`panels`, `native`) are still `Engine` methods over `Inner`;
-//! the engine routes the late answers `Answers` hands back, and [`CarrierContext`] still wraps the
-//! `Engine` behind its narrow surface.
-//!
-//! A carrier never gets the [`Engine`]: it gets a [`CarrierContext`] — the store, the
-//! dispatcher's services for the delivery it carries, the answer pairing and closing. Adding a
-//! carrier (Copilot's Agent Host, a remote host) is one new file in `carriers/` and one
-//! registration line in the `carriers!` list (`carriers/mod.rs` says how).
+//! A carrier never gets the [`Engine`]: it gets a [`CarrierContext`] — handles to the store,
+//! to dispatch's services for the delivery it carries and to the answers part, the live panels,
+//! the decisions log, the event stream and the daemon's stop. Adding a carrier (Copilot's Agent
+//! Host, a remote host) is one new file in `carriers/` and one registration line in the
+//! `carriers!` list (`carriers/mod.rs` says how).
 //!
 //! [`Carrier`]: carriers::Carrier
 //! [`CarrierContext`]: carriers::CarrierContext
@@ -43,8 +45,8 @@
 //! Only an accepted send writes anything: its record, its payload and its hop, in one
 //! transaction.
 //!
-//! **Panels** (`panels`; the registry, window rule and socket client live in the transports
-//! crate). `panels/` is read on every resolution and route back; dead shims are removed there.
+//! **Panels** (`panels` and the panel carrier, `carriers/panel/`; the registry, window rule and
+//! socket client live in the transports crate). `panels/` is read on every resolution and route back; dead shims are removed there.
 //! A panel delivery goes through the same queue and busy lock; its worker writes `inject` to the
 //! shim and follows the events, reading the transcript between them. When any request settles,
 //! its answer (`BRIDGE REPLY`, or `DELIVERY FAILED`) is queued as a delivery of its own into the
@@ -208,12 +210,14 @@ struct Inner {
     /// walks run beside the requests, which borrow its current generations.
     scan: Arc<LiveScanner>,
     stop: watch::Sender<bool>,
-    /// Dispatch: the worker pool, its wake-ups, the turns running and what is carried.
-    dispatch: dispatch::Dispatch,
-    /// The busy judgement admission and dispatch share: who else works in a session.
-    busy: busy::BusyWatch,
-    /// Answers: pairing, recovery, the late-answer watches this daemon holds and their loop.
-    answers: answers::Answers,
+    /// Dispatch: the worker pool, its wake-ups, the turns running and what is carried, and the
+    /// busy judgement (who else works in a session) admission and `bridge_status` ask too.
+    dispatch: Arc<dispatch::Dispatch>,
+    /// Answers: pairing, recovery, the late-answer watches this daemon holds and their loop,
+    /// the return traffic.
+    answers: Arc<answers::Answers>,
+    /// The panel registry, read for resolution, listings and return traffic.
+    panels: panels::LivePanels,
     /// `$CROSS_AGENT_HOME/decisions.jsonl`: every send, refusal, outcome, orphan and recovery.
     decisions: DecisionLog,
     /// The ways a delivery reaches its peer: panel, Claude's native door, headless CLI.
@@ -285,14 +289,6 @@ impl Engine {
         let (stop, _) = watch::channel(false);
         let db = Arc::new(Mutex::new(db));
         let events = tokio::sync::broadcast::channel(event_stream::EVENTS_KEPT).0;
-        let busy = busy::BusyWatch::new(db.clone());
-        let answers = answers::Answers::new(
-            db.clone(),
-            decisions.clone(),
-            events.clone(),
-            &info,
-            &config,
-        );
         let state_root = info.state_root.clone();
         let scan = Arc::new(LiveScanner::new(
             ScanOptions {
@@ -301,6 +297,27 @@ impl Engine {
                 agents: Vec::new(),
             },
             config.index,
+        ));
+        let dispatch = Arc::new(dispatch::Dispatch::new(
+            db.clone(),
+            scan.clone(),
+            decisions.clone(),
+            events.clone(),
+            stop.subscribe(),
+            &info,
+            &config,
+        ));
+        let panels = panels::LivePanels::new(info.state_root.clone(), decisions.clone());
+        let answers = Arc::new(answers::Answers::new(
+            db.clone(),
+            decisions.clone(),
+            events.clone(),
+            &info,
+            &config,
+            Box::new(ReturnWay {
+                panels: panels.clone(),
+                dispatch: dispatch.clone(),
+            }),
         ));
         let admission = admission::Admission::new(
             db.clone(),
@@ -317,9 +334,9 @@ impl Engine {
                 admission,
                 scan,
                 stop,
-                dispatch: dispatch::Dispatch::default(),
-                busy,
+                dispatch,
                 answers,
+                panels,
                 decisions,
                 carriers: carriers::Carriers::new(),
                 events,
@@ -342,6 +359,21 @@ impl Engine {
         &self.inner.info
     }
 
+    /// What a carrier sees of the engine: handles to the parts, never the engine itself.
+    fn carrier_context(&self) -> carriers::CarrierContext {
+        let inner = &*self.inner;
+        carriers::CarrierContext::new(carriers::Parts {
+            db: &inner.db,
+            dispatch: &inner.dispatch,
+            answers: &inner.answers,
+            panels: &inner.panels,
+            decisions: &inner.decisions,
+            events: &inner.events,
+            info: &inner.info,
+            config: &inner.config,
+        })
+    }
+
     fn db(&self) -> MutexGuard<'_, HubDb> {
         self.inner.db.lock()
     }
@@ -349,11 +381,10 @@ impl Engine {
     /// Starts the dispatcher (inside a tokio runtime). Queued deliveries — including those an
     /// earlier daemon accepted but never handed over — start going out.
     pub fn start(&self) {
-        let engine = self.clone();
-        let handle = tokio::spawn(async move { engine.dispatch_loop().await });
+        let dispatcher = self.inner.dispatch.clone();
+        let handle = tokio::spawn(dispatcher.run(Arc::new(self.clone())));
         self.inner.dispatch.set_loop(handle);
-        let engine = self.clone();
-        let handle = tokio::spawn(async move { engine.watch_loop().await });
+        let handle = tokio::spawn(self.inner.answers.clone().watch_loop());
         self.inner.answers.watches().set_loop(handle);
         let engine = self.clone();
         tokio::spawn(async move { engine.index_loop().await });
@@ -486,5 +517,48 @@ impl Engine {
             listing.sessions,
             listing.warnings.iter().map(ToString::to_string).collect(),
         )
+    }
+}
+
+/// What dispatch asks of the other parts: the carriers' registry and the answers' recovery.
+impl dispatch::DispatchNeighbours for Engine {
+    fn carry(&self, claimed: crate::records::Claimed) -> dispatch::Carrying {
+        Box::pin(
+            self.inner
+                .carriers
+                .clone()
+                .carry(self.carrier_context(), claimed),
+        )
+    }
+
+    fn waits_for_open_turn(&self, transport: cross_agent_protocol::bridge::Transport) -> bool {
+        self.inner.carriers.waits_for_open_turn(transport)
+    }
+
+    fn recover(
+        &self,
+        record: &mut cross_agent_protocol::bridge::DeliveryRecord,
+        why: &str,
+    ) -> bool {
+        self.inner.answers.recover(record, why)
+    }
+}
+
+/// What return traffic asks of the other parts: the live panels and the dispatcher's wake-up.
+struct ReturnWay {
+    panels: panels::LivePanels,
+    dispatch: Arc<dispatch::Dispatch>,
+}
+
+impl answers::ReturnNeighbours for ReturnWay {
+    fn live_panels(
+        &self,
+        ui_hook: crate::settings::UiHook,
+    ) -> Vec<cross_agent_transports::panel::registry::LivePanel> {
+        self.panels.live(ui_hook)
+    }
+
+    fn queued(&self) {
+        self.dispatch.wake();
     }
 }

@@ -61,7 +61,7 @@ impl Engine {
         let root = PathBuf::from("/");
         // Which Claude sessions a running process holds, by Claude's own registry.
         let registry = if agents.contains(&Agent::Claude) {
-            self.claude_registry(&params.caller)
+            super::native::claude_registry(&params.caller)
         } else {
             Default::default()
         };
@@ -88,7 +88,7 @@ impl Engine {
                     // The store's scan sees any open turn; one the bridge started and stopped
                     // is nobody's work (the dispatcher's rule, docs/spec/cross-agent-mcp.md §9).
                     is_working: s.is_working
-                        && self.inner.busy.is_someone_else_working(
+                        && self.inner.dispatch.busy().is_someone_else_working(
                             agent,
                             &TargetKey::new(agent, s.session_id.clone()).to_string(),
                             &s.path,

@@ -11,8 +11,8 @@
 //! A carrier sees the engine only through [`CarrierContext`] (`context.rs`): the store, the
 //! dispatcher's services for the delivery it carries (lease, transcript check, turn started and
 //! ended) and the answers part's (pairing, settling, closing the delivery with its return
-//! traffic). The queue, the busy lock, the lease, the answers and the return traffic stay the
-//! engine's.
+//! traffic). The queue, the busy lock and the lease stay dispatch's, the answers and the return
+//! traffic the answers part's.
 //!
 //! **Adding a carrier** (Copilot's agent host, a remote host over SSH): one new file in this
 //! folder implementing [`Carrier`] over a [`CarrierContext`] (a `pub(in crate::engine)` type with
@@ -28,7 +28,6 @@ use std::sync::Arc;
 use cross_agent_protocol::bridge::{DeliveryState, SendParams, Transport};
 use cross_agent_stores::UnixMillis;
 
-use super::Engine;
 use super::target::Resolved;
 use crate::Agent;
 use crate::caller::Caller;
@@ -37,7 +36,7 @@ use crate::records::{Claimed, Job};
 
 mod context;
 
-pub(super) use context::CarrierContext;
+pub(super) use context::{CarrierContext, Parts};
 
 /// Declares the carriers' modules and the registry over them: `field: module::Type`, one line
 /// per carrier, in the order a send is offered to them at acceptance. Each type is a
@@ -50,6 +49,7 @@ macro_rules! carriers {
 
         /// The carriers this engine has, in the order a send is offered to them at acceptance;
         /// the headless CLI, last, takes every send the others leave.
+        #[derive(Clone)]
         pub(super) struct Carriers {
             $(pub(super) $field: Arc<$module::$carrier>,)+
         }
@@ -143,56 +143,53 @@ impl Carriers {
     }
 }
 
-impl Engine {
+impl Carriers {
     /// Hands a delivery taken off the queue to the carrier its record names, and on to the
     /// next one when a carrier re-routes it. A delivery is re-routed at most once per
     /// transport, so this always ends.
-    pub(super) async fn carry(self, claimed: Claimed) {
+    pub(super) async fn carry(self, cx: CarrierContext, claimed: Claimed) {
         let mut claimed = claimed;
         let mut tried = Vec::new();
         loop {
             let transport = claimed.record.transport;
-            let carrier = self.inner.carriers.of(transport);
+            let carrier = self.of(transport);
             let Some(carrier) = carrier.filter(|_| !tried.contains(&transport)) else {
-                self.no_carrier(claimed).await;
+                no_carrier(cx, claimed).await;
                 return;
             };
             tried.push(transport);
-            match carrier
-                .carry(CarrierContext::new(self.clone()), claimed)
-                .await
-            {
+            match carrier.carry(cx.clone(), claimed).await {
                 Carried::Closed => return,
                 Carried::Rerouted(next) => claimed = *next,
             }
         }
     }
+}
 
-    /// A delivery whose transport no registered carrier serves (or that was re-routed in a
-    /// circle): failed undelivered, never sent.
-    async fn no_carrier(&self, claimed: Claimed) {
-        let Claimed {
-            mut record,
-            job,
-            target_key,
-            lock_token,
-            ..
-        } = claimed;
-        tracing::error!(delivery = %record.delivery_id, transport = ?record.transport, "no carrier for a delivery");
-        record.state = DeliveryState::Failed;
-        record.is_undelivered = true;
-        record.error = Some(format!(
-            "not delivered: this daemon has no carrier for transport `{}`; nothing was sent",
-            record.transport.as_str()
-        ));
-        self.answer_pending(&record.delivery_id);
-        let engine = self.clone();
-        super::dispatch::off_async(move || {
-            engine.close_delivery(record, &job, &target_key, &lock_token);
-        })
-        .await;
-        self.inner.dispatch.wake();
-    }
+/// A delivery whose transport no registered carrier serves (or that was re-routed in a
+/// circle): failed undelivered, never sent.
+async fn no_carrier(cx: CarrierContext, claimed: Claimed) {
+    let Claimed {
+        mut record,
+        job,
+        target_key,
+        lock_token,
+        ..
+    } = claimed;
+    tracing::error!(delivery = %record.delivery_id, transport = ?record.transport, "no carrier for a delivery");
+    record.state = DeliveryState::Failed;
+    record.is_undelivered = true;
+    record.error = Some(format!(
+        "not delivered: this daemon has no carrier for transport `{}`; nothing was sent",
+        record.transport.as_str()
+    ));
+    cx.answer_pending(&record.delivery_id);
+    let closer = cx.clone();
+    super::dispatch::off_async(move || {
+        closer.close_delivery(record, &job, &target_key, &lock_token);
+    })
+    .await;
+    cx.wake_dispatcher();
 }
 
 /// The text a delivery carries: its body as sent (`raw`), else the envelope assembled at

@@ -1,8 +1,9 @@
 //! Answers (docs/spec/cross-agent-mcp.md §6, §9): pairing an answer with its request, recovery from the
-//! transcript, and late-answer watches — the [`Answers`] part, which owns its state
-//! ([`LateWatches`]) and holds what it needs: the store, the decisions log, the event stream
-//! and its settings. The return traffic a late answer causes is still the engine's (`panels`):
-//! [`Answers::watch_once`] and [`Answers::record_late_answer`] hand back what is to be routed.
+//! transcript, late-answer watches and the return traffic — the [`Answers`] part, which owns its
+//! state ([`LateWatches`], the watch loop) and holds what it needs: the store, the decisions
+//! log, the event stream and its settings. Return traffic (`returns`: a settled request's
+//! answer, a late answer, a progress notice queued for the sender's live panel) asks the rest
+//! only through [`ReturnNeighbours`] (the live panels, the dispatcher's wake-up).
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -22,7 +23,7 @@ use tokio::sync::broadcast;
 
 use super::dispatch::off_async;
 use super::withheld::withheld_hint;
-use super::{Engine, EngineConfig, EngineInfo, LEASE_MS, REPLY_PREVIEW_CHARS, preview};
+use super::{EngineConfig, EngineInfo, LEASE_MS, REPLY_PREVIEW_CHARS, preview};
 use crate::Agent;
 use crate::db::HubDb;
 use crate::envelope::AnswerKind;
@@ -30,13 +31,17 @@ use crate::envelope::{self};
 use crate::records::{Job, Watch};
 use crate::settings::CallSettings;
 
+mod returns;
+
+pub(super) use returns::{ReturnNeighbours, Returns};
+
 /// The late-answer watches this daemon holds (their records live in `hub.db`), and the loop
 /// that reads their transcripts.
 #[derive(Default)]
 pub(super) struct LateWatches {
     /// The requests watched, by delivery id.
     held: Mutex<HashSet<String>>,
-    /// The loop (`Engine::watch_loop`), while it runs.
+    /// The loop ([`Answers::watch_loop`]), while it runs.
     task: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
@@ -84,14 +89,16 @@ pub(super) struct Answers {
     /// daemon that follows.
     handing_over: AtomicBool,
     watches: LateWatches,
+    /// Return traffic to the senders' live panels.
+    returns: Returns,
 }
 
 /// A late answer recorded as a delivery of its own, to be pushed to the sender's live panel.
-pub(super) struct LateAnswer {
+struct LateAnswer {
     /// The request it answers, as recorded (pointing at `late`).
-    pub(super) request: DeliveryRecord,
-    pub(super) late: DeliveryRecord,
-    pub(super) text: String,
+    request: DeliveryRecord,
+    late: DeliveryRecord,
+    text: String,
 }
 
 impl Answers {
@@ -101,8 +108,10 @@ impl Answers {
         events: broadcast::Sender<EngineEvent>,
         info: &EngineInfo,
         config: &EngineConfig,
+        others: Box<dyn ReturnNeighbours>,
     ) -> Answers {
         Answers {
+            returns: Returns::new(db.clone(), info.generation, others),
             db,
             decisions,
             events,
@@ -129,9 +138,9 @@ impl Answers {
         &self.watches
     }
 
-    /// How often the watched transcripts are read ([`EngineConfig::late_answer_poll`]).
-    pub(super) fn poll(&self) -> Duration {
-        self.poll
+    /// Return traffic: answers, late answers and notices queued for the senders' panels.
+    pub(super) fn returns(&self) -> &Returns {
+        &self.returns
     }
 
     /// While set (the daemon drains), new watches are left for the next daemon.
@@ -169,9 +178,45 @@ impl Answers {
         }
     }
 
+    /// Reads the watched transcripts every [`EngineConfig::late_answer_poll`] (20 s), and
+    /// pushes each late answer found to its sender — not while the daemon hands over.
+    pub(super) async fn watch_loop(self: Arc<Self>) {
+        loop {
+            if !self.is_handing_over() {
+                // Reads the watched transcripts: off the async threads.
+                let answers = self.clone();
+                off_async(move || {
+                    for found in answers.watch_once() {
+                        answers.route_found_late_answer(found);
+                    }
+                })
+                .await;
+            }
+            tokio::time::sleep(self.poll).await;
+        }
+    }
+
+    /// Records a watched (or already closed) request's late answer and pushes it to its
+    /// sender. Blocking.
+    pub(super) fn late_answer_arrived(&self, request_delivery_id: &str, text: &str) {
+        if let Some(found) = self.record_late_answer(request_delivery_id, text) {
+            self.route_found_late_answer(found);
+        }
+    }
+
+    /// Pushed to the sender's live panel as a LATE ANSWER, never by a resume.
+    fn route_found_late_answer(&self, found: LateAnswer) {
+        let LateAnswer {
+            mut request,
+            late,
+            text,
+        } = found;
+        self.returns.route_late_answer(&mut request, &late, &text);
+    }
+
     /// One look at the watched transcripts: the late answers found are recorded and handed
     /// back, to be pushed to their senders. Blocking.
-    pub(super) fn watch_once(&self) -> Vec<LateAnswer> {
+    fn watch_once(&self) -> Vec<LateAnswer> {
         let poll = self.poll;
         let now = UnixMillis::now().0;
         let lease = i64::try_from(poll.as_millis())
@@ -218,11 +263,7 @@ impl Answers {
     /// A watched request's real answer arrived: it becomes its own delivery record (a
     /// `LATE ANSWER` naming the request), and the request's record points at it. Returns it,
     /// to be pushed to the sender's live panel.
-    pub(super) fn record_late_answer(
-        &self,
-        request_delivery_id: &str,
-        text: &str,
-    ) -> Option<LateAnswer> {
+    fn record_late_answer(&self, request_delivery_id: &str, text: &str) -> Option<LateAnswer> {
         let mut db = self.db();
         let Ok(Some(mut request)) = db.delivery(request_delivery_id) else {
             let _ = db.end_watch(request_delivery_id);
@@ -444,48 +485,6 @@ impl Answers {
         };
         self.decisions.record(events::recovery(record, found));
         found
-    }
-}
-
-impl Engine {
-    /// Reads the watched transcripts every [`EngineConfig::late_answer_poll`] (20 s), and
-    /// pushes each late answer found to its sender.
-    pub(super) async fn watch_loop(self) {
-        let poll = self.inner.answers.poll();
-        loop {
-            if !self.is_draining() {
-                // Reads the watched transcripts: off the async threads.
-                let engine = self.clone();
-                off_async(move || {
-                    for found in engine.inner.answers.watch_once() {
-                        engine.route_found_late_answer(found);
-                    }
-                })
-                .await;
-            }
-            tokio::time::sleep(poll).await;
-        }
-    }
-
-    /// Records a watched request's late answer and pushes it to its sender. Blocking.
-    pub(super) fn record_late_answer(&self, request_delivery_id: &str, text: &str) {
-        if let Some(found) = self
-            .inner
-            .answers
-            .record_late_answer(request_delivery_id, text)
-        {
-            self.route_found_late_answer(found);
-        }
-    }
-
-    /// Pushed to the sender's live panel as a LATE ANSWER, never by a resume.
-    fn route_found_late_answer(&self, found: LateAnswer) {
-        let LateAnswer {
-            mut request,
-            late,
-            text,
-        } = found;
-        self.route_late_answer(&mut request, &late, &text);
     }
 }
 

@@ -1,7 +1,9 @@
 //! The panel carrier: a delivery written into an editor panel through its shim (a request, or
 //! return traffic to the sender's panel). The wait runs on the blocking pool, its busy lock and
 //! lease renewed meanwhile; no CLI is started and no process is ever killed: the panel is the
-//! person's. The mechanics of one injection are in [`crate::engine::panels`].
+//! person's. The mechanics are this carrier's own, as methods of [`Door`] (one delivery's
+//! context and the carrier's state): `inject` (one injection followed), `request` (a request
+//! carried and settled), `returns` (return traffic put into the sender's panel).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -12,30 +14,35 @@ use parking_lot::Mutex;
 
 use super::{Carried, Carrier, CarrierContext, Carrying, RouteQuery, message_text};
 use crate::Agent;
-use crate::engine::panels::{self, FreeWorker, HeldLock};
 use crate::engine::preview;
 use crate::records::{Claimed, Job, PanelJob};
+
+mod inject;
+mod request;
+mod returns;
 
 /// The panel carrier and what it knows while its deliveries run.
 #[derive(Default)]
 pub(in crate::engine) struct PanelCarrier {
     /// The approval each panel delivery's turn waits on now, as its shim reported it.
-    approvals: Mutex<HashMap<String, PendingApproval>>,
+    approvals: Arc<Approvals>,
 }
 
 impl PanelCarrier {
     /// The approval delivery `delivery_id`'s turn waits on, as its shim last reported it.
     pub(in crate::engine) fn approval(&self, delivery_id: &str) -> Option<PendingApproval> {
-        self.approvals.lock().get(delivery_id).cloned()
+        self.approvals.0.lock().get(delivery_id).cloned()
     }
+}
 
+/// The approvals the panel deliveries' turns wait on, by delivery id.
+#[derive(Default)]
+struct Approvals(Mutex<HashMap<String, PendingApproval>>);
+
+impl Approvals {
     /// Notes (or, with `None`, clears) the approval a delivery's turn waits on.
-    pub(in crate::engine) fn set_approval(
-        &self,
-        delivery_id: &str,
-        approval: Option<PendingApproval>,
-    ) {
-        let mut approvals = self.approvals.lock();
+    fn set(&self, delivery_id: &str, approval: Option<PendingApproval>) {
+        let mut approvals = self.0.lock();
         match approval {
             Some(approval) => {
                 approvals.insert(delivery_id.to_owned(), approval);
@@ -89,8 +96,9 @@ impl Carrier for PanelCarrier {
     }
 
     fn carry(&self, cx: CarrierContext, claimed: Claimed) -> Carrying {
+        let approvals = self.approvals.clone();
         Box::pin(async move {
-            match run_panel_delivery(cx, claimed).await {
+            match run_panel_delivery(cx, approvals, claimed).await {
                 Some(to_cli) => Carried::Rerouted(Box::new(to_cli)),
                 None => Carried::Closed,
             }
@@ -98,12 +106,45 @@ impl Carrier for PanelCarrier {
     }
 }
 
+/// One panel delivery's work: its context and the carrier's own state. The door's mechanics
+/// (`inject`, `request`, `returns`) are its methods.
+struct Door<'a> {
+    cx: &'a CarrierContext,
+    approvals: &'a Approvals,
+}
+
+/// The busy lock a panel request holds; its key moves to the conversation a panel opens for it
+/// (the lease renewal reads it from here).
+struct HeldLock {
+    key: Arc<Mutex<String>>,
+    token: String,
+}
+
+/// Tells the dispatcher that a return delivery waits in the sender's shim (accepted `queued`
+/// behind the sender's running turn): its worker slot is given back while the wait for
+/// `written` goes on, so replies to busy senders never hold the workers.
+type FreeWorker = tokio::sync::oneshot::Sender<()>;
+
+/// What became of a request carried into a panel.
+enum RequestEnd {
+    /// Settled on the record (delivered, recovered or failed).
+    Settled,
+    /// A new Grok conversation with no empty session left in the panel: nothing was sent, and
+    /// the message goes over the CLI as a new session instead (docs/spec/cross-agent-mcp.md "When the panel has no
+    /// conversation open").
+    ToCli,
+}
+
 /// A delivery carried by an editor panel (a request, or return traffic to the sender's
 /// panel): the wait runs on the blocking pool, its busy lock and lease renewed meanwhile.
 /// No CLI is started and no process is ever killed: the panel is the person's. The one
 /// exception is a new Grok conversation the panel has no empty session for: it is handed
 /// back, turned into a new CLI session, for the headless carrier to run.
-async fn run_panel_delivery(cx: CarrierContext, claimed: Claimed) -> Option<Claimed> {
+async fn run_panel_delivery(
+    cx: CarrierContext,
+    approvals: Arc<Approvals>,
+    claimed: Claimed,
+) -> Option<Claimed> {
     let delivery_id = claimed.record.delivery_id.clone();
     let held = HeldLock {
         key: Arc::new(Mutex::new(claimed.target_key.clone())),
@@ -112,8 +153,13 @@ async fn run_panel_delivery(cx: CarrierContext, claimed: Claimed) -> Option<Clai
     let renew = cx.renew_lease(held.key.clone(), &held.token, &delivery_id);
     let (free, freed) = tokio::sync::oneshot::channel();
     let worker = cx.clone();
-    let work =
-        tokio::task::spawn_blocking(move || carry_in_panel(&worker, claimed, held, Some(free)));
+    let work = tokio::task::spawn_blocking(move || {
+        let door = Door {
+            cx: &worker,
+            approvals: &approvals,
+        };
+        carry_in_panel(&door, claimed, held, Some(free))
+    });
     let this = cx.clone();
     let settle = async move {
         let finished = work.await;
@@ -147,7 +193,7 @@ async fn run_panel_delivery(cx: CarrierContext, claimed: Claimed) -> Option<Clai
 /// The blocking part of a panel delivery: the request (or return traffic) written and
 /// followed to its end, and the delivery closed — or, re-routed to the CLI, handed back.
 fn carry_in_panel(
-    cx: &CarrierContext,
+    door: &Door<'_>,
     claimed: Claimed,
     held: HeldLock,
     free: Option<FreeWorker>,
@@ -159,6 +205,7 @@ fn carry_in_panel(
         mut target_key,
         lock_token,
     } = claimed;
+    let cx = door.cx;
     let mut free = free;
     let is_request = job
         .panel
@@ -166,10 +213,10 @@ fn carry_in_panel(
         .is_some_and(|p| p.kind == InjectionKind::Request);
     if is_request {
         let text = message_text(&job, created_ms);
-        let carried = cx.carry_panel_request(&mut record, &job, text, &held);
+        let carried = door.carry_panel_request(&mut record, &job, text, &held);
         // The conversation the panel opened holds the lock now.
         target_key = held.key.lock().clone();
-        if let panels::RequestEnd::ToCli = carried {
+        if let RequestEnd::ToCli = carried {
             panel_to_cli(cx, &mut record, &mut job, &mut target_key, &lock_token);
             return Some(Claimed {
                 record,
@@ -180,7 +227,7 @@ fn carry_in_panel(
             });
         }
     } else {
-        cx.carry_return(&mut record, &job, &mut free);
+        door.carry_return(&mut record, &job, &mut free);
     }
     cx.answer_pending(&record.delivery_id);
     cx.close_delivery(record, &job, &target_key, &lock_token);

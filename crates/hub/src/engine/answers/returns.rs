@@ -1,0 +1,251 @@
+//! Return traffic (docs/spec/cross-agent-mcp.md "Return traffic needs a panel"): when a request
+//! settles, its answer — `BRIDGE REPLY`, or the `DELIVERY FAILED` notice standing in for one —
+//! and later a `LATE ANSWER` or a `PROGRESS (INFO)` notice go to the sender's live panel, each
+//! queued as a delivery of its own that spends no hop and never resumes a CLI. [`Returns`] is
+//! the answers part's: it holds the store and asks the rest only through [`ReturnNeighbours`]
+//! (the live panels, the dispatcher's wake-up). The panel carrier puts a queued return into
+//! the panel.
+
+use std::sync::Arc;
+
+use cross_agent_protocol::bridge::Transport;
+use cross_agent_protocol::bridge::{DeliveryRecord, DeliveryState, TargetKey, TargetSelectedBy};
+use cross_agent_protocol::panel::InjectionKind;
+use cross_agent_protocol::timestamp::now_rfc3339;
+use cross_agent_stores::UnixMillis;
+use cross_agent_transports::panel::registry::LivePanel;
+use cross_agent_transports::panel::window;
+use parking_lot::{Mutex, MutexGuard};
+
+use super::transcript_answer;
+use crate::db::HubDb;
+use crate::envelope;
+use crate::records::{Job, PanelJob};
+use crate::settings::{CallSettings, UiHook};
+
+/// What return traffic asks of the other parts, and nothing else: the live panels (is the
+/// sender's open now) and the dispatcher's wake-up (a return delivery was queued). The engine
+/// implements it; a test can stand in for it.
+pub(in crate::engine) trait ReturnNeighbours: Send + Sync {
+    /// The live panels under `ui_hook` (none under `off`).
+    fn live_panels(&self, ui_hook: UiHook) -> Vec<LivePanel>;
+    /// A return delivery was queued: the dispatcher looks at the queue.
+    fn queued(&self);
+}
+
+/// The return traffic's own handles: the store and this daemon's generation (on every return
+/// delivery it queues), and its neighbours.
+pub(in crate::engine) struct Returns {
+    db: Arc<Mutex<HubDb>>,
+    generation: u64,
+    others: Box<dyn ReturnNeighbours>,
+}
+
+impl Returns {
+    pub(super) fn new(
+        db: Arc<Mutex<HubDb>>,
+        generation: u64,
+        others: Box<dyn ReturnNeighbours>,
+    ) -> Returns {
+        Returns {
+            db,
+            generation,
+            others,
+        }
+    }
+
+    fn db(&self) -> MutexGuard<'_, HubDb> {
+        self.db.lock()
+    }
+
+    /// The sender's live panel and session now, when it has one and its registration allows
+    /// panels.
+    pub(in crate::engine) fn sender_panel(
+        &self,
+        record: &DeliveryRecord,
+        job: &Job,
+    ) -> Option<(LivePanel, String)> {
+        let agent = record.from_agent?;
+        let session = record.from_session.clone()?;
+        let ui_hook = CallSettings::from_settings(&job.settings).ui_hook;
+        let panels = self.others.live_panels(ui_hook);
+        window::hosting(&panels, agent, &session).map(|p| (p.clone(), session))
+    }
+
+    /// After a request settles: its answer (`BRIDGE REPLY`, or the `DELIVERY FAILED` notice
+    /// standing in for one) goes to the sender's live panel as a delivery of its own, queued now
+    /// and put there by the dispatcher. No panel: the answer stays on the record
+    /// (`is_return_status_only`). Never a CLI. Spends no hop.
+    pub(in crate::engine) fn route_return(&self, record: &mut DeliveryRecord, job: &Job) {
+        if record.answer.answers_delivery_id.is_some() {
+            // A return delivery's own record (or a late answer's): it is the return traffic.
+            return;
+        }
+        if self.sender_panel(record, job).is_none() {
+            record.is_return_status_only = true;
+            return;
+        }
+        let (kind, text) = match record.state {
+            DeliveryState::Delivered => (InjectionKind::Reply, reply_text(record)),
+            _ if record.reply_preview.is_some() => (InjectionKind::Reply, reply_text(record)),
+            _ => (
+                InjectionKind::Notice,
+                envelope::delivery_failed_notice(record),
+            ),
+        };
+        match self.queue_return(record, job, kind, text) {
+            Some(id) => {
+                record.return_delivery_id = Some(id);
+                record.is_return_status_only = false;
+            }
+            None => record.is_return_status_only = true,
+        }
+    }
+
+    /// A late answer found by the watch goes to the sender's panel too.
+    pub(super) fn route_late_answer(
+        &self,
+        request: &mut DeliveryRecord,
+        late: &DeliveryRecord,
+        text: &str,
+    ) {
+        let job = Job {
+            body: String::new(),
+            raw: true,
+            settings: Default::default(),
+            child_env: Default::default(),
+            bridge_env: Default::default(),
+            cwd: request.target_cwd.clone().unwrap_or_default(),
+            new_session_id: None,
+            timeout_secs: crate::settings::DEFAULT_TIMEOUT_SECS,
+            withheld_env: Vec::new(),
+            pin_cwd_key: String::new(),
+            panel: None,
+            native: None,
+        };
+        if self.sender_panel(request, &job).is_none() {
+            return;
+        }
+        let header = late.answer.reply_header.clone().unwrap_or_default();
+        let body = format!("{header}\n\n{text}");
+        if let Some(id) = self.queue_return(late, &job, InjectionKind::Reply, body) {
+            let mut late = late.clone();
+            late.return_delivery_id = Some(id);
+            late.is_return_status_only = false;
+            let _ = self.db().update_delivery(&late);
+        }
+    }
+
+    /// Queues one return delivery to the sender's panel: its own record (target: the sender's
+    /// session; `answers_delivery_id`: the request), no hop spent. Returns its id.
+    pub(in crate::engine) fn queue_return(
+        &self,
+        request: &DeliveryRecord,
+        job: &Job,
+        kind: InjectionKind,
+        text: String,
+    ) -> Option<String> {
+        let agent = request.from_agent?;
+        let session = request.from_session.clone()?;
+        let now = now_rfc3339();
+        let mut back = request.clone();
+        back.delivery_id = envelope::delivery_id();
+        back.state = DeliveryState::Queued;
+        back.from_agent = Some(request.target_agent);
+        back.from_session = request.target_session_id.clone();
+        back.target_agent = agent;
+        back.target_session_id = Some(session.clone());
+        back.target_cwd = None;
+        back.target_selected_by = TargetSelectedBy::Caller;
+        back.will_create_session = false;
+        back.transport = Transport::Panel;
+        back.created_at = now;
+        back.started_at = None;
+        back.finished_at = None;
+        back.expires_at = None;
+        back.carrier_generation = Some(self.generation);
+        back.peer_pid = None;
+        back.error = None;
+        back.is_killed_by_timeout = false;
+        back.is_stopped_with_carrier = false;
+        back.is_reply_recovered = false;
+        back.is_undelivered = false;
+        back.reply_preview = None;
+        back.late_reply_delivery_id = None;
+        back.return_delivery_id = None;
+        back.progress_delivery_id = None;
+        back.progress_note = None;
+        back.message_chars = u64::try_from(text.chars().count()).unwrap_or(u64::MAX);
+        back.is_orphaned = false;
+        back.is_return_status_only = false;
+        back.target_transcript = None;
+        back.answer = cross_agent_protocol::bridge::AnswerMarks {
+            answers_delivery_id: Some(
+                request
+                    .answer
+                    .answers_delivery_id
+                    .clone()
+                    .unwrap_or_else(|| request.delivery_id.clone()),
+            ),
+            ..Default::default()
+        };
+        let return_job = Job {
+            body: text,
+            raw: true,
+            settings: job.settings.clone(),
+            child_env: Default::default(),
+            bridge_env: Default::default(),
+            cwd: job.cwd.clone(),
+            new_session_id: None,
+            timeout_secs: job.timeout_secs,
+            withheld_env: Vec::new(),
+            pin_cwd_key: String::new(),
+            panel: Some(PanelJob {
+                kind,
+                shim_pid: 0,
+                session_id: Some(session.clone()),
+                new_session: false,
+                title: None,
+                sender_label: None,
+            }),
+            native: None,
+        };
+        let key = TargetKey::new(agent, session.as_str()).to_string();
+        match self
+            .db()
+            .insert_delivery(&back, &key, UnixMillis::now().0, &return_job, false)
+        {
+            Ok(()) => {
+                self.others.queued();
+                Some(back.delivery_id)
+            }
+            Err(error) => {
+                tracing::warn!(%error, "could not queue a return delivery");
+                None
+            }
+        }
+    }
+}
+
+/// The `BRIDGE REPLY` text: the header, then the whole answer read fresh from the peer's
+/// transcript (the record keeps only its first 2,000 characters).
+fn reply_text(record: &DeliveryRecord) -> String {
+    let header = record.answer.reply_header.clone().unwrap_or_else(|| {
+        format!(
+            "=== BRIDGE REPLY === from: {} session {} | request: {}",
+            record.target_agent,
+            record.target_session_id.as_deref().unwrap_or("?"),
+            record.request_id
+        )
+    });
+    let full = transcript_answer(record)
+        .filter(|text| {
+            record
+                .reply_preview
+                .as_deref()
+                .is_some_and(|preview| text.starts_with(preview.trim_end()))
+        })
+        .or_else(|| record.reply_preview.clone())
+        .unwrap_or_default();
+    format!("{header}\n\n{full}")
+}
