@@ -147,17 +147,17 @@ fn sessions_are_listed_with_their_catalog_fields() {
 fn both_uri_schemes_name_the_same_session_once() {
     let fx = Fixture::new();
     fx.editor
-        .register(&format!("ahp-session:/{ONE}"), T0, T0 + 9)
+        .register(&format!("ahp-session:/{ONE}"), T0, T0 + 5)
         .unwrap();
     fx.editor
-        .register(&format!("copilotcli:/{ONE}"), T0, T0 + 5)
+        .register(&format!("copilotcli:/{ONE}"), T0, T0 + 9)
         .unwrap();
     let (sessions, _) = fx.list();
     assert_eq!(ids(&sessions), [ONE]);
-    // The most recently modified row's URI, as it is.
+    // The most recently modified row's URI, as it is (the catalog reads `ahp-session:` first).
     assert_eq!(
         sessions[0].copilot.as_ref().unwrap().session_uri,
-        format!("ahp-session:/{ONE}")
+        format!("copilotcli:/{ONE}")
     );
 }
 
@@ -562,6 +562,17 @@ fn the_answer_for_a_token_follows_vs_codes_turn_rule() {
         TokenAnswer::Failed {
             message: "rate limited".to_owned()
         }
+    );
+    // A tool started after a message that would have ended the turn: not done.
+    let mut reopened = SdkEvents::new(tmp.path(), "reopened");
+    reopened
+        .user_message("request: req_t", T0)
+        .assistant("done, I think", None, T0 + 1)
+        .tool_start("bash", T0 + 2);
+    reopened.write().unwrap();
+    assert_eq!(
+        answer_for_token(&reopened.path, "req_t").unwrap(),
+        TokenAnswer::InProgress
     );
     // A half-written last line is not read.
     let mut partial = SdkEvents::new(tmp.path(), "partial");
