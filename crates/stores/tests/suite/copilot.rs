@@ -588,3 +588,29 @@ fn the_answer_for_a_token_follows_vs_codes_turn_rule() {
         TokenAnswer::InProgress
     );
 }
+
+#[test]
+fn the_scope_admits_a_session_by_any_of_its_working_directories() {
+    use cross_agent_stores::resolve::{Scope, scope_rank};
+    let fx = Fixture::new();
+    fx.two_sessions();
+    fx.editor
+        .session(ONE)
+        .unwrap()
+        .set(
+            "copilot.workingDirectories",
+            r#"["file:///work/my%20proj", "file:///work/second"]"#,
+        )
+        .unwrap();
+    let (sessions, _) = fx.list();
+    let one = &sessions[0];
+    assert_eq!(
+        one.copilot.as_ref().unwrap().working_directories,
+        ["/work/my proj", "/work/second"]
+    );
+    assert_eq!(
+        scope_rank(Scope::Cwd, one, Path::new("/work/second")),
+        Some(0)
+    );
+    assert_eq!(scope_rank(Scope::Cwd, one, Path::new("/work/third")), None);
+}
