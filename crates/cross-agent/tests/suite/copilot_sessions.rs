@@ -278,6 +278,70 @@ fn an_entry_readable_by_others_is_one_warning_and_its_token_never_prints() {
 }
 
 #[test]
+fn doctor_names_an_unsafe_entry_and_an_unreadable_catalog_without_the_token() {
+    let user = User::new();
+    let out = user.run(&["doctor", "--json"]);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let check = |what: &str| {
+        report["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["what"].as_str().unwrap().starts_with(what))
+            .cloned()
+            .unwrap_or_else(|| panic!("{what}: {report:#}"))
+    };
+    let host = check("Copilot Agent Host");
+    assert_eq!(host["status"], "ok", "{host}");
+    assert!(
+        host["detail"].as_str().unwrap().contains("protocol 0.10.0"),
+        "{host}"
+    );
+    assert_eq!(check("Copilot sessions")["detail"], "2 listed");
+
+    std::fs::set_permissions(&user.entry, std::fs::Permissions::from_mode(0o640)).unwrap();
+    std::fs::write(user.session_db(TWO), "not a database").unwrap();
+    let out = user.run(&["doctor", "--json"]);
+    let printed = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(!printed.contains(TOKEN));
+    assert_eq!(out.status.code(), Some(1), "{printed}");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let check = |what: &str| {
+        report["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["what"].as_str().unwrap().starts_with(what))
+            .cloned()
+            .unwrap_or_else(|| panic!("{what}: {report:#}"))
+    };
+    let entry = check("Copilot endpoint");
+    assert_eq!(entry["status"], "broken");
+    assert!(
+        entry["what"]
+            .as_str()
+            .unwrap()
+            .contains(&user.entry.display().to_string())
+            && entry["detail"].as_str().unwrap().contains("mode 0640")
+            && entry["fix"].as_str().unwrap().contains("chmod 600"),
+        "{entry}"
+    );
+    let catalog = check("Copilot catalog");
+    assert_eq!(catalog["status"], "broken");
+    assert!(
+        catalog["what"]
+            .as_str()
+            .unwrap()
+            .contains(&user.session_db(TWO).display().to_string())
+            && catalog["detail"]
+                .as_str()
+                .unwrap()
+                .contains("not an SQLite database"),
+        "{catalog}"
+    );
+}
+
+#[test]
 fn the_daemons_live_index_shows_a_session_the_editor_adds() {
     let user = User::new();
     let (before, _) = user.json(&["sessions", "--agent", "copilot", "--json"]);
