@@ -213,7 +213,9 @@ impl Engine {
         let ide_panels = self.ide_panels(&params.caller, &settings, &sessions, own);
         if let Some(cwd) = &cwd {
             let scope = params.scope.unwrap_or(settings.scope);
-            for agent in Agent::ALL {
+            // Copilot is never discovered (a send to it names its session, and this build does
+            // not carry one yet): no unaddressed send would reach a Copilot session.
+            for agent in Agent::ALL.into_iter().filter(|a| *a != Agent::Copilot) {
                 let pin = self.inner.admission.current_pin(agent, cwd)?;
                 let own = caller
                     .session_id
