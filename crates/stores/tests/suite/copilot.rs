@@ -317,7 +317,14 @@ fn a_dead_pid_a_misnamed_entry_and_another_schema_are_skipped_quietly() {
     let (sessions, warnings) = fx.list();
     assert_eq!(warnings, Vec::<String>::new());
     assert!(sessions.iter().all(|s| !s.copilot.as_ref().unwrap().live));
-    std::fs::rename(&misnamed, &entry).unwrap();
+    // VS Code's temporary file (`<hex>.tmp`), complete: not an entry.
+    let temporary = entry.with_extension("tmp");
+    std::fs::rename(&misnamed, &temporary).unwrap();
+    let (sessions, warnings) = fx.list();
+    assert_eq!(warnings, Vec::<String>::new());
+    assert!(sessions.iter().all(|s| !s.copilot.as_ref().unwrap().live));
+    std::fs::rename(&temporary, &entry).unwrap();
+    assert!(fx.list().0.iter().all(|s| s.copilot.as_ref().unwrap().live));
     // Schema 1.
     let text = std::fs::read_to_string(&entry).unwrap();
     std::fs::write(
@@ -383,6 +390,18 @@ fn a_socket_of_another_user_is_refused() {
             && !warnings[0].contains(TOKEN),
         "{}",
         warnings[0]
+    );
+
+    // The entry file itself another user's, mode 0600 or not: not used.
+    std::os::unix::fs::chown(&socket, Some(0), None).unwrap();
+    std::os::unix::fs::chown(&entry, Some(54_321), None).unwrap();
+    let (sessions, warnings) = fx.list();
+    assert!(sessions.iter().all(|s| !s.copilot.as_ref().unwrap().live));
+    assert!(
+        warnings.len() == 1
+            && warnings[0].contains(&entry.display().to_string())
+            && warnings[0].contains("owned by uid 54321"),
+        "{warnings:?}"
     );
 }
 
