@@ -123,7 +123,12 @@ pub fn list_sessions(roots: &StoreRoots, options: &ScanOptions) -> Listing {
 
     let started = Instant::now();
     let mut sessions = index.into_sessions(&agents);
-    sessions.extend(copilot_sessions(roots, &agents, &mut warnings));
+    sessions.extend(copilot_sessions(
+        roots,
+        &agents,
+        &mut crate::copilot::Cache::default(),
+        &mut warnings,
+    ));
     let sessions = named_sessions(sessions, &codex_names, roots, &mut warnings);
     timings.names += started.elapsed();
 
@@ -155,6 +160,8 @@ pub struct Scanner {
     options: ScanOptions,
     index: Option<SessionIndex>,
     dirs: Option<DirCache>,
+    /// Copilot's catalog files as last read: a walk opens only those that changed.
+    copilot: crate::copilot::Cache,
 }
 
 impl Scanner {
@@ -163,6 +170,7 @@ impl Scanner {
             options,
             index: None,
             dirs: None,
+            copilot: crate::copilot::Cache::default(),
         }
     }
 
@@ -214,7 +222,12 @@ impl Scanner {
 
         let started = Instant::now();
         let mut sessions = index.sessions_of(&agents);
-        sessions.extend(copilot_sessions(roots, &agents, &mut warnings));
+        sessions.extend(copilot_sessions(
+            roots,
+            &agents,
+            &mut self.copilot,
+            &mut warnings,
+        ));
         let sessions = named_sessions(sessions, &codex_names, roots, &mut warnings);
         timings.names += started.elapsed();
         self.index = Some(index);
@@ -231,9 +244,14 @@ impl Scanner {
 
 /// Copilot's sessions, when the listing covers Copilot: read from the editors' catalogs whole
 /// each time (a few small databases; the transcripts' index is not involved).
-fn copilot_sessions(roots: &StoreRoots, agents: &[Agent], warnings: &mut Warnings) -> Vec<Session> {
+fn copilot_sessions(
+    roots: &StoreRoots,
+    agents: &[Agent],
+    cache: &mut crate::copilot::Cache,
+    warnings: &mut Warnings,
+) -> Vec<Session> {
     if agents.contains(&Agent::Copilot) {
-        crate::copilot::list(&roots.copilot, warnings)
+        crate::copilot::list_cached(&roots.copilot, cache, warnings)
     } else {
         Vec::new()
     }

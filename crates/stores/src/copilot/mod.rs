@@ -21,7 +21,7 @@ pub mod endpoints;
 pub mod events;
 pub mod places;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -29,17 +29,96 @@ pub use endpoints::{ConnectionToken, Endpoint, EndpointProblem};
 pub use places::{CopilotPlace, CopilotPlaces};
 
 use crate::model::{Agent, CopilotDetails, Session, UnixMillis, Warnings};
+use crate::roots::FileStamp;
 
 /// The Copilot sessions of every place, newest first, with what could not be read as warnings
 /// naming each file. Never fails.
 pub fn list(places: &CopilotPlaces, warnings: &mut Warnings) -> Vec<Session> {
-    list_with(places, &cross_agent_process::is_alive, warnings)
+    list_cached(places, &mut Cache::default(), warnings)
 }
 
-/// [`list`] with the pid check given (tests pass their own).
+/// [`list`] for a long-lived process: the session databases and SDK events whose files have
+/// not changed since the last walk are taken from `cache` instead of being opened again.
+pub fn list_cached(
+    places: &CopilotPlaces,
+    cache: &mut Cache,
+    warnings: &mut Warnings,
+) -> Vec<Session> {
+    list_with(places, &cross_agent_process::is_alive, cache, warnings)
+}
+
+/// What earlier walks read, by file and its stamp. A `session.db` is read again when its own
+/// stamp or its `-wal`'s changed (a commit changes one of them); an `events.jsonl` when its
+/// stamp changed. Only what was read cleanly is kept: a problem is looked at again next time.
+#[derive(Debug, Default)]
+pub struct Cache {
+    session_dbs: HashMap<PathBuf, (DbStamp, catalog::SessionMetadata)>,
+    events: HashMap<PathBuf, (FileStamp, Option<UnixMillis>)>,
+}
+
+/// A database's stamp and its write-ahead log's, if it has one.
+type DbStamp = (FileStamp, Option<FileStamp>);
+
+fn db_stamp(path: &Path) -> Option<DbStamp> {
+    let meta = fs::symlink_metadata(path).ok()?;
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    let wal = fs::symlink_metadata(PathBuf::from(wal))
+        .ok()
+        .map(|m| FileStamp::of(&m));
+    Some((FileStamp::of(&meta), wal))
+}
+
+impl Cache {
+    /// `session.db`'s metadata, from the cache when its stamp is unchanged.
+    fn session_db(
+        &mut self,
+        path: &Path,
+    ) -> Result<catalog::SessionMetadata, catalog::CatalogProblem> {
+        let stamp = db_stamp(path);
+        if let (Some(stamp), Some((seen, metadata))) = (stamp, self.session_dbs.get(path))
+            && *seen == stamp
+        {
+            return Ok(metadata.clone());
+        }
+        let read = catalog::read_session_db(path);
+        match (&read, stamp) {
+            (Ok(metadata), Some(stamp)) => {
+                self.session_dbs
+                    .insert(path.to_path_buf(), (stamp, metadata.clone()));
+            }
+            _ => {
+                self.session_dbs.remove(path);
+            }
+        }
+        read
+    }
+
+    /// The time of the last event in `path`, from the cache when its stamp is unchanged.
+    fn last_event(&mut self, path: &Path) -> Option<UnixMillis> {
+        let stamp = FileStamp::read(path)?;
+        if let Some((seen, time)) = self.events.get(path)
+            && *seen == stamp
+        {
+            return *time;
+        }
+        let time = events::last_event_time(path);
+        self.events.insert(path.to_path_buf(), (stamp, time));
+        time
+    }
+
+    /// Forgets the files a walk did not look at (their sessions are gone).
+    fn keep_only(&mut self, seen: &HashSet<PathBuf>) {
+        self.session_dbs.retain(|path, _| seen.contains(path));
+        self.events.retain(|path, _| seen.contains(path));
+    }
+}
+
+/// [`list_cached`] with the pid check given (tests pass their own).
 pub fn list_with(
     places: &CopilotPlaces,
     is_alive: &dyn Fn(u32) -> bool,
+    cache: &mut Cache,
     warnings: &mut Warnings,
 ) -> Vec<Session> {
     if let Some(problem) = &places.problem {
@@ -49,14 +128,16 @@ pub fn list_with(
     // Every place's sessions by editor UUID, then the UUIDs found in more than one place
     // refused.
     let mut by_id: BTreeMap<String, Vec<Session>> = BTreeMap::new();
+    let mut seen = HashSet::new();
     for place in &places.places {
-        for session in list_place(place, places.explicit, is_alive, warnings) {
+        for session in list_place(place, places.explicit, is_alive, cache, &mut seen, warnings) {
             by_id
                 .entry(session.session_id.clone())
                 .or_default()
                 .push(session);
         }
     }
+    cache.keep_only(&seen);
     let mut sessions = Vec::with_capacity(by_id.len());
     for (id, mut found) in by_id {
         if found.len() == 1 {
@@ -118,6 +199,8 @@ fn list_place(
     place: &CopilotPlace,
     explicit: bool,
     is_alive: &dyn Fn(u32) -> bool,
+    cache: &mut Cache,
+    seen: &mut HashSet<PathBuf>,
     warnings: &mut Warnings,
 ) -> Vec<Session> {
     let live = match &place.endpoint_dir {
@@ -183,7 +266,10 @@ fn list_place(
             .as_deref()
             .map(|dir| dir.join(sanitized_id(&id)).join("session.db"));
         let metadata = match db.as_deref() {
-            Some(db) if fs::symlink_metadata(db).is_ok() => match catalog::read_session_db(db) {
+            Some(db) if fs::symlink_metadata(db).is_ok() => match {
+                seen.insert(db.to_path_buf());
+                cache.session_db(db)
+            } {
                 Ok(metadata) => Some(metadata),
                 Err(problem) => {
                     // Listed from the catalog row alone when there is one.
@@ -204,7 +290,10 @@ fn list_place(
             .sdk_session_id
             .as_deref()
             .and_then(|sdk| events::events_path(place.sdk_session_dir.as_deref()?, sdk));
-        let last_event = events.as_deref().and_then(events::last_event_time);
+        let last_event = events.as_deref().and_then(|path| {
+            seen.insert(path.to_path_buf());
+            cache.last_event(path)
+        });
         let row_time = |t: Option<i64>| t.filter(|t| *t > 0).map(UnixMillis);
         let first_activity = row.as_ref().and_then(|r| row_time(r.start_time));
         let last_activity = [

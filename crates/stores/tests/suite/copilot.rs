@@ -79,7 +79,7 @@ impl Fixture {
 
 fn list(places: &CopilotPlaces, alive: &dyn Fn(u32) -> bool) -> (Vec<Session>, Vec<String>) {
     let mut warnings = Warnings::default();
-    let sessions = copilot::list_with(places, alive, &mut warnings);
+    let sessions = copilot::list_with(places, alive, &mut copilot::Cache::default(), &mut warnings);
     let warnings = warnings.items.iter().map(ToString::to_string).collect();
     (sessions, warnings)
 }
@@ -632,4 +632,41 @@ fn the_scope_admits_a_session_by_any_of_its_working_directories() {
         Some(0)
     );
     assert_eq!(scope_rank(Scope::Cwd, one, Path::new("/work/third")), None);
+}
+
+#[test]
+fn a_cached_walk_opens_only_the_databases_that_changed() {
+    let fx = Fixture::new();
+    fx.two_sessions();
+    let mut cache = copilot::Cache::default();
+    let mut walk = |cache: &mut copilot::Cache| {
+        let mut warnings = Warnings::default();
+        let sessions = copilot::list_with(&fx.places(), &|_| true, cache, &mut warnings);
+        assert_eq!(warnings.items, vec![]);
+        sessions
+    };
+    assert_eq!(walk(&mut cache)[0].title.as_deref(), Some("Fix the tests"));
+
+    // A committed change is seen: the file's stamp moved.
+    let db = fx.editor.session_dir().join(ONE).join("session.db");
+    fx.editor.session(ONE).unwrap().title("Renamed").unwrap();
+    assert_eq!(walk(&mut cache)[0].title.as_deref(), Some("Renamed"));
+
+    // An unchanged stamp is not opened again: bytes swapped under the same size and mtime
+    // (which no writer does) are not read, where an uncached walk reads them.
+    let meta = std::fs::metadata(&db).unwrap();
+    let garbage = vec![b'x'; usize::try_from(meta.len()).unwrap()];
+    std::fs::write(&db, garbage).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&db)
+        .unwrap()
+        .set_modified(meta.modified().unwrap())
+        .unwrap();
+    assert_eq!(walk(&mut cache)[0].title.as_deref(), Some("Renamed"));
+    let (_, warnings) = fx.list();
+    assert!(
+        warnings.len() == 1 && warnings[0].contains("not an SQLite database"),
+        "{warnings:?}"
+    );
 }
