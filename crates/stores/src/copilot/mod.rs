@@ -265,11 +265,15 @@ fn list_place(
             .session_dir
             .as_deref()
             .map(|dir| dir.join(sanitized_id(&id)).join("session.db"));
-        let metadata = match db.as_deref() {
-            Some(db) if fs::symlink_metadata(db).is_ok() => match {
+        let read = db
+            .as_deref()
+            .filter(|db| fs::symlink_metadata(db).is_ok())
+            .map(|db| {
                 seen.insert(db.to_path_buf());
                 cache.session_db(db)
-            } {
+            });
+        let metadata = match read {
+            Some(read) => match read {
                 Ok(metadata) => Some(metadata),
                 Err(problem) => {
                     // Listed from the catalog row alone when there is one.
@@ -280,7 +284,7 @@ fn list_place(
                     None
                 }
             },
-            _ => None,
+            None => None,
         };
         let metadata = metadata.unwrap_or_default();
         if metadata.is_chat_backing {

@@ -639,7 +639,7 @@ fn a_cached_walk_opens_only_the_databases_that_changed() {
     let fx = Fixture::new();
     fx.two_sessions();
     let mut cache = copilot::Cache::default();
-    let mut walk = |cache: &mut copilot::Cache| {
+    let walk = |cache: &mut copilot::Cache| {
         let mut warnings = Warnings::default();
         let sessions = copilot::list_with(&fx.places(), &|_| true, cache, &mut warnings);
         assert_eq!(warnings.items, vec![]);
