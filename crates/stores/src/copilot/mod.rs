@@ -10,7 +10,9 @@
 //! - [`catalog`]: the SQLite files, read without ever locking against the editor;
 //! - [`events`]: the SDK's events: last activity, and the completed answer for a token.
 //!
-//! [`list`] puts them together into the one session model every agent is listed in. Each
+//! [`list`] puts them together into the one session model every agent is listed in; the
+//! daemon's live index calls [`list_cached`], whose [`Cache`] keeps what each session database
+//! and events file said at its last stamp, so a walk opens only the files that changed. Each
 //! session is keyed by its editor UUID (the host URI's path, `copilotcli:/<uuid>` or
 //! `ahp-session:/<uuid>`); a UUID found under two editors is refused (listed under neither,
 //! said in a warning naming both), never picked. Tombstoned sessions and chat backings
