@@ -122,12 +122,14 @@ pub fn list_sessions(roots: &StoreRoots, options: &ScanOptions) -> Listing {
     timings.refresh += discovered;
 
     let started = Instant::now();
-    let sessions = named_sessions(
-        index.into_sessions(&agents),
-        &codex_names,
+    let mut sessions = index.into_sessions(&agents);
+    sessions.extend(copilot_sessions(
         roots,
+        &agents,
+        &mut crate::copilot::Cache::default(),
         &mut warnings,
-    );
+    ));
+    let sessions = named_sessions(sessions, &codex_names, roots, &mut warnings);
     timings.names += started.elapsed();
 
     Listing {
@@ -158,6 +160,8 @@ pub struct Scanner {
     options: ScanOptions,
     index: Option<SessionIndex>,
     dirs: Option<DirCache>,
+    /// Copilot's catalog files as last read: a walk opens only those that changed.
+    copilot: crate::copilot::Cache,
 }
 
 impl Scanner {
@@ -166,6 +170,7 @@ impl Scanner {
             options,
             index: None,
             dirs: None,
+            copilot: crate::copilot::Cache::default(),
         }
     }
 
@@ -216,12 +221,14 @@ impl Scanner {
         timings.refresh += discovered;
 
         let started = Instant::now();
-        let sessions = named_sessions(
-            index.sessions_of(&agents),
-            &codex_names,
+        let mut sessions = index.sessions_of(&agents);
+        sessions.extend(copilot_sessions(
             roots,
+            &agents,
+            &mut self.copilot,
             &mut warnings,
-        );
+        ));
+        let sessions = named_sessions(sessions, &codex_names, roots, &mut warnings);
         timings.names += started.elapsed();
         self.index = Some(index);
 
@@ -232,6 +239,21 @@ impl Scanner {
             walk,
             timings,
         }
+    }
+}
+
+/// Copilot's sessions, when the listing covers Copilot: read from the editors' catalogs whole
+/// each time (a few small databases; the transcripts' index is not involved).
+fn copilot_sessions(
+    roots: &StoreRoots,
+    agents: &[Agent],
+    cache: &mut crate::copilot::Cache,
+    warnings: &mut Warnings,
+) -> Vec<Session> {
+    if agents.contains(&Agent::Copilot) {
+        crate::copilot::list_cached(&roots.copilot, cache, warnings)
+    } else {
+        Vec::new()
     }
 }
 
@@ -324,7 +346,7 @@ fn named_sessions(
         match session.agent {
             Agent::Codex => codex_names.apply(session),
             Agent::Grok => gui_names.apply(session),
-            Agent::Claude => {}
+            Agent::Claude | Agent::Copilot => {}
         }
     }
 

@@ -4,7 +4,8 @@
 //! registered command), the daemon and its version, the state directory, the database, the
 //! panel shims, the hooks, Telegram. For Copilot, each VS Code user-data directory found and
 //! whether both of its files (`mcp.json`, the Agent Host's `agent-host-config.json`) hold
-//! cross-agent's entry running this binary.
+//! cross-agent's entry running this binary; each running host, each endpoint entry refused as
+//! unsafe, each catalog that cannot be read.
 //!
 //! What is broken makes the exit status non-zero; what the person has simply not set up (an
 //! agent not installed, no shims, no hooks, no Telegram) is said as such and is not a failure.
@@ -97,6 +98,7 @@ impl DoctorArgs {
         check_shims(&mut checks, &places, &this);
         check_hooks(&mut checks, &places);
         check_telegram(&mut checks);
+        check_copilot(&mut checks);
         let broken = checks.0.iter().any(|c| c.status == Status::Broken);
         if self.json {
             bridge_client::print_json(&json!({"ok": !broken, "binary": this, "checks": checks.0}))?;
@@ -739,6 +741,74 @@ fn check_telegram(checks: &mut Checks) {
             ),
             None,
         ),
+    }
+}
+
+/// Copilot in VS Code: each editor's running Agent Host (its protocol version), and one line
+/// per problem with its files — an endpoint entry or folder not owner-only or not the user's, a
+/// socket of another user, a catalog that is locked, cut short or not SQLite — naming the file
+/// and the fix. The connection token is never read into anything printed.
+fn check_copilot(checks: &mut Checks) {
+    use cross_agent_stores::copilot;
+    let places = cross_agent_stores::StoreRoots::from_env().copilot;
+    if let Some(problem) = &places.problem {
+        checks.push("Copilot places", Status::Broken, problem.clone(), None);
+        return;
+    }
+    let mut refused = Vec::new();
+    for place in &places.places {
+        let what = format!("Copilot Agent Host ({})", place.user_data.display());
+        let registry = copilot::registry(place);
+        for problem in &registry.problems {
+            checks.push(
+                format!("Copilot endpoint ({})", problem.path.display()),
+                Status::Broken,
+                format!("not used: {}", problem.problem),
+                Some(&problem.fix),
+            );
+            refused.push(problem.path.clone());
+        }
+        match registry.endpoints.first() {
+            Some(endpoint) => checks.push(
+                what,
+                Status::Ok,
+                format!(
+                    "running (pid {}, protocol {}, entry {})",
+                    endpoint.pid,
+                    endpoint.protocol_version,
+                    endpoint.entry.display()
+                ),
+                None,
+            ),
+            None if place.user_data.is_dir() => checks.push(
+                what,
+                Status::NotSetUp,
+                "no running Agent Host (sessions are listed from its catalog)",
+                None,
+            ),
+            // No such editor here.
+            None => {}
+        }
+    }
+    // The catalogs: every file the listing could not read, once each (the endpoint problems
+    // are said above).
+    let mut warnings = cross_agent_stores::Warnings::default();
+    let sessions = copilot::list(&places, &mut warnings);
+    for warning in warnings.items.iter().filter(|w| !refused.contains(&w.path)) {
+        checks.push(
+            format!("Copilot catalog ({})", warning.path.display()),
+            Status::Broken,
+            warning.message.clone(),
+            None,
+        );
+    }
+    if !places.places.is_empty() && places.places.iter().any(|p| p.user_data.is_dir()) {
+        checks.push(
+            "Copilot sessions",
+            Status::Ok,
+            format!("{} listed", sessions.len()),
+            None,
+        );
     }
 }
 

@@ -1,3 +1,4 @@
+mod copilot_sessions;
 mod daemon;
 mod database;
 mod decisions;

@@ -90,6 +90,12 @@ impl Store {
             .env_remove("CODEX_HOME")
             .env_remove("GROK_HOME")
             .env_remove("CROSS_AGENT_GROK_NAMES_DB")
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("COPILOT_HOME")
+            .env_remove("CROSS_AGENT_COPILOT_HOST_DB")
+            .env_remove("CROSS_AGENT_COPILOT_SESSION_DIR")
+            .env_remove("CROSS_AGENT_COPILOT_SDK_SESSION_DIR")
+            .env_remove("CROSS_AGENT_COPILOT_ENDPOINT_DIR")
             .env_remove("CROSS_AGENT_ACTIVE_WINDOW_MIN")
             .env_remove("CROSS_AGENT_NAME_SCAN_LIMIT")
             .env_remove("CROSS_AGENT_CODEX_SCAN_LIMIT")
@@ -138,7 +144,9 @@ fn json_lists_every_agent_newest_first_with_the_documented_fields() {
     let listing = store.json(&["sessions", "--json"]);
 
     let keys: Vec<&String> = listing.as_object().unwrap().keys().collect();
-    assert_eq!(keys, vec!["claude", "codex", "grok"]);
+    // Copilot has no session in this home: listed, empty. (The map read back sorts its keys.)
+    assert_eq!(keys, vec!["claude", "codex", "copilot", "grok"]);
+    assert_eq!(listing["copilot"], json!([]));
     assert_eq!(
         ids(&listing["claude"]),
         vec!["c-named", "c-dup-1", "c-dup-2", "c-plain"]

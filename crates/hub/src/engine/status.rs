@@ -34,6 +34,7 @@ impl Engine {
             AgentFilter::Claude => vec![Agent::Claude],
             AgentFilter::Codex => vec![Agent::Codex],
             AgentFilter::Grok => vec![Agent::Grok],
+            AgentFilter::Copilot => vec![Agent::Copilot],
             AgentFilter::Both => vec![Agent::Claude, Agent::Codex],
             AgentFilter::All => Agent::ALL.to_vec(),
         };
@@ -105,6 +106,7 @@ impl Engine {
                         .then(|| registry.live_session(&s.session_id))
                         .flatten()
                         .and_then(|e| e.status.clone()),
+                    copilot: s.copilot.as_deref().cloned(),
                 })
                 .collect();
             out.insert(agent.as_str().to_owned(), entries);
@@ -211,7 +213,9 @@ impl Engine {
         let ide_panels = self.ide_panels(&params.caller, &settings, &sessions, own);
         if let Some(cwd) = &cwd {
             let scope = params.scope.unwrap_or(settings.scope);
-            for agent in Agent::ALL {
+            // Copilot is never discovered (a send to it names its session, and this build does
+            // not carry one yet): no unaddressed send would reach a Copilot session.
+            for agent in Agent::ALL.into_iter().filter(|a| *a != Agent::Copilot) {
                 let pin = self.inner.admission.current_pin(agent, cwd)?;
                 let own = caller
                     .session_id

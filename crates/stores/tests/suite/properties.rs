@@ -270,7 +270,8 @@ proptest! {
 /// value parses to the same JSON.
 #[test]
 fn skimmer_agrees_with_serde_on_fixtures() {
-    for agent in Agent::ALL {
+    // The agents with JSON-lines transcripts (Copilot's catalog is SQLite).
+    for agent in [Agent::Claude, Agent::Codex, Agent::Grok] {
         for (path, bytes) in transcripts(agent) {
             for line in bytes.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
                 let value: serde_json::Value = serde_json::from_slice(line).unwrap();
