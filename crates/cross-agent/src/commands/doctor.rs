@@ -98,7 +98,7 @@ impl DoctorArgs {
         check_shims(&mut checks, &places, &this);
         check_hooks(&mut checks, &places);
         check_telegram(&mut checks);
-        check_copilot(&mut checks);
+        check_copilot_hosts(&mut checks);
         let broken = checks.0.iter().any(|c| c.status == Status::Broken);
         if self.json {
             bridge_client::print_json(&json!({"ok": !broken, "binary": this, "checks": checks.0}))?;
@@ -748,7 +748,7 @@ fn check_telegram(checks: &mut Checks) {
 /// per problem with its files — an endpoint entry or folder not owner-only or not the user's, a
 /// socket of another user, a catalog that is locked, cut short or not SQLite — naming the file
 /// and the fix. The connection token is never read into anything printed.
-fn check_copilot(checks: &mut Checks) {
+fn check_copilot_hosts(checks: &mut Checks) {
     use cross_agent_stores::copilot;
     let places = cross_agent_stores::StoreRoots::from_env().copilot;
     if let Some(problem) = &places.problem {
