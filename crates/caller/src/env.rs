@@ -45,6 +45,7 @@ const BASELINE: &[&str] = &[
     "CLAUDE_CONFIG_DIR",
     "CODEX_HOME",
     "GROK_HOME",
+    "COPILOT_HOME",
 ];
 
 /// Baseline families: `LC_*` (locale) and `XDG_*` (state roots).

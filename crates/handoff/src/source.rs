@@ -44,14 +44,21 @@ impl Family {
         }
     }
 
-    fn of(agent: Agent) -> Family {
+    /// The family of a transcript agent; Copilot's sessions have no transcript a handoff
+    /// reads in this build.
+    fn of(agent: Agent) -> Option<Family> {
         match agent {
-            Agent::Claude => Family::Claude,
-            Agent::Codex => Family::Codex,
-            Agent::Grok => Family::Grok,
+            Agent::Claude => Some(Family::Claude),
+            Agent::Codex => Some(Family::Codex),
+            Agent::Grok => Some(Family::Grok),
+            Agent::Copilot => None,
         }
     }
 }
+
+/// The agents whose sessions a handoff reads from their transcripts (Copilot's are not read in
+/// this build).
+const TRANSCRIPT_AGENTS: [Agent; 3] = [Agent::Claude, Agent::Codex, Agent::Grok];
 
 /// One session, read whole.
 #[derive(Debug, Clone)]
@@ -120,12 +127,12 @@ pub fn locate(stores: &Stores, id: &str, warnings: &mut Warnings) -> Result<Sour
         &ScanOptions {
             cache_file: stores.cache_file.clone(),
             refresh: Default::default(),
-            agents: Agent::ALL.to_vec(),
+            agents: TRANSCRIPT_AGENTS.to_vec(),
         },
     );
     warnings.items.extend(listing.warnings);
     let Some(session) = listing.sessions.into_iter().find(|s| s.session_id == id) else {
-        let mut looked: Vec<String> = Agent::ALL
+        let mut looked: Vec<String> = TRANSCRIPT_AGENTS
             .iter()
             .filter_map(|a| stores.roots.root(*a).map(|r| r.display().to_string()))
             .collect();
@@ -147,8 +154,14 @@ pub fn locate(stores: &Stores, id: &str, warnings: &mut Warnings) -> Result<Sour
             source,
         }
     })?;
+    let Some(family) = Family::of(session.agent) else {
+        return Err(HandoffError::SessionNotFound {
+            id: id.to_owned(),
+            looked: "the Claude Code, Codex and Grok stores".to_owned(),
+        });
+    };
     Ok(SourceSession {
-        family: Family::of(session.agent),
+        family,
         session_id: session.session_id,
         title: session.title,
         cwd: session.cwd,
@@ -167,12 +180,18 @@ pub fn read_transcript(
     cwd: Option<PathBuf>,
     warnings: &mut Warnings,
 ) -> Result<SourceSession> {
+    let Some(family) = Family::of(agent) else {
+        return Err(HandoffError::SessionNotFound {
+            id: session_id.to_owned(),
+            looked: "the Claude Code, Codex and Grok stores".to_owned(),
+        });
+    };
     let transcript = read_turns(agent, path, warnings).map_err(|source| HandoffError::Store {
         id: session_id.to_owned(),
         source,
     })?;
     Ok(SourceSession {
-        family: Family::of(agent),
+        family,
         session_id: session_id.to_owned(),
         title: None,
         cwd,

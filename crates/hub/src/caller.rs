@@ -129,7 +129,7 @@ pub fn identify(context: &CallerContext, turns: &[StartedTurn]) -> Caller {
     if let Some(turn) = by_thread.or(by_pid) {
         let session_id = match turn.agent {
             Agent::Codex => codex_thread.clone().or_else(|| turn.session_id.clone()),
-            Agent::Claude | Agent::Grok => turn.session_id.clone(),
+            Agent::Claude | Agent::Grok | Agent::Copilot => turn.session_id.clone(),
         };
         return Caller {
             agent: Some(turn.agent),
@@ -144,8 +144,19 @@ pub fn identify(context: &CallerContext, turns: &[StartedTurn]) -> Caller {
     }
 
     // 2. The agent.
-    let self_session = context.self_session.as_deref().and_then(parse_self_session);
-    let forced = context.self_agent.as_deref().and_then(Agent::parse);
+    // Copilot is not identified as a caller in this build (its SDK session is not yet mapped
+    // to an editor session): a setting naming it is as if unset.
+    let not_copilot = |agent: &Agent| *agent != Agent::Copilot;
+    let self_session = context
+        .self_session
+        .as_deref()
+        .and_then(parse_self_session)
+        .filter(|(agent, _)| not_copilot(agent));
+    let forced = context
+        .self_agent
+        .as_deref()
+        .and_then(Agent::parse)
+        .filter(not_copilot);
     let (agent, agent_how) = if let Some(agent) = forced {
         (Some(agent), var::SELF)
     } else if let Some(agent) = context.client_name.as_deref().and_then(agent_of_name) {
@@ -182,7 +193,7 @@ pub fn identify(context: &CallerContext, turns: &[StartedTurn]) -> Caller {
         Some(Agent::Grok) => non_blank(context.grok_session_id.as_ref())
             .map(|id| (id, "GROK_SESSION_ID"))
             .or_else(|| from_self_session(Agent::Grok)),
-        None => None,
+        Some(Agent::Copilot) | None => None,
     };
     let how = match &session {
         Some((_, session_how)) => format!("agent from {agent_how}, session from {session_how}"),

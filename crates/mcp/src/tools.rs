@@ -224,7 +224,7 @@ fn send_description(agent: Agent) -> String {
     let product = agent.product_name();
     let noun = match agent {
         Agent::Codex => "thread",
-        Agent::Claude | Agent::Grok => "session",
+        Agent::Claude | Agent::Grok | Agent::Copilot => "session",
     };
     let same_agent = match agent {
         Agent::Codex => "Reaching another Codex thread from Codex needs an explicit session_id.",
@@ -233,6 +233,10 @@ fn send_description(agent: Agent) -> String {
         }
         Agent::Grok => {
             "Reaching another Grok session from Grok needs session_id or allow_same_agent."
+        }
+        // No send_to_copilot tool is listed in this build; its description is ready for it.
+        Agent::Copilot => {
+            "Reaching another Copilot session from Copilot needs an explicit session_id."
         }
     };
     format!(

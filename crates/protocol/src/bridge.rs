@@ -184,6 +184,9 @@ pub enum RefusalReason {
     /// `CROSS_AGENT_UI_HOOK=require` and the send needs a panel that cannot be found: it names no
     /// session, or asks for a new conversation.
     UiHookRequire,
+    /// The target agent cannot be sent to by this build (Copilot, until its Agent Host carrier
+    /// is in).
+    NotAvailable,
 }
 
 /// A session offered as a candidate in a refusal.
@@ -228,6 +231,7 @@ pub enum AgentFilter {
     Claude,
     Codex,
     Grok,
+    Copilot,
     // Claude and Codex. A plain comment: a documented variant would turn the schema's `enum`
     // into a `oneOf`.
     Both,
@@ -300,6 +304,35 @@ pub struct SessionEntry {
     /// That process's own status in the registry: `busy` or `idle`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub registry_status: Option<String>,
+    /// What only a Copilot session has (absent for the other agents).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copilot: Option<CopilotDetails>,
+}
+
+/// A Copilot session's own facts, as VS Code's Agent Host catalog records them
+/// (`docs/observed/copilot.md` §4). The session's editor UUID is its `session_id`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct CopilotDetails {
+    /// The host's session URI as the catalog holds it (`copilotcli:/<uuid>` or
+    /// `ahp-session:/<uuid>`): opaque, never rebuilt.
+    pub session_uri: String,
+    /// Every working directory the session records (`cwd` is the first).
+    #[serde(default)]
+    pub working_directories: Vec<String>,
+    /// Archived in the editor.
+    #[serde(default)]
+    pub archived: bool,
+    /// The URI of the session's default chat, when the catalog knows it (a live host does).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_chat: Option<String>,
+    /// The Copilot SDK session backing the default chat (`defaultChatProviderData`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sdk_session_id: Option<String>,
+    /// The editor's user-data directory the session belongs to.
+    pub user_data_dir: String,
+    /// A running Agent Host publishes an endpoint for that user-data directory.
+    #[serde(default)]
+    pub live: bool,
 }
 
 /// Sessions keyed by agent name (`{"claude": [...], "codex": [...], "grok": [...]}`).
@@ -351,6 +384,9 @@ pub struct IndexedSession {
     pub last_activity: Option<i64>,
     pub is_working: bool,
     pub path: String,
+    /// What only a Copilot session has.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copilot: Option<CopilotDetails>,
 }
 
 /// The sessions asked for, newest first. With `resolve`: the one session it resolved to and

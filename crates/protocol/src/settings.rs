@@ -59,6 +59,15 @@ pub const REAL_GROK: &str = "CROSS_AGENT_REAL_GROK";
 pub const HOME: &str = "CROSS_AGENT_HOME";
 /// Where Grok GUI tab names are read from, instead of Grok's own database.
 pub const GROK_NAMES_DB: &str = "CROSS_AGENT_GROK_NAMES_DB";
+/// VS Code Agent Host catalogs (`agent-host.db`) to read Copilot sessions from, `:`-separated;
+/// entry `i` of each `CROSS_AGENT_COPILOT_*` list describes the same editor.
+pub const COPILOT_HOST_DB: &str = "CROSS_AGENT_COPILOT_HOST_DB";
+/// The editors' `agentSessionData` folders (one `<session>/session.db` each), `:`-separated.
+pub const COPILOT_SESSION_DIR: &str = "CROSS_AGENT_COPILOT_SESSION_DIR";
+/// The Copilot SDK's `session-state` folders (`<sdk session>/events.jsonl`), `:`-separated.
+pub const COPILOT_SDK_SESSION_DIR: &str = "CROSS_AGENT_COPILOT_SDK_SESSION_DIR";
+/// The Agent Host endpoint registries (`agent-host/local-endpoint/entries`), `:`-separated.
+pub const COPILOT_ENDPOINT_DIR: &str = "CROSS_AGENT_COPILOT_ENDPOINT_DIR";
 /// The program started as the daemon (tests point it at the built binary).
 pub const DAEMON_BIN: &str = "CROSS_AGENT_DAEMON_BIN";
 /// Set in a successor daemon's environment: bind over the live socket instead of refusing it.

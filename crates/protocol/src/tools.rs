@@ -172,7 +172,7 @@ send_args!(
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListAgentSessionsArgs {
-    /// `claude`, `codex`, `grok`, `both` (Claude and Codex) or `all`.
+    /// `claude`, `codex`, `grok`, `copilot`, `both` (Claude and Codex) or `all`.
     #[serde(default, deserialize_with = "lenient::agent_filter")]
     pub agent: AgentFilter,
     /// Which sessions to list: `cwd` = the directory and its subdirectories, `tree` = also its
@@ -551,7 +551,7 @@ mod lenient {
         }
     }
 
-    /// `claude`, `codex`, `grok`, `both` or `all`, in any case; `null` or empty is `all`.
+    /// `claude`, `codex`, `grok`, `copilot`, `both` or `all`, in any case; `null` or empty is `all`.
     pub fn agent_filter<'de, D: Deserializer<'de>>(
         deserializer: D,
     ) -> Result<AgentFilter, D::Error> {
@@ -560,9 +560,10 @@ mod lenient {
             Some("claude") => Ok(AgentFilter::Claude),
             Some("codex") => Ok(AgentFilter::Codex),
             Some("grok") => Ok(AgentFilter::Grok),
+            Some("copilot") => Ok(AgentFilter::Copilot),
             Some("both") => Ok(AgentFilter::Both),
             Some(other) => Err(D::Error::custom(format!(
-                "is `{other}`; use claude, codex, grok, both or all"
+                "is `{other}`; use claude, codex, grok, copilot, both or all"
             ))),
         }
     }
@@ -578,11 +579,12 @@ mod lenient {
         }
     }
 
-    /// `claude`, `codex` or `grok`, in any case.
+    /// `claude`, `codex`, `grok` or `copilot`, in any case.
     pub fn agent<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Agent, D::Error> {
         let text = text(deserializer)?.unwrap_or_default();
-        Agent::parse(&text)
-            .ok_or_else(|| D::Error::custom(format!("is `{text}`; use claude, codex or grok")))
+        Agent::parse(&text).ok_or_else(|| {
+            D::Error::custom(format!("is `{text}`; use claude, codex, grok or copilot"))
+        })
     }
 }
 

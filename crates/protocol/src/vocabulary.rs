@@ -30,16 +30,20 @@ pub enum Agent {
     Claude,
     Codex,
     Grok,
+    // GitHub Copilot in VS Code, through the editor's Agent Host. A plain comment: a documented
+    // variant would turn the schema's `enum` into a `oneOf`.
+    Copilot,
 }
 
 impl Agent {
-    pub const ALL: [Agent; 3] = [Agent::Claude, Agent::Codex, Agent::Grok];
+    pub const ALL: [Agent; 4] = [Agent::Claude, Agent::Codex, Agent::Grok, Agent::Copilot];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Agent::Claude => "claude",
             Agent::Codex => "codex",
             Agent::Grok => "grok",
+            Agent::Copilot => "copilot",
         }
     }
 
@@ -49,6 +53,7 @@ impl Agent {
             Agent::Claude => "Claude Code",
             Agent::Codex => "Codex",
             Agent::Grok => "Grok Build",
+            Agent::Copilot => "GitHub Copilot",
         }
     }
 
@@ -58,10 +63,11 @@ impl Agent {
             Agent::Claude => "send_to_claude",
             Agent::Codex => "send_to_codex",
             Agent::Grok => "send_to_grok",
+            Agent::Copilot => "send_to_copilot",
         }
     }
 
-    /// `claude`, `codex` or `grok`, in any case, surrounding blanks ignored.
+    /// `claude`, `codex`, `grok` or `copilot`, in any case, surrounding blanks ignored.
     pub fn parse(text: &str) -> Option<Agent> {
         Agent::ALL
             .into_iter()
@@ -82,7 +88,7 @@ impl FromStr for Agent {
         Agent::parse(text).ok_or_else(|| UnknownValue {
             what: "an agent",
             value: text.to_owned(),
-            expected: "claude, codex or grok",
+            expected: "claude, codex, grok or copilot",
         })
     }
 }

@@ -23,6 +23,8 @@ pub fn adapter_for(agent: Agent, raw_args: &[OsString], now_ms: u64) -> Box<dyn 
         Agent::Claude => Box::new(ClaudeAdapter::new(&args, cwd, now_ms)),
         Agent::Codex => Box::new(CodexAdapter::new(raw_args).with_default_cwd(cwd)),
         Agent::Grok => Box::new(GrokAdapter::new(raw_args)),
+        // No shim runs Copilot (it lives in VS Code's Agent Host); bytes would only pass.
+        Agent::Copilot => Box::new(PassThrough { agent }),
     }
 }
 

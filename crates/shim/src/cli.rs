@@ -80,6 +80,13 @@ fn run_agent(agent: Agent, args: &[OsString]) -> ExitCode {
         Agent::Claude => real_binary::claude(args, &env),
         Agent::Codex => real_binary::codex(args, &env),
         Agent::Grok => real_binary::grok(args, &env),
+        Agent::Copilot => {
+            eprintln!(
+                "cross-agent shim copilot: there is no Copilot shim; Copilot runs in VS Code's \
+                 Agent Host"
+            );
+            return ExitCode::from(2);
+        }
     };
     let real: RealCommand = match real {
         Ok(real) => real,

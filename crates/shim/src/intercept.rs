@@ -23,6 +23,7 @@ pub fn is_panel_call(agent: Agent, args: &[OsString]) -> bool {
         Agent::Claude => claude(&args),
         Agent::Codex => codex(&args),
         Agent::Grok => grok(&args),
+        Agent::Copilot => false,
     }
 }
 

@@ -284,6 +284,7 @@ impl TranscriptFold for ClaudeFold {
             last_activity: self.last_activity,
             is_working: self.pending_tool_use,
             path: path.to_path_buf(),
+            copilot: None,
         })
     }
 }

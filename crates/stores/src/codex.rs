@@ -249,6 +249,7 @@ impl TranscriptFold for CodexFold {
             last_activity: self.last_activity,
             is_working: self.turn_open,
             path: path.to_path_buf(),
+            copilot: None,
         })
     }
 }

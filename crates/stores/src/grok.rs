@@ -439,6 +439,7 @@ impl TranscriptFold for GrokFold {
             last_activity,
             is_working: self.turn_open,
             path: dir.to_path_buf(),
+            copilot: None,
         })
     }
 

@@ -159,11 +159,14 @@ impl FoldKind {
         }
     }
 
-    fn of(agent: Agent) -> FoldKind {
+    /// The fold of `agent`'s transcripts; none for Copilot, whose catalog is SQLite read whole
+    /// at each walk (`crate::copilot`).
+    fn of(agent: Agent) -> Option<FoldKind> {
         match agent {
-            Agent::Claude => FoldKind::Claude,
-            Agent::Codex => FoldKind::Codex,
-            Agent::Grok => FoldKind::Grok,
+            Agent::Claude => Some(FoldKind::Claude),
+            Agent::Codex => Some(FoldKind::Codex),
+            Agent::Grok => Some(FoldKind::Grok),
+            Agent::Copilot => None,
         }
     }
 }

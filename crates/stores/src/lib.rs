@@ -1,5 +1,6 @@
-//! Read-only readers of every agent's own session store (Claude Code, Codex, Grok Build) into one
-//! model. The agents' files are the source of truth and are never written.
+//! Read-only readers of every agent's own session store (Claude Code, Codex, Grok Build, Copilot
+//! in VS Code's Agent Host) into one model. The agents' files are the source of truth and are
+//! never written.
 //!
 //! - [`roots`]: where each store is, and the (size, mtime) stamps discovery lists without reading;
 //! - [`lines`]: reading complete lines from a byte offset, so a fold resumes where it stopped;
@@ -12,11 +13,14 @@
 //! - [`turns`]: one session's turns, messages, tool calls and results, for recovering answers.
 //! - [`foreign`]: Cursor and Antigravity sessions, read into the same turns for handoff briefs.
 //! - [`codex_config`]: the variable Codex's selected model provider reads its key from.
+//! - [`copilot`]: GitHub Copilot's sessions in VS Code's Agent Host: the endpoint registry,
+//!   the on-disk catalog, the SDK's events.
 
 pub mod claude;
 pub mod claude_registry;
 pub mod codex;
 pub mod codex_config;
+pub mod copilot;
 pub mod error;
 pub mod foreign;
 pub mod grok;

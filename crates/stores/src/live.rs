@@ -68,7 +68,7 @@ pub struct LiveScanner {
     /// Changes counted per agent (by [`agent_slot`]): by the watcher's thread for each
     /// notification, by [`LiveScanner::mark_stale`]. A generation is current while the count it
     /// was walked at is still the count.
-    changes: Arc<[AtomicU64; 3]>,
+    changes: Arc<[AtomicU64; SLOTS]>,
     /// The walks: one at a time, and no request waits on this lock unless it must see a change.
     walker: Mutex<Walker>,
     /// The generations requests read: held only to swap one in or to clone its `Arc` out.
@@ -83,7 +83,7 @@ struct Walker {
     scanner: Scanner,
     watch: Option<Watch>,
     /// When each agent's held generation was walked.
-    walked: [Option<Instant>; 3],
+    walked: [Option<Instant>; SLOTS],
 }
 
 /// The generations lent to requests, and what tells whether they are current.
@@ -94,9 +94,9 @@ struct Shown {
     /// The folders that did not exist when the watch began: one appearing sends a request to
     /// the walk lock, which re-arms the watch.
     missing: Arc<[PathBuf]>,
-    held: [Option<Arc<Held>>; 3],
+    held: [Option<Arc<Held>>; SLOTS],
     /// The change count each generation was walked at.
-    seen: [u64; 3],
+    seen: [u64; SLOTS],
 }
 
 /// One agent's listing as last walked: a generation, never changed once shown.
@@ -197,7 +197,7 @@ impl LiveScanner {
             walker: Mutex::new(Walker {
                 scanner: Scanner::new(options),
                 watch: None,
-                walked: [None; 3],
+                walked: [None; SLOTS],
             }),
             shown: Mutex::new(Shown::default()),
             serial: Mutex::new(()),
@@ -456,11 +456,11 @@ impl LiveScanner {
                 count.fetch_add(1, Ordering::SeqCst);
             }
         } else {
-            walker.walked = [None; 3];
+            walker.walked = [None; SLOTS];
         }
         let mut shown = self.shown.lock();
         if !same_roots {
-            shown.held = [None, None, None];
+            shown.held = Default::default();
         }
         shown.roots = Some(roots.clone());
         shown.missing = watch.missing.clone().into();
@@ -469,12 +469,16 @@ impl LiveScanner {
     }
 }
 
+/// How many per-agent slots there are: one per agent.
+const SLOTS: usize = Agent::ALL.len();
+
 /// The index of an agent's slot in per-agent arrays.
 fn agent_slot(agent: Agent) -> usize {
     match agent {
         Agent::Claude => 0,
         Agent::Codex => 1,
         Agent::Grok => 2,
+        Agent::Copilot => 3,
     }
 }
 
@@ -514,12 +518,47 @@ fn watched_places(roots: &StoreRoots) -> Vec<Watched> {
     for db in &roots.grok_names_dbs {
         places.extend(files(Agent::Grok, db));
     }
+    for place in &roots.copilot.places {
+        // The host catalog beside other extensions' storage: only its own files, the journal
+        // (whose appearing and going is a write) included.
+        if let Some(db) = place.host_db.as_deref()
+            && let Some(mut watched) = files(Agent::Copilot, db)
+        {
+            let mut journal = db.as_os_str().to_owned();
+            journal.push("-journal");
+            watched
+                .names
+                .extend(PathBuf::from(journal).file_name().map(|n| n.to_owned()));
+            places.push(watched);
+        }
+        // The session databases, the SDK's events and the endpoint registry (a host starting
+        // or stopping) with everything below them.
+        for dir in [
+            place.session_dir.as_deref(),
+            place.sdk_session_dir.as_deref(),
+            place.endpoint_dir.as_deref(),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            if !places
+                .iter()
+                .any(|p: &Watched| p.recursive && dir.starts_with(&p.path))
+            {
+                places.push(tree(Agent::Copilot, dir.to_path_buf()));
+            }
+        }
+    }
     places
 }
 
 /// Starts watching `roots`. A place that does not exist, or that cannot be watched, is left to
 /// the re-walk; one that does not exist re-arms the watch when it appears.
-fn start_watch(roots: &StoreRoots, notifications: bool, changes: &Arc<[AtomicU64; 3]>) -> Watch {
+fn start_watch(
+    roots: &StoreRoots,
+    notifications: bool,
+    changes: &Arc<[AtomicU64; SLOTS]>,
+) -> Watch {
     let places = Arc::new(watched_places(roots));
     let handler = {
         let changes = Arc::clone(changes);

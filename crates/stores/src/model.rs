@@ -36,9 +36,16 @@ pub struct Session {
     pub last_activity: Option<UnixMillis>,
     /// A turn is running (e.g. Claude's last assistant record stopped on `tool_use`).
     pub is_working: bool,
-    /// The transcript (or, for Grok, the session folder) this was read from.
+    /// The transcript (or, for Grok, the session folder; for Copilot, the session's
+    /// `session.db` or the host catalog) this was read from.
     pub path: PathBuf,
+    /// What only a Copilot session has (boxed: the other agents' 22,000 sessions pay a pointer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copilot: Option<Box<CopilotDetails>>,
 }
+
+/// A Copilot session's own facts: the protocol's type.
+pub use cross_agent_protocol::bridge::CopilotDetails;
 
 /// Something wrong with one file or line that was skipped; the rest of the listing goes on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -154,6 +161,7 @@ impl From<&Session> for cross_agent_protocol::bridge::IndexedSession {
             last_activity: s.last_activity.map(|t| t.0),
             is_working: s.is_working,
             path: s.path.to_string_lossy().into_owned(),
+            copilot: s.copilot.as_deref().cloned(),
         }
     }
 }
@@ -170,6 +178,7 @@ impl From<cross_agent_protocol::bridge::IndexedSession> for Session {
             last_activity: s.last_activity.map(UnixMillis),
             is_working: s.is_working,
             path: PathBuf::from(s.path),
+            copilot: s.copilot.map(Box::new),
         }
     }
 }

@@ -17,7 +17,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::claude_registry::{Registry, RegistryEntry};
-use crate::model::{Agent, Session, UnixMillis};
+use crate::model::{Agent, CopilotDetails, Session, UnixMillis};
 use crate::resolve::ActiveWindow;
 
 /// One session as `--json` shows it: the fields of the protocol's `SessionEntry` but
@@ -39,6 +39,9 @@ pub struct SessionView<'a> {
     pub registry_name: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub registry_status: Option<&'a str>,
+    /// A Copilot session's own facts (absent for the other agents).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub copilot: Option<&'a CopilotDetails>,
 }
 
 impl<'a> SessionView<'a> {
@@ -58,6 +61,7 @@ impl<'a> SessionView<'a> {
             path: s.path.to_string_lossy(),
             registry_name: None,
             registry_status: None,
+            copilot: s.copilot.as_deref(),
         }
     }
 
@@ -302,6 +306,7 @@ mod tests {
             last_activity: (n % 5 != 0).then_some(UnixMillis(1_796_000_000_000 - n * 3_600_000)),
             is_working: n % 3 == 0,
             path: PathBuf::from(format!("/h/.claude/projects/p/s-{n}.jsonl")),
+            copilot: None,
         }
     }
 

@@ -76,19 +76,31 @@ pub fn dir_relation(session_cwd: &Path, cwd: &Path) -> Option<DirRelation> {
 /// The rank of `session` under `scope` (lower is better), or `None` when the scope does not
 /// admit it. Under `any` every session ranks the same, so recency alone orders them.
 pub fn scope_rank(scope: Scope, session: &Session, cwd: &Path) -> Option<u8> {
-    match scope {
+    let rank = |dir: &Path| match scope {
         Scope::Any => Some(0),
-        Scope::Cwd => match dir_relation(session.cwd.as_deref()?, cwd)? {
+        Scope::Cwd => match dir_relation(dir, cwd)? {
             DirRelation::Exact => Some(0),
             DirRelation::Subdirectory => Some(1),
             DirRelation::Parent => None,
         },
-        Scope::Tree => match dir_relation(session.cwd.as_deref()?, cwd)? {
+        Scope::Tree => match dir_relation(dir, cwd)? {
             DirRelation::Exact => Some(0),
             DirRelation::Subdirectory => Some(1),
             DirRelation::Parent => Some(2),
         },
+    };
+    if scope == Scope::Any {
+        return Some(0);
     }
+    let own = session.cwd.as_deref().and_then(rank);
+    // A Copilot session may work in several folders: the best of them counts.
+    let others = session.copilot.iter().flat_map(|details| {
+        details
+            .working_directories
+            .iter()
+            .filter_map(|dir| rank(Path::new(dir)))
+    });
+    own.into_iter().chain(others).min()
 }
 
 /// The sessions of `agent` that `scope` admits, best first: directory rank, then most recent

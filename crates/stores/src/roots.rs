@@ -13,6 +13,7 @@ use std::time::UNIX_EPOCH;
 use cross_agent_protocol::settings as var;
 use serde::{Deserialize, Serialize};
 
+use crate::copilot::CopilotPlaces;
 use crate::model::Agent;
 
 /// The roots of the three agents' own stores. `None` means that agent's store is not looked at.
@@ -31,6 +32,10 @@ pub struct StoreRoots {
     /// True when `grok_names_dbs` came from `CROSS_AGENT_GROK_NAMES_DB`: a missing file is then
     /// worth a warning, while a missing default location just means no VS Code here.
     pub grok_names_dbs_explicit: bool,
+    /// Where VS Code's Agent Host keeps Copilot's sessions: the `CROSS_AGENT_COPILOT_*` lists,
+    /// else VS Code Stable's and Insiders' user-data folders (see [`crate::copilot::places`]).
+    #[serde(default)]
+    pub copilot: CopilotPlaces,
 }
 
 impl StoreRoots {
@@ -70,12 +75,14 @@ impl StoreRoots {
             _ => (home.map(default_vscdb_paths).unwrap_or_default(), false),
         };
 
+        let copilot = CopilotPlaces::from_vars(home, &var);
         StoreRoots {
             claude_config,
             codex_home,
             grok_home,
             grok_names_dbs,
             grok_names_dbs_explicit,
+            copilot,
         }
     }
 
@@ -87,6 +94,7 @@ impl StoreRoots {
             grok_home: Some(home.join(".grok")),
             grok_names_dbs: default_vscdb_paths(home),
             grok_names_dbs_explicit: false,
+            copilot: CopilotPlaces::under_home(home),
         }
     }
 
@@ -96,6 +104,8 @@ impl StoreRoots {
             Agent::Claude => self.claude_config.as_deref(),
             Agent::Codex => self.codex_home.as_deref(),
             Agent::Grok => self.grok_home.as_deref(),
+            // Copilot's sessions are spread over several editors' folders: see `copilot`.
+            Agent::Copilot => None,
         }
     }
 }

@@ -122,12 +122,9 @@ pub fn list_sessions(roots: &StoreRoots, options: &ScanOptions) -> Listing {
     timings.refresh += discovered;
 
     let started = Instant::now();
-    let sessions = named_sessions(
-        index.into_sessions(&agents),
-        &codex_names,
-        roots,
-        &mut warnings,
-    );
+    let mut sessions = index.into_sessions(&agents);
+    sessions.extend(copilot_sessions(roots, &agents, &mut warnings));
+    let sessions = named_sessions(sessions, &codex_names, roots, &mut warnings);
     timings.names += started.elapsed();
 
     Listing {
@@ -216,12 +213,9 @@ impl Scanner {
         timings.refresh += discovered;
 
         let started = Instant::now();
-        let sessions = named_sessions(
-            index.sessions_of(&agents),
-            &codex_names,
-            roots,
-            &mut warnings,
-        );
+        let mut sessions = index.sessions_of(&agents);
+        sessions.extend(copilot_sessions(roots, &agents, &mut warnings));
+        let sessions = named_sessions(sessions, &codex_names, roots, &mut warnings);
         timings.names += started.elapsed();
         self.index = Some(index);
 
@@ -232,6 +226,16 @@ impl Scanner {
             walk,
             timings,
         }
+    }
+}
+
+/// Copilot's sessions, when the listing covers Copilot: read from the editors' catalogs whole
+/// each time (a few small databases; the transcripts' index is not involved).
+fn copilot_sessions(roots: &StoreRoots, agents: &[Agent], warnings: &mut Warnings) -> Vec<Session> {
+    if agents.contains(&Agent::Copilot) {
+        crate::copilot::list(&roots.copilot, warnings)
+    } else {
+        Vec::new()
     }
 }
 
@@ -324,7 +328,7 @@ fn named_sessions(
         match session.agent {
             Agent::Codex => codex_names.apply(session),
             Agent::Grok => gui_names.apply(session),
-            Agent::Claude => {}
+            Agent::Claude | Agent::Copilot => {}
         }
     }
 

@@ -230,7 +230,7 @@ pub fn read_turns(agent: Agent, path: &Path, warnings: &mut Warnings) -> Result<
 pub fn answer_window(agent: Agent) -> u64 {
     match agent {
         Agent::Grok => 8 << 20,
-        Agent::Claude | Agent::Codex => 2 << 20,
+        Agent::Claude | Agent::Codex | Agent::Copilot => 2 << 20,
     }
 }
 
@@ -388,6 +388,8 @@ impl LineSink for TurnReader {
             Agent::Claude => self.claude_line(line),
             Agent::Codex => self.codex_line(line),
             Agent::Grok => self.grok_line(line),
+            // Copilot's SDK events are read by `crate::copilot::events`, not as turns.
+            Agent::Copilot => Ok(()),
         };
         if let Err(e) = result {
             warnings.push_line(at, LineProblem::NotJson, format!("not a JSON record: {e}"));

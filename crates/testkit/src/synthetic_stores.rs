@@ -4,7 +4,8 @@
 //! - **builders** for small hand-made sessions in a temp HOME ([`ClaudeTranscript`],
 //!   [`CodexRollout`], [`GrokSession`], [`codex_thread_name`]): each writes records in the shape
 //!   the real program writes (Claude Code 2.1.332 and Codex 0.171.0 as recorded in
-//!   `shared/observed/`; Grok Build from its public descriptions, as `stores::grok` documents);
+//!   `shared/observed/`; Grok Build from its public descriptions, as `stores::grok` documents;
+//!   Copilot's Agent Host files in [`copilot`], as `docs/observed/copilot.md` documents them);
 //! - a **generator** ([`generate`]) for whole stores of thousands of sessions with a size mix
 //!   from 2 KB to 50 MB, tool calls and results, `custom-title` records sprinkled through Claude
 //!   files (sometimes twice: the last one wins), Codex names in `session_index.jsonl`, and Grok
@@ -25,9 +26,11 @@ use anyhow::{Context, Result};
 use cross_agent_protocol::timestamp::UnixMillis;
 
 mod builders;
+pub mod copilot;
 mod generator;
 
 pub use builders::{ClaudeTranscript, CodexRollout, GrokSession, codex_thread_name};
+pub use copilot::{CopilotEditor, CopilotSessionDb, SdkEvents};
 pub use generator::{
     GENERATOR_VERSION, Generated, NamedSession, Rng, SyntheticSpec, ensure, generate,
 };

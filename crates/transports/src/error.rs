@@ -47,6 +47,19 @@ pub enum Error {
         limit: usize,
     },
 
+    /// The agent has no CLI cross-agent may start: Copilot lives in the editor's Agent Host,
+    /// and a turn reaches it only through that host, never through a command line.
+    #[error(
+        "no CLI is started for {agent} session {session}: {agent} sessions are reached only \
+         through the editor's Agent Host"
+    )]
+    NoCli {
+        /// The target agent.
+        agent: &'static str,
+        /// The target session, or `a new session`.
+        session: String,
+    },
+
     /// The session's directory does not exist (the CLI would not find the session from
     /// anywhere else).
     #[error("the {agent} session's directory {cwd} does not exist; the CLI must run from it")]

@@ -89,6 +89,15 @@ pub fn build(request: &TurnRequest) -> Result<CommandSpec> {
             },
         });
     }
+    if request.agent == Agent::Copilot {
+        return Err(Error::NoCli {
+            agent: request.agent.as_str(),
+            session: match &request.target {
+                Target::Resume { session_id } => session_id.clone(),
+                Target::New { .. } => "a new session".to_owned(),
+            },
+        });
+    }
     let settings = &request.settings;
     let model = settings.model(request.agent);
     let on_stdin = request.message.len() > MAX_ARGUMENT_BYTES;
@@ -104,6 +113,8 @@ pub fn build(request: &TurnRequest) -> Result<CommandSpec> {
         (_, false) => &["--", &request.message],
         (Agent::Codex, true) => &["-"],
         (Agent::Claude | Agent::Grok, true) => &[],
+        // Refused above; no arguments are made for it.
+        (Agent::Copilot, true) => &[],
     };
     let mut args: Vec<String> = Vec::new();
     let mut push = |items: &[&str]| args.extend(items.iter().map(|s| (*s).to_owned()));
@@ -167,6 +178,8 @@ pub fn build(request: &TurnRequest) -> Result<CommandSpec> {
                 push(&["--permission-mode", mode]);
             }
         }
+        // Refused above: Copilot has no CLI to run.
+        Agent::Copilot => {}
     }
     let mut env = request.child_env.clone();
     env.extend(

@@ -76,6 +76,8 @@ impl OutputParser {
                     self.grok_event(&value);
                 }
             }
+            // No CLI runs for Copilot, so there is no output of its to parse.
+            Agent::Copilot => {}
         }
     }
 

@@ -75,6 +75,7 @@ impl TurnSettings {
             Agent::Claude => self.claude_bin.as_deref(),
             Agent::Codex => self.codex_bin.as_deref(),
             Agent::Grok => self.grok_bin.as_deref(),
+            Agent::Copilot => None,
         }
     }
 
@@ -84,6 +85,7 @@ impl TurnSettings {
             Agent::Claude => self.claude_model.as_deref(),
             Agent::Codex => self.codex_model.as_deref(),
             Agent::Grok => self.grok_model.as_deref(),
+            Agent::Copilot => None,
         }
     }
 }

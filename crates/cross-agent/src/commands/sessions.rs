@@ -99,6 +99,7 @@ enum AgentChoice {
     Claude,
     Codex,
     Grok,
+    Copilot,
     All,
 }
 
@@ -108,6 +109,7 @@ impl AgentChoice {
             AgentChoice::Claude => vec![Agent::Claude],
             AgentChoice::Codex => vec![Agent::Codex],
             AgentChoice::Grok => vec![Agent::Grok],
+            AgentChoice::Copilot => vec![Agent::Copilot],
             AgentChoice::All => Agent::ALL.to_vec(),
         }
     }
@@ -246,12 +248,20 @@ fn not_served(error: IpcError, what: &str) -> String {
 /// The caller as the index needs it: only where the stores are (`HOME` and the variables that
 /// move a store), not the whole environment and process ancestry a send carries.
 fn index_caller() -> CallerContext {
-    const STORE_VARS: [&str; 5] = [
+    use cross_agent_protocol::settings as var;
+    const STORE_VARS: [&str; 11] = [
         "HOME",
         "CLAUDE_CONFIG_DIR",
         "CODEX_HOME",
         "GROK_HOME",
-        cross_agent_protocol::settings::GROK_NAMES_DB,
+        var::GROK_NAMES_DB,
+        // Where VS Code keeps its user data, and Copilot's SDK its sessions.
+        "XDG_CONFIG_HOME",
+        "COPILOT_HOME",
+        var::COPILOT_HOST_DB,
+        var::COPILOT_SESSION_DIR,
+        var::COPILOT_SDK_SESSION_DIR,
+        var::COPILOT_ENDPOINT_DIR,
     ];
     CallerContext {
         child_env: STORE_VARS
@@ -740,6 +750,16 @@ fn flags(s: &Session, window: ActiveWindow, now: UnixMillis, live: &LiveClaude) 
             entry.status.as_deref().unwrap_or("?")
         ));
     }
+    // A Copilot session: archived in the editor, and whether a running Agent Host serves its
+    // editor.
+    if let Some(copilot) = s.copilot.as_deref() {
+        if copilot.archived {
+            flags.push("archived".to_owned());
+        }
+        if copilot.live {
+            flags.push("host-live".to_owned());
+        }
+    }
     if flags.is_empty() {
         "-".to_owned()
     } else {
@@ -768,6 +788,7 @@ mod tests {
             last_activity: Some(UnixMillis(1_796_000_000_000)),
             is_working: true,
             path: PathBuf::from("/home/u/.claude/projects/p/s-1.jsonl"),
+            copilot: None,
         };
         let now = UnixMillis(1_796_000_060_000);
         let printed =

@@ -187,6 +187,7 @@ impl Bridge {
             Agent::Claude => AgentFilter::Claude,
             Agent::Codex => AgentFilter::Codex,
             Agent::Grok => AgentFilter::Grok,
+            Agent::Copilot => AgentFilter::Copilot,
         };
         let listed: ListSessionsResponse = self
             .conn

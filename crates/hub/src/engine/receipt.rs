@@ -425,7 +425,7 @@ fn transcript_of(params: &SendParams, resolved: &Resolved) -> Option<PathBuf> {
                     .join(format!("{id}.jsonl")),
             )
         }
-        Agent::Codex | Agent::Grok => None,
+        Agent::Codex | Agent::Grok | Agent::Copilot => None,
     })
 }
 

@@ -98,6 +98,7 @@ impl Admission {
             settings: &settings,
             explicit: non_blank(params.session_id.as_deref()),
         };
+        agent_available(agent)?;
         settings_readable(&settings)?;
         arguments_valid(&request)?;
         explicit_target_given(&request)?;
@@ -300,6 +301,23 @@ fn some_route_left(settings: &CallSettings) -> Guard {
     ))
 }
 
+/// Copilot is listed but not yet sent to: refused before anything is looked up, and never a
+/// CLI started for it.
+fn agent_available(agent: Agent) -> Guard {
+    match agent {
+        Agent::Claude | Agent::Codex | Agent::Grok => Ok(()),
+        Agent::Copilot => Err(refusal(
+            RefusalReason::NotAvailable,
+            "sending to Copilot is not available in this build yet: its sessions are listed \
+             (list_agent_sessions, cross-agent sessions --agent copilot), but a message reaches \
+             them only through VS Code's Agent Host, which this build does not connect to. \
+             Nothing was sent, queued or spent"
+                .to_owned(),
+            json!({"target_agent": agent}),
+        )),
+    }
+}
+
 /// The self-call guard: the peer tools cross from one product to another, so a call into the
 /// caller's own agent must name its session (or, for Claude and Grok, say it means it).
 fn not_the_same_agent(request: &Request<'_>, caller: &Caller) -> Guard {
@@ -310,7 +328,7 @@ fn not_the_same_agent(request: &Request<'_>, caller: &Caller) -> Guard {
     }
     let allowed = match agent {
         Agent::Claude | Agent::Grok => request.explicit.is_some() || params.allow_same_agent,
-        Agent::Codex => request.explicit.is_some(),
+        Agent::Codex | Agent::Copilot => request.explicit.is_some(),
     };
     if allowed {
         return Ok(());
@@ -325,6 +343,7 @@ fn not_the_same_agent(request: &Request<'_>, caller: &Caller) -> Guard {
             "name the session with session_id, or pass allow_same_agent=true"
         }
         Agent::Codex => "name the thread with session_id (send_to_codex has no allow_same_agent)",
+        Agent::Copilot => "name the session with session_id",
     };
     Err(refusal(
         RefusalReason::SelfCall,

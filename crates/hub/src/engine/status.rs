@@ -34,6 +34,7 @@ impl Engine {
             AgentFilter::Claude => vec![Agent::Claude],
             AgentFilter::Codex => vec![Agent::Codex],
             AgentFilter::Grok => vec![Agent::Grok],
+            AgentFilter::Copilot => vec![Agent::Copilot],
             AgentFilter::Both => vec![Agent::Claude, Agent::Codex],
             AgentFilter::All => Agent::ALL.to_vec(),
         };
@@ -105,6 +106,7 @@ impl Engine {
                         .then(|| registry.live_session(&s.session_id))
                         .flatten()
                         .and_then(|e| e.status.clone()),
+                    copilot: s.copilot.as_deref().cloned(),
                 })
                 .collect();
             out.insert(agent.as_str().to_owned(), entries);

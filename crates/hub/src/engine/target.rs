@@ -232,7 +232,7 @@ impl Lookout<'_> {
             selected_by: TargetSelectedBy::NewSession,
             session_id: match agent {
                 Agent::Claude | Agent::Grok => Some(uuid::Uuid::new_v4().to_string()),
-                Agent::Codex => None,
+                Agent::Codex | Agent::Copilot => None,
             },
             cwd: self.query.cwd.to_owned(),
             title: None,

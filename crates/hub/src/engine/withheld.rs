@@ -46,7 +46,7 @@ pub(super) fn withheld_hint(agent: Agent, detail: &str, stderr: &str, job: &Job)
         Agent::Codex => {
             codex_provider_key(job).filter(|key| withheld.contains(&key.env_key.as_str()))
         }
-        Agent::Claude | Agent::Grok => None,
+        Agent::Claude | Agent::Grok | Agent::Copilot => None,
     };
     let named: Vec<&str> = withheld
         .iter()
@@ -79,6 +79,7 @@ pub(super) fn withheld_hint(agent: Agent, detail: &str, stderr: &str, job: &Job)
         Agent::Claude => &["ANTHROPIC_", "CLAUDE_", "AWS_", "GOOGLE_", "VERTEX"],
         Agent::Codex => &["OPENAI_", "CODEX_", "AZURE_"],
         Agent::Grok => &["XAI_", "GROK_"],
+        Agent::Copilot => &["GITHUB_", "COPILOT_", "GH_"],
     };
     let likely: Vec<&str> = credentials
         .iter()

@@ -152,6 +152,8 @@ pub(super) fn discover_cached(
                     .map(|r| (*agent, r)),
             ),
             Agent::Grok => walk_roots.extend(crate::grok::walk_root(roots).map(|r| (*agent, r))),
+            // Nothing to walk: the catalog is read by `crate::copilot` at each listing.
+            Agent::Copilot => {}
         }
     }
     let just_roots: Vec<WalkRoot> = walk_roots.iter().map(|(_, r)| r.clone()).collect();
@@ -174,7 +176,9 @@ pub(super) fn discover_cached(
             + 1,
     );
     for ((agent, _), found) in walk_roots.into_iter().zip(found) {
-        let kind = FoldKind::of(agent);
+        let Some(kind) = FoldKind::of(agent) else {
+            continue;
+        };
         match agent {
             Agent::Claude => sources.extend(crate::claude::sources(found).map(|s| (kind, s))),
             Agent::Codex => sources.extend(crate::codex::sources(found).map(|s| (kind, s))),
@@ -183,6 +187,7 @@ pub(super) fn discover_cached(
                     .into_iter()
                     .map(|s| (kind, s)),
             ),
+            Agent::Copilot => {}
         }
     }
     (sources, dirs, stats)

@@ -82,6 +82,7 @@ fn renamed_twice_the_last_custom_title_wins() {
             last_activity: ms("2026-11-20T10:06:00.000Z"),
             is_working: false,
             path: path.clone(),
+            copilot: None,
         })
     );
     assert!(warnings.items.is_empty());

@@ -64,6 +64,7 @@ fn an_exec_thread_reads_whole() {
             last_activity: ms("2026-11-20T10:00:09.500Z"),
             is_working: false,
             path: path.clone(),
+            copilot: None,
         })
     );
     assert!(warnings.items.is_empty());

@@ -70,6 +70,7 @@ fn a_rename_is_an_assigned_name_and_a_generated_title_is_not() {
             last_activity: ms("2026-11-20T10:09:00.000Z"),
             is_working: false,
             path: dir,
+            copilot: None,
         }
     );
     let auto = session(&sessions, AUTO);

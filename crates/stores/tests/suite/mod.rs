@@ -1,6 +1,7 @@
 mod bad_input;
 mod claude;
 mod codex;
+mod copilot;
 mod foreign;
 mod grok;
 mod index;

@@ -31,6 +31,7 @@ fn session(
         last_activity: Some(UnixMillis(NOW.0 - minutes_ago * MINUTE)),
         is_working: false,
         path: PathBuf::from(format!("/store/{id}.jsonl")),
+        copilot: None,
     }
 }
 

@@ -212,6 +212,8 @@ pub fn new_conversation_host<'a>(
                     .iter()
                     .find(|s| !s.has_history && s.session_id.is_some())
                     .map(|s| (panel, s.session_id.clone())),
+                // Copilot has no panel shim: its sessions live in the editor's Agent Host.
+                Agent::Copilot => None,
             }
         })
         .max_by_key(|(panel, _)| panel.registration.started_at_ms)
@@ -238,6 +240,8 @@ pub fn own_panel<'a>(
             let id = session?;
             ours.into_iter().find(|p| hosts(p, id))
         }
+        // No shim registers Copilot panels.
+        Agent::Copilot => None,
         Agent::Claude | Agent::Grok => ours
             .filter(|p| vantage.caller_chain.contains(&p.registration.pid))
             .find(|p| match session {

@@ -341,7 +341,7 @@ impl Answers {
                 } else if let (Some(answer), None) = (&parsed.answer, &parsed.failure) {
                     let answer = match agent {
                         Agent::Grok => grok_after_last_tool(record, answer),
-                        Agent::Claude | Agent::Codex => answer.clone(),
+                        Agent::Claude | Agent::Codex | Agent::Copilot => answer.clone(),
                     };
                     self.pair_answer(record, &answer, None, watch_secs(job));
                 } else {
@@ -573,6 +573,8 @@ fn approval_blocked(record: &mut DeliveryRecord, tool: &str) {
             "set CROSS_AGENT_GROK_PERMISSION_MODE=bypassPermissions in the \
              sender's registration"
         }
+        // No headless turn is ever started for Copilot; said for completeness.
+        Agent::Copilot => "answer the tool call in VS Code",
     };
     fail(
         record,

@@ -102,6 +102,8 @@ fn agent_code(agent: Agent) -> u8 {
         Agent::Claude => 1,
         Agent::Codex => 2,
         Agent::Grok => 3,
+        // Copilot sessions are read from the editor's catalog at each walk, never cached.
+        Agent::Copilot => 5,
     }
 }
 
@@ -251,6 +253,7 @@ impl<'a> EntryView<'a> {
                 }
                 SessionPath::Other(other) => PathBuf::from(os_str(other)),
             },
+            copilot: None,
         })
     }
 }
@@ -478,6 +481,7 @@ mod tests {
                 last_activity: None,
                 is_working: true,
                 path: path.parent().unwrap().to_path_buf(),
+                copilot: None,
             }),
             path,
             saved: false,

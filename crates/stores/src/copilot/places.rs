@@ -1,0 +1,317 @@
+//! Where Copilot's sessions are: VS Code's user-data folders (Stable and Insiders), each with
+//! its Agent Host endpoint registry, host catalog and per-session databases, and the Copilot
+//! SDK's `session-state` folder (`docs/observed/copilot.md` §2.1, §2.2, §4).
+//!
+//! The defaults follow VS Code's own resolution: `${XDG_CONFIG_HOME:-~/.config}/<product>` on
+//! Linux, `~/Library/Application Support/<product>` on macOS, product `Code` or
+//! `Code - Insiders`; the SDK's folder is `${COPILOT_HOME:-~/.copilot}/session-state`. The four
+//! `CROSS_AGENT_COPILOT_*` variables replace them as `:`-separated lists whose entries
+//! correspond in order (entry `i` of each describes editor `i`); lists of different lengths
+//! cannot be paired, so they are refused whole, with a message that says so.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use cross_agent_protocol::settings as var;
+use serde::{Deserialize, Serialize};
+
+/// VS Code's product names, whose user-data folders hold an Agent Host.
+const PRODUCTS: [&str; 2] = ["Code", "Code - Insiders"];
+
+/// The endpoint registry under a user-data folder.
+const ENDPOINT_TAIL: &str = "agent-host/local-endpoint/entries";
+/// The host catalog under a user-data folder.
+const HOST_DB_TAIL: &str = "User/globalStorage/agent-host.db";
+/// The per-session databases' folder under a user-data folder.
+const SESSION_DIR_TAIL: &str = "agentSessionData";
+
+/// One editor's Copilot files. A `None` is not looked at.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CopilotPlace {
+    /// The editor's user-data folder, named in listings and problems; for places given by the
+    /// variables, the folder the given paths sit in when they are in VS Code's layout, else the
+    /// first path given.
+    pub user_data: PathBuf,
+    /// `<userData>/User/globalStorage/agent-host.db`.
+    pub host_db: Option<PathBuf>,
+    /// `<userData>/agentSessionData`.
+    pub session_dir: Option<PathBuf>,
+    /// The Copilot SDK's `session-state`.
+    pub sdk_session_dir: Option<PathBuf>,
+    /// `<userData>/agent-host/local-endpoint/entries`.
+    pub endpoint_dir: Option<PathBuf>,
+}
+
+/// Every editor's Copilot files, and whether they were configured.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct CopilotPlaces {
+    pub places: Vec<CopilotPlace>,
+    /// True when the places came from the `CROSS_AGENT_COPILOT_*` variables: a missing file is
+    /// then worth a warning, while a missing default just means no such editor here.
+    pub explicit: bool,
+    /// Why the variables could not be used (their lists' lengths disagree): said at each
+    /// listing, and no Copilot session is listed until it is fixed.
+    pub problem: Option<String>,
+}
+
+impl CopilotPlaces {
+    /// The places for a home folder and a variable lookup (see the module's header).
+    pub fn from_vars(home: Option<&Path>, var: impl Fn(&str) -> Option<OsString>) -> Self {
+        let list = |name: &'static str| -> Option<(&'static str, Vec<PathBuf>)> {
+            let value = var(name).filter(|v| !v.is_empty())?;
+            Some((name, std::env::split_paths(&value).collect()))
+        };
+        let lists: Vec<(&'static str, Vec<PathBuf>)> = [
+            var::COPILOT_HOST_DB,
+            var::COPILOT_SESSION_DIR,
+            var::COPILOT_SDK_SESSION_DIR,
+            var::COPILOT_ENDPOINT_DIR,
+        ]
+        .into_iter()
+        .filter_map(list)
+        .collect();
+        let sdk_default = var("COPILOT_HOME")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| home.map(|h| h.join(".copilot")))
+            .map(|copilot| copilot.join("session-state"));
+        if lists.is_empty() {
+            let xdg = var("XDG_CONFIG_HOME")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+                .filter(|p| p.is_absolute());
+            return CopilotPlaces {
+                places: default_user_data(home, xdg)
+                    .into_iter()
+                    .map(|user_data| CopilotPlace::under(user_data, sdk_default.clone()))
+                    .collect(),
+                explicit: false,
+                problem: None,
+            };
+        }
+        let lengths: Vec<String> = lists
+            .iter()
+            .map(|(name, entries)| format!("{name} has {}", entries.len()))
+            .collect();
+        let count = lists[0].1.len();
+        if lists.iter().any(|(_, entries)| entries.len() != count) {
+            return CopilotPlaces {
+                places: Vec::new(),
+                explicit: true,
+                problem: Some(format!(
+                    "the CROSS_AGENT_COPILOT_* lists are paired entry by entry (entry i of each \
+                     names the same editor), but their lengths disagree: {}; give each the same \
+                     number of `:`-separated entries (no Copilot session is listed until then)",
+                    lengths.join(", ")
+                )),
+            };
+        }
+        let given = |name: &str, i: usize| -> Option<PathBuf> {
+            lists
+                .iter()
+                .find(|(n, _)| *n == name)
+                .and_then(|(_, entries)| entries.get(i).cloned())
+                .filter(|p| !p.as_os_str().is_empty())
+        };
+        let places = (0..count)
+            .map(|i| {
+                let host_db = given(var::COPILOT_HOST_DB, i);
+                let session_dir = given(var::COPILOT_SESSION_DIR, i);
+                let endpoint_dir = given(var::COPILOT_ENDPOINT_DIR, i);
+                let sdk_session_dir = match lists
+                    .iter()
+                    .any(|(n, _)| *n == var::COPILOT_SDK_SESSION_DIR)
+                {
+                    true => given(var::COPILOT_SDK_SESSION_DIR, i),
+                    false => sdk_default.clone(),
+                };
+                let user_data = user_data_of(
+                    host_db.as_deref(),
+                    session_dir.as_deref(),
+                    endpoint_dir.as_deref(),
+                )
+                .or_else(|| host_db.clone())
+                .or_else(|| session_dir.clone())
+                .or_else(|| endpoint_dir.clone())
+                .or_else(|| sdk_session_dir.clone())
+                .unwrap_or_default();
+                CopilotPlace {
+                    user_data,
+                    host_db,
+                    session_dir,
+                    sdk_session_dir,
+                    endpoint_dir,
+                }
+            })
+            .collect();
+        CopilotPlaces {
+            places,
+            explicit: true,
+            problem: None,
+        }
+    }
+
+    /// The default places under one home folder on this platform, ignoring the environment:
+    /// what tests use.
+    pub fn under_home(home: &Path) -> Self {
+        CopilotPlaces::from_vars(Some(home), |_| None)
+    }
+}
+
+impl CopilotPlace {
+    /// Every file of an editor in VS Code's layout under `user_data`.
+    pub fn under(user_data: PathBuf, sdk_session_dir: Option<PathBuf>) -> Self {
+        CopilotPlace {
+            host_db: Some(user_data.join(HOST_DB_TAIL)),
+            session_dir: Some(user_data.join(SESSION_DIR_TAIL)),
+            endpoint_dir: Some(user_data.join(ENDPOINT_TAIL)),
+            sdk_session_dir,
+            user_data,
+        }
+    }
+
+    /// Every folder and file whose changes can change this editor's listing.
+    pub fn watched(&self) -> impl Iterator<Item = &Path> {
+        [
+            self.host_db.as_deref().and_then(Path::parent),
+            self.session_dir.as_deref(),
+            self.endpoint_dir.as_deref(),
+            self.sdk_session_dir.as_deref(),
+        ]
+        .into_iter()
+        .flatten()
+    }
+}
+
+/// The user-data folders of VS Code Stable and Insiders on this platform.
+fn default_user_data(home: Option<&Path>, xdg_config: Option<PathBuf>) -> Vec<PathBuf> {
+    let base = if cfg!(target_os = "macos") {
+        home.map(|h| h.join("Library/Application Support"))
+    } else {
+        xdg_config.or_else(|| home.map(|h| h.join(".config")))
+    };
+    let Some(base) = base else {
+        return Vec::new();
+    };
+    PRODUCTS.iter().map(|product| base.join(product)).collect()
+}
+
+/// The user-data folder the given paths sit in, when one of them is in VS Code's layout.
+fn user_data_of(
+    host_db: Option<&Path>,
+    session_dir: Option<&Path>,
+    endpoint_dir: Option<&Path>,
+) -> Option<PathBuf> {
+    let strip = |path: Option<&Path>, tail: &str| -> Option<PathBuf> {
+        let path = path?;
+        let mut base = path;
+        for _ in Path::new(tail).components() {
+            base = base.parent()?;
+        }
+        (base.join(tail) == path).then(|| base.to_path_buf())
+    };
+    strip(host_db, HOST_DB_TAIL)
+        .or_else(|| strip(session_dir, SESSION_DIR_TAIL))
+        .or_else(|| strip(endpoint_dir, ENDPOINT_TAIL))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<OsString> {
+        let pairs: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        move |name| pairs.iter().find(|(k, _)| k == name).map(|(_, v)| v.into())
+    }
+
+    #[test]
+    fn defaults_are_stable_and_insiders_under_xdg_config() {
+        let places = CopilotPlaces::from_vars(
+            Some(Path::new("/h")),
+            vars(&[("XDG_CONFIG_HOME", "/x"), ("COPILOT_HOME", "/c")]),
+        );
+        assert!(!places.explicit);
+        let user_data: Vec<_> = places.places.iter().map(|p| p.user_data.clone()).collect();
+        if cfg!(target_os = "macos") {
+            assert_eq!(
+                user_data,
+                [
+                    PathBuf::from("/h/Library/Application Support/Code"),
+                    PathBuf::from("/h/Library/Application Support/Code - Insiders")
+                ]
+            );
+        } else {
+            assert_eq!(
+                user_data,
+                [
+                    PathBuf::from("/x/Code"),
+                    PathBuf::from("/x/Code - Insiders")
+                ]
+            );
+        }
+        let first = &places.places[0];
+        assert_eq!(
+            first.endpoint_dir.as_deref(),
+            Some(
+                first
+                    .user_data
+                    .join("agent-host/local-endpoint/entries")
+                    .as_path()
+            )
+        );
+        assert_eq!(
+            first.sdk_session_dir.as_deref(),
+            Some(Path::new("/c/session-state"))
+        );
+    }
+
+    #[test]
+    fn lists_pair_in_order_and_name_the_user_data_folder() {
+        let places = CopilotPlaces::from_vars(
+            Some(Path::new("/h")),
+            vars(&[
+                (
+                    var::COPILOT_HOST_DB,
+                    "/a/User/globalStorage/agent-host.db:/b/catalog.db",
+                ),
+                (var::COPILOT_SESSION_DIR, "/a/agentSessionData:/b/sessions"),
+            ]),
+        );
+        assert!(places.explicit);
+        assert_eq!(places.problem, None);
+        assert_eq!(places.places.len(), 2);
+        assert_eq!(places.places[0].user_data, PathBuf::from("/a"));
+        assert_eq!(places.places[1].user_data, PathBuf::from("/b/catalog.db"));
+        assert_eq!(
+            places.places[1].session_dir.as_deref(),
+            Some(Path::new("/b/sessions"))
+        );
+        assert_eq!(places.places[1].endpoint_dir, None);
+        // The SDK folder not given: the default, for every editor.
+        assert_eq!(
+            places.places[1].sdk_session_dir.as_deref(),
+            Some(Path::new("/h/.copilot/session-state"))
+        );
+    }
+
+    #[test]
+    fn lists_of_different_lengths_are_refused_naming_each() {
+        let places = CopilotPlaces::from_vars(
+            Some(Path::new("/h")),
+            vars(&[
+                (var::COPILOT_HOST_DB, "/a/h.db:/b/h.db"),
+                (var::COPILOT_ENDPOINT_DIR, "/a/entries"),
+            ]),
+        );
+        assert!(places.places.is_empty());
+        let problem = places.problem.unwrap();
+        assert!(
+            problem.contains("CROSS_AGENT_COPILOT_HOST_DB has 2")
+                && problem.contains("CROSS_AGENT_COPILOT_ENDPOINT_DIR has 1"),
+            "{problem}"
+        );
+    }
+}
