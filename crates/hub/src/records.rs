@@ -61,6 +61,23 @@ pub struct Job {
     /// because a live Claude Code process holds the session and no shim does.
     #[serde(default)]
     pub native: Option<NativeJob>,
+    /// Set when the delivery goes to a Copilot session through its editor's Agent Host.
+    #[serde(default)]
+    pub agent_host: Option<AgentHostJob>,
+}
+
+/// An Agent Host delivery's route as resolved at acceptance: the session as the host names it
+/// and the editor whose host runs it. The endpoint (socket and token) is read again from that
+/// editor's registry when the delivery goes out, never stored: the token stays out of
+/// `hub.db`, and a host restarted since acceptance is found at its new socket.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentHostJob {
+    /// The session URI exactly as the host lists it (`copilotcli:/<uuid>`).
+    pub session_uri: String,
+    /// The editor's user-data folder, whose endpoint registry names the live host.
+    pub user_data_dir: String,
+    /// `<userData>/agent-host/local-endpoint/entries`.
+    pub endpoint_dir: String,
 }
 
 /// A native delivery's route as resolved at acceptance: the live process the registry named.

@@ -7,6 +7,7 @@ mod bridge_guards;
 mod bridge_real;
 mod bridge_support;
 mod connections;
+mod copilot_send;
 mod decisions;
 mod descriptors;
 mod framing;

@@ -122,6 +122,7 @@ impl Returns {
             pin_cwd_key: String::new(),
             panel: None,
             native: None,
+            agent_host: None,
         };
         if self.sender_panel(request, &job).is_none() {
             return;
@@ -209,6 +210,7 @@ impl Returns {
                 sender_label: None,
             }),
             native: None,
+            agent_host: None,
         };
         let key = TargetKey::new(agent, session.as_str()).to_string();
         match self

@@ -1,0 +1,271 @@
+//! Sending to Copilot through the daemon: a real daemon, a fake VS Code Agent Host (AHP on its
+//! Unix socket, registry entry and all) answering through the scripted model endpoint, and the
+//! host's catalog files as VS Code writes them. Each test checks what the record says and what
+//! the host was sent.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use cross_agent_protocol::bridge::{
+    Agent, DeliveryState, HandOverOutcome, RefusalReason, SendParams, TargetSelectedBy, Transport,
+};
+use cross_agent_testkit::agent_host::{FakeAgentHost, FakeSession, TurnScript};
+use cross_agent_testkit::endpoint::{Reply, Rule};
+use cross_agent_testkit::synthetic_stores::{CopilotEditor, now_millis};
+
+use super::bridge_support::Bridge;
+
+/// A Copilot session in VS Code's catalog under the bridge's HOME (the default Linux place).
+struct Copilot {
+    editor: CopilotEditor,
+    id: String,
+    title: String,
+}
+
+impl Copilot {
+    fn in_catalog(bridge: &Bridge, title: &str) -> Copilot {
+        let editor = CopilotEditor::new(&bridge.agents.path().join(".config/Code"));
+        let id = uuid::Uuid::new_v4().to_string();
+        let now = now_millis();
+        editor
+            .register(&format!("copilotcli:/{id}"), now - 60_000, now)
+            .unwrap();
+        editor
+            .session(&id)
+            .unwrap()
+            .title(title)
+            .unwrap()
+            .default_chat(&uuid::Uuid::new_v4().to_string(), "gpt-5")
+            .unwrap()
+            .working_directory(&bridge.project.to_string_lossy())
+            .unwrap();
+        Copilot {
+            editor,
+            id,
+            title: title.to_owned(),
+        }
+    }
+
+    fn uri(&self) -> String {
+        format!("copilotcli:/{}", self.id)
+    }
+
+    /// Its editor's Agent Host, running, serving this session with `script`.
+    fn host(&self, bridge: &Bridge, script: TurnScript) -> FakeAgentHost {
+        FakeAgentHost::builder(&self.editor.user_data)
+            .model_endpoint(&bridge.endpoint)
+            .session(
+                FakeSession::new(&self.title)
+                    .id(&self.id)
+                    .cwd(bridge.project.to_string_lossy())
+                    .script(script),
+            )
+            .start()
+            .unwrap()
+    }
+}
+
+fn to_copilot(bridge: &Bridge, message: &str, session: Option<&str>) -> SendParams {
+    let mut params = bridge.send_params(Agent::Copilot, message, bridge.codex_caller("t-caller"));
+    params.session_id = session.map(str::to_owned);
+    params
+}
+
+/// The `chat/turnStarted` actions the host was sent.
+fn turns_started(host: &FakeAgentHost) -> Vec<serde_json::Value> {
+    host.dispatched()
+        .into_iter()
+        .filter(|d| d.to_string().contains("chat/turnStarted"))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_copilot_session_named_by_name_uuid_or_uri_answers_through_its_agent_host() {
+    let bridge = Bridge::start().await;
+    let copilot = Copilot::in_catalog(&bridge, "copilot-test");
+    let host = copilot.host(&bridge, TurnScript::Answer);
+    bridge.endpoint.push(
+        Rule::on_user_text("which port")
+            .reply(Reply::echo_token("Port 8080."))
+            .times(3),
+    );
+
+    for name in [copilot.title.clone(), copilot.id.clone(), copilot.uri()] {
+        let receipt = bridge
+            .accepted(to_copilot(&bridge, "which port does it use?", Some(&name)))
+            .await;
+        assert_eq!(receipt.transport, Transport::AgentHost, "{receipt:#?}");
+        assert_eq!(
+            receipt.target_session_id.as_deref(),
+            Some(copilot.id.as_str())
+        );
+        assert_eq!(receipt.target_selected_by, TargetSelectedBy::Caller);
+        let record = bridge.wait_finished(&receipt.delivery_id).await;
+        assert_eq!(record.state, DeliveryState::Delivered, "{record:#?}");
+        assert_eq!(record.transport, Transport::AgentHost);
+        assert!(record.answer.reply_carries_request_id, "{record:#?}");
+        let preview = record.reply_preview.unwrap_or_default();
+        assert!(preview.starts_with("Port 8080."), "{preview}");
+        assert!(preview.ends_with(&receipt.request_id), "{preview}");
+        assert_eq!(record.outcome, None);
+    }
+    // One turn per send, each carrying the bridge envelope with its request token.
+    let started = turns_started(&host);
+    assert_eq!(started.len(), 3, "{started:#?}");
+    assert!(
+        started
+            .iter()
+            .all(|t| t.to_string().contains("request: req_")),
+        "{started:#?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_turn_fails_with_the_hosts_words_and_is_not_resent() {
+    let bridge = Bridge::start().await;
+    let copilot = Copilot::in_catalog(&bridge, "copilot-refuses");
+    let host = copilot.host(
+        &bridge,
+        TurnScript::Reject("the session is read-only right now".into()),
+    );
+    let receipt = bridge
+        .accepted(to_copilot(&bridge, "hello", Some(&copilot.title)))
+        .await;
+    let record = bridge.wait_finished(&receipt.delivery_id).await;
+    assert_eq!(record.state, DeliveryState::Failed);
+    assert!(record.is_undelivered, "{record:#?}");
+    let error = record.error.unwrap_or_default();
+    assert!(
+        error.contains("the session is read-only right now"),
+        "{error}"
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(turns_started(&host).len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_that_drops_after_the_dispatch_leaves_the_outcome_unknown_and_nothing_resent() {
+    let bridge = Bridge::start().await;
+    let copilot = Copilot::in_catalog(&bridge, "copilot-drops");
+    let host = copilot.host(&bridge, TurnScript::DropAfterDispatch);
+    let receipt = bridge
+        .accepted(to_copilot(&bridge, "hello", Some(&copilot.id)))
+        .await;
+    let record = bridge.wait_finished(&receipt.delivery_id).await;
+    assert_eq!(record.state, DeliveryState::Failed);
+    assert_eq!(
+        record.outcome,
+        Some(HandOverOutcome::Unknown),
+        "{record:#?}"
+    );
+    // It may have started: not marked undelivered, and never sent again.
+    assert!(!record.is_undelivered);
+    assert!(
+        record
+            .error
+            .as_deref()
+            .unwrap_or_default()
+            .contains("unknown outcome"),
+        "{record:#?}"
+    );
+    let status = bridge.status(Some(&receipt.delivery_id)).await;
+    let shown = serde_json::to_value(status.delivery.unwrap()).unwrap();
+    assert_eq!(shown["outcome"], "unknown");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(turns_started(&host).len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chat_error_fails_the_delivery_with_the_hosts_words() {
+    let bridge = Bridge::start().await;
+    let copilot = Copilot::in_catalog(&bridge, "copilot-errors");
+    let _host = copilot.host(&bridge, TurnScript::Fail("model quota exceeded".into()));
+    let receipt = bridge
+        .accepted(to_copilot(&bridge, "hello", Some(&copilot.title)))
+        .await;
+    let record = bridge.wait_finished(&receipt.delivery_id).await;
+    assert_eq!(record.state, DeliveryState::Failed);
+    assert!(
+        record
+            .error
+            .as_deref()
+            .unwrap_or_default()
+            .contains("model quota exceeded"),
+        "{record:#?}"
+    );
+    assert_eq!(record.reply_preview, None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_on_no_running_host_is_refused_naming_it_and_vs_code() {
+    let bridge = Bridge::start().await;
+    let copilot = Copilot::in_catalog(&bridge, "copilot-closed");
+    let refusal = bridge
+        .refused(to_copilot(&bridge, "hello", Some(&copilot.title)))
+        .await;
+    assert_eq!(refusal.reason, RefusalReason::NotAvailable, "{refusal:#?}");
+    assert!(refusal.message.contains("host not running"), "{refusal:#?}");
+    assert!(refusal.message.contains(&copilot.id), "{refusal:#?}");
+    assert!(refusal.message.contains("VS Code"), "{refusal:#?}");
+    // Nothing was recorded: no delivery in flight.
+    let status = bridge.status(None).await;
+    assert!(
+        serde_json::to_string(&status)
+            .unwrap()
+            .find("agent-host")
+            .is_none(),
+        "{status:#?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copilot_refuses_new_session_a_missing_target_and_an_ambiguous_name() {
+    let bridge = Bridge::start().await;
+    let copilot = Copilot::in_catalog(&bridge, "twin");
+    let _twin = Copilot::in_catalog(&bridge, "twin");
+    let host = copilot.host(&bridge, TurnScript::Answer);
+
+    let mut new = to_copilot(&bridge, "hello", None);
+    new.new_session = true;
+    let refusal = bridge.refused(new).await;
+    assert_eq!(refusal.reason, RefusalReason::InvalidArguments);
+    assert!(refusal.message.contains("new_session"), "{refusal:#?}");
+
+    // No name and no pin: never discovered, even with a session on a live host.
+    let refusal = bridge.refused(to_copilot(&bridge, "hello", None)).await;
+    assert_eq!(refusal.reason, RefusalReason::RequireExplicitTarget);
+
+    let refusal = bridge
+        .refused(to_copilot(&bridge, "hello", Some("twin")))
+        .await;
+    assert_eq!(refusal.reason, RefusalReason::AmbiguousName, "{refusal:#?}");
+    assert_eq!(refusal.candidates.len(), 2);
+
+    let refusal = bridge
+        .refused(to_copilot(&bridge, "hello", Some("no-such-chat")))
+        .await;
+    assert_eq!(refusal.reason, RefusalReason::NoSuchSession, "{refusal:#?}");
+    assert!(turns_started(&host).is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copilot_under_ui_hook_off_is_refused_there_being_no_cli_fallback() {
+    let bridge = Bridge::start().await;
+    let copilot = Copilot::in_catalog(&bridge, "copilot-off");
+    let host = copilot.host(&bridge, TurnScript::Answer);
+    let mut params = to_copilot(&bridge, "hello", Some(&copilot.title));
+    params
+        .caller
+        .settings
+        .insert("CROSS_AGENT_UI_HOOK".into(), "off".into());
+    let refusal = bridge.refused(params).await;
+    assert_eq!(refusal.reason, RefusalReason::NotAvailable, "{refusal:#?}");
+    assert!(refusal.message.contains("CROSS_AGENT_UI_HOOK=off"));
+    assert!(turns_started(&host).is_empty());
+}
+
+/// The SDK's events of the session's default chat, for a daemon that lost the answer.
+#[allow(dead_code)]
+fn sdk_dir(bridge: &Bridge) -> PathBuf {
+    bridge.agents.path().join(".copilot/session-state")
+}
