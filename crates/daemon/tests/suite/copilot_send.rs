@@ -3,7 +3,6 @@
 //! host's catalog files as VS Code writes them. Each test checks what the record says and what
 //! the host was sent.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use cross_agent_protocol::bridge::{
@@ -11,15 +10,17 @@ use cross_agent_protocol::bridge::{
 };
 use cross_agent_testkit::agent_host::{FakeAgentHost, FakeSession, TurnScript};
 use cross_agent_testkit::endpoint::{Reply, Rule};
-use cross_agent_testkit::synthetic_stores::{CopilotEditor, now_millis};
+use cross_agent_testkit::synthetic_stores::{CopilotEditor, SdkEvents, now_millis};
 
-use super::bridge_support::Bridge;
+use super::bridge_support::{Bridge, spawn_daemon_process};
 
 /// A Copilot session in VS Code's catalog under the bridge's HOME (the default Linux place).
 struct Copilot {
     editor: CopilotEditor,
     id: String,
     title: String,
+    /// The SDK session behind its default chat.
+    sdk_id: String,
 }
 
 impl Copilot {
@@ -27,6 +28,7 @@ impl Copilot {
         let editor = CopilotEditor::new(&bridge.agents.path().join(".config/Code"));
         let id = uuid::Uuid::new_v4().to_string();
         let now = now_millis();
+        let sdk_id = uuid::Uuid::new_v4().to_string();
         editor
             .register(&format!("copilotcli:/{id}"), now - 60_000, now)
             .unwrap();
@@ -35,7 +37,7 @@ impl Copilot {
             .unwrap()
             .title(title)
             .unwrap()
-            .default_chat(&uuid::Uuid::new_v4().to_string(), "gpt-5")
+            .default_chat(&sdk_id, "gpt-5")
             .unwrap()
             .working_directory(&bridge.project.to_string_lossy())
             .unwrap();
@@ -43,6 +45,7 @@ impl Copilot {
             editor,
             id,
             title: title.to_owned(),
+            sdk_id,
         }
     }
 
@@ -264,8 +267,68 @@ async fn copilot_under_ui_hook_off_is_refused_there_being_no_cli_fallback() {
     assert!(turns_started(&host).is_empty());
 }
 
-/// The SDK's events of the session's default chat, for a daemon that lost the answer.
-#[allow(dead_code)]
-fn sdk_dir(bridge: &Bridge) -> PathBuf {
-    bridge.agents.path().join(".copilot/session-state")
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_orphaned_copilot_delivery_is_never_resent_and_its_answer_is_read_from_the_sdk_events() {
+    let mut bridge = Bridge::start().await;
+    bridge.stop_daemon().await;
+    let (mut daemon, conn) = spawn_daemon_process(
+        bridge.state.root(),
+        &bridge.state.dir.path().join("user"),
+        &[],
+    )
+    .await;
+    bridge.conn = conn;
+    let copilot = Copilot::in_catalog(&bridge, "copilot-orphan");
+    // Accepted, then silent: the answer never comes over the connection.
+    let host = copilot.host(&bridge, TurnScript::Silent);
+    let receipt = bridge
+        .accepted(to_copilot(
+            &bridge,
+            "orphaned copilot job",
+            Some(&copilot.title),
+        ))
+        .await;
+    bridge
+        .wait_record(&receipt.delivery_id, Duration::from_secs(60), |r| {
+            r.state == DeliveryState::AwaitingPeer
+        })
+        .await;
+
+    // Killed outright; meanwhile Copilot finished the turn, as its SDK's events say.
+    daemon.child.kill().unwrap();
+    daemon.child.wait().unwrap();
+    let mut events = SdkEvents::new(
+        &bridge.agents.path().join(".copilot/session-state"),
+        &copilot.sdk_id,
+    );
+    let now = now_millis();
+    events
+        .user_message(
+            &format!("orphaned copilot job\nrequest: {}", receipt.request_id),
+            now,
+        )
+        .turn_start(now + 1)
+        .assistant(
+            &format!("COPILOT ANSWER\n{}", receipt.request_id),
+            None,
+            now + 2,
+        )
+        .turn_end(now + 3);
+    events.write().unwrap();
+
+    bridge.daemon = Some(super::Running::start(&bridge.state.home));
+    bridge.conn = super::connect(&bridge.state.home).await;
+    let record = bridge
+        .status(Some(&receipt.delivery_id))
+        .await
+        .delivery
+        .unwrap();
+    assert_eq!(record.state, DeliveryState::Failed, "{record:#?}");
+    assert!(record.is_orphaned, "{record:#?}");
+    assert!(record.is_reply_recovered, "{record:#?}");
+    assert!(record.answer.reply_carries_request_id, "{record:#?}");
+    let preview = record.reply_preview.unwrap_or_default();
+    assert!(preview.starts_with("COPILOT ANSWER"), "{preview}");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(turns_started(&host).len(), 1);
 }

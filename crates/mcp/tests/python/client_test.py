@@ -86,10 +86,10 @@ async def session_run(era, extra_env):
 
 def check_tools(era, tools):
     names = list(tools)
-    check(names == ["send_to_claude", "send_to_codex", "send_to_grok", "list_agent_sessions",
-                    "bridge_status", "pin_agent_session"], f"[{era}] the six tools in order: {names}")
-    check(not any("copilot" in name for name in names), f"[{era}] no Copilot tool")
-    for name in ["send_to_claude", "send_to_codex", "send_to_grok"]:
+    check(names == ["send_to_claude", "send_to_codex", "send_to_grok", "send_to_copilot",
+                    "list_agent_sessions", "bridge_status", "pin_agent_session"],
+          f"[{era}] the seven tools in order: {names}")
+    for name in ["send_to_claude", "send_to_codex", "send_to_grok", "send_to_copilot"]:
         schema = tools[name]["inputSchema"]
         props = schema["properties"]
         check(schema.get("required") == ["message"], f"[{era}] {name} requires only message")
@@ -109,7 +109,7 @@ def check_tools(era, tools):
               and ann.get("openWorldHint") is True, f"[{era}] {name} annotations {ann}")
     listing = tools["list_agent_sessions"]["inputSchema"]["properties"]
     check(set(listing) == {"agent", "scope", "cwd", "limit"}, f"[{era}] list_agent_sessions params {set(listing)}")
-    check(listing["agent"].get("enum") == ["claude", "codex", "grok", "both", "all"]
+    check(listing["agent"].get("enum") == ["claude", "codex", "grok", "copilot", "both", "all"]
           and listing["agent"].get("default") == "all", f"[{era}] list_agent_sessions.agent")
     check(listing["limit"].get("type") == "integer", f"[{era}] list_agent_sessions.limit is integer")
     status = tools["bridge_status"]["inputSchema"]["properties"]
@@ -118,7 +118,7 @@ def check_tools(era, tools):
     pin = tools["pin_agent_session"]["inputSchema"]
     check(set(pin["properties"]) == {"agent", "session_id", "cwd"}, f"[{era}] pin_agent_session params")
     check(pin.get("required") == ["agent"], f"[{era}] pin_agent_session requires agent")
-    check(pin["properties"]["agent"].get("enum") == ["claude", "codex", "grok"], f"[{era}] pin agents")
+    check(pin["properties"]["agent"].get("enum") == ["claude", "codex", "grok", "copilot"], f"[{era}] pin agents")
     for name in ["list_agent_sessions", "bridge_status"]:
         ann = tools[name].get("annotations", {})
         check(ann.get("readOnlyHint") is True and ann.get("openWorldHint") is False,

@@ -8,10 +8,11 @@ use serde_json::{Value, json};
 
 use super::support::{FakeDaemon, McpProcess, Scratch, modern_meta};
 
-const TOOLS: [&str; 6] = [
+const TOOLS: [&str; 7] = [
     "send_to_claude",
     "send_to_codex",
     "send_to_grok",
+    "send_to_copilot",
     "list_agent_sessions",
     "bridge_status",
     "pin_agent_session",
@@ -27,7 +28,7 @@ fn tool_names(list: &Value) -> Vec<String> {
 }
 
 #[test]
-fn initialize_era_handshake_lists_the_six_tools() -> anyhow::Result<()> {
+fn initialize_era_handshake_lists_the_seven_tools() -> anyhow::Result<()> {
     let scratch = Scratch::new()?;
     let mut server = McpProcess::spawn(&scratch, &scratch.env(), scratch.dir.path())?;
 
@@ -46,10 +47,20 @@ fn initialize_era_handshake_lists_the_six_tools() -> anyhow::Result<()> {
 
     let list = server.request("tools/list", json!({}))?;
     assert_eq!(tool_names(&list), TOOLS);
+    let copilot = list["result"]["tools"]
+        .as_array()
+        .and_then(|tools| tools.iter().find(|t| t["name"] == "send_to_copilot"))
+        .expect("send_to_copilot is listed");
+    let description = copilot["description"].as_str().unwrap_or_default();
+    assert!(description.contains("no CLI fallback"), "{description}");
     assert!(
-        !list.to_string().contains("copilot"),
-        "Copilot is not listed yet"
+        copilot["inputSchema"]["properties"]["session_id"]["description"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("session URI"),
+        "{copilot}"
     );
+    assert!(instructions.contains("send_to_copilot"), "{instructions}");
 
     let status = server.close()?;
     assert!(
@@ -172,7 +183,7 @@ fn malformed_input_gets_errors_and_the_server_keeps_serving() -> anyhow::Result<
 
     let no_tool = server.request(
         "tools/call",
-        json!({"name": "send_to_copilot", "arguments": {}}),
+        json!({"name": "send_to_gemini", "arguments": {}}),
     )?;
     assert_eq!(no_tool["error"]["code"], json!(-32602), "{no_tool}");
 
@@ -231,13 +242,14 @@ fn an_unknown_tool_is_a_protocol_error_and_absent_arguments_are_none() -> anyhow
     let mut server = McpProcess::spawn(&scratch, &scratch.env(), scratch.dir.path())?;
     server.initialize("test-client")?;
 
-    let unknown = server.request("tools/call", json!({"name": "send_to_copilot"}))?;
+    let unknown = server.request("tools/call", json!({"name": "send_to_gemini"}))?;
     assert_eq!(
         unknown["error"],
         json!({
             "code": -32602,
-            "message": "no tool named `send_to_copilot`; this server has send_to_claude, \
-                send_to_codex, send_to_grok, list_agent_sessions, bridge_status, pin_agent_session",
+            "message": "no tool named `send_to_gemini`; this server has send_to_claude, \
+                send_to_codex, send_to_grok, send_to_copilot, list_agent_sessions, bridge_status, \
+                pin_agent_session",
         })
     );
 
