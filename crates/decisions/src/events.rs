@@ -121,7 +121,8 @@ pub fn send_refused(agent: Agent, refusal: &Refusal) -> Decision {
         | RefusalReason::ScanBoundReached
         | RefusalReason::InvalidSetting
         | RefusalReason::UiHookRequire
-        | RefusalReason::NotAvailable => DecisionKind::SEND_REFUSED,
+        | RefusalReason::NotAvailable
+        | RefusalReason::CallerUnresolved => DecisionKind::SEND_REFUSED,
     };
     // An ambiguous name's sentence quotes the name, which is the candidates' title: the count
     // and their ids say the same without it.

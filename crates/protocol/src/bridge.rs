@@ -42,6 +42,11 @@ pub struct CallerContext {
     pub claude_code_session_id: Option<String>,
     /// `GROK_SESSION_ID` — counts only for a Grok caller.
     pub grok_session_id: Option<String>,
+    /// `COPILOT_AGENT_SESSION_ID` — the Copilot SDK session a Copilot caller's MCP process was
+    /// started for; mapped to the editor's session by the daemon, and counts only when no other
+    /// known agent is the caller.
+    #[serde(default)]
+    pub copilot_agent_session_id: Option<String>,
     /// `CROSS_AGENT_SELF_SESSION=<agent>:<id>`, as given, for turns the bridge started.
     pub self_session: Option<String>,
     /// `CROSS_AGENT_SELF`, as given: forces the caller's agent.
@@ -189,6 +194,10 @@ pub enum RefusalReason {
     /// `CROSS_AGENT_UI_HOOK=require` and the send needs a panel that cannot be found: it names no
     /// session, or asks for a new conversation.
     UiHookRequire,
+    /// The caller says it is a session that cannot be resolved to exactly one: a Copilot SDK
+    /// session (`COPILOT_AGENT_SESSION_ID`) that no, an archived, or more than one registered
+    /// default chat is backed by. Nothing is sent without a return address.
+    CallerUnresolved,
     /// The target cannot be reached by any route: a Copilot session whose editor's Agent Host
     /// is not running ("host not running"), or Copilot under `CROSS_AGENT_UI_HOOK=off`.
     NotAvailable,

@@ -6,7 +6,8 @@
 use std::time::Duration;
 
 use cross_agent_protocol::bridge::{
-    Agent, DeliveryState, HandOverOutcome, RefusalReason, SendParams, TargetSelectedBy, Transport,
+    Agent, BridgeStatusParams, BridgeStatusResponse, CallerContext, DeliveryState, HandOverOutcome,
+    RefusalReason, SendParams, TargetSelectedBy, Transport,
 };
 use cross_agent_testkit::agent_host::{FakeAgentHost, FakeSession, TurnScript};
 use cross_agent_testkit::endpoint::{Reply, Rule};
@@ -331,4 +332,132 @@ async fn an_orphaned_copilot_delivery_is_never_resent_and_its_answer_is_read_fro
     assert!(preview.starts_with("COPILOT ANSWER"), "{preview}");
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(turns_started(&host).len(), 1);
+}
+
+/// A call from the Copilot MCP process of SDK session `sdk` (nothing else says who calls).
+fn copilot_caller(bridge: &Bridge, sdk: &str) -> CallerContext {
+    CallerContext {
+        client_name: None,
+        codex_turn_metadata: None,
+        copilot_agent_session_id: Some(sdk.to_owned()),
+        ..bridge.codex_caller("unused")
+    }
+}
+
+fn from_copilot(bridge: &Bridge, sdk: &str, target: &str) -> SendParams {
+    let mut params = bridge.send_params(Agent::Copilot, "hello", copilot_caller(bridge, sdk));
+    params.session_id = Some(target.to_owned());
+    params
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_copilot_caller_is_its_sdk_sessions_default_chat() {
+    let bridge = Bridge::start().await;
+    let caller = Copilot::in_catalog(&bridge, "copilot-caller");
+    let target = Copilot::in_catalog(&bridge, "copilot-target");
+    let _host = target.host(&bridge, TurnScript::Answer);
+    bridge
+        .endpoint
+        .push(Rule::on_user_text("hello").reply(Reply::echo_token("hi back")));
+
+    let receipt = bridge
+        .accepted(from_copilot(&bridge, &caller.sdk_id, &target.title))
+        .await;
+    assert_eq!(
+        receipt.reply_lands_in_session.as_deref(),
+        Some(caller.id.as_str())
+    );
+    // No verified return route in this build: the answer stays on the record.
+    assert!(!receipt.return_panel_available_now);
+    let record = bridge.wait_finished(&receipt.delivery_id).await;
+    assert_eq!(record.from_agent, Some(Agent::Copilot));
+    assert_eq!(record.from_session.as_deref(), Some(caller.id.as_str()));
+    assert!(record.is_return_status_only, "{record:#?}");
+
+    // Copilot → Copilot without a name: refused as a self-call before any lookup.
+    let mut unnamed = from_copilot(&bridge, &caller.sdk_id, &target.title);
+    unnamed.session_id = None;
+    let refusal = bridge.refused(unnamed).await;
+    assert_eq!(refusal.reason, RefusalReason::SelfCall, "{refusal:#?}");
+
+    // Inherited by another agent's process, the variable means nothing.
+    let codex = CallerContext {
+        copilot_agent_session_id: Some(caller.sdk_id.clone()),
+        ..bridge.codex_caller("t-codex")
+    };
+    let mut params = bridge.send_params(Agent::Copilot, "hello", codex);
+    params.session_id = Some(target.title.clone());
+    let receipt = bridge.accepted(params).await;
+    assert_eq!(receipt.reply_lands_in_session.as_deref(), Some("t-codex"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_copilot_caller_that_maps_to_no_one_chat_is_refused_with_the_reason() {
+    let bridge = Bridge::start().await;
+    let target = Copilot::in_catalog(&bridge, "copilot-target");
+    let host = target.host(&bridge, TurnScript::Answer);
+
+    // Missing: a side chat's SDK session, which no default chat names.
+    let refusal = bridge
+        .refused(from_copilot(&bridge, "sdk-of-a-side-chat", &target.title))
+        .await;
+    assert_eq!(
+        refusal.reason,
+        RefusalReason::CallerUnresolved,
+        "{refusal:#?}"
+    );
+    assert!(refusal.message.contains("side chat"), "{refusal:#?}");
+
+    // Archived.
+    let archived = Copilot::in_catalog(&bridge, "copilot-archived");
+    archived
+        .editor
+        .session(&archived.id)
+        .unwrap()
+        .set("archived", "true")
+        .unwrap();
+    let refusal = bridge
+        .refused(from_copilot(&bridge, &archived.sdk_id, &target.title))
+        .await;
+    assert_eq!(refusal.reason, RefusalReason::CallerUnresolved);
+    assert!(refusal.message.contains("archived"), "{refusal:#?}");
+
+    // Two default chats backed by one SDK session.
+    let first = Copilot::in_catalog(&bridge, "copilot-one");
+    let second = Copilot::in_catalog(&bridge, "copilot-two");
+    second
+        .editor
+        .session(&second.id)
+        .unwrap()
+        .default_chat(&first.sdk_id, "gpt-5")
+        .unwrap();
+    let refusal = bridge
+        .refused(from_copilot(&bridge, &first.sdk_id, &target.title))
+        .await;
+    assert_eq!(refusal.reason, RefusalReason::CallerUnresolved);
+    assert!(
+        refusal.message.contains(&first.id) && refusal.message.contains(&second.id),
+        "{refusal:#?}"
+    );
+    assert!(turns_started(&host).is_empty());
+
+    // bridge_status says why the caller's session is unknown.
+    let status: BridgeStatusResponse = bridge
+        .conn
+        .client
+        .call(BridgeStatusParams {
+            cwd: None,
+            scope: None,
+            delivery_id: None,
+            caller: copilot_caller(&bridge, "sdk-of-a-side-chat"),
+        })
+        .await
+        .unwrap();
+    assert_eq!(status.caller.agent, Some(Agent::Copilot));
+    assert_eq!(status.caller.session_id, None);
+    assert!(
+        status.caller.how.contains("side chat"),
+        "{:?}",
+        status.caller
+    );
 }

@@ -11,6 +11,7 @@ use cross_agent_protocol::bridge::{
 use serde_json::{Value, json};
 
 use super::admission::{Admission, Neighbours};
+use super::copilot_caller::map_copilot_caller;
 use super::receipt::{Acceptance, Conversation};
 use super::target::{TargetQuery, Unresolved};
 use super::{Engine, Resolved, non_blank, refusal};
@@ -104,7 +105,15 @@ impl Admission {
         explicit_target_given(&request)?;
         some_route_left(&settings)?;
 
-        let caller = identify(&params.caller, &others.started_turns());
+        let mut caller = identify(&params.caller, &others.started_turns());
+        if let Err(why) = map_copilot_caller(&mut caller, &params.caller) {
+            return Err(refusal(
+                RefusalReason::CallerUnresolved,
+                why,
+                json!({"copilot_agent_session_id": caller.copilot_sdk_session}),
+            )
+            .into());
+        }
         not_the_same_agent(&request, &caller)?;
 
         let cwd_text = working_directory(params)?;
