@@ -52,6 +52,8 @@ pub struct Caller {
     /// A Copilot caller's SDK session (`COPILOT_AGENT_SESSION_ID`), still to be mapped to its
     /// editor session.
     pub copilot_sdk_session: Option<String>,
+    /// A mapped Copilot caller's verified return route, when its host runs its MCP process.
+    pub copilot_return: Option<crate::records::CopilotReturn>,
 }
 
 impl Caller {
@@ -147,6 +149,7 @@ pub fn identify(context: &CallerContext, turns: &[StartedTurn]) -> Caller {
             conversation_id: env_conversation.or_else(|| Some(turn.conversation_id.clone())),
             started_turn: Some(turn.delivery_id.clone()),
             copilot_sdk_session: None,
+            copilot_return: None,
         };
     }
 
@@ -217,5 +220,6 @@ pub fn identify(context: &CallerContext, turns: &[StartedTurn]) -> Caller {
         conversation_id: env_conversation,
         started_turn: None,
         copilot_sdk_session: copilot_sdk.filter(|_| agent == Some(Agent::Copilot)),
+        copilot_return: None,
     }
 }

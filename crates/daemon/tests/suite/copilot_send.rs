@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use cross_agent_protocol::bridge::{
-    Agent, BridgeStatusParams, BridgeStatusResponse, CallerContext, DeliveryState, HandOverOutcome,
-    RefusalReason, SendParams, TargetSelectedBy, Transport,
+    Agent, AncestorProcess, BridgeStatusParams, BridgeStatusResponse, CallerContext, DeliveryState,
+    HandOverOutcome, RefusalReason, SendParams, TargetSelectedBy, Transport,
 };
 use cross_agent_testkit::agent_host::{FakeAgentHost, FakeSession, TurnScript};
 use cross_agent_testkit::endpoint::{Reply, Rule};
@@ -459,5 +459,140 @@ async fn a_copilot_caller_that_maps_to_no_one_chat_is_refused_with_the_reason() 
         status.caller.how.contains("side chat"),
         "{:?}",
         status.caller
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_copilot_senders_answer_goes_back_into_its_chat_through_its_own_host() {
+    let bridge = Bridge::start().await;
+    let caller = Copilot::in_catalog(&bridge, "copilot-asks");
+    let target = Copilot::in_catalog(&bridge, "copilot-answers");
+    let caller_session = FakeSession::new(&caller.title)
+        .id(&caller.id)
+        .cwd(bridge.project.to_string_lossy());
+    // One editor, one host, both chats; this test process owns the host's endpoint entry.
+    let host = FakeAgentHost::builder(&caller.editor.user_data)
+        .model_endpoint(&bridge.endpoint)
+        .session(caller_session.clone())
+        .session(
+            FakeSession::new(&target.title)
+                .id(&target.id)
+                .cwd(bridge.project.to_string_lossy()),
+        )
+        .start()
+        .unwrap();
+    bridge.endpoint.push(
+        Rule::on_user_text("which port")
+            .reply(Reply::echo_token("Port 8080."))
+            .times(2),
+    );
+    bridge
+        .endpoint
+        .push(Rule::on_user_text("BRIDGE REPLY").reply_text("noted"));
+    // The MCP process VS Code's host started for the caller: a child of the host's owner.
+    let mut mcp = std::process::Command::new("sleep")
+        .arg("120")
+        .spawn()
+        .unwrap();
+    let owner = AncestorProcess {
+        pid: std::process::id(),
+        name: "code".into(),
+        cmdline: "code --agent-host".into(),
+    };
+    let mut context = copilot_caller(&bridge, &caller.sdk_id);
+    context.pid = mcp.id();
+    context.ancestry = vec![owner];
+
+    let mut params = bridge.send_params(Agent::Copilot, "which port does it use?", context);
+    params.session_id = Some(target.id.clone());
+    let receipt = bridge.accepted(params).await;
+    assert!(receipt.return_panel_available_now, "{receipt:#?}");
+    let record = bridge.wait_finished(&receipt.delivery_id).await;
+    assert_eq!(record.state, DeliveryState::Delivered, "{record:#?}");
+    assert!(!record.is_return_status_only, "{record:#?}");
+    let back_id = record
+        .return_delivery_id
+        .clone()
+        .expect("a return delivery");
+    let back = bridge.wait_finished(&back_id).await;
+    assert_eq!(back.state, DeliveryState::Delivered, "{back:#?}");
+    assert_eq!(back.transport, Transport::AgentHost);
+    let into_caller: Vec<_> = host
+        .dispatched()
+        .into_iter()
+        .filter(|d| d["channel"] == caller_session.chat_uri())
+        .collect();
+    assert_eq!(into_caller.len(), 1, "{into_caller:#?}");
+    let text = into_caller[0].to_string();
+    assert!(text.contains("BRIDGE REPLY"), "{text}");
+    assert!(text.contains("Port 8080."), "{text}");
+
+    // Not below the host (a stored catalog entry is no return address): status only.
+    let mut elsewhere = copilot_caller(&bridge, &caller.sdk_id);
+    elsewhere.pid = mcp.id();
+    elsewhere.ancestry = Vec::new();
+    let mut params = bridge.send_params(Agent::Copilot, "which port does it use?", elsewhere);
+    params.session_id = Some(target.id.clone());
+    let receipt = bridge.accepted(params).await;
+    assert!(!receipt.return_panel_available_now, "{receipt:#?}");
+    let record = bridge.wait_finished(&receipt.delivery_id).await;
+    assert!(record.is_return_status_only, "{record:#?}");
+    assert_eq!(record.return_delivery_id, None);
+    mcp.kill().unwrap();
+    mcp.wait().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_copilot_return_route_is_checked_again_when_the_answer_comes() {
+    let bridge = Bridge::start().await;
+    let caller = Copilot::in_catalog(&bridge, "copilot-asks");
+    let target = Copilot::in_catalog(&bridge, "copilot-answers");
+    let host = FakeAgentHost::builder(&caller.editor.user_data)
+        .model_endpoint(&bridge.endpoint)
+        .session(FakeSession::new(&caller.title).id(&caller.id))
+        .session(FakeSession::new(&target.title).id(&target.id))
+        .start()
+        .unwrap();
+    let release = bridge.agents.path().join("release-copilot-answer");
+    bridge.endpoint.push(
+        Rule::on_user_text("slow question")
+            .reply(Reply::echo_token("slow answer").after_file(&release))
+            .once(),
+    );
+    let mut mcp = std::process::Command::new("sleep")
+        .arg("120")
+        .spawn()
+        .unwrap();
+    let mut context = copilot_caller(&bridge, &caller.sdk_id);
+    context.pid = mcp.id();
+    context.ancestry = vec![AncestorProcess {
+        pid: std::process::id(),
+        name: "code".into(),
+        cmdline: String::new(),
+    }];
+    let mut params = bridge.send_params(Agent::Copilot, "slow question", context);
+    params.session_id = Some(target.id.clone());
+    let receipt = bridge.accepted(params).await;
+    assert!(receipt.return_panel_available_now);
+    bridge
+        .wait_record(&receipt.delivery_id, Duration::from_secs(60), |r| {
+            r.state == DeliveryState::AwaitingPeer
+        })
+        .await;
+    // The MCP process is gone by the time the answer comes: the route no longer holds.
+    mcp.kill().unwrap();
+    mcp.wait().unwrap();
+    std::fs::write(&release, "").unwrap();
+    let record = bridge.wait_finished(&receipt.delivery_id).await;
+    assert_eq!(record.state, DeliveryState::Delivered, "{record:#?}");
+    assert!(record.is_return_status_only, "{record:#?}");
+    assert_eq!(record.return_delivery_id, None);
+    let caller_chat = FakeSession::new(&caller.title).id(&caller.id).chat_uri();
+    assert!(
+        !host
+            .dispatched()
+            .iter()
+            .any(|d| d["channel"] == caller_chat),
+        "nothing was put into the caller's chat"
     );
 }

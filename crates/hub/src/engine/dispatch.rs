@@ -718,6 +718,7 @@ mod tests {
             panel: None,
             native: None,
             agent_host: None,
+            copilot_return: None,
         };
         let key = TargetKey::new(Agent::Claude, session).to_string();
         dispatch

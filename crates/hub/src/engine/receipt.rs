@@ -277,12 +277,15 @@ impl Admission {
                     .to_owned(),
             );
         }
-        let return_panel = others.has_return_panel(
-            &params.caller,
-            caller.agent,
-            caller.session_id.as_deref(),
-            settings,
-        );
+        // A Copilot sender's own session on the host that runs its MCP process counts as a
+        // panel: the answer goes back there (checked again when it comes).
+        let return_panel = caller.copilot_return.is_some()
+            || others.has_return_panel(
+                &params.caller,
+                caller.agent,
+                caller.session_id.as_deref(),
+                settings,
+            );
         if !return_panel {
             warnings.push(format!(
                 "return_panel_available_now is false: the sender has no open panel for the \
@@ -433,6 +436,7 @@ fn job_of(acceptance: &Acceptance<'_>, stamp: &Stamp) -> Job {
         panel: None,
         native: None,
         agent_host: None,
+        copilot_return: caller.copilot_return.clone(),
     }
 }
 

@@ -226,6 +226,7 @@ mod tests {
             panel: None,
             native: None,
             agent_host: None,
+            copilot_return: None,
         }
     }
 

@@ -65,6 +65,7 @@ pub(super) fn job() -> Job {
         panel: None,
         native: None,
         agent_host: None,
+        copilot_return: None,
     }
 }
 

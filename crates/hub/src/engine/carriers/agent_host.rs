@@ -27,6 +27,7 @@ use tokio::time::Instant;
 
 use super::{Carried, Carrier, CarrierContext, Carrying, RouteQuery, message_text};
 use crate::Agent;
+use crate::engine::copilot_caller::verify_return;
 use crate::engine::dispatch::{carrier_stopped, off_async};
 use crate::engine::{roots_for, watch_secs};
 use crate::records::{AgentHostJob, Claimed, Job};
@@ -151,6 +152,20 @@ impl Delivery<'_> {
         let limit = Duration::from_secs(self.job.timeout_secs.max(1));
         let deadline = Instant::now() + limit;
         let mut stop = self.cx.stop_signal();
+        // Return traffic to a Copilot sender: its route is checked once more, right before.
+        let is_return = self.record.answer.answers_delivery_id.is_some();
+        if let Some(back) = self.job.copilot_return.clone().filter(|_| is_return) {
+            let checked = off_async(move || verify_return(&back)).await;
+            if let Some(Err(why)) = checked {
+                return undelivered(
+                    self.record,
+                    format!(
+                        "the answer was not put into the sender's Copilot chat: {why}; read it \
+                         with bridge_status"
+                    ),
+                );
+            }
+        }
         let conn = match connect(route, &self.record.delivery_id).await {
             Ok(conn) => conn,
             Err(why) => return undelivered(self.record, why),
@@ -183,6 +198,17 @@ impl Delivery<'_> {
                 }
             }
         };
+        if is_return {
+            // Return traffic is delivered once the host took it: the sender's turn that reads it
+            // is the sender's own, not an answer to wait for.
+            self.record.state = DeliveryState::Delivered;
+            self.record.progress_note = Some(format!(
+                "put into the sender's Copilot chat as turn {} in {}",
+                turn.turn_id(),
+                turn.chat()
+            ));
+            return;
+        }
         self.record.state = DeliveryState::AwaitingPeer;
         self.record.progress_note = Some(format!(
             "accepted by the Agent Host as turn {} in {}; awaiting Copilot's answer",
