@@ -596,3 +596,58 @@ async fn a_copilot_return_route_is_checked_again_when_the_answer_comes() {
         "nothing was put into the caller's chat"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cross_agent_send_copilot_names_the_session_by_uri() {
+    let bridge = Bridge::start().await;
+    let copilot = Copilot::in_catalog(&bridge, "copilot-cli");
+    let host = copilot.host(&bridge, TurnScript::Answer);
+    bridge
+        .endpoint
+        .push(Rule::on_user_text("from a shell").reply(Reply::echo_token("shell answer")));
+    let exe = cross_agent_testkit::binaries::cross_agent_bin().unwrap();
+    let (home, root, project, uri) = (
+        bridge.agents.path().to_owned(),
+        bridge.state.root().to_owned(),
+        bridge.project.clone(),
+        copilot.uri(),
+    );
+    let output = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(exe)
+            .args([
+                "send",
+                "copilot",
+                "--session",
+                &uri,
+                "from a shell",
+                "--json",
+            ])
+            .env_clear()
+            .env("HOME", &home)
+            .env("CROSS_AGENT_HOME", &root)
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .current_dir(&project)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let receipt: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(receipt["transport"], "agent-host", "{receipt:#}");
+    assert_eq!(receipt["target_session_id"], copilot.id.as_str());
+    let delivery_id = receipt["delivery_id"].as_str().unwrap().to_owned();
+    let record = bridge.wait_finished(&delivery_id).await;
+    assert_eq!(record.state, DeliveryState::Delivered, "{record:#?}");
+    assert!(
+        record
+            .reply_preview
+            .unwrap_or_default()
+            .starts_with("shell answer")
+    );
+    assert_eq!(turns_started(&host).len(), 1);
+}

@@ -478,3 +478,52 @@ fn the_daemon_receives_the_callers_context() -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// `send_to_copilot` over the real stdio server: the daemon gets a send to Copilot with the
+/// session as named (a URI here), `allow_same_agent`, and the Copilot SDK's binding as the
+/// caller's, which no peer CLI inherits.
+#[test]
+fn send_to_copilot_reaches_the_daemon_with_the_sdk_binding_as_the_caller() -> anyhow::Result<()> {
+    let scratch = Scratch::new()?;
+    let daemon = FakeDaemon::start(&scratch.cross_agent_home())?;
+    let mut env = scratch.env();
+    env.insert("COPILOT_AGENT_SESSION_ID".into(), "sdk-42".into());
+    let mut server = McpProcess::spawn(&scratch, &env, scratch.dir.path())?;
+    server.initialize("Visual Studio Code")?;
+    let call = server.request(
+        "tools/call",
+        json!({
+            "name": "send_to_copilot",
+            "arguments": {
+                "message": "review this",
+                "session_id": "copilotcli:/6f1e1b9c-1111-4c3e-9a55-3b8f2b1c0d42",
+                "allow_same_agent": true,
+            },
+        }),
+    )?;
+    assert_eq!(call["result"]["isError"], json!(false), "{call}");
+    assert_eq!(
+        call["result"]["structuredContent"]["transport"],
+        json!("agent-host")
+    );
+    let sends = daemon.calls_of("send");
+    assert_eq!(sends.len(), 1);
+    let params = &sends[0].params;
+    assert_eq!(params["agent"], json!("copilot"));
+    assert_eq!(
+        params["session_id"],
+        json!("copilotcli:/6f1e1b9c-1111-4c3e-9a55-3b8f2b1c0d42")
+    );
+    assert_eq!(params["allow_same_agent"], json!(true));
+    assert_eq!(
+        params["caller"]["copilot_agent_session_id"],
+        json!("sdk-42")
+    );
+    assert!(
+        !params["caller"]["child_env"]
+            .as_object()
+            .unwrap()
+            .contains_key("COPILOT_AGENT_SESSION_ID")
+    );
+    Ok(())
+}
