@@ -177,6 +177,21 @@ async fn a_host_that_drops_after_the_dispatch_leaves_the_outcome_unknown_and_not
     assert_eq!(shown["outcome"], "unknown");
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(turns_started(&host).len(), 1);
+    // The decisions log names the transport and the unknown outcome.
+    let log = std::fs::read_to_string(bridge.state.root().join("decisions.jsonl")).unwrap();
+    let lines: Vec<serde_json::Value> = log
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .filter(|d: &serde_json::Value| d["delivery"] == receipt.delivery_id.as_str())
+        .collect();
+    let accepted = lines.iter().find(|d| d["kind"] == "send_accepted").unwrap();
+    assert_eq!(accepted["details"]["transport"], "agent-host", "{lines:#?}");
+    let outcome = lines
+        .iter()
+        .find(|d| d["kind"] == "delivery_outcome")
+        .unwrap();
+    assert_eq!(outcome["details"]["transport"], "agent-host");
+    assert_eq!(outcome["details"]["outcome"], "unknown", "{outcome:#}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
