@@ -10,7 +10,7 @@ use cross_agent_protocol::bridge::{
     HandOverOutcome, RefusalReason, SendParams, TargetSelectedBy, Transport,
 };
 use cross_agent_testkit::agent_host::{FakeAgentHost, FakeSession, TurnScript};
-use cross_agent_testkit::endpoint::{Reply, Rule};
+use cross_agent_testkit::endpoint::{Api, Reply, Rule};
 use cross_agent_testkit::synthetic_stores::{CopilotEditor, SdkEvents, now_millis};
 
 use super::bridge_support::{Bridge, spawn_daemon_process};
@@ -665,4 +665,80 @@ async fn cross_agent_send_copilot_names_the_session_by_uri() {
             .starts_with("shell answer")
     );
     assert_eq!(turns_started(&host).len(), 1);
+}
+
+/// The real Codex (its app-server behind a panel shim, as the VS Code extension runs it), with
+/// `cross-agent mcp` registered, calls `send_to_copilot`: the message reaches the Copilot chat
+/// through its host, and the record names Codex's thread as the sender. (`codex exec` starts
+/// without MCP tools that are not ready within about a second; the panel waits for them.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_real_codex_thread_reaches_copilot_through_send_to_copilot() {
+    let bridge = Bridge::start().await;
+    let copilot = Copilot::in_catalog(&bridge, "copilot-test");
+    let host = copilot.host(&bridge, TurnScript::Answer);
+    let server = cross_agent_testkit::agents::McpServer::new(
+        "cross-agent",
+        cross_agent_testkit::binaries::cross_agent_bin().unwrap(),
+    )
+    .arg("mcp")
+    .env("CROSS_AGENT_HOME", bridge.state.root().to_string_lossy())
+    .env("HOME", bridge.agents.path().to_string_lossy());
+    let codex = bridge.codex().with_mcp_server(server).unwrap();
+    let mut panel = super::panels_codex::CodexPanel::open_with(&bridge, &codex);
+    let thread = panel.start_thread(&bridge);
+    panel.wait_mcp_ready(&thread);
+    bridge.endpoint.push(
+        Rule::on_user_text("ask copilot about the port")
+            .tool_call(cross_agent_testkit::endpoint::ToolCall::mcp(
+                "cross-agent",
+                "send_to_copilot",
+                serde_json::json!({
+                    "message": "relay-copilot-7: which port does it use?",
+                    "session_id": "copilot-test",
+                }),
+            ))
+            .for_api(Api::Responses)
+            .once(),
+    );
+    bridge.endpoint.push(
+        Rule::on_tool_result("delivery_id")
+            .reply_text("asked Copilot")
+            .for_api(Api::Responses)
+            .once(),
+    );
+    bridge.endpoint.push(
+        Rule::on_user_text("relay-copilot-7")
+            .reply(Reply::echo_token("Port 8080 (Copilot)."))
+            .for_api(Api::Anthropic)
+            .once(),
+    );
+    panel.type_turn(&thread, "ask copilot about the port");
+
+    // The delivery Codex's call made, as the decisions log names it.
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    let delivery_id = loop {
+        let log = std::fs::read_to_string(bridge.state.root().join("decisions.jsonl"))
+            .unwrap_or_default();
+        let found = log
+            .lines()
+            .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+            .find(|d| d["kind"] == "send_accepted")
+            .and_then(|d| d["delivery"].as_str().map(str::to_owned));
+        if let Some(id) = found {
+            break id;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no send was accepted: {log}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let record = bridge.wait_finished(&delivery_id).await;
+    let started = turns_started(&host);
+    assert_eq!(started.len(), 1, "{started:#?}");
+    assert!(started[0].to_string().contains("relay-copilot-7"));
+    assert_eq!(record.transport, Transport::AgentHost);
+    assert_eq!(record.from_agent, Some(Agent::Codex));
+    assert_eq!(record.from_session.as_deref(), Some(thread.as_str()));
+    assert_eq!(record.state, DeliveryState::Delivered, "{record:#?}");
 }
