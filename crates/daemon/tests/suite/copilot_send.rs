@@ -216,6 +216,34 @@ async fn a_chat_error_fails_the_delivery_with_the_hosts_words() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chat_busy_with_another_turn_is_waited_for_up_to_the_timeout_and_nothing_sent() {
+    let bridge = Bridge::start().await;
+    let copilot = Copilot::in_catalog(&bridge, "copilot-busy");
+    let host = FakeAgentHost::builder(&copilot.editor.user_data)
+        .model_endpoint(&bridge.endpoint)
+        .session(FakeSession::new(&copilot.title).id(&copilot.id).busy())
+        .start()
+        .unwrap();
+    let mut params = to_copilot(&bridge, "hello", Some(&copilot.title));
+    params.timeout = Some(3);
+    let sent_at = std::time::Instant::now();
+    let receipt = bridge.accepted(params).await;
+    let record = bridge.wait_finished(&receipt.delivery_id).await;
+    assert!(
+        sent_at.elapsed() >= Duration::from_secs(2),
+        "it waited for the chat: {:?}",
+        sent_at.elapsed()
+    );
+    assert_eq!(record.state, DeliveryState::Failed);
+    assert!(record.is_undelivered, "{record:#?}");
+    assert!(
+        record.error.as_deref().unwrap_or_default().contains("busy"),
+        "{record:#?}"
+    );
+    assert!(turns_started(&host).is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_on_no_running_host_is_refused_naming_it_and_vs_code() {
     let bridge = Bridge::start().await;
     let copilot = Copilot::in_catalog(&bridge, "copilot-closed");
