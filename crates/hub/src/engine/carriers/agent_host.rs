@@ -184,11 +184,11 @@ impl Delivery<'_> {
                 Err(HostError::ChatBusy { .. }) if Instant::now() + BUSY_RETRY < deadline => {
                     tokio::time::sleep(BUSY_RETRY).await;
                 }
-                Err(HostError::UnknownOutcome { .. }) => {
-                    let error = handed.err().map(|e| e.to_string()).unwrap_or_default();
+                Err(error @ HostError::UnknownOutcome { .. }) => {
+                    // Sent, but the host never said: it may have started, so not undelivered.
                     self.record.state = DeliveryState::Failed;
                     self.record.outcome = Some(HandOverOutcome::Unknown);
-                    self.record.error = Some(error);
+                    self.record.error = Some(error.to_string());
                     return;
                 }
                 Err(error) => {
