@@ -68,7 +68,11 @@ const IDENTITY_SETTINGS: &[&str] = &[var::SELF, var::SELF_SESSION, var::CONVERSA
 
 /// Names that say which session the caller is, read by the thin process itself. Not reported
 /// as withheld: the advice to pass one would make a child claim its caller's identity.
-const IDENTITY_VARS: &[&str] = &[crate::CLAUDE_SESSION_VAR, crate::GROK_SESSION_VAR];
+const IDENTITY_VARS: &[&str] = &[
+    crate::CLAUDE_SESSION_VAR,
+    crate::GROK_SESSION_VAR,
+    crate::COPILOT_SESSION_VAR,
+];
 
 /// Obvious credentials, by exact name: what an authentication failure that names no variable
 /// is pointed at.
@@ -124,6 +128,12 @@ pub fn child_env(vars: &BTreeMap<String, String>) -> ChildEnv {
     let opted_in = opted_in(vars);
     let mut child = ChildEnv::default();
     for (name, value) in vars {
+        if name == crate::COPILOT_SESSION_VAR {
+            // The Copilot SDK's binding of this MCP process to its session: a peer CLI must
+            // never inherit it, even named in CROSS_AGENT_CHILD_ENV (it would claim to be
+            // the caller's Copilot session).
+            continue;
+        }
         if opted_in.iter().any(|wanted| wanted == name) {
             // Named knowingly: passed as it is, even a credential or a proxy with a password.
             child.vars.insert(name.clone(), value.clone());

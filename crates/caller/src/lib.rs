@@ -30,6 +30,9 @@ pub const CLAUDE_SESSION_VAR: &str = "CLAUDE_CODE_SESSION_ID";
 /// `GROK_SESSION_ID`: Grok exports it to every MCP server it starts (counts for a Grok caller
 /// only; the daemon decides that).
 pub const GROK_SESSION_VAR: &str = "GROK_SESSION_ID";
+/// `COPILOT_AGENT_SESSION_ID`: the Copilot SDK gives each MCP process it starts the SDK session
+/// it serves (the daemon maps it to the editor's session; it is never passed to a peer CLI).
+pub const COPILOT_SESSION_VAR: &str = "COPILOT_AGENT_SESSION_ID";
 /// The `tools/call` `_meta` key under which Codex declares the calling thread.
 pub const CODEX_TURN_METADATA_KEY: &str = "x-codex-turn-metadata";
 
@@ -98,6 +101,7 @@ pub fn context(snapshot: &Snapshot, call: PerCall) -> CallerContext {
         client_name: call.client_name,
         claude_code_session_id: snapshot.var(CLAUDE_SESSION_VAR),
         grok_session_id: snapshot.var(GROK_SESSION_VAR),
+        copilot_agent_session_id: snapshot.var(COPILOT_SESSION_VAR),
         self_session: snapshot.var(var::SELF_SESSION),
         self_agent: snapshot.var(var::SELF),
         conversation_id: snapshot.var(var::CONVERSATION_ID),

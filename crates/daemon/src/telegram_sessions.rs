@@ -244,6 +244,7 @@ impl SessionHost for Host {
                         Transport::Panel => "panel",
                         Transport::HeadlessCli => "headless_cli",
                         Transport::ClaudeNative => "claude_native",
+                        Transport::AgentHost => "agent_host",
                     },
                     _ => "headless_cli",
                 };

@@ -77,6 +77,7 @@ pub fn send_accepted(receipt: &SendReceipt) -> Vec<Decision> {
             .detail("queue_depth", receipt.queue_depth)
             .detail("will_create_session", receipt.will_create_session)
             .detail("request_id", receipt.request_id.clone())
+            .detail("transport", receipt.transport.as_str())
             .detail("warnings", receipt.warnings.len()),
         base(DecisionKind::TARGET_CHOSEN, Outcome::CHOSEN)
             .guard(wire_name(&receipt.target_selected_by))
@@ -121,7 +122,8 @@ pub fn send_refused(agent: Agent, refusal: &Refusal) -> Decision {
         | RefusalReason::ScanBoundReached
         | RefusalReason::InvalidSetting
         | RefusalReason::UiHookRequire
-        | RefusalReason::NotAvailable => DecisionKind::SEND_REFUSED,
+        | RefusalReason::NotAvailable
+        | RefusalReason::CallerUnresolved => DecisionKind::SEND_REFUSED,
     };
     // An ambiguous name's sentence quotes the name, which is the candidates' title: the count
     // and their ids say the same without it.
@@ -193,6 +195,7 @@ pub fn delivery_finished(record: &DeliveryRecord) -> Vec<Decision> {
         Outcome::new(wire_name(&record.state)),
     )
     .detail("transport", record.transport.as_str())
+    .detail("outcome", record.outcome.as_ref().map(wire_name))
     .detail("hop", record.hop)
     .detail("max_hops", record.max_hops)
     .detail("target_selected_by", wire_name(&record.target_selected_by))

@@ -15,7 +15,10 @@
 //!    it wins over inference, since one Codex MCP server serves every thread of a window).
 //!    Claude: `CLAUDE_CODE_SESSION_ID`. Grok: `GROK_SESSION_ID` — only for a Grok caller, since
 //!    everything Grok runs inherits it. Else `CROSS_AGENT_SELF_SESSION` when it names the same
-//!    agent.
+//!    agent. Copilot: `COPILOT_AGENT_SESSION_ID`, the SDK session its MCP process serves —
+//!    the last clue to the agent (inherited, it means nothing when another agent is the
+//!    caller), and not yet the session: the engine maps it to the editor's session through the
+//!    catalog (`engine/copilot_caller.rs`), or stops the send.
 
 use cross_agent_protocol::bridge::{CallerContext, CallerStatus, TargetKey};
 use cross_agent_protocol::settings as var;
@@ -46,6 +49,11 @@ pub struct Caller {
     pub conversation_id: Option<String>,
     /// The call comes from a turn the daemon started.
     pub started_turn: Option<String>,
+    /// A Copilot caller's SDK session (`COPILOT_AGENT_SESSION_ID`), still to be mapped to its
+    /// editor session.
+    pub copilot_sdk_session: Option<String>,
+    /// A mapped Copilot caller's verified return route, when its host runs its MCP process.
+    pub copilot_return: Option<crate::records::CopilotReturn>,
 }
 
 impl Caller {
@@ -140,12 +148,16 @@ pub fn identify(context: &CallerContext, turns: &[StartedTurn]) -> Caller {
             ),
             conversation_id: env_conversation.or_else(|| Some(turn.conversation_id.clone())),
             started_turn: Some(turn.delivery_id.clone()),
+            copilot_sdk_session: None,
+            copilot_return: None,
         };
     }
 
     // 2. The agent.
-    // Copilot is not identified as a caller in this build (its SDK session is not yet mapped
-    // to an editor session): a setting naming it is as if unset.
+    // Copilot is identified by its SDK's own variable only (mapped to its session by the
+    // engine): a setting naming it, which any Agent Host runtime's server may carry, is as if
+    // unset.
+    let copilot_sdk = non_blank(context.copilot_agent_session_id.as_ref());
     let not_copilot = |agent: &Agent| *agent != Agent::Copilot;
     let self_session = context
         .self_session
@@ -171,6 +183,8 @@ pub fn identify(context: &CallerContext, turns: &[StartedTurn]) -> Caller {
         (Some(Agent::Claude), "CLAUDE_CODE_SESSION_ID")
     } else if context.grok_session_id.is_some() {
         (Some(Agent::Grok), "GROK_SESSION_ID")
+    } else if copilot_sdk.is_some() {
+        (Some(Agent::Copilot), "COPILOT_AGENT_SESSION_ID")
     } else {
         (None, "nothing identified it")
     };
@@ -205,5 +219,7 @@ pub fn identify(context: &CallerContext, turns: &[StartedTurn]) -> Caller {
         how,
         conversation_id: env_conversation,
         started_turn: None,
+        copilot_sdk_session: copilot_sdk.filter(|_| agent == Some(Agent::Copilot)),
+        copilot_return: None,
     }
 }

@@ -61,6 +61,45 @@ pub struct Job {
     /// because a live Claude Code process holds the session and no shim does.
     #[serde(default)]
     pub native: Option<NativeJob>,
+    /// Set when the delivery goes to a Copilot session through its editor's Agent Host.
+    #[serde(default)]
+    pub agent_host: Option<AgentHostJob>,
+    /// A Copilot sender's verified return route, found at acceptance: where its answer goes
+    /// back, once checked again.
+    #[serde(default)]
+    pub copilot_return: Option<CopilotReturn>,
+}
+
+/// A Copilot caller's own session on the live host that runs its MCP process: the route its
+/// answer takes back (docs/spec/cross-agent-mcp.md, "Copilot (VS Code Agent Host)"). Checked
+/// again right before the answer is dispatched: the SDK session still backs that session's
+/// unarchived default chat, and the host's owner is still an ancestor of the MCP process.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CopilotReturn {
+    /// The caller's session on its host.
+    pub route: AgentHostJob,
+    /// The SDK session its MCP process was started for (`COPILOT_AGENT_SESSION_ID`).
+    pub sdk_session_id: String,
+    /// The caller session's `session.db`, where the mapping is read again.
+    pub session_db: String,
+    /// The pid that owns the host's endpoint entry (the editor's host process).
+    pub owner_pid: u32,
+    /// The MCP process that made the call.
+    pub mcp_pid: u32,
+}
+
+/// An Agent Host delivery's route as resolved at acceptance: the session as the host names it
+/// and the editor whose host runs it. The endpoint (socket and token) is read again from that
+/// editor's registry when the delivery goes out, never stored: the token stays out of
+/// `hub.db`, and a host restarted since acceptance is found at its new socket.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentHostJob {
+    /// The session URI exactly as the host lists it (`copilotcli:/<uuid>`).
+    pub session_uri: String,
+    /// The editor's user-data folder, whose endpoint registry names the live host.
+    pub user_data_dir: String,
+    /// `<userData>/agent-host/local-endpoint/entries`.
+    pub endpoint_dir: String,
 }
 
 /// A native delivery's route as resolved at acceptance: the live process the registry named.

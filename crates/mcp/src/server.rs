@@ -187,8 +187,8 @@ pub fn is_on(value: Option<&String>) -> bool {
 pub fn instructions(settings: &std::collections::BTreeMap<String, String>) -> String {
     let mut text = String::from(
         "cross-agent relays messages between coding-agent sessions (Claude Code, Codex, Grok \
-         Build) so each keeps its own context. send_to_claude / send_to_codex / send_to_grok \
-         queue a message for a peer session and return a receipt at once, not the answer: the \
+         Build, Copilot) so each keeps its own context. send_to_claude / send_to_codex / \
+         send_to_grok / send_to_copilot queue a message for a peer session and return a receipt at once, not the answer: the \
          answer arrives as a new message in this session when it is open in a panel, otherwise \
          read it with bridge_status(delivery_id=...). The peer cannot see this conversation, so \
          write each message self-contained.\n\
@@ -206,7 +206,12 @@ pub fn instructions(settings: &std::collections::BTreeMap<String, String>) -> St
          \n\
          Reaching another session of your own agent needs an explicit session_id (or \
          allow_same_agent=true on send_to_claude / send_to_grok); discovery never picks your own \
-         session.",
+         session.\n\
+         \n\
+         Copilot: send_to_copilot reaches an existing Copilot session in VS Code through the \
+         editor's running Agent Host. Name it in session_id (exact name, editor UUID or session \
+         URI) or pin it (sticky); it is never discovered or created, new_session=true is \
+         refused, and a session whose VS Code is not open is refused (no CLI fallback).",
     );
     if is_on(settings.get(var::REQUIRE_EXPLICIT_TARGET)) {
         text.push_str("\n\n");

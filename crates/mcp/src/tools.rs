@@ -23,7 +23,7 @@ use std::sync::Arc;
 use cross_agent_protocol::bridge::{Agent, CallerContext, SendParams};
 use cross_agent_protocol::tools::{
     self as args, BridgeStatusArgs, ListAgentSessionsArgs, PinAgentSessionArgs, SendToClaudeArgs,
-    SendToCodexArgs, SendToGrokArgs, ToolDefaults, read_args,
+    SendToCodexArgs, SendToCopilotArgs, SendToGrokArgs, ToolDefaults, read_args,
 };
 use rmcp::handler::server::common::{Extension, FromContextPart};
 use rmcp::handler::server::tool::{ToolCallContext, ToolRouter};
@@ -36,7 +36,8 @@ use crate::server::Bridge;
 
 pub use cross_agent_protocol::tools::{
     BRIDGE_STATUS, DEFAULT_LIST_LIMIT, DEFAULT_TIMEOUT_SECONDS, LIST_AGENT_SESSIONS,
-    MAX_MESSAGE_BYTES, PIN_AGENT_SESSION, SEND_TO_CLAUDE, SEND_TO_CODEX, SEND_TO_GROK, TOOL_NAMES,
+    MAX_MESSAGE_BYTES, PIN_AGENT_SESSION, SEND_TO_CLAUDE, SEND_TO_CODEX, SEND_TO_COPILOT,
+    SEND_TO_GROK, TOOL_NAMES,
 };
 
 /// The defaults a schema shows, read from this registration's settings.
@@ -111,6 +112,29 @@ impl Bridge {
         match args.and_then(|args| checked_send(args.into_params(caller))) {
             Ok(params) => self.send(params).await,
             Err(bad) => bad.answer(SEND_TO_GROK),
+        }
+    }
+
+    #[tool(
+        title = "Send to Copilot",
+        description = send_description(Agent::Copilot),
+        input_schema = spec_schema::<SendToCopilotArgs>(),
+        annotations(
+            title = "Send to Copilot",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = true
+        )
+    )]
+    async fn send_to_copilot(
+        &self,
+        Extension(caller): Extension<CallerContext>,
+        Args(args): Args<SendToCopilotArgs>,
+    ) -> CallToolResult {
+        match args.and_then(|args| checked_send(args.into_params(caller))) {
+            Ok(params) => self.send(params).await,
+            Err(bad) => bad.answer(SEND_TO_COPILOT),
         }
     }
 
@@ -234,11 +258,22 @@ fn send_description(agent: Agent) -> String {
         Agent::Grok => {
             "Reaching another Grok session from Grok needs session_id or allow_same_agent."
         }
-        // No send_to_copilot tool is listed in this build; its description is ready for it.
         Agent::Copilot => {
-            "Reaching another Copilot session from Copilot needs an explicit session_id."
+            "Reaching another Copilot session from Copilot needs session_id, or \
+             allow_same_agent with a sticky pin."
         }
     };
+    if agent == Agent::Copilot {
+        return format!(
+            "Sends a message to an existing Copilot session in VS Code (its default chat) through \
+             the editor's running Agent Host, keeping its context. Name it in session_id: its \
+             exact conversation name, editor UUID or session URI (or pin it with \
+             pin_agent_session, sticky). No session is discovered or created, and there is no \
+             CLI fallback: a session whose VS Code is not open is refused. Asynchronous: returns \
+             a receipt (delivery_id) at once; read the answer with bridge_status(delivery_id). \
+             {same_agent} A message is at most 8 MiB ({MAX_MESSAGE_BYTES} bytes)."
+        );
+    }
     format!(
         "Sends a message to a {product} {noun} (by default the active one), keeping its context. \
          Asynchronous: returns a receipt (delivery_id) at once, not the answer. The answer \
@@ -283,6 +318,10 @@ impl ToolArgs for SendToCodexArgs {
 
 impl ToolArgs for SendToGrokArgs {
     const TOOL: &'static str = SEND_TO_GROK;
+}
+
+impl ToolArgs for SendToCopilotArgs {
+    const TOOL: &'static str = SEND_TO_COPILOT;
 }
 
 impl ToolArgs for ListAgentSessionsArgs {

@@ -42,6 +42,11 @@ pub struct CallerContext {
     pub claude_code_session_id: Option<String>,
     /// `GROK_SESSION_ID` — counts only for a Grok caller.
     pub grok_session_id: Option<String>,
+    /// `COPILOT_AGENT_SESSION_ID` — the Copilot SDK session a Copilot caller's MCP process was
+    /// started for; mapped to the editor's session by the daemon, and counts only when no other
+    /// known agent is the caller.
+    #[serde(default)]
+    pub copilot_agent_session_id: Option<String>,
     /// `CROSS_AGENT_SELF_SESSION=<agent>:<id>`, as given, for turns the bridge started.
     pub self_session: Option<String>,
     /// `CROSS_AGENT_SELF`, as given: forces the caller's agent.
@@ -135,6 +140,10 @@ pub struct SendReceipt {
     pub target_session_id: Option<String>,
     pub target_title: Option<String>,
     pub target_selected_by: TargetSelectedBy,
+    /// How the message enters the session (`headless-cli`, `panel`, `claude-native`,
+    /// `agent-host`), as the record names it.
+    #[serde(default = "Transport::unnamed")]
+    pub transport: Transport,
     /// The `session_id` argument exactly as the caller gave it.
     pub caller_supplied_session_id: Option<String>,
     pub will_create_session: bool,
@@ -169,7 +178,8 @@ pub enum RefusalReason {
     HopBudget,
     /// Same-agent relay without `allow_same_agent` or an explicit `session_id`.
     SelfCall,
-    /// `CROSS_AGENT_REQUIRE_EXPLICIT_TARGET` and no `session_id` / `new_session`.
+    /// `CROSS_AGENT_REQUIRE_EXPLICIT_TARGET` and no `session_id` / `new_session`; or a Copilot
+    /// send naming no session with no sticky pin (Copilot is never discovered).
     RequireExplicitTarget,
     /// `CROSS_AGENT_DISABLE_HEADLESS` and no panel holds the session.
     DisableHeadless,
@@ -184,8 +194,12 @@ pub enum RefusalReason {
     /// `CROSS_AGENT_UI_HOOK=require` and the send needs a panel that cannot be found: it names no
     /// session, or asks for a new conversation.
     UiHookRequire,
-    /// The target agent cannot be sent to by this build (Copilot, until its Agent Host carrier
-    /// is in).
+    /// The caller says it is a session that cannot be resolved to exactly one: a Copilot SDK
+    /// session (`COPILOT_AGENT_SESSION_ID`) that no, an archived, or more than one registered
+    /// default chat is backed by. Nothing is sent without a return address.
+    CallerUnresolved,
+    /// The target cannot be reached by any route: a Copilot session whose editor's Agent Host
+    /// is not running ("host not running"), or Copilot under `CROSS_AGENT_UI_HOOK=off`.
     NotAvailable,
 }
 
@@ -494,6 +508,15 @@ impl DeliveryState {
     }
 }
 
+/// What is known of a hand-over whose outcome the peer never told.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum HandOverOutcome {
+    /// Sent, but neither accepted nor refused before the connection ended or the wait ran
+    /// out: it may have started, so it is never re-sent.
+    Unknown,
+}
+
 /// One delivery as recorded in `hub.db`. Never the payload, never the child's environment.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DeliveryRecord {
@@ -553,6 +576,11 @@ pub struct DeliveryRecord {
     /// The target's transcript, when known, for re-reading the answer.
     #[serde(default)]
     pub target_transcript: Option<String>,
+    /// What is known of the hand-over when that is all the record can say: `unknown` when the
+    /// message was sent but the peer neither accepted nor refused it (it may have started, so
+    /// it is never re-sent). Absent when the hand-over's outcome is known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<HandOverOutcome>,
     /// How the answer was paired with the request, and what a relay of it says about that.
     #[serde(flatten, default)]
     pub answer: AnswerMarks,

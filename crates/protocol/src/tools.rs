@@ -24,16 +24,17 @@ use crate::bridge::{
 pub const SEND_TO_CLAUDE: &str = "send_to_claude";
 pub const SEND_TO_CODEX: &str = "send_to_codex";
 pub const SEND_TO_GROK: &str = "send_to_grok";
+pub const SEND_TO_COPILOT: &str = "send_to_copilot";
 pub const LIST_AGENT_SESSIONS: &str = "list_agent_sessions";
 pub const BRIDGE_STATUS: &str = "bridge_status";
 pub const PIN_AGENT_SESSION: &str = "pin_agent_session";
 
-/// Every tool the MCP server lists. Copilot is not among them: it does not work yet, and a tool
-/// an agent can see but not use would only mislead it.
-pub const TOOL_NAMES: [&str; 6] = [
+/// Every tool the MCP server lists.
+pub const TOOL_NAMES: [&str; 7] = [
     SEND_TO_CLAUDE,
     SEND_TO_CODEX,
     SEND_TO_GROK,
+    SEND_TO_COPILOT,
     LIST_AGENT_SESSIONS,
     BRIDGE_STATUS,
     PIN_AGENT_SESSION,
@@ -167,7 +168,36 @@ send_args!(
     "session",
     allow_same_agent
 );
+send_args!(
+    SendToCopilotArgs,
+    Agent::Copilot,
+    "Copilot",
+    "session",
+    allow_same_agent
+);
 
+/// What `send_to_copilot`'s schema says instead of the common wording, where Copilot's rules
+/// differ (docs/spec/cross-agent-mcp.md, "Copilot (VS Code Agent Host)"): no discovery, no new
+/// sessions, the session URI accepted.
+const COPILOT_WORDING: [(&str, &str); 3] = [
+    (
+        "session_id",
+        "The Copilot session: its exact conversation name (no partial matches), its editor \
+         UUID, or its session URI (copilotcli:/<uuid>, ahp-session:/<uuid>), as \
+         list_agent_sessions(agent=\"copilot\") shows them. Required unless a sticky pin names \
+         one: no Copilot session is discovered or created. The session must be open on a \
+         running VS Code Agent Host.",
+    ),
+    (
+        "new_session",
+        "Unsupported for Copilot: true is refused (create the chat in VS Code first).",
+    ),
+    (
+        "allow_same_agent",
+        "Lets a Copilot caller use a sticky pin to another Copilot session (never its own). \
+         An explicit session_id passes this guard on its own.",
+    ),
+];
 /// The arguments of `list_agent_sessions`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -348,6 +378,7 @@ pub fn input_schema(tool: &str, defaults: ToolDefaults) -> Option<Map<String, Va
         SEND_TO_CLAUDE => tool_input::<SendToClaudeArgs>(),
         SEND_TO_CODEX => tool_input::<SendToCodexArgs>(),
         SEND_TO_GROK => tool_input::<SendToGrokArgs>(),
+        SEND_TO_COPILOT => tool_input::<SendToCopilotArgs>(),
         LIST_AGENT_SESSIONS => tool_input::<ListAgentSessionsArgs>(),
         BRIDGE_STATUS => tool_input::<BridgeStatusArgs>(),
         PIN_AGENT_SESSION => tool_input::<PinAgentSessionArgs>(),
@@ -369,6 +400,13 @@ pub fn input_schema(tool: &str, defaults: ToolDefaults) -> Option<Map<String, Va
         };
         set_default("scope", Value::from(scope_name(defaults.scope)));
         set_default("timeout", Value::from(defaults.timeout));
+        if tool == SEND_TO_COPILOT {
+            for (name, wording) in COPILOT_WORDING {
+                if let Some(Value::Object(property)) = properties.get_mut(name) {
+                    property.insert("description".to_owned(), Value::from(wording));
+                }
+            }
+        }
     }
     Some(object)
 }
@@ -378,7 +416,7 @@ pub fn input_schema(tool: &str, defaults: ToolDefaults) -> Option<Map<String, Va
 pub fn output_schema(tool: &str) -> Option<Value> {
     let generator = SchemaSettings::draft2020_12().into_generator();
     let schema = match tool {
-        SEND_TO_CLAUDE | SEND_TO_CODEX | SEND_TO_GROK => {
+        SEND_TO_CLAUDE | SEND_TO_CODEX | SEND_TO_GROK | SEND_TO_COPILOT => {
             generator.into_root_schema_for::<SendResponse>()
         }
         LIST_AGENT_SESSIONS => generator.into_root_schema_for::<ListSessionsResponse>(),

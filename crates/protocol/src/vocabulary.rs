@@ -157,14 +157,25 @@ pub enum Transport {
     /// from a relay the daemon hosts), because a running process holds it and no shim does.
     #[serde(rename = "claude-native")]
     ClaudeNative,
+    /// A new turn in an existing Copilot session's default chat, handed to the VS Code Agent
+    /// Host that runs it (AHP `chat/turnStarted`). Copilot has no other way in: no CLI, no shim.
+    #[serde(rename = "agent-host")]
+    AgentHost,
 }
 
 impl Transport {
+    /// What a receipt from a daemon that did not name its transport meant: a headless run
+    /// (the only transport there was then).
+    pub fn unnamed() -> Transport {
+        Transport::HeadlessCli
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Transport::HeadlessCli => "headless-cli",
             Transport::Panel => "panel",
             Transport::ClaudeNative => "claude-native",
+            Transport::AgentHost => "agent-host",
         }
     }
 }
@@ -276,5 +287,10 @@ mod tests {
             "\"claude-native\""
         );
         assert_eq!(Transport::ClaudeNative.to_string(), "claude-native");
+        assert_eq!(
+            serde_json::to_string(&Transport::AgentHost).unwrap(),
+            "\"agent-host\""
+        );
+        assert_eq!(Transport::AgentHost.as_str(), "agent-host");
     }
 }

@@ -25,8 +25,9 @@ pub struct SendArgs {
     /// The message; `-` reads it from stdin. The peer cannot see your conversation, so make it
     /// self-contained.
     message: String,
-    /// The target session: its id or exact name (default: the pin, else the active session).
-    #[arg(long, value_name = "ID|NAME")]
+    /// The target session: its id or exact name, or for Copilot its session URI (default: the
+    /// pin, else the active session; Copilot needs this or a sticky pin).
+    #[arg(long, value_name = "ID|NAME|URI")]
     session: Option<String>,
     /// Open a new conversation even if one is active (the last resort: no context).
     #[arg(long = "new", conflicts_with = "session")]
@@ -43,7 +44,8 @@ pub struct SendArgs {
     /// Deliver the text without the bridge header.
     #[arg(long)]
     raw: bool,
-    /// Allow reaching another session of the caller's own agent (claude and grok only).
+    /// Allow reaching another session of the caller's own agent (claude, grok, and copilot
+    /// through a sticky pin).
     #[arg(long)]
     allow_same_agent: bool,
     /// CLI inactivity limit in seconds (default: CROSS_AGENT_TIMEOUT, else 600).

@@ -698,6 +698,7 @@ mod tests {
             is_orphaned: false,
             is_return_status_only: true,
             target_transcript: None,
+            outcome: None,
             answer: Default::default(),
         };
         let job = Job {
@@ -716,6 +717,8 @@ mod tests {
             pin_cwd_key: String::new(),
             panel: None,
             native: None,
+            agent_host: None,
+            copilot_return: None,
         };
         let key = TargetKey::new(Agent::Claude, session).to_string();
         dispatch

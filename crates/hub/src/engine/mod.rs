@@ -124,6 +124,8 @@ mod answers;
 mod busy;
 mod carriers;
 mod config;
+mod copilot_caller;
+mod copilot_target;
 mod delivery_answer;
 mod dispatch;
 mod event_stream;

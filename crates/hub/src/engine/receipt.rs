@@ -106,7 +106,13 @@ impl Admission {
             target_session_id: record.target_session_id.clone(),
             transport,
         });
-        Ok(self.receipt(acceptance, stamp, in_line, job.timeout_secs, others))
+        Ok(self.receipt(
+            acceptance,
+            stamp,
+            in_line,
+            (transport, job.timeout_secs),
+            others,
+        ))
     }
 
     /// The delivery's record as it is queued.
@@ -165,6 +171,7 @@ impl Admission {
             // Decided when the answer exists: the route back is resolved again then.
             is_return_status_only: false,
             target_transcript: transcript.map(|p| p.to_string_lossy().into_owned()),
+            outcome: None,
             answer: Default::default(),
         }
     }
@@ -224,7 +231,7 @@ impl Admission {
         acceptance: Acceptance<'_>,
         stamp: Stamp,
         in_line: InLine,
-        timeout_secs: u64,
+        (transport, timeout_secs): (Transport, u64),
         others: &dyn Neighbours,
     ) -> SendReceipt {
         let Acceptance {
@@ -270,12 +277,15 @@ impl Admission {
                     .to_owned(),
             );
         }
-        let return_panel = others.has_return_panel(
-            &params.caller,
-            caller.agent,
-            caller.session_id.as_deref(),
-            settings,
-        );
+        // A Copilot sender's own session on the host that runs its MCP process counts as a
+        // panel: the answer goes back there (checked again when it comes).
+        let return_panel = caller.copilot_return.is_some()
+            || others.has_return_panel(
+                &params.caller,
+                caller.agent,
+                caller.session_id.as_deref(),
+                settings,
+            );
         if !return_panel {
             warnings.push(format!(
                 "return_panel_available_now is false: the sender has no open panel for the \
@@ -283,12 +293,21 @@ impl Admission {
                  bridge_status(delivery_id=\"{delivery_id}\")"
             ));
         }
-        let how = match &resolved.panel {
-            Some(choice) => format!(
+        let how = match (&resolved.panel, transport) {
+            (_, Transport::AgentHost) => {
+                "in the Copilot chat in VS Code, handed to the editor's running Agent Host"
+                    .to_owned()
+            }
+            (Some(choice), _) => format!(
                 "in the {agent} editor panel (shim pid {}), where the person watching sees it",
                 choice.shim_pid
             ),
-            None => format!("in the background (headless {agent} CLI)"),
+            (None, Transport::ClaudeNative) => {
+                format!("in the live {agent} session, through its own cross-session messaging")
+            }
+            (None, Transport::HeadlessCli | Transport::Panel) => {
+                format!("in the background (headless {agent} CLI)")
+            }
         };
         let back = if return_panel {
             "Its answer comes back into this session's panel as a BRIDGE REPLY when the turn \
@@ -309,6 +328,7 @@ impl Admission {
             target_session_id: resolved.session_id.clone(),
             target_title: resolved.title.clone(),
             target_selected_by: resolved.selected_by,
+            transport,
             caller_supplied_session_id: params.session_id.clone(),
             will_create_session: will_create,
             target_last_activity_seconds_ago: idle_secs,
@@ -333,10 +353,16 @@ impl Admission {
             hop,
             max_hops: settings.max_hops,
             request_id,
-            idle_policy: format!(
-                "inactivity timeout {timeout_secs} s, reset by CLI output or transcript writes; \
-                 no wall-clock limit"
-            ),
+            idle_policy: match transport {
+                Transport::AgentHost => format!(
+                    "the answer is awaited up to {timeout_secs} s after the hand-over; the host \
+                     runs the turn, and the message is never re-sent"
+                ),
+                Transport::HeadlessCli | Transport::Panel | Transport::ClaudeNative => format!(
+                    "inactivity timeout {timeout_secs} s, reset by CLI output or transcript \
+                     writes; no wall-clock limit"
+                ),
+            },
             warnings,
         }
     }
@@ -409,6 +435,8 @@ fn job_of(acceptance: &Acceptance<'_>, stamp: &Stamp) -> Job {
         pin_cwd_key: cwd_key(Some(cwd_text)),
         panel: None,
         native: None,
+        agent_host: None,
+        copilot_return: caller.copilot_return.clone(),
     }
 }
 

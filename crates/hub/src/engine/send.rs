@@ -11,6 +11,7 @@ use cross_agent_protocol::bridge::{
 use serde_json::{Value, json};
 
 use super::admission::{Admission, Neighbours};
+use super::copilot_caller::map_copilot_caller;
 use super::receipt::{Acceptance, Conversation};
 use super::target::{TargetQuery, Unresolved};
 use super::{Engine, Resolved, non_blank, refusal};
@@ -98,13 +99,21 @@ impl Admission {
             settings: &settings,
             explicit: non_blank(params.session_id.as_deref()),
         };
-        agent_available(agent)?;
         settings_readable(&settings)?;
+        agent_available(agent, &settings)?;
         arguments_valid(&request)?;
         explicit_target_given(&request)?;
         some_route_left(&settings)?;
 
-        let caller = identify(&params.caller, &others.started_turns());
+        let mut caller = identify(&params.caller, &others.started_turns());
+        if let Err(why) = map_copilot_caller(&mut caller, &params.caller) {
+            return Err(refusal(
+                RefusalReason::CallerUnresolved,
+                why,
+                json!({"copilot_agent_session_id": caller.copilot_sdk_session}),
+            )
+            .into());
+        }
         not_the_same_agent(&request, &caller)?;
 
         let cwd_text = working_directory(params)?;
@@ -301,19 +310,20 @@ fn some_route_left(settings: &CallSettings) -> Guard {
     ))
 }
 
-/// Copilot is listed but not yet sent to: refused before anything is looked up, and never a
-/// CLI started for it.
-fn agent_available(agent: Agent) -> Guard {
+/// Copilot is reached only through its editor's Agent Host, which `CROSS_AGENT_UI_HOOK=off`
+/// rules out with the panels; there is no CLI to fall back to. Refused before any lookup.
+fn agent_available(agent: Agent, settings: &CallSettings) -> Guard {
     match agent {
         Agent::Claude | Agent::Codex | Agent::Grok => Ok(()),
+        Agent::Copilot if settings.ui_hook != UiHook::Off => Ok(()),
         Agent::Copilot => Err(refusal(
             RefusalReason::NotAvailable,
-            "sending to Copilot is not available in this build yet: its sessions are listed \
-             (list_agent_sessions, cross-agent sessions --agent copilot), but a message reaches \
-             them only through VS Code's Agent Host, which this build does not connect to. \
-             Nothing was sent, queued or spent"
+            "CROSS_AGENT_UI_HOOK=off is set for this registration: Copilot is reached only \
+             through VS Code's Agent Host, which that setting rules out, and it has no CLI \
+             fallback. Unset it (or set auto) to send to Copilot. Nothing was sent, queued or \
+             spent"
                 .to_owned(),
-            json!({"target_agent": agent}),
+            json!({"target_agent": agent, "ui_hook": "off"}),
         )),
     }
 }
@@ -328,7 +338,10 @@ fn not_the_same_agent(request: &Request<'_>, caller: &Caller) -> Guard {
     }
     let allowed = match agent {
         Agent::Claude | Agent::Grok => request.explicit.is_some() || params.allow_same_agent,
-        Agent::Codex | Agent::Copilot => request.explicit.is_some(),
+        Agent::Codex => request.explicit.is_some(),
+        // Copilot never discovers: without a name, its only target is a sticky pin, which
+        // allow_same_agent lets a Copilot caller use.
+        Agent::Copilot => request.explicit.is_some() || params.allow_same_agent,
     };
     if allowed {
         return Ok(());
@@ -434,9 +447,11 @@ fn panel_not_required(settings: &CallSettings, agent: Agent, resolved: &Resolved
     ))
 }
 
-/// `CROSS_AGENT_DISABLE_HEADLESS`: a send must go into a session an editor panel holds.
+/// `CROSS_AGENT_DISABLE_HEADLESS`: a send must go into a session an editor panel holds (or,
+/// for Copilot, its Agent Host).
 fn headless_allowed(settings: &CallSettings, agent: Agent, resolved: &Resolved) -> Guard {
-    if !settings.disable_headless || resolved.panel.is_some() {
+    // Copilot is never reached headless: its route is its running Agent Host.
+    if !settings.disable_headless || resolved.panel.is_some() || agent == Agent::Copilot {
         return Ok(());
     }
     let which = resolved.session_id.as_deref().map_or_else(

@@ -15,6 +15,7 @@ use cross_agent_protocol::vocabulary::TargetKey;
 use cross_agent_stores::resolve::{self, ActiveWindow};
 use cross_agent_stores::{Session, UnixMillis};
 
+use super::copilot_caller::map_copilot_caller;
 use super::target::active_now;
 use super::{Engine, non_blank, recent_turns};
 use crate::Agent;
@@ -39,7 +40,10 @@ impl Engine {
             AgentFilter::All => Agent::ALL.to_vec(),
         };
         let settings = CallSettings::from_settings(&params.caller.settings);
-        let caller = identify(&params.caller, &self.started_turns());
+        let mut caller = identify(&params.caller, &self.started_turns());
+        if let Err(why) = map_copilot_caller(&mut caller, &params.caller) {
+            caller.how = format!("agent from COPILOT_AGENT_SESSION_ID; session unknown: {why}");
+        }
         // Lent from the index: only the entries shown are copied out.
         let held = self.snapshot(&params.caller, &agents);
         let warnings = held.warnings().map(ToString::to_string).collect();
@@ -200,7 +204,10 @@ impl Engine {
     pub fn bridge_status(&self, params: BridgeStatusParams) -> Result<BridgeStatusResponse> {
         let info = &self.inner.info;
         let settings = CallSettings::from_settings(&params.caller.settings);
-        let caller = identify(&params.caller, &self.started_turns());
+        let mut caller = identify(&params.caller, &self.started_turns());
+        if let Err(why) = map_copilot_caller(&mut caller, &params.caller) {
+            caller.how = format!("agent from COPILOT_AGENT_SESSION_ID; session unknown: {why}");
+        }
         let cwd = non_blank(params.cwd.as_deref())
             .or(non_blank(params.caller.cwd.as_deref()))
             .map(PathBuf::from);

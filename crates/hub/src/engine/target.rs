@@ -272,6 +272,10 @@ impl Admission {
         query: TargetQuery<'_>,
         panels: &[LivePanel],
     ) -> Result<Resolved, Unresolved> {
+        // Copilot has its own rules: named or pinned, on a live host, never created.
+        if query.agent == Agent::Copilot {
+            return self.resolve_copilot(query);
+        }
         let vantage = vantage(&query.params.caller);
         let lookout = Lookout {
             tabs: window::tabs(panels, query.agent, &vantage),

@@ -225,6 +225,8 @@ mod tests {
             pin_cwd_key: String::new(),
             panel: None,
             native: None,
+            agent_host: None,
+            copilot_return: None,
         }
     }
 

@@ -105,6 +105,8 @@ fn a_call_from_a_bridge_started_turn_belongs_to_its_conversation() {
             how: "a turn the bridge started (delivery dlv_1, pid 4242)".into(),
             conversation_id: Some("conv_0123456789ab".into()),
             started_turn: Some("dlv_1".into()),
+            copilot_sdk_session: None,
+            copilot_return: None,
         }
     );
     // Or the thread id in `_meta`.

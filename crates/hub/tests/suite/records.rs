@@ -45,6 +45,7 @@ pub(super) fn record(id: &str) -> DeliveryRecord {
         is_orphaned: false,
         is_return_status_only: true,
         target_transcript: None,
+        outcome: None,
         answer: Default::default(),
     }
 }
@@ -63,6 +64,8 @@ pub(super) fn job() -> Job {
         pin_cwd_key: String::new(),
         panel: None,
         native: None,
+        agent_host: None,
+        copilot_return: None,
     }
 }
 

@@ -86,10 +86,10 @@ async def session_run(era, extra_env):
 
 def check_tools(era, tools):
     names = list(tools)
-    check(names == ["send_to_claude", "send_to_codex", "send_to_grok", "list_agent_sessions",
-                    "bridge_status", "pin_agent_session"], f"[{era}] the six tools in order: {names}")
-    check(not any("copilot" in name for name in names), f"[{era}] no Copilot tool")
-    for name in ["send_to_claude", "send_to_codex", "send_to_grok"]:
+    check(names == ["send_to_claude", "send_to_codex", "send_to_grok", "send_to_copilot",
+                    "list_agent_sessions", "bridge_status", "pin_agent_session"],
+          f"[{era}] the seven tools in order: {names}")
+    for name in ["send_to_claude", "send_to_codex", "send_to_grok", "send_to_copilot"]:
         schema = tools[name]["inputSchema"]
         props = schema["properties"]
         check(schema.get("required") == ["message"], f"[{era}] {name} requires only message")

@@ -90,7 +90,6 @@ fn the_child_gets_the_baseline_and_nothing_else() {
         vec![
             "ANTHROPIC_API_KEY",
             "AWS_SECRET_ACCESS_KEY",
-            "COPILOT_AGENT_SESSION_ID",
             "EDITOR",
             "GITHUB_TOKEN",
             "SSH_AUTH_SOCK",
@@ -151,6 +150,30 @@ fn child_env_opts_names_in_knowingly() {
     );
     assert!(!child.contains_key("NOT_SET"));
     assert_eq!(withheld, vec!["GITHUB_TOKEN"]);
+}
+
+#[test]
+fn the_copilot_sdk_binding_is_read_as_the_callers_and_never_reaches_a_peer_cli() {
+    let snapshot = Snapshot {
+        vars: vars(&[
+            ("COPILOT_AGENT_SESSION_ID", "sdk-7"),
+            // Named knowingly, it is still not passed: it would bind the peer to this session.
+            ("CROSS_AGENT_CHILD_ENV", "COPILOT_AGENT_SESSION_ID"),
+            ("PATH", "/usr/bin"),
+        ]),
+        cwd: Some("/p".into()),
+        pid: 9,
+        ancestry: vec![],
+    };
+    let ctx = context(&snapshot, PerCall::default());
+    assert_eq!(ctx.copilot_agent_session_id.as_deref(), Some("sdk-7"));
+    assert!(!ctx.child_env.contains_key("COPILOT_AGENT_SESSION_ID"));
+    assert!(
+        !ctx.withheld_env
+            .contains(&"COPILOT_AGENT_SESSION_ID".to_owned()),
+        "the caller's identity, never advice to pass it: {:?}",
+        ctx.withheld_env
+    );
 }
 
 #[test]

@@ -8,10 +8,11 @@ use serde_json::{Value, json};
 
 use super::support::{FakeDaemon, McpProcess, Scratch, modern_meta};
 
-const TOOLS: [&str; 6] = [
+const TOOLS: [&str; 7] = [
     "send_to_claude",
     "send_to_codex",
     "send_to_grok",
+    "send_to_copilot",
     "list_agent_sessions",
     "bridge_status",
     "pin_agent_session",
@@ -27,7 +28,7 @@ fn tool_names(list: &Value) -> Vec<String> {
 }
 
 #[test]
-fn initialize_era_handshake_lists_the_six_tools() -> anyhow::Result<()> {
+fn initialize_era_handshake_lists_the_seven_tools() -> anyhow::Result<()> {
     let scratch = Scratch::new()?;
     let mut server = McpProcess::spawn(&scratch, &scratch.env(), scratch.dir.path())?;
 
@@ -46,13 +47,20 @@ fn initialize_era_handshake_lists_the_six_tools() -> anyhow::Result<()> {
 
     let list = server.request("tools/list", json!({}))?;
     assert_eq!(tool_names(&list), TOOLS);
-    // No Copilot tool yet (its sessions are listed by list_agent_sessions, which names it).
+    let copilot = list["result"]["tools"]
+        .as_array()
+        .and_then(|tools| tools.iter().find(|t| t["name"] == "send_to_copilot"))
+        .expect("send_to_copilot is listed");
+    let description = copilot["description"].as_str().unwrap_or_default();
+    assert!(description.contains("no CLI fallback"), "{description}");
     assert!(
-        !tool_names(&list)
-            .iter()
-            .any(|name| name.contains("copilot")),
-        "Copilot has no tool yet"
+        copilot["inputSchema"]["properties"]["session_id"]["description"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("session URI"),
+        "{copilot}"
     );
+    assert!(instructions.contains("send_to_copilot"), "{instructions}");
 
     let status = server.close()?;
     assert!(
@@ -175,7 +183,7 @@ fn malformed_input_gets_errors_and_the_server_keeps_serving() -> anyhow::Result<
 
     let no_tool = server.request(
         "tools/call",
-        json!({"name": "send_to_copilot", "arguments": {}}),
+        json!({"name": "send_to_gemini", "arguments": {}}),
     )?;
     assert_eq!(no_tool["error"]["code"], json!(-32602), "{no_tool}");
 
@@ -234,13 +242,14 @@ fn an_unknown_tool_is_a_protocol_error_and_absent_arguments_are_none() -> anyhow
     let mut server = McpProcess::spawn(&scratch, &scratch.env(), scratch.dir.path())?;
     server.initialize("test-client")?;
 
-    let unknown = server.request("tools/call", json!({"name": "send_to_copilot"}))?;
+    let unknown = server.request("tools/call", json!({"name": "send_to_gemini"}))?;
     assert_eq!(
         unknown["error"],
         json!({
             "code": -32602,
-            "message": "no tool named `send_to_copilot`; this server has send_to_claude, \
-                send_to_codex, send_to_grok, list_agent_sessions, bridge_status, pin_agent_session",
+            "message": "no tool named `send_to_gemini`; this server has send_to_claude, \
+                send_to_codex, send_to_grok, send_to_copilot, list_agent_sessions, bridge_status, \
+                pin_agent_session",
         })
     );
 
@@ -467,5 +476,54 @@ fn the_daemon_receives_the_callers_context() -> anyhow::Result<()> {
             "a withheld value never leaves: {value}"
         );
     }
+    Ok(())
+}
+
+/// `send_to_copilot` over the real stdio server: the daemon gets a send to Copilot with the
+/// session as named (a URI here), `allow_same_agent`, and the Copilot SDK's binding as the
+/// caller's, which no peer CLI inherits.
+#[test]
+fn send_to_copilot_reaches_the_daemon_with_the_sdk_binding_as_the_caller() -> anyhow::Result<()> {
+    let scratch = Scratch::new()?;
+    let daemon = FakeDaemon::start(&scratch.cross_agent_home())?;
+    let mut env = scratch.env();
+    env.insert("COPILOT_AGENT_SESSION_ID".into(), "sdk-42".into());
+    let mut server = McpProcess::spawn(&scratch, &env, scratch.dir.path())?;
+    server.initialize("Visual Studio Code")?;
+    let call = server.request(
+        "tools/call",
+        json!({
+            "name": "send_to_copilot",
+            "arguments": {
+                "message": "review this",
+                "session_id": "copilotcli:/6f1e1b9c-1111-4c3e-9a55-3b8f2b1c0d42",
+                "allow_same_agent": true,
+            },
+        }),
+    )?;
+    assert_eq!(call["result"]["isError"], json!(false), "{call}");
+    assert_eq!(
+        call["result"]["structuredContent"]["transport"],
+        json!("agent-host")
+    );
+    let sends = daemon.calls_of("send");
+    assert_eq!(sends.len(), 1);
+    let params = &sends[0].params;
+    assert_eq!(params["agent"], json!("copilot"));
+    assert_eq!(
+        params["session_id"],
+        json!("copilotcli:/6f1e1b9c-1111-4c3e-9a55-3b8f2b1c0d42")
+    );
+    assert_eq!(params["allow_same_agent"], json!(true));
+    assert_eq!(
+        params["caller"]["copilot_agent_session_id"],
+        json!("sdk-42")
+    );
+    assert!(
+        !params["caller"]["child_env"]
+            .as_object()
+            .unwrap()
+            .contains_key("COPILOT_AGENT_SESSION_ID")
+    );
     Ok(())
 }

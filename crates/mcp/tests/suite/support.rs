@@ -13,9 +13,9 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use cross_agent_ipc::frame::{FrameReader, write_frame};
 use cross_agent_protocol::bridge::{
-    BridgeStatusResponse, CallerStatus, DeliveriesStatus, ListSessionsResponse, PeerQueue,
+    Agent, BridgeStatusResponse, CallerStatus, DeliveriesStatus, ListSessionsResponse, PeerQueue,
     PinResponse, Refusal, RefusalReason, SendReceipt, SendResponse, ServerProcess, SettingsStatus,
-    TargetSelectedBy,
+    TargetSelectedBy, Transport,
 };
 use cross_agent_protocol::rpc::{
     ClientRequest, HelloResponse, PROTOCOL_VERSION, Request, ServerMessage, StatusResponse,
@@ -356,6 +356,10 @@ fn answer(call: &ClientRequest) -> Value {
             target_session_id: Some("target-1".into()),
             target_title: None,
             target_selected_by: TargetSelectedBy::Caller,
+            transport: match params.agent {
+                Agent::Copilot => Transport::AgentHost,
+                Agent::Claude | Agent::Codex | Agent::Grok => Transport::HeadlessCli,
+            },
             caller_supplied_session_id: params.session_id.clone(),
             will_create_session: false,
             target_last_activity_seconds_ago: Some(5),

@@ -520,6 +520,9 @@ pub(super) fn recent_turns(
 /// whose closing line carries the request id, else the last assistant message written after the
 /// turn started that carries it, else the last one written after the turn started. `None` without a transcript, a start time, or such a message.
 pub(super) fn transcript_answer(record: &DeliveryRecord) -> Option<String> {
+    if record.target_agent == Agent::Copilot {
+        return copilot_answer(record);
+    }
     let started = UnixMillis::parse_rfc3339(record.started_at.as_deref()?)?;
     let path = PathBuf::from(record.target_transcript.as_deref()?);
     let mut warnings = cross_agent_stores::Warnings::default();
@@ -530,6 +533,22 @@ pub(super) fn transcript_answer(record: &DeliveryRecord) -> Option<String> {
             .last_assistant_message_answering(&record.request_id, started)
             .or_else(|| transcript.last_assistant_message_after(started))
             .map(|m| m.text.clone()),
+    }
+}
+
+/// A Copilot delivery's answer as the SDK's `events.jsonl` (its "transcript") holds it: the
+/// completed turn opened by the user message carrying the request token. A turn still running,
+/// cancelled or failed has none.
+fn copilot_answer(record: &DeliveryRecord) -> Option<String> {
+    use cross_agent_stores::copilot::events::{TokenAnswer, answer_for_token};
+    let path = PathBuf::from(record.target_transcript.as_deref()?);
+    match answer_for_token(&path, &record.request_id).ok()? {
+        TokenAnswer::Completed { text } if !text.trim().is_empty() => Some(text),
+        TokenAnswer::Completed { .. }
+        | TokenAnswer::NotFound
+        | TokenAnswer::InProgress
+        | TokenAnswer::Cancelled
+        | TokenAnswer::Failed { .. } => None,
     }
 }
 

@@ -19,8 +19,9 @@ use parking_lot::{Mutex, MutexGuard};
 
 use super::transcript_answer;
 use crate::db::HubDb;
+use crate::engine::copilot_caller::verify_return;
 use crate::envelope;
-use crate::records::{Job, PanelJob};
+use crate::records::{CopilotReturn, Job, PanelJob};
 use crate::settings::{CallSettings, UiHook};
 
 /// What return traffic asks of the other parts, and nothing else: the live panels (is the
@@ -81,7 +82,17 @@ impl Returns {
             // A return delivery's own record (or a late answer's): it is the return traffic.
             return;
         }
-        if self.sender_panel(record, job).is_none() {
+        let host = match &job.copilot_return {
+            Some(back) => match verify_return(back) {
+                Ok(()) => Some(back.clone()),
+                Err(why) => {
+                    tracing::info!(delivery = %record.delivery_id, %why, "the Copilot sender's return route did not hold; the answer stays on the record");
+                    None
+                }
+            },
+            None => None,
+        };
+        if host.is_none() && self.sender_panel(record, job).is_none() {
             record.is_return_status_only = true;
             return;
         }
@@ -93,7 +104,7 @@ impl Returns {
                 envelope::delivery_failed_notice(record),
             ),
         };
-        match self.queue_return(record, job, kind, text) {
+        match self.queue_return_by(record, job, kind, text, host) {
             Some(id) => {
                 record.return_delivery_id = Some(id);
                 record.is_return_status_only = false;
@@ -122,6 +133,8 @@ impl Returns {
             pin_cwd_key: String::new(),
             panel: None,
             native: None,
+            agent_host: None,
+            copilot_return: None,
         };
         if self.sender_panel(request, &job).is_none() {
             return;
@@ -145,6 +158,19 @@ impl Returns {
         kind: InjectionKind,
         text: String,
     ) -> Option<String> {
+        self.queue_return_by(request, job, kind, text, None)
+    }
+
+    /// [`Returns::queue_return`], to a Copilot sender's own session on its host when `host` is
+    /// its verified route (checked again by the carrier before it is sent), else to the panel.
+    fn queue_return_by(
+        &self,
+        request: &DeliveryRecord,
+        job: &Job,
+        kind: InjectionKind,
+        text: String,
+        host: Option<CopilotReturn>,
+    ) -> Option<String> {
         let agent = request.from_agent?;
         let session = request.from_session.clone()?;
         let now = now_rfc3339();
@@ -158,7 +184,10 @@ impl Returns {
         back.target_cwd = None;
         back.target_selected_by = TargetSelectedBy::Caller;
         back.will_create_session = false;
-        back.transport = Transport::Panel;
+        back.transport = match host {
+            Some(_) => Transport::AgentHost,
+            None => Transport::Panel,
+        };
         back.created_at = now;
         back.started_at = None;
         back.finished_at = None;
@@ -200,7 +229,7 @@ impl Returns {
             timeout_secs: job.timeout_secs,
             withheld_env: Vec::new(),
             pin_cwd_key: String::new(),
-            panel: Some(PanelJob {
+            panel: host.is_none().then(|| PanelJob {
                 kind,
                 shim_pid: 0,
                 session_id: Some(session.clone()),
@@ -209,6 +238,8 @@ impl Returns {
                 sender_label: None,
             }),
             native: None,
+            agent_host: host.as_ref().map(|back| back.route.clone()),
+            copilot_return: host,
         };
         let key = TargetKey::new(agent, session.as_str()).to_string();
         match self

@@ -14,10 +14,10 @@
 //! traffic). The queue, the busy lock and the lease stay dispatch's, the answers and the return
 //! traffic the answers part's.
 //!
-//! **Adding a carrier** (Copilot's agent host, a remote host over SSH): one new file in this
-//! folder implementing [`Carrier`] over a [`CarrierContext`] (a `pub(in crate::engine)` type with
-//! a `Default`), and one line in the `carriers!` registration list below — `copilot:
-//! copilot::CopilotHost,` — which declares its module and registers it (where it stands there
+//! **Adding a carrier** (as Copilot's Agent Host was; a remote host over SSH next): one new file
+//! in this folder implementing [`Carrier`] over a [`CarrierContext`] (a `pub(in crate::engine)`
+//! type with a `Default`), and one line in the `carriers!` registration list below —
+//! `agent_host: agent_host::AgentHostCarrier,` — which declares its module and registers it (where it stands there
 //! is its priority at acceptance); plus its [`Transport`] variant in `protocol`, where the wire
 //! and `decisions.jsonl` name it. Nothing else in the engine changes.
 
@@ -73,6 +73,7 @@ macro_rules! carriers {
 carriers! {
     panel: panel::PanelCarrier,
     native: native::NativeCarrier,
+    agent_host: agent_host::AgentHostCarrier,
     headless: headless::HeadlessCarrier,
 }
 
