@@ -1,8 +1,8 @@
 //! Copilot through the daemon: `list_agent_sessions(agent="copilot")` and `agent="all"` list the
 //! sessions of VS Code's Agent Host catalog under the caller's HOME (made by
 //! `testkit::synthetic_stores::copilot` as `docs/observed/copilot.md` §4 documents), and a send
-//! to Copilot is refused before anything is looked up or started: this build lists Copilot but
-//! does not carry messages to it.
+//! to a catalogued session no running host serves is refused before anything is recorded or
+//! started (sending through a live host: `copilot_send.rs`).
 
 use cross_agent_protocol::bridge::{
     Agent, AgentFilter, ListSessionsParams, ListSessionsResponse, RefusalReason, SendParams,
@@ -67,7 +67,7 @@ async fn list_agent_sessions_lists_copilot_and_all_is_four_agents() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_send_to_copilot_is_refused_as_not_available() {
+async fn a_send_to_a_copilot_session_no_host_serves_is_refused_as_host_not_running() {
     let bridge = Bridge::start().await;
     let _editor = editor(&bridge);
     let caller = bridge.claude_caller("00000000-0000-4000-8000-00000000c412");
@@ -81,7 +81,7 @@ async fn a_send_to_copilot_is_refused_as_not_available() {
     assert!(
         refusal
             .message
-            .contains("sending to Copilot is not available in this build yet"),
+            .contains("host not running: the Copilot session"),
         "{}",
         refusal.message
     );
