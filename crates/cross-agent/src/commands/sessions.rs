@@ -272,19 +272,26 @@ fn index_caller() -> CallerContext {
     }
 }
 
+/// Whether the daemon printed the listing.
+enum Rendered {
+    Printed,
+    /// The daemon cannot serve it (it could not start, or it is older), and why: the caller
+    /// then lists as before, and the note on stderr says why.
+    NotServed(String),
+}
+
 /// `sessions --json` printed from the daemon's rendering of its live index, copied to stdout
-/// as it arrives (the daemon started when none answers). `Ok(Err(why))` when the daemon cannot
-/// serve it (it could not start, or it is older): the caller then lists as before, and the note
-/// on stderr says why.
+/// as it arrives (the daemon started when none answers). An error is one that listing again
+/// cannot mend (stdout gone, or the daemon gone halfway through).
 fn print_rendered(
     args: &ListArgs,
     cwd: &Path,
     window: ActiveWindow,
     out: &mut dyn Write,
-) -> anyhow::Result<Result<(), String>> {
+) -> anyhow::Result<Rendered> {
     let home = match state_home() {
         Ok(home) => home,
-        Err(why) => return Ok(Err(why)),
+        Err(why) => return Ok(Rendered::NotServed(why)),
     };
     let params = IndexListingParams {
         agents: args.agent.agents(),
@@ -305,7 +312,7 @@ fn print_rendered(
     let mut answer = ask(&mut counted);
     if matches!(&answer, Err(error) if answers_nothing(error) && counted.bytes == 0) {
         if let Err(why) = start_daemon(&home) {
-            return Ok(Err(why));
+            return Ok(Rendered::NotServed(why));
         }
         answer = ask(&mut counted);
     }
@@ -315,14 +322,14 @@ fn print_rendered(
             for warning in &answer.warnings {
                 let _ = writeln!(stderr, "warning: {}", escape(warning));
             }
-            Ok(Ok(()))
+            Ok(Rendered::Printed)
         }
         // Stdout went away (`| head`), or the daemon did after part of the listing was
         // printed: listing again would print it twice.
         Err(error @ IpcError::Io { .. }) => Err(error.into()),
         Err(error) if counted.bytes > 0 => Err(anyhow::Error::new(error)
             .context("the cross-agent daemon stopped in the middle of the listing")),
-        Err(error) => Ok(Err(not_served(error, "render the listing"))),
+        Err(error) => Ok(Rendered::NotServed(not_served(error, "render the listing"))),
     }
 }
 
@@ -401,12 +408,12 @@ impl ListArgs {
         let daemon = if self.json {
             // The daemon keeps the listing rendered: its bytes go straight to stdout.
             match print_rendered(&self, &cwd, window, &mut stdout)? {
-                Ok(()) => {
+                Rendered::Printed => {
                     stdout.flush()?;
                     return Ok(ExitCode::SUCCESS);
                 }
-                Err(why) if why.contains("older than this command") => None,
-                Err(why) => Some(why),
+                Rendered::NotServed(why) if why.contains("older than this command") => None,
+                Rendered::NotServed(why) => Some(why),
             }
         } else {
             None
