@@ -4,9 +4,10 @@
 //! output.
 //!
 //! The store is the session benchmark's synthetic one (10,000 Claude + 10,000 Codex + 2,000
-//! Grok sessions, about 1 GB; generated on first use, then reused from the same folder as
-//! `cargo bench -p cross-agent-stores --bench sessions`). The daemon runs in a child process
-//! (this bench binary re-executed, running the daemon's own entry point), its `HOME` the store.
+//! Grok sessions, about 1 GB, and 1,000 Copilot sessions in VS Code's and the Copilot SDK's
+//! default places under it; generated on first use, then reused from the same folder as `cargo
+//! bench -p cross-agent-stores --bench sessions`). The daemon runs in a child process (this
+//! bench binary re-executed, running the daemon's own entry point), its `HOME` the store.
 //! Measured, each a new client as a CLI command is (runtime + connect + `hello` + the call):
 //!
 //! - every session of every agent (`sessions --json --scope any` asks this), beside `find
@@ -17,14 +18,22 @@
 //! - the same listing as `index_listing` (the daemon's kept rendering, its bytes after the
 //!   frame) through the runtime-free one-shot client, and the resolution through it too,
 //!   beside the older path (`index_sessions` through the async client) in the same run;
+//! - Copilot's share (issue 25: 1,000 Copilot sessions beside the 22,000 others add ≤ 5 ms to
+//!   a listing through the daemon): the kept rendering and `index_sessions` from this daemon,
+//!   beside the same from a second daemon on the same store whose caller points VS Code's and
+//!   the SDK's folders (`XDG_CONFIG_HOME`, `COPILOT_HOME`) at an empty one, asked in turn, and
+//!   the difference of their medians; with, in process, the catalog read alone, a cold walk of
+//!   the Copilot sessions (catalog + every `session.db` opened + every `events.jsonl` tail) and
+//!   a warm re-walk (nothing changed: stamps only), so the difference can be placed;
 //! - end to end, when the release CLI is built beside this bench (`cargo build --release -p
 //!   cross-agent`, or `CROSS_AGENT_BENCH_CLI`): `cross-agent sessions --json --scope any` and
 //!   `cross-agent sessions resolve claude NAME` as new processes, beside `find -printf` and a
 //!   bare process start (`true`).
 //!
-//! - `CROSS_AGENT_BENCH_SESSIONS=claude,codex,grok` (default `10000,10000,2000`; 30,30,6 when run
-//!   as a test), `CROSS_AGENT_BENCH_DIR`, `CROSS_AGENT_BENCH_RUNS` (default 20): as the session
-//!   benchmark.
+//! - `CROSS_AGENT_BENCH_SESSIONS=claude,codex,grok[,copilot]` (default `10000,10000,2000,1000`;
+//!   30,30,6,10 when run as a test, `cargo test -p cross-agent-daemon --bench index`),
+//!   `CROSS_AGENT_BENCH_DIR`, `CROSS_AGENT_BENCH_RUNS` (default 20): as the session benchmark.
+//!   The one correctness check: every generated Copilot session is in the listing.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -45,6 +54,9 @@ use cross_agent_protocol::bridge::{
 };
 use cross_agent_protocol::rpc::{ClientKind, ShutdownParams, StatusParams};
 use cross_agent_testkit::synthetic_stores::{SyntheticSpec, ensure};
+
+#[path = "index/copilot.rs"]
+mod copilot;
 
 fn main() {
     if std::env::var_os(CHILD_VAR).is_some() {
@@ -95,6 +107,15 @@ fn main() {
         .expect("the store has a named Claude session")
         .clone();
     let name = named.title.clone().unwrap();
+    let copilot_listed = listing
+        .sessions
+        .iter()
+        .filter(|s| s.agent == Agent::Copilot)
+        .count();
+    assert_eq!(
+        copilot_listed, spec.copilot,
+        "every generated Copilot session is listed"
+    );
 
     println!("live session index benchmark (through a daemon)");
     println!(
@@ -265,6 +286,17 @@ fn main() {
         );
     }
     println!("  goals: the listing ≤ 20 ms, the resolution ≤ 5 ms (through the daemon)");
+
+    copilot::beside(
+        &copilot::Daemon {
+            home: &home,
+            caller: &caller,
+        },
+        &dir,
+        &store,
+        &listing_params,
+        runs,
+    );
 
     rewalks(
         &store,
@@ -477,7 +509,7 @@ fn append_rename(path: &Path, session_id: &str, name: &str) {
 fn spec(full: bool) -> SyntheticSpec {
     let mut spec = SyntheticSpec::full(0);
     if !full {
-        (spec.claude, spec.codex, spec.grok) = (30, 30, 6);
+        (spec.claude, spec.codex, spec.grok, spec.copilot) = (30, 30, 6, 10);
     }
     if let Ok(counts) = std::env::var("CROSS_AGENT_BENCH_SESSIONS") {
         let parts: Vec<usize> = counts
@@ -485,6 +517,9 @@ fn spec(full: bool) -> SyntheticSpec {
             .map(|p| p.trim().parse::<usize>().unwrap())
             .collect();
         (spec.claude, spec.codex, spec.grok) = (parts[0], parts[1], parts[2]);
+        if let Some(copilot) = parts.get(3) {
+            spec.copilot = *copilot;
+        }
     }
     spec
 }
@@ -494,8 +529,8 @@ fn bench_dir(spec: &SyntheticSpec) -> PathBuf {
     match std::env::var_os("CROSS_AGENT_BENCH_DIR") {
         Some(dir) if !dir.is_empty() => PathBuf::from(dir),
         _ => PathBuf::from(format!(
-            "/tmp/cross-agent-bench-{}-{}-{}-x{}",
-            spec.claude, spec.codex, spec.grok, spec.size_scale
+            "/tmp/cross-agent-bench-{}-{}-{}-{}-x{}",
+            spec.claude, spec.codex, spec.grok, spec.copilot, spec.size_scale
         )),
     }
 }

@@ -6,7 +6,8 @@
 //! child process from `/proc/self/status` `VmHWM`, so the parent's own allocations do not count).
 //!
 //! Size by environment, so CI can run a small version quickly:
-//! - `CROSS_AGENT_BENCH_SESSIONS=claude,codex,grok` (default `10000,10000,2000`, about 1 GB);
+//! - `CROSS_AGENT_BENCH_SESSIONS=claude,codex,grok[,copilot]` (default `10000,10000,2000,1000`,
+//!   about 1 GB; the Copilot sessions are the daemon's index bench's, listed here too);
 //! - `CROSS_AGENT_BENCH_SIZE_SCALE` multiplies every session's size (default 1);
 //! - `CROSS_AGENT_BENCH_DIR` where the store lives (default `/tmp/cross-agent-bench-…`, named
 //!   for the spec so different sizes do not clobber each other);
@@ -51,11 +52,12 @@ fn main() -> Result<()> {
 
     println!("session index benchmark");
     println!(
-        "  store: {} ({} Claude + {} Codex + {} Grok sessions, {} files, {:.1} MB{})",
+        "  store: {} ({} Claude + {} Codex + {} Grok + {} Copilot sessions, {} files, {:.1} MB{})",
         home.display(),
         spec.claude,
         spec.codex,
         spec.grok,
+        spec.copilot,
         generated.files,
         generated.bytes as f64 / 1e6,
         gen_time.map_or_else(
@@ -493,18 +495,23 @@ fn spec_from_env() -> Result<SyntheticSpec> {
     // Run as a test (`cargo test --benches`, no `--bench` argument), a tiny store is enough to
     // show the benchmark works; the full one is for `cargo bench`.
     if !std::env::args().any(|arg| arg == "--bench") {
-        (spec.claude, spec.codex, spec.grok) = (30, 30, 6);
+        (spec.claude, spec.codex, spec.grok, spec.copilot) = (30, 30, 6, 10);
     }
     if let Ok(counts) = std::env::var("CROSS_AGENT_BENCH_SESSIONS") {
         let parts: Vec<usize> = counts
             .split(',')
             .map(|p| p.trim().parse::<usize>())
             .collect::<Result<_, _>>()
-            .context("CROSS_AGENT_BENCH_SESSIONS must be claude,codex,grok counts")?;
-        let [claude, codex, grok] = parts[..] else {
-            bail!("CROSS_AGENT_BENCH_SESSIONS must be three counts: claude,codex,grok");
-        };
-        (spec.claude, spec.codex, spec.grok) = (claude, codex, grok);
+            .context("CROSS_AGENT_BENCH_SESSIONS must be claude,codex,grok[,copilot] counts")?;
+        match parts[..] {
+            [claude, codex, grok] => (spec.claude, spec.codex, spec.grok) = (claude, codex, grok),
+            [claude, codex, grok, copilot] => {
+                (spec.claude, spec.codex, spec.grok, spec.copilot) = (claude, codex, grok, copilot)
+            }
+            _ => bail!(
+                "CROSS_AGENT_BENCH_SESSIONS must be three or four counts: claude,codex,grok[,copilot]"
+            ),
+        }
     }
     spec.size_scale = env_or("CROSS_AGENT_BENCH_SIZE_SCALE", 1.0)?;
     Ok(spec)
@@ -524,8 +531,8 @@ fn bench_dir(spec: &SyntheticSpec) -> PathBuf {
     match std::env::var_os("CROSS_AGENT_BENCH_DIR") {
         Some(dir) if !dir.is_empty() => PathBuf::from(dir),
         _ => PathBuf::from(format!(
-            "/tmp/cross-agent-bench-{}-{}-{}-x{}",
-            spec.claude, spec.codex, spec.grok, spec.size_scale
+            "/tmp/cross-agent-bench-{}-{}-{}-{}-x{}",
+            spec.claude, spec.codex, spec.grok, spec.copilot, spec.size_scale
         )),
     }
 }
@@ -692,6 +699,7 @@ fn completeness(listing: &Listing, spec: &SyntheticSpec, truth: &Generated) -> V
         (Agent::Claude, spec.claude),
         (Agent::Codex, spec.codex),
         (Agent::Grok, spec.grok),
+        (Agent::Copilot, spec.copilot),
     ] {
         let got = listing.of(agent).count();
         if got != want {

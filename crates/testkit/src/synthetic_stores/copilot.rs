@@ -54,8 +54,11 @@ impl CopilotEditor {
             fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
         }
         let conn = Connection::open(&path).with_context(|| path.display().to_string())?;
+        // A test's file needs no durability against power loss: no sync per statement (the
+        // benchmark's generator writes a thousand of these).
         conn.execute_batch(
-            "CREATE TABLE IF NOT EXISTS sessions (session_uri TEXT PRIMARY KEY, provider TEXT NOT NULL, \
+            "PRAGMA synchronous = OFF;
+             CREATE TABLE IF NOT EXISTS sessions (session_uri TEXT PRIMARY KEY, provider TEXT NOT NULL, \
              start_time INTEGER NOT NULL, external INTEGER NOT NULL DEFAULT 0, \
              registration_source TEXT NOT NULL DEFAULT 'explicit', modified_time INTEGER);
              CREATE TABLE IF NOT EXISTS metadata (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -93,7 +96,8 @@ impl CopilotEditor {
         let path = dir.join("session.db");
         let conn = Connection::open(&path).with_context(|| path.display().to_string())?;
         conn.execute_batch(
-            "CREATE TABLE IF NOT EXISTS turns (id TEXT PRIMARY KEY NOT NULL, event_id TEXT);
+            "PRAGMA synchronous = OFF;
+             CREATE TABLE IF NOT EXISTS turns (id TEXT PRIMARY KEY NOT NULL, event_id TEXT);
              CREATE TABLE IF NOT EXISTS file_edits (turn_id TEXT NOT NULL, tool_call_id TEXT NOT NULL, \
              file_path TEXT NOT NULL, PRIMARY KEY (turn_id, tool_call_id, file_path));
              CREATE TABLE IF NOT EXISTS session_metadata (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL);

@@ -1,6 +1,8 @@
 //! The generator: whole stores of thousands of sessions with a size mix from 2 KB to 50 MB,
 //! deterministic for a given seed, so a store generated once can be reused between benchmark
-//! runs ([`ensure`]).
+//! runs ([`ensure`]). Copilot's sessions go where VS Code Stable and the Copilot SDK keep them by
+//! default under the home folder (`.config/Code`, `.copilot/session-state`), so the default
+//! places find them with no variable set.
 
 use std::fs::{self, File};
 use std::io::{BufWriter, Write};
@@ -9,11 +11,12 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use super::builders::{ClaudeTranscript, CodexRollout, GrokSession};
+use super::copilot::{CopilotEditor, SdkEvents};
 use super::{Millis, js, now_millis, rfc3339};
 
 /// Changes whenever [`generate`] writes something different for the same spec, so a store kept
 /// on disk between benchmark runs is regenerated rather than reused stale.
-pub const GENERATOR_VERSION: u32 = 2;
+pub const GENERATOR_VERSION: u32 = 3;
 
 /// What to generate.
 #[derive(Debug, Clone)]
@@ -21,6 +24,8 @@ pub struct SyntheticSpec {
     pub claude: usize,
     pub codex: usize,
     pub grok: usize,
+    /// Copilot sessions: one catalog row, one `session.db` and one SDK `events.jsonl` each.
+    pub copilot: usize,
     pub seed: u64,
     /// Multiplies every session's target size (1.0: the 2 KB – 50 MB mix, about 45 KB a
     /// session on average, so 22,000 sessions are about 1 GB).
@@ -31,12 +36,14 @@ pub struct SyntheticSpec {
 }
 
 impl SyntheticSpec {
-    /// The benchmark store: 10,000 Claude + 10,000 Codex + 2,000 Grok sessions.
+    /// The benchmark store: 10,000 Claude + 10,000 Codex + 2,000 Grok sessions, and 1,000
+    /// Copilot sessions beside them (issue 25's figure).
     pub fn full(now: Millis) -> Self {
         SyntheticSpec {
             claude: 10_000,
             codex: 10_000,
             grok: 2_000,
+            copilot: 1_000,
             seed: 0x5e55_1085,
             size_scale: 1.0,
             now,
@@ -50,7 +57,7 @@ pub struct NamedSession {
     pub agent: String,
     pub session_id: String,
     pub name: String,
-    /// The transcript (Claude, Codex) or session folder (Grok).
+    /// The transcript (Claude, Codex), session folder (Grok) or `session.db` (Copilot).
     pub path: PathBuf,
     pub size: u64,
 }
@@ -215,7 +222,8 @@ fn last_active(rng: &mut Rng, now: Millis) -> Millis {
     }
 }
 
-/// Writes a whole synthetic store under `home` (`.claude`, `.codex`, `.grok`).
+/// Writes a whole synthetic store under `home` (`.claude`, `.codex`, `.grok`, and Copilot's
+/// `.config/Code` and `.copilot`).
 pub fn generate(home: &Path, spec: &SyntheticSpec) -> Result<Generated> {
     let mut out = Generated::default();
     let mut rng = Rng::new(spec.seed);
@@ -252,6 +260,7 @@ pub fn generate(home: &Path, spec: &SyntheticSpec) -> Result<Generated> {
         out.bytes += size;
         out.named.extend(named);
     }
+    generate_copilot(home, &mut rng, spec, &mut out)?;
     Ok(out)
 }
 
@@ -266,8 +275,8 @@ pub fn ensure(
     let marker = home.with_file_name("generated.txt");
     let truth = home.with_file_name("generated.json");
     let key = format!(
-        "v{GENERATOR_VERSION} {} {} {} {} {}",
-        spec.claude, spec.codex, spec.grok, spec.size_scale, spec.seed
+        "v{GENERATOR_VERSION} {} {} {} {} {} {}",
+        spec.claude, spec.codex, spec.grok, spec.copilot, spec.size_scale, spec.seed
     );
     if let Ok(text) = fs::read_to_string(&marker)
         && let Some((stored_key, _generated_at)) = text.trim().rsplit_once(' ')
@@ -545,4 +554,100 @@ fn generate_grok(
         size: written,
     });
     Ok((written, named))
+}
+
+/// `spec.copilot` sessions as VS Code's Agent Host and the Copilot SDK write them
+/// (`docs/observed/copilot.md` §4): a row each in `agent-host.db`, a `session.db` each with the
+/// working directory, the default chat's SDK session and, for a third, a `customTitle`, and the
+/// SDK's `events.jsonl` of a few turns (smaller than the other agents' transcripts: the listing
+/// reads only its tail).
+fn generate_copilot(
+    home: &Path,
+    rng: &mut Rng,
+    spec: &SyntheticSpec,
+    out: &mut Generated,
+) -> Result<()> {
+    if spec.copilot == 0 {
+        return Ok(());
+    }
+    let editor = CopilotEditor::new(&home.join(".config/Code"));
+    let sdk_dir = home.join(".copilot/session-state");
+    let mut catalog = editor.create_host_db()?;
+    let rows = catalog.transaction()?;
+    for i in 0..spec.copilot {
+        let id = rng.uuid();
+        let sdk_id = rng.uuid();
+        let cwd = cwd_for(rng);
+        let target = target_size(rng, spec.size_scale * 0.25);
+        let end = last_active(rng, spec.now);
+        let turns_estimate = (target / 1_000).max(1);
+        let step = (3_600_000 / turns_estimate).max(1) as i64;
+        let start = end - step * turns_estimate as i64;
+        rows.execute(
+            "INSERT INTO sessions (session_uri, provider, start_time, modified_time) \
+             VALUES (?1, 'copilotcli', ?2, ?3)",
+            rusqlite::params![format!("copilotcli:/{id}"), start, end],
+        )?;
+
+        let db = editor.session(&id)?;
+        db.conn.execute_batch("BEGIN")?;
+        db.working_directory(&cwd)?
+            .default_chat(&sdk_id, "gpt-5-mini")?;
+        let name = (rng.below(3) == 0).then(|| format!("copilot-{i:05}"));
+        if let Some(name) = &name {
+            db.title(name)?;
+        }
+        db.conn.execute_batch("COMMIT")?;
+        let db_path = db.path.clone();
+        drop(db);
+
+        let prompt = PROMPTS[rng.below(PROMPTS.len() as u64) as usize];
+        let mut events = SdkEvents::new(&sdk_dir, &sdk_id);
+        let mut turn = 0u64;
+        let mut written = 0u64;
+        while written < target {
+            let at = start + step * turn as i64;
+            let text = if turn == 0 {
+                prompt.to_owned()
+            } else {
+                format!("and now step {turn}")
+            };
+            let len = (rng.below(600) + 40) as usize;
+            let reply = filler(rng, len);
+            events
+                .user_message(&text, at)
+                .turn_start(at)
+                .assistant("running it", Some("bash"), at + 1)
+                .tool_start("bash", at + 1)
+                .assistant(&reply, None, at + 2)
+                .turn_end(at + 2);
+            // Each turn's six events are about 1.3 KB of envelope and text.
+            written += 1_300 + len as u64;
+            turn += 1;
+        }
+        events.write()?;
+        let size = fs::metadata(&events.path)
+            .with_context(|| events.path.display().to_string())?
+            .len()
+            + fs::metadata(&db_path)
+                .with_context(|| db_path.display().to_string())?
+                .len();
+        out.files += 2;
+        out.bytes += size;
+        out.named.extend(name.map(|name| NamedSession {
+            agent: "copilot".to_owned(),
+            session_id: id,
+            name,
+            path: db_path,
+            size,
+        }));
+    }
+    rows.commit()?;
+    drop(catalog);
+    let host_db = editor.host_db();
+    out.files += 1;
+    out.bytes += fs::metadata(&host_db)
+        .with_context(|| host_db.display().to_string())?
+        .len();
+    Ok(())
 }
