@@ -1,3 +1,4 @@
+mod copilot_live;
 mod copilot_sessions;
 mod daemon;
 mod database;
