@@ -17,4 +17,5 @@ mod live_index;
 mod sessions;
 mod telegram;
 mod telegram_approvals;
+mod telegram_copilot;
 mod telegram_sessions;
