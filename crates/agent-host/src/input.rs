@@ -22,7 +22,7 @@ pub enum InputChange {
     /// A tool call waits for a confirmation; `request_id` is the entry's opaque key.
     Needed {
         request_id: String,
-        approval: PendingApproval,
+        approval: Box<PendingApproval>,
     },
     /// The entry `request_id` was resolved (answered by anyone) or withdrawn.
     Removed { request_id: String },
@@ -134,7 +134,7 @@ fn needed(session: &str, request: &SessionInputRequest) -> Option<InputChange> {
     };
     Some(InputChange::Needed {
         request_id: request.id.clone(),
-        approval: PendingApproval {
+        approval: Box::new(PendingApproval {
             session: session.to_owned(),
             chat: request.chat.clone(),
             turn_id: request.turn_id.clone(),
@@ -144,7 +144,7 @@ fn needed(session: &str, request: &SessionInputRequest) -> Option<InputChange> {
             message: text_of(&call.invocation_message),
             title: call.confirmation_title.as_ref().map(text_of),
             options: call.options.clone().unwrap_or_default(),
-        },
+        }),
     })
 }
 

@@ -40,8 +40,11 @@ pub struct HostSession {
 /// file. Cheap to clone; the watcher writes, the live index reads.
 #[derive(Debug, Clone, Default)]
 pub struct LiveHosts {
-    hosts: Arc<RwLock<BTreeMap<PathBuf, BTreeMap<PathBuf, Vec<HostSession>>>>>,
+    hosts: Arc<RwLock<BTreeMap<PathBuf, PlaceHosts>>>,
 }
+
+/// One editor's live hosts: each registry entry's listing.
+type PlaceHosts = BTreeMap<PathBuf, Vec<HostSession>>;
 
 impl LiveHosts {
     /// The whole listing of the host published by `entry` under `user_data`.
