@@ -158,3 +158,90 @@ pub(crate) fn overlay(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn catalog_session(id: &str) -> Session {
+        Session {
+            agent: Agent::Copilot,
+            session_id: id.to_owned(),
+            cwd: Some(PathBuf::from("/work/old")),
+            title: Some("From the catalog".to_owned()),
+            title_is_assigned: true,
+            first_activity: Some(UnixMillis(1_000)),
+            last_activity: Some(UnixMillis(2_000)),
+            is_working: false,
+            path: PathBuf::from("/u/session.db"),
+            copilot: Some(Box::new(CopilotDetails {
+                session_uri: format!("ahp-session:/{id}"),
+                working_directories: vec!["/work/old".to_owned()],
+                archived: false,
+                in_progress: false,
+                input_needed: false,
+                default_chat: None,
+                sdk_session_id: Some("sdk-1".to_owned()),
+                user_data_dir: "/u".to_owned(),
+                live: false,
+            })),
+        }
+    }
+
+    fn host_session(id: &str, title: &str) -> HostSession {
+        HostSession {
+            uri: format!("copilotcli:/{id}"),
+            editor_id: id.to_owned(),
+            title: title.to_owned(),
+            archived: true,
+            in_progress: true,
+            input_needed: true,
+            created_at: Some(UnixMillis(500)),
+            modified_at: Some(UnixMillis(9_000)),
+            working_directories: vec!["file:///work/my%20new".to_owned()],
+            default_chat: Some("ahp-chat://default/x".to_owned()),
+        }
+    }
+
+    #[test]
+    fn the_live_host_wins_for_its_fields_and_adds_what_the_catalog_lacks() {
+        let hosts = LiveHosts::default();
+        let (user_data, entry) = (Path::new("/u"), Path::new("/u/entries/a.json"));
+        hosts.set(
+            user_data,
+            entry,
+            vec![host_session("one", "Live title"), host_session("two", "")],
+        );
+        let mut sessions = vec![catalog_session("one")];
+        overlay(
+            &mut sessions,
+            hosts.sessions_of(user_data),
+            user_data,
+            Path::new("/u/agent-host.db"),
+        );
+        assert_eq!(sessions.len(), 2);
+        let one = &sessions[0];
+        assert_eq!(one.title.as_deref(), Some("Live title"));
+        assert_eq!(one.cwd.as_deref(), Some(Path::new("/work/my new")));
+        assert_eq!(one.last_activity, Some(UnixMillis(9_000)));
+        assert!(one.is_working);
+        let details = one.copilot.as_deref().unwrap();
+        assert_eq!(details.session_uri, "copilotcli:/one");
+        assert!(details.archived && details.in_progress && details.input_needed && details.live);
+        assert_eq!(
+            details.default_chat.as_deref(),
+            Some("ahp-chat://default/x")
+        );
+        // What only the catalog knows stays.
+        assert_eq!(details.sdk_session_id.as_deref(), Some("sdk-1"));
+        let two = &sessions[1];
+        assert_eq!(two.session_id, "two");
+        assert_eq!(two.title, None);
+        assert_eq!(two.path, Path::new("/u/agent-host.db"));
+
+        // The host goes: nothing is laid over any more.
+        assert!(hosts.remove(user_data, entry));
+        assert!(hosts.sessions_of(user_data).is_empty());
+        assert!(!hosts.remove(user_data, entry));
+    }
+}
