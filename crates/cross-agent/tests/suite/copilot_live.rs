@@ -128,11 +128,22 @@ fn a_live_hosts_own_sessions_show_and_follow_it_through_the_daemon() {
         .cwd("file:///work/parser")
         .modified_at("2026-12-02T17:59:00.000Z");
     let id = id_of(&first);
+    // A session whose chat runs the user's turn: in progress, as only the host can tell.
+    let busy = FakeSession::new("Busy one").busy();
+    let busy_id = id_of(&busy);
     let host = FakeAgentHost::builder(&user.user_data)
         .session(first.clone())
+        .session(busy)
         .start()
         .unwrap();
     let listing = user.wait_for("the host's session shows", |l| entry(l, &id).is_some());
+    let working = entry(&listing, &busy_id).unwrap();
+    assert_eq!(working["copilot"]["in_progress"], true);
+    assert_eq!(working["is_working"], true);
+    let out = user.run(&["sessions", "--agent", "copilot"]);
+    let table = String::from_utf8_lossy(&out.stdout);
+    let row = table.lines().find(|l| l.contains(&busy_id)).unwrap();
+    assert!(row.contains("working,host-live"), "{row}");
     let shown = entry(&listing, &id).unwrap();
     assert_eq!(shown["title"], "Fix the parser");
     assert_eq!(shown["cwd"], "/work/parser");
@@ -161,6 +172,7 @@ fn a_live_hosts_own_sessions_show_and_follow_it_through_the_daemon() {
     user.wait_for("the removed session goes", |l| {
         entry(l, &second_id).is_none()
     });
+    host.remove_session(&format!("copilotcli:/{busy_id}"));
 
     // The host stops: with no catalog, its sessions go too.
     drop(host);

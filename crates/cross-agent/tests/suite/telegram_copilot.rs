@@ -98,6 +98,20 @@ fn a_copilot_confirmation_is_a_card_a_tap_approves_and_another_denies() {
         confirmations(&host).is_empty(),
         "nothing answered before a tap"
     );
+    // The listing says the session waits for the user, as its host does.
+    let first_id = first.uri().split_once(":/").unwrap().1.to_owned();
+    assert!(
+        wait_until(|| {
+            let out = env.run(&["sessions", "--agent", "copilot", "--json"]);
+            let listing: Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+            listing["copilot"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|s| s["session_id"] == first_id && s["copilot"]["input_needed"] == true)
+        }),
+        "the session is listed as waiting for input"
+    );
 
     // A tap approves it: the host gets `approved: true` from the daemon, and the turn goes on.
     api.push_callback(5001, 5001, 1, &button(&shown, "Allow"));
