@@ -31,13 +31,29 @@ pub struct CopilotApproval {
 }
 
 impl Bot {
+    /// Whether a card can be asked now: the poller runs and a chat is paired. The watcher keeps
+    /// what comes meanwhile and offers it once this turns true, as the panels' approvals are.
+    pub fn can_ask(&self) -> bool {
+        self.can_post()
+    }
+
+    /// Records, once, that `approval` waits for a chat to be paired.
+    pub fn copilot_approval_waits(&self, approval: &CopilotApproval) {
+        self.record(
+            decision(self, approval, "not_posted")
+                .reason("no paired Telegram chat is being polled"),
+        );
+    }
+
     /// Asks `approval` on the paired chats; the first tap goes to `way`, and `gone` resolving
-    /// (or its sender dropped) first closes the card as answered in the editor.
+    /// (or its sender dropped) first closes the card as answered in the editor. `late`: it
+    /// waited for a chat to be paired.
     pub fn offer_copilot_approval(
         &self,
         approval: CopilotApproval,
         way: Box<dyn AnswerWay>,
         gone: oneshot::Receiver<()>,
+        late: bool,
     ) {
         let offer = Offer {
             card: card_for(&approval),
@@ -48,7 +64,7 @@ impl Bot {
             },
             way,
         };
-        tokio::spawn(approval_ask::ask(self.clone(), offer, gone, false));
+        tokio::spawn(approval_ask::ask(self.clone(), offer, gone, late));
     }
 }
 

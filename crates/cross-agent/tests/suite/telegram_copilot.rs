@@ -12,7 +12,7 @@ use cross_agent_testkit::telegram::FakeBotApi;
 use cross_agent_testkit::{ModelEndpoint, Rule};
 use serde_json::Value;
 
-use super::telegram::{WAIT, bot, paired, sent_text, wait_until};
+use super::telegram::{Env, WAIT, bot, paired, sent_text, wait_until};
 
 /// The approval cards posted so far (messages with buttons).
 fn cards(api: &FakeBotApi) -> Vec<Value> {
@@ -209,5 +209,47 @@ fn an_answer_in_the_editor_first_closes_the_card_and_a_late_tap_is_told() {
             .iter()
             .any(|d| d["agent"] == "copilot" && d["outcome"] == "answered_in_editor"),
         "the decision says where it was answered"
+    );
+}
+
+#[test]
+fn a_confirmation_waiting_before_a_chat_is_paired_is_offered_once_one_is() {
+    let (token, api) = bot();
+    let mut env = Env::new(&api);
+    env.set_up_and_poll(&token);
+    let endpoint = ModelEndpoint::start().unwrap();
+    endpoint.push(Rule::on_user_text("tidy up").reply_text("tidied"));
+    let session = asking("Tidy", "git clean -n");
+    let host = FakeAgentHost::builder(env.user.join(".config/Code"))
+        .model_endpoint(&endpoint)
+        .session(session.clone())
+        .start()
+        .unwrap();
+    host.editor_turn(&session.uri(), "tidy up").unwrap();
+    // Nobody to ask yet: said once as a decision, no card.
+    assert!(
+        wait_until(|| env
+            .decisions()
+            .iter()
+            .any(|d| d["agent"] == "copilot" && d["outcome"] == "not_posted")),
+        "the waiting confirmation is a decision"
+    );
+    assert!(cards(&api).is_empty());
+
+    let code = env.pair_code();
+    api.push_message(5001, 5001, &format!("/pair {code}"));
+    let shown = card(&api, 0);
+    assert!(shown["text"].as_str().unwrap().contains("git clean -n"));
+    api.push_callback(5001, 5001, 1, &button(&shown, "Allow"));
+    assert!(
+        wait_until(|| confirmations(&host).len() == 1),
+        "the tap reached the host"
+    );
+    assert!(
+        env.decisions().iter().any(|d| d["agent"] == "copilot"
+            && d["outcome"] == "posted"
+            && d["details"]["after_pairing"] == true),
+        "{:#?}",
+        env.decisions()
     );
 }

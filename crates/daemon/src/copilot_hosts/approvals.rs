@@ -7,7 +7,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use cross_agent_agent_host::{ConfirmOutcome, HostConnection, InputChange, SessionInfo};
+use cross_agent_agent_host::{
+    ConfirmOutcome, HostConnection, InputChange, PendingApproval, SessionInfo,
+};
 use cross_agent_telegram::approval_ask::{AnswerFuture, AnswerWay};
 use cross_agent_telegram::copilot_approvals::CopilotApproval;
 use tokio::sync::oneshot;
@@ -65,7 +67,8 @@ impl Drop for Inputs {
 }
 
 /// Offers each pending confirmation of `info`'s session once; a request the host removes
-/// closes its card.
+/// closes its card. One that comes while no chat can be asked waits (a `not_posted` decision)
+/// and is offered once one can, if still pending.
 async fn follow_session(conn: HostConnection, ctx: Arc<Ctx>, info: SessionInfo) {
     let mut watch = match conn.watch_input(&info.uri).await {
         Ok(watch) => watch,
@@ -74,64 +77,115 @@ async fn follow_session(conn: HostConnection, ctx: Arc<Ctx>, info: SessionInfo) 
             return;
         }
     };
-    // Request id → the sender whose drop closes its card.
-    let mut open: HashMap<String, oneshot::Sender<()>> = HashMap::new();
-    let initial = watch.take_initial();
-    for change in initial {
-        on_change(&conn, &ctx, &info, &mut open, change);
+    let mut asked = Asked {
+        conn,
+        ctx,
+        info,
+        open: HashMap::new(),
+        waiting: BTreeMap::new(),
+    };
+    for change in watch.take_initial() {
+        asked.on_change(change);
     }
-    while let Some(change) = watch.next().await {
-        on_change(&conn, &ctx, &info, &mut open, change);
+    loop {
+        tokio::select! {
+            change = watch.next() => match change {
+                Some(change) => asked.on_change(change),
+                None => return,
+            },
+            () = tokio::time::sleep(LOOK_FOR_A_CHAT), if !asked.waiting.is_empty() => {
+                asked.offer_waiting();
+            }
+        }
     }
 }
 
-fn on_change(
-    conn: &HostConnection,
-    ctx: &Ctx,
-    info: &SessionInfo,
-    open: &mut HashMap<String, oneshot::Sender<()>>,
-    change: InputChange,
-) {
-    match change {
-        InputChange::Needed {
-            request_id,
-            approval,
-        } => {
-            if open.contains_key(&request_id) {
-                return;
+/// How often confirmations that wait for a paired chat check for one.
+const LOOK_FOR_A_CHAT: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// One session's confirmations: those on the phone and those waiting for a chat.
+struct Asked {
+    conn: HostConnection,
+    ctx: Arc<Ctx>,
+    info: SessionInfo,
+    /// Request id → the sender whose drop closes its card.
+    open: HashMap<String, oneshot::Sender<()>>,
+    /// Request id → what to offer once a chat can be asked.
+    waiting: BTreeMap<String, Box<PendingApproval>>,
+}
+
+impl Asked {
+    fn on_change(&mut self, change: InputChange) {
+        match change {
+            InputChange::Needed {
+                request_id,
+                approval,
+            } => {
+                if self.open.contains_key(&request_id) || self.waiting.contains_key(&request_id) {
+                    return;
+                }
+                if self.ctx.bot.can_ask() {
+                    self.offer(request_id, approval, /*late*/ false);
+                } else {
+                    self.ctx
+                        .bot
+                        .copilot_approval_waits(&self.card_of(&approval));
+                    self.waiting.insert(request_id, approval);
+                }
             }
-            let (gone_tx, gone) = oneshot::channel();
-            open.insert(request_id, gone_tx);
-            let tool = if approval.display_name.is_empty() {
-                approval.tool_name.clone()
-            } else {
-                approval.display_name.clone()
-            };
-            let cwd = info
-                .working_directories
-                .first()
-                .map(|dir| dir.strip_prefix("file://").unwrap_or(dir).to_owned());
-            ctx.bot.offer_copilot_approval(
-                CopilotApproval {
-                    session_id: info.editor_id.clone(),
-                    cwd,
-                    tool,
-                    title: approval.title.clone(),
-                    message: approval.message.clone(),
-                    tool_call_id: approval.tool_call_id.clone(),
-                },
-                Box::new(HostWay {
-                    conn: conn.clone(),
-                    chat: approval.chat,
-                    turn_id: approval.turn_id,
-                    tool_call_id: approval.tool_call_id,
-                }),
-                gone,
-            );
+            InputChange::Removed { request_id } => {
+                // Dropping the sender closes the card, unless a tap got there first.
+                self.open.remove(&request_id);
+                self.waiting.remove(&request_id);
+            }
         }
-        InputChange::Removed { request_id } => {
-            // Dropping the sender closes the card, unless a tap got there first.
-            open.remove(&request_id);
+    }
+
+    fn offer_waiting(&mut self) {
+        if !self.ctx.bot.can_ask() {
+            return;
+        }
+        for (request_id, approval) in std::mem::take(&mut self.waiting) {
+            self.offer(request_id, approval, /*late*/ true);
+        }
+    }
+
+    fn offer(&mut self, request_id: String, approval: Box<PendingApproval>, late: bool) {
+        let (gone_tx, gone) = oneshot::channel();
+        self.open.insert(request_id, gone_tx);
+        let card = self.card_of(&approval);
+        let approval = *approval;
+        self.ctx.bot.offer_copilot_approval(
+            card,
+            Box::new(HostWay {
+                conn: self.conn.clone(),
+                chat: approval.chat,
+                turn_id: approval.turn_id,
+                tool_call_id: approval.tool_call_id,
+            }),
+            gone,
+            late,
+        );
+    }
+
+    fn card_of(&self, approval: &PendingApproval) -> CopilotApproval {
+        let tool = if approval.display_name.is_empty() {
+            approval.tool_name.clone()
+        } else {
+            approval.display_name.clone()
+        };
+        let cwd = self
+            .info
+            .working_directories
+            .first()
+            .map(|dir| dir.strip_prefix("file://").unwrap_or(dir).to_owned());
+        CopilotApproval {
+            session_id: self.info.editor_id.clone(),
+            cwd,
+            tool,
+            title: approval.title.clone(),
+            message: approval.message.clone(),
+            tool_call_id: approval.tool_call_id.clone(),
         }
     }
 }
