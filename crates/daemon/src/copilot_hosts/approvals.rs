@@ -2,7 +2,8 @@
 //! says they wait for input are followed ([`HostConnection::watch_input`]); each pending tool
 //! confirmation is offered to the Telegram bot with the way to answer it
 //! (`chat/toolCallConfirmed` on this connection) and a signal that fires when the host drops
-//! the request (it was answered in the editor, or the session stopped waiting).
+//! the request (it was answered in the editor, or the session stopped waiting). One that
+//! comes while no chat can be asked waits, and is offered once one can if still pending.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
