@@ -12,7 +12,9 @@
 //! - [`HostConnection::deliver`] starts a turn in a session's default chat and reports whether
 //!   the host accepted it, refused it, or left the outcome unknown; [`DeliveredTurn::answer`]
 //!   collects the reply, surfacing tool calls that wait for a confirmation as
-//!   [`PendingApproval`]s, which [`HostConnection::confirm_tool_call`] answers.
+//!   [`PendingApproval`]s, which [`HostConnection::confirm_tool_call`] answers;
+//! - [`HostConnection::watch_input`] follows the confirmations a session waits on, whoever
+//!   started the turn (for the Telegram bot).
 //!
 //! Every wire fact used here, with its source, is in `docs/observed/copilot.md`. The token never
 //! appears in an error, a log line or a `Debug` output ([`ConnectionToken`]).
@@ -20,6 +22,7 @@
 mod client;
 mod deliver;
 mod error;
+mod input;
 mod listing;
 mod token;
 mod transport;
@@ -27,6 +30,7 @@ mod transport;
 pub use client::{HostConnection, OFFERED_PROTOCOL_VERSIONS};
 pub use deliver::{Answer, ConfirmOutcome, DeliverRequest, DeliveredTurn, PendingApproval};
 pub use error::{Error, Result};
+pub use input::{InputChange, InputWatch};
 pub use listing::{RootEvent, RootEvents, SessionInfo, SessionStatusBits, editor_id};
 pub use token::ConnectionToken;
 pub use transport::MAX_MESSAGE_BYTES;

@@ -12,10 +12,13 @@
 //!   (`cross-agent daemon restart`, `cross-agent reload`).
 //! - `telegram_sessions`: what the Telegram bot asks of the hub (session cards, prompts from
 //!   the phone and their answers, handoffs).
+//! - `copilot_hosts`: one connection to every running Copilot Agent Host, keeping the
+//!   listing current from the host itself and putting its tool confirmations on the phone.
 //! - `descriptors`: the file-descriptor limit raised at start, and the descriptors a detached
 //!   daemon inherited closed.
 //! - [`logging`] writes `logs/daemon.log.<date>` (rotated daily, two weeks kept).
 
+mod copilot_hosts;
 mod descriptors;
 pub mod entry;
 mod error;

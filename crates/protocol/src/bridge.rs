@@ -336,6 +336,12 @@ pub struct CopilotDetails {
     /// Archived in the editor.
     #[serde(default)]
     pub archived: bool,
+    /// A turn is running (a live host says so; the catalog cannot).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub in_progress: bool,
+    /// A turn waits for the user: a tool confirmation or a question (a live host says so).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub input_needed: bool,
     /// The URI of the session's default chat, when the catalog knows it (a live host does).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default_chat: Option<String>,
@@ -344,7 +350,8 @@ pub struct CopilotDetails {
     pub sdk_session_id: Option<String>,
     /// The editor's user-data directory the session belongs to.
     pub user_data_dir: String,
-    /// A running Agent Host publishes an endpoint for that user-data directory.
+    /// A running Agent Host publishes an endpoint for that user-data directory (and, once the
+    /// daemon's host watcher is connected, lists the session itself).
     #[serde(default)]
     pub live: bool,
 }

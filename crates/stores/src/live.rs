@@ -336,6 +336,12 @@ impl LiveScanner {
         }
     }
 
+    /// Lays the live Copilot hosts' own listings (kept by the daemon's host watcher) over every
+    /// Copilot walk from now on; the watcher calls [`LiveScanner::mark_stale`] when they change.
+    pub fn attach_copilot_hosts(&self, hosts: crate::copilot::LiveHosts) {
+        self.walker.lock().scanner.attach_copilot_hosts(hosts);
+    }
+
     /// Counts a change for `agent`, so the next listing walks its store without waiting for a
     /// notification: for a change the owner made itself (a turn it ran wrote a transcript), which
     /// the next listing must show even if the notification is still on its way.

@@ -165,6 +165,11 @@ pub struct Scanner {
 }
 
 impl Scanner {
+    /// Lays the live Copilot hosts' own listings over every Copilot walk from now on.
+    pub fn attach_copilot_hosts(&mut self, hosts: crate::copilot::LiveHosts) {
+        self.copilot.attach_live_hosts(hosts);
+    }
+
     pub fn new(options: ScanOptions) -> Scanner {
         Scanner {
             options,

@@ -21,9 +21,11 @@
 //!   polls) and hook calls (the [`gate`], approvals from the phone).
 
 pub mod api;
+pub mod approval_ask;
 pub mod approval_card;
 mod bot;
 pub mod cards;
+pub mod copilot_approvals;
 pub mod desk_store;
 pub mod diff;
 mod error;

@@ -15,7 +15,8 @@
 //! A request that appears while no chat is paired (or no poller runs) is logged `not_posted`
 //! once and offered as soon as a chat pairs, if it is still pending then.
 //!
-//! Every approval is a decision line: who answered, where, and how long it waited.
+//! Every approval is a decision line: who answered, where, and how long it waited. The asking
+//! itself is [`crate::approval_ask`]'s, shared with Copilot's approvals.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -29,6 +30,7 @@ use cross_agent_transports::panel::{client, registry};
 use tokio::sync::{oneshot, watch as watch_channel};
 
 use crate::Bot;
+use crate::approval_ask::{self, AnswerFuture, AnswerWay, Offer};
 use crate::approval_card::ApprovalCard;
 use crate::gate::{self, Gate, Verdict};
 
@@ -239,72 +241,41 @@ fn decision(bot: &Bot, asked: &Asked, outcome: &'static str) -> Decision {
     decision
 }
 
-/// Posts the card for `asked` and answers the shim with the first tap; closes the card when
-/// the request goes away first (`gone`). `late`: it waited for a chat to be paired.
-async fn ask(bot: Bot, asked: Asked, mut gone: oneshot::Receiver<()>, late: bool) {
+/// Posts the card for `asked` and answers the shim with the first tap ([`approval_ask::ask`]).
+async fn ask(bot: Bot, asked: Asked, gone: oneshot::Receiver<()>, late: bool) {
     let card = card_for(&bot, &asked);
-    let decision = |outcome: &'static str| decision(&bot, &asked, outcome);
-    let Some(mut posted) = bot
-        .post_card(&card, asked.key.session_id.as_deref().unwrap_or_default())
-        .await
-    else {
-        bot.record(decision("not_posted").reason("no paired Telegram chat is being polled"));
-        return;
+    let offer = Offer {
+        card,
+        session: asked.key.session_id.clone().unwrap_or_default(),
+        decision: {
+            let bot = bot.clone();
+            let asked = asked.clone();
+            Box::new(move |outcome| decision(&bot, &asked, outcome))
+        },
+        way: Box::new(ShimWay { key: asked.key }),
     };
-    if late {
-        bot.record(decision("posted").detail("after_pairing", true));
-    } else {
-        bot.record(decision("posted"));
-    }
-    let messages = bot.card_messages(&posted.key);
-    tokio::select! {
-        tap = &mut posted.answer => {
-            let Ok(tap) = tap else { return };
-            let waited_ms = posted.started.elapsed().as_millis() as u64;
+    approval_ask::ask(bot, offer, gone, late).await;
+}
+
+/// A panel request's answer goes to its shim.
+struct ShimWay {
+    key: RequestKey,
+}
+
+impl AnswerWay for ShimWay {
+    fn answer(self: Box<Self>, allow: bool, user_id: i64) -> AnswerFuture {
+        Box::pin(async move {
             let answer = ApprovalAnswer {
-                session_id: asked.key.session_id.clone(),
-                request_id: asked.key.request_id.clone(),
-                allow: tap.allow,
-                message: (!tap.allow)
-                    .then(|| format!("denied from Telegram by user {}", tap.user_id)),
+                session_id: self.key.session_id.clone(),
+                request_id: self.key.request_id.clone(),
+                allow,
+                message: (!allow).then(|| format!("denied from Telegram by user {user_id}")),
             };
-            let socket = asked.key.socket.clone();
-            let taken = tokio::task::spawn_blocking(move || answer_through_shim(&socket, &answer))
+            let socket = self.key.socket.clone();
+            tokio::task::spawn_blocking(move || answer_through_shim(&socket, &answer))
                 .await
-                .unwrap_or_else(|error| Err(error.to_string()));
-            let outcome = if tap.allow { "allowed" } else { "denied" };
-            match taken {
-                Ok(()) => bot.record(
-                    decision(outcome)
-                        .detail("user_id", tap.user_id)
-                        .detail("waited_ms", waited_ms),
-                ),
-                Err(reason) => {
-                    let reason = bot.scrub(&reason);
-                    bot.amend_card(
-                        &messages,
-                        &format!(
-                            "✋ Not taken: {reason}\n{}",
-                            card.headline
-                        ),
-                    )
-                    .await;
-                    bot.record(
-                        decision("not_taken")
-                            .reason(reason)
-                            .detail("user_id", tap.user_id)
-                            .detail("waited_ms", waited_ms)
-                            .detail("tapped", outcome),
-                    );
-                }
-            }
-        }
-        _ = &mut gone => {
-            let waited_ms = posted.started.elapsed().as_millis() as u64;
-            if bot.close_card(&posted.key, "✋ Answered in the editor.").await {
-                bot.record(decision("answered_in_editor").detail("waited_ms", waited_ms));
-            }
-        }
+                .unwrap_or_else(|error| Err(error.to_string()))
+        })
     }
 }
 

@@ -2,4 +2,5 @@ mod common;
 mod connect;
 mod deliver;
 mod hostile;
+mod input;
 mod listing;

@@ -757,14 +757,18 @@ fn flags(s: &Session, window: ActiveWindow, now: UnixMillis, live: &LiveClaude) 
             entry.status.as_deref().unwrap_or("?")
         ));
     }
-    // A Copilot session: archived in the editor, and whether a running Agent Host serves its
-    // editor.
+    // A Copilot session: archived in the editor, whether a running Agent Host serves its
+    // editor, and whether its turn waits for the user.
     if let Some(copilot) = s.copilot.as_deref() {
         if copilot.archived {
             flags.push("archived".to_owned());
         }
         if copilot.live {
             flags.push("host-live".to_owned());
+        }
+        // A turn waiting for the user, as the live host tells it (a running one is `working`).
+        if copilot.input_needed {
+            flags.push("input-needed".to_owned());
         }
     }
     if flags.is_empty() {

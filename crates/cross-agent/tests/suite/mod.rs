@@ -1,3 +1,4 @@
+mod copilot_live;
 mod copilot_sessions;
 mod daemon;
 mod database;
@@ -16,4 +17,5 @@ mod live_index;
 mod sessions;
 mod telegram;
 mod telegram_approvals;
+mod telegram_copilot;
 mod telegram_sessions;

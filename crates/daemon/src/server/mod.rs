@@ -334,6 +334,9 @@ impl Daemon {
             engine.clone(),
         )));
         let (telegram_stop, telegram_stop_rx) = watch::channel(false);
+        // Copilot's live hosts: listed from themselves, their confirmations on the phone;
+        // let go of with the poller.
+        crate::copilot_hosts::start(engine.clone(), bot.clone(), telegram_stop_rx.clone());
         let telegram = tokio::spawn(bot.clone().supervise(telegram_stop_rx));
         let shared = Arc::new(Shared {
             info,

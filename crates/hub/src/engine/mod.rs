@@ -407,6 +407,20 @@ impl Engine {
         }
     }
 
+    /// Lays the live Copilot hosts' own listings (the daemon's host watcher keeps them) over
+    /// the index's Copilot walks.
+    pub fn attach_copilot_hosts(&self, hosts: cross_agent_stores::copilot::LiveHosts) {
+        self.inner.scan.attach_copilot_hosts(hosts);
+    }
+
+    /// A live Copilot host's listing changed: the next Copilot listing walks again (the
+    /// catalog files that did not change come from the walk's cache).
+    pub fn copilot_hosts_changed(&self) {
+        self.inner
+            .scan
+            .mark_stale(cross_agent_stores::model::Agent::Copilot);
+    }
+
     /// What this daemon still carries.
     pub fn carried(&self) -> CarriedWork {
         let (turns_running, answers_pending) = self.inner.dispatch.carried_counts();

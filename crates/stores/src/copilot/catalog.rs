@@ -187,7 +187,7 @@ fn metadata_of(pairs: &BTreeMap<String, Option<String>>) -> SessionMetadata {
 }
 
 /// A working directory as a path: a `file://` URI decoded, or an absolute path as is.
-fn path_of(text: &str) -> Option<PathBuf> {
+pub(crate) fn path_of(text: &str) -> Option<PathBuf> {
     let text = text.trim();
     if let Some(rest) = text.strip_prefix("file://") {
         // `file:///x` (empty authority) or `file://localhost/x`.

@@ -10,6 +10,8 @@
 //! - [`catalog`]: the SQLite files, read without ever locking against the editor;
 //! - [`events`]: the SDK's events: last activity, and the completed answer for a token.
 //!
+//! - [`live`]: what the running hosts say of their sessions, laid over the catalog's.
+//!
 //! [`list`] puts them together into the one session model every agent is listed in; the
 //! daemon's live index calls [`list_cached`], whose [`Cache`] keeps what each session database
 //! and events file said at its last stamp, so a walk opens only the files that changed. Each
@@ -21,6 +23,7 @@
 pub mod catalog;
 pub mod endpoints;
 pub mod events;
+pub mod live;
 pub mod places;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -28,6 +31,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 pub use endpoints::{ConnectionToken, Endpoint, EndpointProblem};
+pub use live::{HostSession, LiveHosts};
 pub use places::{CopilotPlace, CopilotPlaces};
 
 use crate::model::{Agent, CopilotDetails, Session, UnixMillis, Warnings};
@@ -56,6 +60,8 @@ pub fn list_cached(
 pub struct Cache {
     session_dbs: HashMap<PathBuf, (DbStamp, catalog::SessionMetadata)>,
     events: HashMap<PathBuf, (FileStamp, Option<UnixMillis>)>,
+    /// The live hosts' own listings, when a host watcher keeps them (the daemon).
+    live: Option<LiveHosts>,
 }
 
 /// A database's stamp and its write-ahead log's, if it has one.
@@ -72,6 +78,11 @@ fn db_stamp(path: &Path) -> Option<DbStamp> {
 }
 
 impl Cache {
+    /// Lays the listings `hosts` holds over every walk from now on.
+    pub fn attach_live_hosts(&mut self, hosts: LiveHosts) {
+        self.live = Some(hosts);
+    }
+
     /// `session.db`'s metadata, from the cache when its stamp is unchanged.
     fn session_db(
         &mut self,
@@ -334,12 +345,23 @@ fn list_place(
                 session_uri,
                 working_directories,
                 archived: metadata.archived,
+                in_progress: false,
+                input_needed: false,
                 default_chat: None,
                 sdk_session_id: metadata.sdk_session_id,
                 user_data_dir: place.user_data.to_string_lossy().into_owned(),
                 live,
             })),
         });
+    }
+    if let Some(hosts) = &cache.live {
+        let path = place.host_db.as_deref().unwrap_or(&place.user_data);
+        live::overlay(
+            &mut sessions,
+            hosts.sessions_of(&place.user_data),
+            &place.user_data,
+            path,
+        );
     }
     sessions
 }

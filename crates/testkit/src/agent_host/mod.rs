@@ -5,8 +5,8 @@
 //! It behaves like VS Code 1.141's host where the doc says how: the endpoint registry entry
 //! (schema v2, owner-only), the `tkn` check at upgrade (403 otherwise), `0.10.0`-only
 //! negotiation (`-32005` with `supportedVersions: ["^0.10.0"]`), `listSessions` with cursors,
-//! `root/*` notifications, session and chat subscriptions with snapshots, echoes of dispatched
-//! actions with their origin (or a `rejectionReason`). A turn is answered by asking the scripted
+//! `root/*` notifications (a status change too), session and chat subscriptions with
+//! snapshots, echoes of dispatched actions with their origin (or a `rejectionReason`). A turn is answered by asking the scripted
 //! [`crate::ModelEndpoint`] (Anthropic Messages, not streamed) and streaming its text back as
 //! `chat/responsePart` + `chat/delta` + `chat/turnComplete`; each session's [`TurnScript`] can
 //! make it ask for a tool confirmation first, fail, cancel, refuse, drop the connection, stay
@@ -216,6 +216,7 @@ impl FakeAgentHostBuilder {
             .enable_all()
             .build()
             .context("starting the fake host's runtime")?;
+        let handle = runtime.handle().clone();
         let serving = shared.clone();
         let thread = std::thread::Builder::new()
             .name("fake-agent-host".to_owned())
@@ -240,6 +241,7 @@ impl FakeAgentHostBuilder {
         )?;
         Ok(FakeAgentHost {
             shared,
+            runtime: handle,
             socket,
             token,
             instance_id,
@@ -254,6 +256,8 @@ impl FakeAgentHostBuilder {
 /// A running fake Agent Host; dropping it stops it and removes its registry entry.
 pub struct FakeAgentHost {
     shared: Arc<Shared>,
+    /// The host's runtime, for the turns a test starts as the editor.
+    runtime: tokio::runtime::Handle,
     socket: PathBuf,
     token: String,
     instance_id: String,
@@ -327,6 +331,13 @@ impl FakeAgentHost {
     /// Renames a session and tells root subscribers (`root/sessionSummaryChanged`).
     pub fn rename_session(&self, uri: &str, title: &str) {
         self.shared.rename_session(uri, title);
+    }
+    /// Starts a turn in the session `uri` as the editor's user would (another client), run by
+    /// the session's [`TurnScript`]; the turn's id, or `None` when the session is unknown or
+    /// busy.
+    pub fn editor_turn(&self, uri: &str, text: &str) -> Option<String> {
+        let _entered = self.runtime.enter();
+        self.shared.editor_turn(uri, text)
     }
     /// Answers a pending tool confirmation as the editor would (another client). Returns
     /// whether one was pending.

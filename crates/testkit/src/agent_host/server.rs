@@ -206,6 +206,46 @@ impl Shared {
         true
     }
 
+    /// Starts a turn in the default chat of the session `uri` as the editor's user would
+    /// (origin `vscode-editor`), run by the session's script; the turn's id, or `None` when
+    /// the session is unknown or busy.
+    pub fn editor_turn(self: &Arc<Self>, uri: &str, text: &str) -> Option<String> {
+        let turn_id = format!("editor-{}", uuid::Uuid::new_v4().simple());
+        let message = json!({"text": text, "origin": {"kind": "user"}});
+        let (chat, script, seq) = {
+            let mut state = self.state.lock();
+            state.editor_seq += 1;
+            let seq = state.editor_seq;
+            let entry = state
+                .sessions
+                .iter_mut()
+                .find(|e| e.session.uri() == uri && e.active.is_none())?;
+            entry.active = Some(
+                json!({"id": turn_id, "startedAt": "2026-12-02T18:00:00.000Z",
+                "message": message}),
+            );
+            (entry.session.chat_uri(), entry.session.script.clone(), seq)
+        };
+        let action = json!({"type": "chat/turnStarted", "turnId": turn_id,
+            "startedAt": "2026-12-02T18:00:00.000Z", "message": message});
+        self.broadcast(&chat, action, Some(("vscode-editor".to_owned(), seq)));
+        self.notify_status(|e| e.session.uri() == uri);
+        tokio::spawn(super::turn::run(
+            self.clone(),
+            super::turn::TurnRun {
+                // No client connection: the raw-frame scripts have nobody to send to.
+                conn: 0,
+                session: uri.to_owned(),
+                chat,
+                turn_id: turn_id.clone(),
+                text: text.to_owned(),
+                model: None,
+                script,
+            },
+        ));
+        Some(turn_id)
+    }
+
     fn take_pending(&self, tool_call_id: &str) -> Option<Pending> {
         self.state.lock().pending.remove(tool_call_id)
     }
@@ -267,10 +307,34 @@ impl Shared {
             None => json!({"type": "session/inputNeededRemoved", "id": id}),
         };
         self.broadcast(session, action, None);
+        self.notify_status(|e| e.session.uri() == session);
+    }
+
+    /// `root/sessionSummaryChanged` with the new `status` of the session `which` picks, as the
+    /// host tells every status change (a turn starting or ending, input needed or answered).
+    fn notify_status(&self, which: impl Fn(&Entry) -> bool) {
+        let found = self
+            .state
+            .lock()
+            .sessions
+            .iter()
+            .find(|e| which(e))
+            .map(|e| (e.session.uri(), e.status()));
+        if let Some((uri, status)) = found {
+            self.notify_root(
+                "root/sessionSummaryChanged",
+                json!({"channel": ROOT, "session": uri, "changes": {"status": status}}),
+            );
+        }
     }
 
     /// Ends the running turn of `chat`, keeping it in the chat's history.
     pub fn finish_turn(&self, chat: &str, state_word: &str, text: &str) {
+        self.end_turn(chat, state_word, text);
+        self.notify_status(|e| e.session.chat_uri() == chat);
+    }
+
+    fn end_turn(&self, chat: &str, state_word: &str, text: &str) {
         let mut state = self.state.lock();
         let entry = state
             .sessions
@@ -463,6 +527,7 @@ impl Shared {
                     }
                 }
                 self.broadcast(&channel, action, Some(origin));
+                self.notify_status(|e| e.session.chat_uri() == channel);
                 let shared = self.clone();
                 tokio::spawn(super::turn::run(
                     shared,
