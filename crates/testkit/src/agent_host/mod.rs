@@ -251,6 +251,16 @@ impl FakeAgentHostBuilder {
     }
 }
 
+/// A `chat/turnComplete` the host sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompletedTurn {
+    pub turn_id: String,
+    pub chat: String,
+    /// Taken just before the action was queued for the subscribed connections: wall-clock, so
+    /// that a daemon in another process can be measured against it.
+    pub at: std::time::SystemTime,
+}
+
 /// A running fake Agent Host; dropping it stops it and removes its registry entry.
 pub struct FakeAgentHost {
     shared: Arc<Shared>,
@@ -309,6 +319,10 @@ impl FakeAgentHost {
             .filter(|m| m["method"] == "dispatchAction")
             .map(|m| m["params"].clone())
             .collect()
+    }
+    /// Every turn it completed (`chat/turnComplete` sent), in order, with when.
+    pub fn completed_turns(&self) -> Vec<CompletedTurn> {
+        self.shared.completed.lock().clone()
     }
     /// How many upgrades were refused for a missing or wrong token.
     pub fn refused_upgrades(&self) -> usize {

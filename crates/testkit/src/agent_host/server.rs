@@ -62,6 +62,9 @@ struct State {
 pub(crate) struct Shared {
     state: Mutex<State>,
     pub received: Mutex<Vec<Value>>,
+    /// Every `chat/turnComplete` sent, with the wall-clock instant it was handed to the
+    /// connections (benches set it beside the daemon's record stamps, another process's clock).
+    pub completed: Mutex<Vec<super::CompletedTurn>>,
     pub refused: AtomicUsize,
     token: String,
     pub model_url: Option<String>,
@@ -86,6 +89,7 @@ impl Shared {
         Self {
             state: Mutex::new(state),
             received: Mutex::new(Vec::new()),
+            completed: Mutex::new(Vec::new()),
             refused: AtomicUsize::new(0),
             token,
             model_url,
