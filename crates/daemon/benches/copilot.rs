@@ -17,13 +17,19 @@
 //!   is the record's `finished_at`, stamped when the daemon closes the delivery with the
 //!   answer paired, just before it writes the record and publishes `Delivered`. The record's
 //!   stamp has whole milliseconds (truncated), so each sample reads up to 1 ms short; the
-//!   figures add that millisecond back, to err on the slow side.
+//!   figures add that millisecond back, to err on the slow side;
+//! - for a Copilot sender, whose answer goes back into its own chat through its host (the
+//!   answer leaving the daemon in the literal sense): `chat/turnComplete` of the answering
+//!   chat → the host reading the return's `chat/turnStarted` for the sender's chat, both on
+//!   the fake host's clock, 100 times; and of that, the part before the return's connection
+//!   sends `initialize` (the rest is the AHP handshake on a fresh connection).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
 use std::collections::BTreeMap;
+use std::process::Command;
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use cross_agent_daemon::entry::{Mode, run_process};
@@ -31,8 +37,8 @@ use cross_agent_home::Home;
 use cross_agent_ipc::ConnectOptions;
 use cross_agent_ipc::blocking::BlockingClient;
 use cross_agent_protocol::bridge::{
-    Agent, BridgeStatusParams, CallerContext, DeliveryRecord, DeliveryState, SendParams,
-    SendResponse, Transport,
+    Agent, AncestorProcess, BridgeStatusParams, CallerContext, DeliveryRecord, DeliveryState,
+    SendParams, SendResponse, Transport,
 };
 use cross_agent_protocol::rpc::{ClientKind, ShutdownParams};
 use cross_agent_protocol::timestamp::UnixMillis;
@@ -48,6 +54,7 @@ const SETTLE_GOAL: Duration = Duration::from_millis(5);
 
 const CLAUDE_SESSION: &str = "00000000-0000-4000-8000-00000000c0de";
 const COPILOT_TITLE: &str = "copilot-bench";
+const ASKER_TITLE: &str = "copilot-bench-asker";
 
 fn main() {
     if std::env::var_os(CHILD_VAR).is_some() {
@@ -87,7 +94,25 @@ fn main() {
         .unwrap()
         .working_directory(&cwd)
         .unwrap();
+    // The sender of the third figure: another chat of the same editor, whose answers go back
+    // into it through the same host.
+    let asker_id = uuid::Uuid::new_v4().to_string();
+    let asker_sdk = uuid::Uuid::new_v4().to_string();
+    editor
+        .register(&format!("copilotcli:/{asker_id}"), now - 60_000, now)
+        .unwrap();
+    editor
+        .session(&asker_id)
+        .unwrap()
+        .title(ASKER_TITLE)
+        .unwrap()
+        .default_chat(&asker_sdk, "gpt-5")
+        .unwrap()
+        .working_directory(&cwd)
+        .unwrap();
+    let asker_chat = FakeSession::new(ASKER_TITLE).id(&asker_id).chat_uri();
     let endpoint = ModelEndpoint::start().unwrap();
+    endpoint.push(Rule::on_user_text("BRIDGE REPLY").reply_text("noted"));
     endpoint.push(Rule::on_user_text("copilot bench").reply(Reply::echo_token("bench answer")));
     let host = FakeAgentHost::builder(&editor.user_data)
         .model_endpoint(&endpoint)
@@ -97,6 +122,7 @@ fn main() {
                 .cwd(&cwd)
                 .script(TurnScript::Answer),
         )
+        .session(FakeSession::new(ASKER_TITLE).id(&asker_id).cwd(&cwd))
         .start()
         .unwrap();
 
@@ -194,6 +220,97 @@ fn main() {
         &settled,
     );
     println!("  goal: the answer leaves the daemon ≤ {SETTLE_GOAL:.0?} after chat/turnComplete");
+
+    // A Copilot sender: its MCP process (a stand-in child) below the host's owner, this process.
+    let mut mcp = Command::new("sleep").arg("600").spawn().unwrap();
+    let from_copilot = CallerContext {
+        client_name: None,
+        codex_turn_metadata: None,
+        copilot_agent_session_id: Some(asker_sdk.clone()),
+        pid: mcp.id(),
+        ancestry: vec![AncestorProcess {
+            pid: std::process::id(),
+            name: "code".into(),
+            cmdline: "code --agent-host".into(),
+        }],
+        ..caller.clone()
+    };
+    let mut returned = Vec::with_capacity(turns);
+    let mut before_connecting = Vec::with_capacity(turns);
+    for n in 0..turns {
+        let before = host.completed_turns().len();
+        let params = SendParams {
+            session_id: Some(copilot_id.clone()),
+            ..send(
+                Agent::Copilot,
+                format!("copilot bench back {n}"),
+                &from_copilot,
+            )
+        };
+        let (id, _) = receipt(&client, params);
+        let record = wait_finished(&client, &caller, &id);
+        assert_eq!(record.state, DeliveryState::Delivered, "{record:#?}");
+        let back = record
+            .return_delivery_id
+            .clone()
+            .expect("a return delivery");
+        let back = wait_finished(&client, &caller, &back);
+        assert_eq!(back.state, DeliveryState::Delivered, "{back:#?}");
+        // The sender's chat reads the answer in a turn of its own: over before the next send,
+        // so the next answer never finds that chat busy.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while host.completed_turns().len() < before + 2 {
+            assert!(Instant::now() < deadline, "the sender's turn did not end");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let answered = host.completed_turns()[before].clone();
+        assert_eq!(
+            answered.chat,
+            FakeSession::new(COPILOT_TITLE).id(&copilot_id).chat_uri()
+        );
+        let (_, arrived) = host
+            .dispatched_at()
+            .into_iter()
+            .filter(|(d, _)| {
+                d["channel"] == asker_chat && d["action"]["type"] == "chat/turnStarted"
+            })
+            .nth(n)
+            .expect("the answer put into the sender's chat");
+        returned.push(arrived.duration_since(answered.at).unwrap_or_default());
+        // Where that time goes: the return's connection to the host begins its AHP handshake
+        // with `initialize`; before it: the record closed, the return queued and claimed, its
+        // route checked, the registry read, the socket connected and upgraded.
+        let first = host
+            .received_at()
+            .into_iter()
+            .find(|(m, at)| *at > answered.at && m["method"] == "initialize")
+            .map(|(_, at)| at)
+            .unwrap();
+        before_connecting.push(first.duration_since(answered.at).unwrap_or_default());
+        if n == 0 {
+            let methods: Vec<String> = host
+                .received_at()
+                .into_iter()
+                .filter(|(_, at)| *at > answered.at && *at <= arrived)
+                .map(|(m, _)| m["method"].as_str().unwrap_or("?").to_owned())
+                .collect();
+            println!(
+                "  the return's messages to the host: {}",
+                methods.join(", ")
+            );
+        }
+    }
+    report(
+        "chat/turnComplete → the answer's turn received by the sender's host",
+        &returned,
+    );
+    report(
+        "  of which: chat/turnComplete → the return's `initialize` (the rest: the handshake)",
+        &before_connecting,
+    );
+    println!("  goal: the answer leaves the daemon ≤ {SETTLE_GOAL:.0?} after chat/turnComplete");
+    let _ = mcp.kill();
+    let _ = mcp.wait();
 
     let _ = client.call(ShutdownParams {
         reason: Some("bench done".into()),

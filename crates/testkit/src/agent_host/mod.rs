@@ -310,7 +310,27 @@ impl FakeAgentHost {
     }
     /// Every message received, in order (a frame that is not JSON as a JSON string).
     pub fn received(&self) -> Vec<Value> {
+        self.shared
+            .received
+            .lock()
+            .iter()
+            .map(|(message, _)| message.clone())
+            .collect()
+    }
+    /// Every message received, with when it was read off the socket.
+    pub fn received_at(&self) -> Vec<(Value, std::time::SystemTime)> {
         self.shared.received.lock().clone()
+    }
+    /// The `params` of every `dispatchAction` received, with when it was read off the socket
+    /// (wall clock, for benches measuring a daemon in another process).
+    pub fn dispatched_at(&self) -> Vec<(Value, std::time::SystemTime)> {
+        self.shared
+            .received
+            .lock()
+            .iter()
+            .filter(|(m, _)| m["method"] == "dispatchAction")
+            .map(|(m, at)| (m["params"].clone(), *at))
+            .collect()
     }
     /// The `params` of every `dispatchAction` received.
     pub fn dispatched(&self) -> Vec<Value> {
