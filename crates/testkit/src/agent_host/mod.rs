@@ -253,6 +253,16 @@ impl FakeAgentHostBuilder {
     }
 }
 
+/// A `chat/turnComplete` the host sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompletedTurn {
+    pub turn_id: String,
+    pub chat: String,
+    /// Taken just before the action was queued for the subscribed connections: wall-clock, so
+    /// that a daemon in another process can be measured against it.
+    pub at: std::time::SystemTime,
+}
+
 /// A running fake Agent Host; dropping it stops it and removes its registry entry.
 pub struct FakeAgentHost {
     shared: Arc<Shared>,
@@ -304,7 +314,27 @@ impl FakeAgentHost {
     }
     /// Every message received, in order (a frame that is not JSON as a JSON string).
     pub fn received(&self) -> Vec<Value> {
+        self.shared
+            .received
+            .lock()
+            .iter()
+            .map(|(message, _)| message.clone())
+            .collect()
+    }
+    /// Every message received, with when it was read off the socket.
+    pub fn received_at(&self) -> Vec<(Value, std::time::SystemTime)> {
         self.shared.received.lock().clone()
+    }
+    /// The `params` of every `dispatchAction` received, with when it was read off the socket
+    /// (wall clock, for benches measuring a daemon in another process).
+    pub fn dispatched_at(&self) -> Vec<(Value, std::time::SystemTime)> {
+        self.shared
+            .received
+            .lock()
+            .iter()
+            .filter(|(m, _)| m["method"] == "dispatchAction")
+            .map(|(m, at)| (m["params"].clone(), *at))
+            .collect()
     }
     /// The `params` of every `dispatchAction` received.
     pub fn dispatched(&self) -> Vec<Value> {
@@ -313,6 +343,10 @@ impl FakeAgentHost {
             .filter(|m| m["method"] == "dispatchAction")
             .map(|m| m["params"].clone())
             .collect()
+    }
+    /// Every turn it completed (`chat/turnComplete` sent), in order, with when.
+    pub fn completed_turns(&self) -> Vec<CompletedTurn> {
+        self.shared.completed.lock().clone()
     }
     /// How many upgrades were refused for a missing or wrong token.
     pub fn refused_upgrades(&self) -> usize {

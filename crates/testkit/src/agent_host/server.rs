@@ -61,7 +61,11 @@ struct State {
 
 pub(crate) struct Shared {
     state: Mutex<State>,
-    pub received: Mutex<Vec<Value>>,
+    /// Every message received, with the wall-clock instant it was read off the socket.
+    pub received: Mutex<Vec<(Value, std::time::SystemTime)>>,
+    /// Every `chat/turnComplete` sent, with the wall-clock instant it was handed to the
+    /// connections (benches set it beside the daemon's record stamps, another process's clock).
+    pub completed: Mutex<Vec<super::CompletedTurn>>,
     pub refused: AtomicUsize,
     token: String,
     pub model_url: Option<String>,
@@ -86,6 +90,7 @@ impl Shared {
         Self {
             state: Mutex::new(state),
             received: Mutex::new(Vec::new()),
+            completed: Mutex::new(Vec::new()),
             refused: AtomicUsize::new(0),
             token,
             model_url,
@@ -745,7 +750,10 @@ async fn connection(shared: Arc<Shared>, stream: UnixStream) {
                 Some(Ok(Message::Text(text))) => {
                     let text = text.as_str().to_owned();
                     let message: Value = serde_json::from_str(&text).unwrap_or(Value::String(text));
-                    shared.received.lock().push(message.clone());
+                    shared
+                        .received
+                        .lock()
+                        .push((message.clone(), std::time::SystemTime::now()));
                     if !handle(&shared, id, &message, &mut ws).await {
                         break;
                     }

@@ -3,7 +3,7 @@
 //! silent, or send a frame too big for the client.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 use ahp_types::actions::{
     ChatDeltaAction, ChatResponsePartAction, ChatToolCallReadyAction, ChatToolCallStartAction,
@@ -182,6 +182,11 @@ pub(crate) async fn run(shared: Arc<Shared>, turn: TurnRun) {
             meta: None,
         }))
     };
+    shared.completed.lock().push(super::CompletedTurn {
+        turn_id: turn.turn_id.clone(),
+        chat: turn.chat.clone(),
+        at: SystemTime::now(),
+    });
     shared.broadcast(&turn.chat, end, None);
 }
 
