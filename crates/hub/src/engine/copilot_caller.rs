@@ -132,7 +132,7 @@ pub(in crate::engine) fn verify_return(back: &CopilotReturn) -> Result<(), Strin
                 && !metadata.archived => {}
         Ok(_) => {
             return Err(format!(
-                "the sender's Copilot session {} no longer has SDK session {} as its unarchived                  default chat",
+                "the sender's Copilot session {} no longer has SDK session {} as its unarchived default chat",
                 back.route.session_uri, back.sdk_session_id
             ));
         }
