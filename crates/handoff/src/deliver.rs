@@ -121,7 +121,7 @@ struct Exclude {
 /// The fix for a link where the local git-ignore goes.
 fn git_link_fix(path: &Path) -> String {
     format!(
-        "cross-agent git-ignores HANDOFF.md there and never writes through a link it did not          make; make {} a real {} (or hand off to a folder outside this repository: handoff          SESSION PATH)",
+        "cross-agent git-ignores HANDOFF.md there and never writes through a link it did not make; make {} a real {} (or hand off to a folder outside this repository: handoff SESSION PATH)",
         path.display(),
         if path.ends_with("exclude") {
             "file"
