@@ -1,7 +1,8 @@
 //! Sending to Copilot through the daemon: a real daemon, a fake VS Code Agent Host (AHP on its
 //! Unix socket, registry entry and all) answering through the scripted model endpoint, and the
 //! host's catalog files as VS Code writes them. Each test checks what the record says and what
-//! the host was sent.
+//! the host was sent; the last two drive a real Codex thread and a real Claude panel whose model
+//! calls `send_to_copilot`, and follow the answer back into that panel as a `BRIDGE REPLY`.
 
 use std::time::Duration;
 
@@ -740,6 +741,12 @@ async fn a_real_codex_thread_reaches_copilot_through_send_to_copilot() {
             .for_api(Api::Anthropic)
             .once(),
     );
+    bridge.endpoint.push(
+        Rule::on_user_text("=== BRIDGE REPLY ===")
+            .reply_text("read the Copilot reply")
+            .for_api(Api::Responses)
+            .once(),
+    );
     panel.type_turn(&thread, "ask copilot about the port");
 
     // The delivery Codex's call made, as the decisions log names it.
@@ -769,4 +776,168 @@ async fn a_real_codex_thread_reaches_copilot_through_send_to_copilot() {
     assert_eq!(record.from_agent, Some(Agent::Codex));
     assert_eq!(record.from_session.as_deref(), Some(thread.as_str()));
     assert_eq!(record.state, DeliveryState::Delivered, "{record:#?}");
+    assert!(record.answer.reply_carries_request_id, "{record:#?}");
+
+    // The answer comes back into that same thread through the shim: the extension sees the
+    // injected BRIDGE REPLY, and the thread's turn on it, whose model read Copilot's words.
+    panel
+        .driver
+        .next_line(Duration::from_secs(120), |l| {
+            l["method"] == "item/completed"
+                && l["params"]["threadId"] == thread
+                && l["params"]["item"]["type"] == "agentMessage"
+                && l["params"]["item"]["text"] == "read the Copilot reply"
+        })
+        .unwrap();
+    assert!(panel.shows_user_message("=== BRIDGE REPLY ==="));
+    let prompt = bridge
+        .endpoint
+        .model_requests()
+        .into_iter()
+        .filter(|r| !r.side_request)
+        .filter_map(|r| r.last_user_prompt)
+        .rfind(|p| p.contains("=== BRIDGE REPLY ==="))
+        .unwrap();
+    assert!(prompt.contains("Port 8080 (Copilot)."), "{prompt}");
+    let back = bridge
+        .wait_finished(
+            &record
+                .return_delivery_id
+                .clone()
+                .expect("a return delivery"),
+        )
+        .await;
+    assert_eq!(back.state, DeliveryState::Delivered, "{back:#?}");
+    assert_eq!(back.transport, Transport::Panel);
+    assert_eq!(back.target_session_id.as_deref(), Some(thread.as_str()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_real_claude_panel_reaches_copilot_through_send_to_copilot_and_reads_the_answer_there() {
+    use super::panels_real::{Panel, TURN, prompts_with};
+    use cross_agent_testkit::endpoint::ToolCall;
+    use cross_agent_testkit::panel::claude_user;
+
+    let bridge = Bridge::start().await;
+    let copilot = Copilot::in_catalog(&bridge, "copilot-test");
+    let host = copilot.host(&bridge, TurnScript::Answer);
+    // `cross-agent mcp` as the panel's MCP server, on this daemon's home.
+    let config = serde_json::json!({"mcpServers": {"cross-agent": {
+        "type": "stdio",
+        "command": cross_agent_testkit::binaries::cross_agent_bin().unwrap(),
+        "args": ["mcp"],
+        "env": {
+            "CROSS_AGENT_HOME": bridge.state.root().to_string_lossy(),
+            "HOME": bridge.agents.path().to_string_lossy(),
+            "PATH": std::env::var("PATH").unwrap_or_default(),
+        },
+    }}});
+    let mut panel = Panel::open_with(
+        &bridge,
+        &[
+            "--mcp-config",
+            &config.to_string(),
+            "--allowedTools",
+            "mcp__cross-agent",
+        ],
+    );
+    bridge.endpoint.push(
+        Rule::on_user_text("ask copilot about the port c1")
+            .tool_call(ToolCall::mcp(
+                "cross-agent",
+                "send_to_copilot",
+                serde_json::json!({
+                    "message": "relay-copilot-c1: which port does it use?",
+                    "session_id": "copilot-test",
+                }),
+            ))
+            .for_api(Api::Anthropic)
+            .once(),
+    );
+    bridge.endpoint.push(
+        Rule::on_tool_result("delivery_id")
+            .reply_text("asked Copilot c1")
+            .for_api(Api::Anthropic)
+            .once(),
+    );
+    bridge.endpoint.push(
+        Rule::on_user_text("=== BRIDGE REPLY ===")
+            .reply_text("read the Copilot reply c1")
+            .for_api(Api::Anthropic)
+            .once(),
+    );
+    // The Copilot chat's model (its host asks the same endpoint).
+    bridge.endpoint.push(
+        Rule::on_user_text("relay-copilot-c1")
+            .reply(Reply::echo_token("Port 8080 (Copilot c1)."))
+            .for_api(Api::Anthropic)
+            .once(),
+    );
+
+    panel
+        .driver
+        .send(&claude_user("ask copilot about the port c1"))
+        .unwrap();
+    let sent = panel
+        .driver
+        .next_line(TURN, |l| {
+            l["type"] == "result" && l["result"] == "asked Copilot c1"
+        })
+        .unwrap();
+    let session = sent["session_id"].as_str().unwrap().to_owned();
+    // The answer comes back into this same panel: its model reads the BRIDGE REPLY carrying
+    // Copilot's words, and the panel shows the turn it ran on it.
+    panel
+        .driver
+        .next_line(TURN, |l| {
+            l["type"] == "result" && l["result"] == "read the Copilot reply c1"
+        })
+        .unwrap();
+    let prompt = prompts_with(&bridge, "=== BRIDGE REPLY ===").pop().unwrap();
+    assert!(prompt.contains("Port 8080 (Copilot c1)."), "{prompt}");
+    assert!(
+        prompt.contains(&format!("from: copilot session {}", copilot.id)),
+        "{prompt}"
+    );
+
+    // The host got one turn, the one Claude asked for.
+    let started = turns_started(&host);
+    assert_eq!(started.len(), 1, "{started:#?}");
+    assert!(started[0].to_string().contains("relay-copilot-c1"));
+    // The request's record: from this panel's session to that chat, answered and paired, its
+    // answer delivered back into the panel.
+    let status = bridge.status(None).await;
+    let request = status
+        .deliveries
+        .recent
+        .iter()
+        .find(|r| r.target_agent == Agent::Copilot && r.answer.answers_delivery_id.is_none())
+        .expect("the request's record")
+        .clone();
+    assert_eq!(request.transport, Transport::AgentHost);
+    assert_eq!(request.from_agent, Some(Agent::Claude));
+    assert_eq!(request.from_session.as_deref(), Some(session.as_str()));
+    assert_eq!(
+        request.target_session_id.as_deref(),
+        Some(copilot.id.as_str())
+    );
+    assert_eq!(request.state, DeliveryState::Delivered, "{request:#?}");
+    assert!(request.answer.reply_carries_request_id, "{request:#?}");
+    let preview = request.reply_preview.clone().unwrap_or_default();
+    assert!(preview.starts_with("Port 8080 (Copilot c1)."), "{preview}");
+    let back = bridge
+        .wait_finished(
+            &request
+                .return_delivery_id
+                .clone()
+                .expect("a return delivery"),
+        )
+        .await;
+    assert_eq!(back.state, DeliveryState::Delivered, "{back:#?}");
+    assert_eq!(back.transport, Transport::Panel);
+    assert_eq!(back.target_session_id.as_deref(), Some(session.as_str()));
+    assert_eq!(
+        back.answer.answers_delivery_id.as_deref(),
+        Some(request.delivery_id.as_str())
+    );
 }

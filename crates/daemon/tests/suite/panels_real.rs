@@ -23,12 +23,12 @@ use pretty_assertions::assert_eq;
 use super::bridge_support::Bridge;
 
 /// Long enough for a cold Claude start on a loaded machine.
-const TURN: Duration = Duration::from_secs(120);
+pub(super) const TURN: Duration = Duration::from_secs(120);
 
 /// A Claude panel: the extension's end of its stdio, the window process above the shim, and
 /// the shim's pid.
-struct Panel {
-    driver: PanelDriver,
+pub(super) struct Panel {
+    pub(super) driver: PanelDriver,
     /// The process standing for the window's extension host (the shim's parent).
     window: u32,
     shim: u32,
@@ -41,7 +41,7 @@ impl Panel {
     }
 
     /// [`Panel::open`] with more arguments for Claude (after the SDK's own).
-    fn open_with(bridge: &Bridge, extra: &[&str]) -> Panel {
+    pub(super) fn open_with(bridge: &Bridge, extra: &[&str]) -> Panel {
         let claude = bridge.claude();
         let mut command = Command::new("sh");
         // `; exit` keeps sh as the shim's parent (no exec), as an extension host is.
@@ -136,7 +136,7 @@ fn with_ancestry(mut caller: CallerContext, chain: &[u32]) -> CallerContext {
 }
 
 /// The prompts the scripted model received that carry `needle`.
-fn prompts_with(bridge: &Bridge, needle: &str) -> Vec<String> {
+pub(super) fn prompts_with(bridge: &Bridge, needle: &str) -> Vec<String> {
     bridge
         .endpoint
         .model_requests()
