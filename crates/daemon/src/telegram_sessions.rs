@@ -239,14 +239,13 @@ impl SessionHost for Host {
             .map_err(|e| e.to_string())?;
         match sent {
             SendResponse::Accepted(receipt) => {
-                let transport = match self.engine.delivery_answer(&receipt.delivery_id) {
-                    Ok(Some((record, _))) => match record.transport {
-                        Transport::Panel => "panel",
-                        Transport::HeadlessCli => "headless_cli",
-                        Transport::ClaudeNative => "claude_native",
-                        Transport::AgentHost => "agent_host",
-                    },
-                    _ => "headless_cli",
+                // The receipt names the carrier the hub chose; re-reading the record could
+                // only lose it (an unreadable store would have passed for a headless run).
+                let transport = match receipt.transport {
+                    Transport::Panel => "panel",
+                    Transport::HeadlessCli => "headless_cli",
+                    Transport::ClaudeNative => "claude_native",
+                    Transport::AgentHost => "agent_host",
                 };
                 Ok(PromptReceipt {
                     delivery_id: receipt.delivery_id,

@@ -3,14 +3,19 @@
 //! a turn the editor's user started, which asks to run a tool; the bot posts a card with the
 //! tool's own words, and a tap dispatches `chat/toolCallConfirmed` to the host, whose turn then
 //! goes on to the model. A deny, and an answer given in the editor first (its card closed, a
-//! late tap told it was answered), too. Fake Bot API, temporary homes, no network.
+//! late tap told it was answered), too. And a prompt from the phone to a Copilot session's
+//! card, delivered as `send_to_copilot` is (a turn in its Agent Host, the answer back to the
+//! phone), or refused in the chat when the host is gone. Fake Bot API, temporary homes, no
+//! network.
 
 use std::time::Duration;
 
 use cross_agent_testkit::agent_host::{FakeAgentHost, FakeSession, TurnScript};
+use cross_agent_testkit::endpoint::Reply;
+use cross_agent_testkit::synthetic_stores::{CopilotEditor, now_millis};
 use cross_agent_testkit::telegram::FakeBotApi;
 use cross_agent_testkit::{ModelEndpoint, Rule};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::telegram::{Env, WAIT, bot, paired, sent_text, wait_until};
 
@@ -249,6 +254,177 @@ fn a_confirmation_waiting_before_a_chat_is_paired_is_offered_once_one_is() {
         env.decisions().iter().any(|d| d["agent"] == "copilot"
             && d["outcome"] == "posted"
             && d["details"]["after_pairing"] == true),
+        "{:#?}",
+        env.decisions()
+    );
+}
+
+/// A Copilot session in VS Code's catalog under `env`'s HOME (the default Linux place), with
+/// its working directory and default chat, as the editor writes them.
+fn in_catalog(env: &Env, title: &str) -> (CopilotEditor, FakeSession) {
+    let editor = CopilotEditor::new(&env.user.join(".config/Code"));
+    let id = uuid::Uuid::new_v4().to_string();
+    let now = now_millis();
+    editor
+        .register(&format!("copilotcli:/{id}"), now - 60_000, now)
+        .unwrap();
+    let project = env.user.join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    editor
+        .session(&id)
+        .unwrap()
+        .title(title)
+        .unwrap()
+        .default_chat(&uuid::Uuid::new_v4().to_string(), "gpt-5")
+        .unwrap()
+        .working_directory(&project.to_string_lossy())
+        .unwrap();
+    let session = FakeSession::new(title)
+        .id(&id)
+        .cwd(project.to_string_lossy())
+        .script(TurnScript::Answer);
+    (editor, session)
+}
+
+/// The person sends `/sessions` and gets the card of the session `id`: its message id.
+fn card_of(api: &FakeBotApi, id: &str) -> (i64, String) {
+    let before = api.sent().len();
+    api.push_message(5001, 5001, "/sessions");
+    let mut found = None;
+    wait_until(|| {
+        found = api
+            .sent()
+            .into_iter()
+            .skip(before)
+            .find(|(_, b)| b["text"].as_str().is_some_and(|t| t.contains(id)));
+        found.is_some()
+    });
+    let (message_id, body) = found.unwrap_or_else(|| {
+        panic!(
+            "the Copilot session {id} has a card; the chat: {:#?}",
+            api.sent()
+        )
+    });
+    (message_id, body["text"].as_str().unwrap().to_owned())
+}
+
+/// The person replies to the bot's message `message_id` with `text`.
+fn reply(api: &FakeBotApi, message_id: i64, text: &str) {
+    api.push_message_with(
+        5001,
+        5001,
+        false,
+        json!({"text": text, "reply_to_message": {"message_id": message_id,
+            "date": 1_760_000_000, "chat": {"id": 5001, "type": "private"}}}),
+    );
+}
+
+/// The `chat/turnStarted` actions the host was sent.
+fn turns_started(host: &FakeAgentHost) -> Vec<Value> {
+    host.dispatched()
+        .into_iter()
+        .filter(|p| p["action"]["type"] == "chat/turnStarted")
+        .collect()
+}
+
+/// Issue 25 §5: a prompt from the phone to a Copilot session goes through the same delivery
+/// as `send_to_copilot` — its card is replied to, the session's Agent Host gets the turn (the
+/// bridge envelope and its request token), the receipt names that route, and the answer comes
+/// back to the phone.
+#[test]
+fn a_reply_to_a_copilot_card_is_a_turn_in_its_agent_host_and_the_answer_comes_back() {
+    let (token, api) = bot();
+    let env = paired(&api, &token, "30");
+    let endpoint = ModelEndpoint::start().unwrap();
+    endpoint.push(
+        Rule::on_user_text("phone prompt for copilot")
+            .reply(Reply::echo_token("copilot heard the phone"))
+            .once(),
+    );
+    let (_editor, session) = in_catalog(&env, "Copilot from the phone");
+    let id = session.uri().split_once(":/").unwrap().1.to_owned();
+    let host = FakeAgentHost::builder(env.user.join(".config/Code"))
+        .model_endpoint(&endpoint)
+        .session(session.clone())
+        .start()
+        .unwrap();
+
+    let (card, text) = card_of(&api, &id);
+    assert!(text.starts_with("<b>copilot · "), "{text}");
+    let before = api.sent().len();
+    reply(&api, card, "phone prompt for copilot");
+
+    assert!(
+        wait_until(|| !turns_started(&host).is_empty()),
+        "the host was sent a turn; the chat: {:#?}",
+        api.sent()
+    );
+    let started = turns_started(&host);
+    assert_eq!(started.len(), 1, "{started:#?}");
+    assert_eq!(started[0]["channel"], session.chat_uri());
+    let turn = started[0].to_string();
+    assert!(turn.contains("phone prompt for copilot"), "{turn}");
+    assert!(turn.contains("request: req_"), "{turn}");
+
+    let receipt = sent_text(&api, "sendMessage", WAIT, "📨 Sent to").expect("a receipt");
+    let receipt = receipt.body["text"].as_str().unwrap().to_owned();
+    assert!(receipt.contains("Agent Host"), "{receipt}");
+    assert!(!receipt.contains("headless"), "{receipt}");
+    let answer = sent_text(&api, "sendMessage", WAIT, "copilot heard the phone")
+        .expect("the answer reached the phone");
+    assert!(
+        !answer.body["text"].as_str().unwrap().contains("req_"),
+        "the request token is not shown: {:#}",
+        answer.body
+    );
+    assert!(api.sent().len() > before);
+    assert!(
+        env.decisions()
+            .iter()
+            .any(|d| d["kind"] == "telegram_prompt"
+                && d["outcome"] == "sent"
+                && d["agent"] == "copilot"
+                && d["session"] == id.as_str()
+                && d["details"]["transport"] == "agent_host"),
+        "{:#?}",
+        env.decisions()
+    );
+}
+
+/// The same reply to a Copilot session whose editor's Agent Host is gone: the refusal's own
+/// words on the phone, and no turn anywhere.
+#[test]
+fn a_reply_to_a_copilot_card_whose_host_is_gone_is_refused_on_the_phone() {
+    let (token, api) = bot();
+    let env = paired(&api, &token, "30");
+    let endpoint = ModelEndpoint::start().unwrap();
+    let (_editor, session) = in_catalog(&env, "Copilot closed");
+    let id = session.uri().split_once(":/").unwrap().1.to_owned();
+    let host = FakeAgentHost::builder(env.user.join(".config/Code"))
+        .model_endpoint(&endpoint)
+        .session(session.clone())
+        .start()
+        .unwrap();
+    let (card, _) = card_of(&api, &id);
+    drop(host);
+
+    reply(&api, card, "a prompt for a closed editor");
+    let refused = sent_text(&api, "sendMessage", WAIT, "❌ Not sent to").expect("a refusal");
+    let refused = refused.body["text"].as_str().unwrap().to_owned();
+    assert!(refused.contains("host not running"), "{refused}");
+    assert!(refused.contains("VS Code"), "{refused}");
+    assert!(
+        endpoint.requests().is_empty(),
+        "nothing reached the model: {:#?}",
+        endpoint.requests()
+    );
+    assert!(
+        wait_until(|| env
+            .decisions()
+            .iter()
+            .any(|d| d["kind"] == "telegram_prompt"
+                && d["outcome"] == "refused"
+                && d["session"] == id.as_str())),
         "{:#?}",
         env.decisions()
     );

@@ -77,10 +77,12 @@ impl Desk {
         }
         // Stored before the receipt is posted: from here on a restart re-arms the wait.
         self.save();
-        let route = if receipt.transport == "panel" {
-            "into its panel"
-        } else {
-            "by resuming it headless"
+        // Each carrier by its own name: a Copilot session's turn goes into its editor's Agent
+        // Host (Copilot has no headless CLI), a shim-held session's into its panel.
+        let route = match receipt.transport.as_str() {
+            "panel" => "into its panel",
+            "agent_host" => "through its editor's Agent Host",
+            _ => "by resuming it headless",
         };
         let text = format!(
             "📨 Sent to <b>{header}</b> {route} (delivery <code>{}</code>). The answer comes here.",
