@@ -11,7 +11,7 @@
 //! turns running and what is carried, leases, orphans, the per-delivery services (lease renewal,
 //! transcript check, turns started, created sessions, closing a delivery), and its `BusyWatch`
 //! (`busy`: waiting on someone else's turn); it asks the other parts only through
-//! `DispatchNeighbours` (the carriers, the answers' recovery). `carriers` holds the [`Carrier`]
+//! `DispatchNeighbours` (the carriers, the answers' recovery). `carriers` holds the `Carrier`
 //! trait the panel, Claude's native door and the headless CLI implement, in one registry, each
 //! with its door's mechanics. **Answers** — the `Answers` type over its own handles (store,
 //! decisions, events) and `LateWatches`: pairing, recovery, a run's outcome, the late-answer
@@ -24,14 +24,12 @@
 //! (the daemon-wide knobs the daemon reads once). Blocking file work runs on tokio's blocking
 //! pool, never on the async threads that answer clients.
 //!
-//! A carrier never gets the [`Engine`]: it gets a [`CarrierContext`] — handles to the store,
+//! A carrier never gets the [`Engine`]: it gets a `CarrierContext` — handles to the store,
 //! to dispatch's services for the delivery it carries and to the answers part, the live panels,
 //! the decisions log, the event stream and the daemon's stop. Adding a carrier (Copilot's Agent
 //! Host, a remote host) is one new file in `carriers/` and one registration line in the
 //! `carriers!` list (`carriers/mod.rs` says how).
 //!
-//! [`Carrier`]: carriers::Carrier
-//! [`CarrierContext`]: carriers::CarrierContext
 //! [`EngineEvent`]: cross_agent_protocol::events::EngineEvent
 //!
 //! **Order of a send** (docs/spec/cross-agent-mcp.md §5, §6, "Never starting a headless CLI"): contradicting
@@ -146,7 +144,7 @@ use target::{Resolved, cwd_key, lookup_refusal};
 
 /// Headless turns running at once.
 pub const MAX_WORKERS: usize = 4;
-/// A busy lock's lease; renewed every [`LEASE_RENEW`] while its turn runs.
+/// A busy lock's lease; renewed every `LEASE_RENEW` (`dispatch.rs`) while its turn runs.
 const LEASE_MS: i64 = 120_000;
 /// How often the daemon brings the session index up to date between listings.
 const INDEX_CATCH_UP: Duration = Duration::from_secs(1);

@@ -35,7 +35,7 @@ pub(super) struct Conversation {
     pub(super) hop: u32,
 }
 
-/// Everything the guards let through: what [`Engine::accept`] writes.
+/// Everything the guards let through: what [`Admission::accept`] writes.
 pub(super) struct Acceptance<'a> {
     pub(super) params: &'a SendParams,
     pub(super) caller: &'a Caller,

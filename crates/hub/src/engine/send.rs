@@ -1,5 +1,5 @@
 //! `send_to_*`: the guards in the spec's order (docs/spec/cross-agent-mcp.md §5, §6), each a function that lets a
-//! send through or refuses it, then [`Engine::accept`]. A refusal writes nothing: no record, no
+//! send through or refuses it, then [`Admission::accept`](super::admission::Admission::accept). A refusal writes nothing: no record, no
 //! payload, no hop.
 
 use std::path::{Path, PathBuf};
