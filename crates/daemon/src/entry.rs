@@ -1,7 +1,7 @@
 //! The daemon as a process: what `cross-agent daemon run` does, end to end.
 //!
 //! Order matters: leave the terminal's session and close the descriptors the starting client
-//! handed down (when autostarted, [`crate::descriptors`]), set umask 077 before any file is
+//! handed down (when autostarted, `descriptors.rs`), set umask 077 before any file is
 //! created, check the home, open the log, raise the descriptor limit, install the signal
 //! handlers, then take the home ([`Daemon::bind`]) and serve until SIGTERM/SIGINT/SIGHUP or a
 //! `shutdown` call.

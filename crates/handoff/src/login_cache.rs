@@ -35,7 +35,7 @@ const CODEX_KEY_VARS: [&str; 2] = ["CODEX_API_KEY", "OPENAI_API_KEY"];
 pub struct AuthPlaces {
     /// `$CODEX_HOME`, else `~/.codex`.
     pub codex_home: PathBuf,
-    /// The key variables (of [`CODEX_KEY_VARS`]) set to something.
+    /// The key variables (of `CODEX_KEY_VARS`) set to something.
     pub keys_set: Vec<String>,
 }
 

@@ -7,7 +7,7 @@
 //! and an unknown argument is refused rather than dropped. The committed fixture
 //! (`crates/protocol/schema/mcp_tools.json`) makes any change to them visible. Defaults shown are
 //! the ones in effect for this registration (`CROSS_AGENT_SCOPE`, `CROSS_AGENT_TIMEOUT`), so a
-//! schema never promises a default the daemon will not apply: [`router`] sets them on the
+//! schema never promises a default the daemon will not apply: `router` sets them on the
 //! routes the macro built with the spec's.
 //!
 //! Arguments are read by [`Args`] rather than rmcp's `Parameters`: `Parameters` turns a value

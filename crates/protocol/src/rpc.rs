@@ -10,7 +10,7 @@
 //! refuses a different one with [`ErrorCode::ProtocolMismatch`], naming both versions, so an old
 //! daemon and a new client never talk past each other.
 //!
-//! Methods are declared once, in the table at the bottom of this file ([`rpc_methods!`]), which
+//! Methods are declared once, in the table at the bottom of this file (`rpc_methods!`), which
 //! pairs each method name with its `*Params` and `*Response`. Later features add their methods
 //! (`send`, `bridge_status`, `pin`, …) to that table and nowhere else. The JSON Schema of every
 //! frame and method is generated from these types and committed as `schema/daemon_rpc.json`
@@ -186,7 +186,7 @@ pub enum ClientKind {
 }
 
 /// A method of the RPC: its name, its params type (the type implementing this trait) and its
-/// response type. Implemented by the table in [`rpc_methods!`] only.
+/// response type. Implemented by the table in `rpc_methods!` only.
 pub trait Method: Serialize + DeserializeOwned + Send + 'static {
     /// The method's name on the wire.
     const NAME: &'static str;

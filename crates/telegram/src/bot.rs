@@ -1,5 +1,5 @@
 //! [`Bot`]: what the daemon holds of its Telegram bot. It runs the poller ([`Bot::supervise`])
-//! and answers hook calls ([`Bot::hook`]): a `PreToolUse` goes through the [`gate`](crate::gate);
+//! and answers hook calls ([`Bot::hook`]): a `PreToolUse` goes through the [`gate`];
 //! an escalation is posted to every paired chat with Allow / Deny buttons showing what the call
 //! would do (the full command, or the diff for a file tool) and waits for a tap, at most the
 //! approval wait; the first tap wins and the messages are edited so they cannot be answered

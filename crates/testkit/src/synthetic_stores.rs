@@ -15,7 +15,7 @@
 //! This crate does not depend on `stores` (the stores' tests depend on it), so agents are named
 //! by strings here.
 //!
-//! The builders are [`builders`], the generator [`generator`]; both are re-exported here, and
+//! The builders are in `builders.rs`, the generator in `generator.rs`; both are re-exported here, and
 //! the small helpers they share (timestamps, folder names, writing lines) live in this file.
 
 use std::fs;

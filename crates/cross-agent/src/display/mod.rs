@@ -1,5 +1,5 @@
 //! How text reaches a person's terminal: strings that came from a store or a peer escaped so
-//! they cannot drive the terminal ([`escape`]), tables aligned by display width ([`table`]), and
+//! they cannot drive the terminal ([`escape()`]), tables aligned by display width ([`table`]), and
 //! times in words ([`when`]). `--json` output goes around all of this and keeps the exact text.
 
 pub mod escape;
