@@ -1,5 +1,5 @@
 //! The environment rules: which variables are this registration's settings, and which a spawned
-//! peer CLI may inherit (004 "What a spawned agent CLI inherits").
+//! peer CLI may inherit (docs/spec/cross-agent-mcp.md "What a spawned agent CLI inherits").
 //!
 //! A peer CLI does not get the caller's environment: an editor hands every MCP server all it
 //! has collected (API keys, cloud credentials, an ssh-agent socket), and forwarding that would
@@ -62,7 +62,7 @@ const PROXY_VARS: &[&str] = &[
 ];
 
 /// `CROSS_AGENT_*` names that say who the caller *is*, not how the bridge is configured. A
-/// child must work out its own identity (004: `CROSS_AGENT_SELF` is deliberately not
+/// child must work out its own identity (docs/spec/cross-agent-mcp.md: `CROSS_AGENT_SELF` is deliberately not
 /// inherited); the bridge sets the self-session and conversation of a turn it starts itself.
 const IDENTITY_SETTINGS: &[&str] = &[var::SELF, var::SELF_SESSION, var::CONVERSATION_ID];
 

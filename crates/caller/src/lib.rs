@@ -1,5 +1,5 @@
 //! Who is calling: the [`CallerContext`] a thin process (`cross-agent mcp`, `cross-agent send`)
-//! gathers and hands the daemon with every call (004 "Reply address", "What a spawned agent CLI
+//! gathers and hands the daemon with every call (docs/spec/cross-agent-mcp.md "Reply address", "What a spawned agent CLI
 //! inherits").
 //!
 //! A crate of its own rather than a module of `mcp` or `ipc`: the CLI and the MCP server both

@@ -2,7 +2,7 @@
 //! the daemon for the MCP tools `send_to_*`, `list_agent_sessions`, `bridge_status` and
 //! `pin_agent_session`, and what it gets back — receipts, refusals, delivery records.
 //!
-//! Field names are the spec's (004 §4 and §6): agents and people already read them, so they are
+//! Field names are the spec's (docs/spec/cross-agent-mcp.md §4 and §6): agents and people already read them, so they are
 //! the interface. Types only; the engine that fills them is the `hub` crate.
 
 use std::collections::BTreeMap;
@@ -30,7 +30,7 @@ pub struct AncestorProcess {
 }
 
 /// Who is calling and with which settings, gathered by the thin process that received the
-/// call. The daemon decides the reply address from it (004 "Reply address"); a pin never
+/// call. The daemon decides the reply address from it (docs/spec/cross-agent-mcp.md "Reply address"); a pin never
 /// stands in for it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CallerContext {
@@ -67,7 +67,7 @@ pub struct CallerContext {
     #[serde(default)]
     pub settings: BTreeMap<String, String>,
     /// The environment a spawned peer CLI may inherit from this caller: the spec's baseline
-    /// (004 "What a spawned agent CLI inherits") plus the names in `CROSS_AGENT_CHILD_ENV`,
+    /// (docs/spec/cross-agent-mcp.md "What a spawned agent CLI inherits") plus the names in `CROSS_AGENT_CHILD_ENV`,
     /// filtered by the thin process. Used for the child only; never stored or logged.
     #[serde(default)]
     pub child_env: BTreeMap<String, String>,
@@ -78,7 +78,7 @@ pub struct CallerContext {
     pub withheld_env: Vec<String>,
 }
 
-/// `send`: the common `send_to_*` parameters (004 §4), plus the target agent and the caller.
+/// `send`: the common `send_to_*` parameters (docs/spec/cross-agent-mcp.md §4), plus the target agent and the caller.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SendParams {
     pub agent: Agent,
@@ -134,7 +134,7 @@ pub struct PeerQueue {
     pub peer_turn: Option<String>,
 }
 
-/// The receipt `send_to_*` returns at once: not an answer (004 §4 "receipt").
+/// The receipt `send_to_*` returns at once: not an answer (docs/spec/cross-agent-mcp.md §4 "receipt").
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SendReceipt {
     pub delivery_id: String,
@@ -279,7 +279,7 @@ pub enum PinResponse {
     Refused(Refusal),
 }
 
-/// Where a delivery stands (004 §9: queued → delivering → awaiting-peer → delivered / failed).
+/// Where a delivery stands (docs/spec/cross-agent-mcp.md §9: queued → delivering → awaiting-peer → delivered / failed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum DeliveryState {

@@ -40,7 +40,7 @@ pub struct PanelRegistration {
     /// The real agent process the shim runs.
     pub agent_pid: Option<u32>,
     /// The processes above the shim, nearest first: the extension host, the window, … . The
-    /// daemon picks the shim whose window the caller runs in from these (004 "Conversations in
+    /// daemon picks the shim whose window the caller runs in from these (docs/spec/cross-agent-mcp.md "Conversations in
     /// another VS Code window").
     pub ancestors: Vec<u32>,
     /// The shim's socket, an absolute path (`panels/<agent>-<pid>.sock`).
@@ -71,7 +71,7 @@ pub struct PanelSession {
     /// When the shim first saw the session (ms since the epoch).
     pub opened_at_ms: u64,
     /// The last time a human typed into it, observed on the extension→agent path. Injected
-    /// turns never count (004 "Which conversation tab it goes to").
+    /// turns never count (docs/spec/cross-agent-mcp.md "Which conversation tab it goes to").
     pub last_human_input_ms: Option<u64>,
     /// The last line either way that belonged to this session.
     pub last_activity_ms: Option<u64>,

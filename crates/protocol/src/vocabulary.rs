@@ -150,7 +150,7 @@ pub enum Transport {
     /// A headless run of the agent's CLI resuming the session.
     #[serde(rename = "headless-cli")]
     HeadlessCli,
-    /// Written into the live editor panel through its shim (004 "IDE panel integration").
+    /// Written into the live editor panel through its shim (docs/spec/cross-agent-mcp.md "IDE panel integration").
     #[serde(rename = "panel")]
     Panel,
     /// Into a live Claude Code session through its own cross-session messaging (`SendMessage`

@@ -2,7 +2,7 @@
 //! adapter. The runtime reads whole lines from the extension and from the agent and hands each
 //! to the adapter, which says what to do with it; it never writes a byte itself.
 //!
-//! Rules every adapter keeps (004 "Shared rules"):
+//! Rules every adapter keeps (docs/spec/cross-agent-mcp.md "Shared rules"):
 //! - A line is forwarded as the exact bytes it arrived as ([`Action::Forward`]); the adapter
 //!   never re-serialises someone else's line.
 //! - Nothing of ours goes to the agent before the extension's first line (Claude

@@ -10,7 +10,7 @@
 //! - `summary.json` is Grok's `Summary`: `info.{id,cwd}`, `session_summary`, `generated_title`,
 //!   `title_is_manual` (set by `/rename`), `session_kind` (`"subagent…"` is hidden), `hidden`,
 //!   `created_at`, `updated_at`, `last_active_at` (public source of its
-//!   `session/persistence.rs`); the spec (004 §3, §5) says the same about `/rename` and
+//!   `session/persistence.rs`); the spec (docs/spec/cross-agent-mcp.md §3, §5) says the same about `/rename` and
 //!   sub-agents;
 //! - `updates.jsonl` lines as replayed over ACP (`user_message_chunk`, `agent_message_chunk`,
 //!   `tool_call`, `tool_call_update`, and `_x.ai` `turn_completed`), per the ACP docs and

@@ -50,7 +50,7 @@ pub const HOOK_EVENTS: [(&str, Option<&str>); 6] = [
 /// The three panel settings and the shim link each points at: the shim's own list, whose
 /// names the binary answers to.
 pub use cross_agent_shim::links::LINKS as SHIM_LINKS;
-/// `--unattended`: the spec's two permission variables (004 §3 "Unattended use").
+/// `--unattended`: the spec's two permission variables (docs/spec/cross-agent-mcp.md §3 "Unattended use").
 pub const UNATTENDED_ENV: [(&str, &str); 2] = [
     ("CROSS_AGENT_CODEX_SANDBOX", "danger-full-access"),
     ("CROSS_AGENT_CLAUDE_PERMISSION_MODE", "bypassPermissions"),

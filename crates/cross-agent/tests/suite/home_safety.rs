@@ -1,4 +1,4 @@
-//! Spec 004 §7, a state directory of the bridge's own: a `CROSS_AGENT_HOME` another user controls, driven through the built binary.
+//! docs/spec/cross-agent-mcp.md §7, a state directory of the bridge's own: a `CROSS_AGENT_HOME` another user controls, driven through the built binary.
 //! The tests run as root, which can give a file to any uid: that is all "another user's file"
 //! takes. Nothing outside the home may be chmod-ed or written, and no byte may reach a socket
 //! that is not the user's own. And §3's last sentence: a daemon that cannot start says why, at

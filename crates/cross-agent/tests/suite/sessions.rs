@@ -309,7 +309,7 @@ fn agent_scope_cwd_and_limit_filter_the_listing() {
     assert_eq!(ids(&limited["codex"]), vec![CODEX_PLAIN]);
 }
 
-/// Spec 004 §4: "`cwd` = same directory and its subdirectories". Every agent's sessions in
+/// docs/spec/cross-agent-mcp.md §4: "`cwd` = same directory and its subdirectories". Every agent's sessions in
 /// `/work/api/src` are listed from `/work/api`; `/work/api2` is beside it, not below it.
 #[test]
 fn scope_cwd_takes_in_subdirectories_by_whole_components() {

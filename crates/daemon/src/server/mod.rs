@@ -459,7 +459,7 @@ impl Daemon {
             connections.shutdown().await;
         }
 
-        // Spec 004 §6 item 4: the turns this daemon started stop with it (their process groups
+        // docs/spec/cross-agent-mcp.md §6 item 4: the turns this daemon started stop with it (their process groups
         // killed, their deliveries recorded failed with `is_stopped_with_carrier`) before the
         // lock that protects their sessions goes.
         engine.shutdown().await;

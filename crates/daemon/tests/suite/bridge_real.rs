@@ -342,7 +342,7 @@ async fn a_silent_turn_is_killed_by_the_bridge_timeout() {
     assert!(!cross_agent_transports::process::group_alive(pid));
 }
 
-/// Spec 004 §9: a turn the bridge started and killed for inactivity leaves an open turn in the
+/// docs/spec/cross-agent-mcp.md §9: a turn the bridge started and killed for inactivity leaves an open turn in the
 /// Codex rollout, but it is nobody's work: the next delivery to that thread runs at once
 /// instead of waiting (up to an hour) as if someone else were working in it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -665,7 +665,7 @@ async fn a_daemon_killed_outright_leaves_an_orphan_that_the_next_one_closes_and_
     runs_at_once(&bridge, &next.delivery_id).await;
 }
 
-/// Spec 004 §9 for a daemon killed outright (`kill -9`) while a real Codex turn hangs: the next
+/// docs/spec/cross-agent-mcp.md §9 for a daemon killed outright (`kill -9`) while a real Codex turn hangs: the next
 /// daemon orphans the delivery and stops its process group, but the turn stays open in the
 /// rollout and the dead daemon's busy lock stays in `hub.db`. Neither is anyone's work: the
 /// next delivery to the thread runs at once, and its receipt and the listing say so.

@@ -1,4 +1,4 @@
-//! The caller-context rules (004 "What a spawned agent CLI inherits", "Reply address"), on
+//! The caller-context rules (docs/spec/cross-agent-mcp.md "What a spawned agent CLI inherits", "Reply address"), on
 //! made-up environments: the baseline, every other name reported withheld, credential-bearing
 //! proxies withheld whole, the `CROSS_AGENT_CHILD_ENV` opt-in, identity never inherited,
 //! Codex's `_meta` passed raw.

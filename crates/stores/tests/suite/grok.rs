@@ -223,7 +223,7 @@ fn names_db_variable_takes_a_colon_separated_list() {
     );
 }
 
-/// Spec 004 §4 and §5 on a Grok store laid out as Grok Build files it (folders named for the
+/// docs/spec/cross-agent-mcp.md §4 and §5 on a Grok store laid out as Grok Build files it (folders named for the
 /// percent-encoded cwd): `cwd` from `/home/u/billing` takes in the session filed under
 /// `/home/u/billing/api`, exact first; a folder for `/home/u/billing2` is beside it, not below.
 #[test]

@@ -88,7 +88,7 @@ fn scoped_store() -> Vec<Session> {
     ]
 }
 
-/// Spec 004 §4: "`cwd` = same directory and its subdirectories"; §5 ranks exact first.
+/// docs/spec/cross-agent-mcp.md §4: "`cwd` = same directory and its subdirectories"; §5 ranks exact first.
 #[test]
 fn scope_cwd_admits_the_directory_and_its_subdirectories_not_its_parents() {
     let store = scoped_store();
