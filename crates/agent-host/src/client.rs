@@ -8,12 +8,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ahp::{Client, ClientConfig, ClientError, SubscriptionEvent};
-use ahp_types::commands::{
-    Implementation, InitializeParams, InitializeResult, ListSessionsParams, ListSessionsResult,
-};
+use ahp_types::commands::{Implementation, InitializeParams, InitializeResult, ListSessionsParams};
 use ahp_types::common::ROOT_RESOURCE_URI;
 use ahp_types::errors::ahp_error_codes::UNSUPPORTED_PROTOCOL_VERSION;
-use ahp_types::state::Snapshot;
+use ahp_types::state::{SessionSummary, Snapshot};
 use tokio::net::UnixStream;
 use tokio::sync::mpsc;
 
@@ -240,7 +238,7 @@ impl HostConnection {
                 limit: Some(PAGE_SIZE),
                 cursor: cursor.clone(),
             };
-            let page: ListSessionsResult = self
+            let page: LenientPage = self
                 .inner
                 .client
                 .request("listSessions", params)
@@ -249,7 +247,11 @@ impl HostConnection {
                     self.inner
                         .client_error("listSessions", "listing sessions", err)
                 })?;
-            sessions.extend(page.items.into_iter().map(SessionInfo::from_summary));
+            sessions.extend(
+                page.items
+                    .into_iter()
+                    .filter_map(|item| self.summary_of(item)),
+            );
             match page.next_cursor {
                 Some(next) if cursor.as_deref() == Some(next.as_str()) => {
                     return Err(self.malformed(
@@ -265,6 +267,27 @@ impl HostConnection {
             "listSessions",
             format!("it was still paging after {MAX_PAGES} pages"),
         ))
+    }
+
+    /// One session of a `listSessions` page: a summary that does not parse is skipped and said
+    /// (naming the session when it has a `resource`), so one bad entry never hides the others.
+    fn summary_of(&self, item: serde_json::Value) -> Option<SessionInfo> {
+        let resource = item
+            .get("resource")
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_owned);
+        match serde_json::from_value::<SessionSummary>(item) {
+            Ok(summary) => Some(SessionInfo::from_summary(summary)),
+            Err(error) => {
+                tracing::warn!(
+                    socket = %self.inner.socket.display(),
+                    session = resource.as_deref().unwrap_or("(no resource)"),
+                    %error,
+                    "skipped a session the Agent Host listed that does not parse"
+                );
+                None
+            }
+        }
     }
 
     /// The changes to the host's listing from now on. Each call gives an independent stream.
@@ -399,4 +422,13 @@ impl Drop for ChannelGuard {
             }
         });
     }
+}
+
+/// A `listSessions` page read item by item (`ListSessionsResult` would refuse the whole page
+/// over one summary it cannot parse).
+#[derive(serde::Deserialize)]
+struct LenientPage {
+    #[serde(default, rename = "nextCursor")]
+    next_cursor: Option<String>,
+    items: Vec<serde_json::Value>,
 }

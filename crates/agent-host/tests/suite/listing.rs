@@ -108,3 +108,26 @@ async fn next(events: &mut cross_agent_agent_host::RootEvents) -> RootEvent {
         .expect("a root event in time")
         .expect("the connection is up")
 }
+
+/// One summary the client cannot parse (a `status` that is not a number, no `createdAt`) is
+/// skipped; the sessions beside it on the same page are still listed.
+#[tokio::test]
+async fn a_summary_that_does_not_parse_is_skipped_and_the_others_are_listed() {
+    let bench = Bench::new();
+    let host = bench
+        .host()
+        .session(FakeSession::new("kept one"))
+        .session(FakeSession::new("kept two"))
+        .start()
+        .unwrap();
+    host.list_unparsable(serde_json::json!({
+        "provider": "copilotcli", "title": "broken", "status": "idle",
+        "resource": "copilotcli:/0bad0000-0000-4000-8000-000000000000"
+    }));
+    let conn = connect(&host).await;
+
+    let listed = conn.list_sessions().await.unwrap();
+    let mut titles: Vec<&str> = listed.iter().map(|s| s.title.as_str()).collect();
+    titles.sort_unstable();
+    assert_eq!(titles, ["kept one", "kept two"]);
+}

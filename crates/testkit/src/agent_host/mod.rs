@@ -366,6 +366,10 @@ impl FakeAgentHost {
     pub fn rename_session(&self, uri: &str, title: &str) {
         self.shared.rename_session(uri, title);
     }
+    /// Puts `item` on the first `listSessions` page as it is: a summary a client cannot parse.
+    pub fn list_unparsable(&self, item: serde_json::Value) {
+        self.shared.list_unparsable(item);
+    }
     /// Starts a turn in the session `uri` as the editor's user would (another client), run by
     /// the session's [`TurnScript`]; the turn's id, or `None` when the session is unknown or
     /// busy.

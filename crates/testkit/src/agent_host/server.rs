@@ -57,6 +57,8 @@ struct State {
     sessions: Vec<Entry>,
     conns: HashMap<u64, Conn>,
     pending: HashMap<String, Pending>,
+    /// Items put on the first `listSessions` page as they are (summaries a client cannot parse).
+    unparsable: Vec<Value>,
 }
 
 pub(crate) struct Shared {
@@ -170,6 +172,10 @@ impl Shared {
             "root/sessionRemoved",
             json!({"channel": ROOT, "session": uri}),
         );
+    }
+
+    pub fn list_unparsable(&self, item: Value) {
+        self.state.lock().unparsable.push(item);
     }
 
     pub fn rename_session(&self, uri: &str, title: &str) {
@@ -402,12 +408,15 @@ impl Shared {
                     .as_u64()
                     .map_or(self.page_size, |l| (l as usize).min(self.page_size))
                     .max(1);
-                let items: Vec<Value> = all
+                let mut items: Vec<Value> = all
                     .iter()
                     .skip(start)
                     .take(limit)
                     .map(|e| e.summary())
                     .collect();
+                if start == 0 {
+                    items.extend(state.unparsable.iter().cloned());
+                }
                 let mut result = json!({"items": items});
                 if start + limit < all.len() {
                     result["nextCursor"] = json!((start + limit).to_string());
