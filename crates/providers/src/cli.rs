@@ -335,3 +335,66 @@ fn codex_answer(stdout: &str) -> Result<Parsed, String> {
         _ => Ok(parsed),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(vars: &[(&str, &str)]) -> Env {
+        Env::fixed(
+            vars.iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn a_cli_child_gets_the_baseline_and_its_own_agents_variables_only() {
+        let codex_home = tempfile::tempdir().unwrap();
+        std::fs::write(
+            codex_home.path().join("config.toml"),
+            "model_provider = \"p\"\n[model_providers.p]\nenv_key = \"P_KEY\"\n",
+        )
+        .unwrap();
+        let vars = env(&[
+            ("PATH", "/bin"),
+            ("HOME", "/home/u"),
+            ("CODEX_HOME", codex_home.path().to_str().unwrap()),
+            ("ANTHROPIC_API_KEY", "a-key"),
+            ("OPENAI_API_KEY", "o-key"),
+            ("P_KEY", "p-key"),
+            ("XAI_API_KEY", "x-key"),
+            ("NAMED", "named"),
+            ("OPTED", "opted"),
+            ("CROSS_AGENT_CHILD_ENV", "OPTED"),
+        ]);
+        let mut claude = Provider::cli(CliAgent::Claude, None, std::time::Duration::from_secs(1));
+        claude.env = vec!["NAMED".to_owned()];
+        let names = |m: BTreeMap<String, String>| m.into_keys().collect::<Vec<_>>();
+        assert_eq!(
+            names(child_env(CliAgent::Claude, &claude, &vars)),
+            [
+                "ANTHROPIC_API_KEY",
+                "CODEX_HOME",
+                "CROSS_AGENT_CHILD_ENV",
+                "HOME",
+                "NAMED",
+                "OPTED",
+                "PATH"
+            ]
+        );
+        let codex = Provider::cli(CliAgent::Codex, None, std::time::Duration::from_secs(1));
+        assert_eq!(
+            names(child_env(CliAgent::Codex, &codex, &vars)),
+            [
+                "CODEX_HOME",
+                "CROSS_AGENT_CHILD_ENV",
+                "HOME",
+                "OPENAI_API_KEY",
+                "OPTED",
+                "PATH",
+                "P_KEY"
+            ]
+        );
+    }
+}
