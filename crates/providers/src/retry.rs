@@ -51,7 +51,7 @@ pub(crate) fn server_wait(
 pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     let value = value.trim();
     if let Ok(secs) = value.parse::<f64>() {
-        return (secs.is_finite() && secs >= 0.0 && secs < 1e9)
+        return (secs.is_finite() && (0.0..1e9).contains(&secs))
             .then(|| Duration::from_secs_f64(secs));
     }
     let at = httpdate::parse_http_date(value).ok()?;

@@ -206,7 +206,8 @@ fn the_shorthand_reads_every_kind() {
         DEFAULT_TIMEOUT,
     )
     .unwrap();
-    let got: Vec<(String, Kind, String, Option<String>, Option<String>)> = providers
+    type Row = (String, Kind, String, Option<String>, Option<String>);
+    let got: Vec<Row> = providers
         .iter()
         .map(|p| {
             (
