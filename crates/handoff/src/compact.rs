@@ -1,19 +1,18 @@
 //! The narrative compact: the session's own family of CLI asked, headless, to compact its own
 //! recent work under the quoted contract into four fixed headings, told not to invent files,
 //! commands or results. When that CLI is missing, fails or does not answer in time, the
-//! configured providers are asked in order; when none answers, the brief ships without it.
+//! providers of the pool (crate `providers`, docs/providers.md) are asked in order; when none
+//! answers, the brief ships without it.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use cross_agent_providers::{CliAgent, FailureKind, Kind, Pool, Provider, Request};
 use cross_agent_stores::turns::{Role, TurnItem};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 
 use crate::brief::Brief;
 use crate::error::{HandoffError, Result};
-use crate::run::RunError;
 use crate::source::{Family, SourceSession};
 
 /// The four headings, in order.
@@ -54,40 +53,23 @@ pub enum AttemptOutcome {
     Unavailable,
 }
 
-/// A provider asked when the family's CLI does not answer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Provider {
-    pub kind: ProviderKind,
-    /// `https://api.anthropic.com` (Messages at `/v1/messages`) or an OpenAI base URL ending in
-    /// `/v1` (Responses at `/responses`).
-    pub base_url: String,
-    /// The environment variable holding the key (the key itself is never stored or logged).
-    pub key_var: String,
-    pub model: String,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ProviderKind {
-    Anthropic,
-    Openai,
-}
-
 /// What the compact step may use.
 #[derive(Debug, Clone)]
 pub struct Settings {
-    /// How long the CLI, then each provider, is given.
-    pub timeout: Duration,
-    pub providers: Vec<Provider>,
+    /// [`TIMEOUT_VAR`] when set: how long the CLI, then each provider, is given (else the
+    /// CLI gets [`DEFAULT_TIMEOUT`] and each provider its own timeout).
+    pub timeout: Option<Duration>,
+    /// The provider pool (crate `providers`): `providers.toml` or `CROSS_AGENT_PROVIDERS`
+    /// (the old `CROSS_AGENT_HANDOFF_PROVIDERS` still read).
+    pub pool: Pool,
     /// The family CLIs' programs (`CROSS_AGENT_CLAUDE_BIN`, …).
     pub programs: Programs,
 }
 
 /// The setting naming the timeout, in seconds.
 pub const TIMEOUT_VAR: &str = "CROSS_AGENT_HANDOFF_COMPACT_TIMEOUT";
-/// The setting listing providers.
-pub const PROVIDERS_VAR: &str = "CROSS_AGENT_HANDOFF_PROVIDERS";
-const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+/// The family CLI's time when [`TIMEOUT_VAR`] is not set.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The program of each family's CLI.
 #[derive(Debug, Clone)]
@@ -102,75 +84,67 @@ impl Programs {
     /// From `CROSS_AGENT_CLAUDE_BIN`, `_CODEX_BIN`, `_CURSOR_AGENT_BIN`, `_AGY_BIN`, else the
     /// bare names (resolved on the search path by whoever starts them).
     pub fn from_env() -> Programs {
-        let var = |name: &str, default: &str| {
+        let var = |agent: CliAgent| {
+            let (name, default) = agent.program_var();
             std::env::var_os(name)
                 .filter(|v| !v.is_empty())
                 .map_or_else(|| PathBuf::from(default), PathBuf::from)
         };
         Programs {
-            claude: var("CROSS_AGENT_CLAUDE_BIN", "claude"),
-            codex: var("CROSS_AGENT_CODEX_BIN", "codex"),
-            cursor_agent: var("CROSS_AGENT_CURSOR_AGENT_BIN", "cursor-agent"),
-            agy: var("CROSS_AGENT_AGY_BIN", "agy"),
+            claude: var(CliAgent::Claude),
+            codex: var(CliAgent::Codex),
+            cursor_agent: var(CliAgent::Cursor),
+            agy: var(CliAgent::Antigravity),
+        }
+    }
+
+    fn of(&self, agent: CliAgent) -> &Path {
+        match agent {
+            CliAgent::Claude => &self.claude,
+            CliAgent::Codex => &self.codex,
+            CliAgent::Cursor => &self.cursor_agent,
+            CliAgent::Antigravity => &self.agy,
         }
     }
 }
 
 impl Settings {
-    /// From the environment: [`TIMEOUT_VAR`] (seconds), [`PROVIDERS_VAR`] (entries separated
-    /// by `;`, each `anthropic|openai BASE_URL KEY_VARIABLE MODEL`).
-    pub fn from_env() -> Result<Settings> {
+    /// From the environment: [`TIMEOUT_VAR`] (seconds) and the provider pool of `home` (the
+    /// state directory, when there is one).
+    pub fn from_env(home: Option<&Path>) -> Result<Settings> {
         let timeout = match std::env::var(TIMEOUT_VAR) {
             Ok(v) if !v.trim().is_empty() => {
-                let secs: f64 = v.trim().parse().ok().filter(|s: &f64| *s > 0.0).ok_or(
-                    HandoffError::InvalidSetting {
+                let secs: f64 = v
+                    .trim()
+                    .parse()
+                    .ok()
+                    .filter(|s: &f64| s.is_finite() && *s > 0.0 && *s < 1e9)
+                    .ok_or(HandoffError::InvalidSetting {
                         name: TIMEOUT_VAR,
                         value: v.clone(),
                         expected: "a positive number of seconds",
-                    },
-                )?;
-                Duration::from_secs_f64(secs)
+                    })?;
+                Some(Duration::from_secs_f64(secs))
             }
-            _ => DEFAULT_TIMEOUT,
-        };
-        let providers = match std::env::var(PROVIDERS_VAR) {
-            Ok(v) => parse_providers(&v)?,
-            Err(_) => Vec::new(),
+            _ => None,
         };
         Ok(Settings {
             timeout,
-            providers,
+            pool: Pool::from_env(home)?,
             programs: Programs::from_env(),
         })
     }
 }
 
-/// Parses [`PROVIDERS_VAR`].
-pub fn parse_providers(text: &str) -> Result<Vec<Provider>> {
-    let mut out = Vec::new();
-    for entry in text.split(';').map(str::trim).filter(|e| !e.is_empty()) {
-        let bad = || HandoffError::InvalidSetting {
-            name: PROVIDERS_VAR,
-            value: entry.to_owned(),
-            expected: "`anthropic|openai BASE_URL KEY_VARIABLE MODEL` entries separated by `;`",
-        };
-        let parts: Vec<&str> = entry.split_whitespace().collect();
-        let [kind, base_url, key_var, model] = parts.as_slice() else {
-            return Err(bad());
-        };
-        let kind = match *kind {
-            "anthropic" => ProviderKind::Anthropic,
-            "openai" => ProviderKind::Openai,
-            _ => return Err(bad()),
-        };
-        out.push(Provider {
-            kind,
-            base_url: base_url.trim_end_matches('/').to_owned(),
-            key_var: (*key_var).to_owned(),
-            model: (*model).to_owned(),
-        });
+/// The CLI of a session's family, if it has one that answers headless.
+fn family_cli(family: Family) -> Option<CliAgent> {
+    match family {
+        Family::Claude => Some(CliAgent::Claude),
+        Family::Codex => Some(CliAgent::Codex),
+        Family::Cursor => Some(CliAgent::Cursor),
+        Family::Antigravity => Some(CliAgent::Antigravity),
+        Family::Grok => None,
     }
-    Ok(out)
 }
 
 /// What came of asking.
@@ -180,62 +154,64 @@ pub struct CompactResult {
     pub attempts: Vec<Attempt>,
 }
 
-/// Asks for the compact: the family's CLI, then each provider.
+/// Asks for the compact: the family's CLI, then each provider of the pool (a CLI of the
+/// session's own family, already asked, is not asked twice).
 pub fn ask(session: &SourceSession, brief: &Brief, settings: &Settings) -> CompactResult {
-    type Try<'a> = Box<dyn FnOnce() -> std::result::Result<String, AttemptFailure> + 'a>;
-    let prompt = prompt(session, brief);
-    let workdir = session
-        .cwd
-        .as_deref()
-        .filter(|d| d.is_dir())
-        .map(Path::to_path_buf)
-        .unwrap_or_else(std::env::temp_dir);
-    let timeout = settings.timeout;
-    let mut tries: Vec<(String, Try<'_>)> = Vec::new();
-    if let Some((by, command)) = family_command(session.family, &settings.programs, &prompt) {
-        let (prompt, workdir) = (&prompt, &workdir);
-        tries.push((
-            by,
-            Box::new(move || {
-                run_cli(command, workdir, prompt, timeout)
-                    .and_then(|out| parse_cli_output(session.family, &out))
-            }),
+    let mut request = Request::new(prompt(session, brief));
+    request.cwd = session.cwd.clone().filter(|d| d.is_dir());
+    let own = family_cli(session.family);
+    let mut tries: Vec<Provider> = Vec::new();
+    if let Some(agent) = own {
+        tries.push(Provider::cli(
+            agent,
+            Some(settings.programs.of(agent).to_path_buf()),
+            settings.timeout.unwrap_or(DEFAULT_TIMEOUT),
         ));
     }
-    for provider in &settings.providers {
-        let kind = match provider.kind {
-            ProviderKind::Anthropic => "anthropic",
-            ProviderKind::Openai => "openai",
-        };
-        let prompt = &prompt;
-        tries.push((
-            format!("provider {kind} ({})", provider.model),
-            Box::new(move || ask_provider(provider, prompt, timeout)),
-        ));
+    for provider in settings.pool.providers() {
+        if own.is_some_and(|agent| provider.kind == Kind::Cli(agent)) {
+            continue;
+        }
+        let mut provider = provider.clone();
+        if let Some(timeout) = settings.timeout {
+            provider.timeout = timeout;
+        }
+        tries.push(provider);
     }
     let mut attempts = Vec::new();
-    for (by, attempt) in tries {
-        let started = Instant::now();
-        let result = attempt();
-        let millis = started.elapsed().as_millis() as u64;
-        match result {
-            Ok(text) => {
+    for provider in tries {
+        let by = provider.describe();
+        match settings.pool.ask(&provider, &request) {
+            Ok(answer) => {
                 attempts.push(Attempt {
                     by: by.clone(),
                     outcome: AttemptOutcome::Answered,
                     why: None,
-                    millis,
+                    millis: answer.millis,
                 });
                 return CompactResult {
-                    compact: Some(Compact { author: by, text }),
+                    compact: Some(Compact {
+                        author: by,
+                        text: answer.text,
+                    }),
                     attempts,
                 };
             }
             Err(failure) => attempts.push(Attempt {
                 by,
-                outcome: failure.outcome,
+                outcome: match failure.kind {
+                    FailureKind::Timeout => AttemptOutcome::TimedOut,
+                    FailureKind::Unavailable => AttemptOutcome::Unavailable,
+                    FailureKind::RateLimited
+                    | FailureKind::Server
+                    | FailureKind::Auth
+                    | FailureKind::Refused
+                    | FailureKind::Connect
+                    | FailureKind::Exited
+                    | FailureKind::BadAnswer => AttemptOutcome::Failed,
+                },
                 why: Some(failure.why),
-                millis,
+                millis: failure.millis,
             }),
         }
     }
@@ -321,214 +297,4 @@ fn recent_conversation(session: &SourceSession) -> String {
     }
     parts.reverse();
     parts.join("\n")
-}
-
-/// The family's headless command and how it is named, or `None` for a family without one.
-fn family_command(family: Family, programs: &Programs, prompt: &str) -> Option<(String, Command)> {
-    match family {
-        Family::Claude => {
-            let mut c = Command::new(&programs.claude);
-            // The prompt goes on stdin; the compact is not a session of its own to keep.
-            c.args(["-p", "--no-session-persistence", "--output-format", "text"]);
-            Some(("claude -p".to_owned(), c))
-        }
-        Family::Codex => {
-            let mut c = Command::new(&programs.codex);
-            c.args([
-                "exec",
-                "--ephemeral",
-                "--skip-git-repo-check",
-                "--sandbox",
-                "read-only",
-                "--json",
-                "-",
-            ]);
-            Some(("codex exec".to_owned(), c))
-        }
-        Family::Cursor => {
-            let mut c = Command::new(&programs.cursor_agent);
-            c.args(["-p", "--output-format", "text", prompt]);
-            Some(("cursor-agent -p".to_owned(), c))
-        }
-        Family::Antigravity => {
-            let mut c = Command::new(&programs.agy);
-            c.args(["-p", prompt]);
-            Some(("agy -p".to_owned(), c))
-        }
-        Family::Grok => None,
-    }
-}
-
-struct AttemptFailure {
-    outcome: AttemptOutcome,
-    why: String,
-}
-
-/// Runs a CLI with the prompt on stdin until the deadline.
-fn run_cli(
-    mut command: Command,
-    workdir: &Path,
-    prompt: &str,
-    timeout: Duration,
-) -> std::result::Result<Vec<u8>, AttemptFailure> {
-    command.current_dir(workdir);
-    let program = command.get_program().to_string_lossy().into_owned();
-    // Cursor's and Antigravity's CLIs take the prompt as an argument; stdin is then unused.
-    match crate::run::run(command, Some(prompt), timeout) {
-        Ok(done) if done.status.success() => Ok(done.stdout),
-        Ok(done) => {
-            let err = String::from_utf8_lossy(&done.stderr);
-            Err(AttemptFailure {
-                outcome: AttemptOutcome::Failed,
-                why: format!(
-                    "{program} exited with {}: {}",
-                    done.status,
-                    crate::brief::one_line(err.trim(), 200)
-                ),
-            })
-        }
-        Err(RunError::Spawn(e)) => Err(AttemptFailure {
-            outcome: AttemptOutcome::Unavailable,
-            why: format!("cannot start {program}: {e}"),
-        }),
-        Err(RunError::TimedOut) => Err(AttemptFailure {
-            outcome: AttemptOutcome::TimedOut,
-            why: format!("{program} did not answer within {timeout:?}"),
-        }),
-        Err(RunError::Wait(e)) => Err(AttemptFailure {
-            outcome: AttemptOutcome::Failed,
-            why: format!("waiting for {program}: {e}"),
-        }),
-    }
-}
-
-/// The compact's text from the CLI's stdout: Codex's `--json` events (its last agent message),
-/// the others' plain text.
-fn parse_cli_output(family: Family, out: &[u8]) -> std::result::Result<String, AttemptFailure> {
-    let text = String::from_utf8_lossy(out);
-    let answer = match family {
-        Family::Codex => text
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .filter(|v| v.get("type").and_then(Value::as_str) == Some("item.completed"))
-            .filter_map(|v| {
-                let item = v.get("item")?;
-                (item.get("type").and_then(Value::as_str) == Some("agent_message"))
-                    .then(|| item.get("text").and_then(Value::as_str).map(str::to_owned))
-                    .flatten()
-            })
-            .next_back()
-            .unwrap_or_default(),
-        Family::Claude | Family::Cursor | Family::Antigravity | Family::Grok => {
-            text.trim().to_owned()
-        }
-    };
-    if answer.trim().is_empty() {
-        return Err(AttemptFailure {
-            outcome: AttemptOutcome::Failed,
-            why: "the CLI answered with no text".to_owned(),
-        });
-    }
-    Ok(answer.trim().to_owned())
-}
-
-/// One provider call (non-streaming).
-fn ask_provider(
-    provider: &Provider,
-    prompt: &str,
-    timeout: Duration,
-) -> std::result::Result<String, AttemptFailure> {
-    let failed = |why: String| AttemptFailure {
-        outcome: AttemptOutcome::Failed,
-        why,
-    };
-    let key = std::env::var(&provider.key_var).map_err(|_| AttemptFailure {
-        outcome: AttemptOutcome::Unavailable,
-        why: format!("{} is not set", provider.key_var),
-    })?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| failed(format!("cannot start an HTTP client: {e}")))?;
-    let request = async {
-        let client = reqwest::Client::builder()
-            .timeout(timeout)
-            .build()
-            .map_err(|e| failed(format!("cannot build an HTTP client: {e}")))?;
-        let builder = match provider.kind {
-            ProviderKind::Anthropic => client
-                .post(format!("{}/v1/messages", provider.base_url))
-                .header("x-api-key", key)
-                .header("anthropic-version", "2023-06-01")
-                .json(&json!({
-                    "model": provider.model,
-                    "max_tokens": 2048,
-                    "messages": [{"role": "user", "content": prompt}],
-                })),
-            ProviderKind::Openai => client
-                .post(format!("{}/responses", provider.base_url))
-                .bearer_auth(key)
-                .json(&json!({"model": provider.model, "input": prompt})),
-        };
-        let response = builder.send().await.map_err(|e| AttemptFailure {
-            outcome: if e.is_timeout() {
-                AttemptOutcome::TimedOut
-            } else {
-                AttemptOutcome::Failed
-            },
-            why: format!("{}: {e}", provider.base_url),
-        })?;
-        let status = response.status();
-        let body: Value = response
-            .json()
-            .await
-            .map_err(|e| failed(format!("{}: not a JSON answer: {e}", provider.base_url)))?;
-        if !status.is_success() {
-            return Err(failed(format!("{}: HTTP {status}", provider.base_url)));
-        }
-        Ok(body)
-    };
-    let body = runtime.block_on(async {
-        tokio::time::timeout(timeout, request)
-            .await
-            .map_err(|_| AttemptFailure {
-                outcome: AttemptOutcome::TimedOut,
-                why: format!("{} did not answer within {timeout:?}", provider.base_url),
-            })?
-    })?;
-    let text = match provider.kind {
-        ProviderKind::Anthropic => texts(body.get("content")),
-        ProviderKind::Openai => body
-            .get("output")
-            .and_then(Value::as_array)
-            .map(|items| {
-                items
-                    .iter()
-                    .map(|i| texts(i.get("content")))
-                    .collect::<Vec<_>>()
-                    .join("\n")
-            })
-            .unwrap_or_default(),
-    };
-    if text.trim().is_empty() {
-        return Err(failed(format!(
-            "{}: the answer has no text",
-            provider.base_url
-        )));
-    }
-    Ok(text.trim().to_owned())
-}
-
-/// The `text` of every block in a content array.
-fn texts(content: Option<&Value>) -> String {
-    content
-        .and_then(Value::as_array)
-        .map(|blocks| {
-            blocks
-                .iter()
-                .filter_map(|b| b.get("text").and_then(Value::as_str))
-                .collect::<Vec<_>>()
-                .join("\n")
-        })
-        .unwrap_or_default()
 }

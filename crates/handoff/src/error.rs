@@ -65,6 +65,9 @@ pub enum HandoffError {
         begin: &'static str,
         end: &'static str,
     },
+    /// The provider pool's configuration cannot be used.
+    #[error(transparent)]
+    Providers(#[from] cross_agent_providers::ProvidersError),
     /// A setting with a value that means nothing.
     #[error("{name}={value:?} is not valid: expected {expected}")]
     InvalidSetting {

@@ -609,6 +609,12 @@ impl Codex {
         &self.codex_home
     }
 
+    /// The environment every run gets (a clean one: the temporary HOME, `CODEX_HOME`, the
+    /// scripted provider's key), for programs that run Codex themselves.
+    pub fn env(&self) -> &BTreeMap<String, OsString> {
+        &self.env
+    }
+
     fn write_config(&self) -> Result<()> {
         let mut config = format!(
             "model = \"{CODEX_TEST_MODEL}\"\n\

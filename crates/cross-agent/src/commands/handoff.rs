@@ -422,7 +422,7 @@ fn hand_off_to(id: &str, target: Target, json: bool) -> anyhow::Result<ExitCode>
         _ => None,
     };
 
-    let settings = Settings::from_env()?;
+    let settings = Settings::from_env(home.as_ref().map(|h| h.root()))?;
     let prepared = cross_agent_handoff::prepare(&session, Some(&settings));
     let written = deliver::write_brief(&root, &prepared.markdown)?;
     let prompt = deliver::receiver_prompt(&root);

@@ -8,7 +8,9 @@
 //! inside a tokio test, and everything stops when the handle is dropped.
 //!
 //! Routes: `POST …/messages` (streaming SSE or a JSON message), `POST …/messages/count_tokens`,
-//! `POST …/responses` (streaming SSE or a JSON response), `GET …/models` (an empty list), and
+//! `POST …/responses` (streaming SSE or a JSON response), `POST …/chat/completions` (a JSON
+//! `chat.completion`; a streaming request is refused with a 400), `GET …/models` (an empty
+//! list), and
 //! anything else gets a 404 JSON body — every request is recorded, so a probe an agent makes
 //! shows up in [`ModelEndpoint::requests`].
 //!
@@ -47,6 +49,7 @@
 //!   experiencing high demand…", not the scripted message.
 
 mod anthropic;
+mod chat;
 mod record;
 mod responses;
 mod script;
@@ -533,7 +536,7 @@ async fn handle(
             answered_by: None,
         };
         let chosen = match api {
-            Api::Anthropic | Api::Responses => Some(state.script.answer(&recorded)),
+            Api::Anthropic | Api::Responses | Api::Chat => Some(state.script.answer(&recorded)),
             Api::CountTokens | Api::Other => None,
         };
         let mut stored = recorded.clone();
@@ -551,6 +554,27 @@ async fn handle(
     let Some((reply, _)) = chosen else {
         return Ok(fixed_route(&recorded, input_tokens));
     };
+    let mut response = answer_with(&reply, &recorded, api, &shared, &kill, input_tokens).await;
+    for (name, value) in &reply.headers {
+        if let (Ok(name), Ok(value)) = (
+            hyper::header::HeaderName::from_bytes(name.as_bytes()),
+            hyper::header::HeaderValue::from_str(value),
+        ) {
+            response.headers_mut().insert(name, value);
+        }
+    }
+    Ok(response)
+}
+
+/// The response a chosen reply makes (before its scripted extra headers).
+async fn answer_with(
+    reply: &Reply,
+    recorded: &RecordedRequest,
+    api: Api,
+    shared: &Shared,
+    kill: &Notify,
+    input_tokens: u64,
+) -> Response<Body> {
     if !reply.delay.is_zero() {
         tokio::time::sleep(reply.delay).await;
     }
@@ -569,17 +593,26 @@ async fn handle(
             status,
             message,
             retry,
-        }) => return Ok(http_error(api, *status, message, *retry)),
+        }) => return http_error(api, *status, message, *retry),
         Some(Failure::DropAfterEvents(n)) => Some(Cut::Drop(*n)),
         Some(Failure::HangAfterEvents(n)) => Some(Cut::Hang(*n)),
         Some(Failure::ErrorEventAfter { message, .. }) if !recorded.stream => {
-            let status = if api == Api::Responses { 500 } else { 529 };
-            return Ok(http_error(api, status, message, true));
+            let status = if api == Api::Anthropic { 529 } else { 500 };
+            return http_error(api, status, message, true);
         }
         Some(Failure::ErrorEventAfter { .. }) | None => None,
     };
 
-    let token = script::find_token(&shared.token_pattern, &recorded);
+    if api == Api::Chat && recorded.stream {
+        return plain(
+            400,
+            responses::error(
+                400,
+                "scripted endpoint: streaming Chat Completions is not scripted",
+            ),
+        );
+    }
+    let token = script::find_token(&shared.token_pattern, recorded);
     let answer = Answer {
         message_id: format!("msg_scripted_{}", unique_suffix()),
         response_id: format!("resp_scripted_{}", unique_suffix()),
@@ -598,13 +631,13 @@ async fn handle(
             .map(|block| match block {
                 Block::ToolCall(call) => Part::Tool {
                     id: match api {
-                        Api::Responses => format!("call_{}", unique_suffix()),
+                        Api::Responses | Api::Chat => format!("call_{}", unique_suffix()),
                         _ => format!("toolu_{}", unique_suffix()),
                     },
                     call: call.clone(),
                 },
                 Block::PeerReply(prefix) => {
-                    match script::peer_reply_call(prefix, &recorded, token.as_deref()) {
+                    match script::peer_reply_call(prefix, recorded, token.as_deref()) {
                         Some(call) => Part::Tool {
                             id: format!("toolu_{}", unique_suffix()),
                             call,
@@ -648,6 +681,7 @@ async fn handle(
     } else {
         let whole = match api {
             Api::Responses => responses::whole(&answer),
+            Api::Chat => chat::whole(&answer),
             _ => anthropic::message(&answer),
         };
         Response::builder()
@@ -666,14 +700,14 @@ async fn handle(
                 }),
             ))
     };
-    Ok(response.unwrap_or_else(|error| plain(500, json!({ "error": error.to_string() }))))
+    response.unwrap_or_else(|error| plain(500, json!({ "error": error.to_string() })))
 }
 
 /// Answers count_tokens, model lists and unknown routes.
 fn fixed_route(request: &RecordedRequest, input_tokens: u64) -> Response<Body> {
     match request.api {
         Api::CountTokens => plain(200, json!({ "input_tokens": input_tokens })),
-        Api::Anthropic | Api::Responses | Api::Other => {
+        Api::Anthropic | Api::Responses | Api::Chat | Api::Other => {
             if request.method == "GET" && request.path.trim_end_matches('/').ends_with("/models") {
                 return plain(
                     200,
@@ -695,7 +729,7 @@ fn fixed_route(request: &RecordedRequest, input_tokens: u64) -> Response<Body> {
 
 fn http_error(api: Api, status: u16, message: &str, retry: bool) -> Response<Body> {
     let body = match api {
-        Api::Responses => responses::error(status, message),
+        Api::Responses | Api::Chat => responses::error(status, message),
         _ => anthropic::error(status, message),
     };
     let mut response = plain(status, body);

@@ -20,6 +20,9 @@ pub enum Api {
     CountTokens,
     /// `POST …/v1/responses` — OpenAI Responses (Codex).
     Responses,
+    /// `POST …/chat/completions` — OpenAI-compatible Chat Completions (OpenAI, xAI,
+    /// OpenRouter, llama.cpp and Ollama servers), answered as one JSON body.
+    Chat,
     /// Anything else: probes such as `HEAD /api/hello` or `GET /v1/models`.
     Other,
 }
@@ -100,9 +103,10 @@ impl RecordedRequest {
             .map(String::as_str)
     }
 
-    /// True for Anthropic Messages and OpenAI Responses requests: the ones the script answers.
+    /// True for Anthropic Messages, OpenAI Responses and Chat Completions requests: the ones
+    /// the script answers.
     pub fn is_model_request(&self) -> bool {
-        matches!(self.api, Api::Anthropic | Api::Responses)
+        matches!(self.api, Api::Anthropic | Api::Responses | Api::Chat)
     }
 
     /// A header whose value is JSON (Codex's `x-codex-turn-metadata`), parsed.
@@ -125,6 +129,8 @@ pub(crate) fn classify(method: &str, path: &str) -> Api {
         Api::Anthropic
     } else if path.ends_with("/responses") {
         Api::Responses
+    } else if path.ends_with("/chat/completions") {
+        Api::Chat
     } else {
         Api::Other
     }
@@ -162,6 +168,9 @@ pub(crate) fn is_side_request(api: Api, parsed: &Parsed) -> bool {
                         .is_none_or(|max| max <= SIDE_REQUEST_MAX_TOKENS)))
         }
         Api::Responses => tiny || parsed.tools.is_empty(),
+        // No agent here speaks Chat Completions; its requests come from cross-agent's own
+        // provider pool, whose plain questions are the turn.
+        Api::Chat => tiny,
         Api::CountTokens | Api::Other => false,
     }
 }
@@ -191,6 +200,7 @@ pub(crate) fn parse(api: Api, body: &Value) -> Parsed {
     match api {
         Api::Anthropic | Api::CountTokens => parse_anthropic(body, &mut parsed),
         Api::Responses => parse_responses(body, &mut parsed),
+        Api::Chat => parse_chat(body, &mut parsed),
         Api::Other => {}
     }
     parsed.last_user_prompt = parsed
@@ -374,6 +384,63 @@ fn parse_responses(body: &Value, parsed: &mut Parsed) {
         })
         .unwrap_or(InputKind::None);
     parsed.messages = input;
+}
+
+/// Chat Completions: `messages` of `{role, content}` where content is a string or text parts;
+/// `system`/`developer` messages are the system prompt, `tool` messages tool results.
+fn parse_chat(body: &Value, parsed: &mut Parsed) {
+    parsed.max_tokens = body
+        .get("max_completion_tokens")
+        .or_else(|| body.get("max_tokens"))
+        .and_then(Value::as_u64);
+    parsed.tools = body
+        .get("tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|tool| tool.pointer("/function/name").and_then(Value::as_str))
+        .map(str::to_owned)
+        .collect();
+    let messages = body
+        .get("messages")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let text_of = |message: &Value| join(content_blocks(message).iter().filter_map(block_text));
+    let system: Vec<String> = messages
+        .iter()
+        .filter(|m| matches!(role(m), Some("system" | "developer")))
+        .map(text_of)
+        .collect();
+    if !system.is_empty() {
+        parsed.system = Some(join(system));
+    }
+    parsed.last_user_text = messages
+        .iter()
+        .rev()
+        .find(|m| role(m) == Some("user"))
+        .map(text_of);
+    let mut results: Vec<String> = messages
+        .iter()
+        .rev()
+        .skip_while(|m| role(m) != Some("tool"))
+        .take_while(|m| role(m) == Some("tool"))
+        .map(text_of)
+        .collect();
+    results.reverse();
+    if !results.is_empty() {
+        parsed.last_tool_result = Some(join(results));
+    }
+    parsed.newest_input = messages
+        .iter()
+        .rev()
+        .find_map(|m| match role(m) {
+            Some("tool") => Some(InputKind::ToolResult),
+            Some("user") => Some(InputKind::UserText),
+            _ => None,
+        })
+        .unwrap_or(InputKind::None);
+    parsed.messages = messages;
 }
 
 fn is_tool_output(item: &Value) -> bool {

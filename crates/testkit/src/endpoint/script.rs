@@ -170,6 +170,8 @@ pub struct Reply {
     pub(crate) chunk_chars: Option<usize>,
     /// Nothing is sent until this file exists (a gate the test opens when it is ready).
     pub(crate) held_until: Option<std::path::PathBuf>,
+    /// Extra response headers (`retry-after` on a 429), set on whatever the reply sends.
+    pub(crate) headers: Vec<(String, String)>,
 }
 
 impl Reply {
@@ -181,6 +183,7 @@ impl Reply {
             chunk_delay: Duration::ZERO,
             chunk_chars: None,
             held_until: None,
+            headers: Vec::new(),
         }
     }
 
@@ -231,6 +234,12 @@ impl Reply {
             message: message.into(),
             retry: true,
         })
+    }
+
+    /// Send this header with the reply (a 429's `retry-after`, in seconds or as an HTTP date).
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
     }
 
     /// Append text after what the reply already says.
