@@ -209,12 +209,17 @@ mod tests {
 
     #[test]
     fn the_copilot_caller_session_is_a_non_blank_string_under_its_key() {
-        let meta = json!({COPILOT_CALLER_SESSION_META_KEY: " ahp-session:/u-1 ", "progressToken": 3});
+        let meta =
+            json!({COPILOT_CALLER_SESSION_META_KEY: " ahp-session:/u-1 ", "progressToken": 3});
         assert_eq!(
             copilot_caller_session(meta.as_object()).as_deref(),
             Some("ahp-session:/u-1")
         );
-        for other in [json!({COPILOT_CALLER_SESSION_META_KEY: "  "}), json!({COPILOT_CALLER_SESSION_META_KEY: {"uri": "x"}}), json!({"sessionUri": "ahp-session:/u-1"})] {
+        for other in [
+            json!({COPILOT_CALLER_SESSION_META_KEY: "  "}),
+            json!({COPILOT_CALLER_SESSION_META_KEY: {"uri": "x"}}),
+            json!({"sessionUri": "ahp-session:/u-1"}),
+        ] {
             assert_eq!(copilot_caller_session(other.as_object()), None, "{other}");
         }
         assert_eq!(copilot_caller_session(None), None);

@@ -79,7 +79,12 @@ impl McpClient {
 
     /// Calls `tool` with `arguments` and, when given, `_meta`; the `result` (a tool's refusal is
     /// a result with `isError`), or an error for a JSON-RPC error.
-    pub fn call_tool(&mut self, tool: &str, arguments: Value, meta: Option<Value>) -> Result<Value> {
+    pub fn call_tool(
+        &mut self,
+        tool: &str,
+        arguments: Value,
+        meta: Option<Value>,
+    ) -> Result<Value> {
         let mut params = json!({"name": tool, "arguments": arguments});
         if let Some(meta) = meta {
             params["_meta"] = meta;

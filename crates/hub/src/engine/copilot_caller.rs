@@ -119,7 +119,11 @@ fn backed_by<'s>(sessions: &'s [Session], sdk: &str) -> Result<&'s Session, Stri
 
 /// The one registered session with Host UUID `id` that a live Agent Host serves, when the
 /// call's metadata alone names the caller (`named`, as received), or why there is not one.
-fn named_session<'s>(sessions: &'s [Session], id: &str, named: &str) -> Result<&'s Session, String> {
+fn named_session<'s>(
+    sessions: &'s [Session],
+    id: &str,
+    named: &str,
+) -> Result<&'s Session, String> {
     let found: Vec<_> = sessions.iter().filter(|s| s.session_id == id).collect();
     let session = match found.as_slice() {
         [] => {
