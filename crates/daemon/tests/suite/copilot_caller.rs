@@ -285,7 +285,8 @@ async fn late_answer_to_a_copilot_sender(host_gone: bool) -> (Bridge, Vec<String
     }
     let back = bridge
         .wait_record(&late, Duration::from_secs(60), |r| {
-            r.return_delivery_id.is_some()
+            // Its own return delivery, not the interim reply's it was copied with.
+            r.return_delivery_id.is_some() && r.return_delivery_id != first.return_delivery_id
         })
         .await;
     let back = bridge

@@ -52,7 +52,10 @@ pub(super) fn map_copilot_caller(
                 && session.session_id != *id
             {
                 return Err(format!(
-                    "this call's MCP caller metadata names Copilot session {named}, but its SDK                      session {sdk} (COPILOT_AGENT_SESSION_ID) is the default chat of Copilot                      session {}; the two must name the same session, so nothing was sent (the                      bridge never picks one). Send from the session's main chat",
+                    "this call's MCP caller metadata names Copilot session {named}, but its \
+                    SDK session {sdk} (COPILOT_AGENT_SESSION_ID) is the default chat of \
+                    Copilot session {}; the two must name the same session, so nothing was \
+                    sent (the bridge never picks one). Send from the session's main chat",
                     session.session_id
                 ));
             }
@@ -63,19 +66,25 @@ pub(super) fn map_copilot_caller(
     };
     if session.copilot.as_deref().is_some_and(|d| d.archived) {
         return Err(format!(
-            "this call comes from {}, whose Copilot session {} is archived in VS Code; an              archived session is no return address, so nothing was sent. Unarchive it, or send              from an active chat",
+            "this call comes from {}, whose Copilot session {} is archived in VS Code; an \
+            archived session is no return address, so nothing was sent. Unarchive it, or send \
+            from an active chat",
             clue(sdk.as_deref(), named.as_deref()),
             session.session_id
         ));
     }
     let how = match (&sdk, &named) {
         (Some(sdk), Some(_)) => format!(
-            "agent from COPILOT_AGENT_SESSION_ID, session from its SDK session {sdk} mapped              through the catalog's defaultChatProviderData, the same one the call's MCP caller              metadata names"
+            "agent from COPILOT_AGENT_SESSION_ID, session from its SDK session {sdk} mapped \
+            through the catalog's defaultChatProviderData, the same one the call's MCP caller \
+            metadata names"
         ),
         (Some(sdk), None) => format!(
-            "agent from COPILOT_AGENT_SESSION_ID, session from its SDK session {sdk} mapped              through the catalog's defaultChatProviderData"
+            "agent from COPILOT_AGENT_SESSION_ID, session from its SDK session {sdk} mapped \
+            through the catalog's defaultChatProviderData"
         ),
-        (None, _) => "agent and session from the call's MCP caller metadata, one unarchived                       session on a live Agent Host"
+        (None, _) => "agent and session from the call's MCP caller metadata, one unarchived \
+        session on a live Agent Host"
             .to_owned(),
     };
     let backing = sdk.or_else(|| {
@@ -103,13 +112,19 @@ fn backed_by<'s>(sessions: &'s [Session], sdk: &str) -> Result<&'s Session, Stri
         .collect();
     match backing.as_slice() {
         [] => Err(format!(
-            "this call comes from Copilot SDK session {sdk} (COPILOT_AGENT_SESSION_ID), and no              registered Copilot default chat in VS Code's catalogs is backed by it — a side              chat or sub-agent, or a chat VS Code has not registered — so the caller's session              cannot be told; nothing was sent (the bridge never invents a return address).              Send from the session's main chat"
+            "this call comes from Copilot SDK session {sdk} (COPILOT_AGENT_SESSION_ID), and no \
+            registered Copilot default chat in VS Code's catalogs is backed by it — a side \
+            chat or sub-agent, or a chat VS Code has not registered — so the caller's session \
+            cannot be told; nothing was sent (the bridge never invents a return address). Send \
+            from the session's main chat"
         )),
         [one] => Ok(*one),
         several => {
             let ids: Vec<&str> = several.iter().map(|s| s.session_id.as_str()).collect();
             Err(format!(
-                "this call comes from Copilot SDK session {sdk} (COPILOT_AGENT_SESSION_ID), and                  {} Copilot sessions name it as their default chat ({}); one is not picked, so                  nothing was sent. Remove the stale one in VS Code",
+                "this call comes from Copilot SDK session {sdk} (COPILOT_AGENT_SESSION_ID), \
+                and {} Copilot sessions name it as their default chat ({}); one is not picked, \
+                so nothing was sent. Remove the stale one in VS Code",
                 ids.len(),
                 ids.join(", ")
             ))
@@ -128,7 +143,9 @@ fn named_session<'s>(
     let session = match found.as_slice() {
         [] => {
             return Err(format!(
-                "this call's MCP caller metadata names Copilot session {named}, and VS Code's                  catalogs register no such session, so the caller's session cannot be told;                  nothing was sent (the bridge never invents a return address)"
+                "this call's MCP caller metadata names Copilot session {named}, and VS Code's \
+                catalogs register no such session, so the caller's session cannot be told; \
+                nothing was sent (the bridge never invents a return address)"
             ));
         }
         [one] => *one,
@@ -138,7 +155,8 @@ fn named_session<'s>(
                 .filter_map(|s| s.copilot.as_deref().map(|d| d.user_data_dir.as_str()))
                 .collect();
             return Err(format!(
-                "this call's MCP caller metadata names Copilot session {named}, which {}                  editors' catalogs register ({}); one is not picked, so nothing was sent",
+                "this call's MCP caller metadata names Copilot session {named}, which {} \
+                editors' catalogs register ({}); one is not picked, so nothing was sent",
                 several.len(),
                 places.join(", ")
             ));
@@ -146,7 +164,9 @@ fn named_session<'s>(
     };
     if !session.copilot.as_deref().is_some_and(|d| d.live) {
         return Err(format!(
-            "this call's MCP caller metadata names Copilot session {named}, and no running              Agent Host serves it, so it cannot be the caller; nothing was sent. Open it in              VS Code"
+            "this call's MCP caller metadata names Copilot session {named}, and no running \
+            Agent Host serves it, so it cannot be the caller; nothing was sent. Open it in VS \
+            Code"
         ));
     }
     Ok(session)
@@ -168,7 +188,8 @@ fn host_uuid(named: &str) -> Result<String, String> {
     };
     if id.is_empty() || id.contains(['/', ':']) || id.chars().any(char::is_whitespace) {
         return Err(format!(
-            "this call's MCP caller metadata names Copilot session {named:?}, which is neither              a session URI nor a session UUID; nothing was sent"
+            "this call's MCP caller metadata names Copilot session {named:?}, which is neither \
+            a session URI nor a session UUID; nothing was sent"
         ));
     }
     Ok(id.to_owned())
@@ -229,7 +250,8 @@ pub(in crate::engine) fn verify_return(back: &CopilotReturn) -> Result<(), Strin
                 && !metadata.archived => {}
         Ok(_) => {
             return Err(format!(
-                "the sender's Copilot session {} no longer has SDK session {} as its unarchived default chat",
+                "the sender's Copilot session {} no longer has SDK session {} as its \
+                unarchived default chat",
                 back.route.session_uri, back.sdk_session_id
             ));
         }
