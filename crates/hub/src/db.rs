@@ -546,7 +546,7 @@ mod tests {
             .conn
             .query_row("SELECT COUNT(*) FROM schema_migrations", [], |r| r.get(0))
             .unwrap();
-        assert_eq!(applied, 4);
+        assert_eq!(applied, 5);
     }
 
     #[test]
@@ -588,7 +588,7 @@ mod tests {
             .unwrap();
         drop(db);
         match HubDb::open(&path) {
-            Err(Error::SchemaTooNew { found, known, .. }) => assert_eq!((found, known), (99, 4)),
+            Err(Error::SchemaTooNew { found, known, .. }) => assert_eq!((found, known), (99, 5)),
             other => panic!("expected SchemaTooNew, got {other:?}"),
         }
     }
