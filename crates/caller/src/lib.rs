@@ -35,6 +35,11 @@ pub const GROK_SESSION_VAR: &str = "GROK_SESSION_ID";
 pub const COPILOT_SESSION_VAR: &str = "COPILOT_AGENT_SESSION_ID";
 /// The `tools/call` `_meta` key under which Codex declares the calling thread.
 pub const CODEX_TURN_METADATA_KEY: &str = "x-codex-turn-metadata";
+/// The `tools/call` `_meta` key under which a Copilot caller's host names the calling Host
+/// session (a session URI or its UUID). Not seen on the wire: the Copilot SDK lets a host set a
+/// call's `_meta` (`onPreMcpToolCall`), and no host is known to set this yet
+/// (docs/observed/copilot.md §6).
+pub const COPILOT_CALLER_SESSION_META_KEY: &str = "com.microsoft.vscode.agentHost/sessionUri";
 
 /// What the caller's context is built from: taken once from the process (see
 /// [`Snapshot::from_process`]) or made up by a test.
@@ -85,6 +90,9 @@ pub struct PerCall {
     pub client_name: Option<String>,
     /// `_meta["x-codex-turn-metadata"]` of the `tools/call`, exactly as received.
     pub codex_turn_metadata: Option<Value>,
+    /// The Host session a Copilot caller's `tools/call` names in its `_meta`
+    /// ([`COPILOT_CALLER_SESSION_META_KEY`]).
+    pub copilot_caller_session: Option<String>,
 }
 
 /// Builds the caller context for one call. Identity variables are passed as given (blank ones
@@ -106,6 +114,7 @@ pub fn context(snapshot: &Snapshot, call: PerCall) -> CallerContext {
         self_agent: snapshot.var(var::SELF),
         conversation_id: snapshot.var(var::CONVERSATION_ID),
         codex_turn_metadata: call.codex_turn_metadata,
+        copilot_caller_session: call.copilot_caller_session,
         settings: settings(&snapshot.vars),
         child_env,
         withheld_env: withheld,
@@ -118,6 +127,16 @@ pub fn codex_turn_metadata(meta: Option<&serde_json::Map<String, Value>>) -> Opt
     meta.and_then(|meta| meta.get(CODEX_TURN_METADATA_KEY))
         .filter(|value| !value.is_null())
         .cloned()
+}
+
+/// Takes the Host session a Copilot caller's host names out of a `tools/call` `_meta` object: a
+/// non-blank string, as received (the daemon parses it and checks it against the catalog).
+pub fn copilot_caller_session(meta: Option<&serde_json::Map<String, Value>>) -> Option<String> {
+    meta.and_then(|meta| meta.get(COPILOT_CALLER_SESSION_META_KEY))
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|value| !value.is_empty())
+        .map(str::to_owned)
 }
 
 #[cfg(test)]
@@ -157,6 +176,7 @@ mod tests {
             PerCall {
                 client_name: Some("claude-code".into()),
                 codex_turn_metadata: None,
+                copilot_caller_session: None,
             },
         );
         assert_eq!(ctx.claude_code_session_id.as_deref(), Some("c-1"));
@@ -185,5 +205,23 @@ mod tests {
             codex_turn_metadata(json!({"x-codex-turn-metadata": null}).as_object()),
             None
         );
+    }
+
+    #[test]
+    fn the_copilot_caller_session_is_a_non_blank_string_under_its_key() {
+        let meta =
+            json!({COPILOT_CALLER_SESSION_META_KEY: " ahp-session:/u-1 ", "progressToken": 3});
+        assert_eq!(
+            copilot_caller_session(meta.as_object()).as_deref(),
+            Some("ahp-session:/u-1")
+        );
+        for other in [
+            json!({COPILOT_CALLER_SESSION_META_KEY: "  "}),
+            json!({COPILOT_CALLER_SESSION_META_KEY: {"uri": "x"}}),
+            json!({"sessionUri": "ahp-session:/u-1"}),
+        ] {
+            assert_eq!(copilot_caller_session(other.as_object()), None, "{other}");
+        }
+        assert_eq!(copilot_caller_session(None), None);
     }
 }

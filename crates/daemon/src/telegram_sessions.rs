@@ -68,6 +68,7 @@ impl Host {
             PerCall {
                 client_name: Some(TELEGRAM_CLIENT.to_owned()),
                 codex_turn_metadata: None,
+                copilot_caller_session: None,
             },
         );
         caller.claude_code_session_id = None;

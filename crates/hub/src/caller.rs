@@ -18,7 +18,8 @@
 //!    agent. Copilot: `COPILOT_AGENT_SESSION_ID`, the SDK session its MCP process serves —
 //!    the last clue to the agent (inherited, it means nothing when another agent is the
 //!    caller), and not yet the session: the engine maps it to the editor's session through the
-//!    catalog (`engine/copilot_caller.rs`), or stops the send.
+//!    catalog (`engine/copilot_caller.rs`), or stops the send. A Host session named in the
+//!    call's `_meta` is a clue too; with the variable it must name the same session.
 
 use cross_agent_protocol::bridge::{CallerContext, CallerStatus, TargetKey};
 use cross_agent_protocol::settings as var;
@@ -52,6 +53,9 @@ pub struct Caller {
     /// A Copilot caller's SDK session (`COPILOT_AGENT_SESSION_ID`), still to be mapped to its
     /// editor session.
     pub copilot_sdk_session: Option<String>,
+    /// The Host session a Copilot caller's `tools/call` `_meta` names, still to be checked
+    /// against the catalog (and against the SDK session's mapping when both are present).
+    pub copilot_host_session: Option<String>,
     /// A mapped Copilot caller's verified return route, when its host runs its MCP process.
     pub copilot_return: Option<crate::records::CopilotReturn>,
 }
@@ -149,6 +153,7 @@ pub fn identify(context: &CallerContext, turns: &[StartedTurn]) -> Caller {
             conversation_id: env_conversation.or_else(|| Some(turn.conversation_id.clone())),
             started_turn: Some(turn.delivery_id.clone()),
             copilot_sdk_session: None,
+            copilot_host_session: None,
             copilot_return: None,
         };
     }
@@ -158,6 +163,7 @@ pub fn identify(context: &CallerContext, turns: &[StartedTurn]) -> Caller {
     // engine): a setting naming it, which any Agent Host runtime's server may carry, is as if
     // unset.
     let copilot_sdk = non_blank(context.copilot_agent_session_id.as_ref());
+    let copilot_meta = non_blank(context.copilot_caller_session.as_ref());
     let not_copilot = |agent: &Agent| *agent != Agent::Copilot;
     let self_session = context
         .self_session
@@ -185,6 +191,8 @@ pub fn identify(context: &CallerContext, turns: &[StartedTurn]) -> Caller {
         (Some(Agent::Grok), "GROK_SESSION_ID")
     } else if copilot_sdk.is_some() {
         (Some(Agent::Copilot), "COPILOT_AGENT_SESSION_ID")
+    } else if copilot_meta.is_some() {
+        (Some(Agent::Copilot), "Copilot caller metadata")
     } else {
         (None, "nothing identified it")
     };
@@ -220,6 +228,7 @@ pub fn identify(context: &CallerContext, turns: &[StartedTurn]) -> Caller {
         conversation_id: env_conversation,
         started_turn: None,
         copilot_sdk_session: copilot_sdk.filter(|_| agent == Some(Agent::Copilot)),
+        copilot_host_session: copilot_meta.filter(|_| agent == Some(Agent::Copilot)),
         copilot_return: None,
     }
 }

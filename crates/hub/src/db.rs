@@ -67,7 +67,21 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "quarantine",
         sql: QUARANTINE_SQL,
     },
+    Migration {
+        version: 5,
+        name: "copilot_returns",
+        sql: COPILOT_RETURNS_SQL,
+    },
 ];
+
+/// Migration 5: a Copilot sender's verified return route (`CopilotReturn` as JSON: session URI,
+/// editor, SDK session, owner and MCP pids — never a token), kept with its request for as
+/// long as the request's record lives, so a late answer found after the request's payload is
+/// gone can still go back into the sender's chat (its route checked again first).
+const COPILOT_RETURNS_SQL: &str = "CREATE TABLE copilot_returns (
+    delivery_id TEXT PRIMARY KEY REFERENCES deliveries (delivery_id) ON DELETE CASCADE,
+    route       TEXT NOT NULL
+);";
 
 /// Migration 4: damaged stores moved aside at start (`file` is where the damaged
 /// `hub.db` went), the delivery ids (and states, where readable) that could still be read from
@@ -499,6 +513,7 @@ mod tests {
             (2, "messaging", 0x302d_f266_e9ae_a66a),
             (3, "answers", 0xfbef_bf82_1ec5_669a),
             (4, "quarantine", 0x7f6c_2cb1_87c1_fb76),
+            (5, "copilot_returns", 0xd37f_955a_2729_0446),
         ];
         let actual: Vec<(i64, &str, u64)> = MIGRATIONS
             .iter()
@@ -519,7 +534,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("hub.db");
         let db = HubDb::open(&path).unwrap();
-        assert_eq!(db.schema_version().unwrap(), 4);
+        assert_eq!(db.schema_version().unwrap(), 5);
         let mode: String = db
             .conn
             .query_row("PRAGMA journal_mode", [], |r| r.get(0))
@@ -531,7 +546,7 @@ mod tests {
             .conn
             .query_row("SELECT COUNT(*) FROM schema_migrations", [], |r| r.get(0))
             .unwrap();
-        assert_eq!(applied, 4);
+        assert_eq!(applied, 5);
     }
 
     #[test]
@@ -573,7 +588,7 @@ mod tests {
             .unwrap();
         drop(db);
         match HubDb::open(&path) {
-            Err(Error::SchemaTooNew { found, known, .. }) => assert_eq!((found, known), (99, 4)),
+            Err(Error::SchemaTooNew { found, known, .. }) => assert_eq!((found, known), (99, 5)),
             other => panic!("expected SchemaTooNew, got {other:?}"),
         }
     }

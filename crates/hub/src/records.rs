@@ -256,6 +256,19 @@ impl HubDb {
             params![record.delivery_id, job_json],
         )
         .map_err(fail)?;
+        // A Copilot sender's request keeps its return route for a late answer (its payload
+        // goes when the turn starts).
+        if let Some(back) = job
+            .copilot_return
+            .as_ref()
+            .filter(|_| record.answer.answers_delivery_id.is_none())
+        {
+            tx.execute(
+                "INSERT INTO copilot_returns (delivery_id, route) VALUES (?1, ?2)",
+                params![record.delivery_id, to_json(back)?],
+            )
+            .map_err(fail)?;
+        }
         if spend_hop {
             tx.execute(
                 "INSERT INTO conversations (conversation_id, hops, created_at, updated_at)
@@ -594,6 +607,15 @@ impl HubDb {
                 },
             )
             .collect())
+    }
+
+    /// The return route a Copilot sender's request was accepted with, if it had one.
+    pub fn copilot_return(&self, delivery_id: &str) -> Result<Option<CopilotReturn>> {
+        self.json_of(
+            "read a Copilot sender's return route",
+            "SELECT route FROM copilot_returns WHERE delivery_id = ?1",
+            delivery_id,
+        )
     }
 
     /// A queued delivery's payload.

@@ -361,9 +361,16 @@ impl ServerHandler for Bridge {
             .or_else(|| {
                 cross_agent_caller::codex_turn_metadata(request.meta.as_ref().map(|meta| &meta.0.0))
             });
+        let copilot_caller_session =
+            cross_agent_caller::copilot_caller_session(Some(&context.meta.0.0)).or_else(|| {
+                cross_agent_caller::copilot_caller_session(
+                    request.meta.as_ref().map(|meta| &meta.0.0),
+                )
+            });
         let per_call = PerCall {
             client_name: context.client_info().map(|info| info.name),
             codex_turn_metadata,
+            copilot_caller_session,
         };
         let caller = cross_agent_caller::context(&self.inner.snapshot, per_call);
         context.extensions.insert(caller);

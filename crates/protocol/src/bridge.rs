@@ -53,6 +53,12 @@ pub struct CallerContext {
     /// known agent is the caller.
     #[serde(default)]
     pub copilot_agent_session_id: Option<String>,
+    /// The Host session a Copilot caller's `tools/call` names in its `_meta` (an
+    /// `ahp-session:/…` or `copilotcli:/…` URI, or the bare UUID), as received; counts only for a
+    /// Copilot caller and, with `copilot_agent_session_id`, must name the same session
+    /// (docs/observed/copilot.md §6: the key is not seen on the wire yet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copilot_caller_session: Option<String>,
     /// `CROSS_AGENT_SELF_SESSION=<agent>:<id>`, as given, for turns the bridge started.
     pub self_session: Option<String>,
     /// `CROSS_AGENT_SELF`, as given: forces the caller's agent.

@@ -10,6 +10,7 @@ pub mod endpoint;
 pub mod foreign_stores;
 pub mod leaks;
 pub mod logs;
+pub mod mcp_client;
 pub mod panel;
 pub mod synthetic_stores;
 pub mod telegram;

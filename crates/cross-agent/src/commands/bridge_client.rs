@@ -26,6 +26,7 @@ pub fn caller() -> CallerContext {
         PerCall {
             client_name: Some(CLI_CLIENT_NAME.to_owned()),
             codex_turn_metadata: None,
+            copilot_caller_session: None,
         },
     )
 }

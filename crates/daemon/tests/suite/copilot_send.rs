@@ -17,16 +17,16 @@ use cross_agent_testkit::synthetic_stores::{CopilotEditor, SdkEvents, now_millis
 use super::bridge_support::{Bridge, spawn_daemon_process};
 
 /// A Copilot session in VS Code's catalog under the bridge's HOME (the default Linux place).
-struct Copilot {
-    editor: CopilotEditor,
-    id: String,
-    title: String,
+pub(super) struct Copilot {
+    pub(super) editor: CopilotEditor,
+    pub(super) id: String,
+    pub(super) title: String,
     /// The SDK session behind its default chat.
-    sdk_id: String,
+    pub(super) sdk_id: String,
 }
 
 impl Copilot {
-    fn in_catalog(bridge: &Bridge, title: &str) -> Copilot {
+    pub(super) fn in_catalog(bridge: &Bridge, title: &str) -> Copilot {
         let editor = CopilotEditor::new(&bridge.agents.path().join(".config/Code"));
         let id = uuid::Uuid::new_v4().to_string();
         let now = now_millis();
@@ -51,12 +51,12 @@ impl Copilot {
         }
     }
 
-    fn uri(&self) -> String {
+    pub(super) fn uri(&self) -> String {
         format!("copilotcli:/{}", self.id)
     }
 
     /// Its editor's Agent Host, running, serving this session with `script`.
-    fn host(&self, bridge: &Bridge, script: TurnScript) -> FakeAgentHost {
+    pub(super) fn host(&self, bridge: &Bridge, script: TurnScript) -> FakeAgentHost {
         FakeAgentHost::builder(&self.editor.user_data)
             .model_endpoint(&bridge.endpoint)
             .session(
@@ -77,7 +77,7 @@ fn to_copilot(bridge: &Bridge, message: &str, session: Option<&str>) -> SendPara
 }
 
 /// The `chat/turnStarted` actions the host was sent.
-fn turns_started(host: &FakeAgentHost) -> Vec<serde_json::Value> {
+pub(super) fn turns_started(host: &FakeAgentHost) -> Vec<serde_json::Value> {
     host.dispatched()
         .into_iter()
         .filter(|d| d.to_string().contains("chat/turnStarted"))
@@ -379,7 +379,7 @@ async fn an_orphaned_copilot_delivery_is_never_resent_and_its_answer_is_read_fro
 }
 
 /// A call from the Copilot MCP process of SDK session `sdk` (nothing else says who calls).
-fn copilot_caller(bridge: &Bridge, sdk: &str) -> CallerContext {
+pub(super) fn copilot_caller(bridge: &Bridge, sdk: &str) -> CallerContext {
     CallerContext {
         client_name: None,
         codex_turn_metadata: None,

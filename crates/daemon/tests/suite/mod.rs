@@ -8,6 +8,7 @@ mod bridge_real;
 mod bridge_support;
 mod connections;
 mod copilot;
+mod copilot_caller;
 mod copilot_send;
 mod decisions;
 mod descriptors;

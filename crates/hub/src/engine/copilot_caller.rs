@@ -5,7 +5,9 @@
 //! unarchived default chat names it; otherwise — missing (a side chat or sub-agent, or a chat
 //! never registered), archived, or named by two — a send stops with the reason instead of
 //! inventing a return address, and `bridge_status` says why the session is unknown. The newest
-//! chat, a pin or the shared runtime's pid are never used instead.
+//! chat, a pin or the shared runtime's pid are never used instead. A Host session named in the
+//! call's `_meta` (`cross_agent_caller::COPILOT_CALLER_SESSION_META_KEY`, not seen on the wire
+//! yet) must be the same session; alone, it must be one unarchived session a live host serves.
 
 use std::path::{Path, PathBuf};
 
@@ -22,9 +24,11 @@ use crate::records::{AgentHostJob, CopilotReturn};
 /// How far up the process tree the host's owner is looked for.
 const MAX_ANCESTRY: usize = 64;
 
-/// Maps a Copilot caller's SDK session to its editor session (the caller's `session_id`); the
-/// error says why it cannot be. A caller of another agent is left alone. Blocking: it reads the
-/// catalogs.
+/// Maps a Copilot caller to its editor session (the caller's `session_id`); the error says why
+/// it cannot be. Its SDK session (`COPILOT_AGENT_SESSION_ID`) is mapped through the catalog; a
+/// Host session named in the call's `_meta` must then be the same one, and stands alone when
+/// the variable is absent. Neither: the caller stays unknown (status-only). A caller of another
+/// agent is left alone. Blocking: it reads the catalogs.
 pub(super) fn map_copilot_caller(
     caller: &mut Caller,
     context: &CallerContext,
@@ -32,58 +36,172 @@ pub(super) fn map_copilot_caller(
     if caller.agent != Some(Agent::Copilot) || caller.started_turn.is_some() {
         return Ok(());
     }
-    let Some(sdk) = caller.copilot_sdk_session.clone() else {
+    let sdk = caller.copilot_sdk_session.clone();
+    let named = caller.copilot_host_session.clone();
+    if sdk.is_none() && named.is_none() {
         return Ok(());
-    };
+    }
     let roots = roots_for(context);
     let mut warnings = Warnings::default();
     let sessions = cross_agent_stores::copilot::list(&roots.copilot, &mut warnings);
+    let named_id = named.as_deref().map(host_uuid).transpose()?;
+    let session = match (&sdk, &named_id) {
+        (Some(sdk), _) => {
+            let session = backed_by(&sessions, sdk)?;
+            if let (Some(named), Some(id)) = (&named, &named_id)
+                && session.session_id != *id
+            {
+                return Err(format!(
+                    "this call's MCP caller metadata names Copilot session {named}, but its \
+                    SDK session {sdk} (COPILOT_AGENT_SESSION_ID) is the default chat of \
+                    Copilot session {}; the two must name the same session, so nothing was \
+                    sent (the bridge never picks one). Send from the session's main chat",
+                    session.session_id
+                ));
+            }
+            session
+        }
+        (None, Some(id)) => named_session(&sessions, id, named.as_deref().unwrap_or(id))?,
+        (None, None) => return Ok(()),
+    };
+    if session.copilot.as_deref().is_some_and(|d| d.archived) {
+        return Err(format!(
+            "this call comes from {}, whose Copilot session {} is archived in VS Code; an \
+            archived session is no return address, so nothing was sent. Unarchive it, or send \
+            from an active chat",
+            clue(sdk.as_deref(), named.as_deref()),
+            session.session_id
+        ));
+    }
+    let how = match (&sdk, &named) {
+        (Some(sdk), Some(_)) => format!(
+            "agent from COPILOT_AGENT_SESSION_ID, session from its SDK session {sdk} mapped \
+            through the catalog's defaultChatProviderData, the same one the call's MCP caller \
+            metadata names"
+        ),
+        (Some(sdk), None) => format!(
+            "agent from COPILOT_AGENT_SESSION_ID, session from its SDK session {sdk} mapped \
+            through the catalog's defaultChatProviderData"
+        ),
+        (None, _) => "agent and session from the call's MCP caller metadata, one unarchived \
+        session on a live Agent Host"
+            .to_owned(),
+    };
+    let backing = sdk.or_else(|| {
+        session
+            .copilot
+            .as_deref()
+            .and_then(|d| d.sdk_session_id.clone())
+    });
+    caller.session_id = Some(session.session_id.clone());
+    caller.copilot_return = backing.and_then(|sdk| return_route(session, context, &sdk));
+    caller.how = how;
+    Ok(())
+}
+
+/// The one registered default chat backed by SDK session `sdk`, or why there is not one.
+fn backed_by<'s>(sessions: &'s [Session], sdk: &str) -> Result<&'s Session, String> {
     let backing: Vec<_> = sessions
         .iter()
         .filter(|s| {
             s.copilot
                 .as_deref()
                 .and_then(|d| d.sdk_session_id.as_deref())
-                == Some(sdk.as_str())
+                == Some(sdk)
         })
         .collect();
-    let session = match backing.as_slice() {
+    match backing.as_slice() {
+        [] => Err(format!(
+            "this call comes from Copilot SDK session {sdk} (COPILOT_AGENT_SESSION_ID), and no \
+            registered Copilot default chat in VS Code's catalogs is backed by it — a side \
+            chat or sub-agent, or a chat VS Code has not registered — so the caller's session \
+            cannot be told; nothing was sent (the bridge never invents a return address). Send \
+            from the session's main chat"
+        )),
+        [one] => Ok(*one),
+        several => {
+            let ids: Vec<&str> = several.iter().map(|s| s.session_id.as_str()).collect();
+            Err(format!(
+                "this call comes from Copilot SDK session {sdk} (COPILOT_AGENT_SESSION_ID), \
+                and {} Copilot sessions name it as their default chat ({}); one is not picked, \
+                so nothing was sent. Remove the stale one in VS Code",
+                ids.len(),
+                ids.join(", ")
+            ))
+        }
+    }
+}
+
+/// The one registered session with Host UUID `id` that a live Agent Host serves, when the
+/// call's metadata alone names the caller (`named`, as received), or why there is not one.
+fn named_session<'s>(
+    sessions: &'s [Session],
+    id: &str,
+    named: &str,
+) -> Result<&'s Session, String> {
+    let found: Vec<_> = sessions.iter().filter(|s| s.session_id == id).collect();
+    let session = match found.as_slice() {
         [] => {
             return Err(format!(
-                "this call comes from Copilot SDK session {sdk} (COPILOT_AGENT_SESSION_ID), and no \
-                 registered Copilot default chat in VS Code's catalogs is backed by it — a side \
-                 chat or sub-agent, or a chat VS Code has not registered — so the caller's session \
-                 cannot be told; nothing was sent (the bridge never invents a return address). \
-                 Send from the session's main chat"
+                "this call's MCP caller metadata names Copilot session {named}, and VS Code's \
+                catalogs register no such session, so the caller's session cannot be told; \
+                nothing was sent (the bridge never invents a return address)"
             ));
         }
         [one] => *one,
         several => {
-            let ids: Vec<&str> = several.iter().map(|s| s.session_id.as_str()).collect();
+            let places: Vec<&str> = several
+                .iter()
+                .filter_map(|s| s.copilot.as_deref().map(|d| d.user_data_dir.as_str()))
+                .collect();
             return Err(format!(
-                "this call comes from Copilot SDK session {sdk} (COPILOT_AGENT_SESSION_ID), and \
-                 {} Copilot sessions name it as their default chat ({}); one is not picked, so \
-                 nothing was sent. Remove the stale one in VS Code",
-                ids.len(),
-                ids.join(", ")
+                "this call's MCP caller metadata names Copilot session {named}, which {} \
+                editors' catalogs register ({}); one is not picked, so nothing was sent",
+                several.len(),
+                places.join(", ")
             ));
         }
     };
-    if session.copilot.as_deref().is_some_and(|d| d.archived) {
+    if !session.copilot.as_deref().is_some_and(|d| d.live) {
         return Err(format!(
-            "this call comes from Copilot SDK session {sdk} (COPILOT_AGENT_SESSION_ID), whose \
-             Copilot session {} is archived in VS Code; an archived session is no return address, \
-             so nothing was sent. Unarchive it, or send from an active chat",
-            session.session_id
+            "this call's MCP caller metadata names Copilot session {named}, and no running \
+            Agent Host serves it, so it cannot be the caller; nothing was sent. Open it in VS \
+            Code"
         ));
     }
-    caller.session_id = Some(session.session_id.clone());
-    caller.copilot_return = return_route(session, context, &sdk);
-    caller.how = format!(
-        "agent from COPILOT_AGENT_SESSION_ID, session from its SDK session {sdk} mapped through \
-         the catalog's defaultChatProviderData"
-    );
-    Ok(())
+    Ok(session)
+}
+
+/// The Host UUID in a session URI (`ahp-session:/<uuid>`, `copilotcli:/<uuid>`) or a bare
+/// UUID; the error names the value.
+fn host_uuid(named: &str) -> Result<String, String> {
+    let id = match named.split_once(":/") {
+        Some((scheme, rest))
+            if !scheme.is_empty()
+                && scheme
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')) =>
+        {
+            rest.trim_start_matches('/')
+        }
+        Some(_) | None => named,
+    };
+    if id.is_empty() || id.contains(['/', ':']) || id.chars().any(char::is_whitespace) {
+        return Err(format!(
+            "this call's MCP caller metadata names Copilot session {named:?}, which is neither \
+            a session URI nor a session UUID; nothing was sent"
+        ));
+    }
+    Ok(id.to_owned())
+}
+
+/// What named the caller, for a refusal.
+fn clue(sdk: Option<&str>, named: Option<&str>) -> String {
+    match (sdk, named) {
+        (Some(sdk), _) => format!("Copilot SDK session {sdk} (COPILOT_AGENT_SESSION_ID)"),
+        (None, Some(named)) => format!("Copilot session {named} (MCP caller metadata)"),
+        (None, None) => "an unknown Copilot session".to_owned(),
+    }
 }
 
 /// The caller's session on the live host whose owner is an ancestor of the MCP process that
@@ -132,7 +250,8 @@ pub(in crate::engine) fn verify_return(back: &CopilotReturn) -> Result<(), Strin
                 && !metadata.archived => {}
         Ok(_) => {
             return Err(format!(
-                "the sender's Copilot session {} no longer has SDK session {} as its unarchived default chat",
+                "the sender's Copilot session {} no longer has SDK session {} as its \
+                unarchived default chat",
                 back.route.session_uri, back.sdk_session_id
             ));
         }

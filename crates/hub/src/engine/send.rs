@@ -110,7 +110,10 @@ impl Admission {
             return Err(refusal(
                 RefusalReason::CallerUnresolved,
                 why,
-                json!({"copilot_agent_session_id": caller.copilot_sdk_session}),
+                json!({
+                    "copilot_agent_session_id": caller.copilot_sdk_session,
+                    "copilot_caller_session": caller.copilot_host_session,
+                }),
             )
             .into());
         }

@@ -42,7 +42,7 @@ impl Engine {
         let settings = CallSettings::from_settings(&params.caller.settings);
         let mut caller = identify(&params.caller, &self.started_turns());
         if let Err(why) = map_copilot_caller(&mut caller, &params.caller) {
-            caller.how = format!("agent from COPILOT_AGENT_SESSION_ID; session unknown: {why}");
+            caller.how = format!("agent Copilot; session unknown: {why}");
         }
         // Lent from the index: only the entries shown are copied out.
         let held = self.snapshot(&params.caller, &agents);
@@ -206,7 +206,7 @@ impl Engine {
         let settings = CallSettings::from_settings(&params.caller.settings);
         let mut caller = identify(&params.caller, &self.started_turns());
         if let Err(why) = map_copilot_caller(&mut caller, &params.caller) {
-            caller.how = format!("agent from COPILOT_AGENT_SESSION_ID; session unknown: {why}");
+            caller.how = format!("agent Copilot; session unknown: {why}");
         }
         let cwd = non_blank(params.cwd.as_deref())
             .or(non_blank(params.caller.cwd.as_deref()))

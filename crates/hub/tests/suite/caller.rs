@@ -106,6 +106,7 @@ fn a_call_from_a_bridge_started_turn_belongs_to_its_conversation() {
             conversation_id: Some("conv_0123456789ab".into()),
             started_turn: Some("dlv_1".into()),
             copilot_sdk_session: None,
+            copilot_host_session: None,
             copilot_return: None,
         }
     );
@@ -118,4 +119,32 @@ fn a_call_from_a_bridge_started_turn_belongs_to_its_conversation() {
         identify(&by_thread, &turns).conversation_id.as_deref(),
         Some("conv_0123456789ab")
     );
+}
+
+#[test]
+fn copilot_caller_metadata_is_a_copilot_clue_that_another_agent_ignores() {
+    // Alone (an older host without the SDK variable): the caller is Copilot, its session still
+    // to be checked against the catalog.
+    let alone = CallerContext {
+        copilot_caller_session: Some(" ahp-session:/u-1 ".into()),
+        ..CallerContext::default()
+    };
+    let caller = identify(&alone, &[]);
+    assert_eq!(caller.agent, Some(Agent::Copilot));
+    assert_eq!(
+        caller.copilot_host_session.as_deref(),
+        Some("ahp-session:/u-1")
+    );
+    assert_eq!(caller.copilot_sdk_session, None);
+    assert_eq!(caller.session_id, None);
+    // Carried by a Claude caller's call, it means nothing.
+    let claude = CallerContext {
+        client_name: Some("claude-code".into()),
+        claude_code_session_id: Some("c-1".into()),
+        copilot_caller_session: Some("ahp-session:/u-1".into()),
+        ..CallerContext::default()
+    };
+    let caller = identify(&claude, &[]);
+    assert_eq!(caller.agent, Some(Agent::Claude));
+    assert_eq!(caller.copilot_host_session, None);
 }

@@ -215,6 +215,7 @@ fn codex_turn_metadata_is_passed_through_raw() {
         PerCall {
             client_name: Some("codex-mcp-client".into()),
             codex_turn_metadata: codex_turn_metadata(meta.as_object()),
+            copilot_caller_session: None,
         },
     );
     assert_eq!(ctx.codex_turn_metadata, Some(metadata));

@@ -113,13 +113,30 @@ impl Returns {
         }
     }
 
-    /// A late answer found by the watch goes to the sender's panel too.
+    /// A late answer found by the watch goes to the sender's panel too — or, for a Copilot
+    /// sender, into its own chat through its host when the route it was accepted with still
+    /// holds (checked now, and again by the carrier right before the dispatch); otherwise it
+    /// stays on the record.
     pub(super) fn route_late_answer(
         &self,
         request: &mut DeliveryRecord,
         late: &DeliveryRecord,
         text: &str,
     ) {
+        let copilot_return = match self.db().copilot_return(&request.delivery_id) {
+            Ok(back) => back,
+            Err(error) => {
+                tracing::warn!(%error, "could not read a Copilot sender's return route");
+                None
+            }
+        };
+        let host = copilot_return.filter(|back| match verify_return(back) {
+            Ok(()) => true,
+            Err(why) => {
+                tracing::info!(delivery = %late.delivery_id, %why, "the Copilot sender's return route did not hold; the late answer stays on the record");
+                false
+            }
+        });
         let job = Job {
             body: String::new(),
             raw: true,
@@ -136,16 +153,18 @@ impl Returns {
             agent_host: None,
             copilot_return: None,
         };
-        if self.sender_panel(request, &job).is_none() {
-            return;
-        }
-        let header = late.answer.reply_header.clone().unwrap_or_default();
-        let body = format!("{header}\n\n{text}");
-        if let Some(id) = self.queue_return(late, &job, InjectionKind::Reply, body) {
-            let mut late = late.clone();
-            late.return_delivery_id = Some(id);
-            late.is_return_status_only = false;
-            let _ = self.db().update_delivery(&late);
+        let mut late = late.clone();
+        let queued = if host.is_none() && self.sender_panel(request, &job).is_none() {
+            None
+        } else {
+            let header = late.answer.reply_header.clone().unwrap_or_default();
+            let body = format!("{header}\n\n{text}");
+            self.queue_return_by(&late, &job, InjectionKind::Reply, body, host)
+        };
+        late.is_return_status_only = queued.is_none();
+        late.return_delivery_id = queued;
+        if let Err(error) = self.db().update_delivery(&late) {
+            tracing::warn!(%error, "could not record where a late answer went");
         }
     }
 
