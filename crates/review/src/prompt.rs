@@ -64,13 +64,17 @@ pub fn reviewer_prompt(digest: &Digest) -> ReviewPrompt {
         digest.model.family
     );
     user.push_str("## Opening goal (the first message the person wrote)\n");
-    quote(&mut user, digest.opening_goal.as_ref().map(|e| e.text.as_str()), {
-        if digest.read.goal_search_capped {
-            "(none found near the start of the transcript)"
-        } else {
-            "(the transcript holds no message a person wrote)"
-        }
-    });
+    quote(
+        &mut user,
+        digest.opening_goal.as_ref().map(|e| e.text.as_str()),
+        {
+            if digest.read.goal_search_capped {
+                "(none found near the start of the transcript)"
+            } else {
+                "(the transcript holds no message a person wrote)"
+            }
+        },
+    );
     user.push_str("\n## Latest instruction from the person\n");
     let same = match (&digest.opening_goal, &digest.latest_instruction) {
         (Some(goal), Some(latest)) => goal.text == latest.text,

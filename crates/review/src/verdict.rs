@@ -165,7 +165,10 @@ pub fn validate(value: &Value) -> Result<(), AnswerError> {
         other => {
             return Err(wrong(
                 "verdict",
-                format!("must be a string, one of {kinds}; found {}", type_name(other)),
+                format!(
+                    "must be a string, one of {kinds}; found {}",
+                    type_name(other)
+                ),
             ));
         }
     }

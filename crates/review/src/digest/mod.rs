@@ -146,9 +146,10 @@ impl TailEntry {
 pub struct ReviewedPosition {
     /// The byte just after the last complete line read.
     pub offset: u64,
-    /// The last record's timestamp, where it has one.
+    /// The latest timestamp a record read carried.
     pub timestamp: Option<UnixMillis>,
-    /// The last record's id, where the format gives one (Claude's `uuid`).
+    /// The id of the last record read that has one (Claude's `uuid`; Codex and Grok give
+    /// none): Claude ends a transcript with bookkeeping records that carry no id.
     pub record_id: Option<String>,
 }
 
@@ -281,18 +282,12 @@ pub fn digest_file(
         .map_err(|e| ReviewError::io(&path, e))?
         .len();
 
-    let (tail_parser, pick, tail_read) = read::read_tail(
-        &mut file,
-        &path,
-        agent,
-        len,
-        limits.tail_bytes,
-        |parser| {
+    let (tail_parser, pick, tail_read) =
+        read::read_tail(&mut file, &path, agent, len, limits.tail_bytes, |parser| {
             let pick = pick_tail(parser.reader.transcript(), limits);
             let enough = pick.truncated && pick.latest.is_some();
             (pick, enough)
-        },
-    )?;
+        })?;
     let (goal, head_read, head_model) = if tail_read.reached_start {
         (
             first_human(tail_parser.reader.transcript()),
@@ -719,10 +714,7 @@ fn tool_summary(input: &str, max: usize) -> String {
 
 /// `text` on one line, at most `max` characters.
 fn one_line(text: &str, max: usize) -> String {
-    let flat: String = text
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ");
+    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
     match flat.char_indices().nth(max) {
         Some((at, _)) => format!("{}…", &flat[..at]),
         None => flat,
@@ -785,7 +777,10 @@ mod tests {
         let (clipped, cut) = clip(&text, 10);
         assert!(cut);
         assert!(estimate_tokens(&clipped) <= 10, "{clipped}");
-        assert!(clipped.starts_with('a') && clipped.ends_with('z'), "{clipped}");
+        assert!(
+            clipped.starts_with('a') && clipped.ends_with('z'),
+            "{clipped}"
+        );
         assert_eq!(clip("short", 10), ("short".to_owned(), false));
     }
 

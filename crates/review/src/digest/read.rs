@@ -35,7 +35,8 @@ pub(crate) struct Parser {
     /// The latest model name a record carried.
     pub(crate) model: Option<String>,
     pub(crate) counts: LineCounts,
-    /// The last record's timestamp and id (Claude's `uuid`), for the reviewed position.
+    /// The last timestamp and record id (Claude's `uuid`) seen, for the reviewed position:
+    /// Claude ends a transcript with records that carry neither.
     pub(crate) last_timestamp: Option<UnixMillis>,
     pub(crate) last_record_id: Option<String>,
     pub(crate) warnings: Warnings,
@@ -126,7 +127,9 @@ impl Parser {
         if let Some(at) = rec.timestamp.as_deref().and_then(UnixMillis::parse_rfc3339) {
             self.last_timestamp = Some(at);
         }
-        self.last_record_id = rec.uuid.map(Cow::into_owned);
+        if let Some(id) = rec.uuid {
+            self.last_record_id = Some(id.into_owned());
+        }
         let kind = rec.kind.as_deref();
         let model = match self.agent {
             Agent::Claude => match kind {
