@@ -103,7 +103,7 @@ fn ensure(dir: &Path, agent: Agent, bytes: u64) -> Result<(PathBuf, bool)> {
         out.write_all(turn.as_bytes())?;
         written += turn.len() as u64;
         turns += 1;
-        if turns % 200 == 0 {
+        if turns.is_multiple_of(200) {
             out.write_all(person.as_bytes())?;
             written += person.len() as u64;
         }

@@ -1,3 +1,6 @@
-//! The review crate's one test binary (house style: `tests/all.rs` and `tests/suite/`).
+//! The one test binary of `cross-agent-review`: every file under `suite/`.
+
+// Test helpers outside `#[test]` functions unwrap too: a failed setup should fail the test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod suite;

@@ -101,7 +101,7 @@ fn invalid_answers_name_the_field_and_the_problem() {
     );
     let many = format!(
         r#"{{"verdict":"drifting","task":"t","gaps":[{}]}}"#,
-        vec!["\"g\""; 11].join(",")
+        ["\"g\""; 11].join(",")
     );
     assert_eq!(error(&many), err("gaps", "has 11 items; at most 10"));
     let long = format!(
