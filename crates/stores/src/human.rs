@@ -103,7 +103,10 @@ pub fn is_human(text: &str) -> bool {
 fn telegram_body(after_header: &str) -> Option<&str> {
     let header_end = after_header.find("\n\n")?;
     let header = &after_header[..header_end];
-    if !header.lines().any(|l| l.trim_start().starts_with(TELEGRAM_FROM)) {
+    if !header
+        .lines()
+        .any(|l| l.trim_start().starts_with(TELEGRAM_FROM))
+    {
         return None;
     }
     let body = &after_header[header_end + 2..];
@@ -145,13 +148,20 @@ mod tests {
 
     #[test]
     fn sorts_what_the_bridge_and_the_agents_write_from_what_a_person_wrote() {
-        assert_eq!(classify("  Fix the build\n"), UserText::Human("Fix the build"));
         assert_eq!(
-            classify("=== CROSS-AGENT BRIDGE MESSAGE ===\nfrom: Codex (peer AI agent, not the human user)\nreply-to: codex session x\n\nhello\n\n=== END OF BRIDGE MESSAGE ==="),
+            classify("  Fix the build\n"),
+            UserText::Human("Fix the build")
+        );
+        assert_eq!(
+            classify(
+                "=== CROSS-AGENT BRIDGE MESSAGE ===\nfrom: Codex (peer AI agent, not the human user)\nreply-to: codex session x\n\nhello\n\n=== END OF BRIDGE MESSAGE ==="
+            ),
             UserText::BridgeMessage
         );
         assert_eq!(
-            classify("=== CROSS-AGENT BRIDGE MESSAGE ===\nfrom: the human user, on their phone (cross-agent's Telegram bot)\nreply-to: the user's Telegram chat\n\nship it\n\n=== END OF BRIDGE MESSAGE ===\nReply instructions: …"),
+            classify(
+                "=== CROSS-AGENT BRIDGE MESSAGE ===\nfrom: the human user, on their phone (cross-agent's Telegram bot)\nreply-to: the user's Telegram chat\n\nship it\n\n=== END OF BRIDGE MESSAGE ===\nReply instructions: …"
+            ),
             UserText::Human("ship it")
         );
         assert_eq!(
@@ -159,10 +169,15 @@ mod tests {
             UserText::BridgeNotice
         );
         assert_eq!(
-            classify("This session is being continued from a previous conversation that ran out of context."),
+            classify(
+                "This session is being continued from a previous conversation that ran out of context."
+            ),
             UserText::CompactSummary
         );
-        assert_eq!(classify("<system-reminder>x</system-reminder>"), UserText::Injected);
+        assert_eq!(
+            classify("<system-reminder>x</system-reminder>"),
+            UserText::Injected
+        );
         assert_eq!(classify(" \n"), UserText::Injected);
     }
 

@@ -282,12 +282,18 @@ pub fn digest_file(
         .map_err(|e| ReviewError::io(&path, e))?
         .len();
 
-    let (tail_parser, pick, tail_read) =
-        read::read_tail(&mut file, &path, agent, len, limits.tail_bytes, |parser| {
+    let (tail_parser, pick, tail_read) = read::read_tail(
+        &mut file,
+        &path,
+        agent,
+        len,
+        limits.tail_bytes,
+        |parser, parsed| {
             let pick = pick_tail(parser.reader.transcript(), limits);
-            let enough = pick.truncated && pick.latest.is_some();
-            (pick, enough)
-        })?;
+            let wanted = next_window(&pick, parsed, limits);
+            (pick, wanted)
+        },
+    )?;
     let (goal, head_read, head_model) = if tail_read.reached_start {
         (
             first_human(tail_parser.reader.transcript()),
@@ -613,6 +619,21 @@ fn pick_tail(transcript: &Transcript, limits: &Limits) -> TailPick {
     newest_first.reverse();
     pick.entries = newest_first;
     pick
+}
+
+/// `None` when the pick is enough (the budget is full and a message a person wrote is found);
+/// else the window expected to fill the budget, from the bytes per token seen so far (a quarter
+/// more, for the turn cut at the window's start).
+fn next_window(pick: &TailPick, parsed_bytes: u64, limits: &Limits) -> Option<u64> {
+    if pick.truncated && pick.latest.is_some() {
+        return None;
+    }
+    if pick.truncated {
+        return Some(0);
+    }
+    let tokens: usize = pick.entries.iter().map(TailEntry::tokens).sum();
+    let per_token = parsed_bytes as f64 / tokens.max(1) as f64;
+    Some((per_token * limits.tail_tokens as f64 * 1.25) as u64)
 }
 
 /// Keeps `entry` if the budget allows; once one does not fit, nothing older is kept.

@@ -22,9 +22,10 @@ use crate::error::{Result, ReviewError};
 
 /// The head is read forward in blocks of this size.
 const HEAD_BLOCK: usize = 64 << 10;
-/// The first window at the end; each next one is [`GROWTH`] times larger, up to the cap.
+/// The first window at the end; each next one is at least [`GROWTH`] times larger, up to the
+/// cap.
 const FIRST_TAIL_WINDOW: u64 = 256 << 10;
-const GROWTH: u64 = 4;
+const GROWTH: u64 = 2;
 
 /// What reading one byte range produced.
 #[derive(Debug)]
@@ -293,17 +294,19 @@ pub(crate) struct TailRead {
     pub(crate) partial_last_line: bool,
 }
 
-/// Reads `file` (of `len` bytes) backwards in windows that grow fourfold, parsing each window
-/// from its first whole line to its last complete line, until `judge` says the parse holds
-/// enough, the window reaches the file's start, or it reaches `cap` bytes. Returns the last
-/// parse, what `judge` made of it, and where it read.
+/// Reads `file` (of `len` bytes) backwards in growing windows, parsing each window from its
+/// first whole line to its last complete line, until `judge` says the parse holds enough
+/// (`None`), the window reaches the file's start, or it reaches `cap` bytes. Otherwise `judge`
+/// names the window it estimates would be enough, and the next one is at least that and at
+/// least [`GROWTH`] times the last (so a poor estimate still ends in a few rounds). Returns the
+/// last parse, what `judge` made of it, and where it read.
 pub(crate) fn read_tail<T>(
     file: &mut File,
     path: &Path,
     agent: Agent,
     len: u64,
     cap: u64,
-    mut judge: impl FnMut(&Parser) -> (T, bool),
+    mut judge: impl FnMut(&Parser, u64) -> (T, Option<u64>),
 ) -> Result<(Parser, T, TailRead)> {
     // `held` is the file's bytes [start, len).
     let mut held: Vec<u8> = Vec::new();
@@ -341,7 +344,8 @@ pub(crate) fn read_tail<T>(
             // No complete line in the window yet.
             _ => (start, start),
         };
-        let (value, enough) = judge(&parser);
+        let (value, wanted) = judge(&parser, to - from);
+        let enough = wanted.is_none();
         if enough || reached_start || capped {
             return Ok((
                 parser,
@@ -356,6 +360,9 @@ pub(crate) fn read_tail<T>(
                 },
             ));
         }
-        window = (window.saturating_mul(GROWTH)).min(cap);
+        window = window
+            .saturating_mul(GROWTH)
+            .max(wanted.unwrap_or(0))
+            .min(cap);
     }
 }
