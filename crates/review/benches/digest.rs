@@ -79,7 +79,7 @@ fn main() -> Result<()> {
             read.1 >> 10
         );
         println!(
-            "    floor: read the whole file once   {:>8.2} ms   ({:.0}× the digest)",
+            "    floor: read the whole file once   {:>8.2} ms   ({:.1}× the digest)",
             ms(floor),
             floor.as_secs_f64() / figure.as_secs_f64().max(1e-9)
         );
