@@ -5,19 +5,19 @@
 //! Failure is judged honestly per format: a recorded exit code decides; failing that, the
 //! format's own error flag; only where neither exists is the output read for signs of failure,
 //! and every command says which of the three it was.
+//!
+//! Which user messages a person wrote is `cross_agent_stores::human`'s rule, shared with the
+//! cross review.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
+use cross_agent_stores::human::{self as human_text, UserText};
 use cross_agent_stores::turns::{Role, ToolCall, ToolResult, TurnItem};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::source::{Family, SourceSession};
-
-/// The first line of a bridge envelope (`cross-agent-hub`'s `envelope::HEADER`): a message a
-/// peer agent sent, never the human's instruction.
-const BRIDGE_HEADER: &str = "=== CROSS-AGENT BRIDGE MESSAGE ===";
 
 /// At most this many commands, failures and files are listed (the latest ones); the counts say
 /// how many there were in all.
@@ -143,8 +143,9 @@ pub fn build(session: &SourceSession) -> Brief {
         for item in &turn.items {
             match item {
                 TurnItem::Message(m) if m.role == Role::User => {
-                    if is_human(&m.text) {
-                        human.push(&m.text);
+                    // The person's words: a Telegram envelope counts by its body.
+                    if let UserText::Human(words) = human_text::classify(&m.text) {
+                        human.push(words);
                     }
                 }
                 TurnItem::Message(m) => {
@@ -268,19 +269,6 @@ pub fn build(session: &SourceSession) -> Brief {
             last_activity: last.and_then(|t| t.ended_at.or(t.started_at)).map(|t| t.0),
         },
     }
-}
-
-/// A user message a person wrote: not a bridge envelope, and not one of the reminders and
-/// context blocks the agents inject (the turn readers drop most of those already).
-fn is_human(text: &str) -> bool {
-    let t = text.trim_start();
-    !(t.is_empty()
-        || t.starts_with(BRIDGE_HEADER)
-        || t.starts_with("<system-reminder>")
-        || t.starts_with("<environment_context>")
-        || t.starts_with("<user_instructions>")
-        || t.starts_with("<command-")
-        || t.starts_with("<local-command-"))
 }
 
 /// A line that tells the agent what it must or must not do.

@@ -10,6 +10,7 @@
 //! - [`live`]: the index a long-lived process keeps current by file-system notifications;
 //! - [`render`]: the listing `sessions --json` prints, kept rendered by the daemon;
 //! - [`summary`]: warnings said once per file, damaged lines counted by what was wrong;
+//! - [`human`]: which user messages a person wrote (not the bridge's, not injected context);
 //! - [`turns`]: one session's turns, messages, tool calls and results, for recovering answers.
 //! - [`foreign`]: Cursor and Antigravity sessions, read into the same turns for handoff briefs.
 //! - [`codex_config`]: the variable Codex's selected model provider reads its key from.
@@ -24,6 +25,7 @@ pub mod copilot;
 pub mod error;
 pub mod foreign;
 pub mod grok;
+pub mod human;
 pub mod index;
 pub mod lines;
 pub mod live;

@@ -560,12 +560,7 @@ impl TurnReader {
 
 /// Text Claude Code writes as a user message that a person did not type.
 fn is_claude_injected(text: &str) -> bool {
-    let t = text.trim_start();
-    t.is_empty()
-        || t.starts_with("<system-reminder>")
-        || t.starts_with("<command-")
-        || t.starts_with("<local-command-")
-        || t.starts_with("Caveat: The messages below were generated")
+    crate::human::classify(text) == crate::human::UserText::Injected
 }
 
 /// The exit code of a Claude Bash result: Claude writes `Exit code N` first in a failed
@@ -708,13 +703,7 @@ impl TurnReader {
 
 /// Context Codex sends as a user message that no person typed.
 fn is_codex_injected(text: &str) -> bool {
-    let t = text.trim_start();
-    t.is_empty()
-        || t.starts_with("<environment_context>")
-        || t.starts_with("<user_instructions>")
-        || t.starts_with("# AGENTS.md")
-        || t.starts_with("<turn_aborted>")
-        || t.starts_with("<skills_instructions>")
+    crate::human::classify(text) == crate::human::UserText::Injected
 }
 
 /// The text and exit code of a Codex tool output. Current Codex writes plain text with a

@@ -1,0 +1,21 @@
+//! The cross review's reading side (docs/review.md, docs/architecture.md "review"): what a
+//! reviewer of another model family is shown about an idle session, and the answer it must give.
+//!
+//! - [`digest`]: one session read from both ends — the opening goal from the head, a bounded
+//!   tail of recent messages and the latest real human instruction from the end, the model
+//!   family the transcript records, and the position of the last record read — skipping what
+//!   the bridge and the agents put into the user role;
+//! - [`verdict`]: the answer's shape (`on_track | drifting | off_track | blocked`, the task, the
+//!   gaps, an optional correction), its committed JSON Schema and a validator whose error names
+//!   the field;
+//! - [`prompt`]: the reviewer's prompt built from a digest, and the one repair request sent back
+//!   with a validation error.
+//!
+//! Read-only: the agents' stores are never written.
+
+pub mod digest;
+pub mod error;
+pub mod prompt;
+pub mod verdict;
+
+pub use error::{Result, ReviewError};
