@@ -30,6 +30,7 @@ mod pool;
 mod token;
 mod transport;
 
+pub use ahp_types::state::{ConfirmationOption, ConfirmationOptionKind};
 pub use client::{HostConnection, OFFERED_PROTOCOL_VERSIONS};
 pub use deliver::{Answer, ConfirmOutcome, DeliverRequest, DeliveredTurn, PendingApproval};
 pub use error::{Error, Result};
