@@ -248,7 +248,15 @@ mod tests {
     #[test]
     fn ids_are_checked_so_a_path_cannot_escape_the_folder() {
         assert!(is_id("rv_0199a0b1c2d3e4f5a6b7c8d9e0f1a2b3"));
-        for bad in ["", "rv_", "../x", "rv_../../etc", "rv_a/b", "x_123", "rv_a.json"] {
+        for bad in [
+            "",
+            "rv_",
+            "../x",
+            "rv_../../etc",
+            "rv_a/b",
+            "x_123",
+            "rv_a.json",
+        ] {
             assert!(!is_id(bad), "{bad}");
         }
     }

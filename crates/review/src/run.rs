@@ -303,7 +303,8 @@ fn no_reviewer_problem(pool: &Pool, family: ModelFamily) -> String {
          the state directory or to CROSS_AGENT_PROVIDERS, e.g. \
          CROSS_AGENT_PROVIDERS=\"{example}\" (see docs/providers.md)",
         example = match family {
-            ModelFamily::Openai => "anthropic https://api.anthropic.com ANTHROPIC_API_KEY claude-sonnet-4-5",
+            ModelFamily::Openai =>
+                "anthropic https://api.anthropic.com ANTHROPIC_API_KEY claude-sonnet-4-5",
             _ => "openai https://api.openai.com/v1 OPENAI_API_KEY gpt-5",
         }
     )

@@ -74,9 +74,9 @@ impl ReviewArgs {
             Some(ReviewAction::List(args)) => list(args),
             Some(ReviewAction::Show(args)) => show(args),
             None => {
-                let session = self.session.context(
-                    "name a session: review SESSION [--json], or one of list / show ID",
-                )?;
+                let session = self
+                    .session
+                    .context("name a session: review SESSION [--json], or one of list / show ID")?;
                 run_review(&session, self.reviewer, self.send, self.json)
             }
         }
@@ -186,9 +186,10 @@ fn list(args: ListArgs) -> anyhow::Result<ExitCode> {
             r.session.agent.as_str().to_owned(),
             r.session.id.clone(),
             outcome_text(r),
-            r.reviewer
-                .as_ref()
-                .map_or_else(|| "-".to_owned(), |v| format!("{} ({})", v.provider, v.family)),
+            r.reviewer.as_ref().map_or_else(
+                || "-".to_owned(),
+                |v| format!("{} ({})", v.provider, v.family),
+            ),
         ]);
     }
     table.write(&mut out)?;

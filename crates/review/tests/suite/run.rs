@@ -137,7 +137,10 @@ fn anthropic(endpoint: &ModelEndpoint) -> Provider {
 /// A reviewer over OpenAI Responses (for the Claude session).
 fn responses(endpoint: &ModelEndpoint) -> Provider {
     provider(
-        &format!("openai {} TEST_KEY gpt-reviewer", endpoint.openai_base_url()),
+        &format!(
+            "openai {} TEST_KEY gpt-reviewer",
+            endpoint.openai_base_url()
+        ),
         Duration::from_secs(20),
     )
 }
@@ -289,7 +292,8 @@ fn a_malformed_answer_is_sent_back_once_with_the_error_and_the_repair_is_accepte
     // The first answer, quoted back, and the validator's error naming the field.
     assert!(second.contains(PROSE), "{second}");
     assert!(
-        second.contains("Your answer is not a valid verdict: `$` the answer is not one JSON object"),
+        second
+            .contains("Your answer is not a valid verdict: `$` the answer is not one JSON object"),
         "{second}"
     );
     assert!(second.contains(GOAL), "{second}");
@@ -443,10 +447,7 @@ fn no_provider_of_another_family_is_no_reviewer_and_nothing_is_asked() {
         ..settings(s.home.path())
     };
     let error = review(&s.claude, &same, &named).unwrap_err();
-    assert!(
-        matches!(error, ReviewError::SameFamily { .. }),
-        "{error:?}"
-    );
+    assert!(matches!(error, ReviewError::SameFamily { .. }), "{error:?}");
 
     let state = tempfile::tempdir().unwrap();
     record::record(&report, state.path(), &DecisionLog::new(state.path())).unwrap();
@@ -469,7 +470,10 @@ fn a_session_of_an_unknown_family_is_refused_rather_than_guessed() {
         .map(|e| e.unwrap())
         .find(|e| e.path().join(&name).is_file())
         .unwrap();
-    let to = home.path().join(".claude/projects").join(project.file_name());
+    let to = home
+        .path()
+        .join(".claude/projects")
+        .join(project.file_name());
     std::fs::create_dir_all(&to).unwrap();
     let text = std::fs::read_to_string(project.path().join(&name)).unwrap();
     let model = text
@@ -516,7 +520,10 @@ fn a_recorded_review_is_read_back_and_its_decision_line_holds_no_text() {
     .unwrap();
     let state = tempfile::tempdir().unwrap();
     let path = record::record(&report, state.path(), &DecisionLog::new(state.path())).unwrap();
-    assert_eq!(path, record::dir(state.path()).join(format!("{}.json", report.id)));
+    assert_eq!(
+        path,
+        record::dir(state.path()).join(format!("{}.json", report.id))
+    );
     use std::os::unix::fs::PermissionsExt;
     let mode = |p: &PathBuf| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
     assert_eq!(
@@ -548,7 +555,12 @@ fn a_recorded_review_is_read_back_and_its_decision_line_holds_no_text() {
         })
     );
     assert_eq!(
-        (&line["kind"], &line["outcome"], &line["session"], &line["agent"]),
+        (
+            &line["kind"],
+            &line["outcome"],
+            &line["session"],
+            &line["agent"]
+        ),
         (
             &json!("review_verdict"),
             &json!("verdict"),
@@ -567,8 +579,13 @@ fn a_recorded_review_is_read_back_and_its_decision_line_holds_no_text() {
     std::fs::copy(&path, &planted).unwrap();
     let link = record::dir(state.path()).join("rv_link.json");
     std::os::unix::fs::symlink(&planted, &link).unwrap();
-    let error = record::load(state.path(), "rv_link").unwrap_err().to_string();
-    assert!(error.contains("rv_link.json") && error.contains("symbolic link"), "{error}");
+    let error = record::load(state.path(), "rv_link")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("rv_link.json") && error.contains("symbolic link"),
+        "{error}"
+    );
     // And an id that is not one never becomes a path.
     assert!(matches!(
         record::load(state.path(), "../../etc/passwd"),
