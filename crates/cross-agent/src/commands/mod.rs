@@ -12,6 +12,7 @@ mod install;
 mod mcp;
 mod pin;
 mod reload;
+mod review;
 mod send;
 mod service;
 mod sessions;
@@ -62,6 +63,9 @@ pub enum Command {
     Handoff(handoff::HandoffArgs),
     /// The daemon's Telegram bot: setup (token from stdin), pair, status, unpair.
     Telegram(telegram::TelegramArgs),
+    /// A cross review: a model of another family judges whether a session is still on track
+    /// (review SESSION), and the kept reviews (list, show ID).
+    Review(review::ReviewArgs),
     /// What a Claude Code hook runs: the hook JSON on stdin, forwarded to the daemon (never
     /// started for it); prints the hook's answer. With no daemon, exits 0 at once, printing nothing.
     Hook(hook::HookArgs),
@@ -86,6 +90,7 @@ impl Command {
             Command::Service(args) => args.run(),
             Command::Handoff(args) => args.run(),
             Command::Telegram(args) => args.run(),
+            Command::Review(args) => args.run(),
             Command::Hook(args) => args.run(),
         }
     }

@@ -5,5 +5,6 @@
 mod digest_lines;
 mod digest_real;
 mod prompt;
+mod run;
 mod schema;
 mod verdict;
