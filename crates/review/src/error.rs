@@ -36,6 +36,19 @@ pub enum ReviewError {
         #[source]
         source: StoreError,
     },
+    /// `config.toml` (its `[review]` table) is unsafe or cannot be read.
+    #[error("{}: {problem}. {fix}", path.display())]
+    Settings {
+        path: PathBuf,
+        problem: String,
+        fix: String,
+    },
+    /// A file in the home is a link or someone else's (the message names it and the fix).
+    #[error(transparent)]
+    Home(#[from] cross_agent_home::Error),
+    /// The daemon, asked to send a correction, could not be reached or failed.
+    #[error("asking the daemon to send the correction: {0}")]
+    Daemon(#[source] Box<cross_agent_ipc::Error>),
 }
 
 impl ReviewError {

@@ -9,13 +9,21 @@
 //!   gaps, an optional correction), its committed JSON Schema and a validator whose error names
 //!   the field;
 //! - [`prompt`]: the reviewer's prompt built from a digest, and the one repair request sent back
-//!   with a validation error.
+//!   with a validation error;
+//! - [`settings`]: the `[review]` table of `CROSS_AGENT_HOME/config.toml` (steering, the robot,
+//!   the guard's limits);
+//! - [`guard`]: the escalation guard's rules over the facts the daemon gathers;
+//! - [`correct`]: asking the daemon to send a correction (`review_correction`).
 //!
-//! Read-only: the agents' stores are never written.
+//! Read-only: the agents' stores are never written (a correction reaches a session only as a
+//! bridge delivery, sent by the daemon).
 
+pub mod correct;
 pub mod digest;
 pub mod error;
+pub mod guard;
 pub mod prompt;
+pub mod settings;
 pub mod verdict;
 
 pub use error::{Result, ReviewError};
