@@ -12,6 +12,8 @@
 //!   (`cross-agent daemon restart`, `cross-agent reload`).
 //! - `telegram_sessions`: what the Telegram bot asks of the hub (session cards, prompts from
 //!   the phone and their answers, handoffs).
+//! - `review_correction`: a cross review's correction into a session past the escalation
+//!   guard, for every door (the CLI's `review --send`, the Telegram tap, the robot).
 //! - `copilot_hosts`: one connection to every running Copilot Agent Host, keeping the
 //!   listing current from the host itself and putting its tool confirmations on the phone.
 //! - `descriptors`: the file-descriptor limit raised at start, and the descriptors a detached
@@ -24,6 +26,7 @@ pub mod entry;
 mod error;
 pub mod handover;
 pub mod logging;
+mod review_correction;
 mod server;
 pub mod signals;
 mod telegram_sessions;

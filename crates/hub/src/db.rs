@@ -12,7 +12,8 @@
 //! payloads, pins, conversations and busy locks (read and written in [`crate::records`]).
 //! Migration 3 adds delivery leases, finish times and late-answer watches. Migration 4
 //! remembers damaged stores moved aside at start (see [`crate::integrity`]) and the deliveries
-//! that could still be read from them, and each start's integrity check.
+//! that could still be read from them, and each start's integrity check. Migration 5 keeps a
+//! Copilot sender's return route; migration 6 the cross review's corrections sent.
 //!
 //! Payloads at rest: every connection deletes with `secure_delete` on (a deleted row's bytes are
 //! overwritten with zeros, in its page and in freed pages), and [`HubDb::scrub_wal_when_due`]
@@ -72,7 +73,27 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "copilot_returns",
         sql: COPILOT_RETURNS_SQL,
     },
+    Migration {
+        version: 6,
+        name: "review_corrections",
+        sql: REVIEW_CORRECTIONS_SQL,
+    },
 ];
+
+/// Migration 6: the cross review's corrections sent into sessions (read in
+/// [`crate::records`]' `corrections`), so the escalation guard's day limit, cool-down and
+/// same-correction rule survive a restart. The correction's text is never kept: only the
+/// SHA-256 of its normalized text.
+const REVIEW_CORRECTIONS_SQL: &str = "CREATE TABLE review_corrections (
+    id              INTEGER PRIMARY KEY AUTOINCREMENT,
+    target_key      TEXT    NOT NULL,
+    sent_ms         INTEGER NOT NULL,
+    correction_hash TEXT    NOT NULL,
+    review_id       TEXT    NOT NULL,
+    delivery_id     TEXT    NOT NULL,
+    requested_by    TEXT    NOT NULL
+);
+CREATE INDEX review_corrections_by_target ON review_corrections (target_key, sent_ms);";
 
 /// Migration 5: a Copilot sender's verified return route (`CopilotReturn` as JSON: session URI,
 /// editor, SDK session, owner and MCP pids — never a token), kept with its request for as
@@ -514,6 +535,7 @@ mod tests {
             (3, "answers", 0xfbef_bf82_1ec5_669a),
             (4, "quarantine", 0x7f6c_2cb1_87c1_fb76),
             (5, "copilot_returns", 0xd37f_955a_2729_0446),
+            (6, "review_corrections", 0x45ec_209a_339b_8a04),
         ];
         let actual: Vec<(i64, &str, u64)> = MIGRATIONS
             .iter()
@@ -534,7 +556,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("hub.db");
         let db = HubDb::open(&path).unwrap();
-        assert_eq!(db.schema_version().unwrap(), 5);
+        assert_eq!(db.schema_version().unwrap(), 6);
         let mode: String = db
             .conn
             .query_row("PRAGMA journal_mode", [], |r| r.get(0))
@@ -546,7 +568,7 @@ mod tests {
             .conn
             .query_row("SELECT COUNT(*) FROM schema_migrations", [], |r| r.get(0))
             .unwrap();
-        assert_eq!(applied, 5);
+        assert_eq!(applied, 6);
     }
 
     #[test]
@@ -588,7 +610,7 @@ mod tests {
             .unwrap();
         drop(db);
         match HubDb::open(&path) {
-            Err(Error::SchemaTooNew { found, known, .. }) => assert_eq!((found, known), (99, 5)),
+            Err(Error::SchemaTooNew { found, known, .. }) => assert_eq!((found, known), (99, 6)),
             other => panic!("expected SchemaTooNew, got {other:?}"),
         }
     }

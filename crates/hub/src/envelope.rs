@@ -42,11 +42,28 @@ pub struct EnvelopeFields<'a> {
     pub request_id: &'a str,
     /// Typed by the human user on their phone and relayed by the Telegram bot.
     pub from_telegram: bool,
+    /// A cross review's correction: who reviewed, as the `from:` line names it
+    /// ([`reviewer_name`]). Set only by the daemon's `review_correction`, never from the wire.
+    pub from_reviewer: Option<&'a str>,
+}
+
+/// How the `from:` line of a cross review's correction names its reviewer:
+/// `openai gpt-5, another model family`.
+pub fn reviewer_name(provider: &str, model: &str, family: &str) -> String {
+    let model = model.trim();
+    if model.is_empty() {
+        format!("{provider}, model family {family}")
+    } else {
+        format!("{provider} {model}, model family {family}")
+    }
 }
 
 /// Everything of the envelope after its first line (the `queued:` line, when there is one, goes
 /// between the two at hand-over, when the wait is known).
 pub fn body(fields: &EnvelopeFields<'_>, message: &str) -> String {
+    if let Some(reviewer) = fields.from_reviewer {
+        return reviewer_body(fields, reviewer, message);
+    }
     let from = match fields.from_agent {
         None if fields.from_telegram => {
             "from: the human user, on their phone (cross-agent's Telegram bot)".to_owned()
@@ -82,6 +99,28 @@ pub fn body(fields: &EnvelopeFields<'_>, message: &str) -> String {
          the sender. When your answer is finished, end it with this request id alone on the last \
          line: {}\nPut the id only on the finished answer, never on an interim note (\"working on \
          it\").{continue_with}",
+        fields.conversation_id,
+        fields.hop,
+        fields.max_hops,
+        fields.request_id,
+        message.trim_end(),
+        fields.request_id,
+    )
+}
+
+/// A correction from the cross review: the reviewer is named, not the human and not a peer
+/// session; nobody waits for an answer (it stays on the delivery's record).
+fn reviewer_body(fields: &EnvelopeFields<'_>, reviewer: &str, message: &str) -> String {
+    format!(
+        "from: cross-agent's reviewer ({reviewer}; an automated review, not the human user)\n\
+         reply-to: nobody (your answer stays on the delivery's record for bridge_status)\n\
+         conversation: {} | hop {}/{}\nrequest: {}\n\n\
+         A reviewer read the start of this session and its recent messages and judged that the \
+         work may have moved away from what the person asked. Its correction:\n\n{}\n\n\
+         {FOOTER}\n\
+         Reply instructions: weigh the correction against what the person asked you; the \
+         person's own instructions come first. Carry on in this turn as you judge right and end \
+         your final message with this request id alone on the last line: {}",
         fields.conversation_id,
         fields.hop,
         fields.max_hops,

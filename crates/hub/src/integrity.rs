@@ -659,7 +659,7 @@ mod tests {
         std::fs::write(&path, b"not a database at all, just some text ".repeat(40)).unwrap();
         let (db, found) = open_checked(&path, tmp.path(), OnDamage::Quarantine).unwrap();
         assert_eq!(found.label(), "quarantined");
-        assert_eq!(db.schema_version().unwrap(), 5);
+        assert_eq!(db.schema_version().unwrap(), 6);
         // Two moved aside within a second get different names; the first is remembered,
         // though the store that remembered it was the second one moved aside.
         let stores = db.quarantined_stores().unwrap();

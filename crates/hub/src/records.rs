@@ -5,8 +5,11 @@
 //! queued with its payload (it goes out after a restart) or handed over without it (it is never
 //! re-sent). Busy locks carry an owner token, the owner's pid and a lease: a lock is released
 //! only by the token that took it, and a lock whose owner is dead or whose lease ran out (pid
-//! reuse) is reclaimed by the next taker.
+//! reuse) is reclaimed by the next taker. The cross review's corrections sent (`corrections`)
+//! live here too.
 
+mod corrections;
+pub use corrections::SentCorrection;
 mod pins;
 mod watches;
 

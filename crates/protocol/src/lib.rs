@@ -12,6 +12,7 @@ pub mod decisions;
 pub mod events;
 pub mod hook;
 pub mod panel;
+pub mod review;
 pub mod rpc;
 pub mod schema;
 pub mod settings;

@@ -459,6 +459,8 @@ rpc_methods! {
     Hook => "hook" (crate::hook::HookParams) -> crate::hook::HookResponse,
     /// A replaced daemon's event about a delivery it carries, for this daemon's subscribers.
     ForwardEvent => "forward_event" (ForwardEventParams) -> ForwardEventResponse,
+    /// A cross review's correction into the session it reviewed, past the escalation guard.
+    ReviewCorrection => "review_correction" (crate::review::ReviewCorrectionParams) -> crate::review::ReviewCorrectionResponse,
 }
 
 #[cfg(test)]
@@ -568,7 +570,8 @@ mod tests {
                 "bridge_status",
                 "handover",
                 "hook",
-                "forward_event"
+                "forward_event",
+                "review_correction"
             ]
         );
         assert_eq!(<StatusParams as Method>::NAME, "status");

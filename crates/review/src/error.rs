@@ -68,6 +68,16 @@ pub enum ReviewError {
     /// The home refused a path (a link, another user's, a mode it cannot fix).
     #[error(transparent)]
     Home(#[from] cross_agent_home::Error),
+    /// `config.toml` (its `[review]` table) is unsafe or cannot be read.
+    #[error("{}: {problem}. {fix}", path.display())]
+    Settings {
+        path: PathBuf,
+        problem: String,
+        fix: String,
+    },
+    /// The daemon, asked to send a correction, could not be reached or failed.
+    #[error("asking the daemon to send the correction: {0}")]
+    Daemon(#[source] Box<cross_agent_ipc::Error>),
 }
 
 impl ReviewError {

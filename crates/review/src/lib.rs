@@ -14,14 +14,22 @@
 //!   its answer validated and repaired once — ending in a [`run::ReviewReport`] whatever
 //!   happened;
 //! - [`record`]: the report's decision line and the copy kept in the home for `review show`.
+//! - [`settings`]: the `[review]` table of `CROSS_AGENT_HOME/config.toml` (steering, the robot,
+//!   the guard's limits);
+//! - [`guard`]: the escalation guard's rules over the facts the daemon gathers;
+//! - [`correct`]: asking the daemon to send a correction (`review_correction`).
 //!
-//! Read-only as to the agents: their stores are never written; only the bridge's home is.
+//! Read-only as to the agents: their stores are never written; only the bridge's home is (a
+//! correction reaches a session only as a bridge delivery, sent by the daemon).
 
+pub mod correct;
 pub mod digest;
 pub mod error;
+pub mod guard;
 pub mod prompt;
 pub mod record;
 pub mod run;
+pub mod settings;
 pub mod verdict;
 
 pub use error::{Result, ReviewError};

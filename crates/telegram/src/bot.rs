@@ -620,8 +620,9 @@ impl Bot {
         self.inner.desk.engine_events()
     }
 
-    /// The sessions with an approval waiting for a tap.
-    fn awaiting_approval(&self) -> std::collections::HashSet<String> {
+    /// The sessions with an approval waiting for a tap (the review's escalation guard sends
+    /// no correction into them).
+    pub fn awaiting_approval(&self) -> std::collections::HashSet<String> {
         self.inner
             .pending
             .lock()

@@ -11,7 +11,9 @@ use anyhow::Context as _;
 use clap::{Args, Subcommand};
 use cross_agent_decisions::{DecisionLog, clock, query};
 use cross_agent_home::Home;
+use cross_agent_protocol::review::{CorrectionRequester, ReviewCorrectionResponse};
 use cross_agent_providers::Pool;
+use cross_agent_review::correct::{self, Correction};
 use cross_agent_review::run::{ReviewOutcome, ReviewReport, ReviewSettings};
 use cross_agent_review::{record, review};
 use cross_agent_stores::StoreRoots;
@@ -122,15 +124,41 @@ fn run_review(
         );
     }
     if send {
-        // The escalation guard and the delivery are the daemon's; `correct::request` asks it.
-        eprintln!(
-            "cross-agent review: --send is not built yet; the correction was not sent (the \
-             review is kept as {})",
-            report.id
-        );
-        return Ok(ExitCode::FAILURE);
+        return send_correction(&report, json);
     }
     Ok(exit_code(&report))
+}
+
+/// `--send`: the daemon is asked to send the report's correction past the escalation guard
+/// (docs/review.md); the guard's answer is printed — on stderr beside `--json`, whose stdout
+/// is the report alone. 0 when it was sent, 1 when there was none to send or the guard refused.
+fn send_correction(report: &ReviewReport, json: bool) -> anyhow::Result<ExitCode> {
+    let say = |line: &str| {
+        if json {
+            eprintln!("cross-agent review: {line}");
+        } else {
+            println!("{line}");
+        }
+    };
+    let Some(correction) = Correction::of_report(report) else {
+        say(&format!(
+            "no correction to send: the review's outcome is {}{}",
+            report.outcome.as_str(),
+            if report.verdict.is_some() {
+                " without a correction"
+            } else {
+                ""
+            }
+        ));
+        return Ok(ExitCode::FAILURE);
+    };
+    let (_home, client) = super::bridge_client::connect()?;
+    let answer = correct::request(&client, &correction, CorrectionRequester::Cli)?;
+    say(&escape(&correct::describe(&answer)));
+    Ok(match answer {
+        ReviewCorrectionResponse::Sent { .. } => ExitCode::SUCCESS,
+        ReviewCorrectionResponse::Refused { .. } => ExitCode::FAILURE,
+    })
 }
 
 /// 0 for a verdict; 1 for a review that got none (it is still printed and recorded).

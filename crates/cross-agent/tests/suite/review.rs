@@ -3,7 +3,7 @@
 //! reviewed by the endpoint playing an xAI model over Chat Completions, configured with
 //! `CROSS_AGENT_PROVIDERS`; the `--json` report, the human rendering with the reviewer's control
 //! characters escaped, `review list` / `review show`, the decision lines without text, no
-//! reviewer of another family, and `--send` before the guard exists.
+//! reviewer of another family, and `--send` asking the daemon's escalation guard.
 
 use std::path::Path;
 use std::process::Command;
@@ -295,28 +295,73 @@ fn with_no_reviewer_of_another_family_nothing_is_asked_and_it_says_how_to_add_on
     assert!(text.contains("providers.toml"), "{text}");
 }
 
-#[test]
-fn send_is_parsed_and_says_it_is_not_built_yet() {
-    let user = User::new();
-    let id = claude_session(&user);
+/// Stops the daemon `--send` started, even when an assertion fails.
+struct StopDaemons<'a>(&'a Path);
+
+impl Drop for StopDaemons<'_> {
+    fn drop(&mut self) {
+        cross_agent_testkit::leaks::stop_daemons(self.0, cross_agent_testkit::leaks::SETTLE);
+    }
+}
+
+/// A reviewer answering every request with `verdict`.
+fn reviewer_answering(verdict: Value) -> (ModelEndpoint, String) {
     let endpoint = ModelEndpoint::start().unwrap();
     endpoint.push(
         Rule::on_any()
-            .reply_text(
-                json!({"verdict": "off_track", "task": "t", "gaps": ["g"], "correction": "c"})
-                    .to_string(),
-            )
+            .reply_text(verdict.to_string())
             .include_side_requests(),
     );
     let providers = format!(
         "openai {} TEST_KEY gpt-reviewer",
         endpoint.openai_base_url()
     );
+    (endpoint, providers)
+}
+
+#[test]
+fn send_asks_the_daemons_guard_and_prints_the_rule_that_refused() {
+    let user = User::new();
+    let _stop = StopDaemons(&user.state);
+    let id = claude_session(&user);
+
+    // A verdict without a correction: nothing to send, the daemon is not asked.
+    let (_endpoint, providers) =
+        reviewer_answering(json!({"verdict": "drifting", "task": "t", "gaps": ["g"]}));
     let out = review(&user, &providers, &["review", &id, "--send"])
         .output()
         .unwrap();
-    let err = stderr_of_exit_1(&out);
-    assert!(err.contains("--send is not built yet"), "{err}");
-    // The review itself was made and kept.
-    assert_eq!(reviews_in(&user.state).len(), 1);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains(
+            "no correction to send: the review's outcome is verdict without a correction"
+        ),
+        "{text}"
+    );
+
+    // An on-track verdict carrying a correction: the daemon's guard refuses it by its verdict
+    // rule, the CLI says so and exits 1, and the refusal is a decision line naming the rule.
+    let (_endpoint, providers) = reviewer_answering(
+        json!({"verdict": "on_track", "task": "t", "gaps": [], "correction": CORRECTION}),
+    );
+    let out = review(&user, &providers, &["review", &id, "--send"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("correction not sent, refused by the guard's verdict rule"),
+        "{text}"
+    );
+    let refused: Vec<Value> = reviews_in(&user.state)
+        .into_iter()
+        .filter(|d| d["kind"] == "review_correction_refused")
+        .collect();
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(refused[0]["details"]["rule"], "verdict");
+    assert_eq!(refused[0]["details"]["requested_by"], "cli");
+    // Both reviews were made and kept, and no correction text reached the log.
+    let log = std::fs::read_to_string(user.state.join("decisions.jsonl")).unwrap();
+    assert!(!log.contains("Revert Cargo.lock"), "{log}");
 }

@@ -21,6 +21,7 @@ use cross_agent_protocol::bridge::{
     SendParams,
 };
 use cross_agent_protocol::events::EngineEvent;
+use cross_agent_protocol::review::ReviewCorrectionParams;
 use cross_agent_protocol::rpc::{
     ClientRequest, ErrorCode, ForwardEventParams, ForwardEventResponse, ForwardedEvent,
     HandoverParams, HandoverResponse, HandoverStep, HelloParams, HelloResponse, METHODS, Method,
@@ -483,6 +484,27 @@ async fn dispatch(
                 respond::<cross_agent_protocol::hook::HookParams>(id, answer),
                 After::Continue,
             )
+        }
+        ClientRequest::ReviewCorrection(params) => {
+            let (engine, bot) = (shared.engine.clone(), shared.bot.clone());
+            let home = shared.home.root().to_owned();
+            let answered = tokio::task::spawn_blocking(move || {
+                crate::review_correction::correct(&engine, &bot, &home, &params)
+            })
+            .await;
+            let message = match answered {
+                Ok(Ok(response)) => respond::<ReviewCorrectionParams>(id, response),
+                Ok(Err(why)) => {
+                    tracing::warn!(error = %why, "review_correction could not be judged");
+                    error(Some(id), ErrorCode::Internal, why)
+                }
+                Err(e) => error(
+                    Some(id),
+                    ErrorCode::Internal,
+                    format!("the daemon failed while answering `review_correction`: {e}"),
+                ),
+            };
+            (message, After::Continue)
         }
         ClientRequest::ForwardEvent(params) => {
             let ForwardEventParams {

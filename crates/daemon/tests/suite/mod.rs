@@ -20,6 +20,7 @@ mod orphans;
 mod panels_codex;
 mod panels_grok;
 mod panels_real;
+mod review_correction;
 mod scope;
 mod store_check;
 mod telegram_handover;

@@ -31,7 +31,7 @@ pub(super) struct Panel {
     pub(super) driver: PanelDriver,
     /// The process standing for the window's extension host (the shim's parent).
     window: u32,
-    shim: u32,
+    pub(super) shim: u32,
 }
 
 impl Panel {
@@ -74,7 +74,7 @@ impl Panel {
     }
 
     /// A human turn typed into the panel, so it holds a conversation; returns its id.
-    fn converse(&mut self, bridge: &Bridge, prompt: &str) -> String {
+    pub(super) fn converse(&mut self, bridge: &Bridge, prompt: &str) -> String {
         bridge
             .endpoint
             .push(Rule::on_user_text(prompt).reply_text("human reply").once());
@@ -99,7 +99,7 @@ impl Panel {
 }
 
 /// Waits for a registration in `panels/` that satisfies `wanted`.
-fn registration_where(
+pub(super) fn registration_where(
     bridge: &Bridge,
     wanted: impl Fn(&PanelRegistration) -> bool,
 ) -> PanelRegistration {

@@ -117,6 +117,7 @@ use crate::db::HubDb;
 use crate::error::Result;
 use cross_agent_protocol::timestamp::now_rfc3339;
 
+mod activity;
 mod admission;
 mod answers;
 mod busy;
@@ -136,6 +137,7 @@ mod status;
 mod target;
 mod withheld;
 
+pub use activity::SessionActivity;
 use answers::{recent_turns, watch_secs};
 pub use config::EngineConfig;
 use dispatch::is_agent_process;

@@ -44,6 +44,8 @@ pub(super) struct Acceptance<'a> {
     pub(super) conversation: Conversation,
     /// The directory the send was made from (the pin key of a created session).
     pub(super) cwd_text: &'a str,
+    /// A cross review's correction: the reviewer the envelope names as its sender.
+    pub(super) reviewer: Option<&'a str>,
 }
 
 /// When a send was accepted and what it is called: fixed once, at acceptance.
@@ -382,6 +384,7 @@ fn job_of(acceptance: &Acceptance<'_>, stamp: &Stamp) -> Job {
                 ..
             },
         cwd_text,
+        reviewer,
     } = acceptance;
     let (agent, hop, request_id) = (params.agent, *hop, &stamp.request_id);
     let will_create = resolved.new_reason.is_some();
@@ -397,7 +400,9 @@ fn job_of(acceptance: &Acceptance<'_>, stamp: &Stamp) -> Job {
                 max_hops: settings.max_hops,
                 request_id,
                 from_telegram: caller.agent.is_none()
+                    && reviewer.is_none()
                     && params.caller.client_name.as_deref() == Some(envelope::TELEGRAM_CLIENT),
+                from_reviewer: *reviewer,
             },
             &params.message,
         )

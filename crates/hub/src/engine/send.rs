@@ -64,7 +64,19 @@ struct Request<'a> {
 impl Engine {
     /// `send_to_*`: refuses, or records the delivery and answers with a receipt at once.
     pub fn send(&self, params: SendParams) -> crate::Result<SendResponse> {
-        self.inner.admission.send(params, self)
+        self.inner.admission.send(params, self, None)
+    }
+
+    /// A cross review's correction, sent through the same guards and doors as any send (panel
+    /// first) from a caller that is no session, its envelope naming `reviewer`
+    /// ([`envelope::reviewer_name`]) as the sender. The daemon's `review_correction` is the
+    /// only caller, after the escalation guard.
+    pub fn send_review_correction(
+        &self,
+        params: SendParams,
+        reviewer: &str,
+    ) -> crate::Result<SendResponse> {
+        self.inner.admission.send(params, self, Some(reviewer))
     }
 }
 
@@ -74,9 +86,10 @@ impl Admission {
         &self,
         params: SendParams,
         others: &dyn Neighbours,
+        reviewer: Option<&str>,
     ) -> crate::Result<SendResponse> {
         let agent = params.agent;
-        let response = match self.try_send(&params, others) {
+        let response = match self.try_send(&params, others, reviewer) {
             Ok(receipt) => SendResponse::Accepted(receipt),
             Err(Stopped::Refused(refusal)) => SendResponse::Refused(refusal),
             Err(Stopped::Failed(error)) => return Err(error),
@@ -91,6 +104,7 @@ impl Admission {
         &self,
         params: &SendParams,
         others: &dyn Neighbours,
+        reviewer: Option<&str>,
     ) -> Result<SendReceipt, Stopped> {
         let agent = params.agent;
         let settings = CallSettings::from_settings(&params.caller.settings);
@@ -150,6 +164,7 @@ impl Admission {
                 settings: &settings,
                 conversation,
                 cwd_text: &cwd_text,
+                reviewer,
             },
             others,
         )?)

@@ -13,6 +13,7 @@ fn fields() -> EnvelopeFields<'static> {
         max_hops: 4,
         request_id: "req_1795992430029_a1b2c3",
         from_telegram: false,
+        from_reviewer: None,
     }
 }
 
@@ -71,6 +72,7 @@ fn a_prompt_from_the_phone_says_it_is_the_human_user_not_a_peer() {
         from_agent: None,
         from_session: None,
         from_telegram: true,
+        from_reviewer: None,
         ..fields()
     };
     let text = body(&fields, "Please look at the failing test.");

@@ -33,6 +33,7 @@ fn peer_envelope(from: Agent) -> String {
             max_hops: 4,
             request_id: REQUEST_IN,
             from_telegram: false,
+            from_reviewer: None,
         },
         PEER_ASK,
     );
