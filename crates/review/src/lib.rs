@@ -11,8 +11,12 @@
 //! - [`prompt`]: the reviewer's prompt built from a digest, and the one repair request sent back
 //!   with a validation error.
 //!
+//! - [`cadence`]: the review robot's timing (which idle sessions are due, a cap per pass) and
+//!   its state file, session ids hashed with a per-install secret.
+//!
 //! Read-only: the agents' stores are never written.
 
+pub mod cadence;
 pub mod digest;
 pub mod error;
 pub mod prompt;
