@@ -14,6 +14,9 @@
 //!   the phone and their answers, handoffs).
 //! - `copilot_hosts`: one connection to every running Copilot Agent Host, keeping the
 //!   listing current from the host itself and putting its tool confirmations on the phone.
+//! - `robot` and `review_door`: the review robot's passes over idle sessions (with
+//!   `review.robot = true`), and how a review (a child `cross-agent review --json`) and a
+//!   correction (the escalation guard) are asked for, by the robot and the Review button.
 //! - `descriptors`: the file-descriptor limit raised at start, and the descriptors a detached
 //!   daemon inherited closed.
 //! - [`logging`] writes `logs/daemon.log.<date>` (rotated daily, two weeks kept).
@@ -24,6 +27,8 @@ pub mod entry;
 mod error;
 pub mod handover;
 pub mod logging;
+mod review_door;
+mod robot;
 mod server;
 pub mod signals;
 mod telegram_sessions;

@@ -121,6 +121,33 @@ pub struct Destination {
     pub label: String,
 }
 
+/// What a review from the phone came to (the daemon's `cross-agent review`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ReviewCard {
+    /// The review's id (`rv_…`), what Send correction names.
+    pub review_id: String,
+    /// `verdict`, `unparseable`, `reviewer_failed` or `no_reviewer`.
+    pub outcome: String,
+    /// `on_track`, `drifting`, `off_track`, `blocked` (with a verdict).
+    pub verdict: Option<String>,
+    pub task: Option<String>,
+    pub gaps: Vec<String>,
+    pub correction: Option<String>,
+    /// "provider model (family)".
+    pub reviewer: Option<String>,
+    /// Why there is no verdict (a failure, no reviewer configured).
+    pub reason: Option<String>,
+}
+
+/// What became of a correction the guard was asked about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CorrectionAnswer {
+    /// It went into the session as delivery `delivery_id`.
+    Sent { delivery_id: String },
+    /// The guard refused it: the first rule that did, and why.
+    Refused { rule: String, reason: String },
+}
+
 /// What the daemon does for the bot. Blocking: the bot calls it from blocking tasks. An error is
 /// a sentence for the person on the phone.
 pub trait SessionHost: Send + Sync + 'static {
@@ -134,6 +161,21 @@ pub trait SessionHost: Send + Sync + 'static {
     fn destinations(&self, session: &SessionRef) -> Result<Vec<Destination>, String>;
     /// Hands `session` to `destination`; says what was done.
     fn hand_off(&self, session: &SessionRef, destination: &str) -> Result<String, String>;
+    /// Reviews `session` with a reviewer of another model family (blocking, up to minutes).
+    fn review(&self, session: &SessionRef) -> Result<ReviewCard, String> {
+        let _ = session;
+        Err("review is not available on this daemon".to_owned())
+    }
+    /// Asks the escalation guard to send review `review_id`'s correction into `session`, as
+    /// requested from Telegram.
+    fn send_correction(
+        &self,
+        session: &SessionRef,
+        review_id: &str,
+    ) -> Result<CorrectionAnswer, String> {
+        let _ = (session, review_id);
+        Err("corrections are not available on this daemon".to_owned())
+    }
     /// What happens to the hub's deliveries from now on, typed and in process; `None` when the
     /// host has no engine to listen to. Not blocking.
     fn engine_events(
