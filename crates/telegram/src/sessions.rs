@@ -1,5 +1,5 @@
 //! Sessions from the phone: `/sessions` cards, prompts and files sent to a session, forum
-//! topics, and the Hand off button.
+//! topics, and the Hand off and Review buttons.
 //!
 //! The bot does not know the hub: the daemon gives it a [`SessionHost`] (a small blocking
 //! trait; `docs/architecture.md`, layering) that lists the live sessions, sends a prompt as a
@@ -15,7 +15,9 @@
 //! it (its card, the receipt, the answer) is posted into that topic.
 //!
 //! Every step is a decision line: `telegram_prompt` (sent, refused), `telegram_file` (saved,
-//! refused), `telegram_topic` (created, failed), `telegram_handoff` (done, failed).
+//! refused), `telegram_topic` (created, failed), `telegram_handoff` (done, failed),
+//! `telegram_review` (the review's outcome, or failed), `telegram_correction` (sent, refused
+//! with the guard's rule, failed).
 //!
 //! Nothing here sends by itself: cards, receipts, answers and notices go out through the bot's
 //! [`OutboundQueue`] (in order with the notifications of the same chat, 429s waited out, a parse
@@ -42,6 +44,7 @@ mod files;
 mod handoff;
 mod listing;
 mod prompt;
+mod review;
 
 /// How often a prompt's delivery is looked at for its answer.
 const ANSWER_POLL: Duration = Duration::from_secs(1);
@@ -532,6 +535,16 @@ impl Desk {
             Action::HandOffTo(session, destination) => {
                 tokio::spawn(async move { desk.hand_off(&out, place, session, destination).await });
                 "Handing off"
+            }
+            Action::Review(session) => {
+                tokio::spawn(async move { desk.review(&out, place, session).await });
+                "Reviewing"
+            }
+            Action::SendCorrection(session, review_id) => {
+                tokio::spawn(
+                    async move { desk.send_correction(&out, place, session, review_id).await },
+                );
+                "Asking the guard"
             }
         }
     }
