@@ -28,7 +28,7 @@ mod error;
 pub mod handover;
 pub mod logging;
 mod review_door;
-mod robot;
+pub mod robot;
 mod server;
 pub mod signals;
 mod telegram_sessions;

@@ -12,6 +12,7 @@ mod install;
 mod mcp;
 mod pin;
 mod reload;
+mod review_status;
 mod send;
 mod service;
 mod sessions;
@@ -65,12 +66,17 @@ pub enum Command {
     /// What a Claude Code hook runs: the hook JSON on stdin, forwarded to the daemon (never
     /// started for it); prints the hook's answer. With no daemon, exits 0 at once, printing nothing.
     Hook(hook::HookArgs),
+    /// The cross review. (This branch has only `review status`; the lead folds it into
+    /// `commands/review.rs`'s subcommands as `Status(review_status::StatusArgs)`.)
+    #[command(subcommand)]
+    Review(review_status::ReviewCommand),
 }
 
 impl Command {
     pub fn run(self) -> anyhow::Result<ExitCode> {
         match self {
             Command::Sessions(args) => args.run(),
+            Command::Review(review_status::ReviewCommand::Status(args)) => args.run(),
             Command::Daemon(args) => args.run(),
             Command::Mcp(args) => args.run(),
             Command::Send(args) => args.run(),
