@@ -89,13 +89,12 @@ pub fn button(keys: &mut Keys, text: &str, action: Action) -> Value {
     json!({"text": text, "callback_data": format!("s:{}", keys.add(action))})
 }
 
-/// The buttons under a session card: Prompt, Status, Focus, then Hand off and Review.
+/// The buttons under a session card, one row: Prompt, Status, Focus, Hand off, Review.
 pub fn card_markup(keys: &mut Keys, session: &SessionRef) -> Value {
     json!({"inline_keyboard": [[
         button(keys, "✍️ Prompt", Action::Prompt(session.clone())),
         button(keys, "ℹ️ Status", Action::Status(session.clone())),
         button(keys, "🎯 Focus", Action::Focus(session.clone())),
-    ], [
         button(keys, "🤝 Hand off", Action::HandOff(session.clone())),
         button(keys, "🔍 Review", Action::Review(session.clone())),
     ]]})
@@ -169,7 +168,12 @@ mod tests {
         let mut keys = Keys::default();
         let markup = card_markup(&mut keys, &session());
         let rows = markup["inline_keyboard"].as_array().unwrap();
-        let all: Vec<&Value> = rows.iter().flat_map(|r| r.as_array().unwrap()).collect();
+        assert_eq!(
+            rows.len(),
+            1,
+            "one row: the tests and the demo read the first"
+        );
+        let all: Vec<&Value> = rows[0].as_array().unwrap().iter().collect();
         assert_eq!(all.len(), 5);
         for b in &all {
             let data = b["callback_data"].as_str().unwrap();

@@ -19,4 +19,5 @@ mod sessions;
 mod telegram;
 mod telegram_approvals;
 mod telegram_copilot;
+mod telegram_review;
 mod telegram_sessions;

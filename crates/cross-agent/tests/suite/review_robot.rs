@@ -13,16 +13,22 @@ use super::telegram::{BIN, WAIT, wait_within};
 
 const SESSIONS: usize = 5;
 
-struct Place {
+pub(super) struct Place {
     _dir: tempfile::TempDir,
-    home: PathBuf,
-    state: PathBuf,
-    ids: Vec<String>,
+    pub(super) home: PathBuf,
+    pub(super) state: PathBuf,
+    pub(super) ids: Vec<String>,
 }
 
 impl Place {
-    /// A HOME with `SESSIONS` Claude Code sessions whose last turn ended 30 minutes ago.
+    /// A HOME with `SESSIONS` Claude Code sessions whose last turn ended 30 minutes ago, and the
+    /// robot on.
     fn new() -> Place {
+        Place::with_config("[review]\nrobot = true\nrobot_after_idle_minutes = 0\n")
+    }
+
+    /// The same with `config` as `config.toml`.
+    pub(super) fn with_config(config: &str) -> Place {
         let dir = tempfile::tempdir().unwrap();
         let home = dir.path().join("home");
         let state = dir.path().join("state");
@@ -58,11 +64,7 @@ impl Place {
                 id
             })
             .collect();
-        std::fs::write(
-            state.join("config.toml"),
-            "[review]\nrobot = true\nrobot_after_idle_minutes = 0\n",
-        )
-        .unwrap();
+        std::fs::write(state.join("config.toml"), config).unwrap();
         Place {
             _dir: dir,
             home,
@@ -71,7 +73,7 @@ impl Place {
         }
     }
 
-    fn command(&self, args: &[&str]) -> Command {
+    pub(super) fn command(&self, args: &[&str]) -> Command {
         let mut command = Command::new(BIN);
         command
             .args(args)
@@ -83,7 +85,7 @@ impl Place {
         command
     }
 
-    fn daemon(&self) -> Child {
+    pub(super) fn daemon(&self) -> Child {
         self.command(&["daemon", "run"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -101,7 +103,7 @@ impl Place {
     }
 }
 
-fn decisions(state: &Path) -> Vec<Value> {
+pub(super) fn decisions(state: &Path) -> Vec<Value> {
     std::fs::read_to_string(state.join("decisions.jsonl"))
         .unwrap_or_default()
         .lines()
@@ -109,7 +111,7 @@ fn decisions(state: &Path) -> Vec<Value> {
         .collect()
 }
 
-fn stop(place: &Place, mut daemon: Child) {
+pub(super) fn stop(place: &Place, mut daemon: Child) {
     let _ = place.command(&["daemon", "stop"]).output();
     let _ = daemon.wait();
 }
