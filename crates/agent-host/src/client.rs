@@ -301,6 +301,16 @@ impl HostConnection {
         }
     }
 
+    /// Whether the connection has ended (the host closed it, an I/O error, or `ahp`'s drive
+    /// loop stopped): a kept connection found so is replaced, never used again.
+    pub fn is_closed(&self) -> bool {
+        use futures_util::FutureExt as _;
+        // A fresh event stream yields `None` at once only when the client is torn down; while
+        // it is up, nothing is ready on it yet.
+        self.inner.closed.is_set()
+            || matches!(self.inner.client.events().recv().now_or_never(), Some(None))
+    }
+
     /// Why the connection ended, or a generic reason while it is still up.
     pub(crate) fn close_reason(&self) -> String {
         self.inner.closed.get()

@@ -213,14 +213,17 @@ impl HostConnection {
         }
     }
 
-    /// Answers a tool call waiting for confirmation (`chat/toolCallConfirmed`). The host
-    /// applies only the first answer; a later one comes back refused.
+    /// Answers a tool call waiting for confirmation (`chat/toolCallConfirmed`). `option` is
+    /// the id of the host's own confirmation option that was chosen (`selectedOptionId`), when
+    /// it offered some; `approved` must be that option's kind. The host applies only the first
+    /// answer; a later one comes back refused.
     pub async fn confirm_tool_call(
         &self,
         chat: &str,
         turn_id: &str,
         tool_call_id: &str,
         approved: bool,
+        option: Option<&str>,
     ) -> Result<ConfirmOutcome> {
         let mut channel = self
             .subscribe(chat, "subscribing to the chat to confirm a tool call")
@@ -236,7 +239,7 @@ impl HostConnection {
             edited_tool_input: None,
             user_suggestion: None,
             reason_message: None,
-            selected_option_id: None,
+            selected_option_id: option.map(str::to_owned),
         });
         let client_seq = self
             .inner

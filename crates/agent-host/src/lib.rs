@@ -13,6 +13,8 @@
 //!   the host accepted it, refused it, or left the outcome unknown; [`DeliveredTurn::answer`]
 //!   collects the reply, surfacing tool calls that wait for a confirmation as
 //!   [`PendingApproval`]s, which [`HostConnection::confirm_tool_call`] answers;
+//! - [`HostPool`] keeps one connection per host endpoint for the carrier, replacing it
+//!   lazily when it ends or the endpoint's entry changes;
 //! - [`HostConnection::watch_input`] follows the confirmations a session waits on, whoever
 //!   started the turn (for the Telegram bot).
 //!
@@ -24,13 +26,16 @@ mod deliver;
 mod error;
 mod input;
 mod listing;
+mod pool;
 mod token;
 mod transport;
 
+pub use ahp_types::state::{ConfirmationOption, ConfirmationOptionKind};
 pub use client::{HostConnection, OFFERED_PROTOCOL_VERSIONS};
 pub use deliver::{Answer, ConfirmOutcome, DeliverRequest, DeliveredTurn, PendingApproval};
 pub use error::{Error, Result};
 pub use input::{InputChange, InputWatch};
 pub use listing::{RootEvent, RootEvents, SessionInfo, SessionStatusBits, editor_id};
+pub use pool::{EndpointKey, HostPool};
 pub use token::ConnectionToken;
 pub use transport::MAX_MESSAGE_BYTES;

@@ -7,7 +7,7 @@
 use std::fmt;
 
 /// The `connectionToken` of a host's endpoint entry.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct ConnectionToken(String);
 
 impl ConnectionToken {

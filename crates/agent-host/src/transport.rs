@@ -38,6 +38,11 @@ impl CloseReason {
         }
     }
 
+    /// Whether the transport saw the connection end.
+    pub(crate) fn is_set(&self) -> bool {
+        self.0.lock().is_some()
+    }
+
     /// The reason, or a generic one when the transport never saw the end (e.g. the drive task
     /// stopped first).
     pub(crate) fn get(&self) -> String {

@@ -21,8 +21,9 @@
 //! - for a Copilot sender, whose answer goes back into its own chat through its host (the
 //!   answer leaving the daemon in the literal sense): `chat/turnComplete` of the answering
 //!   chat → the host reading the return's `chat/turnStarted` for the sender's chat, both on
-//!   the fake host's clock, 100 times; and of that, the part before the return's connection
-//!   sends `initialize` (the rest is the AHP handshake on a fresh connection).
+//!   the fake host's clock, 100 times; and of that, the part before the return's first request
+//!   to the host (`subscribe` on the connection the carrier keeps for the host, `initialize`
+//!   when it had to connect): the rest is the AHP exchange.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -277,13 +278,17 @@ fn main() {
             .nth(n)
             .expect("the answer put into the sender's chat");
         returned.push(arrived.duration_since(answered.at).unwrap_or_default());
-        // Where that time goes: the return's connection to the host begins its AHP handshake
-        // with `initialize`; before it: the record closed, the return queued and claimed, its
-        // route checked, the registry read, the socket connected and upgraded.
+        // Where that time goes: the return's first request to the host (`subscribe` on the
+        // kept connection; `initialize` on a fresh one); before it: the record closed, the
+        // return queued and claimed, its route checked, the registry read (and, without a
+        // kept connection, the socket connected and upgraded). The answering delivery's own
+        // `unsubscribe`s are notifications, not requests of the return.
         let first = host
             .received_at()
             .into_iter()
-            .find(|(m, at)| *at > answered.at && m["method"] == "initialize")
+            .find(|(m, at)| {
+                *at > answered.at && (m["method"] == "initialize" || m["method"] == "subscribe")
+            })
             .map(|(_, at)| at)
             .unwrap();
         before_connecting.push(first.duration_since(answered.at).unwrap_or_default());
@@ -305,7 +310,7 @@ fn main() {
         &returned,
     );
     report(
-        "  of which: chat/turnComplete → the return's `initialize` (the rest: the handshake)",
+        "  of which: chat/turnComplete → the return's first request (the rest: the AHP exchange)",
         &before_connecting,
     );
     println!("  goal: the answer leaves the daemon ≤ {SETTLE_GOAL:.0?} after chat/turnComplete");

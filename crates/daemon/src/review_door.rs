@@ -116,7 +116,7 @@ fn card_of(report: &Value) -> ReviewCard {
             .collect(),
         correction: text("correction"),
         reviewer,
-        reason: text("reason").or_else(|| text("error")),
+        reason: text("problem"),
     }
 }
 

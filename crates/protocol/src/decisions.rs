@@ -68,9 +68,14 @@ impl DecisionKind {
     pub const PIN_SET: DecisionKind = DecisionKind::known("pin_set");
     /// A pin was removed (by the caller, or dropped by the engine).
     pub const PIN_CLEARED: DecisionKind = DecisionKind::known("pin_cleared");
+    /// A cross review got a verdict (`outcome` `verdict`, `details.verdict` which one).
+    pub const REVIEW_VERDICT: DecisionKind = DecisionKind::known("review_verdict");
+    /// A cross review got no verdict (`outcome` `unparseable`, `reviewer_failed` or
+    /// `no_reviewer`; `guard` the failure's kind).
+    pub const REVIEW_FAILED: DecisionKind = DecisionKind::known("review_failed");
 
     /// Every kind this version writes.
-    pub const KNOWN: [DecisionKind; 12] = [
+    pub const KNOWN: [DecisionKind; 14] = [
         DecisionKind::SEND_ACCEPTED,
         DecisionKind::SEND_REFUSED,
         DecisionKind::TARGET_CHOSEN,
@@ -83,6 +88,8 @@ impl DecisionKind {
         DecisionKind::LATE_ANSWER,
         DecisionKind::PIN_SET,
         DecisionKind::PIN_CLEARED,
+        DecisionKind::REVIEW_VERDICT,
+        DecisionKind::REVIEW_FAILED,
     ];
 
     const fn known(name: &'static str) -> DecisionKind {
@@ -127,6 +134,12 @@ impl Outcome {
     pub const ANSWERED: Outcome = Outcome::known("answered");
     pub const SET: Outcome = Outcome::known("set");
     pub const CLEARED: Outcome = Outcome::known("cleared");
+    /// A cross review's outcomes: a verdict, an answer that did not validate after one
+    /// repair, a reviewer that did not answer, no reviewer of another family configured.
+    pub const VERDICT: Outcome = Outcome::known("verdict");
+    pub const UNPARSEABLE: Outcome = Outcome::known("unparseable");
+    pub const REVIEWER_FAILED: Outcome = Outcome::known("reviewer_failed");
+    pub const NO_REVIEWER: Outcome = Outcome::known("no_reviewer");
 
     const fn known(name: &'static str) -> Outcome {
         Outcome(Cow::Borrowed(name))

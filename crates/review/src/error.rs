@@ -40,6 +40,38 @@ pub enum ReviewError {
         #[source]
         source: StoreError,
     },
+    /// The session's model family is not known, so no reviewer can be told to be of another.
+    #[error(
+        "session {id} ({agent}) {model}, whose model family this build does not know; the \
+         reviewer must be of another family, so none is chosen by guessing and nothing was asked"
+    )]
+    UnknownFamily {
+        id: String,
+        agent: Agent,
+        /// "records model NAME" or "records no model".
+        model: String,
+    },
+    /// `--reviewer NAME` names no provider of the pool.
+    #[error("no provider named {name:?} is configured (configured: {configured})")]
+    UnknownProvider { name: String, configured: String },
+    /// `--reviewer NAME` names a provider of the session's own family.
+    #[error(
+        "provider {name} is of the {family} family, the session's own; a review needs a model \
+         of another family"
+    )]
+    SameFamily { name: String, family: String },
+    /// A review id that is not one (`rv_` and letters, digits, `-`, `_`).
+    #[error("{id:?} is not a review id (they look like rv_0199…; see `cross-agent review list`)")]
+    BadId { id: String },
+    /// No kept report has this id.
+    #[error("no review {id} is kept in {} (see `cross-agent review list`)", dir.display())]
+    ReviewNotFound { id: String, dir: PathBuf },
+    /// A kept report that does not read as one.
+    #[error("{} is not a review report: {why}", path.display())]
+    BadReport { path: PathBuf, why: String },
+    /// The home refused a path (a link, another user's, a mode it cannot fix).
+    #[error(transparent)]
+    Home(#[from] cross_agent_home::Error),
 }
 
 impl ReviewError {

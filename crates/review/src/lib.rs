@@ -9,17 +9,24 @@
 //!   gaps, an optional correction), its committed JSON Schema and a validator whose error names
 //!   the field;
 //! - [`prompt`]: the reviewer's prompt built from a digest, and the one repair request sent back
-//!   with a validation error.
+//!   with a validation error;
+//! - [`run`]: one review — the reviewer of another family picked from the provider pool, asked,
+//!   its answer validated and repaired once — ending in a [`run::ReviewReport`] whatever
+//!   happened;
+//! - [`record`]: the report's decision line and the copy kept in the home for `review show`.
 //!
 //! - [`cadence`]: the review robot's timing (which idle sessions are due, a cap per pass) and
 //!   its state file, session ids hashed with a per-install secret.
 //!
-//! Read-only: the agents' stores are never written.
+//! Read-only as to the agents: their stores are never written; only the bridge's home is.
 
 pub mod cadence;
 pub mod digest;
 pub mod error;
 pub mod prompt;
+pub mod record;
+pub mod run;
 pub mod verdict;
 
 pub use error::{Result, ReviewError};
+pub use run::{ReviewOutcome, ReviewReport, ReviewSettings, Reviewer, review};

@@ -22,8 +22,9 @@ pub type AnswerFuture = Pin<Box<dyn Future<Output = Result<(), String>> + Send>>
 
 /// Where a tap's answer goes: one more source of approvals is one more implementation.
 pub trait AnswerWay: Send + 'static {
-    /// Hands over `allow`, tapped by `user_id`.
-    fn answer(self: Box<Self>, allow: bool, user_id: i64) -> AnswerFuture;
+    /// Hands over `allow`, tapped by `user_id`; `choice` is the id of the source's own choice
+    /// that was tapped ([`crate::approval_card::Choice::id`]), `None` for a plain Allow / Deny.
+    fn answer(self: Box<Self>, allow: bool, choice: Option<String>, user_id: i64) -> AnswerFuture;
 }
 
 /// One approval to ask.
@@ -59,14 +60,21 @@ pub(crate) async fn ask(bot: Bot, offer: Offer, mut gone: oneshot::Receiver<()>,
         tap = &mut posted.answer => {
             let Ok(tap) = tap else { return };
             let waited_ms = posted.started.elapsed().as_millis() as u64;
-            let taken = way.answer(tap.allow, tap.user_id).await;
+            let picked = tap.choice.and_then(|i| card.choices.get(i));
+            let taken = way
+                .answer(tap.allow, picked.map(|c| c.id.clone()), tap.user_id)
+                .await;
             let outcome = if tap.allow { "allowed" } else { "denied" };
             match taken {
-                Ok(()) => bot.record(
-                    decision(outcome)
+                Ok(()) => {
+                    let mut line = decision(outcome)
                         .detail("user_id", tap.user_id)
-                        .detail("waited_ms", waited_ms),
-                ),
+                        .detail("waited_ms", waited_ms);
+                    if let Some(choice) = picked {
+                        line = line.detail("choice", bot.scrub(&choice.id));
+                    }
+                    bot.record(line);
+                }
                 Err(reason) => {
                     let reason = bot.scrub(&reason);
                     bot.amend_card(

@@ -35,10 +35,12 @@ pub const DEFAULT_APPROVAL_WAIT: Duration = Duration::from_secs(120);
 /// How often the daemon looks for a newly set-up token, or for a lock another poller let go.
 const SUPERVISE_PAUSE: Duration = Duration::from_secs(1);
 
-/// A tap: allowed or not, and by whom.
+/// A tap: allowed or not, which of the card's own choices (its index) when it has some, and by
+/// whom.
 #[derive(Debug, Clone, Copy)]
 pub struct Tap {
     pub allow: bool,
+    pub choice: Option<usize>,
     pub user_id: i64,
 }
 
@@ -48,6 +50,8 @@ struct Pending {
     summary: String,
     /// The session that waits, for its card's "awaiting approval".
     session: String,
+    /// The card's own choices: what an `o:` tap picks.
+    choices: Vec<crate::approval_card::Choice>,
 }
 
 struct Inner {
@@ -320,6 +324,7 @@ impl Bot {
                 Some(Path::new(card.cwd)).filter(|p| p.is_absolute()),
             ),
             partial: false,
+            choices: Vec::new(),
         };
         let Some(mut posted) = self.post_card(&shown, card.session).await else {
             self.record(approval("ask").reason("no paired Telegram chat is being polled"));
@@ -422,11 +427,12 @@ impl Bot {
                 posted: Vec::new(),
                 summary,
                 session: session.to_owned(),
+                choices: card.choices.clone(),
             },
         );
         let started = Instant::now();
         let rendered = card.render(|text| self.scrub(text));
-        let markup = card.buttons(&key);
+        let markup = card.buttons(&key, |text| self.scrub(text));
         for chat in chats {
             let html = match &rendered {
                 Rendered::Inline { html } => html.clone(),
@@ -540,20 +546,50 @@ impl Bot {
         data: &str,
         user_id: i64,
     ) -> &'static str {
-        let (allow, key) = match data.split_once(':') {
-            Some(("a", key)) => (true, key),
-            Some(("d", key)) => (false, key),
+        let (allow, key, choice) = match data.split_once(':') {
+            Some(("a", key)) => (Some(true), key, None),
+            Some(("d", key)) => (Some(false), key, None),
+            Some(("o", rest)) => match rest.split_once(':') {
+                Some((key, index)) => match index.parse::<usize>() {
+                    Ok(index) => (None, key, Some(index)),
+                    Err(_) => return "Unknown button",
+                },
+                None => return "Unknown button",
+            },
             _ => return "Unknown button",
         };
-        let Some(mut pending) = self.inner.pending.lock().remove(key) else {
-            return "Already answered";
+        let mut pending = {
+            let mut all = self.inner.pending.lock();
+            let Some(found) = all.get(key) else {
+                return "Already answered";
+            };
+            // A choice the card does not have answers nothing (and keeps the card open).
+            if choice.is_some_and(|i| i >= found.choices.len()) {
+                return "Unknown button";
+            }
+            let Some(pending) = all.remove(key) else {
+                return "Already answered";
+            };
+            pending
         };
+        let picked = choice.and_then(|i| pending.choices.get(i)).cloned();
+        let allow = picked.as_ref().map_or(allow.unwrap_or(false), |c| c.allow);
         if let Some(answer) = pending.answer.take() {
-            let _ = answer.send(Tap { allow, user_id });
+            let _ = answer.send(Tap {
+                allow,
+                choice,
+                user_id,
+            });
         }
         let verdict = if allow { "✅ Allowed" } else { "❌ Denied" };
+        // The choice's words, unless they only say what the verdict says.
+        let label = picked
+            .map(|c| c.shown_label(|t| self.scrub(t)))
+            .filter(|l| !l.eq_ignore_ascii_case("allow") && !l.eq_ignore_ascii_case("deny"))
+            .map(|l| format!(" (“{}”)", escape_html(&l)))
+            .unwrap_or_default();
         let text = format!(
-            "{verdict} by user {user_id}\n{}",
+            "{verdict}{label} by user {user_id}\n{}",
             escape_html(&pending.summary)
         );
         for (chat, message) in pending.posted {

@@ -2,15 +2,17 @@
 //! follows every live host's sessions that wait for input and hands each pending tool
 //! confirmation to [`Bot::offer_copilot_approval`], with the [`AnswerWay`] that dispatches
 //! `chat/toolCallConfirmed` on its connection and a `gone` signal for when the host drops the
-//! request (answered in the editor). The card and the first-answer-wins rules are
-//! [`crate::approval_ask`]'s, the same as the panels'.
+//! request (answered in the editor). The card offers the host's own choices ("Allow once",
+//! "Always allow in this session", …: AHP `ToolCallReady.options`), or Allow / Deny when it
+//! sends none; a tap hands back the choice's id (`selectedOptionId`). The card and the
+//! first-answer-wins rules are [`crate::approval_ask`]'s, the same as the panels'.
 
 use cross_agent_decisions::{Decision, DecisionKind, Outcome};
 use tokio::sync::oneshot;
 
 use crate::Bot;
 use crate::approval_ask::{self, AnswerWay, Offer};
-use crate::approval_card::ApprovalCard;
+use crate::approval_card::{ApprovalCard, Choice, pick_choices};
 use crate::diff::WhatItDoes;
 
 /// A Copilot tool call waiting for the user's confirmation.
@@ -28,6 +30,9 @@ pub struct CopilotApproval {
     pub message: String,
     /// The host's id of the tool call (for the decision line).
     pub tool_call_id: String,
+    /// The host's own choices, in its order (those whose kind is neither approve nor deny
+    /// left out); empty means Allow / Deny.
+    pub choices: Vec<Choice>,
 }
 
 impl Bot {
@@ -86,6 +91,7 @@ fn card_for(approval: &CopilotApproval) -> ApprovalCard {
         what,
         // The host's own message is what the editor shows too: nothing was cut on the way.
         partial: false,
+        choices: pick_choices(approval.choices.clone()),
     }
 }
 

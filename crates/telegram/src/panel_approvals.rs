@@ -222,6 +222,7 @@ fn card_for(bot: &Bot, asked: &Asked) -> ApprovalCard {
         headline,
         what,
         partial,
+        choices: Vec::new(),
     }
 }
 
@@ -263,7 +264,7 @@ struct ShimWay {
 }
 
 impl AnswerWay for ShimWay {
-    fn answer(self: Box<Self>, allow: bool, user_id: i64) -> AnswerFuture {
+    fn answer(self: Box<Self>, allow: bool, _choice: Option<String>, user_id: i64) -> AnswerFuture {
         Box::pin(async move {
             let answer = ApprovalAnswer {
                 session_id: self.key.session_id.clone(),

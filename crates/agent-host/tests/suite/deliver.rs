@@ -230,7 +230,13 @@ async fn a_tool_confirmation_is_surfaced_answered_and_a_late_answer_is_refused()
     assert_eq!(pending.title.as_deref(), Some("Run Run in Terminal?"));
     assert_eq!(pending.options.len(), 2);
     let outcome = conn
-        .confirm_tool_call(&pending.chat, &pending.turn_id, &pending.tool_call_id, true)
+        .confirm_tool_call(
+            &pending.chat,
+            &pending.turn_id,
+            &pending.tool_call_id,
+            true,
+            None,
+        )
         .await
         .unwrap();
     assert_eq!(outcome, ConfirmOutcome::Applied);
@@ -257,6 +263,7 @@ async fn a_tool_confirmation_is_surfaced_answered_and_a_late_answer_is_refused()
             &pending.turn_id,
             &pending.tool_call_id,
             false,
+            None,
         )
         .await
         .unwrap();

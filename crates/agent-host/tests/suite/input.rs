@@ -64,6 +64,7 @@ async fn a_confirmation_of_the_editors_turn_comes_and_goes_when_answered_there()
             &approval.turn_id,
             &approval.tool_call_id,
             true,
+            None,
         )
         .await
         .unwrap();
@@ -98,6 +99,7 @@ async fn a_watch_begun_while_a_confirmation_waits_has_it_first() {
             &approval.turn_id,
             &approval.tool_call_id,
             false,
+            None,
         )
         .await
         .unwrap();

@@ -4,3 +4,4 @@ mod deliver;
 mod hostile;
 mod input;
 mod listing;
+mod pool;

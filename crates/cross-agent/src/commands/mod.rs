@@ -12,6 +12,7 @@ mod install;
 mod mcp;
 mod pin;
 mod reload;
+mod review;
 mod review_status;
 mod send;
 mod service;
@@ -63,20 +64,18 @@ pub enum Command {
     Handoff(handoff::HandoffArgs),
     /// The daemon's Telegram bot: setup (token from stdin), pair, status, unpair.
     Telegram(telegram::TelegramArgs),
+    /// A cross review: a model of another family judges whether a session is still on track
+    /// (review SESSION), the kept reviews (list, show ID), and the review robot (status).
+    Review(review::ReviewArgs),
     /// What a Claude Code hook runs: the hook JSON on stdin, forwarded to the daemon (never
     /// started for it); prints the hook's answer. With no daemon, exits 0 at once, printing nothing.
     Hook(hook::HookArgs),
-    /// The cross review. (This branch has only `review status`; the lead folds it into
-    /// `commands/review.rs`'s subcommands as `Status(review_status::StatusArgs)`.)
-    #[command(subcommand)]
-    Review(review_status::ReviewCommand),
 }
 
 impl Command {
     pub fn run(self) -> anyhow::Result<ExitCode> {
         match self {
             Command::Sessions(args) => args.run(),
-            Command::Review(review_status::ReviewCommand::Status(args)) => args.run(),
             Command::Daemon(args) => args.run(),
             Command::Mcp(args) => args.run(),
             Command::Send(args) => args.run(),
@@ -92,6 +91,7 @@ impl Command {
             Command::Service(args) => args.run(),
             Command::Handoff(args) => args.run(),
             Command::Telegram(args) => args.run(),
+            Command::Review(args) => args.run(),
             Command::Hook(args) => args.run(),
         }
     }

@@ -7,7 +7,7 @@
 
 use std::process::ExitCode;
 
-use clap::{Args, Subcommand};
+use clap::Args;
 use cross_agent_daemon::robot::{self, RobotSettings};
 use cross_agent_protocol::bridge::{AgentFilter, ListSessionsParams};
 use cross_agent_review::cadence::{self, Candidate, InstallKey, Standing};
@@ -20,12 +20,6 @@ use super::bridge_client::{self, print_json};
 const LISTED: u32 = 200;
 /// How many of the robot's last reviews are shown.
 const LAST_REVIEWS: usize = 10;
-
-#[derive(Debug, Subcommand)]
-pub enum ReviewCommand {
-    /// The review robot: on or off, steering, what is due and when, the last reviews.
-    Status(StatusArgs),
-}
 
 #[derive(Debug, Args)]
 pub struct StatusArgs {

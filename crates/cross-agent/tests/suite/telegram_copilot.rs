@@ -38,16 +38,28 @@ fn card(api: &FakeBotApi, n: usize) -> Value {
     cards(api).remove(n)
 }
 
-fn button(card: &Value, label: &str) -> String {
-    card["reply_markup"]["inline_keyboard"][0]
+/// The card's buttons, row by row, as (text, callback data).
+fn buttons(card: &Value) -> Vec<(String, String)> {
+    card["reply_markup"]["inline_keyboard"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|b| b["text"].as_str().unwrap().contains(label))
-        .unwrap()["callback_data"]
-        .as_str()
-        .unwrap()
-        .to_owned()
+        .flat_map(|row| row.as_array().unwrap().iter())
+        .map(|b| {
+            (
+                b["text"].as_str().unwrap().to_owned(),
+                b["callback_data"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn button(card: &Value, label: &str) -> String {
+    buttons(card)
+        .into_iter()
+        .find(|(text, _)| text.contains(label))
+        .unwrap_or_else(|| panic!("no button {label:?} on {card:#}"))
+        .1
 }
 
 /// A session whose turns ask to run `command` in the terminal first.
@@ -257,6 +269,101 @@ fn a_confirmation_waiting_before_a_chat_is_paired_is_offered_once_one_is() {
         "{:#?}",
         env.decisions()
     );
+}
+
+/// The host's own confirmation options are the card's buttons (at most four, one that denies
+/// kept, labels made safe), and the tap answers with the option chosen, as VS Code's client
+/// does: `selectedOptionId` and `approved` by the option's kind.
+#[test]
+fn the_hosts_own_options_are_the_buttons_and_the_tap_names_the_option() {
+    let (token, api) = bot();
+    let env = paired(&api, &token, "30");
+    let endpoint = ModelEndpoint::start().unwrap();
+    endpoint.push(Rule::on_user_text("build it").reply_text("built"));
+    let session = asking("Build", "cargo build").confirmation_options(json!([
+        {"id": "allow-once", "label": "Allow once", "kind": "approve", "group": 0},
+        {"id": "allow-session", "label": "Always allow\nin this <b>session</b>", "kind": "approve", "group": 0},
+        {"id": "allow-workspace", "label": "Always allow in this workspace", "kind": "approve", "group": 0},
+        {"id": "allow-forever", "label": "Always allow everywhere", "kind": "approve", "group": 0},
+        {"id": "later", "label": "Ask me on Tuesday", "kind": "postpone", "group": 1},
+        {"id": "deny", "label": "Skip", "kind": "deny", "group": 1},
+    ]));
+    let host = FakeAgentHost::builder(env.user.join(".config/Code"))
+        .model_endpoint(&endpoint)
+        .session(session.clone())
+        .start()
+        .unwrap();
+    host.editor_turn(&session.uri(), "build it").unwrap();
+    let shown = card(&api, 0);
+    let offered = buttons(&shown);
+    let texts: Vec<&str> = offered.iter().map(|(t, _)| t.as_str()).collect();
+    assert_eq!(
+        texts,
+        [
+            "✅ Allow once",
+            "✅ Always allow in this <b>session</b>",
+            "✅ Always allow in this workspace",
+            "❌ Skip"
+        ],
+        "{shown:#}"
+    );
+    assert!(offered.iter().all(|(_, data)| data.len() <= 64));
+
+    api.push_callback(5001, 5001, 1, &button(&shown, "in this <b>session"));
+    assert!(
+        wait_until(|| confirmations(&host).len() == 1),
+        "the tap reached the host"
+    );
+    let confirmed = &confirmations(&host)[0]["action"];
+    assert_eq!(confirmed["approved"], true, "{confirmed:#}");
+    assert_eq!(confirmed["selectedOptionId"], "allow-session");
+    assert_eq!(confirmed["confirmed"], "user-action");
+    assert!(
+        wait_until(|| model_asked(&endpoint, "build it")),
+        "the approved turn went on to the model"
+    );
+    assert!(
+        sent_text(
+            &api,
+            "editMessageText",
+            WAIT,
+            "Allowed (“Always allow in this"
+        )
+        .is_some()
+    );
+    assert!(
+        env.decisions().iter().any(|d| d["agent"] == "copilot"
+            && d["outcome"] == "allowed"
+            && d["details"]["choice"] == "allow-session"),
+        "{:#?}",
+        env.decisions()
+    );
+}
+
+/// A host that offers no options: Allow / Deny, and the answer names none.
+#[test]
+fn a_confirmation_without_options_is_allow_or_deny() {
+    let (token, api) = bot();
+    let env = paired(&api, &token, "30");
+    let endpoint = ModelEndpoint::start().unwrap();
+    let session = asking("Plain", "make clean").confirmation_options(Value::Null);
+    let host = FakeAgentHost::builder(env.user.join(".config/Code"))
+        .model_endpoint(&endpoint)
+        .session(session.clone())
+        .start()
+        .unwrap();
+    host.editor_turn(&session.uri(), "clean").unwrap();
+    let shown = card(&api, 0);
+    let offered = buttons(&shown);
+    assert_eq!(offered.len(), 2, "{shown:#}");
+    assert!(offered[0].0.contains("Allow") && offered[0].1.starts_with("a:"));
+    assert!(offered[1].0.contains("Deny") && offered[1].1.starts_with("d:"));
+    api.push_callback(5001, 5001, 1, &offered[1].1);
+    assert!(wait_until(|| confirmations(&host).len() == 1));
+    let denied = &confirmations(&host)[0]["action"];
+    assert_eq!(denied["approved"], false, "{denied:#}");
+    assert_eq!(denied.get("selectedOptionId"), None, "{denied:#}");
+    drop(env);
 }
 
 /// A Copilot session in VS Code's catalog under `env`'s HOME (the default Linux place), with

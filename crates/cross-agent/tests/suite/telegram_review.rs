@@ -1,14 +1,15 @@
 //! The Review button end to end: the built binary's daemon polls the fake Bot API, the person
-//! lists the sessions and taps Review on a card; the daemon runs the review off the poller's
-//! loop and answers with a card in the chat, and a tap from someone not paired is refused.
-//!
-//! On this branch the daemon's `cross-agent review SESSION --json` is not built yet (issue 26
-//! §2 lands beside it), so the review cannot run and the card must say so; with it, and no
-//! provider configured, the card says there is no reviewer. Either way nothing is sent.
+//! lists the sessions and taps Review on a card; the daemon runs `cross-agent review` off the
+//! poller's loop — the scripted model endpoint playing the reviewer over Chat Completions — and
+//! answers with a verdict card whose Send correction goes to the escalation guard. A tap from
+//! someone not paired runs nothing; with no reviewer configured the card says so.
 
-use std::process::Stdio;
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use cross_agent_testkit::ModelEndpoint;
+use cross_agent_testkit::endpoint::Rule;
+use cross_agent_testkit::telegram::FakeBotApi;
 use serde_json::{Value, json};
 
 use super::review_robot::{Place, decisions, stop};
@@ -16,104 +17,205 @@ use super::telegram::{WAIT, bot, spawn_fed, wait_within};
 
 const PERSON: i64 = 5001;
 const STRANGER: i64 = 666;
+const TASK: &str = "Fix the <build> of the importer";
+const CORRECTION: &str = "Run the importer's tests before anything else.";
 
-fn sent_containing(
-    api: &cross_agent_testkit::telegram::FakeBotApi,
-    needle: &str,
-) -> Option<(i64, Value)> {
-    api.sent()
-        .into_iter()
-        .find(|(_, body)| body["text"].as_str().is_some_and(|t| t.contains(needle)))
+struct Phone {
+    place: Place,
+    api: FakeBotApi,
+    env: Vec<(String, String)>,
+    daemon: Option<Child>,
+}
+
+impl Phone {
+    /// A paired person and a daemon whose reviews run with `env` (the provider pool).
+    fn start(env: Vec<(String, String)>) -> Phone {
+        let (token, api) = bot();
+        let mut phone = Phone {
+            place: Place::with_config(""),
+            api,
+            env,
+            daemon: None,
+        };
+        let mut setup = phone.command(&["telegram", "setup", "--json"]);
+        setup.stdout(Stdio::piped()).stderr(Stdio::piped());
+        let setup = spawn_fed(&mut setup, &format!("{token}\n"));
+        assert!(setup.wait_with_output().unwrap().status.success());
+        phone.daemon = Some(
+            phone
+                .command(&["daemon", "run"])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+        let out = phone
+            .command(&["telegram", "pair", "--json"])
+            .output()
+            .unwrap();
+        let code: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let pair = format!("/pair {}", code["code"].as_str().unwrap());
+        phone.api.push_message(PERSON, PERSON, &pair);
+        assert!(wait_within(WAIT, || !phone
+            .lines("telegram_pair")
+            .is_empty()));
+        phone
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = self.place.command(args);
+        command
+            .env("CROSS_AGENT_TELEGRAM_API", self.api.base_url())
+            .env("CROSS_AGENT_TELEGRAM_POLL_TIMEOUT", "1");
+        for (k, v) in &self.env {
+            command.env(k, v);
+        }
+        command
+    }
+
+    fn lines(&self, kind: &str) -> Vec<Value> {
+        decisions(&self.place.state)
+            .into_iter()
+            .filter(|d| d["kind"] == kind)
+            .collect()
+    }
+
+    /// The first message of the bot whose text holds `needle`.
+    fn sent(&self, needle: &str) -> Option<(i64, Value)> {
+        self.api
+            .sent()
+            .into_iter()
+            .find(|(_, body)| body["text"].as_str().is_some_and(|t| t.contains(needle)))
+    }
+
+    fn wait_sent(&self, needle: &str) -> (i64, Value) {
+        let mut found = None;
+        let seen = wait_within(WAIT, || {
+            found = self.sent(needle);
+            found.is_some()
+        });
+        assert!(seen, "no message with {needle:?}: {:#?}", self.api.sent());
+        found.unwrap()
+    }
+
+    fn tap(&self, user: i64, message_id: i64, data: &str) {
+        let on = json!({"message_id": message_id, "date": 1_760_000_000,
+                        "chat": {"id": PERSON, "type": "private"}});
+        self.api.push_callback_on(user, on, data);
+    }
+
+    /// `/sessions`, then the Review button of the first session's card.
+    fn review_button(&self) -> (i64, String) {
+        self.api.push_message(PERSON, PERSON, "/sessions");
+        let (message_id, body) = self.wait_sent(&self.place.ids[0]);
+        let button = &body["reply_markup"]["inline_keyboard"][0][4];
+        assert_eq!(button["text"], "🔍 Review", "{body:#}");
+        (
+            message_id,
+            button["callback_data"].as_str().unwrap().to_owned(),
+        )
+    }
+}
+
+impl Drop for Phone {
+    fn drop(&mut self) {
+        if let Some(daemon) = self.daemon.take() {
+            stop(&self.place, daemon);
+        }
+    }
 }
 
 #[test]
-fn review_from_the_phone_answers_with_a_card_and_a_strangers_tap_is_refused() {
-    let place = Place::with_config("");
-    let (token, api) = bot();
-    let with_bot = |args: &[&str]| {
-        let mut command = place.command(args);
-        command
-            .env("CROSS_AGENT_TELEGRAM_API", api.base_url())
-            .env("CROSS_AGENT_TELEGRAM_POLL_TIMEOUT", "1");
-        command
-    };
-    let mut setup = with_bot(&["telegram", "setup", "--json"]);
-    setup.stdout(Stdio::piped()).stderr(Stdio::piped());
-    assert!(
-        spawn_fed(&mut setup, &format!("{token}\n"))
-            .wait_with_output()
-            .unwrap()
-            .status
-            .success()
+fn review_from_the_phone_gives_a_verdict_card_and_send_correction_asks_the_guard() {
+    let endpoint = ModelEndpoint::start().unwrap();
+    let answer = json!({"verdict": "drifting", "task": TASK, "gaps": ["tests <not> run"],
+                        "correction": CORRECTION});
+    endpoint.push(
+        Rule::on_any()
+            .reply_text(answer.to_string())
+            .include_side_requests(),
     );
-    let daemon = with_bot(&["daemon", "run"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let out = with_bot(&["telegram", "pair", "--json"]).output().unwrap();
-    let code: Value = serde_json::from_slice(&out.stdout).unwrap();
-    api.push_message(
-        PERSON,
-        PERSON,
-        &format!("/pair {}", code["code"].as_str().unwrap()),
+    let providers = format!(
+        "chat {} TEST_KEY gpt-reviewer openai",
+        endpoint.openai_base_url()
     );
-    assert!(wait_within(WAIT, || decisions(&place.state).iter().any(
-        |d| d["kind"] == "telegram_pair" && d["outcome"] == "paired"
-    )));
-
-    api.push_message(PERSON, PERSON, "/sessions");
-    let id = &place.ids[0];
-    let mut card = None;
-    assert!(wait_within(WAIT, || {
-        card = sent_containing(&api, id);
-        card.is_some()
-    }));
-    let (message_id, body) = card.unwrap();
-    let buttons = body["reply_markup"]["inline_keyboard"][0]
-        .as_array()
-        .unwrap();
-    assert_eq!(buttons[4]["text"], "🔍 Review", "{body:#}");
-    let review = buttons[4]["callback_data"].as_str().unwrap().to_owned();
-    let on_card = json!({"message_id": message_id, "date": 1_760_000_000,
-                         "chat": {"id": PERSON, "type": "private"}});
+    let phone = Phone::start(vec![
+        ("CROSS_AGENT_PROVIDERS".into(), providers),
+        ("TEST_KEY".into(), "test-key".into()),
+    ]);
+    let (card_id, review) = phone.review_button();
 
     // A stranger's tap on the card (forwarded, say) runs nothing.
-    api.push_callback_on(STRANGER, on_card.clone(), &review);
-    assert!(wait_within(WAIT, || decisions(&place.state)
-        .iter()
-        .any(|d| d["kind"] == "telegram_refused")));
+    phone.tap(STRANGER, card_id, &review);
+    assert!(wait_within(WAIT, || !phone
+        .lines("telegram_refused")
+        .is_empty()));
     std::thread::sleep(Duration::from_millis(1500));
+    assert!(phone.lines("telegram_review").is_empty());
     assert!(
-        !decisions(&place.state)
-            .iter()
-            .any(|d| d["kind"] == "telegram_review"),
-        "the stranger's tap started no review"
+        endpoint.model_requests().is_empty(),
+        "no reviewer was asked"
     );
-    assert!(sent_containing(&api, "Reviewing").is_none());
 
-    // The person's tap: the review runs and its card answers in the chat.
-    api.push_callback_on(PERSON, on_card, &review);
-    let mut answer = None;
+    // The person's tap: the verdict card, escaped, with Send correction.
+    phone.tap(PERSON, card_id, &review);
+    let (verdict_id, card) = phone.wait_sent("<b>drifting</b>");
+    let text = card["text"].as_str().unwrap();
     assert!(
-        wait_within(WAIT, || {
-            answer = sent_containing(&api, "could not run")
-                .or_else(|| sent_containing(&api, "no reviewer of another model family"));
-            answer.is_some()
-        }),
-        "{:#?}",
-        api.sent()
+        text.contains("Task: Fix the &lt;build&gt; of the importer"),
+        "{text}"
     );
-    let line = decisions(&place.state)
-        .into_iter()
-        .find(|d| d["kind"] == "telegram_review")
-        .unwrap();
-    assert_eq!(line["session"], id.as_str());
-    assert!(
-        line["outcome"] == "failed" || line["outcome"] == "no_reviewer",
-        "{line}"
+    assert!(text.contains("• tests &lt;not&gt; run"), "{text}");
+    assert!(text.contains(CORRECTION), "{text}");
+    assert!(text.contains("gpt-reviewer (openai)"), "{text}");
+    let send = &card["reply_markup"]["inline_keyboard"][0][0];
+    assert_eq!(send["text"], "📨 Send correction", "{card:#}");
+    let send = send["callback_data"].as_str().unwrap().to_owned();
+    let reviewed = phone.lines("telegram_review");
+    assert_eq!(reviewed.len(), 1, "{reviewed:?}");
+    assert_eq!(reviewed[0]["outcome"], "verdict");
+    assert_eq!(reviewed[0]["session"], phone.place.ids[0].as_str());
+    assert_eq!(reviewed[0]["details"]["verdict"], "drifting");
+    assert!(!reviewed[0].to_string().contains(CORRECTION));
+
+    // A stranger's Send correction asks nothing.
+    let refused_before = phone.lines("telegram_refused").len();
+    phone.tap(STRANGER, verdict_id, &send);
+    assert!(wait_within(WAIT, || phone.lines("telegram_refused").len()
+        > refused_before));
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(phone.lines("telegram_correction").is_empty());
+
+    // The person's: the guard answers (this build has none yet, so it refuses by name), and
+    // the chat is told which rule.
+    phone.tap(PERSON, verdict_id, &send);
+    let (_, said) = phone.wait_sent("The correction was");
+    let said = said["text"].as_str().unwrap();
+    let asked = phone.lines("telegram_correction");
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert_eq!(
+        asked[0]["details"]["review_id"],
+        reviewed[0]["details"]["review_id"]
     );
-    assert!(sent_containing(&api, "Reviewing").is_some());
-    stop(&place, daemon);
+    match asked[0]["outcome"].as_str().unwrap() {
+        "sent" => assert!(said.contains("sent to"), "{said}"),
+        "refused" => {
+            let rule = asked[0]["guard"].as_str().unwrap();
+            assert!(said.contains(&format!("<code>{rule}</code>")), "{said}");
+        }
+        other => panic!("{other}: {said}"),
+    }
+}
+
+#[test]
+fn with_no_reviewer_configured_the_card_says_so_and_offers_nothing_to_send() {
+    let phone = Phone::start(Vec::new());
+    let (card_id, review) = phone.review_button();
+    phone.tap(PERSON, card_id, &review);
+    let (_, card) = phone.wait_sent("no reviewer of another model family");
+    assert!(card["reply_markup"].is_null(), "{card:#}");
+    let reviewed = phone.lines("telegram_review");
+    assert_eq!(reviewed.len(), 1, "{reviewed:?}");
+    assert_eq!(reviewed[0]["outcome"], "no_reviewer");
 }

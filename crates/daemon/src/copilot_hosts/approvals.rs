@@ -1,7 +1,8 @@
 //! Copilot's tool confirmations on the phone: the sessions of one host connection whose status
 //! says they wait for input are followed ([`HostConnection::watch_input`]); each pending tool
 //! confirmation is offered to the Telegram bot with the way to answer it
-//! (`chat/toolCallConfirmed` on this connection) and a signal that fires when the host drops
+//! (`chat/toolCallConfirmed` on this connection, with the host's own option that was tapped
+//! as its `selectedOptionId`) and a signal that fires when the host drops
 //! the request (it was answered in the editor, or the session stopped waiting). One that
 //! comes while no chat can be asked waits, and is offered once one can if still pending.
 
@@ -9,9 +10,11 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use cross_agent_agent_host::{
-    ConfirmOutcome, HostConnection, InputChange, PendingApproval, SessionInfo,
+    ConfirmOutcome, ConfirmationOptionKind, HostConnection, InputChange, PendingApproval,
+    SessionInfo,
 };
 use cross_agent_telegram::approval_ask::{AnswerFuture, AnswerWay};
+use cross_agent_telegram::approval_card::Choice;
 use cross_agent_telegram::copilot_approvals::CopilotApproval;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -187,8 +190,30 @@ impl Asked {
             title: approval.title.clone(),
             message: approval.message.clone(),
             tool_call_id: approval.tool_call_id.clone(),
+            choices: choices_of(approval),
         }
     }
+}
+
+/// The host's own confirmation options as the card's choices. One of a kind this build does
+/// not know is left out: whether it approves cannot be told, so it is answered in the editor.
+fn choices_of(approval: &PendingApproval) -> Vec<Choice> {
+    approval
+        .options
+        .iter()
+        .filter_map(|option| {
+            let allow = match &option.kind {
+                ConfirmationOptionKind::Approve => true,
+                ConfirmationOptionKind::Deny => false,
+                ConfirmationOptionKind::Unknown(_) => return None,
+            };
+            Some(Choice {
+                id: option.id.clone(),
+                label: option.label.clone(),
+                allow,
+            })
+        })
+        .collect()
 }
 
 /// A tap's answer, as `chat/toolCallConfirmed` on the host connection.
@@ -200,11 +225,17 @@ struct HostWay {
 }
 
 impl AnswerWay for HostWay {
-    fn answer(self: Box<Self>, allow: bool, _user_id: i64) -> AnswerFuture {
+    fn answer(self: Box<Self>, allow: bool, choice: Option<String>, _user_id: i64) -> AnswerFuture {
         Box::pin(async move {
             match self
                 .conn
-                .confirm_tool_call(&self.chat, &self.turn_id, &self.tool_call_id, allow)
+                .confirm_tool_call(
+                    &self.chat,
+                    &self.turn_id,
+                    &self.tool_call_id,
+                    allow,
+                    choice.as_deref(),
+                )
                 .await
             {
                 Ok(ConfirmOutcome::Applied) => Ok(()),

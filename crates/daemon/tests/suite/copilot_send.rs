@@ -123,6 +123,19 @@ async fn a_copilot_session_named_by_name_uuid_or_uri_answers_through_its_agent_h
             .all(|t| t.to_string().contains("request: req_")),
         "{started:#?}"
     );
+    // The three went over one connection the carrier keeps for the host (the daemon's host
+    // watcher has its own, `-watch`).
+    let carrier_connections = host
+        .received()
+        .iter()
+        .filter(|m| {
+            m["method"] == "initialize"
+                && m["params"]["clientId"]
+                    .as_str()
+                    .is_some_and(|id| !id.ends_with("-watch"))
+        })
+        .count();
+    assert_eq!(carrier_connections, 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -6,5 +6,6 @@ mod cadence;
 mod digest_lines;
 mod digest_real;
 mod prompt;
+mod run;
 mod schema;
 mod verdict;

@@ -2,9 +2,13 @@
 //! its Agent Host endpoint registry, host catalog and per-session databases, and the Copilot
 //! SDK's `session-state` folder (`docs/observed/copilot.md` §2.1, §2.2, §4).
 //!
-//! The defaults follow VS Code's own resolution: `${XDG_CONFIG_HOME:-~/.config}/<product>` on
-//! Linux, `~/Library/Application Support/<product>` on macOS, product `Code` or
-//! `Code - Insiders`; the SDK's folder is `${COPILOT_HOME:-~/.copilot}/session-state`. The four
+//! The defaults follow VS Code's own resolution (`userDataPath.ts`, `docs/observed/copilot.md`
+//! §2.1): `$VSCODE_PORTABLE/user-data` for a portable VS Code, then `<base>/<product>` for
+//! product `Code` and `Code - Insiders`, where `<base>` is `$VSCODE_APPDATA` when set, else
+//! `${XDG_CONFIG_HOME:-~/.config}` on Linux and `~/Library/Application Support` on macOS; the
+//! SDK's folder is `${COPILOT_HOME:-~/.copilot}/session-state`. They are a pure function of
+//! the OS, the home folder and the variables ([`CopilotPlaces::for_os`]), so that each OS's
+//! layout is tested on any. The four
 //! `CROSS_AGENT_COPILOT_*` variables replace them as `:`-separated lists whose entries
 //! correspond in order (entry `i` of each describes editor `i`); lists of different lengths
 //! cannot be paired, so they are refused whole, with a message that says so.
@@ -24,6 +28,24 @@ const ENDPOINT_TAIL: &str = "agent-host/local-endpoint/entries";
 const HOST_DB_TAIL: &str = "User/globalStorage/agent-host.db";
 /// The per-session databases' folder under a user-data folder.
 const SESSION_DIR_TAIL: &str = "agentSessionData";
+
+/// The operating systems whose VS Code layout is known (others use Linux's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Os {
+    Linux,
+    MacOs,
+}
+
+impl Os {
+    /// The OS this was built for.
+    pub fn current() -> Os {
+        if cfg!(target_os = "macos") {
+            Os::MacOs
+        } else {
+            Os::Linux
+        }
+    }
+}
 
 /// One editor's Copilot files. A `None` is not looked at.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -55,8 +77,14 @@ pub struct CopilotPlaces {
 }
 
 impl CopilotPlaces {
-    /// The places for a home folder and a variable lookup (see the module's header).
+    /// The places for a home folder and a variable lookup on this OS (see the module's
+    /// header).
     pub fn from_vars(home: Option<&Path>, var: impl Fn(&str) -> Option<OsString>) -> Self {
+        CopilotPlaces::for_os(Os::current(), home, var)
+    }
+
+    /// The places on `os` for a home folder and a variable lookup: nothing else is read.
+    pub fn for_os(os: Os, home: Option<&Path>, var: impl Fn(&str) -> Option<OsString>) -> Self {
         let list = |name: &'static str| -> Option<(&'static str, Vec<PathBuf>)> {
             let value = var(name).filter(|v| !v.is_empty())?;
             Some((name, std::env::split_paths(&value).collect()))
@@ -76,12 +104,8 @@ impl CopilotPlaces {
             .or_else(|| home.map(|h| h.join(".copilot")))
             .map(|copilot| copilot.join("session-state"));
         if lists.is_empty() {
-            let xdg = var("XDG_CONFIG_HOME")
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-                .filter(|p| p.is_absolute());
             return CopilotPlaces {
-                places: default_user_data(home, xdg)
+                places: default_user_data(os, home, &var)
                     .into_iter()
                     .map(|user_data| CopilotPlace::under(user_data, sdk_default.clone()))
                     .collect(),
@@ -183,17 +207,32 @@ impl CopilotPlace {
     }
 }
 
-/// The user-data folders of VS Code Stable and Insiders on this platform.
-fn default_user_data(home: Option<&Path>, xdg_config: Option<PathBuf>) -> Vec<PathBuf> {
-    let base = if cfg!(target_os = "macos") {
-        home.map(|h| h.join("Library/Application Support"))
-    } else {
-        xdg_config.or_else(|| home.map(|h| h.join(".config")))
+/// The user-data folders of VS Code on `os`: a portable one's, then Stable's and Insiders'.
+/// A variable that is not an absolute path is passed over (VS Code would resolve a relative one
+/// against its own working directory, which is not known here).
+fn default_user_data(
+    os: Os,
+    home: Option<&Path>,
+    var: &impl Fn(&str) -> Option<OsString>,
+) -> Vec<PathBuf> {
+    let absolute = |name: &str| {
+        var(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
     };
-    let Some(base) = base else {
-        return Vec::new();
-    };
-    PRODUCTS.iter().map(|product| base.join(product)).collect()
+    let portable = absolute("VSCODE_PORTABLE").map(|p| p.join("user-data"));
+    let base = absolute("VSCODE_APPDATA").or_else(|| match os {
+        Os::MacOs => home.map(|h| h.join("Library/Application Support")),
+        Os::Linux => absolute("XDG_CONFIG_HOME").or_else(|| home.map(|h| h.join(".config"))),
+    });
+    portable
+        .into_iter()
+        .chain(
+            base.into_iter()
+                .flat_map(|base| PRODUCTS.iter().map(move |product| base.join(product))),
+        )
+        .collect()
 }
 
 /// The user-data folder the given paths sit in, when one of them is in VS Code's layout.
@@ -227,45 +266,108 @@ mod tests {
         move |name| pairs.iter().find(|(k, _)| k == name).map(|(_, v)| v.into())
     }
 
+    fn user_data(places: &CopilotPlaces) -> Vec<PathBuf> {
+        places.places.iter().map(|p| p.user_data.clone()).collect()
+    }
+
     #[test]
-    fn defaults_are_stable_and_insiders_under_xdg_config() {
-        let places = CopilotPlaces::from_vars(
+    fn linux_defaults_are_stable_and_insiders_under_xdg_config() {
+        let places = CopilotPlaces::for_os(
+            Os::Linux,
             Some(Path::new("/h")),
             vars(&[("XDG_CONFIG_HOME", "/x"), ("COPILOT_HOME", "/c")]),
         );
         assert!(!places.explicit);
-        let user_data: Vec<_> = places.places.iter().map(|p| p.user_data.clone()).collect();
-        if cfg!(target_os = "macos") {
-            assert_eq!(
-                user_data,
-                [
-                    PathBuf::from("/h/Library/Application Support/Code"),
-                    PathBuf::from("/h/Library/Application Support/Code - Insiders")
-                ]
-            );
-        } else {
-            assert_eq!(
-                user_data,
-                [
-                    PathBuf::from("/x/Code"),
-                    PathBuf::from("/x/Code - Insiders")
-                ]
-            );
-        }
+        assert_eq!(
+            user_data(&places),
+            [
+                PathBuf::from("/x/Code"),
+                PathBuf::from("/x/Code - Insiders")
+            ]
+        );
         let first = &places.places[0];
         assert_eq!(
             first.endpoint_dir.as_deref(),
-            Some(
-                first
-                    .user_data
-                    .join("agent-host/local-endpoint/entries")
-                    .as_path()
-            )
+            Some(Path::new("/x/Code/agent-host/local-endpoint/entries"))
+        );
+        assert_eq!(
+            first.host_db.as_deref(),
+            Some(Path::new("/x/Code/User/globalStorage/agent-host.db"))
         );
         assert_eq!(
             first.sdk_session_dir.as_deref(),
             Some(Path::new("/c/session-state"))
         );
+        // Without XDG_CONFIG_HOME (or with a relative one): ~/.config.
+        let places = CopilotPlaces::for_os(
+            Os::Linux,
+            Some(Path::new("/h")),
+            vars(&[("XDG_CONFIG_HOME", "rel")]),
+        );
+        assert_eq!(
+            user_data(&places),
+            [
+                PathBuf::from("/h/.config/Code"),
+                PathBuf::from("/h/.config/Code - Insiders")
+            ]
+        );
+    }
+
+    #[test]
+    fn macos_defaults_are_under_application_support_whatever_xdg_says() {
+        let places = CopilotPlaces::for_os(
+            Os::MacOs,
+            Some(Path::new("/Users/u")),
+            vars(&[("XDG_CONFIG_HOME", "/x")]),
+        );
+        assert_eq!(
+            user_data(&places),
+            [
+                PathBuf::from("/Users/u/Library/Application Support/Code"),
+                PathBuf::from("/Users/u/Library/Application Support/Code - Insiders")
+            ]
+        );
+        let insiders = &places.places[1];
+        assert_eq!(
+            insiders.session_dir.as_deref(),
+            Some(Path::new(
+                "/Users/u/Library/Application Support/Code - Insiders/agentSessionData"
+            ))
+        );
+        assert_eq!(
+            insiders.sdk_session_dir.as_deref(),
+            Some(Path::new("/Users/u/.copilot/session-state"))
+        );
+    }
+
+    #[test]
+    fn a_portable_vs_code_comes_first_and_vscode_appdata_replaces_the_base() {
+        for os in [Os::Linux, Os::MacOs] {
+            let places = CopilotPlaces::for_os(
+                os,
+                Some(Path::new("/h")),
+                vars(&[
+                    ("VSCODE_PORTABLE", "/opt/vscode/data"),
+                    ("VSCODE_APPDATA", "/appdata"),
+                    ("XDG_CONFIG_HOME", "/x"),
+                ]),
+            );
+            assert_eq!(
+                user_data(&places),
+                [
+                    PathBuf::from("/opt/vscode/data/user-data"),
+                    PathBuf::from("/appdata/Code"),
+                    PathBuf::from("/appdata/Code - Insiders")
+                ],
+                "{os:?}"
+            );
+            assert_eq!(
+                places.places[0].endpoint_dir.as_deref(),
+                Some(Path::new(
+                    "/opt/vscode/data/user-data/agent-host/local-endpoint/entries"
+                ))
+            );
+        }
     }
 
     #[test]

@@ -80,6 +80,8 @@ pub struct FakeSession {
     pub(crate) interactivity: Option<String>,
     pub(crate) busy: bool,
     pub(crate) modified_at: String,
+    /// The `options` of its tool confirmations (`None`: Allow once / Deny).
+    pub(crate) confirmation_options: Option<Value>,
 }
 
 impl FakeSession {
@@ -97,7 +99,14 @@ impl FakeSession {
             interactivity: None,
             busy: false,
             modified_at: "2026-12-02T17:59:00.000Z".to_owned(),
+            confirmation_options: None,
         }
+    }
+    /// The `options` its [`TurnScript::AskApproval`] tool calls offer, as the host sends them
+    /// (`[{id, label, kind, group?}]`), or `Value::Null` for none at all.
+    pub fn confirmation_options(mut self, options: Value) -> Self {
+        self.confirmation_options = Some(options);
+        self
     }
     /// The editor's UUID (the URI's path).
     pub fn id(mut self, id: impl Into<String>) -> Self {

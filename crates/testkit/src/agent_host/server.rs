@@ -198,6 +198,16 @@ impl Shared {
         self.state.lock().pending.keys().cloned().collect()
     }
 
+    /// The confirmation options the session `uri` was given, if any.
+    pub(crate) fn confirmation_options(&self, uri: &str) -> Option<Value> {
+        let state = self.state.lock();
+        state
+            .sessions
+            .iter()
+            .find(|e| e.session.uri() == uri)
+            .and_then(|e| e.session.confirmation_options.clone())
+    }
+
     pub fn editor_confirm(&self, tool_call_id: &str, approved: bool) -> bool {
         let seq = {
             let mut state = self.state.lock();

@@ -86,10 +86,14 @@ pub(crate) async fn run(shared: Arc<Shared>, turn: TurnRun) {
                 })),
                 None,
             );
-            let options = json!([
-                {"id": "allow-once", "label": "Allow", "kind": "approve", "group": 0},
-                {"id": "deny", "label": "Deny", "kind": "deny", "group": 1},
-            ]);
+            let options = shared
+                .confirmation_options(&turn.session)
+                .unwrap_or_else(|| {
+                    json!([
+                        {"id": "allow-once", "label": "Allow", "kind": "approve", "group": 0},
+                        {"id": "deny", "label": "Deny", "kind": "deny", "group": 1},
+                    ])
+                });
             let ready = ChatToolCallReadyAction {
                 turn_id: turn.turn_id.clone(),
                 tool_call_id: tool_call_id.clone(),

@@ -4,8 +4,9 @@
 //! other, and never falls back to a CLI or creates a session.
 //!
 //! At acceptance the route is the session's URI and its editor's endpoint registry (never the
-//! token). When the delivery goes out the registry is read again, the carrier connects with the
-//! token it holds, and hands over the same bridge envelope the other agents get. The host's
+//! token). When the delivery goes out the registry is read again, and the carrier takes the
+//! connection it keeps for that endpoint (one per host, by socket, pid, instance and token: a
+//! changed entry is a new connection, an ended one is replaced then), and hands over the same bridge envelope the other agents get. The host's
 //! echo decides what the hand-over was: accepted (the delivery awaits the answer), refused (failed with
 //! the host's words, never re-sent), or unknown — the connection ended or the echo never came
 //! — which fails the delivery with `outcome: unknown` and never re-sends it, since the turn may
@@ -18,7 +19,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cross_agent_agent_host::{ConnectionToken, DeliverRequest, Error as HostError, HostConnection};
+use cross_agent_agent_host::{
+    ConnectionToken, DeliverRequest, EndpointKey, Error as HostError, HostConnection, HostPool,
+};
 use cross_agent_protocol::bridge::{DeliveryRecord, DeliveryState, HandOverOutcome, Transport};
 use cross_agent_stores::Warnings;
 use cross_agent_stores::copilot::endpoints::{self, EndpointAddress};
@@ -35,9 +38,21 @@ use crate::records::{AgentHostJob, Claimed, Job};
 /// Between two looks at a chat that is busy with a turn of someone else's.
 const BUSY_RETRY: Duration = Duration::from_secs(1);
 
-/// Takes every Copilot send; no other agent's.
-#[derive(Default)]
-pub(in crate::engine) struct AgentHostCarrier;
+/// Takes every Copilot send; no other agent's. Keeps one connection per host endpoint.
+pub(in crate::engine) struct AgentHostCarrier {
+    pool: Arc<HostPool>,
+}
+
+impl Default for AgentHostCarrier {
+    fn default() -> Self {
+        AgentHostCarrier {
+            pool: Arc::new(HostPool::new(format!(
+                "cross-agent-{}-carry",
+                std::process::id()
+            ))),
+        }
+    }
+}
 
 impl Carrier for AgentHostCarrier {
     fn transport(&self) -> Transport {
@@ -67,8 +82,9 @@ impl Carrier for AgentHostCarrier {
     }
 
     fn carry(&self, cx: CarrierContext, claimed: Claimed) -> Carrying {
+        let pool = self.pool.clone();
         Box::pin(async move {
-            carry_to_host(cx, claimed).await;
+            carry_to_host(cx, &pool, claimed).await;
             Carried::Closed
         })
     }
@@ -95,7 +111,7 @@ fn route_of(send: &RouteQuery<'_>, id: &str) -> Option<AgentHostJob> {
 }
 
 /// Hands one delivery to its host, awaits the answer, and closes the delivery.
-async fn carry_to_host(cx: CarrierContext, claimed: Claimed) {
+async fn carry_to_host(cx: CarrierContext, pool: &HostPool, claimed: Claimed) {
     let Claimed {
         mut record,
         job,
@@ -113,6 +129,7 @@ async fn carry_to_host(cx: CarrierContext, claimed: Claimed) {
             let message = message_text(&job, created_ms);
             Delivery {
                 cx: &cx,
+                pool,
                 record: &mut record,
                 job: &job,
             }
@@ -143,6 +160,7 @@ async fn carry_to_host(cx: CarrierContext, claimed: Claimed) {
 /// One delivery on its way through the host.
 struct Delivery<'a> {
     cx: &'a CarrierContext,
+    pool: &'a HostPool,
     record: &'a mut DeliveryRecord,
     job: &'a Job,
 }
@@ -166,10 +184,13 @@ impl Delivery<'_> {
                 );
             }
         }
-        let conn = match connect(route, &self.record.delivery_id).await {
+        let mut conn = match connect(self.pool, route).await {
             Ok(conn) => conn,
             Err(why) => return undelivered(self.record, why),
         };
+        // A kept connection can end between two deliveries; found so before anything was
+        // sent, it is replaced once.
+        let mut reconnected = false;
         // The hand-over, waiting while the chat runs someone else's turn.
         let turn = loop {
             let request = DeliverRequest::new(route.session_uri.clone(), message.clone());
@@ -183,6 +204,15 @@ impl Delivery<'_> {
                 Ok(turn) => break turn,
                 Err(HostError::ChatBusy { .. }) if Instant::now() + BUSY_RETRY < deadline => {
                     tokio::time::sleep(BUSY_RETRY).await;
+                }
+                Err(HostError::ConnectionLost { .. }) if !reconnected => {
+                    // Lost while subscribing or before the turn's frame was queued: nothing
+                    // reached the host, so a fresh connection may carry it.
+                    reconnected = true;
+                    conn = match connect(self.pool, route).await {
+                        Ok(conn) => conn,
+                        Err(why) => return undelivered(self.record, why),
+                    };
                 }
                 Err(error @ HostError::UnknownOutcome { .. }) => {
                     // Sent, but the host never said: it may have started, so not undelivered.
@@ -265,9 +295,10 @@ impl Delivery<'_> {
     }
 }
 
-/// Connects to the live host of the route's editor, its registry read now (a host restarted
-/// since acceptance is at a new socket with a new token). The error says what to do.
-async fn connect(route: &AgentHostJob, delivery_id: &str) -> Result<HostConnection, String> {
+/// The kept connection to the live host of the route's editor, its registry read now (a host
+/// restarted since acceptance is at a new socket with a new token, hence a new connection).
+/// The error says what to do.
+async fn connect(pool: &HostPool, route: &AgentHostJob) -> Result<HostConnection, String> {
     let dir = PathBuf::from(&route.endpoint_dir);
     let registry = off_async(move || endpoints::read_registry(&dir, cross_agent_process::is_alive))
         .await
@@ -277,8 +308,13 @@ async fn connect(route: &AgentHostJob, delivery_id: &str) -> Result<HostConnecti
         let EndpointAddress::Socket { path } = &endpoint.address else {
             continue;
         };
-        let token = ConnectionToken::new(endpoint.token.expose());
-        match HostConnection::connect(path, &token, format!("cross-agent-{delivery_id}")).await {
+        let key = EndpointKey {
+            socket: path.clone(),
+            pid: endpoint.pid,
+            instance_id: endpoint.instance_id.clone(),
+            token: ConnectionToken::new(endpoint.token.expose()),
+        };
+        match pool.get(&key).await {
             Ok(conn) => return Ok(conn),
             Err(error) => tried.push(error.to_string()),
         }
