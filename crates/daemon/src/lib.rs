@@ -16,6 +16,9 @@
 //!   guard, for every door (the CLI's `review --send`, the Telegram tap, the robot).
 //! - `copilot_hosts`: one connection to every running Copilot Agent Host, keeping the
 //!   listing current from the host itself and putting its tool confirmations on the phone.
+//! - `robot` and `review_door`: the review robot's passes over idle sessions (with
+//!   `review.robot = true`), and how a review (a child `cross-agent review --json`) and a
+//!   correction (the escalation guard) are asked for, by the robot and the Review button.
 //! - `descriptors`: the file-descriptor limit raised at start, and the descriptors a detached
 //!   daemon inherited closed.
 //! - [`logging`] writes `logs/daemon.log.<date>` (rotated daily, two weeks kept).
@@ -27,6 +30,8 @@ mod error;
 pub mod handover;
 pub mod logging;
 mod review_correction;
+mod review_door;
+pub mod robot;
 mod server;
 pub mod signals;
 mod telegram_sessions;

@@ -10,12 +10,17 @@
 //!   client name is `telegram` (the envelope says it is the human user), with this daemon's
 //!   `CROSS_AGENT_*` settings and the child environment the usual baseline rules allow.
 //! - Its answer: the delivery record once finished, the answer re-read from the transcript.
+//! - Review: `cross-agent review SESSION --json` as a child (`review_door`); the card is held
+//!   here (the newest [`HELD_REVIEWS`]) so Send correction names it by id, and the correction
+//!   goes through the escalation guard as `requested_by: telegram`.
 //! - Handoff: `cross-agent handoff destinations` / `handoff SESSION --to DEST`, run as this
 //!   daemon's own binary in a process group of its own (the bot calls from a blocking task, so
 //!   the poller's loop never waits for it).
 
+use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::process::Command;
+use std::sync::Arc;
 use std::time::Duration;
 
 use cross_agent_caller::{PerCall, Snapshot};
@@ -27,14 +32,19 @@ use cross_agent_protocol::bridge::{
 use cross_agent_protocol::vocabulary::Transport;
 use cross_agent_stores::UnixMillis;
 use cross_agent_telegram::sessions::{
-    Destination, LiveSession, Progress, PromptReceipt, SessionHost, SessionRef, SessionState,
+    CorrectionAnswer, Destination, LiveSession, Progress, PromptReceipt, ReviewCard, SessionHost,
+    SessionRef, SessionState,
 };
+
+use crate::review_door::{Corrections, RequestedBy, Reviews};
 use serde_json::Value;
 
 /// A session counts as live when it did something this recently (or is working now).
 pub const LIVE_WINDOW: Duration = Duration::from_secs(24 * 60 * 60);
 /// The most cards one `/sessions` posts.
 pub const MAX_CARDS: usize = 10;
+/// How many reviews from the phone are held for their Send correction button.
+pub const HELD_REVIEWS: usize = 64;
 /// `handoff destinations` looks at the stores, PATH and the CLIs' login state.
 const DESTINATIONS_TIMEOUT: Duration = Duration::from_secs(60);
 /// A handoff reads the session and asks for a compact (which has its own timeouts and
@@ -48,10 +58,14 @@ pub struct Host {
     caller: CallerContext,
     /// This daemon's binary, for `cross-agent handoff`.
     exe: Option<PathBuf>,
+    reviews: Reviews,
+    corrections: Arc<dyn Corrections>,
+    /// The newest reviews from the phone: (agent, session id, card), oldest first.
+    held: parking_lot::Mutex<VecDeque<(String, String, ReviewCard)>>,
 }
 
 impl Host {
-    pub fn new(engine: Engine) -> Host {
+    pub fn new(engine: Engine, corrections: Arc<dyn Corrections>) -> Host {
         // The daemon's own environment (its settings, the child baseline) but no process
         // ancestry: the daemon is not an agent's session, whatever started it, and a prompt
         // from the phone must not pass for one (the same-agent guard, the reply address).
@@ -80,6 +94,9 @@ impl Host {
             engine,
             caller,
             exe: std::env::current_exe().ok(),
+            reviews: Reviews::new(),
+            corrections,
+            held: parking_lot::Mutex::new(VecDeque::new()),
         }
     }
 
@@ -280,6 +297,48 @@ impl SessionHost for Host {
                 Progress::Waiting
             }
         }
+    }
+
+    fn review(&self, session: &SessionRef) -> Result<ReviewCard, String> {
+        let card = self.reviews.review(&session.session_id)?;
+        if card.correction.is_some() && !card.review_id.is_empty() {
+            let mut held = self.held.lock();
+            held.push_back((
+                session.agent.clone(),
+                session.session_id.clone(),
+                card.clone(),
+            ));
+            while held.len() > HELD_REVIEWS {
+                held.pop_front();
+            }
+        }
+        Ok(card)
+    }
+
+    fn send_correction(
+        &self,
+        session: &SessionRef,
+        review_id: &str,
+    ) -> Result<CorrectionAnswer, String> {
+        let card = self
+            .held
+            .lock()
+            .iter()
+            .find(|(agent, id, card)| {
+                *agent == session.agent && *id == session.session_id && card.review_id == review_id
+            })
+            .map(|(_, _, card)| card.clone());
+        let Some(card) = card else {
+            return Err(format!(
+                "review {review_id} is no longer held by this daemon; tap Review again"
+            ));
+        };
+        Ok(self.corrections.request(
+            &session.agent,
+            &session.session_id,
+            &card,
+            RequestedBy::Telegram,
+        ))
     }
 
     fn destinations(&self, session: &SessionRef) -> Result<Vec<Destination>, String> {

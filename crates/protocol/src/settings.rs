@@ -112,6 +112,8 @@ pub const TELEGRAM_API: &str = "CROSS_AGENT_TELEGRAM_API";
 pub const TELEGRAM_POLL_TIMEOUT: &str = "CROSS_AGENT_TELEGRAM_POLL_TIMEOUT";
 /// Test knob: the pause after a 409 conflict, in milliseconds (default 60,000).
 pub const TELEGRAM_CONFLICT_BACKOFF_MS: &str = "CROSS_AGENT_TELEGRAM_CONFLICT_BACKOFF_MS";
+/// Seconds between two passes of the review robot (default 60; docs/review.md "The robot").
+pub const REVIEW_ROBOT_PASS_SECONDS: &str = "CROSS_AGENT_REVIEW_ROBOT_PASS_SECONDS";
 /// Seconds a `PreToolUse` escalated to the phone waits for a tap before the hook answers
 /// `"ask"` (default 120).
 pub const APPROVAL_WAIT: &str = "CROSS_AGENT_APPROVAL_WAIT";

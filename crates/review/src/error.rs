@@ -30,6 +30,10 @@ pub enum ReviewError {
         #[source]
         source: std::io::Error,
     },
+    /// A file of the review robot in the home (its state, its secret) that cannot be used as
+    /// it is; `problem` says why and what to do.
+    #[error("{}: {problem}", path.display())]
+    State { path: PathBuf, problem: String },
     #[error("reading session {id}: {source}")]
     Store {
         id: String,

@@ -19,9 +19,13 @@
 //! - [`guard`]: the escalation guard's rules over the facts the daemon gathers;
 //! - [`correct`]: asking the daemon to send a correction (`review_correction`).
 //!
+//! - [`cadence`]: the review robot's timing (which idle sessions are due, a cap per pass) and
+//!   its state file, session ids hashed with a per-install secret.
+//!
 //! Read-only as to the agents: their stores are never written; only the bridge's home is (a
 //! correction reaches a session only as a bridge delivery, sent by the daemon).
 
+pub mod cadence;
 pub mod correct;
 pub mod digest;
 pub mod error;

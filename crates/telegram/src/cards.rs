@@ -32,6 +32,10 @@ pub enum Action {
     HandOff(SessionRef),
     /// Hand it to this destination (`chat:ID`, `app:NAME`, `cli:NAME`).
     HandOffTo(SessionRef, String),
+    /// Review it now with a reviewer of another model family; the verdict comes as a card.
+    Review(SessionRef),
+    /// Send the correction of this review (`rv_…`) through the escalation guard.
+    SendCorrection(SessionRef, String),
 }
 
 /// The keys behind the buttons.
@@ -85,13 +89,14 @@ pub fn button(keys: &mut Keys, text: &str, action: Action) -> Value {
     json!({"text": text, "callback_data": format!("s:{}", keys.add(action))})
 }
 
-/// The buttons under a session card: Prompt, Status, Focus, Hand off.
+/// The buttons under a session card, one row: Prompt, Status, Focus, Hand off, Review.
 pub fn card_markup(keys: &mut Keys, session: &SessionRef) -> Value {
     json!({"inline_keyboard": [[
         button(keys, "✍️ Prompt", Action::Prompt(session.clone())),
         button(keys, "ℹ️ Status", Action::Status(session.clone())),
         button(keys, "🎯 Focus", Action::Focus(session.clone())),
         button(keys, "🤝 Hand off", Action::HandOff(session.clone())),
+        button(keys, "🔍 Review", Action::Review(session.clone())),
     ]]})
 }
 
@@ -162,15 +167,23 @@ mod tests {
     fn every_button_fits_in_64_bytes_and_names_its_action_server_side() {
         let mut keys = Keys::default();
         let markup = card_markup(&mut keys, &session());
-        let row = markup["inline_keyboard"][0].as_array().unwrap();
-        assert_eq!(row.len(), 4);
-        for b in row {
+        let rows = markup["inline_keyboard"].as_array().unwrap();
+        assert_eq!(
+            rows.len(),
+            1,
+            "one row: the tests and the demo read the first"
+        );
+        let all: Vec<&Value> = rows[0].as_array().unwrap().iter().collect();
+        assert_eq!(all.len(), 5);
+        for b in &all {
             let data = b["callback_data"].as_str().unwrap();
             assert!(data.len() <= 64, "{data}");
             assert!(keys.get(data.strip_prefix("s:").unwrap()).is_some());
         }
-        let prompt = row[0]["callback_data"].as_str().unwrap();
+        let prompt = all[0]["callback_data"].as_str().unwrap();
         assert_eq!(keys.get(&prompt[2..]), Some(&Action::Prompt(session())));
+        let review = all[4]["callback_data"].as_str().unwrap();
+        assert_eq!(keys.get(&review[2..]), Some(&Action::Review(session())));
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! Sessions from the phone: `/sessions` cards, prompts and files sent to a session, forum
-//! topics, and the Hand off button.
+//! topics, and the Hand off and Review buttons.
 //!
 //! The bot does not know the hub: the daemon gives it a [`SessionHost`] (a small blocking
 //! trait; `docs/architecture.md`, layering) that lists the live sessions, sends a prompt as a
@@ -15,7 +15,9 @@
 //! it (its card, the receipt, the answer) is posted into that topic.
 //!
 //! Every step is a decision line: `telegram_prompt` (sent, refused), `telegram_file` (saved,
-//! refused), `telegram_topic` (created, failed), `telegram_handoff` (done, failed).
+//! refused), `telegram_topic` (created, failed), `telegram_handoff` (done, failed),
+//! `telegram_review` (the review's outcome, or failed), `telegram_correction` (sent, refused
+//! with the guard's rule, failed).
 //!
 //! Nothing here sends by itself: cards, receipts, answers and notices go out through the bot's
 //! [`OutboundQueue`] (in order with the notifications of the same chat, 429s waited out, a parse
@@ -42,6 +44,7 @@ mod files;
 mod handoff;
 mod listing;
 mod prompt;
+mod review;
 
 /// How often a prompt's delivery is looked at for its answer.
 const ANSWER_POLL: Duration = Duration::from_secs(1);
@@ -121,6 +124,33 @@ pub struct Destination {
     pub label: String,
 }
 
+/// What a review from the phone came to (the daemon's `cross-agent review`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ReviewCard {
+    /// The review's id (`rv_…`), what Send correction names.
+    pub review_id: String,
+    /// `verdict`, `unparseable`, `reviewer_failed` or `no_reviewer`.
+    pub outcome: String,
+    /// `on_track`, `drifting`, `off_track`, `blocked` (with a verdict).
+    pub verdict: Option<String>,
+    pub task: Option<String>,
+    pub gaps: Vec<String>,
+    pub correction: Option<String>,
+    /// "provider model (family)".
+    pub reviewer: Option<String>,
+    /// Why there is no verdict (a failure, no reviewer configured).
+    pub reason: Option<String>,
+}
+
+/// What became of a correction the guard was asked about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CorrectionAnswer {
+    /// It went into the session as delivery `delivery_id`.
+    Sent { delivery_id: String },
+    /// The guard refused it: the first rule that did, and why.
+    Refused { rule: String, reason: String },
+}
+
 /// What the daemon does for the bot. Blocking: the bot calls it from blocking tasks. An error is
 /// a sentence for the person on the phone.
 pub trait SessionHost: Send + Sync + 'static {
@@ -134,6 +164,21 @@ pub trait SessionHost: Send + Sync + 'static {
     fn destinations(&self, session: &SessionRef) -> Result<Vec<Destination>, String>;
     /// Hands `session` to `destination`; says what was done.
     fn hand_off(&self, session: &SessionRef, destination: &str) -> Result<String, String>;
+    /// Reviews `session` with a reviewer of another model family (blocking, up to minutes).
+    fn review(&self, session: &SessionRef) -> Result<ReviewCard, String> {
+        let _ = session;
+        Err("review is not available on this daemon".to_owned())
+    }
+    /// Asks the escalation guard to send review `review_id`'s correction into `session`, as
+    /// requested from Telegram.
+    fn send_correction(
+        &self,
+        session: &SessionRef,
+        review_id: &str,
+    ) -> Result<CorrectionAnswer, String> {
+        let _ = (session, review_id);
+        Err("corrections are not available on this daemon".to_owned())
+    }
     /// What happens to the hub's deliveries from now on, typed and in process; `None` when the
     /// host has no engine to listen to. Not blocking.
     fn engine_events(
@@ -490,6 +535,16 @@ impl Desk {
             Action::HandOffTo(session, destination) => {
                 tokio::spawn(async move { desk.hand_off(&out, place, session, destination).await });
                 "Handing off"
+            }
+            Action::Review(session) => {
+                tokio::spawn(async move { desk.review(&out, place, session).await });
+                "Reviewing"
+            }
+            Action::SendCorrection(session, review_id) => {
+                tokio::spawn(
+                    async move { desk.send_correction(&out, place, session, review_id).await },
+                );
+                "Asking the guard"
             }
         }
     }

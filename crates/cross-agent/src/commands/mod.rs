@@ -13,6 +13,7 @@ mod mcp;
 mod pin;
 mod reload;
 mod review;
+mod review_status;
 mod send;
 mod service;
 mod sessions;
@@ -64,7 +65,7 @@ pub enum Command {
     /// The daemon's Telegram bot: setup (token from stdin), pair, status, unpair.
     Telegram(telegram::TelegramArgs),
     /// A cross review: a model of another family judges whether a session is still on track
-    /// (review SESSION), and the kept reviews (list, show ID).
+    /// (review SESSION), the kept reviews (list, show ID), and the review robot (status).
     Review(review::ReviewArgs),
     /// What a Claude Code hook runs: the hook JSON on stdin, forwarded to the daemon (never
     /// started for it); prints the hook's answer. With no daemon, exits 0 at once, printing nothing.

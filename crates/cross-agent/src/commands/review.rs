@@ -46,6 +46,8 @@ enum ReviewAction {
     List(ListArgs),
     /// One kept review: its verdict, task, gaps, correction and reviewer.
     Show(ShowArgs),
+    /// The review robot: on or off, steering, what is due and when, the last reviews.
+    Status(super::review_status::StatusArgs),
 }
 
 #[derive(Debug, Args)]
@@ -75,6 +77,7 @@ impl ReviewArgs {
         match self.action {
             Some(ReviewAction::List(args)) => list(args),
             Some(ReviewAction::Show(args)) => show(args),
+            Some(ReviewAction::Status(args)) => args.run(),
             None => {
                 let session = self
                     .session

@@ -446,7 +446,13 @@ fn sessions_are_listed_prompted_from_the_phone_answered_in_the_chat_and_handed_o
         card.assert_shows(&phone.project.display().to_string());
         assert_eq!(
             card.labels,
-            ["✍️ Prompt", "ℹ️ Status", "🎯 Focus", "🤝 Hand off"]
+            [
+                "✍️ Prompt",
+                "ℹ️ Status",
+                "🎯 Focus",
+                "🤝 Hand off",
+                "🔍 Review"
+            ]
         );
         assert!(card.buttons.iter().all(|d| d.len() <= 64));
     }

@@ -330,13 +330,27 @@ impl Daemon {
         // The Telegram bot's one poller (it waits for a token, or for another poller of the
         // same token to let go), stopped with the connections below.
         let bot = cross_agent_telegram::Bot::new(home.root(), |name| std::env::var(name).ok());
+        // The escalation guard every correction goes through (the phone's, the robot's).
+        let corrections: Arc<dyn crate::review_door::Corrections> = Arc::new(
+            crate::review_door::Guarded::new(engine.clone(), bot.clone(), home.root().to_owned()),
+        );
         bot.set_session_host(Arc::new(crate::telegram_sessions::Host::new(
             engine.clone(),
+            Arc::clone(&corrections),
         )));
         let (telegram_stop, telegram_stop_rx) = watch::channel(false);
         // Copilot's live hosts: listed from themselves, their confirmations on the phone;
         // let go of with the poller.
         crate::copilot_hosts::start(engine.clone(), bot.clone(), telegram_stop_rx.clone());
+        // The review robot (idle when `review.robot` is off); let go of with the poller, so a
+        // replaced daemon's successor does the passes.
+        crate::robot::start(
+            engine.clone(),
+            home.root().to_owned(),
+            cross_agent_decisions::DecisionLog::in_existing_home(home.root()),
+            corrections,
+            telegram_stop_rx.clone(),
+        );
         let telegram = tokio::spawn(bot.clone().supervise(telegram_stop_rx));
         let shared = Arc::new(Shared {
             info,

@@ -2,6 +2,7 @@
 //! damage, the digest of transcripts the real Claude Code and Codex wrote with bridged turns
 //! among them, the verdict's committed schema and its validator, and the reviewer prompt.
 
+mod cadence;
 mod digest_lines;
 mod digest_real;
 mod prompt;

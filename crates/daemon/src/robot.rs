@@ -1,0 +1,267 @@
+//! The review robot: with `review.robot = true` in `CROSS_AGENT_HOME/config.toml` the daemon
+//! reviews idle sessions on its own (docs/review.md, "The robot").
+//!
+//! Every pass ([`PASS`], or `CROSS_AGENT_REVIEW_ROBOT_PASS_SECONDS`) reads the `[review]`
+//! settings again (so turning the robot on or off needs no restart), lists the live sessions
+//! from the hub's index, and lets `review::cadence` pick the due ones — at most its cap, one at
+//! a time, each in a blocking task. A verdict with a correction goes to the escalation guard as
+//! `requested_by: robot` when `review.steer = true`. What was done is remembered in
+//! `robot-review-state.json` (session ids hashed with the install's secret) after each review,
+//! so a restart carries on where this daemon stopped instead of reviewing every chat at once.
+//! Each review is a `review_robot` decision line (session, agent, outcome, verdict, review id;
+//! never the task, gaps or correction), each correction asked `review_robot_correction`.
+//!
+//! The robot stops with the Telegram poller's stop signal: a daemon being replaced lets its
+//! successor do the passes.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use cross_agent_decisions::{Decision, DecisionKind, DecisionLog, Outcome};
+use cross_agent_hub::Engine;
+use cross_agent_protocol::bridge::{AgentFilter, CallerContext, ListSessionsParams};
+use cross_agent_protocol::settings as var;
+use cross_agent_review::cadence::{self, Cadence, Candidate, InstallKey, Reviewed};
+use cross_agent_review::settings;
+use cross_agent_stores::UnixMillis;
+use cross_agent_telegram::sessions::CorrectionAnswer;
+use tokio::sync::watch;
+
+use crate::review_door::{Corrections, RequestedBy, Reviews};
+
+/// How often the robot looks for due sessions.
+pub const PASS: Duration = Duration::from_secs(60);
+/// How many sessions the hub's index is asked for (the newest).
+const LISTED: u32 = 200;
+
+/// The `[review]` settings the robot reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RobotSettings {
+    pub robot: bool,
+    pub steer: bool,
+    pub cadence: Cadence,
+}
+
+/// Reads `robot`, `steer`, `robot_after_idle_minutes` and `robot_interval_minutes` from the
+/// `[review]` table of `<home>/config.toml` (defaults when absent). An unreadable file, a link
+/// or a value of the wrong type is an error naming the file.
+pub fn read_settings(home: &Path) -> Result<RobotSettings, String> {
+    let config = settings::load(home).map_err(|e| e.to_string())?;
+    Ok(RobotSettings {
+        robot: config.robot,
+        steer: config.steer,
+        cadence: Cadence {
+            after_idle: config.robot_after_idle,
+            interval: config.robot_interval,
+            ..Cadence::default()
+        },
+    })
+}
+
+/// The decision line's outcome for a review's `outcome` (a word it does not know is `other`).
+fn outcome_word(outcome: &str) -> &'static str {
+    match outcome {
+        "verdict" => "verdict",
+        "unparseable" => "unparseable",
+        "reviewer_failed" => "reviewer_failed",
+        "no_reviewer" => "no_reviewer",
+        _ => "other",
+    }
+}
+
+/// Starts the robot's passes; they end when `stop` turns true.
+pub fn start(
+    engine: Engine,
+    home: PathBuf,
+    decisions: DecisionLog,
+    corrections: Arc<dyn Corrections>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let pass = std::env::var(var::REVIEW_ROBOT_PASS_SECONDS)
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|s| *s > 0)
+        .map_or(PASS, Duration::from_secs);
+    let robot = Arc::new(Robot {
+        engine,
+        home,
+        decisions,
+        corrections,
+        reviews: Reviews::new(),
+        last_problem: parking_lot::Mutex::new(None),
+    });
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(pass);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {}
+                _ = stop.wait_for(|s| *s) => return,
+            }
+            let robot = Arc::clone(&robot);
+            let stopped = stop.clone();
+            // A pass is blocking work (the index, the state file, child reviews).
+            let _ = tokio::task::spawn_blocking(move || robot.pass(&stopped)).await;
+        }
+    });
+}
+
+struct Robot {
+    engine: Engine,
+    home: PathBuf,
+    decisions: DecisionLog,
+    corrections: Arc<dyn Corrections>,
+    reviews: Reviews,
+    /// The last problem logged, so a lasting one is said once.
+    last_problem: parking_lot::Mutex<Option<String>>,
+}
+
+impl Robot {
+    fn problem(&self, problem: Option<String>) {
+        let mut last = self.last_problem.lock();
+        if let Some(p) = &problem
+            && last.as_ref() != Some(p)
+        {
+            tracing::warn!(problem = %p, "the review robot skips its passes");
+        }
+        *last = problem;
+    }
+
+    fn pass(&self, stop: &watch::Receiver<bool>) {
+        let settings = match read_settings(&self.home) {
+            Ok(settings) => settings,
+            Err(problem) => return self.problem(Some(problem)),
+        };
+        if !settings.robot {
+            return self.problem(None);
+        }
+        let key = match InstallKey::load_or_create(&self.home) {
+            Ok(key) => key,
+            Err(e) => return self.problem(Some(e.to_string())),
+        };
+        let loaded = match cadence::load(&self.home) {
+            Ok(loaded) => loaded,
+            Err(e) => return self.problem(Some(e.to_string())),
+        };
+        self.problem(None);
+        if let Some(aside) = &loaded.quarantined {
+            tracing::warn!(
+                moved_to = %aside.display(),
+                "the review robot's state file was damaged and moved aside; starting it afresh"
+            );
+        }
+        let mut state = loaded.state;
+        let candidates = match self.candidates() {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::warn!(error = %e, "the review robot could not list the sessions");
+                return;
+            }
+        };
+        let now = UnixMillis::now().0;
+        for candidate in cadence::pick(&state, &key, &candidates, now, &settings.cadence) {
+            if *stop.borrow() {
+                return;
+            }
+            let done = self.review(candidate, settings.steer);
+            state.record(&key, candidate, UnixMillis::now().0, done);
+            if let Err(e) = cadence::save(&self.home, &state) {
+                tracing::warn!(error = %e, "the review robot could not save its state");
+                return;
+            }
+        }
+    }
+
+    fn candidates(&self) -> Result<Vec<Candidate>, String> {
+        let listed = self
+            .engine
+            .list_sessions(ListSessionsParams {
+                agent: AgentFilter::All,
+                scope: None,
+                cwd: None,
+                limit: Some(LISTED),
+                caller: CallerContext::default(),
+            })
+            .map_err(|e| e.to_string())?;
+        Ok(listed
+            .sessions
+            .into_iter()
+            .flat_map(|(agent, entries)| {
+                entries.into_iter().filter_map(move |entry| {
+                    let ended = entry
+                        .last_activity
+                        .as_deref()
+                        .and_then(UnixMillis::parse_rfc3339)?;
+                    Some(Candidate {
+                        agent: agent.clone(),
+                        session_id: entry.session_id,
+                        last_turn_ended_ms: ended.0,
+                        working: entry.is_working,
+                    })
+                })
+            })
+            .collect())
+    }
+
+    /// Reviews one session (and asks for its correction when steering); what came of it.
+    fn review(&self, candidate: &Candidate, steer: bool) -> Reviewed {
+        let decision = |outcome: &'static str| {
+            Decision::new(DecisionKind::new("review_robot"), Outcome::new(outcome))
+                .session(candidate.session_id.clone())
+                .agent(candidate.agent.clone())
+        };
+        let card = match self.reviews.review(&candidate.session_id) {
+            Ok(card) => card,
+            Err(reason) => {
+                self.decisions.record(decision("failed").reason(reason));
+                return Reviewed {
+                    outcome: "failed".to_owned(),
+                    verdict: None,
+                    correction: None,
+                };
+            }
+        };
+        let mut line =
+            decision(outcome_word(&card.outcome)).detail("review_id", card.review_id.clone());
+        if let Some(verdict) = &card.verdict {
+            line = line.detail("verdict", verdict.clone());
+        }
+        self.decisions.record(line);
+        let correction = (steer && card.correction.is_some()).then(|| {
+            let answer = self.corrections.request(
+                &candidate.agent,
+                &candidate.session_id,
+                &card,
+                RequestedBy::Robot,
+            );
+            let asked = Decision::new(
+                DecisionKind::new("review_robot_correction"),
+                Outcome::new(match &answer {
+                    CorrectionAnswer::Sent { .. } => "sent",
+                    CorrectionAnswer::Refused { .. } => "refused",
+                }),
+            )
+            .session(candidate.session_id.clone())
+            .agent(candidate.agent.clone())
+            .detail("review_id", card.review_id.clone())
+            .detail("requested_by", RequestedBy::Robot.as_str());
+            match answer {
+                CorrectionAnswer::Sent { delivery_id } => {
+                    self.decisions
+                        .record(asked.detail("delivery_id", delivery_id));
+                    "sent".to_owned()
+                }
+                CorrectionAnswer::Refused { rule, .. } => {
+                    self.decisions.record(asked.guard(rule.clone()));
+                    format!("refused: {rule}")
+                }
+            }
+        });
+        Reviewed {
+            outcome: card.outcome,
+            verdict: card.verdict,
+            correction,
+        }
+    }
+}
