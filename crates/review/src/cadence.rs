@@ -435,7 +435,11 @@ mod tests {
     #[test]
     fn due_after_idle_once_per_period_and_not_before_the_interval() {
         let key = InstallKey::from_bytes([7; 32]);
-        let cadence = Cadence::from_minutes(20, 120);
+        let cadence = Cadence {
+            after_idle: Duration::from_secs(20 * 60),
+            interval: Duration::from_secs(120 * 60),
+            ..Cadence::default()
+        };
         let mut state = State::default();
         let now = 1_000 * MIN;
         let session = idle("a", now - 10 * MIN);
