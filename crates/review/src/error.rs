@@ -11,12 +11,14 @@ pub enum ReviewError {
     /// No store holds a session with this id.
     #[error("no session {id} in any agent's store (looked in: {looked})")]
     SessionNotFound { id: String, looked: String },
-    /// The session's agent has no transcript this build reads.
-    #[error(
-        "session {id} is a {agent} session, whose transcript this build cannot read yet; \
-         review a Claude Code, Codex or Grok Build session"
-    )]
-    Unsupported { id: String, agent: Agent },
+    /// The session is listed, but where its transcript is cannot be told (a Copilot session
+    /// whose default chat or SDK folder is unknown).
+    #[error("{agent} session {id} has no transcript to review: {why}")]
+    NoTranscript {
+        id: String,
+        agent: Agent,
+        why: String,
+    },
     /// The transcript is a symbolic link where a file should be.
     #[error(
         "{} is a symbolic link, not a transcript file; the review never follows links in an \

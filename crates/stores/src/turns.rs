@@ -10,9 +10,9 @@
 //! [`TurnReader`] is a [`LineSink`]: a watcher can keep one and feed it only the lines appended
 //! since its last look, with [`crate::lines::read_complete_lines`].
 //!
-//! One file, past the usual ~800 lines: the three agents' line readers are methods of one
+//! One file, past the usual ~800 lines: the agents' line readers are methods of one
 //! [`TurnReader`] state machine, and keeping them beside the shared turn model and the pairing
-//! rules above is what keeps the three in step.
+//! rules above is what keeps them in step. Copilot's, the newest, is in `turns/copilot.rs`.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -25,6 +25,8 @@ use serde_json::value::RawValue;
 use crate::error::Result;
 use crate::lines::{LineSink, read_all_lines};
 use crate::model::{Agent, LineContext, LineProblem, UnixMillis, Warnings};
+
+mod copilot;
 
 /// Who wrote a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -214,10 +216,12 @@ pub fn request_ids(text: &str) -> Vec<&str> {
 }
 
 /// Reads every turn of one session. `path` is the transcript (Claude, Codex — `.zst` too) or,
-/// for Grok, the session folder or its `updates.jsonl`.
+/// for Grok, the session folder or its `updates.jsonl`; for Copilot, the SDK session's folder or
+/// its `events.jsonl`.
 pub fn read_turns(agent: Agent, path: &Path, warnings: &mut Warnings) -> Result<Transcript> {
     let file = match agent {
         Agent::Grok if path.is_dir() => path.join("updates.jsonl"),
+        Agent::Copilot if path.is_dir() => path.join("events.jsonl"),
         _ => path.to_path_buf(),
     };
     let mut reader = TurnReader::new(agent, &file);
@@ -249,6 +253,7 @@ pub fn read_recent_turns(
     use std::io::{BufRead, Seek, SeekFrom};
     let file = match agent {
         Agent::Grok if path.is_dir() => path.join("updates.jsonl"),
+        Agent::Copilot if path.is_dir() => path.join("events.jsonl"),
         _ => path.to_path_buf(),
     };
     let io = |e| crate::error::StoreError::io(&file, e);
@@ -290,7 +295,7 @@ pub struct TurnReader {
     last_message_id: Option<String>,
     /// Claude: the last assistant record's `stop_reason`.
     last_stop_reason: Option<String>,
-    /// Grok: tool names by call id, for results that do not repeat them.
+    /// Grok and Copilot: tool names by call id, for results that do not repeat them.
     tool_names: HashMap<String, String>,
     /// Grok: the kind of the previous update, so consecutive chunks join.
     last_grok_kind: Option<String>,
@@ -388,8 +393,7 @@ impl LineSink for TurnReader {
             Agent::Claude => self.claude_line(line),
             Agent::Codex => self.codex_line(line),
             Agent::Grok => self.grok_line(line),
-            // Copilot's SDK events are read by `crate::copilot::events`, not as turns.
-            Agent::Copilot => Ok(()),
+            Agent::Copilot => self.copilot_line(line),
         };
         if let Err(e) = result {
             warnings.push_line(at, LineProblem::NotJson, format!("not a JSON record: {e}"));

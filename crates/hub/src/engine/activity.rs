@@ -20,7 +20,7 @@ use crate::settings::UiHook;
 /// One session as the engine sees it now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionActivity {
-    /// Its transcript.
+    /// Its transcript (a Copilot session's: its default chat's SDK `events.jsonl`).
     pub transcript: PathBuf,
     /// Its working directory, when the store records one.
     pub cwd: Option<PathBuf>,
@@ -123,8 +123,17 @@ impl Engine {
             }
         }
 
+        // A Copilot session is listed by its `session.db`; what it says is in its default
+        // chat's SDK events (where the review read it), when those can be found.
+        let transcript = session
+            .copilot
+            .as_deref()
+            .and_then(|details| {
+                cross_agent_stores::copilot::events_of(&super::roots_for(caller).copilot, details)
+            })
+            .unwrap_or_else(|| session.path.clone());
         Ok(Some(SessionActivity {
-            transcript: session.path.clone(),
+            transcript,
             cwd: session.cwd.clone(),
             busy,
             awaiting_approval,

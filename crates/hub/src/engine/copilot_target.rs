@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 use cross_agent_protocol::bridge::{Refusal, RefusalReason, Scope, TargetSelectedBy};
 use cross_agent_stores::Session;
-use cross_agent_stores::copilot::{editor_uuid, events};
+use cross_agent_stores::copilot::editor_uuid;
 use cross_agent_stores::resolve::{self, Lookup};
 use serde_json::json;
 
@@ -137,14 +137,7 @@ fn on_live_host(session: &Session) -> Result<(), Unresolved> {
 /// The SDK `events.jsonl` of the session's default chat, when its place and SDK id are known.
 fn sdk_events_of(query: TargetQuery<'_>, session: &Session) -> Option<PathBuf> {
     let details = session.copilot.as_deref()?;
-    let sdk_id = details.sdk_session_id.as_deref()?;
-    let roots = roots_for(&query.params.caller);
-    let place = roots
-        .copilot
-        .places
-        .iter()
-        .find(|p| p.user_data.to_string_lossy() == details.user_data_dir.as_str())?;
-    events::events_path(place.sdk_session_dir.as_deref()?, sdk_id)
+    cross_agent_stores::copilot::events_of(&roots_for(&query.params.caller).copilot, details)
 }
 
 fn refused(reason: RefusalReason, message: String, details: serde_json::Value) -> Unresolved {

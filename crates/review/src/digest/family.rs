@@ -6,6 +6,11 @@
 //! `turn_context` line (`payload.model`). Grok Build's `updates.jsonl` records none in the
 //! public descriptions it follows; Grok Build runs xAI's models only, so a Grok session without
 //! a recorded model is taken as xAI and says that the agent, not the transcript, decided.
+//!
+//! A Copilot session runs whichever family's model its user picked (Claude, GPT, Gemini, …), so
+//! only the model its SDK events record decides: `model` on the assistant's and tools' events,
+//! `newModel` on `session.model_change`, `selectedModel` on `session.start` / `session.resume`
+//! (`docs/observed/copilot.md` §4.3). Without one, the family is unknown.
 
 use serde::{Deserialize, Serialize};
 

@@ -148,8 +148,9 @@ pub struct ReviewedPosition {
     pub offset: u64,
     /// The latest timestamp a record read carried.
     pub timestamp: Option<UnixMillis>,
-    /// The id of the last record read that has one (Claude's `uuid`; Codex and Grok give
-    /// none): Claude ends a transcript with bookkeeping records that carry no id.
+    /// The id of the last record read that has one (Claude's `uuid`, a Copilot event's `id`;
+    /// Codex and Grok give none): Claude ends a transcript with bookkeeping records that carry
+    /// no id.
     pub record_id: Option<String>,
 }
 
@@ -162,7 +163,8 @@ pub struct Skipped {
     pub bridge_notices: usize,
     /// Entries of those turns.
     pub bridged_items: usize,
-    /// Summaries the agent wrote when it compacted (Claude's messages, Codex's `compacted`).
+    /// Summaries the agent wrote when it compacted (Claude's messages, Codex's `compacted`,
+    /// Copilot's `session.compaction_complete`).
     pub compact_summaries: usize,
     /// Reminders, context blocks and command echoes in the user role.
     pub injected: usize,
@@ -217,11 +219,10 @@ pub struct Digest {
     pub limits: Limits,
 }
 
-/// The agents whose transcripts a digest reads.
-const TRANSCRIPT_AGENTS: [Agent; 3] = [Agent::Claude, Agent::Codex, Agent::Grok];
-
-/// Finds session `id` in the Claude Code, Codex and Grok stores (through the session index,
-/// whose cache file is used when given) and digests it.
+/// Finds session `id` in the agents' stores (through the session index, whose cache file is
+/// used when given) and digests it. A Copilot session's transcript is the Copilot SDK's
+/// `events.jsonl` of its default chat (`docs/observed/copilot.md` §4.2–4.3), not the
+/// `session.db` it is listed by.
 pub fn digest_session(
     roots: &StoreRoots,
     cache_file: Option<PathBuf>,
@@ -248,17 +249,44 @@ pub fn digest_session(
             looked: looked.join(", "),
         });
     };
-    digest_file(
-        session.agent,
-        &session.session_id,
-        &session.path,
-        limits,
-        warnings,
-    )
+    let path = match session.agent {
+        Agent::Copilot => copilot_events(roots, &session)?,
+        Agent::Claude | Agent::Codex | Agent::Grok => session.path.clone(),
+    };
+    digest_file(session.agent, &session.session_id, &path, limits, warnings)
 }
 
-/// Digests the transcript at `path` (Claude's or Codex's `.jsonl`, a `.jsonl.zst` rollout, or
-/// Grok's session folder or `updates.jsonl`).
+/// The SDK events file of a Copilot session's default chat, or why there is none.
+fn copilot_events(roots: &StoreRoots, session: &cross_agent_stores::Session) -> Result<PathBuf> {
+    let no = |why: String| ReviewError::NoTranscript {
+        id: session.session_id.clone(),
+        agent: Agent::Copilot,
+        why,
+    };
+    let details = session
+        .copilot
+        .as_deref()
+        .ok_or_else(|| no("the listing carries none of its Copilot details".to_owned()))?;
+    if details.sdk_session_id.is_none() {
+        return Err(no(format!(
+            "its session.db ({}) names no default chat (defaultChatProviderData has no \
+             sdkSessionId); send it a first message in VS Code",
+            session.path.display()
+        )));
+    }
+    cross_agent_stores::copilot::events_of(&roots.copilot, details).ok_or_else(|| {
+        no(format!(
+            "no Copilot SDK session folder is known for the editor at {} (set COPILOT_HOME or \
+             CROSS_AGENT_COPILOT_* to where ~/.copilot/session-state is), or its SDK session \
+             id is not a plain name",
+            details.user_data_dir
+        ))
+    })
+}
+
+/// Digests the transcript at `path` (Claude's or Codex's `.jsonl`, a `.jsonl.zst` rollout,
+/// Grok's session folder or `updates.jsonl`, or the Copilot SDK session's folder or
+/// `events.jsonl`).
 pub fn digest_file(
     agent: Agent,
     session_id: &str,
@@ -266,12 +294,6 @@ pub fn digest_file(
     limits: &Limits,
     warnings: &mut Warnings,
 ) -> Result<Digest> {
-    if !TRANSCRIPT_AGENTS.contains(&agent) {
-        return Err(ReviewError::Unsupported {
-            id: session_id.to_owned(),
-            agent,
-        });
-    }
     let path = transcript_file(agent, path)?;
     if cross_agent_stores::lines::is_zstd_path(&path) {
         return digest_compressed(agent, session_id, &path, limits, warnings);
@@ -476,7 +498,8 @@ fn assemble(
     }
 }
 
-/// Grok's transcript is its session folder's `updates.jsonl`.
+/// Grok's transcript is its session folder's `updates.jsonl`, a Copilot SDK session's its
+/// folder's `events.jsonl`.
 fn transcript_file(agent: Agent, path: &Path) -> Result<PathBuf> {
     refuse_symlink(path)?;
     let is_dir = std::fs::symlink_metadata(path)
@@ -484,6 +507,7 @@ fn transcript_file(agent: Agent, path: &Path) -> Result<PathBuf> {
         .is_dir();
     Ok(match agent {
         Agent::Grok if is_dir => path.join("updates.jsonl"),
+        Agent::Copilot if is_dir => path.join("events.jsonl"),
         _ => path.to_path_buf(),
     })
 }

@@ -2,7 +2,7 @@
 //! until the first human message, the end backwards in growing windows until the caller has
 //! what it needs. A 100 MB transcript costs a few hundred KB of reading in the usual case.
 //!
-//! Every line goes through the stores crate's own turn reader ([`TurnReader`]), so the three
+//! Every line goes through the stores crate's own turn reader ([`TurnReader`]), so the four
 //! agents' formats are read exactly as the rest of the bridge reads them; a small sniff of the
 //! same line picks out what the turn model does not keep (the model name, the record's kind,
 //! timestamp and id). Half-written last lines, malformed lines, over-long lines and records the
@@ -36,7 +36,8 @@ pub(crate) struct Parser {
     /// The latest model name a record carried.
     pub(crate) model: Option<String>,
     pub(crate) counts: LineCounts,
-    /// The last timestamp and record id (Claude's `uuid`) seen, for the reviewed position:
+    /// The last timestamp and record id (Claude's `uuid`, Copilot's `id`) seen, for the
+    /// reviewed position:
     /// Claude ends a transcript with records that carry neither.
     pub(crate) last_timestamp: Option<UnixMillis>,
     pub(crate) last_record_id: Option<String>,
@@ -75,6 +76,46 @@ struct SniffModel<'a> {
     #[serde(borrow, default)]
     model: Option<Cow<'a, str>>,
 }
+
+/// The same of a Copilot SDK event (`docs/observed/copilot.md` §4.3): its `id`, and the model
+/// its `data` names — `model` on the assistant's and tools' events, `newModel` on
+/// `session.model_change`, `selectedModel` on `session.start` and `session.resume`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CopilotSniff<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    timestamp: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    id: Option<Cow<'a, str>>,
+    /// A sub-agent's event: its model is not the session's.
+    #[serde(default)]
+    agent_id: Option<serde::de::IgnoredAny>,
+    #[serde(borrow, default)]
+    data: Option<CopilotModel<'a>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CopilotModel<'a> {
+    #[serde(borrow, default)]
+    model: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    new_model: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    selected_model: Option<Cow<'a, str>>,
+}
+
+/// The Copilot events the turn reader makes turns of (`cross_agent_stores::turns`).
+const COPILOT_TURN_EVENTS: [&str; 6] = [
+    "user.message",
+    "assistant.message",
+    "tool.execution_start",
+    "tool.execution_complete",
+    "abort",
+    "session.error",
+];
 
 impl Parser {
     pub(crate) fn new(agent: Agent, path: &Path) -> Parser {
@@ -121,6 +162,9 @@ impl Parser {
     }
 
     fn sniff(&mut self, line: &[u8]) {
+        if self.agent == Agent::Copilot {
+            return self.sniff_copilot(line);
+        }
         let Ok(rec) = serde_json::from_slice::<Sniff<'_>>(line) else {
             // The turn reader took it; a shape the sniff does not know changes nothing here.
             return;
@@ -156,6 +200,36 @@ impl Parser {
             // Grok's lines are ACP notifications; the turn reader takes what it knows.
             Agent::Grok | Agent::Copilot => None,
         };
+        self.note_model(model);
+    }
+
+    fn sniff_copilot(&mut self, line: &[u8]) {
+        let Ok(rec) = serde_json::from_slice::<CopilotSniff<'_>>(line) else {
+            return;
+        };
+        if let Some(at) = rec.timestamp.as_deref().and_then(UnixMillis::parse_rfc3339) {
+            self.last_timestamp = Some(at);
+        }
+        if let Some(id) = rec.id {
+            self.last_record_id = Some(id.into_owned());
+        }
+        let kind = rec.kind.as_deref().unwrap_or_default();
+        if rec.agent_id.is_some() {
+            self.counts.other_records += 1;
+            return;
+        }
+        if kind == "session.compaction_complete" {
+            self.counts.compacted += 1;
+        } else if !COPILOT_TURN_EVENTS.contains(&kind) {
+            self.counts.other_records += 1;
+        }
+        let model = rec
+            .data
+            .and_then(|d| d.model.or(d.new_model).or(d.selected_model));
+        self.note_model(model);
+    }
+
+    fn note_model(&mut self, model: Option<Cow<'_, str>>) {
         if let Some(model) = model.filter(|m| !m.is_empty() && m != "<synthetic>") {
             self.model = Some(model.into_owned());
         }

@@ -334,20 +334,6 @@ fn a_symlinked_transcript_is_refused_by_name() {
 }
 
 #[test]
-fn copilot_sessions_are_refused_as_unsupported() {
-    let err = digest_file(
-        Agent::Copilot,
-        "c1",
-        Path::new("/nonexistent"),
-        &Limits::default(),
-        &mut Warnings::default(),
-    )
-    .unwrap_err();
-    assert!(matches!(err, ReviewError::Unsupported { .. }), "{err}");
-    assert!(err.to_string().contains("c1"), "{err}");
-}
-
-#[test]
 fn a_guard_sees_a_person_write_after_the_reviewed_position() {
     let home = tempfile::tempdir().unwrap();
     let mut t = claude_session(home.path());

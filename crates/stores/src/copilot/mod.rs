@@ -182,6 +182,18 @@ pub fn registry(place: &CopilotPlace) -> endpoints::Registry {
     }
 }
 
+/// The SDK `events.jsonl` of a session's default chat — its transcript — from the place its
+/// editor's user data is in and the SDK session id its `session.db` names; `None` when either is
+/// unknown (or the id is not a plain name, see [`events::events_path`]).
+pub fn events_of(places: &CopilotPlaces, details: &CopilotDetails) -> Option<PathBuf> {
+    let sdk_id = details.sdk_session_id.as_deref()?;
+    let place = places
+        .places
+        .iter()
+        .find(|p| p.user_data.to_string_lossy() == details.user_data_dir.as_str())?;
+    events::events_path(place.sdk_session_dir.as_deref()?, sdk_id)
+}
+
 /// The editor UUID of a host session URI: its path without the leading `/`
 /// (`AgentSession.id(uri)`), for the schemes a Copilot session has; `None` for any other.
 pub fn editor_uuid(session_uri: &str) -> Option<&str> {

@@ -317,6 +317,12 @@ impl SdkEvents {
         self
     }
 
+    /// A line as given: damage, or a shape no helper here writes.
+    pub fn raw(&mut self, line: &str) -> &mut Self {
+        self.lines.push(line.to_owned());
+        self
+    }
+
     pub fn write(&self) -> Result<()> {
         write_lines(&self.path, &self.lines)
     }
