@@ -36,7 +36,7 @@ pub(super) struct Panel {
 
 impl Panel {
     /// Real Claude behind a real shim, started under a window process of its own, initialized.
-    fn open(bridge: &Bridge) -> Panel {
+    pub(super) fn open(bridge: &Bridge) -> Panel {
         Panel::open_with(bridge, &[])
     }
 
@@ -74,7 +74,7 @@ impl Panel {
     }
 
     /// A human turn typed into the panel, so it holds a conversation; returns its id.
-    fn converse(&mut self, bridge: &Bridge, prompt: &str) -> String {
+    pub(super) fn converse(&mut self, bridge: &Bridge, prompt: &str) -> String {
         bridge
             .endpoint
             .push(Rule::on_user_text(prompt).reply_text("human reply").once());

@@ -231,6 +231,7 @@ fn return_route(session: &Session, context: &CallerContext, sdk: &str) -> Option
             session_uri: details.session_uri.clone(),
             user_data_dir: details.user_data_dir.clone(),
             endpoint_dir: endpoint_dir.to_string_lossy().into_owned(),
+            is_busy_skipped: false,
         },
         sdk_session_id: sdk.to_owned(),
         session_db: session_db.to_string_lossy().into_owned(),

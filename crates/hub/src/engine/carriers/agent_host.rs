@@ -107,6 +107,7 @@ fn route_of(send: &RouteQuery<'_>, id: &str) -> Option<AgentHostJob> {
         session_uri: details.session_uri,
         user_data_dir: details.user_data_dir,
         endpoint_dir: place.endpoint_dir.as_ref()?.to_string_lossy().into_owned(),
+        is_busy_skipped: false,
     })
 }
 
@@ -202,6 +203,17 @@ impl Delivery<'_> {
             };
             match handed {
                 Ok(turn) => break turn,
+                Err(error @ HostError::ChatBusy { .. }) if route.is_busy_skipped => {
+                    // A progress notice never waits for a busy sender: nothing was sent, and
+                    // the note stays readable on the request.
+                    return undelivered(
+                        self.record,
+                        format!(
+                            "{error}: a progress notice never waits for a busy sender, so it \
+                             was not sent; the request's progress_note keeps it"
+                        ),
+                    );
+                }
                 Err(HostError::ChatBusy { .. }) if Instant::now() + BUSY_RETRY < deadline => {
                     tokio::time::sleep(BUSY_RETRY).await;
                 }
