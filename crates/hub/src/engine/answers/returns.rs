@@ -84,7 +84,7 @@ impl Returns {
         }
         let host = match &job.copilot_return {
             Some(back) => match verify_return(back) {
-                Ok(()) => Some(back.clone()),
+                Ok(_) => Some(back.clone()),
                 Err(why) => {
                     tracing::info!(delivery = %record.delivery_id, %why, "the Copilot sender's return route did not hold; the answer stays on the record");
                     None
@@ -131,7 +131,7 @@ impl Returns {
             }
         };
         let host = copilot_return.filter(|back| match verify_return(back) {
-            Ok(()) => true,
+            Ok(_) => true,
             Err(why) => {
                 tracing::info!(delivery = %late.delivery_id, %why, "the Copilot sender's return route did not hold; the late answer stays on the record");
                 false
