@@ -16,6 +16,7 @@ use tokio::net::UnixStream;
 use tokio::sync::mpsc;
 
 use crate::error::{Error, Result};
+use crate::kept::Kept;
 use crate::listing::{RootEvents, SessionInfo};
 use crate::token::ConnectionToken;
 use crate::transport::{CloseReason, HandshakeFailure, SocketProblem, UnixWsTransport};
@@ -50,6 +51,12 @@ pub(crate) struct Inner {
     pub(crate) client_id: String,
     protocol_version: String,
     closed: CloseReason,
+    /// Set on a pool's connections: subscriptions are kept after their last user
+    /// ([`crate::kept`]).
+    keeps_subscriptions: std::sync::atomic::AtomicBool,
+    /// The subscriptions kept, by URI. An async lock, held across `subscribe`, so that two
+    /// deliveries to the same chat make one subscription.
+    kept: tokio::sync::Mutex<HashMap<String, Arc<Kept>>>,
     /// How many live [`Channel`]s use each subscribed URI; the last one to go unsubscribes.
     /// An async lock, held across `subscribe`, so an unsubscribe never races a new subscribe.
     subscriptions: tokio::sync::Mutex<HashMap<String, usize>>,
@@ -160,6 +167,8 @@ impl HostConnection {
             protocol_version: String::new(),
             closed,
             subscriptions: tokio::sync::Mutex::new(HashMap::new()),
+            keeps_subscriptions: std::sync::atomic::AtomicBool::new(false),
+            kept: tokio::sync::Mutex::new(HashMap::new()),
         };
         let result: std::result::Result<InitializeResult, ClientError> =
             inner.client.request("initialize", params).await;
@@ -324,8 +333,24 @@ impl HostConnection {
         }
     }
 
-    /// Subscribes to `uri` and starts draining its events into an unbounded queue.
+    /// From now on, subscriptions stay after their last user and their state is kept current
+    /// ([`crate::kept`]): a pool's connection, used again and again for the same chats.
+    pub(crate) fn keep_subscriptions(&self) {
+        self.inner
+            .keeps_subscriptions
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Subscribes to `uri` and starts draining its events into an unbounded queue. On a
+    /// connection that keeps subscriptions, a kept one is listened to instead, with no request.
     pub(crate) async fn subscribe(&self, uri: &str, during: &str) -> Result<Channel> {
+        if self
+            .inner
+            .keeps_subscriptions
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            return self.subscribe_kept(uri, during).await;
+        }
         let mut counts = self.inner.subscriptions.lock().await;
         let (result, mut sub) = self
             .inner
@@ -352,10 +377,48 @@ impl HostConnection {
         Ok(Channel {
             snapshot,
             events,
-            guard: ChannelGuard {
+            guard: Some(ChannelGuard {
                 conn: self.clone(),
                 uri: uri.to_owned(),
-            },
+            }),
+        })
+    }
+}
+
+impl HostConnection {
+    /// A kept subscription to `uri`, subscribing when there is none (or it ended).
+    async fn subscribe_kept(&self, uri: &str, during: &str) -> Result<Channel> {
+        let mut kept = self.inner.kept.lock().await;
+        if let Some((snapshot, events)) = kept.get(uri).and_then(|k| k.listen()) {
+            return Ok(Channel {
+                snapshot,
+                events,
+                guard: None,
+            });
+        }
+        let (result, sub) = self
+            .inner
+            .client
+            .subscribe(uri.to_owned())
+            .await
+            .map_err(|err| self.inner.client_error("subscribe", during, err))?;
+        let snapshot = result.snapshot.ok_or_else(|| {
+            self.malformed(
+                "subscribe",
+                format!("its answer for {uri} carried no snapshot"),
+            )
+        })?;
+        let one = Kept::start(snapshot, sub);
+        kept.insert(uri.to_owned(), one.clone());
+        let (snapshot, events) = one.listen().ok_or_else(|| Error::ConnectionLost {
+            socket: self.inner.socket.clone(),
+            during: during.to_owned(),
+            reason: self.close_reason(),
+        })?;
+        Ok(Channel {
+            snapshot,
+            events,
+            guard: None,
         })
     }
 }
@@ -402,8 +465,9 @@ pub(crate) struct Channel {
     pub(crate) snapshot: Snapshot,
     /// `None` from `recv` means the connection ended.
     pub(crate) events: mpsc::UnboundedReceiver<SubscriptionEvent>,
+    /// Unsubscribes on `Drop`; a kept subscription has none.
     #[allow(dead_code)] // held for its `Drop`
-    guard: ChannelGuard,
+    guard: Option<ChannelGuard>,
 }
 
 /// Unsubscribes when the last [`Channel`] on a URI goes away.

@@ -25,6 +25,7 @@ mod client;
 mod deliver;
 mod error;
 mod input;
+mod kept;
 mod listing;
 mod pool;
 mod token;

@@ -11,6 +11,9 @@
 //! dropped at the next [`HostPool::get`]. A connection found ended is replaced lazily, on the
 //! next `get`, never in the middle of a delivery.
 //!
+//! A kept connection also keeps its subscriptions (`crate::kept`): a second delivery to the
+//! same chat sends only its `dispatchAction`, not two `subscribe`s first.
+//!
 //! Sharing a connection keeps the unknown-outcome rule: every delivery waits for its echo on a
 //! [`crate::client::Channel`] of its own, fed by the connection; when the connection ends,
 //! every such channel ends, so each delivery still in flight on it is `UnknownOutcome`, and
@@ -80,6 +83,8 @@ impl HostPool {
         }
         let conn =
             HostConnection::connect(&key.socket, &key.token, self.client_id.as_str()).await?;
+        // Deliveries to the same chats again and again: their subscriptions are kept.
+        conn.keep_subscriptions();
         conns.insert(key.clone(), conn.clone());
         Ok(conn)
     }

@@ -22,7 +22,8 @@
 //!   answer leaving the daemon in the literal sense): `chat/turnComplete` of the answering
 //!   chat → the host reading the return's `chat/turnStarted` for the sender's chat, both on
 //!   the fake host's clock, 100 times; and of that, the part before the return's first request
-//!   to the host (`subscribe` on the connection the carrier keeps for the host, `initialize`
+//!   to the host (its `dispatchAction` on the connection the carrier keeps for the host, with
+//!   the sender's session and chat kept subscribed; `subscribe` the first time, `initialize`
 //!   when it had to connect): the rest is the AHP exchange.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -278,21 +279,23 @@ fn main() {
             .nth(n)
             .expect("the answer put into the sender's chat");
         returned.push(arrived.duration_since(answered.at).unwrap_or_default());
-        // Where that time goes: the return's first request to the host (`subscribe` on the
-        // kept connection; `initialize` on a fresh one); before it: the record closed, the
-        // return queued and claimed, its route checked, the registry read (and, without a
-        // kept connection, the socket connected and upgraded). The answering delivery's own
-        // `unsubscribe`s are notifications, not requests of the return.
+        // Where that time goes: the return's first request to the host (its
+        // `dispatchAction` once the kept connection holds the sender's chat subscribed;
+        // `subscribe` the first time; `initialize` on a fresh connection); before it: the
+        // record closed, the return queued and claimed, its route checked (and, without a
+        // kept connection, the socket connected and upgraded).
         let first = host
             .received_at()
             .into_iter()
             .find(|(m, at)| {
-                *at > answered.at && (m["method"] == "initialize" || m["method"] == "subscribe")
+                *at > answered.at
+                    && ["initialize", "subscribe", "dispatchAction"]
+                        .contains(&m["method"].as_str().unwrap_or_default())
             })
             .map(|(_, at)| at)
             .unwrap();
         before_connecting.push(first.duration_since(answered.at).unwrap_or_default());
-        if n == 0 {
+        if n < 2 {
             let methods: Vec<String> = host
                 .received_at()
                 .into_iter()
@@ -300,7 +303,8 @@ fn main() {
                 .map(|(m, _)| m["method"].as_str().unwrap_or("?").to_owned())
                 .collect();
             println!(
-                "  the return's messages to the host: {}",
+                "  return {}'s messages to the host: {}",
+                n + 1,
                 methods.join(", ")
             );
         }

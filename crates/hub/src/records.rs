@@ -103,6 +103,10 @@ pub struct AgentHostJob {
     pub user_data_dir: String,
     /// `<userData>/agent-host/local-endpoint/entries`.
     pub endpoint_dir: String,
+    /// A notice that never waits for a busy chat (`PROGRESS (INFO)`): the chat running a turn
+    /// when it goes out, it is not sent, and not retried.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub is_busy_skipped: bool,
 }
 
 /// A native delivery's route as resolved at acceptance: the live process the registry named.

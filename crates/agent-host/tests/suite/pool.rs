@@ -8,6 +8,7 @@ use cross_agent_agent_host::{
     ConnectionToken, DeliverRequest, EndpointKey, Error, HostConnection, HostPool,
 };
 use cross_agent_testkit::agent_host::{FakeAgentHost, FakeSession, TurnScript};
+use cross_agent_testkit::endpoint::{Reply, Rule};
 
 use super::common::{ANSWER_TIMEOUT, Bench, CLIENT_ID, token_of};
 
@@ -159,4 +160,61 @@ async fn a_shared_connection_that_drops_fails_every_delivery_in_flight_as_unknow
     assert_eq!(initializes(&host), 1, "both were on one connection");
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(turns_started(&host), 2, "nothing was sent again");
+}
+
+fn subscribes(host: &FakeAgentHost) -> usize {
+    host.received()
+        .iter()
+        .filter(|m| m["method"] == "subscribe")
+        .count()
+}
+
+/// A kept connection keeps its session and chat subscribed, their state current: the second
+/// and third deliveries to the same chat send no `subscribe`, yet see the earlier turns ended
+/// (not busy) and a turn another client started (busy).
+#[tokio::test]
+async fn a_kept_connection_subscribes_to_a_chat_once_and_follows_its_state() {
+    let bench = Bench::new();
+    let session = FakeSession::new("followed");
+    let host = bench.host().session(session.clone()).start().unwrap();
+    let pool = HostPool::new(CLIENT_ID);
+    for _ in 0..3 {
+        let conn = pool.get(&key_of(&host)).await.unwrap();
+        let turn = conn
+            .deliver(DeliverRequest::new(session.uri(), "ping"))
+            .await
+            .unwrap();
+        let answer = turn.answer(ANSWER_TIMEOUT).await.unwrap();
+        assert_eq!(answer.text, "pong from copilot");
+    }
+    assert_eq!(subscribes(&host), 2, "the session and its chat, once each");
+
+    // The person types into the chat in the editor (another client), a turn that runs for a
+    // few seconds: the kept state sees the chat busy, and nothing is sent.
+    bench.endpoint.push(
+        Rule::on_user_text("hold the chat")
+            .reply(Reply::echo_token("held").delay(Duration::from_secs(3)))
+            .once(),
+    );
+    host.editor_turn(&session.uri(), "hold the chat").unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let started = turns_started(&host);
+    let conn = pool.get(&key_of(&host)).await.unwrap();
+    let busy = conn
+        .deliver(DeliverRequest::new(session.uri(), "ping"))
+        .await
+        .unwrap_err();
+    assert!(matches!(busy, Error::ChatBusy { .. }), "{busy:?}");
+    assert_eq!(turns_started(&host), started, "nothing dispatched");
+    // Once the person's turn ended, the kept state sees the chat free again.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let turn = conn
+        .deliver(DeliverRequest::new(session.uri(), "ping"))
+        .await
+        .unwrap();
+    assert_eq!(
+        turn.answer(ANSWER_TIMEOUT).await.unwrap().text,
+        "pong from copilot"
+    );
+    assert_eq!(subscribes(&host), 2, "still none more");
 }

@@ -2,7 +2,9 @@
 //! CLI on `PATH` or in its usual per-user place, or its configuration directory. Honours the
 //! agents' own overrides (`CLAUDE_CONFIG_DIR`, `CODEX_HOME`, `GROK_HOME`, `XDG_CONFIG_HOME`).
 //! Copilot has no CLI here: it is the VS Code Agent Host, found by its user-data directory
-//! (docs/observed/copilot.md §2.2).
+//! (docs/observed/copilot.md §2.2), resolved by the same rule the session listing uses
+//! (`cross_agent_stores::copilot::vscode_user_data`: `VSCODE_PORTABLE`, `VSCODE_APPDATA`,
+//! `XDG_CONFIG_HOME`).
 
 use std::path::{Path, PathBuf};
 
@@ -23,7 +25,7 @@ pub struct Editor {
 /// edits in it (docs/observed/copilot.md §2.2 and §6).
 #[derive(Debug, Clone)]
 pub struct CopilotPlace {
-    /// "VS Code" or "VS Code Insiders".
+    /// "VS Code (portable)", "VS Code" or "VS Code Insiders".
     pub editor: &'static str,
     /// `<user data>`: `~/.config/Code`, `~/Library/Application Support/Code - Insiders`, ….
     pub user_data: PathBuf,
@@ -59,7 +61,7 @@ pub struct Places {
     pub grok_config: PathBuf,
     pub grok_dir: PathBuf,
     pub editors: Vec<Editor>,
-    /// VS Code Stable and Insiders, in that order.
+    /// A portable VS Code's (when `VSCODE_PORTABLE` is set), then Stable's and Insiders'.
     pub copilot: Vec<CopilotPlace>,
 }
 
@@ -91,18 +93,7 @@ impl Places {
                 found: data.join("User").is_dir(),
             })
             .collect();
-        let copilot = data_dirs
-            .into_iter()
-            .filter(|(name, _)| COPILOT_EDITORS.contains(name))
-            .map(|(editor, user_data)| CopilotPlace {
-                editor,
-                mcp_json: user_data.join("User/mcp.json"),
-                host_config: user_data.join("User/globalStorage/agent-host-config.json"),
-                settings: user_data.join("User/settings.json"),
-                found: user_data.is_dir(),
-                user_data,
-            })
-            .collect();
+        let copilot = copilot_places(&home);
         Ok(Places {
             claude_settings: claude_dir.join("settings.json"),
             claude_json,
@@ -117,8 +108,9 @@ impl Places {
         })
     }
 
-    /// The user-data directories to set Copilot up in: each one that exists, or VS Code
-    /// Stable's when none does (Copilot named in `--agents` is set up even when not found).
+    /// The user-data directories to set Copilot up in: each one that exists, or the first
+    /// (a portable VS Code's, else Stable's) when none does (Copilot named in `--agents` is set
+    /// up even when not found).
     pub fn copilot_targets(&self) -> Vec<&CopilotPlace> {
         let found: Vec<_> = self.copilot.iter().filter(|place| place.found).collect();
         if found.is_empty() {
@@ -199,8 +191,26 @@ impl AgentName {
     }
 }
 
-/// The editors whose Agent Host runs Copilot: Stable and Insiders.
-const COPILOT_EDITORS: [&str; 2] = ["VS Code", "VS Code Insiders"];
+/// The user-data folders whose Agent Host runs Copilot, by the listing's own rule, and the
+/// files `install` edits in each.
+fn copilot_places(home: &Path) -> Vec<CopilotPlace> {
+    let var = |name: &str| std::env::var_os(name);
+    cross_agent_stores::copilot::vscode_user_data(
+        cross_agent_stores::copilot::Os::current(),
+        Some(home),
+        &var,
+    )
+    .into_iter()
+    .map(|place| CopilotPlace {
+        editor: place.editor,
+        mcp_json: place.path.join("User/mcp.json"),
+        host_config: place.path.join("User/globalStorage/agent-host-config.json"),
+        settings: place.path.join("User/settings.json"),
+        found: place.path.is_dir(),
+        user_data: place.path,
+    })
+    .collect()
+}
 
 /// The user-data folders of the VS Code family on this OS (`--user-data-dir`,
 /// `VSCODE_PORTABLE` and `VSCODE_APPDATA` aside).

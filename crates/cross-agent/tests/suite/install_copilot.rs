@@ -196,6 +196,42 @@ fn xdg_config_home_moves_the_linux_user_data() {
     assert!(!person.path(&at(STABLE, MCP)).exists());
 }
 
+/// A portable VS Code keeps its user data in `$VSCODE_PORTABLE/user-data`, and `VSCODE_APPDATA`
+/// moves the base of Stable and Insiders: install follows the same rule as the listing.
+#[test]
+fn a_portable_vs_code_and_vscode_appdata_are_where_install_writes() {
+    let person = Person::empty();
+    std::fs::create_dir_all(person.path("portable/data/user-data")).unwrap();
+    // Stable's default folder exists too, but VSCODE_APPDATA says Stable lives elsewhere.
+    std::fs::create_dir_all(person.path(STABLE)).unwrap();
+    let run = |args: &[&str]| {
+        let out = person
+            .command(args)
+            .env("VSCODE_PORTABLE", person.path("portable/data"))
+            .env("VSCODE_APPDATA", person.path("appdata"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let out = run(&["install", "--agents", "copilot"]);
+    assert!(out.contains("Copilot (VS Code (portable))"), "{out}");
+    let created = person.tree();
+    let expected = format!(
+        "{{\n  \"servers\": {{\n    \"cross-agent\": {{\n      \"type\": \"stdio\",\n      \"command\": \"{}\",\n      \"args\": [\"mcp\"]\n    }}\n  }}\n}}\n",
+        bin().display()
+    );
+    let portable = "portable/data/user-data";
+    assert_eq!(
+        created.keys().collect::<Vec<_>>(),
+        [&at(portable, HOST), &at(portable, MCP)],
+        "only the portable VS Code's files: the folder at ~/.config/Code is not Stable's here"
+    );
+    assert_eq!(created[&at(portable, MCP)], expected);
+    run(&["uninstall"]);
+    assert_eq!(person.tree(), BTreeMap::new(), "the files it made are gone");
+}
+
 #[test]
 fn a_dry_run_shows_both_diffs_and_the_restart_and_writes_nothing() {
     let person = person_with_vscode();

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use cross_agent_caller::COPILOT_CALLER_SESSION_META_KEY;
 use cross_agent_protocol::bridge::{
-    Agent, AncestorProcess, DeliveryState, RefusalReason, SendResponse, Transport,
+    Agent, AncestorProcess, DeliveryRecord, DeliveryState, RefusalReason, SendResponse, Transport,
 };
 use cross_agent_testkit::agent_host::{FakeAgentHost, FakeSession};
 use cross_agent_testkit::endpoint::{Api, Reply, Rule};
@@ -17,6 +17,7 @@ use serde_json::json;
 
 use super::bridge_support::{Bridge, spawn_daemon_process};
 use super::copilot_send::{Copilot, copilot_caller};
+use super::panels_real::Panel;
 
 /// `cross-agent mcp` as the Copilot SDK starts it for SDK session `sdk` (none: an older host),
 /// on this bridge's daemon and homes, able to start a real Codex turn.
@@ -383,4 +384,111 @@ async fn a_copilot_caller_reaches_a_real_codex_thread_and_gets_the_answer_in_its
     assert_eq!(sent.len(), 1, "{sent:#?}");
     assert!(sent[0].contains("BRIDGE REPLY"), "{}", sent[0]);
     assert!(sent[0].contains("Port 9090 (Codex)."), "{}", sent[0]);
+}
+
+/// A Copilot sender (its MCP process below the host that serves its chat) asks a Claude panel
+/// session a question that runs past `CROSS_AGENT_PANEL_PATIENCE`. Returns the request's
+/// record when it settled and what the sender's chat was sent.
+async fn progress_to_a_copilot_sender(busy: bool) -> (Bridge, DeliveryRecord, Vec<String>) {
+    let bridge = Bridge::start().await;
+    let caller = Copilot::in_catalog(&bridge, "copilot-waits");
+    let mut session = FakeSession::new(&caller.title).id(&caller.id);
+    if busy {
+        session = session.busy();
+    }
+    let host = FakeAgentHost::builder(&caller.editor.user_data)
+        .model_endpoint(&bridge.endpoint)
+        .session(session)
+        .start()
+        .unwrap();
+    let mut peer = Panel::open(&bridge);
+    let peer_session = peer.converse(&bridge, "hello peer cp1");
+    bridge.endpoint.push(
+        Rule::on_user_text("long question cp1")
+            .reply(Reply::echo_token("long answer cp1").delay(Duration::from_secs(6)))
+            .once(),
+    );
+    bridge
+        .endpoint
+        .push(Rule::on_user_text("=== PROGRESS (INFO) ===").reply_text("noted the progress cp1"));
+    bridge
+        .endpoint
+        .push(Rule::on_user_text("=== BRIDGE REPLY ===").reply_text("noted the reply cp1"));
+    let mut mcp = std::process::Command::new("sleep")
+        .arg("300")
+        .spawn()
+        .unwrap();
+    let mut context = copilot_caller(&bridge, &caller.sdk_id);
+    context.pid = mcp.id();
+    context.ancestry = vec![AncestorProcess {
+        pid: std::process::id(),
+        name: "code".into(),
+        cmdline: String::new(),
+    }];
+    context.client_name = None;
+    context
+        .settings
+        .insert("CROSS_AGENT_PANEL_PATIENCE".into(), "2".into());
+    let mut params = bridge.send_params(Agent::Claude, "long question cp1", context);
+    params.session_id = Some(peer_session);
+    params.timeout = Some(1);
+    let receipt = bridge.accepted(params).await;
+    assert!(receipt.return_panel_available_now, "{receipt:#?}");
+    let request = bridge.wait_finished(&receipt.delivery_id).await;
+    if let Some(back) = &request.return_delivery_id {
+        bridge.wait_finished(back).await;
+    }
+    let sent = into_chat(&host, &chat_of(&caller));
+    mcp.kill().unwrap();
+    mcp.wait().unwrap();
+    (bridge, request, sent)
+}
+
+/// The spec's progress rule holds for a Copilot sender too: return traffic goes to its chat
+/// on its verified route, and `PROGRESS (INFO)` is sent there while the chat is idle, as a
+/// notice of its own before the answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_turn_sends_one_progress_notice_into_the_idle_copilot_senders_chat() {
+    let (bridge, request, sent) = progress_to_a_copilot_sender(/*busy*/ false).await;
+    assert_eq!(request.state, DeliveryState::Delivered, "{request:#?}");
+    let note = request.progress_note.clone().expect("a progress note");
+    assert!(note.starts_with("=== PROGRESS (INFO) ==="), "{note}");
+    let progress_id = request
+        .progress_delivery_id
+        .clone()
+        .expect("a progress delivery");
+    assert_ne!(Some(&progress_id), request.return_delivery_id.as_ref());
+    let progress = bridge.wait_finished(&progress_id).await;
+    assert_eq!(progress.state, DeliveryState::Delivered, "{progress:#?}");
+    assert_eq!(progress.transport, Transport::AgentHost);
+    assert_eq!(sent.len(), 2, "the notice, then the answer: {sent:#?}");
+    assert!(sent[0].contains("PROGRESS (INFO)"), "{}", sent[0]);
+    assert!(sent[1].contains("BRIDGE REPLY"), "{}", sent[1]);
+}
+
+/// "INFO does not wait for a busy sender": a Copilot sender's chat running a turn gets no
+/// progress notice — nothing dispatched into it, not retried — and the note stays on the
+/// request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_busy_copilot_senders_chat_gets_no_progress_notice_and_the_note_stays() {
+    let (bridge, request, sent) = progress_to_a_copilot_sender(/*busy*/ true).await;
+    let note = request.progress_note.clone().expect("a progress note");
+    assert!(note.starts_with("=== PROGRESS (INFO) ==="), "{note}");
+    // Queued (whether the chat is busy is known only when it goes out), then refused there.
+    let progress_id = request
+        .progress_delivery_id
+        .clone()
+        .expect("a progress delivery");
+    let progress = bridge.wait_finished(&progress_id).await;
+    assert_eq!(progress.state, DeliveryState::Failed, "{progress:#?}");
+    assert!(progress.is_undelivered, "{progress:#?}");
+    let error = progress.error.unwrap();
+    assert!(
+        error.contains("a progress notice never waits for a busy sender"),
+        "{error}"
+    );
+    assert!(
+        sent.iter().all(|t| !t.contains("PROGRESS (INFO)")),
+        "{sent:#?}"
+    );
 }

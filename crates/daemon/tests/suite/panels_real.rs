@@ -36,7 +36,7 @@ pub(super) struct Panel {
 
 impl Panel {
     /// Real Claude behind a real shim, started under a window process of its own, initialized.
-    fn open(bridge: &Bridge) -> Panel {
+    pub(super) fn open(bridge: &Bridge) -> Panel {
         Panel::open_with(bridge, &[])
     }
 

@@ -12,7 +12,7 @@
 use std::path::{Path, PathBuf};
 
 use cross_agent_protocol::bridge::CallerContext;
-use cross_agent_stores::copilot::endpoints::{self, EndpointAddress};
+use cross_agent_stores::copilot::endpoints::{self, Endpoint, EndpointAddress};
 use cross_agent_stores::copilot::{catalog, sanitized_id};
 use cross_agent_stores::{Session, Warnings};
 
@@ -231,6 +231,7 @@ fn return_route(session: &Session, context: &CallerContext, sdk: &str) -> Option
             session_uri: details.session_uri.clone(),
             user_data_dir: details.user_data_dir.clone(),
             endpoint_dir: endpoint_dir.to_string_lossy().into_owned(),
+            is_busy_skipped: false,
         },
         sdk_session_id: sdk.to_owned(),
         session_db: session_db.to_string_lossy().into_owned(),
@@ -242,8 +243,9 @@ fn return_route(session: &Session, context: &CallerContext, sdk: &str) -> Option
 /// Checks a Copilot sender's return route again, right before its answer is dispatched: the
 /// SDK session still backs the session's unarchived default chat, the host's endpoint is still
 /// published by the same owner, and that owner is still an ancestor of the MCP process. The
-/// error says which failed. Blocking.
-pub(in crate::engine) fn verify_return(back: &CopilotReturn) -> Result<(), String> {
+/// error says which failed. Returns the owner's registry entry as read now, so the carrier
+/// connects to exactly the host it checked without reading the registry again. Blocking.
+pub(in crate::engine) fn verify_return(back: &CopilotReturn) -> Result<Endpoint, String> {
     match catalog::read_session_db(Path::new(&back.session_db)) {
         Ok(metadata)
             if metadata.sdk_session_id.as_deref() == Some(back.sdk_session_id.as_str())
@@ -261,16 +263,20 @@ pub(in crate::engine) fn verify_return(back: &CopilotReturn) -> Result<(), Strin
         &PathBuf::from(&back.route.endpoint_dir),
         cross_agent_process::is_alive,
     );
-    if !registry.endpoints.iter().any(|e| e.pid == back.owner_pid) {
+    let Some(owner) = registry
+        .endpoints
+        .into_iter()
+        .find(|e| e.pid == back.owner_pid && matches!(e.address, EndpointAddress::Socket { .. }))
+    else {
         return Err(format!(
             "the Agent Host (pid {}) of the sender's Copilot session is no longer running",
             back.owner_pid
         ));
-    }
+    };
     let mut pid = back.mcp_pid;
     for _ in 0..MAX_ANCESTRY {
         match cross_agent_process::parent_of(pid) {
-            Some(parent) if parent == back.owner_pid => return Ok(()),
+            Some(parent) if parent == back.owner_pid => return Ok(owner),
             Some(parent) if parent > 1 && parent != pid => pid = parent,
             Some(_) | None => break,
         }

@@ -19,8 +19,9 @@ use std::path::{Path, PathBuf};
 use cross_agent_protocol::settings as var;
 use serde::{Deserialize, Serialize};
 
-/// VS Code's product names, whose user-data folders hold an Agent Host.
-const PRODUCTS: [&str; 2] = ["Code", "Code - Insiders"];
+/// VS Code's editions whose user-data folders hold an Agent Host, and their product names (the
+/// folder under the base).
+const PRODUCTS: [(&str, &str); 2] = [("VS Code", "Code"), ("VS Code Insiders", "Code - Insiders")];
 
 /// The endpoint registry under a user-data folder.
 const ENDPOINT_TAIL: &str = "agent-host/local-endpoint/entries";
@@ -207,31 +208,61 @@ impl CopilotPlace {
     }
 }
 
-/// The user-data folders of VS Code on `os`: a portable one's, then Stable's and Insiders'.
-/// A variable that is not an absolute path is passed over (VS Code would resolve a relative one
-/// against its own working directory, which is not known here).
-fn default_user_data(
+/// One VS Code user-data folder and the editor it belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EditorUserData {
+    /// "VS Code (portable)", "VS Code" or "VS Code Insiders".
+    pub editor: &'static str,
+    /// The user-data folder: `$VSCODE_PORTABLE/user-data`, `~/.config/Code`, ….
+    pub path: PathBuf,
+}
+
+/// The user-data folders of VS Code on `os`, by VS Code's own rule (the module's header): a
+/// portable one's, then Stable's and Insiders'. The one piece of code for the rule: the
+/// listing's default places and `cross-agent install`'s both come from here. A variable that
+/// is not an absolute path is passed over (VS Code would resolve a relative one against its
+/// own working directory, which is not known here).
+pub fn vscode_user_data(
     os: Os,
     home: Option<&Path>,
     var: &impl Fn(&str) -> Option<OsString>,
-) -> Vec<PathBuf> {
+) -> Vec<EditorUserData> {
     let absolute = |name: &str| {
         var(name)
             .filter(|v| !v.is_empty())
             .map(PathBuf::from)
             .filter(|p| p.is_absolute())
     };
-    let portable = absolute("VSCODE_PORTABLE").map(|p| p.join("user-data"));
+    let portable = absolute("VSCODE_PORTABLE").map(|p| EditorUserData {
+        editor: "VS Code (portable)",
+        path: p.join("user-data"),
+    });
     let base = absolute("VSCODE_APPDATA").or_else(|| match os {
         Os::MacOs => home.map(|h| h.join("Library/Application Support")),
         Os::Linux => absolute("XDG_CONFIG_HOME").or_else(|| home.map(|h| h.join(".config"))),
     });
     portable
         .into_iter()
-        .chain(
-            base.into_iter()
-                .flat_map(|base| PRODUCTS.iter().map(move |product| base.join(product))),
-        )
+        .chain(base.into_iter().flat_map(|base| {
+            PRODUCTS
+                .iter()
+                .map(move |(editor, product)| EditorUserData {
+                    editor,
+                    path: base.join(product),
+                })
+        }))
+        .collect()
+}
+
+/// The user-data folders of VS Code on `os` ([`vscode_user_data`]).
+fn default_user_data(
+    os: Os,
+    home: Option<&Path>,
+    var: &impl Fn(&str) -> Option<OsString>,
+) -> Vec<PathBuf> {
+    vscode_user_data(os, home, var)
+        .into_iter()
+        .map(|place| place.path)
         .collect()
 }
 

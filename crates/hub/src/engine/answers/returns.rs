@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use cross_agent_protocol::bridge::Transport;
 use cross_agent_protocol::bridge::{DeliveryRecord, DeliveryState, TargetKey, TargetSelectedBy};
-use cross_agent_protocol::panel::InjectionKind;
+use cross_agent_protocol::panel::{InjectionKind, PanelSessionState};
 use cross_agent_protocol::timestamp::now_rfc3339;
 use cross_agent_stores::UnixMillis;
 use cross_agent_transports::panel::registry::LivePanel;
@@ -84,7 +84,7 @@ impl Returns {
         }
         let host = match &job.copilot_return {
             Some(back) => match verify_return(back) {
-                Ok(()) => Some(back.clone()),
+                Ok(_) => Some(back.clone()),
                 Err(why) => {
                     tracing::info!(delivery = %record.delivery_id, %why, "the Copilot sender's return route did not hold; the answer stays on the record");
                     None
@@ -131,7 +131,7 @@ impl Returns {
             }
         };
         let host = copilot_return.filter(|back| match verify_return(back) {
-            Ok(()) => true,
+            Ok(_) => true,
             Err(why) => {
                 tracing::info!(delivery = %late.delivery_id, %why, "the Copilot sender's return route did not hold; the late answer stays on the record");
                 false
@@ -166,6 +166,42 @@ impl Returns {
         if let Err(error) = self.db().update_delivery(&late) {
             tracing::warn!(%error, "could not record where a late answer went");
         }
+    }
+
+    /// A request running past patience: its `PROGRESS (INFO)` notice goes to the sender's
+    /// idle panel, or — for a Copilot sender — into its own chat on its verified route (checked
+    /// now, and again right before the dispatch), and there only while the chat is idle: the
+    /// notice never waits for a busy sender, so a busy chat is skipped, never retried. Either
+    /// way the note stays on the request (`progress_note`). Returns the notice's delivery id.
+    pub(in crate::engine) fn queue_progress(
+        &self,
+        record: &DeliveryRecord,
+        job: &Job,
+        note: String,
+    ) -> Option<String> {
+        if let Some(back) = &job.copilot_return {
+            if let Err(why) = verify_return(back) {
+                tracing::info!(delivery = %record.delivery_id, %why, "the Copilot sender's return route did not hold; the progress note stays on the record");
+                return None;
+            }
+            let mut back = back.clone();
+            back.route.is_busy_skipped = true;
+            return self.queue_return_by(record, job, InjectionKind::Notice, note, Some(back));
+        }
+        let idle_sender = self
+            .sender_panel(record, job)
+            .is_some_and(|(panel, session)| {
+                panel
+                    .registration
+                    .sessions
+                    .iter()
+                    .find(|s| s.session_id.as_deref() == Some(session.as_str()))
+                    .is_some_and(|s| s.state == PanelSessionState::Idle)
+            });
+        if !idle_sender {
+            return None;
+        }
+        self.queue_return(record, job, InjectionKind::Notice, note)
     }
 
     /// Queues one return delivery to the sender's panel: its own record (target: the sender's

@@ -24,7 +24,7 @@ use cross_agent_agent_host::{
 };
 use cross_agent_protocol::bridge::{DeliveryRecord, DeliveryState, HandOverOutcome, Transport};
 use cross_agent_stores::Warnings;
-use cross_agent_stores::copilot::endpoints::{self, EndpointAddress};
+use cross_agent_stores::copilot::endpoints::{self, Endpoint, EndpointAddress};
 use parking_lot::Mutex;
 use tokio::time::Instant;
 
@@ -107,6 +107,7 @@ fn route_of(send: &RouteQuery<'_>, id: &str) -> Option<AgentHostJob> {
         session_uri: details.session_uri,
         user_data_dir: details.user_data_dir,
         endpoint_dir: place.endpoint_dir.as_ref()?.to_string_lossy().into_owned(),
+        is_busy_skipped: false,
     })
 }
 
@@ -170,21 +171,26 @@ impl Delivery<'_> {
         let limit = Duration::from_secs(self.job.timeout_secs.max(1));
         let deadline = Instant::now() + limit;
         let mut stop = self.cx.stop_signal();
-        // Return traffic to a Copilot sender: its route is checked once more, right before.
+        // Return traffic to a Copilot sender: its route is checked once more, right before,
+        // and the host it names — the owner of the sender's MCP process — is the one used.
         let is_return = self.record.answer.answers_delivery_id.is_some();
+        let mut owner = None;
         if let Some(back) = self.job.copilot_return.clone().filter(|_| is_return) {
-            let checked = off_async(move || verify_return(&back)).await;
-            if let Some(Err(why)) = checked {
-                return undelivered(
-                    self.record,
-                    format!(
-                        "the answer was not put into the sender's Copilot chat: {why}; read it \
-                         with bridge_status"
-                    ),
-                );
+            match off_async(move || verify_return(&back)).await {
+                Some(Ok(endpoint)) => owner = Some(endpoint),
+                Some(Err(why)) => {
+                    return undelivered(
+                        self.record,
+                        format!(
+                            "the answer was not put into the sender's Copilot chat: {why}; \
+                             read it with bridge_status"
+                        ),
+                    );
+                }
+                None => {}
             }
         }
-        let mut conn = match connect(self.pool, route).await {
+        let mut conn = match connect(self.pool, route, owner.as_ref()).await {
             Ok(conn) => conn,
             Err(why) => return undelivered(self.record, why),
         };
@@ -202,6 +208,17 @@ impl Delivery<'_> {
             };
             match handed {
                 Ok(turn) => break turn,
+                Err(error @ HostError::ChatBusy { .. }) if route.is_busy_skipped => {
+                    // A progress notice never waits for a busy sender: nothing was sent, and
+                    // the note stays readable on the request.
+                    return undelivered(
+                        self.record,
+                        format!(
+                            "{error}: a progress notice never waits for a busy sender, so it \
+                             was not sent; the request's progress_note keeps it"
+                        ),
+                    );
+                }
                 Err(HostError::ChatBusy { .. }) if Instant::now() + BUSY_RETRY < deadline => {
                     tokio::time::sleep(BUSY_RETRY).await;
                 }
@@ -209,7 +226,7 @@ impl Delivery<'_> {
                     // Lost while subscribing or before the turn's frame was queued: nothing
                     // reached the host, so a fresh connection may carry it.
                     reconnected = true;
-                    conn = match connect(self.pool, route).await {
+                    conn = match connect(self.pool, route, None).await {
                         Ok(conn) => conn,
                         Err(why) => return undelivered(self.record, why),
                     };
@@ -296,23 +313,32 @@ impl Delivery<'_> {
 }
 
 /// The kept connection to the live host of the route's editor, its registry read now (a host
-/// restarted since acceptance is at a new socket with a new token, hence a new connection).
-/// The error says what to do.
-async fn connect(pool: &HostPool, route: &AgentHostJob) -> Result<HostConnection, String> {
+/// restarted since acceptance is at a new socket with a new token, hence a new connection) —
+/// or to `checked`, the entry a return's route check has just read, without reading the
+/// registry again. The error says what to do.
+async fn connect(
+    pool: &HostPool,
+    route: &AgentHostJob,
+    checked: Option<&Endpoint>,
+) -> Result<HostConnection, String> {
+    if let Some(endpoint) = checked
+        && let Some(key) = key_of(endpoint)
+    {
+        return pool.get(&key).await.map_err(|error| {
+            format!(
+                "could not reach the Agent Host of the editor at {}: {error}. Nothing was sent",
+                route.user_data_dir
+            )
+        });
+    }
     let dir = PathBuf::from(&route.endpoint_dir);
     let registry = off_async(move || endpoints::read_registry(&dir, cross_agent_process::is_alive))
         .await
         .unwrap_or_default();
     let mut tried = Vec::new();
     for endpoint in &registry.endpoints {
-        let EndpointAddress::Socket { path } = &endpoint.address else {
+        let Some(key) = key_of(endpoint) else {
             continue;
-        };
-        let key = EndpointKey {
-            socket: path.clone(),
-            pid: endpoint.pid,
-            instance_id: endpoint.instance_id.clone(),
-            token: ConnectionToken::new(endpoint.token.expose()),
         };
         match pool.get(&key).await {
             Ok(conn) => return Ok(conn),
@@ -338,6 +364,19 @@ async fn connect(pool: &HostPool, route: &AgentHostJob) -> Result<HostConnection
             route.user_data_dir,
             tried.join("; ")
         )
+    })
+}
+
+/// The pool's key for a registry entry with a socket address.
+fn key_of(endpoint: &Endpoint) -> Option<EndpointKey> {
+    let EndpointAddress::Socket { path } = &endpoint.address else {
+        return None;
+    };
+    Some(EndpointKey {
+        socket: path.clone(),
+        pid: endpoint.pid,
+        instance_id: endpoint.instance_id.clone(),
+        token: ConnectionToken::new(endpoint.token.expose()),
     })
 }
 

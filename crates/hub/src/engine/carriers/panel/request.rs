@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use cross_agent_protocol::bridge::{DeliveryRecord, DeliveryState, Pin, TargetKey, Transport};
 use cross_agent_protocol::panel::{
-    Injection, InjectionKind, NO_EMPTY_SESSION, PanelSessionState,
+    Injection, InjectionKind, NO_EMPTY_SESSION,
 };
 use cross_agent_protocol::timestamp::now_rfc3339;
 use cross_agent_stores::UnixMillis;
@@ -238,23 +238,12 @@ impl Door<'_> {
     }
 
     /// Sends the `PROGRESS (INFO)` notice of a request that runs past patience to the sender's
-    /// idle panel (it never waits for a busy sender), and notes it on the request.
+    /// idle panel or idle Copilot chat (it never waits for a busy sender), and notes it on the
+    /// request.
     pub(super) fn send_progress(&self, record: &mut DeliveryRecord, job: &Job, waited: Duration) {
         let note = envelope::progress_notice(record, waited.as_secs());
         record.progress_note = Some(note.clone());
-        let idle_sender = self.cx.returns().sender_panel(record, job)
-            .is_some_and(|(panel, session)| {
-                panel
-                    .registration
-                    .sessions
-                    .iter()
-                    .find(|s| s.session_id.as_deref() == Some(session.as_str()))
-                    .is_some_and(|s| s.state == PanelSessionState::Idle)
-            });
-        if idle_sender
-            && let Some(id) =
-                self.cx.returns().queue_return(record, job, InjectionKind::Notice, note)
-        {
+        if let Some(id) = self.cx.returns().queue_progress(record, job, note) {
             record.progress_delivery_id = Some(id);
         }
         let _ = self.cx.db().update_delivery(record);
