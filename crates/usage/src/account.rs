@@ -68,7 +68,12 @@ pub struct Accounting {
 /// Where a copy of a call sits: the earliest wins the call.
 type Precedence = (i64, u32, i64, String);
 
-fn precedence(at: Option<UnixMillis>, depth: u32, started: Option<UnixMillis>, id: &str) -> Precedence {
+fn precedence(
+    at: Option<UnixMillis>,
+    depth: u32,
+    started: Option<UnixMillis>,
+    id: &str,
+) -> Precedence {
     (
         at.map_or(i64::MAX, |t| t.0),
         depth,
@@ -92,7 +97,12 @@ pub fn account(files: &[FileUsage]) -> Accounting {
             None => (own.clone(), None),
         };
         for m in &f.messages {
-            let rank = precedence(m.timestamp, u32::from(f.parent_session.is_some()), f.started, &own);
+            let rank = precedence(
+                m.timestamp,
+                u32::from(f.parent_session.is_some()),
+                f.started,
+                &own,
+            );
             let charge = Charge {
                 agent: Agent::Claude,
                 session_id: session.clone(),
@@ -218,7 +228,9 @@ impl Threads {
         for f in files {
             let Some(id) = &f.thread_id else { continue };
             if let Some(base) = &f.forked_from {
-                forked_from.entry(id.clone()).or_insert_with(|| base.clone());
+                forked_from
+                    .entry(id.clone())
+                    .or_insert_with(|| base.clone());
             }
             if let Some(p) = &f.parent_thread {
                 parent.entry(id.clone()).or_insert_with(|| p.clone());

@@ -120,7 +120,10 @@ impl Usage {
                 if split.ephemeral_5m_input_tokens + split.ephemeral_1h_input_tokens > 0
                     || self.cache_creation_input_tokens == 0 =>
             {
-                (split.ephemeral_5m_input_tokens, split.ephemeral_1h_input_tokens)
+                (
+                    split.ephemeral_5m_input_tokens,
+                    split.ephemeral_1h_input_tokens,
+                )
             }
             _ => (self.cache_creation_input_tokens, 0),
         };
@@ -178,7 +181,10 @@ impl ClaudeReader {
                 return;
             }
         };
-        let timestamp = line.timestamp.as_deref().and_then(UnixMillis::parse_rfc3339);
+        let timestamp = line
+            .timestamp
+            .as_deref()
+            .and_then(UnixMillis::parse_rfc3339);
         if let Some(ts) = timestamp {
             self.file.started = Some(self.file.started.map_or(ts, |s| s.min(ts)));
         }

@@ -151,7 +151,10 @@ impl CodexReader {
                 return;
             }
         };
-        let timestamp = line.timestamp.as_deref().and_then(UnixMillis::parse_rfc3339);
+        let timestamp = line
+            .timestamp
+            .as_deref()
+            .and_then(UnixMillis::parse_rfc3339);
         if let Some(ts) = timestamp {
             self.file.started = Some(self.file.started.map_or(ts, |s| s.min(ts)));
         }
@@ -178,7 +181,10 @@ impl CodexReader {
         let id = payload.get("id").and_then(Value::as_str).map(str::to_owned);
         if self.file.thread_id.is_none() {
             self.file.thread_id = id;
-            self.file.cwd = payload.get("cwd").and_then(Value::as_str).map(str::to_owned);
+            self.file.cwd = payload
+                .get("cwd")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
             self.file.forked_from = payload
                 .get("forked_from_id")
                 .and_then(Value::as_str)
@@ -197,7 +203,9 @@ impl CodexReader {
     }
 
     fn token_count(&mut self, payload: &Value, timestamp: Option<UnixMillis>) {
-        if let Some(limits) = payload.get("rate_limits").and_then(|v| rate_limits(v, timestamp))
+        if let Some(limits) = payload
+            .get("rate_limits")
+            .and_then(|v| rate_limits(v, timestamp))
         {
             self.file.rate_limits = Some(limits);
         }

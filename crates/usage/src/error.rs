@@ -23,7 +23,9 @@ pub enum Error {
         "refusing the price file {path}: others can write it (mode {mode:o}); run chmod go-w {path}"
     )]
     PricesWritableByOthers { path: PathBuf, mode: u32 },
-    #[error("`{text}` is not a time: give a duration back from now (24h, 7d, 90m) or a date (2026-12-01) or an RFC 3339 time")]
+    #[error(
+        "`{text}` is not a time: give a duration back from now (24h, 7d, 90m) or a date (2026-12-01) or an RFC 3339 time"
+    )]
     BadSince { text: String },
     #[error("`{text}` is not a grouping: use session, agent, model, day or cwd")]
     BadGroupBy { text: String },

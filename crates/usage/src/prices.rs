@@ -69,7 +69,12 @@ fn parse_decimal(text: &str) -> std::result::Result<Rate, String> {
     if whole.is_empty() && frac.is_empty() {
         return Err(bad());
     }
-    if frac.len() > 6 || !whole.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit()) {
+    if frac.len() > 6
+        || !whole
+            .bytes()
+            .chain(frac.bytes())
+            .all(|b| b.is_ascii_digit())
+    {
         return Err(bad());
     }
     let whole: u64 = if whole.is_empty() {
@@ -211,13 +216,15 @@ fn parse_table(text: &str) -> std::result::Result<(RawTable, BTreeMap<String, Pr
     let mut models = BTreeMap::new();
     for (name, r) in &raw.models {
         if r.above.is_some() {
-            return Err(format!("models.\"{name}\": `above` belongs in its [tier] table"));
+            return Err(format!(
+                "models.\"{name}\": `above` belongs in its [tier] table"
+            ));
         }
         let tier = match &r.tier {
             Some(t) => {
-                let above = t
-                    .above
-                    .ok_or_else(|| format!("models.\"{name}\".tier: `above` (tokens) is missing"))?;
+                let above = t.above.ok_or_else(|| {
+                    format!("models.\"{name}\".tier: `above` (tokens) is missing")
+                })?;
                 if t.tier.is_some() {
                     return Err(format!("models.\"{name}\".tier: one tier only"));
                 }

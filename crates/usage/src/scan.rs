@@ -54,9 +54,12 @@ pub fn scan(roots: &StoreRoots) -> Scan {
             Err(message) => out.warnings.push(message),
         }
     }
-    out.warnings.extend(warnings.items.into_iter().map(|w| {
-        format!("{}: {}", w.path.display(), w.message)
-    }));
+    out.warnings.extend(
+        warnings
+            .items
+            .into_iter()
+            .map(|w| format!("{}: {}", w.path.display(), w.message)),
+    );
     out
 }
 
