@@ -168,8 +168,9 @@ fn subagents_count_for_their_parent_and_a_copied_reply_for_its_maker() {
         usage(100, 10, 0, 0, 0),
         false,
     )];
+    // The folder names the parent even where the lines carry another id.
     let sub = [assistant(
-        "p1",
+        "agent-a1",
         "m2",
         "r2",
         "2026-12-01T10:00:05.000Z",
