@@ -16,5 +16,6 @@ pub mod synthetic_stores;
 pub mod telegram;
 
 pub use endpoint::{
-    Api, EndpointConfig, InputKind, ModelEndpoint, RecordedRequest, Reply, Rule, ToolCall,
+    Api, EndpointConfig, InputKind, ModelEndpoint, RecordedRequest, Reply, Rule, ScriptedUsage,
+    ToolCall,
 };

@@ -20,6 +20,7 @@ mod sessions;
 mod shim;
 mod status;
 mod telegram;
+mod usage;
 
 use std::process::ExitCode;
 
@@ -70,6 +71,9 @@ pub enum Command {
     /// What a Claude Code hook runs: the hook JSON on stdin, forwarded to the daemon (never
     /// started for it); prints the hook's answer. With no daemon, exits 0 at once, printing nothing.
     Hook(hook::HookArgs),
+    /// Tokens and cost per session, agent, model, day or cwd, from the agents' own files
+    /// (--since 24h|7d|DATE, --by, --json); --prices prints the price table.
+    Usage(usage::UsageArgs),
 }
 
 impl Command {
@@ -84,6 +88,7 @@ impl Command {
             Command::Check(args) => args.run(),
             Command::Reload(args) => args.run(),
             Command::Decisions(args) => args.run(),
+            Command::Usage(args) => args.run(),
             Command::Shim(args) => args.run(),
             Command::Install(args) => args.run(),
             Command::Uninstall(args) => args.run(),

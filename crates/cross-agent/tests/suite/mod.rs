@@ -22,3 +22,4 @@ mod telegram_approvals;
 mod telegram_copilot;
 mod telegram_review;
 mod telegram_sessions;
+mod usage;

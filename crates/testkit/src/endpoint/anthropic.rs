@@ -26,7 +26,7 @@ pub(crate) fn stream(answer: &Answer) -> Vec<Event> {
                 "content": [],
                 "stop_reason": null,
                 "stop_sequence": null,
-                "usage": usage(answer.input_tokens, 1),
+                "usage": start_usage(answer),
             },
         }),
     )];
@@ -72,7 +72,7 @@ pub(crate) fn stream(answer: &Answer) -> Vec<Event> {
         json!({
             "type": "message_delta",
             "delta": { "stop_reason": stop_reason(answer), "stop_sequence": null },
-            "usage": { "output_tokens": answer.output_tokens() },
+            "usage": delta_usage(answer),
         }),
     ));
     events.push(Event::new(
@@ -102,7 +102,7 @@ pub(crate) fn message(answer: &Answer) -> Value {
         "content": content,
         "stop_reason": stop_reason(answer),
         "stop_sequence": null,
-        "usage": usage(answer.input_tokens, answer.output_tokens()),
+        "usage": final_usage(answer),
     })
 }
 
@@ -139,6 +139,42 @@ fn stop_reason(answer: &Answer) -> &'static str {
     } else {
         "end_turn"
     }
+}
+
+/// `message_start`'s usage: the input side whole, output 1 (as the API sends before any text).
+fn start_usage(answer: &Answer) -> Value {
+    match &answer.usage {
+        Some(u) => chosen_usage(u, 1),
+        None => usage(answer.input_tokens, 1),
+    }
+}
+
+/// `message_delta`'s usage: the final output count (and the input side again, as the API does).
+fn delta_usage(answer: &Answer) -> Value {
+    match &answer.usage {
+        Some(u) => chosen_usage(u, u.output),
+        None => json!({ "output_tokens": answer.output_tokens() }),
+    }
+}
+
+fn final_usage(answer: &Answer) -> Value {
+    match &answer.usage {
+        Some(u) => chosen_usage(u, u.output),
+        None => usage(answer.input_tokens, answer.output_tokens()),
+    }
+}
+
+fn chosen_usage(u: &super::script::ScriptedUsage, output_tokens: u64) -> Value {
+    json!({
+        "input_tokens": u.input,
+        "cache_creation_input_tokens": u.cache_write_5m + u.cache_write_1h,
+        "cache_read_input_tokens": u.cache_read,
+        "cache_creation": {
+            "ephemeral_5m_input_tokens": u.cache_write_5m,
+            "ephemeral_1h_input_tokens": u.cache_write_1h,
+        },
+        "output_tokens": output_tokens,
+    })
 }
 
 fn usage(input_tokens: u64, output_tokens: u64) -> Value {

@@ -75,7 +75,7 @@ use tokio::sync::{Notify, oneshot};
 pub use record::{Api, InputKind, RecordedRequest};
 pub use script::{
     Block, DEFAULT_FALLBACK_TEXT, DEFAULT_SIDE_TEXT, DEFAULT_TOKEN_PATTERN, Failure, Matcher,
-    PEER_ENVELOPE_OPEN, Reply, Rule, RuleBuilder, ToolCall,
+    PEER_ENVELOPE_OPEN, Reply, Rule, RuleBuilder, ScriptedUsage, ToolCall,
 };
 
 use script::Script;
@@ -431,6 +431,8 @@ pub(crate) struct Answer {
     pub input_tokens: u64,
     pub parts: Vec<Part>,
     pub chunk_chars: Option<usize>,
+    /// The usage the test chose for this reply, if it did.
+    pub usage: Option<script::ScriptedUsage>,
 }
 
 /// One rendered piece of an [`Answer`].
@@ -625,6 +627,7 @@ async fn answer_with(
             .clone()
             .unwrap_or_else(|| "scripted-model".to_owned()),
         input_tokens,
+        usage: reply.usage,
         parts: reply
             .blocks
             .iter()

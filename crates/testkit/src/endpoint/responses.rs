@@ -167,7 +167,19 @@ fn response(answer: &Answer, status: &str, output: Vec<Value>) -> Value {
         "model": answer.model,
         "output": output,
     });
-    if status == "completed" {
+    if status == "completed"
+        && let Some(u) = &answer.usage
+    {
+        // Responses counts cached input inside `input_tokens`.
+        let input = u.input + u.cache_read;
+        response["usage"] = json!({
+            "input_tokens": input,
+            "input_tokens_details": { "cached_tokens": u.cache_read },
+            "output_tokens": u.output,
+            "output_tokens_details": { "reasoning_tokens": u.reasoning },
+            "total_tokens": input + u.output,
+        });
+    } else if status == "completed" {
         let output_tokens = answer.output_tokens();
         response["usage"] = json!({
             "input_tokens": answer.input_tokens,

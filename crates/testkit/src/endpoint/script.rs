@@ -172,6 +172,23 @@ pub struct Reply {
     pub(crate) held_until: Option<std::path::PathBuf>,
     /// Extra response headers (`retry-after` on a 429), set on whatever the reply sends.
     pub(crate) headers: Vec<(String, String)>,
+    /// The usage the reply reports, when a test chooses it (else estimated from the text).
+    pub(crate) usage: Option<ScriptedUsage>,
+}
+
+/// Usage a scripted reply reports, in each API's own terms. Anthropic: `input_tokens` (uncached
+/// input), `cache_creation_input_tokens` with its `cache_creation` 5 m / 1 h split,
+/// `cache_read_input_tokens`, `output_tokens`. Responses: `input_tokens` (cached included) with
+/// `input_tokens_details.cached_tokens`, `output_tokens` with
+/// `output_tokens_details.reasoning_tokens`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ScriptedUsage {
+    pub input: u64,
+    pub output: u64,
+    pub cache_write_5m: u64,
+    pub cache_write_1h: u64,
+    pub cache_read: u64,
+    pub reasoning: u64,
 }
 
 impl Reply {
@@ -184,6 +201,7 @@ impl Reply {
             chunk_chars: None,
             held_until: None,
             headers: Vec::new(),
+            usage: None,
         }
     }
 
@@ -239,6 +257,12 @@ impl Reply {
     /// Send this header with the reply (a 429's `retry-after`, in seconds or as an HTTP date).
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// Report this usage instead of the estimate from the reply's length.
+    pub fn usage(mut self, usage: ScriptedUsage) -> Self {
+        self.usage = Some(usage);
         self
     }
 

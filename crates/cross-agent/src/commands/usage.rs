@@ -1,0 +1,184 @@
+//! `cross-agent usage`: tokens and cost per session, agent, model, day or cwd, read from the
+//! agents' own files (docs/usage.md) by `cross-agent-usage`; `usage --prices` prints the price
+//! table in effect.
+//!
+//! Reads the stores directly for now (the daemon's index will keep the same parses current).
+//! Stdout carries only the answer; files that could not be read are named on stderr.
+
+use std::io::{BufWriter, Write};
+use std::process::ExitCode;
+
+use clap::Args;
+use cross_agent_home::Home;
+use cross_agent_protocol::timestamp::UnixMillis;
+use cross_agent_stores::StoreRoots;
+use cross_agent_usage::{GroupBy, PriceTable, Report, Row, Since, account, scan};
+use serde_json::json;
+
+use crate::display::escape_cell;
+use crate::display::table::{Column, Plain};
+
+#[derive(Debug, Args)]
+pub struct UsageArgs {
+    /// Only calls at or after this: a duration back from now (24h, 7d), a UTC date
+    /// (2026-12-01) or an RFC 3339 time.
+    #[arg(long, value_name = "WHEN")]
+    since: Option<String>,
+    /// One row per session, agent, model, day (UTC) or cwd.
+    #[arg(long, value_name = "GROUP", default_value = "session")]
+    by: String,
+    /// One JSON object instead of a table (money as exact micro-dollar decimals).
+    #[arg(long)]
+    json: bool,
+    /// Print the price table in effect (shipped, merged with $CROSS_AGENT_HOME/prices.toml).
+    #[arg(long)]
+    prices: bool,
+}
+
+impl UsageArgs {
+    pub fn run(self) -> anyhow::Result<ExitCode> {
+        let home = Home::from_env()?;
+        let prices = PriceTable::load(Some(home.root()))?;
+        let stdout = std::io::stdout();
+        let mut out = BufWriter::new(stdout.lock());
+        if self.prices {
+            write_prices(&mut out, &prices, self.json)?;
+            out.flush()?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        let by: GroupBy = self.by.parse()?;
+        let since = self
+            .since
+            .as_deref()
+            .map(|t| Since::parse(t, UnixMillis::now()))
+            .transpose()?;
+        let found = scan::scan(&StoreRoots::from_env());
+        for warning in &found.warnings {
+            eprintln!("cross-agent usage: {warning}");
+        }
+        let report = Report::build(&account(&found.files), &prices, by, since.map(|s| s.0));
+        if self.json {
+            serde_json::to_writer_pretty(&mut out, &report.to_json())?;
+            writeln!(out)?;
+        } else {
+            write_report(&mut out, &report)?;
+        }
+        out.flush()?;
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+fn cost_cell(row: &Row) -> String {
+    match (row.cost(), row.unpriced_calls) {
+        (Some(cost), _) => cost.dollars_cents(),
+        (None, _) if row.priced_cost.0 == 0 => "unknown".to_owned(),
+        (None, n) => format!("{} + unknown ({n})", row.priced_cost.dollars_cents()),
+    }
+}
+
+fn write_report(out: &mut impl Write, report: &Report) -> std::io::Result<()> {
+    let group = match report.by {
+        GroupBy::Session => "SESSION",
+        GroupBy::Agent => "AGENT",
+        GroupBy::Model => "MODEL",
+        GroupBy::Day => "DAY",
+        GroupBy::Cwd => "CWD",
+    };
+    let mut table = Plain::new(&[
+        Column::left(group),
+        Column::left("AGENT"),
+        Column::right("CALLS"),
+        Column::right("INPUT"),
+        Column::right("OUTPUT"),
+        Column::right("CACHE W"),
+        Column::right("CACHE R"),
+        Column::right("COST"),
+    ]);
+    for row in report.rows.iter().chain(std::iter::once(&report.total)) {
+        table.row([
+            escape_cell(&row.key).into_owned(),
+            row.agent.map_or("-", |a| a.as_str()).to_owned(),
+            row.calls.to_string(),
+            row.tokens.input.to_string(),
+            row.tokens.output.to_string(),
+            (row.tokens.cache_write_5m + row.tokens.cache_write_1h).to_string(),
+            row.tokens.cache_read.to_string(),
+            cost_cell(row),
+        ]);
+    }
+    table.write(out)?;
+    if !report.total.unpriced_models.is_empty() {
+        let models: Vec<&str> = report
+            .total
+            .unpriced_models
+            .iter()
+            .map(String::as_str)
+            .collect();
+        writeln!(
+            out,
+            "no price for: {} (add them to $CROSS_AGENT_HOME/prices.toml)",
+            models.join(", ")
+        )?;
+    }
+    for (agent, session) in &report.no_usage_recorded {
+        writeln!(
+            out,
+            "{} {}: no usage recorded",
+            agent.as_str(),
+            escape_cell(session)
+        )?;
+    }
+    writeln!(out, "prices of {}", report.prices_date)
+}
+
+fn write_prices(out: &mut impl Write, prices: &PriceTable, as_json: bool) -> anyhow::Result<()> {
+    if as_json {
+        serde_json::to_writer_pretty(&mut *out, &json!(prices))?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    let mut table = Plain::new(&[
+        Column::left("MODEL"),
+        Column::right("INPUT"),
+        Column::right("OUTPUT"),
+        Column::right("CACHE W 5M"),
+        Column::right("CACHE W 1H"),
+        Column::right("CACHE R"),
+        Column::left("TIER"),
+    ]);
+    let rate = |r: Option<cross_agent_usage::Rate>| r.map_or("-".to_owned(), |r| r.dollars());
+    for (name, price) in &prices.models {
+        let r = &price.rates;
+        let tier = price.tier.map_or(String::new(), |t| {
+            format!(
+                "above {}: {} / {}",
+                t.above,
+                rate(t.rates.input),
+                rate(t.rates.output)
+            )
+        });
+        table.row([
+            escape_cell(name).into_owned(),
+            rate(r.input),
+            rate(r.output),
+            rate(r.cache_write_5m),
+            rate(r.cache_write_1h),
+            rate(r.cache_read),
+            tier,
+        ]);
+    }
+    table.write(out)?;
+    writeln!(out, "dollars per million tokens, as of {}", prices.date)?;
+    for source in &prices.sources {
+        writeln!(out, "source: {source}")?;
+    }
+    if let Some(file) = &prices.override_file {
+        writeln!(
+            out,
+            "overridden by {}: {}",
+            file.display(),
+            prices.overridden.join(", ")
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,294 @@
+//! The accounting core: from every file's parsed usage, what counts, once, and for which
+//! session. Pure — no I/O — so the CLI, the daemon's index and the tests all run the same rules.
+//!
+//! - Claude: a reply (`message.id` + `requestId`) seen in several files — a resumed or forked
+//!   session copies its base's lines — counts once, for the file where it is earliest (its
+//!   timestamp, then the file's own start), with the largest usage any copy recorded.
+//!   Sub-agent files count for their parent session.
+//! - Codex: a call is identified by its thread family (the thread it was forked from or spawned
+//!   by, up to the root) and its running total + last usage, so the `token_count` events a fork,
+//!   a resume or a sub-agent copied from the base are replays, counted once, for the earliest
+//!   (then the least-forked) rollout. A spawned sub-agent's calls count for its parent.
+//! - Grok: each `turn_completed` with usage, once.
+
+use std::collections::HashMap;
+
+use cross_agent_protocol::Agent;
+use cross_agent_protocol::timestamp::UnixMillis;
+use serde::{Deserialize, Serialize};
+
+use crate::FileUsage;
+use crate::codex::{CodexFile, RawUsage};
+use crate::tokens::Tokens;
+
+/// One model call, counted once, for one session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Charge {
+    pub agent: Agent,
+    /// The session the call counts for: a sub-agent's parent session.
+    pub session_id: String,
+    /// The sub-agent's own session or thread, when a sub-agent made the call.
+    pub subagent: Option<String>,
+    pub timestamp: Option<UnixMillis>,
+    /// `None` when the file does not say (Grok); such a call's cost is unknown.
+    pub model: Option<String>,
+    pub cwd: Option<String>,
+    pub tokens: Tokens,
+}
+
+/// One rate-limit window as Codex last reported it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RateLimitWindow {
+    pub used_percent: f64,
+    pub window_minutes: Option<u64>,
+    /// Unix seconds.
+    pub resets_at: Option<i64>,
+}
+
+/// Codex's rate limits from its latest `token_count` event that had them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RateLimits {
+    pub observed_at: Option<UnixMillis>,
+    pub primary: Option<RateLimitWindow>,
+    pub secondary: Option<RateLimitWindow>,
+}
+
+/// Everything [`account`] decided.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Accounting {
+    pub charges: Vec<Charge>,
+    /// Codex's latest rate limits across all rollouts.
+    pub rate_limits: Option<RateLimits>,
+    /// Sessions whose files record no usage at all (Grok's may not).
+    pub no_usage_recorded: Vec<(Agent, String)>,
+    /// Copies of a call found in another file (or repeated), not counted again.
+    pub duplicates_skipped: u64,
+}
+
+/// Where a copy of a call sits: the earliest wins the call.
+type Precedence = (i64, u32, i64, String);
+
+fn precedence(
+    at: Option<UnixMillis>,
+    depth: u32,
+    started: Option<UnixMillis>,
+    id: &str,
+) -> Precedence {
+    (
+        at.map_or(i64::MAX, |t| t.0),
+        depth,
+        started.map_or(i64::MAX, |t| t.0),
+        id.to_owned(),
+    )
+}
+
+/// Decides what every file's usage counts for.
+pub fn account(files: &[FileUsage]) -> Accounting {
+    let mut out = Accounting::default();
+    let mut kept: Vec<(Precedence, Charge)> = Vec::new();
+    let mut claude_keys: HashMap<(&str, Option<&str>), usize> = HashMap::new();
+    let mut codex_keys: HashMap<(String, RawUsage, RawUsage), usize> = HashMap::new();
+
+    for file in files {
+        let FileUsage::Claude(f) = file else { continue };
+        let own = f.session_id.clone().unwrap_or_else(|| stem(&f.path));
+        let (session, subagent) = match &f.parent_session {
+            Some(parent) => (parent.clone(), Some(own.clone())),
+            None => (own.clone(), None),
+        };
+        for m in &f.messages {
+            let rank = precedence(
+                m.timestamp,
+                u32::from(f.parent_session.is_some()),
+                f.started,
+                &own,
+            );
+            let charge = Charge {
+                agent: Agent::Claude,
+                session_id: session.clone(),
+                subagent: subagent.clone(),
+                timestamp: m.timestamp,
+                model: m.model.clone(),
+                cwd: f.cwd.clone(),
+                tokens: m.tokens,
+            };
+            let key = (m.message_id.as_str(), m.request_id.as_deref());
+            match claude_keys.get(&key) {
+                Some(&at) => {
+                    out.duplicates_skipped += 1;
+                    let (kept_rank, kept_charge) = &mut kept[at];
+                    let tokens = if m.tokens.total() > kept_charge.tokens.total() {
+                        m.tokens
+                    } else {
+                        kept_charge.tokens
+                    };
+                    if rank < *kept_rank {
+                        *kept_rank = rank;
+                        *kept_charge = charge;
+                    }
+                    kept_charge.tokens = tokens;
+                }
+                None => {
+                    claude_keys.insert(key, kept.len());
+                    kept.push((rank, charge));
+                }
+            }
+        }
+    }
+
+    let codex: Vec<&CodexFile> = files
+        .iter()
+        .filter_map(|f| match f {
+            FileUsage::Codex(c) => Some(c),
+            _ => None,
+        })
+        .collect();
+    let threads = Threads::new(&codex);
+    for f in &codex {
+        let own = f.thread_id.clone().unwrap_or_else(|| stem(&f.path));
+        let family = threads.family(&own);
+        let (session, depth) = threads.session(&own);
+        let subagent = (session != own).then(|| own.clone());
+        let fork_depth = threads.fork_depth(&own);
+        for call in &f.calls {
+            let rank = precedence(call.timestamp, fork_depth + depth, f.started, &own);
+            let charge = Charge {
+                agent: Agent::Codex,
+                session_id: session.clone(),
+                subagent: subagent.clone(),
+                timestamp: call.timestamp,
+                model: call.model.clone(),
+                cwd: f.cwd.clone(),
+                tokens: call.last.tokens(),
+            };
+            let key = (family.clone(), call.total, call.last);
+            match codex_keys.get(&key) {
+                Some(&at) => {
+                    out.duplicates_skipped += 1;
+                    if rank < kept[at].0 {
+                        kept[at] = (rank, charge);
+                    }
+                }
+                None => {
+                    codex_keys.insert(key, kept.len());
+                    kept.push((rank, charge));
+                }
+            }
+        }
+        if let Some(limits) = &f.rate_limits
+            && out
+                .rate_limits
+                .as_ref()
+                .is_none_or(|l| l.observed_at <= limits.observed_at)
+        {
+            out.rate_limits = Some(limits.clone());
+        }
+    }
+
+    for file in files {
+        let FileUsage::Grok(f) = file else { continue };
+        let session = f.session_id.clone().unwrap_or_else(|| stem(&f.path));
+        if f.turns.is_empty() {
+            out.no_usage_recorded.push((Agent::Grok, session));
+            continue;
+        }
+        for turn in &f.turns {
+            kept.push((
+                precedence(turn.timestamp, 0, f.started, &session),
+                Charge {
+                    agent: Agent::Grok,
+                    session_id: session.clone(),
+                    subagent: None,
+                    timestamp: turn.timestamp,
+                    model: None,
+                    cwd: f.cwd.clone(),
+                    tokens: turn.tokens,
+                },
+            ));
+        }
+    }
+
+    out.charges = kept.into_iter().map(|(_, charge)| charge).collect();
+    out
+}
+
+/// How Codex threads relate: forks and spawns, from each rollout's `session_meta`.
+struct Threads {
+    forked_from: HashMap<String, String>,
+    parent: HashMap<String, String>,
+}
+
+/// Deeper chains than this are a loop in damaged metadata.
+const MAX_CHAIN: usize = 64;
+
+impl Threads {
+    fn new(files: &[&CodexFile]) -> Self {
+        let mut forked_from = HashMap::new();
+        let mut parent = HashMap::new();
+        for f in files {
+            let Some(id) = &f.thread_id else { continue };
+            if let Some(base) = &f.forked_from {
+                forked_from
+                    .entry(id.clone())
+                    .or_insert_with(|| base.clone());
+            }
+            if let Some(p) = &f.parent_thread {
+                parent.entry(id.clone()).or_insert_with(|| p.clone());
+            }
+        }
+        Self {
+            forked_from,
+            parent,
+        }
+    }
+
+    /// The root of every fork and spawn above `id` (a base that is not on disk still names the
+    /// family, so two forks of a deleted base share one).
+    fn family(&self, id: &str) -> String {
+        let mut at = id;
+        for _ in 0..MAX_CHAIN {
+            match self.forked_from.get(at).or_else(|| self.parent.get(at)) {
+                Some(up) if up != at => at = up,
+                _ => break,
+            }
+        }
+        at.to_owned()
+    }
+
+    /// The session a thread's calls count for — the top of its spawn chain — and how far up.
+    fn session(&self, id: &str) -> (String, u32) {
+        let mut at = id;
+        let mut depth = 0;
+        for _ in 0..MAX_CHAIN {
+            match self.parent.get(at) {
+                Some(up) if up != at => {
+                    at = up;
+                    depth += 1;
+                }
+                _ => break,
+            }
+        }
+        (at.to_owned(), depth)
+    }
+
+    fn fork_depth(&self, id: &str) -> u32 {
+        let mut at = id;
+        let mut depth = 0;
+        for _ in 0..MAX_CHAIN {
+            match self.forked_from.get(at) {
+                Some(up) if up != at => {
+                    at = up;
+                    depth += 1;
+                }
+                _ => break,
+            }
+        }
+        depth
+    }
+}
+
+fn stem(path: &std::path::Path) -> String {
+    path.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}

@@ -1,0 +1,56 @@
+//! What each session costs: tokens by kind and money, per message, read exactly from the agents'
+//! own files (docs/usage.md; issue 29 §1). In `docs/architecture.md` it sits beside `stores`,
+//! which it reads through: it never writes an agent's store.
+//!
+//! The work is split so the daemon's live index can reuse it later:
+//! - readers ([`claude`], [`codex`], [`grok`]) turn one file's bytes — whole, or only the bytes
+//!   appended since the last look ([`lines::LineBuffer`]) — into a parsed [`FileUsage`];
+//! - [`account`] is pure: from every file's [`FileUsage`] it decides what counts once and for
+//!   which session (duplicates, replays, copies, sub-agents) and returns [`Charge`]s;
+//! - [`prices`] prices a charge (`None` when the model has no price, never 0);
+//! - [`report`] groups charges by session, agent, model, day or cwd;
+//! - [`scan`] finds the files in the stores and reads them whole (the CLI's path for now).
+
+pub mod account;
+pub mod claude;
+pub mod codex;
+pub mod error;
+pub mod grok;
+pub mod lines;
+pub mod money;
+pub mod prices;
+pub mod report;
+pub mod scan;
+pub mod tokens;
+
+pub use account::{Accounting, Charge, RateLimitWindow, RateLimits, account};
+pub use error::{Error, Result};
+pub use money::Money;
+pub use prices::{Price, PriceTable, Rate, Tier};
+pub use report::{GroupBy, Report, Row, Since};
+pub use tokens::Tokens;
+
+use std::path::PathBuf;
+
+use claude::ClaudeFile;
+use codex::CodexFile;
+use grok::GrokFile;
+
+/// One file's usage as its reader parsed it: nothing decided across files yet.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FileUsage {
+    Claude(ClaudeFile),
+    Codex(CodexFile),
+    Grok(GrokFile),
+}
+
+impl FileUsage {
+    /// The file this was read from.
+    pub fn path(&self) -> &PathBuf {
+        match self {
+            FileUsage::Claude(f) => &f.path,
+            FileUsage::Codex(f) => &f.path,
+            FileUsage::Grok(f) => &f.path,
+        }
+    }
+}

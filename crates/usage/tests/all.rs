@@ -1,0 +1,2 @@
+//! The usage crate's one test binary.
+mod suite;

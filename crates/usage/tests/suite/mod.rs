@@ -1,0 +1,6 @@
+//! Suites: synthetic files for each rule (hand-computed totals), and files written by the real
+//! pinned Claude Code and Codex against the scripted endpoint.
+mod claude;
+mod codex;
+mod prices;
+mod real;
