@@ -52,10 +52,10 @@ fn file(path: &str, lines: &[String]) -> FileUsage {
     ))
 }
 
-const T0: &str = "01a30000-0000-7000-8000-000000000000";
-const F1: &str = "01a30000-0000-7000-8000-0000000000f1";
-const F2: &str = "01a30000-0000-7000-8000-0000000000f2";
-const S1: &str = "01a30000-0000-7000-8000-0000000000s1";
+pub const T0: &str = "01a30000-0000-7000-8000-000000000000";
+pub const F1: &str = "01a30000-0000-7000-8000-0000000000f1";
+pub const F2: &str = "01a30000-0000-7000-8000-0000000000f2";
+pub const S1: &str = "01a30000-0000-7000-8000-0000000000a1";
 
 fn base_history(at: &str) -> Vec<String> {
     vec![
@@ -65,7 +65,9 @@ fn base_history(at: &str) -> Vec<String> {
     ]
 }
 
-fn store() -> Vec<FileUsage> {
+/// The rollouts of [`store`] as (file name, lines): the base T0, a fork F1 naming its base, a
+/// fork F2 told only by the copied base `session_meta`, and T0's spawned sub-agent S1.
+pub fn store_lines() -> Vec<(String, Vec<String>)> {
     let mut base = vec![meta("2026-12-01T10:00:00.000Z", T0, json!({}))];
     base.push(model("2026-12-01T10:00:00.500Z", "gpt-5"));
     base.push(count(
@@ -124,12 +126,27 @@ fn store() -> Vec<FileUsage> {
         model("2026-12-01T10:00:03.000Z", "gpt-5-mini"),
         count("2026-12-01T10:00:04.000Z", (300, 0, 40), (300, 0, 40), 13.0),
     ];
-    vec![
-        file("/c/sessions/2026/12/01/rollout-a-T0.jsonl", &base),
-        file("/c/sessions/2026/12/01/rollout-b-F1.jsonl", &fork1),
-        file("/c/sessions/2026/12/01/rollout-c-F2.jsonl", &fork2),
-        file("/c/sessions/2026/12/01/rollout-d-S1.jsonl", &sub),
+    [
+        ("00", T0, base),
+        ("01", F1, fork1),
+        ("02", F2, fork2),
+        ("03", S1, sub),
     ]
+    .into_iter()
+    .map(|(second, id, lines)| {
+        (
+            format!("rollout-2026-12-01T10-00-{second}-{id}.jsonl"),
+            lines,
+        )
+    })
+    .collect()
+}
+
+fn store() -> Vec<FileUsage> {
+    store_lines()
+        .iter()
+        .map(|(name, lines)| file(&format!("/c/sessions/2026/12/01/{name}"), lines))
+        .collect()
 }
 
 /// Replays in forks count once (for the base), repeats count once, a sub-agent counts for its
