@@ -6,6 +6,7 @@ pub mod agent_host;
 pub mod agent_sdk;
 pub mod agents;
 pub mod binaries;
+pub mod ccusage;
 pub mod endpoint;
 pub mod foreign_stores;
 pub mod leaks;

@@ -246,7 +246,11 @@ fn rate_limits(value: &Value, at: Option<UnixMillis>) -> Option<RateLimits> {
         Some(RateLimitWindow {
             used_percent: w.get("used_percent").and_then(Value::as_f64)?,
             window_minutes: w.get("window_minutes").and_then(Value::as_u64),
-            resets_at: w.get("resets_at").and_then(Value::as_i64),
+            // Older Codex versions wrote `resets_in_seconds` (from the event) instead.
+            resets_at: w.get("resets_at").and_then(Value::as_i64).or_else(|| {
+                let secs = w.get("resets_in_seconds").and_then(Value::as_i64)?;
+                Some(at?.0 / 1000 + secs)
+            }),
         })
     };
     let limits = RateLimits {

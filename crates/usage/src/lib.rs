@@ -9,6 +9,7 @@
 //!   which session (duplicates, replays, copies, sub-agents) and returns [`Charge`]s;
 //! - [`prices`] prices a charge (`None` when the model has no price, never 0);
 //! - [`report`] groups charges by session, agent, model, day or cwd;
+//! - [`limits`] shows Codex's latest rate-limit windows;
 //! - [`scan`] finds the files in the stores and reads them whole (the CLI's path for now).
 
 pub mod account;
@@ -16,6 +17,7 @@ pub mod claude;
 pub mod codex;
 pub mod error;
 pub mod grok;
+pub mod limits;
 pub mod lines;
 pub mod money;
 pub mod prices;

@@ -1,6 +1,6 @@
 //! `cross-agent usage`: tokens and cost per session, agent, model, day or cwd, read from the
 //! agents' own files (docs/usage.md) by `cross-agent-usage`; `usage --prices` prints the price
-//! table in effect.
+//! table in effect, `usage --limits` Codex's latest rate-limit windows.
 //!
 //! Reads the stores directly for now (the daemon's index will keep the same parses current).
 //! Stdout carries only the answer; files that could not be read are named on stderr.
@@ -12,7 +12,7 @@ use clap::Args;
 use cross_agent_home::Home;
 use cross_agent_protocol::timestamp::UnixMillis;
 use cross_agent_stores::StoreRoots;
-use cross_agent_usage::{GroupBy, PriceTable, Report, Row, Since, account, scan};
+use cross_agent_usage::{GroupBy, PriceTable, Report, Row, Since, account, limits, scan};
 use serde_json::json;
 
 use crate::display::escape_cell;
@@ -31,8 +31,11 @@ pub struct UsageArgs {
     #[arg(long)]
     json: bool,
     /// Print the price table in effect (shipped, merged with $CROSS_AGENT_HOME/prices.toml).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "limits")]
     prices: bool,
+    /// Print Codex's latest rate-limit windows: how much is used and when each resets.
+    #[arg(long)]
+    limits: bool,
 }
 
 impl UsageArgs {
@@ -43,6 +46,11 @@ impl UsageArgs {
         let mut out = BufWriter::new(stdout.lock());
         if self.prices {
             write_prices(&mut out, &prices, self.json)?;
+            out.flush()?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        if self.limits {
+            write_limits(&mut out, self.json)?;
             out.flush()?;
             return Ok(ExitCode::SUCCESS);
         }
@@ -129,6 +137,45 @@ fn write_report(out: &mut impl Write, report: &Report) -> std::io::Result<()> {
         )?;
     }
     writeln!(out, "prices of {}", report.prices_date)
+}
+
+/// Codex's latest rate-limit windows, from every rollout's `token_count` events.
+fn write_limits(out: &mut impl Write, as_json: bool) -> anyhow::Result<()> {
+    let found = scan::scan(&StoreRoots::from_env());
+    for warning in &found.warnings {
+        eprintln!("cross-agent usage: {warning}");
+    }
+    let view = account(&found.files)
+        .rate_limits
+        .map(|l| limits::view(&l, UnixMillis::now()));
+    if as_json {
+        serde_json::to_writer_pretty(&mut *out, &json!({ "codex": view }))?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    let Some(view) = view else {
+        writeln!(out, "codex: no rate limits recorded yet")?;
+        return Ok(());
+    };
+    let mut table = Plain::new(&[
+        Column::left("CODEX"),
+        Column::right("USED"),
+        Column::right("WINDOW"),
+        Column::left("RESETS"),
+    ]);
+    for w in &view.windows {
+        table.row([
+            w.name.to_owned(),
+            format!("{:.1}%", w.used_percent),
+            w.window_text(),
+            w.resets_text(),
+        ]);
+    }
+    table.write(out)?;
+    if let Some(at) = &view.observed_at {
+        writeln!(out, "as Codex reported at {at}")?;
+    }
+    Ok(())
 }
 
 fn write_prices(out: &mut impl Write, prices: &PriceTable, as_json: bool) -> anyhow::Result<()> {

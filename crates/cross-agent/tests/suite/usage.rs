@@ -145,3 +145,77 @@ fn usage_prices_and_a_linked_override_is_refused() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("prices.toml: it is a symbolic link"), "{err}");
 }
+
+/// `--limits`: Codex's latest windows, the reset as a time and "in 2h 10m" from now; none
+/// recorded said so plainly.
+#[test]
+fn usage_limits_shows_the_latest_codex_windows() {
+    let dir = store();
+    assert_eq!(
+        run(dir.path(), &["--limits"]),
+        "codex: no rate limits recorded yet\n"
+    );
+    assert_eq!(
+        serde_json::from_str::<Value>(&run(dir.path(), &["--limits", "--json"])).unwrap(),
+        json!({"codex": null})
+    );
+
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let event = |at: &str, used: f64, resets_at: i64| {
+        json!({"timestamp": at, "type": "event_msg", "payload": {"type": "token_count", "info": null,
+            "rate_limits": {
+                "primary": {"used_percent": used, "window_minutes": 300, "resets_at": resets_at},
+                "secondary": {"used_percent": 12.0, "window_minutes": 10080,
+                    "resets_at": now + 3 * 86_400 + 4 * 3600 + 1800}}}})
+        .to_string()
+    };
+    let lines = [
+        json!({"timestamp": "2026-12-02T09:00:00.000Z", "type": "session_meta",
+            "payload": {"id": "x2", "cwd": "/work/shop", "source": "exec"}})
+        .to_string(),
+        event("2026-12-02T09:00:01.000Z", 40.0, now + 60),
+        // The latest event wins; 30 s of slack so the minutes hold while the test runs.
+        event(
+            "2026-12-02T09:05:00.000Z",
+            42.5,
+            now + 2 * 3600 + 10 * 60 + 30,
+        ),
+    ];
+    std::fs::write(
+        dir.path()
+            .join(".codex/sessions/2026/12/01/rollout-2026-12-02T09-00-00-x2.jsonl"),
+        lines.join("\n") + "\n",
+    )
+    .unwrap();
+    let table = run(dir.path(), &["--limits"]);
+    let rows: Vec<Vec<&str>> = table
+        .lines()
+        .map(|l| l.split_whitespace().filter(|w| !w.ends_with('Z')).collect())
+        .collect();
+    assert_eq!(
+        rows,
+        vec![
+            vec!["CODEX", "USED", "WINDOW", "RESETS"],
+            vec!["primary", "42.5%", "5h", "(in", "2h", "10m)"],
+            vec!["secondary", "12.0%", "7d", "(in", "3d", "4h)"],
+            vec!["as", "Codex", "reported", "at"],
+        ],
+        "{table}"
+    );
+    let json: Value = serde_json::from_str(&run(dir.path(), &["--limits", "--json"])).unwrap();
+    let primary = &json["codex"]["windows"][0];
+    assert_eq!(
+        (
+            &primary["name"],
+            &primary["used_percent"],
+            &primary["window_minutes"]
+        ),
+        (&json!("primary"), &json!(42.5), &json!(300))
+    );
+    let secs = primary["resets_in_seconds"].as_u64().unwrap();
+    assert!((7_770..=7_830).contains(&secs), "{secs}");
+    assert_eq!(json["codex"]["observed_at"], "2026-12-02T09:05:00.000Z");
+}

@@ -4,7 +4,10 @@
 
 use std::path::Path;
 
-use cross_agent_usage::{FileUsage, GroupBy, Money, PriceTable, Report, Tokens, account, codex};
+use cross_agent_protocol::timestamp::UnixMillis;
+use cross_agent_usage::{
+    FileUsage, GroupBy, Money, PriceTable, Report, Tokens, account, codex, limits,
+};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
@@ -52,10 +55,10 @@ fn file(path: &str, lines: &[String]) -> FileUsage {
     ))
 }
 
-const T0: &str = "01a30000-0000-7000-8000-000000000000";
-const F1: &str = "01a30000-0000-7000-8000-0000000000f1";
-const F2: &str = "01a30000-0000-7000-8000-0000000000f2";
-const S1: &str = "01a30000-0000-7000-8000-0000000000s1";
+pub const T0: &str = "01a30000-0000-7000-8000-000000000000";
+pub const F1: &str = "01a30000-0000-7000-8000-0000000000f1";
+pub const F2: &str = "01a30000-0000-7000-8000-0000000000f2";
+pub const S1: &str = "01a30000-0000-7000-8000-0000000000a1";
 
 fn base_history(at: &str) -> Vec<String> {
     vec![
@@ -65,7 +68,9 @@ fn base_history(at: &str) -> Vec<String> {
     ]
 }
 
-fn store() -> Vec<FileUsage> {
+/// The rollouts of [`store`] as (file name, lines): the base T0, a fork F1 naming its base, a
+/// fork F2 told only by the copied base `session_meta`, and T0's spawned sub-agent S1.
+pub fn store_lines() -> Vec<(String, Vec<String>)> {
     let mut base = vec![meta("2026-12-01T10:00:00.000Z", T0, json!({}))];
     base.push(model("2026-12-01T10:00:00.500Z", "gpt-5"));
     base.push(count(
@@ -124,12 +129,27 @@ fn store() -> Vec<FileUsage> {
         model("2026-12-01T10:00:03.000Z", "gpt-5-mini"),
         count("2026-12-01T10:00:04.000Z", (300, 0, 40), (300, 0, 40), 13.0),
     ];
-    vec![
-        file("/c/sessions/2026/12/01/rollout-a-T0.jsonl", &base),
-        file("/c/sessions/2026/12/01/rollout-b-F1.jsonl", &fork1),
-        file("/c/sessions/2026/12/01/rollout-c-F2.jsonl", &fork2),
-        file("/c/sessions/2026/12/01/rollout-d-S1.jsonl", &sub),
+    [
+        ("00", T0, base),
+        ("01", F1, fork1),
+        ("02", F2, fork2),
+        ("03", S1, sub),
     ]
+    .into_iter()
+    .map(|(second, id, lines)| {
+        (
+            format!("rollout-2026-12-01T10-00-{second}-{id}.jsonl"),
+            lines,
+        )
+    })
+    .collect()
+}
+
+fn store() -> Vec<FileUsage> {
+    store_lines()
+        .iter()
+        .map(|(name, lines)| file(&format!("/c/sessions/2026/12/01/{name}"), lines))
+        .collect()
 }
 
 /// Replays in forks count once (for the base), repeats count once, a sub-agent counts for its
@@ -228,4 +248,65 @@ fn forks_of_a_missing_base_share_the_replays_once() {
     let acc = account(&files[1..3]);
     // The 2 replayed calls once + F1's own + F2's own.
     assert_eq!(acc.charges.len(), 4);
+}
+
+/// `--limits` shows the latest windows: used, the window's length, the reset as a time and as a
+/// span from now (fixed here), and an older Codex's `resets_in_seconds` counted from its event.
+#[test]
+fn the_latest_rate_limits_read_as_used_window_and_reset() {
+    let acc = account(&store());
+    let limits = acc.rate_limits.unwrap();
+    let now = UnixMillis((1_796_000_000 - 7_830) * 1000);
+    let view = limits::view(&limits, now);
+    let shown: Vec<(&str, String, String, Option<u64>)> = view
+        .windows
+        .iter()
+        .map(|w| {
+            (
+                w.name,
+                w.window_text(),
+                w.resets_text(),
+                w.resets_in_seconds,
+            )
+        })
+        .collect();
+    // F2's last event (13:00:05) is the latest; it says 50 % of the 5 h window.
+    assert_eq!(view.windows[0].used_percent, 50.0);
+    assert_eq!(
+        shown,
+        vec![(
+            "primary",
+            "5h".to_owned(),
+            "2026-11-30T00:53:20.000Z (in 2h 10m)".to_owned(),
+            Some(7_830)
+        )]
+    );
+    assert_eq!(
+        view.observed_at.as_deref(),
+        Some("2026-12-01T13:00:05.000Z")
+    );
+    assert_eq!(limits::in_words(3 * 86_400 + 4 * 3600 + 59), "3d 4h");
+    assert_eq!(limits::in_words(30), "under a minute");
+
+    let older = line(
+        "2026-12-01T10:00:00.000Z",
+        "event_msg",
+        json!({"type": "token_count", "info": null, "rate_limits": {
+            "primary": {"used_percent": 7.0, "window_minutes": 10080, "resets_in_seconds": 3600}}}),
+    );
+    let acc = account(&[file("/c/sessions/2026/12/01/rollout-x.jsonl", &[older])]);
+    let w = acc.rate_limits.unwrap().primary.unwrap();
+    assert_eq!(w.resets_at, Some(1_796_122_800));
+    assert_eq!(
+        limits::view(&acc_limits(w), UnixMillis(0)).windows[0].window_text(),
+        "7d"
+    );
+}
+
+fn acc_limits(primary: cross_agent_usage::RateLimitWindow) -> cross_agent_usage::RateLimits {
+    cross_agent_usage::RateLimits {
+        observed_at: None,
+        primary: Some(primary),
+        secondary: None,
+    }
 }

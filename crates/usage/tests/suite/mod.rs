@@ -1,5 +1,6 @@
 //! Suites: synthetic files for each rule (hand-computed totals), and files written by the real
 //! pinned Claude Code and Codex against the scripted endpoint.
+mod ccusage;
 mod claude;
 mod codex;
 mod prices;
