@@ -8,7 +8,7 @@
 //! - [`ask`]: [`Request`], [`Answer`], [`Failure`];
 //! - `http`: Anthropic Messages, OpenAI Responses, Chat Completions, with [`retry`];
 //! - `cli`: `claude -p`, `codex exec` (and Cursor's and Antigravity's CLIs);
-//! - [`env`]: where variables (keys among them) are read from.
+//! - [`env`](mod@env): where variables (keys among them) are read from.
 //!
 //! Asking is blocking: the handoff and the CLI are synchronous, and the daemon calls it through
 //! `spawn_blocking`.

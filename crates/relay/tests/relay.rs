@@ -7,7 +7,7 @@
 mod support;
 
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use cross_agent_protocol::hook::HookParams;
 use cross_agent_relay::{InboundKind, InboundMail, RelayReceipt, is_relay_name};
@@ -19,6 +19,11 @@ use support::{
     wait_for,
 };
 use tokio::sync::mpsc::UnboundedReceiver;
+
+/// How long the rate-limit test sends before calling the machine too slow to reach Claude's
+/// limit: at 1.5 s a send, its bucket of 30 refilled at 0.5 a second runs out after about
+/// 180 s (at 2 s a send, never).
+const PACER_WAIT: Duration = Duration::from_secs(300);
 
 /// Waits until the relay made at least `n` model requests (bounded by the test's own wait).
 async fn wait_requests(rig: &Rig, relay: &str, n: u64) {
@@ -610,6 +615,12 @@ async fn hooks_of_a_relay_this_host_does_not_run_are_denied_and_blocked() {
 /// Claude's own rate limit on messages to one session: sends to one target in a quick run
 /// are refused by Claude at some point, and that receipt is `RateLimited` with Claude's words
 /// (not a plain refusal, and not a dead target).
+///
+/// Claude paces each target with a bucket of 30 sends refilled at 0.5 a second (2.1.332's
+/// defaults), and gives a send's token back while the target reports the message held, so how
+/// many sends it takes depends on how quick they are and how the target keeps up on this
+/// machine: 34 at about 4 a second, over a hundred at 1.5 seconds each. A fixed number of sends
+/// raced that; the test sends until Claude refuses, and gives up only after [`PACER_WAIT`].
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claudes_rate_limit_on_one_target_comes_back_as_rate_limited() {
     let (rig, _target, to) = rig_with_bravo().await;
@@ -618,10 +629,9 @@ async fn claudes_rate_limit_on_one_target_comes_back_as_rate_limited() {
     rig.target_endpoint
         .push(Rule::on_any_user_text().reply_text("noted"));
 
-    // Claude 2.1.332 refused the 35th to 37th quick message to one session here (its words
-    // count the recent ones); the bound leaves room for a machine where more count.
-    let mut limited = None;
-    for n in 0..80 {
+    let started = Instant::now();
+    let mut n = 0;
+    let (n, receipt) = loop {
         let receipt = rig
             .host
             .send(bridge_send(
@@ -632,16 +642,18 @@ async fn claudes_rate_limit_on_one_target_comes_back_as_rate_limited() {
             ))
             .await
             .unwrap();
-        match receipt {
-            RelayReceipt::Sent { .. } => {}
-            other => {
-                limited = Some((n, other));
-                break;
-            }
+        if !matches!(receipt, RelayReceipt::Sent { .. }) {
+            break (n, receipt);
         }
-    }
+        n += 1;
+        assert!(
+            started.elapsed() < PACER_WAIT,
+            "Claude never rate-limited {n} sends to one session in {:?}: at this pace its \
+             refill keeps up",
+            started.elapsed()
+        );
+    };
 
-    let (n, receipt) = limited.expect("Claude never rate-limited 80 quick sends to one session");
     let RelayReceipt::RateLimited { claude, words } = &receipt else {
         panic!("send {n} was refused otherwise: {receipt:?}");
     };
@@ -652,6 +664,9 @@ async fn claudes_rate_limit_on_one_target_comes_back_as_rate_limited() {
         "{words}"
     );
     assert_eq!(receipt.name(), "rate_limited");
-    eprintln!("send {n} (0-based) was rate-limited: {words}");
+    eprintln!(
+        "send {n} (0-based), {:?} after the first, was rate-limited: {words}",
+        started.elapsed()
+    );
     rig.host.shutdown().await;
 }

@@ -408,6 +408,36 @@ impl Claude {
             .join(claude_project_slug(cwd))
             .join(format!("{session_id}.jsonl"))
     }
+
+    /// One real session in `cwd`, its turns run in order: the first prompt starts it with
+    /// `allowed_tools` allowed, each next one resumes it. Every turn must succeed. Its id.
+    pub fn session(
+        &self,
+        cwd: &Path,
+        allowed_tools: &[&str],
+        prompts: &[impl AsRef<str>],
+    ) -> Result<String> {
+        let (first, rest) = prompts
+            .split_first()
+            .context("a session needs a first prompt")?;
+        let mut turn = self.turn(cwd, first.as_ref());
+        for tool in allowed_tools {
+            turn = turn.allow_tool(tool);
+        }
+        let id = turn
+            .run()?
+            .expect_success()?
+            .session_id()
+            .context("the first turn named no session")?
+            .to_owned();
+        for prompt in rest {
+            self.turn(cwd, prompt.as_ref())
+                .resume(&id)
+                .run()?
+                .expect_success()?;
+        }
+        Ok(id)
+    }
 }
 
 /// One `claude -p` invocation being configured.
@@ -687,6 +717,41 @@ impl Codex {
             extra_args: Vec::new(),
             timeout: DEFAULT_RUN_TIMEOUT,
         }
+    }
+
+    /// One real thread in `cwd`, its turns run in order: the first prompt starts it without
+    /// approvals or sandbox (so its shell calls run), each next one resumes it; `model`, when
+    /// given, is every turn's `-m`. Every turn must succeed. Its thread id.
+    pub fn session(
+        &self,
+        cwd: &Path,
+        model: Option<&str>,
+        prompts: &[impl AsRef<str>],
+    ) -> Result<String> {
+        let with_model = |mut turn: CodexTurn| {
+            if let Some(model) = model {
+                turn = turn.arg("-m").arg(model);
+            }
+            turn
+        };
+        let (first, rest) = prompts
+            .split_first()
+            .context("a session needs a first prompt")?;
+        let first = self
+            .turn(cwd, first.as_ref())
+            .arg("--dangerously-bypass-approvals-and-sandbox");
+        let thread = with_model(first)
+            .run()?
+            .expect_success()?
+            .thread_id()
+            .context("the first turn started no thread")?
+            .to_owned();
+        for prompt in rest {
+            with_model(self.turn(cwd, prompt.as_ref()).resume(&thread))
+                .run()?
+                .expect_success()?;
+        }
+        Ok(thread)
     }
 
     /// Every rollout file Codex has written under this CODEX_HOME, sorted by path.

@@ -113,6 +113,19 @@ pub fn back_up_once(path: &Path, original: &str) -> Result<Option<PathBuf>> {
     Ok(Some(backup))
 }
 
+/// Whether a backup's text is the empty one install writes for a file that held nothing of
+/// the person's (it created the file, or only cross-agent's entries were in it).
+pub fn is_empty_backup(text: &str) -> bool {
+    text.trim().is_empty()
+}
+
+/// Whether `uninstall` removes a backup holding `original` once the file holds `after`
+/// (`None`: removed): when the file is back to it, and always when it is empty, since then
+/// everything left in the file is the person's.
+pub fn backup_is_done(original: &str, after: Option<&str>) -> bool {
+    is_empty_backup(original) || after == Some(original)
+}
+
 /// A unified diff from `before` (absent: an empty file) to `after` (absent: deleted).
 pub fn unified_diff(path: &Path, before: Option<&str>, after: Option<&str>) -> String {
     let name = path.display().to_string();

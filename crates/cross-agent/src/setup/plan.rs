@@ -22,10 +22,13 @@ pub struct Change {
     pub before: Option<String>,
     /// `None`: the file is removed.
     pub after: Option<String>,
-    /// Install: back the file up before its first change. Not for a file that holds nothing
-    /// but cross-agent's own entries (one an earlier install created): `uninstall` removes
-    /// such a file, where a backup of it would put cross-agent's entries back.
-    pub back_up: bool,
+    /// Install: what the file's backup holds, written before its first change when there is
+    /// none yet: the file as it is, or nothing (an empty backup) for a file install creates or
+    /// one holding nothing but cross-agent's own entries. The empty backup is what tells a
+    /// later install that such a file was never the person's: without it, an install after
+    /// the person added their own entries would back up cross-agent's with theirs, and
+    /// `uninstall` would put cross-agent's back from it.
+    pub backup: Option<String>,
     /// What the person added or changed inside cross-agent's entries, which this change
     /// takes out with them (uninstall).
     pub dropped: Vec<Dropped>,
@@ -96,18 +99,22 @@ impl Plan {
         let before = files::read(path, home)?;
         let name = path.display().to_string();
         let after = super::install_text(kind, &name, before.as_deref(), registration, wanted)?;
-        let back_up = match &before {
-            Some(text) => super::uninstall_text(kind, &name, text, None)?
-                .text
-                .is_some(),
-            None => false,
+        let backup = match &before {
+            Some(text)
+                if super::uninstall_text(kind, &name, text, None)?
+                    .text
+                    .is_some() =>
+            {
+                text.clone()
+            }
+            _ => String::new(),
         };
         self.changes.push(Change {
             path: path.to_owned(),
             label: label.to_owned(),
             before,
             after: Some(after),
-            back_up,
+            backup: Some(backup),
             dropped: Vec::new(),
         });
         Ok(())
@@ -124,7 +131,9 @@ impl Plan {
         let Some(current) = files::read(path, home)? else {
             return Ok(());
         };
-        let backup = files::read(&files::backup_path(path), home)?;
+        // An empty backup stands for a file that was not there: nothing in it is the person's.
+        let backup = files::read(&files::backup_path(path), home)?
+            .filter(|text| !files::is_empty_backup(text));
         let name = path.display().to_string();
         let uninstalled = super::uninstall_text(kind, &name, &current, backup.as_deref())?;
         self.changes.push(Change {
@@ -132,7 +141,7 @@ impl Plan {
             label: label.to_owned(),
             before: Some(current),
             after: uninstalled.text,
-            back_up: false,
+            backup: None,
             dropped: uninstalled.dropped,
         });
         Ok(())
@@ -165,10 +174,10 @@ impl Plan {
     /// Writes every change, or none: every target is checked first ([`preflight::check`]),
     /// and a failure on the way (a full disk, a file size limit, another program in the way)
     /// takes back what was already written before the error is returned. Install backs up
-    /// every existing file it plans for once (also one it leaves as it is: the backup is how
-    /// uninstall knows what was the person's; not one holding only cross-agent's entries, see
-    /// [`Change::back_up`]), then writes the new text atomically. Uninstall
-    /// removes a backup once the file is back to it.
+    /// every file it plans for once (also one it leaves as it is: the backup is how uninstall
+    /// knows what was the person's; empty for one that was not, see [`Change::backup`]), then
+    /// writes the new text atomically. Uninstall removes a backup once the file is back to it,
+    /// and an empty one always.
     pub fn apply(&self) -> Result<Vec<Value>> {
         preflight::check(self)?;
         let mut journal = Journal::default();
@@ -200,10 +209,14 @@ impl Plan {
         for change in &self.changes {
             let mut backup = None;
             if !self.uninstall
-                && change.back_up
-                && let Some(before) = &change.before
+                && let Some(original) = &change.backup
             {
-                backup = files::back_up_once(&change.path, before)?;
+                // The folder of a file install creates may be missing: made here, it is
+                // recorded, so a rollback takes it away again.
+                if let Some(parent) = change.path.parent() {
+                    journal.create_dirs(parent)?;
+                }
+                backup = files::back_up_once(&change.path, original)?;
                 if let Some(path) = &backup {
                     journal.created(path);
                 }
@@ -227,9 +240,8 @@ impl Plan {
             }
             if self.uninstall {
                 let backup_path = files::backup_path(&change.path);
-                let original = std::fs::read_to_string(&backup_path).ok();
-                if let (Some(text), Some(original)) = (&change.after, original)
-                    && *text == original
+                if let Ok(original) = std::fs::read_to_string(&backup_path)
+                    && files::backup_is_done(&original, change.after.as_deref())
                 {
                     let mode = files::mode_of(&backup_path);
                     std::fs::remove_file(&backup_path)
@@ -241,7 +253,8 @@ impl Plan {
                 "path": change.path,
                 "for": change.label,
                 "action": change.action(),
-                "backup": if change.changes_anything() { backup } else { None },
+                // An empty backup records that nothing was the person's: not one to point at.
+                "backup": if change.changes_anything() && change.backup.as_deref().is_some_and(|b| !files::is_empty_backup(b)) { backup } else { None },
                 "dropped": change.dropped_json(),
             }));
         }

@@ -56,13 +56,12 @@ pub fn problems(plan: &Plan) -> Vec<String> {
         };
         let backup = files::backup_path(&change.path);
         let writes_backup = !plan.uninstall
-            && change.back_up
-            && change.before.is_some()
+            && change.backup.is_some()
             && std::fs::symlink_metadata(&backup).is_err();
-        // Uninstall removes the backup once the file is back to it.
+        // Uninstall removes the backup once the file is back to it (an empty one always).
         let removes_backup = plan.uninstall
-            && change.after.is_some()
-            && std::fs::read_to_string(&backup).ok() == change.after;
+            && std::fs::read_to_string(&backup)
+                .is_ok_and(|original| files::backup_is_done(&original, change.after.as_deref()));
         let otherwise = otherwise(plan, &change.label);
         if change.changes_anything()
             && change.before.is_some()

@@ -144,20 +144,8 @@ fn claude_session(user: &User, endpoint: &ModelEndpoint) -> (String, PathBuf) {
     ]);
     let project = user.home.project("shop").unwrap();
     let claude = Claude::new(&user.home, &endpoint.anthropic_base_url()).unwrap();
-    let first = claude
-        .turn(&project, GOAL)
-        .allow_tool("Bash")
-        .run()
-        .unwrap()
-        .expect_success()
-        .unwrap();
-    let id = first.session_id().unwrap().to_owned();
-    claude
-        .turn(&project, LATEST)
-        .resume(&id)
-        .run()
-        .unwrap()
-        .expect_success()
+    let id = claude
+        .session(&project, &["Bash"], &[GOAL, LATEST])
         .unwrap();
     (id, project.canonicalize().unwrap())
 }
@@ -324,14 +312,7 @@ fn codex_session_brief_and_compact_from_codex_exec() {
     ]);
     let project = user.home.project("shop").unwrap();
     let codex = Codex::new(&user.home, &endpoint.openai_base_url()).unwrap();
-    let run = codex
-        .turn(&project, GOAL)
-        .arg("--dangerously-bypass-approvals-and-sandbox")
-        .run()
-        .unwrap()
-        .expect_success()
-        .unwrap();
-    let thread = run.thread_id().unwrap().to_owned();
+    let thread = codex.session(&project, None, &[GOAL]).unwrap();
 
     let out = user
         .command(&["handoff", "brief", &thread, "--json"])

@@ -213,10 +213,11 @@ fn files_install_created_are_removed_again() {
     let out = person.ok(&["install", "--agents", "claude,codex,grok"]);
     assert!(out.contains("create"), "{out}");
     // Run again: a file holding only cross-agent's entries is not backed up as if it were
-    // the person's, which would have uninstall put the entries back.
+    // the person's, which would have uninstall put the entries back. Its backup is the empty
+    // one install took when it created the file: nothing in it was the person's.
     let again = person.ok(&["install", "--agents", "claude,codex,grok"]);
     assert!(again.contains("nothing to change"), "{again}");
-    assert!(!person.path(".claude.json.cross-agent.bak").exists());
+    assert_eq!(person.read(".claude.json.cross-agent.bak"), "");
     assert!(person.path(".claude.json").is_file());
     assert!(person.path(".codex/config.toml").is_file());
     let created = person.read(".claude/settings.json");
@@ -229,6 +230,61 @@ fn files_install_created_are_removed_again() {
         person.tree(),
         BTreeMap::new(),
         "no file is left where there was none"
+    );
+}
+
+#[test]
+fn in_a_file_install_created_what_the_person_added_since_stays_and_ours_goes_after_another_install()
+{
+    let person = Person::empty();
+    person.ok(&["install", "--agents", "claude,codex"]);
+    // The person adds their own entries to the files install created...
+    let claude = person.read(".claude.json").replacen(
+        "\"mcpServers\": {\n",
+        "\"theme\": \"dark\",\n  \"mcpServers\": {\n    \"mine\": { \"command\": \"mine\" },\n",
+        1,
+    );
+    person.write(".claude.json", &claude);
+    let settings = person
+        .read(".claude/settings.json")
+        .replace("[\"mcp__cross-agent\"]", "[\"mcp__cross-agent\", \"Read\"]");
+    person.write(".claude/settings.json", &settings);
+    let mine = "\n# my own server\n[mcp_servers.mine]\ncommand = \"mine\"\n";
+    let codex = format!("{}{mine}", person.read(".codex/config.toml"));
+    person.write(".codex/config.toml", &codex);
+    // ...and install runs again: these files are not the person's as they were before
+    // cross-agent, so no backup of them may bring cross-agent's entries back.
+    let again = person.ok(&["install", "--agents", "claude,codex"]);
+    assert!(again.contains("nothing to change"), "{again}");
+
+    person.ok(&["uninstall"]);
+    let claude = person.read(".claude.json");
+    let value: Value = serde_json::from_str(&claude).unwrap();
+    assert_eq!(
+        value,
+        serde_json::json!({"theme": "dark", "mcpServers": {"mine": {"command": "mine"}}}),
+        "{claude}"
+    );
+    assert!(
+        claude.contains("    \"mine\": { \"command\": \"mine\" }"),
+        "{claude}"
+    );
+    let settings = person.read(".claude/settings.json");
+    assert!(!settings.contains("cross-agent"), "{settings}");
+    assert!(settings.contains("\"Read\""), "{settings}");
+    assert_eq!(
+        person.read(".codex/config.toml").trim_start(),
+        mine.trim_start(),
+        "only the person's bytes are left"
+    );
+    assert_eq!(
+        person.tree().keys().collect::<Vec<_>>(),
+        [
+            ".claude.json",
+            ".claude/settings.json",
+            ".codex/config.toml"
+        ],
+        "no backup is left"
     );
 }
 

@@ -166,9 +166,15 @@ fn on_an_empty_home_copilot_is_not_found_unless_named_and_then_stable_is_set_up(
     let created = person.tree();
     assert_eq!(
         created.keys().collect::<Vec<_>>(),
-        [&at(STABLE, HOST), &at(STABLE, MCP)],
-        "Stable's two files, nothing for Insiders"
+        [
+            &at(STABLE, HOST),
+            &format!("{}.cross-agent.bak", at(STABLE, HOST)),
+            &at(STABLE, MCP),
+            &format!("{}.cross-agent.bak", at(STABLE, MCP)),
+        ],
+        "Stable's two files with their empty backups (there was nothing), nothing for Insiders"
     );
+    assert_eq!(created[&format!("{}.cross-agent.bak", at(STABLE, MCP))], "");
     let expected = format!(
         "{{\n  \"servers\": {{\n    \"cross-agent\": {{\n      \"type\": \"stdio\",\n      \"command\": \"{}\",\n      \"args\": [\"mcp\"]\n    }}\n  }}\n}}\n",
         bin().display()

@@ -39,24 +39,9 @@ fn claude_session(user: &User) -> String {
     ]);
     let project = user.home.project("shop").unwrap();
     let claude = Claude::new(&user.home, &endpoint.anthropic_base_url()).unwrap();
-    let id = claude
-        .turn(&project, GOAL)
-        .allow_tool("Bash")
-        .run()
-        .unwrap()
-        .expect_success()
-        .unwrap()
-        .session_id()
-        .unwrap()
-        .to_owned();
     claude
-        .turn(&project, LATEST)
-        .resume(&id)
-        .run()
+        .session(&project, &["Bash"], &[GOAL, LATEST])
         .unwrap()
-        .expect_success()
-        .unwrap();
-    id
 }
 
 fn review(user: &User, providers: &str, args: &[&str]) -> Command {

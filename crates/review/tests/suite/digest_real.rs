@@ -182,27 +182,13 @@ fn real_claude_session_with_bridged_turns() {
     );
     let project = home.project("shop").unwrap();
     let claude = Claude::new(&home, &endpoint.anthropic_base_url()).unwrap();
-    let first = claude
-        .turn(&project, GOAL)
-        .allow_tool("Bash")
-        .run()
-        .unwrap()
-        .expect_success()
-        .unwrap();
-    let id = first.session_id().unwrap().to_owned();
-    for prompt in [
+    let prompts = [
+        GOAL.to_owned(),
         peer_envelope(Agent::Codex),
         bridge_reply(Agent::Codex),
         LATEST.to_owned(),
-    ] {
-        claude
-            .turn(&project, &prompt)
-            .resume(&id)
-            .run()
-            .unwrap()
-            .expect_success()
-            .unwrap();
-    }
+    ];
+    let id = claude.session(&project, &["Bash"], &prompts).unwrap();
     let d = assert_digest_of_real_session(home.path(), &id, "Bash", ModelFamily::Anthropic);
     assert!(
         d.model
@@ -229,33 +215,17 @@ fn real_codex_session_with_bridged_turns() {
     );
     let project = home.project("shop").unwrap();
     let codex = Codex::new(&home, &endpoint.openai_base_url()).unwrap();
-    // A model name of the OpenAI family, as a user's config would carry (the testkit's default
-    // `test-model` has none).
-    let first = codex
-        .turn(&project, GOAL)
-        .arg("--dangerously-bypass-approvals-and-sandbox")
-        .arg("-m")
-        .arg("gpt-5.1-codex")
-        .run()
-        .unwrap()
-        .expect_success()
-        .unwrap();
-    let thread = first.thread_id().unwrap().to_owned();
-    for prompt in [
+    let prompts = [
+        GOAL.to_owned(),
         peer_envelope(Agent::Claude),
         bridge_reply(Agent::Claude),
         LATEST.to_owned(),
-    ] {
-        codex
-            .turn(&project, &prompt)
-            .resume(&thread)
-            .arg("-m")
-            .arg("gpt-5.1-codex")
-            .run()
-            .unwrap()
-            .expect_success()
-            .unwrap();
-    }
+    ];
+    // A model name of the OpenAI family, as a user's config would carry (the testkit's default
+    // `test-model` has none).
+    let thread = codex
+        .session(&project, Some("gpt-5.1-codex"), &prompts)
+        .unwrap();
     let d =
         assert_digest_of_real_session(home.path(), &thread, "exec_command", ModelFamily::Openai);
     assert_eq!(d.model.model.as_deref(), Some("gpt-5.1-codex"));

@@ -63,40 +63,12 @@ fn sessions() -> &'static Sessions {
         ]);
         let project = home.project("shop").unwrap();
         let claude = Claude::new(&home, &endpoint.anthropic_base_url()).unwrap();
-        let first = claude
-            .turn(&project, GOAL)
-            .allow_tool("Bash")
-            .run()
-            .unwrap()
-            .expect_success()
-            .unwrap();
-        let claude_id = first.session_id().unwrap().to_owned();
-        claude
-            .turn(&project, LATEST)
-            .resume(&claude_id)
-            .run()
-            .unwrap()
-            .expect_success()
+        let claude_id = claude
+            .session(&project, &["Bash"], &[GOAL, LATEST])
             .unwrap();
         let codex = Codex::new(&home, &endpoint.openai_base_url()).unwrap();
-        let first = codex
-            .turn(&project, GOAL)
-            .arg("--dangerously-bypass-approvals-and-sandbox")
-            .arg("-m")
-            .arg("gpt-5.1-codex")
-            .run()
-            .unwrap()
-            .expect_success()
-            .unwrap();
-        let thread = first.thread_id().unwrap().to_owned();
-        codex
-            .turn(&project, LATEST)
-            .resume(&thread)
-            .arg("-m")
-            .arg("gpt-5.1-codex")
-            .run()
-            .unwrap()
-            .expect_success()
+        let thread = codex
+            .session(&project, Some("gpt-5.1-codex"), &[GOAL, LATEST])
             .unwrap();
         Sessions {
             home,

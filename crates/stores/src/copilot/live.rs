@@ -3,7 +3,7 @@
 //! The daemon's host watcher (`crates/daemon/src/copilot_hosts.rs`) holds a connection to
 //! every live host and keeps that host's own listing (`listSessions`, then the `root/*`
 //! notifications) in a [`LiveHosts`]; the live index walks the catalog as before and
-//! [`overlay`] merges the two: the same editor UUID is one session, whose live fields (title,
+//! `overlay` merges the two: the same editor UUID is one session, whose live fields (title,
 //! status, last change, working directories, default chat) are the host's; a session the host
 //! lists but the catalog does not have yet is added. A host that stops is removed by the
 //! watcher, and its sessions fall back to what the catalog says.

@@ -1,6 +1,6 @@
 //! Sessions of agents the bridge does not deliver to but can hand work over from: Cursor
 //! ([`cursor`]) and Antigravity ([`antigravity`]). Each is read where it lies, read-only, into
-//! the same [`Turn`](crate::turns::Turn) model as Claude, Codex and Grok, so a handoff brief is
+//! the same [`Turn`] model as Claude, Codex and Grok, so a handoff brief is
 //! built the same way whatever the source.
 
 pub mod antigravity;

@@ -138,7 +138,7 @@ pub(crate) enum RecState {
     Live(Option<PathBuf>),
     /// During a refresh: of an agent being refreshed, its file not found yet.
     Unclaimed,
-    /// Out of the index (its file changed and was read into an [`Entry`], or is gone).
+    /// Out of the index (its file changed and was read into an [`Entry`](crate::index::Entry), or is gone).
     Dead,
 }
 

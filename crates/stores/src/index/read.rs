@@ -40,7 +40,7 @@ pub(super) struct JobResult {
 }
 
 /// Reads the changed files on `threads` threads — or, when there are many (a cold listing), on
-/// at least [`IO_READERS`]. Each file is a task of its own, so one 50 MB transcript does not
+/// at least [`IO_READERS`](crate::index::IO_READERS). Each file is a task of its own, so one 50 MB transcript does not
 /// leave the other threads idle.
 pub(super) fn run_jobs(jobs: Vec<Job>, threads: usize, blob: &[u8]) -> Vec<JobResult> {
     let threads = io_threads(threads, jobs.len());
