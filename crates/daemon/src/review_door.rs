@@ -140,7 +140,9 @@ pub trait Corrections: Send + Sync + 'static {
 /// handler judges and sends it — the one check the CLI's `--send` meets too.
 pub struct Guarded {
     engine: cross_agent_hub::Engine,
-    bot: cross_agent_telegram::Bot,
+    /// Weak: the bot holds this (through its session host), and a strong handle back would
+    /// keep both — and the engine's store, left unclosed with its WAL — alive past shutdown.
+    bot: cross_agent_telegram::WeakBot,
     home: PathBuf,
 }
 
@@ -150,7 +152,11 @@ impl Guarded {
         bot: cross_agent_telegram::Bot,
         home: PathBuf,
     ) -> Guarded {
-        Guarded { engine, bot, home }
+        Guarded {
+            engine,
+            bot: bot.downgrade(),
+            home,
+        }
     }
 }
 
@@ -189,9 +195,12 @@ impl Corrections for Guarded {
             RequestedBy::Telegram => CorrectionRequester::Telegram,
             RequestedBy::Robot => CorrectionRequester::Robot,
         };
+        let Some(bot) = self.bot.upgrade() else {
+            return refused("unavailable", "the daemon is shutting down".to_owned());
+        };
         // The daemon asks as nobody: no session, no ancestry, so never a session to itself.
         let params = correct::params(&correction, requester, CallerContext::default());
-        match crate::review_correction::correct(&self.engine, &self.bot, &self.home, &params) {
+        match crate::review_correction::correct(&self.engine, &bot, &self.home, &params) {
             Ok(ReviewCorrectionResponse::Sent { delivery_id }) => {
                 CorrectionAnswer::Sent { delivery_id }
             }

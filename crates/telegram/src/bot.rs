@@ -80,6 +80,27 @@ pub struct Bot {
     inner: Arc<Inner>,
 }
 
+/// A bot held without keeping it alive: what an object the bot itself holds (its session host)
+/// keeps of it, so the two do not keep each other — and the daemon's store — alive past
+/// shutdown.
+#[derive(Clone)]
+pub struct WeakBot {
+    inner: std::sync::Weak<Inner>,
+}
+
+impl WeakBot {
+    /// The bot, while it still exists.
+    pub fn upgrade(&self) -> Option<Bot> {
+        self.inner.upgrade().map(|inner| Bot { inner })
+    }
+}
+
+impl std::fmt::Debug for WeakBot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WeakBot").finish_non_exhaustive()
+    }
+}
+
 impl std::fmt::Debug for Bot {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Bot")
@@ -618,6 +639,13 @@ impl Bot {
         &self,
     ) -> Option<tokio::sync::broadcast::Receiver<cross_agent_protocol::events::EngineEvent>> {
         self.inner.desk.engine_events()
+    }
+
+    /// This bot, held weakly (see [`WeakBot`]).
+    pub fn downgrade(&self) -> WeakBot {
+        WeakBot {
+            inner: Arc::downgrade(&self.inner),
+        }
     }
 
     /// The sessions with an approval waiting for a tap (the review's escalation guard sends

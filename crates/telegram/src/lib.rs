@@ -46,7 +46,7 @@ pub mod updates;
 use std::path::Path;
 
 pub use api::{HttpApi, TelegramApi};
-pub use bot::{Bot, DEFAULT_APPROVAL_WAIT};
+pub use bot::{Bot, DEFAULT_APPROVAL_WAIT, WeakBot};
 pub use error::{Error, Result};
 
 /// Checks `token` with `getMe` (at `CROSS_AGENT_TELEGRAM_API` or the public API) and, when the

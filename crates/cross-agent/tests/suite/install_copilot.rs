@@ -228,11 +228,20 @@ fn a_portable_vs_code_and_vscode_appdata_are_where_install_writes() {
         bin().display()
     );
     let portable = "portable/data/user-data";
+    // Each file it made has its empty backup beside it (nothing in it was the person's).
+    let host_backup = format!("{}.cross-agent.bak", at(portable, HOST));
+    let mcp_backup = format!("{}.cross-agent.bak", at(portable, MCP));
     assert_eq!(
         created.keys().collect::<Vec<_>>(),
-        [&at(portable, HOST), &at(portable, MCP)],
+        [
+            &at(portable, HOST),
+            &host_backup,
+            &at(portable, MCP),
+            &mcp_backup
+        ],
         "only the portable VS Code's files: the folder at ~/.config/Code is not Stable's here"
     );
+    assert_eq!(created[&mcp_backup], "");
     assert_eq!(created[&at(portable, MCP)], expected);
     run(&["uninstall"]);
     assert_eq!(person.tree(), BTreeMap::new(), "the files it made are gone");

@@ -32,7 +32,14 @@ impl Place {
         let dir = tempfile::tempdir().unwrap();
         let home = dir.path().join("home");
         let state = dir.path().join("state");
-        let project = home.join(".claude/projects/-tmp-proj");
+        // The sessions' folder is gone (never made), so a correction that passes the guard is
+        // refused by the bridge, deterministically, instead of starting an agent.
+        let cwd = dir.path().join("proj-gone").to_string_lossy().into_owned();
+        let encoded: String = cwd
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+            .collect();
+        let project = home.join(".claude/projects").join(encoded);
         std::fs::create_dir_all(&project).unwrap();
         std::fs::create_dir_all(&state).unwrap();
         use std::os::unix::fs::PermissionsExt;
@@ -45,7 +52,7 @@ impl Place {
                 let id = uuid::Uuid::new_v4().to_string();
                 let line = |kind: &str, message: Value| {
                     json!({"type": kind, "sessionId": id, "uuid": uuid::Uuid::new_v4().to_string(),
-                           "timestamp": ended, "cwd": "/tmp/proj", "message": message})
+                           "timestamp": ended, "cwd": cwd, "message": message})
                     .to_string()
                 };
                 let text = format!(
@@ -96,9 +103,13 @@ impl Place {
 
     /// The robot's review lines, oldest first.
     fn reviews(&self) -> Vec<Value> {
+        self.lines("review_robot")
+    }
+
+    fn lines(&self, kind: &str) -> Vec<Value> {
         decisions(&self.state)
             .into_iter()
-            .filter(|d| d["kind"] == "review_robot")
+            .filter(|d| d["kind"] == kind)
             .collect()
     }
 }
@@ -203,5 +214,54 @@ fn the_robot_reviews_at_most_the_cap_a_pass_and_after_a_restart_none_until_due()
         "{text}"
     );
     assert!(text.contains(&place.ids[0]), "{text}");
+    stop(&place, daemon);
+}
+
+#[test]
+fn with_steering_on_the_robots_correction_goes_to_the_escalation_guard() {
+    let place =
+        Place::with_config("[review]\nrobot = true\nsteer = true\nrobot_after_idle_minutes = 0\n");
+    let endpoint = cross_agent_testkit::ModelEndpoint::start().unwrap();
+    endpoint.push(
+        cross_agent_testkit::Rule::on_any()
+            .reply_text(
+                json!({"verdict": "drifting", "task": "fix the build", "gaps": ["no tests run"],
+                       "correction": "Run the tests before anything else."})
+                .to_string(),
+            )
+            .include_side_requests(),
+    );
+    let mut command = place.command(&["daemon", "run"]);
+    command
+        .env(
+            "CROSS_AGENT_PROVIDERS",
+            format!("chat {} - gpt-reviewer openai", endpoint.openai_base_url()),
+        )
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let daemon = command.spawn().unwrap();
+    assert!(
+        wait_within(WAIT, || !place.lines("review_robot_correction").is_empty()),
+        "the robot asked the guard: {:?}",
+        place.reviews()
+    );
+    let asked = place.lines("review_robot_correction");
+    // Steering is on and the verdict drifts, so every rule of the guard passes; the bridge
+    // then refuses the delivery because the session's folder is gone — the guard's own
+    // decision line says the same, asked by the robot.
+    assert_eq!(asked[0]["outcome"], "refused", "{asked:?}");
+    assert_eq!(asked[0]["guard"], "send_refused", "{asked:?}");
+    assert_eq!(asked[0]["details"]["requested_by"], "robot");
+    let guard = place.lines("review_correction_refused");
+    assert!(
+        guard
+            .iter()
+            .any(|d| d["details"]["rule"] == "send_refused"
+                && d["details"]["requested_by"] == "robot"),
+        "{guard:?}"
+    );
+    let reviews = place.reviews();
+    assert_eq!(reviews[0]["outcome"], "verdict", "{reviews:?}");
     stop(&place, daemon);
 }

@@ -37,12 +37,14 @@ struct Sessions {
 }
 
 /// Both sessions: goal → a shell call → text, then a second instruction. Kept in cargo's
-/// per-target temporary folder (wiped when the next run makes them), not in /tmp.
+/// per-target temporary folder, not in /tmp, in a folder of this process's own: nextest runs
+/// every test in a process of its own, at the same time, and each wipes its folder first.
 fn sessions() -> &'static Sessions {
     static SESSIONS: OnceLock<Sessions> = OnceLock::new();
     SESSIONS.get_or_init(|| {
         let home = AgentHome::at_fixed_path(
-            &Path::new(env!("CARGO_TARGET_TMPDIR")).join("review-run-sessions"),
+            &Path::new(env!("CARGO_TARGET_TMPDIR"))
+                .join(format!("review-run-sessions-{}", std::process::id())),
         )
         .unwrap();
         let endpoint = ModelEndpoint::start().unwrap();
