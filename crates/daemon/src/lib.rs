@@ -12,6 +12,7 @@
 //!   (`cross-agent daemon restart`, `cross-agent reload`).
 //! - `telegram_sessions`: what the Telegram bot asks of the hub (session cards, prompts from
 //!   the phone and their answers, handoffs).
+//! - `own_caller`: the daemon as a caller, for the doors inside it (no ancestry, no session).
 //! - `review_correction`: a cross review's correction into a session past the escalation
 //!   guard, for every door (the CLI's `review --send`, the Telegram tap, the robot).
 //! - `copilot_hosts`: one connection to every running Copilot Agent Host, keeping the
@@ -29,6 +30,7 @@ pub mod entry;
 mod error;
 pub mod handover;
 pub mod logging;
+mod own_caller;
 mod review_correction;
 mod review_door;
 pub mod robot;

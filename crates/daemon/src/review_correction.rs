@@ -19,7 +19,6 @@
 
 use std::path::Path;
 
-use cross_agent_caller::{PerCall, Snapshot};
 use cross_agent_decisions::{Decision, DecisionKind, DecisionLog, Outcome};
 use cross_agent_hub::Engine;
 use cross_agent_hub::envelope::reviewer_name;
@@ -201,22 +200,7 @@ fn stores_caller(given: &CallerContext) -> CallerContext {
     if given.pid != 0 || !given.child_env.is_empty() || !given.settings.is_empty() {
         return given.clone();
     }
-    let snapshot = Snapshot {
-        vars: std::env::vars_os()
-            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-            .collect(),
-        cwd: None,
-        pid: std::process::id(),
-        ancestry: Vec::new(),
-    };
-    cross_agent_caller::context(
-        &snapshot,
-        PerCall {
-            client_name: Some(REVIEWER_CLIENT.to_owned()),
-            codex_turn_metadata: None,
-            copilot_caller_session: None,
-        },
-    )
+    crate::own_caller::daemon_caller(REVIEWER_CLIENT)
 }
 
 /// The caller a correction is sent as: the stores and settings of `stores`, but no session, no

@@ -23,7 +23,6 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cross_agent_caller::{PerCall, Snapshot};
 use cross_agent_hub::Engine;
 use cross_agent_hub::envelope::TELEGRAM_CLIENT;
 use cross_agent_protocol::bridge::{
@@ -66,30 +65,7 @@ pub struct Host {
 
 impl Host {
     pub fn new(engine: Engine, corrections: Arc<dyn Corrections>) -> Host {
-        // The daemon's own environment (its settings, the child baseline) but no process
-        // ancestry: the daemon is not an agent's session, whatever started it, and a prompt
-        // from the phone must not pass for one (the same-agent guard, the reply address).
-        let snapshot = Snapshot {
-            vars: std::env::vars_os()
-                .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-                .collect(),
-            cwd: None,
-            pid: std::process::id(),
-            ancestry: Vec::new(),
-        };
-        let mut caller = cross_agent_caller::context(
-            &snapshot,
-            PerCall {
-                client_name: Some(TELEGRAM_CLIENT.to_owned()),
-                codex_turn_metadata: None,
-                copilot_caller_session: None,
-            },
-        );
-        caller.claude_code_session_id = None;
-        caller.grok_session_id = None;
-        caller.self_session = None;
-        caller.self_agent = None;
-        caller.conversation_id = None;
+        let caller = crate::own_caller::daemon_caller(TELEGRAM_CLIENT);
         Host {
             engine,
             caller,
