@@ -184,23 +184,8 @@ impl Robot {
                 caller: CallerContext::default(),
             })
             .map_err(|e| e.to_string())?;
-        Ok(listed
-            .sessions
-            .into_iter()
-            .flat_map(|(agent, entries)| {
-                entries.into_iter().filter_map(move |entry| {
-                    let ended = entry
-                        .last_activity
-                        .as_deref()
-                        .and_then(UnixMillis::parse_rfc3339)?;
-                    Some(Candidate {
-                        agent: agent.clone(),
-                        session_id: entry.session_id,
-                        last_turn_ended_ms: ended.0,
-                        working: entry.is_working,
-                    })
-                })
-            })
+        Ok(Candidate::of_listing(listed.sessions)
+            .map(|(candidate, _)| candidate)
             .collect())
     }
 

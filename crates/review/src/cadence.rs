@@ -25,6 +25,8 @@ use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use cross_agent_protocol::bridge::SessionEntry;
+use cross_agent_stores::UnixMillis;
 use hmac::{KeyInit, Mac};
 use serde::{Deserialize, Serialize};
 
@@ -282,6 +284,30 @@ pub struct Candidate {
     pub last_turn_ended_ms: i64,
     /// A turn is running (or an approval waits): not idle.
     pub working: bool,
+}
+
+impl Candidate {
+    /// The candidates of a session listing (`list_sessions`), with the titles beside them: a
+    /// session without a last activity is not one (it has never had a turn to end).
+    pub fn of_listing(
+        sessions: BTreeMap<String, Vec<SessionEntry>>,
+    ) -> impl Iterator<Item = (Candidate, Option<String>)> {
+        sessions.into_iter().flat_map(|(agent, entries)| {
+            entries.into_iter().filter_map(move |entry| {
+                let ended = entry
+                    .last_activity
+                    .as_deref()
+                    .and_then(UnixMillis::parse_rfc3339)?;
+                let candidate = Candidate {
+                    agent: agent.clone(),
+                    session_id: entry.session_id,
+                    last_turn_ended_ms: ended.0,
+                    working: entry.is_working,
+                };
+                Some((candidate, entry.title))
+            })
+        })
+    }
 }
 
 /// Where one live session stands with the robot.

@@ -57,26 +57,8 @@ impl StatusArgs {
                 caller: cross_agent_protocol::bridge::CallerContext::default(),
             })
             .map_err(|e| bridge_client::explain("list_sessions", e))?;
-        let live: Vec<Live> = listed
-            .sessions
-            .into_iter()
-            .flat_map(|(agent, entries)| {
-                entries.into_iter().filter_map(move |entry| {
-                    let ended = entry
-                        .last_activity
-                        .as_deref()
-                        .and_then(UnixMillis::parse_rfc3339)?;
-                    Some(Live {
-                        candidate: Candidate {
-                            agent: agent.clone(),
-                            session_id: entry.session_id,
-                            last_turn_ended_ms: ended.0,
-                            working: entry.is_working,
-                        },
-                        title: entry.title,
-                    })
-                })
-            })
+        let live: Vec<Live> = Candidate::of_listing(listed.sessions)
+            .map(|(candidate, title)| Live { candidate, title })
             .collect();
         let report = status(&settings, key.as_ref(), &loaded.state, &live);
         if self.json {
