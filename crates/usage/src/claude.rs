@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use cross_agent_protocol::timestamp::UnixMillis;
 use serde::Deserialize;
 
-use crate::lines::LineBuffer;
+use crate::lines::{self, LineRecords, Reader};
 use crate::tokens::Tokens;
 
 /// The model name Claude Code gives lines it wrote without calling the API.
@@ -54,15 +54,19 @@ pub struct ClaudeFile {
 }
 
 /// Reads one transcript from any number of appended pieces.
+pub type ClaudeReader = Reader<ClaudeLines>;
+
+/// What a Claude transcript's lines are taken for: each reply once, by `message.id` +
+/// `requestId`.
 #[derive(Debug, Clone, Default)]
-pub struct ClaudeReader {
-    file: ClaudeFile,
-    lines: LineBuffer,
+pub struct ClaudeLines {
     by_key: HashMap<(String, Option<String>), usize>,
 }
 
+/// The fields of a transcript line the reader looks at (public only as [`ClaudeLines`]'s line
+/// type; nothing outside reads them).
 #[derive(Deserialize)]
-struct Line {
+pub struct Line {
     #[serde(default, rename = "type")]
     kind: Option<String>,
     #[serde(default, rename = "sessionId")]
@@ -137,62 +141,39 @@ impl Usage {
     }
 }
 
-impl ClaudeReader {
-    /// A reader for the transcript at `path`; a file under `<session>/subagents/` counts for
-    /// that session.
-    pub fn new(path: &Path) -> Self {
-        Self {
-            file: ClaudeFile {
-                path: path.to_path_buf(),
-                parent_session: parent_of_subagent_file(path),
-                ..ClaudeFile::default()
-            },
-            ..Self::default()
+impl LineRecords for ClaudeLines {
+    type Line = Line;
+    type File = ClaudeFile;
+
+    /// A file under `<session>/subagents/` counts for that session.
+    fn start(path: &Path) -> ClaudeFile {
+        ClaudeFile {
+            path: path.to_path_buf(),
+            parent_session: parent_of_subagent_file(path),
+            ..ClaudeFile::default()
         }
     }
 
-    /// Reads the bytes appended since the last call.
-    pub fn feed(&mut self, bytes: &[u8]) {
-        let mut lines = std::mem::take(&mut self.lines);
-        lines.feed(bytes, |line| self.line(line));
-        self.lines = lines;
-    }
-
-    /// What has been read so far, a half-written last line left out.
-    pub fn file(&self) -> &ClaudeFile {
-        &self.file
-    }
-
-    /// The file read whole: a last line without a newline is taken when it is whole JSON.
-    pub fn finish(mut self) -> ClaudeFile {
-        let mut lines = std::mem::take(&mut self.lines);
-        lines.finish(|line| self.line(line));
-        self.file
-    }
-
-    fn line(&mut self, raw: &[u8]) {
-        if raw.iter().all(u8::is_ascii_whitespace) {
-            return;
-        }
-        let line: Line = match serde_json::from_slice(raw) {
-            Ok(line) => line,
-            Err(_) => {
-                self.file.bad_lines += 1;
-                return;
-            }
-        };
-        let timestamp = line
-            .timestamp
+    fn timestamp(line: &Line) -> Option<UnixMillis> {
+        line.timestamp
             .as_deref()
-            .and_then(UnixMillis::parse_rfc3339);
-        if let Some(ts) = timestamp {
-            self.file.started = Some(self.file.started.map_or(ts, |s| s.min(ts)));
+            .and_then(UnixMillis::parse_rfc3339)
+    }
+
+    fn started(file: &mut ClaudeFile) -> &mut Option<UnixMillis> {
+        &mut file.started
+    }
+
+    fn bad_lines(file: &mut ClaudeFile) -> &mut u64 {
+        &mut file.bad_lines
+    }
+
+    fn record(&mut self, file: &mut ClaudeFile, line: Line, timestamp: Option<UnixMillis>) {
+        if file.session_id.is_none() {
+            file.session_id = line.session_id.clone();
         }
-        if self.file.session_id.is_none() {
-            self.file.session_id = line.session_id.clone();
-        }
-        if self.file.cwd.is_none() {
-            self.file.cwd = line.cwd.clone();
+        if file.cwd.is_none() {
+            file.cwd = line.cwd.clone();
         }
         if line.kind.as_deref() != Some("assistant") {
             return;
@@ -213,7 +194,7 @@ impl ClaudeReader {
         let key = (message_id, line.request_id);
         match self.by_key.get(&key) {
             Some(&at) => {
-                let kept = &mut self.file.messages[at];
+                let kept = &mut file.messages[at];
                 // The last line's usage is the reply's; an earlier, larger one (never seen in
                 // practice) is not given up for a smaller later one.
                 if tokens.total() >= kept.tokens.total() {
@@ -228,8 +209,8 @@ impl ClaudeReader {
                 };
             }
             None => {
-                self.by_key.insert(key.clone(), self.file.messages.len());
-                self.file.messages.push(ClaudeMessage {
+                self.by_key.insert(key.clone(), file.messages.len());
+                file.messages.push(ClaudeMessage {
                     message_id: key.0,
                     request_id: key.1,
                     timestamp,
@@ -244,9 +225,7 @@ impl ClaudeReader {
 
 /// Reads a whole transcript's bytes.
 pub fn read(path: &Path, bytes: &[u8]) -> ClaudeFile {
-    let mut reader = ClaudeReader::new(path);
-    reader.feed(bytes);
-    reader.finish()
+    lines::read::<ClaudeLines>(path, bytes)
 }
 
 /// `<…>/<session>/subagents/<file>.jsonl` → `<session>`.

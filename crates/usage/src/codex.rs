@@ -21,7 +21,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::account::{RateLimitWindow, RateLimits};
-use crate::lines::LineBuffer;
+use crate::lines::{self, LineRecords, Reader};
 use crate::tokens::Tokens;
 
 /// Codex's own usage record: all five counts as Codex writes them.
@@ -84,16 +84,19 @@ pub struct CodexFile {
 }
 
 /// Reads one rollout from any number of appended pieces.
+pub type CodexReader = Reader<CodexLines>;
+
+/// What a rollout's lines are taken for: the calls, each with the model of its turn.
 #[derive(Debug, Clone, Default)]
-pub struct CodexReader {
-    file: CodexFile,
-    lines: LineBuffer,
+pub struct CodexLines {
     model: Option<String>,
     last_total: Option<RawUsage>,
 }
 
+/// The fields of a rollout line the reader looks at (public only as [`CodexLines`]'s line type;
+/// nothing outside reads them).
 #[derive(Deserialize)]
-struct Line {
+pub struct Line {
     #[serde(default)]
     timestamp: Option<String>,
     #[serde(default, rename = "type")]
@@ -110,59 +113,37 @@ struct Info {
     last_token_usage: Option<RawUsage>,
 }
 
-impl CodexReader {
-    pub fn new(path: &Path) -> Self {
-        Self {
-            file: CodexFile {
-                path: path.to_path_buf(),
-                ..CodexFile::default()
-            },
-            ..Self::default()
+impl LineRecords for CodexLines {
+    type Line = Line;
+    type File = CodexFile;
+
+    fn start(path: &Path) -> CodexFile {
+        CodexFile {
+            path: path.to_path_buf(),
+            ..CodexFile::default()
         }
     }
 
-    /// Reads the bytes appended since the last call.
-    pub fn feed(&mut self, bytes: &[u8]) {
-        let mut lines = std::mem::take(&mut self.lines);
-        lines.feed(bytes, |line| self.line(line));
-        self.lines = lines;
-    }
-
-    /// What has been read so far.
-    pub fn file(&self) -> &CodexFile {
-        &self.file
-    }
-
-    /// The file read whole: a last line without a newline is taken when it is whole JSON.
-    pub fn finish(mut self) -> CodexFile {
-        let mut lines = std::mem::take(&mut self.lines);
-        lines.finish(|line| self.line(line));
-        self.file
-    }
-
-    fn line(&mut self, raw: &[u8]) {
-        if raw.iter().all(u8::is_ascii_whitespace) {
-            return;
-        }
-        let line: Line = match serde_json::from_slice(raw) {
-            Ok(line) => line,
-            Err(_) => {
-                self.file.bad_lines += 1;
-                return;
-            }
-        };
-        let timestamp = line
-            .timestamp
+    fn timestamp(line: &Line) -> Option<UnixMillis> {
+        line.timestamp
             .as_deref()
-            .and_then(UnixMillis::parse_rfc3339);
-        if let Some(ts) = timestamp {
-            self.file.started = Some(self.file.started.map_or(ts, |s| s.min(ts)));
-        }
+            .and_then(UnixMillis::parse_rfc3339)
+    }
+
+    fn started(file: &mut CodexFile) -> &mut Option<UnixMillis> {
+        &mut file.started
+    }
+
+    fn bad_lines(file: &mut CodexFile) -> &mut u64 {
+        &mut file.bad_lines
+    }
+
+    fn record(&mut self, file: &mut CodexFile, line: Line, timestamp: Option<UnixMillis>) {
         let Some(payload) = line.payload else {
             return;
         };
         match line.kind.as_deref() {
-            Some("session_meta") => self.meta(&payload),
+            Some("session_meta") => meta(file, &payload),
             Some("turn_context") => {
                 if let Some(model) = payload.get("model").and_then(Value::as_str) {
                     self.model = Some(model.to_owned());
@@ -171,49 +152,57 @@ impl CodexReader {
             Some("event_msg")
                 if payload.get("type").and_then(Value::as_str) == Some("token_count") =>
             {
-                self.token_count(&payload, timestamp);
+                self.token_count(file, &payload, timestamp);
             }
             _ => {}
         }
     }
+}
 
-    fn meta(&mut self, payload: &Value) {
-        let id = payload.get("id").and_then(Value::as_str).map(str::to_owned);
-        if self.file.thread_id.is_none() {
-            self.file.thread_id = id;
-            self.file.cwd = payload
-                .get("cwd")
-                .and_then(Value::as_str)
-                .map(str::to_owned);
-            self.file.forked_from = payload
-                .get("forked_from_id")
-                .and_then(Value::as_str)
-                .map(str::to_owned);
-            self.file.parent_thread = payload
-                .get("source")
-                .and_then(|s| s.get("subagent"))
-                .and_then(|s| s.get("thread_spawn"))
-                .and_then(|s| s.get("parent_thread_id"))
-                .and_then(Value::as_str)
-                .map(str::to_owned);
-        } else if self.file.forked_from.is_none() && id != self.file.thread_id {
-            // A copied history's own `session_meta`: the base of this fork.
-            self.file.forked_from = id;
-        }
+/// The thread's own `session_meta`, or a copied one naming the base of a fork.
+fn meta(file: &mut CodexFile, payload: &Value) {
+    let id = payload.get("id").and_then(Value::as_str).map(str::to_owned);
+    if file.thread_id.is_none() {
+        file.thread_id = id;
+        file.cwd = payload
+            .get("cwd")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        file.forked_from = payload
+            .get("forked_from_id")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        file.parent_thread = payload
+            .get("source")
+            .and_then(|s| s.get("subagent"))
+            .and_then(|s| s.get("thread_spawn"))
+            .and_then(|s| s.get("parent_thread_id"))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+    } else if file.forked_from.is_none() && id != file.thread_id {
+        // A copied history's own `session_meta`: the base of this fork.
+        file.forked_from = id;
     }
+}
 
-    fn token_count(&mut self, payload: &Value, timestamp: Option<UnixMillis>) {
+impl CodexLines {
+    fn token_count(
+        &mut self,
+        file: &mut CodexFile,
+        payload: &Value,
+        timestamp: Option<UnixMillis>,
+    ) {
         if let Some(limits) = payload
             .get("rate_limits")
             .and_then(|v| rate_limits(v, timestamp))
         {
-            self.file.rate_limits = Some(limits);
+            file.rate_limits = Some(limits);
         }
         let Some(info) = payload.get("info").filter(|v| !v.is_null()) else {
             return;
         };
         let Ok(info) = Info::deserialize(info) else {
-            self.file.bad_lines += 1;
+            file.bad_lines += 1;
             return;
         };
         let (Some(last), Some(total)) = (info.last_token_usage, info.total_token_usage) else {
@@ -224,7 +213,7 @@ impl CodexReader {
             return;
         }
         self.last_total = Some(total);
-        self.file.calls.push(CodexCall {
+        file.calls.push(CodexCall {
             timestamp,
             model: self.model.clone(),
             last,
@@ -235,9 +224,7 @@ impl CodexReader {
 
 /// Reads a whole rollout's bytes.
 pub fn read(path: &Path, bytes: &[u8]) -> CodexFile {
-    let mut reader = CodexReader::new(path);
-    reader.feed(bytes);
-    reader.finish()
+    lines::read::<CodexLines>(path, bytes)
 }
 
 fn rate_limits(value: &Value, at: Option<UnixMillis>) -> Option<RateLimits> {

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use cross_agent_protocol::timestamp::UnixMillis;
 use serde_json::Value;
 
-use crate::lines::LineBuffer;
+use crate::lines::{self, LineRecords, Reader};
 use crate::tokens::Tokens;
 
 /// One turn's usage as `turn_completed` recorded it.
@@ -32,60 +32,49 @@ pub struct GrokFile {
 }
 
 /// Reads one `updates.jsonl` from any number of appended pieces.
-#[derive(Debug, Clone, Default)]
-pub struct GrokReader {
-    file: GrokFile,
-    lines: LineBuffer,
-}
+pub type GrokReader = Reader<GrokLines>;
 
-impl GrokReader {
-    pub fn new(path: &Path) -> Self {
+/// What an `updates.jsonl`'s lines are taken for: the turns' usage.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct GrokLines;
+
+impl LineRecords for GrokLines {
+    type Line = Value;
+    type File = GrokFile;
+
+    /// The session and its cwd are named by the session's folder.
+    fn start(path: &Path) -> GrokFile {
         let dir = path.parent();
-        Self {
-            file: GrokFile {
-                path: path.to_path_buf(),
-                session_id: dir
-                    .and_then(Path::file_name)
-                    .and_then(|n| n.to_str())
-                    .map(str::to_owned),
-                cwd: dir
-                    .and_then(Path::parent)
-                    .and_then(cross_agent_stores::grok::folder_cwd)
-                    .map(|p| p.to_string_lossy().into_owned()),
-                ..GrokFile::default()
-            },
-            lines: LineBuffer::default(),
+        GrokFile {
+            path: path.to_path_buf(),
+            session_id: dir
+                .and_then(Path::file_name)
+                .and_then(|n| n.to_str())
+                .map(str::to_owned),
+            cwd: dir
+                .and_then(Path::parent)
+                .and_then(cross_agent_stores::grok::folder_cwd)
+                .map(|p| p.to_string_lossy().into_owned()),
+            ..GrokFile::default()
         }
     }
 
-    pub fn feed(&mut self, bytes: &[u8]) {
-        let mut lines = std::mem::take(&mut self.lines);
-        lines.feed(bytes, |line| self.line(line));
-        self.lines = lines;
-    }
-
-    pub fn finish(mut self) -> GrokFile {
-        let mut lines = std::mem::take(&mut self.lines);
-        lines.finish(|line| self.line(line));
-        self.file
-    }
-
-    fn line(&mut self, raw: &[u8]) {
-        if raw.iter().all(u8::is_ascii_whitespace) {
-            return;
-        }
-        let Ok(line) = serde_json::from_slice::<Value>(raw) else {
-            self.file.bad_lines += 1;
-            return;
-        };
-        // `timestamp` is seconds since the epoch, with a fraction.
-        let timestamp = line
-            .get("timestamp")
+    /// `timestamp` is seconds since the epoch, with a fraction.
+    fn timestamp(line: &Value) -> Option<UnixMillis> {
+        line.get("timestamp")
             .and_then(Value::as_f64)
-            .map(|s| UnixMillis((s * 1000.0).round() as i64));
-        if let Some(ts) = timestamp {
-            self.file.started = Some(self.file.started.map_or(ts, |s| s.min(ts)));
-        }
+            .map(|s| UnixMillis((s * 1000.0).round() as i64))
+    }
+
+    fn started(file: &mut GrokFile) -> &mut Option<UnixMillis> {
+        &mut file.started
+    }
+
+    fn bad_lines(file: &mut GrokFile) -> &mut u64 {
+        &mut file.bad_lines
+    }
+
+    fn record(&mut self, file: &mut GrokFile, line: Value, timestamp: Option<UnixMillis>) {
         let Some(update) = line.get("params").and_then(|p| p.get("update")) else {
             return;
         };
@@ -96,7 +85,7 @@ impl GrokReader {
             return;
         };
         let count = |name: &str| usage.get(name).and_then(Value::as_u64).unwrap_or(0);
-        self.file.turns.push(GrokTurn {
+        file.turns.push(GrokTurn {
             timestamp,
             tokens: Tokens {
                 input: count("inputTokens"),
@@ -109,7 +98,5 @@ impl GrokReader {
 
 /// Reads a whole `updates.jsonl`.
 pub fn read(path: &Path, bytes: &[u8]) -> GrokFile {
-    let mut reader = GrokReader::new(path);
-    reader.feed(bytes);
-    reader.finish()
+    lines::read::<GrokLines>(path, bytes)
 }

@@ -1,5 +1,11 @@
 //! Complete lines out of bytes that arrive in pieces: a reader is fed whatever was appended to a
-//! file since its last look, and a half-written last line waits for the rest.
+//! file since its last look, and a half-written last line waits for the rest. [`Reader`] is the
+//! one reader shell every agent's usage reader uses, with what is its own behind [`LineRecords`].
+
+use std::path::Path;
+
+use cross_agent_protocol::timestamp::UnixMillis;
+use serde::de::DeserializeOwned;
 
 /// Holds the bytes after the last newline until their line is complete.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -36,4 +42,91 @@ impl LineBuffer {
             each(&whole);
         }
     }
+}
+
+/// What one kind of transcript makes of its lines; [`Reader`] does the rest (pieces, blank and
+/// damaged lines, the earliest timestamp), the same for every agent.
+pub trait LineRecords: Default {
+    /// The fields of a line this kind looks at.
+    type Line: DeserializeOwned;
+    /// What a file of this kind records about usage.
+    type File;
+    /// The file as known before any line is read: what its path says.
+    fn start(path: &Path) -> Self::File;
+    /// When the line was written, if it says.
+    fn timestamp(line: &Self::Line) -> Option<UnixMillis>;
+    /// Takes in one parsed line, written `at`.
+    fn record(&mut self, file: &mut Self::File, line: Self::Line, at: Option<UnixMillis>);
+    /// Where the file keeps its earliest timestamp.
+    fn started(file: &mut Self::File) -> &mut Option<UnixMillis>;
+    /// Where the file counts the lines that were not JSON, so a caller can say so.
+    fn bad_lines(file: &mut Self::File) -> &mut u64;
+}
+
+/// Reads one file of kind `R` from any number of appended pieces.
+#[derive(Debug, Clone)]
+pub struct Reader<R: LineRecords> {
+    file: R::File,
+    records: R,
+    lines: LineBuffer,
+}
+
+impl<R: LineRecords> Reader<R> {
+    /// A reader for the file at `path`.
+    pub fn new(path: &Path) -> Self {
+        Self {
+            file: R::start(path),
+            records: R::default(),
+            lines: LineBuffer::default(),
+        }
+    }
+
+    /// Reads the bytes appended since the last call.
+    pub fn feed(&mut self, bytes: &[u8]) {
+        let Self {
+            file,
+            records,
+            lines,
+        } = self;
+        lines.feed(bytes, |line| take_line(records, file, line));
+    }
+
+    /// What has been read so far, a half-written last line left out.
+    pub fn file(&self) -> &R::File {
+        &self.file
+    }
+
+    /// The file read whole: a last line without a newline is taken when it is whole JSON.
+    pub fn finish(mut self) -> R::File {
+        let Self {
+            file,
+            records,
+            lines,
+        } = &mut self;
+        lines.finish(|line| take_line(records, file, line));
+        self.file
+    }
+}
+
+/// Reads a whole file's bytes.
+pub fn read<R: LineRecords>(path: &Path, bytes: &[u8]) -> R::File {
+    let mut reader = Reader::<R>::new(path);
+    reader.feed(bytes);
+    reader.finish()
+}
+
+fn take_line<R: LineRecords>(records: &mut R, file: &mut R::File, raw: &[u8]) {
+    if raw.iter().all(u8::is_ascii_whitespace) {
+        return;
+    }
+    let Ok(line) = serde_json::from_slice::<R::Line>(raw) else {
+        *R::bad_lines(file) += 1;
+        return;
+    };
+    let at = R::timestamp(&line);
+    if let Some(ts) = at {
+        let started = R::started(file);
+        *started = Some(started.map_or(ts, |s| s.min(ts)));
+    }
+    records.record(file, line, at);
 }

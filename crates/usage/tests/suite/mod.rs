@@ -4,4 +4,5 @@ mod ccusage;
 mod claude;
 mod codex;
 mod prices;
+mod reader;
 mod real;
