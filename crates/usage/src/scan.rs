@@ -1,4 +1,4 @@
-//! Finding the usage files in the agents' stores and reading them whole: the path `cross-agent
+//! Finding the usage files in the agents' stores and reading them, a piece at a time: the path `cross-agent
 //! usage` takes until the daemon's index keeps these parses current from appended bytes.
 //!
 //! Discovery is the stores crate's (the same files the session listing sees), plus the Claude
@@ -7,6 +7,7 @@
 //! only known to be a copy by comparing it with the old one. Links are never followed.
 
 use std::fs;
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use cross_agent_protocol::Agent;
@@ -15,7 +16,7 @@ use cross_agent_stores::{LineContext, SourceFile, StoreRoots, Warnings};
 
 use crate::FileUsage;
 use crate::codex::CodexReader;
-use crate::grok::GrokReader;
+use crate::lines::{LineRecords, Reader};
 
 /// The parsed files and what could not be read.
 #[derive(Debug, Default)]
@@ -75,22 +76,60 @@ pub fn read_one(agent: Agent, path: &Path, compressed: bool) -> Result<Option<Fi
             .map_err(|e| e.to_string())?;
         return Ok(Some(FileUsage::Codex(sink.0.finish())));
     }
-    let bytes = match fs::read(path) {
-        Ok(bytes) => bytes,
+    let file = match open_no_follow(path) {
+        Ok(file) => Some(file),
         // Grok's `updates.jsonl` may not exist yet: a session with nothing recorded.
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound && agent == Agent::Grok => Vec::new(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && agent == Agent::Grok => None,
+        Err(e) if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
+            return Err(format!(
+                "{} is a symbolic link; it is not followed (usage reads the agents' own files only)",
+                path.display()
+            ));
+        }
         Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
     };
+    let read_error = |e: std::io::Error| format!("cannot read {}: {e}", path.display());
     Ok(match agent {
-        Agent::Claude => Some(FileUsage::Claude(crate::claude::read(path, &bytes))),
-        Agent::Codex => Some(FileUsage::Codex(crate::codex::read(path, &bytes))),
-        Agent::Grok => {
-            let mut reader = GrokReader::new(path);
-            reader.feed(&bytes);
-            Some(FileUsage::Grok(reader.finish()))
-        }
+        Agent::Claude => Some(FileUsage::Claude(
+            stream::<crate::claude::ClaudeLines>(path, file).map_err(read_error)?,
+        )),
+        Agent::Codex => Some(FileUsage::Codex(
+            stream::<crate::codex::CodexLines>(path, file).map_err(read_error)?,
+        )),
+        Agent::Grok => Some(FileUsage::Grok(
+            stream::<crate::grok::GrokLines>(path, file).map_err(read_error)?,
+        )),
         Agent::Copilot => None,
     })
+}
+
+/// How much of a file is held at once: a 100 MB transcript is read in pieces, never whole.
+const CHUNK: usize = 1 << 20;
+
+/// Feeds the file's bytes to its reader a piece at a time (nothing when there is no file).
+fn stream<R: LineRecords>(path: &Path, file: Option<fs::File>) -> std::io::Result<R::File> {
+    let mut reader = Reader::<R>::new(path);
+    if let Some(mut file) = file {
+        let mut chunk = vec![0u8; CHUNK];
+        loop {
+            match file.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => reader.feed(&chunk[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Ok(reader.finish())
+}
+
+/// Opens `path` read-only, refusing a symbolic link (`O_NOFOLLOW`: ELOOP).
+fn open_no_follow(path: &Path) -> std::io::Result<fs::File> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+        .open(path)
 }
 
 /// Feeds a compressed rollout's lines to a Codex reader.

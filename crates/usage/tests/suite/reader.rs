@@ -65,3 +65,41 @@ fn grok_counts_a_damaged_line_and_starts_at_the_earliest_timestamp() {
     };
     assert_eq!(inputs, vec![tokens(3), tokens(7)]);
 }
+
+/// A file read from disk goes through the reader in pieces (a line split across two pieces is
+/// one line), and a transcript that is a symbolic link is refused by name, not followed.
+#[test]
+fn a_file_is_read_in_pieces_and_a_linked_one_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let line = |i: usize| {
+        json!({"type": "assistant", "timestamp": "2026-01-02T00:00:05Z", "sessionId": "s",
+               "requestId": format!("req_{i}"),
+               "message": {"id": format!("msg_{i}"), "model": "claude-sonnet-4-5",
+                           "content": [{"type": "text", "text": "x".repeat(3000)}],
+                           "usage": {"input_tokens": 10, "output_tokens": 1}}})
+        .to_string()
+    };
+    // More than one 1 MiB piece, so lines straddle the pieces' edges.
+    let text: String = (0..600).map(|i| line(i) + "\n").collect();
+    assert!(text.len() > 1 << 20);
+    let path = dir.path().join("s.jsonl");
+    std::fs::write(&path, &text).unwrap();
+    let Some(cross_agent_usage::FileUsage::Claude(file)) =
+        cross_agent_usage::scan::read_one(cross_agent_protocol::Agent::Claude, &path, false)
+            .unwrap()
+    else {
+        panic!("a Claude file");
+    };
+    assert_eq!(file.bad_lines, 0);
+    assert_eq!(file.messages.len(), 600);
+
+    let link = dir.path().join("linked.jsonl");
+    std::os::unix::fs::symlink(&path, &link).unwrap();
+    let refused =
+        cross_agent_usage::scan::read_one(cross_agent_protocol::Agent::Claude, &link, false)
+            .unwrap_err();
+    assert!(
+        refused.contains("linked.jsonl") && refused.contains("symbolic link"),
+        "{refused}"
+    );
+}
