@@ -240,7 +240,8 @@ impl Plan {
             }
             if self.uninstall {
                 let backup_path = files::backup_path(&change.path);
-                if let Ok(original) = std::fs::read_to_string(&backup_path)
+                // Read as every file here is: a link where the backup should be is refused.
+                if let Some(original) = files::read(&backup_path, &self.home)?
                     && files::backup_is_done(&original, change.after.as_deref())
                 {
                     let mode = files::mode_of(&backup_path);

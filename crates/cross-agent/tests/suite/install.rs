@@ -567,3 +567,29 @@ fn doctor_tells_a_bot_nobody_paired_from_a_paired_one() {
     assert!(!paired.contains("secret-token"), "{paired}");
     let _ = person.run(&["daemon", "stop"]);
 }
+
+#[test]
+fn a_link_where_a_backup_should_be_stops_uninstall_naming_it_and_its_target_is_untouched() {
+    let person = Person::empty();
+    person.ok(&["install", "--agents", "claude"]);
+    // Someone puts a link where install's backup of `.claude.json` is.
+    let elsewhere = person.path("elsewhere.json");
+    std::fs::write(&elsewhere, "{\"not\": \"a backup\"}\n").unwrap();
+    let backup = person.path(".claude.json.cross-agent.bak");
+    std::fs::remove_file(&backup).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &backup).unwrap();
+    let out = person.run(&["uninstall"]);
+    assert!(!out.status.success(), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(".claude.json.cross-agent.bak"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&elsewhere).unwrap(),
+        "{\"not\": \"a backup\"}\n"
+    );
+    assert!(
+        std::fs::symlink_metadata(&backup)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+}
