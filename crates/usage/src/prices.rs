@@ -259,12 +259,10 @@ fn parse_table(text: &str) -> std::result::Result<(RawTable, BTreeMap<String, Pr
             }
             None => None,
         };
-        if let Some(checked) = &r.checked {
-            if !is_day(checked) {
-                return Err(format!(
-                    "models.\"{name}\".checked: `{checked}` is not a day like \"2026-12-06\""
-                ));
-            }
+        if let Some(checked) = r.checked.as_ref().filter(|c| !is_day(c)) {
+            return Err(format!(
+                "models.\"{name}\".checked: `{checked}` is not a day like \"2026-12-06\""
+            ));
         }
         models.insert(
             name.clone(),
@@ -348,10 +346,8 @@ impl PriceTable {
             if price.source.is_none() {
                 price.source = Some(path.display().to_string());
             }
-            if let Some(source) = &price.source {
-                if !self.sources.contains(source) {
-                    self.sources.push(source.clone());
-                }
+            if let Some(source) = price.source.as_ref().filter(|s| !self.sources.contains(s)) {
+                self.sources.push(source.clone());
             }
             self.overridden.push(name.clone());
             self.models.insert(name, price);

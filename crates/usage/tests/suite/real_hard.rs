@@ -6,10 +6,11 @@
 use std::collections::BTreeMap;
 
 use cross_agent_stores::StoreRoots;
-use cross_agent_testkit::agents::{AgentHome, Codex};
+use cross_agent_testkit::agents::{AgentHome, Claude, Codex};
 use cross_agent_testkit::ccusage::Source;
-use cross_agent_testkit::{ModelEndpoint, Reply, Rule, ScriptedUsage};
+use cross_agent_testkit::{ModelEndpoint, Reply, Rule, ScriptedUsage, ToolCall};
 use pretty_assertions::assert_eq;
+use serde_json::json;
 
 use super::ccusage::{Seen, assert_same_cost, ours, theirs, tokens_only};
 
@@ -106,4 +107,85 @@ fn a_real_codex_fork_counts_the_base_call_once() {
     for thread in [&base_thread, &fork_thread] {
         assert_same_cost(thread, ours_sessions[thread].1, theirs_sessions[thread].1);
     }
+}
+
+/// Claude Code 2.1.332 runs a sub-agent when the model calls its `Task` tool. The agent is
+/// launched in the background: the tool result says so at once (the model answers it), the
+/// sub-agent's own request (its prompt is the tool's `prompt`) gets its own usage and is
+/// written to `<session>/subagents/`, and its result comes back to the parent as a new user
+/// turn (answered here by the fallback). All four calls count once, toward the parent session.
+#[test]
+fn a_real_claude_code_subagent_counts_toward_its_parent() {
+    let endpoint = ModelEndpoint::start().unwrap();
+    let usage = |input, output, cache_write_5m, cache_write_1h, cache_read| ScriptedUsage {
+        input,
+        output,
+        cache_write_5m,
+        cache_write_1h,
+        cache_read,
+        reasoning: 0,
+    };
+    let delegate = usage(20, 40, 1000, 0, 3000);
+    let sub = usage(7, 90, 0, 600, 0);
+    let waiting = usage(5, 6, 0, 0, 3100);
+    let done = usage(3, 11, 0, 0, 4200);
+    endpoint.set_fallback(Reply::text("All done.").usage(done));
+    endpoint.script([
+        Rule::on_tool_result("Async agent launched").reply(Reply::text("Waiting.").usage(waiting)),
+        Rule::on_user_text("sub task alpha").reply(Reply::text("Sub done.").usage(sub)),
+        Rule::on_user_text("delegate please").reply(
+            Reply::tool_call(ToolCall::new(
+                "Task",
+                json!({"description": "Sub task", "prompt": "sub task alpha",
+                    "subagent_type": "general-purpose"}),
+            ))
+            .usage(delegate),
+        ),
+    ]);
+    let home = AgentHome::new().unwrap();
+    let project = home.project("shop").unwrap();
+    let claude = Claude::new(&home, &endpoint.anthropic_base_url()).unwrap();
+    let run = claude
+        .turn(&project, "delegate please")
+        .allow_tool("Task")
+        .arg("--model")
+        .arg("claude-sonnet-4-5")
+        .run()
+        .unwrap()
+        .expect_success()
+        .unwrap();
+    let session = run.session_id().unwrap().to_owned();
+    assert_eq!(run.result_text(), Some("All done."));
+    let transcript = claude.transcript_path(&project, &session);
+    let subagents = transcript.with_extension("").join("subagents");
+    let files: Vec<_> = std::fs::read_dir(&subagents)
+        .unwrap_or_else(|e| panic!("{}: {e}", subagents.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    // Beside it: `agent-<id>.meta.json` (no usage in it).
+    assert_eq!(files.len(), 1, "{files:?}");
+
+    let roots = StoreRoots {
+        claude_config: Some(home.claude_config()),
+        ..StoreRoots::default()
+    };
+    let (ours_sessions, _) = ours(&roots).unwrap();
+    // Hand-computed: input 20 + 5 + 7 + 3, output 40 + 6 + 90 + 11, writes 1000 (5 m) + 600
+    // (1 h), reads 3000 + 3100 + 4200.
+    let truth = BTreeMap::from([(session.clone(), Seen::new(35, 147, 1600, 10300))]);
+    assert_eq!(tokens_only(&ours_sessions), truth);
+    // Sonnet 4.5: 35×3 + 147×15 + 1000×3.75 + 600×6 + 10300×0.3
+    // = 105 + 2205 + 3750 + 3600 + 3090 = 12750 µ$.
+    assert_same_cost(&session, ours_sessions[&session].1, Some(0.01275));
+
+    let ccusage_home = tempfile::tempdir().unwrap();
+    let (theirs_sessions, _) =
+        theirs(Source::Claude, &home.claude_config(), ccusage_home.path()).unwrap();
+    assert_eq!(tokens_only(&theirs_sessions), truth, "ccusage's tokens");
+    assert_same_cost(
+        &session,
+        ours_sessions[&session].1,
+        theirs_sessions[&session].1,
+    );
 }
