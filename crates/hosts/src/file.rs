@@ -47,6 +47,9 @@ pub fn path(home: &Path) -> PathBuf {
     home.join(FILE_NAME)
 }
 
+/// A file's inode, size and modification time in nanoseconds.
+pub type Stamp = (u64, u64, i128);
+
 /// What `hosts add` did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Added {
@@ -121,7 +124,7 @@ pub fn read(path: &Path) -> Result<Vec<Host>> {
 
 /// The file's identity and stamp (inode, size, modification time in ns), for noticing a
 /// change without reading it; `None` when there is none.
-pub fn stamp(path: &Path) -> Option<(u64, u64, i128)> {
+pub fn stamp(path: &Path) -> Option<Stamp> {
     let meta = std::fs::symlink_metadata(path).ok()?;
     let mtime = i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec());
     Some((meta.ino(), meta.size(), mtime))

@@ -78,6 +78,8 @@ pub struct Slot {
     pub status: HostStatus,
     /// The connected client, `None` unless `status.state` is `connected`.
     pub client: Option<Arc<Client>>,
+    /// When the link came up, while it is up.
+    up_since: Option<Instant>,
 }
 
 impl Slot {
@@ -98,6 +100,7 @@ impl Slot {
                 ssh_pid: None,
             },
             client: None,
+            up_since: None,
         }
     }
 
@@ -106,9 +109,12 @@ impl Slot {
             self.status.state = state;
             self.status.since = now_rfc3339();
         }
-        if state != LinkState::Connected {
+        if state == LinkState::Connected {
+            self.up_since.get_or_insert_with(Instant::now);
+        } else {
             self.client = None;
             self.status.rtt_ms = None;
+            self.up_since = None;
         }
     }
 }
@@ -229,14 +235,26 @@ async fn round(host: &Host, config: &LinkConfig, slot: &Mutex<Slot>) -> Ended {
     let peer = PathBuf::from(format!("ssh {}", host.destination));
     let client = Arc::new(Client::from_io(stdout, stdin, &peer));
 
-    let (mut error, refused, up_for) = tokio::select! {
-        outcome = converse(host, config, slot, &client) => outcome,
-        status = child.wait() => {
-            let said = match status {
-                Ok(status) => format!("ssh exited with {}", describe(status)),
-                Err(error) => format!("cannot wait for ssh: {error}"),
-            };
-            (said, false, Duration::ZERO)
+    let (mut error, refused, up_for) = {
+        let conversation = converse(host, config, slot, &client);
+        tokio::pin!(conversation);
+        tokio::select! {
+            outcome = &mut conversation => outcome,
+            status = child.wait() => {
+                // What ssh wrote before it exited may still be on its way through the pipe (an
+                // older remote's refusal, say): the conversation gets a moment to read it.
+                match tokio::time::timeout(EXIT_GRACE, &mut conversation).await {
+                    Ok(outcome) => outcome,
+                    Err(_) => {
+                        let said = match status {
+                            Ok(status) => format!("ssh exited with {}", describe(status)),
+                            Err(error) => format!("cannot wait for ssh: {error}"),
+                        };
+                        let up_for = slot.lock().up_since.map(|since| since.elapsed()).unwrap_or_default();
+                        (said, false, up_for)
+                    }
+                }
+            }
         }
     };
     drop(client);

@@ -64,7 +64,7 @@ struct Inner {
     link: Arc<LinkConfig>,
     running: Mutex<BTreeMap<String, Running>>,
     /// The stamp of the file as last read, and what reading it said when it failed.
-    seen: Mutex<(Option<(u64, u64, i128)>, Option<String>)>,
+    seen: Mutex<(Option<file::Stamp>, Option<String>)>,
 }
 
 /// The daemon's links, cheap to clone.
