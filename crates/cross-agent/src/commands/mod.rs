@@ -8,12 +8,14 @@ mod decisions;
 mod doctor;
 mod handoff;
 mod hook;
+mod hosts;
 mod install;
 mod mcp;
 mod pin;
 mod reload;
 mod review;
 mod review_status;
+mod rpc;
 mod send;
 mod service;
 mod sessions;
@@ -74,6 +76,12 @@ pub enum Command {
     /// Tokens and cost per session, agent, model, day or cwd, from the agents' own files
     /// (--since 24h|7d|DATE, --by, --json); --prices prints the price table.
     Usage(usage::UsageArgs),
+    /// The other machines the daemon links to over ssh: add NAME [DESTINATION], remove, list,
+    /// status [--json].
+    Hosts(hosts::HostsArgs),
+    /// Speak the daemon's RPC on stdin/stdout (--stdio): what another machine's daemon runs
+    /// over ssh to reach this one's.
+    Rpc(rpc::RpcArgs),
 }
 
 impl Command {
@@ -98,6 +106,8 @@ impl Command {
             Command::Telegram(args) => args.run(),
             Command::Review(args) => args.run(),
             Command::Hook(args) => args.run(),
+            Command::Hosts(args) => args.run(),
+            Command::Rpc(args) => args.run(),
         }
     }
 }

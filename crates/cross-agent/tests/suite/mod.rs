@@ -14,6 +14,7 @@ mod install_home;
 mod install_person_edits;
 mod install_real;
 mod live_index;
+mod remote;
 mod review;
 mod review_robot;
 mod sessions;
