@@ -42,7 +42,7 @@ pub struct Request<'a> {
 }
 
 /// How it went.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     /// Pasted and submitted.

@@ -118,10 +118,10 @@ impl fmt::Display for Chord {
 /// unshifted key), `F1`–`F12`, or a name of [`NAMED`] in any case.
 fn keysym(name: &str) -> Option<u32> {
     let mut chars = name.chars();
-    if let (Some(c), None) = (chars.next(), chars.next()) {
-        if c.is_ascii_alphanumeric() {
-            return Some(u32::from(c.to_ascii_lowercase()));
-        }
+    if let (Some(c), None) = (chars.next(), chars.next())
+        && c.is_ascii_alphanumeric()
+    {
+        return Some(u32::from(c.to_ascii_lowercase()));
     }
     if let Some(n) = name
         .strip_prefix(['F', 'f'])

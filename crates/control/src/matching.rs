@@ -24,14 +24,21 @@ pub const EDITOR_NAMES: &[&str] = &[
     "Windsurf",
 ];
 
-/// The parts of a title, split at `" — "` and `" - "`.
-fn parts(title: &str) -> Vec<&str> {
-    title
+/// The parts of a title that can be the folder's name, split at `" — "` and `" - "`: not the
+/// last (the editor's name) and, with three parts or more, not the first (the open file's name,
+/// which may well equal a folder's).
+fn folder_parts(title: &str) -> Vec<&str> {
+    let parts: Vec<&str> = title
         .split(" — ")
         .flat_map(|p| p.split(" - "))
         .map(str::trim)
         .filter(|p| !p.is_empty())
-        .collect()
+        .collect();
+    match parts.as_slice() {
+        [] | [_] => parts,
+        [root, _app] => vec![root],
+        [_file, middle @ .., _app] => middle.to_vec(),
+    }
 }
 
 /// Whether `window` is an editor's: by its title's end, or by its pid among `editor_pids`.
@@ -53,7 +60,7 @@ pub fn windows_for_folder<'a>(
     windows
         .iter()
         .filter(|w| is_editor_window(w, editor_pids))
-        .filter(|w| parts(&w.title).contains(&folder_name))
+        .filter(|w| folder_parts(&w.title).contains(&folder_name))
         .collect()
 }
 
@@ -152,7 +159,8 @@ mod tests {
 
     #[test]
     fn no_window_names_the_editor_windows_seen() {
-        let windows = [window(7, "x — gamma — Visual Studio Code", None)];
+        // The open file's name ("alpha") is not the folder's.
+        let windows = [window(7, "alpha — gamma — Visual Studio Code", None)];
         let e = window_for_cwd(&windows, Path::new("/x/alpha"), &[])
             .unwrap_err()
             .to_string();

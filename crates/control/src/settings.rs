@@ -148,7 +148,7 @@ pub fn parse(text: &str, path: PathBuf, env: Option<&str>) -> Result<ControlConf
         None => chord("claude_open_keys", Some(DEFAULT_CLAUDE_OPEN_KEYS))?,
     };
     let required = |key: &str, value: Option<String>, default: &str| -> Result<Chord> {
-        Ok(chord(key, value.as_deref())?.map_or_else(|| Chord::parse(default), Ok)?)
+        chord(key, value.as_deref())?.map_or_else(|| Chord::parse(default), Ok)
     };
     Ok(ControlConfig {
         gui_fallback,
@@ -231,7 +231,7 @@ mod tests {
     fn no_table_is_off_with_five_seconds_and_claudes_key() {
         let c = parsed("[review]\nsteer = true\n", None).unwrap();
         assert_eq!(
-            (c.gui_fallback, c.gui_fallback_from, c.idle),
+            (c.gui_fallback, c.gui_fallback_from.clone(), c.idle),
             (false, Switch::Default, Duration::from_secs(5))
         );
         assert_eq!(

@@ -486,12 +486,16 @@ impl Control for X11 {
         let result = self.paste_from(owner, text, paste);
         // Give the clipboard up (only if still ours) and drop the window, whatever happened:
         // a clipboard owned by a connection about to close would just be emptied.
-        if let Ok(cookie) = self.conn.get_selection_owner(self.atoms.CLIPBOARD) {
-            if cookie.reply().is_ok_and(|r| r.owner == owner) {
-                let _ = self
-                    .conn
-                    .set_selection_owner(NONE, self.atoms.CLIPBOARD, CURRENT_TIME);
-            }
+        let still_ours = self
+            .conn
+            .get_selection_owner(self.atoms.CLIPBOARD)
+            .ok()
+            .and_then(|cookie| cookie.reply().ok())
+            .is_some_and(|r| r.owner == owner);
+        if still_ours {
+            let _ = self
+                .conn
+                .set_selection_owner(NONE, self.atoms.CLIPBOARD, CURRENT_TIME);
         }
         let _ = self.conn.destroy_window(owner);
         let _ = self.conn.flush();
