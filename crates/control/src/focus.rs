@@ -39,14 +39,17 @@ pub fn focus_cwd(
             })
         }
         Err(unsupported @ ControlError::Unsupported { .. }) => {
-            let cli = editor_cli::find().map_err(|cli| ControlError::NoDesktop {
-                why: format!("{unsupported}; and {cli}"),
-            })?;
-            editor_cli::reuse_window(&cli, cwd)?;
-            Ok(Focused::EditorCli {
-                cli: cli.display().to_string(),
-                folder: cwd.display().to_string(),
-            })
+            let raised = editor_cli::find()
+                .and_then(|cli| editor_cli::reuse_window(&cli, cwd).map(|()| cli));
+            match raised {
+                Ok(cli) => Ok(Focused::EditorCli {
+                    cli: cli.display().to_string(),
+                    folder: cwd.display().to_string(),
+                }),
+                Err(cli) => Err(ControlError::NoDesktop {
+                    why: format!("{unsupported}; and {cli}"),
+                }),
+            }
         }
         Err(other) => Err(other),
     }

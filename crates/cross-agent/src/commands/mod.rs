@@ -6,6 +6,7 @@ mod check_database;
 mod daemon;
 mod decisions;
 mod doctor;
+mod focus;
 mod handoff;
 mod hook;
 mod install;
@@ -74,6 +75,9 @@ pub enum Command {
     /// Tokens and cost per session, agent, model, day or cwd, from the agents' own files
     /// (--since 24h|7d|DATE, --by, --json); --prices prints the price table.
     Usage(usage::UsageArgs),
+    /// Raise the editor window a session lives in (X11, or the editor CLI); --type TEXT pastes
+    /// TEXT into its chat input and submits it when the GUI fallback is on and nobody is typing.
+    Focus(focus::FocusArgs),
 }
 
 impl Command {
@@ -98,6 +102,7 @@ impl Command {
             Command::Telegram(args) => args.run(),
             Command::Review(args) => args.run(),
             Command::Hook(args) => args.run(),
+            Command::Focus(args) => args.run(),
         }
     }
 }
