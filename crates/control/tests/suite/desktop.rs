@@ -15,7 +15,7 @@ use cross_agent_control::{Control, ControlError, WaylandOnly, Window};
 use cross_agent_decisions::DecisionLog;
 use cross_agent_protocol::vocabulary::Agent;
 use cross_agent_testkit::desktop::{Desktop, Recorder, wait_for};
-use pretty_assertions::assert_eq;
+use pretty_assertions::{assert_eq, assert_ne};
 use serde_json::Value;
 
 const RETURN: u32 = 0xff0d;
@@ -146,6 +146,9 @@ fn the_fallback_pastes_into_the_sessions_window_and_submits() -> Result<()> {
     let home = scene.home();
     let config = config("[control]\ngui_fallback = true\nidle_seconds = 1\n", &home);
     scene.wait_idle(Duration::from_millis(1200))?;
+    // beta is in front: the fallback has to raise alpha.
+    scene.control.focus(scene.window(1))?;
+    assert_ne!(scene.control.active()?, Some(scene.window(0).id));
     // Lines and characters no keyboard map has: a typed newline would have submitted early.
     let text = "first line\nsecond — ünïcode ✓ 日本";
     let report = fallback::run(
@@ -155,7 +158,7 @@ fn the_fallback_pastes_into_the_sessions_window_and_submits() -> Result<()> {
             agent: Agent::Claude,
             session: Some("sess-1"),
             delivery: None,
-            cwd: Path::new("/work/beta"),
+            cwd: Path::new("/work/alpha"),
             editor_pids: &[],
             text,
         },
@@ -166,20 +169,20 @@ fn the_fallback_pastes_into_the_sessions_window_and_submits() -> Result<()> {
         (Verdict::Submitted, "submitted"),
         "{report:?}"
     );
-    let beta = scene.recorder(1);
+    let target = scene.recorder(0);
     wait_for("the submit key", Duration::from_secs(5), || {
-        Ok(beta.keys().contains(&RETURN))
+        Ok(target.keys().contains(&RETURN))
     })?;
-    assert_eq!(beta.pastes(), vec![text.to_owned()]);
+    assert_eq!(target.pastes(), vec![text.to_owned()]);
     // Ctrl+Escape (Claude's "Focus input"), Ctrl+V, Return — with the Control key's own presses.
-    let keys: Vec<u32> = beta
+    let keys: Vec<u32> = target
         .keys()
         .into_iter()
         .filter(|k| [ESCAPE, u32::from('v'), RETURN].contains(k))
         .collect();
     assert_eq!(keys, vec![ESCAPE, u32::from('v'), RETURN]);
-    assert_eq!(scene.recorder(0).keys(), Vec::<u32>::new());
-    assert_eq!(scene.control.active()?, Some(scene.window(1).id));
+    assert_eq!(scene.recorder(1).keys(), Vec::<u32>::new());
+    assert_eq!(scene.control.active()?, Some(scene.window(0).id));
     let lines = decisions(&home);
     assert_eq!(lines.len(), 1, "{lines:#?}");
     let line = &lines[0];
@@ -188,11 +191,11 @@ fn the_fallback_pastes_into_the_sessions_window_and_submits() -> Result<()> {
     assert_eq!(line["session"], "sess-1");
     assert_eq!(
         line["details"]["window_id"],
-        format!("{:#x}", scene.window(1).id)
+        format!("{:#x}", scene.window(0).id)
     );
     assert_eq!(
         line["details"]["window_title"],
-        "main.rs — beta — Visual Studio Code"
+        "main.rs — alpha — Visual Studio Code"
     );
     // The prompt itself never reaches the log.
     assert!(!line.to_string().contains("second"), "{line}");
