@@ -121,3 +121,11 @@ pub const REVIEW_ROBOT_PASS_SECONDS: &str = "CROSS_AGENT_REVIEW_ROBOT_PASS_SECON
 /// Seconds a `PreToolUse` escalated to the phone waits for a tap before the hook answers
 /// `"ask"` (default 120).
 pub const APPROVAL_WAIT: &str = "CROSS_AGENT_APPROVAL_WAIT";
+
+// The desktop (docs/desktop.md "Focus and GUI fallback").
+
+/// `1` turns the GUI fallback on (`0` off), over `gui_fallback` in `[control]` of `config.toml`.
+pub const GUI_FALLBACK: &str = "CROSS_AGENT_GUI_FALLBACK";
+/// The editor CLI `focus` runs as `<cli> --reuse-window <folder>` where no X11 window can be
+/// checked (default: `code` on `PATH`).
+pub const EDITOR_CLI: &str = "CROSS_AGENT_EDITOR_CLI";

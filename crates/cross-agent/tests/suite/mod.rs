@@ -4,6 +4,7 @@ mod daemon;
 mod database;
 mod decisions;
 mod escaping;
+mod focus;
 mod handoff;
 mod handoff_links;
 mod home_safety;
