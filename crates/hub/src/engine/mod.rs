@@ -135,6 +135,7 @@ mod receipt;
 mod send;
 mod status;
 mod target;
+mod usage;
 mod withheld;
 
 pub use activity::SessionActivity;
@@ -226,6 +227,8 @@ struct Inner {
     carriers: carriers::Carriers,
     /// What happens to deliveries, for in-process subscribers ([`Engine::subscribe`]).
     events: tokio::sync::broadcast::Sender<cross_agent_protocol::events::EngineEvent>,
+    /// The usage index beside the session index: `usage_report`, costs on listings and cards.
+    usage: usage::LiveUsage,
 }
 
 fn non_blank(value: Option<&str>) -> Option<&str> {
@@ -342,6 +345,7 @@ impl Engine {
                 decisions,
                 carriers: carriers::Carriers::new(),
                 events,
+                usage: usage::LiveUsage::default(),
             }),
         };
         for mut record in orphaned {
@@ -516,9 +520,19 @@ impl Engine {
         out: &mut Vec<u8>,
     ) -> cross_agent_stores::live::RenderedListing {
         let roots = roots_for(context);
-        self.inner
-            .scan
-            .render_listing(&roots, agents, admit, limit, clock, out)
+        let spent = self.spent(&roots);
+        let spent_of = |s: &Session| match &spent {
+            Some(table) => usage::spent_of(table, s),
+            None => Default::default(),
+        };
+        self.inner.scan.render_listing(
+            &roots,
+            agents,
+            admit,
+            limit,
+            (clock.0, clock.1, Some(&spent_of)),
+            out,
+        )
     }
 
     /// Some agents' held sessions, lent: read with no lock held.
