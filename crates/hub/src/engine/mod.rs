@@ -398,7 +398,8 @@ impl Engine {
 
     /// Keeps the session index current between listings: each second, the stores that sent a
     /// notification (or whose re-walk is due) are refreshed, so a listing rarely waits on a
-    /// walk. Ends when the engine stops.
+    /// walk; the usage index after it, once something asked for usage. Ends when the engine
+    /// stops.
     async fn index_loop(self) {
         let mut stop = self.inner.stop.subscribe();
         loop {
@@ -407,7 +408,11 @@ impl Engine {
                 () = tokio::time::sleep(INDEX_CATCH_UP) => {}
             }
             let engine = self.clone();
-            dispatch::off_async(move || engine.inner.scan.catch_up()).await;
+            dispatch::off_async(move || {
+                engine.inner.scan.catch_up();
+                engine.inner.usage.catch_up(&engine.inner.scan);
+            })
+            .await;
         }
     }
 

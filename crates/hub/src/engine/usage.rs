@@ -72,6 +72,15 @@ impl LiveUsage {
         (accounting, state.warnings.clone())
     }
 
+    /// Brings the index current for the roots last asked about, if any: for the daemon's index
+    /// loop, so a change is read between requests rather than by the next one.
+    pub(crate) fn catch_up(&self, scan: &LiveScanner) {
+        let roots = self.state.lock().roots.clone();
+        if let Some(roots) = roots {
+            let _ = self.current(scan, &roots);
+        }
+    }
+
     /// Each session's cost so far (all time), keyed by session id.
     fn spent(&self, scan: &LiveScanner, roots: &StoreRoots, prices: &PriceTable) -> SpentTable {
         let (accounting, _) = self.current(scan, roots);
