@@ -168,6 +168,7 @@ impl SessionHost for Host {
                 caller: self.caller(None),
             })
             .map_err(|e| e.to_string())?;
+        let usage_line = self.engine.card_usage_lines(&self.caller(None));
         let now = UnixMillis::now().0;
         let window = i64::try_from(LIVE_WINDOW.as_millis()).unwrap_or(i64::MAX);
         let mut live: Vec<(i64, LiveSession)> = Vec::new();
@@ -200,6 +201,7 @@ impl SessionHost for Host {
                         },
                         last_answer_head: last_answer(agent, &entry.path),
                         last_activity: entry.last_activity.clone(),
+                        usage: usage_line(&entry.session_id),
                     },
                 ));
             }

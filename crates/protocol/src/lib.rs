@@ -19,6 +19,7 @@ pub mod schema;
 pub mod settings;
 pub mod timestamp;
 pub mod tools;
+pub mod usage;
 pub mod vocabulary;
 
 pub use vocabulary::{Agent, Scope, TargetKey, Transport};

@@ -457,6 +457,8 @@ rpc_methods! {
     IndexSessions => "index_sessions" (crate::bridge::IndexSessionsParams) -> crate::bridge::IndexSessionsResponse,
     /// `sessions --json` rendered by the daemon; its answer is followed by the listing's bytes.
     IndexListing => "index_listing" (crate::bridge::IndexListingParams) -> crate::bridge::IndexListingResponse,
+    /// `cross-agent usage`: tokens and cost from the live index's kept usage parses.
+    UsageReport => "usage_report" (crate::usage::UsageReportParams) -> crate::usage::UsageReportResponse,
     /// `pin_agent_session`.
     Pin => "pin" (crate::bridge::PinParams) -> crate::bridge::PinResponse,
     /// `bridge_status`, optionally for one delivery.

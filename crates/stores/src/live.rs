@@ -28,7 +28,7 @@ use parking_lot::Mutex;
 
 use crate::codex::session_index_path;
 use crate::model::{Agent, Session, StoreWarning, UnixMillis};
-use crate::render::{Chosen, RenderedAgent, write_listing};
+use crate::render::{Chosen, RenderedAgent, SpentOf, write_listing_spent};
 use crate::resolve::ActiveWindow;
 use crate::roots::StoreRoots;
 use crate::scan::{Listing, ScanOptions, Scanner, sort_newest_first};
@@ -260,7 +260,8 @@ impl LiveScanner {
 
     /// Writes into `out` the listing `cross-agent sessions --json` prints: the sessions of
     /// `agents` (in that order) that `admit` lets through, at most `limit` of each, newest
-    /// first, with `is_active` as `window` has it at `now` — copied from the renderings kept
+    /// first, with `is_active` as `window` has it at `now` and what each cost when `spent`
+    /// says — copied from the renderings kept
     /// per agent, which are made again only when that agent's sessions changed. Brings the
     /// agents current first, as [`LiveScanner::snapshot`] does; writes with no lock held.
     pub fn render_listing(
@@ -269,7 +270,7 @@ impl LiveScanner {
         agents: &[Agent],
         admit: impl Fn(&Session) -> bool,
         limit: Option<usize>,
-        (window, now): (ActiveWindow, UnixMillis),
+        (window, now, spent): (ActiveWindow, UnixMillis, Option<SpentOf<'_>>),
         out: &mut Vec<u8>,
     ) -> RenderedListing {
         let snapshot = self.snapshot(roots, agents);
@@ -316,7 +317,7 @@ impl LiveScanner {
                 result.warnings.extend(warnings.items);
                 registry
             });
-        write_listing(out, &chosen, window, now, registry.as_ref());
+        write_listing_spent(out, &chosen, window, now, registry.as_ref(), spent);
         result
     }
 
@@ -347,6 +348,18 @@ impl LiveScanner {
     /// the next listing must show even if the notification is still on its way.
     pub fn mark_stale(&self, agent: Agent) {
         self.changes[agent_slot(agent)].fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// How many changes have been counted under `agent`'s store so far (notifications and
+    /// [`LiveScanner::mark_stale`]): what else a process derives from the same files (the usage
+    /// index) is read again only when this moved, or after the same re-walk interval.
+    pub fn change_count(&self, agent: Agent) -> u64 {
+        self.changes[agent_slot(agent)].load(Ordering::SeqCst)
+    }
+
+    /// The interval after which a store is walked again whatever the notifications said.
+    pub fn rewalk(&self) -> Duration {
+        self.live.rewalk
     }
 
     /// Refreshes every agent listed before whose store changed or whose re-walk is due, so the
@@ -706,7 +719,11 @@ mod tests {
             &[Agent::Claude],
             |_| true,
             None,
-            (ActiveWindow::from_minutes(240), UnixMillis(now_millis())),
+            (
+                ActiveWindow::from_minutes(240),
+                UnixMillis(now_millis()),
+                None,
+            ),
             &mut out,
         );
         assert_eq!(rendered.sessions, 2);

@@ -184,6 +184,33 @@ pub fn write_listing(
     now: UnixMillis,
     registry: Option<&Registry>,
 ) {
+    write_listing_spent(out, agents, window, now, registry, None);
+}
+
+/// What a session has cost so far, as the listing shows it (`cost_usd`, `usage_tokens`): from
+/// the usage index, which this crate does not know.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Spent {
+    /// Dollars with six decimals; `None` (JSON `null`) when any call has no price or nothing was
+    /// recorded — an unknown cost is never shown as 0.
+    pub cost_usd: Option<String>,
+    /// Tokens of every kind; `None` when the session's files record no usage.
+    pub tokens: Option<u64>,
+}
+
+/// A session's [`Spent`], looked up as the listing is written.
+pub type SpentOf<'a> = &'a dyn Fn(&Session) -> Spent;
+
+/// [`write_listing`], each session followed by what it has cost so far when `spent` is given:
+/// `cost_usd` and `usage_tokens`, the element's last two fields.
+pub fn write_listing_spent(
+    out: &mut Vec<u8>,
+    agents: &[(Agent, Chosen<'_>)],
+    window: ActiveWindow,
+    now: UnixMillis,
+    registry: Option<&Registry>,
+    spent: Option<SpentOf<'_>>,
+) {
     if agents.is_empty() {
         out.extend_from_slice(b"{}\n");
         return;
@@ -209,6 +236,7 @@ pub fn write_listing(
                     for s in sessions {
                         separate(out);
                         write_element(out, &SessionView::new(s, window, now).live(s, registry));
+                        push_spent(out, s, spent);
                     }
                 }
                 Chosen::Kept {
@@ -228,6 +256,7 @@ pub fn write_listing(
                         } else {
                             out.extend_from_slice(rendered.element(i));
                         }
+                        push_spent(out, s, spent);
                     }
                 }
             }
@@ -236,6 +265,36 @@ pub fn write_listing(
         out.extend_from_slice(if n + 1 < agents.len() { b",\n" } else { b"\n" });
     }
     out.extend_from_slice(b"}\n");
+}
+
+/// The end of an element as the pretty printer writes it at depth two.
+const ELEMENT_END: &[u8] = b"\n    }";
+
+/// Adds `cost_usd` and `usage_tokens` as the last fields of the element just written, in the
+/// printer's layout, so kept bytes need not be rendered again when a cost moves.
+fn push_spent(out: &mut Vec<u8>, s: &Session, spent: Option<SpentOf<'_>>) {
+    let Some(spent) = spent else { return };
+    if !out.ends_with(ELEMENT_END) {
+        return;
+    }
+    let Spent { cost_usd, tokens } = spent(s);
+    out.truncate(out.len() - ELEMENT_END.len());
+    out.extend_from_slice(b",\n      \"cost_usd\": ");
+    match cost_usd {
+        // Digits and a point: nothing to escape.
+        Some(cost) => {
+            out.push(b'"');
+            out.extend_from_slice(cost.as_bytes());
+            out.push(b'"');
+        }
+        None => out.extend_from_slice(b"null"),
+    }
+    out.extend_from_slice(b",\n      \"usage_tokens\": ");
+    match tokens {
+        Some(n) => out.extend_from_slice(n.to_string().as_bytes()),
+        None => out.extend_from_slice(b"null"),
+    }
+    out.extend_from_slice(ELEMENT_END);
 }
 
 /// One element as the pretty printer writes it at depth two: every line indented four spaces.
@@ -379,6 +438,80 @@ mod tests {
                 String::from_utf8_lossy(&from_kept),
                 String::from_utf8_lossy(&want)
             );
+        }
+    }
+
+    /// With what each session cost, the kept and the fresh listing are still the printer's
+    /// bytes: the two fields last, a known cost as a string, unknown ones `null`.
+    #[test]
+    fn the_listing_with_costs_is_the_pretty_printers_bytes() {
+        #[derive(Serialize)]
+        struct WithSpent<'a> {
+            #[serde(flatten)]
+            view: SessionView<'a>,
+            cost_usd: Option<String>,
+            usage_tokens: Option<u64>,
+        }
+        let spent_of = |s: &Session| match s.session_id.as_str() {
+            "s-1" => Spent {
+                cost_usd: Some("1.234567".into()),
+                tokens: Some(45_000),
+            },
+            "s-2" => Spent {
+                cost_usd: None,
+                tokens: Some(7),
+            },
+            _ => Spent::default(),
+        };
+        let claude: Vec<Session> = (0..4)
+            .map(|n| session(Agent::Claude, n, Some("t \"q\""), Some("/w")))
+            .collect();
+        let now = UnixMillis(1_796_000_060_000);
+        // One window where some are active (serialised afresh), one where none are.
+        for window in [
+            ActiveWindow::from_minutes(100_000),
+            ActiveWindow::from_minutes(0),
+        ] {
+            let elements: Vec<WithSpent<'_>> = claude
+                .iter()
+                .map(|s| {
+                    let spent = spent_of(s);
+                    WithSpent {
+                        view: SessionView::new(s, window, now),
+                        cost_usd: spent.cost_usd,
+                        usage_tokens: spent.tokens,
+                    }
+                })
+                .collect();
+            let mut want = Vec::new();
+            let mut map = std::collections::BTreeMap::new();
+            map.insert("claude", elements);
+            serde_json::to_writer_pretty(&mut want, &map).unwrap();
+            want.push(b'\n');
+
+            let rendered = RenderedAgent::new(&claude);
+            for chosen in [
+                Chosen::Sessions(claude.iter().collect()),
+                Chosen::Kept {
+                    sessions: &claude,
+                    rendered: &rendered,
+                    indices: (0..claude.len()).collect(),
+                },
+            ] {
+                let mut got = Vec::new();
+                write_listing_spent(
+                    &mut got,
+                    &[(Agent::Claude, chosen)],
+                    window,
+                    now,
+                    None,
+                    Some(&spent_of),
+                );
+                assert_eq!(
+                    String::from_utf8_lossy(&got),
+                    String::from_utf8_lossy(&want)
+                );
+            }
         }
     }
 

@@ -97,6 +97,9 @@ pub struct LiveSession {
     pub last_answer_head: Option<String>,
     /// When it last did something (RFC 3339).
     pub last_activity: Option<String>,
+    /// What it has cost so far, one short line (`$1.23 · 45k tok`); `None` when its files
+    /// record no usage.
+    pub usage: Option<String>,
 }
 
 /// A prompt the hub accepted.

@@ -10,7 +10,10 @@
 //! - [`prices`] prices a charge (`None` when the model has no price, never 0);
 //! - [`report`] groups charges by session, agent, model, day or cwd;
 //! - [`limits`] shows Codex's latest rate-limit windows;
-//! - [`scan`] finds the files in the stores and reads them whole (the CLI's path for now).
+//! - [`scan`] finds the files in the stores and reads them whole (the CLI's path without a
+//!   daemon);
+//! - [`live`] keeps every file's reader and feeds it only appended bytes (the daemon's index);
+//! - [`wire`] carries a report over the daemon's protocol and back, unchanged.
 
 pub mod account;
 pub mod claude;
@@ -19,14 +22,17 @@ pub mod error;
 pub mod grok;
 pub mod limits;
 pub mod lines;
+pub mod live;
 pub mod money;
 pub mod prices;
 pub mod report;
 pub mod scan;
 pub mod tokens;
+pub mod wire;
 
-pub use account::{Accounting, Charge, RateLimitWindow, RateLimits, account};
+pub use account::{Accounting, Charge, RateLimitWindow, RateLimits, account, account_refs};
 pub use error::{Error, Result};
+pub use live::{RefreshStats, UsageIndex};
 pub use money::Money;
 pub use prices::{Price, PriceTable, Rate, Tier};
 pub use report::{GroupBy, Report, Row, Since};

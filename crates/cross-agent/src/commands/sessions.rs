@@ -12,6 +12,7 @@
 //! only the listing (or the JSON), so it can be piped.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -28,7 +29,7 @@ use cross_agent_protocol::bridge::{
 };
 use cross_agent_protocol::rpc::{ClientKind, ErrorCode};
 use cross_agent_stores::index::RefreshOptions;
-use cross_agent_stores::render::{self, Chosen, SessionView};
+use cross_agent_stores::render::{self, Chosen, SessionView, Spent};
 use cross_agent_stores::resolve::{
     self, ActiveWindow, Candidate, Lookup, MatchedBy, ScanBound, Scope,
 };
@@ -189,27 +190,27 @@ fn from_daemon(
 }
 
 /// The state directory, or why there is none to use (the note on stderr says it).
-fn state_home() -> Result<Home, String> {
+pub(super) fn state_home() -> Result<Home, String> {
     Home::from_env().map_err(|e| not_served(IpcError::Home(e), "start"))
 }
 
 /// A connection to the daemon for one or two requests: blocking, without an async runtime (a
 /// resolution's whole budget is a few milliseconds). It never starts one: [`start_daemon`]
 /// does, when this finds nothing answering.
-fn daemon_client(home: &Home) -> Result<OneShot, IpcError> {
+pub(super) fn daemon_client(home: &Home) -> Result<OneShot, IpcError> {
     let options = ConnectOptions::new(ClientKind::Cli);
     OneShot::connect(home, ClientKind::Cli, options.hello_timeout)
 }
 
 /// Nothing is there to answer: no daemon, or one that went away as it was asked.
-fn answers_nothing(error: &IpcError) -> bool {
+pub(super) fn answers_nothing(error: &IpcError) -> bool {
     matches!(error, IpcError::NotRunning { .. } | IpcError::Closed { .. })
 }
 
 /// Starts the daemon as every other command does (`ipc::connect_or_start`: one start among
 /// clients racing, its own words if it fails). A listing through it costs milliseconds where a
 /// scan of the stores costs a tenth of a second and more. The error says why it did not start.
-fn start_daemon(home: &Home) -> Result<(), String> {
+pub(super) fn start_daemon(home: &Home) -> Result<(), String> {
     BlockingClient::connect_or_start(home, &ConnectOptions::new(ClientKind::Cli))
         .map(drop)
         .map_err(|e| {
@@ -221,7 +222,7 @@ fn start_daemon(home: &Home) -> Result<(), String> {
 }
 
 /// Why the daemon did not serve a request, for the note on stderr.
-fn not_served(error: IpcError, what: &str) -> String {
+pub(super) fn not_served(error: IpcError, what: &str) -> String {
     match error {
         IpcError::Rpc {
             code: ErrorCode::MethodNotFound,
@@ -247,7 +248,7 @@ fn not_served(error: IpcError, what: &str) -> String {
 
 /// The caller as the index needs it: only where the stores are (`HOME` and the variables that
 /// move a store), not the whole environment and process ancestry a send carries.
-fn index_caller() -> CallerContext {
+pub(super) fn index_caller() -> CallerContext {
     use cross_agent_protocol::settings as var;
     const STORE_VARS: [&str; 11] = [
         "HOME",
@@ -418,6 +419,8 @@ impl ListArgs {
         } else {
             None
         };
+        // What each session cost so far, from where the listing comes from.
+        let spent = super::usage::session_spent(daemon.is_none());
         let listing = match daemon {
             // No daemon to ask twice: straight to the stores.
             Some(why) => {
@@ -450,12 +453,20 @@ impl ListArgs {
                 .map(|(agent, sessions)| (agent, Chosen::Sessions(sessions)))
                 .collect();
             let mut bytes = Vec::new();
-            render::write_listing(&mut bytes, &by_agent, window, now, Some(&live.0));
+            let spent_of = |s: &Session| spent.get(&s.session_id).cloned().unwrap_or_default();
+            render::write_listing_spent(
+                &mut bytes,
+                &by_agent,
+                window,
+                now,
+                Some(&live.0),
+                Some(&spent_of),
+            );
             stdout.write_all(&bytes)?;
         } else {
             let mut rows: Vec<&Session> = chosen.into_iter().flat_map(|(_, s)| s).collect();
             scan_order(&mut rows);
-            write_table(&mut stdout, &rows, window, now, &live)?;
+            write_table(&mut stdout, &rows, window, now, &live, &spent)?;
         }
         stdout.flush()?;
         Ok(ExitCode::SUCCESS)
@@ -693,6 +704,7 @@ fn write_table(
     window: ActiveWindow,
     now: UnixMillis,
     live: &LiveClaude,
+    spent: &HashMap<String, Spent>,
 ) -> std::io::Result<()> {
     if rows.is_empty() {
         writeln!(out, "no sessions found")?;
@@ -705,6 +717,7 @@ fn write_table(
         Column::left("CWD"),
         Column::left("LAST ACTIVE"),
         Column::left("STATE"),
+        Column::right("COST"),
     ]);
     for s in rows {
         // Escaped before fitting, so the cut is made on what the terminal shows.
@@ -717,6 +730,7 @@ fn write_table(
             Cow::Owned(fit_tail(&escape_cell(&cwd), CWD_WIDTH).into_owned()),
             Cow::Owned(ago(s.last_activity.map(|at| at.0), now.0)),
             Cow::Owned(flags(s, window, now, live)),
+            Cow::Owned(cost_cell(spent.get(&s.session_id))),
         ]);
     }
     table.write(out)?;
@@ -726,6 +740,24 @@ fn write_table(
         rows.len()
     )?;
     Ok(())
+}
+
+/// What the session cost so far: dollars to the cent, `unknown` when a call has no price
+/// (never $0.00 for it), `-` when its files record no usage.
+fn cost_cell(spent: Option<&Spent>) -> String {
+    match spent {
+        Some(Spent {
+            cost_usd: Some(exact),
+            ..
+        }) => cross_agent_usage::Money::parse_dollars_exact(exact).map_or_else(
+            || "unknown".to_owned(),
+            cross_agent_usage::Money::dollars_cents,
+        ),
+        Some(Spent {
+            tokens: Some(_), ..
+        }) => "unknown".to_owned(),
+        _ => "-".to_owned(),
+    }
 }
 
 /// The title with its kind: `[name] billing-api` or `[gen] fix the failing tests…`.

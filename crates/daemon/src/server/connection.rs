@@ -428,6 +428,15 @@ async fn dispatch(
             .await,
             After::Continue,
         ),
+        ClientRequest::UsageReport(params) => (
+            engine_call::<cross_agent_protocol::usage::UsageReportParams>(
+                id,
+                shared,
+                move |engine| engine.usage_report(params),
+            )
+            .await,
+            After::Continue,
+        ),
         ClientRequest::IndexListing(params) => {
             let engine = shared.engine.clone();
             let rendered = tokio::task::spawn_blocking(move || {
