@@ -15,6 +15,7 @@ pub mod mcp_client;
 pub mod panel;
 pub mod synthetic_stores;
 pub mod telegram;
+pub mod xvfb;
 
 pub use endpoint::{
     Api, EndpointConfig, InputKind, ModelEndpoint, RecordedRequest, Reply, Rule, ScriptedUsage,

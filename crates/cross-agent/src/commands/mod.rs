@@ -5,6 +5,7 @@ mod check;
 mod check_database;
 mod daemon;
 mod decisions;
+mod desktop;
 mod doctor;
 mod handoff;
 mod hook;
@@ -74,6 +75,15 @@ pub enum Command {
     /// Tokens and cost per session, agent, model, day or cwd, from the agents' own files
     /// (--since 24h|7d|DATE, --by, --json); --prices prints the price table.
     Usage(usage::UsageArgs),
+    /// Open the desktop app (cross-agent-desktop, from beside this binary): the bot token,
+    /// pairing, the service, the agents' setup, logs and sessions.
+    Desktop(desktop::DesktopArgs),
+}
+
+/// Every agent's sessions as `cross-agent sessions` lists them, newest first: the daemon's live
+/// index (started when none answers), the stores read directly when it cannot serve them.
+pub(crate) fn list_sessions() -> Vec<cross_agent_stores::Session> {
+    sessions::load_all()
 }
 
 impl Command {
@@ -98,6 +108,7 @@ impl Command {
             Command::Telegram(args) => args.run(),
             Command::Review(args) => args.run(),
             Command::Hook(args) => args.run(),
+            Command::Desktop(args) => args.run(),
         }
     }
 }
