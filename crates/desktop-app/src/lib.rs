@@ -119,6 +119,8 @@ impl DesktopApp {
     /// One frame of the app.
     pub fn ui(&mut self, ui: &mut egui::Ui) {
         egui::Frame::central_panel(ui.style()).show(ui, |ui| {
+            // The panel's background fills the window, not only what the tab draws.
+            ui.set_min_size(ui.available_size());
             ui.horizontal(|ui| {
                 for tab in Tab::ALL {
                     ui.selectable_value(&mut self.tab, tab, tab.title());

@@ -210,16 +210,17 @@ fn the_service_buttons_are_there_and_a_click_runs_its_action() {
         h.query_by_label("Service: active").is_some()
     });
     for button in ["Install", "Start", "Stop", "Uninstall", "Status"] {
-        assert_eq!(
-            harness.get_by_label(button).accesskit_node().role(),
-            Role::Button,
-            "{button}"
-        );
+        harness.get_by_role_and_label(Role::Button, button);
     }
     harness.get_by_label("Start").click();
     step_until(&mut harness, "the start", |h| {
         h.query_by_label("start: done (recorded)").is_some()
     });
+    // The buttons wait while a call runs (here the status that follows every action).
+    step_until(&mut harness, "the status after the start", |_| {
+        service.calls.lock().len() == 3
+    });
+    harness.run();
     harness.get_by_label("Stop").click();
     step_until(&mut harness, "the stop", |h| {
         h.query_by_label("stop: done (recorded)").is_some()
