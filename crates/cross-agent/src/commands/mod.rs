@@ -5,6 +5,7 @@ mod check;
 mod check_database;
 mod daemon;
 mod decisions;
+mod desktop;
 mod doctor;
 mod focus;
 mod handoff;
@@ -86,6 +87,15 @@ pub enum Command {
     /// Raise the editor window a session lives in (X11, or the editor CLI); --type TEXT pastes
     /// TEXT into its chat input and submits it when the GUI fallback is on and nobody is typing.
     Focus(focus::FocusArgs),
+    /// Open the desktop app (cross-agent-desktop, from beside this binary): the bot token,
+    /// pairing, the service, the agents' setup, logs and sessions.
+    Desktop(desktop::DesktopArgs),
+}
+
+/// Every agent's sessions as `cross-agent sessions` lists them, newest first: the daemon's live
+/// index (started when none answers), the stores read directly when it cannot serve them.
+pub(crate) fn list_sessions() -> Vec<cross_agent_stores::Session> {
+    sessions::load_all()
 }
 
 impl Command {
@@ -113,6 +123,7 @@ impl Command {
             Command::Hosts(args) => args.run(),
             Command::Rpc(args) => args.run(),
             Command::Focus(args) => args.run(),
+            Command::Desktop(args) => args.run(),
         }
     }
 }

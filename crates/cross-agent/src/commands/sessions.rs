@@ -125,6 +125,19 @@ impl SessionsArgs {
     }
 }
 
+/// Every agent's sessions as `sessions` lists them (newest first across agents), for the
+/// desktop app's Sessions panel.
+pub(crate) fn load_all() -> Vec<Session> {
+    let loaded = load(Agent::ALL.to_vec(), None);
+    let mut sessions = loaded.sessions;
+    sessions.sort_by(|a, b| {
+        b.last_activity
+            .cmp(&a.last_activity)
+            .then_with(|| a.agent.cmp(&b.agent))
+    });
+    sessions
+}
+
 /// The sessions a command works on, and — when the daemon resolved the query itself — how it
 /// matched (its one session is then the only one).
 struct Loaded {

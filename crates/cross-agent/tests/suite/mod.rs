@@ -3,6 +3,7 @@ mod copilot_sessions;
 mod daemon;
 mod database;
 mod decisions;
+mod desktop;
 mod escaping;
 mod focus;
 mod handoff;
