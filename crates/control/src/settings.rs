@@ -4,6 +4,7 @@
 //! ```toml
 //! [control]
 //! gui_fallback = false            # type prompts through the GUI where no door is left
+//! prefer_gui = false              # with it on: the GUI before a headless resume
 //! idle_seconds = 5                # never while there was input in the last N seconds
 //! claude_open_keys = "ctrl+Escape"  # Claude Code's "Focus input" (claude-vscode.focus)
 //! codex_open_keys = ""            # no default: bind a key to chatgpt.openSidebar and set it
@@ -53,6 +54,9 @@ pub enum Switch {
 pub struct ControlConfig {
     pub gui_fallback: bool,
     pub gui_fallback_from: Switch,
+    /// The person prefers the GUI to a headless resume for a session no shim or native door
+    /// holds (it counts only while the fallback is on).
+    pub prefer_gui: bool,
     /// Input within this long before stops the fallback.
     pub idle: Duration,
     /// The chord that puts the keyboard focus in Claude Code's chat input.
@@ -66,6 +70,15 @@ pub struct ControlConfig {
 }
 
 impl ControlConfig {
+    /// How the fallback is switched on, for a refusal that names the setting.
+    pub fn how_to_turn_on(&self) -> String {
+        format!(
+            "CROSS_AGENT_GUI_FALLBACK=1 in the daemon's environment, or gui_fallback = true \
+             under [control] in {}",
+            self.path.display()
+        )
+    }
+
     /// The chord that opens `agent`'s chat input, when one is set.
     pub fn open_keys(&self, agent: Agent) -> Option<&Chord> {
         match agent {
@@ -86,6 +99,7 @@ struct File {
 #[serde(deny_unknown_fields)]
 struct Table {
     gui_fallback: Option<bool>,
+    prefer_gui: Option<bool>,
     idle_seconds: Option<u64>,
     claude_open_keys: Option<String>,
     codex_open_keys: Option<String>,
@@ -153,6 +167,7 @@ pub fn parse(text: &str, path: PathBuf, env: Option<&str>) -> Result<ControlConf
     Ok(ControlConfig {
         gui_fallback,
         gui_fallback_from,
+        prefer_gui: table.prefer_gui.unwrap_or(false),
         idle: Duration::from_secs(table.idle_seconds.unwrap_or(DEFAULT_IDLE_SECONDS)),
         claude_open,
         codex_open: chord("codex_open_keys", table.codex_open_keys.as_deref())?,

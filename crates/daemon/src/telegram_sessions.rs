@@ -242,6 +242,7 @@ impl SessionHost for Host {
                     Transport::HeadlessCli => "headless_cli",
                     Transport::ClaudeNative => "claude_native",
                     Transport::AgentHost => "agent_host",
+                    Transport::Gui => "gui",
                 };
                 Ok(PromptReceipt {
                     delivery_id: receipt.delivery_id,

@@ -1,6 +1,8 @@
 //! A real desktop for the focus and GUI-fallback tests: Xvfb on a free display with openbox as its window manager, and stand-in editor
 //! windows — `x11-recorder` processes titled as VS Code titles its windows, each recording the
-//! keys and pastes it receives. All processes are ended when dropped.
+//! keys and pastes it receives. All processes are ended when dropped. [`Xvfb`] alone (no window
+//! manager) is for tests that only need a display (the handoff launcher's terminal): one way of
+//! picking a display for every test, so tests run in parallel never share a server.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -14,16 +16,47 @@ use x11rb::protocol::xtest::ConnectionExt as _;
 
 /// Xvfb with openbox on it.
 pub struct Desktop {
-    xvfb: Child,
+    // Declared first: openbox is stopped before its server.
     openbox: Child,
-    display: String,
+    xvfb: Xvfb,
     _config: tempfile::TempDir,
+}
+
+/// An Xvfb server on a display of its own, stopped (its lock file removed) when dropped.
+#[derive(Debug)]
+pub struct Xvfb {
+    child: Child,
+    display: String,
+}
+
+impl Xvfb {
+    /// Starts Xvfb on a free display: a number tried, its lock file deciding (below).
+    pub fn start() -> Result<Xvfb> {
+        Xvfb::start_sized(1024, 768)
+    }
+
+    /// Starts Xvfb with one 24-bit screen of `width`×`height` on a free display.
+    pub fn start_sized(width: u32, height: u32) -> Result<Xvfb> {
+        let (child, display) = start_xvfb(&format!("{width}x{height}x24"))?;
+        Ok(Xvfb { child, display })
+    }
+
+    /// `:N`.
+    pub fn display(&self) -> &str {
+        &self.display
+    }
+}
+
+impl Drop for Xvfb {
+    fn drop(&mut self) {
+        terminate(&mut self.child);
+    }
 }
 
 impl std::fmt::Debug for Desktop {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Desktop")
-            .field("display", &self.display)
+            .field("display", &self.xvfb.display)
             .finish()
     }
 }
@@ -31,7 +64,8 @@ impl std::fmt::Debug for Desktop {
 impl Desktop {
     /// Starts Xvfb and openbox, and waits until openbox manages new windows.
     pub fn start() -> Result<Desktop> {
-        let (mut xvfb, display) = start_xvfb()?;
+        let xvfb = Xvfb::start()?;
+        let display = xvfb.display.clone();
         // openbox reads its rc.xml from XDG_CONFIG_HOME first: an empty one means its defaults.
         let config = tempfile::tempdir()?;
         let openbox = Command::new("openbox")
@@ -44,16 +78,12 @@ impl Desktop {
             .spawn();
         let openbox = match openbox {
             Ok(child) => child,
-            Err(e) => {
-                let _ = xvfb.kill();
-                let _ = xvfb.wait();
-                bail!("start openbox (scripts/install-debian-packages installs it): {e}");
-            }
+            // The server is stopped as `xvfb` is dropped.
+            Err(e) => bail!("start openbox (scripts/install-debian-packages installs it): {e}"),
         };
         let desktop = Desktop {
-            xvfb,
             openbox,
-            display,
+            xvfb,
             _config: config,
         };
         desktop.wait_managed()?;
@@ -64,7 +94,7 @@ impl Desktop {
     /// `_NET_CLIENT_LIST`. (`_NET_SUPPORTING_WM_CHECK` is set earlier in openbox's start-up; a
     /// window mapped right after it was seen left unmanaged.)
     fn wait_managed(&self) -> Result<()> {
-        let (conn, screen) = x11rb::connect(Some(&self.display))?;
+        let (conn, screen) = x11rb::connect(Some(self.display()))?;
         let root = conn.setup().roots[screen].root;
         let list = conn.intern_atom(false, b"_NET_CLIENT_LIST")?.reply()?.atom;
         let probe = conn.generate_id()?;
@@ -98,7 +128,7 @@ impl Desktop {
 
     /// `:N`.
     pub fn display(&self) -> &str {
-        &self.display
+        self.xvfb.display()
     }
 
     /// Opens a stand-in editor window titled `title` that records into `record`.
@@ -108,7 +138,7 @@ impl Desktop {
             .arg(title)
             .arg("--record")
             .arg(record)
-            .env("DISPLAY", &self.display)
+            .env("DISPLAY", self.display())
             .stdin(Stdio::null())
             .spawn()
             .context("start x11-recorder")?;
@@ -120,7 +150,7 @@ impl Desktop {
 
     /// Moves the pointer through XTEST: input as the person's own, resetting the idle time.
     pub fn move_pointer(&self) -> Result<()> {
-        let (conn, screen) = x11rb::connect(Some(&self.display))?;
+        let (conn, screen) = x11rb::connect(Some(self.display()))?;
         let root = conn.setup().roots[screen].root;
         conn.xtest_fake_input(xproto::MOTION_NOTIFY_EVENT, 0, 0, root, 17, 23, 0)?;
         conn.get_input_focus()?.reply()?;
@@ -132,7 +162,7 @@ impl Desktop {
 /// were seen to report the same display (and one test's windows went to another's server), so
 /// the number is chosen here and the X server's own lock file (`/tmp/.X<n>-lock`, created
 /// exclusively) decides — a server that lost exits, and the next number is tried.
-fn start_xvfb() -> Result<(Child, String)> {
+fn start_xvfb(screen: &str) -> Result<(Child, String)> {
     let first = 200 + fastrand_like() % 600;
     for n in (first..800).chain(200..first) {
         if Path::new(&format!("/tmp/.X{n}-lock")).exists() {
@@ -140,7 +170,7 @@ fn start_xvfb() -> Result<(Child, String)> {
         }
         let display = format!(":{n}");
         let mut xvfb = Command::new("Xvfb")
-            .args([&display, "-screen", "0", "1024x768x24", "-nolisten", "tcp"])
+            .args([&display, "-screen", "0", screen, "-nolisten", "tcp"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -176,9 +206,8 @@ fn fastrand_like() -> u32 {
 
 impl Drop for Desktop {
     fn drop(&mut self) {
-        for child in [&mut self.openbox, &mut self.xvfb] {
-            terminate(child);
-        }
+        // The server follows as `xvfb` is dropped.
+        terminate(&mut self.openbox);
     }
 }
 

@@ -18,7 +18,6 @@ pub mod panel;
 pub mod sshd;
 pub mod synthetic_stores;
 pub mod telegram;
-pub mod xvfb;
 
 pub use endpoint::{
     Api, EndpointConfig, InputKind, ModelEndpoint, RecordedRequest, Reply, Rule, ScriptedUsage,

@@ -44,14 +44,24 @@ impl FocusArgs {
                 session.session_id
             )
         })?;
+        // The panel shims' ancestry names the editor's process (the window's `_NET_WM_PID`),
+        // which tells two windows of one folder apart.
+        let editor_pids = match Home::from_env() {
+            Ok(home) => cross_agent_transports::panel::registry::editor_pids(
+                &cross_agent_transports::panel::registry::scan(home.root()).live,
+                Some(&session.session_id),
+                &cwd,
+            ),
+            Err(_) => Vec::new(),
+        };
         let backend = cross_agent_control::from_env();
         let control: Result<&dyn Control, ControlError> = match &backend {
             Ok(backend) => Ok(backend.as_ref()),
             Err(e) => Err(ControlError::NoDesktop { why: e.to_string() }),
         };
         match self.text {
-            None => focus(control, &cwd, self.json),
-            Some(text) => type_text(control, &session, &cwd, &text, self.json),
+            None => focus(control, &cwd, &editor_pids, self.json),
+            Some(text) => type_text(control, &session, &cwd, &editor_pids, &text, self.json),
         }
     }
 }
@@ -59,9 +69,10 @@ impl FocusArgs {
 fn focus(
     control: Result<&dyn Control, ControlError>,
     cwd: &std::path::Path,
+    editor_pids: &[u32],
     json: bool,
 ) -> anyhow::Result<ExitCode> {
-    let focused = match focus_cwd(control, cwd, &[]) {
+    let focused = match focus_cwd(control, cwd, editor_pids) {
         Ok(focused) => focused,
         Err(e) => {
             if json {
@@ -105,6 +116,7 @@ fn type_text(
     control: Result<&dyn Control, ControlError>,
     session: &Session,
     cwd: &std::path::Path,
+    editor_pids: &[u32],
     text: &str,
     json: bool,
 ) -> anyhow::Result<ExitCode> {
@@ -119,7 +131,7 @@ fn type_text(
             session: Some(&session.session_id),
             delivery: None,
             cwd,
-            editor_pids: &[],
+            editor_pids,
             text,
         },
         &DecisionLog::new(home.root()),

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use cross_agent_testkit::agents::{AgentHome, AgentKind, Claude, Codex, agent_binary};
 use cross_agent_testkit::binaries::agent_standin_bin;
+use cross_agent_testkit::desktop::Xvfb;
 use cross_agent_testkit::foreign_stores::{antigravity_session, cursor_session};
-use cross_agent_testkit::xvfb::Xvfb;
 use cross_agent_testkit::{Api, ModelEndpoint, Reply, Rule, ToolCall};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
@@ -761,7 +761,9 @@ fn cli_handoff_launches_the_agent_in_a_terminal() {
     let user = User::new();
     let project = user.home.project("launch").unwrap();
     let id = small_cursor_session(&user, &project, GOAL);
-    let xvfb = Xvfb::start().expect("Xvfb is installed (apt-get install xvfb xterm)");
+    // testkit's display picking, shared with the desktop tests: `-displayfd` servers started
+    // at once were seen to report the same display.
+    let xvfb = Xvfb::start().expect("Xvfb (scripts/install-debian-packages installs it)");
     let standin = agent_standin_bin().unwrap();
     let record = user.home.path().join("standin.json");
 
@@ -769,7 +771,7 @@ fn cli_handoff_launches_the_agent_in_a_terminal() {
         let _ = std::fs::remove_file(&record);
         let out = user
             .command(&["handoff", &id, "--to", "cli:claude", "--json"])
-            .env("DISPLAY", &xvfb.display)
+            .env("DISPLAY", xvfb.display())
             .env("CROSS_AGENT_CLAUDE_BIN", &standin)
             .env("STANDIN_RECORD", &record)
             .env("STANDIN_EXIT", exit)

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use cross_agent_testkit::xvfb::Xvfb;
+use cross_agent_testkit::desktop::Xvfb;
 use x11rb::connection::Connection as _;
 use x11rb::protocol::xproto::{AtomEnum, ConnectionExt as _, ImageFormat, MapState, Window};
 
@@ -114,7 +114,7 @@ fn the_app_opens_a_real_window_that_is_not_blank() {
     let home = tempfile::tempdir().unwrap();
     let app = Running(
         Command::new(APP)
-            .env("DISPLAY", &xvfb.display)
+            .env("DISPLAY", xvfb.display())
             .env_remove("WAYLAND_DISPLAY")
             .env("HOME", home.path())
             .env("CROSS_AGENT_HOME", home.path().join("state"))
@@ -126,7 +126,7 @@ fn the_app_opens_a_real_window_that_is_not_blank() {
             .spawn()
             .unwrap(),
     );
-    let (conn, screen) = x11rb::connect(Some(&xvfb.display)).unwrap();
+    let (conn, screen) = x11rb::connect(Some(xvfb.display())).unwrap();
     let root = conn.setup().roots[screen].root;
 
     // The window appears, then fills in (the first frames may still be one colour).

@@ -62,6 +62,11 @@ pub(super) trait Neighbours {
     ) -> bool;
     /// A delivery was queued: the dispatcher looks at the queue.
     fn queued(&self);
+    /// `[control]` of this daemon's `config.toml` (with `CROSS_AGENT_GUI_FALLBACK` over it):
+    /// whether the GUI door is open for a send no headless CLI may carry.
+    fn control_config(
+        &self,
+    ) -> cross_agent_control::Result<cross_agent_control::settings::ControlConfig>;
 }
 
 impl Neighbours for Engine {
@@ -98,6 +103,12 @@ impl Neighbours for Engine {
 
     fn queued(&self) {
         self.inner.dispatch.wake();
+    }
+
+    fn control_config(
+        &self,
+    ) -> cross_agent_control::Result<cross_agent_control::settings::ControlConfig> {
+        cross_agent_control::settings::load(&self.inner.info.state_root)
     }
 }
 
@@ -398,6 +409,11 @@ mod tests {
         }
         fn queued(&self) {
             self.woken.fetch_add(1, Ordering::SeqCst);
+        }
+        fn control_config(
+            &self,
+        ) -> cross_agent_control::Result<cross_agent_control::settings::ControlConfig> {
+            cross_agent_control::settings::parse("", "config.toml".into(), None)
         }
     }
 

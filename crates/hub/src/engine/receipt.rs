@@ -307,6 +307,10 @@ impl Admission {
             (None, Transport::ClaudeNative) => {
                 format!("in the live {agent} session, through its own cross-session messaging")
             }
+            (None, Transport::Gui) => format!(
+                "in the {agent} chat of its editor window, pasted there through the desktop \
+                 (the GUI fallback)"
+            ),
             (None, Transport::HeadlessCli | Transport::Panel) => {
                 format!("in the background (headless {agent} CLI)")
             }
@@ -359,6 +363,11 @@ impl Admission {
                 Transport::AgentHost => format!(
                     "the answer is awaited up to {timeout_secs} s after the hand-over; the host \
                      runs the turn, and the message is never re-sent"
+                ),
+                Transport::Gui => format!(
+                    "the answer is read from the session's transcript; inactivity timeout \
+                     {timeout_secs} s of a still transcript after the paste, and the message is \
+                     never re-sent"
                 ),
                 Transport::HeadlessCli | Transport::Panel | Transport::ClaudeNative => format!(
                     "inactivity timeout {timeout_secs} s, reset by CLI output or transcript \

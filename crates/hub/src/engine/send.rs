@@ -11,6 +11,7 @@ use cross_agent_protocol::bridge::{
 use serde_json::{Value, json};
 
 use super::admission::{Admission, Neighbours};
+use super::carriers::{NotTaken, gui_takes};
 use super::copilot_caller::map_copilot_caller;
 use super::receipt::{Acceptance, Conversation};
 use super::target::{TargetQuery, Unresolved};
@@ -153,7 +154,7 @@ impl Admission {
         )?;
         not_the_caller_itself(agent, own_session, &resolved, &caller)?;
         panel_not_required(&settings, agent, &resolved)?;
-        headless_allowed(&settings, agent, &resolved)?;
+        headless_allowed(&settings, agent, &resolved, others)?;
         let conversation = self.hop_left(params, &settings, &caller)?;
 
         Ok(self.accept(
@@ -466,12 +467,28 @@ fn panel_not_required(settings: &CallSettings, agent: Agent, resolved: &Resolved
 }
 
 /// `CROSS_AGENT_DISABLE_HEADLESS`: a send must go into a session an editor panel holds (or,
-/// for Copilot, its Agent Host).
-fn headless_allowed(settings: &CallSettings, agent: Agent, resolved: &Resolved) -> Guard {
+/// for Copilot, its Agent Host), or through the GUI door when the person turned the GUI
+/// fallback on (`carriers::gui`).
+fn headless_allowed(
+    settings: &CallSettings,
+    agent: Agent,
+    resolved: &Resolved,
+    others: &dyn Neighbours,
+) -> Guard {
     // Copilot is never reached headless: its route is its running Agent Host.
     if !settings.disable_headless || resolved.panel.is_some() || agent == Agent::Copilot {
         return Ok(());
     }
+    let gui = gui_takes(agent, resolved, settings, &others.control_config());
+    let gui_hint = match gui {
+        Ok(()) => return Ok(()),
+        Err(NotTaken::Off(how)) if resolved.session_id.is_some() => format!(
+            " The GUI fallback could paste it into the session's editor window, but it is \
+             off: turn it on with {how}."
+        ),
+        Err(NotTaken::Unreadable(why)) => format!(" The GUI fallback's settings: {why}."),
+        Err(NotTaken::Off(_) | NotTaken::NotItsKind) => String::new(),
+    };
     let which = resolved.session_id.as_deref().map_or_else(
         || format!("the new {agent} session it would create"),
         |id| format!("{agent} session {id}"),
@@ -481,8 +498,8 @@ fn headless_allowed(settings: &CallSettings, agent: Agent, resolved: &Resolved) 
         format!(
             "CROSS_AGENT_DISABLE_HEADLESS is set for this registration, so a send must reach a \
              session an editor panel holds, and no live panel holds {which}. Open the \
-             conversation in its panel first, or leave the setting off for this send. Nothing \
-             was sent, queued or spent"
+             conversation in its panel first, or leave the setting off for this send.{gui_hint} \
+             Nothing was sent, queued or spent"
         ),
         json!({"target_session_id": resolved.session_id}),
     ))
