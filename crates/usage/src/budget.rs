@@ -335,6 +335,8 @@ pub fn step(budgets: &Budgets, spend: &DaySpend, announced: &mut Announced) -> V
 }
 
 #[cfg(test)]
+// Amounts are written dollars_cents (`8_10` is $8.10).
+#[allow(clippy::inconsistent_digit_grouping)]
 mod tests {
     use pretty_assertions::assert_eq;
 

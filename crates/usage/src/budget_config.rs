@@ -253,6 +253,8 @@ pub fn save_state(home: &Path, announced: &Announced) -> Result<()> {
 }
 
 #[cfg(test)]
+// Amounts are written dollars_cents (`8_10` is $8.10).
+#[allow(clippy::inconsistent_digit_grouping)]
 mod tests {
     use std::os::unix::fs::PermissionsExt as _;
 
