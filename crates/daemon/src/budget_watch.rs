@@ -1,0 +1,203 @@
+//! The budget watcher: with a budget in `[usage.budget]` of `CROSS_AGENT_HOME/config.toml`, the
+//! daemon looks at today's spend every pass ([`PASS`], or `CROSS_AGENT_USAGE_BUDGET_PASS_SECONDS`)
+//! and announces each budget once when it reaches 80 % and once at 100 % (docs/usage.md,
+//! "Budgets"): a Telegram notice to every paired chat and a `usage_budget` decision line.
+//!
+//! The deciding is `cross_agent_usage::budget::step` (pure); this file reads, sends and keeps.
+//! What was announced is kept in `usage-budget-state.json` before anything is said, so neither a
+//! restart nor a handover says it twice. A notice decided while no bot polls (none set up,
+//! or a successor taking over) stays in that file and goes out on a later pass of the same day.
+//!
+//! Today's spend comes through [`UsageSource`]; the first one, [`ScanSource`], reads every file
+//! of the stores each pass, as `cross-agent usage` does. The daemon's live usage index will
+//! answer the same two questions from what it keeps current.
+//!
+//! The watcher stops with the Telegram poller's stop signal, like the review robot: a daemon
+//! being replaced lets its successor do the passes.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use cross_agent_decisions::{Decision, DecisionKind, DecisionLog, Outcome};
+use cross_agent_protocol::settings as var;
+use cross_agent_protocol::timestamp::UnixMillis;
+use cross_agent_stores::StoreRoots;
+use cross_agent_usage::budget::{self, Crossing, Day, DaySpend};
+use cross_agent_usage::{PriceTable, RateLimits, account, budget_config, scan};
+use tokio::sync::watch;
+
+/// How often the watcher looks at today's spend: the scan reads every file of the stores.
+pub const PASS: Duration = Duration::from_secs(120);
+
+/// Where the daemon's usage numbers come from.
+pub trait UsageSource: Send + Sync + 'static {
+    /// What each agent spent on `day` (UTC), priced with the price table in effect. Blocking.
+    fn spend_on(&self, day: Day) -> Result<DaySpend, String>;
+    /// Codex's latest rate-limit windows, `None` when no rollout recorded any. Blocking.
+    fn rate_limits(&self) -> Result<Option<RateLimits>, String>;
+}
+
+/// Reads every file of the stores on each question (the path `cross-agent usage` takes).
+pub struct ScanSource {
+    home: PathBuf,
+    roots: StoreRoots,
+}
+
+impl ScanSource {
+    /// The stores of this daemon's environment; prices from `home`'s `prices.toml` override.
+    pub fn from_env(home: PathBuf) -> ScanSource {
+        ScanSource {
+            home,
+            roots: StoreRoots::from_env(),
+        }
+    }
+}
+
+impl UsageSource for ScanSource {
+    fn spend_on(&self, day: Day) -> Result<DaySpend, String> {
+        let prices = PriceTable::load(Some(&self.home)).map_err(|e| e.to_string())?;
+        // Files that cannot be read are named by `cross-agent usage`; each pass would repeat them.
+        let found = scan::scan(&self.roots);
+        Ok(DaySpend::of(&account(&found.files), &prices, day))
+    }
+
+    fn rate_limits(&self) -> Result<Option<RateLimits>, String> {
+        Ok(account(&scan::scan(&self.roots).files).rate_limits)
+    }
+}
+
+/// Where a notice goes: the bot's paired chats.
+pub trait Notices: Send + Sync + 'static {
+    /// Queues `text` for every paired chat; whether any chat will get it.
+    fn notify(&self, text: &str) -> bool;
+}
+
+impl Notices for cross_agent_telegram::Bot {
+    fn notify(&self, text: &str) -> bool {
+        self.notify_all(text, "usage_budget")
+    }
+}
+
+/// Starts the watcher's passes; they end when `stop` turns true.
+pub fn start(
+    home: PathBuf,
+    source: Arc<dyn UsageSource>,
+    notices: Arc<dyn Notices>,
+    decisions: DecisionLog,
+    mut stop: watch::Receiver<bool>,
+) {
+    let pass = std::env::var(var::USAGE_BUDGET_PASS_SECONDS)
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|s| *s > 0)
+        .map_or(PASS, Duration::from_secs);
+    let watcher = Arc::new(Watcher {
+        home,
+        source,
+        notices,
+        decisions,
+        last_problem: parking_lot::Mutex::new(None),
+    });
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(pass);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {}
+                _ = stop.wait_for(|s| *s) => return,
+            }
+            let watcher = Arc::clone(&watcher);
+            // A pass is blocking work (config, the stores, the state file).
+            let _ = tokio::task::spawn_blocking(move || watcher.pass(UnixMillis::now())).await;
+        }
+    });
+}
+
+struct Watcher {
+    home: PathBuf,
+    source: Arc<dyn UsageSource>,
+    notices: Arc<dyn Notices>,
+    decisions: DecisionLog,
+    /// The last problem logged, so a lasting one is said once.
+    last_problem: parking_lot::Mutex<Option<String>>,
+}
+
+impl Watcher {
+    fn problem(&self, problem: Option<String>) {
+        let mut last = self.last_problem.lock();
+        if let Some(p) = &problem
+            && last.as_ref() != Some(p)
+        {
+            tracing::warn!(problem = %p, "the budget watcher skips its passes");
+        }
+        *last = problem;
+    }
+
+    fn pass(&self, now: UnixMillis) {
+        let budgets = match budget_config::load(&self.home) {
+            Ok(budgets) => budgets,
+            Err(e) => return self.problem(Some(e.to_string())),
+        };
+        if budgets.is_empty() {
+            return self.problem(None);
+        }
+        let loaded = match budget_config::load_state(&self.home) {
+            Ok(loaded) => loaded,
+            Err(e) => return self.problem(Some(e.to_string())),
+        };
+        if let Some(aside) = &loaded.quarantined {
+            tracing::warn!(
+                moved_to = %aside.display(),
+                "the budget state file was damaged and moved aside; starting it afresh"
+            );
+        }
+        let spend = match self.source.spend_on(Day::of(now)) {
+            Ok(spend) => spend,
+            Err(e) => return self.problem(Some(format!("today's spend: {e}"))),
+        };
+        self.problem(None);
+        let mut announced = loaded.announced;
+        let before = announced.clone();
+        let crossings = budget::step(&budgets, &spend, &mut announced);
+        if announced != before
+            && let Err(e) = budget_config::save_state(&self.home, &announced)
+        {
+            // Unsaved, a crossing would be announced again on every pass: say nothing.
+            return self.problem(Some(e.to_string()));
+        }
+        for crossing in &crossings {
+            self.decisions.record(decision(crossing));
+        }
+        let mut sent = false;
+        for notice in announced.unsent() {
+            if self.notices.notify(&notice.notice) {
+                notice.notified = true;
+                sent = true;
+            }
+        }
+        if sent && let Err(e) = budget_config::save_state(&self.home, &announced) {
+            tracing::warn!(error = %e, "the budget watcher could not save its state");
+        }
+    }
+}
+
+/// The `usage_budget` decision line of a crossing: which budget, spend, limit, day.
+fn decision(crossing: &Crossing) -> Decision {
+    let mut line = Decision::new(
+        DecisionKind::new("usage_budget"),
+        Outcome::new(match crossing.threshold {
+            budget::Threshold::Most => "reached_80",
+            budget::Threshold::Spent => "reached_100",
+        }),
+    )
+    .detail("budget", crossing.scope.key())
+    .detail("day", crossing.day.text())
+    .detail("spent_usd", crossing.spend.priced.dollars_exact())
+    .detail("limit_usd", crossing.limit.dollars_exact())
+    .detail("unpriced_calls", crossing.spend.unpriced_calls);
+    if let budget::Scope::Agent(agent) = crossing.scope {
+        line = line.agent(agent.as_str());
+    }
+    line
+}
