@@ -182,6 +182,52 @@ impl DaySpend {
     }
 }
 
+/// One budget and how much of it `spend`'s day used: what `cross-agent usage` shows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Share {
+    /// [`Scope::key`].
+    pub budget: &'static str,
+    pub limit_usd: String,
+    /// The priced part, which is what counts against the budget.
+    pub spent_usd: String,
+    /// Calls of the day with no price: shown beside, not counted.
+    pub unpriced_calls: u64,
+    /// Whole percent of the limit, rounded down.
+    pub percent: u128,
+}
+
+impl Share {
+    /// `daily: $16.20 + unknown for 2 calls of $20.00 (81%)`.
+    pub fn text(&self, spend: &Spend, limit: Money) -> String {
+        format!(
+            "{}: {} of {} ({}%)",
+            self.budget,
+            spend.text(),
+            limit.dollars_cents(),
+            self.percent
+        )
+    }
+}
+
+/// Every budget set, with its share of `spend`, and the text line of each.
+pub fn shares(budgets: &Budgets, spend: &DaySpend) -> Vec<(Share, String)> {
+    budgets
+        .iter()
+        .map(|(scope, limit)| {
+            let spent = spend.of_scope(scope);
+            let share = Share {
+                budget: scope.key(),
+                limit_usd: limit.dollars_exact(),
+                spent_usd: spent.priced.dollars_exact(),
+                unpriced_calls: spent.unpriced_calls,
+                percent: spent.percent_of(limit),
+            };
+            let text = share.text(&spent, limit);
+            (share, text)
+        })
+        .collect()
+}
+
 /// The two points at which a budget is announced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Threshold {

@@ -1,6 +1,7 @@
 //! `cross-agent usage`: tokens and cost per session, agent, model, day or cwd, read from the
 //! agents' own files (docs/usage.md) by `cross-agent-usage`; `usage --prices` prints the price
-//! table in effect, `usage --limits` Codex's latest rate-limit windows.
+//! table in effect, `usage --limits` Codex's latest rate-limit windows. With budgets set in
+//! `config.toml`'s `[usage.budget]`, the report ends with today's share of each.
 //!
 //! Reads the stores directly for now (the daemon's index will keep the same parses current).
 //! Stdout carries only the answer; files that could not be read are named on stderr.
@@ -12,7 +13,10 @@ use clap::Args;
 use cross_agent_home::Home;
 use cross_agent_protocol::timestamp::UnixMillis;
 use cross_agent_stores::StoreRoots;
-use cross_agent_usage::{GroupBy, PriceTable, Report, Row, Since, account, limits, scan};
+use cross_agent_usage::budget::{self, Day, DaySpend};
+use cross_agent_usage::{
+    GroupBy, PriceTable, Report, Row, Since, account, budget_config, limits, scan,
+};
 use serde_json::json;
 
 use crate::display::escape_cell;
@@ -60,16 +64,37 @@ impl UsageArgs {
             .as_deref()
             .map(|t| Since::parse(t, UnixMillis::now()))
             .transpose()?;
+        // A malformed budget is refused before anything is read (the error names the key).
+        let budgets = budget_config::load(home.root())?;
         let found = scan::scan(&StoreRoots::from_env());
         for warning in &found.warnings {
             eprintln!("cross-agent usage: {warning}");
         }
-        let report = Report::build(&account(&found.files), &prices, by, since.map(|s| s.0));
+        let accounting = account(&found.files);
+        let report = Report::build(&accounting, &prices, by, since.map(|s| s.0));
+        // Today's share of each budget, when any is set (budgets are per UTC day, whatever
+        // `--since` says).
+        let today = Day::of(UnixMillis::now());
+        let shares = (!budgets.is_empty())
+            .then(|| budget::shares(&budgets, &DaySpend::of(&accounting, &prices, today)));
         if self.json {
-            serde_json::to_writer_pretty(&mut out, &report.to_json())?;
+            let mut json = report.to_json();
+            if let Some(shares) = &shares {
+                json["budgets"] = json!({
+                    "day": today.text(),
+                    "budgets": shares.iter().map(|(share, _)| share).collect::<Vec<_>>(),
+                });
+            }
+            serde_json::to_writer_pretty(&mut out, &json)?;
             writeln!(out)?;
         } else {
             write_report(&mut out, &report)?;
+            if let Some(shares) = &shares {
+                writeln!(out, "budgets today ({} UTC):", today.text())?;
+                for (_, line) in shares {
+                    writeln!(out, "  {line}")?;
+                }
+            }
         }
         out.flush()?;
         Ok(ExitCode::SUCCESS)
