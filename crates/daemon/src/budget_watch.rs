@@ -201,3 +201,121 @@ fn decision(crossing: &Crossing) -> Decision {
     }
     line
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::os::unix::fs::PermissionsExt as _;
+
+    use cross_agent_protocol::Agent;
+    use cross_agent_usage::Money;
+    use cross_agent_usage::budget::Spend;
+    use pretty_assertions::assert_eq;
+
+    use super::*;
+
+    /// A day's spend the test sets.
+    struct Fixed(parking_lot::Mutex<u128>);
+
+    impl UsageSource for Fixed {
+        fn spend_on(&self, day: Day) -> Result<DaySpend, String> {
+            let mut agents = BTreeMap::new();
+            agents.insert(
+                Agent::Codex,
+                Spend {
+                    priced: Money(*self.0.lock() * 10_000_000_000),
+                    unpriced_calls: 0,
+                },
+            );
+            Ok(DaySpend {
+                day: Some(day),
+                agents,
+            })
+        }
+        fn rate_limits(&self) -> Result<Option<RateLimits>, String> {
+            Ok(None)
+        }
+    }
+
+    /// A bot that polls (or not) as the test says, and what it was given.
+    #[derive(Default)]
+    struct Phone {
+        polling: parking_lot::Mutex<bool>,
+        sent: parking_lot::Mutex<Vec<String>>,
+    }
+
+    impl Notices for Phone {
+        fn notify(&self, text: &str) -> bool {
+            if !*self.polling.lock() {
+                return false;
+            }
+            self.sent.lock().push(text.to_owned());
+            true
+        }
+    }
+
+    fn watching(home: &std::path::Path, cents: u128) -> (Watcher, Arc<Fixed>, Arc<Phone>) {
+        let source = Arc::new(Fixed(parking_lot::Mutex::new(cents)));
+        let phone = Arc::new(Phone::default());
+        let watcher = Watcher {
+            home: home.to_owned(),
+            source: Arc::clone(&source) as Arc<dyn UsageSource>,
+            notices: Arc::clone(&phone) as Arc<dyn Notices>,
+            decisions: DecisionLog::new(home),
+            last_problem: parking_lot::Mutex::new(None),
+        };
+        (watcher, source, phone)
+    }
+
+    fn decisions(home: &std::path::Path) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(home.join("decisions.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn a_notice_decided_while_no_bot_polls_goes_out_once_it_does() {
+        let home = tempfile::tempdir().unwrap();
+        let config = home.path().join("config.toml");
+        std::fs::write(&config, "[usage.budget]\ncodex = \"10\"\n").unwrap();
+        std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let (watcher, _, phone) = watching(home.path(), 8_50);
+        let now = UnixMillis::parse_rfc3339("2026-12-06T10:00:00Z").unwrap();
+        watcher.pass(now);
+        // Decided and recorded, not sent: no bot.
+        assert_eq!(decisions(home.path()).len(), 1);
+        assert_eq!(phone.sent.lock().len(), 0);
+        *phone.polling.lock() = true;
+        watcher.pass(now);
+        watcher.pass(now);
+        assert_eq!(
+            *phone.sent.lock(),
+            [
+                "⚠️ 80% of Codex's daily budget is spent: $8.50 of $10.00 on 2026-12-06 (UTC, \
+              85%; only priced calls count)."
+            ]
+        );
+        assert_eq!(decisions(home.path()).len(), 1);
+        let line = &decisions(home.path())[0];
+        assert_eq!(
+            (&line["kind"], &line["outcome"], &line["agent"]),
+            (
+                &serde_json::json!("usage_budget"),
+                &serde_json::json!("reached_80"),
+                &serde_json::json!("codex")
+            )
+        );
+
+        // A watcher started afresh (a restart) on the same home says nothing more; the next
+        // day the same spend is announced again.
+        let (again, _, phone_again) = watching(home.path(), 8_50);
+        *phone_again.polling.lock() = true;
+        again.pass(now);
+        assert_eq!(phone_again.sent.lock().len(), 0);
+        let tomorrow = UnixMillis::parse_rfc3339("2026-12-07T10:00:00Z").unwrap();
+        again.pass(tomorrow);
+        assert_eq!(phone_again.sent.lock().len(), 1);
+    }
+}
