@@ -196,19 +196,6 @@ pub struct Share {
     pub percent: u128,
 }
 
-impl Share {
-    /// `daily: $16.20 + unknown for 2 calls of $20.00 (81%)`.
-    pub fn text(&self, spend: &Spend, limit: Money) -> String {
-        format!(
-            "{}: {} of {} ({}%)",
-            self.budget,
-            spend.text(),
-            limit.dollars_cents(),
-            self.percent
-        )
-    }
-}
-
 /// Every budget set, with its share of `spend`, and the text line of each.
 pub fn shares(budgets: &Budgets, spend: &DaySpend) -> Vec<(Share, String)> {
     budgets
@@ -222,7 +209,14 @@ pub fn shares(budgets: &Budgets, spend: &DaySpend) -> Vec<(Share, String)> {
                 unpriced_calls: spent.unpriced_calls,
                 percent: spent.percent_of(limit),
             };
-            let text = share.text(&spent, limit);
+            // `daily: $16.20 + unknown for 2 calls of $20.00 (81%)`.
+            let text = format!(
+                "{}: {} of {} ({}%)",
+                share.budget,
+                spent.text(),
+                limit.dollars_cents(),
+                share.percent
+            );
             (share, text)
         })
         .collect()
