@@ -11,6 +11,7 @@ pub mod bridge;
 pub mod decisions;
 pub mod events;
 pub mod hook;
+pub mod hosts;
 pub mod panel;
 pub mod review;
 pub mod rpc;

@@ -28,6 +28,11 @@ use serde::{Deserialize, Serialize};
 /// able to say `hello` to it. An older daemon answers `handover` with
 /// [`ErrorCode::MethodNotFound`], which the restart reads as "replace it the old way" (stop, then
 /// start); nothing is misread.
+///
+/// `hosts_status` was added without a bump for the same reason: a new `cross-agent hosts status`
+/// asking an older daemon gets [`ErrorCode::MethodNotFound`], which it reports as "restart the
+/// daemon"; and a link to another machine says `hello` with this version, so a bump would refuse
+/// every remote of the previous release for a method the link never calls.
 pub const PROTOCOL_VERSION: u32 = 2;
 
 /// Correlates a response with its request. Chosen by the client, unique per connection.
@@ -180,6 +185,9 @@ pub enum ClientKind {
     /// A replaced daemon of the same home, forwarding what happens to the deliveries it still
     /// carries (`forward_event`).
     Daemon,
+    /// The daemon of another machine, over SSH (`ssh <dest> cross-agent rpc --stdio`): it asks
+    /// exactly what a local client may ask, nothing more.
+    Link,
     /// Anything else (benchmarks, tests, a future kind).
     #[serde(other)]
     Other,
@@ -461,6 +469,8 @@ rpc_methods! {
     ForwardEvent => "forward_event" (ForwardEventParams) -> ForwardEventResponse,
     /// A cross review's correction into the session it reviewed, past the escalation guard.
     ReviewCorrection => "review_correction" (crate::review::ReviewCorrectionParams) -> crate::review::ReviewCorrectionResponse,
+    /// `cross-agent hosts status`: each SSH link's state (docs/remote.md).
+    HostsStatus => "hosts_status" (crate::hosts::HostsStatusParams) -> crate::hosts::HostsStatusResponse,
 }
 
 #[cfg(test)]
@@ -571,7 +581,8 @@ mod tests {
                 "handover",
                 "hook",
                 "forward_event",
-                "review_correction"
+                "review_correction",
+                "hosts_status"
             ]
         );
         assert_eq!(<StatusParams as Method>::NAME, "status");

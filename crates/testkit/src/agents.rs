@@ -714,6 +714,7 @@ impl Codex {
             cwd: cwd.to_path_buf(),
             prompt: prompt.to_owned(),
             resume: None,
+            fork: None,
             extra_args: Vec::new(),
             timeout: DEFAULT_RUN_TIMEOUT,
         }
@@ -815,6 +816,7 @@ pub struct CodexTurn {
     cwd: PathBuf,
     prompt: String,
     resume: Option<String>,
+    fork: Option<String>,
     extra_args: Vec<String>,
     timeout: Duration,
 }
@@ -823,6 +825,12 @@ impl CodexTurn {
     /// Continue an existing thread (`codex exec resume <thread-id>`).
     pub fn resume(mut self, thread_id: &str) -> Self {
         self.resume = Some(thread_id.to_owned());
+        self
+    }
+
+    /// Start a new thread from a copy of an existing one (`codex exec fork <thread-id>`).
+    pub fn fork(mut self, thread_id: &str) -> Self {
+        self.fork = Some(thread_id.to_owned());
         self
     }
 
@@ -846,6 +854,9 @@ impl CodexTurn {
             .arg("exec");
         if let Some(thread_id) = &self.resume {
             command.args(["resume", thread_id]);
+        }
+        if let Some(thread_id) = &self.fork {
+            command.args(["fork", thread_id]);
         }
         command
             .args(["--json", "--skip-git-repo-check"])

@@ -1,7 +1,8 @@
 //! The price table: dollars per million tokens for every model the agents use, by kind, with a
 //! higher tier above a prompt size where the vendor has one. The table ships in the binary
-//! (`prices.toml`, dated, with its sources); `$CROSS_AGENT_HOME/prices.toml` overrides it per
-//! model. A model with no price — or a kind of token its price does not cover — makes the cost
+//! (`prices.toml`, dated); each model records the page its price was read from and the day it
+//! was checked. `$CROSS_AGENT_HOME/prices.toml` overrides it per model (in the same shape, or
+//! the older one without `source` / `checked`). A model with no price — or a kind of token its price does not cover — makes the cost
 //! unknown (`None`), never 0.
 //!
 //! Rates are whole micro-dollars per million tokens, read from decimal text without going
@@ -130,12 +131,20 @@ pub struct Tier {
     pub rates: Rates,
 }
 
-/// One model's prices.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// One model's prices, and where they come from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Price {
     #[serde(flatten)]
     pub rates: Rates,
     pub tier: Option<Tier>,
+    /// The page the price was read from; for a model the override file gave without one, the
+    /// override file's path.
+    pub source: Option<String>,
+    /// The day the price was checked against its source (`YYYY-MM-DD`).
+    pub checked: Option<String>,
+    /// What the source left open, or how it was read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 impl Price {
@@ -151,8 +160,9 @@ impl Price {
 /// Every model's prices, the shipped table merged with the user's override.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PriceTable {
-    /// When the shipped prices were read from the vendors' pages.
+    /// When the shipped prices were last checked against the vendors' pages.
     pub date: String,
+    /// Every model's source, once each, in order.
     pub sources: Vec<String>,
     pub models: BTreeMap<String, Price>,
     /// The override file that was merged in, if any.
@@ -181,6 +191,12 @@ struct RawRates {
     above: Option<u64>,
     #[serde(default)]
     tier: Option<Box<RawRates>>,
+    #[serde(default)]
+    source: Option<String>,
+    #[serde(default)]
+    checked: Option<String>,
+    #[serde(default)]
+    note: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -188,7 +204,10 @@ struct RawRates {
 struct RawTable {
     #[serde(default)]
     date: Option<String>,
+    /// The older shape's table-wide list of sources; read and ignored, since each model now
+    /// names its own.
     #[serde(default)]
+    #[allow(dead_code)]
     sources: Vec<String>,
     #[serde(default)]
     models: BTreeMap<String, RawRates>,
@@ -228,6 +247,11 @@ fn parse_table(text: &str) -> std::result::Result<(RawTable, BTreeMap<String, Pr
                 if t.tier.is_some() {
                     return Err(format!("models.\"{name}\".tier: one tier only"));
                 }
+                if t.source.is_some() || t.checked.is_some() || t.note.is_some() {
+                    return Err(format!(
+                        "models.\"{name}\".tier: `source`, `checked` and `note` belong to the model"
+                    ));
+                }
                 Some(Tier {
                     above,
                     rates: rates(t, name)?,
@@ -235,11 +259,19 @@ fn parse_table(text: &str) -> std::result::Result<(RawTable, BTreeMap<String, Pr
             }
             None => None,
         };
+        if let Some(checked) = r.checked.as_ref().filter(|c| !is_day(c)) {
+            return Err(format!(
+                "models.\"{name}\".checked: `{checked}` is not a day like \"2026-12-06\""
+            ));
+        }
         models.insert(
             name.clone(),
             Price {
                 rates: rates(r, name)?,
                 tier,
+                source: r.source.clone(),
+                checked: r.checked.clone(),
+                note: r.note.clone(),
             },
         );
     }
@@ -253,9 +285,15 @@ impl PriceTable {
             path: PathBuf::from("(shipped prices.toml)"),
             message,
         })?;
+        let mut sources = Vec::new();
+        for source in models.values().filter_map(|p| p.source.as_ref()) {
+            if !sources.contains(source) {
+                sources.push(source.clone());
+            }
+        }
         Ok(PriceTable {
             date: raw.date.unwrap_or_default(),
-            sources: raw.sources,
+            sources,
             models,
             override_file: None,
             overridden: Vec::new(),
@@ -304,7 +342,13 @@ impl PriceTable {
             path: path.to_path_buf(),
             message,
         })?;
-        for (name, price) in models {
+        for (name, mut price) in models {
+            if price.source.is_none() {
+                price.source = Some(path.display().to_string());
+            }
+            if let Some(source) = price.source.as_ref().filter(|s| !self.sources.contains(s)) {
+                self.sources.push(source.clone());
+            }
             self.overridden.push(name.clone());
             self.models.insert(name, price);
         }
@@ -324,6 +368,17 @@ impl PriceTable {
     pub fn cost(&self, model: Option<&str>, tokens: &Tokens) -> Option<Money> {
         self.price(model?)?.cost(tokens)
     }
+}
+
+/// `YYYY-MM-DD`, digits where digits belong (the day is a label, not computed with).
+fn is_day(text: &str) -> bool {
+    let b = text.as_bytes();
+    b.len() == 10
+        && b[4] == b'-'
+        && b[7] == b'-'
+        && b.iter()
+            .enumerate()
+            .all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit())
 }
 
 fn without_date(model: &str) -> Option<&str> {

@@ -6,14 +6,17 @@ mod check_database;
 mod daemon;
 mod decisions;
 mod doctor;
+mod focus;
 mod handoff;
 mod hook;
+mod hosts;
 mod install;
 mod mcp;
 mod pin;
 mod reload;
 mod review;
 mod review_status;
+mod rpc;
 mod send;
 mod service;
 mod sessions;
@@ -74,6 +77,15 @@ pub enum Command {
     /// Tokens and cost per session, agent, model, day or cwd, from the agents' own files
     /// (--since 24h|7d|DATE, --by, --json); --prices prints the price table.
     Usage(usage::UsageArgs),
+    /// The other machines the daemon links to over ssh: add NAME [DESTINATION], remove, list,
+    /// status [--json].
+    Hosts(hosts::HostsArgs),
+    /// Speak the daemon's RPC on stdin/stdout (--stdio): what another machine's daemon runs
+    /// over ssh to reach this one's.
+    Rpc(rpc::RpcArgs),
+    /// Raise the editor window a session lives in (X11, or the editor CLI); --type TEXT pastes
+    /// TEXT into its chat input and submits it when the GUI fallback is on and nobody is typing.
+    Focus(focus::FocusArgs),
 }
 
 impl Command {
@@ -98,6 +110,9 @@ impl Command {
             Command::Telegram(args) => args.run(),
             Command::Review(args) => args.run(),
             Command::Hook(args) => args.run(),
+            Command::Hosts(args) => args.run(),
+            Command::Rpc(args) => args.run(),
+            Command::Focus(args) => args.run(),
         }
     }
 }

@@ -217,8 +217,17 @@ fn write_prices(out: &mut impl Write, prices: &PriceTable, as_json: bool) -> any
         Column::right("CACHE W 1H"),
         Column::right("CACHE R"),
         Column::left("TIER"),
+        Column::left("CHECKED"),
+        Column::right("SRC"),
     ]);
     let rate = |r: Option<cross_agent_usage::Rate>| r.map_or("-".to_owned(), |r| r.dollars());
+    // Sources are long URLs: the row names one by its number in the list under the table.
+    let source_number = |source: &Option<String>| {
+        source
+            .as_ref()
+            .and_then(|s| prices.sources.iter().position(|known| known == s))
+            .map_or("-".to_owned(), |i| format!("[{}]", i + 1))
+    };
     for (name, price) in &prices.models {
         let r = &price.rates;
         let tier = price.tier.map_or(String::new(), |t| {
@@ -237,12 +246,14 @@ fn write_prices(out: &mut impl Write, prices: &PriceTable, as_json: bool) -> any
             rate(r.cache_write_1h),
             rate(r.cache_read),
             tier,
+            price.checked.clone().unwrap_or_else(|| "-".to_owned()),
+            source_number(&price.source),
         ]);
     }
     table.write(out)?;
     writeln!(out, "dollars per million tokens, as of {}", prices.date)?;
-    for source in &prices.sources {
-        writeln!(out, "source: {source}")?;
+    for (i, source) in prices.sources.iter().enumerate() {
+        writeln!(out, "[{}] {}", i + 1, escape_cell(source))?;
     }
     if let Some(file) = &prices.override_file {
         writeln!(

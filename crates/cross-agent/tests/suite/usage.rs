@@ -136,6 +136,28 @@ fn usage_prices_and_a_linked_override_is_refused() {
         json!(200000)
     );
     assert_eq!(prices["models"]["gpt-5"]["input"], json!("1.25"));
+    // Each model says where its price was read and when.
+    assert_eq!(
+        prices["models"]["claude-opus-5-5"]["source"],
+        json!("https://platform.claude.com/docs/en/models/opus-5-5/overview")
+    );
+    assert_eq!(
+        prices["models"]["claude-opus-5-5"]["checked"],
+        json!("2026-12-06")
+    );
+    let text = run(dir.path(), &["--prices"]);
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("claude-opus-5-5 "))
+        .unwrap();
+    assert!(row.contains("2026-12-06"), "{row}");
+    let number = row.split_whitespace().last().unwrap();
+    assert!(
+        text.contains(&format!(
+            "{number} https://platform.claude.com/docs/en/models/opus-5-5/overview"
+        )),
+        "{text}"
+    );
 
     let xa = dir.path().join("xa");
     std::fs::create_dir_all(&xa).unwrap();

@@ -532,6 +532,10 @@ async fn dispatch(
                 After::Continue,
             )
         }
+        ClientRequest::HostsStatus(_) => (
+            respond::<cross_agent_protocol::hosts::HostsStatusParams>(id, shared.links.status()),
+            After::Continue,
+        ),
         ClientRequest::Handover(params) => {
             let releasing = matches!(params.step, HandoverStep::Release);
             let reply = handover(id, params, shared);

@@ -364,6 +364,12 @@ impl Daemon {
             cross_agent_decisions::DecisionLog::in_existing_home(home.root()),
             telegram_stop_rx.clone(),
         );
+        // The links to other machines (hosts.toml), let go of with the poller: a replaced
+        // daemon's successor keeps them.
+        let links = cross_agent_hosts::Links::start(
+            cross_agent_hosts::LinksConfig::for_home(home.root(), |name| std::env::var(name).ok()),
+            telegram_stop_rx.clone(),
+        );
         let telegram = tokio::spawn(bot.clone().supervise(telegram_stop_rx));
         let shared = Arc::new(Shared {
             info,
@@ -375,6 +381,7 @@ impl Daemon {
             lock: parking_lot::Mutex::new(Some(lock)),
             drain_lock: parking_lot::Mutex::new(None),
             bot,
+            links,
             idle_timeout: limits.idle_timeout,
         });
         let mut gate = admission::Gate::new(limits, shared.info.pid);
@@ -597,6 +604,8 @@ struct Shared {
     drain_lock: parking_lot::Mutex<Option<DrainLock>>,
     /// The Telegram bot: the poller's pending approvals, answered for `hook` calls.
     bot: cross_agent_telegram::Bot,
+    /// The SSH links to other machines and their status (`hosts_status`).
+    links: cross_agent_hosts::Links,
     /// How long a connection may wait between requests before it is closed.
     idle_timeout: Option<Duration>,
 }

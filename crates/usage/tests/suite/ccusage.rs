@@ -28,7 +28,7 @@ use super::codex::{F1, F2, S1, T0, store_lines};
 
 /// Tokens as both tools can show them: ccusage has one cache-write count (5 m + 1 h).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-struct Seen {
+pub(super) struct Seen {
     input: u64,
     output: u64,
     cache_write: u64,
@@ -36,7 +36,7 @@ struct Seen {
 }
 
 impl Seen {
-    fn new(input: u64, output: u64, cache_write: u64, cache_read: u64) -> Seen {
+    pub(super) fn new(input: u64, output: u64, cache_write: u64, cache_read: u64) -> Seen {
         Seen {
             input,
             output,
@@ -56,9 +56,9 @@ impl Seen {
 }
 
 /// A session's tokens and cost in dollars (`None`: unknown).
-type Sessions = BTreeMap<String, (Seen, Option<f64>)>;
+pub(super) type Sessions = BTreeMap<String, (Seen, Option<f64>)>;
 
-fn ours(roots: &StoreRoots) -> Result<(Sessions, Seen)> {
+pub(super) fn ours(roots: &StoreRoots) -> Result<(Sessions, Seen)> {
     let found = scan::scan(roots);
     anyhow::ensure!(found.warnings.is_empty(), "{:?}", found.warnings);
     let report = Report::build(
@@ -103,7 +103,7 @@ fn seen_of(v: &Value) -> Seen {
 
 /// ccusage's sessions keyed by session id (Claude: the file's stem; Codex: the rollout's path,
 /// whose last 36 characters are the thread id), and its totals.
-fn theirs(source: Source, store: &Path, home: &Path) -> Result<(Sessions, Seen)> {
+pub(super) fn theirs(source: Source, store: &Path, home: &Path) -> Result<(Sessions, Seen)> {
     let out = ccusage::sessions(source, store, home)?;
     let (id_key, cost_key) = match source {
         Source::Claude => ("sessionId", "totalCost"),
@@ -122,11 +122,11 @@ fn theirs(source: Source, store: &Path, home: &Path) -> Result<(Sessions, Seen)>
     Ok((sessions, seen_of(&out["totals"])))
 }
 
-fn tokens_only(sessions: &Sessions) -> BTreeMap<String, Seen> {
+pub(super) fn tokens_only(sessions: &Sessions) -> BTreeMap<String, Seen> {
     sessions.iter().map(|(k, (t, _))| (k.clone(), *t)).collect()
 }
 
-fn assert_same_cost(session: &str, ours: Option<f64>, theirs: Option<f64>) {
+pub(super) fn assert_same_cost(session: &str, ours: Option<f64>, theirs: Option<f64>) {
     let (Some(a), Some(b)) = (ours, theirs) else {
         panic!("{session}: cost ours {ours:?}, ccusage {theirs:?}");
     };

@@ -6,3 +6,4 @@ mod codex;
 mod prices;
 mod reader;
 mod real;
+mod real_hard;
