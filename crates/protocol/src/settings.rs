@@ -118,6 +118,9 @@ pub const TELEGRAM_POLL_TIMEOUT: &str = "CROSS_AGENT_TELEGRAM_POLL_TIMEOUT";
 pub const TELEGRAM_CONFLICT_BACKOFF_MS: &str = "CROSS_AGENT_TELEGRAM_CONFLICT_BACKOFF_MS";
 /// Seconds between two passes of the review robot (default 60; docs/review.md "The robot").
 pub const REVIEW_ROBOT_PASS_SECONDS: &str = "CROSS_AGENT_REVIEW_ROBOT_PASS_SECONDS";
+/// Seconds between two looks of the budget watcher at today's spend (default 120;
+/// docs/usage.md "Budgets").
+pub const USAGE_BUDGET_PASS_SECONDS: &str = "CROSS_AGENT_USAGE_BUDGET_PASS_SECONDS";
 /// Seconds a `PreToolUse` escalated to the phone waits for a tap before the hook answers
 /// `"ask"` (default 120).
 pub const APPROVAL_WAIT: &str = "CROSS_AGENT_APPROVAL_WAIT";

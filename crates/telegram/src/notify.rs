@@ -310,6 +310,19 @@ impl Bot {
         }
     }
 
+    /// Sends `text` (plain) to every paired chat, for the daemon's own notices (a budget
+    /// reached); whether a poller runs and a chat is paired to get it.
+    pub fn notify_all(&self, text: &str, what: &'static str) -> bool {
+        let Some(queue) = self.queue() else {
+            return false;
+        };
+        let chats = self.paired_chats();
+        for chat in &chats {
+            queue.text(*chat, text, what);
+        }
+        !chats.is_empty()
+    }
+
     /// `title` and `answer` to every paired chat: as text when it fits in three messages, else
     /// its head and the whole as `answer.md`.
     pub(crate) fn notify_answer(&self, title: &str, answer: &str, what: &'static str) {

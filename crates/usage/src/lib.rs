@@ -10,12 +10,16 @@
 //! - [`prices`] prices a charge (`None` when the model has no price, never 0);
 //! - [`report`] groups charges by session, agent, model, day or cwd;
 //! - [`limits`] shows Codex's latest rate-limit windows;
+//! - [`budget`] decides when a daily budget reaches 80 % and 100 % (pure); [`budget_config`]
+//!   reads the budgets from `config.toml` and keeps what was announced;
 //! - [`scan`] finds the files in the stores and reads them whole (the CLI's path without a
 //!   daemon);
 //! - [`live`] keeps every file's reader and feeds it only appended bytes (the daemon's index);
 //! - [`wire`] carries a report over the daemon's protocol and back, unchanged.
 
 pub mod account;
+pub mod budget;
+pub mod budget_config;
 pub mod claude;
 pub mod codex;
 pub mod error;

@@ -1,6 +1,7 @@
 //! `cross-agent usage`: tokens and cost per session, agent, model, day or cwd, read from the
 //! agents' own files (docs/usage.md) by `cross-agent-usage`; `usage --prices` prints the price
-//! table in effect, `usage --limits` Codex's latest rate-limit windows.
+//! table in effect, `usage --limits` Codex's latest rate-limit windows. With budgets set in
+//! `config.toml`'s `[usage.budget]`, the report ends with today's share of each.
 //!
 //! The report comes from the daemon's live usage index (`usage_report`), which keeps every
 //! file's parse current from appended bytes; the daemon is started when none answers, as for
@@ -16,7 +17,10 @@ use cross_agent_home::Home;
 use cross_agent_protocol::timestamp::UnixMillis;
 use cross_agent_protocol::usage::UsageReportParams;
 use cross_agent_stores::StoreRoots;
-use cross_agent_usage::{GroupBy, PriceTable, Report, Row, Since, account, limits, scan};
+use cross_agent_usage::budget::{self, Day, DaySpend};
+use cross_agent_usage::{
+    GroupBy, PriceTable, Report, Row, Since, account, budget_config, limits, scan,
+};
 use serde_json::json;
 
 use crate::display::table::{Column, Plain};
@@ -64,23 +68,47 @@ impl UsageArgs {
             .as_deref()
             .map(|t| Since::parse(t, UnixMillis::now()))
             .transpose()?;
+        // A malformed budget is refused before anything is read (the error names the key).
+        let budgets = budget_config::load(home.root())?;
         let since = since.map(|s| s.0);
-        let report = match from_daemon(by, since) {
-            Ok(report) => report,
-            Err(why) => {
-                eprintln!("note: {why}; reading the stores directly");
-                scan_report(&prices, by, since)
-            }
-        };
+        let report = usage_report(&prices, by, since);
+        // Today's share of each budget, when any is set (budgets are per UTC day, whatever
+        // `--since` says): today's calls grouped by agent, asked the same way.
+        let today = Day::of(UnixMillis::now());
+        let shares = (!budgets.is_empty()).then(|| {
+            let by_agent = usage_report(&prices, GroupBy::Agent, Some(today.start()));
+            budget::shares(&budgets, &DaySpend::of_report(&by_agent, today))
+        });
         if self.json {
-            serde_json::to_writer_pretty(&mut out, &report.to_json())?;
+            let mut json = report.to_json();
+            if let Some(shares) = &shares {
+                json["budgets"] = json!({
+                    "day": today.text(),
+                    "budgets": shares.iter().map(|(share, _)| share).collect::<Vec<_>>(),
+                });
+            }
+            serde_json::to_writer_pretty(&mut out, &json)?;
             writeln!(out)?;
         } else {
             write_report(&mut out, &report)?;
+            if let Some(shares) = &shares {
+                writeln!(out, "budgets today ({} UTC):", today.text())?;
+                for (_, line) in shares {
+                    writeln!(out, "  {line}")?;
+                }
+            }
         }
         out.flush()?;
         Ok(ExitCode::SUCCESS)
     }
+}
+
+/// The report from the daemon, or read from the stores when it cannot serve it (saying why).
+fn usage_report(prices: &PriceTable, by: GroupBy, since: Option<UnixMillis>) -> Report {
+    from_daemon(by, since).unwrap_or_else(|why| {
+        eprintln!("note: {why}; reading the stores directly");
+        scan_report(prices, by, since)
+    })
 }
 
 /// The report from the daemon's live index, starting the daemon when none answers; the error

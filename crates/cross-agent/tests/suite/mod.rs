@@ -26,3 +26,4 @@ mod telegram_copilot;
 mod telegram_review;
 mod telegram_sessions;
 mod usage;
+mod usage_budget;

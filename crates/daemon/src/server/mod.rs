@@ -334,9 +334,14 @@ impl Daemon {
         let corrections: Arc<dyn crate::review_door::Corrections> = Arc::new(
             crate::review_door::Guarded::new(engine.clone(), bot.clone(), home.root().to_owned()),
         );
+        // Today's spend and Codex's windows, for the budget watcher and `/limits`.
+        let usage: Arc<dyn crate::budget_watch::UsageSource> = Arc::new(
+            crate::budget_watch::EngineSource::new(engine.clone(), home.root().to_owned()),
+        );
         bot.set_session_host(Arc::new(crate::telegram_sessions::Host::new(
             engine.clone(),
             Arc::clone(&corrections),
+            Arc::clone(&usage),
         )));
         let (telegram_stop, telegram_stop_rx) = watch::channel(false);
         // Copilot's live hosts: listed from themselves, their confirmations on the phone;
@@ -349,6 +354,14 @@ impl Daemon {
             home.root().to_owned(),
             cross_agent_decisions::DecisionLog::in_existing_home(home.root()),
             corrections,
+            telegram_stop_rx.clone(),
+        );
+        // The budget watcher (idle with no `[usage.budget]`); let go of with the poller too.
+        crate::budget_watch::start(
+            home.root().to_owned(),
+            usage,
+            Arc::new(bot.clone()),
+            cross_agent_decisions::DecisionLog::in_existing_home(home.root()),
             telegram_stop_rx.clone(),
         );
         // The links to other machines (hosts.toml), let go of with the poller: a replaced
