@@ -181,7 +181,8 @@ fn a_linked_folder_is_refused() -> anyhow::Result<()> {
 }
 
 /// 100,000 untracked files: a short deadline cuts the count short and says so, in about the
-/// deadline; a roomy one counts them all.
+/// deadline (the margin is for a loaded machine). That a roomy deadline counts every file is
+/// `branch_upstream_dirty_and_untracked`'s; walking 100,000 twice would make this test long.
 #[test]
 fn a_hundred_thousand_files_within_the_deadline() -> anyhow::Result<()> {
     let tmp = tempfile::tempdir()?;
@@ -200,10 +201,13 @@ fn a_hundred_thousand_files_within_the_deadline() -> anyhow::Result<()> {
     let took = started.elapsed();
     assert!(!cut.untracked.complete, "{:?}", cut.untracked);
     assert!(cut.untracked.count < 100_000, "{:?}", cut.untracked);
-    assert!(took < Duration::from_secs(2), "took {took:?}");
-
-    let whole = git::state_of(&work, ROOMY)?.ok_or_else(|| anyhow::anyhow!("no state"))?;
-    assert_eq!(whole.untracked, all(100_000));
-    assert_eq!(whole.dirty, all(0));
+    assert!(took < Duration::from_secs(3), "took {took:?}");
+    // The parts the deadline did not reach are still told: HEAD and its commit.
+    assert_eq!(
+        cut.head,
+        Head::Branch {
+            name: "main".into()
+        }
+    );
     Ok(())
 }
