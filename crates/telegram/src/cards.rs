@@ -133,6 +133,9 @@ pub fn card_html(session: &LiveSession) -> String {
     if let Some(at) = &session.last_activity {
         html.push_str(&format!(" · last active {}", escape_html(at)));
     }
+    if let Some(place) = &session.place {
+        html.push_str(&format!("\n📍 {}", escape_html(place)));
+    }
     if let Some(head) = &session.last_answer_head {
         html.push_str(&format!("\n💬 {}", escape_html(&cut(head, HEAD_CHARS))));
     }
@@ -204,6 +207,7 @@ mod tests {
             state: SessionState::AwaitingApproval,
             last_answer_head: Some("a < b".into()),
             last_activity: None,
+            place: Some("fix/<x> · main.rs - api - Visual Studio Code".into()),
         });
         assert!(
             html.starts_with("<b>claude · fix &lt;the&gt; build</b>"),
@@ -211,5 +215,9 @@ mod tests {
         );
         assert!(html.contains("⏳ awaiting approval"));
         assert!(html.contains("💬 a &lt; b"));
+        assert!(
+            html.contains("\n📍 fix/&lt;x&gt; · main.rs - api - Visual Studio Code"),
+            "{html}"
+        );
     }
 }

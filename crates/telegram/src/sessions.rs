@@ -97,6 +97,9 @@ pub struct LiveSession {
     pub last_answer_head: Option<String>,
     /// When it last did something (RFC 3339).
     pub last_activity: Option<String>,
+    /// Its git branch and the editor window it is in (`main · api - Visual Studio Code`), when
+    /// known (`docs/desktop.md`).
+    pub place: Option<String>,
 }
 
 /// A prompt the hub accepted.

@@ -82,13 +82,20 @@ pub struct GitState {
     pub untracked: Count,
 }
 
-impl GitState {
+impl Head {
     /// The branch name, `(detached)` or the unborn branch's name.
-    pub fn branch_label(&self) -> String {
-        match &self.head {
+    pub fn label(&self) -> String {
+        match self {
             Head::Branch { name } | Head::Unborn { name } => name.clone(),
             Head::Detached => "(detached)".to_owned(),
         }
+    }
+}
+
+impl GitState {
+    /// The branch name, `(detached)` or the unborn branch's name.
+    pub fn branch_label(&self) -> String {
+        self.head.label()
     }
 }
 

@@ -8,11 +8,13 @@
 //! `User/workspaceStorage/*/workspace.json`), never writing them and never following a link
 //! ([`safe`]); the git state of each folder with gitoxide, bounded in time and never writing to
 //! the repository ([`git`]); the live X11 windows, when there is a display ([`x11`]); and puts
-//! them together ([`listing`]). What is read and what each field means: `docs/desktop.md`.
+//! them together ([`listing`]); and where a session sits: its workspace's window and its branch
+//! ([`place`]). What is read and what each field means: `docs/desktop.md`.
 
 pub mod error;
 pub mod git;
 pub mod listing;
+pub mod place;
 pub mod safe;
 pub mod state;
 pub mod x11;
@@ -20,5 +22,6 @@ pub mod x11;
 pub use error::{Error, Result, Warning};
 pub use git::{Count, GitState, Head};
 pub use listing::{Listing, ListingOptions, Row};
+pub use place::{Place, Places};
 pub use state::{Editor, Target, Workspace};
 pub use x11::{LiveWindow, LiveWindows};

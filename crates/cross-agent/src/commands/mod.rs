@@ -16,11 +16,13 @@ mod review;
 mod review_status;
 mod send;
 mod service;
+mod session_places;
 mod sessions;
 mod shim;
 mod status;
 mod telegram;
 mod usage;
+mod windows;
 
 use std::process::ExitCode;
 
@@ -74,6 +76,10 @@ pub enum Command {
     /// Tokens and cost per session, agent, model, day or cwd, from the agents' own files
     /// (--since 24h|7d|DATE, --by, --json); --prices prints the price table.
     Usage(usage::UsageArgs),
+    /// The editors' open workspaces (VS Code, Insiders, VSCodium, Cursor, Windsurf): the live
+    /// window showing each, its git branch, ahead/behind, dirty and untracked counts, and the
+    /// sessions working in it.
+    Windows(windows::WindowsArgs),
 }
 
 impl Command {
@@ -98,6 +104,7 @@ impl Command {
             Command::Telegram(args) => args.run(),
             Command::Review(args) => args.run(),
             Command::Hook(args) => args.run(),
+            Command::Windows(args) => args.run(),
         }
     }
 }

@@ -137,6 +137,12 @@ impl Loaded {
     }
 }
 
+/// Every agent's sessions, as the listing loads them (the daemon's live index, else the
+/// stores): what `windows` puts beside each workspace.
+pub(super) fn every_session() -> Vec<Session> {
+    load(Agent::ALL.to_vec(), None).sessions
+}
+
 /// The sessions of `agents` from the daemon's live index (started when none answers, as for
 /// every command); when it cannot serve them, from the stores directly, saying why on stderr.
 /// Skipped files are reported on stderr either way, one line per file.
@@ -405,10 +411,14 @@ impl ListArgs {
         let scope = self.scope;
         // Buffered: stdout is line-buffered, and 22,000 sessions are 200,000 lines of JSON.
         let mut stdout = BufWriter::with_capacity(256 << 10, std::io::stdout().lock());
+        // The editors' open workspaces and live windows: each session's window and branch.
+        let mut places = read_places();
         let daemon = if self.json {
-            // The daemon keeps the listing rendered: its bytes go straight to stdout.
-            match print_rendered(&self, &cwd, window, &mut stdout)? {
+            // The daemon keeps the listing rendered: its bytes go to stdout, with the places.
+            let mut rendered = Vec::new();
+            match print_rendered(&self, &cwd, window, &mut rendered)? {
                 Rendered::Printed => {
+                    stdout.write_all(&super::session_places::with_places(rendered, &mut places))?;
                     stdout.flush()?;
                     return Ok(ExitCode::SUCCESS);
                 }
@@ -451,15 +461,25 @@ impl ListArgs {
                 .collect();
             let mut bytes = Vec::new();
             render::write_listing(&mut bytes, &by_agent, window, now, Some(&live.0));
-            stdout.write_all(&bytes)?;
+            stdout.write_all(&super::session_places::with_places(bytes, &mut places))?;
         } else {
             let mut rows: Vec<&Session> = chosen.into_iter().flat_map(|(_, s)| s).collect();
             scan_order(&mut rows);
-            write_table(&mut stdout, &rows, window, now, &live)?;
+            write_table(&mut stdout, &rows, window, now, &live, &mut places)?;
         }
         stdout.flush()?;
         Ok(ExitCode::SUCCESS)
     }
+}
+
+/// The editors' open workspaces and live windows, their problems said on stderr.
+fn read_places() -> cross_agent_workspaces::Places {
+    let (places, warnings) = cross_agent_workspaces::Places::from_env();
+    let mut stderr = std::io::stderr().lock();
+    for warning in &warnings {
+        let _ = writeln!(stderr, "warning: {}", escape(&warning.to_string()));
+    }
+    places
 }
 
 /// Newest first across agents, as the listing is.
@@ -686,6 +706,7 @@ fn write_resolved(
 
 const TITLE_WIDTH: usize = 48;
 const CWD_WIDTH: usize = 40;
+const PLACE_WIDTH: usize = 32;
 
 fn write_table(
     out: &mut impl Write,
@@ -693,6 +714,7 @@ fn write_table(
     window: ActiveWindow,
     now: UnixMillis,
     live: &LiveClaude,
+    places: &mut cross_agent_workspaces::Places,
 ) -> std::io::Result<()> {
     if rows.is_empty() {
         writeln!(out, "no sessions found")?;
@@ -703,6 +725,7 @@ fn write_table(
         Column::left("ID"),
         Column::left("TITLE"),
         Column::left("CWD"),
+        Column::left("PLACE"),
         Column::left("LAST ACTIVE"),
         Column::left("STATE"),
     ]);
@@ -715,6 +738,13 @@ fn write_table(
             escape_cell(&s.session_id),
             Cow::Owned(fit(&escape_cell(&title), TITLE_WIDTH).into_owned()),
             Cow::Owned(fit_tail(&escape_cell(&cwd), CWD_WIDTH).into_owned()),
+            Cow::Owned(
+                fit(
+                    &escape_cell(&place_cell(s, window, now, places)),
+                    PLACE_WIDTH,
+                )
+                .into_owned(),
+            ),
             Cow::Owned(ago(s.last_activity.map(|at| at.0), now.0)),
             Cow::Owned(flags(s, window, now, live)),
         ]);
@@ -726,6 +756,21 @@ fn write_table(
         rows.len()
     )?;
     Ok(())
+}
+
+/// The branch and window of a session in an open editor workspace, or active or working
+/// (`docs/desktop.md`); `-` otherwise.
+fn place_cell(
+    s: &Session,
+    window: ActiveWindow,
+    now: UnixMillis,
+    places: &mut cross_agent_workspaces::Places,
+) -> String {
+    let busy = s.is_working || window.is_active(s.last_activity, now);
+    s.cwd
+        .as_deref()
+        .and_then(|cwd| places.of(cwd, busy))
+        .map_or_else(|| "-".to_owned(), |place| place.short())
 }
 
 /// The title with its kind: `[name] billing-api` or `[gen] fix the failing tests…`.
