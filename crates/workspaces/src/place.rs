@@ -122,10 +122,18 @@ impl Places {
         let branch = self
             .heads
             .entry(cwd.to_path_buf())
-            .or_insert_with(|| match git::head_of(cwd) {
-                Ok(Some((head, _))) => Some(head.label()),
-                // A cwd gone, not in a repository, or unreadable: no branch to show.
-                Ok(None) | Err(_) => None,
+            // A session's cwd may be gone (or never made): its nearest folder still there.
+            .or_insert_with(|| {
+                match cwd
+                    .ancestors()
+                    .find(|dir| dir.is_dir())
+                    .map(git::head_of)
+                    .unwrap_or(Ok(None))
+                {
+                    Ok(Some((head, _))) => Some(head.label()),
+                    // A cwd gone, not in a repository, or unreadable: no branch to show.
+                    Ok(None) | Err(_) => None,
+                }
             })
             .clone();
         let place = Place {

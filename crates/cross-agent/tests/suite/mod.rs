@@ -23,3 +23,4 @@ mod telegram_copilot;
 mod telegram_review;
 mod telegram_sessions;
 mod usage;
+mod windows;
