@@ -452,7 +452,7 @@ fn workspace_file_folders(file: &Path, warnings: &mut Vec<Warning>) -> Vec<PathB
     let mut paths = Vec::new();
     for (i, folder) in folders.iter().enumerate() {
         if let Some(path) = folder.get("path").and_then(Value::as_str) {
-            paths.push(base.join(path));
+            paths.push(lexical(&base.join(path)));
         } else if let Some(uri) = folder.get("uri").and_then(Value::as_str) {
             match file_path(uri) {
                 Ok(Some(path)) => paths.push(path),
@@ -468,6 +468,23 @@ fn workspace_file_folders(file: &Path, warnings: &mut Vec<Warning>) -> Vec<PathB
         }
     }
     paths
+}
+
+/// `path` with its `.` and `..` parts resolved as text (`/src/ws/../web` → `/src/web`), as VS
+/// Code resolves a workspace file's relative folders: no link is looked at.
+fn lexical(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 /// A JSON error in words: not JSON at all, or JSON of another shape.

@@ -42,7 +42,7 @@ fn window_state_and_known_workspaces_as_vscode_writes_them() -> anyhow::Result<(
     std::fs::write(
         &ws_file,
         format!(
-            "// two folders\n{{\n\t\"folders\": [\n\t\t{{ \"path\": \"web\" }},\n\t\t{{ \"uri\": \"{}\" }},\n\t],\n\t\"settings\": {{}}\n}}\n",
+            "// two folders\n{{\n\t\"folders\": [\n\t\t{{ \"path\": \"./sub/../web\" }},\n\t\t{{ \"uri\": \"{}\" }},\n\t],\n\t\"settings\": {{}}\n}}\n",
             file_uri(&docs)
         ),
     )?;
