@@ -186,6 +186,9 @@ impl SessionHost for Host {
         let usage_line = self.engine.card_usage_lines(&self.caller(None));
         let now = UnixMillis::now().0;
         let window = i64::try_from(LIVE_WINDOW.as_millis()).unwrap_or(i64::MAX);
+        // The editors' open workspaces and windows: each card's branch and window. A state
+        // file the editor left malformed is the listing's to say; a card just goes without.
+        let (mut places, _) = cross_agent_workspaces::Places::from_env();
         let mut live: Vec<(i64, LiveSession)> = Vec::new();
         for (agent_name, entries) in listed.sessions {
             let Some(agent) = agent_of(&agent_name) else {
@@ -217,6 +220,11 @@ impl SessionHost for Host {
                         last_answer_head: last_answer(agent, &entry.path),
                         last_activity: entry.last_activity.clone(),
                         usage: usage_line(&entry.session_id),
+                        place: entry
+                            .cwd
+                            .as_deref()
+                            .and_then(|cwd| places.of(std::path::Path::new(cwd), true))
+                            .map(|place| place.card()),
                     },
                 ));
             }

@@ -136,6 +136,9 @@ pub fn card_html(session: &LiveSession) -> String {
     if let Some(usage) = &session.usage {
         html.push_str(&format!("\n💰 {}", escape_html(usage)));
     }
+    if let Some(place) = &session.place {
+        html.push_str(&format!("\n📍 {}", escape_html(place)));
+    }
     if let Some(head) = &session.last_answer_head {
         html.push_str(&format!("\n💬 {}", escape_html(&cut(head, HEAD_CHARS))));
     }
@@ -208,6 +211,7 @@ mod tests {
             last_answer_head: Some("a < b".into()),
             last_activity: None,
             usage: None,
+            place: Some("fix/<x> · main.rs - api - Visual Studio Code".into()),
         });
         assert!(
             html.starts_with("<b>claude · fix &lt;the&gt; build</b>"),
@@ -215,6 +219,10 @@ mod tests {
         );
         assert!(html.contains("⏳ awaiting approval"));
         assert!(html.contains("💬 a &lt; b"));
+        assert!(
+            html.contains("\n📍 fix/&lt;x&gt; · main.rs - api - Visual Studio Code"),
+            "{html}"
+        );
         assert!(!html.contains("💰"), "no usage recorded, no line: {html}");
     }
 
@@ -226,6 +234,7 @@ mod tests {
             last_answer_head: None,
             last_activity: None,
             usage: Some("$1.23 · 45k tok".into()),
+            place: None,
         });
         assert!(html.contains("\n💰 $1.23 · 45k tok\n"), "{html}");
     }

@@ -101,6 +101,9 @@ pub struct LiveSession {
     /// What it has cost so far, one short line (`$1.23 · 45k tok`); `None` when its files
     /// record no usage.
     pub usage: Option<String>,
+    /// Its git branch and the editor window it is in (`main · api - Visual Studio Code`), when
+    /// known (`docs/desktop.md`).
+    pub place: Option<String>,
 }
 
 /// A prompt the hub accepted.

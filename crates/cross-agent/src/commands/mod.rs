@@ -20,11 +20,13 @@ mod review_status;
 mod rpc;
 mod send;
 mod service;
+mod session_places;
 mod sessions;
 mod shim;
 mod status;
 mod telegram;
 mod usage;
+mod windows;
 
 use std::process::ExitCode;
 
@@ -90,6 +92,10 @@ pub enum Command {
     /// Open the desktop app (cross-agent-desktop, from beside this binary): the bot token,
     /// pairing, the service, the agents' setup, logs and sessions.
     Desktop(desktop::DesktopArgs),
+    /// The editors' open workspaces (VS Code, Insiders, VSCodium, Cursor, Windsurf): the live
+    /// window showing each, its git branch, ahead/behind, dirty and untracked counts, and the
+    /// sessions working in it.
+    Windows(windows::WindowsArgs),
 }
 
 /// Every agent's sessions as `cross-agent sessions` lists them, newest first: the daemon's live
@@ -124,6 +130,7 @@ impl Command {
             Command::Rpc(args) => args.run(),
             Command::Focus(args) => args.run(),
             Command::Desktop(args) => args.run(),
+            Command::Windows(args) => args.run(),
         }
     }
 }

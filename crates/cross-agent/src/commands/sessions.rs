@@ -151,6 +151,12 @@ impl Loaded {
     }
 }
 
+/// Every agent's sessions, as the listing loads them (the daemon's live index, else the
+/// stores): what `windows` puts beside each workspace.
+pub(super) fn every_session() -> Vec<Session> {
+    load(Agent::ALL.to_vec(), None).sessions
+}
+
 /// The sessions of `agents` from the daemon's live index (started when none answers, as for
 /// every command); when it cannot serve them, from the stores directly, saying why on stderr.
 /// Skipped files are reported on stderr either way, one line per file.
@@ -419,10 +425,14 @@ impl ListArgs {
         let scope = self.scope;
         // Buffered: stdout is line-buffered, and 22,000 sessions are 200,000 lines of JSON.
         let mut stdout = BufWriter::with_capacity(256 << 10, std::io::stdout().lock());
+        // The editors' open workspaces and live windows: each session's window and branch.
+        let mut places = read_places();
         let daemon = if self.json {
-            // The daemon keeps the listing rendered: its bytes go straight to stdout.
-            match print_rendered(&self, &cwd, window, &mut stdout)? {
+            // The daemon keeps the listing rendered: its bytes go to stdout, with the places.
+            let mut rendered = Vec::new();
+            match print_rendered(&self, &cwd, window, &mut rendered)? {
                 Rendered::Printed => {
+                    stdout.write_all(&super::session_places::with_places(rendered, &mut places))?;
                     stdout.flush()?;
                     return Ok(ExitCode::SUCCESS);
                 }
@@ -475,15 +485,25 @@ impl ListArgs {
                 Some(&live.0),
                 Some(&spent_of),
             );
-            stdout.write_all(&bytes)?;
+            stdout.write_all(&super::session_places::with_places(bytes, &mut places))?;
         } else {
             let mut rows: Vec<&Session> = chosen.into_iter().flat_map(|(_, s)| s).collect();
             scan_order(&mut rows);
-            write_table(&mut stdout, &rows, window, now, &live, &spent)?;
+            write_table(&mut stdout, &rows, window, now, &live, &spent, &mut places)?;
         }
         stdout.flush()?;
         Ok(ExitCode::SUCCESS)
     }
+}
+
+/// The editors' open workspaces and live windows, their problems said on stderr.
+fn read_places() -> cross_agent_workspaces::Places {
+    let (places, warnings) = cross_agent_workspaces::Places::from_env();
+    let mut stderr = std::io::stderr().lock();
+    for warning in &warnings {
+        let _ = writeln!(stderr, "warning: {}", escape(&warning.to_string()));
+    }
+    places
 }
 
 /// Newest first across agents, as the listing is.
@@ -710,6 +730,7 @@ fn write_resolved(
 
 const TITLE_WIDTH: usize = 48;
 const CWD_WIDTH: usize = 40;
+const PLACE_WIDTH: usize = 32;
 
 fn write_table(
     out: &mut impl Write,
@@ -718,6 +739,7 @@ fn write_table(
     now: UnixMillis,
     live: &LiveClaude,
     spent: &HashMap<String, Spent>,
+    places: &mut cross_agent_workspaces::Places,
 ) -> std::io::Result<()> {
     if rows.is_empty() {
         writeln!(out, "no sessions found")?;
@@ -728,6 +750,7 @@ fn write_table(
         Column::left("ID"),
         Column::left("TITLE"),
         Column::left("CWD"),
+        Column::left("PLACE"),
         Column::left("LAST ACTIVE"),
         Column::left("STATE"),
         Column::right("COST"),
@@ -741,6 +764,13 @@ fn write_table(
             escape_cell(&s.session_id),
             Cow::Owned(fit(&escape_cell(&title), TITLE_WIDTH).into_owned()),
             Cow::Owned(fit_tail(&escape_cell(&cwd), CWD_WIDTH).into_owned()),
+            Cow::Owned(
+                fit(
+                    &escape_cell(&place_cell(s, window, now, places)),
+                    PLACE_WIDTH,
+                )
+                .into_owned(),
+            ),
             Cow::Owned(ago(s.last_activity.map(|at| at.0), now.0)),
             Cow::Owned(flags(s, window, now, live)),
             Cow::Owned(cost_cell(spent.get(&s.session_id))),
@@ -771,6 +801,21 @@ fn cost_cell(spent: Option<&Spent>) -> String {
         }) => "unknown".to_owned(),
         _ => "-".to_owned(),
     }
+}
+
+/// The branch and window of a session in an open editor workspace, or active or working
+/// (`docs/desktop.md`); `-` otherwise.
+fn place_cell(
+    s: &Session,
+    window: ActiveWindow,
+    now: UnixMillis,
+    places: &mut cross_agent_workspaces::Places,
+) -> String {
+    let busy = s.is_working || window.is_active(s.last_activity, now);
+    s.cwd
+        .as_deref()
+        .and_then(|cwd| places.of(cwd, busy))
+        .map_or_else(|| "-".to_owned(), |place| place.short())
 }
 
 /// The title with its kind: `[name] billing-api` or `[gen] fix the failing tests…`.

@@ -27,3 +27,4 @@ mod telegram_review;
 mod telegram_sessions;
 mod usage;
 mod usage_budget;
+mod windows;
