@@ -146,9 +146,11 @@ impl Admission {
         DeliveryRecord {
             delivery_id: delivery_id.clone(),
             host: None,
-            forwarded_from: acceptance
-                .forwarded
-                .map(|f| f.from_machine.clone().unwrap_or_else(|| "another machine".to_owned())),
+            forwarded_from: acceptance.forwarded.map(|f| {
+                f.from_machine
+                    .clone()
+                    .unwrap_or_else(|| "another machine".to_owned())
+            }),
             request_id: request_id.clone(),
             state: DeliveryState::Queued,
             from_agent: caller.agent,

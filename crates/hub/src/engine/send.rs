@@ -122,7 +122,9 @@ impl Engine {
         params: SendParams,
         reviewer: &str,
     ) -> crate::Result<SendResponse> {
-        self.inner.admission.send(params, self, Some(reviewer), None)
+        self.inner
+            .admission
+            .send(params, self, Some(reviewer), None)
     }
 }
 
