@@ -19,6 +19,7 @@ mod rpc;
 mod send;
 mod service;
 mod sessions;
+mod sessions_hosts;
 mod shim;
 mod status;
 mod telegram;
