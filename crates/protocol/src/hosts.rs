@@ -82,3 +82,124 @@ impl LinkState {
         }
     }
 }
+
+/// The host named by `--hosts all` / `host="all"`: every host, this machine first.
+pub const ALL_HOSTS: &str = "all";
+
+/// `on_host`: a request addressed to another machine's sessions (`--host NAME`, the MCP
+/// tools' `host` parameter). The daemon here takes it and forwards `call` over that host's
+/// link, where the remote daemon answers it as it would a local client; filters such as
+/// `scope` and `cwd` apply there as given. `host = "all"` asks this machine and every linked
+/// host where a merge makes sense: a listing merged (each entry naming its `host`), or a send
+/// to the one host whose sessions answer to its `session_id` (two hosts answering is refused
+/// as ambiguous, naming both).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct OnHostParams {
+    /// A name of `hosts.toml`, or `all`.
+    pub host: String,
+    /// What to ask there.
+    pub call: HostCall,
+}
+
+/// The requests that can be addressed to another host, tagged like the RPC's own
+/// (`{"method":"send","params":{…}}`).
+// One value per call, serialised at once, like the RPC's own request enum.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "method", content = "params")]
+pub enum HostCall {
+    /// `send_to_*` on that host; answers a `SendResponse` whose receipt names the host.
+    #[serde(rename = "send")]
+    Send(crate::bridge::SendParams),
+    /// `list_agent_sessions` there; answers a `ListSessionsResponse`, each entry's `host` set.
+    #[serde(rename = "list_sessions")]
+    ListSessions(crate::bridge::ListSessionsParams),
+    /// `pin_agent_session` there; answers a `PinResponse`.
+    #[serde(rename = "pin")]
+    Pin(crate::bridge::PinParams),
+    /// `bridge_status` there; answers a `BridgeStatusResponse`.
+    #[serde(rename = "bridge_status")]
+    BridgeStatus(crate::bridge::BridgeStatusParams),
+    /// The decisions log there; answers a `DecisionsQueryResponse`.
+    #[serde(rename = "decisions_query")]
+    DecisionsQuery(DecisionsQueryParams),
+}
+
+impl HostCall {
+    /// The method's name on the wire.
+    pub fn method(&self) -> &'static str {
+        match self {
+            HostCall::Send(_) => "send",
+            HostCall::ListSessions(_) => "list_sessions",
+            HostCall::Pin(_) => "pin",
+            HostCall::BridgeStatus(_) => "bridge_status",
+            HostCall::DecisionsQuery(_) => "decisions_query",
+        }
+    }
+}
+
+/// The answer to `on_host`: the addressed method's own response, as JSON (the caller knows
+/// which type from the call it made).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(transparent)]
+pub struct OnHostResponse(pub serde_json::Value);
+
+/// `send_forwarded`: a send another machine's daemon accepted for a session here and forwards
+/// over its link. It is taken exactly like a local `send`, except that the delivery keeps the
+/// id the sending daemon gave it, so the records on both machines carry the same id and the
+/// sender can ask for its outcome by it after a link that dropped comes back. A second
+/// `send_forwarded` with an id already recorded is refused: nothing is ever sent twice.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SendForwardedParams {
+    /// The id the sending daemon recorded the delivery under.
+    pub delivery_id: String,
+    /// The sending machine as it names itself (its host name), for the record and the envelope.
+    #[serde(default)]
+    pub from_machine: Option<String>,
+    /// The send as the sender made it; its `caller` describes a session on the other machine.
+    pub send: crate::bridge::SendParams,
+}
+
+/// `decisions_query`: count (or list) this daemon's decisions log, the way `cross-agent
+/// decisions` reads it; how `decisions --hosts all` asks each host's log where it lies.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct DecisionsQueryParams {
+    /// `--since`, as given (a duration back from the answering daemon's now, or RFC 3339).
+    #[serde(default)]
+    pub since: Option<String>,
+    /// `--until`, as given.
+    #[serde(default)]
+    pub until: Option<String>,
+    /// `--kind`.
+    #[serde(default)]
+    pub kinds: Vec<String>,
+    /// `--where FIELD=VALUE`, as given.
+    #[serde(default)]
+    pub conditions: Vec<String>,
+    /// `--by FIELD`: the fields counted by. Empty: the matching records are listed.
+    #[serde(default)]
+    pub by: Vec<String>,
+}
+
+/// The answer to `decisions_query`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct DecisionsQueryResponse {
+    /// With `by`: each group's values (one per field, `null` when missing) and its count.
+    #[serde(default)]
+    pub groups: Vec<DecisionGroup>,
+    /// Without `by`: the matching records as written, oldest first.
+    #[serde(default)]
+    pub records: Vec<String>,
+    /// Lines skipped as unreadable and files that could not be read.
+    #[serde(default)]
+    pub warnings: Vec<String>,
+}
+
+/// One group of a `decisions_query` count.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct DecisionGroup {
+    /// The values of the `by` fields, in order.
+    pub key: Vec<Option<String>>,
+    /// How many decisions have them.
+    pub count: u64,
+}

@@ -32,7 +32,10 @@ use serde::{Deserialize, Serialize};
 /// `hosts_status` was added without a bump for the same reason: a new `cross-agent hosts status`
 /// asking an older daemon gets [`ErrorCode::MethodNotFound`], which it reports as "restart the
 /// daemon"; and a link to another machine says `hello` with this version, so a bump would refuse
-/// every remote of the previous release for a method the link never calls.
+/// every remote of the previous release for a method the link never calls. `on_host`,
+/// `send_forwarded` and `decisions_query` likewise: a remote of the previous release answers
+/// them `method_not_found`, which the forwarding daemon reports naming the host and both
+/// versions, and everything else over that link keeps working.
 pub const PROTOCOL_VERSION: u32 = 2;
 
 /// Correlates a response with its request. Chosen by the client, unique per connection.
@@ -473,6 +476,12 @@ rpc_methods! {
     ReviewCorrection => "review_correction" (crate::review::ReviewCorrectionParams) -> crate::review::ReviewCorrectionResponse,
     /// `cross-agent hosts status`: each SSH link's state (docs/remote.md).
     HostsStatus => "hosts_status" (crate::hosts::HostsStatusParams) -> crate::hosts::HostsStatusResponse,
+    /// A request for another machine's sessions, forwarded over its link (docs/remote.md).
+    OnHost => "on_host" (crate::hosts::OnHostParams) -> crate::hosts::OnHostResponse,
+    /// A send another machine's daemon forwards here, keeping its delivery id.
+    SendForwarded => "send_forwarded" (crate::hosts::SendForwardedParams) -> crate::bridge::SendResponse,
+    /// This daemon's decisions log, counted (`decisions --host`).
+    DecisionsQuery => "decisions_query" (crate::hosts::DecisionsQueryParams) -> crate::hosts::DecisionsQueryResponse,
 }
 
 #[cfg(test)]
@@ -584,7 +593,10 @@ mod tests {
                 "hook",
                 "forward_event",
                 "review_correction",
-                "hosts_status"
+                "hosts_status",
+                "on_host",
+                "send_forwarded",
+                "decisions_query"
             ]
         );
         assert_eq!(<StatusParams as Method>::NAME, "status");

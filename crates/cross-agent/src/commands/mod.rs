@@ -22,6 +22,7 @@ mod send;
 mod service;
 mod session_places;
 mod sessions;
+mod sessions_hosts;
 mod shim;
 mod status;
 mod telegram;

@@ -24,8 +24,8 @@ use cross_agent_ipc::blocking::BlockingClient;
 use cross_agent_ipc::oneshot::OneShot;
 use cross_agent_ipc::{ConnectOptions, Error as IpcError};
 use cross_agent_protocol::bridge::{
-    CallerContext, IndexListingParams, IndexResolve, IndexSessionsParams, IndexSessionsResponse,
-    RefusalReason,
+    AgentFilter, CallerContext, IndexListingParams, IndexResolve, IndexSessionsParams,
+    IndexSessionsResponse, RefusalReason,
 };
 use cross_agent_protocol::rpc::{ClientKind, ErrorCode};
 use cross_agent_stores::index::RefreshOptions;
@@ -75,6 +75,12 @@ struct ListArgs {
     /// An object keyed by agent instead of a table.
     #[arg(long)]
     json: bool,
+    /// List the sessions of that machine (a host of `cross-agent hosts list`) instead.
+    #[arg(long, value_name = "NAME", conflicts_with = "hosts")]
+    host: Option<String>,
+    /// `all`: this machine's sessions and every host's, merged, each naming its host.
+    #[arg(long, value_name = "all", value_parser = ["all"])]
+    hosts: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -420,6 +426,20 @@ fn cwd_or_current(cwd: Option<PathBuf>) -> anyhow::Result<PathBuf> {
 
 impl ListArgs {
     fn run(self) -> anyhow::Result<ExitCode> {
+        if let Some(host) = self.host.as_deref().or(self.hosts.as_deref()) {
+            let agent = match self.agent {
+                AgentChoice::Claude => AgentFilter::Claude,
+                AgentChoice::Codex => AgentFilter::Codex,
+                AgentChoice::Grok => AgentFilter::Grok,
+                AgentChoice::Copilot => AgentFilter::Copilot,
+                AgentChoice::All => AgentFilter::All,
+            };
+            // The directory a scope is relative to is the other machine's: given, or none.
+            let cwd = self.cwd.as_ref().map(|c| c.to_string_lossy().into_owned());
+            return super::sessions_hosts::list(
+                host, agent, self.scope, cwd, self.limit, self.json,
+            );
+        }
         let window = ActiveWindow::from_env()?;
         let cwd = cwd_or_current(self.cwd.clone())?;
         let scope = self.scope;

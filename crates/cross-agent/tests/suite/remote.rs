@@ -303,3 +303,98 @@ fn rpc_stdio_relays_hello_and_a_listing_byte_exact_here_and_over_ssh() {
     assert_eq!(text(&relayed), text(&direct));
     assert!(text(&relayed).starts_with("{\"type\":\"response\",\"id\":1,"));
 }
+
+/// A Claude transcript titled `title` in `home`, active a minute ago.
+fn claude_session(home: &std::path::Path, cwd: &str, id: &str, title: &str) {
+    use cross_agent_testkit::synthetic_stores::ClaudeTranscript;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let mut t = ClaudeTranscript::new(home, cwd, id);
+    t.user("hello", now - 60_000)
+        .custom_title(title)
+        .assistant_text("Hi.", now - 59_000);
+    t.write().unwrap();
+}
+
+#[test]
+fn hosts_all_merges_the_listing_naming_each_host_and_refuses_a_name_on_two() {
+    let Some(sshd) = rig() else { return };
+    let here = Here::new(Some(sshd.ssh_program()));
+    claude_session(&here.user, "/work/api", "c-here", "shared");
+    claude_session(&sshd.remote_home(), "/srv/api", "c-there", "shared");
+    claude_session(&sshd.remote_home(), "/srv/api", "c-lonely", "lonely");
+    add_there(&here);
+    here.wait_for("connected", |h| h["state"] == "connected");
+
+    let out = here.run(&["sessions", "--hosts", "all", "--agent", "claude", "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let listing: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut seen: Vec<(Value, String)> = listing["claude"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["host"].clone(),
+                e["session_id"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    seen.sort_by(|a, b| a.1.cmp(&b.1));
+    assert_eq!(
+        seen,
+        vec![
+            (Value::Null, "c-here".to_owned()),
+            (Value::from("there"), "c-lonely".to_owned()),
+            (Value::from("there"), "c-there".to_owned()),
+        ]
+    );
+
+    // Only there: every entry names it.
+    let out = here.run(&["sessions", "--host", "there", "--agent", "claude", "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let there: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(there["claude"].as_array().unwrap().len(), 2, "{there:#}");
+    assert!(
+        there["claude"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| e["host"] == "there")
+    );
+
+    // A name on both machines, asked of all: refused naming both, nothing sent.
+    let out = here.run(&[
+        "send",
+        "claude",
+        "hi",
+        "--session",
+        "shared",
+        "--host",
+        "all",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("on this machine and host `there`"),
+        "{stderr}"
+    );
+    // A host nobody added: refused naming it.
+    let out = here.run(&[
+        "send",
+        "claude",
+        "hi",
+        "--session",
+        "lonely",
+        "--host",
+        "nowhere",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stderr).contains("no host `nowhere`"),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -541,6 +541,46 @@ async fn dispatch(
                 After::Continue,
             )
         }
+        ClientRequest::OnHost(params) => {
+            let answer =
+                super::remote::on_host(params, &shared.engine, &shared.links, &shared.forwarding)
+                    .await;
+            let message = match answer {
+                Ok(response) => respond::<cross_agent_protocol::hosts::OnHostParams>(id, response),
+                Err(rpc_error) => ServerMessage::Error {
+                    id: Some(id),
+                    error: rpc_error,
+                },
+            };
+            (message, After::Continue)
+        }
+        ClientRequest::SendForwarded(params) => (
+            engine_call::<cross_agent_protocol::hosts::SendForwardedParams>(
+                id,
+                shared,
+                move |engine| super::remote::send_forwarded(&engine, params),
+            )
+            .await,
+            After::Continue,
+        ),
+        ClientRequest::DecisionsQuery(params) => {
+            let home = shared.home.root().to_owned();
+            let answer =
+                tokio::task::spawn_blocking(move || super::remote::decisions_query(&home, &params))
+                    .await;
+            let message = match answer {
+                Ok(Ok(response)) => {
+                    respond::<cross_agent_protocol::hosts::DecisionsQueryParams>(id, response)
+                }
+                Ok(Err(why)) => error(Some(id), ErrorCode::InvalidParams, why),
+                Err(e) => error(
+                    Some(id),
+                    ErrorCode::Internal,
+                    format!("the daemon failed while answering `decisions_query`: {e}"),
+                ),
+            };
+            (message, After::Continue)
+        }
         ClientRequest::HostsStatus(_) => (
             respond::<cross_agent_protocol::hosts::HostsStatusParams>(id, shared.links.status()),
             After::Continue,

@@ -32,6 +32,7 @@ mod admission;
 mod connection;
 mod forward;
 mod home_watch;
+mod remote;
 
 pub use admission::{ConnectionLimits, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS};
 
@@ -370,6 +371,14 @@ impl Daemon {
             cross_agent_hosts::LinksConfig::for_home(home.root(), |name| std::env::var(name).ok()),
             telegram_stop_rx.clone(),
         );
+        // The records of sends forwarded to other hosts, kept in step with the remote ones.
+        let forwarding = Arc::new(remote::Forwarding::default());
+        remote::follow(
+            engine.clone(),
+            links.clone(),
+            forwarding.clone(),
+            telegram_stop_rx.clone(),
+        );
         let telegram = tokio::spawn(bot.clone().supervise(telegram_stop_rx));
         let shared = Arc::new(Shared {
             info,
@@ -382,6 +391,7 @@ impl Daemon {
             drain_lock: parking_lot::Mutex::new(None),
             bot,
             links,
+            forwarding,
             idle_timeout: limits.idle_timeout,
         });
         let mut gate = admission::Gate::new(limits, shared.info.pid);
@@ -606,6 +616,8 @@ struct Shared {
     bot: cross_agent_telegram::Bot,
     /// The SSH links to other machines and their status (`hosts_status`).
     links: cross_agent_hosts::Links,
+    /// The sends being forwarded to other hosts right now.
+    forwarding: Arc<remote::Forwarding>,
     /// How long a connection may wait between requests before it is closed.
     idle_timeout: Option<Duration>,
 }

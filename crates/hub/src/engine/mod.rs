@@ -132,6 +132,7 @@ mod native;
 mod panels;
 mod pins;
 mod receipt;
+mod remote;
 mod send;
 mod status;
 mod target;

@@ -24,6 +24,13 @@ use crate::settings::{CallSettings, UiHook};
 /// Room kept for the envelope around a message that must fit in one argument.
 const ENVELOPE_ALLOWANCE: usize = 4 * 1024;
 
+/// A send another machine's daemon forwarded: the id it recorded the delivery under, and
+/// where it came from.
+pub(super) struct Forwarded {
+    pub(super) delivery_id: String,
+    pub(super) from_machine: Option<String>,
+}
+
 /// A guard's verdict: go on, or this refusal.
 type Guard = std::result::Result<(), Refusal>;
 
@@ -65,7 +72,46 @@ struct Request<'a> {
 impl Engine {
     /// `send_to_*`: refuses, or records the delivery and answers with a receipt at once.
     pub fn send(&self, params: SendParams) -> crate::Result<SendResponse> {
-        self.inner.admission.send(params, self, None)
+        self.inner.admission.send(params, self, None, None)
+    }
+
+    /// `send_forwarded`: a send another machine's daemon accepted for a session here, taken
+    /// through the same guards and doors as a local one but recorded under the id that daemon
+    /// gave it (docs/remote.md). An id already recorded is refused: nothing is sent twice.
+    pub fn send_forwarded(
+        &self,
+        delivery_id: &str,
+        from_machine: Option<&str>,
+        params: SendParams,
+    ) -> crate::Result<SendResponse> {
+        let well_formed = delivery_id.starts_with("dlv_")
+            && delivery_id.len() <= 64
+            && delivery_id[4..].chars().all(|c| c.is_ascii_alphanumeric());
+        if !well_formed {
+            return Ok(SendResponse::Refused(refusal(
+                RefusalReason::InvalidArguments,
+                format!(
+                    "the forwarded delivery id {delivery_id:?} is not one a daemon gives                      (`dlv_` and letters or digits); nothing was sent"
+                ),
+                json!({"delivery_id": delivery_id}),
+            )));
+        }
+        if self.db().delivery(delivery_id)?.is_some() {
+            return Ok(SendResponse::Refused(refusal(
+                RefusalReason::InvalidArguments,
+                format!(
+                    "delivery {delivery_id} is already recorded on this machine: a forwarded                      send is taken once and never again; ask bridge_status(delivery_id) for it"
+                ),
+                json!({"delivery_id": delivery_id}),
+            )));
+        }
+        let forwarded = Forwarded {
+            delivery_id: delivery_id.to_owned(),
+            from_machine: from_machine.map(str::to_owned),
+        };
+        self.inner
+            .admission
+            .send(params, self, None, Some(&forwarded))
     }
 
     /// A cross review's correction, sent through the same guards and doors as any send (panel
@@ -77,7 +123,9 @@ impl Engine {
         params: SendParams,
         reviewer: &str,
     ) -> crate::Result<SendResponse> {
-        self.inner.admission.send(params, self, Some(reviewer))
+        self.inner
+            .admission
+            .send(params, self, Some(reviewer), None)
     }
 }
 
@@ -88,9 +136,10 @@ impl Admission {
         params: SendParams,
         others: &dyn Neighbours,
         reviewer: Option<&str>,
+        forwarded: Option<&Forwarded>,
     ) -> crate::Result<SendResponse> {
         let agent = params.agent;
-        let response = match self.try_send(&params, others, reviewer) {
+        let response = match self.try_send(&params, others, reviewer, forwarded) {
             Ok(receipt) => SendResponse::Accepted(receipt),
             Err(Stopped::Refused(refusal)) => SendResponse::Refused(refusal),
             Err(Stopped::Failed(error)) => return Err(error),
@@ -106,6 +155,7 @@ impl Admission {
         params: &SendParams,
         others: &dyn Neighbours,
         reviewer: Option<&str>,
+        forwarded: Option<&Forwarded>,
     ) -> Result<SendReceipt, Stopped> {
         let agent = params.agent;
         let settings = CallSettings::from_settings(&params.caller.settings);
@@ -166,6 +216,7 @@ impl Admission {
                 conversation,
                 cwd_text: &cwd_text,
                 reviewer,
+                forwarded,
             },
             others,
         )?)
