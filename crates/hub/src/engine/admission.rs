@@ -430,7 +430,7 @@ mod tests {
             .settings
             .insert("CROSS_AGENT_MAX_HOPS".to_owned(), "1".to_owned());
         let SendResponse::Accepted(receipt) =
-            admission.send(params.clone(), &others, None).unwrap()
+            admission.send(params.clone(), &others, None, None).unwrap()
         else {
             panic!("the first send is accepted");
         };
@@ -445,7 +445,7 @@ mod tests {
         assert_eq!(record.transport, Transport::HeadlessCli);
         assert_eq!(record.carrier_generation, Some(1));
         // The conversation's one hop is spent: the next relay in it is refused, not queued.
-        match admission.send(params, &others, None).unwrap() {
+        match admission.send(params, &others, None, None).unwrap() {
             SendResponse::Refused(refusal) => {
                 assert_eq!(refusal.reason, RefusalReason::HopBudget);
             }
