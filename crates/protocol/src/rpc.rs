@@ -587,6 +587,7 @@ mod tests {
                 "list_sessions",
                 "index_sessions",
                 "index_listing",
+                "usage_report",
                 "pin",
                 "bridge_status",
                 "handover",

@@ -922,6 +922,8 @@ mod tests {
         let fields = round_trip.as_object_mut().unwrap();
         assert_eq!(fields.remove("is_caller"), Some(Value::Bool(false)));
         assert_eq!(fields.remove("is_pinned"), Some(Value::Bool(false)));
+        // This machine's own listing names no host; a listing merged over hosts does.
+        assert_eq!(fields.remove("host"), Some(Value::Null));
         assert_eq!(round_trip, printed);
     }
 }
