@@ -18,8 +18,6 @@
 //! person's editor. An unknown key in `[control]` is an error naming it; other tables are other
 //! parts' and are not read here.
 
-use std::io::Read as _;
-use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -180,31 +178,19 @@ pub fn parse(text: &str, path: PathBuf, env: Option<&str>) -> Result<ControlConf
 /// The file's text, or `None` when there is none; refused when it is a link, someone else's,
 /// not a regular file, or writable by group or others.
 fn read_safely(path: &Path) -> Result<Option<String>> {
-    let meta = match std::fs::symlink_metadata(path) {
-        Ok(meta) => meta,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => {
-            return Err(ControlError::Io {
-                path: path.to_owned(),
-                source,
-            });
-        }
-    };
-    cross_agent_home::safety::check_entry(path, &meta)?;
+    use cross_agent_home::safety::{SettingsFileRefusal as Refusal, read_settings_file};
     let wrong = |problem: String, fix: String| ControlError::Settings {
         path: path.to_owned(),
         problem,
         fix,
     };
-    if !meta.is_file() {
-        return Err(wrong(
+    read_settings_file(path, MAX_FILE_BYTES).map_err(|refusal| match refusal {
+        Refusal::Entry(e) => e.into(),
+        Refusal::NotRegular => wrong(
             "it is not a regular file".to_owned(),
             "Remove it and write config.toml as a plain file (docs/desktop.md)".to_owned(),
-        ));
-    }
-    let mode = meta.mode() & 0o7777;
-    if mode & 0o022 != 0 {
-        return Err(wrong(
+        ),
+        Refusal::GroupWritable { mode } => wrong(
             format!(
                 "it is writable by group or others (mode {mode:o}), and it decides whether \
                  cross-agent types into your editor"
@@ -213,23 +199,12 @@ fn read_safely(path: &Path) -> Result<Option<String>> {
                 "Check its [control] table, then `chmod go-w {}`",
                 path.display()
             ),
-        ));
-    }
-    // O_NOFOLLOW: a link swapped in after the check is refused by the kernel.
-    let io = |source| ControlError::Io {
-        path: path.to_owned(),
-        source,
-    };
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(cross_agent_home::home::no_follow_flag())
-        .open(path)
-        .map_err(io)?;
-    let mut text = String::new();
-    file.take(MAX_FILE_BYTES)
-        .read_to_string(&mut text)
-        .map_err(io)?;
-    Ok(Some(text))
+        ),
+        Refusal::Io(source) => ControlError::Io {
+            path: path.to_owned(),
+            source,
+        },
+    })
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@
 //! read here.
 
 use std::io::Read as _;
-use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 
 use cross_agent_protocol::Agent;
@@ -134,53 +134,30 @@ fn dollars(value: &toml::Value) -> std::result::Result<Money, String> {
 /// The file's text, or `None` when there is none; refused when it is a link, someone else's,
 /// not a regular file, or writable by group or others.
 fn read_safely(path: &Path) -> Result<Option<String>> {
-    let meta = match std::fs::symlink_metadata(path) {
-        Ok(meta) => meta,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => {
-            return Err(Error::Io {
-                path: path.to_owned(),
-                source,
-            });
-        }
-    };
-    cross_agent_home::safety::check_entry(path, &meta).map_err(|e| Error::Settings {
+    use cross_agent_home::safety::{SettingsFileRefusal as Refusal, read_settings_file};
+    let settings = |problem: String, fix: String| Error::Settings {
         path: path.to_owned(),
-        problem: e.to_string(),
-        fix: "Replace it with a regular file of your own".to_owned(),
-    })?;
-    if !meta.is_file() {
-        return Err(Error::Settings {
-            path: path.to_owned(),
-            problem: "it is not a regular file".to_owned(),
-            fix: "Remove it and write config.toml as a plain file".to_owned(),
-        });
-    }
-    let mode = meta.mode() & 0o7777;
-    if mode & 0o022 != 0 {
-        return Err(Error::Settings {
-            path: path.to_owned(),
-            problem: format!("it is writable by group or others (mode {mode:o})"),
-            fix: format!("Check it, then `chmod go-w {}`", path.display()),
-        });
-    }
-    // O_NOFOLLOW: a link swapped in after the check is refused by the kernel.
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(cross_agent_home::home::no_follow_flag())
-        .open(path)
-        .map_err(|source| Error::Io {
+        problem,
+        fix,
+    };
+    read_settings_file(path, MAX_FILE_BYTES).map_err(|refusal| match refusal {
+        Refusal::Entry(e) => settings(
+            e.to_string(),
+            "Replace it with a regular file of your own".to_owned(),
+        ),
+        Refusal::NotRegular => settings(
+            "it is not a regular file".to_owned(),
+            "Remove it and write config.toml as a plain file".to_owned(),
+        ),
+        Refusal::GroupWritable { mode } => settings(
+            format!("it is writable by group or others (mode {mode:o})"),
+            format!("Check it, then `chmod go-w {}`", path.display()),
+        ),
+        Refusal::Io(source) => Error::Io {
             path: path.to_owned(),
             source,
-        })?;
-    let mut text = String::new();
-    file.take(MAX_FILE_BYTES)
-        .read_to_string(&mut text)
-        .map_err(|source| Error::Io {
-            path: path.to_owned(),
-            source,
-        })?;
-    Ok(Some(text))
+        },
+    })
 }
 
 /// The state as read, and where a damaged file was moved.
