@@ -12,8 +12,7 @@
 //! or another user's file refused, opened without following links — and written whole through
 //! a temporary file and a rename, by `toml_edit` so the person's comments and order stay.
 
-use std::io::Read;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 
 use cross_agent_home::Home;
@@ -252,39 +251,28 @@ fn parse(path: &Path, text: &str) -> Result<Vec<Host>> {
     Ok(hosts)
 }
 
-/// The file's text, or `None` when there is none; a link or another user's file is refused,
-/// and the open does not follow a link swapped in after the check.
+/// The file's text, or `None` when there is none. Read like every settings file the person
+/// writes: a link, someone else's file, or one that group or others can write is refused — it
+/// names the machines the daemon opens ssh links to and forwards sends over.
 fn read_text(path: &Path) -> Result<Option<String>> {
-    let meta = match std::fs::symlink_metadata(path) {
-        Ok(meta) => meta,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => {
-            return Err(Error::Io {
-                action: "inspect",
-                path: path.to_owned(),
-                source,
-            });
-        }
-    };
-    cross_agent_home::safety::check_entry(path, &meta)?;
-    if !meta.is_file() {
-        return Err(malformed(path, "it is not a regular file".to_owned()));
-    }
-    let io = |source| Error::Io {
-        action: "read",
-        path: path.to_owned(),
-        source,
-    };
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(cross_agent_home::home::no_follow_flag())
-        .open(path)
-        .map_err(io)?;
-    let mut text = String::new();
-    file.take(MAX_FILE_BYTES)
-        .read_to_string(&mut text)
-        .map_err(io)?;
-    Ok(Some(text))
+    use cross_agent_home::safety::{SettingsFileRefusal as Refusal, read_settings_file};
+    read_settings_file(path, MAX_FILE_BYTES).map_err(|refusal| match refusal {
+        Refusal::Entry(e) => e.into(),
+        Refusal::NotRegular => malformed(path, "it is not a regular file".to_owned()),
+        Refusal::GroupWritable { mode } => malformed(
+            path,
+            format!(
+                "it is writable by group or others (mode {mode:o}), and it names the machines \
+                 cross-agent links to; check it, then `chmod go-w {}`",
+                path.display()
+            ),
+        ),
+        Refusal::Io(source) => Error::Io {
+            action: "read",
+            path: path.to_owned(),
+            source,
+        },
+    })
 }
 
 #[cfg(test)]
@@ -361,6 +349,25 @@ mod tests {
         assert!(error.to_string().contains("symbolic link"), "{error}");
         assert!(add(&home, "box", "box").is_err());
         assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "");
+    }
+
+    #[test]
+    fn a_file_others_can_write_is_refused_and_left_as_it_is() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let (_tmp, home) = home();
+        home.ensure_root().unwrap();
+        let text = "[hosts.box]\ndestination = \"box\"\n";
+        std::fs::write(path(home.root()), text).unwrap();
+        std::fs::set_permissions(path(home.root()), std::fs::Permissions::from_mode(0o666))
+            .unwrap();
+        let error = read(&path(home.root())).unwrap_err().to_string();
+        assert!(
+            error.contains("writable by group or others (mode 666)")
+                && error.contains("chmod go-w"),
+            "{error}"
+        );
+        assert!(add(&home, "other", "other").is_err());
+        assert_eq!(std::fs::read_to_string(path(home.root())).unwrap(), text);
     }
 
     #[test]
