@@ -104,13 +104,19 @@ impl UsageSource for ScanSource {
 
 /// Where a notice goes: the bot's paired chats.
 pub trait Notices: Send + Sync + 'static {
-    /// Queues `text` for every paired chat; whether any chat will get it.
-    fn notify(&self, text: &str) -> bool;
+    /// Whether a notice queued now would reach a chat (a poller runs, a chat is paired).
+    fn ready(&self) -> bool;
+    /// Queues `text` for every paired chat.
+    fn notify(&self, text: &str);
 }
 
 impl Notices for cross_agent_telegram::Bot {
-    fn notify(&self, text: &str) -> bool {
-        self.notify_all(text, "usage_budget")
+    fn ready(&self) -> bool {
+        self.can_notify()
+    }
+
+    fn notify(&self, text: &str) {
+        self.notify_text(text, "usage_budget");
     }
 }
 
@@ -204,15 +210,24 @@ impl Watcher {
         for crossing in &crossings {
             self.decisions.record(decision(crossing));
         }
-        let mut sent = false;
-        for notice in announced.unsent() {
-            if self.notices.notify(&notice.notice) {
-                notice.notified = true;
-                sent = true;
-            }
+        if announced.unsent().next().is_none() || !self.notices.ready() {
+            return;
         }
-        if sent && let Err(e) = budget_config::save_state(&self.home, &announced) {
-            tracing::warn!(error = %e, "the budget watcher could not save its state");
+        let notices: Vec<String> = announced
+            .unsent()
+            .map(|notice| {
+                notice.notified = true;
+                notice.notice.clone()
+            })
+            .collect();
+        // Recorded as sent before it is queued: the queue lives in memory and is sent at once,
+        // so a daemon killed between the two would otherwise send it again after its restart.
+        // A kill in that instant loses the notice instead (its decision line is kept).
+        if let Err(e) = budget_config::save_state(&self.home, &announced) {
+            return self.problem(Some(e.to_string()));
+        }
+        for notice in &notices {
+            self.notices.notify(notice);
         }
     }
 }
@@ -273,25 +288,36 @@ mod tests {
     }
 
     /// A bot that polls (or not) as the test says, and what it was given.
-    #[derive(Default)]
     struct Phone {
+        home: std::path::PathBuf,
         polling: parking_lot::Mutex<bool>,
         sent: parking_lot::Mutex<Vec<String>>,
+        /// The state file as it was on disk when each notice was queued.
+        state_when_queued: parking_lot::Mutex<Vec<String>>,
     }
 
     impl Notices for Phone {
-        fn notify(&self, text: &str) -> bool {
-            if !*self.polling.lock() {
-                return false;
-            }
+        fn ready(&self) -> bool {
+            *self.polling.lock()
+        }
+
+        fn notify(&self, text: &str) {
+            assert!(*self.polling.lock(), "queued while no bot polls: {text}");
+            let state = std::fs::read_to_string(self.home.join("usage-budget-state.json"))
+                .unwrap_or_default();
+            self.state_when_queued.lock().push(state);
             self.sent.lock().push(text.to_owned());
-            true
         }
     }
 
     fn watching(home: &std::path::Path, cents: u128) -> (Watcher, Arc<Fixed>, Arc<Phone>) {
         let source = Arc::new(Fixed(parking_lot::Mutex::new(cents)));
-        let phone = Arc::new(Phone::default());
+        let phone = Arc::new(Phone {
+            home: home.to_owned(),
+            polling: parking_lot::Mutex::new(false),
+            sent: parking_lot::Mutex::new(Vec::new()),
+            state_when_queued: parking_lot::Mutex::new(Vec::new()),
+        });
         let watcher = Watcher {
             home: home.to_owned(),
             source: Arc::clone(&source) as Arc<dyn UsageSource>,
@@ -331,6 +357,13 @@ mod tests {
                 "⚠️ 80% of Codex's daily budget is spent: $8.50 of $10.00 on 2026-12-06 (UTC, \
               85%; only priced calls count)."
             ]
+        );
+        // On disk as sent before it was queued: a kill right after cannot send it twice.
+        let on_disk: serde_json::Value =
+            serde_json::from_str(&phone.state_when_queued.lock()[0]).unwrap();
+        assert!(
+            on_disk.to_string().contains("\"notified\":true"),
+            "{on_disk}"
         );
         assert_eq!(decisions(home.path()).len(), 1);
         let line = &decisions(home.path())[0];
