@@ -27,6 +27,8 @@ use cross_agent_usage::budget::{self, Crossing, Day, DaySpend};
 use cross_agent_usage::{PriceTable, RateLimits, account, budget_config, scan};
 use tokio::sync::watch;
 
+use crate::passes::{self, LastingProblem};
+
 /// How often the watcher looks at today's spend: the scan reads every file of the stores.
 pub const PASS: Duration = Duration::from_secs(120);
 
@@ -126,33 +128,17 @@ pub fn start(
     source: Arc<dyn UsageSource>,
     notices: Arc<dyn Notices>,
     decisions: DecisionLog,
-    mut stop: watch::Receiver<bool>,
+    stop: watch::Receiver<bool>,
 ) {
-    let pass = std::env::var(var::USAGE_BUDGET_PASS_SECONDS)
-        .ok()
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .filter(|s| *s > 0)
-        .map_or(PASS, Duration::from_secs);
-    let watcher = Arc::new(Watcher {
+    let watcher = Watcher {
         home,
         source,
         notices,
         decisions,
-        last_problem: parking_lot::Mutex::new(None),
-    });
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(pass);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tokio::select! {
-                _ = tick.tick() => {}
-                _ = stop.wait_for(|s| *s) => return,
-            }
-            let watcher = Arc::clone(&watcher);
-            // A pass is blocking work (config, the stores, the state file).
-            let _ = tokio::task::spawn_blocking(move || watcher.pass(UnixMillis::now())).await;
-        }
-    });
+        problem: LastingProblem::new("the budget watcher"),
+    };
+    let every = passes::interval_from_env(var::USAGE_BUDGET_PASS_SECONDS, PASS);
+    passes::run_every(every, stop, move |_| watcher.pass(UnixMillis::now()));
 }
 
 struct Watcher {
@@ -160,19 +146,12 @@ struct Watcher {
     source: Arc<dyn UsageSource>,
     notices: Arc<dyn Notices>,
     decisions: DecisionLog,
-    /// The last problem logged, so a lasting one is said once.
-    last_problem: parking_lot::Mutex<Option<String>>,
+    problem: LastingProblem,
 }
 
 impl Watcher {
     fn problem(&self, problem: Option<String>) {
-        let mut last = self.last_problem.lock();
-        if let Some(p) = &problem
-            && last.as_ref() != Some(p)
-        {
-            tracing::warn!(problem = %p, "the budget watcher skips its passes");
-        }
-        *last = problem;
+        self.problem.set(problem);
     }
 
     fn pass(&self, now: UnixMillis) {
@@ -323,7 +302,7 @@ mod tests {
             source: Arc::clone(&source) as Arc<dyn UsageSource>,
             notices: Arc::clone(&phone) as Arc<dyn Notices>,
             decisions: DecisionLog::new(home),
-            last_problem: parking_lot::Mutex::new(None),
+            problem: LastingProblem::new("the budget watcher"),
         };
         (watcher, source, phone)
     }

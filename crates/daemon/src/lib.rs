@@ -34,6 +34,7 @@ mod error;
 pub mod handover;
 pub mod logging;
 mod own_caller;
+mod passes;
 mod review_correction;
 mod review_door;
 pub mod robot;

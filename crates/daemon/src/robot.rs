@@ -28,6 +28,7 @@ use cross_agent_stores::UnixMillis;
 use cross_agent_telegram::sessions::CorrectionAnswer;
 use tokio::sync::watch;
 
+use crate::passes::{self, LastingProblem};
 use crate::review_door::{Corrections, RequestedBy, Reviews};
 
 /// How often the robot looks for due sessions.
@@ -76,35 +77,18 @@ pub fn start(
     home: PathBuf,
     decisions: DecisionLog,
     corrections: Arc<dyn Corrections>,
-    mut stop: watch::Receiver<bool>,
+    stop: watch::Receiver<bool>,
 ) {
-    let pass = std::env::var(var::REVIEW_ROBOT_PASS_SECONDS)
-        .ok()
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .filter(|s| *s > 0)
-        .map_or(PASS, Duration::from_secs);
-    let robot = Arc::new(Robot {
+    let robot = Robot {
         engine,
         home,
         decisions,
         corrections,
         reviews: Reviews::new(),
-        last_problem: parking_lot::Mutex::new(None),
-    });
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(pass);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tokio::select! {
-                _ = tick.tick() => {}
-                _ = stop.wait_for(|s| *s) => return,
-            }
-            let robot = Arc::clone(&robot);
-            let stopped = stop.clone();
-            // A pass is blocking work (the index, the state file, child reviews).
-            let _ = tokio::task::spawn_blocking(move || robot.pass(&stopped)).await;
-        }
-    });
+        problem: LastingProblem::new("the review robot"),
+    };
+    let every = passes::interval_from_env(var::REVIEW_ROBOT_PASS_SECONDS, PASS);
+    passes::run_every(every, stop, move |stopped| robot.pass(stopped));
 }
 
 struct Robot {
@@ -113,19 +97,12 @@ struct Robot {
     decisions: DecisionLog,
     corrections: Arc<dyn Corrections>,
     reviews: Reviews,
-    /// The last problem logged, so a lasting one is said once.
-    last_problem: parking_lot::Mutex<Option<String>>,
+    problem: LastingProblem,
 }
 
 impl Robot {
     fn problem(&self, problem: Option<String>) {
-        let mut last = self.last_problem.lock();
-        if let Some(p) = &problem
-            && last.as_ref() != Some(p)
-        {
-            tracing::warn!(problem = %p, "the review robot skips its passes");
-        }
-        *last = problem;
+        self.problem.set(problem);
     }
 
     fn pass(&self, stop: &watch::Receiver<bool>) {
