@@ -305,6 +305,59 @@ pub fn read_settings_file(
     Ok(Some(text))
 }
 
+/// Why a state file the daemon writes itself (the budget watcher's, the review robot's) was
+/// not read back.
+#[derive(Debug)]
+pub enum StateFileRefusal {
+    /// A symbolic link: never followed in the home.
+    Link,
+    /// It could not be read.
+    Io(std::io::Error),
+}
+
+/// A state file's text (at most `max_bytes`), or `None` when there is none; opened with
+/// `O_NOFOLLOW`, so a link is refused rather than followed. Its writer is cross-agent itself
+/// (through [`crate::atomic::write_private`]), so what it says is checked by parsing it: a file
+/// that does not parse goes to [`move_aside_damaged`].
+pub fn read_state_file(
+    path: &Path,
+    max_bytes: u64,
+) -> std::result::Result<Option<String>, StateFileRefusal> {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+
+    let file = match fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(crate::home::no_follow_flag())
+        .open(path)
+    {
+        Ok(file) => file,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
+            return Err(StateFileRefusal::Link);
+        }
+        Err(e) => return Err(StateFileRefusal::Io(e)),
+    };
+    let mut text = String::new();
+    file.take(max_bytes)
+        .read_to_string(&mut text)
+        .map_err(StateFileRefusal::Io)?;
+    Ok(Some(text))
+}
+
+/// Moves a damaged state file aside (`<name>.damaged-<unix ms>`), kept for a person to look
+/// at, so its writer starts afresh; where it went.
+pub fn move_aside_damaged(path: &Path) -> std::io::Result<std::path::PathBuf> {
+    let mut aside = path.as_os_str().to_owned();
+    aside.push(format!(
+        ".damaged-{}",
+        cross_agent_protocol::timestamp::UnixMillis::now().0
+    ));
+    let aside = std::path::PathBuf::from(aside);
+    fs::rename(path, &aside)?;
+    Ok(aside)
+}
+
 /// A socket cross-agent is about to connect to: a socket (not a link, not anything else) owned
 /// by this user. `Ok(false)` when there is none.
 pub fn check_socket(socket: &Path) -> Result<bool> {

@@ -20,7 +20,7 @@
 //! corrections (`daemon/src/robot.rs`).
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -35,6 +35,9 @@ use crate::settings;
 
 /// The robot's state file in the home.
 pub const STATE_FILE: &str = "robot-review-state.json";
+
+/// The most of a state file read back: far above what the robot writes.
+const MAX_STATE_BYTES: u64 = 16 << 20;
 /// The per-install secret the state file's hashes are keyed with.
 pub const KEY_FILE: &str = "robot-review.key";
 /// The most sessions one pass reviews.
@@ -175,29 +178,20 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Reads `path` whole without following a link; `None` when it does not exist.
+/// Reads one of the robot's own files whole (at most [`MAX_STATE_BYTES`]) without following a
+/// link; `None` when it does not exist.
 fn read_no_follow(path: &Path) -> Result<Option<String>> {
-    let opened = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(cross_agent_home::home::no_follow_flag())
-        .open(path);
-    let mut file = match opened {
-        Ok(file) => file,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
-            return Err(ReviewError::State {
-                path: path.to_owned(),
-                problem: "it is a symbolic link, and cross-agent never follows links in its \
-                          home; remove the link (the robot then starts this file afresh)"
-                    .to_owned(),
-            });
-        }
-        Err(e) => return Err(ReviewError::io(path, e)),
-    };
-    let mut text = String::new();
-    file.read_to_string(&mut text)
-        .map_err(|e| ReviewError::io(path, e))?;
-    Ok(Some(text))
+    use cross_agent_home::safety::{self, StateFileRefusal};
+
+    safety::read_state_file(path, MAX_STATE_BYTES).map_err(|refusal| match refusal {
+        StateFileRefusal::Link => ReviewError::State {
+            path: path.to_owned(),
+            problem: "it is a symbolic link, and cross-agent never follows links in its \
+                      home; remove the link (the robot then starts this file afresh)"
+                .to_owned(),
+        },
+        StateFileRefusal::Io(e) => ReviewError::io(path, e),
+    })
 }
 
 /// What the robot remembers of one session.
@@ -247,13 +241,8 @@ pub fn load(home: &Path) -> Result<Loaded> {
             quarantined: None,
         }),
         Err(_) => {
-            let mut aside = path.as_os_str().to_owned();
-            aside.push(format!(
-                ".damaged-{}",
-                cross_agent_protocol::timestamp::UnixMillis::now().0
-            ));
-            let aside = PathBuf::from(aside);
-            std::fs::rename(&path, &aside).map_err(|e| ReviewError::io(&path, e))?;
+            let aside = cross_agent_home::safety::move_aside_damaged(&path)
+                .map_err(|e| ReviewError::io(&path, e))?;
             Ok(Loaded {
                 state: State::default(),
                 quarantined: Some(aside),

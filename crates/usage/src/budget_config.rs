@@ -16,8 +16,6 @@
 //! regular file, not writable by group or others); other tables are other parts' and are not
 //! read here.
 
-use std::io::Read as _;
-use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 
 use cross_agent_protocol::Agent;
@@ -170,44 +168,29 @@ pub struct LoadedState {
 /// Reads `home`'s budget state (empty when there is none). A damaged file is moved aside to
 /// `<file>.damaged-<ms>` and read as empty; a link is refused.
 pub fn load_state(home: &Path) -> Result<LoadedState> {
+    use cross_agent_home::safety::{self, StateFileRefusal};
+
     let path = home.join(STATE_FILE);
-    let io = |source| Error::Io {
-        path: path.clone(),
-        source,
-    };
-    let file = match std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(cross_agent_home::home::no_follow_flag())
-        .open(&path)
-    {
-        Ok(file) => file,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(LoadedState::default()),
-        Err(e) if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
+    let text = match safety::read_state_file(&path, MAX_FILE_BYTES) {
+        Ok(Some(text)) => text,
+        Ok(None) => return Ok(LoadedState::default()),
+        Err(StateFileRefusal::Link) => {
             return Err(Error::BudgetState {
-                path: path.clone(),
+                path,
                 problem: "it is a symbolic link; remove it (the watcher writes it itself)"
                     .to_owned(),
             });
         }
-        Err(e) => return Err(io(e)),
+        Err(StateFileRefusal::Io(source)) => return Err(Error::Io { path, source }),
     };
-    let mut text = String::new();
-    file.take(MAX_FILE_BYTES)
-        .read_to_string(&mut text)
-        .map_err(io)?;
     match serde_json::from_str::<Announced>(&text) {
         Ok(announced) => Ok(LoadedState {
             announced,
             quarantined: None,
         }),
         Err(_) => {
-            let mut aside = path.as_os_str().to_owned();
-            aside.push(format!(
-                ".damaged-{}",
-                cross_agent_protocol::timestamp::UnixMillis::now().0
-            ));
-            let aside = PathBuf::from(aside);
-            std::fs::rename(&path, &aside).map_err(io)?;
+            let aside =
+                safety::move_aside_damaged(&path).map_err(|source| Error::Io { path, source })?;
             Ok(LoadedState {
                 announced: Announced::default(),
                 quarantined: Some(aside),
