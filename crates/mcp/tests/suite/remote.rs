@@ -298,6 +298,8 @@ fn real_claude_here_asks_real_codex_there_and_a_cut_mid_turn_loses_nothing() -> 
         .env("CROSS_AGENT_CODEX_BIN", agent_binary(AgentKind::Codex)?)
         .env("SCRIPTED_KEY", "test-key")
         .env("CROSS_AGENT_CHILD_ENV", "SCRIPTED_KEY,CODEX_HOME")
+        // The late-answer watch there looks often, so a late answer is found at once.
+        .env("CROSS_AGENT_LATE_ANSWER_POLL_MS", "200")
         .stdout(Stdio::null())
         .status()?;
     assert!(started.success());
@@ -362,6 +364,54 @@ fn real_claude_here_asks_real_codex_there_and_a_cut_mid_turn_loses_nothing() -> 
         "{status:#}"
     );
 
+    // Codex answered without the request's id: taken by timing, so the watch there follows
+    // its thread. A later turn there that carries the id is the late answer; it reaches the
+    // record here as a late answer of this daemon's own, as a local one would.
+    assert_eq!(
+        status["delivery"]["is_reply_possibly_interim"], true,
+        "{status:#}"
+    );
+    assert!(
+        status["delivery"]["late_answer_watch_until"].is_string(),
+        "{status:#}"
+    );
+    let request_id = receipt["request_id"].as_str().context("request_id")?;
+    endpoint.push(
+        Rule::on_user_text("answer properly")
+            .reply_text(format!("Properly: forty-two.\n{request_id}"))
+            .for_api(Api::Responses),
+    );
+    codex
+        .turn(&there_project, "answer properly")
+        .resume(&thread_id)
+        .run()?
+        .expect_success()?;
+    let late_id = wait_for(&here, first, |d| {
+        d["late_reply_delivery_id"].as_str().map(str::to_owned)
+    })?;
+    let late = here.finished(&late_id)?;
+    assert_eq!(
+        late["delivery"]["answers_delivery_id"],
+        json!(first),
+        "{late:#}"
+    );
+    assert_eq!(late["delivery"]["host"], "there");
+    assert_eq!(late["delivery"]["from_session"], json!(claude_session));
+    assert!(
+        late["delivery"]["reply_preview"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("Properly: forty-two."),
+        "{late:#}"
+    );
+    assert!(
+        late["delivery"]["reply_header"]
+            .as_str()
+            .unwrap_or("")
+            .contains("LATE ANSWER"),
+        "{late:#}"
+    );
+
     // The cut: the remote Codex turn is running (its model request is held) when the ssh child
     // is killed; the link comes back; the delivery ends with the remote's answer.
     endpoint.push(ask("once more", "And 7 times 6? remote-cut"));
@@ -379,6 +429,14 @@ fn real_claude_here_asks_real_codex_there_and_a_cut_mid_turn_loses_nothing() -> 
     endpoint.wait_until(Duration::from_secs(120), |requests| {
         prompts_carrying(requests, "remote-cut") == 1
     })?;
+    // Mid-turn: the record here waits on the remote's.
+    let before = here.run(&["status", cut, "--json"])?;
+    let before: Value = serde_json::from_slice(&before.stdout)?;
+    let state = before["delivery"]["state"].as_str().unwrap_or("");
+    assert!(
+        state == "delivering" || state == "awaiting-peer",
+        "{before:#}"
+    );
     let link = here.host()?;
     let ssh_pid = link["ssh_pid"].as_u64().context("the ssh child")?;
     assert!(
@@ -409,6 +467,22 @@ fn real_claude_here_asks_real_codex_there_and_a_cut_mid_turn_loses_nothing() -> 
         1
     );
     Ok(())
+}
+
+/// Polls `status ID --json` here until `found` picks something from the delivery.
+fn wait_for<T>(here: &Here, delivery_id: &str, found: impl Fn(&Value) -> Option<T>) -> Result<T> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let out = here.run(&["status", delivery_id, "--json"])?;
+        let status: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        if let Some(value) = found(&status["delivery"]) {
+            return Ok(value);
+        }
+        if Instant::now() > deadline {
+            bail!("gave up waiting on delivery {delivery_id}: {status:#}");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }
 
 /// How many model requests to Codex carry `needle` in their last user message.
