@@ -229,6 +229,20 @@ impl DaemonLink {
                 ),
                 kind: "not_served",
             },
+            // A request for another machine (`host`) that the daemon here could not put there:
+            // an unknown host (named with the configured ones), a link that is down, `all`
+            // where it does not apply. Its words are the whole story; the log would not add.
+            IpcError::Rpc {
+                method: "on_host",
+                code,
+                message,
+            } => LinkFailure {
+                message: message.clone(),
+                kind: match code {
+                    ErrorCode::InvalidParams => "invalid_arguments",
+                    _ => "daemon_error",
+                },
+            },
             IpcError::Rpc { .. }
             | IpcError::Malformed { .. }
             | IpcError::ProtocolMismatch { .. } => LinkFailure {

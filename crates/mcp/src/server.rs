@@ -22,8 +22,10 @@ use std::sync::Arc;
 
 use cross_agent_caller::{PerCall, Snapshot};
 use cross_agent_protocol::bridge::{
-    BridgeStatusParams, ListSessionsParams, PinParams, PinResponse, SendParams, SendResponse,
+    BridgeStatusParams, BridgeStatusResponse, ListSessionsParams, ListSessionsResponse, PinParams,
+    PinResponse, SendParams, SendResponse,
 };
+use cross_agent_protocol::hosts::{HostCall, OnHostParams, OnHostResponse};
 use cross_agent_protocol::settings as var;
 use cross_agent_protocol::tools::ToolFailure;
 use rmcp::ErrorData as McpError;
@@ -36,6 +38,7 @@ use rmcp::model::{
 };
 use rmcp::service::{Peer, RequestContext, RoleServer, SubscriptionContext, SubscriptionSink};
 use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::link::{DaemonLink, LinkFailure};
@@ -129,47 +132,117 @@ impl Bridge {
         }
     }
 
-    /// Forwards a send: a receipt, or the daemon's refusal.
-    pub(crate) async fn send(&self, params: SendParams) -> CallToolResult {
-        tracing::debug!(tool = params.agent.send_tool(), "forwarding to the daemon");
-        match self.inner.link.call(params, /*repeatable*/ false).await {
+    /// Forwards a send (to `host`'s session when one is named): a receipt, or the refusal.
+    pub(crate) async fn send(&self, host: Option<String>, params: SendParams) -> CallToolResult {
+        tracing::debug!(tool = params.agent.send_tool(), host = ?host, "forwarding to the daemon");
+        let answer = match host {
+            None => self.inner.link.call(params, /*repeatable*/ false).await,
+            Some(host) => {
+                self.on_host(host, HostCall::Send(params), /*repeatable*/ false)
+                    .await
+            }
+        };
+        match answer {
             Ok(response @ SendResponse::Accepted(_)) => success(&response),
             Ok(response @ SendResponse::Refused(_)) => refusal(&response),
             Err(failure) => link_failure(failure),
         }
     }
 
-    /// Forwards `list_agent_sessions`.
-    pub(crate) async fn list_sessions(&self, params: ListSessionsParams) -> CallToolResult {
+    /// Forwards `list_agent_sessions` (to `host`, or every host with `all`).
+    pub(crate) async fn list_sessions(
+        &self,
+        host: Option<String>,
+        params: ListSessionsParams,
+    ) -> CallToolResult {
         tracing::debug!(
             tool = tools::LIST_AGENT_SESSIONS,
+            host = ?host,
             "forwarding to the daemon"
         );
-        match self.inner.link.call(params, /*repeatable*/ true).await {
+        let answer: Result<ListSessionsResponse, LinkFailure> = match host {
+            None => self.inner.link.call(params, /*repeatable*/ true).await,
+            Some(host) => {
+                self.on_host(
+                    host,
+                    HostCall::ListSessions(params),
+                    /*repeatable*/ true,
+                )
+                .await
+            }
+        };
+        match answer {
             Ok(response) => success(&response),
             Err(failure) => link_failure(failure),
         }
     }
 
-    /// Forwards `bridge_status`.
-    pub(crate) async fn status(&self, params: BridgeStatusParams) -> CallToolResult {
-        tracing::debug!(tool = tools::BRIDGE_STATUS, "forwarding to the daemon");
-        match self.inner.link.call(params, /*repeatable*/ true).await {
+    /// Forwards `bridge_status` (to `host` when one is named).
+    pub(crate) async fn status(
+        &self,
+        host: Option<String>,
+        params: BridgeStatusParams,
+    ) -> CallToolResult {
+        tracing::debug!(tool = tools::BRIDGE_STATUS, host = ?host, "forwarding to the daemon");
+        let answer: Result<BridgeStatusResponse, LinkFailure> = match host {
+            None => self.inner.link.call(params, /*repeatable*/ true).await,
+            Some(host) => {
+                self.on_host(
+                    host,
+                    HostCall::BridgeStatus(params),
+                    /*repeatable*/ true,
+                )
+                .await
+            }
+        };
+        match answer {
             Ok(response) => success(&response),
             Err(failure) => link_failure(failure),
         }
     }
 
-    /// Forwards a pin: what was pinned or unpinned, or the daemon's refusal.
-    pub(crate) async fn pin(&self, params: PinParams) -> CallToolResult {
-        tracing::debug!(tool = tools::PIN_AGENT_SESSION, "forwarding to the daemon");
-        match self.inner.link.call(params, /*repeatable*/ true).await {
+    /// Forwards a pin (to `host` when one is named): what was pinned or unpinned, or the
+    /// refusal.
+    pub(crate) async fn pin(&self, host: Option<String>, params: PinParams) -> CallToolResult {
+        tracing::debug!(tool = tools::PIN_AGENT_SESSION, host = ?host, "forwarding to the daemon");
+        let answer = match host {
+            None => self.inner.link.call(params, /*repeatable*/ true).await,
+            Some(host) => {
+                self.on_host(host, HostCall::Pin(params), /*repeatable*/ true)
+                    .await
+            }
+        };
+        match answer {
             Ok(response @ (PinResponse::Pinned { .. } | PinResponse::Unpinned { .. })) => {
                 success(&response)
             }
             Ok(response @ PinResponse::Refused(_)) => refusal(&response),
             Err(failure) => link_failure(failure),
         }
+    }
+
+    /// Asks the daemon here to put `call` to `host` (a name of `hosts.toml`, or `all`) over its
+    /// link: the daemon knows the hosts, so an unknown one is refused there, naming the
+    /// configured ones. The answer is the addressed method's own response.
+    async fn on_host<T: DeserializeOwned>(
+        &self,
+        host: String,
+        call: HostCall,
+        repeatable: bool,
+    ) -> Result<T, LinkFailure> {
+        let method = call.method();
+        let OnHostResponse(answer) = self
+            .inner
+            .link
+            .call(OnHostParams { host, call }, repeatable)
+            .await?;
+        serde_json::from_value(answer).map_err(|error| LinkFailure {
+            message: format!(
+                "the cross-agent daemon's answer to `{method}` on another host could not be \
+                 read: {error}"
+            ),
+            kind: "daemon_error",
+        })
     }
 }
 

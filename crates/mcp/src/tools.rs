@@ -63,8 +63,8 @@ impl Bridge {
         Extension(caller): Extension<CallerContext>,
         Args(args): Args<SendToClaudeArgs>,
     ) -> CallToolResult {
-        match args.and_then(|args| checked_send(args.into_params(caller))) {
-            Ok(params) => self.send(params).await,
+        match args.and_then(|args| checked_send(args.host(), args.into_params(caller))) {
+            Ok((host, params)) => self.send(host, params).await,
             Err(bad) => bad.answer(SEND_TO_CLAUDE),
         }
     }
@@ -86,8 +86,8 @@ impl Bridge {
         Extension(caller): Extension<CallerContext>,
         Args(args): Args<SendToCodexArgs>,
     ) -> CallToolResult {
-        match args.and_then(|args| checked_send(args.into_params(caller))) {
-            Ok(params) => self.send(params).await,
+        match args.and_then(|args| checked_send(args.host(), args.into_params(caller))) {
+            Ok((host, params)) => self.send(host, params).await,
             Err(bad) => bad.answer(SEND_TO_CODEX),
         }
     }
@@ -109,8 +109,8 @@ impl Bridge {
         Extension(caller): Extension<CallerContext>,
         Args(args): Args<SendToGrokArgs>,
     ) -> CallToolResult {
-        match args.and_then(|args| checked_send(args.into_params(caller))) {
-            Ok(params) => self.send(params).await,
+        match args.and_then(|args| checked_send(args.host(), args.into_params(caller))) {
+            Ok((host, params)) => self.send(host, params).await,
             Err(bad) => bad.answer(SEND_TO_GROK),
         }
     }
@@ -132,8 +132,8 @@ impl Bridge {
         Extension(caller): Extension<CallerContext>,
         Args(args): Args<SendToCopilotArgs>,
     ) -> CallToolResult {
-        match args.and_then(|args| checked_send(args.into_params(caller))) {
-            Ok(params) => self.send(params).await,
+        match args.and_then(|args| checked_send(args.host(), args.into_params(caller))) {
+            Ok((host, params)) => self.send(host, params).await,
             Err(bad) => bad.answer(SEND_TO_COPILOT),
         }
     }
@@ -142,7 +142,10 @@ impl Bridge {
         title = "List agent sessions",
         description = "Lists the sessions the bridge can find, newest first, with id, name or \
             title, directory, last activity and whether each is active, pinned or the caller's \
-            own. Use it to pick a session_id for send_to_* or pin_agent_session.",
+            own. Use it to pick a session_id for send_to_* or pin_agent_session. host=\"all\" \
+            lists this machine's and every linked host's sessions, each entry naming its host \
+            (null for this machine); host=\"NAME\" lists that machine's. Default: this machine \
+            only.",
         input_schema = spec_schema::<ListAgentSessionsArgs>(),
         annotations(
             title = "List agent sessions",
@@ -158,7 +161,10 @@ impl Bridge {
         Args(args): Args<ListAgentSessionsArgs>,
     ) -> CallToolResult {
         match args {
-            Ok(args) => self.list_sessions(args.into_params(caller)).await,
+            Ok(args) => {
+                self.list_sessions(args.host(), args.into_params(caller))
+                    .await
+            }
             Err(bad) => bad.answer(LIST_AGENT_SESSIONS),
         }
     }
@@ -168,7 +174,8 @@ impl Bridge {
         description = "Diagnostics: who is calling (as resolved), the settings in effect, the \
             session a send would reach per agent, pins, busy locks and deliveries pending, in \
             flight and recent. Given a delivery_id, re-reads that delivery's peer transcript and \
-            reports its state and the answer, if there is one yet.",
+            reports its state and the answer, if there is one yet. A delivery sent to another \
+            machine is reported here by its id; host=\"NAME\" asks that machine instead.",
         input_schema = spec_schema::<BridgeStatusArgs>(),
         annotations(
             title = "Bridge status",
@@ -184,7 +191,7 @@ impl Bridge {
         Args(args): Args<BridgeStatusArgs>,
     ) -> CallToolResult {
         match args {
-            Ok(args) => self.status(args.into_params(caller)).await,
+            Ok(args) => self.status(args.host(), args.into_params(caller)).await,
             Err(bad) => bad.answer(BRIDGE_STATUS),
         }
     }
@@ -194,7 +201,8 @@ impl Bridge {
         description = "Pins a session (by id or exact conversation name) as the target of \
             send_to_<agent> when no session_id is given. A pin never expires and no new \
             conversation is opened while it holds. An empty or absent session_id unpins. A pin \
-            says where to send, never who you are.",
+            says where to send, never who you are. host=\"NAME\" pins a session of that \
+            machine, on that machine.",
         input_schema = spec_schema::<PinAgentSessionArgs>(),
         annotations(
             title = "Pin agent session",
@@ -211,7 +219,7 @@ impl Bridge {
         Args(args): Args<PinAgentSessionArgs>,
     ) -> CallToolResult {
         match args {
-            Ok(args) => self.pin(args.into_params(caller)).await,
+            Ok(args) => self.pin(args.host(), args.into_params(caller)).await,
             Err(bad) => bad.answer(PIN_AGENT_SESSION),
         }
     }
@@ -244,6 +252,13 @@ fn spec_schema<T: ToolArgs>() -> Arc<JsonObject> {
     Arc::new(args::input_schema(T::TOOL, ToolDefaults::default()).unwrap_or_default())
 }
 
+/// What every send tool's description says about `host`.
+const HOST_SENTENCE: &str = "To reach a session on another machine linked over SSH, pass host \
+    (a name of `cross-agent hosts list`), or host=\"all\" with session_id to find the one \
+    machine whose session answers to it (a name on two is refused, naming both); the default \
+    is this machine only. The answer of a remote session is read the same way, with \
+    bridge_status(delivery_id) here.";
+
 fn send_description(agent: Agent) -> String {
     let product = agent.product_name();
     let noun = match agent {
@@ -271,7 +286,8 @@ fn send_description(agent: Agent) -> String {
              pin_agent_session, sticky). No session is discovered or created, and there is no \
              CLI fallback: a session whose VS Code is not open is refused. Asynchronous: returns \
              a receipt (delivery_id) at once; read the answer with bridge_status(delivery_id). \
-             {same_agent} A message is at most 8 MiB ({MAX_MESSAGE_BYTES} bytes)."
+             {same_agent} A message is at most 8 MiB ({MAX_MESSAGE_BYTES} bytes). \
+             {HOST_SENTENCE}"
         );
     }
     format!(
@@ -279,7 +295,7 @@ fn send_description(agent: Agent) -> String {
          Asynchronous: returns a receipt (delivery_id) at once, not the answer. The answer \
          arrives as a new message in this session when it is open in a panel; otherwise read it \
          with bridge_status(delivery_id). {same_agent} A message is at most 8 MiB \
-         ({MAX_MESSAGE_BYTES} bytes); `cwd`, when given, must be an existing directory."
+         ({MAX_MESSAGE_BYTES} bytes); `cwd`, when given, must be an existing directory. {HOST_SENTENCE}"
     )
 }
 
@@ -363,10 +379,13 @@ impl BadArguments {
 
 /// What this process can refuse before the daemon sees a send: a message too long for the
 /// daemon's frame, said with its size, instead of a lost connection.
-fn checked_send(params: SendParams) -> Result<SendParams, BadArguments> {
+fn checked_send(
+    host: Option<String>,
+    params: SendParams,
+) -> Result<(Option<String>, SendParams), BadArguments> {
     match args::message_too_long(&params.message) {
         Some(why) => Err(BadArguments(format!("`message`: {why}"))),
-        None => Ok(params),
+        None => Ok((host, params)),
     }
 }
 

@@ -128,11 +128,22 @@ macro_rules! send_args {
             /// Delivers the raw text with no bridge header.
             #[serde(default, deserialize_with = "lenient::flag")]
             pub raw: bool,
+            /// The machine the session is on: a host of `cross-agent hosts list`, or `all` for
+            /// the one machine (this one included) whose session answers to session_id; a name
+            /// found on two is refused as ambiguous, naming both. Default: this machine only.
+            #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "lenient::host")]
+            pub host: Option<String>,
             $($extra)*
         }
 
         impl $name {
-            /// The daemon's `send` params for these arguments.
+            /// The machine addressed (`None`: this one).
+            pub fn host(&self) -> Option<String> {
+                self.host.clone()
+            }
+
+            /// The daemon's `send` params for these arguments (the `host` is asked for apart:
+            /// [`Self::host`]).
             pub fn into_params(self, caller: CallerContext) -> SendParams {
                 let allow_same_agent = self.allows_same_agent();
                 SendParams {
@@ -225,6 +236,15 @@ pub struct ListAgentSessionsArgs {
     #[serde(default = "default_list_limit", deserialize_with = "lenient::limit")]
     #[schemars(range(min = 1))]
     pub limit: u32,
+    /// The machine whose sessions to list: a host of `cross-agent hosts list`, or `all` for
+    /// this machine's and every host's, merged, each entry naming its `host` (`null` for this
+    /// machine). Default: this machine only.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::host"
+    )]
+    pub host: Option<String>,
 }
 
 fn default_list_limit() -> u32 {
@@ -232,6 +252,11 @@ fn default_list_limit() -> u32 {
 }
 
 impl ListAgentSessionsArgs {
+    /// The machine addressed (`None`: this one).
+    pub fn host(&self) -> Option<String> {
+        self.host.clone()
+    }
+
     /// The daemon's `list_sessions` params for these arguments.
     pub fn into_params(self, caller: CallerContext) -> ListSessionsParams {
         ListSessionsParams {
@@ -267,9 +292,23 @@ pub struct BridgeStatusArgs {
     /// One delivery to report on (from a send_to_* receipt).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delivery_id: Option<String>,
+    /// The machine to ask: a host of `cross-agent hosts list`. A delivery sent to another
+    /// host is reported here by its id without it (its record here follows the remote one).
+    /// Default: this machine.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::host"
+    )]
+    pub host: Option<String>,
 }
 
 impl BridgeStatusArgs {
+    /// The machine addressed (`None`: this one).
+    pub fn host(&self) -> Option<String> {
+        self.host.clone()
+    }
+
     /// The daemon's `bridge_status` params for these arguments; a blank `delivery_id` is none.
     pub fn into_params(self, caller: CallerContext) -> BridgeStatusParams {
         BridgeStatusParams {
@@ -299,9 +338,22 @@ pub struct PinAgentSessionArgs {
         deserialize_with = "lenient::absolute"
     )]
     pub cwd: Option<String>,
+    /// The machine the session is on, where the pin is kept: a host of `cross-agent hosts
+    /// list`. Default: this machine.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::host"
+    )]
+    pub host: Option<String>,
 }
 
 impl PinAgentSessionArgs {
+    /// The machine addressed (`None`: this one).
+    pub fn host(&self) -> Option<String> {
+        self.host.clone()
+    }
+
     /// The daemon's `pin` params for these arguments.
     pub fn into_params(self, caller: CallerContext) -> PinParams {
         PinParams {
@@ -614,6 +666,19 @@ mod lenient {
         match cwd.as_deref().and_then(crate::bridge::relative_cwd) {
             Some(problem) => Err(D::Error::custom(problem)),
             None => Ok(cwd),
+        }
+    }
+
+    /// A host's name as given (trimmed), or `all`; `null` or blank is none (this machine).
+    /// Whether the name is one of `hosts.toml` is the daemon's to say, naming the known ones.
+    pub fn host<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<String>, D::Error> {
+        match Value::deserialize(deserializer)? {
+            Value::Null => Ok(None),
+            Value::String(text) if text.trim().is_empty() => Ok(None),
+            Value::String(text) => Ok(Some(text.trim().to_owned())),
+            other => Err(D::Error::custom(format!(
+                "must be a host's name (or `all`), not {other}"
+            ))),
         }
     }
 

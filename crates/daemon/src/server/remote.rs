@@ -621,4 +621,60 @@ async fn follow_once(engine: &Engine, links: &Links, forwarding: &Forwarding) {
             tracing::warn!(delivery_id = %record.delivery_id, error = %e.message, "could not settle a forwarded delivery");
         }
     }
+    follow_late_answers(engine, links).await;
+}
+
+/// One look for late answers: each forwarded delivery that ended with an answer taken by
+/// timing alone, while the watch on it there runs, asks its remote record whether the watch
+/// found the real answer; one found is recorded here and goes to the sender like a local late
+/// answer ([`Engine::remote_late_answer`]).
+async fn follow_late_answers(engine: &Engine, links: &Links) {
+    let awaiting = match blocking(engine, |engine| engine.remote_awaiting_late_answers()).await {
+        Ok(records) => records,
+        Err(e) => {
+            tracing::warn!(error = %e.message, "cannot list the forwarded deliveries awaiting a late answer");
+            return;
+        }
+    };
+    for record in awaiting {
+        let Some(host) = record.host.clone() else {
+            continue;
+        };
+        if links.client(&host).is_none() {
+            continue;
+        }
+        let asked = |delivery_id: &str| BridgeStatusParams {
+            cwd: None,
+            scope: None,
+            delivery_id: Some(delivery_id.to_owned()),
+            caller: CallerContext::default(),
+        };
+        let Ok(status) = call(links, &host, asked(&record.delivery_id)).await else {
+            continue;
+        };
+        let Some(late_id) = status
+            .delivery
+            .as_ref()
+            .and_then(|remote| remote.late_reply_delivery_id.clone())
+        else {
+            continue;
+        };
+        // The whole answer, read there from the transcript: the turn that carries the
+        // request's id. Else what the late answer's record keeps (its first characters).
+        let text = match status.peer_transcript {
+            Some(peer) if peer.answer_carries_request_id && peer.answer.is_some() => peer.answer,
+            _ => match call(links, &host, asked(&late_id)).await {
+                Ok(late) => late.delivery.and_then(|late| late.reply_preview),
+                Err(_) => continue,
+            },
+        };
+        let Some(text) = text else {
+            continue;
+        };
+        let id = record.delivery_id.clone();
+        if let Err(e) = blocking(engine, move |engine| engine.remote_late_answer(&id, &text)).await
+        {
+            tracing::warn!(delivery_id = %record.delivery_id, error = %e.message, "could not record a forwarded delivery's late answer");
+        }
+    }
 }

@@ -144,6 +144,9 @@ impl Engine {
         // record (and the remote's), read with `status ID`.
         record.is_return_status_only = record.state.is_finished();
         record.return_delivery_id = None;
+        // A late answer there is recorded here as one of this daemon's own, when the follower
+        // brings it ([`Engine::remote_late_answer`]); the remote's id for it means nothing here.
+        record.late_reply_delivery_id = local.late_reply_delivery_id.clone();
         if record == local {
             return Ok(Some(local));
         }
@@ -158,5 +161,42 @@ impl Engine {
             1000,
         )?;
         Ok(records.into_iter().filter(|r| r.host.is_some()).collect())
+    }
+
+    /// Forwarded deliveries that ended with an answer taken by timing alone, whose late-answer
+    /// watch there still runs and whose late answer has not come here yet: the follower asks
+    /// their remote records for one, newest first.
+    pub fn remote_awaiting_late_answers(&self) -> Result<Vec<DeliveryRecord>> {
+        let now = UnixMillis::now().0;
+        let records = self.db().deliveries_in(&[DeliveryState::Delivered], 1000)?;
+        Ok(records
+            .into_iter()
+            .filter(|r| r.host.is_some() && r.late_reply_delivery_id.is_none())
+            .filter(|r| {
+                r.answer
+                    .late_answer_watch_until
+                    .as_deref()
+                    .and_then(UnixMillis::parse_rfc3339)
+                    .is_some_and(|until| until.0 >= now)
+            })
+            .collect())
+    }
+
+    /// A forwarded request's late answer, found by the watch on the remote machine: recorded
+    /// here and pushed to the sender exactly as a local late answer is (its own delivery
+    /// record, a `LATE ANSWER` to the sender's live panel, else read with `status ID`).
+    /// Nothing is done for a request that is not a forwarded one or already has its late
+    /// answer. Blocking.
+    pub fn remote_late_answer(&self, request_delivery_id: &str, text: &str) -> Result<()> {
+        let Some(request) = self.db().delivery(request_delivery_id)? else {
+            return Ok(());
+        };
+        if request.host.is_none() || request.late_reply_delivery_id.is_some() {
+            return Ok(());
+        }
+        self.inner
+            .answers
+            .late_answer_arrived(request_delivery_id, text);
+        Ok(())
     }
 }

@@ -30,6 +30,7 @@ SEND_PARAMS = {
     "timeout": "integer",
     "conversation_id": "string",
     "raw": "boolean",
+    "host": "string",
 }
 
 EXPECTED_DEFAULTS = {
@@ -108,15 +109,15 @@ def check_tools(era, tools):
         check(ann.get("readOnlyHint") is False and ann.get("destructiveHint") is False
               and ann.get("openWorldHint") is True, f"[{era}] {name} annotations {ann}")
     listing = tools["list_agent_sessions"]["inputSchema"]["properties"]
-    check(set(listing) == {"agent", "scope", "cwd", "limit"}, f"[{era}] list_agent_sessions params {set(listing)}")
+    check(set(listing) == {"agent", "scope", "cwd", "limit", "host"}, f"[{era}] list_agent_sessions params {set(listing)}")
     check(listing["agent"].get("enum") == ["claude", "codex", "grok", "copilot", "both", "all"]
           and listing["agent"].get("default") == "all", f"[{era}] list_agent_sessions.agent")
     check(listing["limit"].get("type") == "integer", f"[{era}] list_agent_sessions.limit is integer")
     status = tools["bridge_status"]["inputSchema"]["properties"]
-    check(set(status) == {"cwd", "scope", "delivery_id"}, f"[{era}] bridge_status params {set(status)}")
+    check(set(status) == {"cwd", "scope", "delivery_id", "host"}, f"[{era}] bridge_status params {set(status)}")
     check(not tools["bridge_status"]["inputSchema"].get("required"), f"[{era}] bridge_status requires nothing")
     pin = tools["pin_agent_session"]["inputSchema"]
-    check(set(pin["properties"]) == {"agent", "session_id", "cwd"}, f"[{era}] pin_agent_session params")
+    check(set(pin["properties"]) == {"agent", "session_id", "cwd", "host"}, f"[{era}] pin_agent_session params")
     check(pin.get("required") == ["agent"], f"[{era}] pin_agent_session requires agent")
     check(pin["properties"]["agent"].get("enum") == ["claude", "codex", "grok", "copilot"], f"[{era}] pin agents")
     for name in ["list_agent_sessions", "bridge_status"]:

@@ -4,5 +4,6 @@ mod cli;
 mod python;
 mod real_agents;
 mod reload;
+mod remote;
 mod stdio;
 mod support;
