@@ -65,7 +65,10 @@ pub fn start(bot: Bot, links: Links, mut stop: watch::Receiver<bool>) {
                             bot.offer_link_approval(&host, approval, way, gone);
                         }
                     }
-                    Ok(Err(IpcError::Rpc { code, .. })) if code == ErrorCode::MethodNotFound => {
+                    Ok(Err(IpcError::Rpc {
+                        code: ErrorCode::MethodNotFound,
+                        ..
+                    })) => {
                         tracing::warn!(
                             host = %host,
                             "host runs an older cross-agent without approvals over the link; \

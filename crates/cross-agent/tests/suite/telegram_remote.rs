@@ -325,3 +325,71 @@ fn an_approval_asked_on_the_remote_is_answered_from_the_chat_and_applied_there()
         |d| d["kind"] == "approval" && d["outcome"] == "allowed" && d["details"]["host"] == "there"
     )));
 }
+
+/// A remote with a bot of its own that can ask asks there: its card is on its own chat
+/// without a host, the tap there is applied, and the linked bot here never posts one — one
+/// approval, one prompt.
+#[test]
+fn a_remote_with_its_own_bot_asks_there_and_the_linked_bot_posts_nothing() {
+    let Some(sshd) = rig() else { return };
+    let (remote_token, remote_api) = bot();
+    let remote_env = |command: &mut Command| {
+        command
+            .env("CROSS_AGENT_TELEGRAM_API", remote_api.base_url())
+            .env("CROSS_AGENT_TELEGRAM_POLL_TIMEOUT", "1")
+            .env("CROSS_AGENT_APPROVAL_WAIT", "120");
+    };
+    let mut setup = sshd.remote_command(&["telegram", "setup", "--json"]);
+    remote_env(&mut setup);
+    setup.stdout(Stdio::null()).stderr(Stdio::null());
+    let setup = spawn_fed(&mut setup, &format!("{remote_token}\n"));
+    assert!(setup.wait_with_output().unwrap().status.success());
+    let mut daemon = sshd.remote_command(&["daemon", "run"]);
+    remote_env(&mut daemon);
+    daemon
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut remote = daemon.spawn().unwrap();
+    let socket = sshd.remote_state().join("daemon.sock");
+    assert!(wait_until(|| socket.exists()), "the remote daemon serves");
+    let mut pair = sshd.remote_command(&["telegram", "pair", "--json"]);
+    remote_env(&mut pair);
+    let code: Value = serde_json::from_slice(&pair.output().unwrap().stdout).unwrap();
+    remote_api.push_message(
+        PERSON,
+        PERSON,
+        &format!("/pair {}", code["code"].as_str().unwrap()),
+    );
+    assert!(wait_until(|| decisions_of(&sshd.remote_state())
+        .iter()
+        .any(
+            |d| d["kind"] == "telegram_pair" && d["outcome"] == "paired"
+        )));
+
+    let (token, api) = bot();
+    let env = here(&api, &token, &sshd);
+    add_host(&env, &[Sshd::ALIAS]);
+    wait_connected(&env, Sshd::ALIAS);
+    std::thread::sleep(Duration::from_secs(2));
+
+    let mut hook = sshd.remote_command(&["hook", "PreToolUse"]);
+    hook.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let hook = spawn_fed(&mut hook, &pre_tool_use("rm -rf build"));
+    let (card, allow, _deny) = approval_card(&remote_api);
+    assert!(!card.contains("🖥"), "its own bot names no host: {card}");
+    // The linked bot's watcher asks several times meanwhile: nothing is held for it.
+    std::thread::sleep(Duration::from_secs(2));
+    remote_api.push_callback(PERSON, PERSON, 1, &allow);
+    let out = hook.wait_with_output().unwrap();
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(answer["hookSpecificOutput"]["permissionDecision"], "allow");
+    let cards_here = api
+        .calls_to("sendMessage")
+        .into_iter()
+        .filter(|c| c.body.get("reply_markup").is_some())
+        .count();
+    assert_eq!(cards_here, 0, "the linked bot posted no card");
+    let _ = remote.kill();
+    let _ = remote.wait();
+}
