@@ -32,6 +32,7 @@ mod descriptors;
 pub mod entry;
 mod error;
 pub mod handover;
+mod link_approvals;
 pub mod logging;
 mod own_caller;
 mod passes;

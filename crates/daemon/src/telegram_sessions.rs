@@ -4,12 +4,19 @@
 //!
 //! - Live sessions: the hub's index (`list_agent_sessions` of every agent), those active in the
 //!   last [`LIVE_WINDOW`] or working now, newest first, at most [`MAX_CARDS`]; each with the
-//!   head of its last answer read from its transcript.
+//!   head of its last answer read from its transcript. With hosts linked (docs/remote.md) the
+//!   listing of every connected host is asked over its link too, each session naming its host;
+//!   a host that cannot be asked is a line of its own, not a silent gap.
 //! - A prompt from the phone is an ordinary `send` through the engine — panel first when a shim
 //!   hosts the session, else a headless resume, by the hub's own rules — from a caller whose
 //!   client name is `telegram` (the envelope says it is the human user), with this daemon's
-//!   `CROSS_AGENT_*` settings and the child environment the usual baseline rules allow.
-//! - Its answer: the delivery record once finished, the answer re-read from the transcript.
+//!   `CROSS_AGENT_*` settings and the child environment the usual baseline rules allow. For a
+//!   session on another host it is the CLI's forwarded send: recorded here, delivered there
+//!   by that daemon's doors under the same id, its record kept in step by the follower.
+//! - Its answer: the delivery record once finished, the answer re-read from the transcript
+//!   (a forwarded one's from the copy of the remote record).
+//! - Hand off, Review and files stay on this machine: a session of another host is refused
+//!   them in words naming it.
 //! - Review: `cross-agent review SESSION --json` as a child (`review_door`); the card is held
 //!   here (the newest [`HELD_REVIEWS`]) so Send correction names it by id, and the correction
 //!   goes through the escalation guard as `requested_by: telegram`.
@@ -24,6 +31,7 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
+use cross_agent_hosts::Links;
 use cross_agent_hub::Engine;
 use cross_agent_hub::envelope::TELEGRAM_CLIENT;
 use cross_agent_protocol::bridge::{
@@ -32,12 +40,13 @@ use cross_agent_protocol::bridge::{
 use cross_agent_protocol::vocabulary::Transport;
 use cross_agent_stores::UnixMillis;
 use cross_agent_telegram::sessions::{
-    CorrectionAnswer, Destination, LiveSession, Progress, PromptReceipt, ReviewCard, SessionHost,
-    SessionRef, SessionState,
+    CorrectionAnswer, Destination, Listing, LiveSession, Progress, PromptReceipt, ReviewCard,
+    SessionHost, SessionRef, SessionState,
 };
 
 use crate::budget_watch::UsageSource;
 use crate::review_door::{Corrections, RequestedBy, Reviews};
+use crate::server::remote::{self, Forwarding};
 use serde_json::Value;
 
 /// A session counts as live when it did something this recently (or is working now).
@@ -65,6 +74,12 @@ pub struct Host {
     held: parking_lot::Mutex<VecDeque<(String, String, ReviewCard)>>,
     /// Where `/limits` reads Codex's rate-limit windows.
     usage: Arc<dyn UsageSource>,
+    /// The links to the other machines (`hosts.toml`).
+    links: Links,
+    /// The sends being forwarded right now (shared with `on_host` and the follower).
+    forwarding: Arc<Forwarding>,
+    /// The daemon's runtime: the bot calls from blocking tasks, the links are async.
+    runtime: tokio::runtime::Handle,
 }
 
 impl Host {
@@ -72,6 +87,8 @@ impl Host {
         engine: Engine,
         corrections: Arc<dyn Corrections>,
         usage: Arc<dyn UsageSource>,
+        links: Links,
+        forwarding: Arc<Forwarding>,
     ) -> Host {
         let caller = crate::own_caller::daemon_caller(TELEGRAM_CLIENT);
         Host {
@@ -82,6 +99,87 @@ impl Host {
             corrections,
             held: parking_lot::Mutex::new(VecDeque::new()),
             usage,
+            links,
+            forwarding,
+            runtime: tokio::runtime::Handle::current(),
+        }
+    }
+
+    /// The live sessions of every connected host, each naming its host, and a line for each
+    /// host that could not be asked.
+    fn remote_sessions(&self) -> (Vec<(i64, LiveSession)>, Vec<String>) {
+        let hosts = remote::host_names(&self.links);
+        if hosts.is_empty() {
+            return (Vec::new(), Vec::new());
+        }
+        let params = ListSessionsParams {
+            agent: AgentFilter::All,
+            scope: None,
+            cwd: None,
+            limit: Some(MAX_CARDS as u32),
+            caller: self.caller(None),
+        };
+        let links = self.links.clone();
+        // Every host at once: the slowest one sets the wait, not their sum.
+        let answers = self.runtime.block_on(async move {
+            let mut asked = tokio::task::JoinSet::new();
+            for host in hosts {
+                let (links, params) = (links.clone(), params.clone());
+                asked.spawn(async move {
+                    let answer = remote::list_on(&links, &host, params).await;
+                    (host, answer)
+                });
+            }
+            let mut answers = Vec::new();
+            while let Some(joined) = asked.join_next().await {
+                if let Ok(answer) = joined {
+                    answers.push(answer);
+                }
+            }
+            answers
+        });
+        let mut answers = answers;
+        answers.sort_by(|a, b| a.0.cmp(&b.0));
+        let now = UnixMillis::now().0;
+        let (mut live, mut unreachable) = (Vec::new(), Vec::new());
+        for (host, answer) in answers {
+            match answer {
+                Ok(listed) => {
+                    for (agent_name, entries) in listed.sessions {
+                        for entry in entries {
+                            // Its transcript, usage and editor window are the other machine's.
+                            if let Some(at) = live_at(&entry, now) {
+                                live.push((
+                                    at,
+                                    live_session(
+                                        &agent_name,
+                                        &entry,
+                                        Some(&host),
+                                        None,
+                                        None,
+                                        None,
+                                    ),
+                                ));
+                            }
+                        }
+                    }
+                }
+                Err(why) => unreachable.push(format!(
+                    "🖥 {host} is down, its sessions are not listed: {why}"
+                )),
+            }
+        }
+        (live, unreachable)
+    }
+
+    /// A session of another host is refused what does not travel over the link.
+    fn here_only(session: &SessionRef, what: &str) -> Result<(), String> {
+        match &session.host {
+            Some(host) => Err(format!(
+                "{what} works on this machine's sessions only; this one is on host `{host}` \
+                 (run it there: `ssh {host} cross-agent …`)"
+            )),
+            None => Ok(()),
         }
     }
 
@@ -129,6 +227,47 @@ impl Host {
                 ))
             }
         }
+    }
+}
+
+/// When `entry` last did something (ms), if it counts as live: active within [`LIVE_WINDOW`]
+/// or working now.
+fn live_at(entry: &cross_agent_protocol::bridge::SessionEntry, now: i64) -> Option<i64> {
+    let window = i64::try_from(LIVE_WINDOW.as_millis()).unwrap_or(i64::MAX);
+    let at = entry
+        .last_activity
+        .as_deref()
+        .and_then(UnixMillis::parse_rfc3339)
+        .map_or(0, |t| t.0);
+    (entry.is_working || now.saturating_sub(at) <= window).then_some(at)
+}
+
+/// The card's view of `entry`, of `agent_name`, on `host` (`None`: this machine).
+fn live_session(
+    agent_name: &str,
+    entry: &cross_agent_protocol::bridge::SessionEntry,
+    host: Option<&str>,
+    last_answer_head: Option<String>,
+    usage: Option<String>,
+    place: Option<String>,
+) -> LiveSession {
+    LiveSession {
+        session: SessionRef {
+            agent: agent_name.to_owned(),
+            session_id: entry.session_id.clone(),
+            title: entry.title.clone(),
+            cwd: entry.cwd.clone(),
+            host: host.map(str::to_owned),
+        },
+        state: if entry.is_working {
+            SessionState::Working
+        } else {
+            SessionState::Idle
+        },
+        last_answer_head,
+        last_activity: entry.last_activity.clone(),
+        usage,
+        place,
     }
 }
 
@@ -185,7 +324,6 @@ impl SessionHost for Host {
             .map_err(|e| e.to_string())?;
         let usage_line = self.engine.card_usage_lines(&self.caller(None));
         let now = UnixMillis::now().0;
-        let window = i64::try_from(LIVE_WINDOW.as_millis()).unwrap_or(i64::MAX);
         // The editors' open workspaces and windows: each card's branch and window. A state
         // file the editor left malformed is the listing's to say; a card just goes without.
         let (mut places, _) = cross_agent_workspaces::Places::from_env();
@@ -195,42 +333,54 @@ impl SessionHost for Host {
                 continue;
             };
             for entry in entries {
-                let at = entry
-                    .last_activity
-                    .as_deref()
-                    .and_then(UnixMillis::parse_rfc3339)
-                    .map_or(0, |t| t.0);
-                if !entry.is_working && now.saturating_sub(at) > window {
+                let Some(at) = live_at(&entry, now) else {
                     continue;
-                }
+                };
+                let place = entry
+                    .cwd
+                    .as_deref()
+                    .and_then(|cwd| places.of(std::path::Path::new(cwd), true))
+                    .map(|place| place.card());
                 live.push((
                     at,
-                    LiveSession {
-                        session: SessionRef {
-                            agent: agent_name.clone(),
-                            session_id: entry.session_id.clone(),
-                            title: entry.title.clone(),
-                            cwd: entry.cwd.clone(),
-                        },
-                        state: if entry.is_working {
-                            SessionState::Working
-                        } else {
-                            SessionState::Idle
-                        },
-                        last_answer_head: last_answer(agent, &entry.path),
-                        last_activity: entry.last_activity.clone(),
-                        usage: usage_line(&entry.session_id),
-                        place: entry
-                            .cwd
-                            .as_deref()
-                            .and_then(|cwd| places.of(std::path::Path::new(cwd), true))
-                            .map(|place| place.card()),
-                    },
+                    live_session(
+                        &agent_name,
+                        &entry,
+                        None,
+                        last_answer(agent, &entry.path),
+                        usage_line(&entry.session_id),
+                        place,
+                    ),
                 ));
             }
         }
         live.sort_by_key(|(at, _)| std::cmp::Reverse(*at));
         Ok(live.into_iter().take(MAX_CARDS).map(|(_, s)| s).collect())
+    }
+
+    fn live_sessions_everywhere(&self) -> Result<Listing, String> {
+        let here = self.live_sessions()?;
+        let (there, unreachable) = self.remote_sessions();
+        if there.is_empty() {
+            return Ok(Listing {
+                sessions: here,
+                unreachable,
+            });
+        }
+        // Newest first over every machine, at most MAX_CARDS in all.
+        let at = |s: &LiveSession| {
+            s.last_activity
+                .as_deref()
+                .and_then(UnixMillis::parse_rfc3339)
+                .map_or(0, |t| t.0)
+        };
+        let mut all: Vec<(i64, LiveSession)> = here.into_iter().map(|s| (at(&s), s)).collect();
+        all.extend(there);
+        all.sort_by_key(|(at, _)| std::cmp::Reverse(*at));
+        Ok(Listing {
+            sessions: all.into_iter().take(MAX_CARDS).map(|(_, s)| s).collect(),
+            unreachable,
+        })
     }
 
     fn prompt(&self, session: &SessionRef, text: &str) -> Result<PromptReceipt, String> {
@@ -240,22 +390,34 @@ impl SessionHost for Host {
                 session.agent
             ));
         };
-        let sent = self
-            .engine
-            .send(SendParams {
-                agent,
-                message: text.to_owned(),
-                session_id: Some(session.session_id.clone()),
-                new_session: false,
-                scope: None,
-                cwd: session.cwd.clone(),
-                timeout: None,
-                conversation_id: None,
-                raw: false,
-                allow_same_agent: false,
-                caller: self.caller(session.cwd.as_deref()),
-            })
-            .map_err(|e| e.to_string())?;
+        let params = SendParams {
+            agent,
+            message: text.to_owned(),
+            session_id: Some(session.session_id.clone()),
+            new_session: false,
+            scope: None,
+            cwd: session.cwd.clone(),
+            timeout: None,
+            conversation_id: None,
+            raw: false,
+            allow_same_agent: false,
+            caller: self.caller(session.cwd.as_deref()),
+        };
+        let sent = match &session.host {
+            None => self.engine.send(params).map_err(|e| e.to_string())?,
+            // The CLI's forwarded send: recorded here, delivered there under the same id; the
+            // follower copies the remote record's outcome and answer here for `progress`.
+            Some(host) => self
+                .runtime
+                .block_on(remote::forward_send(
+                    host,
+                    params,
+                    &self.engine,
+                    &self.links,
+                    &self.forwarding,
+                ))
+                .map_err(|e| e.message)?,
+        };
         match sent {
             SendResponse::Accepted(receipt) => {
                 // The receipt names the carrier the hub chose; re-reading the record could
@@ -302,6 +464,7 @@ impl SessionHost for Host {
     }
 
     fn review(&self, session: &SessionRef) -> Result<ReviewCard, String> {
+        Host::here_only(session, "Review")?;
         let card = self.reviews.review(&session.session_id)?;
         if card.correction.is_some() && !card.review_id.is_empty() {
             let mut held = self.held.lock();
@@ -322,6 +485,7 @@ impl SessionHost for Host {
         session: &SessionRef,
         review_id: &str,
     ) -> Result<CorrectionAnswer, String> {
+        Host::here_only(session, "Send correction")?;
         let card = self
             .held
             .lock()
@@ -344,6 +508,7 @@ impl SessionHost for Host {
     }
 
     fn destinations(&self, session: &SessionRef) -> Result<Vec<Destination>, String> {
+        Host::here_only(session, "Hand off")?;
         let listed = self.run_cli(
             &["handoff", "destinations", &session.session_id, "--json"],
             DESTINATIONS_TIMEOUT,
@@ -362,6 +527,7 @@ impl SessionHost for Host {
     }
 
     fn hand_off(&self, session: &SessionRef, destination: &str) -> Result<String, String> {
+        Host::here_only(session, "Hand off")?;
         let done = self.run_cli(
             &[
                 "handoff",

@@ -203,3 +203,57 @@ pub struct DecisionGroup {
     /// How many decisions have them.
     pub count: u64,
 }
+
+/// `approvals_pending`: the approvals this daemon holds for the bot of a daemon linked to it
+/// (docs/remote.md, "What the phone sees"). A daemon whose own bot cannot ask (none set up, or
+/// no chat paired) holds a Claude hook's escalation for a linked daemon's bot while one asks
+/// for them; the asking is what tells it one does.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ApprovalsPendingParams {}
+
+/// The answer to `approvals_pending`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ApprovalsPendingResponse {
+    /// Every approval waiting for an answer, oldest first.
+    pub approvals: Vec<LinkedApproval>,
+}
+
+/// One approval waiting on this daemon, as the asking daemon's card shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct LinkedApproval {
+    /// This daemon's id for it (what `approval_answer` names).
+    pub id: String,
+    /// The agent whose tool call waits (`claude`).
+    pub agent: String,
+    pub session_id: String,
+    /// The card's headline as this daemon words it (tool, where, the danger that fired).
+    pub headline: String,
+    /// What the call would do: the full command, or the diff against the file as it is on
+    /// this machine.
+    #[serde(default)]
+    pub what: Option<String>,
+    /// `what` is a unified diff.
+    #[serde(default)]
+    pub is_diff: bool,
+}
+
+/// `approval_answer`: the first tap on a linked daemon's card, for approval `id`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ApprovalAnswerParams {
+    pub id: String,
+    pub allow: bool,
+    /// The Telegram user who tapped.
+    pub user_id: i64,
+    /// The machine the tap came from as it names itself, for the decision line.
+    #[serde(default)]
+    pub from_machine: Option<String>,
+}
+
+/// The answer to `approval_answer`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ApprovalAnswerResponse {
+    /// Why the answer was not taken (the approval was answered, or timed out, first); `None`
+    /// when it was.
+    #[serde(default)]
+    pub not_taken: Option<String>,
+}

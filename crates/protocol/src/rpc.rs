@@ -33,9 +33,10 @@ use serde::{Deserialize, Serialize};
 /// asking an older daemon gets [`ErrorCode::MethodNotFound`], which it reports as "restart the
 /// daemon"; and a link to another machine says `hello` with this version, so a bump would refuse
 /// every remote of the previous release for a method the link never calls. `on_host`,
-/// `send_forwarded` and `decisions_query` likewise: a remote of the previous release answers
-/// them `method_not_found`, which the forwarding daemon reports naming the host and both
-/// versions, and everything else over that link keeps working.
+/// `send_forwarded`, `decisions_query`, `approvals_pending` and `approval_answer` likewise: a
+/// remote of the previous release answers them `method_not_found`, which the forwarding daemon
+/// reports naming the host and both versions (the bot's approval watcher skips that host), and
+/// everything else over that link keeps working.
 pub const PROTOCOL_VERSION: u32 = 2;
 
 /// Correlates a response with its request. Chosen by the client, unique per connection.
@@ -482,6 +483,10 @@ rpc_methods! {
     SendForwarded => "send_forwarded" (crate::hosts::SendForwardedParams) -> crate::bridge::SendResponse,
     /// This daemon's decisions log, counted (`decisions --host`).
     DecisionsQuery => "decisions_query" (crate::hosts::DecisionsQueryParams) -> crate::hosts::DecisionsQueryResponse,
+    /// The approvals this daemon holds for a linked daemon's bot (docs/remote.md).
+    ApprovalsPending => "approvals_pending" (crate::hosts::ApprovalsPendingParams) -> crate::hosts::ApprovalsPendingResponse,
+    /// A linked daemon's bot's answer to one of them.
+    ApprovalAnswer => "approval_answer" (crate::hosts::ApprovalAnswerParams) -> crate::hosts::ApprovalAnswerResponse,
 }
 
 #[cfg(test)]
@@ -597,7 +602,9 @@ mod tests {
                 "hosts_status",
                 "on_host",
                 "send_forwarded",
-                "decisions_query"
+                "decisions_query",
+                "approvals_pending",
+                "approval_answer"
             ]
         );
         assert_eq!(<StatusParams as Method>::NAME, "status");

@@ -35,6 +35,8 @@ pub(crate) struct Offer {
     /// The `approval` decision line with this outcome.
     pub decision: Box<dyn Fn(&'static str) -> Decision + Send>,
     pub way: Box<dyn AnswerWay>,
+    /// What the card says when the request goes away first; `None`: answered in the editor.
+    pub gone_note: Option<String>,
 }
 
 /// Posts the card of `offer` and answers its source with the first tap; closes the card when
@@ -45,6 +47,7 @@ pub(crate) async fn ask(bot: Bot, offer: Offer, mut gone: oneshot::Receiver<()>,
         session,
         decision,
         way,
+        gone_note,
     } = offer;
     let Some(mut posted) = bot.post_card(&card, &session).await else {
         bot.record(decision("not_posted").reason("no paired Telegram chat is being polled"));
@@ -94,7 +97,8 @@ pub(crate) async fn ask(bot: Bot, offer: Offer, mut gone: oneshot::Receiver<()>,
         }
         _ = &mut gone => {
             let waited_ms = posted.started.elapsed().as_millis() as u64;
-            if bot.close_card(&posted.key, "✋ Answered in the editor.").await {
+            let note = gone_note.as_deref().unwrap_or("✋ Answered in the editor.");
+            if bot.close_card(&posted.key, note).await {
                 bot.record(decision("answered_in_editor").detail("waited_ms", waited_ms));
             }
         }

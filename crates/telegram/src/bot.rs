@@ -72,6 +72,8 @@ struct Inner {
     hook_sessions: Mutex<HashMap<String, crate::notify::HookSession>>,
     /// Told when a chat pairs: approvals that found nobody to ask are offered then.
     paired: tokio::sync::Notify,
+    /// Approvals held for a linked daemon's bot when this one cannot ask.
+    held: crate::link_approvals::Held,
 }
 
 /// The daemon's bot; cheap to clone.
@@ -143,8 +145,13 @@ impl Bot {
                 desk: Arc::new(crate::sessions::Desk::new(home, decisions)),
                 hook_sessions: Mutex::new(HashMap::new()),
                 paired: tokio::sync::Notify::new(),
+                held: crate::link_approvals::Held::default(),
             }),
         }
+    }
+
+    pub(crate) fn held(&self) -> &crate::link_approvals::Held {
+        &self.inner.held
     }
 
     pub(crate) fn record(&self, decision: Decision) {
@@ -348,6 +355,9 @@ impl Bot {
             choices: Vec::new(),
         };
         let Some(mut posted) = self.post_card(&shown, card.session).await else {
+            if self.link_is_watching() {
+                return self.escalate_over_link(card, &shown).await;
+            }
             self.record(approval("ask").reason("no paired Telegram chat is being polled"));
             return hook_answer("ask", "cross-agent: no phone to ask; asking here");
         };
@@ -379,6 +389,57 @@ impl Bot {
                     self.inner.approval_wait.as_secs(),
                 );
                 self.close_card(&posted.key, &text).await;
+                self.record(
+                    approval("ask")
+                        .detail("waited_ms", waited_ms)
+                        .reason("no tap in time"),
+                );
+                hook_answer("ask", "cross-agent: no answer from the phone in time")
+            }
+        }
+    }
+
+    /// `escalate` when this daemon's own bot cannot ask but a linked daemon's can: the
+    /// approval is held for it ([`crate::link_approvals`]) for the usual wait.
+    async fn escalate_over_link(&self, card: &Card<'_>, shown: &ApprovalCard) -> Value {
+        let approval = |outcome: &'static str| {
+            Decision::new(DecisionKind::new("approval"), Outcome::new(outcome))
+                .session(card.session.to_owned())
+                .agent("claude")
+                .detail("tool", card.tool.to_owned())
+                .detail("via", "link")
+        };
+        let started = Instant::now();
+        self.record(approval("held_for_link"));
+        self.set_awaiting_approval(card.session, true);
+        let tapped = self
+            .hold_for_link("claude", card.session, shown, self.inner.approval_wait)
+            .await;
+        self.set_awaiting_approval(card.session, false);
+        let waited_ms = started.elapsed().as_millis() as u64;
+        match tapped {
+            Some((tap, machine)) => {
+                let (outcome, word, verb) = if tap.allow {
+                    ("allowed", "allow", "allowed")
+                } else {
+                    ("denied", "deny", "denied")
+                };
+                let from = machine.unwrap_or_else(|| "a linked machine".to_owned());
+                self.record(
+                    approval(outcome)
+                        .detail("user_id", tap.user_id)
+                        .detail("waited_ms", waited_ms)
+                        .detail("from_machine", from.clone()),
+                );
+                hook_answer(
+                    word,
+                    &format!(
+                        "{verb} from Telegram by user {} (the bot on {from})",
+                        tap.user_id
+                    ),
+                )
+            }
+            None => {
                 self.record(
                     approval("ask")
                         .detail("waited_ms", waited_ms)

@@ -119,8 +119,12 @@ pub fn card_html(session: &LiveSession) -> String {
         SessionState::Idle => "💤 idle",
         SessionState::AwaitingApproval => "⏳ awaiting approval",
     };
+    let machine = match &session.session.host {
+        Some(host) => format!("\n🖥 {}", escape_html(host)),
+        None => String::new(),
+    };
     let mut html = format!(
-        "<b>{}</b>\n📂 {}\n{state}",
+        "<b>{}</b>{machine}\n📂 {}\n{state}",
         escape_html(&header(&session.session)),
         escape_html(
             session
@@ -149,9 +153,13 @@ pub fn card_html(session: &LiveSession) -> String {
     html
 }
 
-/// "agent · title" (or the session's short id when it has no title).
+/// "agent · title" (or the session's short id when it has no title), then "on HOST" for a
+/// session of another machine.
 pub fn header(session: &SessionRef) -> String {
-    format!("{} · {}", session.agent, session.label())
+    match &session.host {
+        Some(host) => format!("{} · {} on {host}", session.agent, session.label()),
+        None => format!("{} · {}", session.agent, session.label()),
+    }
 }
 
 #[cfg(test)]
@@ -166,6 +174,7 @@ mod tests {
             session_id: "0a1b2c3d-0000-4000-8000-000000000001".into(),
             title: Some("fix <the> build".into()),
             cwd: Some("/work/proj".into()),
+            host: None,
         }
     }
 

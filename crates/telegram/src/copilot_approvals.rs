@@ -68,6 +68,7 @@ impl Bot {
                 Box::new(move |outcome| decision(&bot, &approval, outcome))
             },
             way,
+            gone_note: None,
         };
         tokio::spawn(approval_ask::ask(self.clone(), offer, gone, late));
     }

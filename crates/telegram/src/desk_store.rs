@@ -132,6 +132,8 @@ mod tests {
             session_id: id.into(),
             title: None,
             cwd: None,
+
+            host: None,
         }
     }
 

@@ -32,6 +32,7 @@ mod error;
 pub mod gate;
 pub mod inbox;
 pub mod limit;
+pub mod link_approvals;
 pub mod notify;
 mod panel_approvals;
 pub mod poller;

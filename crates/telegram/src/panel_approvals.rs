@@ -254,6 +254,7 @@ async fn ask(bot: Bot, asked: Asked, gone: oneshot::Receiver<()>, late: bool) {
             Box::new(move |outcome| decision(&bot, &asked, outcome))
         },
         way: Box::new(ShimWay { key: asked.key }),
+        gone_note: None,
     };
     approval_ask::ask(bot, offer, gone, late).await;
 }

@@ -68,6 +68,10 @@ pub struct SessionRef {
     /// Its working directory, where files from the phone are saved.
     #[serde(default)]
     pub cwd: Option<String>,
+    /// The machine it is on, as `hosts.toml` names it (docs/remote.md); `None` for this one.
+    /// Part of what a card's button key stands for, so a tap reaches the right machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 impl SessionRef {
@@ -104,6 +108,15 @@ pub struct LiveSession {
     /// Its git branch and the editor window it is in (`main · api - Visual Studio Code`), when
     /// known (`docs/desktop.md`).
     pub place: Option<String>,
+}
+
+/// The live sessions of this machine and of every host, and what could not be listed.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Listing {
+    pub sessions: Vec<LiveSession>,
+    /// One line per host that could not be asked (`🖥 buildbox is down: …`): said once in the
+    /// chat, so its sessions are never silently missing.
+    pub unreachable: Vec<String>,
 }
 
 /// A prompt the hub accepted.
@@ -163,6 +176,14 @@ pub enum CorrectionAnswer {
 pub trait SessionHost: Send + Sync + 'static {
     /// The live sessions of every agent, newest first.
     fn live_sessions(&self) -> Result<Vec<LiveSession>, String>;
+    /// The live sessions of this machine and of every connected host (docs/remote.md), and
+    /// the hosts that could not be asked. By default this machine's alone.
+    fn live_sessions_everywhere(&self) -> Result<Listing, String> {
+        Ok(Listing {
+            sessions: self.live_sessions()?,
+            unreachable: Vec::new(),
+        })
+    }
     /// Sends `text` to `session` through the hub, as a delivery from "telegram".
     fn prompt(&self, session: &SessionRef, text: &str) -> Result<PromptReceipt, String>;
     /// Where delivery `delivery_id` stands.

@@ -66,8 +66,8 @@ pub fn write(home: &Path, topics: &Topics) -> Result<()> {
     store::write_private(&path, &bytes)
 }
 
-/// "agent · title", cut to what the Bot API takes.
+/// "agent · title" ("… on HOST" for another machine's), cut to what the Bot API takes.
 pub fn name_of(session: &SessionRef) -> String {
-    let name = format!("{} · {}", session.agent, session.label());
+    let name = crate::cards::header(session);
     name.chars().take(MAX_TOPIC_NAME_CHARS).collect()
 }

@@ -554,6 +554,22 @@ async fn dispatch(
             };
             (message, After::Continue)
         }
+        ClientRequest::ApprovalsPending(_) => (
+            respond::<cross_agent_protocol::hosts::ApprovalsPendingParams>(
+                id,
+                cross_agent_protocol::hosts::ApprovalsPendingResponse {
+                    approvals: shared.bot.approvals_for_link(),
+                },
+            ),
+            After::Continue,
+        ),
+        ClientRequest::ApprovalAnswer(params) => (
+            respond::<cross_agent_protocol::hosts::ApprovalAnswerParams>(
+                id,
+                shared.bot.answer_from_link(&params),
+            ),
+            After::Continue,
+        ),
         ClientRequest::SendForwarded(params) => (
             engine_call::<cross_agent_protocol::hosts::SendForwardedParams>(
                 id,

@@ -32,7 +32,7 @@ mod admission;
 mod connection;
 mod forward;
 mod home_watch;
-mod remote;
+pub(crate) mod remote;
 
 pub use admission::{ConnectionLimits, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS};
 
@@ -339,12 +339,25 @@ impl Daemon {
         let usage: Arc<dyn crate::budget_watch::UsageSource> = Arc::new(
             crate::budget_watch::EngineSource::new(engine.clone(), home.root().to_owned()),
         );
+        let (telegram_stop, telegram_stop_rx) = watch::channel(false);
+        // The links to other machines (hosts.toml), let go of with the poller: a replaced
+        // daemon's successor keeps them.
+        let links = cross_agent_hosts::Links::start(
+            cross_agent_hosts::LinksConfig::for_home(home.root(), |name| std::env::var(name).ok()),
+            telegram_stop_rx.clone(),
+        );
+        // The records of sends forwarded to other hosts, kept in step with the remote ones.
+        let forwarding = Arc::new(remote::Forwarding::default());
+        // The approvals other machines hold for this bot, asked on the phone with their host.
+        crate::link_approvals::start(bot.clone(), links.clone(), telegram_stop_rx.clone());
+        // The bot's sessions: this machine's and every host's over its link.
         bot.set_session_host(Arc::new(crate::telegram_sessions::Host::new(
             engine.clone(),
             Arc::clone(&corrections),
             Arc::clone(&usage),
+            links.clone(),
+            forwarding.clone(),
         )));
-        let (telegram_stop, telegram_stop_rx) = watch::channel(false);
         // Copilot's live hosts: listed from themselves, their confirmations on the phone;
         // let go of with the poller.
         crate::copilot_hosts::start(engine.clone(), bot.clone(), telegram_stop_rx.clone());
@@ -365,14 +378,6 @@ impl Daemon {
             cross_agent_decisions::DecisionLog::in_existing_home(home.root()),
             telegram_stop_rx.clone(),
         );
-        // The links to other machines (hosts.toml), let go of with the poller: a replaced
-        // daemon's successor keeps them.
-        let links = cross_agent_hosts::Links::start(
-            cross_agent_hosts::LinksConfig::for_home(home.root(), |name| std::env::var(name).ok()),
-            telegram_stop_rx.clone(),
-        );
-        // The records of sends forwarded to other hosts, kept in step with the remote ones.
-        let forwarding = Arc::new(remote::Forwarding::default());
         remote::follow(
             engine.clone(),
             links.clone(),

@@ -40,7 +40,7 @@ const FOLLOW_EVERY: Duration = Duration::from_millis(500);
 /// The sends being forwarded right now: the follower leaves them alone until the forwarding
 /// call has ended (their remote record may not exist yet).
 #[derive(Debug, Default)]
-pub(super) struct Forwarding {
+pub(crate) struct Forwarding {
     ids: Mutex<HashSet<String>>,
 }
 
@@ -118,7 +118,7 @@ fn not_connected(links: &Links, host: &str) -> String {
 }
 
 /// The hosts of `hosts.toml`, by name.
-fn host_names(links: &Links) -> Vec<String> {
+pub(crate) fn host_names(links: &Links) -> Vec<String> {
     links.status().hosts.into_iter().map(|h| h.name).collect()
 }
 
@@ -233,6 +233,21 @@ fn mark_host(response: &mut ListSessionsResponse, host: &str) {
     for warning in &mut response.warnings {
         *warning = format!("host `{host}`: {warning}");
     }
+}
+
+/// `list_sessions` on `host`, every entry naming it; an error says why it could not be asked
+/// (the link's state, in words naming the host).
+pub(crate) async fn list_on(
+    links: &Links,
+    host: &str,
+    mut params: ListSessionsParams,
+) -> Result<ListSessionsResponse, String> {
+    params.caller = for_the_link(params.caller);
+    let mut response = call(links, host, params)
+        .await
+        .map_err(|e| e.message().to_owned())?;
+    mark_host(&mut response, host);
+    Ok(response)
 }
 
 /// `list_sessions` here and on every host at once, merged by agent (this machine's first);
@@ -364,7 +379,7 @@ fn refused(reason: RefusalReason, message: String, details: serde_json::Value) -
 
 /// A send to a session on `host`: recorded here, forwarded once with that id, the receipt
 /// naming the host.
-async fn forward_send(
+pub(crate) async fn forward_send(
     host: &str,
     send: SendParams,
     engine: &Engine,

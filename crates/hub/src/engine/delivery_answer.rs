@@ -21,7 +21,13 @@ impl Engine {
         if !record.state.is_finished() {
             return Ok(Some((record, None)));
         }
-        let answer = transcript_answer(&record)
+        // A forwarded delivery's transcript is on the other machine: its answer is the copy
+        // the follower took from the remote record.
+        let from_transcript = match record.host {
+            Some(_) => None,
+            None => transcript_answer(&record),
+        };
+        let answer = from_transcript
             .or_else(|| record.reply_preview.clone())
             .map(|text| {
                 let trimmed = text.trim_end();

@@ -103,6 +103,14 @@ impl Desk {
         if let Some(size) = declared.filter(|s| *s > inbox::MAX_FILE_BYTES) {
             return Err(too_big(size));
         }
+        // The inbox is a folder of the session's own machine: files do not travel over the
+        // link (docs/remote.md, "What travels").
+        if let Some(host) = &session.host {
+            return Err(format!(
+                "the session is on host `{host}`, and files do not travel over the link; send \
+                 the text instead"
+            ));
+        }
         let Some(cwd) = session.cwd.clone() else {
             return Err(
                 "the session's directory is not known, so there is no inbox to put it in".into(),

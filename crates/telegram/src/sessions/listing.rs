@@ -26,11 +26,11 @@ impl Desk {
             say(out, place, "Sessions are not available on this daemon.");
             return;
         };
-        let listed = tokio::task::spawn_blocking(move || host.live_sessions())
+        let listed = tokio::task::spawn_blocking(move || host.live_sessions_everywhere())
             .await
             .unwrap_or_else(|e| Err(format!("the session listing failed: {e}")));
-        let mut sessions = match listed {
-            Ok(sessions) => sessions,
+        let (mut sessions, unreachable) = match listed {
+            Ok(listing) => (listing.sessions, listing.unreachable),
             Err(reason) => {
                 say(
                     out,
@@ -42,8 +42,19 @@ impl Desk {
         };
         if let Some(only) = only {
             sessions.retain(|s| {
-                s.session.agent == only.agent && s.session.session_id == only.session_id
+                s.session.agent == only.agent
+                    && s.session.session_id == only.session_id
+                    && s.session.host == only.host
             });
+            if sessions.is_empty()
+                && let Some(down) = only
+                    .host
+                    .as_deref()
+                    .and_then(|h| unreachable.iter().find(|line| names_host(line, h)))
+            {
+                say(out, place, &escape_html(down));
+                return;
+            }
             if sessions.is_empty() {
                 let text = format!(
                     "<b>{}</b> is not live any more (no activity in the window /sessions shows).",
@@ -52,6 +63,11 @@ impl Desk {
                 say(out, place, &text);
                 return;
             }
+        }
+        // A host that could not be asked is said once, before the cards, so its sessions are
+        // never silently missing.
+        if only.is_none() && !unreachable.is_empty() {
+            say(out, place, &escape_html(&unreachable.join("\n")));
         }
         if sessions.is_empty() {
             say(
@@ -154,4 +170,11 @@ impl Desk {
             }
         }
     }
+}
+
+/// Whether an unreachable-host line is about `host` (they start `🖥 NAME `).
+fn names_host(line: &str, host: &str) -> bool {
+    line.strip_prefix("🖥 ")
+        .and_then(|rest| rest.strip_prefix(host))
+        .is_some_and(|rest| rest.starts_with(' '))
 }

@@ -248,6 +248,8 @@ mod tests {
             session_id: "019a".into(),
             title: Some("build <it>".into()),
             cwd: None,
+
+            host: None,
         }
     }
 
