@@ -331,10 +331,11 @@ fn the_hosts_own_options_are_the_buttons_and_the_tap_names_the_option() {
         )
         .is_some()
     );
+    // The decision line is written beside the card's edit, not before it: waited for.
     assert!(
-        env.decisions().iter().any(|d| d["agent"] == "copilot"
+        wait_until(|| env.decisions().iter().any(|d| d["agent"] == "copilot"
             && d["outcome"] == "allowed"
-            && d["details"]["choice"] == "allow-session"),
+            && d["details"]["choice"] == "allow-session")),
         "{:#?}",
         env.decisions()
     );
