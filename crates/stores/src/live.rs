@@ -27,11 +27,11 @@ use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 use parking_lot::Mutex;
 
 use crate::codex::session_index_path;
+use crate::index::ChangedFiles;
 use crate::model::{Agent, Session, StoreWarning, UnixMillis};
 use crate::render::{Chosen, RenderedAgent, SpentOf, write_listing_spent};
 use crate::resolve::ActiveWindow;
 use crate::roots::StoreRoots;
-use crate::index::ChangedFiles;
 use crate::scan::{Listing, ScanOptions, Scanner, sort_newest_first};
 
 /// How long a listing is trusted without a notification before its store is walked again, when
@@ -439,8 +439,7 @@ impl LiveScanner {
             epoch: shown.epoch,
             walks: log.walks,
         };
-        if mark.epoch != shown.epoch || mark.walks < log.complete_after || mark.walks > log.walks
-        {
+        if mark.epoch != shown.epoch || mark.walks < log.complete_after || mark.walks > log.walks {
             return (ChangesSince::Unknown, now);
         }
         let walks = log
@@ -575,7 +574,8 @@ impl LiveScanner {
             walker.walked = [None; SLOTS];
         }
         let mut shown = self.shown.lock();
-        if !same_roots {
+        // A mark taken before any roots were watched stands: nothing was logged yet.
+        if !same_roots && shown.roots.is_some() {
             shown.held = Default::default();
             shown.log = Default::default();
             shown.epoch += 1;

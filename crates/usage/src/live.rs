@@ -23,11 +23,11 @@
 
 use std::collections::HashMap;
 use std::fs;
-use std::time::{Duration, Instant};
 use std::io::{Read as _, Seek as _, SeekFrom};
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use cross_agent_protocol::Agent;
 use cross_agent_stores::index::ChangedFiles;
@@ -37,9 +37,7 @@ use crate::account::{Accounting, account_refs};
 use crate::claude::ClaudeReader;
 use crate::codex::CodexReader;
 use crate::grok::GrokReader;
-use crate::scan::{
-    CHUNK, claude_subagent_files, open_no_follow, read_one, subagent_files_of,
-};
+use crate::scan::{CHUNK, claude_subagent_files, open_no_follow, read_one, subagent_files_of};
 use crate::{FileUsage, scan};
 
 /// What one refresh did, counted so tests can show that a warm refresh reads nothing and an
