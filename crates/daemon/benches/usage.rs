@@ -38,9 +38,7 @@ use cross_agent_daemon::entry::{Mode, run_process};
 use cross_agent_home::Home;
 use cross_agent_ipc::ConnectOptions;
 use cross_agent_ipc::oneshot::OneShot;
-use cross_agent_protocol::bridge::{
-    CallerContext, IndexListingParams, IndexSessionsParams, Scope,
-};
+use cross_agent_protocol::bridge::{CallerContext, IndexListingParams, IndexSessionsParams, Scope};
 use cross_agent_protocol::rpc::{ClientKind, ShutdownParams, StatusParams};
 use cross_agent_protocol::timestamp::UnixMillis;
 use cross_agent_protocol::usage::{UsageGroupBy, UsageReportParams};
@@ -245,7 +243,10 @@ fn start_daemon(
     };
     let store_text = store.to_string_lossy().into_owned();
     let daemon = spawn(&home, &[("HOME", &store_text)]);
-    drop(wait_for_daemon(&home, &ConnectOptions::new(ClientKind::Cli)));
+    drop(wait_for_daemon(
+        &home,
+        &ConnectOptions::new(ClientKind::Cli),
+    ));
     let caller = CallerContext {
         child_env: [("HOME".to_owned(), store_text)].into(),
         ..CallerContext::default()
@@ -325,7 +326,10 @@ fn listing_with_costs(store: &std::path::Path, claude: Option<&std::path::Path>,
             std::thread::sleep(Duration::from_millis(100));
             appended.push(list());
         }
-        report("  warm listing with costs, a reply appended before each", &appended);
+        report(
+            "  warm listing with costs, a reply appended before each",
+            &appended,
+        );
     }
     stop_daemon(&home, daemon);
 }
