@@ -30,7 +30,7 @@ pub mod index;
 pub mod lines;
 pub mod live;
 pub mod model;
-mod parallel;
+pub mod parallel;
 pub mod render;
 pub mod resolve;
 pub mod roots;

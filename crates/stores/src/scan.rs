@@ -19,7 +19,9 @@ use std::collections::hash_map::Entry;
 use crate::codex::ThreadNames;
 use crate::grok::{GuiNames, read_gui_names};
 use crate::index::cache::{self, CACHE_FILE_NAME, CacheLoad};
-use crate::index::{FastMap, IndexStats, RefreshOptions, SessionIndex, discover_sources};
+use crate::index::{
+    ChangedFiles, FastMap, IndexStats, RefreshOptions, SessionIndex, discover_sources,
+};
 use crate::model::{Agent, Session, StoreWarning, UnixMillis, Warnings};
 use crate::roots::StoreRoots;
 use crate::walk::{DirCache, WalkStats, dir_cache_file};
@@ -48,6 +50,8 @@ pub struct Listing {
     /// What the walk of the stores did (folders listed or remembered, files `stat`ed).
     pub walk: WalkStats,
     pub timings: Timings,
+    /// The transcripts this listing found new, changed or gone since the index last looked.
+    pub changed: ChangedFiles,
 }
 
 /// Where a listing spent its time, for the benchmark and `--verbose`-style diagnostics.
@@ -121,6 +125,7 @@ pub fn list_sessions(roots: &StoreRoots, options: &ScanOptions) -> Listing {
     );
     timings.refresh += discovered;
 
+    let changed = std::mem::take(&mut index.changed);
     let started = Instant::now();
     let mut sessions = index.into_sessions(&agents);
     sessions.extend(copilot_sessions(
@@ -138,6 +143,7 @@ pub fn list_sessions(roots: &StoreRoots, options: &ScanOptions) -> Listing {
         stats,
         walk,
         timings,
+        changed,
     }
 }
 
@@ -225,6 +231,7 @@ impl Scanner {
         );
         timings.refresh += discovered;
 
+        let changed = std::mem::take(&mut index.changed);
         let started = Instant::now();
         let mut sessions = index.sessions_of(&agents);
         sessions.extend(copilot_sessions(
@@ -243,6 +250,7 @@ impl Scanner {
             stats,
             walk,
             timings,
+            changed,
         }
     }
 }

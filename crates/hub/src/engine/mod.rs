@@ -403,6 +403,13 @@ impl Engine {
     /// stops.
     async fn index_loop(self) {
         let mut stop = self.inner.stop.subscribe();
+        // The usage index's first read, beside the session index's first walk (a listing's):
+        // a listing needing costs before it is done waits for it.
+        let engine = self.clone();
+        drop(tokio::task::spawn_blocking(move || {
+            let roots = roots_for(&CallerContext::default());
+            engine.inner.usage.start(&engine.inner.scan, &roots);
+        }));
         loop {
             tokio::select! {
                 _ = stop.wait_for(|stopped| *stopped) => return,
