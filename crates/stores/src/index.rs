@@ -44,6 +44,7 @@ use crate::codex::ThreadNames;
 use crate::lines::Position;
 use crate::model::{Agent, LineContext, Session, TranscriptFold, Warnings};
 use crate::roots::{FileStamp, Sidecar, SourceFile, StoreRoots};
+use crate::tap::ReadTap;
 use crate::walk::DirCache;
 
 /// How much of a file's first line the head check covers. A file replaced by another whose first
@@ -324,18 +325,20 @@ impl SessionIndex {
             DirCache::default(),
             warnings,
         );
-        self.refresh_sources(sources, &Agent::ALL, options, warnings)
+        self.refresh_sources(sources, &Agent::ALL, options, None, warnings)
     }
 
     /// [`SessionIndex::refresh`] over an already discovered list of candidate files.
     ///
     /// `agents` are the agents whose stores `sources` covers: entries of the others were not
-    /// looked at, so they are kept as they are rather than dropped.
+    /// looked at, so they are kept as they are rather than dropped. `tap` is offered every
+    /// transcript read from its start ([`crate::tap`]).
     pub(crate) fn refresh_sources(
         &mut self,
         sources: Vec<(FoldKind, SourceFile)>,
         agents: &[Agent],
         options: RefreshOptions,
+        tap: Option<&dyn ReadTap>,
         warnings: &mut Warnings,
     ) -> IndexStats {
         let mut stats = IndexStats {
@@ -459,7 +462,7 @@ impl SessionIndex {
         }) {
             self.load_folds();
         }
-        let results = run_jobs(jobs, options.threads, &self.blob);
+        let results = run_jobs(jobs, options.threads, &self.blob, tap);
         for result in results {
             match result.read {
                 ReadKind::Appended => stats.files_appended += 1,

@@ -37,6 +37,7 @@ pub mod roots;
 pub mod scan;
 pub mod skim;
 pub mod summary;
+pub mod tap;
 pub mod turns;
 pub mod walk;
 

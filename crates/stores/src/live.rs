@@ -405,6 +405,12 @@ impl LiveScanner {
         self.walker.lock().scanner.attach_copilot_hosts(hosts);
     }
 
+    /// Hands every transcript a walk reads from its start to `tap` too ([`crate::tap`]): the
+    /// daemon's usage index takes its first read from the session index's.
+    pub fn set_tap(&self, tap: crate::tap::Tap) {
+        self.walker.lock().scanner.set_tap(tap);
+    }
+
     /// Counts a change for `agent`, so the next listing walks its store without waiting for a
     /// notification: for a change the owner made itself (a turn it ran wrote a transcript), which
     /// the next listing must show even if the notification is still on its way.

@@ -120,6 +120,7 @@ pub fn list_sessions(roots: &StoreRoots, options: &ScanOptions) -> Listing {
         sources,
         &agents,
         options,
+        None,
         &mut warnings,
         &mut timings,
     );
@@ -168,6 +169,8 @@ pub struct Scanner {
     dirs: Option<DirCache>,
     /// Copilot's catalog files as last read: a walk opens only those that changed.
     copilot: crate::copilot::Cache,
+    /// Offered every transcript read from its start ([`Scanner::set_tap`]).
+    tap: Option<crate::tap::Tap>,
 }
 
 impl Scanner {
@@ -182,7 +185,14 @@ impl Scanner {
             index: None,
             dirs: None,
             copilot: crate::copilot::Cache::default(),
+            tap: None,
         }
+    }
+
+    /// Hands every transcript the index reads from its start to `tap` too, line by line, from
+    /// the next walk on ([`crate::tap`]).
+    pub fn set_tap(&mut self, tap: crate::tap::Tap) {
+        self.tap = Some(tap);
     }
 
     /// Lists the sessions of the agents in the options (all when empty), as [`list_sessions`].
@@ -226,6 +236,7 @@ impl Scanner {
             sources,
             &agents,
             &options,
+            self.tap.as_ref().map(|tap| &*tap.0),
             &mut warnings,
             &mut timings,
         );
@@ -305,11 +316,12 @@ fn refresh_and_save(
     sources: Vec<(crate::index::FoldKind, crate::roots::SourceFile)>,
     agents: &[Agent],
     options: &ScanOptions,
+    tap: Option<&dyn crate::tap::ReadTap>,
     warnings: &mut Warnings,
     timings: &mut Timings,
 ) -> (IndexStats, ThreadNames) {
     let started = Instant::now();
-    let stats = index.refresh_sources(sources, agents, options.refresh, warnings);
+    let stats = index.refresh_sources(sources, agents, options.refresh, tap, warnings);
     timings.refresh = started.elapsed();
 
     let started = Instant::now();

@@ -37,6 +37,7 @@ use crate::account::{Accounting, account_refs};
 use crate::claude::ClaudeReader;
 use crate::codex::CodexReader;
 use crate::grok::GrokReader;
+use crate::handoff::Handoffs;
 use crate::scan::{CHUNK, claude_subagent_files, open_no_follow, read_one, subagent_files_of};
 use crate::{FileUsage, scan};
 
@@ -57,6 +58,9 @@ pub struct RefreshStats {
     pub files_new: usize,
     pub files_dropped: usize,
     pub bytes_read: u64,
+    /// Files taken as the session index read them ([`crate::handoff`]), each then kept,
+    /// resumed or read again as if it were this index's own last read.
+    pub files_handed: usize,
 }
 
 impl RefreshStats {
@@ -75,7 +79,7 @@ const HOT: Duration = Duration::from_secs(15 * 60);
 
 /// One agent's reader, kept between refreshes.
 #[derive(Debug, Clone)]
-enum Kept {
+pub(crate) enum Kept {
     Claude(ClaudeReader),
     Codex(CodexReader),
     Grok(GrokReader),
@@ -84,7 +88,7 @@ enum Kept {
 }
 
 impl Kept {
-    fn new(agent: Agent, path: &Path) -> Option<Kept> {
+    pub(crate) fn new(agent: Agent, path: &Path) -> Option<Kept> {
         match agent {
             Agent::Claude => Some(Kept::Claude(ClaudeReader::new(path))),
             Agent::Codex => Some(Kept::Codex(CodexReader::new(path))),
@@ -102,9 +106,19 @@ impl Kept {
         }
     }
 
+    /// One complete line, as the session index split it ([`crate::handoff`]).
+    pub(crate) fn feed_line(&mut self, line: &[u8]) {
+        match self {
+            Kept::Claude(r) => r.feed_line(line),
+            Kept::Codex(r) => r.feed_line(line),
+            Kept::Grok(r) => r.feed_line(line),
+            Kept::Whole => {}
+        }
+    }
+
     /// The file as read so far, a last line without its newline taken when it is whole JSON
     /// (as a whole read takes it), the reader itself left waiting for more.
-    fn parsed(&self) -> Option<FileUsage> {
+    pub(crate) fn parsed(&self) -> Option<FileUsage> {
         match self {
             Kept::Claude(r) => Some(FileUsage::Claude(r.finished())),
             Kept::Codex(r) => Some(FileUsage::Codex(r.finished())),
@@ -116,15 +130,15 @@ impl Kept {
 
 /// One usage file as last read.
 #[derive(Debug, Clone)]
-struct Entry {
-    agent: Agent,
-    stamp: FileStamp,
+pub(crate) struct Entry {
+    pub(crate) agent: Agent,
+    pub(crate) stamp: FileStamp,
     /// The inode the bytes were read from: another one at the path is another file.
-    ino: Option<(u64, u64)>,
+    pub(crate) ino: Option<(u64, u64)>,
     /// How many bytes the reader has been fed.
-    offset: u64,
-    reader: Kept,
-    parsed: FileUsage,
+    pub(crate) offset: u64,
+    pub(crate) reader: Kept,
+    pub(crate) parsed: FileUsage,
 }
 
 /// A file to look at: what the stores list, and the sub-agent transcripts.
@@ -145,11 +159,23 @@ pub struct UsageIndex {
     /// Claude session folders (`projects/<slug>/<session>`) whose transcript changed lately,
     /// with when: their `subagents/` are listed on each refresh after a change.
     hot: HashMap<PathBuf, Instant>,
+    /// The files the session index read since the last refresh, parsed on its read
+    /// ([`crate::handoff`]): taken in place of reading them again.
+    handoffs: Option<Arc<Handoffs>>,
 }
 
 impl UsageIndex {
     pub fn new() -> UsageIndex {
         UsageIndex::default()
+    }
+
+    /// An index that takes the files the session index reads from `handoffs` (give the
+    /// scanner [`Handoffs::tap`]) instead of reading them again.
+    pub fn with_handoffs(handoffs: Arc<Handoffs>) -> UsageIndex {
+        UsageIndex {
+            handoffs: Some(handoffs),
+            ..UsageIndex::default()
+        }
     }
 
     /// How many files are kept.
@@ -275,9 +301,26 @@ impl UsageIndex {
         stats: &mut RefreshStats,
         warnings: &mut Vec<String>,
     ) -> bool {
+        // What the session index read meanwhile is the latest read of those files: it stands
+        // in for this index's own (kept, resumed or read again like it); the rest is dropped.
+        let mut handed = self
+            .handoffs
+            .as_ref()
+            .map(|handoffs| handoffs.take())
+            .unwrap_or_default();
         let mut jobs = Vec::new();
+        let mut changed = false;
         for c in candidates {
-            match old.remove(&c.path) {
+            let mine = old.remove(&c.path);
+            let previous = match handed.remove(&c.path) {
+                Some(entry) => {
+                    stats.files_handed += 1;
+                    changed = true;
+                    Some(entry)
+                }
+                None => mine,
+            };
+            match previous {
                 Some(entry) if entry.agent == c.agent && entry.stamp == c.stamp => {
                     stats.files_unchanged += 1;
                     self.entries.insert(c.path, entry);
@@ -285,7 +328,7 @@ impl UsageIndex {
                 previous => jobs.push((c, previous)),
             }
         }
-        let changed = !jobs.is_empty();
+        changed |= !jobs.is_empty();
         let results = cross_agent_stores::parallel::read_files(jobs, |(c, previous)| {
             let mut counted = RefreshStats::default();
             let result = read(&c, previous, &mut counted);

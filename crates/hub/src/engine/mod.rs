@@ -332,6 +332,7 @@ impl Engine {
             events.clone(),
             info.generation,
         );
+        let usage = usage::LiveUsage::new(&scan);
         let engine = Engine {
             inner: Arc::new(Inner {
                 info,
@@ -346,7 +347,7 @@ impl Engine {
                 decisions,
                 carriers: carriers::Carriers::new(),
                 events,
-                usage: usage::LiveUsage::default(),
+                usage,
             }),
         };
         for mut record in orphaned {
@@ -403,13 +404,6 @@ impl Engine {
     /// stops.
     async fn index_loop(self) {
         let mut stop = self.inner.stop.subscribe();
-        // The usage index's first read, beside the session index's first walk (a listing's):
-        // a listing needing costs before it is done waits for it.
-        let engine = self.clone();
-        drop(tokio::task::spawn_blocking(move || {
-            let roots = roots_for(&CallerContext::default());
-            engine.inner.usage.start(&engine.inner.scan, &roots);
-        }));
         loop {
             tokio::select! {
                 _ = stop.wait_for(|stopped| *stopped) => return,

@@ -11,8 +11,11 @@
 //! at: a sub-agent transcript of a session quiet for long). A query with nothing changed walks
 //! nothing and reads nothing: it prices the kept accounting.
 //!
-//! The first read is started by the index loop's first round, beside the session index's cold
-//! build; a listing that comes before it is done waits for it (the lock), so costs are exact.
+//! The first read rides on the session index's: every transcript its walk reads from the start
+//! (all of them on a cold walk) is parsed for usage on that same read and handed over
+//! ([`cross_agent_usage::handoff`]), so the first listing with costs reads each byte once; the
+//! usage index then reads only what the session index does not list (Claude sub-agents), a
+//! file that grew since, or one the hand-over could not follow.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -22,6 +25,7 @@ use cross_agent_protocol::usage::{UsageReportParams, UsageReportResponse};
 use cross_agent_stores::live::{ChangesSince, LiveScanner, LogMark};
 use cross_agent_stores::render::Spent;
 use cross_agent_stores::{Agent, Session, StoreRoots, UnixMillis};
+use cross_agent_usage::handoff::Handoffs;
 use cross_agent_usage::{Accounting, GroupBy, Money, PriceTable, Report, UsageIndex};
 use parking_lot::Mutex;
 
@@ -57,6 +61,20 @@ struct State {
 }
 
 impl LiveUsage {
+    /// A usage index that takes its reads from `scan`'s walks where it can: every transcript the
+    /// session index reads from its start is parsed for usage on that same read
+    /// ([`cross_agent_usage::handoff`]), so a cold daemon reads each byte once.
+    pub(crate) fn new(scan: &LiveScanner) -> LiveUsage {
+        let handoffs = Handoffs::new();
+        scan.set_tap(handoffs.tap());
+        LiveUsage {
+            state: Mutex::new(State {
+                index: UsageIndex::with_handoffs(handoffs),
+                ..State::default()
+            }),
+        }
+    }
+
     /// The accounting over every usage file under `roots`, brought current first (see the
     /// module's header; with `walk_if_due`, the stores are walked whole when the re-walk is
     /// due); and the files that could not be read. With `look` the session index is brought
@@ -133,13 +151,6 @@ impl LiveUsage {
         if let Some(roots) = roots {
             let _ = self.current(scan, &roots, /*walk_if_due*/ true, /*look*/ true);
         }
-    }
-
-    /// Reads every usage file under `roots` now, beside (not after) the session index's first
-    /// walk: the daemon's first round, so the first listing waits for the longer of the two
-    /// reads, not their sum.
-    pub(crate) fn start(&self, scan: &LiveScanner, roots: &StoreRoots) {
-        let _ = self.current(scan, roots, /*walk_if_due*/ false, /*look*/ false);
     }
 
     /// Each session's cost so far (all time), keyed by session id.
