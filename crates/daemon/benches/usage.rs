@@ -6,9 +6,10 @@
 //! Grok sessions, about 1 GB; the same folder as `cargo bench --bench index`), whose Claude
 //! replies carry `message.usage` and whose Codex turns carry `token_count` events. Measured:
 //!
-//! - the daemon's first listing (`index_sessions`: the session index's cold walk), then its
-//!   first `usage_report` (the usage index reading every file once): a cold first run beside the
-//!   listing's floor;
+//! - the daemon's first listing (`index_sessions`: the session index's cold walk, which hands
+//!   every transcript it reads to the usage index), then its first `usage_report` (what is left:
+//!   the sub-agent transcripts, the accounting): a cold first run beside the listing's floor, and
+//!   the every-byte floor (every usage file read once, nothing parsed, on the index's readers);
 //! - warm `usage_report` (nothing changed: no file opened), target ≤ 50 ms, beside a bare
 //!   `status` round trip (the floor of any daemon call);
 //! - a turn appended to the largest Claude transcript: the next `usage_report` (it reads the
@@ -122,12 +123,18 @@ fn main() {
     let first = oneshot().call(usage.clone()).unwrap();
     let cold_usage = started.elapsed();
     println!(
-        "  cold: first listing {:.0} ms ({} sessions) — the floor; first usage {:.0} ms ({} models, {} calls)",
+        "  cold: first listing {:.0} ms ({} sessions) — the floor; first usage after it {:.0} ms ({} models, {} calls)",
         cold_listing.as_secs_f64() * 1e3,
         listing.sessions.len(),
         cold_usage.as_secs_f64() * 1e3,
         first.rows.len(),
         first.total.calls,
+    );
+    let (took, files, bytes) = every_byte(&cross_agent_stores_roots(&store));
+    println!(
+        "  every-byte floor: reading every usage file once, no parse, the index's readers: {:.0} ms ({files} files, {:.0} MB)",
+        took.as_secs_f64() * 1e3,
+        bytes as f64 / 1e6
     );
 
     let mut warm = Vec::new();
@@ -332,6 +339,40 @@ fn listing_with_costs(store: &std::path::Path, claude: Option<&std::path::Path>,
         );
     }
     stop_daemon(&home, daemon);
+}
+
+/// Reads every file the usage index reads (the listed transcripts and the Claude sub-agents'),
+/// whole, parsing nothing, on the session index's readers: what no cold read can go below.
+fn every_byte(roots: &cross_agent_stores::StoreRoots) -> (Duration, usize, u64) {
+    use std::io::Read as _;
+    let started = Instant::now();
+    let mut found = cross_agent_stores::Warnings::default();
+    let mut paths: Vec<PathBuf> = cross_agent_usage::scan::sources(roots, &mut found)
+        .into_iter()
+        .map(|source| source.path)
+        .collect();
+    if let Some(config) = &roots.claude_config {
+        let mut warnings = Vec::new();
+        paths.extend(cross_agent_usage::scan::claude_subagent_files(
+            &cross_agent_stores::claude::projects_dir(config),
+            &mut warnings,
+        ));
+    }
+    let files = paths.len();
+    let sizes = cross_agent_stores::parallel::read_files(paths, |path| {
+        let mut buf = vec![0u8; 1 << 20];
+        let mut total = 0u64;
+        if let Ok(mut file) = fs::File::open(&path) {
+            while let Ok(n) = file.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                total += n as u64;
+            }
+        }
+        total
+    });
+    (started.elapsed(), files, sizes.iter().sum())
 }
 
 /// Where the agents' stores are under the synthetic HOME (the default places).

@@ -336,9 +336,8 @@ impl Daemon {
             crate::review_door::Guarded::new(engine.clone(), bot.clone(), home.root().to_owned()),
         );
         // Today's spend and Codex's windows, for the budget watcher and `/limits`.
-        let usage: Arc<dyn crate::budget_watch::UsageSource> = Arc::new(
-            crate::budget_watch::EngineSource::new(engine.clone(), home.root().to_owned()),
-        );
+        let usage: Arc<dyn crate::budget_watch::UsageSource> =
+            Arc::new(crate::budget_watch::EngineSource::new(engine.clone()));
         bot.set_session_host(Arc::new(crate::telegram_sessions::Host::new(
             engine.clone(),
             Arc::clone(&corrections),

@@ -26,7 +26,7 @@ use cross_agent_stores::live::{ChangesSince, LiveScanner, LogMark};
 use cross_agent_stores::render::Spent;
 use cross_agent_stores::{Agent, Session, StoreRoots, UnixMillis};
 use cross_agent_usage::handoff::Handoffs;
-use cross_agent_usage::{Accounting, GroupBy, Money, PriceTable, Report, UsageIndex};
+use cross_agent_usage::{Accounting, GroupBy, Money, PriceTable, RateLimits, Report, UsageIndex};
 use parking_lot::Mutex;
 
 use super::{Engine, roots_for};
@@ -229,6 +229,22 @@ impl Engine {
         let mut wire = report.to_wire();
         wire.warnings = warnings;
         Ok(wire)
+    }
+
+    /// Codex's latest rate-limit windows in `context`'s stores (`/limits`), from the live
+    /// index: read like a `usage_report`, nothing priced; `None` when no rollout recorded any.
+    pub fn usage_rate_limits(
+        &self,
+        context: &cross_agent_protocol::bridge::CallerContext,
+    ) -> Option<RateLimits> {
+        let roots = roots_for(context);
+        let (accounting, _) = self.inner.usage.current(
+            &self.inner.scan,
+            &roots,
+            /*walk_if_due*/ false,
+            /*look*/ true,
+        );
+        accounting.rate_limits.clone()
     }
 
     /// What each session has cost so far, for a listing of `roots`' sessions; `None` when the
