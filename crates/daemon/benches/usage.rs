@@ -6,13 +6,19 @@
 //! Grok sessions, about 1 GB; the same folder as `cargo bench --bench index`), whose Claude
 //! replies carry `message.usage` and whose Codex turns carry `token_count` events. Measured:
 //!
-//! - the daemon's first listing (`index_sessions`: the session index's cold walk), then its
-//!   first `usage_report` (the usage index reading every file once): a cold first run beside the
-//!   listing's floor;
+//! - the daemon's first listing (`index_sessions`: the session index's cold walk, which hands
+//!   every transcript it reads to the usage index), then its first `usage_report` (what is left:
+//!   the sub-agent transcripts, the accounting): a cold first run beside the listing's floor, and
+//!   the every-byte floor (every usage file read once, nothing parsed, on the index's readers);
 //! - warm `usage_report` (nothing changed: no file opened), target ≤ 50 ms, beside a bare
 //!   `status` round trip (the floor of any daemon call);
 //! - a turn appended to the largest Claude transcript: the next `usage_report` (it reads the
 //!   appended bytes only);
+//! - the listing with costs (`index_listing`, issue 29): a fresh daemon's first listing without
+//!   costs (`index_sessions`) beside another's first listing with them (the usage index's first
+//!   read beside the session index's cold build), then the warm listing with a reply appended
+//!   to a Claude transcript before each (the usage index reads what the session index's walk
+//!   found changed, no walk of its own) and with nothing changed;
 //! - the CLI's direct read without a daemon (every file, whole), in process;
 //! - `ccusage claude daily` and `ccusage codex daily` (`--since`, `--offline`, `--json`) on the
 //!   same files, once each, when the pinned `ccusage` is installed (`scripts/install-agents`).
@@ -33,7 +39,7 @@ use cross_agent_daemon::entry::{Mode, run_process};
 use cross_agent_home::Home;
 use cross_agent_ipc::ConnectOptions;
 use cross_agent_ipc::oneshot::OneShot;
-use cross_agent_protocol::bridge::{CallerContext, IndexSessionsParams};
+use cross_agent_protocol::bridge::{CallerContext, IndexListingParams, IndexSessionsParams, Scope};
 use cross_agent_protocol::rpc::{ClientKind, ShutdownParams, StatusParams};
 use cross_agent_protocol::timestamp::UnixMillis;
 use cross_agent_protocol::usage::{UsageGroupBy, UsageReportParams};
@@ -61,6 +67,8 @@ fn main() {
         .ok()
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or(if full { 20 } else { 3 });
+
+    listing_with_costs(&store, generated.largest_claude.as_deref(), runs);
 
     let state = tempfile::tempdir().unwrap();
     let home = {
@@ -115,12 +123,18 @@ fn main() {
     let first = oneshot().call(usage.clone()).unwrap();
     let cold_usage = started.elapsed();
     println!(
-        "  cold: first listing {:.0} ms ({} sessions) — the floor; first usage {:.0} ms ({} models, {} calls)",
+        "  cold: first listing {:.0} ms ({} sessions) — the floor; first usage after it {:.0} ms ({} models, {} calls)",
         cold_listing.as_secs_f64() * 1e3,
         listing.sessions.len(),
         cold_usage.as_secs_f64() * 1e3,
         first.rows.len(),
         first.total.calls,
+    );
+    let (took, files, bytes) = every_byte(&cross_agent_stores_roots(&store));
+    println!(
+        "  every-byte floor: reading every usage file once, no parse, the index's readers: {:.0} ms ({files} files, {:.0} MB)",
+        took.as_secs_f64() * 1e3,
+        bytes as f64 / 1e6
     );
 
     let mut warm = Vec::new();
@@ -218,6 +232,147 @@ fn main() {
         reason: Some("bench done".to_owned()),
     });
     let _ = daemon.wait();
+}
+
+/// A daemon on `store` with a state folder of its own (a cold session index), and its caller.
+fn start_daemon(
+    store: &std::path::Path,
+) -> (tempfile::TempDir, Home, std::process::Child, CallerContext) {
+    let state = tempfile::tempdir().unwrap();
+    let home = {
+        let (state, user) = (state.path().to_owned(), store.to_owned());
+        Home::from_vars(move |name| match name {
+            "CROSS_AGENT_HOME" => Some(state.clone().into_os_string()),
+            "HOME" => Some(user.clone().into_os_string()),
+            _ => None,
+        })
+        .unwrap()
+    };
+    let store_text = store.to_string_lossy().into_owned();
+    let daemon = spawn(&home, &[("HOME", &store_text)]);
+    drop(wait_for_daemon(
+        &home,
+        &ConnectOptions::new(ClientKind::Cli),
+    ));
+    let caller = CallerContext {
+        child_env: [("HOME".to_owned(), store_text)].into(),
+        ..CallerContext::default()
+    };
+    (state, home, daemon, caller)
+}
+
+fn stop_daemon(home: &Home, mut daemon: std::process::Child) {
+    let _ = OneShot::connect(home, ClientKind::Cli, Duration::from_secs(5))
+        .unwrap()
+        .call(ShutdownParams {
+            reason: Some("bench done".to_owned()),
+        });
+    let _ = daemon.wait();
+}
+
+/// The `sessions` listing with each session's cost: first listings with and without costs (a
+/// fresh daemon each), then warm ones with a reply appended before each, and with none.
+fn listing_with_costs(store: &std::path::Path, claude: Option<&std::path::Path>, runs: usize) {
+    let (_state, home, daemon, caller) = start_daemon(store);
+    let started = Instant::now();
+    OneShot::connect(&home, ClientKind::Cli, Duration::from_secs(5))
+        .unwrap()
+        .call(IndexSessionsParams {
+            agents: Vec::new(),
+            resolve: None,
+            caller,
+        })
+        .unwrap();
+    let bare = started.elapsed();
+    stop_daemon(&home, daemon);
+
+    let (_state, home, daemon, caller) = start_daemon(store);
+    let oneshot = || OneShot::connect(&home, ClientKind::Cli, Duration::from_secs(5)).unwrap();
+    let params = IndexListingParams {
+        agents: Vec::new(),
+        scope: Scope::Any,
+        cwd: "/".to_owned(),
+        limit: None,
+        now: UnixMillis::now().0,
+        active_window_min: 240,
+        caller,
+    };
+    let list = || {
+        let mut sink = Vec::new();
+        let started = Instant::now();
+        oneshot()
+            .call_with_trailer(params.clone(), |a| a.bytes, &mut sink)
+            .unwrap();
+        let took = started.elapsed();
+        assert!(
+            sink.windows(8).any(|w| w == b"cost_usd"),
+            "the listing carries costs"
+        );
+        took
+    };
+    let first = list();
+    println!(
+        "  first listing: without costs {:.0} ms, with costs {:.0} ms (x{:.2})",
+        bare.as_secs_f64() * 1e3,
+        first.as_secs_f64() * 1e3,
+        first.as_secs_f64() / bare.as_secs_f64()
+    );
+    let warm: Vec<Duration> = (0..runs).map(|_| list()).collect();
+    report("  warm listing with costs, nothing changed", &warm);
+    if let Some(path) = claude {
+        let mut appended = Vec::new();
+        for n in 0..runs {
+            let line = serde_json::json!({"type": "assistant", "sessionId": "bench",
+                "requestId": format!("req-list-{n}"), "timestamp": UnixMillis::now().to_rfc3339(),
+                "message": {"id": format!("msg-list-{n}-{}", UnixMillis::now().0),
+                    "model": "claude-sonnet-4-5", "usage": {"input_tokens": 10, "output_tokens": 5}}});
+            let mut file = fs::OpenOptions::new().append(true).open(path).unwrap();
+            writeln!(file, "{line}").unwrap();
+            drop(file);
+            // The notification reaches the daemon's watcher on its own thread.
+            std::thread::sleep(Duration::from_millis(100));
+            appended.push(list());
+        }
+        report(
+            "  warm listing with costs, a reply appended before each",
+            &appended,
+        );
+    }
+    stop_daemon(&home, daemon);
+}
+
+/// Reads every file the usage index reads (the listed transcripts and the Claude sub-agents'),
+/// whole, parsing nothing, on the session index's readers: what no cold read can go below.
+fn every_byte(roots: &cross_agent_stores::StoreRoots) -> (Duration, usize, u64) {
+    use std::io::Read as _;
+    let started = Instant::now();
+    let mut found = cross_agent_stores::Warnings::default();
+    let mut paths: Vec<PathBuf> = cross_agent_usage::scan::sources(roots, &mut found)
+        .into_iter()
+        .map(|source| source.path)
+        .collect();
+    if let Some(config) = &roots.claude_config {
+        let mut warnings = Vec::new();
+        paths.extend(cross_agent_usage::scan::claude_subagent_files(
+            &cross_agent_stores::claude::projects_dir(config),
+            &mut warnings,
+        ));
+    }
+    let files = paths.len();
+    let sizes = cross_agent_stores::parallel::read_files(paths, |path| {
+        let mut buf = vec![0u8; 1 << 20];
+        let mut total = 0u64;
+        if let Ok(mut file) = fs::File::open(&path) {
+            while let Ok(n) = file.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                total += n as u64;
+            }
+        }
+        total
+    });
+    (started.elapsed(), files, sizes.iter().sum())
 }
 
 /// Where the agents' stores are under the synthetic HOME (the default places).

@@ -8,9 +8,9 @@
 //! restart nor a handover says it twice. A notice decided while no bot polls (none set up,
 //! or a successor taking over) stays in that file and goes out on a later pass of the same day.
 //!
-//! Today's spend comes through [`UsageSource`]: the daemon's own, [`EngineSource`], asks the
-//! engine's live usage index (only appended bytes are read between passes); [`ScanSource`] reads
-//! every file of the stores each time, as `cross-agent usage` does without a daemon.
+//! Today's spend (and `/limits`' windows) come through [`UsageSource`]: the daemon's own,
+//! [`EngineSource`], asks the engine's live usage index (only appended bytes are read between
+//! passes, nothing when nothing changed).
 //!
 //! The watcher stops with the Telegram poller's stop signal, like the review robot: a daemon
 //! being replaced lets its successor do the passes.
@@ -22,14 +22,13 @@ use std::time::Duration;
 use cross_agent_decisions::{Decision, DecisionKind, DecisionLog, Outcome};
 use cross_agent_protocol::settings as var;
 use cross_agent_protocol::timestamp::UnixMillis;
-use cross_agent_stores::StoreRoots;
 use cross_agent_usage::budget::{self, Crossing, Day, DaySpend};
-use cross_agent_usage::{PriceTable, RateLimits, account, budget_config, scan};
+use cross_agent_usage::{RateLimits, budget_config};
 use tokio::sync::watch;
 
 use crate::passes::{self, LastingProblem};
 
-/// How often the watcher looks at today's spend: the scan reads every file of the stores.
+/// How often the watcher looks at today's spend.
 pub const PASS: Duration = Duration::from_secs(120);
 
 /// Where the daemon's usage numbers come from.
@@ -40,18 +39,15 @@ pub trait UsageSource: Send + Sync + 'static {
     fn rate_limits(&self) -> Result<Option<RateLimits>, String>;
 }
 
-/// The engine's live usage index for today's spend; Codex's windows from the stores.
+/// The engine's live usage index, for today's spend and Codex's windows: between passes only
+/// the appended bytes are read, and a question with nothing changed reads nothing.
 pub struct EngineSource {
     engine: cross_agent_hub::Engine,
-    scan: ScanSource,
 }
 
 impl EngineSource {
-    pub fn new(engine: cross_agent_hub::Engine, home: PathBuf) -> EngineSource {
-        EngineSource {
-            engine,
-            scan: ScanSource::from_env(home),
-        }
+    pub fn new(engine: cross_agent_hub::Engine) -> EngineSource {
+        EngineSource { engine }
     }
 }
 
@@ -71,36 +67,9 @@ impl UsageSource for EngineSource {
     }
 
     fn rate_limits(&self) -> Result<Option<RateLimits>, String> {
-        self.scan.rate_limits()
-    }
-}
-
-/// Reads every file of the stores on each question (the path `cross-agent usage` takes).
-pub struct ScanSource {
-    home: PathBuf,
-    roots: StoreRoots,
-}
-
-impl ScanSource {
-    /// The stores of this daemon's environment; prices from `home`'s `prices.toml` override.
-    pub fn from_env(home: PathBuf) -> ScanSource {
-        ScanSource {
-            home,
-            roots: StoreRoots::from_env(),
-        }
-    }
-}
-
-impl UsageSource for ScanSource {
-    fn spend_on(&self, day: Day) -> Result<DaySpend, String> {
-        let prices = PriceTable::load(Some(&self.home)).map_err(|e| e.to_string())?;
-        // Files that cannot be read are named by `cross-agent usage`; each pass would repeat them.
-        let found = scan::scan(&self.roots);
-        Ok(DaySpend::of(&account(&found.files), &prices, day))
-    }
-
-    fn rate_limits(&self) -> Result<Option<RateLimits>, String> {
-        Ok(account(&scan::scan(&self.roots).files).rate_limits)
+        Ok(self
+            .engine
+            .usage_rate_limits(&crate::own_caller::daemon_caller("limits")))
     }
 }
 

@@ -44,6 +44,7 @@ use crate::codex::ThreadNames;
 use crate::lines::Position;
 use crate::model::{Agent, LineContext, Session, TranscriptFold, Warnings};
 use crate::roots::{FileStamp, Sidecar, SourceFile, StoreRoots};
+use crate::tap::ReadTap;
 use crate::walk::DirCache;
 
 /// How much of a file's first line the head check covers. A file replaced by another whose first
@@ -210,6 +211,34 @@ pub struct SessionIndex {
     /// The Codex thread names decoded when the cache was loaded, with the stamp of the names
     /// file they were read from.
     pub(crate) preloaded_names: Option<(FileStamp, ThreadNames)>,
+    /// The transcripts the last refresh found changed or gone: what else is derived from the
+    /// same files (the daemon's usage index) reads only these instead of walking again.
+    pub(crate) changed: ChangedFiles,
+}
+
+/// The transcripts one refresh found new, changed (another stamp or side file) or gone.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ChangedFiles {
+    /// New or changed, as the walk saw them (Claude, Codex and Grok transcripts; not the
+    /// Codex names file).
+    pub changed: Vec<SourceFile>,
+    pub gone: Vec<PathBuf>,
+}
+
+impl ChangedFiles {
+    pub fn is_empty(&self) -> bool {
+        self.changed.is_empty() && self.gone.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.changed.len() + self.gone.len()
+    }
+
+    fn note(&mut self, kind: FoldKind, source: &SourceFile) {
+        if kind != FoldKind::CodexNames {
+            self.changed.push(source.clone());
+        }
+    }
 }
 
 /// The folds section of the cache file an index was loaded from.
@@ -296,24 +325,27 @@ impl SessionIndex {
             DirCache::default(),
             warnings,
         );
-        self.refresh_sources(sources, &Agent::ALL, options, warnings)
+        self.refresh_sources(sources, &Agent::ALL, options, None, warnings)
     }
 
     /// [`SessionIndex::refresh`] over an already discovered list of candidate files.
     ///
     /// `agents` are the agents whose stores `sources` covers: entries of the others were not
-    /// looked at, so they are kept as they are rather than dropped.
+    /// looked at, so they are kept as they are rather than dropped. `tap` is offered every
+    /// transcript read from its start ([`crate::tap`]).
     pub(crate) fn refresh_sources(
         &mut self,
         sources: Vec<(FoldKind, SourceFile)>,
         agents: &[Agent],
         options: RefreshOptions,
+        tap: Option<&dyn ReadTap>,
         warnings: &mut Warnings,
     ) -> IndexStats {
         let mut stats = IndexStats {
             files_seen: sources.len(),
             ..IndexStats::default()
         };
+        self.changed = ChangedFiles::default();
         if let Some(stored) = &mut self.stored {
             stored.begin_refresh(agents);
         }
@@ -358,6 +390,7 @@ impl SessionIndex {
                     .map(|view| view.into_entry(None));
                 stored.set(i, cache::RecState::Dead);
                 self.drops.push(source.path.clone());
+                self.changed.note(kind, &source);
                 jobs.push(Job {
                     kind,
                     source,
@@ -380,6 +413,7 @@ impl SessionIndex {
                     if entry.saved {
                         self.drops.push(entry.path);
                     }
+                    self.changed.note(kind, &source);
                     jobs.push(Job {
                         kind,
                         source,
@@ -392,6 +426,7 @@ impl SessionIndex {
                     if let Some(entry) = previous.as_ref().filter(|entry| entry.saved) {
                         self.drops.push(entry.path.clone());
                     }
+                    self.changed.note(kind, &source);
                     jobs.push(Job {
                         kind,
                         source,
@@ -404,6 +439,7 @@ impl SessionIndex {
         for entry in old.into_remaining() {
             if agents.contains(&entry.kind.agent()) {
                 stats.files_dropped += 1;
+                self.changed.gone.push(entry.path.clone());
                 if entry.saved {
                     self.drops.push(entry.path);
                 }
@@ -414,6 +450,7 @@ impl SessionIndex {
         if let Some(stored) = &mut self.stored {
             let gone = stored.end_refresh();
             stats.files_dropped += gone.len();
+            self.changed.gone.extend(gone.iter().cloned());
             self.drops.extend(gone);
         }
 
@@ -425,7 +462,7 @@ impl SessionIndex {
         }) {
             self.load_folds();
         }
-        let results = run_jobs(jobs, options.threads, &self.blob);
+        let results = run_jobs(jobs, options.threads, &self.blob, tap);
         for result in results {
             match result.read {
                 ReadKind::Appended => stats.files_appended += 1,

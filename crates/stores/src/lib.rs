@@ -30,13 +30,14 @@ pub mod index;
 pub mod lines;
 pub mod live;
 pub mod model;
-mod parallel;
+pub mod parallel;
 pub mod render;
 pub mod resolve;
 pub mod roots;
 pub mod scan;
 pub mod skim;
 pub mod summary;
+pub mod tap;
 pub mod turns;
 pub mod walk;
 

@@ -27,6 +27,7 @@ use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 use parking_lot::Mutex;
 
 use crate::codex::session_index_path;
+use crate::index::ChangedFiles;
 use crate::model::{Agent, Session, StoreWarning, UnixMillis};
 use crate::render::{Chosen, RenderedAgent, SpentOf, write_listing_spent};
 use crate::resolve::ActiveWindow;
@@ -97,6 +98,67 @@ struct Shown {
     held: [Option<Arc<Held>>; SLOTS],
     /// The change count each generation was walked at.
     seen: [u64; SLOTS],
+    /// What each agent's recent walks found changed, for [`LiveScanner::changes_since`].
+    log: [ChangeLog; SLOTS],
+    /// Moved whenever the held listings are dropped (other roots): a mark from before names
+    /// walks of another index.
+    epoch: u64,
+}
+
+/// How many of an agent's walks that changed something are remembered.
+const LOG_WALKS: usize = 64;
+/// How many changed files the remembered walks may hold in all: a walk that found more (a cold
+/// one) is not kept, and a reader from before it walks the store itself.
+const LOG_FILES: usize = 4096;
+
+/// The changed files of an agent's recent walks, numbered.
+#[derive(Debug, Default)]
+struct ChangeLog {
+    /// How many walks that changed something were counted: the last one's number.
+    walks: u64,
+    /// The walks remembered, oldest first, with their numbers.
+    kept: std::collections::VecDeque<(u64, Arc<ChangedFiles>)>,
+    /// Every walk after this number is in `kept`.
+    complete_after: u64,
+}
+
+impl ChangeLog {
+    fn record(&mut self, changed: ChangedFiles) {
+        if changed.is_empty() {
+            return;
+        }
+        self.walks += 1;
+        if changed.len() > LOG_FILES {
+            self.kept.clear();
+            self.complete_after = self.walks;
+            return;
+        }
+        self.kept.push_back((self.walks, Arc::new(changed)));
+        let mut files: usize = self.kept.iter().map(|(_, c)| c.len()).sum();
+        while self.kept.len() > LOG_WALKS || files > LOG_FILES {
+            let Some((walk, dropped)) = self.kept.pop_front() else {
+                break;
+            };
+            files -= dropped.len();
+            self.complete_after = walk;
+        }
+    }
+}
+
+/// Where a reader of [`LiveScanner::changes_since`] stands in an agent's walks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogMark {
+    epoch: u64,
+    walks: u64,
+}
+
+/// What changed under an agent's store since a [`LogMark`].
+#[derive(Debug, Clone)]
+pub enum ChangesSince {
+    /// Every walk since, in order (none when nothing changed).
+    Walks(Vec<Arc<ChangedFiles>>),
+    /// Not remembered (too many changes, or the listings were dropped): walk the store.
+    Unknown,
 }
 
 /// One agent's listing as last walked: a generation, never changed once shown.
@@ -343,6 +405,12 @@ impl LiveScanner {
         self.walker.lock().scanner.attach_copilot_hosts(hosts);
     }
 
+    /// Hands every transcript a walk reads from its start to `tap` too ([`crate::tap`]): the
+    /// daemon's usage index takes its first read from the session index's.
+    pub fn set_tap(&self, tap: crate::tap::Tap) {
+        self.walker.lock().scanner.set_tap(tap);
+    }
+
     /// Counts a change for `agent`, so the next listing walks its store without waiting for a
     /// notification: for a change the owner made itself (a turn it ran wrote a transcript), which
     /// the next listing must show even if the notification is still on its way.
@@ -355,6 +423,38 @@ impl LiveScanner {
     /// index) is read again only when this moved, or after the same re-walk interval.
     pub fn change_count(&self, agent: Agent) -> u64 {
         self.changes[agent_slot(agent)].load(Ordering::SeqCst)
+    }
+
+    /// Where `agent`'s walks stand now: [`LiveScanner::changes_since`] it later tells what the
+    /// walks after found changed.
+    pub fn log_mark(&self, agent: Agent) -> LogMark {
+        let shown = self.shown.lock();
+        LogMark {
+            epoch: shown.epoch,
+            walks: shown.log[agent_slot(agent)].walks,
+        }
+    }
+
+    /// The transcripts of `agent` that its walks since `mark` found new, changed or gone, and
+    /// the mark to ask from next time: what else a process derives from the same files (the
+    /// usage index) reads these instead of walking the store again.
+    pub fn changes_since(&self, agent: Agent, mark: LogMark) -> (ChangesSince, LogMark) {
+        let shown = self.shown.lock();
+        let log = &shown.log[agent_slot(agent)];
+        let now = LogMark {
+            epoch: shown.epoch,
+            walks: log.walks,
+        };
+        if mark.epoch != shown.epoch || mark.walks < log.complete_after || mark.walks > log.walks {
+            return (ChangesSince::Unknown, now);
+        }
+        let walks = log
+            .kept
+            .iter()
+            .filter(|(walk, _)| *walk > mark.walks)
+            .map(|(_, changed)| Arc::clone(changed))
+            .collect();
+        (ChangesSince::Walks(walks), now)
     }
 
     /// The interval after which a store is walked again whatever the notifications said.
@@ -423,6 +523,7 @@ impl LiveScanner {
         }
         let walked = Instant::now();
         let mut listing = walker.scanner.list_agents(roots, &[agent]);
+        let changed = std::mem::take(&mut listing.changed);
         let sessions = std::mem::take(&mut listing.sessions);
         let warnings = std::mem::take(&mut listing.warnings);
         // A walk that changed nothing (the periodic one, or a notification about a file that
@@ -451,6 +552,7 @@ impl LiveScanner {
         let mut shown = self.shown.lock();
         shown.held[slot] = Some(held);
         shown.seen[slot] = count;
+        shown.log[slot].record(changed);
     }
 
     /// Watches `roots` (unless already watched and no missing folder appeared): a new watch
@@ -478,8 +580,11 @@ impl LiveScanner {
             walker.walked = [None; SLOTS];
         }
         let mut shown = self.shown.lock();
-        if !same_roots {
+        // A mark taken before any roots were watched stands: nothing was logged yet.
+        if !same_roots && shown.roots.is_some() {
             shown.held = Default::default();
+            shown.log = Default::default();
+            shown.epoch += 1;
         }
         shown.roots = Some(roots.clone());
         shown.missing = watch.missing.clone().into();

@@ -19,7 +19,9 @@ use std::collections::hash_map::Entry;
 use crate::codex::ThreadNames;
 use crate::grok::{GuiNames, read_gui_names};
 use crate::index::cache::{self, CACHE_FILE_NAME, CacheLoad};
-use crate::index::{FastMap, IndexStats, RefreshOptions, SessionIndex, discover_sources};
+use crate::index::{
+    ChangedFiles, FastMap, IndexStats, RefreshOptions, SessionIndex, discover_sources,
+};
 use crate::model::{Agent, Session, StoreWarning, UnixMillis, Warnings};
 use crate::roots::StoreRoots;
 use crate::walk::{DirCache, WalkStats, dir_cache_file};
@@ -48,6 +50,8 @@ pub struct Listing {
     /// What the walk of the stores did (folders listed or remembered, files `stat`ed).
     pub walk: WalkStats,
     pub timings: Timings,
+    /// The transcripts this listing found new, changed or gone since the index last looked.
+    pub changed: ChangedFiles,
 }
 
 /// Where a listing spent its time, for the benchmark and `--verbose`-style diagnostics.
@@ -116,11 +120,13 @@ pub fn list_sessions(roots: &StoreRoots, options: &ScanOptions) -> Listing {
         sources,
         &agents,
         options,
+        None,
         &mut warnings,
         &mut timings,
     );
     timings.refresh += discovered;
 
+    let changed = std::mem::take(&mut index.changed);
     let started = Instant::now();
     let mut sessions = index.into_sessions(&agents);
     sessions.extend(copilot_sessions(
@@ -138,6 +144,7 @@ pub fn list_sessions(roots: &StoreRoots, options: &ScanOptions) -> Listing {
         stats,
         walk,
         timings,
+        changed,
     }
 }
 
@@ -162,6 +169,8 @@ pub struct Scanner {
     dirs: Option<DirCache>,
     /// Copilot's catalog files as last read: a walk opens only those that changed.
     copilot: crate::copilot::Cache,
+    /// Offered every transcript read from its start ([`Scanner::set_tap`]).
+    tap: Option<crate::tap::Tap>,
 }
 
 impl Scanner {
@@ -176,7 +185,14 @@ impl Scanner {
             index: None,
             dirs: None,
             copilot: crate::copilot::Cache::default(),
+            tap: None,
         }
+    }
+
+    /// Hands every transcript the index reads from its start to `tap` too, line by line, from
+    /// the next walk on ([`crate::tap`]).
+    pub fn set_tap(&mut self, tap: crate::tap::Tap) {
+        self.tap = Some(tap);
     }
 
     /// Lists the sessions of the agents in the options (all when empty), as [`list_sessions`].
@@ -220,11 +236,13 @@ impl Scanner {
             sources,
             &agents,
             &options,
+            self.tap.as_ref().map(|tap| &*tap.0),
             &mut warnings,
             &mut timings,
         );
         timings.refresh += discovered;
 
+        let changed = std::mem::take(&mut index.changed);
         let started = Instant::now();
         let mut sessions = index.sessions_of(&agents);
         sessions.extend(copilot_sessions(
@@ -243,6 +261,7 @@ impl Scanner {
             stats,
             walk,
             timings,
+            changed,
         }
     }
 }
@@ -297,11 +316,12 @@ fn refresh_and_save(
     sources: Vec<(crate::index::FoldKind, crate::roots::SourceFile)>,
     agents: &[Agent],
     options: &ScanOptions,
+    tap: Option<&dyn crate::tap::ReadTap>,
     warnings: &mut Warnings,
     timings: &mut Timings,
 ) -> (IndexStats, ThreadNames) {
     let started = Instant::now();
-    let stats = index.refresh_sources(sources, agents, options.refresh, warnings);
+    let stats = index.refresh_sources(sources, agents, options.refresh, tap, warnings);
     timings.refresh = started.elapsed();
 
     let started = Instant::now();

@@ -24,6 +24,7 @@ pub mod claude;
 pub mod codex;
 pub mod error;
 pub mod grok;
+pub mod handoff;
 pub mod limits;
 pub mod lines;
 pub mod live;

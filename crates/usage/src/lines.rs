@@ -96,6 +96,16 @@ impl<R: LineRecords> Reader<R> {
         lines.feed(bytes, |line| take_line(records, file, line));
     }
 
+    /// Reads one complete line (without its newline), as another reader split it.
+    pub fn feed_line(&mut self, line: &[u8]) {
+        if self.lines.is_empty() {
+            take_line(&mut self.records, &mut self.file, line);
+        } else {
+            self.feed(line);
+            self.feed(b"\n");
+        }
+    }
+
     /// What has been read so far, a half-written last line left out.
     pub fn file(&self) -> &R::File {
         &self.file

@@ -9,6 +9,13 @@
 //! - compressed (`.jsonl.zst`) → read whole whenever its stamp changes;
 //! - new files are read; files gone drop out.
 //!
+//! A refresh after a change need not walk the stores: [`UsageIndex::refresh_changed`] takes the
+//! files the session index's walk found changed (`LiveScanner::changes_since`), plus the
+//! sub-agent transcripts of the sessions that changed lately, and looks at those only. The whole
+//! walk ([`UsageIndex::refresh`]) is for the first read, other roots, and the periodic re-walk
+//! that catches what no change pointed at. Files are read in parallel, on the session index's
+//! readers ([`cross_agent_stores::parallel::read_files`]).
+//!
 //! What counts once across files is decided again by [`crate::account`] over every kept parse,
 //! but only when some file changed: a copy in one file is only known to be a copy by comparing
 //! it with the others, so the decision cannot be made per file. It is kept until the next
@@ -20,22 +27,30 @@ use std::io::{Read as _, Seek as _, SeekFrom};
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use cross_agent_protocol::Agent;
+use cross_agent_stores::index::ChangedFiles;
 use cross_agent_stores::{FileStamp, StoreRoots, Warnings};
 
 use crate::account::{Accounting, account_refs};
 use crate::claude::ClaudeReader;
 use crate::codex::CodexReader;
 use crate::grok::GrokReader;
-use crate::scan::{CHUNK, claude_subagent_files, open_no_follow, read_one};
+use crate::handoff::Handoffs;
+use crate::scan::{CHUNK, claude_subagent_files, open_no_follow, read_one, subagent_files_of};
 use crate::{FileUsage, scan};
 
 /// What one refresh did, counted so tests can show that a warm refresh reads nothing and an
 /// append reads about what was appended.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RefreshStats {
+    /// Whether the stores were walked (every usage file `stat`ed), not only the changed files.
+    pub walked: bool,
+    /// Files looked at: every one a walk found, or the changed ones (each `stat`ed or opened).
     pub files_seen: usize,
+    /// Sub-agent folders of lately changed sessions listed (a refresh after a change).
+    pub folders_listed: usize,
     pub files_unchanged: usize,
     pub files_appended: usize,
     /// Known files read again from the start (shrunk, replaced, compressed).
@@ -43,11 +58,28 @@ pub struct RefreshStats {
     pub files_new: usize,
     pub files_dropped: usize,
     pub bytes_read: u64,
+    /// Files taken as the session index read them ([`crate::handoff`]), each then kept,
+    /// resumed or read again as if it were this index's own last read.
+    pub files_handed: usize,
 }
+
+impl RefreshStats {
+    fn add(&mut self, other: &RefreshStats) {
+        self.files_appended += other.files_appended;
+        self.files_reread += other.files_reread;
+        self.files_new += other.files_new;
+        self.bytes_read += other.bytes_read;
+    }
+}
+
+/// How long after its transcript last changed a Claude session's sub-agent folder is listed on
+/// every refresh after a change: a sub-agent writes its own file while the session's may stay
+/// still for minutes. Later sub-agent writes wait for the periodic walk.
+const HOT: Duration = Duration::from_secs(15 * 60);
 
 /// One agent's reader, kept between refreshes.
 #[derive(Debug, Clone)]
-enum Kept {
+pub(crate) enum Kept {
     Claude(ClaudeReader),
     Codex(CodexReader),
     Grok(GrokReader),
@@ -56,7 +88,7 @@ enum Kept {
 }
 
 impl Kept {
-    fn new(agent: Agent, path: &Path) -> Option<Kept> {
+    pub(crate) fn new(agent: Agent, path: &Path) -> Option<Kept> {
         match agent {
             Agent::Claude => Some(Kept::Claude(ClaudeReader::new(path))),
             Agent::Codex => Some(Kept::Codex(CodexReader::new(path))),
@@ -74,9 +106,19 @@ impl Kept {
         }
     }
 
+    /// One complete line, as the session index split it ([`crate::handoff`]).
+    pub(crate) fn feed_line(&mut self, line: &[u8]) {
+        match self {
+            Kept::Claude(r) => r.feed_line(line),
+            Kept::Codex(r) => r.feed_line(line),
+            Kept::Grok(r) => r.feed_line(line),
+            Kept::Whole => {}
+        }
+    }
+
     /// The file as read so far, a last line without its newline taken when it is whole JSON
     /// (as a whole read takes it), the reader itself left waiting for more.
-    fn parsed(&self) -> Option<FileUsage> {
+    pub(crate) fn parsed(&self) -> Option<FileUsage> {
         match self {
             Kept::Claude(r) => Some(FileUsage::Claude(r.finished())),
             Kept::Codex(r) => Some(FileUsage::Codex(r.finished())),
@@ -88,18 +130,19 @@ impl Kept {
 
 /// One usage file as last read.
 #[derive(Debug, Clone)]
-struct Entry {
-    agent: Agent,
-    stamp: FileStamp,
+pub(crate) struct Entry {
+    pub(crate) agent: Agent,
+    pub(crate) stamp: FileStamp,
     /// The inode the bytes were read from: another one at the path is another file.
-    ino: Option<(u64, u64)>,
+    pub(crate) ino: Option<(u64, u64)>,
     /// How many bytes the reader has been fed.
-    offset: u64,
-    reader: Kept,
-    parsed: FileUsage,
+    pub(crate) offset: u64,
+    pub(crate) reader: Kept,
+    pub(crate) parsed: FileUsage,
 }
 
 /// A file to look at: what the stores list, and the sub-agent transcripts.
+#[derive(Debug)]
 struct Candidate {
     agent: Agent,
     path: PathBuf,
@@ -113,11 +156,26 @@ pub struct UsageIndex {
     roots: Option<StoreRoots>,
     entries: HashMap<PathBuf, Entry>,
     accounting: Option<Arc<Accounting>>,
+    /// Claude session folders (`projects/<slug>/<session>`) whose transcript changed lately,
+    /// with when: their `subagents/` are listed on each refresh after a change.
+    hot: HashMap<PathBuf, Instant>,
+    /// The files the session index read since the last refresh, parsed on its read
+    /// ([`crate::handoff`]): taken in place of reading them again.
+    handoffs: Option<Arc<Handoffs>>,
 }
 
 impl UsageIndex {
     pub fn new() -> UsageIndex {
         UsageIndex::default()
+    }
+
+    /// An index that takes the files the session index reads from `handoffs` (give the
+    /// scanner [`Handoffs::tap`]) instead of reading them again.
+    pub fn with_handoffs(handoffs: Arc<Handoffs>) -> UsageIndex {
+        UsageIndex {
+            handoffs: Some(handoffs),
+            ..UsageIndex::default()
+        }
     }
 
     /// How many files are kept.
@@ -129,46 +187,164 @@ impl UsageIndex {
         self.entries.is_empty()
     }
 
-    /// Brings every file under `roots` current, reading only what changed; whatever cannot be
-    /// read is a warning naming it (its last good parse is dropped, so nothing stale counts).
-    /// Other roots than last time start the index afresh.
+    /// Brings every file under `roots` current, walking the stores and reading only what
+    /// changed; whatever cannot be read is a warning naming it (its last good parse is dropped,
+    /// so nothing stale counts). Other roots than last time start the index afresh.
     pub fn refresh(&mut self, roots: &StoreRoots, warnings: &mut Vec<String>) -> RefreshStats {
-        if self.roots.as_ref() != Some(roots) {
-            self.entries.clear();
-            self.accounting = None;
-            self.roots = Some(roots.clone());
-        }
+        self.use_roots(roots);
         let candidates = candidates(roots, warnings);
         let mut stats = RefreshStats {
+            walked: true,
             files_seen: candidates.len(),
             ..RefreshStats::default()
         };
         let mut old = std::mem::take(&mut self.entries);
-        let mut changed = false;
-        for c in candidates {
-            let previous = match old.remove(&c.path) {
-                Some(entry) if entry.agent == c.agent && entry.stamp == c.stamp => {
-                    stats.files_unchanged += 1;
-                    self.entries.insert(c.path, entry);
-                    continue;
-                }
-                other => other,
-            };
-            changed = true;
-            match read(&c, previous, &mut stats) {
-                Ok(Some(entry)) => {
-                    self.entries.insert(c.path, entry);
-                }
-                Ok(None) => {}
-                Err(message) => warnings.push(message),
-            }
-        }
+        let mut changed = self.read_changed(candidates, &mut old, &mut stats, warnings);
         stats.files_dropped = old.len();
         changed |= !old.is_empty();
         if changed {
             self.accounting = None;
         }
+        self.hot.retain(|_, at| at.elapsed() < HOT);
         stats
+    }
+
+    /// Brings the files in `changes` current (what the session index's walks found changed or
+    /// gone since the last refresh), and the sub-agent transcripts of the Claude sessions that
+    /// changed lately, without walking the stores. Other roots than last time, or an index never
+    /// walked, are walked whole ([`UsageIndex::refresh`]).
+    pub fn refresh_changed(
+        &mut self,
+        roots: &StoreRoots,
+        changes: &[Arc<ChangedFiles>],
+        warnings: &mut Vec<String>,
+    ) -> RefreshStats {
+        if self.roots.as_ref() != Some(roots) {
+            return self.refresh(roots, warnings);
+        }
+        let now = Instant::now();
+        let mut stats = RefreshStats::default();
+        let mut changed = false;
+        // The last word on each path wins: a file gone and then back is read.
+        let mut wanted: HashMap<PathBuf, Option<Candidate>> = HashMap::new();
+        for walk in changes {
+            for path in &walk.gone {
+                wanted.insert(path.clone(), None);
+            }
+            for source in &walk.changed {
+                if source.agent == Agent::Claude {
+                    self.hot.insert(source.path.with_extension(""), now);
+                }
+                wanted.insert(
+                    source.path.clone(),
+                    Some(Candidate {
+                        agent: source.agent,
+                        path: source.path.clone(),
+                        stamp: source.stamp,
+                        compressed: source.compressed,
+                    }),
+                );
+            }
+        }
+        self.hot.retain(|_, at| at.elapsed() < HOT);
+        for folder in self.hot.keys() {
+            stats.folders_listed += 1;
+            for path in subagent_files_of(folder, warnings) {
+                if let Some(c) = subagent_candidate(path, warnings) {
+                    wanted.insert(c.path.clone(), Some(c));
+                }
+            }
+        }
+        let mut candidates = Vec::new();
+        let mut old = HashMap::new();
+        for (path, candidate) in wanted {
+            let entry = self.entries.remove(&path);
+            match candidate {
+                Some(c) => {
+                    if let Some(entry) = entry {
+                        old.insert(path, entry);
+                    }
+                    candidates.push(c);
+                }
+                None => {
+                    if entry.is_some() {
+                        stats.files_dropped += 1;
+                        changed = true;
+                    }
+                }
+            }
+        }
+        stats.files_seen = candidates.len();
+        changed |= self.read_changed(candidates, &mut old, &mut stats, warnings);
+        if changed {
+            self.accounting = None;
+        }
+        stats
+    }
+
+    /// Other roots than last time start the index afresh.
+    fn use_roots(&mut self, roots: &StoreRoots) {
+        if self.roots.as_ref() != Some(roots) {
+            self.entries.clear();
+            self.hot.clear();
+            self.accounting = None;
+            self.roots = Some(roots.clone());
+        }
+    }
+
+    /// Keeps the candidates whose entry in `old` has their stamp, reads the others in
+    /// parallel, and puts both in the index (taking them out of `old`); true when any was read.
+    fn read_changed(
+        &mut self,
+        candidates: Vec<Candidate>,
+        old: &mut HashMap<PathBuf, Entry>,
+        stats: &mut RefreshStats,
+        warnings: &mut Vec<String>,
+    ) -> bool {
+        // What the session index read meanwhile is the latest read of those files: it stands
+        // in for this index's own (kept, resumed or read again like it); the rest is dropped.
+        let mut handed = self
+            .handoffs
+            .as_ref()
+            .map(|handoffs| handoffs.take())
+            .unwrap_or_default();
+        let mut jobs = Vec::new();
+        let mut changed = false;
+        for c in candidates {
+            let mine = old.remove(&c.path);
+            let previous = match handed.remove(&c.path) {
+                Some(entry) => {
+                    stats.files_handed += 1;
+                    changed = true;
+                    Some(entry)
+                }
+                None => mine,
+            };
+            match previous {
+                Some(entry) if entry.agent == c.agent && entry.stamp == c.stamp => {
+                    stats.files_unchanged += 1;
+                    self.entries.insert(c.path, entry);
+                }
+                previous => jobs.push((c, previous)),
+            }
+        }
+        changed |= !jobs.is_empty();
+        let results = cross_agent_stores::parallel::read_files(jobs, |(c, previous)| {
+            let mut counted = RefreshStats::default();
+            let result = read(&c, previous, &mut counted);
+            (c.path, result, counted)
+        });
+        for (path, result, counted) in results {
+            stats.add(&counted);
+            match result {
+                Ok(Some(entry)) => {
+                    self.entries.insert(path, entry);
+                }
+                Ok(None) => {}
+                Err(message) => warnings.push(message),
+            }
+        }
+        changed
     }
 
     /// What counts once, and for whom, over every kept parse: decided again only after a
@@ -206,15 +382,7 @@ fn candidates(roots: &StoreRoots, warnings: &mut Vec<String>) -> Vec<Candidate> 
     if let Some(config) = &roots.claude_config {
         let projects = cross_agent_stores::claude::projects_dir(config);
         for path in claude_subagent_files(&projects, warnings) {
-            match fs::symlink_metadata(&path) {
-                Ok(meta) => out.push(Candidate {
-                    agent: Agent::Claude,
-                    stamp: stamp_of(&meta),
-                    path,
-                    compressed: false,
-                }),
-                Err(e) => warnings.push(format!("cannot read {}: {e}", path.display())),
-            }
+            out.extend(subagent_candidate(path, warnings));
         }
     }
     warnings.extend(
@@ -224,6 +392,22 @@ fn candidates(roots: &StoreRoots, warnings: &mut Vec<String>) -> Vec<Candidate> 
             .map(|w| format!("{}: {}", w.path.display(), w.message)),
     );
     out
+}
+
+/// A sub-agent transcript with its stamp, or a warning naming it.
+fn subagent_candidate(path: PathBuf, warnings: &mut Vec<String>) -> Option<Candidate> {
+    match fs::symlink_metadata(&path) {
+        Ok(meta) => Some(Candidate {
+            agent: Agent::Claude,
+            stamp: stamp_of(&meta),
+            path,
+            compressed: false,
+        }),
+        Err(e) => {
+            warnings.push(format!("cannot read {}: {e}", path.display()));
+            None
+        }
+    }
 }
 
 fn stamp_of(meta: &fs::Metadata) -> FileStamp {

@@ -162,28 +162,32 @@ pub fn claude_subagent_files(projects: &Path, warnings: &mut Vec<String>) -> Vec
     let mut found = Vec::new();
     for project in dirs(projects, warnings) {
         for session in dirs(&project, warnings) {
-            let subagents = session.join("subagents");
-            let Ok(meta) = fs::symlink_metadata(&subagents) else {
-                continue;
-            };
-            if !meta.is_dir() {
-                continue;
-            }
-            let Ok(entries) = fs::read_dir(&subagents) else {
-                warnings.push(format!("cannot list {}", subagents.display()));
-                continue;
-            };
-            for entry in entries.flatten() {
-                let path = entry.path();
-                let is_file = entry.file_type().is_ok_and(|t| t.is_file());
-                if is_file && path.extension().is_some_and(|e| e == "jsonl") {
-                    found.push(path);
-                }
-            }
+            found.extend(subagent_files_of(&session, warnings));
         }
     }
     found.sort();
     found
+}
+
+/// `<session>/subagents/*.jsonl` of one Claude session folder, without following links.
+pub fn subagent_files_of(session: &Path, warnings: &mut Vec<String>) -> Vec<PathBuf> {
+    let subagents = session.join("subagents");
+    let Ok(meta) = fs::symlink_metadata(&subagents) else {
+        return Vec::new();
+    };
+    if !meta.is_dir() {
+        return Vec::new();
+    }
+    let Ok(entries) = fs::read_dir(&subagents) else {
+        warnings.push(format!("cannot list {}", subagents.display()));
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|entry| entry.file_type().is_ok_and(|t| t.is_file()))
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|e| e == "jsonl"))
+        .collect()
 }
 
 /// The real (not linked) sub-folders of `dir`.

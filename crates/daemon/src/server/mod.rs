@@ -336,9 +336,8 @@ impl Daemon {
             crate::review_door::Guarded::new(engine.clone(), bot.clone(), home.root().to_owned()),
         );
         // Today's spend and Codex's windows, for the budget watcher and `/limits`.
-        let usage: Arc<dyn crate::budget_watch::UsageSource> = Arc::new(
-            crate::budget_watch::EngineSource::new(engine.clone(), home.root().to_owned()),
-        );
+        let usage: Arc<dyn crate::budget_watch::UsageSource> =
+            Arc::new(crate::budget_watch::EngineSource::new(engine.clone()));
         let (telegram_stop, telegram_stop_rx) = watch::channel(false);
         // The links to other machines (hosts.toml), let go of with the poller: a replaced
         // daemon's successor keeps them.

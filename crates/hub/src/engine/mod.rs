@@ -332,6 +332,7 @@ impl Engine {
             events.clone(),
             info.generation,
         );
+        let usage = usage::LiveUsage::new(&scan);
         let engine = Engine {
             inner: Arc::new(Inner {
                 info,
@@ -346,7 +347,7 @@ impl Engine {
                 decisions,
                 carriers: carriers::Carriers::new(),
                 events,
-                usage: usage::LiveUsage::default(),
+                usage,
             }),
         };
         for mut record in orphaned {

@@ -4,18 +4,29 @@
 //!
 //! The usage index reads the same files as the session index, so it is brought current on the
 //! same signal: when the session index counted a change under a store (a notification, or the
-//! daemon's own [`crate::Engine`] turns marking it stale) or its re-walk interval passed. A
-//! query with nothing changed walks nothing and reads nothing: it prices the kept accounting.
+//! daemon's own [`crate::Engine`] turns marking it stale), it reads the files the session
+//! index's walks found changed since ([`LiveScanner::changes_since`]) — no walk of its own. The
+//! stores are walked whole only for the first read, other roots, a change the session index no
+//! longer remembers, and once per re-walk interval by the index loop (what no change pointed
+//! at: a sub-agent transcript of a session quiet for long). A query with nothing changed walks
+//! nothing and reads nothing: it prices the kept accounting.
+//!
+//! The first read rides on the session index's: every transcript its walk reads from the start
+//! (all of them on a cold walk) is parsed for usage on that same read and handed over
+//! ([`cross_agent_usage::handoff`]), so the first listing with costs reads each byte once; the
+//! usage index then reads only what the session index does not list (Claude sub-agents), a
+//! file that grew since, or one the hand-over could not follow.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
 use cross_agent_protocol::usage::{UsageReportParams, UsageReportResponse};
-use cross_agent_stores::live::LiveScanner;
+use cross_agent_stores::live::{ChangesSince, LiveScanner, LogMark};
 use cross_agent_stores::render::Spent;
 use cross_agent_stores::{Agent, Session, StoreRoots, UnixMillis};
-use cross_agent_usage::{Accounting, GroupBy, Money, PriceTable, Report, UsageIndex};
+use cross_agent_usage::handoff::Handoffs;
+use cross_agent_usage::{Accounting, GroupBy, Money, PriceTable, RateLimits, Report, UsageIndex};
 use parking_lot::Mutex;
 
 use super::{Engine, roots_for};
@@ -39,7 +50,10 @@ struct State {
     roots: Option<StoreRoots>,
     /// The session index's change counts of [`READ`] at the last refresh.
     seen: [u64; 3],
-    refreshed: Option<Instant>,
+    /// Where the session index's change logs of [`READ`] stood at the last refresh.
+    marks: Option<[LogMark; 3]>,
+    /// When the stores were last walked whole.
+    walked: Option<Instant>,
     warnings: Vec<String>,
     /// Each session's cost over all time, for the listing and the cards: made from the
     /// accounting it names, again when that changes.
@@ -47,43 +61,102 @@ struct State {
 }
 
 impl LiveUsage {
-    /// The accounting over every usage file under `roots`, brought current first when the
-    /// session index saw a change or the re-walk is due; and the files that could not be read.
-    fn current(&self, scan: &LiveScanner, roots: &StoreRoots) -> (Arc<Accounting>, Vec<String>) {
-        // Arms the watch on these roots (and keeps the listing current): its change counts are
-        // what tell this index to look again.
-        let _ = scan.snapshot(roots, &READ);
+    /// A usage index that takes its reads from `scan`'s walks where it can: every transcript the
+    /// session index reads from its start is parsed for usage on that same read
+    /// ([`cross_agent_usage::handoff`]), so a cold daemon reads each byte once.
+    pub(crate) fn new(scan: &LiveScanner) -> LiveUsage {
+        let handoffs = Handoffs::new();
+        scan.set_tap(handoffs.tap());
+        LiveUsage {
+            state: Mutex::new(State {
+                index: UsageIndex::with_handoffs(handoffs),
+                ..State::default()
+            }),
+        }
+    }
+
+    /// The accounting over every usage file under `roots`, brought current first (see the
+    /// module's header; with `walk_if_due`, the stores are walked whole when the re-walk is
+    /// due); and the files that could not be read. With `look` the session index is brought
+    /// current first, so its walks' changes are read here too.
+    fn current(
+        &self,
+        scan: &LiveScanner,
+        roots: &StoreRoots,
+        walk_if_due: bool,
+        look: bool,
+    ) -> (Arc<Accounting>, Vec<String>) {
+        if look {
+            // Arms the watch on these roots and walks the stores that changed: its change logs
+            // are what this index reads.
+            let _ = scan.snapshot(roots, &READ);
+        }
         let counts = READ.map(|agent| scan.change_count(agent));
         let mut state = self.state.lock();
-        let due = state.roots.as_ref() != Some(roots)
-            || state.seen != counts
-            || state
-                .refreshed
-                .is_none_or(|at| at.elapsed() >= scan.rewalk());
-        if due {
-            let mut warnings = Vec::new();
-            state.index.refresh(roots, &mut warnings);
-            state.warnings = warnings;
-            state.seen = counts;
-            state.roots = Some(roots.clone());
-            state.refreshed = Some(Instant::now());
+        let walk_due = walk_if_due && state.walked.is_none_or(|at| at.elapsed() >= scan.rewalk());
+        let marks = match state.marks {
+            Some(marks) if state.roots.as_ref() == Some(roots) && !walk_due => Some(marks),
+            _ => None,
+        };
+        let mut changes = Vec::new();
+        let mut next = marks;
+        if let (Some(marks), Some(next)) = (marks, next.as_mut()) {
+            for (i, agent) in READ.into_iter().enumerate() {
+                let (since, mark) = scan.changes_since(agent, marks[i]);
+                next[i] = mark;
+                match since {
+                    ChangesSince::Walks(walks) => changes.extend(walks.into_iter().map(Some)),
+                    ChangesSince::Unknown => next_unknown(&mut changes),
+                }
+            }
         }
+        let unknown = changes.iter().any(Option::is_none);
+        match next {
+            Some(next) if !unknown => {
+                if !changes.is_empty() || state.seen != counts {
+                    let changes: Vec<_> = changes.into_iter().flatten().collect();
+                    let mut warnings = Vec::new();
+                    state.index.refresh_changed(roots, &changes, &mut warnings);
+                    // Kept until the next whole walk, which says again what cannot be read.
+                    for warning in warnings {
+                        if !state.warnings.contains(&warning) {
+                            state.warnings.push(warning);
+                        }
+                    }
+                }
+                state.marks = Some(next);
+            }
+            _ => {
+                // The marks first: whatever the session index's walks find changed meanwhile
+                // is looked at again next time (files with the stamp read are kept).
+                let marks = READ.map(|agent| scan.log_mark(agent));
+                let mut warnings = Vec::new();
+                state.index.refresh(roots, &mut warnings);
+                state.warnings = warnings;
+                state.marks = Some(marks);
+                state.walked = Some(Instant::now());
+            }
+        }
+        state.seen = counts;
+        state.roots = Some(roots.clone());
         let accounting = state.index.accounting();
         (accounting, state.warnings.clone())
     }
 
-    /// Brings the index current for the roots last asked about, if any: for the daemon's index
-    /// loop, so a change is read between requests rather than by the next one.
+    /// Brings the index current for the roots last asked about, if any, walking the stores when
+    /// the re-walk is due: for the daemon's index loop, so a change is read between requests
+    /// rather than by the next one.
     pub(crate) fn catch_up(&self, scan: &LiveScanner) {
         let roots = self.state.lock().roots.clone();
         if let Some(roots) = roots {
-            let _ = self.current(scan, &roots);
+            let _ = self.current(scan, &roots, /*walk_if_due*/ true, /*look*/ true);
         }
     }
 
     /// Each session's cost so far (all time), keyed by session id.
     fn spent(&self, scan: &LiveScanner, roots: &StoreRoots, prices: &PriceTable) -> SpentTable {
-        let (accounting, _) = self.current(scan, roots);
+        let (accounting, _) =
+            self.current(scan, roots, /*walk_if_due*/ false, /*look*/ true);
         let mut state = self.state.lock();
         if let Some((of, spent)) = &state.spent
             && Arc::ptr_eq(of, &accounting)
@@ -108,6 +181,11 @@ impl LiveUsage {
         state.spent = Some((accounting, spent.clone()));
         spent
     }
+}
+
+/// A walk the session index no longer remembers: the stores are walked whole.
+fn next_unknown(changes: &mut Vec<Option<Arc<cross_agent_stores::index::ChangedFiles>>>) {
+    changes.push(None);
 }
 
 /// `$1.23 · 45k tok`, or `cost unknown · 45k tok` when some call has no price.
@@ -136,7 +214,12 @@ impl Engine {
     pub fn usage_report(&self, params: UsageReportParams) -> Result<UsageReportResponse> {
         let prices = PriceTable::load(Some(&self.inner.info.state_root))?;
         let roots = roots_for(&params.caller);
-        let (accounting, warnings) = self.inner.usage.current(&self.inner.scan, &roots);
+        let (accounting, warnings) = self.inner.usage.current(
+            &self.inner.scan,
+            &roots,
+            /*walk_if_due*/ false,
+            /*look*/ true,
+        );
         let report = Report::build(
             &accounting,
             &prices,
@@ -146,6 +229,22 @@ impl Engine {
         let mut wire = report.to_wire();
         wire.warnings = warnings;
         Ok(wire)
+    }
+
+    /// Codex's latest rate-limit windows in `context`'s stores (`/limits`), from the live
+    /// index: read like a `usage_report`, nothing priced; `None` when no rollout recorded any.
+    pub fn usage_rate_limits(
+        &self,
+        context: &cross_agent_protocol::bridge::CallerContext,
+    ) -> Option<RateLimits> {
+        let roots = roots_for(context);
+        let (accounting, _) = self.inner.usage.current(
+            &self.inner.scan,
+            &roots,
+            /*walk_if_due*/ false,
+            /*look*/ true,
+        );
+        accounting.rate_limits.clone()
     }
 
     /// What each session has cost so far, for a listing of `roots`' sessions; `None` when the

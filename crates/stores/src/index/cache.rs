@@ -353,6 +353,7 @@ pub(crate) fn load_for(path: &Path, agents: &[Agent]) -> CacheLoad {
                 }),
                 drops: Vec::new(),
                 preloaded_names: None,
+                changed: Default::default(),
             };
             replay_journal(&journal_file(path), &mut index);
             if agents.contains(&Agent::Codex) {
@@ -442,6 +443,7 @@ fn decode(bytes: Vec<u8>) -> CacheLoad {
             base: None,
             drops: Vec::new(),
             preloaded_names: None,
+            changed: Default::default(),
         }),
         Err(refused) => refused.into(),
     }

@@ -18,8 +18,9 @@ use crate::claude::ClaudeFold;
 use crate::codex::CodexFold;
 use crate::grok::GrokFold;
 use crate::lines::{Position, read_complete_lines, read_zstd_lines};
-use crate::model::{LineContext, StoreWarning, TranscriptFold, Warnings};
+use crate::model::{LineContext, LineProblem, StoreWarning, TranscriptFold, Warnings};
 use crate::roots::SourceFile;
+use crate::tap::{ReadTap, TapSink};
 
 /// One changed file to read, with what the index knew of it.
 pub(super) struct Job {
@@ -42,12 +43,17 @@ pub(super) struct JobResult {
 /// Reads the changed files on `threads` threads — or, when there are many (a cold listing), on
 /// at least [`IO_READERS`](crate::index::IO_READERS). Each file is a task of its own, so one 50 MB transcript does not
 /// leave the other threads idle.
-pub(super) fn run_jobs(jobs: Vec<Job>, threads: usize, blob: &[u8]) -> Vec<JobResult> {
+pub(super) fn run_jobs(
+    jobs: Vec<Job>,
+    threads: usize,
+    blob: &[u8],
+    tap: Option<&dyn ReadTap>,
+) -> Vec<JobResult> {
     let threads = io_threads(threads, jobs.len());
     crate::parallel::on_threads(threads, || {
         jobs.into_par_iter()
             .with_max_len(1)
-            .map(|job| read_file_guarded(job, blob))
+            .map(|job| read_file_guarded(job, blob, tap))
             .collect()
     })
 }
@@ -55,14 +61,14 @@ pub(super) fn run_jobs(jobs: Vec<Job>, threads: usize, blob: &[u8]) -> Vec<JobRe
 /// [`read_file`], but a reader that panics on some input costs only that file: it becomes a
 /// warning naming the file, is left out of the index (so it is tried again next time), and the
 /// listing goes on.
-pub(super) fn read_file_guarded(job: Job, blob: &[u8]) -> JobResult {
+pub(super) fn read_file_guarded(job: Job, blob: &[u8], tap: Option<&dyn ReadTap>) -> JobResult {
     let path = job.source.path.clone();
     let read = if job.known {
         ReadKind::Reread
     } else {
         ReadKind::New
     };
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| read_file(job, blob))) {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| read_file(job, blob, tap))) {
         Ok(result) => result,
         Err(_) => {
             let mut warnings = Warnings::default();
@@ -81,17 +87,22 @@ pub(super) fn read_file_guarded(job: Job, blob: &[u8]) -> JobResult {
     }
 }
 
-/// Reads one changed file with its agent's fold.
-pub(super) fn read_file(job: Job, blob: &[u8]) -> JobResult {
+/// Reads one changed file with its agent's fold; a transcript (not the Codex names file) read
+/// from its start is offered to `tap` too.
+pub(super) fn read_file(job: Job, blob: &[u8], tap: Option<&dyn ReadTap>) -> JobResult {
     match job.kind {
-        FoldKind::Claude => read_with::<ClaudeFold>(job, blob),
-        FoldKind::Codex => read_with::<CodexFold>(job, blob),
-        FoldKind::Grok => read_with::<GrokFold>(job, blob),
-        FoldKind::CodexNames => read_with::<NamesFold>(job, blob),
+        FoldKind::Claude => read_with::<ClaudeFold>(job, blob, tap),
+        FoldKind::Codex => read_with::<CodexFold>(job, blob, tap),
+        FoldKind::Grok => read_with::<GrokFold>(job, blob, tap),
+        FoldKind::CodexNames => read_with::<NamesFold>(job, blob, None),
     }
 }
 
-pub(super) fn read_with<F: TranscriptFold>(job: Job, blob: &[u8]) -> JobResult {
+pub(super) fn read_with<F: TranscriptFold>(
+    job: Job,
+    blob: &[u8],
+    tap: Option<&dyn ReadTap>,
+) -> JobResult {
     let Job {
         kind,
         source,
@@ -177,23 +188,40 @@ pub(super) fn read_with<F: TranscriptFold>(job: Job, blob: &[u8]) -> JobResult {
     // A transcript that does not exist yet (a Grok session with no updates) has an all-zero stamp.
     let has_bytes = source.stamp.size > 0;
     if source.compressed || (has_bytes && source.stamp.size != from.offset) {
+        let mut extra = tap
+            .filter(|_| from.offset == 0)
+            .and_then(|tap| tap.begin(&source));
+        let before = warnings.items.len();
         let mut sink = HeadTap {
             fold: &mut fold,
             head: (from.offset == 0 && !source.compressed).then_some(&mut head),
+            extra: extra.as_mut(),
         };
         let read = if source.compressed {
             read_zstd_lines(&source.path, &mut sink, &mut warnings)
         } else {
             read_complete_lines(&source.path, from, &mut sink, &mut warnings)
         };
+        // A line skipped as too long was not handed over: the tap's reader reads it itself.
+        let whole = !warnings.items[before..]
+            .iter()
+            .any(|w| w.problem == Some(LineProblem::TooLong));
         match read {
             Ok(end) => {
                 // The reader reads to the end of the file; a half-written last line is read
                 // but not consumed, and will be read again once it is finished.
                 bytes_read += source.stamp.size.saturating_sub(from.offset);
                 position = end;
+                if let Some(extra) = extra {
+                    extra.end(whole.then_some(end.offset));
+                }
             }
-            Err(e) => warnings.push(&source.path, None, e.to_string()),
+            Err(e) => {
+                warnings.push(&source.path, None, e.to_string());
+                if let Some(extra) = extra {
+                    extra.end(None);
+                }
+            }
         }
     }
 
@@ -231,10 +259,12 @@ pub(super) fn read_with<F: TranscriptFold>(job: Job, blob: &[u8]) -> JobResult {
     }
 }
 
-/// Passes lines on to the fold and, on a read from the start, records the head of the first one.
+/// Passes lines on to the fold (and the tap's sink, if any) and, on a read from the start,
+/// records the head of the first one.
 pub(super) struct HeadTap<'a, F> {
     pub(super) fold: &'a mut F,
     pub(super) head: Option<&'a mut Head>,
+    pub(super) extra: Option<&'a mut Box<dyn TapSink>>,
 }
 
 impl<F: TranscriptFold> crate::lines::LineSink for HeadTap<'_, F> {
@@ -245,6 +275,9 @@ impl<F: TranscriptFold> crate::lines::LineSink for HeadTap<'_, F> {
                 len: u32::try_from(len).unwrap_or(0),
                 hash: hash64(&line[..len]),
             };
+        }
+        if let Some(extra) = self.extra.as_mut() {
+            extra.line(line);
         }
         self.fold.feed_line(line, at, warnings);
     }

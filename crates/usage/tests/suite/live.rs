@@ -290,3 +290,132 @@ fn a_report_survives_the_wire() {
         assert_eq!(back, report);
     }
 }
+
+/// The reports of a fresh whole scan and of the index as it stands (no refresh).
+fn fresh_and_kept(index: &mut UsageIndex, roots: &StoreRoots) -> (Report, Report) {
+    let prices = PriceTable::shipped().unwrap();
+    let found = scan::scan(roots);
+    assert_eq!(found.warnings, Vec::<String>::new());
+    let fresh = account(&found.files);
+    let live = index.accounting();
+    (
+        Report::build(&fresh, &prices, GroupBy::Session, None),
+        Report::build(&live, &prices, GroupBy::Session, None),
+    )
+}
+
+/// After a change, the index reads what the session index's walk found changed — one appended
+/// transcript is the only file looked at, no walk — and the sub-agent transcripts of that
+/// session; a file gone drops out. Each time the report equals a fresh scan's.
+#[test]
+fn a_refresh_after_a_change_looks_only_at_the_changed_files() {
+    use cross_agent_stores::Agent;
+    use cross_agent_stores::live::{ChangesSince, LiveOptions, LiveScanner};
+    use cross_agent_stores::scan::ScanOptions;
+
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join(".claude");
+    let project = config.join("projects/-work-shop");
+    let roots = StoreRoots {
+        claude_config: Some(config.clone()),
+        ..StoreRoots::default()
+    };
+    let reply = |session: &str, n: u64, subagent: bool| {
+        assistant(
+            session,
+            &format!("m-{session}-{n}"),
+            &format!("r-{session}-{n}"),
+            "2026-12-01T10:00:00.000Z",
+            "claude-sonnet-4-5-20250929",
+            json!({"input_tokens": 10 + n, "output_tokens": n}),
+            subagent,
+        ) + "\n"
+    };
+    for s in 0..12 {
+        let id = format!("s{s}");
+        append(
+            &project.join(format!("{id}.jsonl")),
+            reply(&id, 1, false).as_bytes(),
+        );
+    }
+    let sub = project.join("s3/subagents/agent-1.jsonl");
+    append(&sub, reply("agent-1", 1, true).as_bytes());
+
+    // Notifications off: only what the test counts moves the session index.
+    let scan = LiveScanner::new(
+        ScanOptions::default(),
+        LiveOptions {
+            rewalk: std::time::Duration::from_secs(3600),
+            notifications: false,
+            serial_walks: false,
+        },
+    );
+    let _ = scan.snapshot(&roots, &[Agent::Claude]);
+    let mut index = UsageIndex::new();
+    let mut warnings = Vec::new();
+    let stats = index.refresh(&roots, &mut warnings);
+    assert!(stats.walked);
+    assert_eq!(stats.files_seen, 13);
+    let mut mark = scan.log_mark(Agent::Claude);
+    let mut after_change = |index: &mut UsageIndex| {
+        scan.mark_stale(Agent::Claude);
+        let _ = scan.snapshot(&roots, &[Agent::Claude]);
+        let (since, next) = scan.changes_since(Agent::Claude, mark);
+        mark = next;
+        let ChangesSince::Walks(walks) = since else {
+            panic!("the session index forgot its walks");
+        };
+        let mut warnings = Vec::new();
+        let stats = index.refresh_changed(&roots, &walks, &mut warnings);
+        assert_eq!(warnings, Vec::<String>::new());
+        stats
+    };
+
+    let appended = reply("s5", 2, false);
+    append(&project.join("s5.jsonl"), appended.as_bytes());
+    let stats = after_change(&mut index);
+    assert_eq!(
+        (stats.walked, stats.files_seen, stats.files_appended),
+        (false, 1, 1),
+        "only the appended transcript: {stats:?}"
+    );
+    assert_eq!(stats.files_unchanged, 0);
+    assert_eq!(stats.bytes_read, appended.len() as u64);
+    let (fresh, live) = fresh_and_kept(&mut index, &roots);
+    assert_eq!(live, fresh);
+
+    let appended = reply("s3", 2, false);
+    append(&project.join("s3.jsonl"), appended.as_bytes());
+    let stats = after_change(&mut index);
+    assert_eq!(
+        (stats.walked, stats.files_seen, stats.files_appended),
+        (false, 2, 1),
+        "the appended transcript and its session's one sub-agent file: {stats:?}"
+    );
+    assert_eq!(stats.files_unchanged, 1, "the sub-agent file, by its stamp");
+    assert_eq!(stats.bytes_read, appended.len() as u64);
+    let (fresh, live) = fresh_and_kept(&mut index, &roots);
+    assert_eq!(live, fresh);
+
+    // A sub-agent writes while its session's transcript stays still.
+    let more = reply("agent-1", 2, true);
+    append(&sub, more.as_bytes());
+    let stats = after_change(&mut index);
+    assert_eq!(
+        (stats.files_seen, stats.files_appended),
+        (1, 1),
+        "{stats:?}"
+    );
+    assert_eq!(stats.bytes_read, more.len() as u64);
+    let (fresh, live) = fresh_and_kept(&mut index, &roots);
+    assert_eq!(live, fresh);
+
+    // Another session's transcript gone.
+    fs::remove_file(project.join("s7.jsonl")).unwrap();
+    let stats = after_change(&mut index);
+    assert_eq!(stats.files_dropped, 1, "{stats:?}");
+    assert_eq!(stats.bytes_read, 0);
+    let (fresh, live) = fresh_and_kept(&mut index, &roots);
+    assert_eq!(live, fresh);
+    assert_eq!(live.rows.len(), 11);
+}
