@@ -20,7 +20,7 @@ const TOKEN: &str = "123456:desk-test-token";
 
 /// A service backend that records each call and answers it.
 #[derive(Default)]
-struct Recorded {
+pub(super) struct Recorded {
     calls: Mutex<Vec<&'static str>>,
 }
 
