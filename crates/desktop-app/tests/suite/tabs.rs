@@ -5,16 +5,14 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use cross_agent_desktop::{DesktopApp, SessionPlace, SessionsBackend, Settings, Tab};
 use cross_agent_stores::Session;
-use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable as _;
 use parking_lot::Mutex;
 use pretty_assertions::assert_eq;
 
-use super::panels::Recorded;
+use super::panels::{Recorded, harness, step_until};
 
 fn app(home: &std::path::Path, tab: Tab) -> DesktopApp {
     DesktopApp::new(
@@ -26,28 +24,6 @@ fn app(home: &std::path::Path, tab: Tab) -> DesktopApp {
         Arc::new(Recorded::default()),
     )
     .with_tab(tab)
-}
-
-fn harness(app: DesktopApp) -> Harness<'static, DesktopApp> {
-    Harness::builder()
-        .with_size(egui::vec2(1100.0, 640.0))
-        .build_ui_state(|ui, app: &mut DesktopApp| app.ui(ui), app)
-}
-
-fn step_until(
-    harness: &mut Harness<'_, DesktopApp>,
-    what: &str,
-    done: impl Fn(&Harness<'_, DesktopApp>) -> bool,
-) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        harness.step();
-        if done(harness) {
-            return;
-        }
-        assert!(Instant::now() < deadline, "waited 10 s for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 #[test]
