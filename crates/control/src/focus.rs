@@ -22,6 +22,26 @@ pub enum Focused {
     EditorCli { cli: String, folder: String },
 }
 
+/// [`focus_cwd`] on this process's desktop ([`crate::from_env`]): what `cross-agent focus`, the
+/// Telegram Raise button (through the daemon) and the desktop app's Focus call.
+pub fn focus_from_env(cwd: &Path, editor_pids: &[u32]) -> Result<Focused> {
+    let backend = crate::from_env()?;
+    focus_cwd(Ok(backend.as_ref()), cwd, editor_pids)
+}
+
+impl Focused {
+    /// `raised window 0x1a00003 "title"`, or the editor CLI asked, in words.
+    pub fn describe(&self) -> String {
+        match self {
+            Focused::Window { window } => format!("raised window {}", window.describe()),
+            Focused::EditorCli { cli, folder } => format!(
+                "asked {cli} to raise the window of {folder} (--reuse-window; this desktop \
+                 cannot check which window came up)"
+            ),
+        }
+    }
+}
+
 /// Raises the window of a session working in `cwd`. `control` is the desktop's backend (an
 /// error when there is none); `editor_pids` are processes known to be its editor.
 pub fn focus_cwd(

@@ -6,8 +6,9 @@
 //! `_NET_WM_PID` is a process the caller knows is the editor) and one part of its title is the
 //! name of the session's working directory or of a folder above it, nearest first.
 //!
-//! One function, [`window_for_cwd`], for `cross-agent focus`, the GUI fallback and
-//! `cross-agent windows`.
+//! One title matcher, [`title_names`], for `cross-agent focus`, the GUI fallback, the Telegram
+//! Raise button ([`window_for_cwd`]) and `cross-agent windows` (the `workspaces` crate, which
+//! matches a workspace's name instead of a cwd's folders).
 
 use std::path::Path;
 
@@ -24,21 +25,36 @@ pub const EDITOR_NAMES: &[&str] = &[
     "Windsurf",
 ];
 
-/// The parts of a title that can be the folder's name, split at `" — "` and `" - "`: not the
-/// last (the editor's name) and, with three parts or more, not the first (the open file's name,
-/// which may well equal a folder's).
-fn folder_parts(title: &str) -> Vec<&str> {
-    let parts: Vec<&str> = title
-        .split(" — ")
+/// The parts of a title that can be its folder's name: the editor's name taken off its end
+/// (the longest of [`EDITOR_NAMES`] it ends with; failing one, its last part, as a window the
+/// caller knows by pid may carry another app's name), the rest split at `" — "` and `" - "`,
+/// the unsaved mark (`●`) taken off each part, and — with two parts or more — not the first
+/// (the open file's name, which may well equal a folder's).
+pub fn title_folders(title: &str) -> Vec<&str> {
+    let app = EDITOR_NAMES
+        .iter()
+        .filter(|name| title.ends_with(*name))
+        .max_by_key(|name| name.len());
+    let rest = app.map_or(title, |app| &title[..title.len() - app.len()]);
+    let mut parts: Vec<&str> = rest
+        .split(" \u{2014} ")
         .flat_map(|p| p.split(" - "))
-        .map(str::trim)
+        .map(|p| p.trim().trim_start_matches('\u{25cf}').trim())
         .filter(|p| !p.is_empty())
         .collect();
+    if app.is_none() && parts.len() > 1 {
+        parts.pop();
+    }
     match parts.as_slice() {
         [] | [_] => parts,
-        [root, _app] => vec![root],
-        [_file, middle @ .., _app] => middle.to_vec(),
+        [_file, folders @ ..] => folders.to_vec(),
     }
+}
+
+/// Whether `title` carries `folder_name` as its folder's part ([`title_folders`]): how
+/// `cross-agent focus`, the GUI fallback and `cross-agent windows` tell a window's folder.
+pub fn title_names(title: &str, folder_name: &str) -> bool {
+    title_folders(title).contains(&folder_name)
 }
 
 /// Whether `window` is an editor's: by its title's end, or by its pid among `editor_pids`.
@@ -51,51 +67,27 @@ pub fn is_editor_window(window: &Window, editor_pids: &[u32]) -> bool {
         })
 }
 
-/// The editor windows whose title carries `folder_name` as one of its parts.
-pub fn windows_for_folder<'a>(
-    windows: &'a [Window],
-    folder_name: &str,
-    editor_pids: &[u32],
-) -> Vec<&'a Window> {
-    windows
-        .iter()
-        .filter(|w| is_editor_window(w, editor_pids))
-        .filter(|w| folder_parts(&w.title).contains(&folder_name))
-        .collect()
-}
-
 /// The one editor window of a session working in `cwd`: the nearest folder (cwd, then each
-/// folder above it) whose name a window's title carries decides. Two windows for that folder
-/// are told apart by `editor_pids` (processes known to be the session's editor) when given;
-/// otherwise they are refused as ambiguous, never guessed between.
+/// folder above it) whose name a window's title carries decides. `editor_pids` are processes
+/// known to be the session's editor (the ancestors of a live panel shim hosting it): a window
+/// one of them owns (`_NET_WM_PID`) is stronger evidence than a title alone, so those windows
+/// are looked at first and win over another editor's window naming a nearer folder. Two
+/// windows for the deciding folder are refused as ambiguous, never guessed between.
 pub fn window_for_cwd<'a>(
     windows: &'a [Window],
     cwd: &Path,
     editor_pids: &[u32],
 ) -> Result<&'a Window> {
-    for folder in cwd.ancestors() {
-        let Some(name) = folder.file_name().and_then(|n| n.to_str()) else {
-            continue;
-        };
-        let mut found = windows_for_folder(windows, name, editor_pids);
-        if found.len() > 1 && !editor_pids.is_empty() {
-            found.retain(|w| w.pid.is_some_and(|pid| editor_pids.contains(&pid)));
-        }
-        match found.as_slice() {
-            [] => continue,
-            [one] => return Ok(one),
-            many => {
-                return Err(ControlError::AmbiguousWindow {
-                    folder: name.to_owned(),
-                    count: many.len(),
-                    windows: many
-                        .iter()
-                        .map(|w| w.describe())
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                });
-            }
-        }
+    let owned: Vec<&Window> = windows
+        .iter()
+        .filter(|w| w.pid.is_some_and(|pid| editor_pids.contains(&pid)))
+        .collect();
+    if let Some(found) = nearest(&owned, cwd, editor_pids)? {
+        return Ok(found);
+    }
+    let all: Vec<&Window> = windows.iter().collect();
+    if let Some(found) = nearest(&all, cwd, editor_pids)? {
+        return Ok(found);
     }
     let editors: Vec<String> = windows
         .iter()
@@ -110,6 +102,41 @@ pub fn window_for_cwd<'a>(
             format!(" (the editor windows are {})", editors.join(", "))
         },
     })
+}
+
+/// Among `candidates`, the one editor window naming the nearest folder of `cwd`; `None` when
+/// none names any, ambiguous when two name the deciding folder.
+fn nearest<'a>(
+    candidates: &[&'a Window],
+    cwd: &Path,
+    editor_pids: &[u32],
+) -> Result<Option<&'a Window>> {
+    for folder in cwd.ancestors() {
+        let Some(name) = folder.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        let found: Vec<&Window> = candidates
+            .iter()
+            .copied()
+            .filter(|w| is_editor_window(w, editor_pids) && title_names(&w.title, name))
+            .collect();
+        match found.as_slice() {
+            [] => continue,
+            [one] => return Ok(Some(one)),
+            many => {
+                return Err(ControlError::AmbiguousWindow {
+                    folder: name.to_owned(),
+                    count: many.len(),
+                    windows: many
+                        .iter()
+                        .map(|w| w.describe())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                });
+            }
+        }
+    }
+    Ok(None)
 }
 
 #[cfg(test)]
@@ -155,6 +182,33 @@ mod tests {
         );
         let found = window_for_cwd(&windows, Path::new("/x/alpha"), &[20]).unwrap();
         assert_eq!(found.id, 2);
+    }
+
+    #[test]
+    fn the_editors_own_window_wins_over_another_naming_a_nearer_folder() {
+        let windows = [
+            window(1, "z.rs — src — Visual Studio Code", Some(10)),
+            window(2, "y.rs — beta — Visual Studio Code", Some(20)),
+        ];
+        let cwd = Path::new("/w/beta/src");
+        assert_eq!(window_for_cwd(&windows, cwd, &[]).unwrap().id, 1);
+        assert_eq!(window_for_cwd(&windows, cwd, &[20]).unwrap().id, 2);
+    }
+
+    #[test]
+    fn a_title_names_its_folder_not_its_file_nor_its_editor() {
+        let named = |title| title_folders(title);
+        assert_eq!(named("● main.rs - api - Visual Studio Code"), ["api"]);
+        assert_eq!(
+            named("lib.rs - api - Visual Studio Code - Insiders"),
+            ["api"]
+        );
+        assert_eq!(named("README.md \u{2014} web \u{2014} Cursor"), ["web"]);
+        assert_eq!(named("● api - Visual Studio Code"), ["api"]);
+        assert_eq!(named("both (Workspace) - VSCodium"), ["both (Workspace)"]);
+        // No editor's name at the end (a window known by its pid): the last part is the app's.
+        assert_eq!(named("x.rs - api - Some Fork"), ["api"]);
+        assert!(!title_names("apis - Visual Studio Code", "api"));
     }
 
     #[test]

@@ -20,17 +20,22 @@
 //! - Review: `cross-agent review SESSION --json` as a child (`review_door`); the card is held
 //!   here (the newest [`HELD_REVIEWS`]) so Send correction names it by id, and the correction
 //!   goes through the escalation guard as `requested_by: telegram`.
+//! - Raise: the session's window on this daemon's desktop, found and raised as `cross-agent
+//!   focus` does (`control::focus`, the panel shims' ancestry telling two windows apart); a
+//!   card offers it only when that window is found.
 //! - `/limits`: Codex's rate-limit windows, from the daemon's [`UsageSource`].
 //! - Handoff: `cross-agent handoff destinations` / `handoff SESSION --to DEST`, run as this
 //!   daemon's own binary in a process group of its own (the bot calls from a blocking task, so
 //!   the poller's loop never waits for it).
 
 use std::collections::VecDeque;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
+use cross_agent_control::focus::Focused;
+use cross_agent_control::matching;
 use cross_agent_hosts::Links;
 use cross_agent_hub::Engine;
 use cross_agent_hub::envelope::TELEGRAM_CLIENT;
@@ -43,6 +48,7 @@ use cross_agent_telegram::sessions::{
     CorrectionAnswer, Destination, Listing, LiveSession, Progress, PromptReceipt, ReviewCard,
     SessionHost, SessionRef, SessionState,
 };
+use cross_agent_transports::panel::registry;
 
 use crate::budget_watch::UsageSource;
 use crate::review_door::{Corrections, RequestedBy, Reviews};
@@ -158,6 +164,7 @@ impl Host {
                                         None,
                                         None,
                                         None,
+                                        None,
                                     ),
                                 ));
                             }
@@ -250,6 +257,7 @@ fn live_session(
     last_answer_head: Option<String>,
     usage: Option<String>,
     place: Option<String>,
+    window: Option<String>,
 ) -> LiveSession {
     LiveSession {
         session: SessionRef {
@@ -268,6 +276,40 @@ fn live_session(
         last_activity: entry.last_activity.clone(),
         usage,
         place,
+        window,
+    }
+}
+
+/// The windows of this daemon's X11 desktop and the live panel shims, read once per
+/// `/sessions`: a card offers Raise when its session's window is found here as `cross-agent
+/// focus` would find it. No X11 display (none, or Wayland alone): no window, no Raise.
+struct Desktop {
+    windows: Vec<cross_agent_control::Window>,
+    panels: Vec<registry::LivePanel>,
+}
+
+impl Desktop {
+    fn read(state_root: &Path) -> Desktop {
+        let windows = cross_agent_control::from_env()
+            .and_then(|control| control.windows())
+            .unwrap_or_default();
+        let panels = if windows.is_empty() {
+            Vec::new()
+        } else {
+            registry::scan(state_root).live
+        };
+        Desktop { windows, panels }
+    }
+
+    /// The title of the window `focus` would raise for this session, when there is one.
+    fn window_of(&self, session_id: &str, cwd: &Path) -> Option<String> {
+        if self.windows.is_empty() {
+            return None;
+        }
+        let editor_pids = registry::editor_pids(&self.panels, Some(session_id), cwd);
+        matching::window_for_cwd(&self.windows, cwd, &editor_pids)
+            .ok()
+            .map(|window| window.title.clone())
     }
 }
 
@@ -327,6 +369,7 @@ impl SessionHost for Host {
         // The editors' open workspaces and windows: each card's branch and window. A state
         // file the editor left malformed is the listing's to say; a card just goes without.
         let (mut places, _) = cross_agent_workspaces::Places::from_env();
+        let desktop = Desktop::read(&self.engine.info().state_root);
         let mut live: Vec<(i64, LiveSession)> = Vec::new();
         for (agent_name, entries) in listed.sessions {
             let Some(agent) = agent_of(&agent_name) else {
@@ -350,6 +393,9 @@ impl SessionHost for Host {
                         last_answer(agent, &entry.path),
                         usage_line(&entry.session_id),
                         place,
+                        entry.cwd.as_deref().and_then(|cwd| {
+                            desktop.window_of(&entry.session_id, Path::new(cwd))
+                        }),
                     ),
                 ));
             }
@@ -381,6 +427,25 @@ impl SessionHost for Host {
             sessions: all.into_iter().take(MAX_CARDS).map(|(_, s)| s).collect(),
             unreachable,
         })
+    }
+
+    fn raise(&self, session: &SessionRef) -> Result<String, String> {
+        let cwd = session.cwd.as_deref().map(Path::new).ok_or_else(|| {
+            format!(
+                "session {} records no working directory, so its window cannot be told",
+                session.session_id
+            )
+        })?;
+        let editor_pids = registry::editor_pids(
+            &registry::scan(&self.engine.info().state_root).live,
+            Some(&session.session_id),
+            cwd,
+        );
+        match cross_agent_control::focus::focus_from_env(cwd, &editor_pids) {
+            Ok(Focused::Window { window }) => Ok(format!("Raised window “{}”", window.title)),
+            Ok(other) => Ok(other.describe()),
+            Err(e) => Err(e.to_string()),
+        }
     }
 
     fn prompt(&self, session: &SessionRef, text: &str) -> Result<PromptReceipt, String> {

@@ -1,7 +1,7 @@
 //! The desktop app, `cross-agent-desktop` (issue 27 §3; docs/desktop.md): the set-up and
 //! service control for people who would rather click — the Telegram bot's token and pairing,
 //! the daemon's user service, the agents' registrations and panel shims, the daemon's log, the
-//! sessions with Hand off. Every panel calls the library functions the matching `cross-agent`
+//! sessions with their window and branch, Focus and Hand off. Every panel calls the library functions the matching `cross-agent`
 //! command calls (the `cross-agent` library's `setup` and `list_sessions`, the `telegram`
 //! crate), or runs `cross-agent` itself where the daemon's Telegram bot does too (handoff), so
 //! nothing is written twice. It is its own binary so the headless `cross-agent` never links a
@@ -22,6 +22,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 pub use service::{ServiceControl, SystemService};
+pub use sessions::{SessionPlace, SessionsBackend, SystemSessions};
 
 /// Where the app works: the state directory, the Bot API, the `cross-agent` binary.
 #[derive(Debug, Clone)]
@@ -106,8 +107,17 @@ impl DesktopApp {
             service: service::ServicePanel::new(service),
             agents: agents::AgentsPanel::new(Arc::clone(&settings)),
             logs: logs::LogsPanel::new(Arc::clone(&settings)),
-            sessions: sessions::SessionsPanel::new(settings),
+            sessions: sessions::SessionsPanel::new(Arc::new(SystemSessions {
+                home: settings.home.clone(),
+                cli: settings.cli.clone(),
+            })),
         }
+    }
+
+    /// Its Sessions panel through `backend` (the tests' double) instead of the system's.
+    pub fn with_sessions(mut self, backend: Arc<dyn SessionsBackend>) -> DesktopApp {
+        self.sessions = sessions::SessionsPanel::new(backend);
+        self
     }
 
     /// Opens on `tab`.

@@ -1,19 +1,21 @@
 //! The Sessions panel: every agent's sessions as `cross-agent sessions` lists them
-//! (`cross_agent::list_sessions`, the daemon's live index), each with Hand off. A handoff runs
-//! `cross-agent handoff SESSION --to DEST --json` from beside the app, as the daemon's
-//! Telegram Hand off does: the handoff's code stays in one place.
+//! (`cross_agent::list_sessions`, the daemon's live index), each with where it sits on the
+//! desktop — the window and the branch, `sessions`' PLACE column (`workspaces::Places`) — and
+//! two buttons: Focus raises its editor window (`control::focus`, what `cross-agent focus`
+//! and the Telegram Raise button call) and Hand off runs `cross-agent handoff SESSION --to
+//! DEST --json` from beside the app, as the daemon's Telegram Hand off does: the code of each
+//! stays in one place.
 //!
-//! Issue 27 §1 and §2 plug in here: the window and branch columns (the workspaces crate) go
-//! in [`SessionsPanel::row`] where marked, and the Focus button calls the control crate's focus
-//! where marked; until they land the button is shown disabled.
+//! The panel works through [`SessionsBackend`] so its tests drive it with a recording double;
+//! [`SystemSessions`] is the real one.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use cross_agent_stores::Session;
+use cross_agent_transports::panel::registry;
 
-use crate::Settings;
 use crate::jobs::Running;
 
 /// How long a handoff may take (it asks for a compact, which has its own timeouts).
@@ -23,23 +25,105 @@ const MAX_ROWS: usize = 200;
 /// The destinations offered, as `handoff destinations` names the command-line ones.
 const DESTINATIONS: [&str; 3] = ["cli:claude", "cli:codex", "cli:grok"];
 
+/// Where a session sits on the desktop, as `cross-agent sessions` shows it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SessionPlace {
+    /// The live window showing its workspace: `0x3a00003 main.rs - api - Visual Studio Code`.
+    pub window: Option<String>,
+    /// The git branch at its cwd.
+    pub branch: Option<String>,
+}
+
+/// What the Sessions panel asks; blocking (each call runs on a job thread). An error is a
+/// sentence for the person.
+pub trait SessionsBackend: Send + Sync + 'static {
+    /// Every agent's sessions, newest first (`cross-agent sessions`).
+    fn list(&self) -> Vec<Session>;
+    /// Where each of `sessions` sits, in order.
+    fn places(&self, sessions: &[Session]) -> Vec<SessionPlace>;
+    /// Raises the session's editor window (`cross-agent focus`); says which.
+    fn focus(&self, session: &Session) -> Result<String, String>;
+    /// Hands the session to `to` (`cross-agent handoff --to`); says what was done.
+    fn hand_off(&self, session_id: &str, to: &str) -> Result<String, String>;
+}
+
+/// The real backend: the same library calls as the CLI, and `cross-agent handoff`.
+pub struct SystemSessions {
+    /// `CROSS_AGENT_HOME`: the panel shims' registrations, which tell two windows apart.
+    pub home: PathBuf,
+    /// The `cross-agent` binary a handoff runs.
+    pub cli: PathBuf,
+}
+
+impl SessionsBackend for SystemSessions {
+    fn list(&self) -> Vec<Session> {
+        cross_agent::list_sessions()
+    }
+
+    fn places(&self, sessions: &[Session]) -> Vec<SessionPlace> {
+        let (mut places, _) = cross_agent_workspaces::Places::from_env();
+        sessions
+            .iter()
+            .map(|session| {
+                let branch_anyway = session.is_working;
+                session
+                    .cwd
+                    .as_deref()
+                    .and_then(|cwd| places.of(cwd, branch_anyway))
+                    .map(|place| SessionPlace {
+                        window: place.window.map(|w| format!("{} {}", w.id, w.title)),
+                        branch: place.branch,
+                    })
+                    .unwrap_or_default()
+            })
+            .collect()
+    }
+
+    fn focus(&self, session: &Session) -> Result<String, String> {
+        let cwd = session.cwd.as_deref().ok_or_else(|| {
+            format!(
+                "session {} records no working directory, so its window cannot be told",
+                session.session_id
+            )
+        })?;
+        let editor_pids = registry::editor_pids(
+            &registry::scan(&self.home).live,
+            Some(&session.session_id),
+            cwd,
+        );
+        cross_agent_control::focus::focus_from_env(cwd, &editor_pids)
+            .map(|focused| focused.describe())
+            .map_err(|e| e.to_string())
+    }
+
+    fn hand_off(&self, session_id: &str, to: &str) -> Result<String, String> {
+        run_handoff(&self.cli, session_id, to)
+    }
+}
+
 enum Done {
-    Listed(Vec<Session>),
-    HandedOff(Result<String, String>),
+    Listed(Vec<(Session, SessionPlace)>),
+    Said(Result<String, String>),
+}
+
+/// A button clicked on a row.
+enum Click {
+    Focus(Session),
+    HandOff(String),
 }
 
 pub struct SessionsPanel {
-    settings: Arc<Settings>,
-    sessions: Option<Vec<Session>>,
+    backend: Arc<dyn SessionsBackend>,
+    sessions: Option<Vec<(Session, SessionPlace)>>,
     destination: usize,
     message: Option<Result<String, String>>,
     running: Running<Done>,
 }
 
 impl SessionsPanel {
-    pub fn new(settings: Arc<Settings>) -> SessionsPanel {
+    pub fn new(backend: Arc<dyn SessionsBackend>) -> SessionsPanel {
         SessionsPanel {
-            settings,
+            backend,
             sessions: None,
             destination: 0,
             message: None,
@@ -50,7 +134,7 @@ impl SessionsPanel {
     pub fn ui(&mut self, ui: &mut egui::Ui) {
         match self.running.poll() {
             Some(Done::Listed(sessions)) => self.sessions = Some(sessions),
-            Some(Done::HandedOff(outcome)) => self.message = Some(outcome),
+            Some(Done::Said(outcome)) => self.message = Some(outcome),
             None => {}
         }
         ui.heading("Sessions");
@@ -59,12 +143,17 @@ impl SessionsPanel {
             if ui.add_enabled(idle, egui::Button::new("Refresh")).clicked()
                 || (self.sessions.is_none() && idle)
             {
-                self.running.start(ui.ctx(), "Listing the sessions…", || {
-                    Done::Listed(cross_agent::list_sessions())
-                });
+                let backend = Arc::clone(&self.backend);
+                self.running
+                    .start(ui.ctx(), "Listing the sessions…", move || {
+                        let mut sessions = backend.list();
+                        sessions.truncate(MAX_ROWS);
+                        let places = backend.places(&sessions);
+                        Done::Listed(sessions.into_iter().zip(places).collect())
+                    });
             }
-            ui.label("Hand off to");
-            egui::ComboBox::from_id_salt("handoff-destination")
+            // Labelled, so a screen reader names it.
+            egui::ComboBox::from_label("Hand off to")
                 .selected_text(DESTINATIONS[self.destination])
                 .show_ui(ui, |ui| {
                     for (index, destination) in DESTINATIONS.iter().enumerate() {
@@ -80,33 +169,53 @@ impl SessionsPanel {
         if sessions.is_empty() {
             ui.label("No sessions found.");
         }
-        let mut hand_off = None;
+        let mut clicked = None;
         egui::ScrollArea::vertical()
             .auto_shrink([false, false])
             .show(ui, |ui| {
                 egui::Grid::new("sessions").striped(true).show(ui, |ui| {
-                    for session in sessions.iter().take(MAX_ROWS) {
-                        if SessionsPanel::row(ui, session, idle) {
-                            hand_off = Some(session.session_id.clone());
+                    for header in ["Agent", "Title", "Folder", "State", "Branch", "Window"] {
+                        ui.strong(header);
+                    }
+                    ui.end_row();
+                    for (session, place) in sessions {
+                        if let Some(click) = SessionsPanel::row(ui, session, place, idle) {
+                            clicked = Some(click);
                         }
                         ui.end_row();
                     }
                 });
             });
-        if let Some(id) = hand_off {
-            let cli = self.settings.cli.clone();
-            let to = DESTINATIONS[self.destination];
-            self.message = None;
-            self.running.start(
-                ui.ctx(),
-                format!("Handing {id} off to {to}…"),
-                move || Done::HandedOff(run_handoff(&cli, &id, to)),
-            );
+        let backend = Arc::clone(&self.backend);
+        match clicked {
+            Some(Click::Focus(session)) => {
+                self.message = None;
+                self.running.start(
+                    ui.ctx(),
+                    format!("Raising the window of {}…", session.session_id),
+                    move || Done::Said(backend.focus(&session)),
+                );
+            }
+            Some(Click::HandOff(id)) => {
+                let to = DESTINATIONS[self.destination];
+                self.message = None;
+                self.running.start(
+                    ui.ctx(),
+                    format!("Handing {id} off to {to}…"),
+                    move || Done::Said(backend.hand_off(&id, to)),
+                );
+            }
+            None => {}
         }
     }
 
-    /// One session's row; true when its Hand off was clicked.
-    fn row(ui: &mut egui::Ui, session: &Session, idle: bool) -> bool {
+    /// One session's row; the button clicked on it, if one was.
+    fn row(
+        ui: &mut egui::Ui,
+        session: &Session,
+        place: &SessionPlace,
+        idle: bool,
+    ) -> Option<Click> {
         ui.label(session.agent.as_str());
         ui.label(session.title.as_deref().unwrap_or("(untitled)"));
         ui.label(
@@ -117,18 +226,33 @@ impl SessionsPanel {
                 .unwrap_or_default(),
         );
         ui.label(if session.is_working { "working" } else { "" });
-        // Issue 27 §1: the window and the branch of the session's workspace go here.
-        // Issue 27 §2: Focus raises the session's window through the control crate; wired when
-        // that crate lands.
-        ui.add_enabled(false, egui::Button::new("Focus"))
-            .on_disabled_hover_text("Focus comes with the control backend (issue 27 §2)");
-        ui.add_enabled(idle, egui::Button::new("Hand off"))
-            .clicked()
+        ui.label(place.branch.as_deref().unwrap_or("-"));
+        ui.label(place.window.as_deref().unwrap_or("-"));
+        let mut click = None;
+        // Each row's buttons are told apart by their session for a screen reader (and tests).
+        let short: String = session.session_id.chars().take(8).collect();
+        let focus = ui
+            .add_enabled(idle, egui::Button::new("Focus"))
+            .on_hover_text("Raise the session's editor window");
+        focus.widget_info(|| {
+            egui::WidgetInfo::labeled(egui::Role::Button, idle, format!("Focus {short}"))
+        });
+        if focus.clicked() {
+            click = Some(Click::Focus(session.clone()));
+        }
+        let hand_off = ui.add_enabled(idle, egui::Button::new("Hand off"));
+        hand_off.widget_info(|| {
+            egui::WidgetInfo::labeled(egui::Role::Button, idle, format!("Hand off {short}"))
+        });
+        if hand_off.clicked() {
+            click = Some(Click::HandOff(session.session_id.clone()));
+        }
+        click
     }
 }
 
 /// `cross-agent handoff SESSION --to DEST --json`, its JSON or its last words on stderr.
-fn run_handoff(cli: &PathBuf, session: &str, to: &str) -> Result<String, String> {
+fn run_handoff(cli: &Path, session: &str, to: &str) -> Result<String, String> {
     if !cli.is_file() {
         return Err(crate::missing_cli(cli));
     }

@@ -735,7 +735,7 @@ impl Bot {
         &self,
         out: &OutboundQueue<A>,
         query: &crate::api::CallbackQuery,
-    ) -> &'static str {
+    ) -> crate::sessions::TapAnswer {
         self.inner.desk.tap(out, query, self.awaiting_approval())
     }
 }

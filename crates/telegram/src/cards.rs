@@ -36,6 +36,9 @@ pub enum Action {
     Review(SessionRef),
     /// Send the correction of this review (`rv_…`) through the escalation guard.
     SendCorrection(SessionRef, String),
+    /// Raise the session's editor window on the daemon's desktop (what `cross-agent focus`
+    /// does); the tap is answered with the outcome.
+    Raise(SessionRef),
 }
 
 /// The keys behind the buttons.
@@ -89,15 +92,20 @@ pub fn button(keys: &mut Keys, text: &str, action: Action) -> Value {
     json!({"text": text, "callback_data": format!("s:{}", keys.add(action))})
 }
 
-/// The buttons under a session card, one row: Prompt, Status, Focus, Hand off, Review.
-pub fn card_markup(keys: &mut Keys, session: &SessionRef) -> Value {
-    json!({"inline_keyboard": [[
+/// The buttons under a session card, one row: Prompt, Status, Focus, Hand off, Review, and
+/// Raise when the daemon's desktop shows the session in a window (`has_window`).
+pub fn card_markup(keys: &mut Keys, session: &SessionRef, has_window: bool) -> Value {
+    let mut row = vec![
         button(keys, "✍️ Prompt", Action::Prompt(session.clone())),
         button(keys, "ℹ️ Status", Action::Status(session.clone())),
         button(keys, "🎯 Focus", Action::Focus(session.clone())),
         button(keys, "🤝 Hand off", Action::HandOff(session.clone())),
         button(keys, "🔍 Review", Action::Review(session.clone())),
-    ]]})
+    ];
+    if has_window {
+        row.push(button(keys, "🪟 Raise", Action::Raise(session.clone())));
+    }
+    json!({"inline_keyboard": [row]})
 }
 
 fn cut(text: &str, most: usize) -> String {
@@ -181,7 +189,7 @@ mod tests {
     #[test]
     fn every_button_fits_in_64_bytes_and_names_its_action_server_side() {
         let mut keys = Keys::default();
-        let markup = card_markup(&mut keys, &session());
+        let markup = card_markup(&mut keys, &session(), /*has_window*/ false);
         let rows = markup["inline_keyboard"].as_array().unwrap();
         assert_eq!(
             rows.len(),
@@ -199,6 +207,17 @@ mod tests {
         assert_eq!(keys.get(&prompt[2..]), Some(&Action::Prompt(session())));
         let review = all[4]["callback_data"].as_str().unwrap();
         assert_eq!(keys.get(&review[2..]), Some(&Action::Review(session())));
+    }
+
+    #[test]
+    fn raise_is_offered_only_for_a_session_with_a_window() {
+        let mut keys = Keys::default();
+        let markup = card_markup(&mut keys, &session(), /*has_window*/ true);
+        let row = markup["inline_keyboard"][0].as_array().unwrap();
+        assert_eq!(row.len(), 6);
+        assert_eq!(row[5]["text"], "🪟 Raise");
+        let raise = row[5]["callback_data"].as_str().unwrap();
+        assert_eq!(keys.get(&raise[2..]), Some(&Action::Raise(session())));
     }
 
     #[test]
@@ -221,6 +240,7 @@ mod tests {
             last_activity: None,
             usage: None,
             place: Some("fix/<x> · main.rs - api - Visual Studio Code".into()),
+            window: None,
         });
         assert!(
             html.starts_with("<b>claude · fix &lt;the&gt; build</b>"),
@@ -244,6 +264,7 @@ mod tests {
             last_activity: None,
             usage: Some("$1.23 · 45k tok".into()),
             place: None,
+            window: None,
         });
         assert!(html.contains("\n💰 $1.23 · 45k tok\n"), "{html}");
     }

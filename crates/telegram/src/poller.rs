@@ -23,6 +23,7 @@ use crate::api::{Message, TelegramApi, Update};
 use crate::error::{Error, Result};
 use crate::queue::OutboundQueue;
 use crate::secrets::Scrubber;
+use crate::sessions::TapAnswer;
 use crate::store::{self, Paired};
 use crate::updates::SkippedUpdate;
 
@@ -96,6 +97,9 @@ pub struct Poller<A> {
 
 /// How many unreadable updates the poller remembers having told.
 const TOLD_UNREADABLE_KEPT: usize = 64;
+/// How long a tap answered later (Raise) waits for its outcome; Telegram itself gives a
+/// callback query no more than about 15 seconds.
+const LATER_ANSWER: Duration = Duration::from_secs(10);
 
 impl<A: TelegramApi + Clone + 'static> Poller<A> {
     pub fn new(api: A, home: &Path, config: PollerConfig, decisions: DecisionLog) -> Poller<A> {
@@ -307,7 +311,23 @@ impl<A: TelegramApi + Clone + 'static> Poller<A> {
             } else if let Some(bot) = &self.bot {
                 let data = query.data.as_deref().unwrap_or("");
                 if data.starts_with("s:") {
-                    Some(bot.session_tap(&self.queue, &query))
+                    match bot.session_tap(&self.queue, &query) {
+                        TapAnswer::Now(text) => Some(text),
+                        TapAnswer::Later(outcome) => {
+                            // Answered when the action is done, off this loop: the next
+                            // update does not wait for the window manager.
+                            let api = self.api.clone();
+                            let id = query.id.clone();
+                            tokio::spawn(async move {
+                                let text = tokio::time::timeout(LATER_ANSWER, outcome)
+                                    .await
+                                    .ok()
+                                    .and_then(Result::ok);
+                                let _ = api.answer_callback_query(&id, text.as_deref()).await;
+                            });
+                            return;
+                        }
+                    }
                 } else {
                     Some(bot.tap(&self.api, data, query.from.id).await)
                 }

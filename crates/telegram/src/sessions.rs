@@ -9,7 +9,8 @@
 //!
 //! Where a message goes, first match wins: a reply to a session card; a message in a session's
 //! topic (forum supergroups); the chat's next message after Prompt was tapped; the session the
-//! chat is focused on (Focus). A photo or a document goes the same way: it is saved in the
+//! chat is focused on (Focus). Raise, on a card whose session the daemon's desktop shows in a
+//! window, brings that window to the front (`cross-agent focus`). A photo or a document goes the same way: it is saved in the
 //! session's inbox ([`crate::inbox`]) and the prompt names its path. In a forum supergroup each
 //! session gets its topic ([`crate::topics`]) on its first activity there, and everything about
 //! it (its card, the receipt, the answer) is posted into that topic.
@@ -17,7 +18,7 @@
 //! Every step is a decision line: `telegram_prompt` (sent, refused), `telegram_file` (saved,
 //! refused), `telegram_topic` (created, failed), `telegram_handoff` (done, failed),
 //! `telegram_review` (the review's outcome, or failed), `telegram_correction` (sent, refused
-//! with the guard's rule, failed).
+//! with the guard's rule, failed), `telegram_raise` (raised, refused).
 //!
 //! Nothing here sends by itself: cards, receipts, answers and notices go out through the bot's
 //! [`OutboundQueue`] (in order with the notifications of the same chat, 429s waited out, a parse
@@ -45,6 +46,7 @@ mod handoff;
 mod limits;
 mod listing;
 mod prompt;
+mod raise;
 mod review;
 
 /// How often a prompt's delivery is looked at for its answer.
@@ -56,6 +58,14 @@ const ANSWER_WAIT: Duration = Duration::from_secs(6 * 60 * 60);
 pub(crate) const MAX_CARDS: usize = 4096;
 /// The most destinations a Hand off offers as buttons.
 const MAX_DESTINATIONS: usize = 24;
+
+/// How a tap on a session button is answered (`answerCallbackQuery`).
+pub(crate) enum TapAnswer {
+    /// At once, with these words.
+    Now(&'static str),
+    /// When the action is done, with its outcome (Raise: which window, or why not).
+    Later(tokio::sync::oneshot::Receiver<String>),
+}
 
 /// A session as the bot names it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -108,6 +118,9 @@ pub struct LiveSession {
     /// Its git branch and the editor window it is in (`main · api - Visual Studio Code`), when
     /// known (`docs/desktop.md`).
     pub place: Option<String>,
+    /// The title of the window the daemon's own desktop shows it in, matched as `cross-agent
+    /// focus` matches it; `Some` puts a Raise button on its card.
+    pub window: Option<String>,
 }
 
 /// The live sessions of this machine and of every host, and what could not be listed.
@@ -206,6 +219,12 @@ pub trait SessionHost: Send + Sync + 'static {
     ) -> Result<CorrectionAnswer, String> {
         let _ = (session, review_id);
         Err("corrections are not available on this daemon".to_owned())
+    }
+    /// Raises `session`'s editor window on this machine's desktop, as `cross-agent focus`
+    /// does; says which window (blocking: it waits for the window manager).
+    fn raise(&self, session: &SessionRef) -> Result<String, String> {
+        let _ = session;
+        Err("raising windows is not available on this daemon".to_owned())
     }
     /// Codex's rate-limit windows as `cross-agent usage --limits` shows them, as text for the
     /// phone (blocking: it may read the stores).
@@ -517,7 +536,7 @@ impl Desk {
         out: &OutboundQueue<A>,
         query: &CallbackQuery,
         awaiting_approval: HashSet<String>,
-    ) -> &'static str
+    ) -> TapAnswer
     where
         A: TelegramApi + Clone + 'static,
     {
@@ -527,10 +546,10 @@ impl Desk {
             .and_then(|d| d.strip_prefix("s:"))
             .unwrap_or("");
         let Some(action) = self.state.lock().keys.get(key).cloned() else {
-            return "This button has expired; send /sessions again";
+            return TapAnswer::Now("This button has expired; send /sessions again");
         };
         let Some(message) = &query.message else {
-            return "This card is too old to answer";
+            return TapAnswer::Now("This card is too old to answer");
         };
         let place = Place {
             chat: message.chat.id,
@@ -539,7 +558,7 @@ impl Desk {
         };
         let desk = Arc::clone(self);
         let out = out.clone();
-        match action {
+        let answer = match action {
             Action::Prompt(session) => {
                 self.state
                     .lock()
@@ -593,7 +612,15 @@ impl Desk {
                 );
                 "Asking the guard"
             }
-        }
+            Action::Raise(session) => {
+                let (answer, answered) = tokio::sync::oneshot::channel();
+                tokio::spawn(async move {
+                    let _ = answer.send(desk.raise(place, session).await);
+                });
+                return TapAnswer::Later(answered);
+            }
+        };
+        TapAnswer::Now(answer)
     }
 }
 

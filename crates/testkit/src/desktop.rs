@@ -133,7 +133,18 @@ impl Desktop {
 
     /// Opens a stand-in editor window titled `title` that records into `record`.
     pub fn open_window(&self, title: &str, record: &Path) -> Result<Recorder> {
-        let child = Command::new(crate::binaries::x11_recorder_bin()?)
+        self.open_window_of(title, record, None)
+    }
+
+    /// [`Desktop::open_window`] whose `_NET_WM_PID` is `pid` (the recorder's own when `None`):
+    /// a window of another process, as an editor's main process owns its windows while the
+    /// panel shims run further down its tree.
+    pub fn open_window_of(&self, title: &str, record: &Path, pid: Option<u32>) -> Result<Recorder> {
+        let mut command = Command::new(crate::binaries::x11_recorder_bin()?);
+        if let Some(pid) = pid {
+            command.arg("--pid").arg(pid.to_string());
+        }
+        let child = command
             .arg("--title")
             .arg(title)
             .arg("--record")

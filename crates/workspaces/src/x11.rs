@@ -3,11 +3,13 @@
 //! shows: a window of the editor (its process's program, or its title ending in the editor's
 //! name) whose title names the workspace (VS Code's default title is
 //! `[●] file — folder — Visual Studio Code`, `window.title`'s `${rootName}` being the folder's
-//! name or `<name> (Workspace)`).
+//! name or `<name> (Workspace)`). The title is read by `control`'s matcher
+//! (`cross_agent_control::matching::title_names`), the one `cross-agent focus` uses.
 //!
 //! Without `DISPLAY` (or on Wayland alone) nothing is asked and the listing says so
 //! ("no X display") instead of failing.
 
+use cross_agent_control::matching;
 use serde::Serialize;
 use x11rb::connection::Connection;
 use x11rb::protocol::xproto::{Atom, AtomEnum, ConnectionExt, Window};
@@ -171,20 +173,10 @@ fn belongs_to(window: &LiveWindow, editor: &str) -> bool {
     }
 }
 
-/// Whether `title` names `name` as one of its ` - ` or ` — `-separated parts, the app's name
-/// taken off its end first and the unsaved mark (`●`) off a part's start.
-pub fn title_names(title: &str, app: &str, name: &str) -> bool {
-    let rest = title.strip_suffix(app).unwrap_or(title);
-    rest.split(" - ")
-        .flat_map(|part| part.split(" \u{2014} "))
-        .any(|part| part.trim().trim_start_matches('\u{25cf}').trim() == name)
-}
-
 /// The live window showing `workspace`, if one does.
 pub fn window_for<'w>(workspace: &Workspace, windows: &'w [LiveWindow]) -> Option<&'w LiveWindow> {
-    let app = app_name(workspace.editor);
     windows
         .iter()
         .filter(|w| belongs_to(w, workspace.editor))
-        .find(|w| title_names(&w.title, app, &workspace.name))
+        .find(|w| matching::title_names(&w.title, &workspace.name))
 }

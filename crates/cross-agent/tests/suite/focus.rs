@@ -161,3 +161,107 @@ fn without_a_display_focus_says_so_and_on_wayland_asks_the_editor_cli() {
     assert!(err.contains("Wayland cannot list windows"), "{err}");
     assert!(err.contains("/nonexistent/code"), "{err}");
 }
+
+/// A live panel shim (the real `cross-agent shim claude`, in front of `cat`) started in the
+/// session's folder under a `sh` standing for the editor's process: the editor pid its
+/// registration names (an ancestor) owns one of two windows titled with the folder, and a
+/// third editor's window names a nearer folder (`src`). `focus` raises the shim's editor's
+/// window; without the shim the title alone decides, and the nearer folder's window wins.
+#[test]
+fn focus_picks_the_window_a_live_shims_editor_owns_over_a_title_match() {
+    let user = User::new();
+    let cwd = user.home.path().join("work/beta/src");
+    std::fs::create_dir_all(&cwd).unwrap();
+    let mut t = ClaudeTranscript::new(user.home.path(), &cwd.to_string_lossy(), ID);
+    t.user("hello", now_millis() - 2 * MINUTE)
+        .assistant_text("Hi.", now_millis() - MINUTE);
+    t.write().unwrap();
+
+    // The "editor": sh, the shim's parent (`; exit` keeps sh there, no exec); it starts the
+    // shim when the test writes a line.
+    let agent = user.home.path().join("agent.sh");
+    std::fs::write(&agent, "#!/bin/sh\nexec cat\n").unwrap();
+    std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut editor = std::process::Command::new("sh");
+    editor
+        .arg("-c")
+        .arg("read go; \"$@\"; exit $?")
+        .arg("editor")
+        .arg(super::telegram::BIN)
+        .args(["shim", "claude"])
+        .arg(&agent)
+        .args(["--input-format", "stream-json"])
+        .current_dir(&cwd)
+        .env("HOME", user.home.path())
+        .env("CROSS_AGENT_HOME", &user.state)
+        .env_remove("DISPLAY")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut editor = editor.spawn().unwrap();
+    let editor_pid = editor.id();
+
+    let desktop = Desktop::start().unwrap();
+    let records = tempfile::tempdir().unwrap();
+    let _nearer = desktop
+        .open_window("z.rs — src — Visual Studio Code", &records.path().join("z"))
+        .unwrap();
+    let _other = desktop
+        .open_window(
+            "x.rs — beta — Visual Studio Code",
+            &records.path().join("x"),
+        )
+        .unwrap();
+    let _owned = desktop
+        .open_window_of(
+            "y.rs — beta — Visual Studio Code",
+            &records.path().join("y"),
+            Some(editor_pid),
+        )
+        .unwrap();
+    let control = X11::connect(desktop.display()).unwrap();
+    wait_for("three windows", Duration::from_secs(10), || {
+        Ok(control.windows()?.len() == 3)
+    })
+    .unwrap();
+    let windows = control.windows().unwrap();
+    let id_of = |title: &str| windows.iter().find(|w| w.title == title).unwrap().id;
+    let (nearer_id, owned_id) = (
+        id_of("z.rs — src — Visual Studio Code"),
+        id_of("y.rs — beta — Visual Studio Code"),
+    );
+    let focus = || {
+        let out = user
+            .command(&["focus", ID])
+            .env("DISPLAY", desktop.display())
+            .output()
+            .unwrap();
+        assert_success(&out);
+        control.active().unwrap()
+    };
+
+    // No shim yet: the title alone, the nearest folder first.
+    assert_eq!(focus(), Some(nearer_id));
+
+    use std::io::Write as _;
+    editor.stdin.as_mut().unwrap().write_all(b"go\n").unwrap();
+    wait_for("the shim's registration", Duration::from_secs(60), || {
+        let panels = user.state.join("panels");
+        Ok(std::fs::read_dir(&panels).is_ok_and(|entries| {
+            entries.flatten().any(|e| {
+                e.path().extension().is_some_and(|x| x == "json")
+                    && std::fs::read_to_string(e.path()).is_ok_and(|text| {
+                        serde_json::from_str::<serde_json::Value>(&text).is_ok_and(|r| {
+                            r["ancestors"][0] == editor_pid && r["agent_pid"].is_u64()
+                        })
+                    })
+            })
+        }))
+    })
+    .unwrap();
+    assert_eq!(focus(), Some(owned_id));
+
+    drop(editor.stdin.take());
+    let _ = editor.kill();
+    let _ = editor.wait();
+}

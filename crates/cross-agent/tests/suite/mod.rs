@@ -23,6 +23,7 @@ mod sessions;
 mod telegram;
 mod telegram_approvals;
 mod telegram_copilot;
+mod telegram_raise;
 mod telegram_remote;
 mod telegram_review;
 mod telegram_sessions;

@@ -1,2 +1,3 @@
 mod panels;
+mod tabs;
 mod window;

@@ -20,7 +20,7 @@ const TOKEN: &str = "123456:desk-test-token";
 
 /// A service backend that records each call and answers it.
 #[derive(Default)]
-struct Recorded {
+pub(super) struct Recorded {
     calls: Mutex<Vec<&'static str>>,
 }
 
@@ -63,14 +63,14 @@ fn settings(home: &Path, telegram_api: Option<&str>) -> Settings {
     }
 }
 
-fn harness(app: DesktopApp) -> Harness<'static, DesktopApp> {
+pub(super) fn harness(app: DesktopApp) -> Harness<'static, DesktopApp> {
     Harness::builder()
         .with_size(egui::vec2(900.0, 640.0))
         .build_ui_state(|ui, app: &mut DesktopApp| app.ui(ui), app)
 }
 
 /// Steps the UI until `done` holds (a background job finished and was shown), 10 s at most.
-fn step_until(
+pub(super) fn step_until(
     harness: &mut Harness<'_, DesktopApp>,
     what: &str,
     done: impl Fn(&Harness<'_, DesktopApp>) -> bool,

@@ -82,7 +82,11 @@ impl Desk {
                 live.state = SessionState::AwaitingApproval;
             }
             let thread = self.thread_for(out, place, &live.session).await;
-            let markup = cards::card_markup(&mut self.state.lock().keys, &live.session);
+            let markup = cards::card_markup(
+                &mut self.state.lock().keys,
+                &live.session,
+                live.window.is_some(),
+            );
             let html = cards::card_html(&live);
             // Sent through the queue (in order with the rest of the chat, 429s waited out),
             // waiting for the message id that replies to the card are matched by.
