@@ -151,6 +151,29 @@ pub struct RenderedListing {
     pub warnings: Vec<StoreWarning>,
 }
 
+/// What a [`LiveScanner`] holds in memory, by part, in bytes (its own accounting: buffer
+/// capacities and record sizes, allocator overhead not counted).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LiveBytes {
+    /// The index the walks refresh.
+    pub index: crate::index::IndexBytes,
+    /// Sessions in the generations held.
+    pub sessions: usize,
+    /// Their records (`size_of::<Session>()` each).
+    pub session_records: usize,
+    /// Their strings.
+    pub session_strings: usize,
+    /// The renderings kept for the listing.
+    pub rendered: usize,
+}
+
+impl LiveBytes {
+    /// Every part together.
+    pub fn total(&self) -> usize {
+        self.index.total() + self.session_records + self.session_strings + self.rendered
+    }
+}
+
 /// The notifications watched for one set of roots.
 struct Watch {
     roots: StoreRoots,
@@ -334,6 +357,23 @@ impl LiveScanner {
             Some(held) => f(&held.sessions, &held.warnings),
             None => f(&[], &[]),
         }
+    }
+
+    /// What it holds in memory now, by part (waits for a running walk).
+    pub fn heap_bytes(&self) -> LiveBytes {
+        let index = self.walker.lock().scanner.heap_bytes();
+        let shown = self.shown.lock();
+        let mut bytes = LiveBytes {
+            index,
+            ..LiveBytes::default()
+        };
+        for held in shown.held.iter().flatten() {
+            bytes.sessions += held.sessions.len();
+            bytes.session_records += held.sessions.capacity() * std::mem::size_of::<Session>();
+            bytes.session_strings += held.sessions.iter().map(Session::heap_bytes).sum::<usize>();
+            bytes.rendered += held.rendered.get().map_or(0, RenderedAgent::heap_bytes);
+        }
+        bytes
     }
 
     /// Lays the live Copilot hosts' own listings (kept by the daemon's host watcher) over every

@@ -130,6 +130,11 @@ impl RenderedAgent {
         rendered
     }
 
+    /// The bytes it holds (capacities).
+    pub fn heap_bytes(&self) -> usize {
+        self.text.capacity() + self.ends.capacity() * std::mem::size_of::<usize>()
+    }
+
     /// How many sessions it holds.
     pub fn len(&self) -> usize {
         self.ends.len()

@@ -179,6 +179,14 @@ impl Scanner {
         }
     }
 
+    /// What the index kept between listings holds in memory (none before the first listing).
+    pub fn heap_bytes(&self) -> crate::index::IndexBytes {
+        self.index
+            .as_ref()
+            .map(SessionIndex::heap_bytes)
+            .unwrap_or_default()
+    }
+
     /// Lists the sessions of the agents in the options (all when empty), as [`list_sessions`].
     pub fn list(&mut self, roots: &StoreRoots) -> Listing {
         self.list_agents(roots, &self.options.agents.clone())

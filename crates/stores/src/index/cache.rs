@@ -186,6 +186,23 @@ impl Stored {
         })
     }
 
+    /// The bytes it holds: the entries as read, and the tables over them.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        let paths: usize = self
+            .state
+            .iter()
+            .map(|state| match state {
+                RecState::Live(Some(path)) => path.capacity(),
+                RecState::Live(None) | RecState::Unclaimed | RecState::Dead => 0,
+            })
+            .sum();
+        self.bytes.capacity()
+            + self.recs.capacity() * std::mem::size_of::<Rec>()
+            + self.by_path.capacity() * (std::mem::size_of::<(u64, u32)>() + 1)
+            + self.state.capacity() * std::mem::size_of::<RecState>()
+            + paths
+    }
+
     /// Entry `i`, decoded.
     pub(crate) fn view(&self, i: usize) -> Option<EntryView<'_>> {
         let rec = self.recs.get(i)?;
