@@ -34,10 +34,7 @@ fn main() -> Result<()> {
         refresh: RefreshOptions::default(),
         agents: Vec::new(),
     };
-    let clock = (
-        ActiveWindow::from_minutes(240),
-        UnixMillis::now(),
-    );
+    let clock = (ActiveWindow::from_minutes(240), UnixMillis::now());
     step("start", None, 0);
     match mode.as_str() {
         "daemon" => {
@@ -51,9 +48,13 @@ fn main() -> Result<()> {
                 );
                 for listing in ["listing", "listing again"] {
                     let started = Instant::now();
-                    let mut out = Vec::new();
-                    let rendered =
-                        live.render_listing(&roots, &Agent::ALL, |_| true, None, clock, &mut out);
+                    let rendered = live.render_listing(&roots, &Agent::ALL, |_| true, None, clock);
+                    // As the daemon does: the pieces written out one after another.
+                    let mut sink = std::io::sink();
+                    for piece in rendered.bytes.pieces() {
+                        sink.write_all(piece)?;
+                    }
+                    let out = rendered.bytes;
                     let took = started.elapsed();
                     println!(
                         "{start}, {listing}: {} sessions, {:.1} MB in {:.0} ms",
@@ -61,7 +62,11 @@ fn main() -> Result<()> {
                         out.len() as f64 / 1e6,
                         took.as_secs_f64() * 1e3
                     );
-                    step("  rendered, not yet dropped", Some(&live), rendered.sessions);
+                    step(
+                        "  rendered, not yet dropped",
+                        Some(&live),
+                        rendered.sessions,
+                    );
                     drop(out);
                     step("  after the listing", Some(&live), rendered.sessions);
                 }
@@ -78,13 +83,14 @@ fn main() -> Result<()> {
                     (agent, Chosen::Sessions(sessions))
                 })
                 .collect();
-            let mut bytes = Vec::new();
-            render::write_listing(&mut bytes, &chosen, clock.0, clock.1, None);
-            std::io::sink().write_all(&bytes)?;
+            // As `sessions --json` does: written out as it is made.
+            let mut sink = render::WriteSink::new(Counted(0));
+            render::write_listing(&mut sink, &chosen, clock.0, clock.1, None);
+            let written = sink.finish()?.0;
             println!(
                 "cli: {} sessions, {:.1} MB in {:.0} ms",
                 listing.sessions.len(),
-                bytes.len() as f64 / 1e6,
+                written as f64 / 1e6,
                 started.elapsed().as_secs_f64() * 1e3
             );
             step("written", None, listing.sessions.len());
@@ -92,6 +98,20 @@ fn main() -> Result<()> {
         other => bail!("unknown mode {other:?}; {usage}"),
     }
     Ok(())
+}
+
+/// A sink that counts what it is given.
+struct Counted(usize);
+
+impl Write for Counted {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Prints the resident set, its peak and, with a live index, its accounting.

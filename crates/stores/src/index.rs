@@ -445,13 +445,22 @@ impl SessionIndex {
             self.drops.extend(gone);
         }
 
-        // A file that changed may resume from its stored fold: the folds are read now, once.
-        if jobs.iter().any(|job| {
-            job.old
-                .as_ref()
-                .is_some_and(|entry| matches!(entry.fold, FoldState::Stored { .. }))
-        }) {
-            self.load_folds();
+        // A file that changed may resume from its stored fold: only those folds are read, by
+        // their ranges in the cache file (the whole folds section — 500 bytes a session — is
+        // never held for a few changed files).
+        if self.blob.is_empty()
+            && let Some(source) = &self.folds_file
+        {
+            for entry in jobs.iter_mut().filter_map(|job| job.old.as_mut()) {
+                if let FoldState::Stored { at, len, hash } = entry.fold {
+                    entry.fold = match source.read_range(at, len) {
+                        Ok(bytes) if hash64(&bytes) == hash => {
+                            String::from_utf8(bytes).map_or(FoldState::Missing, FoldState::Fresh)
+                        }
+                        Ok(_) | Err(_) => FoldState::Missing,
+                    };
+                }
+            }
         }
         let results = run_jobs(jobs, options.threads, &self.blob);
         for result in results {

@@ -28,7 +28,7 @@ use parking_lot::Mutex;
 
 use crate::codex::session_index_path;
 use crate::model::{Agent, Session, StoreWarning, UnixMillis};
-use crate::render::{Chosen, RenderedAgent, write_listing};
+use crate::render::{Chosen, ListingParts, RenderedAgent, write_listing};
 use crate::resolve::ActiveWindow;
 use crate::roots::StoreRoots;
 use crate::scan::{Listing, ScanOptions, Scanner, sort_newest_first};
@@ -143,12 +143,56 @@ impl Snapshot {
     }
 }
 
-/// What [`LiveScanner::render_listing`] wrote.
+/// What [`LiveScanner::render_listing`] made.
 #[derive(Debug, Default)]
 pub struct RenderedListing {
     /// How many sessions the listing holds.
     pub sessions: usize,
     pub warnings: Vec<StoreWarning>,
+    /// The listing's bytes.
+    pub bytes: ListingBytes,
+}
+
+/// A listing's bytes as the parts it was made of: the bytes made for it and runs of the kept
+/// renderings, which it holds (the generations they belong to) rather than copies — a full
+/// listing at 100,000 sessions is 40 MB that a daemon writes to its socket straight from the
+/// rendering it keeps.
+#[derive(Debug, Default)]
+pub struct ListingBytes {
+    /// The generations of the listing's agents, in its order.
+    kept: Vec<Option<Arc<Held>>>,
+    parts: ListingParts,
+}
+
+impl ListingBytes {
+    /// The listing's length in bytes.
+    pub fn len(&self) -> usize {
+        self.parts.len()
+    }
+
+    /// Whether it has no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.parts.is_empty()
+    }
+
+    /// Its bytes, in order, in pieces.
+    pub fn pieces(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        self.parts.pieces(|agent| {
+            self.kept
+                .get(agent)
+                .and_then(|held| held.as_deref()?.rendered.get())
+                .map_or(&[][..], RenderedAgent::text)
+        })
+    }
+
+    /// Its bytes in one buffer (a copy: for tests and small listings).
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.len());
+        for piece in self.pieces() {
+            out.extend_from_slice(piece);
+        }
+        out
+    }
 }
 
 /// What a [`LiveScanner`] holds in memory, by part, in bytes (its own accounting: buffer
@@ -281,11 +325,12 @@ impl LiveScanner {
         listing
     }
 
-    /// Writes into `out` the listing `cross-agent sessions --json` prints: the sessions of
-    /// `agents` (in that order) that `admit` lets through, at most `limit` of each, newest
-    /// first, with `is_active` as `window` has it at `now` — copied from the renderings kept
-    /// per agent, which are made again only when that agent's sessions changed. Brings the
-    /// agents current first, as [`LiveScanner::snapshot`] does; writes with no lock held.
+    /// The listing `cross-agent sessions --json` prints: the sessions of `agents` (in that
+    /// order) that `admit` lets through, at most `limit` of each, newest first, with
+    /// `is_active` as `window` has it at `now` — runs of the renderings kept per agent (made
+    /// again only when that agent's sessions changed), referred to, not copied
+    /// ([`ListingBytes`]). Brings the agents current first, as [`LiveScanner::snapshot`] does;
+    /// made with no lock held.
     pub fn render_listing(
         &self,
         roots: &StoreRoots,
@@ -293,7 +338,6 @@ impl LiveScanner {
         admit: impl Fn(&Session) -> bool,
         limit: Option<usize>,
         (window, now): (ActiveWindow, UnixMillis),
-        out: &mut Vec<u8>,
     ) -> RenderedListing {
         let snapshot = self.snapshot(roots, agents);
         let mut result = RenderedListing::default();
@@ -339,7 +383,13 @@ impl LiveScanner {
                 result.warnings.extend(warnings.items);
                 registry
             });
-        write_listing(out, &chosen, window, now, registry.as_ref());
+        let mut parts = ListingParts::default();
+        write_listing(&mut parts, &chosen, window, now, registry.as_ref());
+        drop(chosen);
+        result.bytes = ListingBytes {
+            kept: snapshot.agents.into_iter().map(|(_, held)| held).collect(),
+            parts,
+        };
         result
     }
 
@@ -740,17 +790,15 @@ mod tests {
         // Resolution and the rendered listing read the same generation.
         let found = live.with_sessions(&roots, Agent::Claude, |sessions, _| sessions.len());
         assert_eq!(found, 2);
-        let mut out = Vec::new();
         let rendered = live.render_listing(
             &roots,
             &[Agent::Claude],
             |_| true,
             None,
             (ActiveWindow::from_minutes(240), UnixMillis(now_millis())),
-            &mut out,
         );
         assert_eq!(rendered.sessions, 2);
-        let text = String::from_utf8(out).unwrap();
+        let text = String::from_utf8(rendered.bytes.to_vec()).unwrap();
         assert!(text.contains("\"c2\""), "{text}");
     }
 

@@ -85,11 +85,137 @@ fn live_entry<'r>(s: &Session, registry: Option<&'r Registry>) -> Option<&'r Reg
 
 /// One agent's sessions rendered as listing elements with `is_active: false`, kept by a
 /// long-lived process until the agent's sessions change.
+///
+/// The elements are kept joined as the listing joins them (`,\n` between two), so a run of
+/// sessions listed one after another — every one of them, in a full listing — is one slice of
+/// the text, written out as it is rather than copied element by element.
 #[derive(Debug, Default, Clone)]
 pub struct RenderedAgent {
     text: Vec<u8>,
-    /// Session `i` is `text[ends[i - 1]..ends[i]]` (from 0 for the first).
+    /// Session `i` is `text[ends[i - 1] + SEPARATOR.len()..ends[i]]` (from 0 for the first).
     ends: Vec<usize>,
+}
+
+/// Between two elements of a listing's array.
+const SEPARATOR: &[u8] = b",\n";
+
+/// Where a listing is written: bytes made for it, and runs of an agent's kept rendering, which
+/// a sink may keep a reference to instead of copying ([`ListingParts`]).
+pub trait ListingSink {
+    /// Bytes made for this listing.
+    fn put(&mut self, bytes: &[u8]);
+
+    /// `text[range]`, a run of the kept rendering of the listing's agent number `agent` (in the
+    /// order the listing was asked in).
+    fn put_kept(&mut self, agent: usize, text: &[u8], range: std::ops::Range<usize>) {
+        let _ = agent;
+        self.put(&text[range]);
+    }
+}
+
+impl ListingSink for Vec<u8> {
+    fn put(&mut self, bytes: &[u8]) {
+        self.extend_from_slice(bytes);
+    }
+}
+
+/// A sink that writes on to `W` as the listing is made (the CLI's stdout): nothing of the
+/// listing is held once written. The first error stops the writing and is kept.
+#[derive(Debug)]
+pub struct WriteSink<W: std::io::Write> {
+    pub inner: W,
+    pub error: Option<std::io::Error>,
+}
+
+impl<W: std::io::Write> WriteSink<W> {
+    pub fn new(inner: W) -> Self {
+        WriteSink { inner, error: None }
+    }
+
+    /// The writer, or the first error writing to it.
+    pub fn finish(self) -> std::io::Result<W> {
+        match self.error {
+            Some(error) => Err(error),
+            None => Ok(self.inner),
+        }
+    }
+}
+
+impl<W: std::io::Write> ListingSink for WriteSink<W> {
+    fn put(&mut self, bytes: &[u8]) {
+        if self.error.is_none()
+            && let Err(error) = self.inner.write_all(bytes)
+        {
+            self.error = Some(error);
+        }
+    }
+}
+
+/// A listing as parts: bytes made for it, and ranges of the kept renderings, which a daemon
+/// writes to its socket one after another with nothing copied ([`ListingParts::pieces`]).
+#[derive(Debug, Default)]
+pub struct ListingParts {
+    parts: Vec<Part>,
+    /// What is being made, not yet a part.
+    made: Vec<u8>,
+    len: usize,
+}
+
+#[derive(Debug)]
+enum Part {
+    Made(Vec<u8>),
+    Kept {
+        agent: usize,
+        range: std::ops::Range<usize>,
+    },
+}
+
+impl ListingSink for ListingParts {
+    fn put(&mut self, bytes: &[u8]) {
+        self.made.extend_from_slice(bytes);
+        self.len += bytes.len();
+    }
+
+    fn put_kept(&mut self, agent: usize, _text: &[u8], range: std::ops::Range<usize>) {
+        self.seal();
+        self.len += range.len();
+        self.parts.push(Part::Kept { agent, range });
+    }
+}
+
+impl ListingParts {
+    /// Ends the bytes being made as a part.
+    fn seal(&mut self) {
+        if !self.made.is_empty() {
+            self.parts.push(Part::Made(std::mem::take(&mut self.made)));
+        }
+    }
+
+    /// The listing's length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it has no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The listing's bytes in order, given the kept texts by agent number (`kept(agent)`: the
+    /// text of the rendering the listing was made from).
+    pub fn pieces<'a>(
+        &'a self,
+        kept: impl Fn(usize) -> &'a [u8] + 'a,
+    ) -> impl Iterator<Item = &'a [u8]> + 'a {
+        self.parts
+            .iter()
+            .map(move |part| match part {
+                Part::Made(bytes) => bytes.as_slice(),
+                Part::Kept { agent, range } => kept(*agent).get(range.clone()).unwrap_or_default(),
+            })
+            .chain(std::iter::once(self.made.as_slice()))
+            .filter(|piece| !piece.is_empty())
+    }
 }
 
 impl RenderedAgent {
@@ -100,10 +226,18 @@ impl RenderedAgent {
             ends: Vec::with_capacity(sessions.len()),
         };
         for s in sessions {
+            rendered.separate();
             write_element(&mut rendered.text, &SessionView::with_active(s, false));
             rendered.ends.push(rendered.text.len());
         }
         rendered
+    }
+
+    /// Before an element but the first.
+    fn separate(&mut self) {
+        if !self.ends.is_empty() {
+            self.text.extend_from_slice(SEPARATOR);
+        }
     }
 
     /// The rendering of `sessions` made from an earlier one of `before`: a session unchanged
@@ -121,6 +255,7 @@ impl RenderedAgent {
             ends: Vec::with_capacity(sessions.len()),
         };
         for s in sessions {
+            rendered.separate();
             match by_path.get(s.path.as_path()) {
                 Some(&i) if before[i] == *s => rendered.text.extend_from_slice(kept.element(i)),
                 _ => write_element(&mut rendered.text, &SessionView::with_active(s, false)),
@@ -147,8 +282,22 @@ impl RenderedAgent {
 
     /// Session `i`'s kept bytes.
     fn element(&self, i: usize) -> &[u8] {
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
-        &self.text[start..self.ends[i]]
+        &self.text[self.run(i, i)]
+    }
+
+    /// Where sessions `first..=last` are in the text, with the separators between them.
+    fn run(&self, first: usize, last: usize) -> std::ops::Range<usize> {
+        let start = if first == 0 {
+            0
+        } else {
+            self.ends[first - 1] + SEPARATOR.len()
+        };
+        start..self.ends[last]
+    }
+
+    /// The kept text: every element, joined as the listing joins them.
+    pub fn text(&self) -> &[u8] {
+        &self.text
     }
 }
 
@@ -181,39 +330,41 @@ impl Chosen<'_> {
 
 /// Writes the whole listing — `{"claude": [...], ...}` in the order given, pretty, and a final
 /// newline — into `out`; a Claude session a live process holds (in `registry`) carries its
-/// registry name and status.
+/// registry name and status. Sessions listed one after another from a kept rendering go out
+/// as one run of it ([`ListingSink::put_kept`]).
 pub fn write_listing(
-    out: &mut Vec<u8>,
+    out: &mut impl ListingSink,
     agents: &[(Agent, Chosen<'_>)],
     window: ActiveWindow,
     now: UnixMillis,
     registry: Option<&Registry>,
 ) {
     if agents.is_empty() {
-        out.extend_from_slice(b"{}\n");
+        out.put(b"{}\n");
         return;
     }
-    out.extend_from_slice(b"{\n");
+    out.put(b"{\n");
+    let mut element = Vec::with_capacity(1024);
     for (n, (agent, chosen)) in agents.iter().enumerate() {
-        out.extend_from_slice(b"  \"");
-        out.extend_from_slice(agent.as_str().as_bytes());
-        out.extend_from_slice(b"\": ");
+        out.put(b"  \"");
+        out.put(agent.as_str().as_bytes());
+        out.put(b"\": ");
         if chosen.is_empty() {
-            out.extend_from_slice(b"[]");
+            out.put(b"[]");
         } else {
-            out.extend_from_slice(b"[\n");
-            let mut first = true;
-            let mut separate = |out: &mut Vec<u8>| {
-                if !first {
-                    out.extend_from_slice(b",\n");
-                }
-                first = false;
-            };
+            out.put(b"[\n");
             match chosen {
                 Chosen::Sessions(sessions) => {
-                    for s in sessions {
-                        separate(out);
-                        write_element(out, &SessionView::new(s, window, now).live(s, registry));
+                    for (i, s) in sessions.iter().enumerate() {
+                        element.clear();
+                        if i > 0 {
+                            element.extend_from_slice(SEPARATOR);
+                        }
+                        write_element(
+                            &mut element,
+                            &SessionView::new(s, window, now).live(s, registry),
+                        );
+                        out.put(&element);
                     }
                 }
                 Chosen::Kept {
@@ -221,26 +372,54 @@ pub fn write_listing(
                     rendered,
                     indices,
                 } => {
-                    for &i in indices {
-                        separate(out);
+                    // The run of kept elements not written yet: `first..=last`.
+                    let mut run: Option<(usize, usize)> = None;
+                    for (k, &i) in indices.iter().enumerate() {
                         let s = &sessions[i];
                         let active = window.is_active(s.last_activity, now);
-                        if active || live_entry(s, registry).is_some() {
+                        let fresh = active || live_entry(s, registry).is_some();
+                        match run {
+                            Some((first, last)) if !fresh && i == last + 1 => {
+                                run = Some((first, i));
+                                continue;
+                            }
+                            _ => {}
+                        }
+                        flush_run(out, n, rendered, &mut run);
+                        if k > 0 {
+                            out.put(SEPARATOR);
+                        }
+                        if fresh {
+                            element.clear();
                             write_element(
-                                out,
+                                &mut element,
                                 &SessionView::with_active(s, active).live(s, registry),
                             );
+                            out.put(&element);
                         } else {
-                            out.extend_from_slice(rendered.element(i));
+                            run = Some((i, i));
                         }
                     }
+                    flush_run(out, n, rendered, &mut run);
                 }
             }
-            out.extend_from_slice(b"\n  ]");
+            out.put(b"\n  ]");
         }
-        out.extend_from_slice(if n + 1 < agents.len() { b",\n" } else { b"\n" });
+        out.put(if n + 1 < agents.len() { b",\n" } else { b"\n" });
     }
-    out.extend_from_slice(b"}\n");
+    out.put(b"}\n");
+}
+
+/// Writes the run of kept elements `first..=last` of agent number `agent`, if there is one.
+fn flush_run(
+    out: &mut impl ListingSink,
+    agent: usize,
+    rendered: &RenderedAgent,
+    run: &mut Option<(usize, usize)>,
+) {
+    if let Some((first, last)) = run.take() {
+        out.put_kept(agent, &rendered.text, rendered.run(first, last));
+    }
 }
 
 /// One element as the pretty printer writes it at depth two: every line indented four spaces.
@@ -405,6 +584,63 @@ mod tests {
             String::from_utf8_lossy(&fresh.text)
         );
         assert!(String::from_utf8_lossy(&updated.text).contains("\"renamed\""));
+    }
+
+    #[test]
+    fn a_listing_in_parts_is_the_same_bytes_and_refers_to_the_kept_runs() {
+        let now = UnixMillis(1_796_000_060_000);
+        // Session 0 is active (serialised afresh), 3 is left out by the caller: the others go
+        // out as two runs of the kept text.
+        let mut claude: Vec<Session> = (1..8)
+            .map(|n| session(Agent::Claude, n, Some("t"), Some("/w")))
+            .collect();
+        claude[0].last_activity = Some(UnixMillis(now.0 - 1_000));
+        let rendered = RenderedAgent::new(&claude);
+        let window = ActiveWindow::from_minutes(1);
+        let picked = vec![0, 1, 2, 4, 5, 6];
+        let chosen = || {
+            vec![(
+                Agent::Claude,
+                Chosen::Kept {
+                    sessions: &claude,
+                    rendered: &rendered,
+                    indices: picked.clone(),
+                },
+            )]
+        };
+        let want = printed_whole(
+            &[(Agent::Claude, picked.iter().map(|&i| &claude[i]).collect())],
+            window,
+            now,
+        );
+        let mut parts = ListingParts::default();
+        write_listing(&mut parts, &chosen(), window, now, None);
+        let joined: Vec<u8> = parts
+            .pieces(|_| rendered.text())
+            .flatten()
+            .copied()
+            .collect();
+        assert_eq!(
+            String::from_utf8_lossy(&joined),
+            String::from_utf8_lossy(&want)
+        );
+        assert_eq!(parts.len(), want.len());
+        let kept: Vec<_> = parts
+            .parts
+            .iter()
+            .filter_map(|part| match part {
+                Part::Kept { range, .. } => Some(range.clone()),
+                Part::Made(_) => None,
+            })
+            .collect();
+        assert_eq!(
+            kept,
+            [rendered.run(1, 2), rendered.run(4, 6)],
+            "the runs of kept sessions are referred to, not copied"
+        );
+        let mut written = WriteSink::new(Vec::new());
+        write_listing(&mut written, &chosen(), window, now, None);
+        assert_eq!(written.finish().unwrap(), want);
     }
 
     #[test]

@@ -11,7 +11,10 @@ use cross_agent_testkit::synthetic_stores::{SyntheticSpec, ensure};
 
 fn main() -> Result<()> {
     let mut args = std::env::args().skip(1);
-    let dir = PathBuf::from(args.next().context("usage: synthetic_store DIR [C X G P]")?);
+    let dir = PathBuf::from(
+        args.next()
+            .context("usage: synthetic_store DIR [C X G P]")?,
+    );
     let counts: Vec<usize> = args
         .map(|a| a.parse().with_context(|| format!("not a count: {a}")))
         .collect::<Result<_>>()?;

@@ -449,9 +449,11 @@ impl ListArgs {
                 .into_iter()
                 .map(|(agent, sessions)| (agent, Chosen::Sessions(sessions)))
                 .collect();
-            let mut bytes = Vec::new();
-            render::write_listing(&mut bytes, &by_agent, window, now, Some(&live.0));
-            stdout.write_all(&bytes)?;
+            // Written as it is made: at 100,000 sessions the listing is 40 MB that need not
+            // be held beside the sessions it was made from.
+            let mut sink = render::WriteSink::new(&mut stdout);
+            render::write_listing(&mut sink, &by_agent, window, now, Some(&live.0));
+            sink.finish()?;
         } else {
             let mut rows: Vec<&Session> = chosen.into_iter().flat_map(|(_, s)| s).collect();
             scan_order(&mut rows);

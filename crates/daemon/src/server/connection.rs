@@ -29,6 +29,7 @@ use cross_agent_protocol::rpc::{
     ShutdownResponse, StatusResponse,
 };
 use cross_agent_protocol::timestamp::now_rfc3339;
+use cross_agent_stores::live::ListingBytes;
 use tokio::io::BufReader;
 use tokio::sync::OwnedSemaphorePermit;
 
@@ -39,7 +40,7 @@ enum After {
     Continue,
     /// Write these bytes right after the answer's frame, then go on (`index_listing`: the
     /// rendered listing, which has newlines and so cannot travel inside a frame).
-    Trailer(Vec<u8>),
+    Trailer(ListingBytes),
     /// Close the connection (after a protocol mismatch).
     Close,
     /// Stop the daemon (after answering `shutdown`).
@@ -108,7 +109,16 @@ pub(super) async fn serve(stream: Stream, shared: Arc<Shared>, _permit: OwnedSem
             After::Continue => {}
             After::Trailer(bytes) => {
                 use tokio::io::AsyncWriteExt as _;
-                let written = match write.write_all(&bytes).await {
+                // In the pieces it was made of: runs of the kept renderings, written from where
+                // they are, never gathered into one buffer.
+                let mut written = Ok(());
+                for piece in bytes.pieces() {
+                    written = write.write_all(piece).await;
+                    if written.is_err() {
+                        break;
+                    }
+                }
+                let written = match written {
                     Ok(()) => write.flush().await,
                     Err(error) => Err(error),
                 };
@@ -430,12 +440,7 @@ async fn dispatch(
         ),
         ClientRequest::IndexListing(params) => {
             let engine = shared.engine.clone();
-            let rendered = tokio::task::spawn_blocking(move || {
-                let mut out = Vec::new();
-                let response = engine.index_listing(&params, &mut out);
-                (response, out)
-            })
-            .await;
+            let rendered = tokio::task::spawn_blocking(move || engine.index_listing(&params)).await;
             match rendered {
                 Ok((response, out)) => (
                     respond::<IndexListingParams>(id, response),

@@ -505,7 +505,7 @@ impl Engine {
         self.inner.scan.with_sessions(&roots, agent, f)
     }
 
-    /// The `sessions --json` listing from the live index's renderings, into `out`.
+    /// The `sessions --json` listing from the live index's renderings.
     fn render_listing(
         &self,
         context: &CallerContext,
@@ -513,12 +513,11 @@ impl Engine {
         admit: impl Fn(&Session) -> bool,
         limit: Option<usize>,
         clock: (cross_agent_stores::resolve::ActiveWindow, UnixMillis),
-        out: &mut Vec<u8>,
     ) -> cross_agent_stores::live::RenderedListing {
         let roots = roots_for(context);
         self.inner
             .scan
-            .render_listing(&roots, agents, admit, limit, clock, out)
+            .render_listing(&roots, agents, admit, limit, clock)
     }
 
     /// Some agents' held sessions, lent: read with no lock held.
