@@ -21,6 +21,10 @@ use cross_agent_stores::resolve::ActiveWindow;
 use cross_agent_stores::scan::{self, ScanOptions};
 use cross_agent_stores::{Agent, Session, StoreRoots, UnixMillis};
 
+/// The `cross-agent` binary's allocator, so the figures are the daemon's.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> Result<()> {
     let mut args = std::env::args().skip(1);
     let usage = "usage: index_memory HOME STATE [daemon|cli]";

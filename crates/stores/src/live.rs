@@ -500,7 +500,9 @@ impl LiveScanner {
         }
         let walked = Instant::now();
         let mut listing = walker.scanner.list_agents(roots, &[agent]);
-        let sessions = std::mem::take(&mut listing.sessions);
+        let mut sessions = std::mem::take(&mut listing.sessions);
+        // Held until the next change: no room kept for growth (a quarter more, at 100,000).
+        sessions.shrink_to_fit();
         let warnings = std::mem::take(&mut listing.warnings);
         // A walk that changed nothing (the periodic one, or a notification about a file that
         // adds no session, name or activity) keeps the generation and its rendering; one that

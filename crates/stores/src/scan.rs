@@ -345,6 +345,12 @@ fn refresh_and_save(
     timings.names = started.elapsed();
 
     let started = Instant::now();
+    // Many files read at once are written with the whole cache rather than journalled: a
+    // long-lived scanner then holds them as the cache's bytes (see `compacted`), where a
+    // journal's would come back as entries of their own.
+    if index.entries.len() >= COMPACT_AT {
+        cache::rewrite_on_save(index);
+    }
     if let Some(path) = &options.cache_file
         && index.is_dirty()
     {
