@@ -84,10 +84,12 @@ fn write_private(path: &Path, parts: &[&[u8]]) -> std::io::Result<()> {
         use std::os::unix::fs::OpenOptionsExt;
         options.mode(0o600);
     }
-    let mut file = options.open(path)?;
+    // Buffered: the parts may be many small ones (a cache's fold states).
+    let mut file = std::io::BufWriter::with_capacity(256 << 10, options.open(path)?);
     for part in parts {
         file.write_all(part)?;
     }
+    file.into_inner().map_err(|e| e.into_error())?;
     Ok(())
 }
 
