@@ -271,11 +271,16 @@ fn compacted(index: SessionIndex, cache_file: Option<&Path>, agents: &[Agent]) -
     if index.entries.len() < COMPACT_AT || index.is_dirty() {
         return index;
     }
+    // Let go first, so the two are never held together (at 100,000 sessions that is the
+    // daemon's peak); it is all in the file just saved.
+    drop(index);
     match cache::load_for(path, agents) {
         // The same files as saved a moment ago: a file another process changed since is
         // simply read again at the next walk, as after any load.
         CacheLoad::Loaded(loaded) => loaded,
-        CacheLoad::Missing | CacheLoad::Outdated | CacheLoad::Corrupt(_) => index,
+        // Not to be had back (the file removed or replaced meanwhile): the next walk reads
+        // the stores again, as a first one does.
+        CacheLoad::Missing | CacheLoad::Outdated | CacheLoad::Corrupt(_) => SessionIndex::new(),
     }
 }
 
