@@ -1,9 +1,12 @@
 //! The `cross-agent` command tree. Each subcommand lives in its own file under `commands/`; this
 //! module only parses arguments, sets up logging on stderr and dispatches.
+//!
+//! The desktop app (`crates/desktop-app`) links this library for what the commands do without
+//! printing: [`setup`] (the install plans and the user service) and [`list_sessions`].
 
 mod commands;
 mod display;
-mod setup;
+pub mod setup;
 
 use std::process::ExitCode;
 
@@ -11,6 +14,12 @@ use clap::Parser;
 use cross_agent_protocol::settings as var;
 
 use crate::commands::Command;
+
+/// Every agent's sessions as `cross-agent sessions` lists them, newest first (the desktop app's
+/// Sessions panel).
+pub fn list_sessions() -> Vec<cross_agent_stores::Session> {
+    commands::list_sessions()
+}
 
 /// Lets the coding agents you already run (Claude Code, Codex, Grok Build, Copilot) message each
 /// other live, hand a session over, and cross-review each other's work.

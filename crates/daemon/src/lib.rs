@@ -20,10 +20,13 @@
 //! - `robot` and `review_door`: the review robot's passes over idle sessions (with
 //!   `review.robot = true`), and how a review (a child `cross-agent review --json`) and a
 //!   correction (the escalation guard) are asked for, by the robot and the Review button.
+//! - [`budget_watch`]: the daily budgets of `[usage.budget]`, announced at 80 % and 100 % once
+//!   each (a Telegram notice, a decision line), from today's spend through a [`budget_watch::UsageSource`].
 //! - `descriptors`: the file-descriptor limit raised at start, and the descriptors a detached
 //!   daemon inherited closed.
 //! - [`logging`] writes `logs/daemon.log.<date>` (rotated daily, two weeks kept).
 
+pub mod budget_watch;
 mod copilot_hosts;
 mod descriptors;
 pub mod entry;

@@ -13,6 +13,7 @@
 //! - Review: `cross-agent review SESSION --json` as a child (`review_door`); the card is held
 //!   here (the newest [`HELD_REVIEWS`]) so Send correction names it by id, and the correction
 //!   goes through the escalation guard as `requested_by: telegram`.
+//! - `/limits`: Codex's rate-limit windows, from the daemon's [`UsageSource`].
 //! - Handoff: `cross-agent handoff destinations` / `handoff SESSION --to DEST`, run as this
 //!   daemon's own binary in a process group of its own (the bot calls from a blocking task, so
 //!   the poller's loop never waits for it).
@@ -35,6 +36,7 @@ use cross_agent_telegram::sessions::{
     SessionRef, SessionState,
 };
 
+use crate::budget_watch::UsageSource;
 use crate::review_door::{Corrections, RequestedBy, Reviews};
 use serde_json::Value;
 
@@ -61,10 +63,16 @@ pub struct Host {
     corrections: Arc<dyn Corrections>,
     /// The newest reviews from the phone: (agent, session id, card), oldest first.
     held: parking_lot::Mutex<VecDeque<(String, String, ReviewCard)>>,
+    /// Where `/limits` reads Codex's rate-limit windows.
+    usage: Arc<dyn UsageSource>,
 }
 
 impl Host {
-    pub fn new(engine: Engine, corrections: Arc<dyn Corrections>) -> Host {
+    pub fn new(
+        engine: Engine,
+        corrections: Arc<dyn Corrections>,
+        usage: Arc<dyn UsageSource>,
+    ) -> Host {
         let caller = crate::own_caller::daemon_caller(TELEGRAM_CLIENT);
         Host {
             engine,
@@ -73,6 +81,7 @@ impl Host {
             reviews: Reviews::new(),
             corrections,
             held: parking_lot::Mutex::new(VecDeque::new()),
+            usage,
         }
     }
 
@@ -151,6 +160,12 @@ fn last_answer(agent: Agent, path: &str) -> Option<String> {
 }
 
 impl SessionHost for Host {
+    fn limits(&self) -> Result<String, String> {
+        let limits = self.usage.rate_limits()?;
+        let view = limits.map(|l| cross_agent_usage::limits::view(&l, UnixMillis::now()));
+        Ok(cross_agent_usage::limits::text(view.as_ref()))
+    }
+
     fn engine_events(
         &self,
     ) -> Option<tokio::sync::broadcast::Receiver<cross_agent_protocol::events::EngineEvent>> {
@@ -168,8 +183,12 @@ impl SessionHost for Host {
                 caller: self.caller(None),
             })
             .map_err(|e| e.to_string())?;
+        let usage_line = self.engine.card_usage_lines(&self.caller(None));
         let now = UnixMillis::now().0;
         let window = i64::try_from(LIVE_WINDOW.as_millis()).unwrap_or(i64::MAX);
+        // The editors' open workspaces and windows: each card's branch and window. A state
+        // file the editor left malformed is the listing's to say; a card just goes without.
+        let (mut places, _) = cross_agent_workspaces::Places::from_env();
         let mut live: Vec<(i64, LiveSession)> = Vec::new();
         for (agent_name, entries) in listed.sessions {
             let Some(agent) = agent_of(&agent_name) else {
@@ -200,6 +219,12 @@ impl SessionHost for Host {
                         },
                         last_answer_head: last_answer(agent, &entry.path),
                         last_activity: entry.last_activity.clone(),
+                        usage: usage_line(&entry.session_id),
+                        place: entry
+                            .cwd
+                            .as_deref()
+                            .and_then(|cwd| places.of(std::path::Path::new(cwd), true))
+                            .map(|place| place.card()),
                     },
                 ));
             }
@@ -240,6 +265,7 @@ impl SessionHost for Host {
                     Transport::HeadlessCli => "headless_cli",
                     Transport::ClaudeNative => "claude_native",
                     Transport::AgentHost => "agent_host",
+                    Transport::Gui => "gui",
                 };
                 Ok(PromptReceipt {
                     delivery_id: receipt.delivery_id,

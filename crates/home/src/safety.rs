@@ -255,6 +255,56 @@ pub fn check_entry(path: &Path, meta: &Metadata) -> Result<()> {
     Ok(())
 }
 
+/// Why a settings file the person writes (`config.toml`, `providers.toml`) was not read.
+#[derive(Debug)]
+pub enum SettingsFileRefusal {
+    /// A link, or someone else's: [`check_entry`]'s words.
+    Entry(Error),
+    /// Not a regular file (a folder, a FIFO, a device).
+    NotRegular,
+    /// Writable by group or others: whoever can write it decides what it says.
+    GroupWritable { mode: u32 },
+    /// It could not be read.
+    Io(std::io::Error),
+}
+
+/// A settings file's text (at most `max_bytes`), or `None` when there is none. Refused when it
+/// is a link, someone else's, not a regular file, or writable by group or others; opened with
+/// `O_NOFOLLOW`, so a link swapped in after the check is refused by the kernel. One reader for
+/// every settings file, so the checks and their order are the same for each; the callers word
+/// the refusal for their own file.
+pub fn read_settings_file(
+    path: &Path,
+    max_bytes: u64,
+) -> std::result::Result<Option<String>, SettingsFileRefusal> {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+
+    let meta = match fs::symlink_metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(SettingsFileRefusal::Io(e)),
+    };
+    check_entry(path, &meta).map_err(SettingsFileRefusal::Entry)?;
+    if !meta.is_file() {
+        return Err(SettingsFileRefusal::NotRegular);
+    }
+    let mode = meta.mode() & 0o7777;
+    if mode & 0o022 != 0 {
+        return Err(SettingsFileRefusal::GroupWritable { mode });
+    }
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(crate::home::no_follow_flag())
+        .open(path)
+        .map_err(SettingsFileRefusal::Io)?;
+    let mut text = String::new();
+    file.take(max_bytes)
+        .read_to_string(&mut text)
+        .map_err(SettingsFileRefusal::Io)?;
+    Ok(Some(text))
+}
+
 /// A socket cross-agent is about to connect to: a socket (not a link, not anything else) owned
 /// by this user. `Ok(false)` when there is none.
 pub fn check_socket(socket: &Path) -> Result<bool> {
@@ -369,6 +419,45 @@ mod tests {
     /// A uid no one here has: root (the tests' user) can give a file to it, which is all
     /// "another user's file" takes.
     const STRANGER: u32 = 4242;
+
+    #[test]
+    fn a_settings_file_is_read_only_when_it_is_a_plain_file_of_ours_not_writable_by_others() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        assert!(
+            read_settings_file(&path, 64).unwrap().is_none(),
+            "none there"
+        );
+
+        fs::write(&path, "[review]\nsteer = true\n").unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).unwrap();
+        assert_eq!(
+            read_settings_file(&path, 8).unwrap().as_deref(),
+            Some("[review]"),
+            "read up to the cap"
+        );
+
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o664)).unwrap();
+        assert!(matches!(
+            read_settings_file(&path, 64),
+            Err(SettingsFileRefusal::GroupWritable { mode: 0o664 })
+        ));
+
+        let link = dir.path().join("linked.toml");
+        std::os::unix::fs::symlink(&path, &link).unwrap();
+        assert!(matches!(
+            read_settings_file(&link, 64),
+            Err(SettingsFileRefusal::Entry(_))
+        ));
+
+        let folder = dir.path().join("folder.toml");
+        fs::create_dir(&folder).unwrap();
+        fs::set_permissions(&folder, fs::Permissions::from_mode(0o755)).unwrap();
+        assert!(matches!(
+            read_settings_file(&folder, 64),
+            Err(SettingsFileRefusal::NotRegular)
+        ));
+    }
 
     fn give_away(path: &Path) {
         std::os::unix::fs::lchown(path, Some(STRANGER), Some(STRANGER)).unwrap_or_else(|e| {

@@ -81,6 +81,9 @@ pub enum Error {
     /// A record or payload could not be encoded or decoded as JSON.
     #[error("a delivery record in the cross-agent store does not read back: {0}")]
     Encode(#[source] serde_json::Error),
+    /// The price table could not be read (the message names the file and the fix).
+    #[error("{0}")]
+    Usage(#[from] cross_agent_usage::Error),
 }
 
 /// This crate's result type.

@@ -288,6 +288,32 @@ impl HubDb {
         tx.commit().map_err(fail)
     }
 
+    /// Records a send forwarded to another machine: no payload (it went over the link at
+    /// once) and no hop spent here (the remote counts it).
+    pub fn insert_remote_delivery(
+        &mut self,
+        record: &DeliveryRecord,
+        target_key: &str,
+        created_ms: i64,
+    ) -> Result<()> {
+        let record_json = to_json(record)?;
+        self.conn
+            .execute(
+                "INSERT INTO deliveries (delivery_id, state, target_agent, target_key, created_ms, record)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![
+                    record.delivery_id,
+                    state_str(record.state),
+                    record.target_agent.as_str(),
+                    target_key,
+                    created_ms,
+                    record_json
+                ],
+            )
+            .map_err(|source| self.err("record a forwarded delivery", source))?;
+        Ok(())
+    }
+
     /// Hops already spent in a conversation (0 for one never seen).
     pub fn conversation_hops(&self, conversation_id: &str) -> Result<u32> {
         self.conn
@@ -769,7 +795,8 @@ impl HubDb {
     /// by the worker with its busy lock) ran out, or the daemon that took them is gone — the
     /// lease alone decides even when that pid is alive again, since a pid may be reused. A
     /// delivery another live daemon still carries (a restart's old daemon draining) is left
-    /// alone. Records from before leases existed fall back to "another generation took it".
+    /// alone, and so is one forwarded to another machine (its outcome is that machine's record's
+    /// to say, taken when the link is up). Records from before leases existed fall back to "another generation took it".
     /// Each is `failed` and `is_orphaned`, never re-sent.
     pub fn orphan_stale(
         &self,
@@ -780,7 +807,8 @@ impl HubDb {
         let rows: Vec<(String, Option<u32>, Option<i64>)> = self.rows(
             "list in-flight deliveries",
             "SELECT record, carrier_pid, lease_until_ms FROM deliveries
-             WHERE state IN ('delivering', 'awaiting-peer')",
+             WHERE state IN ('delivering', 'awaiting-peer')
+               AND json_extract(record, '$.host') IS NULL",
             [],
             columns,
         )?;

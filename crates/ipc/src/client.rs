@@ -3,6 +3,10 @@
 //! A background task reads the daemon's frames and hands each answer to the call waiting for
 //! its id, so an MCP server can forward concurrent tool calls over one connection. When the
 //! connection ends, every waiting call fails with [`Error::Closed`] rather than hanging.
+//!
+//! The byte stream under it is any pair of halves ([`Client::from_io`]): the daemon's socket
+//! here, or the pipes of `ssh <host> cross-agent rpc --stdio` for the link to another machine's
+//! daemon (crate `hosts`), so a call over the link is the same call as a local one.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -14,8 +18,7 @@ use cross_agent_protocol::rpc::{
     ProtocolMismatchData, RequestId, RpcError, ServerMessage,
 };
 use parking_lot::Mutex;
-use tokio::io::{AsyncWriteExt, BufReader};
-use tokio::net::unix::OwnedWriteHalf;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -32,14 +35,25 @@ struct Pending {
     closed: bool,
 }
 
+/// The writing half of whatever carries the frames.
+type Writer = Box<dyn AsyncWrite + Send + Unpin>;
+
 /// A connection to the daemon. Dropping it closes the connection.
-#[derive(Debug)]
 pub struct Client {
     socket: PathBuf,
-    writer: tokio::sync::Mutex<OwnedWriteHalf>,
+    writer: tokio::sync::Mutex<Writer>,
     pending: Arc<Mutex<Pending>>,
     next_id: AtomicU64,
     reader: JoinHandle<()>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("socket", &self.socket)
+            .field("pending", &self.pending)
+            .finish_non_exhaustive()
+    }
 }
 
 impl std::fmt::Debug for Pending {
@@ -62,6 +76,18 @@ impl Client {
     /// Wraps an already connected stream.
     pub fn from_stream(stream: Stream, socket: &Path) -> Client {
         let (read, write) = stream.into_split();
+        Client::from_io(read, write, socket)
+    }
+
+    /// A client over any reading and writing half that carry the daemon's frames (a child's
+    /// stdout and stdin, say). `peer` names the other end in errors, where a socket's path
+    /// would be. Must be called inside a tokio runtime.
+    pub fn from_io<R, W>(read: R, write: W, peer: &Path) -> Client
+    where
+        R: AsyncRead + Send + Unpin + 'static,
+        W: AsyncWrite + Send + Unpin + 'static,
+    {
+        let socket = peer;
         let pending = Arc::new(Mutex::new(Pending::default()));
         let reader = tokio::spawn(read_answers(
             FrameReader::with_limit(BufReader::new(read), frame::MAX_REPLY_BYTES),
@@ -70,7 +96,7 @@ impl Client {
         ));
         Client {
             socket: socket.to_owned(),
-            writer: tokio::sync::Mutex::new(write),
+            writer: tokio::sync::Mutex::new(Box::new(write)),
             pending,
             next_id: AtomicU64::new(1),
             reader,

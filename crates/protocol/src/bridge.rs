@@ -144,6 +144,10 @@ pub struct PeerQueue {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SendReceipt {
     pub delivery_id: String,
+    /// The host the target session lives on, for a send forwarded over a link; absent for
+    /// this machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
     pub accepted: bool,
     /// Says there is no response yet, and where it will appear.
     pub note: String,
@@ -320,6 +324,14 @@ pub enum HandOverOutcome {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DeliveryRecord {
     pub delivery_id: String,
+    /// The host the delivery was forwarded to over its link (the record there carries the
+    /// same id); absent for a delivery carried on this machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// On the receiving machine, a delivery another machine's daemon forwarded: that machine
+    /// as it named itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forwarded_from: Option<String>,
     pub request_id: String,
     pub state: DeliveryState,
     pub from_agent: Option<Agent>,

@@ -11,6 +11,7 @@ pub mod bridge;
 pub mod decisions;
 pub mod events;
 pub mod hook;
+pub mod hosts;
 pub mod panel;
 pub mod review;
 pub mod rpc;
@@ -18,6 +19,7 @@ pub mod schema;
 pub mod settings;
 pub mod timestamp;
 pub mod tools;
+pub mod usage;
 pub mod vocabulary;
 
 pub use vocabulary::{Agent, Scope, TargetKey, Transport};

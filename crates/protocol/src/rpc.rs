@@ -28,6 +28,14 @@ use serde::{Deserialize, Serialize};
 /// able to say `hello` to it. An older daemon answers `handover` with
 /// [`ErrorCode::MethodNotFound`], which the restart reads as "replace it the old way" (stop, then
 /// start); nothing is misread.
+///
+/// `hosts_status` was added without a bump for the same reason: a new `cross-agent hosts status`
+/// asking an older daemon gets [`ErrorCode::MethodNotFound`], which it reports as "restart the
+/// daemon"; and a link to another machine says `hello` with this version, so a bump would refuse
+/// every remote of the previous release for a method the link never calls. `on_host`,
+/// `send_forwarded` and `decisions_query` likewise: a remote of the previous release answers
+/// them `method_not_found`, which the forwarding daemon reports naming the host and both
+/// versions, and everything else over that link keeps working.
 pub const PROTOCOL_VERSION: u32 = 2;
 
 /// Correlates a response with its request. Chosen by the client, unique per connection.
@@ -180,6 +188,9 @@ pub enum ClientKind {
     /// A replaced daemon of the same home, forwarding what happens to the deliveries it still
     /// carries (`forward_event`).
     Daemon,
+    /// The daemon of another machine, over SSH (`ssh <dest> cross-agent rpc --stdio`): it asks
+    /// exactly what a local client may ask, nothing more.
+    Link,
     /// Anything else (benchmarks, tests, a future kind).
     #[serde(other)]
     Other,
@@ -449,6 +460,8 @@ rpc_methods! {
     IndexSessions => "index_sessions" (crate::bridge::IndexSessionsParams) -> crate::bridge::IndexSessionsResponse,
     /// `sessions --json` rendered by the daemon; its answer is followed by the listing's bytes.
     IndexListing => "index_listing" (crate::bridge::IndexListingParams) -> crate::bridge::IndexListingResponse,
+    /// `cross-agent usage`: tokens and cost from the live index's kept usage parses.
+    UsageReport => "usage_report" (crate::usage::UsageReportParams) -> crate::usage::UsageReportResponse,
     /// `pin_agent_session`.
     Pin => "pin" (crate::bridge::PinParams) -> crate::bridge::PinResponse,
     /// `bridge_status`, optionally for one delivery.
@@ -461,6 +474,14 @@ rpc_methods! {
     ForwardEvent => "forward_event" (ForwardEventParams) -> ForwardEventResponse,
     /// A cross review's correction into the session it reviewed, past the escalation guard.
     ReviewCorrection => "review_correction" (crate::review::ReviewCorrectionParams) -> crate::review::ReviewCorrectionResponse,
+    /// `cross-agent hosts status`: each SSH link's state (docs/remote.md).
+    HostsStatus => "hosts_status" (crate::hosts::HostsStatusParams) -> crate::hosts::HostsStatusResponse,
+    /// A request for another machine's sessions, forwarded over its link (docs/remote.md).
+    OnHost => "on_host" (crate::hosts::OnHostParams) -> crate::hosts::OnHostResponse,
+    /// A send another machine's daemon forwards here, keeping its delivery id.
+    SendForwarded => "send_forwarded" (crate::hosts::SendForwardedParams) -> crate::bridge::SendResponse,
+    /// This daemon's decisions log, counted (`decisions --host`).
+    DecisionsQuery => "decisions_query" (crate::hosts::DecisionsQueryParams) -> crate::hosts::DecisionsQueryResponse,
 }
 
 #[cfg(test)]
@@ -566,12 +587,17 @@ mod tests {
                 "list_sessions",
                 "index_sessions",
                 "index_listing",
+                "usage_report",
                 "pin",
                 "bridge_status",
                 "handover",
                 "hook",
                 "forward_event",
-                "review_correction"
+                "review_correction",
+                "hosts_status",
+                "on_host",
+                "send_forwarded",
+                "decisions_query"
             ]
         );
         assert_eq!(<StatusParams as Method>::NAME, "status");

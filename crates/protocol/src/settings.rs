@@ -70,6 +70,10 @@ pub const COPILOT_SDK_SESSION_DIR: &str = "CROSS_AGENT_COPILOT_SDK_SESSION_DIR";
 pub const COPILOT_ENDPOINT_DIR: &str = "CROSS_AGENT_COPILOT_ENDPOINT_DIR";
 /// The program started as the daemon (tests point it at the built binary).
 pub const DAEMON_BIN: &str = "CROSS_AGENT_DAEMON_BIN";
+/// The ssh program the daemon runs for its links to other machines (default: `ssh` on its
+/// `PATH`). For tests, which point it at a wrapper adding `-F <their ssh_config>`; a person
+/// configures ssh in `~/.ssh/config` instead (docs/remote.md).
+pub const SSH: &str = "CROSS_AGENT_SSH";
 /// Set in a successor daemon's environment: bind over the live socket instead of refusing it.
 pub const DAEMON_REPLACING: &str = "CROSS_AGENT_DAEMON_REPLACING";
 /// The most client connections the daemon serves at once (default 512, and at most half its
@@ -114,6 +118,17 @@ pub const TELEGRAM_POLL_TIMEOUT: &str = "CROSS_AGENT_TELEGRAM_POLL_TIMEOUT";
 pub const TELEGRAM_CONFLICT_BACKOFF_MS: &str = "CROSS_AGENT_TELEGRAM_CONFLICT_BACKOFF_MS";
 /// Seconds between two passes of the review robot (default 60; docs/review.md "The robot").
 pub const REVIEW_ROBOT_PASS_SECONDS: &str = "CROSS_AGENT_REVIEW_ROBOT_PASS_SECONDS";
+/// Seconds between two looks of the budget watcher at today's spend (default 120;
+/// docs/usage.md "Budgets").
+pub const USAGE_BUDGET_PASS_SECONDS: &str = "CROSS_AGENT_USAGE_BUDGET_PASS_SECONDS";
 /// Seconds a `PreToolUse` escalated to the phone waits for a tap before the hook answers
 /// `"ask"` (default 120).
 pub const APPROVAL_WAIT: &str = "CROSS_AGENT_APPROVAL_WAIT";
+
+// The desktop (docs/desktop.md "Focus and GUI fallback").
+
+/// `1` turns the GUI fallback on (`0` off), over `gui_fallback` in `[control]` of `config.toml`.
+pub const GUI_FALLBACK: &str = "CROSS_AGENT_GUI_FALLBACK";
+/// The editor CLI `focus` runs as `<cli> --reuse-window <folder>` where no X11 window can be
+/// checked (default: `code` on `PATH`).
+pub const EDITOR_CLI: &str = "CROSS_AGENT_EDITOR_CLI";

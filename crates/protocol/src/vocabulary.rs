@@ -161,6 +161,11 @@ pub enum Transport {
     /// Host that runs it (AHP `chat/turnStarted`). Copilot has no other way in: no CLI, no shim.
     #[serde(rename = "agent-host")]
     AgentHost,
+    /// Pasted into the chat input of the session's editor window through the desktop (the GUI
+    /// fallback, docs/desktop.md): a session no shim or native door holds, when headless
+    /// resume is off for it or the person prefers the GUI, and the fallback is turned on.
+    #[serde(rename = "gui")]
+    Gui,
 }
 
 impl Transport {
@@ -176,6 +181,7 @@ impl Transport {
             Transport::Panel => "panel",
             Transport::ClaudeNative => "claude-native",
             Transport::AgentHost => "agent-host",
+            Transport::Gui => "gui",
         }
     }
 }

@@ -8,8 +8,7 @@
 //! group or others (it names programs cross-agent runs and the variables keys are read from).
 
 use std::collections::BTreeSet;
-use std::io::Read as _;
-use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -163,51 +162,28 @@ fn seconds(text: &str) -> Option<Duration> {
 /// The file's text, or `None` when there is no file; refused when it is a link, someone
 /// else's, not a regular file, or writable by group or others.
 fn read_safely(path: &Path) -> Result<Option<String>> {
-    let meta = match std::fs::symlink_metadata(path) {
-        Ok(meta) => meta,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => {
-            return Err(ProvidersError::Io {
-                path: path.to_owned(),
-                source,
-            });
-        }
-    };
-    cross_agent_home::safety::check_entry(path, &meta)?;
-    if !meta.is_file() {
-        return Err(ProvidersError::Unsafe {
+    use cross_agent_home::safety::{SettingsFileRefusal as Refusal, read_settings_file};
+    read_settings_file(path, MAX_FILE_BYTES).map_err(|refusal| match refusal {
+        Refusal::Entry(e) => e.into(),
+        Refusal::NotRegular => ProvidersError::Unsafe {
             path: path.to_owned(),
             problem: "it is not a regular file".to_owned(),
             fix: "Remove it and write providers.toml as a plain file (docs/providers.md)"
                 .to_owned(),
-        });
-    }
-    let mode = meta.mode() & 0o7777;
-    if mode & 0o022 != 0 {
-        return Err(ProvidersError::Unsafe {
+        },
+        Refusal::GroupWritable { mode } => ProvidersError::Unsafe {
             path: path.to_owned(),
             problem: format!(
                 "it is writable by group or others (mode {mode:o}), and it names the programs \
                  cross-agent runs and the variables it reads keys from"
             ),
             fix: format!("Check its entries, then `chmod go-w {}`", path.display()),
-        });
-    }
-    let io = |source| ProvidersError::Io {
-        path: path.to_owned(),
-        source,
-    };
-    // O_NOFOLLOW: a link swapped in after the check is refused by the kernel.
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(cross_agent_home::home::no_follow_flag())
-        .open(path)
-        .map_err(io)?;
-    let mut text = String::new();
-    file.take(MAX_FILE_BYTES)
-        .read_to_string(&mut text)
-        .map_err(io)?;
-    Ok(Some(text))
+        },
+        Refusal::Io(source) => ProvidersError::Io {
+            path: path.to_owned(),
+            source,
+        },
+    })
 }
 
 /// `providers.toml` as written.

@@ -19,8 +19,6 @@
 //! error naming it (a misspelt `steer` must not quietly leave steering off or on); other
 //! tables are other parts' and are not read here.
 
-use std::io::Read as _;
-use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -144,22 +142,15 @@ pub fn parse(text: &str, path: PathBuf) -> Result<ReviewConfig> {
 /// The file's text, or `None` when there is none; refused when it is a link, someone else's,
 /// not a regular file, or writable by group or others.
 fn read_safely(path: &Path) -> Result<Option<String>> {
-    let meta = match std::fs::symlink_metadata(path) {
-        Ok(meta) => meta,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => return Err(ReviewError::io(path, source)),
-    };
-    cross_agent_home::safety::check_entry(path, &meta)?;
-    if !meta.is_file() {
-        return Err(ReviewError::Settings {
+    use cross_agent_home::safety::{SettingsFileRefusal as Refusal, read_settings_file};
+    read_settings_file(path, MAX_FILE_BYTES).map_err(|refusal| match refusal {
+        Refusal::Entry(e) => e.into(),
+        Refusal::NotRegular => ReviewError::Settings {
             path: path.to_owned(),
             problem: "it is not a regular file".to_owned(),
             fix: "Remove it and write config.toml as a plain file (docs/review.md)".to_owned(),
-        });
-    }
-    let mode = meta.mode() & 0o7777;
-    if mode & 0o022 != 0 {
-        return Err(ReviewError::Settings {
+        },
+        Refusal::GroupWritable { mode } => ReviewError::Settings {
             path: path.to_owned(),
             problem: format!(
                 "it is writable by group or others (mode {mode:o}), and it decides whether \
@@ -169,19 +160,9 @@ fn read_safely(path: &Path) -> Result<Option<String>> {
                 "Check its [review] table, then `chmod go-w {}`",
                 path.display()
             ),
-        });
-    }
-    // O_NOFOLLOW: a link swapped in after the check is refused by the kernel.
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(cross_agent_home::home::no_follow_flag())
-        .open(path)
-        .map_err(|e| ReviewError::io(path, e))?;
-    let mut text = String::new();
-    file.take(MAX_FILE_BYTES)
-        .read_to_string(&mut text)
-        .map_err(|e| ReviewError::io(path, e))?;
-    Ok(Some(text))
+        },
+        Refusal::Io(source) => ReviewError::io(path, source),
+    })
 }
 
 #[cfg(test)]

@@ -52,7 +52,13 @@ fn main() -> Result<()> {
                 );
                 for listing in ["listing", "listing again"] {
                     let started = Instant::now();
-                    let rendered = live.render_listing(&roots, &Agent::ALL, |_| true, None, clock);
+                    let rendered = live.render_listing(
+                        &roots,
+                        &Agent::ALL,
+                        |_| true,
+                        None,
+                        (clock.0, clock.1, None),
+                    );
                     // As the daemon does: the pieces written out one after another.
                     let mut sink = std::io::sink();
                     for piece in rendered.bytes.pieces() {

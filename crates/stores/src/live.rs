@@ -28,7 +28,7 @@ use parking_lot::Mutex;
 
 use crate::codex::session_index_path;
 use crate::model::{Agent, Session, StoreWarning, UnixMillis};
-use crate::render::{Chosen, ListingParts, RenderedAgent, write_listing};
+use crate::render::{Chosen, ListingParts, RenderedAgent, SpentOf, write_listing_spent};
 use crate::resolve::ActiveWindow;
 use crate::roots::StoreRoots;
 use crate::scan::{Listing, ScanOptions, Scanner, sort_newest_first};
@@ -327,17 +327,17 @@ impl LiveScanner {
 
     /// The listing `cross-agent sessions --json` prints: the sessions of `agents` (in that
     /// order) that `admit` lets through, at most `limit` of each, newest first, with
-    /// `is_active` as `window` has it at `now` — runs of the renderings kept per agent (made
-    /// again only when that agent's sessions changed), referred to, not copied
-    /// ([`ListingBytes`]). Brings the agents current first, as [`LiveScanner::snapshot`] does;
-    /// made with no lock held.
+    /// `is_active` as `window` has it at `now` and what each cost when `spent` says — runs of
+    /// the renderings kept per agent (made again only when that agent's sessions changed),
+    /// referred to, not copied ([`ListingBytes`]). Brings the agents current first, as
+    /// [`LiveScanner::snapshot`] does; made with no lock held.
     pub fn render_listing(
         &self,
         roots: &StoreRoots,
         agents: &[Agent],
         admit: impl Fn(&Session) -> bool,
         limit: Option<usize>,
-        (window, now): (ActiveWindow, UnixMillis),
+        (window, now, spent): (ActiveWindow, UnixMillis, Option<SpentOf<'_>>),
     ) -> RenderedListing {
         let snapshot = self.snapshot(roots, agents);
         let mut result = RenderedListing::default();
@@ -384,7 +384,7 @@ impl LiveScanner {
                 registry
             });
         let mut parts = ListingParts::default();
-        write_listing(&mut parts, &chosen, window, now, registry.as_ref());
+        write_listing_spent(&mut parts, &chosen, window, now, registry.as_ref(), spent);
         drop(chosen);
         result.bytes = ListingBytes {
             kept: snapshot.agents.into_iter().map(|(_, held)| held).collect(),
@@ -437,6 +437,18 @@ impl LiveScanner {
     /// the next listing must show even if the notification is still on its way.
     pub fn mark_stale(&self, agent: Agent) {
         self.changes[agent_slot(agent)].fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// How many changes have been counted under `agent`'s store so far (notifications and
+    /// [`LiveScanner::mark_stale`]): what else a process derives from the same files (the usage
+    /// index) is read again only when this moved, or after the same re-walk interval.
+    pub fn change_count(&self, agent: Agent) -> u64 {
+        self.changes[agent_slot(agent)].load(Ordering::SeqCst)
+    }
+
+    /// The interval after which a store is walked again whatever the notifications said.
+    pub fn rewalk(&self) -> Duration {
+        self.live.rewalk
     }
 
     /// Refreshes every agent listed before whose store changed or whose re-walk is due, so the
@@ -797,7 +809,11 @@ mod tests {
             &[Agent::Claude],
             |_| true,
             None,
-            (ActiveWindow::from_minutes(240), UnixMillis(now_millis())),
+            (
+                ActiveWindow::from_minutes(240),
+                UnixMillis(now_millis()),
+                None,
+            ),
         );
         assert_eq!(rendered.sessions, 2);
         let text = String::from_utf8(rendered.bytes.to_vec()).unwrap();

@@ -153,17 +153,19 @@ impl<W: std::io::Write> ListingSink for WriteSink<W> {
 
 /// A listing as parts: bytes made for it, and ranges of the kept renderings, which a daemon
 /// writes to its socket one after another with nothing copied ([`ListingParts::pieces`]).
+/// Everything made for it is one buffer, so a listing with a cost after every kept element is
+/// two parts per session, not an allocation per session.
 #[derive(Debug, Default)]
 pub struct ListingParts {
     parts: Vec<Part>,
-    /// What is being made, not yet a part.
+    /// Every byte made for the listing; [`Part::Made`] ranges are into it.
     made: Vec<u8>,
     len: usize,
 }
 
-#[derive(Debug)]
+#[derive(Debug, PartialEq, Eq)]
 enum Part {
-    Made(Vec<u8>),
+    Made(std::ops::Range<usize>),
     Kept {
         agent: usize,
         range: std::ops::Range<usize>,
@@ -172,25 +174,23 @@ enum Part {
 
 impl ListingSink for ListingParts {
     fn put(&mut self, bytes: &[u8]) {
+        let start = self.made.len();
         self.made.extend_from_slice(bytes);
+        let end = self.made.len();
         self.len += bytes.len();
+        match self.parts.last_mut() {
+            Some(Part::Made(last)) if last.end == start => last.end = end,
+            _ => self.parts.push(Part::Made(start..end)),
+        }
     }
 
     fn put_kept(&mut self, agent: usize, _text: &[u8], range: std::ops::Range<usize>) {
-        self.seal();
         self.len += range.len();
         self.parts.push(Part::Kept { agent, range });
     }
 }
 
 impl ListingParts {
-    /// Ends the bytes being made as a part.
-    fn seal(&mut self) {
-        if !self.made.is_empty() {
-            self.parts.push(Part::Made(std::mem::take(&mut self.made)));
-        }
-    }
-
     /// The listing's length in bytes.
     pub fn len(&self) -> usize {
         self.len
@@ -199,6 +199,11 @@ impl ListingParts {
     /// Whether it has no bytes.
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// The bytes it holds itself (capacities): what a listing costs beyond the kept renderings.
+    pub fn heap_bytes(&self) -> usize {
+        self.made.capacity() + self.parts.capacity() * std::mem::size_of::<Part>()
     }
 
     /// The listing's bytes in order, given the kept texts by agent number (`kept(agent)`: the
@@ -210,10 +215,9 @@ impl ListingParts {
         self.parts
             .iter()
             .map(move |part| match part {
-                Part::Made(bytes) => bytes.as_slice(),
+                Part::Made(range) => self.made.get(range.clone()).unwrap_or_default(),
                 Part::Kept { agent, range } => kept(*agent).get(range.clone()).unwrap_or_default(),
             })
-            .chain(std::iter::once(self.made.as_slice()))
             .filter(|piece| !piece.is_empty())
     }
 }
@@ -339,6 +343,34 @@ pub fn write_listing(
     now: UnixMillis,
     registry: Option<&Registry>,
 ) {
+    write_listing_spent(out, agents, window, now, registry, None);
+}
+
+/// What a session has cost so far, as the listing shows it (`cost_usd`, `usage_tokens`): from
+/// the usage index, which this crate does not know.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Spent {
+    /// Dollars with six decimals; `None` (JSON `null`) when any call has no price or nothing was
+    /// recorded — an unknown cost is never shown as 0.
+    pub cost_usd: Option<String>,
+    /// Tokens of every kind; `None` when the session's files record no usage.
+    pub tokens: Option<u64>,
+}
+
+/// A session's [`Spent`], looked up as the listing is written.
+pub type SpentOf<'a> = &'a dyn Fn(&Session) -> Spent;
+
+/// [`write_listing`], each session followed by what it has cost so far when `spent` is given:
+/// `cost_usd` and `usage_tokens`, the element's last two fields. A kept element then goes out
+/// as its kept bytes up to its closing brace and the two fields made for this listing.
+pub fn write_listing_spent(
+    out: &mut impl ListingSink,
+    agents: &[(Agent, Chosen<'_>)],
+    window: ActiveWindow,
+    now: UnixMillis,
+    registry: Option<&Registry>,
+    spent: Option<SpentOf<'_>>,
+) {
     if agents.is_empty() {
         out.put(b"{}\n");
         return;
@@ -364,6 +396,7 @@ pub fn write_listing(
                             &mut element,
                             &SessionView::new(s, window, now).live(s, registry),
                         );
+                        push_spent(&mut element, s, spent);
                         out.put(&element);
                     }
                 }
@@ -379,7 +412,8 @@ pub fn write_listing(
                         let active = window.is_active(s.last_activity, now);
                         let fresh = active || live_entry(s, registry).is_some();
                         match run {
-                            Some((first, last)) if !fresh && i == last + 1 => {
+                            // With costs every element ends in its own: no runs.
+                            Some((first, last)) if !fresh && spent.is_none() && i == last + 1 => {
                                 run = Some((first, i));
                                 continue;
                             }
@@ -395,7 +429,23 @@ pub fn write_listing(
                                 &mut element,
                                 &SessionView::with_active(s, active).live(s, registry),
                             );
+                            push_spent(&mut element, s, spent);
                             out.put(&element);
+                        } else if let Some(spent) = spent {
+                            let whole = rendered.run(i, i);
+                            let kept = &rendered.text[whole.clone()];
+                            if kept.ends_with(ELEMENT_END) {
+                                out.put_kept(
+                                    n,
+                                    &rendered.text,
+                                    whole.start..whole.end - ELEMENT_END.len(),
+                                );
+                                element.clear();
+                                spent_fields(&mut element, spent(s));
+                                out.put(&element);
+                            } else {
+                                out.put_kept(n, &rendered.text, whole);
+                            }
                         } else {
                             run = Some((i, i));
                         }
@@ -420,6 +470,40 @@ fn flush_run(
     if let Some((first, last)) = run.take() {
         out.put_kept(agent, &rendered.text, rendered.run(first, last));
     }
+}
+
+/// The end of an element as the pretty printer writes it at depth two.
+const ELEMENT_END: &[u8] = b"\n    }";
+
+/// Adds `cost_usd` and `usage_tokens` as the last fields of the element just written, in the
+/// printer's layout, so kept bytes need not be rendered again when a cost moves.
+fn push_spent(out: &mut Vec<u8>, s: &Session, spent: Option<SpentOf<'_>>) {
+    let Some(spent) = spent else { return };
+    if !out.ends_with(ELEMENT_END) {
+        return;
+    }
+    out.truncate(out.len() - ELEMENT_END.len());
+    spent_fields(out, spent(s));
+}
+
+/// `,` and the two fields, then the element's end: what follows an element's last field.
+fn spent_fields(out: &mut Vec<u8>, Spent { cost_usd, tokens }: Spent) {
+    out.extend_from_slice(b",\n      \"cost_usd\": ");
+    match cost_usd {
+        // Digits and a point: nothing to escape.
+        Some(cost) => {
+            out.push(b'"');
+            out.extend_from_slice(cost.as_bytes());
+            out.push(b'"');
+        }
+        None => out.extend_from_slice(b"null"),
+    }
+    out.extend_from_slice(b",\n      \"usage_tokens\": ");
+    match tokens {
+        Some(n) => out.extend_from_slice(n.to_string().as_bytes()),
+        None => out.extend_from_slice(b"null"),
+    }
+    out.extend_from_slice(ELEMENT_END);
 }
 
 /// One element as the pretty printer writes it at depth two: every line indented four spaces.
@@ -563,6 +647,88 @@ mod tests {
                 String::from_utf8_lossy(&from_kept),
                 String::from_utf8_lossy(&want)
             );
+        }
+    }
+
+    /// With what each session cost, the kept and the fresh listing are still the printer's
+    /// bytes: the two fields last, a known cost as a string, unknown ones `null`.
+    #[test]
+    fn the_listing_with_costs_is_the_pretty_printers_bytes() {
+        #[derive(Serialize)]
+        struct WithSpent<'a> {
+            #[serde(flatten)]
+            view: SessionView<'a>,
+            cost_usd: Option<String>,
+            usage_tokens: Option<u64>,
+        }
+        let spent_of = |s: &Session| match s.session_id.as_str() {
+            "s-1" => Spent {
+                cost_usd: Some("1.234567".into()),
+                tokens: Some(45_000),
+            },
+            "s-2" => Spent {
+                cost_usd: None,
+                tokens: Some(7),
+            },
+            _ => Spent::default(),
+        };
+        let claude: Vec<Session> = (0..4)
+            .map(|n| session(Agent::Claude, n, Some("t \"q\""), Some("/w")))
+            .collect();
+        let now = UnixMillis(1_796_000_060_000);
+        // One window where some are active (serialised afresh), one where none are.
+        for window in [
+            ActiveWindow::from_minutes(100_000),
+            ActiveWindow::from_minutes(0),
+        ] {
+            let elements: Vec<WithSpent<'_>> = claude
+                .iter()
+                .map(|s| {
+                    let spent = spent_of(s);
+                    WithSpent {
+                        view: SessionView::new(s, window, now),
+                        cost_usd: spent.cost_usd,
+                        usage_tokens: spent.tokens,
+                    }
+                })
+                .collect();
+            let mut want = Vec::new();
+            let mut map = std::collections::BTreeMap::new();
+            map.insert("claude", elements);
+            serde_json::to_writer_pretty(&mut want, &map).unwrap();
+            want.push(b'\n');
+
+            let rendered = RenderedAgent::new(&claude);
+            for chosen in [
+                Chosen::Sessions(claude.iter().collect()),
+                Chosen::Kept {
+                    sessions: &claude,
+                    rendered: &rendered,
+                    indices: (0..claude.len()).collect(),
+                },
+            ] {
+                let chosen = [(Agent::Claude, chosen)];
+                let mut got = Vec::new();
+                write_listing_spent(&mut got, &chosen, window, now, None, Some(&spent_of));
+                assert_eq!(
+                    String::from_utf8_lossy(&got),
+                    String::from_utf8_lossy(&want)
+                );
+                // As the daemon sends it: kept elements referred to up to their closing
+                // brace, the costs made for the listing after each.
+                let mut parts = ListingParts::default();
+                write_listing_spent(&mut parts, &chosen, window, now, None, Some(&spent_of));
+                let joined: Vec<u8> = parts
+                    .pieces(|_| rendered.text())
+                    .flatten()
+                    .copied()
+                    .collect();
+                assert_eq!(
+                    String::from_utf8_lossy(&joined),
+                    String::from_utf8_lossy(&want)
+                );
+                assert_eq!(parts.len(), want.len());
+            }
         }
     }
 

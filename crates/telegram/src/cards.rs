@@ -133,6 +133,12 @@ pub fn card_html(session: &LiveSession) -> String {
     if let Some(at) = &session.last_activity {
         html.push_str(&format!(" · last active {}", escape_html(at)));
     }
+    if let Some(usage) = &session.usage {
+        html.push_str(&format!("\n💰 {}", escape_html(usage)));
+    }
+    if let Some(place) = &session.place {
+        html.push_str(&format!("\n📍 {}", escape_html(place)));
+    }
     if let Some(head) = &session.last_answer_head {
         html.push_str(&format!("\n💬 {}", escape_html(&cut(head, HEAD_CHARS))));
     }
@@ -204,6 +210,8 @@ mod tests {
             state: SessionState::AwaitingApproval,
             last_answer_head: Some("a < b".into()),
             last_activity: None,
+            usage: None,
+            place: Some("fix/<x> · main.rs - api - Visual Studio Code".into()),
         });
         assert!(
             html.starts_with("<b>claude · fix &lt;the&gt; build</b>"),
@@ -211,5 +219,23 @@ mod tests {
         );
         assert!(html.contains("⏳ awaiting approval"));
         assert!(html.contains("💬 a &lt; b"));
+        assert!(
+            html.contains("\n📍 fix/&lt;x&gt; · main.rs - api - Visual Studio Code"),
+            "{html}"
+        );
+        assert!(!html.contains("💰"), "no usage recorded, no line: {html}");
+    }
+
+    #[test]
+    fn a_card_shows_what_the_session_cost_so_far_on_one_line() {
+        let html = card_html(&LiveSession {
+            session: session(),
+            state: SessionState::Idle,
+            last_answer_head: None,
+            last_activity: None,
+            usage: Some("$1.23 · 45k tok".into()),
+            place: None,
+        });
+        assert!(html.contains("\n💰 $1.23 · 45k tok\n"), "{html}");
     }
 }

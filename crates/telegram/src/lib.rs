@@ -52,7 +52,14 @@ pub use error::{Error, Result};
 /// Checks `token` with `getMe` (at `CROSS_AGENT_TELEGRAM_API` or the public API) and, when the
 /// Bot API knows it, stores it owner-only in `home`. Returns the bot. Blocking.
 pub fn setup_blocking(home: &Path, token: &str) -> Result<api::User> {
-    let api = HttpApi::from_env(token)?;
+    let base = std::env::var(cross_agent_protocol::settings::TELEGRAM_API).ok();
+    setup_blocking_at(home, base.as_deref(), token)
+}
+
+/// [`setup_blocking`] against the Bot API at `base` (`None`: the public one); the desktop app
+/// passes the base it was started with.
+pub fn setup_blocking_at(home: &Path, base: Option<&str>, token: &str) -> Result<api::User> {
+    let api = HttpApi::new(base, token)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

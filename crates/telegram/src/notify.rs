@@ -300,14 +300,20 @@ impl Bot {
         self.save_hook_sessions(all);
     }
 
-    /// Sends `text` (plain) to every paired chat; nothing when no poller runs.
-    pub(crate) fn notify_text(&self, text: &str, what: &'static str) {
+    /// Sends `text` (plain) to every paired chat; nothing when no poller runs. The daemon's own
+    /// notices (a budget reached) ask [`Bot::can_notify`] first.
+    pub fn notify_text(&self, text: &str, what: &'static str) {
         let Some(queue) = self.queue() else {
             return;
         };
         for chat in self.paired_chats() {
             queue.text(chat, text, what);
         }
+    }
+
+    /// Whether a notice queued now reaches a chat: a poller runs and a chat is paired.
+    pub fn can_notify(&self) -> bool {
+        self.queue().is_some() && !self.paired_chats().is_empty()
     }
 
     /// `title` and `answer` to every paired chat: as text when it fits in three messages, else

@@ -175,6 +175,7 @@ impl<A: TelegramApi + Clone + 'static> Poller<A> {
                             .set_my_commands(&[
                                 ("pair", "Pair this chat: /pair CODE"),
                                 ("sessions", "The live sessions, one card each"),
+                                ("limits", "Codex's rate-limit windows: used, resets in"),
                             ])
                             .await;
                         continue;

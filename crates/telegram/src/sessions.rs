@@ -42,6 +42,7 @@ use crate::topics;
 
 mod files;
 mod handoff;
+mod limits;
 mod listing;
 mod prompt;
 mod review;
@@ -97,6 +98,12 @@ pub struct LiveSession {
     pub last_answer_head: Option<String>,
     /// When it last did something (RFC 3339).
     pub last_activity: Option<String>,
+    /// What it has cost so far, one short line (`$1.23 · 45k tok`); `None` when its files
+    /// record no usage.
+    pub usage: Option<String>,
+    /// Its git branch and the editor window it is in (`main · api - Visual Studio Code`), when
+    /// known (`docs/desktop.md`).
+    pub place: Option<String>,
 }
 
 /// A prompt the hub accepted.
@@ -178,6 +185,11 @@ pub trait SessionHost: Send + Sync + 'static {
     ) -> Result<CorrectionAnswer, String> {
         let _ = (session, review_id);
         Err("corrections are not available on this daemon".to_owned())
+    }
+    /// Codex's rate-limit windows as `cross-agent usage --limits` shows them, as text for the
+    /// phone (blocking: it may read the stores).
+    fn limits(&self) -> Result<String, String> {
+        Err("usage is not available on this daemon".to_owned())
     }
     /// What happens to the hub's deliveries from now on, typed and in process; `None` when the
     /// host has no engine to listen to. Not blocking.
@@ -289,8 +301,16 @@ fn kind(name: &'static str) -> DecisionKind {
 }
 
 fn is_sessions_command(text: &str) -> bool {
+    is_command(text, "/sessions")
+}
+
+/// Whether `text` is `command`, alone or addressed to the bot (`/limits@our_bot`).
+fn is_command(text: &str, command: &str) -> bool {
     let first = text.split_whitespace().next().unwrap_or("");
-    first == "/sessions" || first.starts_with("/sessions@")
+    first == command
+        || first
+            .strip_prefix(command)
+            .is_some_and(|rest| rest.starts_with('@'))
 }
 
 impl Desk {
@@ -437,6 +457,12 @@ impl Desk {
             let desk = Arc::clone(self);
             let out = out.clone();
             tokio::spawn(async move { desk.list(&out, place, None, &awaiting_approval).await });
+            return;
+        }
+        if is_command(&text, "/limits") {
+            let desk = Arc::clone(self);
+            let out = out.clone();
+            tokio::spawn(async move { desk.limits(&out, place).await });
             return;
         }
         let has_file = message.document.is_some() || !message.photo.is_empty();

@@ -54,6 +54,16 @@ pub fn agent_standin_bin() -> Result<PathBuf> {
     )
 }
 
+/// The path of `x11-recorder`, the stand-in editor window that records the keys and pastes it
+/// receives (testkit's own binary).
+pub fn x11_recorder_bin() -> Result<PathBuf> {
+    workspace_bin(
+        "cross-agent-testkit",
+        "x11-recorder",
+        "CROSS_AGENT_TEST_X11_RECORDER",
+    )
+}
+
 /// A binary of a workspace package: from `override_var` when set, else built by cargo once per
 /// process.
 fn workspace_bin(package: &str, bin: &str, override_var: &str) -> Result<PathBuf> {

@@ -84,6 +84,12 @@ fn precedence(
 
 /// Decides what every file's usage counts for.
 pub fn account(files: &[FileUsage]) -> Accounting {
+    let files: Vec<&FileUsage> = files.iter().collect();
+    account_refs(&files)
+}
+
+/// [`account`] over borrowed parses (the live index keeps its own and lends them).
+pub fn account_refs(files: &[&FileUsage]) -> Accounting {
     let mut out = Accounting::default();
     let mut kept: Vec<(Precedence, Charge)> = Vec::new();
     let mut claude_keys: HashMap<(&str, Option<&str>), usize> = HashMap::new();

@@ -29,4 +29,12 @@ pub enum Error {
     BadSince { text: String },
     #[error("`{text}` is not a grouping: use session, agent, model, day or cwd")]
     BadGroupBy { text: String },
+    #[error("{path}: {problem}. {fix}")]
+    Settings {
+        path: PathBuf,
+        problem: String,
+        fix: String,
+    },
+    #[error("the budget state {path} cannot be kept: {problem}")]
+    BudgetState { path: PathBuf, problem: String },
 }

@@ -10,23 +10,33 @@
 //! - [`prices`] prices a charge (`None` when the model has no price, never 0);
 //! - [`report`] groups charges by session, agent, model, day or cwd;
 //! - [`limits`] shows Codex's latest rate-limit windows;
-//! - [`scan`] finds the files in the stores and reads them whole (the CLI's path for now).
+//! - [`budget`] decides when a daily budget reaches 80 % and 100 % (pure); [`budget_config`]
+//!   reads the budgets from `config.toml` and keeps what was announced;
+//! - [`scan`] finds the files in the stores and reads them whole (the CLI's path without a
+//!   daemon);
+//! - [`live`] keeps every file's reader and feeds it only appended bytes (the daemon's index);
+//! - [`wire`] carries a report over the daemon's protocol and back, unchanged.
 
 pub mod account;
+pub mod budget;
+pub mod budget_config;
 pub mod claude;
 pub mod codex;
 pub mod error;
 pub mod grok;
 pub mod limits;
 pub mod lines;
+pub mod live;
 pub mod money;
 pub mod prices;
 pub mod report;
 pub mod scan;
 pub mod tokens;
+pub mod wire;
 
-pub use account::{Accounting, Charge, RateLimitWindow, RateLimits, account};
+pub use account::{Accounting, Charge, RateLimitWindow, RateLimits, account, account_refs};
 pub use error::{Error, Result};
+pub use live::{RefreshStats, UsageIndex};
 pub use money::Money;
 pub use prices::{Price, PriceTable, Rate, Tier};
 pub use report::{GroupBy, Report, Row, Since};

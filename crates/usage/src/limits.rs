@@ -75,6 +75,29 @@ pub fn view(limits: &RateLimits, now: UnixMillis) -> LimitsView {
     }
 }
 
+/// The windows as a short text for the phone (`/limits`): one line per window, the share used,
+/// its length and when it resets; or that Codex has recorded none.
+pub fn text(view: Option<&LimitsView>) -> String {
+    let Some(view) = view.filter(|v| !v.windows.is_empty()) else {
+        return "Codex has recorded no rate limits yet.".to_owned();
+    };
+    let mut out = String::from("Codex rate limits");
+    if let Some(at) = &view.observed_at {
+        out.push_str(&format!(" (as Codex reported at {at})"));
+    }
+    out.push(':');
+    for w in &view.windows {
+        out.push_str(&format!(
+            "\n• {} ({} window): {:.1}% used, resets {}",
+            w.name,
+            w.window_text(),
+            w.used_percent,
+            w.resets_text()
+        ));
+    }
+    out
+}
+
 /// A duration the way a person reads a reset: `2h 10m`, `3d 4h`, `45m`, `under a minute`.
 pub fn in_words(secs: u64) -> String {
     let (days, hours, minutes) = (secs / 86_400, secs % 86_400 / 3600, secs % 3600 / 60);

@@ -31,6 +31,11 @@ impl LineBuffer {
         self.pending.extend_from_slice(rest);
     }
 
+    /// Whether a part line is waiting for its end.
+    pub fn is_empty(&self) -> bool {
+        self.pending.is_empty()
+    }
+
     /// The end of a file read whole: a last line without `\n` is offered if it is whole JSON (a
     /// line still being written is not, and stays pending).
     pub fn finish(&mut self, mut each: impl FnMut(&[u8])) {
@@ -94,6 +99,18 @@ impl<R: LineRecords> Reader<R> {
     /// What has been read so far, a half-written last line left out.
     pub fn file(&self) -> &R::File {
         &self.file
+    }
+
+    /// The file as [`Reader::finish`] would give it now, the reader left to go on reading.
+    pub fn finished(&self) -> R::File
+    where
+        Self: Clone,
+        R::File: Clone,
+    {
+        if self.lines.is_empty() {
+            return self.file.clone();
+        }
+        self.clone().finish()
     }
 
     /// The file read whole: a last line without a newline is taken when it is whole JSON.

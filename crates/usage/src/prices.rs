@@ -64,7 +64,7 @@ impl Serialize for Rate {
     }
 }
 
-fn parse_decimal(text: &str) -> std::result::Result<Rate, String> {
+pub(crate) fn parse_decimal(text: &str) -> std::result::Result<Rate, String> {
     let bad = || format!("`{text}` is not a price in dollars (like \"3.75\")");
     let (whole, frac) = text.trim().split_once('.').unwrap_or((text.trim(), ""));
     if whole.is_empty() && frac.is_empty() {

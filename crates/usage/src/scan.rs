@@ -1,5 +1,6 @@
-//! Finding the usage files in the agents' stores and reading them, a piece at a time: the path `cross-agent
-//! usage` takes until the daemon's index keeps these parses current from appended bytes.
+//! Finding the usage files in the agents' stores and reading them whole, a piece at a time: the
+//! path `cross-agent usage` takes when no daemon can answer, and the truth the daemon's live
+//! index ([`crate::live`]) is held to.
 //!
 //! Discovery is the stores crate's (the same files the session listing sees), plus the Claude
 //! sub-agent transcripts it does not list: `projects/<slug>/<session>/subagents/*.jsonl`. Every
@@ -29,10 +30,7 @@ pub struct Scan {
 /// Reads every Claude, Codex and Grok file under `roots`.
 pub fn scan(roots: &StoreRoots) -> Scan {
     let mut warnings = Warnings::default();
-    let mut sources: Vec<SourceFile> = Vec::new();
-    sources.extend(cross_agent_stores::claude::discover(roots, &mut warnings));
-    sources.extend(cross_agent_stores::codex::discover(roots, &mut warnings));
-    sources.extend(cross_agent_stores::grok::discover(roots, &mut warnings));
+    let sources = sources(roots, &mut warnings);
     let mut out = Scan::default();
     let mut subagent_files = Vec::new();
     if let Some(config) = &roots.claude_config {
@@ -61,7 +59,30 @@ pub fn scan(roots: &StoreRoots) -> Scan {
             .into_iter()
             .map(|w| format!("{}: {}", w.path.display(), w.message)),
     );
+    // One order whatever the walk's, so ties are decided alike here and in the live index.
+    out.files.sort_by(|a, b| a.path().cmp(b.path()));
     out
+}
+
+/// The transcripts the stores list for Claude, Codex and Grok (sub-agent files are not listed).
+pub fn sources(roots: &StoreRoots, warnings: &mut Warnings) -> Vec<SourceFile> {
+    let mut sources: Vec<SourceFile> = Vec::new();
+    sources.extend(cross_agent_stores::claude::discover(roots, warnings));
+    sources.extend(cross_agent_stores::codex::discover(roots, warnings));
+    sources.extend(cross_agent_stores::grok::discover(roots, warnings));
+    sources
+}
+
+/// Why `path` could not be opened: a link is refused by name, anything else is named.
+pub(crate) fn open_error(path: &Path, e: &std::io::Error) -> String {
+    if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) {
+        format!(
+            "{} is a symbolic link; it is not followed (usage reads the agents' own files only)",
+            path.display()
+        )
+    } else {
+        format!("cannot read {}: {e}", path.display())
+    }
 }
 
 /// Reads one file whole into its agent's parse; `None` for an agent without usage readers.
@@ -80,13 +101,7 @@ pub fn read_one(agent: Agent, path: &Path, compressed: bool) -> Result<Option<Fi
         Ok(file) => Some(file),
         // Grok's `updates.jsonl` may not exist yet: a session with nothing recorded.
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && agent == Agent::Grok => None,
-        Err(e) if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
-            return Err(format!(
-                "{} is a symbolic link; it is not followed (usage reads the agents' own files only)",
-                path.display()
-            ));
-        }
-        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+        Err(e) => return Err(open_error(path, &e)),
     };
     let read_error = |e: std::io::Error| format!("cannot read {}: {e}", path.display());
     Ok(match agent {
@@ -104,7 +119,7 @@ pub fn read_one(agent: Agent, path: &Path, compressed: bool) -> Result<Option<Fi
 }
 
 /// How much of a file is held at once: a 100 MB transcript is read in pieces, never whole.
-const CHUNK: usize = 1 << 20;
+pub(crate) const CHUNK: usize = 1 << 20;
 
 /// Feeds the file's bytes to its reader a piece at a time (nothing when there is no file).
 fn stream<R: LineRecords>(path: &Path, file: Option<fs::File>) -> std::io::Result<R::File> {
@@ -124,7 +139,7 @@ fn stream<R: LineRecords>(path: &Path, file: Option<fs::File>) -> std::io::Resul
 }
 
 /// Opens `path` read-only, refusing a symbolic link (`O_NOFOLLOW`: ELOOP).
-fn open_no_follow(path: &Path) -> std::io::Result<fs::File> {
+pub(crate) fn open_no_follow(path: &Path) -> std::io::Result<fs::File> {
     use std::os::unix::fs::OpenOptionsExt as _;
     fs::OpenOptions::new()
         .read(true)

@@ -142,3 +142,22 @@ fn scalar(value: &Value) -> String {
         other => other.to_string(),
     }
 }
+
+/// `call` on `host` (a name of hosts.toml, or `all`) through the local daemon's link, its
+/// answer read as that method's response.
+pub fn on_host<T: serde::de::DeserializeOwned>(
+    client: &BlockingClient,
+    host: &str,
+    call: cross_agent_protocol::hosts::HostCall,
+) -> anyhow::Result<T> {
+    let method = call.method();
+    let answer = client
+        .call(cross_agent_protocol::hosts::OnHostParams {
+            host: host.to_owned(),
+            call,
+        })
+        .map_err(|error| explain(method, error))?;
+    serde_json::from_value(answer.0).map_err(|e| {
+        anyhow::anyhow!("host `{host}` answered `{method}` with something unreadable: {e}")
+    })
+}

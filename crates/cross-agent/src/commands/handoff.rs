@@ -329,7 +329,8 @@ enum Delivered {
         opened: Opened,
     },
     Chat {
-        response: SendResponse,
+        // Boxed: a receipt is several times the size of the other variants.
+        response: Box<SendResponse>,
     },
 }
 
@@ -535,7 +536,9 @@ fn send_to_chat(chat: &Session, root: &Path, prompt: &str) -> anyhow::Result<Del
         .call(params)
         .map_err(|error| bridge_client::explain("send", error))?;
     match &response {
-        SendResponse::Accepted(_) => Ok(Delivered::Chat { response }),
+        SendResponse::Accepted(_) => Ok(Delivered::Chat {
+            response: Box::new(response),
+        }),
         SendResponse::Refused(refusal) => Err(anyhow::anyhow!(
             "the bridge refused the delivery to {}: {}",
             chat.session_id,

@@ -3,35 +3,22 @@
 //! optionally the panel shims in the VS Code family's user settings (`--panels`), the Claude
 //! Code hooks (`--hooks`) and VS Code's global tool auto-approval (`--copilot-auto-approve`),
 //! and take exactly that out again. `--dry-run` prints the unified diff of every change and
-//! writes nothing. The edits themselves are in [`crate::setup`].
+//! writes nothing. The plans are worked out in [`crate::setup::install`], the edits in [`crate::setup`].
 
-use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
-use clap::{Args, ValueEnum};
+use anyhow::Result;
+use clap::Args;
 use serde_json::{Value, json};
 
 use crate::display::escape_cell;
-use crate::setup::places::{AgentName, Places};
-use crate::setup::plan::{self, Plan};
+pub use crate::setup::install::this_binary;
+use crate::setup::install::{InstallOptions, InstallTarget, plan_install, plan_uninstall};
+use crate::setup::places::Places;
+use crate::setup::plan::Plan;
 use crate::setup::preflight;
-use crate::setup::{self, FileKind, Registration, SHIM_LINKS, Wanted};
-
-/// What `--agents` can name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum InstallTarget {
-    Claude,
-    Codex,
-    Grok,
-    /// GitHub Copilot in VS Code and Insiders (the Agent Host): `User/mcp.json` and
-    /// `User/globalStorage/agent-host-config.json`.
-    Copilot,
-    /// The VS Code family's user settings (the panel shims; implies --panels).
-    Vscode,
-}
 
 #[derive(Debug, Args)]
 pub struct InstallArgs {
@@ -76,246 +63,29 @@ pub struct UninstallArgs {
     json: bool,
 }
 
-/// This binary, as the registrations name it.
-pub fn this_binary() -> Result<PathBuf> {
-    let exe = std::env::current_exe().context("finding this binary's path")?;
-    Ok(exe.canonicalize().unwrap_or(exe))
-}
-
-/// Where shim links go by default: a per-user bin directory, never inside
-/// `CROSS_AGENT_HOME` (which refuses links).
-pub fn default_shim_dir(places: &Places) -> PathBuf {
-    places.home.join(".local/bin")
-}
-
 impl InstallArgs {
     pub fn run(self) -> Result<ExitCode> {
         let places = Places::from_env()?;
         let command = this_binary()?;
-        let mut env = BTreeMap::new();
-        if let Some(home) =
-            std::env::var_os(cross_agent_protocol::settings::HOME).filter(|home| !home.is_empty())
-        {
-            env.insert(
-                cross_agent_protocol::settings::HOME.to_owned(),
-                home.to_string_lossy().into_owned(),
-            );
-        }
-        if self.unattended {
-            for (key, value) in setup::UNATTENDED_ENV {
-                env.insert(key.to_owned(), value.to_owned());
-            }
-        }
-        let registration = Registration {
-            command: command.clone(),
-            env,
+        let options = InstallOptions {
+            agents: self.agents,
+            panels: self.panels,
+            hooks: self.hooks,
+            unattended: self.unattended,
+            copilot_auto_approve: self.copilot_auto_approve,
+            shim_dir: self.shim_dir,
         };
-        let named = |target| {
-            self.agents
-                .as_ref()
-                .is_some_and(|list| list.contains(&target))
-        };
-        let mut agents = Vec::new();
-        let mut warnings = Vec::new();
-        if self.unattended {
-            warnings.push(setup::UNATTENDED_WARNING.to_owned());
-        }
-        // VS Code's settings.json of each editor with what install adds to it: the panel
-        // shims and Copilot's auto-approval go into one change of the file.
-        let mut editor_settings: Vec<(&'static str, PathBuf, Wanted)> = Vec::new();
-        let mut plan = Plan {
-            home: places.home.clone(),
-            ..Plan::default()
-        };
-        for agent in AgentName::ALL {
-            let target = match agent {
-                AgentName::Claude => InstallTarget::Claude,
-                AgentName::Codex => InstallTarget::Codex,
-                AgentName::Grok => InstallTarget::Grok,
-                AgentName::Copilot => InstallTarget::Copilot,
-            };
-            let found = places.agent_found(agent);
-            let selected = match &self.agents {
-                Some(_) => named(target),
-                None => found,
-            };
-            let mut row = json!({
-                "agent": agent.program(),
-                "found": found,
-                "cli": places.cli(agent),
-                "selected": selected,
-            });
-            if agent == AgentName::Copilot {
-                row["user_data"] = json!(
-                    places
-                        .copilot
-                        .iter()
-                        .filter(|place| place.found)
-                        .map(|place| &place.user_data)
-                        .collect::<Vec<_>>()
-                );
-            }
-            agents.push(row);
-            if !selected {
-                continue;
-            }
-            let home = &places.home;
-            match agent {
-                AgentName::Claude => {
-                    plan.install_file(
-                        home,
-                        &places.claude_json,
-                        FileKind::ClaudeJson,
-                        agent.title(),
-                        &registration,
-                        &Wanted::default(),
-                    )?;
-                    let wanted = Wanted {
-                        allow_rule: true,
-                        hooks: self.hooks,
-                        ..Wanted::default()
-                    };
-                    plan.install_file(
-                        home,
-                        &places.claude_settings,
-                        FileKind::ClaudeSettings,
-                        agent.title(),
-                        &registration,
-                        &wanted,
-                    )?;
-                }
-                AgentName::Codex => plan.install_file(
-                    home,
-                    &places.codex_config,
-                    FileKind::CodexConfig,
-                    agent.title(),
-                    &registration,
-                    &Wanted::default(),
-                )?,
-                AgentName::Grok => plan.install_file(
-                    home,
-                    &places.grok_config,
-                    FileKind::GrokConfig,
-                    agent.title(),
-                    &registration,
-                    &Wanted::default(),
-                )?,
-                AgentName::Copilot => {
-                    for place in places.copilot_targets() {
-                        for (path, kind) in [
-                            (&place.mcp_json, FileKind::CopilotMcp),
-                            (&place.host_config, FileKind::CopilotHostConfig),
-                        ] {
-                            plan.install_file(
-                                home,
-                                path,
-                                kind,
-                                &place.label(),
-                                &registration,
-                                &Wanted::default(),
-                            )?;
-                        }
-                        if self.copilot_auto_approve {
-                            editor_settings.push((
-                                place.editor,
-                                place.settings.clone(),
-                                Wanted {
-                                    copilot_auto_approve: true,
-                                    ..Wanted::default()
-                                },
-                            ));
-                        }
-                    }
-                }
-            }
-        }
-        let copilot_selected = agents
-            .iter()
-            .any(|a| a["agent"] == "copilot" && a["selected"] == Value::Bool(true));
-        if self.copilot_auto_approve {
-            warnings.push(if copilot_selected {
-                setup::COPILOT_AUTO_APPROVE_WARNING.to_owned()
-            } else {
-                format!(
-                    "--copilot-auto-approve: Copilot is not being set up, so {} was not set",
-                    setup::COPILOT_AUTO_APPROVE
-                )
-            });
-        }
-        if !agents.iter().any(|a| a["selected"] == Value::Bool(true)) {
-            warnings.push(format!(
-                "no agent found (looked for claude, codex and grok on PATH and in their \
-                 usual places, for ~/.claude, ~/.codex, ~/.grok, and for VS Code's user \
-                 data ({})); name one with --agents to set it up anyway",
-                places
-                    .copilot
-                    .iter()
-                    .map(|place| place.user_data.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
-        }
-        let claude_selected = agents
-            .first()
-            .is_some_and(|a| a["selected"] == Value::Bool(true));
-        if self.hooks && !claude_selected {
-            warnings.push(
-                "--hooks: Claude Code is not being set up, so no hooks were added".to_owned(),
-            );
-        }
-        if self.panels || named(InstallTarget::Vscode) {
-            let dir = self
-                .shim_dir
-                .clone()
-                .unwrap_or_else(|| default_shim_dir(&places));
-            for (link, _) in SHIM_LINKS {
-                plan.links.push(plan::shim_link(&dir, link, &command)?);
-            }
-            let editors: Vec<_> = places.editors.iter().filter(|e| e.found).collect();
-            if editors.is_empty() {
-                warnings.push(format!(
-                    "--panels: no VS Code, Insiders, VSCodium or Cursor user settings found (looked for {}); the shim links were made, the settings were not written",
-                    places.editors.iter().map(|e| e.settings.display().to_string()).collect::<Vec<_>>().join(", ")
-                ));
-            }
-            for editor in editors {
-                match editor_settings
-                    .iter_mut()
-                    .find(|(_, path, _)| *path == editor.settings)
-                {
-                    Some((_, _, wanted)) => wanted.shim_dir = Some(dir.clone()),
-                    None => editor_settings.push((
-                        editor.name,
-                        editor.settings.clone(),
-                        Wanted {
-                            shim_dir: Some(dir.clone()),
-                            ..Wanted::default()
-                        },
-                    )),
-                }
-            }
-        }
-        for (name, path, wanted) in &editor_settings {
-            plan.install_file(
-                &places.home,
-                path,
-                FileKind::EditorSettings,
-                name,
-                &registration,
-                wanted,
-            )?;
-        }
-        let notes = restart_notes(&plan);
+        let planned = plan_install(&places, &command, &options)?;
         report(
-            &plan,
+            &planned.plan,
             self.dry_run,
             self.json,
             &json!({
                 "command": [command, "mcp"],
-                "agents": agents,
+                "agents": planned.agents,
             }),
-            &warnings,
-            &notes,
+            &planned.warnings,
+            &planned.notes,
             "install",
         )?;
         Ok(ExitCode::SUCCESS)
@@ -325,107 +95,18 @@ impl InstallArgs {
 impl UninstallArgs {
     pub fn run(self) -> Result<ExitCode> {
         let places = Places::from_env()?;
-        let home = &places.home;
-        let mut plan = Plan {
-            home: places.home.clone(),
-            uninstall: true,
-            ..Plan::default()
-        };
-        plan.uninstall_file(
-            home,
-            &places.claude_json,
-            FileKind::ClaudeJson,
-            AgentName::Claude.title(),
-        )?;
-        plan.uninstall_file(
-            home,
-            &places.claude_settings,
-            FileKind::ClaudeSettings,
-            AgentName::Claude.title(),
-        )?;
-        plan.uninstall_file(
-            home,
-            &places.codex_config,
-            FileKind::CodexConfig,
-            AgentName::Codex.title(),
-        )?;
-        plan.uninstall_file(
-            home,
-            &places.grok_config,
-            FileKind::GrokConfig,
-            AgentName::Grok.title(),
-        )?;
-        for place in &places.copilot {
-            plan.uninstall_file(home, &place.mcp_json, FileKind::CopilotMcp, &place.label())?;
-            plan.uninstall_file(
-                home,
-                &place.host_config,
-                FileKind::CopilotHostConfig,
-                &place.label(),
-            )?;
-        }
-        let mut shim_dirs = vec![
-            self.shim_dir
-                .clone()
-                .unwrap_or_else(|| default_shim_dir(&places)),
-        ];
-        for editor in &places.editors {
-            shim_dirs.extend(linked_shim_dirs(&editor.settings));
-            plan.uninstall_file(
-                home,
-                &editor.settings,
-                FileKind::EditorSettings,
-                editor.name,
-            )?;
-        }
-        shim_dirs.sort();
-        shim_dirs.dedup();
-        for dir in &shim_dirs {
-            for (link, _) in SHIM_LINKS {
-                plan.links.extend(plan::shim_link_to_remove(dir, link));
-            }
-        }
-        let notes = restart_notes(&plan);
+        let planned = plan_uninstall(&places, self.shim_dir.as_deref())?;
         report(
-            &plan,
+            &planned.plan,
             self.dry_run,
             self.json,
             &json!({}),
             &[],
-            &notes,
+            &planned.notes,
             "uninstall",
         )?;
         Ok(ExitCode::SUCCESS)
     }
-}
-
-/// What to do once the files are written: Copilot's Agent Host reads its servers only when it
-/// starts.
-fn restart_notes(plan: &Plan) -> Vec<String> {
-    let copilot_changes = plan
-        .changes
-        .iter()
-        .any(|change| change.label.starts_with("Copilot") && change.changes_anything());
-    if copilot_changes {
-        vec![setup::COPILOT_RESTART.to_owned()]
-    } else {
-        Vec::new()
-    }
-}
-
-/// The directories an editor's settings point the shims at.
-fn linked_shim_dirs(settings: &Path) -> Vec<PathBuf> {
-    let Ok(text) = std::fs::read_to_string(settings) else {
-        return Vec::new();
-    };
-    let Ok(doc) = setup::json_config::JsonDoc::parse("settings", Some(&text)) else {
-        return Vec::new();
-    };
-    SHIM_LINKS
-        .iter()
-        .filter_map(|(_, key)| doc.entry(&[], key))
-        .filter_map(|value| Some(Path::new(value.as_str()?).parent()?.to_owned()))
-        .collect()
 }
 
 /// Names what the person added or changed inside cross-agent's entries that uninstall takes

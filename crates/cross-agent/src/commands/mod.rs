@@ -5,22 +5,29 @@ mod check;
 mod check_database;
 mod daemon;
 mod decisions;
+mod desktop;
 mod doctor;
+mod focus;
 mod handoff;
 mod hook;
+mod hosts;
 mod install;
 mod mcp;
 mod pin;
 mod reload;
 mod review;
 mod review_status;
+mod rpc;
 mod send;
 mod service;
+mod session_places;
 mod sessions;
+mod sessions_hosts;
 mod shim;
 mod status;
 mod telegram;
 mod usage;
+mod windows;
 
 use std::process::ExitCode;
 
@@ -74,6 +81,28 @@ pub enum Command {
     /// Tokens and cost per session, agent, model, day or cwd, from the agents' own files
     /// (--since 24h|7d|DATE, --by, --json); --prices prints the price table.
     Usage(usage::UsageArgs),
+    /// The other machines the daemon links to over ssh: add NAME [DESTINATION], remove, list,
+    /// status [--json].
+    Hosts(hosts::HostsArgs),
+    /// Speak the daemon's RPC on stdin/stdout (--stdio): what another machine's daemon runs
+    /// over ssh to reach this one's.
+    Rpc(rpc::RpcArgs),
+    /// Raise the editor window a session lives in (X11, or the editor CLI); --type TEXT pastes
+    /// TEXT into its chat input and submits it when the GUI fallback is on and nobody is typing.
+    Focus(focus::FocusArgs),
+    /// Open the desktop app (cross-agent-desktop, from beside this binary): the bot token,
+    /// pairing, the service, the agents' setup, logs and sessions.
+    Desktop(desktop::DesktopArgs),
+    /// The editors' open workspaces (VS Code, Insiders, VSCodium, Cursor, Windsurf): the live
+    /// window showing each, its git branch, ahead/behind, dirty and untracked counts, and the
+    /// sessions working in it.
+    Windows(windows::WindowsArgs),
+}
+
+/// Every agent's sessions as `cross-agent sessions` lists them, newest first: the daemon's live
+/// index (started when none answers), the stores read directly when it cannot serve them.
+pub(crate) fn list_sessions() -> Vec<cross_agent_stores::Session> {
+    sessions::load_all()
 }
 
 impl Command {
@@ -98,6 +127,11 @@ impl Command {
             Command::Telegram(args) => args.run(),
             Command::Review(args) => args.run(),
             Command::Hook(args) => args.run(),
+            Command::Hosts(args) => args.run(),
+            Command::Rpc(args) => args.run(),
+            Command::Focus(args) => args.run(),
+            Command::Desktop(args) => args.run(),
+            Command::Windows(args) => args.run(),
         }
     }
 }

@@ -8,6 +8,8 @@ use std::process::ExitCode;
 use clap::{Args, ValueEnum};
 use cross_agent_protocol::bridge::{Agent, Pin, PinParams, PinResponse};
 
+use cross_agent_protocol::hosts::HostCall;
+
 use super::bridge_client;
 use super::send::{EXIT_REFUSED, write_refusal};
 use crate::display::escape_cell;
@@ -22,6 +24,9 @@ pub struct PinArgs {
     /// The directory a name is resolved from (default: here).
     #[arg(long, value_name = "DIR")]
     cwd: Option<PathBuf>,
+    /// The machine the session is on: a host of `cross-agent hosts list` (default: this one).
+    #[arg(long, value_name = "NAME")]
+    host: Option<String>,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -48,9 +53,12 @@ impl PinArgs {
             caller: bridge_client::caller(),
         };
         let (_home, client) = bridge_client::connect()?;
-        let response = client
-            .call(params)
-            .map_err(|error| bridge_client::explain("pin", error))?;
+        let response: PinResponse = match &self.host {
+            Some(host) => bridge_client::on_host(&client, host, HostCall::Pin(params))?,
+            None => client
+                .call(params)
+                .map_err(|error| bridge_client::explain("pin", error))?,
+        };
         if self.json {
             bridge_client::print_json(&response)?;
         }

@@ -11,6 +11,8 @@ use anyhow::Context as _;
 use clap::Args;
 use cross_agent_protocol::bridge::{Agent, Refusal, Scope, SendParams, SendReceipt, SendResponse};
 
+use cross_agent_protocol::hosts::HostCall;
+
 use super::bridge_client;
 use crate::display::{escape, escape_cell};
 
@@ -51,6 +53,10 @@ pub struct SendArgs {
     /// CLI inactivity limit in seconds (default: CROSS_AGENT_TIMEOUT, else 600).
     #[arg(long, value_name = "S")]
     timeout: Option<u64>,
+    /// The machine the session is on: a host of `cross-agent hosts list`, or `all` to find the
+    /// one whose session answers to --session (default: this one).
+    #[arg(long, value_name = "NAME|all")]
+    host: Option<String>,
     /// Print the receipt (or refusal) as JSON.
     #[arg(long)]
     json: bool,
@@ -91,9 +97,12 @@ impl SendArgs {
             caller: bridge_client::caller(),
         };
         let (_home, client) = bridge_client::connect()?;
-        let response = client
-            .call(params)
-            .map_err(|error| bridge_client::explain("send", error))?;
+        let response: SendResponse = match &self.host {
+            Some(host) => bridge_client::on_host(&client, host, HostCall::Send(params))?,
+            None => client
+                .call(params)
+                .map_err(|error| bridge_client::explain("send", error))?,
+        };
         if self.json {
             bridge_client::print_json(&response)?;
         }
@@ -134,6 +143,9 @@ pub fn write_receipt(out: &mut impl Write, receipt: &SendReceipt) -> std::io::Re
             .and_then(|v| v.as_str().map(str::to_owned))
             .unwrap_or_default()
     )?;
+    if let Some(host) = &receipt.host {
+        writeln!(out, "on host {}", escape_cell(host))?;
+    }
     writeln!(
         out,
         "request {}  conversation {}  hop {}/{}",

@@ -12,6 +12,7 @@
 //! only the listing (or the JSON), so it can be piped.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -23,12 +24,12 @@ use cross_agent_ipc::blocking::BlockingClient;
 use cross_agent_ipc::oneshot::OneShot;
 use cross_agent_ipc::{ConnectOptions, Error as IpcError};
 use cross_agent_protocol::bridge::{
-    CallerContext, IndexListingParams, IndexResolve, IndexSessionsParams, IndexSessionsResponse,
-    RefusalReason,
+    AgentFilter, CallerContext, IndexListingParams, IndexResolve, IndexSessionsParams,
+    IndexSessionsResponse, RefusalReason,
 };
 use cross_agent_protocol::rpc::{ClientKind, ErrorCode};
 use cross_agent_stores::index::RefreshOptions;
-use cross_agent_stores::render::{self, Chosen, SessionView};
+use cross_agent_stores::render::{self, Chosen, SessionView, Spent};
 use cross_agent_stores::resolve::{
     self, ActiveWindow, Candidate, Lookup, MatchedBy, ScanBound, Scope,
 };
@@ -74,6 +75,12 @@ struct ListArgs {
     /// An object keyed by agent instead of a table.
     #[arg(long)]
     json: bool,
+    /// List the sessions of that machine (a host of `cross-agent hosts list`) instead.
+    #[arg(long, value_name = "NAME", conflicts_with = "hosts")]
+    host: Option<String>,
+    /// `all`: this machine's sessions and every host's, merged, each naming its host.
+    #[arg(long, value_name = "all", value_parser = ["all"])]
+    hosts: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -124,6 +131,19 @@ impl SessionsArgs {
     }
 }
 
+/// Every agent's sessions as `sessions` lists them (newest first across agents), for the
+/// desktop app's Sessions panel.
+pub(crate) fn load_all() -> Vec<Session> {
+    let loaded = load(Agent::ALL.to_vec(), None);
+    let mut sessions = loaded.sessions;
+    sessions.sort_by(|a, b| {
+        b.last_activity
+            .cmp(&a.last_activity)
+            .then_with(|| a.agent.cmp(&b.agent))
+    });
+    sessions
+}
+
 /// The sessions a command works on, and — when the daemon resolved the query itself — how it
 /// matched (its one session is then the only one).
 struct Loaded {
@@ -135,6 +155,12 @@ impl Loaded {
     fn of(&self, agent: Agent) -> impl Iterator<Item = &Session> {
         self.sessions.iter().filter(move |s| s.agent == agent)
     }
+}
+
+/// Every agent's sessions, as the listing loads them (the daemon's live index, else the
+/// stores): what `windows` puts beside each workspace.
+pub(super) fn every_session() -> Vec<Session> {
+    load(Agent::ALL.to_vec(), None).sessions
 }
 
 /// The sessions of `agents` from the daemon's live index (started when none answers, as for
@@ -189,27 +215,27 @@ fn from_daemon(
 }
 
 /// The state directory, or why there is none to use (the note on stderr says it).
-fn state_home() -> Result<Home, String> {
+pub(super) fn state_home() -> Result<Home, String> {
     Home::from_env().map_err(|e| not_served(IpcError::Home(e), "start"))
 }
 
 /// A connection to the daemon for one or two requests: blocking, without an async runtime (a
 /// resolution's whole budget is a few milliseconds). It never starts one: [`start_daemon`]
 /// does, when this finds nothing answering.
-fn daemon_client(home: &Home) -> Result<OneShot, IpcError> {
+pub(super) fn daemon_client(home: &Home) -> Result<OneShot, IpcError> {
     let options = ConnectOptions::new(ClientKind::Cli);
     OneShot::connect(home, ClientKind::Cli, options.hello_timeout)
 }
 
 /// Nothing is there to answer: no daemon, or one that went away as it was asked.
-fn answers_nothing(error: &IpcError) -> bool {
+pub(super) fn answers_nothing(error: &IpcError) -> bool {
     matches!(error, IpcError::NotRunning { .. } | IpcError::Closed { .. })
 }
 
 /// Starts the daemon as every other command does (`ipc::connect_or_start`: one start among
 /// clients racing, its own words if it fails). A listing through it costs milliseconds where a
 /// scan of the stores costs a tenth of a second and more. The error says why it did not start.
-fn start_daemon(home: &Home) -> Result<(), String> {
+pub(super) fn start_daemon(home: &Home) -> Result<(), String> {
     BlockingClient::connect_or_start(home, &ConnectOptions::new(ClientKind::Cli))
         .map(drop)
         .map_err(|e| {
@@ -221,7 +247,7 @@ fn start_daemon(home: &Home) -> Result<(), String> {
 }
 
 /// Why the daemon did not serve a request, for the note on stderr.
-fn not_served(error: IpcError, what: &str) -> String {
+pub(super) fn not_served(error: IpcError, what: &str) -> String {
     match error {
         IpcError::Rpc {
             code: ErrorCode::MethodNotFound,
@@ -247,7 +273,7 @@ fn not_served(error: IpcError, what: &str) -> String {
 
 /// The caller as the index needs it: only where the stores are (`HOME` and the variables that
 /// move a store), not the whole environment and process ancestry a send carries.
-fn index_caller() -> CallerContext {
+pub(super) fn index_caller() -> CallerContext {
     use cross_agent_protocol::settings as var;
     const STORE_VARS: [&str; 11] = [
         "HOME",
@@ -400,15 +426,33 @@ fn cwd_or_current(cwd: Option<PathBuf>) -> anyhow::Result<PathBuf> {
 
 impl ListArgs {
     fn run(self) -> anyhow::Result<ExitCode> {
+        if let Some(host) = self.host.as_deref().or(self.hosts.as_deref()) {
+            let agent = match self.agent {
+                AgentChoice::Claude => AgentFilter::Claude,
+                AgentChoice::Codex => AgentFilter::Codex,
+                AgentChoice::Grok => AgentFilter::Grok,
+                AgentChoice::Copilot => AgentFilter::Copilot,
+                AgentChoice::All => AgentFilter::All,
+            };
+            // The directory a scope is relative to is the other machine's: given, or none.
+            let cwd = self.cwd.as_ref().map(|c| c.to_string_lossy().into_owned());
+            return super::sessions_hosts::list(
+                host, agent, self.scope, cwd, self.limit, self.json,
+            );
+        }
         let window = ActiveWindow::from_env()?;
         let cwd = cwd_or_current(self.cwd.clone())?;
         let scope = self.scope;
         // Buffered: stdout is line-buffered, and 22,000 sessions are 200,000 lines of JSON.
         let mut stdout = BufWriter::with_capacity(256 << 10, std::io::stdout().lock());
+        // The editors' open workspaces and live windows: each session's window and branch.
+        let mut places = read_places();
         let daemon = if self.json {
-            // The daemon keeps the listing rendered: its bytes go straight to stdout.
-            match print_rendered(&self, &cwd, window, &mut stdout)? {
+            // The daemon keeps the listing rendered: its bytes go to stdout, with the places.
+            let mut rendered = Vec::new();
+            match print_rendered(&self, &cwd, window, &mut rendered)? {
                 Rendered::Printed => {
+                    stdout.write_all(&super::session_places::with_places(rendered, &mut places))?;
                     stdout.flush()?;
                     return Ok(ExitCode::SUCCESS);
                 }
@@ -418,6 +462,8 @@ impl ListArgs {
         } else {
             None
         };
+        // What each session cost so far, from where the listing comes from.
+        let spent = super::usage::session_spent(daemon.is_none());
         let listing = match daemon {
             // No daemon to ask twice: straight to the stores.
             Some(why) => {
@@ -450,18 +496,37 @@ impl ListArgs {
                 .map(|(agent, sessions)| (agent, Chosen::Sessions(sessions)))
                 .collect();
             // Written as it is made: at 100,000 sessions the listing is 40 MB that need not
-            // be held beside the sessions it was made from.
-            let mut sink = render::WriteSink::new(&mut stdout);
-            render::write_listing(&mut sink, &by_agent, window, now, Some(&live.0));
+            // be held beside the sessions it was made from. Each entry gets its place as it
+            // goes out.
+            let spent_of = |s: &Session| spent.get(&s.session_id).cloned().unwrap_or_default();
+            let mut sink = super::session_places::PlacesSink::new(&mut stdout, &mut places);
+            render::write_listing_spent(
+                &mut sink,
+                &by_agent,
+                window,
+                now,
+                Some(&live.0),
+                Some(&spent_of),
+            );
             sink.finish()?;
         } else {
             let mut rows: Vec<&Session> = chosen.into_iter().flat_map(|(_, s)| s).collect();
             scan_order(&mut rows);
-            write_table(&mut stdout, &rows, window, now, &live)?;
+            write_table(&mut stdout, &rows, window, now, &live, &spent, &mut places)?;
         }
         stdout.flush()?;
         Ok(ExitCode::SUCCESS)
     }
+}
+
+/// The editors' open workspaces and live windows, their problems said on stderr.
+fn read_places() -> cross_agent_workspaces::Places {
+    let (places, warnings) = cross_agent_workspaces::Places::from_env();
+    let mut stderr = std::io::stderr().lock();
+    for warning in &warnings {
+        let _ = writeln!(stderr, "warning: {}", escape(&warning.to_string()));
+    }
+    places
 }
 
 /// Newest first across agents, as the listing is.
@@ -688,6 +753,7 @@ fn write_resolved(
 
 const TITLE_WIDTH: usize = 48;
 const CWD_WIDTH: usize = 40;
+const PLACE_WIDTH: usize = 32;
 
 fn write_table(
     out: &mut impl Write,
@@ -695,6 +761,8 @@ fn write_table(
     window: ActiveWindow,
     now: UnixMillis,
     live: &LiveClaude,
+    spent: &HashMap<String, Spent>,
+    places: &mut cross_agent_workspaces::Places,
 ) -> std::io::Result<()> {
     if rows.is_empty() {
         writeln!(out, "no sessions found")?;
@@ -705,8 +773,10 @@ fn write_table(
         Column::left("ID"),
         Column::left("TITLE"),
         Column::left("CWD"),
+        Column::left("PLACE"),
         Column::left("LAST ACTIVE"),
         Column::left("STATE"),
+        Column::right("COST"),
     ]);
     for s in rows {
         // Escaped before fitting, so the cut is made on what the terminal shows.
@@ -717,8 +787,16 @@ fn write_table(
             escape_cell(&s.session_id),
             Cow::Owned(fit(&escape_cell(&title), TITLE_WIDTH).into_owned()),
             Cow::Owned(fit_tail(&escape_cell(&cwd), CWD_WIDTH).into_owned()),
+            Cow::Owned(
+                fit(
+                    &escape_cell(&place_cell(s, window, now, places)),
+                    PLACE_WIDTH,
+                )
+                .into_owned(),
+            ),
             Cow::Owned(ago(s.last_activity.map(|at| at.0), now.0)),
             Cow::Owned(flags(s, window, now, live)),
+            Cow::Owned(cost_cell(spent.get(&s.session_id))),
         ]);
     }
     table.write(out)?;
@@ -728,6 +806,39 @@ fn write_table(
         rows.len()
     )?;
     Ok(())
+}
+
+/// What the session cost so far: dollars to the cent, `unknown` when a call has no price
+/// (never $0.00 for it), `-` when its files record no usage.
+fn cost_cell(spent: Option<&Spent>) -> String {
+    match spent {
+        Some(Spent {
+            cost_usd: Some(exact),
+            ..
+        }) => cross_agent_usage::Money::parse_dollars_exact(exact).map_or_else(
+            || "unknown".to_owned(),
+            cross_agent_usage::Money::dollars_cents,
+        ),
+        Some(Spent {
+            tokens: Some(_), ..
+        }) => "unknown".to_owned(),
+        _ => "-".to_owned(),
+    }
+}
+
+/// The branch and window of a session in an open editor workspace, or active or working
+/// (`docs/desktop.md`); `-` otherwise.
+fn place_cell(
+    s: &Session,
+    window: ActiveWindow,
+    now: UnixMillis,
+    places: &mut cross_agent_workspaces::Places,
+) -> String {
+    let busy = s.is_working || window.is_active(s.last_activity, now);
+    s.cwd
+        .as_deref()
+        .and_then(|cwd| places.of(cwd, busy))
+        .map_or_else(|| "-".to_owned(), |place| place.short())
 }
 
 /// The title with its kind: `[name] billing-api` or `[gen] fix the failing tests…`.
@@ -814,6 +925,8 @@ mod tests {
         let fields = round_trip.as_object_mut().unwrap();
         assert_eq!(fields.remove("is_caller"), Some(Value::Bool(false)));
         assert_eq!(fields.remove("is_pinned"), Some(Value::Bool(false)));
+        // This machine's own listing names no host; a listing merged over hosts does.
+        assert_eq!(fields.remove("host"), Some(Value::Null));
         assert_eq!(round_trip, printed);
     }
 }

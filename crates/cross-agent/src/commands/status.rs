@@ -10,6 +10,8 @@ use clap::Args;
 use cross_agent_protocol::bridge::{BridgeStatusParams, BridgeStatusResponse, Scope};
 use serde_json::Value;
 
+use cross_agent_protocol::hosts::HostCall;
+
 use super::bridge_client;
 use crate::display::escape;
 
@@ -23,6 +25,9 @@ pub struct StatusArgs {
     /// Where sessions are resolved (default: CROSS_AGENT_SCOPE, else cwd).
     #[arg(long, value_enum)]
     scope: Option<Scope>,
+    /// Ask the daemon of this machine instead (a forwarded delivery's own record there): a host of `cross-agent hosts list` (default: this one).
+    #[arg(long, value_name = "NAME")]
+    host: Option<String>,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -37,9 +42,12 @@ impl StatusArgs {
             caller: bridge_client::caller(),
         };
         let (_home, client) = bridge_client::connect()?;
-        let status = client
-            .call(params)
-            .map_err(|error| bridge_client::explain("bridge_status", error))?;
+        let status: BridgeStatusResponse = match &self.host {
+            Some(host) => bridge_client::on_host(&client, host, HostCall::BridgeStatus(params))?,
+            None => client
+                .call(params)
+                .map_err(|error| bridge_client::explain("bridge_status", error))?,
+        };
         if self.json {
             bridge_client::print_json(&status)?;
         } else {

@@ -1,9 +1,13 @@
 //! `cross-agent usage`: tokens and cost per session, agent, model, day or cwd, read from the
 //! agents' own files (docs/usage.md) by `cross-agent-usage`; `usage --prices` prints the price
-//! table in effect, `usage --limits` Codex's latest rate-limit windows.
+//! table in effect, `usage --limits` Codex's latest rate-limit windows. With budgets set in
+//! `config.toml`'s `[usage.budget]`, the report ends with today's share of each.
 //!
-//! Reads the stores directly for now (the daemon's index will keep the same parses current).
-//! Stdout carries only the answer; files that could not be read are named on stderr.
+//! The report comes from the daemon's live usage index (`usage_report`), which keeps every
+//! file's parse current from appended bytes; the daemon is started when none answers, as for
+//! `sessions`. Only when it cannot serve does the command read the stores itself (saying why on
+//! stderr) — the same readers and the same accounting, so both give the same report. Stdout
+//! carries only the answer; files that could not be read are named on stderr.
 
 use std::io::{BufWriter, Write};
 use std::process::ExitCode;
@@ -11,12 +15,16 @@ use std::process::ExitCode;
 use clap::Args;
 use cross_agent_home::Home;
 use cross_agent_protocol::timestamp::UnixMillis;
+use cross_agent_protocol::usage::UsageReportParams;
 use cross_agent_stores::StoreRoots;
-use cross_agent_usage::{GroupBy, PriceTable, Report, Row, Since, account, limits, scan};
+use cross_agent_usage::budget::{self, Day, DaySpend};
+use cross_agent_usage::{
+    GroupBy, PriceTable, Report, Row, Since, account, budget_config, limits, scan,
+};
 use serde_json::json;
 
-use crate::display::escape_cell;
 use crate::display::table::{Column, Plain};
+use crate::display::{escape, escape_cell};
 
 #[derive(Debug, Args)]
 pub struct UsageArgs {
@@ -60,20 +68,115 @@ impl UsageArgs {
             .as_deref()
             .map(|t| Since::parse(t, UnixMillis::now()))
             .transpose()?;
-        let found = scan::scan(&StoreRoots::from_env());
-        for warning in &found.warnings {
-            eprintln!("cross-agent usage: {warning}");
-        }
-        let report = Report::build(&account(&found.files), &prices, by, since.map(|s| s.0));
+        // A malformed budget is refused before anything is read (the error names the key).
+        let budgets = budget_config::load(home.root())?;
+        let since = since.map(|s| s.0);
+        let report = usage_report(&prices, by, since);
+        // Today's share of each budget, when any is set (budgets are per UTC day, whatever
+        // `--since` says): today's calls grouped by agent, asked the same way.
+        let today = Day::of(UnixMillis::now());
+        let shares = (!budgets.is_empty()).then(|| {
+            let by_agent = usage_report(&prices, GroupBy::Agent, Some(today.start()));
+            budget::shares(&budgets, &DaySpend::of_report(&by_agent, today))
+        });
         if self.json {
-            serde_json::to_writer_pretty(&mut out, &report.to_json())?;
+            let mut json = report.to_json();
+            if let Some(shares) = &shares {
+                json["budgets"] = json!({
+                    "day": today.text(),
+                    "budgets": shares.iter().map(|(share, _)| share).collect::<Vec<_>>(),
+                });
+            }
+            serde_json::to_writer_pretty(&mut out, &json)?;
             writeln!(out)?;
         } else {
             write_report(&mut out, &report)?;
+            if let Some(shares) = &shares {
+                writeln!(out, "budgets today ({} UTC):", today.text())?;
+                for (_, line) in shares {
+                    writeln!(out, "  {line}")?;
+                }
+            }
         }
         out.flush()?;
         Ok(ExitCode::SUCCESS)
     }
+}
+
+/// The report from the daemon, or read from the stores when it cannot serve it (saying why).
+fn usage_report(prices: &PriceTable, by: GroupBy, since: Option<UnixMillis>) -> Report {
+    from_daemon(by, since).unwrap_or_else(|why| {
+        eprintln!("note: {why}; reading the stores directly");
+        scan_report(prices, by, since)
+    })
+}
+
+/// The report from the daemon's live index, starting the daemon when none answers; the error
+/// says why it did not serve it. Files it could not read are named on stderr.
+fn from_daemon(by: GroupBy, since: Option<UnixMillis>) -> Result<Report, String> {
+    use super::sessions::{answers_nothing, daemon_client, index_caller, not_served, start_daemon};
+    let home = super::sessions::state_home()?;
+    let params = UsageReportParams {
+        by: by.into(),
+        since: since.map(|s| s.0),
+        caller: index_caller(),
+    };
+    let ask = |params: UsageReportParams| daemon_client(&home)?.call(params);
+    let wire = match ask(params.clone()) {
+        Err(error) if answers_nothing(&error) => {
+            start_daemon(&home)?;
+            ask(params)
+        }
+        other => other,
+    }
+    .map_err(|e| not_served(e, "report usage"))?;
+    for warning in &wire.warnings {
+        eprintln!("cross-agent usage: {}", escape(warning));
+    }
+    Report::from_wire(&wire).ok_or_else(|| {
+        "the cross-agent daemon sent a usage report this command cannot read".to_owned()
+    })
+}
+
+/// The report read from the stores directly: every file, whole.
+fn scan_report(prices: &PriceTable, by: GroupBy, since: Option<UnixMillis>) -> Report {
+    let found = scan::scan(&StoreRoots::from_env());
+    for warning in &found.warnings {
+        eprintln!("cross-agent usage: {}", escape(warning));
+    }
+    Report::build(&account(&found.files), prices, by, since)
+}
+
+/// What each session has cost so far, keyed by session id, for `sessions`: from the daemon
+/// when it answers, else from the stores (no note: the listing already said why).
+pub(super) fn session_spent(
+    ask_daemon: bool,
+) -> std::collections::HashMap<String, cross_agent_stores::render::Spent> {
+    let prices = Home::from_env()
+        .ok()
+        .and_then(|home| PriceTable::load(Some(home.root())).ok())
+        .or_else(|| PriceTable::shipped().ok());
+    let report = match ask_daemon.then(|| from_daemon(GroupBy::Session, None)) {
+        Some(Ok(report)) => Some(report),
+        _ => prices.map(|prices| scan_report(&prices, GroupBy::Session, None)),
+    };
+    report
+        .map(|report| {
+            report
+                .rows
+                .iter()
+                .map(|row| {
+                    (
+                        row.key.clone(),
+                        cross_agent_stores::render::Spent {
+                            cost_usd: row.cost().map(|c| c.dollars_exact()),
+                            tokens: Some(row.tokens.total()),
+                        },
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 fn cost_cell(row: &Row) -> String {

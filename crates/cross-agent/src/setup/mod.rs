@@ -15,11 +15,13 @@
 //! sessions that outlive the window that registered it (docs/spec/cross-agent-mcp.md, Copilot).
 
 pub mod files;
+pub mod install;
 pub mod journal;
 pub mod json_config;
 pub mod places;
 pub mod plan;
 pub mod preflight;
+pub mod service;
 pub mod toml_config;
 pub mod user_edits;
 

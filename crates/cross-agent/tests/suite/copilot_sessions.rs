@@ -174,6 +174,9 @@ fn json_lists_copilot_sessions_with_their_editor_fields() {
                     "user_data_dir": user_data(&user),
                     "live": true,
                 },
+                // Copilot's files record no per-call usage (docs/usage.md): unknown, never 0.
+                "cost_usd": null,
+                "usage_tokens": null,
             },
             {
                 "session_id": TWO,
@@ -191,6 +194,9 @@ fn json_lists_copilot_sessions_with_their_editor_fields() {
                     "user_data_dir": user_data(&user),
                     "live": true,
                 },
+                // Copilot's files record no per-call usage (docs/usage.md): unknown, never 0.
+                "cost_usd": null,
+                "usage_tokens": null,
             },
         ])
     );

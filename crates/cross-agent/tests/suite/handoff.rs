@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use cross_agent_testkit::agents::{AgentHome, AgentKind, Claude, Codex, agent_binary};
 use cross_agent_testkit::binaries::agent_standin_bin;
+use cross_agent_testkit::desktop::Xvfb;
 use cross_agent_testkit::foreign_stores::{antigravity_session, cursor_session};
 use cross_agent_testkit::{Api, ModelEndpoint, Reply, Rule, ToolCall};
 use pretty_assertions::assert_eq;
@@ -698,47 +699,6 @@ fn a_remembered_login_check_is_asked_again_after_a_login_and_a_logout() {
     assert!(!cache.contains("sk-test"), "{cache}");
 }
 
-/// A started Xvfb, stopped when dropped.
-struct Xvfb {
-    child: std::process::Child,
-    display: String,
-}
-
-impl Xvfb {
-    fn start() -> Xvfb {
-        use std::io::BufRead as _;
-        let mut child = Command::new("Xvfb")
-            .args([
-                "-displayfd",
-                "1",
-                "-screen",
-                "0",
-                "800x600x24",
-                "-nolisten",
-                "tcp",
-            ])
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("Xvfb is installed (apt-get install xvfb xterm)");
-        let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        Xvfb {
-            child,
-            display: format!(":{}", line.trim()),
-        }
-    }
-}
-
-impl Drop for Xvfb {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn is_running(pid: u64) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
         s.rsplit_once(") ")
@@ -801,7 +761,9 @@ fn cli_handoff_launches_the_agent_in_a_terminal() {
     let user = User::new();
     let project = user.home.project("launch").unwrap();
     let id = small_cursor_session(&user, &project, GOAL);
-    let xvfb = Xvfb::start();
+    // testkit's display picking, shared with the desktop tests: `-displayfd` servers started
+    // at once were seen to report the same display.
+    let xvfb = Xvfb::start().expect("Xvfb (scripts/install-debian-packages installs it)");
     let standin = agent_standin_bin().unwrap();
     let record = user.home.path().join("standin.json");
 
@@ -809,7 +771,7 @@ fn cli_handoff_launches_the_agent_in_a_terminal() {
         let _ = std::fs::remove_file(&record);
         let out = user
             .command(&["handoff", &id, "--to", "cli:claude", "--json"])
-            .env("DISPLAY", &xvfb.display)
+            .env("DISPLAY", xvfb.display())
             .env("CROSS_AGENT_CLAUDE_BIN", &standin)
             .env("STANDIN_RECORD", &record)
             .env("STANDIN_EXIT", exit)

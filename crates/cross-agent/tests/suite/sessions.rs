@@ -153,6 +153,22 @@ fn json_lists_every_agent_newest_first_with_the_documented_fields() {
     );
     assert_eq!(ids(&listing["codex"]), vec![CODEX_PLAIN, CODEX_NAMED]);
 
+    // What each cost so far ends every element (the usage suite checks the figures): the
+    // builder's Claude replies are priced; the Codex builder's `token_count` has no per-call
+    // usage, so no usage is recorded and both are null, never 0.
+    let mut listing = listing;
+    let mut spent = Vec::new();
+    for (agent, i) in [("claude", 0), ("claude", 3), ("codex", 0)] {
+        let entry = listing[agent][i].as_object_mut().unwrap();
+        let keys: Vec<&String> = entry.keys().collect();
+        assert!(keys.contains(&&"cost_usd".to_owned()), "{entry:?}");
+        spent.push((
+            entry.remove("cost_usd").unwrap().is_string(),
+            entry.remove("usage_tokens").unwrap().as_u64().is_some(),
+        ));
+    }
+    assert_eq!(spent, vec![(true, true), (true, true), (false, false)]);
+
     assert_eq!(
         listing["claude"][0],
         json!({

@@ -1,6 +1,7 @@
 //! `cross-agent usage` over a temporary HOME holding a Claude transcript and a Codex rollout:
 //! the JSON and table totals (hand-computed), an unknown model's cost shown as unknown,
-//! `--prices`, the override file's refusal, and argument errors.
+//! `--prices`, the override file's refusal, and argument errors; the daemon's report equal to the
+//! direct read's on files the real Claude Code and Codex wrote, as they grow.
 
 use std::path::Path;
 
@@ -25,8 +26,27 @@ fn run(home: &Path, args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-fn store() -> TempDir {
-    let dir = TempDir::new().unwrap();
+/// A temporary HOME; `usage` starts the daemon of its `CROSS_AGENT_HOME` when none answers, and
+/// it ends with the test.
+struct Store(TempDir);
+
+impl Store {
+    fn path(&self) -> &Path {
+        self.0.path()
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        cross_agent_testkit::leaks::stop_daemons(
+            &self.path().join("xa"),
+            cross_agent_testkit::leaks::SETTLE,
+        );
+    }
+}
+
+fn store() -> Store {
+    let dir = Store(TempDir::new().unwrap());
     let project = dir.path().join(".claude/projects/-work-shop");
     std::fs::create_dir_all(&project).unwrap();
     let assistant = |msg: &str, model: &str, input: u64, output: u64| {
@@ -35,7 +55,12 @@ fn store() -> TempDir {
             "message": {"id": msg, "model": model, "usage": {"input_tokens": input, "output_tokens": output}}})
         .to_string()
     };
+    // A user line too, so `sessions` lists it (it carries no usage).
+    let user = json!({"type": "user", "sessionId": "c1", "timestamp": "2026-12-01T09:59:00.000Z",
+        "cwd": "/work/shop", "uuid": "u0", "message": {"role": "user", "content": "count me"}})
+    .to_string();
     let lines = [
+        user,
         assistant("m1", "claude-haiku-4-5-20251001", 1000, 100),
         assistant("m1", "claude-haiku-4-5-20251001", 1000, 100),
         assistant("m2", "claude-mystery-1", 5, 5),
@@ -54,6 +79,10 @@ fn store() -> TempDir {
         line(
             "session_meta",
             json!({"id": "x1", "cwd": "/work/shop", "source": "exec"}),
+        ),
+        line(
+            "event_msg",
+            json!({"type": "user_message", "message": "count me"}),
         ),
         line("turn_context", json!({"model": "gpt-5-codex"})),
         line(
@@ -240,4 +269,171 @@ fn usage_limits_shows_the_latest_codex_windows() {
     let secs = primary["resets_in_seconds"].as_u64().unwrap();
     assert!((7_770..=7_830).contains(&secs), "{secs}");
     assert_eq!(json["codex"]["observed_at"], "2026-12-02T09:05:00.000Z");
+}
+
+/// `usage` read directly (no daemon can start) and through the daemon's live index.
+fn both_ways(home: &Path, env: &[(&str, &Path)], args: &[&str]) -> (String, String) {
+    let with = |daemon_bin: Option<&Path>| {
+        let mut cmd = cmd(home, args);
+        if daemon_bin.is_some() {
+            // A state home of its own, where no daemon ever runs to be asked.
+            cmd.env("CROSS_AGENT_HOME", home.join("xa-direct"));
+        }
+        for (name, value) in env {
+            cmd.env(name, value);
+        }
+        if let Some(bin) = daemon_bin {
+            cmd.env("CROSS_AGENT_DAEMON_BIN", bin);
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(
+            stderr.contains("reading the stores directly"),
+            daemon_bin.is_some(),
+            "{stderr}"
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let cannot_start = home.join("no-such-daemon");
+    let direct = with(Some(&cannot_start));
+    let daemon = with(None);
+    (direct, daemon)
+}
+
+/// The daemon's report equals the direct read's — for every grouping, table and JSON — on the
+/// files the real pinned Claude Code and Codex write (a resumed Codex thread included), and
+/// again after each grows by another turn: the daemon then reads only what was appended.
+#[test]
+fn the_daemon_and_the_direct_read_give_the_same_report_on_a_real_store() {
+    use cross_agent_testkit::agents::{AgentHome, Claude, Codex};
+    use cross_agent_testkit::{ModelEndpoint, Reply, Rule, ScriptedUsage};
+
+    let endpoint = ModelEndpoint::start().unwrap();
+    let usage = |input, output, cache_read| ScriptedUsage {
+        input,
+        output,
+        cache_read,
+        cache_write_5m: 30,
+        ..ScriptedUsage::default()
+    };
+    endpoint.script([
+        Rule::on_user_text("turn one").reply(Reply::text("One.").usage(usage(100, 10, 1000))),
+        Rule::on_user_text("turn two").reply(Reply::text("Two.").usage(usage(200, 20, 2000))),
+    ]);
+    let agents = AgentHome::new().unwrap();
+    let project = agents.project("shop").unwrap();
+    let claude = Claude::new(&agents, &endpoint.anthropic_base_url()).unwrap();
+    let codex = Codex::new(&agents, &endpoint.openai_base_url()).unwrap();
+    let claude_run = claude
+        .turn(&project, "turn one")
+        .arg("--model")
+        .arg("claude-sonnet-4-5")
+        .run()
+        .unwrap()
+        .expect_success()
+        .unwrap();
+    let session = claude_run.session_id().unwrap().to_owned();
+    let codex_run = codex
+        .turn(&project, "turn one")
+        .arg("-m")
+        .arg("gpt-5")
+        .run()
+        .unwrap()
+        .expect_success()
+        .unwrap();
+    let thread = codex_run.thread_id().unwrap().to_owned();
+
+    let home = Store(TempDir::new().unwrap());
+    let config = agents.claude_config();
+    let codex_home = agents.codex_home();
+    let env = [
+        ("CLAUDE_CONFIG_DIR", config.as_path()),
+        ("CODEX_HOME", codex_home.as_path()),
+    ];
+    let compare = |when: &str| {
+        for by in ["session", "agent", "model", "day", "cwd"] {
+            for json in [false, true] {
+                let mut args = vec!["--by", by];
+                if json {
+                    args.push("--json");
+                }
+                let (direct, daemon) = both_ways(home.path(), &env, &args);
+                assert_eq!(daemon, direct, "{when}: {args:?}");
+            }
+        }
+        let (direct, _) = both_ways(home.path(), &env, &["--json", "--by", "agent"]);
+        serde_json::from_str::<Value>(&direct).unwrap()
+    };
+    let first = compare("after one turn each");
+    assert_eq!(first["total"]["calls"], json!(2), "{first}");
+
+    // Both grow by a turn: the Claude session resumed, the Codex thread resumed.
+    claude
+        .turn(&project, "turn two")
+        .resume(&session)
+        .arg("--model")
+        .arg("claude-sonnet-4-5")
+        .run()
+        .unwrap()
+        .expect_success()
+        .unwrap();
+    codex
+        .turn(&project, "turn two")
+        .resume(&thread)
+        .arg("-m")
+        .arg("gpt-5")
+        .run()
+        .unwrap()
+        .expect_success()
+        .unwrap();
+    let second = compare("after a second turn each");
+    assert_eq!(second["total"]["calls"], json!(4), "{second}");
+    // Codex: input net of cached, per call; Claude: as the endpoint reported it.
+    assert_eq!(
+        second["total"]["tokens"]["output"],
+        json!(2 * (10 + 20)),
+        "{second}"
+    );
+}
+
+/// `sessions` shows what each session cost so far: a column in the table and `cost_usd` /
+/// `usage_tokens` in `--json` — `null` for a session with an unpriced call, never 0.
+#[test]
+fn sessions_show_each_sessions_cost_so_far() {
+    let dir = store();
+    let sessions = |json: bool| {
+        let mut cmd = Command::cargo_bin("cross-agent").unwrap();
+        cmd.env_clear()
+            .env("HOME", dir.path())
+            .env("CROSS_AGENT_HOME", dir.path().join("xa"))
+            .arg("sessions");
+        if json {
+            cmd.arg("--json");
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let listing: Value = serde_json::from_str(&sessions(true)).unwrap();
+    let c1 = &listing["claude"][0];
+    assert_eq!(c1["session_id"], json!("c1"));
+    // m1 is priced, m2 (claude-mystery-1) is not: the session's cost is unknown.
+    assert_eq!(c1["cost_usd"], Value::Null, "{c1}");
+    assert_eq!(c1["usage_tokens"], json!(1000 + 100 + 5 + 5), "{c1}");
+    let x1 = &listing["codex"][0];
+    assert_eq!(x1["cost_usd"], json!("0.003625"), "{x1}");
+    assert_eq!(x1["usage_tokens"], json!(1000 + 3000 + 200), "{x1}");
+
+    let table = sessions(false);
+    assert!(table.lines().next().unwrap().ends_with("COST"), "{table}");
+    let row = |id: &str| {
+        table
+            .lines()
+            .find(|l| l.contains(id))
+            .unwrap_or_else(|| panic!("{id} in {table}"))
+            .to_owned()
+    };
+    assert!(row("c1").ends_with("unknown"), "{table}");
+    assert!(row("x1").ends_with("$0.00"), "{table}");
 }

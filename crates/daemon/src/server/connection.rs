@@ -47,6 +47,9 @@ enum After {
     Stop,
 }
 
+/// How many bytes of a listing's small pieces are gathered before a write.
+const TRAILER_WINDOW: usize = 256 << 10;
+
 /// Per-connection state.
 #[derive(Default)]
 struct Session {
@@ -110,13 +113,30 @@ pub(super) async fn serve(stream: Stream, shared: Arc<Shared>, _permit: OwnedSem
             After::Trailer(bytes) => {
                 use tokio::io::AsyncWriteExt as _;
                 // In the pieces it was made of: runs of the kept renderings, written from where
-                // they are, never gathered into one buffer.
+                // they are, never gathered into one buffer. A listing with costs is two small
+                // pieces per session: those are gathered into a window's worth first, so a
+                // listing is a few hundred writes, not one per piece.
+                let mut window: Vec<u8> = Vec::with_capacity(TRAILER_WINDOW);
                 let mut written = Ok(());
                 for piece in bytes.pieces() {
-                    written = write.write_all(piece).await;
-                    if written.is_err() {
-                        break;
+                    if window.len() + piece.len() > TRAILER_WINDOW && !window.is_empty() {
+                        written = write.write_all(&window).await;
+                        window.clear();
+                        if written.is_err() {
+                            break;
+                        }
                     }
+                    if piece.len() >= TRAILER_WINDOW {
+                        written = write.write_all(piece).await;
+                        if written.is_err() {
+                            break;
+                        }
+                    } else {
+                        window.extend_from_slice(piece);
+                    }
+                }
+                if written.is_ok() && !window.is_empty() {
+                    written = write.write_all(&window).await;
                 }
                 let written = match written {
                     Ok(()) => write.flush().await,
@@ -438,6 +458,15 @@ async fn dispatch(
             .await,
             After::Continue,
         ),
+        ClientRequest::UsageReport(params) => (
+            engine_call::<cross_agent_protocol::usage::UsageReportParams>(
+                id,
+                shared,
+                move |engine| engine.usage_report(params),
+            )
+            .await,
+            After::Continue,
+        ),
         ClientRequest::IndexListing(params) => {
             let engine = shared.engine.clone();
             let rendered = tokio::task::spawn_blocking(move || engine.index_listing(&params)).await;
@@ -537,6 +566,50 @@ async fn dispatch(
                 After::Continue,
             )
         }
+        ClientRequest::OnHost(params) => {
+            let answer =
+                super::remote::on_host(params, &shared.engine, &shared.links, &shared.forwarding)
+                    .await;
+            let message = match answer {
+                Ok(response) => respond::<cross_agent_protocol::hosts::OnHostParams>(id, response),
+                Err(rpc_error) => ServerMessage::Error {
+                    id: Some(id),
+                    error: rpc_error,
+                },
+            };
+            (message, After::Continue)
+        }
+        ClientRequest::SendForwarded(params) => (
+            engine_call::<cross_agent_protocol::hosts::SendForwardedParams>(
+                id,
+                shared,
+                move |engine| super::remote::send_forwarded(&engine, params),
+            )
+            .await,
+            After::Continue,
+        ),
+        ClientRequest::DecisionsQuery(params) => {
+            let home = shared.home.root().to_owned();
+            let answer =
+                tokio::task::spawn_blocking(move || super::remote::decisions_query(&home, &params))
+                    .await;
+            let message = match answer {
+                Ok(Ok(response)) => {
+                    respond::<cross_agent_protocol::hosts::DecisionsQueryParams>(id, response)
+                }
+                Ok(Err(why)) => error(Some(id), ErrorCode::InvalidParams, why),
+                Err(e) => error(
+                    Some(id),
+                    ErrorCode::Internal,
+                    format!("the daemon failed while answering `decisions_query`: {e}"),
+                ),
+            };
+            (message, After::Continue)
+        }
+        ClientRequest::HostsStatus(_) => (
+            respond::<cross_agent_protocol::hosts::HostsStatusParams>(id, shared.links.status()),
+            After::Continue,
+        ),
         ClientRequest::Handover(params) => {
             let releasing = matches!(params.step, HandoverStep::Release);
             let reply = handover(id, params, shared);

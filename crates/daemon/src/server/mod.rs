@@ -32,6 +32,7 @@ mod admission;
 mod connection;
 mod forward;
 mod home_watch;
+mod remote;
 
 pub use admission::{ConnectionLimits, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS};
 
@@ -334,9 +335,14 @@ impl Daemon {
         let corrections: Arc<dyn crate::review_door::Corrections> = Arc::new(
             crate::review_door::Guarded::new(engine.clone(), bot.clone(), home.root().to_owned()),
         );
+        // Today's spend and Codex's windows, for the budget watcher and `/limits`.
+        let usage: Arc<dyn crate::budget_watch::UsageSource> = Arc::new(
+            crate::budget_watch::EngineSource::new(engine.clone(), home.root().to_owned()),
+        );
         bot.set_session_host(Arc::new(crate::telegram_sessions::Host::new(
             engine.clone(),
             Arc::clone(&corrections),
+            Arc::clone(&usage),
         )));
         let (telegram_stop, telegram_stop_rx) = watch::channel(false);
         // Copilot's live hosts: listed from themselves, their confirmations on the phone;
@@ -351,6 +357,28 @@ impl Daemon {
             corrections,
             telegram_stop_rx.clone(),
         );
+        // The budget watcher (idle with no `[usage.budget]`); let go of with the poller too.
+        crate::budget_watch::start(
+            home.root().to_owned(),
+            usage,
+            Arc::new(bot.clone()),
+            cross_agent_decisions::DecisionLog::in_existing_home(home.root()),
+            telegram_stop_rx.clone(),
+        );
+        // The links to other machines (hosts.toml), let go of with the poller: a replaced
+        // daemon's successor keeps them.
+        let links = cross_agent_hosts::Links::start(
+            cross_agent_hosts::LinksConfig::for_home(home.root(), |name| std::env::var(name).ok()),
+            telegram_stop_rx.clone(),
+        );
+        // The records of sends forwarded to other hosts, kept in step with the remote ones.
+        let forwarding = Arc::new(remote::Forwarding::default());
+        remote::follow(
+            engine.clone(),
+            links.clone(),
+            forwarding.clone(),
+            telegram_stop_rx.clone(),
+        );
         let telegram = tokio::spawn(bot.clone().supervise(telegram_stop_rx));
         let shared = Arc::new(Shared {
             info,
@@ -362,6 +390,8 @@ impl Daemon {
             lock: parking_lot::Mutex::new(Some(lock)),
             drain_lock: parking_lot::Mutex::new(None),
             bot,
+            links,
+            forwarding,
             idle_timeout: limits.idle_timeout,
         });
         let mut gate = admission::Gate::new(limits, shared.info.pid);
@@ -584,6 +614,10 @@ struct Shared {
     drain_lock: parking_lot::Mutex<Option<DrainLock>>,
     /// The Telegram bot: the poller's pending approvals, answered for `hook` calls.
     bot: cross_agent_telegram::Bot,
+    /// The SSH links to other machines and their status (`hosts_status`).
+    links: cross_agent_hosts::Links,
+    /// The sends being forwarded to other hosts right now.
+    forwarding: Arc<remote::Forwarding>,
     /// How long a connection may wait between requests before it is closed.
     idle_timeout: Option<Duration>,
 }

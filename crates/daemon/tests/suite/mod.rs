@@ -13,6 +13,7 @@ mod copilot_send;
 mod decisions;
 mod descriptors;
 mod framing;
+mod gui_door;
 mod handshake;
 mod lifecycle;
 mod native_real;

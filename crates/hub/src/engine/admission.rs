@@ -62,6 +62,11 @@ pub(super) trait Neighbours {
     ) -> bool;
     /// A delivery was queued: the dispatcher looks at the queue.
     fn queued(&self);
+    /// `[control]` of this daemon's `config.toml` (with `CROSS_AGENT_GUI_FALLBACK` over it):
+    /// whether the GUI door is open for a send no headless CLI may carry.
+    fn control_config(
+        &self,
+    ) -> cross_agent_control::Result<cross_agent_control::settings::ControlConfig>;
 }
 
 impl Neighbours for Engine {
@@ -98,6 +103,12 @@ impl Neighbours for Engine {
 
     fn queued(&self) {
         self.inner.dispatch.wake();
+    }
+
+    fn control_config(
+        &self,
+    ) -> cross_agent_control::Result<cross_agent_control::settings::ControlConfig> {
+        cross_agent_control::settings::load(&self.inner.info.state_root)
     }
 }
 
@@ -399,6 +410,11 @@ mod tests {
         fn queued(&self) {
             self.woken.fetch_add(1, Ordering::SeqCst);
         }
+        fn control_config(
+            &self,
+        ) -> cross_agent_control::Result<cross_agent_control::settings::ControlConfig> {
+            cross_agent_control::settings::parse("", "config.toml".into(), None)
+        }
     }
 
     #[test]
@@ -414,7 +430,7 @@ mod tests {
             .settings
             .insert("CROSS_AGENT_MAX_HOPS".to_owned(), "1".to_owned());
         let SendResponse::Accepted(receipt) =
-            admission.send(params.clone(), &others, None).unwrap()
+            admission.send(params.clone(), &others, None, None).unwrap()
         else {
             panic!("the first send is accepted");
         };
@@ -429,7 +445,7 @@ mod tests {
         assert_eq!(record.transport, Transport::HeadlessCli);
         assert_eq!(record.carrier_generation, Some(1));
         // The conversation's one hop is spent: the next relay in it is refused, not queued.
-        match admission.send(params, &others, None).unwrap() {
+        match admission.send(params, &others, None, None).unwrap() {
             SendResponse::Refused(refusal) => {
                 assert_eq!(refusal.reason, RefusalReason::HopBudget);
             }

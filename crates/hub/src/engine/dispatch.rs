@@ -665,6 +665,8 @@ mod tests {
     fn queue(dispatch: &Dispatch, id: &str, session: &str, created_ms: i64, bound_secs: u64) {
         let record = DeliveryRecord {
             delivery_id: id.into(),
+            host: None,
+            forwarded_from: None,
             request_id: format!("req_1795992430029_{id:0>6}"),
             state: DeliveryState::Queued,
             from_agent: Some(Agent::Codex),

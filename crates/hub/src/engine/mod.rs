@@ -132,9 +132,11 @@ mod native;
 mod panels;
 mod pins;
 mod receipt;
+mod remote;
 mod send;
 mod status;
 mod target;
+mod usage;
 mod withheld;
 
 pub use activity::SessionActivity;
@@ -226,6 +228,8 @@ struct Inner {
     carriers: carriers::Carriers,
     /// What happens to deliveries, for in-process subscribers ([`Engine::subscribe`]).
     events: tokio::sync::broadcast::Sender<cross_agent_protocol::events::EngineEvent>,
+    /// The usage index beside the session index: `usage_report`, costs on listings and cards.
+    usage: usage::LiveUsage,
 }
 
 fn non_blank(value: Option<&str>) -> Option<&str> {
@@ -342,6 +346,7 @@ impl Engine {
                 decisions,
                 carriers: carriers::Carriers::new(),
                 events,
+                usage: usage::LiveUsage::default(),
             }),
         };
         for mut record in orphaned {
@@ -394,7 +399,8 @@ impl Engine {
 
     /// Keeps the session index current between listings: each second, the stores that sent a
     /// notification (or whose re-walk is due) are refreshed, so a listing rarely waits on a
-    /// walk. Ends when the engine stops.
+    /// walk; the usage index after it, once something asked for usage. Ends when the engine
+    /// stops.
     async fn index_loop(self) {
         let mut stop = self.inner.stop.subscribe();
         loop {
@@ -403,7 +409,11 @@ impl Engine {
                 () = tokio::time::sleep(INDEX_CATCH_UP) => {}
             }
             let engine = self.clone();
-            dispatch::off_async(move || engine.inner.scan.catch_up()).await;
+            dispatch::off_async(move || {
+                engine.inner.scan.catch_up();
+                engine.inner.usage.catch_up(&engine.inner.scan);
+            })
+            .await;
         }
     }
 
@@ -515,9 +525,18 @@ impl Engine {
         clock: (cross_agent_stores::resolve::ActiveWindow, UnixMillis),
     ) -> cross_agent_stores::live::RenderedListing {
         let roots = roots_for(context);
-        self.inner
-            .scan
-            .render_listing(&roots, agents, admit, limit, clock)
+        let spent = self.spent(&roots);
+        let spent_of = |s: &Session| match &spent {
+            Some(table) => usage::spent_of(table, s),
+            None => Default::default(),
+        };
+        self.inner.scan.render_listing(
+            &roots,
+            agents,
+            admit,
+            limit,
+            (clock.0, clock.1, Some(&spent_of)),
+        )
     }
 
     /// Some agents' held sessions, lent: read with no lock held.

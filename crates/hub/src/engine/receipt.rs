@@ -46,6 +46,8 @@ pub(super) struct Acceptance<'a> {
     pub(super) cwd_text: &'a str,
     /// A cross review's correction: the reviewer the envelope names as its sender.
     pub(super) reviewer: Option<&'a str>,
+    /// A send forwarded by another machine's daemon: its id and origin.
+    pub(super) forwarded: Option<&'a super::send::Forwarded>,
 }
 
 /// When a send was accepted and what it is called: fixed once, at acceptance.
@@ -82,7 +84,11 @@ impl Admission {
         acceptance: Acceptance<'_>,
         others: &dyn Neighbours,
     ) -> Result<SendReceipt> {
-        let stamp = Stamp::now();
+        let mut stamp = Stamp::now();
+        if let Some(forwarded) = acceptance.forwarded {
+            // Both machines' records carry the sender's id (docs/remote.md).
+            stamp.delivery_id = forwarded.delivery_id.clone();
+        }
         let target_key = match &acceptance.resolved.session_id {
             Some(id) => TargetKey::new(acceptance.params.agent, id.as_str()),
             None => TargetKey::new_session(acceptance.params.agent, &stamp.delivery_id),
@@ -139,6 +145,12 @@ impl Admission {
         let transcript = transcript_of(params, resolved);
         DeliveryRecord {
             delivery_id: delivery_id.clone(),
+            host: None,
+            forwarded_from: acceptance.forwarded.map(|f| {
+                f.from_machine
+                    .clone()
+                    .unwrap_or_else(|| "another machine".to_owned())
+            }),
             request_id: request_id.clone(),
             state: DeliveryState::Queued,
             from_agent: caller.agent,
@@ -307,6 +319,10 @@ impl Admission {
             (None, Transport::ClaudeNative) => {
                 format!("in the live {agent} session, through its own cross-session messaging")
             }
+            (None, Transport::Gui) => format!(
+                "in the {agent} chat of its editor window, pasted there through the desktop \
+                 (the GUI fallback)"
+            ),
             (None, Transport::HeadlessCli | Transport::Panel) => {
                 format!("in the background (headless {agent} CLI)")
             }
@@ -324,6 +340,7 @@ impl Admission {
         );
         SendReceipt {
             delivery_id,
+            host: None,
             accepted: true,
             note,
             target_agent: agent,
@@ -360,6 +377,11 @@ impl Admission {
                     "the answer is awaited up to {timeout_secs} s after the hand-over; the host \
                      runs the turn, and the message is never re-sent"
                 ),
+                Transport::Gui => format!(
+                    "the answer is read from the session's transcript; inactivity timeout \
+                     {timeout_secs} s of a still transcript after the paste, and the message is \
+                     never re-sent"
+                ),
                 Transport::HeadlessCli | Transport::Panel | Transport::ClaudeNative => format!(
                     "inactivity timeout {timeout_secs} s, reset by CLI output or transcript \
                      writes; no wall-clock limit"
@@ -385,6 +407,7 @@ fn job_of(acceptance: &Acceptance<'_>, stamp: &Stamp) -> Job {
             },
         cwd_text,
         reviewer,
+        ..
     } = acceptance;
     let (agent, hop, request_id) = (params.agent, *hop, &stamp.request_id);
     let will_create = resolved.new_reason.is_some();

@@ -11,6 +11,7 @@ use cross_agent_protocol::bridge::{
 use serde_json::{Value, json};
 
 use super::admission::{Admission, Neighbours};
+use super::carriers::{NotTaken, gui_takes};
 use super::copilot_caller::map_copilot_caller;
 use super::receipt::{Acceptance, Conversation};
 use super::target::{TargetQuery, Unresolved};
@@ -22,6 +23,13 @@ use crate::settings::{CallSettings, UiHook};
 
 /// Room kept for the envelope around a message that must fit in one argument.
 const ENVELOPE_ALLOWANCE: usize = 4 * 1024;
+
+/// A send another machine's daemon forwarded: the id it recorded the delivery under, and
+/// where it came from.
+pub(super) struct Forwarded {
+    pub(super) delivery_id: String,
+    pub(super) from_machine: Option<String>,
+}
 
 /// A guard's verdict: go on, or this refusal.
 type Guard = std::result::Result<(), Refusal>;
@@ -64,7 +72,46 @@ struct Request<'a> {
 impl Engine {
     /// `send_to_*`: refuses, or records the delivery and answers with a receipt at once.
     pub fn send(&self, params: SendParams) -> crate::Result<SendResponse> {
-        self.inner.admission.send(params, self, None)
+        self.inner.admission.send(params, self, None, None)
+    }
+
+    /// `send_forwarded`: a send another machine's daemon accepted for a session here, taken
+    /// through the same guards and doors as a local one but recorded under the id that daemon
+    /// gave it (docs/remote.md). An id already recorded is refused: nothing is sent twice.
+    pub fn send_forwarded(
+        &self,
+        delivery_id: &str,
+        from_machine: Option<&str>,
+        params: SendParams,
+    ) -> crate::Result<SendResponse> {
+        let well_formed = delivery_id.starts_with("dlv_")
+            && delivery_id.len() <= 64
+            && delivery_id[4..].chars().all(|c| c.is_ascii_alphanumeric());
+        if !well_formed {
+            return Ok(SendResponse::Refused(refusal(
+                RefusalReason::InvalidArguments,
+                format!(
+                    "the forwarded delivery id {delivery_id:?} is not one a daemon gives                      (`dlv_` and letters or digits); nothing was sent"
+                ),
+                json!({"delivery_id": delivery_id}),
+            )));
+        }
+        if self.db().delivery(delivery_id)?.is_some() {
+            return Ok(SendResponse::Refused(refusal(
+                RefusalReason::InvalidArguments,
+                format!(
+                    "delivery {delivery_id} is already recorded on this machine: a forwarded                      send is taken once and never again; ask bridge_status(delivery_id) for it"
+                ),
+                json!({"delivery_id": delivery_id}),
+            )));
+        }
+        let forwarded = Forwarded {
+            delivery_id: delivery_id.to_owned(),
+            from_machine: from_machine.map(str::to_owned),
+        };
+        self.inner
+            .admission
+            .send(params, self, None, Some(&forwarded))
     }
 
     /// A cross review's correction, sent through the same guards and doors as any send (panel
@@ -76,7 +123,9 @@ impl Engine {
         params: SendParams,
         reviewer: &str,
     ) -> crate::Result<SendResponse> {
-        self.inner.admission.send(params, self, Some(reviewer))
+        self.inner
+            .admission
+            .send(params, self, Some(reviewer), None)
     }
 }
 
@@ -87,9 +136,10 @@ impl Admission {
         params: SendParams,
         others: &dyn Neighbours,
         reviewer: Option<&str>,
+        forwarded: Option<&Forwarded>,
     ) -> crate::Result<SendResponse> {
         let agent = params.agent;
-        let response = match self.try_send(&params, others, reviewer) {
+        let response = match self.try_send(&params, others, reviewer, forwarded) {
             Ok(receipt) => SendResponse::Accepted(receipt),
             Err(Stopped::Refused(refusal)) => SendResponse::Refused(refusal),
             Err(Stopped::Failed(error)) => return Err(error),
@@ -105,6 +155,7 @@ impl Admission {
         params: &SendParams,
         others: &dyn Neighbours,
         reviewer: Option<&str>,
+        forwarded: Option<&Forwarded>,
     ) -> Result<SendReceipt, Stopped> {
         let agent = params.agent;
         let settings = CallSettings::from_settings(&params.caller.settings);
@@ -153,7 +204,7 @@ impl Admission {
         )?;
         not_the_caller_itself(agent, own_session, &resolved, &caller)?;
         panel_not_required(&settings, agent, &resolved)?;
-        headless_allowed(&settings, agent, &resolved)?;
+        headless_allowed(&settings, agent, &resolved, others)?;
         let conversation = self.hop_left(params, &settings, &caller)?;
 
         Ok(self.accept(
@@ -165,6 +216,7 @@ impl Admission {
                 conversation,
                 cwd_text: &cwd_text,
                 reviewer,
+                forwarded,
             },
             others,
         )?)
@@ -466,12 +518,28 @@ fn panel_not_required(settings: &CallSettings, agent: Agent, resolved: &Resolved
 }
 
 /// `CROSS_AGENT_DISABLE_HEADLESS`: a send must go into a session an editor panel holds (or,
-/// for Copilot, its Agent Host).
-fn headless_allowed(settings: &CallSettings, agent: Agent, resolved: &Resolved) -> Guard {
+/// for Copilot, its Agent Host), or through the GUI door when the person turned the GUI
+/// fallback on (`carriers::gui`).
+fn headless_allowed(
+    settings: &CallSettings,
+    agent: Agent,
+    resolved: &Resolved,
+    others: &dyn Neighbours,
+) -> Guard {
     // Copilot is never reached headless: its route is its running Agent Host.
     if !settings.disable_headless || resolved.panel.is_some() || agent == Agent::Copilot {
         return Ok(());
     }
+    let gui = gui_takes(agent, resolved, settings, &others.control_config());
+    let gui_hint = match gui {
+        Ok(()) => return Ok(()),
+        Err(NotTaken::Off(how)) if resolved.session_id.is_some() => format!(
+            " The GUI fallback could paste it into the session's editor window, but it is \
+             off: turn it on with {how}."
+        ),
+        Err(NotTaken::Unreadable(why)) => format!(" The GUI fallback's settings: {why}."),
+        Err(NotTaken::Off(_) | NotTaken::NotItsKind) => String::new(),
+    };
     let which = resolved.session_id.as_deref().map_or_else(
         || format!("the new {agent} session it would create"),
         |id| format!("{agent} session {id}"),
@@ -481,8 +549,8 @@ fn headless_allowed(settings: &CallSettings, agent: Agent, resolved: &Resolved) 
         format!(
             "CROSS_AGENT_DISABLE_HEADLESS is set for this registration, so a send must reach a \
              session an editor panel holds, and no live panel holds {which}. Open the \
-             conversation in its panel first, or leave the setting off for this send. Nothing \
-             was sent, queued or spent"
+             conversation in its panel first, or leave the setting off for this send.{gui_hint} \
+             Nothing was sent, queued or spent"
         ),
         json!({"target_session_id": resolved.session_id}),
     ))

@@ -85,6 +85,7 @@ impl Engine {
                 .into_iter()
                 .take(limit)
                 .map(|s| SessionEntry {
+                    host: None,
                     session_id: s.session_id.clone(),
                     title: s.title.clone(),
                     title_is_assigned: s.title_is_assigned,

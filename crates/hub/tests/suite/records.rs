@@ -12,6 +12,8 @@ use pretty_assertions::assert_eq;
 pub(super) fn record(id: &str) -> DeliveryRecord {
     DeliveryRecord {
         delivery_id: id.into(),
+        host: None,
+        forwarded_from: None,
         request_id: format!("req_1795992430029_{id:0>6}"),
         state: DeliveryState::Queued,
         from_agent: Some(Agent::Codex),

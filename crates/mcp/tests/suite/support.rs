@@ -350,6 +350,7 @@ fn answer(call: &ClientRequest) -> Value {
         }
         ClientRequest::Send(params) => serde_json::to_value(SendResponse::Accepted(SendReceipt {
             delivery_id: "dlv_fake".into(),
+            host: None,
             accepted: true,
             note: "no response yet".into(),
             target_agent: params.agent,

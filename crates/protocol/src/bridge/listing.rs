@@ -66,6 +66,9 @@ pub(super) fn absolute_cwd<'de, D: serde::Deserializer<'de>>(
 /// One session as listed (the same fields as `cross-agent sessions --json`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SessionEntry {
+    /// The machine the session lives on: a host name of `hosts.toml`, `null` for this one.
+    #[serde(default)]
+    pub host: Option<String>,
     pub session_id: String,
     pub title: Option<String>,
     pub title_is_assigned: bool,

@@ -32,7 +32,9 @@ use std::path::{Path, PathBuf};
 
 pub use endpoints::{ConnectionToken, Endpoint, EndpointProblem};
 pub use live::{HostSession, LiveHosts};
-pub use places::{CopilotPlace, CopilotPlaces, EditorUserData, Os, vscode_user_data};
+pub use places::{
+    CopilotPlace, CopilotPlaces, EditorUserData, Os, vscode_family_user_data, vscode_user_data,
+};
 
 use crate::model::{Agent, CopilotDetails, Session, UnixMillis, Warnings};
 use crate::roots::FileStamp;

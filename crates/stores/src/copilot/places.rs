@@ -23,6 +23,16 @@ use serde::{Deserialize, Serialize};
 /// folder under the base).
 const PRODUCTS: [(&str, &str); 2] = [("VS Code", "Code"), ("VS Code Insiders", "Code - Insiders")];
 
+/// Every editor of the VS Code family whose user data is laid out as VS Code's (the same
+/// `userDataPath.ts` rule with its own product folder): the editions above and the forks.
+const FAMILY: [(&str, &str); 5] = [
+    ("VS Code", "Code"),
+    ("VS Code Insiders", "Code - Insiders"),
+    ("VSCodium", "VSCodium"),
+    ("Cursor", "Cursor"),
+    ("Windsurf", "Windsurf"),
+];
+
 /// The endpoint registry under a user-data folder.
 const ENDPOINT_TAIL: &str = "agent-host/local-endpoint/entries";
 /// The host catalog under a user-data folder.
@@ -227,6 +237,27 @@ pub fn vscode_user_data(
     home: Option<&Path>,
     var: &impl Fn(&str) -> Option<OsString>,
 ) -> Vec<EditorUserData> {
+    user_data_of_products(os, home, var, &PRODUCTS)
+}
+
+/// The user-data folders of the whole VS Code family on `os` (VS Code, Insiders, VSCodium,
+/// Cursor, Windsurf), by the same rule as [`vscode_user_data`]: what the workspaces reader
+/// (`cross-agent windows`) looks in.
+pub fn vscode_family_user_data(
+    os: Os,
+    home: Option<&Path>,
+    var: &impl Fn(&str) -> Option<OsString>,
+) -> Vec<EditorUserData> {
+    user_data_of_products(os, home, var, &FAMILY)
+}
+
+/// VS Code's rule over a list of (editor, product folder).
+fn user_data_of_products(
+    os: Os,
+    home: Option<&Path>,
+    var: &impl Fn(&str) -> Option<OsString>,
+    products: &'static [(&'static str, &'static str)],
+) -> Vec<EditorUserData> {
     let absolute = |name: &str| {
         var(name)
             .filter(|v| !v.is_empty())
@@ -244,7 +275,7 @@ pub fn vscode_user_data(
     portable
         .into_iter()
         .chain(base.into_iter().flat_map(|base| {
-            PRODUCTS
+            products
                 .iter()
                 .map(move |(editor, product)| EditorUserData {
                     editor,

@@ -282,6 +282,41 @@ impl CodexRollout {
         self
     }
 
+    /// The model of the turns that follow (`turn_context`), as Codex writes it each turn.
+    pub fn model(&mut self, model: &str, at: Millis) -> &mut Self {
+        self.lines.push(format!(
+            r#"{{"timestamp":"{}","type":"turn_context","payload":{{"model":{}}}}}"#,
+            rfc3339(at),
+            js(model)
+        ));
+        self
+    }
+
+    /// A model call's `token_count`: this call's usage (input, cached input, output) and the
+    /// thread's running total after it, as Codex 0.171.0 writes them.
+    pub fn token_count(
+        &mut self,
+        at: Millis,
+        last: (u64, u64, u64),
+        total: (u64, u64, u64),
+    ) -> &mut Self {
+        let usage = |(i, c, o): (u64, u64, u64)| {
+            format!(
+                r#"{{"input_tokens":{i},"cached_input_tokens":{c},"output_tokens":{o},"reasoning_output_tokens":0,"total_tokens":{}}}"#,
+                i + o
+            )
+        };
+        self.event(
+            at,
+            &format!(
+                r#"{{"type":"token_count","info":{{"total_token_usage":{},"last_token_usage":{},"model_context_window":272000}},"rate_limits":null}}"#,
+                usage(total),
+                usage(last)
+            ),
+        );
+        self
+    }
+
     pub fn raw(&mut self, line: &str) -> &mut Self {
         self.lines.push(line.to_owned());
         self

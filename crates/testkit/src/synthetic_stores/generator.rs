@@ -16,7 +16,7 @@ use super::{Millis, js, now_millis, rfc3339};
 
 /// Changes whenever [`generate`] writes something different for the same spec, so a store kept
 /// on disk between benchmark runs is regenerated rather than reused stale.
-pub const GENERATOR_VERSION: u32 = 3;
+pub const GENERATOR_VERSION: u32 = 4;
 
 /// What to generate.
 #[derive(Debug, Clone)]
@@ -84,6 +84,9 @@ pub struct Generated {
     /// The largest Claude transcript: where the benchmark appends.
     pub largest_claude: Option<PathBuf>,
 }
+
+/// The models a generated Codex thread runs: priced ones and one the table does not know.
+const CODEX_MODELS: [&str; 3] = ["gpt-5-codex", "gpt-5", "gpt-5-experimental-unpriced"];
 
 /// A small, fast, deterministic generator (SplitMix64): no dependency, same store for a seed.
 #[derive(Debug, Clone)]
@@ -443,6 +446,9 @@ fn generate_codex(
     let mut written: u64 = 0;
     let prompt = PROMPTS[rng.below(PROMPTS.len() as u64) as usize];
     let mut turn = 0u64;
+    // Each turn is one model call with its usage (`token_count`), so `usage` has work to do.
+    let model = CODEX_MODELS[rng.below(CODEX_MODELS.len() as u64) as usize];
+    let mut total = (0u64, 0u64, 0u64);
     while written < target {
         let at = start + step * turn as i64;
         let text = if turn == 0 {
@@ -450,6 +456,9 @@ fn generate_codex(
         } else {
             format!("continue with step {turn}")
         };
+        if turn == 0 {
+            r.model(model, at);
+        }
         r.user(&text, at);
         for _ in 0..rng.below(3) {
             let command = COMMANDS[rng.below(COMMANDS.len() as u64) as usize];
@@ -460,6 +469,10 @@ fn generate_codex(
         let len = (rng.below(600) + 40) as usize;
         let reply = filler(rng, len);
         r.answer(&reply, at + 2);
+        let input = 2_000 + rng.below(20_000);
+        let last = (input, input / 2, 50 + rng.below(800));
+        total = (total.0 + last.0, total.1 + last.1, total.2 + last.2);
+        r.token_count(at + 2, last, total);
         for line in r.lines.drain(..) {
             w.write_all(line.as_bytes())?;
             w.write_all(b"\n")?;

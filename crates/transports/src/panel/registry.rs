@@ -191,3 +191,47 @@ fn remove_own(path: &Path, socket: bool) -> std::io::Result<()> {
     }
     Ok(())
 }
+
+/// The processes that may own a session's editor window, for telling two windows of one folder
+/// apart (`control::matching::window_for_cwd` keeps a window whose `_NET_WM_PID` is among
+/// them): the ancestry of the shim that hosts `session_id`, else of the shims started in `cwd`
+/// (another panel of the same workspace is in the same window). VS Code's window is its main
+/// process, an ancestor of every shim; pid 1 is left out. Empty when no shim says.
+pub fn editor_pids(panels: &[LivePanel], session_id: Option<&str>, cwd: &Path) -> Vec<u32> {
+    let hosting: Vec<&LivePanel> = panels
+        .iter()
+        .filter(|p| {
+            session_id.is_some_and(|id| {
+                p.registration
+                    .sessions
+                    .iter()
+                    .any(|s| s.session_id.as_deref() == Some(id))
+            })
+        })
+        .collect();
+    let chosen = if hosting.is_empty() {
+        panels
+            .iter()
+            .filter(|p| {
+                let reg = &p.registration;
+                reg.cwd.as_deref().map(Path::new) == Some(cwd)
+                    || reg
+                        .sessions
+                        .iter()
+                        .any(|s| s.cwd.as_deref().map(Path::new) == Some(cwd))
+            })
+            .collect()
+    } else {
+        hosting
+    };
+    let mut pids: Vec<u32> = chosen
+        .iter()
+        .flat_map(|p| {
+            std::iter::once(p.registration.pid).chain(p.registration.ancestors.iter().copied())
+        })
+        .filter(|&pid| pid > 1)
+        .collect();
+    pids.sort_unstable();
+    pids.dedup();
+    pids
+}

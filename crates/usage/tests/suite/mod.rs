@@ -3,6 +3,7 @@
 mod ccusage;
 mod claude;
 mod codex;
+mod live;
 mod prices;
 mod reader;
 mod real;

@@ -74,8 +74,12 @@ carriers! {
     panel: panel::PanelCarrier,
     native: native::NativeCarrier,
     agent_host: agent_host::AgentHostCarrier,
+    gui: gui::GuiCarrier,
     headless: headless::HeadlessCarrier,
 }
+
+/// The GUI door's rule, which acceptance's no-headless guard asks too.
+pub(super) use gui::{NotTaken, takes as gui_takes};
 
 /// What a carrier's work on one delivery came to.
 pub(super) enum Carried {

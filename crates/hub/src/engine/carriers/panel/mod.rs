@@ -21,6 +21,8 @@ mod inject;
 mod request;
 mod returns;
 
+pub(super) use request::confirmed_in_transcript;
+
 /// The panel carrier and what it knows while its deliveries run.
 #[derive(Default)]
 pub(in crate::engine) struct PanelCarrier {

@@ -297,7 +297,7 @@ fn request_injection(
 
 /// A finished turn in the peer's transcript whose closing line echoes the request id: the
 /// answer, whatever the shim says (it may have missed the turn's end).
-pub(super) fn confirmed_in_transcript(record: &DeliveryRecord) -> Option<String> {
+pub(in crate::engine::carriers) fn confirmed_in_transcript(record: &DeliveryRecord) -> Option<String> {
     let path = record.target_transcript.as_deref()?;
     let started = record
         .started_at

@@ -1,0 +1,2 @@
+mod panels;
+mod window;

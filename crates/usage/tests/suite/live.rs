@@ -1,0 +1,292 @@
+//! The live index (`cross_agent_usage::live`) against a fresh whole scan of the same files:
+//! files grow a piece at a time — a base and its fork alternately, lines cut in half — and after
+//! each piece the index's report equals the scan's, while it read only the appended bytes.
+
+// The helpers below stand in for test bodies: a failed write ends the test.
+#![allow(clippy::unwrap_used)]
+
+use std::fs::{self, OpenOptions};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use cross_agent_stores::StoreRoots;
+use cross_agent_usage::{GroupBy, PriceTable, Report, UsageIndex, account, scan};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use super::claude::assistant;
+use super::codex::store_lines;
+
+fn append(path: &Path, bytes: &[u8]) {
+    if let Some(dir) = path.parent() {
+        fs::create_dir_all(dir).unwrap();
+    }
+    let mut file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .unwrap();
+    file.write_all(bytes).unwrap();
+}
+
+/// The report of a fresh whole scan, and of the index after a refresh, for each grouping.
+fn both(index: &mut UsageIndex, roots: &StoreRoots) -> (Vec<Report>, Vec<Report>) {
+    let prices = PriceTable::shipped().unwrap();
+    let mut warnings = Vec::new();
+    index.refresh(roots, &mut warnings);
+    assert_eq!(warnings, Vec::<String>::new());
+    let found = scan::scan(roots);
+    assert_eq!(found.warnings, Vec::<String>::new());
+    let fresh = account(&found.files);
+    let live = index.accounting();
+    let report = |acc, by| Report::build(acc, &prices, by, None);
+    let groups = [GroupBy::Session, GroupBy::Model, GroupBy::Day];
+    (
+        groups.iter().map(|&by| report(&fresh, by)).collect(),
+        groups.iter().map(|&by| report(&live, by)).collect(),
+    )
+}
+
+/// Pieces of `text` cut at the middle of every line, so half lines wait for their end.
+fn pieces(lines: &[String]) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for line in lines {
+        let bytes = format!("{line}\n").into_bytes();
+        let half = bytes.len() / 2;
+        out.push(bytes[..half].to_vec());
+        out.push(bytes[half..].to_vec());
+    }
+    out
+}
+
+/// Feeds every file's pieces in turn, one piece of each file per round, checking after each.
+fn grow_alternately(roots: &StoreRoots, files: Vec<(PathBuf, Vec<Vec<u8>>)>) -> usize {
+    let mut index = UsageIndex::new();
+    let mut queues: Vec<(PathBuf, std::collections::VecDeque<Vec<u8>>)> = files
+        .into_iter()
+        .map(|(path, pieces)| (path, pieces.into()))
+        .collect();
+    let mut checks = 0;
+    loop {
+        let mut any = false;
+        for (path, queue) in &mut queues {
+            let Some(piece) = queue.pop_front() else {
+                continue;
+            };
+            any = true;
+            append(path, &piece);
+            let mut warnings = Vec::new();
+            let before = index.len();
+            let stats = index.refresh(roots, &mut warnings);
+            // Only the bytes appended were read (a new file: all it has).
+            assert_eq!(stats.bytes_read, piece.len() as u64, "{}", path.display());
+            assert_eq!(stats.files_reread, 0);
+            assert!(index.len() >= before);
+            let (fresh, live) = both(&mut index, roots);
+            assert_eq!(live, fresh, "after a piece of {}", path.display());
+            checks += 1;
+        }
+        if !any {
+            return checks;
+        }
+    }
+}
+
+/// Codex: a base, a fork naming it, a fork told only by the copied `session_meta`, and a
+/// spawned sub-agent, grown alternately half a line at a time: the replays count once, for the
+/// base, whichever file had the copy first.
+#[test]
+fn codex_base_and_forks_grown_alternately_equal_a_fresh_scan_each_time() {
+    let home = tempfile::tempdir().unwrap();
+    let codex_home = home.path().join(".codex");
+    let roots = StoreRoots {
+        codex_home: Some(codex_home.clone()),
+        ..StoreRoots::default()
+    };
+    let files: Vec<(PathBuf, Vec<Vec<u8>>)> = store_lines()
+        .into_iter()
+        .map(|(name, lines)| {
+            (
+                codex_home.join("sessions/2026/12/01").join(name),
+                pieces(&lines),
+            )
+        })
+        .collect();
+    // Fork first: the copy of the base's calls is on disk before the base's own.
+    let mut files = files;
+    files.swap(0, 1);
+    let checks = grow_alternately(&roots, files);
+    assert!(checks > 20);
+
+    // And the end state is the hand-computed one of the codex suite: T0's two calls, its
+    // sub-agent's, and each fork's own call once.
+    let mut index = UsageIndex::new();
+    let (_, live) = both(&mut index, &roots);
+    let calls: Vec<(String, u64)> = live[0]
+        .rows
+        .iter()
+        .map(|r| (r.key.clone(), r.calls))
+        .collect();
+    let mut calls = calls;
+    calls.sort();
+    assert_eq!(
+        calls,
+        vec![
+            (super::codex::T0.to_owned(), 3),
+            (super::codex::F1.to_owned(), 1),
+            (super::codex::F2.to_owned(), 1),
+        ]
+    );
+}
+
+/// Claude: a session resumed into a new file (its replies copied, with later timestamps there)
+/// and a sub-agent transcript, grown alternately: each reply counts once, for the base.
+#[test]
+fn claude_base_resume_and_subagent_grown_alternately_equal_a_fresh_scan_each_time() {
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join(".claude");
+    let project = config.join("projects/-work-shop");
+    let roots = StoreRoots {
+        claude_config: Some(config.clone()),
+        ..StoreRoots::default()
+    };
+    let u = |i: u64, o: u64| json!({"input_tokens": i, "output_tokens": o});
+    let sonnet = "claude-sonnet-4-5-20250929";
+    let base: Vec<String> = (0..6)
+        .map(|n| {
+            assistant(
+                "b1",
+                &format!("m{n}"),
+                &format!("r{n}"),
+                &format!("2026-12-01T10:00:0{n}.000Z"),
+                sonnet,
+                u(10 + n, 5 * n),
+                false,
+            )
+        })
+        .collect();
+    // The resumed session copies the base's replies (later), then makes its own.
+    let mut resumed: Vec<String> = (0..6)
+        .map(|n| {
+            assistant(
+                "r1",
+                &format!("m{n}"),
+                &format!("r{n}"),
+                &format!("2026-12-01T11:00:0{n}.000Z"),
+                sonnet,
+                u(10 + n, 5 * n),
+                false,
+            )
+        })
+        .collect();
+    resumed.push(assistant(
+        "r1",
+        "m9",
+        "r9",
+        "2026-12-01T11:00:09.000Z",
+        "model-without-a-price",
+        u(1, 2),
+        false,
+    ));
+    let sub = vec![assistant(
+        "agent-1",
+        "s1",
+        "rs1",
+        "2026-12-01T10:00:03.500Z",
+        sonnet,
+        u(200, 20),
+        true,
+    )];
+    let files = vec![
+        (project.join("r1.jsonl"), pieces(&resumed)),
+        (project.join("b1.jsonl"), pieces(&base)),
+        (project.join("b1/subagents/agent-1.jsonl"), pieces(&sub)),
+    ];
+    let checks = grow_alternately(&roots, files);
+    assert!(checks > 20);
+}
+
+/// A file that shrank, or was replaced by another (another inode), is read again from the
+/// start: nothing of the old one is left counted.
+#[test]
+fn a_shrunk_or_replaced_file_is_read_again_from_the_start() {
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join(".claude");
+    let path = config.join("projects/-work-shop/s1.jsonl");
+    let roots = StoreRoots {
+        claude_config: Some(config.clone()),
+        ..StoreRoots::default()
+    };
+    let line = |msg: &str, out: u64| {
+        assistant(
+            "s1",
+            msg,
+            "r",
+            "2026-12-01T10:00:00.000Z",
+            "claude-sonnet-4-5",
+            json!({"input_tokens": 1, "output_tokens": out}),
+            false,
+        ) + "\n"
+    };
+    append(&path, (line("a", 1) + &line("b", 2)).as_bytes());
+    let mut index = UsageIndex::new();
+    let (fresh, live) = both(&mut index, &roots);
+    assert_eq!(live, fresh);
+    assert_eq!(live[0].total.calls, 2);
+
+    // Shrunk: one reply left.
+    fs::write(&path, line("c", 3)).unwrap();
+    let mut warnings = Vec::new();
+    let stats = index.refresh(&roots, &mut warnings);
+    assert_eq!(stats.files_reread, 1);
+    let (fresh, live) = both(&mut index, &roots);
+    assert_eq!(live, fresh);
+    assert_eq!(live[0].total.calls, 1);
+    assert_eq!(live[0].total.tokens.output, 3);
+
+    // Replaced by a longer file (another inode), which starts with other bytes.
+    let other = path.with_extension("tmp");
+    fs::write(&other, line("d", 40) + &line("e", 50) + &line("f", 60)).unwrap();
+    fs::rename(&other, &path).unwrap();
+    let stats = index.refresh(&roots, &mut warnings);
+    assert_eq!(stats.files_reread, 1);
+    assert_eq!(stats.files_appended, 0);
+    let (fresh, live) = both(&mut index, &roots);
+    assert_eq!(live, fresh);
+    assert_eq!(live[0].total.tokens.output, 150);
+
+    // Gone: it counts nothing any more.
+    fs::remove_file(&path).unwrap();
+    let stats = index.refresh(&roots, &mut warnings);
+    assert_eq!(stats.files_dropped, 1);
+    let (fresh, live) = both(&mut index, &roots);
+    assert_eq!(live, fresh);
+    assert_eq!(live[0].total.calls, 0);
+}
+
+/// A report over the wire is the report: every field survives `usage_report`.
+#[test]
+fn a_report_survives_the_wire() {
+    let lines = store_lines();
+    let home = tempfile::tempdir().unwrap();
+    let codex_home = home.path().join(".codex");
+    for (name, lines) in &lines {
+        append(
+            &codex_home.join("sessions/2026/12/01").join(name),
+            (lines.join("\n") + "\n").as_bytes(),
+        );
+    }
+    let roots = StoreRoots {
+        codex_home: Some(codex_home),
+        ..StoreRoots::default()
+    };
+    let mut index = UsageIndex::new();
+    let (_, live) = both(&mut index, &roots);
+    for report in live {
+        assert!(report.rate_limits.is_some());
+        let wire = report.to_wire();
+        let text = serde_json::to_string(&wire).unwrap();
+        let back = Report::from_wire(&serde_json::from_str(&text).unwrap()).unwrap();
+        assert_eq!(back, report);
+    }
+}

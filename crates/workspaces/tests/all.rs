@@ -1,0 +1,3 @@
+//! One test binary for the crate (house style): the suites are under `suite/`.
+
+mod suite;
