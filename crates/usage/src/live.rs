@@ -76,12 +76,35 @@ impl Kept {
 
     /// The file as read so far, a last line without its newline taken when it is whole JSON
     /// (as a whole read takes it), the reader itself left waiting for more.
-    fn parsed(&self) -> Option<FileUsage> {
+    ///
+    /// With no line half written (nearly always) the reader's own file is taken rather than
+    /// copied — at 110,000 files the copies were a second set of every parse — and `true` says
+    /// it must be given back ([`Kept::give_back`]) before the reader is fed again.
+    fn parsed(&mut self) -> Option<(FileUsage, bool)> {
         match self {
-            Kept::Claude(r) => Some(FileUsage::Claude(r.finished())),
-            Kept::Codex(r) => Some(FileUsage::Codex(r.finished())),
-            Kept::Grok(r) => Some(FileUsage::Grok(r.finished())),
+            Kept::Claude(r) => Some(match r.take_file() {
+                Some(file) => (FileUsage::Claude(file), true),
+                None => (FileUsage::Claude(r.finished()), false),
+            }),
+            Kept::Codex(r) => Some(match r.take_file() {
+                Some(file) => (FileUsage::Codex(file), true),
+                None => (FileUsage::Codex(r.finished()), false),
+            }),
+            Kept::Grok(r) => Some(match r.take_file() {
+                Some(file) => (FileUsage::Grok(file), true),
+                None => (FileUsage::Grok(r.finished()), false),
+            }),
             Kept::Whole => None,
+        }
+    }
+
+    /// Puts back the file [`Kept::parsed`] took from the reader.
+    fn give_back(&mut self, parsed: FileUsage) {
+        match (self, parsed) {
+            (Kept::Claude(r), FileUsage::Claude(file)) => r.put_file(file),
+            (Kept::Codex(r), FileUsage::Codex(file)) => r.put_file(file),
+            (Kept::Grok(r), FileUsage::Grok(file)) => r.put_file(file),
+            _ => {}
         }
     }
 }
@@ -97,6 +120,8 @@ struct Entry {
     offset: u64,
     reader: Kept,
     parsed: FileUsage,
+    /// `parsed` is the reader's own file, taken from it: given back before it reads on.
+    lent: bool,
 }
 
 /// A file to look at: what the stores list, and the sub-agent transcripts.
@@ -111,7 +136,10 @@ struct Candidate {
 #[derive(Debug, Default)]
 pub struct UsageIndex {
     roots: Option<StoreRoots>,
-    entries: HashMap<PathBuf, Entry>,
+    /// Boxed: a file's reader and parse are some hundreds of bytes, and a map holds its values
+    /// inline in a table kept about twice as large as it is full (at 110,000 files that was
+    /// 100 MB of table, twice over while a refresh fills a new one).
+    entries: HashMap<PathBuf, Box<Entry>>,
     accounting: Option<Arc<Accounting>>,
 }
 
@@ -144,6 +172,7 @@ impl UsageIndex {
             ..RefreshStats::default()
         };
         let mut old = std::mem::take(&mut self.entries);
+        self.entries.reserve(candidates.len());
         let mut changed = false;
         for c in candidates {
             let previous = match old.remove(&c.path) {
@@ -236,9 +265,9 @@ fn stamp_of(meta: &fs::Metadata) -> FileStamp {
 /// Reads what changed in one file: the appended bytes when it only grew, else all of it.
 fn read(
     c: &Candidate,
-    previous: Option<Entry>,
+    previous: Option<Box<Entry>>,
     stats: &mut RefreshStats,
-) -> Result<Option<Entry>, String> {
+) -> Result<Option<Box<Entry>>, String> {
     let known = previous.is_some();
     if c.compressed {
         // Nothing to resume in a compressed stream: read whole, as a scan does.
@@ -249,13 +278,16 @@ fn read(
             stats.files_new += 1;
         }
         stats.bytes_read += c.stamp.size;
-        return Ok(parsed.map(|parsed| Entry {
-            agent: c.agent,
-            stamp: c.stamp,
-            ino: None,
-            offset: c.stamp.size,
-            reader: Kept::Whole,
-            parsed,
+        return Ok(parsed.map(|parsed| {
+            Box::new(Entry {
+                agent: c.agent,
+                stamp: c.stamp,
+                ino: None,
+                offset: c.stamp.size,
+                reader: Kept::Whole,
+                parsed,
+                lent: false,
+            })
         }));
     }
     let file = match open_no_follow(&c.path) {
@@ -283,7 +315,11 @@ fn read(
     let (mut reader, mut offset) = match resume {
         Some(entry) => {
             stats.files_appended += 1;
-            (entry.reader, entry.offset)
+            let mut reader = entry.reader;
+            if entry.lent {
+                reader.give_back(entry.parsed);
+            }
+            (reader, entry.offset)
         }
         None => {
             if known {
@@ -313,10 +349,10 @@ fn read(
             }
         }
     }
-    let Some(parsed) = reader.parsed() else {
+    let Some((parsed, lent)) = reader.parsed() else {
         return Ok(None);
     };
-    Ok(Some(Entry {
+    Ok(Some(Box::new(Entry {
         agent: c.agent,
         // What was read, not what the walk saw before: a write in between shows next time.
         stamp: if offset == c.stamp.size {
@@ -331,5 +367,6 @@ fn read(
         offset,
         reader,
         parsed,
-    }))
+        lent,
+    })))
 }
