@@ -2,6 +2,13 @@
 
 use std::process::ExitCode;
 
+/// mimalloc rather than the system's allocator: a cold index walk reads every transcript on 16
+/// threads, and glibc keeps what those threads freed in per-thread arenas it never gives back —
+/// measured at 111,000 sessions, the daemon's resident set after its first listing is 338 MB
+/// with glibc and 204 MB with mimalloc for the same 153 MB the index holds (issue 30).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     cross_agent::run()
 }

@@ -30,6 +30,13 @@
 //!   `cross-agent sessions resolve claude NAME` as new processes, beside `find -printf` and a
 //!   bare process start (`true`).
 //!
+//! - issue 30's table (`index/scale.rs`), for this store and, with
+//!   `CROSS_AGENT_BENCH_SCALE_DIR=DIR`, for five times it (50,000 + 50,000 + 10,000 sessions and
+//!   1,000 Copilot, about 6 GB, made in `DIR/home` when absent — `cargo run -p
+//!   cross-agent-testkit --example synthetic_store -- DIR` makes it ahead): the daemon's resident
+//!   memory once the index is built and listed, the full listing and an exact-name resolution
+//!   through the daemon, and the peak memory of a cold listing without one, each beside its goal;
+//!
 //! - `CROSS_AGENT_BENCH_SESSIONS=claude,codex,grok[,copilot]` (default `10000,10000,2000,1000`;
 //!   30,30,6,10 when run as a test, `cargo test -p cross-agent-daemon --bench index`),
 //!   `CROSS_AGENT_BENCH_DIR`, `CROSS_AGENT_BENCH_RUNS` (default 20): as the session benchmark.
@@ -57,17 +64,28 @@ use cross_agent_testkit::synthetic_stores::{SyntheticSpec, ensure};
 
 #[path = "index/copilot.rs"]
 mod copilot;
+#[path = "index/scale.rs"]
+mod scale;
+
+/// The `cross-agent` binary's allocator, so the daemon and the cold listing measured here
+/// hold memory as the shipped binary does.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
     if std::env::var_os(CHILD_VAR).is_some() {
         run_process(Home::from_env().unwrap(), Mode::Detached).unwrap();
         return;
     }
+    if let Some(home) = std::env::var_os(scale::COLD_CHILD_VAR) {
+        scale::cold_child(Path::new(&home));
+        return;
+    }
     let full = std::env::args().any(|arg| arg == "--bench");
     let spec = spec(full);
     let dir = bench_dir(&spec);
     let store = dir.join("home");
-    ensure(&store, &spec).unwrap();
+    let (generated, _) = ensure(&store, &spec).unwrap();
     let runs: usize = std::env::var("CROSS_AGENT_BENCH_RUNS")
         .ok()
         .and_then(|v| v.trim().parse().ok())
@@ -312,7 +330,34 @@ fn main() {
         reason: Some("bench done".to_owned()),
     });
     let _ = daemon.wait();
+
+    // Issue 30's table: this store, and five times it when asked.
+    println!();
+    println!("  the figures that grow with the store (issue 30), each daemon new on its store:");
+    scale::table("this store", &store, &spec, &generated, runs);
+    match std::env::var_os(SCALE_DIR_VAR).filter(|v| !v.is_empty()) {
+        Some(scale_dir) => {
+            let five = SyntheticSpec::five_times(0);
+            let scale_store = PathBuf::from(scale_dir).join("home");
+            let (truth, took) = ensure(&scale_store, &five).unwrap();
+            if let Some(took) = took {
+                println!(
+                    "  (the five-times store generated in {:.0} s)",
+                    took.as_secs_f64()
+                );
+            }
+            scale::table("five times the store", &scale_store, &five, &truth, runs);
+        }
+        None => println!(
+            "  (five times the store: set {SCALE_DIR_VAR}=DIR; the store is made in DIR/home when \
+             absent, about 6 GB)"
+        ),
+    }
 }
+
+/// Where the five-times store is (`DIR/home`), made there when absent; unset, that part is
+/// skipped (it takes minutes and 6 GB).
+const SCALE_DIR_VAR: &str = "CROSS_AGENT_BENCH_SCALE_DIR";
 
 /// Requests while the periodic re-walk runs (`CROSS_AGENT_INDEX_REWALK_MS` low, so each second
 /// of the index loop walks every store): the listing and the resolution through two daemons on

@@ -393,9 +393,10 @@ impl SessionHost for Host {
                         last_answer(agent, &entry.path),
                         usage_line(&entry.session_id),
                         place,
-                        entry.cwd.as_deref().and_then(|cwd| {
-                            desktop.window_of(&entry.session_id, Path::new(cwd))
-                        }),
+                        entry
+                            .cwd
+                            .as_deref()
+                            .and_then(|cwd| desktop.window_of(&entry.session_id, Path::new(cwd))),
                     ),
                 ));
             }

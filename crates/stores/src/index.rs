@@ -71,6 +71,34 @@ pub struct IndexStats {
     pub bytes_read: u64,
 }
 
+/// The index's own accounting of its memory, in bytes: the capacities of the buffers it owns
+/// and the fixed size of its records (allocator overhead not counted), for the benches to say
+/// where a daemon's memory goes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IndexBytes {
+    /// Files read by this process (not loaded from the cache).
+    pub entries: usize,
+    /// Their records (`size_of::<Entry>()` each, the session held inline).
+    pub records: usize,
+    /// Their paths (the file's, and a side file's).
+    pub paths: usize,
+    /// Their fold states, as JSON text.
+    pub folds: usize,
+    /// The strings of the sessions they hold (ids, working directories, titles, paths).
+    pub sessions: usize,
+    /// Entries loaded from the cache: their bytes and the tables over them.
+    pub stored: usize,
+    /// The cache's fold states, once read.
+    pub blob: usize,
+}
+
+impl IndexBytes {
+    /// Every part together.
+    pub fn total(&self) -> usize {
+        self.records + self.paths + self.folds + self.sessions + self.stored + self.blob
+    }
+}
+
 /// A file's head: the length and hash of the start of its first line.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Head {
@@ -454,13 +482,22 @@ impl SessionIndex {
             self.drops.extend(gone);
         }
 
-        // A file that changed may resume from its stored fold: the folds are read now, once.
-        if jobs.iter().any(|job| {
-            job.old
-                .as_ref()
-                .is_some_and(|entry| matches!(entry.fold, FoldState::Stored { .. }))
-        }) {
-            self.load_folds();
+        // A file that changed may resume from its stored fold: only those folds are read, by
+        // their ranges in the cache file (the whole folds section — 500 bytes a session — is
+        // never held for a few changed files).
+        if self.blob.is_empty()
+            && let Some(source) = &self.folds_file
+        {
+            for entry in jobs.iter_mut().filter_map(|job| job.old.as_mut()) {
+                if let FoldState::Stored { at, len, hash } = entry.fold {
+                    entry.fold = match source.read_range(at, len) {
+                        Ok(bytes) if hash64(&bytes) == hash => {
+                            String::from_utf8(bytes).map_or(FoldState::Missing, FoldState::Fresh)
+                        }
+                        Ok(_) | Err(_) => FoldState::Missing,
+                    };
+                }
+            }
         }
         let results = run_jobs(jobs, options.threads, &self.blob, tap);
         for result in results {
@@ -568,6 +605,32 @@ impl SessionIndex {
             (fold, _) => SessionIndex::fold_text(&self.blob, fold)?.to_vec(),
         };
         Some((entry.stamp(), Cow::Owned(text)))
+    }
+
+    /// What the index holds in memory, by part (see [`IndexBytes`]).
+    pub fn heap_bytes(&self) -> IndexBytes {
+        let mut bytes = IndexBytes {
+            entries: self.entries.len(),
+            records: self.entries.capacity() * std::mem::size_of::<Entry>(),
+            blob: self.blob.capacity(),
+            ..IndexBytes::default()
+        };
+        for entry in &self.entries {
+            bytes.paths += entry.path.capacity();
+            if let FoldState::Fresh(text) = &entry.fold {
+                bytes.folds += text.capacity();
+            }
+            if let Some(sidecar) = &entry.sidecar {
+                bytes.paths += sidecar.path.capacity();
+            }
+            if let Some(session) = &entry.session {
+                bytes.sessions += session.heap_bytes();
+            }
+        }
+        if let Some(stored) = &self.stored {
+            bytes.stored = stored.heap_bytes();
+        }
+        bytes
     }
 
     /// Every session the index knows, as each file's fold describes it (names from side

@@ -29,7 +29,7 @@ use parking_lot::Mutex;
 use crate::codex::session_index_path;
 use crate::index::ChangedFiles;
 use crate::model::{Agent, Session, StoreWarning, UnixMillis};
-use crate::render::{Chosen, RenderedAgent, SpentOf, write_listing_spent};
+use crate::render::{Chosen, ListingParts, RenderedAgent, SpentOf, write_listing_spent};
 use crate::resolve::ActiveWindow;
 use crate::roots::StoreRoots;
 use crate::scan::{Listing, ScanOptions, Scanner, sort_newest_first};
@@ -205,12 +205,79 @@ impl Snapshot {
     }
 }
 
-/// What [`LiveScanner::render_listing`] wrote.
+/// What [`LiveScanner::render_listing`] made.
 #[derive(Debug, Default)]
 pub struct RenderedListing {
     /// How many sessions the listing holds.
     pub sessions: usize,
     pub warnings: Vec<StoreWarning>,
+    /// The listing's bytes.
+    pub bytes: ListingBytes,
+}
+
+/// A listing's bytes as the parts it was made of: the bytes made for it and runs of the kept
+/// renderings, which it holds (the generations they belong to) rather than copies — a full
+/// listing at 100,000 sessions is 40 MB that a daemon writes to its socket straight from the
+/// rendering it keeps.
+#[derive(Debug, Default)]
+pub struct ListingBytes {
+    /// The generations of the listing's agents, in its order.
+    kept: Vec<Option<Arc<Held>>>,
+    parts: ListingParts,
+}
+
+impl ListingBytes {
+    /// The listing's length in bytes.
+    pub fn len(&self) -> usize {
+        self.parts.len()
+    }
+
+    /// Whether it has no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.parts.is_empty()
+    }
+
+    /// Its bytes, in order, in pieces.
+    pub fn pieces(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        self.parts.pieces(|agent| {
+            self.kept
+                .get(agent)
+                .and_then(|held| held.as_deref()?.rendered.get())
+                .map_or(&[][..], RenderedAgent::text)
+        })
+    }
+
+    /// Its bytes in one buffer (a copy: for tests and small listings).
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.len());
+        for piece in self.pieces() {
+            out.extend_from_slice(piece);
+        }
+        out
+    }
+}
+
+/// What a [`LiveScanner`] holds in memory, by part, in bytes (its own accounting: buffer
+/// capacities and record sizes, allocator overhead not counted).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LiveBytes {
+    /// The index the walks refresh.
+    pub index: crate::index::IndexBytes,
+    /// Sessions in the generations held.
+    pub sessions: usize,
+    /// Their records (`size_of::<Session>()` each).
+    pub session_records: usize,
+    /// Their strings.
+    pub session_strings: usize,
+    /// The renderings kept for the listing.
+    pub rendered: usize,
+}
+
+impl LiveBytes {
+    /// Every part together.
+    pub fn total(&self) -> usize {
+        self.index.total() + self.session_records + self.session_strings + self.rendered
+    }
 }
 
 /// The notifications watched for one set of roots.
@@ -320,12 +387,12 @@ impl LiveScanner {
         listing
     }
 
-    /// Writes into `out` the listing `cross-agent sessions --json` prints: the sessions of
-    /// `agents` (in that order) that `admit` lets through, at most `limit` of each, newest
-    /// first, with `is_active` as `window` has it at `now` and what each cost when `spent`
-    /// says — copied from the renderings kept
-    /// per agent, which are made again only when that agent's sessions changed. Brings the
-    /// agents current first, as [`LiveScanner::snapshot`] does; writes with no lock held.
+    /// The listing `cross-agent sessions --json` prints: the sessions of `agents` (in that
+    /// order) that `admit` lets through, at most `limit` of each, newest first, with
+    /// `is_active` as `window` has it at `now` and what each cost when `spent` says — runs of
+    /// the renderings kept per agent (made again only when that agent's sessions changed),
+    /// referred to, not copied ([`ListingBytes`]). Brings the agents current first, as
+    /// [`LiveScanner::snapshot`] does; made with no lock held.
     pub fn render_listing(
         &self,
         roots: &StoreRoots,
@@ -333,7 +400,6 @@ impl LiveScanner {
         admit: impl Fn(&Session) -> bool,
         limit: Option<usize>,
         (window, now, spent): (ActiveWindow, UnixMillis, Option<SpentOf<'_>>),
-        out: &mut Vec<u8>,
     ) -> RenderedListing {
         let snapshot = self.snapshot(roots, agents);
         let mut result = RenderedListing::default();
@@ -379,7 +445,13 @@ impl LiveScanner {
                 result.warnings.extend(warnings.items);
                 registry
             });
-        write_listing_spent(out, &chosen, window, now, registry.as_ref(), spent);
+        let mut parts = ListingParts::default();
+        write_listing_spent(&mut parts, &chosen, window, now, registry.as_ref(), spent);
+        drop(chosen);
+        result.bytes = ListingBytes {
+            kept: snapshot.agents.into_iter().map(|(_, held)| held).collect(),
+            parts,
+        };
         result
     }
 
@@ -397,6 +469,23 @@ impl LiveScanner {
             Some(held) => f(&held.sessions, &held.warnings),
             None => f(&[], &[]),
         }
+    }
+
+    /// What it holds in memory now, by part (waits for a running walk).
+    pub fn heap_bytes(&self) -> LiveBytes {
+        let index = self.walker.lock().scanner.heap_bytes();
+        let shown = self.shown.lock();
+        let mut bytes = LiveBytes {
+            index,
+            ..LiveBytes::default()
+        };
+        for held in shown.held.iter().flatten() {
+            bytes.sessions += held.sessions.len();
+            bytes.session_records += held.sessions.capacity() * std::mem::size_of::<Session>();
+            bytes.session_strings += held.sessions.iter().map(Session::heap_bytes).sum::<usize>();
+            bytes.rendered += held.rendered.get().map_or(0, RenderedAgent::heap_bytes);
+        }
+        bytes
     }
 
     /// Lays the live Copilot hosts' own listings (kept by the daemon's host watcher) over every
@@ -524,7 +613,9 @@ impl LiveScanner {
         let walked = Instant::now();
         let mut listing = walker.scanner.list_agents(roots, &[agent]);
         let changed = std::mem::take(&mut listing.changed);
-        let sessions = std::mem::take(&mut listing.sessions);
+        let mut sessions = std::mem::take(&mut listing.sessions);
+        // Held until the next change: no room kept for growth (a quarter more, at 100,000).
+        sessions.shrink_to_fit();
         let warnings = std::mem::take(&mut listing.warnings);
         // A walk that changed nothing (the periodic one, or a notification about a file that
         // adds no session, name or activity) keeps the generation and its rendering; one that
@@ -818,7 +909,6 @@ mod tests {
         // Resolution and the rendered listing read the same generation.
         let found = live.with_sessions(&roots, Agent::Claude, |sessions, _| sessions.len());
         assert_eq!(found, 2);
-        let mut out = Vec::new();
         let rendered = live.render_listing(
             &roots,
             &[Agent::Claude],
@@ -829,10 +919,9 @@ mod tests {
                 UnixMillis(now_millis()),
                 None,
             ),
-            &mut out,
         );
         assert_eq!(rendered.sessions, 2);
-        let text = String::from_utf8(out).unwrap();
+        let text = String::from_utf8(rendered.bytes.to_vec()).unwrap();
         assert!(text.contains("\"c2\""), "{text}");
     }
 

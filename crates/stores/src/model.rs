@@ -44,6 +44,20 @@ pub struct Session {
     pub copilot: Option<Box<CopilotDetails>>,
 }
 
+impl Session {
+    /// The bytes its strings hold (capacities), not counting the record itself.
+    pub fn heap_bytes(&self) -> usize {
+        self.session_id.capacity()
+            + self.cwd.as_ref().map_or(0, PathBuf::capacity)
+            + self.title.as_ref().map_or(0, String::capacity)
+            + self.path.capacity()
+            + self
+                .copilot
+                .as_ref()
+                .map_or(0, |_| std::mem::size_of::<CopilotDetails>())
+    }
+}
+
 /// A Copilot session's own facts: the protocol's type.
 pub use cross_agent_protocol::bridge::CopilotDetails;
 

@@ -85,11 +85,141 @@ fn live_entry<'r>(s: &Session, registry: Option<&'r Registry>) -> Option<&'r Reg
 
 /// One agent's sessions rendered as listing elements with `is_active: false`, kept by a
 /// long-lived process until the agent's sessions change.
+///
+/// The elements are kept joined as the listing joins them (`,\n` between two), so a run of
+/// sessions listed one after another — every one of them, in a full listing — is one slice of
+/// the text, written out as it is rather than copied element by element.
 #[derive(Debug, Default, Clone)]
 pub struct RenderedAgent {
     text: Vec<u8>,
-    /// Session `i` is `text[ends[i - 1]..ends[i]]` (from 0 for the first).
+    /// Session `i` is `text[ends[i - 1] + SEPARATOR.len()..ends[i]]` (from 0 for the first).
     ends: Vec<usize>,
+}
+
+/// Between two elements of a listing's array.
+const SEPARATOR: &[u8] = b",\n";
+
+/// Where a listing is written: bytes made for it, and runs of an agent's kept rendering, which
+/// a sink may keep a reference to instead of copying ([`ListingParts`]).
+pub trait ListingSink {
+    /// Bytes made for this listing.
+    fn put(&mut self, bytes: &[u8]);
+
+    /// `text[range]`, a run of the kept rendering of the listing's agent number `agent` (in the
+    /// order the listing was asked in).
+    fn put_kept(&mut self, agent: usize, text: &[u8], range: std::ops::Range<usize>) {
+        let _ = agent;
+        self.put(&text[range]);
+    }
+}
+
+impl ListingSink for Vec<u8> {
+    fn put(&mut self, bytes: &[u8]) {
+        self.extend_from_slice(bytes);
+    }
+}
+
+/// A sink that writes on to `W` as the listing is made (the CLI's stdout): nothing of the
+/// listing is held once written. The first error stops the writing and is kept.
+#[derive(Debug)]
+pub struct WriteSink<W: std::io::Write> {
+    pub inner: W,
+    pub error: Option<std::io::Error>,
+}
+
+impl<W: std::io::Write> WriteSink<W> {
+    pub fn new(inner: W) -> Self {
+        WriteSink { inner, error: None }
+    }
+
+    /// The writer, or the first error writing to it.
+    pub fn finish(self) -> std::io::Result<W> {
+        match self.error {
+            Some(error) => Err(error),
+            None => Ok(self.inner),
+        }
+    }
+}
+
+impl<W: std::io::Write> ListingSink for WriteSink<W> {
+    fn put(&mut self, bytes: &[u8]) {
+        if self.error.is_none()
+            && let Err(error) = self.inner.write_all(bytes)
+        {
+            self.error = Some(error);
+        }
+    }
+}
+
+/// A listing as parts: bytes made for it, and ranges of the kept renderings, which a daemon
+/// writes to its socket one after another with nothing copied ([`ListingParts::pieces`]).
+/// Everything made for it is one buffer, so a listing with a cost after every kept element is
+/// two parts per session, not an allocation per session.
+#[derive(Debug, Default)]
+pub struct ListingParts {
+    parts: Vec<Part>,
+    /// Every byte made for the listing; [`Part::Made`] ranges are into it.
+    made: Vec<u8>,
+    len: usize,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum Part {
+    Made(std::ops::Range<usize>),
+    Kept {
+        agent: usize,
+        range: std::ops::Range<usize>,
+    },
+}
+
+impl ListingSink for ListingParts {
+    fn put(&mut self, bytes: &[u8]) {
+        let start = self.made.len();
+        self.made.extend_from_slice(bytes);
+        let end = self.made.len();
+        self.len += bytes.len();
+        match self.parts.last_mut() {
+            Some(Part::Made(last)) if last.end == start => last.end = end,
+            _ => self.parts.push(Part::Made(start..end)),
+        }
+    }
+
+    fn put_kept(&mut self, agent: usize, _text: &[u8], range: std::ops::Range<usize>) {
+        self.len += range.len();
+        self.parts.push(Part::Kept { agent, range });
+    }
+}
+
+impl ListingParts {
+    /// The listing's length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it has no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The bytes it holds itself (capacities): what a listing costs beyond the kept renderings.
+    pub fn heap_bytes(&self) -> usize {
+        self.made.capacity() + self.parts.capacity() * std::mem::size_of::<Part>()
+    }
+
+    /// The listing's bytes in order, given the kept texts by agent number (`kept(agent)`: the
+    /// text of the rendering the listing was made from).
+    pub fn pieces<'a>(
+        &'a self,
+        kept: impl Fn(usize) -> &'a [u8] + 'a,
+    ) -> impl Iterator<Item = &'a [u8]> + 'a {
+        self.parts
+            .iter()
+            .map(move |part| match part {
+                Part::Made(range) => self.made.get(range.clone()).unwrap_or_default(),
+                Part::Kept { agent, range } => kept(*agent).get(range.clone()).unwrap_or_default(),
+            })
+            .filter(|piece| !piece.is_empty())
+    }
 }
 
 impl RenderedAgent {
@@ -100,10 +230,18 @@ impl RenderedAgent {
             ends: Vec::with_capacity(sessions.len()),
         };
         for s in sessions {
+            rendered.separate();
             write_element(&mut rendered.text, &SessionView::with_active(s, false));
             rendered.ends.push(rendered.text.len());
         }
         rendered
+    }
+
+    /// Before an element but the first.
+    fn separate(&mut self) {
+        if !self.ends.is_empty() {
+            self.text.extend_from_slice(SEPARATOR);
+        }
     }
 
     /// The rendering of `sessions` made from an earlier one of `before`: a session unchanged
@@ -121,6 +259,7 @@ impl RenderedAgent {
             ends: Vec::with_capacity(sessions.len()),
         };
         for s in sessions {
+            rendered.separate();
             match by_path.get(s.path.as_path()) {
                 Some(&i) if before[i] == *s => rendered.text.extend_from_slice(kept.element(i)),
                 _ => write_element(&mut rendered.text, &SessionView::with_active(s, false)),
@@ -128,6 +267,11 @@ impl RenderedAgent {
             rendered.ends.push(rendered.text.len());
         }
         rendered
+    }
+
+    /// The bytes it holds (capacities).
+    pub fn heap_bytes(&self) -> usize {
+        self.text.capacity() + self.ends.capacity() * std::mem::size_of::<usize>()
     }
 
     /// How many sessions it holds.
@@ -142,8 +286,22 @@ impl RenderedAgent {
 
     /// Session `i`'s kept bytes.
     fn element(&self, i: usize) -> &[u8] {
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
-        &self.text[start..self.ends[i]]
+        &self.text[self.run(i, i)]
+    }
+
+    /// Where sessions `first..=last` are in the text, with the separators between them.
+    fn run(&self, first: usize, last: usize) -> std::ops::Range<usize> {
+        let start = if first == 0 {
+            0
+        } else {
+            self.ends[first - 1] + SEPARATOR.len()
+        };
+        start..self.ends[last]
+    }
+
+    /// The kept text: every element, joined as the listing joins them.
+    pub fn text(&self) -> &[u8] {
+        &self.text
     }
 }
 
@@ -176,9 +334,10 @@ impl Chosen<'_> {
 
 /// Writes the whole listing — `{"claude": [...], ...}` in the order given, pretty, and a final
 /// newline — into `out`; a Claude session a live process holds (in `registry`) carries its
-/// registry name and status.
+/// registry name and status. Sessions listed one after another from a kept rendering go out
+/// as one run of it ([`ListingSink::put_kept`]).
 pub fn write_listing(
-    out: &mut Vec<u8>,
+    out: &mut impl ListingSink,
     agents: &[(Agent, Chosen<'_>)],
     window: ActiveWindow,
     now: UnixMillis,
@@ -202,9 +361,10 @@ pub struct Spent {
 pub type SpentOf<'a> = &'a dyn Fn(&Session) -> Spent;
 
 /// [`write_listing`], each session followed by what it has cost so far when `spent` is given:
-/// `cost_usd` and `usage_tokens`, the element's last two fields.
+/// `cost_usd` and `usage_tokens`, the element's last two fields. A kept element then goes out
+/// as its kept bytes up to its closing brace and the two fields made for this listing.
 pub fn write_listing_spent(
-    out: &mut Vec<u8>,
+    out: &mut impl ListingSink,
     agents: &[(Agent, Chosen<'_>)],
     window: ActiveWindow,
     now: UnixMillis,
@@ -212,31 +372,32 @@ pub fn write_listing_spent(
     spent: Option<SpentOf<'_>>,
 ) {
     if agents.is_empty() {
-        out.extend_from_slice(b"{}\n");
+        out.put(b"{}\n");
         return;
     }
-    out.extend_from_slice(b"{\n");
+    out.put(b"{\n");
+    let mut element = Vec::with_capacity(1024);
     for (n, (agent, chosen)) in agents.iter().enumerate() {
-        out.extend_from_slice(b"  \"");
-        out.extend_from_slice(agent.as_str().as_bytes());
-        out.extend_from_slice(b"\": ");
+        out.put(b"  \"");
+        out.put(agent.as_str().as_bytes());
+        out.put(b"\": ");
         if chosen.is_empty() {
-            out.extend_from_slice(b"[]");
+            out.put(b"[]");
         } else {
-            out.extend_from_slice(b"[\n");
-            let mut first = true;
-            let mut separate = |out: &mut Vec<u8>| {
-                if !first {
-                    out.extend_from_slice(b",\n");
-                }
-                first = false;
-            };
+            out.put(b"[\n");
             match chosen {
                 Chosen::Sessions(sessions) => {
-                    for s in sessions {
-                        separate(out);
-                        write_element(out, &SessionView::new(s, window, now).live(s, registry));
-                        push_spent(out, s, spent);
+                    for (i, s) in sessions.iter().enumerate() {
+                        element.clear();
+                        if i > 0 {
+                            element.extend_from_slice(SEPARATOR);
+                        }
+                        write_element(
+                            &mut element,
+                            &SessionView::new(s, window, now).live(s, registry),
+                        );
+                        push_spent(&mut element, s, spent);
+                        out.put(&element);
                     }
                 }
                 Chosen::Kept {
@@ -244,27 +405,71 @@ pub fn write_listing_spent(
                     rendered,
                     indices,
                 } => {
-                    for &i in indices {
-                        separate(out);
+                    // The run of kept elements not written yet: `first..=last`.
+                    let mut run: Option<(usize, usize)> = None;
+                    for (k, &i) in indices.iter().enumerate() {
                         let s = &sessions[i];
                         let active = window.is_active(s.last_activity, now);
-                        if active || live_entry(s, registry).is_some() {
+                        let fresh = active || live_entry(s, registry).is_some();
+                        match run {
+                            // With costs every element ends in its own: no runs.
+                            Some((first, last)) if !fresh && spent.is_none() && i == last + 1 => {
+                                run = Some((first, i));
+                                continue;
+                            }
+                            _ => {}
+                        }
+                        flush_run(out, n, rendered, &mut run);
+                        if k > 0 {
+                            out.put(SEPARATOR);
+                        }
+                        if fresh {
+                            element.clear();
                             write_element(
-                                out,
+                                &mut element,
                                 &SessionView::with_active(s, active).live(s, registry),
                             );
+                            push_spent(&mut element, s, spent);
+                            out.put(&element);
+                        } else if let Some(spent) = spent {
+                            let whole = rendered.run(i, i);
+                            let kept = &rendered.text[whole.clone()];
+                            if kept.ends_with(ELEMENT_END) {
+                                out.put_kept(
+                                    n,
+                                    &rendered.text,
+                                    whole.start..whole.end - ELEMENT_END.len(),
+                                );
+                                element.clear();
+                                spent_fields(&mut element, spent(s));
+                                out.put(&element);
+                            } else {
+                                out.put_kept(n, &rendered.text, whole);
+                            }
                         } else {
-                            out.extend_from_slice(rendered.element(i));
+                            run = Some((i, i));
                         }
-                        push_spent(out, s, spent);
                     }
+                    flush_run(out, n, rendered, &mut run);
                 }
             }
-            out.extend_from_slice(b"\n  ]");
+            out.put(b"\n  ]");
         }
-        out.extend_from_slice(if n + 1 < agents.len() { b",\n" } else { b"\n" });
+        out.put(if n + 1 < agents.len() { b",\n" } else { b"\n" });
     }
-    out.extend_from_slice(b"}\n");
+    out.put(b"}\n");
+}
+
+/// Writes the run of kept elements `first..=last` of agent number `agent`, if there is one.
+fn flush_run(
+    out: &mut impl ListingSink,
+    agent: usize,
+    rendered: &RenderedAgent,
+    run: &mut Option<(usize, usize)>,
+) {
+    if let Some((first, last)) = run.take() {
+        out.put_kept(agent, &rendered.text, rendered.run(first, last));
+    }
 }
 
 /// The end of an element as the pretty printer writes it at depth two.
@@ -277,8 +482,12 @@ fn push_spent(out: &mut Vec<u8>, s: &Session, spent: Option<SpentOf<'_>>) {
     if !out.ends_with(ELEMENT_END) {
         return;
     }
-    let Spent { cost_usd, tokens } = spent(s);
     out.truncate(out.len() - ELEMENT_END.len());
+    spent_fields(out, spent(s));
+}
+
+/// `,` and the two fields, then the element's end: what follows an element's last field.
+fn spent_fields(out: &mut Vec<u8>, Spent { cost_usd, tokens }: Spent) {
     out.extend_from_slice(b",\n      \"cost_usd\": ");
     match cost_usd {
         // Digits and a point: nothing to escape.
@@ -498,19 +707,27 @@ mod tests {
                     indices: (0..claude.len()).collect(),
                 },
             ] {
+                let chosen = [(Agent::Claude, chosen)];
                 let mut got = Vec::new();
-                write_listing_spent(
-                    &mut got,
-                    &[(Agent::Claude, chosen)],
-                    window,
-                    now,
-                    None,
-                    Some(&spent_of),
-                );
+                write_listing_spent(&mut got, &chosen, window, now, None, Some(&spent_of));
                 assert_eq!(
                     String::from_utf8_lossy(&got),
                     String::from_utf8_lossy(&want)
                 );
+                // As the daemon sends it: kept elements referred to up to their closing
+                // brace, the costs made for the listing after each.
+                let mut parts = ListingParts::default();
+                write_listing_spent(&mut parts, &chosen, window, now, None, Some(&spent_of));
+                let joined: Vec<u8> = parts
+                    .pieces(|_| rendered.text())
+                    .flatten()
+                    .copied()
+                    .collect();
+                assert_eq!(
+                    String::from_utf8_lossy(&joined),
+                    String::from_utf8_lossy(&want)
+                );
+                assert_eq!(parts.len(), want.len());
             }
         }
     }
@@ -533,6 +750,63 @@ mod tests {
             String::from_utf8_lossy(&fresh.text)
         );
         assert!(String::from_utf8_lossy(&updated.text).contains("\"renamed\""));
+    }
+
+    #[test]
+    fn a_listing_in_parts_is_the_same_bytes_and_refers_to_the_kept_runs() {
+        let now = UnixMillis(1_796_000_060_000);
+        // Session 0 is active (serialised afresh), 3 is left out by the caller: the others go
+        // out as two runs of the kept text.
+        let mut claude: Vec<Session> = (1..8)
+            .map(|n| session(Agent::Claude, n, Some("t"), Some("/w")))
+            .collect();
+        claude[0].last_activity = Some(UnixMillis(now.0 - 1_000));
+        let rendered = RenderedAgent::new(&claude);
+        let window = ActiveWindow::from_minutes(1);
+        let picked = vec![0, 1, 2, 4, 5, 6];
+        let chosen = || {
+            vec![(
+                Agent::Claude,
+                Chosen::Kept {
+                    sessions: &claude,
+                    rendered: &rendered,
+                    indices: picked.clone(),
+                },
+            )]
+        };
+        let want = printed_whole(
+            &[(Agent::Claude, picked.iter().map(|&i| &claude[i]).collect())],
+            window,
+            now,
+        );
+        let mut parts = ListingParts::default();
+        write_listing(&mut parts, &chosen(), window, now, None);
+        let joined: Vec<u8> = parts
+            .pieces(|_| rendered.text())
+            .flatten()
+            .copied()
+            .collect();
+        assert_eq!(
+            String::from_utf8_lossy(&joined),
+            String::from_utf8_lossy(&want)
+        );
+        assert_eq!(parts.len(), want.len());
+        let kept: Vec<_> = parts
+            .parts
+            .iter()
+            .filter_map(|part| match part {
+                Part::Kept { range, .. } => Some(range.clone()),
+                Part::Made(_) => None,
+            })
+            .collect();
+        assert_eq!(
+            kept,
+            [rendered.run(1, 2), rendered.run(4, 6)],
+            "the runs of kept sessions are referred to, not copied"
+        );
+        let mut written = WriteSink::new(Vec::new());
+        write_listing(&mut written, &chosen(), window, now, None);
+        assert_eq!(written.finish().unwrap(), want);
     }
 
     #[test]

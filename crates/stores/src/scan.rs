@@ -195,6 +195,14 @@ impl Scanner {
         self.tap = Some(tap);
     }
 
+    /// What the index kept between listings holds in memory (none before the first listing).
+    pub fn heap_bytes(&self) -> crate::index::IndexBytes {
+        self.index
+            .as_ref()
+            .map(SessionIndex::heap_bytes)
+            .unwrap_or_default()
+    }
+
     /// Lists the sessions of the agents in the options (all when empty), as [`list_sessions`].
     pub fn list(&mut self, roots: &StoreRoots) -> Listing {
         self.list_agents(roots, &self.options.agents.clone())
@@ -253,7 +261,7 @@ impl Scanner {
         ));
         let sessions = named_sessions(sessions, &codex_names, roots, &mut warnings);
         timings.names += started.elapsed();
-        self.index = Some(index);
+        self.index = Some(compacted(index, options.cache_file.as_deref(), &agents));
 
         Listing {
             sessions,
@@ -263,6 +271,35 @@ impl Scanner {
             timings,
             changed,
         }
+    }
+}
+
+/// How many files read by this process an index kept between listings holds before it is
+/// loaded again from the cache it saved ([`compacted`]).
+const COMPACT_AT: usize = 512;
+
+/// The index to keep between listings: `index` itself, or — when it holds many files read by
+/// this process (a first listing without a cache reads them all) and is saved — the same index
+/// loaded again from its cache. Each file read here holds its own path, session and fold
+/// state (about 1.1 KB at 100,000 sessions); loaded from the cache, an entry is its saved bytes
+/// in one buffer, and the fold states stay in the file until a changed file needs one.
+fn compacted(index: SessionIndex, cache_file: Option<&Path>, agents: &[Agent]) -> SessionIndex {
+    let Some(path) = cache_file else {
+        return index;
+    };
+    if index.entries.len() < COMPACT_AT || index.is_dirty() {
+        return index;
+    }
+    // Let go first, so the two are never held together (at 100,000 sessions that is the
+    // daemon's peak); it is all in the file just saved.
+    drop(index);
+    match cache::load_for(path, agents) {
+        // The same files as saved a moment ago: a file another process changed since is
+        // simply read again at the next walk, as after any load.
+        CacheLoad::Loaded(loaded) => loaded,
+        // Not to be had back (the file removed or replaced meanwhile): the next walk reads
+        // the stores again, as a first one does.
+        CacheLoad::Missing | CacheLoad::Outdated | CacheLoad::Corrupt(_) => SessionIndex::new(),
     }
 }
 
@@ -333,6 +370,12 @@ fn refresh_and_save(
     timings.names = started.elapsed();
 
     let started = Instant::now();
+    // Many files read at once are written with the whole cache rather than journalled: a
+    // long-lived scanner then holds them as the cache's bytes (see `compacted`), where a
+    // journal's would come back as entries of their own.
+    if index.entries.len() >= COMPACT_AT {
+        cache::rewrite_on_save(index);
+    }
     if let Some(path) = &options.cache_file
         && index.is_dirty()
     {

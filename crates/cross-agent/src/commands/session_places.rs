@@ -7,8 +7,10 @@
 //! entries are read as borrowed raw values only to find where they are and their cwd).
 
 use std::collections::HashMap;
+use std::io::Write;
 use std::path::Path;
 
+use cross_agent_stores::render::{ListingSink, WriteSink};
 use cross_agent_workspaces::place::{Place, Places};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -72,6 +74,68 @@ pub(super) fn with_places(listing: Vec<u8>, places: &mut Places) -> Vec<u8> {
     out
 }
 
+/// Where a listing made here goes (the CLI's own, not the daemon's bytes): written on as it is
+/// made, each entry with the `desktop` field [`with_places`] would splice into it.
+pub(super) struct PlacesSink<'p, W: Write> {
+    inner: WriteSink<W>,
+    places: &'p mut Places,
+}
+
+impl<'p, W: Write> PlacesSink<'p, W> {
+    pub(super) fn new(inner: W, places: &'p mut Places) -> Self {
+        PlacesSink {
+            inner: WriteSink::new(inner),
+            places,
+        }
+    }
+
+    /// The writer, or the first error writing to it.
+    pub(super) fn finish(self) -> std::io::Result<W> {
+        self.inner.finish()
+    }
+}
+
+impl<W: Write> ListingSink for PlacesSink<'_, W> {
+    /// The renderer puts a listing made afresh one entry at a time (with the separator before
+    /// it): an entry is what ends as an entry does.
+    fn put(&mut self, bytes: &[u8]) {
+        if bytes.ends_with(ENTRY_END)
+            && let Some((at, field)) = entry_field(bytes, self.places)
+        {
+            self.inner.put(&bytes[..at]);
+            self.inner.put(field.as_bytes());
+            self.inner.put(&bytes[at..]);
+        } else {
+            self.inner.put(bytes);
+        }
+    }
+}
+
+/// The end of an entry in the listing's layout.
+const ENTRY_END: &[u8] = b"\n    }";
+
+/// Where in `bytes` (an entry, perhaps after the separator) its `desktop` field goes, and the
+/// field; none when it has no place.
+fn entry_field(bytes: &[u8], places: &mut Places) -> Option<(usize, String)> {
+    // As in `with_places`: nothing can get a place when no workspace is open and the entry is
+    // neither active nor working — not read then.
+    if !places.has_workspaces()
+        && !contains(bytes, b"\"is_active\": true")
+        && !contains(bytes, b"\"is_working\": true")
+    {
+        return None;
+    }
+    let open = bytes.iter().position(|&b| b == b'{')?;
+    let entry: Entry = serde_json::from_slice(&bytes[open..]).ok()?;
+    let place = places.of(
+        Path::new(entry.cwd.as_deref()?),
+        entry.is_active || entry.is_working,
+    )?;
+    let close = bytes.iter().rposition(|&b| b == b'}')?;
+    let at = bytes[..close].trim_ascii_end().len();
+    Some((at, field(&place)))
+}
+
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     memchr::memmem::find(haystack, needle).is_some()
 }
@@ -125,5 +189,66 @@ mod tests {
         let inserted = out.len() - listing.len();
         let at = out.find(",\n      \"desktop\"").unwrap();
         assert_eq!(format!("{}{}", &out[..at], &out[at + inserted..]), listing);
+    }
+
+    /// A listing made here and written through [`PlacesSink`] is what [`with_places`] makes of
+    /// the same listing made whole: the field in the entry that has a place, the rest kept.
+    #[test]
+    fn the_streamed_listing_gets_the_same_places() {
+        use cross_agent_stores::render::{self, Chosen, Spent};
+        use cross_agent_stores::resolve::ActiveWindow;
+        use cross_agent_stores::{Agent, Session, UnixMillis};
+
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path().join("r");
+        std::fs::create_dir_all(&repo).unwrap();
+        let status = std::process::Command::new("git")
+            .args(["init", "-q", "-b", "topic"])
+            .current_dir(&repo)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let now = UnixMillis(1_796_000_060_000);
+        let session = |n: i64, cwd: &Path, at: i64| Session {
+            agent: Agent::Claude,
+            session_id: format!("s-{n}"),
+            cwd: Some(cwd.to_path_buf()),
+            title: Some("t".into()),
+            title_is_assigned: false,
+            first_activity: None,
+            last_activity: Some(UnixMillis(at)),
+            is_working: false,
+            path: format!("/h/s-{n}.jsonl").into(),
+            copilot: None,
+        };
+        // The first is active in a repository (a place), the others are not or have none.
+        let sessions = [
+            session(1, &repo, now.0 - 1_000),
+            session(2, &repo, now.0 - 86_400_000),
+            session(3, Path::new("/nowhere"), now.0 - 2_000),
+        ];
+        let chosen = [(Agent::Claude, Chosen::Sessions(sessions.iter().collect()))];
+        let window = ActiveWindow::from_minutes(60);
+        let spent_of = |_: &Session| Spent {
+            cost_usd: Some("1.000000".into()),
+            tokens: Some(3),
+        };
+        let (mut places, _) = Places::read(Vec::<Editor>::new(), LiveWindows::NoDisplay);
+        let mut whole = Vec::new();
+        render::write_listing_spent(&mut whole, &chosen, window, now, None, Some(&spent_of));
+        let want = with_places(whole.clone(), &mut places);
+        assert_ne!(
+            want, whole,
+            "the active session in a repository has a place"
+        );
+        let mut sink = PlacesSink::new(Vec::new(), &mut places);
+        render::write_listing_spent(&mut sink, &chosen, window, now, None, Some(&spent_of));
+        let got = sink.finish().unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&got),
+            String::from_utf8_lossy(&want)
+        );
     }
 }

@@ -29,6 +29,7 @@ use cross_agent_protocol::rpc::{
     ShutdownResponse, StatusResponse,
 };
 use cross_agent_protocol::timestamp::now_rfc3339;
+use cross_agent_stores::live::ListingBytes;
 use tokio::io::BufReader;
 use tokio::sync::OwnedSemaphorePermit;
 
@@ -39,12 +40,15 @@ enum After {
     Continue,
     /// Write these bytes right after the answer's frame, then go on (`index_listing`: the
     /// rendered listing, which has newlines and so cannot travel inside a frame).
-    Trailer(Vec<u8>),
+    Trailer(ListingBytes),
     /// Close the connection (after a protocol mismatch).
     Close,
     /// Stop the daemon (after answering `shutdown`).
     Stop,
 }
+
+/// How many bytes of a listing's small pieces are gathered before a write.
+const TRAILER_WINDOW: usize = 256 << 10;
 
 /// Per-connection state.
 #[derive(Default)]
@@ -108,7 +112,33 @@ pub(super) async fn serve(stream: Stream, shared: Arc<Shared>, _permit: OwnedSem
             After::Continue => {}
             After::Trailer(bytes) => {
                 use tokio::io::AsyncWriteExt as _;
-                let written = match write.write_all(&bytes).await {
+                // In the pieces it was made of: runs of the kept renderings, written from where
+                // they are, never gathered into one buffer. A listing with costs is two small
+                // pieces per session: those are gathered into a window's worth first, so a
+                // listing is a few hundred writes, not one per piece.
+                let mut window: Vec<u8> = Vec::with_capacity(TRAILER_WINDOW);
+                let mut written = Ok(());
+                for piece in bytes.pieces() {
+                    if window.len() + piece.len() > TRAILER_WINDOW && !window.is_empty() {
+                        written = write.write_all(&window).await;
+                        window.clear();
+                        if written.is_err() {
+                            break;
+                        }
+                    }
+                    if piece.len() >= TRAILER_WINDOW {
+                        written = write.write_all(piece).await;
+                        if written.is_err() {
+                            break;
+                        }
+                    } else {
+                        window.extend_from_slice(piece);
+                    }
+                }
+                if written.is_ok() && !window.is_empty() {
+                    written = write.write_all(&window).await;
+                }
+                let written = match written {
                     Ok(()) => write.flush().await,
                     Err(error) => Err(error),
                 };
@@ -439,12 +469,7 @@ async fn dispatch(
         ),
         ClientRequest::IndexListing(params) => {
             let engine = shared.engine.clone();
-            let rendered = tokio::task::spawn_blocking(move || {
-                let mut out = Vec::new();
-                let response = engine.index_listing(&params, &mut out);
-                (response, out)
-            })
-            .await;
+            let rendered = tokio::task::spawn_blocking(move || engine.index_listing(&params)).await;
             match rendered {
                 Ok((response, out)) => (
                     respond::<IndexListingParams>(id, response),

@@ -516,7 +516,7 @@ impl Engine {
         self.inner.scan.with_sessions(&roots, agent, f)
     }
 
-    /// The `sessions --json` listing from the live index's renderings, into `out`.
+    /// The `sessions --json` listing from the live index's renderings.
     fn render_listing(
         &self,
         context: &CallerContext,
@@ -524,7 +524,6 @@ impl Engine {
         admit: impl Fn(&Session) -> bool,
         limit: Option<usize>,
         clock: (cross_agent_stores::resolve::ActiveWindow, UnixMillis),
-        out: &mut Vec<u8>,
     ) -> cross_agent_stores::live::RenderedListing {
         let roots = roots_for(context);
         let spent = self.spent(&roots);
@@ -538,7 +537,6 @@ impl Engine {
             admit,
             limit,
             (clock.0, clock.1, Some(&spent_of)),
-            out,
         )
     }
 

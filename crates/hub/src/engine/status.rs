@@ -12,6 +12,7 @@ use cross_agent_protocol::bridge::{
     SessionEntry, TargetSelectedBy,
 };
 use cross_agent_protocol::vocabulary::TargetKey;
+use cross_agent_stores::live::ListingBytes;
 use cross_agent_stores::resolve::{self, ActiveWindow};
 use cross_agent_stores::{Session, UnixMillis};
 
@@ -165,13 +166,13 @@ impl Engine {
         })
     }
 
-    /// `index_listing`: the listing `sessions --json` prints, written into `out` from the
-    /// renderings the live index keeps (see `cross_agent_stores::render`).
+    /// `index_listing`: the listing `sessions --json` prints, made from the renderings the
+    /// live index keeps (see `cross_agent_stores::render`), and its bytes, which refer to
+    /// those renderings rather than copy them: the caller writes them out in pieces.
     pub fn index_listing(
         &self,
         params: &IndexListingParams,
-        out: &mut Vec<u8>,
-    ) -> IndexListingResponse {
+    ) -> (IndexListingResponse, ListingBytes) {
         let agents = if params.agents.is_empty() {
             Agent::ALL.to_vec()
         } else {
@@ -192,13 +193,13 @@ impl Engine {
             |s| resolve::scope_rank(scope, s, &cwd).is_some(),
             limit,
             clock,
-            out,
         );
-        IndexListingResponse {
-            bytes: out.len() as u64,
+        let response = IndexListingResponse {
+            bytes: rendered.bytes.len() as u64,
             sessions: rendered.sessions as u64,
             warnings: rendered.warnings.iter().map(ToString::to_string).collect(),
-        }
+        };
+        (response, rendered.bytes)
     }
 
     /// `bridge_status`, optionally re-reading one delivery's answer from the peer's transcript.

@@ -67,3 +67,76 @@ fn a_scanner_keeps_the_index_in_memory_between_listings() {
     assert_eq!(fresh.stats.bytes_read, 0);
     assert_eq!(fresh.sessions, second.sessions);
 }
+
+/// A first listing without a cache reads every file; a scanner kept between listings then holds
+/// the index as the cache it saved (one buffer, the fold states left in the file) rather than
+/// each file's own path, session and fold. A file that grows afterwards resumes from its fold,
+/// read back from the file by its range, and the listing stays what a fresh process lists.
+#[test]
+fn a_scanner_holds_a_cold_index_as_the_cache_it_saved() {
+    use cross_agent_stores::index::RefreshOptions;
+    use cross_agent_stores::scan::Scanner;
+    use cross_agent_testkit::synthetic_stores::{ClaudeTranscript, now_millis};
+
+    let tmp = TempDir::new().unwrap();
+    let now = now_millis();
+    let mut files = Vec::new();
+    for i in 0..600 {
+        let mut t = ClaudeTranscript::new(tmp.path(), "/work/p", &format!("c{i:03}"));
+        t.user(&format!("start {i}"), now - 10_000 + i)
+            .assistant_text("ok", now - 9_000 + i);
+        t.write().unwrap();
+        files.push(t);
+    }
+    let roots = StoreRoots::under_home(tmp.path());
+    std::fs::create_dir_all(tmp.path().join("xa")).unwrap();
+    let options = ScanOptions {
+        cache_file: Some(cache_file(&tmp.path().join("xa"))),
+        refresh: RefreshOptions { threads: 2 },
+        agents: Vec::new(),
+    };
+    let mut scanner = Scanner::new(options.clone());
+    let first = scanner.list(&roots);
+    assert_eq!((first.stats.files_new, first.sessions.len()), (600, 600));
+    let held = scanner.heap_bytes();
+    assert_eq!(
+        (held.entries, held.folds, held.sessions),
+        (0, 0, 0),
+        "no file's own entry is held: {held:?}"
+    );
+    assert!(held.stored > 0 && held.blob == 0, "{held:?}");
+
+    let t = &mut files[17];
+    let n = t.len();
+    t.custom_title("renamed");
+    t.append_since(n).unwrap();
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&t.path)
+        .unwrap();
+    let mtime = std::fs::metadata(&t.path).unwrap().modified().unwrap();
+    file.set_modified(mtime + std::time::Duration::from_secs(1))
+        .unwrap();
+    let second = scanner.list(&roots);
+    assert_eq!(
+        (second.stats.files_appended, second.stats.files_reread),
+        (1, 0),
+        "the grown file resumed from its fold"
+    );
+    let renamed = second
+        .sessions
+        .iter()
+        .find(|s| s.session_id == "c017")
+        .unwrap();
+    assert_eq!(renamed.title.as_deref(), Some("renamed"));
+    assert_eq!(scanner.heap_bytes().blob, 0, "only that fold was read");
+
+    let fresh = cross_agent_stores::scan::list_sessions(
+        &roots,
+        &ScanOptions {
+            cache_file: None,
+            ..options
+        },
+    );
+    assert_eq!(fresh.sessions, second.sessions);
+}

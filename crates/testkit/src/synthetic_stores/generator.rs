@@ -49,6 +49,18 @@ impl SyntheticSpec {
             now,
         }
     }
+
+    /// Five times the benchmark store's transcripts (issue 30's shape: 50,000 Claude + 50,000
+    /// Codex + 10,000 Grok sessions, about 5 GB; a year of a heavy user's sessions), with the
+    /// same 1,000 Copilot sessions.
+    pub fn five_times(now: Millis) -> Self {
+        SyntheticSpec {
+            claude: 50_000,
+            codex: 50_000,
+            grok: 10_000,
+            ..SyntheticSpec::full(now)
+        }
+    }
 }
 
 /// A session the generator gave a unique name, for lookups to aim at.

@@ -11,13 +11,19 @@ use crate::error::{Result, StoreError};
 /// Writes `bytes` to `path` through a temp file in the same folder and a rename, creating the
 /// folder `0700` and the file `0600`.
 pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_atomically_parts(path, &[bytes])
+}
+
+/// [`write_atomically`] of `parts` one after another, so a big file need not be gathered into
+/// one buffer first.
+pub(crate) fn write_atomically_parts(path: &Path, parts: &[&[u8]]) -> Result<()> {
     let dir = path.parent().ok_or_else(|| StoreError::Cache {
         path: path.to_path_buf(),
         message: "has no parent folder".to_owned(),
     })?;
     private_dir(dir)?;
     let tmp = temp_path(path);
-    let written = write_private(&tmp, bytes).and_then(|()| fs::rename(&tmp, path));
+    let written = write_private(&tmp, parts).and_then(|()| fs::rename(&tmp, path));
     if let Err(e) = written {
         let _ = fs::remove_file(&tmp);
         return Err(StoreError::io(path, e));
@@ -70,7 +76,7 @@ pub fn private_dir(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+fn write_private(path: &Path, parts: &[&[u8]]) -> std::io::Result<()> {
     let mut options = OpenOptions::new();
     options.write(true).create_new(true);
     #[cfg(unix)]
@@ -78,8 +84,12 @@ fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         use std::os::unix::fs::OpenOptionsExt;
         options.mode(0o600);
     }
-    let mut file = options.open(path)?;
-    file.write_all(bytes)?;
+    // Buffered: the parts may be many small ones (a cache's fold states).
+    let mut file = std::io::BufWriter::with_capacity(256 << 10, options.open(path)?);
+    for part in parts {
+        file.write_all(part)?;
+    }
+    file.into_inner().map_err(|e| e.into_error())?;
     Ok(())
 }
 

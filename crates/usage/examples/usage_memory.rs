@@ -1,0 +1,77 @@
+//! Where the daemon's usage index's memory goes: the process's resident set after each step the
+//! daemon takes for a listing with costs (refresh every file, decide what counts, the table of
+//! each session's cost). Run it under a heap profiler (`heaptrack`) for the allocation sites.
+//!
+//! `cargo run -p cross-agent-usage --example usage_memory -- HOME`: `HOME` holds the agents'
+//! stores (a synthetic store's `home`).
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use cross_agent_stores::StoreRoots;
+use cross_agent_usage::{GroupBy, PriceTable, Report, UsageIndex};
+
+/// The `cross-agent` binary's allocator, so the figures are the daemon's.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn main() -> Result<()> {
+    let home = PathBuf::from(
+        std::env::args()
+            .nth(1)
+            .context("usage: usage_memory HOME")?,
+    );
+    let roots = StoreRoots::under_home(&home);
+    step("start", Instant::now());
+    let at = Instant::now();
+    let mut index = UsageIndex::new();
+    let mut warnings = Vec::new();
+    let stats = index.refresh(&roots, &mut warnings);
+    step(
+        &format!(
+            "refreshed ({} files, {} MB read, {} warnings)",
+            stats.files_seen,
+            stats.bytes_read >> 20,
+            warnings.len()
+        ),
+        at,
+    );
+    let at = Instant::now();
+    let accounting = index.accounting();
+    step(
+        &format!("accounted ({} charges)", accounting.charges.len()),
+        at,
+    );
+    let at = Instant::now();
+    let prices = PriceTable::shipped()?;
+    let report = Report::build(&accounting, &prices, GroupBy::Session, None);
+    step(&format!("by session ({} rows)", report.rows.len()), at);
+    drop(report);
+    drop(accounting);
+    step("report dropped", Instant::now());
+    let at = Instant::now();
+    let stats = index.refresh(&roots, &mut warnings);
+    step(
+        &format!("warm refresh ({} unchanged)", stats.files_unchanged),
+        at,
+    );
+    Ok(())
+}
+
+fn step(what: &str, at: Instant) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+            .map_or(0.0, |kb| kb / 1024.0)
+    };
+    println!(
+        "{what}: RSS {:.1} MB, peak {:.1} MB, {:.0} ms",
+        field("VmRSS:"),
+        field("VmHWM:"),
+        at.elapsed().as_secs_f64() * 1e3
+    );
+}
