@@ -38,7 +38,7 @@ pub fn run(
 
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
-    if !answer.groups.is_empty() || !query.group_by.is_empty() {
+    if !query.group_by.is_empty() {
         if json {
             serde_json::to_writer_pretty(&mut out, &groups_json(query, &answer))?;
             writeln!(out)?;
