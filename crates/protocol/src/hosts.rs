@@ -181,7 +181,11 @@ pub struct DecisionsQueryParams {
     pub by: Vec<String>,
 }
 
-/// The answer to `decisions_query`.
+/// The answer to `decisions_query`. Asked of one daemon, every group and record has `host`
+/// `null` (its own machine); through `on_host` each names the host it came from, and with
+/// `host = "all"` the answers of this machine and every host are merged: counts stay per host
+/// (largest first), records are interleaved by time, and a host that could not be asked is in
+/// `unreachable`, never silently left out.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DecisionsQueryResponse {
     /// With `by`: each group's values (one per field, `null` when missing) and its count.
@@ -189,15 +193,25 @@ pub struct DecisionsQueryResponse {
     pub groups: Vec<DecisionGroup>,
     /// Without `by`: the matching records as written, oldest first.
     #[serde(default)]
-    pub records: Vec<String>,
-    /// Lines skipped as unreadable and files that could not be read.
+    pub records: Vec<DecisionRecord>,
+    /// Lines skipped as unreadable and files that could not be read, each naming its machine
+    /// when the answer covers more than one.
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// The machines whose logs this answer covers (`null`: the answering daemon's own).
+    #[serde(default)]
+    pub hosts: Vec<Option<String>>,
+    /// The hosts that could not be asked, and why: the answer is partial.
+    #[serde(default)]
+    pub unreachable: Vec<UnreachableHost>,
 }
 
 /// One group of a `decisions_query` count.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct DecisionGroup {
+    /// The machine whose log counted these: a host's name, `null` for the answering daemon's own.
+    #[serde(default)]
+    pub host: Option<String>,
     /// The values of the `by` fields, in order.
     pub key: Vec<Option<String>>,
     /// How many decisions have them.
@@ -256,4 +270,23 @@ pub struct ApprovalAnswerResponse {
     /// when it was.
     #[serde(default)]
     pub not_taken: Option<String>,
+}
+
+/// One record of a `decisions_query` listing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct DecisionRecord {
+    /// The machine whose log holds it: a host's name, `null` for the answering daemon's own.
+    #[serde(default)]
+    pub host: Option<String>,
+    /// The record's line as written (one JSON object).
+    pub line: String,
+}
+
+/// A host an answer over several machines could not include.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct UnreachableHost {
+    /// The host's name in `hosts.toml`.
+    pub host: String,
+    /// Why it could not be asked: its link's state and last error, or the error of the call.
+    pub reason: String,
 }

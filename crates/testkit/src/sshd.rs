@@ -116,21 +116,7 @@ impl Sshd {
         )?;
         std::fs::write(
             root.join("ssh_config"),
-            format!(
-                "Host {alias}\n\
-                 \x20 HostName 127.0.0.1\n\
-                 \x20 Port {port}\n\
-                 \x20 User {user}\n\
-                 \x20 IdentityFile {root}/client_key\n\
-                 \x20 IdentitiesOnly yes\n\
-                 \x20 IdentityAgent none\n\
-                 \x20 UserKnownHostsFile {root}/known_hosts\n\
-                 \x20 GlobalKnownHostsFile /dev/null\n\
-                 \x20 StrictHostKeyChecking yes\n\
-                 \x20 UpdateHostKeys no\n",
-                alias = Self::ALIAS,
-                root = root.display(),
-            ),
+            config_block(Self::ALIAS, "127.0.0.1", port, &user, root),
         )?;
         let host_pub = std::fs::read_to_string(root.join("host_key.pub"))?;
         std::fs::write(
@@ -203,6 +189,42 @@ impl Sshd {
         self.dir.path().join("ssh")
     }
 
+    /// An ssh program reaching several rigs, each under its own alias, and `closed` aliases
+    /// pointing at a loopback port nothing listens on (ssh says "Connection refused"): one
+    /// daemon's `CROSS_AGENT_SSH` linking to several "machines". Written into `dir`.
+    pub fn ssh_program_for(dir: &Path, rigs: &[(&str, &Sshd)], closed: &[&str]) -> Result<PathBuf> {
+        let user = current_user()?;
+        let mut config = String::new();
+        for (alias, rig) in rigs {
+            config.push_str(&config_block(
+                alias,
+                "127.0.0.1",
+                rig.port,
+                &user,
+                rig.dir.path(),
+            ));
+        }
+        for alias in closed {
+            let root = dir.join(format!("closed-{alias}"));
+            std::fs::create_dir_all(&root)?;
+            config.push_str(&config_block(
+                alias,
+                "127.0.0.1",
+                free_port()?,
+                &user,
+                &root,
+            ));
+        }
+        let file = dir.join("ssh_config");
+        std::fs::write(&file, config)?;
+        let program = dir.join("ssh");
+        write_script(
+            &program,
+            &format!("#!/bin/sh\nexec ssh -F '{}' \"$@\"\n", file.display()),
+        )?;
+        Ok(program)
+    }
+
     /// The loopback port the server listens on.
     pub fn port(&self) -> u16 {
         self.port
@@ -266,6 +288,25 @@ impl Drop for Sshd {
             .stderr(Stdio::null())
             .status();
     }
+}
+
+/// One `Host` block of an `ssh_config`: the alias to that port with the rig's client key and
+/// `known_hosts` in `root`, no agent, and nothing of the real user's configuration.
+fn config_block(alias: &str, host: &str, port: u16, user: &str, root: &Path) -> String {
+    format!(
+        "Host {alias}\n\
+         \x20 HostName {host}\n\
+         \x20 Port {port}\n\
+         \x20 User {user}\n\
+         \x20 IdentityFile {root}/client_key\n\
+         \x20 IdentitiesOnly yes\n\
+         \x20 IdentityAgent none\n\
+         \x20 UserKnownHostsFile {root}/known_hosts\n\
+         \x20 GlobalKnownHostsFile /dev/null\n\
+         \x20 StrictHostKeyChecking yes\n\
+         \x20 UpdateHostKeys no\n",
+        root = root.display(),
+    )
 }
 
 fn keygen(path: &Path) -> Result<()> {

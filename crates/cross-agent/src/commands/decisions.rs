@@ -17,6 +17,7 @@ use clap::Args;
 use cross_agent_decisions::query::{self, Answer, Condition, FieldPath, Group, Query, Report};
 use cross_agent_decisions::{Decision, clock};
 use cross_agent_home::Home;
+use cross_agent_protocol::hosts::DecisionsQueryParams;
 use serde_json::{Map, Value, json};
 
 use crate::display::escape_cell;
@@ -46,6 +47,13 @@ pub struct DecisionsArgs {
     /// JSON: the records as written (one per line), or the counts as one object.
     #[arg(long)]
     json: bool,
+    /// Ask that machine's log instead (a host of `cross-agent hosts list`), where it lies.
+    #[arg(long, value_name = "NAME", conflicts_with = "hosts")]
+    host: Option<String>,
+    /// `all`: this machine's log and every host's, each asked where it lies, merged; each row
+    /// names its host. A host that cannot be asked is named on stderr and the exit status is 3.
+    #[arg(long, value_name = "all", value_parser = ["all"])]
+    hosts: Option<String>,
 }
 
 impl DecisionsArgs {
@@ -91,6 +99,17 @@ impl DecisionsArgs {
                     field.as_str()
                 );
             }
+        }
+
+        if let Some(host) = self.host.as_deref().or(self.hosts.as_deref()) {
+            let asked = DecisionsQueryParams {
+                since: self.since,
+                until: self.until,
+                kinds: query.kinds.clone(),
+                conditions: self.conditions,
+                by: self.by,
+            };
+            return super::decisions_hosts::run(host, asked, &query, self.json);
         }
 
         let home = Home::from_env()?;
@@ -148,7 +167,7 @@ impl DecisionsArgs {
 
 /// One decision on one line: time, kind, outcome, then the fields that are set. The caller
 /// escapes it: details quote titles and peers' errors.
-fn readable(line: &str) -> String {
+pub(super) fn readable(line: &str) -> String {
     let Ok(decision) = serde_json::from_str::<Decision>(line) else {
         return line.to_owned();
     };
@@ -227,7 +246,7 @@ fn write_table(out: &mut impl Write, query: &Query, groups: &[Group]) -> std::io
     )
 }
 
-fn window_text(query: &Query) -> String {
+pub(super) fn window_text(query: &Query) -> String {
     match (&query.since, &query.until) {
         (Some(since), Some(until)) => format!(" from {since} to {until}"),
         (Some(since), None) => format!(" since {since}"),

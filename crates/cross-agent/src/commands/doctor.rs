@@ -5,7 +5,8 @@
 //! panel shims, the hooks, Telegram. For Copilot, each VS Code user-data directory found and
 //! whether both of its files (`mcp.json`, the Agent Host's `agent-host-config.json`) hold
 //! cross-agent's entry running this binary; each running host, each endpoint entry refused as
-//! unsafe, each catalog that cannot be read.
+//! unsafe, each catalog that cannot be read. For each other machine of `hosts.toml`, ssh, the
+//! cross-agent there and its daemon (`doctor_hosts`).
 //!
 //! What is broken makes the exit status non-zero; what the person has simply not set up (an
 //! agent not installed, no shims, no hooks, no Telegram) is said as such and is not a failure.
@@ -45,7 +46,7 @@ pub struct DoctorArgs {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-enum Status {
+pub(super) enum Status {
     Ok,
     /// Not set up by the person: said, not a failure.
     NotSetUp,
@@ -62,10 +63,10 @@ struct Check {
 }
 
 #[derive(Default)]
-struct Checks(Vec<Check>);
+pub(super) struct Checks(Vec<Check>);
 
 impl Checks {
-    fn push(
+    pub(super) fn push(
         &mut self,
         what: impl Into<String>,
         status: Status,
@@ -99,6 +100,7 @@ impl DoctorArgs {
         check_hooks(&mut checks, &places);
         check_telegram(&mut checks);
         check_copilot_hosts(&mut checks);
+        super::doctor_hosts::check_hosts(&mut checks);
         let broken = checks.0.iter().any(|c| c.status == Status::Broken);
         if self.json {
             bridge_client::print_json(&json!({"ok": !broken, "binary": this, "checks": checks.0}))?;

@@ -17,6 +17,7 @@ mod install_person_edits;
 mod install_real;
 mod live_index;
 mod remote;
+mod remote_views;
 mod review;
 mod review_robot;
 mod sessions;

@@ -14,18 +14,18 @@ use cross_agent_testkit::sshd::Sshd;
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_cross-agent");
+pub(super) const BIN: &str = env!("CARGO_BIN_EXE_cross-agent");
 
 /// This machine: `user/` its HOME, `state/` its CROSS_AGENT_HOME; its daemon's ssh is the rig's.
-struct Here {
+pub(super) struct Here {
     _dir: tempfile::TempDir,
-    state: PathBuf,
-    user: PathBuf,
+    pub(super) state: PathBuf,
+    pub(super) user: PathBuf,
     ssh: Option<PathBuf>,
 }
 
 impl Here {
-    fn new(ssh: Option<PathBuf>) -> Here {
+    pub(super) fn new(ssh: Option<PathBuf>) -> Here {
         let dir = tempfile::tempdir().unwrap();
         let state = dir.path().join("state");
         let user = dir.path().join("user");
@@ -38,7 +38,7 @@ impl Here {
         }
     }
 
-    fn command(&self, args: &[&str]) -> Command {
+    pub(super) fn command(&self, args: &[&str]) -> Command {
         let mut command = Command::new(BIN);
         command
             .args(args)
@@ -54,7 +54,7 @@ impl Here {
         command
     }
 
-    fn run(&self, args: &[&str]) -> Output {
+    pub(super) fn run(&self, args: &[&str]) -> Output {
         self.command(args).output().unwrap()
     }
 
@@ -99,11 +99,11 @@ impl Drop for Here {
     }
 }
 
-fn text(bytes: &[u8]) -> String {
+pub(super) fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-fn rig() -> Option<Sshd> {
+pub(super) fn rig() -> Option<Sshd> {
     if !Sshd::available() {
         eprintln!("skipped: no /usr/sbin/sshd (scripts/install-debian-packages installs it)");
         return None;
@@ -177,7 +177,7 @@ fn a_changed_host_key_is_refused_in_ssh_s_own_words() {
 
 /// An older release's `rpc --stdio`: its daemon speaks protocol 1 and refuses this one's `hello`
 /// the way every daemon refuses another version (`protocol_mismatch` with both in `data`).
-const OLDER_REMOTE: &str = r#"#!/bin/sh
+pub(super) const OLDER_REMOTE: &str = r#"#!/bin/sh
 IFS= read -r line
 id=$(printf '%s' "$line" | sed -n 's/^{"id":\([0-9]*\).*/\1/p')
 client=$(printf '%s' "$line" | sed -n 's/.*"protocol_version":\([0-9]*\).*/\1/p')

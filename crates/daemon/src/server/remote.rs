@@ -24,8 +24,8 @@ use cross_agent_protocol::bridge::{
     ListSessionsResponse, Refusal, RefusalReason, Scope, SendParams, SendResponse,
 };
 use cross_agent_protocol::hosts::{
-    ALL_HOSTS, DecisionGroup, DecisionsQueryParams, DecisionsQueryResponse, HostCall, OnHostParams,
-    OnHostResponse, SendForwardedParams,
+    ALL_HOSTS, DecisionGroup, DecisionRecord, DecisionsQueryParams, DecisionsQueryResponse,
+    HostCall, OnHostParams, OnHostResponse, SendForwardedParams, UnreachableHost,
 };
 use cross_agent_protocol::rpc::{ErrorCode, Method, RpcError};
 use parking_lot::Mutex;
@@ -178,13 +178,15 @@ pub(super) async fn on_host(
             to_value(forward_send(&host, send, engine, links, forwarding).await?)
         }
         HostCall::DecisionsQuery(query) if all => {
-            to_value(decisions_all(query, engine, links).await)
+            to_value(decisions_all(query, engine, links).await?)
         }
-        HostCall::DecisionsQuery(query) => to_value(
-            call(links, &host, query)
+        HostCall::DecisionsQuery(query) => {
+            let mut response = call(links, &host, query)
                 .await
-                .map_err(|e| error(e.message().to_owned()))?,
-        ),
+                .map_err(|e| error(e.message().to_owned()))?;
+            mark_decisions(&mut response, &host);
+            to_value(response)
+        }
         call_there if all => Err(error(format!(
             "`{}` asks one host: name it (`all` is for listings, sends by session name and \
              decisions)",
@@ -469,7 +471,8 @@ pub(super) fn send_forwarded(
     engine.send_forwarded(&delivery_id, from_machine.as_deref(), send)
 }
 
-/// `decisions_query`: this daemon's decisions log, counted or listed.
+/// `decisions_query`: this daemon's decisions log, counted or listed; lines skipped and files
+/// that could not be read are its warnings.
 pub(super) fn decisions_query(
     home: &std::path::Path,
     params: &DecisionsQueryParams,
@@ -500,70 +503,125 @@ pub(super) fn decisions_query(
             .map_err(|e| e.to_string())?,
     };
     let report = query::run(home, &query).map_err(|e| e.to_string())?;
-    let mut response = DecisionsQueryResponse::default();
+    let mut response = DecisionsQueryResponse {
+        hosts: vec![None],
+        ..DecisionsQueryResponse::default()
+    };
     match report.answer {
-        Answer::Records(records) => response.records = records,
+        Answer::Records(records) => {
+            response.records = records
+                .into_iter()
+                .map(|line| DecisionRecord { host: None, line })
+                .collect();
+        }
         Answer::Groups(groups) => {
             response.groups = groups
                 .into_iter()
                 .map(|g| DecisionGroup {
+                    host: None,
                     key: g.values,
                     count: g.count,
                 })
                 .collect();
         }
     }
+    let stats = &report.stats;
+    if stats.bad_lines > 0 {
+        response.warnings.push(format!(
+            "skipped {} unreadable line(s) (torn by a crash or not a decision record)",
+            stats.bad_lines
+        ));
+    }
+    for (path, why) in &stats.unreadable {
+        response
+            .warnings
+            .push(format!("could not read {}: {why}", path.display()));
+    }
     Ok(response)
 }
 
-/// `decisions --hosts all`: this machine's log and each host's, counted where each lies, the
-/// counts summed by key (largest first); records listed with the host they came from.
+/// Every group, record and warning of one host's answer names that host.
+fn mark_decisions(response: &mut DecisionsQueryResponse, host: &str) {
+    for group in &mut response.groups {
+        group.host = Some(host.to_owned());
+    }
+    for record in &mut response.records {
+        record.host = Some(host.to_owned());
+    }
+    for warning in &mut response.warnings {
+        *warning = format!("host `{host}`: {warning}");
+    }
+    response.hosts = vec![Some(host.to_owned())];
+}
+
+/// The `at` of a record as written (RFC 3339 UTC, milliseconds, so its text sorts by time).
+fn record_at(line: &str) -> String {
+    #[derive(serde::Deserialize)]
+    struct At {
+        #[serde(default)]
+        at: String,
+    }
+    serde_json::from_str::<At>(line)
+        .map(|a| a.at)
+        .unwrap_or_default()
+}
+
+/// `decisions --hosts all`: this machine's log and each host's, asked at once where each lies;
+/// the counts stay per host (largest first) and the records are interleaved by time, each
+/// naming its host. A host that cannot be asked is in `unreachable`.
 async fn decisions_all(
     params: DecisionsQueryParams,
     engine: &Engine,
     links: &Links,
-) -> DecisionsQueryResponse {
-    let home = engine.info().state_root.clone();
-    let local_params = params.clone();
-    let here = tokio::task::spawn_blocking(move || decisions_query(&home, &local_params)).await;
-    let mut answers = vec![(
-        None,
-        match here {
-            Ok(answer) => answer,
-            Err(e) => Err(e.to_string()),
-        },
-    )];
+) -> Result<DecisionsQueryResponse, RpcError> {
+    let mut remote = tokio::task::JoinSet::new();
     for host in host_names(links) {
-        let answer = call(links, &host, params.clone())
-            .await
-            .map_err(|e| e.message().to_owned());
-        answers.push((Some(host), answer));
+        let (links, params) = (links.clone(), params.clone());
+        remote.spawn(async move {
+            let answer = call(&links, &host, params).await;
+            (host, answer)
+        });
     }
-    let mut counts: BTreeMap<Vec<Option<String>>, u64> = BTreeMap::new();
-    let mut merged = DecisionsQueryResponse::default();
-    for (host, answer) in answers {
-        let label = host.as_deref().unwrap_or("this machine").to_owned();
-        match answer {
-            Ok(answer) => {
-                for group in answer.groups {
-                    *counts.entry(group.key).or_default() += group.count;
-                }
-                merged.records.extend(answer.records);
-                merged
-                    .warnings
-                    .extend(answer.warnings.into_iter().map(|w| format!("{label}: {w}")));
-            }
-            Err(why) => merged.warnings.push(format!("{label}: {why}")),
+    let home = engine.info().state_root.clone();
+    let mut merged =
+        match tokio::task::spawn_blocking(move || decisions_query(&home, &params)).await {
+            Ok(Ok(answer)) => answer,
+            // This machine's own query failing (a bad --where, say) fails the whole request, as it
+            // would have failed on every host alike.
+            Ok(Err(why)) => return Err(error(why)),
+            Err(e) => return Err(internal(format!("the daemon failed while answering: {e}"))),
+        };
+    let mut answers = Vec::new();
+    while let Some(joined) = remote.join_next().await {
+        if let Ok(answer) = joined {
+            answers.push(answer);
         }
     }
-    merged.groups = counts
-        .into_iter()
-        .map(|(key, count)| DecisionGroup { key, count })
-        .collect();
-    merged
-        .groups
-        .sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.key.cmp(&b.key)));
-    merged
+    answers.sort_by(|a, b| a.0.cmp(&b.0));
+    for (host, answer) in answers {
+        match answer {
+            Ok(mut answer) => {
+                mark_decisions(&mut answer, &host);
+                merged.groups.extend(answer.groups);
+                merged.records.extend(answer.records);
+                merged.warnings.extend(answer.warnings);
+                merged.hosts.push(Some(host));
+            }
+            Err(e) => merged.unreachable.push(UnreachableHost {
+                host,
+                reason: e.message().to_owned(),
+            }),
+        }
+    }
+    merged.groups.sort_by(|a, b| {
+        b.count
+            .cmp(&a.count)
+            .then_with(|| a.host.cmp(&b.host))
+            .then_with(|| a.key.cmp(&b.key))
+    });
+    // Stable: each log's own order is kept among records of the same millisecond.
+    merged.records.sort_by_cached_key(|r| record_at(&r.line));
+    Ok(merged)
 }
 
 /// Keeps the records of forwarded sends in step with the remote records until `stop`.
