@@ -95,7 +95,7 @@ struct LinkWay {
 }
 
 impl AnswerWay for LinkWay {
-    fn answer(self: Box<Self>, allow: bool, _choice: Option<String>, user_id: i64) -> AnswerFuture {
+    fn answer(self: Box<Self>, allow: bool, choice: Option<String>, user_id: i64) -> AnswerFuture {
         Box::pin(async move {
             let Some(client) = self.links.client(&self.host) else {
                 return Err(format!(
@@ -109,6 +109,7 @@ impl AnswerWay for LinkWay {
                 allow,
                 user_id,
                 from_machine: cross_agent_process::machine_name(),
+                choice,
             };
             match tokio::time::timeout(CALL_TIMEOUT, client.call(params)).await {
                 Ok(Ok(answer)) => match answer.not_taken {

@@ -249,6 +249,25 @@ pub struct LinkedApproval {
     /// `what` is a unified diff.
     #[serde(default)]
     pub is_diff: bool,
+    /// `what` is only part of the call (a detail the source had to cut, a file change known
+    /// only by its reason), so the card does not offer Allow.
+    #[serde(default)]
+    pub partial: bool,
+    /// The source's own choices, in its order (a Copilot confirmation's options); empty means
+    /// Allow / Deny. A tap names the one it chose (`approval_answer`'s `choice`).
+    #[serde(default)]
+    pub choices: Vec<LinkedChoice>,
+}
+
+/// One of a held approval's own choices, as its card's button shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct LinkedChoice {
+    /// The source's id for it, handed back with the tap.
+    pub id: String,
+    /// The source's words for it.
+    pub label: String,
+    /// Whether it approves the call.
+    pub allow: bool,
 }
 
 /// `approval_answer`: the first tap on a linked daemon's card, for approval `id`.
@@ -261,6 +280,9 @@ pub struct ApprovalAnswerParams {
     /// The machine the tap came from as it names itself, for the decision line.
     #[serde(default)]
     pub from_machine: Option<String>,
+    /// The id of the approval's own choice that was tapped, when it offered choices.
+    #[serde(default)]
+    pub choice: Option<String>,
 }
 
 /// The answer to `approval_answer`.

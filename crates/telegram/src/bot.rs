@@ -167,6 +167,10 @@ impl Bot {
         // The hub's events from the start, not from when the token is ours: a failure a
         // replaced daemon forwards while its poller lets go of the token is still told.
         let mut engine_events = self.engine_events();
+        // The panels are watched for the daemon's whole life, not only while a poller runs:
+        // with no bot here that can ask, their requests are held for a linked daemon's
+        // (docs/remote.md, "What the phone sees").
+        tokio::spawn(crate::panel_approvals::watch(self.clone(), stop.clone()));
         loop {
             if *stop.borrow() {
                 return;
@@ -190,10 +194,6 @@ impl Bot {
                             *self.inner.queue.lock() = Some(queue.clone());
                             *self.inner.api.lock() = Some(api.clone());
                             self.inner.desk.resume(&queue, stop.clone());
-                            let panels = tokio::spawn(crate::panel_approvals::watch(
-                                self.clone(),
-                                stop.clone(),
-                            ));
                             let failures = tokio::spawn(crate::notify::watch_failed_deliveries(
                                 self.clone(),
                                 engine_events.take(),
@@ -214,9 +214,7 @@ impl Bot {
                             .with_queue(queue)
                             .run(stop.clone())
                             .await;
-                            // The lock goes first (a successor may poll at once); the panel
-                            // watcher saw the same stop.
-                            panels.abort();
+                            // The lock goes first (a successor may poll at once).
                             failures.abort();
                             outbound.abort();
                             if let Some(queue) = self.inner.queue.lock().as_ref() {

@@ -5,7 +5,9 @@
 //! request (answered in the editor). The card offers the host's own choices ("Allow once",
 //! "Always allow in this session", …: AHP `ToolCallReady.options`), or Allow / Deny when it
 //! sends none; a tap hands back the choice's id (`selectedOptionId`). The card and the
-//! first-answer-wins rules are [`crate::approval_ask`]'s, the same as the panels'.
+//! first-answer-wins rules are [`crate::approval_ask`]'s, the same as the panels'. When this
+//! daemon's own bot cannot ask but a linked daemon's watches, the confirmation is held for
+//! that one instead ([`Bot::hold_copilot_approval_for_link`], docs/remote.md).
 
 use cross_agent_decisions::{Decision, DecisionKind, Outcome};
 use tokio::sync::oneshot;
@@ -60,7 +62,24 @@ impl Bot {
         gone: oneshot::Receiver<()>,
         late: bool,
     ) {
-        let offer = Offer {
+        let offer = self.copilot_offer(approval, way);
+        tokio::spawn(approval_ask::ask(self.clone(), offer, gone, late));
+    }
+
+    /// Holds `approval` for a linked daemon's bot (this one cannot ask, one there watches:
+    /// [`Bot::can_hold_for_link`]) until `gone`; its tap there comes back to `way`.
+    pub fn hold_copilot_approval_for_link(
+        &self,
+        approval: CopilotApproval,
+        way: Box<dyn AnswerWay>,
+        gone: oneshot::Receiver<()>,
+    ) {
+        let offer = self.copilot_offer(approval, way);
+        self.hold_offer_for_link("copilot", offer, gone);
+    }
+
+    fn copilot_offer(&self, approval: CopilotApproval, way: Box<dyn AnswerWay>) -> Offer {
+        Offer {
             card: card_for(&approval),
             session: approval.session_id.clone(),
             decision: {
@@ -69,8 +88,7 @@ impl Bot {
             },
             way,
             gone_note: None,
-        };
-        tokio::spawn(approval_ask::ask(self.clone(), offer, gone, late));
+        }
     }
 }
 

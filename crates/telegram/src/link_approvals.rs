@@ -9,7 +9,10 @@
 //!   here instead ([`Bot::hold_for_link`]) — listed by `approvals_pending`, answered by
 //!   `approval_answer` — for the hook's usual wait; no answer in time is the editor's own prompt
 //!   (`ask`), as with no phone at all. So exactly one bot asks: this machine's own when it has
-//!   one that can, else the linked one — never both.
+//!   one that can, else the linked one — never both. A panel's permission request and a
+//!   Copilot confirmation are held the same way ([`Bot::hold_offer_for_link`]) while their
+//!   source waits; a tap from the link is applied through the source's own way (the shim's
+//!   socket, the Agent Host's `chat/toolCallConfirmed` with the chosen option's id).
 //! - **On the machine with the bot** (here): the daemon's watcher asks each connected host for
 //!   its held approvals and hands each new one to [`Bot::offer_link_approval`], which posts the
 //!   usual card with the host on it; the first tap goes back over the link (`approval_answer`),
@@ -19,13 +22,15 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use cross_agent_decisions::{Decision, DecisionKind, Outcome};
-use cross_agent_protocol::hosts::{ApprovalAnswerParams, ApprovalAnswerResponse, LinkedApproval};
+use cross_agent_protocol::hosts::{
+    ApprovalAnswerParams, ApprovalAnswerResponse, LinkedApproval, LinkedChoice,
+};
 use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
 use crate::Bot;
 use crate::approval_ask::{self, AnswerWay, Offer};
-use crate::approval_card::ApprovalCard;
+use crate::approval_card::{ApprovalCard, Choice};
 use crate::bot::Tap;
 use crate::diff::WhatItDoes;
 
@@ -44,7 +49,21 @@ pub(crate) struct Held {
 
 struct HeldApproval {
     approval: LinkedApproval,
-    answer: Option<oneshot::Sender<(Tap, Option<String>)>>,
+    /// `None` once answered.
+    answer: Option<HeldAnswer>,
+}
+
+/// Where a linked daemon's tap goes.
+enum HeldAnswer {
+    /// A Claude hook's escalation, waiting in `escalate`.
+    Hook(oneshot::Sender<(Tap, Option<String>)>),
+    /// A panel's or Copilot's request: answered through its source's own way, the decision
+    /// line written here as its own card's would be.
+    Way {
+        way: Box<dyn AnswerWay>,
+        decision: Box<dyn Fn(&'static str) -> Decision + Send>,
+        choices: Vec<Choice>,
+    },
 }
 
 impl Bot {
@@ -69,30 +88,166 @@ impl Bot {
             .collect()
     }
 
+    /// Whether a request this daemon's own bot cannot ask now should be held for a linked
+    /// daemon's bot ([`Bot::hold_offer_for_link`]): one watches.
+    pub fn can_hold_for_link(&self) -> bool {
+        self.link_is_watching()
+    }
+
     /// `approval_answer`: a linked daemon's tap for held approval `id`.
-    pub fn answer_from_link(&self, params: &ApprovalAnswerParams) -> ApprovalAnswerResponse {
-        let sender = self
+    pub async fn answer_from_link(&self, params: &ApprovalAnswerParams) -> ApprovalAnswerResponse {
+        let answer = self
             .held()
             .waiting
             .lock()
             .iter_mut()
             .find(|h| h.approval.id == params.id)
             .and_then(|h| h.answer.take());
-        let tap = Tap {
-            allow: params.allow,
-            choice: None,
-            user_id: params.user_id,
+        let not_waiting = || ApprovalAnswerResponse {
+            not_taken: Some(format!(
+                "approval {} is not waiting any more (answered, or its wait ran out and the \
+                 editor asked instead)",
+                params.id
+            )),
         };
-        match sender.map(|s| s.send((tap, params.from_machine.clone()))) {
-            Some(Ok(())) => ApprovalAnswerResponse { not_taken: None },
-            _ => ApprovalAnswerResponse {
-                not_taken: Some(format!(
-                    "approval {} is not waiting any more (answered, or its wait ran out and the \
-                     editor asked instead)",
-                    params.id
-                )),
-            },
+        match answer {
+            Some(HeldAnswer::Hook(sender)) => {
+                let tap = Tap {
+                    allow: params.allow,
+                    choice: None,
+                    user_id: params.user_id,
+                };
+                match sender.send((tap, params.from_machine.clone())) {
+                    Ok(()) => ApprovalAnswerResponse { not_taken: None },
+                    Err(_) => not_waiting(),
+                }
+            }
+            Some(HeldAnswer::Way {
+                way,
+                decision,
+                choices,
+            }) => self.answer_held_way(params, way, decision, &choices).await,
+            None => not_waiting(),
         }
+    }
+
+    /// A linked daemon's tap on a panel's or Copilot's held request, applied through its way.
+    async fn answer_held_way(
+        &self,
+        params: &ApprovalAnswerParams,
+        way: Box<dyn AnswerWay>,
+        decision: Box<dyn Fn(&'static str) -> Decision + Send>,
+        choices: &[Choice],
+    ) -> ApprovalAnswerResponse {
+        // The choice is this machine's own: what it does is read from here, not the tap.
+        let (allow, choice) = match &params.choice {
+            Some(id) => match choices.iter().find(|c| &c.id == id) {
+                Some(choice) => (choice.allow, Some(choice.id.clone())),
+                None => {
+                    let reason =
+                        format!("approval {} has no choice `{}`", params.id, self.scrub(id));
+                    self.record(decision("not_taken").reason(reason.clone()));
+                    return ApprovalAnswerResponse {
+                        not_taken: Some(reason),
+                    };
+                }
+            },
+            None => (params.allow, None),
+        };
+        let from = params
+            .from_machine
+            .clone()
+            .unwrap_or_else(|| "a linked machine".to_owned());
+        let outcome = if allow { "allowed" } else { "denied" };
+        match way.answer(allow, choice.clone(), params.user_id).await {
+            Ok(()) => {
+                let mut line = decision(outcome)
+                    .detail("user_id", params.user_id)
+                    .detail("from_machine", from);
+                if let Some(choice) = choice {
+                    line = line.detail("choice", self.scrub(&choice));
+                }
+                self.record(line);
+                ApprovalAnswerResponse { not_taken: None }
+            }
+            Err(reason) => {
+                let reason = self.scrub(&reason);
+                self.record(
+                    decision("not_taken")
+                        .reason(reason.clone())
+                        .detail("user_id", params.user_id)
+                        .detail("from_machine", from)
+                        .detail("tapped", outcome),
+                );
+                ApprovalAnswerResponse {
+                    not_taken: Some(reason),
+                }
+            }
+        }
+    }
+
+    /// Holds the request of `offer` (a panel's or Copilot's, of `agent`) for a linked daemon's
+    /// bot until its source drops it (`gone`: answered in the editor, or by a tap from the
+    /// link through `offer.way`).
+    pub(crate) fn hold_offer_for_link(
+        &self,
+        agent: &str,
+        offer: Offer,
+        gone: oneshot::Receiver<()>,
+    ) {
+        let id = new_id();
+        let Offer {
+            card,
+            session,
+            decision,
+            way,
+            gone_note: _,
+        } = offer;
+        let what = card.what.as_ref();
+        let approval = LinkedApproval {
+            id: id.clone(),
+            agent: agent.to_owned(),
+            session_id: session,
+            headline: self.scrub(&card.headline),
+            what: what.map(|w| self.scrub(&w.text)),
+            is_diff: what.is_some_and(|w| w.is_diff),
+            partial: card.partial,
+            choices: card
+                .choices
+                .iter()
+                .map(|c| LinkedChoice {
+                    id: c.id.clone(),
+                    label: self.scrub(&c.label),
+                    allow: c.allow,
+                })
+                .collect(),
+        };
+        self.record(decision("held_for_link"));
+        self.held().waiting.lock().push(HeldApproval {
+            approval,
+            answer: Some(HeldAnswer::Way {
+                way,
+                decision,
+                choices: card.choices,
+            }),
+        });
+        let bot = self.clone();
+        tokio::spawn(async move {
+            // Resolved, or its sender dropped: either way the source no longer waits.
+            let _ = gone.await;
+            let left = {
+                let mut waiting = bot.held().waiting.lock();
+                let at = waiting.iter().position(|h| h.approval.id == id);
+                at.map(|at| waiting.remove(at))
+            };
+            if let Some(HeldApproval {
+                answer: Some(HeldAnswer::Way { decision, .. }),
+                ..
+            }) = left
+            {
+                bot.record(decision("answered_in_editor"));
+            }
+        });
     }
 
     /// Holds the approval of `card` for a linked daemon's bot for the hook's wait; the tap
@@ -104,7 +259,7 @@ impl Bot {
         card: &ApprovalCard,
         wait: Duration,
     ) -> Option<(Tap, Option<String>)> {
-        let id = format!("apr_{}", &uuid::Uuid::new_v4().simple().to_string()[..16]);
+        let id = new_id();
         let (tx, rx) = oneshot::channel();
         let what = card.what.as_ref();
         self.held().waiting.lock().push(HeldApproval {
@@ -115,8 +270,10 @@ impl Bot {
                 headline: self.scrub(&card.headline),
                 what: what.map(|w| self.scrub(&w.text)),
                 is_diff: what.is_some_and(|w| w.is_diff),
+                partial: false,
+                choices: Vec::new(),
             },
-            answer: Some(tx),
+            answer: Some(HeldAnswer::Hook(tx)),
         });
         let tapped = tokio::time::timeout(wait, rx).await;
         self.held().waiting.lock().retain(|h| h.approval.id != id);
@@ -142,9 +299,17 @@ impl Bot {
                 text,
                 is_diff: approval.is_diff,
             }),
-            // The host sent the whole of what its own card would show.
-            partial: false,
-            choices: Vec::new(),
+            // The host sent what its own card would show, and whether that is all of it.
+            partial: approval.partial,
+            choices: approval
+                .choices
+                .iter()
+                .map(|c| Choice {
+                    id: c.id.clone(),
+                    label: c.label.clone(),
+                    allow: c.allow,
+                })
+                .collect(),
         };
         let offer = Offer {
             card,
@@ -167,6 +332,11 @@ impl Bot {
         };
         tokio::spawn(approval_ask::ask(self.clone(), offer, gone, false));
     }
+}
+
+/// A held approval's id, what `approval_answer` names.
+fn new_id() -> String {
+    format!("apr_{}", &uuid::Uuid::new_v4().simple().to_string()[..16])
 }
 
 /// Which held approvals of each host have a card here, with the signal that closes it.
@@ -223,6 +393,8 @@ mod tests {
             headline: "Claude · Bash".into(),
             what: Some("rm -rf build".into()),
             is_diff: false,
+            partial: false,
+            choices: Vec::new(),
         }
     }
 

@@ -12,8 +12,11 @@
 //! Codex and Grok panels, and for Claude panels whose `Stop` hook is not installed (with the
 //! hook, the `Stop` notification carries the answer).
 //!
-//! A request that appears while no chat is paired (or no poller runs) is logged `not_posted`
-//! once and offered as soon as a chat pairs, if it is still pending then.
+//! A request that appears while no chat is paired (or no poller runs) is held for a linked
+//! daemon's bot when one watches ([`Bot::hold_offer_for_link`], docs/remote.md: its tap comes
+//! back over the link and is answered through the shim the same way); otherwise, while a
+//! poller runs, it is logged `not_posted` once and offered as soon as a chat pairs, if it is
+//! still pending then. The folder is watched for the daemon's whole life, poller or not.
 //!
 //! Every approval is a decision line: who answered, where, and how long it waited. The asking
 //! itself is [`crate::approval_ask`]'s, shared with Copilot's approvals.
@@ -116,6 +119,17 @@ pub(crate) async fn watch(bot: Bot, mut stop: watch_channel::Receiver<bool>) {
                         cwd: cwd.clone(),
                         approval: approval.clone(),
                     };
+                    if !bot.can_post() && bot.can_hold_for_link() {
+                        let (gone_tx, gone_rx) = oneshot::channel();
+                        open.insert(key, gone_tx);
+                        let agent = asked.agent.clone();
+                        bot.hold_offer_for_link(&agent, offer_for(&bot, asked), gone_rx);
+                        continue;
+                    }
+                    // No bot here polls: nothing to log; asked once one does.
+                    if bot.queue().is_none() {
+                        continue;
+                    }
                     if !bot.can_post() {
                         if not_posted.insert(key) {
                             bot.record(
@@ -244,9 +258,14 @@ fn decision(bot: &Bot, asked: &Asked, outcome: &'static str) -> Decision {
 
 /// Posts the card for `asked` and answers the shim with the first tap ([`approval_ask::ask`]).
 async fn ask(bot: Bot, asked: Asked, gone: oneshot::Receiver<()>, late: bool) {
-    let card = card_for(&bot, &asked);
-    let offer = Offer {
-        card,
+    let offer = offer_for(&bot, asked);
+    approval_ask::ask(bot, offer, gone, late).await;
+}
+
+/// The card, decision line and way back (its shim) of `asked`.
+fn offer_for(bot: &Bot, asked: Asked) -> Offer {
+    Offer {
+        card: card_for(bot, &asked),
         session: asked.key.session_id.clone().unwrap_or_default(),
         decision: {
             let bot = bot.clone();
@@ -255,8 +274,7 @@ async fn ask(bot: Bot, asked: Asked, gone: oneshot::Receiver<()>, late: bool) {
         },
         way: Box::new(ShimWay { key: asked.key }),
         gone_note: None,
-    };
-    approval_ask::ask(bot, offer, gone, late).await;
+    }
 }
 
 /// A panel request's answer goes to its shim.

@@ -4,20 +4,25 @@
 //! link. The test is the person on the phone: `/sessions` shows both machines' cards with the
 //! host, a host that is down is said, a prompt typed for the remote session is delivered there
 //! by a real Claude Code (scripted model) and its answer comes back to the chat, and an
-//! approval the remote's hook asks is answered from the chat and applied there.
+//! approval the remote asks (its hook's, a real Claude panel's, a Copilot confirmation of a
+//! `FakeAgentHost` there) is answered from the chat and applied there.
 
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use cross_agent_testkit::ModelEndpoint;
+use cross_agent_testkit::agent_host::{FakeAgentHost, FakeSession, TurnScript};
 use cross_agent_testkit::agents::{AgentHome, AgentKind, Claude, agent_binary};
+use cross_agent_testkit::binaries::cross_agent_bin;
 use cross_agent_testkit::endpoint::{Reply, Rule};
+use cross_agent_testkit::panel::{CLAUDE_SDK_ARGS, PanelDriver, claude_initialize, claude_user};
 use cross_agent_testkit::sshd::Sshd;
 use cross_agent_testkit::telegram::FakeBotApi;
+use cross_agent_testkit::{ModelEndpoint, ToolCall};
 use serde_json::{Value, json};
 
 use super::telegram::{
-    Env, WAIT, approval_card, bot, paired_with, pre_tool_use, spawn_fed, text, wait_until,
+    ClaudeProject, Env, WAIT, approval_card, bot, paired_with, pre_tool_use, spawn_fed, text,
+    wait_until,
 };
 
 const PERSON: i64 = 5001;
@@ -392,4 +397,193 @@ fn a_remote_with_its_own_bot_asks_there_and_the_linked_bot_posts_nothing() {
     assert_eq!(cards_here, 0, "the linked bot posted no card");
     let _ = remote.kill();
     let _ = remote.wait();
+}
+
+/// The first card (a message with buttons) whose text holds `needle`, and its buttons as
+/// (text, callback data).
+fn card_with(api: &FakeBotApi, needle: &str) -> (String, Vec<(String, String)>) {
+    let card = api
+        .wait_for_call("sendMessage", WAIT, |body| {
+            body.get("reply_markup").is_some()
+                && body["text"].as_str().is_some_and(|t| t.contains(needle))
+        })
+        .unwrap_or_else(|| panic!("a card with {needle:?}; sent: {:#?}", api.sent()));
+    let buttons = card.body["reply_markup"]["inline_keyboard"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|row| row.as_array().unwrap().iter())
+        .map(|b| {
+            (
+                b["text"].as_str().unwrap().to_owned(),
+                b["callback_data"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    (card.body["text"].as_str().unwrap().to_owned(), buttons)
+}
+
+fn button(buttons: &[(String, String)], label: &str) -> String {
+    buttons
+        .iter()
+        .find(|(text, _)| text.contains(label))
+        .unwrap_or_else(|| panic!("no button {label:?} in {buttons:?}"))
+        .1
+        .clone()
+}
+
+/// A real Claude panel (`cross-agent shim claude`, the test playing the extension) on the
+/// remote asks for a `Write`; the remote has no bot, so the request is held for the linked
+/// bot: its card shows here with `🖥 there` and the diff, the tap goes back over the link, and
+/// the remote's daemon answers the panel's shim — the file is written there.
+#[test]
+fn a_panel_approval_on_the_remote_is_answered_from_the_chat_and_applied_there() {
+    let Some(sshd) = rig() else { return };
+    let (token, api) = bot();
+    let env = here(&api, &token, &sshd);
+    add_host(&env, &[Sshd::ALIAS]);
+    wait_connected(&env, Sshd::ALIAS);
+    std::thread::sleep(Duration::from_secs(2));
+
+    let claude = ClaudeProject::new();
+    let notes = claude.project.join("notes.txt");
+    std::fs::write(&notes, "alpha\nbeta\n").unwrap();
+    claude.endpoint.push(
+        Rule::on_user_text("fix the notes")
+            .tool_call(ToolCall::new(
+                "Write",
+                json!({"file_path": notes, "content": "alpha\nBETA\n"}),
+            ))
+            .once(),
+    );
+    claude
+        .endpoint
+        .push(Rule::on_any_tool_result().reply_text("done with the file"));
+    let mut command = Command::new(cross_agent_bin().unwrap());
+    command
+        .arg("shim")
+        .arg("claude")
+        .arg(claude.claude.binary())
+        .args(CLAUDE_SDK_ARGS)
+        .current_dir(&claude.project)
+        .env_clear()
+        .envs(claude.claude.env())
+        .env("CROSS_AGENT_HOME", sshd.remote_state());
+    let mut panel = PanelDriver::start(command).unwrap();
+    panel.send(&claude_initialize("init-1")).unwrap();
+    panel
+        .next_line(TURN_WAIT, |l| l["type"] == "control_response")
+        .unwrap();
+    panel.send(&claude_user("fix the notes")).unwrap();
+    panel
+        .next_line(TURN_WAIT, |l| l["type"] == "control_request")
+        .unwrap();
+
+    let (card, buttons) = card_with(&api, "🖥 there · Claude panel · Write");
+    assert!(card.contains("+BETA"), "the diff as it is there: {card}");
+    api.push_callback(PERSON, PERSON, 1, &button(&buttons, "Allow"));
+    panel
+        .next_line(TURN_WAIT, |l| l["type"] == "result")
+        .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&notes).unwrap(),
+        "alpha\nBETA\n",
+        "allowed from the chat: the tool ran there"
+    );
+    assert!(wait_until(|| decisions_of(&sshd.remote_state())
+        .iter()
+        .any(|d| d["kind"] == "approval"
+            && d["outcome"] == "allowed"
+            && d["details"]["via"] == "panel"
+            && d["details"]["user_id"] == PERSON
+            && d["details"]["from_machine"].is_string())));
+    assert!(wait_until(|| decisions_of(&env.state).iter().any(
+        |d| d["kind"] == "approval" && d["outcome"] == "allowed" && d["details"]["host"] == "there"
+    )));
+    panel.close_stdin();
+    let _ = panel.wait(Duration::from_secs(30));
+}
+
+/// A Copilot confirmation on the remote (its `FakeAgentHost`, with the host's own options):
+/// the remote has no bot, so the linked bot asks, the options as its buttons; the tap's option
+/// goes back over the link and the remote's daemon confirms it to its Agent Host, whose turn
+/// goes on to the model.
+#[test]
+fn a_copilot_confirmation_on_the_remote_is_answered_from_the_chat_with_its_option() {
+    let Some(sshd) = rig() else { return };
+    let (token, api) = bot();
+    let env = here(&api, &token, &sshd);
+    let endpoint = ModelEndpoint::start().unwrap();
+    endpoint.push(Rule::on_user_text("build it").reply_text("built"));
+    let session = FakeSession::new("Build")
+        .cwd("file:///srv/tidy")
+        .script(TurnScript::AskApproval {
+            tool_name: "run_in_terminal".to_owned(),
+            display_name: "Terminal".to_owned(),
+            message: "cargo build".to_owned(),
+        })
+        .confirmation_options(json!([
+            {"id": "allow-once", "label": "Allow once", "kind": "approve", "group": 0},
+            {"id": "allow-session", "label": "Always allow in this session", "kind": "approve", "group": 0},
+            {"id": "deny", "label": "Skip", "kind": "deny", "group": 1},
+        ]));
+    let host = FakeAgentHost::builder(sshd.remote_home().join(".config/Code"))
+        .model_endpoint(&endpoint)
+        .session(session.clone())
+        .start()
+        .unwrap();
+    add_host(&env, &[Sshd::ALIAS]);
+    wait_connected(&env, Sshd::ALIAS);
+    std::thread::sleep(Duration::from_secs(2));
+
+    host.editor_turn(&session.uri(), "build it").unwrap();
+    let (card, buttons) = card_with(&api, "🖥 there · Copilot · Terminal in /srv/tidy");
+    assert!(card.contains("cargo build"), "{card}");
+    let texts: Vec<&str> = buttons.iter().map(|(t, _)| t.as_str()).collect();
+    assert_eq!(
+        texts,
+        [
+            "✅ Allow once",
+            "✅ Always allow in this session",
+            "❌ Skip"
+        ],
+        "the host's own options"
+    );
+    api.push_callback(PERSON, PERSON, 1, &button(&buttons, "in this session"));
+    let confirmed = || {
+        host.dispatched()
+            .into_iter()
+            .filter(|p| p["action"]["type"] == "chat/toolCallConfirmed")
+            .collect::<Vec<_>>()
+    };
+    assert!(
+        wait_until(|| confirmed().len() == 1),
+        "the tap reached the host there"
+    );
+    let action = &confirmed()[0]["action"];
+    assert_eq!(action["approved"], true, "{action:#}");
+    assert_eq!(action["selectedOptionId"], "allow-session", "{action:#}");
+    assert!(
+        wait_until(|| endpoint
+            .requests()
+            .iter()
+            .any(|r| r.body.to_string().contains("build it"))),
+        "the approved turn went on to the model"
+    );
+    assert!(
+        wait_until(|| decisions_of(&sshd.remote_state())
+            .iter()
+            .any(|d| d["agent"] == "copilot"
+                && d["outcome"] == "allowed"
+                && d["details"]["choice"] == "allow-session"
+                && d["details"]["user_id"] == PERSON)),
+        "{:#?}",
+        decisions_of(&sshd.remote_state())
+    );
+    assert!(wait_until(|| decisions_of(&env.state).iter().any(
+        |d| d["kind"] == "approval"
+            && d["outcome"] == "allowed"
+            && d["details"]["host"] == "there"
+            && d["details"]["choice"] == "allow-session"
+    )));
 }

@@ -4,7 +4,9 @@
 //! (`chat/toolCallConfirmed` on this connection, with the host's own option that was tapped
 //! as its `selectedOptionId`) and a signal that fires when the host drops
 //! the request (it was answered in the editor, or the session stopped waiting). One that
-//! comes while no chat can be asked waits, and is offered once one can if still pending.
+//! comes while no chat can be asked is held for a linked daemon's bot when one watches
+//! (docs/remote.md, "What the phone sees"), else waits, and is offered once one can if still
+//! pending.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -130,6 +132,8 @@ impl Asked {
                 }
                 if self.ctx.bot.can_ask() {
                     self.offer(request_id, approval, /*late*/ false);
+                } else if self.ctx.bot.can_hold_for_link() {
+                    self.hold_for_link(request_id, approval);
                 } else {
                     self.ctx
                         .bot
@@ -146,11 +150,14 @@ impl Asked {
     }
 
     fn offer_waiting(&mut self) {
-        if !self.ctx.bot.can_ask() {
-            return;
-        }
-        for (request_id, approval) in std::mem::take(&mut self.waiting) {
-            self.offer(request_id, approval, /*late*/ true);
+        if self.ctx.bot.can_ask() {
+            for (request_id, approval) in std::mem::take(&mut self.waiting) {
+                self.offer(request_id, approval, /*late*/ true);
+            }
+        } else if self.ctx.bot.can_hold_for_link() {
+            for (request_id, approval) in std::mem::take(&mut self.waiting) {
+                self.hold_for_link(request_id, approval);
+            }
         }
     }
 
@@ -158,18 +165,26 @@ impl Asked {
         let (gone_tx, gone) = oneshot::channel();
         self.open.insert(request_id, gone_tx);
         let card = self.card_of(&approval);
-        let approval = *approval;
-        self.ctx.bot.offer_copilot_approval(
-            card,
-            Box::new(HostWay {
-                conn: self.conn.clone(),
-                chat: approval.chat,
-                turn_id: approval.turn_id,
-                tool_call_id: approval.tool_call_id,
-            }),
-            gone,
-            late,
-        );
+        let way = self.way(*approval);
+        self.ctx.bot.offer_copilot_approval(card, way, gone, late);
+    }
+
+    /// Held for a linked daemon's bot until the host drops it (docs/remote.md).
+    fn hold_for_link(&mut self, request_id: String, approval: Box<PendingApproval>) {
+        let (gone_tx, gone) = oneshot::channel();
+        self.open.insert(request_id, gone_tx);
+        let card = self.card_of(&approval);
+        let way = self.way(*approval);
+        self.ctx.bot.hold_copilot_approval_for_link(card, way, gone);
+    }
+
+    fn way(&self, approval: PendingApproval) -> Box<HostWay> {
+        Box::new(HostWay {
+            conn: self.conn.clone(),
+            chat: approval.chat,
+            turn_id: approval.turn_id,
+            tool_call_id: approval.tool_call_id,
+        })
     }
 
     fn card_of(&self, approval: &PendingApproval) -> CopilotApproval {

@@ -591,7 +591,7 @@ async fn dispatch(
         ClientRequest::ApprovalAnswer(params) => (
             respond::<cross_agent_protocol::hosts::ApprovalAnswerParams>(
                 id,
-                shared.bot.answer_from_link(&params),
+                shared.bot.answer_from_link(&params).await,
             ),
             After::Continue,
         ),
