@@ -211,3 +211,73 @@ async fn with_the_fallback_off_the_send_is_refused_naming_the_setting_and_nothin
         "nothing was tried"
     );
 }
+
+/// A daemon with the fallback on but no desktop (neither `DISPLAY` nor `WAYLAND_DISPLAY`): the
+/// send is taken by the GUI door and fails undelivered, saying "no desktop" once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_desktop_the_gui_door_fails_saying_no_desktop_once() {
+    let bridge = Bridge::start().await;
+    let cwd = bridge.project.to_string_lossy().into_owned();
+    let mut transcript = ClaudeTranscript::new(bridge.agents.path(), &cwd, CLAUDE_A);
+    let now = now_millis();
+    transcript
+        .user("hello", now - 60_000)
+        .assistant_text("hi", now - 59_000);
+    transcript.write().unwrap();
+    let root = bridge.state.dir.path().join("gui-state");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(
+        root.join("config.toml"),
+        "[control]\ngui_fallback = true\nidle_seconds = 0\n",
+    )
+    .unwrap();
+    // Empty counts as unset, whatever the test's own environment has.
+    let (_daemon, conn) = spawn_daemon_process(
+        &root,
+        &bridge.state.dir.path().join("user"),
+        &[("DISPLAY", ""), ("WAYLAND_DISPLAY", "")],
+    )
+    .await;
+
+    let caller = bridge.codex_caller("019a0000-0000-7000-8000-0000000000a1");
+    let mut params = bridge.send_params(Agent::Claude, "m", caller.clone());
+    params.session_id = Some(CLAUDE_A.into());
+    params
+        .caller
+        .settings
+        .insert("CROSS_AGENT_DISABLE_HEADLESS".into(), "1".into());
+    let receipt = match conn.client.call(params).await.unwrap() {
+        SendResponse::Accepted(receipt) => receipt,
+        SendResponse::Refused(refusal) => panic!("refused: {refusal:?}"),
+    };
+    assert_eq!(receipt.transport, Transport::Gui);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let record = loop {
+        let status: cross_agent_protocol::bridge::BridgeStatusResponse = conn
+            .client
+            .call(cross_agent_protocol::bridge::BridgeStatusParams {
+                cwd: Some(cwd.clone()),
+                scope: None,
+                delivery_id: Some(receipt.delivery_id.clone()),
+                caller: caller.clone(),
+            })
+            .await
+            .unwrap();
+        let record = status.delivery.unwrap();
+        if record.state.is_finished() {
+            break record;
+        }
+        assert!(std::time::Instant::now() < deadline, "{record:#?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(record.state, DeliveryState::Failed, "{record:#?}");
+    assert!(record.is_undelivered, "{record:#?}");
+    assert_eq!(
+        record.error.as_deref(),
+        Some(
+            "not delivered: the GUI fallback refused: no desktop to control: neither DISPLAY \
+             nor WAYLAND_DISPLAY is set (no graphical session here). Nothing was typed; \
+             sending again is safe"
+        )
+    );
+}
