@@ -87,6 +87,16 @@ pub fn from_env() -> Result<Box<dyn Control>> {
     }
 }
 
+/// Runs `f` with the backend [`from_env`] gives, or with the reason there is none as it came
+/// (already worded: "no desktop to control: …", "cannot connect to the X display …"), so the
+/// message says it once. The backend is boxed and the callers borrow it, hence a closure.
+pub fn with_env<T>(f: impl FnOnce(Result<&dyn Control>) -> T) -> T {
+    match from_env() {
+        Ok(backend) => f(Ok(backend.as_ref())),
+        Err(none) => f(Err(none)),
+    }
+}
+
 /// A Wayland session without X11: Wayland gives no program a list of other programs' windows,
 /// a way to raise one, synthetic keys or the idle time, so every call says so.
 #[derive(Debug)]

@@ -9,8 +9,8 @@ use cross_agent::setup::install::{InstallOptions, Planned, plan_install, plan_un
 use cross_agent::setup::places::Places;
 use serde_json::Value;
 
-use crate::Settings;
 use crate::jobs::Running;
+use crate::{PlacesSource, Settings};
 
 /// A plan on show, and whether it installs or uninstalls.
 struct Shown {
@@ -27,6 +27,7 @@ enum Done {
 
 pub struct AgentsPanel {
     settings: Arc<Settings>,
+    places: PlacesSource,
     panels: bool,
     hooks: bool,
     shown: Option<Shown>,
@@ -35,15 +36,22 @@ pub struct AgentsPanel {
 }
 
 impl AgentsPanel {
-    pub fn new(settings: Arc<Settings>) -> AgentsPanel {
+    /// The panel over `settings`, its plans worked out for the agents' files `places` gives.
+    pub fn new(settings: Arc<Settings>, places: PlacesSource) -> AgentsPanel {
         AgentsPanel {
             settings,
+            places,
             panels: true,
             hooks: false,
             shown: None,
             message: None,
             running: Running::default(),
         }
+    }
+
+    /// Plans from now on for the files `places` gives.
+    pub fn set_places(&mut self, places: PlacesSource) {
+        self.places = places;
     }
 
     pub fn ui(&mut self, ui: &mut egui::Ui) {
@@ -79,10 +87,11 @@ impl AgentsPanel {
                     ..InstallOptions::default()
                 };
                 let cli = self.settings.cli.clone();
+                let places = Arc::clone(&self.places);
                 self.message = None;
                 self.running
                     .start(ui.ctx(), "Working out the changes…", move || {
-                        Done::Planned(plan("install", |places| {
+                        Done::Planned(plan(&places, "install", |places| {
                             plan_install(places, &cli, &options)
                         }))
                     });
@@ -91,10 +100,13 @@ impl AgentsPanel {
                 .add_enabled(idle, egui::Button::new("Show uninstall changes"))
                 .clicked()
             {
+                let places = Arc::clone(&self.places);
                 self.message = None;
                 self.running
-                    .start(ui.ctx(), "Working out the changes…", || {
-                        Done::Planned(plan("uninstall", |places| plan_uninstall(places, None)))
+                    .start(ui.ctx(), "Working out the changes…", move || {
+                        Done::Planned(plan(&places, "uninstall", |places| {
+                            plan_uninstall(places, None)
+                        }))
                     });
             }
         });
@@ -135,10 +147,11 @@ impl AgentsPanel {
 
 /// Works a plan out and renders its diff.
 fn plan(
+    places: &PlacesSource,
     verb: &'static str,
     make: impl FnOnce(&Places) -> anyhow::Result<Planned>,
 ) -> Result<Shown, String> {
-    let places = Places::from_env().map_err(|e| format!("{e:#}"))?;
+    let places = places().map_err(|e| format!("{e:#}"))?;
     let planned = make(&places).map_err(|e| format!("{e:#}"))?;
     let diff = planned.plan.diff();
     let changes = planned

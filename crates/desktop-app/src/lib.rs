@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use cross_agent::setup::places::Places;
 pub use service::{ServiceControl, SystemService};
 pub use sessions::{SessionPlace, SessionsBackend, SystemSessions};
 
@@ -56,6 +57,11 @@ impl Settings {
         })
     }
 }
+
+/// Where the agents keep the files the Agents panel plans for, worked out anew for each plan
+/// (an agent installed meanwhile is found): the process's `HOME` and overrides
+/// ([`Places::from_env`]), or what [`DesktopApp::with_places`] gives.
+pub type PlacesSource = Arc<dyn Fn() -> anyhow::Result<Places> + Send + Sync>;
 
 /// The panels, in the order of the tabs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,7 +111,7 @@ impl DesktopApp {
             tab: Tab::Telegram,
             telegram: telegram::TelegramPanel::new(Arc::clone(&settings)),
             service: service::ServicePanel::new(service),
-            agents: agents::AgentsPanel::new(Arc::clone(&settings)),
+            agents: agents::AgentsPanel::new(Arc::clone(&settings), Arc::new(Places::from_env)),
             logs: logs::LogsPanel::new(Arc::clone(&settings)),
             sessions: sessions::SessionsPanel::new(Arc::new(SystemSessions {
                 home: settings.home.clone(),
@@ -117,6 +123,16 @@ impl DesktopApp {
     /// Its Sessions panel through `backend` (the tests' double) instead of the system's.
     pub fn with_sessions(mut self, backend: Arc<dyn SessionsBackend>) -> DesktopApp {
         self.sessions = sessions::SessionsPanel::new(backend);
+        self
+    }
+
+    /// Its Agents panel's plans for the places `places` works out (the tests' temporary home)
+    /// instead of the process's `HOME`.
+    pub fn with_places(
+        mut self,
+        places: impl Fn() -> anyhow::Result<Places> + Send + Sync + 'static,
+    ) -> DesktopApp {
+        self.agents.set_places(Arc::new(places));
         self
     }
 

@@ -22,8 +22,9 @@ pub enum Error {
     Malformed { path: PathBuf, reason: String },
     #[error("the git repository at {path} cannot be read: {message}")]
     Git { path: PathBuf, message: String },
-    #[error("the X display cannot be asked for its windows: {message}")]
-    X11 { message: String },
+    /// `control`'s X11 backend failed; its message names the display.
+    #[error("the X display cannot be asked for its windows: {0}")]
+    X11(#[from] cross_agent_control::ControlError),
 }
 
 pub type Result<T> = std::result::Result<T, Error>;

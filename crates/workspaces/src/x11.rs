@@ -1,5 +1,6 @@
 //! The live top-level windows on an X11 display (EWMH: the root's `_NET_CLIENT_LIST`, each
-//! window's `_NET_WM_PID` and `_NET_WM_NAME` or `WM_NAME`), and which editor workspace each
+//! window's `_NET_WM_PID` and `_NET_WM_NAME` or `WM_NAME`, read by `control`'s X11 backend,
+//! the one reader of the window list), and which editor workspace each
 //! shows: a window of the editor (its process's program, or its title ending in the editor's
 //! name) whose title names the workspace (VS Code's default title is
 //! `[●] file — folder — Visual Studio Code`, `window.title`'s `${rootName}` being the folder's
@@ -9,12 +10,11 @@
 //! Without `DISPLAY` (or on Wayland alone) nothing is asked and the listing says so
 //! ("no X display") instead of failing.
 
-use cross_agent_control::matching;
+use cross_agent_control::x11::X11;
+use cross_agent_control::{Control as _, matching};
 use serde::Serialize;
-use x11rb::connection::Connection;
-use x11rb::protocol::xproto::{Atom, AtomEnum, ConnectionExt, Window};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::state::{Workspace, app_name};
 
 /// One top-level window.
@@ -70,79 +70,21 @@ impl LiveWindows {
     }
 }
 
-/// The top-level windows of `display` (`:0`) in `_NET_CLIENT_LIST`'s order.
+/// The top-level windows of `display` (`:0`) in `_NET_CLIENT_LIST`'s order, read by `control`'s
+/// X11 backend (the one reader of the window list, also behind `cross-agent focus`).
 pub fn read(display: &str) -> Result<Vec<LiveWindow>> {
-    let x = |e: &dyn std::fmt::Display| Error::X11 {
-        message: format!("{display}: {e}"),
-    };
-    let (conn, screen) = x11rb::connect(Some(display)).map_err(|e| x(&e))?;
-    let root = conn
-        .setup()
-        .roots
-        .get(screen)
-        .map(|s| s.root)
-        .ok_or_else(|| x(&"the display has no such screen"))?;
-    let atom = |name: &str| -> Result<Atom> {
-        Ok(conn
-            .intern_atom(false, name.as_bytes())
-            .map_err(|e| x(&e))?
-            .reply()
-            .map_err(|e| x(&e))?
-            .atom)
-    };
-    let client_list = atom("_NET_CLIENT_LIST")?;
-    let wm_pid = atom("_NET_WM_PID")?;
-    let net_name = atom("_NET_WM_NAME")?;
-    let utf8 = atom("UTF8_STRING")?;
-    let clients: Vec<Window> = conn
-        .get_property(false, root, client_list, AtomEnum::WINDOW, 0, 1 << 16)
-        .map_err(|e| x(&e))?
-        .reply()
-        .map_err(|e| x(&e))?
-        .value32()
-        .map(|v| v.collect())
-        .unwrap_or_default();
-    let mut windows = Vec::with_capacity(clients.len());
-    for window in clients {
-        // A window gone between the list and the question is skipped.
-        let Ok(pid) = conn.get_property(false, window, wm_pid, AtomEnum::CARDINAL, 0, 1) else {
-            continue;
-        };
-        let pid = pid
-            .reply()
-            .ok()
-            .and_then(|r| r.value32().and_then(|mut v| v.next()));
-        let title = text_property(&conn, window, net_name, utf8)
-            .or_else(|| {
-                text_property(
-                    &conn,
-                    window,
-                    AtomEnum::WM_NAME.into(),
-                    AtomEnum::STRING.into(),
-                )
-            })
-            .unwrap_or_default();
-        windows.push(LiveWindow {
-            id: format!("0x{window:x}"),
-            pid,
-            title,
-        });
-    }
-    Ok(windows)
+    let windows = X11::connect(display)?.windows()?;
+    Ok(windows.into_iter().map(LiveWindow::from).collect())
 }
 
-fn text_property(
-    conn: &impl Connection,
-    window: Window,
-    property: Atom,
-    kind: Atom,
-) -> Option<String> {
-    let reply = conn
-        .get_property(false, window, property, kind, 0, 4096)
-        .ok()?
-        .reply()
-        .ok()?;
-    (!reply.value.is_empty()).then(|| String::from_utf8_lossy(&reply.value).into_owned())
+impl From<cross_agent_control::Window> for LiveWindow {
+    fn from(window: cross_agent_control::Window) -> LiveWindow {
+        LiveWindow {
+            id: format!("{:#x}", window.id),
+            pid: window.pid,
+            title: window.title,
+        }
+    }
 }
 
 /// The editor a window's process runs, by its program's name (Linux `/proc/<pid>/exe`).

@@ -54,15 +54,10 @@ impl FocusArgs {
             ),
             Err(_) => Vec::new(),
         };
-        let backend = cross_agent_control::from_env();
-        let control: Result<&dyn Control, ControlError> = match &backend {
-            Ok(backend) => Ok(backend.as_ref()),
-            Err(e) => Err(ControlError::NoDesktop { why: e.to_string() }),
-        };
-        match self.text {
+        cross_agent_control::with_env(|control| match self.text {
             None => focus(control, &cwd, &editor_pids, self.json),
             Some(text) => type_text(control, &session, &cwd, &editor_pids, &text, self.json),
-        }
+        })
     }
 }
 

@@ -6,6 +6,7 @@
 //! (`cross_agent_stores::copilot::vscode_user_data`: `VSCODE_PORTABLE`, `VSCODE_APPDATA`,
 //! `XDG_CONFIG_HOME`).
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Result, anyhow};
@@ -66,18 +67,19 @@ pub struct Places {
 }
 
 impl Places {
+    /// From this process's environment.
     pub fn from_env() -> Result<Places> {
-        let home = std::env::var_os("HOME")
-            .filter(|home| !home.is_empty())
-            .map(PathBuf::from)
-            .ok_or_else(|| {
-                anyhow!("HOME is not set: cannot tell where the agents keep their settings")
-            })?;
-        let var = |name: &str| {
-            std::env::var_os(name)
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-        };
+        Places::from_vars(&|name| std::env::var_os(name))
+    }
+
+    /// From the variables `env` answers (`HOME`, `CLAUDE_CONFIG_DIR`, `CODEX_HOME`, …), so a
+    /// caller — the desktop app's tests — can point them at a temporary home without changing
+    /// the process's environment. `PATH` is still the process's (the agents' CLIs).
+    pub fn from_vars(env: &dyn Fn(&str) -> Option<OsString>) -> Result<Places> {
+        let var = |name: &str| env(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+        let home = var("HOME").ok_or_else(|| {
+            anyhow!("HOME is not set: cannot tell where the agents keep their settings")
+        })?;
         let (claude_dir, claude_json) = match var("CLAUDE_CONFIG_DIR") {
             Some(dir) => (dir.clone(), dir.join(".claude.json")),
             None => (home.join(".claude"), home.join(".claude.json")),
@@ -93,7 +95,7 @@ impl Places {
                 found: data.join("User").is_dir(),
             })
             .collect();
-        let copilot = copilot_places(&home);
+        let copilot = copilot_places(&home, env);
         Ok(Places {
             claude_settings: claude_dir.join("settings.json"),
             claude_json,
@@ -193,12 +195,11 @@ impl AgentName {
 
 /// The user-data folders whose Agent Host runs Copilot, by the listing's own rule, and the
 /// files `install` edits in each.
-fn copilot_places(home: &Path) -> Vec<CopilotPlace> {
-    let var = |name: &str| std::env::var_os(name);
+fn copilot_places(home: &Path, env: &dyn Fn(&str) -> Option<OsString>) -> Vec<CopilotPlace> {
     cross_agent_stores::copilot::vscode_user_data(
         cross_agent_stores::copilot::Os::current(),
         Some(home),
-        &var,
+        &env,
     )
     .into_iter()
     .map(|place| CopilotPlace {

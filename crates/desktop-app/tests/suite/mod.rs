@@ -1,3 +1,4 @@
+mod agents;
 mod panels;
 mod tabs;
 mod window;

@@ -73,7 +73,9 @@ fn no_display_is_said_not_failed() {
         .map(|e| e.to_string())
         .unwrap_or_default();
     assert!(
-        err.starts_with("the X display cannot be asked for its windows: :999:"),
+        err.starts_with(
+            "the X display cannot be asked for its windows: cannot connect to the X display \":999\":"
+        ),
         "{err}"
     );
 }

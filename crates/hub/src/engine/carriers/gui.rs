@@ -14,7 +14,6 @@ use std::time::{Duration, Instant, SystemTime};
 
 use cross_agent_control::fallback::{self, Request, Verdict};
 use cross_agent_control::settings::ControlConfig;
-use cross_agent_control::{Control, ControlError};
 use cross_agent_protocol::bridge::{DeliveryRecord, DeliveryState, Transport};
 use cross_agent_protocol::timestamp::now_rfc3339;
 use cross_agent_transports::panel::registry;
@@ -160,29 +159,22 @@ enum Pasted {
 fn paste(cx: &CarrierContext, record: &DeliveryRecord, cwd: &Path, text: &str) -> Result<(), Pasted> {
     let config = cross_agent_control::settings::load(cx.state_root())
         .map_err(|e| Pasted::Refused(e.to_string()))?;
-    let backend = cross_agent_control::from_env();
-    let control: cross_agent_control::Result<&dyn Control> = match &backend {
-        Ok(backend) => Ok(backend.as_ref()),
-        Err(e) => Err(ControlError::NoDesktop { why: e.to_string() }),
-    };
     let editor_pids = registry::editor_pids(
         &cx.live_panels(UiHook::Auto),
         record.target_session_id.as_deref(),
         cwd,
     );
-    let report = fallback::run(
-        control,
-        &config,
-        &Request {
-            agent: record.target_agent,
-            session: record.target_session_id.as_deref(),
-            delivery: Some(&record.delivery_id),
-            cwd,
-            editor_pids: &editor_pids,
-            text,
-        },
-        cx.decisions(),
-    );
+    let request = Request {
+        agent: record.target_agent,
+        session: record.target_session_id.as_deref(),
+        delivery: Some(&record.delivery_id),
+        cwd,
+        editor_pids: &editor_pids,
+        text,
+    };
+    let report = cross_agent_control::with_env(|control| {
+        fallback::run(control, &config, &request, cx.decisions())
+    });
     let window = report
         .window
         .as_ref()
