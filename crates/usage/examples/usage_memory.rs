@@ -40,7 +40,7 @@ fn main() -> Result<()> {
     let at = Instant::now();
     let accounting = index.accounting();
     step(
-        &format!("accounted ({} charges)", accounting.charges.len()),
+        &format!("accounted ({} charges)", accounting.charges().count()),
         at,
     );
     let at = Instant::now();

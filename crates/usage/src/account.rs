@@ -12,6 +12,7 @@
 //! - Grok: each `turn_completed` with usage, once.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use cross_agent_protocol::Agent;
 use cross_agent_protocol::timestamp::UnixMillis;
@@ -56,7 +57,9 @@ pub struct RateLimits {
 /// Everything [`account`] decided.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Accounting {
-    pub charges: Vec<Charge>,
+    /// The charges, in parts: the live index keeps each file's part and shares the ones that
+    /// did not change with the next accounting ([`crate::ledger`]). Their order means nothing.
+    pub chunks: Vec<Arc<[Charge]>>,
     /// Codex's latest rate limits across all rollouts.
     pub rate_limits: Option<RateLimits>,
     /// Sessions whose files record no usage at all (Grok's may not).
@@ -65,10 +68,17 @@ pub struct Accounting {
     pub duplicates_skipped: u64,
 }
 
-/// Where a copy of a call sits: the earliest wins the call.
-type Precedence = (i64, u32, i64, String);
+impl Accounting {
+    /// Every charge.
+    pub fn charges(&self) -> impl Iterator<Item = &Charge> {
+        self.chunks.iter().flat_map(|chunk| chunk.iter())
+    }
+}
 
-fn precedence(
+/// Where a copy of a call sits: the earliest wins the call.
+pub(crate) type Precedence = (i64, u32, i64, String);
+
+pub(crate) fn precedence(
     at: Option<UnixMillis>,
     depth: u32,
     started: Option<UnixMillis>,
@@ -214,12 +224,14 @@ pub fn account_refs(files: &[&FileUsage]) -> Accounting {
         }
     }
 
-    out.charges = kept.into_iter().map(|(_, charge)| charge).collect();
+    let charges: Vec<Charge> = kept.into_iter().map(|(_, charge)| charge).collect();
+    out.chunks = vec![Arc::from(charges)];
     out
 }
 
 /// How Codex threads relate: forks and spawns, from each rollout's `session_meta`.
-struct Threads {
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Threads {
     forked_from: HashMap<String, String>,
     parent: HashMap<String, String>,
 }
@@ -228,7 +240,7 @@ struct Threads {
 const MAX_CHAIN: usize = 64;
 
 impl Threads {
-    fn new(files: &[&CodexFile]) -> Self {
+    pub(crate) fn new(files: &[&CodexFile]) -> Self {
         let mut forked_from = HashMap::new();
         let mut parent = HashMap::new();
         for f in files {
@@ -250,7 +262,7 @@ impl Threads {
 
     /// The root of every fork and spawn above `id` (a base that is not on disk still names the
     /// family, so two forks of a deleted base share one).
-    fn family(&self, id: &str) -> String {
+    pub(crate) fn family(&self, id: &str) -> String {
         let mut at = id;
         for _ in 0..MAX_CHAIN {
             match self.forked_from.get(at).or_else(|| self.parent.get(at)) {
@@ -262,7 +274,7 @@ impl Threads {
     }
 
     /// The session a thread's calls count for — the top of its spawn chain — and how far up.
-    fn session(&self, id: &str) -> (String, u32) {
+    pub(crate) fn session(&self, id: &str) -> (String, u32) {
         let mut at = id;
         let mut depth = 0;
         for _ in 0..MAX_CHAIN {
@@ -277,7 +289,7 @@ impl Threads {
         (at.to_owned(), depth)
     }
 
-    fn fork_depth(&self, id: &str) -> u32 {
+    pub(crate) fn fork_depth(&self, id: &str) -> u32 {
         let mut at = id;
         let mut depth = 0;
         for _ in 0..MAX_CHAIN {
@@ -293,7 +305,7 @@ impl Threads {
     }
 }
 
-fn stem(path: &std::path::Path) -> String {
+pub(crate) fn stem(path: &std::path::Path) -> String {
     path.file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default()

@@ -14,7 +14,8 @@
 //!   reads the budgets from `config.toml` and keeps what was announced;
 //! - [`scan`] finds the files in the stores and reads them whole (the CLI's path without a
 //!   daemon);
-//! - [`live`] keeps every file's reader and feeds it only appended bytes (the daemon's index);
+//! - [`live`] keeps every file's reader and feeds it only appended bytes (the daemon's index),
+//!   and [`ledger`] keeps [`account`]'s decision current one changed file at a time;
 //! - [`wire`] carries a report over the daemon's protocol and back, unchanged.
 
 pub mod account;
@@ -25,6 +26,7 @@ pub mod codex;
 pub mod error;
 pub mod grok;
 pub mod handoff;
+pub mod ledger;
 pub mod limits;
 pub mod lines;
 pub mod live;
@@ -37,6 +39,7 @@ pub mod wire;
 
 pub use account::{Accounting, Charge, RateLimitWindow, RateLimits, account, account_refs};
 pub use error::{Error, Result};
+pub use ledger::LedgerStats;
 pub use live::{RefreshStats, UsageIndex};
 pub use money::Money;
 pub use prices::{Price, PriceTable, Rate, Tier};

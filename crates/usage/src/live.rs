@@ -16,12 +16,13 @@
 //! that catches what no change pointed at. Files are read in parallel, on the session index's
 //! readers ([`cross_agent_stores::parallel::read_files`]).
 //!
-//! What counts once across files is decided again by [`crate::account`] over every kept parse,
-//! but only when some file changed: a copy in one file is only known to be a copy by comparing
-//! it with the others, so the decision cannot be made per file. It is kept until the next
-//! change, so a warm query prices the kept charges and reads nothing.
+//! What counts once across files is decided by [`crate::ledger`], by the rules of
+//! [`crate::account`]: after a change, only for the calls the changed files record (a copy in
+//! one file is only known to be a copy by comparing it with the others, so those are compared
+//! again), every other file's charges kept. It is kept until the next change, so a warm query
+//! prices the kept charges and reads nothing.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io::{Read as _, Seek as _, SeekFrom};
 use std::os::unix::fs::MetadataExt as _;
@@ -33,11 +34,12 @@ use cross_agent_protocol::Agent;
 use cross_agent_stores::index::ChangedFiles;
 use cross_agent_stores::{FileStamp, StoreRoots, Warnings};
 
-use crate::account::{Accounting, account_refs};
+use crate::account::Accounting;
 use crate::claude::ClaudeReader;
 use crate::codex::CodexReader;
 use crate::grok::GrokReader;
 use crate::handoff::Handoffs;
+use crate::ledger::{Ledger, LedgerStats};
 use crate::scan::{CHUNK, claude_subagent_files, open_no_follow, read_one, subagent_files_of};
 use crate::{FileUsage, scan};
 
@@ -156,6 +158,10 @@ pub struct UsageIndex {
     roots: Option<StoreRoots>,
     entries: HashMap<PathBuf, Entry>,
     accounting: Option<Arc<Accounting>>,
+    /// The accounting kept current by file.
+    ledger: Ledger,
+    /// Files read, dropped or handed over since the accounting was last decided.
+    dirty: HashSet<PathBuf>,
     /// Claude session folders (`projects/<slug>/<session>`) whose transcript changed lately,
     /// with when: their `subagents/` are listed on each refresh after a change.
     hot: HashMap<PathBuf, Instant>,
@@ -202,6 +208,7 @@ impl UsageIndex {
         let mut changed = self.read_changed(candidates, &mut old, &mut stats, warnings);
         stats.files_dropped = old.len();
         changed |= !old.is_empty();
+        self.dirty.extend(old.into_keys());
         if changed {
             self.accounting = None;
         }
@@ -270,6 +277,7 @@ impl UsageIndex {
                     if entry.is_some() {
                         stats.files_dropped += 1;
                         changed = true;
+                        self.dirty.insert(path);
                     }
                 }
             }
@@ -288,6 +296,8 @@ impl UsageIndex {
             self.entries.clear();
             self.hot.clear();
             self.accounting = None;
+            self.ledger = Ledger::default();
+            self.dirty.clear();
             self.roots = Some(roots.clone());
         }
     }
@@ -316,6 +326,7 @@ impl UsageIndex {
                 Some(entry) => {
                     stats.files_handed += 1;
                     changed = true;
+                    self.dirty.insert(c.path.clone());
                     Some(entry)
                 }
                 None => mine,
@@ -329,6 +340,7 @@ impl UsageIndex {
             }
         }
         changed |= !jobs.is_empty();
+        self.dirty.extend(jobs.iter().map(|(c, _)| c.path.clone()));
         let results = cross_agent_stores::parallel::read_files(jobs, |(c, previous)| {
             let mut counted = RefreshStats::default();
             let result = read(&c, previous, &mut counted);
@@ -347,23 +359,24 @@ impl UsageIndex {
         changed
     }
 
-    /// What counts once, and for whom, over every kept parse: decided again only after a
-    /// refresh that changed something.
+    /// What counts once, and for whom, over every kept parse: decided again, for what the
+    /// changed files touch only, after a refresh that changed something.
     pub fn accounting(&mut self) -> Arc<Accounting> {
-        if let Some(kept) = &self.accounting {
+        if let Some(kept) = &self.accounting
+            && self.dirty.is_empty()
+        {
             return kept.clone();
         }
-        let mut files: Vec<(&PathBuf, &FileUsage)> = self
-            .entries
-            .iter()
-            .map(|(path, entry)| (path, &entry.parsed))
-            .collect();
-        // The order a whole scan reads them in, so both decide ties the same way.
-        files.sort_by(|a, b| a.0.cmp(b.0));
-        let files: Vec<&FileUsage> = files.into_iter().map(|(_, f)| f).collect();
-        let accounting = Arc::new(account_refs(&files));
+        let entries = &self.entries;
+        let parse = |path: &Path| entries.get(path).map(|entry| &entry.parsed);
+        let accounting = Arc::new(self.ledger.update(self.dirty.drain(), &parse));
         self.accounting = Some(accounting.clone());
         accounting
+    }
+
+    /// What the last decision of [`UsageIndex::accounting`] looked at.
+    pub fn accounting_stats(&self) -> LedgerStats {
+        self.ledger.stats()
     }
 }
 

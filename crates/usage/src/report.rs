@@ -152,7 +152,7 @@ impl Report {
             key: "total".to_owned(),
             ..Row::default()
         };
-        for charge in &accounting.charges {
+        for charge in accounting.charges() {
             if let Some(since) = since
                 && charge.timestamp.is_none_or(|t| t < since)
             {
