@@ -22,19 +22,39 @@ use crate::FileUsage;
 use crate::codex::{CodexFile, RawUsage};
 use crate::tokens::Tokens;
 
-/// One model call, counted once, for one session.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// One model call, counted once, for one session. Its names are shared (a file's session and
+/// cwd by all its calls, a model by every call of it): the live index keeps every charge.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Charge {
     pub agent: Agent,
     /// The session the call counts for: a sub-agent's parent session.
-    pub session_id: String,
+    pub session_id: Arc<str>,
     /// The sub-agent's own session or thread, when a sub-agent made the call.
-    pub subagent: Option<String>,
+    pub subagent: Option<Arc<str>>,
     pub timestamp: Option<UnixMillis>,
     /// `None` when the file does not say (Grok); such a call's cost is unknown.
-    pub model: Option<String>,
-    pub cwd: Option<String>,
+    pub model: Option<Arc<str>>,
+    pub cwd: Option<Arc<str>>,
     pub tokens: Tokens,
+}
+
+/// One shared copy of each name (models, cwds) however many charges carry it.
+#[derive(Debug, Default)]
+pub(crate) struct Names(std::collections::HashSet<Arc<str>>);
+
+impl Names {
+    pub(crate) fn get(&mut self, name: &str) -> Arc<str> {
+        if let Some(kept) = self.0.get(name) {
+            return kept.clone();
+        }
+        let kept: Arc<str> = Arc::from(name);
+        self.0.insert(kept.clone());
+        kept
+    }
+
+    pub(crate) fn opt(&mut self, name: Option<&str>) -> Option<Arc<str>> {
+        name.map(|n| self.get(n))
+    }
 }
 
 /// One rate-limit window as Codex last reported it.
@@ -101,6 +121,7 @@ pub fn account(files: &[FileUsage]) -> Accounting {
 /// [`account`] over borrowed parses (the live index keeps its own and lends them).
 pub fn account_refs(files: &[&FileUsage]) -> Accounting {
     let mut out = Accounting::default();
+    let mut names = Names::default();
     let mut kept: Vec<(Precedence, Charge)> = Vec::new();
     let mut claude_keys: HashMap<(&str, Option<&str>), usize> = HashMap::new();
     let mut codex_keys: HashMap<(String, RawUsage, RawUsage), usize> = HashMap::new();
@@ -108,10 +129,11 @@ pub fn account_refs(files: &[&FileUsage]) -> Accounting {
     for file in files {
         let FileUsage::Claude(f) = file else { continue };
         let own = f.session_id.clone().unwrap_or_else(|| stem(&f.path));
-        let (session, subagent) = match &f.parent_session {
-            Some(parent) => (parent.clone(), Some(own.clone())),
-            None => (own.clone(), None),
+        let (session, subagent): (Arc<str>, _) = match &f.parent_session {
+            Some(parent) => (parent.as_str().into(), Some(Arc::from(own.as_str()))),
+            None => (own.as_str().into(), None),
         };
+        let cwd = names.opt(f.cwd.as_deref());
         for m in &f.messages {
             let rank = precedence(
                 m.timestamp,
@@ -124,8 +146,8 @@ pub fn account_refs(files: &[&FileUsage]) -> Accounting {
                 session_id: session.clone(),
                 subagent: subagent.clone(),
                 timestamp: m.timestamp,
-                model: m.model.clone(),
-                cwd: f.cwd.clone(),
+                model: names.opt(m.model.as_deref()),
+                cwd: cwd.clone(),
                 tokens: m.tokens,
             };
             let key = (m.message_id.as_str(), m.request_id.as_deref());
@@ -164,7 +186,9 @@ pub fn account_refs(files: &[&FileUsage]) -> Accounting {
         let own = f.thread_id.clone().unwrap_or_else(|| stem(&f.path));
         let family = threads.family(&own);
         let (session, depth) = threads.session(&own);
-        let subagent = (session != own).then(|| own.clone());
+        let subagent: Option<Arc<str>> = (session != own).then(|| own.as_str().into());
+        let session: Arc<str> = session.into();
+        let cwd = names.opt(f.cwd.as_deref());
         let fork_depth = threads.fork_depth(&own);
         for call in &f.calls {
             let rank = precedence(call.timestamp, fork_depth + depth, f.started, &own);
@@ -173,8 +197,8 @@ pub fn account_refs(files: &[&FileUsage]) -> Accounting {
                 session_id: session.clone(),
                 subagent: subagent.clone(),
                 timestamp: call.timestamp,
-                model: call.model.clone(),
-                cwd: f.cwd.clone(),
+                model: names.opt(call.model.as_deref()),
+                cwd: cwd.clone(),
                 tokens: call.last.tokens(),
             };
             let key = (family.clone(), call.total, call.last);
@@ -208,16 +232,18 @@ pub fn account_refs(files: &[&FileUsage]) -> Accounting {
             out.no_usage_recorded.push((Agent::Grok, session));
             continue;
         }
+        let session_name: Arc<str> = session.as_str().into();
+        let cwd = names.opt(f.cwd.as_deref());
         for turn in &f.turns {
             kept.push((
                 precedence(turn.timestamp, 0, f.started, &session),
                 Charge {
                     agent: Agent::Grok,
-                    session_id: session.clone(),
+                    session_id: session_name.clone(),
                     subagent: None,
                     timestamp: turn.timestamp,
                     model: None,
-                    cwd: f.cwd.clone(),
+                    cwd: cwd.clone(),
                     tokens: turn.tokens,
                 },
             ));

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use cross_agent_protocol::Agent;
 
 use crate::FileUsage;
-use crate::account::{Accounting, Charge, Precedence, Threads, precedence, stem};
+use crate::account::{Accounting, Charge, Names, Precedence, Threads, precedence, stem};
 use crate::codex::{CodexFile, RawUsage};
 use crate::tokens::Tokens;
 
@@ -92,6 +92,8 @@ pub(crate) struct Ledger {
     /// Keys left with no copy since they were last let go (some may have copies again).
     emptied: usize,
     threads: Option<Threads>,
+    /// Models and cwds, one copy each for every charge.
+    names: Names,
     last: LedgerStats,
 }
 
@@ -409,6 +411,17 @@ impl Ledger {
 
     /// The charges of the calls the file wins.
     fn rebuild_chunk<'a>(&mut self, id: FileId, parse: &dyn Fn(&Path) -> Option<&'a FileUsage>) {
+        let mut names = std::mem::take(&mut self.names);
+        self.make_chunk(id, parse, &mut names);
+        self.names = names;
+    }
+
+    fn make_chunk<'a>(
+        &mut self,
+        id: FileId,
+        parse: &dyn Fn(&Path) -> Option<&'a FileUsage>,
+        names: &mut Names,
+    ) {
         let Some(slot) = self.slot(id) else { return };
         let Some(file) = parse(&slot.path) else {
             return;
@@ -422,10 +435,11 @@ impl Ledger {
         match file {
             FileUsage::Claude(f) => {
                 let own = f.session_id.clone().unwrap_or_else(|| stem(&f.path));
-                let (session, subagent) = match &f.parent_session {
-                    Some(parent) => (parent.clone(), Some(own)),
-                    None => (own, None),
+                let (session, subagent): (Arc<str>, _) = match &f.parent_session {
+                    Some(parent) => (parent.as_str().into(), Some(Arc::from(own))),
+                    None => (own.into(), None),
                 };
+                let cwd = names.opt(f.cwd.as_deref());
                 for (at, m) in f.messages.iter().enumerate() {
                     let Some(state) = wins(at) else { continue };
                     charges.push(Charge {
@@ -433,8 +447,8 @@ impl Ledger {
                         session_id: session.clone(),
                         subagent: subagent.clone(),
                         timestamp: m.timestamp,
-                        model: m.model.clone(),
-                        cwd: f.cwd.clone(),
+                        model: names.opt(m.model.as_deref()),
+                        cwd: cwd.clone(),
                         tokens: state.tokens,
                     });
                 }
@@ -445,7 +459,9 @@ impl Ledger {
                     Some(threads) => threads.session(&own).0,
                     None => own.clone(),
                 };
-                let subagent = (session != own).then(|| own.clone());
+                let subagent: Option<Arc<str>> = (session != own).then(|| own.into());
+                let session: Arc<str> = session.into();
+                let cwd = names.opt(f.cwd.as_deref());
                 for (at, call) in f.calls.iter().enumerate() {
                     if wins(at).is_none() {
                         continue;
@@ -455,14 +471,16 @@ impl Ledger {
                         session_id: session.clone(),
                         subagent: subagent.clone(),
                         timestamp: call.timestamp,
-                        model: call.model.clone(),
-                        cwd: f.cwd.clone(),
+                        model: names.opt(call.model.as_deref()),
+                        cwd: cwd.clone(),
                         tokens: call.last.tokens(),
                     });
                 }
             }
             FileUsage::Grok(f) => {
-                let session = f.session_id.clone().unwrap_or_else(|| stem(&f.path));
+                let session: Arc<str> =
+                    f.session_id.clone().unwrap_or_else(|| stem(&f.path)).into();
+                let cwd = names.opt(f.cwd.as_deref());
                 for turn in &f.turns {
                     charges.push(Charge {
                         agent: Agent::Grok,
@@ -470,7 +488,7 @@ impl Ledger {
                         subagent: None,
                         timestamp: turn.timestamp,
                         model: None,
-                        cwd: f.cwd.clone(),
+                        cwd: cwd.clone(),
                         tokens: turn.tokens,
                     });
                 }

@@ -158,22 +158,28 @@ impl Report {
             {
                 continue;
             }
-            let key = match by {
-                GroupBy::Session => charge.session_id.clone(),
-                GroupBy::Agent => charge.agent.as_str().to_owned(),
-                GroupBy::Model => charge.model.clone().unwrap_or_else(|| "(none)".to_owned()),
-                GroupBy::Day => charge.timestamp.map_or_else(|| "(no time)".to_owned(), day),
-                GroupBy::Cwd => charge.cwd.clone().unwrap_or_else(|| "(unknown)".to_owned()),
+            let day_key;
+            let key: &str = match by {
+                GroupBy::Session => &charge.session_id,
+                GroupBy::Agent => charge.agent.as_str(),
+                GroupBy::Model => charge.model.as_deref().unwrap_or("(none)"),
+                GroupBy::Day => {
+                    day_key = charge.timestamp.map_or_else(|| "(no time)".to_owned(), day);
+                    &day_key
+                }
+                GroupBy::Cwd => charge.cwd.as_deref().unwrap_or("(unknown)"),
             };
             let cost = prices.cost(charge.model.as_deref(), &charge.tokens);
             let model = charge.model.as_deref();
-            groups
-                .entry(key.clone())
-                .or_insert_with(|| Row {
-                    key,
+            // Looked up by the name first: a row's key is made once, not once per call.
+            let row = match groups.get_mut(key) {
+                Some(row) => row,
+                None => groups.entry(key.to_owned()).or_insert_with(|| Row {
+                    key: key.to_owned(),
                     ..Row::default()
-                })
-                .add(charge.agent, &charge.tokens, cost, model);
+                }),
+            };
+            row.add(charge.agent, &charge.tokens, cost, model);
             total.add(charge.agent, &charge.tokens, cost, model);
         }
         let mut rows: Vec<Row> = groups.into_values().collect();
