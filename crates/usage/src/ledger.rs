@@ -15,6 +15,7 @@
 //! its `session_meta`, and only its own calls are looked at.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::hash::{Hash as _, Hasher as _};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -84,7 +85,11 @@ pub(crate) struct Ledger {
     free_files: Vec<FileId>,
     /// The files by path: the order a whole scan decides ties in.
     order: BTreeMap<PathBuf, FileId>,
-    key_ids: HashMap<Key, KeyId>,
+    /// Each key's slot by the key's hash: the key's text is its copies' own (a map by the key
+    /// itself held every message id once more).
+    key_ids: HashMap<u64, KeyId>,
+    /// Keys whose hash another key's slot already has (never seen in practice; kept exact).
+    collided: HashMap<Key, KeyId>,
     keys: Vec<KeyState>,
     free_keys: Vec<KeyId>,
     /// Copies beyond the first of each key.
@@ -172,15 +177,15 @@ impl Ledger {
             }
             self.threads = Some(threads);
         }
+        // Each file's parse looked up once (a path's hash is not cheap), however many of its
+        // calls are put in or decided again.
+        let mut parses: HashMap<FileId, Option<&'a FileUsage>> = HashMap::new();
         for id in reput {
             if let Some(file) = self.slot(id).and_then(|s| parse(&s.path)) {
-                self.put_in(id, file, &mut touched);
+                self.put_in(id, file, &mut touched, &mut parses, parse);
             }
         }
         stats.keys_decided = touched.len();
-        // Each file's parse looked up once (a path's hash is not cheap), however many of its
-        // calls are decided again.
-        let mut parses: HashMap<FileId, Option<&'a FileUsage>> = HashMap::new();
         for key in touched {
             let before = self.keys[key as usize].winner;
             let decided = self.decide(key, &mut |ledger, id| {
@@ -203,13 +208,15 @@ impl Ledger {
         if self.emptied > 1024 && self.emptied > self.key_ids.len() / 4 {
             let keys = &self.keys;
             let mut freed = Vec::new();
-            self.key_ids.retain(|_, &mut id| {
+            let mut live = |id: KeyId| {
                 let keep = !keys[id as usize].copies.is_empty();
                 if !keep {
                     freed.push(id);
                 }
                 keep
-            });
+            };
+            self.key_ids.retain(|_, &mut id| live(id));
+            self.collided.retain(|_, &mut id| live(id));
             self.free_keys.extend(freed);
             self.emptied = 0;
         }
@@ -274,7 +281,14 @@ impl Ledger {
     }
 
     /// Puts the file's calls into their keys.
-    fn put_in(&mut self, id: FileId, file: &FileUsage, touched: &mut HashSet<KeyId>) {
+    fn put_in<'a>(
+        &mut self,
+        id: FileId,
+        file: &FileUsage,
+        touched: &mut HashSet<KeyId>,
+        parses: &mut HashMap<FileId, Option<&'a FileUsage>>,
+        parse: &dyn Fn(&Path) -> Option<&'a FileUsage>,
+    ) {
         let keys: Vec<Key> = match file {
             FileUsage::Claude(f) => f
                 .messages
@@ -292,23 +306,7 @@ impl Ledger {
         };
         let mut ids = Vec::with_capacity(keys.len());
         for (at, key) in keys.into_iter().enumerate() {
-            let key_id = match self.key_ids.get(&key) {
-                Some(&k) => k,
-                None => {
-                    let k = match self.free_keys.pop() {
-                        Some(k) => {
-                            self.keys[k as usize] = KeyState::default();
-                            k
-                        }
-                        None => {
-                            self.keys.push(KeyState::default());
-                            (self.keys.len() - 1) as KeyId
-                        }
-                    };
-                    self.key_ids.insert(key, k);
-                    k
-                }
-            };
+            let key_id = self.slot_of(key, parses, parse);
             let state = &mut self.keys[key_id as usize];
             self.duplicates += u64::from(!state.copies.is_empty());
             state.copies.push((id, at as u32));
@@ -317,6 +315,76 @@ impl Ledger {
         }
         if let Some(slot) = self.files.get_mut(id as usize).and_then(Option::as_mut) {
             slot.keys = ids;
+        }
+    }
+
+    /// The slot of `key`: found by its hash and told apart from another key with that hash by
+    /// what its first copy records; a slot no copy is in any more is taken over.
+    fn slot_of<'a>(
+        &mut self,
+        key: Key,
+        parses: &mut HashMap<FileId, Option<&'a FileUsage>>,
+        parse: &dyn Fn(&Path) -> Option<&'a FileUsage>,
+    ) -> KeyId {
+        let hash = {
+            let mut hasher = std::hash::DefaultHasher::new();
+            key.hash(&mut hasher);
+            hasher.finish()
+        };
+        let hashed = self.key_ids.get(&hash).copied();
+        if let Some(k) = hashed
+            && let Some(&(file, at)) = self.keys[k as usize].copies.first()
+        {
+            let first = *parses
+                .entry(file)
+                .or_insert_with(|| self.slot(file).and_then(|s| parse(&s.path)));
+            if first.is_some_and(|f| self.records(f, at as usize, &key)) {
+                return k;
+            }
+        }
+        if let Some(&k) = self.collided.get(&key) {
+            return k;
+        }
+        if let Some(k) = hashed
+            && self.keys[k as usize].copies.is_empty()
+        {
+            return k;
+        }
+        let k = match self.free_keys.pop() {
+            Some(k) => {
+                self.keys[k as usize] = KeyState::default();
+                k
+            }
+            None => {
+                self.keys.push(KeyState::default());
+                (self.keys.len() - 1) as KeyId
+            }
+        };
+        match hashed {
+            None => {
+                self.key_ids.insert(hash, k);
+            }
+            Some(_) => {
+                self.collided.insert(key, k);
+            }
+        }
+        k
+    }
+
+    /// Whether the call at `at` in `file` is `key`.
+    fn records(&self, file: &FileUsage, at: usize, key: &Key) -> bool {
+        match (file, key) {
+            (FileUsage::Claude(f), Key::Claude(id, request)) => f
+                .messages
+                .get(at)
+                .is_some_and(|m| m.message_id == *id && m.request_id == *request),
+            (FileUsage::Codex(f), Key::Codex(family, total, last)) => {
+                f.calls
+                    .get(at)
+                    .is_some_and(|c| c.total == *total && c.last == *last)
+                    && self.family(f) == *family
+            }
+            _ => false,
         }
     }
 
