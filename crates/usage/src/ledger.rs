@@ -616,3 +616,48 @@ fn agent_of(file: &FileUsage) -> Agent {
 fn dup(copies: usize) -> u64 {
     copies.saturating_sub(1) as u64
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::claude;
+
+    fn transcript(path: &str, msg: &str, output: u64) -> FileUsage {
+        let line = format!(
+            r#"{{"type":"assistant","requestId":"r","timestamp":"2026-12-01T10:00:00.000Z","message":{{"id":"{msg}","model":"m","usage":{{"input_tokens":1,"output_tokens":{output}}}}}}}"#
+        );
+        FileUsage::Claude(claude::read(
+            Path::new(path),
+            format!("{line}\n").as_bytes(),
+        ))
+    }
+
+    /// Two calls whose keys share a hash are two calls, each counted once, and each found again
+    /// by its own key when its file changes (a collision is forced: none is known).
+    #[test]
+    fn calls_whose_keys_share_a_hash_stay_apart() {
+        let mut files: HashMap<PathBuf, FileUsage> = HashMap::new();
+        files.insert("/a.jsonl".into(), transcript("/a.jsonl", "a", 1));
+        let mut ledger = Ledger::default();
+        let update = |ledger: &mut Ledger, files: &HashMap<PathBuf, FileUsage>, path: &str| {
+            ledger.update([PathBuf::from(path)], &|p| files.get(p))
+        };
+        update(&mut ledger, &files, "/a.jsonl");
+        // `b`'s hash taken by `a`'s slot, as a collision would.
+        let mut hasher = std::hash::DefaultHasher::new();
+        Key::Claude("b".into(), Some("r".into())).hash(&mut hasher);
+        let a_slot = *ledger.key_ids.values().next().unwrap();
+        ledger.key_ids.insert(hasher.finish(), a_slot);
+        files.insert("/b.jsonl".into(), transcript("/b.jsonl", "b", 2));
+        update(&mut ledger, &files, "/b.jsonl");
+        files.insert("/b.jsonl".into(), transcript("/b.jsonl", "b", 5));
+        let accounting = update(&mut ledger, &files, "/b.jsonl");
+        let mut got: Vec<(String, u64)> = accounting
+            .charges()
+            .map(|c| (c.session_id.to_string(), c.tokens.output))
+            .collect();
+        got.sort();
+        assert_eq!(got, vec![("a".to_owned(), 1), ("b".to_owned(), 5)]);
+        assert_eq!(accounting.duplicates_skipped, 0);
+    }
+}
