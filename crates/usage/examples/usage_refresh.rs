@@ -2,7 +2,8 @@
 //! is made (or reused) under `DIR`, read whole once, and then a reply is appended to its largest
 //! Claude transcript `RUNS` times, each followed by the refresh of that one file
 //! ([`UsageIndex::refresh_changed`], as the daemon does on the session index's change), the
-//! accounting decided again and each session's cost (the listing's table) made again: each step
+//! accounting decided again and each session's cost (the listing's table) made again — over
+//! every charge, and kept by file ([`SessionTotals`], what the daemon does): each step
 //! timed (time on a CPU), with the refresh's stats, beside the decision made over every file at
 //! once ([`cross_agent_usage::account`], what each refresh after a change did before).
 //!
@@ -19,7 +20,7 @@ use cross_agent_protocol::timestamp::UnixMillis;
 use cross_agent_stores::index::ChangedFiles;
 use cross_agent_stores::{FileStamp, SourceFile, StoreRoots};
 use cross_agent_testkit::synthetic_stores::{SyntheticSpec, ensure};
-use cross_agent_usage::{GroupBy, PriceTable, Report, UsageIndex};
+use cross_agent_usage::{GroupBy, PriceTable, Report, SessionTotals, UsageIndex};
 
 /// The `cross-agent` binary's allocator, so the figures are the daemon's.
 #[global_allocator]
@@ -48,10 +49,13 @@ fn main() -> Result<()> {
     let prices = PriceTable::shipped()?;
 
     let mut index = UsageIndex::new();
+    let mut totals = SessionTotals::new();
     let mut warnings = Vec::new();
     let at = Cpu::now();
     let stats = index.refresh(&roots, &mut warnings);
-    let charges = index.accounting().charges().count();
+    let accounting = index.accounting();
+    let charges = accounting.charges().count();
+    totals.rows(&accounting, &prices);
     println!(
         "cold: {} files, {} charges, {:.0} ms",
         stats.files_seen,
@@ -104,14 +108,19 @@ fn main() -> Result<()> {
         let at = Cpu::now();
         let report = Report::build(&accounting, &prices, GroupBy::Session, None);
         let by_session = ms(at);
+        let at = Cpu::now();
+        let (rows, shares) = totals.rows(&accounting, &prices);
+        let kept = ms(at);
         println!(
             "append {n}: refresh {refreshed:.1} ms ({} seen, {} appended, {} B), accounting \
-             {accounted:.1} ms ({:?}), by session {by_session:.1} ms ({} rows)",
+             {accounted:.1} ms ({:?}), by session {by_session:.1} ms ({} rows), kept by file \
+             {kept:.1} ms ({} rows, {shares:?})",
             stats.files_seen,
             stats.files_appended,
             stats.bytes_read,
             index.accounting_stats(),
-            report.rows.len()
+            report.rows.len(),
+            rows.len()
         );
     }
     Ok(())

@@ -8,7 +8,8 @@
 //! - [`account`] is pure: from every file's [`FileUsage`] it decides what counts once and for
 //!   which session (duplicates, replays, copies, sub-agents) and returns [`Charge`]s;
 //! - [`prices`] prices a charge (`None` when the model has no price, never 0);
-//! - [`report`] groups charges by session, agent, model, day or cwd;
+//! - [`report`] groups charges by session, agent, model, day or cwd; [`totals`] keeps each
+//!   session's totals by file for the daemon's listing;
 //! - [`limits`] shows Codex's latest rate-limit windows;
 //! - [`budget`] decides when a daily budget reaches 80 % and 100 % (pure); [`budget_config`]
 //!   reads the budgets from `config.toml` and keeps what was announced;
@@ -35,6 +36,7 @@ pub mod prices;
 pub mod report;
 pub mod scan;
 pub mod tokens;
+pub mod totals;
 pub mod wire;
 
 pub use account::{Accounting, Charge, RateLimitWindow, RateLimits, account, account_refs};
@@ -45,6 +47,7 @@ pub use money::Money;
 pub use prices::{Price, PriceTable, Rate, Tier};
 pub use report::{GroupBy, Report, Row, Since};
 pub use tokens::Tokens;
+pub use totals::{SessionTotals, TotalsStats};
 
 use std::path::PathBuf;
 

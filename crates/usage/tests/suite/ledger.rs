@@ -12,7 +12,7 @@ use std::path::Path;
 
 use cross_agent_stores::StoreRoots;
 use cross_agent_usage::{
-    GroupBy, LedgerStats, PriceTable, Report, Tokens, UsageIndex, account, scan,
+    GroupBy, LedgerStats, PriceTable, Report, SessionTotals, Tokens, UsageIndex, account, scan,
 };
 use pretty_assertions::assert_eq;
 use serde_json::json;
@@ -45,15 +45,31 @@ fn reply(session: &str, msg: &str, minute: u32, output: u64) -> String {
 
 /// The index brought current (the files unchanged since are kept, not read), its report by
 /// session as (session, calls, tokens) beside a fresh scan's, and what its decision looked at.
-fn step(index: &mut UsageIndex, roots: &StoreRoots) -> (Vec<(String, u64, Tokens)>, LedgerStats) {
+fn step(
+    index: &mut UsageIndex,
+    totals: &mut SessionTotals,
+    roots: &StoreRoots,
+) -> (Vec<(String, u64, Tokens)>, LedgerStats) {
     let prices = PriceTable::shipped().unwrap();
     let mut warnings = Vec::new();
     index.refresh(roots, &mut warnings);
     assert_eq!(warnings, Vec::<String>::new());
-    let live = Report::build(&index.accounting(), &prices, GroupBy::Session, None);
+    let accounting = index.accounting();
+    let live = Report::build(&accounting, &prices, GroupBy::Session, None);
     let found = scan::scan(roots);
     let fresh = Report::build(&account(&found.files), &prices, GroupBy::Session, None);
     assert_eq!(live, fresh);
+    // The listing's table, kept by file, is the report's rows.
+    let (kept, shares) = totals.rows(&accounting, &prices);
+    let mut kept: Vec<_> = kept.into_values().collect();
+    kept.sort_by(|a, b| a.key.cmp(&b.key));
+    let mut rows = live.rows.clone();
+    rows.sort_by(|a, b| a.key.cmp(&b.key));
+    assert_eq!(kept, rows);
+    if index.accounting_stats().files_changed == 1 {
+        // One file changed: its share, and the shares whose calls moved, grouped again.
+        assert!(shares.shares_grouped <= 2, "{shares:?}");
+    }
     let mut rows: Vec<(String, u64, Tokens)> = live
         .rows
         .iter()
@@ -99,7 +115,8 @@ fn a_changed_files_copy_of_another_files_reply_counts_once_after_each_step() {
         );
     }
     let mut index = UsageIndex::new();
-    let (rows, _) = step(&mut index, &roots);
+    let mut totals = SessionTotals::new();
+    let (rows, _) = step(&mut index, &mut totals, &roots);
     assert_eq!(rows[0], ("base".to_owned(), 2, tokens(200, 30)));
 
     // A resumed session: its file opens with a copy of the base's first reply (same time, same
@@ -108,7 +125,7 @@ fn a_changed_files_copy_of_another_files_reply_counts_once_after_each_step() {
         &fork,
         &[reply("a-fork", "m1", 0, 10), reply("a-fork", "m3", 4, 5)],
     );
-    let (rows, stats) = step(&mut index, &roots);
+    let (rows, stats) = step(&mut index, &mut totals, &roots);
     assert_eq!(
         rows[..2],
         [
@@ -125,7 +142,7 @@ fn a_changed_files_copy_of_another_files_reply_counts_once_after_each_step() {
     // It copies the base's second reply too, with a larger usage (a later line of the same
     // reply): one call, the fork's, with the larger usage; the base has none left.
     add_lines(&fork, &[reply("a-fork", "m2", 1, 25)]);
-    let (rows, stats) = step(&mut index, &roots);
+    let (rows, stats) = step(&mut index, &mut totals, &roots);
     assert_eq!(rows[0], ("a-fork".to_owned(), 3, tokens(300, 40)));
     assert_eq!(rows[1].0, "other0");
     assert_eq!(
@@ -136,7 +153,7 @@ fn a_changed_files_copy_of_another_files_reply_counts_once_after_each_step() {
 
     // The base grows a reply of its own: the copies stay the fork's, counted once.
     add_lines(&base, &[reply("base", "m4", 5, 1)]);
-    let (rows, stats) = step(&mut index, &roots);
+    let (rows, stats) = step(&mut index, &mut totals, &roots);
     assert_eq!(
         rows[..2],
         [
@@ -152,7 +169,7 @@ fn a_changed_files_copy_of_another_files_reply_counts_once_after_each_step() {
 
     // The fork is gone: the replies it had won count for the base again, not dropped.
     fs::remove_file(&fork).unwrap();
-    let (rows, stats) = step(&mut index, &roots);
+    let (rows, stats) = step(&mut index, &mut totals, &roots);
     assert_eq!(rows[0], ("base".to_owned(), 3, tokens(300, 31)));
     assert_eq!(rows.len(), 6);
     assert_eq!(
