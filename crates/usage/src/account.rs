@@ -12,6 +12,7 @@
 //! - Grok: each `turn_completed` with usage, once.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use cross_agent_protocol::Agent;
 use cross_agent_protocol::timestamp::UnixMillis;
@@ -21,19 +22,39 @@ use crate::FileUsage;
 use crate::codex::{CodexFile, RawUsage};
 use crate::tokens::Tokens;
 
-/// One model call, counted once, for one session.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// One model call, counted once, for one session. Its names are shared (a file's session and
+/// cwd by all its calls, a model by every call of it): the live index keeps every charge.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Charge {
     pub agent: Agent,
     /// The session the call counts for: a sub-agent's parent session.
-    pub session_id: String,
+    pub session_id: Arc<str>,
     /// The sub-agent's own session or thread, when a sub-agent made the call.
-    pub subagent: Option<String>,
+    pub subagent: Option<Arc<str>>,
     pub timestamp: Option<UnixMillis>,
     /// `None` when the file does not say (Grok); such a call's cost is unknown.
-    pub model: Option<String>,
-    pub cwd: Option<String>,
+    pub model: Option<Arc<str>>,
+    pub cwd: Option<Arc<str>>,
     pub tokens: Tokens,
+}
+
+/// One shared copy of each name (models, cwds) however many charges carry it.
+#[derive(Debug, Default)]
+pub(crate) struct Names(std::collections::HashSet<Arc<str>>);
+
+impl Names {
+    pub(crate) fn get(&mut self, name: &str) -> Arc<str> {
+        if let Some(kept) = self.0.get(name) {
+            return kept.clone();
+        }
+        let kept: Arc<str> = Arc::from(name);
+        self.0.insert(kept.clone());
+        kept
+    }
+
+    pub(crate) fn opt(&mut self, name: Option<&str>) -> Option<Arc<str>> {
+        name.map(|n| self.get(n))
+    }
 }
 
 /// One rate-limit window as Codex last reported it.
@@ -56,7 +77,9 @@ pub struct RateLimits {
 /// Everything [`account`] decided.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Accounting {
-    pub charges: Vec<Charge>,
+    /// The charges, in parts: the live index keeps each file's part and shares the ones that
+    /// did not change with the next accounting ([`crate::ledger`]). Their order means nothing.
+    pub chunks: Vec<Arc<[Charge]>>,
     /// Codex's latest rate limits across all rollouts.
     pub rate_limits: Option<RateLimits>,
     /// Sessions whose files record no usage at all (Grok's may not).
@@ -65,10 +88,17 @@ pub struct Accounting {
     pub duplicates_skipped: u64,
 }
 
-/// Where a copy of a call sits: the earliest wins the call.
-type Precedence = (i64, u32, i64, String);
+impl Accounting {
+    /// Every charge.
+    pub fn charges(&self) -> impl Iterator<Item = &Charge> {
+        self.chunks.iter().flat_map(|chunk| chunk.iter())
+    }
+}
 
-fn precedence(
+/// Where a copy of a call sits: the earliest wins the call.
+pub(crate) type Precedence = (i64, u32, i64, String);
+
+pub(crate) fn precedence(
     at: Option<UnixMillis>,
     depth: u32,
     started: Option<UnixMillis>,
@@ -91,6 +121,7 @@ pub fn account(files: &[FileUsage]) -> Accounting {
 /// [`account`] over borrowed parses (the live index keeps its own and lends them).
 pub fn account_refs(files: &[&FileUsage]) -> Accounting {
     let mut out = Accounting::default();
+    let mut names = Names::default();
     let mut kept: Vec<(Precedence, Charge)> = Vec::new();
     let mut claude_keys: HashMap<(&str, Option<&str>), usize> = HashMap::new();
     let mut codex_keys: HashMap<(String, RawUsage, RawUsage), usize> = HashMap::new();
@@ -98,10 +129,11 @@ pub fn account_refs(files: &[&FileUsage]) -> Accounting {
     for file in files {
         let FileUsage::Claude(f) = file else { continue };
         let own = f.session_id.clone().unwrap_or_else(|| stem(&f.path));
-        let (session, subagent) = match &f.parent_session {
-            Some(parent) => (parent.clone(), Some(own.clone())),
-            None => (own.clone(), None),
+        let (session, subagent): (Arc<str>, _) = match &f.parent_session {
+            Some(parent) => (parent.as_str().into(), Some(Arc::from(own.as_str()))),
+            None => (own.as_str().into(), None),
         };
+        let cwd = names.opt(f.cwd.as_deref());
         for m in &f.messages {
             let rank = precedence(
                 m.timestamp,
@@ -114,8 +146,8 @@ pub fn account_refs(files: &[&FileUsage]) -> Accounting {
                 session_id: session.clone(),
                 subagent: subagent.clone(),
                 timestamp: m.timestamp,
-                model: m.model.clone(),
-                cwd: f.cwd.clone(),
+                model: names.opt(m.model.as_deref()),
+                cwd: cwd.clone(),
                 tokens: m.tokens,
             };
             let key = (m.message_id.as_str(), m.request_id.as_deref());
@@ -154,7 +186,9 @@ pub fn account_refs(files: &[&FileUsage]) -> Accounting {
         let own = f.thread_id.clone().unwrap_or_else(|| stem(&f.path));
         let family = threads.family(&own);
         let (session, depth) = threads.session(&own);
-        let subagent = (session != own).then(|| own.clone());
+        let subagent: Option<Arc<str>> = (session != own).then(|| own.as_str().into());
+        let session: Arc<str> = session.into();
+        let cwd = names.opt(f.cwd.as_deref());
         let fork_depth = threads.fork_depth(&own);
         for call in &f.calls {
             let rank = precedence(call.timestamp, fork_depth + depth, f.started, &own);
@@ -163,8 +197,8 @@ pub fn account_refs(files: &[&FileUsage]) -> Accounting {
                 session_id: session.clone(),
                 subagent: subagent.clone(),
                 timestamp: call.timestamp,
-                model: call.model.clone(),
-                cwd: f.cwd.clone(),
+                model: names.opt(call.model.as_deref()),
+                cwd: cwd.clone(),
                 tokens: call.last.tokens(),
             };
             let key = (family.clone(), call.total, call.last);
@@ -198,28 +232,32 @@ pub fn account_refs(files: &[&FileUsage]) -> Accounting {
             out.no_usage_recorded.push((Agent::Grok, session));
             continue;
         }
+        let session_name: Arc<str> = session.as_str().into();
+        let cwd = names.opt(f.cwd.as_deref());
         for turn in &f.turns {
             kept.push((
                 precedence(turn.timestamp, 0, f.started, &session),
                 Charge {
                     agent: Agent::Grok,
-                    session_id: session.clone(),
+                    session_id: session_name.clone(),
                     subagent: None,
                     timestamp: turn.timestamp,
                     model: None,
-                    cwd: f.cwd.clone(),
+                    cwd: cwd.clone(),
                     tokens: turn.tokens,
                 },
             ));
         }
     }
 
-    out.charges = kept.into_iter().map(|(_, charge)| charge).collect();
+    let charges: Vec<Charge> = kept.into_iter().map(|(_, charge)| charge).collect();
+    out.chunks = vec![Arc::from(charges)];
     out
 }
 
 /// How Codex threads relate: forks and spawns, from each rollout's `session_meta`.
-struct Threads {
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Threads {
     forked_from: HashMap<String, String>,
     parent: HashMap<String, String>,
 }
@@ -228,7 +266,7 @@ struct Threads {
 const MAX_CHAIN: usize = 64;
 
 impl Threads {
-    fn new(files: &[&CodexFile]) -> Self {
+    pub(crate) fn new(files: &[&CodexFile]) -> Self {
         let mut forked_from = HashMap::new();
         let mut parent = HashMap::new();
         for f in files {
@@ -250,7 +288,7 @@ impl Threads {
 
     /// The root of every fork and spawn above `id` (a base that is not on disk still names the
     /// family, so two forks of a deleted base share one).
-    fn family(&self, id: &str) -> String {
+    pub(crate) fn family(&self, id: &str) -> String {
         let mut at = id;
         for _ in 0..MAX_CHAIN {
             match self.forked_from.get(at).or_else(|| self.parent.get(at)) {
@@ -262,7 +300,7 @@ impl Threads {
     }
 
     /// The session a thread's calls count for — the top of its spawn chain — and how far up.
-    fn session(&self, id: &str) -> (String, u32) {
+    pub(crate) fn session(&self, id: &str) -> (String, u32) {
         let mut at = id;
         let mut depth = 0;
         for _ in 0..MAX_CHAIN {
@@ -277,7 +315,7 @@ impl Threads {
         (at.to_owned(), depth)
     }
 
-    fn fork_depth(&self, id: &str) -> u32 {
+    pub(crate) fn fork_depth(&self, id: &str) -> u32 {
         let mut at = id;
         let mut depth = 0;
         for _ in 0..MAX_CHAIN {
@@ -293,7 +331,7 @@ impl Threads {
     }
 }
 
-fn stem(path: &std::path::Path) -> String {
+pub(crate) fn stem(path: &std::path::Path) -> String {
     path.file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default()

@@ -146,7 +146,7 @@ impl DaySpend {
     /// belongs to no day and is left out.
     pub fn of(accounting: &Accounting, prices: &PriceTable, day: Day) -> DaySpend {
         let mut agents: BTreeMap<Agent, Spend> = BTreeMap::new();
-        for charge in &accounting.charges {
+        for charge in accounting.charges() {
             if !charge.timestamp.is_some_and(|at| day.contains(at)) {
                 continue;
             }

@@ -10,6 +10,7 @@
 //! 5-minute writes (the default TTL).
 
 use std::collections::HashMap;
+use std::hash::{Hash as _, Hasher as _};
 use std::path::{Path, PathBuf};
 
 use cross_agent_protocol::timestamp::UnixMillis;
@@ -60,7 +61,46 @@ pub type ClaudeReader = Reader<ClaudeLines>;
 /// `requestId`.
 #[derive(Debug, Clone, Default)]
 pub struct ClaudeLines {
-    by_key: HashMap<(String, Option<String>), usize>,
+    /// Each reply's place in the file's `messages`, by a hash of its key: the key's text is the
+    /// message's own, and a map by the key itself held every id twice (the live index keeps
+    /// every file's reader).
+    by_hash: HashMap<u64, usize>,
+    /// The replies whose key's hash another reply's key already has (never seen in practice,
+    /// but the count stays exact).
+    collided: HashMap<(String, Option<String>), usize>,
+}
+
+impl ClaudeLines {
+    fn hash(message_id: &str, request_id: Option<&str>) -> u64 {
+        let mut hasher = std::hash::DefaultHasher::new();
+        (message_id, request_id).hash(&mut hasher);
+        hasher.finish()
+    }
+
+    /// The place of the reply with this key, if the file has it.
+    fn find(&self, file: &ClaudeFile, message_id: &str, request_id: Option<&str>) -> Option<usize> {
+        let at = *self.by_hash.get(&Self::hash(message_id, request_id))?;
+        let m = file.messages.get(at)?;
+        if m.message_id == message_id && m.request_id.as_deref() == request_id {
+            return Some(at);
+        }
+        self.collided
+            .get(&(message_id.to_owned(), request_id.map(str::to_owned)))
+            .copied()
+    }
+
+    /// Notes the reply at `at` (not in the file before).
+    fn insert(&mut self, message_id: &str, request_id: Option<&str>, at: usize) {
+        match self.by_hash.entry(Self::hash(message_id, request_id)) {
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(at);
+            }
+            std::collections::hash_map::Entry::Occupied(_) => {
+                self.collided
+                    .insert((message_id.to_owned(), request_id.map(str::to_owned)), at);
+            }
+        }
+    }
 }
 
 /// The fields of a transcript line the reader looks at (public only as [`ClaudeLines`]'s line
@@ -191,9 +231,8 @@ impl LineRecords for ClaudeLines {
             return;
         };
         let tokens = usage.tokens();
-        let key = (message_id, line.request_id);
-        match self.by_key.get(&key) {
-            Some(&at) => {
+        match self.find(file, &message_id, line.request_id.as_deref()) {
+            Some(at) => {
                 let kept = &mut file.messages[at];
                 // The last line's usage is the reply's; an earlier, larger one (never seen in
                 // practice) is not given up for a smaller later one.
@@ -209,10 +248,10 @@ impl LineRecords for ClaudeLines {
                 };
             }
             None => {
-                self.by_key.insert(key.clone(), file.messages.len());
+                self.insert(&message_id, line.request_id.as_deref(), file.messages.len());
                 file.messages.push(ClaudeMessage {
-                    message_id: key.0,
-                    request_id: key.1,
+                    message_id,
+                    request_id: line.request_id,
                     timestamp,
                     model: message.model,
                     tokens,
@@ -235,4 +274,34 @@ pub fn parent_of_subagent_file(path: &Path) -> Option<String> {
         return None;
     }
     Some(folder.parent()?.file_name()?.to_str()?.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two replies whose keys share a hash are still two replies, each found again by its own
+    /// key (a collision is forced: none is known for the real hash).
+    #[test]
+    fn replies_whose_keys_share_a_hash_stay_apart() {
+        let line = |msg: &str, output: u64| {
+            format!(
+                r#"{{"type":"assistant","requestId":"r","message":{{"id":"{msg}","model":"m","usage":{{"input_tokens":1,"output_tokens":{output}}}}}}}"#
+            )
+        };
+        let mut reader = ClaudeReader::new(Path::new("/s.jsonl"));
+        reader.feed(format!("{}\n", line("a", 1)).as_bytes());
+        // `b`'s hash taken by `a`, as a collision would.
+        let (file, records) = reader.parts();
+        assert_eq!(file.messages.len(), 1);
+        records.by_hash.insert(ClaudeLines::hash("b", Some("r")), 0);
+        reader.feed(format!("{}\n{}\n{}\n", line("b", 2), line("b", 5), line("a", 3)).as_bytes());
+        let file = reader.finish();
+        let got: Vec<(&str, u64)> = file
+            .messages
+            .iter()
+            .map(|m| (m.message_id.as_str(), m.tokens.output))
+            .collect();
+        assert_eq!(got, vec![("a", 3), ("b", 5)]);
+    }
 }

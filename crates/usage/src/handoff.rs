@@ -125,9 +125,9 @@ impl TapSink for Sink {
             stamp,
             compressed,
             ino,
-            reader,
+            mut reader,
         } = *self;
-        let Some(parsed) = reader.parsed() else {
+        let Some((parsed, lent)) = reader.parsed() else {
             return;
         };
         let entry = if compressed {
@@ -139,6 +139,7 @@ impl TapSink for Sink {
                 offset: stamp.size,
                 reader: Kept::Whole,
                 parsed,
+                lent: false,
             }
         } else {
             Entry {
@@ -157,6 +158,7 @@ impl TapSink for Sink {
                 offset: consumed,
                 reader,
                 parsed,
+                lent,
             }
         };
         to.put(path, entry);

@@ -8,13 +8,15 @@
 //! - [`account`] is pure: from every file's [`FileUsage`] it decides what counts once and for
 //!   which session (duplicates, replays, copies, sub-agents) and returns [`Charge`]s;
 //! - [`prices`] prices a charge (`None` when the model has no price, never 0);
-//! - [`report`] groups charges by session, agent, model, day or cwd;
+//! - [`report`] groups charges by session, agent, model, day or cwd; [`totals`] keeps each
+//!   session's totals by file for the daemon's listing;
 //! - [`limits`] shows Codex's latest rate-limit windows;
 //! - [`budget`] decides when a daily budget reaches 80 % and 100 % (pure); [`budget_config`]
 //!   reads the budgets from `config.toml` and keeps what was announced;
 //! - [`scan`] finds the files in the stores and reads them whole (the CLI's path without a
 //!   daemon);
-//! - [`live`] keeps every file's reader and feeds it only appended bytes (the daemon's index);
+//! - [`live`] keeps every file's reader and feeds it only appended bytes (the daemon's index),
+//!   and [`ledger`] keeps [`account`]'s decision current one changed file at a time;
 //! - [`wire`] carries a report over the daemon's protocol and back, unchanged.
 
 pub mod account;
@@ -25,6 +27,7 @@ pub mod codex;
 pub mod error;
 pub mod grok;
 pub mod handoff;
+pub mod ledger;
 pub mod limits;
 pub mod lines;
 pub mod live;
@@ -33,15 +36,18 @@ pub mod prices;
 pub mod report;
 pub mod scan;
 pub mod tokens;
+pub mod totals;
 pub mod wire;
 
 pub use account::{Accounting, Charge, RateLimitWindow, RateLimits, account, account_refs};
 pub use error::{Error, Result};
+pub use ledger::LedgerStats;
 pub use live::{RefreshStats, UsageIndex};
 pub use money::Money;
 pub use prices::{Price, PriceTable, Rate, Tier};
 pub use report::{GroupBy, Report, Row, Since};
 pub use tokens::Tokens;
+pub use totals::{SessionTotals, TotalsStats};
 
 use std::path::PathBuf;
 

@@ -111,6 +111,29 @@ impl<R: LineRecords> Reader<R> {
         &self.file
     }
 
+    /// The file read so far, taken out when no half-written line waits (then it is what
+    /// [`Reader::finished`] would give, without a copy); the reader keeps its place and wants
+    /// it back ([`Reader::put_file`]) before it is fed again.
+    pub fn take_file(&mut self) -> Option<R::File>
+    where
+        R::File: Default,
+    {
+        self.lines
+            .is_empty()
+            .then(|| std::mem::take(&mut self.file))
+    }
+
+    /// The file and the kind's own state, for a test to set up a case.
+    #[cfg(test)]
+    pub(crate) fn parts(&mut self) -> (&R::File, &mut R) {
+        (&self.file, &mut self.records)
+    }
+
+    /// Gives back what [`Reader::take_file`] took.
+    pub fn put_file(&mut self, file: R::File) {
+        self.file = file;
+    }
+
     /// The file as [`Reader::finish`] would give it now, the reader left to go on reading.
     pub fn finished(&self) -> R::File
     where

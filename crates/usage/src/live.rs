@@ -16,12 +16,13 @@
 //! that catches what no change pointed at. Files are read in parallel, on the session index's
 //! readers ([`cross_agent_stores::parallel::read_files`]).
 //!
-//! What counts once across files is decided again by [`crate::account`] over every kept parse,
-//! but only when some file changed: a copy in one file is only known to be a copy by comparing
-//! it with the others, so the decision cannot be made per file. It is kept until the next
-//! change, so a warm query prices the kept charges and reads nothing.
+//! What counts once across files is decided by [`crate::ledger`], by the rules of
+//! [`crate::account`]: after a change, only for the calls the changed files record (a copy in
+//! one file is only known to be a copy by comparing it with the others, so those are compared
+//! again), every other file's charges kept. It is kept until the next change, so a warm query
+//! prices the kept charges and reads nothing.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io::{Read as _, Seek as _, SeekFrom};
 use std::os::unix::fs::MetadataExt as _;
@@ -33,11 +34,12 @@ use cross_agent_protocol::Agent;
 use cross_agent_stores::index::ChangedFiles;
 use cross_agent_stores::{FileStamp, StoreRoots, Warnings};
 
-use crate::account::{Accounting, account_refs};
+use crate::account::Accounting;
 use crate::claude::ClaudeReader;
 use crate::codex::CodexReader;
 use crate::grok::GrokReader;
 use crate::handoff::Handoffs;
+use crate::ledger::{Ledger, LedgerStats};
 use crate::scan::{CHUNK, claude_subagent_files, open_no_follow, read_one, subagent_files_of};
 use crate::{FileUsage, scan};
 
@@ -118,12 +120,35 @@ impl Kept {
 
     /// The file as read so far, a last line without its newline taken when it is whole JSON
     /// (as a whole read takes it), the reader itself left waiting for more.
-    pub(crate) fn parsed(&self) -> Option<FileUsage> {
+    ///
+    /// With no line half written (nearly always) the reader's own file is taken rather than
+    /// copied — at 110,000 files the copies were a second set of every parse — and `true` says
+    /// it must be given back ([`Kept::give_back`]) before the reader is fed again.
+    pub(crate) fn parsed(&mut self) -> Option<(FileUsage, bool)> {
         match self {
-            Kept::Claude(r) => Some(FileUsage::Claude(r.finished())),
-            Kept::Codex(r) => Some(FileUsage::Codex(r.finished())),
-            Kept::Grok(r) => Some(FileUsage::Grok(r.finished())),
+            Kept::Claude(r) => Some(match r.take_file() {
+                Some(file) => (FileUsage::Claude(file), true),
+                None => (FileUsage::Claude(r.finished()), false),
+            }),
+            Kept::Codex(r) => Some(match r.take_file() {
+                Some(file) => (FileUsage::Codex(file), true),
+                None => (FileUsage::Codex(r.finished()), false),
+            }),
+            Kept::Grok(r) => Some(match r.take_file() {
+                Some(file) => (FileUsage::Grok(file), true),
+                None => (FileUsage::Grok(r.finished()), false),
+            }),
             Kept::Whole => None,
+        }
+    }
+
+    /// Puts back the file [`Kept::parsed`] took from the reader.
+    fn give_back(&mut self, parsed: FileUsage) {
+        match (self, parsed) {
+            (Kept::Claude(r), FileUsage::Claude(file)) => r.put_file(file),
+            (Kept::Codex(r), FileUsage::Codex(file)) => r.put_file(file),
+            (Kept::Grok(r), FileUsage::Grok(file)) => r.put_file(file),
+            _ => {}
         }
     }
 }
@@ -139,6 +164,8 @@ pub(crate) struct Entry {
     pub(crate) offset: u64,
     pub(crate) reader: Kept,
     pub(crate) parsed: FileUsage,
+    /// `parsed` is the reader's own file, taken from it: given back before it reads on.
+    pub(crate) lent: bool,
 }
 
 /// A file to look at: what the stores list, and the sub-agent transcripts.
@@ -156,6 +183,10 @@ pub struct UsageIndex {
     roots: Option<StoreRoots>,
     entries: HashMap<PathBuf, Entry>,
     accounting: Option<Arc<Accounting>>,
+    /// The accounting kept current by file.
+    ledger: Ledger,
+    /// Files read, dropped or handed over since the accounting was last decided.
+    dirty: HashSet<PathBuf>,
     /// Claude session folders (`projects/<slug>/<session>`) whose transcript changed lately,
     /// with when: their `subagents/` are listed on each refresh after a change.
     hot: HashMap<PathBuf, Instant>,
@@ -202,6 +233,7 @@ impl UsageIndex {
         let mut changed = self.read_changed(candidates, &mut old, &mut stats, warnings);
         stats.files_dropped = old.len();
         changed |= !old.is_empty();
+        self.dirty.extend(old.into_keys());
         if changed {
             self.accounting = None;
         }
@@ -270,6 +302,7 @@ impl UsageIndex {
                     if entry.is_some() {
                         stats.files_dropped += 1;
                         changed = true;
+                        self.dirty.insert(path);
                     }
                 }
             }
@@ -288,6 +321,8 @@ impl UsageIndex {
             self.entries.clear();
             self.hot.clear();
             self.accounting = None;
+            self.ledger = Ledger::default();
+            self.dirty.clear();
             self.roots = Some(roots.clone());
         }
     }
@@ -316,6 +351,7 @@ impl UsageIndex {
                 Some(entry) => {
                     stats.files_handed += 1;
                     changed = true;
+                    self.dirty.insert(c.path.clone());
                     Some(entry)
                 }
                 None => mine,
@@ -329,6 +365,7 @@ impl UsageIndex {
             }
         }
         changed |= !jobs.is_empty();
+        self.dirty.extend(jobs.iter().map(|(c, _)| c.path.clone()));
         let results = cross_agent_stores::parallel::read_files(jobs, |(c, previous)| {
             let mut counted = RefreshStats::default();
             let result = read(&c, previous, &mut counted);
@@ -347,23 +384,24 @@ impl UsageIndex {
         changed
     }
 
-    /// What counts once, and for whom, over every kept parse: decided again only after a
-    /// refresh that changed something.
+    /// What counts once, and for whom, over every kept parse: decided again, for what the
+    /// changed files touch only, after a refresh that changed something.
     pub fn accounting(&mut self) -> Arc<Accounting> {
-        if let Some(kept) = &self.accounting {
+        if let Some(kept) = &self.accounting
+            && self.dirty.is_empty()
+        {
             return kept.clone();
         }
-        let mut files: Vec<(&PathBuf, &FileUsage)> = self
-            .entries
-            .iter()
-            .map(|(path, entry)| (path, &entry.parsed))
-            .collect();
-        // The order a whole scan reads them in, so both decide ties the same way.
-        files.sort_by(|a, b| a.0.cmp(b.0));
-        let files: Vec<&FileUsage> = files.into_iter().map(|(_, f)| f).collect();
-        let accounting = Arc::new(account_refs(&files));
+        let entries = &self.entries;
+        let parse = |path: &Path| entries.get(path).map(|entry| &entry.parsed);
+        let accounting = Arc::new(self.ledger.update(self.dirty.drain(), &parse));
         self.accounting = Some(accounting.clone());
         accounting
+    }
+
+    /// What the last decision of [`UsageIndex::accounting`] looked at.
+    pub fn accounting_stats(&self) -> LedgerStats {
+        self.ledger.stats()
     }
 }
 
@@ -440,6 +478,7 @@ fn read(
             offset: c.stamp.size,
             reader: Kept::Whole,
             parsed,
+            lent: false,
         }));
     }
     let file = match open_no_follow(&c.path) {
@@ -467,7 +506,11 @@ fn read(
     let (mut reader, mut offset) = match resume {
         Some(entry) => {
             stats.files_appended += 1;
-            (entry.reader, entry.offset)
+            let mut reader = entry.reader;
+            if entry.lent {
+                reader.give_back(entry.parsed);
+            }
+            (reader, entry.offset)
         }
         None => {
             if known {
@@ -497,7 +540,7 @@ fn read(
             }
         }
     }
-    let Some(parsed) = reader.parsed() else {
+    let Some((parsed, lent)) = reader.parsed() else {
         return Ok(None);
     };
     Ok(Some(Entry {
@@ -515,5 +558,6 @@ fn read(
         offset,
         reader,
         parsed,
+        lent,
     }))
 }

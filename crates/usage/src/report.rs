@@ -112,6 +112,24 @@ impl Row {
         }
     }
 
+    /// Adds another row's calls of the same group.
+    pub(crate) fn merge(&mut self, other: &Row) {
+        if other.calls == 0 {
+            return;
+        }
+        self.agent = match (self.calls, self.agent, other.agent) {
+            (0, _, theirs) => theirs,
+            (_, Some(a), Some(b)) if a == b => Some(a),
+            _ => None,
+        };
+        self.calls += other.calls;
+        self.tokens.add(&other.tokens);
+        self.priced_cost = self.priced_cost.saturating_add(other.priced_cost);
+        self.unpriced_calls += other.unpriced_calls;
+        self.unpriced_models
+            .extend(other.unpriced_models.iter().cloned());
+    }
+
     /// The row as `usage --json` prints it: money as exact micro-dollar decimals.
     pub fn to_json(&self) -> Value {
         json!({
@@ -152,28 +170,34 @@ impl Report {
             key: "total".to_owned(),
             ..Row::default()
         };
-        for charge in &accounting.charges {
+        for charge in accounting.charges() {
             if let Some(since) = since
                 && charge.timestamp.is_none_or(|t| t < since)
             {
                 continue;
             }
-            let key = match by {
-                GroupBy::Session => charge.session_id.clone(),
-                GroupBy::Agent => charge.agent.as_str().to_owned(),
-                GroupBy::Model => charge.model.clone().unwrap_or_else(|| "(none)".to_owned()),
-                GroupBy::Day => charge.timestamp.map_or_else(|| "(no time)".to_owned(), day),
-                GroupBy::Cwd => charge.cwd.clone().unwrap_or_else(|| "(unknown)".to_owned()),
+            let day_key;
+            let key: &str = match by {
+                GroupBy::Session => &charge.session_id,
+                GroupBy::Agent => charge.agent.as_str(),
+                GroupBy::Model => charge.model.as_deref().unwrap_or("(none)"),
+                GroupBy::Day => {
+                    day_key = charge.timestamp.map_or_else(|| "(no time)".to_owned(), day);
+                    &day_key
+                }
+                GroupBy::Cwd => charge.cwd.as_deref().unwrap_or("(unknown)"),
             };
             let cost = prices.cost(charge.model.as_deref(), &charge.tokens);
             let model = charge.model.as_deref();
-            groups
-                .entry(key.clone())
-                .or_insert_with(|| Row {
-                    key,
+            // Looked up by the name first: a row's key is made once, not once per call.
+            let row = match groups.get_mut(key) {
+                Some(row) => row,
+                None => groups.entry(key.to_owned()).or_insert_with(|| Row {
+                    key: key.to_owned(),
                     ..Row::default()
-                })
-                .add(charge.agent, &charge.tokens, cost, model);
+                }),
+            };
+            row.add(charge.agent, &charge.tokens, cost, model);
             total.add(charge.agent, &charge.tokens, cost, model);
         }
         let mut rows: Vec<Row> = groups.into_values().collect();

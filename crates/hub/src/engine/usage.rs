@@ -26,7 +26,9 @@ use cross_agent_stores::live::{ChangesSince, LiveScanner, LogMark};
 use cross_agent_stores::render::Spent;
 use cross_agent_stores::{Agent, Session, StoreRoots, UnixMillis};
 use cross_agent_usage::handoff::Handoffs;
-use cross_agent_usage::{Accounting, GroupBy, Money, PriceTable, RateLimits, Report, UsageIndex};
+use cross_agent_usage::{
+    Accounting, Money, PriceTable, RateLimits, Report, SessionTotals, UsageIndex,
+};
 use parking_lot::Mutex;
 
 use super::{Engine, roots_for};
@@ -58,6 +60,9 @@ struct State {
     /// Each session's cost over all time, for the listing and the cards: made from the
     /// accounting it names, again when that changes.
     spent: Option<(Arc<Accounting>, SpentTable)>,
+    /// Each file's share of the accounting grouped by session, kept while the share is: a
+    /// change prices and groups the changed files' shares only.
+    totals: SessionTotals,
 }
 
 impl LiveUsage {
@@ -163,13 +168,12 @@ impl LiveUsage {
         {
             return spent.clone();
         }
-        let report = Report::build(&accounting, prices, GroupBy::Session, None);
-        let spent: HashMap<String, Spent> = report
-            .rows
-            .iter()
-            .map(|row| {
+        let (rows, _) = state.totals.rows(&accounting, prices);
+        let spent: HashMap<String, Spent> = rows
+            .into_iter()
+            .map(|(key, row)| {
                 (
-                    row.key.clone(),
+                    key,
                     Spent {
                         cost_usd: row.cost().map(|c| c.dollars_exact()),
                         tokens: Some(row.tokens.total()),

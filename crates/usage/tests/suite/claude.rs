@@ -97,7 +97,7 @@ fn one_reply_on_several_lines_counts_once_with_its_last_usage() {
     ];
     let files = [file("/p/-work-shop/s1.jsonl", &lines)];
     let acc = account(&files);
-    assert_eq!(acc.charges.len(), 2);
+    assert_eq!(acc.charges().count(), 2);
     let report = Report::build(
         &acc,
         &PriceTable::shipped().unwrap(),

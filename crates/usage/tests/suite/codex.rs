@@ -213,8 +213,7 @@ fn forks_replays_repeats_and_subagents_count_once_for_the_right_thread() {
         ]
     );
     let sub = acc
-        .charges
-        .iter()
+        .charges()
         .find(|c| c.model.as_deref() == Some("gpt-5-mini"))
         .unwrap();
     assert_eq!(sub.subagent.as_deref(), Some(S1));
@@ -233,12 +232,11 @@ fn calls_come_from_last_usage_not_running_totals() {
     let files = store();
     let acc = account(&files[..1]);
     let input: u64 = acc
-        .charges
-        .iter()
+        .charges()
         .map(|c| c.tokens.input + c.tokens.cache_read)
         .sum();
     assert_eq!(input, 3000);
-    assert_eq!(acc.charges.len(), 2);
+    assert_eq!(acc.charges().count(), 2);
 }
 
 /// A fork whose base is not on disk: the two forks still share the replayed calls once.
@@ -247,7 +245,7 @@ fn forks_of_a_missing_base_share_the_replays_once() {
     let files = store();
     let acc = account(&files[1..3]);
     // The 2 replayed calls once + F1's own + F2's own.
-    assert_eq!(acc.charges.len(), 4);
+    assert_eq!(acc.charges().count(), 4);
 }
 
 /// `--limits` shows the latest windows: used, the window's length, the reset as a time and as a

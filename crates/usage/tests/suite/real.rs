@@ -46,7 +46,7 @@ fn real_claude_code_usage_is_read_to_the_token() {
         GroupBy::Session,
         None,
     );
-    assert_eq!(report.rows.len(), 1, "{:#?}", acc.charges);
+    assert_eq!(report.rows.len(), 1, "{:#?}", acc.chunks);
     let row = &report.rows[0];
     assert_eq!(row.key, session);
     assert_eq!(
@@ -120,7 +120,7 @@ fn real_codex_usage_is_read_to_the_token_across_a_resume() {
         GroupBy::Session,
         None,
     );
-    assert_eq!(report.rows.len(), 1, "{:#?}", acc.charges);
+    assert_eq!(report.rows.len(), 1, "{:#?}", acc.chunks);
     let row = &report.rows[0];
     assert_eq!((row.key.as_str(), row.calls), (thread.as_str(), 2));
     assert_eq!(

@@ -1,0 +1,180 @@
+//! The live index's decision kept current file by file (`cross_agent_usage::ledger`): after a
+//! change only the calls the changed file records are decided again, and a changed file's copy
+//! of another file's reply still counts once — never twice, never dropped — as a fresh whole
+//! scan counts it.
+
+// The helpers below stand in for test bodies: a failed write ends the test.
+#![allow(clippy::unwrap_used)]
+
+use std::fs::{self, OpenOptions};
+use std::io::Write as _;
+use std::path::Path;
+
+use cross_agent_stores::StoreRoots;
+use cross_agent_usage::{
+    GroupBy, LedgerStats, PriceTable, Report, SessionTotals, Tokens, UsageIndex, account, scan,
+};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use super::claude::assistant;
+
+fn add_lines(path: &Path, lines: &[String]) {
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let mut file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .unwrap();
+    for line in lines {
+        writeln!(file, "{line}").unwrap();
+    }
+}
+
+fn reply(session: &str, msg: &str, minute: u32, output: u64) -> String {
+    assistant(
+        session,
+        msg,
+        &format!("req-{msg}"),
+        &format!("2026-12-01T10:{minute:02}:00.000Z"),
+        "claude-sonnet-4-5",
+        json!({"input_tokens": 100, "output_tokens": output}),
+        false,
+    )
+}
+
+/// The index brought current (the files unchanged since are kept, not read), its report by
+/// session as (session, calls, tokens) beside a fresh scan's, and what its decision looked at.
+fn step(
+    index: &mut UsageIndex,
+    totals: &mut SessionTotals,
+    roots: &StoreRoots,
+) -> (Vec<(String, u64, Tokens)>, LedgerStats) {
+    let prices = PriceTable::shipped().unwrap();
+    let mut warnings = Vec::new();
+    index.refresh(roots, &mut warnings);
+    assert_eq!(warnings, Vec::<String>::new());
+    let accounting = index.accounting();
+    let live = Report::build(&accounting, &prices, GroupBy::Session, None);
+    let found = scan::scan(roots);
+    let fresh = Report::build(&account(&found.files), &prices, GroupBy::Session, None);
+    assert_eq!(live, fresh);
+    // The listing's table, kept by file, is the report's rows.
+    let (kept, shares) = totals.rows(&accounting, &prices);
+    let mut kept: Vec<_> = kept.into_values().collect();
+    kept.sort_by(|a, b| a.key.cmp(&b.key));
+    let mut rows = live.rows.clone();
+    rows.sort_by(|a, b| a.key.cmp(&b.key));
+    assert_eq!(kept, rows);
+    if index.accounting_stats().files_changed == 1 {
+        // One file changed: its share, and the shares whose calls moved, grouped again.
+        assert!(shares.shares_grouped <= 2, "{shares:?}");
+    }
+    let mut rows: Vec<(String, u64, Tokens)> = live
+        .rows
+        .iter()
+        .map(|r| (r.key.clone(), r.calls, r.tokens))
+        .collect();
+    rows.sort_by(|a, b| a.0.cmp(&b.0));
+    (rows, index.accounting_stats())
+}
+
+fn tokens(input: u64, output: u64) -> Tokens {
+    Tokens {
+        input,
+        output,
+        ..Tokens::default()
+    }
+}
+
+#[test]
+fn a_changed_files_copy_of_another_files_reply_counts_once_after_each_step() {
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join(".claude");
+    let project = config.join("projects/-work-shop");
+    let roots = StoreRoots {
+        claude_config: Some(config.clone()),
+        ..StoreRoots::default()
+    };
+    let base = project.join("base.jsonl");
+    // Sorts before the base: on a tie of time and start, a copy there wins the call.
+    let fork = project.join("a-fork.jsonl");
+    add_lines(
+        &base,
+        &[reply("base", "m1", 0, 10), reply("base", "m2", 1, 20)],
+    );
+    // Sessions nobody copies: their calls are not decided again when another file changes.
+    for n in 0..5 {
+        let id = format!("other{n}");
+        add_lines(
+            &project.join(format!("{id}.jsonl")),
+            &[
+                reply(&id, &format!("{id}-a"), 2, 1),
+                reply(&id, &format!("{id}-b"), 3, 1),
+            ],
+        );
+    }
+    let mut index = UsageIndex::new();
+    let mut totals = SessionTotals::new();
+    let (rows, _) = step(&mut index, &mut totals, &roots);
+    assert_eq!(rows[0], ("base".to_owned(), 2, tokens(200, 30)));
+
+    // A resumed session: its file opens with a copy of the base's first reply (same time, same
+    // start), then its own. The copy wins the call: the base counts it no more.
+    add_lines(
+        &fork,
+        &[reply("a-fork", "m1", 0, 10), reply("a-fork", "m3", 4, 5)],
+    );
+    let (rows, stats) = step(&mut index, &mut totals, &roots);
+    assert_eq!(
+        rows[..2],
+        [
+            ("a-fork".to_owned(), 2, tokens(200, 15)),
+            ("base".to_owned(), 1, tokens(100, 20)),
+        ]
+    );
+    assert_eq!(
+        (stats.files_changed, stats.keys_decided),
+        (1, 2),
+        "{stats:?}"
+    );
+
+    // It copies the base's second reply too, with a larger usage (a later line of the same
+    // reply): one call, the fork's, with the larger usage; the base has none left.
+    add_lines(&fork, &[reply("a-fork", "m2", 1, 25)]);
+    let (rows, stats) = step(&mut index, &mut totals, &roots);
+    assert_eq!(rows[0], ("a-fork".to_owned(), 3, tokens(300, 40)));
+    assert_eq!(rows[1].0, "other0");
+    assert_eq!(
+        (stats.files_changed, stats.keys_decided),
+        (1, 3),
+        "{stats:?}"
+    );
+
+    // The base grows a reply of its own: the copies stay the fork's, counted once.
+    add_lines(&base, &[reply("base", "m4", 5, 1)]);
+    let (rows, stats) = step(&mut index, &mut totals, &roots);
+    assert_eq!(
+        rows[..2],
+        [
+            ("a-fork".to_owned(), 3, tokens(300, 40)),
+            ("base".to_owned(), 1, tokens(100, 1)),
+        ]
+    );
+    assert_eq!(
+        (stats.files_changed, stats.keys_decided),
+        (1, 3),
+        "{stats:?}"
+    );
+
+    // The fork is gone: the replies it had won count for the base again, not dropped.
+    fs::remove_file(&fork).unwrap();
+    let (rows, stats) = step(&mut index, &mut totals, &roots);
+    assert_eq!(rows[0], ("base".to_owned(), 3, tokens(300, 31)));
+    assert_eq!(rows.len(), 6);
+    assert_eq!(
+        (stats.files_changed, stats.keys_decided),
+        (1, 3),
+        "{stats:?}"
+    );
+}
