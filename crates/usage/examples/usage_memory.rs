@@ -5,12 +5,11 @@
 //! `cargo run -p cross-agent-usage --example usage_memory -- HOME`: `HOME` holds the agents'
 //! stores (a synthetic store's `home`).
 
-use std::alloc::{GlobalAlloc, Layout};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
+use cap::Cap;
 use cross_agent_stores::StoreRoots;
 use cross_agent_usage::{GroupBy, PriceTable, Report, UsageIndex};
 
@@ -18,38 +17,11 @@ use cross_agent_usage::{GroupBy, PriceTable, Report, UsageIndex};
 /// live on the heap: the resident set also holds what the allocator keeps after a free, and a
 /// heap profiler does not see mimalloc's allocations.
 #[global_allocator]
-static ALLOCATOR: Counting = Counting(mimalloc::MiMalloc);
+static ALLOCATOR: Cap<mimalloc::MiMalloc> = Cap::new(mimalloc::MiMalloc, usize::MAX);
 
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-
-struct Counting(mimalloc::MiMalloc);
-
-// A measuring tool's allocator, not shipped: the workspace denies unsafe code, and a global
-// allocator cannot be written without it.
-#[allow(unsafe_code)]
-// SAFETY: every call is passed to mimalloc unchanged; only the sizes are counted.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size(), Ordering::Relaxed);
-        // SAFETY: the caller's contract, passed on.
-        unsafe { self.0.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-        // SAFETY: the caller's contract, passed on.
-        unsafe { self.0.dealloc(ptr, layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size(), Ordering::Relaxed);
-        // SAFETY: the caller's contract, passed on.
-        unsafe { self.0.alloc_zeroed(layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE.fetch_add(new_size, Ordering::Relaxed);
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-        // SAFETY: the caller's contract, passed on.
-        unsafe { self.0.realloc(ptr, layout, new_size) }
-    }
+/// The bytes live on the heap now.
+fn live_bytes() -> usize {
+    ALLOCATOR.allocated()
 }
 
 fn main() -> Result<()> {
@@ -106,7 +78,7 @@ fn step(what: &str, at: Instant) {
     };
     println!(
         "{what}: live heap {:.1} MB, RSS {:.1} MB, peak {:.1} MB, {:.0} ms",
-        LIVE.load(Ordering::Relaxed) as f64 / 1_048_576.0,
+        live_bytes() as f64 / 1_048_576.0,
         field("VmRSS:"),
         field("VmHWM:"),
         at.elapsed().as_secs_f64() * 1e3
