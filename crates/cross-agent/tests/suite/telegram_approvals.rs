@@ -660,9 +660,13 @@ fn a_panel_approval_waits_for_a_chat_to_pair_and_its_permission_notification_is_
             .contains("Claude panel · Write"),
         "{card:#}"
     );
-    assert!(env.decisions().iter().any(|d| d["kind"] == "approval"
-        && d["outcome"] == "posted"
-        && d["details"]["after_pairing"] == true));
+    // The decision line is written once the card is out, not before: waited for.
+    assert!(wait_until(|| env
+        .decisions()
+        .iter()
+        .any(|d| d["kind"] == "approval"
+            && d["outcome"] == "posted"
+            && d["details"]["after_pairing"] == true)));
     api.push_callback(5001, 5001, 1, &button(&card, "Allow"));
     panel.next_line(TURN, |l| l["type"] == "result").unwrap();
     assert_eq!(std::fs::read_to_string(&plan).unwrap(), "step one\n");
