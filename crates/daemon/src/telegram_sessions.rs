@@ -128,24 +128,13 @@ impl Host {
         let links = self.links.clone();
         // Every host at once: the slowest one sets the wait, not their sum.
         let answers = self.runtime.block_on(async move {
-            let mut asked = tokio::task::JoinSet::new();
-            for host in hosts {
-                let (links, params) = (links.clone(), params.clone());
-                asked.spawn(async move {
-                    let answer = remote::list_on(&links, &host, params).await;
-                    (host, answer)
-                });
-            }
-            let mut answers = Vec::new();
-            while let Some(joined) = asked.join_next().await {
-                if let Ok(answer) = joined {
-                    answers.push(answer);
-                }
-            }
-            answers
+            remote::ask_every_host(&links, move |links, host| {
+                let params = params.clone();
+                async move { remote::list_on(&links, &host, params).await }
+            })
+            .answers()
+            .await
         });
-        let mut answers = answers;
-        answers.sort_by(|a, b| a.0.cmp(&b.0));
         let now = UnixMillis::now().0;
         let (mut live, mut unreachable) = (Vec::new(), Vec::new());
         for (host, answer) in answers {

@@ -122,6 +122,44 @@ pub(crate) fn host_names(links: &Links) -> Vec<String> {
     links.status().hosts.into_iter().map(|h| h.name).collect()
 }
 
+/// Every host of the links asked at once (`ask(links, host)`), started when this is made so the
+/// caller can do its own share meanwhile; [`Asking::answers`] waits for them all.
+pub(crate) struct Asking<T> {
+    asked: Vec<(String, tokio::task::JoinHandle<Result<T, String>>)>,
+}
+
+pub(crate) fn ask_every_host<T, F, Fut>(links: &Links, ask: F) -> Asking<T>
+where
+    T: Send + 'static,
+    F: Fn(Links, String) -> Fut,
+    Fut: std::future::Future<Output = Result<T, String>> + Send + 'static,
+{
+    let asked = host_names(links)
+        .into_iter()
+        .map(|host| {
+            let task = tokio::spawn(ask(links.clone(), host.clone()));
+            (host, task)
+        })
+        .collect();
+    Asking { asked }
+}
+
+impl<T> Asking<T> {
+    /// Each host's answer or why there is none, in host order: a task that ended without an
+    /// answer is that host's error, never a host silently missing from a merge.
+    pub(crate) async fn answers(self) -> Vec<(String, Result<T, String>)> {
+        let mut answers = Vec::with_capacity(self.asked.len());
+        for (host, task) in self.asked {
+            let answer = task
+                .await
+                .unwrap_or_else(|e| Err(format!("asking host `{host}` failed: {e}")));
+            answers.push((host, answer));
+        }
+        answers.sort_by(|a, b| a.0.cmp(&b.0));
+        answers
+    }
+}
+
 fn error(message: String) -> RpcError {
     RpcError::new(ErrorCode::InvalidParams, message)
 }
@@ -259,33 +297,22 @@ async fn list_all(
     engine: &Engine,
     links: &Links,
 ) -> Result<ListSessionsResponse, RpcError> {
-    let mut remote = tokio::task::JoinSet::new();
-    for host in host_names(links) {
-        let (links, mut params) = (links.clone(), list.clone());
-        params.caller = for_the_link(params.caller);
-        remote.spawn(async move {
-            let answer = call(&links, &host, params).await;
-            (host, answer)
-        });
-    }
+    let params = list.clone();
+    let asking = ask_every_host(links, move |links, host| {
+        let params = params.clone();
+        async move { list_on(&links, &host, params).await }
+    });
     let mut merged = blocking(engine, move |engine| engine.list_sessions(list)).await?;
-    let mut answers = Vec::new();
-    while let Some(joined) = remote.join_next().await {
-        if let Ok(answer) = joined {
-            answers.push(answer);
-        }
-    }
-    answers.sort_by(|a, b| a.0.cmp(&b.0));
-    for (host, answer) in answers {
+    let answers = asking.answers().await;
+    for (_, answer) in answers {
         match answer {
-            Ok(mut response) => {
-                mark_host(&mut response, &host);
+            Ok(response) => {
                 for (agent, entries) in response.sessions {
                     merged.sessions.entry(agent).or_default().extend(entries);
                 }
                 merged.warnings.extend(response.warnings);
             }
-            Err(e) => merged.warnings.push(e.message().to_owned()),
+            Err(why) => merged.warnings.push(why),
         }
     }
     Ok(merged)
@@ -574,14 +601,15 @@ async fn decisions_all(
     engine: &Engine,
     links: &Links,
 ) -> Result<DecisionsQueryResponse, RpcError> {
-    let mut remote = tokio::task::JoinSet::new();
-    for host in host_names(links) {
-        let (links, params) = (links.clone(), params.clone());
-        remote.spawn(async move {
-            let answer = call(&links, &host, params).await;
-            (host, answer)
-        });
-    }
+    let asked = params.clone();
+    let asking = ask_every_host(links, move |links, host| {
+        let params = asked.clone();
+        async move {
+            call(&links, &host, params)
+                .await
+                .map_err(|e| e.message().to_owned())
+        }
+    });
     let home = engine.info().state_root.clone();
     let mut merged =
         match tokio::task::spawn_blocking(move || decisions_query(&home, &params)).await {
@@ -591,13 +619,7 @@ async fn decisions_all(
             Ok(Err(why)) => return Err(error(why)),
             Err(e) => return Err(internal(format!("the daemon failed while answering: {e}"))),
         };
-    let mut answers = Vec::new();
-    while let Some(joined) = remote.join_next().await {
-        if let Ok(answer) = joined {
-            answers.push(answer);
-        }
-    }
-    answers.sort_by(|a, b| a.0.cmp(&b.0));
+    let answers = asking.answers().await;
     for (host, answer) in answers {
         match answer {
             Ok(mut answer) => {
@@ -607,10 +629,7 @@ async fn decisions_all(
                 merged.warnings.extend(answer.warnings);
                 merged.hosts.push(Some(host));
             }
-            Err(e) => merged.unreachable.push(UnreachableHost {
-                host,
-                reason: e.message().to_owned(),
-            }),
+            Err(reason) => merged.unreachable.push(UnreachableHost { host, reason }),
         }
     }
     merged.groups.sort_by(|a, b| {
