@@ -127,12 +127,19 @@ pub fn send_refused(agent: Agent, refusal: &Refusal) -> Decision {
     };
     // An ambiguous name's sentence quotes the name, which is the candidates' title: the count
     // and their ids say the same without it.
-    let reason = match refusal.reason {
-        RefusalReason::AmbiguousName => format!(
+    // A name on several machines (`host = "all"`) names the machines, not sessions.
+    let hosts = refusal.details.get("hosts").and_then(Value::as_array);
+    let reason = match (refusal.reason, hosts) {
+        (RefusalReason::AmbiguousName, Some(hosts)) => format!(
+            "{} machines have a {agent} session answering to the name given, so it was refused \
+             rather than guessed",
+            hosts.len()
+        ),
+        (RefusalReason::AmbiguousName, None) => format!(
             "{} {agent} sessions answer to the name given, so it was refused rather than guessed",
             refusal.candidates.len()
         ),
-        _ => first_line(&refusal.message),
+        (_, _) => first_line(&refusal.message),
     };
     let mut decision = Decision::new(kind, Outcome::REFUSED)
         .agent(agent.as_str())

@@ -397,4 +397,25 @@ fn hosts_all_merges_the_listing_naming_each_host_and_refuses_a_name_on_two() {
         "{}",
         text(&out.stderr)
     );
+    // Both refusals were this daemon's own: each has its decision line here, as a refusal
+    // by the engine would.
+    let log = std::fs::read_to_string(here.state.join("decisions.jsonl")).unwrap();
+    let kinds: Vec<(String, String)> = log
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|d| d["kind"] == "name_ambiguous" || d["kind"] == "send_refused")
+        .map(|d| (d["kind"].as_str().unwrap().to_owned(), d.to_string()))
+        .collect();
+    assert_eq!(kinds.len(), 2, "{kinds:#?}");
+    assert_eq!(kinds[0].0, "name_ambiguous", "{kinds:#?}");
+    assert!(
+        kinds[0].1.contains("2 machines have a claude session"),
+        "{kinds:#?}"
+    );
+    assert!(
+        kinds[0].1.contains(r#""hosts":["this machine","there"]"#),
+        "{kinds:#?}"
+    );
+    assert_eq!(kinds[1].0, "send_refused", "{kinds:#?}");
+    assert!(kinds[1].1.contains("no host `nowhere`"), "{kinds:#?}");
 }

@@ -19,6 +19,7 @@ use std::time::Duration;
 use cross_agent_hosts::Links;
 use cross_agent_hub::Engine;
 use cross_agent_ipc::Error as IpcError;
+use cross_agent_protocol::Agent;
 use cross_agent_protocol::bridge::{
     BridgeStatusParams, CallerContext, IndexResolve, IndexSessionsParams, ListSessionsParams,
     ListSessionsResponse, Refusal, RefusalReason, Scope, SendParams, SendResponse,
@@ -328,13 +329,16 @@ async fn send_all(
     forwarding: &Forwarding,
 ) -> Result<SendResponse, RpcError> {
     let Some(query) = send.session_id.clone().filter(|s| !s.trim().is_empty()) else {
-        return Ok(refused(
+        return refused_here(
+            engine,
+            send.agent,
             RefusalReason::InvalidArguments,
             "host `all` needs a session_id (an id or exact name) to find the one host whose \
              session it is; nothing was sent"
                 .to_owned(),
             json!({"host": ALL_HOSTS}),
-        ));
+        )
+        .await;
     };
     let resolve = |caller: CallerContext| IndexSessionsParams {
         agents: vec![send.agent],
@@ -366,7 +370,9 @@ async fn send_all(
         Some(name) => format!("host `{name}`"),
     };
     match found.as_slice() {
-        [] => Ok(refused(
+        [] => refused_here(
+            engine,
+            send.agent,
             RefusalReason::NoSuchSession,
             format!(
                 "no {} session answers to {query:?} on this machine or any host{}; nothing was \
@@ -379,12 +385,15 @@ async fn send_all(
                 }
             ),
             json!({"host": ALL_HOSTS, "session_id": query}),
-        )),
+        )
+        .await,
         [only] => match only.clone() {
             None => blocking(engine, move |engine| engine.send(send)).await,
             Some(host) => forward_send(&host, send, engine, links, forwarding).await,
         },
-        several => Ok(refused(
+        several => refused_here(
+            engine,
+            send.agent,
             RefusalReason::AmbiguousName,
             format!(
                 "{query:?} names a {} session on {}: pass host to say which; nothing was sent",
@@ -393,17 +402,33 @@ async fn send_all(
             ),
             json!({"host": ALL_HOSTS, "session_id": query,
                    "hosts": several.iter().map(|h| h.clone().unwrap_or_else(|| "this machine".to_owned())).collect::<Vec<_>>()}),
-        )),
+        )
+        .await,
     }
 }
 
-fn refused(reason: RefusalReason, message: String, details: serde_json::Value) -> SendResponse {
-    SendResponse::Refused(Refusal {
+/// A send this daemon refuses before any engine takes it, its decision line written here as a
+/// refusal by the engine would be (one by the host is that host's to write).
+async fn refused_here(
+    engine: &Engine,
+    agent: Agent,
+    reason: RefusalReason,
+    message: String,
+    details: serde_json::Value,
+) -> Result<SendResponse, RpcError> {
+    let refusal = Refusal {
         reason,
         message,
         candidates: Vec::new(),
         details,
+    };
+    let line = refusal.clone();
+    blocking(engine, move |engine| {
+        engine.record_refused_send(agent, &line);
+        Ok(())
     })
+    .await?;
+    Ok(SendResponse::Refused(refusal))
 }
 
 /// A send to a session on `host`: recorded here, forwarded once with that id, the receipt
@@ -416,11 +441,14 @@ pub(crate) async fn forward_send(
     forwarding: &Forwarding,
 ) -> Result<SendResponse, RpcError> {
     if links.client(host).is_none() {
-        return Ok(refused(
+        return refused_here(
+            engine,
+            send.agent,
             RefusalReason::NotAvailable,
             format!("{}; nothing was sent", not_connected(links, host)),
             json!({"host": host}),
-        ));
+        )
+        .await;
     }
     let (owned_host, params) = (host.to_owned(), send.clone());
     let record = blocking(engine, move |engine| {

@@ -7,19 +7,31 @@
 //! daemon's follower copies that here ([`Engine::settle_remote`]) whenever the link is up —
 //! including after a link that dropped mid-delivery comes back. Nothing is ever re-sent.
 
+use cross_agent_decisions::events;
 use cross_agent_protocol::bridge::{
-    DeliveryRecord, DeliveryState, HandOverOutcome, SendParams, SendReceipt, TargetSelectedBy,
-    Transport,
+    DeliveryRecord, DeliveryState, HandOverOutcome, Refusal, SendParams, SendReceipt, SendResponse,
+    TargetSelectedBy, Transport,
 };
 use cross_agent_protocol::timestamp::now_rfc3339;
 use cross_agent_stores::UnixMillis;
 
 use super::Engine;
+use crate::Agent;
 use crate::caller::identify;
 use crate::envelope;
 use crate::error::Result;
 
 impl Engine {
+    /// Writes the decision line of a send the daemon refused before any engine took it (a
+    /// host that is not connected, a name on no host or on two): the same `send_refused` /
+    /// `name_ambiguous` line a refusal here writes. A refusal by the host itself is that
+    /// host's to record.
+    pub fn record_refused_send(&self, agent: Agent, refusal: &Refusal) {
+        self.inner
+            .decisions
+            .record_all(events::send(agent, &SendResponse::Refused(refusal.clone())));
+    }
+
     /// Records a send about to be forwarded to `host` (`delivering`, the sender as this
     /// machine identifies it) and returns its record; the caller forwards it with that id.
     pub fn record_remote_send(&self, host: &str, params: &SendParams) -> Result<DeliveryRecord> {
