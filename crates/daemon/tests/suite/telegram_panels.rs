@@ -81,11 +81,16 @@ async fn a_real_codex_panel_command_approval_is_answered_from_the_phone() {
         .endpoint
         .push(Rule::on_any_tool_result().reply_text("command done"));
     let mut panel = CodexPanel::open(&bridge);
+    // `untrusted` asks before any command that is not known to be safe; the sandbox lets the
+    // approved command write the marker in the project. (Under `read-only` Codex runs an
+    // approved command in the sandbox first and again outside it only when it takes the
+    // failure for a sandbox denial — which it once did not, on a loaded machine: the marker's
+    // absence then said nothing about the phone's answer.)
     panel
         .driver
         .send(
             &json!({"id": 900, "method": "thread/start", "params": {"cwd": bridge.project,
-                "approvalPolicy": "untrusted", "sandbox": "read-only"}})
+                "approvalPolicy": "untrusted", "sandbox": "workspace-write"}})
             .to_string(),
         )
         .unwrap();
