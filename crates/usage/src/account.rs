@@ -19,23 +19,43 @@ use cross_agent_protocol::timestamp::UnixMillis;
 use serde::{Deserialize, Serialize};
 
 use crate::FileUsage;
-use crate::codex::{CodexFile, RawUsage};
+use crate::codex::CodexFile;
+use crate::keys::{CallKey, ModelId, ModelNames};
 use crate::tokens::Tokens;
 
-/// One model call, counted once, for one session. Its names are shared (a file's session and
-/// cwd by all its calls, a model by every call of it): the live index keeps every charge.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Charge {
+/// One model call, counted once, for one session, as a report reads it: made on the fly from
+/// a [`Share`]'s compact call and the names the share holds once (the live index keeps no
+/// charge per call).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Charge<'a> {
     pub agent: Agent,
     /// The session the call counts for: a sub-agent's parent session.
-    pub session_id: Arc<str>,
+    pub session_id: &'a str,
     /// The sub-agent's own session or thread, when a sub-agent made the call.
-    pub subagent: Option<Arc<str>>,
+    pub subagent: Option<&'a str>,
     pub timestamp: Option<UnixMillis>,
     /// `None` when the file does not say (Grok); such a call's cost is unknown.
-    pub model: Option<Arc<str>>,
-    pub cwd: Option<Arc<str>>,
+    pub model: Option<&'a str>,
+    pub cwd: Option<&'a str>,
     pub tokens: Tokens,
+}
+
+/// One call as kept: no text, its model an interned id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Call {
+    pub timestamp: Option<UnixMillis>,
+    pub model: Option<ModelId>,
+    pub tokens: Tokens,
+}
+
+/// The calls one file wins, with the names they all share (held once here, not per call).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Share {
+    pub agent: Agent,
+    pub session_id: Arc<str>,
+    pub subagent: Option<Arc<str>>,
+    pub cwd: Option<Arc<str>>,
+    pub calls: Box<[Call]>,
 }
 
 /// One shared copy of each name (models, cwds) however many charges carry it.
@@ -77,9 +97,12 @@ pub struct RateLimits {
 /// Everything [`account`] decided.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Accounting {
-    /// The charges, in parts: the live index keeps each file's part and shares the ones that
-    /// did not change with the next accounting ([`crate::ledger`]). Their order means nothing.
-    pub chunks: Vec<Arc<[Charge]>>,
+    /// The calls counted, by the file that wins them: the live index keeps each file's share
+    /// and shares the ones that did not change with the next accounting ([`crate::ledger`]).
+    /// Their order means nothing.
+    pub chunks: Vec<Arc<Share>>,
+    /// The models' names, for the calls' ids.
+    pub models: ModelNames,
     /// Codex's latest rate limits across all rollouts.
     pub rate_limits: Option<RateLimits>,
     /// Sessions whose files record no usage at all (Grok's may not).
@@ -90,8 +113,33 @@ pub struct Accounting {
 
 impl Accounting {
     /// Every charge.
-    pub fn charges(&self) -> impl Iterator<Item = &Charge> {
-        self.chunks.iter().flat_map(|chunk| chunk.iter())
+    pub fn charges(&self) -> impl Iterator<Item = Charge<'_>> {
+        self.chunks.iter().flat_map(move |share| {
+            share
+                .calls
+                .iter()
+                .map(move |call| charge(self, share, call))
+        })
+    }
+
+    /// The charges of one share (its models named by this accounting's list).
+    pub fn charges_of<'a>(&'a self, share: &'a Share) -> impl Iterator<Item = Charge<'a>> {
+        share
+            .calls
+            .iter()
+            .map(move |call| charge(self, share, call))
+    }
+}
+
+fn charge<'a>(accounting: &'a Accounting, share: &'a Share, call: &Call) -> Charge<'a> {
+    Charge {
+        agent: share.agent,
+        session_id: &share.session_id,
+        subagent: share.subagent.as_deref(),
+        timestamp: call.timestamp,
+        model: call.model.and_then(|id| accounting.models.str(id)),
+        cwd: share.cwd.as_deref(),
+        tokens: call.tokens,
     }
 }
 
@@ -122,9 +170,11 @@ pub fn account(files: &[FileUsage]) -> Accounting {
 pub fn account_refs(files: &[&FileUsage]) -> Accounting {
     let mut out = Accounting::default();
     let mut names = Names::default();
-    let mut kept: Vec<(Precedence, Charge)> = Vec::new();
-    let mut claude_keys: HashMap<(&str, Option<&str>), usize> = HashMap::new();
-    let mut codex_keys: HashMap<(String, RawUsage, RawUsage), usize> = HashMap::new();
+    // Each call kept: its rank, the file that wins it (its place in `shares`) and the call.
+    let mut kept: Vec<(Precedence, usize, Call)> = Vec::new();
+    let mut shares: Vec<Share> = Vec::new();
+    let mut claude_keys: HashMap<CallKey, usize> = HashMap::new();
+    let mut codex_keys: HashMap<CallKey, usize> = HashMap::new();
 
     for file in files {
         let FileUsage::Claude(f) = file else { continue };
@@ -133,7 +183,14 @@ pub fn account_refs(files: &[&FileUsage]) -> Accounting {
             Some(parent) => (parent.as_str().into(), Some(Arc::from(own.as_str()))),
             None => (own.as_str().into(), None),
         };
-        let cwd = names.opt(f.cwd.as_deref());
+        let share = shares.len();
+        shares.push(Share {
+            agent: Agent::Claude,
+            session_id: session,
+            subagent,
+            cwd: names.opt(f.cwd.as_deref()),
+            calls: Box::default(),
+        });
         for m in &f.messages {
             let rank = precedence(
                 m.timestamp,
@@ -141,34 +198,30 @@ pub fn account_refs(files: &[&FileUsage]) -> Accounting {
                 f.started,
                 &own,
             );
-            let charge = Charge {
-                agent: Agent::Claude,
-                session_id: session.clone(),
-                subagent: subagent.clone(),
+            let call = Call {
                 timestamp: m.timestamp,
-                model: names.opt(m.model.as_deref()),
-                cwd: cwd.clone(),
+                model: m.model,
                 tokens: m.tokens,
             };
-            let key = (m.message_id.as_str(), m.request_id.as_deref());
-            match claude_keys.get(&key) {
+            match claude_keys.get(&m.key) {
                 Some(&at) => {
                     out.duplicates_skipped += 1;
-                    let (kept_rank, kept_charge) = &mut kept[at];
-                    let tokens = if m.tokens.total() > kept_charge.tokens.total() {
+                    let (kept_rank, kept_share, kept_call) = &mut kept[at];
+                    let tokens = if m.tokens.total() > kept_call.tokens.total() {
                         m.tokens
                     } else {
-                        kept_charge.tokens
+                        kept_call.tokens
                     };
                     if rank < *kept_rank {
                         *kept_rank = rank;
-                        *kept_charge = charge;
+                        *kept_share = share;
+                        *kept_call = call;
                     }
-                    kept_charge.tokens = tokens;
+                    kept_call.tokens = tokens;
                 }
                 None => {
-                    claude_keys.insert(key, kept.len());
-                    kept.push((rank, charge));
+                    claude_keys.insert(m.key, kept.len());
+                    kept.push((rank, share, call));
                 }
             }
         }
@@ -187,31 +240,33 @@ pub fn account_refs(files: &[&FileUsage]) -> Accounting {
         let family = threads.family(&own);
         let (session, depth) = threads.session(&own);
         let subagent: Option<Arc<str>> = (session != own).then(|| own.as_str().into());
-        let session: Arc<str> = session.into();
-        let cwd = names.opt(f.cwd.as_deref());
+        let share = shares.len();
+        shares.push(Share {
+            agent: Agent::Codex,
+            session_id: session.into(),
+            subagent,
+            cwd: names.opt(f.cwd.as_deref()),
+            calls: Box::default(),
+        });
         let fork_depth = threads.fork_depth(&own);
-        for call in &f.calls {
-            let rank = precedence(call.timestamp, fork_depth + depth, f.started, &own);
-            let charge = Charge {
-                agent: Agent::Codex,
-                session_id: session.clone(),
-                subagent: subagent.clone(),
-                timestamp: call.timestamp,
-                model: names.opt(call.model.as_deref()),
-                cwd: cwd.clone(),
-                tokens: call.last.tokens(),
+        for c in &f.calls {
+            let rank = precedence(c.timestamp, fork_depth + depth, f.started, &own);
+            let call = Call {
+                timestamp: c.timestamp,
+                model: c.model,
+                tokens: c.tokens,
             };
-            let key = (family.clone(), call.total, call.last);
+            let key = c.key_in(&family);
             match codex_keys.get(&key) {
                 Some(&at) => {
                     out.duplicates_skipped += 1;
                     if rank < kept[at].0 {
-                        kept[at] = (rank, charge);
+                        kept[at] = (rank, share, call);
                     }
                 }
                 None => {
                     codex_keys.insert(key, kept.len());
-                    kept.push((rank, charge));
+                    kept.push((rank, share, call));
                 }
             }
         }
@@ -232,26 +287,43 @@ pub fn account_refs(files: &[&FileUsage]) -> Accounting {
             out.no_usage_recorded.push((Agent::Grok, session));
             continue;
         }
-        let session_name: Arc<str> = session.as_str().into();
-        let cwd = names.opt(f.cwd.as_deref());
+        let share = shares.len();
+        shares.push(Share {
+            agent: Agent::Grok,
+            session_id: session.as_str().into(),
+            subagent: None,
+            cwd: names.opt(f.cwd.as_deref()),
+            calls: Box::default(),
+        });
         for turn in &f.turns {
             kept.push((
                 precedence(turn.timestamp, 0, f.started, &session),
-                Charge {
-                    agent: Agent::Grok,
-                    session_id: session_name.clone(),
-                    subagent: None,
+                share,
+                Call {
                     timestamp: turn.timestamp,
                     model: None,
-                    cwd: cwd.clone(),
                     tokens: turn.tokens,
                 },
             ));
         }
     }
 
-    let charges: Vec<Charge> = kept.into_iter().map(|(_, charge)| charge).collect();
-    out.chunks = vec![Arc::from(charges)];
+    let mut calls: Vec<Vec<Call>> = vec![Vec::new(); shares.len()];
+    for (_, share, call) in kept {
+        calls[share].push(call);
+    }
+    out.chunks = shares
+        .into_iter()
+        .zip(calls)
+        .filter(|(_, calls)| !calls.is_empty())
+        .map(|(share, calls)| {
+            Arc::new(Share {
+                calls: calls.into_boxed_slice(),
+                ..share
+            })
+        })
+        .collect();
+    out.models = ModelNames::now();
     out
 }
 

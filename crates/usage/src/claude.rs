@@ -9,32 +9,40 @@
 //! / `ephemeral_1h_input_tokens`); without the split, `cache_creation_input_tokens` is taken as
 //! 5-minute writes (the default TTL).
 
-use std::collections::HashMap;
-use std::hash::{Hash as _, Hasher as _};
 use std::path::{Path, PathBuf};
+
+use hashbrown::HashTable;
 
 use cross_agent_protocol::timestamp::UnixMillis;
 use serde::Deserialize;
 
+use crate::keys::{CallKey, ModelId};
 use crate::lines::{self, LineRecords, Reader};
 use crate::tokens::Tokens;
 
 /// The model name Claude Code gives lines it wrote without calling the API.
 pub const SYNTHETIC_MODEL: &str = "<synthetic>";
 
-/// One API reply as this file recorded it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One API reply as this file recorded it: a small fixed record, no text (the live index keeps
+/// one for every reply in every transcript).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClaudeMessage {
-    /// `message.id`; a line without one is keyed by its own `uuid`.
-    pub message_id: String,
-    /// `requestId`, when the line has one.
-    pub request_id: Option<String>,
+    /// `message.id` + `requestId` (a line without a `message.id` is keyed by its own `uuid`),
+    /// hashed ([`crate::keys`]).
+    pub key: CallKey,
     /// The earliest timestamp of the reply's lines.
     pub timestamp: Option<UnixMillis>,
-    pub model: Option<String>,
+    pub model: Option<ModelId>,
     pub tokens: Tokens,
-    /// `isSidechain`: written by a sub-agent.
-    pub sidechain: bool,
+}
+
+impl ClaudeMessage {
+    /// The key of the reply `message_id` of request `request_id`.
+    pub fn key_of(message_id: &str, request_id: Option<&str>) -> CallKey {
+        CallKey::of(|w| {
+            w.str(message_id).opt_str(request_id);
+        })
+    }
 }
 
 /// What one Claude transcript records about usage.
@@ -57,49 +65,32 @@ pub struct ClaudeFile {
 /// Reads one transcript from any number of appended pieces.
 pub type ClaudeReader = Reader<ClaudeLines>;
 
-/// What a Claude transcript's lines are taken for: each reply once, by `message.id` +
-/// `requestId`.
+/// What a Claude transcript's lines are taken for: each reply once, by its key.
 #[derive(Debug, Clone, Default)]
 pub struct ClaudeLines {
-    /// Each reply's place in the file's `messages`, by a hash of its key: the key's text is the
-    /// message's own, and a map by the key itself held every id twice (the live index keeps
-    /// every file's reader).
-    by_hash: HashMap<u64, usize>,
-    /// The replies whose key's hash another reply's key already has (never seen in practice,
-    /// but the count stays exact).
-    collided: HashMap<(String, Option<String>), usize>,
+    /// Each reply's place in the file's `messages`, found by its key: the table holds only the
+    /// place (4 bytes), the key is the message's own. Claude writes a reply's lines together,
+    /// but a reply's lines apart (resumed, interleaved sub-agent lines) must still be one reply,
+    /// so every reply is findable, not only the last.
+    places: HashTable<u32>,
 }
 
 impl ClaudeLines {
-    fn hash(message_id: &str, request_id: Option<&str>) -> u64 {
-        let mut hasher = std::hash::DefaultHasher::new();
-        (message_id, request_id).hash(&mut hasher);
-        hasher.finish()
-    }
-
     /// The place of the reply with this key, if the file has it.
-    fn find(&self, file: &ClaudeFile, message_id: &str, request_id: Option<&str>) -> Option<usize> {
-        let at = *self.by_hash.get(&Self::hash(message_id, request_id))?;
-        let m = file.messages.get(at)?;
-        if m.message_id == message_id && m.request_id.as_deref() == request_id {
-            return Some(at);
-        }
-        self.collided
-            .get(&(message_id.to_owned(), request_id.map(str::to_owned)))
-            .copied()
+    fn find(&self, file: &ClaudeFile, key: CallKey) -> Option<usize> {
+        self.places
+            .find(key.short(), |&at| {
+                file.messages.get(at as usize).is_some_and(|m| m.key == key)
+            })
+            .map(|&at| at as usize)
     }
 
     /// Notes the reply at `at` (not in the file before).
-    fn insert(&mut self, message_id: &str, request_id: Option<&str>, at: usize) {
-        match self.by_hash.entry(Self::hash(message_id, request_id)) {
-            std::collections::hash_map::Entry::Vacant(slot) => {
-                slot.insert(at);
-            }
-            std::collections::hash_map::Entry::Occupied(_) => {
-                self.collided
-                    .insert((message_id.to_owned(), request_id.map(str::to_owned)), at);
-            }
-        }
+    fn insert(&mut self, file: &ClaudeFile, key: CallKey, at: usize) {
+        let messages = &file.messages;
+        self.places.insert_unique(key.short(), at as u32, |&at| {
+            messages.get(at as usize).map_or(0, |m| m.key.short())
+        });
     }
 }
 
@@ -119,8 +110,6 @@ pub struct Line {
     cwd: Option<String>,
     #[serde(default)]
     timestamp: Option<String>,
-    #[serde(default, rename = "isSidechain")]
-    is_sidechain: bool,
     #[serde(default)]
     message: Option<Message>,
 }
@@ -231,7 +220,9 @@ impl LineRecords for ClaudeLines {
             return;
         };
         let tokens = usage.tokens();
-        match self.find(file, &message_id, line.request_id.as_deref()) {
+        let key = ClaudeMessage::key_of(&message_id, line.request_id.as_deref());
+        let model = message.model.as_deref().map(ModelId::intern);
+        match self.find(file, key) {
             Some(at) => {
                 let kept = &mut file.messages[at];
                 // The last line's usage is the reply's; an earlier, larger one (never seen in
@@ -240,7 +231,7 @@ impl LineRecords for ClaudeLines {
                     kept.tokens = tokens;
                 }
                 if kept.model.is_none() {
-                    kept.model = message.model;
+                    kept.model = model;
                 }
                 kept.timestamp = match (kept.timestamp, timestamp) {
                     (Some(a), Some(b)) => Some(a.min(b)),
@@ -248,15 +239,14 @@ impl LineRecords for ClaudeLines {
                 };
             }
             None => {
-                self.insert(&message_id, line.request_id.as_deref(), file.messages.len());
+                let at = file.messages.len();
                 file.messages.push(ClaudeMessage {
-                    message_id,
-                    request_id: line.request_id,
+                    key,
                     timestamp,
-                    model: message.model,
+                    model,
                     tokens,
-                    sidechain: line.is_sidechain,
                 });
+                self.insert(file, key, at);
             }
         }
     }
@@ -274,34 +264,4 @@ pub fn parent_of_subagent_file(path: &Path) -> Option<String> {
         return None;
     }
     Some(folder.parent()?.file_name()?.to_str()?.to_owned())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Two replies whose keys share a hash are still two replies, each found again by its own
-    /// key (a collision is forced: none is known for the real hash).
-    #[test]
-    fn replies_whose_keys_share_a_hash_stay_apart() {
-        let line = |msg: &str, output: u64| {
-            format!(
-                r#"{{"type":"assistant","requestId":"r","message":{{"id":"{msg}","model":"m","usage":{{"input_tokens":1,"output_tokens":{output}}}}}}}"#
-            )
-        };
-        let mut reader = ClaudeReader::new(Path::new("/s.jsonl"));
-        reader.feed(format!("{}\n", line("a", 1)).as_bytes());
-        // `b`'s hash taken by `a`, as a collision would.
-        let (file, records) = reader.parts();
-        assert_eq!(file.messages.len(), 1);
-        records.by_hash.insert(ClaudeLines::hash("b", Some("r")), 0);
-        reader.feed(format!("{}\n{}\n{}\n", line("b", 2), line("b", 5), line("a", 3)).as_bytes());
-        let file = reader.finish();
-        let got: Vec<(&str, u64)> = file
-            .messages
-            .iter()
-            .map(|m| (m.message_id.as_str(), m.tokens.output))
-            .collect();
-        assert_eq!(got, vec![("a", 3), ("b", 5)]);
-    }
 }

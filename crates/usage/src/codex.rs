@@ -21,6 +21,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::account::{RateLimitWindow, RateLimits};
+use crate::keys::{CallKey, ModelId};
 use crate::lines::{self, LineRecords, Reader};
 use crate::tokens::Tokens;
 
@@ -52,16 +53,40 @@ impl RawUsage {
     }
 }
 
-/// One model call as a `token_count` event recorded it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One model call as a `token_count` event recorded it: a small fixed record (the live index
+/// keeps one for every call in every rollout).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CodexCall {
     pub timestamp: Option<UnixMillis>,
-    pub model: Option<String>,
-    /// `info.last_token_usage`: this call.
-    pub last: RawUsage,
-    /// `info.total_token_usage`: the thread's running total after it. With `last`, the identity
-    /// of the call when a fork or resume copies it into another rollout.
-    pub total: RawUsage,
+    pub model: Option<ModelId>,
+    /// `info.last_token_usage` (this call), as disjoint kinds.
+    pub tokens: Tokens,
+    /// `info.total_token_usage` (the thread's running total after the call) and
+    /// `info.last_token_usage`, hashed: with the thread's family, the identity of the call when
+    /// a fork or resume copies it into another rollout ([`CodexCall::key_in`]).
+    pub usage_key: CallKey,
+}
+
+impl CodexCall {
+    /// The hash of a call's running total and last usage.
+    pub fn usage_key(total: &RawUsage, last: &RawUsage) -> CallKey {
+        CallKey::of(|w| {
+            for usage in [total, last] {
+                w.u64(usage.input_tokens)
+                    .u64(usage.cached_input_tokens)
+                    .u64(usage.output_tokens)
+                    .u64(usage.reasoning_output_tokens)
+                    .u64(usage.total_tokens);
+            }
+        })
+    }
+
+    /// The call's identity across rollouts: its usage in thread family `family`.
+    pub fn key_in(&self, family: &str) -> CallKey {
+        CallKey::of(|w| {
+            w.str(family).bytes(&self.usage_key.bytes());
+        })
+    }
 }
 
 /// What one rollout records about usage.
@@ -89,7 +114,7 @@ pub type CodexReader = Reader<CodexLines>;
 /// What a rollout's lines are taken for: the calls, each with the model of its turn.
 #[derive(Debug, Clone, Default)]
 pub struct CodexLines {
-    model: Option<String>,
+    model: Option<ModelId>,
     last_total: Option<RawUsage>,
 }
 
@@ -146,7 +171,7 @@ impl LineRecords for CodexLines {
             Some("session_meta") => meta(file, &payload),
             Some("turn_context") => {
                 if let Some(model) = payload.get("model").and_then(Value::as_str) {
-                    self.model = Some(model.to_owned());
+                    self.model = Some(ModelId::intern(model));
                 }
             }
             Some("event_msg")
@@ -215,9 +240,9 @@ impl CodexLines {
         self.last_total = Some(total);
         file.calls.push(CodexCall {
             timestamp,
-            model: self.model.clone(),
-            last,
-            total,
+            model: self.model,
+            tokens: last.tokens(),
+            usage_key: CodexCall::usage_key(&total, &last),
         });
     }
 }

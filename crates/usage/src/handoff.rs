@@ -25,7 +25,7 @@ use crate::live::{Entry, Kept};
 /// The readers handed over since the usage index last took them, by path.
 #[derive(Debug, Default)]
 pub struct Handoffs {
-    taken: Mutex<HashMap<PathBuf, Entry>>,
+    taken: Mutex<HashMap<PathBuf, Box<Entry>>>,
 }
 
 impl Handoffs {
@@ -39,7 +39,7 @@ impl Handoffs {
     }
 
     /// Everything handed over so far, leaving none.
-    pub(crate) fn take(&self) -> HashMap<PathBuf, Entry> {
+    pub(crate) fn take(&self) -> HashMap<PathBuf, Box<Entry>> {
         std::mem::take(&mut *self.taken.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
@@ -59,7 +59,7 @@ impl Handoffs {
         self.taken
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(path, entry);
+            .insert(path, Box::new(entry));
     }
 }
 

@@ -27,6 +27,7 @@ pub mod codex;
 pub mod error;
 pub mod grok;
 pub mod handoff;
+pub mod keys;
 pub mod ledger;
 pub mod limits;
 pub mod lines;
@@ -39,7 +40,9 @@ pub mod tokens;
 pub mod totals;
 pub mod wire;
 
-pub use account::{Accounting, Charge, RateLimitWindow, RateLimits, account, account_refs};
+pub use account::{
+    Accounting, Call, Charge, RateLimitWindow, RateLimits, Share, account, account_refs,
+};
 pub use error::{Error, Result};
 pub use ledger::LedgerStats;
 pub use live::{RefreshStats, UsageIndex};

@@ -123,12 +123,6 @@ impl<R: LineRecords> Reader<R> {
             .then(|| std::mem::take(&mut self.file))
     }
 
-    /// The file and the kind's own state, for a test to set up a case.
-    #[cfg(test)]
-    pub(crate) fn parts(&mut self) -> (&R::File, &mut R) {
-        (&self.file, &mut self.records)
-    }
-
     /// Gives back what [`Reader::take_file`] took.
     pub fn put_file(&mut self, file: R::File) {
         self.file = file;

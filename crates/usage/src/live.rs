@@ -181,7 +181,8 @@ struct Candidate {
 #[derive(Debug, Default)]
 pub struct UsageIndex {
     roots: Option<StoreRoots>,
-    entries: HashMap<PathBuf, Entry>,
+    /// Boxed: an entry is ~700 bytes, and a map keeps up to twice its length in empty slots.
+    entries: HashMap<PathBuf, Box<Entry>>,
     accounting: Option<Arc<Accounting>>,
     /// The accounting kept current by file.
     ledger: Ledger,
@@ -332,7 +333,7 @@ impl UsageIndex {
     fn read_changed(
         &mut self,
         candidates: Vec<Candidate>,
-        old: &mut HashMap<PathBuf, Entry>,
+        old: &mut HashMap<PathBuf, Box<Entry>>,
         stats: &mut RefreshStats,
         warnings: &mut Vec<String>,
     ) -> bool {
@@ -458,9 +459,9 @@ fn stamp_of(meta: &fs::Metadata) -> FileStamp {
 /// Reads what changed in one file: the appended bytes when it only grew, else all of it.
 fn read(
     c: &Candidate,
-    previous: Option<Entry>,
+    previous: Option<Box<Entry>>,
     stats: &mut RefreshStats,
-) -> Result<Option<Entry>, String> {
+) -> Result<Option<Box<Entry>>, String> {
     let known = previous.is_some();
     if c.compressed {
         // Nothing to resume in a compressed stream: read whole, as a scan does.
@@ -471,14 +472,16 @@ fn read(
             stats.files_new += 1;
         }
         stats.bytes_read += c.stamp.size;
-        return Ok(parsed.map(|parsed| Entry {
-            agent: c.agent,
-            stamp: c.stamp,
-            ino: None,
-            offset: c.stamp.size,
-            reader: Kept::Whole,
-            parsed,
-            lent: false,
+        return Ok(parsed.map(|parsed| {
+            Box::new(Entry {
+                agent: c.agent,
+                stamp: c.stamp,
+                ino: None,
+                offset: c.stamp.size,
+                reader: Kept::Whole,
+                parsed,
+                lent: false,
+            })
         }));
     }
     let file = match open_no_follow(&c.path) {
@@ -506,6 +509,7 @@ fn read(
     let (mut reader, mut offset) = match resume {
         Some(entry) => {
             stats.files_appended += 1;
+            let entry = *entry;
             let mut reader = entry.reader;
             if entry.lent {
                 reader.give_back(entry.parsed);
@@ -543,7 +547,7 @@ fn read(
     let Some((parsed, lent)) = reader.parsed() else {
         return Ok(None);
     };
-    Ok(Some(Entry {
+    Ok(Some(Box::new(Entry {
         agent: c.agent,
         // What was read, not what the walk saw before: a write in between shows next time.
         stamp: if offset == c.stamp.size {
@@ -559,5 +563,5 @@ fn read(
         reader,
         parsed,
         lent,
-    }))
+    })))
 }

@@ -178,17 +178,17 @@ impl Report {
             }
             let day_key;
             let key: &str = match by {
-                GroupBy::Session => &charge.session_id,
+                GroupBy::Session => charge.session_id,
                 GroupBy::Agent => charge.agent.as_str(),
-                GroupBy::Model => charge.model.as_deref().unwrap_or("(none)"),
+                GroupBy::Model => charge.model.unwrap_or("(none)"),
                 GroupBy::Day => {
                     day_key = charge.timestamp.map_or_else(|| "(no time)".to_owned(), day);
                     &day_key
                 }
-                GroupBy::Cwd => charge.cwd.as_deref().unwrap_or("(unknown)"),
+                GroupBy::Cwd => charge.cwd.unwrap_or("(unknown)"),
             };
-            let cost = prices.cost(charge.model.as_deref(), &charge.tokens);
-            let model = charge.model.as_deref();
+            let cost = prices.cost(charge.model, &charge.tokens);
+            let model = charge.model;
             // Looked up by the name first: a row's key is made once, not once per call.
             let row = match groups.get_mut(key) {
                 Some(row) => row,
