@@ -276,7 +276,7 @@ pub fn account_refs(files: &[&FileUsage]) -> Accounting {
                 .as_ref()
                 .is_none_or(|l| l.observed_at <= limits.observed_at)
         {
-            out.rate_limits = Some(limits.clone());
+            out.rate_limits = Some((**limits).clone());
         }
     }
 

@@ -197,6 +197,13 @@ impl LineRecords for ClaudeLines {
         &mut file.bad_lines
     }
 
+    fn shrink(&mut self, file: &mut ClaudeFile) {
+        file.messages.shrink_to_fit();
+        let messages = &file.messages;
+        self.places
+            .shrink_to_fit(|&at| messages.get(at as usize).map_or(0, |m| m.key.short()));
+    }
+
     fn record(&mut self, file: &mut ClaudeFile, line: Line, timestamp: Option<UnixMillis>) {
         if file.session_id.is_none() {
             file.session_id = line.session_id.clone();

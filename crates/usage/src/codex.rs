@@ -103,8 +103,8 @@ pub struct CodexFile {
     pub cwd: Option<String>,
     pub started: Option<UnixMillis>,
     pub calls: Vec<CodexCall>,
-    /// The latest `rate_limits` of the file.
-    pub rate_limits: Option<RateLimits>,
+    /// The latest `rate_limits` of the file (boxed: most rollouts' readers are kept with it).
+    pub rate_limits: Option<Box<RateLimits>>,
     pub bad_lines: u64,
 }
 
@@ -161,6 +161,10 @@ impl LineRecords for CodexLines {
 
     fn bad_lines(file: &mut CodexFile) -> &mut u64 {
         &mut file.bad_lines
+    }
+
+    fn shrink(&mut self, file: &mut CodexFile) {
+        file.calls.shrink_to_fit();
     }
 
     fn record(&mut self, file: &mut CodexFile, line: Line, timestamp: Option<UnixMillis>) {
@@ -221,7 +225,7 @@ impl CodexLines {
             .get("rate_limits")
             .and_then(|v| rate_limits(v, timestamp))
         {
-            file.rate_limits = Some(limits);
+            file.rate_limits = Some(Box::new(limits));
         }
         let Some(info) = payload.get("info").filter(|v| !v.is_null()) else {
             return;

@@ -74,6 +74,10 @@ impl LineRecords for GrokLines {
         &mut file.bad_lines
     }
 
+    fn shrink(&mut self, file: &mut GrokFile) {
+        file.turns.shrink_to_fit();
+    }
+
     fn record(&mut self, file: &mut GrokFile, line: Value, timestamp: Option<UnixMillis>) {
         let Some(update) = line.get("params").and_then(|p| p.get("update")) else {
             return;

@@ -125,41 +125,23 @@ impl TapSink for Sink {
             stamp,
             compressed,
             ino,
-            mut reader,
+            reader,
         } = *self;
-        let Some((parsed, lent)) = reader.parsed() else {
-            return;
-        };
         let entry = if compressed {
             // Read whole, as the usage index reads a compressed rollout.
-            Entry {
-                agent,
-                stamp,
-                ino: None,
-                offset: stamp.size,
-                reader: Kept::Whole,
-                parsed,
-                lent: false,
-            }
+            Entry::new(agent, stamp, None, stamp.size, reader.into_whole())
         } else {
-            Entry {
-                agent,
-                // What was read, not what the walk saw before: a write in between shows next
-                // time (as the usage index's own reads keep it).
-                stamp: if consumed == stamp.size {
-                    stamp
-                } else {
-                    FileStamp {
-                        size: consumed,
-                        mtime_ns: None,
-                    }
-                },
-                ino,
-                offset: consumed,
-                reader,
-                parsed,
-                lent,
-            }
+            // What was read, not what the walk saw before: a write in between shows next time
+            // (as the usage index's own reads keep it).
+            let stamp = if consumed == stamp.size {
+                stamp
+            } else {
+                FileStamp {
+                    size: consumed,
+                    mtime_ns: None,
+                }
+            };
+            Entry::new(agent, stamp, ino, consumed, reader)
         };
         to.put(path, entry);
     }

@@ -29,7 +29,7 @@ use std::sync::Arc;
 use cross_agent_protocol::Agent;
 use hashbrown::HashTable;
 
-use crate::FileUsage;
+use crate::FileRef;
 use crate::account::{
     Accounting, Call, Names, Precedence, RateLimits, Share, Threads, precedence, stem,
 };
@@ -76,7 +76,7 @@ struct FileSlot {
     /// What the accounting takes from the file as a whole: a Codex rollout's latest rate
     /// limits, a Grok session with no usage recorded (kept so a new accounting looks at no
     /// parse).
-    limits: Option<RateLimits>,
+    limits: Option<Box<RateLimits>>,
     no_usage: Option<String>,
 }
 
@@ -129,7 +129,7 @@ impl Ledger {
     pub(crate) fn update<'a>(
         &mut self,
         changed: impl IntoIterator<Item = PathBuf>,
-        parse: &dyn Fn(&Path) -> Option<&'a FileUsage>,
+        parse: &dyn Fn(&Path) -> Option<FileRef<'a>>,
     ) -> Accounting {
         let mut stats = LedgerStats::default();
         let mut touched: HashSet<KeyId> = HashSet::new();
@@ -140,7 +140,7 @@ impl Ledger {
         for path in changed {
             stats.files_changed += 1;
             let now = parse(&path);
-            codex_changed |= matches!(now, Some(FileUsage::Codex(_)));
+            codex_changed |= matches!(now, Some(FileRef::Codex(_)));
             let id = match self.ids.get(path.as_path()) {
                 Some(&id) => {
                     codex_changed |= self.slot(id).is_some_and(|s| s.agent == Agent::Codex);
@@ -194,7 +194,7 @@ impl Ledger {
         }
         // Each file's parse looked up once (a path's hash is not cheap), however many of its
         // calls are put in or decided again.
-        let mut parses: HashMap<FileId, Option<&'a FileUsage>> = HashMap::new();
+        let mut parses: HashMap<FileId, Option<FileRef<'a>>> = HashMap::new();
         for id in reput {
             let file = self.slot(id).and_then(|s| parse(&s.path));
             parses.insert(id, file);
@@ -304,14 +304,14 @@ impl Ledger {
     }
 
     /// Puts the file's calls into their keys.
-    fn put_in(&mut self, id: FileId, file: &FileUsage, touched: &mut HashSet<KeyId>) {
+    fn put_in(&mut self, id: FileId, file: FileRef<'_>, touched: &mut HashSet<KeyId>) {
         let keys: Vec<CallKey> = match file {
-            FileUsage::Claude(f) => f.messages.iter().map(|m| m.key).collect(),
-            FileUsage::Codex(f) => {
+            FileRef::Claude(f) => f.messages.iter().map(|m| m.key).collect(),
+            FileRef::Codex(f) => {
                 let family = self.family(f);
                 f.calls.iter().map(|c| c.key_in(&family)).collect()
             }
-            FileUsage::Grok(_) => Vec::new(),
+            FileRef::Grok(_) => Vec::new(),
         };
         let mut ids = Vec::with_capacity(keys.len());
         for (at, key) in keys.into_iter().enumerate() {
@@ -385,12 +385,12 @@ impl Ledger {
         }
     }
 
-    fn threads_now<'a>(&self, parse: &dyn Fn(&Path) -> Option<&'a FileUsage>) -> Threads {
+    fn threads_now<'a>(&self, parse: &dyn Fn(&Path) -> Option<FileRef<'a>>) -> Threads {
         let codex: Vec<&CodexFile> = self
             .order
             .keys()
             .filter_map(|path| match parse(path) {
-                Some(FileUsage::Codex(f)) => Some(f),
+                Some(FileRef::Codex(f)) => Some(f),
                 _ => None,
             })
             .collect();
@@ -402,7 +402,7 @@ impl Ledger {
     fn decide<'a>(
         &mut self,
         key: KeyId,
-        parse: &mut dyn FnMut(&Ledger, FileId) -> Option<&'a FileUsage>,
+        parse: &mut dyn FnMut(&Ledger, FileId) -> Option<FileRef<'a>>,
     ) {
         let state = self.keys[key as usize];
         let mut copies: Vec<CopyAt> = Vec::new();
@@ -423,7 +423,7 @@ impl Ledger {
             let Some(f) = parse(self, copy.file) else {
                 continue;
             };
-            claude |= matches!(f, FileUsage::Claude(_));
+            claude |= matches!(f, FileRef::Claude(_));
             let Some((rank, copy_tokens)) = self.rank(f, copy.at as usize) else {
                 continue;
             };
@@ -448,9 +448,9 @@ impl Ledger {
     }
 
     /// A copy's rank and recorded usage.
-    fn rank(&self, file: &FileUsage, at: usize) -> Option<(Precedence, Tokens)> {
+    fn rank(&self, file: FileRef<'_>, at: usize) -> Option<(Precedence, Tokens)> {
         match file {
-            FileUsage::Claude(f) => {
+            FileRef::Claude(f) => {
                 let m = f.messages.get(at)?;
                 let own = f.session_id.clone().unwrap_or_else(|| stem(&f.path));
                 Some((
@@ -463,7 +463,7 @@ impl Ledger {
                     m.tokens,
                 ))
             }
-            FileUsage::Codex(f) => {
+            FileRef::Codex(f) => {
                 let call = f.calls.get(at)?;
                 let own = f.thread_id.clone().unwrap_or_else(|| stem(&f.path));
                 let threads = self.threads.as_ref()?;
@@ -476,12 +476,12 @@ impl Ledger {
                 );
                 Some((rank, call.tokens))
             }
-            FileUsage::Grok(_) => None,
+            FileRef::Grok(_) => None,
         }
     }
 
     /// The share of the calls the file wins.
-    fn rebuild_chunk<'a>(&mut self, id: FileId, parse: &dyn Fn(&Path) -> Option<&'a FileUsage>) {
+    fn rebuild_chunk<'a>(&mut self, id: FileId, parse: &dyn Fn(&Path) -> Option<FileRef<'a>>) {
         let Some(slot) = self.slot(id) else { return };
         let Some(file) = parse(&slot.path) else {
             return;
@@ -496,7 +496,7 @@ impl Ledger {
         };
         let mut calls = Vec::new();
         let (agent, session, subagent, cwd) = match file {
-            FileUsage::Claude(f) => {
+            FileRef::Claude(f) => {
                 let own = f.session_id.clone().unwrap_or_else(|| stem(&f.path));
                 let (session, subagent): (Arc<str>, _) = match &f.parent_session {
                     Some(parent) => (parent.as_str().into(), Some(Arc::from(own))),
@@ -512,7 +512,7 @@ impl Ledger {
                 }
                 (Agent::Claude, session, subagent, f.cwd.as_deref())
             }
-            FileUsage::Codex(f) => {
+            FileRef::Codex(f) => {
                 let own = f.thread_id.clone().unwrap_or_else(|| stem(&f.path));
                 let session = match &self.threads {
                     Some(threads) => threads.session(&own).0,
@@ -531,7 +531,7 @@ impl Ledger {
                 }
                 (Agent::Codex, session.into(), subagent, f.cwd.as_deref())
             }
-            FileUsage::Grok(f) => {
+            FileRef::Grok(f) => {
                 let session: Arc<str> =
                     f.session_id.clone().unwrap_or_else(|| stem(&f.path)).into();
                 for turn in &f.turns {
@@ -554,8 +554,8 @@ impl Ledger {
             })
         });
         let (limits, no_usage) = match file {
-            FileUsage::Codex(f) => (f.rate_limits.clone(), None),
-            FileUsage::Grok(f) if f.turns.is_empty() => (
+            FileRef::Codex(f) => (f.rate_limits.clone(), None),
+            FileRef::Grok(f) if f.turns.is_empty() => (
                 None,
                 Some(f.session_id.clone().unwrap_or_else(|| stem(&f.path))),
             ),
@@ -576,7 +576,7 @@ impl Ledger {
             models: ModelNames::now(),
             ..Accounting::default()
         };
-        let mut latest: Option<&RateLimits> = None;
+        let mut latest: Option<&Box<RateLimits>> = None;
         for &id in self.order.values() {
             let Some(slot) = self.slot(id) else { continue };
             if let Some(chunk) = &slot.chunk {
@@ -591,23 +591,23 @@ impl Ledger {
                 out.no_usage_recorded.push((Agent::Grok, session.clone()));
             }
         }
-        out.rate_limits = latest.cloned();
+        out.rate_limits = latest.map(|l| (**l).clone());
         out
     }
 }
 
-fn agent_of(file: &FileUsage) -> Agent {
+fn agent_of(file: FileRef<'_>) -> Agent {
     match file {
-        FileUsage::Claude(_) => Agent::Claude,
-        FileUsage::Codex(_) => Agent::Codex,
-        FileUsage::Grok(_) => Agent::Grok,
+        FileRef::Claude(_) => Agent::Claude,
+        FileRef::Codex(_) => Agent::Codex,
+        FileRef::Grok(_) => Agent::Grok,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::claude;
+    use crate::{FileUsage, claude};
 
     fn transcript(path: &str, msg: &str, output: u64) -> FileUsage {
         let line = format!(
@@ -627,7 +627,9 @@ mod tests {
         let mut files: HashMap<PathBuf, FileUsage> = HashMap::new();
         let mut ledger = Ledger::default();
         let update = |ledger: &mut Ledger, files: &HashMap<PathBuf, FileUsage>, path: &str| {
-            ledger.update([PathBuf::from(path)], &|p| files.get(p))
+            ledger.update([PathBuf::from(path)], &|p| {
+                files.get(p).map(FileUsage::borrowed)
+            })
         };
         files.insert("/a.jsonl".into(), transcript("/a.jsonl", "a", 1));
         files.insert("/c.jsonl".into(), transcript("/c.jsonl", "c", 7));

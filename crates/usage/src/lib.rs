@@ -66,7 +66,35 @@ pub enum FileUsage {
     Grok(GrokFile),
 }
 
+/// One file's usage, borrowed: what the live index lends the accounting (its readers keep
+/// their own files, no copy).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum FileRef<'a> {
+    Claude(&'a ClaudeFile),
+    Codex(&'a CodexFile),
+    Grok(&'a GrokFile),
+}
+
+impl<'a> FileRef<'a> {
+    /// The file this was read from.
+    pub fn path(&self) -> &'a PathBuf {
+        match self {
+            FileRef::Claude(f) => &f.path,
+            FileRef::Codex(f) => &f.path,
+            FileRef::Grok(f) => &f.path,
+        }
+    }
+}
+
 impl FileUsage {
+    pub fn borrowed(&self) -> FileRef<'_> {
+        match self {
+            FileUsage::Claude(f) => FileRef::Claude(f),
+            FileUsage::Codex(f) => FileRef::Codex(f),
+            FileUsage::Grok(f) => FileRef::Grok(f),
+        }
+    }
+
     /// The file this was read from.
     pub fn path(&self) -> &PathBuf {
         match self {

@@ -41,7 +41,7 @@ use crate::grok::GrokReader;
 use crate::handoff::Handoffs;
 use crate::ledger::{Ledger, LedgerStats};
 use crate::scan::{CHUNK, claude_subagent_files, open_no_follow, read_one, subagent_files_of};
-use crate::{FileUsage, scan};
+use crate::{FileRef, FileUsage, scan};
 
 /// What one refresh did, counted so tests can show that a warm refresh reads nothing and an
 /// append reads about what was appended.
@@ -79,14 +79,15 @@ impl RefreshStats {
 /// still for minutes. Later sub-agent writes wait for the periodic walk.
 const HOT: Duration = Duration::from_secs(15 * 60);
 
-/// One agent's reader, kept between refreshes.
+/// One agent's reader, kept between refreshes. The reader's own file is the parse the
+/// accounting reads ([`Entry::parse`]): no second copy is kept.
 #[derive(Debug, Clone)]
 pub(crate) enum Kept {
     Claude(ClaudeReader),
     Codex(CodexReader),
     Grok(GrokReader),
-    /// A compressed rollout: read whole on each change, nothing to resume.
-    Whole,
+    /// A compressed rollout, read whole on each change: nothing to resume, only its parse.
+    Whole(Box<FileUsage>),
 }
 
 impl Kept {
@@ -104,7 +105,7 @@ impl Kept {
             Kept::Claude(r) => r.feed(bytes),
             Kept::Codex(r) => r.feed(bytes),
             Kept::Grok(r) => r.feed(bytes),
-            Kept::Whole => {}
+            Kept::Whole(_) => {}
         }
     }
 
@@ -114,41 +115,49 @@ impl Kept {
             Kept::Claude(r) => r.feed_line(line),
             Kept::Codex(r) => r.feed_line(line),
             Kept::Grok(r) => r.feed_line(line),
-            Kept::Whole => {}
+            Kept::Whole(_) => {}
         }
     }
 
-    /// The file as read so far, a last line without its newline taken when it is whole JSON
-    /// (as a whole read takes it), the reader itself left waiting for more.
-    ///
-    /// With no line half written (nearly always) the reader's own file is taken rather than
-    /// copied — at 110,000 files the copies were a second set of every parse — and `true` says
-    /// it must be given back ([`Kept::give_back`]) before the reader is fed again.
-    pub(crate) fn parsed(&mut self) -> Option<(FileUsage, bool)> {
+    /// The reader's file as read so far (a half-written last line left out).
+    fn file(&self) -> FileRef<'_> {
         match self {
-            Kept::Claude(r) => Some(match r.take_file() {
-                Some(file) => (FileUsage::Claude(file), true),
-                None => (FileUsage::Claude(r.finished()), false),
-            }),
-            Kept::Codex(r) => Some(match r.take_file() {
-                Some(file) => (FileUsage::Codex(file), true),
-                None => (FileUsage::Codex(r.finished()), false),
-            }),
-            Kept::Grok(r) => Some(match r.take_file() {
-                Some(file) => (FileUsage::Grok(file), true),
-                None => (FileUsage::Grok(r.finished()), false),
-            }),
-            Kept::Whole => None,
+            Kept::Claude(r) => FileRef::Claude(r.file()),
+            Kept::Codex(r) => FileRef::Codex(r.file()),
+            Kept::Grok(r) => FileRef::Grok(r.file()),
+            Kept::Whole(f) => f.borrowed(),
         }
     }
 
-    /// Puts back the file [`Kept::parsed`] took from the reader.
-    fn give_back(&mut self, parsed: FileUsage) {
-        match (self, parsed) {
-            (Kept::Claude(r), FileUsage::Claude(file)) => r.put_file(file),
-            (Kept::Codex(r), FileUsage::Codex(file)) => r.put_file(file),
-            (Kept::Grok(r), FileUsage::Grok(file)) => r.put_file(file),
-            _ => {}
+    /// Gives back the room the reads left spare.
+    fn shrink(&mut self) {
+        match self {
+            Kept::Claude(r) => r.shrink(),
+            Kept::Codex(r) => r.shrink(),
+            Kept::Grok(r) => r.shrink(),
+            Kept::Whole(_) => {}
+        }
+    }
+
+    /// The file as a whole read would give it now, when that is not [`Kept::file`]: a last line
+    /// without its newline waits and is whole JSON (rare: a line being written). The reader is
+    /// left waiting for more.
+    fn finished(&self) -> Option<FileUsage> {
+        match self {
+            Kept::Claude(r) if r.waiting() => Some(FileUsage::Claude(r.finished())),
+            Kept::Codex(r) if r.waiting() => Some(FileUsage::Codex(r.finished())),
+            Kept::Grok(r) if r.waiting() => Some(FileUsage::Grok(r.finished())),
+            _ => None,
+        }
+    }
+
+    /// The reader finished and kept as a whole read's parse (a compressed rollout).
+    pub(crate) fn into_whole(self) -> Kept {
+        match self {
+            Kept::Claude(r) => Kept::Whole(Box::new(FileUsage::Claude(r.finish()))),
+            Kept::Codex(r) => Kept::Whole(Box::new(FileUsage::Codex(r.finish()))),
+            Kept::Grok(r) => Kept::Whole(Box::new(FileUsage::Grok(r.finish()))),
+            whole @ Kept::Whole(_) => whole,
         }
     }
 }
@@ -163,9 +172,36 @@ pub(crate) struct Entry {
     /// How many bytes the reader has been fed.
     pub(crate) offset: u64,
     pub(crate) reader: Kept,
-    pub(crate) parsed: FileUsage,
-    /// `parsed` is the reader's own file, taken from it: given back before it reads on.
-    pub(crate) lent: bool,
+    /// The parse with a waiting last line taken, when one waits ([`Kept::finished`]).
+    finished: Option<Box<FileUsage>>,
+}
+
+impl Entry {
+    pub(crate) fn new(
+        agent: Agent,
+        stamp: FileStamp,
+        ino: Option<(u64, u64)>,
+        offset: u64,
+        mut reader: Kept,
+    ) -> Entry {
+        reader.shrink();
+        Entry {
+            agent,
+            stamp,
+            ino,
+            offset,
+            finished: reader.finished().map(Box::new),
+            reader,
+        }
+    }
+
+    /// The file's usage as last read.
+    pub(crate) fn parse(&self) -> FileRef<'_> {
+        match &self.finished {
+            Some(file) => file.borrowed(),
+            None => self.reader.file(),
+        }
+    }
 }
 
 /// A file to look at: what the stores list, and the sub-agent transcripts.
@@ -394,7 +430,7 @@ impl UsageIndex {
             return kept.clone();
         }
         let entries = &self.entries;
-        let parse = |path: &Path| entries.get(path).map(|entry| &entry.parsed);
+        let parse = |path: &Path| entries.get(path).map(|entry| entry.parse());
         let accounting = Arc::new(self.ledger.update(self.dirty.drain(), &parse));
         self.accounting = Some(accounting.clone());
         accounting
@@ -473,15 +509,13 @@ fn read(
         }
         stats.bytes_read += c.stamp.size;
         return Ok(parsed.map(|parsed| {
-            Box::new(Entry {
-                agent: c.agent,
-                stamp: c.stamp,
-                ino: None,
-                offset: c.stamp.size,
-                reader: Kept::Whole,
-                parsed,
-                lent: false,
-            })
+            Box::new(Entry::new(
+                c.agent,
+                c.stamp,
+                /*ino*/ None,
+                c.stamp.size,
+                Kept::Whole(Box::new(parsed)),
+            ))
         }));
     }
     let file = match open_no_follow(&c.path) {
@@ -504,17 +538,13 @@ fn read(
             && entry.ino.is_some()
             && entry.ino == ino
             && size >= entry.offset
-            && !matches!(entry.reader, Kept::Whole)
+            && !matches!(entry.reader, Kept::Whole(_))
     });
     let (mut reader, mut offset) = match resume {
         Some(entry) => {
             stats.files_appended += 1;
             let entry = *entry;
-            let mut reader = entry.reader;
-            if entry.lent {
-                reader.give_back(entry.parsed);
-            }
-            (reader, entry.offset)
+            (entry.reader, entry.offset)
         }
         None => {
             if known {
@@ -544,24 +574,16 @@ fn read(
             }
         }
     }
-    let Some((parsed, lent)) = reader.parsed() else {
-        return Ok(None);
+    // What was read, not what the walk saw before: a write in between shows next time.
+    let stamp = if offset == c.stamp.size {
+        c.stamp
+    } else {
+        FileStamp {
+            size: offset,
+            mtime_ns: None,
+        }
     };
-    Ok(Some(Box::new(Entry {
-        agent: c.agent,
-        // What was read, not what the walk saw before: a write in between shows next time.
-        stamp: if offset == c.stamp.size {
-            c.stamp
-        } else {
-            FileStamp {
-                size: offset,
-                mtime_ns: None,
-            }
-        },
-        ino,
-        offset,
-        reader,
-        parsed,
-        lent,
-    })))
+    Ok(Some(Box::new(Entry::new(
+        c.agent, stamp, ino, offset, reader,
+    ))))
 }
