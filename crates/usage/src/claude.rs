@@ -197,11 +197,10 @@ impl LineRecords for ClaudeLines {
         &mut file.bad_lines
     }
 
+    /// The place table is left as it is: it grows by doubling only when full, so it never has
+    /// a smaller size to go to.
     fn shrink(&mut self, file: &mut ClaudeFile) {
         file.messages.shrink_to_fit();
-        let messages = &file.messages;
-        self.places
-            .shrink_to_fit(|&at| messages.get(at as usize).map_or(0, |m| m.key.short()));
     }
 
     fn record(&mut self, file: &mut ClaudeFile, line: Line, timestamp: Option<UnixMillis>) {
