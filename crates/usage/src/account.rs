@@ -19,7 +19,9 @@ use cross_agent_protocol::timestamp::UnixMillis;
 use serde::{Deserialize, Serialize};
 
 use crate::FileUsage;
-use crate::codex::CodexFile;
+use crate::calls::{Call, Calls};
+use crate::codex::{CodexFile, key_in};
+use crate::grok::GrokFile;
 use crate::keys::{CallKey, ModelId, ModelNames};
 use crate::tokens::Tokens;
 
@@ -40,22 +42,100 @@ pub struct Charge<'a> {
     pub tokens: Tokens,
 }
 
-/// One call as kept: no text, its model an interned id.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Call {
-    pub timestamp: Option<UnixMillis>,
-    pub model: Option<ModelId>,
-    pub tokens: Tokens,
-}
-
-/// The calls one file wins, with the names they all share (held once here, not per call).
+/// The calls one file wins, with the names they all share (held once here, not per call):
+/// the file's own list of calls ([`Calls`], shared with its reader, not copied) and which of
+/// them it wins.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Share {
     pub agent: Agent,
     pub session_id: Arc<str>,
     pub subagent: Option<Arc<str>>,
     pub cwd: Option<Arc<str>>,
-    pub calls: Box<[Call]>,
+    calls: Calls,
+    /// Which of `calls` the file wins, one bit each; `None`: every one (nearly always).
+    won: Option<Box<[u64]>>,
+    /// The usage a won call counts where it is not its own record's (a Claude reply another
+    /// copy recorded more of), by the call's place, in order.
+    counted: Box<[(u32, Tokens)]>,
+}
+
+/// One call a share counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Counted {
+    pub timestamp: Option<UnixMillis>,
+    pub model: Option<ModelId>,
+    pub tokens: Tokens,
+}
+
+impl Share {
+    /// The share of a file whose calls are `calls`, of which it wins those `wins` says (by
+    /// place), each with `counted`'s usage where it has one (by place, in order); `None` when
+    /// it wins none.
+    pub(crate) fn new(
+        names: ShareNames,
+        calls: Calls,
+        wins: impl Fn(usize) -> bool,
+        counted: Vec<(u32, Tokens)>,
+    ) -> Option<Share> {
+        let mut won: Vec<u64> = vec![0; calls.len().div_ceil(64)];
+        let mut all = true;
+        let mut any = false;
+        for at in 0..calls.len() {
+            if wins(at) {
+                won[at / 64] |= 1 << (at % 64);
+                any = true;
+            } else {
+                all = false;
+            }
+        }
+        any.then(|| Share {
+            agent: names.agent,
+            session_id: names.session_id,
+            subagent: names.subagent,
+            cwd: names.cwd,
+            calls,
+            won: (!all).then(|| won.into_boxed_slice()),
+            counted: counted.into_boxed_slice(),
+        })
+    }
+
+    /// The calls the file wins, each with the usage it counts.
+    pub fn calls(&self) -> impl Iterator<Item = Counted> + '_ {
+        let mut counted = self.counted.iter().peekable();
+        self.calls
+            .iter()
+            .enumerate()
+            .filter(|(at, _)| {
+                self.won
+                    .as_ref()
+                    .is_none_or(|won| won[at / 64] & (1 << (at % 64)) != 0)
+            })
+            .map(move |(at, call)| {
+                let mut tokens = call.tokens;
+                while let Some(&&(place, own)) = counted.peek() {
+                    if place as usize > at {
+                        break;
+                    }
+                    if place as usize == at {
+                        tokens = own;
+                    }
+                    counted.next();
+                }
+                Counted {
+                    timestamp: call.timestamp(),
+                    model: call.model,
+                    tokens,
+                }
+            })
+    }
+}
+
+/// What a share's calls all share.
+pub(crate) struct ShareNames {
+    pub(crate) agent: Agent,
+    pub(crate) session_id: Arc<str>,
+    pub(crate) subagent: Option<Arc<str>>,
+    pub(crate) cwd: Option<Arc<str>>,
 }
 
 /// One shared copy of each name (models, cwds) however many charges carry it.
@@ -114,24 +194,13 @@ pub struct Accounting {
 impl Accounting {
     /// Every charge.
     pub fn charges(&self) -> impl Iterator<Item = Charge<'_>> {
-        self.chunks.iter().flat_map(move |share| {
-            share
-                .calls
-                .iter()
-                .map(move |call| charge(self, share, call))
-        })
-    }
-
-    /// The charges of one share (its models named by this accounting's list).
-    pub fn charges_of<'a>(&'a self, share: &'a Share) -> impl Iterator<Item = Charge<'a>> {
-        share
-            .calls
+        self.chunks
             .iter()
-            .map(move |call| charge(self, share, call))
+            .flat_map(move |share| share.calls().map(move |call| charge(self, share, call)))
     }
 }
 
-fn charge<'a>(accounting: &'a Accounting, share: &'a Share, call: &Call) -> Charge<'a> {
+fn charge<'a>(accounting: &'a Accounting, share: &'a Share, call: Counted) -> Charge<'a> {
     Charge {
         agent: share.agent,
         session_id: &share.session_id,
@@ -170,9 +239,10 @@ pub fn account(files: &[FileUsage]) -> Accounting {
 pub fn account_refs(files: &[&FileUsage]) -> Accounting {
     let mut out = Accounting::default();
     let mut names = Names::default();
-    // Each call kept: its rank, the file that wins it (its place in `shares`) and the call.
-    let mut kept: Vec<(Precedence, usize, Call)> = Vec::new();
-    let mut shares: Vec<Share> = Vec::new();
+    // Each call kept: its rank, the file that wins it (its place in `shares`), its place there
+    // and the usage it counts.
+    let mut kept: Vec<(Precedence, usize, u32, Tokens)> = Vec::new();
+    let mut shares: Vec<(ShareNames, Calls)> = Vec::new();
     let mut claude_keys: HashMap<CallKey, usize> = HashMap::new();
     let mut codex_keys: HashMap<CallKey, usize> = HashMap::new();
 
@@ -184,44 +254,38 @@ pub fn account_refs(files: &[&FileUsage]) -> Accounting {
             None => (own.as_str().into(), None),
         };
         let share = shares.len();
-        shares.push(Share {
-            agent: Agent::Claude,
-            session_id: session,
-            subagent,
-            cwd: names.opt(f.cwd.as_deref()),
-            calls: Box::default(),
-        });
-        for m in &f.messages {
+        shares.push((
+            ShareNames {
+                agent: Agent::Claude,
+                session_id: session,
+                subagent,
+                cwd: names.opt(f.cwd.as_deref()),
+            },
+            f.messages.clone(),
+        ));
+        for (at, m) in f.messages.iter().enumerate() {
             let rank = precedence(
-                m.timestamp,
+                m.timestamp(),
                 u32::from(f.parent_session.is_some()),
                 f.started,
                 &own,
             );
-            let call = Call {
-                timestamp: m.timestamp,
-                model: m.model,
-                tokens: m.tokens,
-            };
             match claude_keys.get(&m.key) {
-                Some(&at) => {
+                Some(&k) => {
                     out.duplicates_skipped += 1;
-                    let (kept_rank, kept_share, kept_call) = &mut kept[at];
-                    let tokens = if m.tokens.total() > kept_call.tokens.total() {
-                        m.tokens
-                    } else {
-                        kept_call.tokens
-                    };
+                    let (kept_rank, kept_share, kept_at, kept_tokens) = &mut kept[k];
+                    if m.tokens.total() > kept_tokens.total() {
+                        *kept_tokens = m.tokens;
+                    }
                     if rank < *kept_rank {
                         *kept_rank = rank;
                         *kept_share = share;
-                        *kept_call = call;
+                        *kept_at = at as u32;
                     }
-                    kept_call.tokens = tokens;
                 }
                 None => {
                     claude_keys.insert(m.key, kept.len());
-                    kept.push((rank, share, call));
+                    kept.push((rank, share, at as u32, m.tokens));
                 }
             }
         }
@@ -241,32 +305,29 @@ pub fn account_refs(files: &[&FileUsage]) -> Accounting {
         let (session, depth) = threads.session(&own);
         let subagent: Option<Arc<str>> = (session != own).then(|| own.as_str().into());
         let share = shares.len();
-        shares.push(Share {
-            agent: Agent::Codex,
-            session_id: session.into(),
-            subagent,
-            cwd: names.opt(f.cwd.as_deref()),
-            calls: Box::default(),
-        });
+        shares.push((
+            ShareNames {
+                agent: Agent::Codex,
+                session_id: session.into(),
+                subagent,
+                cwd: names.opt(f.cwd.as_deref()),
+            },
+            f.calls.clone(),
+        ));
         let fork_depth = threads.fork_depth(&own);
-        for c in &f.calls {
-            let rank = precedence(c.timestamp, fork_depth + depth, f.started, &own);
-            let call = Call {
-                timestamp: c.timestamp,
-                model: c.model,
-                tokens: c.tokens,
-            };
-            let key = c.key_in(&family);
+        for (at, c) in f.calls.iter().enumerate() {
+            let rank = precedence(c.timestamp(), fork_depth + depth, f.started, &own);
+            let key = key_in(c, &family);
             match codex_keys.get(&key) {
-                Some(&at) => {
+                Some(&k) => {
                     out.duplicates_skipped += 1;
-                    if rank < kept[at].0 {
-                        kept[at] = (rank, share, call);
+                    if rank < kept[k].0 {
+                        kept[k] = (rank, share, at as u32, c.tokens);
                     }
                 }
                 None => {
                     codex_keys.insert(key, kept.len());
-                    kept.push((rank, share, call));
+                    kept.push((rank, share, at as u32, c.tokens));
                 }
             }
         }
@@ -288,43 +349,56 @@ pub fn account_refs(files: &[&FileUsage]) -> Accounting {
             continue;
         }
         let share = shares.len();
-        shares.push(Share {
-            agent: Agent::Grok,
-            session_id: session.as_str().into(),
-            subagent: None,
-            cwd: names.opt(f.cwd.as_deref()),
-            calls: Box::default(),
-        });
-        for turn in &f.turns {
+        shares.push((
+            ShareNames {
+                agent: Agent::Grok,
+                session_id: session.as_str().into(),
+                subagent: None,
+                cwd: names.opt(f.cwd.as_deref()),
+            },
+            grok_calls(f),
+        ));
+        for (at, turn) in f.turns.iter().enumerate() {
             kept.push((
                 precedence(turn.timestamp, 0, f.started, &session),
                 share,
-                Call {
-                    timestamp: turn.timestamp,
-                    model: None,
-                    tokens: turn.tokens,
-                },
+                at as u32,
+                turn.tokens,
             ));
         }
     }
 
-    let mut calls: Vec<Vec<Call>> = vec![Vec::new(); shares.len()];
-    for (_, share, call) in kept {
-        calls[share].push(call);
+    // Each file's won places, and the usage of those that count another copy's.
+    let mut won: Vec<Vec<(u32, Tokens)>> = vec![Vec::new(); shares.len()];
+    for (_, share, at, tokens) in kept {
+        won[share].push((at, tokens));
     }
     out.chunks = shares
         .into_iter()
-        .zip(calls)
-        .filter(|(_, calls)| !calls.is_empty())
-        .map(|(share, calls)| {
-            Arc::new(Share {
-                calls: calls.into_boxed_slice(),
-                ..share
-            })
+        .zip(won)
+        .filter_map(|((names, calls), mut won)| {
+            won.sort_by_key(|&(at, _)| at);
+            let wins = |at: usize| won.binary_search_by_key(&(at as u32), |&(a, _)| a).is_ok();
+            let counted: Vec<(u32, Tokens)> = won
+                .iter()
+                .filter(|&&(at, tokens)| calls.get(at as usize).is_some_and(|c| c.tokens != tokens))
+                .copied()
+                .collect();
+            Share::new(names, calls.clone(), wins, counted).map(Arc::new)
         })
         .collect();
     out.models = ModelNames::now();
     out
+}
+
+/// A Grok session's turns as calls (Grok's readers keep turns; few files have any).
+pub(crate) fn grok_calls(f: &GrokFile) -> Calls {
+    Arc::new(
+        f.turns
+            .iter()
+            .map(|t| Call::new(CallKey::default(), t.timestamp, None, t.tokens))
+            .collect(),
+    )
 }
 
 /// How Codex threads relate: forks and spawns, from each rollout's `session_meta`.

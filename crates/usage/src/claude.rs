@@ -10,12 +10,14 @@
 //! 5-minute writes (the default TTL).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use hashbrown::HashTable;
 
 use cross_agent_protocol::timestamp::UnixMillis;
 use serde::Deserialize;
 
+use crate::calls::{Call, Calls};
 use crate::keys::{CallKey, ModelId};
 use crate::lines::{self, LineRecords, Reader};
 use crate::tokens::Tokens;
@@ -23,26 +25,16 @@ use crate::tokens::Tokens;
 /// The model name Claude Code gives lines it wrote without calling the API.
 pub const SYNTHETIC_MODEL: &str = "<synthetic>";
 
-/// One API reply as this file recorded it: a small fixed record, no text (the live index keeps
-/// one for every reply in every transcript).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ClaudeMessage {
-    /// `message.id` + `requestId` (a line without a `message.id` is keyed by its own `uuid`),
-    /// hashed ([`crate::keys`]).
-    pub key: CallKey,
-    /// The earliest timestamp of the reply's lines.
-    pub timestamp: Option<UnixMillis>,
-    pub model: Option<ModelId>,
-    pub tokens: Tokens,
-}
+/// One API reply as this file recorded it: `message.id` + `requestId` (a line without a
+/// `message.id` is keyed by its own `uuid`) hashed as its key ([`key_of`]), the earliest
+/// timestamp of its lines, its model and its largest usage.
+pub type ClaudeMessage = Call;
 
-impl ClaudeMessage {
-    /// The key of the reply `message_id` of request `request_id`.
-    pub fn key_of(message_id: &str, request_id: Option<&str>) -> CallKey {
-        CallKey::of(|w| {
-            w.str(message_id).opt_str(request_id);
-        })
-    }
+/// The key of the reply `message_id` of request `request_id`.
+pub fn key_of(message_id: &str, request_id: Option<&str>) -> CallKey {
+    CallKey::of(|w| {
+        w.str(message_id).opt_str(request_id);
+    })
 }
 
 /// What one Claude transcript records about usage.
@@ -57,7 +49,7 @@ pub struct ClaudeFile {
     /// The earliest timestamp in the file.
     pub started: Option<UnixMillis>,
     /// Each reply once, in first-seen order.
-    pub messages: Vec<ClaudeMessage>,
+    pub messages: Calls,
     /// Lines that were not JSON (a damaged file), counted so a caller can say so.
     pub bad_lines: u64,
 }
@@ -200,7 +192,10 @@ impl LineRecords for ClaudeLines {
     /// The place table is left as it is: it grows by doubling only when full, so it never has
     /// a smaller size to go to.
     fn shrink(&mut self, file: &mut ClaudeFile) {
-        file.messages.shrink_to_fit();
+        // Only a list no share holds: another's would be copied to be trimmed.
+        if let Some(messages) = Arc::get_mut(&mut file.messages) {
+            messages.shrink_to_fit();
+        }
     }
 
     fn record(&mut self, file: &mut ClaudeFile, line: Line, timestamp: Option<UnixMillis>) {
@@ -226,11 +221,11 @@ impl LineRecords for ClaudeLines {
             return;
         };
         let tokens = usage.tokens();
-        let key = ClaudeMessage::key_of(&message_id, line.request_id.as_deref());
+        let key = key_of(&message_id, line.request_id.as_deref());
         let model = message.model.as_deref().map(ModelId::intern);
         match self.find(file, key) {
             Some(at) => {
-                let kept = &mut file.messages[at];
+                let kept = &mut Arc::make_mut(&mut file.messages)[at];
                 // The last line's usage is the reply's; an earlier, larger one (never seen in
                 // practice) is not given up for a smaller later one.
                 if tokens.total() >= kept.tokens.total() {
@@ -239,19 +234,14 @@ impl LineRecords for ClaudeLines {
                 if kept.model.is_none() {
                     kept.model = model;
                 }
-                kept.timestamp = match (kept.timestamp, timestamp) {
+                kept.set_timestamp(match (kept.timestamp(), timestamp) {
                     (Some(a), Some(b)) => Some(a.min(b)),
                     (a, b) => a.or(b),
-                };
+                });
             }
             None => {
                 let at = file.messages.len();
-                file.messages.push(ClaudeMessage {
-                    key,
-                    timestamp,
-                    model,
-                    tokens,
-                });
+                Arc::make_mut(&mut file.messages).push(Call::new(key, timestamp, model, tokens));
                 self.insert(file, key, at);
             }
         }

@@ -15,12 +15,14 @@
 //! records these; [`crate::account`] decides what is a replay.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use cross_agent_protocol::timestamp::UnixMillis;
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::account::{RateLimitWindow, RateLimits};
+use crate::calls::{Call, Calls};
 use crate::keys::{CallKey, ModelId};
 use crate::lines::{self, LineRecords, Reader};
 use crate::tokens::Tokens;
@@ -53,40 +55,30 @@ impl RawUsage {
     }
 }
 
-/// One model call as a `token_count` event recorded it: a small fixed record (the live index
-/// keeps one for every call in every rollout).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CodexCall {
-    pub timestamp: Option<UnixMillis>,
-    pub model: Option<ModelId>,
-    /// `info.last_token_usage` (this call), as disjoint kinds.
-    pub tokens: Tokens,
-    /// `info.total_token_usage` (the thread's running total after the call) and
-    /// `info.last_token_usage`, hashed: with the thread's family, the identity of the call when
-    /// a fork or resume copies it into another rollout ([`CodexCall::key_in`]).
-    pub usage_key: CallKey,
+/// One model call as a `token_count` event recorded it: its usage (`info.last_token_usage`)
+/// as disjoint kinds, the model of its turn, and as its key the running total
+/// (`info.total_token_usage`) and last usage hashed ([`usage_key`]) — with the thread's family
+/// ([`key_in`]), the identity of the call when a fork or resume copies it into another rollout.
+pub type CodexCall = Call;
+
+/// The hash of a call's running total and last usage.
+pub fn usage_key(total: &RawUsage, last: &RawUsage) -> CallKey {
+    CallKey::of(|w| {
+        for usage in [total, last] {
+            w.u64(usage.input_tokens)
+                .u64(usage.cached_input_tokens)
+                .u64(usage.output_tokens)
+                .u64(usage.reasoning_output_tokens)
+                .u64(usage.total_tokens);
+        }
+    })
 }
 
-impl CodexCall {
-    /// The hash of a call's running total and last usage.
-    pub fn usage_key(total: &RawUsage, last: &RawUsage) -> CallKey {
-        CallKey::of(|w| {
-            for usage in [total, last] {
-                w.u64(usage.input_tokens)
-                    .u64(usage.cached_input_tokens)
-                    .u64(usage.output_tokens)
-                    .u64(usage.reasoning_output_tokens)
-                    .u64(usage.total_tokens);
-            }
-        })
-    }
-
-    /// The call's identity across rollouts: its usage in thread family `family`.
-    pub fn key_in(&self, family: &str) -> CallKey {
-        CallKey::of(|w| {
-            w.str(family).bytes(&self.usage_key.bytes());
-        })
-    }
+/// A call's identity across rollouts: its usage in thread family `family`.
+pub fn key_in(call: &CodexCall, family: &str) -> CallKey {
+    CallKey::of(|w| {
+        w.str(family).bytes(&call.key.bytes());
+    })
 }
 
 /// What one rollout records about usage.
@@ -102,7 +94,7 @@ pub struct CodexFile {
     pub parent_thread: Option<String>,
     pub cwd: Option<String>,
     pub started: Option<UnixMillis>,
-    pub calls: Vec<CodexCall>,
+    pub calls: Calls,
     /// The latest `rate_limits` of the file (boxed: most rollouts' readers are kept with it).
     pub rate_limits: Option<Box<RateLimits>>,
     pub bad_lines: u64,
@@ -164,7 +156,10 @@ impl LineRecords for CodexLines {
     }
 
     fn shrink(&mut self, file: &mut CodexFile) {
-        file.calls.shrink_to_fit();
+        // Only a list no share holds: another's would be copied to be trimmed.
+        if let Some(calls) = Arc::get_mut(&mut file.calls) {
+            calls.shrink_to_fit();
+        }
     }
 
     fn record(&mut self, file: &mut CodexFile, line: Line, timestamp: Option<UnixMillis>) {
@@ -242,12 +237,12 @@ impl CodexLines {
             return;
         }
         self.last_total = Some(total);
-        file.calls.push(CodexCall {
+        Arc::make_mut(&mut file.calls).push(Call::new(
+            usage_key(&total, &last),
             timestamp,
-            model: self.model,
-            tokens: last.tokens(),
-            usage_key: CodexCall::usage_key(&total, &last),
-        });
+            self.model,
+            last.tokens(),
+        ));
     }
 }
 

@@ -31,9 +31,10 @@ use hashbrown::HashTable;
 
 use crate::FileRef;
 use crate::account::{
-    Accounting, Call, Names, Precedence, RateLimits, Share, Threads, precedence, stem,
+    Accounting, Names, Precedence, RateLimits, Share, ShareNames, Threads, grok_calls, precedence,
+    stem,
 };
-use crate::codex::CodexFile;
+use crate::codex::{CodexFile, key_in};
 use crate::keys::{CallKey, ModelNames};
 use crate::tokens::Tokens;
 
@@ -309,7 +310,7 @@ impl Ledger {
             FileRef::Claude(f) => f.messages.iter().map(|m| m.key).collect(),
             FileRef::Codex(f) => {
                 let family = self.family(f);
-                f.calls.iter().map(|c| c.key_in(&family)).collect()
+                f.calls.iter().map(|c| key_in(c, &family)).collect()
             }
             FileRef::Grok(_) => Vec::new(),
         };
@@ -455,7 +456,7 @@ impl Ledger {
                 let own = f.session_id.clone().unwrap_or_else(|| stem(&f.path));
                 Some((
                     precedence(
-                        m.timestamp,
+                        m.timestamp(),
                         u32::from(f.parent_session.is_some()),
                         f.started,
                         &own,
@@ -469,7 +470,7 @@ impl Ledger {
                 let threads = self.threads.as_ref()?;
                 let (_, depth) = threads.session(&own);
                 let rank = precedence(
-                    call.timestamp,
+                    call.timestamp(),
                     threads.fork_depth(&own) + depth,
                     f.started,
                     &own,
@@ -482,6 +483,17 @@ impl Ledger {
 
     /// The share of the calls the file wins.
     fn rebuild_chunk<'a>(&mut self, id: FileId, parse: &dyn Fn(&Path) -> Option<FileRef<'a>>) {
+        let mut names = std::mem::take(&mut self.names);
+        self.make_chunk(id, parse, &mut names);
+        self.names = names;
+    }
+
+    fn make_chunk<'a>(
+        &mut self,
+        id: FileId,
+        parse: &dyn Fn(&Path) -> Option<FileRef<'a>>,
+        names: &mut Names,
+    ) {
         let Some(slot) = self.slot(id) else { return };
         let Some(file) = parse(&slot.path) else {
             return;
@@ -494,23 +506,29 @@ impl Ledger {
             };
             (self.keys[key as usize].winner == copy).then_some(key)
         };
-        let mut calls = Vec::new();
-        let (agent, session, subagent, cwd) = match file {
+        let (agent, session, subagent, cwd, calls, counted) = match file {
             FileRef::Claude(f) => {
                 let own = f.session_id.clone().unwrap_or_else(|| stem(&f.path));
                 let (session, subagent): (Arc<str>, _) = match &f.parent_session {
                     Some(parent) => (parent.as_str().into(), Some(Arc::from(own))),
                     None => (own.into(), None),
                 };
-                for (at, m) in f.messages.iter().enumerate() {
-                    let Some(key) = wins(at) else { continue };
-                    calls.push(Call {
-                        timestamp: m.timestamp,
-                        model: m.model,
-                        tokens: self.tokens.get(&key).copied().unwrap_or(m.tokens),
-                    });
-                }
-                (Agent::Claude, session, subagent, f.cwd.as_deref())
+                // The won replies counted with another copy's larger usage.
+                let counted: Vec<(u32, Tokens)> = (0..f.messages.len())
+                    .filter_map(|at| {
+                        let tokens = self.tokens.get(&wins(at)?)?;
+                        Some((at as u32, *tokens))
+                    })
+                    .collect();
+                let cwd = f.cwd.as_deref();
+                (
+                    Agent::Claude,
+                    session,
+                    subagent,
+                    cwd,
+                    f.messages.clone(),
+                    counted,
+                )
             }
             FileRef::Codex(f) => {
                 let own = f.thread_id.clone().unwrap_or_else(|| stem(&f.path));
@@ -519,40 +537,32 @@ impl Ledger {
                     None => own.clone(),
                 };
                 let subagent: Option<Arc<str>> = (session != own).then(|| own.into());
-                for (at, call) in f.calls.iter().enumerate() {
-                    if wins(at).is_none() {
-                        continue;
-                    }
-                    calls.push(Call {
-                        timestamp: call.timestamp,
-                        model: call.model,
-                        tokens: call.tokens,
-                    });
-                }
-                (Agent::Codex, session.into(), subagent, f.cwd.as_deref())
+                let cwd = f.cwd.as_deref();
+                (
+                    Agent::Codex,
+                    session.into(),
+                    subagent,
+                    cwd,
+                    f.calls.clone(),
+                    Vec::new(),
+                )
             }
             FileRef::Grok(f) => {
                 let session: Arc<str> =
                     f.session_id.clone().unwrap_or_else(|| stem(&f.path)).into();
-                for turn in &f.turns {
-                    calls.push(Call {
-                        timestamp: turn.timestamp,
-                        model: None,
-                        tokens: turn.tokens,
-                    });
-                }
-                (Agent::Grok, session, None, f.cwd.as_deref())
+                let cwd = f.cwd.as_deref();
+                (Agent::Grok, session, None, cwd, grok_calls(f), Vec::new())
             }
         };
-        let chunk = (!calls.is_empty()).then(|| {
-            Arc::new(Share {
-                agent,
-                session_id: session,
-                subagent,
-                cwd: self.names.opt(cwd),
-                calls: calls.into_boxed_slice(),
-            })
-        });
+        let grok = agent == Agent::Grok;
+        let names = ShareNames {
+            agent,
+            session_id: session,
+            subagent,
+            cwd: names.opt(cwd),
+        };
+        let chunk =
+            Share::new(names, calls, |at| grok || wins(at).is_some(), counted).map(Arc::new);
         let (limits, no_usage) = match file {
             FileRef::Codex(f) => (f.rate_limits.clone(), None),
             FileRef::Grok(f) if f.turns.is_empty() => (

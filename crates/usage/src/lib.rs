@@ -22,6 +22,7 @@
 pub mod account;
 pub mod budget;
 pub mod budget_config;
+pub mod calls;
 pub mod claude;
 pub mod codex;
 pub mod error;
@@ -41,8 +42,9 @@ pub mod totals;
 pub mod wire;
 
 pub use account::{
-    Accounting, Call, Charge, RateLimitWindow, RateLimits, Share, account, account_refs,
+    Accounting, Charge, Counted, RateLimitWindow, RateLimits, Share, account, account_refs,
 };
+pub use calls::{Call, Calls};
 pub use error::{Error, Result};
 pub use ledger::LedgerStats;
 pub use live::{RefreshStats, UsageIndex};
