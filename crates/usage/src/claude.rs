@@ -9,7 +9,7 @@
 //! / `ephemeral_1h_input_tokens`); without the split, `cache_creation_input_tokens` is taken as
 //! 5-minute writes (the default TTL).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use hashbrown::HashTable;
@@ -38,9 +38,10 @@ pub fn key_of(message_id: &str, request_id: Option<&str>) -> CallKey {
 }
 
 /// What one Claude transcript records about usage.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ClaudeFile {
-    pub path: PathBuf,
+    /// Shared: the live index keys the file by it and its ledger orders files by it.
+    pub path: Arc<Path>,
     /// `sessionId` of the first line that had one.
     pub session_id: Option<String>,
     /// For `<session>/subagents/*.jsonl`: the session folder's name, the parent it counts for.
@@ -169,9 +170,13 @@ impl LineRecords for ClaudeLines {
     /// A file under `<session>/subagents/` counts for that session.
     fn start(path: &Path) -> ClaudeFile {
         ClaudeFile {
-            path: path.to_path_buf(),
+            path: Arc::from(path),
+            session_id: None,
             parent_session: parent_of_subagent_file(path),
-            ..ClaudeFile::default()
+            cwd: None,
+            started: None,
+            messages: Calls::default(),
+            bad_lines: 0,
         }
     }
 

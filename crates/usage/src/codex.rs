@@ -14,7 +14,7 @@
 //! `source` is `{"subagent":{"thread_spawn":{"parent_thread_id":…,"depth":…}}}`. The reader only
 //! records these; [`crate::account`] decides what is a replay.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use cross_agent_protocol::timestamp::UnixMillis;
@@ -82,9 +82,10 @@ pub fn key_in(call: &CodexCall, family: &str) -> CallKey {
 }
 
 /// What one rollout records about usage.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct CodexFile {
-    pub path: PathBuf,
+    /// Shared: the live index keys the file by it and its ledger orders files by it.
+    pub path: Arc<Path>,
     /// The first `session_meta`'s `id`: this rollout's thread.
     pub thread_id: Option<String>,
     /// The thread this one was forked from: `forked_from_id`, else the id of a second
@@ -136,8 +137,15 @@ impl LineRecords for CodexLines {
 
     fn start(path: &Path) -> CodexFile {
         CodexFile {
-            path: path.to_path_buf(),
-            ..CodexFile::default()
+            path: Arc::from(path),
+            thread_id: None,
+            forked_from: None,
+            parent_thread: None,
+            cwd: None,
+            started: None,
+            calls: Calls::default(),
+            rate_limits: None,
+            bad_lines: 0,
         }
     }
 

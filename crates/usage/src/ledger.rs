@@ -149,7 +149,7 @@ impl Ledger {
                     id
                 }
                 None => match now {
-                    Some(file) => self.add_file(path, agent_of(file)),
+                    Some(file) => self.add_file(file.path().clone(), agent_of(file)),
                     None => continue,
                 },
             };
@@ -235,8 +235,8 @@ impl Ledger {
         self.files.get(id as usize).and_then(Option::as_ref)
     }
 
-    fn add_file(&mut self, path: PathBuf, agent: Agent) -> FileId {
-        let path: Arc<Path> = Arc::from(path);
+    /// A new file, keyed by its parse's own path (one copy of it).
+    fn add_file(&mut self, path: Arc<Path>, agent: Agent) -> FileId {
         let slot = FileSlot {
             path: path.clone(),
             agent,

@@ -54,7 +54,8 @@ pub use report::{GroupBy, Report, Row, Since};
 pub use tokens::Tokens;
 pub use totals::{SessionTotals, TotalsStats};
 
-use std::path::PathBuf;
+use std::path::Path;
+use std::sync::Arc;
 
 use claude::ClaudeFile;
 use codex::CodexFile;
@@ -79,7 +80,7 @@ pub enum FileRef<'a> {
 
 impl<'a> FileRef<'a> {
     /// The file this was read from.
-    pub fn path(&self) -> &'a PathBuf {
+    pub fn path(&self) -> &'a Arc<Path> {
         match self {
             FileRef::Claude(f) => &f.path,
             FileRef::Codex(f) => &f.path,
@@ -98,7 +99,7 @@ impl FileUsage {
     }
 
     /// The file this was read from.
-    pub fn path(&self) -> &PathBuf {
+    pub fn path(&self) -> &Arc<Path> {
         match self {
             FileUsage::Claude(f) => &f.path,
             FileUsage::Codex(f) => &f.path,

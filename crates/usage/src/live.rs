@@ -218,7 +218,8 @@ struct Candidate {
 pub struct UsageIndex {
     roots: Option<StoreRoots>,
     /// Boxed: an entry is ~700 bytes, and a map keeps up to twice its length in empty slots.
-    entries: HashMap<PathBuf, Box<Entry>>,
+    /// Keyed by the parse's own path (one copy of it, shared with the ledger).
+    entries: HashMap<Arc<Path>, Box<Entry>>,
     accounting: Option<Arc<Accounting>>,
     /// The accounting kept current by file.
     ledger: Ledger,
@@ -270,7 +271,8 @@ impl UsageIndex {
         let mut changed = self.read_changed(candidates, &mut old, &mut stats, warnings);
         stats.files_dropped = old.len();
         changed |= !old.is_empty();
-        self.dirty.extend(old.into_keys());
+        self.dirty
+            .extend(old.into_keys().map(|path| path.to_path_buf()));
         if changed {
             self.accounting = None;
         }
@@ -327,11 +329,11 @@ impl UsageIndex {
         let mut candidates = Vec::new();
         let mut old = HashMap::new();
         for (path, candidate) in wanted {
-            let entry = self.entries.remove(&path);
+            let entry = self.entries.remove_entry(path.as_path());
             match candidate {
                 Some(c) => {
-                    if let Some(entry) = entry {
-                        old.insert(path, entry);
+                    if let Some((key, entry)) = entry {
+                        old.insert(key, entry);
                     }
                     candidates.push(c);
                 }
@@ -369,7 +371,7 @@ impl UsageIndex {
     fn read_changed(
         &mut self,
         candidates: Vec<Candidate>,
-        old: &mut HashMap<PathBuf, Box<Entry>>,
+        old: &mut HashMap<Arc<Path>, Box<Entry>>,
         stats: &mut RefreshStats,
         warnings: &mut Vec<String>,
     ) -> bool {
@@ -383,7 +385,7 @@ impl UsageIndex {
         let mut jobs = Vec::new();
         let mut changed = false;
         for c in candidates {
-            let mine = old.remove(&c.path);
+            let mine = old.remove(c.path.as_path());
             let previous = match handed.remove(&c.path) {
                 Some(entry) => {
                     stats.files_handed += 1;
@@ -396,7 +398,7 @@ impl UsageIndex {
             match previous {
                 Some(entry) if entry.agent == c.agent && entry.stamp == c.stamp => {
                     stats.files_unchanged += 1;
-                    self.entries.insert(c.path, entry);
+                    self.entries.insert(entry.parse().path().clone(), entry);
                 }
                 previous => jobs.push((c, previous)),
             }
@@ -406,13 +408,13 @@ impl UsageIndex {
         let results = cross_agent_stores::parallel::read_files(jobs, |(c, previous)| {
             let mut counted = RefreshStats::default();
             let result = read(&c, previous, &mut counted);
-            (c.path, result, counted)
+            (result, counted)
         });
-        for (path, result, counted) in results {
+        for (result, counted) in results {
             stats.add(&counted);
             match result {
                 Ok(Some(entry)) => {
-                    self.entries.insert(path, entry);
+                    self.entries.insert(entry.parse().path().clone(), entry);
                 }
                 Ok(None) => {}
                 Err(message) => warnings.push(message),
