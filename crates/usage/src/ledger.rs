@@ -227,6 +227,11 @@ impl Ledger {
                 self.rebuild_chunk(id, parse);
             }
         }
+        // A list grown by doubling holds up to twice its length: the spare room given back when
+        // a quarter or more is spare (after a cold read), an eighth kept so the next few new
+        // keys do not move the list again.
+        trim(&mut self.keys);
+        trim(&mut self.files);
         self.last = stats;
         self.accounting()
     }
@@ -603,6 +608,13 @@ impl Ledger {
         }
         out.rate_limits = latest.map(|l| (**l).clone());
         out
+    }
+}
+
+/// Gives back a list's spare room when a quarter or more of it is spare, keeping an eighth.
+fn trim<T>(list: &mut Vec<T>) {
+    if list.capacity() - list.len() > list.len() / 4 {
+        list.shrink_to(list.len() + list.len() / 8);
     }
 }
 
