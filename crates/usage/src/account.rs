@@ -122,7 +122,7 @@ impl Share {
                     counted.next();
                 }
                 Counted {
-                    timestamp: call.timestamp(),
+                    timestamp: call.timestamp,
                     model: call.model,
                     tokens,
                 }
@@ -265,7 +265,7 @@ pub fn account_refs(files: &[&FileUsage]) -> Accounting {
         ));
         for (at, m) in f.messages.iter().enumerate() {
             let rank = precedence(
-                m.timestamp(),
+                m.timestamp,
                 u32::from(f.parent_session.is_some()),
                 f.started,
                 &own,
@@ -316,8 +316,8 @@ pub fn account_refs(files: &[&FileUsage]) -> Accounting {
         ));
         let fork_depth = threads.fork_depth(&own);
         for (at, c) in f.calls.iter().enumerate() {
-            let rank = precedence(c.timestamp(), fork_depth + depth, f.started, &own);
-            let key = key_in(c, &family);
+            let rank = precedence(c.timestamp, fork_depth + depth, f.started, &own);
+            let key = key_in(&c, &family);
             match codex_keys.get(&key) {
                 Some(&k) => {
                     out.duplicates_skipped += 1;
@@ -396,7 +396,12 @@ pub(crate) fn grok_calls(f: &GrokFile) -> Calls {
     Arc::new(
         f.turns
             .iter()
-            .map(|t| Call::new(CallKey::default(), t.timestamp, None, t.tokens))
+            .map(|t| Call {
+                key: CallKey::default(),
+                timestamp: t.timestamp,
+                model: None,
+                tokens: t.tokens,
+            })
             .collect(),
     )
 }

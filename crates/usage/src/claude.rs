@@ -73,7 +73,7 @@ impl ClaudeLines {
     fn find(&self, file: &ClaudeFile, key: CallKey) -> Option<usize> {
         self.places
             .find(key.short(), |&at| {
-                file.messages.get(at as usize).is_some_and(|m| m.key == key)
+                file.messages.key(at as usize) == Some(key)
             })
             .map(|&at| at as usize)
     }
@@ -82,7 +82,7 @@ impl ClaudeLines {
     fn insert(&mut self, file: &ClaudeFile, key: CallKey, at: usize) {
         let messages = &file.messages;
         self.places.insert_unique(key.short(), at as u32, |&at| {
-            messages.get(at as usize).map_or(0, |m| m.key.short())
+            messages.key(at as usize).map_or(0, |k| k.short())
         });
     }
 }
@@ -230,7 +230,10 @@ impl LineRecords for ClaudeLines {
         let model = message.model.as_deref().map(ModelId::intern);
         match self.find(file, key) {
             Some(at) => {
-                let kept = &mut Arc::make_mut(&mut file.messages)[at];
+                let messages = Arc::make_mut(&mut file.messages);
+                let Some(mut kept) = messages.get(at) else {
+                    return;
+                };
                 // The last line's usage is the reply's; an earlier, larger one (never seen in
                 // practice) is not given up for a smaller later one.
                 if tokens.total() >= kept.tokens.total() {
@@ -239,14 +242,20 @@ impl LineRecords for ClaudeLines {
                 if kept.model.is_none() {
                     kept.model = model;
                 }
-                kept.set_timestamp(match (kept.timestamp(), timestamp) {
+                kept.timestamp = match (kept.timestamp, timestamp) {
                     (Some(a), Some(b)) => Some(a.min(b)),
                     (a, b) => a.or(b),
-                });
+                };
+                messages.set(at, kept);
             }
             None => {
                 let at = file.messages.len();
-                Arc::make_mut(&mut file.messages).push(Call::new(key, timestamp, model, tokens));
+                Arc::make_mut(&mut file.messages).push(Call {
+                    key,
+                    timestamp,
+                    model,
+                    tokens,
+                });
                 self.insert(file, key, at);
             }
         }

@@ -245,12 +245,12 @@ impl CodexLines {
             return;
         }
         self.last_total = Some(total);
-        Arc::make_mut(&mut file.calls).push(Call::new(
-            usage_key(&total, &last),
+        Arc::make_mut(&mut file.calls).push(Call {
+            key: usage_key(&total, &last),
             timestamp,
-            self.model,
-            last.tokens(),
-        ));
+            model: self.model,
+            tokens: last.tokens(),
+        });
     }
 }
 

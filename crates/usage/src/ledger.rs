@@ -315,7 +315,7 @@ impl Ledger {
             FileRef::Claude(f) => f.messages.iter().map(|m| m.key).collect(),
             FileRef::Codex(f) => {
                 let family = self.family(f);
-                f.calls.iter().map(|c| key_in(c, &family)).collect()
+                f.calls.iter().map(|c| key_in(&c, &family)).collect()
             }
             FileRef::Grok(_) => Vec::new(),
         };
@@ -461,7 +461,7 @@ impl Ledger {
                 let own = f.session_id.clone().unwrap_or_else(|| stem(&f.path));
                 Some((
                     precedence(
-                        m.timestamp(),
+                        m.timestamp,
                         u32::from(f.parent_session.is_some()),
                         f.started,
                         &own,
@@ -475,7 +475,7 @@ impl Ledger {
                 let threads = self.threads.as_ref()?;
                 let (_, depth) = threads.session(&own);
                 let rank = precedence(
-                    call.timestamp(),
+                    call.timestamp,
                     threads.fork_depth(&own) + depth,
                     f.started,
                     &own,

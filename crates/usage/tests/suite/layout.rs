@@ -120,7 +120,7 @@ fn a_reply_written_on_lines_appended_apart_counts_once_with_its_largest_usage() 
     reader.feed(&fs::read(&file).unwrap()[before..]);
     let messages = &reader.file().messages;
     assert_eq!(messages.len(), 81);
-    assert_eq!(messages[0].tokens, tokens(100, 500));
+    assert_eq!(messages.get(0).unwrap().tokens, tokens(100, 500));
 }
 
 /// A model first seen after an accounting is named in the next (the names are interned once,
