@@ -138,7 +138,7 @@ pub(crate) struct ShareNames {
     pub(crate) cwd: Option<Arc<str>>,
 }
 
-/// One shared copy of each name (models, cwds) however many charges carry it.
+/// One shared copy of each name (cwds) however many shares carry it.
 #[derive(Debug, Default)]
 pub(crate) struct Names(std::collections::HashSet<Arc<str>>);
 

@@ -3,10 +3,13 @@
 //! which it reads through: it never writes an agent's store.
 //!
 //! The work is split so the daemon's live index can reuse it later:
+//! - [`calls`] and [`keys`] are what is kept per call: a fixed 48-byte record, its identity a
+//!   128-bit hash and its model an interned id;
 //! - readers ([`claude`], [`codex`], [`grok`]) turn one file's bytes — whole, or only the bytes
 //!   appended since the last look ([`lines::LineBuffer`]) — into a parsed [`FileUsage`];
 //! - [`account`] is pure: from every file's [`FileUsage`] it decides what counts once and for
-//!   which session (duplicates, replays, copies, sub-agents) and returns [`Charge`]s;
+//!   which session (duplicates, replays, copies, sub-agents) and returns each file's [`Share`]
+//!   of the calls, read as [`Charge`]s;
 //! - [`prices`] prices a charge (`None` when the model has no price, never 0);
 //! - [`report`] groups charges by session, agent, model, day or cwd; [`totals`] keeps each
 //!   session's totals by file for the daemon's listing;

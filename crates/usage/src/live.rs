@@ -19,8 +19,8 @@
 //! What counts once across files is decided by [`crate::ledger`], by the rules of
 //! [`crate::account`]: after a change, only for the calls the changed files record (a copy in
 //! one file is only known to be a copy by comparing it with the others, so those are compared
-//! again), every other file's charges kept. It is kept until the next change, so a warm query
-//! prices the kept charges and reads nothing.
+//! again), every other file's share kept. It is kept until the next change, so a warm query
+//! prices the kept shares and reads nothing.
 
 use std::collections::{HashMap, HashSet};
 use std::fs;
