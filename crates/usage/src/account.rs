@@ -100,33 +100,54 @@ impl Share {
     }
 
     /// The calls the file wins, each with the usage it counts.
-    pub fn calls(&self) -> impl Iterator<Item = Counted> + '_ {
-        let mut counted = self.counted.iter().peekable();
-        self.calls
-            .iter()
-            .enumerate()
-            .filter(|(at, _)| {
-                self.won
-                    .as_ref()
-                    .is_none_or(|won| won[at / 64] & (1 << (at % 64)) != 0)
-            })
-            .map(move |(at, call)| {
-                let mut tokens = call.tokens;
-                while let Some(&&(place, own)) = counted.peek() {
-                    if place as usize > at {
-                        break;
-                    }
-                    if place as usize == at {
-                        tokens = own;
-                    }
-                    counted.next();
+    pub fn calls(&self) -> ShareCalls<'_> {
+        ShareCalls {
+            share: self,
+            at: 0,
+            counted: 0,
+        }
+    }
+}
+
+/// The calls a share wins, in the file's order ([`Share::calls`]): one loop, no adaptors, since a
+/// report walks every call of every share.
+pub struct ShareCalls<'a> {
+    share: &'a Share,
+    at: usize,
+    /// The next of the share's `counted` not yet passed.
+    counted: usize,
+}
+
+impl Iterator for ShareCalls<'_> {
+    type Item = Counted;
+
+    fn next(&mut self) -> Option<Counted> {
+        let share = self.share;
+        loop {
+            let at = self.at;
+            let call = share.calls.get(at)?;
+            self.at += 1;
+            if let Some(won) = &share.won
+                && won[at / 64] & (1 << (at % 64)) == 0
+            {
+                continue;
+            }
+            let mut tokens = call.tokens;
+            while let Some(&(place, own)) = share.counted.get(self.counted) {
+                if place as usize > at {
+                    break;
                 }
-                Counted {
-                    timestamp: call.timestamp,
-                    model: call.model,
-                    tokens,
+                if place as usize == at {
+                    tokens = own;
                 }
-            })
+                self.counted += 1;
+            }
+            return Some(Counted {
+                timestamp: call.timestamp,
+                model: call.model,
+                tokens,
+            });
+        }
     }
 }
 

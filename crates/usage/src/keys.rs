@@ -120,6 +120,11 @@ impl ModelId {
         })
     }
 
+    /// The id's place in [`ModelNames`] (0, 1, …).
+    pub fn index(self) -> usize {
+        self.0.get() as usize - 1
+    }
+
     /// The model's name.
     pub fn name(self) -> Arc<str> {
         ModelNames::now().get(self).unwrap_or_else(|| Arc::from(""))
@@ -143,6 +148,15 @@ impl ModelNames {
     /// The name of `id` (every id given before this list was taken is in it).
     pub fn get(&self, id: ModelId) -> Option<Arc<str>> {
         self.0.get(id.0.get() as usize - 1).cloned()
+    }
+
+    /// How many names there are.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
     }
 
     /// The name of `id` as a borrowed `str`.

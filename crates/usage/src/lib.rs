@@ -45,7 +45,8 @@ pub mod totals;
 pub mod wire;
 
 pub use account::{
-    Accounting, Charge, Counted, RateLimitWindow, RateLimits, Share, account, account_refs,
+    Accounting, Charge, Counted, RateLimitWindow, RateLimits, Share, ShareCalls, account,
+    account_refs,
 };
 pub use calls::{Call, Calls};
 pub use error::{Error, Result};
