@@ -109,18 +109,21 @@ impl CallList {
             t.cache_write_1h,
             t.cache_read,
         ];
-        let narrow: Option<Vec<u32>> = counts
-            .iter()
-            .map(|&n| u32::try_from(n).ok().filter(|&n| n != u32::MAX))
-            .collect();
+        let narrow = |n: u64| u32::try_from(n).ok().filter(|&n| n != u32::MAX);
+        let narrow: Option<[u32; 5]> = (|| {
+            Some([
+                narrow(counts[0])?,
+                narrow(counts[1])?,
+                narrow(counts[2])?,
+                narrow(counts[3])?,
+                narrow(counts[4])?,
+            ])
+        })();
         *kept = Kept {
             key: call.key,
             at: call.timestamp.map_or(NO_TIME, |t| t.0.max(NO_TIME + 1)),
             model: call.model,
-            counts: match &narrow {
-                Some(n) => [n[0], n[1], n[2], n[3], n[4]],
-                None => WIDE,
-            },
+            counts: narrow.unwrap_or(WIDE),
         };
         let place = at as u32;
         let found = self.wide.binary_search_by_key(&place, |&(p, _)| p);
@@ -146,14 +149,13 @@ impl CallList {
                 .map(|i| self.wide[i].1)
                 .unwrap_or_default()
         } else {
-            let [input, output, cache_write_5m, cache_write_1h, cache_read] =
-                kept.counts.map(u64::from);
+            let [input, output, cache_write_5m, cache_write_1h, cache_read] = kept.counts;
             Tokens {
-                input,
-                output,
-                cache_write_5m,
-                cache_write_1h,
-                cache_read,
+                input: u64::from(input),
+                output: u64::from(output),
+                cache_write_5m: u64::from(cache_write_5m),
+                cache_write_1h: u64::from(cache_write_1h),
+                cache_read: u64::from(cache_read),
             }
         };
         Call {
