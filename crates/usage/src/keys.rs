@@ -103,9 +103,29 @@ fn with_models<T>(f: impl FnOnce(&mut Models) -> T) -> T {
 impl ModelId {
     /// The id of `name`, given one the first time it is seen.
     pub fn intern(name: &str) -> ModelId {
+        // A file's lines nearly all name the model the line before named: that one is looked
+        // up without the lock the readers share.
+        thread_local! {
+            static LAST: std::cell::RefCell<Option<(Arc<str>, ModelId)>> =
+                const { std::cell::RefCell::new(None) };
+        }
+        if let Some(id) = LAST.with_borrow(|last| {
+            last.as_ref()
+                .filter(|(kept, _)| &**kept == name)
+                .map(|&(_, id)| id)
+        }) {
+            return id;
+        }
+        let (kept, id) = Self::intern_shared(name);
+        LAST.set(Some((kept, id)));
+        id
+    }
+
+    /// The id of `name` from the names every thread shares, with the name as kept there.
+    fn intern_shared(name: &str) -> (Arc<str>, ModelId) {
         with_models(|models| {
-            if let Some(&id) = models.by_name.get(name) {
-                return id;
+            if let Some((kept, &id)) = models.by_name.get_key_value(name) {
+                return (kept.clone(), id);
             }
             let name: Arc<str> = Arc::from(name);
             models.names.push(name.clone());
@@ -114,9 +134,9 @@ impl ModelId {
                 NonZeroU32::new(u32::try_from(models.names.len()).unwrap_or(u32::MAX))
                     .unwrap_or(NonZeroU32::MIN),
             );
-            models.by_name.insert(name, id);
+            models.by_name.insert(name.clone(), id);
             models.snapshot = None;
-            id
+            (name, id)
         })
     }
 
