@@ -48,7 +48,12 @@ fn main() -> Result<()> {
     let at = Instant::now();
     let accounting = index.accounting();
     step(
-        &format!("accounted ({} charges)", accounting.charges().count()),
+        &format!(
+            "accounted ({} charges, {} copies not counted again, {} shares)",
+            accounting.charges().count(),
+            accounting.duplicates_skipped,
+            accounting.chunks.len()
+        ),
         at,
     );
     let at = Instant::now();

@@ -19,26 +19,147 @@ use cross_agent_protocol::timestamp::UnixMillis;
 use serde::{Deserialize, Serialize};
 
 use crate::FileUsage;
-use crate::codex::{CodexFile, RawUsage};
+use crate::calls::{Call, Calls};
+use crate::codex::{CodexFile, key_in};
+use crate::grok::GrokFile;
+use crate::keys::{CallKey, ModelId, ModelNames};
 use crate::tokens::Tokens;
 
-/// One model call, counted once, for one session. Its names are shared (a file's session and
-/// cwd by all its calls, a model by every call of it): the live index keeps every charge.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Charge {
+/// One model call, counted once, for one session, as a report reads it: made on the fly from
+/// a [`Share`]'s compact call and the names the share holds once (the live index keeps no
+/// charge per call).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Charge<'a> {
     pub agent: Agent,
     /// The session the call counts for: a sub-agent's parent session.
-    pub session_id: Arc<str>,
+    pub session_id: &'a str,
     /// The sub-agent's own session or thread, when a sub-agent made the call.
-    pub subagent: Option<Arc<str>>,
+    pub subagent: Option<&'a str>,
     pub timestamp: Option<UnixMillis>,
     /// `None` when the file does not say (Grok); such a call's cost is unknown.
-    pub model: Option<Arc<str>>,
-    pub cwd: Option<Arc<str>>,
+    pub model: Option<&'a str>,
+    pub cwd: Option<&'a str>,
     pub tokens: Tokens,
 }
 
-/// One shared copy of each name (models, cwds) however many charges carry it.
+/// The calls one file wins, with the names they all share (held once here, not per call):
+/// the file's own list of calls ([`Calls`], shared with its reader, not copied) and which of
+/// them it wins.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Share {
+    pub agent: Agent,
+    pub session_id: Arc<str>,
+    pub subagent: Option<Arc<str>>,
+    pub cwd: Option<Arc<str>>,
+    calls: Calls,
+    /// Which of `calls` the file wins, one bit each; `None`: every one (nearly always).
+    won: Option<Box<[u64]>>,
+    /// The usage a won call counts where it is not its own record's (a Claude reply another
+    /// copy recorded more of), by the call's place, in order.
+    counted: Box<[(u32, Tokens)]>,
+}
+
+/// One call a share counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Counted {
+    pub timestamp: Option<UnixMillis>,
+    pub model: Option<ModelId>,
+    pub tokens: Tokens,
+}
+
+impl Share {
+    /// The share of a file whose calls are `calls`, of which it wins those `wins` says (by
+    /// place), each with `counted`'s usage where it has one (by place, in order); `None` when
+    /// it wins none.
+    pub(crate) fn new(
+        names: ShareNames,
+        calls: Calls,
+        wins: impl Fn(usize) -> bool,
+        counted: Vec<(u32, Tokens)>,
+    ) -> Option<Share> {
+        let mut won: Vec<u64> = vec![0; calls.len().div_ceil(64)];
+        let mut all = true;
+        let mut any = false;
+        for at in 0..calls.len() {
+            if wins(at) {
+                won[at / 64] |= 1 << (at % 64);
+                any = true;
+            } else {
+                all = false;
+            }
+        }
+        any.then(|| Share {
+            agent: names.agent,
+            session_id: names.session_id,
+            subagent: names.subagent,
+            cwd: names.cwd,
+            calls,
+            won: (!all).then(|| won.into_boxed_slice()),
+            counted: counted.into_boxed_slice(),
+        })
+    }
+
+    /// The calls the file wins, each with the usage it counts.
+    pub fn calls(&self) -> ShareCalls<'_> {
+        ShareCalls {
+            share: self,
+            at: 0,
+            counted: 0,
+        }
+    }
+}
+
+/// The calls a share wins, in the file's order ([`Share::calls`]): one loop, no adaptors, since a
+/// report walks every call of every share.
+pub struct ShareCalls<'a> {
+    share: &'a Share,
+    at: usize,
+    /// The next of the share's `counted` not yet passed.
+    counted: usize,
+}
+
+impl Iterator for ShareCalls<'_> {
+    type Item = Counted;
+
+    fn next(&mut self) -> Option<Counted> {
+        let share = self.share;
+        loop {
+            let at = self.at;
+            let call = share.calls.get(at)?;
+            self.at += 1;
+            if let Some(won) = &share.won
+                && won[at / 64] & (1 << (at % 64)) == 0
+            {
+                continue;
+            }
+            let mut tokens = call.tokens;
+            while let Some(&(place, own)) = share.counted.get(self.counted) {
+                if place as usize > at {
+                    break;
+                }
+                if place as usize == at {
+                    tokens = own;
+                }
+                self.counted += 1;
+            }
+            return Some(Counted {
+                timestamp: call.timestamp,
+                model: call.model,
+                tokens,
+            });
+        }
+    }
+}
+
+/// What a share's calls all share.
+pub(crate) struct ShareNames {
+    pub(crate) agent: Agent,
+    pub(crate) session_id: Arc<str>,
+    pub(crate) subagent: Option<Arc<str>>,
+    pub(crate) cwd: Option<Arc<str>>,
+}
+
+/// One shared copy of each name (cwds) however many shares carry it.
 #[derive(Debug, Default)]
 pub(crate) struct Names(std::collections::HashSet<Arc<str>>);
 
@@ -77,9 +198,12 @@ pub struct RateLimits {
 /// Everything [`account`] decided.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Accounting {
-    /// The charges, in parts: the live index keeps each file's part and shares the ones that
-    /// did not change with the next accounting ([`crate::ledger`]). Their order means nothing.
-    pub chunks: Vec<Arc<[Charge]>>,
+    /// The calls counted, by the file that wins them: the live index keeps each file's share
+    /// and shares the ones that did not change with the next accounting ([`crate::ledger`]).
+    /// Their order means nothing.
+    pub chunks: Vec<Arc<Share>>,
+    /// The models' names, for the calls' ids.
+    pub models: ModelNames,
     /// Codex's latest rate limits across all rollouts.
     pub rate_limits: Option<RateLimits>,
     /// Sessions whose files record no usage at all (Grok's may not).
@@ -90,8 +214,22 @@ pub struct Accounting {
 
 impl Accounting {
     /// Every charge.
-    pub fn charges(&self) -> impl Iterator<Item = &Charge> {
-        self.chunks.iter().flat_map(|chunk| chunk.iter())
+    pub fn charges(&self) -> impl Iterator<Item = Charge<'_>> {
+        self.chunks
+            .iter()
+            .flat_map(move |share| share.calls().map(move |call| charge(self, share, call)))
+    }
+}
+
+fn charge<'a>(accounting: &'a Accounting, share: &'a Share, call: Counted) -> Charge<'a> {
+    Charge {
+        agent: share.agent,
+        session_id: &share.session_id,
+        subagent: share.subagent.as_deref(),
+        timestamp: call.timestamp,
+        model: call.model.and_then(|id| accounting.models.str(id)),
+        cwd: share.cwd.as_deref(),
+        tokens: call.tokens,
     }
 }
 
@@ -122,9 +260,12 @@ pub fn account(files: &[FileUsage]) -> Accounting {
 pub fn account_refs(files: &[&FileUsage]) -> Accounting {
     let mut out = Accounting::default();
     let mut names = Names::default();
-    let mut kept: Vec<(Precedence, Charge)> = Vec::new();
-    let mut claude_keys: HashMap<(&str, Option<&str>), usize> = HashMap::new();
-    let mut codex_keys: HashMap<(String, RawUsage, RawUsage), usize> = HashMap::new();
+    // Each call kept: its rank, the file that wins it (its place in `shares`), its place there
+    // and the usage it counts.
+    let mut kept: Vec<(Precedence, usize, u32, Tokens)> = Vec::new();
+    let mut shares: Vec<(ShareNames, Calls)> = Vec::new();
+    let mut claude_keys: HashMap<CallKey, usize> = HashMap::new();
+    let mut codex_keys: HashMap<CallKey, usize> = HashMap::new();
 
     for file in files {
         let FileUsage::Claude(f) = file else { continue };
@@ -133,42 +274,39 @@ pub fn account_refs(files: &[&FileUsage]) -> Accounting {
             Some(parent) => (parent.as_str().into(), Some(Arc::from(own.as_str()))),
             None => (own.as_str().into(), None),
         };
-        let cwd = names.opt(f.cwd.as_deref());
-        for m in &f.messages {
+        let share = shares.len();
+        shares.push((
+            ShareNames {
+                agent: Agent::Claude,
+                session_id: session,
+                subagent,
+                cwd: names.opt(f.cwd.as_deref()),
+            },
+            f.messages.clone(),
+        ));
+        for (at, m) in f.messages.iter().enumerate() {
             let rank = precedence(
                 m.timestamp,
                 u32::from(f.parent_session.is_some()),
                 f.started,
                 &own,
             );
-            let charge = Charge {
-                agent: Agent::Claude,
-                session_id: session.clone(),
-                subagent: subagent.clone(),
-                timestamp: m.timestamp,
-                model: names.opt(m.model.as_deref()),
-                cwd: cwd.clone(),
-                tokens: m.tokens,
-            };
-            let key = (m.message_id.as_str(), m.request_id.as_deref());
-            match claude_keys.get(&key) {
-                Some(&at) => {
+            match claude_keys.get(&m.key) {
+                Some(&k) => {
                     out.duplicates_skipped += 1;
-                    let (kept_rank, kept_charge) = &mut kept[at];
-                    let tokens = if m.tokens.total() > kept_charge.tokens.total() {
-                        m.tokens
-                    } else {
-                        kept_charge.tokens
-                    };
+                    let (kept_rank, kept_share, kept_at, kept_tokens) = &mut kept[k];
+                    if m.tokens.total() > kept_tokens.total() {
+                        *kept_tokens = m.tokens;
+                    }
                     if rank < *kept_rank {
                         *kept_rank = rank;
-                        *kept_charge = charge;
+                        *kept_share = share;
+                        *kept_at = at as u32;
                     }
-                    kept_charge.tokens = tokens;
                 }
                 None => {
-                    claude_keys.insert(key, kept.len());
-                    kept.push((rank, charge));
+                    claude_keys.insert(m.key, kept.len());
+                    kept.push((rank, share, at as u32, m.tokens));
                 }
             }
         }
@@ -187,31 +325,30 @@ pub fn account_refs(files: &[&FileUsage]) -> Accounting {
         let family = threads.family(&own);
         let (session, depth) = threads.session(&own);
         let subagent: Option<Arc<str>> = (session != own).then(|| own.as_str().into());
-        let session: Arc<str> = session.into();
-        let cwd = names.opt(f.cwd.as_deref());
-        let fork_depth = threads.fork_depth(&own);
-        for call in &f.calls {
-            let rank = precedence(call.timestamp, fork_depth + depth, f.started, &own);
-            let charge = Charge {
+        let share = shares.len();
+        shares.push((
+            ShareNames {
                 agent: Agent::Codex,
-                session_id: session.clone(),
-                subagent: subagent.clone(),
-                timestamp: call.timestamp,
-                model: names.opt(call.model.as_deref()),
-                cwd: cwd.clone(),
-                tokens: call.last.tokens(),
-            };
-            let key = (family.clone(), call.total, call.last);
+                session_id: session.into(),
+                subagent,
+                cwd: names.opt(f.cwd.as_deref()),
+            },
+            f.calls.clone(),
+        ));
+        let fork_depth = threads.fork_depth(&own);
+        for (at, c) in f.calls.iter().enumerate() {
+            let rank = precedence(c.timestamp, fork_depth + depth, f.started, &own);
+            let key = key_in(&c, &family);
             match codex_keys.get(&key) {
-                Some(&at) => {
+                Some(&k) => {
                     out.duplicates_skipped += 1;
-                    if rank < kept[at].0 {
-                        kept[at] = (rank, charge);
+                    if rank < kept[k].0 {
+                        kept[k] = (rank, share, at as u32, c.tokens);
                     }
                 }
                 None => {
                     codex_keys.insert(key, kept.len());
-                    kept.push((rank, charge));
+                    kept.push((rank, share, at as u32, c.tokens));
                 }
             }
         }
@@ -221,7 +358,7 @@ pub fn account_refs(files: &[&FileUsage]) -> Accounting {
                 .as_ref()
                 .is_none_or(|l| l.observed_at <= limits.observed_at)
         {
-            out.rate_limits = Some(limits.clone());
+            out.rate_limits = Some((**limits).clone());
         }
     }
 
@@ -232,27 +369,62 @@ pub fn account_refs(files: &[&FileUsage]) -> Accounting {
             out.no_usage_recorded.push((Agent::Grok, session));
             continue;
         }
-        let session_name: Arc<str> = session.as_str().into();
-        let cwd = names.opt(f.cwd.as_deref());
-        for turn in &f.turns {
+        let share = shares.len();
+        shares.push((
+            ShareNames {
+                agent: Agent::Grok,
+                session_id: session.as_str().into(),
+                subagent: None,
+                cwd: names.opt(f.cwd.as_deref()),
+            },
+            grok_calls(f),
+        ));
+        for (at, turn) in f.turns.iter().enumerate() {
             kept.push((
                 precedence(turn.timestamp, 0, f.started, &session),
-                Charge {
-                    agent: Agent::Grok,
-                    session_id: session_name.clone(),
-                    subagent: None,
-                    timestamp: turn.timestamp,
-                    model: None,
-                    cwd: cwd.clone(),
-                    tokens: turn.tokens,
-                },
+                share,
+                at as u32,
+                turn.tokens,
             ));
         }
     }
 
-    let charges: Vec<Charge> = kept.into_iter().map(|(_, charge)| charge).collect();
-    out.chunks = vec![Arc::from(charges)];
+    // Each file's won places, and the usage of those that count another copy's.
+    let mut won: Vec<Vec<(u32, Tokens)>> = vec![Vec::new(); shares.len()];
+    for (_, share, at, tokens) in kept {
+        won[share].push((at, tokens));
+    }
+    out.chunks = shares
+        .into_iter()
+        .zip(won)
+        .filter_map(|((names, calls), mut won)| {
+            won.sort_by_key(|&(at, _)| at);
+            let wins = |at: usize| won.binary_search_by_key(&(at as u32), |&(a, _)| a).is_ok();
+            let counted: Vec<(u32, Tokens)> = won
+                .iter()
+                .filter(|&&(at, tokens)| calls.get(at as usize).is_some_and(|c| c.tokens != tokens))
+                .copied()
+                .collect();
+            Share::new(names, calls.clone(), wins, counted).map(Arc::new)
+        })
+        .collect();
+    out.models = ModelNames::now();
     out
+}
+
+/// A Grok session's turns as calls (Grok's readers keep turns; few files have any).
+pub(crate) fn grok_calls(f: &GrokFile) -> Calls {
+    Arc::new(
+        f.turns
+            .iter()
+            .map(|t| Call {
+                key: CallKey::default(),
+                timestamp: t.timestamp,
+                model: None,
+                tokens: t.tokens,
+            })
+            .collect(),
+    )
 }
 
 /// How Codex threads relate: forks and spawns, from each rollout's `session_meta`.

@@ -150,7 +150,7 @@ impl DaySpend {
             if !charge.timestamp.is_some_and(|at| day.contains(at)) {
                 continue;
             }
-            let spend = match prices.cost(charge.model.as_deref(), &charge.tokens) {
+            let spend = match prices.cost(charge.model, &charge.tokens) {
                 Some(cost) => Spend {
                     priced: cost,
                     unpriced_calls: 0,

@@ -9,38 +9,39 @@
 //! / `ephemeral_1h_input_tokens`); without the split, `cache_creation_input_tokens` is taken as
 //! 5-minute writes (the default TTL).
 
-use std::collections::HashMap;
-use std::hash::{Hash as _, Hasher as _};
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use std::sync::Arc;
+
+use hashbrown::HashTable;
 
 use cross_agent_protocol::timestamp::UnixMillis;
 use serde::Deserialize;
 
+use crate::calls::{Call, Calls};
+use crate::keys::{CallKey, ModelId};
 use crate::lines::{self, LineRecords, Reader};
 use crate::tokens::Tokens;
 
 /// The model name Claude Code gives lines it wrote without calling the API.
 pub const SYNTHETIC_MODEL: &str = "<synthetic>";
 
-/// One API reply as this file recorded it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ClaudeMessage {
-    /// `message.id`; a line without one is keyed by its own `uuid`.
-    pub message_id: String,
-    /// `requestId`, when the line has one.
-    pub request_id: Option<String>,
-    /// The earliest timestamp of the reply's lines.
-    pub timestamp: Option<UnixMillis>,
-    pub model: Option<String>,
-    pub tokens: Tokens,
-    /// `isSidechain`: written by a sub-agent.
-    pub sidechain: bool,
+/// One API reply as this file recorded it: `message.id` + `requestId` (a line without a
+/// `message.id` is keyed by its own `uuid`) hashed as its key ([`key_of`]), the earliest
+/// timestamp of its lines, its model and its largest usage.
+pub type ClaudeMessage = Call;
+
+/// The key of the reply `message_id` of request `request_id`.
+pub fn key_of(message_id: &str, request_id: Option<&str>) -> CallKey {
+    CallKey::of(|w| {
+        w.str(message_id).opt_str(request_id);
+    })
 }
 
 /// What one Claude transcript records about usage.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ClaudeFile {
-    pub path: PathBuf,
+    /// Shared: the live index keys the file by it and its ledger orders files by it.
+    pub path: Arc<Path>,
     /// `sessionId` of the first line that had one.
     pub session_id: Option<String>,
     /// For `<session>/subagents/*.jsonl`: the session folder's name, the parent it counts for.
@@ -49,7 +50,7 @@ pub struct ClaudeFile {
     /// The earliest timestamp in the file.
     pub started: Option<UnixMillis>,
     /// Each reply once, in first-seen order.
-    pub messages: Vec<ClaudeMessage>,
+    pub messages: Calls,
     /// Lines that were not JSON (a damaged file), counted so a caller can say so.
     pub bad_lines: u64,
 }
@@ -57,49 +58,32 @@ pub struct ClaudeFile {
 /// Reads one transcript from any number of appended pieces.
 pub type ClaudeReader = Reader<ClaudeLines>;
 
-/// What a Claude transcript's lines are taken for: each reply once, by `message.id` +
-/// `requestId`.
+/// What a Claude transcript's lines are taken for: each reply once, by its key.
 #[derive(Debug, Clone, Default)]
 pub struct ClaudeLines {
-    /// Each reply's place in the file's `messages`, by a hash of its key: the key's text is the
-    /// message's own, and a map by the key itself held every id twice (the live index keeps
-    /// every file's reader).
-    by_hash: HashMap<u64, usize>,
-    /// The replies whose key's hash another reply's key already has (never seen in practice,
-    /// but the count stays exact).
-    collided: HashMap<(String, Option<String>), usize>,
+    /// Each reply's place in the file's `messages`, found by its key: the table holds only the
+    /// place (4 bytes), the key is the message's own. Claude writes a reply's lines together,
+    /// but a reply's lines apart (resumed, interleaved sub-agent lines) must still be one reply,
+    /// so every reply is findable, not only the last.
+    places: HashTable<u32>,
 }
 
 impl ClaudeLines {
-    fn hash(message_id: &str, request_id: Option<&str>) -> u64 {
-        let mut hasher = std::hash::DefaultHasher::new();
-        (message_id, request_id).hash(&mut hasher);
-        hasher.finish()
-    }
-
     /// The place of the reply with this key, if the file has it.
-    fn find(&self, file: &ClaudeFile, message_id: &str, request_id: Option<&str>) -> Option<usize> {
-        let at = *self.by_hash.get(&Self::hash(message_id, request_id))?;
-        let m = file.messages.get(at)?;
-        if m.message_id == message_id && m.request_id.as_deref() == request_id {
-            return Some(at);
-        }
-        self.collided
-            .get(&(message_id.to_owned(), request_id.map(str::to_owned)))
-            .copied()
+    fn find(&self, file: &ClaudeFile, key: CallKey) -> Option<usize> {
+        self.places
+            .find(key.short(), |&at| {
+                file.messages.key(at as usize) == Some(key)
+            })
+            .map(|&at| at as usize)
     }
 
     /// Notes the reply at `at` (not in the file before).
-    fn insert(&mut self, message_id: &str, request_id: Option<&str>, at: usize) {
-        match self.by_hash.entry(Self::hash(message_id, request_id)) {
-            std::collections::hash_map::Entry::Vacant(slot) => {
-                slot.insert(at);
-            }
-            std::collections::hash_map::Entry::Occupied(_) => {
-                self.collided
-                    .insert((message_id.to_owned(), request_id.map(str::to_owned)), at);
-            }
-        }
+    fn insert(&mut self, file: &ClaudeFile, key: CallKey, at: usize) {
+        let messages = &file.messages;
+        self.places.insert_unique(key.short(), at as u32, |&at| {
+            messages.key(at as usize).map_or(0, |k| k.short())
+        });
     }
 }
 
@@ -119,8 +103,6 @@ pub struct Line {
     cwd: Option<String>,
     #[serde(default)]
     timestamp: Option<String>,
-    #[serde(default, rename = "isSidechain")]
-    is_sidechain: bool,
     #[serde(default)]
     message: Option<Message>,
 }
@@ -188,9 +170,13 @@ impl LineRecords for ClaudeLines {
     /// A file under `<session>/subagents/` counts for that session.
     fn start(path: &Path) -> ClaudeFile {
         ClaudeFile {
-            path: path.to_path_buf(),
+            path: Arc::from(path),
+            session_id: None,
             parent_session: parent_of_subagent_file(path),
-            ..ClaudeFile::default()
+            cwd: None,
+            started: None,
+            messages: Calls::default(),
+            bad_lines: 0,
         }
     }
 
@@ -206,6 +192,15 @@ impl LineRecords for ClaudeLines {
 
     fn bad_lines(file: &mut ClaudeFile) -> &mut u64 {
         &mut file.bad_lines
+    }
+
+    /// The place table is left as it is: it grows by doubling only when full, so it never has
+    /// a smaller size to go to.
+    fn shrink(&mut self, file: &mut ClaudeFile) {
+        // Only a list no share holds: another's would be copied to be trimmed.
+        if let Some(messages) = Arc::get_mut(&mut file.messages) {
+            messages.shrink_to_fit();
+        }
     }
 
     fn record(&mut self, file: &mut ClaudeFile, line: Line, timestamp: Option<UnixMillis>) {
@@ -231,32 +226,37 @@ impl LineRecords for ClaudeLines {
             return;
         };
         let tokens = usage.tokens();
-        match self.find(file, &message_id, line.request_id.as_deref()) {
+        let key = key_of(&message_id, line.request_id.as_deref());
+        let model = message.model.as_deref().map(ModelId::intern);
+        match self.find(file, key) {
             Some(at) => {
-                let kept = &mut file.messages[at];
+                let messages = Arc::make_mut(&mut file.messages);
+                let Some(mut kept) = messages.get(at) else {
+                    return;
+                };
                 // The last line's usage is the reply's; an earlier, larger one (never seen in
                 // practice) is not given up for a smaller later one.
                 if tokens.total() >= kept.tokens.total() {
                     kept.tokens = tokens;
                 }
                 if kept.model.is_none() {
-                    kept.model = message.model;
+                    kept.model = model;
                 }
                 kept.timestamp = match (kept.timestamp, timestamp) {
                     (Some(a), Some(b)) => Some(a.min(b)),
                     (a, b) => a.or(b),
                 };
+                messages.set(at, kept);
             }
             None => {
-                self.insert(&message_id, line.request_id.as_deref(), file.messages.len());
-                file.messages.push(ClaudeMessage {
-                    message_id,
-                    request_id: line.request_id,
+                let at = file.messages.len();
+                Arc::make_mut(&mut file.messages).push(Call {
+                    key,
                     timestamp,
-                    model: message.model,
+                    model,
                     tokens,
-                    sidechain: line.is_sidechain,
                 });
+                self.insert(file, key, at);
             }
         }
     }
@@ -274,34 +274,4 @@ pub fn parent_of_subagent_file(path: &Path) -> Option<String> {
         return None;
     }
     Some(folder.parent()?.file_name()?.to_str()?.to_owned())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Two replies whose keys share a hash are still two replies, each found again by its own
-    /// key (a collision is forced: none is known for the real hash).
-    #[test]
-    fn replies_whose_keys_share_a_hash_stay_apart() {
-        let line = |msg: &str, output: u64| {
-            format!(
-                r#"{{"type":"assistant","requestId":"r","message":{{"id":"{msg}","model":"m","usage":{{"input_tokens":1,"output_tokens":{output}}}}}}}"#
-            )
-        };
-        let mut reader = ClaudeReader::new(Path::new("/s.jsonl"));
-        reader.feed(format!("{}\n", line("a", 1)).as_bytes());
-        // `b`'s hash taken by `a`, as a collision would.
-        let (file, records) = reader.parts();
-        assert_eq!(file.messages.len(), 1);
-        records.by_hash.insert(ClaudeLines::hash("b", Some("r")), 0);
-        reader.feed(format!("{}\n{}\n{}\n", line("b", 2), line("b", 5), line("a", 3)).as_bytes());
-        let file = reader.finish();
-        let got: Vec<(&str, u64)> = file
-            .messages
-            .iter()
-            .map(|m| (m.message_id.as_str(), m.tokens.output))
-            .collect();
-        assert_eq!(got, vec![("a", 3), ("b", 5)]);
-    }
 }

@@ -14,13 +14,16 @@
 //! `source` is `{"subagent":{"thread_spawn":{"parent_thread_id":…,"depth":…}}}`. The reader only
 //! records these; [`crate::account`] decides what is a replay.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use std::sync::Arc;
 
 use cross_agent_protocol::timestamp::UnixMillis;
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::account::{RateLimitWindow, RateLimits};
+use crate::calls::{Call, Calls};
+use crate::keys::{CallKey, ModelId};
 use crate::lines::{self, LineRecords, Reader};
 use crate::tokens::Tokens;
 
@@ -52,22 +55,37 @@ impl RawUsage {
     }
 }
 
-/// One model call as a `token_count` event recorded it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CodexCall {
-    pub timestamp: Option<UnixMillis>,
-    pub model: Option<String>,
-    /// `info.last_token_usage`: this call.
-    pub last: RawUsage,
-    /// `info.total_token_usage`: the thread's running total after it. With `last`, the identity
-    /// of the call when a fork or resume copies it into another rollout.
-    pub total: RawUsage,
+/// One model call as a `token_count` event recorded it: its usage (`info.last_token_usage`)
+/// as disjoint kinds, the model of its turn, and as its key the running total
+/// (`info.total_token_usage`) and last usage hashed ([`usage_key`]) — with the thread's family
+/// ([`key_in`]), the identity of the call when a fork or resume copies it into another rollout.
+pub type CodexCall = Call;
+
+/// The hash of a call's running total and last usage.
+pub fn usage_key(total: &RawUsage, last: &RawUsage) -> CallKey {
+    CallKey::of(|w| {
+        for usage in [total, last] {
+            w.u64(usage.input_tokens)
+                .u64(usage.cached_input_tokens)
+                .u64(usage.output_tokens)
+                .u64(usage.reasoning_output_tokens)
+                .u64(usage.total_tokens);
+        }
+    })
+}
+
+/// A call's identity across rollouts: its usage in thread family `family`.
+pub fn key_in(call: &CodexCall, family: &str) -> CallKey {
+    CallKey::of(|w| {
+        w.str(family).bytes(&call.key.bytes());
+    })
 }
 
 /// What one rollout records about usage.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct CodexFile {
-    pub path: PathBuf,
+    /// Shared: the live index keys the file by it and its ledger orders files by it.
+    pub path: Arc<Path>,
     /// The first `session_meta`'s `id`: this rollout's thread.
     pub thread_id: Option<String>,
     /// The thread this one was forked from: `forked_from_id`, else the id of a second
@@ -77,9 +95,9 @@ pub struct CodexFile {
     pub parent_thread: Option<String>,
     pub cwd: Option<String>,
     pub started: Option<UnixMillis>,
-    pub calls: Vec<CodexCall>,
-    /// The latest `rate_limits` of the file.
-    pub rate_limits: Option<RateLimits>,
+    pub calls: Calls,
+    /// The latest `rate_limits` of the file (boxed: most rollouts' readers are kept with it).
+    pub rate_limits: Option<Box<RateLimits>>,
     pub bad_lines: u64,
 }
 
@@ -89,7 +107,7 @@ pub type CodexReader = Reader<CodexLines>;
 /// What a rollout's lines are taken for: the calls, each with the model of its turn.
 #[derive(Debug, Clone, Default)]
 pub struct CodexLines {
-    model: Option<String>,
+    model: Option<ModelId>,
     last_total: Option<RawUsage>,
 }
 
@@ -119,8 +137,15 @@ impl LineRecords for CodexLines {
 
     fn start(path: &Path) -> CodexFile {
         CodexFile {
-            path: path.to_path_buf(),
-            ..CodexFile::default()
+            path: Arc::from(path),
+            thread_id: None,
+            forked_from: None,
+            parent_thread: None,
+            cwd: None,
+            started: None,
+            calls: Calls::default(),
+            rate_limits: None,
+            bad_lines: 0,
         }
     }
 
@@ -138,6 +163,13 @@ impl LineRecords for CodexLines {
         &mut file.bad_lines
     }
 
+    fn shrink(&mut self, file: &mut CodexFile) {
+        // Only a list no share holds: another's would be copied to be trimmed.
+        if let Some(calls) = Arc::get_mut(&mut file.calls) {
+            calls.shrink_to_fit();
+        }
+    }
+
     fn record(&mut self, file: &mut CodexFile, line: Line, timestamp: Option<UnixMillis>) {
         let Some(payload) = line.payload else {
             return;
@@ -146,7 +178,7 @@ impl LineRecords for CodexLines {
             Some("session_meta") => meta(file, &payload),
             Some("turn_context") => {
                 if let Some(model) = payload.get("model").and_then(Value::as_str) {
-                    self.model = Some(model.to_owned());
+                    self.model = Some(ModelId::intern(model));
                 }
             }
             Some("event_msg")
@@ -196,7 +228,7 @@ impl CodexLines {
             .get("rate_limits")
             .and_then(|v| rate_limits(v, timestamp))
         {
-            file.rate_limits = Some(limits);
+            file.rate_limits = Some(Box::new(limits));
         }
         let Some(info) = payload.get("info").filter(|v| !v.is_null()) else {
             return;
@@ -213,11 +245,11 @@ impl CodexLines {
             return;
         }
         self.last_total = Some(total);
-        file.calls.push(CodexCall {
+        Arc::make_mut(&mut file.calls).push(Call {
+            key: usage_key(&total, &last),
             timestamp,
-            model: self.model.clone(),
-            last,
-            total,
+            model: self.model,
+            tokens: last.tokens(),
         });
     }
 }

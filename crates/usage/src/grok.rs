@@ -5,7 +5,8 @@
 //! Grok turn that has it counts its tokens with the cost unknown (no model to price), and a
 //! session without any is reported as "no usage recorded" (docs/usage.md).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use std::sync::Arc;
 
 use cross_agent_protocol::timestamp::UnixMillis;
 use serde_json::Value;
@@ -21,9 +22,10 @@ pub struct GrokTurn {
 }
 
 /// What one Grok session's `updates.jsonl` records about usage.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct GrokFile {
-    pub path: PathBuf,
+    /// Shared: the live index keys the file by it and its ledger orders files by it.
+    pub path: Arc<Path>,
     pub session_id: Option<String>,
     pub cwd: Option<String>,
     pub started: Option<UnixMillis>,
@@ -46,7 +48,7 @@ impl LineRecords for GrokLines {
     fn start(path: &Path) -> GrokFile {
         let dir = path.parent();
         GrokFile {
-            path: path.to_path_buf(),
+            path: Arc::from(path),
             session_id: dir
                 .and_then(Path::file_name)
                 .and_then(|n| n.to_str())
@@ -55,7 +57,9 @@ impl LineRecords for GrokLines {
                 .and_then(Path::parent)
                 .and_then(cross_agent_stores::grok::folder_cwd)
                 .map(|p| p.to_string_lossy().into_owned()),
-            ..GrokFile::default()
+            started: None,
+            turns: Vec::new(),
+            bad_lines: 0,
         }
     }
 
@@ -72,6 +76,10 @@ impl LineRecords for GrokLines {
 
     fn bad_lines(file: &mut GrokFile) -> &mut u64 {
         &mut file.bad_lines
+    }
+
+    fn shrink(&mut self, file: &mut GrokFile) {
+        file.turns.shrink_to_fit();
     }
 
     fn record(&mut self, file: &mut GrokFile, line: Value, timestamp: Option<UnixMillis>) {

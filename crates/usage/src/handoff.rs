@@ -25,7 +25,7 @@ use crate::live::{Entry, Kept};
 /// The readers handed over since the usage index last took them, by path.
 #[derive(Debug, Default)]
 pub struct Handoffs {
-    taken: Mutex<HashMap<PathBuf, Entry>>,
+    taken: Mutex<HashMap<PathBuf, Box<Entry>>>,
 }
 
 impl Handoffs {
@@ -39,7 +39,7 @@ impl Handoffs {
     }
 
     /// Everything handed over so far, leaving none.
-    pub(crate) fn take(&self) -> HashMap<PathBuf, Entry> {
+    pub(crate) fn take(&self) -> HashMap<PathBuf, Box<Entry>> {
         std::mem::take(&mut *self.taken.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
@@ -59,7 +59,7 @@ impl Handoffs {
         self.taken
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(path, entry);
+            .insert(path, Box::new(entry));
     }
 }
 
@@ -125,41 +125,23 @@ impl TapSink for Sink {
             stamp,
             compressed,
             ino,
-            mut reader,
+            reader,
         } = *self;
-        let Some((parsed, lent)) = reader.parsed() else {
-            return;
-        };
         let entry = if compressed {
             // Read whole, as the usage index reads a compressed rollout.
-            Entry {
-                agent,
-                stamp,
-                ino: None,
-                offset: stamp.size,
-                reader: Kept::Whole,
-                parsed,
-                lent: false,
-            }
+            Entry::new(agent, stamp, None, stamp.size, reader.into_whole())
         } else {
-            Entry {
-                agent,
-                // What was read, not what the walk saw before: a write in between shows next
-                // time (as the usage index's own reads keep it).
-                stamp: if consumed == stamp.size {
-                    stamp
-                } else {
-                    FileStamp {
-                        size: consumed,
-                        mtime_ns: None,
-                    }
-                },
-                ino,
-                offset: consumed,
-                reader,
-                parsed,
-                lent,
-            }
+            // What was read, not what the walk saw before: a write in between shows next time
+            // (as the usage index's own reads keep it).
+            let stamp = if consumed == stamp.size {
+                stamp
+            } else {
+                FileStamp {
+                    size: consumed,
+                    mtime_ns: None,
+                }
+            };
+            Entry::new(agent, stamp, ino, consumed, reader)
         };
         to.put(path, entry);
     }

@@ -2,65 +2,82 @@
 //! counts once across files is decided again only for the calls a changed file records (or
 //! recorded), not over every file's parse.
 //!
-//! Each call's identity ([`Key`]: a Claude reply's `message.id` + `requestId`, a Codex call's
-//! thread family + running total + last usage) lists its copies, by file and position. After a
+//! Each call's identity (a [`CallKey`]: a Claude reply's `message.id` + `requestId`, a Codex
+//! call's thread family + running total + last usage, hashed to 128 bits — see [`crate::keys`]
+//! for why a key is compared, never the text) lists its copies, by file and position. After a
 //! change, the keys the changed files touch are decided again by the same rules as
 //! [`crate::account`] — the earliest copy (its rank, then the file's path, then its place in the
 //! file) wins the call, a Claude reply with the largest usage any copy recorded — and only the
-//! files whose won calls may differ rebuild their share of the charges. Each file's share is
+//! files whose won calls may differ rebuild their share of the calls. Each file's share is
 //! kept whole ([`Accounting::chunks`]), so a new accounting shares every other file's.
+//!
+//! What is kept per call is small and fixed, nothing on the heap per call: a key's state is its
+//! key, its first copy and its winner (32 bytes, in one `Vec`; the key table holds only the
+//! state's place); the copies beyond the first (a resumed session's copies of its base) and a
+//! Claude reply counted with a larger usage than its winner's own line recorded are the rare
+//! cases, in side tables. A file's path is held once ([`Arc<Path>`]) by its slot, the id map and
+//! the path order.
 //!
 //! Codex's thread relations (forks, spawns) say each call's family, session and rank, so when a
 //! changed rollout changes them every Codex file is decided again; an appended rollout keeps
 //! its `session_meta`, and only its own calls are looked at.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::hash::{Hash as _, Hasher as _};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use cross_agent_protocol::Agent;
+use hashbrown::HashTable;
 
-use crate::FileUsage;
-use crate::account::{Accounting, Charge, Names, Precedence, Threads, precedence, stem};
-use crate::codex::{CodexFile, RawUsage};
+use crate::FileRef;
+use crate::account::{
+    Accounting, Names, Precedence, RateLimits, Share, ShareNames, Threads, grok_calls, precedence,
+    stem,
+};
+use crate::codex::{CodexFile, key_in};
+use crate::keys::{CallKey, ModelNames};
 use crate::tokens::Tokens;
-
-/// A call's identity across files.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-enum Key {
-    Claude(String, Option<String>),
-    Codex(String, RawUsage, RawUsage),
-}
-
-/// One key's copies and what was decided for it.
-#[derive(Debug, Default)]
-struct KeyState {
-    /// Every copy: the file and the call's place in it.
-    copies: Vec<CopyAt>,
-    /// The copy that wins the call, and (Claude) the usage it is counted with.
-    winner: Option<CopyAt>,
-    tokens: Tokens,
-}
 
 type FileId = u32;
 type KeyId = u32;
+
 /// A copy of a call: its file and its place there.
-type CopyAt = (FileId, u32);
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct CopyAt {
+    file: FileId,
+    at: u32,
+}
+
+/// No copy: a key with no first copy has none at all.
+const NO_COPY: CopyAt = CopyAt {
+    file: FileId::MAX,
+    at: u32::MAX,
+};
+
+/// One key, its first copy and what was decided for it.
+#[derive(Debug, Clone, Copy)]
+struct KeyState {
+    key: CallKey,
+    /// The first copy put in ([`NO_COPY`] when none is left); the rest are in
+    /// [`Ledger::extra`].
+    first: CopyAt,
+    /// The copy that wins the call ([`NO_COPY`] before it is decided, or with no copy).
+    winner: CopyAt,
+}
 
 /// One file as the ledger knows it.
 #[derive(Debug)]
 struct FileSlot {
-    path: PathBuf,
+    path: Arc<Path>,
     agent: Agent,
     /// The key of each call the file recorded, in its order (Claude replies, Codex calls).
-    keys: Vec<KeyId>,
-    /// The calls the file wins, as charges.
-    chunk: Arc<[Charge]>,
+    keys: Box<[KeyId]>,
+    /// The calls the file wins.
+    chunk: Option<Arc<Share>>,
     /// What the accounting takes from the file as a whole: a Codex rollout's latest rate
     /// limits, a Grok session with no usage recorded (kept so a new accounting looks at no
     /// parse).
-    limits: Option<crate::account::RateLimits>,
+    limits: Option<Box<RateLimits>>,
     no_usage: Option<String>,
 }
 
@@ -73,31 +90,31 @@ pub struct LedgerStats {
     pub files_changed: usize,
     /// Keys decided again.
     pub keys_decided: usize,
-    /// Files whose share of the charges was made again.
+    /// Files whose share of the calls was made again.
     pub chunks_rebuilt: usize,
 }
 
 /// The accounting kept current by file (see the module's header).
 #[derive(Debug, Default)]
 pub(crate) struct Ledger {
-    ids: HashMap<PathBuf, FileId>,
+    ids: HashMap<Arc<Path>, FileId>,
     files: Vec<Option<FileSlot>>,
     free_files: Vec<FileId>,
     /// The files by path: the order a whole scan decides ties in.
-    order: BTreeMap<PathBuf, FileId>,
-    /// Each key's slot by the key's hash: the key's text is its copies' own (a map by the key
-    /// itself held every message id once more).
-    key_ids: HashMap<u64, KeyId>,
-    /// Keys whose hash another key's slot already has (never seen in practice; kept exact).
-    collided: HashMap<Key, KeyId>,
+    order: BTreeMap<Arc<Path>, FileId>,
+    /// Each key's state's place, found by the key (kept in the state, not here).
+    index: HashTable<KeyId>,
     keys: Vec<KeyState>,
     free_keys: Vec<KeyId>,
+    /// The copies beyond each key's first, for the keys that have more than one.
+    extra: HashMap<KeyId, Vec<CopyAt>>,
+    /// The usage a Claude reply is counted with, where it is not its winner's own (a later copy
+    /// recorded a larger one).
+    tokens: HashMap<KeyId, Tokens>,
     /// Copies beyond the first of each key.
     duplicates: u64,
-    /// Keys left with no copy since they were last let go (some may have copies again).
-    emptied: usize,
     threads: Option<Threads>,
-    /// Models and cwds, one copy each for every charge.
+    /// Cwds, one copy each for every share.
     names: Names,
     last: LedgerStats,
 }
@@ -113,26 +130,26 @@ impl Ledger {
     pub(crate) fn update<'a>(
         &mut self,
         changed: impl IntoIterator<Item = PathBuf>,
-        parse: &dyn Fn(&Path) -> Option<&'a FileUsage>,
+        parse: &dyn Fn(&Path) -> Option<FileRef<'a>>,
     ) -> Accounting {
         let mut stats = LedgerStats::default();
         let mut touched: HashSet<KeyId> = HashSet::new();
-        // Files whose calls were taken out, to put in again; files whose charges are made again.
+        // Files whose calls were taken out, to put in again; files whose shares are made again.
         let mut reput: HashSet<FileId> = HashSet::new();
         let mut rebuild: HashSet<FileId> = HashSet::new();
         let mut codex_changed = false;
         for path in changed {
             stats.files_changed += 1;
             let now = parse(&path);
-            codex_changed |= matches!(now, Some(FileUsage::Codex(_)));
-            let id = match self.ids.get(&path) {
+            codex_changed |= matches!(now, Some(FileRef::Codex(_)));
+            let id = match self.ids.get(path.as_path()) {
                 Some(&id) => {
                     codex_changed |= self.slot(id).is_some_and(|s| s.agent == Agent::Codex);
                     self.take_out(id, &mut touched);
                     id
                 }
                 None => match now {
-                    Some(file) => self.add_file(path, agent_of(file)),
+                    Some(file) => self.add_file(file.path().clone(), agent_of(file)),
                     None => continue,
                 },
             };
@@ -146,8 +163,7 @@ impl Ledger {
                     self.drop_file(id);
                     reput.remove(&id);
                     rebuild.remove(&id);
-                    let path = file.path().clone();
-                    let id = self.add_file(path, agent_of(file));
+                    let id = self.add_file(file.path().clone(), agent_of(file));
                     reput.insert(id);
                     rebuild.insert(id);
                 }
@@ -179,46 +195,31 @@ impl Ledger {
         }
         // Each file's parse looked up once (a path's hash is not cheap), however many of its
         // calls are put in or decided again.
-        let mut parses: HashMap<FileId, Option<&'a FileUsage>> = HashMap::new();
+        let mut parses: HashMap<FileId, Option<FileRef<'a>>> = HashMap::new();
         for id in reput {
-            if let Some(file) = self.slot(id).and_then(|s| parse(&s.path)) {
-                self.put_in(id, file, &mut touched, &mut parses, parse);
+            let file = self.slot(id).and_then(|s| parse(&s.path));
+            parses.insert(id, file);
+            if let Some(file) = file {
+                self.put_in(id, file, &mut touched);
             }
         }
         stats.keys_decided = touched.len();
         for key in touched {
             let before = self.keys[key as usize].winner;
-            let decided = self.decide(key, &mut |ledger, id| {
+            self.decide(key, &mut |ledger, id| {
                 *parses
                     .entry(id)
                     .or_insert_with(|| ledger.slot(id).and_then(|s| parse(&s.path)))
             });
-            let state = &mut self.keys[key as usize];
-            (state.copies, state.winner, state.tokens) = decided;
-            let state = &self.keys[key as usize];
-            for (file, _) in before.into_iter().chain(state.winner) {
-                rebuild.insert(file);
-            }
-            if state.copies.is_empty() {
-                self.emptied += 1;
-            }
-        }
-        // Keys no file records any more are let go now and then, not one by one: finding a
-        // key's entry by its id would take a look at every key.
-        if self.emptied > 1024 && self.emptied > self.key_ids.len() / 4 {
-            let keys = &self.keys;
-            let mut freed = Vec::new();
-            let mut live = |id: KeyId| {
-                let keep = !keys[id as usize].copies.is_empty();
-                if !keep {
-                    freed.push(id);
+            let after = self.keys[key as usize].winner;
+            for copy in [before, after] {
+                if copy != NO_COPY {
+                    rebuild.insert(copy.file);
                 }
-                keep
-            };
-            self.key_ids.retain(|_, &mut id| live(id));
-            self.collided.retain(|_, &mut id| live(id));
-            self.free_keys.extend(freed);
-            self.emptied = 0;
+            }
+            if self.keys[key as usize].first == NO_COPY {
+                self.free_key(key);
+            }
         }
         for id in rebuild {
             if self.slot(id).is_some() {
@@ -226,6 +227,11 @@ impl Ledger {
                 self.rebuild_chunk(id, parse);
             }
         }
+        // A list grown by doubling holds up to twice its length: the spare room given back when
+        // a quarter or more is spare (after a cold read), an eighth kept so the next few new
+        // keys do not move the list again.
+        trim(&mut self.keys);
+        trim(&mut self.files);
         self.last = stats;
         self.accounting()
     }
@@ -234,12 +240,13 @@ impl Ledger {
         self.files.get(id as usize).and_then(Option::as_ref)
     }
 
-    fn add_file(&mut self, path: PathBuf, agent: Agent) -> FileId {
+    /// A new file, keyed by its parse's own path (one copy of it).
+    fn add_file(&mut self, path: Arc<Path>, agent: Agent) -> FileId {
         let slot = FileSlot {
             path: path.clone(),
             agent,
-            keys: Vec::new(),
-            chunk: Arc::from(Vec::new()),
+            keys: Box::default(),
+            chunk: None,
             limits: None,
             no_usage: None,
         };
@@ -272,120 +279,108 @@ impl Ledger {
             return;
         };
         for key in std::mem::take(&mut slot.keys) {
-            let state = &mut self.keys[key as usize];
-            let before = dup(state.copies.len());
-            state.copies.retain(|&(file, _)| file != id);
-            self.duplicates = self.duplicates - before + dup(state.copies.len());
             touched.insert(key);
+            let state = &mut self.keys[key as usize];
+            let extra = self.extra.get_mut(&key);
+            let before = extra.as_ref().map_or(0, |e| e.len());
+            let mut rest = match extra {
+                Some(extra) => {
+                    extra.retain(|copy| copy.file != id);
+                    std::mem::take(extra)
+                }
+                None => Vec::new(),
+            };
+            if state.first.file == id {
+                state.first = if rest.is_empty() {
+                    NO_COPY
+                } else {
+                    rest.remove(0)
+                };
+            }
+            let after = rest.len();
+            if rest.is_empty() {
+                self.extra.remove(&key);
+            } else {
+                self.extra.insert(key, rest);
+            }
+            // `before` counted the extra copies ahead of the take; the first copy taken out
+            // with an extra left moved one up.
+            self.duplicates = self.duplicates + after as u64 - before as u64;
         }
     }
 
     /// Puts the file's calls into their keys.
-    fn put_in<'a>(
-        &mut self,
-        id: FileId,
-        file: &FileUsage,
-        touched: &mut HashSet<KeyId>,
-        parses: &mut HashMap<FileId, Option<&'a FileUsage>>,
-        parse: &dyn Fn(&Path) -> Option<&'a FileUsage>,
-    ) {
-        let keys: Vec<Key> = match file {
-            FileUsage::Claude(f) => f
-                .messages
-                .iter()
-                .map(|m| Key::Claude(m.message_id.clone(), m.request_id.clone()))
-                .collect(),
-            FileUsage::Codex(f) => {
+    fn put_in(&mut self, id: FileId, file: FileRef<'_>, touched: &mut HashSet<KeyId>) {
+        let keys: Vec<CallKey> = match file {
+            FileRef::Claude(f) => f.messages.iter().map(|m| m.key).collect(),
+            FileRef::Codex(f) => {
                 let family = self.family(f);
-                f.calls
-                    .iter()
-                    .map(|c| Key::Codex(family.clone(), c.total, c.last))
-                    .collect()
+                f.calls.iter().map(|c| key_in(&c, &family)).collect()
             }
-            FileUsage::Grok(_) => Vec::new(),
+            FileRef::Grok(_) => Vec::new(),
         };
         let mut ids = Vec::with_capacity(keys.len());
         for (at, key) in keys.into_iter().enumerate() {
-            let key_id = self.slot_of(key, parses, parse);
+            let key_id = self.slot_of(key);
+            let copy = CopyAt {
+                file: id,
+                at: at as u32,
+            };
             let state = &mut self.keys[key_id as usize];
-            self.duplicates += u64::from(!state.copies.is_empty());
-            state.copies.push((id, at as u32));
+            if state.first == NO_COPY {
+                state.first = copy;
+            } else {
+                self.duplicates += 1;
+                self.extra.entry(key_id).or_default().push(copy);
+            }
             touched.insert(key_id);
             ids.push(key_id);
         }
         if let Some(slot) = self.files.get_mut(id as usize).and_then(Option::as_mut) {
-            slot.keys = ids;
+            slot.keys = ids.into_boxed_slice();
         }
     }
 
-    /// The slot of `key`: found by its hash and told apart from another key with that hash by
-    /// what its first copy records; a slot no copy is in any more is taken over.
-    fn slot_of<'a>(
-        &mut self,
-        key: Key,
-        parses: &mut HashMap<FileId, Option<&'a FileUsage>>,
-        parse: &dyn Fn(&Path) -> Option<&'a FileUsage>,
-    ) -> KeyId {
-        let hash = {
-            let mut hasher = std::hash::DefaultHasher::new();
-            key.hash(&mut hasher);
-            hasher.finish()
+    /// The state of `key`, made when it is new.
+    fn slot_of(&mut self, key: CallKey) -> KeyId {
+        let keys = &self.keys;
+        if let Some(&k) = self
+            .index
+            .find(key.short(), |&k| keys[k as usize].key == key)
+        {
+            return k;
+        }
+        let state = KeyState {
+            key,
+            first: NO_COPY,
+            winner: NO_COPY,
         };
-        let hashed = self.key_ids.get(&hash).copied();
-        if let Some(k) = hashed
-            && let Some(&(file, at)) = self.keys[k as usize].copies.first()
-        {
-            let first = *parses
-                .entry(file)
-                .or_insert_with(|| self.slot(file).and_then(|s| parse(&s.path)));
-            if first.is_some_and(|f| self.records(f, at as usize, &key)) {
-                return k;
-            }
-        }
-        if let Some(&k) = self.collided.get(&key) {
-            return k;
-        }
-        if let Some(k) = hashed
-            && self.keys[k as usize].copies.is_empty()
-        {
-            return k;
-        }
         let k = match self.free_keys.pop() {
             Some(k) => {
-                self.keys[k as usize] = KeyState::default();
+                self.keys[k as usize] = state;
                 k
             }
             None => {
-                self.keys.push(KeyState::default());
+                self.keys.push(state);
                 (self.keys.len() - 1) as KeyId
             }
         };
-        match hashed {
-            None => {
-                self.key_ids.insert(hash, k);
-            }
-            Some(_) => {
-                self.collided.insert(key, k);
-            }
-        }
+        let keys = &self.keys;
+        self.index
+            .insert_unique(key.short(), k, |&k| keys[k as usize].key.short());
         k
     }
 
-    /// Whether the call at `at` in `file` is `key`.
-    fn records(&self, file: &FileUsage, at: usize, key: &Key) -> bool {
-        match (file, key) {
-            (FileUsage::Claude(f), Key::Claude(id, request)) => f
-                .messages
-                .get(at)
-                .is_some_and(|m| m.message_id == *id && m.request_id == *request),
-            (FileUsage::Codex(f), Key::Codex(family, total, last)) => {
-                f.calls
-                    .get(at)
-                    .is_some_and(|c| c.total == *total && c.last == *last)
-                    && self.family(f) == *family
-            }
-            _ => false,
+    /// Lets go of a key no file records any more.
+    fn free_key(&mut self, k: KeyId) {
+        let key = self.keys[k as usize].key;
+        if let Ok(entry) = self.index.find_entry(key.short(), |&other| other == k) {
+            entry.remove();
         }
+        self.extra.remove(&k);
+        self.tokens.remove(&k);
+        self.keys[k as usize].winner = NO_COPY;
+        self.free_keys.push(k);
     }
 
     fn family(&self, f: &CodexFile) -> String {
@@ -396,58 +391,72 @@ impl Ledger {
         }
     }
 
-    fn threads_now<'a>(&self, parse: &dyn Fn(&Path) -> Option<&'a FileUsage>) -> Threads {
+    fn threads_now<'a>(&self, parse: &dyn Fn(&Path) -> Option<FileRef<'a>>) -> Threads {
         let codex: Vec<&CodexFile> = self
             .order
             .keys()
             .filter_map(|path| match parse(path) {
-                Some(FileUsage::Codex(f)) => Some(f),
+                Some(FileRef::Codex(f)) => Some(f),
                 _ => None,
             })
             .collect();
         Threads::new(&codex)
     }
 
-    /// The copy that wins the key, as [`crate::account`] decides it over files in path order:
+    /// Decides who wins the key, as [`crate::account`] decides it over files in path order:
     /// the first with the least rank; a Claude reply counted with the first largest usage.
-    /// Returns the key's copies in that order, the winner and its usage.
     fn decide<'a>(
-        &self,
+        &mut self,
         key: KeyId,
-        parse: &mut dyn FnMut(&Ledger, FileId) -> Option<&'a FileUsage>,
-    ) -> (Vec<CopyAt>, Option<CopyAt>, Tokens) {
-        let mut copies = self.keys[key as usize].copies.clone();
+        parse: &mut dyn FnMut(&Ledger, FileId) -> Option<FileRef<'a>>,
+    ) {
+        let state = self.keys[key as usize];
+        let mut copies: Vec<CopyAt> = Vec::new();
+        if state.first != NO_COPY {
+            copies.push(state.first);
+        }
+        if let Some(extra) = self.extra.get(&key) {
+            copies.extend_from_slice(extra);
+        }
         copies.sort_by(|a, b| {
             let path = |id: FileId| self.slot(id).map(|s| &s.path);
-            path(a.0).cmp(&path(b.0)).then(a.1.cmp(&b.1))
+            path(a.file).cmp(&path(b.file)).then(a.at.cmp(&b.at))
         });
-        let mut best: Option<(Precedence, CopyAt)> = None;
+        let mut best: Option<(Precedence, CopyAt, Tokens)> = None;
         let mut tokens: Option<Tokens> = None;
-        for &(file, at) in &copies {
-            let Some(f) = parse(self, file) else {
+        let mut claude = false;
+        for &copy in &copies {
+            let Some(f) = parse(self, copy.file) else {
                 continue;
             };
-            let Some((rank, copy_tokens)) = self.rank(f, at as usize) else {
+            claude |= matches!(f, FileRef::Claude(_));
+            let Some((rank, copy_tokens)) = self.rank(f, copy.at as usize) else {
                 continue;
             };
-            if best.as_ref().is_none_or(|(r, _)| rank < *r) {
-                best = Some((rank, (file, at)));
+            if best.as_ref().is_none_or(|(r, _, _)| rank < *r) {
+                best = Some((rank, copy, copy_tokens));
             }
             if tokens.is_none_or(|t| copy_tokens.total() > t.total()) {
                 tokens = Some(copy_tokens);
             }
         }
-        (
-            copies,
-            best.map(|(_, copy)| copy),
-            tokens.unwrap_or_default(),
-        )
+        let (winner, own) = best.map_or((NO_COPY, None), |(_, copy, own)| (copy, Some(own)));
+        self.keys[key as usize].winner = winner;
+        // A Codex call counts its winner's own usage; a Claude reply the largest any copy has.
+        match tokens {
+            Some(tokens) if claude && Some(tokens) != own => {
+                self.tokens.insert(key, tokens);
+            }
+            _ => {
+                self.tokens.remove(&key);
+            }
+        }
     }
 
     /// A copy's rank and recorded usage.
-    fn rank(&self, file: &FileUsage, at: usize) -> Option<(Precedence, Tokens)> {
+    fn rank(&self, file: FileRef<'_>, at: usize) -> Option<(Precedence, Tokens)> {
         match file {
-            FileUsage::Claude(f) => {
+            FileRef::Claude(f) => {
                 let m = f.messages.get(at)?;
                 let own = f.session_id.clone().unwrap_or_else(|| stem(&f.path));
                 Some((
@@ -460,7 +469,7 @@ impl Ledger {
                     m.tokens,
                 ))
             }
-            FileUsage::Codex(f) => {
+            FileRef::Codex(f) => {
                 let call = f.calls.get(at)?;
                 let own = f.thread_id.clone().unwrap_or_else(|| stem(&f.path));
                 let threads = self.threads.as_ref()?;
@@ -471,14 +480,14 @@ impl Ledger {
                     f.started,
                     &own,
                 );
-                Some((rank, call.last.tokens()))
+                Some((rank, call.tokens))
             }
-            FileUsage::Grok(_) => None,
+            FileRef::Grok(_) => None,
         }
     }
 
-    /// The charges of the calls the file wins.
-    fn rebuild_chunk<'a>(&mut self, id: FileId, parse: &dyn Fn(&Path) -> Option<&'a FileUsage>) {
+    /// The share of the calls the file wins.
+    fn rebuild_chunk<'a>(&mut self, id: FileId, parse: &dyn Fn(&Path) -> Option<FileRef<'a>>) {
         let mut names = std::mem::take(&mut self.names);
         self.make_chunk(id, parse, &mut names);
         self.names = names;
@@ -487,91 +496,88 @@ impl Ledger {
     fn make_chunk<'a>(
         &mut self,
         id: FileId,
-        parse: &dyn Fn(&Path) -> Option<&'a FileUsage>,
+        parse: &dyn Fn(&Path) -> Option<FileRef<'a>>,
         names: &mut Names,
     ) {
         let Some(slot) = self.slot(id) else { return };
         let Some(file) = parse(&slot.path) else {
             return;
         };
-        let wins = |at: usize| -> Option<&KeyState> {
+        let wins = |at: usize| -> Option<KeyId> {
             let key = *slot.keys.get(at)?;
-            let state = &self.keys[key as usize];
-            (state.winner == Some((id, at as u32))).then_some(state)
+            let copy = CopyAt {
+                file: id,
+                at: at as u32,
+            };
+            (self.keys[key as usize].winner == copy).then_some(key)
         };
-        let mut charges = Vec::new();
-        match file {
-            FileUsage::Claude(f) => {
+        let (agent, session, subagent, cwd, calls, counted) = match file {
+            FileRef::Claude(f) => {
                 let own = f.session_id.clone().unwrap_or_else(|| stem(&f.path));
                 let (session, subagent): (Arc<str>, _) = match &f.parent_session {
                     Some(parent) => (parent.as_str().into(), Some(Arc::from(own))),
                     None => (own.into(), None),
                 };
-                let cwd = names.opt(f.cwd.as_deref());
-                for (at, m) in f.messages.iter().enumerate() {
-                    let Some(state) = wins(at) else { continue };
-                    charges.push(Charge {
-                        agent: Agent::Claude,
-                        session_id: session.clone(),
-                        subagent: subagent.clone(),
-                        timestamp: m.timestamp,
-                        model: names.opt(m.model.as_deref()),
-                        cwd: cwd.clone(),
-                        tokens: state.tokens,
-                    });
-                }
+                // The won replies counted with another copy's larger usage.
+                let counted: Vec<(u32, Tokens)> = (0..f.messages.len())
+                    .filter_map(|at| {
+                        let tokens = self.tokens.get(&wins(at)?)?;
+                        Some((at as u32, *tokens))
+                    })
+                    .collect();
+                let cwd = f.cwd.as_deref();
+                (
+                    Agent::Claude,
+                    session,
+                    subagent,
+                    cwd,
+                    f.messages.clone(),
+                    counted,
+                )
             }
-            FileUsage::Codex(f) => {
+            FileRef::Codex(f) => {
                 let own = f.thread_id.clone().unwrap_or_else(|| stem(&f.path));
                 let session = match &self.threads {
                     Some(threads) => threads.session(&own).0,
                     None => own.clone(),
                 };
                 let subagent: Option<Arc<str>> = (session != own).then(|| own.into());
-                let session: Arc<str> = session.into();
-                let cwd = names.opt(f.cwd.as_deref());
-                for (at, call) in f.calls.iter().enumerate() {
-                    if wins(at).is_none() {
-                        continue;
-                    }
-                    charges.push(Charge {
-                        agent: Agent::Codex,
-                        session_id: session.clone(),
-                        subagent: subagent.clone(),
-                        timestamp: call.timestamp,
-                        model: names.opt(call.model.as_deref()),
-                        cwd: cwd.clone(),
-                        tokens: call.last.tokens(),
-                    });
-                }
+                let cwd = f.cwd.as_deref();
+                (
+                    Agent::Codex,
+                    session.into(),
+                    subagent,
+                    cwd,
+                    f.calls.clone(),
+                    Vec::new(),
+                )
             }
-            FileUsage::Grok(f) => {
+            FileRef::Grok(f) => {
                 let session: Arc<str> =
                     f.session_id.clone().unwrap_or_else(|| stem(&f.path)).into();
-                let cwd = names.opt(f.cwd.as_deref());
-                for turn in &f.turns {
-                    charges.push(Charge {
-                        agent: Agent::Grok,
-                        session_id: session.clone(),
-                        subagent: None,
-                        timestamp: turn.timestamp,
-                        model: None,
-                        cwd: cwd.clone(),
-                        tokens: turn.tokens,
-                    });
-                }
+                let cwd = f.cwd.as_deref();
+                (Agent::Grok, session, None, cwd, grok_calls(f), Vec::new())
             }
-        }
+        };
+        let grok = agent == Agent::Grok;
+        let names = ShareNames {
+            agent,
+            session_id: session,
+            subagent,
+            cwd: names.opt(cwd),
+        };
+        let chunk =
+            Share::new(names, calls, |at| grok || wins(at).is_some(), counted).map(Arc::new);
         let (limits, no_usage) = match file {
-            FileUsage::Codex(f) => (f.rate_limits.clone(), None),
-            FileUsage::Grok(f) if f.turns.is_empty() => (
+            FileRef::Codex(f) => (f.rate_limits.clone(), None),
+            FileRef::Grok(f) if f.turns.is_empty() => (
                 None,
                 Some(f.session_id.clone().unwrap_or_else(|| stem(&f.path))),
             ),
             _ => (None, None),
         };
         if let Some(slot) = self.files.get_mut(id as usize).and_then(Option::as_mut) {
-            slot.chunk = Arc::from(charges);
+            slot.chunk = chunk;
             slot.limits = limits;
             slot.no_usage = no_usage;
         }
@@ -582,13 +588,14 @@ impl Ledger {
     fn accounting(&self) -> Accounting {
         let mut out = Accounting {
             duplicates_skipped: self.duplicates,
+            models: ModelNames::now(),
             ..Accounting::default()
         };
-        let mut latest: Option<&crate::account::RateLimits> = None;
+        let mut latest: Option<&Box<RateLimits>> = None;
         for &id in self.order.values() {
             let Some(slot) = self.slot(id) else { continue };
-            if !slot.chunk.is_empty() {
-                out.chunks.push(slot.chunk.clone());
+            if let Some(chunk) = &slot.chunk {
+                out.chunks.push(chunk.clone());
             }
             if let Some(limits) = &slot.limits
                 && latest.is_none_or(|l| l.observed_at <= limits.observed_at)
@@ -599,28 +606,30 @@ impl Ledger {
                 out.no_usage_recorded.push((Agent::Grok, session.clone()));
             }
         }
-        out.rate_limits = latest.cloned();
+        out.rate_limits = latest.map(|l| (**l).clone());
         out
     }
 }
 
-fn agent_of(file: &FileUsage) -> Agent {
-    match file {
-        FileUsage::Claude(_) => Agent::Claude,
-        FileUsage::Codex(_) => Agent::Codex,
-        FileUsage::Grok(_) => Agent::Grok,
+/// Gives back a list's spare room when a quarter or more of it is spare, keeping an eighth.
+fn trim<T>(list: &mut Vec<T>) {
+    if list.capacity() - list.len() > list.len() / 4 {
+        list.shrink_to(list.len() + list.len() / 8);
     }
 }
 
-/// Copies beyond a key's first.
-fn dup(copies: usize) -> u64 {
-    copies.saturating_sub(1) as u64
+fn agent_of(file: FileRef<'_>) -> Agent {
+    match file {
+        FileRef::Claude(_) => Agent::Claude,
+        FileRef::Codex(_) => Agent::Codex,
+        FileRef::Grok(_) => Agent::Grok,
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::claude;
+    use crate::{FileUsage, claude};
 
     fn transcript(path: &str, msg: &str, output: u64) -> FileUsage {
         let line = format!(
@@ -632,32 +641,39 @@ mod tests {
         ))
     }
 
-    /// Two calls whose keys share a hash are two calls, each counted once, and each found again
-    /// by its own key when its file changes (a collision is forced: none is known).
+    /// A key no file records any more is let go at once, its place given to the next new key;
+    /// each key is then found again by itself (not by the place it once had) when its file
+    /// changes, and nothing is left in the key table for the key let go.
     #[test]
-    fn calls_whose_keys_share_a_hash_stay_apart() {
+    fn a_key_let_go_gives_its_place_to_the_next_and_each_is_found_by_itself() {
         let mut files: HashMap<PathBuf, FileUsage> = HashMap::new();
-        files.insert("/a.jsonl".into(), transcript("/a.jsonl", "a", 1));
         let mut ledger = Ledger::default();
         let update = |ledger: &mut Ledger, files: &HashMap<PathBuf, FileUsage>, path: &str| {
-            ledger.update([PathBuf::from(path)], &|p| files.get(p))
+            ledger.update([PathBuf::from(path)], &|p| {
+                files.get(p).map(FileUsage::borrowed)
+            })
         };
+        files.insert("/a.jsonl".into(), transcript("/a.jsonl", "a", 1));
+        files.insert("/c.jsonl".into(), transcript("/c.jsonl", "c", 7));
         update(&mut ledger, &files, "/a.jsonl");
-        // `b`'s hash taken by `a`'s slot, as a collision would.
-        let mut hasher = std::hash::DefaultHasher::new();
-        Key::Claude("b".into(), Some("r".into())).hash(&mut hasher);
-        let a_slot = *ledger.key_ids.values().next().unwrap();
-        ledger.key_ids.insert(hasher.finish(), a_slot);
+        update(&mut ledger, &files, "/c.jsonl");
+        files.remove(std::path::Path::new("/a.jsonl"));
+        update(&mut ledger, &files, "/a.jsonl");
+        assert_eq!((ledger.index.len(), ledger.free_keys.len()), (1, 1));
         files.insert("/b.jsonl".into(), transcript("/b.jsonl", "b", 2));
         update(&mut ledger, &files, "/b.jsonl");
+        assert_eq!((ledger.index.len(), ledger.free_keys.len()), (2, 0));
         files.insert("/b.jsonl".into(), transcript("/b.jsonl", "b", 5));
-        let accounting = update(&mut ledger, &files, "/b.jsonl");
+        update(&mut ledger, &files, "/b.jsonl");
+        files.insert("/c.jsonl".into(), transcript("/c.jsonl", "c", 9));
+        let accounting = update(&mut ledger, &files, "/c.jsonl");
         let mut got: Vec<(String, u64)> = accounting
             .charges()
             .map(|c| (c.session_id.to_string(), c.tokens.output))
             .collect();
         got.sort();
-        assert_eq!(got, vec![("a".to_owned(), 1), ("b".to_owned(), 5)]);
+        assert_eq!(got, vec![("b".to_owned(), 5), ("c".to_owned(), 9)]);
         assert_eq!(accounting.duplicates_skipped, 0);
+        assert_eq!(ledger.index.len(), 2);
     }
 }

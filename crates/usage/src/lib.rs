@@ -3,10 +3,13 @@
 //! which it reads through: it never writes an agent's store.
 //!
 //! The work is split so the daemon's live index can reuse it later:
+//! - [`calls`] and [`keys`] are what is kept per call: a fixed 48-byte record, its identity a
+//!   128-bit hash and its model an interned id;
 //! - readers ([`claude`], [`codex`], [`grok`]) turn one file's bytes — whole, or only the bytes
 //!   appended since the last look ([`lines::LineBuffer`]) — into a parsed [`FileUsage`];
 //! - [`account`] is pure: from every file's [`FileUsage`] it decides what counts once and for
-//!   which session (duplicates, replays, copies, sub-agents) and returns [`Charge`]s;
+//!   which session (duplicates, replays, copies, sub-agents) and returns each file's [`Share`]
+//!   of the calls, read as [`Charge`]s;
 //! - [`prices`] prices a charge (`None` when the model has no price, never 0);
 //! - [`report`] groups charges by session, agent, model, day or cwd; [`totals`] keeps each
 //!   session's totals by file for the daemon's listing;
@@ -22,11 +25,13 @@
 pub mod account;
 pub mod budget;
 pub mod budget_config;
+pub mod calls;
 pub mod claude;
 pub mod codex;
 pub mod error;
 pub mod grok;
 pub mod handoff;
+pub mod keys;
 pub mod ledger;
 pub mod limits;
 pub mod lines;
@@ -39,7 +44,11 @@ pub mod tokens;
 pub mod totals;
 pub mod wire;
 
-pub use account::{Accounting, Charge, RateLimitWindow, RateLimits, account, account_refs};
+pub use account::{
+    Accounting, Charge, Counted, RateLimitWindow, RateLimits, Share, ShareCalls, account,
+    account_refs,
+};
+pub use calls::{Call, Calls};
 pub use error::{Error, Result};
 pub use ledger::LedgerStats;
 pub use live::{RefreshStats, UsageIndex};
@@ -49,7 +58,8 @@ pub use report::{GroupBy, Report, Row, Since};
 pub use tokens::Tokens;
 pub use totals::{SessionTotals, TotalsStats};
 
-use std::path::PathBuf;
+use std::path::Path;
+use std::sync::Arc;
 
 use claude::ClaudeFile;
 use codex::CodexFile;
@@ -63,9 +73,37 @@ pub enum FileUsage {
     Grok(GrokFile),
 }
 
-impl FileUsage {
+/// One file's usage, borrowed: what the live index lends the accounting (its readers keep
+/// their own files, no copy).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum FileRef<'a> {
+    Claude(&'a ClaudeFile),
+    Codex(&'a CodexFile),
+    Grok(&'a GrokFile),
+}
+
+impl<'a> FileRef<'a> {
     /// The file this was read from.
-    pub fn path(&self) -> &PathBuf {
+    pub fn path(&self) -> &'a Arc<Path> {
+        match self {
+            FileRef::Claude(f) => &f.path,
+            FileRef::Codex(f) => &f.path,
+            FileRef::Grok(f) => &f.path,
+        }
+    }
+}
+
+impl FileUsage {
+    pub fn borrowed(&self) -> FileRef<'_> {
+        match self {
+            FileUsage::Claude(f) => FileRef::Claude(f),
+            FileUsage::Codex(f) => FileRef::Codex(f),
+            FileUsage::Grok(f) => FileRef::Grok(f),
+        }
+    }
+
+    /// The file this was read from.
+    pub fn path(&self) -> &Arc<Path> {
         match self {
             FileUsage::Claude(f) => &f.path,
             FileUsage::Codex(f) => &f.path,

@@ -66,6 +66,9 @@ pub trait LineRecords: Default {
     fn started(file: &mut Self::File) -> &mut Option<UnixMillis>;
     /// Where the file counts the lines that were not JSON, so a caller can say so.
     fn bad_lines(file: &mut Self::File) -> &mut u64;
+    /// Gives back the room a read left spare (a growing list holds up to twice its length):
+    /// the live index keeps every file's reader between reads.
+    fn shrink(&mut self, file: &mut Self::File);
 }
 
 /// Reads one file of kind `R` from any number of appended pieces.
@@ -111,27 +114,16 @@ impl<R: LineRecords> Reader<R> {
         &self.file
     }
 
-    /// The file read so far, taken out when no half-written line waits (then it is what
-    /// [`Reader::finished`] would give, without a copy); the reader keeps its place and wants
-    /// it back ([`Reader::put_file`]) before it is fed again.
-    pub fn take_file(&mut self) -> Option<R::File>
-    where
-        R::File: Default,
-    {
-        self.lines
-            .is_empty()
-            .then(|| std::mem::take(&mut self.file))
+    /// Gives back the room the reads so far left spare ([`LineRecords::shrink`]).
+    pub fn shrink(&mut self) {
+        self.records.shrink(&mut self.file);
+        self.lines.pending.shrink_to_fit();
     }
 
-    /// The file and the kind's own state, for a test to set up a case.
-    #[cfg(test)]
-    pub(crate) fn parts(&mut self) -> (&R::File, &mut R) {
-        (&self.file, &mut self.records)
-    }
-
-    /// Gives back what [`Reader::take_file`] took.
-    pub fn put_file(&mut self, file: R::File) {
-        self.file = file;
+    /// Whether a part line waits for its end (then [`Reader::finished`] may differ from
+    /// [`Reader::file`]).
+    pub fn waiting(&self) -> bool {
+        !self.lines.is_empty()
     }
 
     /// The file as [`Reader::finish`] would give it now, the reader left to go on reading.

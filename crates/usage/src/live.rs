@@ -19,8 +19,8 @@
 //! What counts once across files is decided by [`crate::ledger`], by the rules of
 //! [`crate::account`]: after a change, only for the calls the changed files record (a copy in
 //! one file is only known to be a copy by comparing it with the others, so those are compared
-//! again), every other file's charges kept. It is kept until the next change, so a warm query
-//! prices the kept charges and reads nothing.
+//! again), every other file's share kept. It is kept until the next change, so a warm query
+//! prices the kept shares and reads nothing.
 
 use std::collections::{HashMap, HashSet};
 use std::fs;
@@ -41,7 +41,7 @@ use crate::grok::GrokReader;
 use crate::handoff::Handoffs;
 use crate::ledger::{Ledger, LedgerStats};
 use crate::scan::{CHUNK, claude_subagent_files, open_no_follow, read_one, subagent_files_of};
-use crate::{FileUsage, scan};
+use crate::{FileRef, FileUsage, scan};
 
 /// What one refresh did, counted so tests can show that a warm refresh reads nothing and an
 /// append reads about what was appended.
@@ -79,14 +79,15 @@ impl RefreshStats {
 /// still for minutes. Later sub-agent writes wait for the periodic walk.
 const HOT: Duration = Duration::from_secs(15 * 60);
 
-/// One agent's reader, kept between refreshes.
+/// One agent's reader, kept between refreshes. The reader's own file is the parse the
+/// accounting reads ([`Entry::parse`]): no second copy is kept.
 #[derive(Debug, Clone)]
 pub(crate) enum Kept {
     Claude(ClaudeReader),
     Codex(CodexReader),
     Grok(GrokReader),
-    /// A compressed rollout: read whole on each change, nothing to resume.
-    Whole,
+    /// A compressed rollout, read whole on each change: nothing to resume, only its parse.
+    Whole(Box<FileUsage>),
 }
 
 impl Kept {
@@ -104,7 +105,7 @@ impl Kept {
             Kept::Claude(r) => r.feed(bytes),
             Kept::Codex(r) => r.feed(bytes),
             Kept::Grok(r) => r.feed(bytes),
-            Kept::Whole => {}
+            Kept::Whole(_) => {}
         }
     }
 
@@ -114,41 +115,49 @@ impl Kept {
             Kept::Claude(r) => r.feed_line(line),
             Kept::Codex(r) => r.feed_line(line),
             Kept::Grok(r) => r.feed_line(line),
-            Kept::Whole => {}
+            Kept::Whole(_) => {}
         }
     }
 
-    /// The file as read so far, a last line without its newline taken when it is whole JSON
-    /// (as a whole read takes it), the reader itself left waiting for more.
-    ///
-    /// With no line half written (nearly always) the reader's own file is taken rather than
-    /// copied — at 110,000 files the copies were a second set of every parse — and `true` says
-    /// it must be given back ([`Kept::give_back`]) before the reader is fed again.
-    pub(crate) fn parsed(&mut self) -> Option<(FileUsage, bool)> {
+    /// The reader's file as read so far (a half-written last line left out).
+    fn file(&self) -> FileRef<'_> {
         match self {
-            Kept::Claude(r) => Some(match r.take_file() {
-                Some(file) => (FileUsage::Claude(file), true),
-                None => (FileUsage::Claude(r.finished()), false),
-            }),
-            Kept::Codex(r) => Some(match r.take_file() {
-                Some(file) => (FileUsage::Codex(file), true),
-                None => (FileUsage::Codex(r.finished()), false),
-            }),
-            Kept::Grok(r) => Some(match r.take_file() {
-                Some(file) => (FileUsage::Grok(file), true),
-                None => (FileUsage::Grok(r.finished()), false),
-            }),
-            Kept::Whole => None,
+            Kept::Claude(r) => FileRef::Claude(r.file()),
+            Kept::Codex(r) => FileRef::Codex(r.file()),
+            Kept::Grok(r) => FileRef::Grok(r.file()),
+            Kept::Whole(f) => f.borrowed(),
         }
     }
 
-    /// Puts back the file [`Kept::parsed`] took from the reader.
-    fn give_back(&mut self, parsed: FileUsage) {
-        match (self, parsed) {
-            (Kept::Claude(r), FileUsage::Claude(file)) => r.put_file(file),
-            (Kept::Codex(r), FileUsage::Codex(file)) => r.put_file(file),
-            (Kept::Grok(r), FileUsage::Grok(file)) => r.put_file(file),
-            _ => {}
+    /// Gives back the room the reads left spare.
+    fn shrink(&mut self) {
+        match self {
+            Kept::Claude(r) => r.shrink(),
+            Kept::Codex(r) => r.shrink(),
+            Kept::Grok(r) => r.shrink(),
+            Kept::Whole(_) => {}
+        }
+    }
+
+    /// The file as a whole read would give it now, when that is not [`Kept::file`]: a last line
+    /// without its newline waits and is whole JSON (rare: a line being written). The reader is
+    /// left waiting for more.
+    fn finished(&self) -> Option<FileUsage> {
+        match self {
+            Kept::Claude(r) if r.waiting() => Some(FileUsage::Claude(r.finished())),
+            Kept::Codex(r) if r.waiting() => Some(FileUsage::Codex(r.finished())),
+            Kept::Grok(r) if r.waiting() => Some(FileUsage::Grok(r.finished())),
+            _ => None,
+        }
+    }
+
+    /// The reader finished and kept as a whole read's parse (a compressed rollout).
+    pub(crate) fn into_whole(self) -> Kept {
+        match self {
+            Kept::Claude(r) => Kept::Whole(Box::new(FileUsage::Claude(r.finish()))),
+            Kept::Codex(r) => Kept::Whole(Box::new(FileUsage::Codex(r.finish()))),
+            Kept::Grok(r) => Kept::Whole(Box::new(FileUsage::Grok(r.finish()))),
+            whole @ Kept::Whole(_) => whole,
         }
     }
 }
@@ -163,9 +172,36 @@ pub(crate) struct Entry {
     /// How many bytes the reader has been fed.
     pub(crate) offset: u64,
     pub(crate) reader: Kept,
-    pub(crate) parsed: FileUsage,
-    /// `parsed` is the reader's own file, taken from it: given back before it reads on.
-    pub(crate) lent: bool,
+    /// The parse with a waiting last line taken, when one waits ([`Kept::finished`]).
+    finished: Option<Box<FileUsage>>,
+}
+
+impl Entry {
+    pub(crate) fn new(
+        agent: Agent,
+        stamp: FileStamp,
+        ino: Option<(u64, u64)>,
+        offset: u64,
+        mut reader: Kept,
+    ) -> Entry {
+        reader.shrink();
+        Entry {
+            agent,
+            stamp,
+            ino,
+            offset,
+            finished: reader.finished().map(Box::new),
+            reader,
+        }
+    }
+
+    /// The file's usage as last read.
+    pub(crate) fn parse(&self) -> FileRef<'_> {
+        match &self.finished {
+            Some(file) => file.borrowed(),
+            None => self.reader.file(),
+        }
+    }
 }
 
 /// A file to look at: what the stores list, and the sub-agent transcripts.
@@ -181,7 +217,9 @@ struct Candidate {
 #[derive(Debug, Default)]
 pub struct UsageIndex {
     roots: Option<StoreRoots>,
-    entries: HashMap<PathBuf, Entry>,
+    /// Boxed: an entry is ~700 bytes, and a map keeps up to twice its length in empty slots.
+    /// Keyed by the parse's own path (one copy of it, shared with the ledger).
+    entries: HashMap<Arc<Path>, Box<Entry>>,
     accounting: Option<Arc<Accounting>>,
     /// The accounting kept current by file.
     ledger: Ledger,
@@ -233,7 +271,8 @@ impl UsageIndex {
         let mut changed = self.read_changed(candidates, &mut old, &mut stats, warnings);
         stats.files_dropped = old.len();
         changed |= !old.is_empty();
-        self.dirty.extend(old.into_keys());
+        self.dirty
+            .extend(old.into_keys().map(|path| path.to_path_buf()));
         if changed {
             self.accounting = None;
         }
@@ -290,11 +329,11 @@ impl UsageIndex {
         let mut candidates = Vec::new();
         let mut old = HashMap::new();
         for (path, candidate) in wanted {
-            let entry = self.entries.remove(&path);
+            let entry = self.entries.remove_entry(path.as_path());
             match candidate {
                 Some(c) => {
-                    if let Some(entry) = entry {
-                        old.insert(path, entry);
+                    if let Some((key, entry)) = entry {
+                        old.insert(key, entry);
                     }
                     candidates.push(c);
                 }
@@ -332,7 +371,7 @@ impl UsageIndex {
     fn read_changed(
         &mut self,
         candidates: Vec<Candidate>,
-        old: &mut HashMap<PathBuf, Entry>,
+        old: &mut HashMap<Arc<Path>, Box<Entry>>,
         stats: &mut RefreshStats,
         warnings: &mut Vec<String>,
     ) -> bool {
@@ -346,7 +385,7 @@ impl UsageIndex {
         let mut jobs = Vec::new();
         let mut changed = false;
         for c in candidates {
-            let mine = old.remove(&c.path);
+            let mine = old.remove(c.path.as_path());
             let previous = match handed.remove(&c.path) {
                 Some(entry) => {
                     stats.files_handed += 1;
@@ -359,7 +398,7 @@ impl UsageIndex {
             match previous {
                 Some(entry) if entry.agent == c.agent && entry.stamp == c.stamp => {
                     stats.files_unchanged += 1;
-                    self.entries.insert(c.path, entry);
+                    self.entries.insert(entry.parse().path().clone(), entry);
                 }
                 previous => jobs.push((c, previous)),
             }
@@ -369,13 +408,13 @@ impl UsageIndex {
         let results = cross_agent_stores::parallel::read_files(jobs, |(c, previous)| {
             let mut counted = RefreshStats::default();
             let result = read(&c, previous, &mut counted);
-            (c.path, result, counted)
+            (result, counted)
         });
-        for (path, result, counted) in results {
+        for (result, counted) in results {
             stats.add(&counted);
             match result {
                 Ok(Some(entry)) => {
-                    self.entries.insert(path, entry);
+                    self.entries.insert(entry.parse().path().clone(), entry);
                 }
                 Ok(None) => {}
                 Err(message) => warnings.push(message),
@@ -393,7 +432,7 @@ impl UsageIndex {
             return kept.clone();
         }
         let entries = &self.entries;
-        let parse = |path: &Path| entries.get(path).map(|entry| &entry.parsed);
+        let parse = |path: &Path| entries.get(path).map(|entry| entry.parse());
         let accounting = Arc::new(self.ledger.update(self.dirty.drain(), &parse));
         self.accounting = Some(accounting.clone());
         accounting
@@ -458,9 +497,9 @@ fn stamp_of(meta: &fs::Metadata) -> FileStamp {
 /// Reads what changed in one file: the appended bytes when it only grew, else all of it.
 fn read(
     c: &Candidate,
-    previous: Option<Entry>,
+    previous: Option<Box<Entry>>,
     stats: &mut RefreshStats,
-) -> Result<Option<Entry>, String> {
+) -> Result<Option<Box<Entry>>, String> {
     let known = previous.is_some();
     if c.compressed {
         // Nothing to resume in a compressed stream: read whole, as a scan does.
@@ -471,14 +510,14 @@ fn read(
             stats.files_new += 1;
         }
         stats.bytes_read += c.stamp.size;
-        return Ok(parsed.map(|parsed| Entry {
-            agent: c.agent,
-            stamp: c.stamp,
-            ino: None,
-            offset: c.stamp.size,
-            reader: Kept::Whole,
-            parsed,
-            lent: false,
+        return Ok(parsed.map(|parsed| {
+            Box::new(Entry::new(
+                c.agent,
+                c.stamp,
+                /*ino*/ None,
+                c.stamp.size,
+                Kept::Whole(Box::new(parsed)),
+            ))
         }));
     }
     let file = match open_no_follow(&c.path) {
@@ -501,16 +540,13 @@ fn read(
             && entry.ino.is_some()
             && entry.ino == ino
             && size >= entry.offset
-            && !matches!(entry.reader, Kept::Whole)
+            && !matches!(entry.reader, Kept::Whole(_))
     });
     let (mut reader, mut offset) = match resume {
         Some(entry) => {
             stats.files_appended += 1;
-            let mut reader = entry.reader;
-            if entry.lent {
-                reader.give_back(entry.parsed);
-            }
-            (reader, entry.offset)
+            let entry = *entry;
+            (entry.reader, entry.offset)
         }
         None => {
             if known {
@@ -540,24 +576,16 @@ fn read(
             }
         }
     }
-    let Some((parsed, lent)) = reader.parsed() else {
-        return Ok(None);
+    // What was read, not what the walk saw before: a write in between shows next time.
+    let stamp = if offset == c.stamp.size {
+        c.stamp
+    } else {
+        FileStamp {
+            size: offset,
+            mtime_ns: None,
+        }
     };
-    Ok(Some(Entry {
-        agent: c.agent,
-        // What was read, not what the walk saw before: a write in between shows next time.
-        stamp: if offset == c.stamp.size {
-            c.stamp
-        } else {
-            FileStamp {
-                size: offset,
-                mtime_ns: None,
-            }
-        },
-        ino,
-        offset,
-        reader,
-        parsed,
-        lent,
-    }))
+    Ok(Some(Box::new(Entry::new(
+        c.agent, stamp, ino, offset, reader,
+    ))))
 }

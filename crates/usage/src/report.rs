@@ -12,8 +12,9 @@ use serde_json::{Value, json};
 
 use crate::account::{Accounting, RateLimits};
 use crate::error::{Error, Result};
+use crate::keys::ModelId;
 use crate::money::Money;
-use crate::prices::PriceTable;
+use crate::prices::{Price, PriceTable};
 use crate::tokens::Tokens;
 
 /// What the rows are.
@@ -158,6 +159,21 @@ pub struct Report {
     pub prices_date: String,
 }
 
+/// The row named `key`, made when there is none (looked up by the name first: a row's key is
+/// made once, not once per call).
+fn row_named<'a>(groups: &'a mut BTreeMap<String, Row>, key: &str) -> Option<&'a mut Row> {
+    if !groups.contains_key(key) {
+        groups.insert(
+            key.to_owned(),
+            Row {
+                key: key.to_owned(),
+                ..Row::default()
+            },
+        );
+    }
+    groups.get_mut(key)
+}
+
 impl Report {
     pub fn build(
         accounting: &Accounting,
@@ -170,35 +186,65 @@ impl Report {
             key: "total".to_owned(),
             ..Row::default()
         };
-        for charge in accounting.charges() {
-            if let Some(since) = since
-                && charge.timestamp.is_none_or(|t| t < since)
-            {
+        let in_window =
+            |at: Option<UnixMillis>| since.is_none_or(|since| at.is_some_and(|t| t >= since));
+        // Each model's price looked up once, by its id, not by its name for every call.
+        let mut price_of: Vec<Option<Option<&Price>>> = vec![None; accounting.models.len()];
+        let mut cost = |model: Option<ModelId>, name: Option<&str>, tokens: &Tokens| {
+            let price = match (model, name) {
+                (Some(id), Some(name)) => match price_of.get_mut(id.index()) {
+                    Some(slot) => *slot.get_or_insert_with(|| prices.price(name)),
+                    None => prices.price(name),
+                },
+                _ => None,
+            };
+            price?.cost(tokens)
+        };
+        for share in &accounting.chunks {
+            let agent = share.agent;
+            // By session, agent or cwd every call of a share has its row: looked up once, at
+            // the share's first call in the window (a share with none makes no row).
+            let share_key: Option<&str> = match by {
+                GroupBy::Session => Some(&share.session_id),
+                GroupBy::Agent => Some(agent.as_str()),
+                GroupBy::Cwd => Some(share.cwd.as_deref().unwrap_or("(unknown)")),
+                GroupBy::Model | GroupBy::Day => None,
+            };
+            if let Some(key) = share_key {
+                let mut calls = share.calls().filter(|call| in_window(call.timestamp));
+                let Some(first) = calls.next() else {
+                    continue;
+                };
+                let Some(row) = row_named(&mut groups, key) else {
+                    continue;
+                };
+                for call in std::iter::once(first).chain(calls) {
+                    let model = call.model.and_then(|id| accounting.models.str(id));
+                    let cost = cost(call.model, model, &call.tokens);
+                    row.add(agent, &call.tokens, cost, model);
+                    total.add(agent, &call.tokens, cost, model);
+                }
                 continue;
             }
-            let day_key;
-            let key: &str = match by {
-                GroupBy::Session => &charge.session_id,
-                GroupBy::Agent => charge.agent.as_str(),
-                GroupBy::Model => charge.model.as_deref().unwrap_or("(none)"),
-                GroupBy::Day => {
-                    day_key = charge.timestamp.map_or_else(|| "(no time)".to_owned(), day);
-                    &day_key
+            for call in share.calls() {
+                if !in_window(call.timestamp) {
+                    continue;
                 }
-                GroupBy::Cwd => charge.cwd.as_deref().unwrap_or("(unknown)"),
-            };
-            let cost = prices.cost(charge.model.as_deref(), &charge.tokens);
-            let model = charge.model.as_deref();
-            // Looked up by the name first: a row's key is made once, not once per call.
-            let row = match groups.get_mut(key) {
-                Some(row) => row,
-                None => groups.entry(key.to_owned()).or_insert_with(|| Row {
-                    key: key.to_owned(),
-                    ..Row::default()
-                }),
-            };
-            row.add(charge.agent, &charge.tokens, cost, model);
-            total.add(charge.agent, &charge.tokens, cost, model);
+                let model = call.model.and_then(|id| accounting.models.str(id));
+                let day_key;
+                let key: &str = match by {
+                    GroupBy::Day => {
+                        day_key = call.timestamp.map_or_else(|| "(no time)".to_owned(), day);
+                        &day_key
+                    }
+                    _ => model.unwrap_or("(none)"),
+                };
+                let cost = cost(call.model, model, &call.tokens);
+                if let Some(row) = row_named(&mut groups, key) {
+                    row.add(agent, &call.tokens, cost, model);
+                }
+                total.add(agent, &call.tokens, cost, model);
+            }
         }
         let mut rows: Vec<Row> = groups.into_values().collect();
         rows.sort_by(|a, b| {

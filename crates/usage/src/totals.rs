@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::account::{Accounting, Charge};
+use crate::account::{Accounting, Share};
 use crate::prices::PriceTable;
 use crate::report::{GroupBy, Report, Row};
 
@@ -15,7 +15,7 @@ use crate::report::{GroupBy, Report, Row};
 #[derive(Debug)]
 struct Part {
     /// Held so the share's address is not reused while it is the key.
-    chunk: Arc<[Charge]>,
+    chunk: Arc<Share>,
     rows: Vec<Row>,
 }
 
@@ -55,13 +55,14 @@ impl SessionTotals {
         };
         let mut parts = HashMap::with_capacity(accounting.chunks.len());
         for chunk in &accounting.chunks {
-            let at = chunk.as_ptr() as usize;
+            let at = Arc::as_ptr(chunk) as usize;
             let part = match self.parts.remove(&at) {
                 Some(part) if Arc::ptr_eq(&part.chunk, chunk) => part,
                 _ => {
                     stats.shares_grouped += 1;
                     let share = Accounting {
                         chunks: vec![chunk.clone()],
+                        models: accounting.models.clone(),
                         ..Accounting::default()
                     };
                     Part {

@@ -214,9 +214,9 @@ fn forks_replays_repeats_and_subagents_count_once_for_the_right_thread() {
     );
     let sub = acc
         .charges()
-        .find(|c| c.model.as_deref() == Some("gpt-5-mini"))
+        .find(|c| c.model == Some("gpt-5-mini"))
         .unwrap();
-    assert_eq!(sub.subagent.as_deref(), Some(S1));
+    assert_eq!(sub.subagent, Some(S1));
     // 2 calls copied into each fork.
     assert_eq!(acc.duplicates_skipped, 4);
     let limits = acc.rate_limits.unwrap();

@@ -4,6 +4,7 @@ mod ccusage;
 mod claude;
 mod codex;
 mod handoff;
+mod layout;
 mod ledger;
 mod live;
 mod prices;
