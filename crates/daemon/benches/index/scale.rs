@@ -201,6 +201,11 @@ pub fn table(label: &str, store: &Path, spec: &SyntheticSpec, truth: &Generated,
         cold.start_peak,
         find_took.as_secs_f64()
     );
+    println!(
+        "      where the peak is: {:.0} MB resident once the sessions are listed (before they \
+         are rendered), the peak {:.0} MB by then",
+        cold.listed_rss, cold.listed_peak
+    );
     assert!(
         missing.is_empty(),
         "the listing is not complete: {missing:?}"
@@ -255,6 +260,10 @@ struct Cold {
     peak: f64,
     /// Its peak memory (MB) before it listed: the process's own floor.
     start_peak: f64,
+    /// Its resident memory (MB) once the sessions are listed, before they are rendered.
+    listed_rss: f64,
+    /// Its peak (MB) once the sessions are listed: the read's share of the peak.
+    listed_peak: f64,
     sessions: usize,
     took: Duration,
 }
@@ -305,9 +314,12 @@ fn cold_listing(store: &Path) -> Cold {
             .unwrap_or(0.0)
     };
     let (start_peak, peak, sessions) = (number(), number(), number());
+    let (listed_rss, listed_peak) = (number(), number());
     Cold {
         peak,
         start_peak,
+        listed_rss,
+        listed_peak,
         sessions: sessions as usize,
         took,
     }
@@ -327,6 +339,10 @@ pub fn cold_child(home: &Path) {
         "VmHWM:",
     );
     let listing = list_sessions(&StoreRoots::under_home(home), &ScanOptions::default());
+    // Where the peak is: reading the files (the peak already reached once listed), or holding
+    // the sessions (what is resident once listed) and rendering them.
+    let listed = std::fs::read_to_string("/proc/self/status").unwrap();
+    let (listed_rss, listed_peak) = (field_mb(&listed, "VmRSS:"), field_mb(&listed, "VmHWM:"));
     let chosen: Vec<(Agent, Chosen<'_>)> = Agent::ALL
         .iter()
         .map(|&agent| (agent, Chosen::Sessions(listing.of(agent).collect())))
@@ -342,7 +358,7 @@ pub fn cold_child(home: &Path) {
     sink.finish().unwrap();
     let status = std::fs::read_to_string("/proc/self/status").unwrap();
     println!(
-        "{before:.1} {:.1} {}",
+        "{before:.1} {:.1} {} {listed_rss:.1} {listed_peak:.1}",
         field_mb(&status, "VmHWM:"),
         listing.sessions.len()
     );
