@@ -68,6 +68,20 @@ fn main() {
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or(if full { 20 } else { 3 });
 
+    println!("usage benchmark (`usage --since 7d --by model` through a daemon)");
+    println!(
+        "  store: {} ({} files, {:.0} MB)",
+        store.display(),
+        generated.files,
+        generated.bytes as f64 / 1e6
+    );
+    println!(
+        "  load average: {}",
+        fs::read_to_string("/proc/loadavg")
+            .unwrap_or_default()
+            .trim()
+    );
+
     listing_with_costs(&store, generated.largest_claude.as_deref(), runs);
 
     let state = tempfile::tempdir().unwrap();
@@ -95,20 +109,12 @@ fn main() {
         caller: caller.clone(),
     };
 
-    println!("usage benchmark (`usage --since 7d --by model` through a daemon)");
     println!(
-        "  store: {} ({} files, {:.0} MB)",
-        store.display(),
-        generated.files,
-        generated.bytes as f64 / 1e6
-    );
-    println!(
-        "  load average: {}",
+        "  load average before the daemon's own figures: {}",
         fs::read_to_string("/proc/loadavg")
             .unwrap_or_default()
             .trim()
     );
-
     // Cold: the listing first (the session index's walk), then usage (every file read once).
     let started = Instant::now();
     let listing = oneshot()

@@ -4,19 +4,24 @@
 //! floor measured in the same run:
 //!
 //! - the daemon's resident memory (`VmRSS` of its process) once it has built the index (no
-//!   session cache: a new state folder) and answered a full listing, and its peak (`VmHWM`);
+//!   session cache: a new state folder) and answered a full listing, and its peak (`VmHWM`),
+//!   beside the same daemon's before it was asked anything (the floor: what holds no session);
 //! - the full `sessions --json --scope any --agent all` listing through the daemon (the kept
-//!   rendering, one-shot client, to a buffer), beside a bare `status` round trip;
-//! - exact-name resolution through the daemon (one-shot), beside the same floor;
+//!   rendering, one-shot client, to `/dev/null`), beside the same bytes sent through a new Unix
+//!   socket connection and copied to `/dev/null` (the floor: moving the listing, no work);
+//! - exact-name resolution through the daemon (one-shot), beside a bare `status` round trip;
 //! - the peak memory (`VmHWM`) of a cold listing without the daemon: a child process doing what
 //!   `sessions --json` does when no daemon answers and no session cache is there (every file
-//!   read, the listing written out as it is made).
+//!   read, the listing written out as it is made), beside the same child's before it lists,
+//!   and its time beside `find -printf` of the store.
 //!
 //! The listing is checked against the generator's truth: every generated session listed, each
 //! named one under its name. Memory figures do not depend on the build; the timing rows do, so
 //! read them from `cargo bench` (release).
 
 use std::collections::HashMap;
+use std::io::Write as _;
+use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -38,6 +43,7 @@ pub const COLD_CHILD_VAR: &str = "CROSS_AGENT_BENCH_COLD_LISTING";
 
 /// Prints the table for the store at `store`, generated as `spec` (`truth`).
 pub fn table(label: &str, store: &Path, spec: &SyntheticSpec, truth: &Generated, runs: usize) {
+    let load_before = load_average();
     let store_text = store.to_string_lossy().into_owned();
     let state = tempfile::tempdir().unwrap();
     let home = {
@@ -54,6 +60,7 @@ pub fn table(label: &str, store: &Path, spec: &SyntheticSpec, truth: &Generated,
         &home,
         &ConnectOptions::new(ClientKind::Cli),
     ));
+    let (idle_rss, _) = memory_of(daemon.id());
     let caller = CallerContext {
         child_env: [("HOME".to_owned(), store_text.clone())].into(),
         ..CallerContext::default()
@@ -78,7 +85,6 @@ pub fn table(label: &str, store: &Path, spec: &SyntheticSpec, truth: &Generated,
     let built = started.elapsed();
     let missing = completeness(&first, spec, truth);
     let listed_bytes = first.len();
-    drop(first);
     let (rss, hwm) = memory_of(daemon.id());
 
     let named = truth
@@ -98,15 +104,18 @@ pub fn table(label: &str, store: &Path, spec: &SyntheticSpec, truth: &Generated,
         caller: caller.clone(),
     };
     let (mut lists, mut resolves, mut floors) = (Vec::new(), Vec::new(), Vec::new());
-    let mut sink = Vec::with_capacity(listed_bytes);
+    let mut moves = Vec::new();
+    let mut null = std::fs::File::create("/dev/null").unwrap();
+    let socket = SocketFloor::start(first, runs);
     for _ in 0..runs {
-        sink.clear();
         let at = Instant::now();
         let got = oneshot()
-            .call_with_trailer(listing.clone(), |a| a.bytes, &mut sink)
+            .call_with_trailer(listing.clone(), |a| a.bytes, &mut null)
             .unwrap();
         lists.push(at.elapsed());
         assert_eq!(got.sessions, answer.sessions);
+
+        moves.push(socket.sample(&mut null));
 
         let at = Instant::now();
         let found = oneshot().call(resolve.clone()).unwrap();
@@ -124,11 +133,24 @@ pub fn table(label: &str, store: &Path, spec: &SyntheticSpec, truth: &Generated,
         });
     }
     let _ = daemon.wait();
-    let (cold_peak, cold_sessions, cold_took) = cold_listing(store);
+    socket.stop();
+    let cold = cold_listing(store);
+    let at = Instant::now();
+    let out = Command::new("find")
+        .arg(store)
+        .args(["-printf", "%s %T@ %p\n"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let find_took = at.elapsed();
 
     println!();
     println!(
-        "  {label}: {} sessions listed through the daemon ({:.1} MB of JSON; the index built \
+        "  {label} (load average {load_before} at the start, {} at the end):",
+        load_average()
+    );
+    println!(
+        "    {} sessions listed through the daemon ({:.1} MB of JSON; the index built \
          and listed in {:.1} s), {}",
         answer.sessions,
         listed_bytes as f64 / 1e6,
@@ -144,11 +166,19 @@ pub fn table(label: &str, store: &Path, spec: &SyntheticSpec, truth: &Generated,
          MB; after {runs} more listings {rss_after:.0} MB, peak {hwm_after:.0} MB); goal ≤ 150 MB \
          at 106k sessions"
     );
+    println!("      floor: the same daemon before it was asked anything: {idle_rss:.0} MB");
     report(
-        "    full listing through the daemon, one-shot      ",
+        "    full listing through the daemon, one-shot, to /dev/null",
         &lists,
     );
     println!("      goal ≤ 25 ms at 106k sessions");
+    report(
+        &format!(
+            "      floor: the same {:.1} MB through a new Unix socket",
+            listed_bytes as f64 / 1e6
+        ),
+        &moves,
+    );
     report(
         "    exact-name resolution through the daemon       ",
         &resolves,
@@ -159,15 +189,92 @@ pub fn table(label: &str, store: &Path, spec: &SyntheticSpec, truth: &Generated,
         &floors,
     );
     println!(
-        "    cold listing without the daemon: peak {cold_peak:.0} MB ({cold_sessions} sessions, \
-         {:.1} s); goal ≤ 200 MB at 106k sessions",
-        cold_took.as_secs_f64()
+        "    cold listing without the daemon: peak {:.0} MB ({} sessions, {:.1} s); goal ≤ 200 MB \
+         at 106k sessions",
+        cold.peak,
+        cold.sessions,
+        cold.took.as_secs_f64()
+    );
+    println!(
+        "      floor: the same process before it lists: peak {:.0} MB; `find -printf` of the \
+         store {:.1} s",
+        cold.start_peak,
+        find_took.as_secs_f64()
+    );
+    println!(
+        "      where the peak is: {:.0} MB resident once the sessions are listed (before they \
+         are rendered), the peak {:.0} MB by then",
+        cold.listed_rss, cold.listed_peak
     );
     assert!(
         missing.is_empty(),
         "the listing is not complete: {missing:?}"
     );
-    assert_eq!(cold_sessions as u64, answer.sessions);
+    assert_eq!(cold.sessions as u64, answer.sessions);
+}
+
+/// The listing's floor: its bytes sent by a thread on a Unix socket of their own, one new
+/// connection a sample, as the daemon's answer comes (without the request, the frame and the
+/// work).
+struct SocketFloor {
+    _dir: tempfile::TempDir,
+    path: std::path::PathBuf,
+    server: std::thread::JoinHandle<()>,
+}
+
+impl SocketFloor {
+    /// Serves `bytes` to `connections` connections, then ends.
+    fn start(bytes: Vec<u8>, connections: usize) -> SocketFloor {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("floor.sock");
+        let listener = UnixListener::bind(&path).unwrap();
+        let server = std::thread::spawn(move || {
+            for _ in 0..connections {
+                let (mut stream, _) = listener.accept().unwrap();
+                stream.write_all(&bytes).unwrap();
+            }
+        });
+        SocketFloor {
+            _dir: dir,
+            path,
+            server,
+        }
+    }
+
+    /// One connection: connect, read every byte into `sink`.
+    fn sample(&self, sink: &mut std::fs::File) -> Duration {
+        let at = Instant::now();
+        let mut stream = UnixStream::connect(&self.path).unwrap();
+        std::io::copy(&mut stream, sink).unwrap();
+        at.elapsed()
+    }
+
+    fn stop(self) {
+        self.server.join().unwrap();
+    }
+}
+
+/// What the cold listing child reported.
+struct Cold {
+    /// Its peak memory (MB) once it listed.
+    peak: f64,
+    /// Its peak memory (MB) before it listed: the process's own floor.
+    start_peak: f64,
+    /// Its resident memory (MB) once the sessions are listed, before they are rendered.
+    listed_rss: f64,
+    /// Its peak (MB) once the sessions are listed: the read's share of the peak.
+    listed_peak: f64,
+    sessions: usize,
+    took: Duration,
+}
+
+/// The machine's 1, 5 and 15 minute load averages, for beside the figures (2 shared cores).
+fn load_average() -> String {
+    let text = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    text.split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// `VmRSS` and `VmHWM` of process `pid`, in MB.
@@ -184,9 +291,9 @@ fn field_mb(status: &str, name: &str) -> f64 {
         .map_or(0.0, |kb| kb / 1024.0)
 }
 
-/// The cold listing without a daemon, in a child process of its own: its peak memory (MB),
-/// how many sessions it listed, and how long the child took.
-fn cold_listing(store: &Path) -> (f64, usize, Duration) {
+/// The cold listing without a daemon, in a child process of its own: its peak memory before
+/// and after, how many sessions it listed, and how long the child took.
+fn cold_listing(store: &Path) -> Cold {
     let started = Instant::now();
     let out = Command::new(std::env::current_exe().unwrap())
         .env(COLD_CHILD_VAR, store)
@@ -200,20 +307,42 @@ fn cold_listing(store: &Path) -> (f64, usize, Duration) {
     );
     let text = String::from_utf8_lossy(&out.stdout);
     let mut words = text.split_whitespace();
-    let peak = words.next().and_then(|w| w.parse().ok()).unwrap_or(0.0);
-    let sessions = words.next().and_then(|w| w.parse().ok()).unwrap_or(0);
-    (peak, sessions, took)
+    let mut number = || {
+        words
+            .next()
+            .and_then(|w| w.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    let (start_peak, peak, sessions) = (number(), number(), number());
+    let (listed_rss, listed_peak) = (number(), number());
+    Cold {
+        peak,
+        start_peak,
+        listed_rss,
+        listed_peak,
+        sessions: sessions as usize,
+        took,
+    }
 }
 
 /// In the child: what `sessions --json --scope any` does with no daemon and no session cache,
-/// the listing written to nowhere as it is made; prints the peak memory (MB) and the count.
+/// the listing written to nowhere as it is made; prints the peak memory (MB) before listing and
+/// after, and the count.
 pub fn cold_child(home: &Path) {
     use cross_agent_stores::StoreRoots;
     use cross_agent_stores::render::{self, Chosen, WriteSink};
     use cross_agent_stores::resolve::ActiveWindow;
     use cross_agent_stores::scan::{ScanOptions, list_sessions};
 
+    let before = field_mb(
+        &std::fs::read_to_string("/proc/self/status").unwrap(),
+        "VmHWM:",
+    );
     let listing = list_sessions(&StoreRoots::under_home(home), &ScanOptions::default());
+    // Where the peak is: reading the files (the peak already reached once listed), or holding
+    // the sessions (what is resident once listed) and rendering them.
+    let listed = std::fs::read_to_string("/proc/self/status").unwrap();
+    let (listed_rss, listed_peak) = (field_mb(&listed, "VmRSS:"), field_mb(&listed, "VmHWM:"));
     let chosen: Vec<(Agent, Chosen<'_>)> = Agent::ALL
         .iter()
         .map(|&agent| (agent, Chosen::Sessions(listing.of(agent).collect())))
@@ -229,7 +358,7 @@ pub fn cold_child(home: &Path) {
     sink.finish().unwrap();
     let status = std::fs::read_to_string("/proc/self/status").unwrap();
     println!(
-        "{:.1} {}",
+        "{before:.1} {:.1} {} {listed_rss:.1} {listed_peak:.1}",
         field_mb(&status, "VmHWM:"),
         listing.sessions.len()
     );
