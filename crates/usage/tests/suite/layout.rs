@@ -5,41 +5,15 @@
 // The helpers below stand in for test bodies: a failed write ends the test.
 #![allow(clippy::unwrap_used)]
 
-use std::fs::{self, OpenOptions};
-use std::io::Write as _;
+use std::fs;
 use std::path::Path;
 
 use cross_agent_stores::StoreRoots;
 use cross_agent_usage::claude::ClaudeReader;
 use cross_agent_usage::{GroupBy, PriceTable, Report, Tokens, UsageIndex};
 use pretty_assertions::assert_eq;
-use serde_json::json;
 
-use super::claude::assistant;
-
-fn add_lines(path: &Path, lines: &[String]) {
-    fs::create_dir_all(path.parent().unwrap()).unwrap();
-    let mut file = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .unwrap();
-    for line in lines {
-        writeln!(file, "{line}").unwrap();
-    }
-}
-
-fn reply(session: &str, msg: &str, minute: u32, model: &str, output: u64) -> String {
-    assistant(
-        session,
-        msg,
-        &format!("req-{msg}"),
-        &format!("2026-12-01T10:{minute:02}:00.000Z"),
-        model,
-        json!({"input_tokens": 100, "output_tokens": output}),
-        false,
-    )
-}
+use super::steps::{add_lines, reply, tokens, triples};
 
 fn roots(home: &Path) -> StoreRoots {
     StoreRoots {
@@ -65,21 +39,7 @@ fn rows_and_copies(
     let prices = PriceTable::shipped().unwrap();
     let accounting = index.accounting();
     let report = Report::build(&accounting, &prices, by, None);
-    let mut rows: Vec<_> = report
-        .rows
-        .iter()
-        .map(|r| (r.key.clone(), r.calls, r.tokens))
-        .collect();
-    rows.sort_by(|a, b| a.0.cmp(&b.0));
-    (rows, accounting.duplicates_skipped)
-}
-
-fn tokens(input: u64, output: u64) -> Tokens {
-    Tokens {
-        input,
-        output,
-        ..Tokens::default()
-    }
+    (triples(&report), accounting.duplicates_skipped)
 }
 
 /// A reply whose lines are written apart — other replies between them, the later line in a

@@ -6,42 +6,15 @@
 // The helpers below stand in for test bodies: a failed write ends the test.
 #![allow(clippy::unwrap_used)]
 
-use std::fs::{self, OpenOptions};
-use std::io::Write as _;
-use std::path::Path;
+use std::fs;
 
 use cross_agent_stores::StoreRoots;
 use cross_agent_usage::{
     GroupBy, LedgerStats, PriceTable, Report, SessionTotals, Tokens, UsageIndex, account, scan,
 };
 use pretty_assertions::assert_eq;
-use serde_json::json;
 
-use super::claude::assistant;
-
-fn add_lines(path: &Path, lines: &[String]) {
-    fs::create_dir_all(path.parent().unwrap()).unwrap();
-    let mut file = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .unwrap();
-    for line in lines {
-        writeln!(file, "{line}").unwrap();
-    }
-}
-
-fn reply(session: &str, msg: &str, minute: u32, output: u64) -> String {
-    assistant(
-        session,
-        msg,
-        &format!("req-{msg}"),
-        &format!("2026-12-01T10:{minute:02}:00.000Z"),
-        "claude-sonnet-4-5",
-        json!({"input_tokens": 100, "output_tokens": output}),
-        false,
-    )
-}
+use super::steps::{SONNET, add_lines, reply, tokens, triples};
 
 /// The index brought current (the files unchanged since are kept, not read), its report by
 /// session as (session, calls, tokens) beside a fresh scan's, and what its decision looked at.
@@ -70,21 +43,7 @@ fn step(
         // One file changed: its share, and the shares whose calls moved, grouped again.
         assert!(shares.shares_grouped <= 2, "{shares:?}");
     }
-    let mut rows: Vec<(String, u64, Tokens)> = live
-        .rows
-        .iter()
-        .map(|r| (r.key.clone(), r.calls, r.tokens))
-        .collect();
-    rows.sort_by(|a, b| a.0.cmp(&b.0));
-    (rows, index.accounting_stats())
-}
-
-fn tokens(input: u64, output: u64) -> Tokens {
-    Tokens {
-        input,
-        output,
-        ..Tokens::default()
-    }
+    (triples(&live), index.accounting_stats())
 }
 
 #[test]
@@ -101,7 +60,10 @@ fn a_changed_files_copy_of_another_files_reply_counts_once_after_each_step() {
     let fork = project.join("a-fork.jsonl");
     add_lines(
         &base,
-        &[reply("base", "m1", 0, 10), reply("base", "m2", 1, 20)],
+        &[
+            reply("base", "m1", 0, SONNET, 10),
+            reply("base", "m2", 1, SONNET, 20),
+        ],
     );
     // Sessions nobody copies: their calls are not decided again when another file changes.
     for n in 0..5 {
@@ -109,8 +71,8 @@ fn a_changed_files_copy_of_another_files_reply_counts_once_after_each_step() {
         add_lines(
             &project.join(format!("{id}.jsonl")),
             &[
-                reply(&id, &format!("{id}-a"), 2, 1),
-                reply(&id, &format!("{id}-b"), 3, 1),
+                reply(&id, &format!("{id}-a"), 2, SONNET, 1),
+                reply(&id, &format!("{id}-b"), 3, SONNET, 1),
             ],
         );
     }
@@ -123,7 +85,10 @@ fn a_changed_files_copy_of_another_files_reply_counts_once_after_each_step() {
     // start), then its own. The copy wins the call: the base counts it no more.
     add_lines(
         &fork,
-        &[reply("a-fork", "m1", 0, 10), reply("a-fork", "m3", 4, 5)],
+        &[
+            reply("a-fork", "m1", 0, SONNET, 10),
+            reply("a-fork", "m3", 4, SONNET, 5),
+        ],
     );
     let (rows, stats) = step(&mut index, &mut totals, &roots);
     assert_eq!(
@@ -141,7 +106,7 @@ fn a_changed_files_copy_of_another_files_reply_counts_once_after_each_step() {
 
     // It copies the base's second reply too, with a larger usage (a later line of the same
     // reply): one call, the fork's, with the larger usage; the base has none left.
-    add_lines(&fork, &[reply("a-fork", "m2", 1, 25)]);
+    add_lines(&fork, &[reply("a-fork", "m2", 1, SONNET, 25)]);
     let (rows, stats) = step(&mut index, &mut totals, &roots);
     assert_eq!(rows[0], ("a-fork".to_owned(), 3, tokens(300, 40)));
     assert_eq!(rows[1].0, "other0");
@@ -152,7 +117,7 @@ fn a_changed_files_copy_of_another_files_reply_counts_once_after_each_step() {
     );
 
     // The base grows a reply of its own: the copies stay the fork's, counted once.
-    add_lines(&base, &[reply("base", "m4", 5, 1)]);
+    add_lines(&base, &[reply("base", "m4", 5, SONNET, 1)]);
     let (rows, stats) = step(&mut index, &mut totals, &roots);
     assert_eq!(
         rows[..2],

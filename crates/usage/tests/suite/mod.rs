@@ -11,3 +11,4 @@ mod prices;
 mod reader;
 mod real;
 mod real_hard;
+mod steps;
