@@ -405,25 +405,24 @@ impl Ledger {
 
     /// Decides who wins the key, as [`crate::account`] decides it over files in path order:
     /// the first with the least rank; a Claude reply counted with the first largest usage.
+    /// The copies are not sorted (a reply a base shares with dozens of forks has dozens, and
+    /// every key of a changed file is decided again): path order is asked only between two
+    /// copies that tie, which is what "the first" means.
     fn decide<'a>(
         &mut self,
         key: KeyId,
         parse: &mut dyn FnMut(&Ledger, FileId) -> Option<FileRef<'a>>,
     ) {
         let state = self.keys[key as usize];
-        let mut copies: Vec<CopyAt> = Vec::new();
-        if state.first != NO_COPY {
-            copies.push(state.first);
-        }
-        if let Some(extra) = self.extra.get(&key) {
-            copies.extend_from_slice(extra);
-        }
-        copies.sort_by(|a, b| {
+        let first = (state.first != NO_COPY).then_some(state.first);
+        let extra = self.extra.get(&key).map_or(&[][..], Vec::as_slice);
+        let copies: Vec<CopyAt> = first.into_iter().chain(extra.iter().copied()).collect();
+        let before = |a: CopyAt, b: CopyAt| {
             let path = |id: FileId| self.slot(id).map(|s| &s.path);
-            path(a.file).cmp(&path(b.file)).then(a.at.cmp(&b.at))
-        });
+            (path(a.file), a.at) < (path(b.file), b.at)
+        };
         let mut best: Option<(Precedence, CopyAt, Tokens)> = None;
-        let mut tokens: Option<Tokens> = None;
+        let mut tokens: Option<(Tokens, CopyAt)> = None;
         let mut claude = false;
         for &copy in &copies {
             let Some(f) = parse(self, copy.file) else {
@@ -433,13 +432,25 @@ impl Ledger {
             let Some((rank, copy_tokens)) = self.rank(f, copy.at as usize) else {
                 continue;
             };
-            if best.as_ref().is_none_or(|(r, _, _)| rank < *r) {
+            let wins = match &best {
+                None => true,
+                Some((r, at, _)) => rank < *r || (rank == *r && before(copy, *at)),
+            };
+            if wins {
                 best = Some((rank, copy, copy_tokens));
             }
-            if tokens.is_none_or(|t| copy_tokens.total() > t.total()) {
-                tokens = Some(copy_tokens);
+            let larger = match tokens {
+                None => true,
+                Some((t, at)) => {
+                    copy_tokens.total() > t.total()
+                        || (copy_tokens.total() == t.total() && before(copy, at))
+                }
+            };
+            if larger {
+                tokens = Some((copy_tokens, copy));
             }
         }
+        let tokens = tokens.map(|(t, _)| t);
         let (winner, own) = best.map_or((NO_COPY, None), |(_, copy, own)| (copy, Some(own)));
         self.keys[key as usize].winner = winner;
         // A Codex call counts its winner's own usage; a Claude reply the largest any copy has.
@@ -639,6 +650,49 @@ mod tests {
             Path::new(path),
             format!("{line}\n").as_bytes(),
         ))
+    }
+
+    /// Copies that tie — the same rank (two transcripts of one session id, one time), the same
+    /// total usage told apart by kind — go to the first file in path order, as a whole scan
+    /// decides, whatever order the ledger met them in.
+    #[test]
+    fn copies_that_tie_go_to_the_first_file_in_path_order() {
+        let reply = |path: &str, input: u64, output: u64| {
+            let line = format!(
+                r#"{{"type":"assistant","requestId":"r","timestamp":"2026-12-01T10:00:00.000Z","message":{{"id":"x","model":"m","usage":{{"input_tokens":{input},"output_tokens":{output}}}}}}}"#
+            );
+            FileUsage::Claude(claude::read(
+                Path::new(path),
+                format!("{line}\n").as_bytes(),
+            ))
+        };
+        let mut files: HashMap<PathBuf, FileUsage> = HashMap::new();
+        let mut ledger = Ledger::default();
+        let mut accounting = None;
+        // Met last-first: the ledger's first copy is the last path.
+        for (path, input, output) in [
+            ("/p3/s.jsonl", 3, 3),
+            ("/p2/s.jsonl", 5, 1),
+            ("/p1/s.jsonl", 1, 5),
+        ] {
+            files.insert(path.into(), reply(path, input, output));
+            accounting = Some(ledger.update([PathBuf::from(path)], &|p| {
+                files.get(p).map(FileUsage::borrowed)
+            }));
+        }
+        let accounting = accounting.unwrap();
+        let got: Vec<(u64, u64)> = accounting
+            .charges()
+            .map(|c| (c.tokens.input, c.tokens.output))
+            .collect();
+        assert_eq!(got, vec![(1, 5)]);
+        let mut whole: Vec<FileUsage> = files.into_values().collect();
+        whole.sort_by(|a, b| a.path().cmp(b.path()));
+        let scanned: Vec<(u64, u64)> = crate::account::account(&whole)
+            .charges()
+            .map(|c| (c.tokens.input, c.tokens.output))
+            .collect();
+        assert_eq!(scanned, got);
     }
 
     /// A key no file records any more is let go at once, its place given to the next new key;
