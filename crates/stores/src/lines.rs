@@ -8,6 +8,12 @@
 //! Lines longer than [`MAX_LINE_BYTES`] are skipped with a warning instead of being held in
 //! memory whole (one base64 image in a tool result can be tens of MB); nothing the listing needs
 //! lives in such a line.
+//!
+//! A file is read a chunk at a time; a line that does not end in its chunk is carried over. A
+//! line longer than a chunk (a tool's output, a few MB) is held whole while it is assembled, so
+//! the process holds at most [`LONG_LINES_AT_ONCE`] of them at a time, whatever the number of
+//! readers: a cold listing reads on 16 threads, and each holding its own few-MB line (and the
+//! buffers it grew through) was most of that listing's peak memory.
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
@@ -22,7 +28,12 @@ use crate::model::{LineContext, LineProblem, TranscriptFold, Warnings};
 pub const MAX_LINE_BYTES: usize = 32 << 20;
 
 /// The read buffer: large enough that a typical transcript takes few system calls.
-const CHUNK: usize = 256 << 10;
+pub const CHUNK: usize = 256 << 10;
+
+/// How many lines longer than [`CHUNK`] the process assembles at once; a reader meeting one
+/// more waits for one of them to be done. Such lines are rare (the scale bench's store has 160
+/// in 1.3 GB), so the wait is rarely met, and it is what bounds the readers' memory.
+pub const LONG_LINES_AT_ONCE: usize = 2;
 
 /// Where a reader stopped: the byte offset just after the last complete line, and how many lines
 /// (1-based numbering continues from here) came before it.
@@ -175,6 +186,73 @@ impl Drop for ChunkBuf {
     }
 }
 
+/// How many long-line slots are taken, and the signal that one was given back.
+static LONG_LINES_HELD: parking_lot::Mutex<usize> = parking_lot::Mutex::new(0);
+static LONG_LINE_FREED: parking_lot::Condvar = parking_lot::Condvar::new();
+
+thread_local! {
+    /// This thread holds a long-line slot: a sink reading another file meanwhile (on the same
+    /// thread) goes on without one rather than wait for itself.
+    static HOLDS_LONG_LINE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// One of the [`LONG_LINES_AT_ONCE`] slots, given back when dropped.
+struct LongLineSlot(());
+
+impl LongLineSlot {
+    /// Waits for a free slot; `None` when this thread already holds one.
+    fn acquire() -> Option<LongLineSlot> {
+        if HOLDS_LONG_LINE.get() {
+            return None;
+        }
+        let mut held = LONG_LINES_HELD.lock();
+        while *held >= LONG_LINES_AT_ONCE {
+            LONG_LINE_FREED.wait(&mut held);
+        }
+        *held += 1;
+        HOLDS_LONG_LINE.set(true);
+        Some(LongLineSlot(()))
+    }
+}
+
+impl Drop for LongLineSlot {
+    fn drop(&mut self) {
+        HOLDS_LONG_LINE.set(false);
+        let mut held = LONG_LINES_HELD.lock();
+        *held = held.saturating_sub(1);
+        drop(held);
+        LONG_LINE_FREED.notify_one();
+    }
+}
+
+/// The start of a line that did not end inside the chunk read. Up to a chunk's length it is kept
+/// in a buffer reused for the whole file; longer, it takes a long-line slot first, and its
+/// buffer is freed (before the slot is given back) once the line is done.
+#[derive(Default)]
+struct Carry {
+    bytes: Vec<u8>,
+    slot: Option<LongLineSlot>,
+}
+
+impl Carry {
+    fn extend(&mut self, more: &[u8]) {
+        if self.slot.is_none() && self.bytes.len() + more.len() > CHUNK {
+            self.slot = LongLineSlot::acquire();
+        }
+        self.bytes.extend_from_slice(more);
+    }
+
+    /// The line is done (fed, or skipped as too long).
+    fn done(&mut self) {
+        if self.bytes.capacity() > CHUNK {
+            self.bytes = Vec::new();
+        } else {
+            self.bytes.clear();
+        }
+        self.slot = None;
+    }
+}
+
 /// The line splitter shared by the plain and compressed readers.
 fn feed_lines<R: Read + ?Sized, S: LineSink + ?Sized>(
     reader: &mut R,
@@ -187,7 +265,7 @@ fn feed_lines<R: Read + ?Sized, S: LineSink + ?Sized>(
     let mut buf = ChunkBuf::take();
     let buf = &mut buf.0;
     // The start of a line that did not end inside the previous chunk.
-    let mut carry: Vec<u8> = Vec::new();
+    let mut carry = Carry::default();
     // True while the current line is past MAX_LINE_BYTES and being thrown away.
     let mut skipping = false;
     let mut skipped_len: u64 = 0;
@@ -213,19 +291,19 @@ fn feed_lines<R: Read + ?Sized, S: LineSink + ?Sized>(
                 done.offset += total + 1;
                 skipping = false;
                 skipped_len = 0;
-            } else if carry.is_empty() {
+            } else if carry.bytes.is_empty() {
                 emit(piece, path, line_no, sink, warnings);
                 done.offset += consumed;
-            } else if carry.len() + piece.len() > MAX_LINE_BYTES {
-                let total = (carry.len() + piece.len()) as u64;
+            } else if carry.bytes.len() + piece.len() > MAX_LINE_BYTES {
+                let total = (carry.bytes.len() + piece.len()) as u64;
                 too_long(warnings, path, line_no, total);
-                carry = Vec::new();
+                carry.done();
                 done.offset += total + 1;
             } else {
-                let carried = carry.len() as u64;
-                carry.extend_from_slice(piece);
-                emit(&carry, path, line_no, sink, warnings);
-                carry.clear();
+                let carried = carry.bytes.len() as u64;
+                carry.extend(piece);
+                emit(&carry.bytes, path, line_no, sink, warnings);
+                carry.done();
                 done.offset += carried + consumed;
             }
             done.line = line_no;
@@ -234,23 +312,23 @@ fn feed_lines<R: Read + ?Sized, S: LineSink + ?Sized>(
         let rest = &chunk[start..];
         if skipping {
             skipped_len += rest.len() as u64;
-        } else if carry.len() + rest.len() > MAX_LINE_BYTES {
+        } else if carry.bytes.len() + rest.len() > MAX_LINE_BYTES {
             skipping = true;
-            skipped_len = (carry.len() + rest.len()) as u64;
-            carry = Vec::new();
+            skipped_len = (carry.bytes.len() + rest.len()) as u64;
+            carry.done();
         } else {
-            carry.extend_from_slice(rest);
+            carry.extend(rest);
         }
     }
 
-    if consume_tail && (!carry.is_empty() || skipping) {
+    if consume_tail && (!carry.bytes.is_empty() || skipping) {
         let line_no = done.line + 1;
         if skipping {
             too_long(warnings, path, line_no, skipped_len);
             done.offset += skipped_len;
         } else {
-            emit(&carry, path, line_no, sink, warnings);
-            done.offset += carry.len() as u64;
+            emit(&carry.bytes, path, line_no, sink, warnings);
+            done.offset += carry.bytes.len() as u64;
         }
         done.line = line_no;
     }
