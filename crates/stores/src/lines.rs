@@ -186,9 +186,25 @@ impl Drop for ChunkBuf {
     }
 }
 
-/// How many long-line slots are taken, and the signal that one was given back.
-static LONG_LINES_HELD: parking_lot::Mutex<usize> = parking_lot::Mutex::new(0);
+/// The long-line slots: how many are taken, and the buffers of lines already done, kept for the
+/// next (a long line grows its buffer through a few sizes, each a fresh allocation: reusing one
+/// is what keeps a listing's many long lines from each paying that, and the allocator from
+/// holding what they freed).
+struct LongLines {
+    held: usize,
+    spare: Vec<Vec<u8>>,
+}
+
+static LONG_LINES: parking_lot::Mutex<LongLines> = parking_lot::Mutex::new(LongLines {
+    held: 0,
+    spare: Vec::new(),
+});
+/// Signalled when a slot is given back.
 static LONG_LINE_FREED: parking_lot::Condvar = parking_lot::Condvar::new();
+
+/// A spare buffer larger than this is freed rather than kept: a long line is a few MB, and
+/// [`LONG_LINES_AT_ONCE`] of these are what a process keeps after reading one.
+const LONG_LINE_KEPT: usize = 8 << 20;
 
 thread_local! {
     /// This thread holds a long-line slot: a sink reading another file meanwhile (on the same
@@ -196,8 +212,10 @@ thread_local! {
     static HOLDS_LONG_LINE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-/// One of the [`LONG_LINES_AT_ONCE`] slots, given back when dropped.
-struct LongLineSlot(());
+/// One of the [`LONG_LINES_AT_ONCE`] slots, with its buffer; given back when dropped.
+struct LongLineSlot {
+    buf: Vec<u8>,
+}
 
 impl LongLineSlot {
     /// Waits for a free slot; `None` when this thread already holds one.
@@ -205,51 +223,72 @@ impl LongLineSlot {
         if HOLDS_LONG_LINE.get() {
             return None;
         }
-        let mut held = LONG_LINES_HELD.lock();
-        while *held >= LONG_LINES_AT_ONCE {
-            LONG_LINE_FREED.wait(&mut held);
+        let mut lines = LONG_LINES.lock();
+        while lines.held >= LONG_LINES_AT_ONCE {
+            LONG_LINE_FREED.wait(&mut lines);
         }
-        *held += 1;
+        lines.held += 1;
+        let buf = lines.spare.pop().unwrap_or_default();
         HOLDS_LONG_LINE.set(true);
-        Some(LongLineSlot(()))
+        Some(LongLineSlot { buf })
     }
 }
 
 impl Drop for LongLineSlot {
     fn drop(&mut self) {
         HOLDS_LONG_LINE.set(false);
-        let mut held = LONG_LINES_HELD.lock();
-        *held = held.saturating_sub(1);
-        drop(held);
+        let mut buf = std::mem::take(&mut self.buf);
+        buf.clear();
+        let mut lines = LONG_LINES.lock();
+        lines.held = lines.held.saturating_sub(1);
+        if buf.capacity() <= LONG_LINE_KEPT && lines.spare.len() < LONG_LINES_AT_ONCE {
+            lines.spare.push(buf);
+        }
+        drop(lines);
         LONG_LINE_FREED.notify_one();
     }
 }
 
 /// The start of a line that did not end inside the chunk read. Up to a chunk's length it is kept
-/// in a buffer reused for the whole file; longer, it takes a long-line slot first, and its
-/// buffer is freed (before the slot is given back) once the line is done.
+/// in a buffer reused for the whole file; longer, it moves to a long-line slot's buffer (waiting
+/// for a slot), given back once the line is done.
 #[derive(Default)]
 struct Carry {
-    bytes: Vec<u8>,
-    slot: Option<LongLineSlot>,
+    short: Vec<u8>,
+    long: Option<LongLineSlot>,
 }
 
 impl Carry {
-    fn extend(&mut self, more: &[u8]) {
-        if self.slot.is_none() && self.bytes.len() + more.len() > CHUNK {
-            self.slot = LongLineSlot::acquire();
+    fn bytes(&self) -> &[u8] {
+        match &self.long {
+            Some(slot) => &slot.buf,
+            None => &self.short,
         }
-        self.bytes.extend_from_slice(more);
+    }
+
+    fn extend(&mut self, more: &[u8]) {
+        if self.long.is_none()
+            && self.short.len() + more.len() > CHUNK
+            && let Some(mut slot) = LongLineSlot::acquire()
+        {
+            slot.buf.extend_from_slice(&self.short);
+            self.short.clear();
+            self.long = Some(slot);
+        }
+        match &mut self.long {
+            Some(slot) => slot.buf.extend_from_slice(more),
+            None => self.short.extend_from_slice(more),
+        }
     }
 
     /// The line is done (fed, or skipped as too long).
     fn done(&mut self) {
-        if self.bytes.capacity() > CHUNK {
-            self.bytes = Vec::new();
+        self.long = None;
+        if self.short.capacity() > CHUNK {
+            self.short = Vec::new();
         } else {
-            self.bytes.clear();
+            self.short.clear();
         }
-        self.slot = None;
     }
 }
 
@@ -291,18 +330,18 @@ fn feed_lines<R: Read + ?Sized, S: LineSink + ?Sized>(
                 done.offset += total + 1;
                 skipping = false;
                 skipped_len = 0;
-            } else if carry.bytes.is_empty() {
+            } else if carry.bytes().is_empty() {
                 emit(piece, path, line_no, sink, warnings);
                 done.offset += consumed;
-            } else if carry.bytes.len() + piece.len() > MAX_LINE_BYTES {
-                let total = (carry.bytes.len() + piece.len()) as u64;
+            } else if carry.bytes().len() + piece.len() > MAX_LINE_BYTES {
+                let total = (carry.bytes().len() + piece.len()) as u64;
                 too_long(warnings, path, line_no, total);
                 carry.done();
                 done.offset += total + 1;
             } else {
-                let carried = carry.bytes.len() as u64;
+                let carried = carry.bytes().len() as u64;
                 carry.extend(piece);
-                emit(&carry.bytes, path, line_no, sink, warnings);
+                emit(carry.bytes(), path, line_no, sink, warnings);
                 carry.done();
                 done.offset += carried + consumed;
             }
@@ -312,23 +351,23 @@ fn feed_lines<R: Read + ?Sized, S: LineSink + ?Sized>(
         let rest = &chunk[start..];
         if skipping {
             skipped_len += rest.len() as u64;
-        } else if carry.bytes.len() + rest.len() > MAX_LINE_BYTES {
+        } else if carry.bytes().len() + rest.len() > MAX_LINE_BYTES {
             skipping = true;
-            skipped_len = (carry.bytes.len() + rest.len()) as u64;
+            skipped_len = (carry.bytes().len() + rest.len()) as u64;
             carry.done();
         } else {
             carry.extend(rest);
         }
     }
 
-    if consume_tail && (!carry.bytes.is_empty() || skipping) {
+    if consume_tail && (!carry.bytes().is_empty() || skipping) {
         let line_no = done.line + 1;
         if skipping {
             too_long(warnings, path, line_no, skipped_len);
             done.offset += skipped_len;
         } else {
-            emit(&carry.bytes, path, line_no, sink, warnings);
-            done.offset += carry.bytes.len() as u64;
+            emit(carry.bytes(), path, line_no, sink, warnings);
+            done.offset += carry.bytes().len() as u64;
         }
         done.line = line_no;
     }
