@@ -203,8 +203,16 @@ static LONG_LINES: parking_lot::Mutex<LongLines> = parking_lot::Mutex::new(LongL
 static LONG_LINE_FREED: parking_lot::Condvar = parking_lot::Condvar::new();
 
 /// A spare buffer larger than this is freed rather than kept: a long line is a few MB, and
-/// [`LONG_LINES_AT_ONCE`] of these are what a process keeps after reading one.
+/// [`LONG_LINES_AT_ONCE`] of these are what a batch of reads keeps between its long lines.
 const LONG_LINE_KEPT: usize = 8 << 20;
+
+/// Frees the long-line buffers kept for the next long line: called when a batch of reads is over
+/// (the index's reads of changed files), so a long-lived process does not keep them between
+/// batches.
+pub(crate) fn free_spare_long_line_buffers() {
+    let spare = std::mem::take(&mut LONG_LINES.lock().spare);
+    drop(spare);
+}
 
 thread_local! {
     /// This thread holds a long-line slot: a sink reading another file meanwhile (on the same

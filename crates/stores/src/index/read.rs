@@ -53,12 +53,14 @@ pub(super) fn run_jobs(
     tap: Option<&dyn ReadTap>,
 ) -> Vec<JobResult> {
     let threads = io_threads(threads, jobs.len());
-    crate::parallel::on_threads(threads, || {
+    let results = crate::parallel::on_threads(threads, || {
         jobs.into_par_iter()
             .with_max_len(1)
             .map(|job| read_file_guarded(job, blob, keep_folds, tap))
             .collect()
-    })
+    });
+    crate::lines::free_spare_long_line_buffers();
+    results
 }
 
 /// [`read_file`], but a reader that panics on some input costs only that file: it becomes a
