@@ -7,7 +7,8 @@
 //! holds the agents' stores (a synthetic store's `home`), `STATE` the session cache (made when
 //! missing; remove it for a cold start). `daemon` (the default) lists through a live index as
 //! the daemon does, twice, then starts again from the cache it saved; `cli` lists once as
-//! `sessions --json` does without a daemon.
+//! `sessions --json` does without a daemon; `cold` as that, without a session cache either
+//! (`STATE` unused; the scale bench's `cold_child`).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -99,6 +100,25 @@ fn main() -> Result<()> {
             let written = sink.finish()?.0;
             println!(
                 "cli: {} sessions, {:.1} MB in {:.0} ms",
+                listing.sessions.len(),
+                written as f64 / 1e6,
+                started.elapsed().as_secs_f64() * 1e3
+            );
+            step("written", None, listing.sessions.len());
+        }
+        "cold" => {
+            let started = Instant::now();
+            let listing = scan::list_sessions(&roots, &ScanOptions::default());
+            step("listed", None, listing.sessions.len());
+            let chosen: Vec<(Agent, Chosen<'_>)> = Agent::ALL
+                .iter()
+                .map(|&agent| (agent, Chosen::Sessions(listing.of(agent).collect())))
+                .collect();
+            let mut sink = render::WriteSink::new(Counted(0));
+            render::write_listing(&mut sink, &chosen, clock.0, clock.1, None);
+            let written = sink.finish()?.0;
+            println!(
+                "cold: {} sessions, {:.1} MB in {:.0} ms",
                 listing.sessions.len(),
                 written as f64 / 1e6,
                 started.elapsed().as_secs_f64() * 1e3

@@ -8,6 +8,12 @@
 //! Lines longer than [`MAX_LINE_BYTES`] are skipped with a warning instead of being held in
 //! memory whole (one base64 image in a tool result can be tens of MB); nothing the listing needs
 //! lives in such a line.
+//!
+//! A file is read a chunk at a time; a line that does not end in its chunk is carried over. A
+//! line longer than a chunk (a tool's output, a few MB) is held whole while it is assembled, so
+//! the process holds at most [`LONG_LINES_AT_ONCE`] of them at a time, whatever the number of
+//! readers: a cold listing reads on 16 threads, and each holding its own few-MB line (and the
+//! buffers it grew through) was most of that listing's peak memory.
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
@@ -22,7 +28,12 @@ use crate::model::{LineContext, LineProblem, TranscriptFold, Warnings};
 pub const MAX_LINE_BYTES: usize = 32 << 20;
 
 /// The read buffer: large enough that a typical transcript takes few system calls.
-const CHUNK: usize = 256 << 10;
+pub const CHUNK: usize = 256 << 10;
+
+/// How many lines longer than [`CHUNK`] the process assembles at once; a reader meeting one
+/// more waits for one of them to be done. Such lines are rare (the scale bench's store has 160
+/// in 1.3 GB), so the wait is rarely met, and it is what bounds the readers' memory.
+pub const LONG_LINES_AT_ONCE: usize = 2;
 
 /// Where a reader stopped: the byte offset just after the last complete line, and how many lines
 /// (1-based numbering continues from here) came before it.
@@ -175,6 +186,120 @@ impl Drop for ChunkBuf {
     }
 }
 
+/// The long-line slots: how many are taken, and the buffers of lines already done, kept for the
+/// next (a long line grows its buffer through a few sizes, each a fresh allocation: reusing one
+/// is what keeps a listing's many long lines from each paying that, and the allocator from
+/// holding what they freed).
+struct LongLines {
+    held: usize,
+    spare: Vec<Vec<u8>>,
+}
+
+static LONG_LINES: parking_lot::Mutex<LongLines> = parking_lot::Mutex::new(LongLines {
+    held: 0,
+    spare: Vec::new(),
+});
+/// Signalled when a slot is given back.
+static LONG_LINE_FREED: parking_lot::Condvar = parking_lot::Condvar::new();
+
+/// A spare buffer larger than this is freed rather than kept: a long line is a few MB, and
+/// [`LONG_LINES_AT_ONCE`] of these are what a batch of reads keeps between its long lines.
+const LONG_LINE_KEPT: usize = 8 << 20;
+
+/// Frees the long-line buffers kept for the next long line: called when a batch of reads is over
+/// (the index's reads of changed files), so a long-lived process does not keep them between
+/// batches.
+pub(crate) fn free_spare_long_line_buffers() {
+    let spare = std::mem::take(&mut LONG_LINES.lock().spare);
+    drop(spare);
+}
+
+thread_local! {
+    /// This thread holds a long-line slot: a sink reading another file meanwhile (on the same
+    /// thread) goes on without one rather than wait for itself.
+    static HOLDS_LONG_LINE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// One of the [`LONG_LINES_AT_ONCE`] slots, with its buffer; given back when dropped.
+struct LongLineSlot {
+    buf: Vec<u8>,
+}
+
+impl LongLineSlot {
+    /// Waits for a free slot; `None` when this thread already holds one.
+    fn acquire() -> Option<LongLineSlot> {
+        if HOLDS_LONG_LINE.get() {
+            return None;
+        }
+        let mut lines = LONG_LINES.lock();
+        while lines.held >= LONG_LINES_AT_ONCE {
+            LONG_LINE_FREED.wait(&mut lines);
+        }
+        lines.held += 1;
+        let buf = lines.spare.pop().unwrap_or_default();
+        HOLDS_LONG_LINE.set(true);
+        Some(LongLineSlot { buf })
+    }
+}
+
+impl Drop for LongLineSlot {
+    fn drop(&mut self) {
+        HOLDS_LONG_LINE.set(false);
+        let mut buf = std::mem::take(&mut self.buf);
+        buf.clear();
+        let mut lines = LONG_LINES.lock();
+        lines.held = lines.held.saturating_sub(1);
+        if buf.capacity() <= LONG_LINE_KEPT && lines.spare.len() < LONG_LINES_AT_ONCE {
+            lines.spare.push(buf);
+        }
+        drop(lines);
+        LONG_LINE_FREED.notify_one();
+    }
+}
+
+/// The start of a line that did not end inside the chunk read. Up to a chunk's length it is kept
+/// in a buffer reused for the whole file; longer, it moves to a long-line slot's buffer (waiting
+/// for a slot), given back once the line is done.
+#[derive(Default)]
+struct Carry {
+    short: Vec<u8>,
+    long: Option<LongLineSlot>,
+}
+
+impl Carry {
+    fn bytes(&self) -> &[u8] {
+        match &self.long {
+            Some(slot) => &slot.buf,
+            None => &self.short,
+        }
+    }
+
+    fn extend(&mut self, more: &[u8]) {
+        if self.long.is_none()
+            && self.short.len() + more.len() > CHUNK
+            && let Some(mut slot) = LongLineSlot::acquire()
+        {
+            slot.buf.extend_from_slice(&self.short);
+            self.short.clear();
+            self.long = Some(slot);
+        }
+        match &mut self.long {
+            Some(slot) => slot.buf.extend_from_slice(more),
+            None => self.short.extend_from_slice(more),
+        }
+    }
+
+    /// The line is done (fed, or skipped as too long).
+    fn done(&mut self) {
+        self.long = None;
+        if self.short.capacity() > CHUNK {
+            self.short = Vec::new();
+        } else {
+            self.short.clear();
+        }
+    }
+}
+
 /// The line splitter shared by the plain and compressed readers.
 fn feed_lines<R: Read + ?Sized, S: LineSink + ?Sized>(
     reader: &mut R,
@@ -187,7 +312,7 @@ fn feed_lines<R: Read + ?Sized, S: LineSink + ?Sized>(
     let mut buf = ChunkBuf::take();
     let buf = &mut buf.0;
     // The start of a line that did not end inside the previous chunk.
-    let mut carry: Vec<u8> = Vec::new();
+    let mut carry = Carry::default();
     // True while the current line is past MAX_LINE_BYTES and being thrown away.
     let mut skipping = false;
     let mut skipped_len: u64 = 0;
@@ -213,19 +338,19 @@ fn feed_lines<R: Read + ?Sized, S: LineSink + ?Sized>(
                 done.offset += total + 1;
                 skipping = false;
                 skipped_len = 0;
-            } else if carry.is_empty() {
+            } else if carry.bytes().is_empty() {
                 emit(piece, path, line_no, sink, warnings);
                 done.offset += consumed;
-            } else if carry.len() + piece.len() > MAX_LINE_BYTES {
-                let total = (carry.len() + piece.len()) as u64;
+            } else if carry.bytes().len() + piece.len() > MAX_LINE_BYTES {
+                let total = (carry.bytes().len() + piece.len()) as u64;
                 too_long(warnings, path, line_no, total);
-                carry = Vec::new();
+                carry.done();
                 done.offset += total + 1;
             } else {
-                let carried = carry.len() as u64;
-                carry.extend_from_slice(piece);
-                emit(&carry, path, line_no, sink, warnings);
-                carry.clear();
+                let carried = carry.bytes().len() as u64;
+                carry.extend(piece);
+                emit(carry.bytes(), path, line_no, sink, warnings);
+                carry.done();
                 done.offset += carried + consumed;
             }
             done.line = line_no;
@@ -234,23 +359,23 @@ fn feed_lines<R: Read + ?Sized, S: LineSink + ?Sized>(
         let rest = &chunk[start..];
         if skipping {
             skipped_len += rest.len() as u64;
-        } else if carry.len() + rest.len() > MAX_LINE_BYTES {
+        } else if carry.bytes().len() + rest.len() > MAX_LINE_BYTES {
             skipping = true;
-            skipped_len = (carry.len() + rest.len()) as u64;
-            carry = Vec::new();
+            skipped_len = (carry.bytes().len() + rest.len()) as u64;
+            carry.done();
         } else {
-            carry.extend_from_slice(rest);
+            carry.extend(rest);
         }
     }
 
-    if consume_tail && (!carry.is_empty() || skipping) {
+    if consume_tail && (!carry.bytes().is_empty() || skipping) {
         let line_no = done.line + 1;
         if skipping {
             too_long(warnings, path, line_no, skipped_len);
             done.offset += skipped_len;
         } else {
-            emit(&carry, path, line_no, sink, warnings);
-            done.offset += carry.len() as u64;
+            emit(carry.bytes(), path, line_no, sink, warnings);
+            done.offset += carry.bytes().len() as u64;
         }
         done.line = line_no;
     }

@@ -50,7 +50,8 @@ pub struct Listing {
     /// What the walk of the stores did (folders listed or remembered, files `stat`ed).
     pub walk: WalkStats,
     pub timings: Timings,
-    /// The transcripts this listing found new, changed or gone since the index last looked.
+    /// The transcripts this listing found new, changed or gone since the index last looked;
+    /// empty from [`list_sessions`] without a cache file (every file is new to it).
     pub changed: ChangedFiles,
 }
 
@@ -113,6 +114,9 @@ pub fn list_sessions(roots: &StoreRoots, options: &ScanOptions) -> Listing {
     let discovered = started.elapsed();
     timings.load_cache = load_time;
     let mut index = loaded_index(loaded, options.cache_file.as_deref(), &mut warnings);
+    // Without a cache file the index is read and dropped here: it keeps no fold state and no
+    // list of changed files (every file is new to it).
+    index.one_shot = options.cache_file.is_none();
     save_dirs(&mut dirs, dirs_file.as_deref(), &mut warnings);
 
     let (stats, codex_names) = refresh_and_save(

@@ -371,6 +371,7 @@ pub(crate) fn load_for(path: &Path, agents: &[Agent]) -> CacheLoad {
                 drops: Vec::new(),
                 preloaded_names: None,
                 changed: Default::default(),
+                one_shot: false,
             };
             replay_journal(&journal_file(path), &mut index);
             if agents.contains(&Agent::Codex) {
@@ -461,6 +462,7 @@ fn decode(bytes: Vec<u8>) -> CacheLoad {
             drops: Vec::new(),
             preloaded_names: None,
             changed: Default::default(),
+            one_shot: false,
         }),
         Err(refused) => refused.into(),
     }

@@ -26,8 +26,9 @@ use crate::tap::{ReadTap, TapSink};
 pub(super) struct Job {
     pub(super) kind: FoldKind,
     pub(super) source: SourceFile,
-    /// The entry to resume from, if any.
-    pub(super) old: Option<Entry>,
+    /// The entry to resume from, if any (boxed: a cold listing makes a job for every file, none
+    /// with an entry).
+    pub(super) old: Option<Box<Entry>>,
     /// Whether the index knew the path at all (a re-read rather than a new file).
     pub(super) known: bool,
 }
@@ -42,33 +43,44 @@ pub(super) struct JobResult {
 
 /// Reads the changed files on `threads` threads — or, when there are many (a cold listing), on
 /// at least [`IO_READERS`](crate::index::IO_READERS). Each file is a task of its own, so one 50 MB transcript does not
-/// leave the other threads idle.
+/// leave the other threads idle. Without `keep_folds` the entries hold no fold state
+/// ([`FoldState::Missing`]): for an index read once and dropped.
 pub(super) fn run_jobs(
     jobs: Vec<Job>,
     threads: usize,
     blob: &[u8],
+    keep_folds: bool,
     tap: Option<&dyn ReadTap>,
 ) -> Vec<JobResult> {
     let threads = io_threads(threads, jobs.len());
-    crate::parallel::on_threads(threads, || {
+    let results = crate::parallel::on_threads(threads, || {
         jobs.into_par_iter()
             .with_max_len(1)
-            .map(|job| read_file_guarded(job, blob, tap))
+            .map(|job| read_file_guarded(job, blob, keep_folds, tap))
             .collect()
-    })
+    });
+    crate::lines::free_spare_long_line_buffers();
+    results
 }
 
 /// [`read_file`], but a reader that panics on some input costs only that file: it becomes a
 /// warning naming the file, is left out of the index (so it is tried again next time), and the
 /// listing goes on.
-pub(super) fn read_file_guarded(job: Job, blob: &[u8], tap: Option<&dyn ReadTap>) -> JobResult {
+pub(super) fn read_file_guarded(
+    job: Job,
+    blob: &[u8],
+    keep_folds: bool,
+    tap: Option<&dyn ReadTap>,
+) -> JobResult {
     let path = job.source.path.clone();
     let read = if job.known {
         ReadKind::Reread
     } else {
         ReadKind::New
     };
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| read_file(job, blob, tap))) {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        read_file(job, blob, keep_folds, tap)
+    })) {
         Ok(result) => result,
         Err(_) => {
             let mut warnings = Warnings::default();
@@ -89,18 +101,25 @@ pub(super) fn read_file_guarded(job: Job, blob: &[u8], tap: Option<&dyn ReadTap>
 
 /// Reads one changed file with its agent's fold; a transcript (not the Codex names file) read
 /// from its start is offered to `tap` too.
-pub(super) fn read_file(job: Job, blob: &[u8], tap: Option<&dyn ReadTap>) -> JobResult {
+pub(super) fn read_file(
+    job: Job,
+    blob: &[u8],
+    keep_folds: bool,
+    tap: Option<&dyn ReadTap>,
+) -> JobResult {
     match job.kind {
-        FoldKind::Claude => read_with::<ClaudeFold>(job, blob, tap),
-        FoldKind::Codex => read_with::<CodexFold>(job, blob, tap),
-        FoldKind::Grok => read_with::<GrokFold>(job, blob, tap),
-        FoldKind::CodexNames => read_with::<NamesFold>(job, blob, None),
+        FoldKind::Claude => read_with::<ClaudeFold>(job, blob, keep_folds, tap),
+        FoldKind::Codex => read_with::<CodexFold>(job, blob, keep_folds, tap),
+        FoldKind::Grok => read_with::<GrokFold>(job, blob, keep_folds, tap),
+        // The names' fold is what the listing reads the names from: always kept.
+        FoldKind::CodexNames => read_with::<NamesFold>(job, blob, true, None),
     }
 }
 
 pub(super) fn read_with<F: TranscriptFold>(
     job: Job,
     blob: &[u8],
+    keep_fold: bool,
     tap: Option<&dyn ReadTap>,
 ) -> JobResult {
     let Job {
@@ -114,7 +133,7 @@ pub(super) fn read_with<F: TranscriptFold>(
 
     // Resume only a plain file that grew, whose mtime did not go back and whose head is the one
     // seen before; anything else is a different file under the same name.
-    let resumable = old.filter(|entry| {
+    let resumable = old.map(|entry| *entry).filter(|entry| {
         !source.compressed
             && !entry.compressed
             && source.stamp.size >= entry.size
@@ -226,18 +245,23 @@ pub(super) fn read_with<F: TranscriptFold>(
     }
 
     let session = fold.session(&source.path);
-    let fold_state = match serde_json::to_string(&fold) {
-        Ok(json) => FoldState::Fresh(json),
-        Err(e) => {
-            // Without a stored state the next change re-reads the file from the start.
-            warnings.push(
-                &source.path,
-                None,
-                format!("cannot store the fold state: {e}"),
-            );
-            position = Position::default();
-            FoldState::Missing
+    let fold_state = if keep_fold {
+        match serde_json::to_string(&fold) {
+            Ok(json) => FoldState::Fresh(json),
+            Err(e) => {
+                // Without a stored state the next change re-reads the file from the start.
+                warnings.push(
+                    &source.path,
+                    None,
+                    format!("cannot store the fold state: {e}"),
+                );
+                position = Position::default();
+                FoldState::Missing
+            }
         }
+    } else {
+        // Nothing resumes from it: left out rather than written and thrown away.
+        FoldState::Missing
     };
     JobResult {
         entry: Some(Entry {

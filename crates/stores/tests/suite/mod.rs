@@ -5,6 +5,7 @@ mod copilot;
 mod foreign;
 mod grok;
 mod index;
+mod lines;
 mod properties;
 mod reader_support;
 mod recorded;
