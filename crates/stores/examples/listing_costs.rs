@@ -67,7 +67,10 @@ fn main() -> Result<()> {
         })
         .collect();
     let spent_of = |s: &Session| table.get(&s.session_id).cloned().unwrap_or_default();
-    let rendered: Vec<RenderedAgent> = by_agent.iter().map(|(_, s)| RenderedAgent::new(s)).collect();
+    let rendered: Vec<RenderedAgent> = by_agent
+        .iter()
+        .map(|(_, s)| RenderedAgent::new(s))
+        .collect();
     let listing = |kept: Option<&[SpentRendering]>| -> Result<usize> {
         let chosen: Vec<(Agent, Chosen<'_>)> = by_agent
             .iter()
@@ -157,9 +160,7 @@ fn main() -> Result<()> {
         .iter()
         .rev()
         .filter_map(|s| s.title.as_deref())
-        .find(|title| {
-            resolve::lookup(sessions, title, asked).is_ok()
-        })
+        .find(|title| resolve::lookup(sessions, title, asked).is_ok())
         .context("no session with a unique title")?
         .to_owned();
     let started = Instant::now();
@@ -169,10 +170,17 @@ fn main() -> Result<()> {
     let mut indexed = Vec::new();
     for _ in 0..rounds {
         let started = Instant::now();
-        let whole = resolve::lookup(sessions, &name, asked)?.session.session_id.clone();
+        let whole = resolve::lookup(sessions, &name, asked)?
+            .session
+            .session_id
+            .clone();
         walk.push(started.elapsed());
         let started = Instant::now();
-        let found = names.lookup(sessions, &name, asked)?.session.session_id.clone();
+        let found = names
+            .lookup(sessions, &name, asked)?
+            .session
+            .session_id
+            .clone();
         indexed.push(started.elapsed());
         anyhow::ensure!(whole == found, "the two lookups differ");
     }
