@@ -173,7 +173,9 @@ struct Held {
     rendered: OnceLock<RenderedAgent>,
     /// Their cost fields, made by the first listing with costs from the table it names, again
     /// when one names another (the accounting changed): a generation's own, never carried over.
-    spent: Mutex<Option<(SpentTable, Arc<SpentRendering>)>>,
+    /// The table is held weakly: told apart by address (which a weak reference keeps from being
+    /// reused), not kept alive once its owner lets it go.
+    spent: Mutex<Option<(WeakTable, Arc<SpentRendering>)>>,
     /// Where each id and title is among `sessions`, for resolution: made by the first lookup,
     /// and by the walk that replaces this generation once one was made.
     names: OnceLock<NameIndex>,
@@ -195,12 +197,12 @@ impl Held {
     fn spent_rendering(&self, spent: &ListingSpent<'_>) -> Arc<SpentRendering> {
         let mut kept = self.spent.lock();
         if let Some((table, rendering)) = kept.as_ref()
-            && Arc::ptr_eq(table, spent.table)
+            && std::sync::Weak::ptr_eq(table, &Arc::downgrade(spent.table))
         {
             return Arc::clone(rendering);
         }
         let rendering = Arc::new(SpentRendering::new(&self.sessions, spent.of));
-        *kept = Some((Arc::clone(spent.table), Arc::clone(&rendering)));
+        *kept = Some((Arc::downgrade(spent.table), Arc::clone(&rendering)));
         rendering
     }
 
@@ -209,9 +211,12 @@ impl Held {
     }
 }
 
-/// Whatever a listing's costs are read from, held only to be told apart (by address) from
-/// another: the cost fields made from one are kept while listings bring the same one.
+/// Whatever a listing's costs are read from, only told apart (by address) from another: the
+/// cost fields made from one are kept while listings bring the same one.
 pub type SpentTable = Arc<dyn std::any::Any + Send + Sync>;
+
+/// A [`SpentTable`] held without keeping it alive.
+type WeakTable = std::sync::Weak<dyn std::any::Any + Send + Sync>;
 
 /// What a listing shows of each session's cost: `of` gives it, reading `table` (the caller's,
 /// unchanged while it is the same `Arc`), so the fields can be made once per table.
