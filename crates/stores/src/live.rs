@@ -29,8 +29,10 @@ use parking_lot::Mutex;
 use crate::codex::session_index_path;
 use crate::index::ChangedFiles;
 use crate::model::{Agent, Session, StoreWarning, UnixMillis};
-use crate::render::{Chosen, ListingParts, RenderedAgent, SpentOf, write_listing_spent};
-use crate::resolve::ActiveWindow;
+use crate::render::{
+    Chosen, KeptText, ListingParts, RenderedAgent, SpentOf, SpentRendering, write_listing_spent,
+};
+use crate::resolve::{ActiveWindow, NameIndex};
 use crate::roots::StoreRoots;
 use crate::scan::{Listing, ScanOptions, Scanner, sort_newest_first};
 
@@ -169,6 +171,59 @@ struct Held {
     /// The sessions as `sessions --json` prints them, made on the first listing that asks (or
     /// carried over by a walk that changed a few sessions, see [`RenderedAgent::update`]).
     rendered: OnceLock<RenderedAgent>,
+    /// Their cost fields, made by the first listing with costs from the table it names, again
+    /// when one names another (the accounting changed): a generation's own, never carried over.
+    /// The table is held weakly: told apart by address (which a weak reference keeps from being
+    /// reused), not kept alive once its owner lets it go.
+    spent: Mutex<Option<(WeakTable, Arc<SpentRendering>)>>,
+    /// Where each id and title is among `sessions`, for resolution: made by the first lookup,
+    /// and by the walk that replaces this generation once one was made.
+    names: OnceLock<NameIndex>,
+}
+
+impl Held {
+    fn new(sessions: Vec<Session>, warnings: Vec<StoreWarning>) -> Held {
+        Held {
+            sessions,
+            warnings,
+            rendered: OnceLock::new(),
+            spent: Mutex::new(None),
+            names: OnceLock::new(),
+        }
+    }
+
+    /// The cost fields of its sessions from `spent`'s table: kept from an earlier listing with
+    /// the same table, else made (and kept) now.
+    fn spent_rendering(&self, spent: &ListingSpent<'_>) -> Arc<SpentRendering> {
+        let mut kept = self.spent.lock();
+        if let Some((table, rendering)) = kept.as_ref()
+            && std::sync::Weak::ptr_eq(table, &Arc::downgrade(spent.table))
+        {
+            return Arc::clone(rendering);
+        }
+        let rendering = Arc::new(SpentRendering::new(&self.sessions, spent.of));
+        *kept = Some((Arc::downgrade(spent.table), Arc::clone(&rendering)));
+        rendering
+    }
+
+    fn names(&self) -> &NameIndex {
+        self.names.get_or_init(|| NameIndex::new(&self.sessions))
+    }
+}
+
+/// Whatever a listing's costs are read from, only told apart (by address) from another: the
+/// cost fields made from one are kept while listings bring the same one.
+pub type SpentTable = Arc<dyn std::any::Any + Send + Sync>;
+
+/// A [`SpentTable`] held without keeping it alive.
+type WeakTable = std::sync::Weak<dyn std::any::Any + Send + Sync>;
+
+/// What a listing shows of each session's cost: `of` gives it, reading `table` (the caller's,
+/// unchanged while it is the same `Arc`), so the fields can be made once per table.
+#[derive(Clone, Copy)]
+pub struct ListingSpent<'a> {
+    pub table: &'a SpentTable,
+    pub of: SpentOf<'a>,
 }
 
 /// Some agents' current generations, lent to a request: read with no lock held.
@@ -223,6 +278,8 @@ pub struct RenderedListing {
 pub struct ListingBytes {
     /// The generations of the listing's agents, in its order.
     kept: Vec<Option<Arc<Held>>>,
+    /// The cost fields the listing refers to, by agent in its order.
+    spent: Vec<Option<Arc<SpentRendering>>>,
     parts: ListingParts,
 }
 
@@ -240,10 +297,10 @@ impl ListingBytes {
     /// Its bytes, in order, in pieces.
     pub fn pieces(&self) -> impl Iterator<Item = &[u8]> + '_ {
         self.parts.pieces(|agent| {
-            self.kept
-                .get(agent)
-                .and_then(|held| held.as_deref()?.rendered.get())
-                .map_or(&[][..], RenderedAgent::text)
+            Some(KeptText {
+                rendered: self.kept.get(agent)?.as_deref()?.rendered.get()?,
+                spent: self.spent.get(agent).and_then(Option::as_deref),
+            })
         })
     }
 
@@ -269,14 +326,20 @@ pub struct LiveBytes {
     pub session_records: usize,
     /// Their strings.
     pub session_strings: usize,
-    /// The renderings kept for the listing.
+    /// The renderings kept for the listing (and the cost fields kept beside them).
     pub rendered: usize,
+    /// The id and title indexes kept for resolution.
+    pub names: usize,
 }
 
 impl LiveBytes {
     /// Every part together.
     pub fn total(&self) -> usize {
-        self.index.total() + self.session_records + self.session_strings + self.rendered
+        self.index.total()
+            + self.session_records
+            + self.session_strings
+            + self.rendered
+            + self.names
     }
 }
 
@@ -399,15 +462,22 @@ impl LiveScanner {
         agents: &[Agent],
         admit: impl Fn(&Session) -> bool,
         limit: Option<usize>,
-        (window, now, spent): (ActiveWindow, UnixMillis, Option<SpentOf<'_>>),
+        (window, now, spent): (ActiveWindow, UnixMillis, Option<ListingSpent<'_>>),
     ) -> RenderedListing {
         let snapshot = self.snapshot(roots, agents);
         let mut result = RenderedListing::default();
         result.warnings.extend(snapshot.warnings().cloned());
+        // Made (once per table and generation) before the listing, which refers to them.
+        let kept_spent: Vec<Option<Arc<SpentRendering>>> = snapshot
+            .agents
+            .iter()
+            .map(|(_, held)| Some(held.as_deref()?.spent_rendering(spent.as_ref()?)))
+            .collect();
         let chosen: Vec<(Agent, Chosen<'_>)> = snapshot
             .agents
             .iter()
-            .map(|(agent, held)| {
+            .zip(&kept_spent)
+            .map(|((agent, held), kept_spent)| {
                 let Some(held) = held.as_deref() else {
                     return (*agent, Chosen::Sessions(Vec::new()));
                 };
@@ -429,6 +499,7 @@ impl LiveScanner {
                     sessions: &held.sessions,
                     rendered,
                     indices,
+                    spent: kept_spent.as_deref(),
                 };
                 (*agent, chosen)
             })
@@ -446,10 +517,18 @@ impl LiveScanner {
                 registry
             });
         let mut parts = ListingParts::default();
-        write_listing_spent(&mut parts, &chosen, window, now, registry.as_ref(), spent);
+        write_listing_spent(
+            &mut parts,
+            &chosen,
+            window,
+            now,
+            registry.as_ref(),
+            spent.map(|spent| spent.of),
+        );
         drop(chosen);
         result.bytes = ListingBytes {
             kept: snapshot.agents.into_iter().map(|(_, held)| held).collect(),
+            spent: kept_spent,
             parts,
         };
         result
@@ -471,6 +550,22 @@ impl LiveScanner {
         }
     }
 
+    /// [`LiveScanner::with_sessions`] with the index of their ids and titles, kept with them:
+    /// a lookup by id or exact name ([`NameIndex::lookup`]) finds its candidates without
+    /// walking every session.
+    pub fn with_named_sessions<R>(
+        &self,
+        roots: &StoreRoots,
+        agent: Agent,
+        f: impl FnOnce(&[Session], &NameIndex, &[StoreWarning]) -> R,
+    ) -> R {
+        let snapshot = self.snapshot(roots, &[agent]);
+        match snapshot.held(agent) {
+            Some(held) => f(&held.sessions, held.names(), &held.warnings),
+            None => f(&[], &NameIndex::default(), &[]),
+        }
+    }
+
     /// What it holds in memory now, by part (waits for a running walk).
     pub fn heap_bytes(&self) -> LiveBytes {
         let index = self.walker.lock().scanner.heap_bytes();
@@ -484,6 +579,12 @@ impl LiveScanner {
             bytes.session_records += held.sessions.capacity() * std::mem::size_of::<Session>();
             bytes.session_strings += held.sessions.iter().map(Session::heap_bytes).sum::<usize>();
             bytes.rendered += held.rendered.get().map_or(0, RenderedAgent::heap_bytes);
+            bytes.rendered += held
+                .spent
+                .lock()
+                .as_ref()
+                .map_or(0, |(_, spent)| spent.heap_bytes());
+            bytes.names += held.names.get().map_or(0, NameIndex::heap_bytes);
         }
         bytes
     }
@@ -623,21 +724,21 @@ impl LiveScanner {
         let held = match before {
             Some(before) if before.sessions == sessions && before.warnings == warnings => before,
             Some(before) => {
-                let rendered = OnceLock::new();
+                let held = Held::new(sessions, warnings);
                 if let Some(kept) = before.rendered.get() {
-                    let _ = rendered.set(RenderedAgent::update(&before.sessions, kept, &sessions));
+                    let _ = held.rendered.set(RenderedAgent::update(
+                        &before.sessions,
+                        kept,
+                        &held.sessions,
+                    ));
                 }
-                Arc::new(Held {
-                    sessions,
-                    warnings,
-                    rendered,
-                })
+                // Resolution was asked of this store: its index is made here, off the request.
+                if before.names.get().is_some() {
+                    held.names();
+                }
+                Arc::new(held)
             }
-            None => Arc::new(Held {
-                sessions,
-                warnings,
-                rendered: OnceLock::new(),
-            }),
+            None => Arc::new(Held::new(sessions, warnings)),
         };
         walker.walked[slot] = Some(walked);
         let mut shown = self.shown.lock();
@@ -844,126 +945,4 @@ impl Watched {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use cross_agent_testkit::synthetic_stores::{ClaudeTranscript, now_millis};
-
-    fn write_claude(home: &Path, id: &str, title: &str) {
-        let now = now_millis();
-        let mut t = ClaudeTranscript::new(home, "/work/p", id);
-        t.user("start", now - 2_000).custom_title(title);
-        t.write().unwrap();
-    }
-
-    fn ids(live: &LiveScanner, roots: &StoreRoots) -> Vec<String> {
-        let snapshot = live.snapshot(roots, &[Agent::Claude]);
-        let mut ids: Vec<String> = snapshot
-            .sessions(Agent::Claude)
-            .iter()
-            .map(|s| s.session_id.clone())
-            .collect();
-        ids.sort();
-        ids
-    }
-
-    /// Notifications off and a re-walk always due: only what the test does moves the index.
-    fn quiet(dir: &Path) -> LiveScanner {
-        LiveScanner::new(
-            ScanOptions {
-                cache_file: Some(dir.join("cache.bin")),
-                ..ScanOptions::default()
-            },
-            LiveOptions {
-                rewalk: Duration::ZERO,
-                notifications: false,
-                serial_walks: false,
-            },
-        )
-    }
-
-    #[test]
-    fn a_due_rewalk_is_the_timers_and_a_request_meanwhile_is_served_from_memory() {
-        let tmp = tempfile::tempdir().unwrap();
-        write_claude(tmp.path(), "c1", "one");
-        let roots = StoreRoots::under_home(tmp.path());
-        let live = quiet(tmp.path());
-        assert_eq!(ids(&live, &roots), ["c1"]);
-        write_claude(tmp.path(), "c2", "two");
-        // The re-walk is due (interval zero) but no change was counted: the request does not
-        // walk, it is served the generation held.
-        assert_eq!(ids(&live, &roots), ["c1"]);
-        live.catch_up();
-        assert_eq!(ids(&live, &roots), ["c1", "c2"]);
-    }
-
-    #[test]
-    fn a_counted_change_is_walked_by_the_next_request() {
-        let tmp = tempfile::tempdir().unwrap();
-        write_claude(tmp.path(), "c1", "one");
-        let roots = StoreRoots::under_home(tmp.path());
-        let live = quiet(tmp.path());
-        assert_eq!(ids(&live, &roots), ["c1"]);
-        write_claude(tmp.path(), "c2", "two");
-        live.mark_stale(Agent::Claude);
-        assert_eq!(ids(&live, &roots), ["c1", "c2"]);
-        // Resolution and the rendered listing read the same generation.
-        let found = live.with_sessions(&roots, Agent::Claude, |sessions, _| sessions.len());
-        assert_eq!(found, 2);
-        let rendered = live.render_listing(
-            &roots,
-            &[Agent::Claude],
-            |_| true,
-            None,
-            (
-                ActiveWindow::from_minutes(240),
-                UnixMillis(now_millis()),
-                None,
-            ),
-        );
-        assert_eq!(rendered.sessions, 2);
-        let text = String::from_utf8(rendered.bytes.to_vec()).unwrap();
-        assert!(text.contains("\"c2\""), "{text}");
-    }
-
-    #[test]
-    fn a_request_with_nothing_changed_does_not_wait_for_a_running_walk() {
-        let tmp = tempfile::tempdir().unwrap();
-        write_claude(tmp.path(), "c1", "one");
-        let roots = StoreRoots::under_home(tmp.path());
-        let live = Arc::new(quiet(tmp.path()));
-        assert_eq!(ids(&live, &roots), ["c1"]);
-        // A walk in progress holds the walk lock for as long as this test keeps it.
-        let walking = live.walker.lock();
-        let (sent, answered) = std::sync::mpsc::channel();
-        let request = {
-            let (live, roots) = (Arc::clone(&live), roots.clone());
-            std::thread::spawn(move || sent.send(ids(&live, &roots)).unwrap())
-        };
-        // A bound against a hang, not a timing: a request that waited on the walk lock would
-        // never answer while it is held.
-        let got = answered.recv_timeout(Duration::from_secs(60));
-        drop(walking);
-        request.join().unwrap();
-        assert_eq!(got.unwrap(), ["c1"]);
-    }
-
-    #[test]
-    fn a_change_counted_during_a_walk_leaves_the_agent_stale() {
-        let tmp = tempfile::tempdir().unwrap();
-        write_claude(tmp.path(), "c1", "one");
-        let roots = StoreRoots::under_home(tmp.path());
-        let live = quiet(tmp.path());
-        assert_eq!(ids(&live, &roots), ["c1"]);
-        // As a walk does: the count read before it, a change counted while it runs.
-        let before = live.changes[agent_slot(Agent::Claude)].load(Ordering::SeqCst);
-        live.mark_stale(Agent::Claude);
-        {
-            let mut shown = live.shown.lock();
-            shown.seen[agent_slot(Agent::Claude)] = before;
-        }
-        assert!(live.current(&roots, &[Agent::Claude]).is_none());
-        write_claude(tmp.path(), "c2", "two");
-        assert_eq!(ids(&live, &roots), ["c1", "c2"]);
-        assert!(live.current(&roots, &[Agent::Claude]).is_some());
-    }
-}
+mod tests;

@@ -20,6 +20,10 @@ use crate::claude_registry::{Registry, RegistryEntry};
 use crate::model::{Agent, CopilotDetails, Session, UnixMillis};
 use crate::resolve::ActiveWindow;
 
+mod spent;
+
+pub use spent::{CostedRun, SpentRendering};
+
 /// One session as `--json` shows it: the fields of the protocol's `SessionEntry` but
 /// `is_caller` and `is_pinned` (which only the daemon knows), borrowed from the listing.
 #[derive(Debug, Serialize)]
@@ -111,6 +115,21 @@ pub trait ListingSink {
         let _ = agent;
         self.put(&text[range]);
     }
+
+    /// Kept sessions `first..=last` of agent number `agent`, each with its kept cost fields
+    /// ([`CostedRun`]).
+    fn put_costed(
+        &mut self,
+        agent: usize,
+        rendered: &RenderedAgent,
+        spent: &SpentRendering,
+        (first, last): (usize, usize),
+    ) {
+        let _ = agent;
+        for piece in CostedRun::new(rendered, spent, first, last) {
+            self.put(piece);
+        }
+    }
 }
 
 impl ListingSink for Vec<u8> {
@@ -170,6 +189,12 @@ enum Part {
         agent: usize,
         range: std::ops::Range<usize>,
     },
+    /// Kept sessions `first..=last` with their kept cost fields.
+    Costed {
+        agent: usize,
+        first: usize,
+        last: usize,
+    },
 }
 
 impl ListingSink for ListingParts {
@@ -188,6 +213,28 @@ impl ListingSink for ListingParts {
         self.len += range.len();
         self.parts.push(Part::Kept { agent, range });
     }
+
+    fn put_costed(
+        &mut self,
+        agent: usize,
+        rendered: &RenderedAgent,
+        spent: &SpentRendering,
+        (first, last): (usize, usize),
+    ) {
+        // Counted once here (a pass over lengths) so `len` needs no pass at sending.
+        self.len += CostedRun::new(rendered, spent, first, last)
+            .map(<[u8]>::len)
+            .sum::<usize>();
+        self.parts.push(Part::Costed { agent, first, last });
+    }
+}
+
+/// What a listing made of kept parts refers to, for one of its agents: the kept rendering and
+/// the cost fields kept beside it (when the listing had them).
+#[derive(Debug, Clone, Copy)]
+pub struct KeptText<'a> {
+    pub rendered: &'a RenderedAgent,
+    pub spent: Option<&'a SpentRendering>,
 }
 
 impl ListingParts {
@@ -206,19 +253,45 @@ impl ListingParts {
         self.made.capacity() + self.parts.capacity() * std::mem::size_of::<Part>()
     }
 
-    /// The listing's bytes in order, given the kept texts by agent number (`kept(agent)`: the
-    /// text of the rendering the listing was made from).
+    /// The listing's bytes in order, given what it refers to by agent number (`kept(agent)`:
+    /// the rendering the listing was made from and its cost fields; `None` when gone).
     pub fn pieces<'a>(
         &'a self,
-        kept: impl Fn(usize) -> &'a [u8] + 'a,
+        kept: impl Fn(usize) -> Option<KeptText<'a>> + 'a,
     ) -> impl Iterator<Item = &'a [u8]> + 'a {
         self.parts
             .iter()
-            .map(move |part| match part {
-                Part::Made(range) => self.made.get(range.clone()).unwrap_or_default(),
-                Part::Kept { agent, range } => kept(*agent).get(range.clone()).unwrap_or_default(),
+            .flat_map(move |part| match part {
+                Part::Made(range) => Pieces::One(self.made.get(range.clone())),
+                Part::Kept { agent, range } => Pieces::One(
+                    kept(*agent).and_then(|kept| kept.rendered.text().get(range.clone())),
+                ),
+                Part::Costed { agent, first, last } => match kept(*agent) {
+                    Some(KeptText {
+                        rendered,
+                        spent: Some(spent),
+                    }) => Pieces::Run(CostedRun::new(rendered, spent, *first, *last)),
+                    _ => Pieces::One(None),
+                },
             })
             .filter(|piece| !piece.is_empty())
+    }
+}
+
+/// The pieces of one part of a listing.
+enum Pieces<'a> {
+    One(Option<&'a [u8]>),
+    Run(CostedRun<'a>),
+}
+
+impl<'a> Iterator for Pieces<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        match self {
+            Pieces::One(piece) => piece.take(),
+            Pieces::Run(run) => run.next(),
+        }
     }
 }
 
@@ -314,6 +387,10 @@ pub enum Chosen<'a> {
         sessions: &'a [Session],
         rendered: &'a RenderedAgent,
         indices: Vec<usize>,
+        /// The cost fields of `sessions`, made from the listing's `spent` and kept beside
+        /// `rendered`: with them the kept elements go out in runs with their costs, without
+        /// looking each cost up. Only for a listing with costs, and only made from its `spent`.
+        spent: Option<&'a SpentRendering>,
     },
 }
 
@@ -362,7 +439,8 @@ pub type SpentOf<'a> = &'a dyn Fn(&Session) -> Spent;
 
 /// [`write_listing`], each session followed by what it has cost so far when `spent` is given:
 /// `cost_usd` and `usage_tokens`, the element's last two fields. A kept element then goes out
-/// as its kept bytes up to its closing brace and the two fields made for this listing.
+/// as its kept bytes up to its closing brace and the two fields: kept beside the rendering when
+/// the agent's [`Chosen::Kept`] has them (in runs, as without costs), else made for this listing.
 pub fn write_listing_spent(
     out: &mut impl ListingSink,
     agents: &[(Agent, Chosen<'_>)],
@@ -404,7 +482,15 @@ pub fn write_listing_spent(
                     sessions,
                     rendered,
                     indices,
+                    spent: kept_spent,
                 } => {
+                    // Kept elements go out in runs without costs, or with costs kept for them
+                    // (`Some(Some(..))`); with costs to look up one by one, each on its own.
+                    let runs = match (spent, kept_spent) {
+                        (None, _) => Some(None),
+                        (Some(_), Some(kept)) if kept.len() == sessions.len() => Some(Some(*kept)),
+                        (Some(_), _) => None,
+                    };
                     // The run of kept elements not written yet: `first..=last`.
                     let mut run: Option<(usize, usize)> = None;
                     for (k, &i) in indices.iter().enumerate() {
@@ -412,14 +498,13 @@ pub fn write_listing_spent(
                         let active = window.is_active(s.last_activity, now);
                         let fresh = active || live_entry(s, registry).is_some();
                         match run {
-                            // With costs every element ends in its own: no runs.
-                            Some((first, last)) if !fresh && spent.is_none() && i == last + 1 => {
+                            Some((first, last)) if !fresh && runs.is_some() && i == last + 1 => {
                                 run = Some((first, i));
                                 continue;
                             }
                             _ => {}
                         }
-                        flush_run(out, n, rendered, &mut run);
+                        flush_run(out, n, rendered, runs.flatten(), &mut run);
                         if k > 0 {
                             out.put(SEPARATOR);
                         }
@@ -431,6 +516,8 @@ pub fn write_listing_spent(
                             );
                             push_spent(&mut element, s, spent);
                             out.put(&element);
+                        } else if runs.is_some() {
+                            run = Some((i, i));
                         } else if let Some(spent) = spent {
                             let whole = rendered.run(i, i);
                             let kept = &rendered.text[whole.clone()];
@@ -446,11 +533,9 @@ pub fn write_listing_spent(
                             } else {
                                 out.put_kept(n, &rendered.text, whole);
                             }
-                        } else {
-                            run = Some((i, i));
                         }
                     }
-                    flush_run(out, n, rendered, &mut run);
+                    flush_run(out, n, rendered, runs.flatten(), &mut run);
                 }
             }
             out.put(b"\n  ]");
@@ -460,15 +545,21 @@ pub fn write_listing_spent(
     out.put(b"}\n");
 }
 
-/// Writes the run of kept elements `first..=last` of agent number `agent`, if there is one.
+/// Writes the run of kept elements `first..=last` of agent number `agent`, if there is one,
+/// with the cost fields kept for them when the listing has costs.
 fn flush_run(
     out: &mut impl ListingSink,
     agent: usize,
     rendered: &RenderedAgent,
+    spent: Option<&SpentRendering>,
     run: &mut Option<(usize, usize)>,
 ) {
-    if let Some((first, last)) = run.take() {
-        out.put_kept(agent, &rendered.text, rendered.run(first, last));
+    match (run.take(), spent) {
+        (Some(run), Some(spent)) => out.put_costed(agent, rendered, spent, run),
+        (Some((first, last)), None) => {
+            out.put_kept(agent, &rendered.text, rendered.run(first, last));
+        }
+        (None, _) => {}
     }
 }
 
@@ -637,6 +728,7 @@ mod tests {
                             sessions,
                             rendered,
                             indices: (0..s.len()).collect(),
+                            spent: None,
                         },
                     )
                 })
@@ -699,13 +791,27 @@ mod tests {
             want.push(b'\n');
 
             let rendered = RenderedAgent::new(&claude);
-            for chosen in [
-                Chosen::Sessions(claude.iter().collect()),
-                Chosen::Kept {
-                    sessions: &claude,
-                    rendered: &rendered,
-                    indices: (0..claude.len()).collect(),
-                },
+            let kept_spent = SpentRendering::new(&claude, &spent_of);
+            for (chosen, kept_spent) in [
+                (Chosen::Sessions(claude.iter().collect()), None),
+                (
+                    Chosen::Kept {
+                        sessions: &claude,
+                        rendered: &rendered,
+                        indices: (0..claude.len()).collect(),
+                        spent: None,
+                    },
+                    None,
+                ),
+                (
+                    Chosen::Kept {
+                        sessions: &claude,
+                        rendered: &rendered,
+                        indices: (0..claude.len()).collect(),
+                        spent: Some(&kept_spent),
+                    },
+                    Some(&kept_spent),
+                ),
             ] {
                 let chosen = [(Agent::Claude, chosen)];
                 let mut got = Vec::new();
@@ -715,11 +821,16 @@ mod tests {
                     String::from_utf8_lossy(&want)
                 );
                 // As the daemon sends it: kept elements referred to up to their closing
-                // brace, the costs made for the listing after each.
+                // brace, the costs made for the listing (or kept beside it) after each.
                 let mut parts = ListingParts::default();
                 write_listing_spent(&mut parts, &chosen, window, now, None, Some(&spent_of));
                 let joined: Vec<u8> = parts
-                    .pieces(|_| rendered.text())
+                    .pieces(|_| {
+                        Some(KeptText {
+                            rendered: &rendered,
+                            spent: kept_spent,
+                        })
+                    })
                     .flatten()
                     .copied()
                     .collect();
@@ -728,6 +839,22 @@ mod tests {
                     String::from_utf8_lossy(&want)
                 );
                 assert_eq!(parts.len(), want.len());
+                if kept_spent.is_some() && window.minutes() == 0 {
+                    let kept: Vec<&Part> = parts
+                        .parts
+                        .iter()
+                        .filter(|part| !matches!(part, Part::Made(_)))
+                        .collect();
+                    assert_eq!(
+                        kept,
+                        [&Part::Costed {
+                            agent: 0,
+                            first: 0,
+                            last: 3
+                        }],
+                        "with costs kept, the kept sessions go out as one run"
+                    );
+                }
             }
         }
     }
@@ -771,6 +898,7 @@ mod tests {
                     sessions: &claude,
                     rendered: &rendered,
                     indices: picked.clone(),
+                    spent: None,
                 },
             )]
         };
@@ -782,7 +910,12 @@ mod tests {
         let mut parts = ListingParts::default();
         write_listing(&mut parts, &chosen(), window, now, None);
         let joined: Vec<u8> = parts
-            .pieces(|_| rendered.text())
+            .pieces(|_| {
+                Some(KeptText {
+                    rendered: &rendered,
+                    spent: None,
+                })
+            })
             .flatten()
             .copied()
             .collect();
@@ -796,7 +929,7 @@ mod tests {
             .iter()
             .filter_map(|part| match part {
                 Part::Kept { range, .. } => Some(range.clone()),
-                Part::Made(_) => None,
+                Part::Made(_) | Part::Costed { .. } => None,
             })
             .collect();
         assert_eq!(
@@ -832,6 +965,7 @@ mod tests {
                     sessions: &claude,
                     rendered: &rendered,
                     indices: picked,
+                    spent: None,
                 },
             )],
             window,

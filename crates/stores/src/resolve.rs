@@ -111,8 +111,19 @@ pub fn ranked<'a>(
     scope: Scope,
     cwd: &Path,
 ) -> Vec<&'a Session> {
+    ranked_among(sessions, agent, scope, cwd)
+}
+
+/// [`ranked`] over any sessions given in the listing's order: the sort is stable, so a subset
+/// of a listing ranks in the order the whole listing would give it.
+fn ranked_among<'a>(
+    sessions: impl IntoIterator<Item = &'a Session>,
+    agent: Agent,
+    scope: Scope,
+    cwd: &Path,
+) -> Vec<&'a Session> {
     let mut admitted: Vec<(u8, &Session)> = sessions
-        .iter()
+        .into_iter()
         .filter(|session| session.agent == agent)
         .filter_map(|session| scope_rank(scope, session, cwd).map(|rank| (rank, session)))
         .collect();
@@ -270,8 +281,17 @@ pub fn lookup<'a>(
     query: &str,
     lookup: Lookup<'_>,
 ) -> Result<Resolved<'a>> {
+    lookup_among(sessions, query, lookup)
+}
+
+/// [`lookup`] over any sessions given in the listing's order.
+fn lookup_among<'a>(
+    sessions: impl IntoIterator<Item = &'a Session>,
+    query: &str,
+    lookup: Lookup<'_>,
+) -> Result<Resolved<'a>> {
     let query = query.trim();
-    let admitted = ranked(sessions, lookup.agent, lookup.scope, lookup.cwd);
+    let admitted = ranked_among(sessions, lookup.agent, lookup.scope, lookup.cwd);
 
     // An id is unique by construction, so it is looked up across every admitted session whatever
     // the bound: the bound exists to make names refusable, and the spec's advice when a name
@@ -328,6 +348,82 @@ pub fn lookup<'a>(
             name: query.to_owned(),
             candidates: many.iter().map(|session| Candidate::of(session)).collect(),
         }),
+    }
+}
+
+/// Where each session id and trimmed title is among one agent's listed sessions, so a lookup
+/// by id or exact name ([`NameIndex::lookup`]) reads the few sessions that could answer rather
+/// than every one. Kept with the listing it was made from (the daemon's live index makes one
+/// per generation). Keys are hashes: a session found by one is a candidate only, and
+/// [`lookup`]'s rules decide among the candidates exactly as among all the sessions.
+#[derive(Debug, Default, Clone)]
+pub struct NameIndex {
+    /// (hash of an id or a trimmed title, index of the session bearing it), sorted.
+    keys: Vec<(u64, usize)>,
+    /// How many sessions it was made for: any other listing is looked up the long way.
+    sessions: usize,
+}
+
+/// The hash a [`NameIndex`] files an id or a trimmed title under.
+fn name_key(name: &str) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(name.as_bytes())
+}
+
+impl NameIndex {
+    /// The index of `sessions` (in their order).
+    pub fn new(sessions: &[Session]) -> NameIndex {
+        let mut keys = Vec::with_capacity(sessions.len() * 2);
+        for (i, s) in sessions.iter().enumerate() {
+            keys.push((name_key(&s.session_id), i));
+            if let Some(title) = s.title.as_deref() {
+                keys.push((name_key(title.trim()), i));
+            }
+        }
+        keys.sort_unstable();
+        keys.dedup();
+        NameIndex {
+            keys,
+            sessions: sessions.len(),
+        }
+    }
+
+    /// The bytes it holds (capacity).
+    pub fn heap_bytes(&self) -> usize {
+        self.keys.capacity() * std::mem::size_of::<(u64, usize)>()
+    }
+
+    /// The sessions whose id or trimmed title may be `name`, in the listing's order.
+    fn candidates<'a>(
+        &self,
+        sessions: &'a [Session],
+        name: &str,
+    ) -> impl Iterator<Item = &'a Session> {
+        let key = name_key(name);
+        let start = self.keys.partition_point(|(k, _)| *k < key);
+        self.keys[start..]
+            .iter()
+            .take_while(move |(k, _)| *k == key)
+            .filter_map(move |(_, i)| sessions.get(*i))
+    }
+
+    /// [`lookup`] in `sessions`, the listing this index was made from: the same session, the
+    /// same `matched_by`, the same refusals. A name found among its candidates (or refused as
+    /// ambiguous among them) is found without walking the listing; a bound (which counts and
+    /// cuts every admitted session), a name nothing answers to (whose refusal lists similar
+    /// titles from all of them) and a listing it was not made for take the long way.
+    pub fn lookup<'a>(
+        &self,
+        sessions: &'a [Session],
+        query: &str,
+        asked: Lookup<'_>,
+    ) -> Result<Resolved<'a>> {
+        if asked.bound.is_none() && self.sessions == sessions.len() {
+            let found = lookup_among(self.candidates(sessions, query.trim()), query, asked);
+            if !matches!(found, Err(StoreError::NoSuchSession { .. })) {
+                return found;
+            }
+        }
+        lookup(sessions, query, asked)
     }
 }
 

@@ -150,6 +150,12 @@ use target::{Resolved, cwd_key, lookup_refusal};
 pub const MAX_WORKERS: usize = 4;
 /// A busy lock's lease; renewed every `LEASE_RENEW` (`dispatch.rs`) while its turn runs.
 const LEASE_MS: i64 = 120_000;
+
+/// What a listing's costs are kept by when the price table cannot be read (every cost
+/// `null`): one table for every such listing, so their fields are made once.
+static UNPRICED: std::sync::LazyLock<cross_agent_stores::live::SpentTable> =
+    std::sync::LazyLock::new(|| Arc::new(()));
+
 /// How often the daemon brings the session index up to date between listings.
 const INDEX_CATCH_UP: Duration = Duration::from_secs(1);
 /// The answer's first characters kept on the record.
@@ -505,17 +511,6 @@ impl Engine {
         self.inner.dispatch.started_turns()
     }
 
-    /// `f` over one agent's held sessions, lent rather than copied.
-    fn with_sessions<R>(
-        &self,
-        context: &CallerContext,
-        agent: Agent,
-        f: impl FnOnce(&[Session], &[cross_agent_stores::StoreWarning]) -> R,
-    ) -> R {
-        let roots = roots_for(context);
-        self.inner.scan.with_sessions(&roots, agent, f)
-    }
-
     /// The `sessions --json` listing from the live index's renderings.
     fn render_listing(
         &self,
@@ -531,12 +526,25 @@ impl Engine {
             Some(table) => usage::spent_of(table, s),
             None => Default::default(),
         };
+        // The table is the key the live index keeps each session's cost fields by: they are
+        // made again only when the accounting changed (a new table).
+        let table: cross_agent_stores::live::SpentTable = match &spent {
+            Some(table) => table.clone(),
+            None => UNPRICED.clone(),
+        };
         self.inner.scan.render_listing(
             &roots,
             agents,
             admit,
             limit,
-            (clock.0, clock.1, Some(&spent_of)),
+            (
+                clock.0,
+                clock.1,
+                Some(cross_agent_stores::live::ListingSpent {
+                    table: &table,
+                    of: &spent_of,
+                }),
+            ),
         )
     }
 

@@ -13,12 +13,12 @@ use cross_agent_protocol::bridge::{
 };
 use cross_agent_protocol::vocabulary::TargetKey;
 use cross_agent_stores::live::ListingBytes;
-use cross_agent_stores::resolve::{self, ActiveWindow};
-use cross_agent_stores::{Session, UnixMillis};
+use cross_agent_stores::resolve::{self, ActiveWindow, NameIndex};
+use cross_agent_stores::{Session, StoreWarning, UnixMillis};
 
 use super::copilot_caller::map_copilot_caller;
 use super::target::active_now;
-use super::{Engine, non_blank, recent_turns};
+use super::{Engine, non_blank, recent_turns, roots_for};
 use crate::Agent;
 use crate::caller::identify;
 use crate::error::Result;
@@ -147,9 +147,12 @@ impl Engine {
             }),
         };
         // Looked up among the held sessions in place: only the one found is copied out.
-        self.with_sessions(&params.caller, query.agent, |sessions, warnings| {
+        let roots = roots_for(&params.caller);
+        let found = |sessions: &[Session], names: &NameIndex, warnings: &[StoreWarning]| {
             let warnings = warnings.iter().map(ToString::to_string).collect();
-            match resolve::lookup(sessions, &query.query, lookup) {
+            // The index kept with the sessions finds the candidates; `resolve::lookup`'s rules
+            // decide among them.
+            match names.lookup(sessions, &query.query, lookup) {
                 Ok(found) => IndexSessionsResponse {
                     sessions: vec![IndexedSession::from(found.session)],
                     matched_by: serde_json::to_value(found.matched_by)
@@ -163,7 +166,10 @@ impl Engine {
                     warnings,
                 },
             }
-        })
+        };
+        self.inner
+            .scan
+            .with_named_sessions(&roots, query.agent, found)
     }
 
     /// `index_listing`: the listing `sessions --json` prints, made from the renderings the

@@ -4,11 +4,12 @@
 use std::path::{Path, PathBuf};
 
 use cross_agent_stores::resolve::{
-    self, ActiveWindow, Candidate, DirRelation, Lookup, MatchedBy, ScanBound, Scope, dir_relation,
-    ranked,
+    self, ActiveWindow, Candidate, DirRelation, Lookup, MatchedBy, NameIndex, Resolved, ScanBound,
+    Scope, dir_relation, ranked,
 };
 use cross_agent_stores::{Agent, Session, StoreError, UnixMillis};
 use pretty_assertions::assert_eq;
+use proptest::prelude::*;
 
 const NOW: UnixMillis = UnixMillis(1_800_000_000_000);
 const MINUTE: i64 = 60_000;
@@ -45,6 +46,27 @@ fn any(agent: Agent) -> Lookup<'static> {
         scope: Scope::Any,
         cwd: Path::new("/"),
         bound: None,
+    }
+}
+
+/// `resolve::lookup`, checked against the lookup through a [`NameIndex`] the daemon uses: the
+/// same session, the same `matched_by`, the same refusal word for word.
+fn lookup<'a>(
+    store: &'a [Session],
+    query: &str,
+    asked: Lookup<'_>,
+) -> Result<Resolved<'a>, StoreError> {
+    let whole = resolve::lookup(store, query, asked);
+    let indexed = NameIndex::new(store).lookup(store, query, asked);
+    assert_eq!(outcome(&indexed), outcome(&whole), "{query:?}");
+    whole
+}
+
+/// A lookup's answer, comparable: which session (by address) and how, or the whole refusal.
+fn outcome(found: &Result<Resolved<'_>, StoreError>) -> String {
+    match found {
+        Ok(found) => format!("{:p} {:?}", found.session, found.matched_by),
+        Err(error) => format!("{error:?}"),
     }
 }
 
@@ -234,16 +256,16 @@ fn lookup_by_id() {
         claude("11111111-aaaa", "/p", Some("alpha"), true, 5),
         claude("22222222-bbbb", "/p", Some("beta"), true, 1),
     ];
-    let found = resolve::lookup(&store, "11111111-aaaa", any(Agent::Claude)).unwrap();
+    let found = lookup(&store, "11111111-aaaa", any(Agent::Claude)).unwrap();
     assert_eq!(found.session.session_id, "11111111-aaaa");
     assert_eq!(found.matched_by, MatchedBy::SessionId);
 
     // A prefix of an id is not an id.
-    let err = resolve::lookup(&store, "11111111", any(Agent::Claude)).unwrap_err();
+    let err = lookup(&store, "11111111", any(Agent::Claude)).unwrap_err();
     assert!(matches!(err, StoreError::NoSuchSession { .. }), "{err}");
 
     // Another agent's id is not found under this agent.
-    let err = resolve::lookup(&store, "11111111-aaaa", any(Agent::Codex)).unwrap_err();
+    let err = lookup(&store, "11111111-aaaa", any(Agent::Codex)).unwrap_err();
     assert!(matches!(err, StoreError::NoSuchSession { .. }), "{err}");
 }
 
@@ -253,11 +275,11 @@ fn lookup_by_exact_assigned_name() {
         claude("s1", "/p", Some("billing-api"), true, 5),
         claude("s2", "/p", Some("billing-api-old-1"), true, 1),
     ];
-    let found = resolve::lookup(&store, "billing-api", any(Agent::Claude)).unwrap();
+    let found = lookup(&store, "billing-api", any(Agent::Claude)).unwrap();
     assert_eq!(found.session.session_id, "s1");
     assert_eq!(found.matched_by, MatchedBy::AssignedName);
     // Surrounding whitespace is not part of a name.
-    let found = resolve::lookup(&store, "  billing-api ", any(Agent::Claude)).unwrap();
+    let found = lookup(&store, "  billing-api ", any(Agent::Claude)).unwrap();
     assert_eq!(found.session.session_id, "s1");
 }
 
@@ -271,7 +293,7 @@ fn a_name_is_case_sensitive_and_whole() {
         "Billing-AP",
         "Billing-API2",
     ] {
-        let err = resolve::lookup(&store, query, any(Agent::Claude)).unwrap_err();
+        let err = lookup(&store, query, any(Agent::Claude)).unwrap_err();
         assert!(
             matches!(err, StoreError::NoSuchSession { .. }),
             "{query}: {err}"
@@ -288,7 +310,7 @@ fn duplicate_names_are_refused_with_every_candidate() {
         claude("gen", "/c", Some("studio"), false, 50),
         claude("other", "/d", Some("studio-v2"), true, 1),
     ];
-    let err = resolve::lookup(&store, "studio", any(Agent::Claude)).unwrap_err();
+    let err = lookup(&store, "studio", any(Agent::Claude)).unwrap_err();
     let StoreError::AmbiguousName {
         agent,
         name,
@@ -332,10 +354,10 @@ fn a_word_inside_a_generated_title_does_not_match() {
         claude("named", "/q", Some("koppa_studio"), true, 500),
     ];
     // The session *named* koppa_studio is found, not the one that mentions it.
-    let found = resolve::lookup(&store, "koppa_studio", any(Agent::Claude)).unwrap();
+    let found = lookup(&store, "koppa_studio", any(Agent::Claude)).unwrap();
     assert_eq!(found.session.session_id, "named");
 
-    let err = resolve::lookup(&store, "build", any(Agent::Claude)).unwrap_err();
+    let err = lookup(&store, "build", any(Agent::Claude)).unwrap_err();
     assert!(matches!(err, StoreError::NoSuchSession { .. }), "{err}");
 }
 
@@ -348,7 +370,7 @@ fn a_whole_generated_title_matches_exactly_when_unique() {
         false,
         5,
     )];
-    let found = resolve::lookup(
+    let found = lookup(
         &store,
         "explain what this function does",
         any(Agent::Claude),
@@ -369,15 +391,15 @@ fn regex_and_glob_characters_match_only_themselves() {
         claude("star", "/p", Some("foo*"), true, 6),
     ];
     for query in [".*", "[a]", "?", "f?o", "fo.", "^foo$", "foo.+", "*"] {
-        let err = resolve::lookup(&store, query, any(Agent::Claude)).unwrap_err();
+        let err = lookup(&store, query, any(Agent::Claude)).unwrap_err();
         assert!(
             matches!(err, StoreError::NoSuchSession { .. }),
             "{query:?} must match nothing: {err}"
         );
     }
-    let found = resolve::lookup(&store, "foo*", any(Agent::Claude)).unwrap();
+    let found = lookup(&store, "foo*", any(Agent::Claude)).unwrap();
     assert_eq!(found.session.session_id, "star");
-    let found = resolve::lookup(&store, "x.*", any(Agent::Claude)).unwrap();
+    let found = lookup(&store, "x.*", any(Agent::Claude)).unwrap();
     assert_eq!(found.session.session_id, "dotstar");
 }
 
@@ -389,7 +411,7 @@ fn no_match_lists_similar_titles_without_choosing_one() {
         claude("typo", "/p", Some("biling-api"), false, 3),
         claude("far", "/p", Some("frontend"), true, 4),
     ];
-    let err = resolve::lookup(&store, "billing-api", any(Agent::Claude)).unwrap_err();
+    let err = lookup(&store, "billing-api", any(Agent::Claude)).unwrap_err();
     let StoreError::NoSuchSession { similar, .. } = &err else {
         panic!("expected not found, got {err}");
     };
@@ -408,7 +430,7 @@ fn no_match_lists_similar_titles_without_choosing_one() {
 #[test]
 fn no_match_with_nothing_similar_says_so() {
     let store = vec![claude("s", "/p", Some("frontend"), true, 1)];
-    let err = resolve::lookup(&store, "zzz-unknown", any(Agent::Claude)).unwrap_err();
+    let err = lookup(&store, "zzz-unknown", any(Agent::Claude)).unwrap_err();
     assert!(err.to_string().contains("no similar titles"), "{err}");
 }
 
@@ -416,8 +438,8 @@ fn no_match_with_nothing_similar_says_so() {
 fn renamed_session_answers_only_to_its_last_name() {
     // The readers fold every custom-title; the session carries the last. The old name is gone.
     let store = vec![claude("s1", "/p", Some("second-name"), true, 1)];
-    assert!(resolve::lookup(&store, "second-name", any(Agent::Claude)).is_ok());
-    let err = resolve::lookup(&store, "first-name", any(Agent::Claude)).unwrap_err();
+    assert!(lookup(&store, "second-name", any(Agent::Claude)).is_ok());
+    let err = lookup(&store, "first-name", any(Agent::Claude)).unwrap_err();
     assert!(matches!(err, StoreError::NoSuchSession { .. }), "{err}");
 }
 
@@ -437,7 +459,7 @@ fn no_bound_means_every_session_is_searched() {
         .map(|i| claude(&format!("s{i}"), "/p", Some(&format!("n{i}")), true, i))
         .collect();
     store.push(claude("oldest", "/p", Some("ancient"), true, 1_000_000));
-    let found = resolve::lookup(&store, "ancient", any(Agent::Claude)).unwrap();
+    let found = lookup(&store, "ancient", any(Agent::Claude)).unwrap();
     assert_eq!(found.session.session_id, "oldest");
 }
 
@@ -449,7 +471,7 @@ fn a_name_matched_within_a_reached_bound_is_refused_with_the_count() {
         claude("s3", "/p", Some("target"), true, 3),
     ];
     // The bound (2) stops before the second "target": one match cannot prove uniqueness.
-    let err = resolve::lookup(&store, "target", bounded(2)).unwrap_err();
+    let err = lookup(&store, "target", bounded(2)).unwrap_err();
     let StoreError::ScanBoundReached {
         reached,
         total,
@@ -471,11 +493,11 @@ fn a_name_matched_within_a_reached_bound_is_refused_with_the_count() {
     assert!(message.contains("3 sessions in all"), "{message}");
 
     // A bound that is not reached changes nothing: a unique name resolves.
-    let found = resolve::lookup(&store, "x", bounded(3)).unwrap();
+    let found = lookup(&store, "x", bounded(3)).unwrap();
     assert_eq!(found.session.session_id, "s2");
 
     // No match within a reached bound says how far it got.
-    let err = resolve::lookup(&store, "nothing", bounded(2)).unwrap_err();
+    let err = lookup(&store, "nothing", bounded(2)).unwrap_err();
     assert!(
         err.to_string()
             .contains("among the 2 most recently active of 3 sessions"),
@@ -483,7 +505,7 @@ fn a_name_matched_within_a_reached_bound_is_refused_with_the_count() {
     );
 
     // An id is unique by construction and is found past the bound.
-    let found = resolve::lookup(&store, "s3", bounded(1)).unwrap();
+    let found = lookup(&store, "s3", bounded(1)).unwrap();
     assert_eq!(found.matched_by, MatchedBy::SessionId);
 }
 
@@ -498,8 +520,62 @@ fn a_scope_narrows_a_lookup() {
         cwd: Path::new("/p"),
         ..any(Agent::Claude)
     };
-    let found = resolve::lookup(&store, "dup", here).unwrap();
+    let found = lookup(&store, "dup", here).unwrap();
     assert_eq!(found.session.session_id, "here");
-    let err = resolve::lookup(&store, "dup", any(Agent::Claude)).unwrap_err();
+    let err = lookup(&store, "dup", any(Agent::Claude)).unwrap_err();
     assert!(matches!(err, StoreError::AmbiguousName { .. }), "{err}");
+}
+
+/// Names and ids that collide every way they can: an id that is another session's title, a
+/// title with surrounding spaces, generated and assigned titles alike, equal times.
+fn arbitrary_store() -> impl Strategy<Value = Vec<Session>> {
+    let one = (
+        0..8u8,
+        prop::sample::select(vec![
+            None,
+            Some("alpha"),
+            Some(" alpha "),
+            Some("beta"),
+            Some("s3"),
+            Some("Alpha"),
+        ]),
+        prop::sample::select(vec!["/a", "/a/b", "/c", "/"]),
+        proptest::bool::ANY,
+        0..4i64,
+        proptest::bool::ANY,
+    );
+    prop::collection::vec(one, 0..24).prop_map(|sessions| {
+        sessions
+            .into_iter()
+            .map(|(id, title, cwd, assigned, minutes_ago, codex)| {
+                let agent = if codex { Agent::Codex } else { Agent::Claude };
+                session(agent, &format!("s{id}"), cwd, title, assigned, minutes_ago)
+            })
+            .collect()
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    /// The index only finds the candidates: every answer is the one the whole walk gives.
+    #[test]
+    fn a_lookup_through_the_name_index_answers_as_the_whole_walk(
+        store in arbitrary_store(),
+        query in prop::sample::select(vec!["alpha", " alpha", "beta", "s3", "s5", "Alpha", "gamma", ""]),
+        scope in prop::sample::select(vec![Scope::Any, Scope::Cwd, Scope::Tree]),
+        cwd in prop::sample::select(vec!["/a", "/a/b", "/c"]),
+        bound in prop::option::of(1..6usize),
+        codex in proptest::bool::ANY,
+    ) {
+        let asked = Lookup {
+            agent: if codex { Agent::Codex } else { Agent::Claude },
+            scope,
+            cwd: Path::new(cwd),
+            bound: bound.map(|limit| ScanBound { limit, source: "TEST_LIMIT" }),
+        };
+        let whole = resolve::lookup(&store, query, asked);
+        let indexed = NameIndex::new(&store).lookup(&store, query, asked);
+        prop_assert_eq!(outcome(&indexed), outcome(&whole));
+    }
 }

@@ -1,0 +1,233 @@
+//! The live index's tests: generations, walks beside requests, the kept renderings.
+
+use super::*;
+use cross_agent_testkit::synthetic_stores::{ClaudeTranscript, now_millis};
+
+fn write_claude(home: &Path, id: &str, title: &str) {
+    let now = now_millis();
+    let mut t = ClaudeTranscript::new(home, "/work/p", id);
+    t.user("start", now - 2_000).custom_title(title);
+    t.write().unwrap();
+}
+
+fn ids(live: &LiveScanner, roots: &StoreRoots) -> Vec<String> {
+    let snapshot = live.snapshot(roots, &[Agent::Claude]);
+    let mut ids: Vec<String> = snapshot
+        .sessions(Agent::Claude)
+        .iter()
+        .map(|s| s.session_id.clone())
+        .collect();
+    ids.sort();
+    ids
+}
+
+/// Notifications off and a re-walk always due: only what the test does moves the index.
+fn quiet(dir: &Path) -> LiveScanner {
+    LiveScanner::new(
+        ScanOptions {
+            cache_file: Some(dir.join("cache.bin")),
+            ..ScanOptions::default()
+        },
+        LiveOptions {
+            rewalk: Duration::ZERO,
+            notifications: false,
+            serial_walks: false,
+        },
+    )
+}
+
+#[test]
+fn a_due_rewalk_is_the_timers_and_a_request_meanwhile_is_served_from_memory() {
+    let tmp = tempfile::tempdir().unwrap();
+    write_claude(tmp.path(), "c1", "one");
+    let roots = StoreRoots::under_home(tmp.path());
+    let live = quiet(tmp.path());
+    assert_eq!(ids(&live, &roots), ["c1"]);
+    write_claude(tmp.path(), "c2", "two");
+    // The re-walk is due (interval zero) but no change was counted: the request does not
+    // walk, it is served the generation held.
+    assert_eq!(ids(&live, &roots), ["c1"]);
+    live.catch_up();
+    assert_eq!(ids(&live, &roots), ["c1", "c2"]);
+}
+
+#[test]
+fn a_counted_change_is_walked_by_the_next_request() {
+    let tmp = tempfile::tempdir().unwrap();
+    write_claude(tmp.path(), "c1", "one");
+    let roots = StoreRoots::under_home(tmp.path());
+    let live = quiet(tmp.path());
+    assert_eq!(ids(&live, &roots), ["c1"]);
+    write_claude(tmp.path(), "c2", "two");
+    live.mark_stale(Agent::Claude);
+    assert_eq!(ids(&live, &roots), ["c1", "c2"]);
+    // Resolution and the rendered listing read the same generation.
+    let found = live.with_sessions(&roots, Agent::Claude, |sessions, _| sessions.len());
+    assert_eq!(found, 2);
+    let rendered = live.render_listing(
+        &roots,
+        &[Agent::Claude],
+        |_| true,
+        None,
+        (
+            ActiveWindow::from_minutes(240),
+            UnixMillis(now_millis()),
+            None,
+        ),
+    );
+    assert_eq!(rendered.sessions, 2);
+    let text = String::from_utf8(rendered.bytes.to_vec()).unwrap();
+    assert!(text.contains("\"c2\""), "{text}");
+}
+
+#[test]
+fn a_request_with_nothing_changed_does_not_wait_for_a_running_walk() {
+    let tmp = tempfile::tempdir().unwrap();
+    write_claude(tmp.path(), "c1", "one");
+    let roots = StoreRoots::under_home(tmp.path());
+    let live = Arc::new(quiet(tmp.path()));
+    assert_eq!(ids(&live, &roots), ["c1"]);
+    // A walk in progress holds the walk lock for as long as this test keeps it.
+    let walking = live.walker.lock();
+    let (sent, answered) = std::sync::mpsc::channel();
+    let request = {
+        let (live, roots) = (Arc::clone(&live), roots.clone());
+        std::thread::spawn(move || sent.send(ids(&live, &roots)).unwrap())
+    };
+    // A bound against a hang, not a timing: a request that waited on the walk lock would
+    // never answer while it is held.
+    let got = answered.recv_timeout(Duration::from_secs(60));
+    drop(walking);
+    request.join().unwrap();
+    assert_eq!(got.unwrap(), ["c1"]);
+}
+
+#[test]
+fn a_change_counted_during_a_walk_leaves_the_agent_stale() {
+    let tmp = tempfile::tempdir().unwrap();
+    write_claude(tmp.path(), "c1", "one");
+    let roots = StoreRoots::under_home(tmp.path());
+    let live = quiet(tmp.path());
+    assert_eq!(ids(&live, &roots), ["c1"]);
+    // As a walk does: the count read before it, a change counted while it runs.
+    let before = live.changes[agent_slot(Agent::Claude)].load(Ordering::SeqCst);
+    live.mark_stale(Agent::Claude);
+    {
+        let mut shown = live.shown.lock();
+        shown.seen[agent_slot(Agent::Claude)] = before;
+    }
+    assert!(live.current(&roots, &[Agent::Claude]).is_none());
+    write_claude(tmp.path(), "c2", "two");
+    assert_eq!(ids(&live, &roots), ["c1", "c2"]);
+    assert!(live.current(&roots, &[Agent::Claude]).is_some());
+}
+
+/// What `name` resolves to among the held Claude sessions, through the index kept with them:
+/// the id found, or the ids a refusal lists (none when nothing answers).
+fn resolved(live: &LiveScanner, roots: &StoreRoots, name: &str) -> Result<String, Vec<String>> {
+    let asked = crate::resolve::Lookup {
+        agent: Agent::Claude,
+        scope: crate::resolve::Scope::Any,
+        cwd: Path::new("/"),
+        bound: None,
+    };
+    live.with_named_sessions(roots, Agent::Claude, |sessions, names, _| {
+        match names.lookup(sessions, name, asked) {
+            Ok(found) => Ok(found.session.session_id.clone()),
+            Err(crate::StoreError::AmbiguousName { candidates, .. }) => {
+                let mut ids: Vec<String> = candidates.into_iter().map(|c| c.session_id).collect();
+                ids.sort();
+                Err(ids)
+            }
+            Err(_) => Err(Vec::new()),
+        }
+    })
+}
+
+/// The index of names is the generation's: a rename, a new session and a removed one are
+/// answered as the store now has them — a stale index would still call `alpha` unique.
+#[test]
+fn the_name_index_follows_renames_additions_and_removals() {
+    let tmp = tempfile::tempdir().unwrap();
+    write_claude(tmp.path(), "c1", "alpha");
+    write_claude(tmp.path(), "c2", "beta");
+    let roots = StoreRoots::under_home(tmp.path());
+    let live = quiet(tmp.path());
+    assert_eq!(resolved(&live, &roots, "alpha"), Ok("c1".to_owned()));
+    assert_eq!(resolved(&live, &roots, "beta"), Ok("c2".to_owned()));
+    assert!(live.heap_bytes().names > 0, "the lookup made the index");
+
+    // c2 renamed to c1's name: two sessions answer to it now, and none to the old name.
+    write_claude(tmp.path(), "c2", "alpha");
+    live.mark_stale(Agent::Claude);
+    assert_eq!(
+        resolved(&live, &roots, "alpha"),
+        Err(vec!["c1".to_owned(), "c2".to_owned()])
+    );
+    assert_eq!(resolved(&live, &roots, "beta"), Err(Vec::new()));
+
+    write_claude(tmp.path(), "c3", "gamma");
+    live.mark_stale(Agent::Claude);
+    assert_eq!(resolved(&live, &roots, "gamma"), Ok("c3".to_owned()));
+
+    let held = live.snapshot(&roots, &[Agent::Claude]);
+    let c1 = held
+        .sessions(Agent::Claude)
+        .iter()
+        .find(|s| s.session_id == "c1");
+    std::fs::remove_file(&c1.unwrap().path).unwrap();
+    live.mark_stale(Agent::Claude);
+    assert_eq!(resolved(&live, &roots, "alpha"), Ok("c2".to_owned()));
+    assert_eq!(resolved(&live, &roots, "c1"), Err(Vec::new()));
+}
+
+/// The cost fields kept beside a rendering are the table's that made them: a listing with the
+/// same table is written from them (no cost looked up again), one with another table makes them
+/// again — and either way the bytes are those of the listing written one session at a time.
+#[test]
+fn the_kept_cost_fields_are_made_again_for_another_table() {
+    use crate::render::{Spent, write_listing_spent};
+    let tmp = tempfile::tempdir().unwrap();
+    write_claude(tmp.path(), "c1", "one");
+    write_claude(tmp.path(), "c2", "two");
+    let roots = StoreRoots::under_home(tmp.path());
+    let live = quiet(tmp.path());
+    // None of them active: every element is kept, so all go out in runs with their costs.
+    let window = ActiveWindow::from_minutes(0);
+    let now = UnixMillis(now_millis());
+    let listing = |table: &SpentTable, cost: &str| {
+        let of = |s: &Session| Spent {
+            cost_usd: (s.session_id == "c1").then(|| cost.to_owned()),
+            tokens: Some(7),
+        };
+        let spent = ListingSpent { table, of: &of };
+        let got = live.render_listing(
+            &roots,
+            &[Agent::Claude],
+            |_| true,
+            None,
+            (window, now, Some(spent)),
+        );
+        // As written without anything kept: each session's cost looked up as it is written.
+        let snapshot = live.snapshot(&roots, &[Agent::Claude]);
+        let sessions: Vec<&Session> = snapshot.sessions(Agent::Claude).iter().collect();
+        let mut want = Vec::new();
+        let chosen = [(Agent::Claude, Chosen::Sessions(sessions))];
+        write_listing_spent(&mut want, &chosen, window, now, None, Some(&of));
+        (
+            String::from_utf8(got.bytes.to_vec()).unwrap(),
+            String::from_utf8(want).unwrap(),
+        )
+    };
+    let first: SpentTable = Arc::new(1_u8);
+    let (got, want) = listing(&first, "1.000000");
+    assert_eq!(got, want);
+    assert!(got.contains("\"cost_usd\": \"1.000000\""), "{got}");
+    // The same table: the fields kept from the first listing, whatever `of` says now.
+    let (got, _) = listing(&first, "2.000000");
+    assert!(got.contains("\"cost_usd\": \"1.000000\""), "{got}");
+    let second: SpentTable = Arc::new(2_u8);
+    let (got, want) = listing(&second, "2.000000");
+    assert_eq!(got, want);
+    assert!(got.contains("\"cost_usd\": \"2.000000\""), "{got}");
+}
