@@ -138,3 +138,82 @@ async fn the_rendered_listing_follows_its_answer_and_the_connection_goes_on() {
     assert_eq!(status.generation, daemon.info.generation);
     daemon.stop().await;
 }
+
+/// A listing with costs is two pieces a session, far more than one vectored write takes and far
+/// more bytes than the socket holds: every byte still arrives once, in order — the listing
+/// parses, every session is in it with its cost, and the connection goes on.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_listing_larger_than_the_socket_in_thousands_of_pieces_arrives_whole() {
+    use cross_agent_ipc::oneshot::OneShot;
+    use cross_agent_protocol::bridge::{CallerContext, IndexListingParams, Scope};
+    use cross_agent_protocol::rpc::{ClientKind, StatusParams};
+    use cross_agent_testkit::synthetic_stores::{ClaudeTranscript, now_millis};
+
+    const SESSIONS: usize = 2_500;
+    let temp = TempHome::new();
+    let user = temp.dir.path().join("user");
+    // Days old: not active, so each session goes out as its kept rendering and its cost.
+    let at = now_millis() - 3 * 86_400_000;
+    for n in 0..SESSIONS {
+        let mut t = ClaudeTranscript::new(&user, "/work/api", &format!("c-{n:05}"));
+        t.user("list me", at).assistant_text("listed", at + 1_000);
+        t.write().unwrap();
+    }
+    let daemon = Running::start(&temp.home);
+    let home = temp.home.clone();
+    let (answer, bytes, status) = tokio::task::spawn_blocking(move || {
+        let mut client =
+            OneShot::connect(&home, ClientKind::Other, std::time::Duration::from_secs(30)).unwrap();
+        let params = IndexListingParams {
+            agents: Vec::new(),
+            scope: Scope::Any,
+            cwd: "/".to_owned(),
+            limit: None,
+            now: now_millis(),
+            active_window_min: 240,
+            caller: CallerContext {
+                child_env: [("HOME".to_owned(), user.to_string_lossy().into_owned())].into(),
+                ..CallerContext::default()
+            },
+        };
+        // Twice: the first builds the index, the second is the kept renderings' own listing.
+        let mut bytes = Vec::new();
+        client
+            .call_with_trailer(params.clone(), |a| a.bytes, &mut bytes)
+            .unwrap();
+        bytes.clear();
+        let answer = client
+            .call_with_trailer(params, |a| a.bytes, &mut bytes)
+            .unwrap();
+        let status = client.call(StatusParams {}).unwrap();
+        (answer, bytes, status)
+    })
+    .await
+    .unwrap();
+    assert!(bytes.len() > 512 << 10, "{} bytes", bytes.len());
+    assert_eq!(answer.bytes, bytes.len() as u64);
+    let listing: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    let claude = listing["claude"].as_array().unwrap();
+    let mut ids: Vec<&str> = claude
+        .iter()
+        .map(|e| e["session_id"].as_str().unwrap())
+        .collect();
+    ids.sort_unstable();
+    let want: Vec<String> = (0..SESSIONS).map(|n| format!("c-{n:05}")).collect();
+    assert_eq!(ids, want);
+    // The builder numbers its ids per transcript, so every file holds the same reply (one
+    // `message.id` + `requestId`): it counts once, for one session — 12 tokens in and 34 out
+    // of claude-sonnet-4-5 — and every other session's cost fields say nothing was recorded.
+    let costed: Vec<&serde_json::Value> =
+        claude.iter().filter(|e| !e["cost_usd"].is_null()).collect();
+    assert_eq!(costed.len(), 1, "{costed:?}");
+    assert_eq!(costed[0]["cost_usd"], "0.000546");
+    assert_eq!(costed[0]["usage_tokens"], 46);
+    assert!(
+        claude
+            .iter()
+            .all(|e| e.get("cost_usd").is_some() && e.get("usage_tokens").is_some())
+    );
+    assert_eq!(status.generation, daemon.info.generation);
+    daemon.stop().await;
+}
