@@ -47,8 +47,8 @@ enum After {
     Stop,
 }
 
-/// How many of a listing's pieces one vectored write hands the kernel (Linux takes 1,024).
-const TRAILER_SLICES: usize = 1024;
+/// How many bytes of a listing's small pieces are gathered before a write.
+const TRAILER_WINDOW: usize = 256 << 10;
 
 /// Per-connection state.
 #[derive(Default)]
@@ -111,7 +111,38 @@ pub(super) async fn serve(stream: Stream, shared: Arc<Shared>, _permit: OwnedSem
         match after {
             After::Continue => {}
             After::Trailer(bytes) => {
-                if let Err(error) = write_trailer(&mut write, &bytes).await {
+                use tokio::io::AsyncWriteExt as _;
+                // In the pieces it was made of: runs of the kept renderings, written from where
+                // they are, never gathered into one buffer. A listing with costs is two small
+                // pieces per session: those are gathered into a window's worth first, so a
+                // listing is a few hundred writes, not one per piece.
+                let mut window: Vec<u8> = Vec::with_capacity(TRAILER_WINDOW);
+                let mut written = Ok(());
+                for piece in bytes.pieces() {
+                    if window.len() + piece.len() > TRAILER_WINDOW && !window.is_empty() {
+                        written = write.write_all(&window).await;
+                        window.clear();
+                        if written.is_err() {
+                            break;
+                        }
+                    }
+                    if piece.len() >= TRAILER_WINDOW {
+                        written = write.write_all(piece).await;
+                        if written.is_err() {
+                            break;
+                        }
+                    } else {
+                        window.extend_from_slice(piece);
+                    }
+                }
+                if written.is_ok() && !window.is_empty() {
+                    written = write.write_all(&window).await;
+                }
+                let written = match written {
+                    Ok(()) => write.flush().await,
+                    Err(error) => Err(error),
+                };
+                if let Err(error) = written {
                     tracing::debug!(%error, "connection write failed");
                     break;
                 }
@@ -684,41 +715,4 @@ fn handover(id: RequestId, params: HandoverParams, shared: &Shared) -> ServerMes
         ),
         Err(message) => error(Some(id), ErrorCode::InvalidParams, message),
     }
-}
-
-/// Writes a listing in the pieces it was made of — runs of the kept renderings and, with costs,
-/// two small pieces per session — straight from where they are: up to [`TRAILER_SLICES`] of them
-/// per vectored write, so a listing is a few hundred writes and its bytes are copied once, by the
-/// kernel (gathering them into a window first copied 55 MB more at 111k sessions).
-async fn write_trailer(
-    write: &mut tokio::net::unix::OwnedWriteHalf,
-    bytes: &ListingBytes,
-) -> std::io::Result<()> {
-    use std::io::IoSlice;
-    use tokio::io::AsyncWriteExt as _;
-    let mut pieces = bytes.pieces();
-    let mut batch: Vec<IoSlice<'_>> = Vec::with_capacity(TRAILER_SLICES);
-    let mut more = true;
-    while more {
-        batch.clear();
-        while batch.len() < TRAILER_SLICES {
-            match pieces.next() {
-                Some([]) => {}
-                Some(piece) => batch.push(IoSlice::new(piece)),
-                None => {
-                    more = false;
-                    break;
-                }
-            }
-        }
-        let mut left: &mut [IoSlice<'_>] = &mut batch;
-        while !left.is_empty() {
-            let n = write.write_vectored(left).await?;
-            if n == 0 {
-                return Err(std::io::ErrorKind::WriteZero.into());
-            }
-            IoSlice::advance_slices(&mut left, n);
-        }
-    }
-    write.flush().await
 }
