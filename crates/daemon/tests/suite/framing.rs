@@ -89,9 +89,6 @@ async fn an_over_long_frame_is_refused_without_losing_the_connection() {
 /// connection stays in step for the next request.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_rendered_listing_follows_its_answer_and_the_connection_goes_on() {
-    use cross_agent_ipc::oneshot::OneShot;
-    use cross_agent_protocol::bridge::{CallerContext, IndexListingParams, Scope};
-    use cross_agent_protocol::rpc::{ClientKind, StatusParams};
     use cross_agent_testkit::synthetic_stores::{ClaudeTranscript, now_millis};
 
     let temp = TempHome::new();
@@ -101,31 +98,7 @@ async fn the_rendered_listing_follows_its_answer_and_the_connection_goes_on() {
         .custom_title("listed");
     t.write().unwrap();
     let daemon = Running::start(&temp.home);
-    let home = temp.home.clone();
-    let (answer, bytes, status) = tokio::task::spawn_blocking(move || {
-        let mut client =
-            OneShot::connect(&home, ClientKind::Other, std::time::Duration::from_secs(5)).unwrap();
-        let params = IndexListingParams {
-            agents: Vec::new(),
-            scope: Scope::Any,
-            cwd: "/".to_owned(),
-            limit: None,
-            now: now_millis(),
-            active_window_min: 240,
-            caller: CallerContext {
-                child_env: [("HOME".to_owned(), user.to_string_lossy().into_owned())].into(),
-                ..CallerContext::default()
-            },
-        };
-        let mut bytes = Vec::new();
-        let answer = client
-            .call_with_trailer(params, |a| a.bytes, &mut bytes)
-            .unwrap();
-        let status = client.call(StatusParams {}).unwrap();
-        (answer, bytes, status)
-    })
-    .await
-    .unwrap();
+    let (answer, bytes, status) = listed_then_status(&temp, &user, 1).await;
     assert_eq!(answer.bytes, bytes.len() as u64);
     assert_eq!(answer.sessions, 1);
     let text = String::from_utf8(bytes).unwrap();
@@ -144,9 +117,6 @@ async fn the_rendered_listing_follows_its_answer_and_the_connection_goes_on() {
 /// parses, every session is in it with its cost, and the connection goes on.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_listing_larger_than_the_socket_in_thousands_of_pieces_arrives_whole() {
-    use cross_agent_ipc::oneshot::OneShot;
-    use cross_agent_protocol::bridge::{CallerContext, IndexListingParams, Scope};
-    use cross_agent_protocol::rpc::{ClientKind, StatusParams};
     use cross_agent_testkit::synthetic_stores::{ClaudeTranscript, now_millis};
 
     const SESSIONS: usize = 2_500;
@@ -160,36 +130,8 @@ async fn a_listing_larger_than_the_socket_in_thousands_of_pieces_arrives_whole()
         t.write().unwrap();
     }
     let daemon = Running::start(&temp.home);
-    let home = temp.home.clone();
-    let (answer, bytes, status) = tokio::task::spawn_blocking(move || {
-        let mut client =
-            OneShot::connect(&home, ClientKind::Other, std::time::Duration::from_secs(30)).unwrap();
-        let params = IndexListingParams {
-            agents: Vec::new(),
-            scope: Scope::Any,
-            cwd: "/".to_owned(),
-            limit: None,
-            now: now_millis(),
-            active_window_min: 240,
-            caller: CallerContext {
-                child_env: [("HOME".to_owned(), user.to_string_lossy().into_owned())].into(),
-                ..CallerContext::default()
-            },
-        };
-        // Twice: the first builds the index, the second is the kept renderings' own listing.
-        let mut bytes = Vec::new();
-        client
-            .call_with_trailer(params.clone(), |a| a.bytes, &mut bytes)
-            .unwrap();
-        bytes.clear();
-        let answer = client
-            .call_with_trailer(params, |a| a.bytes, &mut bytes)
-            .unwrap();
-        let status = client.call(StatusParams {}).unwrap();
-        (answer, bytes, status)
-    })
-    .await
-    .unwrap();
+    // Twice: the first builds the index, the second is the kept renderings' own listing.
+    let (answer, bytes, status) = listed_then_status(&temp, &user, 2).await;
     assert!(bytes.len() > 512 << 10, "{} bytes", bytes.len());
     assert_eq!(answer.bytes, bytes.len() as u64);
     let listing: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
@@ -216,4 +158,53 @@ async fn a_listing_larger_than_the_socket_in_thousands_of_pieces_arrives_whole()
     );
     assert_eq!(status.generation, daemon.info.generation);
     daemon.stop().await;
+}
+
+/// `index_listing` for the stores under `user`, asked `times` times on one one-shot connection
+/// (the last answer and its bytes kept), then `status` on the same connection.
+async fn listed_then_status(
+    temp: &TempHome,
+    user: &std::path::Path,
+    times: usize,
+) -> (
+    cross_agent_protocol::bridge::IndexListingResponse,
+    Vec<u8>,
+    cross_agent_protocol::rpc::StatusResponse,
+) {
+    use cross_agent_ipc::oneshot::OneShot;
+    use cross_agent_protocol::bridge::{CallerContext, IndexListingParams, Scope};
+    use cross_agent_protocol::rpc::{ClientKind, StatusParams};
+    use cross_agent_testkit::synthetic_stores::now_millis;
+
+    let (home, user) = (temp.home.clone(), user.to_string_lossy().into_owned());
+    tokio::task::spawn_blocking(move || {
+        let mut client =
+            OneShot::connect(&home, ClientKind::Other, std::time::Duration::from_secs(30)).unwrap();
+        let params = IndexListingParams {
+            agents: Vec::new(),
+            scope: Scope::Any,
+            cwd: "/".to_owned(),
+            limit: None,
+            now: now_millis(),
+            active_window_min: 240,
+            caller: CallerContext {
+                child_env: [("HOME".to_owned(), user)].into(),
+                ..CallerContext::default()
+            },
+        };
+        let mut bytes = Vec::new();
+        let mut answer = None;
+        for _ in 0..times {
+            bytes.clear();
+            answer = Some(
+                client
+                    .call_with_trailer(params.clone(), |a| a.bytes, &mut bytes)
+                    .unwrap(),
+            );
+        }
+        let status = client.call(StatusParams {}).unwrap();
+        (answer.unwrap(), bytes, status)
+    })
+    .await
+    .unwrap()
 }

@@ -18,6 +18,8 @@ use cross_agent_stores::scan::ScanOptions;
 use cross_agent_usage::handoff::Handoffs;
 use cross_agent_usage::{GroupBy, PriceTable, Report, UsageIndex, account, scan};
 use pretty_assertions::assert_eq;
+
+use super::steps::claude_roots;
 use serde_json::json;
 
 use super::claude::assistant;
@@ -191,10 +193,7 @@ fn a_late_hand_over_of_a_file_grown_since_is_resumed_not_counted_again() {
     let home = tempfile::tempdir().unwrap();
     let config = home.path().join(".claude");
     let project = config.join("projects/-work-shop");
-    let roots = StoreRoots {
-        claude_config: Some(config.clone()),
-        ..StoreRoots::default()
-    };
+    let roots = claude_roots(home.path());
     let reply = |n: u64| {
         assistant(
             "s1",

@@ -6,21 +6,13 @@
 #![allow(clippy::unwrap_used)]
 
 use std::fs;
-use std::path::Path;
 
 use cross_agent_stores::StoreRoots;
 use cross_agent_usage::claude::ClaudeReader;
 use cross_agent_usage::{GroupBy, PriceTable, Report, Tokens, UsageIndex};
 use pretty_assertions::assert_eq;
 
-use super::steps::{add_lines, reply, tokens, triples};
-
-fn roots(home: &Path) -> StoreRoots {
-    StoreRoots {
-        claude_config: Some(home.join(".claude")),
-        ..StoreRoots::default()
-    }
-}
+use super::steps::{add_lines, claude_roots, reply, tokens, triples};
 
 /// The index refreshed: its rows by `by` as (key, calls, tokens), sorted by key.
 fn rows(index: &mut UsageIndex, roots: &StoreRoots, by: GroupBy) -> Vec<(String, u64, Tokens)> {
@@ -49,7 +41,7 @@ fn rows_and_copies(
 #[test]
 fn a_reply_written_on_lines_appended_apart_counts_once_with_its_largest_usage() {
     let home = tempfile::tempdir().unwrap();
-    let roots = roots(home.path());
+    let roots = claude_roots(home.path());
     let file = home.path().join(".claude/projects/-work/s.jsonl");
     const M: &str = "claude-sonnet-4-5";
     // The reply `x` first, with a partial output count, then 40 other replies.
@@ -89,7 +81,7 @@ fn a_reply_written_on_lines_appended_apart_counts_once_with_its_largest_usage() 
 #[test]
 fn a_model_first_seen_later_is_named_and_a_dropped_files_model_keeps_its_name() {
     let home = tempfile::tempdir().unwrap();
-    let roots = roots(home.path());
+    let roots = claude_roots(home.path());
     let project = home.path().join(".claude/projects/-work");
     // Names no other test interns (the names are the process's).
     let first = format!("layout-first-{}", std::process::id());
@@ -127,7 +119,7 @@ fn a_model_first_seen_later_is_named_and_a_dropped_files_model_keeps_its_name() 
 #[test]
 fn a_copys_larger_usage_counts_while_the_copy_is_there() {
     let home = tempfile::tempdir().unwrap();
-    let roots = roots(home.path());
+    let roots = claude_roots(home.path());
     let project = home.path().join(".claude/projects/-work");
     const M: &str = "claude-sonnet-4-5";
     // The base wins `m` (it sorts first on a tie); the copies recorded more output.

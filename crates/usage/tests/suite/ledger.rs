@@ -14,7 +14,7 @@ use cross_agent_usage::{
 };
 use pretty_assertions::assert_eq;
 
-use super::steps::{SONNET, add_lines, reply, tokens, triples};
+use super::steps::{SONNET, add_lines, claude_roots, reply, tokens, triples};
 
 /// The index brought current (the files unchanged since are kept, not read), its report by
 /// session as (session, calls, tokens) beside a fresh scan's, and what its decision looked at.
@@ -51,10 +51,7 @@ fn a_changed_files_copy_of_another_files_reply_counts_once_after_each_step() {
     let home = tempfile::tempdir().unwrap();
     let config = home.path().join(".claude");
     let project = config.join("projects/-work-shop");
-    let roots = StoreRoots {
-        claude_config: Some(config.clone()),
-        ..StoreRoots::default()
-    };
+    let roots = claude_roots(home.path());
     let base = project.join("base.jsonl");
     // Sorts before the base: on a tie of time and start, a copy there wins the call.
     let fork = project.join("a-fork.jsonl");

@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 use cross_agent_stores::StoreRoots;
 use cross_agent_usage::{GroupBy, PriceTable, Report, UsageIndex, account, scan};
 use pretty_assertions::assert_eq;
+
+use super::steps::claude_roots;
 use serde_json::json;
 
 use super::claude::assistant;
@@ -146,10 +148,7 @@ fn claude_base_resume_and_subagent_grown_alternately_equal_a_fresh_scan_each_tim
     let home = tempfile::tempdir().unwrap();
     let config = home.path().join(".claude");
     let project = config.join("projects/-work-shop");
-    let roots = StoreRoots {
-        claude_config: Some(config.clone()),
-        ..StoreRoots::default()
-    };
+    let roots = claude_roots(home.path());
     let u = |i: u64, o: u64| json!({"input_tokens": i, "output_tokens": o});
     let sonnet = "claude-sonnet-4-5-20250929";
     let base: Vec<String> = (0..6)
@@ -213,10 +212,7 @@ fn a_shrunk_or_replaced_file_is_read_again_from_the_start() {
     let home = tempfile::tempdir().unwrap();
     let config = home.path().join(".claude");
     let path = config.join("projects/-work-shop/s1.jsonl");
-    let roots = StoreRoots {
-        claude_config: Some(config.clone()),
-        ..StoreRoots::default()
-    };
+    let roots = claude_roots(home.path());
     let line = |msg: &str, out: u64| {
         assistant(
             "s1",
@@ -316,10 +312,7 @@ fn a_refresh_after_a_change_looks_only_at_the_changed_files() {
     let home = tempfile::tempdir().unwrap();
     let config = home.path().join(".claude");
     let project = config.join("projects/-work-shop");
-    let roots = StoreRoots {
-        claude_config: Some(config.clone()),
-        ..StoreRoots::default()
-    };
+    let roots = claude_roots(home.path());
     let reply = |session: &str, n: u64, subagent: bool| {
         assistant(
             session,

@@ -8,6 +8,7 @@ use std::fs::{self, OpenOptions};
 use std::io::Write as _;
 use std::path::Path;
 
+use cross_agent_stores::StoreRoots;
 use cross_agent_usage::{Report, Tokens};
 use serde_json::json;
 
@@ -15,6 +16,14 @@ use super::claude::assistant;
 
 /// The model [`reply`]'s callers use when the model does not matter.
 pub const SONNET: &str = "claude-sonnet-4-5";
+
+/// The stores under `home` with only Claude's (`home/.claude`).
+pub fn claude_roots(home: &Path) -> StoreRoots {
+    StoreRoots {
+        claude_config: Some(home.join(".claude")),
+        ..StoreRoots::default()
+    }
+}
 
 /// Appends `lines` to the transcript at `path`, made with its folders when new.
 pub fn add_lines(path: &Path, lines: &[String]) {
