@@ -714,6 +714,7 @@ pub(crate) async fn serve(
 #[allow(clippy::result_large_err)]
 async fn connection(shared: Arc<Shared>, stream: UnixStream) {
     let token = shared.token.clone();
+    let counted = shared.clone();
     let check = move |request: &Request, response: Response| {
         let ok = request.uri().query().is_some_and(|query| {
             query
@@ -723,6 +724,8 @@ async fn connection(shared: Arc<Shared>, stream: UnixStream) {
         if ok {
             Ok(response)
         } else {
+            // Counted before the 403 is written, so a client that has read it sees the count.
+            counted.refused.fetch_add(1, Ordering::SeqCst);
             let mut refusal = ErrorResponse::new(Some("Forbidden".to_owned()));
             *refusal.status_mut() = StatusCode::FORBIDDEN;
             Err(refusal)
@@ -735,10 +738,7 @@ async fn connection(shared: Arc<Shared>, stream: UnixStream) {
     let mut ws =
         match tokio_tungstenite::accept_hdr_async_with_config(stream, check, Some(config)).await {
             Ok(ws) => ws,
-            Err(_) => {
-                shared.refused.fetch_add(1, Ordering::SeqCst);
-                return;
-            }
+            Err(_) => return,
         };
     let (tx, mut rx) = mpsc::unbounded_channel();
     let id = {
