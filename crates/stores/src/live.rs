@@ -32,7 +32,7 @@ use crate::model::{Agent, Session, StoreWarning, UnixMillis};
 use crate::render::{
     Chosen, KeptText, ListingParts, RenderedAgent, SpentOf, SpentRendering, write_listing_spent,
 };
-use crate::resolve::{ActiveWindow, NameIndex};
+use crate::resolve::{ActiveWindow, Lookup, NameIndex, Resolved};
 use crate::roots::StoreRoots;
 use crate::scan::{Listing, ScanOptions, Scanner, sort_newest_first};
 
@@ -250,6 +250,21 @@ impl Snapshot {
             .iter()
             .filter_map(|(_, held)| held.as_deref())
             .flat_map(|held| held.warnings.iter())
+    }
+
+    /// The one session of `agent` that `query` names, as [`crate::resolve::lookup`] finds it,
+    /// through the index of ids and titles kept with the generation: a send by name looks at
+    /// its candidates, not at every session, and copies none.
+    pub fn lookup(
+        &self,
+        agent: Agent,
+        query: &str,
+        asked: Lookup<'_>,
+    ) -> crate::error::Result<Resolved<'_>> {
+        match self.held(agent) {
+            Some(held) => held.names().lookup(&held.sessions, query, asked),
+            None => crate::resolve::lookup(&[], query, asked),
+        }
     }
 
     fn held(&self, agent: Agent) -> Option<&Held> {

@@ -186,10 +186,11 @@ impl ActiveWindow {
 }
 
 /// Spec §5 rule 3: the best-fit active session of `agent` — directory rank first, then most
-/// recent. `exclude` names a session never to pick (the caller's own: auto-discovery must not
-/// route a message back into its sender).
+/// recent (then id, as [`ranked`] orders them). `exclude` names a session never to pick (the
+/// caller's own: auto-discovery must not route a message back into its sender). One pass that
+/// keeps the best so far: a send at 50,000 sessions sorts none of them.
 pub fn best_active<'a>(
-    sessions: &'a [Session],
+    sessions: impl IntoIterator<Item = &'a Session>,
     agent: Agent,
     scope: Scope,
     cwd: &Path,
@@ -197,12 +198,31 @@ pub fn best_active<'a>(
     now: UnixMillis,
     exclude: Option<&str>,
 ) -> Option<&'a Session> {
-    ranked(sessions, agent, scope, cwd)
-        .into_iter()
-        .find(|session| {
-            window.is_active(session.last_activity, now)
-                && exclude.is_none_or(|own| own != session.session_id)
-        })
+    let order = |session: &'a Session, rank: u8| {
+        (
+            rank,
+            Reverse(session.last_activity),
+            session.session_id.as_str(),
+        )
+    };
+    let mut best: Option<(u8, &'a Session)> = None;
+    for session in sessions {
+        if session.agent != agent
+            || !window.is_active(session.last_activity, now)
+            || exclude.is_some_and(|own| own == session.session_id)
+        {
+            continue;
+        }
+        let Some(rank) = scope_rank(scope, session, cwd) else {
+            continue;
+        };
+        // Strictly better only: of two that tie, the first in the listing's order stays, as
+        // the stable sort of [`ranked`] keeps it.
+        if best.is_none_or(|(best_rank, kept)| order(session, rank) < order(kept, best_rank)) {
+            best = Some((rank, session));
+        }
+    }
+    best.map(|(_, session)| session)
 }
 
 /// A bound on name lookups: consider only the `limit` most recently active sessions.

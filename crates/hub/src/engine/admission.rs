@@ -12,8 +12,9 @@ use std::sync::Arc;
 use cross_agent_decisions::DecisionLog;
 use cross_agent_protocol::bridge::{CallerContext, DeliveryRecord, DeliveryState, Pin, Transport};
 use cross_agent_protocol::events::EngineEvent;
-use cross_agent_stores::Session;
-use cross_agent_stores::live::LiveScanner;
+use cross_agent_stores::StoreError;
+use cross_agent_stores::live::{LiveScanner, Snapshot};
+use cross_agent_stores::resolve::{self, Lookup};
 use cross_agent_transports::panel::registry::LivePanel;
 use parking_lot::{Mutex, MutexGuard};
 use tokio::sync::broadcast;
@@ -138,17 +139,36 @@ impl Admission {
         self.db.lock()
     }
 
-    /// One agent's sessions as the caller's stores hold them, with the index's warnings.
-    pub(super) fn sessions(
+    /// One agent's sessions as the caller's stores hold them, lent rather than copied: a send
+    /// at 50,000 sessions looks at them and copies only the one it picks.
+    pub(super) fn held_sessions(&self, context: &CallerContext, agent: Agent) -> Snapshot {
+        self.scan.snapshot(&roots_for(context), &[agent])
+    }
+
+    /// `named` looked up among `agent`'s sessions through the index of ids and titles kept
+    /// with them, and looked up again after one more walk when `walk_again` takes the answer
+    /// for the index being late (file-system notifications come late, or not at all, on a
+    /// loaded machine: a session written a moment ago by another process is walked for before
+    /// it is called missing). `f` gets the sessions looked in and the answer.
+    pub(super) fn look_up_named<R>(
         &self,
         context: &CallerContext,
-        agent: Agent,
-    ) -> (Vec<Session>, Vec<String>) {
-        let listing = self.scan.list_agents(&roots_for(context), &[agent]);
-        (
-            listing.sessions,
-            listing.warnings.iter().map(ToString::to_string).collect(),
-        )
+        named: &str,
+        asked: Lookup<'_>,
+        walk_again: fn(&StoreError) -> bool,
+        f: impl FnOnce(&Snapshot, cross_agent_stores::Result<resolve::Resolved<'_>>) -> R,
+    ) -> R {
+        let first = self.held_sessions(context, asked.agent);
+        let late =
+            matches!(first.lookup(asked.agent, named, asked), Err(error) if walk_again(&error));
+        let held = if late {
+            self.mark_stale(asked.agent);
+            self.held_sessions(context, asked.agent)
+        } else {
+            first
+        };
+        let found = held.lookup(asked.agent, named, asked);
+        f(&held, found)
     }
 
     /// Has `agent`'s stores walked again before the next look: a session written a moment ago

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use cross_agent_protocol::bridge::{Refusal, RefusalReason, Scope, TargetSelectedBy};
 use cross_agent_stores::Session;
 use cross_agent_stores::copilot::editor_uuid;
-use cross_agent_stores::resolve::{self, Lookup};
+use cross_agent_stores::resolve::Lookup;
 use serde_json::json;
 
 use super::admission::Admission;
@@ -35,7 +35,6 @@ impl Admission {
                 json!({"new_session": true}),
             ));
         }
-        let mut sessions = self.sessions(&params.caller, Agent::Copilot).0;
         let (session, selected_by) = match query.explicit {
             Some(named) => {
                 // A URI names the session by its editor UUID (the catalog's key).
@@ -46,19 +45,25 @@ impl Admission {
                     cwd: query.cwd,
                     bound: None,
                 };
-                if resolve::lookup(&sessions, key, lookup).is_err() {
-                    // A chat created a moment ago may not be in the index yet.
-                    self.mark_stale(Agent::Copilot);
-                    sessions = self.sessions(&params.caller, Agent::Copilot).0;
-                }
-                let found = resolve::lookup(&sessions, key, lookup)
+                // A chat created a moment ago may not be in the index yet.
+                let found = self.look_up_named(
+                    &params.caller,
+                    key,
+                    lookup,
+                    |_| true,
+                    |_, found| found.map(|found| found.session.clone()),
+                );
+                let found = found
                     .map_err(|error| Unresolved::Refused(lookup_refusal(error, Agent::Copilot)))?;
-                (found.session.clone(), TargetSelectedBy::Caller)
+                (found, TargetSelectedBy::Caller)
             }
-            None => (
-                self.copilot_pinned(query, &sessions)?,
-                TargetSelectedBy::Pin,
-            ),
+            None => {
+                let held = self.held_sessions(&params.caller, Agent::Copilot);
+                (
+                    self.copilot_pinned(query, held.sessions(Agent::Copilot))?,
+                    TargetSelectedBy::Pin,
+                )
+            }
         };
         on_live_host(&session)?;
         let mut resolved = Resolved::of(&session, selected_by, query.cwd);

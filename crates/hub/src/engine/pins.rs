@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use cross_agent_decisions::events;
 use cross_agent_protocol::bridge::{Pin, PinParams, PinResponse, Scope};
 use cross_agent_protocol::timestamp::now_rfc3339;
-use cross_agent_stores::UnixMillis;
-use cross_agent_stores::resolve::{self, Lookup};
+use cross_agent_stores::resolve::Lookup;
+use cross_agent_stores::{StoreError, UnixMillis};
 
 use super::admission::Admission;
 use super::{Engine, cwd_key, lookup_refusal, non_blank};
@@ -39,20 +39,25 @@ impl Admission {
             self.db().remove_pin(params.agent, &key)?;
             return Ok(PinResponse::Unpinned { previous });
         };
-        let (sessions, _) = self.sessions(&params.caller, params.agent);
         let settings = CallSettings::from_settings(&params.caller.settings);
         let cwd = PathBuf::from(cwd_text.unwrap_or("/"));
-        let found = match resolve::lookup(
-            &sessions,
+        let asked = Lookup {
+            agent: params.agent,
+            scope: Scope::Any,
+            cwd: &cwd,
+            bound: settings.name_bound(params.agent, settings.scope),
+        };
+        // A session written a moment ago is walked for before it is called missing, as a send
+        // naming it does.
+        let found = self.look_up_named(
+            &params.caller,
             query,
-            Lookup {
-                agent: params.agent,
-                scope: Scope::Any,
-                cwd: &cwd,
-                bound: settings.name_bound(params.agent, settings.scope),
-            },
-        ) {
-            Ok(found) => found.session,
+            asked,
+            |error| matches!(error, StoreError::NoSuchSession { .. }),
+            |_, found| found.map(|found| found.session.clone()),
+        );
+        let found = match found {
+            Ok(found) => found,
             Err(error) => return Ok(PinResponse::Refused(lookup_refusal(error, params.agent))),
         };
         let pin = Pin {

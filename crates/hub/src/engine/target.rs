@@ -286,14 +286,15 @@ impl Admission {
         if query.params.new_session {
             return Ok(lookout.new_session("new_session=true was passed".to_owned()));
         }
-        let sessions = self.sessions(&query.params.caller, query.agent).0;
         if let Some(named) = query.explicit {
-            return self.by_session_id(&lookout, sessions, named);
+            return self.by_session_id(&lookout, named);
         }
-        if let Some(resolved) = self.by_pin(&lookout, &sessions)? {
+        let held = self.held_sessions(&query.params.caller, query.agent);
+        let sessions = held.sessions(query.agent);
+        if let Some(resolved) = self.by_pin(&lookout, sessions)? {
             return Ok(resolved);
         }
-        if let Some(resolved) = by_panel_focus(&lookout, &sessions) {
+        if let Some(resolved) = by_panel_focus(&lookout, sessions) {
             return Ok(resolved);
         }
         Ok(by_discovery(&lookout, sessions).unwrap_or_else(|| {
@@ -315,12 +316,7 @@ impl Admission {
 
     /// Rule 1: the session `session_id` names (an id or an exact name), looked for among every
     /// session — or open in a panel, or being created by the bridge, while not on disk yet.
-    fn by_session_id(
-        &self,
-        lookout: &Lookout<'_>,
-        mut sessions: Vec<Session>,
-        named: &str,
-    ) -> Result<Resolved, Unresolved> {
+    fn by_session_id(&self, lookout: &Lookout<'_>, named: &str) -> Result<Resolved, Unresolved> {
         let TargetQuery {
             agent,
             params,
@@ -335,19 +331,20 @@ impl Admission {
             cwd,
             bound: settings.name_bound(agent, scope),
         };
-        if matches!(
-            resolve::lookup(&sessions, named, explicit_lookup),
-            Err(StoreError::NoSuchSession { .. })
-        ) {
-            // The index is kept current by file-system notifications, which come late (or not
-            // at all) on a loaded machine: a session written a moment ago by another process
-            // is walked for before it is called missing.
-            self.mark_stale(agent);
-            sessions = self.sessions(&params.caller, agent).0;
-        }
-        match resolve::lookup(&sessions, named, explicit_lookup) {
-            Ok(found) => Ok(Resolved::of(found.session, TargetSelectedBy::Caller, cwd)
-                .in_panel(lookout.held(&found.session.session_id))),
+        let found = self.look_up_named(
+            &params.caller,
+            named,
+            explicit_lookup,
+            |error| matches!(error, StoreError::NoSuchSession { .. }),
+            |_, found| {
+                found.map(|found| {
+                    Resolved::of(found.session, TargetSelectedBy::Caller, cwd)
+                        .in_panel(lookout.held(&found.session.session_id))
+                })
+            },
+        );
+        match found {
+            Ok(resolved) => Ok(resolved),
             // Open in a panel but not on disk yet (a conversation that just started).
             Err(StoreError::NoSuchSession { .. })
                 if let Some(tab) = window::holding(&lookout.tabs, named) =>
@@ -457,7 +454,7 @@ fn by_panel_focus(lookout: &Lookout<'_>, sessions: &[Session]) -> Option<Resolve
 /// Rule 4: the most recently active session on disk in scope (never the caller's own). It is
 /// auto-selection too: a session another window's panel holds is that window's business,
 /// reachable only by naming it.
-fn by_discovery(lookout: &Lookout<'_>, sessions: Vec<Session>) -> Option<Resolved> {
+fn by_discovery(lookout: &Lookout<'_>, sessions: &[Session]) -> Option<Resolved> {
     let TargetQuery {
         agent,
         cwd,
@@ -472,15 +469,10 @@ fn by_discovery(lookout: &Lookout<'_>, sessions: Vec<Session>) -> Option<Resolve
         .filter(|t| !t.in_caller_window)
         .filter_map(|t| t.session.session_id.as_deref())
         .collect();
-    let sessions: Vec<Session> = if elsewhere.is_empty() {
-        sessions
-    } else {
-        sessions
-            .into_iter()
-            .filter(|s| s.agent != agent || !elsewhere.contains(&s.session_id.as_str()))
-            .collect()
-    };
-    let session = active_now(&sessions, agent, scope, cwd, settings, own_session)?;
+    let here = sessions
+        .iter()
+        .filter(|s| s.agent != agent || !elsewhere.contains(&s.session_id.as_str()));
+    let session = active_now(here, agent, scope, cwd, settings, own_session)?;
     Some(
         Resolved::of(session, TargetSelectedBy::Discovery, cwd)
             .in_panel(lookout.held(&session.session_id)),
@@ -490,7 +482,7 @@ fn by_discovery(lookout: &Lookout<'_>, sessions: Vec<Session>) -> Option<Resolve
 /// The most recently active `agent` session in `scope` now (never `own_session`): what
 /// discovery picks, and what `bridge_status` shows it would pick.
 pub(super) fn active_now<'s>(
-    sessions: &'s [Session],
+    sessions: impl IntoIterator<Item = &'s Session>,
     agent: Agent,
     scope: Scope,
     cwd: &Path,

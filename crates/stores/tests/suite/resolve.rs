@@ -578,4 +578,25 @@ proptest! {
         let indexed = NameIndex::new(&store).lookup(&store, query, asked);
         prop_assert_eq!(outcome(&indexed), outcome(&whole));
     }
+
+    /// The one-pass pick is the first of the ranked order that is active and not excluded —
+    /// ties (the same id twice, the same time) go to the first in the listing's order.
+    #[test]
+    fn the_best_active_session_is_the_first_ranked_one_that_is_active(
+        store in arbitrary_store(),
+        scope in prop::sample::select(vec![Scope::Any, Scope::Cwd, Scope::Tree]),
+        cwd in prop::sample::select(vec!["/a", "/a/b", "/c"]),
+        window_min in 1..5u64,
+        exclude in prop::option::of(prop::sample::select(vec!["s0", "s1", "s2"])),
+        codex in proptest::bool::ANY,
+    ) {
+        let agent = if codex { Agent::Codex } else { Agent::Claude };
+        let window = ActiveWindow::from_minutes(window_min);
+        let cwd = Path::new(cwd);
+        let sorted = ranked(&store, agent, scope, cwd)
+            .into_iter()
+            .find(|s| window.is_active(s.last_activity, NOW) && exclude != Some(s.session_id.as_str()));
+        let picked = resolve::best_active(&store, agent, scope, cwd, window, NOW, exclude);
+        prop_assert_eq!(picked.map(std::ptr::from_ref), sorted.map(std::ptr::from_ref));
+    }
 }
