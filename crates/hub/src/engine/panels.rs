@@ -13,6 +13,7 @@ use cross_agent_protocol::bridge::{
     Transport,
 };
 use cross_agent_protocol::panel::PanelSessionState;
+use cross_agent_stores::live::Snapshot;
 use cross_agent_stores::{Session, UnixMillis};
 use cross_agent_transports::panel::client::{self};
 use cross_agent_transports::panel::registry::{self, LivePanel};
@@ -71,13 +72,21 @@ fn tab_status(tab: &window::PanelTab<'_>) -> PanelTabStatus {
 }
 
 /// The transcript-activity clock of tab selection: the session's last activity on disk.
-pub(super) fn transcript_clock(sessions: &[Session], agent: Agent) -> impl Fn(&str) -> Option<i64> {
-    let known: BTreeMap<String, i64> = sessions
-        .iter()
-        .filter(|s| s.agent == agent)
-        .filter_map(|s| s.last_activity.map(|at| (s.session_id.clone(), at.0)))
-        .collect();
-    move |id: &str| known.get(id).copied()
+pub(super) fn transcript_clock(
+    sessions: &[Session],
+    agent: Agent,
+) -> impl Fn(&str) -> Option<i64> + '_ {
+    // Asked for the few tabs a window has: looked up when asked, so a send at 50,000 sessions
+    // does not copy every id into a map first. The last session with that id and a recorded
+    // activity answers.
+    move |id: &str| {
+        sessions.iter().rev().find_map(|s| {
+            (s.agent == agent && s.session_id == id)
+                .then_some(s.last_activity)
+                .flatten()
+                .map(|at| at.0)
+        })
+    }
 }
 
 /// The panel registry as the engine reads it: the shims' files under the daemon's home, with
@@ -156,7 +165,7 @@ impl Engine {
         &self,
         context: &CallerContext,
         settings: &CallSettings,
-        sessions: &[Session],
+        held: &Snapshot,
         own: Option<(Agent, &str)>,
     ) -> BTreeMap<Agent, IdePanels> {
         let panels = self.live_panels(settings.ui_hook);
@@ -169,7 +178,8 @@ impl Engine {
                 continue;
             }
             let except = own.filter(|(a, _)| *a == agent).map(|(_, id)| id);
-            let selected = window::select(&tabs, except, transcript_clock(sessions, agent));
+            let selected =
+                window::select(&tabs, except, transcript_clock(held.sessions(agent), agent));
             out.insert(
                 agent,
                 IdePanels {

@@ -222,10 +222,11 @@ impl Engine {
         let mut warnings = Vec::new();
 
         let mut resolved_sessions = BTreeMap::new();
-        let (sessions, store_warnings) = self.list(&params.caller, &Agent::ALL);
-        warnings.extend(store_warnings);
+        // Lent from the index: the few sessions shown are copied out, not every one.
+        let held = self.snapshot(&params.caller, &Agent::ALL);
+        warnings.extend(held.warnings().map(ToString::to_string));
         let own = caller.agent.zip(caller.session_id.as_deref());
-        let ide_panels = self.ide_panels(&params.caller, &settings, &sessions, own);
+        let ide_panels = self.ide_panels(&params.caller, &settings, &held, own);
         if let Some(cwd) = &cwd {
             let scope = params.scope.unwrap_or(settings.scope);
             // Copilot is never discovered (a send to it names its session, and this build does
@@ -243,7 +244,9 @@ impl Engine {
                         title: None,
                         sticky: Some(pin.sticky),
                     }
-                } else if let Some(s) = active_now(&sessions, agent, scope, cwd, &settings, own) {
+                } else if let Some(s) =
+                    active_now(held.sessions(agent), agent, scope, cwd, &settings, own)
+                {
                     ResolvedSession {
                         session_id: Some(s.session_id.clone()),
                         selected_by: TargetSelectedBy::Discovery,
