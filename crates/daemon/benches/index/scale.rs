@@ -9,7 +9,9 @@
 //! - the full `sessions --json --scope any --agent all` listing through the daemon (the kept
 //!   rendering, one-shot client, to `/dev/null`), beside the same bytes sent through a new Unix
 //!   socket connection and copied to `/dev/null` (the floor: moving the listing, no work);
-//! - exact-name resolution through the daemon (one-shot), beside a bare `status` round trip;
+//! - exact-name resolution through the daemon (one-shot) — as `sessions NAME` asks it, and as a
+//!   send does (a pin by the same name: the lookup and one write) — and `bridge_status`, beside
+//!   a bare `status` round trip;
 //! - the peak memory (`VmHWM`) of a cold listing without the daemon: a child process doing what
 //!   `sessions --json` does when no daemon answers and no session cache is there (every file
 //!   read, the listing written out as it is made), beside the same child's before it lists,
@@ -31,7 +33,8 @@ use cross_agent_ipc::ConnectOptions;
 use cross_agent_ipc::blocking::BlockingClient;
 use cross_agent_ipc::oneshot::OneShot;
 use cross_agent_protocol::bridge::{
-    Agent, CallerContext, IndexListingParams, IndexResolve, IndexSessionsParams, Scope,
+    Agent, BridgeStatusParams, CallerContext, IndexListingParams, IndexResolve,
+    IndexSessionsParams, PinParams, PinResponse, Scope,
 };
 use cross_agent_protocol::rpc::{ClientKind, ShutdownParams, StatusParams};
 use cross_agent_testkit::synthetic_stores::{Generated, SyntheticSpec};
@@ -103,7 +106,21 @@ pub fn table(label: &str, store: &Path, spec: &SyntheticSpec, truth: &Generated,
         }),
         caller: caller.clone(),
     };
+    // A send resolves its target as a pin does (the same lookup, then one write).
+    let pin = PinParams {
+        agent: Agent::Claude,
+        session_id: Some(named.name.clone()),
+        cwd: Some("/".to_owned()),
+        caller: caller.clone(),
+    };
+    let status = BridgeStatusParams {
+        cwd: Some("/".to_owned()),
+        scope: Some(Scope::Any),
+        delivery_id: None,
+        caller: caller.clone(),
+    };
     let (mut lists, mut resolves, mut floors) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut pins, mut statuses) = (Vec::new(), Vec::new());
     let mut moves = Vec::new();
     let mut null = std::fs::File::create("/dev/null").unwrap();
     let socket = SocketFloor::start(first, runs);
@@ -121,6 +138,18 @@ pub fn table(label: &str, store: &Path, spec: &SyntheticSpec, truth: &Generated,
         let found = oneshot().call(resolve.clone()).unwrap();
         resolves.push(at.elapsed());
         assert_eq!(found.sessions[0].session_id, named.session_id);
+
+        let at = Instant::now();
+        let pinned = oneshot().call(pin.clone()).unwrap();
+        pins.push(at.elapsed());
+        assert!(
+            matches!(&pinned, PinResponse::Pinned { pin, .. } if pin.session_id == named.session_id),
+            "{pinned:?}"
+        );
+
+        let at = Instant::now();
+        oneshot().call(status.clone()).unwrap();
+        statuses.push(at.elapsed());
 
         let at = Instant::now();
         oneshot().call(StatusParams {}).unwrap();
@@ -184,6 +213,14 @@ pub fn table(label: &str, store: &Path, spec: &SyntheticSpec, truth: &Generated,
         &resolves,
     );
     println!("      goal ≤ 5 ms");
+    report(
+        "    a send's resolution by exact name (pin: the lookup and one write)",
+        &pins,
+    );
+    report(
+        "    bridge_status from a directory (what a send would pick, every agent)",
+        &statuses,
+    );
     report(
         "      floor: status round trip, one-shot           ",
         &floors,

@@ -138,24 +138,17 @@ impl Admission {
             conversation,
             ..
         } = acceptance;
-        let agent = params.agent;
         let will_create = resolved.new_reason.is_some();
         let (delivery_id, request_id, now) = (&stamp.delivery_id, &stamp.request_id, &stamp.now);
         let (conversation_id, hop) = (&conversation.id, conversation.hop);
         let transcript = transcript_of(params, resolved);
         DeliveryRecord {
-            delivery_id: delivery_id.clone(),
-            host: None,
             forwarded_from: acceptance.forwarded.map(|f| {
                 f.from_machine
                     .clone()
                     .unwrap_or_else(|| "another machine".to_owned())
             }),
             request_id: request_id.clone(),
-            state: DeliveryState::Queued,
-            from_agent: caller.agent,
-            from_session: caller.session_id.clone(),
-            target_agent: agent,
             target_session_id: resolved.session_id.clone(),
             target_cwd: Some(resolved.cwd.to_string_lossy().into_owned()),
             target_selected_by: resolved.selected_by,
@@ -164,29 +157,15 @@ impl Admission {
             hop,
             max_hops: settings.max_hops,
             transport,
-            created_at: now.clone(),
-            started_at: None,
-            finished_at: None,
-            expires_at: None,
             carrier_generation: Some(self.generation),
-            peer_pid: None,
-            error: None,
-            is_killed_by_timeout: false,
-            is_stopped_with_carrier: false,
-            is_reply_recovered: false,
-            is_undelivered: false,
-            reply_preview: None,
-            late_reply_delivery_id: None,
-            return_delivery_id: None,
-            progress_delivery_id: None,
-            progress_note: None,
-            message_chars: u64::try_from(params.message.chars().count()).unwrap_or(u64::MAX),
-            is_orphaned: false,
-            // Decided when the answer exists: the route back is resolved again then.
-            is_return_status_only: false,
             target_transcript: transcript.map(|p| p.to_string_lossy().into_owned()),
-            outcome: None,
-            answer: Default::default(),
+            ..fresh_record(
+                delivery_id.clone(),
+                DeliveryState::Queued,
+                caller,
+                params,
+                now.clone(),
+            )
         }
     }
 
@@ -532,4 +511,57 @@ fn target_warnings(agent: Agent, resolved: &Resolved, idle_secs: Option<u64>) ->
         ));
     }
     warnings
+}
+
+/// A delivery's record as a send opens it, in `state`: from the caller to `params`' agent,
+/// nothing happened to it yet (no start, finish, error, answer or related delivery), the
+/// message's length counted. Each kind of send sets what it knows besides.
+pub(super) fn fresh_record(
+    delivery_id: String,
+    state: DeliveryState,
+    caller: &Caller,
+    params: &SendParams,
+    created_at: String,
+) -> DeliveryRecord {
+    DeliveryRecord {
+        delivery_id,
+        host: None,
+        forwarded_from: None,
+        request_id: String::new(),
+        state,
+        from_agent: caller.agent,
+        from_session: caller.session_id.clone(),
+        target_agent: params.agent,
+        target_session_id: None,
+        target_cwd: None,
+        target_selected_by: TargetSelectedBy::Discovery,
+        will_create_session: false,
+        conversation_id: String::new(),
+        hop: 0,
+        max_hops: 0,
+        transport: Transport::unnamed(),
+        created_at,
+        started_at: None,
+        finished_at: None,
+        expires_at: None,
+        carrier_generation: None,
+        peer_pid: None,
+        error: None,
+        is_killed_by_timeout: false,
+        is_stopped_with_carrier: false,
+        is_reply_recovered: false,
+        is_undelivered: false,
+        reply_preview: None,
+        late_reply_delivery_id: None,
+        return_delivery_id: None,
+        progress_delivery_id: None,
+        progress_note: None,
+        message_chars: u64::try_from(params.message.chars().count()).unwrap_or(u64::MAX),
+        is_orphaned: false,
+        // Decided when the answer exists: the route back is resolved again then.
+        is_return_status_only: false,
+        target_transcript: None,
+        outcome: None,
+        answer: Default::default(),
+    }
 }

@@ -10,12 +10,13 @@
 use cross_agent_decisions::events;
 use cross_agent_protocol::bridge::{
     DeliveryRecord, DeliveryState, HandOverOutcome, Refusal, SendParams, SendReceipt, SendResponse,
-    TargetSelectedBy, Transport,
+    TargetSelectedBy,
 };
 use cross_agent_protocol::timestamp::now_rfc3339;
 use cross_agent_stores::UnixMillis;
 
 use super::Engine;
+use super::receipt::fresh_record;
 use crate::Agent;
 use crate::caller::identify;
 use crate::envelope;
@@ -39,15 +40,8 @@ impl Engine {
         let now = now_rfc3339();
         let created_ms = UnixMillis::now().0;
         let record = DeliveryRecord {
-            delivery_id: envelope::delivery_id(),
             host: Some(host.to_owned()),
-            forwarded_from: None,
-            // Given by the remote's receipt.
-            request_id: String::new(),
-            state: DeliveryState::Delivering,
-            from_agent: caller.agent,
-            from_session: caller.session_id.clone(),
-            target_agent: params.agent,
+            // The request id is given by the remote's receipt.
             target_session_id: params.session_id.clone().filter(|s| !s.trim().is_empty()),
             target_cwd: params.cwd.clone(),
             target_selected_by: if params.session_id.is_some() {
@@ -59,31 +53,14 @@ impl Engine {
             },
             will_create_session: params.new_session,
             conversation_id: params.conversation_id.clone().unwrap_or_default(),
-            hop: 0,
-            max_hops: 0,
-            transport: Transport::unnamed(),
-            created_at: now.clone(),
-            started_at: Some(now),
-            finished_at: None,
-            expires_at: None,
-            carrier_generation: None,
-            peer_pid: None,
-            error: None,
-            is_killed_by_timeout: false,
-            is_stopped_with_carrier: false,
-            is_reply_recovered: false,
-            is_undelivered: false,
-            reply_preview: None,
-            late_reply_delivery_id: None,
-            return_delivery_id: None,
-            progress_delivery_id: None,
-            progress_note: None,
-            message_chars: u64::try_from(params.message.chars().count()).unwrap_or(u64::MAX),
-            is_orphaned: false,
-            is_return_status_only: false,
-            target_transcript: None,
-            outcome: None,
-            answer: Default::default(),
+            started_at: Some(now.clone()),
+            ..fresh_record(
+                envelope::delivery_id(),
+                DeliveryState::Delivering,
+                &caller,
+                params,
+                now,
+            )
         };
         let target_key = format!(
             "{host}/{}:{}",
