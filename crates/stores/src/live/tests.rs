@@ -254,13 +254,9 @@ fn the_costed_text_is_made_again_when_a_cost_moves_or_a_session_is_added() {
         }
     };
     // The listing through the live index, and the one written without anything kept.
-    let listing = |table: u8, cost: &'static str, timer: bool| {
-        let table: SpentTable = Arc::new(table);
+    let listing = |table: &SpentTable, cost: &'static str, timer: bool| {
         let of = of(cost);
-        let spent = ListingSpent {
-            table: &table,
-            of: &of,
-        };
+        let spent = ListingSpent { table, of: &of };
         if timer {
             live.recost(&roots, spent);
         }
@@ -296,26 +292,30 @@ fn the_costed_text_is_made_again_when_a_cost_moves_or_a_session_is_added() {
         );
         got.bytes
     };
-    let first = listing(1, "1.00000", false);
+    let table = |n: u8| -> SpentTable { Arc::new(n) };
+    let first = listing(&table(1), "1.00000", false);
     let made = first.to_vec();
     assert!(String::from_utf8_lossy(&made).contains("\"cost_usd\": \"1.000001\""));
     // One cost moves, a listing holding the text: a new text, the listing's bytes kept.
-    let second = listing(2, "2.50000", true);
+    let second = listing(&table(2), "2.50000", true);
     assert_eq!(first.to_vec(), made, "a listing made keeps its bytes");
     drop((first, second));
     // Nothing holds it now: patched in place, by the listing.
-    listing(3, "3.50000", false);
+    listing(&table(3), "3.50000", false);
     // A longer cost, by the timer.
-    listing(4, "12.50000", true);
+    listing(&table(4), "12.50000", true);
     // A session added: the walk carries the text over, its costs stale and the new one's
-    // missing; made again by the timer, then by a listing.
+    // missing; made again by the timer, then by a listing — with the table of the listing
+    // before the walk too (an accounting that did not move).
     write_claude(tmp.path(), "c3", "three");
     live.mark_stale(Agent::Claude);
     live.catch_up();
-    let text = String::from_utf8(listing(5, "5.00000", true).to_vec()).unwrap();
+    let text = String::from_utf8(listing(&table(5), "5.00000", true).to_vec()).unwrap();
     assert!(text.contains("\"cost_usd\": \"5.000003\""), "{text}");
+    let unmoved = table(6);
+    listing(&unmoved, "6.00000", false);
     write_claude(tmp.path(), "c4", "four");
     live.mark_stale(Agent::Claude);
-    let text = String::from_utf8(listing(6, "6.00000", false).to_vec()).unwrap();
+    let text = String::from_utf8(listing(&unmoved, "6.00000", false).to_vec()).unwrap();
     assert!(text.contains("\"cost_usd\": \"6.000004\""), "{text}");
 }
