@@ -1,6 +1,6 @@
 //! What a listing with costs and an exact-name lookup take over the live index, each beside the
 //! way before it in the same run: the listing with every cost looked up and written per session
-//! beside the one with the cost fields kept ([`SpentRendering`]), the whole walk of a lookup
+//! beside the one with the cost fields spliced into the kept text ([`RenderedAgent::recost`]), the whole walk of a lookup
 //! beside the one through a [`NameIndex`]. A timing loop, for a debug build when a release one
 //! cannot be afforded: the ratios say more than the times.
 //!
@@ -15,9 +15,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use cross_agent_stores::index::RefreshOptions;
 use cross_agent_stores::live::{ListingSpent, LiveOptions, LiveScanner, SpentTable};
-use cross_agent_stores::render::{
-    Chosen, KeptText, ListingParts, RenderedAgent, Spent, SpentRendering, write_listing_spent,
-};
+use cross_agent_stores::render::{Chosen, ListingParts, RenderedAgent, Spent, write_listing_spent};
 use cross_agent_stores::resolve::{self, ActiveWindow, Lookup, NameIndex, Scope};
 use cross_agent_stores::scan::{self, ScanOptions};
 use cross_agent_stores::{Agent, Session, StoreRoots, UnixMillis};
@@ -71,34 +69,35 @@ fn main() -> Result<()> {
         .iter()
         .map(|(_, s)| RenderedAgent::new(s))
         .collect();
-    let listing = |kept: Option<&[SpentRendering]>| -> Result<usize> {
+    let listing = |kept: Option<&[RenderedAgent]>| -> Result<usize> {
+        let texts = kept.unwrap_or(&rendered);
         let chosen: Vec<(Agent, Chosen<'_>)> = by_agent
             .iter()
             .enumerate()
             .map(|(n, (agent, sessions))| {
                 let chosen = Chosen::Kept {
                     sessions,
-                    rendered: &rendered[n],
+                    rendered: &texts[n],
                     indices: (0..sessions.len()).collect(),
-                    spent: kept.map(|kept| &kept[n]),
+                    costs_kept: kept.is_some(),
                 };
                 (*agent, chosen)
             })
             .collect();
         let mut parts = ListingParts::default();
         write_listing_spent(&mut parts, &chosen, clock.0, clock.1, None, Some(&spent_of));
-        send(parts.pieces(|n| {
-            Some(KeptText {
-                rendered: &rendered[n],
-                spent: kept.map(|kept| &kept[n]),
-            })
-        }))
+        send(parts.pieces(|n| texts.get(n)))
     };
 
     let started = Instant::now();
-    let kept: Vec<SpentRendering> = by_agent
+    let kept: Vec<RenderedAgent> = by_agent
         .iter()
-        .map(|(_, sessions)| SpentRendering::new(sessions, &spent_of))
+        .zip(&rendered)
+        .map(|((_, sessions), rendered)| {
+            let mut text = std::sync::Arc::new(rendered.clone());
+            RenderedAgent::recost(&mut text, sessions, &spent_of);
+            std::sync::Arc::unwrap_or_clone(text)
+        })
         .collect();
     let made_once = started.elapsed();
     // Through the live index as the daemon lists: its kept fields for this table (the first

@@ -29,12 +29,11 @@ use parking_lot::Mutex;
 use crate::codex::session_index_path;
 use crate::index::ChangedFiles;
 use crate::model::{Agent, Session, StoreWarning, UnixMillis};
-use crate::render::{
-    Chosen, KeptText, ListingParts, RenderedAgent, SpentOf, SpentRendering, write_listing_spent,
-};
+use crate::render::{Chosen, ListingParts, RenderedAgent, SpentOf, write_listing_spent};
 use crate::resolve::{ActiveWindow, Lookup, NameIndex, Resolved};
 use crate::roots::StoreRoots;
 use crate::scan::{Listing, ScanOptions, Scanner, sort_newest_first};
+use kept::KeptRendering;
 
 /// How long a listing is trusted without a notification before its store is walked again, when
 /// the caller does not say.
@@ -169,13 +168,10 @@ struct Held {
     sessions: Vec<Session>,
     warnings: Vec<StoreWarning>,
     /// The sessions as `sessions --json` prints them, made on the first listing that asks (or
-    /// carried over by a walk that changed a few sessions, see [`RenderedAgent::update`]).
-    rendered: OnceLock<RenderedAgent>,
-    /// Their cost fields, made by the first listing with costs from the table it names, again
-    /// when one names another (the accounting changed): a generation's own, never carried over.
-    /// The table is held weakly: told apart by address (which a weak reference keeps from being
-    /// reused), not kept alive once its owner lets it go.
-    spent: Mutex<Option<(WeakTable, Arc<SpentRendering>)>>,
+    /// carried over by a walk that changed a few sessions, see [`RenderedAgent::update`]); with
+    /// the cost fields of a table spliced in, made again when a listing (or the owner's timer,
+    /// [`LiveScanner::recost`]) names another. One text, with or without costs: never two.
+    rendered: Mutex<Option<KeptRendering>>,
     /// Where each id and title is among `sessions`, for resolution: made by the first lookup,
     /// and by the walk that replaces this generation once one was made.
     names: OnceLock<NameIndex>,
@@ -186,24 +182,9 @@ impl Held {
         Held {
             sessions,
             warnings,
-            rendered: OnceLock::new(),
-            spent: Mutex::new(None),
+            rendered: Mutex::new(None),
             names: OnceLock::new(),
         }
-    }
-
-    /// The cost fields of its sessions from `spent`'s table: kept from an earlier listing with
-    /// the same table, else made (and kept) now.
-    fn spent_rendering(&self, spent: &ListingSpent<'_>) -> Arc<SpentRendering> {
-        let mut kept = self.spent.lock();
-        if let Some((table, rendering)) = kept.as_ref()
-            && std::sync::Weak::ptr_eq(table, &Arc::downgrade(spent.table))
-        {
-            return Arc::clone(rendering);
-        }
-        let rendering = Arc::new(SpentRendering::new(&self.sessions, spent.of));
-        *kept = Some((Arc::downgrade(spent.table), Arc::clone(&rendering)));
-        rendering
     }
 
     fn names(&self) -> &NameIndex {
@@ -291,10 +272,8 @@ pub struct RenderedListing {
 /// rendering it keeps.
 #[derive(Debug, Default)]
 pub struct ListingBytes {
-    /// The generations of the listing's agents, in its order.
-    kept: Vec<Option<Arc<Held>>>,
-    /// The cost fields the listing refers to, by agent in its order.
-    spent: Vec<Option<Arc<SpentRendering>>>,
+    /// The renderings of the listing's agents, in its order.
+    kept: Vec<Option<Arc<RenderedAgent>>>,
     parts: ListingParts,
 }
 
@@ -311,12 +290,8 @@ impl ListingBytes {
 
     /// Its bytes, in order, in pieces.
     pub fn pieces(&self) -> impl Iterator<Item = &[u8]> + '_ {
-        self.parts.pieces(|agent| {
-            Some(KeptText {
-                rendered: self.kept.get(agent)?.as_deref()?.rendered.get()?,
-                spent: self.spent.get(agent).and_then(Option::as_deref),
-            })
-        })
+        self.parts
+            .pieces(|agent| self.kept.get(agent).and_then(Option::as_deref))
     }
 
     /// Its bytes in one buffer (a copy: for tests and small listings).
@@ -482,23 +457,21 @@ impl LiveScanner {
         let snapshot = self.snapshot(roots, agents);
         let mut result = RenderedListing::default();
         result.warnings.extend(snapshot.warnings().cloned());
-        // Made (once per table and generation) before the listing, which refers to them.
-        let kept_spent: Vec<Option<Arc<SpentRendering>>> = snapshot
+        // With this table's cost fields (spliced in once per table and generation, usually by
+        // the owner's timer before any listing asks) before the listing, which refers to them.
+        let renderings: Vec<Option<Arc<RenderedAgent>>> = snapshot
             .agents
             .iter()
-            .map(|(_, held)| Some(held.as_deref()?.spent_rendering(spent.as_ref()?)))
+            .map(|(_, held)| Some(held.as_deref()?.rendering(spent.as_ref())))
             .collect();
         let chosen: Vec<(Agent, Chosen<'_>)> = snapshot
             .agents
             .iter()
-            .zip(&kept_spent)
-            .map(|((agent, held), kept_spent)| {
-                let Some(held) = held.as_deref() else {
+            .zip(&renderings)
+            .map(|((agent, held), rendered)| {
+                let (Some(held), Some(rendered)) = (held.as_deref(), rendered.as_deref()) else {
                     return (*agent, Chosen::Sessions(Vec::new()));
                 };
-                let rendered = held
-                    .rendered
-                    .get_or_init(|| RenderedAgent::new(&held.sessions));
                 let mut indices: Vec<usize> = held
                     .sessions
                     .iter()
@@ -514,7 +487,7 @@ impl LiveScanner {
                     sessions: &held.sessions,
                     rendered,
                     indices,
-                    spent: kept_spent.as_deref(),
+                    costs_kept: spent.is_some(),
                 };
                 (*agent, chosen)
             })
@@ -542,8 +515,7 @@ impl LiveScanner {
         );
         drop(chosen);
         result.bytes = ListingBytes {
-            kept: snapshot.agents.into_iter().map(|(_, held)| held).collect(),
-            spent: kept_spent,
+            kept: renderings,
             parts,
         };
         result
@@ -593,15 +565,43 @@ impl LiveScanner {
             bytes.sessions += held.sessions.len();
             bytes.session_records += held.sessions.capacity() * std::mem::size_of::<Session>();
             bytes.session_strings += held.sessions.iter().map(Session::heap_bytes).sum::<usize>();
-            bytes.rendered += held.rendered.get().map_or(0, RenderedAgent::heap_bytes);
             bytes.rendered += held
-                .spent
+                .rendered
                 .lock()
                 .as_ref()
-                .map_or(0, |(_, spent)| spent.heap_bytes());
+                .map_or(0, |kept| kept.text.heap_bytes());
             bytes.names += held.names.get().map_or(0, NameIndex::heap_bytes);
         }
         bytes
+    }
+
+    /// Splices `spent`'s cost fields into the renderings a listing made of `roots`' current
+    /// generations, where they do not carry them yet: for the owner's timer once the accounting
+    /// moved (or a walk carried a rendering over), so the next listing with costs finds them
+    /// made instead of making them itself. Renders nothing no listing asked for.
+    pub fn recost(&self, roots: &StoreRoots, spent: ListingSpent<'_>) {
+        let held: Vec<Arc<Held>> = {
+            let shown = self.shown.lock();
+            if shown.roots.as_ref() != Some(roots) {
+                return;
+            }
+            shown.held.iter().flatten().cloned().collect()
+        };
+        for held in held {
+            held.recost(&spent);
+        }
+    }
+
+    /// Whether a listing made a rendering of one of `roots`' current generations: only then is
+    /// there a text to [`LiveScanner::recost`].
+    pub fn has_renderings(&self, roots: &StoreRoots) -> bool {
+        let shown = self.shown.lock();
+        shown.roots.as_ref() == Some(roots)
+            && shown
+                .held
+                .iter()
+                .flatten()
+                .any(|held| held.rendered.lock().is_some())
     }
 
     /// Lays the live Copilot hosts' own listings (kept by the daemon's host watcher) over every
@@ -740,12 +740,22 @@ impl LiveScanner {
             Some(before) if before.sessions == sessions && before.warnings == warnings => before,
             Some(before) => {
                 let held = Held::new(sessions, warnings);
-                if let Some(kept) = before.rendered.get() {
-                    let _ = held.rendered.set(RenderedAgent::update(
-                        &before.sessions,
-                        kept,
-                        &held.sessions,
-                    ));
+                let kept = before
+                    .rendered
+                    .lock()
+                    .as_ref()
+                    .map(|kept| Arc::clone(&kept.text));
+                if let Some(kept) = kept {
+                    // The cost fields copied are stale (any may have moved, the new elements
+                    // have none): spliced in again for the next table (`costs: None`).
+                    *held.rendered.lock() = Some(KeptRendering {
+                        text: Arc::new(RenderedAgent::update(
+                            &before.sessions,
+                            &kept,
+                            &held.sessions,
+                        )),
+                        costs: None,
+                    });
                 }
                 // Resolution was asked of this store: its index is made here, off the request.
                 if before.names.get().is_some() {
@@ -959,5 +969,6 @@ impl Watched {
     }
 }
 
+mod kept;
 #[cfg(test)]
 mod tests;

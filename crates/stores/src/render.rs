@@ -22,7 +22,9 @@ use crate::resolve::ActiveWindow;
 
 mod spent;
 
-pub use spent::{CostedRun, SpentRendering};
+use spent::{push_spent, spent_fields};
+
+pub use spent::BareRun;
 
 /// One session as `--json` shows it: the fields of the protocol's `SessionEntry` but
 /// `is_caller` and `is_pinned` (which only the daemon knows), borrowed from the listing.
@@ -88,16 +90,23 @@ fn live_entry<'r>(s: &Session, registry: Option<&'r Registry>) -> Option<&'r Reg
 }
 
 /// One agent's sessions rendered as listing elements with `is_active: false`, kept by a
-/// long-lived process until the agent's sessions change.
+/// long-lived process until the agent's sessions change; with each session's cost fields
+/// spliced in once an accounting is known ([`RenderedAgent::recost`]).
 ///
 /// The elements are kept joined as the listing joins them (`,\n` between two), so a run of
 /// sessions listed one after another — every one of them, in a full listing — is one slice of
-/// the text, written out as it is rather than copied element by element.
+/// the text, written out as it is rather than copied element by element; with costs too, when
+/// the text has the listing's. A listing without costs from a text with them is two slices per
+/// element ([`BareRun`]).
 #[derive(Debug, Default, Clone)]
 pub struct RenderedAgent {
     text: Vec<u8>,
     /// Session `i` is `text[ends[i - 1] + SEPARATOR.len()..ends[i]]` (from 0 for the first).
     ends: Vec<usize>,
+    /// The length of session `i`'s cost fields, just before its closing brace (0: none).
+    fields: Vec<u32>,
+    /// Whether any element has cost fields (without, the costless listing is one slice a run).
+    costed: bool,
 }
 
 /// Between two elements of a listing's array.
@@ -116,17 +125,14 @@ pub trait ListingSink {
         self.put(&text[range]);
     }
 
-    /// Kept sessions `first..=last` of agent number `agent`, each with its kept cost fields
-    /// ([`CostedRun`]).
-    fn put_costed(
-        &mut self,
-        agent: usize,
-        rendered: &RenderedAgent,
-        spent: &SpentRendering,
-        (first, last): (usize, usize),
-    ) {
-        let _ = agent;
-        for piece in CostedRun::new(rendered, spent, first, last) {
+    /// Kept sessions `first..=last` of agent number `agent` without the cost fields its text
+    /// may carry ([`BareRun`]).
+    fn put_bare(&mut self, agent: usize, rendered: &RenderedAgent, (first, last): (usize, usize)) {
+        if !rendered.costed {
+            self.put_kept(agent, &rendered.text, rendered.run(first, last));
+            return;
+        }
+        for piece in BareRun::new(rendered, first, last) {
             self.put(piece);
         }
     }
@@ -172,8 +178,8 @@ impl<W: std::io::Write> ListingSink for WriteSink<W> {
 
 /// A listing as parts: bytes made for it, and ranges of the kept renderings, which a daemon
 /// writes to its socket one after another with nothing copied ([`ListingParts::pieces`]).
-/// Everything made for it is one buffer, so a listing with a cost after every kept element is
-/// two parts per session, not an allocation per session.
+/// Everything made for it is one buffer, so a listing with a part made after every kept element
+/// is not an allocation per session.
 #[derive(Debug, Default)]
 pub struct ListingParts {
     parts: Vec<Part>,
@@ -189,8 +195,8 @@ enum Part {
         agent: usize,
         range: std::ops::Range<usize>,
     },
-    /// Kept sessions `first..=last` with their kept cost fields.
-    Costed {
+    /// Kept sessions `first..=last` without the cost fields their text carries.
+    Bare {
         agent: usize,
         first: usize,
         last: usize,
@@ -214,27 +220,17 @@ impl ListingSink for ListingParts {
         self.parts.push(Part::Kept { agent, range });
     }
 
-    fn put_costed(
-        &mut self,
-        agent: usize,
-        rendered: &RenderedAgent,
-        spent: &SpentRendering,
-        (first, last): (usize, usize),
-    ) {
+    fn put_bare(&mut self, agent: usize, rendered: &RenderedAgent, (first, last): (usize, usize)) {
+        if !rendered.costed {
+            self.put_kept(agent, &rendered.text, rendered.run(first, last));
+            return;
+        }
         // Counted once here (a pass over lengths) so `len` needs no pass at sending.
-        self.len += CostedRun::new(rendered, spent, first, last)
+        self.len += BareRun::new(rendered, first, last)
             .map(<[u8]>::len)
             .sum::<usize>();
-        self.parts.push(Part::Costed { agent, first, last });
+        self.parts.push(Part::Bare { agent, first, last });
     }
-}
-
-/// What a listing made of kept parts refers to, for one of its agents: the kept rendering and
-/// the cost fields kept beside it (when the listing had them).
-#[derive(Debug, Clone, Copy)]
-pub struct KeptText<'a> {
-    pub rendered: &'a RenderedAgent,
-    pub spent: Option<&'a SpentRendering>,
 }
 
 impl ListingParts {
@@ -254,24 +250,21 @@ impl ListingParts {
     }
 
     /// The listing's bytes in order, given what it refers to by agent number (`kept(agent)`:
-    /// the rendering the listing was made from and its cost fields; `None` when gone).
+    /// the rendering the listing was made from; `None` when gone).
     pub fn pieces<'a>(
         &'a self,
-        kept: impl Fn(usize) -> Option<KeptText<'a>> + 'a,
+        kept: impl Fn(usize) -> Option<&'a RenderedAgent> + 'a,
     ) -> impl Iterator<Item = &'a [u8]> + 'a {
         self.parts
             .iter()
             .flat_map(move |part| match part {
                 Part::Made(range) => Pieces::One(self.made.get(range.clone())),
-                Part::Kept { agent, range } => Pieces::One(
-                    kept(*agent).and_then(|kept| kept.rendered.text().get(range.clone())),
-                ),
-                Part::Costed { agent, first, last } => match kept(*agent) {
-                    Some(KeptText {
-                        rendered,
-                        spent: Some(spent),
-                    }) => Pieces::Run(CostedRun::new(rendered, spent, *first, *last)),
-                    _ => Pieces::One(None),
+                Part::Kept { agent, range } => {
+                    Pieces::One(kept(*agent).and_then(|kept| kept.text().get(range.clone())))
+                }
+                Part::Bare { agent, first, last } => match kept(*agent) {
+                    Some(rendered) => Pieces::Run(BareRun::new(rendered, *first, *last)),
+                    None => Pieces::One(None),
                 },
             })
             .filter(|piece| !piece.is_empty())
@@ -281,7 +274,7 @@ impl ListingParts {
 /// The pieces of one part of a listing.
 enum Pieces<'a> {
     One(Option<&'a [u8]>),
-    Run(CostedRun<'a>),
+    Run(BareRun<'a>),
 }
 
 impl<'a> Iterator for Pieces<'a> {
@@ -301,11 +294,13 @@ impl RenderedAgent {
         let mut rendered = RenderedAgent {
             text: Vec::with_capacity(sessions.len() * 480),
             ends: Vec::with_capacity(sessions.len()),
+            fields: Vec::with_capacity(sessions.len()),
+            costed: false,
         };
         for s in sessions {
             rendered.separate();
             write_element(&mut rendered.text, &SessionView::with_active(s, false));
-            rendered.ends.push(rendered.text.len());
+            rendered.push_end(0);
         }
         rendered
     }
@@ -319,7 +314,9 @@ impl RenderedAgent {
 
     /// The rendering of `sessions` made from an earlier one of `before`: a session unchanged
     /// since (the same path, equal in every field) is copied, only the others are serialised —
-    /// a store where one session is being written renders one element, not 10,000.
+    /// a store where one session is being written renders one element, not 10,000. A copied
+    /// element keeps the cost fields it had; a serialised one has none until the text is
+    /// [recosted](RenderedAgent::recost).
     pub fn update(before: &[Session], kept: &RenderedAgent, sessions: &[Session]) -> RenderedAgent {
         let by_path: std::collections::HashMap<&Path, usize> = before
             .iter()
@@ -330,21 +327,37 @@ impl RenderedAgent {
         let mut rendered = RenderedAgent {
             text: Vec::with_capacity(kept.text.len() + 4096),
             ends: Vec::with_capacity(sessions.len()),
+            fields: Vec::with_capacity(sessions.len()),
+            costed: false,
         };
         for s in sessions {
             rendered.separate();
-            match by_path.get(s.path.as_path()) {
-                Some(&i) if before[i] == *s => rendered.text.extend_from_slice(kept.element(i)),
-                _ => write_element(&mut rendered.text, &SessionView::with_active(s, false)),
-            }
-            rendered.ends.push(rendered.text.len());
+            let fields = match by_path.get(s.path.as_path()) {
+                Some(&i) if before[i] == *s => {
+                    rendered.text.extend_from_slice(kept.element(i));
+                    kept.fields.get(i).map_or(0, |&n| n as usize)
+                }
+                _ => {
+                    write_element(&mut rendered.text, &SessionView::with_active(s, false));
+                    0
+                }
+            };
+            rendered.costed |= fields > 0;
+            rendered.push_end(fields);
         }
         rendered
     }
 
     /// The bytes it holds (capacities).
     pub fn heap_bytes(&self) -> usize {
-        self.text.capacity() + self.ends.capacity() * std::mem::size_of::<usize>()
+        self.text.capacity()
+            + self.ends.capacity() * std::mem::size_of::<usize>()
+            + self.fields.capacity() * std::mem::size_of::<u32>()
+    }
+
+    /// Whether any element carries cost fields.
+    pub fn is_costed(&self) -> bool {
+        self.costed
     }
 
     /// How many sessions it holds.
@@ -387,10 +400,10 @@ pub enum Chosen<'a> {
         sessions: &'a [Session],
         rendered: &'a RenderedAgent,
         indices: Vec<usize>,
-        /// The cost fields of `sessions`, made from the listing's `spent` and kept beside
-        /// `rendered`: with them the kept elements go out in runs with their costs, without
-        /// looking each cost up. Only for a listing with costs, and only made from its `spent`.
-        spent: Option<&'a SpentRendering>,
+        /// `rendered` carries the cost fields of the listing's `spent` (spliced in from it by
+        /// [`RenderedAgent::recost`]): the kept elements go out in runs with their costs,
+        /// without looking each cost up. Only for a listing with costs.
+        costs_kept: bool,
     },
 }
 
@@ -482,13 +495,14 @@ pub fn write_listing_spent(
                     sessions,
                     rendered,
                     indices,
-                    spent: kept_spent,
+                    costs_kept,
                 } => {
-                    // Kept elements go out in runs without costs, or with costs kept for them
-                    // (`Some(Some(..))`); with costs to look up one by one, each on its own.
-                    let runs = match (spent, kept_spent) {
-                        (None, _) => Some(None),
-                        (Some(_), Some(kept)) if kept.len() == sessions.len() => Some(Some(*kept)),
+                    // Kept elements go out in runs without costs (`Some(false)`), or with the
+                    // costs their text carries (`Some(true)`); with costs to look up one by
+                    // one, each on its own.
+                    let runs = match (spent, costs_kept) {
+                        (None, _) => Some(false),
+                        (Some(_), true) if rendered.len() == sessions.len() => Some(true),
                         (Some(_), _) => None,
                     };
                     // The run of kept elements not written yet: `first..=last`.
@@ -504,7 +518,7 @@ pub fn write_listing_spent(
                             }
                             _ => {}
                         }
-                        flush_run(out, n, rendered, runs.flatten(), &mut run);
+                        flush_run(out, n, rendered, runs == Some(true), &mut run);
                         if k > 0 {
                             out.put(SEPARATOR);
                         }
@@ -519,23 +533,16 @@ pub fn write_listing_spent(
                         } else if runs.is_some() {
                             run = Some((i, i));
                         } else if let Some(spent) = spent {
-                            let whole = rendered.run(i, i);
-                            let kept = &rendered.text[whole.clone()];
-                            if kept.ends_with(ELEMENT_END) {
-                                out.put_kept(
-                                    n,
-                                    &rendered.text,
-                                    whole.start..whole.end - ELEMENT_END.len(),
-                                );
+                            let (body, _, closed) = rendered.split(i);
+                            out.put_kept(n, &rendered.text, body);
+                            if closed {
                                 element.clear();
                                 spent_fields(&mut element, spent(s));
                                 out.put(&element);
-                            } else {
-                                out.put_kept(n, &rendered.text, whole);
                             }
                         }
                     }
-                    flush_run(out, n, rendered, runs.flatten(), &mut run);
+                    flush_run(out, n, rendered, runs == Some(true), &mut run);
                 }
             }
             out.put(b"\n  ]");
@@ -545,57 +552,26 @@ pub fn write_listing_spent(
     out.put(b"}\n");
 }
 
-/// Writes the run of kept elements `first..=last` of agent number `agent`, if there is one,
-/// with the cost fields kept for them when the listing has costs.
+/// Writes the run of kept elements `first..=last` of agent number `agent`, if there is one:
+/// as its text is when the listing has the costs it carries (`costed`), else without them.
 fn flush_run(
     out: &mut impl ListingSink,
     agent: usize,
     rendered: &RenderedAgent,
-    spent: Option<&SpentRendering>,
+    costed: bool,
     run: &mut Option<(usize, usize)>,
 ) {
-    match (run.take(), spent) {
-        (Some(run), Some(spent)) => out.put_costed(agent, rendered, spent, run),
-        (Some((first, last)), None) => {
+    match (run.take(), costed) {
+        (Some((first, last)), true) => {
             out.put_kept(agent, &rendered.text, rendered.run(first, last));
         }
+        (Some(run), false) => out.put_bare(agent, rendered, run),
         (None, _) => {}
     }
 }
 
 /// The end of an element as the pretty printer writes it at depth two.
 const ELEMENT_END: &[u8] = b"\n    }";
-
-/// Adds `cost_usd` and `usage_tokens` as the last fields of the element just written, in the
-/// printer's layout, so kept bytes need not be rendered again when a cost moves.
-fn push_spent(out: &mut Vec<u8>, s: &Session, spent: Option<SpentOf<'_>>) {
-    let Some(spent) = spent else { return };
-    if !out.ends_with(ELEMENT_END) {
-        return;
-    }
-    out.truncate(out.len() - ELEMENT_END.len());
-    spent_fields(out, spent(s));
-}
-
-/// `,` and the two fields, then the element's end: what follows an element's last field.
-fn spent_fields(out: &mut Vec<u8>, Spent { cost_usd, tokens }: Spent) {
-    out.extend_from_slice(b",\n      \"cost_usd\": ");
-    match cost_usd {
-        // Digits and a point: nothing to escape.
-        Some(cost) => {
-            out.push(b'"');
-            out.extend_from_slice(cost.as_bytes());
-            out.push(b'"');
-        }
-        None => out.extend_from_slice(b"null"),
-    }
-    out.extend_from_slice(b",\n      \"usage_tokens\": ");
-    match tokens {
-        Some(n) => out.extend_from_slice(n.to_string().as_bytes()),
-        None => out.extend_from_slice(b"null"),
-    }
-    out.extend_from_slice(ELEMENT_END);
-}
 
 /// One element as the pretty printer writes it at depth two: every line indented four spaces.
 fn write_element(out: &mut Vec<u8>, view: &SessionView<'_>) {
@@ -728,7 +704,7 @@ mod tests {
                             sessions,
                             rendered,
                             indices: (0..s.len()).collect(),
-                            spent: None,
+                            costs_kept: false,
                         },
                     )
                 })
@@ -790,29 +766,47 @@ mod tests {
             serde_json::to_writer_pretty(&mut want, &map).unwrap();
             want.push(b'\n');
 
-            let rendered = RenderedAgent::new(&claude);
-            let kept_spent = SpentRendering::new(&claude, &spent_of);
-            for (chosen, kept_spent) in [
-                (Chosen::Sessions(claude.iter().collect()), None),
+            let bare = RenderedAgent::new(&claude);
+            let costed = RenderedAgent::with_costs(&claude, &spent_of);
+            // Other costs spliced in: the listing looks its own up, each session on its own.
+            let stale = RenderedAgent::with_costs(&claude, &|_: &Session| Spent::default());
+            for (chosen, rendered) in [
+                (Chosen::Sessions(claude.iter().collect()), &bare),
                 (
                     Chosen::Kept {
                         sessions: &claude,
-                        rendered: &rendered,
+                        rendered: &bare,
                         indices: (0..claude.len()).collect(),
-                        spent: None,
+                        costs_kept: false,
                     },
-                    None,
+                    &bare,
                 ),
                 (
                     Chosen::Kept {
                         sessions: &claude,
-                        rendered: &rendered,
+                        rendered: &stale,
                         indices: (0..claude.len()).collect(),
-                        spent: Some(&kept_spent),
+                        costs_kept: false,
                     },
-                    Some(&kept_spent),
+                    &stale,
+                ),
+                (
+                    Chosen::Kept {
+                        sessions: &claude,
+                        rendered: &costed,
+                        indices: (0..claude.len()).collect(),
+                        costs_kept: true,
+                    },
+                    &costed,
                 ),
             ] {
+                let costs_kept = matches!(
+                    chosen,
+                    Chosen::Kept {
+                        costs_kept: true,
+                        ..
+                    }
+                );
                 let chosen = [(Agent::Claude, chosen)];
                 let mut got = Vec::new();
                 write_listing_spent(&mut got, &chosen, window, now, None, Some(&spent_of));
@@ -820,17 +814,13 @@ mod tests {
                     String::from_utf8_lossy(&got),
                     String::from_utf8_lossy(&want)
                 );
-                // As the daemon sends it: kept elements referred to up to their closing
-                // brace, the costs made for the listing (or kept beside it) after each.
+                // As the daemon sends it: kept elements referred to up to their cost fields,
+                // the costs made for the listing after each, or runs of the text with the
+                // listing's costs spliced in.
                 let mut parts = ListingParts::default();
                 write_listing_spent(&mut parts, &chosen, window, now, None, Some(&spent_of));
                 let joined: Vec<u8> = parts
-                    .pieces(|_| {
-                        Some(KeptText {
-                            rendered: &rendered,
-                            spent: kept_spent,
-                        })
-                    })
+                    .pieces(|_| Some(rendered))
                     .flatten()
                     .copied()
                     .collect();
@@ -839,7 +829,7 @@ mod tests {
                     String::from_utf8_lossy(&want)
                 );
                 assert_eq!(parts.len(), want.len());
-                if kept_spent.is_some() && window.minutes() == 0 {
+                if costs_kept && window.minutes() == 0 {
                     let kept: Vec<&Part> = parts
                         .parts
                         .iter()
@@ -847,15 +837,33 @@ mod tests {
                         .collect();
                     assert_eq!(
                         kept,
-                        [&Part::Costed {
+                        [&Part::Kept {
                             agent: 0,
-                            first: 0,
-                            last: 3
+                            range: 0..costed.text.len()
                         }],
-                        "with costs kept, the kept sessions go out as one run"
+                        "with costs kept, the kept sessions go out as one slice"
                     );
                 }
             }
+            // Without costs from the text with them: the costless listing.
+            let chosen = [(
+                Agent::Claude,
+                Chosen::Kept {
+                    sessions: &claude,
+                    rendered: &costed,
+                    indices: (0..claude.len()).collect(),
+                    costs_kept: true,
+                },
+            )];
+            let mut parts = ListingParts::default();
+            write_listing(&mut parts, &chosen, window, now, None);
+            let joined: Vec<u8> = parts.pieces(|_| Some(&costed)).flatten().copied().collect();
+            let want = printed_whole(&[(Agent::Claude, claude.iter().collect())], window, now);
+            assert_eq!(
+                String::from_utf8_lossy(&joined),
+                String::from_utf8_lossy(&want)
+            );
+            assert_eq!(parts.len(), want.len());
         }
     }
 
@@ -898,7 +906,7 @@ mod tests {
                     sessions: &claude,
                     rendered: &rendered,
                     indices: picked.clone(),
-                    spent: None,
+                    costs_kept: false,
                 },
             )]
         };
@@ -910,12 +918,7 @@ mod tests {
         let mut parts = ListingParts::default();
         write_listing(&mut parts, &chosen(), window, now, None);
         let joined: Vec<u8> = parts
-            .pieces(|_| {
-                Some(KeptText {
-                    rendered: &rendered,
-                    spent: None,
-                })
-            })
+            .pieces(|_| Some(&rendered))
             .flatten()
             .copied()
             .collect();
@@ -929,7 +932,7 @@ mod tests {
             .iter()
             .filter_map(|part| match part {
                 Part::Kept { range, .. } => Some(range.clone()),
-                Part::Made(_) | Part::Costed { .. } => None,
+                Part::Made(_) | Part::Bare { .. } => None,
             })
             .collect();
         assert_eq!(
@@ -965,7 +968,7 @@ mod tests {
                     sessions: &claude,
                     rendered: &rendered,
                     indices: picked,
-                    spent: None,
+                    costs_kept: false,
                 },
             )],
             window,

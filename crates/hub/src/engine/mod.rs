@@ -419,6 +419,7 @@ impl Engine {
             dispatch::off_async(move || {
                 engine.inner.scan.catch_up();
                 engine.inner.usage.catch_up(&engine.inner.scan);
+                engine.recost_listing();
             })
             .await;
         }
@@ -521,7 +522,24 @@ impl Engine {
         clock: (cross_agent_stores::resolve::ActiveWindow, UnixMillis),
     ) -> cross_agent_stores::live::RenderedListing {
         let roots = roots_for(context);
-        let spent = self.spent(&roots);
+        self.with_listing_spent(&roots, |spent| {
+            self.inner.scan.render_listing(
+                &roots,
+                agents,
+                admit,
+                limit,
+                (clock.0, clock.1, Some(spent)),
+            )
+        })
+    }
+
+    /// Calls `f` with what a listing of `roots` shows of each session's cost now.
+    fn with_listing_spent<R>(
+        &self,
+        roots: &StoreRoots,
+        f: impl FnOnce(cross_agent_stores::live::ListingSpent<'_>) -> R,
+    ) -> R {
+        let spent = self.spent(roots);
         let spent_of = |s: &Session| match &spent {
             Some(table) => usage::spent_of(table, s),
             None => Default::default(),
@@ -532,20 +550,22 @@ impl Engine {
             Some(table) => table.clone(),
             None => UNPRICED.clone(),
         };
-        self.inner.scan.render_listing(
-            &roots,
-            agents,
-            admit,
-            limit,
-            (
-                clock.0,
-                clock.1,
-                Some(cross_agent_stores::live::ListingSpent {
-                    table: &table,
-                    of: &spent_of,
-                }),
-            ),
-        )
+        f(cross_agent_stores::live::ListingSpent {
+            table: &table,
+            of: &spent_of,
+        })
+    }
+
+    /// Splices the current costs into the listing's kept texts once the accounting moved (or a
+    /// walk carried a text over), for the index loop: the next listing finds them made rather
+    /// than making them itself. Nothing when no listing was made.
+    fn recost_listing(&self) {
+        let Some(roots) = self.inner.usage.roots() else {
+            return;
+        };
+        if self.inner.scan.has_renderings(&roots) {
+            self.with_listing_spent(&roots, |spent| self.inner.scan.recost(&roots, spent));
+        }
     }
 
     /// Some agents' held sessions, lent: read with no lock held.

@@ -158,6 +158,11 @@ impl LiveUsage {
         }
     }
 
+    /// The roots last brought current, if any.
+    pub(crate) fn roots(&self) -> Option<StoreRoots> {
+        self.state.lock().roots.clone()
+    }
+
     /// Each session's cost so far (all time), keyed by session id.
     fn spent(&self, scan: &LiveScanner, roots: &StoreRoots, prices: &PriceTable) -> SpentTable {
         let (accounting, _) =

@@ -231,3 +231,91 @@ fn the_kept_cost_fields_are_made_again_for_another_table() {
     assert_eq!(got, want);
     assert!(got.contains("\"cost_usd\": \"2.000000\""), "{got}");
 }
+
+/// The text with the cost fields spliced in is made again whenever what it shows moves: a cost
+/// of one session (patched in place, made anew while a listing holds the old text, and anew for
+/// a longer cost), and a session added by a walk — by the owner's timer ([`LiveScanner::recost`])
+/// or by the listing itself. Each time the bytes are those written one session at a time, with
+/// costs and without, and a listing already made keeps its own bytes.
+#[test]
+fn the_costed_text_is_made_again_when_a_cost_moves_or_a_session_is_added() {
+    use crate::render::{Spent, write_listing, write_listing_spent};
+    let tmp = tempfile::tempdir().unwrap();
+    write_claude(tmp.path(), "c1", "one");
+    write_claude(tmp.path(), "c2", "two");
+    let roots = StoreRoots::under_home(tmp.path());
+    let live = quiet(tmp.path());
+    let window = ActiveWindow::from_minutes(0);
+    let now = UnixMillis(now_millis());
+    let of = |cost: &'static str| {
+        move |s: &Session| Spent {
+            cost_usd: (s.session_id != "c2").then(|| format!("{cost}{}", &s.session_id[1..])),
+            tokens: Some(7),
+        }
+    };
+    // The listing through the live index, and the one written without anything kept.
+    let listing = |table: &SpentTable, cost: &'static str, timer: bool| {
+        let of = of(cost);
+        let spent = ListingSpent { table, of: &of };
+        if timer {
+            live.recost(&roots, spent);
+        }
+        let got = live.render_listing(
+            &roots,
+            &[Agent::Claude],
+            |_| true,
+            None,
+            (window, now, Some(spent)),
+        );
+        let snapshot = live.snapshot(&roots, &[Agent::Claude]);
+        let sessions: Vec<&Session> = snapshot.sessions(Agent::Claude).iter().collect();
+        let chosen = [(Agent::Claude, Chosen::Sessions(sessions))];
+        let mut want = Vec::new();
+        write_listing_spent(&mut want, &chosen, window, now, None, Some(&of));
+        assert_eq!(
+            String::from_utf8(got.bytes.to_vec()).unwrap(),
+            String::from_utf8(want).unwrap()
+        );
+        // Without costs, from the same text.
+        let bare = live.render_listing(
+            &roots,
+            &[Agent::Claude],
+            |_| true,
+            None,
+            (window, now, None),
+        );
+        let mut want = Vec::new();
+        write_listing(&mut want, &chosen, window, now, None);
+        assert_eq!(
+            String::from_utf8(bare.bytes.to_vec()).unwrap(),
+            String::from_utf8(want).unwrap()
+        );
+        got.bytes
+    };
+    let table = |n: u8| -> SpentTable { Arc::new(n) };
+    let first = listing(&table(1), "1.00000", false);
+    let made = first.to_vec();
+    assert!(String::from_utf8_lossy(&made).contains("\"cost_usd\": \"1.000001\""));
+    // One cost moves, a listing holding the text: a new text, the listing's bytes kept.
+    let second = listing(&table(2), "2.50000", true);
+    assert_eq!(first.to_vec(), made, "a listing made keeps its bytes");
+    drop((first, second));
+    // Nothing holds it now: patched in place, by the listing.
+    listing(&table(3), "3.50000", false);
+    // A longer cost, by the timer.
+    listing(&table(4), "12.50000", true);
+    // A session added: the walk carries the text over, its costs stale and the new one's
+    // missing; made again by the timer, then by a listing — with the table of the listing
+    // before the walk too (an accounting that did not move).
+    write_claude(tmp.path(), "c3", "three");
+    live.mark_stale(Agent::Claude);
+    live.catch_up();
+    let text = String::from_utf8(listing(&table(5), "5.00000", true).to_vec()).unwrap();
+    assert!(text.contains("\"cost_usd\": \"5.000003\""), "{text}");
+    let unmoved = table(6);
+    listing(&unmoved, "6.00000", false);
+    write_claude(tmp.path(), "c4", "four");
+    live.mark_stale(Agent::Claude);
+    let text = String::from_utf8(listing(&unmoved, "6.00000", false).to_vec()).unwrap();
+    assert!(text.contains("\"cost_usd\": \"6.000004\""), "{text}");
+}

@@ -1,132 +1,300 @@
-//! Each session's cost fields rendered once, beside the kept rendering of its agent, so a
-//! listing with costs goes out in runs like one without: no lookup and no copy per session.
+//! Each session's cost fields spliced into the kept rendering of its agent, so a listing with
+//! costs goes out as a few long runs of one text, like one without: no lookup, no copy and no
+//! piece per session.
 //!
-//! The fields of session `i` are exactly what the listing writes after a kept element's last
-//! field ([`super::spent_fields`]): `,`, `cost_usd`, `usage_tokens` and the element's closing
-//! brace. They are made from the usage accounting once — again when it changes — and a run of
-//! kept elements with costs is then two slices per session: the kept element up to its closing
-//! brace and its fields from here ([`CostedRun`]), referred to by the listing, not copied.
+//! The fields of a session are exactly what the listing writes after a kept element's last
+//! field ([`super::spent_fields`]): `,`, `cost_usd` and `usage_tokens`, before the element's
+//! closing brace. They are spliced in from the usage accounting ([`RenderedAgent::recost`]) and
+//! made again when it changes: in place when no listing holds the text and no field changed
+//! length (the common case: a cost moves by a few cents), else into a new text copying every
+//! element, as [`RenderedAgent::update`] does. There is one text either way: a listing without
+//! costs is served from the same one, each element up to its fields and its closing brace
+//! ([`BareRun`]), so no second copy of 50 MB is kept beside it.
 
 use std::ops::Range;
+use std::sync::Arc;
 
-use super::{ELEMENT_END, RenderedAgent, SEPARATOR, SpentOf, spent_fields};
+use super::{ELEMENT_END, RenderedAgent, SEPARATOR, Spent, SpentOf, write_element};
 use crate::model::Session;
 
-/// The cost fields of one agent's sessions, aligned with the sessions (and so with their kept
-/// rendering, [`RenderedAgent`]): session `i`'s are [`SpentRendering::fields`]`(i)`.
-#[derive(Debug, Default, Clone)]
-pub struct SpentRendering {
-    text: Vec<u8>,
-    /// Session `i`'s fields are `text[ends[i - 1]..ends[i]]` (from 0 for the first).
-    ends: Vec<usize>,
-}
-
-impl SpentRendering {
-    /// The fields of every session of `sessions`, in its order, as `spent` has them.
-    pub fn new(sessions: &[Session], spent: SpentOf<'_>) -> SpentRendering {
-        // About 70 bytes each: a cost with six decimals and a token count.
-        let mut rendered = SpentRendering {
-            text: Vec::with_capacity(sessions.len() * 72),
+impl RenderedAgent {
+    /// Renders `sessions` (the order kept) with their cost fields as `spent` has them.
+    pub fn with_costs(sessions: &[Session], spent: SpentOf<'_>) -> RenderedAgent {
+        let mut rendered = RenderedAgent {
+            // About 480 bytes an element and 70 of costs.
+            text: Vec::with_capacity(sessions.len() * 560),
             ends: Vec::with_capacity(sessions.len()),
+            fields: Vec::with_capacity(sessions.len()),
+            costed: false,
         };
         for s in sessions {
-            spent_fields(&mut rendered.text, spent(s));
-            rendered.ends.push(rendered.text.len());
+            rendered.separate();
+            let start = rendered.text.len();
+            write_element(
+                &mut rendered.text,
+                &super::SessionView::with_active(s, false),
+            );
+            let fields = if rendered.text[start..].ends_with(ELEMENT_END) {
+                let end = rendered.text.len() - ELEMENT_END.len();
+                rendered.text.truncate(end);
+                cost_fields(&mut rendered.text, spent(s));
+                let fields = rendered.text.len() - end;
+                rendered.text.extend_from_slice(ELEMENT_END);
+                fields
+            } else {
+                0
+            };
+            rendered.costed |= fields > 0;
+            rendered.push_end(fields);
         }
+        rendered.text.shrink_to_fit();
         rendered
     }
 
-    /// How many sessions it holds fields for.
-    pub fn len(&self) -> usize {
-        self.ends.len()
-    }
-
-    /// Whether it holds none.
-    pub fn is_empty(&self) -> bool {
-        self.ends.is_empty()
-    }
-
-    /// The bytes it holds (capacities).
-    pub fn heap_bytes(&self) -> usize {
-        self.text.capacity() + self.ends.capacity() * std::mem::size_of::<usize>()
-    }
-
-    /// Session `i`'s fields (none past the end: a rendering made for other sessions).
-    pub fn fields(&self, i: usize) -> &[u8] {
-        let start = match i {
-            0 => 0,
-            _ => self.ends.get(i - 1).copied().unwrap_or(self.text.len()),
+    /// Makes `rendered` (of `sessions`, in their order) carry the cost fields `spent` gives now.
+    /// Patched in place while no listing holds it and each element's fields keep their length;
+    /// from the first element where that fails, made again into a new text (the elements before
+    /// it copied as they are, every later one copied without its old fields and given its new).
+    pub fn recost(rendered: &mut Arc<RenderedAgent>, sessions: &[Session], spent: SpentOf<'_>) {
+        if sessions.len() != rendered.len() {
+            *rendered = Arc::new(RenderedAgent::with_costs(sessions, spent));
+            return;
+        }
+        let mut fields = Vec::with_capacity(96);
+        let mut from = 0;
+        if let Some(kept) = Arc::get_mut(rendered) {
+            while let Some(s) = sessions.get(from) {
+                let (_, old, closed) = kept.split(from);
+                if closed {
+                    fields.clear();
+                    cost_fields(&mut fields, spent(s));
+                    if fields.len() != old.len() {
+                        break;
+                    }
+                    if kept.text[old.clone()] != fields[..] {
+                        kept.text[old].copy_from_slice(&fields);
+                    }
+                }
+                from += 1;
+            }
+            if from == sessions.len() {
+                kept.costed = kept.fields.iter().any(|&n| n > 0);
+                return;
+            }
+        }
+        let kept = &**rendered;
+        let copied = if from == 0 { 0 } else { kept.ends[from - 1] };
+        let mut made = RenderedAgent {
+            text: Vec::with_capacity(kept.text.len() + (sessions.len() - from) * 80),
+            ends: Vec::with_capacity(sessions.len()),
+            fields: Vec::with_capacity(sessions.len()),
+            costed: false,
         };
-        let end = self.ends.get(i).copied().unwrap_or(start);
-        self.text.get(start..end).unwrap_or_default()
+        made.text.extend_from_slice(&kept.text[..copied]);
+        made.ends.extend_from_slice(&kept.ends[..from]);
+        made.fields.extend_from_slice(&kept.fields[..from]);
+        made.costed = made.fields.iter().any(|&n| n > 0);
+        for (i, s) in sessions.iter().enumerate().skip(from) {
+            made.separate();
+            let (body, _, closed) = kept.split(i);
+            made.text.extend_from_slice(&kept.text[body]);
+            let fields = if closed {
+                let end = made.text.len();
+                cost_fields(&mut made.text, spent(s));
+                let fields = made.text.len() - end;
+                made.text.extend_from_slice(ELEMENT_END);
+                fields
+            } else {
+                0
+            };
+            made.costed |= fields > 0;
+            made.push_end(fields);
+        }
+        made.text.shrink_to_fit();
+        *rendered = Arc::new(made);
+    }
+
+    /// Session `i`'s element as three ranges of the text: what it holds before its cost fields
+    /// (its closing brace excluded when it has one), its cost fields, and whether it ends as the
+    /// printer ends an element (only such an element carries fields).
+    pub(super) fn split(&self, i: usize) -> (Range<usize>, Range<usize>, bool) {
+        let whole = self.run(i, i);
+        let fields = self.fields.get(i).map_or(0, |&n| n as usize);
+        if !self.text[whole.clone()].ends_with(ELEMENT_END) {
+            return (whole.clone(), whole.end..whole.end, false);
+        }
+        let fields_end = whole.end - ELEMENT_END.len();
+        let fields_start = fields_end - fields;
+        (whole.start..fields_start, fields_start..fields_end, true)
+    }
+
+    /// Records the end of the element just written, with its fields' length.
+    pub(super) fn push_end(&mut self, fields: usize) {
+        self.ends.push(self.text.len());
+        // An element's cost fields are under 100 bytes.
+        self.fields.push(u32::try_from(fields).unwrap_or(u32::MAX));
     }
 }
 
-/// The pieces of kept sessions `first..=last` with their costs, in order: for each, the kept
-/// element up to its closing brace (with the separator before it, but the first's) and its
-/// fields. An element that does not end as the printer ends one goes out whole, without costs,
-/// as the listing writes it one at a time.
+/// The pieces of kept sessions `first..=last` without their cost fields, in order: for each,
+/// the element up to its fields (with the separator before it, but the first's), then its
+/// closing brace. For a listing without costs from a text that has them.
 #[derive(Debug, Clone)]
-pub struct CostedRun<'a> {
+pub struct BareRun<'a> {
     rendered: &'a RenderedAgent,
-    spent: &'a SpentRendering,
     next: usize,
     last: usize,
     first: usize,
-    /// The fields of session `next - 1` are due before session `next`'s element.
-    fields_due: bool,
+    /// The closing brace of session `next - 1` is due before session `next`'s element.
+    end_due: bool,
 }
 
-impl<'a> CostedRun<'a> {
-    pub fn new(
-        rendered: &'a RenderedAgent,
-        spent: &'a SpentRendering,
-        first: usize,
-        last: usize,
-    ) -> Self {
-        CostedRun {
+impl<'a> BareRun<'a> {
+    pub fn new(rendered: &'a RenderedAgent, first: usize, last: usize) -> Self {
+        BareRun {
             rendered,
-            spent,
             next: first,
             last,
             first,
-            fields_due: false,
-        }
-    }
-
-    /// Session `i`'s element in the kept text, with the separator before it unless it opens
-    /// the run, and whether it ends as the printer ends an element.
-    fn element(&self, i: usize) -> (Range<usize>, bool) {
-        let run = self.rendered.run(i, i);
-        let start = if i == self.first {
-            run.start
-        } else {
-            run.start - SEPARATOR.len()
-        };
-        let text = self.rendered.text();
-        match text.get(run.clone()) {
-            Some(element) if element.ends_with(ELEMENT_END) => {
-                (start..run.end - ELEMENT_END.len(), true)
-            }
-            _ => (start..run.end, false),
+            end_due: false,
         }
     }
 }
 
-impl<'a> Iterator for CostedRun<'a> {
+impl<'a> Iterator for BareRun<'a> {
     type Item = &'a [u8];
 
     fn next(&mut self) -> Option<&'a [u8]> {
-        if self.fields_due {
-            self.fields_due = false;
-            return Some(self.spent.fields(self.next - 1));
+        if self.end_due {
+            self.end_due = false;
+            return Some(ELEMENT_END);
         }
         if self.next > self.last || self.next >= self.rendered.len() {
             return None;
         }
-        let (range, costed) = self.element(self.next);
+        let (body, _, closed) = self.rendered.split(self.next);
+        let start = if self.next == self.first {
+            body.start
+        } else {
+            body.start - SEPARATOR.len()
+        };
         self.next += 1;
-        self.fields_due = costed;
-        Some(self.rendered.text().get(range).unwrap_or_default())
+        self.end_due = closed;
+        Some(self.rendered.text.get(start..body.end).unwrap_or_default())
+    }
+}
+
+/// Adds `cost_usd` and `usage_tokens` as the last fields of the element just written, in the
+/// printer's layout, so kept bytes need not be rendered again when a cost moves.
+pub(super) fn push_spent(out: &mut Vec<u8>, s: &Session, spent: Option<SpentOf<'_>>) {
+    let Some(spent) = spent else { return };
+    if !out.ends_with(ELEMENT_END) {
+        return;
+    }
+    out.truncate(out.len() - ELEMENT_END.len());
+    spent_fields(out, spent(s));
+}
+
+/// `,` and the two fields, then the element's end: what follows an element's last field.
+pub(super) fn spent_fields(out: &mut Vec<u8>, spent: Spent) {
+    cost_fields(out, spent);
+    out.extend_from_slice(ELEMENT_END);
+}
+
+/// `,` and the two fields: what a costed element has between its last field and its end.
+pub(super) fn cost_fields(out: &mut Vec<u8>, Spent { cost_usd, tokens }: Spent) {
+    out.extend_from_slice(b",\n      \"cost_usd\": ");
+    match cost_usd {
+        // Digits and a point: nothing to escape.
+        Some(cost) => {
+            out.push(b'"');
+            out.extend_from_slice(cost.as_bytes());
+            out.push(b'"');
+        }
+        None => out.extend_from_slice(b"null"),
+    }
+    out.extend_from_slice(b",\n      \"usage_tokens\": ");
+    match tokens {
+        Some(n) => out.extend_from_slice(n.to_string().as_bytes()),
+        None => out.extend_from_slice(b"null"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::model::{Agent, UnixMillis};
+
+    fn sessions(n: i64) -> Vec<Session> {
+        (0..n)
+            .map(|n| Session {
+                agent: Agent::Claude,
+                session_id: format!("s-{n}"),
+                cwd: Some(PathBuf::from("/w")),
+                title: Some(format!("t \"{n}\"")),
+                title_is_assigned: n % 2 == 0,
+                first_activity: None,
+                last_activity: Some(UnixMillis(1_796_000_000_000 - n * 3_600_000)),
+                is_working: false,
+                path: PathBuf::from(format!("/h/.claude/projects/p/s-{n}.jsonl")),
+                copilot: None,
+            })
+            .collect()
+    }
+
+    fn costs(cents: u64) -> impl Fn(&Session) -> Spent {
+        move |s: &Session| match s.session_id.as_str() {
+            "s-0" => Spent::default(),
+            "s-2" => Spent {
+                cost_usd: Some(format!("{}.{:06}", cents / 100, cents % 100 * 10_000)),
+                tokens: Some(cents * 1_000),
+            },
+            _ => Spent {
+                cost_usd: Some("0.500000".into()),
+                tokens: Some(9),
+            },
+        }
+    }
+
+    fn costless(rendered: &RenderedAgent) -> Vec<u8> {
+        BareRun::new(rendered, 0, rendered.len() - 1)
+            .flatten()
+            .copied()
+            .collect()
+    }
+
+    /// Made again in place (same lengths, nobody holding it), made again into a new text (a
+    /// longer cost; a listing holding the old one) and made for other sessions: each time the
+    /// text is the one made fresh with the new costs, and the costless view the costless text.
+    #[test]
+    fn recosting_equals_a_fresh_rendering_and_keeps_the_costless_view() {
+        let listed = sessions(5);
+        let bare = RenderedAgent::new(&listed);
+        let mut kept = Arc::new(RenderedAgent::new(&listed));
+        for (cents, held_by_a_listing) in [(123, false), (456, false), (99_999, false), (7, true)] {
+            let listing = held_by_a_listing.then(|| Arc::clone(&kept));
+            let before = kept.text.as_ptr();
+            let spent = costs(cents);
+            RenderedAgent::recost(&mut kept, &listed, &spent);
+            let fresh = RenderedAgent::with_costs(&listed, &spent);
+            assert_eq!(
+                String::from_utf8_lossy(&kept.text),
+                String::from_utf8_lossy(&fresh.text)
+            );
+            assert_eq!((&kept.ends, &kept.fields), (&fresh.ends, &fresh.fields));
+            assert_eq!(costless(&kept), bare.text, "the costless view");
+            // 1.23 → 4.56 keeps every length: patched where it lies.
+            if cents == 456 {
+                assert_eq!(kept.text.as_ptr(), before, "patched in place");
+            }
+            if let Some(listing) = listing {
+                assert_ne!(listing.text, kept.text, "a listing's text is never changed");
+            }
+        }
+        let more = sessions(7);
+        RenderedAgent::recost(&mut kept, &more, &costs(1));
+        assert_eq!(kept.text, RenderedAgent::with_costs(&more, &costs(1)).text);
     }
 }
