@@ -1,7 +1,8 @@
 //! The daemon as a process: what `cross-agent daemon run` does, end to end.
 //!
-//! Order matters: leave the terminal's session and close the descriptors the starting client
-//! handed down (when autostarted, `descriptors.rs`), set umask 077 before any file is
+//! Order matters: tell the allocator to give freed memory back at once (`memory.rs`) before
+//! anything is built, leave the terminal's session and close the descriptors the starting
+//! client handed down (when autostarted, `descriptors.rs`), set umask 077 before any file is
 //! created, check the home, open the log, raise the descriptor limit, install the signal
 //! handlers, then take the home ([`Daemon::bind`]) and serve until SIGTERM/SIGINT/SIGHUP or a
 //! `shutdown` call.
@@ -29,6 +30,7 @@ const WORKER_THREADS: usize = 2;
 
 /// Runs the daemon on `home` until it is told to stop. Returns once it has stopped cleanly.
 pub fn run_process(home: Home, mode: Mode) -> Result<()> {
+    crate::memory::give_back_freed_memory_at_once();
     let closed = if mode == Mode::Detached {
         cross_agent_ipc::process::detach_session();
         crate::descriptors::close_inherited()

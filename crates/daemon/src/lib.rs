@@ -34,6 +34,7 @@ mod error;
 pub mod handover;
 mod link_approvals;
 pub mod logging;
+mod memory;
 mod own_caller;
 mod passes;
 mod review_correction;

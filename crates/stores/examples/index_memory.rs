@@ -9,6 +9,11 @@
 //! the daemon does, twice, then starts again from the cache it saved; `cli` lists once as
 //! `sessions --json` does without a daemon; `cold` as that, without a session cache either
 //! (`STATE` unused; the scale bench's `cold_child`).
+//!
+//! The daemon tells mimalloc to give freed pages back at once (`daemon::memory`); run this with
+//! `MIMALLOC_PURGE_DELAY=0` for the daemon's resident set (without it, mimalloc's default keeps
+//! what the walk freed resident until its next call a second later, which an idle daemon never
+//! makes).
 
 use std::io::Write;
 use std::path::PathBuf;

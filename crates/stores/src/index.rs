@@ -407,8 +407,8 @@ impl SessionIndex {
         let knows_none = self.stored.is_none() && old.slots.is_empty();
         let mut jobs = Vec::with_capacity(if knows_none { sources.len() } else { 0 });
         for (kind, source) in sources {
-            // An entry loaded from the cache: unchanged, it stays where it is, and keeps the
-            // path the walk allocated (the listing's session takes it). Each is claimed once;
+            // An entry loaded from the cache: unchanged, it stays where it is (the path the walk
+            // allocated is dropped: the entry has it). Each is claimed once;
             // a second file of the same path is a new one, as below.
             if let Some(stored) = &mut self.stored
                 && let Some((i, unchanged)) = matched.next().flatten()
@@ -416,7 +416,7 @@ impl SessionIndex {
             {
                 if unchanged {
                     stats.files_unchanged += 1;
-                    stored.set(i, cache::RecState::Live(Some(source.path)));
+                    stored.set(i, cache::RecState::Live);
                     continue;
                 }
                 // A file now read by another fold is a different file to us.
@@ -675,7 +675,7 @@ impl SessionIndex {
             sessions.par_extend(
                 live.par_iter()
                     .with_min_len(MIN_RUN)
-                    .filter_map(|&i| stored.view(i)?.session(stored.found_path(i)))
+                    .filter_map(|&i| stored.view(i)?.session(None))
                     .filter(|session| agents.contains(&session.agent)),
             );
         }
@@ -691,12 +691,12 @@ impl SessionIndex {
             .filter(|session| agents.contains(&session.agent))
             .collect();
         if let Some(mut stored) = self.stored.take() {
-            let live: Vec<(usize, Option<PathBuf>)> = stored.take_live(agents).collect();
+            let live: Vec<usize> = stored.take_live(agents).collect();
             let stored = &stored;
             sessions.par_extend(
                 live.into_par_iter()
                     .with_min_len(MIN_RUN)
-                    .filter_map(|(i, path)| stored.view(i)?.session_owning(path))
+                    .filter_map(|i| stored.view(i)?.session(None))
                     .filter(|session| agents.contains(&session.agent)),
             );
         }

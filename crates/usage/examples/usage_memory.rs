@@ -3,7 +3,8 @@
 //! each session's cost). Run it under a heap profiler (`heaptrack`) for the allocation sites.
 //!
 //! `cargo run -p cross-agent-usage --example usage_memory -- HOME`: `HOME` holds the agents'
-//! stores (a synthetic store's `home`).
+//! stores (a synthetic store's `home`). Run it with `MIMALLOC_PURGE_DELAY=0` for the daemon's
+//! resident set: the daemon tells mimalloc to give freed pages back at once (`daemon::memory`).
 
 use std::path::PathBuf;
 use std::time::Instant;

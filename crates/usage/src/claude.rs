@@ -69,6 +69,24 @@ pub struct ClaudeLines {
 }
 
 impl ClaudeLines {
+    /// Makes the table again when [`LineRecords::shrink`] dropped it and the file's replies
+    /// are read on: every reply is in it once (a new key is pushed, a known one set in place).
+    fn restore(&mut self, file: &ClaudeFile) {
+        let messages = &file.messages;
+        if self.places.len() == messages.len() {
+            return;
+        }
+        self.places.clear();
+        self.places.reserve(messages.len(), |&at| {
+            messages.key(at as usize).map_or(0, |k| k.short())
+        });
+        for at in 0..messages.len() {
+            if let Some(key) = messages.key(at) {
+                self.insert(file, key, at);
+            }
+        }
+    }
+
     /// The place of the reply with this key, if the file has it.
     fn find(&self, file: &ClaudeFile, key: CallKey) -> Option<usize> {
         self.places
@@ -194,9 +212,12 @@ impl LineRecords for ClaudeLines {
         &mut file.bad_lines
     }
 
-    /// The place table is left as it is: it grows by doubling only when full, so it never has
-    /// a smaller size to go to.
+    /// The place table is dropped: the live index keeps every file's reader, and most files
+    /// are never appended to again, so a table of 4 bytes a reply (plus a control byte and up
+    /// to half again empty) would be kept for nothing; the next line with a reply makes it
+    /// again from the replies ([`ClaudeLines::restore`]).
     fn shrink(&mut self, file: &mut ClaudeFile) {
+        self.places = HashTable::new();
         // Only a list no share holds: another's would be copied to be trimmed.
         if let Some(messages) = Arc::get_mut(&mut file.messages) {
             messages.shrink_to_fit();
@@ -228,6 +249,7 @@ impl LineRecords for ClaudeLines {
         let tokens = usage.tokens();
         let key = key_of(&message_id, line.request_id.as_deref());
         let model = message.model.as_deref().map(ModelId::intern);
+        self.restore(file);
         match self.find(file, key) {
             Some(at) => {
                 let messages = Arc::make_mut(&mut file.messages);

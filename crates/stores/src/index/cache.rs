@@ -134,8 +134,9 @@ struct Rec {
 /// Where a stored entry stands.
 #[derive(Debug)]
 pub(crate) enum RecState {
-    /// In the index; with its path when the walk found it (so it is not allocated twice).
-    Live(Option<PathBuf>),
+    /// In the index. The path the walk found it at is not kept: the entry holds it, and a
+    /// daemon's index would hold every path twice (about 150 bytes a session).
+    Live,
     /// During a refresh: of an agent being refreshed, its file not found yet.
     Unclaimed,
     /// Out of the index (its file changed and was read into an [`Entry`](crate::index::Entry), or is gone).
@@ -177,7 +178,7 @@ impl Stored {
                 "session cache has trailing bytes".to_owned(),
             ));
         }
-        let state = (0..recs.len()).map(|_| RecState::Live(None)).collect();
+        let state = (0..recs.len()).map(|_| RecState::Live).collect();
         Ok(Stored {
             bytes,
             recs,
@@ -188,19 +189,10 @@ impl Stored {
 
     /// The bytes it holds: the entries as read, and the tables over them.
     pub(crate) fn heap_bytes(&self) -> usize {
-        let paths: usize = self
-            .state
-            .iter()
-            .map(|state| match state {
-                RecState::Live(Some(path)) => path.capacity(),
-                RecState::Live(None) | RecState::Unclaimed | RecState::Dead => 0,
-            })
-            .sum();
         self.bytes.capacity()
             + self.recs.capacity() * std::mem::size_of::<Rec>()
             + self.by_path.capacity() * (std::mem::size_of::<(u64, u32)>() + 1)
             + self.state.capacity() * std::mem::size_of::<RecState>()
-            + paths
     }
 
     /// Entry `i`, decoded.
@@ -215,7 +207,7 @@ impl Stored {
         self.state
             .iter()
             .enumerate()
-            .filter(|(_, state)| matches!(state, RecState::Live(_)))
+            .filter(|(_, state)| matches!(state, RecState::Live))
             .map(|(i, _)| i)
     }
 
@@ -237,12 +229,11 @@ impl Stored {
         })
     }
 
-    /// The entries in the index, of `agents`, with the path the walk found each at (if it
-    /// did), taken out of the index.
+    /// The entries in the index, of `agents`, taken out of the index.
     pub(crate) fn take_live<'s>(
         &'s mut self,
         agents: &'s [Agent],
-    ) -> impl Iterator<Item = (usize, Option<PathBuf>)> + 's {
+    ) -> impl Iterator<Item = usize> + 's {
         let recs = &self.recs;
         self.state
             .iter_mut()
@@ -253,7 +244,7 @@ impl Stored {
             })
             .filter_map(
                 |(i, state)| match std::mem::replace(state, RecState::Dead) {
-                    RecState::Live(path) => Some((i, path)),
+                    RecState::Live => Some(i),
                     other => {
                         *state = other;
                         None
@@ -267,18 +258,10 @@ impl Stored {
         self.live().count()
     }
 
-    /// The path the walk found entry `i` at, if it did.
-    pub(crate) fn found_path(&self, i: usize) -> Option<&Path> {
-        match self.state.get(i)? {
-            RecState::Live(path) => path.as_deref(),
-            RecState::Unclaimed | RecState::Dead => None,
-        }
-    }
-
     /// Starts a refresh of `agents`: their entries wait to be claimed by the files found.
     pub(crate) fn begin_refresh(&mut self, agents: &[Agent]) {
         for (rec, state) in self.recs.iter().zip(&mut self.state) {
-            if agents.contains(&rec.kind.agent()) && matches!(state, RecState::Live(_)) {
+            if agents.contains(&rec.kind.agent()) && matches!(state, RecState::Live) {
                 *state = RecState::Unclaimed;
             }
         }

@@ -140,3 +140,46 @@ fn a_scanner_holds_a_cold_index_as_the_cache_it_saved() {
     );
     assert_eq!(fresh.sessions, second.sessions);
 }
+
+/// A scanner kept between listings (the daemon's index) holds nothing more per session after a
+/// warm listing than after the cold one: an unchanged file's entry stays as the cache saved it,
+/// and the path the walk found it at is not kept beside it (it was, ~150 bytes a session).
+#[test]
+fn a_warm_listing_keeps_nothing_more_per_session() {
+    use cross_agent_stores::index::RefreshOptions;
+    use cross_agent_stores::scan::Scanner;
+    use cross_agent_testkit::synthetic_stores::{ClaudeTranscript, now_millis};
+
+    let tmp = TempDir::new().unwrap();
+    let now = now_millis();
+    for i in 0..600 {
+        let mut t = ClaudeTranscript::new(tmp.path(), "/work/p", &format!("w{i:03}"));
+        t.user(&format!("start {i}"), now - 10_000 + i)
+            .assistant_text("ok", now - 9_000 + i);
+        t.write().unwrap();
+    }
+    let roots = StoreRoots::under_home(tmp.path());
+    std::fs::create_dir_all(tmp.path().join("xa")).unwrap();
+    let options = ScanOptions {
+        cache_file: Some(cache_file(&tmp.path().join("xa"))),
+        refresh: RefreshOptions { threads: 2 },
+        agents: Vec::new(),
+    };
+    let mut scanner = Scanner::new(options.clone());
+    let cold = scanner.list(&roots);
+    assert_eq!(cold.sessions.len(), 600);
+    let held = scanner.heap_bytes();
+    assert!(held.stored > 0, "{held:?}");
+
+    let warm = scanner.list(&roots);
+    assert_eq!(warm.stats.files_unchanged, 600);
+    assert_eq!(warm.sessions, cold.sessions);
+    assert_eq!(scanner.heap_bytes(), held);
+
+    // A scanner started from that cache holds the same after its first listing.
+    let mut restarted = Scanner::new(options);
+    let again = restarted.list(&roots);
+    assert_eq!(again.stats.bytes_read, 0);
+    assert_eq!(again.sessions, cold.sessions);
+    assert_eq!(restarted.heap_bytes().stored, held.stored);
+}

@@ -154,6 +154,42 @@ fn appended_bytes_read_in_pieces_match_the_whole_file() {
     assert_eq!(whole.messages.get(0).map(|m| m.tokens.output), Some(99));
 }
 
+/// A reader given back its spare room between reads (as the live index does after each) still
+/// finds an earlier reply by its key when the file goes on with it: the reply is one, with its
+/// last usage, and a new reply after it is its own.
+#[test]
+fn a_shrunk_reader_still_finds_earlier_replies_when_the_file_grows() {
+    let line = |msg: &str, at: &str, output: u64| {
+        assistant(
+            "s1",
+            msg,
+            &format!("r-{msg}"),
+            at,
+            SONNET,
+            usage(10, output, 0, 0, 0),
+            false,
+        )
+    };
+    let lines = [
+        line("m1", "2026-12-01T10:00:00.000Z", 1),
+        line("m2", "2026-12-01T10:00:01.000Z", 2),
+        line("m3", "2026-12-01T10:00:02.000Z", 3),
+        line("m1", "2026-12-01T10:00:03.000Z", 50),
+        line("m4", "2026-12-01T10:00:04.000Z", 4),
+        line("m2", "2026-12-01T10:00:05.000Z", 60),
+    ];
+    let text = lines.join("\n") + "\n";
+    let path = Path::new("/p/x/s1.jsonl");
+    let whole = claude::read(path, text.as_bytes());
+    assert_eq!(whole.messages.len(), 4);
+    let mut reader = ClaudeReader::new(path);
+    for line in &lines {
+        reader.feed(format!("{line}\n").as_bytes());
+        reader.shrink();
+    }
+    assert_eq!(reader.finish(), whole);
+}
+
 /// A sub-agent's transcript under `<session>/subagents/` counts for the parent session; a reply
 /// copied into a resumed session (same message and request id, later) counts once, for the
 /// session that made it.
