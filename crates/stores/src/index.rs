@@ -522,7 +522,7 @@ impl SessionIndex {
             // Read once and dropped: the entries are packed as they are read (see `packed`).
             let packer = Packer::with_room(jobs.len());
             let results = run_jobs_packed(jobs, options.threads, &self.blob, &packer, tap);
-            let mut slots = Vec::with_capacity(results.len());
+            let files = results.len();
             for result in results {
                 match result.read {
                     ReadKind::Appended => stats.files_appended += 1,
@@ -532,12 +532,11 @@ impl SessionIndex {
                 stats.bytes_read += result.bytes_read;
                 warnings.items.extend(result.warnings);
                 match result.kept {
-                    Kept::Packed(slot) => slots.push(slot),
                     Kept::Held(entry) => kept.push(*entry),
-                    Kept::Unread => {}
+                    Kept::Packed | Kept::Unread => {}
                 }
             }
-            self.packed = Some(packer.finish(slots));
+            self.packed = Some(packer.finish(files));
         } else {
             self.read_held(jobs, options, tap, &mut stats, &mut kept, warnings);
         }
@@ -743,7 +742,7 @@ impl SessionIndex {
             .filter(|session| agents.contains(&session.agent))
             .collect();
         if let Some(packed) = self.packed.take() {
-            packed.sessions(agents, &mut sessions);
+            packed.into_sessions(agents, &mut sessions);
         }
         if let Some(mut stored) = self.stored.take() {
             let live: Vec<(usize, Option<PathBuf>)> = stored.take_live(agents).collect();

@@ -10,7 +10,7 @@ use rayon::prelude::*;
 
 use super::discover::io_threads;
 use super::hashing::hash64;
-use super::packed::{Packer, Slot};
+use super::packed::Packer;
 use super::{
     Entry, FoldKind, FoldState, HEAD_CHECK_BYTES, Head, NamesFold, ReadKind, SessionIndex,
     SidecarSeen,
@@ -74,7 +74,7 @@ pub(super) struct PackedResult {
 
 /// Where a file's entry went.
 pub(super) enum Kept {
-    Packed(Slot),
+    Packed,
     /// Held as it is (boxed: nearly every file is packed, and a result is made for each).
     Held(Box<Entry>),
     /// The file could not be read at all.
@@ -93,16 +93,17 @@ pub(super) fn run_jobs_packed(
     let threads = io_threads(threads, jobs.len());
     let results = crate::parallel::on_threads(threads, || {
         jobs.into_par_iter()
+            .enumerate()
             .with_max_len(1)
-            .map(|job| {
+            .map(|(place, job)| {
                 let result = read_file_guarded(job, blob, /*keep_folds*/ false, tap);
                 PackedResult {
                     read: result.read,
                     bytes_read: result.bytes_read,
                     warnings: result.warnings,
                     kept: match result.entry {
-                        Some(entry) => match packer.pack(entry) {
-                            Ok(slot) => Kept::Packed(slot),
+                        Some(entry) => match packer.pack(place, entry) {
+                            Ok(()) => Kept::Packed,
                             Err(entry) => Kept::Held(entry),
                         },
                         None => Kept::Unread,
