@@ -7,7 +7,9 @@
 //! pages as the millions of short-lived buffers it reads with. Once those are freed, every page
 //! still holding a kept string stays resident: at 22,000 sessions the held sessions were 13 MB
 //! but the process held 50 MB more than it started with once they were listed (about 2 KB a
-//! session), and at 111,000 sessions that was most of the peak. Packed, each entry is copied
+//! session). At 111,000 sessions, on an allocator that gives freed pages back within 10 ms,
+//! packing took the peak from 142–152 MB to 96–120 MB (`docs/testing.md`, "cold listing").
+//! Packed, each entry is copied
 //! into a 1 MiB buffer and dropped on the reader's thread, so the readers' pages hold nothing
 //! when the read ends; the sessions are then made on one thread, in pages of their own, each
 //! buffer let go once its sessions are made ([`Packed::into_sessions`]). The encoding is the
