@@ -34,7 +34,7 @@ mod error;
 pub mod handover;
 mod link_approvals;
 pub mod logging;
-mod memory;
+pub mod memory;
 mod own_caller;
 mod passes;
 mod review_correction;

@@ -26,6 +26,14 @@ fn main() -> Result<()> {
     let started = Instant::now();
     let listing = scan::list_sessions(&StoreRoots::under_home(&home), &ScanOptions::default());
     let listed = started.elapsed();
+    // What the listing itself holds: its vector's capacity and its sessions' strings.
+    let held = listing.sessions.capacity() * std::mem::size_of::<cross_agent_stores::Session>()
+        + listing
+            .sessions
+            .iter()
+            .map(cross_agent_stores::Session::heap_bytes)
+            .sum::<usize>();
+    let resident_listed = status_field("VmRSS:");
     let chosen: Vec<(Agent, Chosen<'_>)> = Agent::ALL
         .iter()
         .map(|&agent| (agent, Chosen::Sessions(listing.of(agent).collect())))
@@ -39,23 +47,32 @@ fn main() -> Result<()> {
         None,
     );
     let written = sink.finish()?;
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let peak = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .unwrap_or("?")
-        .trim();
+    let peak = status_field("VmHWM:");
     println!(
         "{} sessions, {} warnings; listing {} bytes, hash {:016x}; listed in {:.0} ms, \
-         all in {:.0} ms; peak {peak}",
+         all in {:.0} ms; peak {peak}; once listed: resident {resident_listed}, the sessions \
+         hold {:.1} MB ({} B a session)",
         listing.sessions.len(),
         listing.warnings.len(),
         written.0,
         written.1,
         listed.as_secs_f64() * 1e3,
         started.elapsed().as_secs_f64() * 1e3,
+        held as f64 / 1e6,
+        held / listing.sessions.len().max(1),
     );
     Ok(())
+}
+
+/// A field of `/proc/self/status` (`VmRSS:`, `VmHWM:`), as written there.
+fn status_field(name: &str) -> String {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(name))
+        .unwrap_or("?")
+        .trim()
+        .to_owned()
 }
 
 /// Counts and hashes (FNV-1a) what it is given.

@@ -25,6 +25,7 @@
 pub mod cache;
 pub mod discover;
 mod hashing;
+mod packed;
 mod read;
 
 pub(crate) use discover::discover_sources;
@@ -39,7 +40,8 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use self::discover::{MIN_RUN, PathTable};
-use self::read::{Job, run_jobs};
+use self::packed::{Packed, Packer};
+use self::read::{Job, Kept, run_jobs, run_jobs_packed};
 use crate::codex::ThreadNames;
 use crate::lines::Position;
 use crate::model::{Agent, LineContext, Session, TranscriptFold, Warnings};
@@ -244,8 +246,13 @@ pub struct SessionIndex {
     pub(crate) changed: ChangedFiles,
     /// Read once and dropped (a listing without a cache file): no fold state is kept, since
     /// nothing saves it or resumes from it, and no [`ChangedFiles`], since every file is new to
-    /// it. At 100,000 sessions those are 30 MB each, held until the listing is made.
+    /// it. At 100,000 sessions those are 30 MB each, held until the listing is made. Its
+    /// files' entries are packed as they are read ([`packed`]), not held.
     pub(crate) one_shot: bool,
+    /// The entries packed by the last refresh of a one-shot index, after [`Self::entries`]'s.
+    /// Replaced by each refresh: the index does not look into them, so a second refresh reads
+    /// every file again (nothing refreshes a one-shot index twice).
+    pub(crate) packed: Option<Packed>,
 }
 
 /// The transcripts one refresh found new, changed (another stamp or side file) or gone.
@@ -330,7 +337,9 @@ impl SessionIndex {
 
     /// How many files the index knows.
     pub fn len(&self) -> usize {
-        self.entries.len() + self.stored.as_ref().map_or(0, cache::Stored::live_count)
+        self.entries.len()
+            + self.packed.as_ref().map_or(0, Packed::len)
+            + self.stored.as_ref().map_or(0, cache::Stored::live_count)
     }
 
     pub fn is_empty(&self) -> bool {
@@ -509,8 +518,54 @@ impl SessionIndex {
                 }
             }
         }
-        let keep_folds = !self.one_shot;
-        let results = run_jobs(jobs, options.threads, &self.blob, keep_folds, tap);
+        if self.one_shot {
+            // Read once and dropped: the entries are packed as they are read (see `packed`).
+            let packer = Packer::with_room(jobs.len());
+            let results = run_jobs_packed(jobs, options.threads, &self.blob, &packer, tap);
+            let files = results.len();
+            for result in results {
+                match result.read {
+                    ReadKind::Appended => stats.files_appended += 1,
+                    ReadKind::Reread => stats.files_reread += 1,
+                    ReadKind::New => stats.files_new += 1,
+                }
+                stats.bytes_read += result.bytes_read;
+                warnings.items.extend(result.warnings);
+                match result.kept {
+                    Kept::Held(entry) => kept.push(*entry),
+                    Kept::Packed | Kept::Unread => {}
+                }
+            }
+            self.packed = Some(packer.finish(files));
+        } else {
+            self.read_held(jobs, options, tap, &mut stats, &mut kept, warnings);
+        }
+
+        self.dirty |= stats.files_dropped > 0
+            || stats.files_appended > 0
+            || stats.files_reread > 0
+            || stats.files_new > 0;
+        self.entries = kept;
+        stats
+    }
+
+    /// Reads `jobs` into entries held in the index, after `kept`.
+    fn read_held(
+        &self,
+        jobs: Vec<Job>,
+        options: RefreshOptions,
+        tap: Option<&dyn ReadTap>,
+        stats: &mut IndexStats,
+        kept: &mut Vec<Entry>,
+        warnings: &mut Warnings,
+    ) {
+        let results = run_jobs(
+            jobs,
+            options.threads,
+            &self.blob,
+            /*keep_folds*/ true,
+            tap,
+        );
         // Collected in place: the entries take the results' own allocation, so the two are
         // never held together (a cold listing reads every file: at 100,000 sessions each is
         // 40 MB).
@@ -528,17 +583,10 @@ impl SessionIndex {
             })
             .collect();
         if kept.is_empty() {
-            kept = read;
+            *kept = read;
         } else {
             kept.extend(read);
         }
-
-        self.dirty |= stats.files_dropped > 0
-            || stats.files_appended > 0
-            || stats.files_reread > 0
-            || stats.files_new > 0;
-        self.entries = kept;
-        stats
     }
 
     /// Reads the folds section from the cache file, if it was not read yet. A file that cannot
@@ -670,6 +718,9 @@ impl SessionIndex {
             .filter(|session| agents.contains(&session.agent))
             .cloned()
             .collect();
+        if let Some(packed) = &self.packed {
+            packed.sessions(agents, &mut sessions);
+        }
         if let Some(stored) = &self.stored {
             let live: Vec<usize> = stored.live_of_agents(agents).collect();
             sessions.par_extend(
@@ -690,6 +741,9 @@ impl SessionIndex {
             .filter_map(|entry| entry.session)
             .filter(|session| agents.contains(&session.agent))
             .collect();
+        if let Some(packed) = self.packed.take() {
+            packed.into_sessions(agents, &mut sessions);
+        }
         if let Some(mut stored) = self.stored.take() {
             let live: Vec<usize> = stored.take_live(agents).collect();
             let stored = &stored;

@@ -118,6 +118,9 @@ pub fn list_sessions(roots: &StoreRoots, options: &ScanOptions) -> Listing {
     // list of changed files (every file is new to it).
     index.one_shot = options.cache_file.is_none();
     save_dirs(&mut dirs, dirs_file.as_deref(), &mut warnings);
+    // Let go before the files are read rather than at the end: every folder's listing (about
+    // 10 MB at 100,000 sessions) is not needed again.
+    drop(dirs);
 
     let (stats, codex_names) = refresh_and_save(
         &mut index,

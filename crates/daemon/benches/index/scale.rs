@@ -371,6 +371,8 @@ pub fn cold_child(home: &Path) {
     use cross_agent_stores::resolve::ActiveWindow;
     use cross_agent_stores::scan::{ScanOptions, list_sessions};
 
+    // As the `cross-agent` binary sets its allocator before it lists.
+    cross_agent_daemon::memory::give_back_freed_memory_soon();
     let before = field_mb(
         &std::fs::read_to_string("/proc/self/status").unwrap(),
         "VmHWM:",

@@ -60,7 +60,8 @@ mod files;
 mod journal;
 
 pub(crate) use entry::EntryView;
-use entry::{PATH_AT, decode_entry, encode_entry};
+use entry::PATH_AT;
+pub(crate) use entry::{decode_entry, encode_entry};
 pub use files::private_dir;
 pub(crate) use files::{write_atomically, write_atomically_parts};
 pub use journal::journal_file;
@@ -355,6 +356,7 @@ pub(crate) fn load_for(path: &Path, agents: &[Agent]) -> CacheLoad {
                 preloaded_names: None,
                 changed: Default::default(),
                 one_shot: false,
+                packed: None,
             };
             replay_journal(&journal_file(path), &mut index);
             if agents.contains(&Agent::Codex) {
@@ -446,6 +448,7 @@ fn decode(bytes: Vec<u8>) -> CacheLoad {
             preloaded_names: None,
             changed: Default::default(),
             one_shot: false,
+            packed: None,
         }),
         Err(refused) => refused.into(),
     }

@@ -10,6 +10,7 @@ use rayon::prelude::*;
 
 use super::discover::io_threads;
 use super::hashing::hash64;
+use super::packed::Packer;
 use super::{
     Entry, FoldKind, FoldState, HEAD_CHECK_BYTES, Head, NamesFold, ReadKind, SessionIndex,
     SidecarSeen,
@@ -57,6 +58,58 @@ pub(super) fn run_jobs(
         jobs.into_par_iter()
             .with_max_len(1)
             .map(|job| read_file_guarded(job, blob, keep_folds, tap))
+            .collect()
+    });
+    crate::lines::free_spare_long_line_buffers();
+    results
+}
+
+/// What a read once and dropped keeps of one file ([`run_jobs_packed`]).
+pub(super) struct PackedResult {
+    pub(super) read: ReadKind,
+    pub(super) bytes_read: u64,
+    pub(super) warnings: Vec<StoreWarning>,
+    pub(super) kept: Kept,
+}
+
+/// Where a file's entry went.
+pub(super) enum Kept {
+    Packed,
+    /// Held as it is (boxed: nearly every file is packed, and a result is made for each).
+    Held(Box<Entry>),
+    /// The file could not be read at all.
+    Unread,
+}
+
+/// [`run_jobs`] for an index read once and dropped (no fold states kept): each file's entry is
+/// packed into `packer` as soon as it is read, on the reader's thread ([`super::packed`]).
+pub(super) fn run_jobs_packed(
+    jobs: Vec<Job>,
+    threads: usize,
+    blob: &[u8],
+    packer: &Packer,
+    tap: Option<&dyn ReadTap>,
+) -> Vec<PackedResult> {
+    let threads = io_threads(threads, jobs.len());
+    let results = crate::parallel::on_threads(threads, || {
+        jobs.into_par_iter()
+            .enumerate()
+            .with_max_len(1)
+            .map(|(place, job)| {
+                let result = read_file_guarded(job, blob, /*keep_folds*/ false, tap);
+                PackedResult {
+                    read: result.read,
+                    bytes_read: result.bytes_read,
+                    warnings: result.warnings,
+                    kept: match result.entry {
+                        Some(entry) => match packer.pack(place, entry) {
+                            Ok(()) => Kept::Packed,
+                            Err(entry) => Kept::Held(entry),
+                        },
+                        None => Kept::Unread,
+                    },
+                }
+            })
             .collect()
     });
     crate::lines::free_spare_long_line_buffers();

@@ -1,7 +1,7 @@
 //! The listing's cache location and a listing with no cache at all.
 
 use cross_agent_stores::StoreRoots;
-use cross_agent_stores::scan::{ScanOptions, cache_file, list_sessions};
+use cross_agent_stores::scan::{self, ScanOptions, cache_file, list_sessions};
 use tempfile::TempDir;
 
 #[test]
@@ -182,4 +182,128 @@ fn a_warm_listing_keeps_nothing_more_per_session() {
     assert_eq!(again.stats.bytes_read, 0);
     assert_eq!(again.sessions, cold.sessions);
     assert_eq!(restarted.heap_bytes().stored, held.stored);
+}
+
+/// A listing read once without a cache packs each file's entry as it is read, on the reader's
+/// thread (`index::packed`), where a listing through a cache file holds the entries: both list
+/// the same sessions in the same order with the same warnings, and render to the same bytes —
+/// on a store with every agent, Codex thread names, a Grok rename, titles that need escaping,
+/// sessions active at `now`, and lines that are skipped with a warning.
+#[test]
+fn a_listing_read_once_lists_what_a_held_index_lists() {
+    use cross_agent_stores::index::RefreshOptions;
+    use cross_agent_stores::render::{self, Chosen};
+    use cross_agent_stores::resolve::ActiveWindow;
+    use cross_agent_stores::{Agent, UnixMillis};
+    use cross_agent_testkit::synthetic_stores::{
+        ClaudeTranscript, CodexRollout, GrokSession, SyntheticSpec, codex_thread_name, generate,
+    };
+
+    let tmp = TempDir::new().unwrap();
+    let home = tmp.path().join("home");
+    let now = 1_800_000_000_000;
+    generate(
+        &home,
+        &SyntheticSpec {
+            claude: 40,
+            codex: 40,
+            grok: 12,
+            copilot: 3,
+            seed: 7,
+            size_scale: 0.02,
+            now,
+        },
+    )
+    .unwrap();
+    let escaped = "quote \" back\\slash tab\t new\nline \u{1} é 😀 </script>";
+    let mut claude = ClaudeTranscript::new(&home, "/work/odd \"dir\"", "c-escapes");
+    claude
+        .user("start", now - 60_000)
+        .raw("{not json")
+        .custom_title(escaped)
+        .tool_use("ls", now - 1_000);
+    claude.write().unwrap();
+    let mut codex = CodexRollout::new(
+        &home,
+        "/work/named",
+        "019a0000-0000-7000-8000-00000000c0de",
+        now - 90_000,
+    );
+    codex.user("hello", now - 80_000).raw("garbage line");
+    codex.write().unwrap();
+    codex_thread_name(
+        &home,
+        "019a0000-0000-7000-8000-00000000c0de",
+        "a thread \"name\"",
+        now - 70_000,
+    )
+    .unwrap();
+    let mut grok = GrokSession::new(&home, "/work/grok", "g-renamed", now - 50_000);
+    grok.user("hi", now - 40_000).rename("grok\\renamed");
+    grok.write().unwrap();
+
+    let roots = StoreRoots::under_home(&home);
+    let refresh = RefreshOptions { threads: 4 };
+    let packed = list_sessions(
+        &roots,
+        &ScanOptions {
+            cache_file: None,
+            refresh,
+            agents: Vec::new(),
+        },
+    );
+    std::fs::create_dir_all(tmp.path().join("xa")).unwrap();
+    let held = list_sessions(
+        &roots,
+        &ScanOptions {
+            cache_file: Some(cache_file(&tmp.path().join("xa"))),
+            refresh,
+            agents: Vec::new(),
+        },
+    );
+    assert_eq!(packed.stats, held.stats);
+    assert_eq!(packed.sessions, held.sessions);
+    assert_eq!(packed.warnings, held.warnings);
+
+    let titled = |title: &str| {
+        packed
+            .sessions
+            .iter()
+            .any(|s| s.title.as_deref() == Some(title))
+    };
+    assert!(titled(escaped), "the escaped Claude title is listed");
+    assert!(
+        titled("a thread \"name\""),
+        "the Codex thread name is applied"
+    );
+    assert!(titled("grok\\renamed"), "the Grok rename is listed");
+    for agent in Agent::ALL {
+        assert!(
+            packed.of(agent).next().is_some(),
+            "{agent:?} sessions are listed"
+        );
+    }
+    assert!(packed.warnings.len() >= 2, "{:?}", packed.warnings);
+
+    let rendered = |listing: &scan::Listing| {
+        let chosen: Vec<(Agent, Chosen<'_>)> = Agent::ALL
+            .iter()
+            .map(|&agent| (agent, Chosen::Sessions(listing.of(agent).collect())))
+            .collect();
+        let mut sink = render::WriteSink::new(Vec::new());
+        render::write_listing(
+            &mut sink,
+            &chosen,
+            ActiveWindow::from_minutes(240),
+            UnixMillis(now),
+            None,
+        );
+        String::from_utf8(sink.finish().unwrap()).unwrap()
+    };
+    let (packed_bytes, held_bytes) = (rendered(&packed), rendered(&held));
+    assert!(
+        packed_bytes.contains("\"is_active\": true"),
+        "{packed_bytes}"
+    );
+    assert_eq!(packed_bytes, held_bytes);
 }

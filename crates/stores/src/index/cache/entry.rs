@@ -119,7 +119,7 @@ fn agent_of(code: u8) -> Option<Agent> {
 impl<'a> EntryView<'a> {
     /// The view of an entry in memory; `None` when its paths cannot be stored (a name that is
     /// not UTF-8 where the platform has no byte paths): such an entry is simply read again.
-    pub(super) fn of(
+    pub(crate) fn of(
         entry: &'a Entry,
         fold_at: u64,
         fold_len: u64,
@@ -274,7 +274,7 @@ pub(super) fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) -> Option<()> {
 /// sidecar (flags, size, mtime, path) and the session (agent, flags, path kind, first and last
 /// activity, id, then cwd, title and other path when present). Byte strings are a u32 length
 /// and the bytes. `None` (nothing appended) when a string is longer than a u32 can say.
-pub(super) fn encode_entry(view: &EntryView<'_>, out: &mut Vec<u8>) -> Option<()> {
+pub(crate) fn encode_entry(view: &EntryView<'_>, out: &mut Vec<u8>) -> Option<()> {
     let start = out.len();
     let written = (|| {
         let mut flags = 0;
