@@ -321,6 +321,18 @@ impl Default for RefreshOptions {
     }
 }
 
+impl IndexStats {
+    /// Counts one file read by this refresh, `bytes` of it.
+    fn count_read(&mut self, read: ReadKind, bytes: u64) {
+        match read {
+            ReadKind::Appended => self.files_appended += 1,
+            ReadKind::Reread => self.files_reread += 1,
+            ReadKind::New => self.files_new += 1,
+        }
+        self.bytes_read += bytes;
+    }
+}
+
 /// How a file was (or was not) read this time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum ReadKind {
@@ -524,12 +536,7 @@ impl SessionIndex {
             let results = run_jobs_packed(jobs, options.threads, &self.blob, &packer, tap);
             let files = results.len();
             for result in results {
-                match result.read {
-                    ReadKind::Appended => stats.files_appended += 1,
-                    ReadKind::Reread => stats.files_reread += 1,
-                    ReadKind::New => stats.files_new += 1,
-                }
-                stats.bytes_read += result.bytes_read;
+                stats.count_read(result.read, result.bytes_read);
                 warnings.items.extend(result.warnings);
                 match result.kept {
                     Kept::Held(entry) => kept.push(*entry),
@@ -572,12 +579,7 @@ impl SessionIndex {
         let read: Vec<Entry> = results
             .into_iter()
             .filter_map(|result| {
-                match result.read {
-                    ReadKind::Appended => stats.files_appended += 1,
-                    ReadKind::Reread => stats.files_reread += 1,
-                    ReadKind::New => stats.files_new += 1,
-                }
-                stats.bytes_read += result.bytes_read;
+                stats.count_read(result.read, result.bytes_read);
                 warnings.items.extend(result.warnings);
                 result.entry
             })
