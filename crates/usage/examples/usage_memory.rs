@@ -39,10 +39,12 @@ fn main() -> Result<()> {
     let stats = index.refresh(&roots, &mut warnings);
     step(
         &format!(
-            "refreshed ({} files, {} MB read, {} warnings)",
+            "refreshed ({} files, {} MB read, {} warnings, {} compacted in {} ms)",
             stats.files_seen,
             stats.bytes_read >> 20,
-            warnings.len()
+            warnings.len(),
+            stats.files_compacted,
+            stats.compacting.as_millis()
         ),
         at,
     );
@@ -69,6 +71,11 @@ fn main() -> Result<()> {
     step(
         &format!("warm refresh ({} unchanged)", stats.files_unchanged),
         at,
+    );
+    drop(index);
+    step(
+        "index dropped (what stays resident with nothing kept)",
+        Instant::now(),
     );
     Ok(())
 }

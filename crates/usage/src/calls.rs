@@ -167,6 +167,21 @@ impl CallList {
     }
 }
 
+/// Puts `calls` in fresh allocations of exactly its length, the old ones dropped, when nothing
+/// else holds it (another holder's copy would be doubled): see [`crate::live`]'s compaction.
+pub(crate) fn renew(calls: &mut Calls) {
+    if Arc::strong_count(calls) == 1 {
+        *calls = Arc::new(CallList::clone(calls));
+    }
+}
+
+/// A path held in one place only put in a fresh allocation, as [`renew`] does for calls.
+pub(crate) fn renew_path(path: &mut Arc<std::path::Path>) {
+    if Arc::strong_count(path) == 1 {
+        *path = Arc::from(&**path);
+    }
+}
+
 impl FromIterator<Call> for CallList {
     fn from_iter<I: IntoIterator<Item = Call>>(calls: I) -> CallList {
         let mut list = CallList::default();

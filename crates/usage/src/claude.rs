@@ -224,6 +224,11 @@ impl LineRecords for ClaudeLines {
         }
     }
 
+    fn renew(file: &mut ClaudeFile) {
+        crate::calls::renew_path(&mut file.path);
+        crate::calls::renew(&mut file.messages);
+    }
+
     fn record(&mut self, file: &mut ClaudeFile, line: Line, timestamp: Option<UnixMillis>) {
         if file.session_id.is_none() {
             file.session_id = line.session_id.clone();

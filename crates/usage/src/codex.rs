@@ -170,6 +170,11 @@ impl LineRecords for CodexLines {
         }
     }
 
+    fn renew(file: &mut CodexFile) {
+        crate::calls::renew_path(&mut file.path);
+        crate::calls::renew(&mut file.calls);
+    }
+
     fn record(&mut self, file: &mut CodexFile, line: Line, timestamp: Option<UnixMillis>) {
         let Some(payload) = line.payload else {
             return;

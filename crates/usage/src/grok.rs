@@ -82,6 +82,10 @@ impl LineRecords for GrokLines {
         file.turns.shrink_to_fit();
     }
 
+    fn renew(file: &mut GrokFile) {
+        crate::calls::renew_path(&mut file.path);
+    }
+
     fn record(&mut self, file: &mut GrokFile, line: Value, timestamp: Option<UnixMillis>) {
         let Some(update) = line.get("params").and_then(|p| p.get("update")) else {
             return;

@@ -232,8 +232,23 @@ impl Ledger {
         // keys do not move the list again.
         trim(&mut self.keys);
         trim(&mut self.files);
+        if stats.files_changed >= crate::live::COMPACT_AFTER {
+            self.compact();
+        }
         self.last = stats;
         self.accounting()
+    }
+
+    /// The copies beyond each key's first made again at exactly their length, one after
+    /// another (after an update that put in many files: pushed one by one while the files were
+    /// put in, each list holds up to twice its length, spread between the update's short-lived
+    /// buffers). Only where they sit changes.
+    fn compact(&mut self) {
+        let mut extra = HashMap::with_capacity(self.extra.len());
+        for (key, copies) in self.extra.drain() {
+            extra.insert(key, copies.clone());
+        }
+        self.extra = extra;
     }
 
     fn slot(&self, id: FileId) -> Option<&FileSlot> {

@@ -102,6 +102,15 @@ impl FileUsage {
         }
     }
 
+    /// See [`lines::LineRecords::renew`].
+    pub(crate) fn renew(&mut self) {
+        match self {
+            FileUsage::Claude(f) => <claude::ClaudeLines as lines::LineRecords>::renew(f),
+            FileUsage::Codex(f) => <codex::CodexLines as lines::LineRecords>::renew(f),
+            FileUsage::Grok(f) => <grok::GrokLines as lines::LineRecords>::renew(f),
+        }
+    }
+
     /// The file this was read from.
     pub fn path(&self) -> &Arc<Path> {
         match self {

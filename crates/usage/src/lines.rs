@@ -69,6 +69,10 @@ pub trait LineRecords: Default {
     /// Gives back the room a read left spare (a growing list holds up to twice its length):
     /// the live index keeps every file's reader between reads.
     fn shrink(&mut self, file: &mut Self::File);
+    /// Puts what the file keeps for the index's life and shares by `Arc` (its path, its calls)
+    /// in fresh allocations, when nothing else holds them ([`crate::live`]'s compaction; what
+    /// it owns outright is made afresh by cloning it).
+    fn renew(file: &mut Self::File);
 }
 
 /// Reads one file of kind `R` from any number of appended pieces.
@@ -118,6 +122,11 @@ impl<R: LineRecords> Reader<R> {
     pub fn shrink(&mut self) {
         self.records.shrink(&mut self.file);
         self.lines.pending.shrink_to_fit();
+    }
+
+    /// See [`LineRecords::renew`].
+    pub fn renew(&mut self) {
+        R::renew(&mut self.file);
     }
 
     /// Whether a part line waits for its end (then [`Reader::finished`] may differ from

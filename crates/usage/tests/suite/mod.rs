@@ -3,6 +3,7 @@
 mod ccusage;
 mod claude;
 mod codex;
+mod compact;
 mod handoff;
 mod layout;
 mod ledger;
