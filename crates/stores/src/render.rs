@@ -315,8 +315,11 @@ impl RenderedAgent {
     /// The rendering of `sessions` made from an earlier one of `before`: a session unchanged
     /// since (the same path, equal in every field) is copied, only the others are serialised —
     /// a store where one session is being written renders one element, not 10,000. A copied
-    /// element keeps the cost fields it had; a serialised one has none until the text is
-    /// [recosted](RenderedAgent::recost).
+    /// element keeps the cost fields it had; a serialised one takes the fields its earlier
+    /// element had, stale until the text is [recosted](RenderedAgent::recost) — a session being
+    /// written moves to the front of the listing, and with fields of the length its new ones
+    /// most likely have, the recost patches them where they lie instead of copying the whole
+    /// text again after it (none for a session new to the listing).
     pub fn update(before: &[Session], kept: &RenderedAgent, sessions: &[Session]) -> RenderedAgent {
         let by_path: std::collections::HashMap<&Path, usize> = before
             .iter()
@@ -337,15 +340,35 @@ impl RenderedAgent {
                     rendered.text.extend_from_slice(kept.element(i));
                     kept.fields.get(i).map_or(0, |&n| n as usize)
                 }
-                _ => {
+                earlier => {
+                    let start = rendered.text.len();
                     write_element(&mut rendered.text, &SessionView::with_active(s, false));
-                    0
+                    match earlier {
+                        Some(&i) if rendered.text[start..].ends_with(ELEMENT_END) => {
+                            rendered.carry_fields(kept, i)
+                        }
+                        _ => 0,
+                    }
                 }
             };
             rendered.costed |= fields > 0;
             rendered.push_end(fields);
         }
         rendered
+    }
+
+    /// Puts `kept`'s cost fields of session `i` before the closing brace of the element just
+    /// written (which ends as the printer ends one); their length, 0 when it had none.
+    fn carry_fields(&mut self, kept: &RenderedAgent, i: usize) -> usize {
+        let (_, fields, closed) = kept.split(i);
+        if !closed || fields.is_empty() {
+            return 0;
+        }
+        let end = self.text.len() - ELEMENT_END.len();
+        self.text.truncate(end);
+        self.text.extend_from_slice(&kept.text[fields.clone()]);
+        self.text.extend_from_slice(ELEMENT_END);
+        fields.len()
     }
 
     /// The bytes it holds (capacities).

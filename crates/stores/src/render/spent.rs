@@ -297,4 +297,45 @@ mod tests {
         RenderedAgent::recost(&mut kept, &more, &costs(1));
         assert_eq!(kept.text, RenderedAgent::with_costs(&more, &costs(1)).text);
     }
+
+    /// A walk that finds a session written to (it moves to the front, its element serialised
+    /// again) carries its earlier cost fields over, so the recost that follows with its new
+    /// cost patches the text where it lies — and the bytes are the fresh rendering's, with
+    /// costs and without. A session new to the listing has none to carry: made again from it.
+    #[test]
+    fn a_walk_carries_a_changed_sessions_fields_so_the_recost_patches_in_place() {
+        let before = sessions(5);
+        let kept = RenderedAgent::with_costs(&before, &costs(123));
+        // s-2 was written to: newer than every other, its title changed.
+        let mut after = before.clone();
+        let mut written = after.remove(2);
+        written.last_activity = Some(UnixMillis(1_797_000_000_000));
+        written.title = Some("t \"2\" again".into());
+        after.insert(0, written);
+        let mut walked = Arc::new(RenderedAgent::update(&before, &kept, &after));
+        assert_eq!(costless(&walked), RenderedAgent::new(&after).text);
+        let at = walked.text.as_ptr();
+        RenderedAgent::recost(&mut walked, &after, &costs(456));
+        let fresh = RenderedAgent::with_costs(&after, &costs(456));
+        assert_eq!(
+            String::from_utf8_lossy(&walked.text),
+            String::from_utf8_lossy(&fresh.text)
+        );
+        assert_eq!((&walked.ends, &walked.fields), (&fresh.ends, &fresh.fields));
+        assert_eq!(
+            walked.text.as_ptr(),
+            at,
+            "patched in place, not copied again"
+        );
+
+        // A session new to the listing, in front: no fields to carry, made again from it.
+        let mut grown = after.clone();
+        grown.insert(0, sessions(6).remove(5));
+        let mut walked = Arc::new(RenderedAgent::update(&after, &fresh, &grown));
+        RenderedAgent::recost(&mut walked, &grown, &costs(456));
+        assert_eq!(
+            walked.text,
+            RenderedAgent::with_costs(&grown, &costs(456)).text
+        );
+    }
 }
