@@ -124,9 +124,8 @@ impl RenderedAgent {
             costed: false,
         };
         for s in sessions {
-            rendered.separate();
-            write_element(&mut rendered.text, &SessionView::with_active(s, false));
-            rendered.push_end(0);
+            let closed = rendered.open_element(s);
+            rendered.end_element(closed, |_| {});
         }
         rendered
     }
@@ -136,6 +135,36 @@ impl RenderedAgent {
         if !self.ends.is_empty() {
             self.text.extend_from_slice(SEPARATOR);
         }
+    }
+
+    /// Writes session `s`'s element (with the separator before it, but the first's) up to its
+    /// closing brace, and says whether it ends as the printer ends one — then its cost fields
+    /// go before the brace ([`RenderedAgent::end_element`]); else it is written whole.
+    fn open_element(&mut self, s: &Session) -> bool {
+        self.separate();
+        let start = self.text.len();
+        write_element(&mut self.text, &SessionView::with_active(s, false));
+        let closed = self.text[start..].ends_with(ELEMENT_END);
+        if closed {
+            self.text.truncate(self.text.len() - ELEMENT_END.len());
+        }
+        closed
+    }
+
+    /// Ends the element just opened: when it is `closed`, the cost fields `fields` writes
+    /// (none at all is fine) and its closing brace; then its end, with the fields' length.
+    fn end_element(&mut self, closed: bool, fields: impl FnOnce(&mut Vec<u8>)) {
+        let length = if closed {
+            let start = self.text.len();
+            fields(&mut self.text);
+            let length = self.text.len() - start;
+            self.text.extend_from_slice(ELEMENT_END);
+            length
+        } else {
+            0
+        };
+        self.costed |= length > 0;
+        self.push_end(length);
     }
 
     /// The rendering of `sessions` made from an earlier one of `before`: a session unchanged
@@ -160,41 +189,23 @@ impl RenderedAgent {
             costed: false,
         };
         for s in sessions {
-            rendered.separate();
-            let fields = match by_path.get(s.path.as_path()) {
+            match by_path.get(s.path.as_path()) {
                 Some(&i) if before[i] == *s => {
+                    rendered.separate();
                     rendered.text.extend_from_slice(kept.element(i));
-                    kept.fields.get(i).map_or(0, |&n| n as usize)
+                    let fields = kept.fields.get(i).map_or(0, |&n| n as usize);
+                    rendered.costed |= fields > 0;
+                    rendered.push_end(fields);
                 }
                 earlier => {
-                    let start = rendered.text.len();
-                    write_element(&mut rendered.text, &SessionView::with_active(s, false));
-                    match earlier {
-                        Some(&i) if rendered.text[start..].ends_with(ELEMENT_END) => {
-                            rendered.carry_fields(kept, i)
-                        }
-                        _ => 0,
-                    }
+                    let closed = rendered.open_element(s);
+                    // Its earlier element's fields (none when it had none or is new).
+                    let carried = earlier.map_or(&[][..], |&i| &kept.text[kept.split(i).1]);
+                    rendered.end_element(closed, |out| out.extend_from_slice(carried));
                 }
-            };
-            rendered.costed |= fields > 0;
-            rendered.push_end(fields);
+            }
         }
         rendered
-    }
-
-    /// Puts `kept`'s cost fields of session `i` before the closing brace of the element just
-    /// written (which ends as the printer ends one); their length, 0 when it had none.
-    fn carry_fields(&mut self, kept: &RenderedAgent, i: usize) -> usize {
-        let (_, fields, closed) = kept.split(i);
-        if !closed || fields.is_empty() {
-            return 0;
-        }
-        let end = self.text.len() - ELEMENT_END.len();
-        self.text.truncate(end);
-        self.text.extend_from_slice(&kept.text[fields.clone()]);
-        self.text.extend_from_slice(ELEMENT_END);
-        fields.len()
     }
 
     /// The bytes it holds (capacities).

@@ -170,8 +170,14 @@ impl Packed {
 /// Makes the sessions of `agents` of one buffer's entries, each in its place.
 fn decode_chunk(mut bytes: &[u8], agents: &[Agent], placed: &mut [Option<Session>]) {
     while let Some((place, rest)) = bytes.split_first_chunk::<4>() {
-        // Our own bytes, encoded a moment ago by the same layout: they always decode.
+        // Our own bytes, encoded a moment ago by the same layout: they always decode. Were
+        // they ever not to, the listing says so rather than shorten without a word.
         let Some((view, rest)) = cache::decode_entry(rest) else {
+            tracing::warn!(
+                undecoded_bytes = rest.len(),
+                "a packed listing buffer did not decode to its end: the sessions after that \
+                 point are left out of this listing (the next listing reads their files again)"
+            );
             return;
         };
         bytes = rest;

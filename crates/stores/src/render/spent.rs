@@ -14,7 +14,7 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use super::{ELEMENT_END, RenderedAgent, SEPARATOR, Spent, SpentOf, write_element};
+use super::{ELEMENT_END, RenderedAgent, SEPARATOR, Spent, SpentOf};
 use crate::model::Session;
 
 impl RenderedAgent {
@@ -28,24 +28,8 @@ impl RenderedAgent {
             costed: false,
         };
         for s in sessions {
-            rendered.separate();
-            let start = rendered.text.len();
-            write_element(
-                &mut rendered.text,
-                &super::SessionView::with_active(s, false),
-            );
-            let fields = if rendered.text[start..].ends_with(ELEMENT_END) {
-                let end = rendered.text.len() - ELEMENT_END.len();
-                rendered.text.truncate(end);
-                cost_fields(&mut rendered.text, spent(s));
-                let fields = rendered.text.len() - end;
-                rendered.text.extend_from_slice(ELEMENT_END);
-                fields
-            } else {
-                0
-            };
-            rendered.costed |= fields > 0;
-            rendered.push_end(fields);
+            let closed = rendered.open_element(s);
+            rendered.end_element(closed, |out| cost_fields(out, spent(s)));
         }
         rendered.text.shrink_to_fit();
         rendered
@@ -98,17 +82,7 @@ impl RenderedAgent {
             made.separate();
             let (body, _, closed) = kept.split(i);
             made.text.extend_from_slice(&kept.text[body]);
-            let fields = if closed {
-                let end = made.text.len();
-                cost_fields(&mut made.text, spent(s));
-                let fields = made.text.len() - end;
-                made.text.extend_from_slice(ELEMENT_END);
-                fields
-            } else {
-                0
-            };
-            made.costed |= fields > 0;
-            made.push_end(fields);
+            made.end_element(closed, |out| cost_fields(out, spent(s)));
         }
         made.text.shrink_to_fit();
         *rendered = Arc::new(made);
