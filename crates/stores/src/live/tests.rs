@@ -22,6 +22,13 @@ fn ids(live: &LiveScanner, roots: &StoreRoots) -> Vec<String> {
 }
 
 /// Notifications off and a re-walk always due: only what the test does moves the index.
+/// Claude sessions `c1` ("one") and `c2` ("two") under `dir`, and a quiet scanner of them.
+fn two_sessions(dir: &Path) -> (StoreRoots, LiveScanner) {
+    write_claude(dir, "c1", "one");
+    write_claude(dir, "c2", "two");
+    (StoreRoots::under_home(dir), quiet(dir))
+}
+
 fn quiet(dir: &Path) -> LiveScanner {
     LiveScanner::new(
         ScanOptions {
@@ -188,10 +195,7 @@ fn the_name_index_follows_renames_additions_and_removals() {
 fn the_kept_cost_fields_are_made_again_for_another_table() {
     use crate::render::{Spent, write_listing_spent};
     let tmp = tempfile::tempdir().unwrap();
-    write_claude(tmp.path(), "c1", "one");
-    write_claude(tmp.path(), "c2", "two");
-    let roots = StoreRoots::under_home(tmp.path());
-    let live = quiet(tmp.path());
+    let (roots, live) = two_sessions(tmp.path());
     // None of them active: every element is kept, so all go out in runs with their costs.
     let window = ActiveWindow::from_minutes(0);
     let now = UnixMillis(now_millis());
@@ -241,10 +245,7 @@ fn the_kept_cost_fields_are_made_again_for_another_table() {
 fn the_costed_text_is_made_again_when_a_cost_moves_or_a_session_is_added() {
     use crate::render::{Spent, write_listing, write_listing_spent};
     let tmp = tempfile::tempdir().unwrap();
-    write_claude(tmp.path(), "c1", "one");
-    write_claude(tmp.path(), "c2", "two");
-    let roots = StoreRoots::under_home(tmp.path());
-    let live = quiet(tmp.path());
+    let (roots, live) = two_sessions(tmp.path());
     let window = ActiveWindow::from_minutes(0);
     let now = UnixMillis(now_millis());
     let of = |cost: &'static str| {
