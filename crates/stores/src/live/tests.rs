@@ -22,6 +22,22 @@ fn ids(live: &LiveScanner, roots: &StoreRoots) -> Vec<String> {
 }
 
 /// Notifications off and a re-walk always due: only what the test does moves the index.
+/// The Claude listing as written without anything kept, each session's cost (when `spent` is
+/// given) looked up as it is written: what a kept listing must equal byte for byte.
+fn written_one_at_a_time(
+    live: &LiveScanner,
+    roots: &StoreRoots,
+    (window, now): (ActiveWindow, UnixMillis),
+    spent: Option<crate::render::SpentOf<'_>>,
+) -> String {
+    let snapshot = live.snapshot(roots, &[Agent::Claude]);
+    let sessions: Vec<&Session> = snapshot.sessions(Agent::Claude).iter().collect();
+    let chosen = [(Agent::Claude, Chosen::Sessions(sessions))];
+    let mut want = Vec::new();
+    crate::render::write_listing_spent(&mut want, &chosen, window, now, None, spent);
+    String::from_utf8(want).unwrap()
+}
+
 /// Claude sessions `c1` ("one") and `c2` ("two") under `dir`, and a quiet scanner of them.
 fn two_sessions(dir: &Path) -> (StoreRoots, LiveScanner) {
     write_claude(dir, "c1", "one");
@@ -193,7 +209,7 @@ fn the_name_index_follows_renames_additions_and_removals() {
 /// again — and either way the bytes are those of the listing written one session at a time.
 #[test]
 fn the_kept_cost_fields_are_made_again_for_another_table() {
-    use crate::render::{Spent, write_listing_spent};
+    use crate::render::Spent;
     let tmp = tempfile::tempdir().unwrap();
     let (roots, live) = two_sessions(tmp.path());
     // None of them active: every element is kept, so all go out in runs with their costs.
@@ -212,15 +228,9 @@ fn the_kept_cost_fields_are_made_again_for_another_table() {
             None,
             (window, now, Some(spent)),
         );
-        // As written without anything kept: each session's cost looked up as it is written.
-        let snapshot = live.snapshot(&roots, &[Agent::Claude]);
-        let sessions: Vec<&Session> = snapshot.sessions(Agent::Claude).iter().collect();
-        let mut want = Vec::new();
-        let chosen = [(Agent::Claude, Chosen::Sessions(sessions))];
-        write_listing_spent(&mut want, &chosen, window, now, None, Some(&of));
         (
             String::from_utf8(got.bytes.to_vec()).unwrap(),
-            String::from_utf8(want).unwrap(),
+            written_one_at_a_time(&live, &roots, (window, now), Some(&of)),
         )
     };
     let first: SpentTable = Arc::new(1_u8);
@@ -243,7 +253,7 @@ fn the_kept_cost_fields_are_made_again_for_another_table() {
 /// costs and without, and a listing already made keeps its own bytes.
 #[test]
 fn the_costed_text_is_made_again_when_a_cost_moves_or_a_session_is_added() {
-    use crate::render::{Spent, write_listing, write_listing_spent};
+    use crate::render::Spent;
     let tmp = tempfile::tempdir().unwrap();
     let (roots, live) = two_sessions(tmp.path());
     let window = ActiveWindow::from_minutes(0);
@@ -268,14 +278,9 @@ fn the_costed_text_is_made_again_when_a_cost_moves_or_a_session_is_added() {
             None,
             (window, now, Some(spent)),
         );
-        let snapshot = live.snapshot(&roots, &[Agent::Claude]);
-        let sessions: Vec<&Session> = snapshot.sessions(Agent::Claude).iter().collect();
-        let chosen = [(Agent::Claude, Chosen::Sessions(sessions))];
-        let mut want = Vec::new();
-        write_listing_spent(&mut want, &chosen, window, now, None, Some(&of));
         assert_eq!(
             String::from_utf8(got.bytes.to_vec()).unwrap(),
-            String::from_utf8(want).unwrap()
+            written_one_at_a_time(&live, &roots, (window, now), Some(&of))
         );
         // Without costs, from the same text.
         let bare = live.render_listing(
@@ -285,11 +290,9 @@ fn the_costed_text_is_made_again_when_a_cost_moves_or_a_session_is_added() {
             None,
             (window, now, None),
         );
-        let mut want = Vec::new();
-        write_listing(&mut want, &chosen, window, now, None);
         assert_eq!(
             String::from_utf8(bare.bytes.to_vec()).unwrap(),
-            String::from_utf8(want).unwrap()
+            written_one_at_a_time(&live, &roots, (window, now), None)
         );
         got.bytes
     };
