@@ -203,6 +203,29 @@ fn without_notifications_the_periodic_rewalk_finds_what_changed() {
     user.wait_for("claude", "second", "c-second");
 }
 
+/// A pin naming a session written after the index last looked (no notification, no re-walk
+/// due) walks for it once before calling it missing, as a send naming it does.
+#[test]
+fn a_pin_naming_a_session_written_a_moment_ago_walks_for_it() {
+    let user = User::new(&[
+        ("CROSS_AGENT_INDEX_NOTIFY", "off"),
+        ("CROSS_AGENT_INDEX_REWALK_MS", "3600000"),
+    ]);
+    claude_session(user.home(), "c-first", "first");
+    user.start_daemon();
+    assert_eq!(user.resolve("claude", "first").as_deref(), Some("c-first"));
+    claude_session(user.home(), "c-second", "second");
+    let out = user.run(&["pin", "claude", "second", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    let pinned: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(pinned["pin"]["session_id"], "c-second", "{pinned}");
+}
+
 /// With no daemon running, `sessions` starts one as every other command does, and is served
 /// by it; `sessions resolve` then finds it answering.
 #[test]
