@@ -55,7 +55,7 @@ fn main() -> Result<()> {
     let stats = index.refresh(&roots, &mut warnings);
     let accounting = index.accounting();
     let charges = accounting.charges().count();
-    totals.rows(&accounting, &prices);
+    totals.by_session(&accounting, &prices);
     println!(
         "cold: {} files, {} charges, {:.0} ms",
         stats.files_seen,
@@ -109,7 +109,7 @@ fn main() -> Result<()> {
         let report = Report::build(&accounting, &prices, GroupBy::Session, None);
         let by_session = ms(at);
         let at = Cpu::now();
-        let (rows, shares) = totals.rows(&accounting, &prices);
+        let (rows, shares) = totals.by_session(&accounting, &prices);
         let kept = ms(at);
         println!(
             "append {n}: refresh {refreshed:.1} ms ({} seen, {} appended, {} B), accounting \

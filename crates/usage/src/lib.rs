@@ -56,7 +56,7 @@ pub use money::Money;
 pub use prices::{Price, PriceTable, Rate, Tier};
 pub use report::{GroupBy, Report, Row, Since};
 pub use tokens::Tokens;
-pub use totals::{SessionTotals, TotalsStats};
+pub use totals::{SessionSpent, SessionTotals, TotalsStats};
 
 use std::path::Path;
 use std::sync::Arc;

@@ -113,24 +113,6 @@ impl Row {
         }
     }
 
-    /// Adds another row's calls of the same group.
-    pub(crate) fn merge(&mut self, other: &Row) {
-        if other.calls == 0 {
-            return;
-        }
-        self.agent = match (self.calls, self.agent, other.agent) {
-            (0, _, theirs) => theirs,
-            (_, Some(a), Some(b)) if a == b => Some(a),
-            _ => None,
-        };
-        self.calls += other.calls;
-        self.tokens.add(&other.tokens);
-        self.priced_cost = self.priced_cost.saturating_add(other.priced_cost);
-        self.unpriced_calls += other.unpriced_calls;
-        self.unpriced_models
-            .extend(other.unpriced_models.iter().cloned());
-    }
-
     /// The row as `usage --json` prints it: money as exact micro-dollar decimals.
     pub fn to_json(&self) -> Value {
         json!({

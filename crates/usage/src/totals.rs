@@ -1,36 +1,79 @@
 //! Each session's totals over all time, kept by file for the daemon's listing: the accounting
 //! comes in per-file shares ([`crate::Accounting::chunks`]) that a new accounting shares with
-//! the last one where the file's calls did not change, so each share's rows are kept by the
-//! share and only a new share is priced and grouped again; the table is the sum of the shares'
-//! rows — what [`Report::build`] by session gives, without looking at every call after a change.
+//! the last one where the file's calls did not change, so each share's sum is kept by the share
+//! and only a new share is priced and summed again; the table is the sum of the shares' sums —
+//! what [`Report::build`] by session gives, without looking at every call after a change.
+//!
+//! What is kept is what the listing and the phone's cards show (calls, tokens of every kind
+//! together, the priced cost and how many calls have none), 48 bytes a share, keyed by the
+//! session id the share already holds: at 111,000 sessions the rows a report makes (a key
+//! string, tokens by kind, the unpriced models' set, a `Vec` a share) held about 25 MB and the
+//! table by session id string another 24 MB.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::account::{Accounting, Share};
+use crate::money::Money;
 use crate::prices::PriceTable;
 use crate::report::{GroupBy, Report, Row};
 
-/// One share and its rows by session.
+/// One session's totals, as the listing shows them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionSpent {
+    pub calls: u64,
+    /// Tokens of every kind together.
+    pub tokens: u64,
+    /// The cost of the calls that have a price.
+    pub priced_cost: Money,
+    /// Calls whose cost is unknown (no price for the model, or none recorded).
+    pub unpriced_calls: u64,
+}
+
+impl SessionSpent {
+    /// What a report's row counts.
+    pub fn of(row: &Row) -> SessionSpent {
+        SessionSpent {
+            calls: row.calls,
+            tokens: row.tokens.total(),
+            priced_cost: row.priced_cost,
+            unpriced_calls: row.unpriced_calls,
+        }
+    }
+
+    /// The cost, when every call has one.
+    pub fn cost(&self) -> Option<Money> {
+        (self.unpriced_calls == 0).then_some(self.priced_cost)
+    }
+
+    fn add(&mut self, other: &SessionSpent) {
+        self.calls += other.calls;
+        self.tokens = self.tokens.saturating_add(other.tokens);
+        self.priced_cost = self.priced_cost.saturating_add(other.priced_cost);
+        self.unpriced_calls += other.unpriced_calls;
+    }
+}
+
+/// One share and what it adds to its session (nothing: it counts no call).
 #[derive(Debug)]
 struct Part {
     /// Held so the share's address is not reused while it is the key.
     chunk: Arc<Share>,
-    rows: Vec<Row>,
+    spent: SessionSpent,
 }
 
-/// Each share's rows, kept between accountings (see the module's header).
+/// Each share's sum, kept between accountings (see the module's header).
 #[derive(Debug, Default)]
 pub struct SessionTotals {
     prices: Option<PriceTable>,
     parts: HashMap<usize, Part>,
 }
 
-/// What the last [`SessionTotals::rows`] did.
+/// What the last [`SessionTotals::by_session`] did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TotalsStats {
     pub shares: usize,
-    /// Shares priced and grouped anew (the rest were kept).
+    /// Shares priced and summed anew (the rest were kept).
     pub shares_grouped: usize,
 }
 
@@ -39,12 +82,13 @@ impl SessionTotals {
         SessionTotals::default()
     }
 
-    /// Each session's row, as [`Report::build`] by session over all time makes it.
-    pub fn rows(
+    /// Each session's totals, as [`Report::build`] by session over all time counts them, keyed
+    /// by the session id its shares hold (no string copied).
+    pub fn by_session(
         &mut self,
         accounting: &Accounting,
         prices: &PriceTable,
-    ) -> (HashMap<String, Row>, TotalsStats) {
+    ) -> (HashMap<Arc<str>, SessionSpent>, TotalsStats) {
         if self.prices.as_ref() != Some(prices) {
             self.parts.clear();
             self.prices = Some(prices.clone());
@@ -60,31 +104,36 @@ impl SessionTotals {
                 Some(part) if Arc::ptr_eq(&part.chunk, chunk) => part,
                 _ => {
                     stats.shares_grouped += 1;
-                    let share = Accounting {
-                        chunks: vec![chunk.clone()],
-                        models: accounting.models.clone(),
-                        ..Accounting::default()
-                    };
                     Part {
                         chunk: chunk.clone(),
-                        rows: Report::build(&share, prices, GroupBy::Session, None).rows,
+                        spent: share_spent(chunk, accounting, prices),
                     }
                 }
             };
             parts.insert(at, part);
         }
         self.parts = parts;
-        let mut out: HashMap<String, Row> = HashMap::new();
-        for part in self.parts.values() {
-            for row in &part.rows {
-                match out.get_mut(&row.key) {
-                    Some(sum) => sum.merge(row),
-                    None => {
-                        out.insert(row.key.clone(), row.clone());
-                    }
-                }
-            }
+        let mut out: HashMap<Arc<str>, SessionSpent> = HashMap::new();
+        for part in self.parts.values().filter(|part| part.spent.calls > 0) {
+            out.entry(part.chunk.session_id.clone())
+                .or_default()
+                .add(&part.spent);
         }
         (out, stats)
     }
+}
+
+/// What one share adds to its session: its report by session (one row: every call of a share
+/// counts for the share's session).
+fn share_spent(chunk: &Arc<Share>, accounting: &Accounting, prices: &PriceTable) -> SessionSpent {
+    let share = Accounting {
+        chunks: vec![chunk.clone()],
+        models: accounting.models.clone(),
+        ..Accounting::default()
+    };
+    let mut spent = SessionSpent::default();
+    for row in &Report::build(&share, prices, GroupBy::Session, None).rows {
+        spent.add(&SessionSpent::of(row));
+    }
+    spent
 }

@@ -27,7 +27,7 @@ use cross_agent_stores::render::Spent;
 use cross_agent_stores::{Agent, Session, StoreRoots, UnixMillis};
 use cross_agent_usage::handoff::Handoffs;
 use cross_agent_usage::{
-    Accounting, Money, PriceTable, RateLimits, Report, SessionTotals, UsageIndex,
+    Accounting, Money, PriceTable, RateLimits, Report, SessionSpent, SessionTotals, UsageIndex,
 };
 use parking_lot::Mutex;
 
@@ -37,8 +37,8 @@ use crate::error::Result;
 /// The agents whose files record usage.
 const READ: [Agent; 3] = [Agent::Claude, Agent::Codex, Agent::Grok];
 
-/// Each session's cost so far, by session id.
-pub(crate) type SpentTable = Arc<HashMap<String, Spent>>;
+/// Each session's cost so far, by session id (the id its usage shares hold: no copy).
+pub(crate) type SpentTable = Arc<HashMap<Arc<str>, SessionSpent>>;
 
 /// The usage index and what it was last brought current against.
 #[derive(Debug, Default)]
@@ -173,20 +173,8 @@ impl LiveUsage {
         {
             return spent.clone();
         }
-        let (rows, _) = state.totals.rows(&accounting, prices);
-        let spent: HashMap<String, Spent> = rows
-            .into_iter()
-            .map(|(key, row)| {
-                (
-                    key,
-                    Spent {
-                        cost_usd: row.cost().map(|c| c.dollars_exact()),
-                        tokens: Some(row.tokens.total()),
-                    },
-                )
-            })
-            .collect();
-        let spent = Arc::new(spent);
+        let (by_session, _) = state.totals.by_session(&accounting, prices);
+        let spent = Arc::new(by_session);
         state.spent = Some((accounting, spent.clone()));
         spent
     }
@@ -270,13 +258,25 @@ impl Engine {
         context: &cross_agent_protocol::bridge::CallerContext,
     ) -> impl Fn(&str) -> Option<String> + use<> {
         let spent = self.spent(&roots_for(context));
-        move |session_id| card_line(spent.as_ref()?.get(session_id)?)
+        move |session_id| card_line(&listed(spent.as_ref()?.get(session_id)?))
     }
 }
 
 /// A session's [`Spent`] from the table; nothing recorded is `null`, never 0.
-pub(crate) fn spent_of(table: &HashMap<String, Spent>, s: &Session) -> Spent {
-    table.get(&s.session_id).cloned().unwrap_or_default()
+pub(crate) fn spent_of(table: &HashMap<Arc<str>, SessionSpent>, s: &Session) -> Spent {
+    table
+        .get(s.session_id.as_str())
+        .map(listed)
+        .unwrap_or_default()
+}
+
+/// A session's totals as the listing shows them: the cost in micro-dollars (`null` when any
+/// call has no price), tokens of every kind together.
+fn listed(spent: &SessionSpent) -> Spent {
+    Spent {
+        cost_usd: spent.cost().map(Money::dollars_exact),
+        tokens: Some(spent.tokens),
+    }
 }
 
 #[cfg(test)]

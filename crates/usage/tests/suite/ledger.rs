@@ -10,7 +10,8 @@ use std::fs;
 
 use cross_agent_stores::StoreRoots;
 use cross_agent_usage::{
-    GroupBy, LedgerStats, PriceTable, Report, SessionTotals, Tokens, UsageIndex, account, scan,
+    GroupBy, LedgerStats, PriceTable, Report, SessionSpent, SessionTotals, Tokens, UsageIndex,
+    account, scan,
 };
 use pretty_assertions::assert_eq;
 
@@ -33,11 +34,28 @@ fn step(
     let fresh = Report::build(&account(&found.files), &prices, GroupBy::Session, None);
     assert_eq!(live, fresh);
     // The listing's table, kept by file, is the report's rows.
-    let (kept, shares) = totals.rows(&accounting, &prices);
-    let mut kept: Vec<_> = kept.into_values().collect();
-    kept.sort_by(|a, b| a.key.cmp(&b.key));
-    let mut rows = live.rows.clone();
-    rows.sort_by(|a, b| a.key.cmp(&b.key));
+    let (kept, shares) = totals.by_session(&accounting, &prices);
+    // Keyed by the session ids the shares hold, not copies of them.
+    for session in kept.keys() {
+        assert!(
+            accounting
+                .chunks
+                .iter()
+                .any(|share| std::sync::Arc::ptr_eq(&share.session_id, session)),
+            "{session} is a copy"
+        );
+    }
+    let mut kept: Vec<_> = kept
+        .into_iter()
+        .map(|(session, spent)| (session.to_string(), spent))
+        .collect();
+    kept.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut rows: Vec<_> = live
+        .rows
+        .iter()
+        .map(|row| (row.key.clone(), SessionSpent::of(row)))
+        .collect();
+    rows.sort_by(|a, b| a.0.cmp(&b.0));
     assert_eq!(kept, rows);
     if index.accounting_stats().files_changed == 1 {
         // One file changed: its share, and the shares whose calls moved, grouped again.
