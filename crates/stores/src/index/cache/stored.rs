@@ -212,7 +212,7 @@ impl Stored {
             Some(spilled) => {
                 let mut bytes = vec![0u8; rec.len as usize];
                 read_at(&spilled.file, spilled.at + rec.start as u64, &mut bytes)
-                    .inspect_err(|error| spill_failed(error))
+                    .inspect_err(spill_failed)
                     .ok()?;
                 Some(Cow::Owned(bytes))
             }
