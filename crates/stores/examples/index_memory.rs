@@ -6,7 +6,8 @@
 //! `cargo run -p cross-agent-stores --example index_memory -- HOME STATE [daemon|cli]`: `HOME`
 //! holds the agents' stores (a synthetic store's `home`), `STATE` the session cache (made when
 //! missing; remove it for a cold start). `daemon` (the default) lists through a live index as
-//! the daemon does, twice, then starts again from the cache it saved; `cli` lists once as
+//! the daemon does, twice, and looks a name up in each agent's sessions (which makes their name
+//! indexes), then starts again from the cache it saved; `cli` lists once as
 //! `sessions --json` does without a daemon; `cold` as that, without a session cache either
 //! (`STATE` unused; the scale bench's `cold_child`).
 //!
@@ -23,7 +24,7 @@ use anyhow::{Context, Result, bail};
 use cross_agent_stores::index::RefreshOptions;
 use cross_agent_stores::live::{LiveBytes, LiveOptions, LiveScanner};
 use cross_agent_stores::render::{self, Chosen};
-use cross_agent_stores::resolve::ActiveWindow;
+use cross_agent_stores::resolve::{ActiveWindow, Lookup, Scope};
 use cross_agent_stores::scan::{self, ScanOptions};
 use cross_agent_stores::{Agent, Session, StoreRoots, UnixMillis};
 
@@ -86,6 +87,23 @@ fn main() -> Result<()> {
                     drop(out);
                     step("  after the listing", Some(&live), rendered.sessions);
                 }
+                // As a send by name does: each agent's name index made by its first lookup.
+                let snapshot = live.snapshot(&roots, &Agent::ALL);
+                for agent in Agent::ALL {
+                    let asked = Lookup {
+                        agent,
+                        scope: Scope::Any,
+                        cwd: std::path::Path::new("/"),
+                        bound: None,
+                    };
+                    let _ = snapshot.lookup(agent, "no session is named this", asked);
+                }
+                let sessions = Agent::ALL
+                    .iter()
+                    .map(|&agent| snapshot.sessions(agent).len())
+                    .sum();
+                drop(snapshot);
+                step("  after a lookup by name", Some(&live), sessions);
             }
         }
         "cli" => {
@@ -173,7 +191,7 @@ fn step(what: &str, live: Option<&LiveScanner>, sessions: usize) {
             "    accounted {:.1} MB ({:.0} B/session): index {:.1} MB [{} entries: records {:.1} \
              ({:.0} B/s), paths {:.1} ({:.0}), folds {:.1} ({:.0}), session strings {:.1} ({:.0}); \
              cache entries {:.1} ({:.0}), cache folds {:.1}]; held {} sessions: records {:.1} \
-             ({:.0}), strings {:.1} ({:.0}); rendered {:.1} ({:.0})",
+             ({:.0}), strings {:.1} ({:.0}); names {:.1} ({:.0}); rendered {:.1} ({:.0})",
             mb(b.total()),
             per(b.total()),
             mb(i.total()),
@@ -194,6 +212,8 @@ fn step(what: &str, live: Option<&LiveScanner>, sessions: usize) {
             per(b.session_records),
             mb(b.session_strings),
             per(b.session_strings),
+            mb(b.names),
+            per(b.names),
             mb(b.rendered),
             per(b.rendered),
         );

@@ -411,10 +411,7 @@ impl SessionIndex {
                 .with_min_len(MIN_RUN)
                 .map(|(kind, source)| {
                     let i = stored.find(&source.path)?;
-                    let unchanged = stored
-                        .view(i)
-                        .is_some_and(|view| view.unchanged(*kind, source));
-                    Some((i, unchanged))
+                    Some((i, stored.unchanged(i, *kind, source)))
                 })
                 .collect(),
             None => Vec::new(),
@@ -440,11 +437,15 @@ impl SessionIndex {
                     stored.set(i, cache::RecState::Live);
                     continue;
                 }
-                // A file now read by another fold is a different file to us.
+                // A file now read by another fold is a different file to us (and one found by
+                // its path's hash alone, another path, is not this one).
+                let path = crate::walk::name_bytes(source.path.as_os_str());
                 let old = stored
-                    .view(i)
-                    .filter(|view| view.kind == kind)
-                    .map(|view| Box::new(view.into_entry(None)));
+                    .with_view(i, |view| {
+                        (view.kind == kind && Some(view.path) == path)
+                            .then(|| Box::new(view.into_entry(None)))
+                    })
+                    .flatten();
                 stored.set(i, cache::RecState::Dead);
                 self.drops.push(source.path.clone());
                 self.changed.note(kind, &source);
@@ -645,10 +646,11 @@ impl SessionIndex {
             .map(Entry::stamp);
         owned.or_else(|| {
             let stored = self.stored.as_ref()?;
-            let view = stored.view(stored.live_of(FoldKind::CodexNames).next()?)?;
-            Some(FileStamp {
-                size: view.size,
-                mtime_ns: view.mtime_ns,
+            stored.with_view(stored.live_of(FoldKind::CodexNames).next()?, |view| {
+                FileStamp {
+                    size: view.size,
+                    mtime_ns: view.mtime_ns,
+                }
             })
         })
     }
@@ -665,9 +667,9 @@ impl SessionIndex {
             return Some((entry.stamp(), Cow::Borrowed(text)));
         }
         let stored = self.stored.as_ref()?;
-        let entry = stored
-            .view(stored.live_of(FoldKind::CodexNames).next()?)?
-            .into_entry(None);
+        let entry = stored.with_view(stored.live_of(FoldKind::CodexNames).next()?, |view| {
+            view.into_entry(None)
+        })?;
         let text = match (&entry.fold, &self.folds_file) {
             // Only this fold is read from the file, not the whole section.
             (FoldState::Stored { at, len, hash }, Some(source)) => source
@@ -725,12 +727,7 @@ impl SessionIndex {
         }
         if let Some(stored) = &self.stored {
             let live: Vec<usize> = stored.live_of_agents(agents).collect();
-            sessions.par_extend(
-                live.par_iter()
-                    .with_min_len(MIN_RUN)
-                    .filter_map(|&i| stored.view(i)?.session(None))
-                    .filter(|session| agents.contains(&session.agent)),
-            );
+            stored.sessions_into(&live, agents, &mut sessions);
         }
         sessions
     }
@@ -748,13 +745,7 @@ impl SessionIndex {
         }
         if let Some(mut stored) = self.stored.take() {
             let live: Vec<usize> = stored.take_live(agents).collect();
-            let stored = &stored;
-            sessions.par_extend(
-                live.into_par_iter()
-                    .with_min_len(MIN_RUN)
-                    .filter_map(|i| stored.view(i)?.session(None))
-                    .filter(|session| agents.contains(&session.agent)),
-            );
+            stored.sessions_into(&live, agents, &mut sessions);
         }
         sessions
     }

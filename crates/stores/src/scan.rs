@@ -241,9 +241,20 @@ impl Scanner {
             Some(dirs) => dirs,
             None => dirs_file.as_deref().map(DirCache::load).unwrap_or_default(),
         };
+        let known = dirs.len();
         let (sources, mut dirs, walk) =
             discover_sources(roots, options.refresh.threads, &agents, dirs, &mut warnings);
         save_dirs(&mut dirs, dirs_file.as_deref(), &mut warnings);
+        // Many folders listed for the first time (a cold walk) were remembered by the walk's
+        // threads among everything they allocated and let go: loaded again from the file just
+        // saved, they sit in a row and those pages go back (at 22,000 sessions 3 MB resident).
+        if dirs.len() >= known + COMPACT_AT
+            && !dirs.is_changed()
+            && let Some(path) = dirs_file.as_deref()
+        {
+            drop(dirs);
+            dirs = DirCache::load(path);
+        }
         self.dirs = Some(dirs);
         let discovered = started.elapsed();
         let (stats, codex_names) = refresh_and_save(
@@ -268,7 +279,11 @@ impl Scanner {
         ));
         let sessions = named_sessions(sessions, &codex_names, roots, &mut warnings);
         timings.names += started.elapsed();
-        self.index = Some(compacted(index, options.cache_file.as_deref(), &agents));
+        let mut index = compacted(index, options.cache_file.as_deref(), &agents);
+        // The generations a long-lived process lends out hold every session: the cache's
+        // entries need not be held a second time (see `index::cache::stored`).
+        cache::spill_entries(&mut index);
+        self.index = Some(index);
 
         Listing {
             sessions,
@@ -286,15 +301,17 @@ impl Scanner {
 const COMPACT_AT: usize = 512;
 
 /// The index to keep between listings: `index` itself, or — when it holds many files read by
-/// this process (a first listing without a cache reads them all) and is saved — the same index
-/// loaded again from its cache. Each file read here holds its own path, session and fold
-/// state (about 1.1 KB at 100,000 sessions); loaded from the cache, an entry is its saved bytes
-/// in one buffer, and the fold states stay in the file until a changed file needs one.
+/// this process (a first listing without a cache reads them all), or every fold state (read in
+/// whole to write the cache again), and is saved — the same index loaded again from its cache.
+/// Each file read here holds its own path, session and fold state (about 1.1 KB at 100,000
+/// sessions); loaded from the cache, an entry is its saved bytes, and the fold states stay in
+/// the file until a changed file needs one.
 fn compacted(index: SessionIndex, cache_file: Option<&Path>, agents: &[Agent]) -> SessionIndex {
     let Some(path) = cache_file else {
         return index;
     };
-    if index.entries.len() < COMPACT_AT || index.is_dirty() {
+    let holds_folds = !index.blob.is_empty();
+    if (index.entries.len() < COMPACT_AT && !holds_folds) || index.is_dirty() {
         return index;
     }
     // Let go first, so the two are never held together (at 100,000 sessions that is the

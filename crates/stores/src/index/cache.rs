@@ -42,31 +42,30 @@
 //! `entry`, the journal in `journal`, and writing files privately and atomically in
 //! `files`.
 
-use std::fmt;
 use std::fs;
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::claude::ClaudeFold;
 use crate::codex::CodexFold;
 use crate::error::Result;
 use crate::grok::GrokFold;
-use crate::index::{FastMap, FoldKind, FoldState, FoldsFile, SessionIndex, hash64};
+use crate::index::{FoldState, FoldsFile, SessionIndex, hash64};
 use crate::model::{Agent, TranscriptFold};
-use crate::walk::{Reader, name_bytes, os_str};
 
 mod entry;
 mod files;
 mod journal;
+mod stored;
 
 pub(crate) use entry::EntryView;
-use entry::PATH_AT;
 pub(crate) use entry::{decode_entry, encode_entry};
 pub use files::private_dir;
 pub(crate) use files::{write_atomically, write_atomically_parts};
 pub use journal::journal_file;
 pub(crate) use journal::{Base, file_beside};
 use journal::{JOURNAL_MIN_LIMIT, append_journal, journal_record, replay_journal};
+pub(crate) use stored::{RecState, Stored};
 
 /// The cache file's name inside `$CROSS_AGENT_HOME/cache/`.
 pub const CACHE_FILE_NAME: &str = "sessions-index.bin";
@@ -111,196 +110,6 @@ fn fingerprint() -> u64 {
 
 fn fold_shape<F: TranscriptFold>() -> String {
     serde_json::to_string(&F::default()).unwrap_or_default()
-}
-
-/// The entries loaded from the cache, kept as the bytes they were read as: each is decoded
-/// when it is looked at, and copied out only into what needs it (see the module notes).
-pub(crate) struct Stored {
-    bytes: Vec<u8>,
-    /// Where each entry starts and ends in `bytes`, and its kind.
-    recs: Vec<Rec>,
-    /// Entries by a hash of their path (the first of two with one hash; the other is simply
-    /// read again).
-    by_path: FastMap<u64, u32>,
-    state: Vec<RecState>,
-}
-
-#[derive(Debug, Clone, Copy)]
-struct Rec {
-    kind: FoldKind,
-    start: usize,
-    end: usize,
-}
-
-/// Where a stored entry stands.
-#[derive(Debug)]
-pub(crate) enum RecState {
-    /// In the index. The path the walk found it at is not kept: the entry holds it, and a
-    /// daemon's index would hold every path twice (about 150 bytes a session).
-    Live,
-    /// During a refresh: of an agent being refreshed, its file not found yet.
-    Unclaimed,
-    /// Out of the index (its file changed and was read into an [`Entry`](crate::index::Entry), or is gone).
-    Dead,
-}
-
-impl fmt::Debug for Stored {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Stored")
-            .field("entries", &self.recs.len())
-            .field("live", &self.live().count())
-            .finish_non_exhaustive()
-    }
-}
-
-impl Stored {
-    /// Steps over every entry of the section `bytes` (`count` of them), checking that each
-    /// decodes, and indexes them by path.
-    fn new(bytes: Vec<u8>, count: usize) -> Result<Stored, Refused> {
-        let bad = || Refused::Corrupt("session cache does not decode".to_owned());
-        let capacity = count.min(bytes.len() / 64);
-        let mut recs = Vec::with_capacity(capacity);
-        let mut by_path = FastMap::with_capacity_and_hasher(capacity, Default::default());
-        let mut rest: &[u8] = &bytes;
-        for _ in 0..count {
-            let start = bytes.len() - rest.len();
-            let (view, tail) = decode_entry(rest).ok_or_else(bad)?;
-            let i = u32::try_from(recs.len()).map_err(|_| bad())?;
-            by_path.entry(hash64(view.path)).or_insert(i);
-            recs.push(Rec {
-                kind: view.kind,
-                start,
-                end: bytes.len() - tail.len(),
-            });
-            rest = tail;
-        }
-        if !rest.is_empty() {
-            return Err(Refused::Corrupt(
-                "session cache has trailing bytes".to_owned(),
-            ));
-        }
-        let state = (0..recs.len()).map(|_| RecState::Live).collect();
-        Ok(Stored {
-            bytes,
-            recs,
-            by_path,
-            state,
-        })
-    }
-
-    /// The bytes it holds: the entries as read, and the tables over them.
-    pub(crate) fn heap_bytes(&self) -> usize {
-        self.bytes.capacity()
-            + self.recs.capacity() * std::mem::size_of::<Rec>()
-            + self.by_path.capacity() * (std::mem::size_of::<(u64, u32)>() + 1)
-            + self.state.capacity() * std::mem::size_of::<RecState>()
-    }
-
-    /// Entry `i`, decoded.
-    pub(crate) fn view(&self, i: usize) -> Option<EntryView<'_>> {
-        let rec = self.recs.get(i)?;
-        let bytes = self.bytes.get(rec.start..rec.end)?;
-        decode_entry(bytes).map(|(view, _)| view)
-    }
-
-    /// The entries in the index.
-    pub(crate) fn live(&self) -> impl Iterator<Item = usize> + '_ {
-        self.state
-            .iter()
-            .enumerate()
-            .filter(|(_, state)| matches!(state, RecState::Live))
-            .map(|(i, _)| i)
-    }
-
-    /// The entries in the index made by the fold `kind`.
-    pub(crate) fn live_of(&self, kind: FoldKind) -> impl Iterator<Item = usize> + '_ {
-        self.live()
-            .filter(move |&i| self.recs.get(i).is_some_and(|rec| rec.kind == kind))
-    }
-
-    /// The entries in the index of `agents`.
-    pub(crate) fn live_of_agents<'s>(
-        &'s self,
-        agents: &'s [Agent],
-    ) -> impl Iterator<Item = usize> + 's {
-        self.live().filter(move |&i| {
-            self.recs
-                .get(i)
-                .is_some_and(|rec| agents.contains(&rec.kind.agent()))
-        })
-    }
-
-    /// The entries in the index, of `agents`, taken out of the index.
-    pub(crate) fn take_live<'s>(
-        &'s mut self,
-        agents: &'s [Agent],
-    ) -> impl Iterator<Item = usize> + 's {
-        let recs = &self.recs;
-        self.state
-            .iter_mut()
-            .enumerate()
-            .filter(|(i, _)| {
-                recs.get(*i)
-                    .is_some_and(|r| agents.contains(&r.kind.agent()))
-            })
-            .filter_map(
-                |(i, state)| match std::mem::replace(state, RecState::Dead) {
-                    RecState::Live => Some(i),
-                    other => {
-                        *state = other;
-                        None
-                    }
-                },
-            )
-    }
-
-    /// How many entries are in the index.
-    pub(crate) fn live_count(&self) -> usize {
-        self.live().count()
-    }
-
-    /// Starts a refresh of `agents`: their entries wait to be claimed by the files found.
-    pub(crate) fn begin_refresh(&mut self, agents: &[Agent]) {
-        for (rec, state) in self.recs.iter().zip(&mut self.state) {
-            if agents.contains(&rec.kind.agent()) && matches!(state, RecState::Live) {
-                *state = RecState::Unclaimed;
-            }
-        }
-    }
-
-    /// The entry of the file at `path`, whatever its state.
-    pub(crate) fn find(&self, path: &Path) -> Option<usize> {
-        let bytes = name_bytes(path.as_os_str())?;
-        let i = *self.by_path.get(&hash64(bytes))? as usize;
-        let rec = self.recs.get(i)?;
-        // The path follows the fixed-width fields (see `encode_entry`): compared without
-        // decoding the rest.
-        let stored = Reader(self.bytes.get(rec.start + PATH_AT..rec.end)?).bytes();
-        (stored == Some(bytes)).then_some(i)
-    }
-
-    /// Whether entry `i` still waits to be claimed by a file in this refresh.
-    pub(crate) fn is_unclaimed(&self, i: usize) -> bool {
-        matches!(self.state.get(i), Some(RecState::Unclaimed))
-    }
-
-    pub(crate) fn set(&mut self, i: usize, state: RecState) {
-        if let Some(slot) = self.state.get_mut(i) {
-            *slot = state;
-        }
-    }
-
-    /// Ends a refresh: the entries no file claimed are dropped. Returns their paths.
-    pub(crate) fn end_refresh(&mut self) -> Vec<PathBuf> {
-        let mut dropped = Vec::new();
-        for i in 0..self.state.len() {
-            if self.is_unclaimed(i) {
-                self.set(i, RecState::Dead);
-                dropped.extend(self.view(i).map(|view| PathBuf::from(os_str(view.path))));
-            }
-        }
-        dropped
-    }
 }
 
 /// Reads the cache at `path`: the header and the entries. The folds section is left in the
@@ -492,6 +301,19 @@ pub fn save(path: &Path, index: &mut SessionIndex) -> Result<()> {
     rewrite(path, index)
 }
 
+/// Leaves the entries `index` loaded from its cache file in that file (kept open), for an
+/// index kept in memory by a long-lived process (see `stored`). An index not loaded from a
+/// file, or whose folds were read in whole, keeps them.
+pub(crate) fn spill_entries(index: &mut SessionIndex) {
+    let (Some(stored), Some(folds)) = (&mut index.stored, &index.folds_file) else {
+        return;
+    };
+    match folds.file.try_clone() {
+        Ok(file) => stored.spill(file, HEADER_LEN as u64),
+        Err(error) => tracing::debug!(%error, "the session cache's entries stay in memory"),
+    }
+}
+
 /// Makes the next [`save`] of `index` write the whole cache rather than append to the journal.
 pub(crate) fn rewrite_on_save(index: &mut SessionIndex) {
     if let Some(base) = &mut index.base {
@@ -503,7 +325,7 @@ pub(crate) fn rewrite_on_save(index: &mut SessionIndex) {
 /// in memory), their total length, and how many entries there are.
 fn encode_all<'a>(index: &'a SessionIndex) -> (Vec<u8>, Vec<FoldRef<'a>>, u64, u64) {
     let blob: &[u8] = &index.blob;
-    let stored_len = index.stored.as_ref().map_or(0, |s| s.bytes.len());
+    let stored_len = index.stored.as_ref().map_or(0, Stored::section_len);
     // About 350 bytes an entry (100,000 sessions): room for 400 each, so the buffer is not
     // grown to twice its size near the end.
     let mut entries = Vec::with_capacity(stored_len + index.entries.len() * 400);
@@ -559,6 +381,12 @@ fn rewrite(path: &Path, index: &mut SessionIndex) -> Result<()> {
     // Folds still in the file this index was loaded from are read now: they are written again,
     // and kept in memory (a long-lived scanner does not read them again next time).
     index.load_folds();
+    // So are entries left in it (a long-lived scanner's, see `stored`).
+    if let Some(stored) = &mut index.stored {
+        stored
+            .unspill()
+            .map_err(|error| crate::error::StoreError::io(path, error))?;
+    }
     let (entries, folds, folds_len, count) = encode_all(index);
     let mut header = Vec::with_capacity(HEADER_LEN);
     header.extend_from_slice(MAGIC);

@@ -40,6 +40,26 @@ fn claude(id: &str, cwd: &str, title: Option<&str>, assigned: bool, minutes_ago:
     session(Agent::Claude, id, cwd, title, assigned, minutes_ago)
 }
 
+/// The name index a daemon keeps with each generation holds 12 bytes a key (a hash and the
+/// session's place, apart), each session filed under its id and its title: it held 16 (a
+/// `(u64, usize)` pair), with room for two keys a session whether or not it had a title.
+#[test]
+fn the_name_index_holds_twelve_bytes_a_key() {
+    let sessions: Vec<Session> = (0..1000)
+        .map(|i| {
+            let title = format!("task {i}");
+            let title = (i % 2 == 0).then_some(title.as_str());
+            claude(&format!("s{i}"), "/a", title, false, i)
+        })
+        .collect();
+    let index = NameIndex::new(&sessions);
+    assert_eq!(index.heap_bytes(), 1500 * 12);
+    let found = index
+        .lookup(&sessions, "task 998", any(Agent::Claude))
+        .unwrap();
+    assert_eq!(found.session.session_id, "s998");
+}
+
 fn any(agent: Agent) -> Lookup<'static> {
     Lookup {
         agent,

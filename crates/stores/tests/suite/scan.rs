@@ -307,3 +307,162 @@ fn a_listing_read_once_lists_what_a_held_index_lists() {
     );
     assert_eq!(packed_bytes, held_bytes);
 }
+
+/// Moves `path`'s mtime on by `seconds`, as a write would.
+fn bump_mtime(path: &std::path::Path, seconds: u64) {
+    let file = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+    let mtime = std::fs::metadata(path).unwrap().modified().unwrap();
+    file.set_modified(mtime + std::time::Duration::from_secs(seconds))
+        .unwrap();
+}
+
+/// `count` Claude sessions (`k000`, `k001`, …) under `home`, and the options of a scanner
+/// keeping its cache in `home/xa`.
+fn kept_store(
+    home: &std::path::Path,
+    count: usize,
+) -> (
+    Vec<cross_agent_testkit::synthetic_stores::ClaudeTranscript>,
+    ScanOptions,
+) {
+    use cross_agent_stores::index::RefreshOptions;
+    use cross_agent_testkit::synthetic_stores::{ClaudeTranscript, now_millis};
+
+    let now = now_millis();
+    let mut files = Vec::new();
+    for i in 0..count {
+        let mut t = ClaudeTranscript::new(home, &format!("/work/p{}", i % 7), &format!("k{i:03}"));
+        t.user(&format!("start {i}"), now - 10_000 + i as i64)
+            .assistant_text("ok", now - 9_000 + i as i64);
+        t.write().unwrap();
+        files.push(t);
+    }
+    std::fs::create_dir_all(home.join("xa")).unwrap();
+    let options = ScanOptions {
+        cache_file: Some(cache_file(&home.join("xa"))),
+        refresh: RefreshOptions { threads: 2 },
+        agents: Vec::new(),
+    };
+    (files, options)
+}
+
+/// A scanner kept between listings (the daemon's index) leaves the cache's entries in the
+/// cache file once the listing holds the sessions: what stays in memory is a path hash, a stamp
+/// hash and where each entry is (it held each entry's bytes, about 300 a session here). Read
+/// back from the file, a grown transcript still resumes from its fold, a rewritten side file
+/// (Grok's summary) is seen, a gone file drops out, and the cache written again whole — the
+/// entries left in the file with those read since — is what a fresh process lists without
+/// reading a byte.
+#[test]
+fn a_kept_index_leaves_the_cache_entries_in_the_file() {
+    use cross_agent_stores::scan::Scanner;
+    use cross_agent_testkit::synthetic_stores::{GrokSession, now_millis};
+
+    let tmp = TempDir::new().unwrap();
+    let (mut files, options) = kept_store(tmp.path(), 600);
+    let now = now_millis();
+    let mut grok = GrokSession::new(tmp.path(), "/work/g", "grok-1", now - 60_000);
+    grok.user("review the diff", now - 50_000)
+        .agent_chunk("Looks fine.", now - 40_000)
+        .turn_completed(now - 39_000);
+    grok.write().unwrap();
+    let roots = StoreRoots::under_home(tmp.path());
+    let mut scanner = Scanner::new(options.clone());
+    let cold = scanner.list(&roots);
+    assert_eq!(cold.sessions.len(), 601);
+    let per_entry = |scanner: &Scanner| {
+        let held = scanner.heap_bytes();
+        assert_eq!((held.entries, held.blob), (0, 0), "{held:?}");
+        held.stored / 601
+    };
+    assert!(
+        per_entry(&scanner) <= 64,
+        "{} B an entry",
+        per_entry(&scanner)
+    );
+
+    let warm = scanner.list(&roots);
+    assert_eq!(
+        (warm.stats.files_unchanged, warm.stats.bytes_read),
+        (601, 0)
+    );
+    assert_eq!(warm.sessions, cold.sessions);
+
+    let t = &mut files[17];
+    let n = t.len();
+    t.custom_title("renamed");
+    t.append_since(n).unwrap();
+    bump_mtime(&t.path, 1);
+    grok.rename("reviewer");
+    let summary = grok.dir.join("summary.json");
+    std::fs::write(&summary, grok.summary_json()).unwrap();
+    bump_mtime(&summary, 1);
+    std::fs::remove_file(&files[40].path).unwrap();
+    let changed = scanner.list(&roots);
+    assert_eq!(
+        (
+            changed.stats.files_unchanged,
+            changed.stats.files_reread,
+            changed.stats.files_dropped
+        ),
+        (598, 0, 1),
+        "{:?}",
+        changed.stats
+    );
+    let title = |id: &str| {
+        let found = changed.sessions.iter().find(|s| s.session_id == id);
+        found.map(|s| s.title.clone())
+    };
+    assert_eq!(title("k017"), Some(Some("renamed".to_owned())));
+    assert_eq!(title("grok-1"), Some(Some("reviewer".to_owned())));
+    assert_eq!(title("k040"), None);
+
+    // Most files touched: read again, and the whole cache written from them and from the
+    // entries still left in the file.
+    for t in files.iter().take(560).filter(|t| t.path.exists()) {
+        bump_mtime(&t.path, 2);
+    }
+    let rewritten = scanner.list(&roots);
+    assert_eq!(rewritten.sessions, changed.sessions);
+    assert!(
+        per_entry(&scanner) <= 64,
+        "{} B an entry",
+        per_entry(&scanner)
+    );
+    let fresh = list_sessions(&roots, &options);
+    assert_eq!(fresh.stats.bytes_read, 0, "{:?}", fresh.stats);
+    assert_eq!(fresh.sessions, changed.sessions);
+}
+
+/// A kept index whose journal outgrew its file writes the cache again whole, reading every
+/// fold state in to do so: it then holds the index loaded again from that file, not every
+/// fold (about 500 bytes a session), whatever few files the last walk read.
+#[test]
+fn a_kept_index_holds_no_fold_states_after_writing_the_cache_whole() {
+    use cross_agent_stores::scan::Scanner;
+
+    let tmp = TempDir::new().unwrap();
+    let (files, options) = kept_store(tmp.path(), 600);
+    let roots = StoreRoots::under_home(tmp.path());
+    let mut scanner = Scanner::new(options);
+    scanner.list(&roots);
+    let journal =
+        cross_agent_stores::index::cache::journal_file(&cache_file(&tmp.path().join("xa")));
+    // Each walk reads a few hundred files (under the count that writes the cache whole), and
+    // journals them, until the journal is written into the file.
+    let mut journalled = false;
+    for round in 1..=12u64 {
+        for t in files.iter().take(400) {
+            bump_mtime(&t.path, round);
+        }
+        let listing = scanner.list(&roots);
+        assert_eq!(listing.sessions.len(), 600);
+        journalled |= journal.exists();
+        if journalled && !journal.exists() {
+            let held = scanner.heap_bytes();
+            assert_eq!(held.blob, 0, "{held:?}");
+            return;
+        }
+    }
+    panic!("the journal was never written into the cache (journalled: {journalled})");
+}
