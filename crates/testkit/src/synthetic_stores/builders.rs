@@ -34,9 +34,18 @@ impl ClaudeTranscript {
         }
     }
 
+    /// A line's (and a reply's) id: unique across sessions, as Claude Code's are — a reply's
+    /// `message.id` + `requestId` is what usage counts once, so ids that repeated from one
+    /// session to the next would make every session's nth reply a copy of every other's.
     fn uuid(&mut self) -> String {
         self.counter += 1;
-        format!("00000000-0000-4000-8000-{:012x}", self.counter)
+        let stem = xxhash_rust::xxh3::xxh3_64(self.session_id.as_bytes());
+        format!(
+            "{:08x}-{:04x}-4000-8000-{:012x}",
+            stem >> 32,
+            stem & 0xffff,
+            self.counter
+        )
     }
 
     fn envelope(&mut self, kind: &str, at: Millis, message: &str, extra: &str) -> String {
@@ -64,7 +73,8 @@ impl ClaudeTranscript {
             r#"{{"id":"msg_{id}","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{{"type":"text","text":{}}}],"stop_reason":"end_turn","stop_sequence":null,"usage":{{"input_tokens":12,"output_tokens":34}}}}"#,
             js(text)
         );
-        let line = self.envelope("assistant", at, &message, r#","requestId":"req_1""#);
+        let request = format!(r#","requestId":"req_{}""#, id.replace('-', ""));
+        let line = self.envelope("assistant", at, &message, &request);
         self.lines.push(line);
         self
     }
@@ -76,7 +86,8 @@ impl ClaudeTranscript {
             r#"{{"id":"msg_{id}","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{{"type":"tool_use","id":"toolu_{id}","name":"Bash","input":{{"command":{}}}}}],"stop_reason":"tool_use","stop_sequence":null,"usage":{{"input_tokens":12,"output_tokens":34}}}}"#,
             js(command)
         );
-        let line = self.envelope("assistant", at, &message, r#","requestId":"req_1""#);
+        let request = format!(r#","requestId":"req_{}""#, id.replace('-', ""));
+        let line = self.envelope("assistant", at, &message, &request);
         self.lines.push(line);
         self
     }

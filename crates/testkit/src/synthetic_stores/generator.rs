@@ -16,7 +16,7 @@ use super::{Millis, js, now_millis, rfc3339};
 
 /// Changes whenever [`generate`] writes something different for the same spec, so a store kept
 /// on disk between benchmark runs is regenerated rather than reused stale.
-pub const GENERATOR_VERSION: u32 = 4;
+pub const GENERATOR_VERSION: u32 = 5;
 
 /// What to generate.
 #[derive(Debug, Clone)]
