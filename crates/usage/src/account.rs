@@ -99,6 +99,12 @@ impl Share {
         })
     }
 
+    /// The bytes the share holds on the heap beside its calls (which its reader holds too).
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.won.as_ref().map_or(0, |w| w.len() * 8)
+            + self.counted.len() * std::mem::size_of::<(u32, Tokens)>()
+    }
+
     /// The calls the file wins, each with the usage it counts.
     pub fn calls(&self) -> ShareCalls<'_> {
         ShareCalls {

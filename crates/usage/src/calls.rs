@@ -137,6 +137,12 @@ impl CallList {
         }
     }
 
+    /// The bytes the list holds on the heap (its records and the wide counts beside).
+    pub fn heap_bytes(&self) -> usize {
+        self.calls.capacity() * std::mem::size_of::<Kept>()
+            + self.wide.capacity() * std::mem::size_of::<(u32, Tokens)>()
+    }
+
     pub fn shrink_to_fit(&mut self) {
         self.calls.shrink_to_fit();
         self.wide.shrink_to_fit();

@@ -609,6 +609,40 @@ impl Ledger {
         }
     }
 
+    /// Where the ledger's heap bytes are, by part, estimated from what each table holds
+    /// (`usage_memory` prints it): per-key state and its index, the copies beyond the first,
+    /// the file slots with each call's key id, the shares.
+    pub(crate) fn heap_parts(&self, parts: &mut Vec<(&'static str, usize)>) {
+        use std::mem::size_of;
+        let map_slot = |len: usize, slot: usize| (len * 8).div_ceil(7).next_power_of_two() * (slot + 1);
+        parts.push((
+            "ledger key states",
+            self.keys.capacity() * size_of::<KeyState>() + map_slot(self.index.len(), 4),
+        ));
+        let extra: usize = self.extra.values().map(|v| v.capacity() * 8).sum::<usize>()
+            + map_slot(self.extra.len(), 4 + size_of::<Vec<CopyAt>>());
+        parts.push(("ledger extra copies", extra));
+        parts.push((
+            "ledger larger usages",
+            map_slot(self.tokens.len(), 4 + size_of::<Tokens>()),
+        ));
+        let mut slots = self.files.capacity() * size_of::<Option<FileSlot>>()
+            + map_slot(self.ids.len(), 24)
+            + self.order.len() * 40;
+        let mut keys = 0;
+        let mut shares = 0;
+        for slot in self.files.iter().flatten() {
+            keys += slot.keys.len() * 4;
+            slots += slot.limits.as_ref().map_or(0, |_| size_of::<RateLimits>());
+            if let Some(chunk) = &slot.chunk {
+                shares += size_of::<Share>() + 16 + chunk.heap_bytes();
+            }
+        }
+        parts.push(("ledger file slots", slots));
+        parts.push(("ledger call key ids", keys));
+        parts.push(("shares", shares));
+    }
+
     /// Every file's share, with what is decided over all files at once (cheap: no call and no
     /// parse is looked at).
     fn accounting(&self) -> Accounting {

@@ -496,6 +496,50 @@ impl UsageIndex {
         accounting
     }
 
+    /// Where the index's heap bytes are, by part, estimated from what each part holds (not
+    /// counted by the allocator; `usage_memory` prints it beside the live heap).
+    pub fn heap_parts(&self) -> Vec<(&'static str, usize)> {
+        use std::mem::size_of;
+        let mut parts = Vec::new();
+        let mut entries = (self.entries.capacity() * 8 / 7).next_power_of_two()
+            * (size_of::<(Arc<Path>, Box<Entry>)>() + 1);
+        let mut paths = 0;
+        let mut names = 0;
+        let mut calls = 0;
+        let mut records = 0;
+        for entry in self.entries.values() {
+            entries += size_of::<Entry>();
+            let file = entry.parse();
+            paths += file.path().as_os_str().len() + 16;
+            let (list, strings) = match file {
+                FileRef::Claude(f) => (
+                    Some(&f.messages),
+                    [&f.session_id, &f.parent_session, &f.cwd],
+                ),
+                FileRef::Codex(f) => (Some(&f.calls), [&f.thread_id, &f.forked_from, &f.cwd]),
+                FileRef::Grok(f) => (None, [&f.session_id, &None, &f.cwd]),
+            };
+            names += strings
+                .iter()
+                .map(|s| s.as_ref().map_or(0, String::capacity))
+                .sum::<usize>();
+            if let Some(list) = list {
+                calls += list.heap_bytes() + 16;
+                records += list.len();
+            }
+            if let Some(finished) = &entry.finished {
+                entries += size_of::<FileUsage>() + finished.path().as_os_str().len();
+            }
+        }
+        parts.push(("entries (readers, stamps, map)", entries));
+        parts.push(("paths", paths));
+        parts.push(("file names (ids, cwds)", names));
+        parts.push(("call lists", calls));
+        self.ledger.heap_parts(&mut parts);
+        parts.push(("(call records)", records));
+        parts
+    }
+
     /// What the last decision of [`UsageIndex::accounting`] looked at.
     pub fn accounting_stats(&self) -> LedgerStats {
         self.ledger.stats()
