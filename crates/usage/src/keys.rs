@@ -145,6 +145,14 @@ impl ModelId {
         self.0.get() as usize - 1
     }
 
+    /// The id at place `index` ([`ModelId::index`]), as given: an id is kept as its place.
+    pub(crate) fn from_index(index: usize) -> Option<ModelId> {
+        u32::try_from(index + 1)
+            .ok()
+            .and_then(NonZeroU32::new)
+            .map(ModelId)
+    }
+
     /// The model's name.
     pub fn name(self) -> Arc<str> {
         ModelNames::now().get(self).unwrap_or_else(|| Arc::from(""))
