@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::FileUsage;
 use crate::calls::{Call, Calls};
-use crate::codex::{CodexFile, key_in};
+use crate::codex::{CodexFile, family_hash, key_in};
 use crate::grok::GrokFile;
 use crate::keys::{CallKey, ModelId, ModelNames};
 use crate::tokens::Tokens;
@@ -328,7 +328,7 @@ pub fn account_refs(files: &[&FileUsage]) -> Accounting {
     let threads = Threads::new(&codex);
     for f in &codex {
         let own = f.thread_id.clone().unwrap_or_else(|| stem(&f.path));
-        let family = threads.family(&own);
+        let family = family_hash(&threads.family(&own));
         let (session, depth) = threads.session(&own);
         let subagent: Option<Arc<str>> = (session != own).then(|| own.as_str().into());
         let share = shares.len();
@@ -344,7 +344,7 @@ pub fn account_refs(files: &[&FileUsage]) -> Accounting {
         let fork_depth = threads.fork_depth(&own);
         for (at, c) in f.calls.iter().enumerate() {
             let rank = precedence(c.timestamp, fork_depth + depth, f.started, &own);
-            let key = key_in(&c, &family);
+            let key = key_in(c.key, family);
             match codex_keys.get(&key) {
                 Some(&k) => {
                     out.duplicates_skipped += 1;

@@ -74,10 +74,16 @@ pub fn usage_key(total: &RawUsage, last: &RawUsage) -> CallKey {
     })
 }
 
-/// A call's identity across rollouts: its usage in thread family `family`.
-pub fn key_in(call: &CodexCall, family: &str) -> CallKey {
+/// A thread family's name hashed, as a call's identity across rollouts holds it ([`key_in`]).
+pub fn family_hash(family: &str) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(family.as_bytes())
+}
+
+/// A call's identity across rollouts: its usage (`key`, [`usage_key`]) in the thread family
+/// hashed as `family` ([`family_hash`]).
+pub fn key_in(key: CallKey, family: u64) -> CallKey {
     CallKey::of(|w| {
-        w.str(family).bytes(&call.key.bytes());
+        w.u64(family).bytes(&key.bytes());
     })
 }
 
