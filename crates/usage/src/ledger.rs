@@ -28,7 +28,7 @@
 //! its `session_meta`, and only its own calls are looked at.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use cross_agent_protocol::Agent;
@@ -139,7 +139,7 @@ impl Ledger {
     /// what they touch, and returns the accounting over every file.
     pub(crate) fn update<'a>(
         &mut self,
-        changed: impl IntoIterator<Item = PathBuf>,
+        changed: impl IntoIterator<Item = Arc<Path>>,
         parse: &dyn Fn(&Path) -> Option<FileRef<'a>>,
     ) -> Accounting {
         let mut stats = LedgerStats::default();
@@ -152,7 +152,7 @@ impl Ledger {
             stats.files_changed += 1;
             let now = parse(&path);
             codex_changed |= matches!(now, Some(FileRef::Codex(_)));
-            let id = match self.order.get(path.as_path()) {
+            let id = match self.order.get(&*path) {
                 Some(&id) => {
                     codex_changed |= self.slot(id).is_some_and(|s| s.agent == Agent::Codex);
                     self.take_out(id, &mut touched);
@@ -738,6 +738,7 @@ fn agent_of(file: FileRef<'_>) -> Agent {
 mod tests {
     use super::*;
     use crate::{FileUsage, claude};
+    use std::path::PathBuf;
 
     fn transcript(path: &str, msg: &str, output: u64) -> FileUsage {
         let line = format!(
@@ -773,7 +774,7 @@ mod tests {
             ("/p1/s.jsonl", 1, 5),
         ] {
             files.insert(path.into(), reply(path, input, output));
-            accounting = Some(ledger.update([PathBuf::from(path)], &|p| {
+            accounting = Some(ledger.update([Arc::from(Path::new(path))], &|p| {
                 files.get(p).map(FileUsage::borrowed)
             }));
         }
@@ -800,7 +801,7 @@ mod tests {
         let mut files: HashMap<PathBuf, FileUsage> = HashMap::new();
         let mut ledger = Ledger::default();
         let update = |ledger: &mut Ledger, files: &HashMap<PathBuf, FileUsage>, path: &str| {
-            ledger.update([PathBuf::from(path)], &|p| {
+            ledger.update([Arc::from(Path::new(path))], &|p| {
                 files.get(p).map(FileUsage::borrowed)
             })
         };

@@ -260,8 +260,9 @@ pub struct UsageIndex {
     accounting: Option<Arc<Accounting>>,
     /// The accounting kept current by file.
     ledger: Ledger,
-    /// Files read, dropped or handed over since the accounting was last decided.
-    dirty: HashSet<PathBuf>,
+    /// Files read, dropped or handed over since the accounting was last decided (each path the
+    /// entry's own, not a copy, where the file has an entry).
+    dirty: HashSet<Arc<Path>>,
     /// Claude session folders (`projects/<slug>/<session>`) whose transcript changed lately,
     /// with when: their `subagents/` are listed on each refresh after a change.
     hot: HashMap<PathBuf, Instant>,
@@ -308,8 +309,7 @@ impl UsageIndex {
         let mut changed = self.read_changed(candidates, &mut old, &mut stats, warnings);
         stats.files_dropped = old.len();
         changed |= !old.is_empty();
-        self.dirty
-            .extend(old.into_keys().map(|path| path.to_path_buf()));
+        self.dirty.extend(old.into_keys());
         if changed {
             self.accounting = None;
         }
@@ -375,7 +375,7 @@ impl UsageIndex {
                     candidates.push(c);
                 }
                 None => {
-                    if entry.is_some() {
+                    if let Some((path, _)) = entry {
                         stats.files_dropped += 1;
                         changed = true;
                         self.dirty.insert(path);
@@ -431,7 +431,6 @@ impl UsageIndex {
                 Some(entry) => {
                     stats.files_handed += 1;
                     changed = true;
-                    self.dirty.insert(c.path.clone());
                     Some(entry)
                 }
                 None => mine,
@@ -449,16 +448,21 @@ impl UsageIndex {
             }
         }
         changed |= !jobs.is_empty();
-        self.dirty.extend(jobs.iter().map(|(c, _)| c.path.clone()));
+        // Each file read or handed over is dirty by its fresh entry's path (below); one that
+        // left no entry by its own.
         let results = cross_agent_stores::parallel::read_files(jobs, |(c, previous)| {
             let mut counted = RefreshStats::default();
             let result = read(&c, previous, &mut counted);
-            (result, counted)
+            let no_entry = (!matches!(result, Ok(Some(_)))).then_some(c.path);
+            (result, counted, no_entry)
         });
         let compact = taken.len() + results.len() >= COMPACT_AFTER;
         let mut fresh = taken;
-        for (result, counted) in results {
+        for (result, counted, no_entry) in results {
             stats.add(&counted);
+            if let Some(path) = no_entry {
+                self.dirty.insert(Arc::from(path));
+            }
             match result {
                 Ok(Some(entry)) => fresh.push(entry),
                 Ok(None) => {}
@@ -473,7 +477,10 @@ impl UsageIndex {
             } else {
                 entry
             };
-            self.entries.insert(entry.parse().path().clone(), entry);
+            // Dirty by the entry's own path, after the compaction made it afresh.
+            let path = entry.parse().path().clone();
+            self.dirty.insert(path.clone());
+            self.entries.insert(path, entry);
         }
         if compact {
             stats.compacting = at.elapsed();
