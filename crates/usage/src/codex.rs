@@ -65,13 +65,18 @@ pub type CodexCall = Call;
 pub fn usage_key(total: &RawUsage, last: &RawUsage) -> CallKey {
     CallKey::of(|w| {
         for usage in [total, last] {
-            w.u64(usage.input_tokens)
-                .u64(usage.cached_input_tokens)
-                .u64(usage.output_tokens)
-                .u64(usage.reasoning_output_tokens)
-                .u64(usage.total_tokens);
+            write_usage(w, usage);
         }
     })
+}
+
+/// A usage record's five counts, into a key.
+fn write_usage(w: &mut crate::keys::KeyWriter, usage: &RawUsage) {
+    w.u64(usage.input_tokens)
+        .u64(usage.cached_input_tokens)
+        .u64(usage.output_tokens)
+        .u64(usage.reasoning_output_tokens)
+        .u64(usage.total_tokens);
 }
 
 /// A thread family's name hashed, as a call's identity across rollouts holds it ([`key_in`]).
@@ -114,7 +119,9 @@ pub type CodexReader = Reader<CodexLines>;
 #[derive(Debug, Clone, Default)]
 pub struct CodexLines {
     model: Option<ModelId>,
-    last_total: Option<RawUsage>,
+    /// The last call's running total, hashed (compared only, and kept for every rollout's
+    /// reader: 16 bytes where the counts took 40).
+    last_total: Option<CallKey>,
 }
 
 /// The fields of a rollout line the reader looks at (public only as [`CodexLines`]'s line type;
@@ -252,10 +259,13 @@ impl CodexLines {
             return;
         };
         // The same running total again is the same call again (a rate-limit-only update).
-        if self.last_total == Some(total) {
+        let total_key = CallKey::of(|w| {
+            write_usage(w, &total);
+        });
+        if self.last_total == Some(total_key) {
             return;
         }
-        self.last_total = Some(total);
+        self.last_total = Some(total_key);
         Arc::make_mut(&mut file.calls).push(Call {
             key: usage_key(&total, &last),
             timestamp,

@@ -176,34 +176,27 @@ impl Kept {
     }
 }
 
-/// One usage file as last read.
+/// One usage file as last read (kept for every file: its agent is its reader's, the bytes its
+/// reader was fed are its stamp's size).
 #[derive(Debug, Clone)]
 pub(crate) struct Entry {
-    pub(crate) agent: Agent,
+    /// What was read: the stamp's size is how many bytes the reader has been fed.
     pub(crate) stamp: FileStamp,
-    /// The inode the bytes were read from: another one at the path is another file.
-    pub(crate) ino: Option<(u64, u64)>,
-    /// How many bytes the reader has been fed.
-    pub(crate) offset: u64,
+    /// The inode the bytes were read from (device, inode; [`NO_INODE`] when none): another one
+    /// at the path is another file.
+    ino: (u64, u64),
     pub(crate) reader: Kept,
     /// The parse with a waiting last line taken, when one waits ([`Kept::finished`]).
     finished: Option<Box<FileUsage>>,
 }
 
 impl Entry {
-    pub(crate) fn new(
-        agent: Agent,
-        stamp: FileStamp,
-        ino: Option<(u64, u64)>,
-        offset: u64,
-        mut reader: Kept,
-    ) -> Entry {
+    /// The entry of `reader`, fed the `stamp.size` bytes of the file at inode `ino`.
+    pub(crate) fn new(stamp: FileStamp, ino: Option<(u64, u64)>, mut reader: Kept) -> Entry {
         reader.shrink();
         Entry {
-            agent,
             stamp,
-            ino,
-            offset,
+            ino: ino.unwrap_or(NO_INODE),
             finished: reader.finished().map(Box::new),
             reader,
         }
@@ -225,6 +218,19 @@ impl Entry {
         fresh
     }
 
+    pub(crate) fn agent(&self) -> Agent {
+        match self.reader.file() {
+            FileRef::Claude(_) => Agent::Claude,
+            FileRef::Codex(_) => Agent::Codex,
+            FileRef::Grok(_) => Agent::Grok,
+        }
+    }
+
+    /// The inode the bytes were read from, if known.
+    fn ino(&self) -> Option<(u64, u64)> {
+        (self.ino != NO_INODE).then_some(self.ino)
+    }
+
     /// The file's usage as last read.
     pub(crate) fn parse(&self) -> FileRef<'_> {
         match &self.finished {
@@ -233,6 +239,10 @@ impl Entry {
         }
     }
 }
+
+/// No inode known (a compressed file, read whole; a Grok session with no `updates.jsonl`): no
+/// file has inode 0.
+const NO_INODE: (u64, u64) = (0, 0);
 
 /// A file to look at: what the stores list, and the sub-agent transcripts.
 #[derive(Debug)]
@@ -436,7 +446,7 @@ impl UsageIndex {
                 None => mine,
             };
             match previous {
-                Some(entry) if entry.agent == c.agent && entry.stamp == c.stamp => {
+                Some(entry) if entry.agent() == c.agent && entry.stamp == c.stamp => {
                     stats.files_unchanged += 1;
                     if handed_over {
                         taken.push(entry);
@@ -621,10 +631,8 @@ fn read(
         stats.bytes_read += c.stamp.size;
         return Ok(parsed.map(|parsed| {
             Box::new(Entry::new(
-                c.agent,
                 c.stamp,
                 /*ino*/ None,
-                c.stamp.size,
                 Kept::Whole(Box::new(parsed)),
             ))
         }));
@@ -645,17 +653,17 @@ fn read(
     };
     // Resumed only when the same file grew: same inode, not shorter than what was read.
     let resume = previous.filter(|entry| {
-        entry.agent == c.agent
-            && entry.ino.is_some()
-            && entry.ino == ino
-            && size >= entry.offset
+        entry.agent() == c.agent
+            && entry.ino().is_some()
+            && entry.ino() == ino
+            && size >= entry.stamp.size
             && !matches!(entry.reader, Kept::Whole(_))
     });
     let (mut reader, mut offset) = match resume {
         Some(entry) => {
             stats.files_appended += 1;
             let entry = *entry;
-            (entry.reader, entry.offset)
+            (entry.reader, entry.stamp.size)
         }
         None => {
             if known {
@@ -694,7 +702,15 @@ fn read(
             mtime_ns: None,
         }
     };
-    Ok(Some(Box::new(Entry::new(
-        c.agent, stamp, ino, offset, reader,
-    ))))
+    Ok(Some(Box::new(Entry::new(stamp, ino, reader))))
+}
+#[cfg(test)]
+mod tests {
+    /// An entry is kept for every usage file (110,000 at the largest stores): it fits the
+    /// allocator's 256-byte size class (the next is 320), so nothing it holds twice or could
+    /// work out (its agent, the bytes it was fed) takes room.
+    #[test]
+    fn an_entry_fits_256_bytes() {
+        assert!(std::mem::size_of::<super::Entry>() <= 256);
+    }
 }
