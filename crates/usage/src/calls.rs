@@ -104,7 +104,7 @@ impl Packed {
         let count = |n| Self::get(words, Self::count(n));
         Call {
             key,
-            timestamp: (time != NO_TIME).then(|| UnixMillis(time as i64)),
+            timestamp: (time != NO_TIME).then_some(UnixMillis(time as i64)),
             model: (model != NO_MODEL)
                 .then(|| ModelId::from_index(model as usize - 1))
                 .flatten(),

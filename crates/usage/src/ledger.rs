@@ -655,7 +655,8 @@ impl Ledger {
     /// the file slots with each call's key id, the shares.
     pub(crate) fn heap_parts(&self, parts: &mut Vec<(&'static str, usize)>) {
         use std::mem::size_of;
-        let map_slot = |len: usize, slot: usize| (len * 8).div_ceil(7).next_power_of_two() * (slot + 1);
+        let map_slot =
+            |len: usize, slot: usize| (len * 8).div_ceil(7).next_power_of_two() * (slot + 1);
         parts.push((
             "ledger key states",
             self.keys.capacity() * size_of::<KeyState>() + map_slot(self.index.len(), 4),
@@ -667,8 +668,8 @@ impl Ledger {
             "ledger larger usages",
             map_slot(self.tokens.len(), 4 + size_of::<Tokens>()),
         ));
-        let mut slots = self.files.capacity() * size_of::<Option<FileSlot>>()
-            + self.order.len() * 40;
+        let mut slots =
+            self.files.capacity() * size_of::<Option<FileSlot>>() + self.order.len() * 40;
         let mut shares = 0;
         for slot in self.files.iter().flatten() {
             slots += slot.limits.as_ref().map_or(0, |_| size_of::<RateLimits>());
