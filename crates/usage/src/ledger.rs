@@ -829,4 +829,65 @@ mod tests {
         assert_eq!(accounting.duplicates_skipped, 0);
         assert_eq!(ledger.index.len(), 2);
     }
+
+    /// A rollout: its thread `id`, forked from `base`, with a call per (running total, last)
+    /// input count.
+    fn rollout(path: &str, id: &str, base: &str, calls: &[(u64, u64)]) -> FileUsage {
+        let mut text = format!(
+            r#"{{"timestamp":"2026-12-01T10:00:00.000Z","type":"session_meta","payload":{{"id":"{id}","forked_from_id":"{base}"}}}}
+{{"timestamp":"2026-12-01T10:00:00.000Z","type":"turn_context","payload":{{"model":"gpt-5"}}}}
+"#
+        );
+        for (total, last) in calls {
+            text.push_str(&format!(
+                r#"{{"timestamp":"2026-12-01T10:00:01.000Z","type":"event_msg","payload":{{"type":"token_count","info":{{"total_token_usage":{{"input_tokens":{total}}},"last_token_usage":{{"input_tokens":{last}}}}}}}}}"#
+            ));
+            text.push('\n');
+        }
+        FileUsage::Codex(crate::codex::read(Path::new(path), text.as_bytes()))
+    }
+
+    /// A rollout's calls are keyed in its thread family, which its base's own base, found
+    /// later, changes: the rollout is taken out in the family it was put in (the slot keeps
+    /// it), so no key is left behind in the table, and the calls count as a whole scan counts
+    /// them.
+    #[test]
+    fn a_rollout_whose_family_changes_is_taken_out_in_the_family_it_was_put_in() {
+        let mut files: HashMap<PathBuf, FileUsage> = HashMap::new();
+        let mut ledger = Ledger::default();
+        let update = |ledger: &mut Ledger, files: &HashMap<PathBuf, FileUsage>, path: &str| {
+            ledger.update([Arc::from(Path::new(path))], &|p| {
+                files.get(p).map(FileUsage::borrowed)
+            })
+        };
+        // The fork, in family `b` (its base, not on disk yet).
+        files.insert(
+            "/f.jsonl".into(),
+            rollout("/f.jsonl", "f", "b", &[(10, 10), (30, 20)]),
+        );
+        update(&mut ledger, &files, "/f.jsonl");
+        assert_eq!(ledger.index.len(), 2);
+        // The base, forked from `a`: the fork's family is `a` now, its calls keyed again.
+        files.insert(
+            "/b.jsonl".into(),
+            rollout("/b.jsonl", "b", "a", &[(10, 10), (70, 60)]),
+        );
+        let accounting = update(&mut ledger, &files, "/b.jsonl");
+        assert!(ledger.stats().codex_whole);
+        assert_eq!(ledger.index.len(), 3);
+        assert_eq!(ledger.keys.len() - ledger.free_keys.len(), 3);
+        let mut whole: Vec<FileUsage> = files.into_values().collect();
+        whole.sort_by(|a, b| a.path().cmp(b.path()));
+        let scanned = crate::account::account(&whole);
+        let inputs = |a: &Accounting| {
+            let mut got: Vec<(String, u64)> = a
+                .charges()
+                .map(|c| (c.session_id.to_owned(), c.tokens.input))
+                .collect();
+            got.sort();
+            got
+        };
+        assert_eq!(inputs(&accounting), inputs(&scanned));
+        assert_eq!(accounting.duplicates_skipped, scanned.duplicates_skipped);
+    }
 }
