@@ -1,12 +1,13 @@
 //! One model call as the usage index keeps it: a small fixed record, nothing on the heap — its
-//! identity hashed ([`CallKey`], 16 bytes) and, packed in 24 bytes, its time in milliseconds
-//! (42 bits: 1970 to 2109), its model interned ([`ModelId`], 16 bits) and its five token counts
-//! (26 bits each: 67 million tokens in one call, past any model's context): 40 bytes in all. A
-//! file's calls are one list ([`Calls`]) that its reader appends to and the accounting's share
-//! of the file ([`crate::account::Share`]) holds too, so the calls a file wins are not copied.
+//! identity hashed ([`CallKey`], 16 bytes) and, packed in 20 bytes, its time in milliseconds
+//! (42 bits: 1970 to 2109), its model interned ([`ModelId`], 12 bits) and its five token counts
+//! (21 bits each: 2 million tokens in one call, past the context of the models these agents
+//! run): 36 bytes in all, in 4-byte words so a list holds no padding. A file's calls are one
+//! list ([`Calls`]) that its reader appends to and the accounting's share of the file
+//! ([`crate::account::Share`]) holds too, so the calls a file wins are not copied.
 //!
-//! A call that does not fit the packed fields (a count past 26 bits or a time outside those
-//! years — a damaged file may say so —, or a process that interned 65,535 model names) is kept
+//! A call that does not fit the packed fields (a count past 21 bits or a time outside those
+//! years — a damaged file may say so —, or a process that interned 4,095 model names) is kept
 //! whole beside the list, so every call stays exactly what the file says.
 
 use std::sync::Arc;
@@ -32,12 +33,12 @@ pub struct Call {
     pub tokens: Tokens,
 }
 
-/// A call as kept in its list: its key, and its time, model and counts packed in 192 bits
-/// ([`Packed`]).
+/// A call as kept in its list: its key, and its time, model and counts packed in 160 bits
+/// ([`Packed`]), all in 4-byte words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Kept {
-    key: CallKey,
-    packed: [u64; 3],
+    key: [u32; 4],
+    packed: [u32; 5],
 }
 
 /// Where each field sits in [`Kept::packed`] (bit offset, width): the time in Unix
@@ -47,27 +48,33 @@ struct Packed;
 
 impl Packed {
     const TIME: (u32, u32) = (0, 42);
-    const MODEL: (u32, u32) = (42, 16);
-    const COUNTS: u32 = 58;
-    const COUNT_BITS: u32 = 26;
+    const MODEL: (u32, u32) = (42, 12);
+    const COUNTS: u32 = 54;
+    const COUNT_BITS: u32 = 21;
 
-    fn get(words: &[u64; 3], (at, width): (u32, u32)) -> u64 {
-        let word = (at / 64) as usize;
-        let shift = at % 64;
-        let mut value = words[word] >> shift;
-        if shift + width > 64 {
-            value |= words[word + 1] << (64 - shift);
+    /// The `width` bits at `at` (a field spans up to three words).
+    fn get(words: &[u32; 5], (at, width): (u32, u32)) -> u64 {
+        let mut value = 0;
+        let mut got = 0;
+        while got < width {
+            let bit = at + got;
+            let take = (32 - bit % 32).min(width - got);
+            let part = u64::from(words[(bit / 32) as usize] >> (bit % 32)) & ((1 << take) - 1);
+            value |= part << got;
+            got += take;
         }
-        value & ((1 << width) - 1)
+        value
     }
 
     /// Puts `value` (less than `1 << width`) at `at` in words all zero there.
-    fn put(words: &mut [u64; 3], (at, width): (u32, u32), value: u64) {
-        let word = (at / 64) as usize;
-        let shift = at % 64;
-        words[word] |= value << shift;
-        if shift + width > 64 {
-            words[word + 1] |= value >> (64 - shift);
+    fn put(words: &mut [u32; 5], (at, width): (u32, u32), value: u64) {
+        let mut put = 0;
+        while put < width {
+            let bit = at + put;
+            let take = (32 - bit % 32).min(width - put);
+            let part = (value >> put) & ((1 << take) - 1);
+            words[(bit / 32) as usize] |= (part as u32) << (bit % 32);
+            put += take;
         }
     }
 
@@ -76,7 +83,7 @@ impl Packed {
     }
 
     /// The call's time, model and counts packed, `None` when one does not fit.
-    fn pack(call: &Call) -> Option<[u64; 3]> {
+    fn pack(call: &Call) -> Option<[u32; 5]> {
         let time = match call.timestamp {
             None => NO_TIME,
             Some(t) => u64::try_from(t.0).ok().filter(|&t| t < NO_TIME)?,
@@ -85,7 +92,7 @@ impl Packed {
             None => NO_MODEL,
             Some(id) => Some(id.index() as u64 + 1).filter(|&m| m < WIDE)?,
         };
-        let mut words = [0; 3];
+        let mut words = [0; 5];
         Self::put(&mut words, Self::TIME, time);
         Self::put(&mut words, Self::MODEL, model);
         for (n, count) in counts(&call.tokens).into_iter().enumerate() {
@@ -98,7 +105,7 @@ impl Packed {
     }
 
     /// The call packed in `words` (not [`WIDE`]).
-    fn unpack(key: CallKey, words: &[u64; 3]) -> Call {
+    fn unpack(key: CallKey, words: &[u32; 5]) -> Call {
         let time = Self::get(words, Self::TIME);
         let model = Self::get(words, Self::MODEL);
         let count = |n| Self::get(words, Self::count(n));
@@ -164,7 +171,7 @@ impl CallList {
 
     /// The key of the call at `at` (cheaper than [`CallList::get`]).
     pub fn key(&self, at: usize) -> Option<CallKey> {
-        self.calls.get(at).map(|kept| kept.key)
+        self.calls.get(at).map(|kept| CallKey::from_words(kept.key))
     }
 
     /// Every call, in order.
@@ -178,8 +185,8 @@ impl CallList {
     pub fn push(&mut self, call: Call) {
         let at = self.calls.len();
         self.calls.push(Kept {
-            key: call.key,
-            packed: [0; 3],
+            key: call.key.words(),
+            packed: [0; 5],
         });
         self.set(at, call);
     }
@@ -191,9 +198,9 @@ impl CallList {
         };
         let packed = Packed::pack(&call);
         *kept = Kept {
-            key: call.key,
+            key: call.key.words(),
             packed: packed.unwrap_or_else(|| {
-                let mut words = [0; 3];
+                let mut words = [0; 5];
                 Packed::put(&mut words, Packed::MODEL, WIDE);
                 words
             }),
@@ -223,13 +230,13 @@ impl CallList {
 
     fn read(&self, at: usize, kept: &Kept) -> Call {
         if Packed::get(&kept.packed, Packed::MODEL) != WIDE {
-            return Packed::unpack(kept.key, &kept.packed);
+            return Packed::unpack(CallKey::from_words(kept.key), &kept.packed);
         }
         self.wide
             .binary_search_by_key(&(at as u32), |&(p, _)| p)
             .map(|i| self.wide[i].1)
             .unwrap_or(Call {
-                key: kept.key,
+                key: CallKey::from_words(kept.key),
                 timestamp: None,
                 model: None,
                 tokens: Tokens::default(),
@@ -277,8 +284,8 @@ mod tests {
         }
     }
 
-    /// A call that does not fit its packed fields — a count of 26 bits and more, a time before
-    /// 1970 or from 2109 on, a model past the 65,534th — is kept exactly as the file says,
+    /// A call that does not fit its packed fields — a count of 21 bits and more, a time before
+    /// 1970 or from 2109 on, a model past the 4,094th — is kept exactly as the file says,
     /// beside the list, and the calls around them keep theirs; a call set back to one that fits
     /// leaves nothing beside the list. The largest that fit are packed.
     #[test]
@@ -344,8 +351,8 @@ mod tests {
             (at(last_ms + 1), false),
             (at(-1), false),
             (at(i64::MIN), false),
-            (model(0xFFFD), true),
-            (model(0xFFFE), false),
+            (model(0xFFD), true),
+            (model(0xFFE), false),
         ];
         for (call, fits) in edges {
             list.push(call);
@@ -357,6 +364,6 @@ mod tests {
                 "{call:?}"
             );
         }
-        assert_eq!(std::mem::size_of::<Kept>(), 40);
+        assert_eq!(std::mem::size_of::<Kept>(), 36);
     }
 }

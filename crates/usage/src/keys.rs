@@ -37,6 +37,18 @@ impl CallKey {
         self.0[0]
     }
 
+    /// The key as four 4-byte words (a list of keys in 4-byte words holds no padding).
+    pub(crate) fn words(self) -> [u32; 4] {
+        let [low, high] = self.0;
+        [low as u32, (low >> 32) as u32, high as u32, (high >> 32) as u32]
+    }
+
+    /// The key of [`CallKey::words`].
+    pub(crate) fn from_words(w: [u32; 4]) -> CallKey {
+        let word = |low: u32, high: u32| u64::from(low) | (u64::from(high) << 32);
+        CallKey([word(w[0], w[1]), word(w[2], w[3])])
+    }
+
     /// The key's 16 bytes, to hash into another key.
     pub fn bytes(&self) -> [u8; 16] {
         let mut out = [0u8; 16];
