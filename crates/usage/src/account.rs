@@ -165,25 +165,6 @@ pub(crate) struct ShareNames {
     pub(crate) cwd: Option<Arc<str>>,
 }
 
-/// One shared copy of each name (cwds) however many shares carry it.
-#[derive(Debug, Default)]
-pub(crate) struct Names(std::collections::HashSet<Arc<str>>);
-
-impl Names {
-    pub(crate) fn get(&mut self, name: &str) -> Arc<str> {
-        if let Some(kept) = self.0.get(name) {
-            return kept.clone();
-        }
-        let kept: Arc<str> = Arc::from(name);
-        self.0.insert(kept.clone());
-        kept
-    }
-
-    pub(crate) fn opt(&mut self, name: Option<&str>) -> Option<Arc<str>> {
-        name.map(|n| self.get(n))
-    }
-}
-
 /// One rate-limit window as Codex last reported it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RateLimitWindow {
@@ -265,7 +246,6 @@ pub fn account(files: &[FileUsage]) -> Accounting {
 /// [`account`] over borrowed parses (the live index keeps its own and lends them).
 pub fn account_refs(files: &[&FileUsage]) -> Accounting {
     let mut out = Accounting::default();
-    let mut names = Names::default();
     // Each call kept: its rank, the file that wins it (its place in `shares`), its place there
     // and the usage it counts.
     let mut kept: Vec<(Precedence, usize, u32, Tokens)> = Vec::new();
@@ -286,7 +266,7 @@ pub fn account_refs(files: &[&FileUsage]) -> Accounting {
                 agent: Agent::Claude,
                 session_id: session,
                 subagent,
-                cwd: names.opt(f.cwd.as_deref()),
+                cwd: f.cwd.clone(),
             },
             f.messages.clone(),
         ));
@@ -337,7 +317,7 @@ pub fn account_refs(files: &[&FileUsage]) -> Accounting {
                 agent: Agent::Codex,
                 session_id: session.into(),
                 subagent,
-                cwd: names.opt(f.cwd.as_deref()),
+                cwd: f.cwd.clone(),
             },
             f.calls.clone(),
         ));
@@ -381,7 +361,7 @@ pub fn account_refs(files: &[&FileUsage]) -> Accounting {
                 agent: Agent::Grok,
                 session_id: session.as_str().into(),
                 subagent: None,
-                cwd: names.opt(f.cwd.as_deref()),
+                cwd: f.cwd.clone(),
             },
             grok_calls(f),
         ));

@@ -104,7 +104,8 @@ pub struct CodexFile {
     pub forked_from: Option<String>,
     /// `source.subagent.thread_spawn.parent_thread_id`: the thread that spawned this one.
     pub parent_thread: Option<String>,
-    pub cwd: Option<String>,
+    /// Shared with every file that names it ([`crate::keys::shared_cwd`]).
+    pub cwd: Option<Arc<str>>,
     pub started: Option<UnixMillis>,
     pub calls: Calls,
     /// The latest `rate_limits` of the file (boxed: most rollouts' readers are kept with it).
@@ -217,7 +218,7 @@ fn meta(file: &mut CodexFile, payload: &Value) {
         file.cwd = payload
             .get("cwd")
             .and_then(Value::as_str)
-            .map(str::to_owned);
+            .map(crate::keys::shared_cwd);
         file.forked_from = payload
             .get("forked_from_id")
             .and_then(Value::as_str)

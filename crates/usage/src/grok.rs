@@ -27,7 +27,8 @@ pub struct GrokFile {
     /// Shared: the live index keys the file by it and its ledger orders files by it.
     pub path: Arc<Path>,
     pub session_id: Option<String>,
-    pub cwd: Option<String>,
+    /// Shared with every file that names it ([`crate::keys::shared_cwd`]).
+    pub cwd: Option<Arc<str>>,
     pub started: Option<UnixMillis>,
     pub turns: Vec<GrokTurn>,
     pub bad_lines: u64,
@@ -56,7 +57,7 @@ impl LineRecords for GrokLines {
             cwd: dir
                 .and_then(Path::parent)
                 .and_then(cross_agent_stores::grok::folder_cwd)
-                .map(|p| p.to_string_lossy().into_owned()),
+                .map(|p| crate::keys::shared_cwd(&p.to_string_lossy())),
             started: None,
             turns: Vec::new(),
             bad_lines: 0,

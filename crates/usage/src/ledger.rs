@@ -36,8 +36,7 @@ use hashbrown::HashTable;
 
 use crate::FileRef;
 use crate::account::{
-    Accounting, Names, Precedence, RateLimits, Share, ShareNames, Threads, grok_calls, precedence,
-    stem,
+    Accounting, Precedence, RateLimits, Share, ShareNames, Threads, grok_calls, precedence, stem,
 };
 use crate::calls::Calls;
 use crate::codex::{CodexFile, family_hash, key_in};
@@ -124,8 +123,6 @@ pub(crate) struct Ledger {
     /// Copies beyond the first of each key.
     duplicates: u64,
     threads: Option<Threads>,
-    /// Cwds, one copy each for every share.
-    names: Names,
     last: LedgerStats,
 }
 
@@ -555,17 +552,6 @@ impl Ledger {
 
     /// The share of the calls the file wins.
     fn rebuild_chunk<'a>(&mut self, id: FileId, parse: &dyn Fn(&Path) -> Option<FileRef<'a>>) {
-        let mut names = std::mem::take(&mut self.names);
-        self.make_chunk(id, parse, &mut names);
-        self.names = names;
-    }
-
-    fn make_chunk<'a>(
-        &mut self,
-        id: FileId,
-        parse: &dyn Fn(&Path) -> Option<FileRef<'a>>,
-        names: &mut Names,
-    ) {
         let Some(slot) = self.slot(id) else { return };
         let Some(file) = parse(&slot.path) else {
             return;
@@ -592,7 +578,7 @@ impl Ledger {
                         Some((at as u32, *tokens))
                     })
                     .collect();
-                let cwd = f.cwd.as_deref();
+                let cwd = f.cwd.clone();
                 (
                     Agent::Claude,
                     session,
@@ -609,7 +595,7 @@ impl Ledger {
                     None => own.clone(),
                 };
                 let subagent: Option<Arc<str>> = (session != own).then(|| own.into());
-                let cwd = f.cwd.as_deref();
+                let cwd = f.cwd.clone();
                 (
                     Agent::Codex,
                     session.into(),
@@ -622,7 +608,7 @@ impl Ledger {
             FileRef::Grok(f) => {
                 let session: Arc<str> =
                     f.session_id.clone().unwrap_or_else(|| stem(&f.path)).into();
-                let cwd = f.cwd.as_deref();
+                let cwd = f.cwd.clone();
                 (Agent::Grok, session, None, cwd, grok_calls(f), Vec::new())
             }
         };
@@ -631,7 +617,7 @@ impl Ledger {
             agent,
             session_id: session,
             subagent,
-            cwd: names.opt(cwd),
+            cwd,
         };
         let chunk =
             Share::new(names, calls, |at| grok || wins(at).is_some(), counted).map(Arc::new);

@@ -528,13 +528,11 @@ impl UsageIndex {
             entries += size_of::<Entry>();
             let file = entry.parse();
             paths += file.path().as_os_str().len() + 16;
+            // Cwds are shared by every file that names them: not counted per file.
             let (list, strings) = match file {
-                FileRef::Claude(f) => (
-                    Some(&f.messages),
-                    [&f.session_id, &f.parent_session, &f.cwd],
-                ),
-                FileRef::Codex(f) => (Some(&f.calls), [&f.thread_id, &f.forked_from, &f.cwd]),
-                FileRef::Grok(f) => (None, [&f.session_id, &None, &f.cwd]),
+                FileRef::Claude(f) => (Some(&f.messages), [&f.session_id, &f.parent_session]),
+                FileRef::Codex(f) => (Some(&f.calls), [&f.thread_id, &f.forked_from]),
+                FileRef::Grok(f) => (None, [&f.session_id, &None]),
             };
             names += strings
                 .iter()
