@@ -50,10 +50,7 @@ impl LineRecords for GrokLines {
         let dir = path.parent();
         GrokFile {
             path: Arc::from(path),
-            session_id: dir
-                .and_then(Path::file_name)
-                .and_then(|n| n.to_str())
-                .map(str::to_owned),
+            session_id: folder_session(path),
             cwd: dir
                 .and_then(Path::parent)
                 .and_then(cross_agent_stores::grok::folder_cwd)
@@ -107,6 +104,21 @@ impl LineRecords for GrokLines {
             },
         });
     }
+}
+
+/// The session an `updates.jsonl` is of: its folder's name (a [`GrokFile`]'s `session_id`,
+/// which no line changes).
+fn folder_session(path: &Path) -> Option<String> {
+    path.parent()
+        .and_then(Path::file_name)
+        .and_then(|n| n.to_str())
+        .map(str::to_owned)
+}
+
+/// The session a Grok file's usage counts for: its folder's name, else its file's stem — what
+/// the accounting takes from the parse, from the path alone.
+pub(crate) fn session_of(path: &Path) -> String {
+    folder_session(path).unwrap_or_else(|| crate::account::stem(path))
 }
 
 /// Reads a whole `updates.jsonl`.

@@ -85,7 +85,8 @@ struct FileSlot {
     /// limits, a Grok session with no usage recorded (kept so a new accounting looks at no
     /// parse).
     limits: Option<Box<RateLimits>>,
-    no_usage: Option<String>,
+    /// A Grok session with no usage recorded (named by its path: [`crate::grok::session_of`]).
+    no_usage: bool,
 }
 
 /// What the last update looked at.
@@ -273,7 +274,7 @@ impl Ledger {
             family: 0,
             chunk: None,
             limits: None,
-            no_usage: None,
+            no_usage: false,
         };
         let id = match self.free_files.pop() {
             Some(id) => {
@@ -622,12 +623,9 @@ impl Ledger {
         let chunk =
             Share::new(names, calls, |at| grok || wins(at).is_some(), counted).map(Arc::new);
         let (limits, no_usage) = match file {
-            FileRef::Codex(f) => (f.rate_limits.clone(), None),
-            FileRef::Grok(f) if f.turns.is_empty() => (
-                None,
-                Some(f.session_id.clone().unwrap_or_else(|| stem(&f.path))),
-            ),
-            _ => (None, None),
+            FileRef::Codex(f) => (f.rate_limits.clone(), false),
+            FileRef::Grok(f) => (None, f.turns.is_empty()),
+            FileRef::Claude(_) => (None, false),
         };
         if let Some(slot) = self.files.get_mut(id as usize).and_then(Option::as_mut) {
             slot.chunk = chunk;
@@ -686,8 +684,9 @@ impl Ledger {
             {
                 latest = Some(limits);
             }
-            if let Some(session) = &slot.no_usage {
-                out.no_usage_recorded.push((Agent::Grok, session.clone()));
+            if slot.no_usage {
+                let session = crate::grok::session_of(&slot.path);
+                out.no_usage_recorded.push((Agent::Grok, session));
             }
         }
         out.rate_limits = latest.map(|l| (**l).clone());
@@ -875,5 +874,52 @@ mod tests {
         };
         assert_eq!(inputs(&accounting), inputs(&scanned));
         assert_eq!(accounting.duplicates_skipped, scanned.duplicates_skipped);
+    }
+
+    /// A Grok session with no usage recorded is said by the ledger as a whole scan says it,
+    /// named by its folder, and no more once a turn with usage is written; the ledger keeps a
+    /// flag for it, the session's name made from the path when an accounting is made.
+    #[test]
+    fn a_grok_session_with_no_usage_is_named_as_a_whole_scan_names_it() {
+        let grok = |path: &str, turns: &[u64]| {
+            let mut text = String::from(
+                r#"{"timestamp":1700000000.5,"params":{"update":{"sessionUpdate":"user_message_chunk"}}}"#,
+            );
+            text.push('\n');
+            for input in turns {
+                text.push_str(&format!(
+                    r#"{{"timestamp":1700000001.5,"params":{{"update":{{"sessionUpdate":"turn_completed","usage":{{"inputTokens":{input},"outputTokens":2}}}}}}}}"#
+                ));
+                text.push('\n');
+            }
+            FileUsage::Grok(crate::grok::read(Path::new(path), text.as_bytes()))
+        };
+        let mut files: HashMap<PathBuf, FileUsage> = HashMap::new();
+        let mut ledger = Ledger::default();
+        let update = |ledger: &mut Ledger, files: &HashMap<PathBuf, FileUsage>, path: &str| {
+            ledger.update([Arc::from(Path::new(path))], &|p| {
+                files.get(p).map(FileUsage::borrowed)
+            })
+        };
+        let whole = |files: &HashMap<PathBuf, FileUsage>| {
+            let mut whole: Vec<FileUsage> = files.values().cloned().collect();
+            whole.sort_by(|a, b| a.path().cmp(b.path()));
+            crate::account::account(&whole).no_usage_recorded
+        };
+        let quiet = "/grok/sessions/-work/quiet-session/updates.jsonl";
+        let busy = "/grok/sessions/-work/busy-session/updates.jsonl";
+        files.insert(quiet.into(), grok(quiet, &[]));
+        files.insert(busy.into(), grok(busy, &[5]));
+        update(&mut ledger, &files, quiet);
+        let accounting = update(&mut ledger, &files, busy);
+        assert_eq!(
+            accounting.no_usage_recorded,
+            vec![(Agent::Grok, "quiet-session".to_owned())]
+        );
+        assert_eq!(accounting.no_usage_recorded, whole(&files));
+        files.insert(quiet.into(), grok(quiet, &[3]));
+        let accounting = update(&mut ledger, &files, quiet);
+        assert_eq!(accounting.no_usage_recorded, Vec::new());
+        assert_eq!(accounting.no_usage_recorded, whole(&files));
     }
 }
