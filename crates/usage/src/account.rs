@@ -307,7 +307,10 @@ pub fn account_refs(files: &[&FileUsage]) -> Accounting {
         .collect();
     let threads = Threads::new(&codex);
     for f in &codex {
-        let own = f.thread_id.clone().unwrap_or_else(|| stem(&f.path));
+        let own = f
+            .thread_id
+            .as_deref()
+            .map_or_else(|| stem(&f.path), str::to_owned);
         let family = family_hash(&threads.family(&own));
         let (session, depth) = threads.session(&own);
         let subagent: Option<Arc<str>> = (session != own).then(|| own.as_str().into());
@@ -431,11 +434,13 @@ impl Threads {
             let Some(id) = &f.thread_id else { continue };
             if let Some(base) = &f.forked_from {
                 forked_from
-                    .entry(id.clone())
-                    .or_insert_with(|| base.clone());
+                    .entry(id.to_string())
+                    .or_insert_with(|| base.to_string());
             }
             if let Some(p) = &f.parent_thread {
-                parent.entry(id.clone()).or_insert_with(|| p.clone());
+                parent
+                    .entry(id.to_string())
+                    .or_insert_with(|| p.to_string());
             }
         }
         Self {

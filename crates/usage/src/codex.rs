@@ -98,12 +98,12 @@ pub struct CodexFile {
     /// Shared: the live index keys the file by it and its ledger orders files by it.
     pub path: Arc<Path>,
     /// The first `session_meta`'s `id`: this rollout's thread.
-    pub thread_id: Option<String>,
+    pub thread_id: Option<Box<str>>,
     /// The thread this one was forked from: `forked_from_id`, else the id of a second
     /// `session_meta` (the base's, copied in with its history).
-    pub forked_from: Option<String>,
+    pub forked_from: Option<Box<str>>,
     /// `source.subagent.thread_spawn.parent_thread_id`: the thread that spawned this one.
-    pub parent_thread: Option<String>,
+    pub parent_thread: Option<Box<str>>,
     /// Shared with every file that names it ([`crate::keys::shared_cwd`]).
     pub cwd: Option<Arc<str>>,
     pub started: Option<UnixMillis>,
@@ -212,7 +212,7 @@ impl LineRecords for CodexLines {
 
 /// The thread's own `session_meta`, or a copied one naming the base of a fork.
 fn meta(file: &mut CodexFile, payload: &Value) {
-    let id = payload.get("id").and_then(Value::as_str).map(str::to_owned);
+    let id: Option<Box<str>> = payload.get("id").and_then(Value::as_str).map(Box::from);
     if file.thread_id.is_none() {
         file.thread_id = id;
         file.cwd = payload
@@ -222,14 +222,14 @@ fn meta(file: &mut CodexFile, payload: &Value) {
         file.forked_from = payload
             .get("forked_from_id")
             .and_then(Value::as_str)
-            .map(str::to_owned);
+            .map(Box::from);
         file.parent_thread = payload
             .get("source")
             .and_then(|s| s.get("subagent"))
             .and_then(|s| s.get("thread_spawn"))
             .and_then(|s| s.get("parent_thread_id"))
             .and_then(Value::as_str)
-            .map(str::to_owned);
+            .map(Box::from);
     } else if file.forked_from.is_none() && id != file.thread_id {
         // A copied history's own `session_meta`: the base of this fork.
         file.forked_from = id;

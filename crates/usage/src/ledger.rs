@@ -438,7 +438,10 @@ impl Ledger {
     }
 
     fn family(&self, f: &CodexFile) -> String {
-        let own = f.thread_id.clone().unwrap_or_else(|| stem(&f.path));
+        let own = f
+            .thread_id
+            .as_deref()
+            .map_or_else(|| stem(&f.path), str::to_owned);
         match &self.threads {
             Some(threads) => threads.family(&own),
             None => own,
@@ -536,7 +539,10 @@ impl Ledger {
             }
             FileRef::Codex(f) => {
                 let call = f.calls.get(at)?;
-                let own = f.thread_id.clone().unwrap_or_else(|| stem(&f.path));
+                let own = f
+                    .thread_id
+                    .as_deref()
+                    .map_or_else(|| stem(&f.path), str::to_owned);
                 let threads = self.threads.as_ref()?;
                 let (_, depth) = threads.session(&own);
                 let rank = precedence(
@@ -590,7 +596,10 @@ impl Ledger {
                 )
             }
             FileRef::Codex(f) => {
-                let own = f.thread_id.clone().unwrap_or_else(|| stem(&f.path));
+                let own = f
+                    .thread_id
+                    .as_deref()
+                    .map_or_else(|| stem(&f.path), str::to_owned);
                 let session = match &self.threads {
                     Some(threads) => threads.session(&own).0,
                     None => own.clone(),

@@ -530,14 +530,21 @@ impl UsageIndex {
             paths += file.path().as_os_str().len() + 16;
             // Cwds are shared by every file that names them: not counted per file.
             let (list, strings) = match file {
-                FileRef::Claude(f) => (Some(&f.messages), [&f.session_id, &f.parent_session]),
-                FileRef::Codex(f) => (Some(&f.calls), [&f.thread_id, &f.forked_from]),
-                FileRef::Grok(f) => (None, [&f.session_id, &None]),
+                FileRef::Claude(f) => (
+                    Some(&f.messages),
+                    [f.session_id.as_deref(), f.parent_session.as_deref(), None],
+                ),
+                FileRef::Codex(f) => (
+                    Some(&f.calls),
+                    [
+                        f.thread_id.as_deref(),
+                        f.forked_from.as_deref(),
+                        f.parent_thread.as_deref(),
+                    ],
+                ),
+                FileRef::Grok(f) => (None, [f.session_id.as_deref(), None, None]),
             };
-            names += strings
-                .iter()
-                .map(|s| s.as_ref().map_or(0, String::capacity))
-                .sum::<usize>();
+            names += strings.iter().map(|s| s.map_or(0, str::len)).sum::<usize>();
             if let Some(list) = list {
                 calls += list.heap_bytes() + 16;
                 records += list.len();
@@ -705,10 +712,11 @@ fn read(
 #[cfg(test)]
 mod tests {
     /// An entry is kept for every usage file (110,000 at the largest stores): it fits the
-    /// allocator's 256-byte size class (the next is 320), so nothing it holds twice or could
-    /// work out (its agent, the bytes it was fed) takes room.
+    /// allocator's 224-byte size class (the next are 256 and 320), so nothing it holds twice or
+    /// could work out (its agent, the bytes it was fed) takes room, and a rollout's ids hold no
+    /// spare capacity.
     #[test]
-    fn an_entry_fits_256_bytes() {
-        assert!(std::mem::size_of::<super::Entry>() <= 256);
+    fn an_entry_fits_224_bytes() {
+        assert!(std::mem::size_of::<super::Entry>() <= 224);
     }
 }
