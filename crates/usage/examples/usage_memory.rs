@@ -48,6 +48,9 @@ fn main() -> Result<()> {
         ),
         at,
     );
+    for (part, bytes) in index.heap_parts() {
+        println!("  {part}: {:.2} MB", bytes as f64 / 1_048_576.0);
+    }
     let at = Instant::now();
     let accounting = index.accounting();
     step(
@@ -65,6 +68,9 @@ fn main() -> Result<()> {
     step(&format!("by session ({} rows)", report.rows.len()), at);
     drop(report);
     drop(accounting);
+    for (part, bytes) in index.heap_parts() {
+        println!("  {part}: {:.2} MB", bytes as f64 / 1_048_576.0);
+    }
     step("report dropped", Instant::now());
     let at = Instant::now();
     let stats = index.refresh(&roots, &mut warnings);

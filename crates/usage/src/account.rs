@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::FileUsage;
 use crate::calls::{Call, Calls};
-use crate::codex::{CodexFile, key_in};
+use crate::codex::{CodexFile, family_hash, key_in};
 use crate::grok::GrokFile;
 use crate::keys::{CallKey, ModelId, ModelNames};
 use crate::tokens::Tokens;
@@ -99,6 +99,12 @@ impl Share {
         })
     }
 
+    /// The bytes the share holds on the heap beside its calls (which its reader holds too).
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.won.as_ref().map_or(0, |w| w.len() * 8)
+            + self.counted.len() * std::mem::size_of::<(u32, Tokens)>()
+    }
+
     /// The calls the file wins, each with the usage it counts.
     pub fn calls(&self) -> ShareCalls<'_> {
         ShareCalls {
@@ -157,25 +163,6 @@ pub(crate) struct ShareNames {
     pub(crate) session_id: Arc<str>,
     pub(crate) subagent: Option<Arc<str>>,
     pub(crate) cwd: Option<Arc<str>>,
-}
-
-/// One shared copy of each name (cwds) however many shares carry it.
-#[derive(Debug, Default)]
-pub(crate) struct Names(std::collections::HashSet<Arc<str>>);
-
-impl Names {
-    pub(crate) fn get(&mut self, name: &str) -> Arc<str> {
-        if let Some(kept) = self.0.get(name) {
-            return kept.clone();
-        }
-        let kept: Arc<str> = Arc::from(name);
-        self.0.insert(kept.clone());
-        kept
-    }
-
-    pub(crate) fn opt(&mut self, name: Option<&str>) -> Option<Arc<str>> {
-        name.map(|n| self.get(n))
-    }
 }
 
 /// One rate-limit window as Codex last reported it.
@@ -259,7 +246,6 @@ pub fn account(files: &[FileUsage]) -> Accounting {
 /// [`account`] over borrowed parses (the live index keeps its own and lends them).
 pub fn account_refs(files: &[&FileUsage]) -> Accounting {
     let mut out = Accounting::default();
-    let mut names = Names::default();
     // Each call kept: its rank, the file that wins it (its place in `shares`), its place there
     // and the usage it counts.
     let mut kept: Vec<(Precedence, usize, u32, Tokens)> = Vec::new();
@@ -280,7 +266,7 @@ pub fn account_refs(files: &[&FileUsage]) -> Accounting {
                 agent: Agent::Claude,
                 session_id: session,
                 subagent,
-                cwd: names.opt(f.cwd.as_deref()),
+                cwd: f.cwd.clone(),
             },
             f.messages.clone(),
         ));
@@ -321,8 +307,11 @@ pub fn account_refs(files: &[&FileUsage]) -> Accounting {
         .collect();
     let threads = Threads::new(&codex);
     for f in &codex {
-        let own = f.thread_id.clone().unwrap_or_else(|| stem(&f.path));
-        let family = threads.family(&own);
+        let own = f
+            .thread_id
+            .as_deref()
+            .map_or_else(|| stem(&f.path), str::to_owned);
+        let family = family_hash(&threads.family(&own));
         let (session, depth) = threads.session(&own);
         let subagent: Option<Arc<str>> = (session != own).then(|| own.as_str().into());
         let share = shares.len();
@@ -331,14 +320,14 @@ pub fn account_refs(files: &[&FileUsage]) -> Accounting {
                 agent: Agent::Codex,
                 session_id: session.into(),
                 subagent,
-                cwd: names.opt(f.cwd.as_deref()),
+                cwd: f.cwd.clone(),
             },
             f.calls.clone(),
         ));
         let fork_depth = threads.fork_depth(&own);
         for (at, c) in f.calls.iter().enumerate() {
             let rank = precedence(c.timestamp, fork_depth + depth, f.started, &own);
-            let key = key_in(&c, &family);
+            let key = key_in(c.key, family);
             match codex_keys.get(&key) {
                 Some(&k) => {
                     out.duplicates_skipped += 1;
@@ -375,7 +364,7 @@ pub fn account_refs(files: &[&FileUsage]) -> Accounting {
                 agent: Agent::Grok,
                 session_id: session.as_str().into(),
                 subagent: None,
-                cwd: names.opt(f.cwd.as_deref()),
+                cwd: f.cwd.clone(),
             },
             grok_calls(f),
         ));
@@ -445,11 +434,13 @@ impl Threads {
             let Some(id) = &f.thread_id else { continue };
             if let Some(base) = &f.forked_from {
                 forked_from
-                    .entry(id.clone())
-                    .or_insert_with(|| base.clone());
+                    .entry(id.to_string())
+                    .or_insert_with(|| base.to_string());
             }
             if let Some(p) = &f.parent_thread {
-                parent.entry(id.clone()).or_insert_with(|| p.clone());
+                parent
+                    .entry(id.to_string())
+                    .or_insert_with(|| p.to_string());
             }
         }
         Self {

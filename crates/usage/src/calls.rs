@@ -1,12 +1,14 @@
 //! One model call as the usage index keeps it: a small fixed record, nothing on the heap — its
-//! identity hashed ([`CallKey`]), its model interned ([`ModelId`]), its time in 8 bytes, its
-//! five token counts in 4 bytes each (48 bytes in all). A file's calls are one list
-//! ([`Calls`]) that its reader appends to and the accounting's share of the file
+//! identity hashed ([`CallKey`], 16 bytes) and, packed in 20 bytes, its time in milliseconds
+//! (42 bits: 1970 to 2109), its model interned ([`ModelId`], 12 bits) and its five token counts
+//! (21 bits each: 2 million tokens in one call, past the context of the models these agents
+//! run): 36 bytes in all, in 4-byte words so a list holds no padding. A file's calls are one
+//! list ([`Calls`]) that its reader appends to and the accounting's share of the file
 //! ([`crate::account::Share`]) holds too, so the calls a file wins are not copied.
 //!
-//! A count that does not fit 32 bits (4.29 billion tokens in one call: no model has such a
-//! context, but a damaged file may say so) is kept whole beside the list, so every count stays
-//! exactly what the file says.
+//! A call that does not fit the packed fields (a count past 21 bits or a time outside those
+//! years — a damaged file may say so —, or a process that interned 4,095 model names) is kept
+//! whole beside the list, so every call stays exactly what the file says.
 
 use std::sync::Arc;
 
@@ -31,30 +33,125 @@ pub struct Call {
     pub tokens: Tokens,
 }
 
-/// A call as kept in its list.
+/// A call as kept in its list: its key, and its time, model and counts packed in 160 bits
+/// ([`Packed`]), all in 4-byte words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Kept {
-    key: CallKey,
-    /// Unix milliseconds, [`NO_TIME`] when the line did not say.
-    at: i64,
-    model: Option<ModelId>,
-    /// input, output, 5-minute and 1-hour cache writes, cache reads; [`WIDE`] when the counts
-    /// are in [`CallList::wide`].
-    counts: [u32; 5],
+    key: [u32; 4],
+    packed: [u32; 5],
 }
 
-/// No time: no RFC 3339 time parses to it (it is 292 million years before 1970).
-const NO_TIME: i64 = i64::MIN;
+/// Where each field sits in [`Kept::packed`] (bit offset, width): the time in Unix
+/// milliseconds ([`NO_TIME`] when the line did not say), the model ([`NO_MODEL`], an id's place
+/// + 1, or [`WIDE`]), then input, output, 5-minute and 1-hour cache writes, cache reads.
+struct Packed;
 
-/// The counts are kept whole beside the list.
-const WIDE: [u32; 5] = [u32::MAX; 5];
+impl Packed {
+    const TIME: (u32, u32) = (0, 42);
+    const MODEL: (u32, u32) = (42, 12);
+    const COUNTS: u32 = 54;
+    const COUNT_BITS: u32 = 21;
+
+    /// The `width` bits at `at` (a field spans up to three words).
+    fn get(words: &[u32; 5], (at, width): (u32, u32)) -> u64 {
+        let mut value = 0;
+        let mut got = 0;
+        while got < width {
+            let bit = at + got;
+            let take = (32 - bit % 32).min(width - got);
+            let part = u64::from(words[(bit / 32) as usize] >> (bit % 32)) & ((1 << take) - 1);
+            value |= part << got;
+            got += take;
+        }
+        value
+    }
+
+    /// Puts `value` (less than `1 << width`) at `at` in words all zero there.
+    fn put(words: &mut [u32; 5], (at, width): (u32, u32), value: u64) {
+        let mut put = 0;
+        while put < width {
+            let bit = at + put;
+            let take = (32 - bit % 32).min(width - put);
+            let part = (value >> put) & ((1 << take) - 1);
+            words[(bit / 32) as usize] |= (part as u32) << (bit % 32);
+            put += take;
+        }
+    }
+
+    fn count(n: usize) -> (u32, u32) {
+        (Self::COUNTS + n as u32 * Self::COUNT_BITS, Self::COUNT_BITS)
+    }
+
+    /// The call's time, model and counts packed, `None` when one does not fit.
+    fn pack(call: &Call) -> Option<[u32; 5]> {
+        let time = match call.timestamp {
+            None => NO_TIME,
+            Some(t) => u64::try_from(t.0).ok().filter(|&t| t < NO_TIME)?,
+        };
+        let model = match call.model {
+            None => NO_MODEL,
+            Some(id) => Some(id.index() as u64 + 1).filter(|&m| m < WIDE)?,
+        };
+        let mut words = [0; 5];
+        Self::put(&mut words, Self::TIME, time);
+        Self::put(&mut words, Self::MODEL, model);
+        for (n, count) in counts(&call.tokens).into_iter().enumerate() {
+            if count >= 1 << Self::COUNT_BITS {
+                return None;
+            }
+            Self::put(&mut words, Self::count(n), count);
+        }
+        Some(words)
+    }
+
+    /// The call packed in `words` (not [`WIDE`]).
+    fn unpack(key: CallKey, words: &[u32; 5]) -> Call {
+        let time = Self::get(words, Self::TIME);
+        let model = Self::get(words, Self::MODEL);
+        let count = |n| Self::get(words, Self::count(n));
+        Call {
+            key,
+            timestamp: (time != NO_TIME).then_some(UnixMillis(time as i64)),
+            model: (model != NO_MODEL)
+                .then(|| ModelId::from_index(model as usize - 1))
+                .flatten(),
+            tokens: Tokens {
+                input: count(0),
+                output: count(1),
+                cache_write_5m: count(2),
+                cache_write_1h: count(3),
+                cache_read: count(4),
+            },
+        }
+    }
+}
+
+/// No time: the time field all ones.
+const NO_TIME: u64 = (1 << Packed::TIME.1) - 1;
+
+/// No model.
+const NO_MODEL: u64 = 0;
+
+/// The model field of a call kept whole in [`CallList::wide`].
+const WIDE: u64 = (1 << Packed::MODEL.1) - 1;
+
+/// A call's five counts in their order.
+fn counts(t: &Tokens) -> [u64; 5] {
+    [
+        t.input,
+        t.output,
+        t.cache_write_5m,
+        t.cache_write_1h,
+        t.cache_read,
+    ]
+}
 
 /// A file's calls, in its order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CallList {
     calls: Vec<Kept>,
-    /// The counts of the calls with a count of `u32::MAX` or more, by place, in order.
-    wide: Vec<(u32, Tokens)>,
+    /// The calls that do not fit their packed fields, whole, by place, in order.
+    wide: Vec<(u32, Call)>,
 }
 
 impl CallList {
@@ -74,7 +171,7 @@ impl CallList {
 
     /// The key of the call at `at` (cheaper than [`CallList::get`]).
     pub fn key(&self, at: usize) -> Option<CallKey> {
-        self.calls.get(at).map(|kept| kept.key)
+        self.calls.get(at).map(|kept| CallKey::from_words(kept.key))
     }
 
     /// Every call, in order.
@@ -88,10 +185,8 @@ impl CallList {
     pub fn push(&mut self, call: Call) {
         let at = self.calls.len();
         self.calls.push(Kept {
-            key: call.key,
-            at: NO_TIME,
-            model: None,
-            counts: [0; 5],
+            key: call.key.words(),
+            packed: [0; 5],
         });
         self.set(at, call);
     }
@@ -101,40 +196,31 @@ impl CallList {
         let Some(kept) = self.calls.get_mut(at) else {
             return;
         };
-        let t = call.tokens;
-        let counts = [
-            t.input,
-            t.output,
-            t.cache_write_5m,
-            t.cache_write_1h,
-            t.cache_read,
-        ];
-        let narrow = |n: u64| u32::try_from(n).ok().filter(|&n| n != u32::MAX);
-        let narrow: Option<[u32; 5]> = (|| {
-            Some([
-                narrow(counts[0])?,
-                narrow(counts[1])?,
-                narrow(counts[2])?,
-                narrow(counts[3])?,
-                narrow(counts[4])?,
-            ])
-        })();
+        let packed = Packed::pack(&call);
         *kept = Kept {
-            key: call.key,
-            at: call.timestamp.map_or(NO_TIME, |t| t.0.max(NO_TIME + 1)),
-            model: call.model,
-            counts: narrow.unwrap_or(WIDE),
+            key: call.key.words(),
+            packed: packed.unwrap_or_else(|| {
+                let mut words = [0; 5];
+                Packed::put(&mut words, Packed::MODEL, WIDE);
+                words
+            }),
         };
         let place = at as u32;
         let found = self.wide.binary_search_by_key(&place, |&(p, _)| p);
-        match (found, narrow) {
-            (Ok(i), None) => self.wide[i].1 = t,
-            (Err(i), None) => self.wide.insert(i, (place, t)),
+        match (found, packed) {
+            (Ok(i), None) => self.wide[i].1 = call,
+            (Err(i), None) => self.wide.insert(i, (place, call)),
             (Ok(i), Some(_)) => {
                 self.wide.remove(i);
             }
             (Err(_), Some(_)) => {}
         }
+    }
+
+    /// The bytes the list holds on the heap (its records and the wide counts beside).
+    pub fn heap_bytes(&self) -> usize {
+        self.calls.capacity() * std::mem::size_of::<Kept>()
+            + self.wide.capacity() * std::mem::size_of::<(u32, Call)>()
     }
 
     pub fn shrink_to_fit(&mut self) {
@@ -143,27 +229,18 @@ impl CallList {
     }
 
     fn read(&self, at: usize, kept: &Kept) -> Call {
-        let tokens = if kept.counts == WIDE {
-            self.wide
-                .binary_search_by_key(&(at as u32), |&(p, _)| p)
-                .map(|i| self.wide[i].1)
-                .unwrap_or_default()
-        } else {
-            let [input, output, cache_write_5m, cache_write_1h, cache_read] = kept.counts;
-            Tokens {
-                input: u64::from(input),
-                output: u64::from(output),
-                cache_write_5m: u64::from(cache_write_5m),
-                cache_write_1h: u64::from(cache_write_1h),
-                cache_read: u64::from(cache_read),
-            }
-        };
-        Call {
-            key: kept.key,
-            timestamp: (kept.at != NO_TIME).then_some(UnixMillis(kept.at)),
-            model: kept.model,
-            tokens,
+        if Packed::get(&kept.packed, Packed::MODEL) != WIDE {
+            return Packed::unpack(CallKey::from_words(kept.key), &kept.packed);
         }
+        self.wide
+            .binary_search_by_key(&(at as u32), |&(p, _)| p)
+            .map(|i| self.wide[i].1)
+            .unwrap_or(Call {
+                key: CallKey::from_words(kept.key),
+                timestamp: None,
+                model: None,
+                tokens: Tokens::default(),
+            })
     }
 }
 
@@ -207,17 +284,19 @@ mod tests {
         }
     }
 
-    /// Counts of 32 bits and more are kept exactly as the file says, beside the list, and the
-    /// calls around them keep theirs; a call whose counts come back under 32 bits leaves
-    /// nothing beside the list.
+    /// A call that does not fit its packed fields — a count of 21 bits and more, a time before
+    /// 1970 or from 2109 on, a model past the 4,094th — is kept exactly as the file says,
+    /// beside the list, and the calls around them keep theirs; a call set back to one that fits
+    /// leaves nothing beside the list. The largest that fit are packed.
     #[test]
-    fn counts_past_32_bits_stay_exact_and_the_calls_around_them_keep_theirs() {
+    fn calls_past_their_packed_fields_stay_exact_and_the_calls_around_them_keep_theirs() {
+        let most = (1 << Packed::COUNT_BITS) - 1;
         let small = Tokens {
             input: 3,
-            output: u64::from(u32::MAX - 1),
+            output: most,
             cache_write_5m: 5,
             cache_write_1h: 0,
-            cache_read: 7,
+            cache_read: most,
         };
         let huge = Tokens {
             input: u64::from(u32::MAX),
@@ -226,26 +305,65 @@ mod tests {
             cache_write_1h: 2,
             cache_read: 1 << 40,
         };
+        let just_past = Tokens {
+            cache_write_1h: most + 1,
+            ..small
+        };
         let mut list: CallList = [call(0, small), call(1, huge), call(2, small)]
             .into_iter()
             .collect();
         list.push(call(3, huge));
+        list.push(call(4, just_past));
         let got: Vec<Call> = list.iter().collect();
         assert_eq!(
             got,
-            vec![call(0, small), call(1, huge), call(2, small), call(3, huge)]
+            vec![
+                call(0, small),
+                call(1, huge),
+                call(2, small),
+                call(3, huge),
+                call(4, just_past)
+            ]
         );
-        assert_eq!(list.wide.len(), 2);
+        assert_eq!(list.wide.len(), 3);
         list.set(1, call(1, small));
         assert_eq!(list.get(1), Some(call(1, small)));
         assert_eq!(list.get(3), Some(call(3, huge)));
-        assert_eq!(list.wide, vec![(3, huge)]);
+        assert_eq!(list.wide, vec![(3, call(3, huge)), (4, call(4, just_past))]);
+        let at = |ms: i64| Call {
+            timestamp: Some(UnixMillis(ms)),
+            ..call(5, small)
+        };
+        let model = |index: usize| Call {
+            model: ModelId::from_index(index),
+            ..call(6, small)
+        };
         let no_time = Call {
             timestamp: None,
-            ..call(4, small)
+            model: None,
+            ..call(7, small)
         };
-        list.push(no_time);
-        assert_eq!(list.get(4), Some(no_time));
-        assert_eq!(std::mem::size_of::<Kept>(), 48);
+        let last_ms = NO_TIME as i64 - 1;
+        let edges = [
+            (no_time, true),
+            (at(0), true),
+            (at(last_ms), true),
+            (at(last_ms + 1), false),
+            (at(-1), false),
+            (at(i64::MIN), false),
+            (model(0xFFD), true),
+            (model(0xFFE), false),
+        ];
+        for (call, fits) in edges {
+            list.push(call);
+            let place = list.len() - 1;
+            assert_eq!(list.get(place), Some(call));
+            assert_eq!(
+                list.wide.last().map(|&(p, _)| p as usize) == Some(place),
+                !fits,
+                "{call:?}"
+            );
+        }
+        assert_eq!(std::mem::size_of::<Kept>(), 36);
     }
 }

@@ -46,7 +46,8 @@ pub struct ClaudeFile {
     pub session_id: Option<String>,
     /// For `<session>/subagents/*.jsonl`: the session folder's name, the parent it counts for.
     pub parent_session: Option<String>,
-    pub cwd: Option<String>,
+    /// Shared with every file that names it ([`crate::keys::shared_cwd`]).
+    pub cwd: Option<Arc<str>>,
     /// The earliest timestamp in the file.
     pub started: Option<UnixMillis>,
     /// Each reply once, in first-seen order.
@@ -234,7 +235,7 @@ impl LineRecords for ClaudeLines {
             file.session_id = line.session_id.clone();
         }
         if file.cwd.is_none() {
-            file.cwd = line.cwd.clone();
+            file.cwd = line.cwd.as_deref().map(crate::keys::shared_cwd);
         }
         if line.kind.as_deref() != Some("assistant") {
             return;

@@ -65,19 +65,30 @@ pub type CodexCall = Call;
 pub fn usage_key(total: &RawUsage, last: &RawUsage) -> CallKey {
     CallKey::of(|w| {
         for usage in [total, last] {
-            w.u64(usage.input_tokens)
-                .u64(usage.cached_input_tokens)
-                .u64(usage.output_tokens)
-                .u64(usage.reasoning_output_tokens)
-                .u64(usage.total_tokens);
+            write_usage(w, usage);
         }
     })
 }
 
-/// A call's identity across rollouts: its usage in thread family `family`.
-pub fn key_in(call: &CodexCall, family: &str) -> CallKey {
+/// A usage record's five counts, into a key.
+fn write_usage(w: &mut crate::keys::KeyWriter, usage: &RawUsage) {
+    w.u64(usage.input_tokens)
+        .u64(usage.cached_input_tokens)
+        .u64(usage.output_tokens)
+        .u64(usage.reasoning_output_tokens)
+        .u64(usage.total_tokens);
+}
+
+/// A thread family's name hashed, as a call's identity across rollouts holds it ([`key_in`]).
+pub fn family_hash(family: &str) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(family.as_bytes())
+}
+
+/// A call's identity across rollouts: its usage (`key`, [`usage_key`]) in the thread family
+/// hashed as `family` ([`family_hash`]).
+pub fn key_in(key: CallKey, family: u64) -> CallKey {
     CallKey::of(|w| {
-        w.str(family).bytes(&call.key.bytes());
+        w.u64(family).bytes(&key.bytes());
     })
 }
 
@@ -87,13 +98,14 @@ pub struct CodexFile {
     /// Shared: the live index keys the file by it and its ledger orders files by it.
     pub path: Arc<Path>,
     /// The first `session_meta`'s `id`: this rollout's thread.
-    pub thread_id: Option<String>,
+    pub thread_id: Option<Box<str>>,
     /// The thread this one was forked from: `forked_from_id`, else the id of a second
     /// `session_meta` (the base's, copied in with its history).
-    pub forked_from: Option<String>,
+    pub forked_from: Option<Box<str>>,
     /// `source.subagent.thread_spawn.parent_thread_id`: the thread that spawned this one.
-    pub parent_thread: Option<String>,
-    pub cwd: Option<String>,
+    pub parent_thread: Option<Box<str>>,
+    /// Shared with every file that names it ([`crate::keys::shared_cwd`]).
+    pub cwd: Option<Arc<str>>,
     pub started: Option<UnixMillis>,
     pub calls: Calls,
     /// The latest `rate_limits` of the file (boxed: most rollouts' readers are kept with it).
@@ -108,7 +120,9 @@ pub type CodexReader = Reader<CodexLines>;
 #[derive(Debug, Clone, Default)]
 pub struct CodexLines {
     model: Option<ModelId>,
-    last_total: Option<RawUsage>,
+    /// The last call's running total, hashed (compared only, and kept for every rollout's
+    /// reader: 16 bytes where the counts took 40).
+    last_total: Option<CallKey>,
 }
 
 /// The fields of a rollout line the reader looks at (public only as [`CodexLines`]'s line type;
@@ -198,24 +212,24 @@ impl LineRecords for CodexLines {
 
 /// The thread's own `session_meta`, or a copied one naming the base of a fork.
 fn meta(file: &mut CodexFile, payload: &Value) {
-    let id = payload.get("id").and_then(Value::as_str).map(str::to_owned);
+    let id: Option<Box<str>> = payload.get("id").and_then(Value::as_str).map(Box::from);
     if file.thread_id.is_none() {
         file.thread_id = id;
         file.cwd = payload
             .get("cwd")
             .and_then(Value::as_str)
-            .map(str::to_owned);
+            .map(crate::keys::shared_cwd);
         file.forked_from = payload
             .get("forked_from_id")
             .and_then(Value::as_str)
-            .map(str::to_owned);
+            .map(Box::from);
         file.parent_thread = payload
             .get("source")
             .and_then(|s| s.get("subagent"))
             .and_then(|s| s.get("thread_spawn"))
             .and_then(|s| s.get("parent_thread_id"))
             .and_then(Value::as_str)
-            .map(str::to_owned);
+            .map(Box::from);
     } else if file.forked_from.is_none() && id != file.thread_id {
         // A copied history's own `session_meta`: the base of this fork.
         file.forked_from = id;
@@ -246,10 +260,13 @@ impl CodexLines {
             return;
         };
         // The same running total again is the same call again (a rate-limit-only update).
-        if self.last_total == Some(total) {
+        let total_key = CallKey::of(|w| {
+            write_usage(w, &total);
+        });
+        if self.last_total == Some(total_key) {
             return;
         }
-        self.last_total = Some(total);
+        self.last_total = Some(total_key);
         Arc::make_mut(&mut file.calls).push(Call {
             key: usage_key(&total, &last),
             timestamp,

@@ -27,7 +27,8 @@ pub struct GrokFile {
     /// Shared: the live index keys the file by it and its ledger orders files by it.
     pub path: Arc<Path>,
     pub session_id: Option<String>,
-    pub cwd: Option<String>,
+    /// Shared with every file that names it ([`crate::keys::shared_cwd`]).
+    pub cwd: Option<Arc<str>>,
     pub started: Option<UnixMillis>,
     pub turns: Vec<GrokTurn>,
     pub bad_lines: u64,
@@ -49,14 +50,11 @@ impl LineRecords for GrokLines {
         let dir = path.parent();
         GrokFile {
             path: Arc::from(path),
-            session_id: dir
-                .and_then(Path::file_name)
-                .and_then(|n| n.to_str())
-                .map(str::to_owned),
+            session_id: folder_session(path),
             cwd: dir
                 .and_then(Path::parent)
                 .and_then(cross_agent_stores::grok::folder_cwd)
-                .map(|p| p.to_string_lossy().into_owned()),
+                .map(|p| crate::keys::shared_cwd(&p.to_string_lossy())),
             started: None,
             turns: Vec::new(),
             bad_lines: 0,
@@ -106,6 +104,21 @@ impl LineRecords for GrokLines {
             },
         });
     }
+}
+
+/// The session an `updates.jsonl` is of: its folder's name (a [`GrokFile`]'s `session_id`,
+/// which no line changes).
+fn folder_session(path: &Path) -> Option<String> {
+    path.parent()
+        .and_then(Path::file_name)
+        .and_then(|n| n.to_str())
+        .map(str::to_owned)
+}
+
+/// The session a Grok file's usage counts for: its folder's name, else its file's stem — what
+/// the accounting takes from the parse, from the path alone.
+pub(crate) fn session_of(path: &Path) -> String {
+    folder_session(path).unwrap_or_else(|| crate::account::stem(path))
 }
 
 /// Reads a whole `updates.jsonl`.

@@ -87,7 +87,6 @@ impl ReadTap for HandoffTap {
         };
         Some(Box::new(Sink {
             to: self.0.clone(),
-            agent: source.agent,
             path: source.path.clone(),
             stamp: source.stamp,
             compressed: source.compressed,
@@ -100,7 +99,6 @@ impl ReadTap for HandoffTap {
 /// One file's reader while the session index reads it.
 struct Sink {
     to: Arc<Handoffs>,
-    agent: Agent,
     path: PathBuf,
     /// The stamp the walk saw before the read.
     stamp: FileStamp,
@@ -120,7 +118,6 @@ impl TapSink for Sink {
         };
         let Sink {
             to,
-            agent,
             path,
             stamp,
             compressed,
@@ -129,7 +126,7 @@ impl TapSink for Sink {
         } = *self;
         let entry = if compressed {
             // Read whole, as the usage index reads a compressed rollout.
-            Entry::new(agent, stamp, None, stamp.size, reader.into_whole())
+            Entry::new(stamp, None, reader.into_whole())
         } else {
             // What was read, not what the walk saw before: a write in between shows next time
             // (as the usage index's own reads keep it).
@@ -141,7 +138,7 @@ impl TapSink for Sink {
                     mtime_ns: None,
                 }
             };
-            Entry::new(agent, stamp, ino, consumed, reader)
+            Entry::new(stamp, ino, reader)
         };
         to.put(path, entry);
     }

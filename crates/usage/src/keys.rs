@@ -13,7 +13,7 @@
 //! call holds its 4-byte id. Ids are never reused, so an id kept anywhere always names the same
 //! model, whatever files were dropped since.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::num::NonZeroU32;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -35,6 +35,23 @@ impl CallKey {
     /// 64 bits of the key, for a hash table (the key is a hash already).
     pub fn short(&self) -> u64 {
         self.0[0]
+    }
+
+    /// The key as four 4-byte words (a list of keys in 4-byte words holds no padding).
+    pub(crate) fn words(self) -> [u32; 4] {
+        let [low, high] = self.0;
+        [
+            low as u32,
+            (low >> 32) as u32,
+            high as u32,
+            (high >> 32) as u32,
+        ]
+    }
+
+    /// The key of [`CallKey::words`].
+    pub(crate) fn from_words(w: [u32; 4]) -> CallKey {
+        let word = |low: u32, high: u32| u64::from(low) | (u64::from(high) << 32);
+        CallKey([word(w[0], w[1]), word(w[2], w[3])])
     }
 
     /// The key's 16 bytes, to hash into another key.
@@ -145,10 +162,34 @@ impl ModelId {
         self.0.get() as usize - 1
     }
 
+    /// The id at place `index` ([`ModelId::index`]), as given: an id is kept as its place.
+    pub(crate) fn from_index(index: usize) -> Option<ModelId> {
+        u32::try_from(index + 1)
+            .ok()
+            .and_then(NonZeroU32::new)
+            .map(ModelId)
+    }
+
     /// The model's name.
     pub fn name(self) -> Arc<str> {
         ModelNames::now().get(self).unwrap_or_else(|| Arc::from(""))
     }
+}
+
+/// Working directories (a session's cwd), kept once for the process's life like model names:
+/// a store names a few dozen projects, and every transcript of one holds the same name.
+static CWDS: Mutex<Option<HashSet<Arc<str>>>> = Mutex::new(None);
+
+/// `cwd`, as every file that names it holds it (one copy).
+pub fn shared_cwd(cwd: &str) -> Arc<str> {
+    let mut guard = CWDS.lock().unwrap_or_else(PoisonError::into_inner);
+    let cwds = guard.get_or_insert_with(HashSet::new);
+    if let Some(kept) = cwds.get(cwd) {
+        return kept.clone();
+    }
+    let kept: Arc<str> = Arc::from(cwd);
+    cwds.insert(kept.clone());
+    kept
 }
 
 /// Every model name interned so far, to look many ids up without taking a lock for each.
@@ -182,5 +223,42 @@ impl ModelNames {
     /// The name of `id` as a borrowed `str`.
     pub fn str(&self, id: ModelId) -> Option<&str> {
         self.0.get(id.0.get() as usize - 1).map(|n| &**n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::sync::Arc;
+
+    /// Transcripts of one project hold one copy of its cwd, whichever agent wrote them; another
+    /// cwd is its own.
+    #[test]
+    fn files_naming_one_cwd_hold_one_copy_of_it() {
+        let claude = |path: &str, cwd: &str| {
+            let line = format!(
+                r#"{{"type":"user","sessionId":"s","cwd":"{cwd}","timestamp":"2026-12-01T10:00:00.000Z"}}"#
+            );
+            crate::claude::read(Path::new(path), format!("{line}\n").as_bytes()).cwd
+        };
+        let codex = |path: &str, cwd: &str| {
+            let line = format!(
+                r#"{{"timestamp":"2026-12-01T10:00:00.000Z","type":"session_meta","payload":{{"id":"t","cwd":"{cwd}"}}}}"#
+            );
+            crate::codex::read(Path::new(path), format!("{line}\n").as_bytes()).cwd
+        };
+        let (a, b) = (
+            claude("/a.jsonl", "/work/keys-test"),
+            claude("/b.jsonl", "/work/keys-test"),
+        );
+        let c = codex("/c.jsonl", "/work/keys-test");
+        let other = claude("/d.jsonl", "/work/keys-test-other");
+        let (Some(a), Some(b), Some(c), Some(other)) = (a, b, c, other) else {
+            panic!("every file names its cwd");
+        };
+        assert!(Arc::ptr_eq(&a, &b) && Arc::ptr_eq(&a, &c));
+        assert_eq!(&*a, "/work/keys-test");
+        assert!(!Arc::ptr_eq(&a, &other));
+        assert_eq!(&*other, "/work/keys-test-other");
     }
 }

@@ -12,18 +12,23 @@
 //! kept whole ([`Accounting::chunks`]), so a new accounting shares every other file's.
 //!
 //! What is kept per call is small and fixed, nothing on the heap per call: a key's state is its
-//! key, its first copy and its winner (32 bytes, in one `Vec`; the key table holds only the
-//! state's place); the copies beyond the first (a resumed session's copies of its base) and a
-//! Claude reply counted with a larger usage than its winner's own line recorded are the rare
-//! cases, in side tables. A file's path is held once ([`Arc<Path>`]) by its slot, the id map and
-//! the path order.
+//! first copy and its winner (16 bytes, in one `Vec`; the key table holds only the state's
+//! place). The key itself is not kept here: each file's slot holds the file's list of calls as
+//! it was put in (the [`Calls`] its reader and share hold, not a copy), and a copy's key is read
+//! from its record there — a Codex call's in the family its file was keyed in, also held by the
+//! slot — when the key table is searched or grown, and when the file is taken out again (from
+//! the list as put in, whatever its reader read since). Nor is each call's key state kept per
+//! file: a file's calls find theirs in the key table. The copies beyond the first (a resumed
+//! session's copies of its base) and a Claude reply counted with a larger usage than its
+//! winner's own line recorded are the rare cases, in side tables. A file's path is held once
+//! ([`Arc<Path>`]) by its slot and the path order, which also finds a file by its path.
 //!
 //! Codex's thread relations (forks, spawns) say each call's family, session and rank, so when a
 //! changed rollout changes them every Codex file is decided again; an appended rollout keeps
 //! its `session_meta`, and only its own calls are looked at.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use cross_agent_protocol::Agent;
@@ -31,10 +36,10 @@ use hashbrown::HashTable;
 
 use crate::FileRef;
 use crate::account::{
-    Accounting, Names, Precedence, RateLimits, Share, ShareNames, Threads, grok_calls, precedence,
-    stem,
+    Accounting, Precedence, RateLimits, Share, ShareNames, Threads, grok_calls, precedence, stem,
 };
-use crate::codex::{CodexFile, key_in};
+use crate::calls::Calls;
+use crate::codex::{CodexFile, family_hash, key_in};
 use crate::keys::{CallKey, ModelNames};
 use crate::tokens::Tokens;
 
@@ -54,10 +59,9 @@ const NO_COPY: CopyAt = CopyAt {
     at: u32::MAX,
 };
 
-/// One key, its first copy and what was decided for it.
+/// One key's first copy and what was decided for it (the key is the first copy's: [`key_at`]).
 #[derive(Debug, Clone, Copy)]
 struct KeyState {
-    key: CallKey,
     /// The first copy put in ([`NO_COPY`] when none is left); the rest are in
     /// [`Ledger::extra`].
     first: CopyAt,
@@ -70,15 +74,19 @@ struct KeyState {
 struct FileSlot {
     path: Arc<Path>,
     agent: Agent,
-    /// The key of each call the file recorded, in its order (Claude replies, Codex calls).
-    keys: Box<[KeyId]>,
+    /// The file's calls as last put in (Claude replies, Codex calls; `None` for Grok): each
+    /// call's key is read from its record here ([`key_at`]).
+    calls: Option<Calls>,
+    /// A Codex rollout's thread family when its calls were put in ([`family_hash`]).
+    family: u64,
     /// The calls the file wins.
     chunk: Option<Arc<Share>>,
     /// What the accounting takes from the file as a whole: a Codex rollout's latest rate
     /// limits, a Grok session with no usage recorded (kept so a new accounting looks at no
     /// parse).
     limits: Option<Box<RateLimits>>,
-    no_usage: Option<String>,
+    /// A Grok session with no usage recorded (named by its path: [`crate::grok::session_of`]).
+    no_usage: bool,
 }
 
 /// What the last update looked at.
@@ -97,15 +105,17 @@ pub struct LedgerStats {
 /// The accounting kept current by file (see the module's header).
 #[derive(Debug, Default)]
 pub(crate) struct Ledger {
-    ids: HashMap<Arc<Path>, FileId>,
     files: Vec<Option<FileSlot>>,
     free_files: Vec<FileId>,
-    /// The files by path: the order a whole scan decides ties in.
+    /// The files by path: the order a whole scan decides ties in, and how a path finds its file.
     order: BTreeMap<Arc<Path>, FileId>,
-    /// Each key's state's place, found by the key (kept in the state, not here).
+    /// Each key's state's place, found by the key (read from the state's first copy).
     index: HashTable<KeyId>,
     keys: Vec<KeyState>,
     free_keys: Vec<KeyId>,
+    /// Keys an update took out of the key table with their last copy, by key, until it puts a
+    /// copy in again (the same state then, as if it had stayed) or lets them go.
+    orphans: HashMap<CallKey, KeyId>,
     /// The copies beyond each key's first, for the keys that have more than one.
     extra: HashMap<KeyId, Vec<CopyAt>>,
     /// The usage a Claude reply is counted with, where it is not its winner's own (a later copy
@@ -114,8 +124,6 @@ pub(crate) struct Ledger {
     /// Copies beyond the first of each key.
     duplicates: u64,
     threads: Option<Threads>,
-    /// Cwds, one copy each for every share.
-    names: Names,
     last: LedgerStats,
 }
 
@@ -129,7 +137,7 @@ impl Ledger {
     /// what they touch, and returns the accounting over every file.
     pub(crate) fn update<'a>(
         &mut self,
-        changed: impl IntoIterator<Item = PathBuf>,
+        changed: impl IntoIterator<Item = Arc<Path>>,
         parse: &dyn Fn(&Path) -> Option<FileRef<'a>>,
     ) -> Accounting {
         let mut stats = LedgerStats::default();
@@ -142,7 +150,7 @@ impl Ledger {
             stats.files_changed += 1;
             let now = parse(&path);
             codex_changed |= matches!(now, Some(FileRef::Codex(_)));
-            let id = match self.ids.get(path.as_path()) {
+            let id = match self.order.get(&*path) {
                 Some(&id) => {
                     codex_changed |= self.slot(id).is_some_and(|s| s.agent == Agent::Codex);
                     self.take_out(id, &mut touched);
@@ -203,6 +211,8 @@ impl Ledger {
                 self.put_in(id, file, &mut touched);
             }
         }
+        // What was not put in again is let go below (no copy left).
+        self.orphans.clear();
         stats.keys_decided = touched.len();
         for key in touched {
             let before = self.keys[key as usize].winner;
@@ -260,10 +270,11 @@ impl Ledger {
         let slot = FileSlot {
             path: path.clone(),
             agent,
-            keys: Box::default(),
+            calls: None,
+            family: 0,
             chunk: None,
             limits: None,
-            no_usage: None,
+            no_usage: false,
         };
         let id = match self.free_files.pop() {
             Some(id) => {
@@ -275,28 +286,36 @@ impl Ledger {
                 (self.files.len() - 1) as FileId
             }
         };
-        self.ids.insert(path.clone(), id);
         self.order.insert(path, id);
         id
     }
 
     fn drop_file(&mut self, id: FileId) {
         if let Some(slot) = self.files.get_mut(id as usize).and_then(Option::take) {
-            self.ids.remove(&slot.path);
             self.order.remove(&slot.path);
             self.free_files.push(id);
         }
     }
 
-    /// Takes the file's copies out of their keys (marked to decide again).
+    /// Takes the file's copies out of their keys (marked to decide again); a key left with no
+    /// copy leaves the key table at once, while its key can still be read, and waits in
+    /// [`Ledger::orphans`] for a copy put in again.
     fn take_out(&mut self, id: FileId, touched: &mut HashSet<KeyId>) {
-        let Some(slot) = self.files.get_mut(id as usize).and_then(Option::as_mut) else {
-            return;
-        };
-        for key in std::mem::take(&mut slot.keys) {
-            touched.insert(key);
-            let state = &mut self.keys[key as usize];
-            let extra = self.extra.get_mut(&key);
+        let count = self
+            .slot(id)
+            .and_then(|slot| slot.calls.as_ref())
+            .map_or(0, |calls| calls.len());
+        for at in 0..count {
+            let copy = CopyAt {
+                file: id,
+                at: at as u32,
+            };
+            let Some((key, Some(k))) = self.find(copy) else {
+                continue;
+            };
+            touched.insert(k);
+            let state = &mut self.keys[k as usize];
+            let extra = self.extra.get_mut(&k);
             let before = extra.as_ref().map_or(0, |e| e.len());
             let mut rest = match extra {
                 Some(extra) => {
@@ -312,86 +331,106 @@ impl Ledger {
                     rest.remove(0)
                 };
             }
+            let gone = state.first == NO_COPY;
             let after = rest.len();
             if rest.is_empty() {
-                self.extra.remove(&key);
+                self.extra.remove(&k);
             } else {
-                self.extra.insert(key, rest);
+                self.extra.insert(k, rest);
             }
             // `before` counted the extra copies ahead of the take; the first copy taken out
             // with an extra left moved one up.
             self.duplicates = self.duplicates + after as u64 - before as u64;
+            if gone && let Ok(entry) = self.index.find_entry(key.short(), |&other| other == k) {
+                entry.remove();
+                self.orphans.insert(key, k);
+            }
+        }
+        if let Some(slot) = self.files.get_mut(id as usize).and_then(Option::as_mut) {
+            slot.calls = None;
         }
     }
 
     /// Puts the file's calls into their keys.
     fn put_in(&mut self, id: FileId, file: FileRef<'_>, touched: &mut HashSet<KeyId>) {
-        let keys: Vec<CallKey> = match file {
-            FileRef::Claude(f) => f.messages.iter().map(|m| m.key).collect(),
-            FileRef::Codex(f) => {
-                let family = self.family(f);
-                f.calls.iter().map(|c| key_in(&c, &family)).collect()
-            }
-            FileRef::Grok(_) => Vec::new(),
+        let (calls, family) = match file {
+            FileRef::Claude(f) => (Some(f.messages.clone()), 0),
+            FileRef::Codex(f) => (Some(f.calls.clone()), family_hash(&self.family(f))),
+            FileRef::Grok(_) => (None, 0),
         };
-        let mut ids = Vec::with_capacity(keys.len());
-        for (at, key) in keys.into_iter().enumerate() {
-            let key_id = self.slot_of(key);
+        let count = calls.as_ref().map_or(0, |calls| calls.len());
+        let Some(slot) = self.files.get_mut(id as usize).and_then(Option::as_mut) else {
+            return;
+        };
+        // Held before any key is put in: the key table reads its keys from here.
+        slot.calls = calls;
+        slot.family = family;
+        for at in 0..count {
             let copy = CopyAt {
                 file: id,
                 at: at as u32,
             };
-            let state = &mut self.keys[key_id as usize];
-            if state.first == NO_COPY {
-                state.first = copy;
-            } else {
-                self.duplicates += 1;
-                self.extra.entry(key_id).or_default().push(copy);
-            }
+            let key_id = match self.find(copy) {
+                Some((_, Some(k))) => {
+                    self.duplicates += 1;
+                    self.extra.entry(k).or_default().push(copy);
+                    k
+                }
+                Some((key, None)) => {
+                    let again = self.orphans.remove(&key);
+                    match self.add_key(key, copy, again) {
+                        Some(k) => k,
+                        None => continue,
+                    }
+                }
+                None => continue,
+            };
             touched.insert(key_id);
-            ids.push(key_id);
-        }
-        if let Some(slot) = self.files.get_mut(id as usize).and_then(Option::as_mut) {
-            slot.keys = ids.into_boxed_slice();
         }
     }
 
-    /// The state of `key`, made when it is new.
-    fn slot_of(&mut self, key: CallKey) -> KeyId {
-        let keys = &self.keys;
-        if let Some(&k) = self
-            .index
-            .find(key.short(), |&k| keys[k as usize].key == key)
-        {
-            return k;
-        }
+    /// The key of the copy at `copy`, and its state's place when the key table has it.
+    fn find(&self, copy: CopyAt) -> Option<(CallKey, Option<KeyId>)> {
+        let key = key_at(&self.files, copy)?;
+        let (files, keys) = (&self.files, &self.keys);
+        let found = self.index.find(key.short(), |&k| {
+            key_at(files, keys[k as usize].first) == Some(key)
+        });
+        Some((key, found.copied()))
+    }
+
+    /// The state of `key` put in the key table with `copy` its first copy: the state at `again`
+    /// (taken out of the table by this update, its winner kept), else a new one.
+    fn add_key(&mut self, key: CallKey, copy: CopyAt, again: Option<KeyId>) -> Option<KeyId> {
         let state = KeyState {
-            key,
-            first: NO_COPY,
+            first: copy,
             winner: NO_COPY,
         };
-        let k = match self.free_keys.pop() {
-            Some(k) => {
+        let k = match (again, self.free_keys.last()) {
+            (Some(k), _) => {
+                self.keys[k as usize].first = copy;
+                k
+            }
+            (None, Some(&k)) => {
+                self.free_keys.pop();
                 self.keys[k as usize] = state;
                 k
             }
-            None => {
+            (None, None) => {
                 self.keys.push(state);
                 (self.keys.len() - 1) as KeyId
             }
         };
-        let keys = &self.keys;
-        self.index
-            .insert_unique(key.short(), k, |&k| keys[k as usize].key.short());
-        k
+        let (files, keys) = (&self.files, &self.keys);
+        self.index.insert_unique(key.short(), k, |&k| {
+            key_at(files, keys[k as usize].first).map_or(0, |key| key.short())
+        });
+        Some(k)
     }
 
-    /// Lets go of a key no file records any more.
+    /// Lets go of a key no file records any more (out of the key table already:
+    /// [`Ledger::take_out`]).
     fn free_key(&mut self, k: KeyId) {
-        let key = self.keys[k as usize].key;
-        if let Ok(entry) = self.index.find_entry(key.short(), |&other| other == k) {
-            entry.remove();
-        }
         self.extra.remove(&k);
         self.tokens.remove(&k);
         self.keys[k as usize].winner = NO_COPY;
@@ -399,7 +438,10 @@ impl Ledger {
     }
 
     fn family(&self, f: &CodexFile) -> String {
-        let own = f.thread_id.clone().unwrap_or_else(|| stem(&f.path));
+        let own = f
+            .thread_id
+            .as_deref()
+            .map_or_else(|| stem(&f.path), str::to_owned);
         match &self.threads {
             Some(threads) => threads.family(&own),
             None => own,
@@ -497,7 +539,10 @@ impl Ledger {
             }
             FileRef::Codex(f) => {
                 let call = f.calls.get(at)?;
-                let own = f.thread_id.clone().unwrap_or_else(|| stem(&f.path));
+                let own = f
+                    .thread_id
+                    .as_deref()
+                    .map_or_else(|| stem(&f.path), str::to_owned);
                 let threads = self.threads.as_ref()?;
                 let (_, depth) = threads.session(&own);
                 let rank = precedence(
@@ -514,27 +559,16 @@ impl Ledger {
 
     /// The share of the calls the file wins.
     fn rebuild_chunk<'a>(&mut self, id: FileId, parse: &dyn Fn(&Path) -> Option<FileRef<'a>>) {
-        let mut names = std::mem::take(&mut self.names);
-        self.make_chunk(id, parse, &mut names);
-        self.names = names;
-    }
-
-    fn make_chunk<'a>(
-        &mut self,
-        id: FileId,
-        parse: &dyn Fn(&Path) -> Option<FileRef<'a>>,
-        names: &mut Names,
-    ) {
         let Some(slot) = self.slot(id) else { return };
         let Some(file) = parse(&slot.path) else {
             return;
         };
         let wins = |at: usize| -> Option<KeyId> {
-            let key = *slot.keys.get(at)?;
             let copy = CopyAt {
                 file: id,
                 at: at as u32,
             };
+            let key = self.find(copy)?.1?;
             (self.keys[key as usize].winner == copy).then_some(key)
         };
         let (agent, session, subagent, cwd, calls, counted) = match file {
@@ -551,7 +585,7 @@ impl Ledger {
                         Some((at as u32, *tokens))
                     })
                     .collect();
-                let cwd = f.cwd.as_deref();
+                let cwd = f.cwd.clone();
                 (
                     Agent::Claude,
                     session,
@@ -562,13 +596,16 @@ impl Ledger {
                 )
             }
             FileRef::Codex(f) => {
-                let own = f.thread_id.clone().unwrap_or_else(|| stem(&f.path));
+                let own = f
+                    .thread_id
+                    .as_deref()
+                    .map_or_else(|| stem(&f.path), str::to_owned);
                 let session = match &self.threads {
                     Some(threads) => threads.session(&own).0,
                     None => own.clone(),
                 };
                 let subagent: Option<Arc<str>> = (session != own).then(|| own.into());
-                let cwd = f.cwd.as_deref();
+                let cwd = f.cwd.clone();
                 (
                     Agent::Codex,
                     session.into(),
@@ -581,7 +618,7 @@ impl Ledger {
             FileRef::Grok(f) => {
                 let session: Arc<str> =
                     f.session_id.clone().unwrap_or_else(|| stem(&f.path)).into();
-                let cwd = f.cwd.as_deref();
+                let cwd = f.cwd.clone();
                 (Agent::Grok, session, None, cwd, grok_calls(f), Vec::new())
             }
         };
@@ -590,23 +627,51 @@ impl Ledger {
             agent,
             session_id: session,
             subagent,
-            cwd: names.opt(cwd),
+            cwd,
         };
         let chunk =
             Share::new(names, calls, |at| grok || wins(at).is_some(), counted).map(Arc::new);
         let (limits, no_usage) = match file {
-            FileRef::Codex(f) => (f.rate_limits.clone(), None),
-            FileRef::Grok(f) if f.turns.is_empty() => (
-                None,
-                Some(f.session_id.clone().unwrap_or_else(|| stem(&f.path))),
-            ),
-            _ => (None, None),
+            FileRef::Codex(f) => (f.rate_limits.clone(), false),
+            FileRef::Grok(f) => (None, f.turns.is_empty()),
+            FileRef::Claude(_) => (None, false),
         };
         if let Some(slot) = self.files.get_mut(id as usize).and_then(Option::as_mut) {
             slot.chunk = chunk;
             slot.limits = limits;
             slot.no_usage = no_usage;
         }
+    }
+
+    /// Where the ledger's heap bytes are, by part, estimated from what each table holds
+    /// (`usage_memory` prints it): per-key state and its index, the copies beyond the first,
+    /// the file slots with each call's key id, the shares.
+    pub(crate) fn heap_parts(&self, parts: &mut Vec<(&'static str, usize)>) {
+        use std::mem::size_of;
+        let map_slot =
+            |len: usize, slot: usize| (len * 8).div_ceil(7).next_power_of_two() * (slot + 1);
+        parts.push((
+            "ledger key states",
+            self.keys.capacity() * size_of::<KeyState>() + map_slot(self.index.len(), 4),
+        ));
+        let extra: usize = self.extra.values().map(|v| v.capacity() * 8).sum::<usize>()
+            + map_slot(self.extra.len(), 4 + size_of::<Vec<CopyAt>>());
+        parts.push(("ledger extra copies", extra));
+        parts.push((
+            "ledger larger usages",
+            map_slot(self.tokens.len(), 4 + size_of::<Tokens>()),
+        ));
+        let mut slots =
+            self.files.capacity() * size_of::<Option<FileSlot>>() + self.order.len() * 40;
+        let mut shares = 0;
+        for slot in self.files.iter().flatten() {
+            slots += slot.limits.as_ref().map_or(0, |_| size_of::<RateLimits>());
+            if let Some(chunk) = &slot.chunk {
+                shares += size_of::<Share>() + 16 + chunk.heap_bytes();
+            }
+        }
+        parts.push(("ledger file slots", slots));
+        parts.push(("shares", shares));
     }
 
     /// Every file's share, with what is decided over all files at once (cheap: no call and no
@@ -628,13 +693,25 @@ impl Ledger {
             {
                 latest = Some(limits);
             }
-            if let Some(session) = &slot.no_usage {
-                out.no_usage_recorded.push((Agent::Grok, session.clone()));
+            if slot.no_usage {
+                let session = crate::grok::session_of(&slot.path);
+                out.no_usage_recorded.push((Agent::Grok, session));
             }
         }
         out.rate_limits = latest.map(|l| (**l).clone());
         out
     }
+}
+
+/// The key of the call at `copy`, read from its file's list as put in: a Claude reply's own, a
+/// Codex call's in its file's thread family.
+fn key_at(files: &[Option<FileSlot>], copy: CopyAt) -> Option<CallKey> {
+    let slot = files.get(copy.file as usize)?.as_ref()?;
+    let key = slot.calls.as_ref()?.key(copy.at as usize)?;
+    Some(match slot.agent {
+        Agent::Codex => key_in(key, slot.family),
+        Agent::Claude | Agent::Grok | Agent::Copilot => key,
+    })
 }
 
 /// Gives back a list's spare room when a quarter or more of it is spare, keeping an eighth.
@@ -656,6 +733,7 @@ fn agent_of(file: FileRef<'_>) -> Agent {
 mod tests {
     use super::*;
     use crate::{FileUsage, claude};
+    use std::path::PathBuf;
 
     fn transcript(path: &str, msg: &str, output: u64) -> FileUsage {
         let line = format!(
@@ -691,7 +769,7 @@ mod tests {
             ("/p1/s.jsonl", 1, 5),
         ] {
             files.insert(path.into(), reply(path, input, output));
-            accounting = Some(ledger.update([PathBuf::from(path)], &|p| {
+            accounting = Some(ledger.update([Arc::from(Path::new(path))], &|p| {
                 files.get(p).map(FileUsage::borrowed)
             }));
         }
@@ -718,7 +796,7 @@ mod tests {
         let mut files: HashMap<PathBuf, FileUsage> = HashMap::new();
         let mut ledger = Ledger::default();
         let update = |ledger: &mut Ledger, files: &HashMap<PathBuf, FileUsage>, path: &str| {
-            ledger.update([PathBuf::from(path)], &|p| {
+            ledger.update([Arc::from(Path::new(path))], &|p| {
                 files.get(p).map(FileUsage::borrowed)
             })
         };
@@ -744,5 +822,113 @@ mod tests {
         assert_eq!(got, vec![("b".to_owned(), 5), ("c".to_owned(), 9)]);
         assert_eq!(accounting.duplicates_skipped, 0);
         assert_eq!(ledger.index.len(), 2);
+    }
+
+    /// A rollout: its thread `id`, forked from `base`, with a call per (running total, last)
+    /// input count.
+    fn rollout(path: &str, id: &str, base: &str, calls: &[(u64, u64)]) -> FileUsage {
+        let mut text = format!(
+            r#"{{"timestamp":"2026-12-01T10:00:00.000Z","type":"session_meta","payload":{{"id":"{id}","forked_from_id":"{base}"}}}}
+{{"timestamp":"2026-12-01T10:00:00.000Z","type":"turn_context","payload":{{"model":"gpt-5"}}}}
+"#
+        );
+        for (total, last) in calls {
+            text.push_str(&format!(
+                r#"{{"timestamp":"2026-12-01T10:00:01.000Z","type":"event_msg","payload":{{"type":"token_count","info":{{"total_token_usage":{{"input_tokens":{total}}},"last_token_usage":{{"input_tokens":{last}}}}}}}}}"#
+            ));
+            text.push('\n');
+        }
+        FileUsage::Codex(crate::codex::read(Path::new(path), text.as_bytes()))
+    }
+
+    /// A rollout's calls are keyed in its thread family, which its base's own base, found
+    /// later, changes: the rollout is taken out in the family it was put in (the slot keeps
+    /// it), so no key is left behind in the table, and the calls count as a whole scan counts
+    /// them.
+    #[test]
+    fn a_rollout_whose_family_changes_is_taken_out_in_the_family_it_was_put_in() {
+        let mut files: HashMap<PathBuf, FileUsage> = HashMap::new();
+        let mut ledger = Ledger::default();
+        let update = |ledger: &mut Ledger, files: &HashMap<PathBuf, FileUsage>, path: &str| {
+            ledger.update([Arc::from(Path::new(path))], &|p| {
+                files.get(p).map(FileUsage::borrowed)
+            })
+        };
+        // The fork, in family `b` (its base, not on disk yet).
+        files.insert(
+            "/f.jsonl".into(),
+            rollout("/f.jsonl", "f", "b", &[(10, 10), (30, 20)]),
+        );
+        update(&mut ledger, &files, "/f.jsonl");
+        assert_eq!(ledger.index.len(), 2);
+        // The base, forked from `a`: the fork's family is `a` now, its calls keyed again.
+        files.insert(
+            "/b.jsonl".into(),
+            rollout("/b.jsonl", "b", "a", &[(10, 10), (70, 60)]),
+        );
+        let accounting = update(&mut ledger, &files, "/b.jsonl");
+        assert!(ledger.stats().codex_whole);
+        assert_eq!(ledger.index.len(), 3);
+        assert_eq!(ledger.keys.len() - ledger.free_keys.len(), 3);
+        let mut whole: Vec<FileUsage> = files.into_values().collect();
+        whole.sort_by(|a, b| a.path().cmp(b.path()));
+        let scanned = crate::account::account(&whole);
+        let inputs = |a: &Accounting| {
+            let mut got: Vec<(String, u64)> = a
+                .charges()
+                .map(|c| (c.session_id.to_owned(), c.tokens.input))
+                .collect();
+            got.sort();
+            got
+        };
+        assert_eq!(inputs(&accounting), inputs(&scanned));
+        assert_eq!(accounting.duplicates_skipped, scanned.duplicates_skipped);
+    }
+
+    /// A Grok session with no usage recorded is said by the ledger as a whole scan says it,
+    /// named by its folder, and no more once a turn with usage is written; the ledger keeps a
+    /// flag for it, the session's name made from the path when an accounting is made.
+    #[test]
+    fn a_grok_session_with_no_usage_is_named_as_a_whole_scan_names_it() {
+        let grok = |path: &str, turns: &[u64]| {
+            let mut text = String::from(
+                r#"{"timestamp":1700000000.5,"params":{"update":{"sessionUpdate":"user_message_chunk"}}}"#,
+            );
+            text.push('\n');
+            for input in turns {
+                text.push_str(&format!(
+                    r#"{{"timestamp":1700000001.5,"params":{{"update":{{"sessionUpdate":"turn_completed","usage":{{"inputTokens":{input},"outputTokens":2}}}}}}}}"#
+                ));
+                text.push('\n');
+            }
+            FileUsage::Grok(crate::grok::read(Path::new(path), text.as_bytes()))
+        };
+        let mut files: HashMap<PathBuf, FileUsage> = HashMap::new();
+        let mut ledger = Ledger::default();
+        let update = |ledger: &mut Ledger, files: &HashMap<PathBuf, FileUsage>, path: &str| {
+            ledger.update([Arc::from(Path::new(path))], &|p| {
+                files.get(p).map(FileUsage::borrowed)
+            })
+        };
+        let whole = |files: &HashMap<PathBuf, FileUsage>| {
+            let mut whole: Vec<FileUsage> = files.values().cloned().collect();
+            whole.sort_by(|a, b| a.path().cmp(b.path()));
+            crate::account::account(&whole).no_usage_recorded
+        };
+        let quiet = "/grok/sessions/-work/quiet-session/updates.jsonl";
+        let busy = "/grok/sessions/-work/busy-session/updates.jsonl";
+        files.insert(quiet.into(), grok(quiet, &[]));
+        files.insert(busy.into(), grok(busy, &[5]));
+        update(&mut ledger, &files, quiet);
+        let accounting = update(&mut ledger, &files, busy);
+        assert_eq!(
+            accounting.no_usage_recorded,
+            vec![(Agent::Grok, "quiet-session".to_owned())]
+        );
+        assert_eq!(accounting.no_usage_recorded, whole(&files));
+        files.insert(quiet.into(), grok(quiet, &[3]));
+        let accounting = update(&mut ledger, &files, quiet);
+        assert_eq!(accounting.no_usage_recorded, Vec::new());
+        assert_eq!(accounting.no_usage_recorded, whole(&files));
     }
 }

@@ -3,7 +3,7 @@
 //! which it reads through: it never writes an agent's store.
 //!
 //! The work is split so the daemon's live index can reuse it later:
-//! - [`calls`] and [`keys`] are what is kept per call: a fixed 48-byte record, its identity a
+//! - [`calls`] and [`keys`] are what is kept per call: a fixed 36-byte record, its identity a
 //!   128-bit hash and its model an interned id;
 //! - readers ([`claude`], [`codex`], [`grok`]) turn one file's bytes — whole, or only the bytes
 //!   appended since the last look ([`lines::LineBuffer`]) — into a parsed [`FileUsage`];

@@ -176,34 +176,27 @@ impl Kept {
     }
 }
 
-/// One usage file as last read.
+/// One usage file as last read (kept for every file: its agent is its reader's, the bytes its
+/// reader was fed are its stamp's size).
 #[derive(Debug, Clone)]
 pub(crate) struct Entry {
-    pub(crate) agent: Agent,
+    /// What was read: the stamp's size is how many bytes the reader has been fed.
     pub(crate) stamp: FileStamp,
-    /// The inode the bytes were read from: another one at the path is another file.
-    pub(crate) ino: Option<(u64, u64)>,
-    /// How many bytes the reader has been fed.
-    pub(crate) offset: u64,
+    /// The inode the bytes were read from (device, inode; [`NO_INODE`] when none): another one
+    /// at the path is another file.
+    ino: (u64, u64),
     pub(crate) reader: Kept,
     /// The parse with a waiting last line taken, when one waits ([`Kept::finished`]).
     finished: Option<Box<FileUsage>>,
 }
 
 impl Entry {
-    pub(crate) fn new(
-        agent: Agent,
-        stamp: FileStamp,
-        ino: Option<(u64, u64)>,
-        offset: u64,
-        mut reader: Kept,
-    ) -> Entry {
+    /// The entry of `reader`, fed the `stamp.size` bytes of the file at inode `ino`.
+    pub(crate) fn new(stamp: FileStamp, ino: Option<(u64, u64)>, mut reader: Kept) -> Entry {
         reader.shrink();
         Entry {
-            agent,
             stamp,
-            ino,
-            offset,
+            ino: ino.unwrap_or(NO_INODE),
             finished: reader.finished().map(Box::new),
             reader,
         }
@@ -225,6 +218,19 @@ impl Entry {
         fresh
     }
 
+    pub(crate) fn agent(&self) -> Agent {
+        match self.reader.file() {
+            FileRef::Claude(_) => Agent::Claude,
+            FileRef::Codex(_) => Agent::Codex,
+            FileRef::Grok(_) => Agent::Grok,
+        }
+    }
+
+    /// The inode the bytes were read from, if known.
+    fn ino(&self) -> Option<(u64, u64)> {
+        (self.ino != NO_INODE).then_some(self.ino)
+    }
+
     /// The file's usage as last read.
     pub(crate) fn parse(&self) -> FileRef<'_> {
         match &self.finished {
@@ -233,6 +239,10 @@ impl Entry {
         }
     }
 }
+
+/// No inode known (a compressed file, read whole; a Grok session with no `updates.jsonl`): no
+/// file has inode 0.
+const NO_INODE: (u64, u64) = (0, 0);
 
 /// A file to look at: what the stores list, and the sub-agent transcripts.
 #[derive(Debug)]
@@ -260,8 +270,9 @@ pub struct UsageIndex {
     accounting: Option<Arc<Accounting>>,
     /// The accounting kept current by file.
     ledger: Ledger,
-    /// Files read, dropped or handed over since the accounting was last decided.
-    dirty: HashSet<PathBuf>,
+    /// Files read, dropped or handed over since the accounting was last decided (each path the
+    /// entry's own, not a copy, where the file has an entry).
+    dirty: HashSet<Arc<Path>>,
     /// Claude session folders (`projects/<slug>/<session>`) whose transcript changed lately,
     /// with when: their `subagents/` are listed on each refresh after a change.
     hot: HashMap<PathBuf, Instant>,
@@ -308,8 +319,7 @@ impl UsageIndex {
         let mut changed = self.read_changed(candidates, &mut old, &mut stats, warnings);
         stats.files_dropped = old.len();
         changed |= !old.is_empty();
-        self.dirty
-            .extend(old.into_keys().map(|path| path.to_path_buf()));
+        self.dirty.extend(old.into_keys());
         if changed {
             self.accounting = None;
         }
@@ -375,7 +385,7 @@ impl UsageIndex {
                     candidates.push(c);
                 }
                 None => {
-                    if entry.is_some() {
+                    if let Some((path, _)) = entry {
                         stats.files_dropped += 1;
                         changed = true;
                         self.dirty.insert(path);
@@ -431,13 +441,12 @@ impl UsageIndex {
                 Some(entry) => {
                     stats.files_handed += 1;
                     changed = true;
-                    self.dirty.insert(c.path.clone());
                     Some(entry)
                 }
                 None => mine,
             };
             match previous {
-                Some(entry) if entry.agent == c.agent && entry.stamp == c.stamp => {
+                Some(entry) if entry.agent() == c.agent && entry.stamp == c.stamp => {
                     stats.files_unchanged += 1;
                     if handed_over {
                         taken.push(entry);
@@ -449,16 +458,21 @@ impl UsageIndex {
             }
         }
         changed |= !jobs.is_empty();
-        self.dirty.extend(jobs.iter().map(|(c, _)| c.path.clone()));
+        // Each file read or handed over is dirty by its fresh entry's path (below); one that
+        // left no entry by its own.
         let results = cross_agent_stores::parallel::read_files(jobs, |(c, previous)| {
             let mut counted = RefreshStats::default();
             let result = read(&c, previous, &mut counted);
-            (result, counted)
+            let no_entry = (!matches!(result, Ok(Some(_)))).then_some(c.path);
+            (result, counted, no_entry)
         });
         let compact = taken.len() + results.len() >= COMPACT_AFTER;
         let mut fresh = taken;
-        for (result, counted) in results {
+        for (result, counted, no_entry) in results {
             stats.add(&counted);
+            if let Some(path) = no_entry {
+                self.dirty.insert(Arc::from(path));
+            }
             match result {
                 Ok(Some(entry)) => fresh.push(entry),
                 Ok(None) => {}
@@ -473,7 +487,10 @@ impl UsageIndex {
             } else {
                 entry
             };
-            self.entries.insert(entry.parse().path().clone(), entry);
+            // Dirty by the entry's own path, after the compaction made it afresh.
+            let path = entry.parse().path().clone();
+            self.dirty.insert(path.clone());
+            self.entries.insert(path, entry);
         }
         if compact {
             stats.compacting = at.elapsed();
@@ -494,6 +511,55 @@ impl UsageIndex {
         let accounting = Arc::new(self.ledger.update(self.dirty.drain(), &parse));
         self.accounting = Some(accounting.clone());
         accounting
+    }
+
+    /// Where the index's heap bytes are, by part, estimated from what each part holds (not
+    /// counted by the allocator; `usage_memory` prints it beside the live heap).
+    pub fn heap_parts(&self) -> Vec<(&'static str, usize)> {
+        use std::mem::size_of;
+        let mut parts = Vec::new();
+        let mut entries = (self.entries.capacity() * 8 / 7).next_power_of_two()
+            * (size_of::<(Arc<Path>, Box<Entry>)>() + 1);
+        let mut paths = 0;
+        let mut names = 0;
+        let mut calls = 0;
+        let mut records = 0;
+        for entry in self.entries.values() {
+            entries += size_of::<Entry>();
+            let file = entry.parse();
+            paths += file.path().as_os_str().len() + 16;
+            // Cwds are shared by every file that names them: not counted per file.
+            let (list, strings) = match file {
+                FileRef::Claude(f) => (
+                    Some(&f.messages),
+                    [f.session_id.as_deref(), f.parent_session.as_deref(), None],
+                ),
+                FileRef::Codex(f) => (
+                    Some(&f.calls),
+                    [
+                        f.thread_id.as_deref(),
+                        f.forked_from.as_deref(),
+                        f.parent_thread.as_deref(),
+                    ],
+                ),
+                FileRef::Grok(f) => (None, [f.session_id.as_deref(), None, None]),
+            };
+            names += strings.iter().map(|s| s.map_or(0, str::len)).sum::<usize>();
+            if let Some(list) = list {
+                calls += list.heap_bytes() + 16;
+                records += list.len();
+            }
+            if let Some(finished) = &entry.finished {
+                entries += size_of::<FileUsage>() + finished.path().as_os_str().len();
+            }
+        }
+        parts.push(("entries (readers, stamps, map)", entries));
+        parts.push(("paths", paths));
+        parts.push(("file names (ids, cwds)", names));
+        parts.push(("call lists", calls));
+        self.ledger.heap_parts(&mut parts);
+        parts.push(("(call records)", records));
+        parts
     }
 
     /// What the last decision of [`UsageIndex::accounting`] looked at.
@@ -570,10 +636,8 @@ fn read(
         stats.bytes_read += c.stamp.size;
         return Ok(parsed.map(|parsed| {
             Box::new(Entry::new(
-                c.agent,
                 c.stamp,
                 /*ino*/ None,
-                c.stamp.size,
                 Kept::Whole(Box::new(parsed)),
             ))
         }));
@@ -594,17 +658,17 @@ fn read(
     };
     // Resumed only when the same file grew: same inode, not shorter than what was read.
     let resume = previous.filter(|entry| {
-        entry.agent == c.agent
-            && entry.ino.is_some()
-            && entry.ino == ino
-            && size >= entry.offset
+        entry.agent() == c.agent
+            && entry.ino().is_some()
+            && entry.ino() == ino
+            && size >= entry.stamp.size
             && !matches!(entry.reader, Kept::Whole(_))
     });
     let (mut reader, mut offset) = match resume {
         Some(entry) => {
             stats.files_appended += 1;
             let entry = *entry;
-            (entry.reader, entry.offset)
+            (entry.reader, entry.stamp.size)
         }
         None => {
             if known {
@@ -643,7 +707,16 @@ fn read(
             mtime_ns: None,
         }
     };
-    Ok(Some(Box::new(Entry::new(
-        c.agent, stamp, ino, offset, reader,
-    ))))
+    Ok(Some(Box::new(Entry::new(stamp, ino, reader))))
+}
+#[cfg(test)]
+mod tests {
+    /// An entry is kept for every usage file (110,000 at the largest stores): it fits the
+    /// allocator's 224-byte size class (the next are 256 and 320), so nothing it holds twice or
+    /// could work out (its agent, the bytes it was fed) takes room, and a rollout's ids hold no
+    /// spare capacity.
+    #[test]
+    fn an_entry_fits_224_bytes() {
+        assert!(std::mem::size_of::<super::Entry>() <= 224);
+    }
 }

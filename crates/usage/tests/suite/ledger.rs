@@ -158,3 +158,87 @@ fn a_changed_files_copy_of_another_files_reply_counts_once_after_each_step() {
         "{stats:?}"
     );
 }
+
+/// `path` replaced by a file of `lines` (another inode, as an editor's save or a rewrite makes).
+fn write_anew(path: &std::path::Path, lines: &[String]) {
+    let new = path.with_extension("new");
+    add_lines(&new, lines);
+    fs::rename(&new, path).unwrap();
+}
+
+/// The ledger keeps no key of its own: each copy's key is read from its file's calls as they
+/// were put in. A file written anew with other replies at its places (another inode: read
+/// again from its start) takes out the keys it had there, not the ones it has now — its copies
+/// elsewhere count as a fresh scan counts them after each step — and when it is gone its
+/// copies count where they are.
+#[test]
+fn a_file_written_anew_takes_out_the_keys_it_had_and_its_copies_count_where_they_are() {
+    let home = tempfile::tempdir().unwrap();
+    let project = home.path().join(".claude/projects/-work-shop");
+    let roots = claude_roots(home.path());
+    let base = project.join("base.jsonl");
+    let fork = project.join("fork.jsonl");
+    add_lines(
+        &base,
+        &[
+            reply("base", "m1", 0, SONNET, 10),
+            reply("base", "m2", 1, SONNET, 20),
+        ],
+    );
+    add_lines(
+        &fork,
+        &[
+            reply("fork", "m1", 0, SONNET, 10),
+            reply("fork", "m2", 1, SONNET, 20),
+            reply("fork", "m5", 6, SONNET, 50),
+        ],
+    );
+    let mut index = UsageIndex::new();
+    let mut totals = SessionTotals::new();
+    let (rows, _) = step(&mut index, &mut totals, &roots);
+    assert_eq!(
+        rows,
+        [
+            ("base".to_owned(), 2, tokens(200, 30)),
+            ("fork".to_owned(), 1, tokens(100, 50)),
+        ]
+    );
+    // Written anew: `m2` at the place `m1` had, a new reply at `m2`'s, `m1` gone. The base now
+    // starts after the fork, so the fork's copy of `m2` is the earlier.
+    write_anew(
+        &base,
+        &[
+            reply("base", "m2", 1, SONNET, 20),
+            reply("base", "m3", 2, SONNET, 3),
+        ],
+    );
+    let (rows, _) = step(&mut index, &mut totals, &roots);
+    assert_eq!(
+        rows,
+        [
+            ("base".to_owned(), 1, tokens(100, 3)),
+            ("fork".to_owned(), 3, tokens(300, 80)),
+        ]
+    );
+    // And again, starting with the fork (the first path wins a tie), then gone: every copy the
+    // fork holds is its own.
+    write_anew(
+        &base,
+        &[
+            reply("base", "m3", 2, SONNET, 3),
+            reply("base", "m1", 0, SONNET, 10),
+            reply("base", "m5", 6, SONNET, 50),
+        ],
+    );
+    let (rows, _) = step(&mut index, &mut totals, &roots);
+    assert_eq!(
+        rows,
+        [
+            ("base".to_owned(), 3, tokens(300, 63)),
+            ("fork".to_owned(), 1, tokens(100, 20)),
+        ]
+    );
+    fs::remove_file(&base).unwrap();
+    let (rows, _) = step(&mut index, &mut totals, &roots);
+    assert_eq!(rows, [("fork".to_owned(), 3, tokens(300, 80))]);
+}
