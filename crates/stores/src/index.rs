@@ -713,6 +713,12 @@ impl SessionIndex {
         self.sessions_of(&Agent::ALL)
     }
 
+    /// Whether entries it left in the cache file did not read back as they were loaded (the
+    /// file changed in place under it): what it lists from them cannot be trusted.
+    pub(crate) fn cache_damaged(&self) -> bool {
+        self.stored.as_ref().is_some_and(cache::Stored::is_damaged)
+    }
+
     /// The sessions of `agents` (copies; the index stays).
     pub fn sessions_of(&self, agents: &[Agent]) -> Vec<Session> {
         let mut sessions: Vec<Session> = self

@@ -271,6 +271,20 @@ impl Scanner {
         let changed = std::mem::take(&mut index.changed);
         let started = Instant::now();
         let mut sessions = index.sessions_of(&agents);
+        if index.cache_damaged() {
+            // Entries left in the cache file did not read back as loaded: someone wrote into
+            // the file in place (ours are replaced by renaming). Nothing of this index is
+            // kept — the cache is loaded again (refused by its checksum when it changed) or
+            // the stores read — rather than list without the sessions that did not read back.
+            // Once only: an index just loaded holds its entries in memory.
+            tracing::warn!(
+                cache = ?options.cache_file,
+                "the session cache changed on disk while this process held it open; listing \
+                 again from the stores"
+            );
+            drop(index);
+            return self.list_agents(roots, &options.agents);
+        }
         sessions.extend(copilot_sessions(
             roots,
             &agents,

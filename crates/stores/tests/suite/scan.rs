@@ -434,6 +434,47 @@ fn a_kept_index_leaves_the_cache_entries_in_the_file() {
     assert_eq!(fresh.sessions, changed.sessions);
 }
 
+/// The cache file a kept index left its entries in, written into in place by someone else (our
+/// own writes replace it by renaming): the entries no longer read back as loaded, so the next
+/// listing is made again from the stores — every session listed as before, none left out or
+/// taken from the damaged bytes — and the cache is written sound again.
+#[test]
+fn a_cache_written_into_under_a_kept_index_is_listed_again_from_the_stores() {
+    use std::io::{Seek, SeekFrom, Write};
+
+    use cross_agent_stores::scan::Scanner;
+
+    let tmp = TempDir::new().unwrap();
+    let (_files, options) = kept_store(tmp.path(), 600);
+    let roots = StoreRoots::under_home(tmp.path());
+    let mut scanner = Scanner::new(options.clone());
+    let cold = scanner.list(&roots);
+    assert_eq!(cold.sessions.len(), 600);
+    assert_eq!(
+        scanner.heap_bytes().entries,
+        0,
+        "the entries are left in the file"
+    );
+
+    let cache = options.cache_file.clone().unwrap();
+    let len = std::fs::metadata(&cache).unwrap().len();
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&cache)
+        .unwrap();
+    file.seek(SeekFrom::Start(len / 3)).unwrap();
+    file.write_all(&vec![b'Z'; 4096]).unwrap();
+    drop(file);
+
+    let again = scanner.list(&roots);
+    assert_eq!(again.sessions, cold.sessions);
+    assert_eq!(again.stats.files_new, 600, "{:?}", again.stats);
+    // Sound again: a fresh process lists from the cache without reading a transcript.
+    let fresh = list_sessions(&roots, &options);
+    assert_eq!(fresh.stats.bytes_read, 0, "{:?}", fresh.stats);
+    assert_eq!(fresh.sessions, cold.sessions);
+}
+
 /// A kept index whose journal outgrew its file writes the cache again whole, reading every
 /// fold state in to do so: it then holds the index loaded again from that file, not every
 /// fold (about 500 bytes a session), whatever few files the last walk read.

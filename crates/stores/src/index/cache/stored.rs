@@ -42,6 +42,10 @@ pub(crate) struct Stored {
     /// read again).
     by_path: FastMap<u64, u32>,
     state: Vec<RecState>,
+    /// Set when a spilled entry did not read back as it was loaded (the file changed in place
+    /// under us, or the disk failed): the sessions read from it cannot be trusted, and the
+    /// scanner lists again from the stores ([`Stored::is_damaged`]).
+    damaged: std::sync::atomic::AtomicBool,
 }
 
 /// The entries section left in the cache file.
@@ -149,6 +153,7 @@ impl Stored {
             recs,
             by_path,
             state,
+            damaged: Default::default(),
         })
     }
 
@@ -176,17 +181,7 @@ impl Stored {
             return;
         }
         let stamps = (0..self.recs.len())
-            .map(|i| {
-                self.view(i).map_or(0, |view| {
-                    stamp_key(
-                        view.kind,
-                        view.size,
-                        view.mtime_ns,
-                        view.sidecar
-                            .map(|seen| (seen.path, seen.size, seen.mtime_ns)),
-                    )
-                })
-            })
+            .map(|i| self.view(i).map_or(0, |view| view_stamp_key(&view)))
             .collect();
         self.spilled = Some(Spilled { file, at, stamps });
         self.bytes = Vec::new();
@@ -199,6 +194,16 @@ impl Stored {
         };
         let mut bytes = vec![0u8; self.section_len()];
         read_at(&spilled.file, spilled.at, &mut bytes)?;
+        // Written into a new cache under a fresh checksum: bytes that changed under us would
+        // be made to look sound, so each entry must be the one loaded.
+        if let Some(i) = (0..self.recs.len()).find(|&i| !self.reads_back(&bytes, 0, i)) {
+            self.damaged
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("entry {i} of the session cache changed on disk since it was loaded"),
+            ));
+        }
         self.bytes = bytes;
         self.spilled = None;
         Ok(())
@@ -211,10 +216,14 @@ impl Stored {
             None => self.bytes.get(rec.start..rec.end()).map(Cow::Borrowed),
             Some(spilled) => {
                 let mut bytes = vec![0u8; rec.len as usize];
-                read_at(&spilled.file, spilled.at + rec.start as u64, &mut bytes)
-                    .inspect_err(spill_failed)
-                    .ok()?;
-                Some(Cow::Owned(bytes))
+                if let Err(error) =
+                    read_at(&spilled.file, spilled.at + rec.start as u64, &mut bytes)
+                {
+                    self.spill_failed(&error);
+                    return None;
+                }
+                self.reads_back(&bytes, rec.start, i)
+                    .then_some(Cow::Owned(bytes))
             }
         }
     }
@@ -261,6 +270,9 @@ impl Stored {
         sessions: &mut Vec<Session>,
     ) {
         let decode = |bytes: &[u8], base: usize, i: usize| -> Option<Session> {
+            if self.spilled.is_some() && !self.reads_back(bytes, base, i) {
+                return None;
+            }
             let rec = self.recs.get(i)?;
             let at = rec.start.checked_sub(base)?;
             let (view, _) = decode_entry(bytes.get(at..at + rec.len as usize)?)?;
@@ -290,7 +302,7 @@ impl Stored {
             let last = run.last().map_or(base, |&i| end(i));
             window.resize(last.saturating_sub(base), 0);
             if let Err(error) = read_at(&spilled.file, spilled.at + base as u64, &mut window) {
-                spill_failed(&error);
+                self.spill_failed(&error);
                 continue;
             }
             sessions.par_extend(
@@ -422,8 +434,47 @@ fn read_at(file: &File, at: u64, buf: &mut [u8]) -> std::io::Result<()> {
     }
 }
 
-/// A spilled entry that cannot be read back: its session is missing from this walk (the file
-/// is kept open, so only a failing disk gets here).
-fn spill_failed(error: &std::io::Error) {
-    tracing::warn!(%error, "cannot read the session cache's entries back");
+/// What a warm walk compares an entry's file by: its fold, stamp and side file's.
+fn view_stamp_key(view: &EntryView<'_>) -> u64 {
+    stamp_key(
+        view.kind,
+        view.size,
+        view.mtime_ns,
+        view.sidecar
+            .map(|seen| (seen.path, seen.size, seen.mtime_ns)),
+    )
+}
+
+impl Stored {
+    /// Whether entry `i`, in `bytes` (read from the section at `base`), is the entry loaded:
+    /// it decodes, to the stamp kept for it and a path the index knows. Not so, the cache file
+    /// changed in place under us (our own writes replace it by renaming): it is flagged damaged.
+    fn reads_back(&self, bytes: &[u8], base: usize, i: usize) -> bool {
+        let sound = (|| {
+            let rec = self.recs.get(i)?;
+            let at = rec.start.checked_sub(base)?;
+            let (view, _) = decode_entry(bytes.get(at..at + rec.len as usize)?)?;
+            let kept = self.spilled.as_ref()?.stamps.get(i)?;
+            Some(view_stamp_key(&view) == *kept && self.by_path.contains_key(&hash64(view.path)))
+        })()
+        .unwrap_or(false);
+        if !sound {
+            self.damaged
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        sound
+    }
+
+    /// A spilled entry that cannot be read back: flagged, so the scanner lists again from the
+    /// stores rather than leave its session out.
+    fn spill_failed(&self, error: &std::io::Error) {
+        tracing::warn!(%error, "cannot read the session cache's entries back");
+        self.damaged
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether an entry left in the cache file did not read back as it was loaded.
+    pub(crate) fn is_damaged(&self) -> bool {
+        self.damaged.load(std::sync::atomic::Ordering::Relaxed)
+    }
 }
