@@ -300,7 +300,11 @@ impl DirCache {
     /// Reads the cache at `path`. Missing, from another version or damaged: an empty cache,
     /// silently — it only saves system calls, and the walk rebuilds it.
     pub fn load(path: &Path) -> DirCache {
-        fs::read(path)
+        crate::index::cache::open_to_read(path)
+            .and_then(|mut file| {
+                let mut bytes = Vec::new();
+                std::io::Read::read_to_end(&mut file, &mut bytes).map(|_| bytes)
+            })
             .ok()
             .and_then(|bytes| DirCache::decode(&bytes))
             .map(DirCache::from_dirs)

@@ -61,7 +61,7 @@ mod stored;
 pub(crate) use entry::EntryView;
 pub(crate) use entry::{decode_entry, encode_entry};
 pub use files::private_dir;
-pub(crate) use files::{write_atomically, write_atomically_parts};
+pub(crate) use files::{open_to_read, write_atomically, write_atomically_parts};
 pub use journal::journal_file;
 pub(crate) use journal::{Base, file_beside};
 use journal::{JOURNAL_MIN_LIMIT, append_journal, journal_record, replay_journal};
@@ -122,7 +122,7 @@ pub fn load(path: &Path) -> CacheLoad {
 /// [`load`], for a listing of `agents`: when it covers Codex, its thread names are decoded
 /// now too (a listing loads the cache on a thread of its own, beside the walk).
 pub(crate) fn load_for(path: &Path, agents: &[Agent]) -> CacheLoad {
-    let mut file = match fs::File::open(path) {
+    let mut file = match files::open_to_read(path) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return CacheLoad::Missing,
         Err(e) => return CacheLoad::Corrupt(format!("cannot read the session cache: {e}")),

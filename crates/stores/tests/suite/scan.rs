@@ -507,3 +507,37 @@ fn a_kept_index_holds_no_fold_states_after_writing_the_cache_whole() {
     }
     panic!("the journal was never written into the cache (journalled: {journalled})");
 }
+
+/// A link planted at the session cache's name is not read through (a daemon keeps the cache open
+/// and reads it back as long as it runs): the load refuses it, naming why, and the listing reads
+/// the stores; the next save replaces the link, and the file it pointed to stays as it was.
+#[cfg(unix)]
+#[test]
+fn a_link_at_the_session_caches_name_is_not_read_through() {
+    use cross_agent_stores::index::cache::{CacheLoad, load};
+
+    let tmp = TempDir::new().unwrap();
+    let (_files, options) = kept_store(tmp.path(), 20);
+    let roots = StoreRoots::under_home(tmp.path());
+    let made = list_sessions(&roots, &options);
+    let cache = options.cache_file.clone().unwrap();
+    assert!(matches!(load(&cache), CacheLoad::Loaded(_)));
+
+    // The sound cache moved aside, a link to it in its place.
+    let elsewhere = tmp.path().join("elsewhere.bin");
+    std::fs::rename(&cache, &elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &cache).unwrap();
+    let before = std::fs::read(&elsewhere).unwrap();
+    match load(&cache) {
+        CacheLoad::Corrupt(why) => assert!(why.contains("session cache"), "{why}"),
+        other => panic!(
+            "read through the link: {}",
+            matches!(other, CacheLoad::Loaded(_))
+        ),
+    }
+    let listed = list_sessions(&roots, &options);
+    assert_eq!(listed.sessions, made.sessions);
+    assert_eq!(listed.stats.files_new, 20, "{:?}", listed.stats);
+    assert!(!std::fs::symlink_metadata(&cache).unwrap().is_symlink());
+    assert_eq!(std::fs::read(&elsewhere).unwrap(), before);
+}

@@ -1,6 +1,6 @@
 //! Writing the cache's files privately and atomically: a temp file in the same folder and a
 //! rename, the folder `0700` and the file `0600`, and a link standing in place of the folder
-//! refused.
+//! refused; and opening them to read, never through a link.
 
 use std::fs::{self, OpenOptions};
 use std::io::Write;
@@ -91,6 +91,20 @@ fn write_private(path: &Path, parts: &[&[u8]]) -> std::io::Result<()> {
     }
     file.into_inner().map_err(|e| e.into_error())?;
     Ok(())
+}
+
+/// Opens one of the cache's files to read, never through a link: a link planted at its name
+/// fails the open (the cache is then rebuilt, and written by renaming over the link). A daemon
+/// keeps the session cache open and reads it for as long as it runs.
+pub(crate) fn open_to_read(path: &Path) -> std::io::Result<fs::File> {
+    let mut options = OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32);
+    }
+    options.open(path)
 }
 
 #[cfg(test)]
