@@ -230,16 +230,7 @@ fn the_listing_with_costs_is_the_pretty_printers_bytes() {
             // listing's costs spliced in.
             let mut parts = ListingParts::default();
             write_listing_spent(&mut parts, &chosen, window, now, None, Some(&spent_of));
-            let joined: Vec<u8> = parts
-                .pieces(|_| Some(rendered))
-                .flatten()
-                .copied()
-                .collect();
-            assert_eq!(
-                String::from_utf8_lossy(&joined),
-                String::from_utf8_lossy(&want)
-            );
-            assert_eq!(parts.len(), want.len());
+            assert_parts_are(&parts, rendered, &want);
             if costs_kept && window.minutes() == 0 {
                 let kept: Vec<&Part> = parts
                     .parts
@@ -268,13 +259,8 @@ fn the_listing_with_costs_is_the_pretty_printers_bytes() {
         )];
         let mut parts = ListingParts::default();
         write_listing(&mut parts, &chosen, window, now, None);
-        let joined: Vec<u8> = parts.pieces(|_| Some(&costed)).flatten().copied().collect();
         let want = printed_whole(&[(Agent::Claude, claude.iter().collect())], window, now);
-        assert_eq!(
-            String::from_utf8_lossy(&joined),
-            String::from_utf8_lossy(&want)
-        );
-        assert_eq!(parts.len(), want.len());
+        assert_parts_are(&parts, &costed, &want);
     }
 }
 
@@ -328,16 +314,7 @@ fn a_listing_in_parts_is_the_same_bytes_and_refers_to_the_kept_runs() {
     );
     let mut parts = ListingParts::default();
     write_listing(&mut parts, &chosen(), window, now, None);
-    let joined: Vec<u8> = parts
-        .pieces(|_| Some(&rendered))
-        .flatten()
-        .copied()
-        .collect();
-    assert_eq!(
-        String::from_utf8_lossy(&joined),
-        String::from_utf8_lossy(&want)
-    );
-    assert_eq!(parts.len(), want.len());
+    assert_parts_are(&parts, &rendered, &want);
     let kept: Vec<_> = parts
         .parts
         .iter()
@@ -393,4 +370,18 @@ fn a_subset_and_no_agents_print_as_the_printer_would() {
     let mut none = Vec::new();
     write_listing(&mut none, &[], window, now, None);
     assert_eq!(none, printed_whole(&[], window, now));
+}
+
+/// `parts`, joined over the kept `rendered` text, are `want`'s bytes, and say their length.
+fn assert_parts_are(parts: &ListingParts, rendered: &RenderedAgent, want: &[u8]) {
+    let joined: Vec<u8> = parts
+        .pieces(|_| Some(rendered))
+        .flatten()
+        .copied()
+        .collect();
+    assert_eq!(
+        String::from_utf8_lossy(&joined),
+        String::from_utf8_lossy(want)
+    );
+    assert_eq!(parts.len(), want.len());
 }

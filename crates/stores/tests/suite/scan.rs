@@ -74,27 +74,11 @@ fn a_scanner_keeps_the_index_in_memory_between_listings() {
 /// read back from the file by its range, and the listing stays what a fresh process lists.
 #[test]
 fn a_scanner_holds_a_cold_index_as_the_cache_it_saved() {
-    use cross_agent_stores::index::RefreshOptions;
     use cross_agent_stores::scan::Scanner;
-    use cross_agent_testkit::synthetic_stores::{ClaudeTranscript, now_millis};
 
     let tmp = TempDir::new().unwrap();
-    let now = now_millis();
-    let mut files = Vec::new();
-    for i in 0..600 {
-        let mut t = ClaudeTranscript::new(tmp.path(), "/work/p", &format!("c{i:03}"));
-        t.user(&format!("start {i}"), now - 10_000 + i)
-            .assistant_text("ok", now - 9_000 + i);
-        t.write().unwrap();
-        files.push(t);
-    }
+    let (mut files, options) = kept_store(tmp.path(), 600);
     let roots = StoreRoots::under_home(tmp.path());
-    std::fs::create_dir_all(tmp.path().join("xa")).unwrap();
-    let options = ScanOptions {
-        cache_file: Some(cache_file(&tmp.path().join("xa"))),
-        refresh: RefreshOptions { threads: 2 },
-        agents: Vec::new(),
-    };
     let mut scanner = Scanner::new(options.clone());
     let first = scanner.list(&roots);
     assert_eq!((first.stats.files_new, first.sessions.len()), (600, 600));
@@ -126,7 +110,7 @@ fn a_scanner_holds_a_cold_index_as_the_cache_it_saved() {
     let renamed = second
         .sessions
         .iter()
-        .find(|s| s.session_id == "c017")
+        .find(|s| s.session_id == "k017")
         .unwrap();
     assert_eq!(renamed.title.as_deref(), Some("renamed"));
     assert_eq!(scanner.heap_bytes().blob, 0, "only that fold was read");
@@ -146,25 +130,11 @@ fn a_scanner_holds_a_cold_index_as_the_cache_it_saved() {
 /// and the path the walk found it at is not kept beside it (it was, ~150 bytes a session).
 #[test]
 fn a_warm_listing_keeps_nothing_more_per_session() {
-    use cross_agent_stores::index::RefreshOptions;
     use cross_agent_stores::scan::Scanner;
-    use cross_agent_testkit::synthetic_stores::{ClaudeTranscript, now_millis};
 
     let tmp = TempDir::new().unwrap();
-    let now = now_millis();
-    for i in 0..600 {
-        let mut t = ClaudeTranscript::new(tmp.path(), "/work/p", &format!("w{i:03}"));
-        t.user(&format!("start {i}"), now - 10_000 + i)
-            .assistant_text("ok", now - 9_000 + i);
-        t.write().unwrap();
-    }
+    let (_files, options) = kept_store(tmp.path(), 600);
     let roots = StoreRoots::under_home(tmp.path());
-    std::fs::create_dir_all(tmp.path().join("xa")).unwrap();
-    let options = ScanOptions {
-        cache_file: Some(cache_file(&tmp.path().join("xa"))),
-        refresh: RefreshOptions { threads: 2 },
-        agents: Vec::new(),
-    };
     let mut scanner = Scanner::new(options.clone());
     let cold = scanner.list(&roots);
     assert_eq!(cold.sessions.len(), 600);
