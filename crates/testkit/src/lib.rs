@@ -8,6 +8,7 @@ pub mod agent_sdk;
 pub mod agents;
 pub mod binaries;
 pub mod ccusage;
+pub mod deliveries;
 pub mod desktop;
 pub mod endpoint;
 pub mod foreign_stores;
