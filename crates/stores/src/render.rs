@@ -284,22 +284,18 @@ impl RenderedAgent {
         }
     }
 
-    /// Appends `range` of its text to `out`.
-    pub(crate) fn read_into(
-        &self,
-        range: std::ops::Range<usize>,
-        out: &mut Vec<u8>,
-    ) -> std::io::Result<()> {
+    /// Reads its text from `at` into the whole of `out`.
+    pub(crate) fn read_at(&self, at: usize, out: &mut [u8]) -> std::io::Result<()> {
         match self.file.as_deref() {
-            Some(file) => file.read_into(range, out),
-            None => match self.text.get(range.clone()) {
+            Some(file) => file.read_at(at, out),
+            None => match self.text.get(at..at.saturating_add(out.len())) {
                 Some(bytes) => {
-                    out.extend_from_slice(bytes);
+                    out.copy_from_slice(bytes);
                     Ok(())
                 }
                 None => Err(std::io::Error::new(
                     std::io::ErrorKind::UnexpectedEof,
-                    format!("the kept listing text has no bytes {range:?}"),
+                    format!("the kept listing text has no bytes from {at}"),
                 )),
             },
         }

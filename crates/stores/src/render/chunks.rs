@@ -31,16 +31,20 @@ pub struct Chunks<'a, K> {
     at: usize,
     /// The elements of the bare run being written.
     bare: Option<BareRun<'a>>,
+    /// The chunk being made: its first `filled` bytes. Never shortened, so a read into it
+    /// does not zero it first.
     buf: Vec<u8>,
+    filled: usize,
     window: Window,
 }
 
-/// Bytes of a kept file read ahead: `bytes` are its text from `start`, of the rendering at
-/// address `key`.
+/// Bytes of a kept file read ahead: the first `len` of `bytes` are its text from `start`, of
+/// the rendering at address `key` (0: none).
 #[derive(Default)]
 struct Window {
     key: usize,
     start: usize,
+    len: usize,
     bytes: Vec<u8>,
 }
 
@@ -56,6 +60,7 @@ where
             at: 0,
             bare: None,
             buf: Vec::new(),
+            filled: 0,
             window: Window::default(),
         }
     }
@@ -63,7 +68,7 @@ where
     /// The next chunk of the listing; `None` once it is whole. After an error there is none.
     #[allow(clippy::should_implement_trait)] // A lending iterator: each chunk borrows the buffer.
     pub fn next(&mut self) -> Option<io::Result<&[u8]>> {
-        self.buf.clear();
+        self.filled = 0;
         match self.fill() {
             Err(error) => {
                 self.part = self.parts.parts.len();
@@ -71,19 +76,16 @@ where
                 Some(Err(error))
             }
             Ok(Some(direct)) => Some(Ok(direct)),
-            Ok(None) if self.buf.is_empty() => None,
-            Ok(None) => Some(Ok(&self.buf)),
+            Ok(None) if self.filled == 0 => None,
+            Ok(None) => Some(Ok(&self.buf[..self.filled])),
         }
     }
 
     /// Fills the buffer up to a chunk, or gives a long run of a heap text to go out as it lies
     /// (with the buffer empty).
     fn fill(&mut self) -> io::Result<Option<&'a [u8]>> {
-        if self.buf.capacity() == 0 {
-            self.buf.reserve(CHUNK);
-        }
         while let Some(part) = self.parts.parts.get(self.part) {
-            let room = CHUNK.saturating_sub(self.buf.len());
+            let room = CHUNK.saturating_sub(self.filled);
             if room == 0 {
                 return Ok(None);
             }
@@ -91,7 +93,8 @@ where
                 Part::Made(range) => {
                     let made = self.parts.made(range.clone());
                     let take = room.min(made.len() - self.at);
-                    self.buf.extend_from_slice(&made[self.at..self.at + take]);
+                    let bytes = &made[self.at..self.at + take];
+                    self.spare(take).copy_from_slice(bytes);
                     self.advance(take, made.len());
                 }
                 Part::Kept { agent, range } => {
@@ -100,7 +103,7 @@ where
                         && range.len() >= CHUNK
                         && let Some(text) = rendered.heap_text()
                     {
-                        if !self.buf.is_empty() {
+                        if self.filled > 0 {
                             return Ok(None);
                         }
                         self.part += 1;
@@ -118,7 +121,9 @@ where
                         .get_or_insert_with(|| BareRun::new(rendered, *first, *last));
                     match run.next() {
                         Some(BarePiece::Text(range)) => self.read(rendered, range)?,
-                        Some(BarePiece::End) => self.buf.extend_from_slice(ELEMENT_END),
+                        Some(BarePiece::End) => {
+                            self.spare(ELEMENT_END.len()).copy_from_slice(ELEMENT_END)
+                        }
                         None => {
                             self.bare = None;
                             self.part += 1;
@@ -144,29 +149,50 @@ where
         (self.kept)(agent).ok_or_else(gone)
     }
 
-    /// Appends `range` of `rendered`'s text to the buffer: a short range of a file through the
+    /// The next `n` bytes of the chunk, to be written: counted as filled.
+    fn spare(&mut self, n: usize) -> &mut [u8] {
+        let end = self.filled + n;
+        sized(&mut self.buf, end, CHUNK);
+        let spare = &mut self.buf[self.filled..end];
+        self.filled = end;
+        spare
+    }
+
+    /// Appends `range` of `rendered`'s text to the chunk: a short range of a file through the
     /// window.
     fn read(&mut self, rendered: &RenderedAgent, range: Range<usize>) -> io::Result<()> {
         if rendered.heap_text().is_some() || range.len() >= WINDOW / 2 {
-            return rendered.read_into(range, &mut self.buf);
+            return rendered.read_at(range.start, self.spare(range.len()));
         }
         let key = std::ptr::from_ref(rendered) as usize;
         let window = &mut self.window;
-        let held = window.start..window.start + window.bytes.len();
+        let held = window.start..window.start + window.len;
         if window.key != key || range.start < held.start || range.end > held.end {
-            window.bytes.clear();
             window.key = 0;
-            let end = (range.start + WINDOW)
-                .min(rendered.text_len())
-                .max(range.end);
-            rendered.read_into(range.start..end, &mut window.bytes)?;
-            window.key = key;
-            window.start = range.start;
+            let len = WINDOW
+                .min(rendered.text_len().saturating_sub(range.start))
+                .max(range.len());
+            sized(&mut window.bytes, len, WINDOW);
+            rendered.read_at(range.start, &mut window.bytes[..len])?;
+            (window.key, window.start, window.len) = (key, range.start, len);
         }
-        let from = range.start - window.start;
-        self.buf
-            .extend_from_slice(&window.bytes[from..from + range.len()]);
+        let from = range.start - self.window.start;
+        let bytes = &self.window.bytes[from..from + range.len()];
+        let end = self.filled + bytes.len();
+        sized(&mut self.buf, end, CHUNK);
+        self.buf[self.filled..end].copy_from_slice(bytes);
+        self.filled = end;
         Ok(())
+    }
+}
+
+/// Makes `buf` at least `len` long (`at_least` at first): grown, never shortened.
+fn sized(buf: &mut Vec<u8>, len: usize, at_least: usize) {
+    if buf.is_empty() {
+        // Zeroed by the allocator (fresh pages), not byte by byte.
+        *buf = vec![0; len.max(at_least)];
+    } else if buf.len() < len {
+        buf.resize(len, 0);
     }
 }
 

@@ -13,7 +13,6 @@
 
 use std::fs::File;
 use std::io::{self, Write};
-use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -97,26 +96,25 @@ impl KeptFile {
         self.len
     }
 
-    /// Appends `range` of the text to `out`.
-    pub(crate) fn read_into(&self, range: Range<usize>, out: &mut Vec<u8>) -> io::Result<()> {
-        if range.end > self.len || range.start > range.end {
+    /// Reads its text from `at` into the whole of `out`.
+    pub(crate) fn read_at(&self, at: usize, out: &mut [u8]) -> io::Result<()> {
+        if at.saturating_add(out.len()) > self.len {
             return Err(self.error(io::Error::new(
                 io::ErrorKind::UnexpectedEof,
-                format!("bytes {range:?} are past its end ({})", self.len),
+                format!(
+                    "bytes {at}..{} are past its end ({})",
+                    at.saturating_add(out.len()),
+                    self.len
+                ),
             )));
         }
-        let start = out.len();
-        out.resize(start + range.len(), 0);
-        read_exact_at(&self.file, &mut out[start..], range.start as u64).map_err(|error| {
-            out.truncate(start);
-            self.error(error)
-        })
+        read_exact_at(&self.file, out, at as u64).map_err(|error| self.error(error))
     }
 
     /// The whole text.
     pub(crate) fn read_all(&self) -> io::Result<Vec<u8>> {
-        let mut out = Vec::with_capacity(self.len);
-        self.read_into(0..self.len, &mut out)?;
+        let mut out = vec![0; self.len];
+        self.read_at(0, &mut out)?;
         Ok(out)
     }
 

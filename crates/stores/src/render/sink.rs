@@ -18,8 +18,8 @@ pub trait ListingSink {
         match rendered.heap_text() {
             Some(text) => self.put(&text[range]),
             None => {
-                let mut read = Vec::with_capacity(range.len());
-                match rendered.read_into(range, &mut read) {
+                let mut read = vec![0; range.len()];
+                match rendered.read_at(range.start, &mut read) {
                     Ok(()) => self.put(&read),
                     Err(error) => self.fail(error),
                 }
