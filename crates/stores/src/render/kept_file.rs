@@ -123,6 +123,12 @@ impl KeptFile {
         write_all_at(&self.file, bytes, at as u64).map_err(|error| self.error(error))
     }
 
+    /// The file, for a test to damage.
+    #[cfg(test)]
+    pub(crate) fn file(&self) -> &File {
+        &self.file
+    }
+
     /// `error`, naming the directory the file is in.
     fn error(&self, error: io::Error) -> io::Error {
         io::Error::new(
