@@ -66,11 +66,8 @@ fn main() -> Result<()> {
                         None,
                         (clock.0, clock.1, None),
                     );
-                    // As the daemon does: the pieces written out one after another.
-                    let mut sink = std::io::sink();
-                    for piece in rendered.bytes.pieces() {
-                        sink.write_all(piece)?;
-                    }
+                    // As the daemon does: written out a chunk at a time.
+                    rendered.bytes.write_to(std::io::sink())?;
                     let out = rendered.bytes;
                     let took = started.elapsed();
                     println!(
@@ -191,7 +188,8 @@ fn step(what: &str, live: Option<&LiveScanner>, sessions: usize) {
             "    accounted {:.1} MB ({:.0} B/session): index {:.1} MB [{} entries: records {:.1} \
              ({:.0} B/s), paths {:.1} ({:.0}), folds {:.1} ({:.0}), session strings {:.1} ({:.0}); \
              cache entries {:.1} ({:.0}), cache folds {:.1}]; held {} sessions: records {:.1} \
-             ({:.0}), strings {:.1} ({:.0}); names {:.1} ({:.0}); rendered {:.1} ({:.0})",
+             ({:.0}), strings {:.1} ({:.0}); names {:.1} ({:.0}); rendered {:.1} ({:.0}), and \
+             {:.1} ({:.0}) in files",
             mb(b.total()),
             per(b.total()),
             mb(i.total()),
@@ -216,6 +214,8 @@ fn step(what: &str, live: Option<&LiveScanner>, sessions: usize) {
             per(b.names),
             mb(b.rendered),
             per(b.rendered),
+            mb(b.rendered_in_files),
+            per(b.rendered_in_files),
         );
     }
 }

@@ -15,13 +15,12 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use cross_agent_stores::index::RefreshOptions;
 use cross_agent_stores::live::{ListingSpent, LiveOptions, LiveScanner, SpentTable};
-use cross_agent_stores::render::{Chosen, ListingParts, RenderedAgent, Spent, write_listing_spent};
+use cross_agent_stores::render::{
+    Chosen, Chunks, ListingParts, RenderedAgent, Spent, write_listing_spent,
+};
 use cross_agent_stores::resolve::{self, ActiveWindow, Lookup, NameIndex, Scope};
 use cross_agent_stores::scan::{self, ScanOptions};
 use cross_agent_stores::{Agent, Session, StoreRoots, UnixMillis};
-
-/// The daemon's window: small pieces are gathered into writes this big.
-const WINDOW: usize = 256 * 1024;
 
 fn main() -> Result<()> {
     let mut args = std::env::args().skip(1);
@@ -86,7 +85,7 @@ fn main() -> Result<()> {
             .collect();
         let mut parts = ListingParts::default();
         write_listing_spent(&mut parts, &chosen, clock.0, clock.1, None, Some(&spent_of));
-        send(parts.pieces(|n| texts.get(n)))
+        send(parts.chunks(|n| texts.get(n)))
     };
 
     let started = Instant::now();
@@ -118,7 +117,7 @@ fn main() -> Result<()> {
                 }),
             ),
         );
-        send(listing.bytes.pieces())
+        send(listing.bytes.chunks())
     };
     through_live()?;
     // Each round takes the three in turn, so a busy machine weighs on each alike.
@@ -193,25 +192,15 @@ fn main() -> Result<()> {
     Ok(())
 }
 
-/// Writes the pieces out as the daemon does (small ones gathered into a window), to nowhere;
-/// the bytes written.
-fn send<'a>(pieces: impl Iterator<Item = &'a [u8]>) -> Result<usize> {
+/// Writes the chunks out as the daemon does, to nowhere; the bytes written.
+fn send<'a>(mut chunks: Chunks<'a, impl Fn(usize) -> Option<&'a RenderedAgent>>) -> Result<usize> {
     let mut sink = std::io::sink();
-    let mut window = Vec::with_capacity(WINDOW);
     let mut total = 0;
-    for piece in pieces {
-        total += piece.len();
-        if window.len() + piece.len() > WINDOW && !window.is_empty() {
-            sink.write_all(&window)?;
-            window.clear();
-        }
-        if piece.len() >= WINDOW {
-            sink.write_all(piece)?;
-        } else {
-            window.extend_from_slice(piece);
-        }
+    while let Some(chunk) = chunks.next() {
+        let chunk = chunk?;
+        total += chunk.len();
+        sink.write_all(chunk)?;
     }
-    sink.write_all(&window)?;
     Ok(total)
 }
 

@@ -29,7 +29,9 @@ use parking_lot::Mutex;
 use crate::codex::session_index_path;
 use crate::index::ChangedFiles;
 use crate::model::{Agent, Session, StoreWarning, UnixMillis};
-use crate::render::{Chosen, ListingParts, RenderedAgent, SpentOf, write_listing_spent};
+use crate::render::{
+    Chosen, Chunks, ListingParts, RenderedAgent, SpentOf, TextDir, write_listing_spent,
+};
 use crate::resolve::{ActiveWindow, Lookup, NameIndex, Resolved};
 use crate::roots::StoreRoots;
 use crate::scan::{Listing, ScanOptions, Scanner, sort_newest_first};
@@ -77,6 +79,9 @@ pub struct LiveScanner {
     shown: Mutex<Shown>,
     /// Taken by every request and walk when [`LiveOptions::serial_walks`] asks.
     serial: Mutex<()>,
+    /// Where the kept renderings' text is kept instead of the heap: the session cache's
+    /// directory (none without a cache: the text stays in memory).
+    text_dir: Option<TextDir>,
 }
 
 /// What only a walk touches.
@@ -268,8 +273,8 @@ pub struct RenderedListing {
 
 /// A listing's bytes as the parts it was made of: the bytes made for it and runs of the kept
 /// renderings, which it holds (the generations they belong to) rather than copies — a full
-/// listing at 100,000 sessions is 40 MB that a daemon writes to its socket straight from the
-/// rendering it keeps.
+/// listing at 100,000 sessions is 40 MB that a daemon writes to its socket from the renderings
+/// it keeps (read back from their files a chunk at a time, [`ListingBytes::chunks`]).
 #[derive(Debug, Default)]
 pub struct ListingBytes {
     /// The renderings of the listing's agents, in its order.
@@ -288,19 +293,33 @@ impl ListingBytes {
         self.parts.is_empty()
     }
 
-    /// Its bytes, in order, in pieces.
-    pub fn pieces(&self) -> impl Iterator<Item = &[u8]> + '_ {
+    /// Its bytes, in order, in chunks of one bounded buffer ([`Chunks`]); an error (a kept
+    /// text that cannot be read back) ends them: the listing is not whole.
+    pub fn chunks<'a>(&'a self) -> Chunks<'a, impl Fn(usize) -> Option<&'a RenderedAgent> + 'a> {
         self.parts
-            .pieces(|agent| self.kept.get(agent).and_then(Option::as_deref))
+            .chunks(|agent| self.kept.get(agent).and_then(Option::as_deref))
+    }
+
+    /// Writes its bytes to `out`, a chunk at a time.
+    pub fn write_to(&self, mut out: impl std::io::Write) -> std::io::Result<()> {
+        let mut chunks = self.chunks();
+        while let Some(chunk) = chunks.next() {
+            out.write_all(chunk?)?;
+        }
+        Ok(())
     }
 
     /// Its bytes in one buffer (a copy: for tests and small listings).
-    pub fn to_vec(&self) -> Vec<u8> {
+    pub fn read_all(&self) -> std::io::Result<Vec<u8>> {
         let mut out = Vec::with_capacity(self.len());
-        for piece in self.pieces() {
-            out.extend_from_slice(piece);
-        }
-        out
+        self.write_to(&mut out)?;
+        Ok(out)
+    }
+
+    /// [`ListingBytes::read_all`], for tests.
+    #[cfg(test)]
+    pub(crate) fn to_vec(&self) -> Vec<u8> {
+        self.read_all().expect("the listing's kept text reads back")
     }
 }
 
@@ -316,8 +335,12 @@ pub struct LiveBytes {
     pub session_records: usize,
     /// Their strings.
     pub session_strings: usize,
-    /// The renderings kept for the listing (and the cost fields kept beside them).
+    /// The renderings kept for the listing on the heap: the places of their elements, and
+    /// their text while it is not kept in a file.
     pub rendered: usize,
+    /// Their text kept in files of the state directory (the page cache's, not the heap's; not
+    /// in [`LiveBytes::total`]).
+    pub rendered_in_files: usize,
     /// The id and title indexes kept for resolution.
     pub names: usize,
 }
@@ -373,6 +396,11 @@ enum Need {
 impl LiveScanner {
     /// A live index starting from the cache in `options`.
     pub fn new(options: ScanOptions, live: LiveOptions) -> LiveScanner {
+        let text_dir = options
+            .cache_file
+            .as_deref()
+            .and_then(Path::parent)
+            .map(TextDir::new);
         LiveScanner {
             live,
             changes: Arc::new(Default::default()),
@@ -381,6 +409,7 @@ impl LiveScanner {
                 watch: None,
                 walked: [None; SLOTS],
             }),
+            text_dir,
             shown: Mutex::new(Shown::default()),
             serial: Mutex::new(()),
         }
@@ -462,7 +491,12 @@ impl LiveScanner {
         let renderings: Vec<Option<Arc<RenderedAgent>>> = snapshot
             .agents
             .iter()
-            .map(|(_, held)| Some(held.as_deref()?.rendering(spent.as_ref())))
+            .map(|(_, held)| {
+                Some(
+                    held.as_deref()?
+                        .rendering(spent.as_ref(), self.text_dir.as_ref()),
+                )
+            })
             .collect();
         let chosen: Vec<(Agent, Chosen<'_>)> = snapshot
             .agents
@@ -565,11 +599,10 @@ impl LiveScanner {
             bytes.sessions += held.sessions.len();
             bytes.session_records += held.sessions.capacity() * std::mem::size_of::<Session>();
             bytes.session_strings += held.sessions.iter().map(Session::heap_bytes).sum::<usize>();
-            bytes.rendered += held
-                .rendered
-                .lock()
-                .as_ref()
-                .map_or(0, |kept| kept.text.heap_bytes());
+            if let Some(kept) = held.rendered.lock().as_ref() {
+                bytes.rendered += kept.text.heap_bytes();
+                bytes.rendered_in_files += kept.text.file_bytes();
+            }
             bytes.names += held.names.get().map_or(0, NameIndex::heap_bytes);
         }
         bytes
@@ -588,7 +621,7 @@ impl LiveScanner {
             shown.held.iter().flatten().cloned().collect()
         };
         for held in held {
-            held.recost(&spent);
+            held.recost(&spent, self.text_dir.as_ref());
         }
     }
 
@@ -746,16 +779,12 @@ impl LiveScanner {
                     .as_ref()
                     .map(|kept| Arc::clone(&kept.text));
                 if let Some(kept) = kept {
-                    // The cost fields copied are stale (any may have moved, the new elements
-                    // have none): spliced in again for the next table (`costs: None`).
-                    *held.rendered.lock() = Some(KeptRendering {
-                        text: Arc::new(RenderedAgent::update(
-                            &before.sessions,
-                            &kept,
-                            &held.sessions,
-                        )),
-                        costs: None,
-                    });
+                    *held.rendered.lock() = Some(KeptRendering::carried(
+                        &before.sessions,
+                        &kept,
+                        &held.sessions,
+                        self.text_dir.as_ref(),
+                    ));
                 }
                 // Resolution was asked of this store: its index is made here, off the request.
                 if before.names.get().is_some() {

@@ -13,6 +13,7 @@
 
 use std::borrow::Cow;
 use std::path::Path;
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -20,13 +21,18 @@ use crate::claude_registry::{Registry, RegistryEntry};
 use crate::model::{Agent, CopilotDetails, Session, UnixMillis};
 use crate::resolve::ActiveWindow;
 
+mod chunks;
+mod kept_file;
 mod sink;
 mod spent;
 
+use kept_file::KeptFile;
 use spent::{push_spent, spent_fields};
 
+pub use chunks::Chunks;
+pub use kept_file::TextDir;
 pub use sink::{ListingParts, ListingSink, WriteSink};
-pub use spent::BareRun;
+pub use spent::{BarePiece, BareRun};
 
 /// One session as `--json` shows it: the fields of the protocol's `SessionEntry` but
 /// `is_caller` and `is_pinned` (which only the daemon knows), borrowed from the listing.
@@ -100,12 +106,21 @@ fn live_entry<'r>(s: &Session, registry: Option<&'r Registry>) -> Option<&'r Reg
 /// the text, written out as it is rather than copied element by element; with costs too, when
 /// the text has the listing's. A listing without costs from a text with them is two slices per
 /// element ([`BareRun`]).
+///
+/// A long-lived process keeps the text in an unnamed file instead of its heap
+/// ([`RenderedAgent::keep_in`], [`TextDir`]): then only the places of the elements are in
+/// memory (12 bytes a session), and a listing reads its runs back as it is written ([`Chunks`]).
 #[derive(Debug, Default, Clone)]
 pub struct RenderedAgent {
+    /// The text, while it is on the heap: empty once kept in `file`.
     text: Vec<u8>,
+    /// The text, once kept in a file ([`RenderedAgent::keep_in`]); shared by the listings
+    /// made from it, which read it as they are written.
+    file: Option<Arc<KeptFile>>,
     /// Session `i` is `text[ends[i - 1] + SEPARATOR.len()..ends[i]]` (from 0 for the first).
     ends: Vec<usize>,
-    /// The length of session `i`'s cost fields, just before its closing brace (0: none).
+    /// The length of session `i`'s cost fields, just before its closing brace (0: none), with
+    /// [`OPEN`] set when the element does not end as the printer ends one (it has no fields).
     fields: Vec<u32>,
     /// Whether any element has cost fields (without, the costless listing is one slice a run).
     costed: bool,
@@ -114,6 +129,10 @@ pub struct RenderedAgent {
 /// Between two elements of a listing's array.
 const SEPARATOR: &[u8] = b",\n";
 
+/// Set in an element's [`RenderedAgent::fields`] when it does not end as the printer ends one:
+/// kept beside the text so an element's parts are known without reading it.
+const OPEN: u32 = 1 << 31;
+
 impl RenderedAgent {
     /// Renders `sessions` (the order kept).
     pub fn new(sessions: &[Session]) -> RenderedAgent {
@@ -121,7 +140,7 @@ impl RenderedAgent {
             text: Vec::with_capacity(sessions.len() * 480),
             ends: Vec::with_capacity(sessions.len()),
             fields: Vec::with_capacity(sessions.len()),
-            costed: false,
+            ..RenderedAgent::default()
         };
         for s in sessions {
             let closed = rendered.open_element(s);
@@ -164,7 +183,7 @@ impl RenderedAgent {
             0
         };
         self.costed |= length > 0;
-        self.push_end(length);
+        self.push_end(length, closed);
     }
 
     /// The rendering of `sessions` made from an earlier one of `before`: a session unchanged
@@ -175,7 +194,26 @@ impl RenderedAgent {
     /// written moves to the front of the listing, and with fields of the length its new ones
     /// most likely have, the recost patches them where they lie instead of copying the whole
     /// text again after it (none for a session new to the listing).
+    ///
+    /// A kept text that cannot be read back (its file, [`RenderedAgent::keep_in`]) is not
+    /// copied from: every session is rendered again, and the log says why.
     pub fn update(before: &[Session], kept: &RenderedAgent, sessions: &[Session]) -> RenderedAgent {
+        match kept.loaded() {
+            Ok(text) => RenderedAgent::update_from(before, kept, &text, sessions),
+            Err(error) => {
+                tracing::warn!(%error, "rendering the listing again");
+                RenderedAgent::new(sessions)
+            }
+        }
+    }
+
+    /// [`RenderedAgent::update`] from `kept` whose text is `text`.
+    fn update_from(
+        before: &[Session],
+        kept: &RenderedAgent,
+        text: &[u8],
+        sessions: &[Session],
+    ) -> RenderedAgent {
         let by_path: std::collections::HashMap<&Path, usize> = before
             .iter()
             .enumerate()
@@ -183,24 +221,24 @@ impl RenderedAgent {
             .map(|(i, s)| (s.path.as_path(), i))
             .collect();
         let mut rendered = RenderedAgent {
-            text: Vec::with_capacity(kept.text.len() + 4096),
+            text: Vec::with_capacity(text.len() + 4096),
             ends: Vec::with_capacity(sessions.len()),
             fields: Vec::with_capacity(sessions.len()),
-            costed: false,
+            ..RenderedAgent::default()
         };
         for s in sessions {
             match by_path.get(s.path.as_path()) {
                 Some(&i) if before[i] == *s => {
                     rendered.separate();
-                    rendered.text.extend_from_slice(kept.element(i));
-                    let fields = kept.fields.get(i).map_or(0, |&n| n as usize);
-                    rendered.costed |= fields > 0;
-                    rendered.push_end(fields);
+                    rendered.text.extend_from_slice(&text[kept.run(i, i)]);
+                    rendered.costed |= kept.fields_len(i) > 0;
+                    rendered.ends.push(rendered.text.len());
+                    rendered.fields.push(kept.fields[i]);
                 }
                 earlier => {
                     let closed = rendered.open_element(s);
                     // Its earlier element's fields (none when it had none or is new).
-                    let carried = earlier.map_or(&[][..], |&i| &kept.text[kept.split(i).1]);
+                    let carried = earlier.map_or(&[][..], |&i| &text[kept.split(i).1]);
                     rendered.end_element(closed, |out| out.extend_from_slice(carried));
                 }
             }
@@ -208,11 +246,74 @@ impl RenderedAgent {
         rendered
     }
 
-    /// The bytes it holds (capacities).
+    /// The bytes it holds on the heap (capacities): the places of its elements, and its text
+    /// unless it is kept in a file.
     pub fn heap_bytes(&self) -> usize {
         self.text.capacity()
             + self.ends.capacity() * std::mem::size_of::<usize>()
             + self.fields.capacity() * std::mem::size_of::<u32>()
+    }
+
+    /// The bytes of its text kept in a file rather than on the heap.
+    pub fn file_bytes(&self) -> usize {
+        self.file.as_deref().map_or(0, KeptFile::len)
+    }
+
+    /// The length of its text.
+    pub fn text_len(&self) -> usize {
+        self.file.as_deref().map_or(self.text.len(), KeptFile::len)
+    }
+
+    /// Moves its text from the heap to a new unnamed file in `dir`, unless it is there already;
+    /// when the file cannot be made or written the text stays on the heap (the log told once).
+    pub fn keep_in(&mut self, dir: &TextDir) {
+        if self.file.is_some() || self.text.is_empty() {
+            return;
+        }
+        if let Some(file) = dir.keep(&self.text) {
+            self.file = Some(Arc::new(file));
+            self.text = Vec::new();
+        }
+    }
+
+    /// Its whole text: borrowed from the heap, or read back from its file.
+    fn loaded(&self) -> std::io::Result<Cow<'_, [u8]>> {
+        match self.file.as_deref() {
+            Some(file) => file.read_all().map(Cow::Owned),
+            None => Ok(Cow::Borrowed(&self.text)),
+        }
+    }
+
+    /// Reads its text from `at` into the whole of `out`.
+    pub(crate) fn read_at(&self, at: usize, out: &mut [u8]) -> std::io::Result<()> {
+        match self.file.as_deref() {
+            Some(file) => file.read_at(at, out),
+            None => match self.text.get(at..at.saturating_add(out.len())) {
+                Some(bytes) => {
+                    out.copy_from_slice(bytes);
+                    Ok(())
+                }
+                None => Err(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    format!("the kept listing text has no bytes from {at}"),
+                )),
+            },
+        }
+    }
+
+    /// Its text when it is on the heap.
+    pub fn heap_text(&self) -> Option<&[u8]> {
+        self.file.is_none().then_some(self.text.as_slice())
+    }
+
+    /// The length of session `i`'s cost fields.
+    fn fields_len(&self, i: usize) -> usize {
+        self.fields.get(i).map_or(0, |&n| (n & !OPEN) as usize)
+    }
+
+    /// Whether session `i`'s element ends as the printer ends one (only such carries fields).
+    fn closed(&self, i: usize) -> bool {
+        self.fields.get(i).is_some_and(|&n| n & OPEN == 0)
     }
 
     /// Whether any element carries cost fields.
@@ -230,11 +331,6 @@ impl RenderedAgent {
         self.ends.is_empty()
     }
 
-    /// Session `i`'s kept bytes.
-    fn element(&self, i: usize) -> &[u8] {
-        &self.text[self.run(i, i)]
-    }
-
     /// Where sessions `first..=last` are in the text, with the separators between them.
     fn run(&self, first: usize, last: usize) -> std::ops::Range<usize> {
         let start = if first == 0 {
@@ -243,11 +339,6 @@ impl RenderedAgent {
             self.ends[first - 1] + SEPARATOR.len()
         };
         start..self.ends[last]
-    }
-
-    /// The kept text: every element, joined as the listing joins them.
-    pub fn text(&self) -> &[u8] {
-        &self.text
     }
 }
 
@@ -394,7 +485,7 @@ pub fn write_listing_spent(
                             run = Some((i, i));
                         } else if let Some(spent) = spent {
                             let (body, _, closed) = rendered.split(i);
-                            out.put_kept(n, &rendered.text, body);
+                            out.put_kept(n, rendered, body);
                             if closed {
                                 element.clear();
                                 spent_fields(&mut element, spent(s));
@@ -423,7 +514,7 @@ fn flush_run(
 ) {
     match (run.take(), costed) {
         (Some((first, last)), true) => {
-            out.put_kept(agent, &rendered.text, rendered.run(first, last));
+            out.put_kept(agent, rendered, rendered.run(first, last));
         }
         (Some(run), false) => out.put_bare(agent, rendered, run),
         (None, _) => {}

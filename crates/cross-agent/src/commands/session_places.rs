@@ -109,6 +109,10 @@ impl<W: Write> ListingSink for PlacesSink<'_, W> {
             self.inner.put(bytes);
         }
     }
+
+    fn fail(&mut self, error: std::io::Error) {
+        self.inner.fail(error);
+    }
 }
 
 /// The end of an entry in the listing's layout.

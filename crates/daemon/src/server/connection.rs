@@ -47,9 +47,6 @@ enum After {
     Stop,
 }
 
-/// How many bytes of a listing's small pieces are gathered before a write.
-const TRAILER_WINDOW: usize = 256 << 10;
-
 /// Per-connection state.
 #[derive(Default)]
 struct Session {
@@ -112,31 +109,24 @@ pub(super) async fn serve(stream: Stream, shared: Arc<Shared>, _permit: OwnedSem
             After::Continue => {}
             After::Trailer(bytes) => {
                 use tokio::io::AsyncWriteExt as _;
-                // In the pieces it was made of: runs of the kept renderings, written from where
-                // they are, never gathered into one buffer. A listing with costs is two small
-                // pieces per session: those are gathered into a window's worth first, so a
-                // listing is a few hundred writes, not one per piece.
-                let mut window: Vec<u8> = Vec::with_capacity(TRAILER_WINDOW);
+                // In chunks of one bounded buffer: the kept runs read back from the files the
+                // renderings are kept in as they are reached (or, kept on the heap, written
+                // from where they are), so a listing is a few hundred writes and never held
+                // whole. A text that cannot be read back ends the connection: the client,
+                // told the listing's length in the frame, reports it short.
+                let mut chunks = bytes.chunks();
                 let mut written = Ok(());
-                for piece in bytes.pieces() {
-                    if window.len() + piece.len() > TRAILER_WINDOW && !window.is_empty() {
-                        written = write.write_all(&window).await;
-                        window.clear();
-                        if written.is_err() {
-                            break;
+                while let Some(chunk) = chunks.next() {
+                    written = match chunk {
+                        Ok(chunk) => write.write_all(chunk).await,
+                        Err(error) => {
+                            tracing::warn!(%error, "the listing could not be written whole");
+                            Err(error)
                         }
+                    };
+                    if written.is_err() {
+                        break;
                     }
-                    if piece.len() >= TRAILER_WINDOW {
-                        written = write.write_all(piece).await;
-                        if written.is_err() {
-                            break;
-                        }
-                    } else {
-                        window.extend_from_slice(piece);
-                    }
-                }
-                if written.is_ok() && !window.is_empty() {
-                    written = write.write_all(&window).await;
                 }
                 let written = match written {
                     Ok(()) => write.flush().await,

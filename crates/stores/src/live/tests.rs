@@ -323,3 +323,5 @@ fn the_costed_text_is_made_again_when_a_cost_moves_or_a_session_is_added() {
     let text = String::from_utf8(listing(&unmoved, "6.00000", false).to_vec()).unwrap();
     assert!(text.contains("\"cost_usd\": \"6.000004\""), "{text}");
 }
+
+mod kept_files;

@@ -2,7 +2,7 @@
 //! out to as it is made (the CLI's stdout, [`WriteSink`]), or [`ListingParts`] — the parts a
 //! daemon sends, runs of the kept renderings referred to rather than copied.
 
-use super::{BareRun, RenderedAgent};
+use super::{BarePiece, BareRun, Chunks, ELEMENT_END, RenderedAgent};
 
 /// Where a listing is written: bytes made for it, and runs of an agent's kept rendering, which
 /// a sink may keep a reference to instead of copying ([`ListingParts`]).
@@ -10,23 +10,42 @@ pub trait ListingSink {
     /// Bytes made for this listing.
     fn put(&mut self, bytes: &[u8]);
 
-    /// `text[range]`, a run of the kept rendering of the listing's agent number `agent` (in the
-    /// order the listing was asked in).
-    fn put_kept(&mut self, agent: usize, text: &[u8], range: std::ops::Range<usize>) {
+    /// `range` of the text of `rendered`, the kept rendering of the listing's agent number
+    /// `agent` (in the order the listing was asked in). Read back when the text is kept in a
+    /// file; a read that fails is the sink's [`ListingSink::fail`].
+    fn put_kept(&mut self, agent: usize, rendered: &RenderedAgent, range: std::ops::Range<usize>) {
         let _ = agent;
-        self.put(&text[range]);
+        match rendered.heap_text() {
+            Some(text) => self.put(&text[range]),
+            None => {
+                let mut read = vec![0; range.len()];
+                match rendered.read_at(range.start, &mut read) {
+                    Ok(()) => self.put(&read),
+                    Err(error) => self.fail(error),
+                }
+            }
+        }
     }
 
     /// Kept sessions `first..=last` of agent number `agent` without the cost fields its text
     /// may carry ([`BareRun`]).
     fn put_bare(&mut self, agent: usize, rendered: &RenderedAgent, (first, last): (usize, usize)) {
         if !rendered.costed {
-            self.put_kept(agent, &rendered.text, rendered.run(first, last));
+            self.put_kept(agent, rendered, rendered.run(first, last));
             return;
         }
         for piece in BareRun::new(rendered, first, last) {
-            self.put(piece);
+            match piece {
+                BarePiece::Text(range) => self.put_kept(agent, rendered, range),
+                BarePiece::End => self.put(ELEMENT_END),
+            }
         }
+    }
+
+    /// A kept text could not be read back: the listing is not whole. A sink that can carry an
+    /// error keeps it; a buffer (for renderings on the heap, which cannot fail) has none.
+    fn fail(&mut self, error: std::io::Error) {
+        let _ = error;
     }
 }
 
@@ -65,6 +84,10 @@ impl<W: std::io::Write> ListingSink for WriteSink<W> {
         {
             self.error = Some(error);
         }
+    }
+
+    fn fail(&mut self, error: std::io::Error) {
+        self.error.get_or_insert(error);
     }
 }
 
@@ -107,19 +130,19 @@ impl ListingSink for ListingParts {
         }
     }
 
-    fn put_kept(&mut self, agent: usize, _text: &[u8], range: std::ops::Range<usize>) {
+    fn put_kept(&mut self, agent: usize, _: &RenderedAgent, range: std::ops::Range<usize>) {
         self.len += range.len();
         self.parts.push(Part::Kept { agent, range });
     }
 
     fn put_bare(&mut self, agent: usize, rendered: &RenderedAgent, (first, last): (usize, usize)) {
         if !rendered.costed {
-            self.put_kept(agent, &rendered.text, rendered.run(first, last));
+            self.put_kept(agent, rendered, rendered.run(first, last));
             return;
         }
         // Counted once here (a pass over lengths) so `len` needs no pass at sending.
         self.len += BareRun::new(rendered, first, last)
-            .map(<[u8]>::len)
+            .map(|piece| piece.len())
             .sum::<usize>();
         self.parts.push(Part::Bare { agent, first, last });
     }
@@ -141,41 +164,18 @@ impl ListingParts {
         self.made.capacity() + self.parts.capacity() * std::mem::size_of::<Part>()
     }
 
-    /// The listing's bytes in order, given what it refers to by agent number (`kept(agent)`:
-    /// the rendering the listing was made from; `None` when gone).
-    pub fn pieces<'a>(
-        &'a self,
-        kept: impl Fn(usize) -> Option<&'a RenderedAgent> + 'a,
-    ) -> impl Iterator<Item = &'a [u8]> + 'a {
-        self.parts
-            .iter()
-            .flat_map(move |part| match part {
-                Part::Made(range) => Pieces::One(self.made.get(range.clone())),
-                Part::Kept { agent, range } => {
-                    Pieces::One(kept(*agent).and_then(|kept| kept.text().get(range.clone())))
-                }
-                Part::Bare { agent, first, last } => match kept(*agent) {
-                    Some(rendered) => Pieces::Run(BareRun::new(rendered, *first, *last)),
-                    None => Pieces::One(None),
-                },
-            })
-            .filter(|piece| !piece.is_empty())
+    /// The listing's bytes in order, in chunks of a bounded buffer, given what it refers to by
+    /// agent number (`kept(agent)`: the rendering the listing was made from; `None` when
+    /// gone, an error of the listing): see [`Chunks`].
+    pub fn chunks<'a, K>(&'a self, kept: K) -> Chunks<'a, K>
+    where
+        K: Fn(usize) -> Option<&'a RenderedAgent>,
+    {
+        Chunks::new(self, kept)
     }
-}
 
-/// The pieces of one part of a listing.
-enum Pieces<'a> {
-    One(Option<&'a [u8]>),
-    Run(BareRun<'a>),
-}
-
-impl<'a> Iterator for Pieces<'a> {
-    type Item = &'a [u8];
-
-    fn next(&mut self) -> Option<&'a [u8]> {
-        match self {
-            Pieces::One(piece) => piece.take(),
-            Pieces::Run(run) => run.next(),
-        }
+    /// The bytes made for the listing in `range`.
+    pub(super) fn made(&self, range: std::ops::Range<usize>) -> &[u8] {
+        self.made.get(range).unwrap_or_default()
     }
 }

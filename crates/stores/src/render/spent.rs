@@ -11,10 +11,11 @@
 //! costs is served from the same one, each element up to its fields and its closing brace
 //! ([`BareRun`]), so no second copy of 50 MB is kept beside it.
 
+use std::borrow::Cow;
 use std::ops::Range;
 use std::sync::Arc;
 
-use super::{ELEMENT_END, RenderedAgent, SEPARATOR, Spent, SpentOf};
+use super::{ELEMENT_END, OPEN, RenderedAgent, SEPARATOR, Spent, SpentOf};
 use crate::model::Session;
 
 impl RenderedAgent {
@@ -25,7 +26,7 @@ impl RenderedAgent {
             text: Vec::with_capacity(sessions.len() * 560),
             ends: Vec::with_capacity(sessions.len()),
             fields: Vec::with_capacity(sessions.len()),
-            costed: false,
+            ..RenderedAgent::default()
         };
         for s in sessions {
             let closed = rendered.open_element(s);
@@ -36,56 +37,123 @@ impl RenderedAgent {
     }
 
     /// Makes `rendered` (of `sessions`, in their order) carry the cost fields `spent` gives now.
-    /// Patched in place while no listing holds it and each element's fields keep their length;
-    /// from the first element where that fails, made again into a new text (the elements before
-    /// it copied as they are, every later one copied without its old fields and given its new).
+    /// Patched in place while no listing holds it and each element's fields keep their length
+    /// (in its file too, when it is kept in one); from the first element where that fails, made
+    /// again into a new text on the heap (the elements before it copied as they are, every
+    /// later one copied without its old fields and given its new), for the owner to keep in a
+    /// file again ([`RenderedAgent::keep_in`]). A file that cannot be read back or patched is
+    /// left for a text made afresh.
     pub fn recost(rendered: &mut Arc<RenderedAgent>, sessions: &[Session], spent: SpentOf<'_>) {
         if sessions.len() != rendered.len() {
             *rendered = Arc::new(RenderedAgent::with_costs(sessions, spent));
             return;
         }
-        let mut fields = Vec::with_capacity(96);
-        let mut from = 0;
-        if let Some(kept) = Arc::get_mut(rendered) {
-            while let Some(s) = sessions.get(from) {
-                let (_, old, closed) = kept.split(from);
-                if closed {
-                    fields.clear();
-                    cost_fields(&mut fields, spent(s));
-                    if fields.len() != old.len() {
-                        break;
-                    }
-                    if kept.text[old.clone()] != fields[..] {
-                        kept.text[old].copy_from_slice(&fields);
-                    }
-                }
-                from += 1;
-            }
-            if from == sessions.len() {
-                kept.costed = kept.fields.iter().any(|&n| n > 0);
-                return;
-            }
+        let (from, read) = match Arc::get_mut(rendered) {
+            Some(kept) => kept.patch_costs(sessions, spent),
+            None => (0, None),
+        };
+        if from == sessions.len() {
+            return;
         }
         let kept = &**rendered;
-        let copied = if from == 0 { 0 } else { kept.ends[from - 1] };
+        let text = match read {
+            Some(text) => Ok(Cow::Owned(text)),
+            None => kept.loaded(),
+        };
+        let made = match text {
+            Ok(text) => kept.recosted_from(&text, from, sessions, spent),
+            Err(error) => {
+                tracing::warn!(%error, "rendering the listing again");
+                RenderedAgent::with_costs(sessions, spent)
+            }
+        };
+        *rendered = Arc::new(made);
+    }
+
+    /// Patches the cost fields of its elements in place while their length holds, and says
+    /// from which element it could not (the length of `sessions` when it could for all), with
+    /// its text as read back from its file when it is kept in one (patched likewise), for the
+    /// text made again from there. Its file is patched only when nothing else holds it (no
+    /// listing reads it meanwhile); from the first write that fails, it is not used again.
+    fn patch_costs(
+        &mut self,
+        sessions: &[Session],
+        spent: SpentOf<'_>,
+    ) -> (usize, Option<Vec<u8>>) {
+        let (mut text, file) = match self.file.as_mut() {
+            None => (std::mem::take(&mut self.text), None),
+            // A listing's clone of the rendering reads the same file.
+            Some(file) if Arc::strong_count(file) > 1 => return (0, None),
+            Some(file) => match file.read_all() {
+                Ok(text) => (text, Some(Arc::clone(file))),
+                Err(error) => {
+                    tracing::warn!(%error, "rendering the listing's costs again");
+                    return (0, None);
+                }
+            },
+        };
+        let mut fields = Vec::with_capacity(96);
+        let mut from = 0;
+        while let Some(s) = sessions.get(from) {
+            let (_, old, closed) = self.split(from);
+            if closed {
+                fields.clear();
+                cost_fields(&mut fields, spent(s));
+                if fields.len() != old.len() {
+                    break;
+                }
+                if text[old.clone()] != fields[..] {
+                    text[old.clone()].copy_from_slice(&fields);
+                    if let Some(file) = &file
+                        && let Err(error) = file.patch(old.start, &fields)
+                    {
+                        tracing::warn!(%error, "rendering the listing's costs again");
+                        return (0, Some(text));
+                    }
+                }
+            }
+            from += 1;
+        }
+        if from == sessions.len() {
+            self.costed = (0..self.len()).any(|i| self.fields_len(i) > 0);
+        }
+        match file {
+            Some(_) => (from, Some(text)),
+            None => {
+                self.text = text;
+                (from, None)
+            }
+        }
+    }
+
+    /// A new text on the heap from this one's `text`: its elements before `from` as they are,
+    /// every later one without its old fields and with the ones `spent` gives now.
+    fn recosted_from(
+        &self,
+        text: &[u8],
+        from: usize,
+        sessions: &[Session],
+        spent: SpentOf<'_>,
+    ) -> RenderedAgent {
+        let copied = if from == 0 { 0 } else { self.ends[from - 1] };
         let mut made = RenderedAgent {
-            text: Vec::with_capacity(kept.text.len() + (sessions.len() - from) * 80),
+            text: Vec::with_capacity(text.len() + (sessions.len() - from) * 80),
             ends: Vec::with_capacity(sessions.len()),
             fields: Vec::with_capacity(sessions.len()),
-            costed: false,
+            ..RenderedAgent::default()
         };
-        made.text.extend_from_slice(&kept.text[..copied]);
-        made.ends.extend_from_slice(&kept.ends[..from]);
-        made.fields.extend_from_slice(&kept.fields[..from]);
-        made.costed = made.fields.iter().any(|&n| n > 0);
+        made.text.extend_from_slice(&text[..copied]);
+        made.ends.extend_from_slice(&self.ends[..from]);
+        made.fields.extend_from_slice(&self.fields[..from]);
+        made.costed = (0..from).any(|i| made.fields_len(i) > 0);
         for (i, s) in sessions.iter().enumerate().skip(from) {
             made.separate();
-            let (body, _, closed) = kept.split(i);
-            made.text.extend_from_slice(&kept.text[body]);
+            let (body, _, closed) = self.split(i);
+            made.text.extend_from_slice(&text[body]);
             made.end_element(closed, |out| cost_fields(out, spent(s)));
         }
         made.text.shrink_to_fit();
-        *rendered = Arc::new(made);
+        made
     }
 
     /// Session `i`'s element as three ranges of the text: what it holds before its cost fields
@@ -93,20 +161,22 @@ impl RenderedAgent {
     /// printer ends an element (only such an element carries fields).
     pub(super) fn split(&self, i: usize) -> (Range<usize>, Range<usize>, bool) {
         let whole = self.run(i, i);
-        let fields = self.fields.get(i).map_or(0, |&n| n as usize);
-        if !self.text[whole.clone()].ends_with(ELEMENT_END) {
+        if !self.closed(i) {
             return (whole.clone(), whole.end..whole.end, false);
         }
         let fields_end = whole.end - ELEMENT_END.len();
-        let fields_start = fields_end - fields;
+        let fields_start = fields_end - self.fields_len(i);
         (whole.start..fields_start, fields_start..fields_end, true)
     }
 
-    /// Records the end of the element just written, with its fields' length.
-    pub(super) fn push_end(&mut self, fields: usize) {
+    /// Records the end of the element just written, with its fields' length and whether it
+    /// ends as the printer ends one.
+    pub(super) fn push_end(&mut self, fields: usize, closed: bool) {
         self.ends.push(self.text.len());
         // An element's cost fields are under 100 bytes.
-        self.fields.push(u32::try_from(fields).unwrap_or(u32::MAX));
+        let fields = u32::try_from(fields).unwrap_or(OPEN - 1).min(OPEN - 1);
+        self.fields
+            .push(if closed { fields } else { fields | OPEN });
     }
 }
 
@@ -123,6 +193,28 @@ pub struct BareRun<'a> {
     end_due: bool,
 }
 
+/// A piece of a [`BareRun`]: a range of the kept text, or an element's closing brace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BarePiece {
+    Text(Range<usize>),
+    End,
+}
+
+impl BarePiece {
+    /// Its length in bytes.
+    pub fn len(&self) -> usize {
+        match self {
+            BarePiece::Text(range) => range.len(),
+            BarePiece::End => ELEMENT_END.len(),
+        }
+    }
+
+    /// Whether it has none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
 impl<'a> BareRun<'a> {
     pub fn new(rendered: &'a RenderedAgent, first: usize, last: usize) -> Self {
         BareRun {
@@ -135,13 +227,13 @@ impl<'a> BareRun<'a> {
     }
 }
 
-impl<'a> Iterator for BareRun<'a> {
-    type Item = &'a [u8];
+impl Iterator for BareRun<'_> {
+    type Item = BarePiece;
 
-    fn next(&mut self) -> Option<&'a [u8]> {
+    fn next(&mut self) -> Option<BarePiece> {
         if self.end_due {
             self.end_due = false;
-            return Some(ELEMENT_END);
+            return Some(BarePiece::End);
         }
         if self.next > self.last || self.next >= self.rendered.len() {
             return None;
@@ -154,7 +246,7 @@ impl<'a> Iterator for BareRun<'a> {
         };
         self.next += 1;
         self.end_due = closed;
-        Some(self.rendered.text.get(start..body.end).unwrap_or_default())
+        Some(BarePiece::Text(start..body.end))
     }
 }
 
@@ -233,10 +325,14 @@ mod tests {
     }
 
     fn costless(rendered: &RenderedAgent) -> Vec<u8> {
-        BareRun::new(rendered, 0, rendered.len() - 1)
-            .flatten()
-            .copied()
-            .collect()
+        let mut out = Vec::new();
+        for piece in BareRun::new(rendered, 0, rendered.len() - 1) {
+            match piece {
+                BarePiece::Text(range) => out.extend_from_slice(&rendered.text[range]),
+                BarePiece::End => out.extend_from_slice(ELEMENT_END),
+            }
+        }
+        out
     }
 
     /// Made again in place (same lengths, nobody holding it), made again into a new text (a

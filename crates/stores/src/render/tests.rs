@@ -374,14 +374,73 @@ fn a_subset_and_no_agents_print_as_the_printer_would() {
 
 /// `parts`, joined over the kept `rendered` text, are `want`'s bytes, and say their length.
 fn assert_parts_are(parts: &ListingParts, rendered: &RenderedAgent, want: &[u8]) {
-    let joined: Vec<u8> = parts
-        .pieces(|_| Some(rendered))
-        .flatten()
-        .copied()
-        .collect();
+    let mut joined: Vec<u8> = Vec::new();
+    let mut chunks = parts.chunks(|_| Some(rendered));
+    while let Some(chunk) = chunks.next() {
+        joined.extend_from_slice(chunk.unwrap());
+    }
     assert_eq!(
         String::from_utf8_lossy(&joined),
         String::from_utf8_lossy(want)
     );
     assert_eq!(parts.len(), want.len());
+}
+
+/// A kept text read back from its file: a full listing and one picking elements (through the
+/// window) are the printer's bytes; a file that no longer holds the text (cut short under the
+/// listing) is an error naming the directory — the chunks end there, never short as if whole.
+#[test]
+fn a_kept_file_is_read_back_whole_or_the_listing_fails_naming_its_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let claude: Vec<Session> = (1..200)
+        .map(|n| session(Agent::Claude, n, Some("t"), Some("/w")))
+        .collect();
+    let now = UnixMillis(1_796_000_060_000);
+    let window = ActiveWindow::from_minutes(0);
+    let mut rendered = RenderedAgent::new(&claude);
+    rendered.keep_in(&TextDir::new(tmp.path()));
+    assert!(rendered.heap_text().is_none(), "kept in a file");
+    let picked: Vec<usize> = (0..claude.len()).filter(|i| i % 3 != 1).collect();
+    let listing = |indices: &[usize]| {
+        let chosen = [(
+            Agent::Claude,
+            Chosen::Kept {
+                sessions: &claude,
+                rendered: &rendered,
+                indices: indices.to_vec(),
+                costs_kept: false,
+            },
+        )];
+        let mut parts = ListingParts::default();
+        write_listing(&mut parts, &chosen, window, now, None);
+        parts
+    };
+    for indices in [(0..claude.len()).collect(), picked] {
+        let want = printed_whole(
+            &[(Agent::Claude, indices.iter().map(|&i| &claude[i]).collect())],
+            window,
+            now,
+        );
+        assert_parts_are(&listing(&indices), &rendered, &want);
+    }
+
+    let parts = listing(&(0..claude.len()).collect::<Vec<_>>());
+    rendered.file.as_ref().unwrap().file().set_len(100).unwrap();
+    let mut chunks = parts.chunks(|_| Some(&rendered));
+    let mut read = 0;
+    let error = loop {
+        match chunks.next() {
+            Some(Ok(chunk)) => read += chunk.len(),
+            Some(Err(error)) => break error,
+            None => panic!("the listing ended as if whole after {read} bytes"),
+        }
+    };
+    assert!(
+        error
+            .to_string()
+            .contains(&tmp.path().display().to_string()),
+        "{error}"
+    );
+    assert!(chunks.next().is_none(), "nothing after the error");
+    assert!(read < parts.len());
 }
