@@ -2,8 +2,10 @@
 //! daemon takes for a listing with costs (refresh every file, decide what counts, the table of
 //! each session's cost). Run it under a heap profiler (`heaptrack`) for the allocation sites.
 //!
-//! `cargo run -p cross-agent-usage --example usage_memory -- HOME`: `HOME` holds the agents'
-//! stores (a synthetic store's `home`). Run it with `MIMALLOC_PURGE_DELAY=0` for the daemon's
+//! `cargo run -p cross-agent-usage --example usage_memory -- HOME [RECORDS]`: `HOME` holds the
+//! agents' stores (a synthetic store's `home`); with `RECORDS`, a directory, the index writes its
+//! call records there as the daemon does (`UsageIndex::with_records_in`), else keeps them on the
+//! heap. Run it with `MIMALLOC_PURGE_DELAY=0` for the daemon's
 //! resident set: the daemon tells mimalloc to give freed pages back at once (`daemon::memory`).
 
 use std::path::PathBuf;
@@ -35,6 +37,9 @@ fn main() -> Result<()> {
     step("start", Instant::now());
     let at = Instant::now();
     let mut index = UsageIndex::new();
+    if let Some(dir) = std::env::args().nth(2) {
+        index = index.with_records_in(std::path::Path::new(&dir));
+    }
     let mut warnings = Vec::new();
     let stats = index.refresh(&roots, &mut warnings);
     step(
@@ -66,6 +71,14 @@ fn main() -> Result<()> {
     let prices = PriceTable::shipped()?;
     let report = Report::build(&accounting, &prices, GroupBy::Session, None);
     step(&format!("by session ({} rows)", report.rows.len()), at);
+    for by in [GroupBy::Session, GroupBy::Model] {
+        let at = Instant::now();
+        let report = Report::build(&accounting, &prices, by, None);
+        step(&format!("again by {by:?} ({} rows)", report.rows.len()), at);
+    }
+    if let Some(failure) = index.records_failure() {
+        anyhow::bail!(failure);
+    }
     drop(report);
     drop(accounting);
     for (part, bytes) in index.heap_parts() {

@@ -109,6 +109,7 @@ impl Share {
     pub fn calls(&self) -> ShareCalls<'_> {
         ShareCalls {
             share: self,
+            records: self.calls.iter(),
             at: 0,
             counted: 0,
         }
@@ -119,6 +120,8 @@ impl Share {
 /// report walks every call of every share.
 pub struct ShareCalls<'a> {
     share: &'a Share,
+    /// The file's records in order (read back from disk a block at a time, if they are there).
+    records: crate::calls::CallIter<'a>,
     at: usize,
     /// The next of the share's `counted` not yet passed.
     counted: usize,
@@ -131,7 +134,7 @@ impl Iterator for ShareCalls<'_> {
         let share = self.share;
         loop {
             let at = self.at;
-            let call = share.calls.get(at)?;
+            let call = self.records.next()?;
             self.at += 1;
             if let Some(won) = &share.won
                 && won[at / 64] & (1 << (at % 64)) == 0

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use cross_agent_protocol::timestamp::UnixMillis;
 
 use crate::keys::{CallKey, ModelId};
+use crate::spill::{Region, Spill};
 use crate::tokens::Tokens;
 
 /// A file's calls in its order, shared by its reader and its share of the accounting (a reader
@@ -146,43 +147,147 @@ fn counts(t: &Tokens) -> [u64; 5] {
     ]
 }
 
-/// A file's calls, in its order.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// A file's calls, in its order: on the heap, or on disk once written there ([`CallList::spill`]).
+#[derive(Debug, Clone, Default)]
 pub struct CallList {
+    /// The records, when on the heap (empty when `disk` holds them).
     calls: Vec<Kept>,
+    /// Where the records are when written to disk ([`crate::spill`]): shared by the list's
+    /// clones, freed with the last.
+    disk: Option<Arc<Region>>,
     /// The calls that do not fit their packed fields, whole, by place, in order.
     wide: Vec<(u32, Call)>,
 }
 
+/// The bytes of one record on disk: the key's four words, then the five packed ones.
+const RECORD: usize = std::mem::size_of::<Kept>();
+
+/// How many records a read back takes at once (36 KB).
+const BLOCK: usize = 1024;
+
+impl Kept {
+    fn to_bytes(self, out: &mut Vec<u8>) {
+        for word in self.key.iter().chain(self.packed.iter()) {
+            out.extend_from_slice(&word.to_le_bytes());
+        }
+    }
+
+    fn from_bytes(bytes: &[u8]) -> Kept {
+        let word = |n: usize| {
+            let mut w = [0u8; 4];
+            if let Some(b) = bytes.get(n * 4..n * 4 + 4) {
+                w.copy_from_slice(b);
+            }
+            u32::from_le_bytes(w)
+        };
+        Kept {
+            key: [word(0), word(1), word(2), word(3)],
+            packed: [word(4), word(5), word(6), word(7), word(8)],
+        }
+    }
+}
+
+/// A record that could not be read back: no key, no time, no model, no tokens (the read's
+/// failure is kept by [`Spill::failure`], so a report made with it is an error).
+const UNREAD: Kept = Kept {
+    key: [0; 4],
+    packed: [0; 5],
+};
+
+impl PartialEq for CallList {
+    fn eq(&self, other: &CallList) -> bool {
+        self.len() == other.len() && self.iter().eq(other.iter())
+    }
+}
+
+impl Eq for CallList {}
+
 impl CallList {
     pub fn len(&self) -> usize {
-        self.calls.len()
+        match &self.disk {
+            Some(region) => region.len(),
+            None => self.calls.len(),
+        }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.calls.is_empty()
+        self.len() == 0
+    }
+
+    /// Whether the records are on disk.
+    pub fn on_disk(&self) -> bool {
+        self.disk.is_some()
     }
 
     /// The call at `at`.
     pub fn get(&self, at: usize) -> Option<Call> {
-        let kept = self.calls.get(at)?;
-        Some(self.read(at, kept))
+        let kept = self.kept(at)?;
+        Some(self.read(at, &kept))
     }
 
     /// The key of the call at `at` (cheaper than [`CallList::get`]).
     pub fn key(&self, at: usize) -> Option<CallKey> {
-        self.calls.get(at).map(|kept| CallKey::from_words(kept.key))
+        self.kept(at).map(|kept| CallKey::from_words(kept.key))
     }
 
-    /// Every call, in order.
-    pub fn iter(&self) -> impl Iterator<Item = Call> + '_ {
-        self.calls
-            .iter()
-            .enumerate()
-            .map(|(at, kept)| self.read(at, kept))
+    /// The record at `at`, read back from disk if it is there.
+    fn kept(&self, at: usize) -> Option<Kept> {
+        match &self.disk {
+            None => self.calls.get(at).copied(),
+            Some(region) => {
+                if at >= region.len() {
+                    return None;
+                }
+                let mut bytes = [0u8; RECORD];
+                Some(match region.read(at, &mut bytes) {
+                    Ok(()) => Kept::from_bytes(&bytes),
+                    Err(_) => UNREAD,
+                })
+            }
+        }
+    }
+
+    /// Every call, in order (read back from disk a block at a time).
+    pub fn iter(&self) -> CallIter<'_> {
+        CallIter {
+            list: self,
+            at: 0,
+            block: Vec::new(),
+            block_at: 0,
+        }
+    }
+
+    /// Writes the records to `spill` and keeps only where they are; left on the heap when the
+    /// write fails (the spill says so once) or there is nothing to write.
+    pub(crate) fn spill(&mut self, spill: &Spill) {
+        if self.disk.is_some() || self.calls.is_empty() {
+            return;
+        }
+        let mut bytes = Vec::with_capacity(self.calls.len() * RECORD);
+        for kept in &self.calls {
+            kept.to_bytes(&mut bytes);
+        }
+        if let Some(region) = spill.write(&bytes, self.calls.len() as u32, RECORD as u32) {
+            self.disk = Some(Arc::new(region));
+            self.calls = Vec::new();
+        }
+    }
+
+    /// The records back on the heap (to be appended to or changed); an error when they cannot
+    /// be read back (the list is left as it was).
+    pub(crate) fn load(&mut self) -> std::io::Result<()> {
+        let Some(region) = &self.disk else {
+            return Ok(());
+        };
+        let mut bytes = vec![0u8; region.len() * RECORD];
+        region.read(0, &mut bytes)?;
+        self.calls = bytes.chunks_exact(RECORD).map(Kept::from_bytes).collect();
+        self.disk = None;
+        Ok(())
     }
 
     pub fn push(&mut self, call: Call) {
+        self.load_or_lose();
         let at = self.calls.len();
         self.calls.push(Kept {
             key: call.key.words(),
@@ -193,6 +298,7 @@ impl CallList {
 
     /// Puts `call` at `at` in place of the call there (nothing when there is none).
     pub fn set(&mut self, at: usize, call: Call) {
+        self.load_or_lose();
         let Some(kept) = self.calls.get_mut(at) else {
             return;
         };
@@ -217,10 +323,26 @@ impl CallList {
         }
     }
 
+    /// The records on the heap before a change: the live index loads a list before its reader
+    /// reads on ([`CallList::load`], reading the file again when that fails), so this is only
+    /// for a list changed outside it; records that cannot be read back are [`UNREAD`] and the
+    /// failure is kept for the next report.
+    fn load_or_lose(&mut self) {
+        if self.load().is_err()
+            && let Some(region) = self.disk.take()
+        {
+            self.calls = vec![UNREAD; region.len()];
+        }
+    }
+
     /// The bytes the list holds on the heap (its records and the wide counts beside).
     pub fn heap_bytes(&self) -> usize {
         self.calls.capacity() * std::mem::size_of::<Kept>()
             + self.wide.capacity() * std::mem::size_of::<(u32, Call)>()
+            + self
+                .disk
+                .as_ref()
+                .map_or(0, |_| std::mem::size_of::<Region>() + 16)
     }
 
     pub fn shrink_to_fit(&mut self) {
@@ -241,6 +363,44 @@ impl CallList {
                 model: None,
                 tokens: Tokens::default(),
             })
+    }
+}
+
+/// A list's calls in order ([`CallList::iter`]): from disk a block of [`BLOCK`] records at a
+/// time, so reading a list back holds at most one block.
+pub struct CallIter<'a> {
+    list: &'a CallList,
+    at: usize,
+    /// Records `block_at..block_at + block.len()`, read back from disk.
+    block: Vec<Kept>,
+    block_at: usize,
+}
+
+impl Iterator for CallIter<'_> {
+    type Item = Call;
+
+    fn next(&mut self) -> Option<Call> {
+        let at = self.at;
+        let kept = match &self.list.disk {
+            None => *self.list.calls.get(at)?,
+            Some(region) => {
+                if at >= region.len() {
+                    return None;
+                }
+                if at >= self.block_at + self.block.len() || at < self.block_at {
+                    let count = BLOCK.min(region.len() - at);
+                    let mut bytes = vec![0u8; count * RECORD];
+                    self.block = match region.read(at, &mut bytes) {
+                        Ok(()) => bytes.chunks_exact(RECORD).map(Kept::from_bytes).collect(),
+                        Err(_) => vec![UNREAD; count],
+                    };
+                    self.block_at = at;
+                }
+                self.block[at - self.block_at]
+            }
+        };
+        self.at += 1;
+        Some(self.list.read(at, &kept))
     }
 }
 

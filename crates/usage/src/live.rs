@@ -35,12 +35,14 @@ use cross_agent_stores::index::ChangedFiles;
 use cross_agent_stores::{FileStamp, StoreRoots, Warnings};
 
 use crate::account::Accounting;
+use crate::calls::Calls;
 use crate::claude::ClaudeReader;
 use crate::codex::CodexReader;
 use crate::grok::GrokReader;
 use crate::handoff::Handoffs;
 use crate::ledger::{Ledger, LedgerStats};
 use crate::scan::{CHUNK, claude_subagent_files, open_no_follow, read_one, subagent_files_of};
+use crate::spill::Spill;
 use crate::{FileRef, FileUsage, scan};
 
 /// What one refresh did, counted so tests can show that a warm refresh reads nothing and an
@@ -165,6 +167,29 @@ impl Kept {
         }
     }
 
+    /// The file's list of calls (Claude replies, Codex calls; none for Grok).
+    fn calls_mut(&mut self) -> Option<&mut Calls> {
+        match self {
+            Kept::Claude(r) => Some(&mut r.file_mut().messages),
+            Kept::Codex(r) => Some(&mut r.file_mut().calls),
+            Kept::Grok(_) => None,
+            Kept::Whole(f) => match &mut **f {
+                FileUsage::Claude(f) => Some(&mut f.messages),
+                FileUsage::Codex(f) => Some(&mut f.calls),
+                FileUsage::Grok(_) => None,
+            },
+        }
+    }
+
+    /// The file's calls back on the heap, to read on; an error when they cannot be read back
+    /// from disk (the file is then read again from its start).
+    fn load_calls(&mut self) -> std::io::Result<()> {
+        match self.calls_mut() {
+            Some(calls) if calls.on_disk() => Arc::make_mut(calls).load(),
+            _ => Ok(()),
+        }
+    }
+
     /// The reader finished and kept as a whole read's parse (a compressed rollout).
     pub(crate) fn into_whole(self) -> Kept {
         match self {
@@ -216,6 +241,16 @@ impl Entry {
             finished.renew();
         }
         fresh
+    }
+
+    /// Writes the file's calls to `spill` when nothing else holds them yet (a list the
+    /// entry's waiting last line shares stays on the heap; see [`crate::spill`]).
+    fn spill(&mut self, spill: &Spill) {
+        if let Some(calls) = self.reader.calls_mut()
+            && let Some(list) = Arc::get_mut(calls)
+        {
+            list.spill(spill);
+        }
     }
 
     pub(crate) fn agent(&self) -> Agent {
@@ -279,6 +314,9 @@ pub struct UsageIndex {
     /// The files the session index read since the last refresh, parsed on its read
     /// ([`crate::handoff`]): taken in place of reading them again.
     handoffs: Option<Arc<Handoffs>>,
+    /// Where the files' call records are written once read ([`crate::spill`]); `None`: kept
+    /// on the heap.
+    spill: Option<Arc<Spill>>,
 }
 
 impl UsageIndex {
@@ -295,6 +333,20 @@ impl UsageIndex {
         }
     }
 
+    /// The index with its files' call records written to unnamed files in `dir` once read,
+    /// read back when a report or the accounting looks at them ([`crate::spill`]): the heap
+    /// keeps only where they are.
+    pub fn with_records_in(mut self, dir: &Path) -> UsageIndex {
+        self.spill = Some(Spill::new(dir));
+        self
+    }
+
+    /// The first read back of call records that failed, naming their directory: a report made
+    /// with them is not whole and must be an error.
+    pub fn records_failure(&self) -> Option<String> {
+        self.spill.as_ref().and_then(|spill| spill.failure())
+    }
+
     /// How many files are kept.
     pub fn len(&self) -> usize {
         self.entries.len()
@@ -308,6 +360,7 @@ impl UsageIndex {
     /// changed; whatever cannot be read is a warning naming it (its last good parse is dropped,
     /// so nothing stale counts). Other roots than last time start the index afresh.
     pub fn refresh(&mut self, roots: &StoreRoots, warnings: &mut Vec<String>) -> RefreshStats {
+        self.start_again_after_a_failed_read();
         self.use_roots(roots);
         let candidates = candidates(roots, warnings);
         let mut stats = RefreshStats {
@@ -337,6 +390,7 @@ impl UsageIndex {
         changes: &[Arc<ChangedFiles>],
         warnings: &mut Vec<String>,
     ) -> RefreshStats {
+        self.start_again_after_a_failed_read();
         if self.roots.as_ref() != Some(roots) {
             return self.refresh(roots, warnings);
         }
@@ -399,6 +453,18 @@ impl UsageIndex {
             self.accounting = None;
         }
         stats
+    }
+
+    /// After a read back of call records failed ([`UsageIndex::records_failure`]: the report
+    /// made then was an error), everything is read again from the stores into fresh record
+    /// files: what the records said is not trusted, the transcripts are the truth.
+    fn start_again_after_a_failed_read(&mut self) {
+        if let Some(spill) = &self.spill
+            && spill.failure().is_some()
+        {
+            self.spill = Some(Spill::new(spill.dir()));
+            self.roots = None;
+        }
     }
 
     /// Other roots than last time start the index afresh.
@@ -480,7 +546,10 @@ impl UsageIndex {
             }
         }
         let at = Instant::now();
-        for entry in fresh {
+        for mut entry in fresh {
+            if let Some(spill) = &self.spill {
+                entry.spill(spill);
+            }
             let entry = if compact {
                 stats.files_compacted += 1;
                 entry.compacted()
@@ -494,6 +563,9 @@ impl UsageIndex {
         }
         if compact {
             stats.compacting = at.elapsed();
+        }
+        if let Some(warning) = self.spill.as_ref().and_then(|spill| spill.take_warning()) {
+            warnings.push(warning);
         }
         changed
     }
@@ -664,10 +736,14 @@ fn read(
             && size >= entry.stamp.size
             && !matches!(entry.reader, Kept::Whole(_))
     });
+    // A reader whose calls cannot be read back from disk starts again from the file's start.
+    let resume = resume.and_then(|entry| {
+        let mut entry = *entry;
+        entry.reader.load_calls().ok().map(|()| entry)
+    });
     let (mut reader, mut offset) = match resume {
         Some(entry) => {
             stats.files_appended += 1;
-            let entry = *entry;
             (entry.reader, entry.stamp.size)
         }
         None => {
