@@ -71,10 +71,33 @@ fn main() -> Result<()> {
     let prices = PriceTable::shipped()?;
     let report = Report::build(&accounting, &prices, GroupBy::Session, None);
     step(&format!("by session ({} rows)", report.rows.len()), at);
-    for by in [GroupBy::Session, GroupBy::Model] {
-        let at = Instant::now();
-        let report = Report::build(&accounting, &prices, by, None);
-        step(&format!("again by {by:?} ({} rows)", report.rows.len()), at);
+    // The warm report's time (`usage --since 7d --by model`, and by session over all time):
+    // the median of nine.
+    let week_ago = cross_agent_protocol::timestamp::UnixMillis::now().0 - 7 * 24 * 3_600_000;
+    for (by, since) in [
+        (GroupBy::Model, Some(week_ago)),
+        (GroupBy::Model, None),
+        (GroupBy::Session, None),
+    ] {
+        let mut times = Vec::new();
+        let mut rows = 0;
+        for _ in 0..9 {
+            let at = Instant::now();
+            let report = Report::build(
+                &accounting,
+                &prices,
+                by,
+                since.map(cross_agent_protocol::timestamp::UnixMillis),
+            );
+            times.push(at.elapsed().as_secs_f64() * 1e3);
+            rows = report.rows.len();
+        }
+        times.sort_by(f64::total_cmp);
+        println!(
+            "report by {by:?}{} ({rows} rows): median {:.2} ms",
+            if since.is_some() { " since 7d" } else { "" },
+            times[4]
+        );
     }
     if let Some(failure) = index.records_failure() {
         anyhow::bail!(failure);

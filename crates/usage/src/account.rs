@@ -23,6 +23,7 @@ use crate::calls::{Call, Calls};
 use crate::codex::{CodexFile, family_hash, key_in};
 use crate::grok::GrokFile;
 use crate::keys::{CallKey, ModelId, ModelNames};
+use crate::spill::Window;
 use crate::tokens::Tokens;
 
 /// One model call, counted once, for one session, as a report reads it: made on the fly from
@@ -114,6 +115,28 @@ impl Share {
             counted: 0,
         }
     }
+
+    /// [`Share::calls`], the records read back through `window` ([`in_disk_order`]).
+    pub(crate) fn calls_in<'a>(&'a self, window: &'a mut Window) -> ShareCalls<'a> {
+        ShareCalls {
+            records: self.calls.iter_in(window),
+            ..self.calls()
+        }
+    }
+}
+
+/// How much a report reads back at once when its shares' records are on disk: few reads, and
+/// a bounded buffer.
+const WINDOW: u64 = 1 << 20;
+
+/// The shares in the order their records are on disk (those on the heap first), and a window
+/// to read them through: a report then reads its records in a few large reads, not one per
+/// file. The order of the shares changes no report (rows are sums, sorted after).
+pub(crate) fn in_disk_order(chunks: &[Arc<Share>]) -> (Vec<&Arc<Share>>, Window) {
+    let mut order: Vec<&Arc<Share>> = chunks.iter().collect();
+    order.sort_by_key(|share| share.calls.place());
+    let on_disk: u64 = chunks.iter().map(|share| share.calls.disk_bytes()).sum();
+    (order, Window::new(on_disk.min(WINDOW)))
 }
 
 /// The calls a share wins, in the file's order ([`Share::calls`]): one loop, no adaptors, since a

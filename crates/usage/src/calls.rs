@@ -15,7 +15,7 @@ use std::sync::Arc;
 use cross_agent_protocol::timestamp::UnixMillis;
 
 use crate::keys::{CallKey, ModelId};
-use crate::spill::{Region, Spill};
+use crate::spill::{Region, Spill, Window};
 use crate::tokens::Tokens;
 
 /// A file's calls in its order, shared by its reader and its share of the accounting (a reader
@@ -249,12 +249,42 @@ impl CallList {
 
     /// Every call, in order (read back from disk a block at a time).
     pub fn iter(&self) -> CallIter<'_> {
+        self.iter_from(0)
+    }
+
+    /// The calls from `at` on, in order.
+    pub fn iter_from(&self, at: usize) -> CallIter<'_> {
         CallIter {
             list: self,
-            at: 0,
+            at,
             block: Vec::new(),
             block_at: 0,
+            bytes: None,
         }
+    }
+
+    /// Every call, in order, read back through `window` (with the lists after it on disk, when
+    /// lists are read in their order there: [`CallList::place`]).
+    pub(crate) fn iter_in<'a>(&'a self, window: &'a mut Window) -> CallIter<'a> {
+        let bytes = self
+            .disk
+            .as_ref()
+            .and_then(|region| window.records(region).ok());
+        CallIter {
+            bytes,
+            ..self.iter()
+        }
+    }
+
+    /// Where the records are on disk (file, offset), to read many lists in order; `None` on
+    /// the heap.
+    pub(crate) fn place(&self) -> Option<(usize, u64)> {
+        self.disk.as_ref().map(|region| region.place())
+    }
+
+    /// The bytes of the records on disk.
+    pub(crate) fn disk_bytes(&self) -> u64 {
+        self.disk.as_ref().map_or(0, |region| region.bytes())
     }
 
     /// Writes the records to `spill` and keeps only where they are; left on the heap when the
@@ -367,13 +397,16 @@ impl CallList {
 }
 
 /// A list's calls in order ([`CallList::iter`]): from disk a block of [`BLOCK`] records at a
-/// time, so reading a list back holds at most one block.
+/// time, so reading a list back holds at most one block; or from a [`Window`] that read it
+/// with the lists after it ([`CallList::iter_in`]).
 pub struct CallIter<'a> {
     list: &'a CallList,
     at: usize,
     /// Records `block_at..block_at + block.len()`, read back from disk.
     block: Vec<Kept>,
     block_at: usize,
+    /// Every record of the list, as a window read them.
+    bytes: Option<&'a [u8]>,
 }
 
 impl Iterator for CallIter<'_> {
@@ -381,9 +414,10 @@ impl Iterator for CallIter<'_> {
 
     fn next(&mut self) -> Option<Call> {
         let at = self.at;
-        let kept = match &self.list.disk {
-            None => *self.list.calls.get(at)?,
-            Some(region) => {
+        let kept = match (&self.list.disk, self.bytes) {
+            (None, _) => *self.list.calls.get(at)?,
+            (Some(_), Some(bytes)) => Kept::from_bytes(bytes.get(at * RECORD..(at + 1) * RECORD)?),
+            (Some(region), None) => {
                 if at >= region.len() {
                     return None;
                 }
@@ -525,5 +559,50 @@ mod tests {
             );
         }
         assert_eq!(std::mem::size_of::<Kept>(), 36);
+    }
+
+    /// A list written to disk reads back as it was — one call at a time, in blocks, through a
+    /// window with other lists, and taken back on the heap — its wide calls with it; a list
+    /// appended to after is taken back first.
+    #[test]
+    fn records_read_back_are_those_written() {
+        let huge = Tokens {
+            input: u64::MAX,
+            ..Tokens::default()
+        };
+        let mut list: CallList = (0..2_500u32)
+            .map(|n| {
+                let tokens = Tokens {
+                    input: u64::from(n),
+                    output: 3,
+                    ..Tokens::default()
+                };
+                call((n % 251) as u8, if n % 999 == 5 { huge } else { tokens })
+            })
+            .collect();
+        let before = list.clone();
+        let dir = tempfile::tempdir().unwrap();
+        let spill = Spill::new(dir.path());
+        let other: CallList = [call(1, Tokens::default())].into_iter().collect();
+        let mut other = other;
+        other.spill(&spill);
+        list.spill(&spill);
+        assert!(list.on_disk() && list.calls.is_empty());
+        assert_eq!(list.len(), before.len());
+        assert!(list.iter().eq(before.iter()));
+        assert!(list.iter_from(1_900).eq(before.iter_from(1_900)));
+        for at in [0, 5, 1_023, 1_024, 2_499] {
+            assert_eq!(list.get(at), before.get(at));
+            assert_eq!(list.key(at), before.key(at));
+        }
+        assert_eq!(list.get(2_500), None);
+        let mut window = Window::new(1 << 20);
+        assert!(other.iter_in(&mut window).eq(other.iter()));
+        assert!(list.iter_in(&mut window).eq(before.iter()));
+        assert_eq!(spill.failure(), None);
+        list.push(call(9, huge));
+        assert!(!list.on_disk());
+        assert!(list.iter().take(2_500).eq(before.iter()));
+        assert_eq!(list.get(2_500), Some(call(9, huge)));
     }
 }

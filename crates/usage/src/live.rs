@@ -787,6 +787,79 @@ fn read(
 }
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::{GroupBy, PriceTable, Report, account};
+
+    /// A Claude store of `sessions` transcripts of three replies each under `home`.
+    fn claude_store(home: &Path, sessions: usize) -> StoreRoots {
+        let config = home.join(".claude");
+        let project = config.join("projects/-work-shop");
+        fs::create_dir_all(&project).unwrap();
+        for s in 0..sessions {
+            let text: String = (0..3)
+                .map(|n| {
+                    format!(
+                        r#"{{"type":"assistant","sessionId":"s{s}","requestId":"r{s}-{n}","timestamp":"2026-12-01T10:00:0{n}.000Z","message":{{"id":"m{s}-{n}","model":"claude-sonnet-4-5-20250929","usage":{{"input_tokens":{},"output_tokens":7}}}}}}"#,
+                        s * 10 + n
+                    ) + "\n"
+                })
+                .collect();
+            fs::write(project.join(format!("s{s}.jsonl")), text).unwrap();
+        }
+        StoreRoots {
+            claude_config: Some(config),
+            ..StoreRoots::default()
+        }
+    }
+
+    /// Records that cannot be read back (the record file cut short under the index): the report
+    /// made with them is known not to be whole — the failure names the records' directory —
+    /// and the next refresh reads the stores again, after which the figures are exact.
+    #[test]
+    fn a_damaged_read_back_is_a_failure_naming_the_directory_and_the_stores_are_read_again() {
+        let home = tempfile::tempdir().unwrap();
+        let records = tempfile::tempdir().unwrap();
+        let roots = claude_store(home.path(), 20);
+        let mut index = UsageIndex::new().with_records_in(records.path());
+        let mut warnings = Vec::new();
+        index.refresh(&roots, &mut warnings);
+        assert_eq!(warnings, Vec::<String>::new());
+        let prices = PriceTable::shipped().unwrap();
+        let fresh = Report::build(
+            &account(&crate::scan::scan(&roots).files),
+            &prices,
+            GroupBy::Session,
+            None,
+        );
+        let accounting = index.accounting();
+        assert_eq!(
+            Report::build(&accounting, &prices, GroupBy::Session, None),
+            fresh
+        );
+        assert_eq!(index.records_failure(), None);
+
+        index.spill.as_ref().unwrap().damage();
+        let damaged = Report::build(&accounting, &prices, GroupBy::Session, None);
+        assert_ne!(damaged, fresh);
+        let failure = index.records_failure().unwrap();
+        assert!(
+            failure.contains(&records.path().display().to_string()),
+            "{failure}"
+        );
+
+        drop(accounting);
+        let stats = index.refresh(&roots, &mut warnings);
+        assert_eq!(stats.files_new, 20);
+        assert_eq!(index.records_failure(), None);
+        let accounting = index.accounting();
+        assert_eq!(
+            Report::build(&accounting, &prices, GroupBy::Session, None),
+            fresh
+        );
+    }
+
     /// An entry is kept for every usage file (110,000 at the largest stores): it fits the
     /// allocator's 224-byte size class (the next are 256 and 320), so nothing it holds twice or
     /// could work out (its agent, the bytes it was fed) takes room, and a rollout's ids hold no

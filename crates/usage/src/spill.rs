@@ -31,6 +31,8 @@ const ROTATE_FROM: u64 = 4 << 20;
 pub struct Spill {
     dir: PathBuf,
     current: Mutex<Option<Arc<SpillFile>>>,
+    /// How large the file being written grows before it may be left for a fresh one.
+    rotate_from: u64,
     /// Set once a write failed; the warning is handed out once.
     write_failed: AtomicBool,
     warning: Mutex<Option<String>>,
@@ -65,6 +67,7 @@ impl Spill {
         Arc::new(Spill {
             dir: dir.to_path_buf(),
             current: Mutex::new(None),
+            rotate_from: ROTATE_FROM,
             write_failed: AtomicBool::new(false),
             warning: Mutex::new(None),
             failed: Arc::new(Mutex::new(None)),
@@ -98,7 +101,7 @@ impl Spill {
         let mut current = lock(&self.current);
         let stale = current.as_ref().is_some_and(|file| {
             let end = file.end.load(Ordering::Relaxed);
-            end >= ROTATE_FROM && file.dead.load(Ordering::Relaxed) * 2 > end
+            end >= self.rotate_from && file.dead.load(Ordering::Relaxed) * 2 > end
         });
         if stale || current.is_none() {
             *current = Some(Arc::new(SpillFile {
@@ -156,15 +159,85 @@ impl Region {
         let at = self.at + (first as u64) * u64::from(self.size);
         let result = self.file.file.read_exact_at(out, at);
         if let Err(e) = &result {
-            let mut failed = lock(&self.file.failed);
-            if failed.is_none() {
-                *failed = Some(format!(
-                    "cannot read back usage records from {} (an unnamed file there): {e}",
-                    self.file.dir.display()
-                ));
-            }
+            self.note_failure(e);
         }
         result
+    }
+
+    /// Keeps the first failed read for the next report.
+    fn note_failure(&self, e: &io::Error) {
+        let mut failed = lock(&self.file.failed);
+        if failed.is_none() {
+            *failed = Some(format!(
+                "cannot read back usage records from {} (an unnamed file there): {e}",
+                self.file.dir.display()
+            ));
+        }
+    }
+}
+
+impl Region {
+    /// Where the region is: its file (by identity) and byte offset, to read regions in order.
+    pub(crate) fn place(&self) -> (usize, u64) {
+        (Arc::as_ptr(&self.file) as usize, self.at)
+    }
+
+    /// The region's bytes.
+    pub(crate) fn bytes(&self) -> u64 {
+        u64::from(self.len) * u64::from(self.size)
+    }
+}
+
+/// Many regions read back in few large reads: a report reads its lists in the order they are
+/// on disk, and a read takes up to `size` bytes from the first region not held on (the regions
+/// after it in the same read; dead ones between them are read too, and at most half a file is).
+#[derive(Debug)]
+pub(crate) struct Window {
+    file: Option<Arc<SpillFile>>,
+    at: u64,
+    bytes: Vec<u8>,
+    size: u64,
+}
+
+impl Window {
+    /// A window reading up to `size` bytes at once (beyond a region larger than that).
+    pub(crate) fn new(size: u64) -> Window {
+        Window {
+            file: None,
+            at: 0,
+            bytes: Vec::new(),
+            size,
+        }
+    }
+
+    /// The bytes of `region`, read with the regions after it when not held yet.
+    pub(crate) fn records(&mut self, region: &Region) -> io::Result<&[u8]> {
+        let held = self
+            .file
+            .as_ref()
+            .is_some_and(|file| Arc::ptr_eq(file, &region.file))
+            && region.at >= self.at
+            && region.at + region.bytes() <= self.at + self.bytes.len() as u64;
+        if !held {
+            let end = region.file.end.load(Ordering::Relaxed);
+            let len = self
+                .size
+                .max(region.bytes())
+                .min(end.saturating_sub(region.at));
+            let len = len.max(region.bytes());
+            self.bytes.clear();
+            self.bytes.resize(len as usize, 0);
+            self.file = None;
+            if let Err(e) = region.file.file.read_exact_at(&mut self.bytes, region.at) {
+                self.bytes.clear();
+                region.note_failure(&e);
+                return Err(e);
+            }
+            self.file = Some(region.file.clone());
+            self.at = region.at;
+        }
+        let from = (region.at - self.at) as usize;
+        Ok(&self.bytes[from..from + region.bytes() as usize])
     }
 }
 
@@ -177,4 +250,73 @@ impl Drop for Region {
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+#[cfg(test)]
+impl Spill {
+    /// Cuts the file being written to nothing, as a damaged disk would leave it.
+    pub(crate) fn damage(&self) {
+        if let Some(file) = lock(&self.current).as_ref() {
+            file.file.set_len(0).ok();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spill_in(dir: &Path, rotate_from: u64) -> Spill {
+        Spill {
+            rotate_from,
+            ..Arc::into_inner(Spill::new(dir)).unwrap()
+        }
+    }
+
+    /// Regions dropped count as dead; once more than half of the file being written is dead,
+    /// the next write goes to a fresh file, and regions still held in the old one read on.
+    #[test]
+    fn a_file_more_than_half_dead_is_left_for_a_fresh_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let spill = spill_in(dir.path(), 1_000);
+        let kept = spill.write(&[7; 300], 10, 30).unwrap();
+        let dropped: Vec<Region> = (0..3)
+            .map(|n| spill.write(&[n; 300], 10, 30).unwrap())
+            .collect();
+        assert_eq!(spill.bytes_written_and_dead(), (1_200, 0));
+        drop(dropped);
+        assert_eq!(spill.bytes_written_and_dead(), (1_200, 900));
+        let fresh = spill.write(&[9; 60], 2, 30).unwrap();
+        assert_eq!(spill.bytes_written_and_dead(), (60, 0));
+        let mut bytes = [0; 300];
+        kept.read(0, &mut bytes).unwrap();
+        assert_eq!(bytes, [7; 300]);
+        let mut bytes = [0; 60];
+        fresh.read(0, &mut bytes).unwrap();
+        assert_eq!(bytes, [9; 60]);
+        // Below the size worth leaving, a dead file is written on.
+        let small = spill_in(dir.path(), ROTATE_FROM);
+        drop(small.write(&[1; 300], 10, 30));
+        let held = small.write(&[2; 30], 1, 30).unwrap();
+        assert_eq!(small.bytes_written_and_dead(), (330, 300));
+        drop(held);
+    }
+
+    /// A read back that fails is an error, kept for the next report and naming the directory.
+    #[test]
+    fn a_damaged_read_is_an_error_naming_the_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let spill = Spill::new(dir.path());
+        let region = spill.write(&[3; 90], 3, 30).unwrap();
+        assert_eq!(spill.failure(), None);
+        spill.damage();
+        let mut bytes = [0; 30];
+        assert!(region.read(1, &mut bytes).is_err());
+        let failure = spill.failure().unwrap();
+        assert!(
+            failure.contains(&dir.path().display().to_string()),
+            "{failure}"
+        );
+        assert!(Window::new(1 << 20).records(&region).is_err());
+    }
 }
