@@ -182,8 +182,14 @@ impl Report {
             };
             price?.cost(tokens)
         };
-        // Records on disk are read back in their order there, a window at a time.
-        let (shares, mut window) = crate::account::in_disk_order(&accounting.chunks);
+        // Records on disk are read back in their order there, a window at a time; a share whose
+        // latest call is before the window is not read at all.
+        let (shares, mut window) = crate::account::in_disk_order(
+            accounting
+                .chunks
+                .iter()
+                .filter(|share| since.is_none_or(|since| share.may_count_since(since))),
+        );
         for share in shares {
             let agent = share.agent;
             // By session, agent or cwd every call of a share has its row: looked up once, at
