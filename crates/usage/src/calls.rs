@@ -282,6 +282,13 @@ impl CallList {
         self.disk.as_ref().map(|region| region.place())
     }
 
+    /// Whether the records are on disk in a file `spill` no longer writes to.
+    pub(crate) fn in_a_file_left(&self, spill: &Spill) -> bool {
+        self.disk
+            .as_ref()
+            .is_some_and(|region| !spill.is_current(region))
+    }
+
     /// The bytes of the records on disk.
     pub(crate) fn disk_bytes(&self) -> u64 {
         self.disk.as_ref().map_or(0, |region| region.bytes())

@@ -564,10 +564,41 @@ impl UsageIndex {
         if compact {
             stats.compacting = at.elapsed();
         }
+        changed |= self.move_records_left();
         if let Some(warning) = self.spill.as_ref().and_then(|spill| spill.take_warning()) {
             warnings.push(warning);
         }
         changed
+    }
+
+    /// After the record file was left for a fresh one (more than half of it dead), the lists
+    /// still in it are written again to the fresh one, and their files are taken out of the
+    /// ledger and put in again, so the ledger and the shares let go of the old lists and the
+    /// old file is gone with them. True when any was moved.
+    fn move_records_left(&mut self) -> bool {
+        let Some(spill) = self.spill.clone() else {
+            return false;
+        };
+        if !spill.take_left() {
+            return false;
+        }
+        let mut moved = false;
+        for (path, entry) in &mut self.entries {
+            let Some(calls) = entry.reader.calls_mut() else {
+                continue;
+            };
+            if !calls.in_a_file_left(&spill) {
+                continue;
+            }
+            let list = Arc::make_mut(calls);
+            // Not read back: the failure is kept, and the next refresh reads the stores again.
+            if list.load().is_ok() {
+                list.spill(&spill);
+                self.dirty.insert(path.clone());
+                moved = true;
+            }
+        }
+        moved
     }
 
     /// What counts once, and for whom, over every kept parse: decided again, for what the
@@ -858,6 +889,73 @@ mod tests {
             Report::build(&accounting, &prices, GroupBy::Session, None),
             fresh
         );
+    }
+
+    /// The record files this process holds open in `dir` (unnamed: `/proc/self/fd` links to
+    /// them read `<dir>/#<inode> (deleted)`).
+    fn record_files_open(dir: &Path) -> usize {
+        fs::read_dir("/proc/self/fd")
+            .unwrap()
+            .filter_map(|fd| fs::read_link(fd.ok()?.path()).ok())
+            .filter(|target| target.starts_with(dir))
+            .count()
+    }
+
+    /// Half the files grow round after round (each list taken back, written again, the old
+    /// region dead) while the other half stay as they were: once more than half of the record
+    /// file is dead, later lists go to a fresh file, the idle files' lists are moved there and
+    /// taken out of the ledger and put in again, and the old file is gone — the reports exact
+    /// throughout.
+    #[test]
+    fn a_record_file_more_than_half_dead_is_left_and_its_lists_moved_out() {
+        let home = tempfile::tempdir().unwrap();
+        let records = tempfile::tempdir().unwrap();
+        let roots = claude_store(home.path(), 10);
+        let project = home.path().join(".claude/projects/-work-shop");
+        let mut index = UsageIndex::new();
+        index.spill = Some(Spill::rotating_from(records.path(), 1_000));
+        let prices = PriceTable::shipped().unwrap();
+        let mut warnings = Vec::new();
+        let mut left = 0;
+        let mut stale = None;
+        for round in 0..12 {
+            index.refresh(&roots, &mut warnings);
+            assert_eq!(warnings, Vec::<String>::new());
+            let accounting = index.accounting();
+            let fresh = account(&crate::scan::scan(&roots).files);
+            for by in [GroupBy::Session, GroupBy::Day] {
+                assert_eq!(
+                    Report::build(&accounting, &prices, by, None),
+                    Report::build(&fresh, &prices, by, None),
+                    "round {round}"
+                );
+            }
+            drop(accounting);
+            let (written, dead) = index.spill.as_ref().unwrap().bytes_written_and_dead();
+            // The round after a file more than half dead: a fresh one, holding every list (the
+            // idle files' moved), none of them dead yet.
+            if let Some((before, _)) = stale {
+                assert!(
+                    written < before && dead == 0,
+                    "round {round}: {written} {dead}"
+                );
+                left += 1;
+            }
+            stale = (written >= 1_000 && dead * 2 > written).then_some((written, dead));
+            assert_eq!(record_files_open(records.path()), 1, "round {round}");
+            for s in 0..5 {
+                let line = format!(
+                    r#"{{"type":"assistant","sessionId":"s{s}","requestId":"x{round}","timestamp":"2026-12-01T11:00:00.000Z","message":{{"id":"x{s}-{round}","model":"claude-sonnet-4-5-20250929","usage":{{"input_tokens":3,"output_tokens":7}}}}}}"#
+                ) + "\n";
+                let mut file = fs::OpenOptions::new()
+                    .append(true)
+                    .open(project.join(format!("s{s}.jsonl")))
+                    .unwrap();
+                std::io::Write::write_all(&mut file, line.as_bytes()).unwrap();
+            }
+        }
+        assert!(left >= 2, "the record file was left {left} times");
+        assert_eq!(index.records_failure(), None);
     }
 
     /// An entry is kept for every usage file (110,000 at the largest stores): it fits the

@@ -33,6 +33,9 @@ pub struct Spill {
     current: Mutex<Option<Arc<SpillFile>>>,
     /// How large the file being written grows before it may be left for a fresh one.
     rotate_from: u64,
+    /// Set when the file being written was left for a fresh one, until the index moved the
+    /// lists still in the old ([`Spill::take_left`]).
+    left: AtomicBool,
     /// Set once a write failed; the warning is handed out once.
     write_failed: AtomicBool,
     warning: Mutex<Option<String>>,
@@ -68,6 +71,7 @@ impl Spill {
             dir: dir.to_path_buf(),
             current: Mutex::new(None),
             rotate_from: ROTATE_FROM,
+            left: AtomicBool::new(false),
             write_failed: AtomicBool::new(false),
             warning: Mutex::new(None),
             failed: Arc::new(Mutex::new(None)),
@@ -103,6 +107,9 @@ impl Spill {
             let end = file.end.load(Ordering::Relaxed);
             end >= self.rotate_from && file.dead.load(Ordering::Relaxed) * 2 > end
         });
+        if stale {
+            self.left.store(true, Ordering::Relaxed);
+        }
         if stale || current.is_none() {
             *current = Some(Arc::new(SpillFile {
                 file: tempfile::tempfile_in(&self.dir)?,
@@ -124,6 +131,19 @@ impl Spill {
             len,
             size,
         })
+    }
+
+    /// Whether a file was left for a fresh one since the last call: the lists still in it are
+    /// to be written again ([`Spill::is_current`]), so the old file goes with its last region.
+    pub(crate) fn take_left(&self) -> bool {
+        self.left.swap(false, Ordering::Relaxed)
+    }
+
+    /// Whether `region` is in the file being written.
+    pub(crate) fn is_current(&self, region: &Region) -> bool {
+        lock(&self.current)
+            .as_ref()
+            .is_some_and(|file| Arc::ptr_eq(file, &region.file))
     }
 
     /// The warning of a failed write, once.
@@ -254,6 +274,14 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 #[cfg(test)]
 impl Spill {
+    /// A spill leaving its file for a fresh one from `rotate_from` bytes on.
+    pub(crate) fn rotating_from(dir: &Path, rotate_from: u64) -> Arc<Spill> {
+        Arc::new(Spill {
+            rotate_from,
+            ..Arc::into_inner(Spill::new(dir)).unwrap_or_else(|| unreachable!())
+        })
+    }
+
     /// Cuts the file being written to nothing, as a damaged disk would leave it.
     pub(crate) fn damage(&self) {
         if let Some(file) = lock(&self.current).as_ref() {
@@ -267,10 +295,7 @@ mod tests {
     use super::*;
 
     fn spill_in(dir: &Path, rotate_from: u64) -> Spill {
-        Spill {
-            rotate_from,
-            ..Arc::into_inner(Spill::new(dir)).unwrap()
-        }
+        Arc::into_inner(Spill::rotating_from(dir, rotate_from)).unwrap()
     }
 
     /// Regions dropped count as dead; once more than half of the file being written is dead,
