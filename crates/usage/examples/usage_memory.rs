@@ -2,8 +2,10 @@
 //! daemon takes for a listing with costs (refresh every file, decide what counts, the table of
 //! each session's cost). Run it under a heap profiler (`heaptrack`) for the allocation sites.
 //!
-//! `cargo run -p cross-agent-usage --example usage_memory -- HOME`: `HOME` holds the agents'
-//! stores (a synthetic store's `home`). Run it with `MIMALLOC_PURGE_DELAY=0` for the daemon's
+//! `cargo run -p cross-agent-usage --example usage_memory -- HOME [RECORDS]`: `HOME` holds the
+//! agents' stores (a synthetic store's `home`); with `RECORDS`, a directory, the index writes its
+//! call records there as the daemon does (`UsageIndex::with_records_in`), else keeps them on the
+//! heap. Run it with `MIMALLOC_PURGE_DELAY=0` for the daemon's
 //! resident set: the daemon tells mimalloc to give freed pages back at once (`daemon::memory`).
 
 use std::path::PathBuf;
@@ -35,6 +37,9 @@ fn main() -> Result<()> {
     step("start", Instant::now());
     let at = Instant::now();
     let mut index = UsageIndex::new();
+    if let Some(dir) = std::env::args().nth(2) {
+        index = index.with_records_in(std::path::Path::new(&dir));
+    }
     let mut warnings = Vec::new();
     let stats = index.refresh(&roots, &mut warnings);
     step(
@@ -66,6 +71,37 @@ fn main() -> Result<()> {
     let prices = PriceTable::shipped()?;
     let report = Report::build(&accounting, &prices, GroupBy::Session, None);
     step(&format!("by session ({} rows)", report.rows.len()), at);
+    // The warm report's time (`usage --since 7d --by model`, and by session over all time):
+    // the median of nine.
+    let week_ago = cross_agent_protocol::timestamp::UnixMillis::now().0 - 7 * 24 * 3_600_000;
+    for (by, since) in [
+        (GroupBy::Model, Some(week_ago)),
+        (GroupBy::Model, None),
+        (GroupBy::Session, None),
+    ] {
+        let mut times = Vec::new();
+        let mut rows = 0;
+        for _ in 0..9 {
+            let at = Instant::now();
+            let report = Report::build(
+                &accounting,
+                &prices,
+                by,
+                since.map(cross_agent_protocol::timestamp::UnixMillis),
+            );
+            times.push(at.elapsed().as_secs_f64() * 1e3);
+            rows = report.rows.len();
+        }
+        times.sort_by(f64::total_cmp);
+        println!(
+            "report by {by:?}{} ({rows} rows): median {:.2} ms",
+            if since.is_some() { " since 7d" } else { "" },
+            times[4]
+        );
+    }
+    if let Some(failure) = index.records_failure() {
+        anyhow::bail!(failure);
+    }
     drop(report);
     drop(accounting);
     for (part, bytes) in index.heap_parts() {

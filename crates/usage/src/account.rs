@@ -23,6 +23,7 @@ use crate::calls::{Call, Calls};
 use crate::codex::{CodexFile, family_hash, key_in};
 use crate::grok::GrokFile;
 use crate::keys::{CallKey, ModelId, ModelNames};
+use crate::spill::Window;
 use crate::tokens::Tokens;
 
 /// One model call, counted once, for one session, as a report reads it: made on the fly from
@@ -57,6 +58,10 @@ pub struct Share {
     /// The usage a won call counts where it is not its own record's (a Claude reply another
     /// copy recorded more of), by the call's place, in order.
     counted: Box<[(u32, Tokens)]>,
+    /// The latest time of a call the file wins, in whole seconds rounded up (0: none known;
+    /// `u32::MAX`: that or later; 32 bits, so the share stays in its allocator size class): a
+    /// report since a later time reads none of the share's records.
+    latest_s: u32,
 }
 
 /// One call a share counts.
@@ -80,14 +85,21 @@ impl Share {
         let mut won: Vec<u64> = vec![0; calls.len().div_ceil(64)];
         let mut all = true;
         let mut any = false;
-        for at in 0..calls.len() {
+        let mut latest: Option<UnixMillis> = None;
+        for (at, call) in calls.iter().enumerate() {
             if wins(at) {
                 won[at / 64] |= 1 << (at % 64);
                 any = true;
+                latest = latest.max(call.timestamp);
             } else {
                 all = false;
             }
         }
+        // Rounded up, and past 2106 the most: never earlier than the latest call.
+        let latest_s = latest.map_or(0, |t| {
+            u32::try_from(t.0.div_euclid(1000) + i64::from(t.0.rem_euclid(1000) != 0))
+                .unwrap_or(if t.0 < 0 { 0 } else { u32::MAX })
+        });
         any.then(|| Share {
             agent: names.agent,
             session_id: names.session_id,
@@ -96,6 +108,7 @@ impl Share {
             calls,
             won: (!all).then(|| won.into_boxed_slice()),
             counted: counted.into_boxed_slice(),
+            latest_s,
         })
     }
 
@@ -109,16 +122,50 @@ impl Share {
     pub fn calls(&self) -> ShareCalls<'_> {
         ShareCalls {
             share: self,
+            records: self.calls.iter(),
             at: 0,
             counted: 0,
         }
     }
+
+    /// Whether a call the file wins may be at or after `since` (false: none is, and a report
+    /// since then need not read the share's records).
+    pub fn may_count_since(&self, since: UnixMillis) -> bool {
+        // `u32::MAX`: a call past what 32 bits of seconds hold, so any time may be before it.
+        self.latest_s == u32::MAX || i64::from(self.latest_s) * 1000 >= since.0
+    }
+
+    /// [`Share::calls`], the records read back through `window` ([`in_disk_order`]).
+    pub(crate) fn calls_in<'a>(&'a self, window: &'a mut Window) -> ShareCalls<'a> {
+        ShareCalls {
+            records: self.calls.iter_in(window),
+            ..self.calls()
+        }
+    }
+}
+
+/// How much a report reads back at once when its shares' records are on disk: few reads, and
+/// a bounded buffer.
+const WINDOW: u64 = 1 << 20;
+
+/// The shares in the order their records are on disk (those on the heap first), and a window
+/// to read them through: a report then reads its records in a few large reads, not one per
+/// file. The order of the shares changes no report (rows are sums, sorted after).
+pub(crate) fn in_disk_order<'a>(
+    chunks: impl Iterator<Item = &'a Arc<Share>>,
+) -> (Vec<&'a Arc<Share>>, Window) {
+    let mut order: Vec<&Arc<Share>> = chunks.collect();
+    order.sort_by_key(|share| share.calls.place());
+    let on_disk: u64 = order.iter().map(|share| share.calls.disk_bytes()).sum();
+    (order, Window::new(on_disk.min(WINDOW)))
 }
 
 /// The calls a share wins, in the file's order ([`Share::calls`]): one loop, no adaptors, since a
 /// report walks every call of every share.
 pub struct ShareCalls<'a> {
     share: &'a Share,
+    /// The file's records in order (read back from disk a block at a time, if they are there).
+    records: crate::calls::CallIter<'a>,
     at: usize,
     /// The next of the share's `counted` not yet passed.
     counted: usize,
@@ -131,7 +178,7 @@ impl Iterator for ShareCalls<'_> {
         let share = self.share;
         loop {
             let at = self.at;
-            let call = share.calls.get(at)?;
+            let call = self.records.next()?;
             self.at += 1;
             if let Some(won) = &share.won
                 && won[at / 64] & (1 << (at % 64)) == 0
@@ -498,4 +545,74 @@ pub(crate) fn stem(path: &std::path::Path) -> String {
     path.file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A share is passed over by a report since a time only when no call it wins is at or after
+    /// that time: checked against every call's own time, around whole seconds, before 1970 and
+    /// past what 32 bits of seconds hold, with calls it does not win left out.
+    #[test]
+    fn a_share_is_passed_over_only_when_no_call_it_wins_is_in_the_window() {
+        let names = || ShareNames {
+            agent: Agent::Claude,
+            session_id: "s".into(),
+            subagent: None,
+            cwd: None,
+        };
+        let call = |n: u64, at: Option<i64>| Call {
+            key: CallKey::of(|w| {
+                w.u64(n);
+            }),
+            timestamp: at.map(UnixMillis),
+            model: None,
+            tokens: Tokens::default(),
+        };
+        let times = [
+            vec![Some(1_796_000_000_000)],
+            vec![Some(1_796_000_000_001), None],
+            vec![Some(1_796_000_000_999), Some(5)],
+            vec![None],
+            vec![Some(0)],
+            vec![Some(-1_500)],
+            vec![Some(-1)],
+            vec![Some(i64::from(u32::MAX) * 1000 + 1)],
+            // The latest is not won: it counts for another file.
+            vec![Some(1_796_000_000_000), Some(1_796_000_500_000)],
+        ];
+        for (n, times) in times.iter().enumerate() {
+            let calls: Calls = Arc::new(
+                times
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &at)| call(i as u64, at))
+                    .collect(),
+            );
+            let wins = |at: usize| n != 8 || at == 0;
+            let share = Share::new(names(), calls.clone(), wins, Vec::new()).unwrap();
+            let won: Vec<i64> = (0..calls.len())
+                .filter(|&at| wins(at))
+                .filter_map(|at| calls.get(at)?.timestamp.map(|t| t.0))
+                .collect();
+            for &at in &won {
+                for since in [at - 1_000, at - 1, at, at + 1, at + 999] {
+                    // Never passed over with a won call in the window.
+                    if won.iter().any(|&t| t >= since) {
+                        assert!(
+                            share.may_count_since(UnixMillis(since)),
+                            "{times:?} since {since}"
+                        );
+                    }
+                }
+            }
+            // A second after the latest won call, the share is passed over.
+            if let Some(&latest) = won.iter().max()
+                && latest < i64::from(u32::MAX) * 1000
+            {
+                assert!(!share.may_count_since(UnixMillis(latest.max(0) + 1_000)));
+            }
+        }
+    }
 }

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use cross_agent_protocol::timestamp::UnixMillis;
 
 use crate::keys::{CallKey, ModelId};
+use crate::spill::{Region, Spill, Window};
 use crate::tokens::Tokens;
 
 /// A file's calls in its order, shared by its reader and its share of the accounting (a reader
@@ -146,43 +147,184 @@ fn counts(t: &Tokens) -> [u64; 5] {
     ]
 }
 
-/// A file's calls, in its order.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// A file's calls, in its order: on the heap, or on disk once written there ([`CallList::spill`]).
+#[derive(Debug, Clone, Default)]
 pub struct CallList {
+    /// The records, when on the heap (empty when `disk` holds them).
     calls: Vec<Kept>,
+    /// Where the records are when written to disk ([`crate::spill`]): shared by the list's
+    /// clones, freed with the last.
+    disk: Option<Arc<Region>>,
     /// The calls that do not fit their packed fields, whole, by place, in order.
     wide: Vec<(u32, Call)>,
 }
 
+/// The bytes of one record on disk: the key's four words, then the five packed ones.
+const RECORD: usize = std::mem::size_of::<Kept>();
+
+/// How many records a read back takes at once (36 KB).
+const BLOCK: usize = 1024;
+
+impl Kept {
+    fn to_bytes(self, out: &mut Vec<u8>) {
+        for word in self.key.iter().chain(self.packed.iter()) {
+            out.extend_from_slice(&word.to_le_bytes());
+        }
+    }
+
+    fn from_bytes(bytes: &[u8]) -> Kept {
+        let word = |n: usize| {
+            let mut w = [0u8; 4];
+            if let Some(b) = bytes.get(n * 4..n * 4 + 4) {
+                w.copy_from_slice(b);
+            }
+            u32::from_le_bytes(w)
+        };
+        Kept {
+            key: [word(0), word(1), word(2), word(3)],
+            packed: [word(4), word(5), word(6), word(7), word(8)],
+        }
+    }
+}
+
+/// A record that could not be read back: no key, no time, no model, no tokens (the read's
+/// failure is kept by [`Spill::failure`], so a report made with it is an error).
+const UNREAD: Kept = Kept {
+    key: [0; 4],
+    packed: [0; 5],
+};
+
+impl PartialEq for CallList {
+    fn eq(&self, other: &CallList) -> bool {
+        self.len() == other.len() && self.iter().eq(other.iter())
+    }
+}
+
+impl Eq for CallList {}
+
 impl CallList {
     pub fn len(&self) -> usize {
-        self.calls.len()
+        match &self.disk {
+            Some(region) => region.len(),
+            None => self.calls.len(),
+        }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.calls.is_empty()
+        self.len() == 0
+    }
+
+    /// Whether the records are on disk.
+    pub fn on_disk(&self) -> bool {
+        self.disk.is_some()
     }
 
     /// The call at `at`.
     pub fn get(&self, at: usize) -> Option<Call> {
-        let kept = self.calls.get(at)?;
-        Some(self.read(at, kept))
+        let kept = self.kept(at)?;
+        Some(self.read(at, &kept))
     }
 
     /// The key of the call at `at` (cheaper than [`CallList::get`]).
     pub fn key(&self, at: usize) -> Option<CallKey> {
-        self.calls.get(at).map(|kept| CallKey::from_words(kept.key))
+        self.kept(at).map(|kept| CallKey::from_words(kept.key))
     }
 
-    /// Every call, in order.
-    pub fn iter(&self) -> impl Iterator<Item = Call> + '_ {
-        self.calls
-            .iter()
-            .enumerate()
-            .map(|(at, kept)| self.read(at, kept))
+    /// The record at `at`, read back from disk if it is there.
+    fn kept(&self, at: usize) -> Option<Kept> {
+        match &self.disk {
+            None => self.calls.get(at).copied(),
+            Some(region) => {
+                if at >= region.len() {
+                    return None;
+                }
+                let mut bytes = [0u8; RECORD];
+                Some(match region.read(at, &mut bytes) {
+                    Ok(()) => Kept::from_bytes(&bytes),
+                    Err(_) => UNREAD,
+                })
+            }
+        }
+    }
+
+    /// Every call, in order (read back from disk a block at a time).
+    pub fn iter(&self) -> CallIter<'_> {
+        self.iter_from(0)
+    }
+
+    /// The calls from `at` on, in order.
+    pub fn iter_from(&self, at: usize) -> CallIter<'_> {
+        CallIter {
+            list: self,
+            at,
+            block: Vec::new(),
+            block_at: 0,
+            bytes: None,
+        }
+    }
+
+    /// Every call, in order, read back through `window` (with the lists after it on disk, when
+    /// lists are read in their order there: [`CallList::place`]).
+    pub(crate) fn iter_in<'a>(&'a self, window: &'a mut Window) -> CallIter<'a> {
+        let bytes = self
+            .disk
+            .as_ref()
+            .and_then(|region| window.records(region).ok());
+        CallIter {
+            bytes,
+            ..self.iter()
+        }
+    }
+
+    /// Where the records are on disk (file, offset), to read many lists in order; `None` on
+    /// the heap.
+    pub(crate) fn place(&self) -> Option<(usize, u64)> {
+        self.disk.as_ref().map(|region| region.place())
+    }
+
+    /// Whether the records are on disk in a file `spill` no longer writes to.
+    pub(crate) fn in_a_file_left(&self, spill: &Spill) -> bool {
+        self.disk
+            .as_ref()
+            .is_some_and(|region| !spill.is_current(region))
+    }
+
+    /// The bytes of the records on disk.
+    pub(crate) fn disk_bytes(&self) -> u64 {
+        self.disk.as_ref().map_or(0, |region| region.bytes())
+    }
+
+    /// Writes the records to `spill` and keeps only where they are; left on the heap when the
+    /// write fails (the spill says so once) or there is nothing to write.
+    pub(crate) fn spill(&mut self, spill: &Spill) {
+        if self.disk.is_some() || self.calls.is_empty() {
+            return;
+        }
+        let mut bytes = Vec::with_capacity(self.calls.len() * RECORD);
+        for kept in &self.calls {
+            kept.to_bytes(&mut bytes);
+        }
+        if let Some(region) = spill.write(&bytes, self.calls.len() as u32, RECORD as u32) {
+            self.disk = Some(Arc::new(region));
+            self.calls = Vec::new();
+        }
+    }
+
+    /// The records back on the heap (to be appended to or changed); an error when they cannot
+    /// be read back (the list is left as it was).
+    pub(crate) fn load(&mut self) -> std::io::Result<()> {
+        let Some(region) = &self.disk else {
+            return Ok(());
+        };
+        let mut bytes = vec![0u8; region.len() * RECORD];
+        region.read(0, &mut bytes)?;
+        self.calls = bytes.chunks_exact(RECORD).map(Kept::from_bytes).collect();
+        self.disk = None;
+        Ok(())
     }
 
     pub fn push(&mut self, call: Call) {
+        self.load_or_lose();
         let at = self.calls.len();
         self.calls.push(Kept {
             key: call.key.words(),
@@ -193,6 +335,7 @@ impl CallList {
 
     /// Puts `call` at `at` in place of the call there (nothing when there is none).
     pub fn set(&mut self, at: usize, call: Call) {
+        self.load_or_lose();
         let Some(kept) = self.calls.get_mut(at) else {
             return;
         };
@@ -217,10 +360,26 @@ impl CallList {
         }
     }
 
+    /// The records on the heap before a change: the live index loads a list before its reader
+    /// reads on ([`CallList::load`], reading the file again when that fails), so this is only
+    /// for a list changed outside it; records that cannot be read back are [`UNREAD`] and the
+    /// failure is kept for the next report.
+    fn load_or_lose(&mut self) {
+        if self.load().is_err()
+            && let Some(region) = self.disk.take()
+        {
+            self.calls = vec![UNREAD; region.len()];
+        }
+    }
+
     /// The bytes the list holds on the heap (its records and the wide counts beside).
     pub fn heap_bytes(&self) -> usize {
         self.calls.capacity() * std::mem::size_of::<Kept>()
             + self.wide.capacity() * std::mem::size_of::<(u32, Call)>()
+            + self
+                .disk
+                .as_ref()
+                .map_or(0, |_| std::mem::size_of::<Region>() + 16)
     }
 
     pub fn shrink_to_fit(&mut self) {
@@ -241,6 +400,48 @@ impl CallList {
                 model: None,
                 tokens: Tokens::default(),
             })
+    }
+}
+
+/// A list's calls in order ([`CallList::iter`]): from disk a block of [`BLOCK`] records at a
+/// time, so reading a list back holds at most one block; or from a [`Window`] that read it
+/// with the lists after it ([`CallList::iter_in`]).
+pub struct CallIter<'a> {
+    list: &'a CallList,
+    at: usize,
+    /// Records `block_at..block_at + block.len()`, read back from disk.
+    block: Vec<Kept>,
+    block_at: usize,
+    /// Every record of the list, as a window read them.
+    bytes: Option<&'a [u8]>,
+}
+
+impl Iterator for CallIter<'_> {
+    type Item = Call;
+
+    fn next(&mut self) -> Option<Call> {
+        let at = self.at;
+        let kept = match (&self.list.disk, self.bytes) {
+            (None, _) => *self.list.calls.get(at)?,
+            (Some(_), Some(bytes)) => Kept::from_bytes(bytes.get(at * RECORD..(at + 1) * RECORD)?),
+            (Some(region), None) => {
+                if at >= region.len() {
+                    return None;
+                }
+                if at >= self.block_at + self.block.len() || at < self.block_at {
+                    let count = BLOCK.min(region.len() - at);
+                    let mut bytes = vec![0u8; count * RECORD];
+                    self.block = match region.read(at, &mut bytes) {
+                        Ok(()) => bytes.chunks_exact(RECORD).map(Kept::from_bytes).collect(),
+                        Err(_) => vec![UNREAD; count],
+                    };
+                    self.block_at = at;
+                }
+                self.block[at - self.block_at]
+            }
+        };
+        self.at += 1;
+        Some(self.list.read(at, &kept))
     }
 }
 
@@ -365,5 +566,50 @@ mod tests {
             );
         }
         assert_eq!(std::mem::size_of::<Kept>(), 36);
+    }
+
+    /// A list written to disk reads back as it was — one call at a time, in blocks, through a
+    /// window with other lists, and taken back on the heap — its wide calls with it; a list
+    /// appended to after is taken back first.
+    #[test]
+    fn records_read_back_are_those_written() {
+        let huge = Tokens {
+            input: u64::MAX,
+            ..Tokens::default()
+        };
+        let mut list: CallList = (0..2_500u32)
+            .map(|n| {
+                let tokens = Tokens {
+                    input: u64::from(n),
+                    output: 3,
+                    ..Tokens::default()
+                };
+                call((n % 251) as u8, if n % 999 == 5 { huge } else { tokens })
+            })
+            .collect();
+        let before = list.clone();
+        let dir = tempfile::tempdir().unwrap();
+        let spill = Spill::new(dir.path());
+        let other: CallList = [call(1, Tokens::default())].into_iter().collect();
+        let mut other = other;
+        other.spill(&spill);
+        list.spill(&spill);
+        assert!(list.on_disk() && list.calls.is_empty());
+        assert_eq!(list.len(), before.len());
+        assert!(list.iter().eq(before.iter()));
+        assert!(list.iter_from(1_900).eq(before.iter_from(1_900)));
+        for at in [0, 5, 1_023, 1_024, 2_499] {
+            assert_eq!(list.get(at), before.get(at));
+            assert_eq!(list.key(at), before.key(at));
+        }
+        assert_eq!(list.get(2_500), None);
+        let mut window = Window::new(1 << 20);
+        assert!(other.iter_in(&mut window).eq(other.iter()));
+        assert!(list.iter_in(&mut window).eq(before.iter()));
+        assert_eq!(spill.failure(), None);
+        list.push(call(9, huge));
+        assert!(!list.on_disk());
+        assert!(list.iter().take(2_500).eq(before.iter()));
+        assert_eq!(list.get(2_500), Some(call(9, huge)));
     }
 }

@@ -35,6 +35,10 @@ pub enum Error {
         problem: String,
         fix: String,
     },
+    /// A call record written to disk could not be read back ([`crate::spill`]): the report
+    /// made with it is not whole. The index reads the stores again on its next refresh.
+    #[error("{message}; the usage index reads the stores again on the next request")]
+    RecordsUnreadable { message: String },
     #[error("the budget state {path} cannot be kept: {problem}")]
     BudgetState { path: PathBuf, problem: String },
 }

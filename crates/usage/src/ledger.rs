@@ -38,7 +38,7 @@ use crate::FileRef;
 use crate::account::{
     Accounting, Precedence, RateLimits, Share, ShareNames, Threads, grok_calls, precedence, stem,
 };
-use crate::calls::Calls;
+use crate::calls::{Call, CallList, Calls};
 use crate::codex::{CodexFile, family_hash, key_in};
 use crate::keys::{CallKey, ModelNames};
 use crate::tokens::Tokens;
@@ -214,9 +214,14 @@ impl Ledger {
         // What was not put in again is let go below (no copy left).
         self.orphans.clear();
         stats.keys_decided = touched.len();
+        // In the order the keys were made (a cold update: file by file, call by call), so the
+        // copies' records are read back a block at a time.
+        let mut touched: Vec<KeyId> = touched.into_iter().collect();
+        touched.sort_unstable();
+        let mut blocks = CallBlocks::default();
         for key in touched {
             let before = self.keys[key as usize].winner;
-            self.decide(key, &mut |ledger, id| {
+            self.decide(key, &mut blocks, &mut |ledger, id| {
                 *parses
                     .entry(id)
                     .or_insert_with(|| ledger.slot(id).and_then(|s| parse(&s.path)))
@@ -301,16 +306,13 @@ impl Ledger {
     /// copy leaves the key table at once, while its key can still be read, and waits in
     /// [`Ledger::orphans`] for a copy put in again.
     fn take_out(&mut self, id: FileId, touched: &mut HashSet<KeyId>) {
-        let count = self
-            .slot(id)
-            .and_then(|slot| slot.calls.as_ref())
-            .map_or(0, |calls| calls.len());
-        for at in 0..count {
+        let keys = self.keys_of(id);
+        for (at, key) in keys.into_iter().enumerate() {
             let copy = CopyAt {
                 file: id,
                 at: at as u32,
             };
-            let Some((key, Some(k))) = self.find(copy) else {
+            let Some(k) = self.find_key(key, copy) else {
                 continue;
             };
             touched.insert(k);
@@ -358,45 +360,58 @@ impl Ledger {
             FileRef::Codex(f) => (Some(f.calls.clone()), family_hash(&self.family(f))),
             FileRef::Grok(_) => (None, 0),
         };
-        let count = calls.as_ref().map_or(0, |calls| calls.len());
         let Some(slot) = self.files.get_mut(id as usize).and_then(Option::as_mut) else {
             return;
         };
         // Held before any key is put in: the key table reads its keys from here.
         slot.calls = calls;
         slot.family = family;
-        for at in 0..count {
+        let keys = self.keys_of(id);
+        for (at, key) in keys.into_iter().enumerate() {
             let copy = CopyAt {
                 file: id,
                 at: at as u32,
             };
-            let key_id = match self.find(copy) {
-                Some((_, Some(k))) => {
+            let key_id = match self.find_key(key, copy) {
+                Some(k) => {
                     self.duplicates += 1;
                     self.extra.entry(k).or_default().push(copy);
                     k
                 }
-                Some((key, None)) => {
+                None => {
                     let again = self.orphans.remove(&key);
                     match self.add_key(key, copy, again) {
                         Some(k) => k,
                         None => continue,
                     }
                 }
-                None => continue,
             };
             touched.insert(key_id);
         }
     }
 
-    /// The key of the copy at `copy`, and its state's place when the key table has it.
-    fn find(&self, copy: CopyAt) -> Option<(CallKey, Option<KeyId>)> {
-        let key = key_at(&self.files, copy)?;
+    /// The keys of the file's calls as put in, in order (read back from disk in blocks, not
+    /// one at a time), each a Codex call's in its file's family.
+    fn keys_of(&self, id: FileId) -> Vec<CallKey> {
+        let Some(slot) = self.slot(id) else {
+            return Vec::new();
+        };
+        let Some(calls) = &slot.calls else {
+            return Vec::new();
+        };
+        calls.iter().map(|call| slot_key(slot, call.key)).collect()
+    }
+
+    /// The state's place of `key`, read at `copy`: a state whose first copy is `copy` is the
+    /// key's without reading its key back; another's key is read from its first copy.
+    fn find_key(&self, key: CallKey, copy: CopyAt) -> Option<KeyId> {
         let (files, keys) = (&self.files, &self.keys);
-        let found = self.index.find(key.short(), |&k| {
-            key_at(files, keys[k as usize].first) == Some(key)
-        });
-        Some((key, found.copied()))
+        self.index
+            .find(key.short(), |&k| {
+                let first = keys[k as usize].first;
+                first == copy || key_at(files, first) == Some(key)
+            })
+            .copied()
     }
 
     /// The state of `key` put in the key table with `copy` its first copy: the state at `again`
@@ -468,6 +483,7 @@ impl Ledger {
     fn decide<'a>(
         &mut self,
         key: KeyId,
+        blocks: &mut CallBlocks,
         parse: &mut dyn FnMut(&Ledger, FileId) -> Option<FileRef<'a>>,
     ) {
         let state = self.keys[key as usize];
@@ -486,7 +502,7 @@ impl Ledger {
                 continue;
             };
             claude |= matches!(f, FileRef::Claude(_));
-            let Some((rank, copy_tokens)) = self.rank(f, copy.at as usize) else {
+            let Some((rank, copy_tokens)) = self.rank(f, copy, blocks) else {
                 continue;
             };
             let wins = match &best {
@@ -522,10 +538,15 @@ impl Ledger {
     }
 
     /// A copy's rank and recorded usage.
-    fn rank(&self, file: FileRef<'_>, at: usize) -> Option<(Precedence, Tokens)> {
+    fn rank(
+        &self,
+        file: FileRef<'_>,
+        copy: CopyAt,
+        blocks: &mut CallBlocks,
+    ) -> Option<(Precedence, Tokens)> {
         match file {
             FileRef::Claude(f) => {
-                let m = f.messages.get(at)?;
+                let m = blocks.get(copy, &f.messages)?;
                 let own = f.session_id.clone().unwrap_or_else(|| stem(&f.path));
                 Some((
                     precedence(
@@ -538,7 +559,7 @@ impl Ledger {
                 ))
             }
             FileRef::Codex(f) => {
-                let call = f.calls.get(at)?;
+                let call = blocks.get(copy, &f.calls)?;
                 let own = f
                     .thread_id
                     .as_deref()
@@ -563,12 +584,13 @@ impl Ledger {
         let Some(file) = parse(&slot.path) else {
             return;
         };
+        let keys = self.keys_of(id);
         let wins = |at: usize| -> Option<KeyId> {
             let copy = CopyAt {
                 file: id,
                 at: at as u32,
             };
-            let key = self.find(copy)?.1?;
+            let key = self.find_key(*keys.get(at)?, copy)?;
             (self.keys[key as usize].winner == copy).then_some(key)
         };
         let (agent, session, subagent, cwd, calls, counted) = match file {
@@ -703,15 +725,48 @@ impl Ledger {
     }
 }
 
+/// The calls of one file's list from one place on, read back together: deciding keys in the
+/// order they were made looks at one file's calls one after another.
+#[derive(Default)]
+struct CallBlocks {
+    file: Option<FileId>,
+    first: usize,
+    calls: Vec<Call>,
+}
+
+/// How many calls [`CallBlocks`] reads at once.
+const CALL_BLOCK: usize = 1024;
+
+impl CallBlocks {
+    /// The call at `copy`, from `list` (its file's list now).
+    fn get(&mut self, copy: CopyAt, list: &CallList) -> Option<Call> {
+        let at = copy.at as usize;
+        let held =
+            self.file == Some(copy.file) && at >= self.first && at < self.first + self.calls.len();
+        if !held {
+            self.file = Some(copy.file);
+            self.first = at;
+            self.calls.clear();
+            self.calls.extend(list.iter_from(at).take(CALL_BLOCK));
+        }
+        self.calls.get(at - self.first).copied()
+    }
+}
+
 /// The key of the call at `copy`, read from its file's list as put in: a Claude reply's own, a
 /// Codex call's in its file's thread family.
 fn key_at(files: &[Option<FileSlot>], copy: CopyAt) -> Option<CallKey> {
     let slot = files.get(copy.file as usize)?.as_ref()?;
     let key = slot.calls.as_ref()?.key(copy.at as usize)?;
-    Some(match slot.agent {
+    Some(slot_key(slot, key))
+}
+
+/// A call's key as the ledger compares it: a Codex call's in its file's thread family.
+fn slot_key(slot: &FileSlot, key: CallKey) -> CallKey {
+    match slot.agent {
         Agent::Codex => key_in(key, slot.family),
         Agent::Claude | Agent::Grok | Agent::Copilot => key,
-    })
+    }
 }
 
 /// Gives back a list's spare room when a quarter or more of it is spare, keeping an eighth.

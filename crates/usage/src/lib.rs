@@ -40,6 +40,7 @@ pub mod money;
 pub mod prices;
 pub mod report;
 pub mod scan;
+pub mod spill;
 pub mod tokens;
 pub mod totals;
 pub mod wire;

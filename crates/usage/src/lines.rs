@@ -118,6 +118,11 @@ impl<R: LineRecords> Reader<R> {
         &self.file
     }
 
+    /// What has been read so far, to change in place (its calls written to disk or back).
+    pub fn file_mut(&mut self) -> &mut R::File {
+        &mut self.file
+    }
+
     /// Gives back the room the reads so far left spare ([`LineRecords::shrink`]).
     pub fn shrink(&mut self) {
         self.records.shrink(&mut self.file);

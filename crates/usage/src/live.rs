@@ -35,12 +35,14 @@ use cross_agent_stores::index::ChangedFiles;
 use cross_agent_stores::{FileStamp, StoreRoots, Warnings};
 
 use crate::account::Accounting;
+use crate::calls::Calls;
 use crate::claude::ClaudeReader;
 use crate::codex::CodexReader;
 use crate::grok::GrokReader;
 use crate::handoff::Handoffs;
 use crate::ledger::{Ledger, LedgerStats};
 use crate::scan::{CHUNK, claude_subagent_files, open_no_follow, read_one, subagent_files_of};
+use crate::spill::Spill;
 use crate::{FileRef, FileUsage, scan};
 
 /// What one refresh did, counted so tests can show that a warm refresh reads nothing and an
@@ -165,6 +167,29 @@ impl Kept {
         }
     }
 
+    /// The file's list of calls (Claude replies, Codex calls; none for Grok).
+    fn calls_mut(&mut self) -> Option<&mut Calls> {
+        match self {
+            Kept::Claude(r) => Some(&mut r.file_mut().messages),
+            Kept::Codex(r) => Some(&mut r.file_mut().calls),
+            Kept::Grok(_) => None,
+            Kept::Whole(f) => match &mut **f {
+                FileUsage::Claude(f) => Some(&mut f.messages),
+                FileUsage::Codex(f) => Some(&mut f.calls),
+                FileUsage::Grok(_) => None,
+            },
+        }
+    }
+
+    /// The file's calls back on the heap, to read on; an error when they cannot be read back
+    /// from disk (the file is then read again from its start).
+    fn load_calls(&mut self) -> std::io::Result<()> {
+        match self.calls_mut() {
+            Some(calls) if calls.on_disk() => Arc::make_mut(calls).load(),
+            _ => Ok(()),
+        }
+    }
+
     /// The reader finished and kept as a whole read's parse (a compressed rollout).
     pub(crate) fn into_whole(self) -> Kept {
         match self {
@@ -216,6 +241,16 @@ impl Entry {
             finished.renew();
         }
         fresh
+    }
+
+    /// Writes the file's calls to `spill` when nothing else holds them yet (a list the
+    /// entry's waiting last line shares stays on the heap; see [`crate::spill`]).
+    fn spill(&mut self, spill: &Spill) {
+        if let Some(calls) = self.reader.calls_mut()
+            && let Some(list) = Arc::get_mut(calls)
+        {
+            list.spill(spill);
+        }
     }
 
     pub(crate) fn agent(&self) -> Agent {
@@ -279,6 +314,9 @@ pub struct UsageIndex {
     /// The files the session index read since the last refresh, parsed on its read
     /// ([`crate::handoff`]): taken in place of reading them again.
     handoffs: Option<Arc<Handoffs>>,
+    /// Where the files' call records are written once read ([`crate::spill`]); `None`: kept
+    /// on the heap.
+    spill: Option<Arc<Spill>>,
 }
 
 impl UsageIndex {
@@ -295,6 +333,20 @@ impl UsageIndex {
         }
     }
 
+    /// The index with its files' call records written to unnamed files in `dir` once read,
+    /// read back when a report or the accounting looks at them ([`crate::spill`]): the heap
+    /// keeps only where they are.
+    pub fn with_records_in(mut self, dir: &Path) -> UsageIndex {
+        self.spill = Some(Spill::new(dir));
+        self
+    }
+
+    /// The first read back of call records that failed, naming their directory: a report made
+    /// with them is not whole and must be an error.
+    pub fn records_failure(&self) -> Option<String> {
+        self.spill.as_ref().and_then(|spill| spill.failure())
+    }
+
     /// How many files are kept.
     pub fn len(&self) -> usize {
         self.entries.len()
@@ -308,6 +360,7 @@ impl UsageIndex {
     /// changed; whatever cannot be read is a warning naming it (its last good parse is dropped,
     /// so nothing stale counts). Other roots than last time start the index afresh.
     pub fn refresh(&mut self, roots: &StoreRoots, warnings: &mut Vec<String>) -> RefreshStats {
+        self.start_again_after_a_failed_read();
         self.use_roots(roots);
         let candidates = candidates(roots, warnings);
         let mut stats = RefreshStats {
@@ -337,6 +390,7 @@ impl UsageIndex {
         changes: &[Arc<ChangedFiles>],
         warnings: &mut Vec<String>,
     ) -> RefreshStats {
+        self.start_again_after_a_failed_read();
         if self.roots.as_ref() != Some(roots) {
             return self.refresh(roots, warnings);
         }
@@ -399,6 +453,18 @@ impl UsageIndex {
             self.accounting = None;
         }
         stats
+    }
+
+    /// After a read back of call records failed ([`UsageIndex::records_failure`]: the report
+    /// made then was an error), everything is read again from the stores into fresh record
+    /// files: what the records said is not trusted, the transcripts are the truth.
+    fn start_again_after_a_failed_read(&mut self) {
+        if let Some(spill) = &self.spill
+            && spill.failure().is_some()
+        {
+            self.spill = Some(Spill::new(spill.dir()));
+            self.roots = None;
+        }
     }
 
     /// Other roots than last time start the index afresh.
@@ -480,7 +546,10 @@ impl UsageIndex {
             }
         }
         let at = Instant::now();
-        for entry in fresh {
+        for mut entry in fresh {
+            if let Some(spill) = &self.spill {
+                entry.spill(spill);
+            }
             let entry = if compact {
                 stats.files_compacted += 1;
                 entry.compacted()
@@ -495,7 +564,41 @@ impl UsageIndex {
         if compact {
             stats.compacting = at.elapsed();
         }
+        changed |= self.move_records_left();
+        if let Some(warning) = self.spill.as_ref().and_then(|spill| spill.take_warning()) {
+            warnings.push(warning);
+        }
         changed
+    }
+
+    /// After the record file was left for a fresh one (more than half of it dead), the lists
+    /// still in it are written again to the fresh one, and their files are taken out of the
+    /// ledger and put in again, so the ledger and the shares let go of the old lists and the
+    /// old file is gone with them. True when any was moved.
+    fn move_records_left(&mut self) -> bool {
+        let Some(spill) = self.spill.clone() else {
+            return false;
+        };
+        if !spill.take_left() {
+            return false;
+        }
+        let mut moved = false;
+        for (path, entry) in &mut self.entries {
+            let Some(calls) = entry.reader.calls_mut() else {
+                continue;
+            };
+            if !calls.in_a_file_left(&spill) {
+                continue;
+            }
+            let list = Arc::make_mut(calls);
+            // Not read back: the failure is kept, and the next refresh reads the stores again.
+            if list.load().is_ok() {
+                list.spill(&spill);
+                self.dirty.insert(path.clone());
+                moved = true;
+            }
+        }
+        moved
     }
 
     /// What counts once, and for whom, over every kept parse: decided again, for what the
@@ -664,10 +767,14 @@ fn read(
             && size >= entry.stamp.size
             && !matches!(entry.reader, Kept::Whole(_))
     });
+    // A reader whose calls cannot be read back from disk starts again from the file's start.
+    let resume = resume.and_then(|entry| {
+        let mut entry = *entry;
+        entry.reader.load_calls().ok().map(|()| entry)
+    });
     let (mut reader, mut offset) = match resume {
         Some(entry) => {
             stats.files_appended += 1;
-            let entry = *entry;
             (entry.reader, entry.stamp.size)
         }
         None => {
@@ -711,6 +818,146 @@ fn read(
 }
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::{GroupBy, PriceTable, Report, account};
+
+    /// A Claude store of `sessions` transcripts of three replies each under `home`.
+    fn claude_store(home: &Path, sessions: usize) -> StoreRoots {
+        let config = home.join(".claude");
+        let project = config.join("projects/-work-shop");
+        fs::create_dir_all(&project).unwrap();
+        for s in 0..sessions {
+            let text: String = (0..3)
+                .map(|n| {
+                    format!(
+                        r#"{{"type":"assistant","sessionId":"s{s}","requestId":"r{s}-{n}","timestamp":"2026-12-01T10:00:0{n}.000Z","message":{{"id":"m{s}-{n}","model":"claude-sonnet-4-5-20250929","usage":{{"input_tokens":{},"output_tokens":7}}}}}}"#,
+                        s * 10 + n
+                    ) + "\n"
+                })
+                .collect();
+            fs::write(project.join(format!("s{s}.jsonl")), text).unwrap();
+        }
+        StoreRoots {
+            claude_config: Some(config),
+            ..StoreRoots::default()
+        }
+    }
+
+    /// Records that cannot be read back (the record file cut short under the index): the report
+    /// made with them is known not to be whole — the failure names the records' directory —
+    /// and the next refresh reads the stores again, after which the figures are exact.
+    #[test]
+    fn a_damaged_read_back_is_a_failure_naming_the_directory_and_the_stores_are_read_again() {
+        let home = tempfile::tempdir().unwrap();
+        let records = tempfile::tempdir().unwrap();
+        let roots = claude_store(home.path(), 20);
+        let mut index = UsageIndex::new().with_records_in(records.path());
+        let mut warnings = Vec::new();
+        index.refresh(&roots, &mut warnings);
+        assert_eq!(warnings, Vec::<String>::new());
+        let prices = PriceTable::shipped().unwrap();
+        let fresh = Report::build(
+            &account(&crate::scan::scan(&roots).files),
+            &prices,
+            GroupBy::Session,
+            None,
+        );
+        let accounting = index.accounting();
+        assert_eq!(
+            Report::build(&accounting, &prices, GroupBy::Session, None),
+            fresh
+        );
+        assert_eq!(index.records_failure(), None);
+
+        index.spill.as_ref().unwrap().damage();
+        let damaged = Report::build(&accounting, &prices, GroupBy::Session, None);
+        assert_ne!(damaged, fresh);
+        let failure = index.records_failure().unwrap();
+        assert!(
+            failure.contains(&records.path().display().to_string()),
+            "{failure}"
+        );
+
+        drop(accounting);
+        let stats = index.refresh(&roots, &mut warnings);
+        assert_eq!(stats.files_new, 20);
+        assert_eq!(index.records_failure(), None);
+        let accounting = index.accounting();
+        assert_eq!(
+            Report::build(&accounting, &prices, GroupBy::Session, None),
+            fresh
+        );
+    }
+
+    /// The record files this process holds open in `dir` (unnamed: `/proc/self/fd` links to
+    /// them read `<dir>/#<inode> (deleted)`).
+    fn record_files_open(dir: &Path) -> usize {
+        fs::read_dir("/proc/self/fd")
+            .unwrap()
+            .filter_map(|fd| fs::read_link(fd.ok()?.path()).ok())
+            .filter(|target| target.starts_with(dir))
+            .count()
+    }
+
+    /// Half the files grow round after round (each list taken back, written again, the old
+    /// region dead) while the other half stay as they were: once more than half of the record
+    /// file is dead, later lists go to a fresh file, the idle files' lists are moved there and
+    /// taken out of the ledger and put in again, and the old file is gone — the reports exact
+    /// throughout.
+    #[test]
+    fn a_record_file_more_than_half_dead_is_left_and_its_lists_moved_out() {
+        let home = tempfile::tempdir().unwrap();
+        let records = tempfile::tempdir().unwrap();
+        let roots = claude_store(home.path(), 10);
+        let project = home.path().join(".claude/projects/-work-shop");
+        let mut index = UsageIndex::new();
+        index.spill = Some(Spill::rotating_from(records.path(), 1_000));
+        let prices = PriceTable::shipped().unwrap();
+        let mut warnings = Vec::new();
+        let mut left = 0;
+        let mut stale = None;
+        for round in 0..12 {
+            index.refresh(&roots, &mut warnings);
+            assert_eq!(warnings, Vec::<String>::new());
+            let accounting = index.accounting();
+            let fresh = account(&crate::scan::scan(&roots).files);
+            for by in [GroupBy::Session, GroupBy::Day] {
+                assert_eq!(
+                    Report::build(&accounting, &prices, by, None),
+                    Report::build(&fresh, &prices, by, None),
+                    "round {round}"
+                );
+            }
+            drop(accounting);
+            let (written, dead) = index.spill.as_ref().unwrap().bytes_written_and_dead();
+            // The round after a file more than half dead: a fresh one, holding every list (the
+            // idle files' moved), none of them dead yet.
+            if let Some((before, _)) = stale {
+                assert!(
+                    written < before && dead == 0,
+                    "round {round}: {written} {dead}"
+                );
+                left += 1;
+            }
+            stale = (written >= 1_000 && dead * 2 > written).then_some((written, dead));
+            assert_eq!(record_files_open(records.path()), 1, "round {round}");
+            for s in 0..5 {
+                let line = format!(
+                    r#"{{"type":"assistant","sessionId":"s{s}","requestId":"x{round}","timestamp":"2026-12-01T11:00:00.000Z","message":{{"id":"x{s}-{round}","model":"claude-sonnet-4-5-20250929","usage":{{"input_tokens":3,"output_tokens":7}}}}}}"#
+                ) + "\n";
+                let mut file = fs::OpenOptions::new()
+                    .append(true)
+                    .open(project.join(format!("s{s}.jsonl")))
+                    .unwrap();
+                std::io::Write::write_all(&mut file, line.as_bytes()).unwrap();
+            }
+        }
+        assert!(left >= 2, "the record file was left {left} times");
+        assert_eq!(index.records_failure(), None);
+    }
+
     /// An entry is kept for every usage file (110,000 at the largest stores): it fits the
     /// allocator's 224-byte size class (the next are 256 and 320), so nothing it holds twice or
     /// could work out (its agent, the bytes it was fed) takes room, and a rollout's ids hold no

@@ -182,7 +182,15 @@ impl Report {
             };
             price?.cost(tokens)
         };
-        for share in &accounting.chunks {
+        // Records on disk are read back in their order there, a window at a time; a share whose
+        // latest call is before the window is not read at all.
+        let (shares, mut window) = crate::account::in_disk_order(
+            accounting
+                .chunks
+                .iter()
+                .filter(|share| since.is_none_or(|since| share.may_count_since(since))),
+        );
+        for share in shares {
             let agent = share.agent;
             // By session, agent or cwd every call of a share has its row: looked up once, at
             // the share's first call in the window (a share with none makes no row).
@@ -193,7 +201,9 @@ impl Report {
                 GroupBy::Model | GroupBy::Day => None,
             };
             if let Some(key) = share_key {
-                let mut calls = share.calls().filter(|call| in_window(call.timestamp));
+                let mut calls = share
+                    .calls_in(&mut window)
+                    .filter(|call| in_window(call.timestamp));
                 let Some(first) = calls.next() else {
                     continue;
                 };
@@ -208,7 +218,7 @@ impl Report {
                 }
                 continue;
             }
-            for call in share.calls() {
+            for call in share.calls_in(&mut window) {
                 if !in_window(call.timestamp) {
                     continue;
                 }

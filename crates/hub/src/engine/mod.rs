@@ -338,7 +338,10 @@ impl Engine {
             events.clone(),
             info.generation,
         );
-        let usage = usage::LiveUsage::new(&scan);
+        // Beside the session cache: the usage index's call records, in unnamed files.
+        let cache_file = scan::cache_file(&state_root);
+        let records = cache_file.parent().unwrap_or(&state_root);
+        let usage = usage::LiveUsage::new(&scan, records);
         let engine = Engine {
             inner: Arc::new(Inner {
                 info,

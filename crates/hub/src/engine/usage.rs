@@ -69,12 +69,19 @@ impl LiveUsage {
     /// A usage index that takes its reads from `scan`'s walks where it can: every transcript the
     /// session index reads from its start is parsed for usage on that same read
     /// ([`cross_agent_usage::handoff`]), so a cold daemon reads each byte once.
-    pub(crate) fn new(scan: &LiveScanner) -> LiveUsage {
+    ///
+    /// Each file's call records are written to unnamed files in `records` once read (the
+    /// daemon's cache directory, made here if missing) instead of being kept on the heap
+    /// ([`cross_agent_usage::spill`]).
+    pub(crate) fn new(scan: &LiveScanner, records: &std::path::Path) -> LiveUsage {
         let handoffs = Handoffs::new();
         scan.set_tap(handoffs.tap());
+        // A directory that cannot be made is said by the index's first write (records are
+        // then kept on the heap).
+        let _ = std::fs::create_dir_all(records);
         LiveUsage {
             state: Mutex::new(State {
-                index: UsageIndex::with_handoffs(handoffs),
+                index: UsageIndex::with_handoffs(handoffs).with_records_in(records),
                 ..State::default()
             }),
         }
@@ -158,6 +165,12 @@ impl LiveUsage {
         }
     }
 
+    /// The first read back of call records that failed since the index last started afresh:
+    /// a report made meanwhile is not whole.
+    fn records_failure(&self) -> Option<String> {
+        self.state.lock().index.records_failure()
+    }
+
     /// The roots last brought current, if any.
     pub(crate) fn roots(&self) -> Option<StoreRoots> {
         self.state.lock().roots.clone()
@@ -223,6 +236,9 @@ impl Engine {
             params.by.into(),
             params.since.map(UnixMillis),
         );
+        if let Some(message) = self.inner.usage.records_failure() {
+            return Err(cross_agent_usage::Error::RecordsUnreadable { message }.into());
+        }
         let mut wire = report.to_wire();
         wire.warnings = warnings;
         Ok(wire)
@@ -248,7 +264,12 @@ impl Engine {
     /// price table cannot be read (the listing goes on without costs; `usage` names the file).
     pub(crate) fn spent(&self, roots: &StoreRoots) -> Option<SpentTable> {
         let prices = PriceTable::load(Some(&self.inner.info.state_root)).ok()?;
-        Some(self.inner.usage.spent(&self.inner.scan, roots, &prices))
+        let spent = self.inner.usage.spent(&self.inner.scan, roots, &prices);
+        // Costs from records that could not all be read back would be too small: none shown.
+        if self.inner.usage.records_failure().is_some() {
+            return None;
+        }
+        Some(spent)
     }
 
     /// The phone cards' usage line of each session (`$1.23 · 45k tok`), for the sessions

@@ -61,9 +61,15 @@ fn pieces(lines: &[String]) -> Vec<Vec<u8>> {
     out
 }
 
-/// Feeds every file's pieces in turn, one piece of each file per round, checking after each.
+/// Feeds every file's pieces in turn, one piece of each file per round, checking after each:
+/// an index keeping its call records on the heap and one writing them to a directory
+/// (`UsageIndex::with_records_in`), each against a fresh scan.
 fn grow_alternately(roots: &StoreRoots, files: Vec<(PathBuf, Vec<Vec<u8>>)>) -> usize {
-    let mut index = UsageIndex::new();
+    let records = tempfile::tempdir().unwrap();
+    let mut indexes = [
+        UsageIndex::new(),
+        UsageIndex::new().with_records_in(records.path()),
+    ];
     let mut queues: Vec<(PathBuf, std::collections::VecDeque<Vec<u8>>)> = files
         .into_iter()
         .map(|(path, pieces)| (path, pieces.into()))
@@ -77,15 +83,18 @@ fn grow_alternately(roots: &StoreRoots, files: Vec<(PathBuf, Vec<Vec<u8>>)>) -> 
             };
             any = true;
             append(path, &piece);
-            let mut warnings = Vec::new();
-            let before = index.len();
-            let stats = index.refresh(roots, &mut warnings);
-            // Only the bytes appended were read (a new file: all it has).
-            assert_eq!(stats.bytes_read, piece.len() as u64, "{}", path.display());
-            assert_eq!(stats.files_reread, 0);
-            assert!(index.len() >= before);
-            let (fresh, live) = both(&mut index, roots);
-            assert_eq!(live, fresh, "after a piece of {}", path.display());
+            for index in &mut indexes {
+                let mut warnings = Vec::new();
+                let before = index.len();
+                let stats = index.refresh(roots, &mut warnings);
+                // Only the bytes appended were read (a new file: all it has).
+                assert_eq!(stats.bytes_read, piece.len() as u64, "{}", path.display());
+                assert_eq!(stats.files_reread, 0);
+                assert!(index.len() >= before);
+                let (fresh, live) = both(index, roots);
+                assert_eq!(live, fresh, "after a piece of {}", path.display());
+                assert_eq!(index.records_failure(), None);
+            }
             checks += 1;
         }
         if !any {

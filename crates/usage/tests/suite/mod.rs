@@ -12,4 +12,5 @@ mod prices;
 mod reader;
 mod real;
 mod real_hard;
+mod records;
 mod steps;
