@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::{Held, ListingSpent, SpentTable, WeakTable};
-use crate::model::Session;
+use crate::held::HeldSessions;
 use crate::render::RenderedAgent;
 
 /// A generation's rendering and whose cost fields it carries.
@@ -58,7 +58,7 @@ impl Held {
         }
     }
 
-    fn recost_kept(kept: &mut KeptRendering, sessions: &[Session], spent: &ListingSpent<'_>) {
+    fn recost_kept(kept: &mut KeptRendering, sessions: &HeldSessions, spent: &ListingSpent<'_>) {
         if !kept.costed_by(spent.table) {
             RenderedAgent::recost(&mut kept.text, sessions, spent.of);
             kept.costs = Some(Arc::downgrade(spent.table));

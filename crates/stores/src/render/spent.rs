@@ -15,19 +15,20 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use super::{ELEMENT_END, RenderedAgent, SEPARATOR, Spent, SpentOf};
-use crate::model::Session;
+use crate::held::{AsSession, SessionList, SessionRef};
 
 impl RenderedAgent {
     /// Renders `sessions` (the order kept) with their cost fields as `spent` has them.
-    pub fn with_costs(sessions: &[Session], spent: SpentOf<'_>) -> RenderedAgent {
+    pub fn with_costs<'a>(sessions: impl SessionList<'a>, spent: SpentOf<'_>) -> RenderedAgent {
         let mut rendered = RenderedAgent {
             // About 480 bytes an element and 70 of costs.
-            text: Vec::with_capacity(sessions.len() * 560),
-            ends: Vec::with_capacity(sessions.len()),
-            fields: Vec::with_capacity(sessions.len()),
+            text: Vec::with_capacity(sessions.count() * 560),
+            ends: Vec::with_capacity(sessions.count()),
+            fields: Vec::with_capacity(sessions.count()),
             costed: false,
         };
-        for s in sessions {
+        for s in sessions.all() {
+            let s = s.fields();
             let closed = rendered.open_element(s);
             rendered.end_element(closed, |out| cost_fields(out, spent(s)));
         }
@@ -39,19 +40,23 @@ impl RenderedAgent {
     /// Patched in place while no listing holds it and each element's fields keep their length;
     /// from the first element where that fails, made again into a new text (the elements before
     /// it copied as they are, every later one copied without its old fields and given its new).
-    pub fn recost(rendered: &mut Arc<RenderedAgent>, sessions: &[Session], spent: SpentOf<'_>) {
-        if sessions.len() != rendered.len() {
+    pub fn recost<'a>(
+        rendered: &mut Arc<RenderedAgent>,
+        sessions: impl SessionList<'a>,
+        spent: SpentOf<'_>,
+    ) {
+        if sessions.count() != rendered.len() {
             *rendered = Arc::new(RenderedAgent::with_costs(sessions, spent));
             return;
         }
         let mut fields = Vec::with_capacity(96);
         let mut from = 0;
         if let Some(kept) = Arc::get_mut(rendered) {
-            while let Some(s) = sessions.get(from) {
+            while let Some(s) = sessions.at(from) {
                 let (_, old, closed) = kept.split(from);
                 if closed {
                     fields.clear();
-                    cost_fields(&mut fields, spent(s));
+                    cost_fields(&mut fields, spent(s.fields()));
                     if fields.len() != old.len() {
                         break;
                     }
@@ -61,7 +66,7 @@ impl RenderedAgent {
                 }
                 from += 1;
             }
-            if from == sessions.len() {
+            if from == sessions.count() {
                 kept.costed = kept.fields.iter().any(|&n| n > 0);
                 return;
             }
@@ -69,20 +74,20 @@ impl RenderedAgent {
         let kept = &**rendered;
         let copied = if from == 0 { 0 } else { kept.ends[from - 1] };
         let mut made = RenderedAgent {
-            text: Vec::with_capacity(kept.text.len() + (sessions.len() - from) * 80),
-            ends: Vec::with_capacity(sessions.len()),
-            fields: Vec::with_capacity(sessions.len()),
+            text: Vec::with_capacity(kept.text.len() + (sessions.count() - from) * 80),
+            ends: Vec::with_capacity(sessions.count()),
+            fields: Vec::with_capacity(sessions.count()),
             costed: false,
         };
         made.text.extend_from_slice(&kept.text[..copied]);
         made.ends.extend_from_slice(&kept.ends[..from]);
         made.fields.extend_from_slice(&kept.fields[..from]);
         made.costed = made.fields.iter().any(|&n| n > 0);
-        for (i, s) in sessions.iter().enumerate().skip(from) {
+        for (i, s) in sessions.all().enumerate().skip(from) {
             made.separate();
             let (body, _, closed) = kept.split(i);
             made.text.extend_from_slice(&kept.text[body]);
-            made.end_element(closed, |out| cost_fields(out, spent(s)));
+            made.end_element(closed, |out| cost_fields(out, spent(s.fields())));
         }
         made.text.shrink_to_fit();
         *rendered = Arc::new(made);
@@ -160,7 +165,7 @@ impl<'a> Iterator for BareRun<'a> {
 
 /// Adds `cost_usd` and `usage_tokens` as the last fields of the element just written, in the
 /// printer's layout, so kept bytes need not be rendered again when a cost moves.
-pub(super) fn push_spent(out: &mut Vec<u8>, s: &Session, spent: Option<SpentOf<'_>>) {
+pub(super) fn push_spent(out: &mut Vec<u8>, s: SessionRef<'_>, spent: Option<SpentOf<'_>>) {
     let Some(spent) = spent else { return };
     if !out.ends_with(ELEMENT_END) {
         return;
@@ -199,7 +204,7 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
-    use crate::model::{Agent, UnixMillis};
+    use crate::model::{Agent, Session, UnixMillis};
 
     fn sessions(n: i64) -> Vec<Session> {
         (0..n)
@@ -218,8 +223,8 @@ mod tests {
             .collect()
     }
 
-    fn costs(cents: u64) -> impl Fn(&Session) -> Spent {
-        move |s: &Session| match s.session_id.as_str() {
+    fn costs(cents: u64) -> impl Fn(SessionRef<'_>) -> Spent {
+        move |s: SessionRef<'_>| match s.session_id() {
             "s-0" => Spent::default(),
             "s-2" => Spent {
                 cost_usd: Some(format!("{}.{:06}", cents / 100, cents % 100 * 10_000)),
