@@ -9,10 +9,11 @@
 //! (~350 bytes). A person has tens of projects, not thousands: working directories repeat,
 //! every Claude transcript is `<projects>/<slug>/<id>.jsonl` and every Codex one
 //! `<sessions>/YYYY/MM/DD/rollout-<time>-<id>.jsonl`, so the folder and the ending repeat and
-//! the file name repeats the id. Here a session is a 40-byte record, its id, its title and what
+//! the file name repeats the id. Here a session is a 32-byte record, its id, its title and what
 //! of its path is its own (a Codex rollout's time); the path is made again when asked
 //! ([`SessionRef::path`]), exactly as it was. A session that does not fit (a path or directory
-//! that is not UTF-8, a string longer than the record counts) is held whole beside the others:
+//! that is not UTF-8, a string longer than the record counts, a store of more than 65,000
+//! distinct directories) is held whole beside the others:
 //! what goes in comes out unchanged, whatever it is.
 
 use std::borrow::Cow;
@@ -44,21 +45,26 @@ struct Record {
     last_activity: i64,
     /// Where its id starts in [`HeldSessions::text`] (or, held whole, its index there).
     text: u32,
-    id_len: u16,
-    /// The part of its path's file name before the id (a Codex rollout's time).
-    own_path_len: u16,
     title_len: u16,
     /// Indexes into [`HeldSessions::shared`]; [`NONE`] for no directory.
-    cwd: u32,
+    cwd: u16,
     /// The path's folder, with its last separator.
-    path_dir: u32,
+    path_dir: u16,
     /// What follows the id in the path (`.jsonl`, `/events.jsonl`), or nothing.
-    path_end: u32,
+    path_end: u16,
+    id_len: u8,
+    /// The part of its path's file name before the id (a Codex rollout's time).
+    own_path_len: u8,
     flags: u8,
     agent: u8,
 }
 
-const NONE: u32 = u32::MAX;
+// Every session pays one: kept at 32 bytes.
+const _: () = assert!(std::mem::size_of::<Record>() == 32);
+
+/// No directory; also the bound on shared strings (the sessions of a store with more distinct
+/// directories than that are held whole past it).
+const NONE: u16 = u16::MAX;
 const NO_TIME: i64 = 0;
 
 const HAS_FIRST: u8 = 1;
@@ -81,7 +87,7 @@ struct Interned {
 }
 
 impl Interned {
-    fn get(&self, n: u32) -> &str {
+    fn get(&self, n: u16) -> &str {
         let n = n as usize;
         let start = match n {
             0 => 0,
@@ -99,17 +105,18 @@ impl Interned {
 /// Numbers strings as they are first seen, while a [`HeldSessions`] is made.
 #[derive(Default)]
 struct Interner<'s> {
-    numbers: HashMap<&'s str, u32>,
+    numbers: HashMap<&'s str, u16>,
     kept: Interned,
 }
 
 impl<'s> Interner<'s> {
-    /// The number of `s`, or `None` when the shared text would outgrow a `u32`.
-    fn number(&mut self, s: &'s str) -> Option<u32> {
+    /// The number of `s`, or `None` when there are too many or the shared text would outgrow
+    /// a `u32`.
+    fn number(&mut self, s: &'s str) -> Option<u16> {
         if let Some(&n) = self.numbers.get(s) {
             return Some(n);
         }
-        let n = u32::try_from(self.kept.ends.len())
+        let n = u16::try_from(self.kept.ends.len())
             .ok()
             .filter(|&n| n < NONE)?;
         let end = u32::try_from(self.kept.text.len() + s.len()).ok()?;
@@ -183,8 +190,8 @@ impl HeldSessions {
         };
         let title = s.title.as_deref().unwrap_or_default();
         let text = u32::try_from(self.text.len()).ok()?;
-        let id_len = u16::try_from(s.session_id.len()).ok()?;
-        let own_path_len = u16::try_from(path.own.len()).ok()?;
+        let id_len = u8::try_from(s.session_id.len()).ok()?;
+        let own_path_len = u8::try_from(path.own.len()).ok()?;
         let title_len = u16::try_from(title.len()).ok()?;
         u32::try_from(self.text.len() + s.session_id.len() + path.own.len() + title.len()).ok()?;
         let path_dir = shared.number(path.dir)?;
@@ -226,7 +233,7 @@ impl HeldSessions {
 
     /// The record of a session held whole.
     fn keep_whole(&mut self, s: &Session) -> Record {
-        let at = u32::try_from(self.whole.len()).unwrap_or(NONE);
+        let at = u32::try_from(self.whole.len()).unwrap_or(u32::MAX);
         self.whole.push(s.clone());
         Record {
             first_activity: NO_TIME,
@@ -390,11 +397,9 @@ impl<'a> SessionRef<'a> {
     }
 
     /// The held text from `skip` bytes after the id's start, `len` long.
-    fn text(held: &'a HeldSessions, record: &Record, skip: usize, len: u16) -> &'a str {
+    fn text(held: &'a HeldSessions, record: &Record, skip: usize, len: usize) -> &'a str {
         let start = record.text as usize + skip;
-        held.text
-            .get(start..start + usize::from(len))
-            .unwrap_or_default()
+        held.text.get(start..start + len).unwrap_or_default()
     }
 
     pub fn agent(self) -> Agent {
@@ -410,7 +415,7 @@ impl<'a> SessionRef<'a> {
     pub fn session_id(self) -> &'a str {
         match self.held() {
             Ok(s) => &s.session_id,
-            Err((held, r)) => Self::text(held, r, 0, r.id_len),
+            Err((held, r)) => Self::text(held, r, 0, r.id_len.into()),
         }
     }
 
@@ -419,7 +424,7 @@ impl<'a> SessionRef<'a> {
             Ok(s) => s.title.as_deref(),
             Err((held, r)) => (r.flags & HAS_TITLE != 0).then(|| {
                 let skip = usize::from(r.id_len) + usize::from(r.own_path_len);
-                Self::text(held, r, skip, r.title_len)
+                Self::text(held, r, skip, r.title_len.into())
             }),
         }
     }
@@ -467,7 +472,7 @@ impl<'a> SessionRef<'a> {
             Ok(s) => Cow::Borrowed(s.path.as_path()),
             Err((held, r)) => {
                 let dir = held.shared.get(r.path_dir);
-                let own = Self::text(held, r, usize::from(r.id_len), r.own_path_len);
+                let own = Self::text(held, r, r.id_len.into(), r.own_path_len.into());
                 let id = self.session_id();
                 let end = held.shared.get(r.path_end);
                 let mut path = String::with_capacity(dir.len() + own.len() + id.len() + end.len());

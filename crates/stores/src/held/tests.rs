@@ -153,3 +153,16 @@ fn held_sessions_are_equal_exactly_when_the_sessions_are() {
         );
     }
 }
+
+#[test]
+fn past_the_bound_on_shared_strings_sessions_are_held_whole() {
+    let sessions: Vec<Session> = (0..u32::from(NONE) + 10)
+        .map(|n| {
+            let cwd = format!("/w/{n}");
+            session(Agent::Claude, &format!("s{n}"), Some(&cwd), "/w/p/x.jsonl")
+        })
+        .collect();
+    let held = HeldSessions::new(&sessions);
+    assert!(!held.whole.is_empty());
+    assert_eq!(held.to_sessions(), sessions);
+}
