@@ -175,8 +175,8 @@ impl HeldSessions {
         held
     }
 
-    /// The record of session number `i`, its strings written; `None` when it does not fit one
-    /// (the text written for it then stays unused: it is rare, and harmless).
+    /// The record of session number `i`, its strings written; `None` (nothing written, a
+    /// directory numbered for it perhaps left unused) when it does not fit one.
     fn compact<'s>(
         &mut self,
         i: usize,
@@ -193,6 +193,7 @@ impl HeldSessions {
         let id_len = u8::try_from(s.session_id.len()).ok()?;
         let own_path_len = u8::try_from(path.own.len()).ok()?;
         let title_len = u16::try_from(title.len()).ok()?;
+        // Its last string must end where a `u32` still reaches.
         u32::try_from(self.text.len() + s.session_id.len() + path.own.len() + title.len()).ok()?;
         let path_dir = shared.number(path.dir)?;
         let path_end = shared.number(path.end)?;

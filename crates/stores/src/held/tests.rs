@@ -13,7 +13,7 @@ fn session(agent: Agent, id: &str, cwd: Option<&str>, path: &str) -> Session {
         session_id: id.to_owned(),
         cwd: cwd.map(PathBuf::from),
         title: Some(format!("title of {id}")),
-        title_is_assigned: id.len() % 2 == 0,
+        title_is_assigned: id.len().is_multiple_of(2),
         first_activity: Some(UnixMillis(1_796_000_000_000)),
         last_activity: Some(UnixMillis(1_796_000_600_000)),
         is_working: id.ends_with('1'),
