@@ -488,6 +488,44 @@ impl<'a> SessionRef<'a> {
         }
     }
 
+    /// Its path's bytes in pieces: compared and hashed without making the path.
+    fn path_pieces(self) -> [&'a [u8]; 4] {
+        match self.held() {
+            Ok(s) => [s.path.as_os_str().as_encoded_bytes(), b"", b"", b""],
+            Err((held, r)) => {
+                let own = Self::text(held, r, r.id_len.into(), r.own_path_len.into());
+                let (id, end) = if r.flags & ID_IN_PATH != 0 {
+                    (self.session_id(), held.shared.get(r.path_end))
+                } else {
+                    ("", "")
+                };
+                let dir = held.shared.get(r.path_dir);
+                [
+                    dir.as_bytes(),
+                    own.as_bytes(),
+                    id.as_bytes(),
+                    end.as_bytes(),
+                ]
+            }
+        }
+    }
+
+    /// Whether its path is `other`'s, byte for byte.
+    pub fn same_path(self, other: SessionRef<'_>) -> bool {
+        let (a, b) = (self.path_pieces(), other.path_pieces());
+        let len = |pieces: &[&[u8]; 4]| pieces.iter().map(|p| p.len()).sum::<usize>();
+        len(&a) == len(&b) && a.iter().copied().flatten().eq(b.iter().copied().flatten())
+    }
+
+    /// A hash of its path's bytes: the same for the same path, held or whole.
+    pub fn path_hash(self) -> u64 {
+        let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+        for piece in self.path_pieces() {
+            hasher.update(piece);
+        }
+        hasher.digest()
+    }
+
     /// What only a Copilot session has.
     pub fn copilot(self) -> Option<&'a CopilotDetails> {
         match self.0 {
@@ -521,7 +559,7 @@ impl<'a> SessionRef<'a> {
     }
 }
 
-/// Field by field, as [`Session`]'s own equality.
+/// Field by field, as [`Session`]'s own equality (the path byte for byte).
 impl PartialEq for SessionRef<'_> {
     fn eq(&self, other: &Self) -> bool {
         let (a, b) = (*self, *other);
@@ -534,7 +572,7 @@ impl PartialEq for SessionRef<'_> {
             && a.last_activity() == b.last_activity()
             && a.is_working() == b.is_working()
             && a.copilot() == b.copilot()
-            && a.path() == b.path()
+            && a.same_path(b)
     }
 }
 

@@ -189,11 +189,13 @@ impl RenderedAgent {
         kept: &RenderedAgent,
         sessions: impl SessionList<'b>,
     ) -> RenderedAgent {
-        let by_path: std::collections::HashMap<Cow<'a, Path>, usize> = before
+        // By a hash of the path (no path made for each of 100,000 sessions), the path itself
+        // compared for the one found.
+        let by_path: std::collections::HashMap<u64, usize> = before
             .all()
             .enumerate()
             .filter(|(i, _)| *i < kept.len())
-            .map(|(i, s)| (s.fields().path(), i))
+            .map(|(i, s)| (s.fields().path_hash(), i))
             .collect();
         let mut rendered = RenderedAgent {
             text: Vec::with_capacity(kept.text.len() + 4096),
@@ -203,7 +205,10 @@ impl RenderedAgent {
         };
         for s in sessions.all() {
             let s = s.fields();
-            let earlier = by_path.get(&s.path()).copied();
+            let earlier = by_path
+                .get(&s.path_hash())
+                .copied()
+                .filter(|&i| before.at(i).is_some_and(|b| b.fields().same_path(s)));
             match earlier {
                 Some(i) if before.at(i).is_some_and(|b| b.fields() == s) => {
                     rendered.separate();

@@ -102,6 +102,8 @@ fn every_session_comes_back_exactly_as_it_went_in() {
         let view = held.get(i).unwrap();
         assert_eq!(view, SessionRef::from(s));
         assert_eq!(view.path(), s.path.as_path());
+        assert!(view.same_path(s.into()));
+        assert_eq!(view.path_hash(), SessionRef::from(s).path_hash());
         assert_eq!(
             cross_agent_protocol::bridge::IndexedSession::from(view),
             cross_agent_protocol::bridge::IndexedSession::from(s)
@@ -146,9 +148,11 @@ fn held_sessions_are_equal_exactly_when_the_sessions_are() {
         );
         let mut renamed = sessions.clone();
         renamed[i].path.set_extension("moved");
-        assert_ne!(
-            HeldSessions::new(&renamed),
-            HeldSessions::new(&sessions),
+        let (held, moved) = (HeldSessions::new(&sessions), HeldSessions::new(&renamed));
+        assert_ne!(held, moved, "{i}");
+        assert_ne!(held.get(i), moved.get(i), "{i}");
+        assert!(
+            !held.get(i).unwrap().same_path(moved.get(i).unwrap()),
             "{i}"
         );
     }
