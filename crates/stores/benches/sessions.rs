@@ -198,7 +198,7 @@ fn main() -> Result<()> {
         let started = Instant::now();
         let found = live.with_sessions(&roots, Agent::Claude, |sessions, _| {
             resolve::lookup(sessions, &target.name, lookup)
-                .map(|found| found.session.session_id.clone())
+                .map(|found| found.session.session_id().to_owned())
                 .map_err(|e| anyhow::anyhow!("{e}"))
         })?;
         lent_times.push(started.elapsed());

@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use cross_agent_stores::held::{HeldSessions, SessionRef};
 use cross_agent_stores::index::RefreshOptions;
 use cross_agent_stores::live::{ListingSpent, LiveOptions, LiveScanner, SpentTable};
 use cross_agent_stores::render::{
@@ -20,7 +21,7 @@ use cross_agent_stores::render::{
 };
 use cross_agent_stores::resolve::{self, ActiveWindow, Lookup, NameIndex, Scope};
 use cross_agent_stores::scan::{self, ScanOptions};
-use cross_agent_stores::{Agent, Session, StoreRoots, UnixMillis};
+use cross_agent_stores::{Agent, StoreRoots, UnixMillis};
 
 fn main() -> Result<()> {
     let mut args = std::env::args().skip(1);
@@ -44,11 +45,11 @@ fn main() -> Result<()> {
     // Far in the future: nothing active, every element kept (as at rest).
     let clock = (ActiveWindow::from_minutes(0), UnixMillis::now());
     let snapshot = live.snapshot(&roots, &Agent::ALL);
-    let by_agent: Vec<(Agent, &[Session])> = Agent::ALL
+    let by_agent: Vec<(Agent, &HeldSessions)> = Agent::ALL
         .iter()
         .map(|agent| (*agent, snapshot.sessions(*agent)))
         .collect();
-    let all: Vec<&Session> = by_agent.iter().flat_map(|(_, s)| s.iter()).collect();
+    let all: Vec<SessionRef<'_>> = by_agent.iter().flat_map(|(_, s)| s.iter()).collect();
     println!("{} sessions", all.len());
     // As the usage index's table: a cost for most sessions, keyed by id.
     let table: HashMap<String, Spent> = all
@@ -60,13 +61,13 @@ fn main() -> Result<()> {
                 cost_usd: (i % 11 != 0).then(|| format!("{}.{:06}", i % 40, i * 7919 % 1_000_000)),
                 tokens: Some(i as u64 * 131),
             };
-            (s.session_id.clone(), spent)
+            (s.session_id().to_owned(), spent)
         })
         .collect();
-    let spent_of = |s: &Session| table.get(&s.session_id).cloned().unwrap_or_default();
+    let spent_of = |s: SessionRef<'_>| table.get(s.session_id()).cloned().unwrap_or_default();
     let rendered: Vec<RenderedAgent> = by_agent
         .iter()
-        .map(|(_, s)| RenderedAgent::new(s))
+        .map(|(_, s)| RenderedAgent::new(*s))
         .collect();
     let listing = |kept: Option<&[RenderedAgent]>| -> Result<usize> {
         let texts = kept.unwrap_or(&rendered);
@@ -94,7 +95,7 @@ fn main() -> Result<()> {
         .zip(&rendered)
         .map(|((_, sessions), rendered)| {
             let mut text = std::sync::Arc::new(rendered.clone());
-            RenderedAgent::recost(&mut text, sessions, &spent_of);
+            RenderedAgent::recost(&mut text, *sessions, &spent_of);
             std::sync::Arc::unwrap_or_clone(text)
         })
         .collect();
@@ -157,7 +158,7 @@ fn main() -> Result<()> {
     let name = sessions
         .iter()
         .rev()
-        .filter_map(|s| s.title.as_deref())
+        .filter_map(|s| s.title())
         .find(|title| resolve::lookup(sessions, title, asked).is_ok())
         .context("no session with a unique title")?
         .to_owned();
@@ -170,15 +171,15 @@ fn main() -> Result<()> {
         let started = Instant::now();
         let whole = resolve::lookup(sessions, &name, asked)?
             .session
-            .session_id
-            .clone();
+            .session_id()
+            .to_owned();
         walk.push(started.elapsed());
         let started = Instant::now();
         let found = names
             .lookup(sessions, &name, asked)?
             .session
-            .session_id
-            .clone();
+            .session_id()
+            .to_owned();
         indexed.push(started.elapsed());
         anyhow::ensure!(whole == found, "the two lookups differ");
     }

@@ -8,6 +8,7 @@
 //! - [`claude_registry`]: Claude Code's registry of running sessions (name, busy/idle, socket)
 //!   and whether each entry's process still runs; relays (`xa-…`) are never sessions;
 //! - [`live`]: the index a long-lived process keeps current by file-system notifications;
+//! - [`held`]: the sessions it holds, compact, and the borrowed view every reader takes;
 //! - [`render`]: the listing `sessions --json` prints, kept rendered by the daemon;
 //! - [`summary`]: warnings said once per file, damaged lines counted by what was wrong;
 //! - [`human`]: which user messages a person wrote (not the bridge's, not injected context);
@@ -25,6 +26,7 @@ pub mod copilot;
 pub mod error;
 pub mod foreign;
 pub mod grok;
+pub mod held;
 pub mod human;
 pub mod index;
 pub mod lines;

@@ -27,8 +27,9 @@ use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 use parking_lot::Mutex;
 
 use crate::codex::session_index_path;
+use crate::held::{HeldSessions, SessionRef};
 use crate::index::ChangedFiles;
-use crate::model::{Agent, Session, StoreWarning, UnixMillis};
+use crate::model::{Agent, StoreWarning, UnixMillis};
 use crate::render::{
     Chosen, Chunks, ListingParts, RenderedAgent, SpentOf, TextDir, write_listing_spent,
 };
@@ -170,7 +171,8 @@ pub enum ChangesSince {
 /// One agent's listing as last walked: a generation, never changed once shown.
 #[derive(Debug)]
 struct Held {
-    sessions: Vec<Session>,
+    /// Compact ([`HeldSessions`]): what resolution, sends and status read, lent as views.
+    sessions: HeldSessions,
     warnings: Vec<StoreWarning>,
     /// The sessions as `sessions --json` prints them, made on the first listing that asks (or
     /// carried over by a walk that changed a few sessions, see [`RenderedAgent::update`]); with
@@ -183,7 +185,7 @@ struct Held {
 }
 
 impl Held {
-    fn new(sessions: Vec<Session>, warnings: Vec<StoreWarning>) -> Held {
+    fn new(sessions: HeldSessions, warnings: Vec<StoreWarning>) -> Held {
         Held {
             sessions,
             warnings,
@@ -225,9 +227,9 @@ impl Snapshot {
     }
 
     /// `agent`'s sessions, newest first (none when it was not asked for or has no store).
-    pub fn sessions(&self, agent: Agent) -> &[Session] {
+    pub fn sessions(&self, agent: Agent) -> &HeldSessions {
         self.held(agent)
-            .map_or(&[], |held| held.sessions.as_slice())
+            .map_or(HeldSessions::none(), |held| &held.sessions)
     }
 
     /// The warnings of every agent asked for, in the order asked.
@@ -246,10 +248,11 @@ impl Snapshot {
         agent: Agent,
         query: &str,
         asked: Lookup<'_>,
-    ) -> crate::error::Result<Resolved<'_>> {
+    ) -> crate::error::Result<Resolved<SessionRef<'_>>> {
+        let held = self.sessions(agent);
         match self.held(agent) {
-            Some(held) => held.names().lookup(&held.sessions, query, asked),
-            None => crate::resolve::lookup(&[], query, asked),
+            Some(kept) => kept.names().lookup(held, query, asked),
+            None => crate::resolve::lookup(held, query, asked),
         }
     }
 
@@ -331,9 +334,9 @@ pub struct LiveBytes {
     pub index: crate::index::IndexBytes,
     /// Sessions in the generations held.
     pub sessions: usize,
-    /// Their records (`size_of::<Session>()` each).
+    /// Their records ([`HeldSessions::record_bytes`]).
     pub session_records: usize,
-    /// Their strings.
+    /// Their strings, shared ones once ([`HeldSessions::string_bytes`]).
     pub session_strings: usize,
     /// The renderings kept for the listing on the heap: the places of their elements, and
     /// their text while it is not kept in a file.
@@ -460,7 +463,7 @@ impl LiveScanner {
         for agent in snapshot.agents() {
             listing
                 .sessions
-                .extend(snapshot.sessions(agent).iter().cloned());
+                .extend(snapshot.sessions(agent).iter().map(SessionRef::to_session));
         }
         listing.warnings.extend(snapshot.warnings().cloned());
         if snapshot.agents.len() > 1 {
@@ -479,7 +482,7 @@ impl LiveScanner {
         &self,
         roots: &StoreRoots,
         agents: &[Agent],
-        admit: impl Fn(&Session) -> bool,
+        admit: impl Fn(SessionRef<'_>) -> bool,
         limit: Option<usize>,
         (window, now, spent): (ActiveWindow, UnixMillis, Option<ListingSpent<'_>>),
     ) -> RenderedListing {
@@ -510,7 +513,7 @@ impl LiveScanner {
                     .sessions
                     .iter()
                     .enumerate()
-                    .filter(|(_, s)| admit(s))
+                    .filter(|(_, s)| admit(*s))
                     .map(|(i, _)| i)
                     .collect();
                 if let Some(limit) = limit {
@@ -562,12 +565,12 @@ impl LiveScanner {
         &self,
         roots: &StoreRoots,
         agent: Agent,
-        f: impl FnOnce(&[Session], &[StoreWarning]) -> R,
+        f: impl FnOnce(&HeldSessions, &[StoreWarning]) -> R,
     ) -> R {
         let snapshot = self.snapshot(roots, &[agent]);
         match snapshot.held(agent) {
             Some(held) => f(&held.sessions, &held.warnings),
-            None => f(&[], &[]),
+            None => f(HeldSessions::none(), &[]),
         }
     }
 
@@ -578,12 +581,12 @@ impl LiveScanner {
         &self,
         roots: &StoreRoots,
         agent: Agent,
-        f: impl FnOnce(&[Session], &NameIndex, &[StoreWarning]) -> R,
+        f: impl FnOnce(&HeldSessions, &NameIndex, &[StoreWarning]) -> R,
     ) -> R {
         let snapshot = self.snapshot(roots, &[agent]);
         match snapshot.held(agent) {
             Some(held) => f(&held.sessions, held.names(), &held.warnings),
-            None => f(&[], &NameIndex::default(), &[]),
+            None => f(HeldSessions::none(), &NameIndex::default(), &[]),
         }
     }
 
@@ -597,8 +600,8 @@ impl LiveScanner {
         };
         for held in shown.held.iter().flatten() {
             bytes.sessions += held.sessions.len();
-            bytes.session_records += held.sessions.capacity() * std::mem::size_of::<Session>();
-            bytes.session_strings += held.sessions.iter().map(Session::heap_bytes).sum::<usize>();
+            bytes.session_records += held.sessions.record_bytes();
+            bytes.session_strings += held.sessions.string_bytes();
             if let Some(kept) = held.rendered.lock().as_ref() {
                 bytes.rendered += kept.text.heap_bytes();
                 bytes.rendered_in_files += kept.text.file_bytes();
@@ -762,9 +765,8 @@ impl LiveScanner {
         let walked = Instant::now();
         let mut listing = walker.scanner.list_agents(roots, &[agent]);
         let changed = std::mem::take(&mut listing.changed);
-        let mut sessions = std::mem::take(&mut listing.sessions);
-        // Held until the next change: no room kept for growth (a quarter more, at 100,000).
-        sessions.shrink_to_fit();
+        // Held compact until the next change; the walk's whole sessions go with the listing.
+        let sessions = HeldSessions::new(&std::mem::take(&mut listing.sessions));
         let warnings = std::mem::take(&mut listing.warnings);
         // A walk that changed nothing (the periodic one, or a notification about a file that
         // adds no session, name or activity) keeps the generation and its rendering; one that

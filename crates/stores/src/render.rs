@@ -18,6 +18,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::claude_registry::{Registry, RegistryEntry};
+use crate::held::{AsSession, HeldSessions, SessionList, SessionRef};
 use crate::model::{Agent, CopilotDetails, Session, UnixMillis};
 use crate::resolve::ActiveWindow;
 
@@ -59,29 +60,33 @@ pub struct SessionView<'a> {
 }
 
 impl<'a> SessionView<'a> {
-    pub fn new(s: &'a Session, window: ActiveWindow, now: UnixMillis) -> Self {
-        Self::with_active(s, window.is_active(s.last_activity, now))
+    pub fn new(s: impl AsSession<'a>, window: ActiveWindow, now: UnixMillis) -> Self {
+        let s = s.fields();
+        Self::with_active(s, window.is_active(s.last_activity(), now))
     }
 
-    fn with_active(s: &'a Session, is_active: bool) -> Self {
+    fn with_active(s: SessionRef<'a>, is_active: bool) -> Self {
         SessionView {
-            session_id: &s.session_id,
-            title: s.title.as_deref(),
-            title_is_assigned: s.title_is_assigned,
-            cwd: s.cwd.as_deref().map(Path::to_string_lossy),
-            last_activity: s.last_activity.map(UnixMillis::to_rfc3339),
+            session_id: s.session_id(),
+            title: s.title(),
+            title_is_assigned: s.title_is_assigned(),
+            cwd: s.cwd().map(Path::to_string_lossy),
+            last_activity: s.last_activity().map(UnixMillis::to_rfc3339),
             is_active,
-            is_working: s.is_working,
-            path: s.path.to_string_lossy(),
+            is_working: s.is_working(),
+            path: match s.path() {
+                Cow::Borrowed(path) => path.to_string_lossy(),
+                Cow::Owned(path) => Cow::Owned(path.to_string_lossy().into_owned()),
+            },
             registry_name: None,
             registry_status: None,
-            copilot: s.copilot.as_deref(),
+            copilot: s.copilot(),
         }
     }
 
     /// With the registry name and status of the live Claude Code process holding `s`, if one
     /// does.
-    pub fn live(mut self, s: &Session, registry: Option<&'a Registry>) -> Self {
+    pub fn live(mut self, s: impl AsSession<'a>, registry: Option<&'a Registry>) -> Self {
         if let Some(entry) = live_entry(s, registry) {
             self.registry_name = entry.name.as_deref();
             self.registry_status = entry.status.as_deref();
@@ -91,9 +96,13 @@ impl<'a> SessionView<'a> {
 }
 
 /// The live registry entry of a Claude session, if a running process holds it.
-fn live_entry<'r>(s: &Session, registry: Option<&'r Registry>) -> Option<&'r RegistryEntry> {
-    (s.agent == Agent::Claude)
-        .then(|| registry?.live_session(&s.session_id))
+fn live_entry<'a, 'r>(
+    s: impl AsSession<'a>,
+    registry: Option<&'r Registry>,
+) -> Option<&'r RegistryEntry> {
+    let s = s.fields();
+    (s.agent() == Agent::Claude)
+        .then(|| registry?.live_session(s.session_id()))
         .flatten()
 }
 
@@ -135,15 +144,15 @@ const OPEN: u32 = 1 << 31;
 
 impl RenderedAgent {
     /// Renders `sessions` (the order kept).
-    pub fn new(sessions: &[Session]) -> RenderedAgent {
+    pub fn new<'a>(sessions: impl SessionList<'a>) -> RenderedAgent {
         let mut rendered = RenderedAgent {
-            text: Vec::with_capacity(sessions.len() * 480),
-            ends: Vec::with_capacity(sessions.len()),
-            fields: Vec::with_capacity(sessions.len()),
+            text: Vec::with_capacity(sessions.count() * 480),
+            ends: Vec::with_capacity(sessions.count()),
+            fields: Vec::with_capacity(sessions.count()),
             ..RenderedAgent::default()
         };
-        for s in sessions {
-            let closed = rendered.open_element(s);
+        for s in sessions.all() {
+            let closed = rendered.open_element(s.fields());
             rendered.end_element(closed, |_| {});
         }
         rendered
@@ -159,7 +168,7 @@ impl RenderedAgent {
     /// Writes session `s`'s element (with the separator before it, but the first's) up to its
     /// closing brace, and says whether it ends as the printer ends one — then its cost fields
     /// go before the brace ([`RenderedAgent::end_element`]); else it is written whole.
-    fn open_element(&mut self, s: &Session) -> bool {
+    fn open_element(&mut self, s: SessionRef<'_>) -> bool {
         self.separate();
         let start = self.text.len();
         write_element(&mut self.text, &SessionView::with_active(s, false));
@@ -197,7 +206,11 @@ impl RenderedAgent {
     ///
     /// A kept text that cannot be read back (its file, [`RenderedAgent::keep_in`]) is not
     /// copied from: every session is rendered again, and the log says why.
-    pub fn update(before: &[Session], kept: &RenderedAgent, sessions: &[Session]) -> RenderedAgent {
+    pub fn update<'a, 'b>(
+        before: impl SessionList<'a>,
+        kept: &RenderedAgent,
+        sessions: impl SessionList<'b>,
+    ) -> RenderedAgent {
         match kept.loaded() {
             Ok(text) => RenderedAgent::update_from(before, kept, &text, sessions),
             Err(error) => {
@@ -208,27 +221,34 @@ impl RenderedAgent {
     }
 
     /// [`RenderedAgent::update`] from `kept` whose text is `text`.
-    fn update_from(
-        before: &[Session],
+    fn update_from<'a, 'b>(
+        before: impl SessionList<'a>,
         kept: &RenderedAgent,
         text: &[u8],
-        sessions: &[Session],
+        sessions: impl SessionList<'b>,
     ) -> RenderedAgent {
-        let by_path: std::collections::HashMap<&Path, usize> = before
-            .iter()
+        // By a hash of the path (no path made for each of 100,000 sessions), the path itself
+        // compared for the one found.
+        let by_path: std::collections::HashMap<u64, usize> = before
+            .all()
             .enumerate()
             .filter(|(i, _)| *i < kept.len())
-            .map(|(i, s)| (s.path.as_path(), i))
+            .map(|(i, s)| (s.fields().path_hash(), i))
             .collect();
         let mut rendered = RenderedAgent {
             text: Vec::with_capacity(text.len() + 4096),
-            ends: Vec::with_capacity(sessions.len()),
-            fields: Vec::with_capacity(sessions.len()),
+            ends: Vec::with_capacity(sessions.count()),
+            fields: Vec::with_capacity(sessions.count()),
             ..RenderedAgent::default()
         };
-        for s in sessions {
-            match by_path.get(s.path.as_path()) {
-                Some(&i) if before[i] == *s => {
+        for s in sessions.all() {
+            let s = s.fields();
+            let earlier = by_path
+                .get(&s.path_hash())
+                .copied()
+                .filter(|&i| before.at(i).is_some_and(|b| b.fields().same_path(s)));
+            match earlier {
+                Some(i) if before.at(i).is_some_and(|b| b.fields() == s) => {
                     rendered.separate();
                     rendered.text.extend_from_slice(&text[kept.run(i, i)]);
                     rendered.costed |= kept.fields_len(i) > 0;
@@ -238,7 +258,7 @@ impl RenderedAgent {
                 earlier => {
                     let closed = rendered.open_element(s);
                     // Its earlier element's fields (none when it had none or is new).
-                    let carried = earlier.map_or(&[][..], |&i| &text[kept.split(i).1]);
+                    let carried = earlier.map_or(&[][..], |i| &text[kept.split(i).1]);
                     rendered.end_element(closed, |out| out.extend_from_slice(carried));
                 }
             }
@@ -348,7 +368,7 @@ impl RenderedAgent {
 pub enum Chosen<'a> {
     Sessions(Vec<&'a Session>),
     Kept {
-        sessions: &'a [Session],
+        sessions: &'a HeldSessions,
         rendered: &'a RenderedAgent,
         indices: Vec<usize>,
         /// `rendered` carries the cost fields of the listing's `spent` (spliced in from it by
@@ -399,7 +419,7 @@ pub struct Spent {
 }
 
 /// A session's [`Spent`], looked up as the listing is written.
-pub type SpentOf<'a> = &'a dyn Fn(&Session) -> Spent;
+pub type SpentOf<'a> = &'a dyn Fn(SessionRef<'_>) -> Spent;
 
 /// [`write_listing`], each session followed by what it has cost so far when `spent` is given:
 /// `cost_usd` and `usage_tokens`, the element's last two fields. A kept element then goes out
@@ -436,9 +456,9 @@ pub fn write_listing_spent(
                         }
                         write_element(
                             &mut element,
-                            &SessionView::new(s, window, now).live(s, registry),
+                            &SessionView::new(*s, window, now).live(*s, registry),
                         );
-                        push_spent(&mut element, s, spent);
+                        push_spent(&mut element, (*s).into(), spent);
                         out.put(&element);
                     }
                 }
@@ -459,8 +479,8 @@ pub fn write_listing_spent(
                     // The run of kept elements not written yet: `first..=last`.
                     let mut run: Option<(usize, usize)> = None;
                     for (k, &i) in indices.iter().enumerate() {
-                        let s = &sessions[i];
-                        let active = window.is_active(s.last_activity, now);
+                        let Some(s) = sessions.get(i) else { continue };
+                        let active = window.is_active(s.last_activity(), now);
                         let fresh = active || live_entry(s, registry).is_some();
                         match run {
                             Some((first, last)) if !fresh && runs.is_some() && i == last + 1 => {

@@ -1,8 +1,9 @@
 //! Resolution primitives: which sessions a scope admits and how they rank, whether a session is
 //! active, the best-fit pick among active sessions, and lookup by id or exact name.
 //!
-//! These are pure functions over the sessions the index lists (`&[Session]`), so the hub, the
-//! CLI and the tests all decide the same way from the same data. The rules are the spec's §5 and
+//! These are pure functions over the sessions the index lists — a scan's whole [`Session`]s or
+//! the daemon's held ones ([`crate::held`]), read through the same view — so the hub, the CLI
+//! and the tests all decide the same way from the same data. The rules are the spec's §5 and
 //! "A new conversation is the last resort":
 //!
 //! - **Scopes.** `cwd` admits sessions working in the given directory or any of its
@@ -36,7 +37,8 @@ use cross_agent_protocol::settings as var;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, StoreError};
-use crate::model::{Agent, Session, UnixMillis};
+use crate::held::{AsSession, SessionList, SessionRef};
+use crate::model::{Agent, UnixMillis};
 
 /// The spec's default active window, in minutes.
 pub const DEFAULT_ACTIVE_WINDOW_MIN: u64 = 240;
@@ -75,7 +77,7 @@ pub fn dir_relation(session_cwd: &Path, cwd: &Path) -> Option<DirRelation> {
 
 /// The rank of `session` under `scope` (lower is better), or `None` when the scope does not
 /// admit it. Under `any` every session ranks the same, so recency alone orders them.
-pub fn scope_rank(scope: Scope, session: &Session, cwd: &Path) -> Option<u8> {
+pub fn scope_rank<'s>(scope: Scope, session: impl AsSession<'s>, cwd: &Path) -> Option<u8> {
     let rank = |dir: &Path| match scope {
         Scope::Any => Some(0),
         Scope::Cwd => match dir_relation(dir, cwd)? {
@@ -92,9 +94,10 @@ pub fn scope_rank(scope: Scope, session: &Session, cwd: &Path) -> Option<u8> {
     if scope == Scope::Any {
         return Some(0);
     }
-    let own = session.cwd.as_deref().and_then(rank);
+    let session = session.fields();
+    let own = session.cwd().and_then(rank);
     // A Copilot session may work in several folders: the best of them counts.
-    let others = session.copilot.iter().flat_map(|details| {
+    let others = session.copilot().into_iter().flat_map(|details| {
         details
             .working_directories
             .iter()
@@ -105,33 +108,34 @@ pub fn scope_rank(scope: Scope, session: &Session, cwd: &Path) -> Option<u8> {
 
 /// The sessions of `agent` that `scope` admits, best first: directory rank, then most recent
 /// last activity (sessions with no recorded activity last), then id so the order is stable.
-pub fn ranked<'a>(
-    sessions: &'a [Session],
+pub fn ranked<'a, L: SessionList<'a>>(
+    sessions: L,
     agent: Agent,
     scope: Scope,
     cwd: &Path,
-) -> Vec<&'a Session> {
-    ranked_among(sessions, agent, scope, cwd)
+) -> Vec<L::Item> {
+    ranked_among(sessions.all(), agent, scope, cwd)
 }
 
 /// [`ranked`] over any sessions given in the listing's order: the sort is stable, so a subset
 /// of a listing ranks in the order the whole listing would give it.
-fn ranked_among<'a>(
-    sessions: impl IntoIterator<Item = &'a Session>,
+fn ranked_among<'a, S: AsSession<'a>>(
+    sessions: impl IntoIterator<Item = S>,
     agent: Agent,
     scope: Scope,
     cwd: &Path,
-) -> Vec<&'a Session> {
-    let mut admitted: Vec<(u8, &Session)> = sessions
+) -> Vec<S> {
+    let mut admitted: Vec<(u8, S)> = sessions
         .into_iter()
-        .filter(|session| session.agent == agent)
+        .filter(|session| session.fields().agent() == agent)
         .filter_map(|session| scope_rank(scope, session, cwd).map(|rank| (rank, session)))
         .collect();
     admitted.sort_by(|(rank_a, a), (rank_b, b)| {
+        let (a, b) = (a.fields(), b.fields());
         rank_a
             .cmp(rank_b)
-            .then_with(|| Reverse(a.last_activity).cmp(&Reverse(b.last_activity)))
-            .then_with(|| a.session_id.cmp(&b.session_id))
+            .then_with(|| Reverse(a.last_activity()).cmp(&Reverse(b.last_activity())))
+            .then_with(|| a.session_id().cmp(b.session_id()))
     });
     admitted.into_iter().map(|(_, session)| session).collect()
 }
@@ -189,27 +193,25 @@ impl ActiveWindow {
 /// recent (then id, as [`ranked`] orders them). `exclude` names a session never to pick (the
 /// caller's own: auto-discovery must not route a message back into its sender). One pass that
 /// keeps the best so far: a send at 50,000 sessions sorts none of them.
-pub fn best_active<'a>(
-    sessions: impl IntoIterator<Item = &'a Session>,
+pub fn best_active<'a, S: AsSession<'a>>(
+    sessions: impl IntoIterator<Item = S>,
     agent: Agent,
     scope: Scope,
     cwd: &Path,
     window: ActiveWindow,
     now: UnixMillis,
     exclude: Option<&str>,
-) -> Option<&'a Session> {
-    let order = |session: &'a Session, rank: u8| {
-        (
-            rank,
-            Reverse(session.last_activity),
-            session.session_id.as_str(),
-        )
+) -> Option<S> {
+    let order = |session: S, rank: u8| {
+        let session = session.fields();
+        (rank, Reverse(session.last_activity()), session.session_id())
     };
-    let mut best: Option<(u8, &'a Session)> = None;
+    let mut best: Option<(u8, S)> = None;
     for session in sessions {
-        if session.agent != agent
-            || !window.is_active(session.last_activity, now)
-            || exclude.is_some_and(|own| own == session.session_id)
+        let fields = session.fields();
+        if fields.agent() != agent
+            || !window.is_active(fields.last_activity(), now)
+            || exclude.is_some_and(|own| own == fields.session_id())
         {
             continue;
         }
@@ -287,36 +289,40 @@ pub enum MatchedBy {
     GeneratedTitle,
 }
 
-/// The one session a query resolved to.
+/// The one session a query resolved to: a `&Session` of a whole listing, a [`SessionRef`] of
+/// held sessions.
 #[derive(Debug, Clone, Copy)]
-pub struct Resolved<'a> {
-    pub session: &'a Session,
+pub struct Resolved<S> {
+    pub session: S,
     pub matched_by: MatchedBy,
 }
 
 /// Finds the one session of `lookup.agent` that `query` names: by session id, else by exact
 /// title. Refuses rather than guesses — see the module docs for every rule.
-pub fn lookup<'a>(
-    sessions: &'a [Session],
+pub fn lookup<'a, L: SessionList<'a>>(
+    sessions: L,
     query: &str,
     lookup: Lookup<'_>,
-) -> Result<Resolved<'a>> {
-    lookup_among(sessions, query, lookup)
+) -> Result<Resolved<L::Item>> {
+    lookup_among(sessions.all(), query, lookup)
 }
 
 /// [`lookup`] over any sessions given in the listing's order.
-fn lookup_among<'a>(
-    sessions: impl IntoIterator<Item = &'a Session>,
+fn lookup_among<'a, S: AsSession<'a>>(
+    sessions: impl IntoIterator<Item = S>,
     query: &str,
     lookup: Lookup<'_>,
-) -> Result<Resolved<'a>> {
+) -> Result<Resolved<S>> {
     let query = query.trim();
     let admitted = ranked_among(sessions, lookup.agent, lookup.scope, lookup.cwd);
 
     // An id is unique by construction, so it is looked up across every admitted session whatever
     // the bound: the bound exists to make names refusable, and the spec's advice when a name
     // cannot be resolved is to use the id.
-    if let Some(session) = admitted.iter().find(|session| session.session_id == query) {
+    if let Some(&session) = admitted
+        .iter()
+        .find(|session| session.fields().session_id() == query)
+    {
         return Ok(Resolved {
             session,
             matched_by: MatchedBy::SessionId,
@@ -324,7 +330,10 @@ fn lookup_among<'a>(
     }
 
     let mut by_recency = admitted;
-    by_recency.sort_by_key(|session| (Reverse(session.last_activity), session.session_id.as_str()));
+    by_recency.sort_by_key(|session| {
+        let session = session.fields();
+        (Reverse(session.last_activity()), session.session_id())
+    });
     let total = by_recency.len();
     // The bound counts as reached only when there are more sessions than it admits.
     let reached = lookup.bound.filter(|bound| total > bound.limit);
@@ -333,22 +342,22 @@ fn lookup_among<'a>(
         None => &by_recency[..],
     };
 
-    let matches: Vec<&Session> = considered
+    let matches: Vec<S> = considered
         .iter()
         .copied()
-        .filter(|session| session.title.as_deref().map(str::trim) == Some(query))
+        .filter(|session| session.fields().title().map(str::trim) == Some(query))
         .collect();
 
     match (matches.as_slice(), reached) {
-        ([only], None) => Ok(Resolved {
+        (&[only], None) => Ok(Resolved {
             session: only,
-            matched_by: if only.title_is_assigned {
+            matched_by: if only.fields().title_is_assigned() {
                 MatchedBy::AssignedName
             } else {
                 MatchedBy::GeneratedTitle
             },
         }),
-        ([only], Some(bound)) => Err(StoreError::ScanBoundReached {
+        (&[only], Some(bound)) => Err(StoreError::ScanBoundReached {
             agent: lookup.agent,
             name: query.to_owned(),
             candidate: Box::new(Candidate::of(only)),
@@ -366,7 +375,7 @@ fn lookup_among<'a>(
         (many, _) => Err(StoreError::AmbiguousName {
             agent: lookup.agent,
             name: query.to_owned(),
-            candidates: many.iter().map(|session| Candidate::of(session)).collect(),
+            candidates: many.iter().map(|&session| Candidate::of(session)).collect(),
         }),
     }
 }
@@ -395,14 +404,15 @@ fn name_key(name: &str) -> u64 {
 impl NameIndex {
     /// The index of `sessions` (in their order). A listing of more sessions than a `u32`
     /// counts gets an empty one, and is looked up the long way.
-    pub fn new(sessions: &[Session]) -> NameIndex {
-        if u32::try_from(sessions.len()).is_err() {
+    pub fn new<'a>(sessions: impl SessionList<'a>) -> NameIndex {
+        if u32::try_from(sessions.count()).is_err() {
             return NameIndex::default();
         }
-        let mut pairs: Vec<(u64, u32)> = Vec::with_capacity(sessions.len() * 2);
-        for (i, s) in (0u32..).zip(sessions) {
-            pairs.push((name_key(&s.session_id), i));
-            if let Some(title) = s.title.as_deref() {
+        let mut pairs: Vec<(u64, u32)> = Vec::with_capacity(sessions.count() * 2);
+        for (i, s) in (0u32..).zip(sessions.all()) {
+            let s = s.fields();
+            pairs.push((name_key(s.session_id()), i));
+            if let Some(title) = s.title() {
                 pairs.push((name_key(title.trim()), i));
             }
         }
@@ -411,7 +421,7 @@ impl NameIndex {
         NameIndex {
             keys: pairs.iter().map(|(key, _)| *key).collect(),
             at: pairs.iter().map(|(_, i)| *i).collect(),
-            sessions: sessions.len(),
+            sessions: sessions.count(),
         }
     }
 
@@ -422,11 +432,11 @@ impl NameIndex {
     }
 
     /// The sessions whose id or trimmed title may be `name`, in the listing's order.
-    fn candidates<'a>(
+    fn candidates<'a, L: SessionList<'a>>(
         &self,
-        sessions: &'a [Session],
+        sessions: L,
         name: &str,
-    ) -> impl Iterator<Item = &'a Session> {
+    ) -> impl Iterator<Item = L::Item> {
         let key = name_key(name);
         let start = self.keys.partition_point(|k| *k < key);
         let end = start + self.keys[start..].partition_point(|k| *k == key);
@@ -434,7 +444,7 @@ impl NameIndex {
             .get(start..end)
             .unwrap_or_default()
             .iter()
-            .filter_map(move |i| sessions.get(*i as usize))
+            .filter_map(move |i| sessions.at(*i as usize))
     }
 
     /// [`lookup`] in `sessions`, the listing this index was made from: the same session, the
@@ -442,13 +452,13 @@ impl NameIndex {
     /// ambiguous among them) is found without walking the listing; a bound (which counts and
     /// cuts every admitted session), a name nothing answers to (whose refusal lists similar
     /// titles from all of them) and a listing it was not made for take the long way.
-    pub fn lookup<'a>(
+    pub fn lookup<'a, L: SessionList<'a>>(
         &self,
-        sessions: &'a [Session],
+        sessions: L,
         query: &str,
         asked: Lookup<'_>,
-    ) -> Result<Resolved<'a>> {
-        if asked.bound.is_none() && self.sessions == sessions.len() {
+    ) -> Result<Resolved<L::Item>> {
+        if asked.bound.is_none() && self.sessions == sessions.count() {
             let found = lookup_among(self.candidates(sessions, query.trim()), query, asked);
             if !matches!(found, Err(StoreError::NoSuchSession { .. })) {
                 return found;
@@ -461,14 +471,15 @@ impl NameIndex {
 /// Titles close to `query`, best first, to show (never to choose) when nothing matched: the same
 /// text in another case, a title containing the query or contained in it, or a title a few edits
 /// away. One entry per distinct title, the most recently active session standing for it.
-pub fn similar_titles(query: &str, sessions: &[&Session]) -> Vec<SimilarTitle> {
+pub fn similar_titles<'a, S: AsSession<'a>>(query: &str, sessions: &[S]) -> Vec<SimilarTitle> {
     let query_lower = query.to_lowercase();
     let query_chars: Vec<char> = query_lower.chars().collect();
-    let mut scored: Vec<(usize, &Session, &str)> = Vec::new();
+    let mut scored: Vec<(usize, SessionRef<'a>, &str)> = Vec::new();
     let mut seen = std::collections::HashSet::new();
     // `sessions` is newest first, so the first session seen for a title is its most recent.
     for session in sessions {
-        let Some(title) = session.title.as_deref().map(str::trim) else {
+        let session = session.fields();
+        let Some(title) = session.title().map(str::trim) else {
             continue;
         };
         if title.is_empty() || !seen.insert(title) {
@@ -478,15 +489,15 @@ pub fn similar_titles(query: &str, sessions: &[&Session]) -> Vec<SimilarTitle> {
             scored.push((score, session, title));
         }
     }
-    scored.sort_by_key(|(score, session, _)| (*score, Reverse(session.last_activity)));
+    scored.sort_by_key(|(score, session, _)| (*score, Reverse(session.last_activity())));
     scored
         .into_iter()
         .take(MAX_SIMILAR)
         .map(|(_, session, title)| SimilarTitle {
             title: title.to_owned(),
-            title_is_assigned: session.title_is_assigned,
-            session_id: session.session_id.clone(),
-            last_activity: session.last_activity,
+            title_is_assigned: session.title_is_assigned(),
+            session_id: session.session_id().to_owned(),
+            last_activity: session.last_activity(),
         })
         .collect()
 }
@@ -545,14 +556,15 @@ pub struct Candidate {
 }
 
 impl Candidate {
-    pub fn of(session: &Session) -> Candidate {
+    pub fn of<'a>(session: impl AsSession<'a>) -> Candidate {
+        let session = session.fields();
         Candidate {
-            session_id: session.session_id.clone(),
-            title: session.title.clone(),
-            title_is_assigned: session.title_is_assigned,
-            last_activity: session.last_activity,
-            cwd: session.cwd.clone(),
-            path: session.path.clone(),
+            session_id: session.session_id().to_owned(),
+            title: session.title().map(str::to_owned),
+            title_is_assigned: session.title_is_assigned(),
+            last_activity: session.last_activity(),
+            cwd: session.cwd().map(Path::to_path_buf),
+            path: session.path().into_owned(),
         }
     }
 }

@@ -235,7 +235,7 @@ mod tests {
         ];
         let chosen = [(Agent::Claude, Chosen::Sessions(sessions.iter().collect()))];
         let window = ActiveWindow::from_minutes(60);
-        let spent_of = |_: &Session| Spent {
+        let spent_of = |_: cross_agent_stores::held::SessionRef<'_>| Spent {
             cost_usd: Some("1.000000".into()),
             tokens: Some(3),
         };

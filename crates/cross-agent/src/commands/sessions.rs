@@ -28,6 +28,7 @@ use cross_agent_protocol::bridge::{
     IndexSessionsResponse, RefusalReason,
 };
 use cross_agent_protocol::rpc::{ClientKind, ErrorCode};
+use cross_agent_stores::held::SessionRef;
 use cross_agent_stores::index::RefreshOptions;
 use cross_agent_stores::render::{self, Chosen, SessionView, Spent};
 use cross_agent_stores::resolve::{
@@ -482,7 +483,7 @@ impl ListArgs {
         for agent in self.agent.agents() {
             let mut sessions: Vec<&Session> = listing
                 .of(agent)
-                .filter(|s| resolve::scope_rank(scope, s, &cwd).is_some())
+                .filter(|s| resolve::scope_rank(scope, *s, &cwd).is_some())
                 .collect();
             if let Some(limit) = self.limit {
                 sessions.truncate(limit);
@@ -498,7 +499,8 @@ impl ListArgs {
             // Written as it is made: at 100,000 sessions the listing is 40 MB that need not
             // be held beside the sessions it was made from. Each entry gets its place as it
             // goes out.
-            let spent_of = |s: &Session| spent.get(&s.session_id).cloned().unwrap_or_default();
+            let spent_of =
+                |s: SessionRef<'_>| spent.get(s.session_id()).cloned().unwrap_or_default();
             let mut sink = super::session_places::PlacesSink::new(&mut stdout, &mut places);
             render::write_listing_spent(
                 &mut sink,

@@ -6,7 +6,7 @@
 //! the panel holding it (its state and the approvals its shim lists), and a live Copilot
 //! host's word on it.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use cross_agent_protocol::bridge::{CallerContext, TargetKey};
 use cross_agent_protocol::panel::PanelSessionState;
@@ -43,7 +43,7 @@ impl Engine {
         let Some(session) = held
             .sessions(agent)
             .iter()
-            .find(|s| s.session_id == session_id)
+            .find(|s| s.session_id() == session_id)
         else {
             return Ok(None);
         };
@@ -68,11 +68,11 @@ impl Engine {
                 .inner
                 .dispatch
                 .busy()
-                .is_someone_else_working(agent, &key, &session.path)
+                .is_someone_else_working(agent, &key, &session.path())
         {
             busy = Some(format!(
                 "its last turn has not ended: a turn is open in {}",
-                session.path.display()
+                session.path().display()
             ));
         }
 
@@ -113,7 +113,7 @@ impl Engine {
             }
         }
 
-        if let Some(copilot) = session.copilot.as_deref() {
+        if let Some(copilot) = session.copilot() {
             if copilot.input_needed && awaiting_approval.is_none() {
                 awaiting_approval =
                     Some("its Copilot host says a turn waits for the user's input".to_owned());
@@ -126,15 +126,14 @@ impl Engine {
         // A Copilot session is listed by its `session.db`; what it says is in its default
         // chat's SDK events (where the review read it), when those can be found.
         let transcript = session
-            .copilot
-            .as_deref()
+            .copilot()
             .and_then(|details| {
                 cross_agent_stores::copilot::events_of(&super::roots_for(caller).copilot, details)
             })
-            .unwrap_or_else(|| session.path.clone());
+            .unwrap_or_else(|| session.path().into_owned());
         Ok(Some(SessionActivity {
             transcript,
-            cwd: session.cwd.clone(),
+            cwd: session.cwd().map(Path::to_path_buf),
             busy,
             awaiting_approval,
         }))

@@ -13,6 +13,7 @@ use cross_agent_decisions::DecisionLog;
 use cross_agent_protocol::bridge::{CallerContext, DeliveryRecord, DeliveryState, Pin, Transport};
 use cross_agent_protocol::events::EngineEvent;
 use cross_agent_stores::StoreError;
+use cross_agent_stores::held::SessionRef;
 use cross_agent_stores::live::{LiveScanner, Snapshot};
 use cross_agent_stores::resolve::{self, Lookup};
 use cross_agent_transports::panel::registry::LivePanel;
@@ -156,7 +157,7 @@ impl Admission {
         named: &str,
         asked: Lookup<'_>,
         walk_again: fn(&StoreError) -> bool,
-        f: impl FnOnce(&Snapshot, cross_agent_stores::Result<resolve::Resolved<'_>>) -> R,
+        f: impl FnOnce(&Snapshot, cross_agent_stores::Result<resolve::Resolved<SessionRef<'_>>>) -> R,
     ) -> R {
         let first = self.held_sessions(context, asked.agent);
         let late =

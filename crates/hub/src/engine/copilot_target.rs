@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use cross_agent_protocol::bridge::{Refusal, RefusalReason, Scope, TargetSelectedBy};
 use cross_agent_stores::Session;
 use cross_agent_stores::copilot::editor_uuid;
+use cross_agent_stores::held::{HeldSessions, SessionRef};
 use cross_agent_stores::resolve::Lookup;
 use serde_json::json;
 
@@ -51,7 +52,7 @@ impl Admission {
                     key,
                     lookup,
                     |_| true,
-                    |_, found| found.map(|found| found.session.clone()),
+                    |_, found| found.map(|found| found.session.to_session()),
                 );
                 let found = found
                     .map_err(|error| Unresolved::Refused(lookup_refusal(error, Agent::Copilot)))?;
@@ -76,7 +77,7 @@ impl Admission {
     fn copilot_pinned(
         &self,
         query: TargetQuery<'_>,
-        sessions: &[Session],
+        sessions: &HeldSessions,
     ) -> Result<Session, Unresolved> {
         let pin = self
             .current_pin(Agent::Copilot, query.cwd)?
@@ -95,8 +96,8 @@ impl Admission {
         };
         sessions
             .iter()
-            .find(|s| s.agent == Agent::Copilot && s.session_id == pin.session_id)
-            .cloned()
+            .find(|s| s.agent() == Agent::Copilot && s.session_id() == pin.session_id)
+            .map(SessionRef::to_session)
             .ok_or_else(|| {
                 refused(
                     RefusalReason::NoSuchSession,

@@ -104,6 +104,7 @@ use std::time::Duration;
 
 use cross_agent_decisions::{DecisionLog, events};
 use cross_agent_protocol::bridge::{CallerContext, Refusal, RefusalReason};
+use cross_agent_stores::held::SessionRef;
 use cross_agent_stores::live::{LiveScanner, Snapshot};
 use cross_agent_stores::scan::{self, ScanOptions};
 use cross_agent_stores::{Session, StoreRoots, UnixMillis};
@@ -520,7 +521,7 @@ impl Engine {
         &self,
         context: &CallerContext,
         agents: &[Agent],
-        admit: impl Fn(&Session) -> bool,
+        admit: impl Fn(SessionRef<'_>) -> bool,
         limit: Option<usize>,
         clock: (cross_agent_stores::resolve::ActiveWindow, UnixMillis),
     ) -> cross_agent_stores::live::RenderedListing {
@@ -543,7 +544,7 @@ impl Engine {
         f: impl FnOnce(cross_agent_stores::live::ListingSpent<'_>) -> R,
     ) -> R {
         let spent = self.spent(roots);
-        let spent_of = |s: &Session| match &spent {
+        let spent_of = |s: SessionRef<'_>| match &spent {
             Some(table) => usage::spent_of(table, s),
             None => Default::default(),
         };

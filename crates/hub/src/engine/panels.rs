@@ -13,8 +13,9 @@ use cross_agent_protocol::bridge::{
     Transport,
 };
 use cross_agent_protocol::panel::PanelSessionState;
+use cross_agent_stores::UnixMillis;
+use cross_agent_stores::held::HeldSessions;
 use cross_agent_stores::live::Snapshot;
-use cross_agent_stores::{Session, UnixMillis};
 use cross_agent_transports::panel::client::{self};
 use cross_agent_transports::panel::registry::{self, LivePanel};
 use cross_agent_transports::panel::window::{self, Vantage};
@@ -73,7 +74,7 @@ fn tab_status(tab: &window::PanelTab<'_>) -> PanelTabStatus {
 
 /// The transcript-activity clock of tab selection: the session's last activity on disk.
 pub(super) fn transcript_clock(
-    sessions: &[Session],
+    sessions: &HeldSessions,
     agent: Agent,
 ) -> impl Fn(&str) -> Option<i64> + '_ {
     // Asked for the few tabs a window has: looked up when asked, so a send at 50,000 sessions
@@ -81,8 +82,8 @@ pub(super) fn transcript_clock(
     // activity answers.
     move |id: &str| {
         sessions.iter().rev().find_map(|s| {
-            (s.agent == agent && s.session_id == id)
-                .then_some(s.last_activity)
+            (s.agent() == agent && s.session_id() == id)
+                .then_some(s.last_activity())
                 .flatten()
                 .map(|at| at.0)
         })

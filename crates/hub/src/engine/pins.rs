@@ -54,7 +54,7 @@ impl Admission {
             query,
             asked,
             |error| matches!(error, StoreError::NoSuchSession { .. }),
-            |_, found| found.map(|found| found.session.clone()),
+            |_, found| found.map(|found| found.session.to_session()),
         );
         let found = match found {
             Ok(found) => found,

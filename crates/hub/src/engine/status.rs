@@ -12,9 +12,10 @@ use cross_agent_protocol::bridge::{
     SessionEntry, TargetSelectedBy,
 };
 use cross_agent_protocol::vocabulary::TargetKey;
+use cross_agent_stores::held::{HeldSessions, SessionRef};
 use cross_agent_stores::live::ListingBytes;
 use cross_agent_stores::resolve::{self, ActiveWindow, NameIndex};
-use cross_agent_stores::{Session, StoreWarning, UnixMillis};
+use cross_agent_stores::{StoreWarning, UnixMillis};
 
 use super::copilot_caller::map_copilot_caller;
 use super::target::active_now;
@@ -79,40 +80,40 @@ impl Engine {
                 scope,
                 cwd.as_deref().unwrap_or(&root),
             );
-            let mut list: Vec<&Session> = ranked;
-            list.sort_by_key(|s| std::cmp::Reverse(s.last_activity));
+            let mut list: Vec<SessionRef<'_>> = ranked;
+            list.sort_by_key(|s| std::cmp::Reverse(s.last_activity()));
             let entries = list
                 .into_iter()
                 .take(limit)
                 .map(|s| SessionEntry {
                     host: None,
-                    session_id: s.session_id.clone(),
-                    title: s.title.clone(),
-                    title_is_assigned: s.title_is_assigned,
-                    cwd: s.cwd.as_ref().map(|p| p.to_string_lossy().into_owned()),
-                    last_activity: s.last_activity.map(UnixMillis::to_rfc3339),
-                    is_active: settings.active_window.is_active(s.last_activity, now),
+                    session_id: s.session_id().to_owned(),
+                    title: s.title().map(str::to_owned),
+                    title_is_assigned: s.title_is_assigned(),
+                    cwd: s.cwd().map(|p| p.to_string_lossy().into_owned()),
+                    last_activity: s.last_activity().map(UnixMillis::to_rfc3339),
+                    is_active: settings.active_window.is_active(s.last_activity(), now),
                     // The store's scan sees any open turn; one the bridge started and stopped
                     // is nobody's work (the dispatcher's rule, docs/spec/cross-agent-mcp.md §9).
-                    is_working: s.is_working
+                    is_working: s.is_working()
                         && self.inner.dispatch.busy().is_someone_else_working(
                             agent,
-                            &TargetKey::new(agent, s.session_id.clone()).to_string(),
-                            &s.path,
+                            &TargetKey::new(agent, s.session_id()).to_string(),
+                            &s.path(),
                         ),
-                    path: s.path.to_string_lossy().into_owned(),
+                    path: s.path().to_string_lossy().into_owned(),
                     is_caller: caller.agent == Some(agent)
-                        && caller.session_id.as_deref() == Some(s.session_id.as_str()),
-                    is_pinned: pins.contains(&(agent, s.session_id.clone())),
+                        && caller.session_id.as_deref() == Some(s.session_id()),
+                    is_pinned: pins.contains(&(agent, s.session_id().to_owned())),
                     registry_name: (agent == Agent::Claude)
-                        .then(|| registry.live_session(&s.session_id))
+                        .then(|| registry.live_session(s.session_id()))
                         .flatten()
                         .and_then(|e| e.name.clone()),
                     registry_status: (agent == Agent::Claude)
-                        .then(|| registry.live_session(&s.session_id))
+                        .then(|| registry.live_session(s.session_id()))
                         .flatten()
                         .and_then(|e| e.status.clone()),
-                    copilot: s.copilot.as_deref().cloned(),
+                    copilot: s.copilot().cloned(),
                 })
                 .collect();
             out.insert(agent.as_str().to_owned(), entries);
@@ -148,7 +149,7 @@ impl Engine {
         };
         // Looked up among the held sessions in place: only the one found is copied out.
         let roots = roots_for(&params.caller);
-        let found = |sessions: &[Session], names: &NameIndex, warnings: &[StoreWarning]| {
+        let found = |sessions: &HeldSessions, names: &NameIndex, warnings: &[StoreWarning]| {
             let warnings = warnings.iter().map(ToString::to_string).collect();
             // The index kept with the sessions finds the candidates; `resolve::lookup`'s rules
             // decide among them.
@@ -248,9 +249,9 @@ impl Engine {
                     active_now(held.sessions(agent), agent, scope, cwd, &settings, own)
                 {
                     ResolvedSession {
-                        session_id: Some(s.session_id.clone()),
+                        session_id: Some(s.session_id().to_owned()),
                         selected_by: TargetSelectedBy::Discovery,
-                        title: s.title.clone(),
+                        title: s.title().map(str::to_owned),
                         sticky: None,
                     }
                 } else {

@@ -8,8 +8,9 @@ use std::path::{Path, PathBuf};
 use cross_agent_protocol::bridge::{
     Refusal, RefusalReason, Scope, SendParams, SessionCandidate, TargetSelectedBy,
 };
+use cross_agent_stores::held::{AsSession, HeldSessions};
 use cross_agent_stores::resolve::{self, Lookup};
-use cross_agent_stores::{Session, StoreError, UnixMillis};
+use cross_agent_stores::{StoreError, UnixMillis};
 use serde_json::Value;
 
 use cross_agent_protocol::panel::PanelSessionState;
@@ -124,22 +125,22 @@ impl PanelChoice {
 }
 
 impl Resolved {
-    pub(super) fn of(
-        session: &Session,
+    pub(super) fn of<'s>(
+        session: impl AsSession<'s>,
         selected_by: TargetSelectedBy,
         fallback_cwd: &Path,
     ) -> Resolved {
+        let session = session.fields();
         Resolved {
             selected_by,
-            session_id: Some(session.session_id.clone()),
+            session_id: Some(session.session_id().to_owned()),
             cwd: session
-                .cwd
-                .clone()
-                .unwrap_or_else(|| fallback_cwd.to_owned()),
-            title: session.title.clone(),
-            transcript: Some(session.path.clone()),
-            last_activity: session.last_activity,
-            is_working: session.is_working,
+                .cwd()
+                .map_or_else(|| fallback_cwd.to_owned(), Path::to_path_buf),
+            title: session.title().map(str::to_owned),
+            transcript: Some(session.path().into_owned()),
+            last_activity: session.last_activity(),
+            is_working: session.is_working(),
             new_reason: None,
             panel: None,
         }
@@ -339,7 +340,7 @@ impl Admission {
             |_, found| {
                 found.map(|found| {
                     Resolved::of(found.session, TargetSelectedBy::Caller, cwd)
-                        .in_panel(lookout.held(&found.session.session_id))
+                        .in_panel(lookout.held(found.session.session_id()))
                 })
             },
         );
@@ -380,7 +381,7 @@ impl Admission {
     fn by_pin(
         &self,
         lookout: &Lookout<'_>,
-        sessions: &[Session],
+        sessions: &HeldSessions,
     ) -> Result<Option<Resolved>, Unresolved> {
         let TargetQuery {
             agent,
@@ -393,9 +394,9 @@ impl Admission {
         };
         let on_disk = sessions
             .iter()
-            .find(|s| s.agent == agent && s.session_id == pin.session_id);
+            .find(|s| s.agent() == agent && s.session_id() == pin.session_id);
         let recent = on_disk
-            .and_then(|s| s.last_activity)
+            .and_then(|s| s.last_activity())
             .map_or(pinned_ms, |last| last.0.max(pinned_ms));
         if !pin.sticky
             && !settings
@@ -422,7 +423,7 @@ impl Admission {
 }
 
 /// Rule 3: the conversation in front in this window's panel (never the caller's own).
-fn by_panel_focus(lookout: &Lookout<'_>, sessions: &[Session]) -> Option<Resolved> {
+fn by_panel_focus(lookout: &Lookout<'_>, sessions: &HeldSessions) -> Option<Resolved> {
     let TargetQuery {
         agent,
         cwd,
@@ -437,7 +438,7 @@ fn by_panel_focus(lookout: &Lookout<'_>, sessions: &[Session]) -> Option<Resolve
     let id = tab.session.session_id.clone()?;
     let on_disk = sessions
         .iter()
-        .find(|s| s.agent == agent && s.session_id == id);
+        .find(|s| s.agent() == agent && s.session_id() == id);
     let mut resolved = match on_disk {
         Some(session) => Resolved::of(session, TargetSelectedBy::PanelFocus, cwd),
         None => lookout.not_on_disk(TargetSelectedBy::PanelFocus, id, tab.session.cwd.as_deref()),
@@ -454,7 +455,7 @@ fn by_panel_focus(lookout: &Lookout<'_>, sessions: &[Session]) -> Option<Resolve
 /// Rule 4: the most recently active session on disk in scope (never the caller's own). It is
 /// auto-selection too: a session another window's panel holds is that window's business,
 /// reachable only by naming it.
-fn by_discovery(lookout: &Lookout<'_>, sessions: &[Session]) -> Option<Resolved> {
+fn by_discovery(lookout: &Lookout<'_>, sessions: &HeldSessions) -> Option<Resolved> {
     let TargetQuery {
         agent,
         cwd,
@@ -471,24 +472,24 @@ fn by_discovery(lookout: &Lookout<'_>, sessions: &[Session]) -> Option<Resolved>
         .collect();
     let here = sessions
         .iter()
-        .filter(|s| s.agent != agent || !elsewhere.contains(&s.session_id.as_str()));
+        .filter(|s| s.agent() != agent || !elsewhere.contains(&s.session_id()));
     let session = active_now(here, agent, scope, cwd, settings, own_session)?;
     Some(
         Resolved::of(session, TargetSelectedBy::Discovery, cwd)
-            .in_panel(lookout.held(&session.session_id)),
+            .in_panel(lookout.held(session.session_id())),
     )
 }
 
 /// The most recently active `agent` session in `scope` now (never `own_session`): what
 /// discovery picks, and what `bridge_status` shows it would pick.
-pub(super) fn active_now<'s>(
-    sessions: impl IntoIterator<Item = &'s Session>,
+pub(super) fn active_now<'s, S: AsSession<'s>>(
+    sessions: impl IntoIterator<Item = S>,
     agent: Agent,
     scope: Scope,
     cwd: &Path,
     settings: &CallSettings,
     own_session: Option<&str>,
-) -> Option<&'s Session> {
+) -> Option<S> {
     resolve::best_active(
         sessions,
         agent,

@@ -22,9 +22,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use cross_agent_protocol::usage::{UsageReportParams, UsageReportResponse};
+use cross_agent_stores::held::SessionRef;
 use cross_agent_stores::live::{ChangesSince, LiveScanner, LogMark};
 use cross_agent_stores::render::Spent;
-use cross_agent_stores::{Agent, Session, StoreRoots, UnixMillis};
+use cross_agent_stores::{Agent, StoreRoots, UnixMillis};
 use cross_agent_usage::handoff::Handoffs;
 use cross_agent_usage::{
     Accounting, Money, PriceTable, RateLimits, Report, SessionSpent, SessionTotals, UsageIndex,
@@ -284,11 +285,8 @@ impl Engine {
 }
 
 /// A session's [`Spent`] from the table; nothing recorded is `null`, never 0.
-pub(crate) fn spent_of(table: &HashMap<Arc<str>, SessionSpent>, s: &Session) -> Spent {
-    table
-        .get(s.session_id.as_str())
-        .map(listed)
-        .unwrap_or_default()
+pub(crate) fn spent_of(table: &HashMap<Arc<str>, SessionSpent>, s: SessionRef<'_>) -> Spent {
+    table.get(s.session_id()).map(listed).unwrap_or_default()
 }
 
 /// A session's totals as the listing shows them: the cost in micro-dollars (`null` when any

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use super::{Held, ListingSpent, SpentTable, WeakTable};
-use crate::model::Session;
+use crate::held::HeldSessions;
 use crate::render::{RenderedAgent, TextDir};
 
 /// A generation's rendering and whose cost fields it carries.
@@ -26,9 +26,9 @@ impl KeptRendering {
     /// only the sessions that changed rendered again. The cost fields copied are stale (any may
     /// have moved, the new elements have none): spliced in again for the next table.
     pub(super) fn carried(
-        before: &[Session],
+        before: &HeldSessions,
         kept: &RenderedAgent,
-        sessions: &[Session],
+        sessions: &HeldSessions,
         dir: Option<&TextDir>,
     ) -> KeptRendering {
         let mut text = RenderedAgent::update(before, kept, sessions);
@@ -93,7 +93,7 @@ impl Held {
     /// listings holding the old text keep theirs). One patched in place stays where it is.
     fn recost_kept(
         kept: &mut KeptRendering,
-        sessions: &[Session],
+        sessions: &HeldSessions,
         spent: &ListingSpent<'_>,
         dir: Option<&TextDir>,
     ) {

@@ -1,6 +1,7 @@
 //! The live index's tests: generations, walks beside requests, the kept renderings.
 
 use super::*;
+use crate::model::Session;
 use cross_agent_testkit::synthetic_stores::{ClaudeTranscript, now_millis};
 
 fn write_claude(home: &Path, id: &str, title: &str) {
@@ -15,7 +16,7 @@ fn ids(live: &LiveScanner, roots: &StoreRoots) -> Vec<String> {
     let mut ids: Vec<String> = snapshot
         .sessions(Agent::Claude)
         .iter()
-        .map(|s| s.session_id.clone())
+        .map(|s| s.session_id().to_owned())
         .collect();
     ids.sort();
     ids
@@ -31,7 +32,8 @@ fn written_one_at_a_time(
     spent: Option<crate::render::SpentOf<'_>>,
 ) -> String {
     let snapshot = live.snapshot(roots, &[Agent::Claude]);
-    let sessions: Vec<&Session> = snapshot.sessions(Agent::Claude).iter().collect();
+    let whole = snapshot.sessions(Agent::Claude).to_sessions();
+    let sessions: Vec<&Session> = whole.iter().collect();
     let chosen = [(Agent::Claude, Chosen::Sessions(sessions))];
     let mut want = Vec::new();
     crate::render::write_listing_spent(&mut want, &chosen, window, now, None, spent);
@@ -156,7 +158,7 @@ fn resolved(live: &LiveScanner, roots: &StoreRoots, name: &str) -> Result<String
     };
     live.with_named_sessions(roots, Agent::Claude, |sessions, names, _| {
         match names.lookup(sessions, name, asked) {
-            Ok(found) => Ok(found.session.session_id.clone()),
+            Ok(found) => Ok(found.session.session_id().to_owned()),
             Err(crate::StoreError::AmbiguousName { candidates, .. }) => {
                 let mut ids: Vec<String> = candidates.into_iter().map(|c| c.session_id).collect();
                 ids.sort();
@@ -197,8 +199,8 @@ fn the_name_index_follows_renames_additions_and_removals() {
     let c1 = held
         .sessions(Agent::Claude)
         .iter()
-        .find(|s| s.session_id == "c1");
-    std::fs::remove_file(&c1.unwrap().path).unwrap();
+        .find(|s| s.session_id() == "c1");
+    std::fs::remove_file(c1.unwrap().path()).unwrap();
     live.mark_stale(Agent::Claude);
     assert_eq!(resolved(&live, &roots, "alpha"), Ok("c2".to_owned()));
     assert_eq!(resolved(&live, &roots, "c1"), Err(Vec::new()));
@@ -216,8 +218,8 @@ fn the_kept_cost_fields_are_made_again_for_another_table() {
     let window = ActiveWindow::from_minutes(0);
     let now = UnixMillis(now_millis());
     let listing = |table: &SpentTable, cost: &str| {
-        let of = |s: &Session| Spent {
-            cost_usd: (s.session_id == "c1").then(|| cost.to_owned()),
+        let of = |s: SessionRef<'_>| Spent {
+            cost_usd: (s.session_id() == "c1").then(|| cost.to_owned()),
             tokens: Some(7),
         };
         let spent = ListingSpent { table, of: &of };
@@ -259,8 +261,8 @@ fn the_costed_text_is_made_again_when_a_cost_moves_or_a_session_is_added() {
     let window = ActiveWindow::from_minutes(0);
     let now = UnixMillis(now_millis());
     let of = |cost: &'static str| {
-        move |s: &Session| Spent {
-            cost_usd: (s.session_id != "c2").then(|| format!("{cost}{}", &s.session_id[1..])),
+        move |s: SessionRef<'_>| Spent {
+            cost_usd: (s.session_id() != "c2").then(|| format!("{cost}{}", &s.session_id()[1..])),
             tokens: Some(7),
         }
     };
@@ -322,6 +324,43 @@ fn the_costed_text_is_made_again_when_a_cost_moves_or_a_session_is_added() {
     live.mark_stale(Agent::Claude);
     let text = String::from_utf8(listing(&unmoved, "6.00000", false).to_vec()).unwrap();
     assert!(text.contains("\"cost_usd\": \"6.000004\""), "{text}");
+}
+
+/// The sessions a daemon holds cost about what is their own (id, title, the rollout's time)
+/// and a small record: the directories and path folders they share are kept once. At 111,000
+/// sessions 140 bytes each is under 16 MB, where whole sessions took 350 each.
+#[test]
+fn the_held_sessions_take_at_most_140_bytes_each() {
+    use cross_agent_testkit::synthetic_stores::CodexRollout;
+    let tmp = tempfile::tempdir().unwrap();
+    let start = now_millis() - 86_400_000;
+    for n in 0..3_000_i64 {
+        let id = format!("{n:08x}-5d2c-4b1e-9a7f-{:012x}", n * 7_919);
+        let cwd = format!("/home/dev/work/project-{:03}", n % 20);
+        let at = start + n * 20_000;
+        let prompt = format!("fix the failing test in module {}", n % 37);
+        if n % 3 == 2 {
+            let mut rollout = CodexRollout::new(tmp.path(), &cwd, &id, at);
+            rollout.user(&prompt, at + 1_000);
+            rollout.write().unwrap();
+        } else {
+            let mut transcript = ClaudeTranscript::new(tmp.path(), &cwd, &id);
+            transcript.user(&prompt, at);
+            transcript.write().unwrap();
+        }
+    }
+    let roots = StoreRoots::under_home(tmp.path());
+    let live = quiet(tmp.path());
+    let snapshot = live.snapshot(&roots, &[Agent::Claude, Agent::Codex]);
+    let listed: usize = snapshot
+        .agents()
+        .map(|agent| snapshot.sessions(agent).len())
+        .sum();
+    assert_eq!(listed, 3_000);
+    let bytes = live.heap_bytes();
+    assert_eq!(bytes.sessions, 3_000);
+    let each = (bytes.session_records + bytes.session_strings) / bytes.sessions;
+    assert!(each <= 140, "{each} bytes a held session");
 }
 
 mod kept_files;

@@ -16,19 +16,20 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use super::{ELEMENT_END, OPEN, RenderedAgent, SEPARATOR, Spent, SpentOf};
-use crate::model::Session;
+use crate::held::{AsSession, SessionList, SessionRef};
 
 impl RenderedAgent {
     /// Renders `sessions` (the order kept) with their cost fields as `spent` has them.
-    pub fn with_costs(sessions: &[Session], spent: SpentOf<'_>) -> RenderedAgent {
+    pub fn with_costs<'a>(sessions: impl SessionList<'a>, spent: SpentOf<'_>) -> RenderedAgent {
         let mut rendered = RenderedAgent {
             // About 480 bytes an element and 70 of costs.
-            text: Vec::with_capacity(sessions.len() * 560),
-            ends: Vec::with_capacity(sessions.len()),
-            fields: Vec::with_capacity(sessions.len()),
+            text: Vec::with_capacity(sessions.count() * 560),
+            ends: Vec::with_capacity(sessions.count()),
+            fields: Vec::with_capacity(sessions.count()),
             ..RenderedAgent::default()
         };
-        for s in sessions {
+        for s in sessions.all() {
+            let s = s.fields();
             let closed = rendered.open_element(s);
             rendered.end_element(closed, |out| cost_fields(out, spent(s)));
         }
@@ -43,8 +44,12 @@ impl RenderedAgent {
     /// later one copied without its old fields and given its new), for the owner to keep in a
     /// file again ([`RenderedAgent::keep_in`]). A file that cannot be read back or patched is
     /// left for a text made afresh.
-    pub fn recost(rendered: &mut Arc<RenderedAgent>, sessions: &[Session], spent: SpentOf<'_>) {
-        if sessions.len() != rendered.len() {
+    pub fn recost<'a>(
+        rendered: &mut Arc<RenderedAgent>,
+        sessions: impl SessionList<'a>,
+        spent: SpentOf<'_>,
+    ) {
+        if sessions.count() != rendered.len() {
             *rendered = Arc::new(RenderedAgent::with_costs(sessions, spent));
             return;
         }
@@ -52,7 +57,7 @@ impl RenderedAgent {
             Some(kept) => kept.patch_costs(sessions, spent),
             None => (0, None),
         };
-        if from == sessions.len() {
+        if from == sessions.count() {
             return;
         }
         let kept = &**rendered;
@@ -75,9 +80,9 @@ impl RenderedAgent {
     /// its text as read back from its file when it is kept in one (patched likewise), for the
     /// text made again from there. Its file is patched only when nothing else holds it (no
     /// listing reads it meanwhile); from the first write that fails, it is not used again.
-    fn patch_costs(
+    fn patch_costs<'a>(
         &mut self,
-        sessions: &[Session],
+        sessions: impl SessionList<'a>,
         spent: SpentOf<'_>,
     ) -> (usize, Option<Vec<u8>>) {
         let (mut text, file) = match self.file.as_mut() {
@@ -94,11 +99,11 @@ impl RenderedAgent {
         };
         let mut fields = Vec::with_capacity(96);
         let mut from = 0;
-        while let Some(s) = sessions.get(from) {
+        while let Some(s) = sessions.at(from) {
             let (_, old, closed) = self.split(from);
             if closed {
                 fields.clear();
-                cost_fields(&mut fields, spent(s));
+                cost_fields(&mut fields, spent(s.fields()));
                 if fields.len() != old.len() {
                     break;
                 }
@@ -114,7 +119,7 @@ impl RenderedAgent {
             }
             from += 1;
         }
-        if from == sessions.len() {
+        if from == sessions.count() {
             self.costed = (0..self.len()).any(|i| self.fields_len(i) > 0);
         }
         match file {
@@ -128,29 +133,29 @@ impl RenderedAgent {
 
     /// A new text on the heap from this one's `text`: its elements before `from` as they are,
     /// every later one without its old fields and with the ones `spent` gives now.
-    fn recosted_from(
+    fn recosted_from<'a>(
         &self,
         text: &[u8],
         from: usize,
-        sessions: &[Session],
+        sessions: impl SessionList<'a>,
         spent: SpentOf<'_>,
     ) -> RenderedAgent {
         let copied = if from == 0 { 0 } else { self.ends[from - 1] };
         let mut made = RenderedAgent {
-            text: Vec::with_capacity(text.len() + (sessions.len() - from) * 80),
-            ends: Vec::with_capacity(sessions.len()),
-            fields: Vec::with_capacity(sessions.len()),
+            text: Vec::with_capacity(text.len() + (sessions.count() - from) * 80),
+            ends: Vec::with_capacity(sessions.count()),
+            fields: Vec::with_capacity(sessions.count()),
             ..RenderedAgent::default()
         };
         made.text.extend_from_slice(&text[..copied]);
         made.ends.extend_from_slice(&self.ends[..from]);
         made.fields.extend_from_slice(&self.fields[..from]);
         made.costed = (0..from).any(|i| made.fields_len(i) > 0);
-        for (i, s) in sessions.iter().enumerate().skip(from) {
+        for (i, s) in sessions.all().enumerate().skip(from) {
             made.separate();
             let (body, _, closed) = self.split(i);
             made.text.extend_from_slice(&text[body]);
-            made.end_element(closed, |out| cost_fields(out, spent(s)));
+            made.end_element(closed, |out| cost_fields(out, spent(s.fields())));
         }
         made.text.shrink_to_fit();
         made
@@ -252,7 +257,7 @@ impl Iterator for BareRun<'_> {
 
 /// Adds `cost_usd` and `usage_tokens` as the last fields of the element just written, in the
 /// printer's layout, so kept bytes need not be rendered again when a cost moves.
-pub(super) fn push_spent(out: &mut Vec<u8>, s: &Session, spent: Option<SpentOf<'_>>) {
+pub(super) fn push_spent(out: &mut Vec<u8>, s: SessionRef<'_>, spent: Option<SpentOf<'_>>) {
     let Some(spent) = spent else { return };
     if !out.ends_with(ELEMENT_END) {
         return;
@@ -291,7 +296,7 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
-    use crate::model::{Agent, UnixMillis};
+    use crate::model::{Agent, Session, UnixMillis};
 
     fn sessions(n: i64) -> Vec<Session> {
         (0..n)
@@ -310,8 +315,8 @@ mod tests {
             .collect()
     }
 
-    fn costs(cents: u64) -> impl Fn(&Session) -> Spent {
-        move |s: &Session| match s.session_id.as_str() {
+    fn costs(cents: u64) -> impl Fn(SessionRef<'_>) -> Spent {
+        move |s: SessionRef<'_>| match s.session_id() {
             "s-0" => Spent::default(),
             "s-2" => Spent {
                 cost_usd: Some(format!("{}.{:06}", cents / 100, cents % 100 * 10_000)),

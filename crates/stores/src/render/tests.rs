@@ -30,7 +30,9 @@ fn printed_whole(
             .map(|(a, s)| {
                 (
                     *a,
-                    s.iter().map(|s| SessionView::new(s, window, now)).collect(),
+                    s.iter()
+                        .map(|s| SessionView::new(*s, window, now))
+                        .collect(),
                 )
             })
             .collect(),
@@ -104,7 +106,11 @@ fn the_kept_and_the_fresh_listing_are_the_pretty_printers_bytes() {
             RenderedAgent::default(),
             RenderedAgent::new(&grok),
         ];
-        let lists: [&[Session]; 3] = [&claude, &[], &grok];
+        let lists = [
+            HeldSessions::new(&claude),
+            HeldSessions::default(),
+            HeldSessions::new(&grok),
+        ];
         let as_kept: Vec<(Agent, Chosen<'_>)> = chosen
             .iter()
             .zip(lists.iter().zip(&kept))
@@ -140,7 +146,7 @@ fn the_listing_with_costs_is_the_pretty_printers_bytes() {
         cost_usd: Option<String>,
         usage_tokens: Option<u64>,
     }
-    let spent_of = |s: &Session| match s.session_id.as_str() {
+    let spent_of = |s: SessionRef<'_>| match s.session_id() {
         "s-1" => Spent {
             cost_usd: Some("1.234567".into()),
             tokens: Some(45_000),
@@ -154,6 +160,7 @@ fn the_listing_with_costs_is_the_pretty_printers_bytes() {
     let claude: Vec<Session> = (0..4)
         .map(|n| session(Agent::Claude, n, Some("t \"q\""), Some("/w")))
         .collect();
+    let held = HeldSessions::new(&claude);
     let now = UnixMillis(1_796_000_060_000);
     // One window where some are active (serialised afresh), one where none are.
     for window in [
@@ -163,7 +170,7 @@ fn the_listing_with_costs_is_the_pretty_printers_bytes() {
         let elements: Vec<WithSpent<'_>> = claude
             .iter()
             .map(|s| {
-                let spent = spent_of(s);
+                let spent = spent_of(s.into());
                 WithSpent {
                     view: SessionView::new(s, window, now),
                     cost_usd: spent.cost_usd,
@@ -180,12 +187,12 @@ fn the_listing_with_costs_is_the_pretty_printers_bytes() {
         let bare = RenderedAgent::new(&claude);
         let costed = RenderedAgent::with_costs(&claude, &spent_of);
         // Other costs spliced in: the listing looks its own up, each session on its own.
-        let stale = RenderedAgent::with_costs(&claude, &|_: &Session| Spent::default());
+        let stale = RenderedAgent::with_costs(&claude, &|_: SessionRef<'_>| Spent::default());
         for (chosen, rendered) in [
             (Chosen::Sessions(claude.iter().collect()), &bare),
             (
                 Chosen::Kept {
-                    sessions: &claude,
+                    sessions: &held,
                     rendered: &bare,
                     indices: (0..claude.len()).collect(),
                     costs_kept: false,
@@ -194,7 +201,7 @@ fn the_listing_with_costs_is_the_pretty_printers_bytes() {
             ),
             (
                 Chosen::Kept {
-                    sessions: &claude,
+                    sessions: &held,
                     rendered: &stale,
                     indices: (0..claude.len()).collect(),
                     costs_kept: false,
@@ -203,7 +210,7 @@ fn the_listing_with_costs_is_the_pretty_printers_bytes() {
             ),
             (
                 Chosen::Kept {
-                    sessions: &claude,
+                    sessions: &held,
                     rendered: &costed,
                     indices: (0..claude.len()).collect(),
                     costs_kept: true,
@@ -251,7 +258,7 @@ fn the_listing_with_costs_is_the_pretty_printers_bytes() {
         let chosen = [(
             Agent::Claude,
             Chosen::Kept {
-                sessions: &claude,
+                sessions: &held,
                 rendered: &costed,
                 indices: (0..claude.len()).collect(),
                 costs_kept: true,
@@ -293,6 +300,7 @@ fn a_listing_in_parts_is_the_same_bytes_and_refers_to_the_kept_runs() {
         .map(|n| session(Agent::Claude, n, Some("t"), Some("/w")))
         .collect();
     claude[0].last_activity = Some(UnixMillis(now.0 - 1_000));
+    let held = HeldSessions::new(&claude);
     let rendered = RenderedAgent::new(&claude);
     let window = ActiveWindow::from_minutes(1);
     let picked = vec![0, 1, 2, 4, 5, 6];
@@ -300,7 +308,7 @@ fn a_listing_in_parts_is_the_same_bytes_and_refers_to_the_kept_runs() {
         vec![(
             Agent::Claude,
             Chosen::Kept {
-                sessions: &claude,
+                sessions: &held,
                 rendered: &rendered,
                 indices: picked.clone(),
                 costs_kept: false,
@@ -338,6 +346,7 @@ fn a_subset_and_no_agents_print_as_the_printer_would() {
     let claude: Vec<Session> = (1..6)
         .map(|n| session(Agent::Claude, n, Some("t"), Some("/w")))
         .collect();
+    let held = HeldSessions::new(&claude);
     let now = UnixMillis(1_796_000_060_000);
     let window = ActiveWindow::default();
     let picked = vec![1, 3];
@@ -353,7 +362,7 @@ fn a_subset_and_no_agents_print_as_the_printer_would() {
         &[(
             Agent::Claude,
             Chosen::Kept {
-                sessions: &claude,
+                sessions: &held,
                 rendered: &rendered,
                 indices: picked,
                 costs_kept: false,
@@ -397,7 +406,8 @@ fn a_kept_file_is_read_back_whole_or_the_listing_fails_naming_its_directory() {
         .collect();
     let now = UnixMillis(1_796_000_060_000);
     let window = ActiveWindow::from_minutes(0);
-    let mut rendered = RenderedAgent::new(&claude);
+    let held = HeldSessions::new(&claude);
+    let mut rendered = RenderedAgent::new(&held);
     rendered.keep_in(&TextDir::new(tmp.path()));
     assert!(rendered.heap_text().is_none(), "kept in a file");
     let picked: Vec<usize> = (0..claude.len()).filter(|i| i % 3 != 1).collect();
@@ -405,7 +415,7 @@ fn a_kept_file_is_read_back_whole_or_the_listing_fails_naming_its_directory() {
         let chosen = [(
             Agent::Claude,
             Chosen::Kept {
-                sessions: &claude,
+                sessions: &held,
                 rendered: &rendered,
                 indices: indices.to_vec(),
                 costs_kept: false,

@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use cross_agent_stores::held::{AsSession, HeldSessions};
 use cross_agent_stores::resolve::{
     self, ActiveWindow, Candidate, DirRelation, Lookup, MatchedBy, NameIndex, Resolved, ScanBound,
     Scope, dir_relation, ranked,
@@ -70,22 +71,46 @@ fn any(agent: Agent) -> Lookup<'static> {
 }
 
 /// `resolve::lookup`, checked against the lookup through a [`NameIndex`] the daemon uses: the
-/// same session, the same `matched_by`, the same refusal word for word.
+/// same session, the same `matched_by`, the same refusal word for word — over the sessions as
+/// listed and as the daemon holds them ([`HeldSessions`], read through views).
 fn lookup<'a>(
     store: &'a [Session],
     query: &str,
     asked: Lookup<'_>,
-) -> Result<Resolved<'a>, StoreError> {
+) -> Result<Resolved<&'a Session>, StoreError> {
     let whole = resolve::lookup(store, query, asked);
     let indexed = NameIndex::new(store).lookup(store, query, asked);
     assert_eq!(outcome(&indexed), outcome(&whole), "{query:?}");
+    let held = HeldSessions::new(store);
+    assert_eq!(
+        described(&NameIndex::new(&held).lookup(&held, query, asked)),
+        described(&whole),
+        "{query:?}"
+    );
+    assert_eq!(
+        described(&resolve::lookup(&held, query, asked)),
+        described(&whole),
+        "{query:?}"
+    );
     whole
 }
 
 /// A lookup's answer, comparable: which session (by address) and how, or the whole refusal.
-fn outcome(found: &Result<Resolved<'_>, StoreError>) -> String {
+fn outcome(found: &Result<Resolved<&Session>, StoreError>) -> String {
     match found {
         Ok(found) => format!("{:p} {:?}", found.session, found.matched_by),
+        Err(error) => format!("{error:?}"),
+    }
+}
+
+/// A lookup's answer, comparable across listings: the session whole and how, or the refusal.
+fn described<'a>(found: &Result<Resolved<impl AsSession<'a>>, StoreError>) -> String {
+    match found {
+        Ok(found) => format!(
+            "{:?} {:?}",
+            found.session.fields().to_session(),
+            found.matched_by
+        ),
         Err(error) => format!("{error:?}"),
     }
 }

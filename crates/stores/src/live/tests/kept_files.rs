@@ -28,9 +28,9 @@ fn both(
 }
 
 /// Costs of `cost` dollars and a few cents for each session.
-fn costs(cost: &'static str) -> impl Fn(&Session) -> Spent {
-    move |s: &Session| Spent {
-        cost_usd: Some(format!("{cost}{}", &s.session_id[1..])),
+fn costs(cost: &'static str) -> impl Fn(SessionRef<'_>) -> Spent {
+    move |s: SessionRef<'_>| Spent {
+        cost_usd: Some(format!("{cost}{}", &s.session_id()[1..])),
         tokens: Some(7),
     }
 }
