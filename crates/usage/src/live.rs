@@ -611,7 +611,11 @@ impl UsageIndex {
         }
         let entries = &self.entries;
         let parse = |path: &Path| entries.get(path).map(|entry| entry.parse());
-        let accounting = Arc::new(self.ledger.update(self.dirty.drain(), &parse));
+        let accounting = Arc::new(self.ledger.update(
+            self.dirty.drain(),
+            &parse,
+            self.spill.as_ref(),
+        ));
         self.accounting = Some(accounting.clone());
         accounting
     }
