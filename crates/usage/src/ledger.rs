@@ -992,4 +992,86 @@ mod tests {
         assert_eq!(accounting.no_usage_recorded, Vec::new());
         assert_eq!(accounting.no_usage_recorded, whole(&files));
     }
+
+    /// The charges of an accounting as (session, input, output), in order.
+    fn charges(accounting: &Accounting) -> Vec<(String, u64, u64)> {
+        let mut got: Vec<(String, u64, u64)> = accounting
+            .charges()
+            .map(|c| (c.session_id.to_string(), c.tokens.input, c.tokens.output))
+            .collect();
+        got.sort();
+        got
+    }
+
+    /// A whole scan's charges over `files`.
+    fn scanned(files: &HashMap<PathBuf, FileUsage>) -> Vec<(String, u64, u64)> {
+        let mut whole: Vec<FileUsage> = files.values().cloned().collect();
+        whole.sort_by(|a, b| a.path().cmp(b.path()));
+        charges(&crate::account::account(&whole))
+    }
+
+    /// With the records' directory gone before the key states are first written, they stay in
+    /// memory for good: one warning naming the directory, and every accounting a whole scan's
+    /// (a copy in another file with a larger usage among them).
+    #[test]
+    fn key_states_that_cannot_be_written_stay_in_memory_with_one_warning() {
+        let dir = tempfile::tempdir().unwrap();
+        let gone = dir.path().join("records");
+        std::fs::create_dir(&gone).unwrap();
+        let spill = Spill::new(&gone);
+        std::fs::remove_dir(&gone).unwrap();
+        let mut files: HashMap<PathBuf, FileUsage> = HashMap::new();
+        let mut ledger = Ledger::default();
+        for (path, msg, output) in [
+            ("/a.jsonl", "x", 1),
+            ("/b.jsonl", "x", 4),
+            ("/c.jsonl", "y", 2),
+            ("/a.jsonl", "x", 6),
+        ] {
+            files.insert(path.into(), transcript(path, msg, output));
+            let accounting = ledger.update(
+                [Arc::from(Path::new(path))],
+                &|p| files.get(p).map(FileUsage::borrowed),
+                Some(&spill),
+            );
+            assert_eq!(charges(&accounting), scanned(&files), "{path} {output}");
+            assert!(!ledger.keys.on_disk());
+        }
+        let warning = spill.take_warning().unwrap();
+        assert!(warning.contains(&gone.display().to_string()), "{warning}");
+        assert_eq!(spill.take_warning(), None);
+        assert_eq!(spill.failure(), None);
+    }
+
+    /// Key states read back from a damaged file are the records' failure, naming the
+    /// directory: the report made then is an error and the index reads the stores again.
+    #[test]
+    fn a_damaged_key_state_file_is_a_failure_naming_the_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let spill = Spill::new(dir.path());
+        let mut files: HashMap<PathBuf, FileUsage> = HashMap::new();
+        let mut ledger = Ledger::default();
+        let mut update = |ledger: &mut Ledger, path: &str, output: u64| {
+            files.insert(path.into(), transcript(path, "x", output));
+            let accounting = ledger.update(
+                [Arc::from(Path::new(path))],
+                &|p| files.get(p).map(FileUsage::borrowed),
+                Some(&spill),
+            );
+            (charges(&accounting), scanned(&files))
+        };
+        let (got, whole) = update(&mut ledger, "/a.jsonl", 1);
+        assert_eq!(got, whole);
+        let (got, whole) = update(&mut ledger, "/b.jsonl", 3);
+        assert_eq!(got, whole);
+        assert!(ledger.keys.on_disk());
+        assert_eq!(spill.failure(), None);
+        ledger.keys.damage();
+        update(&mut ledger, "/b.jsonl", 5);
+        let failure = spill.failure().unwrap();
+        assert!(
+            failure.contains(&dir.path().display().to_string()),
+            "{failure}"
+        );
+    }
 }
