@@ -12,8 +12,8 @@
 //! kept whole ([`Accounting::chunks`]), so a new accounting shares every other file's.
 //!
 //! What is kept per call is small and fixed, nothing on the heap per call: a key's state is its
-//! first copy and its winner (16 bytes, in one `Vec`; the key table holds only the state's
-//! place). The key itself is not kept here: each file's slot holds the file's list of calls as
+//! first copy and its winner (16 bytes, [`KeyStates`]: on disk between updates when the index
+//! has a directory for its records; the key table holds only the state's place). The key itself is not kept here: each file's slot holds the file's list of calls as
 //! it was put in (the [`Calls`] its reader and share hold, not a copy), and a copy's key is read
 //! from its record there — a Codex call's in the family its file was keyed in, also held by the
 //! slot — when the key table is searched or grown, and when the file is taken out again (from
