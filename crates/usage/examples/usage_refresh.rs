@@ -8,7 +8,9 @@
 //! once ([`cross_agent_usage::account`], what each refresh after a change did before).
 //!
 //! `cargo run -p cross-agent-usage --example usage_refresh -- DIR [CLAUDE CODEX GROK [RUNS]]`
-//! (default 2,000 + 2,000 + 400 sessions, 5 runs).
+//! (default 2,000 + 2,000 + 400 sessions, 5 runs). With `USAGE_RECORDS=DIR2` the index
+//! writes its call records and key states to unnamed files in `DIR2`, as the daemon does
+//! (`UsageIndex::with_records_in`).
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -49,6 +51,9 @@ fn main() -> Result<()> {
     let prices = PriceTable::shipped()?;
 
     let mut index = UsageIndex::new();
+    if let Some(records) = std::env::var_os("USAGE_RECORDS") {
+        index = index.with_records_in(std::path::Path::new(&records));
+    }
     let mut totals = SessionTotals::new();
     let mut warnings = Vec::new();
     let at = Cpu::now();

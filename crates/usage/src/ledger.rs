@@ -12,8 +12,8 @@
 //! kept whole ([`Accounting::chunks`]), so a new accounting shares every other file's.
 //!
 //! What is kept per call is small and fixed, nothing on the heap per call: a key's state is its
-//! first copy and its winner (16 bytes, in one `Vec`; the key table holds only the state's
-//! place). The key itself is not kept here: each file's slot holds the file's list of calls as
+//! first copy and its winner (16 bytes, [`KeyStates`]: on disk between updates when the index
+//! has a directory for its records; the key table holds only the state's place). The key itself is not kept here: each file's slot holds the file's list of calls as
 //! it was put in (the [`Calls`] its reader and share hold, not a copy), and a copy's key is read
 //! from its record there — a Codex call's in the family its file was keyed in, also held by the
 //! slot — when the key table is searched or grown, and when the file is taken out again (from
@@ -41,33 +41,9 @@ use crate::account::{
 use crate::calls::{Call, CallList, Calls};
 use crate::codex::{CodexFile, family_hash, key_in};
 use crate::keys::{CallKey, ModelNames};
+use crate::spill::Spill;
+use crate::states::{CopyAt, FileId, KeyId, KeyState, KeyStates, NO_COPY, trim};
 use crate::tokens::Tokens;
-
-type FileId = u32;
-type KeyId = u32;
-
-/// A copy of a call: its file and its place there.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct CopyAt {
-    file: FileId,
-    at: u32,
-}
-
-/// No copy: a key with no first copy has none at all.
-const NO_COPY: CopyAt = CopyAt {
-    file: FileId::MAX,
-    at: u32::MAX,
-};
-
-/// One key's first copy and what was decided for it (the key is the first copy's: [`key_at`]).
-#[derive(Debug, Clone, Copy)]
-struct KeyState {
-    /// The first copy put in ([`NO_COPY`] when none is left); the rest are in
-    /// [`Ledger::extra`].
-    first: CopyAt,
-    /// The copy that wins the call ([`NO_COPY`] before it is decided, or with no copy).
-    winner: CopyAt,
-}
 
 /// One file as the ledger knows it.
 #[derive(Debug)]
@@ -88,6 +64,10 @@ struct FileSlot {
     /// A Grok session with no usage recorded (named by its path: [`crate::grok::session_of`]).
     no_usage: bool,
 }
+
+/// An update that changes this many files holds every key state in memory while it runs (read
+/// at once, not a block at a time: [`KeyStates::hold_all`]).
+const HOLD_ALL_FROM: usize = 64;
 
 /// What the last update looked at.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -111,7 +91,9 @@ pub(crate) struct Ledger {
     order: BTreeMap<Arc<Path>, FileId>,
     /// Each key's state's place, found by the key (read from the state's first copy).
     index: HashTable<KeyId>,
-    keys: Vec<KeyState>,
+    /// Each key's state (the key is the first copy's: [`key_at`]), on disk between updates
+    /// when the index has a directory for its records.
+    keys: KeyStates,
     free_keys: Vec<KeyId>,
     /// Keys an update took out of the key table with their last copy, by key, until it puts a
     /// copy in again (the same state then, as if it had stayed) or lets them go.
@@ -134,12 +116,18 @@ impl Ledger {
     }
 
     /// Takes the files at `changed` again from `parses` (gone from it: dropped), decides again
-    /// what they touch, and returns the accounting over every file.
+    /// what they touch, and returns the accounting over every file. The key states are kept in
+    /// `spill`'s directory between updates ([`crate::states`]); `None`: in memory.
     pub(crate) fn update<'a>(
         &mut self,
         changed: impl IntoIterator<Item = Arc<Path>>,
         parse: &dyn Fn(&Path) -> Option<FileRef<'a>>,
+        spill: Option<&Arc<Spill>>,
     ) -> Accounting {
+        let changed: Vec<Arc<Path>> = changed.into_iter().collect();
+        if changed.len() >= HOLD_ALL_FROM {
+            self.keys.hold_all();
+        }
         let mut stats = LedgerStats::default();
         let mut touched: HashSet<KeyId> = HashSet::new();
         // Files whose calls were taken out, to put in again; files whose shares are made again.
@@ -187,6 +175,7 @@ impl Ledger {
             if self.threads.as_ref() != Some(&threads) {
                 // Families and ranks may differ: every Codex call is decided again.
                 stats.codex_whole = true;
+                self.keys.hold_all();
                 let codex: Vec<FileId> = self
                     .order
                     .values()
@@ -220,19 +209,19 @@ impl Ledger {
         touched.sort_unstable();
         let mut blocks = CallBlocks::default();
         for key in touched {
-            let before = self.keys[key as usize].winner;
+            let before = self.keys.get(key).winner;
             self.decide(key, &mut blocks, &mut |ledger, id| {
                 *parses
                     .entry(id)
                     .or_insert_with(|| ledger.slot(id).and_then(|s| parse(&s.path)))
             });
-            let after = self.keys[key as usize].winner;
+            let after = self.keys.get(key).winner;
             for copy in [before, after] {
                 if copy != NO_COPY {
                     rebuild.insert(copy.file);
                 }
             }
-            if self.keys[key as usize].first == NO_COPY {
+            if self.keys.get(key).first == NO_COPY {
                 self.free_key(key);
             }
         }
@@ -242,10 +231,8 @@ impl Ledger {
                 self.rebuild_chunk(id, parse);
             }
         }
-        // A list grown by doubling holds up to twice its length: the spare room given back when
-        // a quarter or more is spare (after a cold read), an eighth kept so the next few new
-        // keys do not move the list again.
-        trim(&mut self.keys);
+        // The spare room of a list grown by doubling given back (after a cold read).
+        self.keys.settle(spill);
         trim(&mut self.files);
         if stats.files_changed >= crate::live::COMPACT_AFTER {
             self.compact();
@@ -316,7 +303,7 @@ impl Ledger {
                 continue;
             };
             touched.insert(k);
-            let state = &mut self.keys[k as usize];
+            let mut state = self.keys.get(k);
             let extra = self.extra.get_mut(&k);
             let before = extra.as_ref().map_or(0, |e| e.len());
             let mut rest = match extra {
@@ -334,6 +321,7 @@ impl Ledger {
                 };
             }
             let gone = state.first == NO_COPY;
+            self.keys.set(k, state);
             let after = rest.len();
             if rest.is_empty() {
                 self.extra.remove(&k);
@@ -408,7 +396,7 @@ impl Ledger {
         let (files, keys) = (&self.files, &self.keys);
         self.index
             .find(key.short(), |&k| {
-                let first = keys[k as usize].first;
+                let first = keys.get(k).first;
                 first == copy || key_at(files, first) == Some(key)
             })
             .copied()
@@ -423,22 +411,26 @@ impl Ledger {
         };
         let k = match (again, self.free_keys.last()) {
             (Some(k), _) => {
-                self.keys[k as usize].first = copy;
+                let winner = self.keys.get(k).winner;
+                self.keys.set(
+                    k,
+                    KeyState {
+                        first: copy,
+                        winner,
+                    },
+                );
                 k
             }
             (None, Some(&k)) => {
                 self.free_keys.pop();
-                self.keys[k as usize] = state;
+                self.keys.set(k, state);
                 k
             }
-            (None, None) => {
-                self.keys.push(state);
-                (self.keys.len() - 1) as KeyId
-            }
+            (None, None) => self.keys.push(state),
         };
         let (files, keys) = (&self.files, &self.keys);
         self.index.insert_unique(key.short(), k, |&k| {
-            key_at(files, keys[k as usize].first).map_or(0, |key| key.short())
+            key_at(files, keys.get(k).first).map_or(0, |key| key.short())
         });
         Some(k)
     }
@@ -448,7 +440,14 @@ impl Ledger {
     fn free_key(&mut self, k: KeyId) {
         self.extra.remove(&k);
         self.tokens.remove(&k);
-        self.keys[k as usize].winner = NO_COPY;
+        let first = self.keys.get(k).first;
+        self.keys.set(
+            k,
+            KeyState {
+                first,
+                winner: NO_COPY,
+            },
+        );
         self.free_keys.push(k);
     }
 
@@ -486,7 +485,7 @@ impl Ledger {
         blocks: &mut CallBlocks,
         parse: &mut dyn FnMut(&Ledger, FileId) -> Option<FileRef<'a>>,
     ) {
-        let state = self.keys[key as usize];
+        let state = self.keys.get(key);
         let first = (state.first != NO_COPY).then_some(state.first);
         let extra = self.extra.get(&key).map_or(&[][..], Vec::as_slice);
         let copies: Vec<CopyAt> = first.into_iter().chain(extra.iter().copied()).collect();
@@ -525,7 +524,13 @@ impl Ledger {
         }
         let tokens = tokens.map(|(t, _)| t);
         let (winner, own) = best.map_or((NO_COPY, None), |(_, copy, own)| (copy, Some(own)));
-        self.keys[key as usize].winner = winner;
+        self.keys.set(
+            key,
+            KeyState {
+                first: state.first,
+                winner,
+            },
+        );
         // A Codex call counts its winner's own usage; a Claude reply the largest any copy has.
         match tokens {
             Some(tokens) if claude && Some(tokens) != own => {
@@ -591,7 +596,7 @@ impl Ledger {
                 at: at as u32,
             };
             let key = self.find_key(*keys.get(at)?, copy)?;
-            (self.keys[key as usize].winner == copy).then_some(key)
+            (self.keys.get(key).winner == copy).then_some(key)
         };
         let (agent, session, subagent, cwd, calls, counted) = match file {
             FileRef::Claude(f) => {
@@ -674,7 +679,7 @@ impl Ledger {
             |len: usize, slot: usize| (len * 8).div_ceil(7).next_power_of_two() * (slot + 1);
         parts.push((
             "ledger key states",
-            self.keys.capacity() * size_of::<KeyState>() + map_slot(self.index.len(), 4),
+            self.keys.heap_bytes() + map_slot(self.index.len(), 4),
         ));
         let extra: usize = self.extra.values().map(|v| v.capacity() * 8).sum::<usize>()
             + map_slot(self.extra.len(), 4 + size_of::<Vec<CopyAt>>());
@@ -769,13 +774,6 @@ fn slot_key(slot: &FileSlot, key: CallKey) -> CallKey {
     }
 }
 
-/// Gives back a list's spare room when a quarter or more of it is spare, keeping an eighth.
-fn trim<T>(list: &mut Vec<T>) {
-    if list.capacity() - list.len() > list.len() / 4 {
-        list.shrink_to(list.len() + list.len() / 8);
-    }
-}
-
 fn agent_of(file: FileRef<'_>) -> Agent {
     match file {
         FileRef::Claude(_) => Agent::Claude,
@@ -824,9 +822,11 @@ mod tests {
             ("/p1/s.jsonl", 1, 5),
         ] {
             files.insert(path.into(), reply(path, input, output));
-            accounting = Some(ledger.update([Arc::from(Path::new(path))], &|p| {
-                files.get(p).map(FileUsage::borrowed)
-            }));
+            accounting = Some(ledger.update(
+                [Arc::from(Path::new(path))],
+                &|p| files.get(p).map(FileUsage::borrowed),
+                None,
+            ));
         }
         let accounting = accounting.unwrap();
         let got: Vec<(u64, u64)> = accounting
@@ -851,9 +851,11 @@ mod tests {
         let mut files: HashMap<PathBuf, FileUsage> = HashMap::new();
         let mut ledger = Ledger::default();
         let update = |ledger: &mut Ledger, files: &HashMap<PathBuf, FileUsage>, path: &str| {
-            ledger.update([Arc::from(Path::new(path))], &|p| {
-                files.get(p).map(FileUsage::borrowed)
-            })
+            ledger.update(
+                [Arc::from(Path::new(path))],
+                &|p| files.get(p).map(FileUsage::borrowed),
+                None,
+            )
         };
         files.insert("/a.jsonl".into(), transcript("/a.jsonl", "a", 1));
         files.insert("/c.jsonl".into(), transcript("/c.jsonl", "c", 7));
@@ -905,9 +907,11 @@ mod tests {
         let mut files: HashMap<PathBuf, FileUsage> = HashMap::new();
         let mut ledger = Ledger::default();
         let update = |ledger: &mut Ledger, files: &HashMap<PathBuf, FileUsage>, path: &str| {
-            ledger.update([Arc::from(Path::new(path))], &|p| {
-                files.get(p).map(FileUsage::borrowed)
-            })
+            ledger.update(
+                [Arc::from(Path::new(path))],
+                &|p| files.get(p).map(FileUsage::borrowed),
+                None,
+            )
         };
         // The fork, in family `b` (its base, not on disk yet).
         files.insert(
@@ -961,9 +965,11 @@ mod tests {
         let mut files: HashMap<PathBuf, FileUsage> = HashMap::new();
         let mut ledger = Ledger::default();
         let update = |ledger: &mut Ledger, files: &HashMap<PathBuf, FileUsage>, path: &str| {
-            ledger.update([Arc::from(Path::new(path))], &|p| {
-                files.get(p).map(FileUsage::borrowed)
-            })
+            ledger.update(
+                [Arc::from(Path::new(path))],
+                &|p| files.get(p).map(FileUsage::borrowed),
+                None,
+            )
         };
         let whole = |files: &HashMap<PathBuf, FileUsage>| {
             let mut whole: Vec<FileUsage> = files.values().cloned().collect();
@@ -985,5 +991,87 @@ mod tests {
         let accounting = update(&mut ledger, &files, quiet);
         assert_eq!(accounting.no_usage_recorded, Vec::new());
         assert_eq!(accounting.no_usage_recorded, whole(&files));
+    }
+
+    /// The charges of an accounting as (session, input, output), in order.
+    fn charges(accounting: &Accounting) -> Vec<(String, u64, u64)> {
+        let mut got: Vec<(String, u64, u64)> = accounting
+            .charges()
+            .map(|c| (c.session_id.to_string(), c.tokens.input, c.tokens.output))
+            .collect();
+        got.sort();
+        got
+    }
+
+    /// A whole scan's charges over `files`.
+    fn scanned(files: &HashMap<PathBuf, FileUsage>) -> Vec<(String, u64, u64)> {
+        let mut whole: Vec<FileUsage> = files.values().cloned().collect();
+        whole.sort_by(|a, b| a.path().cmp(b.path()));
+        charges(&crate::account::account(&whole))
+    }
+
+    /// With the records' directory gone before the key states are first written, they stay in
+    /// memory for good: one warning naming the directory, and every accounting a whole scan's
+    /// (a copy in another file with a larger usage among them).
+    #[test]
+    fn key_states_that_cannot_be_written_stay_in_memory_with_one_warning() {
+        let dir = tempfile::tempdir().unwrap();
+        let gone = dir.path().join("records");
+        std::fs::create_dir(&gone).unwrap();
+        let spill = Spill::new(&gone);
+        std::fs::remove_dir(&gone).unwrap();
+        let mut files: HashMap<PathBuf, FileUsage> = HashMap::new();
+        let mut ledger = Ledger::default();
+        for (path, msg, output) in [
+            ("/a.jsonl", "x", 1),
+            ("/b.jsonl", "x", 4),
+            ("/c.jsonl", "y", 2),
+            ("/a.jsonl", "x", 6),
+        ] {
+            files.insert(path.into(), transcript(path, msg, output));
+            let accounting = ledger.update(
+                [Arc::from(Path::new(path))],
+                &|p| files.get(p).map(FileUsage::borrowed),
+                Some(&spill),
+            );
+            assert_eq!(charges(&accounting), scanned(&files), "{path} {output}");
+            assert!(!ledger.keys.on_disk());
+        }
+        let warning = spill.take_warning().unwrap();
+        assert!(warning.contains(&gone.display().to_string()), "{warning}");
+        assert_eq!(spill.take_warning(), None);
+        assert_eq!(spill.failure(), None);
+    }
+
+    /// Key states read back from a damaged file are the records' failure, naming the
+    /// directory: the report made then is an error and the index reads the stores again.
+    #[test]
+    fn a_damaged_key_state_file_is_a_failure_naming_the_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let spill = Spill::new(dir.path());
+        let mut files: HashMap<PathBuf, FileUsage> = HashMap::new();
+        let mut ledger = Ledger::default();
+        let mut update = |ledger: &mut Ledger, path: &str, output: u64| {
+            files.insert(path.into(), transcript(path, "x", output));
+            let accounting = ledger.update(
+                [Arc::from(Path::new(path))],
+                &|p| files.get(p).map(FileUsage::borrowed),
+                Some(&spill),
+            );
+            (charges(&accounting), scanned(&files))
+        };
+        let (got, whole) = update(&mut ledger, "/a.jsonl", 1);
+        assert_eq!(got, whole);
+        let (got, whole) = update(&mut ledger, "/b.jsonl", 3);
+        assert_eq!(got, whole);
+        assert!(ledger.keys.on_disk());
+        assert_eq!(spill.failure(), None);
+        ledger.keys.damage();
+        update(&mut ledger, "/b.jsonl", 5);
+        let failure = spill.failure().unwrap();
+        assert!(
+            failure.contains(&dir.path().display().to_string()),
+            "{failure}"
+        );
     }
 }

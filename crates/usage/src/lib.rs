@@ -41,6 +41,7 @@ pub mod prices;
 pub mod report;
 pub mod scan;
 pub mod spill;
+mod states;
 pub mod tokens;
 pub mod totals;
 pub mod wire;

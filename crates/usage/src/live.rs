@@ -611,7 +611,11 @@ impl UsageIndex {
         }
         let entries = &self.entries;
         let parse = |path: &Path| entries.get(path).map(|entry| entry.parse());
-        let accounting = Arc::new(self.ledger.update(self.dirty.drain(), &parse));
+        let accounting = Arc::new(self.ledger.update(
+            self.dirty.drain(),
+            &parse,
+            self.spill.as_ref(),
+        ));
         self.accounting = Some(accounting.clone());
         accounting
     }
@@ -905,7 +909,7 @@ mod tests {
     /// region dead) while the other half stay as they were: once more than half of the record
     /// file is dead, later lists go to a fresh file, the idle files' lists are moved there and
     /// taken out of the ledger and put in again, and the old file is gone — the reports exact
-    /// throughout.
+    /// throughout (the ledger's key states are in a file of their own, written in place).
     #[test]
     fn a_record_file_more_than_half_dead_is_left_and_its_lists_moved_out() {
         let home = tempfile::tempdir().unwrap();
@@ -942,7 +946,8 @@ mod tests {
                 left += 1;
             }
             stale = (written >= 1_000 && dead * 2 > written).then_some((written, dead));
-            assert_eq!(record_files_open(records.path()), 1, "round {round}");
+            // One record file, and the ledger's key states' ([`crate::states`]).
+            assert_eq!(record_files_open(records.path()), 2, "round {round}");
             for s in 0..5 {
                 let line = format!(
                     r#"{{"type":"assistant","sessionId":"s{s}","requestId":"x{round}","timestamp":"2026-12-01T11:00:00.000Z","message":{{"id":"x{s}-{round}","model":"claude-sonnet-4-5-20250929","usage":{{"input_tokens":3,"output_tokens":7}}}}}}"#

@@ -89,16 +89,32 @@ impl Spill {
         match self.try_write(bytes, len, size) {
             Ok(region) => Some(region),
             Err(e) => {
-                if !self.write_failed.swap(true, Ordering::Relaxed) {
-                    let message = format!(
-                        "usage records are kept in memory: cannot write them to {}: {e}",
-                        self.dir.display()
-                    );
-                    *lock(&self.warning) = Some(message);
-                }
+                self.warn_kept_in_memory(&e);
                 None
             }
         }
+    }
+
+    /// Says once, for every write that failed, that what could not be written stays in memory.
+    pub(crate) fn warn_kept_in_memory(&self, e: &io::Error) {
+        if !self.write_failed.swap(true, Ordering::Relaxed) {
+            let message = format!(
+                "usage records are kept in memory: cannot write them to {}: {e}",
+                self.dir.display()
+            );
+            *lock(&self.warning) = Some(message);
+        }
+    }
+
+    /// A fresh unnamed file in the directory (for what is written in place, not appended:
+    /// [`crate::states`]).
+    pub(crate) fn tempfile(&self) -> io::Result<File> {
+        tempfile::tempfile_in(&self.dir)
+    }
+
+    /// Keeps the first failed read of anything written to the directory for the next report.
+    pub(crate) fn note_read_failure(&self, e: &io::Error) {
+        note_failure(&self.failed, &self.dir, e);
     }
 
     fn try_write(&self, bytes: &[u8], len: u32, size: u32) -> io::Result<Region> {
@@ -186,13 +202,7 @@ impl Region {
 
     /// Keeps the first failed read for the next report.
     fn note_failure(&self, e: &io::Error) {
-        let mut failed = lock(&self.file.failed);
-        if failed.is_none() {
-            *failed = Some(format!(
-                "cannot read back usage records from {} (an unnamed file there): {e}",
-                self.file.dir.display()
-            ));
-        }
+        note_failure(&self.file.failed, &self.file.dir, e);
     }
 }
 
@@ -265,6 +275,17 @@ impl Drop for Region {
     fn drop(&mut self) {
         let bytes = u64::from(self.len) * u64::from(self.size);
         self.file.dead.fetch_add(bytes, Ordering::Relaxed);
+    }
+}
+
+/// Keeps the first failed read back for the next report, naming the directory.
+fn note_failure(failed: &Mutex<Option<String>>, dir: &Path, e: &io::Error) {
+    let mut failed = lock(failed);
+    if failed.is_none() {
+        *failed = Some(format!(
+            "cannot read back usage records from {} (an unnamed file there): {e}",
+            dir.display()
+        ));
     }
 }
 

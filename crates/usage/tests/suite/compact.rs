@@ -174,3 +174,66 @@ fn answers_every_report_as_a_fresh_scan(mut index: UsageIndex) -> UsageIndex {
     assert_eq!(live, fresh, "after bases were removed");
     index
 }
+
+/// With a directory for its records, the ledger's key states (each identity's first copy and
+/// winner) are in a file of it between updates: the heap keeps a slot of the key table per
+/// identity, not its 16-byte state. Small updates read and write them a block at a time, and
+/// every report stays what a fresh scan says — after a reply appended, a copy in another file
+/// that wins its reply's usage later (a larger one), and a file removed.
+#[test]
+fn the_ledger_keeps_its_key_states_on_disk_and_answers_every_report_as_a_fresh_scan() {
+    let records = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let project = home.path().join(".claude/projects/-work-shop");
+    let roots = claude_roots(home.path());
+    for s in 0..SESSIONS {
+        let base: String = (0..3)
+            .map(|n| reply(&format!("b{s}"), s, n, 10) + "\n")
+            .collect();
+        let resumed: String = (0..3)
+            .map(|n| reply(&format!("c{s}"), s, n, 11) + "\n")
+            .collect();
+        append(&project.join(format!("b{s}.jsonl")), &base);
+        append(&project.join(format!("c{s}.jsonl")), &resumed);
+    }
+    let mut index = UsageIndex::new().with_records_in(records.path());
+    let mut warnings = Vec::new();
+    // Each identity's key-table slot (5 bytes, up to twice as many slots as identities), not a
+    // 16-byte state beside it.
+    let bounded = |index: &mut UsageIndex, step: &str| {
+        let identities = index.accounting().charges().count();
+        let states = part(index, "ledger key states");
+        assert!(
+            states < identities * 12,
+            "{step}: key states {states} B for {identities} identities"
+        );
+    };
+    let mut check = |index: &mut UsageIndex, step: &str| {
+        index.refresh(&roots, &mut warnings);
+        assert_eq!(warnings, Vec::<String>::new(), "{step}");
+        let (live, fresh) = reports(index, &roots);
+        assert_eq!(live, fresh, "{step}");
+        bounded(index, step);
+        assert_eq!(index.records_failure(), None, "{step}");
+    };
+    check(&mut index, "after the cold refresh");
+
+    append(&project.join("b5.jsonl"), &(reply("b5", 5, 3, 10) + "\n"));
+    check(&mut index, "after a reply appended");
+
+    // The resumed session's copy of its base's first reply, with more output: its usage counts.
+    let larger = assistant(
+        "c7",
+        "m7-0",
+        "r7-0",
+        "2026-12-01T11:00:00.000Z",
+        "claude-sonnet-4-5-20250929",
+        json!({"input_tokens": 70, "output_tokens": 9_000}),
+        false,
+    );
+    append(&project.join("c7.jsonl"), &(larger + "\n"));
+    check(&mut index, "after a copy with a larger usage");
+
+    std::fs::remove_file(project.join("b7.jsonl")).unwrap();
+    check(&mut index, "after a base removed");
+}
