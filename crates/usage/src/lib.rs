@@ -52,7 +52,7 @@ pub use account::{
 pub use calls::{Call, Calls};
 pub use error::{Error, Result};
 pub use ledger::LedgerStats;
-pub use live::{RefreshStats, UsageIndex};
+pub use live::{IDLE_AFTER, RefreshStats, UsageIndex};
 pub use money::Money;
 pub use prices::{Price, PriceTable, Rate, Tier};
 pub use report::{GroupBy, Report, Row, Since};

@@ -92,7 +92,7 @@ const HOT: Duration = Duration::from_secs(15 * 60);
 /// transcript is a few MB at most, tens of milliseconds, once, after which it is kept reading.
 /// The same quarter hour as [`HOT`]: a sub-agent folder is listed as long as its session is
 /// likely to be written, and a reader kept as long.
-pub(crate) const IDLE_AFTER: Duration = HOT;
+pub const IDLE_AFTER: Duration = HOT;
 
 /// What is kept of one usage file between refreshes: its reader while it is being written, or
 /// only its parse once it is still ([`IDLE_AFTER`]) or compressed. The parse is the accounting's
@@ -478,6 +478,15 @@ impl UsageIndex {
 
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
+    }
+
+    /// How many files keep their reader (written within [`IDLE_AFTER`] of their last read);
+    /// the others keep only their parse.
+    pub fn readers(&self) -> usize {
+        self.entries
+            .values()
+            .filter(|entry| entry.reading())
+            .count()
     }
 
     /// Brings every file under `roots` current, walking the stores and reading only what
@@ -1079,6 +1088,35 @@ mod tests {
         }
         assert!(left >= 2, "the record file was left {left} times");
         assert_eq!(index.records_failure(), None);
+    }
+
+    /// Files still for [`IDLE_AFTER`] keep no reader: their entries (each with its slot in the
+    /// map) come to at most 128 + 64 bytes a file, where each entry took 224 with its reader.
+    #[test]
+    fn idle_files_keep_no_reader_and_their_entries_take_at_most_192_bytes_each() {
+        let home = tempfile::tempdir().unwrap();
+        let files = 200;
+        let roots = claude_store(home.path(), files);
+        let then = std::time::SystemTime::now() - IDLE_AFTER - Duration::from_secs(60);
+        let project = home.path().join(".claude/projects/-work-shop");
+        for s in 0..files {
+            let file = fs::OpenOptions::new()
+                .write(true)
+                .open(project.join(format!("s{s}.jsonl")))
+                .unwrap();
+            file.set_modified(then).unwrap();
+        }
+        let mut index = UsageIndex::new();
+        let mut warnings = Vec::new();
+        index.refresh(&roots, &mut warnings);
+        assert_eq!((index.len(), index.readers()), (files, 0));
+        let entries = index
+            .heap_parts()
+            .into_iter()
+            .find(|(part, _)| part.starts_with("entries"))
+            .unwrap()
+            .1;
+        assert!(entries <= files * 192, "{entries} bytes for {files} files");
     }
 
     /// An entry is kept for every usage file (110,000 at the largest stores): an idle one is
