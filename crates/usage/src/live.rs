@@ -4,8 +4,10 @@
 //!
 //! On a refresh, for each file the stores list (and each Claude sub-agent transcript):
 //! - same size and mtime → nothing is opened;
-//! - grown, same inode → the kept reader is fed the bytes after its offset;
+//! - grown, same inode, written lately → the kept reader is fed the bytes after its offset;
 //! - shrunk, or another inode at the path (replaced) → read again from the start;
+//! - idle (still for [`IDLE_AFTER`]: no reader is kept, only its parse) → read again from the
+//!   start on any change;
 //! - compressed (`.jsonl.zst`) → read whole whenever its stamp changes;
 //! - new files are read; files gone drop out.
 //!
