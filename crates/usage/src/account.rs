@@ -302,9 +302,12 @@ pub fn account_refs(files: &[&FileUsage]) -> Accounting {
 
     for file in files {
         let FileUsage::Claude(f) = file else { continue };
-        let own = f.session_id.clone().unwrap_or_else(|| stem(&f.path));
+        let own = f
+            .session_id
+            .as_deref()
+            .map_or_else(|| stem(&f.path), str::to_owned);
         let (session, subagent): (Arc<str>, _) = match &f.parent_session {
-            Some(parent) => (parent.as_str().into(), Some(Arc::from(own.as_str()))),
+            Some(parent) => ((&**parent).into(), Some(Arc::from(own.as_str()))),
             None => (own.as_str().into(), None),
         };
         let share = shares.len();
@@ -400,7 +403,10 @@ pub fn account_refs(files: &[&FileUsage]) -> Accounting {
 
     for file in files {
         let FileUsage::Grok(f) = file else { continue };
-        let session = f.session_id.clone().unwrap_or_else(|| stem(&f.path));
+        let session = f
+            .session_id
+            .as_deref()
+            .map_or_else(|| stem(&f.path), str::to_owned);
         if f.turns.is_empty() {
             out.no_usage_recorded.push((Agent::Grok, session));
             continue;
@@ -479,12 +485,12 @@ impl Threads {
         let mut parent = HashMap::new();
         for f in files {
             let Some(id) = &f.thread_id else { continue };
-            if let Some(base) = &f.forked_from {
+            if let Some(base) = f.forked_from() {
                 forked_from
                     .entry(id.to_string())
                     .or_insert_with(|| base.to_string());
             }
-            if let Some(p) = &f.parent_thread {
+            if let Some(p) = f.parent_thread() {
                 parent
                     .entry(id.to_string())
                     .or_insert_with(|| p.to_string());

@@ -43,9 +43,9 @@ pub struct ClaudeFile {
     /// Shared: the live index keys the file by it and its ledger orders files by it.
     pub path: Arc<Path>,
     /// `sessionId` of the first line that had one.
-    pub session_id: Option<String>,
+    pub session_id: Option<Box<str>>,
     /// For `<session>/subagents/*.jsonl`: the session folder's name, the parent it counts for.
-    pub parent_session: Option<String>,
+    pub parent_session: Option<Box<str>>,
     /// Shared with every file that names it ([`crate::keys::shared_cwd`]).
     pub cwd: Option<Arc<str>>,
     /// The earliest timestamp in the file.
@@ -191,7 +191,7 @@ impl LineRecords for ClaudeLines {
         ClaudeFile {
             path: Arc::from(path),
             session_id: None,
-            parent_session: parent_of_subagent_file(path),
+            parent_session: parent_of_subagent_file(path).map(String::into_boxed_str),
             cwd: None,
             started: None,
             messages: Calls::default(),
@@ -232,7 +232,7 @@ impl LineRecords for ClaudeLines {
 
     fn record(&mut self, file: &mut ClaudeFile, line: Line, timestamp: Option<UnixMillis>) {
         if file.session_id.is_none() {
-            file.session_id = line.session_id.clone();
+            file.session_id = line.session_id.as_deref().map(Box::from);
         }
         if file.cwd.is_none() {
             file.cwd = line.cwd.as_deref().map(crate::keys::shared_cwd);

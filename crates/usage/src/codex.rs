@@ -99,11 +99,9 @@ pub struct CodexFile {
     pub path: Arc<Path>,
     /// The first `session_meta`'s `id`: this rollout's thread.
     pub thread_id: Option<Box<str>>,
-    /// The thread this one was forked from: `forked_from_id`, else the id of a second
-    /// `session_meta` (the base's, copied in with its history).
-    pub forked_from: Option<Box<str>>,
-    /// `source.subagent.thread_spawn.parent_thread_id`: the thread that spawned this one.
-    pub parent_thread: Option<Box<str>>,
+    /// What ties this thread to others, when anything does (boxed: most rollouts have none,
+    /// and a parse is kept for every rollout).
+    pub relations: Option<Box<Relations>>,
     /// Shared with every file that names it ([`crate::keys::shared_cwd`]).
     pub cwd: Option<Arc<str>>,
     pub started: Option<UnixMillis>,
@@ -111,6 +109,28 @@ pub struct CodexFile {
     /// The latest `rate_limits` of the file (boxed: most rollouts' readers are kept with it).
     pub rate_limits: Option<Box<RateLimits>>,
     pub bad_lines: u64,
+}
+
+/// A thread's ties to others, as its rollout records them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Relations {
+    /// The thread this one was forked from: `forked_from_id`, else the id of a second
+    /// `session_meta` (the base's, copied in with its history).
+    pub forked_from: Option<Box<str>>,
+    /// `source.subagent.thread_spawn.parent_thread_id`: the thread that spawned this one.
+    pub parent_thread: Option<Box<str>>,
+}
+
+impl CodexFile {
+    /// See [`Relations::forked_from`].
+    pub fn forked_from(&self) -> Option<&str> {
+        self.relations.as_ref()?.forked_from.as_deref()
+    }
+
+    /// See [`Relations::parent_thread`].
+    pub fn parent_thread(&self) -> Option<&str> {
+        self.relations.as_ref()?.parent_thread.as_deref()
+    }
 }
 
 /// Reads one rollout from any number of appended pieces.
@@ -153,8 +173,7 @@ impl LineRecords for CodexLines {
         CodexFile {
             path: Arc::from(path),
             thread_id: None,
-            forked_from: None,
-            parent_thread: None,
+            relations: None,
             cwd: None,
             started: None,
             calls: Calls::default(),
@@ -219,20 +238,23 @@ fn meta(file: &mut CodexFile, payload: &Value) {
             .get("cwd")
             .and_then(Value::as_str)
             .map(crate::keys::shared_cwd);
-        file.forked_from = payload
-            .get("forked_from_id")
-            .and_then(Value::as_str)
-            .map(Box::from);
-        file.parent_thread = payload
-            .get("source")
-            .and_then(|s| s.get("subagent"))
-            .and_then(|s| s.get("thread_spawn"))
-            .and_then(|s| s.get("parent_thread_id"))
-            .and_then(Value::as_str)
-            .map(Box::from);
-    } else if file.forked_from.is_none() && id != file.thread_id {
+        let relations = Relations {
+            forked_from: payload
+                .get("forked_from_id")
+                .and_then(Value::as_str)
+                .map(Box::from),
+            parent_thread: payload
+                .get("source")
+                .and_then(|s| s.get("subagent"))
+                .and_then(|s| s.get("thread_spawn"))
+                .and_then(|s| s.get("parent_thread_id"))
+                .and_then(Value::as_str)
+                .map(Box::from),
+        };
+        file.relations = (relations != Relations::default()).then(|| Box::new(relations));
+    } else if file.forked_from().is_none() && id != file.thread_id {
         // A copied history's own `session_meta`: the base of this fork.
-        file.forked_from = id;
+        file.relations.get_or_insert_default().forked_from = id;
     }
 }
 

@@ -26,7 +26,7 @@ pub struct GrokTurn {
 pub struct GrokFile {
     /// Shared: the live index keys the file by it and its ledger orders files by it.
     pub path: Arc<Path>,
-    pub session_id: Option<String>,
+    pub session_id: Option<Box<str>>,
     /// Shared with every file that names it ([`crate::keys::shared_cwd`]).
     pub cwd: Option<Arc<str>>,
     pub started: Option<UnixMillis>,
@@ -50,7 +50,7 @@ impl LineRecords for GrokLines {
         let dir = path.parent();
         GrokFile {
             path: Arc::from(path),
-            session_id: folder_session(path),
+            session_id: folder_session(path).map(String::into_boxed_str),
             cwd: dir
                 .and_then(Path::parent)
                 .and_then(cross_agent_stores::grok::folder_cwd)

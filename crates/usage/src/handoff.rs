@@ -20,7 +20,7 @@ use cross_agent_protocol::Agent;
 use cross_agent_stores::tap::{ReadTap, Tap, TapSink};
 use cross_agent_stores::{FileStamp, SourceFile};
 
-use crate::live::{Entry, Kept};
+use crate::entry::{Entry, Kept};
 
 /// The readers handed over since the usage index last took them, by path.
 #[derive(Debug, Default)]

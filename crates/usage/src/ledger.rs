@@ -552,7 +552,10 @@ impl Ledger {
         match file {
             FileRef::Claude(f) => {
                 let m = blocks.get(copy, &f.messages)?;
-                let own = f.session_id.clone().unwrap_or_else(|| stem(&f.path));
+                let own = f
+                    .session_id
+                    .as_deref()
+                    .map_or_else(|| stem(&f.path), str::to_owned);
                 Some((
                     precedence(
                         m.timestamp,
@@ -600,9 +603,12 @@ impl Ledger {
         };
         let (agent, session, subagent, cwd, calls, counted) = match file {
             FileRef::Claude(f) => {
-                let own = f.session_id.clone().unwrap_or_else(|| stem(&f.path));
+                let own = f
+                    .session_id
+                    .as_deref()
+                    .map_or_else(|| stem(&f.path), str::to_owned);
                 let (session, subagent): (Arc<str>, _) = match &f.parent_session {
-                    Some(parent) => (parent.as_str().into(), Some(Arc::from(own))),
+                    Some(parent) => ((&**parent).into(), Some(Arc::from(own))),
                     None => (own.into(), None),
                 };
                 // The won replies counted with another copy's larger usage.
@@ -643,8 +649,11 @@ impl Ledger {
                 )
             }
             FileRef::Grok(f) => {
-                let session: Arc<str> =
-                    f.session_id.clone().unwrap_or_else(|| stem(&f.path)).into();
+                let session: Arc<str> = f
+                    .session_id
+                    .as_deref()
+                    .map_or_else(|| stem(&f.path), str::to_owned)
+                    .into();
                 let cwd = f.cwd.clone();
                 (Agent::Grok, session, None, cwd, grok_calls(f), Vec::new())
             }

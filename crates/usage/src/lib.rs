@@ -18,8 +18,9 @@
 //!   reads the budgets from `config.toml` and keeps what was announced;
 //! - [`scan`] finds the files in the stores and reads them whole (the CLI's path without a
 //!   daemon);
-//! - [`live`] keeps every file's reader and feeds it only appended bytes (the daemon's index),
-//!   and [`ledger`] keeps [`account`]'s decision current one changed file at a time;
+//! - [`live`] keeps every file's parse, and the reader of each file written lately to feed it
+//!   only appended bytes (the daemon's index; `entry` is what it keeps per file), and
+//!   [`ledger`] keeps [`account`]'s decision current one changed file at a time;
 //! - [`wire`] carries a report over the daemon's protocol and back, unchanged.
 
 pub mod account;
@@ -28,6 +29,7 @@ pub mod budget_config;
 pub mod calls;
 pub mod claude;
 pub mod codex;
+mod entry;
 pub mod error;
 pub mod grok;
 pub mod handoff;
@@ -51,6 +53,7 @@ pub use account::{
     account_refs,
 };
 pub use calls::{Call, Calls};
+pub use entry::IDLE_AFTER;
 pub use error::{Error, Result};
 pub use ledger::LedgerStats;
 pub use live::{RefreshStats, UsageIndex};

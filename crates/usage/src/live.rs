@@ -4,8 +4,10 @@
 //!
 //! On a refresh, for each file the stores list (and each Claude sub-agent transcript):
 //! - same size and mtime → nothing is opened;
-//! - grown, same inode → the kept reader is fed the bytes after its offset;
+//! - grown, same inode, written lately → the kept reader is fed the bytes after its offset;
 //! - shrunk, or another inode at the path (replaced) → read again from the start;
+//! - idle (still for [`crate::IDLE_AFTER`]: no reader is kept, only its parse) → read again
+//!   from the start on any change;
 //! - compressed (`.jsonl.zst`) → read whole whenever its stamp changes;
 //! - new files are read; files gone drop out.
 //!
@@ -28,22 +30,19 @@ use std::io::{Read as _, Seek as _, SeekFrom};
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use cross_agent_protocol::Agent;
 use cross_agent_stores::index::ChangedFiles;
 use cross_agent_stores::{FileStamp, StoreRoots, Warnings};
 
 use crate::account::Accounting;
-use crate::calls::Calls;
-use crate::claude::ClaudeReader;
-use crate::codex::CodexReader;
-use crate::grok::GrokReader;
+use crate::entry::{Entry, Kept};
 use crate::handoff::Handoffs;
 use crate::ledger::{Ledger, LedgerStats};
 use crate::scan::{CHUNK, claude_subagent_files, open_no_follow, read_one, subagent_files_of};
 use crate::spill::Spill;
-use crate::{FileRef, FileUsage, scan};
+use crate::{FileRef, scan};
 
 /// What one refresh did, counted so tests can show that a warm refresh reads nothing and an
 /// append reads about what was appended.
@@ -83,201 +82,7 @@ impl RefreshStats {
 /// How long after its transcript last changed a Claude session's sub-agent folder is listed on
 /// every refresh after a change: a sub-agent writes its own file while the session's may stay
 /// still for minutes. Later sub-agent writes wait for the periodic walk.
-const HOT: Duration = Duration::from_secs(15 * 60);
-
-/// One agent's reader, kept between refreshes. The reader's own file is the parse the
-/// accounting reads ([`Entry::parse`]): no second copy is kept.
-#[derive(Debug, Clone)]
-pub(crate) enum Kept {
-    Claude(ClaudeReader),
-    Codex(CodexReader),
-    Grok(GrokReader),
-    /// A compressed rollout, read whole on each change: nothing to resume, only its parse.
-    Whole(Box<FileUsage>),
-}
-
-impl Kept {
-    pub(crate) fn new(agent: Agent, path: &Path) -> Option<Kept> {
-        match agent {
-            Agent::Claude => Some(Kept::Claude(ClaudeReader::new(path))),
-            Agent::Codex => Some(Kept::Codex(CodexReader::new(path))),
-            Agent::Grok => Some(Kept::Grok(GrokReader::new(path))),
-            Agent::Copilot => None,
-        }
-    }
-
-    fn feed(&mut self, bytes: &[u8]) {
-        match self {
-            Kept::Claude(r) => r.feed(bytes),
-            Kept::Codex(r) => r.feed(bytes),
-            Kept::Grok(r) => r.feed(bytes),
-            Kept::Whole(_) => {}
-        }
-    }
-
-    /// One complete line, as the session index split it ([`crate::handoff`]).
-    pub(crate) fn feed_line(&mut self, line: &[u8]) {
-        match self {
-            Kept::Claude(r) => r.feed_line(line),
-            Kept::Codex(r) => r.feed_line(line),
-            Kept::Grok(r) => r.feed_line(line),
-            Kept::Whole(_) => {}
-        }
-    }
-
-    /// The reader's file as read so far (a half-written last line left out).
-    fn file(&self) -> FileRef<'_> {
-        match self {
-            Kept::Claude(r) => FileRef::Claude(r.file()),
-            Kept::Codex(r) => FileRef::Codex(r.file()),
-            Kept::Grok(r) => FileRef::Grok(r.file()),
-            Kept::Whole(f) => f.borrowed(),
-        }
-    }
-
-    /// Gives back the room the reads left spare.
-    fn shrink(&mut self) {
-        match self {
-            Kept::Claude(r) => r.shrink(),
-            Kept::Codex(r) => r.shrink(),
-            Kept::Grok(r) => r.shrink(),
-            Kept::Whole(_) => {}
-        }
-    }
-
-    /// See [`Entry::compacted`].
-    fn renew(&mut self) {
-        match self {
-            Kept::Claude(r) => r.renew(),
-            Kept::Codex(r) => r.renew(),
-            Kept::Grok(r) => r.renew(),
-            Kept::Whole(f) => f.renew(),
-        }
-    }
-
-    /// The file as a whole read would give it now, when that is not [`Kept::file`]: a last line
-    /// without its newline waits and is whole JSON (rare: a line being written). The reader is
-    /// left waiting for more.
-    fn finished(&self) -> Option<FileUsage> {
-        match self {
-            Kept::Claude(r) if r.waiting() => Some(FileUsage::Claude(r.finished())),
-            Kept::Codex(r) if r.waiting() => Some(FileUsage::Codex(r.finished())),
-            Kept::Grok(r) if r.waiting() => Some(FileUsage::Grok(r.finished())),
-            _ => None,
-        }
-    }
-
-    /// The file's list of calls (Claude replies, Codex calls; none for Grok).
-    fn calls_mut(&mut self) -> Option<&mut Calls> {
-        match self {
-            Kept::Claude(r) => Some(&mut r.file_mut().messages),
-            Kept::Codex(r) => Some(&mut r.file_mut().calls),
-            Kept::Grok(_) => None,
-            Kept::Whole(f) => match &mut **f {
-                FileUsage::Claude(f) => Some(&mut f.messages),
-                FileUsage::Codex(f) => Some(&mut f.calls),
-                FileUsage::Grok(_) => None,
-            },
-        }
-    }
-
-    /// The file's calls back on the heap, to read on; an error when they cannot be read back
-    /// from disk (the file is then read again from its start).
-    fn load_calls(&mut self) -> std::io::Result<()> {
-        match self.calls_mut() {
-            Some(calls) if calls.on_disk() => Arc::make_mut(calls).load(),
-            _ => Ok(()),
-        }
-    }
-
-    /// The reader finished and kept as a whole read's parse (a compressed rollout).
-    pub(crate) fn into_whole(self) -> Kept {
-        match self {
-            Kept::Claude(r) => Kept::Whole(Box::new(FileUsage::Claude(r.finish()))),
-            Kept::Codex(r) => Kept::Whole(Box::new(FileUsage::Codex(r.finish()))),
-            Kept::Grok(r) => Kept::Whole(Box::new(FileUsage::Grok(r.finish()))),
-            whole @ Kept::Whole(_) => whole,
-        }
-    }
-}
-
-/// One usage file as last read (kept for every file: its agent is its reader's, the bytes its
-/// reader was fed are its stamp's size).
-#[derive(Debug, Clone)]
-pub(crate) struct Entry {
-    /// What was read: the stamp's size is how many bytes the reader has been fed.
-    pub(crate) stamp: FileStamp,
-    /// The inode the bytes were read from (device, inode; [`NO_INODE`] when none): another one
-    /// at the path is another file.
-    ino: (u64, u64),
-    pub(crate) reader: Kept,
-    /// The parse with a waiting last line taken, when one waits ([`Kept::finished`]).
-    finished: Option<Box<FileUsage>>,
-}
-
-impl Entry {
-    /// The entry of `reader`, fed the `stamp.size` bytes of the file at inode `ino`.
-    pub(crate) fn new(stamp: FileStamp, ino: Option<(u64, u64)>, mut reader: Kept) -> Entry {
-        reader.shrink();
-        Entry {
-            stamp,
-            ino: ino.unwrap_or(NO_INODE),
-            finished: reader.finished().map(Box::new),
-            reader,
-        }
-    }
-
-    /// The entry again in fresh allocations of exactly its size, made here one after another,
-    /// the old ones dropped. A read's survivors (the entry, its calls, its path and names) are
-    /// allocated on the reader threads between the parse's short-lived buffers, so after a
-    /// refresh that read many files they sit thinly on many pages the allocator cannot give
-    /// back; made again in a row they fill few, and the rest go back (the daemon purges at once).
-    fn compacted(self: Box<Entry>) -> Box<Entry> {
-        let mut fresh = Box::new(Entry::clone(&self));
-        // The old dropped first, so the calls and path are held by the fresh entry alone.
-        drop(self);
-        fresh.reader.renew();
-        if let Some(finished) = &mut fresh.finished {
-            finished.renew();
-        }
-        fresh
-    }
-
-    /// Writes the file's calls to `spill` when nothing else holds them yet (a list the
-    /// entry's waiting last line shares stays on the heap; see [`crate::spill`]).
-    fn spill(&mut self, spill: &Spill) {
-        if let Some(calls) = self.reader.calls_mut()
-            && let Some(list) = Arc::get_mut(calls)
-        {
-            list.spill(spill);
-        }
-    }
-
-    pub(crate) fn agent(&self) -> Agent {
-        match self.reader.file() {
-            FileRef::Claude(_) => Agent::Claude,
-            FileRef::Codex(_) => Agent::Codex,
-            FileRef::Grok(_) => Agent::Grok,
-        }
-    }
-
-    /// The inode the bytes were read from, if known.
-    fn ino(&self) -> Option<(u64, u64)> {
-        (self.ino != NO_INODE).then_some(self.ino)
-    }
-
-    /// The file's usage as last read.
-    pub(crate) fn parse(&self) -> FileRef<'_> {
-        match &self.finished {
-            Some(file) => file.borrowed(),
-            None => self.reader.file(),
-        }
-    }
-}
-
-/// No inode known (a compressed file, read whole; a Grok session with no `updates.jsonl`): no
-/// file has inode 0.
-const NO_INODE: (u64, u64) = (0, 0);
+pub(crate) const HOT: Duration = Duration::from_secs(15 * 60);
 
 /// A file to look at: what the stores list, and the sub-agent transcripts.
 #[derive(Debug)]
@@ -354,6 +159,15 @@ impl UsageIndex {
 
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
+    }
+
+    /// How many files keep their reader (written within [`crate::IDLE_AFTER`] of their last
+    /// read); the others keep only their parse.
+    pub fn readers(&self) -> usize {
+        self.entries
+            .values()
+            .filter(|entry| entry.reading())
+            .count()
     }
 
     /// Brings every file under `roots` current, walking the stores and reading only what
@@ -497,6 +311,7 @@ impl UsageIndex {
             .unwrap_or_default();
         let mut jobs = Vec::new();
         let mut changed = false;
+        let now = SystemTime::now();
         // Handed over unchanged: read on the session index's threads, so compacted with the read.
         let mut taken = Vec::new();
         for c in candidates {
@@ -514,6 +329,7 @@ impl UsageIndex {
             match previous {
                 Some(entry) if entry.agent() == c.agent && entry.stamp == c.stamp => {
                     stats.files_unchanged += 1;
+                    let entry = entry.idled(now);
                     if handed_over {
                         taken.push(entry);
                     } else {
@@ -641,14 +457,15 @@ impl UsageIndex {
                     Some(&f.messages),
                     [f.session_id.as_deref(), f.parent_session.as_deref(), None],
                 ),
-                FileRef::Codex(f) => (
-                    Some(&f.calls),
-                    [
-                        f.thread_id.as_deref(),
-                        f.forked_from.as_deref(),
-                        f.parent_thread.as_deref(),
-                    ],
-                ),
+                FileRef::Codex(f) => {
+                    if f.relations.is_some() {
+                        names += size_of::<crate::codex::Relations>();
+                    }
+                    (
+                        Some(&f.calls),
+                        [f.thread_id.as_deref(), f.forked_from(), f.parent_thread()],
+                    )
+                }
                 FileRef::Grok(f) => (None, [f.session_id.as_deref(), None, None]),
             };
             names += strings.iter().map(|s| s.map_or(0, str::len)).sum::<usize>();
@@ -656,8 +473,8 @@ impl UsageIndex {
                 calls += list.heap_bytes() + 16;
                 records += list.len();
             }
-            if let Some(finished) = &entry.finished {
-                entries += size_of::<FileUsage>() + finished.path().as_os_str().len();
+            if let Kept::Reading(reading) = &entry.reader {
+                entries += size_of_val(&**reading);
             }
         }
         parts.push(("entries (readers, stamps, map)", entries));
@@ -742,11 +559,7 @@ fn read(
         }
         stats.bytes_read += c.stamp.size;
         return Ok(parsed.map(|parsed| {
-            Box::new(Entry::new(
-                c.stamp,
-                /*ino*/ None,
-                Kept::Whole(Box::new(parsed)),
-            ))
+            Box::new(Entry::new(c.stamp, /*ino*/ None, Kept::Idle(parsed)))
         }));
     }
     let file = match open_no_follow(&c.path) {
@@ -769,7 +582,7 @@ fn read(
             && entry.ino().is_some()
             && entry.ino() == ino
             && size >= entry.stamp.size
-            && !matches!(entry.reader, Kept::Whole(_))
+            && entry.reading()
     });
     // A reader whose calls cannot be read back from disk starts again from the file's start.
     let resume = resume.and_then(|entry| {
@@ -825,6 +638,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+    use crate::IDLE_AFTER;
     use crate::{GroupBy, PriceTable, Report, account};
 
     /// A Claude store of `sessions` transcripts of three replies each under `home`.
@@ -963,12 +777,33 @@ mod tests {
         assert_eq!(index.records_failure(), None);
     }
 
-    /// An entry is kept for every usage file (110,000 at the largest stores): it fits the
-    /// allocator's 224-byte size class (the next are 256 and 320), so nothing it holds twice or
-    /// could work out (its agent, the bytes it was fed) takes room, and a rollout's ids hold no
-    /// spare capacity.
+    /// Files still for [`crate::IDLE_AFTER`] keep no reader: their entries (each with its slot
+    /// in the map) come to at most 128 + 64 bytes a file, where each entry took 224 with its
+    /// reader.
     #[test]
-    fn an_entry_fits_224_bytes() {
-        assert!(std::mem::size_of::<super::Entry>() <= 224);
+    fn idle_files_keep_no_reader_and_their_entries_take_at_most_192_bytes_each() {
+        let home = tempfile::tempdir().unwrap();
+        let files = 200;
+        let roots = claude_store(home.path(), files);
+        let then = std::time::SystemTime::now() - IDLE_AFTER - Duration::from_secs(60);
+        let project = home.path().join(".claude/projects/-work-shop");
+        for s in 0..files {
+            let file = fs::OpenOptions::new()
+                .write(true)
+                .open(project.join(format!("s{s}.jsonl")))
+                .unwrap();
+            file.set_modified(then).unwrap();
+        }
+        let mut index = UsageIndex::new();
+        let mut warnings = Vec::new();
+        index.refresh(&roots, &mut warnings);
+        assert_eq!((index.len(), index.readers()), (files, 0));
+        let entries = index
+            .heap_parts()
+            .into_iter()
+            .find(|(part, _)| part.starts_with("entries"))
+            .unwrap()
+            .1;
+        assert!(entries <= files * 192, "{entries} bytes for {files} files");
     }
 }

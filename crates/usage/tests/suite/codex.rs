@@ -15,7 +15,7 @@ fn line(at: &str, kind: &str, payload: Value) -> String {
     json!({"timestamp": at, "type": kind, "payload": payload}).to_string()
 }
 
-fn meta(at: &str, id: &str, extra: Value) -> String {
+pub fn meta(at: &str, id: &str, extra: Value) -> String {
     let mut payload = json!({"id": id, "timestamp": at, "cwd": "/work/shop", "source": "exec",
         "originator": "codex_exec", "cli_version": "0.171.0"});
     if let (Some(p), Some(e)) = (payload.as_object_mut(), extra.as_object()) {
@@ -24,7 +24,7 @@ fn meta(at: &str, id: &str, extra: Value) -> String {
     line(at, "session_meta", payload)
 }
 
-fn model(at: &str, model: &str) -> String {
+pub fn model(at: &str, model: &str) -> String {
     line(
         at,
         "turn_context",
@@ -33,7 +33,7 @@ fn model(at: &str, model: &str) -> String {
 }
 
 /// A `token_count` event: (input, cached, output) for this call and the running total.
-fn count(at: &str, last: (u64, u64, u64), total: (u64, u64, u64), used_percent: f64) -> String {
+pub fn count(at: &str, last: (u64, u64, u64), total: (u64, u64, u64), used_percent: f64) -> String {
     let usage = |(i, c, o): (u64, u64, u64)| {
         json!({"input_tokens": i, "cached_input_tokens": c, "output_tokens": o,
             "reasoning_output_tokens": 0, "total_tokens": i + o})

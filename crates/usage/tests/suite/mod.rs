@@ -5,6 +5,7 @@ mod claude;
 mod codex;
 mod compact;
 mod handoff;
+mod idle;
 mod layout;
 mod ledger;
 mod live;
