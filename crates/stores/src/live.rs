@@ -28,7 +28,6 @@ use parking_lot::Mutex;
 
 use crate::codex::session_index_path;
 use crate::held::{HeldSessions, SessionRef};
-use crate::index::ChangedFiles;
 use crate::model::{Agent, StoreWarning, UnixMillis};
 use crate::render::{
     Chosen, Chunks, ListingParts, RenderedAgent, SpentOf, TextDir, write_listing_spent,
@@ -36,6 +35,8 @@ use crate::render::{
 use crate::resolve::{ActiveWindow, Lookup, NameIndex, Resolved};
 use crate::roots::StoreRoots;
 use crate::scan::{Listing, ScanOptions, Scanner, sort_newest_first};
+use changes::ChangeLog;
+pub use changes::{ChangesSince, LogMark};
 use kept::KeptRendering;
 
 /// How long a listing is trusted without a notification before its store is walked again, when
@@ -110,62 +111,6 @@ struct Shown {
     /// Moved whenever the held listings are dropped (other roots): a mark from before names
     /// walks of another index.
     epoch: u64,
-}
-
-/// How many of an agent's walks that changed something are remembered.
-const LOG_WALKS: usize = 64;
-/// How many changed files the remembered walks may hold in all: a walk that found more (a cold
-/// one) is not kept, and a reader from before it walks the store itself.
-const LOG_FILES: usize = 4096;
-
-/// The changed files of an agent's recent walks, numbered.
-#[derive(Debug, Default)]
-struct ChangeLog {
-    /// How many walks that changed something were counted: the last one's number.
-    walks: u64,
-    /// The walks remembered, oldest first, with their numbers.
-    kept: std::collections::VecDeque<(u64, Arc<ChangedFiles>)>,
-    /// Every walk after this number is in `kept`.
-    complete_after: u64,
-}
-
-impl ChangeLog {
-    fn record(&mut self, changed: ChangedFiles) {
-        if changed.is_empty() {
-            return;
-        }
-        self.walks += 1;
-        if changed.len() > LOG_FILES {
-            self.kept.clear();
-            self.complete_after = self.walks;
-            return;
-        }
-        self.kept.push_back((self.walks, Arc::new(changed)));
-        let mut files: usize = self.kept.iter().map(|(_, c)| c.len()).sum();
-        while self.kept.len() > LOG_WALKS || files > LOG_FILES {
-            let Some((walk, dropped)) = self.kept.pop_front() else {
-                break;
-            };
-            files -= dropped.len();
-            self.complete_after = walk;
-        }
-    }
-}
-
-/// Where a reader of [`LiveScanner::changes_since`] stands in an agent's walks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LogMark {
-    epoch: u64,
-    walks: u64,
-}
-
-/// What changed under an agent's store since a [`LogMark`].
-#[derive(Debug, Clone)]
-pub enum ChangesSince {
-    /// Every walk since, in order (none when nothing changed).
-    Walks(Vec<Arc<ChangedFiles>>),
-    /// Not remembered (too many changes, or the listings were dropped): walk the store.
-    Unknown,
 }
 
 /// One agent's listing as last walked: a generation, never changed once shown.
@@ -670,10 +615,7 @@ impl LiveScanner {
     /// walks after found changed.
     pub fn log_mark(&self, agent: Agent) -> LogMark {
         let shown = self.shown.lock();
-        LogMark {
-            epoch: shown.epoch,
-            walks: shown.log[agent_slot(agent)].walks,
-        }
+        shown.log[agent_slot(agent)].mark(shown.epoch)
     }
 
     /// The transcripts of `agent` that its walks since `mark` found new, changed or gone, and
@@ -681,21 +623,7 @@ impl LiveScanner {
     /// usage index) reads these instead of walking the store again.
     pub fn changes_since(&self, agent: Agent, mark: LogMark) -> (ChangesSince, LogMark) {
         let shown = self.shown.lock();
-        let log = &shown.log[agent_slot(agent)];
-        let now = LogMark {
-            epoch: shown.epoch,
-            walks: log.walks,
-        };
-        if mark.epoch != shown.epoch || mark.walks < log.complete_after || mark.walks > log.walks {
-            return (ChangesSince::Unknown, now);
-        }
-        let walks = log
-            .kept
-            .iter()
-            .filter(|(walk, _)| *walk > mark.walks)
-            .map(|(_, changed)| Arc::clone(changed))
-            .collect();
-        (ChangesSince::Walks(walks), now)
+        shown.log[agent_slot(agent)].since(shown.epoch, mark)
     }
 
     /// The interval after which a store is walked again whatever the notifications said.
@@ -1000,6 +928,7 @@ impl Watched {
     }
 }
 
+mod changes;
 mod kept;
 #[cfg(test)]
 mod tests;

@@ -108,18 +108,22 @@ fn part(index: &UsageIndex, name: &str) -> usize {
         .unwrap()
 }
 
+/// Session `s`'s base transcript (three replies) and a resumed session's copies of them, an
+/// hour later each.
+fn base_and_resumed(s: usize) -> (String, String) {
+    let lines = |file: &str, hour: u32| -> String {
+        (0..3).map(|n| reply(file, s, n, hour) + "\n").collect()
+    };
+    (lines(&format!("b{s}"), 10), lines(&format!("c{s}"), 11))
+}
+
 fn answers_every_report_as_a_fresh_scan(mut index: UsageIndex) -> UsageIndex {
     let home = tempfile::tempdir().unwrap();
     let project = home.path().join(".claude/projects/-work-shop");
     let roots = claude_roots(home.path());
     for s in 0..SESSIONS {
-        let base: String = (0..3)
-            .map(|n| reply(&format!("b{s}"), s, n, 10) + "\n")
-            .collect();
         // The resumed session copies the base's replies later, then makes its own.
-        let mut resumed: String = (0..3)
-            .map(|n| reply(&format!("c{s}"), s, n, 11) + "\n")
-            .collect();
+        let (base, mut resumed) = base_and_resumed(s);
         resumed.push_str(&reply(&format!("c{s}"), s + SESSIONS, 0, 11));
         // Every seventh resumed file's last line has no newline yet (a line being written).
         if s % 7 != 0 {
@@ -187,12 +191,7 @@ fn the_ledger_keeps_its_key_states_on_disk_and_answers_every_report_as_a_fresh_s
     let project = home.path().join(".claude/projects/-work-shop");
     let roots = claude_roots(home.path());
     for s in 0..SESSIONS {
-        let base: String = (0..3)
-            .map(|n| reply(&format!("b{s}"), s, n, 10) + "\n")
-            .collect();
-        let resumed: String = (0..3)
-            .map(|n| reply(&format!("c{s}"), s, n, 11) + "\n")
-            .collect();
+        let (base, resumed) = base_and_resumed(s);
         append(&project.join(format!("b{s}.jsonl")), &base);
         append(&project.join(format!("c{s}.jsonl")), &resumed);
     }

@@ -35,6 +35,25 @@ fn costs(cost: &'static str) -> impl Fn(SessionRef<'_>) -> Spent {
     }
 }
 
+/// [`both`] with the costs of [`costs`]`(cost)` from a table of its own, told apart by `table`.
+fn both_costed(
+    live: &LiveScanner,
+    roots: &StoreRoots,
+    table: u8,
+    cost: &'static str,
+) -> (String, String) {
+    let of = costs(cost);
+    let table: SpentTable = Arc::new(table);
+    both(
+        live,
+        roots,
+        Some(ListingSpent {
+            table: &table,
+            of: &of,
+        }),
+    )
+}
+
 #[test]
 fn a_kept_text_is_in_a_file_not_on_the_heap_and_the_listing_is_the_same_bytes() {
     let tmp = tempfile::tempdir().unwrap();
@@ -59,16 +78,7 @@ fn a_kept_text_is_in_a_file_not_on_the_heap_and_the_listing_is_the_same_bytes() 
         want.len() - "{\n  \"claude\": [\n".len() - "\n  ]\n}\n".len()
     );
     // With costs (made again, moved to a new file) likewise.
-    let of = costs("1.00000");
-    let table: SpentTable = Arc::new(1_u8);
-    let (got, want) = both(
-        &live,
-        &roots,
-        Some(ListingSpent {
-            table: &table,
-            of: &of,
-        }),
-    );
+    let (got, want) = both_costed(&live, &roots, 1, "1.00000");
     assert_eq!(got, want);
     assert!(live.heap_bytes().rendered <= 16 * 40);
     assert!(live.heap_bytes().rendered_in_files > 0);
@@ -132,16 +142,7 @@ fn recosted_fields_reach_the_listing_from_the_file() {
         (3, "3.50000"),
         (4, "14.50000"),
     ] {
-        let of = costs(cost);
-        let table: SpentTable = Arc::new(n);
-        let (got, want) = both(
-            &live,
-            &roots,
-            Some(ListingSpent {
-                table: &table,
-                of: &of,
-            }),
-        );
+        let (got, want) = both_costed(&live, &roots, n, cost);
         assert_eq!(got, want);
         assert!(got.contains(&format!("\"cost_usd\": \"{cost}1\"")), "{got}");
         assert!(live.heap_bytes().rendered_in_files > 0, "kept in a file");
@@ -175,16 +176,7 @@ fn a_directory_where_no_file_can_be_made_keeps_the_text_in_memory_and_warns_once
     for (n, cost) in [(1_u8, "1.00000"), (2, "12.00000")] {
         let (got, want) = both(&live, &roots, None);
         assert_eq!(got, want);
-        let of = costs(cost);
-        let table: SpentTable = Arc::new(n);
-        let (got, want) = both(
-            &live,
-            &roots,
-            Some(ListingSpent {
-                table: &table,
-                of: &of,
-            }),
-        );
+        let (got, want) = both_costed(&live, &roots, n, cost);
         assert_eq!(got, want);
     }
     let bytes = live.heap_bytes();
