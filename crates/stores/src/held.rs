@@ -626,6 +626,7 @@ impl<'a> SessionList<'a> for &'a [Session] {
     }
 }
 
+// A `Vec`'s own, so the many callers holding one (tests, benches, the CLI) pass `&sessions`.
 impl<'a> SessionList<'a> for &'a Vec<Session> {
     type Item = &'a Session;
     fn count(self) -> usize {

@@ -4,6 +4,15 @@ use super::*;
 use crate::{FileUsage, claude};
 use std::path::PathBuf;
 
+/// Decides again for the file at `path`, as `files` now has it (none: taken out).
+fn update(ledger: &mut Ledger, files: &HashMap<PathBuf, FileUsage>, path: &str) -> Accounting {
+    ledger.update(
+        [Arc::from(Path::new(path))],
+        &|p| files.get(p).map(FileUsage::borrowed),
+        None,
+    )
+}
+
 fn transcript(path: &str, msg: &str, output: u64) -> FileUsage {
     let line = format!(
         r#"{{"type":"assistant","requestId":"r","timestamp":"2026-12-01T10:00:00.000Z","message":{{"id":"{msg}","model":"m","usage":{{"input_tokens":1,"output_tokens":{output}}}}}}}"#
@@ -66,13 +75,6 @@ fn copies_that_tie_go_to_the_first_file_in_path_order() {
 fn a_key_let_go_gives_its_place_to_the_next_and_each_is_found_by_itself() {
     let mut files: HashMap<PathBuf, FileUsage> = HashMap::new();
     let mut ledger = Ledger::default();
-    let update = |ledger: &mut Ledger, files: &HashMap<PathBuf, FileUsage>, path: &str| {
-        ledger.update(
-            [Arc::from(Path::new(path))],
-            &|p| files.get(p).map(FileUsage::borrowed),
-            None,
-        )
-    };
     files.insert("/a.jsonl".into(), transcript("/a.jsonl", "a", 1));
     files.insert("/c.jsonl".into(), transcript("/c.jsonl", "c", 7));
     update(&mut ledger, &files, "/a.jsonl");
@@ -122,13 +124,6 @@ fn rollout(path: &str, id: &str, base: &str, calls: &[(u64, u64)]) -> FileUsage 
 fn a_rollout_whose_family_changes_is_taken_out_in_the_family_it_was_put_in() {
     let mut files: HashMap<PathBuf, FileUsage> = HashMap::new();
     let mut ledger = Ledger::default();
-    let update = |ledger: &mut Ledger, files: &HashMap<PathBuf, FileUsage>, path: &str| {
-        ledger.update(
-            [Arc::from(Path::new(path))],
-            &|p| files.get(p).map(FileUsage::borrowed),
-            None,
-        )
-    };
     // The fork, in family `b` (its base, not on disk yet).
     files.insert(
         "/f.jsonl".into(),
@@ -180,13 +175,6 @@ fn a_grok_session_with_no_usage_is_named_as_a_whole_scan_names_it() {
     };
     let mut files: HashMap<PathBuf, FileUsage> = HashMap::new();
     let mut ledger = Ledger::default();
-    let update = |ledger: &mut Ledger, files: &HashMap<PathBuf, FileUsage>, path: &str| {
-        ledger.update(
-            [Arc::from(Path::new(path))],
-            &|p| files.get(p).map(FileUsage::borrowed),
-            None,
-        )
-    };
     let whole = |files: &HashMap<PathBuf, FileUsage>| {
         let mut whole: Vec<FileUsage> = files.values().cloned().collect();
         whole.sort_by(|a, b| a.path().cmp(b.path()));
