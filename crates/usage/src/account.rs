@@ -112,10 +112,20 @@ impl Share {
         })
     }
 
-    /// The bytes the share holds on the heap beside its calls (which its reader holds too).
+    /// The bytes the share holds on the heap beside its calls (which its reader holds too), and
+    /// beside the names it shares with its file's parse (counted there).
     pub(crate) fn heap_bytes(&self) -> usize {
+        let own = |name: &Arc<str>| {
+            if Arc::strong_count(name) == 1 {
+                name.len() + 16
+            } else {
+                0
+            }
+        };
         self.won.as_ref().map_or(0, |w| w.len() * 8)
             + self.counted.len() * std::mem::size_of::<(u32, Tokens)>()
+            + own(&self.session_id)
+            + self.subagent.as_ref().map_or(0, own)
     }
 
     /// The calls the file wins, each with the usage it counts.

@@ -259,15 +259,15 @@ impl Entry {
     }
 
     /// The entry with its reader let go when its file has been still for [`IDLE_AFTER`].
-    pub(crate) fn idled(self: Box<Entry>, now: SystemTime) -> Box<Entry> {
+    pub(crate) fn idled(self, now: SystemTime) -> Entry {
         if !matches!(self.reader, Kept::Reading(_)) || !still(&self.stamp, now) {
             return self;
         }
-        let Entry { stamp, reader } = *self;
-        Box::new(Entry {
+        let Entry { stamp, reader } = self;
+        Entry {
             stamp,
             reader: reader.into_whole(),
-        })
+        }
     }
 
     /// Whether a reader is kept (the file was written lately).
@@ -275,13 +275,14 @@ impl Entry {
         matches!(self.reader, Kept::Reading(_))
     }
 
-    /// The entry again in fresh allocations of exactly its size, made here one after another,
-    /// the old ones dropped. A read's survivors (the entry, its calls, its path and names) are
+    /// The entry's allocations again, fresh and of exactly their size, made here one after
+    /// another, the old ones dropped. A read's survivors (its calls, its path and names) are
     /// allocated on the reader threads between the parse's short-lived buffers, so after a
     /// refresh that read many files they sit thinly on many pages the allocator cannot give
     /// back; made again in a row they fill few, and the rest go back (the daemon purges at once).
-    pub(crate) fn compacted(self: Box<Entry>) -> Box<Entry> {
-        let mut fresh = Box::new(Entry::clone(&self));
+    /// The entry itself is kept in the index's one list ([`crate::entries`]).
+    pub(crate) fn compacted(self) -> Entry {
+        let mut fresh = Entry::clone(&self);
         // The old dropped first, so the calls and path are held by the fresh entry alone.
         drop(self);
         fresh.reader.renew();

@@ -60,7 +60,7 @@ struct FileSlot {
     /// What the accounting takes from the file as a whole: a Codex rollout's latest rate
     /// limits, a Grok session with no usage recorded (kept so a new accounting looks at no
     /// parse).
-    limits: Option<Box<RateLimits>>,
+    limits: Option<Arc<RateLimits>>,
     /// A Grok session with no usage recorded (named by its path: [`crate::grok::session_of`]).
     no_usage: bool,
 }
@@ -603,13 +603,10 @@ impl Ledger {
         };
         let (agent, session, subagent, cwd, calls, counted) = match file {
             FileRef::Claude(f) => {
-                let own = f
-                    .session_id
-                    .as_deref()
-                    .map_or_else(|| stem(&f.path), str::to_owned);
-                let (session, subagent): (Arc<str>, _) = match &f.parent_session {
-                    Some(parent) => ((&**parent).into(), Some(Arc::from(own))),
-                    None => (own.into(), None),
+                let own = own_id(f.session_id.as_ref(), &f.path);
+                let (session, subagent) = match &f.parent_session {
+                    Some(parent) => (parent.clone(), Some(own)),
+                    None => (own, None),
                 };
                 // The won replies counted with another copy's larger usage.
                 let counted: Vec<(u32, Tokens)> = (0..f.messages.len())
@@ -629,19 +626,22 @@ impl Ledger {
                 )
             }
             FileRef::Codex(f) => {
-                let own = f
-                    .thread_id
-                    .as_deref()
-                    .map_or_else(|| stem(&f.path), str::to_owned);
-                let session = match &self.threads {
-                    Some(threads) => threads.session(&own).0,
-                    None => own.clone(),
+                let own = own_id(f.thread_id.as_ref(), &f.path);
+                let (session, subagent) = match &self.threads {
+                    Some(threads) => {
+                        let session = threads.session(&own).0;
+                        if *session == *own {
+                            (own, None)
+                        } else {
+                            (Arc::from(session), Some(own))
+                        }
+                    }
+                    None => (own, None),
                 };
-                let subagent: Option<Arc<str>> = (session != own).then(|| own.into());
                 let cwd = f.cwd.clone();
                 (
                     Agent::Codex,
-                    session.into(),
+                    session,
                     subagent,
                     cwd,
                     f.calls.clone(),
@@ -649,11 +649,7 @@ impl Ledger {
                 )
             }
             FileRef::Grok(f) => {
-                let session: Arc<str> = f
-                    .session_id
-                    .as_deref()
-                    .map_or_else(|| stem(&f.path), str::to_owned)
-                    .into();
+                let session = own_id(f.session_id.as_ref(), &f.path);
                 let cwd = f.cwd.clone();
                 (Agent::Grok, session, None, cwd, grok_calls(f), Vec::new())
             }
@@ -718,7 +714,7 @@ impl Ledger {
             models: ModelNames::now(),
             ..Accounting::default()
         };
-        let mut latest: Option<&Box<RateLimits>> = None;
+        let mut latest: Option<&Arc<RateLimits>> = None;
         for &id in self.order.values() {
             let Some(slot) = self.slot(id) else { continue };
             if let Some(chunk) = &slot.chunk {
@@ -737,6 +733,12 @@ impl Ledger {
         out.rate_limits = latest.map(|l| (**l).clone());
         out
     }
+}
+
+/// A file's own id (its session's or thread's) as its share names it: the parse's own text,
+/// shared rather than copied (one allocation fewer a file), else the file's stem.
+fn own_id(id: Option<&Arc<str>>, path: &Path) -> Arc<str> {
+    id.cloned().unwrap_or_else(|| Arc::from(stem(path)))
 }
 
 /// The calls of one file's list from one place on, read back together: deciding keys in the
