@@ -22,7 +22,8 @@ pub(crate) struct Entries {
     by_path: HashTable<u32>,
 }
 
-fn hash(path: &Path) -> u64 {
+/// A path's hash for the tables that find a file by it (here and in [`crate::ledger`]).
+pub(crate) fn hash(path: &Path) -> u64 {
     xxh3_64(path.as_os_str().as_encoded_bytes())
 }
 
