@@ -330,7 +330,7 @@ impl UsageIndex {
                 None => mine,
             };
             match previous {
-                Some(entry) if entry.agent() == c.agent && entry.stamp == c.stamp => {
+                Some(entry) if entry.agent() == c.agent && entry.stamp() == c.stamp => {
                     stats.files_unchanged += 1;
                     let entry = entry.idled(now);
                     if handed_over {
@@ -584,7 +584,7 @@ fn read(
         entry.agent() == c.agent
             && entry.ino().is_some()
             && entry.ino() == ino
-            && size >= entry.stamp.size
+            && size >= entry.stamp().size
             && entry.reading()
     });
     // A reader whose calls cannot be read back from disk starts again from the file's start.
@@ -592,7 +592,10 @@ fn read(
     let (mut reader, mut offset) = match resume {
         Some(entry) => {
             stats.files_appended += 1;
-            (entry.reader, entry.stamp.size)
+            {
+                let size = entry.stamp().size;
+                (entry.reader, size)
+            }
         }
         None => {
             if known {
