@@ -8,62 +8,26 @@
 //! heap. Run it with `MIMALLOC_PURGE_DELAY=0` for the daemon's
 //! resident set: the daemon tells mimalloc to give freed pages back at once (`daemon::memory`).
 
-// The counting allocator below needs `unsafe` (a `GlobalAlloc` impl); it only passes calls on.
-#![allow(unsafe_code)]
-
-use std::alloc::{GlobalAlloc, Layout};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use cap::Cap;
 use cross_agent_stores::StoreRoots;
 use cross_agent_usage::{GroupBy, PriceTable, Report, UsageIndex};
 
+#[path = "../tests/counted/mod.rs"]
+mod counted;
+use counted::Counted;
+
 /// The `cross-agent` binary's allocator, so the figures are the daemon's, counting the bytes
-/// live on the heap: the resident set also holds what the allocator keeps after a free, and a
-/// heap profiler does not see mimalloc's allocations.
+/// and blocks live on the heap: the resident set also holds what the allocator keeps after a
+/// free, and a heap profiler does not see mimalloc's allocations.
 #[global_allocator]
-static ALLOCATOR: Counted = Counted(Cap::new(mimalloc::MiMalloc, usize::MAX));
-
-/// The allocator above, counting the blocks live on the heap: every small long-lived block pins
-/// an allocator page, so how many there are matters as much as their bytes.
-struct Counted(Cap<mimalloc::MiMalloc>);
-
-static LIVE_BLOCKS: AtomicIsize = AtomicIsize::new(0);
-
-// SAFETY: every call is passed on unchanged to the wrapped allocator; the counter only observes.
-unsafe impl GlobalAlloc for Counted {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let block = unsafe { self.0.alloc(layout) };
-        if !block.is_null() {
-            LIVE_BLOCKS.fetch_add(1, Ordering::Relaxed);
-        }
-        block
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        let block = unsafe { self.0.alloc_zeroed(layout) };
-        if !block.is_null() {
-            LIVE_BLOCKS.fetch_add(1, Ordering::Relaxed);
-        }
-        block
-    }
-
-    unsafe fn dealloc(&self, block: *mut u8, layout: Layout) {
-        LIVE_BLOCKS.fetch_sub(1, Ordering::Relaxed);
-        unsafe { self.0.dealloc(block, layout) }
-    }
-
-    unsafe fn realloc(&self, block: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        unsafe { self.0.realloc(block, layout, new_size) }
-    }
-}
+static ALLOCATOR: Counted<mimalloc::MiMalloc> = Counted::new(mimalloc::MiMalloc);
 
 /// The bytes live on the heap now.
 fn live_bytes() -> usize {
-    ALLOCATOR.0.allocated()
+    ALLOCATOR.bytes().max(0) as usize
 }
 
 fn main() -> Result<()> {
@@ -173,7 +137,7 @@ fn step(what: &str, at: Instant) {
     println!(
         "{what}: live heap {:.1} MB in {} blocks, RSS {:.1} MB, peak {:.1} MB, {:.0} ms",
         live_bytes() as f64 / 1_048_576.0,
-        LIVE_BLOCKS.load(Ordering::Relaxed),
+        ALLOCATOR.blocks(),
         field("VmRSS:"),
         field("VmHWM:"),
         at.elapsed().as_secs_f64() * 1e3
