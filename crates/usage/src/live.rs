@@ -189,7 +189,6 @@ impl UsageIndex {
         changed |= !old.is_empty();
         self.dirty
             .extend(old.into_values().map(|entry| entry.parse().path().clone()));
-        self.entries.shrink_to_fit();
         if changed {
             self.accounting = None;
         }
@@ -382,6 +381,7 @@ impl UsageIndex {
         if compact {
             stats.compacting = at.elapsed();
         }
+        self.entries.trim();
         changed |= self.move_records_left();
         if let Some(warning) = self.spill.as_ref().and_then(|spill| spill.take_warning()) {
             warnings.push(warning);
