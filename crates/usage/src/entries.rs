@@ -5,10 +5,11 @@
 //! reused by the next new one) and the table beside it holds only a slot's number (4 bytes),
 //! hashed from the path the entry's parse already holds — no second key.
 
+use std::hash::{Hash as _, Hasher as _};
 use std::path::Path;
 
 use hashbrown::HashTable;
-use xxhash_rust::xxh3::xxh3_64;
+use xxhash_rust::xxh3::Xxh3;
 
 use crate::entry::Entry;
 
@@ -22,9 +23,12 @@ pub(crate) struct Entries {
     by_path: HashTable<u32>,
 }
 
-/// A path's hash for the tables that find a file by it (here and in [`crate::ledger`]).
+/// A path's hash for the tables that find a file by it (here and in [`crate::ledger`]): by
+/// `Path`'s own `Hash`, which agrees with its `==` (`a//b` is `a/b`), as the maps did.
 pub(crate) fn hash(path: &Path) -> u64 {
-    xxh3_64(path.as_os_str().as_encoded_bytes())
+    let mut hasher = Xxh3::new();
+    path.hash(&mut hasher);
+    hasher.finish()
 }
 
 impl Entries {
@@ -142,6 +146,15 @@ impl Entries {
 
 #[cfg(test)]
 mod tests {
+    /// Two spellings of one path find the same file, as they did in a map keyed by `Path`.
+    #[test]
+    fn a_path_spelled_another_way_is_found() {
+        assert_eq!(
+            super::hash(std::path::Path::new("/a//b/c.jsonl")),
+            super::hash(std::path::Path::new("/a/b/c.jsonl"))
+        );
+    }
+
     /// A slot is an entry's own size: a gone file's slot costs no tag beside the entries.
     #[test]
     fn a_slot_is_an_entrys_size() {
