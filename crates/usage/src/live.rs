@@ -780,9 +780,9 @@ mod tests {
         assert_eq!(index.records_failure(), None);
     }
 
-    /// Files still for [`crate::IDLE_AFTER`] keep no reader: their entries (each with its slot
-    /// in the map) come to at most 128 + 64 bytes a file, where each entry took 224 with its
-    /// reader.
+    /// Files still for [`crate::IDLE_AFTER`] keep no reader: their entries (each in the index's
+    /// one list, with its slot in the table beside it) come to at most 192 bytes a file, where
+    /// each entry took 224 with its reader.
     #[test]
     fn idle_files_keep_no_reader_and_their_entries_take_at_most_192_bytes_each() {
         let home = tempfile::tempdir().unwrap();
