@@ -12,19 +12,22 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use cap::Cap;
 use cross_agent_stores::StoreRoots;
 use cross_agent_usage::{GroupBy, PriceTable, Report, UsageIndex};
 
+#[path = "../tests/counted/mod.rs"]
+mod counted;
+use counted::Counted;
+
 /// The `cross-agent` binary's allocator, so the figures are the daemon's, counting the bytes
-/// live on the heap: the resident set also holds what the allocator keeps after a free, and a
-/// heap profiler does not see mimalloc's allocations.
+/// and blocks live on the heap: the resident set also holds what the allocator keeps after a
+/// free, and a heap profiler does not see mimalloc's allocations.
 #[global_allocator]
-static ALLOCATOR: Cap<mimalloc::MiMalloc> = Cap::new(mimalloc::MiMalloc, usize::MAX);
+static ALLOCATOR: Counted<mimalloc::MiMalloc> = Counted::new(mimalloc::MiMalloc);
 
 /// The bytes live on the heap now.
 fn live_bytes() -> usize {
-    ALLOCATOR.allocated()
+    ALLOCATOR.bytes().max(0) as usize
 }
 
 fn main() -> Result<()> {
@@ -132,8 +135,9 @@ fn step(what: &str, at: Instant) {
             .map_or(0.0, |kb| kb / 1024.0)
     };
     println!(
-        "{what}: live heap {:.1} MB, RSS {:.1} MB, peak {:.1} MB, {:.0} ms",
+        "{what}: live heap {:.1} MB in {} blocks, RSS {:.1} MB, peak {:.1} MB, {:.0} ms",
         live_bytes() as f64 / 1_048_576.0,
+        ALLOCATOR.blocks(),
         field("VmRSS:"),
         field("VmHWM:"),
         at.elapsed().as_secs_f64() * 1e3

@@ -53,15 +53,24 @@ pub struct Share {
     pub subagent: Option<Arc<str>>,
     pub cwd: Option<Arc<str>>,
     calls: Calls,
-    /// Which of `calls` the file wins, one bit each; `None`: every one (nearly always).
-    won: Option<Box<[u64]>>,
-    /// The usage a won call counts where it is not its own record's (a Claude reply another
-    /// copy recorded more of), by the call's place, in order.
-    counted: Box<[(u32, Tokens)]>,
+    /// What only a file that shares its calls with another has (`None`: it wins all its calls
+    /// with their own usage, nearly always): boxed apart so a share, kept for every file, is
+    /// 72 bytes (the allocator's 96-byte class with its `Arc`, from 112).
+    rare: Option<Box<Rare>>,
     /// The latest time of a call the file wins, in whole seconds rounded up (0: none known;
     /// `u32::MAX`: that or later; 32 bits, so the share stays in its allocator size class): a
     /// report since a later time reads none of the share's records.
     latest_s: u32,
+}
+
+/// The part of a share only a file that shares its calls with another has.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Rare {
+    /// Which of the share's calls the file wins, one bit each; `None`: every one.
+    won: Option<Box<[u64]>>,
+    /// The usage a won call counts where it is not its own record's (a Claude reply another
+    /// copy recorded more of), by the call's place, in order.
+    counted: Box<[(u32, Tokens)]>,
 }
 
 /// One call a share counts.
@@ -106,16 +115,32 @@ impl Share {
             subagent: names.subagent,
             cwd: names.cwd,
             calls,
-            won: (!all).then(|| won.into_boxed_slice()),
-            counted: counted.into_boxed_slice(),
+            rare: (!all || !counted.is_empty()).then(|| {
+                Box::new(Rare {
+                    won: (!all).then(|| won.into_boxed_slice()),
+                    counted: counted.into_boxed_slice(),
+                })
+            }),
             latest_s,
         })
     }
 
-    /// The bytes the share holds on the heap beside its calls (which its reader holds too).
+    /// The bytes the share holds on the heap beside its calls (which its reader holds too), and
+    /// beside the names it shares with its file's parse (counted there).
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.won.as_ref().map_or(0, |w| w.len() * 8)
-            + self.counted.len() * std::mem::size_of::<(u32, Tokens)>()
+        let own = |name: &Arc<str>| {
+            if Arc::strong_count(name) == 1 {
+                name.len() + 16
+            } else {
+                0
+            }
+        };
+        self.rare.as_ref().map_or(0, |rare| {
+            std::mem::size_of::<Rare>()
+                + rare.won.as_ref().map_or(0, |w| w.len() * 8)
+                + rare.counted.len() * std::mem::size_of::<(u32, Tokens)>()
+        }) + own(&self.session_id)
+            + self.subagent.as_ref().map_or(0, own)
     }
 
     /// The calls the file wins, each with the usage it counts.
@@ -180,13 +205,20 @@ impl Iterator for ShareCalls<'_> {
             let at = self.at;
             let call = self.records.next()?;
             self.at += 1;
-            if let Some(won) = &share.won
+            let Some(rare) = &share.rare else {
+                return Some(Counted {
+                    timestamp: call.timestamp,
+                    model: call.model,
+                    tokens: call.tokens,
+                });
+            };
+            if let Some(won) = &rare.won
                 && won[at / 64] & (1 << (at % 64)) == 0
             {
                 continue;
             }
             let mut tokens = call.tokens;
-            while let Some(&(place, own)) = share.counted.get(self.counted) {
+            while let Some(&(place, own)) = rare.counted.get(self.counted) {
                 if place as usize > at {
                     break;
                 }
@@ -480,25 +512,41 @@ pub(crate) struct Threads {
 const MAX_CHAIN: usize = 64;
 
 impl Threads {
+    /// The ties `files` record, in any order: of two rollouts naming the same thread, the first
+    /// in path order says what it is tied to (as a whole scan, reading in path order, decides).
     pub(crate) fn new(files: &[&CodexFile]) -> Self {
+        /// A tie kept with the path that said it; the first path in order says it.
+        fn tie<'p>(
+            ties: &mut HashMap<String, (String, &'p std::path::Path)>,
+            id: &str,
+            to: &str,
+            path: &'p std::path::Path,
+        ) {
+            match ties.get_mut(id) {
+                Some(kept) if kept.1 <= path => {}
+                Some(kept) => *kept = (to.to_owned(), path),
+                None => {
+                    ties.insert(id.to_owned(), (to.to_owned(), path));
+                }
+            }
+        }
         let mut forked_from = HashMap::new();
         let mut parent = HashMap::new();
         for f in files {
             let Some(id) = &f.thread_id else { continue };
             if let Some(base) = f.forked_from() {
-                forked_from
-                    .entry(id.to_string())
-                    .or_insert_with(|| base.to_string());
+                tie(&mut forked_from, id, base, &f.path);
             }
             if let Some(p) = f.parent_thread() {
-                parent
-                    .entry(id.to_string())
-                    .or_insert_with(|| p.to_string());
+                tie(&mut parent, id, p, &f.path);
             }
         }
+        let named = |ties: HashMap<String, (String, &std::path::Path)>| {
+            ties.into_iter().map(|(id, (to, _))| (id, to)).collect()
+        };
         Self {
-            forked_from,
-            parent,
+            forked_from: named(forked_from),
+            parent: named(parent),
         }
     }
 
@@ -556,6 +604,14 @@ pub(crate) fn stem(path: &std::path::Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A share is kept for every file that wins a call (100,000 at the largest stores): 72 bytes,
+    /// in the allocator's 96-byte class with its `Arc`'s counts (the next is 112), what only a
+    /// file sharing its calls has boxed apart.
+    #[test]
+    fn a_share_fits_72_bytes() {
+        assert!(std::mem::size_of::<Share>() <= 72);
+    }
 
     /// A share is passed over by a report since a time only when no call it wins is at or after
     /// that time: checked against every call's own time, around whole seconds, before 1970 and

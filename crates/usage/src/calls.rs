@@ -460,6 +460,16 @@ pub(crate) fn renew_path(path: &mut Arc<std::path::Path>) {
     }
 }
 
+/// A file's id (or other text) held in one place only put in a fresh allocation, as
+/// [`renew_path`] does for its path.
+pub(crate) fn renew_text(text: &mut Option<Arc<str>>) {
+    if let Some(held) = text
+        && Arc::strong_count(held) == 1
+    {
+        *held = Arc::from(&**held);
+    }
+}
+
 impl FromIterator<Call> for CallList {
     fn from_iter<I: IntoIterator<Item = Call>>(calls: I) -> CallList {
         let mut list = CallList::default();

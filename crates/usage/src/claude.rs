@@ -42,10 +42,12 @@ pub fn key_of(message_id: &str, request_id: Option<&str>) -> CallKey {
 pub struct ClaudeFile {
     /// Shared: the live index keys the file by it and its ledger orders files by it.
     pub path: Arc<Path>,
-    /// `sessionId` of the first line that had one.
-    pub session_id: Option<Box<str>>,
-    /// For `<session>/subagents/*.jsonl`: the session folder's name, the parent it counts for.
-    pub parent_session: Option<Box<str>>,
+    /// `sessionId` of the first line that had one (shared, not copied, with the file's share
+    /// of the calls in the live index: [`crate::Share::session_id`]).
+    pub session_id: Option<Arc<str>>,
+    /// For `<session>/subagents/*.jsonl`: the session folder's name, the parent it counts for
+    /// (shared with the file's share, as `session_id` is).
+    pub parent_session: Option<Arc<str>>,
     /// Shared with every file that names it ([`crate::keys::shared_cwd`]).
     pub cwd: Option<Arc<str>>,
     /// The earliest timestamp in the file.
@@ -191,7 +193,7 @@ impl LineRecords for ClaudeLines {
         ClaudeFile {
             path: Arc::from(path),
             session_id: None,
-            parent_session: parent_of_subagent_file(path).map(String::into_boxed_str),
+            parent_session: parent_of_subagent_file(path).map(Arc::from),
             cwd: None,
             started: None,
             messages: Calls::default(),
@@ -227,12 +229,14 @@ impl LineRecords for ClaudeLines {
 
     fn renew(file: &mut ClaudeFile) {
         crate::calls::renew_path(&mut file.path);
+        crate::calls::renew_text(&mut file.session_id);
+        crate::calls::renew_text(&mut file.parent_session);
         crate::calls::renew(&mut file.messages);
     }
 
     fn record(&mut self, file: &mut ClaudeFile, line: Line, timestamp: Option<UnixMillis>) {
         if file.session_id.is_none() {
-            file.session_id = line.session_id.as_deref().map(Box::from);
+            file.session_id = line.session_id.as_deref().map(Arc::from);
         }
         if file.cwd.is_none() {
             file.cwd = line.cwd.as_deref().map(crate::keys::shared_cwd);

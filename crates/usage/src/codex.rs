@@ -97,8 +97,9 @@ pub fn key_in(key: CallKey, family: u64) -> CallKey {
 pub struct CodexFile {
     /// Shared: the live index keys the file by it and its ledger orders files by it.
     pub path: Arc<Path>,
-    /// The first `session_meta`'s `id`: this rollout's thread.
-    pub thread_id: Option<Box<str>>,
+    /// The first `session_meta`'s `id`: this rollout's thread (shared, not copied, with the
+    /// file's share of the calls in the live index: [`crate::Share::session_id`]).
+    pub thread_id: Option<Arc<str>>,
     /// What ties this thread to others, when anything does (boxed: most rollouts have none,
     /// and a parse is kept for every rollout).
     pub relations: Option<Box<Relations>>,
@@ -106,8 +107,9 @@ pub struct CodexFile {
     pub cwd: Option<Arc<str>>,
     pub started: Option<UnixMillis>,
     pub calls: Calls,
-    /// The latest `rate_limits` of the file (boxed: most rollouts' readers are kept with it).
-    pub rate_limits: Option<Box<RateLimits>>,
+    /// The latest `rate_limits` of the file (apart: most rollouts' parses are kept with it;
+    /// shared, not copied, with the live ledger's slot for the file).
+    pub rate_limits: Option<Arc<RateLimits>>,
     pub bad_lines: u64,
 }
 
@@ -205,6 +207,12 @@ impl LineRecords for CodexLines {
 
     fn renew(file: &mut CodexFile) {
         crate::calls::renew_path(&mut file.path);
+        crate::calls::renew_text(&mut file.thread_id);
+        if let Some(limits) = &mut file.rate_limits
+            && Arc::strong_count(limits) == 1
+        {
+            *limits = Arc::new(RateLimits::clone(limits));
+        }
         crate::calls::renew(&mut file.calls);
     }
 
@@ -231,9 +239,9 @@ impl LineRecords for CodexLines {
 
 /// The thread's own `session_meta`, or a copied one naming the base of a fork.
 fn meta(file: &mut CodexFile, payload: &Value) {
-    let id: Option<Box<str>> = payload.get("id").and_then(Value::as_str).map(Box::from);
+    let id: Option<&str> = payload.get("id").and_then(Value::as_str);
     if file.thread_id.is_none() {
-        file.thread_id = id;
+        file.thread_id = id.map(Arc::from);
         file.cwd = payload
             .get("cwd")
             .and_then(Value::as_str)
@@ -252,9 +260,9 @@ fn meta(file: &mut CodexFile, payload: &Value) {
                 .map(Box::from),
         };
         file.relations = (relations != Relations::default()).then(|| Box::new(relations));
-    } else if file.forked_from().is_none() && id != file.thread_id {
+    } else if file.forked_from().is_none() && id != file.thread_id.as_deref() {
         // A copied history's own `session_meta`: the base of this fork.
-        file.relations.get_or_insert_default().forked_from = id;
+        file.relations.get_or_insert_default().forked_from = id.map(Box::from);
     }
 }
 
@@ -269,7 +277,7 @@ impl CodexLines {
             .get("rate_limits")
             .and_then(|v| rate_limits(v, timestamp))
         {
-            file.rate_limits = Some(Box::new(limits));
+            file.rate_limits = Some(Arc::new(limits));
         }
         let Some(info) = payload.get("info").filter(|v| !v.is_null()) else {
             return;

@@ -241,10 +241,17 @@ impl Kept {
 /// reader was fed are its stamp's size).
 #[derive(Debug, Clone)]
 pub(crate) struct Entry {
-    /// What was read: the stamp's size is how many bytes the reader has been fed.
-    pub(crate) stamp: FileStamp,
+    /// What was read ([`Entry::stamp`]): its size is how many bytes the reader has been fed.
+    size: u64,
+    /// The stamp's mtime, [`NO_MTIME`] for none: 8 bytes where an `Option` takes 16, in an
+    /// entry kept for every file in one list ([`crate::entries`]).
+    mtime_ns: i64,
     pub(crate) reader: Kept,
 }
+
+/// An [`Entry`]'s mtime when its stamp has none (no file is stamped at the earliest
+/// nanosecond `i64` holds, in 1677).
+const NO_MTIME: i64 = i64::MIN;
 
 impl Entry {
     /// The entry of `reader`, fed the `stamp.size` bytes of the file at inode `ino`: kept
@@ -255,19 +262,30 @@ impl Entry {
         } else {
             reader.settled(ino)
         };
-        Entry { stamp, reader }
+        Entry {
+            size: stamp.size,
+            mtime_ns: stamp.mtime_ns.unwrap_or(NO_MTIME),
+            reader,
+        }
+    }
+
+    /// What was read: the size is how many bytes the reader has been fed.
+    pub(crate) fn stamp(&self) -> FileStamp {
+        FileStamp {
+            size: self.size,
+            mtime_ns: (self.mtime_ns != NO_MTIME).then_some(self.mtime_ns),
+        }
     }
 
     /// The entry with its reader let go when its file has been still for [`IDLE_AFTER`].
-    pub(crate) fn idled(self: Box<Entry>, now: SystemTime) -> Box<Entry> {
-        if !matches!(self.reader, Kept::Reading(_)) || !still(&self.stamp, now) {
+    pub(crate) fn idled(self, now: SystemTime) -> Entry {
+        if !matches!(self.reader, Kept::Reading(_)) || !still(&self.stamp(), now) {
             return self;
         }
-        let Entry { stamp, reader } = *self;
-        Box::new(Entry {
-            stamp,
-            reader: reader.into_whole(),
-        })
+        Entry {
+            reader: self.reader.into_whole(),
+            ..self
+        }
     }
 
     /// Whether a reader is kept (the file was written lately).
@@ -275,13 +293,14 @@ impl Entry {
         matches!(self.reader, Kept::Reading(_))
     }
 
-    /// The entry again in fresh allocations of exactly its size, made here one after another,
-    /// the old ones dropped. A read's survivors (the entry, its calls, its path and names) are
+    /// The entry's allocations again, fresh and of exactly their size, made here one after
+    /// another, the old ones dropped. A read's survivors (its calls, its path and names) are
     /// allocated on the reader threads between the parse's short-lived buffers, so after a
     /// refresh that read many files they sit thinly on many pages the allocator cannot give
     /// back; made again in a row they fill few, and the rest go back (the daemon purges at once).
-    pub(crate) fn compacted(self: Box<Entry>) -> Box<Entry> {
-        let mut fresh = Box::new(Entry::clone(&self));
+    /// The entry itself is kept in the index's one list ([`crate::entries`]).
+    pub(crate) fn compacted(self) -> Entry {
+        let mut fresh = Entry::clone(&self);
         // The old dropped first, so the calls and path are held by the fresh entry alone.
         drop(self);
         fresh.reader.renew();
@@ -339,12 +358,12 @@ pub(crate) const NO_INODE: (u64, u64) = (0, 0);
 
 #[cfg(test)]
 mod tests {
-    /// An entry is kept for every usage file (110,000 at the largest stores): an idle one is
-    /// its stamp and its parse, in the allocator's 128-byte size class (the next is 160) — the
-    /// reader, its inode and a waiting line's parse are boxed apart, kept only while the file
+    /// An entry is kept for every usage file (110,000 at the largest stores), all in one list
+    /// ([`crate::entries`]), so each byte counts: an idle one is its stamp (16 bytes) and its
+    /// parse — the reader, its inode and a waiting line's parse are boxed apart, kept only while the file
     /// is written ([`crate::IDLE_AFTER`]), and a rollout's rare thread relations are boxed too.
     #[test]
-    fn an_entry_fits_128_bytes() {
-        assert!(std::mem::size_of::<super::Entry>() <= 128);
+    fn an_entry_fits_120_bytes() {
+        assert!(std::mem::size_of::<super::Entry>() <= 120);
     }
 }

@@ -26,7 +26,8 @@ pub struct GrokTurn {
 pub struct GrokFile {
     /// Shared: the live index keys the file by it and its ledger orders files by it.
     pub path: Arc<Path>,
-    pub session_id: Option<Box<str>>,
+    /// Shared, not copied, with the file's share of the calls in the live index.
+    pub session_id: Option<Arc<str>>,
     /// Shared with every file that names it ([`crate::keys::shared_cwd`]).
     pub cwd: Option<Arc<str>>,
     pub started: Option<UnixMillis>,
@@ -50,7 +51,7 @@ impl LineRecords for GrokLines {
         let dir = path.parent();
         GrokFile {
             path: Arc::from(path),
-            session_id: folder_session(path).map(String::into_boxed_str),
+            session_id: folder_session(path).map(Arc::from),
             cwd: dir
                 .and_then(Path::parent)
                 .and_then(cross_agent_stores::grok::folder_cwd)
@@ -82,6 +83,7 @@ impl LineRecords for GrokLines {
 
     fn renew(file: &mut GrokFile) {
         crate::calls::renew_path(&mut file.path);
+        crate::calls::renew_text(&mut file.session_id);
     }
 
     fn record(&mut self, file: &mut GrokFile, line: Value, timestamp: Option<UnixMillis>) {

@@ -20,14 +20,14 @@
 //! the list as put in, whatever its reader read since). Nor is each call's key state kept per
 //! file: a file's calls find theirs in the key table. The copies beyond the first (a resumed
 //! session's copies of its base) and a Claude reply counted with a larger usage than its
-//! winner's own line recorded are the rare cases, in side tables. A file's path is held once
-//! ([`Arc<Path>`]) by its slot and the path order, which also finds a file by its path.
+//! winner's own line recorded are the rare cases, in side tables. A file's path is held by its
+//! slot (the parse's own [`Arc<Path>`], not a copy); a table of slot numbers finds a file by it.
 //!
 //! Codex's thread relations (forks, spawns) say each call's family, session and rank, so when a
 //! changed rollout changes them every Codex file is decided again; an appended rollout keeps
 //! its `session_meta`, and only its own calls are looked at.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -60,7 +60,7 @@ struct FileSlot {
     /// What the accounting takes from the file as a whole: a Codex rollout's latest rate
     /// limits, a Grok session with no usage recorded (kept so a new accounting looks at no
     /// parse).
-    limits: Option<Box<RateLimits>>,
+    limits: Option<Arc<RateLimits>>,
     /// A Grok session with no usage recorded (named by its path: [`crate::grok::session_of`]).
     no_usage: bool,
 }
@@ -87,8 +87,11 @@ pub struct LedgerStats {
 pub(crate) struct Ledger {
     files: Vec<Option<FileSlot>>,
     free_files: Vec<FileId>,
-    /// The files by path: the order a whole scan decides ties in, and how a path finds its file.
-    order: BTreeMap<Arc<Path>, FileId>,
+    /// Each file's slot, found by its path's hash: 5 bytes a file where a map ordered by path
+    /// took ~40 in nodes of its own (issue 30). Where path order decides (copies that tie, a
+    /// thread named by two rollouts, rate limits seen at the same time) the paths are compared
+    /// there.
+    by_path: HashTable<FileId>,
     /// Each key's state's place, found by the key (read from the state's first copy).
     index: HashTable<KeyId>,
     /// Each key's state (the key is the first copy's: [`key_at`]), on disk between updates
@@ -138,8 +141,8 @@ impl Ledger {
             stats.files_changed += 1;
             let now = parse(&path);
             codex_changed |= matches!(now, Some(FileRef::Codex(_)));
-            let id = match self.order.get(&*path) {
-                Some(&id) => {
+            let id = match self.file_of(&path) {
+                Some(id) => {
                     codex_changed |= self.slot(id).is_some_and(|s| s.agent == Agent::Codex);
                     self.take_out(id, &mut touched);
                     id
@@ -176,10 +179,7 @@ impl Ledger {
                 // Families and ranks may differ: every Codex call is decided again.
                 stats.codex_whole = true;
                 self.keys.hold_all();
-                let codex: Vec<FileId> = self
-                    .order
-                    .values()
-                    .copied()
+                let codex: Vec<FileId> = (0..self.files.len() as FileId)
                     .filter(|&id| self.slot(id).is_some_and(|s| s.agent == Agent::Codex))
                     .collect();
                 for id in codex {
@@ -257,6 +257,18 @@ impl Ledger {
         self.files.get(id as usize).and_then(Option::as_ref)
     }
 
+    /// The file at `path`, if the ledger has it.
+    fn file_of(&self, path: &Path) -> Option<FileId> {
+        let files = &self.files;
+        self.by_path
+            .find(crate::entries::hash(path), |&id| {
+                files[id as usize]
+                    .as_ref()
+                    .is_some_and(|slot| *slot.path == *path)
+            })
+            .copied()
+    }
+
     /// A new file, keyed by its parse's own path (one copy of it).
     fn add_file(&mut self, path: Arc<Path>, agent: Agent) -> FileId {
         let slot = FileSlot {
@@ -278,15 +290,26 @@ impl Ledger {
                 (self.files.len() - 1) as FileId
             }
         };
-        self.order.insert(path, id);
+        let files = &self.files;
+        self.by_path
+            .insert_unique(crate::entries::hash(&path), id, |&id| {
+                files[id as usize]
+                    .as_ref()
+                    .map_or(0, |slot| crate::entries::hash(&slot.path))
+            });
         id
     }
 
     fn drop_file(&mut self, id: FileId) {
-        if let Some(slot) = self.files.get_mut(id as usize).and_then(Option::take) {
-            self.order.remove(&slot.path);
-            self.free_files.push(id);
+        let hash = match self.slot(id) {
+            Some(slot) => crate::entries::hash(&slot.path),
+            None => return,
+        };
+        if let Ok(found) = self.by_path.find_entry(hash, |&at| at == id) {
+            found.remove();
         }
+        self.files[id as usize] = None;
+        self.free_files.push(id);
     }
 
     /// Takes the file's copies out of their keys (marked to decide again); a key left with no
@@ -464,9 +487,11 @@ impl Ledger {
 
     fn threads_now<'a>(&self, parse: &dyn Fn(&Path) -> Option<FileRef<'a>>) -> Threads {
         let codex: Vec<&CodexFile> = self
-            .order
-            .keys()
-            .filter_map(|path| match parse(path) {
+            .files
+            .iter()
+            .flatten()
+            .filter(|slot| slot.agent == Agent::Codex)
+            .filter_map(|slot| match parse(&slot.path) {
                 Some(FileRef::Codex(f)) => Some(f),
                 _ => None,
             })
@@ -603,13 +628,10 @@ impl Ledger {
         };
         let (agent, session, subagent, cwd, calls, counted) = match file {
             FileRef::Claude(f) => {
-                let own = f
-                    .session_id
-                    .as_deref()
-                    .map_or_else(|| stem(&f.path), str::to_owned);
-                let (session, subagent): (Arc<str>, _) = match &f.parent_session {
-                    Some(parent) => ((&**parent).into(), Some(Arc::from(own))),
-                    None => (own.into(), None),
+                let own = own_id(f.session_id.as_ref(), &f.path);
+                let (session, subagent) = match &f.parent_session {
+                    Some(parent) => (parent.clone(), Some(own)),
+                    None => (own, None),
                 };
                 // The won replies counted with another copy's larger usage.
                 let counted: Vec<(u32, Tokens)> = (0..f.messages.len())
@@ -629,19 +651,22 @@ impl Ledger {
                 )
             }
             FileRef::Codex(f) => {
-                let own = f
-                    .thread_id
-                    .as_deref()
-                    .map_or_else(|| stem(&f.path), str::to_owned);
-                let session = match &self.threads {
-                    Some(threads) => threads.session(&own).0,
-                    None => own.clone(),
+                let own = own_id(f.thread_id.as_ref(), &f.path);
+                let (session, subagent) = match &self.threads {
+                    Some(threads) => {
+                        let session = threads.session(&own).0;
+                        if *session == *own {
+                            (own, None)
+                        } else {
+                            (Arc::from(session), Some(own))
+                        }
+                    }
+                    None => (own, None),
                 };
-                let subagent: Option<Arc<str>> = (session != own).then(|| own.into());
                 let cwd = f.cwd.clone();
                 (
                     Agent::Codex,
-                    session.into(),
+                    session,
                     subagent,
                     cwd,
                     f.calls.clone(),
@@ -649,11 +674,7 @@ impl Ledger {
                 )
             }
             FileRef::Grok(f) => {
-                let session: Arc<str> = f
-                    .session_id
-                    .as_deref()
-                    .map_or_else(|| stem(&f.path), str::to_owned)
-                    .into();
+                let session = own_id(f.session_id.as_ref(), &f.path);
                 let cwd = f.cwd.clone();
                 (Agent::Grok, session, None, cwd, grok_calls(f), Vec::new())
             }
@@ -697,11 +718,19 @@ impl Ledger {
             "ledger larger usages",
             map_slot(self.tokens.len(), 4 + size_of::<Tokens>()),
         ));
-        let mut slots =
-            self.files.capacity() * size_of::<Option<FileSlot>>() + self.order.len() * 40;
+        let buckets = if self.by_path.capacity() == 0 {
+            0
+        } else {
+            (self.by_path.capacity() * 8 / 7).next_power_of_two()
+        };
+        let mut slots = self.files.capacity() * size_of::<Option<FileSlot>>() + buckets * 5;
         let mut shares = 0;
         for slot in self.files.iter().flatten() {
-            slots += slot.limits.as_ref().map_or(0, |_| size_of::<RateLimits>());
+            // Shared with the parse: counted here, once.
+            slots += slot
+                .limits
+                .as_ref()
+                .map_or(0, |_| size_of::<RateLimits>() + 16);
             if let Some(chunk) = &slot.chunk {
                 shares += size_of::<Share>() + 16 + chunk.heap_bytes();
             }
@@ -718,25 +747,39 @@ impl Ledger {
             models: ModelNames::now(),
             ..Accounting::default()
         };
-        let mut latest: Option<&Box<RateLimits>> = None;
-        for &id in self.order.values() {
-            let Some(slot) = self.slot(id) else { continue };
+        // The latest rate limits; of two seen at the same time, the later file's in path order
+        // (as a whole scan, which reads files in that order, keeps the last it met).
+        let mut latest: Option<(&Arc<RateLimits>, &Path)> = None;
+        let mut no_usage: Vec<&Path> = Vec::new();
+        for slot in self.files.iter().flatten() {
             if let Some(chunk) = &slot.chunk {
                 out.chunks.push(chunk.clone());
             }
             if let Some(limits) = &slot.limits
-                && latest.is_none_or(|l| l.observed_at <= limits.observed_at)
+                && latest.is_none_or(|(l, path)| {
+                    (l.observed_at, path) <= (limits.observed_at, &*slot.path)
+                })
             {
-                latest = Some(limits);
+                latest = Some((limits, &slot.path));
             }
             if slot.no_usage {
-                let session = crate::grok::session_of(&slot.path);
-                out.no_usage_recorded.push((Agent::Grok, session));
+                no_usage.push(&slot.path);
             }
         }
-        out.rate_limits = latest.map(|l| (**l).clone());
+        out.rate_limits = latest.map(|(l, _)| (**l).clone());
+        no_usage.sort_unstable();
+        out.no_usage_recorded = no_usage
+            .into_iter()
+            .map(|path| (Agent::Grok, crate::grok::session_of(path)))
+            .collect();
         out
     }
+}
+
+/// A file's own id (its session's or thread's) as its share names it: the parse's own text,
+/// shared rather than copied (one allocation fewer a file), else the file's stem.
+fn own_id(id: Option<&Arc<str>>, path: &Path) -> Arc<str> {
+    id.cloned().unwrap_or_else(|| Arc::from(stem(path)))
 }
 
 /// The calls of one file's list from one place on, read back together: deciding keys in the

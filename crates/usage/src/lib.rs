@@ -29,6 +29,7 @@ pub mod budget_config;
 pub mod calls;
 pub mod claude;
 pub mod codex;
+mod entries;
 mod entry;
 pub mod error;
 pub mod grok;

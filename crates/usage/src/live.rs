@@ -37,6 +37,7 @@ use cross_agent_stores::index::ChangedFiles;
 use cross_agent_stores::{FileStamp, StoreRoots, Warnings};
 
 use crate::account::Accounting;
+use crate::entries::Entries;
 use crate::entry::{Entry, Kept};
 use crate::handoff::Handoffs;
 use crate::ledger::{Ledger, LedgerStats};
@@ -104,9 +105,8 @@ pub(crate) const COMPACT_AFTER: usize = 1_000;
 #[derive(Debug, Default)]
 pub struct UsageIndex {
     roots: Option<StoreRoots>,
-    /// Boxed: an entry is ~700 bytes, and a map keeps up to twice its length in empty slots.
-    /// Keyed by the parse's own path (one copy of it, shared with the ledger).
-    entries: HashMap<Arc<Path>, Box<Entry>>,
+    /// Every file's entry in one list, found by the parse's own path ([`crate::entries`]).
+    entries: Entries,
     accounting: Option<Arc<Accounting>>,
     /// The accounting kept current by file.
     ledger: Ledger,
@@ -182,11 +182,13 @@ impl UsageIndex {
             files_seen: candidates.len(),
             ..RefreshStats::default()
         };
-        let mut old = std::mem::take(&mut self.entries);
+        let mut old =
+            std::mem::replace(&mut self.entries, Entries::with_capacity(candidates.len()));
         let mut changed = self.read_changed(candidates, &mut old, &mut stats, warnings);
         stats.files_dropped = old.len();
         changed |= !old.is_empty();
-        self.dirty.extend(old.into_keys());
+        self.dirty
+            .extend(old.into_values().map(|entry| entry.parse().path().clone()));
         if changed {
             self.accounting = None;
         }
@@ -242,21 +244,21 @@ impl UsageIndex {
             }
         }
         let mut candidates = Vec::new();
-        let mut old = HashMap::new();
+        let mut old = Entries::default();
         for (path, candidate) in wanted {
-            let entry = self.entries.remove_entry(path.as_path());
+            let entry = self.entries.remove(path.as_path());
             match candidate {
                 Some(c) => {
-                    if let Some((key, entry)) = entry {
-                        old.insert(key, entry);
+                    if let Some(entry) = entry {
+                        old.insert(entry);
                     }
                     candidates.push(c);
                 }
                 None => {
-                    if let Some((path, _)) = entry {
+                    if let Some(entry) = entry {
                         stats.files_dropped += 1;
                         changed = true;
-                        self.dirty.insert(path);
+                        self.dirty.insert(entry.parse().path().clone());
                     }
                 }
             }
@@ -298,7 +300,7 @@ impl UsageIndex {
     fn read_changed(
         &mut self,
         candidates: Vec<Candidate>,
-        old: &mut HashMap<Arc<Path>, Box<Entry>>,
+        old: &mut Entries,
         stats: &mut RefreshStats,
         warnings: &mut Vec<String>,
     ) -> bool {
@@ -322,18 +324,18 @@ impl UsageIndex {
                 Some(entry) => {
                     stats.files_handed += 1;
                     changed = true;
-                    Some(entry)
+                    Some(*entry)
                 }
                 None => mine,
             };
             match previous {
-                Some(entry) if entry.agent() == c.agent && entry.stamp == c.stamp => {
+                Some(entry) if entry.agent() == c.agent && entry.stamp() == c.stamp => {
                     stats.files_unchanged += 1;
                     let entry = entry.idled(now);
                     if handed_over {
                         taken.push(entry);
                     } else {
-                        self.entries.insert(entry.parse().path().clone(), entry);
+                        self.entries.insert(entry);
                     }
                 }
                 previous => jobs.push((c, previous)),
@@ -373,13 +375,13 @@ impl UsageIndex {
                 entry
             };
             // Dirty by the entry's own path, after the compaction made it afresh.
-            let path = entry.parse().path().clone();
-            self.dirty.insert(path.clone());
-            self.entries.insert(path, entry);
+            self.dirty.insert(entry.parse().path().clone());
+            self.entries.insert(entry);
         }
         if compact {
             stats.compacting = at.elapsed();
         }
+        self.entries.trim();
         changed |= self.move_records_left();
         if let Some(warning) = self.spill.as_ref().and_then(|spill| spill.take_warning()) {
             warnings.push(warning);
@@ -399,7 +401,8 @@ impl UsageIndex {
             return false;
         }
         let mut moved = false;
-        for (path, entry) in &mut self.entries {
+        for entry in self.entries.values_mut() {
+            let path = entry.parse().path().clone();
             let Some(calls) = entry.reader.calls_mut() else {
                 continue;
             };
@@ -410,7 +413,7 @@ impl UsageIndex {
             // Not read back: the failure is kept, and the next refresh reads the stores again.
             if list.load().is_ok() {
                 list.spill(&spill);
-                self.dirty.insert(path.clone());
+                self.dirty.insert(path);
                 moved = true;
             }
         }
@@ -441,14 +444,12 @@ impl UsageIndex {
     pub fn heap_parts(&self) -> Vec<(&'static str, usize)> {
         use std::mem::size_of;
         let mut parts = Vec::new();
-        let mut entries = (self.entries.capacity() * 8 / 7).next_power_of_two()
-            * (size_of::<(Arc<Path>, Box<Entry>)>() + 1);
+        let mut entries = self.entries.heap_bytes();
         let mut paths = 0;
         let mut names = 0;
         let mut calls = 0;
         let mut records = 0;
         for entry in self.entries.values() {
-            entries += size_of::<Entry>();
             let file = entry.parse();
             paths += file.path().as_os_str().len() + 16;
             // Cwds are shared by every file that names them: not counted per file.
@@ -468,7 +469,11 @@ impl UsageIndex {
                 }
                 FileRef::Grok(f) => (None, [f.session_id.as_deref(), None, None]),
             };
-            names += strings.iter().map(|s| s.map_or(0, str::len)).sum::<usize>();
+            // Each id its own allocation (an `Arc`'s two counts beside its text).
+            names += strings
+                .iter()
+                .map(|s| s.map_or(0, |s| s.len() + 16))
+                .sum::<usize>();
             if let Some(list) = list {
                 calls += list.heap_bytes() + 16;
                 records += list.len();
@@ -545,9 +550,9 @@ fn stamp_of(meta: &fs::Metadata) -> FileStamp {
 /// Reads what changed in one file: the appended bytes when it only grew, else all of it.
 fn read(
     c: &Candidate,
-    previous: Option<Box<Entry>>,
+    previous: Option<Entry>,
     stats: &mut RefreshStats,
-) -> Result<Option<Box<Entry>>, String> {
+) -> Result<Option<Entry>, String> {
     let known = previous.is_some();
     if c.compressed {
         // Nothing to resume in a compressed stream: read whole, as a scan does.
@@ -558,9 +563,7 @@ fn read(
             stats.files_new += 1;
         }
         stats.bytes_read += c.stamp.size;
-        return Ok(parsed.map(|parsed| {
-            Box::new(Entry::new(c.stamp, /*ino*/ None, Kept::Idle(parsed)))
-        }));
+        return Ok(parsed.map(|parsed| Entry::new(c.stamp, /*ino*/ None, Kept::Idle(parsed))));
     }
     let file = match open_no_follow(&c.path) {
         Ok(file) => Some(file),
@@ -581,18 +584,18 @@ fn read(
         entry.agent() == c.agent
             && entry.ino().is_some()
             && entry.ino() == ino
-            && size >= entry.stamp.size
+            && size >= entry.stamp().size
             && entry.reading()
     });
     // A reader whose calls cannot be read back from disk starts again from the file's start.
-    let resume = resume.and_then(|entry| {
-        let mut entry = *entry;
-        entry.reader.load_calls().ok().map(|()| entry)
-    });
+    let resume = resume.and_then(|mut entry| entry.reader.load_calls().ok().map(|()| entry));
     let (mut reader, mut offset) = match resume {
         Some(entry) => {
             stats.files_appended += 1;
-            (entry.reader, entry.stamp.size)
+            {
+                let size = entry.stamp().size;
+                (entry.reader, size)
+            }
         }
         None => {
             if known {
@@ -631,7 +634,7 @@ fn read(
             mtime_ns: None,
         }
     };
-    Ok(Some(Box::new(Entry::new(stamp, ino, reader))))
+    Ok(Some(Entry::new(stamp, ino, reader)))
 }
 #[cfg(test)]
 mod tests {
@@ -777,9 +780,9 @@ mod tests {
         assert_eq!(index.records_failure(), None);
     }
 
-    /// Files still for [`crate::IDLE_AFTER`] keep no reader: their entries (each with its slot
-    /// in the map) come to at most 128 + 64 bytes a file, where each entry took 224 with its
-    /// reader.
+    /// Files still for [`crate::IDLE_AFTER`] keep no reader: their entries (each in the index's
+    /// one list, with its slot in the table beside it) come to at most 192 bytes a file, where
+    /// each entry took 224 with its reader.
     #[test]
     fn idle_files_keep_no_reader_and_their_entries_take_at_most_192_bytes_each() {
         let home = tempfile::tempdir().unwrap();

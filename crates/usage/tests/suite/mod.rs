@@ -14,4 +14,5 @@ mod reader;
 mod real;
 mod real_hard;
 mod records;
+mod slots;
 mod steps;
