@@ -30,7 +30,7 @@ mod spent;
 use kept_file::KeptFile;
 use spent::{push_spent, spent_fields};
 
-pub use chunks::Chunks;
+pub use chunks::{CHUNK, Chunks, Piece};
 pub use kept_file::TextDir;
 pub use sink::{ListingParts, ListingSink, WriteSink};
 pub use spent::{BarePiece, BareRun};
@@ -319,6 +319,11 @@ impl RenderedAgent {
                 )),
             },
         }
+    }
+
+    /// The file its text is kept in, if it is in one.
+    pub(crate) fn kept_file(&self) -> Option<&KeptFile> {
+        self.file.as_deref()
     }
 
     /// Its text when it is on the heap.

@@ -110,6 +110,11 @@ pub(crate) struct Ledger {
     duplicates: u64,
     threads: Option<Threads>,
     last: LedgerStats,
+    /// Each file's keys as put in, by file, while an update that holds every key state runs
+    /// (the cold one, or every Codex file decided again): the key table's searches and growth
+    /// read a key here, not with a `pread` of its record each ([`key_at`]). Empty between
+    /// updates.
+    held_keys: Option<Vec<Vec<CallKey>>>,
 }
 
 impl Ledger {
@@ -129,7 +134,7 @@ impl Ledger {
     ) -> Accounting {
         let changed: Vec<Arc<Path>> = changed.into_iter().collect();
         if changed.len() >= HOLD_ALL_FROM {
-            self.keys.hold_all();
+            self.hold_all();
         }
         let mut stats = LedgerStats::default();
         let mut touched: HashSet<KeyId> = HashSet::new();
@@ -178,7 +183,7 @@ impl Ledger {
             if self.threads.as_ref() != Some(&threads) {
                 // Families and ranks may differ: every Codex call is decided again.
                 stats.codex_whole = true;
-                self.keys.hold_all();
+                self.hold_all();
                 let codex: Vec<FileId> = (0..self.files.len() as FileId)
                     .filter(|&id| self.slot(id).is_some_and(|s| s.agent == Agent::Codex))
                     .collect();
@@ -233,12 +238,36 @@ impl Ledger {
         }
         // The spare room of a list grown by doubling given back (after a cold read).
         self.keys.settle(spill);
+        self.held_keys = None;
         trim(&mut self.files);
         if stats.files_changed >= crate::live::COMPACT_AFTER {
             self.compact();
         }
         self.last = stats;
         self.accounting()
+    }
+
+    /// Every key state in memory for an update that looks at many files, and each file's keys
+    /// kept as it is put in ([`Ledger::held_keys`]), until the update ends.
+    fn hold_all(&mut self) {
+        self.keys.hold_all();
+        self.held_keys.get_or_insert_with(Vec::new);
+    }
+
+    /// The keys held for this update, by file (none outside an update that holds them).
+    fn held_keys(&self) -> &[Vec<CallKey>] {
+        self.held_keys.as_deref().unwrap_or(&[])
+    }
+
+    /// A file taken out or dropped: its keys held for the update go with it.
+    fn let_go_of_held_keys(&mut self, id: FileId) {
+        if let Some(keys) = self
+            .held_keys
+            .as_mut()
+            .and_then(|held| held.get_mut(id as usize))
+        {
+            *keys = Vec::new();
+        }
     }
 
     /// The copies beyond each key's first made again at exactly their length, one after
@@ -310,6 +339,7 @@ impl Ledger {
         }
         self.files[id as usize] = None;
         self.free_files.push(id);
+        self.let_go_of_held_keys(id);
     }
 
     /// Takes the file's copies out of their keys (marked to decide again); a key left with no
@@ -362,6 +392,7 @@ impl Ledger {
         if let Some(slot) = self.files.get_mut(id as usize).and_then(Option::as_mut) {
             slot.calls = None;
         }
+        self.let_go_of_held_keys(id);
     }
 
     /// Puts the file's calls into their keys.
@@ -378,6 +409,13 @@ impl Ledger {
         slot.calls = calls;
         slot.family = family;
         let keys = self.keys_of(id);
+        if let Some(held) = &mut self.held_keys {
+            let place = id as usize;
+            if held.len() <= place {
+                held.resize_with(place + 1, Vec::new);
+            }
+            held[place] = keys.clone();
+        }
         for (at, key) in keys.into_iter().enumerate() {
             let copy = CopyAt {
                 file: id,
@@ -404,6 +442,11 @@ impl Ledger {
     /// The keys of the file's calls as put in, in order (read back from disk in blocks, not
     /// one at a time), each a Codex call's in its file's family.
     fn keys_of(&self, id: FileId) -> Vec<CallKey> {
+        if let Some(keys) = self.held_keys().get(id as usize)
+            && !keys.is_empty()
+        {
+            return keys.clone();
+        }
         let Some(slot) = self.slot(id) else {
             return Vec::new();
         };
@@ -416,11 +459,11 @@ impl Ledger {
     /// The state's place of `key`, read at `copy`: a state whose first copy is `copy` is the
     /// key's without reading its key back; another's key is read from its first copy.
     fn find_key(&self, key: CallKey, copy: CopyAt) -> Option<KeyId> {
-        let (files, keys) = (&self.files, &self.keys);
+        let (files, keys, held) = (&self.files, &self.keys, self.held_keys());
         self.index
             .find(key.short(), |&k| {
                 let first = keys.get(k).first;
-                first == copy || key_at(files, first) == Some(key)
+                first == copy || key_at(files, held, first) == Some(key)
             })
             .copied()
     }
@@ -452,8 +495,9 @@ impl Ledger {
             (None, None) => self.keys.push(state),
         };
         let (files, keys) = (&self.files, &self.keys);
+        let held = self.held_keys.as_deref().unwrap_or(&[]);
         self.index.insert_unique(key.short(), k, |&k| {
-            key_at(files, keys.get(k).first).map_or(0, |key| key.short())
+            key_at(files, held, keys.get(k).first).map_or(0, |key| key.short())
         });
         Some(k)
     }
@@ -782,11 +826,20 @@ fn own_id(id: Option<&Arc<str>>, path: &Path) -> Arc<str> {
     id.cloned().unwrap_or_else(|| Arc::from(stem(path)))
 }
 
-/// The calls of one file's list from one place on, read back together: deciding keys in the
-/// order they were made looks at one file's calls one after another.
+/// The calls of a few files' lists, each from one place on, read back together: deciding keys
+/// in the order they were made looks at one file's calls one after another, and a key's other
+/// copies (a resumed session's of its base) at theirs in a few other files, one after another
+/// too — so each file keeps its block while the others are read, rather than reading its
+/// calls again after each copy elsewhere.
 #[derive(Default)]
 struct CallBlocks {
-    file: Option<FileId>,
+    /// The blocks held, the one read last at the end.
+    held: Vec<CallBlock>,
+}
+
+#[derive(Default)]
+struct CallBlock {
+    file: FileId,
     first: usize,
     calls: Vec<Call>,
 }
@@ -794,25 +847,45 @@ struct CallBlocks {
 /// How many calls [`CallBlocks`] reads at once.
 const CALL_BLOCK: usize = 1024;
 
+/// How many files' blocks [`CallBlocks`] holds (the one read longest ago goes first).
+const CALL_BLOCKS_HELD: usize = 16;
+
 impl CallBlocks {
     /// The call at `copy`, from `list` (its file's list now).
     fn get(&mut self, copy: CopyAt, list: &CallList) -> Option<Call> {
         let at = copy.at as usize;
-        let held =
-            self.file == Some(copy.file) && at >= self.first && at < self.first + self.calls.len();
-        if !held {
-            self.file = Some(copy.file);
-            self.first = at;
-            self.calls.clear();
-            self.calls.extend(list.iter_from(at).take(CALL_BLOCK));
-        }
-        self.calls.get(at - self.first).copied()
+        let held = self.held.iter().position(|block| {
+            block.file == copy.file && at >= block.first && at < block.first + block.calls.len()
+        });
+        let block = match held {
+            Some(b) => &self.held[b],
+            None => {
+                let mut block = if self.held.len() >= CALL_BLOCKS_HELD {
+                    self.held.remove(0)
+                } else {
+                    CallBlock::default()
+                };
+                block.file = copy.file;
+                block.first = at;
+                block.calls.clear();
+                block.calls.extend(list.iter_from(at).take(CALL_BLOCK));
+                self.held.push(block);
+                self.held.last()?
+            }
+        };
+        block.calls.get(at - block.first).copied()
     }
 }
 
 /// The key of the call at `copy`, read from its file's list as put in: a Claude reply's own, a
-/// Codex call's in its file's thread family.
-fn key_at(files: &[Option<FileSlot>], copy: CopyAt) -> Option<CallKey> {
+/// Codex call's in its file's thread family (from `held`, the update's keys, when there).
+fn key_at(files: &[Option<FileSlot>], held: &[Vec<CallKey>], copy: CopyAt) -> Option<CallKey> {
+    if let Some(&key) = held
+        .get(copy.file as usize)
+        .and_then(|keys| keys.get(copy.at as usize))
+    {
+        return Some(key);
+    }
     let slot = files.get(copy.file as usize)?.as_ref()?;
     let key = slot.calls.as_ref()?.key(copy.at as usize)?;
     Some(slot_key(slot, key))

@@ -41,6 +41,8 @@ pub struct Spill {
     warning: Mutex<Option<String>>,
     /// The first read that failed, as a report's error.
     failed: Arc<Mutex<Option<String>>>,
+    /// Reads back made from the directory's record files (each a `pread`).
+    reads: Arc<AtomicU64>,
 }
 
 /// One unnamed file of records.
@@ -53,6 +55,7 @@ pub(crate) struct SpillFile {
     dead: AtomicU64,
     dir: PathBuf,
     failed: Arc<Mutex<Option<String>>>,
+    reads: Arc<AtomicU64>,
 }
 
 /// Where one list's records are: `len` records of `size` bytes from byte `at` of `file`.
@@ -75,6 +78,7 @@ impl Spill {
             write_failed: AtomicBool::new(false),
             warning: Mutex::new(None),
             failed: Arc::new(Mutex::new(None)),
+            reads: Arc::new(AtomicU64::new(0)),
         })
     }
 
@@ -133,6 +137,7 @@ impl Spill {
                 dead: AtomicU64::new(0),
                 dir: self.dir.clone(),
                 failed: self.failed.clone(),
+                reads: self.reads.clone(),
             }));
         }
         let Some(file) = current.as_ref() else {
@@ -193,6 +198,7 @@ impl Region {
     /// next report ([`Spill::failure`]).
     pub(crate) fn read(&self, first: usize, out: &mut [u8]) -> io::Result<()> {
         let at = self.at + (first as u64) * u64::from(self.size);
+        self.file.reads.fetch_add(1, Ordering::Relaxed);
         let result = self.file.file.read_exact_at(out, at);
         if let Err(e) = &result {
             self.note_failure(e);
@@ -258,6 +264,7 @@ impl Window {
             self.bytes.clear();
             self.bytes.resize(len as usize, 0);
             self.file = None;
+            region.file.reads.fetch_add(1, Ordering::Relaxed);
             if let Err(e) = region.file.file.read_exact_at(&mut self.bytes, region.at) {
                 self.bytes.clear();
                 region.note_failure(&e);
@@ -301,6 +308,11 @@ impl Spill {
             rotate_from,
             ..Arc::into_inner(Spill::new(dir)).unwrap_or_else(|| unreachable!())
         })
+    }
+
+    /// How many reads back were made from the directory's record files.
+    pub(crate) fn reads(&self) -> u64 {
+        self.reads.load(Ordering::Relaxed)
     }
 
     /// Cuts the file being written to nothing, as a damaged disk would leave it.

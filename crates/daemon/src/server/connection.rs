@@ -30,6 +30,7 @@ use cross_agent_protocol::rpc::{
 };
 use cross_agent_protocol::timestamp::now_rfc3339;
 use cross_agent_stores::live::ListingBytes;
+use cross_agent_stores::render::Piece;
 use tokio::io::BufReader;
 use tokio::sync::OwnedSemaphorePermit;
 
@@ -116,9 +117,14 @@ pub(super) async fn serve(stream: Stream, shared: Arc<Shared>, _permit: OwnedSem
                 // told the listing's length in the frame, reports it short.
                 let mut chunks = bytes.chunks();
                 let mut written = Ok(());
-                while let Some(chunk) = chunks.next() {
-                    written = match chunk {
-                        Ok(chunk) => write.write_all(chunk).await,
+                while let Some(piece) = chunks.next_piece() {
+                    written = match piece {
+                        Ok(Piece::Bytes(chunk)) => write.write_all(chunk).await,
+                        // A long run of a kept text: sent from its file by the kernel, not
+                        // read into a buffer first.
+                        Ok(Piece::File { file, at, len }) => {
+                            send_file(&mut write, file, at, len).await
+                        }
                         Err(error) => {
                             tracing::warn!(%error, "the listing could not be written whole");
                             Err(error)
@@ -705,4 +711,42 @@ fn handover(id: RequestId, params: HandoverParams, shared: &Shared) -> ServerMes
         ),
         Err(message) => error(Some(id), ErrorCode::InvalidParams, message),
     }
+}
+
+/// Sends `len` bytes of `file` from byte `at` to the connection with `sendfile` (the page
+/// cache's pages handed to the socket, no copy through our memory), waiting while the socket
+/// is full. A kernel that cannot send from this file to this socket: read and written instead.
+async fn send_file(
+    write: &mut tokio::net::unix::OwnedWriteHalf,
+    file: &std::fs::File,
+    mut at: u64,
+    mut len: usize,
+) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt as _;
+    use tokio::io::AsyncWriteExt as _;
+    while len > 0 {
+        write.writable().await?;
+        let stream: &tokio::net::UnixStream = write.as_ref();
+        let sent = stream.try_io(tokio::io::Interest::WRITABLE, || {
+            rustix::fs::sendfile(stream, file, Some(&mut at), len).map_err(std::io::Error::from)
+        });
+        match sent {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => len -= n,
+            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(error) if error.raw_os_error() == Some(rustix::io::Errno::INVAL.raw_os_error()) => {
+                // Bounded: the rest in pieces of a chunk.
+                let mut buf = vec![0; len.min(cross_agent_stores::render::CHUNK)];
+                while len > 0 {
+                    let piece = &mut buf[..len.min(cross_agent_stores::render::CHUNK)];
+                    file.read_exact_at(piece, at)?;
+                    write.write_all(piece).await?;
+                    at += piece.len() as u64;
+                    len -= piece.len();
+                }
+            }
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(())
 }

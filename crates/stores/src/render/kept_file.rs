@@ -123,8 +123,7 @@ impl KeptFile {
         write_all_at(&self.file, bytes, at as u64).map_err(|error| self.error(error))
     }
 
-    /// The file, for a test to damage.
-    #[cfg(test)]
+    /// The file (a writer sends long runs from it; a test damages it).
     pub(crate) fn file(&self) -> &File {
         &self.file
     }

@@ -454,3 +454,60 @@ fn a_kept_file_is_read_back_whole_or_the_listing_fails_naming_its_directory() {
     assert!(chunks.next().is_none(), "nothing after the error");
     assert!(read < parts.len());
 }
+
+/// A long run of a text kept in a file is given to a writer that sends from files as the file's
+/// range (no buffer of ours copies it); joined with the other pieces it is the printer's bytes.
+/// [`Chunks::next`] reads the same run into its buffer.
+#[test]
+fn a_long_kept_run_is_a_file_piece_and_the_pieces_are_the_listing() {
+    use std::os::unix::fs::FileExt as _;
+    let tmp = tempfile::tempdir().unwrap();
+    let claude: Vec<Session> = (1..2_000)
+        .map(|n| session(Agent::Claude, n, Some("t"), Some("/w")))
+        .collect();
+    let now = UnixMillis(1_796_000_060_000);
+    let window = ActiveWindow::from_minutes(0);
+    let held = HeldSessions::new(&claude);
+    let mut rendered = RenderedAgent::new(&held);
+    rendered.keep_in(&TextDir::new(tmp.path()));
+    assert!(
+        rendered.text_len() > super::chunks::CHUNK,
+        "a run longer than a chunk"
+    );
+    let chosen = [(
+        Agent::Claude,
+        Chosen::Kept {
+            sessions: &held,
+            rendered: &rendered,
+            indices: (0..claude.len()).collect(),
+            costs_kept: false,
+        },
+    )];
+    let mut parts = ListingParts::default();
+    write_listing(&mut parts, &chosen, window, now, None);
+    let want = printed_whole(&[(Agent::Claude, claude.iter().collect())], window, now);
+
+    let mut joined = Vec::new();
+    let mut from_file = 0;
+    let mut pieces = parts.chunks(|_| Some(&rendered));
+    while let Some(piece) = pieces.next_piece() {
+        match piece.unwrap() {
+            Piece::Bytes(bytes) => joined.extend_from_slice(bytes),
+            Piece::File { file, at, len } => {
+                let mut bytes = vec![0; len];
+                file.read_exact_at(&mut bytes, at).unwrap();
+                joined.extend_from_slice(&bytes);
+                from_file += len;
+            }
+        }
+    }
+    assert!(
+        from_file >= super::chunks::CHUNK,
+        "sent from the file: {from_file} bytes"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&joined),
+        String::from_utf8_lossy(&want)
+    );
+    assert_parts_are(&parts, &rendered, &want);
+}

@@ -278,3 +278,67 @@ fn a_damaged_key_state_file_is_a_failure_naming_the_directory() {
         "{failure}"
     );
 }
+
+/// A cold update over files whose records are on disk reads them back a few times a file, not
+/// once a call or more: each file's keys are held while the update runs (the key table's
+/// searches and growth read no record), and a key's copies in other files are read with the
+/// blocks of the files they are in kept (a resumed session's copies of its base, decided key
+/// by key, read each file once). The accounting is a whole scan's.
+#[test]
+fn a_cold_update_reads_the_records_back_a_few_times_a_file_not_a_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let spill = Spill::new(dir.path());
+    let reply = |msg: &str, output: u64| {
+        format!(
+            r#"{{"type":"assistant","requestId":"r-{msg}","timestamp":"2026-12-01T10:00:00.000Z","message":{{"id":"{msg}","model":"m","usage":{{"input_tokens":1,"output_tokens":{output}}}}}}}"#
+        )
+    };
+    let mut files: HashMap<PathBuf, FileUsage> = HashMap::new();
+    const BASES: usize = 40;
+    const REPLIES: usize = 30;
+    for b in 0..BASES {
+        let base: Vec<String> = (0..REPLIES)
+            .map(|r| reply(&format!("m{b}-{r}"), r as u64 + 1))
+            .collect();
+        // Each base resumed twice: its replies copied, one of its own after them.
+        for (path, own) in [
+            (format!("/p/{b:03}/base.jsonl"), None),
+            (
+                format!("/p/{b:03}/resumed-1.jsonl"),
+                Some(reply(&format!("r1-{b}"), 7)),
+            ),
+            (
+                format!("/p/{b:03}/resumed-2.jsonl"),
+                Some(reply(&format!("r2-{b}"), 9)),
+            ),
+        ] {
+            let text: String = base
+                .iter()
+                .chain(own.iter())
+                .map(|l| format!("{l}\n"))
+                .collect();
+            let mut file = claude::read(Path::new(&path), text.as_bytes());
+            Arc::get_mut(&mut file.messages).unwrap().spill(&spill);
+            assert!(file.messages.on_disk());
+            files.insert(path.into(), FileUsage::Claude(file));
+        }
+    }
+    let before = spill.reads();
+    let mut ledger = Ledger::default();
+    let accounting = ledger.update(
+        files
+            .keys()
+            .map(|p| Arc::from(p.as_path()))
+            .collect::<Vec<Arc<Path>>>(),
+        &|p| files.get(p).map(FileUsage::borrowed),
+        Some(&spill),
+    );
+    let reads = spill.reads() - before;
+    assert_eq!(charges(&accounting), scanned(&files));
+    let calls = BASES * (3 * REPLIES + 2);
+    assert!(
+        reads <= 4 * files.len() as u64,
+        "{reads} reads back for {} files of {calls} calls",
+        files.len()
+    );
+}
