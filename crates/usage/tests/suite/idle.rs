@@ -42,21 +42,26 @@ fn lines(lines: &[String]) -> String {
     lines.iter().map(|line| format!("{line}\n")).collect()
 }
 
-/// Refreshes the index, and checks its report equals a fresh scan's for each grouping.
-fn refresh_exact(index: &mut UsageIndex, roots: &StoreRoots) -> RefreshStats {
+/// Refreshes the index, and checks its report equals a fresh scan's for each grouping (`when`
+/// names the step in a failure).
+pub(super) fn refresh_exact(
+    index: &mut UsageIndex,
+    roots: &StoreRoots,
+    when: &str,
+) -> RefreshStats {
     let mut warnings = Vec::new();
     let stats = index.refresh(roots, &mut warnings);
-    assert_eq!(warnings, Vec::<String>::new());
+    assert_eq!(warnings, Vec::<String>::new(), "{when}");
     let prices = PriceTable::shipped().unwrap();
     let found = scan::scan(roots);
-    assert_eq!(found.warnings, Vec::<String>::new());
+    assert_eq!(found.warnings, Vec::<String>::new(), "{when}");
     let fresh = account(&found.files);
     let live = index.accounting();
     for by in [GroupBy::Session, GroupBy::Model, GroupBy::Day, GroupBy::Cwd] {
         assert_eq!(
             Report::build(&live, &prices, by, None),
             Report::build(&fresh, &prices, by, None),
-            "{by:?}"
+            "{when}, by {by:?}"
         );
     }
     stats
@@ -95,12 +100,12 @@ fn an_idle_file_appended_to_is_read_from_its_start() {
         if records {
             index = index.with_records_in(dir.path());
         }
-        let stats = refresh_exact(&mut index, &roots);
+        let stats = refresh_exact(&mut index, &roots, "a refresh");
         assert_eq!((stats.files_new, index.readers()), (3, 0));
 
         let path = project.join("b.jsonl");
         append(&path, &lines(&[reply("b", 2, 30), reply("a", 0, 10)]));
-        let stats = refresh_exact(&mut index, &roots);
+        let stats = refresh_exact(&mut index, &roots, "a refresh");
         assert_eq!(
             (stats.files_reread, stats.files_appended, stats.bytes_read),
             (1, 0, fs::metadata(&path).unwrap().len())
@@ -109,7 +114,7 @@ fn an_idle_file_appended_to_is_read_from_its_start() {
 
         // Being written now: the next append is resumed.
         append(&path, &lines(&[reply("b", 3, 40)]));
-        let stats = refresh_exact(&mut index, &roots);
+        let stats = refresh_exact(&mut index, &roots, "a refresh");
         assert_eq!((stats.files_reread, stats.files_appended), (0, 1));
         assert_eq!(index.records_failure(), None);
     }
@@ -128,13 +133,13 @@ fn an_idle_file_rewritten_in_place_is_read_from_its_start() {
     fs::write(&path, lines(&[reply("a", 0, 10), reply("a", 1, 20)])).unwrap();
     make_still(&path);
     let mut index = UsageIndex::new();
-    refresh_exact(&mut index, &roots);
+    refresh_exact(&mut index, &roots, "a refresh");
 
     let rewritten = lines(&[reply("a", 5, 500), reply("a", 6, 600), reply("a", 7, 700)]);
     let mut file = OpenOptions::new().write(true).open(&path).unwrap();
     file.write_all(rewritten.as_bytes()).unwrap();
     drop(file);
-    let stats = refresh_exact(&mut index, &roots);
+    let stats = refresh_exact(&mut index, &roots, "a refresh");
     assert_eq!((stats.files_reread, stats.files_appended), (1, 0));
 }
 
@@ -166,14 +171,14 @@ fn an_idle_rollout_whose_thread_relations_change_is_read_from_its_start() {
     make_still(&base_path);
     make_still(&fork_path);
     let mut index = UsageIndex::new();
-    refresh_exact(&mut index, &roots);
+    refresh_exact(&mut index, &roots, "a refresh");
     assert_eq!(index.readers(), 0);
 
     let mut copied = vec![meta(at, T0, json!({}))];
     copied.extend(history.iter().cloned());
     copied.push(count(at, (10, 0, 1), (3010, 1900, 151), 50.0));
     append(&fork_path, &lines(&copied));
-    let stats = refresh_exact(&mut index, &roots);
+    let stats = refresh_exact(&mut index, &roots, "a refresh");
     assert_eq!(
         (stats.files_reread, stats.files_appended, stats.bytes_read),
         (1, 0, fs::metadata(&fork_path).unwrap().len())

@@ -11,30 +11,12 @@ use std::fs;
 use std::path::Path;
 
 use cross_agent_stores::StoreRoots;
-use cross_agent_usage::{GroupBy, PriceTable, Report, UsageIndex, account, scan};
+use cross_agent_usage::UsageIndex;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
 use super::codex::{count, meta, model, store_lines};
 use super::steps::{SONNET, add_lines, reply};
-
-/// Every grouping's report from the index after a refresh, beside a fresh whole scan's.
-fn refresh_exact(index: &mut UsageIndex, roots: &StoreRoots, when: &str) {
-    let mut warnings = Vec::new();
-    index.refresh(roots, &mut warnings);
-    assert_eq!(warnings, Vec::<String>::new(), "{when}");
-    let prices = PriceTable::shipped().unwrap();
-    let found = scan::scan(roots);
-    let fresh = account(&found.files);
-    let live = index.accounting();
-    for by in [GroupBy::Session, GroupBy::Model, GroupBy::Day, GroupBy::Cwd] {
-        assert_eq!(
-            Report::build(&live, &prices, by, None),
-            Report::build(&fresh, &prices, by, None),
-            "{when}, by {by:?}"
-        );
-    }
-}
 
 /// A rollout of thread `id` (spawned by `parent` when given) with one call, its rate limits
 /// seen at `at` at `used_percent`.
@@ -98,7 +80,7 @@ fn files_that_come_and_go_in_any_slot_order_answer_as_a_fresh_scan() {
         &rollout(dup, Some("parent-z"), "2026-12-01T09:00:00.000Z", 1.0, 7),
     );
     let mut index = UsageIndex::new().with_records_in(records.path());
-    refresh_exact(&mut index, &roots, "cold");
+    super::idle::refresh_exact(&mut index, &roots, "cold");
 
     // Earlier in path order, later in slots: the rate limits seen at the same time as the
     // "z-" rollout's (the later file in path order keeps its own), and a second rollout of the
@@ -111,7 +93,7 @@ fn files_that_come_and_go_in_any_slot_order_answer_as_a_fresh_scan() {
         &day.join("rollout-a-dup.jsonl"),
         &rollout(dup, Some("parent-a"), "2026-12-01T09:00:00.000Z", 2.0, 8),
     );
-    refresh_exact(&mut index, &roots, "rollouts earlier in path order added");
+    super::idle::refresh_exact(&mut index, &roots, "rollouts earlier in path order added");
 
     // Gone files' slots taken by new ones, some of which copy a reply of a gone file.
     for s in 0..10 {
@@ -119,7 +101,7 @@ fn files_that_come_and_go_in_any_slot_order_answer_as_a_fresh_scan() {
         transcript(&project, &format!("a{s}"), s);
     }
     fs::remove_file(day.join("rollout-z-dup.jsonl")).unwrap();
-    refresh_exact(&mut index, &roots, "files removed and others added");
+    super::idle::refresh_exact(&mut index, &roots, "files removed and others added");
 
     // Appends, a rollout written anew, and a removed file back.
     for s in 10..20 {
@@ -134,6 +116,6 @@ fn files_that_come_and_go_in_any_slot_order_answer_as_a_fresh_scan() {
         &day.join("rollout-z-dup.jsonl"),
         &rollout(dup, Some("parent-z"), "2026-12-01T09:00:00.000Z", 1.0, 7),
     );
-    refresh_exact(&mut index, &roots, "appended, rewritten, back");
+    super::idle::refresh_exact(&mut index, &roots, "appended, rewritten, back");
     assert_eq!(index.records_failure(), None);
 }
