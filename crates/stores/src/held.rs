@@ -626,17 +626,18 @@ impl<'a> SessionList<'a> for &'a [Session] {
     }
 }
 
-// A `Vec`'s own, so the many callers holding one (tests, benches, the CLI) pass `&sessions`.
+// A `Vec`'s own, so the many callers holding one (tests, benches, the CLI) pass `&sessions`:
+// its slice's.
 impl<'a> SessionList<'a> for &'a Vec<Session> {
     type Item = &'a Session;
     fn count(self) -> usize {
-        self.len()
+        self.as_slice().count()
     }
     fn at(self, i: usize) -> Option<&'a Session> {
-        self.get(i)
+        self.as_slice().at(i)
     }
     fn all(self) -> impl Iterator<Item = &'a Session> {
-        self.iter()
+        self.as_slice().all()
     }
 }
 

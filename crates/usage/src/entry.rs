@@ -339,6 +339,13 @@ impl Entry {
     }
 }
 
+/// Kept in the index's one list by the path its parse already holds.
+impl crate::path_slots::Pathed for Entry {
+    fn path(&self) -> &Path {
+        self.parse().path()
+    }
+}
+
 /// Whether the file the stamp was taken of has been still for [`IDLE_AFTER`] at `now` (a
 /// stamp with no mtime, or one ahead of the clock, is not).
 fn still(stamp: &FileStamp, now: SystemTime) -> bool {

@@ -41,8 +41,9 @@ use crate::account::{
 use crate::calls::{Call, CallList, Calls};
 use crate::codex::{CodexFile, family_hash, key_in};
 use crate::keys::{CallKey, ModelNames};
+use crate::path_slots::PathSlots;
 use crate::spill::Spill;
-use crate::states::{CopyAt, FileId, KeyId, KeyState, KeyStates, NO_COPY, trim};
+use crate::states::{CopyAt, FileId, KeyId, KeyState, KeyStates, NO_COPY};
 use crate::tokens::Tokens;
 
 /// One file as the ledger knows it.
@@ -85,13 +86,11 @@ pub struct LedgerStats {
 /// The accounting kept current by file (see the module's header).
 #[derive(Debug, Default)]
 pub(crate) struct Ledger {
-    files: Vec<Option<FileSlot>>,
-    free_files: Vec<FileId>,
-    /// Each file's slot, found by its path's hash: 5 bytes a file where a map ordered by path
-    /// took ~40 in nodes of its own (issue 30). Where path order decides (copies that tie, a
-    /// thread named by two rollouts, rate limits seen at the same time) the paths are compared
-    /// there.
-    by_path: HashTable<FileId>,
+    /// Each file's slot, its number the file's id, found by its path's hash: 5 bytes a file
+    /// where a map ordered by path took ~40 in nodes of its own (issue 30). Where path order
+    /// decides (copies that tie, a thread named by two rollouts, rate limits seen at the same
+    /// time) the paths are compared there.
+    files: PathSlots<FileSlot>,
     /// Each key's state's place, found by the key (read from the state's first copy).
     index: HashTable<KeyId>,
     /// Each key's state (the key is the first copy's: [`key_at`]), on disk between updates
@@ -115,6 +114,12 @@ pub(crate) struct Ledger {
     /// read a key here, not with a `pread` of its record each ([`key_at`]). Empty between
     /// updates.
     held_keys: Option<Vec<Vec<CallKey>>>,
+}
+
+impl crate::path_slots::Pathed for FileSlot {
+    fn path(&self) -> &Path {
+        &self.path
+    }
 }
 
 impl Ledger {
@@ -184,7 +189,7 @@ impl Ledger {
                 // Families and ranks may differ: every Codex call is decided again.
                 stats.codex_whole = true;
                 self.hold_all();
-                let codex: Vec<FileId> = (0..self.files.len() as FileId)
+                let codex: Vec<FileId> = (0..self.files.slot_count())
                     .filter(|&id| self.slot(id).is_some_and(|s| s.agent == Agent::Codex))
                     .collect();
                 for id in codex {
@@ -239,7 +244,7 @@ impl Ledger {
         // The spare room of a list grown by doubling given back (after a cold read).
         self.keys.settle(spill);
         self.held_keys = None;
-        trim(&mut self.files);
+        self.files.trim();
         if stats.files_changed >= crate::live::COMPACT_AFTER {
             self.compact();
         }
@@ -283,25 +288,18 @@ impl Ledger {
     }
 
     fn slot(&self, id: FileId) -> Option<&FileSlot> {
-        self.files.get(id as usize).and_then(Option::as_ref)
+        self.files.at(id)
     }
 
     /// The file at `path`, if the ledger has it.
     fn file_of(&self, path: &Path) -> Option<FileId> {
-        let files = &self.files;
-        self.by_path
-            .find(crate::entries::hash(path), |&id| {
-                files[id as usize]
-                    .as_ref()
-                    .is_some_and(|slot| *slot.path == *path)
-            })
-            .copied()
+        self.files.slot_of(path)
     }
 
     /// A new file, keyed by its parse's own path (one copy of it).
     fn add_file(&mut self, path: Arc<Path>, agent: Agent) -> FileId {
         let slot = FileSlot {
-            path: path.clone(),
+            path,
             agent,
             calls: None,
             family: 0,
@@ -309,37 +307,13 @@ impl Ledger {
             limits: None,
             no_usage: false,
         };
-        let id = match self.free_files.pop() {
-            Some(id) => {
-                self.files[id as usize] = Some(slot);
-                id
-            }
-            None => {
-                self.files.push(Some(slot));
-                (self.files.len() - 1) as FileId
-            }
-        };
-        let files = &self.files;
-        self.by_path
-            .insert_unique(crate::entries::hash(&path), id, |&id| {
-                files[id as usize]
-                    .as_ref()
-                    .map_or(0, |slot| crate::entries::hash(&slot.path))
-            });
-        id
+        self.files.insert(slot)
     }
 
     fn drop_file(&mut self, id: FileId) {
-        let hash = match self.slot(id) {
-            Some(slot) => crate::entries::hash(&slot.path),
-            None => return,
-        };
-        if let Ok(found) = self.by_path.find_entry(hash, |&at| at == id) {
-            found.remove();
+        if self.files.remove_at(id).is_some() {
+            self.let_go_of_held_keys(id);
         }
-        self.files[id as usize] = None;
-        self.free_files.push(id);
-        self.let_go_of_held_keys(id);
     }
 
     /// Takes the file's copies out of their keys (marked to decide again); a key left with no
@@ -389,7 +363,7 @@ impl Ledger {
                 self.orphans.insert(key, k);
             }
         }
-        if let Some(slot) = self.files.get_mut(id as usize).and_then(Option::as_mut) {
+        if let Some(slot) = self.files.at_mut(id) {
             slot.calls = None;
         }
         self.let_go_of_held_keys(id);
@@ -402,7 +376,7 @@ impl Ledger {
             FileRef::Codex(f) => (Some(f.calls.clone()), family_hash(&self.family(f))),
             FileRef::Grok(_) => (None, 0),
         };
-        let Some(slot) = self.files.get_mut(id as usize).and_then(Option::as_mut) else {
+        let Some(slot) = self.files.at_mut(id) else {
             return;
         };
         // Held before any key is put in: the key table reads its keys from here.
@@ -532,8 +506,7 @@ impl Ledger {
     fn threads_now<'a>(&self, parse: &dyn Fn(&Path) -> Option<FileRef<'a>>) -> Threads {
         let codex: Vec<&CodexFile> = self
             .files
-            .iter()
-            .flatten()
+            .values()
             .filter(|slot| slot.agent == Agent::Codex)
             .filter_map(|slot| match parse(&slot.path) {
                 Some(FileRef::Codex(f)) => Some(f),
@@ -737,7 +710,7 @@ impl Ledger {
             FileRef::Grok(f) => (None, f.turns.is_empty()),
             FileRef::Claude(_) => (None, false),
         };
-        if let Some(slot) = self.files.get_mut(id as usize).and_then(Option::as_mut) {
+        if let Some(slot) = self.files.at_mut(id) {
             slot.chunk = chunk;
             slot.limits = limits;
             slot.no_usage = no_usage;
@@ -762,14 +735,9 @@ impl Ledger {
             "ledger larger usages",
             map_slot(self.tokens.len(), 4 + size_of::<Tokens>()),
         ));
-        let buckets = if self.by_path.capacity() == 0 {
-            0
-        } else {
-            (self.by_path.capacity() * 8 / 7).next_power_of_two()
-        };
-        let mut slots = self.files.capacity() * size_of::<Option<FileSlot>>() + buckets * 5;
+        let mut slots = self.files.heap_bytes();
         let mut shares = 0;
-        for slot in self.files.iter().flatten() {
+        for slot in self.files.values() {
             // Shared with the parse: counted here, once.
             slots += slot
                 .limits
@@ -795,7 +763,7 @@ impl Ledger {
         // (as a whole scan, which reads files in that order, keeps the last it met).
         let mut latest: Option<(&Arc<RateLimits>, &Path)> = None;
         let mut no_usage: Vec<&Path> = Vec::new();
-        for slot in self.files.iter().flatten() {
+        for slot in self.files.values() {
             if let Some(chunk) = &slot.chunk {
                 out.chunks.push(chunk.clone());
             }
@@ -879,14 +847,14 @@ impl CallBlocks {
 
 /// The key of the call at `copy`, read from its file's list as put in: a Claude reply's own, a
 /// Codex call's in its file's thread family (from `held`, the update's keys, when there).
-fn key_at(files: &[Option<FileSlot>], held: &[Vec<CallKey>], copy: CopyAt) -> Option<CallKey> {
+fn key_at(files: &PathSlots<FileSlot>, held: &[Vec<CallKey>], copy: CopyAt) -> Option<CallKey> {
     if let Some(&key) = held
         .get(copy.file as usize)
         .and_then(|keys| keys.get(copy.at as usize))
     {
         return Some(key);
     }
-    let slot = files.get(copy.file as usize)?.as_ref()?;
+    let slot = files.at(copy.file)?;
     let key = slot.calls.as_ref()?.key(copy.at as usize)?;
     Some(slot_key(slot, key))
 }

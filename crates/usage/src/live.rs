@@ -37,10 +37,10 @@ use cross_agent_stores::index::ChangedFiles;
 use cross_agent_stores::{FileStamp, StoreRoots, Warnings};
 
 use crate::account::Accounting;
-use crate::entries::Entries;
 use crate::entry::{Entry, Kept};
 use crate::handoff::Handoffs;
 use crate::ledger::{Ledger, LedgerStats};
+use crate::path_slots::PathSlots;
 use crate::scan::{CHUNK, claude_subagent_files, open_no_follow, read_one, subagent_files_of};
 use crate::spill::Spill;
 use crate::{FileRef, scan};
@@ -101,11 +101,14 @@ struct Candidate {
 /// spare anyway, and the pages they sit on are reused by the next reads.
 pub(crate) const COMPACT_AFTER: usize = 1_000;
 
+/// Every file's entry, by path.
+type Entries = PathSlots<Entry>;
+
 /// Every usage file's kept parse, and the accounting over them while nothing changes.
 #[derive(Debug, Default)]
 pub struct UsageIndex {
     roots: Option<StoreRoots>,
-    /// Every file's entry in one list, found by the parse's own path ([`crate::entries`]).
+    /// Every file's entry in one list, found by the parse's own path ([`crate::path_slots`]).
     entries: Entries,
     accounting: Option<Arc<Accounting>>,
     /// The accounting kept current by file.
