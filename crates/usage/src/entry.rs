@@ -244,7 +244,7 @@ pub(crate) struct Entry {
     /// What was read ([`Entry::stamp`]): its size is how many bytes the reader has been fed.
     size: u64,
     /// The stamp's mtime, [`NO_MTIME`] for none: 8 bytes where an `Option` takes 16, in an
-    /// entry kept for every file in one list ([`crate::entries`]).
+    /// entry kept for every file in one list ([`crate::path_slots`]).
     mtime_ns: i64,
     pub(crate) reader: Kept,
 }
@@ -298,7 +298,7 @@ impl Entry {
     /// allocated on the reader threads between the parse's short-lived buffers, so after a
     /// refresh that read many files they sit thinly on many pages the allocator cannot give
     /// back; made again in a row they fill few, and the rest go back (the daemon purges at once).
-    /// The entry itself is kept in the index's one list ([`crate::entries`]).
+    /// The entry itself is kept in the index's one list ([`crate::path_slots`]).
     pub(crate) fn compacted(self) -> Entry {
         let mut fresh = Entry::clone(&self);
         // The old dropped first, so the calls and path are held by the fresh entry alone.
@@ -366,7 +366,7 @@ pub(crate) const NO_INODE: (u64, u64) = (0, 0);
 #[cfg(test)]
 mod tests {
     /// An entry is kept for every usage file (110,000 at the largest stores), all in one list
-    /// ([`crate::entries`]), so each byte counts: an idle one is its stamp (16 bytes) and its
+    /// ([`crate::path_slots`]), so each byte counts: an idle one is its stamp (16 bytes) and its
     /// parse — the reader, its inode and a waiting line's parse are boxed apart, kept only while the file
     /// is written ([`crate::IDLE_AFTER`]), and a rollout's rare thread relations are boxed too.
     #[test]

@@ -1,8 +1,8 @@
 //! Items kept one per file in one list, found by their file's path (issue 30): the live index's
 //! entries ([`crate::entry::Entry`]) and the ledger's file slots. At 111,000 files each item
 //! boxed apart and keyed in a map by a second `Arc` of its path was 111,000 small long-lived
-//! allocations, each pinning an allocator page the daemon could not give back; here the items
-//! sit in one `Vec` (a gone file's slot is reused by the next new one) and the table beside it
+//! allocations, each with its allocator rounding and the key's counts; here the items sit in
+//! one `Vec` (a gone file's slot is reused by the next new one) and the table beside it
 //! holds only a slot's number (4 bytes), hashed from the path the item already holds — no
 //! second key. A slot's number is the item's id for as long as it is kept.
 
