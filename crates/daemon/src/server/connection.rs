@@ -123,7 +123,13 @@ pub(super) async fn serve(stream: Stream, shared: Arc<Shared>, _permit: OwnedSem
                         // A long run of a kept text: sent from its file by the kernel, not
                         // read into a buffer first.
                         Ok(Piece::File { file, at, len }) => {
-                            send_file(&mut write, file, at, len).await
+                            let sent = send_file(&mut write, file, at, len).await;
+                            if let Err(error) = &sent
+                                && error.kind() == std::io::ErrorKind::UnexpectedEof
+                            {
+                                tracing::warn!(%error, "the listing could not be written whole");
+                            }
+                            sent
                         }
                         Err(error) => {
                             tracing::warn!(%error, "the listing could not be written whole");
@@ -731,7 +737,9 @@ async fn send_file(
             rustix::fs::sendfile(stream, file, Some(&mut at), len).map_err(std::io::Error::from)
         });
         match sent {
-            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            // The socket took bytes before and is writable: nothing sent is the file ending
+            // before the listing's length (cut short under the daemon).
+            Ok(0) => return Err(kept_text_short(len)),
             Ok(n) => len -= n,
             Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {}
             Err(error) if error.raw_os_error() == Some(rustix::io::Errno::INVAL.raw_os_error()) => {
@@ -739,7 +747,11 @@ async fn send_file(
                 let mut buf = vec![0; len.min(cross_agent_stores::render::CHUNK)];
                 while len > 0 {
                     let piece = &mut buf[..len.min(cross_agent_stores::render::CHUNK)];
-                    file.read_exact_at(piece, at)?;
+                    file.read_exact_at(piece, at)
+                        .map_err(|error| match error.kind() {
+                            std::io::ErrorKind::UnexpectedEof => kept_text_short(len),
+                            _ => error,
+                        })?;
                     write.write_all(piece).await?;
                     at += piece.len() as u64;
                     len -= piece.len();
@@ -749,4 +761,38 @@ async fn send_file(
         }
     }
     Ok(())
+}
+
+/// A kept listing text whose file ended `missing` bytes before its length.
+fn kept_text_short(missing: usize) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::UnexpectedEof,
+        format!(
+            "the listing's kept text ended {missing} bytes before its length: its unnamed file \
+             in the session cache's folder was cut short under the daemon"
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    /// A kept file shorter than the range asked for: the bytes it has are sent, then an error
+    /// that says the kept text was cut short — never a quiet short write.
+    #[tokio::test]
+    async fn a_kept_file_cut_short_is_an_error_saying_so() {
+        use tokio::io::AsyncReadExt as _;
+        let mut file = tempfile::tempfile().unwrap();
+        std::io::Write::write_all(&mut file, &[7u8; 100]).unwrap();
+        let (ours, mut theirs) = tokio::net::UnixStream::pair().unwrap();
+        let (_read, mut write) = ours.into_split();
+        let error = super::send_file(&mut write, &file, 40, 200)
+            .await
+            .unwrap_err();
+        assert_eq!(error.kind(), std::io::ErrorKind::UnexpectedEof, "{error}");
+        assert!(error.to_string().contains("cut short"), "{error}");
+        drop(write);
+        let mut got = Vec::new();
+        theirs.read_to_end(&mut got).await.unwrap();
+        assert_eq!(got, vec![7u8; 60]);
+    }
 }
