@@ -208,7 +208,7 @@ impl Kept {
     /// from disk (the file is then read again from its start).
     pub(crate) fn load_calls(&mut self) -> std::io::Result<()> {
         match self.calls_mut() {
-            Some(calls) if calls.on_disk() => Arc::make_mut(calls).load(),
+            Some(calls) => crate::calls::load_shared(calls),
             _ => Ok(()),
         }
     }

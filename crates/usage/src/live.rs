@@ -412,10 +412,9 @@ impl UsageIndex {
             if !calls.in_a_file_left(&spill) {
                 continue;
             }
-            let list = Arc::make_mut(calls);
             // Not read back: the failure is kept, and the next refresh reads the stores again.
-            if list.load().is_ok() {
-                list.spill(&spill);
+            if crate::calls::load_shared(calls).is_ok() {
+                Arc::make_mut(calls).spill(&spill);
                 self.dirty.insert(path);
                 moved = true;
             }
