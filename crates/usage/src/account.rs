@@ -13,6 +13,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use cross_agent_protocol::Agent;
 use cross_agent_protocol::timestamp::UnixMillis;
@@ -23,6 +24,7 @@ use crate::calls::{Call, Calls};
 use crate::codex::{CodexFile, family_hash, key_in};
 use crate::grok::GrokFile;
 use crate::keys::{CallKey, ModelId, ModelNames};
+use crate::shares::Shares;
 use crate::spill::Window;
 use crate::tokens::Tokens;
 
@@ -45,8 +47,8 @@ pub struct Charge<'a> {
 
 /// The calls one file wins, with the names they all share (held once here, not per call):
 /// the file's own list of calls ([`Calls`], shared with its reader, not copied) and which of
-/// them it wins.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// them it wins. Kept in the ledger's one table of shares ([`Shares`]), not boxed apart.
+#[derive(Debug, Clone)]
 pub struct Share {
     pub agent: Agent,
     pub session_id: Arc<str>,
@@ -55,13 +57,43 @@ pub struct Share {
     calls: Calls,
     /// What only a file that shares its calls with another has (`None`: it wins all its calls
     /// with their own usage, nearly always): boxed apart so a share, kept for every file, is
-    /// 72 bytes (the allocator's 96-byte class with its `Arc`, from 112).
+    /// 80 bytes.
     rare: Option<Box<Rare>>,
+    /// Given when the share is made, never again ([`Share::serial`]).
+    serial: u64,
     /// The latest time of a call the file wins, in whole seconds rounded up (0: none known;
     /// `u32::MAX`: that or later; 32 bits, so the share stays in its allocator size class): a
     /// report since a later time reads none of the share's records.
     latest_s: u32,
 }
+
+/// The same calls won for the same session, whatever the serial numbers.
+impl PartialEq for Share {
+    fn eq(&self, other: &Share) -> bool {
+        let Share {
+            agent,
+            session_id,
+            subagent,
+            cwd,
+            calls,
+            rare,
+            latest_s,
+            serial: _,
+        } = self;
+        *agent == other.agent
+            && *session_id == other.session_id
+            && *subagent == other.subagent
+            && *cwd == other.cwd
+            && *calls == other.calls
+            && *rare == other.rare
+            && *latest_s == other.latest_s
+    }
+}
+
+impl Eq for Share {}
+
+/// The serial number of the next share made.
+static NEXT_SERIAL: AtomicU64 = AtomicU64::new(0);
 
 /// The part of a share only a file that shares its calls with another has.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -122,7 +154,14 @@ impl Share {
                 })
             }),
             latest_s,
+            serial: NEXT_SERIAL.fetch_add(1, Ordering::Relaxed),
         })
+    }
+
+    /// The share's identity while it is kept: a share made again (its file changed, or what
+    /// it wins) has another; a copy of it the same. [`crate::totals`] keeps each share's sum by it.
+    pub fn serial(&self) -> u64 {
+        self.serial
     }
 
     /// The bytes the share holds on the heap beside its calls (which its reader holds too), and
@@ -177,9 +216,9 @@ const WINDOW: u64 = 1 << 20;
 /// to read them through: a report then reads its records in a few large reads, not one per
 /// file. The order of the shares changes no report (rows are sums, sorted after).
 pub(crate) fn in_disk_order<'a>(
-    chunks: impl Iterator<Item = &'a Arc<Share>>,
-) -> (Vec<&'a Arc<Share>>, Window) {
-    let mut order: Vec<&Arc<Share>> = chunks.collect();
+    chunks: impl Iterator<Item = &'a Share>,
+) -> (Vec<&'a Share>, Window) {
+    let mut order: Vec<&Share> = chunks.collect();
     order.sort_by_key(|share| share.calls.place());
     let on_disk: u64 = order.iter().map(|share| share.calls.disk_bytes()).sum();
     (order, Window::new(on_disk.min(WINDOW)))
@@ -265,9 +304,9 @@ pub struct RateLimits {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Accounting {
     /// The calls counted, by the file that wins them: the live index keeps each file's share
-    /// and shares the ones that did not change with the next accounting ([`crate::ledger`]).
-    /// Their order means nothing.
-    pub chunks: Vec<Arc<Share>>,
+    /// and shares the ones that did not change with the next accounting ([`crate::ledger`],
+    /// [`Shares`]). Their order means nothing.
+    pub chunks: Shares,
     /// The models' names, for the calls' ids.
     pub models: ModelNames,
     /// Codex's latest rate limits across all rollouts.
@@ -479,7 +518,7 @@ pub fn account_refs(files: &[&FileUsage]) -> Accounting {
                 .filter(|&&(at, tokens)| calls.get(at as usize).is_some_and(|c| c.tokens != tokens))
                 .copied()
                 .collect();
-            Share::new(names, calls.clone(), wins, counted).map(Arc::new)
+            Share::new(names, calls.clone(), wins, counted)
         })
         .collect();
     out.models = ModelNames::now();
@@ -605,12 +644,11 @@ pub(crate) fn stem(path: &std::path::Path) -> String {
 mod tests {
     use super::*;
 
-    /// A share is kept for every file that wins a call (100,000 at the largest stores): 72 bytes,
-    /// in the allocator's 96-byte class with its `Arc`'s counts (the next is 112), what only a
-    /// file sharing its calls has boxed apart.
+    /// A share is kept for every file that wins a call (100,000 at the largest stores), in one
+    /// table ([`Shares`]): 80 bytes, what only a file sharing its calls has boxed apart.
     #[test]
-    fn a_share_fits_72_bytes() {
-        assert!(std::mem::size_of::<Share>() <= 72);
+    fn a_share_fits_80_bytes() {
+        assert!(std::mem::size_of::<Share>() <= 80);
     }
 
     /// A share is passed over by a report since a time only when no call it wins is at or after

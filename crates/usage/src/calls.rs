@@ -338,9 +338,7 @@ impl CallList {
     /// Every call, in order, read back through `window` (with the lists after it on disk, when
     /// lists are read in their order there: [`CallList::place`]).
     pub(crate) fn iter_in<'a>(&'a self, window: &'a mut Window) -> CallIter<'a> {
-        let bytes = self
-            .region()
-            .and_then(|region| window.records(region).ok());
+        let bytes = self.region().and_then(|region| window.records(region).ok());
         CallIter {
             bytes,
             ..self.iter()
@@ -355,7 +353,8 @@ impl CallList {
 
     /// Whether the records are on disk in a file `spill` no longer writes to.
     pub(crate) fn in_a_file_left(&self, spill: &Spill) -> bool {
-        self.region().is_some_and(|region| !spill.is_current(region))
+        self.region()
+            .is_some_and(|region| !spill.is_current(region))
     }
 
     /// The bytes of the records on disk.
@@ -487,9 +486,7 @@ impl CallList {
         };
         CallList {
             records,
-            wide: self
-                .wide
-                .map(|wide| Box::new(wide.as_slice().to_vec())),
+            wide: self.wide.map(|wide| Box::new(wide.as_slice().to_vec())),
         }
     }
 

@@ -42,6 +42,7 @@ use crate::calls::{Call, CallList, Calls};
 use crate::codex::{CodexFile, family_hash, key_in};
 use crate::keys::{CallKey, ModelNames};
 use crate::path_slots::PathSlots;
+use crate::shares::Shares;
 use crate::spill::Spill;
 use crate::states::{CopyAt, FileId, KeyId, KeyState, KeyStates, NO_COPY};
 use crate::tokens::Tokens;
@@ -56,8 +57,6 @@ struct FileSlot {
     calls: Option<Calls>,
     /// A Codex rollout's thread family when its calls were put in ([`family_hash`]).
     family: u64,
-    /// The calls the file wins.
-    chunk: Option<Arc<Share>>,
     /// What the accounting takes from the file as a whole: a Codex rollout's latest rate
     /// limits, a Grok session with no usage recorded (kept so a new accounting looks at no
     /// parse).
@@ -91,6 +90,8 @@ pub(crate) struct Ledger {
     /// decides (copies that tie, a thread named by two rollouts, rate limits seen at the same
     /// time) the paths are compared there.
     files: PathSlots<FileSlot>,
+    /// The calls each file wins, by its slot's number.
+    shares: Shares,
     /// Each key's state's place, found by the key (read from the state's first copy).
     index: HashTable<KeyId>,
     /// Each key's state (the key is the first copy's: [`key_at`]), on disk between updates
@@ -245,6 +246,7 @@ impl Ledger {
         self.keys.settle(spill);
         self.held_keys = None;
         self.files.trim();
+        self.shares.trim();
         if stats.files_changed >= crate::live::COMPACT_AFTER {
             self.compact();
         }
@@ -303,7 +305,6 @@ impl Ledger {
             agent,
             calls: None,
             family: 0,
-            chunk: None,
             limits: None,
             no_usage: false,
         };
@@ -311,6 +312,7 @@ impl Ledger {
     }
 
     fn drop_file(&mut self, id: FileId) {
+        self.shares.set(id, None);
         if self.files.remove_at(id).is_some() {
             self.let_go_of_held_keys(id);
         }
@@ -703,15 +705,14 @@ impl Ledger {
             subagent,
             cwd,
         };
-        let chunk =
-            Share::new(names, calls, |at| grok || wins(at).is_some(), counted).map(Arc::new);
+        let chunk = Share::new(names, calls, |at| grok || wins(at).is_some(), counted);
         let (limits, no_usage) = match file {
             FileRef::Codex(f) => (f.rate_limits.clone(), false),
             FileRef::Grok(f) => (None, f.turns.is_empty()),
             FileRef::Claude(_) => (None, false),
         };
+        self.shares.set(id, chunk);
         if let Some(slot) = self.files.at_mut(id) {
-            slot.chunk = chunk;
             slot.limits = limits;
             slot.no_usage = no_usage;
         }
@@ -736,25 +737,22 @@ impl Ledger {
             map_slot(self.tokens.len(), 4 + size_of::<Tokens>()),
         ));
         let mut slots = self.files.heap_bytes();
-        let mut shares = 0;
         for slot in self.files.values() {
             // Shared with the parse: counted here, once.
             slots += slot
                 .limits
                 .as_ref()
                 .map_or(0, |_| size_of::<RateLimits>() + 16);
-            if let Some(chunk) = &slot.chunk {
-                shares += size_of::<Share>() + 16 + chunk.heap_bytes();
-            }
         }
         parts.push(("ledger file slots", slots));
-        parts.push(("shares", shares));
+        parts.push(("shares", self.shares.heap_bytes()));
     }
 
     /// Every file's share, with what is decided over all files at once (cheap: no call and no
     /// parse is looked at).
     fn accounting(&self) -> Accounting {
         let mut out = Accounting {
+            chunks: self.shares.clone(),
             duplicates_skipped: self.duplicates,
             models: ModelNames::now(),
             ..Accounting::default()
@@ -764,9 +762,6 @@ impl Ledger {
         let mut latest: Option<(&Arc<RateLimits>, &Path)> = None;
         let mut no_usage: Vec<&Path> = Vec::new();
         for slot in self.files.values() {
-            if let Some(chunk) = &slot.chunk {
-                out.chunks.push(chunk.clone());
-            }
             if let Some(limits) = &slot.limits
                 && latest.is_none_or(|(l, path)| {
                     (l.observed_at, path) <= (limits.observed_at, &*slot.path)

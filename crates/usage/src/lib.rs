@@ -9,7 +9,7 @@
 //!   appended since the last look ([`lines::LineBuffer`]) — into a parsed [`FileUsage`];
 //! - [`account`] is pure: from every file's [`FileUsage`] it decides what counts once and for
 //!   which session (duplicates, replays, copies, sub-agents) and returns each file's [`Share`]
-//!   of the calls, read as [`Charge`]s;
+//!   of the calls ([`Shares`]: one table, in blocks), read as [`Charge`]s;
 //! - [`prices`] prices a charge (`None` when the model has no price, never 0);
 //! - [`report`] groups charges by session, agent, model, day or cwd; [`totals`] keeps each
 //!   session's totals by file for the daemon's listing;
@@ -43,6 +43,7 @@ mod path_slots;
 pub mod prices;
 pub mod report;
 pub mod scan;
+mod shares;
 pub mod spill;
 mod states;
 pub mod tokens;
@@ -61,6 +62,7 @@ pub use live::{RefreshStats, UsageIndex};
 pub use money::Money;
 pub use prices::{Price, PriceTable, Rate, Tier};
 pub use report::{GroupBy, Report, Row, Since};
+pub use shares::Shares;
 pub use tokens::Tokens;
 pub use totals::{SessionSpent, SessionTotals, TotalsStats};
 

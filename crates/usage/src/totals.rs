@@ -54,11 +54,11 @@ impl SessionSpent {
     }
 }
 
-/// One share and what it adds to its session (nothing: it counts no call).
+/// What one share adds to its session (nothing: it counts no call), and the session.
 #[derive(Debug)]
 struct Part {
-    /// Held so the share's address is not reused while it is the key.
-    chunk: Arc<Share>,
+    /// The share's own (shared, not copied).
+    session_id: Arc<str>,
     spent: SessionSpent,
 }
 
@@ -66,7 +66,8 @@ struct Part {
 #[derive(Debug, Default)]
 pub struct SessionTotals {
     prices: Option<PriceTable>,
-    parts: HashMap<usize, Part>,
+    /// By the share's serial number ([`Share::serial`]).
+    parts: HashMap<u64, Part>,
 }
 
 /// What the last [`SessionTotals::by_session`] did.
@@ -98,14 +99,14 @@ impl SessionTotals {
             ..TotalsStats::default()
         };
         let mut parts = HashMap::with_capacity(accounting.chunks.len());
-        for chunk in &accounting.chunks {
-            let at = Arc::as_ptr(chunk) as usize;
+        for chunk in accounting.chunks.iter() {
+            let at = chunk.serial();
             let part = match self.parts.remove(&at) {
-                Some(part) if Arc::ptr_eq(&part.chunk, chunk) => part,
-                _ => {
+                Some(part) => part,
+                None => {
                     stats.shares_grouped += 1;
                     Part {
-                        chunk: chunk.clone(),
+                        session_id: chunk.session_id.clone(),
                         spent: share_spent(chunk, accounting, prices),
                     }
                 }
@@ -115,7 +116,7 @@ impl SessionTotals {
         self.parts = parts;
         let mut out: HashMap<Arc<str>, SessionSpent> = HashMap::new();
         for part in self.parts.values().filter(|part| part.spent.calls > 0) {
-            out.entry(part.chunk.session_id.clone())
+            out.entry(part.session_id.clone())
                 .or_default()
                 .add(&part.spent);
         }
@@ -125,9 +126,9 @@ impl SessionTotals {
 
 /// What one share adds to its session: its report by session (one row: every call of a share
 /// counts for the share's session).
-fn share_spent(chunk: &Arc<Share>, accounting: &Accounting, prices: &PriceTable) -> SessionSpent {
+fn share_spent(chunk: &Share, accounting: &Accounting, prices: &PriceTable) -> SessionSpent {
     let share = Accounting {
-        chunks: vec![chunk.clone()],
+        chunks: [chunk.clone()].into_iter().collect(),
         models: accounting.models.clone(),
         ..Accounting::default()
     };
