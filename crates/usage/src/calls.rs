@@ -149,14 +149,14 @@ fn counts(t: &Tokens) -> [u64; 5] {
 
 /// A file's calls, in its order: on the heap, or on disk once written there ([`CallList::spill`]).
 /// Kept for every file (110,000 at the largest stores) in an `Arc` its reader, share and ledger
-/// slot hold: 40 bytes, so with the `Arc`'s counts one 64-byte block a file — where the records'
+/// slot hold: 48 bytes, so with the `Arc`'s counts one 64-byte block a file — where the records'
 /// place was an `Arc` of its own (a second block) and the list 56 bytes (issue 30).
 #[derive(Debug, Default)]
 pub struct CallList {
     records: Records,
     /// The calls that do not fit their packed fields, whole, by place, in order (`None`:
     /// none, nearly always).
-    wide: Option<Box<Vec<(u32, Call)>>>,
+    wide: Option<Box<[(u32, Call)]>>,
 }
 
 /// Where a list's records are.
@@ -288,7 +288,7 @@ impl CallList {
 
     /// The calls kept whole beside the records.
     fn wide(&self) -> &[(u32, Call)] {
-        self.wide.as_deref().map_or(&[], Vec::as_slice)
+        self.wide.as_deref().unwrap_or(&[])
     }
 
     /// The call at `at`.
@@ -422,26 +422,20 @@ impl CallList {
         };
         let place = at as u32;
         let found = self.wide().binary_search_by_key(&place, |&(p, _)| p);
+        let mut wide = match (found, packed) {
+            (Ok(_), _) | (Err(_), None) => self.wide.take().map(Vec::from).unwrap_or_default(),
+            (Err(_), Some(_)) => return,
+        };
         match (found, packed) {
-            (Ok(i), None) => {
-                if let Some(wide) = &mut self.wide {
-                    wide[i].1 = call;
-                }
-            }
-            (Err(i), None) => self
-                .wide
-                .get_or_insert_with(Box::default)
-                .insert(i, (place, call)),
+            (Ok(i), None) => wide[i].1 = call,
+            (Err(i), None) => wide.insert(i, (place, call)),
             (Ok(i), Some(_)) => {
-                if let Some(wide) = &mut self.wide {
-                    wide.remove(i);
-                    if wide.is_empty() {
-                        self.wide = None;
-                    }
-                }
+                wide.remove(i);
             }
             (Err(_), Some(_)) => {}
         }
+        // Rare (a damaged file's counts): made again at its length on each change.
+        self.wide = (!wide.is_empty()).then(|| wide.into_boxed_slice());
     }
 
     /// The records on the heap before a change: the live index loads a list before its reader
@@ -462,19 +456,12 @@ impl CallList {
             Records::Heap(calls) => calls.capacity() * std::mem::size_of::<Kept>(),
             Records::Disk(_) => 0,
         };
-        records
-            + self.wide.as_ref().map_or(0, |wide| {
-                std::mem::size_of::<Vec<(u32, Call)>>()
-                    + wide.capacity() * std::mem::size_of::<(u32, Call)>()
-            })
+        records + std::mem::size_of_val(self.wide())
     }
 
     pub fn shrink_to_fit(&mut self) {
         if let Records::Heap(calls) = &mut self.records {
             calls.shrink_to_fit();
-        }
-        if let Some(wide) = &mut self.wide {
-            wide.shrink_to_fit();
         }
     }
 
@@ -486,7 +473,7 @@ impl CallList {
         };
         CallList {
             records,
-            wide: self.wide.map(|wide| Box::new(wide.as_slice().to_vec())),
+            wide: self.wide.map(|wide| Box::from(&*wide)),
         }
     }
 
@@ -683,11 +670,11 @@ mod tests {
         assert_eq!(std::mem::size_of::<Kept>(), 36);
     }
 
-    /// A list is kept for every file in an `Arc` (110,000 at the largest stores): 40 bytes, so
+    /// A list is kept for every file in an `Arc` (110,000 at the largest stores): 48 bytes, so
     /// with the `Arc`'s counts it is one 64-byte block, the records' place on disk inline.
     #[test]
-    fn a_list_fits_40_bytes() {
-        assert!(std::mem::size_of::<CallList>() <= 40);
+    fn a_list_fits_48_bytes() {
+        assert!(std::mem::size_of::<CallList>() <= 48);
     }
 
     /// A list copied while on disk (to be changed while a share holds it) is copied onto the
