@@ -24,6 +24,7 @@ use crate::calls::{Call, Calls};
 use crate::codex::{CodexFile, family_hash, key_in};
 use crate::grok::GrokFile;
 use crate::keys::{CallKey, ModelId, ModelNames};
+use crate::names::Name;
 use crate::shares::Shares;
 use crate::spill::Window;
 use crate::tokens::Tokens;
@@ -51,13 +52,12 @@ pub struct Charge<'a> {
 #[derive(Debug, Clone)]
 pub struct Share {
     pub agent: Agent,
-    pub session_id: Arc<str>,
-    pub subagent: Option<Arc<str>>,
+    pub session_id: Name,
     pub cwd: Option<Arc<str>>,
     calls: Calls,
-    /// What only a file that shares its calls with another has (`None`: it wins all its calls
-    /// with their own usage, nearly always): boxed apart so a share, kept for every file, is
-    /// 80 bytes.
+    /// What only a sub-agent's file, or a file that shares its calls with another, has
+    /// (`None`: a session's own file that wins all its calls with their own usage, nearly
+    /// always): boxed apart so a share, kept for every file, is 72 bytes.
     rare: Option<Box<Rare>>,
     /// Given when the share is made, never again ([`Share::serial`]).
     serial: u64,
@@ -73,7 +73,6 @@ impl PartialEq for Share {
         let Share {
             agent,
             session_id,
-            subagent,
             cwd,
             calls,
             rare,
@@ -82,7 +81,6 @@ impl PartialEq for Share {
         } = self;
         *agent == other.agent
             && *session_id == other.session_id
-            && *subagent == other.subagent
             && *cwd == other.cwd
             && *calls == other.calls
             && *rare == other.rare
@@ -95,9 +93,12 @@ impl Eq for Share {}
 /// The serial number of the next share made.
 static NEXT_SERIAL: AtomicU64 = AtomicU64::new(0);
 
-/// The part of a share only a file that shares its calls with another has.
+/// The part of a share only a sub-agent's file, or a file that shares its calls with another,
+/// has.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Rare {
+    /// The sub-agent's own session or thread, when a sub-agent's file.
+    subagent: Option<Name>,
     /// Which of the share's calls the file wins, one bit each; `None`: every one.
     won: Option<Box<[u64]>>,
     /// The usage a won call counts where it is not its own record's (a Claude reply another
@@ -144,11 +145,11 @@ impl Share {
         any.then(|| Share {
             agent: names.agent,
             session_id: names.session_id,
-            subagent: names.subagent,
             cwd: names.cwd,
             calls,
-            rare: (!all || !counted.is_empty()).then(|| {
+            rare: (!all || !counted.is_empty() || names.subagent.is_some()).then(|| {
                 Box::new(Rare {
+                    subagent: names.subagent,
                     won: (!all).then(|| won.into_boxed_slice()),
                     counted: counted.into_boxed_slice(),
                 })
@@ -164,22 +165,21 @@ impl Share {
         self.serial
     }
 
+    /// The sub-agent's own session or thread, when a sub-agent's file made the calls.
+    pub fn subagent(&self) -> Option<&Name> {
+        self.rare.as_ref()?.subagent.as_ref()
+    }
+
     /// The bytes the share holds on the heap beside its calls (which its reader holds too), and
     /// beside the names it shares with its file's parse (counted there).
     pub(crate) fn heap_bytes(&self) -> usize {
-        let own = |name: &Arc<str>| {
-            if Arc::strong_count(name) == 1 {
-                name.len() + 16
-            } else {
-                0
-            }
-        };
+        let own = Name::own_heap_bytes;
         self.rare.as_ref().map_or(0, |rare| {
             std::mem::size_of::<Rare>()
                 + rare.won.as_ref().map_or(0, |w| w.len() * 8)
                 + rare.counted.len() * std::mem::size_of::<(u32, Tokens)>()
+                + rare.subagent.as_ref().map_or(0, own)
         }) + own(&self.session_id)
-            + self.subagent.as_ref().map_or(0, own)
     }
 
     /// The calls the file wins, each with the usage it counts.
@@ -278,8 +278,8 @@ impl Iterator for ShareCalls<'_> {
 /// What a share's calls all share.
 pub(crate) struct ShareNames {
     pub(crate) agent: Agent,
-    pub(crate) session_id: Arc<str>,
-    pub(crate) subagent: Option<Arc<str>>,
+    pub(crate) session_id: Name,
+    pub(crate) subagent: Option<Name>,
     pub(crate) cwd: Option<Arc<str>>,
 }
 
@@ -329,8 +329,8 @@ impl Accounting {
 fn charge<'a>(accounting: &'a Accounting, share: &'a Share, call: Counted) -> Charge<'a> {
     Charge {
         agent: share.agent,
-        session_id: &share.session_id,
-        subagent: share.subagent.as_deref(),
+        session_id: share.session_id.as_str(),
+        subagent: share.subagent().map(Name::as_str),
         timestamp: call.timestamp,
         model: call.model.and_then(|id| accounting.models.str(id)),
         cwd: share.cwd.as_deref(),
@@ -377,8 +377,8 @@ pub fn account_refs(files: &[&FileUsage]) -> Accounting {
             .session_id
             .as_deref()
             .map_or_else(|| stem(&f.path), str::to_owned);
-        let (session, subagent): (Arc<str>, _) = match &f.parent_session {
-            Some(parent) => ((&**parent).into(), Some(Arc::from(own.as_str()))),
+        let (session, subagent): (Name, _) = match &f.parent_session {
+            Some(parent) => ((&**parent).into(), Some(Name::from(own.as_str()))),
             None => (own.as_str().into(), None),
         };
         let share = shares.len();
@@ -395,7 +395,7 @@ pub fn account_refs(files: &[&FileUsage]) -> Accounting {
             let rank = precedence(
                 m.timestamp,
                 u32::from(f.parent_session.is_some()),
-                f.started,
+                f.started.get(),
                 &own,
             );
             match claude_keys.get(&m.key) {
@@ -434,12 +434,12 @@ pub fn account_refs(files: &[&FileUsage]) -> Accounting {
             .map_or_else(|| stem(&f.path), str::to_owned);
         let family = family_hash(&threads.family(&own));
         let (session, depth) = threads.session(&own);
-        let subagent: Option<Arc<str>> = (session != own).then(|| own.as_str().into());
+        let subagent: Option<Name> = (session != own).then(|| own.as_str().into());
         let share = shares.len();
         shares.push((
             ShareNames {
                 agent: Agent::Codex,
-                session_id: session.into(),
+                session_id: session.as_str().into(),
                 subagent,
                 cwd: f.cwd.clone(),
             },
@@ -447,7 +447,7 @@ pub fn account_refs(files: &[&FileUsage]) -> Accounting {
         ));
         let fork_depth = threads.fork_depth(&own);
         for (at, c) in f.calls.iter().enumerate() {
-            let rank = precedence(c.timestamp, fork_depth + depth, f.started, &own);
+            let rank = precedence(c.timestamp, fork_depth + depth, f.started.get(), &own);
             let key = key_in(c.key, family);
             match codex_keys.get(&key) {
                 Some(&k) => {
@@ -494,7 +494,7 @@ pub fn account_refs(files: &[&FileUsage]) -> Accounting {
         ));
         for (at, turn) in f.turns.iter().enumerate() {
             kept.push((
-                precedence(turn.timestamp, 0, f.started, &session),
+                precedence(turn.timestamp, 0, f.started.get(), &session),
                 share,
                 at as u32,
                 turn.tokens,
@@ -645,10 +645,11 @@ mod tests {
     use super::*;
 
     /// A share is kept for every file that wins a call (100,000 at the largest stores), in one
-    /// table ([`Shares`]): 80 bytes, what only a file sharing its calls has boxed apart.
+    /// table ([`Shares`]): 72 bytes, what only a sub-agent's file or a file sharing its calls
+    /// has boxed apart.
     #[test]
-    fn a_share_fits_80_bytes() {
-        assert!(std::mem::size_of::<Share>() <= 80);
+    fn a_share_fits_72_bytes() {
+        assert!(std::mem::size_of::<Share>() <= 72);
     }
 
     /// A share is passed over by a report since a time only when no call it wins is at or after

@@ -545,15 +545,8 @@ pub(crate) fn renew(calls: &mut Calls) {
     }
 }
 
-/// A path held in one place only put in a fresh allocation, as [`renew`] does for calls.
-pub(crate) fn renew_path(path: &mut Arc<std::path::Path>) {
-    if Arc::strong_count(path) == 1 {
-        *path = Arc::from(&**path);
-    }
-}
-
-/// A file's id (or other text) held in one place only put in a fresh allocation, as
-/// [`renew_path`] does for its path.
+/// A file's text (a parent session's id) held in one place only put in a fresh allocation, as
+/// [`renew`] does for calls.
 pub(crate) fn renew_text(text: &mut Option<Arc<str>>) {
     if let Some(held) = text
         && Arc::strong_count(held) == 1

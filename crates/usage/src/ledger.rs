@@ -41,6 +41,7 @@ use crate::account::{
 use crate::calls::{Call, CallList, Calls};
 use crate::codex::{CodexFile, family_hash, key_in};
 use crate::keys::{CallKey, ModelNames};
+use crate::names::Name;
 use crate::path_slots::PathSlots;
 use crate::shares::Shares;
 use crate::spill::Spill;
@@ -604,7 +605,7 @@ impl Ledger {
                     precedence(
                         m.timestamp,
                         u32::from(f.parent_session.is_some()),
-                        f.started,
+                        f.started.get(),
                         &own,
                     ),
                     m.tokens,
@@ -621,7 +622,7 @@ impl Ledger {
                 let rank = precedence(
                     call.timestamp,
                     threads.fork_depth(&own) + depth,
-                    f.started,
+                    f.started.get(),
                     &own,
                 );
                 Some((rank, call.tokens))
@@ -649,7 +650,7 @@ impl Ledger {
             FileRef::Claude(f) => {
                 let own = own_id(f.session_id.as_ref(), &f.path);
                 let (session, subagent) = match &f.parent_session {
-                    Some(parent) => (parent.clone(), Some(own)),
+                    Some(parent) => (Name::from(parent.clone()), Some(own)),
                     None => (own, None),
                 };
                 // The won replies counted with another copy's larger usage.
@@ -677,7 +678,7 @@ impl Ledger {
                         if *session == *own {
                             (own, None)
                         } else {
-                            (Arc::from(session), Some(own))
+                            (Name::from(session.as_str()), Some(own))
                         }
                     }
                     None => (own, None),
@@ -783,10 +784,12 @@ impl Ledger {
     }
 }
 
-/// A file's own id (its session's or thread's) as its share names it: the parse's own text,
-/// shared rather than copied (one allocation fewer a file), else the file's stem.
-fn own_id(id: Option<&Arc<str>>, path: &Path) -> Arc<str> {
-    id.cloned().unwrap_or_else(|| Arc::from(stem(path)))
+/// A file's own id (its session's or thread's) as its share names it: the parse's own,
+/// shared rather than copied (one allocation fewer a file), else the file's stem (held in
+/// its path).
+fn own_id(id: Option<&Name>, path: &Arc<Path>) -> Name {
+    id.cloned()
+        .unwrap_or_else(|| Name::in_path(&stem(path), path))
 }
 
 /// The calls of a few files' lists, each from one place on, read back together: deciding keys

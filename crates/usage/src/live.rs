@@ -458,10 +458,12 @@ impl UsageIndex {
             let file = entry.parse();
             paths += file.path().as_os_str().len() + 16;
             // Cwds are shared by every file that names them: not counted per file.
-            let (list, strings) = match file {
+            // An id held in the path is the path's; one with its own text counts here.
+            let (list, id, strings) = match file {
                 FileRef::Claude(f) => (
                     Some(&f.messages),
-                    [f.session_id.as_deref(), f.parent_session.as_deref(), None],
+                    &f.session_id,
+                    [f.parent_session.as_deref(), None],
                 ),
                 FileRef::Codex(f) => {
                     if f.relations.is_some() {
@@ -469,12 +471,14 @@ impl UsageIndex {
                     }
                     (
                         Some(&f.calls),
-                        [f.thread_id.as_deref(), f.forked_from(), f.parent_thread()],
+                        &f.thread_id,
+                        [f.forked_from(), f.parent_thread()],
                     )
                 }
-                FileRef::Grok(f) => (None, [f.session_id.as_deref(), None, None]),
+                FileRef::Grok(f) => (None, &f.session_id, [None, None]),
             };
-            // Each id its own allocation (an `Arc`'s two counts beside its text).
+            names += id.as_ref().map_or(0, crate::Name::own_heap_bytes);
+            // Each its own allocation (with an `Arc`'s two counts beside the text).
             names += strings
                 .iter()
                 .map(|s| s.map_or(0, |s| s.len() + 16))

@@ -11,10 +11,10 @@
 //! table by session id string another 24 MB.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use crate::account::{Accounting, Share};
 use crate::money::Money;
+use crate::names::Name;
 use crate::prices::PriceTable;
 use crate::report::{GroupBy, Report, Row};
 
@@ -58,7 +58,7 @@ impl SessionSpent {
 #[derive(Debug)]
 struct Part {
     /// The share's own (shared, not copied).
-    session_id: Arc<str>,
+    session_id: Name,
     spent: SessionSpent,
 }
 
@@ -89,7 +89,7 @@ impl SessionTotals {
         &mut self,
         accounting: &Accounting,
         prices: &PriceTable,
-    ) -> (HashMap<Arc<str>, SessionSpent>, TotalsStats) {
+    ) -> (HashMap<Name, SessionSpent>, TotalsStats) {
         if self.prices.as_ref() != Some(prices) {
             self.parts.clear();
             self.prices = Some(prices.clone());
@@ -114,7 +114,7 @@ impl SessionTotals {
             parts.insert(at, part);
         }
         self.parts = parts;
-        let mut out: HashMap<Arc<str>, SessionSpent> = HashMap::new();
+        let mut out: HashMap<Name, SessionSpent> = HashMap::new();
         for part in self.parts.values().filter(|part| part.spent.calls > 0) {
             out.entry(part.session_id.clone())
                 .or_default()
