@@ -454,6 +454,7 @@ impl UsageIndex {
         let mut names = 0;
         let mut calls = 0;
         let mut records = 0;
+        let mut turns = 0;
         for entry in self.entries.values() {
             let file = entry.parse();
             paths += file.path().as_os_str().len() + 16;
@@ -475,7 +476,10 @@ impl UsageIndex {
                         [f.forked_from(), f.parent_thread()],
                     )
                 }
-                FileRef::Grok(f) => (None, &f.session_id, [None, None]),
+                FileRef::Grok(f) => {
+                    turns += f.turns.capacity() * size_of::<crate::grok::GrokTurn>();
+                    (None, &f.session_id, [None, None])
+                }
             };
             names += id.as_ref().map_or(0, crate::Name::own_heap_bytes);
             // Each its own allocation (with an `Arc`'s two counts beside the text).
@@ -484,7 +488,8 @@ impl UsageIndex {
                 .map(|s| s.map_or(0, |s| s.len() + 16))
                 .sum::<usize>();
             if let Some(list) = list {
-                calls += list.heap_bytes() + 16;
+                // The list itself with its `Arc`'s counts, and what it holds.
+                calls += size_of::<crate::calls::CallList>() + 16 + list.heap_bytes();
                 records += list.len();
             }
             if let Kept::Reading(reading) = &entry.reader {
@@ -495,6 +500,7 @@ impl UsageIndex {
         parts.push(("paths", paths));
         parts.push(("file names (ids, cwds)", names));
         parts.push(("call lists", calls));
+        parts.push(("Grok turns", turns));
         parts.push((
             "changed files (their set's room)",
             self.dirty.capacity() * (size_of::<Arc<Path>>() + 1),
