@@ -23,7 +23,7 @@ use crate::FileUsage;
 use crate::calls::{Call, Calls};
 use crate::codex::{CodexFile, family_hash, key_in};
 use crate::grok::GrokFile;
-use crate::keys::{CallKey, ModelId, ModelNames};
+use crate::keys::{CallKey, Cwd, ModelId, ModelNames};
 use crate::names::Name;
 use crate::shares::Shares;
 use crate::spill::Window;
@@ -53,7 +53,7 @@ pub struct Charge<'a> {
 pub struct Share {
     pub agent: Agent,
     pub session_id: Name,
-    pub cwd: Option<Arc<str>>,
+    pub cwd: Option<Cwd>,
     calls: Calls,
     /// What only a sub-agent's file, or a file that shares its calls with another, has
     /// (`None`: a session's own file that wins all its calls with their own usage, nearly
@@ -280,7 +280,7 @@ pub(crate) struct ShareNames {
     pub(crate) agent: Agent,
     pub(crate) session_id: Name,
     pub(crate) subagent: Option<Name>,
-    pub(crate) cwd: Option<Arc<str>>,
+    pub(crate) cwd: Option<Cwd>,
 }
 
 /// One rate-limit window as Codex last reported it.
@@ -387,7 +387,7 @@ pub fn account_refs(files: &[&FileUsage]) -> Accounting {
                 agent: Agent::Claude,
                 session_id: session,
                 subagent,
-                cwd: f.cwd.clone(),
+                cwd: f.cwd,
             },
             f.messages.clone(),
         ));
@@ -441,7 +441,7 @@ pub fn account_refs(files: &[&FileUsage]) -> Accounting {
                 agent: Agent::Codex,
                 session_id: session.as_str().into(),
                 subagent,
-                cwd: f.cwd.clone(),
+                cwd: f.cwd,
             },
             f.calls.clone(),
         ));
@@ -488,7 +488,7 @@ pub fn account_refs(files: &[&FileUsage]) -> Accounting {
                 agent: Agent::Grok,
                 session_id: session.as_str().into(),
                 subagent: None,
-                cwd: f.cwd.clone(),
+                cwd: f.cwd,
             },
             grok_calls(f),
         ));
@@ -645,11 +645,11 @@ mod tests {
     use super::*;
 
     /// A share is kept for every file that wins a call (100,000 at the largest stores), in one
-    /// table ([`Shares`]): 72 bytes, what only a sub-agent's file or a file sharing its calls
+    /// table ([`Shares`]): 64 bytes, what only a sub-agent's file or a file sharing its calls
     /// has boxed apart.
     #[test]
-    fn a_share_fits_72_bytes() {
-        assert!(std::mem::size_of::<Share>() <= 72);
+    fn a_share_fits_64_bytes() {
+        assert!(std::mem::size_of::<Share>() <= 64);
     }
 
     /// A share is passed over by a report since a time only when no call it wins is at or after

@@ -49,7 +49,7 @@ pub struct ClaudeFile {
     /// (shared with the file's share, as `session_id` is).
     pub parent_session: Option<Arc<str>>,
     /// Shared with every file that names it ([`crate::keys::shared_cwd`]).
-    pub cwd: Option<Arc<str>>,
+    pub cwd: Option<crate::keys::Cwd>,
     /// The earliest timestamp in the file.
     pub started: crate::lines::Earliest,
     /// Each reply once, in first-seen order.

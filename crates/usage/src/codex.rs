@@ -104,7 +104,7 @@ pub struct CodexFile {
     /// and a parse is kept for every rollout).
     pub relations: Option<Box<Relations>>,
     /// Shared with every file that names it ([`crate::keys::shared_cwd`]).
-    pub cwd: Option<Arc<str>>,
+    pub cwd: Option<crate::keys::Cwd>,
     pub started: crate::lines::Earliest,
     pub calls: Calls,
     /// The latest `rate_limits` of the file (apart: most rollouts' parses are kept with it;

@@ -29,7 +29,7 @@ pub struct GrokFile {
     /// Shared, not copied, with the file's share of the calls in the live index.
     pub session_id: Option<crate::Name>,
     /// Shared with every file that names it ([`crate::keys::shared_cwd`]).
-    pub cwd: Option<Arc<str>>,
+    pub cwd: Option<crate::keys::Cwd>,
     pub started: crate::lines::Earliest,
     pub turns: Vec<GrokTurn>,
     pub bad_lines: u64,

@@ -660,7 +660,7 @@ impl Ledger {
                         Some((at as u32, *tokens))
                     })
                     .collect();
-                let cwd = f.cwd.clone();
+                let cwd = f.cwd;
                 (
                     Agent::Claude,
                     session,
@@ -683,7 +683,7 @@ impl Ledger {
                     }
                     None => (own, None),
                 };
-                let cwd = f.cwd.clone();
+                let cwd = f.cwd;
                 (
                     Agent::Codex,
                     session,
@@ -695,7 +695,7 @@ impl Ledger {
             }
             FileRef::Grok(f) => {
                 let session = own_id(f.session_id.as_ref(), &f.path);
-                let cwd = f.cwd.clone();
+                let cwd = f.cwd;
                 (Agent::Grok, session, None, cwd, grok_calls(f), Vec::new())
             }
         };
