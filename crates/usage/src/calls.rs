@@ -149,15 +149,19 @@ fn counts(t: &Tokens) -> [u64; 5] {
 
 /// A file's calls, in its order: on the heap, or on disk once written there ([`CallList::spill`]).
 /// Kept for every file (110,000 at the largest stores) in an `Arc` its reader, share and ledger
-/// slot hold: 48 bytes, so with the `Arc`'s counts one 64-byte block a file — where the records'
+/// slot hold: 32 bytes, so with the `Arc`'s counts one 48-byte block a file — where the records'
 /// place was an `Arc` of its own (a second block) and the list 56 bytes (issue 30).
 #[derive(Debug, Default)]
 pub struct CallList {
     records: Records,
     /// The calls that do not fit their packed fields, whole, by place, in order (`None`:
     /// none, nearly always).
-    wide: Option<Box<[(u32, Call)]>>,
+    wide: Option<Box<Wide>>,
 }
+
+/// The calls kept whole beside a list's records ([`CallList::wide`]), behind one thin pointer.
+#[derive(Debug, Clone, Default)]
+struct Wide(Vec<(u32, Call)>);
 
 /// Where a list's records are.
 #[derive(Debug)]
@@ -288,7 +292,7 @@ impl CallList {
 
     /// The calls kept whole beside the records.
     fn wide(&self) -> &[(u32, Call)] {
-        self.wide.as_deref().unwrap_or(&[])
+        self.wide.as_deref().map_or(&[], |wide| &wide.0)
     }
 
     /// The call at `at`.
@@ -423,7 +427,7 @@ impl CallList {
         let place = at as u32;
         let found = self.wide().binary_search_by_key(&place, |&(p, _)| p);
         let mut wide = match (found, packed) {
-            (Ok(_), _) | (Err(_), None) => self.wide.take().map(Vec::from).unwrap_or_default(),
+            (Ok(_), _) | (Err(_), None) => self.wide.take().map(|wide| wide.0).unwrap_or_default(),
             (Err(_), Some(_)) => return,
         };
         match (found, packed) {
@@ -435,7 +439,8 @@ impl CallList {
             (Err(_), Some(_)) => {}
         }
         // Rare (a damaged file's counts): made again at its length on each change.
-        self.wide = (!wide.is_empty()).then(|| wide.into_boxed_slice());
+        wide.shrink_to_fit();
+        self.wide = (!wide.is_empty()).then(|| Box::new(Wide(wide)));
     }
 
     /// The records on the heap before a change: the live index loads a list before its reader
@@ -473,7 +478,9 @@ impl CallList {
         };
         CallList {
             records,
-            wide: self.wide.map(|wide| Box::from(&*wide)),
+            wide: self
+                .wide
+                .map(|wide| Box::new(Wide(wide.0.as_slice().to_vec()))),
         }
     }
 
@@ -663,11 +670,11 @@ mod tests {
         assert_eq!(std::mem::size_of::<Kept>(), 36);
     }
 
-    /// A list is kept for every file in an `Arc` (110,000 at the largest stores): 48 bytes, so
-    /// with the `Arc`'s counts it is one 64-byte block, the records' place on disk inline.
+    /// A list is kept for every file in an `Arc` (110,000 at the largest stores): 32 bytes, so
+    /// with the `Arc`'s counts it is one 48-byte block, the records' place on disk inline.
     #[test]
-    fn a_list_fits_48_bytes() {
-        assert!(std::mem::size_of::<CallList>() <= 48);
+    fn a_list_fits_32_bytes() {
+        assert!(std::mem::size_of::<CallList>() <= 32);
     }
 
     /// A list copied while on disk (to be changed while a share holds it) is copied onto the
