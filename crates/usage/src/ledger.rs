@@ -32,7 +32,6 @@ use std::path::Path;
 use std::sync::Arc;
 
 use cross_agent_protocol::Agent;
-use hashbrown::HashTable;
 
 use crate::FileRef;
 use crate::account::{
@@ -40,6 +39,7 @@ use crate::account::{
 };
 use crate::calls::{Call, CallList, Calls};
 use crate::codex::{CodexFile, family_hash, key_in};
+use crate::key_table::KeyTable;
 use crate::keys::{CallKey, ModelNames};
 use crate::names::Name;
 use crate::path_slots::PathSlots;
@@ -94,7 +94,7 @@ pub(crate) struct Ledger {
     /// The calls each file wins, by its slot's number.
     shares: Shares,
     /// Each key's state's place, found by the key (read from the state's first copy).
-    index: HashTable<KeyId>,
+    index: KeyTable,
     /// Each key's state (the key is the first copy's: [`key_at`]), on disk between updates
     /// when the index has a directory for its records.
     keys: KeyStates,
@@ -361,8 +361,7 @@ impl Ledger {
             // `before` counted the extra copies ahead of the take; the first copy taken out
             // with an extra left moved one up.
             self.duplicates = self.duplicates + after as u64 - before as u64;
-            if gone && let Ok(entry) = self.index.find_entry(key.short(), |&other| other == k) {
-                entry.remove();
+            if gone && self.index.remove(key.short(), k) {
                 self.orphans.insert(key, k);
             }
         }
@@ -437,12 +436,10 @@ impl Ledger {
     /// key's without reading its key back; another's key is read from its first copy.
     fn find_key(&self, key: CallKey, copy: CopyAt) -> Option<KeyId> {
         let (files, keys, held) = (&self.files, &self.keys, self.held_keys());
-        self.index
-            .find(key.short(), |&k| {
-                let first = keys.get(k).first;
-                first == copy || key_at(files, held, first) == Some(key)
-            })
-            .copied()
+        self.index.find(key.short(), |k| {
+            let first = keys.get(k).first;
+            first == copy || key_at(files, held, first) == Some(key)
+        })
     }
 
     /// The state of `key` put in the key table with `copy` its first copy: the state at `again`
@@ -473,7 +470,7 @@ impl Ledger {
         };
         let (files, keys) = (&self.files, &self.keys);
         let held = self.held_keys.as_deref().unwrap_or(&[]);
-        self.index.insert_unique(key.short(), k, |&k| {
+        self.index.insert(key.short(), k, |k| {
             key_at(files, held, keys.get(k).first).map_or(0, |key| key.short())
         });
         Some(k)
@@ -728,7 +725,7 @@ impl Ledger {
             |len: usize, slot: usize| (len * 8).div_ceil(7).next_power_of_two() * (slot + 1);
         parts.push((
             "ledger key states",
-            self.keys.heap_bytes() + map_slot(self.index.len(), 4),
+            self.keys.heap_bytes() + self.index.heap_bytes(),
         ));
         let extra: usize = self.extra.values().map(|v| v.capacity() * 8).sum::<usize>()
             + map_slot(self.extra.len(), 4 + size_of::<Vec<CopyAt>>());

@@ -33,6 +33,7 @@ mod entry;
 pub mod error;
 pub mod grok;
 pub mod handoff;
+mod key_table;
 pub mod keys;
 pub mod ledger;
 pub mod limits;
