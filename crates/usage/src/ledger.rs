@@ -140,6 +140,10 @@ impl Ledger {
         spill: Option<&Arc<Spill>>,
     ) -> Accounting {
         let changed: Vec<Arc<Path>> = changed.into_iter().collect();
+        if self.files.is_empty() {
+            // The cold update: every file is new.
+            self.files.reserve(changed.len());
+        }
         if changed.len() >= HOLD_ALL_FROM {
             self.hold_all();
         }

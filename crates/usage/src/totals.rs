@@ -5,8 +5,9 @@
 //! what [`Report::build`] by session gives, without looking at every call after a change.
 //!
 //! What is kept is what the listing and the phone's cards show (calls, tokens of every kind
-//! together, the priced cost and how many calls have none), 48 bytes a share, keyed by the
-//! session id the share already holds: at 111,000 sessions the rows a report makes (a key
+//! together, the priced cost and how many calls have none), 48 bytes a share by the share's
+//! serial number, and the table by session keyed by the session id the share already holds (the
+//! session is read from the share, not kept beside its sum): at 111,000 sessions the rows a report makes (a key
 //! string, tokens by kind, the unpriced models' set, a `Vec` a share) held about 25 MB and the
 //! table by session id string another 24 MB.
 
@@ -54,20 +55,12 @@ impl SessionSpent {
     }
 }
 
-/// What one share adds to its session (nothing: it counts no call), and the session.
-#[derive(Debug)]
-struct Part {
-    /// The share's own (shared, not copied).
-    session_id: Name,
-    spent: SessionSpent,
-}
-
 /// Each share's sum, kept between accountings (see the module's header).
 #[derive(Debug, Default)]
 pub struct SessionTotals {
     prices: Option<PriceTable>,
-    /// By the share's serial number ([`Share::serial`]).
-    parts: HashMap<u64, Part>,
+    /// What each share adds to its session, by the share's serial number ([`Share::serial`]).
+    parts: HashMap<u64, SessionSpent>,
 }
 
 /// What the last [`SessionTotals::by_session`] did.
@@ -98,28 +91,25 @@ impl SessionTotals {
             shares: accounting.chunks.len(),
             ..TotalsStats::default()
         };
+        // What each share adds to its session (nothing: it counts no call), by its serial
+        // number: the session is the share's, read from it here, not kept beside the sum.
         let mut parts = HashMap::with_capacity(accounting.chunks.len());
+        let mut out: HashMap<Name, SessionSpent> = HashMap::new();
         for chunk in accounting.chunks.iter() {
             let at = chunk.serial();
-            let part = match self.parts.remove(&at) {
-                Some(part) => part,
+            let spent = match self.parts.remove(&at) {
+                Some(spent) => spent,
                 None => {
                     stats.shares_grouped += 1;
-                    Part {
-                        session_id: chunk.session_id.clone(),
-                        spent: share_spent(chunk, accounting, prices),
-                    }
+                    share_spent(chunk, accounting, prices)
                 }
             };
-            parts.insert(at, part);
+            if spent.calls > 0 {
+                out.entry(chunk.session_id.clone()).or_default().add(&spent);
+            }
+            parts.insert(at, spent);
         }
         self.parts = parts;
-        let mut out: HashMap<Name, SessionSpent> = HashMap::new();
-        for part in self.parts.values().filter(|part| part.spent.calls > 0) {
-            out.entry(part.session_id.clone())
-                .or_default()
-                .add(&part.spent);
-        }
         (out, stats)
     }
 }
