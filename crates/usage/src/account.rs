@@ -13,6 +13,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use cross_agent_protocol::Agent;
 use cross_agent_protocol::timestamp::UnixMillis;
@@ -22,7 +23,9 @@ use crate::FileUsage;
 use crate::calls::{Call, Calls};
 use crate::codex::{CodexFile, family_hash, key_in};
 use crate::grok::GrokFile;
-use crate::keys::{CallKey, ModelId, ModelNames};
+use crate::keys::{CallKey, Cwd, ModelId, ModelNames};
+use crate::names::Name;
+use crate::shares::Shares;
 use crate::spill::Window;
 use crate::tokens::Tokens;
 
@@ -45,27 +48,57 @@ pub struct Charge<'a> {
 
 /// The calls one file wins, with the names they all share (held once here, not per call):
 /// the file's own list of calls ([`Calls`], shared with its reader, not copied) and which of
-/// them it wins.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// them it wins. Kept in the ledger's one table of shares ([`Shares`]), not boxed apart.
+#[derive(Debug, Clone)]
 pub struct Share {
     pub agent: Agent,
-    pub session_id: Arc<str>,
-    pub subagent: Option<Arc<str>>,
-    pub cwd: Option<Arc<str>>,
+    pub session_id: Name,
+    pub cwd: Option<Cwd>,
     calls: Calls,
-    /// What only a file that shares its calls with another has (`None`: it wins all its calls
-    /// with their own usage, nearly always): boxed apart so a share, kept for every file, is
-    /// 72 bytes (the allocator's 96-byte class with its `Arc`, from 112).
+    /// What only a sub-agent's file, or a file that shares its calls with another, has
+    /// (`None`: a session's own file that wins all its calls with their own usage, nearly
+    /// always): boxed apart so a share, kept for every file, is 72 bytes.
     rare: Option<Box<Rare>>,
+    /// Given when the share is made, never again ([`Share::serial`]).
+    serial: u64,
     /// The latest time of a call the file wins, in whole seconds rounded up (0: none known;
     /// `u32::MAX`: that or later; 32 bits, so the share stays in its allocator size class): a
     /// report since a later time reads none of the share's records.
     latest_s: u32,
 }
 
-/// The part of a share only a file that shares its calls with another has.
+/// The same calls won for the same session, whatever the serial numbers.
+impl PartialEq for Share {
+    fn eq(&self, other: &Share) -> bool {
+        let Share {
+            agent,
+            session_id,
+            cwd,
+            calls,
+            rare,
+            latest_s,
+            serial: _,
+        } = self;
+        *agent == other.agent
+            && *session_id == other.session_id
+            && *cwd == other.cwd
+            && *calls == other.calls
+            && *rare == other.rare
+            && *latest_s == other.latest_s
+    }
+}
+
+impl Eq for Share {}
+
+/// The serial number of the next share made.
+static NEXT_SERIAL: AtomicU64 = AtomicU64::new(0);
+
+/// The part of a share only a sub-agent's file, or a file that shares its calls with another,
+/// has.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Rare {
+    /// The sub-agent's own session or thread, when a sub-agent's file.
+    subagent: Option<Name>,
     /// Which of the share's calls the file wins, one bit each; `None`: every one.
     won: Option<Box<[u64]>>,
     /// The usage a won call counts where it is not its own record's (a Claude reply another
@@ -112,35 +145,41 @@ impl Share {
         any.then(|| Share {
             agent: names.agent,
             session_id: names.session_id,
-            subagent: names.subagent,
             cwd: names.cwd,
             calls,
-            rare: (!all || !counted.is_empty()).then(|| {
+            rare: (!all || !counted.is_empty() || names.subagent.is_some()).then(|| {
                 Box::new(Rare {
+                    subagent: names.subagent,
                     won: (!all).then(|| won.into_boxed_slice()),
                     counted: counted.into_boxed_slice(),
                 })
             }),
             latest_s,
+            serial: NEXT_SERIAL.fetch_add(1, Ordering::Relaxed),
         })
+    }
+
+    /// The share's identity while it is kept: a share made again (its file changed, or what
+    /// it wins) has another; a copy of it the same. [`crate::totals`] keeps each share's sum by it.
+    pub fn serial(&self) -> u64 {
+        self.serial
+    }
+
+    /// The sub-agent's own session or thread, when a sub-agent's file made the calls.
+    pub fn subagent(&self) -> Option<&Name> {
+        self.rare.as_ref()?.subagent.as_ref()
     }
 
     /// The bytes the share holds on the heap beside its calls (which its reader holds too), and
     /// beside the names it shares with its file's parse (counted there).
     pub(crate) fn heap_bytes(&self) -> usize {
-        let own = |name: &Arc<str>| {
-            if Arc::strong_count(name) == 1 {
-                name.len() + 16
-            } else {
-                0
-            }
-        };
+        let own = Name::own_heap_bytes;
         self.rare.as_ref().map_or(0, |rare| {
             std::mem::size_of::<Rare>()
                 + rare.won.as_ref().map_or(0, |w| w.len() * 8)
                 + rare.counted.len() * std::mem::size_of::<(u32, Tokens)>()
+                + rare.subagent.as_ref().map_or(0, own)
         }) + own(&self.session_id)
-            + self.subagent.as_ref().map_or(0, own)
     }
 
     /// The calls the file wins, each with the usage it counts.
@@ -177,9 +216,9 @@ const WINDOW: u64 = 1 << 20;
 /// to read them through: a report then reads its records in a few large reads, not one per
 /// file. The order of the shares changes no report (rows are sums, sorted after).
 pub(crate) fn in_disk_order<'a>(
-    chunks: impl Iterator<Item = &'a Arc<Share>>,
-) -> (Vec<&'a Arc<Share>>, Window) {
-    let mut order: Vec<&Arc<Share>> = chunks.collect();
+    chunks: impl Iterator<Item = &'a Share>,
+) -> (Vec<&'a Share>, Window) {
+    let mut order: Vec<&Share> = chunks.collect();
     order.sort_by_key(|share| share.calls.place());
     let on_disk: u64 = order.iter().map(|share| share.calls.disk_bytes()).sum();
     (order, Window::new(on_disk.min(WINDOW)))
@@ -239,9 +278,9 @@ impl Iterator for ShareCalls<'_> {
 /// What a share's calls all share.
 pub(crate) struct ShareNames {
     pub(crate) agent: Agent,
-    pub(crate) session_id: Arc<str>,
-    pub(crate) subagent: Option<Arc<str>>,
-    pub(crate) cwd: Option<Arc<str>>,
+    pub(crate) session_id: Name,
+    pub(crate) subagent: Option<Name>,
+    pub(crate) cwd: Option<Cwd>,
 }
 
 /// One rate-limit window as Codex last reported it.
@@ -265,9 +304,9 @@ pub struct RateLimits {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Accounting {
     /// The calls counted, by the file that wins them: the live index keeps each file's share
-    /// and shares the ones that did not change with the next accounting ([`crate::ledger`]).
-    /// Their order means nothing.
-    pub chunks: Vec<Arc<Share>>,
+    /// and shares the ones that did not change with the next accounting ([`crate::ledger`],
+    /// [`Shares`]). Their order means nothing.
+    pub chunks: Shares,
     /// The models' names, for the calls' ids.
     pub models: ModelNames,
     /// Codex's latest rate limits across all rollouts.
@@ -290,8 +329,8 @@ impl Accounting {
 fn charge<'a>(accounting: &'a Accounting, share: &'a Share, call: Counted) -> Charge<'a> {
     Charge {
         agent: share.agent,
-        session_id: &share.session_id,
-        subagent: share.subagent.as_deref(),
+        session_id: share.session_id.as_str(),
+        subagent: share.subagent().map(Name::as_str),
         timestamp: call.timestamp,
         model: call.model.and_then(|id| accounting.models.str(id)),
         cwd: share.cwd.as_deref(),
@@ -338,8 +377,8 @@ pub fn account_refs(files: &[&FileUsage]) -> Accounting {
             .session_id
             .as_deref()
             .map_or_else(|| stem(&f.path), str::to_owned);
-        let (session, subagent): (Arc<str>, _) = match &f.parent_session {
-            Some(parent) => ((&**parent).into(), Some(Arc::from(own.as_str()))),
+        let (session, subagent): (Name, _) = match &f.parent_session {
+            Some(parent) => ((&**parent).into(), Some(Name::from(own.as_str()))),
             None => (own.as_str().into(), None),
         };
         let share = shares.len();
@@ -348,7 +387,7 @@ pub fn account_refs(files: &[&FileUsage]) -> Accounting {
                 agent: Agent::Claude,
                 session_id: session,
                 subagent,
-                cwd: f.cwd.clone(),
+                cwd: f.cwd,
             },
             f.messages.clone(),
         ));
@@ -356,7 +395,7 @@ pub fn account_refs(files: &[&FileUsage]) -> Accounting {
             let rank = precedence(
                 m.timestamp,
                 u32::from(f.parent_session.is_some()),
-                f.started,
+                f.started.get(),
                 &own,
             );
             match claude_keys.get(&m.key) {
@@ -395,20 +434,20 @@ pub fn account_refs(files: &[&FileUsage]) -> Accounting {
             .map_or_else(|| stem(&f.path), str::to_owned);
         let family = family_hash(&threads.family(&own));
         let (session, depth) = threads.session(&own);
-        let subagent: Option<Arc<str>> = (session != own).then(|| own.as_str().into());
+        let subagent: Option<Name> = (session != own).then(|| own.as_str().into());
         let share = shares.len();
         shares.push((
             ShareNames {
                 agent: Agent::Codex,
-                session_id: session.into(),
+                session_id: session.as_str().into(),
                 subagent,
-                cwd: f.cwd.clone(),
+                cwd: f.cwd,
             },
             f.calls.clone(),
         ));
         let fork_depth = threads.fork_depth(&own);
         for (at, c) in f.calls.iter().enumerate() {
-            let rank = precedence(c.timestamp, fork_depth + depth, f.started, &own);
+            let rank = precedence(c.timestamp, fork_depth + depth, f.started.get(), &own);
             let key = key_in(c.key, family);
             match codex_keys.get(&key) {
                 Some(&k) => {
@@ -449,13 +488,13 @@ pub fn account_refs(files: &[&FileUsage]) -> Accounting {
                 agent: Agent::Grok,
                 session_id: session.as_str().into(),
                 subagent: None,
-                cwd: f.cwd.clone(),
+                cwd: f.cwd,
             },
             grok_calls(f),
         ));
         for (at, turn) in f.turns.iter().enumerate() {
             kept.push((
-                precedence(turn.timestamp, 0, f.started, &session),
+                precedence(turn.timestamp, 0, f.started.get(), &session),
                 share,
                 at as u32,
                 turn.tokens,
@@ -479,7 +518,7 @@ pub fn account_refs(files: &[&FileUsage]) -> Accounting {
                 .filter(|&&(at, tokens)| calls.get(at as usize).is_some_and(|c| c.tokens != tokens))
                 .copied()
                 .collect();
-            Share::new(names, calls.clone(), wins, counted).map(Arc::new)
+            Share::new(names, calls.clone(), wins, counted)
         })
         .collect();
     out.models = ModelNames::now();
@@ -605,12 +644,12 @@ pub(crate) fn stem(path: &std::path::Path) -> String {
 mod tests {
     use super::*;
 
-    /// A share is kept for every file that wins a call (100,000 at the largest stores): 72 bytes,
-    /// in the allocator's 96-byte class with its `Arc`'s counts (the next is 112), what only a
-    /// file sharing its calls has boxed apart.
+    /// A share is kept for every file that wins a call (100,000 at the largest stores), in one
+    /// table ([`Shares`]): 64 bytes, what only a sub-agent's file or a file sharing its calls
+    /// has boxed apart.
     #[test]
-    fn a_share_fits_72_bytes() {
-        assert!(std::mem::size_of::<Share>() <= 72);
+    fn a_share_fits_64_bytes() {
+        assert!(std::mem::size_of::<Share>() <= 64);
     }
 
     /// A share is passed over by a report since a time only when no call it wins is at or after

@@ -148,15 +148,35 @@ fn counts(t: &Tokens) -> [u64; 5] {
 }
 
 /// A file's calls, in its order: on the heap, or on disk once written there ([`CallList::spill`]).
-#[derive(Debug, Clone, Default)]
+/// Kept for every file (110,000 at the largest stores) in an `Arc` its reader, share and ledger
+/// slot hold: 32 bytes, so with the `Arc`'s counts one 48-byte block a file — where the records'
+/// place was an `Arc` of its own (a second block) and the list 56 bytes (issue 30).
+#[derive(Debug, Default)]
 pub struct CallList {
-    /// The records, when on the heap (empty when `disk` holds them).
-    calls: Vec<Kept>,
-    /// Where the records are when written to disk ([`crate::spill`]): shared by the list's
-    /// clones, freed with the last.
-    disk: Option<Arc<Region>>,
-    /// The calls that do not fit their packed fields, whole, by place, in order.
-    wide: Vec<(u32, Call)>,
+    records: Records,
+    /// The calls that do not fit their packed fields, whole, by place, in order (`None`:
+    /// none, nearly always).
+    wide: Option<Box<Wide>>,
+}
+
+/// The calls kept whole beside a list's records ([`CallList::wide`]), behind one thin pointer.
+#[derive(Debug, Clone, Default)]
+struct Wide(Vec<(u32, Call)>);
+
+/// Where a list's records are.
+#[derive(Debug)]
+enum Records {
+    Heap(Vec<Kept>),
+    /// Written to disk ([`crate::spill`]): the region is this list's alone (its bytes are dead
+    /// once the list lets go of it), so a copy of the list reads its records back
+    /// ([`CallList::clone`]).
+    Disk(Region),
+}
+
+impl Default for Records {
+    fn default() -> Records {
+        Records::Heap(Vec::new())
+    }
 }
 
 /// The bytes of one record on disk: the key's four words, then the five packed ones.
@@ -202,11 +222,54 @@ impl PartialEq for CallList {
 
 impl Eq for CallList {}
 
+/// A copy is made only to be changed (`Arc::make_mut` before a push or a set, which read the
+/// records back anyway), so a list on disk is copied onto the heap: its region stays its own.
+/// A record that cannot be read back is [`UNREAD`], the failure kept for the next report
+/// ([`Spill::failure`]); [`load_shared`] is the copy that says so instead.
+impl Clone for CallList {
+    fn clone(&self) -> CallList {
+        let records = match &self.records {
+            Records::Heap(calls) => calls.clone(),
+            Records::Disk(region) => {
+                read_back(region).unwrap_or_else(|_| vec![UNREAD; region.len()])
+            }
+        };
+        CallList {
+            records: Records::Heap(records),
+            wide: self.wide.clone(),
+        }
+    }
+}
+
+/// Every record of `region`, read back.
+fn read_back(region: &Region) -> std::io::Result<Vec<Kept>> {
+    let mut bytes = vec![0u8; region.len() * RECORD];
+    region.read(0, &mut bytes)?;
+    Ok(bytes.chunks_exact(RECORD).map(Kept::from_bytes).collect())
+}
+
+/// The records of a list others may hold back on the heap, to be changed: read back in place
+/// when nothing else holds it, else into a copy of its own (the others keep the one on disk);
+/// an error when they cannot be read back (the list is left as it was).
+pub(crate) fn load_shared(calls: &mut Calls) -> std::io::Result<()> {
+    if let Some(list) = Arc::get_mut(calls) {
+        return list.load();
+    }
+    if let Records::Disk(region) = &calls.records {
+        let records = read_back(region)?;
+        *calls = Arc::new(CallList {
+            records: Records::Heap(records),
+            wide: calls.wide.clone(),
+        });
+    }
+    Ok(())
+}
+
 impl CallList {
     pub fn len(&self) -> usize {
-        match &self.disk {
-            Some(region) => region.len(),
-            None => self.calls.len(),
+        match &self.records {
+            Records::Disk(region) => region.len(),
+            Records::Heap(calls) => calls.len(),
         }
     }
 
@@ -216,7 +279,20 @@ impl CallList {
 
     /// Whether the records are on disk.
     pub fn on_disk(&self) -> bool {
-        self.disk.is_some()
+        matches!(self.records, Records::Disk(_))
+    }
+
+    /// The region the records are in, when on disk.
+    fn region(&self) -> Option<&Region> {
+        match &self.records {
+            Records::Disk(region) => Some(region),
+            Records::Heap(_) => None,
+        }
+    }
+
+    /// The calls kept whole beside the records.
+    fn wide(&self) -> &[(u32, Call)] {
+        self.wide.as_deref().map_or(&[], |wide| &wide.0)
     }
 
     /// The call at `at`.
@@ -232,9 +308,9 @@ impl CallList {
 
     /// The record at `at`, read back from disk if it is there.
     fn kept(&self, at: usize) -> Option<Kept> {
-        match &self.disk {
-            None => self.calls.get(at).copied(),
-            Some(region) => {
+        match &self.records {
+            Records::Heap(calls) => calls.get(at).copied(),
+            Records::Disk(region) => {
                 if at >= region.len() {
                     return None;
                 }
@@ -266,10 +342,7 @@ impl CallList {
     /// Every call, in order, read back through `window` (with the lists after it on disk, when
     /// lists are read in their order there: [`CallList::place`]).
     pub(crate) fn iter_in<'a>(&'a self, window: &'a mut Window) -> CallIter<'a> {
-        let bytes = self
-            .disk
-            .as_ref()
-            .and_then(|region| window.records(region).ok());
+        let bytes = self.region().and_then(|region| window.records(region).ok());
         CallIter {
             bytes,
             ..self.iter()
@@ -279,54 +352,54 @@ impl CallList {
     /// Where the records are on disk (file, offset), to read many lists in order; `None` on
     /// the heap.
     pub(crate) fn place(&self) -> Option<(usize, u64)> {
-        self.disk.as_ref().map(|region| region.place())
+        self.region().map(Region::place)
     }
 
     /// Whether the records are on disk in a file `spill` no longer writes to.
     pub(crate) fn in_a_file_left(&self, spill: &Spill) -> bool {
-        self.disk
-            .as_ref()
+        self.region()
             .is_some_and(|region| !spill.is_current(region))
     }
 
     /// The bytes of the records on disk.
     pub(crate) fn disk_bytes(&self) -> u64 {
-        self.disk.as_ref().map_or(0, |region| region.bytes())
+        self.region().map_or(0, Region::bytes)
     }
 
     /// Writes the records to `spill` and keeps only where they are; left on the heap when the
     /// write fails (the spill says so once) or there is nothing to write.
     pub(crate) fn spill(&mut self, spill: &Spill) {
-        if self.disk.is_some() || self.calls.is_empty() {
+        let Records::Heap(calls) = &self.records else {
+            return;
+        };
+        if calls.is_empty() {
             return;
         }
-        let mut bytes = Vec::with_capacity(self.calls.len() * RECORD);
-        for kept in &self.calls {
+        let mut bytes = Vec::with_capacity(calls.len() * RECORD);
+        for kept in calls {
             kept.to_bytes(&mut bytes);
         }
-        if let Some(region) = spill.write(&bytes, self.calls.len() as u32, RECORD as u32) {
-            self.disk = Some(Arc::new(region));
-            self.calls = Vec::new();
+        if let Some(region) = spill.write(&bytes, calls.len() as u32, RECORD as u32) {
+            self.records = Records::Disk(region);
         }
     }
 
     /// The records back on the heap (to be appended to or changed); an error when they cannot
     /// be read back (the list is left as it was).
     pub(crate) fn load(&mut self) -> std::io::Result<()> {
-        let Some(region) = &self.disk else {
-            return Ok(());
-        };
-        let mut bytes = vec![0u8; region.len() * RECORD];
-        region.read(0, &mut bytes)?;
-        self.calls = bytes.chunks_exact(RECORD).map(Kept::from_bytes).collect();
-        self.disk = None;
+        if let Records::Disk(region) = &self.records {
+            self.records = Records::Heap(read_back(region)?);
+        }
         Ok(())
     }
 
     pub fn push(&mut self, call: Call) {
         self.load_or_lose();
-        let at = self.calls.len();
-        self.calls.push(Kept {
+        let Records::Heap(calls) = &mut self.records else {
+            return;
+        };
+        let at = calls.len();
+        calls.push(Kept {
             key: call.key.words(),
             packed: [0; 5],
         });
@@ -336,7 +409,10 @@ impl CallList {
     /// Puts `call` at `at` in place of the call there (nothing when there is none).
     pub fn set(&mut self, at: usize, call: Call) {
         self.load_or_lose();
-        let Some(kept) = self.calls.get_mut(at) else {
+        let Records::Heap(calls) = &mut self.records else {
+            return;
+        };
+        let Some(kept) = calls.get_mut(at) else {
             return;
         };
         let packed = Packed::pack(&call);
@@ -349,51 +425,72 @@ impl CallList {
             }),
         };
         let place = at as u32;
-        let found = self.wide.binary_search_by_key(&place, |&(p, _)| p);
+        let found = self.wide().binary_search_by_key(&place, |&(p, _)| p);
+        let mut wide = match (found, packed) {
+            (Ok(_), _) | (Err(_), None) => self.wide.take().map(|wide| wide.0).unwrap_or_default(),
+            (Err(_), Some(_)) => return,
+        };
         match (found, packed) {
-            (Ok(i), None) => self.wide[i].1 = call,
-            (Err(i), None) => self.wide.insert(i, (place, call)),
+            (Ok(i), None) => wide[i].1 = call,
+            (Err(i), None) => wide.insert(i, (place, call)),
             (Ok(i), Some(_)) => {
-                self.wide.remove(i);
+                wide.remove(i);
             }
             (Err(_), Some(_)) => {}
         }
+        // Rare (a damaged file's counts): made again at its length on each change.
+        wide.shrink_to_fit();
+        self.wide = (!wide.is_empty()).then(|| Box::new(Wide(wide)));
     }
 
     /// The records on the heap before a change: the live index loads a list before its reader
-    /// reads on ([`CallList::load`], reading the file again when that fails), so this is only
+    /// reads on ([`load_shared`], reading the file again when that fails), so this is only
     /// for a list changed outside it; records that cannot be read back are [`UNREAD`] and the
     /// failure is kept for the next report.
     fn load_or_lose(&mut self) {
-        if self.load().is_err()
-            && let Some(region) = self.disk.take()
-        {
-            self.calls = vec![UNREAD; region.len()];
+        if let Records::Disk(region) = &self.records {
+            let records = read_back(region).unwrap_or_else(|_| vec![UNREAD; region.len()]);
+            self.records = Records::Heap(records);
         }
     }
 
-    /// The bytes the list holds on the heap (its records and the wide counts beside).
+    /// The bytes the list holds on the heap (its records and the wide counts beside; the
+    /// place of records on disk is the list's own).
     pub fn heap_bytes(&self) -> usize {
-        self.calls.capacity() * std::mem::size_of::<Kept>()
-            + self.wide.capacity() * std::mem::size_of::<(u32, Call)>()
-            + self
-                .disk
-                .as_ref()
-                .map_or(0, |_| std::mem::size_of::<Region>() + 16)
+        let records = match &self.records {
+            Records::Heap(calls) => calls.capacity() * std::mem::size_of::<Kept>(),
+            Records::Disk(_) => 0,
+        };
+        records + std::mem::size_of_val(self.wide())
     }
 
     pub fn shrink_to_fit(&mut self) {
-        self.calls.shrink_to_fit();
-        self.wide.shrink_to_fit();
+        if let Records::Heap(calls) = &mut self.records {
+            calls.shrink_to_fit();
+        }
+    }
+
+    /// The list again in fresh allocations of exactly its length (its region moved, not read).
+    fn renewed(self) -> CallList {
+        let records = match self.records {
+            Records::Heap(calls) => Records::Heap(calls.as_slice().to_vec()),
+            disk @ Records::Disk(_) => disk,
+        };
+        CallList {
+            records,
+            wide: self
+                .wide
+                .map(|wide| Box::new(Wide(wide.0.as_slice().to_vec()))),
+        }
     }
 
     fn read(&self, at: usize, kept: &Kept) -> Call {
         if Packed::get(&kept.packed, Packed::MODEL) != WIDE {
             return Packed::unpack(CallKey::from_words(kept.key), &kept.packed);
         }
-        self.wide
-            .binary_search_by_key(&(at as u32), |&(p, _)| p)
-            .map(|i| self.wide[i].1)
+        let wide = self.wide();
+        wide.binary_search_by_key(&(at as u32), |&(p, _)| p)
+            .map(|i| wide[i].1)
             .unwrap_or(Call {
                 key: CallKey::from_words(kept.key),
                 timestamp: None,
@@ -421,10 +518,12 @@ impl Iterator for CallIter<'_> {
 
     fn next(&mut self) -> Option<Call> {
         let at = self.at;
-        let kept = match (&self.list.disk, self.bytes) {
-            (None, _) => *self.list.calls.get(at)?,
-            (Some(_), Some(bytes)) => Kept::from_bytes(bytes.get(at * RECORD..(at + 1) * RECORD)?),
-            (Some(region), None) => {
+        let kept = match (&self.list.records, self.bytes) {
+            (Records::Heap(calls), _) => *calls.get(at)?,
+            (Records::Disk(_), Some(bytes)) => {
+                Kept::from_bytes(bytes.get(at * RECORD..(at + 1) * RECORD)?)
+            }
+            (Records::Disk(region), None) => {
                 if at >= region.len() {
                     return None;
                 }
@@ -448,20 +547,13 @@ impl Iterator for CallIter<'_> {
 /// Puts `calls` in fresh allocations of exactly its length, the old ones dropped, when nothing
 /// else holds it (another holder's copy would be doubled): see [`crate::live`]'s compaction.
 pub(crate) fn renew(calls: &mut Calls) {
-    if Arc::strong_count(calls) == 1 {
-        *calls = Arc::new(CallList::clone(calls));
+    if let Some(list) = Arc::get_mut(calls) {
+        *calls = Arc::new(std::mem::take(list).renewed());
     }
 }
 
-/// A path held in one place only put in a fresh allocation, as [`renew`] does for calls.
-pub(crate) fn renew_path(path: &mut Arc<std::path::Path>) {
-    if Arc::strong_count(path) == 1 {
-        *path = Arc::from(&**path);
-    }
-}
-
-/// A file's id (or other text) held in one place only put in a fresh allocation, as
-/// [`renew_path`] does for its path.
+/// A file's text (a parent session's id) held in one place only put in a fresh allocation, as
+/// [`renew`] does for calls.
 pub(crate) fn renew_text(text: &mut Option<Arc<str>>) {
     if let Some(held) = text
         && Arc::strong_count(held) == 1
@@ -536,11 +628,11 @@ mod tests {
                 call(4, just_past)
             ]
         );
-        assert_eq!(list.wide.len(), 3);
+        assert_eq!(list.wide().len(), 3);
         list.set(1, call(1, small));
         assert_eq!(list.get(1), Some(call(1, small)));
         assert_eq!(list.get(3), Some(call(3, huge)));
-        assert_eq!(list.wide, vec![(3, call(3, huge)), (4, call(4, just_past))]);
+        assert_eq!(list.wide(), [(3, call(3, huge)), (4, call(4, just_past))]);
         let at = |ms: i64| Call {
             timestamp: Some(UnixMillis(ms)),
             ..call(5, small)
@@ -570,12 +662,42 @@ mod tests {
             let place = list.len() - 1;
             assert_eq!(list.get(place), Some(call));
             assert_eq!(
-                list.wide.last().map(|&(p, _)| p as usize) == Some(place),
+                list.wide().last().map(|&(p, _)| p as usize) == Some(place),
                 !fits,
                 "{call:?}"
             );
         }
         assert_eq!(std::mem::size_of::<Kept>(), 36);
+    }
+
+    /// A list is kept for every file in an `Arc` (110,000 at the largest stores): 32 bytes, so
+    /// with the `Arc`'s counts it is one 48-byte block, the records' place on disk inline.
+    #[test]
+    fn a_list_fits_32_bytes() {
+        assert!(std::mem::size_of::<CallList>() <= 32);
+    }
+
+    /// A list copied while on disk (to be changed while a share holds it) is copied onto the
+    /// heap and reads as it was; the original keeps its region, counted dead once, when it
+    /// goes; a renewed list keeps its region without reading it.
+    #[test]
+    fn a_copy_of_a_list_on_disk_is_on_the_heap_and_its_region_dead_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let spill = Spill::new(dir.path());
+        let mut list: CallList = (0..10u8).map(|n| call(n, Tokens::default())).collect();
+        list.spill(&spill);
+        let mut calls: Calls = Arc::new(list);
+        renew(&mut calls);
+        assert!(calls.on_disk());
+        let copy = CallList::clone(&calls);
+        assert!(!copy.on_disk());
+        assert!(copy.iter().eq(calls.iter()));
+        let held = calls.clone();
+        load_shared(&mut calls).unwrap();
+        assert!(!calls.on_disk() && held.on_disk());
+        assert_eq!(spill.bytes_written_and_dead(), (360, 0));
+        drop(held);
+        assert_eq!(spill.bytes_written_and_dead(), (360, 360));
     }
 
     /// A list written to disk reads back as it was — one call at a time, in blocks, through a
@@ -604,7 +726,7 @@ mod tests {
         let mut other = other;
         other.spill(&spill);
         list.spill(&spill);
-        assert!(list.on_disk() && list.calls.is_empty());
+        assert!(list.on_disk());
         assert_eq!(list.len(), before.len());
         assert!(list.iter().eq(before.iter()));
         assert!(list.iter_from(1_900).eq(before.iter_from(1_900)));

@@ -44,14 +44,14 @@ pub struct ClaudeFile {
     pub path: Arc<Path>,
     /// `sessionId` of the first line that had one (shared, not copied, with the file's share
     /// of the calls in the live index: [`crate::Share::session_id`]).
-    pub session_id: Option<Arc<str>>,
+    pub session_id: Option<crate::Name>,
     /// For `<session>/subagents/*.jsonl`: the session folder's name, the parent it counts for
     /// (shared with the file's share, as `session_id` is).
     pub parent_session: Option<Arc<str>>,
     /// Shared with every file that names it ([`crate::keys::shared_cwd`]).
-    pub cwd: Option<Arc<str>>,
+    pub cwd: Option<crate::keys::Cwd>,
     /// The earliest timestamp in the file.
-    pub started: Option<UnixMillis>,
+    pub started: crate::lines::Earliest,
     /// Each reply once, in first-seen order.
     pub messages: Calls,
     /// Lines that were not JSON (a damaged file), counted so a caller can say so.
@@ -195,7 +195,7 @@ impl LineRecords for ClaudeLines {
             session_id: None,
             parent_session: parent_of_subagent_file(path).map(Arc::from),
             cwd: None,
-            started: None,
+            started: crate::lines::Earliest::default(),
             messages: Calls::default(),
             bad_lines: 0,
         }
@@ -207,7 +207,7 @@ impl LineRecords for ClaudeLines {
             .and_then(UnixMillis::parse_rfc3339)
     }
 
-    fn started(file: &mut ClaudeFile) -> &mut Option<UnixMillis> {
+    fn started(file: &mut ClaudeFile) -> &mut crate::lines::Earliest {
         &mut file.started
     }
 
@@ -228,15 +228,18 @@ impl LineRecords for ClaudeLines {
     }
 
     fn renew(file: &mut ClaudeFile) {
-        crate::calls::renew_path(&mut file.path);
-        crate::calls::renew_text(&mut file.session_id);
+        crate::names::renew(&mut file.path, &mut [&mut file.session_id]);
         crate::calls::renew_text(&mut file.parent_session);
         crate::calls::renew(&mut file.messages);
     }
 
     fn record(&mut self, file: &mut ClaudeFile, line: Line, timestamp: Option<UnixMillis>) {
         if file.session_id.is_none() {
-            file.session_id = line.session_id.as_deref().map(Arc::from);
+            // Held in the path when the file is named by it (nearly always).
+            file.session_id = line
+                .session_id
+                .as_deref()
+                .map(|id| crate::Name::in_path(id, &file.path));
         }
         if file.cwd.is_none() {
             file.cwd = line.cwd.as_deref().map(crate::keys::shared_cwd);

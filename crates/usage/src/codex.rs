@@ -99,13 +99,13 @@ pub struct CodexFile {
     pub path: Arc<Path>,
     /// The first `session_meta`'s `id`: this rollout's thread (shared, not copied, with the
     /// file's share of the calls in the live index: [`crate::Share::session_id`]).
-    pub thread_id: Option<Arc<str>>,
+    pub thread_id: Option<crate::Name>,
     /// What ties this thread to others, when anything does (boxed: most rollouts have none,
     /// and a parse is kept for every rollout).
     pub relations: Option<Box<Relations>>,
     /// Shared with every file that names it ([`crate::keys::shared_cwd`]).
-    pub cwd: Option<Arc<str>>,
-    pub started: Option<UnixMillis>,
+    pub cwd: Option<crate::keys::Cwd>,
+    pub started: crate::lines::Earliest,
     pub calls: Calls,
     /// The latest `rate_limits` of the file (apart: most rollouts' parses are kept with it;
     /// shared, not copied, with the live ledger's slot for the file).
@@ -177,7 +177,7 @@ impl LineRecords for CodexLines {
             thread_id: None,
             relations: None,
             cwd: None,
-            started: None,
+            started: crate::lines::Earliest::default(),
             calls: Calls::default(),
             rate_limits: None,
             bad_lines: 0,
@@ -190,7 +190,7 @@ impl LineRecords for CodexLines {
             .and_then(UnixMillis::parse_rfc3339)
     }
 
-    fn started(file: &mut CodexFile) -> &mut Option<UnixMillis> {
+    fn started(file: &mut CodexFile) -> &mut crate::lines::Earliest {
         &mut file.started
     }
 
@@ -206,8 +206,7 @@ impl LineRecords for CodexLines {
     }
 
     fn renew(file: &mut CodexFile) {
-        crate::calls::renew_path(&mut file.path);
-        crate::calls::renew_text(&mut file.thread_id);
+        crate::names::renew(&mut file.path, &mut [&mut file.thread_id]);
         if let Some(limits) = &mut file.rate_limits
             && Arc::strong_count(limits) == 1
         {
@@ -241,7 +240,8 @@ impl LineRecords for CodexLines {
 fn meta(file: &mut CodexFile, payload: &Value) {
     let id: Option<&str> = payload.get("id").and_then(Value::as_str);
     if file.thread_id.is_none() {
-        file.thread_id = id.map(Arc::from);
+        // Held in the path when the rollout is named by it (nearly always).
+        file.thread_id = id.map(|id| crate::Name::in_path(id, &file.path));
         file.cwd = payload
             .get("cwd")
             .and_then(Value::as_str)

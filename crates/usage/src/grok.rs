@@ -27,10 +27,10 @@ pub struct GrokFile {
     /// Shared: the live index keys the file by it and its ledger orders files by it.
     pub path: Arc<Path>,
     /// Shared, not copied, with the file's share of the calls in the live index.
-    pub session_id: Option<Arc<str>>,
+    pub session_id: Option<crate::Name>,
     /// Shared with every file that names it ([`crate::keys::shared_cwd`]).
-    pub cwd: Option<Arc<str>>,
-    pub started: Option<UnixMillis>,
+    pub cwd: Option<crate::keys::Cwd>,
+    pub started: crate::lines::Earliest,
     pub turns: Vec<GrokTurn>,
     pub bad_lines: u64,
 }
@@ -49,14 +49,16 @@ impl LineRecords for GrokLines {
     /// The session and its cwd are named by the session's folder.
     fn start(path: &Path) -> GrokFile {
         let dir = path.parent();
+        let held: Arc<Path> = Arc::from(path);
         GrokFile {
-            path: Arc::from(path),
-            session_id: folder_session(path).map(Arc::from),
+            // The folder's name, held in the path.
+            session_id: folder_session(path).map(|id| crate::Name::in_path(&id, &held)),
+            path: held,
             cwd: dir
                 .and_then(Path::parent)
                 .and_then(cross_agent_stores::grok::folder_cwd)
                 .map(|p| crate::keys::shared_cwd(&p.to_string_lossy())),
-            started: None,
+            started: crate::lines::Earliest::default(),
             turns: Vec::new(),
             bad_lines: 0,
         }
@@ -69,7 +71,7 @@ impl LineRecords for GrokLines {
             .map(|s| UnixMillis((s * 1000.0).round() as i64))
     }
 
-    fn started(file: &mut GrokFile) -> &mut Option<UnixMillis> {
+    fn started(file: &mut GrokFile) -> &mut crate::lines::Earliest {
         &mut file.started
     }
 
@@ -82,8 +84,7 @@ impl LineRecords for GrokLines {
     }
 
     fn renew(file: &mut GrokFile) {
-        crate::calls::renew_path(&mut file.path);
-        crate::calls::renew_text(&mut file.session_id);
+        crate::names::renew(&mut file.path, &mut [&mut file.session_id]);
     }
 
     fn record(&mut self, file: &mut GrokFile, line: Value, timestamp: Option<UnixMillis>) {

@@ -178,17 +178,44 @@ impl ModelId {
 
 /// Working directories (a session's cwd), kept once for the process's life like model names:
 /// a store names a few dozen projects, and every transcript of one holds the same name.
-static CWDS: Mutex<Option<HashSet<Arc<str>>>> = Mutex::new(None);
+static CWDS: Mutex<Option<HashSet<Cwd>>> = Mutex::new(None);
 
-/// `cwd`, as every file that names it holds it (one copy).
-pub fn shared_cwd(cwd: &str) -> Arc<str> {
+/// A working directory as every file and share that names it holds it: the one copy kept for
+/// the process's life ([`shared_cwd`]), by a thin pointer — 8 bytes where an `Arc<str>` took 16,
+/// in a parse and a share kept for every file (issue 30).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Cwd(&'static String);
+
+impl std::ops::Deref for Cwd {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        self.0
+    }
+}
+
+impl std::borrow::Borrow<str> for Cwd {
+    fn borrow(&self) -> &str {
+        self.0
+    }
+}
+
+impl std::fmt::Debug for Cwd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&**self.0, f)
+    }
+}
+
+/// `cwd`, as every file that names it holds it (one copy, never let go).
+pub fn shared_cwd(cwd: &str) -> Cwd {
     let mut guard = CWDS.lock().unwrap_or_else(PoisonError::into_inner);
     let cwds = guard.get_or_insert_with(HashSet::new);
     if let Some(kept) = cwds.get(cwd) {
-        return kept.clone();
+        return *kept;
     }
-    let kept: Arc<str> = Arc::from(cwd);
-    cwds.insert(kept.clone());
+    // Kept for the process's life, as the set held every name before: a few dozen a store.
+    let kept = Cwd(Box::leak(Box::new(cwd.to_owned())));
+    cwds.insert(kept);
     kept
 }
 
@@ -229,7 +256,6 @@ impl ModelNames {
 #[cfg(test)]
 mod tests {
     use std::path::Path;
-    use std::sync::Arc;
 
     /// Transcripts of one project hold one copy of its cwd, whichever agent wrote them; another
     /// cwd is its own.
@@ -256,9 +282,9 @@ mod tests {
         let (Some(a), Some(b), Some(c), Some(other)) = (a, b, c, other) else {
             panic!("every file names its cwd");
         };
-        assert!(Arc::ptr_eq(&a, &b) && Arc::ptr_eq(&a, &c));
+        assert!(std::ptr::eq(a.0, b.0) && std::ptr::eq(a.0, c.0));
         assert_eq!(&*a, "/work/keys-test");
-        assert!(!Arc::ptr_eq(&a, &other));
+        assert!(!std::ptr::eq(a.0, other.0));
         assert_eq!(&*other, "/work/keys-test-other");
     }
 }

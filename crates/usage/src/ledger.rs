@@ -32,7 +32,6 @@ use std::path::Path;
 use std::sync::Arc;
 
 use cross_agent_protocol::Agent;
-use hashbrown::HashTable;
 
 use crate::FileRef;
 use crate::account::{
@@ -40,8 +39,11 @@ use crate::account::{
 };
 use crate::calls::{Call, CallList, Calls};
 use crate::codex::{CodexFile, family_hash, key_in};
+use crate::key_table::KeyTable;
 use crate::keys::{CallKey, ModelNames};
+use crate::names::Name;
 use crate::path_slots::PathSlots;
+use crate::shares::Shares;
 use crate::spill::Spill;
 use crate::states::{CopyAt, FileId, KeyId, KeyState, KeyStates, NO_COPY};
 use crate::tokens::Tokens;
@@ -56,8 +58,6 @@ struct FileSlot {
     calls: Option<Calls>,
     /// A Codex rollout's thread family when its calls were put in ([`family_hash`]).
     family: u64,
-    /// The calls the file wins.
-    chunk: Option<Arc<Share>>,
     /// What the accounting takes from the file as a whole: a Codex rollout's latest rate
     /// limits, a Grok session with no usage recorded (kept so a new accounting looks at no
     /// parse).
@@ -91,8 +91,10 @@ pub(crate) struct Ledger {
     /// decides (copies that tie, a thread named by two rollouts, rate limits seen at the same
     /// time) the paths are compared there.
     files: PathSlots<FileSlot>,
+    /// The calls each file wins, by its slot's number.
+    shares: Shares,
     /// Each key's state's place, found by the key (read from the state's first copy).
-    index: HashTable<KeyId>,
+    index: KeyTable,
     /// Each key's state (the key is the first copy's: [`key_at`]), on disk between updates
     /// when the index has a directory for its records.
     keys: KeyStates,
@@ -138,6 +140,10 @@ impl Ledger {
         spill: Option<&Arc<Spill>>,
     ) -> Accounting {
         let changed: Vec<Arc<Path>> = changed.into_iter().collect();
+        if self.files.is_empty() {
+            // The cold update: every file is new.
+            self.files.reserve(changed.len());
+        }
         if changed.len() >= HOLD_ALL_FROM {
             self.hold_all();
         }
@@ -245,6 +251,7 @@ impl Ledger {
         self.keys.settle(spill);
         self.held_keys = None;
         self.files.trim();
+        self.shares.trim();
         if stats.files_changed >= crate::live::COMPACT_AFTER {
             self.compact();
         }
@@ -303,7 +310,6 @@ impl Ledger {
             agent,
             calls: None,
             family: 0,
-            chunk: None,
             limits: None,
             no_usage: false,
         };
@@ -311,6 +317,7 @@ impl Ledger {
     }
 
     fn drop_file(&mut self, id: FileId) {
+        self.shares.set(id, None);
         if self.files.remove_at(id).is_some() {
             self.let_go_of_held_keys(id);
         }
@@ -358,8 +365,7 @@ impl Ledger {
             // `before` counted the extra copies ahead of the take; the first copy taken out
             // with an extra left moved one up.
             self.duplicates = self.duplicates + after as u64 - before as u64;
-            if gone && let Ok(entry) = self.index.find_entry(key.short(), |&other| other == k) {
-                entry.remove();
+            if gone && self.index.remove(key.short(), k) {
                 self.orphans.insert(key, k);
             }
         }
@@ -434,12 +440,10 @@ impl Ledger {
     /// key's without reading its key back; another's key is read from its first copy.
     fn find_key(&self, key: CallKey, copy: CopyAt) -> Option<KeyId> {
         let (files, keys, held) = (&self.files, &self.keys, self.held_keys());
-        self.index
-            .find(key.short(), |&k| {
-                let first = keys.get(k).first;
-                first == copy || key_at(files, held, first) == Some(key)
-            })
-            .copied()
+        self.index.find(key.short(), |k| {
+            let first = keys.get(k).first;
+            first == copy || key_at(files, held, first) == Some(key)
+        })
     }
 
     /// The state of `key` put in the key table with `copy` its first copy: the state at `again`
@@ -470,7 +474,7 @@ impl Ledger {
         };
         let (files, keys) = (&self.files, &self.keys);
         let held = self.held_keys.as_deref().unwrap_or(&[]);
-        self.index.insert_unique(key.short(), k, |&k| {
+        self.index.insert(key.short(), k, |k| {
             key_at(files, held, keys.get(k).first).map_or(0, |key| key.short())
         });
         Some(k)
@@ -602,7 +606,7 @@ impl Ledger {
                     precedence(
                         m.timestamp,
                         u32::from(f.parent_session.is_some()),
-                        f.started,
+                        f.started.get(),
                         &own,
                     ),
                     m.tokens,
@@ -619,7 +623,7 @@ impl Ledger {
                 let rank = precedence(
                     call.timestamp,
                     threads.fork_depth(&own) + depth,
-                    f.started,
+                    f.started.get(),
                     &own,
                 );
                 Some((rank, call.tokens))
@@ -647,7 +651,7 @@ impl Ledger {
             FileRef::Claude(f) => {
                 let own = own_id(f.session_id.as_ref(), &f.path);
                 let (session, subagent) = match &f.parent_session {
-                    Some(parent) => (parent.clone(), Some(own)),
+                    Some(parent) => (Name::from(parent.clone()), Some(own)),
                     None => (own, None),
                 };
                 // The won replies counted with another copy's larger usage.
@@ -657,7 +661,7 @@ impl Ledger {
                         Some((at as u32, *tokens))
                     })
                     .collect();
-                let cwd = f.cwd.clone();
+                let cwd = f.cwd;
                 (
                     Agent::Claude,
                     session,
@@ -675,12 +679,12 @@ impl Ledger {
                         if *session == *own {
                             (own, None)
                         } else {
-                            (Arc::from(session), Some(own))
+                            (Name::from(session.as_str()), Some(own))
                         }
                     }
                     None => (own, None),
                 };
-                let cwd = f.cwd.clone();
+                let cwd = f.cwd;
                 (
                     Agent::Codex,
                     session,
@@ -692,7 +696,7 @@ impl Ledger {
             }
             FileRef::Grok(f) => {
                 let session = own_id(f.session_id.as_ref(), &f.path);
-                let cwd = f.cwd.clone();
+                let cwd = f.cwd;
                 (Agent::Grok, session, None, cwd, grok_calls(f), Vec::new())
             }
         };
@@ -703,15 +707,14 @@ impl Ledger {
             subagent,
             cwd,
         };
-        let chunk =
-            Share::new(names, calls, |at| grok || wins(at).is_some(), counted).map(Arc::new);
+        let chunk = Share::new(names, calls, |at| grok || wins(at).is_some(), counted);
         let (limits, no_usage) = match file {
             FileRef::Codex(f) => (f.rate_limits.clone(), false),
             FileRef::Grok(f) => (None, f.turns.is_empty()),
             FileRef::Claude(_) => (None, false),
         };
+        self.shares.set(id, chunk);
         if let Some(slot) = self.files.at_mut(id) {
-            slot.chunk = chunk;
             slot.limits = limits;
             slot.no_usage = no_usage;
         }
@@ -726,7 +729,7 @@ impl Ledger {
             |len: usize, slot: usize| (len * 8).div_ceil(7).next_power_of_two() * (slot + 1);
         parts.push((
             "ledger key states",
-            self.keys.heap_bytes() + map_slot(self.index.len(), 4),
+            self.keys.heap_bytes() + self.index.heap_bytes(),
         ));
         let extra: usize = self.extra.values().map(|v| v.capacity() * 8).sum::<usize>()
             + map_slot(self.extra.len(), 4 + size_of::<Vec<CopyAt>>());
@@ -736,25 +739,22 @@ impl Ledger {
             map_slot(self.tokens.len(), 4 + size_of::<Tokens>()),
         ));
         let mut slots = self.files.heap_bytes();
-        let mut shares = 0;
         for slot in self.files.values() {
             // Shared with the parse: counted here, once.
             slots += slot
                 .limits
                 .as_ref()
                 .map_or(0, |_| size_of::<RateLimits>() + 16);
-            if let Some(chunk) = &slot.chunk {
-                shares += size_of::<Share>() + 16 + chunk.heap_bytes();
-            }
         }
         parts.push(("ledger file slots", slots));
-        parts.push(("shares", shares));
+        parts.push(("shares", self.shares.heap_bytes()));
     }
 
     /// Every file's share, with what is decided over all files at once (cheap: no call and no
     /// parse is looked at).
     fn accounting(&self) -> Accounting {
         let mut out = Accounting {
+            chunks: self.shares.clone(),
             duplicates_skipped: self.duplicates,
             models: ModelNames::now(),
             ..Accounting::default()
@@ -764,9 +764,6 @@ impl Ledger {
         let mut latest: Option<(&Arc<RateLimits>, &Path)> = None;
         let mut no_usage: Vec<&Path> = Vec::new();
         for slot in self.files.values() {
-            if let Some(chunk) = &slot.chunk {
-                out.chunks.push(chunk.clone());
-            }
             if let Some(limits) = &slot.limits
                 && latest.is_none_or(|(l, path)| {
                     (l.observed_at, path) <= (limits.observed_at, &*slot.path)
@@ -788,10 +785,12 @@ impl Ledger {
     }
 }
 
-/// A file's own id (its session's or thread's) as its share names it: the parse's own text,
-/// shared rather than copied (one allocation fewer a file), else the file's stem.
-fn own_id(id: Option<&Arc<str>>, path: &Path) -> Arc<str> {
-    id.cloned().unwrap_or_else(|| Arc::from(stem(path)))
+/// A file's own id (its session's or thread's) as its share names it: the parse's own,
+/// shared rather than copied (one allocation fewer a file), else the file's stem (held in
+/// its path).
+fn own_id(id: Option<&Name>, path: &Arc<Path>) -> Name {
+    id.cloned()
+        .unwrap_or_else(|| Name::in_path(&stem(path), path))
 }
 
 /// The calls of a few files' lists, each from one place on, read back together: deciding keys

@@ -9,7 +9,7 @@
 //!   appended since the last look ([`lines::LineBuffer`]) — into a parsed [`FileUsage`];
 //! - [`account`] is pure: from every file's [`FileUsage`] it decides what counts once and for
 //!   which session (duplicates, replays, copies, sub-agents) and returns each file's [`Share`]
-//!   of the calls, read as [`Charge`]s;
+//!   of the calls ([`Shares`]: one table, in blocks), read as [`Charge`]s;
 //! - [`prices`] prices a charge (`None` when the model has no price, never 0);
 //! - [`report`] groups charges by session, agent, model, day or cwd; [`totals`] keeps each
 //!   session's totals by file for the daemon's listing;
@@ -33,16 +33,19 @@ mod entry;
 pub mod error;
 pub mod grok;
 pub mod handoff;
+mod key_table;
 pub mod keys;
 pub mod ledger;
 pub mod limits;
 pub mod lines;
 pub mod live;
 pub mod money;
+mod names;
 mod path_slots;
 pub mod prices;
 pub mod report;
 pub mod scan;
+mod shares;
 pub mod spill;
 mod states;
 pub mod tokens;
@@ -59,8 +62,10 @@ pub use error::{Error, Result};
 pub use ledger::LedgerStats;
 pub use live::{RefreshStats, UsageIndex};
 pub use money::Money;
+pub use names::Name;
 pub use prices::{Price, PriceTable, Rate, Tier};
 pub use report::{GroupBy, Report, Row, Since};
+pub use shares::Shares;
 pub use tokens::Tokens;
 pub use totals::{SessionSpent, SessionTotals, TotalsStats};
 

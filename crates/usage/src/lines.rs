@@ -49,6 +49,40 @@ impl LineBuffer {
     }
 }
 
+/// The earliest timestamp of a file's lines, in 8 bytes (an `Option<UnixMillis>` takes 16, in
+/// a parse kept for every file: [`crate::entry`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Earliest(i64);
+
+/// No timestamp yet (no line says one this early).
+const NO_EARLIEST: i64 = i64::MIN;
+
+impl Default for Earliest {
+    fn default() -> Earliest {
+        Earliest(NO_EARLIEST)
+    }
+}
+
+impl Earliest {
+    pub fn get(self) -> Option<UnixMillis> {
+        (self.0 != NO_EARLIEST).then_some(UnixMillis(self.0))
+    }
+
+    /// Takes `at` when it is earlier (the first millisecond `i64` holds is taken as the next).
+    pub fn note(&mut self, at: UnixMillis) {
+        let at = at.0.max(NO_EARLIEST + 1);
+        if self.0 == NO_EARLIEST || at < self.0 {
+            self.0 = at;
+        }
+    }
+}
+
+impl std::fmt::Debug for Earliest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&self.get(), f)
+    }
+}
+
 /// What one kind of transcript makes of its lines; [`Reader`] does the rest (pieces, blank and
 /// damaged lines, the earliest timestamp), the same for every agent.
 pub trait LineRecords: Default {
@@ -63,7 +97,7 @@ pub trait LineRecords: Default {
     /// Takes in one parsed line, written `at`.
     fn record(&mut self, file: &mut Self::File, line: Self::Line, at: Option<UnixMillis>);
     /// Where the file keeps its earliest timestamp.
-    fn started(file: &mut Self::File) -> &mut Option<UnixMillis>;
+    fn started(file: &mut Self::File) -> &mut Earliest;
     /// Where the file counts the lines that were not JSON, so a caller can say so.
     fn bad_lines(file: &mut Self::File) -> &mut u64;
     /// Gives back the room a read left spare (a growing list holds up to twice its length):
@@ -181,8 +215,7 @@ fn take_line<R: LineRecords>(records: &mut R, file: &mut R::File, raw: &[u8]) {
     };
     let at = R::timestamp(&line);
     if let Some(ts) = at {
-        let started = R::started(file);
-        *started = Some(started.map_or(ts, |s| s.min(ts)));
+        R::started(file).note(ts);
     }
     records.record(file, line, at);
 }

@@ -412,10 +412,9 @@ impl UsageIndex {
             if !calls.in_a_file_left(&spill) {
                 continue;
             }
-            let list = Arc::make_mut(calls);
             // Not read back: the failure is kept, and the next refresh reads the stores again.
-            if list.load().is_ok() {
-                list.spill(&spill);
+            if crate::calls::load_shared(calls).is_ok() {
+                Arc::make_mut(calls).spill(&spill);
                 self.dirty.insert(path);
                 moved = true;
             }
@@ -438,6 +437,9 @@ impl UsageIndex {
             &parse,
             self.spill.as_ref(),
         ));
+        // A cold build left room for every file's path in the set (2 MB of buckets at
+        // 111,000 files), kept by `drain`: given back, as a refresh's few need little.
+        self.dirty.shrink_to(0);
         self.accounting = Some(accounting.clone());
         accounting
     }
@@ -452,14 +454,17 @@ impl UsageIndex {
         let mut names = 0;
         let mut calls = 0;
         let mut records = 0;
+        let mut turns = 0;
         for entry in self.entries.values() {
             let file = entry.parse();
             paths += file.path().as_os_str().len() + 16;
             // Cwds are shared by every file that names them: not counted per file.
-            let (list, strings) = match file {
+            // An id held in the path is the path's; one with its own text counts here.
+            let (list, id, strings) = match file {
                 FileRef::Claude(f) => (
                     Some(&f.messages),
-                    [f.session_id.as_deref(), f.parent_session.as_deref(), None],
+                    &f.session_id,
+                    [f.parent_session.as_deref(), None],
                 ),
                 FileRef::Codex(f) => {
                     if f.relations.is_some() {
@@ -467,18 +472,24 @@ impl UsageIndex {
                     }
                     (
                         Some(&f.calls),
-                        [f.thread_id.as_deref(), f.forked_from(), f.parent_thread()],
+                        &f.thread_id,
+                        [f.forked_from(), f.parent_thread()],
                     )
                 }
-                FileRef::Grok(f) => (None, [f.session_id.as_deref(), None, None]),
+                FileRef::Grok(f) => {
+                    turns += f.turns.capacity() * size_of::<crate::grok::GrokTurn>();
+                    (None, &f.session_id, [None, None])
+                }
             };
-            // Each id its own allocation (an `Arc`'s two counts beside its text).
+            names += id.as_ref().map_or(0, crate::Name::own_heap_bytes);
+            // Each its own allocation (with an `Arc`'s two counts beside the text).
             names += strings
                 .iter()
                 .map(|s| s.map_or(0, |s| s.len() + 16))
                 .sum::<usize>();
             if let Some(list) = list {
-                calls += list.heap_bytes() + 16;
+                // The list itself with its `Arc`'s counts, and what it holds.
+                calls += size_of::<crate::calls::CallList>() + 16 + list.heap_bytes();
                 records += list.len();
             }
             if let Kept::Reading(reading) = &entry.reader {
@@ -489,6 +500,11 @@ impl UsageIndex {
         parts.push(("paths", paths));
         parts.push(("file names (ids, cwds)", names));
         parts.push(("call lists", calls));
+        parts.push(("Grok turns", turns));
+        parts.push((
+            "changed files (their set's room)",
+            self.dirty.capacity() * (size_of::<Arc<Path>>() + 1),
+        ));
         self.ledger.heap_parts(&mut parts);
         parts.push(("(call records)", records));
         parts

@@ -55,6 +55,18 @@ impl<T: Pathed> PathSlots<T> {
         }
     }
 
+    /// Room for `more` items made ahead, exactly (a list grown by doubling from empty holds up
+    /// to twice its length: 1 MB of the ledger's slots left spare at 111,000 files).
+    pub(crate) fn reserve(&mut self, more: usize) {
+        self.slots.reserve_exact(more);
+        let slots = &self.slots;
+        self.by_path.reserve(more, |&at| {
+            slots[at as usize]
+                .as_ref()
+                .map_or(0, |item| hash(item.path()))
+        });
+    }
+
     pub(crate) fn len(&self) -> usize {
         self.by_path.len()
     }

@@ -53,19 +53,25 @@ pub(crate) struct SpillFile {
     end: AtomicU64,
     /// Bytes of regions no list holds any more.
     dead: AtomicU64,
+    /// The bytes of each record in the file (one size a file).
+    record: u32,
     dir: PathBuf,
     failed: Arc<Mutex<Option<String>>>,
     reads: Arc<AtomicU64>,
 }
 
-/// Where one list's records are: `len` records of `size` bytes from byte `at` of `file`.
+/// Where one list's records are: `len` records of the file's size from byte `at` of `file`,
+/// both in one word — 16 bytes, so a list holding it or its records on the heap is 24
+/// ([`crate::calls::CallList`], kept for every file).
 #[derive(Debug)]
 pub(crate) struct Region {
     file: Arc<SpillFile>,
-    at: u64,
-    len: u32,
-    size: u32,
+    /// `at` in the low [`AT_BITS`] bits (1 TiB), `len` above (16 million records).
+    place: u64,
 }
+
+/// Bits of a region's word for its byte offset; the rest are its length.
+const AT_BITS: u32 = 40;
 
 impl Spill {
     /// Records go to unnamed files in `dir` (made when the first list is written).
@@ -122,6 +128,9 @@ impl Spill {
     }
 
     fn try_write(&self, bytes: &[u8], len: u32, size: u32) -> io::Result<Region> {
+        if u64::from(len) >= 1 << (64 - AT_BITS) {
+            return Err(io::Error::other(format!("a list of {len} records")));
+        }
         let mut current = lock(&self.current);
         let stale = current.as_ref().is_some_and(|file| {
             let end = file.end.load(Ordering::Relaxed);
@@ -130,11 +139,13 @@ impl Spill {
         if stale {
             self.left.store(true, Ordering::Relaxed);
         }
-        if stale || current.is_none() {
+        let other_size = current.as_ref().is_some_and(|file| file.record != size);
+        if stale || other_size || current.is_none() {
             *current = Some(Arc::new(SpillFile {
                 file: tempfile::tempfile_in(&self.dir)?,
                 end: AtomicU64::new(0),
                 dead: AtomicU64::new(0),
+                record: size,
                 dir: self.dir.clone(),
                 failed: self.failed.clone(),
                 reads: self.reads.clone(),
@@ -144,13 +155,14 @@ impl Spill {
             return Err(io::Error::other("no record file"));
         };
         let at = file.end.load(Ordering::Relaxed);
+        if at + bytes.len() as u64 >= 1 << AT_BITS {
+            return Err(io::Error::other("a record file of a terabyte"));
+        }
         file.file.write_all_at(bytes, at)?;
         file.end.store(at + bytes.len() as u64, Ordering::Relaxed);
         Ok(Region {
             file: file.clone(),
-            at,
-            len,
-            size,
+            place: at | (u64::from(len) << AT_BITS),
         })
     }
 
@@ -191,13 +203,18 @@ impl Spill {
 
 impl Region {
     pub(crate) fn len(&self) -> usize {
-        self.len as usize
+        (self.place >> AT_BITS) as usize
+    }
+
+    /// The region's first byte in its file.
+    fn at(&self) -> u64 {
+        self.place & ((1 << AT_BITS) - 1)
     }
 
     /// Reads records `first..first + out.len() / size` into `out`; a failure is kept for the
     /// next report ([`Spill::failure`]).
     pub(crate) fn read(&self, first: usize, out: &mut [u8]) -> io::Result<()> {
-        let at = self.at + (first as u64) * u64::from(self.size);
+        let at = self.at() + (first as u64) * u64::from(self.file.record);
         self.file.reads.fetch_add(1, Ordering::Relaxed);
         let result = self.file.file.read_exact_at(out, at);
         if let Err(e) = &result {
@@ -215,12 +232,12 @@ impl Region {
 impl Region {
     /// Where the region is: its file (by identity) and byte offset, to read regions in order.
     pub(crate) fn place(&self) -> (usize, u64) {
-        (Arc::as_ptr(&self.file) as usize, self.at)
+        (Arc::as_ptr(&self.file) as usize, self.at())
     }
 
     /// The region's bytes.
     pub(crate) fn bytes(&self) -> u64 {
-        u64::from(self.len) * u64::from(self.size)
+        self.len() as u64 * u64::from(self.file.record)
     }
 }
 
@@ -252,36 +269,35 @@ impl Window {
             .file
             .as_ref()
             .is_some_and(|file| Arc::ptr_eq(file, &region.file))
-            && region.at >= self.at
-            && region.at + region.bytes() <= self.at + self.bytes.len() as u64;
+            && region.at() >= self.at
+            && region.at() + region.bytes() <= self.at + self.bytes.len() as u64;
         if !held {
             let end = region.file.end.load(Ordering::Relaxed);
             let len = self
                 .size
                 .max(region.bytes())
-                .min(end.saturating_sub(region.at));
+                .min(end.saturating_sub(region.at()));
             let len = len.max(region.bytes());
             self.bytes.clear();
             self.bytes.resize(len as usize, 0);
             self.file = None;
             region.file.reads.fetch_add(1, Ordering::Relaxed);
-            if let Err(e) = region.file.file.read_exact_at(&mut self.bytes, region.at) {
+            if let Err(e) = region.file.file.read_exact_at(&mut self.bytes, region.at()) {
                 self.bytes.clear();
                 region.note_failure(&e);
                 return Err(e);
             }
             self.file = Some(region.file.clone());
-            self.at = region.at;
+            self.at = region.at();
         }
-        let from = (region.at - self.at) as usize;
+        let from = (region.at() - self.at) as usize;
         Ok(&self.bytes[from..from + region.bytes() as usize])
     }
 }
 
 impl Drop for Region {
     fn drop(&mut self) {
-        let bytes = u64::from(self.len) * u64::from(self.size);
-        self.file.dead.fetch_add(bytes, Ordering::Relaxed);
+        self.file.dead.fetch_add(self.bytes(), Ordering::Relaxed);
     }
 }
 
@@ -358,6 +374,28 @@ mod tests {
         let held = small.write(&[2; 30], 1, 30).unwrap();
         assert_eq!(small.bytes_written_and_dead(), (330, 300));
         drop(held);
+    }
+
+    /// A region is 16 bytes, its place and length in one word; a list longer than the word
+    /// holds is not written (it stays on the heap, said once), and records of another size go
+    /// to a file of their own.
+    #[test]
+    fn a_region_is_one_word_and_a_list_past_it_is_not_written() {
+        assert_eq!(std::mem::size_of::<Region>(), 16);
+        let dir = tempfile::tempdir().unwrap();
+        let spill = Spill::new(dir.path());
+        let first = spill.write(&[5; 60], 2, 30).unwrap();
+        assert!(spill.write(&[], 1 << 24, 36).is_none());
+        assert!(spill.take_warning().is_some());
+        let other = spill.write(&[6; 72], 2, 36).unwrap();
+        assert_ne!(first.place().0, other.place().0, "another file");
+        assert_eq!((other.len(), other.bytes(), other.place().1), (2, 72, 0));
+        let mut bytes = [0; 36];
+        other.read(1, &mut bytes).unwrap();
+        assert_eq!(bytes, [6; 36]);
+        let mut bytes = [0; 30];
+        first.read(1, &mut bytes).unwrap();
+        assert_eq!(bytes, [5; 30]);
     }
 
     /// A read back that fails is an error, kept for the next report and naming the directory.

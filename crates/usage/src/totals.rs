@@ -5,16 +5,17 @@
 //! what [`Report::build`] by session gives, without looking at every call after a change.
 //!
 //! What is kept is what the listing and the phone's cards show (calls, tokens of every kind
-//! together, the priced cost and how many calls have none), 48 bytes a share, keyed by the
-//! session id the share already holds: at 111,000 sessions the rows a report makes (a key
+//! together, the priced cost and how many calls have none), 48 bytes a share by the share's
+//! serial number, and the table by session keyed by the session id the share already holds (the
+//! session is read from the share, not kept beside its sum): at 111,000 sessions the rows a report makes (a key
 //! string, tokens by kind, the unpriced models' set, a `Vec` a share) held about 25 MB and the
 //! table by session id string another 24 MB.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use crate::account::{Accounting, Share};
 use crate::money::Money;
+use crate::names::Name;
 use crate::prices::PriceTable;
 use crate::report::{GroupBy, Report, Row};
 
@@ -54,19 +55,12 @@ impl SessionSpent {
     }
 }
 
-/// One share and what it adds to its session (nothing: it counts no call).
-#[derive(Debug)]
-struct Part {
-    /// Held so the share's address is not reused while it is the key.
-    chunk: Arc<Share>,
-    spent: SessionSpent,
-}
-
 /// Each share's sum, kept between accountings (see the module's header).
 #[derive(Debug, Default)]
 pub struct SessionTotals {
     prices: Option<PriceTable>,
-    parts: HashMap<usize, Part>,
+    /// What each share adds to its session, by the share's serial number ([`Share::serial`]).
+    parts: HashMap<u64, SessionSpent>,
 }
 
 /// What the last [`SessionTotals::by_session`] did.
@@ -88,7 +82,7 @@ impl SessionTotals {
         &mut self,
         accounting: &Accounting,
         prices: &PriceTable,
-    ) -> (HashMap<Arc<str>, SessionSpent>, TotalsStats) {
+    ) -> (HashMap<Name, SessionSpent>, TotalsStats) {
         if self.prices.as_ref() != Some(prices) {
             self.parts.clear();
             self.prices = Some(prices.clone());
@@ -97,37 +91,34 @@ impl SessionTotals {
             shares: accounting.chunks.len(),
             ..TotalsStats::default()
         };
+        // What each share adds to its session (nothing: it counts no call), by its serial
+        // number: the session is the share's, read from it here, not kept beside the sum.
         let mut parts = HashMap::with_capacity(accounting.chunks.len());
-        for chunk in &accounting.chunks {
-            let at = Arc::as_ptr(chunk) as usize;
-            let part = match self.parts.remove(&at) {
-                Some(part) if Arc::ptr_eq(&part.chunk, chunk) => part,
-                _ => {
+        let mut out: HashMap<Name, SessionSpent> = HashMap::new();
+        for chunk in accounting.chunks.iter() {
+            let at = chunk.serial();
+            let spent = match self.parts.remove(&at) {
+                Some(spent) => spent,
+                None => {
                     stats.shares_grouped += 1;
-                    Part {
-                        chunk: chunk.clone(),
-                        spent: share_spent(chunk, accounting, prices),
-                    }
+                    share_spent(chunk, accounting, prices)
                 }
             };
-            parts.insert(at, part);
+            if spent.calls > 0 {
+                out.entry(chunk.session_id.clone()).or_default().add(&spent);
+            }
+            parts.insert(at, spent);
         }
         self.parts = parts;
-        let mut out: HashMap<Arc<str>, SessionSpent> = HashMap::new();
-        for part in self.parts.values().filter(|part| part.spent.calls > 0) {
-            out.entry(part.chunk.session_id.clone())
-                .or_default()
-                .add(&part.spent);
-        }
         (out, stats)
     }
 }
 
 /// What one share adds to its session: its report by session (one row: every call of a share
 /// counts for the share's session).
-fn share_spent(chunk: &Arc<Share>, accounting: &Accounting, prices: &PriceTable) -> SessionSpent {
+fn share_spent(chunk: &Share, accounting: &Accounting, prices: &PriceTable) -> SessionSpent {
     let share = Accounting {
-        chunks: vec![chunk.clone()],
+        chunks: [chunk.clone()].into_iter().collect(),
         models: accounting.models.clone(),
         ..Accounting::default()
     };

@@ -28,7 +28,8 @@ use cross_agent_stores::render::Spent;
 use cross_agent_stores::{Agent, StoreRoots, UnixMillis};
 use cross_agent_usage::handoff::Handoffs;
 use cross_agent_usage::{
-    Accounting, Money, PriceTable, RateLimits, Report, SessionSpent, SessionTotals, UsageIndex,
+    Accounting, Money, Name, PriceTable, RateLimits, Report, SessionSpent, SessionTotals,
+    UsageIndex,
 };
 use parking_lot::Mutex;
 
@@ -39,7 +40,7 @@ use crate::error::Result;
 const READ: [Agent; 3] = [Agent::Claude, Agent::Codex, Agent::Grok];
 
 /// Each session's cost so far, by session id (the id its usage shares hold: no copy).
-pub(crate) type SpentTable = Arc<HashMap<Arc<str>, SessionSpent>>;
+pub(crate) type SpentTable = Arc<HashMap<Name, SessionSpent>>;
 
 /// The usage index and what it was last brought current against.
 #[derive(Debug, Default)]
@@ -285,7 +286,7 @@ impl Engine {
 }
 
 /// A session's [`Spent`] from the table; nothing recorded is `null`, never 0.
-pub(crate) fn spent_of(table: &HashMap<Arc<str>, SessionSpent>, s: SessionRef<'_>) -> Spent {
+pub(crate) fn spent_of(table: &HashMap<Name, SessionSpent>, s: SessionRef<'_>) -> Spent {
     table.get(s.session_id()).map(listed).unwrap_or_default()
 }
 

@@ -41,7 +41,7 @@ fn step(
             accounting
                 .chunks
                 .iter()
-                .any(|share| std::sync::Arc::ptr_eq(&share.session_id, session)),
+                .any(|share| cross_agent_usage::Name::same_held(&share.session_id, session)),
             "{session} is a copy"
         );
     }

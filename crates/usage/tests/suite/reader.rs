@@ -23,7 +23,7 @@ fn claude_counts_a_damaged_line_and_starts_at_the_earliest_timestamp() {
     let file = claude::read(Path::new("/nowhere/p/s.jsonl"), &bytes);
     assert_eq!(file.bad_lines, 1);
     assert_eq!(
-        file.started,
+        file.started.get(),
         UnixMillis::parse_rfc3339("2026-01-02T00:00:05Z")
     );
     assert_eq!(file.session_id.as_deref(), Some("s"));
@@ -40,7 +40,7 @@ fn codex_counts_a_damaged_line_and_starts_at_the_earliest_timestamp() {
     let file = codex::read(Path::new("/nowhere/rollout-t.jsonl"), &bytes);
     assert_eq!(file.bad_lines, 1);
     assert_eq!(
-        file.started,
+        file.started.get(),
         UnixMillis::parse_rfc3339("2026-01-02T00:00:05Z")
     );
     assert_eq!(file.thread_id.as_deref(), Some("t"));
@@ -55,7 +55,7 @@ fn grok_counts_a_damaged_line_and_starts_at_the_earliest_timestamp() {
     let bytes = out_of_order(turn(1_700_000_010.25, 3), turn(1_700_000_005.5, 7));
     let file = grok::read(Path::new("/nowhere/sess/updates.jsonl"), &bytes);
     assert_eq!(file.bad_lines, 1);
-    assert_eq!(file.started, Some(UnixMillis(1_700_000_005_500)));
+    assert_eq!(file.started.get(), Some(UnixMillis(1_700_000_005_500)));
     assert_eq!(file.session_id.as_deref(), Some("sess"));
     let inputs: Vec<Tokens> = file.turns.iter().map(|t| t.tokens).collect();
     let tokens = |input| Tokens {
