@@ -187,7 +187,7 @@ fn step(what: &str, live: Option<&LiveScanner>, sessions: usize) {
         println!(
             "    accounted {:.1} MB ({:.0} B/session): index {:.1} MB [{} entries: records {:.1} \
              ({:.0} B/s), paths {:.1} ({:.0}), folds {:.1} ({:.0}), session strings {:.1} ({:.0}); \
-             cache entries {:.1} ({:.0}), cache folds {:.1}]; held {} sessions: records {:.1} \
+             cache entries {:.1} ({:.0}), cache folds {:.1}, folder listings {:.1} ({:.0})]; held {} sessions: records {:.1} \
              ({:.0}), strings {:.1} ({:.0}); names {:.1} ({:.0}); rendered {:.1} ({:.0}), and \
              {:.1} ({:.0}) in files",
             mb(b.total()),
@@ -205,6 +205,8 @@ fn step(what: &str, live: Option<&LiveScanner>, sessions: usize) {
             mb(i.stored),
             per(i.stored),
             mb(i.blob),
+            mb(i.dirs),
+            per(i.dirs),
             b.sessions,
             mb(b.session_records),
             per(b.session_records),

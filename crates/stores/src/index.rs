@@ -92,12 +92,15 @@ pub struct IndexBytes {
     pub stored: usize,
     /// The cache's fold states, once read.
     pub blob: usize,
+    /// The folder listings remembered between walks ([`crate::walk::DirCache::heap_bytes`]):
+    /// kept by the scanner beside the index, not by the index itself.
+    pub dirs: usize,
 }
 
 impl IndexBytes {
     /// Every part together.
     pub fn total(&self) -> usize {
-        self.records + self.paths + self.folds + self.sessions + self.stored + self.blob
+        self.records + self.paths + self.folds + self.sessions + self.stored + self.blob + self.dirs
     }
 }
 

@@ -202,12 +202,17 @@ impl Scanner {
         self.tap = Some(tap);
     }
 
-    /// What the index kept between listings holds in memory (none before the first listing).
+    /// What the index and the folder listings kept between listings hold in memory (none
+    /// before the first listing).
     pub fn heap_bytes(&self) -> crate::index::IndexBytes {
-        self.index
-            .as_ref()
-            .map(SessionIndex::heap_bytes)
-            .unwrap_or_default()
+        crate::index::IndexBytes {
+            dirs: self.dirs.as_ref().map_or(0, DirCache::heap_bytes),
+            ..self
+                .index
+                .as_ref()
+                .map(SessionIndex::heap_bytes)
+                .unwrap_or_default()
+        }
     }
 
     /// Lists the sessions of the agents in the options (all when empty), as [`list_sessions`].

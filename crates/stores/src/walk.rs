@@ -254,10 +254,28 @@ impl DirCache {
         self.changed
     }
 
+    /// The bytes it holds: each folder's record, path and listing (names and their ends), and
+    /// the table by path — a daemon keeps it between walks, every file name of the stores once
+    /// (about 6 MB at 111,000 sessions).
+    pub fn heap_bytes(&self) -> usize {
+        let listings: usize = self
+            .dirs
+            .iter()
+            .map(|dir| {
+                dir.path.capacity()
+                    + dir.listed.names.capacity()
+                    + dir.listed.entries.capacity() * std::mem::size_of::<(u32, Kind)>()
+            })
+            .sum();
+        self.dirs.capacity() * std::mem::size_of::<CachedDir>()
+            + listings
+            + self.by_path.capacity() * (std::mem::size_of::<(u64, usize)>() + 1)
+    }
+
     fn from_dirs(dirs: Vec<CachedDir>) -> DirCache {
         let mut cache = DirCache {
             dirs: Vec::with_capacity(dirs.len()),
-            by_path: FastMap::default(),
+            by_path: FastMap::with_capacity_and_hasher(dirs.len(), Default::default()),
             changed: false,
         };
         for dir in dirs {
