@@ -397,24 +397,27 @@ fn the_daemon_and_the_direct_read_give_the_same_report_on_a_real_store() {
     );
 }
 
+/// `cross-agent sessions` (`--json` or not) over `dir`, through its daemon (started by the first).
+fn sessions(dir: &Store, json: bool) -> String {
+    let mut cmd = Command::cargo_bin("cross-agent").unwrap();
+    cmd.env_clear()
+        .env("HOME", dir.path())
+        .env("CROSS_AGENT_HOME", dir.path().join("xa"))
+        .arg("sessions");
+    if json {
+        cmd.arg("--json");
+    }
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
 /// `sessions` shows what each session cost so far: a column in the table and `cost_usd` /
 /// `usage_tokens` in `--json` — `null` for a session with an unpriced call, never 0.
 #[test]
 fn sessions_show_each_sessions_cost_so_far() {
     let dir = store();
-    let sessions = |json: bool| {
-        let mut cmd = Command::cargo_bin("cross-agent").unwrap();
-        cmd.env_clear()
-            .env("HOME", dir.path())
-            .env("CROSS_AGENT_HOME", dir.path().join("xa"))
-            .arg("sessions");
-        if json {
-            cmd.arg("--json");
-        }
-        let out = cmd.output().unwrap();
-        assert!(out.status.success(), "{out:?}");
-        String::from_utf8(out.stdout).unwrap()
-    };
+    let sessions = |json: bool| sessions(&dir, json);
     let listing: Value = serde_json::from_str(&sessions(true)).unwrap();
     let c1 = &listing["claude"][0];
     assert_eq!(c1["session_id"], json!("c1"));
@@ -436,4 +439,52 @@ fn sessions_show_each_sessions_cost_so_far() {
     };
     assert!(row("c1").ends_with("unknown"), "{table}");
     assert!(row("x1").ends_with("$0.00"), "{table}");
+}
+
+/// The daemon keeps the price table it read (and each session's cost priced with it) while
+/// nothing moved: `prices.toml` written, then changed, between two listings through the same
+/// daemon is priced by the next listing each time, with no transcript touched.
+#[test]
+fn sessions_price_an_edited_prices_toml_on_the_next_listing() {
+    let dir = store();
+    let costs = || {
+        let listing: Value = serde_json::from_str(&sessions(&dir, true)).unwrap();
+        (
+            listing["claude"][0]["cost_usd"].clone(),
+            listing["codex"][0]["cost_usd"].clone(),
+        )
+    };
+    assert_eq!(costs(), (Value::Null, json!("0.003625")));
+    assert_eq!(costs(), (Value::Null, json!("0.003625")), "warm, unchanged");
+
+    let xa = dir.path().join("xa");
+    // The unknown model priced, Codex's input twice the shipped price: 1000 × 2.5 + 3000 ×
+    // 0.125 + 200 × 10 per million.
+    let prices = xa.join("prices.toml");
+    std::fs::write(
+        &prices,
+        "[models.\"claude-mystery-1\"]\ninput = \"1\"\noutput = \"1\"\n\n\
+         [models.\"gpt-5-codex\"]\ninput = \"2.5\"\noutput = \"10\"\ncache_read = \"0.125\"\n",
+    )
+    .unwrap();
+    // Writable by its owner only, or it is refused.
+    std::fs::set_permissions(&prices, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let (claude, codex) = costs();
+    assert!(
+        claude.is_string(),
+        "the mystery model is priced now: {claude}"
+    );
+    assert_eq!(codex, json!("0.004875"));
+
+    // Changed again (same length: only its bytes and times tell).
+    std::fs::write(
+        &prices,
+        "[models.\"claude-mystery-1\"]\ninput = \"1\"\noutput = \"1\"\n\n\
+         [models.\"gpt-5-codex\"]\ninput = \"5.0\"\noutput = \"10\"\ncache_read = \"0.125\"\n",
+    )
+    .unwrap();
+    assert_eq!(costs().1, json!("0.007375"));
+
+    std::fs::remove_file(&prices).unwrap();
+    assert_eq!(costs(), (Value::Null, json!("0.003625")), "the file gone");
 }

@@ -16,8 +16,14 @@
 //! ([`cross_agent_usage::handoff`]), so the first listing with costs reads each byte once; the
 //! usage index then reads only what the session index does not list (Claude sub-agents), a
 //! file that grew since, or one the hand-over could not follow.
+//!
+//! The price table is kept parsed and read again only when `prices.toml` in the state home
+//! changed (its stamp: a stat), and each session's cost for the listing is kept per
+//! accounting and price table: a warm listing with costs parses nothing and prices nothing,
+//! and an edited `prices.toml` is priced by the next listing.
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -45,7 +51,21 @@ pub(crate) type SpentTable = Arc<HashMap<Arc<str>, SessionSpent>>;
 #[derive(Debug, Default)]
 pub(crate) struct LiveUsage {
     state: Mutex<State>,
+    /// The price table last read, with the stamp of the override file it merged.
+    prices: Mutex<Option<KeptPrices>>,
 }
+
+/// A price table as read, and the stamp of `prices.toml` it was read at.
+#[derive(Debug)]
+struct KeptPrices {
+    stamp: Option<OverrideStamp>,
+    table: Arc<PriceTable>,
+}
+
+/// What tells that `prices.toml` changed: which file it is (a replacement is another inode),
+/// its length, and when its bytes and its mode last changed (`chmod` moves `ctime`: a file
+/// made writable by others is refused again). `None` when there is no such file.
+type OverrideStamp = (u64, u64, u64, i64, i64, i64, i64);
 
 #[derive(Debug, Default)]
 struct State {
@@ -59,8 +79,8 @@ struct State {
     walked: Option<Instant>,
     warnings: Vec<String>,
     /// Each session's cost over all time, for the listing and the cards: made from the
-    /// accounting it names, again when that changes.
-    spent: Option<(Arc<Accounting>, SpentTable)>,
+    /// accounting and the price table it names, again when either changes.
+    spent: Option<(Arc<Accounting>, Arc<PriceTable>, SpentTable)>,
     /// Each file's share of the accounting grouped by session, kept while the share is: a
     /// change prices and groups the changed files' shares only.
     totals: SessionTotals,
@@ -85,6 +105,7 @@ impl LiveUsage {
                 index: UsageIndex::with_handoffs(handoffs).with_records_in(records),
                 ..State::default()
             }),
+            prices: Mutex::default(),
         }
     }
 
@@ -177,20 +198,69 @@ impl LiveUsage {
         self.state.lock().roots.clone()
     }
 
-    /// Each session's cost so far (all time), keyed by session id.
-    fn spent(&self, scan: &LiveScanner, roots: &StoreRoots, prices: &PriceTable) -> SpentTable {
+    /// Each session's cost so far (all time), keyed by session id: the same table (the same
+    /// `Arc`) while neither the accounting nor the price table changed.
+    fn spent(
+        &self,
+        scan: &LiveScanner,
+        roots: &StoreRoots,
+        prices: &Arc<PriceTable>,
+    ) -> SpentTable {
         let (accounting, _) =
             self.current(scan, roots, /*walk_if_due*/ false, /*look*/ true);
         let mut state = self.state.lock();
-        if let Some((of, spent)) = &state.spent
+        if let Some((of, priced, spent)) = &state.spent
             && Arc::ptr_eq(of, &accounting)
+            && Arc::ptr_eq(priced, prices)
         {
             return spent.clone();
         }
         let (by_session, _) = state.totals.by_session(&accounting, prices);
         let spent = Arc::new(by_session);
-        state.spent = Some((accounting, spent.clone()));
+        state.spent = Some((accounting, prices.clone(), spent.clone()));
         spent
+    }
+
+    /// The price table in effect (shipped, merged with `<state_root>/prices.toml`): the one
+    /// kept while the override file's stamp is the one it was read at, else read again. A file
+    /// that cannot be stat'ed is not kept by: read each time, so its error is said each time.
+    fn prices(&self, state_root: &Path) -> cross_agent_usage::Result<Arc<PriceTable>> {
+        let Ok(stamp) = override_stamp(&state_root.join(cross_agent_usage::prices::OVERRIDE_FILE))
+        else {
+            return PriceTable::load(Some(state_root)).map(Arc::new);
+        };
+        let mut kept = self.prices.lock();
+        if let Some(kept) = kept.as_ref()
+            && kept.stamp == stamp
+        {
+            return Ok(kept.table.clone());
+        }
+        // The stamp is taken before the read: a change meanwhile is read again next time.
+        let table = Arc::new(PriceTable::load(Some(state_root))?);
+        *kept = Some(KeptPrices {
+            stamp,
+            table: table.clone(),
+        });
+        Ok(table)
+    }
+}
+
+/// The stamp of the price override at `path` (not followed if a link: the table refuses one),
+/// `None` when there is none.
+fn override_stamp(path: &Path) -> std::io::Result<Option<OverrideStamp>> {
+    use std::os::unix::fs::MetadataExt;
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) => Ok(Some((
+            meta.dev(),
+            meta.ino(),
+            meta.len(),
+            meta.mtime(),
+            meta.mtime_nsec(),
+            meta.ctime(),
+            meta.ctime_nsec(),
+        ))),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(error) => Err(error),
     }
 }
 
@@ -223,7 +293,7 @@ impl Engine {
     /// `usage_report`: tokens and cost grouped as asked, priced with the table in effect
     /// (shipped, merged with `$CROSS_AGENT_HOME/prices.toml`).
     pub fn usage_report(&self, params: UsageReportParams) -> Result<UsageReportResponse> {
-        let prices = PriceTable::load(Some(&self.inner.info.state_root))?;
+        let prices = self.inner.usage.prices(&self.inner.info.state_root)?;
         let roots = roots_for(&params.caller);
         let (accounting, warnings) = self.inner.usage.current(
             &self.inner.scan,
@@ -264,7 +334,7 @@ impl Engine {
     /// What each session has cost so far, for a listing of `roots`' sessions; `None` when the
     /// price table cannot be read (the listing goes on without costs; `usage` names the file).
     pub(crate) fn spent(&self, roots: &StoreRoots) -> Option<SpentTable> {
-        let prices = PriceTable::load(Some(&self.inner.info.state_root)).ok()?;
+        let prices = self.inner.usage.prices(&self.inner.info.state_root).ok()?;
         let spent = self.inner.usage.spent(&self.inner.scan, roots, &prices);
         // Costs from records that could not all be read back would be too small: none shown.
         if self.inner.usage.records_failure().is_some() {
