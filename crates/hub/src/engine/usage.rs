@@ -22,7 +22,7 @@
 //! accounting and price table: a warm listing with costs parses nothing and prices nothing,
 //! and an edited `prices.toml` is priced by the next listing.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
@@ -55,6 +55,27 @@ pub(crate) struct LiveUsage {
     prices: Mutex<Option<KeptPrices>>,
 }
 
+/// Each session's cost as made from an accounting and a price table.
+#[derive(Debug)]
+struct KeptSpent {
+    accounting: Arc<Accounting>,
+    prices: Arc<PriceTable>,
+    table: SpentTable,
+    /// What it shares with the table made before it, if it was made from the same prices.
+    since: Option<Since>,
+}
+
+/// The table made before a [`SpentTable`] (held weakly: told apart by address), and the
+/// sessions whose cost may differ between the two: every one with a file's share of the
+/// accounting that is in one accounting and not the other (the usage index shares a file's
+/// share, the same `Arc`, while the file is unchanged). Each other session's cost is the same
+/// in both: it is the sum of the same shares, priced alike.
+#[derive(Debug, Clone)]
+pub(crate) struct Since {
+    pub(crate) table: cross_agent_stores::live::WeakTable,
+    pub(crate) moved: Arc<HashSet<Arc<str>>>,
+}
+
 /// A price table as read, and the stamp of `prices.toml` it was read at.
 #[derive(Debug)]
 struct KeptPrices {
@@ -80,7 +101,7 @@ struct State {
     warnings: Vec<String>,
     /// Each session's cost over all time, for the listing and the cards: made from the
     /// accounting and the price table it names, again when either changes.
-    spent: Option<(Arc<Accounting>, Arc<PriceTable>, SpentTable)>,
+    spent: Option<KeptSpent>,
     /// Each file's share of the accounting grouped by session, kept while the share is: a
     /// change prices and groups the changed files' shares only.
     totals: SessionTotals,
@@ -199,26 +220,42 @@ impl LiveUsage {
     }
 
     /// Each session's cost so far (all time), keyed by session id: the same table (the same
-    /// `Arc`) while neither the accounting nor the price table changed.
+    /// `Arc`) while neither the accounting nor the price table changed; and what it shares
+    /// with the table before it.
     fn spent(
         &self,
         scan: &LiveScanner,
         roots: &StoreRoots,
         prices: &Arc<PriceTable>,
-    ) -> SpentTable {
+    ) -> (SpentTable, Option<Since>) {
         let (accounting, _) =
             self.current(scan, roots, /*walk_if_due*/ false, /*look*/ true);
         let mut state = self.state.lock();
-        if let Some((of, priced, spent)) = &state.spent
-            && Arc::ptr_eq(of, &accounting)
-            && Arc::ptr_eq(priced, prices)
+        if let Some(kept) = &state.spent
+            && Arc::ptr_eq(&kept.accounting, &accounting)
+            && Arc::ptr_eq(&kept.prices, prices)
         {
-            return spent.clone();
+            return (kept.table.clone(), kept.since.clone());
         }
         let (by_session, _) = state.totals.by_session(&accounting, prices);
-        let spent = Arc::new(by_session);
-        state.spent = Some((accounting, prices.clone(), spent.clone()));
-        spent
+        let table = Arc::new(by_session);
+        let since = match state.spent.take() {
+            Some(before) if Arc::ptr_eq(&before.prices, prices) => {
+                let before_table: cross_agent_stores::live::SpentTable = before.table;
+                Some(Since {
+                    table: Arc::downgrade(&before_table),
+                    moved: Arc::new(moved_sessions(&before.accounting, &accounting)),
+                })
+            }
+            _ => None,
+        };
+        state.spent = Some(KeptSpent {
+            accounting,
+            prices: prices.clone(),
+            table: table.clone(),
+            since: since.clone(),
+        });
+        (table, since)
     }
 
     /// The price table in effect (shipped, merged with `<state_root>/prices.toml`): the one
@@ -243,6 +280,28 @@ impl LiveUsage {
         });
         Ok(table)
     }
+}
+
+/// The sessions of every file's share that is in one accounting and not the other (by
+/// address: an unchanged file's share is the same `Arc` in both).
+fn moved_sessions(before: &Accounting, now: &Accounting) -> HashSet<Arc<str>> {
+    let addresses = |accounting: &Accounting| -> HashSet<usize> {
+        accounting
+            .chunks
+            .iter()
+            .map(|chunk| Arc::as_ptr(chunk) as usize)
+            .collect()
+    };
+    let (was, is) = (addresses(before), addresses(now));
+    let mut moved = HashSet::new();
+    for (chunks, other) in [(&before.chunks, &is), (&now.chunks, &was)] {
+        for chunk in chunks {
+            if !other.contains(&(Arc::as_ptr(chunk) as usize)) {
+                moved.insert(chunk.session_id.clone());
+            }
+        }
+    }
+    moved
 }
 
 /// The stamp of the price override at `path` (not followed if a link: the table refuses one),
@@ -331,9 +390,10 @@ impl Engine {
         accounting.rate_limits.clone()
     }
 
-    /// What each session has cost so far, for a listing of `roots`' sessions; `None` when the
-    /// price table cannot be read (the listing goes on without costs; `usage` names the file).
-    pub(crate) fn spent(&self, roots: &StoreRoots) -> Option<SpentTable> {
+    /// What each session has cost so far, for a listing of `roots`' sessions, and what that
+    /// shares with the table before it; `None` when the price table cannot be read (the
+    /// listing goes on without costs; `usage` names the file).
+    pub(crate) fn spent(&self, roots: &StoreRoots) -> Option<(SpentTable, Option<Since>)> {
         let prices = self.inner.usage.prices(&self.inner.info.state_root).ok()?;
         let spent = self.inner.usage.spent(&self.inner.scan, roots, &prices);
         // Costs from records that could not all be read back would be too small: none shown.
@@ -349,7 +409,7 @@ impl Engine {
         &self,
         context: &cross_agent_protocol::bridge::CallerContext,
     ) -> impl Fn(&str) -> Option<String> + use<> {
-        let spent = self.spent(&roots_for(context));
+        let spent = self.spent(&roots_for(context)).map(|(table, _)| table);
         move |session_id| card_line(&listed(spent.as_ref()?.get(session_id)?))
     }
 }
