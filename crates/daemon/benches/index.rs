@@ -66,6 +66,8 @@ use cross_agent_testkit::synthetic_stores::{SyntheticSpec, ensure};
 mod copilot;
 #[path = "index/scale.rs"]
 mod scale;
+#[path = "common/socket_floor.rs"]
+mod socket_floor;
 
 /// The `cross-agent` binary's allocator, so the daemon and the cold listing measured here
 /// hold memory as the shipped binary does.

@@ -18,7 +18,9 @@
 //!   costs (`index_sessions`) beside another's first listing with them (the usage index's first
 //!   read beside the session index's cold build), then the warm listing with a reply appended
 //!   to a Claude transcript before each (the usage index reads what the session index's walk
-//!   found changed, no walk of its own) and with nothing changed;
+//!   found changed, no walk of its own) and with nothing changed, each beside floors taken in
+//!   turn with it (the same bytes through a new Unix socket, a `status` round trip; the same
+//!   append, then the session index's walk alone) and its ratio to them;
 //! - the CLI's direct read without a daemon (every file, whole), in process;
 //! - `ccusage claude daily` and `ccusage codex daily` (`--since`, `--offline`, `--json`) on the
 //!   same files, once each, when the pinned `ccusage` is installed (`scripts/install-agents`).
@@ -39,7 +41,9 @@ use cross_agent_daemon::entry::{Mode, run_process};
 use cross_agent_home::Home;
 use cross_agent_ipc::ConnectOptions;
 use cross_agent_ipc::oneshot::OneShot;
-use cross_agent_protocol::bridge::{CallerContext, IndexListingParams, IndexSessionsParams, Scope};
+use cross_agent_protocol::bridge::{
+    Agent, CallerContext, IndexListingParams, IndexResolve, IndexSessionsParams, Scope,
+};
 use cross_agent_protocol::rpc::{ClientKind, ShutdownParams, StatusParams};
 use cross_agent_protocol::timestamp::UnixMillis;
 use cross_agent_protocol::usage::{UsageGroupBy, UsageReportParams};
@@ -48,8 +52,11 @@ use cross_agent_testkit::synthetic_stores::{SyntheticSpec, ensure};
 // The shared helpers; this bench has no use for the peer stand-in.
 #[allow(dead_code)]
 mod common;
+#[path = "common/socket_floor.rs"]
+mod socket_floor;
 
-use common::{CHILD_VAR, report, spawn, wait_for_daemon};
+use common::{CHILD_VAR, median, report, spawn, wait_for_daemon};
+use socket_floor::SocketFloor;
 
 const WEEK_MS: i64 = 7 * 24 * 3600 * 1000;
 
@@ -277,7 +284,12 @@ fn stop_daemon(home: &Home, mut daemon: std::process::Child) {
 }
 
 /// The `sessions` listing with each session's cost: first listings with and without costs (a
-/// fresh daemon each), then warm ones with a reply appended before each, and with none.
+/// fresh daemon each), then warm ones with a reply appended before each, and with none. Each
+/// warm row is printed beside floors taken in the same run, sample for sample in turn with it:
+/// the same bytes through a new Unix socket into the same kind of buffer, and a `status` round
+/// trip of the same daemon (the daemon has no listing without costs: `index_listing` always
+/// splices them in); after an append, the same append followed by an exact-id resolution of
+/// the appended session (the session index's walk of the changed store, no usage read).
 fn listing_with_costs(store: &std::path::Path, claude: Option<&std::path::Path>, runs: usize) {
     let (_state, home, daemon, caller) = start_daemon(store);
     let started = Instant::now();
@@ -286,7 +298,7 @@ fn listing_with_costs(store: &std::path::Path, claude: Option<&std::path::Path>,
         .call(IndexSessionsParams {
             agents: Vec::new(),
             resolve: None,
-            caller,
+            caller: caller.clone(),
         })
         .unwrap();
     let bare = started.elapsed();
@@ -301,7 +313,7 @@ fn listing_with_costs(store: &std::path::Path, claude: Option<&std::path::Path>,
         limit: None,
         now: UnixMillis::now().0,
         active_window_min: 240,
-        caller,
+        caller: caller.clone(),
     };
     let list = || {
         let mut sink = Vec::new();
@@ -314,37 +326,95 @@ fn listing_with_costs(store: &std::path::Path, claude: Option<&std::path::Path>,
             sink.windows(8).any(|w| w == b"cost_usd"),
             "the listing carries costs"
         );
-        took
+        (took, sink)
     };
-    let first = list();
+    let status = || {
+        let started = Instant::now();
+        oneshot().call(StatusParams {}).unwrap();
+        started.elapsed()
+    };
+    let (first, listed) = list();
     println!(
         "  first listing: without costs {:.0} ms, with costs {:.0} ms (x{:.2})",
         bare.as_secs_f64() * 1e3,
         first.as_secs_f64() * 1e3,
         first.as_secs_f64() / bare.as_secs_f64()
     );
-    let warm: Vec<Duration> = (0..runs).map(|_| list()).collect();
+    let floor = SocketFloor::start(listed, runs);
+    let (mut warm, mut moved, mut round_trips) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..runs {
+        warm.push(list().0);
+        moved.push(floor.sample(&mut Vec::new()));
+        round_trips.push(status());
+    }
+    floor.stop();
     report("  warm listing with costs, nothing changed", &warm);
+    report(
+        "    floor: the same bytes through a new Unix socket",
+        &moved,
+    );
+    report("    floor: status round trip, same daemon", &round_trips);
+    println!(
+        "    with costs ÷ the socket floor (medians): x{:.2}",
+        ratio(&warm, &moved)
+    );
     if let Some(path) = claude {
-        let mut appended = Vec::new();
-        for n in 0..runs {
+        let append = |tag: &str, n: usize| {
             let line = serde_json::json!({"type": "assistant", "sessionId": "bench",
-                "requestId": format!("req-list-{n}"), "timestamp": UnixMillis::now().to_rfc3339(),
-                "message": {"id": format!("msg-list-{n}-{}", UnixMillis::now().0),
+                "requestId": format!("req-{tag}-{n}"), "timestamp": UnixMillis::now().to_rfc3339(),
+                "message": {"id": format!("msg-{tag}-{n}-{}", UnixMillis::now().0),
                     "model": "claude-sonnet-4-5", "usage": {"input_tokens": 10, "output_tokens": 5}}});
             let mut file = fs::OpenOptions::new().append(true).open(path).unwrap();
             writeln!(file, "{line}").unwrap();
             drop(file);
             // The notification reaches the daemon's watcher on its own thread.
             std::thread::sleep(Duration::from_millis(100));
-            appended.push(list());
+        };
+        let session_id = path.file_stem().unwrap().to_string_lossy().into_owned();
+        let resolve = IndexSessionsParams {
+            agents: vec![Agent::Claude],
+            resolve: Some(IndexResolve {
+                agent: Agent::Claude,
+                query: session_id.clone(),
+                scope: Scope::Any,
+                cwd: "/".to_owned(),
+                bound: None,
+            }),
+            caller,
+        };
+        let (mut appended, mut walked) = (Vec::new(), Vec::new());
+        for n in 0..runs {
+            append("list", n);
+            appended.push(list().0);
+
+            append("walk", n);
+            let started = Instant::now();
+            let found = oneshot().call(resolve.clone()).unwrap();
+            walked.push(started.elapsed());
+            assert_eq!(found.sessions[0].session_id, session_id);
+            // The floor's append read into the costs untimed, so the next timed listing reads
+            // only its own.
+            list();
         }
         report(
             "  warm listing with costs, a reply appended before each",
             &appended,
         );
+        report(
+            "    floor: the same append, then resolving its session by id (the walk, no costs)",
+            &walked,
+        );
+        println!(
+            "    with costs ÷ that floor (medians): x{:.2}",
+            ratio(&appended, &walked)
+        );
     }
     stop_daemon(&home, daemon);
+}
+
+/// The ratio of two figures' medians.
+fn ratio(figure: &[Duration], floor: &[Duration]) -> f64 {
+    median(figure).as_secs_f64() / median(floor).as_secs_f64()
 }
 
 /// Reads every file the usage index reads (the listed transcripts and the Claude sub-agents'),

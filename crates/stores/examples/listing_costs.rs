@@ -115,6 +115,7 @@ fn main() -> Result<()> {
                 Some(ListingSpent {
                     table: &key,
                     of: &spent_of,
+                    unmoved: None,
                 }),
             ),
         );

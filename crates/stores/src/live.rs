@@ -148,8 +148,8 @@ impl Held {
 /// cost fields made from one are kept while listings bring the same one.
 pub type SpentTable = Arc<dyn std::any::Any + Send + Sync>;
 
-/// A [`SpentTable`] held without keeping it alive.
-type WeakTable = std::sync::Weak<dyn std::any::Any + Send + Sync>;
+/// A [`SpentTable`] held without keeping it alive (its address is not reused meanwhile).
+pub type WeakTable = std::sync::Weak<dyn std::any::Any + Send + Sync>;
 
 /// What a listing shows of each session's cost: `of` gives it, reading `table` (the caller's,
 /// unchanged while it is the same `Arc`), so the fields can be made once per table.
@@ -157,6 +157,18 @@ type WeakTable = std::sync::Weak<dyn std::any::Any + Send + Sync>;
 pub struct ListingSpent<'a> {
     pub table: &'a SpentTable,
     pub of: SpentOf<'a>,
+    /// What `table` shares with the table made before it, when the caller knows: a rendering
+    /// carrying that one's fields, none of whose sessions moved, carries `table`'s as it is.
+    pub unmoved: Option<Unmoved<'a>>,
+}
+
+/// The sessions whose cost fields are the same in a table as in the one made before it
+/// (`since`): every one whose id `moved` does not name. An agent none of whose sessions moved
+/// (nothing of its store changed) keeps its text: no file read back, no cost looked up.
+#[derive(Clone, Copy)]
+pub struct Unmoved<'a> {
+    pub since: &'a WeakTable,
+    pub moved: &'a dyn Fn(&str) -> bool,
 }
 
 /// Some agents' current generations, lent to a request: read with no lock held.

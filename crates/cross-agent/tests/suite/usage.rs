@@ -397,24 +397,27 @@ fn the_daemon_and_the_direct_read_give_the_same_report_on_a_real_store() {
     );
 }
 
+/// `cross-agent sessions` (`--json` or not) over `dir`, through its daemon (started by the first).
+fn sessions(dir: &Store, json: bool) -> String {
+    let mut cmd = Command::cargo_bin("cross-agent").unwrap();
+    cmd.env_clear()
+        .env("HOME", dir.path())
+        .env("CROSS_AGENT_HOME", dir.path().join("xa"))
+        .arg("sessions");
+    if json {
+        cmd.arg("--json");
+    }
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
 /// `sessions` shows what each session cost so far: a column in the table and `cost_usd` /
 /// `usage_tokens` in `--json` — `null` for a session with an unpriced call, never 0.
 #[test]
 fn sessions_show_each_sessions_cost_so_far() {
     let dir = store();
-    let sessions = |json: bool| {
-        let mut cmd = Command::cargo_bin("cross-agent").unwrap();
-        cmd.env_clear()
-            .env("HOME", dir.path())
-            .env("CROSS_AGENT_HOME", dir.path().join("xa"))
-            .arg("sessions");
-        if json {
-            cmd.arg("--json");
-        }
-        let out = cmd.output().unwrap();
-        assert!(out.status.success(), "{out:?}");
-        String::from_utf8(out.stdout).unwrap()
-    };
+    let sessions = |json: bool| sessions(&dir, json);
     let listing: Value = serde_json::from_str(&sessions(true)).unwrap();
     let c1 = &listing["claude"][0];
     assert_eq!(c1["session_id"], json!("c1"));
@@ -436,4 +439,169 @@ fn sessions_show_each_sessions_cost_so_far() {
     };
     assert!(row("c1").ends_with("unknown"), "{table}");
     assert!(row("x1").ends_with("$0.00"), "{table}");
+}
+
+/// The daemon keeps the price table it read (and each session's cost priced with it) while
+/// nothing moved: `prices.toml` written, then changed, between two listings through the same
+/// daemon is priced by the next listing each time, with no transcript touched.
+#[test]
+fn sessions_price_an_edited_prices_toml_on_the_next_listing() {
+    let dir = store();
+    let costs = || {
+        let listing: Value = serde_json::from_str(&sessions(&dir, true)).unwrap();
+        (
+            listing["claude"][0]["cost_usd"].clone(),
+            listing["codex"][0]["cost_usd"].clone(),
+        )
+    };
+    assert_eq!(costs(), (Value::Null, json!("0.003625")));
+    assert_eq!(costs(), (Value::Null, json!("0.003625")), "warm, unchanged");
+
+    let xa = dir.path().join("xa");
+    // The unknown model priced, Codex's input twice the shipped price: 1000 × 2.5 + 3000 ×
+    // 0.125 + 200 × 10 per million.
+    let prices = xa.join("prices.toml");
+    std::fs::write(
+        &prices,
+        "[models.\"claude-mystery-1\"]\ninput = \"1\"\noutput = \"1\"\n\n\
+         [models.\"gpt-5-codex\"]\ninput = \"2.5\"\noutput = \"10\"\ncache_read = \"0.125\"\n",
+    )
+    .unwrap();
+    // Writable by its owner only, or it is refused.
+    std::fs::set_permissions(&prices, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let (claude, codex) = costs();
+    assert!(
+        claude.is_string(),
+        "the mystery model is priced now: {claude}"
+    );
+    assert_eq!(codex, json!("0.004875"));
+
+    // Changed again (same length: only its bytes and times tell).
+    std::fs::write(
+        &prices,
+        "[models.\"claude-mystery-1\"]\ninput = \"1\"\noutput = \"1\"\n\n\
+         [models.\"gpt-5-codex\"]\ninput = \"5.0\"\noutput = \"10\"\ncache_read = \"0.125\"\n",
+    )
+    .unwrap();
+    assert_eq!(costs().1, json!("0.007375"));
+
+    std::fs::remove_file(&prices).unwrap();
+    assert_eq!(costs(), (Value::Null, json!("0.003625")), "the file gone");
+}
+
+/// Each session's `(cost_usd, usage_tokens)` in a `sessions --json` listing, by agent and id.
+fn listed_costs(listing: &str) -> std::collections::BTreeMap<String, (Value, Value)> {
+    let listing: Value = serde_json::from_str(listing).unwrap();
+    let mut costs = std::collections::BTreeMap::new();
+    for (agent, sessions) in listing.as_object().unwrap() {
+        for s in sessions.as_array().unwrap() {
+            costs.insert(
+                format!("{agent}/{}", s["session_id"].as_str().unwrap()),
+                (s["cost_usd"].clone(), s["usage_tokens"].clone()),
+            );
+        }
+    }
+    costs
+}
+
+/// The listing's costs through the daemon stay exact as the stores change under it — a reply
+/// appended, a transcript rewritten shorter, a new rollout, a rollout removed — each in one
+/// agent's store while the other's costs stay as they were: after each, the daemon's listing
+/// (its usage table made again, only the texts of sessions that moved made again) is the
+/// direct read's.
+#[test]
+fn the_listing_costs_stay_exact_as_the_stores_change() {
+    let dir = store();
+    let direct = || {
+        let out = Command::cargo_bin("cross-agent")
+            .unwrap()
+            .env_clear()
+            .env("HOME", dir.path())
+            .env("CROSS_AGENT_HOME", dir.path().join("xa-direct"))
+            .env("CROSS_AGENT_DAEMON_BIN", dir.path().join("no-such-daemon"))
+            .args(["sessions", "--json"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        listed_costs(&String::from_utf8(out.stdout).unwrap())
+    };
+    // The daemon learns of a change by a notification: asked until it agrees, for a while.
+    let agree = |when: &str| {
+        let want = direct();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+        loop {
+            let got = listed_costs(&sessions(&dir, true));
+            if got == want {
+                return want;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{when}: the daemon's costs {got:?}, the direct read's {want:?}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    };
+    let codex_line = |kind: &str, payload: Value| {
+        json!({"timestamp": "2026-12-01T12:00:00.000Z", "type": kind, "payload": payload})
+            .to_string()
+    };
+    let token_count = |input: u64, output: u64| {
+        let usage = json!({"input_tokens": input, "cached_input_tokens": 0,
+            "output_tokens": output, "reasoning_output_tokens": 0, "total_tokens": input + output});
+        codex_line(
+            "event_msg",
+            json!({"type": "token_count",
+                "info": {"total_token_usage": usage, "last_token_usage": usage}}),
+        )
+    };
+    let first = agree("at first");
+    assert_eq!(first["codex/x1"].0, json!("0.003625"));
+
+    // A reply appended to the Codex rollout: its cost moves, the Claude session's does not.
+    let rollouts = dir.path().join(".codex/sessions/2026/12/01");
+    let x1 = rollouts.join("rollout-2026-12-01T11-00-00-x1.jsonl");
+    let mut file = std::fs::OpenOptions::new().append(true).open(&x1).unwrap();
+    std::io::Write::write_all(&mut file, (token_count(9000, 700) + "\n").as_bytes()).unwrap();
+    drop(file);
+    let appended = agree("after an append to x1");
+    assert_ne!(appended["codex/x1"], first["codex/x1"]);
+    assert_eq!(appended["claude/c1"], first["claude/c1"]);
+
+    // The Claude transcript rewritten shorter: the unpriced call gone, so it has a cost now.
+    let c1 = dir.path().join(".claude/projects/-work-shop/c1.jsonl");
+    let text = std::fs::read_to_string(&c1).unwrap();
+    let kept: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.contains("claude-mystery-1"))
+        .collect();
+    std::fs::write(&c1, kept.join("\n") + "\n").unwrap();
+    let rewritten = agree("after c1 was rewritten");
+    assert!(rewritten["claude/c1"].0.is_string(), "{rewritten:?}");
+    assert_eq!(rewritten["codex/x1"], appended["codex/x1"]);
+
+    // A new rollout, then the first one removed.
+    let lines = [
+        codex_line(
+            "session_meta",
+            json!({"id": "x2", "cwd": "/work/shop", "source": "exec"}),
+        ),
+        codex_line(
+            "event_msg",
+            json!({"type": "user_message", "message": "count me too"}),
+        ),
+        codex_line("turn_context", json!({"model": "gpt-5-codex"})),
+        token_count(500, 50),
+    ];
+    std::fs::write(
+        rollouts.join("rollout-2026-12-01T12-00-00-x2.jsonl"),
+        lines.join("\n") + "\n",
+    )
+    .unwrap();
+    let added = agree("after x2 was written");
+    assert!(added["codex/x2"].0.is_string(), "{added:?}");
+    std::fs::remove_file(&x1).unwrap();
+    let removed = agree("after x1 was removed");
+    assert!(!removed.contains_key("codex/x1"), "{removed:?}");
+    assert_eq!(removed["codex/x2"], added["codex/x2"]);
+    assert_eq!(removed["claude/c1"], rewritten["claude/c1"]);
 }

@@ -90,13 +90,20 @@ pub fn wait_for_daemon(home: &Home, options: &ConnectOptions) -> BlockingClient 
     }
 }
 
+/// A figure's median.
+pub fn median(samples: &[Duration]) -> Duration {
+    let mut sorted = samples.to_vec();
+    sorted.sort();
+    sorted[(sorted.len() - 1) / 2]
+}
+
 pub fn report(label: &str, samples: &[Duration]) {
     let mut sorted = samples.to_vec();
     sorted.sort();
     let at = |p: f64| sorted[((sorted.len() - 1) as f64 * p) as usize];
     println!(
         "{label}: median {:.2?}, p90 {:.2?}, max {:.2?} ({} samples)",
-        at(0.5),
+        median(samples),
         at(0.9),
         sorted[sorted.len() - 1],
         sorted.len()

@@ -22,8 +22,6 @@
 //! read them from `cargo bench` (release).
 
 use std::collections::HashMap;
-use std::io::Write as _;
-use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -39,6 +37,7 @@ use cross_agent_protocol::bridge::{
 use cross_agent_protocol::rpc::{ClientKind, ShutdownParams, StatusParams};
 use cross_agent_testkit::synthetic_stores::{Generated, SyntheticSpec};
 
+use super::socket_floor::SocketFloor;
 use super::{report, spawn, wait_for_daemon};
 
 /// Set in the child that lists cold without a daemon: the store's home.
@@ -248,47 +247,6 @@ pub fn table(label: &str, store: &Path, spec: &SyntheticSpec, truth: &Generated,
         "the listing is not complete: {missing:?}"
     );
     assert_eq!(cold.sessions as u64, answer.sessions);
-}
-
-/// The listing's floor: its bytes sent by a thread on a Unix socket of their own, one new
-/// connection a sample, as the daemon's answer comes (without the request, the frame and the
-/// work).
-struct SocketFloor {
-    _dir: tempfile::TempDir,
-    path: std::path::PathBuf,
-    server: std::thread::JoinHandle<()>,
-}
-
-impl SocketFloor {
-    /// Serves `bytes` to `connections` connections, then ends.
-    fn start(bytes: Vec<u8>, connections: usize) -> SocketFloor {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("floor.sock");
-        let listener = UnixListener::bind(&path).unwrap();
-        let server = std::thread::spawn(move || {
-            for _ in 0..connections {
-                let (mut stream, _) = listener.accept().unwrap();
-                stream.write_all(&bytes).unwrap();
-            }
-        });
-        SocketFloor {
-            _dir: dir,
-            path,
-            server,
-        }
-    }
-
-    /// One connection: connect, read every byte into `sink`.
-    fn sample(&self, sink: &mut std::fs::File) -> Duration {
-        let at = Instant::now();
-        let mut stream = UnixStream::connect(&self.path).unwrap();
-        std::io::copy(&mut stream, sink).unwrap();
-        at.elapsed()
-    }
-
-    fn stop(self) {
-        self.server.join().unwrap();
-    }
 }
 
 /// What the cold listing child reported.

@@ -545,18 +545,25 @@ impl Engine {
     ) -> R {
         let spent = self.spent(roots);
         let spent_of = |s: SessionRef<'_>| match &spent {
-            Some(table) => usage::spent_of(table, s),
+            Some((table, _)) => usage::spent_of(table, s),
             None => Default::default(),
         };
         // The table is the key the live index keeps each session's cost fields by: they are
-        // made again only when the accounting changed (a new table).
+        // made again only when the accounting changed (a new table), and then only for the
+        // agents with a session whose cost may have moved.
         let table: cross_agent_stores::live::SpentTable = match &spent {
-            Some(table) => table.clone(),
+            Some((table, _)) => table.clone(),
             None => UNPRICED.clone(),
         };
+        let since = spent.as_ref().and_then(|(_, since)| since.as_ref());
+        let moved = |id: &str| since.is_none_or(|since| since.moved.contains(id));
         f(cross_agent_stores::live::ListingSpent {
             table: &table,
             of: &spent_of,
+            unmoved: since.map(|since| cross_agent_stores::live::Unmoved {
+                since: &since.table,
+                moved: &moved,
+            }),
         })
     }
 

@@ -16,8 +16,14 @@
 //! ([`cross_agent_usage::handoff`]), so the first listing with costs reads each byte once; the
 //! usage index then reads only what the session index does not list (Claude sub-agents), a
 //! file that grew since, or one the hand-over could not follow.
+//!
+//! The price table is kept parsed and read again only when `prices.toml` in the state home
+//! changed (its stamp: a stat), and each session's cost for the listing is kept per
+//! accounting and price table: a warm listing with costs parses nothing and prices nothing,
+//! and an edited `prices.toml` is priced by the next listing.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -28,7 +34,7 @@ use cross_agent_stores::render::Spent;
 use cross_agent_stores::{Agent, StoreRoots, UnixMillis};
 use cross_agent_usage::handoff::Handoffs;
 use cross_agent_usage::{
-    Accounting, Money, Name, PriceTable, RateLimits, Report, SessionSpent, SessionTotals,
+    Accounting, Money, Name, PriceTable, RateLimits, Report, SessionSpent, SessionTotals, Share,
     UsageIndex,
 };
 use parking_lot::Mutex;
@@ -46,7 +52,42 @@ pub(crate) type SpentTable = Arc<HashMap<Name, SessionSpent>>;
 #[derive(Debug, Default)]
 pub(crate) struct LiveUsage {
     state: Mutex<State>,
+    /// The price table last read, with the stamp of the override file it merged.
+    prices: Mutex<Option<KeptPrices>>,
 }
+
+/// Each session's cost as made from an accounting and a price table.
+#[derive(Debug)]
+struct KeptSpent {
+    accounting: Arc<Accounting>,
+    prices: Arc<PriceTable>,
+    table: SpentTable,
+    /// What it shares with the table made before it, if it was made from the same prices.
+    since: Option<Since>,
+}
+
+/// The table made before a [`SpentTable`] (held weakly: told apart by address), and the
+/// sessions whose cost may differ between the two: every one with a file's share of the
+/// accounting that is in one accounting and not the other (the usage index keeps a file's
+/// share, with its serial number, while the file is unchanged). Each other session's cost is the same
+/// in both: it is the sum of the same shares, priced alike.
+#[derive(Debug, Clone)]
+pub(crate) struct Since {
+    pub(crate) table: cross_agent_stores::live::WeakTable,
+    pub(crate) moved: Arc<HashSet<Name>>,
+}
+
+/// A price table as read, and the stamp of `prices.toml` it was read at.
+#[derive(Debug)]
+struct KeptPrices {
+    stamp: Option<OverrideStamp>,
+    table: Arc<PriceTable>,
+}
+
+/// What tells that `prices.toml` changed: which file it is (a replacement is another inode),
+/// its length, and when its bytes and its mode last changed (`chmod` moves `ctime`: a file
+/// made writable by others is refused again). `None` when there is no such file.
+type OverrideStamp = (u64, u64, u64, i64, i64, i64, i64);
 
 #[derive(Debug, Default)]
 struct State {
@@ -60,8 +101,8 @@ struct State {
     walked: Option<Instant>,
     warnings: Vec<String>,
     /// Each session's cost over all time, for the listing and the cards: made from the
-    /// accounting it names, again when that changes.
-    spent: Option<(Arc<Accounting>, SpentTable)>,
+    /// accounting and the price table it names, again when either changes.
+    spent: Option<KeptSpent>,
     /// Each file's share of the accounting grouped by session, kept while the share is: a
     /// change prices and groups the changed files' shares only.
     totals: SessionTotals,
@@ -86,6 +127,7 @@ impl LiveUsage {
                 index: UsageIndex::with_handoffs(handoffs).with_records_in(records),
                 ..State::default()
             }),
+            prices: Mutex::default(),
         }
     }
 
@@ -178,20 +220,103 @@ impl LiveUsage {
         self.state.lock().roots.clone()
     }
 
-    /// Each session's cost so far (all time), keyed by session id.
-    fn spent(&self, scan: &LiveScanner, roots: &StoreRoots, prices: &PriceTable) -> SpentTable {
+    /// Each session's cost so far (all time), keyed by session id: the same table (the same
+    /// `Arc`) while neither the accounting nor the price table changed; and what it shares
+    /// with the table before it.
+    fn spent(
+        &self,
+        scan: &LiveScanner,
+        roots: &StoreRoots,
+        prices: &Arc<PriceTable>,
+    ) -> (SpentTable, Option<Since>) {
         let (accounting, _) =
             self.current(scan, roots, /*walk_if_due*/ false, /*look*/ true);
         let mut state = self.state.lock();
-        if let Some((of, spent)) = &state.spent
-            && Arc::ptr_eq(of, &accounting)
+        if let Some(kept) = &state.spent
+            && Arc::ptr_eq(&kept.accounting, &accounting)
+            && Arc::ptr_eq(&kept.prices, prices)
         {
-            return spent.clone();
+            return (kept.table.clone(), kept.since.clone());
         }
         let (by_session, _) = state.totals.by_session(&accounting, prices);
-        let spent = Arc::new(by_session);
-        state.spent = Some((accounting, spent.clone()));
-        spent
+        let table = Arc::new(by_session);
+        let since = match state.spent.take() {
+            Some(before) if Arc::ptr_eq(&before.prices, prices) => {
+                let before_table: cross_agent_stores::live::SpentTable = before.table;
+                Some(Since {
+                    table: Arc::downgrade(&before_table),
+                    moved: Arc::new(moved_sessions(&before.accounting, &accounting)),
+                })
+            }
+            _ => None,
+        };
+        state.spent = Some(KeptSpent {
+            accounting,
+            prices: prices.clone(),
+            table: table.clone(),
+            since: since.clone(),
+        });
+        (table, since)
+    }
+
+    /// The price table in effect (shipped, merged with `<state_root>/prices.toml`): the one
+    /// kept while the override file's stamp is the one it was read at, else read again. A file
+    /// that cannot be stat'ed is not kept by: read each time, so its error is said each time.
+    fn prices(&self, state_root: &Path) -> cross_agent_usage::Result<Arc<PriceTable>> {
+        let Ok(stamp) = override_stamp(&state_root.join(cross_agent_usage::prices::OVERRIDE_FILE))
+        else {
+            return PriceTable::load(Some(state_root)).map(Arc::new);
+        };
+        let mut kept = self.prices.lock();
+        if let Some(kept) = kept.as_ref()
+            && kept.stamp == stamp
+        {
+            return Ok(kept.table.clone());
+        }
+        // The stamp is taken before the read: a change meanwhile is read again next time.
+        let table = Arc::new(PriceTable::load(Some(state_root))?);
+        *kept = Some(KeptPrices {
+            stamp,
+            table: table.clone(),
+        });
+        Ok(table)
+    }
+}
+
+/// The sessions of every file's share that is in one accounting and not the other (by serial
+/// number: an unchanged file's share keeps its serial in the next accounting, [`Share::serial`]).
+fn moved_sessions(before: &Accounting, now: &Accounting) -> HashSet<Name> {
+    let serials = |accounting: &Accounting| -> HashSet<u64> {
+        accounting.chunks.iter().map(Share::serial).collect()
+    };
+    let (was, is) = (serials(before), serials(now));
+    let mut moved = HashSet::new();
+    for (accounting, other) in [(before, &is), (now, &was)] {
+        for share in accounting.chunks.iter() {
+            if !other.contains(&share.serial()) {
+                moved.insert(share.session_id.clone());
+            }
+        }
+    }
+    moved
+}
+
+/// The stamp of the price override at `path` (not followed if a link: the table refuses one),
+/// `None` when there is none.
+fn override_stamp(path: &Path) -> std::io::Result<Option<OverrideStamp>> {
+    use std::os::unix::fs::MetadataExt;
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) => Ok(Some((
+            meta.dev(),
+            meta.ino(),
+            meta.len(),
+            meta.mtime(),
+            meta.mtime_nsec(),
+            meta.ctime(),
+            meta.ctime_nsec(),
+        ))),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(error) => Err(error),
     }
 }
 
@@ -224,7 +349,7 @@ impl Engine {
     /// `usage_report`: tokens and cost grouped as asked, priced with the table in effect
     /// (shipped, merged with `$CROSS_AGENT_HOME/prices.toml`).
     pub fn usage_report(&self, params: UsageReportParams) -> Result<UsageReportResponse> {
-        let prices = PriceTable::load(Some(&self.inner.info.state_root))?;
+        let prices = self.inner.usage.prices(&self.inner.info.state_root)?;
         let roots = roots_for(&params.caller);
         let (accounting, warnings) = self.inner.usage.current(
             &self.inner.scan,
@@ -262,10 +387,11 @@ impl Engine {
         accounting.rate_limits.clone()
     }
 
-    /// What each session has cost so far, for a listing of `roots`' sessions; `None` when the
-    /// price table cannot be read (the listing goes on without costs; `usage` names the file).
-    pub(crate) fn spent(&self, roots: &StoreRoots) -> Option<SpentTable> {
-        let prices = PriceTable::load(Some(&self.inner.info.state_root)).ok()?;
+    /// What each session has cost so far, for a listing of `roots`' sessions, and what that
+    /// shares with the table before it; `None` when the price table cannot be read (the
+    /// listing goes on without costs; `usage` names the file).
+    pub(crate) fn spent(&self, roots: &StoreRoots) -> Option<(SpentTable, Option<Since>)> {
+        let prices = self.inner.usage.prices(&self.inner.info.state_root).ok()?;
         let spent = self.inner.usage.spent(&self.inner.scan, roots, &prices);
         // Costs from records that could not all be read back would be too small: none shown.
         if self.inner.usage.records_failure().is_some() {
@@ -280,7 +406,7 @@ impl Engine {
         &self,
         context: &cross_agent_protocol::bridge::CallerContext,
     ) -> impl Fn(&str) -> Option<String> + use<> {
-        let spent = self.spent(&roots_for(context));
+        let spent = self.spent(&roots_for(context)).map(|(table, _)| table);
         move |session_id| card_line(&listed(spent.as_ref()?.get(session_id)?))
     }
 }

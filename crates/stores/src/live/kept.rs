@@ -90,21 +90,32 @@ impl Held {
     }
 
     /// A text made again by the recost is on the heap: moved to a file of `dir` (a new one;
-    /// listings holding the old text keep theirs). One patched in place stays where it is.
+    /// listings holding the old text keep theirs). One patched in place stays where it is. A
+    /// text carrying the fields of the table before `spent`'s, none of whose sessions moved
+    /// since ([`super::Unmoved`]), is only told it carries `spent`'s.
     fn recost_kept(
         kept: &mut KeptRendering,
         sessions: &HeldSessions,
         spent: &ListingSpent<'_>,
         dir: Option<&TextDir>,
     ) {
-        if !kept.costed_by(spent.table) {
+        if kept.costed_by(spent.table) {
+            return;
+        }
+        let unmoved = spent.unmoved.is_some_and(|unmoved| {
+            kept.costs
+                .as_ref()
+                .is_some_and(|costs| std::sync::Weak::ptr_eq(costs, unmoved.since))
+                && !sessions.iter().any(|s| (unmoved.moved)(s.session_id()))
+        });
+        if !unmoved {
             RenderedAgent::recost(&mut kept.text, sessions, spent.of);
             if let Some(dir) = dir
                 && let Some(text) = Arc::get_mut(&mut kept.text)
             {
                 text.keep_in(dir);
             }
-            kept.costs = Some(Arc::downgrade(spent.table));
         }
+        kept.costs = Some(Arc::downgrade(spent.table));
     }
 }

@@ -222,7 +222,11 @@ fn the_kept_cost_fields_are_made_again_for_another_table() {
             cost_usd: (s.session_id() == "c1").then(|| cost.to_owned()),
             tokens: Some(7),
         };
-        let spent = ListingSpent { table, of: &of };
+        let spent = ListingSpent {
+            table,
+            of: &of,
+            unmoved: None,
+        };
         let got = live.render_listing(
             &roots,
             &[Agent::Claude],
@@ -269,7 +273,11 @@ fn the_costed_text_is_made_again_when_a_cost_moves_or_a_session_is_added() {
     // The listing through the live index, and the one written without anything kept.
     let listing = |table: &SpentTable, cost: &'static str, timer: bool| {
         let of = of(cost);
-        let spent = ListingSpent { table, of: &of };
+        let spent = ListingSpent {
+            table,
+            of: &of,
+            unmoved: None,
+        };
         if timer {
             live.recost(&roots, spent);
         }
@@ -324,6 +332,63 @@ fn the_costed_text_is_made_again_when_a_cost_moves_or_a_session_is_added() {
     live.mark_stale(Agent::Claude);
     let text = String::from_utf8(listing(&unmoved, "6.00000", false).to_vec()).unwrap();
     assert!(text.contains("\"cost_usd\": \"6.000004\""), "{text}");
+}
+
+/// A table that says which sessions moved since the table before it: a text carrying that
+/// table's fields, none of whose sessions moved, is kept as it is (its fields not made again,
+/// whatever `of` says now); one with a moved session, or carrying another table's fields, is
+/// made again — each time the bytes of the listing written one session at a time.
+#[test]
+fn a_text_none_of_whose_sessions_moved_keeps_its_fields_for_the_next_table() {
+    use super::{Unmoved, WeakTable};
+    use crate::render::Spent;
+    let tmp = tempfile::tempdir().unwrap();
+    let (roots, live) = two_sessions(tmp.path());
+    let window = ActiveWindow::from_minutes(0);
+    let now = UnixMillis(now_millis());
+    let listing =
+        |table: &SpentTable, cost: &'static str, since: Option<(&SpentTable, &[&str])>| {
+            let of = move |s: SessionRef<'_>| Spent {
+                cost_usd: Some(format!("{cost}{}", &s.session_id()[1..])),
+                tokens: Some(7),
+            };
+            let since = since.map(|(table, moved)| (Arc::downgrade(table) as WeakTable, moved));
+            let moved = |id: &str| since.as_ref().is_some_and(|(_, moved)| moved.contains(&id));
+            let spent = ListingSpent {
+                table,
+                of: &of,
+                unmoved: since.as_ref().map(|(table, _)| Unmoved {
+                    since: table,
+                    moved: &moved,
+                }),
+            };
+            let got = live.render_listing(
+                &roots,
+                &[Agent::Claude],
+                |_| true,
+                None,
+                (window, now, Some(spent)),
+            );
+            (
+                String::from_utf8(got.bytes.to_vec()).unwrap(),
+                written_one_at_a_time(&live, &roots, (window, now), Some(&of)),
+            )
+        };
+    let table = |n: u8| -> SpentTable { Arc::new(n) };
+    let (first, second, third, fourth) = (table(1), table(2), table(3), table(4));
+    let (got, want) = listing(&first, "1.00000", None);
+    assert_eq!(got, want);
+    // Nothing of this agent moved: the fields of the first table stay (not asked for again).
+    let (got, _) = listing(&second, "2.00000", Some((&first, &["x9"])));
+    assert!(got.contains("\"cost_usd\": \"1.000001\""), "{got}");
+    // c1 moved: made again, whole.
+    let (got, want) = listing(&third, "3.00000", Some((&second, &["c1"])));
+    assert_eq!(got, want);
+    assert!(got.contains("\"cost_usd\": \"3.000002\""), "{got}");
+    // Nothing moved since a table other than the one the text carries: made again.
+    let (got, want) = listing(&fourth, "4.00000", Some((&first, &[])));
+    assert_eq!(got, want);
+    assert!(got.contains("\"cost_usd\": \"4.000001\""), "{got}");
 }
 
 /// The sessions a daemon holds cost about what is their own (id, title, the rollout's time)

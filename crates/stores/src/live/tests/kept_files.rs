@@ -50,6 +50,7 @@ fn both_costed(
         Some(ListingSpent {
             table: &table,
             of: &of,
+            unmoved: None,
         }),
     )
 }
@@ -113,6 +114,7 @@ fn a_listing_in_flight_keeps_its_text_while_new_ones_are_made() {
         ListingSpent {
             table: &table,
             of: &of,
+            unmoved: None,
         },
     );
     let (now_got, now_want) = both(
@@ -121,6 +123,7 @@ fn a_listing_in_flight_keeps_its_text_while_new_ones_are_made() {
         Some(ListingSpent {
             table: &table,
             of: &of,
+            unmoved: None,
         }),
     );
     assert_eq!(now_got, now_want);
