@@ -118,8 +118,8 @@ pub fn list_sessions(roots: &StoreRoots, options: &ScanOptions) -> Listing {
     // list of changed files (every file is new to it).
     index.one_shot = options.cache_file.is_none();
     save_dirs(&mut dirs, dirs_file.as_deref(), &mut warnings);
-    // Let go before the files are read rather than at the end: every folder's listing (about
-    // 10 MB at 100,000 sessions) is not needed again.
+    // Let go before the files are read rather than at the end: a cold walk's listings are held
+    // until saved, and are not needed again.
     drop(dirs);
 
     let (stats, codex_names) = refresh_and_save(
@@ -246,20 +246,11 @@ impl Scanner {
             Some(dirs) => dirs,
             None => dirs_file.as_deref().map(DirCache::load).unwrap_or_default(),
         };
-        let known = dirs.len();
         let (sources, mut dirs, walk) =
             discover_sources(roots, options.refresh.threads, &agents, dirs, &mut warnings);
+        // Saved, the listings the walk made are read from the file from then on: the cache
+        // keeps only where each folder's is (`walk::DirCache`).
         save_dirs(&mut dirs, dirs_file.as_deref(), &mut warnings);
-        // Many folders listed for the first time (a cold walk) were remembered by the walk's
-        // threads among everything they allocated and let go: loaded again from the file just
-        // saved, they sit in a row and those pages go back (at 22,000 sessions 3 MB resident).
-        if dirs.len() >= known + COMPACT_AT
-            && !dirs.is_changed()
-            && let Some(path) = dirs_file.as_deref()
-        {
-            drop(dirs);
-            dirs = DirCache::load(path);
-        }
         self.dirs = Some(dirs);
         let discovered = started.elapsed();
         let (stats, codex_names) = refresh_and_save(

@@ -30,9 +30,10 @@
 //! — the first in walk order wins, so the result does not depend on thread timing; a duplicate
 //! is dropped with its entries). The result is in a fixed order too.
 //!
-//! One file, past the usual ~800 lines: the walk is the warm listing's hot path (its figures are
-//! in `cargo bench -p cross-agent-stores --bench sessions`), and its per-thread visit, the
-//! folder cache it reads and the fixed-order merge are tuned together.
+//! The folder cache is kept off the heap, in its file, and read back as the walk meets each
+//! folder ([`dir_cache`]). The walk is the warm listing's hot path (its figures are in
+//! `cargo bench -p cross-agent-stores --bench sessions`): its per-thread visit, the folder
+//! cache it reads and the fixed-order merge are tuned together.
 
 use std::collections::HashSet;
 use std::ffi::OsStr;
@@ -42,9 +43,14 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rayon::prelude::*;
 
-use crate::index::{FastMap, hash64};
 use crate::model::{StoreWarning, Warnings};
 use crate::roots::FileStamp;
+
+mod dir_cache;
+
+pub(crate) use dir_cache::Reader;
+pub use dir_cache::{DirCache, dir_cache_file};
+use dir_cache::{Kind, Listed, record_head, write_listing};
 
 /// How much older than the start of a listing a folder's mtime must be for the listing to be
 /// remembered: comfortably more than any file system's timestamp granularity.
@@ -153,48 +159,6 @@ impl DirStamp {
     }
 }
 
-/// What a folder entry is, as its listing says (links are followed at each walk).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-#[repr(u8)]
-enum Kind {
-    File = 1,
-    Dir = 2,
-    Symlink = 3,
-}
-
-impl Kind {
-    fn from_u8(n: u8) -> Option<Kind> {
-        match n {
-            1 => Some(Kind::File),
-            2 => Some(Kind::Dir),
-            3 => Some(Kind::Symlink),
-            _ => None,
-        }
-    }
-}
-
-/// One folder's listing: the entries the walk's rules look at (candidate files, folders and
-/// links), sorted, their names back to back in one buffer (one allocation per folder, not one
-/// per name, when the cache is loaded).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-struct Listed {
-    names: Vec<u8>,
-    /// End of each name in `names`, and its kind.
-    entries: Vec<(u32, Kind)>,
-}
-
-impl Listed {
-    fn iter(&self) -> impl Iterator<Item = (&OsStr, Kind)> {
-        let mut start = 0usize;
-        self.entries.iter().filter_map(move |&(end, kind)| {
-            let end = end as usize;
-            let name = self.names.get(start..end);
-            start = end;
-            name.map(|name| (os_str(name), kind))
-        })
-    }
-}
-
 /// A name's bytes as stored. On Unix any name; elsewhere UTF-8 names only.
 #[cfg(unix)]
 pub(crate) fn name_bytes(name: &OsStr) -> Option<&[u8]> {
@@ -218,240 +182,6 @@ pub(crate) fn os_str(bytes: &[u8]) -> &OsStr {
     std::str::from_utf8(bytes)
         .map(OsStr::new)
         .unwrap_or_default()
-}
-
-/// A remembered folder listing.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct CachedDir {
-    path: PathBuf,
-    rule: Rule,
-    stamp: DirStamp,
-    listed: Listed,
-}
-
-/// Folder listings remembered between walks (see the module notes for why reusing them is
-/// sound). Persisted beside the session index by [`crate::scan`].
-#[derive(Debug, Default)]
-pub struct DirCache {
-    dirs: Vec<CachedDir>,
-    by_path: FastMap<u64, usize>,
-    /// Differs from what was loaded or last saved.
-    changed: bool,
-}
-
-impl DirCache {
-    /// How many folders are remembered.
-    pub fn len(&self) -> usize {
-        self.dirs.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.dirs.is_empty()
-    }
-
-    /// Whether the cache changed since it was loaded or saved.
-    pub fn is_changed(&self) -> bool {
-        self.changed
-    }
-
-    /// The bytes it holds: each folder's record, path and listing (names and their ends), and
-    /// the table by path — a daemon keeps it between walks, every file name of the stores once
-    /// (about 6 MB at 111,000 sessions).
-    pub fn heap_bytes(&self) -> usize {
-        let listings: usize = self
-            .dirs
-            .iter()
-            .map(|dir| {
-                dir.path.capacity()
-                    + dir.listed.names.capacity()
-                    + dir.listed.entries.capacity() * std::mem::size_of::<(u32, Kind)>()
-            })
-            .sum();
-        self.dirs.capacity() * std::mem::size_of::<CachedDir>()
-            + listings
-            + self.by_path.capacity() * (std::mem::size_of::<(u64, usize)>() + 1)
-    }
-
-    fn from_dirs(dirs: Vec<CachedDir>) -> DirCache {
-        let mut cache = DirCache {
-            dirs: Vec::with_capacity(dirs.len()),
-            by_path: FastMap::with_capacity_and_hasher(dirs.len(), Default::default()),
-            changed: false,
-        };
-        for dir in dirs {
-            let Some(bytes) = name_bytes(dir.path.as_os_str()) else {
-                continue;
-            };
-            let hash = hash64(bytes);
-            // Two paths with one hash: the second is simply listed every time.
-            if let std::collections::hash_map::Entry::Vacant(slot) = cache.by_path.entry(hash) {
-                slot.insert(cache.dirs.len());
-                cache.dirs.push(dir);
-            }
-        }
-        cache
-    }
-
-    /// The index of the remembered listing of `dir` under `rule`, if it is still good.
-    fn lookup(&self, dir: &Path, rule: Rule, stamp: &DirStamp) -> Option<usize> {
-        let i = *self.by_path.get(&hash64(name_bytes(dir.as_os_str())?))?;
-        let cached = self.dirs.get(i)?;
-        (cached.path.as_os_str() == dir.as_os_str()
-            && cached.rule == rule
-            && cached.stamp == *stamp)
-            .then_some(i)
-    }
-}
-
-/// The file a [`DirCache`] is kept in: beside the session cache, `<name>-dirs.<ext>`.
-pub fn dir_cache_file(index_cache: &Path) -> PathBuf {
-    crate::index::cache::file_beside(index_cache, "dirs")
-}
-
-const DIRS_MAGIC: &[u8; 8] = b"XAGDIRS\x01";
-/// Bump when the layout changes. 2: the body's checksum is XXH3.
-const DIRS_VERSION: u32 = 2;
-/// Magic, version, folder count, body length, body checksum.
-const DIRS_HEADER_LEN: usize = 8 + 4 + 8 + 8 + 8;
-
-impl DirCache {
-    /// Reads the cache at `path`. Missing, from another version or damaged: an empty cache,
-    /// silently — it only saves system calls, and the walk rebuilds it.
-    pub fn load(path: &Path) -> DirCache {
-        crate::index::cache::open_to_read(path)
-            .and_then(|mut file| {
-                let mut bytes = Vec::new();
-                std::io::Read::read_to_end(&mut file, &mut bytes).map(|_| bytes)
-            })
-            .ok()
-            .and_then(|bytes| DirCache::decode(&bytes))
-            .map(DirCache::from_dirs)
-            .unwrap_or_default()
-    }
-
-    fn decode(bytes: &[u8]) -> Option<Vec<CachedDir>> {
-        let mut header = Reader(bytes.get(..DIRS_HEADER_LEN)?);
-        if header.take(8)? != DIRS_MAGIC || header.u32()? != DIRS_VERSION {
-            return None;
-        }
-        let count = usize::try_from(header.u64()?).ok()?;
-        let body_len = usize::try_from(header.u64()?).ok()?;
-        let sum = header.u64()?;
-        let body = bytes.get(DIRS_HEADER_LEN..)?;
-        if body.len() != body_len || hash64(body) != sum {
-            return None;
-        }
-        let mut r = Reader(body);
-        let mut dirs = Vec::with_capacity(count.min(body.len() / 40));
-        for _ in 0..count {
-            let path_len = r.u32()? as usize;
-            let path = os_str(r.take(path_len)?).to_owned();
-            let rule = Rule::from_u8(r.u8()?)?;
-            let stamp = DirStamp {
-                dev: r.u64()?,
-                ino: r.u64()?,
-                mtime_ns: r.u64()? as i64,
-                ctime_ns: r.u64()? as i64,
-            };
-            let names_len = r.u32()? as usize;
-            let names = r.take(names_len)?.to_vec();
-            let n = r.u32()? as usize;
-            let mut entries = Vec::with_capacity(n.min(names_len));
-            let mut last = 0u32;
-            for _ in 0..n {
-                let end = r.u32()?;
-                let kind = Kind::from_u8(r.u8()?)?;
-                if end < last || end as usize > names.len() {
-                    return None;
-                }
-                last = end;
-                entries.push((end, kind));
-            }
-            dirs.push(CachedDir {
-                path: PathBuf::from(path),
-                rule,
-                stamp,
-                listed: Listed { names, entries },
-            });
-        }
-        r.0.is_empty().then_some(dirs)
-    }
-
-    /// Writes the cache to `path` atomically (owner-only, as the session cache), and marks it
-    /// saved.
-    pub fn save(&mut self, path: &Path) -> crate::Result<()> {
-        let mut body = Vec::with_capacity(
-            self.dirs
-                .iter()
-                .map(|d| {
-                    64 + d.path.as_os_str().len()
-                        + d.listed.names.len()
-                        + 5 * d.listed.entries.len()
-                })
-                .sum(),
-        );
-        let mut count = 0u64;
-        for dir in &self.dirs {
-            let Some(path) = name_bytes(dir.path.as_os_str()) else {
-                continue;
-            };
-            let (Ok(path_len), Ok(names_len), Ok(n)) = (
-                u32::try_from(path.len()),
-                u32::try_from(dir.listed.names.len()),
-                u32::try_from(dir.listed.entries.len()),
-            ) else {
-                continue;
-            };
-            count += 1;
-            body.extend_from_slice(&path_len.to_le_bytes());
-            body.extend_from_slice(path);
-            body.push(dir.rule as u8);
-            body.extend_from_slice(&dir.stamp.dev.to_le_bytes());
-            body.extend_from_slice(&dir.stamp.ino.to_le_bytes());
-            body.extend_from_slice(&dir.stamp.mtime_ns.to_le_bytes());
-            body.extend_from_slice(&dir.stamp.ctime_ns.to_le_bytes());
-            body.extend_from_slice(&names_len.to_le_bytes());
-            body.extend_from_slice(&dir.listed.names);
-            body.extend_from_slice(&n.to_le_bytes());
-            for &(end, kind) in &dir.listed.entries {
-                body.extend_from_slice(&end.to_le_bytes());
-                body.push(kind as u8);
-            }
-        }
-        let mut bytes = Vec::with_capacity(DIRS_HEADER_LEN + body.len());
-        bytes.extend_from_slice(DIRS_MAGIC);
-        bytes.extend_from_slice(&DIRS_VERSION.to_le_bytes());
-        bytes.extend_from_slice(&count.to_le_bytes());
-        bytes.extend_from_slice(&(body.len() as u64).to_le_bytes());
-        bytes.extend_from_slice(&hash64(&body).to_le_bytes());
-        bytes.extend_from_slice(&body);
-        crate::index::cache::write_atomically(path, &bytes)?;
-        self.changed = false;
-        Ok(())
-    }
-}
-
-/// Little-endian fields off the front of a byte slice.
-pub(crate) struct Reader<'a>(pub(crate) &'a [u8]);
-
-impl<'a> Reader<'a> {
-    pub(crate) fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        let (head, tail) = self.0.split_at_checked(n)?;
-        self.0 = tail;
-        Some(head)
-    }
-
-    pub(crate) fn u8(&mut self) -> Option<u8> {
-        self.take(1).map(|b| b[0])
-    }
-
-    pub(crate) fn u32(&mut self) -> Option<u32> {
-        self.take(4)?.try_into().ok().map(u32::from_le_bytes)
-    }
-
-    pub(crate) fn u64(&mut self) -> Option<u64> {
-        self.take(8)?.try_into().ok().map(u64::from_le_bytes)
-    }
 }
 
 /// One folder as the walk saw it.
@@ -485,18 +215,8 @@ enum Listing {
     None,
     /// The remembered listing at this index of the old cache.
     Reused(usize),
-    /// Listed now; `remember` when it is settled and its names can be stored.
-    Fresh { listed: Listed, remember: bool },
-}
-
-impl Listing {
-    fn listed<'a>(&'a self, cache: &'a DirCache) -> Option<&'a Listed> {
-        match self {
-            Listing::None => None,
-            Listing::Reused(i) => cache.dirs.get(*i).map(|dir| &dir.listed),
-            Listing::Fresh { listed, .. } => Some(listed),
-        }
-    }
+    /// Listed now, as its record; `remember` when it is settled and its names can be stored.
+    Fresh { record: Vec<u8>, remember: bool },
 }
 
 /// A folder waiting to be visited.
@@ -529,7 +249,7 @@ fn walk_levels(
     let mut found: Vec<Found> = roots.iter().map(|_| Found::default()).collect();
     let mut seen: HashSet<(usize, u64, u64)> = HashSet::new();
     let mut reused: Vec<usize> = Vec::new();
-    let mut fresh: Vec<CachedDir> = Vec::new();
+    let mut fresh: Vec<Vec<u8>> = Vec::new();
 
     let mut level: Vec<Pending> = roots
         .iter()
@@ -563,7 +283,6 @@ fn walk_levels(
                 );
                 continue;
             }
-            let root = &roots[pending.root];
             match &visit.listing {
                 Listing::None => continue,
                 Listing::Reused(i) => {
@@ -588,53 +307,19 @@ fn walk_levels(
                 root: pending.root,
             }));
             if let Listing::Fresh {
-                listed,
+                record,
                 remember: true,
             } = visit.listing
             {
-                fresh.push(CachedDir {
-                    path: pending.dir,
-                    rule: root.rule,
-                    stamp,
-                    listed,
-                });
+                fresh.push(record);
             }
         }
         level = next;
     }
 
-    let cache = next_cache(cache, roots, reused, fresh);
-    (found, cache, stats)
-}
-
-/// The cache after a walk: these roots' folders as the walk saw them (reused listings moved
-/// over, settled fresh ones added), and the folders of rules that were not walked as they were.
-fn next_cache(
-    old: DirCache,
-    roots: &[WalkRoot],
-    reused: Vec<usize>,
-    fresh: Vec<CachedDir>,
-) -> DirCache {
     let walked: Vec<Rule> = roots.iter().map(|r| r.rule).collect();
-    let old_walked = old.dirs.iter().filter(|d| walked.contains(&d.rule)).count();
-    let changed = old.changed || !fresh.is_empty() || reused.len() != old_walked;
-    let mut keep = vec![false; old.dirs.len()];
-    for i in reused {
-        if let Some(k) = keep.get_mut(i) {
-            *k = true;
-        }
-    }
-    let mut dirs: Vec<CachedDir> = old
-        .dirs
-        .into_iter()
-        .zip(keep)
-        .filter(|(dir, reused)| *reused || !walked.contains(&dir.rule))
-        .map(|(dir, _)| dir)
-        .collect();
-    dirs.extend(fresh);
-    let mut cache = DirCache::from_dirs(dirs);
-    cache.changed = changed;
-    cache
+    let cache = cache.after_walk(&walked, reused, fresh);
+    (found, cache, stats)
 }
 
 /// `stat`s one folder and lists it, or takes its remembered listing; then `stat`s the
@@ -678,18 +363,19 @@ fn visit(
         }
     };
     out.stamp = Some(stamp);
-    out.listing = match cache.lookup(dir, root.rule, &stamp) {
-        Some(i) => Listing::Reused(i),
-        None => match list_dir(dir, root, &mut warnings) {
-            Some((listed, storable)) => Listing::Fresh {
-                listed,
-                remember: storable && stamp.settled(started),
-            },
-            None => Listing::None,
-        },
-    };
-    if let Some(listed) = out.listing.listed(cache) {
-        out.entries = Some(entries(dir, depth, root, listed, handle, &mut warnings));
+    let remembered = cache.with_listing(dir, root.rule, &stamp, |listed| {
+        entries(dir, depth, root, listed, &handle, &mut warnings)
+    });
+    if let Some((i, entries)) = remembered {
+        out.listing = Listing::Reused(i);
+        out.entries = Some(entries);
+    } else if let Some((record, storable)) = list_dir(dir, root, &stamp, &mut warnings) {
+        out.entries = Listed::of_record(&record)
+            .map(|listed| entries(dir, depth, root, listed, &handle, &mut warnings));
+        out.listing = Listing::Fresh {
+            record,
+            remember: storable && stamp.settled(started),
+        };
     }
     out.warnings = warnings.items;
     out
@@ -702,13 +388,13 @@ fn entries(
     dir: &Path,
     depth: usize,
     root: &WalkRoot,
-    listed: &Listed,
-    handle: OpenDir,
+    listed: Listed<'_>,
+    handle: &OpenDir,
     warnings: &mut Warnings,
 ) -> Entries {
     let wants_files = depth >= root.min_file_depth;
     let mut out = Entries {
-        files: Vec::with_capacity(if wants_files { listed.entries.len() } else { 0 }),
+        files: Vec::with_capacity(if wants_files { listed.len() } else { 0 }),
         ..Entries::default()
     };
     let mut stat_warnings = Warnings::default();
@@ -892,10 +578,16 @@ impl OpenDir {
     }
 }
 
-/// Lists one folder: the entries `root`'s rules look at, sorted by name. The second value says
-/// whether the listing is complete and storable (an entry that could not be read, or on some
+/// Lists one folder: the entries `root`'s rules look at, sorted by name, as the folder's record
+/// (its path, rule and `stamp`, then the listing). The second value says whether the listing is
+/// complete and storable (an entry that could not be read, or on some
 /// platforms a name that is not UTF-8, means it is used this time and never remembered).
-fn list_dir(dir: &Path, root: &WalkRoot, warnings: &mut Warnings) -> Option<(Listed, bool)> {
+fn list_dir(
+    dir: &Path,
+    root: &WalkRoot,
+    stamp: &DirStamp,
+    warnings: &mut Warnings,
+) -> Option<(Vec<u8>, bool)> {
     let entries = match fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) => {
@@ -935,23 +627,33 @@ fn list_dir(dir: &Path, root: &WalkRoot, warnings: &mut Warnings) -> Option<(Lis
         kept.push((name, kind));
     }
     kept.sort_unstable();
-    let mut listed = Listed {
-        names: Vec::with_capacity(kept.iter().map(|(n, _)| n.len()).sum()),
-        entries: Vec::with_capacity(kept.len()),
-    };
-    for (name, kind) in kept {
-        let Some(bytes) = name_bytes(&name) else {
-            warnings.push(&dir.join(&name), None, "the name is not UTF-8; skipped");
-            storable = false;
-            continue;
-        };
-        listed.names.extend_from_slice(bytes);
-        let Ok(end) = u32::try_from(listed.names.len()) else {
-            return Some((Listed::default(), false));
-        };
-        listed.entries.push((end, kind));
+    let mut named: Vec<(&[u8], Kind)> = Vec::with_capacity(kept.len());
+    for (name, kind) in &kept {
+        match name_bytes(name) {
+            Some(bytes) => named.push((bytes, *kind)),
+            None => {
+                warnings.push(&dir.join(name), None, "the name is not UTF-8; skipped");
+                storable = false;
+            }
+        }
     }
-    Some((listed, storable))
+    let mut record = Vec::with_capacity(
+        64 + dir.as_os_str().len() + named.iter().map(|(n, _)| n.len() + 5).sum::<usize>(),
+    );
+    if record_head(dir, root.rule, stamp, &mut record).is_none() {
+        // A path that cannot be stored (not UTF-8, elsewhere than on Unix): used this time only.
+        storable = false;
+        record.clear();
+        record_head(Path::new(""), root.rule, stamp, &mut record)?;
+    }
+    let head_len = record.len();
+    if write_listing(&mut record, named.iter().copied()).is_none() {
+        // Names past 4 GiB in one folder: nothing to go by.
+        record.truncate(head_len);
+        write_listing(&mut record, std::iter::empty())?;
+        storable = false;
+    }
+    Some((record, storable))
 }
 
 /// A file's stamp and whether it is a regular file.

@@ -61,7 +61,7 @@ mod stored;
 pub(crate) use entry::EntryView;
 pub(crate) use entry::{decode_entry, encode_entry};
 pub use files::private_dir;
-pub(crate) use files::{open_to_read, write_atomically, write_atomically_parts};
+pub(crate) use files::{open_to_read, read_at, write_atomically_parts};
 pub use journal::journal_file;
 pub(crate) use journal::{Base, file_beside};
 use journal::{JOURNAL_MIN_LIMIT, append_journal, journal_record, replay_journal};

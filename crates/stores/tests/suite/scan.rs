@@ -125,8 +125,10 @@ fn a_scanner_holds_a_cold_index_as_the_cache_it_saved() {
     assert_eq!(fresh.sessions, second.sessions);
 }
 
-/// The folder listings a scanner keeps for its next walk (`walk::DirCache`, every file name of
-/// the stores once: ~6 MB of a daemon's heap at 111,000 sessions) are in its accounting.
+/// The folder listings a scanner keeps for its next walk (`walk::DirCache`) are in its
+/// accounting, and are not on its heap: a folder is 32 bytes — a hash of its path, where its
+/// listing is in the folder-cache file and a hash of that — not its path and every file name in
+/// it (which were ~6 MB of a daemon's heap at 111,000 sessions).
 #[test]
 fn a_scanners_accounting_counts_the_folder_listings_it_keeps() {
     use cross_agent_stores::scan::Scanner;
@@ -140,15 +142,26 @@ fn a_scanners_accounting_counts_the_folder_listings_it_keeps() {
     );
     let roots = StoreRoots::under_home(tmp.path());
     let mut scanner = Scanner::new(options);
-    assert_eq!(scanner.list(&roots).sessions.len(), 60);
+    let cold = scanner.list(&roots);
+    assert_eq!(cold.sessions.len(), 60);
+    let folders = cold.walk.dirs_listed;
 
     let held = scanner.heap_bytes();
     let names: usize = files
         .iter()
         .map(|t| t.path.file_name().unwrap().len())
         .sum();
-    assert!(held.dirs >= names, "{names} bytes of file names: {held:?}");
+    assert!(
+        held.dirs > 0 && held.dirs <= 32 * folders,
+        "{folders} folders, {names} bytes of file names: {held:?}"
+    );
     assert!(held.total() >= held.stored + held.dirs, "{held:?}");
+
+    // Read back from the file, the listings serve the next walk.
+    let warm = scanner.list(&roots);
+    assert_eq!((warm.walk.dirs_listed, warm.walk.dirs_reused), (0, folders));
+    assert_eq!(warm.sessions, cold.sessions);
+    assert_eq!(scanner.heap_bytes().dirs, held.dirs);
 }
 
 /// Sets the mtime of every folder under `dir` (itself included) to `at`.

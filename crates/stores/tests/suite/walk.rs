@@ -353,6 +353,68 @@ fn a_scanner_keeps_the_folder_cache_in_memory_too() {
     assert_eq!(listing.of(Agent::Claude).count(), 2);
 }
 
+/// A scanner reads its remembered listings back from the folder-cache file as it walks: that
+/// file truncated, or written into in place, under it (its own saves replace the file by
+/// renaming) makes the walk list those folders again and find every file, never leave out the
+/// files of a listing that did not read back.
+#[test]
+fn a_folder_cache_changed_or_truncated_under_a_scanner_lists_the_folders_again() {
+    let home = TempDir::new().unwrap();
+    claude(home.path(), "/work/a", "c1", "one");
+    claude(home.path(), "/work/a", "c2", "two");
+    claude(home.path(), "/work/b", "c3", "three");
+    settle(&projects(home.path()));
+    let roots = StoreRoots::under_home(home.path());
+    let dirs = dir_cache_file(&options(home.path()).cache_file.unwrap());
+    let mut scanner = Scanner::new(options(home.path()));
+    let cold = scanner.list(&roots);
+    assert_eq!(ids(&cold), vec!["c1", "c2", "c3"]);
+    let warm = scanner.list(&roots);
+    assert_eq!((warm.walk.dirs_listed, warm.walk.dirs_reused), (0, 3));
+
+    // Cut short where it is: every record past the header is gone.
+    fs::OpenOptions::new()
+        .write(true)
+        .open(&dirs)
+        .unwrap()
+        .set_len(16)
+        .unwrap();
+    let after_truncation = scanner.list(&roots);
+    assert_eq!(
+        (
+            after_truncation.walk.dirs_listed,
+            after_truncation.walk.dirs_reused
+        ),
+        (3, 0)
+    );
+    assert_eq!(after_truncation.sessions, cold.sessions);
+    assert!(
+        after_truncation.warnings.is_empty(),
+        "{:?}",
+        after_truncation.warnings
+    );
+
+    // Listed again and saved, a new file: one name in it changed in place, to one of the same
+    // length. The record still decodes, for its folder and stamp, but is not the one
+    // remembered: that folder is listed again, and c1 is still found.
+    let again = scanner.list(&roots);
+    assert_eq!((again.walk.dirs_listed, again.walk.dirs_reused), (0, 3));
+    let mut bytes = fs::read(&dirs).unwrap();
+    let at = bytes
+        .windows(b"c1.jsonl".len())
+        .position(|w| w == b"c1.jsonl")
+        .expect("c1's name in the folder cache");
+    bytes[at] = b'x';
+    fs::write(&dirs, &bytes).unwrap();
+    let after_edit = scanner.list(&roots);
+    assert_eq!(
+        (after_edit.walk.dirs_listed, after_edit.walk.dirs_reused),
+        (1, 2)
+    );
+    assert_eq!(after_edit.sessions, cold.sessions);
+    assert!(after_edit.warnings.is_empty(), "{:?}", after_edit.warnings);
+}
+
 /// A folder stamped centuries ahead (a clock gone wrong) is listed like any other; its
 /// timestamp in nanoseconds saturates rather than overflowing the walk.
 #[test]

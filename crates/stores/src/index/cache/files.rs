@@ -8,14 +8,9 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Result, StoreError};
 
-/// Writes `bytes` to `path` through a temp file in the same folder and a rename, creating the
-/// folder `0700` and the file `0600`.
-pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    write_atomically_parts(path, &[bytes])
-}
-
-/// [`write_atomically`] of `parts` one after another, so a big file need not be gathered into
-/// one buffer first.
+/// Writes `parts` one after another (a big file need not be gathered into one buffer first) to
+/// `path` through a temp file in the same folder and a rename, creating the folder `0700` and
+/// the file `0600`.
 pub(crate) fn write_atomically_parts(path: &Path, parts: &[&[u8]]) -> Result<()> {
     let dir = path.parent().ok_or_else(|| StoreError::Cache {
         path: path.to_path_buf(),
@@ -107,6 +102,21 @@ pub(crate) fn open_to_read(path: &Path) -> std::io::Result<fs::File> {
     options.open(path)
 }
 
+/// Reads `buf.len()` bytes at `at` in `file`, leaving its cursor to other readers.
+pub(crate) fn read_at(file: &fs::File, at: u64, buf: &mut [u8]) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::FileExt::read_exact_at(file, buf, at)
+    }
+    #[cfg(not(unix))]
+    {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut file = file;
+        file.seek(SeekFrom::Start(at))?;
+        file.read_exact(buf)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -124,7 +134,7 @@ mod tests {
         let cache = tmp.path().join("cache");
         std::os::unix::fs::symlink(&outside, &cache).unwrap();
         assert!(private_dir(&cache).is_err());
-        assert!(write_atomically(&cache.join("sessions.bin"), b"x").is_err());
+        assert!(write_atomically_parts(&cache.join("sessions.bin"), &[b"x"]).is_err());
         let mode = fs::metadata(&outside).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o755);
         assert_eq!(fs::read_dir(&outside).unwrap().count(), 0);

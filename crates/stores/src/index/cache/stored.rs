@@ -20,6 +20,7 @@ use rayon::prelude::*;
 
 use super::Refused;
 use super::entry::{EntryView, PATH_AT, decode_entry};
+use super::files::read_at;
 use crate::index::discover::MIN_RUN;
 use crate::index::{FastMap, FoldKind, hash64};
 use crate::model::{Agent, Session};
@@ -416,21 +417,6 @@ impl Stored {
             }
         }
         dropped
-    }
-}
-
-/// Reads `buf.len()` bytes at `at` in `file`, leaving its cursor to other readers.
-fn read_at(file: &File, at: u64, buf: &mut [u8]) -> std::io::Result<()> {
-    #[cfg(unix)]
-    {
-        std::os::unix::fs::FileExt::read_exact_at(file, buf, at)
-    }
-    #[cfg(not(unix))]
-    {
-        use std::io::{Read, Seek, SeekFrom};
-        let mut file = file;
-        file.seek(SeekFrom::Start(at))?;
-        file.read_exact(buf)
     }
 }
 
