@@ -71,8 +71,9 @@ pub fn run_then_hand_back<R>(work: impl FnOnce() -> R) -> R {
 /// pages they emptied back to the system. The purge delay of 0 does not cover these: mimalloc
 /// keeps a thread's emptied pages in that thread's own heap for reuse until the thread
 /// allocates again or collects, and after a cold build the threads that did it go idle. Measured
-/// at 111,000 sessions (release, issue 30): the daemon held 177 MB resident for 104 MB of live
-/// blocks after its first listing; every thread collecting brought it to 157 MB.
+/// at 111,000 sessions (release index bench, issue 30): the daemon's resident set after its
+/// first listing went from 151–153 MB to 145–147 MB (101 MB of it live blocks); collecting on
+/// every other thread of the daemon after that gave back under 1 MB more.
 pub fn hand_back_emptied_pages() {
     collect_this_thread();
     rayon::broadcast(|_| collect_this_thread());
