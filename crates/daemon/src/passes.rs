@@ -33,7 +33,10 @@ where
             }
             let pass = Arc::clone(&pass);
             let stopped = stop.clone();
-            let _ = tokio::task::spawn_blocking(move || pass(&stopped)).await;
+            let _ = tokio::task::spawn_blocking(move || {
+                crate::memory::run_then_hand_back(|| pass(&stopped))
+            })
+            .await;
         }
     });
 }

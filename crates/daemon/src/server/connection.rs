@@ -294,7 +294,9 @@ async fn engine_call<M: Method>(
     call: impl FnOnce(Engine) -> cross_agent_hub::Result<M::Response> + Send + 'static,
 ) -> ServerMessage {
     let engine = shared.engine.clone();
-    match tokio::task::spawn_blocking(move || call(engine)).await {
+    match tokio::task::spawn_blocking(move || crate::memory::run_then_hand_back(|| call(engine)))
+        .await
+    {
         Ok(Ok(response)) => respond::<M>(id, response),
         Ok(Err(e)) => {
             tracing::error!(method = M::NAME, error = %e, "engine call failed");
@@ -471,7 +473,10 @@ async fn dispatch(
         ),
         ClientRequest::IndexListing(params) => {
             let engine = shared.engine.clone();
-            let rendered = tokio::task::spawn_blocking(move || engine.index_listing(&params)).await;
+            let rendered = tokio::task::spawn_blocking(move || {
+                crate::memory::run_then_hand_back(|| engine.index_listing(&params))
+            })
+            .await;
             match rendered {
                 Ok((response, out)) => (
                     respond::<IndexListingParams>(id, response),
