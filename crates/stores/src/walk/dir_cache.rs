@@ -4,7 +4,7 @@
 //!
 //! A daemon keeps the cache between walks. Held as listings — a path, a buffer of names and a
 //! vector of entries per folder — it was every file name of the stores on the daemon's heap
-//! (6.2 MB at 111,000 sessions, 13,648 folders). Here a folder is a [`Slot`] of 32 bytes: a
+//! (6.2 MB at 111,000 sessions, whose stores have 1,637 folders to list). Here a folder is a [`Slot`] of 32 bytes: a
 //! hash of its path, its rule, where its record is in the folder-cache file and a hash of that
 //! record. The file is kept open (opened never through a link, as the session cache is), and
 //! the walk's threads read a folder's record back with `pread` when they meet the folder: one
