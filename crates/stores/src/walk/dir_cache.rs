@@ -3,16 +3,16 @@
 //! heap.
 //!
 //! A daemon keeps the cache between walks. Held as listings — a path, a buffer of names and a
-//! vector of entries per folder — it was every file name of the stores on the daemon's heap
-//! (6.2 MB at 111,000 sessions, whose stores have 1,637 folders to list). Here a folder is a
-//! [`Slot`] of 32 bytes: a hash of its path, its rule, where its record is in the folder-cache
-//! file and a hash of that record. The file is kept open (opened never through a link, as the
-//! session cache is), and the walk's threads read a folder's record back with `pread` when they meet the folder: one
-//! read from the page cache beside the folder's `open` and `stat`, which a warm walk makes
-//! anyway. What is read back is checked — its hash is the record's loaded, it decodes, and it
-//! names this folder, rule and stamp — so a file truncated or written into in place under us
-//! (our own writes replace it by renaming) or a read that fails means the folder is listed
-//! again, never that its files are missing.
+//! vector of entries per folder — it was every file name of the stores on the daemon's heap (6.2 MB
+//! at 111,000 sessions, whose stores have 1,637 folders to list). Here a folder is a [`Slot`] of 32
+//! bytes: a hash of its path, its rule, where its record is in the folder-cache file and a hash of
+//! that record. The file is kept open (opened never through a link, as the session cache is), and
+//! the walk's threads read a folder's record back with `pread` when they meet the folder: one read
+//! from the page cache beside the folder's `open` and `stat`, which a warm walk makes anyway. What
+//! is read back is checked — its hash is the record's loaded, it decodes, and it names this folder,
+//! rule and stamp — so a file truncated or written into in place under us (our own writes replace
+//! it by renaming) or a read that fails means the folder is listed again, never that its files are
+//! missing.
 //!
 //! The listings a walk makes are held in memory (as the records they will be) only until they
 //! are saved; then the cache reads them from the file just written, like the others.
