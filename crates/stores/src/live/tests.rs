@@ -40,6 +40,28 @@ fn written_one_at_a_time(
     String::from_utf8(want).unwrap()
 }
 
+/// A listing of `live`'s Claude sessions, read back whole, and the same listing written one
+/// session at a time from the sessions (no kept text).
+fn both(
+    live: &LiveScanner,
+    roots: &StoreRoots,
+    spent: Option<ListingSpent<'_>>,
+) -> (String, String) {
+    let window = ActiveWindow::from_minutes(0);
+    let now = UnixMillis(now_millis());
+    let got = live.render_listing(
+        roots,
+        &[Agent::Claude],
+        |_| true,
+        None,
+        (window, now, spent),
+    );
+    (
+        String::from_utf8(got.bytes.to_vec()).unwrap(),
+        written_one_at_a_time(live, roots, (window, now), spent.map(|spent| spent.of)),
+    )
+}
+
 /// Claude sessions `c1` ("one") and `c2` ("two") under `dir`, and a quiet scanner of them.
 fn two_sessions(dir: &Path) -> (StoreRoots, LiveScanner) {
     write_claude(dir, "c1", "one");
@@ -214,9 +236,8 @@ fn the_kept_cost_fields_are_made_again_for_another_table() {
     use crate::render::Spent;
     let tmp = tempfile::tempdir().unwrap();
     let (roots, live) = two_sessions(tmp.path());
-    // None of them active: every element is kept, so all go out in runs with their costs.
-    let window = ActiveWindow::from_minutes(0);
-    let now = UnixMillis(now_millis());
+    // None of them active in [`both`]'s window: every element is kept, so all go out in runs
+    // with their costs.
     let listing = |table: &SpentTable, cost: &str| {
         let of = |s: SessionRef<'_>| Spent {
             cost_usd: (s.session_id() == "c1").then(|| cost.to_owned()),
@@ -227,17 +248,7 @@ fn the_kept_cost_fields_are_made_again_for_another_table() {
             of: &of,
             unmoved: None,
         };
-        let got = live.render_listing(
-            &roots,
-            &[Agent::Claude],
-            |_| true,
-            None,
-            (window, now, Some(spent)),
-        );
-        (
-            String::from_utf8(got.bytes.to_vec()).unwrap(),
-            written_one_at_a_time(&live, &roots, (window, now), Some(&of)),
-        )
+        both(&live, &roots, Some(spent))
     };
     let first: SpentTable = Arc::new(1_u8);
     let (got, want) = listing(&first, "1.000000");
@@ -344,8 +355,6 @@ fn a_text_none_of_whose_sessions_moved_keeps_its_fields_for_the_next_table() {
     use crate::render::Spent;
     let tmp = tempfile::tempdir().unwrap();
     let (roots, live) = two_sessions(tmp.path());
-    let window = ActiveWindow::from_minutes(0);
-    let now = UnixMillis(now_millis());
     let listing =
         |table: &SpentTable, cost: &'static str, since: Option<(&SpentTable, &[&str])>| {
             let of = move |s: SessionRef<'_>| Spent {
@@ -362,17 +371,7 @@ fn a_text_none_of_whose_sessions_moved_keeps_its_fields_for_the_next_table() {
                     moved: &moved,
                 }),
             };
-            let got = live.render_listing(
-                &roots,
-                &[Agent::Claude],
-                |_| true,
-                None,
-                (window, now, Some(spent)),
-            );
-            (
-                String::from_utf8(got.bytes.to_vec()).unwrap(),
-                written_one_at_a_time(&live, &roots, (window, now), Some(&of)),
-            )
+            both(&live, &roots, Some(spent))
         };
     let table = |n: u8| -> SpentTable { Arc::new(n) };
     let (first, second, third, fourth) = (table(1), table(2), table(3), table(4));

@@ -5,28 +5,6 @@
 use super::*;
 use crate::render::Spent;
 
-/// A listing of `live`'s Claude sessions, read back whole, and the same listing written one
-/// session at a time from the sessions (no kept text).
-fn both(
-    live: &LiveScanner,
-    roots: &StoreRoots,
-    spent: Option<ListingSpent<'_>>,
-) -> (String, String) {
-    let window = ActiveWindow::from_minutes(0);
-    let now = UnixMillis(now_millis());
-    let got = live.render_listing(
-        roots,
-        &[Agent::Claude],
-        |_| true,
-        None,
-        (window, now, spent),
-    );
-    (
-        String::from_utf8(got.bytes.to_vec()).unwrap(),
-        written_one_at_a_time(live, roots, (window, now), spent.map(|spent| spent.of)),
-    )
-}
-
 /// Costs of `cost` dollars and a few cents for each session.
 fn costs(cost: &'static str) -> impl Fn(SessionRef<'_>) -> Spent {
     move |s: SessionRef<'_>| Spent {
