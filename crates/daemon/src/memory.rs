@@ -76,8 +76,15 @@ pub fn run_then_hand_back<R>(work: impl FnOnce() -> R) -> R {
 /// every other thread of the daemon after that gave back under 1 MB more.
 pub fn hand_back_emptied_pages() {
     collect_this_thread();
-    rayon::broadcast(|_| collect_this_thread());
+    collect_on_the_pool();
     HANDED_BACK.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Has each thread of rayon's global pool collect once it is free, without waiting for it:
+/// the call's answer is sent after [`run_then_hand_back`] returns, and a walk for another
+/// request may hold the pool for seconds (`rayon::broadcast` would wait for all of them).
+fn collect_on_the_pool() {
+    rayon::spawn_broadcast(|_| collect_this_thread());
 }
 
 #[allow(unsafe_code)]
@@ -112,6 +119,42 @@ mod tests {
             super::HANDED_BACK.load(super::Ordering::Relaxed),
             before + 1
         );
+    }
+
+    /// Handing back does not wait for rayon's pool: with every pool thread busy (another
+    /// request's walk), the call returns at once and the pool collects once it is free.
+    #[test]
+    fn handing_back_does_not_wait_for_a_busy_pool() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+        use std::time::Duration;
+        let (entered, released) = (
+            Arc::new(AtomicUsize::new(0)),
+            Arc::new(AtomicBool::new(false)),
+        );
+        let busy = {
+            let (entered, released) = (Arc::clone(&entered), Arc::clone(&released));
+            std::thread::spawn(move || {
+                rayon::broadcast(|_| {
+                    entered.fetch_add(1, Ordering::SeqCst);
+                    while !released.load(Ordering::SeqCst) {
+                        std::thread::sleep(Duration::from_millis(5));
+                    }
+                })
+            })
+        };
+        while entered.load(Ordering::SeqCst) < rayon::current_num_threads() {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let (done, returned) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            super::collect_on_the_pool();
+            let _ = done.send(());
+        });
+        let waited = returned.recv_timeout(Duration::from_secs(5));
+        released.store(true, Ordering::SeqCst);
+        busy.join().unwrap();
+        assert!(waited.is_ok(), "handing back waited for the busy pool");
     }
 
     /// This process's resident set (`VmRSS`), in bytes.
